@@ -1,0 +1,50 @@
+"""The `advisor` command: one Typer sub-app or command group per noun, composed here."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import typer
+
+from graph_schema.errors import AdvisorError
+
+app = typer.Typer(
+    name="advisor",
+    help="stack-advisor: which GPU software stack and node placement run your workload best.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+# Each module exposes ``register(app)``; the order here is the order in --help.
+COMMAND_MODULES = (
+    "cli.recommend",
+    "cli.collect",
+    "cli.imports",
+    "cli.db",
+    "cli.schema",
+    "cli.plan",
+    "cli.nodes",
+    "cli.serve",
+    "cli.plot",
+)
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except AdvisorError as exc:
+        from cli.render import error
+
+        error(str(exc))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

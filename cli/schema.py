@@ -1,0 +1,29 @@
+"""`advisor schema`: the JSON Schema of the collector result document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from graph_schema.models import ResultDocument
+
+schema_app = typer.Typer(help="Schemas of the documents stack-advisor reads and writes.", no_args_is_help=True)
+
+
+@schema_app.command("export")
+def export(
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Write the JSON Schema of the collector result document."""
+    text = json.dumps(ResultDocument.model_json_schema(), indent=2) + "\n"
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(schema_app, name="schema", rich_help_panel="Knowledge base")

@@ -1,0 +1,359 @@
+"""The domain model, defined once.
+
+Collectors build these, stores persist and return them, the advisor reasons over them and the
+API serialises them. Every identity (``stack_id``, ``benchmark_id``, ``observation_key`` ...) is
+derived from content, so the same measurement sent twice has the same key and is stored once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+RESULT_DOCUMENT_VERSION = 1
+UNKNOWN = "unknown"
+
+
+def _digest(*parts: Any, length: int = 20) -> str:
+    """A stable short hash of JSON-serialisable parts."""
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True)
+
+
+class PlacementKind(str, Enum):
+    """How the accelerator reaches the workload."""
+
+    BARE_METAL = "bare-metal"
+    PASSTHROUGH = "passthrough"
+    VGPU = "vgpu"
+    UNKNOWN = "unknown"
+
+
+class SourceKind(str, Enum):
+    """Where a figure comes from: our collectors, or a published source."""
+
+    MEASURED = "measured"
+    PUBLISHED = "published"
+
+
+class Provenance(_Model):
+    """Where an observation comes from. ``source`` is a short name such as ``mlperf-inference``
+    or ``stack-advisor-collector``; ``details`` carries the source-specific coordinates (round,
+    division, submitter, system id, file for MLPerf; collector version and host for our runs)."""
+
+    kind: SourceKind
+    source: str = Field(min_length=1)
+    url: str | None = None
+    details: dict[str, str] = Field(default_factory=dict)
+
+
+class SoftwareStack(_Model):
+    """Driver, CUDA and libraries plus the framework: what a workload ran on.
+
+    Versions are kept as reported; ``None`` means not known (never guessed)."""
+
+    driver: str | None = None
+    cuda: str | None = None
+    cudnn: str | None = None
+    nccl: str | None = None
+    tensorrt: str | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+    python: str | None = None
+    extra: dict[str, str] = Field(default_factory=dict)
+    image: str | None = None
+    raw: str | None = Field(default=None, description="free text the stack was parsed from")
+
+    COMPONENT_FIELDS: ClassVar[tuple[str, ...]] = ("driver", "cuda", "cudnn", "nccl", "tensorrt", "python")
+
+    def components(self) -> dict[str, str]:
+        """Named component versions, framework included, extras last; unknown ones left out."""
+        out: dict[str, str] = {}
+        for name in self.COMPONENT_FIELDS:
+            value = getattr(self, name)
+            if value:
+                out[name] = value
+        if self.framework:
+            out[self.framework] = self.framework_version or UNKNOWN
+        for name, value in sorted(self.extra.items()):
+            out.setdefault(name, value)
+        return out
+
+    @property
+    def stack_id(self) -> str:
+        return "stk-" + _digest(self.components(), self.image)
+
+    def label(self) -> str:
+        parts = []
+        if self.framework:
+            parts.append(f"{self.framework} {self.framework_version or '?'}")
+        for name in ("cuda", "cudnn", "tensorrt", "driver"):
+            value = getattr(self, name)
+            if value:
+                parts.append(f"{name} {value}")
+        return ", ".join(parts) or "unknown stack"
+
+
+class Accelerator(_Model):
+    """A kind of accelerator (or the CPU when there is none). ``model`` is the key."""
+
+    model: str = Field(min_length=1)
+    vendor: str | None = None
+    count: int = Field(default=1, ge=0)
+    memory_mib: int | None = Field(default=None, ge=0)
+    compute_capability: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _strip(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("accelerator model must not be blank")
+        return value
+
+
+class Host(_Model):
+    name: str = Field(min_length=1)
+    cpu_model: str | None = None
+    cores: int | None = Field(default=None, ge=0)
+    cpu_flags: list[str] = Field(default_factory=list)
+    numa_nodes: int | None = Field(default=None, ge=0)
+    memory_mib: int | None = Field(default=None, ge=0)
+    os: str | None = None
+    kernel: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Placement(_Model):
+    kind: PlacementKind = PlacementKind.UNKNOWN
+    hypervisor: str | None = None
+    vgpu_profile: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    consistent: bool = True
+
+    @property
+    def placement_id(self) -> str:
+        return "|".join([self.kind.value, self.hypervisor or "", self.vgpu_profile or ""])
+
+
+class Benchmark(_Model):
+    """A benchmark with canonical parameters. Same family, name and parameters → same key."""
+
+    family: str = Field(min_length=1, description="pi | tf_cnn | cnn | mlperf | allreduce | ...")
+    name: str = Field(min_length=1)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def benchmark_id(self) -> str:
+        return f"{self.family}/{self.name}/" + _digest(self.parameters, length=12)
+
+    def parameters_json(self) -> str:
+        return json.dumps(self.parameters, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class Measurement(_Model):
+    """One measured or published figure for one benchmark: the value plus its spread."""
+
+    benchmark: Benchmark
+    metric: str = Field(min_length=1)
+    value: float
+    unit: str = Field(min_length=1)
+    higher_is_better: bool = True
+    samples: int = Field(default=1, ge=1)
+    p10: float | None = None
+    p90: float | None = None
+    stddev: float | None = Field(default=None, ge=0)
+    cv: float | None = Field(default=None, ge=0, description="coefficient of variation")
+    valid: bool = True
+    note: str | None = None
+    timestamp: datetime = Field(default_factory=utcnow)
+
+    @field_validator("value", "p10", "p90", "stddev", "cv")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"must be a finite number, got {value!r}")
+        return value
+
+
+class FailureIn(_Model):
+    """A benchmark that could not run or crashed. Never an observation."""
+
+    benchmark: Benchmark | None = None
+    stage: str = Field(min_length=1, description="fingerprint | setup | run | parse | ...")
+    error_class: str = Field(min_length=1)
+    message: str = ""
+    log_tail: str | None = None
+    timestamp: datetime = Field(default_factory=utcnow)
+
+
+class Run(_Model):
+    run_id: str = Field(min_length=1)
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    collector: str = "stack-advisor"
+    collector_version: str = "0"
+    profile: str | None = None
+
+
+class ResultDocument(_Model):
+    """What a collector saves or posts: one run on one node with one stack."""
+
+    document_version: int = RESULT_DOCUMENT_VERSION
+    run: Run
+    provenance: Provenance
+    stack: SoftwareStack
+    accelerator: Accelerator
+    placement: Placement
+    host: Host | None = None
+    fingerprint: dict[str, Any] = Field(default_factory=dict, description="raw fingerprint fields with their sources")
+    measurements: list[Measurement] = Field(default_factory=list)
+    failures: list[FailureIn] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _supported_version(self) -> ResultDocument:
+        if self.document_version > RESULT_DOCUMENT_VERSION:
+            raise ValueError(
+                f"document_version {self.document_version} is newer than this code "
+                f"understands ({RESULT_DOCUMENT_VERSION}); upgrade stack-advisor"
+            )
+        return self
+
+    def to_batch(self) -> IngestBatch:
+        context = dict(
+            stack=self.stack,
+            accelerator=self.accelerator,
+            placement=self.placement,
+            host=self.host,
+            run_id=self.run.run_id,
+            provenance=self.provenance,
+        )
+        observations = [Observation(**context, **m.model_dump()) for m in self.measurements]
+        failures = [Failure(**context, **f.model_dump()) for f in self.failures]
+        return IngestBatch(observations=observations, failures=failures, runs=[self.run])
+
+
+class _Context(_Model):
+    """Where something was observed: stack, accelerator, placement, host, run, source."""
+
+    stack: SoftwareStack
+    accelerator: Accelerator
+    placement: Placement
+    host: Host | None = None
+    run_id: str | None = None
+    provenance: Provenance
+
+
+class Observation(_Context, Measurement):
+    """A fully-contextualised measurement: the unit a store ingests and returns."""
+
+    source_key: str | None = Field(
+        default=None,
+        description="extra identity within a source (e.g. MLPerf system id); part of the key",
+    )
+
+    @property
+    def observation_key(self) -> str:
+        return "obs-" + _digest(
+            self.benchmark.benchmark_id,
+            self.metric,
+            self.stack.stack_id,
+            self.accelerator.model,
+            self.accelerator.count,
+            self.placement.placement_id,
+            self.host.name if self.host else None,
+            self.run_id,
+            self.provenance.source,
+            self.source_key,
+            length=32,
+        )
+
+
+class Failure(_Context, FailureIn):
+    @property
+    def failure_key(self) -> str:
+        return "fail-" + _digest(
+            self.benchmark.benchmark_id if self.benchmark else None,
+            self.stage,
+            self.error_class,
+            self.message,
+            self.stack.stack_id,
+            self.accelerator.model,
+            self.placement.placement_id,
+            self.host.name if self.host else None,
+            self.run_id,
+            length=32,
+        )
+
+
+class IngestBatch(_Model):
+    """One batch = one transaction."""
+
+    observations: list[Observation] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+    runs: list[Run] = Field(default_factory=list)
+
+
+class IngestResult(_Model):
+    observations_received: int
+    observations_new: int
+    failures_received: int
+    failures_new: int
+
+
+class ObservationFilter(_Model):
+    """Filters for querying observations; ``None`` means any. Strings match exactly."""
+
+    stack_id: str | None = None
+    framework: str | None = None
+    framework_version: str | None = None
+    cuda: str | None = None
+    driver: str | None = None
+    accelerator: str | None = None
+    placement: PlacementKind | None = None
+    benchmark_id: str | None = None
+    benchmark_family: str | None = None
+    benchmark_name: str | None = None
+    metric: str | None = None
+    source: str | None = None
+    host: str | None = None
+    run_id: str | None = None
+
+
+class StoredObservation(Observation):
+    """An observation as a store returns it, with its key."""
+
+    key: str
+
+
+class EntityKind(str, Enum):
+    STACKS = "stacks"
+    ACCELERATORS = "accelerators"
+    PLACEMENTS = "placements"
+    BENCHMARKS = "benchmarks"
+    HOSTS = "hosts"
+    RUNS = "runs"
+    FAILURES = "failures"
+
+
+class StoreStats(_Model):
+    schema_version: int | None
+    counts: dict[str, int]
+    observations_by_source: dict[str, int]
+    generation: int = Field(
+        default=0, description="changes whenever the data changes; caches key on it"
+    )

@@ -1,0 +1,210 @@
+"""The one declarative graph schema.
+
+Neo4j constraints/indexes and the embedded engine's DDL are both generated from ``NODES`` and
+``RELATIONSHIPS`` below; queries use only the labels, properties and relationship types named
+here. Bump ``SCHEMA_VERSION`` and add a migration in ``graph_schema.migrations`` when this changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+SCHEMA_VERSION = 1
+
+
+class PropType(str, Enum):
+    STRING = "STRING"
+    INT = "INT64"
+    FLOAT = "DOUBLE"
+    BOOL = "BOOLEAN"
+    TIMESTAMP = "STRING"  # ISO-8601 UTC text: sorts correctly and is identical on both engines
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    label: str
+    key: str
+    properties: dict[str, PropType]
+    indexed: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.key not in self.properties:
+            raise ValueError(f"{self.label}: key {self.key!r} is not among its properties")
+        for name in self.indexed:
+            if name not in self.properties:
+                raise ValueError(f"{self.label}: indexed {name!r} is not among its properties")
+
+
+@dataclass(frozen=True)
+class RelSpec:
+    type: str
+    source: str
+    target: str
+    properties: dict[str, PropType] = field(default_factory=dict)
+
+
+S, I, F, B, T = PropType.STRING, PropType.INT, PropType.FLOAT, PropType.BOOL, PropType.TIMESTAMP
+
+STACK = NodeSpec(
+    "Stack",
+    "stack_id",
+    {
+        "stack_id": S,
+        "driver": S,
+        "cuda": S,
+        "cudnn": S,
+        "nccl": S,
+        "tensorrt": S,
+        "framework": S,
+        "framework_version": S,
+        "python": S,
+        "extra_json": S,
+        "image": S,
+        "raw": S,
+        "label": S,
+    },
+    indexed=("framework", "cuda", "driver"),
+)
+COMPONENT = NodeSpec(
+    "Component",
+    "component_id",
+    {"component_id": S, "name": S, "version": S},
+    indexed=("name",),
+)
+ACCELERATOR = NodeSpec(
+    "Accelerator",
+    "model",
+    {"model": S, "vendor": S, "memory_mib": I, "compute_capability": S},
+)
+HOST = NodeSpec(
+    "Host",
+    "name",
+    {
+        "name": S,
+        "cpu_model": S,
+        "cores": I,
+        "cpu_flags_json": S,
+        "numa_nodes": I,
+        "memory_mib": I,
+        "os": S,
+        "kernel": S,
+        "labels_json": S,
+    },
+)
+PLACEMENT = NodeSpec(
+    "Placement",
+    "placement_id",
+    {"placement_id": S, "kind": S, "hypervisor": S, "vgpu_profile": S},
+    indexed=("kind",),
+)
+BENCHMARK = NodeSpec(
+    "Benchmark",
+    "benchmark_id",
+    {"benchmark_id": S, "family": S, "name": S, "parameters_json": S},
+    indexed=("family", "name"),
+)
+RUN = NodeSpec(
+    "Run",
+    "run_id",
+    {
+        "run_id": S,
+        "started_at": T,
+        "finished_at": T,
+        "collector": S,
+        "collector_version": S,
+        "profile": S,
+    },
+)
+OBSERVATION = NodeSpec(
+    "Observation",
+    "key",
+    {
+        "key": S,
+        "metric": S,
+        "value": F,
+        "unit": S,
+        "higher_is_better": B,
+        "samples": I,
+        "p10": F,
+        "p90": F,
+        "stddev": F,
+        "cv": F,
+        "valid": B,
+        "note": S,
+        "timestamp": T,
+        "accelerator_count": I,
+        "placement_evidence_json": S,
+        "placement_consistent": B,
+        "source_kind": S,
+        "source": S,
+        "source_url": S,
+        "source_key": S,
+        "provenance_json": S,
+        "run_id": S,
+        # Denormalised copies of the neighbours' keys: filters without traversals, and the
+        # advisor's flat fetch in one pass. They are written in the same statement as the edges.
+        "stack_id": S,
+        "accelerator": S,
+        "placement_id": S,
+        "placement_kind": S,
+        "benchmark_id": S,
+        "host": S,
+    },
+    indexed=("metric", "source", "stack_id", "accelerator", "placement_kind", "benchmark_id"),
+)
+FAILURE = NodeSpec(
+    "Failure",
+    "key",
+    {
+        "key": S,
+        "stage": S,
+        "error_class": S,
+        "message": S,
+        "log_tail": S,
+        "timestamp": T,
+        "run_id": S,
+        "stack_id": S,
+        "accelerator": S,
+        "placement_id": S,
+        "benchmark_id": S,
+        "host": S,
+        "source": S,
+    },
+    indexed=("stack_id", "accelerator"),
+)
+SCHEMA_INFO = NodeSpec(
+    "SchemaInfo",
+    "name",
+    {"name": S, "version": I, "generation": I, "applied_at": T},
+)
+
+NODES: tuple[NodeSpec, ...] = (
+    STACK,
+    COMPONENT,
+    ACCELERATOR,
+    HOST,
+    PLACEMENT,
+    BENCHMARK,
+    RUN,
+    OBSERVATION,
+    FAILURE,
+    SCHEMA_INFO,
+)
+
+RELATIONSHIPS: tuple[RelSpec, ...] = (
+    RelSpec("HAS_COMPONENT", "Stack", "Component"),
+    RelSpec("OF_BENCHMARK", "Observation", "Benchmark"),
+    RelSpec("ON_STACK", "Observation", "Stack"),
+    RelSpec("ON_ACCELERATOR", "Observation", "Accelerator"),
+    RelSpec("IN_PLACEMENT", "Observation", "Placement"),
+    RelSpec("ON_HOST", "Observation", "Host"),
+    RelSpec("IN_RUN", "Observation", "Run"),
+    RelSpec("FAILED_ON_STACK", "Failure", "Stack"),
+    RelSpec("FAILED_ON_ACCELERATOR", "Failure", "Accelerator"),
+    RelSpec("FAILED_IN_PLACEMENT", "Failure", "Placement"),
+    RelSpec("FAILED_BENCHMARK", "Failure", "Benchmark"),
+    RelSpec("FAILED_ON_HOST", "Failure", "Host"),
+)
+
+NODE_BY_LABEL = {spec.label: spec for spec in NODES}

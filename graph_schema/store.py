@@ -1,0 +1,190 @@
+"""The one store interface. Backends: embedded (LadybugDB), Neo4j, and REST (our own API).
+
+Public methods validate their arguments here and then call a private hook each backend
+implements. The contract lives in these docstrings; implementations don't repeat it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from graph_schema.errors import InvalidInput, NotFound
+from graph_schema.models import (
+    EntityKind,
+    Failure,
+    IngestBatch,
+    IngestResult,
+    Observation,
+    ObservationFilter,
+    ResultDocument,
+    StoredObservation,
+    StoreStats,
+)
+
+MAX_PAGE = 100_000
+
+
+def validation_message(exc: ValidationError, prefix: str = "") -> str:
+    """Turn a pydantic error into one line per field: 'observations.3.value: ...(got 'x')'."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        where = f"{prefix}{'.' if prefix and loc else ''}{loc}"
+        got = err.get("input")
+        shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+        lines.append(f"{where}: {err['msg']} (got {shown})")
+    return "; ".join(lines)
+
+
+class Store(ABC):
+    """A knowledge-graph store.
+
+    All writes of one call happen in one transaction: on any error nothing is written.
+    Identities are content-derived, so writing the same observation twice stores it once.
+    """
+
+    uri: str = ""
+
+    # ---- abstract core -------------------------------------------------------------------
+    @abstractmethod
+    def _ensure_schema(self) -> int: ...
+
+    @abstractmethod
+    def _schema_version(self) -> int | None: ...
+
+    @abstractmethod
+    def _ingest(self, batch: IngestBatch) -> IngestResult: ...
+
+    @abstractmethod
+    def _query_observations(
+        self, flt: ObservationFilter, limit: int, offset: int
+    ) -> list[StoredObservation]: ...
+
+    @abstractmethod
+    def _list_entities(self, kind: EntityKind) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def _stats(self) -> StoreStats: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # ---- public API ----------------------------------------------------------------------
+    def ensure_schema(self) -> int:
+        """Create constraints/indexes/tables and apply pending migrations, idempotently.
+
+        Returns:
+            The schema version now in the store.
+        Raises:
+            SchemaMismatch: the store was written by a newer schema than this code knows.
+            StoreUnavailable: the store cannot be reached.
+        """
+        return self._ensure_schema()
+
+    def schema_version(self) -> int | None:
+        """The schema version recorded in the store, or None for an empty store."""
+        return self._schema_version()
+
+    def ingest(self, batch: IngestBatch | dict[str, Any]) -> IngestResult:
+        """Write a batch of observations, failures and runs in one transaction.
+
+        Args:
+            batch: an ``IngestBatch`` or its JSON-like dict (validated here).
+        Returns:
+            How many observations/failures were received and how many were new.
+        Raises:
+            InvalidInput: a field is malformed; the message names the field and value. Nothing
+                of the batch is written.
+        """
+        if not isinstance(batch, IngestBatch):
+            try:
+                batch = IngestBatch.model_validate(batch)
+            except ValidationError as exc:
+                raise InvalidInput(validation_message(exc)) from None
+        keys = [o.observation_key for o in batch.observations]
+        if len(set(keys)) != len(keys):
+            # Duplicates inside one batch are collapsed, keeping the last one sent.
+            unique: dict[str, Observation] = {}
+            for obs in batch.observations:
+                unique[obs.observation_key] = obs
+            batch = batch.model_copy(update={"observations": list(unique.values())})
+        return self._ingest(batch)
+
+    def ingest_document(self, document: ResultDocument | dict[str, Any]) -> IngestResult:
+        """Ingest a collector result document (see ``ResultDocument``)."""
+        if not isinstance(document, ResultDocument):
+            try:
+                document = ResultDocument.model_validate(document)
+            except ValidationError as exc:
+                raise InvalidInput(validation_message(exc)) from None
+        return self.ingest(document.to_batch())
+
+    def ingest_observations(self, observations: Iterable[Observation]) -> IngestResult:
+        return self.ingest(IngestBatch(observations=list(observations)))
+
+    def record_failures(self, failures: Iterable[Failure]) -> IngestResult:
+        """Record failures (a crashed or unsupported benchmark); idempotent like ``ingest``."""
+        return self.ingest(IngestBatch(failures=list(failures)))
+
+    def query_observations(
+        self,
+        flt: ObservationFilter | None = None,
+        *,
+        limit: int = 1000,
+        offset: int = 0,
+    ) -> list[StoredObservation]:
+        """Observations matching every given filter, ordered by key (stable pagination).
+
+        Raises:
+            InvalidInput: limit outside 1..MAX_PAGE or a negative offset.
+        """
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+        if offset < 0:
+            raise InvalidInput(f"offset must be >= 0, got {offset}")
+        return self._query_observations(flt or ObservationFilter(), limit, offset)
+
+    def iter_observations(
+        self, flt: ObservationFilter | None = None, page: int = 20_000
+    ) -> Iterable[StoredObservation]:
+        """Every matching observation, fetched page by page."""
+        offset = 0
+        while True:
+            rows = self.query_observations(flt, limit=page, offset=offset)
+            yield from rows
+            if len(rows) < page:
+                return
+            offset += page
+
+    def list_entities(self, kind: EntityKind | str) -> list[dict[str, Any]]:
+        """Every node of one kind as plain dicts (properties as the schema names them).
+
+        Raises:
+            InvalidInput: an unknown kind; the message lists the valid ones.
+        """
+        try:
+            kind = EntityKind(kind)
+        except ValueError:
+            valid = ", ".join(k.value for k in EntityKind)
+            raise InvalidInput(f"unknown entity kind {kind!r}; valid: {valid}") from None
+        return self._list_entities(kind)
+
+    def get_observation(self, key: str) -> StoredObservation:
+        """Raises NotFound when no observation has that key."""
+        for obs in self.iter_observations():
+            if obs.key == key:
+                return obs
+        raise NotFound(f"no observation with key {key!r}")
+
+    def stats(self) -> StoreStats:
+        """Schema version, node counts per label, observations per source, data generation."""
+        return self._stats()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
