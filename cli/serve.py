@@ -1,9 +1,63 @@
-"""Placeholder: filled in by its own issue."""
+"""``advisor serve``: run the HTTP API with uvicorn."""
 
 from __future__ import annotations
 
+import logging
+from typing import Annotated
+
 import typer
+
+from cli.options import JsonOpt, StoreOpt
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind; 0.0.0.0 for every interface.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port (0 = any free port).")] = 8080,
+    store: StoreOpt = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    as_json: JsonOpt = False,
+) -> None:
+    """Serve the API (auth, tokens and limits come from ADVISOR_* variables; see docs/api.md)."""
+    import uvicorn
+
+    from advisor.api.app import create_app
+    from advisor.api.settings import get_settings
+    from cli.render import info, print_json
+
+    settings = get_settings().model_copy(update={"store": store} if store else {})
+    app = create_app(settings)
+    logging.getLogger("advisor").setLevel(log_level.upper())
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
+    server = uvicorn.Server(config)
+
+    announced = False
+
+    def announce() -> None:
+        nonlocal announced
+        if announced or not server.started:
+            return
+        announced = True
+        bound = port
+        for srv in getattr(server, "servers", []) or []:
+            for sock in srv.sockets:
+                bound = sock.getsockname()[1]
+        url = f"http://{host}:{bound}"
+        if as_json:
+            print_json({"url": url, "store": settings.store or "default",
+                        "read_auth": settings.read_auth})
+        else:
+            info(f"stack-advisor API on {url}  (docs: {url}/docs, store: "
+                 f"{settings.store or 'default'}, reads: {settings.read_auth})")
+
+    original_startup = server.startup
+
+    async def startup(sockets: object = None) -> None:
+        await original_startup(sockets=sockets)  # type: ignore[arg-type]
+        announce()
+
+    server.startup = startup  # type: ignore[method-assign]
+    server.run()
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.command("serve", rich_help_panel="Service")(serve)

@@ -1,0 +1,112 @@
+"""The FastAPI application: ``create_app()`` for tests and embedding, ``app`` for uvicorn."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Callable
+
+from fastapi import FastAPI
+
+from advisor.api.auth import TokenTable
+from advisor.api.errors import install_error_handlers
+from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
+from advisor.api.resources import Resources
+from advisor.api.routes import batches, catalog, failures, health, observations, schema
+from advisor.api.settings import Settings, get_settings
+from graph_schema.store import Store
+
+log = logging.getLogger("advisor.api")
+
+API_VERSION = "1"
+
+DESCRIPTION = """\
+Which GPU software stack and node placement run an ML workload best, from observations that our
+collectors measured or that published sources (MLPerf) report, with provenance.
+
+**Auth**: `Authorization: Bearer <token>`. Scopes: `read`, `write` (implies read), `admin`
+(implies both). Writes need `write`; reads are open or need `read`, as the server is configured.
+401 means no or an unknown token, 403 a token without the needed scope.
+
+**Errors** are JSON `{"error": code, "message": ..., "details": ...}`; 422 lists each bad field.
+"""
+
+
+def _optional_routers() -> list[object]:
+    """Routes served by the advisor engine; absent until ``advisor.engine`` exists."""
+    out: list[object] = []
+    try:
+        from advisor.api.routes import advice
+    except ImportError as exc:  # pragma: no cover - only while the engine is being written
+        log.warning("advice routes unavailable: %s", exc)
+        return out
+    out.extend(advice.routers)
+    return out
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    store_opener: Callable[[str | None], Store] | None = None,
+) -> FastAPI:
+    """Build the app.
+
+    Args:
+        settings: overrides ``get_settings()`` (tests, ``advisor serve``).
+        store: use this already-open store instead of opening ``settings.store`` (tests); the
+            app does not close it.
+        store_opener: how to open a store from a URI (default ``graph_schema.registry``).
+    Raises:
+        InvalidInput: malformed or (outside development) placeholder tokens.
+    """
+    settings = settings or get_settings()
+    tokens = TokenTable(settings)  # refuses placeholder secrets before anything starts
+    kwargs = {"opener": store_opener} if store_opener else {}
+    resources = Resources(settings.store, retry_interval_s=settings.store_retry_interval_s,
+                          **kwargs)  # type: ignore[arg-type]
+    if store is not None:
+        resources = Resources(None, opener=lambda _uri: store)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        resources.open()  # the one store (and driver) of this process; retried if it fails
+        try:
+            yield
+        finally:
+            if store is None:
+                resources.close()
+
+    app = FastAPI(
+        title="stack-advisor",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        separate_input_output_schemas=True,
+    )
+    app.state.settings = settings
+    app.state.tokens = tokens
+    app.state.resources = resources
+    app.state.metrics = Metrics()
+    app.dependency_overrides[get_settings] = lambda: settings
+
+    install_error_handlers(app)
+    for module in (observations, batches, failures, schema):
+        app.include_router(module.router)
+    for router in catalog.routers:
+        app.include_router(router)
+    for router in _optional_routers():
+        app.include_router(router)  # type: ignore[arg-type]
+    app.include_router(health.router)
+
+    # The last added is the outermost: metrics see every response, 413s included; the size
+    # limit refuses before anything reads the body.
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """Factory for ``uvicorn --factory advisor.api.app:app_from_environment``."""
+    return create_app()

@@ -1,0 +1,108 @@
+"""Bearer tokens with scopes. Tokens are compared in constant time and never logged."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+from advisor.api.errors import Forbidden, Unauthorized
+from advisor.api.settings import Scope, Settings, TokenEntry
+
+log = logging.getLogger("advisor.api.auth")
+
+REALM = 'Bearer realm="stack-advisor"'
+
+
+class TokenTable:
+    """The configured tokens. Re-reads the tokens file when it changes (a rotated Kubernetes
+    Secret), so rotation needs no restart."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._file_mtime = self._mtime()
+        self._entries = settings.check()
+        names = ", ".join(f"{e.name}({'/'.join(sorted(s.value for s in e.scopes))})"
+                          for e in self._entries)
+        log.info("auth: %d token(s) configured: %s", len(self._entries), names or "none")
+
+    def _mtime(self) -> float | None:
+        path = self._settings.tokens_file
+        try:
+            return os.stat(path).st_mtime if path is not None else None
+        except OSError:
+            return None
+
+    def entries(self) -> list[TokenEntry]:
+        mtime = self._mtime()
+        if mtime != self._file_mtime:
+            with self._lock:
+                try:
+                    self._entries = self._settings.check()
+                    log.info("auth: tokens file changed; %d token(s) now", len(self._entries))
+                except Exception as exc:  # keep serving with the old tokens
+                    log.error("auth: tokens file changed but cannot be used: %s", exc)
+                self._file_mtime = mtime
+        return self._entries
+
+    def lookup(self, presented: str) -> TokenEntry | None:
+        """The entry whose secret equals ``presented``; every entry is compared, in constant
+        time, so timing reveals neither which token matched nor how much of it."""
+        wanted = presented.encode()
+        found: TokenEntry | None = None
+        for entry in self.entries():
+            if hmac.compare_digest(wanted, entry.secret.encode()):
+                found = entry
+        return found
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the token's name and scopes, or anonymous (open reads)."""
+
+    name: str
+    scopes: frozenset[Scope]
+
+
+ANONYMOUS = Caller("anonymous", frozenset({Scope.READ}))
+
+
+def authorize(
+    table: TokenTable, authorization: str | None, needed: Scope, *, open_access: bool
+) -> Caller:
+    """Check an ``Authorization`` header for ``needed``.
+
+    Raises:
+        Unauthorized (401): no token where one is needed, a malformed header or an unknown token.
+        Forbidden (403): a known token without the needed scope.
+    """
+    if not authorization:
+        if open_access:
+            return ANONYMOUS
+        raise _unauthorized(f"this endpoint needs a bearer token with the {needed.value!r} scope")
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not credentials.strip():
+        raise _unauthorized("the Authorization header must be 'Bearer <token>'")
+    entry = table.lookup(credentials.strip())
+    if entry is None:
+        raise _unauthorized("unknown token", error="invalid_token")
+    if needed not in entry.scopes:
+        exc = Forbidden(
+            f"token {entry.name!r} lacks the {needed.value!r} scope this endpoint needs",
+            details={"needed_scope": needed.value,
+                     "token_scopes": sorted(s.value for s in entry.scopes)},
+        )
+        exc.www_authenticate = (  # type: ignore[attr-defined]
+            f'{REALM}, error="insufficient_scope", scope="{needed.value}"'
+        )
+        raise exc
+    return Caller(entry.name, entry.scopes)
+
+
+def _unauthorized(message: str, error: str | None = None) -> Unauthorized:
+    exc = Unauthorized(message)
+    exc.www_authenticate = REALM + (f', error="{error}"' if error else "")  # type: ignore[attr-defined]
+    return exc

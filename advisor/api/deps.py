@@ -1,0 +1,65 @@
+"""Dependencies: ``Annotated`` aliases that routes declare, and the auth dependencies."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyHeader
+
+from advisor.api.auth import Caller, TokenTable, authorize
+from advisor.api.settings import Scope, Settings, get_settings
+from graph_schema.store import Store
+
+if TYPE_CHECKING:
+    from advisor.engine import Advisor
+else:
+    Advisor = Any
+
+# Documents the scheme in OpenAPI; the header is checked by ``authorize`` (401 vs 403 kept apart).
+_bearer = APIKeyHeader(
+    name="Authorization",
+    auto_error=False,
+    scheme_name="bearer",
+    description="`Bearer <token>`; scopes read, write, admin (admin ⊇ write ⊇ read).",
+)
+
+
+def get_store(request: Request) -> Store:
+    return request.app.state.resources.store()  # type: ignore[no-any-return]
+
+
+def get_advisor(request: Request) -> Advisor:
+    return request.app.state.resources.advisor()
+
+
+def get_token_table(request: Request) -> TokenTable:
+    return request.app.state.tokens  # type: ignore[no-any-return]
+
+
+StoreDep = Annotated[Store, Depends(get_store)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+AdvisorDep = Annotated[Advisor, Depends(get_advisor)]
+TokenTableDep = Annotated[TokenTable, Depends(get_token_table)]
+AuthHeader = Annotated[str | None, Security(_bearer)]
+
+
+def require_read(header: AuthHeader, settings: SettingsDep, table: TokenTableDep) -> Caller:
+    return authorize(table, header, Scope.READ, open_access=settings.read_auth == "open")
+
+
+def require_write(header: AuthHeader, table: TokenTableDep) -> Caller:
+    return authorize(table, header, Scope.WRITE, open_access=False)
+
+
+def require_admin(header: AuthHeader, table: TokenTableDep) -> Caller:
+    return authorize(table, header, Scope.ADMIN, open_access=False)
+
+
+def require_metrics(header: AuthHeader, settings: SettingsDep, table: TokenTableDep) -> Caller:
+    return authorize(table, header, Scope.READ, open_access=settings.metrics_auth == "open")
+
+
+ReadCaller = Annotated[Caller, Depends(require_read)]
+WriteCaller = Annotated[Caller, Depends(require_write)]
+AdminCaller = Annotated[Caller, Depends(require_admin)]

@@ -1,0 +1,26 @@
+"""One module per resource, each an ``APIRouter``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.api.schemas import ErrorBody
+
+_ERRORS = {
+    401: "no token, or an unknown token (see WWW-Authenticate)",
+    403: "the token lacks the scope this endpoint needs",
+    404: "nothing with that key",
+    409: "conflicts with what is stored",
+    413: "the request body is over the configured limit",
+    422: "invalid input; `details` lists each field with what was wrong",
+    503: "the store is unreachable or its schema does not match; see Retry-After",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI response entries for the error codes an operation can return."""
+    return {code: {"model": ErrorBody, "description": _ERRORS[code]} for code in codes}
+
+
+READ_ERRORS = error_responses(401, 403, 422, 503)
+WRITE_ERRORS = error_responses(401, 403, 413, 422, 503)

@@ -1,0 +1,100 @@
+"""Observations: query them, and ingest collector result documents (idempotent)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, Request
+
+from advisor.api import examples
+from advisor.api.deps import ReadCaller, SettingsDep, StoreDep, WriteCaller
+from advisor.api.routes import READ_ERRORS, WRITE_ERRORS, error_responses
+from advisor.api.schemas import (
+    IngestReport,
+    ObservationPage,
+    ObservationPublic,
+    ObservationQuery,
+    ResultDocumentsIn,
+)
+from graph_schema.errors import InvalidInput
+from graph_schema.models import IngestBatch, ObservationFilter, ResultDocument
+
+router = APIRouter(prefix="/v1/observations", tags=["observations"])
+
+
+@router.get(
+    "",
+    operation_id="listObservations",
+    response_model=ObservationPage,
+    responses=READ_ERRORS,
+    summary="Observations matching every given filter, ordered by key",
+)
+def list_observations(
+    query: Annotated[ObservationQuery, Query()],
+    store: StoreDep,
+    settings: SettingsDep,
+    _: ReadCaller,
+) -> ObservationPage:
+    if query.limit > settings.max_page:
+        raise InvalidInput(
+            f"limit: must be at most {settings.max_page} on this server, got {query.limit}; "
+            "page with offset"
+        )
+    flt = ObservationFilter(**query.model_dump(exclude={"limit", "offset"}))
+    rows = store.query_observations(flt, limit=query.limit, offset=query.offset)
+    items = [ObservationPublic.model_validate(r.model_dump()) for r in rows]
+    next_offset = query.offset + len(rows) if len(rows) == query.limit else None
+    return ObservationPage(items=items, limit=query.limit, offset=query.offset,
+                           next_offset=next_offset)
+
+
+@router.get(
+    "/{key}",
+    operation_id="getObservation",
+    response_model=ObservationPublic,
+    responses={**READ_ERRORS, **error_responses(404)},
+    summary="One observation by its key",
+)
+def get_observation(key: str, store: StoreDep, _: ReadCaller) -> ObservationPublic:
+    return ObservationPublic.model_validate(store.get_observation(key).model_dump())
+
+
+@router.post(
+    "",
+    operation_id="ingestResultDocuments",
+    response_model=IngestReport,
+    responses=WRITE_ERRORS,
+    summary="Ingest one collector result document or a list of them, in one transaction",
+    description="Idempotent: identities are derived from content, so re-sending a document "
+    "(e.g. a collector flushing its spool) stores nothing twice.",
+)
+def ingest_result_documents(
+    request: Request,
+    documents: Annotated[
+        ResultDocumentsIn,
+        Body(openapi_examples={"one document": {"value": examples.RESULT_DOCUMENT},
+                               "a list": {"value": [examples.RESULT_DOCUMENT]}}),
+    ],
+    store: StoreDep,
+    _: WriteCaller,
+) -> IngestReport:
+    docs = documents if isinstance(documents, list) else [documents]
+    batch = merge_documents(docs)
+    result = store.ingest(batch)
+    metrics = request.app.state.metrics
+    metrics.observations_ingested.labels("true").inc(result.observations_new)
+    metrics.observations_ingested.labels("false").inc(
+        result.observations_received - result.observations_new
+    )
+    return IngestReport.of(result, len(docs))
+
+
+def merge_documents(docs: list[ResultDocument]) -> IngestBatch:
+    """All documents as one batch, so a list is written in one transaction."""
+    batch = IngestBatch()
+    for doc in docs:
+        part = doc.to_batch()
+        batch.observations.extend(part.observations)
+        batch.failures.extend(part.failures)
+        batch.runs.extend(part.runs)
+    return batch

@@ -1,0 +1,176 @@
+"""API settings: one pydantic-settings class, read from ``ADVISOR_*`` environment variables.
+
+Tokens come from ``ADVISOR_TOKENS`` (``token:scope,scope;token:scope``) and/or a tokens file
+(``ADVISOR_TOKENS_FILE``, e.g. a Kubernetes Secret mounted as a file) with one token per line::
+
+    # token                              scopes        name (optional, shown in logs)
+    3f9a...c2                            read,write    collector
+    77b1...0e                            admin         operator
+
+Outside ``environment=development`` placeholder or short tokens are refused at start-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from graph_schema.errors import InvalidInput
+
+
+class Scope(str, Enum):
+    """What a token may do. ``admin`` implies ``write``, which implies ``read``."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
+_IMPLIED: dict[Scope, frozenset[Scope]] = {
+    Scope.READ: frozenset({Scope.READ}),
+    Scope.WRITE: frozenset({Scope.READ, Scope.WRITE}),
+    Scope.ADMIN: frozenset({Scope.READ, Scope.WRITE, Scope.ADMIN}),
+}
+
+PLACEHOLDER_TOKENS = frozenset(
+    {"changeme", "change-me", "change_me", "secret", "token", "password", "placeholder",
+     "example", "test", "dev", "admin", "xxx", "todo"}
+)
+MIN_TOKEN_LENGTH = 16
+
+
+@dataclass(frozen=True)
+class TokenEntry:
+    """One configured token. ``name`` is what logs show; the token itself is never logged."""
+
+    secret: str
+    scopes: frozenset[Scope]
+    name: str
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.secret.encode()).hexdigest()[:8]
+
+
+def _parse_scopes(text: str, where: str) -> frozenset[Scope]:
+    scopes: set[Scope] = set()
+    for part in text.split(","):
+        part = part.strip().lower()
+        if not part:
+            continue
+        try:
+            scopes |= _IMPLIED[Scope(part)]
+        except ValueError:
+            valid = ", ".join(s.value for s in Scope)
+            raise InvalidInput(f"{where}: unknown scope {part!r}; valid: {valid}") from None
+    if not scopes:
+        raise InvalidInput(f"{where}: a token needs at least one scope (read, write, admin)")
+    return frozenset(scopes)
+
+
+def parse_tokens_env(text: str) -> list[TokenEntry]:
+    """``token:scope,scope;token:scope`` (separators ``;`` or newlines)."""
+    entries = []
+    for i, item in enumerate(text.replace("\n", ";").split(";")):
+        item = item.strip()
+        if not item:
+            continue
+        secret, sep, scopes = item.rpartition(":")
+        if not sep or not secret:
+            raise InvalidInput(
+                f"ADVISOR_TOKENS entry {i + 1}: expected 'token:scope[,scope]', got an entry "
+                "without ':'"
+            )
+        entries.append(
+            TokenEntry(secret.strip(), _parse_scopes(scopes, f"ADVISOR_TOKENS entry {i + 1}"),
+                       f"env-{i + 1}")
+        )
+    return entries
+
+
+def parse_tokens_file(path: Path) -> list[TokenEntry]:
+    """One ``token scopes [name]`` per line; ``#`` starts a comment."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InvalidInput(f"ADVISOR_TOKENS_FILE {str(path)!r} cannot be read: {exc.strerror}") from None
+    entries = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = line.split()
+        if len(fields) < 2:
+            raise InvalidInput(
+                f"{path}:{lineno}: expected 'token scope[,scope] [name]', got {len(fields)} field"
+            )
+        name = fields[2] if len(fields) > 2 else f"{path.name}:{lineno}"
+        entries.append(TokenEntry(fields[0], _parse_scopes(fields[1], f"{path}:{lineno}"), name))
+    return entries
+
+
+class Settings(BaseSettings):
+    """Everything the API reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="ADVISOR_", extra="ignore")
+
+    environment: Literal["development", "production"] = "development"
+    store: str | None = Field(default=None, description="store URI; None → open_store's default")
+    tokens: SecretStr = Field(default=SecretStr(""), description="token:scope,scope;...")
+    tokens_file: Path | None = None
+    read_auth: Literal["open", "token"] = Field(
+        default="open", description="open: reads need no token; token: reads need a read token"
+    )
+    metrics_auth: Literal["open", "token"] = "open"
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    retry_after_s: int = Field(default=5, ge=1)
+    store_retry_interval_s: float = Field(
+        default=2.0, ge=0, description="how often a request may retry opening an unreachable store"
+    )
+    max_page: int = Field(default=10_000, ge=1, le=100_000)
+
+    @field_validator("tokens_file", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if value == "" else value
+
+    def token_entries(self) -> list[TokenEntry]:
+        entries = parse_tokens_env(self.tokens.get_secret_value())
+        if self.tokens_file is not None:
+            entries += parse_tokens_file(self.tokens_file)
+        return entries
+
+    def check(self) -> list[TokenEntry]:
+        """Parse the tokens and refuse placeholder secrets outside development.
+
+        Raises:
+            InvalidInput: a malformed entry, or a placeholder/short token in production.
+        """
+        entries = self.token_entries()
+        if self.environment != "development":
+            for entry in entries:
+                weak = (
+                    entry.secret.lower() in PLACEHOLDER_TOKENS
+                    or len(entry.secret) < MIN_TOKEN_LENGTH
+                    or len(set(entry.secret)) < 4
+                )
+                if weak:
+                    raise InvalidInput(
+                        f"token {entry.name!r} is a placeholder or shorter than "
+                        f"{MIN_TOKEN_LENGTH} characters; refusing to start with "
+                        f"environment={self.environment}. Generate one with "
+                        "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+                    )
+        return entries
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,153 @@
+"""The REST store: the ``Store`` interface over our own HTTP API.
+
+With it, ``--store http://...`` (or ``--api URL`` / ``ADVISOR_API``) makes the CLI and the
+collectors clients of a deployed service, unchanged. The API's error JSON is turned back into the
+same ``AdvisorError`` subclass the server raised; a server that cannot be reached is
+``StoreUnavailable``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from graph_schema.errors import AdvisorError, StoreUnavailable, error_from_dict
+from graph_schema.models import (
+    EntityKind,
+    IngestBatch,
+    IngestResult,
+    ObservationFilter,
+    StoredObservation,
+    StoreStats,
+)
+from graph_schema.schema import SCHEMA_VERSION
+from graph_schema.store import Store
+
+TOKEN_ENV = "ADVISOR_TOKEN"
+SERVER_PAGE = 10_000  # the API's default maximum page size
+
+
+class RestStore(Store):
+    """A store behind ``uri`` (``http://host:port`` or ``https://...``, optionally a path prefix).
+
+    Args:
+        uri: the API's base URL.
+        token: bearer token; default ``$ADVISOR_TOKEN``. Reads may work without one, writes
+            need the ``write`` scope, applying the schema ``admin``.
+        timeout: seconds per request.
+        transport: an ``httpx`` transport (e.g. ``httpx.ASGITransport(app)`` in-process).
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not uri.startswith(("http://", "https://")):
+            raise ValueError(f"RestStore needs an http:// or https:// URI, got {uri!r}")
+        self.uri = uri.rstrip("/")
+        token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        headers = {"Accept": "application/json", "User-Agent": "stack-advisor-rest-store"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._client = httpx.Client(
+            base_url=self.uri, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def __repr__(self) -> str:  # never shows the token
+        return f"RestStore({self.uri!r})"
+
+    # ---- transport -----------------------------------------------------------------------
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise StoreUnavailable(
+                f"cannot reach the stack-advisor API at {self.uri} ({type(exc).__name__}: "
+                f"{exc}); check that it is running and the URL is right, then retry"
+            ) from None
+        if response.is_success:
+            return response.json()
+        raise self._error(response)
+
+    def _error(self, response: httpx.Response) -> AdvisorError:
+        status = response.status_code
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and "error" in body:
+            exc = error_from_dict(status, body)
+        else:
+            text = response.text.strip().replace("\n", " ")[:200]
+            message = f"HTTP {status} from {response.request.url}: {text or response.reason_phrase}"
+            exc = StoreUnavailable(message) if status >= 500 else AdvisorError(message)
+        if status in (401, 403) and type(exc) is AdvisorError:
+            hint = " (set ADVISOR_TOKEN or pass --token)" if status == 401 else ""
+            exc = AdvisorError(f"{exc.message}{hint}", details=exc.details)
+        if status == 503 and type(exc) is AdvisorError:
+            exc = StoreUnavailable(exc.message, details=exc.details)
+        exc.http_status = status  # type: ignore[attr-defined]
+        return exc
+
+    # ---- Store core ----------------------------------------------------------------------
+    def _schema_version(self) -> int | None:
+        body = self._request("GET", "/v1/schema")
+        return body["schema_version"]  # type: ignore[no-any-return]
+
+    def _ensure_schema(self) -> int:
+        # Reading first means a read-only token can "ensure" an up-to-date store; applying a
+        # schema needs an admin token.
+        version = self._schema_version()
+        if version == SCHEMA_VERSION:
+            return version
+        body = self._request("POST", "/v1/schema")
+        return body["schema_version"]  # type: ignore[no-any-return]
+
+    def _ingest(self, batch: IngestBatch) -> IngestResult:
+        body = self._request("POST", "/v1/batches", json=batch.model_dump(mode="json"))
+        return IngestResult.model_validate({k: body[k] for k in IngestResult.model_fields})
+
+    def _query_observations(
+        self, flt: ObservationFilter, limit: int, offset: int
+    ) -> list[StoredObservation]:
+        params: dict[str, Any] = flt.model_dump(mode="json", exclude_none=True)
+        out: list[StoredObservation] = []
+        while len(out) < limit:
+            page = min(SERVER_PAGE, limit - len(out))
+            body = self._request(
+                "GET", "/v1/observations", params={**params, "limit": page, "offset": offset}
+            )
+            items = body["items"]
+            out.extend(StoredObservation.model_validate(item) for item in items)
+            if len(items) < page:
+                break
+            offset += len(items)
+        return out
+
+    def _list_entities(self, kind: EntityKind) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        while True:
+            body = self._request(
+                "GET", f"/v1/{kind.value}", params={"limit": SERVER_PAGE, "offset": len(out)}
+            )
+            out.extend(body["items"])
+            if not body["items"] or len(out) >= body["total"]:
+                return out
+
+    def _stats(self) -> StoreStats:
+        return StoreStats.model_validate(self._request("GET", "/v1/stats"))
+
+    def get_observation(self, key: str) -> StoredObservation:
+        """One request instead of the base class's scan."""
+        body = self._request("GET", f"/v1/observations/{quote(key, safe='')}")
+        return StoredObservation.model_validate(body)
+
+    def close(self) -> None:
+        self._client.close()
