@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds a real kube-apiserver from the Go module proxy and installs etcd from Debian, for the
+# Kubernetes integration tests (tests/kube/). Idempotent: does nothing when the binaries exist.
+#
+# k8s.io/kubernetes is not meant to be required as a module: its go.mod pins every k8s.io/<staging>
+# module at v0.0.0 and replaces it by ./staging/src/k8s.io/<name>. We generate a throwaway go.mod
+# (in the cache, never in git) that requires k8s.io/kubernetes and replaces each staging module by
+# its published v0.N.P release, the list being derived from k8s.io/kubernetes' own go.mod.
+#
+# Environment: KUBE_VERSION (default v1.35.4), STACK_ADVISOR_CACHE (default ~/.cache/stack-advisor),
+# GOFLAGS (default -p=2: the build machines are shared).
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-v1.35.4}
+CACHE=${STACK_ADVISOR_CACHE:-$HOME/.cache/stack-advisor}
+OUT="$CACHE/kube/$KUBE_VERSION"
+WORK="$CACHE/kube/build-$KUBE_VERSION"
+export GOFLAGS=${GOFLAGS:--p=2}
+export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
+export CGO_ENABLED=0
+
+log() { echo "[kube-local] $*" >&2; }
+
+ensure_etcd() {
+  if command -v etcd >/dev/null 2>&1; then
+    return
+  fi
+  log "installing etcd from Debian's etcd-server package"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq etcd-server >/dev/null
+  # The package starts a system etcd on 2379; the tests run their own on loopback ports.
+  $sudo systemctl disable --now etcd >/dev/null 2>&1 || true
+}
+
+build_apiserver() {
+  if [ -x "$OUT/kube-apiserver" ]; then
+    log "kube-apiserver $KUBE_VERSION already built in $OUT"
+    return
+  fi
+  command -v go >/dev/null || { log "go is required (https://go.dev/dl/)"; exit 1; }
+  mkdir -p "$WORK" "$OUT"
+  local minor=${KUBE_VERSION#v1.}
+  minor=${minor%%.*}
+  local patch=${KUBE_VERSION##*.}
+  local staging_version="v0.$minor.$patch"
+
+  log "deriving the staging module list from k8s.io/kubernetes@$KUBE_VERSION's go.mod"
+  local upstream_mod
+  upstream_mod=$(curl -fsSL "${GOPROXY%%,*}/k8s.io/kubernetes/@v/$KUBE_VERSION.mod")
+  local staging
+  staging=$(printf '%s\n' "$upstream_mod" | sed -nE 's#^\s*(k8s\.io/[a-z0-9-]+) => \./staging/.*#\1#p' | sort -u)
+  if [ -z "$staging" ]; then
+    log "found no staging replace directives in k8s.io/kubernetes@$KUBE_VERSION's go.mod"; exit 1
+  fi
+  local go_line
+  go_line=$(printf '%s\n' "$upstream_mod" | sed -nE 's/^go ([0-9.]+)$/\1/p')
+
+  {
+    echo "module stackadvisor.local/kubebuild"
+    echo
+    echo "go $go_line"
+    echo
+    echo "require k8s.io/kubernetes $KUBE_VERSION"
+    echo
+    echo "replace ("
+    for m in $staging; do echo "	$m => $m $staging_version"; done
+    echo ")"
+  } > "$WORK/go.mod"
+  cat > "$WORK/tools.go" <<'GO'
+//go:build tools
+
+package kubebuild
+
+import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+GO
+  cd "$WORK"
+  log "resolving modules (go mod tidy)"
+  go mod tidy
+  local date
+  date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  local ldflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitCommit=module-proxy -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+  done
+  log "building kube-apiserver $KUBE_VERSION (GOFLAGS=$GOFLAGS; this takes a long time on 2 cores)"
+  local start=$SECONDS
+  go build -trimpath -ldflags "-s -w $ldflags" -o "$OUT/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+  mv "$OUT/kube-apiserver.tmp" "$OUT/kube-apiserver"
+  log "built $OUT/kube-apiserver in $((SECONDS - start))s"
+}
+
+ensure_etcd
+build_apiserver
+"$OUT/kube-apiserver" --version >&2
+etcd --version 2>&1 | head -1 >&2
