@@ -1,0 +1,852 @@
+"""Import published MLPerf Inference results (a results tree as MLCommons publishes it).
+
+Layout read (a directory, or a ``.tar.gz`` of one, read in place with ``tarfile``)::
+
+    [<round dir>/]<division>/<submitter>/systems/<system_id>.json
+    [<round dir>/]<division>/<submitter>/results/<system_id>/<benchmark>/<scenario>/performance/run_1/mlperf_log_summary.txt
+
+Compliance runs (``compliance/.../TEST0x``) and accuracy runs are not results and are ignored.
+A summary whose ``Scenario`` line disagrees with its directory (submitters copy a SingleStream
+run into ``offline/`` or ``multistream/`` where the rules let them infer that scenario) is not a
+measurement of that scenario and is skipped with the reason. Every other file that does not fit
+is reported with its path and reason; the import goes on.
+
+One record per (round, division, submitter, system, benchmark, scenario), with the headline
+metric of the scenario: Offline samples/s (tokens/s for LLMs), Server scheduled or completed
+samples/s (whichever the LoadGen version reports as the result), SingleStream p90 latency (the
+early-stopping estimate where present), MultiStream p99 latency.
+
+The LoadGen summary parser is our own (``parse_summary`` below): Collectors II's
+``collectors.importers.loadgen_summary`` did not exist when this was written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import tarfile
+import zlib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
+from graph_schema.errors import InvalidInput
+from graph_schema.models import (
+    Accelerator,
+    Benchmark,
+    Host,
+    IngestBatch,
+    Observation,
+    Placement,
+    PlacementKind,
+    Provenance,
+    SoftwareStack,
+    SourceKind,
+)
+from graph_schema.store import Store
+
+SOURCE = "mlperf-inference"
+FAMILY = "mlperf-inference"
+SCENARIOS = {"offline": "Offline", "server": "Server", "singlestream": "SingleStream", "multistream": "MultiStream"}
+# Older names of the standard benchmarks → the names later rounds use.
+BENCHMARK_ALIASES = {"resnet": "resnet50", "ssd-small": "ssd-mobilenet", "ssd-large": "ssd-resnet34"}
+ATTRIBUTION = (
+    "MLPerf(R) Inference results from MLCommons (https://mlcommons.org), used under the MLCommons "
+    "results-use guidelines; round, submitter and system id are kept on every observation."
+)
+_NOT_AN_ACCELERATOR = {"", "-", "n/a", "na", "none", "null", "cpu"}
+_ROUND = re.compile(r"v(\d+\.\d+)")
+_HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)", re.I)
+
+# metric name → (unit, higher_is_better)
+METRICS: dict[str, tuple[str, bool]] = {
+    "samples_per_second": ("samples/s", True),
+    "queries_per_second": ("queries/s", True),
+    "tokens_per_second": ("tokens/s", True),
+    "p90_latency_ms": ("ms", False),
+    "p99_latency_ms": ("ms", False),
+}
+
+
+# ---- LoadGen summary -------------------------------------------------------------------------
+
+
+def parse_summary(text: str) -> dict[str, dict[str, str]]:
+    """A ``mlperf_log_summary.txt`` as ``{"result": {...}, "stats": {...}, "parameters": {...}}``:
+    ``key : value`` lines of each section, keys stripped of the bullet (``* Early stopping 90th
+    percentile estimate``). The result section is the one before "Additional Stats"."""
+    sections: dict[str, dict[str, str]] = {"result": {}, "stats": {}, "parameters": {}}
+    current = "result"
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("Additional Stats"):
+            current = "stats"
+            continue
+        if stripped.startswith("Test Parameters Used"):
+            current = "parameters"
+            continue
+        if ":" not in stripped or stripped.startswith("="):
+            continue
+        key, _, value = stripped.partition(":")
+        key = key.strip().lstrip("*").strip()
+        value = value.strip()
+        if key and value:
+            sections[current].setdefault(key, value)
+    return sections
+
+
+@dataclass
+class Headline:
+    metric: str
+    value: float
+    source_line: str
+    valid: bool
+
+
+def _number(raw: str, line: str) -> float:
+    try:
+        return float(raw.split()[0])
+    except (ValueError, IndexError):
+        raise ValueError(f"{line!r} is not a number: {raw!r}") from None
+
+
+def headline_metric(summary: dict[str, dict[str, str]]) -> Headline:
+    """The headline result of one summary, by its ``Scenario`` line.
+
+    Raises:
+        ValueError: no scenario, an unknown one, or none of the lines that carry its result.
+    """
+    result, stats = summary["result"], summary["stats"]
+    scenario_text = result.get("Scenario")
+    if not scenario_text:
+        raise ValueError("no 'Scenario' line")
+    scenario = SCENARIOS.get(scenario_text.replace(" ", "").lower())
+    if scenario is None:
+        raise ValueError(f"unknown scenario {scenario_text!r}")
+    valid = result.get("Result is", "").upper() == "VALID"
+
+    def pick(*candidates: tuple[str, str, float]) -> Headline:
+        for line, metric, scale in candidates:
+            for section in (result, stats):
+                if line in section:
+                    return Headline(metric, _number(section[line], line) * scale, line, valid)
+        names = ", ".join(repr(c[0]) for c in candidates)
+        raise ValueError(f"{scenario} summary has none of the result lines {names}")
+
+    ns = 1e-6
+    if scenario == "Offline":
+        return pick(
+            ("Tokens per second", "tokens_per_second", 1.0),
+            ("Samples per second", "samples_per_second", 1.0),
+        )
+    if scenario == "Server":
+        # The result line moved from "Scheduled" to "Completed" samples per second; the one in
+        # the result section is the result, whatever else the stats section repeats.
+        for line, metric in (
+            ("Completed tokens per second", "tokens_per_second"),
+            ("Scheduled samples per second", "queries_per_second"),
+            ("Completed samples per second", "queries_per_second"),
+        ):
+            if line in result:
+                return Headline(metric, _number(result[line], line), line, valid)
+        return pick(
+            ("Scheduled samples per second", "queries_per_second", 1.0),
+            ("Completed samples per second", "queries_per_second", 1.0),
+        )
+    if scenario == "SingleStream":
+        return pick(
+            ("Early stopping 90th percentile estimate", "p90_latency_ms", ns),
+            ("90th percentile latency (ns)", "p90_latency_ms", ns),
+            ("90.0th percentile latency (ns)", "p90_latency_ms", ns),
+            ("90.00 percentile latency (ns)", "p90_latency_ms", ns),
+        )
+    return pick(
+        ("Early stopping 99th percentile estimate", "p99_latency_ms", ns),
+        ("99th percentile latency (ns)", "p99_latency_ms", ns),
+        ("99.0th percentile latency (ns)", "p99_latency_ms", ns),
+        ("99.00 percentile latency (ns)", "p99_latency_ms", ns),
+    )
+
+
+# ---- reading a tree --------------------------------------------------------------------------
+
+
+@dataclass
+class TreeFile:
+    path: str  # relative to the results root, e.g. closed/NVIDIA/systems/X.json
+    data: bytes
+    mtime: float
+
+
+@dataclass
+class Issue:
+    path: str
+    reason: str
+    outcome: str  # "skipped" | "failed"
+    category: str = "other"  # short name to group issues by
+
+
+def _relevant(parts: list[str]) -> bool:
+    if "compliance" in parts or "accuracy" in parts:
+        return False
+    name = parts[-1]
+    return ("systems" in parts and name.endswith(".json")) or (
+        "results" in parts and name == "mlperf_log_summary.txt"
+    )
+
+
+def _octal(field: bytes) -> int:
+    text = field.split(b"\0", 1)[0].strip()
+    if text and text[0] & 0x80:  # base-256 numbers (huge files): leave to tarfile
+        raise ValueError("base-256 number")
+    return int(text or b"0", 8)
+
+
+def _pax_records(body: bytes) -> dict[str, str]:
+    out: dict[str, str] = {}
+    pos = 0
+    while pos < len(body):
+        space = body.find(b" ", pos)
+        if space < 0:
+            break
+        length = int(body[pos:space])
+        record = body[space + 1 : pos + length - 1].decode("utf-8", "replace")
+        key, _, value = record.partition("=")
+        out[key] = value
+        pos += length
+    return out
+
+
+def _iter_tar_bytes(data: bytes) -> Iterator[tuple[str, bytes, float]]:
+    """(name, content, mtime) of each regular file of an uncompressed tar held in memory.
+
+    Five times faster than ``tarfile`` on trees of many small files (ustar, GNU long names and
+    pax path records); anything else raises ValueError and the caller falls back to tarfile."""
+    pos, size_total = 0, len(data)
+    long_name: str | None = None
+    pax: dict[str, str] = {}
+    while pos + 512 <= size_total:
+        header = data[pos : pos + 512]
+        if not any(header):
+            return
+        name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+        size = _octal(header[124:136])
+        mtime = _octal(header[136:148])
+        kind = header[156:157]
+        if header[257:262] == b"ustar":
+            prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "replace")
+            if prefix:
+                name = prefix + "/" + name
+        body = pos + 512
+        pos = body + (size + 511) // 512 * 512
+        if pos > size_total + 512 * 2:
+            raise ValueError("truncated archive")
+        if kind == b"L":
+            long_name = data[body : body + size].split(b"\0", 1)[0].decode("utf-8", "replace")
+            continue
+        if kind == b"x":
+            pax = _pax_records(data[body : body + size])
+            continue
+        if kind == b"g":
+            continue
+        full = pax.get("path") or long_name or name
+        long_name, pax = None, {}
+        if kind in (b"0", b"\0", b"7"):
+            yield full, data[body : body + size], float(mtime)
+
+
+def _iter_archive(root: Path) -> Iterator[tuple[str, bytes | None, float]]:
+    raw = root.read_bytes()
+    data: bytes | None = None
+    try:
+        data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        if data[257:262] != b"ustar" and not root.name.endswith(".tar"):
+            data = None
+    except (OSError, EOFError, zlib.error):
+        data = None
+    if data is not None:
+        try:
+            yield from _iter_tar_bytes(data)
+            return
+        except ValueError:
+            pass  # fall through to the general reader
+    try:
+        archive = tarfile.open(root, mode="r:*")
+    except (tarfile.TarError, OSError) as exc:
+        raise InvalidInput(f"cannot read {str(root)!r} as a results tree or tar archive: {exc}") from None
+    with archive:
+        for member in archive:
+            if member.isfile():
+                handle = archive.extractfile(member)
+                yield member.name, handle.read() if handle else b"", float(member.mtime)
+
+
+def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
+    """(relative path, file) for every file under a directory or in a .tar(.gz); the file is
+    None for those an importer never reads (compliance, accuracy, logs)."""
+    if root.is_dir():
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if d != "compliance")
+            for name in sorted(filenames):
+                full = Path(dirpath) / name
+                rel = full.relative_to(root).as_posix()
+                if not _relevant(rel.split("/")):
+                    yield rel, None
+                    continue
+                yield rel, TreeFile(rel, full.read_bytes(), full.stat().st_mtime)
+        return
+    seen_any = False
+    for name, content, mtime in _iter_archive(root):
+        seen_any = True
+        rel = name[2:] if name.startswith("./") else name
+        if not _relevant(rel.split("/")):
+            yield rel, None
+            continue
+        yield rel, TreeFile(rel, content, mtime)
+    if not seen_any:
+        raise InvalidInput(f"{str(root)!r} holds no files: not an MLPerf results tree or archive")
+
+
+def detect_round(path: Path, first_parts: Iterable[str] = ()) -> str | None:
+    """``v3.0`` from a name such as ``inference_v3.0.tar.gz`` or ``inference_results_v3.0``."""
+    for text in (*first_parts, path.name, path.resolve().name):
+        match = _ROUND.search(text)
+        if match:
+            return "v" + match.group(1)
+    return None
+
+
+# ---- records ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SystemInfo:
+    division: str
+    submitter: str
+    system_id: str
+    path: str
+    fields: dict[str, Any]
+
+
+@dataclass
+class MlperfRecord:
+    """One published result, flat: what the reference CSV tabulates, plus what we derive."""
+
+    round: str
+    division: str
+    submitter: str
+    system_id: str
+    system_name: str
+    accelerator: str  # "" for CPU-only systems
+    accelerators_per_node: str
+    accelerator_count: int
+    nodes: int
+    host_cpu: str
+    framework: str
+    software_stack: str
+    components: dict[str, str]
+    version_conflicts: list[str]
+    framework_name: str | None
+    framework_version: str | None
+    placement: PlacementKind
+    placement_basis: str
+    placement_evidence: list[str]
+    hypervisor: str | None
+    vgpu_profile: str | None
+    cloud_provider: str | None
+    benchmark: str
+    benchmark_raw: str
+    scenario: str
+    metric: str
+    value: float
+    valid: bool
+    metric_source: str
+    source_path: str
+    system_path: str
+    mtime: float
+    host_processors_per_node: int | None = None
+    operating_system: str | None = None
+    system_type: str | None = None
+    accelerator_memory_mib: int | None = None
+    host_cores: int | None = None
+
+    @property
+    def source_key(self) -> str:
+        return f"{self.round}/{self.division}/{self.submitter}/{self.system_id}"
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+        return int(value)
+    return None
+
+
+def _memory_mib(value: Any) -> int | None:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GB|GiB|MB|MiB|TB)\s*", str(value or ""), re.I)
+    if not match:
+        return None
+    amount, unit = float(match.group(1)), match.group(2).lower()
+    factor = {"gb": 1024, "gib": 1024, "mb": 1, "mib": 1, "tb": 1024 * 1024}[unit]
+    return int(amount * factor)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(", ", ": "))
+    return " ".join(str(value).split())
+
+
+def _accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
+    """(model or "" when CPU-only, per-node as written, total count, nodes).
+
+    Raises:
+        ValueError: a count that cannot be read.
+    """
+    model = _text(fields.get("accelerator_model_name"))
+    per_node_raw = fields.get("accelerators_per_node")
+    per_node_text = _text(per_node_raw)
+    nodes = _int(fields.get("number_of_nodes"))
+    if nodes is None:
+        if fields.get("number_of_nodes") in (None, ""):
+            nodes = 1
+        else:
+            raise ValueError(f"number_of_nodes is not a whole number: {fields.get('number_of_nodes')!r}")
+    per_node = _int(per_node_raw)
+    if model.lower() in _NOT_AN_ACCELERATOR or per_node == 0 or (per_node_text == "" and not model):
+        return "", per_node_text, 0, nodes
+    hetero = _HETERO.findall(model)
+    if hetero:
+        return model, per_node_text, sum(int(n) * int(k) for n, _, k in hetero), nodes
+    if per_node is None:
+        raise ValueError(f"accelerators_per_node is not a whole number: {per_node_raw!r}")
+    return model, per_node_text, per_node * nodes, nodes
+
+
+def _system_record_fields(system: SystemInfo) -> dict[str, Any]:
+    """Everything a record needs from one system description (computed once per system)."""
+    f = system.fields
+    model, per_node_text, count, nodes = _accelerators(f)
+    framework_text = _text(f.get("framework"))
+    stack_text = _text(f.get("other_software_stack"))
+    parsed = merge_stack_texts(f.get("framework"), f.get("other_software_stack"))
+    fw_name, fw_version = parse_framework(f.get("framework"))
+    evidence_fields = {"system_id": system.system_id}
+    evidence_fields.update({k: v for k, v in f.items() if isinstance(v, (str, list, dict))})
+    placement = classify_placement(evidence_fields, has_accelerator=bool(model))
+    return dict(
+        system_name=_text(f.get("system_name")),
+        accelerator=model,
+        accelerators_per_node=per_node_text,
+        accelerator_count=count,
+        nodes=nodes,
+        host_cpu=_text(f.get("host_processor_model_name")),
+        framework=framework_text,
+        software_stack=stack_text,
+        components=parsed.components,
+        version_conflicts=parsed.conflicts,
+        framework_name=fw_name,
+        framework_version=fw_version,
+        placement=placement.kind,
+        placement_basis=placement.basis,
+        placement_evidence=placement.evidence,
+        hypervisor=placement.hypervisor,
+        vgpu_profile=placement.vgpu_profile,
+        cloud_provider=placement.cloud_provider,
+        system_path=system.path,
+        host_processors_per_node=_int(f.get("host_processors_per_node")),
+        operating_system=_text(f.get("operating_system")) or None,
+        system_type=_text(f.get("system_type")) or None,
+        accelerator_memory_mib=_memory_mib(f.get("accelerator_memory_capacity")),
+        host_cores=_int(f.get("host_processor_core_count")),
+    )
+
+
+@dataclass
+class ParsedTree:
+    round: str
+    records: list[MlperfRecord] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+    files_seen: int = 0
+    ignored: int = 0  # compliance, accuracy and other files an importer never reads
+
+    @property
+    def skipped(self) -> list[Issue]:
+        return [i for i in self.issues if i.outcome == "skipped"]
+
+    @property
+    def failed(self) -> list[Issue]:
+        return [i for i in self.issues if i.outcome == "failed"]
+
+
+def _split(rel: str, marker: str) -> tuple[list[str], list[str]] | None:
+    """(prefix, rest) around ``<division>/<submitter>/<marker>``; None if the marker is absent."""
+    parts = rel.split("/")
+    for i in range(2, len(parts)):
+        if parts[i] == marker:
+            return parts[: i - 2], parts[i - 2 :]
+    return None
+
+
+def read_tree(path: str | os.PathLike[str], *, round_name: str | None = None) -> ParsedTree:
+    """Parse an MLPerf Inference results tree into records, reporting what does not fit.
+
+    Raises:
+        InvalidInput: the path does not exist or is not a tree/archive; the round cannot be
+            told from its name and none was given.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise InvalidInput(f"no such results tree: {str(root)!r} (give a directory or a .tar.gz)")
+    systems_raw: dict[str, TreeFile] = {}
+    results_raw: list[TreeFile] = []
+    prefixes: set[str] = set()
+    tree = ParsedTree(round="")
+    for rel, item in _iter_files(root):
+        tree.files_seen += 1
+        if item is None:
+            tree.ignored += 1
+            continue
+        marker = "systems" if "systems" in rel.split("/") and rel.endswith(".json") else "results"
+        split = _split(rel, marker)
+        if split is None:
+            tree.issues.append(Issue(rel, f"not under <division>/<submitter>/{marker}/", "skipped", "unexpected-layout"))
+            continue
+        prefix, rest = split
+        prefixes.add("/".join(prefix))
+        item.path = "/".join(rest)
+        if marker == "systems":
+            if len(rest) != 4:
+                tree.issues.append(Issue(rel, "unexpected layout: expected <division>/<submitter>/systems/<system_id>.json", "skipped", "unexpected-layout"))
+                continue
+            systems_raw[item.path] = item
+        else:
+            results_raw.append(item)
+
+    tree.round = round_name or detect_round(root, sorted(prefixes)) or ""
+    if not tree.round:
+        raise InvalidInput(
+            f"cannot tell the MLPerf round of {str(root)!r} from its name; pass --round (e.g. v3.0)"
+        )
+    if not _ROUND.fullmatch(tree.round):
+        raise InvalidInput(f"round must look like v3.0, got {tree.round!r}")
+
+    systems: dict[tuple[str, str, str], dict[str, Any] | Exception] = {}
+    for rel, item in sorted(systems_raw.items()):
+        division, submitter, _, name = rel.split("/")
+        system = SystemInfo(division, submitter, name[: -len(".json")], rel, {})
+        try:
+            loaded = json.loads(item.data.decode("utf-8-sig"))
+            if not isinstance(loaded, dict):
+                raise ValueError(f"top level is a {type(loaded).__name__}, not an object")
+            system.fields = loaded
+            systems[(division, submitter, system.system_id)] = _system_record_fields(system)
+        except (ValueError, UnicodeDecodeError) as exc:
+            systems[(division, submitter, system.system_id)] = exc
+            tree.issues.append(Issue(rel, f"malformed system description: {exc}", "failed", "malformed-system"))
+
+    seen: set[tuple[str, ...]] = set()
+    for item in sorted(results_raw, key=lambda f: f.path):
+        record = _record(tree, item, systems)
+        if record is None:
+            continue
+        identity = (record.division, record.submitter, record.system_id, record.benchmark, record.scenario)
+        if identity in seen:
+            tree.issues.append(Issue(item.path, "a second result for the same system, benchmark and scenario", "skipped", "duplicate"))
+            continue
+        seen.add(identity)
+        tree.records.append(record)
+    return tree
+
+
+def _record(
+    tree: ParsedTree, item: TreeFile, systems: dict[tuple[str, str, str], dict[str, Any] | Exception]
+) -> MlperfRecord | None:
+    parts = item.path.split("/")
+    # division/submitter/results/system/benchmark/scenario/performance/run_1/mlperf_log_summary.txt
+    if len(parts) != 9 or parts[6] != "performance" or not parts[7].startswith("run_"):
+        tree.issues.append(Issue(item.path, "unexpected layout: expected results/<system>/<benchmark>/<scenario>/performance/run_1/mlperf_log_summary.txt", "skipped", "unexpected-layout"))
+        return None
+    if parts[7] != "run_1":
+        tree.issues.append(Issue(item.path, f"{parts[7]} is not the reported run (run_1)", "skipped", "not-run_1"))
+        return None
+    division, submitter, _, system_id, benchmark_raw, scenario_dir = parts[:6]
+    try:
+        text = item.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        tree.issues.append(Issue(item.path, f"not UTF-8 text: {exc}", "failed", "malformed-summary"))
+        return None
+    try:
+        summary = parse_summary(text)
+        headline = headline_metric(summary)
+    except ValueError as exc:
+        tree.issues.append(Issue(item.path, f"malformed LoadGen summary: {exc}", "failed", "malformed-summary"))
+        return None
+    scenario = SCENARIOS[summary["result"]["Scenario"].replace(" ", "").lower()]
+    if scenario_dir.lower() != scenario.lower():
+        tree.issues.append(
+            Issue(
+                item.path,
+                f"summary says Scenario {scenario} but the directory says {scenario_dir} "
+                "(a result inferred from another scenario, not a run of its own)",
+                "skipped",
+                "inferred-scenario",
+            )
+        )
+        return None
+    if summary["result"].get("Mode", "PerformanceOnly") != "PerformanceOnly":
+        tree.issues.append(Issue(item.path, f"mode {summary['result']['Mode']!r} is not a performance run", "skipped", "not-performance"))
+        return None
+    system = systems.get((division, submitter, system_id))
+    if system is None:
+        tree.issues.append(Issue(item.path, f"no system description {division}/{submitter}/systems/{system_id}.json", "failed", "missing-system"))
+        return None
+    if isinstance(system, Exception):
+        tree.issues.append(Issue(item.path, f"its system description is malformed: {system}", "failed", "malformed-system"))
+        return None
+    name = benchmark_raw.lower()
+    return MlperfRecord(
+        round=tree.round,
+        division=division,
+        submitter=submitter,
+        system_id=system_id,
+        benchmark=BENCHMARK_ALIASES.get(name, name),
+        benchmark_raw=benchmark_raw,
+        scenario=scenario,
+        metric=headline.metric,
+        value=headline.value,
+        valid=headline.valid,
+        metric_source=headline.source_line,
+        source_path=item.path,
+        mtime=item.mtime,
+        **system,
+    )
+
+
+# ---- observations ----------------------------------------------------------------------------
+
+
+def _vendor(model: str) -> str | None:
+    lowered = model.lower()
+    for vendor, words in (
+        ("nvidia", ("nvidia", "tesla", "geforce", "jetson", "a100", "h100", "a30", "a10", "t4", "a2", "l4", "orin", "xavier")),
+        ("qualcomm", ("qualcomm", "qaic", "cloud ai 100")),
+        ("amd", ("amd", "instinct", "radeon", "xilinx")),
+        ("intel", ("intel", "habana", "gaudi")),
+        ("google", ("tpu",)),
+    ):
+        if any(re.search(r"\b" + re.escape(w) + r"\b", lowered) for w in words):
+            return vendor
+    return None
+
+
+def to_observation(record: MlperfRecord) -> Observation:
+    """The store's view of one record, with the conventions other modules rely on."""
+    c = record.components
+    stack = SoftwareStack(
+        driver=c.get("driver"),
+        cuda=c.get("cuda"),
+        cudnn=c.get("cudnn"),
+        nccl=c.get("nccl"),
+        tensorrt=c.get("tensorrt"),
+        python=c.get("python"),
+        framework=record.framework_name,
+        framework_version=record.framework_version,
+        extra={k: v for k, v in c.items() if k in ("dali", "triton", "jetpack", "rocm", "gcc")},
+        raw=" | ".join(t for t in (f"framework: {record.framework}" if record.framework else "",
+                                     f"other_software_stack: {record.software_stack}" if record.software_stack else "") if t) or None,
+    )
+    cpu = record.host_cpu or "unknown"
+    if record.accelerator:
+        accelerator = Accelerator(
+            model=record.accelerator,
+            vendor=_vendor(record.accelerator),
+            count=record.accelerator_count,
+            memory_mib=record.accelerator_memory_mib,
+        )
+    else:
+        sockets = (record.host_processors_per_node or 1) * record.nodes
+        accelerator = Accelerator(model="CPU " + cpu, vendor="cpu", count=sockets)
+    placement = Placement(
+        kind=record.placement,
+        hypervisor=record.hypervisor,
+        vgpu_profile=record.vgpu_profile,
+        evidence=[f"basis: {record.placement_basis}", *record.placement_evidence],
+    )
+    host = Host(
+        name=f"mlperf:{record.submitter}/{record.system_id}",
+        cpu_model=record.host_cpu or None,
+        os=record.operating_system,
+        labels={k: v for k, v in (("system_name", record.system_name), ("system_type", record.system_type or "")) if v},
+    )
+    details = {
+        "round": record.round,
+        "division": record.division,
+        "submitter": record.submitter,
+        "system_id": record.system_id,
+        "system_name": record.system_name,
+        "file": record.source_path,
+        "system_file": record.system_path,
+        "metric_source": record.metric_source,
+        "benchmark_raw": record.benchmark_raw,
+        "accelerators_per_node": record.accelerators_per_node,
+        "nodes": str(record.nodes),
+        "placement_basis": record.placement_basis,
+        "license": "Apache-2.0",
+        "attribution": "MLCommons MLPerf Inference " + record.round,
+    }
+    if record.cloud_provider:
+        details["cloud_provider"] = record.cloud_provider
+    if record.version_conflicts:
+        details["version_conflicts"] = "; ".join(record.version_conflicts)
+    unit, higher = METRICS[record.metric]
+    return Observation(
+        benchmark=Benchmark(
+            family=FAMILY,
+            name=record.benchmark,
+            parameters={"scenario": record.scenario, "division": record.division},
+        ),
+        metric=record.metric,
+        value=record.value,
+        unit=unit,
+        higher_is_better=higher,
+        valid=record.valid,
+        note=None if record.valid else "LoadGen reported the run INVALID",
+        timestamp=datetime.fromtimestamp(record.mtime, tz=timezone.utc),
+        stack=stack,
+        accelerator=accelerator,
+        placement=placement,
+        host=host,
+        provenance=Provenance(
+            kind=SourceKind.PUBLISHED,
+            source=SOURCE,
+            url=f"https://github.com/mlcommons/inference_results_{record.round}",
+            details=details,
+        ),
+        source_key=record.source_key,
+    )
+
+
+# ---- import into a store ---------------------------------------------------------------------
+
+
+@dataclass
+class ImportSummary:
+    path: str
+    round: str
+    files_seen: int
+    results_found: int
+    imported: int  # new observations written
+    already_present: int  # observations the store held already (re-import)
+    skipped: int
+    failed: int
+    ignored: int
+    skipped_by_reason: dict[str, int]
+    issues: list[Issue]
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "round": self.round,
+            "files_seen": self.files_seen,
+            "results_found": self.results_found,
+            "imported": self.imported,
+            "already_present": self.already_present,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "ignored": self.ignored,
+            "skipped_by_reason": self.skipped_by_reason,
+            "issues": [
+                {"path": i.path, "outcome": i.outcome, "category": i.category, "reason": i.reason}
+                for i in self.issues
+            ],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+DEFAULT_BATCH = 2000
+
+
+def ingest_observations(
+    store: Store,
+    observations: list[Observation],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[int, int]:
+    """Ingest in batches (one transaction each). Returns (new, received)."""
+    new = received = 0
+    for start in range(0, len(observations), batch_size):
+        chunk = observations[start : start + batch_size]
+        result = store.ingest(IngestBatch(observations=chunk))
+        new += result.observations_new
+        received += result.observations_received
+        if progress:
+            progress(len(chunk))
+    return new, received
+
+
+def import_mlperf(
+    path: str | os.PathLike[str],
+    store: Store,
+    *,
+    round_name: str | None = None,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportSummary:
+    """Read one results tree and write its records to ``store``; idempotent.
+
+    ``progress(done, total)`` is called after each batch.
+    """
+    import time
+
+    started = time.perf_counter()
+    tree = read_tree(path, round_name=round_name)
+    observations: list[Observation] = []
+    for record in tree.records:
+        try:
+            observations.append(to_observation(record))
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            tree.issues.append(Issue(record.source_path, f"cannot build an observation: {exc}", "failed", "invalid-value"))
+    total = len(observations)
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
+    if progress:
+        progress(0, total)
+    new, received = ingest_observations(store, observations, batch_size=batch_size, progress=step)
+    by_reason: dict[str, int] = {}
+    for issue in tree.skipped:
+        key = issue.category
+        by_reason[key] = by_reason.get(key, 0) + 1
+    return ImportSummary(
+        path=str(path),
+        round=tree.round,
+        files_seen=tree.files_seen,
+        results_found=len(tree.records),
+        imported=new,
+        already_present=received - new,
+        skipped=len(tree.skipped),
+        failed=len(tree.failed),
+        ignored=tree.ignored,
+        skipped_by_reason=by_reason,
+        issues=tree.issues,
+        seconds=time.perf_counter() - started,
+    )
