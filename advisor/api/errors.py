@@ -55,17 +55,37 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_BRANCH_MISMATCH = {"list_type", "model_type", "dict_type", "model_attributes_type"}
+
+
+def _is_tag(part: Any) -> bool:
+    """pydantic names union branches in ``loc`` (``list[ResultDocument]``, ``function-after[...]``)."""
+    return isinstance(part, str) and "[" in part
+
+
+def _prune_union_branches(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For a union body, drop the branches whose only complaint is the wrong shape, so a client
+    that sent one document sees what is wrong with the document, not that it is not a list."""
+    mismatched = [e for e in errors
+                  if len(e.get("loc", ())) == 2 and _is_tag(e["loc"][1])
+                  and e.get("type") in _BRANCH_MISMATCH]
+    if mismatched and len(mismatched) < len(errors):
+        wrong = {e["loc"][1] for e in mismatched}
+        return [e for e in errors if not (len(e.get("loc", ())) > 1 and e["loc"][1] in wrong)]
+    return errors
+
+
 def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Field-level entries: the dotted field, what is wrong, and what was sent."""
     out = []
-    for err in errors:
-        loc = [str(p) for p in err.get("loc", ())]
+    for err in _prune_union_branches(errors):
+        loc = [str(p) for p in err.get("loc", ()) if not _is_tag(p)]
         out.append(
             {
                 "field": ".".join(loc),
                 "message": str(err.get("msg", "invalid")),
                 "type": str(err.get("type", "")),
-                "got": _short(err.get("input")),
+                "got": None if err.get("type") == "missing" else _short(err.get("input")),
             }
         )
     return out
@@ -96,7 +116,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         details = validation_details(list(exc.errors()))
-        message = "; ".join(f"{d['field']}: {d['message']} (got {d['got']})" for d in details[:10])
+        message = "; ".join(
+            f"{d['field']}: {d['message']}" + (f" (got {d['got']})" if d["got"] is not None else "")
+            for d in details[:10]
+        )
         if len(details) > 10:
             message += f"; and {len(details) - 10} more"
         body = {"error": "invalid_input", "message": message, "details": details}
