@@ -1,9 +1,253 @@
-"""Placeholder: filled in by its own issue."""
+"""``advisor import``: published results (MLPerf), collector result documents, saved logs."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
 import typer
+
+from cli.options import JsonOpt, StoreOpt
+
+import_app = typer.Typer(
+    name="import",
+    help="Import published results, collector result documents or saved benchmark logs.",
+    no_args_is_help=True,
+)
+
+
+def _open_store(uri: str | None) -> Any:
+    from graph_schema.registry import open_store
+
+    return open_store(uri)
+
+
+@import_app.command("mlperf")
+def import_mlperf_cmd(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="MLPerf Inference results tree(s): a directory or a .tar.gz of one."),
+    ],
+    round_name: Annotated[
+        Optional[str],
+        typer.Option("--round", help="Round (e.g. v3.0) when the path's name does not say it."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import MLPerf Inference published results; re-importing adds nothing twice."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cli.render import error, info, print_json, render, stderr
+    from collectors.importers.mlperf import import_mlperf
+
+    summaries = []
+    with _open_store(store) as db:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=stderr,
+            transient=True,
+            disable=not stderr.is_terminal,
+        ) as progress:
+            for path in paths:
+                task = progress.add_task(f"reading {path.name}", total=None)
+
+                def step(done: int, total: int, task: Any = task, name: str = path.name) -> None:
+                    progress.update(task, description=f"importing {name}", completed=done, total=total)
+
+                summaries.append(import_mlperf(path, db, round_name=round_name, batch_size=batch_size, progress=step))
+                progress.remove_task(task)
+
+    failed = sum(s.failed for s in summaries)
+    if as_json:
+        data = [s.to_dict() for s in summaries]
+        print_json(data[0] if len(data) == 1 else data)
+    else:
+        for s in summaries:
+            for issue in s.issues:
+                if issue.outcome == "failed":
+                    error(f"{issue.path}: {issue.reason}")
+            for category, count in sorted(s.skipped_by_reason.items()):
+                example = next(i for i in s.issues if i.outcome == "skipped" and i.category == category)
+                info(f"skipped {count} × {category} (e.g. {example.path}: {example.reason})")
+        render(
+            [
+                {
+                    "path": s.path,
+                    "round": s.round,
+                    "results": s.results_found,
+                    "imported": s.imported,
+                    "already_present": s.already_present,
+                    "skipped": s.skipped,
+                    "failed": s.failed,
+                    "seconds": round(s.seconds, 1),
+                }
+                for s in summaries
+            ],
+            as_json=False,
+            title="MLPerf import",
+        )
+    if failed and not any(s.results_found for s in summaries):
+        raise typer.Exit(1)
+
+
+@import_app.command("results")
+def import_results_cmd(
+    files: Annotated[list[Path], typer.Argument(help="JSON file(s): one result document or a list.")],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import collector result documents. Every document is validated first; a bad one means
+    nothing is written and the error names the file, document and field."""
+    from cli.render import print_json, render
+    from collectors.importers.results import import_result_files
+
+    with _open_store(store) as db:
+        documents, result = import_result_files(files, db)
+    row = {"files": len(files), "documents": documents, **result.model_dump()}
+    if as_json:
+        print_json(row)
+    else:
+        render([row], as_json=False, title="Result documents imported")
+
+
+def _load_json_file(path: Path, what: str) -> dict[str, Any]:
+    from graph_schema.errors import InvalidInput
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput(f"{what}: no such file {str(path)!r}") from None
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"{what}: cannot read {str(path)!r} as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{what}: {str(path)!r} must hold a JSON object, got {type(data).__name__}")
+    return data
+
+
+def tf_cnn_context(
+    *,
+    stack_json: Path | None,
+    fingerprint: Path | None,
+    overrides: dict[str, Any],
+) -> dict[str, Any]:
+    """stack / accelerator / placement / host for a saved log, from a stack JSON (a
+    ``SoftwareStack`` object, or a document with a ``stack`` key), a fingerprint (a document
+    with ``stack``, ``accelerator``, ``placement`` and ``host`` keys, e.g. a result document)
+    and flags, later ones winning.
+
+    Raises:
+        InvalidInput: a file or value that does not fit; the message names the field.
+    """
+    from pydantic import ValidationError
+
+    from graph_schema.errors import InvalidInput
+    from graph_schema.models import Accelerator, Host, Placement, SoftwareStack
+    from graph_schema.store import validation_message
+
+    parts: dict[str, dict[str, Any]] = {"stack": {}, "accelerator": {}, "placement": {}, "host": {}}
+    if fingerprint is not None:
+        data = _load_json_file(fingerprint, "--fingerprint")
+        for key in parts:
+            if isinstance(data.get(key), dict):
+                parts[key].update(data[key])
+    if stack_json is not None:
+        data = _load_json_file(stack_json, "--stack-json")
+        parts["stack"].update(data["stack"] if isinstance(data.get("stack"), dict) else data)
+    for (part, name), value in overrides.items():
+        if value is not None:
+            parts[part][name] = value
+    if not parts["accelerator"].get("model"):
+        raise InvalidInput(
+            "accelerator: unknown; name it with --accelerator (e.g. 'NVIDIA A100-SXM4-40GB' or "
+            "'CPU Intel Xeon ...') or pass --fingerprint"
+        )
+    models = {"stack": SoftwareStack, "accelerator": Accelerator, "placement": Placement, "host": Host}
+    out: dict[str, Any] = {}
+    for key, model in models.items():
+        if key == "host" and not parts[key]:
+            out[key] = None
+            continue
+        try:
+            out[key] = model.model_validate(parts[key])
+        except ValidationError as exc:
+            raise InvalidInput(validation_message(exc, prefix=key)) from None
+    return out
+
+
+@import_app.command("tf-cnn")
+def import_tf_cnn_cmd(
+    log: Annotated[Path, typer.Argument(help="A saved tf_cnn_benchmarks output ('-' for stdin).")],
+    stack_json: Annotated[Optional[Path], typer.Option("--stack-json", help="JSON of the software stack.")] = None,
+    fingerprint: Annotated[
+        Optional[Path], typer.Option("--fingerprint", help="Fingerprint / result document JSON of the node.")
+    ] = None,
+    framework_version: Annotated[Optional[str], typer.Option(help="TensorFlow version.")] = None,
+    cuda: Annotated[Optional[str], typer.Option(help="CUDA version.")] = None,
+    cudnn: Annotated[Optional[str], typer.Option(help="cuDNN version.")] = None,
+    driver: Annotated[Optional[str], typer.Option(help="NVIDIA driver version.")] = None,
+    accelerator: Annotated[Optional[str], typer.Option(help="Accelerator model (or 'CPU <model>').")] = None,
+    accelerator_count: Annotated[Optional[int], typer.Option(min=0, help="Accelerators used.")] = None,
+    placement: Annotated[
+        Optional[str], typer.Option(help="bare-metal | passthrough | vgpu | unknown.")
+    ] = None,
+    host: Annotated[Optional[str], typer.Option(help="Host name.")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="Run id (default: a new one).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the document; write nothing.")] = False,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import a saved tf_cnn_benchmarks log (a crash becomes a recorded failure)."""
+    from cli.render import print_json, render
+    from graph_schema.errors import InvalidInput
+
+    try:
+        from collectors.importers.tf_cnn import import_tf_cnn_log
+    except ImportError as exc:  # the parser belongs to another module; say so plainly
+        raise InvalidInput(f"the tf_cnn_benchmarks log parser is not available: {exc}") from None
+    if str(log) == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = log.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise InvalidInput(f"no such log file: {str(log)!r}") from None
+    overrides: dict[Any, Any] = {
+        ("stack", "framework_version"): framework_version,
+        ("stack", "cuda"): cuda,
+        ("stack", "cudnn"): cudnn,
+        ("stack", "driver"): driver,
+        ("accelerator", "model"): accelerator,
+        ("accelerator", "count"): accelerator_count,
+        ("placement", "kind"): placement,
+        ("host", "name"): host,
+    }
+    if framework_version is not None:
+        overrides[("stack", "framework")] = "tensorflow"
+    context = tf_cnn_context(stack_json=stack_json, fingerprint=fingerprint, overrides=overrides)
+    document = import_tf_cnn_log(text, run_id=run_id, **context)
+    row: dict[str, Any] = {
+        "run_id": document.run.run_id,
+        "measurements": len(document.measurements),
+        "failures": len(document.failures),
+    }
+    if dry_run:
+        print_json(document) if as_json else render([row], as_json=False, title="tf_cnn log (dry run)")
+        return
+    with _open_store(store) as db:
+        result = db.ingest_document(document)
+    row.update(result.model_dump())
+    if as_json:
+        print_json(row)
+    else:
+        render([row], as_json=False, title="tf_cnn log imported")
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.add_typer(import_app, name="import", rich_help_panel="Knowledge")

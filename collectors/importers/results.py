@@ -1,0 +1,72 @@
+"""Load collector result documents (``ResultDocument`` JSON) from files.
+
+A file holds one document or a list of them. Every document of every file is validated before
+anything is written, so a bad field anywhere means nothing is imported; the error names the
+file, the document's index and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from pydantic import ValidationError
+
+from graph_schema.errors import InvalidInput
+from graph_schema.models import IngestBatch, IngestResult, ResultDocument
+from graph_schema.store import Store, validation_message
+
+
+def load_documents(path: str | Path) -> list[ResultDocument]:
+    """The result documents in one JSON file.
+
+    Raises:
+        InvalidInput: the file is missing, not JSON, or a document is malformed (the message
+            names the file, the document index and the field).
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"no such file: {str(file)!r}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read {str(file)!r}: {exc}") from None
+    try:
+        data: Any = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{file}: not JSON ({exc})") from None
+    items = data if isinstance(data, list) else [data]
+    documents: list[ResultDocument] = []
+    for index, item in enumerate(items):
+        where = f"{file}[{index}]" if isinstance(data, list) else str(file)
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{where}: a result document must be a JSON object, got {type(item).__name__}")
+        try:
+            documents.append(ResultDocument.model_validate(item))
+        except ValidationError as exc:
+            raise InvalidInput(f"{where}: {validation_message(exc)}") from None
+    return documents
+
+
+def documents_batch(documents: Iterable[ResultDocument]) -> IngestBatch:
+    """All documents as one batch (one transaction)."""
+    batch = IngestBatch()
+    for document in documents:
+        part = document.to_batch()
+        batch.observations.extend(part.observations)
+        batch.failures.extend(part.failures)
+        batch.runs.extend(part.runs)
+    return batch
+
+
+def import_result_files(paths: Iterable[str | Path], store: Store) -> tuple[int, IngestResult]:
+    """Validate every document of every file, then write them in one transaction.
+
+    Returns:
+        (number of documents, the store's ingest result).
+    """
+    documents: list[ResultDocument] = []
+    for path in paths:
+        documents.extend(load_documents(path))
+    return len(documents), store.ingest(documents_batch(documents))

@@ -1,0 +1,165 @@
+#!/usr/bin/env python
+"""Rebuild the starter knowledge base snapshot from its sources only.
+
+Sources:
+  * MLPerf Inference published results: every ``inference_v*.tar.gz`` (or round directory) in
+    MLPERF_DIR (default ../shared/data/mlperf relative to the repository root), imported with
+    ``collectors.importers.mlperf`` exactly as ``advisor import mlperf`` does;
+  * the project's own measured runs: every collector result document in ``data/results/*.json``.
+
+Writes graph_schema/data/starter-kb-v<N>.json.gz (gzip'd JSON: a manifest plus IngestBatch
+fields), deterministic for the same inputs apart from the build date.
+
+    python scripts/build_starter_kb.py [MLPERF_DIR] [--results DIR] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import sys
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from collectors.importers.mlperf import ATTRIBUTION, read_tree, to_observation  # noqa: E402
+from collectors.importers.results import documents_batch, load_documents  # noqa: E402
+from graph_schema.models import IngestBatch  # noqa: E402
+from graph_schema.starter import SNAPSHOT_NAME, STARTER_VERSION  # noqa: E402
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def mlperf_sources(directory: Path) -> list[Path]:
+    found = sorted(directory.glob("inference_v*.tar.gz"))
+    found += sorted(p for p in directory.glob("inference_v*") if p.is_dir())
+    return found
+
+
+def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBatch]:
+    batch = IngestBatch()
+    sources: list[dict[str, Any]] = []
+
+    rounds: list[dict[str, Any]] = []
+    for path in mlperf_sources(mlperf_dir):
+        tree = read_tree(path)
+        observations = [to_observation(r) for r in tree.records]
+        batch.observations.extend(observations)
+        rounds.append(
+            {
+                "round": tree.round,
+                "file": path.name,
+                "sha256": _sha256(path) if path.is_file() else None,
+                "url": f"https://github.com/mlcommons/inference_results_{tree.round}",
+                "observations": len(observations),
+                "skipped": len(tree.skipped),
+                "failed": len(tree.failed),
+            }
+        )
+        print(f"{path.name}: {len(observations)} observations, {len(tree.skipped)} skipped, "
+              f"{len(tree.failed)} failed", file=sys.stderr)
+    if rounds:
+        sources.append(
+            {
+                "source": "mlperf-inference",
+                "kind": "published",
+                "publisher": "MLCommons",
+                "license": "Apache-2.0",
+                "attribution": ATTRIBUTION,
+                "rounds": rounds,
+            }
+        )
+
+    documents = []
+    files = sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []
+    for file in files:
+        docs = load_documents(file)
+        documents.extend(docs)
+    if files:
+        measured = documents_batch(documents)
+        batch.observations.extend(measured.observations)
+        batch.failures.extend(measured.failures)
+        batch.runs.extend(measured.runs)
+        sources.append(
+            {
+                "source": "stack-advisor measured runs",
+                "kind": "measured",
+                "files": [
+                    {"file": str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f), "sha256": _sha256(f)}
+                    for f in files
+                ],
+                "documents": len(documents),
+                "observations": len(measured.observations),
+                "failures": len(measured.failures),
+            }
+        )
+        print(f"{results_dir}: {len(documents)} documents, {len(measured.observations)} observations, "
+              f"{len(measured.failures)} failures", file=sys.stderr)
+
+    # Stable order, one entry per key (what a store would keep).
+    unique = {o.observation_key: o for o in batch.observations}
+    batch.observations = [unique[k] for k in sorted(unique)]
+    failures = {f.failure_key: f for f in batch.failures}
+    batch.failures = [failures[k] for k in sorted(failures)]
+    runs = {r.run_id: r for r in batch.runs}
+    batch.runs = [runs[k] for k in sorted(runs)]
+
+    by_source = Counter(o.provenance.source for o in batch.observations)
+    manifest = {
+        "name": "stack-advisor starter knowledge base",
+        "version": STARTER_VERSION,
+        "built_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "builder": "scripts/build_starter_kb.py",
+        "counts": {
+            "observations": len(batch.observations),
+            "failures": len(batch.failures),
+            "runs": len(batch.runs),
+            "observations_by_source": dict(sorted(by_source.items())),
+        },
+        "sources": sources,
+        "attribution": ATTRIBUTION,
+        "notice": "Published figures are MLPerf results as submitted; compare within a round and "
+        "a benchmark (metrics changed meaning across rounds).",
+    }
+    return manifest, batch
+
+
+def write(manifest: dict[str, Any], batch: IngestBatch, out: Path) -> int:
+    body = {"manifest": manifest, **batch.model_dump(mode="json", exclude_defaults=True)}
+    for key in ("observations", "failures", "runs"):
+        body.setdefault(key, [])
+    text = json.dumps(body, separators=(",", ":"), sort_keys=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as handle:
+        handle.write(text.encode("utf-8"))
+    return out.stat().st_size
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf")
+    parser.add_argument("--results", type=Path, default=ROOT / "data" / "results")
+    parser.add_argument("--out", type=Path, default=ROOT / "graph_schema" / "data" / SNAPSHOT_NAME)
+    args = parser.parse_args(argv)
+    if not args.mlperf_dir.is_dir():
+        parser.error(f"MLPerf directory {str(args.mlperf_dir)!r} does not exist")
+    manifest, batch = build(args.mlperf_dir, args.results)
+    size = write(manifest, batch, args.out)
+    print(json.dumps({"out": str(args.out), "bytes": size, **manifest["counts"]}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
