@@ -1,9 +1,66 @@
-"""Placeholder: filled in by its own issue."""
+"""`advisor nodes`: the cluster's nodes as GPU feature discovery and NFD describe them."""
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
 import typer
+
+from cli.options import JsonOpt, StoreOpt
+from cli.render import info, render
+
+nodes_app = typer.Typer(help="Node inventory from GPU feature discovery and NFD labels.", no_args_is_help=True)
+
+KubeconfigOpt = Annotated[
+    Optional[str], typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: in-cluster).")
+]
+SelectorOpt = Annotated[Optional[str], typer.Option("--selector", "-l", help="Only nodes matching this label selector.")]
+COLUMNS = ["node", "pool", "gpu", "gpus", "gpu_memory_mib", "driver", "cuda_driver", "placement", "mig", "cpu", "ready"]
+
+
+def _nodes(kubeconfig: str | None, selector: str | None):  # -> list[ClusterNode]
+    from collectors.executors.kubernetes import load_api_client
+    from collectors.inventory import list_cluster_nodes
+
+    return list_cluster_nodes(load_api_client(kubeconfig), selector)
+
+
+@nodes_app.command("list")
+def list_cmd(kubeconfig: KubeconfigOpt = None, selector: SelectorOpt = None, as_json: JsonOpt = False) -> None:
+    """Show the cluster's nodes with their parsed GPU, driver and placement."""
+    nodes = _nodes(kubeconfig, selector)
+    render([n.row() for n in nodes], as_json=as_json, title=f"{len(nodes)} node(s)", columns=COLUMNS,
+           json_data=[n.model_dump(mode="json") for n in nodes])
+
+
+@nodes_app.command("sync")
+def sync(
+    kubeconfig: KubeconfigOpt = None,
+    selector: SelectorOpt = None,
+    store: StoreOpt = None,
+    cluster: Annotated[str, typer.Option("--cluster", help="Name the inventory is kept under.")] = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Read the cluster's nodes and record them (hosts, accelerators, placements) in the store."""
+    from cli.plan import open_store_uri
+    from graph_schema.errors import Unsupported
+
+    nodes = _nodes(kubeconfig, selector)
+    kb = open_store_uri(store)
+    try:
+        sync_inventory = getattr(kb, "sync_inventory", None)
+        if sync_inventory is None:
+            raise Unsupported(
+                f"{type(kb).__name__} cannot keep a node inventory yet (it needs Store.sync_inventory); "
+                "use `advisor nodes list --json` meanwhile"
+            )
+        sync_inventory(cluster, [n.model_dump(mode="json") for n in nodes])
+    finally:
+        kb.close()
+    info(f"synced {len(nodes)} node(s) of cluster {cluster!r} to {getattr(kb, 'uri', '') or 'the store'}")
+    render([n.row() for n in nodes], as_json=as_json, title=f"{len(nodes)} node(s)", columns=COLUMNS,
+           json_data=[n.model_dump(mode="json") for n in nodes])
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.add_typer(nodes_app, name="nodes", rich_help_panel="Collect")
