@@ -290,7 +290,7 @@ def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
     None for those an importer never reads (compliance, accuracy, logs)."""
     if root.is_dir():
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "compliance")
+            dirnames.sort()
             for name in sorted(filenames):
                 full = Path(dirpath) / name
                 rel = full.relative_to(root).as_posix()

@@ -1,0 +1,105 @@
+"""Helpers shared by the MLPerf importer tests: where the shared data is, small trees to break."""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MLPERF_DIR = Path(os.environ.get("ADVISOR_MLPERF_DATA", REPO.parent / "shared" / "data" / "mlperf"))
+ROUNDS = ("v1.1", "v2.0", "v2.1", "v3.0")
+REFERENCE_CSV = MLPERF_DIR / "observations_v1.1-v3.0.csv"
+
+
+def require_shared_data() -> Path:
+    """The shared MLPerf directory; skipped where it is absent, except under CI where it must be."""
+    if not REFERENCE_CSV.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"shared MLPerf data missing at {MLPERF_DIR} (CI has it beside the clone)")
+        pytest.skip(f"shared MLPerf data not found at {MLPERF_DIR}")
+    return MLPERF_DIR
+
+
+SUMMARY_OFFLINE = """================================================
+MLPerf Results Summary
+================================================
+SUT name : LWIS_Server
+Scenario : Offline
+Mode     : PerformanceOnly
+Samples per second: 1234.5
+Result is : VALID
+  Min duration satisfied : Yes
+  Min queries satisfied : Yes
+
+================================================
+Additional Stats
+================================================
+Min latency (ns)                : 1000
+"""
+
+SUMMARY_SINGLESTREAM = """================================================
+MLPerf Results Summary
+================================================
+SUT name : PySUT
+Scenario : SingleStream
+Mode     : PerformanceOnly
+90th percentile latency (ns) : 12525681
+Result is : VALID
+Early Stopping Result:
+ * Processed at least 64 queries (48934).
+ * Early stopping 90th percentile estimate: 12529764
+ * Early stopping 99th percentile estimate: 12873341
+
+================================================
+Additional Stats
+================================================
+QPS w/ loadgen overhead         : 81.55
+"""
+
+SYSTEM = {
+    "accelerator_model_name": "NVIDIA A100-SXM-80GB",
+    "accelerators_per_node": 8,
+    "number_of_nodes": 1,
+    "host_processor_model_name": "AMD EPYC 7742",
+    "host_processors_per_node": 2,
+    "framework": "TensorRT 8.6.0, CUDA 12.0",
+    "other_software_stack": "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0, Driver 525.85.12, DALI 1.17.0",
+    "operating_system": "Ubuntu 20.04.4",
+    "system_name": "Test DGX A100 (8x A100-SXM-80GB, TensorRT)",
+    "system_type": "datacenter",
+}
+
+
+def write(root: Path, rel: str, content: str | bytes) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    return path
+
+
+def result_path(system: str, benchmark: str, scenario: str, division: str = "closed", submitter: str = "Acme") -> str:
+    return f"{division}/{submitter}/results/{system}/{benchmark}/{scenario}/performance/run_1/mlperf_log_summary.txt"
+
+
+def small_tree(root: Path) -> Path:
+    """A round directory with two good results, one compliance run and one accuracy run."""
+    tree = root / "inference_v9.9"
+    write(tree, "closed/Acme/systems/box8.json", json.dumps(SYSTEM))
+    write(tree, result_path("box8", "resnet50", "Offline"), SUMMARY_OFFLINE)
+    write(tree, result_path("box8", "resnet50", "SingleStream"), SUMMARY_SINGLESTREAM)
+    write(tree, "closed/Acme/compliance/box8/resnet50/Offline/TEST01/performance/run_1/mlperf_log_summary.txt", SUMMARY_OFFLINE)
+    write(tree, "closed/Acme/results/box8/resnet50/Offline/accuracy/mlperf_log_summary.txt", SUMMARY_OFFLINE)
+    return tree
+
+
+def tar_gz(tree: Path, out: Path, fmt: int = tarfile.GNU_FORMAT) -> Path:
+    with tarfile.open(out, "w:gz", format=fmt) as archive:
+        archive.add(tree, arcname=tree.name)
+    return out

@@ -1,0 +1,301 @@
+"""MLPerf importer: LoadGen summaries, stack text, placement, and trees that do not fit."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from collectors.importers.mlperf import headline_metric, parse_summary, read_tree, to_observation
+from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
+from graph_schema.errors import InvalidInput
+from graph_schema.models import PlacementKind, SourceKind
+from tests.collectors.mlperf_fixtures import (
+    SUMMARY_OFFLINE,
+    SUMMARY_SINGLESTREAM,
+    SYSTEM,
+    result_path,
+    small_tree,
+    tar_gz,
+    write,
+)
+
+# ---- LoadGen summary formats -------------------------------------------------------------------
+
+
+def test_singlestream_prefers_the_early_stopping_estimate() -> None:
+    head = headline_metric(parse_summary(SUMMARY_SINGLESTREAM))
+    assert (head.metric, head.source_line, head.valid) == (
+        "p90_latency_ms",
+        "Early stopping 90th percentile estimate",
+        True,
+    )
+    assert head.value == pytest.approx(12.529764)
+
+
+def test_singlestream_without_early_stopping_uses_the_90th_percentile() -> None:
+    text = "Scenario : SingleStream\nMode : PerformanceOnly\n90th percentile latency (ns) : 286313\nResult is : VALID\n"
+    head = headline_metric(parse_summary(text))
+    assert head.source_line == "90th percentile latency (ns)"
+    assert head.value == pytest.approx(0.286313)
+
+
+def test_later_loadgen_names_90_0th_percentile_and_completed_samples() -> None:
+    single = "Scenario : SingleStream\n90.0th percentile latency (ns) : 5000000\nResult is : VALID\n"
+    assert headline_metric(parse_summary(single)).value == pytest.approx(5.0)
+    server = (
+        "Scenario : Server\nMode : PerformanceOnly\nCompleted samples per second : 1337.82\nResult is : VALID\n"
+        "=====\nAdditional Stats\n=====\nScheduled samples per second : 1339.5\n"
+    )
+    head = headline_metric(parse_summary(server))
+    assert (head.metric, head.value, head.source_line) == ("queries_per_second", 1337.82, "Completed samples per second")
+
+
+def test_older_server_result_is_scheduled_samples() -> None:
+    server = "Scenario : Server\nScheduled samples per second : 25993.5\nResult is : INVALID\n"
+    head = headline_metric(parse_summary(server))
+    assert (head.metric, head.value, head.valid) == ("queries_per_second", 25993.5, False)
+
+
+def test_llm_offline_reports_tokens_per_second() -> None:
+    text = "Scenario : Offline\nSamples per second: 10.5\nTokens per second: 2950.1\nResult is : VALID\n"
+    head = headline_metric(parse_summary(text))
+    assert (head.metric, head.value) == ("tokens_per_second", 2950.1)
+
+
+def test_multistream_uses_the_99th_percentile_estimate() -> None:
+    text = (
+        "Scenario : MultiStream\n99th percentile latency (ns) : 9000000\nResult is : VALID\n"
+        " * Early stopping 99th percentile estimate: 9100000\n"
+    )
+    head = headline_metric(parse_summary(text))
+    assert (head.metric, head.value) == ("p99_latency_ms", pytest.approx(9.1))
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("garbage without any lines", "no 'Scenario' line"),
+        ("Scenario : Warp\n", "unknown scenario 'Warp'"),
+        ("Scenario : Offline\nResult is : VALID\n", "none of the result lines 'Tokens per second', 'Samples per second'"),
+        ("Scenario : Offline\nSamples per second: lots\n", "not a number: 'lots'"),
+    ],
+)
+def test_malformed_summaries_say_why(text: str, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        headline_metric(parse_summary(text))
+
+
+# ---- stack text --------------------------------------------------------------------------------
+
+
+def test_stack_text_versions_kept_as_published() -> None:
+    parsed = merge_stack_texts(
+        "TensorRT 8.6, CUDA 12.0", "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0, Driver 5252.85.12, DALI 1.17.0"
+    )
+    assert parsed.components["tensorrt"] == "8.6.0"  # the detailed field wins; 8.6 is no conflict
+    assert parsed.components["driver"] == "5252.85.12"  # typo kept
+    assert parsed.components["dali"] == "1.17.0"
+    assert parsed.conflicts == []
+
+
+def test_stack_text_conflict_is_noted() -> None:
+    parsed = merge_stack_texts("TensorRT 8.4.0, CUDA 11.6", "TensorRT 8.4.0, CUDA 11.7, Driver 515.48.07")
+    assert parsed.components["cuda"] == "11.7"
+    assert parsed.conflicts == ["cuda: framework=11.6 stack=11.7"]
+
+
+def test_stack_text_json_list_and_colon_forms() -> None:
+    parsed = merge_stack_texts("NGC MLPerf v3.0.2", '[{"cuda_version": "12.0", "cuda_driver_version": "525.85.12"}]')
+    assert (parsed.components["cuda"], parsed.components["driver"]) == ("12.0", "525.85.12")
+    parsed = merge_stack_texts("TensorRT v8.5.2.2", {"note": "Python: 3.10.6, GCC-11.3.0, CUDA: 11.8, cuDNN: 8.6.0"})
+    assert parsed.components == {
+        "tensorrt": "8.5.2.2", "cuda": "11.8", "cudnn": "8.6.0", "python": "3.10.6", "gcc": "11.3.0",
+    }
+
+
+def test_stack_text_does_not_read_versions_into_lookalike_words() -> None:
+    parsed = merge_stack_texts(
+        "22.08 Jetson CUDA-X AI Developer Preview, TFLite v2.7.1 (ruy)",
+        "GCC 9.4.0; Python 3.8.10; OpenCL driver OpenCL 2.1 v1.g6p0-01eac0",
+    )
+    assert "driver" not in parsed.components and "cuda" not in parsed.components
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("TensorRT 8.0.1.6, CUDA 11.3", ("tensorrt", "8.0.1.6")),
+        ("Onnxruntime v1.14.0 with GPU support", ("onnxruntime", "1.14.0")),
+        ("ONNX runtime v1.12 with GPU support", ("onnxruntime", "1.12")),
+        ("Pytorch v1.13.1 with GPU support", ("pytorch", "1.13.1")),
+        ("Triton 2.30.0 , CUDA 12.0", ("triton", "2.30.0")),
+        ("TFLite vmaster (xnnpack)", ("tflite", None)),
+        ("Qualcomm Cloud AI SDK v1.7.1", ("qualcomm-cloud-ai-sdk", "1.7.1")),
+        ("SAPEON SDK v0.52", ("sapeon-sdk", "0.52")),
+        ("", (None, None)),
+    ],
+)
+def test_framework_name_and_version(text: str, expected: tuple[str | None, str | None]) -> None:
+    assert parse_framework(text) == expected
+
+
+# ---- placement ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields, kind, basis",
+    [
+        ({"system_name": "Dell PowerEdge R750xa, VMware vSphere 8.0.1 (2x H100-80C, TensorRT)"}, "vgpu", "explicit"),
+        ({"accelerator_model_name": "NVIDIA A10-24Q", "system_name": "NV72ads_A10_v5 on Azure"}, "vgpu", "explicit"),
+        ({"system_name": "R7525 (3x GRID A100-40C)", "sw_notes": "VMware Submission"}, "vgpu", "explicit"),
+        ({"sw_notes": "GPUs passed through with VMware DirectPath I/O"}, "passthrough", "explicit"),
+        ({"operating_system": "Ubuntu 22.04 on VMware ESXi 8.0"}, "unknown", "hypervisor-unstated"),
+        ({"system_name": "Azure NC96ads_A100_v4"}, "unknown", "cloud-unstated"),
+        ({"hw_notes": "QuantaGrid D54Q-2U", "system_name": "Cloud-ready server"}, "bare-metal", "default-no-mention"),
+        ({"system_name": "NVIDIA DGX A100 (8x A100-SXM-80GB)"}, "bare-metal", "default-no-mention"),
+    ],
+)
+def test_placement_from_evidence(fields: dict[str, str], kind: str, basis: str) -> None:
+    result = classify_placement(fields)
+    assert (result.kind.value, result.basis) == (kind, basis)
+    if kind != "bare-metal":
+        assert result.evidence, "the evidence must be recorded"
+
+
+def test_vgpu_placement_names_profile_and_hypervisor() -> None:
+    result = classify_placement(
+        {"system_name": "Dell PowerEdge XE8545, VMware vSphere 8.0.1 (4x A100-SXM-80C, TensorRT)"}
+    )
+    assert (result.vgpu_profile, result.hypervisor) == ("A100-SXM-80C", "VMware vSphere 8.0.1")
+
+
+# ---- trees -------------------------------------------------------------------------------------
+
+
+def test_small_tree_two_results_compliance_and_accuracy_ignored(tmp_path: Path) -> None:
+    tree = read_tree(small_tree(tmp_path))
+    assert tree.round == "v9.9"
+    assert sorted((r.benchmark, r.scenario, r.metric) for r in tree.records) == [
+        ("resnet50", "Offline", "samples_per_second"),
+        ("resnet50", "SingleStream", "p90_latency_ms"),
+    ]
+    assert tree.issues == []
+    assert tree.ignored == 2
+    obs = to_observation(next(r for r in tree.records if r.scenario == "Offline"))
+    assert obs.benchmark.family == "mlperf-inference"
+    assert obs.benchmark.parameters == {"scenario": "Offline", "division": "closed"}
+    assert obs.source_key == "v9.9/closed/Acme/box8"
+    assert obs.provenance.kind is SourceKind.PUBLISHED
+    assert obs.provenance.source == "mlperf-inference"
+    assert obs.provenance.details["round"] == "v9.9"
+    assert obs.provenance.details["file"] == result_path("box8", "resnet50", "Offline")
+    assert (obs.accelerator.model, obs.accelerator.count, obs.accelerator.vendor) == ("NVIDIA A100-SXM-80GB", 8, "nvidia")
+    assert (obs.stack.cuda, obs.stack.cudnn, obs.stack.tensorrt, obs.stack.driver) == ("12.0", "8.8.0", "8.6.0", "525.85.12")
+    assert obs.stack.raw and "DALI 1.17.0" in obs.stack.raw
+    assert obs.host is not None and obs.host.name == "mlperf:Acme/box8" and obs.host.cpu_model == "AMD EPYC 7742"
+    assert obs.placement.kind is PlacementKind.BARE_METAL
+    latency = to_observation(next(r for r in tree.records if r.scenario == "SingleStream"))
+    assert latency.higher_is_better is False and latency.unit == "ms"
+
+
+def test_tarball_with_long_names_reads_like_the_directory(tmp_path: Path) -> None:
+    root = small_tree(tmp_path / "src")
+    long_system = "box8-" + "x" * 120  # forces GNU long-name / pax records in the archive
+    write(root, f"closed/Acme/systems/{long_system}.json", json.dumps(SYSTEM))
+    write(root, result_path(long_system, "bert-99", "Server"),
+          "Scenario : Server\nMode : PerformanceOnly\nScheduled samples per second : 77.5\nResult is : VALID\n")
+    from_dir = read_tree(root)
+    for fmt in (tarfile.GNU_FORMAT, tarfile.PAX_FORMAT):
+        archive = tar_gz(root, tmp_path / f"inference_v9.9_{fmt}.tar.gz", fmt)
+        from_tar = read_tree(archive)
+        assert [(r.system_id, r.benchmark, r.scenario, r.value) for r in from_tar.records] == [
+            (r.system_id, r.benchmark, r.scenario, r.value) for r in from_dir.records
+        ]
+    assert any(r.system_id == long_system for r in from_dir.records)
+
+
+def test_cpu_only_system_convention(tmp_path: Path) -> None:
+    tree = tmp_path / "inference_v9.9"
+    system = dict(SYSTEM, accelerator_model_name="N/A", accelerators_per_node="0",
+                  host_processor_model_name="Intel(R) Xeon(R) Platinum 8380", host_processors_per_node=2,
+                  framework="OpenVINO 2022.1", other_software_stack="Python 3.8")
+    write(tree, "closed/Acme/systems/cpu.json", json.dumps(system))
+    write(tree, result_path("cpu", "resnet50", "Offline"), SUMMARY_OFFLINE)
+    obs = to_observation(read_tree(tree).records[0])
+    assert obs.accelerator.model == "CPU Intel(R) Xeon(R) Platinum 8380"
+    assert (obs.accelerator.vendor, obs.accelerator.count) == ("cpu", 2)
+    assert (obs.stack.framework, obs.stack.framework_version, obs.stack.python) == ("openvino", "2022.1", "3.8")
+
+
+def test_heterogeneous_multi_node_accelerator_count(tmp_path: Path) -> None:
+    tree = tmp_path / "inference_v9.9"
+    system = dict(SYSTEM, accelerator_model_name="2 Nodes: NVIDIA A100-SXM-80GBx8, 4 Nodes: NVIDIA A30x4",
+                  accelerators_per_node="(8,4)", number_of_nodes=6)
+    write(tree, "network/Acme/systems/mix.json", json.dumps(system))
+    write(tree, result_path("mix", "resnet50", "Offline", division="network"), SUMMARY_OFFLINE)
+    record = read_tree(tree).records[0]
+    assert (record.accelerator_count, record.nodes) == (32, 6)
+    assert to_observation(record).provenance.details["accelerators_per_node"] == "(8,4)"
+
+
+def test_broken_files_are_reported_skipped_and_the_import_goes_on(tmp_path: Path) -> None:
+    tree = small_tree(tmp_path)
+    write(tree, "closed/Acme/systems/badjson.json", "{not json")
+    write(tree, result_path("badjson", "resnet50", "Offline"), SUMMARY_OFFLINE)
+    write(tree, result_path("box8", "bert-99", "Offline"), "Scenario : Offline\nResult is : VALID\n")
+    write(tree, result_path("box8", "rnnt", "Offline"), b"\xff\xfe\x00garbage")
+    write(tree, result_path("ghost", "resnet50", "Offline"), SUMMARY_OFFLINE)
+    write(tree, result_path("box8", "retinanet", "offline"), SUMMARY_SINGLESTREAM)  # inferred copy
+    write(tree, "closed/Acme/results/box8/resnet50/Server/Server/performance/run_1/mlperf_log_summary.txt", SUMMARY_OFFLINE)
+    write(tree, "closed/Acme/systems/list.json", "[1, 2]")
+
+    parsed = read_tree(tree)
+    assert len(parsed.records) == 2  # the good ones survive
+    got = {(i.path, i.outcome, i.category) for i in parsed.issues}
+    assert got == {
+        ("closed/Acme/systems/badjson.json", "failed", "malformed-system"),
+        ("closed/Acme/systems/list.json", "failed", "malformed-system"),
+        (result_path("badjson", "resnet50", "Offline"), "failed", "malformed-system"),
+        (result_path("box8", "bert-99", "Offline"), "failed", "malformed-summary"),
+        (result_path("box8", "rnnt", "Offline"), "failed", "malformed-summary"),
+        (result_path("ghost", "resnet50", "Offline"), "failed", "missing-system"),
+        (result_path("box8", "retinanet", "offline"), "skipped", "inferred-scenario"),
+        ("closed/Acme/results/box8/resnet50/Server/Server/performance/run_1/mlperf_log_summary.txt", "skipped", "unexpected-layout"),
+    }
+    reasons = {i.path: i.reason for i in parsed.issues}
+    assert "none of the result lines" in reasons[result_path("box8", "bert-99", "Offline")]
+    assert "no system description closed/Acme/systems/ghost.json" in reasons[result_path("ghost", "resnet50", "Offline")]
+    assert "summary says Scenario SingleStream but the directory says offline" in reasons[
+        result_path("box8", "retinanet", "offline")
+    ]
+    assert "top level is a list" in reasons["closed/Acme/systems/list.json"]
+
+
+def test_bad_counts_in_a_system_fail_its_results_only(tmp_path: Path) -> None:
+    tree = small_tree(tmp_path)
+    write(tree, "closed/Acme/systems/odd.json", json.dumps(dict(SYSTEM, accelerators_per_node="eight")))
+    write(tree, result_path("odd", "resnet50", "Offline"), SUMMARY_OFFLINE)
+    parsed = read_tree(tree)
+    assert len(parsed.records) == 2
+    assert any("accelerators_per_node is not a whole number: 'eight'" in i.reason for i in parsed.failed)
+
+
+def test_unknown_round_needs_the_flag(tmp_path: Path) -> None:
+    tree = small_tree(tmp_path)
+    renamed = tree.rename(tmp_path / "results")
+    with pytest.raises(InvalidInput, match="--round"):
+        read_tree(renamed)
+    assert read_tree(renamed, round_name="v4.0").round == "v4.0"
+    with pytest.raises(InvalidInput, match="round must look like v3.0"):
+        read_tree(renamed, round_name="2024")
+
+
+def test_missing_path_and_non_archive_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="no such results tree"):
+        read_tree(tmp_path / "nope")
+    junk = write(tmp_path, "inference_v1.0.tar.gz", b"this is not an archive")
+    with pytest.raises(InvalidInput, match="cannot read"):
+        read_tree(junk)

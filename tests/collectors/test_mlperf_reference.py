@@ -1,0 +1,139 @@
+"""The MLPerf importer on the four shared rounds, compared with the reference CSV.
+
+Same rows, values within 0.5%, same parsed versions and placement. The skipped files are the
+copies of SingleStream runs that submitters placed under offline/ or multistream/ (their
+summary says ``Scenario : SingleStream``) plus one result nested one directory too deep; the
+reference has none of them either.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from collectors.importers.mlperf import METRICS, MlperfRecord, ParsedTree, read_tree, to_observation
+from graph_schema.models import PlacementKind
+from tests.collectors.mlperf_fixtures import ROUNDS, require_shared_data
+
+Key = tuple[str, str, str, str, str, str]
+
+
+@pytest.fixture(scope="module")
+def trees() -> dict[str, ParsedTree]:
+    data = require_shared_data()
+    return {r: read_tree(data / f"inference_{r}.tar.gz") for r in ROUNDS}
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[Key, dict[str, str]]:
+    data = require_shared_data()
+    with (data / "observations_v1.1-v3.0.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 10_001
+    return {
+        (r["round"].removeprefix("inference_"), r["division"], r["submitter"], r["system_id"], r["benchmark"], r["scenario"]): r
+        for r in rows
+    }
+
+
+@pytest.fixture(scope="module")
+def ours(trees: dict[str, ParsedTree]) -> dict[Key, MlperfRecord]:
+    return {
+        (r.round, r.division, r.submitter, r.system_id, r.benchmark, r.scenario): r
+        for tree in trees.values()
+        for r in tree.records
+    }
+
+
+def test_same_rows(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> None:
+    assert len(ours) == 10_001
+    assert set(ours) - set(reference) == set()
+    assert set(reference) - set(ours) == set()
+
+
+def test_values_within_half_a_percent(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> None:
+    off = []
+    for key, row in reference.items():
+        record = ours[key]
+        expected = float(row["value"])
+        if record.metric != row["metric"] or abs(record.value - expected) > 0.005 * abs(expected):
+            off.append((key, row["metric"], expected, record.metric, record.value))
+        assert record.metric_source == row["metric_source"], key
+        assert record.valid == (row["valid"] == "true")
+    assert off == []
+
+
+def test_same_parsed_versions(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> None:
+    columns = {"cuda_version": "cuda", "cudnn_version": "cudnn", "tensorrt_version": "tensorrt", "driver_version": "driver"}
+    wrong = []
+    for key, row in reference.items():
+        record = ours[key]
+        for column, component in columns.items():
+            if record.components.get(component, "") != row[column]:
+                wrong.append((key, column, row[column], record.components.get(component)))
+        if "; ".join(record.version_conflicts) != row["version_conflicts"]:
+            wrong.append((key, "version_conflicts", row["version_conflicts"], record.version_conflicts))
+    assert wrong == []
+
+
+def test_same_system_fields_and_placement(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> None:
+    wrong = []
+    for key, row in reference.items():
+        r = ours[key]
+        got = {
+            "accelerator": r.accelerator,
+            "accelerators_per_node": r.accelerators_per_node,
+            "nodes": str(r.nodes),
+            "host_cpu": r.host_cpu,
+            "framework": r.framework,
+            "software_stack": r.software_stack,
+            "virtualization": r.placement.value,
+            "virtualization_basis": r.placement_basis,
+            "hypervisor": r.hypervisor or "",
+            "cloud_provider": r.cloud_provider or "",
+            "benchmark_raw": r.benchmark_raw,
+            "source_path": r.source_path,
+        }
+        for column, value in got.items():
+            if value != row[column]:
+                wrong.append((key, column, row[column], value))
+    assert wrong == []
+
+
+def test_counts_by_placement_match_the_readme(ours: dict[Key, MlperfRecord]) -> None:
+    counts = Counter(r.placement for r in ours.values())
+    assert counts[PlacementKind.VGPU] == 32
+    assert counts == {PlacementKind.BARE_METAL: 9350, PlacementKind.UNKNOWN: 619, PlacementKind.VGPU: 32}
+
+
+def test_skipped_files_are_inferred_scenarios_and_one_odd_path(trees: dict[str, ParsedTree]) -> None:
+    by_round = {r: Counter(i.category for i in t.issues) for r, t in trees.items()}
+    assert by_round == {
+        "v1.1": {"inferred-scenario": 316, "unexpected-layout": 1},
+        "v2.0": {"inferred-scenario": 1548},
+        "v2.1": {"inferred-scenario": 2859},
+        "v3.0": {"inferred-scenario": 3686},
+    }
+    assert all(i.outcome == "skipped" for t in trees.values() for i in t.issues)
+
+
+def test_observation_conventions(ours: dict[Key, MlperfRecord]) -> None:
+    keys = set()
+    for key, record in ours.items():
+        obs = to_observation(record)
+        keys.add(obs.observation_key)
+        assert obs.benchmark.family == "mlperf-inference"
+        assert obs.benchmark.name == record.benchmark
+        assert obs.benchmark.parameters == {"scenario": record.scenario, "division": record.division}
+        assert obs.source_key == f"{record.round}/{record.division}/{record.submitter}/{record.system_id}"
+        assert obs.provenance.details["round"] == record.round
+        assert obs.provenance.url == f"https://github.com/mlcommons/inference_results_{record.round}"
+        assert obs.higher_is_better is METRICS[obs.metric][1]
+        if record.accelerator:
+            assert obs.accelerator.count == record.accelerator_count
+        else:
+            assert obs.accelerator.vendor == "cpu" and obs.accelerator.model.startswith("CPU ")
+    assert len(keys) == len(ours), "each published row is its own observation"
