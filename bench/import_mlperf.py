@@ -1,0 +1,98 @@
+#!/usr/bin/env python
+"""Time the import of the shared MLPerf rounds into the embedded store and into Neo4j.
+
+    python bench/import_mlperf.py [MLPERF_DIR] [--neo4j bolt://localhost:7687] [--batch-size N]
+
+Each store starts empty (a fresh embedded directory; for Neo4j, the database named by the URI
+must be a scratch one: it is emptied first). Prints, per store: seconds to parse, seconds to
+ingest, total, observations written, and the time of a second (idempotent) import. Goal: <= 30 s
+per store for the four rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from collectors.importers.mlperf import DEFAULT_BATCH, ingest_observations, read_tree, to_observation  # noqa: E402
+
+
+def parse_all(paths: list[Path]) -> tuple[list, float]:
+    started = time.perf_counter()
+    observations = []
+    for path in paths:
+        observations.extend(to_observation(r) for r in read_tree(path).records)
+    return observations, time.perf_counter() - started
+
+
+def bench_store(label: str, uri: str, paths: list[Path], batch_size: int, clear: bool = False) -> dict:
+    from graph_schema.registry import open_store
+
+    with open_store(uri) as store:
+        store.ensure_schema()
+        if clear:
+            _clear_neo4j(store)
+        observations, parse_s = parse_all(paths)
+        started = time.perf_counter()
+        new, received = ingest_observations(store, observations, batch_size=batch_size)
+        ingest_s = time.perf_counter() - started
+        started = time.perf_counter()
+        again, _ = ingest_observations(store, observations, batch_size=batch_size)
+        reingest_s = time.perf_counter() - started
+        stats = store.stats()
+    row = {
+        "store": label,
+        "observations": received,
+        "new": new,
+        "parse_s": round(parse_s, 2),
+        "ingest_s": round(ingest_s, 2),
+        "total_s": round(parse_s + ingest_s, 2),
+        "reimport_new": again,
+        "reimport_ingest_s": round(reingest_s, 2),
+        "store_observations_by_source": stats.observations_by_source,
+    }
+    print(
+        f"{label:9s} parse {parse_s:6.2f} s  ingest {ingest_s:6.2f} s  total {parse_s + ingest_s:6.2f} s  "
+        f"observations {received} (new {new})  re-import {reingest_s:6.2f} s (new {again})"
+    )
+    return row
+
+
+def _clear_neo4j(store: object) -> None:
+    driver = getattr(store, "driver", None) or getattr(store, "_driver", None)
+    database = getattr(store, "database", None) or getattr(store, "_database", None)
+    if driver is None:
+        raise SystemExit("cannot empty the Neo4j database: the store exposes no driver")
+    driver.execute_query("MATCH (n) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
+                         database_=database)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf")
+    parser.add_argument("--neo4j", default=os.environ.get("ADVISOR_NEO4J_URI"),
+                        help="Neo4j URI of a scratch database (emptied first); skipped when not given")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH)
+    args = parser.parse_args(argv)
+    paths = sorted(args.mlperf_dir.glob("inference_v*.tar.gz"))
+    if not paths:
+        parser.error(f"no inference_v*.tar.gz in {args.mlperf_dir}")
+    print(f"{len(paths)} rounds from {args.mlperf_dir}, batch size {args.batch_size}")
+    with tempfile.TemporaryDirectory(prefix="bench-mlperf-") as tmp:
+        bench_store("embedded", f"embedded:{tmp}/kb", paths, args.batch_size)
+    if args.neo4j:
+        bench_store("neo4j", args.neo4j, paths, args.batch_size, clear=True)
+    else:
+        print("neo4j     skipped (pass --neo4j URI or set ADVISOR_NEO4J_URI)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

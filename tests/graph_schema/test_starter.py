@@ -1,0 +1,148 @@
+"""The starter knowledge base: what the shipped snapshot holds, how it is rebuilt, how it loads."""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from collectors.importers.mlperf import read_tree, to_observation
+from graph_schema import starter
+from graph_schema.errors import InvalidInput
+from graph_schema.models import SourceKind
+from tests.collectors.mlperf_fixtures import ROUNDS, require_shared_data, small_tree
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts"))
+build_starter_kb = importlib.import_module("build_starter_kb")
+
+
+def test_snapshot_is_small_and_has_a_manifest() -> None:
+    path = starter.snapshot_path()
+    assert path.exists() and path.name == "starter-kb-v1.json.gz"
+    assert path.stat().st_size < 5 * 1024 * 1024
+    manifest = starter.manifest()
+    assert manifest["version"] == starter.STARTER_VERSION
+    assert manifest["built_at"]
+    assert "MLCommons" in manifest["attribution"]
+    counts = manifest["counts"]
+    batch = starter.load_snapshot()
+    assert counts["observations"] == len(batch.observations)
+    assert counts["failures"] == len(batch.failures)
+    by_source: dict[str, int] = {}
+    for obs in batch.observations:
+        by_source[obs.provenance.source] = by_source.get(obs.provenance.source, 0) + 1
+    assert counts["observations_by_source"] == by_source
+    mlperf = next(s for s in manifest["sources"] if s["source"] == "mlperf-inference")
+    assert mlperf["license"] == "Apache-2.0" and mlperf["publisher"] == "MLCommons"
+    assert sorted(r["round"] for r in mlperf["rounds"]) == list(ROUNDS)
+    assert sum(r["observations"] for r in mlperf["rounds"]) == by_source["mlperf-inference"]
+
+
+def test_every_published_observation_carries_its_provenance() -> None:
+    for obs in starter.load_snapshot().observations:
+        if obs.provenance.source != "mlperf-inference":
+            continue
+        assert obs.provenance.kind is SourceKind.PUBLISHED
+        details = obs.provenance.details
+        assert {"round", "division", "submitter", "system_id", "file"} <= set(details)
+        assert obs.source_key == f"{details['round']}/{details['division']}/{details['submitter']}/{details['system_id']}"
+
+
+def test_snapshot_holds_exactly_what_the_sources_give() -> None:
+    """Built only from real data: the shared MLPerf rounds and data/results/*.json."""
+    data = require_shared_data()
+    expected = {to_observation(r).observation_key for rnd in ROUNDS for r in read_tree(data / f"inference_{rnd}.tar.gz").records}
+    results = REPO / "data" / "results"
+    if results.is_dir():
+        from collectors.importers.results import documents_batch, load_documents
+
+        for file in sorted(results.glob("*.json")):
+            expected |= {o.observation_key for o in documents_batch(load_documents(file)).observations}
+    got = {o.observation_key for o in starter.load_snapshot().observations}
+    assert got == expected, "rebuild the snapshot: python scripts/build_starter_kb.py"
+
+
+def test_build_script_from_a_small_tree_and_a_result_document(tmp_path: Path) -> None:
+    mlperf_dir = tmp_path / "mlperf"
+    small_tree(mlperf_dir)
+    results = tmp_path / "results"
+    results.mkdir()
+    document = {
+        "run": {"run_id": "run-test-1"},
+        "provenance": {"kind": "measured", "source": "stack-advisor-collector"},
+        "stack": {"framework": "pytorch", "framework_version": "2.3.1"},
+        "accelerator": {"model": "CPU Test", "vendor": "cpu"},
+        "placement": {"kind": "bare-metal"},
+        "measurements": [
+            {"benchmark": {"family": "pi", "name": "gemm", "parameters": {"n": 256}}, "metric": "gflops",
+             "value": 12.5, "unit": "GFLOP/s"}
+        ],
+    }
+    (results / "run.json").write_text(json.dumps([document]))
+    out = tmp_path / "kb.json.gz"
+    manifest, batch = build_starter_kb.build(mlperf_dir, results)
+    build_starter_kb.write(manifest, batch, out)
+    assert manifest["counts"]["observations_by_source"] == {"mlperf-inference": 2, "stack-advisor-collector": 1}
+    assert manifest["counts"]["runs"] == 1
+    assert [s["kind"] for s in manifest["sources"]] == ["published", "measured"]
+    loaded = starter.load_snapshot(out)
+    assert sorted(o.observation_key for o in loaded.observations) == sorted(o.observation_key for o in batch.observations)
+    # gzip header carries no timestamp: same inputs, same bytes apart from the manifest date
+    with gzip.open(out, "rt") as handle:
+        assert json.load(handle)["manifest"]["version"] == starter.STARTER_VERSION
+
+
+def test_unreadable_snapshot_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="not found"):
+        starter.read_snapshot(tmp_path / "missing.json.gz")
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(InvalidInput, match="unreadable"):
+        starter.read_snapshot(bad)
+
+
+def _registry():
+    return pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
+
+
+def test_seed_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    registry = _registry()
+    monkeypatch.setenv("ADVISOR_STARTER", "0")
+    with registry.open_store(f"embedded:{tmp_path / 'kb'}") as store:
+        store.ensure_schema()
+        assert starter.seed_default_store(store) == 0
+        assert store.stats().observations_by_source == {}
+
+
+def test_fresh_install_default_store_answers_at_once(tmp_path: Path) -> None:
+    """No configuration at all: a new process with an empty XDG_DATA_HOME opens the default store,
+    which is created and seeded from the snapshot, and `advisor db stats` shows it by source."""
+    _registry()
+    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "HOME": str(tmp_path / "home"),
+           "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    code = (
+        "import json, time\n"
+        "t = time.perf_counter()\n"
+        "from graph_schema.registry import open_store\n"
+        "with open_store() as s:\n"
+        "    st = s.stats()\n"
+        "print(json.dumps({'by_source': st.observations_by_source, 'seconds': time.perf_counter() - t}))\n"
+    )
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = starter.manifest()["counts"]["observations_by_source"]
+    assert result["by_source"] == expected
+    assert time.perf_counter() - started < 240  # loose: 2 shared cores; the figure is in the report
+    stats = subprocess.run([sys.executable, "-m", "cli.main", "db", "stats", "--json"], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["observations_by_source"] == expected
