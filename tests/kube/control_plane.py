@@ -1,0 +1,166 @@
+"""A real kube-apiserver + etcd on loopback ports, started the way controller-runtime's envtest
+does: self-signed CA and serving certificate, service-account signing keys, an admin client
+certificate in ``system:masters``, and a kubeconfig written to a temporary directory.
+
+The binaries come from ``deploy/kube-local/build.sh`` (kube-apiserver built from the Go module
+proxy, cached under ~/.cache/stack-advisor/kube/<version>/; etcd from Debian's etcd-server).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_VERSION = "v1.35.4"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("STACK_ADVISOR_CACHE", Path.home() / ".cache" / "stack-advisor"))
+
+
+def find_binaries() -> tuple[Path | None, Path | None, str]:
+    """(kube-apiserver, etcd, why missing)."""
+    version = os.environ.get("KUBE_VERSION", DEFAULT_VERSION)
+    apiserver = cache_dir() / "kube" / version / "kube-apiserver"
+    etcd = shutil.which("etcd")
+    missing = []
+    if not apiserver.is_file():
+        missing.append(f"{apiserver} (run deploy/kube-local/build.sh)")
+    if not etcd:
+        missing.append("etcd (Debian package etcd-server; deploy/kube-local/build.sh installs it)")
+    return (apiserver if apiserver.is_file() else None, Path(etcd) if etcd else None, "; ".join(missing))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_pki(d: Path) -> None:
+    """CA, apiserver serving cert (127.0.0.1/localhost), admin client cert, SA key pair."""
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+             "-days", "2", "-subj", "/CN=stack-advisor-test-ca", cwd=d)
+    (d / "serving.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
+        "extendedKeyUsage=serverAuth\n"
+    )
+    (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    for name, subj, ext in (
+        ("serving", "/CN=kube-apiserver", "serving.ext"),
+        ("admin", "/O=system:masters/CN=stack-advisor-admin", "client.ext"),
+    ):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                 "-subj", subj, cwd=d)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{name}.crt", "-days", "2", "-extfile", ext, cwd=d)
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
+
+
+@dataclass
+class ControlPlane:
+    apiserver: Path
+    etcd: Path
+    workdir: Path
+    url: str = ""
+    kubeconfig: Path = field(default_factory=Path)
+    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def start(self, timeout: float = 180.0) -> None:
+        pki = self.workdir / "pki"
+        pki.mkdir(parents=True)
+        make_pki(pki)
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        self._spawn(
+            "etcd",
+            [str(self.etcd), "--data-dir", str(self.workdir / "etcd"),
+             "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+             "--initial-cluster", f"default=http://127.0.0.1:{peer_port}",
+             "--unsafe-no-fsync", "--log-level", "error"],
+        )
+        self._spawn(
+            "kube-apiserver",
+            [str(self.apiserver),
+             f"--etcd-servers={etcd_url}",
+             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
+             f"--cert-dir={pki}", f"--tls-cert-file={pki / 'serving.crt'}",
+             f"--tls-private-key-file={pki / 'serving.key'}", f"--client-ca-file={pki / 'ca.crt'}",
+             "--service-account-issuer=https://kubernetes.default.svc",
+             f"--service-account-key-file={pki / 'sa.pub'}",
+             f"--service-account-signing-key-file={pki / 'sa.key'}",
+             "--service-cluster-ip-range=10.0.0.0/24",
+             "--authorization-mode=RBAC", "--allow-privileged=true",
+             "--enable-priority-and-fairness=false",
+             "--v=0"],
+        )
+        self.url = f"https://127.0.0.1:{api_port}"
+        self._wait_ready(pki, timeout)
+        self.kubeconfig = self.workdir / "kubeconfig"
+        self.kubeconfig.write_text(
+            f"""apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: {self.url}
+    certificate-authority: {pki / 'ca.crt'}
+users:
+- name: admin
+  user:
+    client-certificate: {pki / 'admin.crt'}
+    client-key: {pki / 'admin.key'}
+contexts:
+- name: test
+  context: {{cluster: test, user: admin}}
+current-context: test
+"""
+        )
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = open(self.workdir / f"{name}.log", "wb")
+        self._procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+
+    def _wait_ready(self, pki: Path, timeout: float) -> None:
+        ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            for proc, name in zip(self._procs, ("etcd", "kube-apiserver")):
+                if proc.poll() is not None:
+                    tail = (self.workdir / f"{name}.log").read_text(errors="replace")[-3000:]
+                    raise RuntimeError(f"{name} exited with {proc.returncode}:\n{tail}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/readyz", context=ctx, timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except Exception as exc:  # not up yet
+                last = str(exc)
+            time.sleep(0.5)
+        raise RuntimeError(f"kube-apiserver not ready after {timeout}s: {last}")
+
+    def stop(self) -> None:
+        for proc in reversed(self._procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self._procs.clear()

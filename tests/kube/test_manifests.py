@@ -1,0 +1,115 @@
+"""Every manifest in deploy/ (kustomize-built) and everything `plan render` produces validates
+against the Kubernetes OpenAPI schemas (kubernetes-validate, strict mode)."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from collectors.plan import expand_plan, load_plan
+from collectors.plan.render import render_plan
+from tests.kube.conftest import REPO, kustomize_build
+
+K8S_VERSION = "1.35.0"
+# Custom resources have no schema in kubernetes-validate. Their pod templates are validated as
+# core/v1 PodTemplates instead; the rest of them is checked by the rendering tests.
+CRD_KINDS = {
+    "PyTorchJob": "kubeflow.org CRD (Kubeflow training operator): no upstream OpenAPI schema",
+    "MPIJob": "kubeflow.org CRD (Kubeflow MPI operator): no upstream OpenAPI schema",
+    "PodGroup": "scheduling.volcano.sh CRD (Volcano): no upstream OpenAPI schema",
+}
+
+
+def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = obj["spec"]
+    replicas = spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs") or {}
+    return [r["template"] for r in replicas.values()]
+
+
+def validate_objects(objects: list[dict[str, Any]]) -> dict[str, int]:
+    """Validate each object; CRDs are skipped by name with the reason, their pod templates
+    validated. Returns counts per kind checked."""
+    counts: dict[str, int] = {}
+    errors = []
+    for obj in objects:
+        kind = obj["kind"]
+        targets = [obj]
+        if kind in CRD_KINDS:
+            targets = [
+                {"apiVersion": "v1", "kind": "PodTemplate",
+                 "metadata": {"name": obj["metadata"]["name"]}, "template": t}
+                for t in _pod_templates(obj)
+            ]
+        for target in targets:
+            try:
+                kubernetes_validate.validate(target, K8S_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as exc:
+                path = ".".join(str(p) for p in exc.path)
+                errors.append(f"{kind} {obj['metadata'].get('name')}: {path}: {exc.message}")
+            except kubernetes_validate.SchemaNotFoundError as exc:  # pragma: no cover - a new kind
+                errors.append(f"{kind}: no schema and not a known CRD: {exc}")
+            counts[target["kind"]] = counts.get(target["kind"], 0) + 1
+    assert not errors, "\n".join(errors)
+    return counts
+
+
+def test_crd_kinds_have_no_upstream_schema() -> None:
+    """The CRD skip list is honest: kubernetes-validate really has no schema for them."""
+    for kind, api in (("PyTorchJob", "kubeflow.org/v1"), ("PodGroup", "scheduling.volcano.sh/v1beta1")):
+        with pytest.raises(kubernetes_validate.SchemaNotFoundError):
+            kubernetes_validate.validate({"apiVersion": api, "kind": kind, "metadata": {"name": "x"}}, K8S_VERSION, strict=True)
+
+
+def test_strict_validation_catches_a_typo() -> None:
+    """Strict mode is on: an unknown field fails (so passing tests mean something)."""
+    plan = load_plan(REPO / "deploy" / "plans" / "sample-plan.yaml")
+    job = render_plan(plan, expand_plan(plan))[0]
+    job["spec"]["template"]["spec"]["containers"][0]["securityContxt"] = {}
+    with pytest.raises(AssertionError, match="securityContxt"):
+        validate_objects([job])
+
+
+@pytest.mark.parametrize("distributed_kind", ["PyTorchJob", "MPIJob"])
+def test_rendered_plan_validates(distributed_kind: str, tmp_path: Path) -> None:
+    data = yaml.safe_load((REPO / "deploy" / "plans" / "sample-plan.yaml").read_text())
+    data["benchmarks"][3]["distributed_kind"] = distributed_kind
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    plan = load_plan(path)
+    counts = validate_objects(render_plan(plan, expand_plan(plan)))
+    assert counts["Job"] == 12 and counts["CronJob"] == 1 and counts["ConfigMap"] == 1
+    assert counts["PodTemplate"] >= 4
+
+
+def test_kustomize_base_validates(kustomize: list[str]) -> None:
+    objects = [o for o in yaml.safe_load_all(kustomize_build(kustomize, REPO / "deploy" / "base")) if o]
+    counts = validate_objects(objects)
+    for kind in ("Namespace", "StatefulSet", "Deployment", "Service", "Secret", "ServiceAccount",
+                 "Role", "RoleBinding", "NetworkPolicy", "CronJob", "ConfigMap"):
+        assert counts.get(kind), f"the base has no {kind}"
+
+
+def test_kustomize_example_overlay_validates(kustomize: list[str], overlay_tree: Path) -> None:
+    text = kustomize_build(kustomize, overlay_tree / "overlays" / "example")
+    objects = [o for o in yaml.safe_load_all(text) if o]
+    validate_objects(objects)
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    api = by_name[("Deployment", "stack-advisor-api")]
+    assert api["spec"]["replicas"] == 1
+    container = api["spec"]["template"]["spec"]["containers"][0]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    neo4j = by_name[("StatefulSet", "stack-advisor-neo4j")]
+    assert neo4j["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "50Gi"
+    secret = by_name[("Secret", "stack-advisor-collector-token")]
+    token = base64.b64decode(secret["data"]["token"]).decode()
+    assert "replace-me" not in token and len(token) >= 16
+    role = by_name[("Role", "stack-advisor-planner")]
+    resources = {r for rule in role["rules"] for r in rule["resources"]}
+    assert resources == {"jobs", "pods", "pods/log"}
+    assert all(o["metadata"].get("namespace") == "stack-advisor" for o in objects if o["kind"] != "Namespace")
