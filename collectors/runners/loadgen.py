@@ -1,0 +1,279 @@
+"""MLPerf Inference scenarios driven by the real LoadGen (``mlperf_loadgen``).
+
+The system under test runs a real forward pass of one of the project's CNNs (PyTorch, CPU or
+CUDA) per query sample; a worker thread serves the queries LoadGen issues, batching Offline
+samples. LoadGen writes its own ``mlperf_log_summary.txt``; we read that with
+``collectors.importers.loadgen_summary.parse_summary`` and record its headline figure —
+SingleStream p90 latency, Server completed samples/s at the latency bound, Offline samples/s —
+with LoadGen's VALID/INVALID verdict on the measurement (``valid`` and ``note``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import queue
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from collectors.importers.loadgen_summary import parse_summary, primary_result
+from collectors.models import MODELS
+from collectors.runners import Progress, RunContext, RunnerResult, register_runner
+from graph_schema.errors import InvalidInput, Unsupported
+from graph_schema.models import Benchmark, FailureIn, Measurement
+
+log = logging.getLogger(__name__)
+
+FAMILY = "loadgen"
+SCENARIOS = ("SingleStream", "Server", "Offline")
+
+
+class LoadgenParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scenarios: list[Literal["SingleStream", "Server", "Offline"]] = Field(default_factory=lambda: list(SCENARIOS))
+    model: str = "resnet50"
+    image_size: int = Field(default=224, ge=16, le=1024)
+    num_classes: int = Field(default=1000, ge=2)
+    sample_count: int = Field(default=256, ge=1, description="QSL size (performance sample count)")
+    max_batch: int = Field(default=32, ge=1, description="Offline batching in the SUT")
+    min_duration_ms: int = Field(default=60_000, ge=0)
+    max_duration_ms: int = Field(default=0, ge=0)
+    min_query_count: int = Field(default=1024, ge=1)
+    single_stream_expected_latency_ms: float = Field(default=10.0, gt=0)
+    server_target_qps: float = Field(default=100.0, gt=0)
+    server_target_latency_ms: float = Field(default=15.0, gt=0)
+    offline_expected_qps: float = Field(default=1000.0, gt=0)
+    threads: int | None = Field(default=None, ge=1, description="torch CPU threads (None: torch's default)")
+
+    def identity(self, scenario: str, device: str) -> dict[str, Any]:
+        parameters: dict[str, Any] = {
+            "scenario": scenario,
+            "model": self.model,
+            "image_size": self.image_size,
+            "num_classes": self.num_classes,
+            "data": "synthetic",
+            "device": device,
+        }
+        if self.threads and device == "cpu":
+            parameters["threads"] = self.threads
+        if scenario == "Server":
+            parameters["target_latency_ms"] = self.server_target_latency_ms
+            parameters["target_qps"] = self.server_target_qps
+        if scenario == "Offline":
+            parameters["max_batch"] = self.max_batch
+        return parameters
+
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "quick": dict(
+        model="small_cnn", image_size=64, sample_count=32, max_batch=16, min_duration_ms=300,
+        max_duration_ms=3000, min_query_count=32, single_stream_expected_latency_ms=2.0,
+        server_target_qps=40.0, server_target_latency_ms=100.0, offline_expected_qps=200.0,
+        threads=1,
+    ),
+    "full": dict(),
+}
+
+
+def params_for(ctx: RunContext) -> LoadgenParams:
+    values = dict(PROFILES[ctx.profile])
+    known = set(LoadgenParams.model_fields)
+    unknown = sorted(set(ctx.options) - known)
+    if unknown:
+        raise InvalidInput(f"loadgen: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}")
+    values.update(ctx.options)
+    if isinstance(values.get("scenarios"), str):
+        values["scenarios"] = [s.strip() for s in values["scenarios"].split(",") if s.strip()]
+    try:
+        params = LoadgenParams(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise InvalidInput(f"loadgen option {field}={first.get('input')!r} is invalid: {first['msg']}") from exc
+    if params.model not in MODELS:
+        raise InvalidInput(f"loadgen option model={params.model!r} is unknown; valid: {', '.join(MODELS)}")
+    return params
+
+
+class TorchSut:
+    """LoadGen SUT: a worker thread runs the model on the samples of each issued query."""
+
+    def __init__(self, params: LoadgenParams, device: str) -> None:
+        import torch
+
+        from collectors.models.torch_models import build
+
+        self.torch = torch
+        self.device = torch.device(device)
+        torch.manual_seed(0)
+        self.model = build(params.model, params.num_classes).to(self.device).eval()
+        self.images = torch.randn(params.sample_count, 3, params.image_size, params.image_size, device=self.device)
+        self.max_batch = params.max_batch
+        self.queue: queue.Queue[list[Any] | None] = queue.Queue()
+        self.worker = threading.Thread(target=self._serve, name="loadgen-sut", daemon=True)
+        self.error: BaseException | None = None
+        self.worker.start()
+
+    def issue(self, query_samples: list[Any]) -> None:
+        self.queue.put(list(query_samples))
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.worker.join(timeout=30)
+
+    def _serve(self) -> None:
+        import mlperf_loadgen as lg
+
+        torch = self.torch
+        while True:
+            samples = self.queue.get()
+            if samples is None:
+                return
+            for start in range(0, len(samples), self.max_batch):
+                chunk = samples[start : start + self.max_batch]
+                try:
+                    index = torch.tensor([s.index for s in chunk], device=self.device)
+                    with torch.inference_mode():
+                        logits = self.model(self.images.index_select(0, index))
+                        logits.argmax(1).cpu()  # waits for the device, as a real server must
+                except BaseException as exc:  # report, and still complete so LoadGen ends
+                    self.error = self.error or exc
+                responses = [lg.QuerySampleResponse(s.id, 0, 0) for s in chunk]
+                lg.QuerySamplesComplete(responses)
+
+
+def _settings(lg: Any, params: LoadgenParams, scenario: str) -> Any:
+    settings = lg.TestSettings()
+    settings.scenario = getattr(lg.TestScenario, scenario)
+    settings.mode = lg.TestMode.PerformanceOnly
+    settings.min_duration_ms = params.min_duration_ms
+    settings.max_duration_ms = params.max_duration_ms
+    settings.min_query_count = params.min_query_count
+    settings.single_stream_expected_latency_ns = int(params.single_stream_expected_latency_ms * 1e6)
+    settings.server_target_qps = params.server_target_qps
+    settings.server_target_latency_ns = int(params.server_target_latency_ms * 1e6)
+    settings.offline_expected_qps = params.offline_expected_qps
+    return settings
+
+
+def run_scenario(params: LoadgenParams, scenario: str, device: str, outdir: Path) -> dict[str, Any]:
+    """Run one scenario with the real LoadGen; return the parsed summary LoadGen wrote."""
+    import mlperf_loadgen as lg
+
+    import torch
+
+    threads_before = torch.get_num_threads()
+    if params.threads and device == "cpu":
+        torch.set_num_threads(params.threads)
+    try:
+        return _run_scenario(lg, params, scenario, device, outdir)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _run_scenario(lg: Any, params: LoadgenParams, scenario: str, device: str, outdir: Path) -> dict[str, Any]:
+    sut_impl = TorchSut(params, device)
+    sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
+    qsl = lg.ConstructQSL(params.sample_count, params.sample_count, lambda s: None, lambda s: None)
+    log_settings = lg.LogSettings()
+    log_settings.log_output.outdir = str(outdir)
+    log_settings.log_output.copy_summary_to_stdout = False
+    try:
+        lg.StartTestWithLogSettings(sut, qsl, _settings(lg, params, scenario), log_settings)
+    finally:
+        lg.DestroyQSL(qsl)
+        lg.DestroySUT(sut)
+        sut_impl.close()
+    if sut_impl.error is not None:
+        raise RuntimeError(f"SUT forward pass failed: {sut_impl.error}") from sut_impl.error
+    return parse_summary((outdir / "mlperf_log_summary.txt").read_text())
+
+
+def summary_measurement(summary: dict[str, Any], benchmark: Benchmark) -> Measurement | None:
+    headline = primary_result(summary)
+    if headline is None:
+        return None
+    metric, value, unit, higher = headline
+    unmet = [k.replace("_satisfied", "").replace("_", " ") for k, ok in summary.get("constraints", {}).items() if not ok]
+    note = f"LoadGen result {summary.get('result', 'missing')}"
+    if unmet:
+        note += f" ({', '.join(unmet)} not satisfied)"
+    estimate = summary.get("early_stopping", {}).get("p90_estimate_ns")
+    if estimate is not None:
+        note += f"; early-stopping p90 estimate {estimate / 1e6:.3f} ms"
+    latency = summary.get("latency_ns", {})
+    if "p50" in latency and "p99" in latency:
+        note += f"; latency p50 {latency['p50'] / 1e6:.3f} ms, p99 {latency['p99'] / 1e6:.3f} ms"
+    p10 = p90 = None
+    if unit == "ms" and "p90" in latency:
+        p90 = latency["p90"] / 1e6
+    return Measurement(
+        benchmark=benchmark,
+        metric=metric,
+        value=value,
+        unit=unit,
+        higher_is_better=higher,
+        p10=p10,
+        p90=p90,
+        valid=bool(summary.get("valid", False)),
+        note=note,
+    )
+
+
+class LoadgenRunner:
+    name = "loadgen"
+    description = "MLPerf Inference SingleStream/Server/Offline with the real LoadGen (CNN SUT, PyTorch)"
+
+    def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
+        if importlib.util.find_spec("mlperf_loadgen") is None:
+            raise Unsupported("loadgen needs the mlcommons-loadgen package (module mlperf_loadgen)")
+        if importlib.util.find_spec("torch") is None:
+            raise Unsupported("loadgen's SUT needs PyTorch")
+        params = params_for(ctx)
+        from collectors.models.torch_bench import resolve_device, stack_facts
+
+        device = resolve_device(ctx.device)
+        result = RunnerResult(stack_extra=stack_facts())
+        for i, scenario in enumerate(params.scenarios):
+            if progress:
+                progress(f"LoadGen {scenario}", i / len(params.scenarios))
+            benchmark = Benchmark(family=FAMILY, name=scenario, parameters=params.identity(scenario, device))
+            with tempfile.TemporaryDirectory(prefix=f"loadgen-{scenario}-") as outdir:
+                try:
+                    summary = run_scenario(params, scenario, device, Path(outdir))
+                except (RuntimeError, OSError, InvalidInput) as exc:
+                    tail = _tail(Path(outdir) / "mlperf_log_summary.txt")
+                    result.failures.append(
+                        FailureIn(benchmark=benchmark, stage="run", error_class=type(exc).__name__,
+                                  message=str(exc)[:500], log_tail=tail)
+                    )
+                    continue
+            measurement = summary_measurement(summary, benchmark)
+            if measurement is None:
+                result.failures.append(
+                    FailureIn(benchmark=benchmark, stage="parse", error_class="NoResult",
+                              message=f"LoadGen summary for {scenario} has no headline figure")
+                )
+            else:
+                result.measurements.append(measurement)
+        if progress:
+            progress("LoadGen done", 1.0)
+        return result
+
+
+def _tail(path: Path) -> str | None:
+    try:
+        return path.read_text()[-4000:]
+    except OSError:
+        return None
+
+
+register_runner(LoadgenRunner())

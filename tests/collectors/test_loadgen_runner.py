@@ -1,0 +1,42 @@
+"""The LoadGen runner, for real: mlperf_loadgen drives a PyTorch CNN on this machine."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from collectors.runners import RunContext, get_runner
+from collectors.runners.loadgen import params_for
+from graph_schema.errors import InvalidInput
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("mlperf_loadgen") is None or importlib.util.find_spec("torch") is None,
+    reason="needs mlcommons-loadgen and torch",
+)
+
+
+def test_quick_profile_runs_all_three_scenarios() -> None:
+    seen: list[str] = []
+    result = get_runner("loadgen").run(RunContext(profile="quick", device="cpu"), lambda m, f: seen.append(m))
+    assert result.failures == []
+    by_scenario = {m.benchmark.name: m for m in result.measurements}
+    assert set(by_scenario) == {"SingleStream", "Server", "Offline"}
+    ss, server, offline = by_scenario["SingleStream"], by_scenario["Server"], by_scenario["Offline"]
+    assert ss.metric == "p90_latency_ms" and ss.unit == "ms" and ss.value > 0 and not ss.higher_is_better
+    assert server.metric == "completed_samples_per_second" and server.value > 0
+    assert server.benchmark.parameters["target_latency_ms"] == 100.0
+    assert offline.metric == "samples_per_second" and offline.value > 0
+    for m in result.measurements:
+        assert m.note and m.note.startswith("LoadGen result ")
+        assert ("VALID" in m.note) and (m.valid == m.note.startswith("LoadGen result VALID"))
+        assert m.benchmark.parameters["model"] == "small_cnn" and m.benchmark.parameters["device"] == "cpu"
+    assert result.stack_extra["framework"] == "torch" and "LoadGen done" in seen
+
+
+def test_scenario_option_and_validation() -> None:
+    assert params_for(RunContext(options={"scenarios": "Offline"})).scenarios == ["Offline"]
+    with pytest.raises(InvalidInput, match="scenarios"):
+        params_for(RunContext(options={"scenarios": ["MultiStreamy"]}))
+    with pytest.raises(InvalidInput, match="unknown option"):
+        params_for(RunContext(options={"qps": 3}))
