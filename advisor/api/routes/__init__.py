@@ -7,6 +7,7 @@ from typing import Any
 from advisor.api.schemas import ErrorBody
 
 _ERRORS = {
+    400: "the body cannot be decoded (not UTF-8 JSON)",
     401: "no token, or an unknown token (see WWW-Authenticate)",
     403: "the token lacks the scope this endpoint needs",
     404: "nothing with that key",
@@ -23,4 +24,4 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 READ_ERRORS = error_responses(401, 403, 422, 503)
-WRITE_ERRORS = error_responses(401, 403, 413, 422, 503)
+WRITE_ERRORS = error_responses(400, 401, 403, 413, 422, 503)
