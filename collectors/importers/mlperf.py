@@ -199,11 +199,22 @@ def _relevant(parts: list[str]) -> bool:
     )
 
 
-def _octal(field: bytes) -> int:
+class ArchiveTruncated(Exception):
+    """The archive ends inside a member or before its end marker (a cut-off download)."""
+
+    def __init__(self, after: str | None) -> None:
+        super().__init__(after)
+        self.after = after
+
+
+def _octal(field: bytes, member: str) -> int:
     text = field.split(b"\0", 1)[0].strip()
-    if text and text[0] & 0x80:  # base-256 numbers (huge files): leave to tarfile
-        raise ValueError("base-256 number")
-    return int(text or b"0", 8)
+    if text and text[0] & 0x80:
+        raise InvalidInput(f"tar member {member!r}: base-256 header numbers are not supported")
+    try:
+        return int(text or b"0", 8)
+    except ValueError:
+        raise ArchiveTruncated(member) from None
 
 
 def _pax_records(body: bytes) -> dict[str, str]:
@@ -225,26 +236,29 @@ def _iter_tar_bytes(data: bytes) -> Iterator[tuple[str, bytes, float]]:
     """(name, content, mtime) of each regular file of an uncompressed tar held in memory.
 
     Five times faster than ``tarfile`` on trees of many small files (ustar, GNU long names and
-    pax path records); anything else raises ValueError and the caller falls back to tarfile."""
-    pos, size_total = 0, len(data)
+    pax path records). Raises ArchiveTruncated when the data ends inside a member."""
+    pos, end = 0, len(data)
     long_name: str | None = None
     pax: dict[str, str] = {}
-    while pos + 512 <= size_total:
+    last: str | None = None
+    while True:
+        if pos + 512 > end:
+            raise ArchiveTruncated(last)
         header = data[pos : pos + 512]
         if not any(header):
             return
         name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "replace")
-        size = _octal(header[124:136])
-        mtime = _octal(header[136:148])
-        kind = header[156:157]
         if header[257:262] == b"ustar":
             prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "replace")
             if prefix:
                 name = prefix + "/" + name
+        size = _octal(header[124:136], name)
+        mtime = _octal(header[136:148], name)
+        kind = header[156:157]
         body = pos + 512
         pos = body + (size + 511) // 512 * 512
-        if pos > size_total + 512 * 2:
-            raise ValueError("truncated archive")
+        if body + size > end:
+            raise ArchiveTruncated(last)
         if kind == b"L":
             long_name = data[body : body + size].split(b"\0", 1)[0].decode("utf-8", "replace")
             continue
@@ -255,34 +269,51 @@ def _iter_tar_bytes(data: bytes) -> Iterator[tuple[str, bytes, float]]:
             continue
         full = pax.get("path") or long_name or name
         long_name, pax = None, {}
+        last = full
         if kind in (b"0", b"\0", b"7"):
             yield full, data[body : body + size], float(mtime)
 
 
-def _iter_archive(root: Path) -> Iterator[tuple[str, bytes | None, float]]:
-    raw = root.read_bytes()
-    data: bytes | None = None
-    try:
-        data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-        if data[257:262] != b"ustar" and not root.name.endswith(".tar"):
-            data = None
-    except (OSError, EOFError, zlib.error):
-        data = None
-    if data is not None:
+def _gunzip(raw: bytes) -> tuple[bytes, bool]:
+    """Decompress every gzip member; (data, complete). Incomplete data is kept, not dropped."""
+    out: list[bytes] = []
+    while raw:
+        inflater = zlib.decompressobj(wbits=31)
         try:
-            yield from _iter_tar_bytes(data)
-            return
-        except ValueError:
-            pass  # fall through to the general reader
-    try:
+            out.append(inflater.decompress(raw))
+        except zlib.error:
+            return b"".join(out), False
+        if not inflater.eof:
+            return b"".join(out), False
+        raw = inflater.unused_data
+    return b"".join(out), True
+
+
+def _iter_archive(root: Path) -> Iterator[tuple[str, bytes, float]]:
+    raw = root.read_bytes()
+    complete = True
+    data = raw
+    if raw[:2] == b"\x1f\x8b":
+        data, complete = _gunzip(raw)
+    if len(data) >= 512 and (data[257:262] == b"ustar" or root.name.endswith((".tar", ".tar.gz", ".tgz"))):
+        yield from _iter_tar_bytes(data)
+        if not complete:
+            raise ArchiveTruncated(None)
+        return
+    try:  # bzip2, xz, old formats: the general reader
         archive = tarfile.open(root, mode="r:*")
     except (tarfile.TarError, OSError) as exc:
         raise InvalidInput(f"cannot read {str(root)!r} as a results tree or tar archive: {exc}") from None
-    with archive:
-        for member in archive:
-            if member.isfile():
-                handle = archive.extractfile(member)
-                yield member.name, handle.read() if handle else b"", float(member.mtime)
+    last: str | None = None
+    try:
+        with archive:
+            for member in archive:
+                if member.isfile():
+                    handle = archive.extractfile(member)
+                    yield member.name, handle.read() if handle else b"", float(member.mtime)
+                    last = member.name
+    except (tarfile.TarError, OSError, EOFError):
+        raise ArchiveTruncated(last) from None
 
 
 def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
@@ -299,16 +330,12 @@ def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
                     continue
                 yield rel, TreeFile(rel, full.read_bytes(), full.stat().st_mtime)
         return
-    seen_any = False
     for name, content, mtime in _iter_archive(root):
-        seen_any = True
         rel = name[2:] if name.startswith("./") else name
         if not _relevant(rel.split("/")):
             yield rel, None
             continue
         yield rel, TreeFile(rel, content, mtime)
-    if not seen_any:
-        raise InvalidInput(f"{str(root)!r} holds no files: not an MLPerf results tree or archive")
 
 
 def detect_round(path: Path, first_parts: Iterable[str] = ()) -> str | None:
@@ -499,6 +526,35 @@ def _split(rel: str, marker: str) -> tuple[list[str], list[str]] | None:
     return None
 
 
+def _sort_file(
+    tree: ParsedTree,
+    rel: str,
+    item: TreeFile | None,
+    systems_raw: dict[str, TreeFile],
+    results_raw: list[TreeFile],
+    prefixes: set[str],
+) -> None:
+    tree.files_seen += 1
+    if item is None:
+        tree.ignored += 1
+        return
+    marker = "systems" if "systems" in rel.split("/") and rel.endswith(".json") else "results"
+    split = _split(rel, marker)
+    if split is None:
+        tree.issues.append(Issue(rel, f"not under <division>/<submitter>/{marker}/", "skipped", "unexpected-layout"))
+        return
+    prefix, rest = split
+    prefixes.add("/".join(prefix))
+    item.path = "/".join(rest)
+    if marker == "systems":
+        if len(rest) != 4:
+            tree.issues.append(Issue(rel, "unexpected layout: expected <division>/<submitter>/systems/<system_id>.json", "skipped", "unexpected-layout"))
+            return
+        systems_raw[item.path] = item
+    else:
+        results_raw.append(item)
+
+
 def read_tree(path: str | os.PathLike[str], *, round_name: str | None = None) -> ParsedTree:
     """Parse an MLPerf Inference results tree into records, reporting what does not fit.
 
@@ -513,26 +569,17 @@ def read_tree(path: str | os.PathLike[str], *, round_name: str | None = None) ->
     results_raw: list[TreeFile] = []
     prefixes: set[str] = set()
     tree = ParsedTree(round="")
-    for rel, item in _iter_files(root):
-        tree.files_seen += 1
-        if item is None:
-            tree.ignored += 1
-            continue
-        marker = "systems" if "systems" in rel.split("/") and rel.endswith(".json") else "results"
-        split = _split(rel, marker)
-        if split is None:
-            tree.issues.append(Issue(rel, f"not under <division>/<submitter>/{marker}/", "skipped", "unexpected-layout"))
-            continue
-        prefix, rest = split
-        prefixes.add("/".join(prefix))
-        item.path = "/".join(rest)
-        if marker == "systems":
-            if len(rest) != 4:
-                tree.issues.append(Issue(rel, "unexpected layout: expected <division>/<submitter>/systems/<system_id>.json", "skipped", "unexpected-layout"))
-                continue
-            systems_raw[item.path] = item
-        else:
-            results_raw.append(item)
+    try:
+        for rel, item in _iter_files(root):
+            _sort_file(tree, rel, item, systems_raw, results_raw, prefixes)
+    except ArchiveTruncated as exc:
+        after = f" after {exc.after}" if exc.after else ""
+        tree.issues.append(
+            Issue(str(root), f"archive is truncated or corrupt{after}; what came before was read", "failed", "truncated-archive")
+        )
+    if tree.files_seen == 0:
+        why = f" ({tree.issues[0].reason})" if tree.issues else ""
+        raise InvalidInput(f"{str(root)!r} holds no readable files: not an MLPerf results tree or archive{why}")
 
     tree.round = round_name or detect_round(root, sorted(prefixes)) or ""
     if not tree.round:

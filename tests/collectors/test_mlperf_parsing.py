@@ -299,3 +299,22 @@ def test_missing_path_and_non_archive_are_clear_errors(tmp_path: Path) -> None:
     junk = write(tmp_path, "inference_v1.0.tar.gz", b"this is not an archive")
     with pytest.raises(InvalidInput, match="cannot read"):
         read_tree(junk)
+    empty = tmp_path / "inference_v1.0"
+    empty.mkdir()
+    with pytest.raises(InvalidInput, match="no readable files"):
+        read_tree(empty)
+
+
+def test_truncated_archive_keeps_what_came_before(tmp_path: Path) -> None:
+    root = small_tree(tmp_path / "src")
+    for i in range(40):  # enough members that a cut lands well inside the archive
+        write(root, result_path(f"box{i:02d}", "resnet50", "Offline"), SUMMARY_OFFLINE + "#" * 4000)
+    full = tar_gz(root, tmp_path / "inference_v9.9.tar.gz").read_bytes()
+    cut = tmp_path / "cut" / "inference_v9.9.tar.gz"
+    cut.parent.mkdir()
+    cut.write_bytes(full[: len(full) // 2])
+    parsed = read_tree(cut)
+    truncated = [i for i in parsed.failed if i.category == "truncated-archive"]
+    assert len(truncated) == 1 and "truncated or corrupt" in truncated[0].reason
+    assert truncated[0].path == str(cut)
+    assert parsed.files_seen > 0
