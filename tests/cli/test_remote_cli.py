@@ -1,0 +1,134 @@
+"""The CLI as a client of a real ``advisor serve`` on loopback (``--api`` / ``--store http://``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+
+from graph_schema.errors import InvalidInput, NotFound, StoreUnavailable
+from graph_schema.models import ObservationFilter, ResultDocument
+from tests.advisor.api.conftest import document
+from tests.cli.server import ADVISOR, ServedAPI, free_port
+
+registry = pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
+
+
+@pytest.fixture(scope="module")
+def tokens() -> dict[str, str]:
+    return {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory, tokens: dict[str, str]) -> Iterator[ServedAPI]:
+    tmp = tmp_path_factory.mktemp("remote")
+    with ServedAPI(f"embedded:{tmp / 'kb'}", tokens, log=tmp / "serve.log") as served:
+        docs = [
+            document("run-a100", accelerator="NVIDIA A100-SXM4-80GB", value=1000, n=2),
+            document("run-a100-vm", accelerator="NVIDIA A100-SXM4-80GB", placement="passthrough",
+                     value=950, n=2),
+            document("run-l4", accelerator="NVIDIA L4", value=300, n=2),
+            document("run-l4-new", accelerator="NVIDIA L4", value=320, n=2,
+                     framework_version="2.4.0"),
+        ]
+        r = httpx.post(served.url + "/v1/observations", json=docs,
+                       headers={"Authorization": f"Bearer {tokens['write']}"}, timeout=30)
+        assert r.status_code == 200, r.text
+        yield served
+
+
+def run_cli(*args: str, token: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ADVISOR_")}
+    if token:
+        environ["ADVISOR_TOKEN"] = token
+    environ.update(env)
+    return subprocess.run([ADVISOR, *args], capture_output=True, text=True, env=environ,
+                          timeout=120)
+
+
+def test_rest_store_round_trip(api: ServedAPI, tokens: dict[str, str]) -> None:
+    with registry.open_store(api.url) as store:
+        assert type(store).__name__ == "RestStore"
+        obs = store.query_observations(ObservationFilter(accelerator="NVIDIA L4"))
+        assert len(obs) == 4
+        assert store.get_observation(obs[0].key).key == obs[0].key
+        with pytest.raises(NotFound):
+            store.get_observation("obs-nope")
+        with pytest.raises(InvalidInput, match="limit"):
+            store.query_observations(limit=0)
+        assert store.stats().counts["Observation"] == 8
+        # writes without a write token: the server's 401 comes back as an error
+        with pytest.raises(Exception, match="token"):
+            store.ingest_document(document("run-denied"))
+    with registry.open_store(api.url) as store:
+        os.environ["ADVISOR_TOKEN"] = tokens["write"]
+        try:
+            from graph_schema.rest_store import RestStore
+
+            writer = RestStore(api.url)
+        finally:
+            del os.environ["ADVISOR_TOKEN"]
+        result = writer.ingest_document(ResultDocument.model_validate(document("run-a100")))
+        assert result.observations_new == 0  # already there: idempotent through the REST store
+        writer.close()
+
+
+def test_unreachable_api_is_store_unavailable() -> None:
+    with registry.open_store(f"http://127.0.0.1:{free_port()}") as store:
+        with pytest.raises(StoreUnavailable, match="cannot reach"):
+            store.stats()
+
+
+@pytest.mark.parametrize("how", ["--api", "--store", "ADVISOR_API"])
+def test_plot_in_client_mode(api: ServedAPI, tmp_path: Path, how: str) -> None:
+    out = tmp_path / "throughput.png"
+    args = ["plot", "throughput", "--metric", "throughput", "--out", str(out), "--json"]
+    env: dict[str, str] = {}
+    if how == "ADVISOR_API":
+        env["ADVISOR_API"] = api.url
+    else:
+        args += [how, api.url]
+    # two batch sizes → two benchmark series: the CLI says which to choose and exits 1
+    r = run_cli(*args, **env)
+    assert r.returncode == 1 and "choose one" in r.stderr and "--benchmark cnn/" in r.stderr
+    bench = r.stderr.split("--benchmark ")[1].split()[0]
+    r = run_cli(*args, "--benchmark", bench, **env)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert {row["accelerator"] for row in rows} == {"NVIDIA A100-SXM4-80GB", "NVIDIA L4"}
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plots_from_a_remote_store(api: ServedAPI, tmp_path: Path) -> None:
+    bench = httpx.get(api.url + "/v1/benchmarks", timeout=10).json()["items"][0]["benchmark_id"]
+    for kind, extra in (("throughput", []), ("overhead", []),
+                        ("trend", ["--accelerator", "NVIDIA L4"])):
+        out = tmp_path / f"{kind}.svg"
+        r = run_cli("plot", kind, "--benchmark", bench, "--out", str(out), "--api", api.url,
+                    "--json", *extra)
+        assert r.returncode == 0, r.stderr
+        body = json.loads(r.stdout)
+        assert body["out"] == str(out) and out.read_text().startswith("<?xml")
+        assert body["rows"]
+    r = run_cli("plot", "overhead", "--benchmark", bench, "--out", str(tmp_path / "o.png"),
+                "--api", api.url, "--json")
+    rows = json.loads(r.stdout)["rows"]
+    assert [(row["accelerator"], row["placement"]) for row in rows] == [
+        ("NVIDIA A100-SXM4-80GB", "passthrough")]
+    assert rows[0]["overhead_pct"] == pytest.approx(5.0)  # 1000 → 950 on the same stack
+
+
+def test_cli_errors_and_exit_codes(api: ServedAPI, tmp_path: Path) -> None:
+    r = run_cli("plot", "throughput", "--out", str(tmp_path / "x.gif"), "--api", api.url)
+    assert r.returncode == 1 and ".png or .svg" in r.stderr
+    r = run_cli("plot", "throughput", "--out", str(tmp_path / "x.png"),
+                "--api", f"http://127.0.0.1:{free_port()}")
+    assert r.returncode == 1 and "cannot reach" in r.stderr
+    r = run_cli("plot", "throughput", "--bogus")
+    assert r.returncode == 2
