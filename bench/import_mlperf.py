@@ -21,7 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from collectors.importers.mlperf import DEFAULT_BATCH, ingest_observations, read_tree, to_observation  # noqa: E402
+from collectors.importers.mlperf import (
+    DEFAULT_BATCH,
+    ingest_observations,
+    read_tree,
+    to_observation,
+)
 
 
 def parse_all(paths: list[Path]) -> tuple[list, float]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -31,7 +31,7 @@ def import_mlperf_cmd(
         typer.Argument(help="MLPerf Inference results tree(s): a directory or a .tar.gz of one."),
     ],
     round_name: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--round", help="Round (e.g. v3.0) when the path's name does not say it."),
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
@@ -184,21 +184,21 @@ def tf_cnn_context(
 @import_app.command("tf-cnn")
 def import_tf_cnn_cmd(
     log: Annotated[Path, typer.Argument(help="A saved tf_cnn_benchmarks output ('-' for stdin).")],
-    stack_json: Annotated[Optional[Path], typer.Option("--stack-json", help="JSON of the software stack.")] = None,
+    stack_json: Annotated[Path | None, typer.Option("--stack-json", help="JSON of the software stack.")] = None,
     fingerprint: Annotated[
-        Optional[Path], typer.Option("--fingerprint", help="Fingerprint / result document JSON of the node.")
+        Path | None, typer.Option("--fingerprint", help="Fingerprint / result document JSON of the node.")
     ] = None,
-    framework_version: Annotated[Optional[str], typer.Option(help="TensorFlow version.")] = None,
-    cuda: Annotated[Optional[str], typer.Option(help="CUDA version.")] = None,
-    cudnn: Annotated[Optional[str], typer.Option(help="cuDNN version.")] = None,
-    driver: Annotated[Optional[str], typer.Option(help="NVIDIA driver version.")] = None,
-    accelerator: Annotated[Optional[str], typer.Option(help="Accelerator model (or 'CPU <model>').")] = None,
-    accelerator_count: Annotated[Optional[int], typer.Option(min=0, help="Accelerators used.")] = None,
+    framework_version: Annotated[str | None, typer.Option(help="TensorFlow version.")] = None,
+    cuda: Annotated[str | None, typer.Option(help="CUDA version.")] = None,
+    cudnn: Annotated[str | None, typer.Option(help="cuDNN version.")] = None,
+    driver: Annotated[str | None, typer.Option(help="NVIDIA driver version.")] = None,
+    accelerator: Annotated[str | None, typer.Option(help="Accelerator model (or 'CPU <model>').")] = None,
+    accelerator_count: Annotated[int | None, typer.Option(min=0, help="Accelerators used.")] = None,
     placement: Annotated[
-        Optional[str], typer.Option(help="bare-metal | passthrough | vgpu | unknown.")
+        str | None, typer.Option(help="bare-metal | passthrough | vgpu | unknown.")
     ] = None,
-    host: Annotated[Optional[str], typer.Option(help="Host name.")] = None,
-    run_id: Annotated[Optional[str], typer.Option(help="Run id (default: a new one).")] = None,
+    host: Annotated[str | None, typer.Option(help="Host name.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: a new one).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the document; write nothing.")] = False,
     store: StoreOpt = None,
     as_json: JsonOpt = False,

@@ -21,17 +21,17 @@ import hashlib
 import json
 import sys
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from collectors.importers.mlperf import ATTRIBUTION, read_tree, to_observation  # noqa: E402
-from collectors.importers.results import documents_batch, load_documents  # noqa: E402
-from graph_schema.models import IngestBatch  # noqa: E402
-from graph_schema.starter import SNAPSHOT_NAME, STARTER_VERSION  # noqa: E402
+from collectors.importers.mlperf import ATTRIBUTION, read_tree, to_observation
+from collectors.importers.results import documents_batch, load_documents
+from graph_schema.models import IngestBatch
+from graph_schema.starter import SNAPSHOT_NAME, STARTER_VERSION
 
 
 def _sha256(path: Path) -> str:
@@ -120,7 +120,7 @@ def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBa
     manifest = {
         "name": "stack-advisor starter knowledge base",
         "version": STARTER_VERSION,
-        "built_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        "built_at": datetime.now(UTC).replace(microsecond=0).isoformat(),
         "builder": "scripts/build_starter_kb.py",
         "counts": {
             "observations": len(batch.observations),

@@ -22,16 +22,16 @@ The LoadGen summary parser is our own (``parse_summary`` below): Collectors II's
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
 import tarfile
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from graph_schema.errors import InvalidInput
@@ -60,7 +60,7 @@ ATTRIBUTION = (
 )
 _NOT_AN_ACCELERATOR = {"", "-", "n/a", "na", "none", "null", "cpu"}
 _ROUND = re.compile(r"v(\d+\.\d+)")
-_HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)", re.I)
+_HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)", re.IGNORECASE)
 
 # metric name → (unit, higher_is_better)
 METRICS: dict[str, tuple[str, bool]] = {
@@ -331,7 +331,7 @@ def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
                 yield rel, TreeFile(rel, full.read_bytes(), full.stat().st_mtime)
         return
     for name, content, mtime in _iter_archive(root):
-        rel = name[2:] if name.startswith("./") else name
+        rel = name.removeprefix("./")
         if not _relevant(rel.split("/")):
             yield rel, None
             continue
@@ -419,7 +419,7 @@ def _int(value: Any) -> int | None:
 
 
 def _memory_mib(value: Any) -> int | None:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GB|GiB|MB|MiB|TB)\s*", str(value or ""), re.I)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GB|GiB|MB|MiB|TB)\s*", str(value or ""), re.IGNORECASE)
     if not match:
         return None
     amount, unit = float(match.group(1)), match.group(2).lower()
@@ -770,7 +770,7 @@ def to_observation(record: MlperfRecord) -> Observation:
         higher_is_better=higher,
         valid=record.valid,
         note=None if record.valid else "LoadGen reported the run INVALID",
-        timestamp=datetime.fromtimestamp(record.mtime, tz=timezone.utc),
+        timestamp=datetime.fromtimestamp(record.mtime, tz=UTC),
         stack=stack,
         accelerator=accelerator,
         placement=placement,

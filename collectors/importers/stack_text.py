@@ -20,19 +20,19 @@ _VERSION = r"v?(\d+(?:\.\d+)*[a-z0-9]*)"
 # name → pattern; the version is group 1. The word must be followed by an optional ':' and the
 # version, so "CUDA-X AI" or "OpenCL driver OpenCL 2.1" yield nothing.
 _COMPONENT_PATTERNS: dict[str, re.Pattern[str]] = {
-    "driver": re.compile(r"\bdriver\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "cuda": re.compile(r"\bcuda\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "cudnn": re.compile(r"\bcudnn\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "tensorrt": re.compile(r"\btensorrt\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "nccl": re.compile(r"\bnccl\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "python": re.compile(r"\bpython\s*[:=]?\s*" + _VERSION + r"\b", re.I),
+    "driver": re.compile(r"\bdriver\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "cuda": re.compile(r"\bcuda\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "cudnn": re.compile(r"\bcudnn\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "tensorrt": re.compile(r"\btensorrt\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "nccl": re.compile(r"\bnccl\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "python": re.compile(r"\bpython\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
 }
 _EXTRA_PATTERNS: dict[str, re.Pattern[str]] = {
-    "dali": re.compile(r"\bdali\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "triton": re.compile(r"\btriton\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "jetpack": re.compile(r"\bjetpack\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "rocm": re.compile(r"\brocm\s*[:=]?\s*" + _VERSION + r"\b", re.I),
-    "gcc": re.compile(r"\bgcc\s*[-:=]?\s*" + _VERSION + r"\b", re.I),
+    "dali": re.compile(r"\bdali\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "triton": re.compile(r"\btriton\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "jetpack": re.compile(r"\bjetpack\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "rocm": re.compile(r"\brocm\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "gcc": re.compile(r"\bgcc\s*[-:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
 }
 # Keys used by JSON-shaped stacks (``[{"cuda_version": "12.0", "cuda_driver_version": ...}]``).
 _JSON_KEYS: dict[str, str] = {
@@ -53,17 +53,17 @@ _JSON_KEYS: dict[str, str] = {
 # Framework names as they appear in descriptions → canonical name. Searched in this order, so
 # "Triton ... TensorRT" is a Triton stack and "ArmNN TFLite" an ArmNN one.
 _FRAMEWORKS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("pytorch", re.compile(r"py\s*torch", re.I)),
-    ("tensorflow", re.compile(r"tensor\s*flow", re.I)),
-    ("armnn", re.compile(r"arm\s*nn", re.I)),
-    ("tflite", re.compile(r"tf\s*lite|tensorflow\s*lite", re.I)),
-    ("onnxruntime", re.compile(r"onnx\s*(?:run[\s-]*time)|onnxruntime", re.I)),
-    ("openvino", re.compile(r"openvino", re.I)),
-    ("deepsparse", re.compile(r"deep\s*sparse", re.I)),
-    ("tvm", re.compile(r"\btvm\b", re.I)),
-    ("triton", re.compile(r"\btriton\b", re.I)),
-    ("tensorrt", re.compile(r"tensor\s*rt", re.I)),
-    ("qualcomm-cloud-ai-sdk", re.compile(r"qualcomm\s+cloud\s+ai\s+sdk", re.I)),
+    ("pytorch", re.compile(r"py\s*torch", re.IGNORECASE)),
+    ("tensorflow", re.compile(r"tensor\s*flow", re.IGNORECASE)),
+    ("armnn", re.compile(r"arm\s*nn", re.IGNORECASE)),
+    ("tflite", re.compile(r"tf\s*lite|tensorflow\s*lite", re.IGNORECASE)),
+    ("onnxruntime", re.compile(r"onnx\s*(?:run[\s-]*time)|onnxruntime", re.IGNORECASE)),
+    ("openvino", re.compile(r"openvino", re.IGNORECASE)),
+    ("deepsparse", re.compile(r"deep\s*sparse", re.IGNORECASE)),
+    ("tvm", re.compile(r"\btvm\b", re.IGNORECASE)),
+    ("triton", re.compile(r"\btriton\b", re.IGNORECASE)),
+    ("tensorrt", re.compile(r"tensor\s*rt", re.IGNORECASE)),
+    ("qualcomm-cloud-ai-sdk", re.compile(r"qualcomm\s+cloud\s+ai\s+sdk", re.IGNORECASE)),
 )
 
 
@@ -168,23 +168,23 @@ def merge_stack_texts(framework: Any, software_stack: Any) -> ParsedStack:
 _VGPU_PROFILE = re.compile(
     r"\b((?:[AHLTVM]\d{1,3}[A-Za-z]?)(?:-(?:SXM\d?|PCIE|PCIe))?-\d{1,3}[CQAB])\b"
 )
-_VGPU_WORDS = re.compile(r"\bv\s?GPU\b|\bGRID\b", re.I)
-_PASSTHROUGH = re.compile(r"pass[\s-]?through|direct\s?path|\bDDA\b|vfio", re.I)
+_VGPU_WORDS = re.compile(r"\bv\s?GPU\b|\bGRID\b", re.IGNORECASE)
+_PASSTHROUGH = re.compile(r"pass[\s-]?through|direct\s?path|\bDDA\b|vfio", re.IGNORECASE)
 # Most specific first: "VMware vSphere 8.0.1" names the hypervisor better than "ESXi".
 _HYPERVISORS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"(VMware\s+vSphere(?:\s+\d+(?:\.\d+)*)?)", re.I),
-    re.compile(r"(VMware\s+ESXi(?:,?\s+\d+(?:\.\d+)*)?)", re.I),
-    re.compile(r"(vSphere(?:\s+\d+(?:\.\d+)*)?|ESXi(?:\s+\d+(?:\.\d+)*)?)", re.I),
-    re.compile(r"\b(VMware|KVM|Hyper-V|Xen)\b", re.I),
+    re.compile(r"(VMware\s+vSphere(?:\s+\d+(?:\.\d+)*)?)", re.IGNORECASE),
+    re.compile(r"(VMware\s+ESXi(?:,?\s+\d+(?:\.\d+)*)?)", re.IGNORECASE),
+    re.compile(r"(vSphere(?:\s+\d+(?:\.\d+)*)?|ESXi(?:\s+\d+(?:\.\d+)*)?)", re.IGNORECASE),
+    re.compile(r"\b(VMware|KVM|Hyper-V|Xen)\b", re.IGNORECASE),
 )
 _CLOUDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("AWS", re.compile(r"\baws|amazon", re.I)),
-    ("Azure", re.compile(r"azure", re.I)),
-    ("Google Cloud", re.compile(r"google\s+cloud|\bgcp", re.I)),
-    ("Alibaba Cloud", re.compile(r"alibaba\s+cloud|aliyun", re.I)),
-    ("Oracle Cloud", re.compile(r"oracle\s+cloud|\boci\b", re.I)),
+    ("AWS", re.compile(r"\baws|amazon", re.IGNORECASE)),
+    ("Azure", re.compile(r"azure", re.IGNORECASE)),
+    ("Google Cloud", re.compile(r"google\s+cloud|\bgcp", re.IGNORECASE)),
+    ("Alibaba Cloud", re.compile(r"alibaba\s+cloud|aliyun", re.IGNORECASE)),
+    ("Oracle Cloud", re.compile(r"oracle\s+cloud|\boci\b", re.IGNORECASE)),
 )
-_VCPU = re.compile(r"\bvCPUs?\b", re.I)
+_VCPU = re.compile(r"\bvCPUs?\b", re.IGNORECASE)
 
 
 @dataclass

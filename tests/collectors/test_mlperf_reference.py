@@ -122,7 +122,7 @@ def test_skipped_files_are_inferred_scenarios_and_one_odd_path(trees: dict[str, 
 
 def test_observation_conventions(ours: dict[Key, MlperfRecord]) -> None:
     keys = set()
-    for key, record in ours.items():
+    for record in ours.values():
         obs = to_observation(record)
         keys.add(obs.observation_key)
         assert obs.benchmark.family == "mlperf-inference"
