@@ -19,8 +19,12 @@ import_app = typer.Typer(
 
 
 def _open_store(uri: str | None) -> Any:
-    from graph_schema.registry import open_store
+    try:
+        from graph_schema.registry import open_store
+    except ImportError as exc:  # pragma: no cover - only before the registry exists
+        from graph_schema.errors import StoreUnavailable
 
+        raise StoreUnavailable(f"no store registry in this installation: {exc}") from None
     return open_store(uri)
 
 
@@ -103,8 +107,9 @@ def import_results_cmd(
     store: StoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Import collector result documents. Every document is validated first; a bad one means
-    nothing is written and the error names the file, document and field."""
+    """Import collector result documents (validated first: one bad document writes nothing).
+
+    The error names the file, the document's index and the field."""
     from cli.render import print_json, render
     from collectors.importers.results import import_result_files
 
