@@ -1,0 +1,198 @@
+"""Latency of POST /v1/recommendations under concurrent load on loopback.
+
+Fills a fresh store (never yours: a temp directory, or the Neo4j you name, which is wiped first
+only with --wipe) with N synthetic observations (source ``bench-synthetic``: load for the
+benchmark, not knowledge), starts ``advisor serve`` on a free loopback port, and drives it with
+C concurrent clients. Prints p50/p99/max and throughput per store.
+
+    python bench/api_latency.py                       # embedded, 100k observations, 8 clients
+    python bench/api_latency.py --neo4j bolt://127.0.0.1:7687 --wipe
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from graph_schema.models import (  # noqa: E402
+    Accelerator,
+    Benchmark,
+    IngestBatch,
+    Observation,
+    Placement,
+    PlacementKind,
+    Provenance,
+    SoftwareStack,
+    SourceKind,
+)
+
+ACCELERATORS = ["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA L4", "NVIDIA T4",
+                "NVIDIA A10", "NVIDIA L40S", "NVIDIA V100-SXM2-32GB", "NVIDIA A30"]
+STACKS = [SoftwareStack(driver=d, cuda=c, cudnn=n, framework=f, framework_version=v)
+          for d, c, n in (("535.161.08", "12.2", "8.9.7"), ("550.54.15", "12.4", "9.1.0"))
+          for f, v in (("pytorch", "2.2.2"), ("pytorch", "2.3.1"), ("tensorflow", "2.15.1"))]
+BENCHMARKS = [Benchmark(family="cnn", name=m, parameters={"batch_size": b, "precision": p})
+              for m in ("resnet50", "vgg16", "mobilenet_v2") for b in (32, 64)
+              for p in ("fp32", "fp16")]
+PLACEMENTS = [Placement(kind=PlacementKind.BARE_METAL),
+              Placement(kind=PlacementKind.PASSTHROUGH, hypervisor="kvm"),
+              Placement(kind=PlacementKind.VGPU, hypervisor="kvm", vgpu_profile="A100-4C")]
+PROVENANCE = Provenance(kind=SourceKind.MEASURED, source="bench-synthetic")
+
+DEFAULT_WORKLOAD: dict[str, Any] = {"workload": {"model": "resnet50", "task": "training",
+                                                 "framework": "pytorch"}, "top": 5}
+
+
+def synthetic(n: int, seed: int = 7) -> list[Observation]:
+    rng = random.Random(seed)
+    out = []
+    combos = list(itertools.product(ACCELERATORS, STACKS, BENCHMARKS, PLACEMENTS))
+    for i in range(n):
+        accel, stack, bench, placement = combos[i % len(combos)]
+        value = rng.uniform(100, 3000)
+        out.append(Observation(
+            benchmark=bench, metric="throughput", value=value, unit="images/s", samples=5,
+            p10=value * 0.97, p90=value * 1.03, cv=0.02,
+            stack=stack, accelerator=Accelerator(model=accel), placement=placement,
+            run_id=f"bench-run-{i // len(combos)}", provenance=PROVENANCE,
+        ))
+    return out
+
+
+def fill(store_uri: str, n: int, wipe: bool) -> float:
+    from graph_schema.registry import open_store
+
+    start = time.perf_counter()
+    with open_store(store_uri) as store:
+        store.ensure_schema()
+        if wipe and hasattr(store, "wipe"):
+            store.wipe()
+        obs = synthetic(n)
+        for i in range(0, n, 5000):
+            store.ingest(IngestBatch(observations=obs[i:i + 5000]))
+        count = store.stats().counts.get("Observation", 0)
+    if count < n:
+        raise SystemExit(f"store holds {count} observations after filling, expected >= {n}")
+    return time.perf_counter() - start
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve(store_uri: str, token: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "ADVISOR_TOKENS": f"{token}:read", "ADVISOR_ENVIRONMENT": "production"}
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("advisor")), "serve", "--port", str(port), "--store",
+         store_uri, "--log-level", "warning"],
+        env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"advisor serve exited; see {log}")
+        try:
+            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    proc.terminate()
+    raise SystemExit(f"advisor serve not ready after 120 s; see {log}")
+
+
+def drive(url: str, body: dict[str, Any], clients: int, per_client: int,
+          warmup: int) -> tuple[np.ndarray, float, list[str]]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            mine = []
+            for i in range(warmup + per_client):
+                t0 = time.perf_counter()
+                r = client.post("/v1/recommendations", json=body)
+                dt = time.perf_counter() - t0
+                if r.status_code != 200:
+                    with lock:
+                        errors.append(f"{r.status_code}: {r.text[:200]}")
+                    return
+                if i >= warmup:
+                    mine.append(dt)
+            with lock:
+                latencies.extend(mine)
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return np.array(latencies) * 1000, time.perf_counter() - start, errors
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--observations", type=int, default=100_000)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=100, help="measured requests per client")
+    ap.add_argument("--warmup", type=int, default=5, help="unmeasured requests per client")
+    ap.add_argument("--neo4j", help="also run against this Neo4j URI (bolt://user:pass@host:port)")
+    ap.add_argument("--wipe", action="store_true", help="empty the Neo4j store first")
+    ap.add_argument("--skip-embedded", action="store_true")
+    ap.add_argument("--workload", type=Path, help="JSON body for POST /v1/recommendations")
+    args = ap.parse_args()
+    body = json.loads(args.workload.read_text()) if args.workload else DEFAULT_WORKLOAD
+
+    stores: list[tuple[str, str]] = []
+    tmp = Path(tempfile.mkdtemp(prefix="advisor-bench-"))
+    if not args.skip_embedded:
+        stores.append(("embedded", f"embedded:{tmp / 'kb'}"))
+    if args.neo4j:
+        stores.append(("neo4j", args.neo4j))
+    token = secrets.token_urlsafe(24)
+    print(f"POST /v1/recommendations, {args.observations} observations, {args.clients} "
+          f"concurrent clients x {args.requests} requests (+{args.warmup} warm-up), loopback")
+    for name, uri in stores:
+        fill_s = fill(uri, args.observations, args.wipe)
+        proc, url = serve(uri, token, tmp / f"serve-{name}.log")
+        try:
+            ms, wall, errors = drive(url, body, args.clients, args.requests, args.warmup)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+        if errors:
+            print(f"{name:9s} FAILED: {errors[0]}")
+            continue
+        p50, p99 = np.percentile(ms, 50), np.percentile(ms, 99)
+        verdict = "meets" if p99 <= 50 else "misses"
+        print(f"{name:9s} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {ms.max():7.1f} ms  "
+              f"{len(ms) / wall:6.1f} req/s  (n={len(ms)}, fill {fill_s:.0f} s; "
+              f"{verdict} the p99 <= 50 ms goal)")
+
+
+if __name__ == "__main__":
+    main()
