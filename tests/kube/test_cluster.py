@@ -1,0 +1,224 @@
+"""Against a REAL kube-apiserver + etcd: apply deploy/, submit a plan, watch its Jobs, record
+failures; list nodes labelled like GPU feature discovery does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from cli.main import app
+from collectors.executors.kubernetes import ClusterError, KubernetesExecutor, submit_plan
+from collectors.plan import expand_plan, parse_plan
+from tests.kube.conftest import REPO, kustomize_build
+from tests.kube.control_plane import ControlPlane
+from tests.kube.gfd_nodes import A100_BARE_METAL, ALL_NODES, L4_VGPU
+from tests.kube.stand_in import JobDriver, KubeletLogs
+
+pytestmark = pytest.mark.kube
+NAMESPACE = "stack-advisor"
+OOM_LOG = "".join(f"step {i}\n" for i in range(80)) + "RuntimeError: CUDA error: out of memory\n"
+
+
+def _plan(**changes: Any) -> dict[str, Any]:
+    plan = {
+        "name": "kube-test",
+        "namespace": NAMESPACE,
+        "images": [{"name": "torch-2-5", "image": "ghcr.io/stack-advisor/collector:torch2.5.1-cuda12.4.1",
+                    "stack": {"cuda": "12.4.1", "cudnn": "9.1.0", "framework": "torch", "framework_version": "2.5.1"}}],
+        "pools": [{"name": "a100", "selector": {"stack-advisor.io/pool": "a100-bm"}, "placement": "bare-metal",
+                   "accelerator": {"model": "NVIDIA-A100-SXM4-80GB", "count": 8},
+                   "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                   "concurrency": 1}],
+        "benchmarks": [
+            {"name": "pi-quick", "runner": "pi", "profile": "quick"},
+            {"name": "loadgen-offline", "runner": "loadgen", "profile": "quick", "options": {"scenario": "Offline"}},
+        ],
+        "repeats": 1,
+        "job": {"active_deadline_seconds": 600},
+    }
+    plan.update(changes)
+    return plan
+
+
+def _outcome(job: dict[str, Any]) -> tuple[int, str]:
+    """pi succeeds; loadgen runs out of GPU memory (exit code 3)."""
+    if job["metadata"]["labels"]["stack-advisor.io/benchmark"] == "loadgen-offline":
+        return 3, OOM_LOG
+    return 0, "done\n"
+
+
+@pytest.fixture(scope="module")
+def kubelet(control_plane: ControlPlane) -> Iterator[KubeletLogs]:
+    server = KubeletLogs(control_plane.workdir / "pki")
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(control_plane: ControlPlane, api_client: Any, kustomize: list[str], overlay_tree: Path,
+            kubelet: KubeletLogs) -> Any:
+    """deploy/overlays/example server-side applied, and the GFD-labelled nodes registered."""
+    from kubernetes import client, dynamic
+
+    dyn = dynamic.DynamicClient(api_client)
+    objects = [o for o in yaml.safe_load_all(kustomize_build(kustomize, overlay_tree / "overlays" / "example")) if o]
+    objects.sort(key=lambda o: o["kind"] != "Namespace")
+    for obj in objects:
+        resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        resource.server_side_apply(body=obj, name=obj["metadata"]["name"], namespace=obj["metadata"].get("namespace"),
+                                   field_manager="stack-advisor-tests")
+    core = client.CoreV1Api(api_client)
+    for node in ALL_NODES:
+        created = {k: v for k, v in node.items() if k != "status"}
+        core.create_node(created)
+        status = {**node["status"],
+                  "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                  "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.port}}}
+        core.patch_node_status(node["metadata"]["name"], {"status": status})
+    return objects
+
+
+def test_deploy_objects_are_accepted_by_the_apiserver(cluster: list[dict[str, Any]], api_client: Any) -> None:
+    from kubernetes import client
+
+    apps, batch, rbac = client.AppsV1Api(api_client), client.BatchV1Api(api_client), client.RbacAuthorizationV1Api(api_client)
+    api = apps.read_namespaced_deployment("stack-advisor-api", NAMESPACE)
+    container = api.spec.template.spec.containers[0]
+    assert container.readiness_probe.http_get.path == "/readyz"
+    assert container.security_context.read_only_root_filesystem is True
+    neo4j = apps.read_namespaced_stateful_set("stack-advisor-neo4j", NAMESPACE)
+    assert neo4j.spec.volume_claim_templates[0].spec.resources.requests["storage"] == "50Gi"
+    cron = batch.read_namespaced_cron_job("sa-weekly-gpu", NAMESPACE)
+    assert cron.spec.schedule == "0 3 * * 0"
+    assert cron.spec.job_template.spec.template.spec.service_account_name == "stack-advisor-planner"
+    role = rbac.read_namespaced_role("stack-advisor-planner", NAMESPACE)
+    assert {r for rule in role.rules for r in rule.resources} == {"jobs", "pods", "pods/log"}
+    # The planner may do what `plan submit` needs in its namespace, and nothing cluster-wide.
+    authz = client.AuthorizationV1Api(api_client)
+    planner = "system:serviceaccount:stack-advisor:stack-advisor-planner"
+
+    def allowed(verb: str, resource: str, namespace: str | None, sub: str | None = None) -> bool:
+        review = authz.create_subject_access_review({
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": planner, "groups": ["system:serviceaccounts"],
+                     "resourceAttributes": {"verb": verb, "resource": resource, "subresource": sub,
+                                            "namespace": namespace, "group": "batch" if resource == "jobs" else ""}},
+        })
+        return bool(review.status.allowed)
+
+    assert allowed("create", "jobs", NAMESPACE) and allowed("get", "pods", NAMESPACE, "log")
+    assert not allowed("create", "jobs", "default") and not allowed("list", "nodes", None)
+
+
+def test_nodes_list_parses_gfd_labels(cluster: Any, control_plane: ControlPlane) -> None:
+    result = CliRunner().invoke(app, ["nodes", "list", "--kubeconfig", str(control_plane.kubeconfig), "--json"])
+    assert result.exit_code == 0, result.output
+    nodes = {n["name"]: n for n in json.loads(result.stdout)}
+    assert set(nodes) == {n["metadata"]["name"] for n in ALL_NODES}
+    a100 = nodes["gpu-a100-0"]
+    assert a100["accelerator"]["model"] == "NVIDIA-A100-SXM4-80GB" and a100["accelerator"]["count"] == 8
+    assert a100["driver"] == "550.54.15" and a100["placement"]["kind"] == "bare-metal"
+    assert a100["allocatable_gpus"] == 8 and a100["ready"] is True
+    assert nodes["vm-l4-0"]["placement"]["kind"] == "vgpu"
+    assert nodes["vm-t4-0"]["placement"]["kind"] == "passthrough" and nodes["vm-t4-0"]["driver"] == "470.82.01"
+    assert nodes["cpu-0"]["placement"]["kind"] == "unknown"
+    selected = CliRunner().invoke(app, ["nodes", "list", "--kubeconfig", str(control_plane.kubeconfig), "--json",
+                                        "-l", "nvidia.com/vgpu.present=true"])
+    assert [n["name"] for n in json.loads(selected.stdout)] == [L4_VGPU["metadata"]["name"]]
+
+
+def test_submit_watches_jobs_and_records_failures(cluster: Any, control_plane: ControlPlane, api_client: Any,
+                                                  kubelet: KubeletLogs) -> None:
+    from kubernetes import client, config
+
+    plan = parse_plan(_plan())
+    cells = expand_plan(plan)
+    recorded: list[Any] = []
+    executor = KubernetesExecutor(api_client, NAMESPACE)
+    driver_client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
+    node = A100_BARE_METAL["metadata"]["name"]
+    with JobDriver(driver_client, NAMESPACE, node, _outcome, kubelet, selector="stack-advisor.io/plan=kube-test") as driver:
+        outcomes = submit_plan(plan, cells, executor, record=recorded.extend, poll_seconds=1, timeout_seconds=120,
+                               submission="t1")
+    assert not driver.errors, driver.errors
+    assert driver.max_active == 1  # the pool's concurrency
+    status = {o.cell.benchmark.name: o for o in outcomes}
+    assert status["pi-quick"].status == "done"
+    assert status["loadgen-offline"].status == "failed"
+    assert "BackoffLimitExceeded" in (status["loadgen-offline"].reason or "")
+
+    (failure,) = recorded
+    assert failure.stage == "run" and failure.error_class == "Error"
+    assert "exited with code 3" in failure.message
+    assert failure.log_tail is not None and failure.log_tail.endswith("RuntimeError: CUDA error: out of memory\n")
+    assert len(failure.log_tail.splitlines()) == 50  # the tail, through the apiserver's pods/log
+    assert failure.host is not None and failure.host.name == node
+    assert failure.accelerator.model == "NVIDIA-A100-SXM4-80GB" and failure.placement.kind.value == "bare-metal"
+    assert (failure.stack.cuda, failure.stack.framework_version) == ("12.4.1", "2.5.1")
+    assert failure.benchmark is not None and failure.benchmark.family == "mlperf"
+    assert failure.run_id == f"{status['loadgen-offline'].job}-r0"
+
+    # The Jobs as the apiserver stored them: selectors, resources, security settings.
+    batch = client.BatchV1Api(api_client)
+    jobs = batch.list_namespaced_job(NAMESPACE, label_selector="stack-advisor.io/submission=t1").items
+    assert len(jobs) == 2
+    for job in jobs:
+        assert job.spec.selector.match_labels["batch.kubernetes.io/controller-uid"] == job.metadata.uid
+        pod = job.spec.template.spec
+        assert pod.node_selector == {"stack-advisor.io/pool": "a100-bm"}
+        assert pod.tolerations[0].key == "nvidia.com/gpu"
+        (c,) = pod.containers
+        assert c.resources.limits["nvidia.com/gpu"] == "1"
+        assert c.security_context.allow_privilege_escalation is False
+        assert c.security_context.capabilities.drop == ["ALL"]
+        assert pod.security_context.run_as_non_root is True
+        assert pod.security_context.seccomp_profile.type == "RuntimeDefault"
+        assert job.spec.backoff_limit == 0 and job.spec.active_deadline_seconds == 600
+        assert job.metadata.labels["stack-advisor.io/plan"] == "kube-test"
+
+
+def test_distributed_cell_without_the_operator_is_a_clear_error(cluster: Any, api_client: Any) -> None:
+    plan = parse_plan(_plan(benchmarks=[{"name": "allreduce-2x", "runner": "allreduce", "workers": 2}]))
+    with pytest.raises(ClusterError, match="PyTorchJob is not served by this cluster"):
+        submit_plan(plan, expand_plan(plan), KubernetesExecutor(api_client, NAMESPACE), poll_seconds=1,
+                    timeout_seconds=30, submission="t2")
+
+
+def test_cli_submit_records_failures_and_skips_observed_cells(cluster: Any, control_plane: ControlPlane,
+                                                              kubelet: KubeletLogs, tmp_path: Path) -> None:
+    registry = pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
+    from graph_schema.models import EntityKind, Observation, Provenance, SourceKind
+
+    from kubernetes import config
+
+    plan = parse_plan(_plan(name="kube-cli"))
+    pi_cell = next(c for c in expand_plan(plan) if c.benchmark.runner == "pi")
+    uri = f"embedded:{tmp_path / 'kb'}"
+    with registry.open_store(uri) as store:
+        store.ensure_schema()
+        # A prior observation of the pi cell (fixture data), so --skip-observed skips it.
+        store.ingest_observations([Observation(
+            stack=pi_cell.stack(), accelerator=pi_cell.pool.accelerator_model(),
+            placement={"kind": "bare-metal"}, run_id="earlier-run",
+            provenance=Provenance(kind=SourceKind.MEASURED, source="test-fixture"),
+            benchmark={"family": "pi", "name": "gemm-fp32", "parameters": {}},
+            metric="throughput", value=1.0, unit="GFLOP/s",
+        )])
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(_plan(name="kube-cli")))
+    driver_client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
+    with JobDriver(driver_client, NAMESPACE, "gpu-a100-0", _outcome, kubelet, selector="stack-advisor.io/plan=kube-cli"):
+        result = CliRunner().invoke(app, ["plan", "submit", str(path), "--kubeconfig", str(control_plane.kubeconfig),
+                                          "--store", uri, "--skip-observed", "--poll", "1", "--timeout", "120", "--json"])
+    assert result.exit_code == 1, result.output  # one cell failed
+    rows = {r["benchmark"]: r for r in json.loads(result.stdout)}
+    assert rows["pi-quick"]["status"] == "skipped"
+    assert rows["loadgen-offline"]["status"] == "failed" and rows["loadgen-offline"]["failures_recorded"] == 1
+    with registry.open_store(uri) as store:
+        failures = store.list_entities(EntityKind.FAILURES)
+    assert len(failures) == 1 and "exited with code 3" in failures[0]["message"]
