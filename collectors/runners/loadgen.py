@@ -167,7 +167,6 @@ def _settings(lg: Any, params: LoadgenParams, scenario: str) -> Any:
 def run_scenario(params: LoadgenParams, scenario: str, device: str, outdir: Path) -> dict[str, Any]:
     """Run one scenario with the real LoadGen; return the parsed summary LoadGen wrote."""
     import mlperf_loadgen as lg
-
     import torch
 
     threads_before = torch.get_num_threads()

@@ -12,7 +12,11 @@ import pytest
 
 from collectors.runners import RunContext, get_runner
 from collectors.runners.allreduce import (
-    _free_port, algorithm_bandwidth, bus_bandwidth, distributed_env, params_for,
+    _free_port,
+    algorithm_bandwidth,
+    bus_bandwidth,
+    distributed_env,
+    params_for,
 )
 from graph_schema.errors import InvalidInput
 
