@@ -127,9 +127,17 @@ def overhead_rows(observations: Iterable[Observation]) -> list[dict[str, Any]]:
     return [
         {"accelerator": accel, "placement": kind.value,
          "overhead_pct": statistics.median(values),
+         "q25_pct": _quantile(values, 0.25), "q75_pct": _quantile(values, 0.75),
          "min_pct": min(values), "max_pct": max(values), "pairs": len(values)}
         for (accel, kind), values in sorted(pooled.items(), key=lambda kv: (kv[0][0], kv[0][1].value))
     ]
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def version_key(version: str) -> tuple[Any, ...]:
@@ -149,6 +157,12 @@ def trend_rows(
         raise InvalidInput(
             f"component: unknown {component!r}; valid: {', '.join(TREND_COMPONENTS)}")
     chosen, bench_id, metric_name, unit = pick_series(observations, benchmark, metric)
+    frameworks = sorted({o.stack.framework or "?" for o in chosen})
+    if component == "framework_version" and len(frameworks) > 1:
+        raise InvalidInput(
+            f"framework versions of different frameworks do not share an axis; choose one with "
+            f"--framework ({', '.join(frameworks)})"
+        )
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
     for obs in chosen:
         version = getattr(obs.stack, component)
@@ -225,7 +239,7 @@ def draw_throughput(rows: list[dict[str, Any]], out: Path, title: str | None = N
     ax.set_ylabel(f"{first['metric']} ({first['unit']}) — {arrow}")
     ax.set_title(title or f"{first['benchmark_id']}: {first['metric']} by stack per accelerator")
     ax.legend(title="stack", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=8)
-    fig.text(0.01, -0.02, "bars: median of observations; whiskers: p10–p90", fontsize=7, alpha=0.7)
+    ax.set_xlabel("bars: median of observations; whiskers: p10–p90", fontsize=8, alpha=0.8)
     return _save(fig, out)
 
 
@@ -235,17 +249,18 @@ def draw_overhead(rows: list[dict[str, Any]], out: Path, title: str | None = Non
     kinds = sorted({r["placement"] for r in rows})
     cell = {(r["accelerator"], r["placement"]): r for r in rows}
     fig, ax = plt.subplots(figsize=(max(5.5, 1.5 + 1.4 * len(accels)), 4.5))
-    _grouped_bars(ax, accels, kinds, cell, "overhead_pct", ("min_pct", "max_pct"))
+    _grouped_bars(ax, accels, kinds, cell, "overhead_pct", ("q25_pct", "q75_pct"))
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_ylabel("overhead vs bare metal (%) — lower is better")
     ax.set_title(title or "Placement overhead against bare metal")
     for (accel, kind), row in cell.items():
         x = accels.index(accel) - 0.4 + (0.8 / len(kinds)) * (kinds.index(kind) + 0.5)
-        ax.annotate(f"n={row['pairs']}", (x, row["overhead_pct"]), ha="center", va="bottom",
-                    fontsize=7, xytext=(0, 2), textcoords="offset points")
+        ax.annotate(f"n={row['pairs']}", (x, max(row["q75_pct"], row["overhead_pct"], 0)),
+                    ha="center", va="bottom", fontsize=7, xytext=(0, 2),
+                    textcoords="offset points")
     ax.legend(title="placement", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    fig.text(0.01, -0.02, "bars: median over benchmark/stack pairs; whiskers: min–max; "
-             "n: pairs measured both ways", fontsize=7, alpha=0.7)
+    ax.set_xlabel("bars: median over benchmark/stack pairs measured both ways (n); "
+                  "whiskers: 25th–75th percentile", fontsize=8, alpha=0.8)
     return _save(fig, out)
 
 
@@ -257,21 +272,23 @@ def draw_trend(rows: list[dict[str, Any]], out: Path, title: str | None = None) 
     for row in rows:
         by_series[row["series"]].append(row)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.5 + 0.7 * len(versions)), 4.5))
-    cmap = plt.get_cmap("tab10")
+    cmap = plt.get_cmap("tab10" if len(by_series) <= 10 else "tab20")
+    band_alpha = 0.15 if len(by_series) <= 4 else 0.0
     for i, (series, points) in enumerate(sorted(by_series.items())):
         points.sort(key=lambda r: position[r["version"]])
         xs = [position[r["version"]] for r in points]
         ys = [r["value"] for r in points]
-        ax.plot(xs, ys, marker="o", label=series, color=cmap(i % 10))
-        ax.fill_between(xs, [r["low"] for r in points], [r["high"] for r in points],
-                        color=cmap(i % 10), alpha=0.15, linewidth=0)
+        color = cmap(i % cmap.N)
+        ax.plot(xs, ys, marker="o", label=series, color=color)
+        if band_alpha:
+            ax.fill_between(xs, [r["low"] for r in points], [r["high"] for r in points],
+                            color=color, alpha=band_alpha, linewidth=0)
     ax.set_xticks(range(len(versions)))
     ax.set_xticklabels(versions, rotation=30 if len(versions) > 6 else 0)
     first = rows[0]
-    ax.set_xlabel(first["component"].replace("_", " "))
+    ax.set_xlabel(first["component"].replace("_", " ") + "  (points: median; band: p10–p90)")
     ax.set_ylabel(f"{first['metric']} ({first['unit']})")
     ax.set_title(title or f"{first['benchmark_id']}: {first['metric']} across {first['component'].replace('_', ' ')}s")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=8)
-    fig.text(0.01, -0.03, "points: median; band: p10–p90", fontsize=7, alpha=0.7)
     return _save(fig, out)
