@@ -33,6 +33,45 @@ def list_cmd(kubeconfig: KubeconfigOpt = None, selector: SelectorOpt = None, as_
            json_data=[n.model_dump(mode="json") for n in nodes])
 
 
+@nodes_app.command("pools")
+def pools(
+    kubeconfig: KubeconfigOpt = None,
+    accelerator: Annotated[Optional[str], typer.Option("--accelerator", help="GPU product as GFD names it.")] = None,
+    placement: Annotated[Optional[str], typer.Option("--placement", help="bare-metal | passthrough | vgpu")] = None,
+    min_driver: Annotated[Optional[str], typer.Option("--min-driver", help="e.g. 535.104")] = None,
+    min_gpus: Annotated[int, typer.Option("--min-gpus", min=0)] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Name the node pools that satisfy a recommendation, with the nodeSelector to reach them."""
+    from collectors.inventory import nodes_satisfying
+    from graph_schema.errors import InvalidInput
+    from graph_schema.models import PlacementKind
+
+    kind = None
+    if placement:
+        try:
+            kind = PlacementKind(placement)
+        except ValueError:
+            valid = ", ".join(k.value for k in PlacementKind)
+            raise InvalidInput(f"--placement must be one of {valid}, got {placement!r}") from None
+    groups = nodes_satisfying(
+        _nodes(kubeconfig, None), accelerator=accelerator, placement=kind, min_driver=min_driver, min_gpus=min_gpus
+    )
+    rows = []
+    for pool, members in sorted(groups.items()):
+        first = members[0]
+        rows.append({
+            "pool": pool,
+            "nodes": len(members),
+            "gpu": first.accelerator.model if first.accelerator else None,
+            "gpus_per_node": first.accelerator.count if first.accelerator else 0,
+            "drivers": sorted({n.driver for n in members if n.driver}),
+            "placements": sorted({n.placement.kind.value for n in members}),
+            "node_selector": first.selector(),
+        })
+    render(rows, as_json=as_json, title=f"{len(rows)} pool(s)")
+
+
 @nodes_app.command("sync")
 def sync(
     kubeconfig: KubeconfigOpt = None,

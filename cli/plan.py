@@ -107,6 +107,7 @@ def submit(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cli.render import stderr
+    from graph_schema.errors import AdvisorError
     from collectors.executors.kubernetes import KubernetesExecutor, load_api_client, submit_plan
     from collectors.plan import expand_plan, load_plan
     from collectors.plan.observed import is_observed
@@ -149,7 +150,10 @@ def submit(
                 progress.update(task, state=state)
 
             def record(failures) -> None:  # type: ignore[no-untyped-def]
-                kb.record_failures(failures)
+                try:
+                    kb.record_failures(failures)
+                except AdvisorError as exc:  # keep watching; the table still shows the failure
+                    progress.console.print(f"[yellow]could not record {len(failures)} failure(s):[/] {exc}")
 
             outcomes = submit_plan(
                 plan, cells, executor, record=record, on_change=on_change, poll_seconds=poll, timeout_seconds=timeout

@@ -222,3 +222,15 @@ def test_cli_submit_records_failures_and_skips_observed_cells(cluster: Any, cont
     with registry.open_store(uri) as store:
         failures = store.list_entities(EntityKind.FAILURES)
     assert len(failures) == 1 and "exited with code 3" in failures[0]["message"]
+
+
+def test_nodes_pools_names_the_pools_that_fit(cluster: Any, control_plane: ControlPlane) -> None:
+    kubeconfig = str(control_plane.kubeconfig)
+    result = CliRunner().invoke(app, ["nodes", "pools", "--kubeconfig", kubeconfig, "--placement", "bare-metal",
+                                      "--min-driver", "545", "--json"])
+    assert result.exit_code == 0, result.output
+    (pool,) = json.loads(result.stdout)
+    assert pool["pool"] == "a100-bm" and pool["node_selector"] == {"stack-advisor.io/pool": "a100-bm"}
+    assert pool["drivers"] == ["550.54.15"] and pool["gpus_per_node"] == 8
+    bad = CliRunner().invoke(app, ["nodes", "pools", "--kubeconfig", kubeconfig, "--placement", "vm"])
+    assert bad.exit_code != 0
