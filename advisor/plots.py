@@ -7,17 +7,18 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
-from graph_schema.errors import InvalidInput, NotFound  # noqa: E402
-from graph_schema.models import Observation, PlacementKind  # noqa: E402
+from graph_schema.errors import InvalidInput, NotFound
+from graph_schema.models import Observation, PlacementKind
 
 FORMATS = (".png", ".svg")
 TREND_COMPONENTS = ("framework_version", "cuda", "cudnn", "driver", "tensorrt", "nccl")

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graph_schema.models import (  # noqa: E402
+from graph_schema.models import (
     Accelerator,
     Benchmark,
     IngestBatch,

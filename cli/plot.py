@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -17,19 +18,20 @@ plot_app = typer.Typer(
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output file, .png or .svg.")]
 BenchmarkOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(help="Benchmark: its id, family/name, or name (needed when several match)."),
 ]
-MetricOpt = Annotated[Optional[str], typer.Option(help="Metric, e.g. throughput.")]
-AcceleratorOpt = Annotated[Optional[str], typer.Option(help="Only this accelerator model.")]
-FrameworkOpt = Annotated[Optional[str], typer.Option(help="Only this framework.")]
-SourceOpt = Annotated[Optional[str], typer.Option(help="Only observations from this source.")]
-TitleOpt = Annotated[Optional[str], typer.Option(help="Chart title.")]
+MetricOpt = Annotated[str | None, typer.Option(help="Metric, e.g. throughput.")]
+AcceleratorOpt = Annotated[str | None, typer.Option(help="Only this accelerator model.")]
+FrameworkOpt = Annotated[str | None, typer.Option(help="Only this framework.")]
+SourceOpt = Annotated[str | None, typer.Option(help="Only observations from this source.")]
+TitleOpt = Annotated[str | None, typer.Option(help="Chart title.")]
 
 
 def _observations(store_uri: str | None, api: str | None, **filters: Any) -> list[Any]:
-    from graph_schema.models import ObservationFilter
     from graph_schema.registry import open_store
+
+    from graph_schema.models import ObservationFilter
 
     flt = ObservationFilter(**{k: v for k, v in filters.items() if v is not None})
     with open_store(api or store_uri) as store:
@@ -54,7 +56,7 @@ def throughput(
     metric: MetricOpt = None,
     accelerator: AcceleratorOpt = None,
     framework: FrameworkOpt = None,
-    placement: Annotated[Optional[str], typer.Option(
+    placement: Annotated[str | None, typer.Option(
         help="Only this placement: bare-metal, passthrough, vgpu.")] = None,
     source: SourceOpt = None,
     title: TitleOpt = None,

@@ -43,7 +43,7 @@ class TokenTable:
                 try:
                     self._entries = self._settings.check()
                     log.info("auth: tokens file changed; %d token(s) now", len(self._entries))
-                except Exception as exc:  # keep serving with the old tokens
+                except Exception as exc:  # noqa: BLE001 - keep serving with the old tokens
                     log.error("auth: tokens file changed but cannot be used: %s", exc)
                 self._file_mtime = mtime
         return self._entries

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from starlette.exceptions import HTTPException
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from starlette.exceptions import HTTPException
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

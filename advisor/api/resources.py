@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from graph_schema.errors import AdvisorError, StoreUnavailable
 from graph_schema.store import Store
@@ -59,7 +60,7 @@ class Resources:
             self._last_error = exc.message
             log.warning("store %s not available: %s", self.store_uri or "(default)", exc.message)
             return
-        except Exception as exc:  # a driver error the backend did not wrap
+        except Exception as exc:  # noqa: BLE001 - a driver error the backend did not wrap
             self._last_error = f"{type(exc).__name__}: {exc}"
             log.warning("store %s not available: %s", self.store_uri or "(default)", exc)
             return

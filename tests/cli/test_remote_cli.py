@@ -6,8 +6,8 @@ import json
 import os
 import secrets
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -48,7 +48,7 @@ def run_cli(*args: str, token: str | None = None, **env: str) -> subprocess.Comp
     if token:
         environ["ADVISOR_TOKEN"] = token
     environ.update(env)
-    return subprocess.run([ADVISOR, *args], capture_output=True, text=True, env=environ,
+    return subprocess.run([ADVISOR, *args], capture_output=True, text=True, env=environ, check=False,
                           timeout=120)
 
 

@@ -16,7 +16,6 @@ from tests.advisor.api.conftest import document
 from tests.cli.server import ServedAPI, free_port
 
 
-
 def _needs_registry() -> None:
     pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
 

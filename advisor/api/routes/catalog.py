@@ -5,7 +5,8 @@ One router per resource (``GET /v1/<kind>``), built from one definition so they 
 
 from __future__ import annotations
 
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
