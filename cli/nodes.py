@@ -87,13 +87,10 @@ def sync(
     nodes = _nodes(kubeconfig, selector)
     kb = open_store_uri(store)
     try:
-        sync_inventory = getattr(kb, "sync_inventory", None)
-        if sync_inventory is None:
-            raise Unsupported(
-                f"{type(kb).__name__} cannot keep a node inventory yet (it needs Store.sync_inventory); "
-                "use `advisor nodes list --json` meanwhile"
-            )
-        sync_inventory(cluster, [n.model_dump(mode="json") for n in nodes])
+        try:
+            kb.sync_inventory(cluster, [n.model_dump(mode="json") for n in nodes])
+        except NotImplementedError as exc:
+            raise Unsupported(f"{exc}; use `advisor nodes list --json` meanwhile") from None
     finally:
         kb.close()
     info(f"synced {len(nodes)} node(s) of cluster {cluster!r} to {getattr(kb, 'uri', '') or 'the store'}")

@@ -183,6 +183,47 @@ class Store(ABC):
         """Schema version, node counts per label, observations per source, data generation."""
         return self._stats()
 
+    # ---- node inventory (optional feature) -------------------------------------------------
+    def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
+        raise NotImplementedError(f"{type(self).__name__} does not keep a node inventory")
+
+    def _list_inventory(self, cluster: str | None) -> list[dict[str, Any]]:
+        raise NotImplementedError(f"{type(self).__name__} does not keep a node inventory")
+
+    def sync_inventory(self, cluster: str, nodes: Iterable[dict[str, Any]]) -> int:
+        """Replace one cluster's node inventory (``advisor nodes sync``) in one transaction.
+
+        Args:
+            cluster: the inventory's name; one store may hold several clusters.
+            nodes: one JSON object per node (``collectors.inventory.ClusterNode`` dumped), each
+                with a unique, non-empty ``name``; kept as given.
+        Returns:
+            How many nodes the cluster's inventory holds now.
+        Raises:
+            InvalidInput: a blank cluster name, a node without a name, or a name twice.
+            NotImplementedError: the backend keeps no inventory; the message names the class.
+        """
+        if not cluster or not cluster.strip():
+            raise InvalidInput(f"cluster must be a non-empty name, got {cluster!r}")
+        rows = list(nodes)
+        seen: set[str] = set()
+        for i, node in enumerate(rows):
+            name = node.get("name") if isinstance(node, dict) else None
+            if not isinstance(name, str) or not name:
+                raise InvalidInput(f"nodes.{i}.name: a node needs a non-empty name (got {name!r})")
+            if name in seen:
+                raise InvalidInput(f"nodes.{i}.name: {name!r} appears twice")
+            seen.add(name)
+        return self._sync_inventory(cluster, rows)
+
+    def list_inventory(self, cluster: str | None = None) -> list[dict[str, Any]]:
+        """The stored nodes (of one cluster, or all), ordered by cluster then name.
+
+        Raises:
+            NotImplementedError: the backend keeps no inventory; the message names the class.
+        """
+        return self._list_inventory(cluster)
+
     def __enter__(self) -> Store:
         return self
 
