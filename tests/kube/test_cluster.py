@@ -234,3 +234,21 @@ def test_nodes_pools_names_the_pools_that_fit(cluster: Any, control_plane: Contr
     assert pool["drivers"] == ["550.54.15"] and pool["gpus_per_node"] == 8
     bad = CliRunner().invoke(app, ["nodes", "pools", "--kubeconfig", kubeconfig, "--placement", "vm"])
     assert bad.exit_code != 0
+
+
+def test_nodes_sync_into_the_store(cluster: Any, control_plane: ControlPlane, tmp_path: Path) -> None:
+    """With a store that keeps an inventory the nodes round-trip; one that does not yet says so
+    (naming its class) and exits 1 instead of pretending."""
+    registry = pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
+    uri = f"embedded:{tmp_path / 'kb'}"
+    result = CliRunner().invoke(app, ["nodes", "sync", "--kubeconfig", str(control_plane.kubeconfig),
+                                      "--store", uri, "--cluster", "test", "--json"])
+    with registry.open_store(uri) as store:
+        try:
+            stored = store.list_inventory("test")
+        except NotImplementedError:
+            assert result.exit_code == 1
+            assert "does not keep a node inventory" in str(result.exception)
+            return
+    assert result.exit_code == 0, result.output
+    assert {n["name"] for n in stored} == {n["metadata"]["name"] for n in ALL_NODES}

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from collectors.inventory import nodes_satisfying, parse_node, placement_from_labels
+from typing import Any
+
+import pytest
+
+from collectors.inventory import ClusterNode, nodes_satisfying, parse_node, placement_from_labels
+from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
+from graph_schema.store import Store
 from tests.kube.gfd_nodes import (
     A100_BARE_METAL,
     A100_MIG_SINGLE,
@@ -76,3 +82,50 @@ def test_pools_satisfying_a_recommendation() -> None:
     groups = nodes_satisfying(nodes, accelerator="Tesla-T4")
     assert [n.name for n in groups["t4-pool"]] == ["vm-t4-0"]
     assert nodes_satisfying(nodes, min_gpus=8).keys() == {"a100-bm"}
+
+
+class _InventoryOnlyStore(Store):
+    """Just enough of a Store to exercise the base class's inventory validation (the real
+    backends' storage is tested by their own contract suite once they keep an inventory)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, list[dict]] = {}
+
+    def _sync_inventory(self, cluster: str, nodes: list[dict]) -> int:
+        self.kept[cluster] = nodes
+        return len(nodes)
+
+    def _list_inventory(self, cluster: str | None) -> list[dict]:
+        return [n for c, ns in sorted(self.kept.items()) if cluster in (None, c) for n in ns]
+
+    def _unused(self, *args: object) -> Any:
+        raise AssertionError("not part of this test")
+
+    _ensure_schema = _schema_version = _ingest = _query_observations = _list_entities = _stats = _unused
+
+    def close(self) -> None:
+        return None
+
+
+def test_store_inventory_validation_names_the_field() -> None:
+    store = _InventoryOnlyStore()
+    docs = [parse_node(n).model_dump(mode="json") for n in ALL_NODES]
+    assert store.sync_inventory("prod", docs) == 5
+    assert [ClusterNode.model_validate(d).name for d in store.list_inventory("prod")] == [
+        n["metadata"]["name"] for n in ALL_NODES
+    ]
+    with pytest.raises(InvalidInput, match=r"nodes\.1\.name: 'gpu-a100-0' appears twice"):
+        store.sync_inventory("prod", [docs[0], docs[0]])
+    with pytest.raises(InvalidInput, match=r"nodes\.0\.name: a node needs a non-empty name"):
+        store.sync_inventory("prod", [{"pool": "x"}])
+    with pytest.raises(InvalidInput, match="cluster must be a non-empty name"):
+        store.sync_inventory(" ", docs)
+
+
+def test_backends_without_an_inventory_say_which_class() -> None:
+    class NoInventory(_InventoryOnlyStore):
+        _sync_inventory = Store._sync_inventory
+        _list_inventory = Store._list_inventory
+
+    with pytest.raises(NotImplementedError, match="NoInventory does not keep a node inventory"):
+        NoInventory().sync_inventory("prod", [])
