@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,9 +12,9 @@ from cli.render import info, render
 nodes_app = typer.Typer(help="Node inventory from GPU feature discovery and NFD labels.", no_args_is_help=True)
 
 KubeconfigOpt = Annotated[
-    Optional[str], typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: in-cluster).")
+    str | None, typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: in-cluster).")
 ]
-SelectorOpt = Annotated[Optional[str], typer.Option("--selector", "-l", help="Only nodes matching this label selector.")]
+SelectorOpt = Annotated[str | None, typer.Option("--selector", "-l", help="Only nodes matching this label selector.")]
 COLUMNS = ["node", "pool", "gpu", "gpus", "gpu_memory_mib", "driver", "cuda_driver", "placement", "mig", "cpu", "ready"]
 
 
@@ -36,9 +36,9 @@ def list_cmd(kubeconfig: KubeconfigOpt = None, selector: SelectorOpt = None, as_
 @nodes_app.command("pools")
 def pools(
     kubeconfig: KubeconfigOpt = None,
-    accelerator: Annotated[Optional[str], typer.Option("--accelerator", help="GPU product as GFD names it.")] = None,
-    placement: Annotated[Optional[str], typer.Option("--placement", help="bare-metal | passthrough | vgpu")] = None,
-    min_driver: Annotated[Optional[str], typer.Option("--min-driver", help="e.g. 535.104")] = None,
+    accelerator: Annotated[str | None, typer.Option("--accelerator", help="GPU product as GFD names it.")] = None,
+    placement: Annotated[str | None, typer.Option("--placement", help="bare-metal | passthrough | vgpu")] = None,
+    min_driver: Annotated[str | None, typer.Option("--min-driver", help="e.g. 535.104")] = None,
     min_gpus: Annotated[int, typer.Option("--min-gpus", min=0)] = 0,
     as_json: JsonOpt = False,
 ) -> None:

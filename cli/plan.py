@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,7 +14,7 @@ plan_app = typer.Typer(help="Collection plans: cells, Kubernetes Jobs and CronJo
 
 PlanFile = Annotated[Path, typer.Argument(help="Plan YAML (see deploy/plans/sample-plan.yaml).")]
 KubeconfigOpt = Annotated[
-    Optional[str], typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: in-cluster).")
+    str | None, typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: in-cluster).")
 ]
 
 
@@ -46,7 +46,7 @@ def expand(plan_file: PlanFile, as_json: JsonOpt = False) -> None:
 @plan_app.command("render")
 def render_cmd(
     plan_file: PlanFile,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write one YAML file per object here.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write one YAML file per object here.")] = None,
     only: Annotated[
         str, typer.Option("--only", help="all | jobs (one per cell) | schedule (ConfigMap + CronJob).")
     ] = "all",
@@ -94,23 +94,23 @@ def render_cmd(
 def submit(
     plan_file: PlanFile,
     kubeconfig: KubeconfigOpt = None,
-    namespace: Annotated[Optional[str], typer.Option("--namespace", "-n", help="Default: the plan's.")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="Default: the plan's.")] = None,
     skip_observed: Annotated[
         bool, typer.Option("--skip-observed", help="Skip cells the knowledge base already has.")
     ] = False,
     store: StoreOpt = None,
     poll: Annotated[int, typer.Option("--poll", min=1, help="Seconds between status checks.")] = 5,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Give up waiting after this many seconds.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting after this many seconds.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create the plan's Jobs, watch them to completion and record failures in the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cli.render import stderr
-    from graph_schema.errors import AdvisorError
     from collectors.executors.kubernetes import KubernetesExecutor, load_api_client, submit_plan
     from collectors.plan import expand_plan, load_plan
     from collectors.plan.observed import is_observed
+    from graph_schema.errors import AdvisorError
 
     plan = load_plan(plan_file)
     if namespace:

@@ -8,7 +8,8 @@ no label states stays ``None``, and every placement decision lists the labels it
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -165,7 +166,7 @@ def _accelerator(labels: dict[str, str], allocatable: dict[str, str]) -> Acceler
 def _mig(labels: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in labels.items():
-        if key.startswith(GFD + "mig.") or key.startswith(GFD + "mig-"):
+        if key.startswith((GFD + "mig.", GFD + "mig-")):
             out[key[len(GFD):]] = value
     if GFD + "mig.strategy" in labels:
         out["strategy"] = labels[GFD + "mig.strategy"]

@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from collectors.plan.model import Cell, Plan
 from collectors.plan.render import LABEL_SUBMISSION, render_cell
@@ -227,7 +228,7 @@ class KubernetesExecutor:
             return text, None
         except ApiException as exc:
             return None, str(api_error(exc, "log unavailable"))
-        except Exception as exc:  # connection problems reaching the kubelet through the apiserver
+        except Exception as exc:  # noqa: BLE001 - connection problems reaching the kubelet through the apiserver
             return None, f"log unavailable: {exc}"
 
     def explain_failure(self, cell: Cell, job: dict[str, Any], reason: str | None) -> list[Failure]:
@@ -239,13 +240,13 @@ class KubernetesExecutor:
             source=PROVENANCE_SOURCE,
             details={"plan": cell.plan, "cell": cell.cell_id, "job": name, "namespace": self.namespace},
         )
-        base: dict[str, Any] = dict(
-            stack=cell.stack(),
-            accelerator=cell.pool.accelerator_model(),
-            placement=placement,
-            provenance=provenance,
-            benchmark=cell.benchmark.benchmark_model(),
-        )
+        base: dict[str, Any] = {
+            "stack": cell.stack(),
+            "accelerator": cell.pool.accelerator_model(),
+            "placement": placement,
+            "provenance": provenance,
+            "benchmark": cell.benchmark.benchmark_model(),
+        }
         failures: list[Failure] = []
         for pod in self.pods_of(name):
             status = pod.get("status") or {}

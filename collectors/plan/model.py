@@ -141,7 +141,9 @@ class NodePool(_Spec):
             if not LABEL_KEY.match(key):
                 raise ValueError(f"selector key {key!r} is not a valid label key")
             if not isinstance(value, str) or not LABEL_VALUE.match(value):
-                raise ValueError(f"selector value {value!r} for {key!r} is not a valid label value")
+                raise ValueError(  # noqa: TRY004 - pydantic reports ValueErrors per field
+                    f"selector value {value!r} for {key!r} is not a valid label value"
+                )
         return v
 
     def accelerator_model(self) -> Accelerator:

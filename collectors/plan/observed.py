@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from collectors.plan.model import RUNNER_FAMILIES, Cell
 from graph_schema.models import ObservationFilter
 from graph_schema.store import Store
-
-from collectors.plan.model import RUNNER_FAMILIES, Cell
 
 
 def observation_filter(cell: Cell) -> ObservationFilter:

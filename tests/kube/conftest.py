@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -90,7 +90,7 @@ def overlay_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def kustomize_build(cmd: list[str], path: Path) -> str:
-    proc = subprocess.run([*cmd, str(path)], capture_output=True, text=True)
+    proc = subprocess.run([*cmd, str(path)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} {path} failed:\n{proc.stderr}")
     return proc.stdout

@@ -132,8 +132,8 @@ current-context: test
         )
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.workdir / f"{name}.log", "wb")
-        self._procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+        with open(self.workdir / f"{name}.log", "wb") as log:  # the child keeps its own handle
+            self._procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
 
     def _wait_ready(self, pki: Path, timeout: float) -> None:
         ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
@@ -149,7 +149,7 @@ current-context: test
                 with urllib.request.urlopen(f"{self.url}/readyz", context=ctx, timeout=5) as resp:
                     if resp.status == 200:
                         return
-            except Exception as exc:  # not up yet
+            except Exception as exc:  # noqa: BLE001 - not up yet
                 last = str(exc)
             time.sleep(0.5)
         raise RuntimeError(f"kube-apiserver not ready after {timeout}s: {last}")

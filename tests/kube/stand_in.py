@@ -15,9 +15,10 @@ import http.server
 import ssl
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 Outcome = Callable[[dict[str, Any]], tuple[int, str]]
@@ -25,7 +26,7 @@ Outcome = Callable[[dict[str, Any]], tuple[int, str]]
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class KubeletLogs:
@@ -35,7 +36,7 @@ class KubeletLogs:
         logs, requests = self.logs, self.requests
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
                 url = urlparse(self.path)
                 requests.append(self.path)
                 parts = [unquote(p) for p in url.path.strip("/").split("/")]
@@ -106,7 +107,7 @@ class JobDriver:
                         self.seen.add(job.metadata.name)
                         time.sleep(0.3)  # let the planner see the Job running
                         self.run_job(self.api.sanitize_for_serialization(job))
-            except BaseException as exc:  # surfaced by the test
+            except BaseException as exc:  # noqa: BLE001 - surfaced by the test
                 self.errors.append(exc)
                 return
             time.sleep(0.2)

@@ -4,8 +4,9 @@ failures; list nodes labelled like GPU feature discovery does."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from collectors.executors.kubernetes import ClusterError, KubernetesExecutor, submit_plan
 from collectors.plan import expand_plan, parse_plan
-from tests.kube.conftest import REPO, kustomize_build
+from tests.kube.conftest import kustomize_build
 from tests.kube.control_plane import ControlPlane
 from tests.kube.gfd_nodes import A100_BARE_METAL, ALL_NODES, L4_VGPU
 from tests.kube.stand_in import JobDriver, KubeletLogs
@@ -192,9 +193,9 @@ def test_distributed_cell_without_the_operator_is_a_clear_error(cluster: Any, ap
 def test_cli_submit_records_failures_and_skips_observed_cells(cluster: Any, control_plane: ControlPlane,
                                                               kubelet: KubeletLogs, tmp_path: Path) -> None:
     registry = pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
-    from graph_schema.models import EntityKind, Observation, Provenance, SourceKind
-
     from kubernetes import config
+
+    from graph_schema.models import EntityKind, Observation, Provenance, SourceKind
 
     plan = parse_plan(_plan(name="kube-cli"))
     pi_cell = next(c for c in expand_plan(plan) if c.benchmark.runner == "pi")
