@@ -71,12 +71,10 @@ def bench_store(label: str, uri: str, paths: list[Path], batch_size: int, clear:
 
 
 def _clear_neo4j(store: object) -> None:
-    driver = getattr(store, "driver", None) or getattr(store, "_driver", None)
-    database = getattr(store, "database", None) or getattr(store, "_database", None)
-    if driver is None:
-        raise SystemExit("cannot empty the Neo4j database: the store exposes no driver")
-    driver.execute_query("MATCH (n) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
-                         database_=database)
+    clear = getattr(store, "clear", None)
+    if clear is None:
+        raise SystemExit("cannot empty the Neo4j database: the store has no clear()")
+    clear()
 
 
 def main(argv: list[str] | None = None) -> int:
