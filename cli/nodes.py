@@ -87,6 +87,7 @@ def sync(
     nodes = _nodes(kubeconfig, selector)
     kb = open_store_uri(store)
     try:
+        kb.ensure_schema()
         try:
             kb.sync_inventory(cluster, [n.model_dump(mode="json") for n in nodes])
         except NotImplementedError as exc:

@@ -118,6 +118,7 @@ def submit(
     cells = expand_plan(plan)
     kb = open_store_uri(store)
     try:
+        kb.ensure_schema()
         skipped = []
         if skip_observed:
             skipped = [c for c in cells if is_observed(kb, c)]

@@ -208,11 +208,13 @@ class KubernetesExecutor:
             w.stop()
 
     # ---- failures --------------------------------------------------------------------------
-    def pods_of(self, job: str) -> list[dict[str, Any]]:
+    def pods_of(self, job: str, kind: str = "Job") -> list[dict[str, Any]]:
         from kubernetes.client.exceptions import ApiException
 
+        # The Job controller and the Kubeflow operators label their pods differently.
+        label = "batch.kubernetes.io/job-name" if kind == "Job" else "training.kubeflow.org/job-name"
         try:
-            raw = self.core.list_namespaced_pod(self.namespace, label_selector=f"batch.kubernetes.io/job-name={job}")
+            raw = self.core.list_namespaced_pod(self.namespace, label_selector=f"{label}={job}")
         except ApiException as exc:
             raise api_error(exc, f"listing pods of Job {job}") from None
         return self.api_client.sanitize_for_serialization(raw).get("items") or []
@@ -248,7 +250,7 @@ class KubernetesExecutor:
             "benchmark": cell.benchmark.benchmark_model(),
         }
         failures: list[Failure] = []
-        for pod in self.pods_of(name):
+        for pod in self.pods_of(name, job.get("kind") or "Job"):
             status = pod.get("status") or {}
             if status.get("phase") != "Failed":
                 continue
