@@ -113,7 +113,7 @@ RUN = NodeSpec(
         "finished_at": T,
         "collector": S,
         "collector_version": S,
-        "profile": S,
+        "run_profile": S,
     },
 )
 OBSERVATION = NodeSpec(

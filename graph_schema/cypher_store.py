@@ -1,0 +1,451 @@
+"""What both graph backends share: models → rows, rows → models, and every operation written once
+over two primitives a backend provides (a read, and a write transaction)."""
+
+from __future__ import annotations
+
+import json
+from abc import abstractmethod
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable
+
+from graph_schema import queries as Q
+from graph_schema.errors import SchemaMismatch
+from graph_schema.migrations import pending
+from graph_schema.models import (
+    EntityKind,
+    IngestBatch,
+    IngestResult,
+    ObservationFilter,
+    StoredObservation,
+    StoreStats,
+)
+from graph_schema.schema import NODE_BY_LABEL, NODES, SCHEMA_VERSION
+from graph_schema.store import Store
+
+Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
+"""run(query, parameters) -> rows as dicts; executes inside the current transaction."""
+
+CHUNK = 5_000
+
+ENTITY_LABEL = {
+    EntityKind.STACKS: "Stack",
+    EntityKind.ACCELERATORS: "Accelerator",
+    EntityKind.PLACEMENTS: "Placement",
+    EntityKind.BENCHMARKS: "Benchmark",
+    EntityKind.HOSTS: "Host",
+    EntityKind.RUNS: "Run",
+    EntityKind.FAILURES: "Failure",
+}
+# Content-keyed nodes never change; the others are refreshed with what a new batch knows.
+MUTABLE = ("Accelerator", "Host", "Run")
+# Dimension nodes, created before the observations and failures that link to them.
+DIMENSIONS = ("Stack", "Component", "Accelerator", "Host", "Placement", "Benchmark", "Run")
+
+
+def _ts(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).isoformat()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _chunks(rows: list[Any]) -> Iterable[list[Any]]:
+    for i in range(0, len(rows), CHUNK):
+        yield rows[i : i + CHUNK]
+
+
+class _Rows:
+    """The rows one batch writes, deduplicated per label."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, dict[str, Any]]] = {label: {} for label in DIMENSIONS}
+        self.observations: dict[str, dict[str, Any]] = {}
+        self.failures: dict[str, dict[str, Any]] = {}
+        self.links: dict[str, list[dict[str, str]]] = {}
+        self.stack_components: dict[str, list[str]] = {}
+
+    def add_context(self, item: Any) -> dict[str, Any]:
+        stack, acc, placement, host = item.stack, item.accelerator, item.placement, item.host
+        stack_id = stack.stack_id
+        if stack_id not in self.nodes["Stack"]:
+            self.nodes["Stack"][stack_id] = {
+                "stack_id": stack_id,
+                "driver": stack.driver,
+                "cuda": stack.cuda,
+                "cudnn": stack.cudnn,
+                "nccl": stack.nccl,
+                "tensorrt": stack.tensorrt,
+                "framework": stack.framework,
+                "framework_version": stack.framework_version,
+                "python": stack.python,
+                "extra_json": _json(stack.extra),
+                "image": stack.image,
+                "raw": stack.raw,
+                "label": stack.label(),
+            }
+            comps = []
+            for name, version in stack.components().items():
+                cid = f"{name}@{version}"
+                self.nodes["Component"][cid] = {"component_id": cid, "name": name, "version": version}
+                comps.append(cid)
+            self.stack_components[stack_id] = comps
+        self.nodes["Accelerator"][acc.model] = {
+            "model": acc.model,
+            "vendor": acc.vendor,
+            "memory_mib": acc.memory_mib,
+            "compute_capability": acc.compute_capability,
+        }
+        pid = placement.placement_id
+        self.nodes["Placement"][pid] = {
+            "placement_id": pid,
+            "kind": placement.kind.value,
+            "hypervisor": placement.hypervisor,
+            "vgpu_profile": placement.vgpu_profile,
+        }
+        if host is not None:
+            self.nodes["Host"][host.name] = {
+                "name": host.name,
+                "cpu_model": host.cpu_model,
+                "cores": host.cores,
+                "cpu_flags_json": _json(host.cpu_flags),
+                "numa_nodes": host.numa_nodes,
+                "memory_mib": host.memory_mib,
+                "os": host.os,
+                "kernel": host.kernel,
+                "labels_json": _json(host.labels),
+            }
+        bench = getattr(item, "benchmark", None)
+        if bench is not None:
+            self.nodes["Benchmark"][bench.benchmark_id] = {
+                "benchmark_id": bench.benchmark_id,
+                "family": bench.family,
+                "name": bench.name,
+                "parameters_json": bench.parameters_json(),
+            }
+        return {
+            "stack_id": stack_id,
+            "accelerator": acc.model,
+            "placement_id": pid,
+            "benchmark_id": bench.benchmark_id if bench is not None else None,
+            "host": host.name if host is not None else None,
+        }
+
+    @classmethod
+    def from_batch(cls, batch: IngestBatch) -> _Rows:
+        rows = cls()
+        for run in batch.runs:
+            rows.nodes["Run"][run.run_id] = {
+                "run_id": run.run_id,
+                "started_at": _ts(run.started_at),
+                "finished_at": _ts(run.finished_at),
+                "collector": run.collector,
+                "collector_version": run.collector_version,
+                "run_profile": run.profile,
+            }
+        for obs in batch.observations:
+            ctx = rows.add_context(obs)
+            prov = obs.provenance
+            rows.observations[obs.observation_key] = {
+                "key": obs.observation_key,
+                "metric": obs.metric,
+                "value": float(obs.value),
+                "unit": obs.unit,
+                "higher_is_better": obs.higher_is_better,
+                "samples": obs.samples,
+                "p10": obs.p10,
+                "p90": obs.p90,
+                "stddev": obs.stddev,
+                "cv": obs.cv,
+                "valid": obs.valid,
+                "note": obs.note,
+                "timestamp": _ts(obs.timestamp),
+                "accelerator_count": obs.accelerator.count,
+                "placement_evidence_json": _json(obs.placement.evidence),
+                "placement_consistent": obs.placement.consistent,
+                "source_kind": prov.kind.value,
+                "source": prov.source,
+                "source_url": prov.url,
+                "source_key": obs.source_key,
+                "provenance_json": _json(prov.details),
+                "run_id": obs.run_id,
+                "placement_kind": obs.placement.kind.value,
+                **ctx,
+            }
+            if obs.run_id and obs.run_id not in rows.nodes["Run"]:
+                rows.nodes["Run"][obs.run_id] = {"run_id": obs.run_id}
+        for fail in batch.failures:
+            ctx = rows.add_context(fail)
+            rows.failures[fail.failure_key] = {
+                "key": fail.failure_key,
+                "stage": fail.stage,
+                "error_class": fail.error_class,
+                "message": fail.message,
+                "log_tail": fail.log_tail,
+                "timestamp": _ts(fail.timestamp),
+                "run_id": fail.run_id,
+                "source": fail.provenance.source,
+                **ctx,
+            }
+        return rows
+
+
+def _shaped(label: str, rows: list[dict[str, Any]]) -> tuple[frozenset[str], list[dict[str, Any]]]:
+    """The schema properties some row knows, and every row cut to exactly those (one shape)."""
+    spec = NODE_BY_LABEL[label]
+    present = frozenset(
+        p for p in spec.properties if p == spec.key or any(r.get(p) is not None for r in rows)
+    )
+    return present, [{p: r.get(p) for p in present} for r in rows]
+
+
+class CypherStore(Store):
+    """A store over a Cypher engine. Backends implement ``_read``, ``_write`` and ``_apply_ddl``."""
+
+    @abstractmethod
+    def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
+
+    @abstractmethod
+    def _write(self, work: Callable[[Run], Any]) -> Any:
+        """Run ``work(run)`` in one write transaction; commit on return, roll back on error."""
+
+    @abstractmethod
+    def _apply_ddl(self) -> None: ...
+
+    # ---- schema --------------------------------------------------------------------------
+    def _schema_version(self) -> int | None:
+        try:
+            rows = self._read(Q.READ_SCHEMA_INFO, {})
+        except Exception:  # noqa: BLE001 - no tables yet in an empty embedded store
+            return None
+        return int(rows[0]["version"]) if rows else None
+
+    def _ensure_schema(self) -> int:
+        current = self._schema_version()
+        if current is not None and current > SCHEMA_VERSION:
+            raise SchemaMismatch(
+                f"the store at {self.uri} has schema version {current}, newer than this code's "
+                f"{SCHEMA_VERSION}; upgrade stack-advisor before using it"
+            )
+        todo = pending(current)
+        if not todo and current is not None:
+            return current
+        self._apply_ddl()
+        now = _ts(datetime.now(timezone.utc))
+
+        def work(run: Run) -> None:
+            for migration in todo:
+                for statement in migration.statements:
+                    run(statement, {})
+            if current is None:
+                run(Q.CREATE_SCHEMA_INFO, {"version": SCHEMA_VERSION, "now": now})
+            else:
+                run(Q.SET_SCHEMA_VERSION, {"version": SCHEMA_VERSION, "now": now})
+
+        self._write(work)
+        return SCHEMA_VERSION
+
+    def check_schema(self) -> None:
+        """Raise SchemaMismatch unless the store is at exactly this code's schema version."""
+        version = self._schema_version()
+        if version != SCHEMA_VERSION:
+            raise SchemaMismatch(
+                f"the store at {self.uri} has schema version {version}, this code needs "
+                f"{SCHEMA_VERSION}; run `advisor db migrate`"
+            )
+
+    # ---- writes --------------------------------------------------------------------------
+    def _ingest(self, batch: IngestBatch) -> IngestResult:
+        rows = _Rows.from_batch(batch)
+
+        def existing(run: Run, label: str, keys: list[str]) -> set[str]:
+            found: set[str] = set()
+            for part in _chunks(keys):
+                found.update(r["key"] for r in run(Q.EXISTING_KEYS[label], {"keys": part}))
+            return found
+
+        def create(run: Run, label: str, items: list[dict[str, Any]]) -> None:
+            for part in _chunks(items):
+                present, shaped = _shaped(label, part)
+                run(Q.create_nodes(label, present), {"rows": shaped})
+
+        def link(run: Run, rel: str, pairs: list[dict[str, str]]) -> None:
+            for part in _chunks(pairs):
+                run(Q.LINK[rel], {"rows": part})
+
+        def create_linked(
+            run: Run, label: str, items: list[dict[str, Any]], links: tuple[Any, ...]
+        ) -> None:
+            groups: dict[frozenset[str], list[dict[str, Any]]] = {}
+            for item in items:
+                linked = frozenset(col for _, _, col in links if item.get(col))
+                groups.setdefault(linked, []).append(item)
+            for linked, group in groups.items():
+                for part in _chunks(group):
+                    present, shaped = _shaped(label, part)
+                    query = Q.create_linked(label, present, linked)
+                    run(query, {"rows": [dict(s, **{c: i[c] for c in linked}) for s, i in zip(shaped, part)]})
+
+        def work(run: Run) -> IngestResult:
+            old_obs = existing(run, "Observation", list(rows.observations))
+            old_fail = existing(run, "Failure", list(rows.failures))
+            new_obs = [r for k, r in rows.observations.items() if k not in old_obs]
+            new_fail = [r for k, r in rows.failures.items() if k not in old_fail]
+            changed = bool(new_obs or new_fail)
+            new_stacks: list[str] = []
+            for label in DIMENSIONS:
+                items = rows.nodes[label]
+                if not items:
+                    continue
+                old = existing(run, label, list(items))
+                fresh = [r for k, r in items.items() if k not in old]
+                if fresh:
+                    create(run, label, fresh)
+                    changed = True
+                    if label == "Stack":
+                        new_stacks = [r["stack_id"] for r in fresh]
+                if label in MUTABLE:
+                    stale = [r for k, r in items.items() if k in old]
+                    for part in _chunks(stale):
+                        present, shaped = _shaped(label, part)
+                        run(Q.refresh_nodes(label, present), {"rows": shaped})
+            link(
+                run,
+                "HAS_COMPONENT",
+                [{"src": s, "dst": c} for s in new_stacks for c in rows.stack_components[s]],
+            )
+            create_linked(run, "Observation", new_obs, Q.OBSERVATION_LINKS)
+            create_linked(run, "Failure", new_fail, Q.FAILURE_LINKS)
+            if changed:
+                run(Q.BUMP_GENERATION, {})
+            return IngestResult(
+                observations_received=len(batch.observations),
+                observations_new=len(new_obs),
+                failures_received=len(batch.failures),
+                failures_new=len(new_fail),
+            )
+
+        return self._write(work)
+
+    # ---- reads ---------------------------------------------------------------------------
+    def _query_observations(
+        self, flt: ObservationFilter, limit: int, offset: int
+    ) -> list[StoredObservation]:
+        params: dict[str, Any] = {
+            name: ("" if value is None else getattr(value, "value", value))
+            for name, value in flt.model_dump().items()
+        }
+        params["placement"] = params.pop("placement")
+        params.update(limit=limit, offset=offset)
+        rows = self._read(Q.QUERY_OBSERVATIONS, params)
+        host_names = sorted({r["host"] for r in rows if r["host"]})
+        hosts = {}
+        if host_names:
+            hosts = {h["name"]: h for h in self._read(Q.HOSTS_BY_NAME, {"keys": host_names})}
+        return [_observation_from_row(r, hosts.get(r["host"])) for r in rows]
+
+    def _list_entities(self, kind: EntityKind) -> list[dict[str, Any]]:
+        return self._read(Q.LIST_NODES[ENTITY_LABEL[kind]], {})
+
+    def _stats(self) -> StoreStats:
+        info = self._read(Q.READ_SCHEMA_INFO, {})
+        counts = {n.label: int(self._read(Q.COUNT_NODES[n.label], {})[0]["c"]) for n in NODES}
+        counts.pop("SchemaInfo", None)
+        by_source = {r["source"]: int(r["c"]) for r in self._read(Q.OBSERVATIONS_BY_SOURCE, {})}
+        return StoreStats(
+            schema_version=int(info[0]["version"]) if info else None,
+            counts=counts,
+            observations_by_source=by_source,
+            generation=int(info[0]["generation"]) if info else 0,
+        )
+
+    def generation(self) -> int:
+        """A cheap read of the data generation (changes on every write that adds data)."""
+        info = self._read(Q.READ_SCHEMA_INFO, {})
+        return int(info[0]["generation"]) if info else 0
+
+    def clear(self) -> None:
+        """Delete every node and relationship (tests and `advisor db reset`)."""
+        self._write(lambda run: run(Q.DELETE_EVERYTHING, {}))
+
+
+def _loads(text: str | None, default: Any) -> Any:
+    return json.loads(text) if text else default
+
+
+def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> StoredObservation:
+    details = _loads(r["provenance_json"], {})
+    return StoredObservation.model_validate(
+        {
+            "key": r["key"],
+            "benchmark": {
+                "family": r["b_family"],
+                "name": r["b_name"],
+                "parameters": _loads(r["b_parameters_json"], {}),
+            },
+            "metric": r["metric"],
+            "value": r["value"],
+            "unit": r["unit"],
+            "higher_is_better": r["higher_is_better"],
+            "samples": r["samples"],
+            "p10": r["p10"],
+            "p90": r["p90"],
+            "stddev": r["stddev"],
+            "cv": r["cv"],
+            "valid": r["valid"],
+            "note": r["note"],
+            "timestamp": r["timestamp"],
+            "stack": {
+                "driver": r["s_driver"],
+                "cuda": r["s_cuda"],
+                "cudnn": r["s_cudnn"],
+                "nccl": r["s_nccl"],
+                "tensorrt": r["s_tensorrt"],
+                "framework": r["s_framework"],
+                "framework_version": r["s_framework_version"],
+                "python": r["s_python"],
+                "extra": _loads(r["s_extra_json"], {}),
+                "image": r["s_image"],
+                "raw": r["s_raw"],
+            },
+            "accelerator": {
+                "model": r["accelerator"],
+                "vendor": r["a_vendor"],
+                "count": r["accelerator_count"],
+                "memory_mib": r["a_memory_mib"],
+                "compute_capability": r["a_compute_capability"],
+            },
+            "placement": {
+                "kind": r["placement_kind"],
+                "hypervisor": r["p_hypervisor"],
+                "vgpu_profile": r["p_vgpu_profile"],
+                "evidence": _loads(r["placement_evidence_json"], []),
+                "consistent": r["placement_consistent"],
+            },
+            "host": None
+            if host is None
+            else {
+                "name": host["name"],
+                "cpu_model": host["cpu_model"],
+                "cores": host["cores"],
+                "cpu_flags": _loads(host["cpu_flags_json"], []),
+                "numa_nodes": host["numa_nodes"],
+                "memory_mib": host["memory_mib"],
+                "os": host["os"],
+                "kernel": host["kernel"],
+                "labels": _loads(host["labels_json"], {}),
+            },
+            "run_id": r["run_id"],
+            "provenance": {
+                "kind": r["source_kind"],
+                "source": r["source"],
+                "url": r["source_url"],
+                "details": details,
+            },
+            "source_key": r["source_key"],
+        }
+    )

@@ -1,0 +1,35 @@
+"""DDL for both engines, generated from the one schema in ``graph_schema.schema``."""
+
+from __future__ import annotations
+
+from graph_schema.schema import NODES, RELATIONSHIPS
+
+
+def ladybug_statements() -> list[str]:
+    """CREATE NODE/REL TABLE statements for the embedded engine (idempotent)."""
+    out = []
+    for node in NODES:
+        cols = ", ".join(f"{name} {ptype.value}" for name, ptype in node.properties.items())
+        out.append(
+            f"CREATE NODE TABLE IF NOT EXISTS {node.label}({cols}, PRIMARY KEY({node.key}))"
+        )
+    for rel in RELATIONSHIPS:
+        cols = "".join(f", {name} {ptype.value}" for name, ptype in rel.properties.items())
+        out.append(f"CREATE REL TABLE IF NOT EXISTS {rel.type}(FROM {rel.source} TO {rel.target}{cols})")
+    return out
+
+
+def neo4j_statements() -> list[str]:
+    """Uniqueness constraints on keys and range indexes on filtered properties (idempotent)."""
+    out = []
+    for node in NODES:
+        low = node.label.lower()
+        out.append(
+            f"CREATE CONSTRAINT {low}_{node.key}_unique IF NOT EXISTS "
+            f"FOR (n:{node.label}) REQUIRE n.{node.key} IS UNIQUE"
+        )
+        for prop in node.indexed:
+            out.append(
+                f"CREATE INDEX {low}_{prop} IF NOT EXISTS FOR (n:{node.label}) ON (n.{prop})"
+            )
+    return out

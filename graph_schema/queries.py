@@ -1,0 +1,174 @@
+"""Every Cypher statement the stores run, written once in the subset that both Neo4j and the
+embedded engine (LadybugDB) accept: no list comprehensions, no CALL {} subqueries, no dynamic
+labels, no null-valued parameters in comparisons ('' stands for "any" in filters).
+
+Labels, keys and properties come from ``graph_schema.schema``; values are always parameters.
+The per-label statements are generated once at import time and are module constants after that.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from graph_schema.schema import NODE_BY_LABEL, NODES, OBSERVATION, RELATIONSHIPS, NodeSpec
+
+# ---- nodes -------------------------------------------------------------------------------
+
+
+def _existing(node: NodeSpec) -> str:
+    return (
+        f"UNWIND $keys AS k MATCH (n:{node.label} {{{node.key}: k}}) RETURN n.{node.key} AS key"
+    )
+
+
+@lru_cache(maxsize=None)
+def create_nodes(label: str, present: frozenset[str]) -> str:
+    """CREATE for one label, setting the schema properties in ``present``.
+
+    Rows carry only the properties some row of the chunk knows: the embedded engine types an
+    all-null parameter column as STRING, which an INT64 or DOUBLE property then refuses.
+    """
+    node = NODE_BY_LABEL[label]
+    props = ", ".join(f"{p}: r.{p}" for p in node.properties if p in present or p == node.key)
+    return f"UNWIND $rows AS r CREATE (n:{node.label} {{{props}}})"
+
+
+@lru_cache(maxsize=None)
+def refresh_nodes(label: str, present: frozenset[str]) -> str:
+    """Fill in what an existing node lacked or what changed; unknown (null) never erases."""
+    node = NODE_BY_LABEL[label]
+    sets = ", ".join(
+        f"n.{p} = coalesce(r.{p}, n.{p})"
+        for p in node.properties
+        if p != node.key and p in present
+    )
+    match = f"UNWIND $rows AS r MATCH (n:{node.label} {{{node.key}: r.{node.key}}})"
+    return f"{match} SET {sets}" if sets else f"{match} RETURN count(n) AS c"
+
+
+def _list(node: NodeSpec) -> str:
+    cols = ", ".join(f"n.{p} AS {p}" for p in node.properties)
+    return f"MATCH (n:{node.label}) RETURN {cols} ORDER BY n.{node.key}"
+
+
+def _count(node: NodeSpec) -> str:
+    return f"MATCH (n:{node.label}) RETURN count(n) AS c"
+
+
+EXISTING_KEYS = {n.label: _existing(n) for n in NODES}
+LIST_NODES = {n.label: _list(n) for n in NODES}
+COUNT_NODES = {n.label: _count(n) for n in NODES}
+
+# The neighbours an observation or failure links to: (relationship, neighbour label, row column).
+OBSERVATION_LINKS = (
+    ("ON_STACK", "Stack", "stack_id"),
+    ("ON_ACCELERATOR", "Accelerator", "accelerator"),
+    ("IN_PLACEMENT", "Placement", "placement_id"),
+    ("OF_BENCHMARK", "Benchmark", "benchmark_id"),
+    ("ON_HOST", "Host", "host"),
+    ("IN_RUN", "Run", "run_id"),
+)
+FAILURE_LINKS = (
+    ("FAILED_ON_STACK", "Stack", "stack_id"),
+    ("FAILED_ON_ACCELERATOR", "Accelerator", "accelerator"),
+    ("FAILED_IN_PLACEMENT", "Placement", "placement_id"),
+    ("FAILED_BENCHMARK", "Benchmark", "benchmark_id"),
+    ("FAILED_ON_HOST", "Host", "host"),
+)
+
+
+@lru_cache(maxsize=None)
+def create_linked(label: str, present: frozenset[str], linked: frozenset[str]) -> str:
+    """CREATE observations (or failures) and their edges in one statement.
+
+    ``linked`` names the row columns whose neighbour every row of the chunk has (optional ones,
+    host and run, are grouped by the caller so that a MATCH never drops a row).
+    """
+    node = NODE_BY_LABEL[label]
+    links = OBSERVATION_LINKS if label == "Observation" else FAILURE_LINKS
+    matches, edges = [], []
+    for i, (rel, target, column) in enumerate(links):
+        if column not in linked:
+            continue
+        key = NODE_BY_LABEL[target].key
+        matches.append(f"(x{i}:{target} {{{key}: r.{column}}})")
+        edges.append(f"(n)-[:{rel}]->(x{i})")
+    props = ", ".join(f"{p}: r.{p}" for p in node.properties if p in present or p == node.key)
+    match = f" MATCH {', '.join(matches)}" if matches else ""
+    creates = ", ".join([f"(n:{node.label} {{{props}}})", *edges])
+    return f"UNWIND $rows AS r{match} CREATE {creates}"
+
+
+# ---- relationships -----------------------------------------------------------------------
+
+
+def _link(rel_type: str) -> str:
+    rel = next(r for r in RELATIONSHIPS if r.type == rel_type)
+    src, dst = NODE_BY_LABEL[rel.source], NODE_BY_LABEL[rel.target]
+    return (
+        f"UNWIND $rows AS r MATCH (a:{src.label} {{{src.key}: r.src}}), "
+        f"(b:{dst.label} {{{dst.key}: r.dst}}) CREATE (a)-[:{rel.type}]->(b)"
+    )
+
+
+LINK = {r.type: _link(r.type) for r in RELATIONSHIPS}
+
+# ---- schema info -------------------------------------------------------------------------
+
+READ_SCHEMA_INFO = (
+    "MATCH (s:SchemaInfo {name: 'graph'}) RETURN s.version AS version, s.generation AS generation"
+)
+CREATE_SCHEMA_INFO = (
+    "CREATE (s:SchemaInfo {name: 'graph', version: $version, generation: 0, applied_at: $now})"
+)
+SET_SCHEMA_VERSION = (
+    "MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $version, s.applied_at = $now"
+)
+BUMP_GENERATION = (
+    "MATCH (s:SchemaInfo {name: 'graph'}) SET s.generation = s.generation + 1 "
+    "RETURN s.generation AS generation"
+)
+
+# ---- observations ------------------------------------------------------------------------
+
+_OBS_COLUMNS = ", ".join(f"o.{p} AS {p}" for p in OBSERVATION.properties)
+
+QUERY_OBSERVATIONS = (
+    "MATCH (o:Observation)-[:ON_STACK]->(s:Stack), (o)-[:ON_ACCELERATOR]->(a:Accelerator), "
+    "(o)-[:IN_PLACEMENT]->(p:Placement), (o)-[:OF_BENCHMARK]->(b:Benchmark) "
+    "WHERE ($stack_id = '' OR o.stack_id = $stack_id) "
+    "AND ($accelerator = '' OR o.accelerator = $accelerator) "
+    "AND ($placement = '' OR o.placement_kind = $placement) "
+    "AND ($benchmark_id = '' OR o.benchmark_id = $benchmark_id) "
+    "AND ($metric = '' OR o.metric = $metric) "
+    "AND ($source = '' OR o.source = $source) "
+    "AND ($host = '' OR o.host = $host) "
+    "AND ($run_id = '' OR o.run_id = $run_id) "
+    "AND ($framework = '' OR s.framework = $framework) "
+    "AND ($framework_version = '' OR s.framework_version = $framework_version) "
+    "AND ($cuda = '' OR s.cuda = $cuda) "
+    "AND ($driver = '' OR s.driver = $driver) "
+    "AND ($benchmark_family = '' OR b.family = $benchmark_family) "
+    "AND ($benchmark_name = '' OR b.name = $benchmark_name) "
+    f"RETURN {_OBS_COLUMNS}, "
+    "s.driver AS s_driver, s.cuda AS s_cuda, s.cudnn AS s_cudnn, s.nccl AS s_nccl, "
+    "s.tensorrt AS s_tensorrt, s.framework AS s_framework, "
+    "s.framework_version AS s_framework_version, s.python AS s_python, "
+    "s.extra_json AS s_extra_json, s.image AS s_image, s.raw AS s_raw, "
+    "a.vendor AS a_vendor, a.memory_mib AS a_memory_mib, "
+    "a.compute_capability AS a_compute_capability, "
+    "p.hypervisor AS p_hypervisor, p.vgpu_profile AS p_vgpu_profile, "
+    "b.family AS b_family, b.name AS b_name, b.parameters_json AS b_parameters_json "
+    "ORDER BY o.key SKIP $offset LIMIT $limit"
+)
+
+HOSTS_BY_NAME = (
+    "UNWIND $keys AS k MATCH (h:Host {name: k}) RETURN "
+    + ", ".join(f"h.{p} AS {p}" for p in NODE_BY_LABEL["Host"].properties)
+)
+
+OBSERVATIONS_BY_SOURCE = (
+    "MATCH (o:Observation) RETURN o.source AS source, count(o) AS c ORDER BY source"
+)
+
+DELETE_EVERYTHING = "MATCH (n) DETACH DELETE n"

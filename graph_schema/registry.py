@@ -1,0 +1,106 @@
+"""Store URIs → store objects. Heavy backends are imported lazily by their builders.
+
+Where the URI comes from: the explicit argument, then ``ADVISOR_STORE``, then the embedded
+default under the XDG data directory (created and seeded from the starter knowledge base on
+first use).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Callable
+
+from graph_schema.errors import InvalidInput
+from graph_schema.store import Store
+
+log = logging.getLogger(__name__)
+ENV_VAR = "ADVISOR_STORE"
+
+
+def _embedded(target: str) -> Store:
+    from graph_schema.embedded_store import EmbeddedStore
+
+    return EmbeddedStore(target)
+
+
+def _neo4j(uri: str) -> Store:
+    from graph_schema.neo4j_store import Neo4jStore
+
+    return Neo4jStore(uri)
+
+
+def _rest(uri: str) -> Store:
+    from graph_schema.rest_store import RestStore
+
+    return RestStore(uri)
+
+
+BUILDERS: dict[str, Callable[[str], Store]] = {
+    "embedded": _embedded,
+    "bolt": _neo4j,
+    "bolt+s": _neo4j,
+    "neo4j": _neo4j,
+    "neo4j+s": _neo4j,
+    "http": _rest,
+    "https": _rest,
+}
+
+
+def default_store_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "stack-advisor" / "kb"
+
+
+def default_store_uri() -> str:
+    return f"embedded:{default_store_path()}"
+
+
+def resolve_store_uri(uri: str | None = None) -> str:
+    """The URI that will be opened: argument, then $ADVISOR_STORE, then the embedded default."""
+    return uri or os.environ.get(ENV_VAR) or default_store_uri()
+
+
+def open_store(uri: str | None = None, *, migrate: bool = True) -> Store:
+    """Open the store a URI names.
+
+    Args:
+        uri: ``embedded:PATH`` or a bare path, ``bolt://`` ``neo4j://`` ``neo4j+s://``,
+            ``http(s)://`` (our own API); None → ``$ADVISOR_STORE`` → the embedded default.
+        migrate: apply pending schema migrations (idempotent).
+    Raises:
+        InvalidInput: an unknown scheme; the message lists the valid ones.
+        StoreUnavailable, SchemaMismatch: from the backend.
+    """
+    resolved = resolve_store_uri(uri)
+    is_default = resolved == default_store_uri() and not uri and not os.environ.get(ENV_VAR)
+    scheme, sep, rest = resolved.partition("://")
+    if sep:
+        builder = BUILDERS.get(scheme)
+        target = resolved
+    elif resolved.startswith("embedded:"):
+        builder, target = _embedded, resolved[len("embedded:") :]
+    elif ":" in resolved.split("/")[0] and not resolved.startswith(("/", ".", "~")):
+        builder, target = None, resolved
+    else:
+        builder, target = _embedded, resolved
+    if builder is None:
+        valid = "embedded:PATH (or a path), " + ", ".join(f"{s}://" for s in BUILDERS if s != "embedded")
+        raise InvalidInput(f"unknown store URI {resolved!r}; valid forms: {valid}")
+    fresh = is_default and not default_store_path().exists()
+    store = builder(target)
+    if migrate:
+        store.ensure_schema()
+    if fresh:
+        _seed(store)
+    return store
+
+
+def _seed(store: Store) -> None:
+    try:
+        from graph_schema.starter import seed_default_store
+    except ImportError:
+        return
+    log.info("seeding the new default store from the starter knowledge base")
+    seed_default_store(store)
