@@ -216,7 +216,7 @@ def test_cli_submit_records_failures_and_skips_observed_cells(cluster: Any, cont
     with JobDriver(driver_client, NAMESPACE, "gpu-a100-0", _outcome, kubelet, selector="stack-advisor.io/plan=kube-cli"):
         result = CliRunner().invoke(app, ["plan", "submit", str(path), "--kubeconfig", str(control_plane.kubeconfig),
                                           "--store", uri, "--skip-observed", "--poll", "1", "--timeout", "120", "--json"])
-    assert result.exit_code == 1, result.output  # one cell failed
+    assert result.exit_code == 1 and result.stdout, (result.output, result.exception)  # one cell failed
     rows = {r["benchmark"]: r for r in json.loads(result.stdout)}
     assert rows["pi-quick"]["status"] == "skipped"
     assert rows["loadgen-offline"]["status"] == "failed" and rows["loadgen-offline"]["failures_recorded"] == 1
@@ -253,3 +253,79 @@ def test_nodes_sync_into_the_store(cluster: Any, control_plane: ControlPlane, tm
             return
     assert result.exit_code == 0, result.output
     assert {n["name"] for n in stored} == {n["metadata"]["name"] for n in ALL_NODES}
+
+
+def _crd(group: str, version: str, kind: str, plural: str) -> dict[str, Any]:
+    """A structural-minimum CRD (the operators' own CRDs carry full schemas; the apiserver only
+    needs to serve the kind for `plan submit` to create and watch it)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+            "versions": [{
+                "name": version, "served": True, "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }],
+        },
+    }
+
+
+def test_distributed_cell_creates_podgroup_and_pytorchjob(cluster: Any, api_client: Any) -> None:
+    import threading
+    import time
+
+    from kubernetes import client
+
+    ext = client.ApiextensionsV1Api(api_client)
+    for crd in (_crd("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+                _crd("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups")):
+        ext.create_custom_resource_definition(crd)
+    custom = client.CustomObjectsApi(api_client)
+    deadline = time.monotonic() + 30
+    while True:  # wait until the new kinds are served
+        try:
+            custom.list_namespaced_custom_object("kubeflow.org", "v1", NAMESPACE, "pytorchjobs")
+            custom.list_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", NAMESPACE, "podgroups")
+            break
+        except client.exceptions.ApiException:
+            assert time.monotonic() < deadline, "CRDs not served after 30s"
+            time.sleep(0.5)
+
+    plan = parse_plan(_plan(
+        name="kube-dist",
+        pools=[{**_plan()["pools"][0], "gang_scheduling": True}],
+        benchmarks=[{"name": "allreduce-4x", "runner": "allreduce", "workers": 4, "gpus": 2}],
+    ))
+
+    def operator() -> None:
+        """Plays the training operator: marks the PyTorchJob Succeeded once it exists."""
+        for _ in range(100):
+            items = custom.list_namespaced_custom_object("kubeflow.org", "v1", NAMESPACE, "pytorchjobs",
+                                                         label_selector="stack-advisor.io/plan=kube-dist")["items"]
+            if items:
+                name = items[0]["metadata"]["name"]
+                custom.patch_namespaced_custom_object_status(
+                    "kubeflow.org", "v1", NAMESPACE, "pytorchjobs", name,
+                    {"status": {"conditions": [{"type": "Succeeded", "status": "True", "reason": "PyTorchJobSucceeded"}]}},
+                )
+                return
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=operator, daemon=True)
+    thread.start()
+    (outcome,) = submit_plan(plan, expand_plan(plan), KubernetesExecutor(api_client, NAMESPACE), poll_seconds=1,
+                             timeout_seconds=60, submission="t3")
+    thread.join(timeout=10)
+    assert outcome.status == "done" and outcome.kind == "PyTorchJob"
+    group = custom.get_namespaced_custom_object("scheduling.volcano.sh", "v1beta1", NAMESPACE, "podgroups", outcome.job)
+    assert group["spec"]["minMember"] == 4 and group["spec"]["minResources"] == {"nvidia.com/gpu": "8"}
+    job = custom.get_namespaced_custom_object("kubeflow.org", "v1", NAMESPACE, "pytorchjobs", outcome.job)
+    worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert worker["replicas"] == 3
+    assert worker["template"]["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == outcome.job
+    assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 4}
