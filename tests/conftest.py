@@ -1,0 +1,108 @@
+"""Shared fixtures: stores over every backend (Feast-style creators), and isolation from the
+user's own data directories."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from graph_schema.registry import open_store
+from graph_schema.store import Store
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Never touch the real default store, spool or caches of the person running the tests."""
+    root = tmp_path_factory.mktemp("xdg")
+    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "ADVISOR_STORE")}
+    os.environ["XDG_DATA_HOME"] = str(root / "data")
+    os.environ["XDG_STATE_HOME"] = str(root / "state")
+    os.environ.pop("ADVISOR_STORE", None)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+# ---- store creators: one per backend; every contract test runs on each -------------------
+
+
+class EmbeddedCreator:
+    name = "embedded"
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.path = tmp_path / "kb"
+
+    def create(self) -> Store:
+        return open_store(f"embedded:{self.path}")
+
+
+class Neo4jCreator:
+    name = "neo4j"
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+
+    def create(self) -> Store:
+        store = open_store(self.uri, migrate=False)
+        store.clear()  # type: ignore[attr-defined]
+        store.ensure_schema()
+        return store
+
+
+@pytest.fixture
+def embedded_store(tmp_path: Path) -> Iterator[Store]:
+    store = EmbeddedCreator(tmp_path).create()
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def neo4j_store(neo4j_uri: str) -> Iterator[Store]:
+    store = Neo4jCreator(neo4j_uri).create()
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def store_creator(request: pytest.FixtureRequest, tmp_path: Path) -> EmbeddedCreator | Neo4jCreator:
+    if request.param == "embedded":
+        return EmbeddedCreator(tmp_path)
+    return Neo4jCreator(request.getfixturevalue("neo4j_uri"))
+
+
+@pytest.fixture
+def store(store_creator: EmbeddedCreator | Neo4jCreator) -> Iterator[Store]:
+    s = store_creator.create()
+    yield s
+    s.close()
+
+
+# ---- the real Neo4j server ---------------------------------------------------------------
+# Policy: NEO4J_URI when set; else testcontainers when a Docker engine answers; else the local
+# Neo4j 5.26 Community server assembled from Maven Central (deploy/neo4j-local). Outside CI a
+# missing server skips with the reason; under CI=true it fails the run.
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri() -> Iterator[str]:
+    uri = os.environ.get("NEO4J_URI")
+    if uri:
+        yield uri
+        return
+    try:
+        from tests.neo4j_server import start_neo4j
+    except ImportError as exc:
+        reason = f"no Neo4j server: NEO4J_URI is unset and the local server helper is missing ({exc})"
+        if IN_CI:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with start_neo4j() as started:
+        yield started

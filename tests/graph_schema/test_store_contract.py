@@ -1,0 +1,210 @@
+"""The store contract: every test runs on every backend (embedded and a real Neo4j server)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from graph_schema.errors import InvalidInput, SchemaMismatch
+from graph_schema.models import (
+    Accelerator,
+    Benchmark,
+    EntityKind,
+    Failure,
+    Host,
+    IngestBatch,
+    Measurement,
+    Observation,
+    ObservationFilter,
+    Placement,
+    PlacementKind,
+    Provenance,
+    ResultDocument,
+    Run,
+    SoftwareStack,
+    SourceKind,
+)
+from graph_schema.schema import SCHEMA_VERSION
+
+MEASURED = Provenance(kind=SourceKind.MEASURED, source="stack-advisor-collector")
+PUBLISHED = Provenance(
+    kind=SourceKind.PUBLISHED, source="mlperf-inference", details={"round": "v3.0"}
+)
+TORCH = SoftwareStack(framework="pytorch", framework_version="2.3.0", cuda="12.1", cudnn="8.9.2",
+                      driver="535.104.05")
+TF = SoftwareStack(framework="tensorflow", framework_version="2.15.0", cuda="12.2")
+WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def _obs(i: int, *, stack: SoftwareStack = TORCH, acc: str = "NVIDIA H100 80GB HBM3",
+         placement: PlacementKind = PlacementKind.BARE_METAL, source: Provenance = MEASURED,
+         host: str | None = "node-a", run_id: str | None = "run-1", metric: str = "tflops",
+         value: float | None = None) -> Observation:
+    return Observation(
+        benchmark=Benchmark(family="pi", name="gemm", parameters={"n": 1024 * (i % 4 + 1), "dtype": "bf16"}),
+        metric=metric,
+        value=100.0 + i if value is None else value,
+        unit="TFLOP/s",
+        samples=10,
+        p10=99.0 + i,
+        p90=101.0 + i,
+        cv=0.01,
+        stack=stack,
+        accelerator=Accelerator(model=acc, count=1, memory_mib=81559),
+        placement=Placement(kind=placement, evidence=["nvml: NONE", "no hypervisor flag"]),
+        host=Host(name=host, cpu_model="Xeon", cores=16, labels={"pool": "h100"}) if host else None,
+        run_id=run_id,
+        provenance=source,
+        source_key=str(i),
+        timestamp=WHEN,
+    )
+
+
+def test_empty_store_has_current_schema(store):
+    stats = store.stats()
+    assert stats.schema_version == SCHEMA_VERSION
+    assert stats.counts["Observation"] == 0
+    assert store.ensure_schema() == SCHEMA_VERSION  # idempotent
+
+
+def test_ingest_then_query_round_trips_every_field(store):
+    obs = _obs(1)
+    result = store.ingest(IngestBatch(observations=[obs], runs=[Run(run_id="run-1")]))
+    assert (result.observations_received, result.observations_new) == (1, 1)
+    [back] = store.query_observations()
+    assert back.key == obs.observation_key
+    assert back.value == obs.value and back.p10 == obs.p10 and back.p90 == obs.p90
+    assert back.stack == obs.stack
+    assert back.accelerator == obs.accelerator
+    assert back.placement == obs.placement
+    assert back.host == obs.host
+    assert back.benchmark == obs.benchmark
+    assert back.provenance == obs.provenance
+    assert back.timestamp == WHEN
+    assert back.observation_key == back.key  # the key is derived from what was stored
+
+
+def test_same_batch_twice_is_stored_once(store):
+    batch = IngestBatch(observations=[_obs(i) for i in range(20)])
+    first = store.ingest(batch)
+    gen = store.stats().generation
+    again = store.ingest(batch)
+    assert first.observations_new == 20
+    assert again.observations_new == 0 and again.observations_received == 20
+    assert store.stats().counts["Observation"] == 20
+    assert store.stats().generation == gen  # nothing changed, caches stay valid
+
+
+def test_duplicates_inside_one_batch_collapse(store):
+    result = store.ingest(IngestBatch(observations=[_obs(3), _obs(3), _obs(4)]))
+    assert result.observations_new == 2
+    assert store.stats().counts["Observation"] == 2
+
+
+def test_bad_row_rejects_the_whole_batch_naming_field_and_value(store):
+    rows = [_obs(i).model_dump(mode="json") for i in range(5)]
+    rows[3]["value"] = "fast"
+    with pytest.raises(InvalidInput) as err:
+        store.ingest({"observations": rows})
+    assert "observations.3.value" in str(err.value) and "'fast'" in str(err.value)
+    assert store.stats().counts["Observation"] == 0
+
+
+def test_failed_write_leaves_nothing_half_written(store, monkeypatch):
+    """A failure in the middle of the transaction (after nodes were created) rolls it all back."""
+    import graph_schema.queries as Q
+
+    real = Q.create_linked
+
+    def broken(label, present, linked):
+        if label == "Failure":
+            return "THIS IS NOT CYPHER"
+        return real(label, present, linked)
+
+    monkeypatch.setattr(Q, "create_linked", broken)
+    fail = Failure(stage="run", error_class="Unsupported", message="fp8 needs sm_89",
+                   stack=TORCH, accelerator=Accelerator(model="cpu"), placement=Placement(),
+                   provenance=MEASURED)
+    with pytest.raises(Exception):
+        store.ingest(IngestBatch(observations=[_obs(i) for i in range(5)], failures=[fail]))
+    monkeypatch.setattr(Q, "create_linked", real)
+    counts = store.stats().counts
+    assert counts["Observation"] == 0 and counts["Stack"] == 0 and counts["Failure"] == 0
+
+
+def test_filters(store):
+    store.ingest(IngestBatch(observations=[
+        _obs(1), _obs(2, stack=TF), _obs(3, acc="NVIDIA A100-SXM4-80GB"),
+        _obs(4, placement=PlacementKind.VGPU), _obs(5, source=PUBLISHED, host=None, run_id=None),
+        _obs(6, metric="gbps"),
+    ]))
+    q = store.query_observations
+    assert len(q()) == 6
+    assert {o.stack.framework for o in q(ObservationFilter(framework="tensorflow"))} == {"tensorflow"}
+    assert len(q(ObservationFilter(accelerator="NVIDIA A100-SXM4-80GB"))) == 1
+    assert len(q(ObservationFilter(placement=PlacementKind.VGPU))) == 1
+    assert len(q(ObservationFilter(source="mlperf-inference"))) == 1
+    assert len(q(ObservationFilter(metric="gbps"))) == 1
+    assert len(q(ObservationFilter(stack_id=TF.stack_id))) == 1
+    assert len(q(ObservationFilter(cuda="12.1", benchmark_family="pi", benchmark_name="gemm"))) == 5
+    assert len(q(ObservationFilter(host="node-a"))) == 5
+    assert q(ObservationFilter(accelerator="nope")) == []
+    published = q(ObservationFilter(source="mlperf-inference"))[0]
+    assert published.host is None and published.run_id is None
+
+
+def test_pagination_is_stable_and_complete(store):
+    store.ingest(IngestBatch(observations=[_obs(i) for i in range(25)]))
+    pages = [store.query_observations(limit=10, offset=o) for o in (0, 10, 20)]
+    keys = [o.key for page in pages for o in page]
+    assert [len(p) for p in pages] == [10, 10, 5]
+    assert keys == sorted(keys) and len(set(keys)) == 25
+    assert len(list(store.iter_observations(page=7))) == 25
+    with pytest.raises(InvalidInput, match="limit"):
+        store.query_observations(limit=0)
+
+
+def test_entities_stats_and_failures(store):
+    doc = ResultDocument(
+        run=Run(run_id="r-9", profile="quick"),
+        provenance=MEASURED,
+        stack=TORCH,
+        accelerator=Accelerator(model="CPU Xeon", vendor="cpu"),
+        placement=Placement(kind=PlacementKind.BARE_METAL),
+        host=Host(name="node-b"),
+        measurements=[_obs(1).model_dump(include=set(Measurement.model_fields))],
+        failures=[{"stage": "run", "error_class": "Unsupported", "message": "fp8 needs sm_89",
+                   "benchmark": {"family": "pi", "name": "gemm", "parameters": {"dtype": "fp8"}}}],
+    )
+    result = store.ingest_document(doc)
+    assert (result.observations_new, result.failures_new) == (1, 1)
+    assert store.ingest_document(doc).failures_new == 0
+    stacks = store.list_entities("stacks")
+    assert [s["framework"] for s in stacks] == ["pytorch"]
+    assert [a["model"] for a in store.list_entities(EntityKind.ACCELERATORS)] == ["CPU Xeon"]
+    assert [r["run_id"] for r in store.list_entities("runs")] == ["r-9"]
+    [failure] = store.list_entities("failures")
+    assert failure["error_class"] == "Unsupported" and failure["stack_id"] == TORCH.stack_id
+    stats = store.stats()
+    assert stats.observations_by_source == {"stack-advisor-collector": 1}
+    assert stats.counts["Component"] == len(TORCH.components())
+    with pytest.raises(InvalidInput, match="valid: stacks"):
+        store.list_entities("widgets")
+
+
+def test_mutable_nodes_are_refreshed_not_erased(store):
+    store.ingest(IngestBatch(observations=[_obs(1)]))
+    later = _obs(2).model_copy(update={"accelerator": Accelerator(model="NVIDIA H100 80GB HBM3", compute_capability="9.0")})
+    store.ingest(IngestBatch(observations=[later]))
+    [acc] = store.list_entities("accelerators")
+    assert acc["compute_capability"] == "9.0" and acc["memory_mib"] == 81559
+
+
+def test_newer_schema_in_store_is_refused(store):
+    import graph_schema.cypher_store as cs
+
+    store._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $v", {"v": SCHEMA_VERSION + 1}))
+    with pytest.raises(SchemaMismatch, match="newer than this code"):
+        store.ensure_schema()
+    assert isinstance(store, cs.CypherStore)
