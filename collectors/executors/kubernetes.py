@@ -39,6 +39,13 @@ class ClusterError(AdvisorError):
     code = "cluster_error"
 
 
+class SubmitTimeout(AdvisorError):
+    """Cells were still running when the caller's time limit passed (they keep running)."""
+
+    status_code = 504
+    code = "timeout"
+
+
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """An ApiClient from ``kubeconfig`` (or $KUBECONFIG / ~/.kube/config), else in-cluster."""
     from kubernetes import client, config
@@ -138,17 +145,20 @@ class KubernetesExecutor:
         self.custom = client.CustomObjectsApi(api_client)
 
     # ---- objects ---------------------------------------------------------------------------
-    def create(self, obj: dict[str, Any]) -> None:
+    def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> None:
+        """Create one object; ``dry_run`` has the apiserver validate and admit it (namespace,
+        kind served, schema, admission, RBAC) without storing it."""
         from kubernetes.client.exceptions import ApiException
 
         kind = obj["kind"]
         name = obj["metadata"]["name"]
+        extra = {"dry_run": "All"} if dry_run else {}
         try:
             if kind == "Job":
-                self.batch.create_namespaced_job(self.namespace, obj)
+                self.batch.create_namespaced_job(self.namespace, obj, **extra)
             elif kind in _CUSTOM:
                 group, version, plural = _CUSTOM[kind]
-                self.custom.create_namespaced_custom_object(group, version, self.namespace, plural, obj)
+                self.custom.create_namespaced_custom_object(group, version, self.namespace, plural, obj, **extra)
             else:
                 raise InvalidInput(f"cannot submit objects of kind {kind!r}")
         except ApiException as exc:
@@ -325,8 +335,9 @@ def submit_plan(
     watched; distributed ones (Kubeflow jobs) are polled.
 
     Raises:
-        ClusterError: the cluster refused to create or list the objects.
-        TimeoutError: ``timeout_seconds`` passed with cells still running (they keep running).
+        ClusterError: the cluster refused to create or list the objects. Every object is
+            first created as a dry run, so a plan the cluster cannot take starts nothing.
+        SubmitTimeout: ``timeout_seconds`` passed with cells still running (they keep running).
     """
     submission = submission or new_submission_id()
     selector = f"{LABEL_SUBMISSION}={submission}"
@@ -374,11 +385,14 @@ def submit_plan(
         del running[name]
         notify(out)
 
+    for cell in cells:
+        for obj in render_cell(plan, cell, submission):
+            executor.create(obj, dry_run=True)
     start_more()
     while running or any(queue.values()):
         if deadline and time.monotonic() > deadline:
             names = ", ".join(sorted(running))
-            raise TimeoutError(f"plan {plan.name}: still running after {timeout_seconds}s: {names}")
+            raise SubmitTimeout(f"plan {plan.name}: still running after {timeout_seconds}s: {names}")
         jobs, rv = executor.list_jobs(selector)
         for job in jobs:
             settle(job)

@@ -184,10 +184,19 @@ def test_submit_watches_jobs_and_records_failures(cluster: Any, control_plane: C
 
 
 def test_distributed_cell_without_the_operator_is_a_clear_error(cluster: Any, api_client: Any) -> None:
-    plan = parse_plan(_plan(benchmarks=[{"name": "allreduce-2x", "runner": "allreduce", "workers": 2}]))
+    """Runs before the CRDs are installed (below). The Job cell comes first in the plan, yet
+    nothing is created: every object is dry-run first."""
+    from kubernetes import client
+
+    plan = parse_plan(_plan(name="kube-nocrd", benchmarks=[
+        {"name": "pi-quick", "runner": "pi"},
+        {"name": "allreduce-2x", "runner": "allreduce", "workers": 2},
+    ]))
     with pytest.raises(ClusterError, match="PyTorchJob is not served by this cluster"):
         submit_plan(plan, expand_plan(plan), KubernetesExecutor(api_client, NAMESPACE), poll_seconds=1,
                     timeout_seconds=30, submission="t2")
+    jobs = client.BatchV1Api(api_client).list_namespaced_job(NAMESPACE, label_selector="stack-advisor.io/plan=kube-nocrd")
+    assert jobs.items == []
 
 
 def test_cli_submit_records_failures_and_skips_observed_cells(cluster: Any, control_plane: ControlPlane,
@@ -329,3 +338,15 @@ def test_distributed_cell_creates_podgroup_and_pytorchjob(cluster: Any, api_clie
     assert worker["replicas"] == 3
     assert worker["template"]["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == outcome.job
     assert job["spec"]["runPolicy"]["schedulingPolicy"] == {"minAvailable": 4}
+
+
+def test_a_plan_the_cluster_cannot_take_starts_nothing(cluster: Any, api_client: Any) -> None:
+    """A missing namespace is caught by the dry run before any Job exists."""
+    from kubernetes import client
+
+    plan = parse_plan(_plan(name="kube-nons", namespace="does-not-exist"))
+    with pytest.raises(ClusterError, match='namespaces "does-not-exist" not found'):
+        submit_plan(plan, expand_plan(plan), KubernetesExecutor(api_client, "does-not-exist"), poll_seconds=1,
+                    timeout_seconds=30, submission="t4")
+    jobs = client.BatchV1Api(api_client).list_job_for_all_namespaces(label_selector="stack-advisor.io/plan=kube-nons")
+    assert jobs.items == []
