@@ -80,7 +80,6 @@ def test_tf_cnn_context_from_files_and_flags(tmp_path: Path) -> None:
 # ---- through the CLI into a real store ---------------------------------------------------------
 
 def _store_uri(tmp_path: Path) -> str:
-    pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
     return f"embedded:{tmp_path / 'kb'}"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +21,10 @@ from tests.collectors.mlperf_fixtures import (
     write,
 )
 
-registry = pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
-
 
 @pytest.fixture
-def kb(tmp_path: Path) -> Iterator[Any]:
-    with registry.open_store(f"embedded:{tmp_path / 'kb'}") as store:
-        store.ensure_schema()
-        yield store
+def kb(embedded_store: Any) -> Any:
+    return embedded_store
 
 
 def _values(store: Any) -> dict[tuple[str, str], tuple[float, str, str | None, str, int]]:

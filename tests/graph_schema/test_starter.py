@@ -108,12 +108,9 @@ def test_unreadable_snapshot_is_a_clear_error(tmp_path: Path) -> None:
         starter.read_snapshot(bad)
 
 
-def _registry():
-    return pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
-
-
 def test_seed_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    registry = _registry()
+    from graph_schema import registry
+
     monkeypatch.setenv("ADVISOR_STARTER", "0")
     with registry.open_store(f"embedded:{tmp_path / 'kb'}") as store:
         store.ensure_schema()
@@ -124,7 +121,6 @@ def test_seed_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 def test_fresh_install_default_store_answers_at_once(tmp_path: Path) -> None:
     """No configuration at all: a new process with an empty XDG_DATA_HOME opens the default store,
     which is created and seeded from the snapshot, and `advisor db stats` shows it by source."""
-    _registry()
     env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "HOME": str(tmp_path / "home"),
            "XDG_DATA_HOME": str(tmp_path / "xdg")}
     code = (
