@@ -373,5 +373,12 @@ def object_filename(obj: dict[str, Any]) -> str:
     return f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """No ``&id001`` anchors: objects share label dicts, readers expect them written out."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def to_yaml(objects: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)
+    return yaml.dump_all(objects, Dumper=_PlainDumper, sort_keys=False, default_flow_style=False)

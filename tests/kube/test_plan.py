@@ -217,3 +217,13 @@ def test_render_plan_without_schedule_has_only_jobs(sample: dict) -> None:
     plan = parse_plan(sample)
     kinds = {o["kind"] for o in render_plan(plan, expand_plan(plan))}
     assert kinds == {"Job", "PyTorchJob", "PodGroup"}
+
+
+def test_rendered_yaml_has_no_anchors_and_round_trips(sample: dict) -> None:
+    from collectors.plan.render import to_yaml
+
+    plan = parse_plan(sample)
+    objects = render_plan(plan, expand_plan(plan))
+    text = to_yaml(objects)
+    assert "&id" not in text and "*id" not in text
+    assert list(yaml.safe_load_all(text)) == objects
