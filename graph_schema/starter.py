@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 STARTER_VERSION = 1
 SNAPSHOT_NAME = f"starter-kb-v{STARTER_VERSION}.json.gz"
 DISABLE_ENV = "ADVISOR_STARTER"
-BATCH_SIZE = 2000
+BATCH_SIZE = 5000
 
 
 def snapshot_path() -> Path:
