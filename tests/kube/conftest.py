@@ -82,7 +82,7 @@ def overlay_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     password = secrets.token_urlsafe(18)
     token = secrets.token_urlsafe(24)
     (example / "secrets.env").write_text(
-        f"NEO4J_USERNAME=neo4j\nNEO4J_PASSWORD={password}\nNEO4J_AUTH=neo4j/{password}\n"
+        f"NEO4J_USER=neo4j\nNEO4J_PASSWORD={password}\nNEO4J_AUTH=neo4j/{password}\n"
     )
     (example / "collector-token.env").write_text(f"token={token}\n")
     (example / "api-tokens.txt").write_text(f"{token} write collector\n")
