@@ -141,7 +141,7 @@ class NodePool(_Spec):
             if not LABEL_KEY.match(key):
                 raise ValueError(f"selector key {key!r} is not a valid label key")
             if not isinstance(value, str) or not LABEL_VALUE.match(value):
-                raise ValueError(  # noqa: TRY004 - pydantic reports ValueErrors per field
+                raise ValueError(
                     f"selector value {value!r} for {key!r} is not a valid label value"
                 )
         return v
@@ -194,7 +194,8 @@ class BenchmarkSpec(_Spec):
             if not re.match(r"^[A-Za-z_][A-Za-z0-9_.-]*$", key):
                 raise ValueError(f"option name {key!r} must be an identifier")
             if isinstance(value, dict):
-                raise ValueError(f"option {key!r}: nested mappings are not supported")
+                # pydantic reports ValueErrors (not TypeErrors) with the field's path
+                raise ValueError(f"option {key!r}: nested mappings are not supported")  # noqa: TRY004
         return v
 
     @model_validator(mode="after")
