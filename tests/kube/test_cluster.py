@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from collectors.executors.kubernetes import ClusterError, KubernetesExecutor, submit_plan
 from collectors.plan import expand_plan, parse_plan
-from tests.kube.conftest import kustomize_build
+from tests.kube.conftest import REPO, kustomize_build
 from tests.kube.control_plane import ControlPlane
 from tests.kube.gfd_nodes import A100_BARE_METAL, ALL_NODES, L4_VGPU
 from tests.kube.stand_in import JobDriver, KubeletLogs
@@ -350,3 +350,46 @@ def test_a_plan_the_cluster_cannot_take_starts_nothing(cluster: Any, api_client:
                     timeout_seconds=30, submission="t4")
     jobs = client.BatchV1Api(api_client).list_job_for_all_namespaces(label_selector="stack-advisor.io/plan=kube-nons")
     assert jobs.items == []
+
+
+def test_every_workload_passes_restricted_pod_security(cluster: list[dict[str, Any]], api_client: Any) -> None:
+    """The namespace enforces the restricted Pod Security Standard; the apiserver's PodSecurity
+    admission judges a pod made from each workload's template (a dry run: nothing is stored)."""
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+    plan = parse_plan(yaml.safe_load((REPO / "deploy" / "plans" / "sample-plan.yaml").read_text()))
+    from collectors.plan.render import render_plan
+
+    templates: dict[str, dict[str, Any]] = {}
+    for obj in [*cluster, *render_plan(plan, expand_plan(plan))]:
+        spec = obj.get("spec") or {}
+        if obj["kind"] in ("Deployment", "StatefulSet", "Job"):
+            template = json.loads(json.dumps(spec["template"]))
+            for claim in spec.get("volumeClaimTemplates", []):  # as the StatefulSet controller adds them
+                name = claim["metadata"]["name"]
+                template["spec"].setdefault("volumes", []).append(
+                    {"name": name, "persistentVolumeClaim": {"claimName": f"{name}-{obj['metadata']['name']}-0"}})
+            templates[f"{obj['kind']}/{obj['metadata']['name']}"] = template
+        elif obj["kind"] == "CronJob":
+            templates[f"CronJob/{obj['metadata']['name']}"] = spec["jobTemplate"]["spec"]["template"]
+        elif obj["kind"] in ("PyTorchJob", "MPIJob"):
+            replicas = spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs")
+            for role, replica in replicas.items():
+                templates[f"{obj['kind']}/{obj['metadata']['name']}/{role}"] = replica["template"]
+    assert {"Deployment/stack-advisor-api", "StatefulSet/stack-advisor-neo4j", "CronJob/sa-weekly-gpu"} <= set(templates)
+    for where, template in templates.items():
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"generateName": "psa-check-", "labels": template["metadata"].get("labels", {})},
+               "spec": template["spec"]}
+        try:
+            core.create_namespaced_pod(NAMESPACE, pod, dry_run="All")
+        except client.exceptions.ApiException as exc:
+            pytest.fail(f"{where} is refused: {json.loads(exc.body).get('message')}")
+    # The control: the same check refuses a pod without the restricted settings.
+    bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "psa-check-"},
+            "spec": {"serviceAccountName": "stack-advisor-collector",
+                     "containers": [{"name": "c", "image": "busybox"}]}}
+    with pytest.raises(client.exceptions.ApiException) as refused:
+        core.create_namespaced_pod(NAMESPACE, bare, dry_run="All")
+    assert "violates PodSecurity" in json.loads(refused.value.body)["message"]
