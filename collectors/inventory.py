@@ -232,12 +232,13 @@ def list_cluster_nodes(api_client: Any, selector: str | None = None) -> list[Clu
     """Every node of the cluster (optionally filtered by a label selector), parsed."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
 
     from collectors.executors.kubernetes import api_error
 
     try:
         raw = client.CoreV1Api(api_client).list_node(label_selector=selector or "")
-    except ApiException as exc:
+    except (ApiException, HTTPError) as exc:
         raise api_error(exc, "listing nodes") from None
     items = api_client.sanitize_for_serialization(raw).get("items") or []
     return sorted((parse_node(item) for item in items), key=lambda n: n.name)

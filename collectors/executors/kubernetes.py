@@ -149,6 +149,7 @@ class KubernetesExecutor:
         """Create one object; ``dry_run`` has the apiserver validate and admit it (namespace,
         kind served, schema, admission, RBAC) without storing it."""
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         kind = obj["kind"]
         name = obj["metadata"]["name"]
@@ -161,8 +162,8 @@ class KubernetesExecutor:
                 self.custom.create_namespaced_custom_object(group, version, self.namespace, plural, obj, **extra)
             else:
                 raise InvalidInput(f"cannot submit objects of kind {kind!r}")
-        except ApiException as exc:
-            if exc.status == 404 and kind in _CUSTOM:
+        except (ApiException, HTTPError) as exc:
+            if getattr(exc, "status", None) == 404 and kind in _CUSTOM:
                 group, version, _ = _CUSTOM[kind]
                 raise ClusterError(
                     f"{group}/{version} {kind} is not served by this cluster: install its operator "
@@ -172,6 +173,7 @@ class KubernetesExecutor:
 
     def get_job(self, kind: str, name: str) -> dict[str, Any]:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             if kind == "Job":
@@ -179,15 +181,16 @@ class KubernetesExecutor:
                 return self.api_client.sanitize_for_serialization(raw)
             group, version, plural = _CUSTOM[kind]
             return self.custom.get_namespaced_custom_object(group, version, self.namespace, plural, name)
-        except ApiException as exc:
+        except (ApiException, HTTPError) as exc:
             raise api_error(exc, f"reading {kind} {self.namespace}/{name}") from None
 
     def list_jobs(self, selector: str) -> tuple[list[dict[str, Any]], str]:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             raw = self.batch.list_namespaced_job(self.namespace, label_selector=selector)
-        except ApiException as exc:
+        except (ApiException, HTTPError) as exc:
             raise api_error(exc, f"listing Jobs in {self.namespace}") from None
         data = self.api_client.sanitize_for_serialization(raw)
         return data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion", "")
@@ -196,6 +199,7 @@ class KubernetesExecutor:
         """Job objects as they change, for up to ``seconds``."""
         from kubernetes import watch
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         w = watch.Watch()
         try:
@@ -210,6 +214,8 @@ class KubernetesExecutor:
                 if event.get("type") == "ERROR":
                     return
                 yield self.api_client.sanitize_for_serialization(event["object"])
+        except HTTPError:  # a dropped watch connection: the caller relists
+            return
         except ApiException as exc:
             if exc.status == 410:  # resource version too old: the caller relists
                 return
@@ -220,25 +226,27 @@ class KubernetesExecutor:
     # ---- failures --------------------------------------------------------------------------
     def pods_of(self, job: str, kind: str = "Job") -> list[dict[str, Any]]:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         # The Job controller and the Kubeflow operators label their pods differently.
         label = "batch.kubernetes.io/job-name" if kind == "Job" else "training.kubeflow.org/job-name"
         try:
             raw = self.core.list_namespaced_pod(self.namespace, label_selector=f"{label}={job}")
-        except ApiException as exc:
+        except (ApiException, HTTPError) as exc:
             raise api_error(exc, f"listing pods of Job {job}") from None
         return self.api_client.sanitize_for_serialization(raw).get("items") or []
 
     def log_tail(self, pod: str, container: str) -> tuple[str | None, str | None]:
         """(log tail, None) or (None, why not): pods/log goes through the node's kubelet."""
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             text = self.core.read_namespaced_pod_log(
                 pod, self.namespace, container=container, tail_lines=LOG_TAIL_LINES
             )
             return text, None
-        except ApiException as exc:
+        except (ApiException, HTTPError) as exc:
             return None, str(api_error(exc, "log unavailable"))
         except Exception as exc:  # noqa: BLE001 - connection problems reaching the kubelet through the apiserver
             return None, f"log unavailable: {exc}"

@@ -227,3 +227,22 @@ def test_rendered_yaml_has_no_anchors_and_round_trips(sample: dict) -> None:
     text = to_yaml(objects)
     assert "&id" not in text and "*id" not in text
     assert list(yaml.safe_load_all(text)) == objects
+
+
+def test_unreachable_cluster_is_a_cluster_error(sample: dict) -> None:
+    """No apiserver on the port: a ClusterError naming what was being done, not a traceback."""
+    import socket
+
+    from kubernetes import client
+
+    from collectors.executors.kubernetes import ClusterError, KubernetesExecutor, submit_plan
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{port}"
+    cfg.retries = 0
+    plan = parse_plan(sample)
+    with pytest.raises(ClusterError, match=r"creating Job stack-advisor/sa-weekly-gpu-"):
+        submit_plan(plan, expand_plan(plan)[:1], KubernetesExecutor(client.ApiClient(cfg), plan.namespace))
