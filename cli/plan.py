@@ -101,13 +101,22 @@ def submit(
     store: StoreOpt = None,
     poll: Annotated[int, typer.Option("--poll", min=1, help="Seconds between status checks.")] = 5,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Give up waiting after this many seconds.")] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Have the cluster validate every object; create nothing.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create the plan's Jobs, watch them to completion and record failures in the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cli.render import stderr
-    from collectors.executors.kubernetes import KubernetesExecutor, load_api_client, submit_plan
+    from collectors.executors.kubernetes import (
+        KubernetesExecutor,
+        load_api_client,
+        new_submission_id,
+        preflight,
+        submit_plan,
+    )
     from collectors.plan import expand_plan, load_plan
     from collectors.plan.observed import is_observed
     from graph_schema.errors import AdvisorError
@@ -126,6 +135,12 @@ def submit(
             if skipped:
                 info(f"skipping {len(skipped)} cell(s) the knowledge base already has")
         executor = KubernetesExecutor(load_api_client(kubeconfig), plan.namespace)
+        if dry_run:
+            count = preflight(plan, cells, executor, new_submission_id())
+            info(f"the cluster accepts all {count} object(s) of {len(cells)} cell(s) (dry run; nothing created)")
+            render([c.row() for c in cells], as_json=as_json, title=f"plan {plan.name}: would submit",
+                   columns=["cell", "image", "pool", "benchmark", "gpus", "workers"])
+            return
         with Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

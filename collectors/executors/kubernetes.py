@@ -327,6 +327,22 @@ class KubernetesExecutor:
 ProgressHook = Callable[[CellOutcome], None]
 
 
+def preflight(plan: Plan, cells: list[Cell], executor: KubernetesExecutor, submission: str) -> int:
+    """Dry-run every object of the cells (namespace, kinds served, schema, admission, RBAC).
+
+    Returns:
+        How many objects the cluster would accept.
+    Raises:
+        ClusterError: the first object the cluster refuses.
+    """
+    count = 0
+    for cell in cells:
+        for obj in render_cell(plan, cell, submission):
+            executor.create(obj, dry_run=True)
+            count += 1
+    return count
+
+
 def submit_plan(
     plan: Plan,
     cells: list[Cell],
@@ -393,9 +409,7 @@ def submit_plan(
         del running[name]
         notify(out)
 
-    for cell in cells:
-        for obj in render_cell(plan, cell, submission):
-            executor.create(obj, dry_run=True)
+    preflight(plan, cells, executor, submission)
     start_more()
     while running or any(queue.values()):
         if deadline and time.monotonic() > deadline:

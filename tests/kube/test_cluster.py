@@ -393,3 +393,17 @@ def test_every_workload_passes_restricted_pod_security(cluster: list[dict[str, A
     with pytest.raises(client.exceptions.ApiException) as refused:
         core.create_namespaced_pod(NAMESPACE, bare, dry_run="All")
     assert "violates PodSecurity" in json.loads(refused.value.body)["message"]
+
+
+def test_cli_dry_run_validates_on_the_server_and_creates_nothing(cluster: Any, control_plane: ControlPlane,
+                                                                api_client: Any, tmp_path: Path) -> None:
+    from kubernetes import client
+
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(_plan(name="kube-dry")))
+    result = CliRunner().invoke(app, ["plan", "submit", str(path), "--kubeconfig", str(control_plane.kubeconfig),
+                                      "--store", f"embedded:{tmp_path / 'kb'}", "--dry-run", "--json"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert [r["benchmark"] for r in json.loads(result.stdout)] == ["pi-quick", "loadgen-offline"]
+    jobs = client.BatchV1Api(api_client).list_namespaced_job(NAMESPACE, label_selector="stack-advisor.io/plan=kube-dry")
+    assert jobs.items == []
