@@ -28,7 +28,9 @@ class Neo4jStore(CypherStore):
         user = user or os.environ.get("NEO4J_USER")
         password = password or os.environ.get("NEO4J_PASSWORD")
         auth = (user, password) if user and password else None
-        self._driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+        self._driver = neo4j.GraphDatabase.driver(
+            uri, auth=auth, notifications_min_severity="OFF"
+        )
         try:
             self._driver.verify_connectivity()
         except (ServiceUnavailable, AuthError, OSError, ValueError) as exc:
