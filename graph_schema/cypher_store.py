@@ -63,15 +63,35 @@ class _Rows:
     """The rows one batch writes, deduplicated per label."""
 
     def __init__(self) -> None:
+        self._stack_ids: dict[Any, str] = {}
+        self._bench_ids: dict[Any, str] = {}
         self.nodes: dict[str, dict[str, dict[str, Any]]] = {label: {} for label in DIMENSIONS}
         self.observations: dict[str, dict[str, Any]] = {}
         self.failures: dict[str, dict[str, Any]] = {}
         self.links: dict[str, list[dict[str, str]]] = {}
         self.stack_components: dict[str, list[str]] = {}
 
+    def stack_id(self, stack: Any) -> str:
+        """Memoised per batch: most rows of a batch share a few stacks."""
+        memo = (
+            stack.driver, stack.cuda, stack.cudnn, stack.nccl, stack.tensorrt, stack.framework,
+            stack.framework_version, stack.python, tuple(sorted(stack.extra.items())), stack.image,
+        )
+        sid = self._stack_ids.get(memo)
+        if sid is None:
+            sid = self._stack_ids[memo] = stack.stack_id
+        return sid
+
+    def benchmark_id(self, bench: Any) -> str:
+        memo = (bench.family, bench.name, repr(bench.parameters))
+        bid = self._bench_ids.get(memo)
+        if bid is None:
+            bid = self._bench_ids[memo] = bench.benchmark_id
+        return bid
+
     def add_context(self, item: Any) -> dict[str, Any]:
         stack, acc, placement, host = item.stack, item.accelerator, item.placement, item.host
-        stack_id = stack.stack_id
+        stack_id = self.stack_id(stack)
         if stack_id not in self.nodes["Stack"]:
             self.nodes["Stack"][stack_id] = {
                 "stack_id": stack_id,
@@ -120,9 +140,10 @@ class _Rows:
                 "labels_json": _json(host.labels),
             }
         bench = getattr(item, "benchmark", None)
-        if bench is not None:
-            self.nodes["Benchmark"][bench.benchmark_id] = {
-                "benchmark_id": bench.benchmark_id,
+        bench_id = self.benchmark_id(bench) if bench is not None else None
+        if bench is not None and bench_id not in self.nodes["Benchmark"]:
+            self.nodes["Benchmark"][bench_id] = {
+                "benchmark_id": bench_id,
                 "family": bench.family,
                 "name": bench.name,
                 "parameters_json": bench.parameters_json(),
@@ -131,7 +152,7 @@ class _Rows:
             "stack_id": stack_id,
             "accelerator": acc.model,
             "placement_id": pid,
-            "benchmark_id": bench.benchmark_id if bench is not None else None,
+            "benchmark_id": bench_id,
             "host": host.name if host is not None else None,
         }
 
@@ -150,8 +171,9 @@ class _Rows:
         for obs in batch.observations:
             ctx = rows.add_context(obs)
             prov = obs.provenance
-            rows.observations[obs.observation_key] = {
-                "key": obs.observation_key,
+            key = obs.key_with(ctx["benchmark_id"], ctx["stack_id"])
+            rows.observations[key] = {
+                "key": key,
                 "metric": obs.metric,
                 "value": float(obs.value),
                 "unit": obs.unit,

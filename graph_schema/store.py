@@ -104,13 +104,7 @@ class Store(ABC):
                 batch = IngestBatch.model_validate(batch)
             except ValidationError as exc:
                 raise InvalidInput(validation_message(exc)) from None
-        keys = [o.observation_key for o in batch.observations]
-        if len(set(keys)) != len(keys):
-            # Duplicates inside one batch are collapsed, keeping the last one sent.
-            unique: dict[str, Observation] = {}
-            for obs in batch.observations:
-                unique[obs.observation_key] = obs
-            batch = batch.model_copy(update={"observations": list(unique.values())})
+        # Duplicates inside one batch (same key) are collapsed by the backend, the last one kept.
         return self._ingest(batch)
 
     def ingest_document(self, document: ResultDocument | dict[str, Any]) -> IngestResult:
