@@ -25,8 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tarfile
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
+from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from graph_schema.errors import InvalidInput
 from graph_schema.models import (
     Accelerator,
@@ -63,6 +62,7 @@ _ROUND = re.compile(r"v(\d+\.\d+)")
 _HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)", re.IGNORECASE)
 
 # metric name → (unit, higher_is_better)
+EXTRA_COMPONENTS = ("dali", "triton", "jetpack", "rocm", "gcc")
 METRICS: dict[str, tuple[str, bool]] = {
     "samples_per_second": ("samples/s", True),
     "queries_per_second": ("queries/s", True),
@@ -199,123 +199,6 @@ def _relevant(parts: list[str]) -> bool:
     )
 
 
-class ArchiveTruncated(Exception):
-    """The archive ends inside a member or before its end marker (a cut-off download)."""
-
-    def __init__(self, after: str | None) -> None:
-        super().__init__(after)
-        self.after = after
-
-
-def _octal(field: bytes, member: str) -> int:
-    text = field.split(b"\0", 1)[0].strip()
-    if text and text[0] & 0x80:
-        raise InvalidInput(f"tar member {member!r}: base-256 header numbers are not supported")
-    try:
-        return int(text or b"0", 8)
-    except ValueError:
-        raise ArchiveTruncated(member) from None
-
-
-def _pax_records(body: bytes) -> dict[str, str]:
-    out: dict[str, str] = {}
-    pos = 0
-    while pos < len(body):
-        space = body.find(b" ", pos)
-        if space < 0:
-            break
-        length = int(body[pos:space])
-        record = body[space + 1 : pos + length - 1].decode("utf-8", "replace")
-        key, _, value = record.partition("=")
-        out[key] = value
-        pos += length
-    return out
-
-
-def _iter_tar_bytes(data: bytes) -> Iterator[tuple[str, bytes, float]]:
-    """(name, content, mtime) of each regular file of an uncompressed tar held in memory.
-
-    Five times faster than ``tarfile`` on trees of many small files (ustar, GNU long names and
-    pax path records). Raises ArchiveTruncated when the data ends inside a member."""
-    pos, end = 0, len(data)
-    long_name: str | None = None
-    pax: dict[str, str] = {}
-    last: str | None = None
-    while True:
-        if pos + 512 > end:
-            raise ArchiveTruncated(last)
-        header = data[pos : pos + 512]
-        if not any(header):
-            return
-        name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "replace")
-        if header[257:262] == b"ustar":
-            prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "replace")
-            if prefix:
-                name = prefix + "/" + name
-        size = _octal(header[124:136], name)
-        mtime = _octal(header[136:148], name)
-        kind = header[156:157]
-        body = pos + 512
-        pos = body + (size + 511) // 512 * 512
-        if body + size > end:
-            raise ArchiveTruncated(last)
-        if kind == b"L":
-            long_name = data[body : body + size].split(b"\0", 1)[0].decode("utf-8", "replace")
-            continue
-        if kind == b"x":
-            pax = _pax_records(data[body : body + size])
-            continue
-        if kind == b"g":
-            continue
-        full = pax.get("path") or long_name or name
-        long_name, pax = None, {}
-        last = full
-        if kind in (b"0", b"\0", b"7"):
-            yield full, data[body : body + size], float(mtime)
-
-
-def _gunzip(raw: bytes) -> tuple[bytes, bool]:
-    """Decompress every gzip member; (data, complete). Incomplete data is kept, not dropped."""
-    out: list[bytes] = []
-    while raw:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            out.append(inflater.decompress(raw))
-        except zlib.error:
-            return b"".join(out), False
-        if not inflater.eof:
-            return b"".join(out), False
-        raw = inflater.unused_data
-    return b"".join(out), True
-
-
-def _iter_archive(root: Path) -> Iterator[tuple[str, bytes, float]]:
-    raw = root.read_bytes()
-    complete = True
-    data = raw
-    if raw[:2] == b"\x1f\x8b":
-        data, complete = _gunzip(raw)
-    if len(data) >= 512 and (data[257:262] == b"ustar" or root.name.endswith((".tar", ".tar.gz", ".tgz"))):
-        yield from _iter_tar_bytes(data)
-        if not complete:
-            raise ArchiveTruncated(None)
-        return
-    try:  # bzip2, xz, old formats: the general reader
-        archive = tarfile.open(root, mode="r:*")
-    except (tarfile.TarError, OSError) as exc:
-        raise InvalidInput(f"cannot read {str(root)!r} as a results tree or tar archive: {exc}") from None
-    last: str | None = None
-    try:
-        with archive:
-            for member in archive:
-                if member.isfile():
-                    handle = archive.extractfile(member)
-                    yield member.name, handle.read() if handle else b"", float(member.mtime)
-                    last = member.name
-    except (tarfile.TarError, OSError, EOFError):
-        raise ArchiveTruncated(last) from None
-
-
 def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
     """(relative path, file) for every file under a directory or in a .tar(.gz); the file is
     None for those an importer never reads (compliance, accuracy, logs)."""
@@ -330,7 +213,7 @@ def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
                     continue
                 yield rel, TreeFile(rel, full.read_bytes(), full.stat().st_mtime)
         return
-    for name, content, mtime in _iter_archive(root):
+    for name, content, mtime in iter_archive(root):
         rel = name.removeprefix("./")
         if not _relevant(rel.split("/")):
             yield rel, None
@@ -698,9 +581,15 @@ def _vendor(model: str) -> str | None:
     return None
 
 
-def to_observation(record: MlperfRecord) -> Observation:
-    """The store's view of one record, with the conventions other modules rely on."""
+SystemContext = tuple[SoftwareStack, Accelerator, Placement, Host]
+
+
+def _system_context(record: MlperfRecord) -> SystemContext:
     c = record.components
+    raw_parts = [
+        f"framework: {record.framework}" if record.framework else "",
+        f"other_software_stack: {record.software_stack}" if record.software_stack else "",
+    ]
     stack = SoftwareStack(
         driver=c.get("driver"),
         cuda=c.get("cuda"),
@@ -710,11 +599,9 @@ def to_observation(record: MlperfRecord) -> Observation:
         python=c.get("python"),
         framework=record.framework_name,
         framework_version=record.framework_version,
-        extra={k: v for k, v in c.items() if k in ("dali", "triton", "jetpack", "rocm", "gcc")},
-        raw=" | ".join(t for t in (f"framework: {record.framework}" if record.framework else "",
-                                     f"other_software_stack: {record.software_stack}" if record.software_stack else "") if t) or None,
+        extra={k: v for k, v in c.items() if k in EXTRA_COMPONENTS},
+        raw=" | ".join(p for p in raw_parts if p) or None,
     )
-    cpu = record.host_cpu or "unknown"
     if record.accelerator:
         accelerator = Accelerator(
             model=record.accelerator,
@@ -724,19 +611,35 @@ def to_observation(record: MlperfRecord) -> Observation:
         )
     else:
         sockets = (record.host_processors_per_node or 1) * record.nodes
-        accelerator = Accelerator(model="CPU " + cpu, vendor="cpu", count=sockets)
+        accelerator = Accelerator(model="CPU " + (record.host_cpu or "unknown"), vendor="cpu", count=sockets)
     placement = Placement(
         kind=record.placement,
         hypervisor=record.hypervisor,
         vgpu_profile=record.vgpu_profile,
         evidence=[f"basis: {record.placement_basis}", *record.placement_evidence],
     )
+    labels = {"system_name": record.system_name, "system_type": record.system_type or ""}
     host = Host(
         name=f"mlperf:{record.submitter}/{record.system_id}",
         cpu_model=record.host_cpu or None,
         os=record.operating_system,
-        labels={k: v for k, v in (("system_name", record.system_name), ("system_type", record.system_type or "")) if v},
+        labels={k: v for k, v in labels.items() if v},
     )
+    return stack, accelerator, placement, host
+
+
+def to_observation(record: MlperfRecord, cache: dict[str, SystemContext] | None = None) -> Observation:
+    """The store's view of one record, with the conventions other modules rely on.
+
+    ``cache`` (one dict for a whole import) shares the stack/accelerator/placement/host objects
+    of one system between its results instead of building them again for each."""
+    if cache is None:
+        stack, accelerator, placement, host = _system_context(record)
+    else:
+        context = cache.get(record.source_key)
+        if context is None:
+            context = cache[record.source_key] = _system_context(record)
+        stack, accelerator, placement, host = context
     details = {
         "round": record.round,
         "division": record.division,
@@ -862,9 +765,10 @@ def import_mlperf(
     started = time.perf_counter()
     tree = read_tree(path, round_name=round_name)
     observations: list[Observation] = []
+    cache: dict[str, SystemContext] = {}
     for record in tree.records:
         try:
-            observations.append(to_observation(record))
+            observations.append(to_observation(record, cache))
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             tree.issues.append(Issue(record.source_path, f"cannot build an observation: {exc}", "failed", "invalid-value"))
     total = len(observations)
