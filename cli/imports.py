@@ -103,7 +103,10 @@ def import_mlperf_cmd(
 
 @import_app.command("results")
 def import_results_cmd(
-    files: Annotated[list[Path], typer.Argument(help="JSON file(s): one result document or a list.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(help="JSON file(s), each one result document or a list; a directory means its *.json."),
+    ],
     store: StoreOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -113,9 +116,12 @@ def import_results_cmd(
     from cli.render import print_json, render
     from collectors.importers.results import import_result_files
 
+    paths: list[Path] = []
+    for path in files:
+        paths.extend(sorted(path.glob("*.json")) if path.is_dir() else [path])
     with _open_store(store) as db:
-        documents, result = import_result_files(files, db)
-    row = {"files": len(files), "documents": documents, **result.model_dump()}
+        documents, result = import_result_files(paths, db)
+    row = {"files": len(paths), "documents": documents, **result.model_dump()}
     if as_json:
         print_json(row)
     else:

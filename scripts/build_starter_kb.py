@@ -55,7 +55,8 @@ def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBa
     rounds: list[dict[str, Any]] = []
     for path in mlperf_sources(mlperf_dir):
         tree = read_tree(path)
-        observations = [to_observation(r) for r in tree.records]
+        cache: dict = {}
+        observations = [to_observation(r, cache) for r in tree.records]
         batch.observations.extend(observations)
         rounds.append(
             {

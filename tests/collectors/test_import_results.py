@@ -126,3 +126,19 @@ def test_cli_import_tf_cnn_log(tmp_path: Path) -> None:
                                 "--accelerator", "CPU Test CPU", "--store", uri, "--json"])
     assert crash.exit_code == 0, crash.output
     assert json.loads(crash.stdout)["failures_new"] == 1
+
+
+def test_cli_import_results_from_a_directory(tmp_path: Path) -> None:
+    from cli.main import app
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    for i in range(3):
+        doc = json.loads(json.dumps(DOCUMENT))
+        doc["run"]["run_id"] = f"run-dir-{i}"
+        (folder / f"run{i}.json").write_text(json.dumps(doc))
+    (folder / "notes.txt").write_text("not a document")
+    result = CliRunner().invoke(app, ["import", "results", str(folder), "--store", _store_uri(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)
+    assert (row["files"], row["documents"], row["observations_new"]) == (3, 3, 3)
