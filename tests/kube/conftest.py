@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kube.control_plane import ControlPlane, cache_dir, find_binaries
+from tests.kube.control_plane import ControlPlane, cache_dir, find_binaries, find_controller_manager
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,11 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     if apiserver is None or etcd is None:
         _missing(f"no kube-apiserver/etcd: {why}")
     assert apiserver is not None and etcd is not None
-    cp = ControlPlane(apiserver=apiserver, etcd=etcd, workdir=tmp_path_factory.mktemp("kube"))
+    manager = find_controller_manager()
+    if manager is None and _ci():
+        pytest.fail("CI=true but kube-controller-manager is not built: run deploy/kube-local/build.sh")
+    cp = ControlPlane(apiserver=apiserver, etcd=etcd, controller_manager=manager,
+                      workdir=tmp_path_factory.mktemp("kube"))
     try:
         cp.start()
         yield cp

@@ -25,6 +25,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("STACK_ADVISOR_CACHE", Path.home() / ".cache" / "stack-advisor"))
 
 
+def find_controller_manager() -> Path | None:
+    path = cache_dir() / "kube" / os.environ.get("KUBE_VERSION", DEFAULT_VERSION) / "kube-controller-manager"
+    return path if path.is_file() else None
+
+
 def find_binaries() -> tuple[Path | None, Path | None, str]:
     """(kube-apiserver, etcd, why missing)."""
     version = os.environ.get("KUBE_VERSION", DEFAULT_VERSION)
@@ -74,6 +79,7 @@ class ControlPlane:
     apiserver: Path
     etcd: Path
     workdir: Path
+    controller_manager: Path | None = None
     url: str = ""
     kubeconfig: Path = field(default_factory=Path)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -110,6 +116,26 @@ class ControlPlane:
         )
         self.url = f"https://127.0.0.1:{api_port}"
         self._wait_ready(pki, timeout)
+        self._write_kubeconfig(pki)
+        if self.controller_manager is not None:
+            # Only the controllers the tests need: Jobs → pods, and the default ServiceAccounts.
+            self._spawn(
+                "kube-controller-manager",
+                [str(self.controller_manager), f"--kubeconfig={self.kubeconfig}",
+                 "--controllers=job-controller,serviceaccount-controller",
+                 "--leader-elect=false", "--secure-port=0", "--v=0"],
+            )
+            time.sleep(1.0)
+            proc = self._procs[-1]
+            if proc.poll() is not None:
+                tail = (self.workdir / "kube-controller-manager.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"kube-controller-manager exited with {proc.returncode}:\n{tail}")
+
+    @property
+    def has_job_controller(self) -> bool:
+        return self.controller_manager is not None
+
+    def _write_kubeconfig(self, pki: Path) -> None:
         self.kubeconfig = self.workdir / "kubeconfig"
         self.kubeconfig.write_text(
             f"""apiVersion: v1
@@ -141,7 +167,7 @@ current-context: test
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
-            for proc, name in zip(self._procs, ("etcd", "kube-apiserver")):
+            for proc, name in zip(self._procs, ("etcd", "kube-apiserver"), strict=False):
                 if proc.poll() is not None:
                     tail = (self.workdir / f"{name}.log").read_text(errors="replace")[-3000:]
                     raise RuntimeError(f"{name} exited with {proc.returncode}:\n{tail}")

@@ -1,10 +1,12 @@
-"""What the test cluster lacks: a Job controller and a kubelet.
+"""What the test cluster lacks: a scheduler and a kubelet (and, without the build, the Job
+controller).
 
-There is no kubelet or container runtime on this machine (and kube-controller-manager is not
-built), so the tests play their parts through the real API: ``JobDriver`` creates each Job's pod
-the way the Job controller does (labels, owner reference, completion index), binds it to a node
-and writes the pod's and the Job's status through their status subresources, the way the
-kubelet and the Job controller do. ``KubeletLogs`` answers the one kubelet endpoint the
+There is no kubelet or container runtime on this machine, so the tests play their parts through
+the real API. With kube-controller-manager built, its real Job controller creates the pods and
+writes the Jobs' status; ``JobDriver`` binds each pod to a node (a Binding, as the scheduler
+does) and writes its terminal status with the container's exit code (as the kubelet does).
+Without kube-controller-manager (outside CI), ``JobDriver`` also creates one pod per Job and
+writes the Job's status conditions itself. ``KubeletLogs`` answers the one kubelet endpoint the
 apiserver proxies ``pods/log`` to (``/containerLogs/<ns>/<pod>/<container>``), on the port the
 Node object advertises, so log tails travel the real apiserver path.
 """
@@ -22,7 +24,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 Outcome = Callable[[dict[str, Any]], tuple[int, str]]
-"""job → (container exit code, log text)."""
+"""pod (or Job: both carry the cell's labels) → (container exit code, log text)."""
 
 
 def _now() -> str:
@@ -71,23 +73,31 @@ class KubeletLogs:
 
 
 class JobDriver:
-    """Runs each Job of a selector once: one pod per completion, then the Job's status."""
+    """Plays the missing parts for each Job of a selector, once.
+
+    With ``controller=True`` kube-controller-manager's real Job controller creates the pods and
+    writes the Jobs' status; this plays the scheduler (a Binding to ``node``) and the kubelet
+    (the pod's terminal status, with the container's exit code). Without it, this also plays the
+    Job controller: one pod per Job and the Job's status conditions.
+    """
 
     def __init__(self, api_client: Any, namespace: str, node: str, outcome: Outcome,
-                 logs: KubeletLogs | None = None, selector: str = "") -> None:
+                 logs: KubeletLogs | None = None, selector: str = "", controller: bool = False) -> None:
         from kubernetes import client
 
         self.api = api_client
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.namespace, self.node, self.outcome, self.logs, self.selector = namespace, node, outcome, logs, selector
+        self.controller = controller
         self.seen: set[str] = set()
+        self.pods_run: list[str] = []
         self.max_active = 0
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> JobDriver:
+    def __enter__(self) -> JobDriver:  # noqa: PYI034 - not subclassed
         self.thread.start()
         return self
 
@@ -102,22 +112,59 @@ class JobDriver:
                 active = [j for j in jobs if not any(c.status == "True" and c.type in ("Complete", "Failed")
                                                      for c in (j.status.conditions or []))]
                 self.max_active = max(self.max_active, len(active))
-                for job in active:
-                    if job.metadata.name not in self.seen:
-                        self.seen.add(job.metadata.name)
-                        time.sleep(0.3)  # let the planner see the Job running
-                        self.run_job(self.api.sanitize_for_serialization(job))
+                if self.controller:
+                    self._run_pods()
+                else:
+                    for job in active:
+                        if job.metadata.name not in self.seen:
+                            self.seen.add(job.metadata.name)
+                            time.sleep(0.3)  # let the planner see the Job running
+                            self._stand_in_job(self.api.sanitize_for_serialization(job))
             except BaseException as exc:  # noqa: BLE001 - surfaced by the test
                 self.errors.append(exc)
                 return
             time.sleep(0.2)
 
-    def run_job(self, job: dict[str, Any]) -> None:
+    # ---- scheduler + kubelet (the real Job controller made the pods) ------------------------
+    def _run_pods(self) -> None:
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector=self.selector).items
+        for pod in pods:
+            name = pod.metadata.name
+            if name in self.seen or pod.status.phase not in (None, "Pending"):
+                continue
+            self.seen.add(name)
+            if not pod.spec.node_name:
+                binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                           "target": {"apiVersion": "v1", "kind": "Node", "name": self.node}}
+                # The generated client cannot deserialise the Status a Binding returns.
+                self.core.create_namespaced_pod_binding(name, self.namespace, binding, _preload_content=False)
+            self._finish_pod(self.api.sanitize_for_serialization(pod))
+
+    def _finish_pod(self, pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        container = pod["spec"]["containers"][0]
+        start = _now()
+        code, log_text = self.outcome(pod)
+        if self.logs is not None:
+            self.logs.logs[(self.namespace, name, container["name"])] = log_text
+        self.core.patch_namespaced_pod_status(name, self.namespace, {"status": {
+            "phase": "Succeeded" if code == 0 else "Failed",
+            "startTime": start,
+            "conditions": [{"type": "Ready", "status": "False", "reason": "PodCompleted"}],
+            "containerStatuses": [{
+                "name": container["name"], "image": container["image"], "imageID": "", "ready": False,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                                         "startedAt": start, "finishedAt": _now()}},
+            }],
+        }})
+        self.pods_run.append(name)
+
+    # ---- the Job controller's part, when kube-controller-manager is not built ----------------
+    def _stand_in_job(self, job: dict[str, Any]) -> None:
         name, uid = job["metadata"]["name"], job["metadata"]["uid"]
         template = job["spec"]["template"]
         start = _now()
-        code, log_text = self.outcome(job)
-        container = template["spec"]["containers"][0]["name"]
         pod_name = f"{name}-0-x{len(self.seen)}"
         pod = {
             "apiVersion": "v1",
@@ -135,29 +182,20 @@ class JobDriver:
             },
             "spec": {**template["spec"], "nodeName": self.node},
         }
-        self.core.create_namespaced_pod(self.namespace, pod)
-        if self.logs is not None:
-            self.logs.logs[(self.namespace, pod_name, container)] = log_text
-        phase = "Succeeded" if code == 0 else "Failed"
-        self.core.patch_namespaced_pod_status(pod_name, self.namespace, {"status": {
-            "phase": phase,
-            "startTime": start,
-            "containerStatuses": [{
-                "name": container, "image": container and template["spec"]["containers"][0]["image"],
-                "imageID": "", "ready": False, "restartCount": 0,
-                "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                                         "startedAt": start, "finishedAt": _now()}},
-            }],
-        }})
+        created = self.core.create_namespaced_pod(self.namespace, pod)
+        self._finish_pod(self.api.sanitize_for_serialization(created))
+        code = 0 if self.outcome(pod)[0] == 0 else 1
         done = _now()
         if code == 0:
             status = {
                 "startTime": start, "completionTime": done, "succeeded": 1, "completedIndexes": "0",
                 "conditions": [
                     {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
-                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": done, "lastProbeTime": done},
+                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": done,
+                     "lastProbeTime": done},
                     {"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": done, "lastProbeTime": done},
+                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": done,
+                     "lastProbeTime": done},
                 ],
             }
         else:
@@ -165,9 +203,11 @@ class JobDriver:
                 "startTime": start, "failed": 1,
                 "conditions": [
                     {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded",
-                     "message": "Job has reached the specified backoff limit", "lastTransitionTime": done, "lastProbeTime": done},
+                     "message": "Job has reached the specified backoff limit", "lastTransitionTime": done,
+                     "lastProbeTime": done},
                     {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                     "message": "Job has reached the specified backoff limit", "lastTransitionTime": done, "lastProbeTime": done},
+                     "message": "Job has reached the specified backoff limit", "lastTransitionTime": done,
+                     "lastProbeTime": done},
                 ],
             }
         self.batch.patch_namespaced_job_status(name, self.namespace, {"status": status})

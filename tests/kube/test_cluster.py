@@ -143,7 +143,8 @@ def test_submit_watches_jobs_and_records_failures(cluster: Any, control_plane: C
     executor = KubernetesExecutor(api_client, NAMESPACE)
     driver_client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
     node = A100_BARE_METAL["metadata"]["name"]
-    with JobDriver(driver_client, NAMESPACE, node, _outcome, kubelet, selector="stack-advisor.io/plan=kube-test") as driver:
+    with JobDriver(driver_client, NAMESPACE, node, _outcome, kubelet, selector="stack-advisor.io/plan=kube-test",
+                   controller=control_plane.has_job_controller) as driver:
         outcomes = submit_plan(plan, cells, executor, record=recorded.extend, poll_seconds=1, timeout_seconds=120,
                                submission="t1")
     assert not driver.errors, driver.errors
@@ -222,7 +223,8 @@ def test_cli_submit_records_failures_and_skips_observed_cells(cluster: Any, cont
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(_plan(name="kube-cli")))
     driver_client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
-    with JobDriver(driver_client, NAMESPACE, "gpu-a100-0", _outcome, kubelet, selector="stack-advisor.io/plan=kube-cli"):
+    with JobDriver(driver_client, NAMESPACE, "gpu-a100-0", _outcome, kubelet, selector="stack-advisor.io/plan=kube-cli",
+                   controller=control_plane.has_job_controller):
         result = CliRunner().invoke(app, ["plan", "submit", str(path), "--kubeconfig", str(control_plane.kubeconfig),
                                           "--store", uri, "--skip-observed", "--poll", "1", "--timeout", "120", "--json"])
     assert result.exit_code == 1 and result.stdout, (result.output, result.exception)  # one cell failed
@@ -407,3 +409,33 @@ def test_cli_dry_run_validates_on_the_server_and_creates_nothing(cluster: Any, c
     assert [r["benchmark"] for r in json.loads(result.stdout)] == ["pi-quick", "loadgen-offline"]
     jobs = client.BatchV1Api(api_client).list_namespaced_job(NAMESPACE, label_selector="stack-advisor.io/plan=kube-dry")
     assert jobs.items == []
+
+
+def test_repeats_run_one_pod_per_completion_index(cluster: Any, control_plane: ControlPlane, api_client: Any,
+                                                  kubelet: KubeletLogs) -> None:
+    """With kube-controller-manager's Job controller: repeats are Indexed completions, run one
+    after another, each its own run id; a repeat that fails fails the cell (backoffLimit 0)."""
+    if not control_plane.has_job_controller:
+        pytest.skip("kube-controller-manager is not built (deploy/kube-local/build.sh builds it)")
+    from kubernetes import client, config
+
+    plan = parse_plan(_plan(name="kube-rep", repeats=3))
+    recorded: list[Any] = []
+    driver_client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
+    with JobDriver(driver_client, NAMESPACE, "gpu-a100-0", _outcome, kubelet,
+                   selector="stack-advisor.io/plan=kube-rep", controller=True) as driver:
+        outcomes = submit_plan(plan, expand_plan(plan), KubernetesExecutor(api_client, NAMESPACE),
+                               record=recorded.extend, poll_seconds=1, timeout_seconds=180, submission="t5")
+    assert not driver.errors, driver.errors
+    status = {o.cell.benchmark.name: o for o in outcomes}
+    assert status["pi-quick"].status == "done" and status["loadgen-offline"].status == "failed"
+    core = client.CoreV1Api(api_client)
+    pi_pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"batch.kubernetes.io/job-name={status['pi-quick'].job}")
+    indexes = sorted(p.metadata.annotations["batch.kubernetes.io/job-completion-index"] for p in pi_pods.items)
+    assert indexes == ["0", "1", "2"]  # three repeats, made by the real Job controller
+    for pod in pi_pods.items:  # the pods carry what the collector needs to name its run
+        env = {e.name: e for e in pod.spec.containers[0].env}
+        assert env["JOB_COMPLETION_INDEX"].value_from.field_ref.field_path.endswith("job-completion-index']")
+        assert pod.metadata.labels["batch.kubernetes.io/job-name"] == status["pi-quick"].job
+    (failure,) = recorded  # the first failed repeat ends the cell
+    assert failure.run_id == f"{status['loadgen-offline'].job}-r0" and "exited with code 3" in failure.message
