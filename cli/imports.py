@@ -79,15 +79,15 @@ def import_mlperf_cmd(
                     error(f"{issue.path}: {issue.reason}")
             for category, count in sorted(s.skipped_by_reason.items()):
                 example = next(i for i in s.issues if i.outcome == "skipped" and i.category == category)
-                info(f"skipped {count} × {category} (e.g. {example.path}: {example.reason})")
+                info(f"{s.round}: skipped {count} {category}, e.g. {example.path}: {example.reason}")
         render(
             [
                 {
-                    "path": s.path,
+                    "source": Path(s.path).name,
                     "round": s.round,
                     "results": s.results_found,
                     "imported": s.imported,
-                    "already_present": s.already_present,
+                    "present": s.already_present,
                     "skipped": s.skipped,
                     "failed": s.failed,
                     "seconds": round(s.seconds, 1),
