@@ -112,6 +112,7 @@ def submit(
     from cli.render import stderr
     from collectors.executors.kubernetes import (
         KubernetesExecutor,
+        SubmitTimeout,
         load_api_client,
         new_submission_id,
         preflight,
@@ -171,9 +172,20 @@ def submit(
                 except AdvisorError as exc:  # keep watching; the table still shows the failure
                     progress.console.print(f"[yellow]could not record {len(failures)} failure(s):[/] {exc}")
 
-            outcomes = submit_plan(
-                plan, cells, executor, record=record, on_change=on_change, poll_seconds=poll, timeout_seconds=timeout
-            )
+            submission = new_submission_id()
+            try:
+                outcomes = submit_plan(
+                    plan, cells, executor, record=record, on_change=on_change, poll_seconds=poll,
+                    timeout_seconds=timeout, submission=submission,
+                )
+            except (KeyboardInterrupt, SubmitTimeout) as exc:
+                # The Jobs are the cluster's now; say how to find (or delete) them.
+                info(
+                    f"{'interrupted' if isinstance(exc, KeyboardInterrupt) else exc}; the Jobs already "
+                    f"created keep running: kubectl -n {plan.namespace} get jobs "
+                    f"-l stack-advisor.io/submission={submission}"
+                )
+                raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
     finally:
         kb.close()
     rows = [o.row() for o in outcomes] + [

@@ -439,3 +439,16 @@ def test_repeats_run_one_pod_per_completion_index(cluster: Any, control_plane: C
         assert pod.metadata.labels["batch.kubernetes.io/job-name"] == status["pi-quick"].job
     (failure,) = recorded  # the first failed repeat ends the cell
     assert failure.run_id == f"{status['loadgen-offline'].job}-r0" and "exited with code 3" in failure.message
+
+
+def test_cli_timeout_says_where_the_running_jobs_are(cluster: Any, control_plane: ControlPlane,
+                                                     tmp_path: Path) -> None:
+    """Nobody runs the pods here, so the Jobs stay active past --timeout."""
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(_plan(name="kube-slow", benchmarks=[{"name": "pi-quick", "runner": "pi"}])))
+    result = CliRunner().invoke(app, ["plan", "submit", str(path), "--kubeconfig", str(control_plane.kubeconfig),
+                                      "--store", f"embedded:{tmp_path / 'kb'}", "--poll", "1", "--timeout", "2"])
+    assert result.exit_code == 1
+    said = " ".join(result.output.split())  # Rich wraps long lines
+    assert "still running after 2.0s" in said
+    assert "kubectl -n stack-advisor get jobs -l stack-advisor.io/submission=" in said
