@@ -99,3 +99,27 @@ def test_embedded_and_neo4j_hold_identical_counts_and_values(
     assert embedded_stats.observations_by_source == neo_stats.observations_by_source == {"mlperf-inference": 10_001}
     assert embedded_stats.counts == neo_stats.counts
     assert _values(kb) == _values(neo4j_store)
+
+
+def test_import_through_the_http_api(tmp_path: Path) -> None:
+    """`--store http://...`: the same import, client of a real `advisor serve` process."""
+    import secrets
+    import subprocess
+    import sys
+
+    from tests.cli.server import ServedAPI
+
+    tree = small_tree(tmp_path / "src")
+    tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
+    advisor = str(Path(sys.executable).with_name("advisor"))
+    with ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, log=tmp_path / "serve.log") as api:
+        env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "HOME": str(tmp_path),
+               "ADVISOR_TOKEN": tokens["write"]}
+        runs = [
+            subprocess.run([advisor, "import", "mlperf", str(tree), "--store", api.url, "--json"],
+                           env=env, capture_output=True, text=True, timeout=120, check=False)
+            for _ in range(2)
+        ]
+    assert runs[0].returncode == 0, runs[0].stderr
+    first, second = (json.loads(r.stdout) for r in runs)
+    assert (first["imported"], second["imported"], second["already_present"]) == (2, 0, 2)
