@@ -50,7 +50,15 @@ from graph_schema.store import Store
 
 SOURCE = "mlperf-inference"
 FAMILY = "mlperf-inference"
-SCENARIOS = {"offline": "Offline", "server": "Server", "singlestream": "SingleStream", "multistream": "MultiStream"}
+SCENARIOS = {
+    "offline": "Offline",
+    "server": "Server",
+    "interactive": "Interactive",  # v5.0+: Server with tighter latency limits (LLMs)
+    "singlestream": "SingleStream",
+    "multistream": "MultiStream",
+}
+# Directories that hold runs other than the reported performance run: never results.
+NOT_RESULTS = {"compliance", "accuracy", "ranging", "power"}
 # Older names of the standard benchmarks → the names later rounds use.
 BENCHMARK_ALIASES = {"resnet": "resnet50", "ssd-small": "ssd-mobilenet", "ssd-large": "ssd-resnet34"}
 ATTRIBUTION = (
@@ -143,7 +151,7 @@ def headline_metric(summary: dict[str, dict[str, str]]) -> Headline:
             ("Tokens per second", "tokens_per_second", 1.0),
             ("Samples per second", "samples_per_second", 1.0),
         )
-    if scenario == "Server":
+    if scenario in ("Server", "Interactive"):
         # The result line moved from "Scheduled" to "Completed" samples per second; the one in
         # the result section is the result, whatever else the stats section repeats.
         for line, metric in (
@@ -191,7 +199,7 @@ class Issue:
 
 
 def _relevant(parts: list[str]) -> bool:
-    if "compliance" in parts or "accuracy" in parts:
+    if NOT_RESULTS.intersection(parts):
         return False
     name = parts[-1]
     return ("systems" in parts and name.endswith(".json")) or (

@@ -89,13 +89,14 @@ def result_path(system: str, benchmark: str, scenario: str, division: str = "clo
 
 
 def small_tree(root: Path) -> Path:
-    """A round directory with two good results, one compliance run and one accuracy run."""
+    """A round directory with two good results and a compliance, an accuracy and a ranging run."""
     tree = root / "inference_v9.9"
     write(tree, "closed/Acme/systems/box8.json", json.dumps(SYSTEM))
     write(tree, result_path("box8", "resnet50", "Offline"), SUMMARY_OFFLINE)
     write(tree, result_path("box8", "resnet50", "SingleStream"), SUMMARY_SINGLESTREAM)
     write(tree, "closed/Acme/compliance/box8/resnet50/Offline/TEST01/performance/run_1/mlperf_log_summary.txt", SUMMARY_OFFLINE)
     write(tree, "closed/Acme/results/box8/resnet50/Offline/accuracy/mlperf_log_summary.txt", SUMMARY_OFFLINE)
+    write(tree, "closed/Acme/results/box8/resnet50/Offline/performance/ranging/mlperf_log_summary.txt", SUMMARY_OFFLINE)
     return tree
 
 

@@ -53,6 +53,12 @@ def test_later_loadgen_names_90_0th_percentile_and_completed_samples() -> None:
     assert (head.metric, head.value, head.source_line) == ("queries_per_second", 1337.82, "Completed samples per second")
 
 
+def test_interactive_scenario_reads_like_server() -> None:
+    text = "Scenario : Interactive\nCompleted tokens per second : 2100.5\nResult is : VALID\n"
+    head = headline_metric(parse_summary(text))
+    assert (head.metric, head.value) == ("tokens_per_second", 2100.5)
+
+
 def test_older_server_result_is_scheduled_samples() -> None:
     server = "Scenario : Server\nScheduled samples per second : 25993.5\nResult is : INVALID\n"
     head = headline_metric(parse_summary(server))
@@ -183,7 +189,7 @@ def test_small_tree_two_results_compliance_and_accuracy_ignored(tmp_path: Path) 
         ("resnet50", "SingleStream", "p90_latency_ms"),
     ]
     assert tree.issues == []
-    assert tree.ignored == 2
+    assert tree.ignored == 3
     obs = to_observation(next(r for r in tree.records if r.scenario == "Offline"))
     assert obs.benchmark.family == "mlperf-inference"
     assert obs.benchmark.parameters == {"scenario": "Offline", "division": "closed"}
