@@ -385,6 +385,41 @@ class CypherStore(Store):
             generation=int(info[0]["generation"]) if info else 0,
         )
 
+    # ---- node inventory ------------------------------------------------------------------
+    def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
+        now = _ts(datetime.now(timezone.utc))
+        rows = []
+        for node in nodes:
+            acc = node.get("accelerator") or {}
+            placement = node.get("placement") or {}
+            rows.append(
+                {
+                    "node_key": f"{cluster}/{node['name']}",
+                    "cluster": cluster,
+                    "name": node["name"],
+                    "pool": node.get("pool"),
+                    "accelerator": acc.get("model"),
+                    "placement_kind": placement.get("kind"),
+                    "driver": node.get("driver"),
+                    "node_json": _json(node),
+                    "synced_at": now,
+                }
+            )
+
+        def work(run: Run) -> int:
+            run(Q.DELETE_CLUSTER_NODES, {"cluster": cluster})
+            for part in _chunks(rows):
+                present, shaped = _shaped("ClusterNode", part)
+                run(Q.create_nodes("ClusterNode", present), {"rows": shaped})
+            run(Q.BUMP_GENERATION, {})
+            return len(rows)
+
+        return self._write(work)
+
+    def _list_inventory(self, cluster: str | None) -> list[dict[str, Any]]:
+        rows = self._read(Q.LIST_CLUSTER_NODES, {"cluster": cluster or ""})
+        return [json.loads(r["node_json"]) for r in rows]
+
     def generation(self) -> int:
         """A cheap read of the data generation (changes on every write that adds data)."""
         info = self._read(Q.READ_SCHEMA_INFO, {})

@@ -23,6 +23,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: stacks, components, accelerators, hosts, placements, "
                  "benchmarks, runs, observations, failures"),
+    Migration(2, "node inventory: ClusterNode (advisor nodes sync); new table and constraint only"),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"

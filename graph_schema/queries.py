@@ -171,4 +171,12 @@ OBSERVATIONS_BY_SOURCE = (
     "MATCH (o:Observation) RETURN o.source AS source, count(o) AS c ORDER BY source"
 )
 
+# ---- node inventory ----------------------------------------------------------------------
+
+DELETE_CLUSTER_NODES = "MATCH (n:ClusterNode) WHERE n.cluster = $cluster DELETE n"
+LIST_CLUSTER_NODES = (
+    "MATCH (n:ClusterNode) WHERE ($cluster = '' OR n.cluster = $cluster) "
+    "RETURN n.node_json AS node_json ORDER BY n.cluster, n.name"
+)
+
 DELETE_EVERYTHING = "MATCH (n) DETACH DELETE n"

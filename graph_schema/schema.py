@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class PropType(str, Enum):
@@ -173,6 +173,22 @@ FAILURE = NodeSpec(
     },
     indexed=("stack_id", "accelerator"),
 )
+CLUSTER_NODE = NodeSpec(
+    "ClusterNode",
+    "node_key",
+    {
+        "node_key": S,  # <cluster>/<node name>
+        "cluster": S,
+        "name": S,
+        "pool": S,
+        "accelerator": S,
+        "placement_kind": S,
+        "driver": S,
+        "node_json": S,  # collectors.inventory.ClusterNode, as synced
+        "synced_at": T,
+    },
+    indexed=("cluster", "accelerator"),
+)
 SCHEMA_INFO = NodeSpec(
     "SchemaInfo",
     "name",
@@ -189,6 +205,7 @@ NODES: tuple[NodeSpec, ...] = (
     RUN,
     OBSERVATION,
     FAILURE,
+    CLUSTER_NODE,
     SCHEMA_INFO,
 )
 
