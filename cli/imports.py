@@ -32,7 +32,10 @@ def _open_store(uri: str | None) -> Any:
 def import_mlperf_cmd(
     paths: Annotated[
         list[Path],
-        typer.Argument(help="MLPerf Inference results tree(s): a directory or a .tar.gz of one."),
+        typer.Argument(
+            help="MLPerf Inference results tree(s): a round directory or a .tar.gz of one, or a "
+            "folder of them."
+        ),
     ],
     round_name: Annotated[
         str | None,
@@ -46,7 +49,7 @@ def import_mlperf_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from cli.render import error, info, print_json, render, stderr
-    from collectors.importers.mlperf import import_mlperf
+    from collectors.importers.mlperf import expand_sources, import_mlperf
 
     summaries = []
     with _open_store(store) as db:
@@ -59,7 +62,7 @@ def import_mlperf_cmd(
             transient=True,
             disable=not stderr.is_terminal,
         ) as progress:
-            for path in paths:
+            for path in [p for given in paths for p in expand_sources(given)]:
                 task = progress.add_task(f"reading {path.name}", total=None)
 
                 def step(done: int, total: int, task: Any = task, name: str = path.name) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from collectors.importers.mlperf import ATTRIBUTION, read_tree, to_observation
+from collectors.importers.mlperf import ATTRIBUTION, expand_sources, read_tree, to_observation
 from collectors.importers.results import documents_batch, load_documents
 from graph_schema.models import IngestBatch
 from graph_schema.starter import SNAPSHOT_NAME, STARTER_VERSION
@@ -43,9 +43,7 @@ def _sha256(path: Path) -> str:
 
 
 def mlperf_sources(directory: Path) -> list[Path]:
-    found = sorted(directory.glob("inference_v*.tar.gz"))
-    found += sorted(p for p in directory.glob("inference_v*") if p.is_dir())
-    return found
+    return [p for p in expand_sources(directory) if p != directory]
 
 
 def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBatch]:

@@ -229,6 +229,26 @@ def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
         yield rel, TreeFile(rel, content, mtime)
 
 
+DIVISIONS = ("closed", "open", "network")
+
+
+def expand_sources(path: str | os.PathLike[str]) -> list[Path]:
+    """The results trees a path names: itself when it is an archive or a round directory
+    (``closed/``, ``open/``, ``network/`` inside); else the round directories and archives
+    directly inside it (e.g. a folder of ``inference_v*.tar.gz``), sorted; else itself, so that
+    reading it reports what is wrong."""
+    root = Path(path)
+    if not root.is_dir() or any((root / d).is_dir() for d in DIVISIONS):
+        return [root]
+    found = sorted(
+        child
+        for child in root.iterdir()
+        if (child.is_file() and child.name.endswith((".tar.gz", ".tgz", ".tar")))
+        or (child.is_dir() and any((child / d).is_dir() for d in DIVISIONS))
+    )
+    return found or [root]
+
+
 def detect_round(path: Path, first_parts: Iterable[str] = ()) -> str | None:
     """``v3.0`` from a name such as ``inference_v3.0.tar.gz`` or ``inference_results_v3.0``."""
     for text in (*first_parts, path.name, path.resolve().name):

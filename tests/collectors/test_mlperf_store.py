@@ -47,6 +47,21 @@ def test_import_small_tree_then_reimport_adds_nothing(kb: Any, tmp_path: Path) -
     assert kb.stats().observations_by_source == {"mlperf-inference": 2}
 
 
+def test_cli_folder_of_rounds_imports_each(tmp_path: Path) -> None:
+    from cli.main import app
+
+    folder = tmp_path / "mlperf"
+    small_tree(folder)
+    older = small_tree(tmp_path / "src").rename(tmp_path / "src" / "inference_v9.8")
+    tar_gz(older, folder / "inference_v9.8.tar.gz")
+    (folder / "README.md").write_text("not a round")
+    uri = f"embedded:{tmp_path / 'kb'}"
+    result = CliRunner().invoke(app, ["import", "mlperf", str(folder), "--store", uri, "--json"])
+    assert result.exit_code == 0, result.output
+    summaries = json.loads(result.stdout)
+    assert [(s["round"], s["imported"]) for s in summaries] == [("v9.8", 2), ("v9.9", 2)]
+
+
 def test_cli_json_summary(tmp_path: Path) -> None:
     from cli.main import app
 
