@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True)
+stderr = Console(stderr=True, soft_wrap=True)
 
 
 def _plain(value: Any) -> Any:

@@ -90,7 +90,8 @@ def open_store(uri: str | None = None, *, migrate: bool = True) -> Store:
         raise InvalidInput(f"unknown store URI {resolved!r}; valid forms: {valid}")
     fresh = is_default and not default_store_path().exists()
     store = builder(target)
-    if migrate:
+    # A remote API owns its store's schema; a client only reads it, and lazily.
+    if migrate and builder is not _rest:
         store.ensure_schema()
     if fresh:
         _seed(store)

@@ -121,7 +121,8 @@ def test_plots_from_a_remote_store(api: ServedAPI, tmp_path: Path) -> None:
     rows = json.loads(r.stdout)["rows"]
     assert [(row["accelerator"], row["placement"]) for row in rows] == [
         ("NVIDIA A100-SXM4-80GB", "passthrough")]
-    assert rows[0]["overhead_pct"] == pytest.approx(5.0)  # 1000 → 950 on the same stack
+    # 1000 → 950 or 1001 → 951 on the same stack, whichever batch size the first benchmark is
+    assert rows[0]["overhead_pct"] == pytest.approx(5.0, abs=0.01)
 
 
 def test_cli_errors_and_exit_codes(api: ServedAPI, tmp_path: Path) -> None:
