@@ -85,24 +85,26 @@ def store(store_creator: EmbeddedCreator | Neo4jCreator) -> Iterator[Store]:
     s.close()
 
 
-# ---- the real Neo4j server ---------------------------------------------------------------
-# Policy: NEO4J_URI when set; else testcontainers when a Docker engine answers; else the local
-# Neo4j 5.26 Community server assembled from Maven Central (deploy/neo4j-local). Outside CI a
-# missing server skips with the reason; under CI=true it fails the run.
+# ---- the real Neo4j server (owner: tests/neo4j_server.py) --------------------------------
+# Policy: NEO4J_URI when set; else testcontainers (neo4j:5.26-community) when a Docker engine
+# answers; else the local Neo4j 5.26 Community server assembled from Maven Central
+# (deploy/neo4j-local/setup.sh). Outside CI a missing server/Java skips with the reason; under
+# CI=true it fails the run.
 
 
 @pytest.fixture(scope="session")
 def neo4j_uri() -> Iterator[str]:
-    uri = os.environ.get("NEO4J_URI")
-    if uri:
-        yield uri
-        return
+    from tests.neo4j_server import Neo4jUnavailable, neo4j_server
+
+    server = neo4j_server()
     try:
-        from tests.neo4j_server import start_neo4j
-    except ImportError as exc:
-        reason = f"no Neo4j server: NEO4J_URI is unset and the local server helper is missing ({exc})"
+        uri = server.__enter__()
+    except Neo4jUnavailable as exc:
+        reason = f"no Neo4j server: {exc}"
         if IN_CI:
-            pytest.fail(reason)
+            pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
-    with start_neo4j() as started:
-        yield started
+    try:
+        yield uri
+    finally:
+        server.__exit__(None, None, None)

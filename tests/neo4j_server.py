@@ -1,14 +1,18 @@
-"""A real Neo4j 5.26 Community server for the tests, assembled from Maven Central.
+"""A real Neo4j 5.26 Community server for the tests.
 
-``start_neo4j()`` uses testcontainers when a Docker engine answers, else launches the local
-server built by ``deploy/neo4j-local/setup.sh`` (Bolt on a free loopback port, HTTP and auth off)
-and stops it when the context ends.
+``neo4j_server()`` follows the suite's policy: ``NEO4J_URI`` when set; else testcontainers'
+``neo4j:5.26-community`` when a Docker *engine* answers (``docker info`` succeeds; the CLI alone
+is not enough); else a local server assembled from Maven Central by
+``deploy/neo4j-local/setup.sh`` and launched from that bare classpath (Bolt on a free loopback
+port, HTTP and auth off, small memory), stopped with SIGTERM (then SIGKILL) when the context ends.
+Anything that prevents a server raises :class:`Neo4jUnavailable` with the reason.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -20,11 +24,15 @@ from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 SETUP = REPO / "deploy" / "neo4j-local" / "setup.sh"
-START_TIMEOUT_S = 180
+POM = REPO / "deploy" / "neo4j-local" / "pom.xml"
+IMAGE = "neo4j:5.26-community"
+START_TIMEOUT_S = float(os.environ.get("NEO4J_START_TIMEOUT_S", "240"))
+SETUP_TIMEOUT_S = 1800
+STOP_TIMEOUT_S = 60
 
 
 class Neo4jUnavailable(RuntimeError):
-    pass
+    """No Neo4j server can be had here; the message says why."""
 
 
 def _free_port() -> int:
@@ -33,22 +41,44 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _docker_engine_answers() -> bool:
+def docker_engine_answers() -> bool:
     if shutil.which("docker") is None:
         return False
     try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=15).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
 
-def _lib_dir() -> Path:
+def pinned_version() -> str:
+    match = re.search(r"<neo4j\.version>([^<]+)</neo4j\.version>", POM.read_text())
+    if match is None:
+        raise Neo4jUnavailable(f"{POM} has no <neo4j.version> property")
+    return match.group(1)
+
+
+def lib_dir() -> Path:
+    """The cached classpath directory (assembled by setup.sh on first use)."""
+    home = os.environ.get("NEO4J_LOCAL_HOME")
+    base = Path(home) if home else Path.home() / ".cache" / "stack-advisor" / f"neo4j-{pinned_version()}"
+    return base / "lib"
+
+
+def ensure_lib() -> Path:
+    """Run setup.sh unless the lib dir is already complete; return the lib dir."""
     if shutil.which("java") is None:
         raise Neo4jUnavailable("java is not installed (OpenJDK 17+ runs the local Neo4j server)")
+    lib = lib_dir()
+    if (lib / ".complete").is_file():
+        return lib
     try:
-        out = subprocess.run(["bash", str(SETUP)], capture_output=True, text=True, check=True, timeout=1200)
+        out = subprocess.run(
+            ["bash", str(SETUP)], capture_output=True, text=True, check=True, timeout=SETUP_TIMEOUT_S
+        )
     except subprocess.CalledProcessError as exc:
-        raise Neo4jUnavailable(f"{SETUP} failed: {exc.stderr[-2000:]}") from None
+        raise Neo4jUnavailable(f"{SETUP} failed ({exc.returncode}): {exc.stderr[-2000:]}") from None
+    except subprocess.TimeoutExpired:
+        raise Neo4jUnavailable(f"{SETUP} did not finish in {SETUP_TIMEOUT_S}s") from None
     return Path(out.stdout.strip().splitlines()[-1])
 
 
@@ -61,39 +91,23 @@ def _config(home: Path, port: int) -> str:
             f"server.directories.import={home / 'import'}",
             f"server.directories.plugins={home / 'plugins'}",
             f"server.directories.lib={home / 'lib'}",
+            f"server.directories.licenses={home / 'licenses'}",
             f"server.directories.transaction.logs.root={home / 'data' / 'transactions'}",
             "server.default_listen_address=127.0.0.1",
+            "server.bolt.enabled=true",
             f"server.bolt.listen_address=127.0.0.1:{port}",
             f"server.bolt.advertised_address=127.0.0.1:{port}",
-            "server.bolt.enabled=true",
             "server.http.enabled=false",
             "server.https.enabled=false",
             "dbms.security.auth_enabled=false",
             "dbms.usage_report.enabled=false",
+            "server.memory.heap.initial_size=512m",
+            "server.memory.heap.max_size=1g",
             "server.memory.pagecache.size=256m",
             "db.tx_log.rotation.retention_policy=1 files",
             "",
         ]
     )
-
-
-def _wait_for_bolt(uri: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    import neo4j
-
-    deadline = time.monotonic() + START_TIMEOUT_S
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise Neo4jUnavailable(f"Neo4j exited with {proc.returncode}: {_tail(log)}")
-        try:
-            with neo4j.GraphDatabase.driver(uri) as driver:
-                driver.verify_connectivity()
-                driver.execute_query("RETURN 1", database_="neo4j")
-            return
-        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
-            last = exc
-            time.sleep(1.0)
-    raise Neo4jUnavailable(f"Neo4j did not answer on {uri} in {START_TIMEOUT_S}s ({last}): {_tail(log)}")
 
 
 def _tail(log: Path, n: int = 3000) -> str:
@@ -103,22 +117,61 @@ def _tail(log: Path, n: int = 3000) -> str:
         return "(no log)"
 
 
+def _wait_for_bolt(uri: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    import neo4j
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise Neo4jUnavailable(f"Neo4j exited with {proc.returncode}; log tail:\n{_tail(log)}")
+        try:
+            with neo4j.GraphDatabase.driver(uri, connection_timeout=5) as driver:
+                driver.verify_connectivity()
+                driver.execute_query("RETURN 1", database_="neo4j")
+            return
+        except Exception as exc:  # noqa: BLE001 - the server is still starting; poll until the deadline
+            last = exc
+            time.sleep(1.0)
+    raise Neo4jUnavailable(
+        f"Neo4j did not answer on {uri} within {START_TIMEOUT_S:.0f}s (last error: {last}); "
+        f"log tail:\n{_tail(log)}"
+    )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @contextlib.contextmanager
 def start_local(lib: Path | None = None) -> Iterator[str]:
-    lib = lib or _lib_dir()
+    """Launch Neo4j from the Maven-assembled classpath in a throwaway home; yield its bolt URI."""
+    lib = lib or ensure_lib()
     home = Path(tempfile.mkdtemp(prefix="neo4j-test-"))
     conf = home / "conf"
-    for sub in ("conf", "data", "logs", "run", "import", "plugins", "lib"):
+    for sub in ("conf", "data", "logs", "run", "import", "plugins", "lib", "licenses"):
         (home / sub).mkdir()
     port = _free_port()
     (conf / "neo4j.conf").write_text(_config(home, port))
     log = home / "console.log"
+    # server.jvm.additional is not read when launching the entry point directly: JVM flags go here.
     cmd = [
         "java",
-        "-Xms256m",
+        "-Xms512m",
         "-Xmx1g",
         "-XX:+UseG1GC",
+        "-XX:+ExitOnOutOfMemoryError",
         "-Dfile.encoding=UTF-8",
+        "-Djava.awt.headless=true",
         "-cp",
         f"{lib}/*",
         "org.neo4j.server.CommunityEntryPoint",
@@ -133,25 +186,37 @@ def start_local(lib: Path | None = None) -> Iterator[str]:
         _wait_for_bolt(uri, proc, log)
         yield uri
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        _stop(proc)
         shutil.rmtree(home, ignore_errors=True)
 
 
 @contextlib.contextmanager
-def start_neo4j() -> Iterator[str]:
-    if _docker_engine_answers():
-        from testcontainers.neo4j import Neo4jContainer
+def start_container() -> Iterator[str]:
+    try:
+        from testcontainers.community.neo4j import Neo4jContainer
+    except ImportError:
+        from testcontainers.neo4j import Neo4jContainer  # testcontainers < 4.10
 
-        container = Neo4jContainer("neo4j:5.26-community").with_env("NEO4J_AUTH", "none")
-        with container:
-            host = container.get_container_host_ip()
-            yield f"bolt://{host}:{container.get_exposed_port(7687)}"
+    # The container class always sets NEO4J_AUTH (its own readiness check logs in), so switch
+    # authentication off through the config-override variable instead; credentials are ignored then.
+    container = Neo4jContainer(IMAGE).with_env("NEO4J_dbms_security_auth__enabled", "false")
+    with container:
+        yield container.get_connection_url()
+
+
+@contextlib.contextmanager
+def neo4j_server() -> Iterator[str]:
+    """Yield a bolt URI per the policy in the module docstring."""
+    uri = os.environ.get("NEO4J_URI")
+    if uri:
+        yield uri
+        return
+    if docker_engine_answers():
+        with start_container() as uri:
+            yield uri
         return
     with start_local() as uri:
         yield uri
+
+
+start_neo4j = neo4j_server  # name used by earlier callers
