@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 RESULT_DOCUMENT_VERSION = 1
+INT64_MAX = 2**63 - 1  # both engines store integers as INT64
 UNKNOWN = "unknown"
 
 
@@ -120,8 +121,8 @@ class Accelerator(_Model):
 
     model: str = Field(min_length=1)
     vendor: str | None = None
-    count: int = Field(default=1, ge=0)
-    memory_mib: int | None = Field(default=None, ge=0)
+    count: int = Field(default=1, ge=0, le=INT64_MAX)
+    memory_mib: int | None = Field(default=None, ge=0, le=INT64_MAX)
     compute_capability: str | None = None
 
     @field_validator("model")
@@ -136,10 +137,10 @@ class Accelerator(_Model):
 class Host(_Model):
     name: str = Field(min_length=1)
     cpu_model: str | None = None
-    cores: int | None = Field(default=None, ge=0)
+    cores: int | None = Field(default=None, ge=0, le=INT64_MAX)
     cpu_flags: list[str] = Field(default_factory=list)
-    numa_nodes: int | None = Field(default=None, ge=0)
-    memory_mib: int | None = Field(default=None, ge=0)
+    numa_nodes: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    memory_mib: int | None = Field(default=None, ge=0, le=INT64_MAX)
     os: str | None = None
     kernel: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
@@ -180,7 +181,7 @@ class Measurement(_Model):
     value: float
     unit: str = Field(min_length=1)
     higher_is_better: bool = True
-    samples: int = Field(default=1, ge=1)
+    samples: int = Field(default=1, ge=1, le=INT64_MAX)
     p10: float | None = None
     p90: float | None = None
     stddev: float | None = Field(default=None, ge=0)
