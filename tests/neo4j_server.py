@@ -31,6 +31,32 @@ SETUP_TIMEOUT_S = 1800
 STOP_TIMEOUT_S = 60
 
 
+# What Neo4j's own launcher adds from the default neo4j.conf (server.jvm.additional): without the
+# --add-opens/--add-exports the kernel falls back to slower memory and I/O paths.
+NEO4J_JVM_FLAGS = (
+    "-XX:-OmitStackTraceInFastThrow",
+    "-XX:+UnlockExperimentalVMOptions",
+    "-XX:+TrustFinalNonStaticFields",
+    "-XX:+DisableExplicitGC",
+    "-Djdk.nio.maxCachedBufferSize=1024",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-XX:+UnlockDiagnosticVMOptions",
+    "-XX:+DebugNonSafepoints",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.util=ALL-UNNAMED",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.util=ALL-UNNAMED",
+    "--enable-native-access=ALL-UNNAMED",
+    "-Dlog4j2.disable.jmx=true",
+)
+
+
 class Neo4jUnavailable(RuntimeError):
     """No Neo4j server can be had here; the message says why."""
 
@@ -170,6 +196,7 @@ def start_local(lib: Path | None = None) -> Iterator[str]:
         "-Xmx1g",
         "-XX:+UseG1GC",
         "-XX:+ExitOnOutOfMemoryError",
+        *NEO4J_JVM_FLAGS,
         "-Dfile.encoding=UTF-8",
         "-Djava.awt.headless=true",
         "-cp",
