@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev,torch,loadgen]'
+.venv/bin/python -m pip install -q -e '.[dev,torch,tensorflow,loadgen]'
 
 echo "== preparing the local Neo4j 5.26 server" >&2
 bash deploy/neo4j-local/setup.sh >&2
