@@ -21,7 +21,6 @@ CACHE=${STACK_ADVISOR_CACHE:-$HOME/.cache/stack-advisor}
 OUT="$CACHE/kube/$KUBE_VERSION"
 WORK="$CACHE/kube/build-$KUBE_VERSION"
 export GOFLAGS=${GOFLAGS:--p=2}
-export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 export CGO_ENABLED=0
 
 log() { echo "[kube-local] $*" >&2; }
