@@ -1,0 +1,96 @@
+"""Paired comparisons over the observation table: placement overhead against bare metal, stack A
+against stack B, and regressions (a newer component version slower, with statistical support).
+
+Pairs are always formed within one round, benchmark (with its parameters), metric, accelerator
+and count, because MLPerf metrics change meaning across rounds. Speed ratios are oriented so that
+> 1 means faster: a throughput ratio, or the inverse latency ratio.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from scipy.stats import mannwhitneyu
+
+from advisor.results import Interval, PlacementOverhead
+from advisor.rules import parse_version
+from advisor.table import ObservationTable
+from graph_schema.models import PlacementKind
+
+
+def speed_ratio(new: float, old: float, higher_is_better: bool) -> float:
+    return new / old if higher_is_better else old / new
+
+
+def bootstrap_interval(values: np.ndarray, *, n: int = 500, seed: int = 0) -> Interval | None:
+    if len(values) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    samples = rng.choice(values, size=(n, len(values)), replace=True)
+    medians = np.median(samples, axis=1)
+    return Interval(low=float(np.quantile(medians, 0.1)), high=float(np.quantile(medians, 0.9)))
+
+
+def _groups(table: ObservationTable, rows: np.ndarray, by: tuple[str, ...]) -> dict[tuple[Any, ...], np.ndarray]:
+    out: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    cols = []
+    for name in by:
+        col = getattr(table, name)
+        cols.append(col.codes[rows] if hasattr(col, "codes") else col[rows])
+    keys = np.column_stack(cols) if cols else np.zeros((len(rows), 0))
+    for i, key in enumerate(map(tuple, keys.tolist())):
+        out[key].append(int(rows[i]))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+PAIR_KEY = ("round", "benchmark", "metric", "accelerator", "count")
+
+
+def placement_overheads(table: ObservationTable) -> dict[tuple[str, str], PlacementOverhead]:
+    """(accelerator, placement) → overhead vs bare metal, from paired results."""
+    bare = table.placement.code(PlacementKind.BARE_METAL.value)
+    if bare < 0:
+        return {}
+    ratios: dict[tuple[int, int], list[float]] = defaultdict(list)
+    benches: dict[tuple[int, int], set[str]] = defaultdict(set)
+    for key, idx in _groups(table, np.arange(table.n), PAIR_KEY).items():
+        places = table.placement.codes[idx]
+        if bare not in places or len(set(places.tolist())) < 2:
+            continue
+        hib = bool(table.higher_is_better[idx[0]])
+        base = float(np.median(table.value[idx[places == bare]]))
+        for p in set(places.tolist()) - {bare}:
+            kind = table.placement.vocab[p]
+            if kind == PlacementKind.UNKNOWN.value:
+                continue
+            virt = float(np.median(table.value[idx[places == p]]))
+            if base > 0 and virt > 0:
+                ratios[(key[3], p)].append(speed_ratio(virt, base, hib))
+                benches[(key[3], p)].add(table.bench_name.vocab[table.bench_name.codes[idx[0]]])
+    out = {}
+    for (acc, p), values in ratios.items():
+        arr = np.asarray(values)
+        ratio = float(np.median(arr))
+        name, kind = table.accelerator.vocab[acc], PlacementKind(table.placement.vocab[p])
+        label = {"vgpu": "vGPU", "passthrough": "passthrough"}.get(kind.value, kind.value)
+        out[(name, kind.value)] = PlacementOverhead(
+            accelerator=name, placement=kind, ratio=ratio, interval=bootstrap_interval(arr),
+            pairs=len(arr), benchmarks=sorted(benches[(acc, p)]),
+            text=f"{label} {ratio:.2f}x bare metal on {name}, {len(arr)} paired result{'s' * (len(arr) != 1)}",
+        )
+    return out
+
+
+def mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
+    if len(a) < 2 or len(b) < 2:
+        return None
+    if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
+        return 1.0
+    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def version_key(text: str) -> tuple[int, ...] | None:
+    v = parse_version(text)
+    return None if v is None else tuple(v.release)

@@ -1,0 +1,112 @@
+"""The prediction model: gradient boosting on the log of the metric, with a split-conformal
+interval (p10..p90 of the residuals on a held-back fifth of the training rows).
+
+Throughput-like metrics (higher is better) are modelled per accelerator (value / count) and
+scaled back; latency-like metrics are modelled as they are. Trained on a table of one store
+generation and labelled with it, so a stale model can be recognised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingRegressor
+
+from advisor.features import CATEGORICAL, FACTOR_GROUPS, FEATURES, Encoder, table_frames
+from advisor.table import ObservationTable
+
+log = logging.getLogger(__name__)
+QUANTILES = (0.1, 0.5, 0.9)
+
+
+@dataclass
+class FittedModel:
+    generation: int
+    encoder: Encoder
+    model: HistGradientBoostingRegressor
+    residual_quantiles: tuple[float, float]
+    train_rows: int
+    seen_accelerators: set[str]
+    fit_seconds: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def predict_log(self, X: np.ndarray) -> np.ndarray:
+        """(n, 3) log-space low / centre / high."""
+        mid = self.model.predict(X)
+        lo, hi = self.residual_quantiles
+        return np.column_stack([mid + lo, mid, mid + hi])
+
+    def factor_effects(self, X: np.ndarray, top: int = 3) -> list[list[tuple[str, float]]]:
+        """Per row: the feature groups whose removal (as missing) changes the prediction most,
+        with exp(delta) as a multiplicative effect."""
+        if len(X) == 0:
+            return []
+        base = self.model.predict(X)
+        groups = list(FACTOR_GROUPS.items())
+        stacked = []
+        for _, names in groups:
+            Xg = X.copy()
+            for name in names:
+                Xg[:, FEATURES.index(name)] = np.nan
+            stacked.append(Xg)
+        preds = self.model.predict(np.vstack(stacked)).reshape(len(groups), len(X))
+        out = []
+        for i in range(len(X)):
+            deltas = [(groups[g][0], float(np.exp(base[i] - preds[g, i]))) for g in range(len(groups))]
+            deltas.sort(key=lambda t: -abs(np.log(t[1])))
+            out.append(deltas[:top])
+        return out
+
+
+def target(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """log(value), per accelerator for higher-is-better metrics."""
+    values = np.log(np.maximum(table.value[rows], 1e-12))
+    per_acc = table.higher_is_better[rows]
+    return values - np.where(per_acc, np.log(table.count[rows].astype(np.float64)), 0.0)
+
+
+def _regressor(seed: int, max_iter: int) -> HistGradientBoostingRegressor:
+    cat_mask = np.array([name in CATEGORICAL for name in FEATURES])
+    return HistGradientBoostingRegressor(
+        loss="squared_error", max_iter=max_iter, learning_rate=0.15, max_leaf_nodes=31,
+        min_samples_leaf=5, early_stopping=False, categorical_features=cat_mask,
+        random_state=seed,
+    )
+
+
+def fit(table: ObservationTable, rows: np.ndarray | None = None, *, max_iter: int = 150,
+        seed: int = 0) -> FittedModel:
+    """Fit on ``rows`` (default: every positive-valued row): a calibration fit on four fifths
+    gives the residual interval, then the served model is fit on all of them."""
+    start = time.perf_counter()
+    if rows is None:
+        rows = np.flatnonzero(table.value > 0)
+    else:
+        rows = rows[table.value[rows] > 0]
+    frames = table_frames(table, rows)
+    encoder = Encoder.fit(frames)
+    X = encoder.matrix(frames)
+    y = target(table, rows)
+    rng = np.random.default_rng(seed)
+    calib = rng.random(len(rows)) < 0.2
+    if calib.sum() >= 20 and (~calib).sum() >= 20:
+        probe = _regressor(seed, max_iter).fit(X[~calib], y[~calib])
+        resid = y[calib] - probe.predict(X[calib])
+        quantiles = (float(np.quantile(resid, QUANTILES[0])), float(np.quantile(resid, QUANTILES[2])))
+    else:
+        quantiles = (0.0, 0.0)
+    model = _regressor(seed, max_iter).fit(X, y)
+    seen = set(frames["accel_key"])
+    elapsed = time.perf_counter() - start
+    log.info("fitted the prediction model on %d rows in %.1fs", len(rows), elapsed)
+    return FittedModel(
+        generation=table.generation, encoder=encoder, model=model, residual_quantiles=quantiles,
+        train_rows=len(rows), seen_accelerators=seen, fit_seconds=elapsed,
+        params={"kind": "HistGradientBoostingRegressor(squared_error) on log(value)",
+                "interval": "split-conformal residual p10..p90", "max_iter": max_iter,
+                "target": "log(value), per accelerator for higher-is-better metrics"},
+    )

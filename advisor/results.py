@@ -1,0 +1,181 @@
+"""What the advisor answers: pydantic models that serialise cleanly to JSON (snake_case keys).
+
+Every value says whether it was observed (aggregated from the knowledge base) or predicted (by
+the model trained on it); the two are never mixed silently.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graph_schema.models import PlacementKind
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Basis(str, Enum):
+    OBSERVED = "observed"
+    PREDICTED = "predicted"
+
+
+class Interval(_Out):
+    low: float
+    high: float
+    level: float = Field(default=0.8, description="nominal coverage (p10..p90 → 0.8)")
+
+
+class Evidence(_Out):
+    count: int = Field(description="observations behind the value (0 when predicted)")
+    sources: list[str] = Field(default_factory=list)
+    rounds: list[str] = Field(default_factory=list, description="MLPerf rounds, when any")
+    submitters: list[str] = Field(default_factory=list)
+    last_seen: datetime | None = None
+
+
+class Factor(_Out):
+    """Something that moved the value: a feature and how much it contributed (log-space share)."""
+
+    name: str
+    value: str
+    effect: float = Field(description="approximate multiplicative effect on the metric (1.0 = none)")
+
+
+class PlacementOverhead(_Out):
+    accelerator: str
+    placement: PlacementKind
+    ratio: float = Field(description="speed relative to bare metal (throughput ratio; 1/latency ratio)")
+    interval: Interval | None = None
+    pairs: int
+    benchmarks: list[str] = Field(default_factory=list)
+    text: str
+
+
+class Candidate(_Out):
+    stack_id: str
+    stack: dict[str, Any] = Field(description="the software stack's fields (driver, cuda, framework...)")
+    stack_label: str
+    accelerator: str
+    accelerator_count: int
+    placement: PlacementKind
+
+
+class Recommendation(_Out):
+    rank: int
+    candidate: Candidate
+    metric: str
+    unit: str | None
+    higher_is_better: bool
+    basis: Basis
+    value: float = Field(description="expected metric value (per accelerator when per_accelerator)")
+    interval: Interval
+    per_accelerator: bool
+    score: float = Field(description="the ranking key for the objective (higher is better)")
+    score_unit: str
+    evidence: Evidence
+    factors: list[Factor] = Field(default_factory=list)
+    placement_overhead: PlacementOverhead | None = None
+    warnings: list[str] = Field(default_factory=list)
+    snippet_yaml: str
+    snippet: dict[str, Any]
+
+
+class RecommendationSet(_Out):
+    workload: dict[str, Any]
+    metric: str
+    objective: str
+    generation: int
+    candidates_considered: int
+    excluded: dict[str, int] = Field(default_factory=dict, description="reason → candidates dropped")
+    recommendations: list[Recommendation]
+    notes: list[str] = Field(default_factory=list)
+    elapsed_ms: float
+
+
+class PredictQuery(_Out):
+    """One configuration to predict: accelerator, count, placement, components, benchmark, metric."""
+
+    accelerator: str = Field(min_length=1)
+    accelerator_count: int = Field(default=1, ge=1)
+    placement: PlacementKind = PlacementKind.BARE_METAL
+    components: dict[str, str] = Field(
+        default_factory=dict,
+        description="component → version: driver, cuda, cudnn, tensorrt, and the framework by name",
+    )
+    framework: str | None = None
+    family: str = "mlperf-inference"
+    benchmark: str = Field(min_length=1)
+    scenario: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    metric: str = Field(min_length=1)
+
+
+class Prediction(_Out):
+    query: PredictQuery
+    value: float
+    interval: Interval
+    observed: bool
+    basis: Basis
+    evidence: Evidence
+    model_generation: int | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Comparison(_Out):
+    accelerator: str | None
+    benchmark: str
+    metric: str
+    stack_a: str
+    stack_b: str
+    pairs: int
+    ratio: float | None = Field(description="median B/A speed ratio over paired results")
+    interval: Interval | None = None
+    p_value: float | None = Field(default=None, description="Mann-Whitney U, two-sided")
+    a_count: int
+    b_count: int
+    a_median: float | None
+    b_median: float | None
+    verdict: str
+
+
+class Regression(_Out):
+    component: str
+    older: str
+    newer: str
+    benchmark: str
+    scenario: str | None
+    metric: str
+    accelerator: str
+    older_median: float
+    newer_median: float
+    change: float = Field(description="newer/older speed ratio (<1 = slower)")
+    older_count: int
+    newer_count: int
+    p_value: float
+
+
+class EvaluationSlice(_Out):
+    predictions: int
+    mape: float | None = Field(description="mean absolute percentage error, percent")
+    median_ape: float | None = None
+    groups: int = Field(description="groups (benchmark, scenario, metric) ranked for regret")
+    top1_regret: float | None = Field(description="mean top-1 regret, percent")
+    interval_coverage: float | None = None
+
+
+class EvaluationReport(_Out):
+    holdout_filter: str | None
+    train_count: int
+    holdout_count: int
+    overall: EvaluationSlice
+    unseen_accelerators: EvaluationSlice
+    seen_accelerators: EvaluationSlice
+    unseen_accelerator_names: list[str] = Field(default_factory=list)
+    by_metric: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    model: dict[str, Any] = Field(default_factory=dict)
+    elapsed_s: float

@@ -1,0 +1,193 @@
+"""A flat, columnar copy of the knowledge base's observations, built once per store generation.
+
+The advisor answers from memory: strings become integer codes (``Column``), numbers numpy arrays,
+so a recommendation is a handful of vectorised masks and group-bys over this table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graph_schema.models import Observation, SoftwareStack
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Column:
+    """A categorical column: ``codes[i]`` indexes ``vocab``."""
+
+    codes: np.ndarray
+    vocab: list[Any]
+    index: dict[Any, int]
+
+    @classmethod
+    def build(cls, values: list[Any]) -> Column:
+        index: dict[Any, int] = {}
+        codes = np.empty(len(values), dtype=np.int32)
+        for i, v in enumerate(values):
+            code = index.get(v)
+            if code is None:
+                code = index[v] = len(index)
+            codes[i] = code
+        return cls(codes=codes, vocab=list(index), index=index)
+
+    def code(self, value: Any) -> int:
+        return self.index.get(value, -1)
+
+    def values(self, rows: np.ndarray | None = None) -> list[Any]:
+        codes = self.codes if rows is None else self.codes[rows]
+        return [self.vocab[c] for c in codes]
+
+    def mask(self, allowed: Iterable[Any]) -> np.ndarray:
+        ids = [self.index[v] for v in allowed if v in self.index]
+        return np.isin(self.codes, np.asarray(ids, dtype=np.int32))
+
+
+@dataclass
+class BenchmarkInfo:
+    benchmark_id: str
+    family: str
+    name: str
+    parameters: dict[str, Any]
+
+    @property
+    def scenario(self) -> str | None:
+        s = self.parameters.get("scenario")
+        return None if s is None else str(s)
+
+
+@dataclass
+class ObservationTable:
+    """Every observation of one store generation, column by column."""
+
+    generation: int
+    n: int
+    value: np.ndarray
+    count: np.ndarray
+    timestamp: np.ndarray
+    higher_is_better: np.ndarray
+    metric: Column
+    unit: Column
+    benchmark: Column  # benchmark_id
+    family: Column
+    bench_name: Column
+    scenario: Column
+    division: Column
+    round: Column
+    source: Column
+    submitter: Column
+    accelerator: Column
+    placement: Column
+    stack: Column  # stack_id
+    candidate: Column  # (stack_id, accelerator, count, placement)
+    keys: list[str]
+    benchmarks: dict[str, BenchmarkInfo] = field(default_factory=dict)
+    stacks: dict[str, SoftwareStack] = field(default_factory=dict)
+    images: dict[str, str] = field(default_factory=dict)
+    load_seconds: float = 0.0
+
+    @classmethod
+    def from_observations(cls, observations: Iterable[Observation], generation: int = 0) -> ObservationTable:
+        start = time.perf_counter()
+        values: list[float] = []
+        counts: list[int] = []
+        stamps: list[float] = []
+        hib: list[bool] = []
+        cols: dict[str, list[Any]] = {k: [] for k in (
+            "metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
+            "source", "submitter", "accelerator", "placement", "stack", "candidate")}
+        keys: list[str] = []
+        benchmarks: dict[str, BenchmarkInfo] = {}
+        stacks: dict[str, SoftwareStack] = {}
+        stack_ids: dict[int, str] = {}
+        for obs in observations:
+            if not obs.valid:
+                continue
+            bench = obs.benchmark
+            bid = bench.benchmark_id
+            if bid not in benchmarks:
+                benchmarks[bid] = BenchmarkInfo(bid, bench.family, bench.name, dict(bench.parameters))
+            sid = obs.stack.stack_id
+            if sid not in stacks:
+                stacks[sid] = obs.stack
+            values.append(float(obs.value))
+            counts.append(max(1, obs.accelerator.count))
+            stamps.append(obs.timestamp.timestamp())
+            hib.append(bool(obs.higher_is_better))
+            details = obs.provenance.details
+            params = bench.parameters
+            cols["metric"].append(obs.metric)
+            cols["unit"].append(obs.unit)
+            cols["benchmark"].append(bid)
+            cols["family"].append(bench.family)
+            cols["bench_name"].append(bench.name)
+            cols["scenario"].append(str(params.get("scenario", "")))
+            cols["division"].append(str(params.get("division", details.get("division", ""))))
+            cols["round"].append(details.get("round", ""))
+            cols["source"].append(obs.provenance.source)
+            cols["submitter"].append(details.get("submitter", obs.host.name if obs.host else ""))
+            cols["accelerator"].append(obs.accelerator.model)
+            cols["placement"].append(obs.placement.kind.value)
+            cols["stack"].append(sid)
+            cols["candidate"].append((sid, obs.accelerator.model, max(1, obs.accelerator.count), obs.placement.kind.value))
+            keys.append(getattr(obs, "key", "") or "")
+        del stack_ids
+        table = cls(
+            generation=generation,
+            n=len(values),
+            value=np.asarray(values, dtype=np.float64),
+            count=np.asarray(counts, dtype=np.int32),
+            timestamp=np.asarray(stamps, dtype=np.float64),
+            higher_is_better=np.asarray(hib, dtype=bool),
+            keys=keys,
+            benchmarks=benchmarks,
+            stacks=stacks,
+            images={sid: s.image for sid, s in stacks.items() if s.image},
+            **{name: Column.build(vals) for name, vals in cols.items()},
+        )
+        table.load_seconds = time.perf_counter() - start
+        return table
+
+    # ---- selections ----------------------------------------------------------------------
+    def benchmark_mask(self, family: str, name: str, parameters: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
+        """Rows of the benchmark whose parameters match every pinned one the KB records.
+
+        Returns the mask and the pinned parameter names that no benchmark of that name records
+        (ignored, so the caller can warn)."""
+        matching = [b for b in self.benchmarks.values() if b.family == family and b.name == name]
+        recorded = set().union(*(b.parameters.keys() for b in matching)) if matching else set()
+        ignored = sorted(k for k in parameters if k not in recorded)
+        pinned = {k: v for k, v in parameters.items() if k in recorded}
+
+        def ok(b: BenchmarkInfo) -> bool:
+            return all(str(b.parameters.get(k)).lower() == str(v).lower() for k, v in pinned.items())
+
+        ids = [b.benchmark_id for b in matching if ok(b)]
+        return self.benchmark.mask(ids), ignored
+
+    def latest_round(self) -> str:
+        rounds = [r for r in self.round.vocab if r]
+        return max(rounds, key=_round_key) if rounds else ""
+
+
+def _round_key(value: str) -> tuple[int, ...]:
+    digits = "".join(ch if ch.isdigit() or ch == "." else "" for ch in value)
+    try:
+        return tuple(int(p) for p in digits.split(".") if p)
+    except ValueError:
+        return (0,)
+
+
+def round_number(value: str) -> float:
+    """'v2.1' → 2.1 (NaN when unknown)."""
+    parts = _round_key(value)
+    if not parts or parts == (0,):
+        return float("nan")
+    return parts[0] + (parts[1] / 10 if len(parts) > 1 else 0.0)
