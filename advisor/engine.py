@@ -217,7 +217,13 @@ class Advisor:
 
     def _benchmark_rows(self, table: ObservationTable, workload: Workload) -> tuple[np.ndarray, list[str]]:
         assert workload.benchmark is not None
-        mask, ignored = table.benchmark_mask(workload.family, workload.benchmark, workload.parameter_filters())
+        params = workload.parameter_filters()
+        if "division" not in params:
+            # MLPerf's open division allows changed models: only closed results compare.
+            closed, _ = table.benchmark_mask(workload.family, workload.benchmark, {**params, "division": "closed"})
+            if closed.any():
+                params["division"] = "closed"
+        mask, ignored = table.benchmark_mask(workload.family, workload.benchmark, params)
         if not mask.any():
             names = sorted({b.name for b in table.benchmarks.values() if b.family == workload.family})
             if not names:
@@ -262,10 +268,20 @@ class Advisor:
     def recommend(self, workload: Workload | dict[str, Any], top: int = 5) -> RecommendationSet:
         """Rank candidates (stack, accelerator, count, placement) for a workload.
 
+        Observed candidates are ranked by their median; predicted ones by the low end of their
+        interval, so a speculative value does not outrank evidence on optimism alone.
+
         Raises:
             InvalidInput: a malformed workload or an objective the benchmark has no metric for.
             NotFound: the benchmark is not in the knowledge base.
         """
+        start = time.perf_counter()
+        with threadpool_limits(1):
+            result = self._recommend(workload, top)
+        result.elapsed_ms = (time.perf_counter() - start) * 1000
+        return result
+
+    def _recommend(self, workload: Workload | dict[str, Any], top: int) -> RecommendationSet:
         start = time.perf_counter()
         if not isinstance(workload, Workload):
             workload = Workload.from_dict(workload)
@@ -291,9 +307,12 @@ class Advisor:
         uniq, starts = np.unique(cand_codes[order], return_index=True)
         observed: dict[int, np.ndarray] = {int(c): g for c, g in zip(uniq, np.split(sorted_rows, starts[1:]))}
 
-        # candidate universe: every configuration of the family
-        fam_code = table.family.code(workload.family)
-        fam_cands = np.unique(table.candidate.codes[table.family.codes == fam_code])
+        # candidate universe: every configuration of the family (of the division, when pinned)
+        fam_mask = table.family.codes == table.family.code(workload.family)
+        pinned_division = table.division.values(rows[:1])[0] if len(rows) else ""
+        if pinned_division:
+            fam_mask &= table.division.codes == table.division.code(pinned_division)
+        fam_cands = np.unique(table.candidate.codes[fam_mask])
         excluded: dict[str, int] = {}
         failures = self._known_failures()
         bench_ids = {table.benchmark.vocab[int(c)] for c in np.unique(table.benchmark.codes[rows])}
@@ -362,7 +381,9 @@ class Advisor:
 
         def score(c: int) -> float:
             _, accelerator, count, placement = table.candidate.vocab[c]
-            mid = values[c][1]
+            lo, mid, hi = values[c]
+            if c not in observed:
+                mid = hi if workload.objective is Objective.LATENCY else lo
             if workload.objective is Objective.LATENCY:
                 return -mid
             per = mid / count if per_acc or workload.objective is Objective.COST else mid
@@ -376,16 +397,21 @@ class Advisor:
 
         # explanations for the top ones
         factors: dict[int, list[tuple[str, float]]] = {}
-        if model is not None and ranked:
+        by_score = sorted((c for c, _ in kept), key=score)
+        reference = by_score[len(by_score) // 2] if by_score else None
+        if model is not None and ranked and reference is not None:
             frows = []
-            for c in ranked:
+            for c in [*ranked, reference]:
                 stack_id, accelerator, count, placement = table.candidate.vocab[c]
                 frows.append({"family": workload.family, "bench_name": workload.benchmark, "scenario": scenario,
                               "metric": metric, "division": division, "accelerator": accelerator,
                               "count": count, "placement": placement, "stack": table.stacks[stack_id],
                               "round": latest})
             X = model.encoder.matrix(query_frames(frows))
-            factors = dict(zip(ranked, model.factor_effects(X)))
+            factors = dict(zip(ranked, model.factor_effects(X[:-1], X[-1])))
+            ref_stack, ref_acc, ref_count, ref_place = table.candidate.vocab[reference]
+            notes.append(f"factors compare each candidate with the median candidate by the model: "
+                         f"{ref_acc} x{ref_count}, {ref_place}, {table.stacks[ref_stack].label()}")
         overheads = self.overheads()
         recs = []
         for rank, c in enumerate(ranked, start=1):
@@ -484,7 +510,15 @@ class Advisor:
     # ---- predict -----------------------------------------------------------------------------
     def predict(self, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
         """Value with interval for each configuration: observed (aggregated) when the knowledge
-        base has it, else predicted by the model; labelled either way."""
+        base has it, else predicted by the model; labelled either way.
+
+        Raises:
+            InvalidInput: a malformed query (the message names queries.N.field).
+        """
+        with threadpool_limits(1):
+            return self._predict(queries)
+
+    def _predict(self, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
         parsed: list[PredictQuery] = []
         for i, q in enumerate(queries):
             if isinstance(q, PredictQuery):

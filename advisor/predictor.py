@@ -21,6 +21,7 @@ from advisor.table import ObservationTable
 
 log = logging.getLogger(__name__)
 QUANTILES = (0.1, 0.5, 0.9)
+SWAPPABLE = ("accelerator", "accelerator_count", "placement", "software_stack")
 
 
 @dataclass
@@ -40,18 +41,19 @@ class FittedModel:
         lo, hi = self.residual_quantiles
         return np.column_stack([mid + lo, mid, mid + hi])
 
-    def factor_effects(self, X: np.ndarray, top: int = 3) -> list[list[tuple[str, float]]]:
-        """Per row: the feature groups whose removal (as missing) changes the prediction most,
-        with exp(delta) as a multiplicative effect."""
+    def factor_effects(self, X: np.ndarray, reference: np.ndarray, top: int = 3) -> list[list[tuple[str, float]]]:
+        """Per row: the feature groups whose swap for the reference row's values changes the
+        prediction most, with exp(delta) as a multiplicative effect (candidate vs reference)."""
         if len(X) == 0:
             return []
         base = self.model.predict(X)
-        groups = list(FACTOR_GROUPS.items())
+        groups = [(g, names) for g, names in FACTOR_GROUPS.items() if g in SWAPPABLE]
         stacked = []
         for _, names in groups:
             Xg = X.copy()
             for name in names:
-                Xg[:, FEATURES.index(name)] = np.nan
+                j = FEATURES.index(name)
+                Xg[:, j] = reference[j]
             stacked.append(Xg)
         preds = self.model.predict(np.vstack(stacked)).reshape(len(groups), len(X))
         out = []
