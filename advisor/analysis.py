@@ -46,16 +46,20 @@ def _groups(table: ObservationTable, rows: np.ndarray, by: tuple[str, ...]) -> d
 
 
 PAIR_KEY = ("round", "benchmark", "metric", "accelerator", "count")
+PLACEMENT_PAIR_KEY = ("round", "benchmark", "metric", "physical", "count")
 
 
 def placement_overheads(table: ObservationTable) -> dict[tuple[str, str], PlacementOverhead]:
-    """(accelerator, placement) → overhead vs bare metal, from paired results."""
+    """(physical accelerator, placement) → overhead vs bare metal, from paired results.
+
+    Pairs on the physical device, because a vGPU result names its profile (``A100-SXM-80C``)
+    where the bare-metal one names the GPU."""
     bare = table.placement.code(PlacementKind.BARE_METAL.value)
     if bare < 0:
         return {}
     ratios: dict[tuple[int, int], list[float]] = defaultdict(list)
     benches: dict[tuple[int, int], set[str]] = defaultdict(set)
-    for key, idx in _groups(table, np.arange(table.n), PAIR_KEY).items():
+    for key, idx in _groups(table, np.arange(table.n), PLACEMENT_PAIR_KEY).items():
         places = table.placement.codes[idx]
         if bare not in places or len(set(places.tolist())) < 2:
             continue
@@ -73,7 +77,7 @@ def placement_overheads(table: ObservationTable) -> dict[tuple[str, str], Placem
     for (acc, p), values in ratios.items():
         arr = np.asarray(values)
         ratio = float(np.median(arr))
-        name, kind = table.accelerator.vocab[acc], PlacementKind(table.placement.vocab[p])
+        name, kind = table.physical.vocab[acc], PlacementKind(table.placement.vocab[p])
         label = {"vgpu": "vGPU", "passthrough": "passthrough"}.get(kind.value, kind.value)
         out[(name, kind.value)] = PlacementOverhead(
             accelerator=name, placement=kind, ratio=ratio, interval=bootstrap_interval(arr),

@@ -9,6 +9,7 @@ content of the table, so a fresh CLI process does not refit.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import logging
 import math
@@ -43,7 +44,7 @@ from advisor.results import (
 from advisor.rules import RuleSet, Severity, load_rules, parse_version, stack_components
 from advisor.snippet import placement_snippet, to_yaml
 from advisor.specs import PriceTable, load_prices, resolve_accelerator
-from advisor.table import ObservationTable, _round_key
+from advisor.table import ObservationTable, _round_key, physical_key
 from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import PlacementKind, SoftwareStack
@@ -231,7 +232,7 @@ class Advisor:
                 raise NotFound(f"family: no benchmarks of family {workload.family!r} in the knowledge base; "
                                f"families: {', '.join(families) or 'none'}")
             if workload.benchmark not in names:
-                close = [n for n in names if workload.benchmark.split("-")[0].lower() in n.lower()][:8]
+                close = difflib.get_close_matches(workload.benchmark, names, n=6, cutoff=0.5)
                 raise NotFound(f"benchmark: {workload.benchmark!r} is not in the knowledge base for "
                                f"{workload.family}; similar: {', '.join(close) or ', '.join(names[:8])}")
             raise NotFound(f"no observations of {workload.family}/{workload.benchmark} with "
@@ -458,7 +459,7 @@ class Advisor:
                 score=score(c), score_unit=score_unit, evidence=evidence,
                 factors=[Factor(name=n, value=self._factor_value(n, stack, accelerator, count, placement, workload),
                                 effect=round(e, 4)) for n, e in factors.get(c, [])],
-                placement_overhead=overheads.get((accelerator, placement)) if placement != PlacementKind.BARE_METAL.value else None,
+                placement_overhead=overheads.get((physical_key(accelerator), placement)) if placement != PlacementKind.BARE_METAL.value else None,
                 warnings=warnings, snippet_yaml=to_yaml(manifest), snippet=manifest,
             ))
         if workload.objective is Objective.COST:
@@ -541,6 +542,10 @@ class Advisor:
             params = dict(q.parameters)
             if q.scenario:
                 params["scenario"] = q.scenario
+            if "division" not in params:
+                closed, _ = table.benchmark_mask(q.family, q.benchmark, {**params, "division": "closed"})
+                if closed.any():
+                    params["division"] = "closed"
             mask, _ = table.benchmark_mask(q.family, q.benchmark, params)
             mask &= table.metric.codes == table.metric.code(q.metric)
             mask &= table.accelerator.codes == table.accelerator.code(q.accelerator)
@@ -613,8 +618,9 @@ class Advisor:
                            placement: PlacementKind | str | None = None) -> list[PlacementOverhead]:
         """Overheads of non-bare-metal placements against bare metal, from paired results."""
         kind = PlacementKind(placement).value if placement else None
+        wanted = None if accelerator is None else {accelerator.lower(), physical_key(accelerator).lower()}
         out = [o for (acc, p), o in self.overheads().items()
-               if (accelerator is None or accelerator.lower() in acc.lower()) and (kind is None or p == kind)]
+               if (wanted is None or any(w in acc.lower() for w in wanted)) and (kind is None or p == kind)]
         return sorted(out, key=lambda o: (o.accelerator, o.placement.value))
 
     def compare(self, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *,

@@ -84,6 +84,7 @@ class ObservationTable:
     source: Column
     submitter: Column
     accelerator: Column
+    physical: Column  # the device behind the name (spec id; vGPU profiles resolve to their GPU)
     placement: Column
     stack: Column  # stack_id
     candidate: Column  # (stack_id, accelerator, count, placement)
@@ -150,6 +151,7 @@ class ObservationTable:
             benchmarks=benchmarks,
             stacks=stacks,
             images={sid: s.image for sid, s in stacks.items() if s.image},
+            physical=Column.build([physical_key(a) for a in cols["accelerator"]]),
             **{name: Column.build(vals) for name, vals in cols.items()},
         )
         table.load_seconds = time.perf_counter() - start
@@ -175,6 +177,17 @@ class ObservationTable:
     def latest_round(self) -> str:
         rounds = [r for r in self.round.vocab if r]
         return max(rounds, key=_round_key) if rounds else ""
+
+
+def physical_key(accelerator: str) -> str:
+    """The physical device a KB accelerator name stands for: its spec id (a vGPU profile such as
+    ``A100-SXM-80C`` resolves to its GPU), MIG slices kept apart; the name itself when unknown."""
+    from advisor.specs import is_mig, resolve_accelerator
+
+    resolved = resolve_accelerator(accelerator)
+    if resolved.spec is None:
+        return accelerator
+    return resolved.spec.id + (f" ({accelerator.split('(')[-1]}" if is_mig(accelerator) else "")
 
 
 def _round_key(value: str) -> tuple[int, ...]:

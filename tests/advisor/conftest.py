@@ -4,8 +4,8 @@ starter knowledge base (published MLPerf Inference results, v1.1-v3.0), and an A
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

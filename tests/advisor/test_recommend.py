@@ -1,0 +1,154 @@
+"""Recommendations over the real starter knowledge base (published MLPerf Inference results):
+ranking, labels, explanations, constraints, rules, snippets, staleness."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.results import Basis
+from advisor.workload import Workload
+from graph_schema.errors import InvalidInput, NotFound
+from graph_schema.models import PlacementKind
+
+
+def _recommend(advisor, **fields):  # type: ignore[no-untyped-def]
+    top = fields.pop("top", 5)
+    return advisor.recommend(Workload(**fields), top=top)
+
+
+def test_ranked_by_score_with_labels_and_evidence(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", top=8)
+    recs = result.recommendations
+    assert len(recs) == 8
+    assert [r.rank for r in recs] == list(range(1, 9))
+    scores = [r.score for r in recs]
+    assert scores == sorted(scores, reverse=True)
+    assert result.metric == "samples_per_second"
+    for r in recs:
+        assert r.basis in (Basis.OBSERVED, Basis.PREDICTED)
+        assert r.interval.low <= r.value <= r.interval.high
+        if r.basis is Basis.OBSERVED:
+            assert r.evidence.count >= 1
+            assert r.evidence.sources == ["mlperf-inference"]
+            assert r.evidence.rounds and r.evidence.last_seen is not None
+        else:
+            assert r.evidence.count == 0
+            assert any(w.startswith("predicted") for w in r.warnings)
+        assert r.factors and all(f.effect > 0 for f in r.factors)
+    # per accelerator by default (no count pinned): the value is the system's value / count
+    top = recs[0]
+    assert top.per_accelerator
+    assert top.basis is Basis.OBSERVED
+
+
+def test_observed_value_is_the_median_of_the_candidates_results(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Offline", hardware={"count": 8}, top=3)
+    table = kb_advisor.table()
+    rec = next(r for r in result.recommendations if r.basis is Basis.OBSERVED)
+    c = rec.candidate
+    rows = [i for i in range(table.n)
+            if table.candidate.vocab[table.candidate.codes[i]] == (c.stack_id, c.accelerator, 8, c.placement.value)
+            and table.bench_name.vocab[table.bench_name.codes[i]] == "bert-99"
+            and table.scenario.vocab[table.scenario.codes[i]] == "Offline"
+            and table.division.vocab[table.division.codes[i]] == "closed"
+            and table.metric.vocab[table.metric.codes[i]] == "samples_per_second"]
+    assert rec.evidence.count == len(rows)
+    assert rec.value == pytest.approx(float(np.median(table.value[rows])))
+    assert not rec.per_accelerator  # exact count pinned: per system
+
+
+def test_latency_objective_ranks_lowest_latency_first(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    result = _recommend(kb_advisor, benchmark="resnet50", scenario="SingleStream", objective="latency",
+                        include_predicted=False)
+    assert result.metric == "p90_latency_ms"
+    values = [r.value for r in result.recommendations]
+    assert values == sorted(values)
+    assert all(not r.higher_is_better for r in result.recommendations)
+
+
+def test_cost_objective_uses_the_price_table(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", objective="cost",
+                        include_predicted=False, hardware={"include_cpu": False})
+    rec = result.recommendations[0]
+    price, _ = kb_advisor.prices.price(rec.candidate.accelerator, rec.candidate.placement)
+    per_acc = rec.value if rec.per_accelerator else rec.value / rec.candidate.accelerator_count
+    assert rec.score == pytest.approx(per_acc * 3600 / price)
+    assert any("price table" in n for n in result.notes)
+
+
+def test_hardware_and_framework_constraints(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline",
+                        hardware={"accelerators": ["A30"], "placements": ["bare-metal"]},
+                        frameworks=[{"name": "tensorrt", "version": ">=8.4"}], top=10)
+    assert result.recommendations
+    for r in result.recommendations:
+        assert "A30" in r.candidate.accelerator
+        assert r.candidate.placement is PlacementKind.BARE_METAL
+        assert r.candidate.stack["framework"] == "tensorrt"
+    assert result.excluded.get("accelerator not allowed", 0) > 0
+
+
+def test_node_driver_excludes_stacks_whose_cuda_needs_a_newer_one(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", top=50,
+                        hardware={"driver": "470.57.02", "include_cpu": False})
+    assert result.excluded.get("breaks a compatibility rule with the nodes' driver", 0) > 0
+    for r in result.recommendations:
+        cuda = r.candidate.stack.get("cuda")
+        assert cuda is None or not cuda.startswith(("12", "13"))
+
+
+def test_vgpu_candidates_carry_the_paired_overhead(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Offline", include_predicted=False,
+                        hardware={"placements": ["vgpu"]})
+    assert result.recommendations
+    rec = result.recommendations[0]
+    assert rec.candidate.placement is PlacementKind.VGPU
+    assert rec.placement_overhead is not None
+    assert rec.placement_overhead.pairs >= 1
+    assert "bare metal on" in rec.placement_overhead.text
+    assert rec.snippet["spec"]["nodeSelector"]["nvidia.com/vgpu.present"] == "true"
+
+
+def test_snippets_are_valid_pods(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    import yaml
+
+    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Server", top=5)
+    for rec in result.recommendations:
+        manifest = yaml.safe_load(rec.snippet_yaml)
+        assert manifest == rec.snippet
+        kubernetes_validate.validate(manifest, "1.29", strict=True)
+        spec = manifest["spec"]
+        if rec.candidate.accelerator.startswith("NVIDIA"):
+            assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == rec.candidate.accelerator_count
+            assert "nvidia.com/gpu.product" in spec["nodeSelector"]
+            exprs = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                "nodeSelectorTerms"][0]["matchExpressions"]
+            assert any(e["key"] == "nvidia.com/cuda.driver.major" for e in exprs)
+            assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_unknown_benchmark_and_impossible_objective_are_clear_errors(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(NotFound, match="benchmark: 'resnet5000'.*similar: .*resnet50"):
+        _recommend(kb_advisor, benchmark="resnet5000")
+    with pytest.raises(InvalidInput, match="objective: 'latency'.*records only samples_per_second"):
+        _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", objective="latency")
+
+
+def test_predictions_off_keeps_only_observed(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    result = _recommend(kb_advisor, benchmark="rnnt", scenario="Offline", include_predicted=False, top=20)
+    assert result.recommendations
+    assert all(r.basis is Basis.OBSERVED for r in result.recommendations)
+    assert result.excluded.get("not observed (predictions off)", 0) > 0
+
+
+def test_results_serialise_to_json(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    result = _recommend(kb_advisor, task="image-classification", scenario="Server")
+    data = json.loads(result.model_dump_json())
+    assert data["workload"]["benchmark"] == "resnet50"
+    assert data["recommendations"][0]["basis"] in ("observed", "predicted")
+    assert "snippet_yaml" in data["recommendations"][0]
