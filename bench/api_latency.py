@@ -57,8 +57,12 @@ PLACEMENTS = [Placement(kind=PlacementKind.BARE_METAL),
               Placement(kind=PlacementKind.VGPU, hypervisor="kvm", vgpu_profile="A100-4C")]
 PROVENANCE = Provenance(kind=SourceKind.MEASURED, source="bench-synthetic")
 
-DEFAULT_WORKLOAD: dict[str, Any] = {"workload": {"model": "resnet50", "task": "training",
-                                                 "framework": "pytorch"}, "top": 5}
+DEFAULT_WORKLOAD: dict[str, Any] = {
+    "workload": {"family": "cnn", "benchmark": "resnet50",
+                 "parameters": {"batch_size": 64, "precision": "fp16"},
+                 "frameworks": [{"name": "pytorch"}]},
+    "top": 5,
+}
 
 
 def synthetic(n: int, seed: int = 7) -> list[Observation]:

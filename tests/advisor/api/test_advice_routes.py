@@ -1,0 +1,108 @@
+"""The advice routes over both stores: POST /v1/recommendations, POST /v1/predictions,
+GET /v1/compare (+ /placement, /regressions), against real published MLPerf results (a slice of
+the starter knowledge base: every resnet50 and bert-99 result, v1.1-v3.0)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from advisor.api.app import create_app
+from advisor.api.deps import get_store
+from advisor.api.settings import Settings
+from graph_schema.models import IngestBatch, Observation
+from graph_schema.starter import read_snapshot
+from graph_schema.store import Store
+from tests.advisor.api.conftest import auth
+
+BENCHMARKS = {"resnet50", "bert-99"}
+
+
+@pytest.fixture
+def advice(store: Store, settings: Settings, tokens: dict[str, str]) -> Iterator[TestClient]:
+    rows = [o for o in read_snapshot()["observations"] if o["benchmark"]["name"] in BENCHMARKS]
+    store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+    app = create_app(settings, store=store)
+    app.dependency_overrides[get_store] = lambda: store
+    with TestClient(app, raise_server_exceptions=False, headers=auth(tokens["read"])) as client:
+        yield client
+
+
+def _recommend(client: TestClient, workload: dict[str, Any], top: int = 5) -> Any:
+    response = client.post("/v1/recommendations", json={"workload": workload, "top": top})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_recommendations_are_ranked_labelled_and_placeable(advice: TestClient) -> None:
+    body = _recommend(advice, {"benchmark": "resnet50", "scenario": "Offline"})
+    recs = body["recommendations"]
+    assert [r["rank"] for r in recs] == list(range(1, len(recs) + 1)) and len(recs) == 5
+    scores = [r["score"] for r in recs]
+    assert scores == sorted(scores, reverse=True)
+    assert body["metric"] == "samples_per_second"
+    for r in recs:
+        assert r["basis"] in ("observed", "predicted")
+        assert (r["evidence"]["count"] > 0) == (r["basis"] == "observed")
+        assert r["interval"]["low"] <= r["value"] <= r["interval"]["high"]
+        pod = yaml.safe_load(r["snippet_yaml"])
+        assert pod == r["snippet"] and pod["kind"] == "Pod"
+    observed = [r for r in recs if r["basis"] == "observed"]
+    assert observed and all("mlperf-inference" in r["evidence"]["sources"] for r in observed)
+
+
+def test_constraints_are_applied(advice: TestClient) -> None:
+    body = _recommend(advice, {"benchmark": "bert-99", "scenario": "Server",
+                               "hardware": {"accelerators": ["A100"], "count": 8}})
+    assert body["recommendations"]
+    for r in body["recommendations"]:
+        assert "A100" in r["candidate"]["accelerator"] and r["candidate"]["accelerator_count"] == 8
+
+
+def test_bad_workloads_are_clear_errors(advice: TestClient) -> None:
+    r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "resnet50", "objective": "fast"}})
+    assert r.status_code == 422 and "objective" in r.json()["message"]
+    r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "resnet50"}, "top": 0})
+    assert r.status_code == 422 and "top" in r.json()["message"]
+    r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "no-such-benchmark"}})
+    assert r.status_code == 404 and "no-such-benchmark" in r.json()["message"]
+
+
+def test_predictions_label_observed_and_predicted(advice: TestClient) -> None:
+    best = _recommend(advice, {"benchmark": "resnet50", "scenario": "Offline"}, top=1)
+    cand = best["recommendations"][0]["candidate"]
+    stack = cand["stack"]
+    components = {k: stack[k] for k in ("driver", "cuda", "cudnn", "tensorrt") if stack.get(k)}
+    query = {"accelerator": cand["accelerator"], "accelerator_count": cand["accelerator_count"],
+             "placement": cand["placement"], "components": components,
+             "framework": stack.get("framework"), "benchmark": "resnet50", "scenario": "Offline",
+             "metric": "samples_per_second"}
+    unseen = {**query, "accelerator": "NVIDIA L40", "accelerator_count": 3}
+    r = advice.post("/v1/predictions", json={"queries": [query, unseen]})
+    assert r.status_code == 200, r.text
+    seen_p, unseen_p = r.json()
+    assert seen_p["observed"] is True and seen_p["basis"] == "observed" and seen_p["evidence"]["count"] >= 1
+    assert unseen_p["observed"] is False and unseen_p["basis"] == "predicted"
+    assert 0 < unseen_p["interval"]["low"] <= unseen_p["value"] <= unseen_p["interval"]["high"]
+    r = advice.post("/v1/predictions", json={"queries": [{"accelerator": "x"}]})
+    assert r.status_code == 422 and "benchmark" in r.json()["message"]
+
+
+def test_compare_routes(advice: TestClient) -> None:
+    r = advice.get("/v1/compare", params={"a": "tensorrt=8.5.0", "b": "tensorrt=8.6.0",
+                                          "benchmark": "resnet50", "scenario": "Offline"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["a_count"] > 0 and body["b_count"] > 0 and body["verdict"]
+    r = advice.get("/v1/compare", params={"a": "nonsense", "b": "tensorrt=8.6.0", "benchmark": "resnet50"})
+    assert r.status_code == 422 and "nonsense" in r.json()["message"]
+    r = advice.get("/v1/compare/placement")
+    assert r.status_code == 200
+    for item in r.json():
+        assert item["pairs"] >= 1 and item["placement"] in ("vgpu", "passthrough") and item["ratio"] > 0
+    r = advice.get("/v1/compare/regressions", params={"component": "tensorrt"})
+    assert r.status_code == 200 and isinstance(r.json(), list)
