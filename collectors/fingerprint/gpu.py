@@ -24,6 +24,16 @@ def _mig(value: tuple[int, int]) -> str:
     return text if current == pending else f"{text} (pending {MIG_MODES.get(pending, pending)})"
 
 
+def _not_supported_ok(source: str, get: Callable[[], Any]) -> dict[str, Any]:
+    """NVML's "Not Supported" is a real answer (e.g. a PCIe card has no NVLink), not unknown."""
+    try:
+        return fact(get(), source)
+    except NvmlError as exc:
+        if "not supported" in str(exc).lower():
+            return fact("not supported", source)
+        return unknown(source, str(exc))
+
+
 def _mig_field(nvml: Nvml, i: int) -> dict[str, Any]:
     try:
         return fact(_mig(nvml.mig_mode(i)), "nvmlDeviceGetMigMode")
@@ -62,7 +72,7 @@ def read_gpus(nvml: Nvml | None, nvml_error: str | None = None) -> dict[str, Any
                                         lambda v: f"{v[0]}.{v[1]}"),
             "mig_mode": _mig_field(nvml, i),
             "pcie_link": _read("nvmlDeviceGetCurr/MaxPcieLinkGeneration/Width", lambda: nvml.pcie_link(i)),
-            "nvlink_active_links": _read("nvmlDeviceGetNvLinkState", lambda: nvml.nvlink_active(i)),
+            "nvlink_active_links": _not_supported_ok("nvmlDeviceGetNvLinkState", lambda: nvml.nvlink_active(i)),
             "virtualization_mode": _read("nvmlDeviceGetVirtualizationMode", lambda: nvml.virtualization_mode(i),
                                          lambda v: VIRTUALIZATION_MODES.get(v, f"UNKNOWN({v})")),
         }
