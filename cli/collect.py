@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -79,16 +80,16 @@ def _summary_rows(documents: list[Any]) -> list[dict[str, Any]]:
 
 
 def collect_command(
-    benchmark: Annotated[Optional[list[str]], typer.Option("--benchmark", "-b", help=BENCHMARK_HELP)] = None,
+    benchmark: Annotated[list[str] | None, typer.Option("--benchmark", "-b", help=BENCHMARK_HELP)] = None,
     profile: Annotated[str, typer.Option(help="quick (about 30 s on a small CPU) or full.")] = "quick",
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
-    run_id: Annotated[Optional[str], typer.Option("--run-id", help="Reuse to make a re-run add nothing twice.")] = None,
-    option: Annotated[Optional[list[str]], typer.Option("--option", "-o", help="Runner option k=v (repeatable).")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Also write the result documents (JSON) here.")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Reuse to make a re-run add nothing twice.")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Runner option k=v (repeatable).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the result documents (JSON) here.")] = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not write to a store.")] = False,
     store: StoreOpt = None,
     api: ApiOpt = None,
-    token: Annotated[Optional[str], typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")] = None,
+    token: Annotated[str | None, typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")] = None,
     flush: Annotated[bool, typer.Option("--flush", help="Send spooled documents to --api (alone: only that).")] = False,
     as_json: JsonOpt = False,
 ) -> None:

@@ -11,15 +11,24 @@ from __future__ import annotations
 import logging
 import secrets
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
-from typing import Any, Callable
+from typing import Any
 
 from collectors.fingerprint import Fingerprint, fingerprint_host
 from collectors.runners import RunContext, RunnerResult, get_runner
 from graph_schema.errors import InvalidInput, Unsupported
-from graph_schema.models import FailureIn, Provenance, ResultDocument, Run, SoftwareStack, SourceKind, utcnow
+from graph_schema.models import (
+    FailureIn,
+    Provenance,
+    ResultDocument,
+    Run,
+    SoftwareStack,
+    SourceKind,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +47,7 @@ def collector_version() -> str:
 
 
 def new_run_id(host: str) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{host}-{stamp}-{secrets.token_hex(3)}"
 
 

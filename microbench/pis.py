@@ -7,8 +7,9 @@ Bump a PI's ``version`` whenever its kernel or formula changes, so figures are n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 

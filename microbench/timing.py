@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 MAD_TO_SIGMA = 1.4826  # median absolute deviation → standard deviation (normal data)
 MEDIAN_EFFICIENCY = 1.2533  # standard error of the median = 1.2533 σ / sqrt(n) (normal data)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from collectors.fingerprint.cpu import read_cpu
 from collectors.fingerprint.gpu import read_gpus

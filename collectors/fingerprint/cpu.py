@@ -53,7 +53,7 @@ def read_cpu(root: FileRoot) -> dict[str, Any]:
     out["numa_nodes"] = (fact(len(nodes), "/sys/devices/system/node/node*") if nodes
                          else unknown("/sys/devices/system/node", "no node directories"))
     meminfo = root.read("/proc/meminfo")
-    match = re.search(r"^MemTotal:\s+(\d+)\s+kB", meminfo or "", re.M)
+    match = re.search(r"^MemTotal:\s+(\d+)\s+kB", meminfo or "", re.MULTILINE)
     out["memory_mib"] = (fact(int(match.group(1)) // 1024, "/proc/meminfo MemTotal") if match
                          else unknown("/proc/meminfo", "no MemTotal line"))
     return out

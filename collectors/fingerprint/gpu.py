@@ -3,7 +3,8 @@ virtualization mode. Each with its NVML call as the source; unknown when the cal
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from collectors.fingerprint.nvml import VIRTUALIZATION_MODES, Nvml, NvmlError
 from collectors.fingerprint.sources import fact, unknown

@@ -8,7 +8,8 @@ Node name: ``NODE_NAME`` (``env: valueFrom: fieldRef: spec.nodeName``). Labels: 
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from collectors.fingerprint.sources import FileRoot, fact, unknown
 

@@ -3,7 +3,8 @@ CUDA events. CuPy has no convolution or attention primitive and no bf16/fp8 GEMM
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import cupy
 import numpy as np
@@ -59,7 +60,7 @@ class CupyBackend:
             a = rng.standard_normal((p.m, p.k), dtype=cupy.float32).astype(dt)
             b = rng.standard_normal((p.k, p.n), dtype=cupy.float32).astype(dt)
             c = cupy.empty((p.m, p.n), dtype=dt)
-            run: Callable[[], object] = lambda: cupy.matmul(a, b, out=c)  # noqa: E731
+            run: Callable[[], object] = lambda: cupy.matmul(a, b, out=c)
             label = "cupy.matmul"
         elif pi in ("mem_copy", "mem_triad", "elementwise", "reduction"):
             dt = _dtype(p.dtype)
@@ -69,7 +70,7 @@ class CupyBackend:
             if p.flush_l2:
                 l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 64 << 20))
                 scratch = cupy.empty(2 * l2, dtype=cupy.uint8)
-                flush = lambda: scratch.fill(1)  # noqa: E731
+                flush = lambda: scratch.fill(1)
             if pi == "mem_copy":
                 run, label = (lambda: cupy.copyto(out, x)), "cupy.copyto"
             elif pi == "mem_triad":

@@ -3,18 +3,19 @@ synchronised with ``block_until_ready`` around a wall clock (JAX exposes no CUDA
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
 # Do not let XLA grab 75% of the GPU when other backends share the process.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-from microbench.timing import Kernel, NotSupported  # noqa: E402
+from microbench.timing import Kernel, NotSupported
 
 DTYPES = {"fp32": jnp.float32, "tf32": jnp.float32, "fp16": jnp.float16, "bf16": jnp.bfloat16}
 MATMUL_PRECISION = {"fp32": "float32", "tf32": "tensorfloat32"}
@@ -56,7 +57,7 @@ class JaxBackend:
         def randn(shape: tuple[int, ...], dt: Any) -> Any:
             return jax.device_put(jax.random.normal(key, shape, dtype=jnp.float32).astype(dt), dev)
 
-        session: Callable[[], AbstractContextManager[Any]] = lambda: jax.default_matmul_precision(  # noqa: E731
+        session: Callable[[], AbstractContextManager[Any]] = lambda: jax.default_matmul_precision(
             MATMUL_PRECISION.get(getattr(p, "dtype", ""), "default"))
         flush: Callable[[], object] | None = None
         if pi == "gemm":
@@ -87,14 +88,14 @@ class JaxBackend:
             if p.flush_l2:
                 scratch = jnp.zeros(128 << 20, dtype=jnp.uint8, device=dev)
                 fill = jax.jit(lambda s: s + 1)
-                flush = lambda: fill(scratch).block_until_ready()  # noqa: E731
+                flush = lambda: fill(scratch).block_until_ready()
             fns = {"mem_copy": (lambda x, y: jnp.copy(x), "jnp.copy"),
                    "mem_triad": (lambda x, y: x + 3.0 * y, "x + s*y (jit, fused)"),
                    "elementwise": (lambda x, y: x * y, "x * y (jit)"),
                    "reduction": (lambda x, y: jnp.sum(x), "jnp.sum (jit)")}
             fn, label = fns[pi]
             f = jax.jit(fn)
-            call = lambda: f(x, y)  # noqa: E731
+            call = lambda: f(x, y)
         elif pi == "transfer":
             if device != "cuda":
                 raise NotSupported("host<->device transfer needs a CUDA device")

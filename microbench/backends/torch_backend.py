@@ -3,8 +3,9 @@ fp32 (TF32 off for matmul and cuDNN) and tf32 means TF32 on, so the two are neve
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 import torch.nn.functional as F

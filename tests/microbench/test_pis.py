@@ -5,7 +5,15 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from microbench.pis import (AttentionParams, Conv2dParams, GemmParams, MemoryParams, PIS, TransferParams, get_pi)
+from microbench.pis import (
+    PIS,
+    AttentionParams,
+    Conv2dParams,
+    GemmParams,
+    MemoryParams,
+    TransferParams,
+    get_pi,
+)
 
 
 def test_gemm_flops_is_2mnk() -> None:

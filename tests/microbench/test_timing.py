@@ -6,7 +6,15 @@ import itertools
 
 import pytest
 
-from microbench.timing import (Kernel, TimingPolicy, calibrate, measure, median_rel_error, percentile, summarise)
+from microbench.timing import (
+    Kernel,
+    TimingPolicy,
+    calibrate,
+    measure,
+    median_rel_error,
+    percentile,
+    summarise,
+)
 
 
 def test_percentile_matches_linear_interpolation() -> None:
