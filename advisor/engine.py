@@ -84,6 +84,9 @@ class Advisor:
         self._overheads: dict[tuple[str, str], PlacementOverhead] | None = None
         self._failures: set[tuple[str, str, str, str | None]] | None = None
         self._rule_cache: dict[str, list[Any]] = {}
+        # (generation, model, benchmark, scenario, metric, division, round) → candidate → (lo, mid, hi)
+        self._predictions: dict[tuple[Any, ...], dict[int, tuple[float, float, float]]] = {}
+        self._factors: dict[tuple[Any, ...], dict[int, list[tuple[str, float]]]] = {}
 
     # ---- data and model, per store generation ---------------------------------------------
     def store_generation(self) -> int:
@@ -358,6 +361,12 @@ class Advisor:
                 model = self.model()
             except NotFound:
                 model = None
+        memo_key = (table.generation, id(model), workload.family, workload.benchmark, scenario, metric,
+                    division, latest)
+        memo = self._predictions.get(memo_key, {}) if model is not None else {}
+        for c in [c for c in predicted_codes if c in memo]:
+            values[c] = memo[c]
+        predicted_codes = [c for c in predicted_codes if c not in memo]
         if predicted_codes and model is not None:
             qrows = []
             for c in predicted_codes:
@@ -370,15 +379,17 @@ class Advisor:
             logs = model.predict_log(X)
             for c, (lo, mid, hi), q in zip(predicted_codes, logs, qrows):
                 scale = q["count"] if hib else 1
-                values[c] = (math.exp(lo) * scale, math.exp(mid) * scale, math.exp(hi) * scale)
+                values[c] = memo[c] = (math.exp(lo) * scale, math.exp(mid) * scale, math.exp(hi) * scale)
+            if len(self._predictions) > 256:
+                self._predictions.clear()
+            self._predictions[memo_key] = memo
         elif predicted_codes:
             for c in predicted_codes:
                 excluded["no model to predict with"] = excluded.get("no model to predict with", 0) + 1
             kept = [(c, b) for c, b in kept if b is Basis.OBSERVED]
         for c, basis in kept:
             if basis is Basis.OBSERVED:
-                vals = table.value[observed[c]]
-                values[c] = (float(np.quantile(vals, 0.1)), float(np.median(vals)), float(np.quantile(vals, 0.9)))
+                values[c] = _quantiles3(table.value[observed[c]])
 
         def score(c: int) -> float:
             _, accelerator, count, placement = table.candidate.vocab[c]
@@ -400,7 +411,10 @@ class Advisor:
         factors: dict[int, list[tuple[str, float]]] = {}
         by_score = sorted((c for c, _ in kept), key=score)
         reference = by_score[len(by_score) // 2] if by_score else None
-        if model is not None and ranked and reference is not None:
+        fkey = (memo_key, reference, tuple(ranked))
+        if model is not None and ranked and reference is not None and fkey in self._factors:
+            factors = self._factors[fkey]
+        elif model is not None and ranked and reference is not None:
             frows = []
             for c in [*ranked, reference]:
                 stack_id, accelerator, count, placement = table.candidate.vocab[c]
@@ -410,6 +424,10 @@ class Advisor:
                               "round": latest})
             X = model.encoder.matrix(query_frames(frows))
             factors = dict(zip(ranked, model.factor_effects(X[:-1], X[-1])))
+            if len(self._factors) > 256:
+                self._factors.clear()
+            self._factors[fkey] = factors
+        if factors and reference is not None:
             ref_stack, ref_acc, ref_count, ref_place = table.candidate.vocab[reference]
             notes.append(f"factors compare each candidate with the median candidate by the model: "
                          f"{ref_acc} x{ref_count}, {ref_place}, {table.stacks[ref_stack].label()}")
@@ -643,6 +661,19 @@ class Advisor:
         from advisor.evaluation import evaluate
 
         return evaluate(self.table(), holdout_filter, holdout_share=holdout_share, seed=seed)
+
+
+def _quantiles3(values: np.ndarray) -> tuple[float, float, float]:
+    """(p10, median, p90) with numpy's default linear interpolation; fast on small groups."""
+    v = np.sort(values).tolist()
+    n = len(v)
+
+    def q(p: float) -> float:
+        pos = p * (n - 1)
+        i = int(pos)
+        return v[i] if i + 1 >= n else v[i] + (v[i + 1] - v[i]) * (pos - i)
+
+    return q(0.1), q(0.5), q(0.9)
 
 
 def _mode(values: list[str]) -> str:

@@ -92,6 +92,9 @@ def fit(table: ObservationTable, rows: np.ndarray | None = None, *, max_iter: in
     frames = table_frames(table, rows)
     encoder = Encoder.fit(frames)
     X = encoder.matrix(frames)
+    # A feature the training rows never record (e.g. no MLPerf round in our own measurements)
+    # cannot be binned; as a constant it is simply never split on.
+    X[:, np.isnan(X).all(axis=0)] = 0.0
     y = target(table, rows)
     rng = np.random.default_rng(seed)
     calib = rng.random(len(rows)) < 0.2
