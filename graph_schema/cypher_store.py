@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from graph_schema import queries as Q
 from graph_schema.errors import SchemaMismatch
@@ -26,6 +27,7 @@ Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 """run(query, parameters) -> rows as dicts; executes inside the current transaction."""
 
 CHUNK = 5_000
+CLEAR_SLICE = 20_000
 
 ENTITY_LABEL = {
     EntityKind.STACKS: "Stack",
@@ -46,8 +48,8 @@ def _ts(value: datetime | None) -> str | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).isoformat()
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat()
 
 
 def _json(value: Any) -> str:
@@ -257,7 +259,7 @@ class CypherStore(Store):
         if not todo and current is not None:
             return current
         self._apply_ddl()
-        now = _ts(datetime.now(timezone.utc))
+        now = _ts(datetime.now(UTC))
 
         def work(run: Run) -> None:
             for migration in todo:
@@ -387,7 +389,7 @@ class CypherStore(Store):
 
     # ---- node inventory ------------------------------------------------------------------
     def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
-        now = _ts(datetime.now(timezone.utc))
+        now = _ts(datetime.now(UTC))
         rows = []
         for node in nodes:
             acc = node.get("accelerator") or {}
@@ -426,8 +428,13 @@ class CypherStore(Store):
         return int(info[0]["generation"]) if info else 0
 
     def clear(self) -> None:
-        """Delete every node and relationship (tests and `advisor db reset`)."""
-        self._write(lambda run: run(Q.DELETE_EVERYTHING, {}))
+        """Delete every node and relationship (tests and `advisor db reset`).
+
+        Deletes in slices of ``CLEAR_SLICE`` nodes, one transaction each, so a large graph does
+        not exceed the server's transaction memory; interrupted, it leaves a smaller graph.
+        """
+        while self._write(lambda run: run(Q.DELETE_SOME, {"n": CLEAR_SLICE}))[0]["c"]:
+            pass
 
 
 def _loads(text: str | None, default: Any) -> Any:

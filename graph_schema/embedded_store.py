@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from graph_schema.cypher_store import CypherStore, Run
 from graph_schema.ddl import ladybug_statements

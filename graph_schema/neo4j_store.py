@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from graph_schema.cypher_store import CypherStore, Run
 from graph_schema.ddl import neo4j_statements
-from graph_schema.errors import InvalidInput, StoreUnavailable
+from graph_schema.errors import Conflict, InvalidInput, StoreUnavailable
+
+CONSTRAINT_RETRIES = 5
 
 
 class Neo4jStore(CypherStore):
@@ -38,12 +41,22 @@ class Neo4jStore(CypherStore):
             raise StoreUnavailable(f"cannot reach Neo4j at {uri}: {exc}") from None
 
     def _wrap(self, fn: Callable[[], Any]) -> Any:
-        from neo4j.exceptions import ClientError, ServiceUnavailable, SessionExpired
+        from neo4j.exceptions import (
+            ClientError,
+            ConstraintError,
+            ServiceUnavailable,
+            SessionExpired,
+        )
 
         try:
             return fn()
         except (ServiceUnavailable, SessionExpired) as exc:
             raise StoreUnavailable(f"Neo4j at {self.uri} is unavailable: {exc}") from None
+        except ConstraintError as exc:
+            raise Conflict(
+                f"concurrent writers kept creating the same keys in Neo4j; retry the batch "
+                f"({exc.message})"
+            ) from None
         except ClientError as exc:
             if exc.code and ".Schema." in exc.code:
                 raise
@@ -60,12 +73,23 @@ class Neo4jStore(CypherStore):
         return self._wrap(go)
 
     def _write(self, work: Callable[[Run], Any]) -> Any:
+        from neo4j.exceptions import ConstraintError
+
         def tx(t: Any) -> Any:
             return work(lambda q, p: [r.data() for r in t.run(q, p)])
 
         def go() -> Any:
-            with self._driver.session(database=self.database) as session:
-                return session.execute_write(tx)
+            # A concurrent writer may create the same key between our existence check and our
+            # CREATE; the uniqueness constraint then refuses ours. The transaction function is
+            # idempotent, so running it again sees the other writer's nodes and creates the rest.
+            for attempt in range(CONSTRAINT_RETRIES + 1):
+                try:
+                    with self._driver.session(database=self.database) as session:
+                        return session.execute_write(tx)
+                except ConstraintError:
+                    if attempt == CONSTRAINT_RETRIES:
+                        raise
+            raise AssertionError("unreachable")
 
         return self._wrap(go)
 

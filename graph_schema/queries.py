@@ -8,7 +8,7 @@ The per-label statements are generated once at import time and are module consta
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from graph_schema.schema import NODE_BY_LABEL, NODES, OBSERVATION, RELATIONSHIPS, NodeSpec
 
@@ -21,7 +21,7 @@ def _existing(node: NodeSpec) -> str:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def create_nodes(label: str, present: frozenset[str]) -> str:
     """CREATE for one label, setting the schema properties in ``present``.
 
@@ -33,7 +33,7 @@ def create_nodes(label: str, present: frozenset[str]) -> str:
     return f"UNWIND $rows AS r CREATE (n:{node.label} {{{props}}})"
 
 
-@lru_cache(maxsize=None)
+@cache
 def refresh_nodes(label: str, present: frozenset[str]) -> str:
     """Fill in what an existing node lacked or what changed; unknown (null) never erases."""
     node = NODE_BY_LABEL[label]
@@ -77,7 +77,7 @@ FAILURE_LINKS = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def create_linked(label: str, present: frozenset[str], linked: frozenset[str]) -> str:
     """CREATE observations (or failures) and their edges in one statement.
 
@@ -179,4 +179,5 @@ LIST_CLUSTER_NODES = (
     "RETURN n.node_json AS node_json ORDER BY n.cluster, n.name"
 )
 
-DELETE_EVERYTHING = "MATCH (n) DETACH DELETE n"
+# In slices: one transaction deleting a large graph outgrows Neo4j's transaction memory limit.
+DELETE_SOME = "MATCH (n) WITH n LIMIT $n DETACH DELETE n RETURN count(*) AS c"
