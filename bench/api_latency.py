@@ -134,7 +134,8 @@ def drive(url: str, body: dict[str, Any], clients: int, per_client: int,
     lock = threading.Lock()
 
     def worker() -> None:
-        with httpx.Client(base_url=url, timeout=30) as client:
+        # read timeout long enough for the first request to wait for the warm-up (table + model)
+        with httpx.Client(base_url=url, timeout=httpx.Timeout(30, read=600)) as client:
             mine = []
             for i in range(warmup + per_client):
                 t0 = time.perf_counter()

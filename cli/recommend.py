@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -24,11 +26,17 @@ RulesOpt = Annotated[Optional[Path], typer.Option(
     "--rules", help="Compatibility rules: a YAML file or a directory of them (default: packaged).")]
 
 
-def _advisor(store_uri: str | None, prices: Path | None = None, rules: Path | None = None) -> Advisor:
+@contextmanager
+def _advisor(store_uri: str | None, prices: Path | None = None,
+             rules: Path | None = None) -> Iterator[Advisor]:
     from advisor.engine import Advisor
     from graph_schema.registry import open_store
 
-    return Advisor(open_store(store_uri), prices=prices, rules=rules)
+    store = open_store(store_uri)
+    try:
+        yield Advisor(store, prices=prices, rules=rules)
+    finally:
+        store.close()
 
 
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -100,7 +108,8 @@ def recommend(
                          "include_cpu": not no_cpu, "driver": driver},
         }
         workload = Workload.from_dict({k: v for k, v in data.items() if v is not None}, where="flags")
-    result = _advisor(store, prices, rules).recommend(workload, top=top)
+    with _advisor(store, prices, rules) as adv:
+        result = adv.recommend(workload, top=top)
     if as_json:
         from cli.render import print_json
 
@@ -168,7 +177,8 @@ def predict(
         data = data.get("queries", [data])
     if not isinstance(data, list):
         raise InvalidInput("--query: expected a JSON list of configurations")
-    predictions = _advisor(store).predict(data)
+    with _advisor(store) as adv:
+        predictions = adv.predict(data)
     from cli.render import print_json, render
 
     if as_json:
@@ -195,7 +205,8 @@ def evaluate(
     store: StoreOpt = None,
 ) -> None:
     """Hold out part of the knowledge base, train on the rest; print MAPE and top-1 regret."""
-    report = _advisor(store).evaluate(holdout_filter, seed=seed)
+    with _advisor(store) as adv:
+        report = adv.evaluate(holdout_filter, seed=seed)
     from cli.render import info, print_json, render
 
     if as_json:
@@ -232,8 +243,9 @@ def compare_stacks(
     store: StoreOpt = None,
 ) -> None:
     """Stack A against stack B on the same benchmark (and accelerator), paired within a round."""
-    result = _advisor(store).compare(a, b, benchmark=benchmark, accelerator=accelerator,
-                                     scenario=scenario, metric=metric, family=family)
+    with _advisor(store) as adv:
+        result = adv.compare(a, b, benchmark=benchmark, accelerator=accelerator,
+                             scenario=scenario, metric=metric, family=family)
     from cli.render import print_json, render
 
     if as_json:
@@ -252,7 +264,8 @@ def compare_placement(
     store: StoreOpt = None,
 ) -> None:
     """Virtualised placements against bare metal per accelerator, from paired results."""
-    items = _advisor(store).placement_overhead(accelerator, placement)
+    with _advisor(store) as adv:
+        items = adv.placement_overhead(accelerator, placement)
     from cli.render import info, print_json, render
 
     if as_json:
@@ -276,7 +289,9 @@ def compare_regressions(
     store: StoreOpt = None,
 ) -> None:
     """Newer component versions that are slower, with statistical support."""
-    items = _advisor(store).regressions(component, accelerator=accelerator, benchmark=benchmark, alpha=alpha)
+    with _advisor(store) as adv:
+        items = adv.regressions(component, accelerator=accelerator, benchmark=benchmark,
+                                alpha=alpha)
     from cli.render import info, print_json, render
 
     if as_json:

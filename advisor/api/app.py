@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -44,6 +45,19 @@ def _optional_routers() -> list[object]:
     return out
 
 
+def _warm_in_background(resources: Resources) -> None:
+    """Load the advisor's table and fit its model while the server starts taking requests
+    (requests that need it before it is ready wait for it instead of starting a second load)."""
+
+    def warm() -> None:
+        try:
+            resources.advisor().warm()
+        except Exception as exc:  # noqa: BLE001 - a later request reports the problem itself
+            log.warning("advisor warm-up skipped: %s", exc)
+
+    threading.Thread(target=warm, name="advisor-warm-up", daemon=True).start()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -71,6 +85,8 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         resources.open()  # the one store (and driver) of this process; retried if it fails
+        if store is None:
+            _warm_in_background(resources)
         try:
             yield
         finally:
