@@ -1,0 +1,103 @@
+"""predict (observed vs predicted labels), evaluate (MAPE, regret), compare/overhead/regressions,
+and staleness: a model is never served for an older generation of the knowledge base."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.engine import Advisor
+from advisor.results import Basis
+from advisor.workload import Workload
+from graph_schema.errors import InvalidInput, NotFound
+from graph_schema.models import Observation
+from graph_schema.starter import read_snapshot
+
+
+def _subset(names: set[str], limit: int | None = None) -> list[Observation]:
+    out = [Observation.model_validate(o) for o in read_snapshot()["observations"]
+           if o["benchmark"]["name"] in names and o["provenance"]["details"].get("division") == "closed"]
+    return out[:limit] if limit else out
+
+
+def test_predict_labels_observed_and_predicted(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    known = {"accelerator": "NVIDIA H100-SXM-80GB", "accelerator_count": 8, "placement": "bare-metal",
+             "components": {"tensorrt": "8.6.0", "cuda": "12.0"}, "benchmark": "bert-99",
+             "scenario": "Offline", "metric": "samples_per_second"}
+    unseen = {"accelerator": "NVIDIA L4", "accelerator_count": 2, "placement": "vgpu",
+              "components": {"cuda": "12.2", "driver": "535.54.03", "tensorrt": "8.6.1"},
+              "benchmark": "bert-99", "scenario": "Offline", "metric": "samples_per_second"}
+    observed, predicted = kb_advisor.predict([known, unseen])
+    assert observed.observed and observed.basis is Basis.OBSERVED and observed.evidence.count >= 1
+    assert observed.evidence.rounds == ["v3.0"]
+    assert not predicted.observed and predicted.basis is Basis.PREDICTED and predicted.evidence.count == 0
+    assert predicted.model_generation == kb_advisor.table().generation
+    for p in (observed, predicted):
+        assert p.interval.low <= p.value <= p.interval.high
+        assert p.value > 0
+
+
+def test_predict_rejects_bad_queries_naming_the_field(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidInput, match=r"queries\.0\.accelerator_count"):
+        kb_advisor.predict([{"accelerator": "NVIDIA A30", "accelerator_count": 0, "benchmark": "resnet50",
+                             "metric": "samples_per_second"}])
+
+
+def test_evaluate_round_holdout_reports_mape_and_regret(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    report = kb_advisor.evaluate("round=v3.0")
+    assert report.holdout_count > 1000 and report.train_count > 1000
+    assert report.overall.predictions == report.holdout_count
+    assert report.overall.mape is not None and report.overall.mape > 0
+    assert report.overall.top1_regret is not None and report.overall.top1_regret >= 0
+    assert report.overall.groups > 10
+    assert report.unseen_accelerators.predictions + report.seen_accelerators.predictions == report.holdout_count
+    assert "NVIDIA L4" in report.unseen_accelerator_names  # L4 first appears in v3.0
+    assert "NVIDIA A30" not in report.unseen_accelerator_names
+
+
+def test_evaluate_rejects_bad_filters(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidInput, match="field one of"):
+        kb_advisor.evaluate("colour=blue")
+    with pytest.raises(InvalidInput, match="selects no observations"):
+        kb_advisor.evaluate("round=v9.9")
+
+
+def test_placement_overhead_and_compare_on_real_pairs(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    overheads = kb_advisor.placement_overhead("A100-SXM")
+    vgpu = [o for o in overheads if o.placement.value == "vgpu"]
+    assert vgpu and vgpu[0].pairs >= 1 and 0.5 < vgpu[0].ratio < 1.5
+    result = kb_advisor.compare("driver=510.39.01", "driver=510.47.03", benchmark="bert-99")
+    assert result.pairs >= 1 and result.ratio is not None and result.p_value is not None
+    assert result.verdict
+    with pytest.raises(NotFound):
+        kb_advisor.compare("driver=1.2.3", "driver=510.47.03", benchmark="bert-99")
+    with pytest.raises(InvalidInput, match="component=version"):
+        kb_advisor.compare("nonsense", "driver=510.47.03", benchmark="bert-99")
+
+
+def test_regressions_need_statistical_support(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    found = kb_advisor.regressions("cudnn")
+    for r in found:
+        assert r.change < 1 and r.p_value < 0.05
+        assert r.older_count >= 3 and r.newer_count >= 3
+    assert kb_advisor.regressions("cudnn", alpha=1e-12) == []
+
+
+def test_a_stale_model_is_never_served(embedded_store, model_cache) -> None:  # type: ignore[no-untyped-def]
+    embedded_store.ingest_observations(_subset({"resnet50"}, 300))
+    advisor = Advisor(embedded_store)
+    first = advisor.recommend(Workload(benchmark="resnet50", scenario="Offline"))
+    model_before = advisor.model()
+    assert model_before.generation == first.generation
+    embedded_store.ingest_observations(_subset({"bert-99"}, 200))
+    second = advisor.recommend(Workload(benchmark="bert-99", scenario="Offline"))
+    assert second.generation != first.generation
+    assert advisor.model().generation == second.generation
+    assert advisor.model() is not model_before
+
+
+def test_recommend_on_each_backend(store, model_cache) -> None:  # type: ignore[no-untyped-def]
+    store.ingest_observations(_subset({"resnet50", "bert-99"}, 600))
+    result = Advisor(store).recommend(Workload(benchmark="resnet50", scenario="Offline"), top=3)
+    assert result.recommendations
+    assert result.recommendations[0].evidence.count >= 1
+    assert result.recommendations[0].snippet["kind"] == "Pod"
