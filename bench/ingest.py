@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from graph_schema.models import (  # noqa: E402
+from graph_schema.models import (
     Accelerator,
     Benchmark,
     Host,
@@ -32,7 +32,7 @@ from graph_schema.models import (  # noqa: E402
     SoftwareStack,
     SourceKind,
 )
-from graph_schema.registry import open_store  # noqa: E402
+from graph_schema.registry import open_store
 
 ACCELERATORS = ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA L4", "NVIDIA A10"]
 PLACEMENTS = list(PlacementKind)
@@ -108,15 +108,21 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=["embedded", "neo4j"])
     args = parser.parse_args()
     data = synthetic(max(args.sizes))
-    print(f"cores={os.cpu_count()} batch={args.batch}")
+    print(f"cores={os.cpu_count()} batch={args.batch} (each backend warmed up with 10k first)")
     for name in args.backends:
         with backend(name) as store:
+            measure(store, data[:10_000], args.batch)  # warm the JIT/caches; a server runs warm
             for size in args.sizes:
                 store.clear()
                 store.ensure_schema()
                 rate = measure(store, data[:size], args.batch)
                 again = measure(store, data[:size], args.batch)
-                print(f"{name:9s} n={size:>7d}  ingest {rate:10.0f} obs/s   re-send (no-op) {again:10.0f} obs/s")
+                load = os.getloadavg()[0]
+                print(
+                    f"{name:9s} n={size:>7d}  ingest {rate:8.0f} obs/s   "
+                    f"re-send (no-op) {again:8.0f} obs/s   load avg {load:.1f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

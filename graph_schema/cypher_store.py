@@ -27,7 +27,7 @@ Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 """run(query, parameters) -> rows as dicts; executes inside the current transaction."""
 
 CHUNK = 5_000
-CLEAR_SLICE = 20_000
+CLEAR_SLICE = 50_000
 
 ENTITY_LABEL = {
     EntityKind.STACKS: "Stack",
@@ -430,11 +430,12 @@ class CypherStore(Store):
     def clear(self) -> None:
         """Delete every node and relationship (tests and `advisor db reset`).
 
-        Deletes in slices of ``CLEAR_SLICE`` nodes, one transaction each, so a large graph does
+        Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so a large graph does
         not exceed the server's transaction memory; interrupted, it leaves a smaller graph.
         """
-        while self._write(lambda run: run(Q.DELETE_SOME, {"n": CLEAR_SLICE}))[0]["c"]:
-            pass
+        for query in (Q.DELETE_SOME_RELATIONSHIPS, Q.DELETE_SOME):
+            while self._write(lambda run, q=query: run(q, {"n": CLEAR_SLICE}))[0]["c"]:
+                pass
 
 
 def _loads(text: str | None, default: Any) -> Any:

@@ -179,5 +179,7 @@ LIST_CLUSTER_NODES = (
     "RETURN n.node_json AS node_json ORDER BY n.cluster, n.name"
 )
 
-# In slices: one transaction deleting a large graph outgrows Neo4j's transaction memory limit.
+# In slices, relationships first: one transaction deleting a large graph (or one hub node with
+# all its relationships) outgrows Neo4j's transaction memory limit.
+DELETE_SOME_RELATIONSHIPS = "MATCH ()-[r]->() WITH r LIMIT $n DELETE r RETURN count(*) AS c"
 DELETE_SOME = "MATCH (n) WITH n LIMIT $n DETACH DELETE n RETURN count(*) AS c"
