@@ -51,7 +51,7 @@ from graph_schema.models import PlacementKind, SoftwareStack
 from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
-MODEL_VERSION = 3
+MODEL_VERSION = 4
 CACHE_ENV = "ADVISOR_MODEL_CACHE"
 
 

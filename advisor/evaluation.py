@@ -62,10 +62,12 @@ def _slice(table: ObservationTable, rows: np.ndarray, pred: np.ndarray, lo: np.n
             continue
         act = np.array([np.median(actual[sel][cands[sel] == c] / per[sel][cands[sel] == c]) for c in uc])
         prd = np.array([np.median(pred[sel][cands[sel] == c] / per[sel][cands[sel] == c]) for c in uc])
+        # regret as the share of the best candidate's speed lost by trusting the prediction
+        # (speed = throughput, or 1 / latency), so both kinds of metric read the same way
         if table.higher_is_better[rows[sel[0]]]:
             regrets.append(1 - act[np.argmax(prd)] / act.max())
         else:
-            regrets.append(act[np.argmin(prd)] / act.min() - 1)
+            regrets.append(1 - act.min() / act[np.argmin(prd)])
     return EvaluationSlice(
         predictions=len(rows), mape=float(np.mean(ape)), median_ape=float(np.median(ape)),
         groups=len(regrets), top1_regret=float(np.mean(regrets) * 100) if regrets else None,
@@ -100,6 +102,11 @@ def evaluate(table: ObservationTable, holdout_filter: str | None, *, holdout_sha
     scale = np.where(table.higher_is_better[hold_rows], table.count[hold_rows], 1).astype(np.float64)
     lo, pred, hi = (np.exp(logs[:, j]) * scale for j in range(3))
     unseen_mask = np.array([k not in model.seen_accelerators for k in frames["accel_key"]])
+    classes = np.array(frames["accel_class"], dtype=object)
+    by_class = {}
+    for cls in sorted(set(classes.tolist())):
+        sel = classes == cls
+        by_class[str(cls)] = _slice(table, hold_rows[sel], pred[sel], lo[sel], hi[sel])
     by_metric = {}
     for m in np.unique(table.metric.codes[hold_rows]):
         sel = table.metric.codes[hold_rows] == m
@@ -110,6 +117,6 @@ def evaluate(table: ObservationTable, holdout_filter: str | None, *, holdout_sha
         unseen_accelerators=_slice(table, hold_rows[unseen_mask], pred[unseen_mask], lo[unseen_mask], hi[unseen_mask]),
         seen_accelerators=_slice(table, hold_rows[~unseen_mask], pred[~unseen_mask], lo[~unseen_mask], hi[~unseen_mask]),
         unseen_accelerator_names=sorted({table.accelerator.vocab[int(c)] for c in table.accelerator.codes[hold_rows[unseen_mask]]}),
-        by_metric=by_metric, model={**model.params, "train_rows": model.train_rows, "fit_seconds": round(model.fit_seconds, 2)},
+        by_metric=by_metric, by_accelerator_class=by_class, model={**model.params, "train_rows": model.train_rows, "fit_seconds": round(model.fit_seconds, 2)},
         elapsed_s=time.perf_counter() - start,
     )

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from advisor.features import CATEGORICAL, FACTOR_GROUPS, FEATURES, Encoder, table_frames
+from advisor.features import (
+    CATEGORICAL,
+    FACTOR_GROUPS,
+    FEATURES,
+    Encoder,
+    table_frames,
+)
 from advisor.table import ObservationTable
 
 log = logging.getLogger(__name__)
@@ -30,15 +36,19 @@ class FittedModel:
     encoder: Encoder
     model: HistGradientBoostingRegressor
     residual_quantiles: tuple[float, float]
+    unseen_residual_quantiles: tuple[float, float]
     train_rows: int
     seen_accelerators: set[str]
     fit_seconds: float
     params: dict[str, Any] = field(default_factory=dict)
 
     def predict_log(self, X: np.ndarray) -> np.ndarray:
-        """(n, 3) log-space low / centre / high."""
+        """(n, 3) log-space low / centre / high; rows whose accelerator the model never saw get
+        the wider interval calibrated on held-out accelerators."""
         mid = self.model.predict(X)
-        lo, hi = self.residual_quantiles
+        unseen = np.isnan(X[:, FEATURES.index("accel_key")])
+        lo = np.where(unseen, self.unseen_residual_quantiles[0], self.residual_quantiles[0])
+        hi = np.where(unseen, self.unseen_residual_quantiles[1], self.residual_quantiles[1])
         return np.column_stack([mid + lo, mid, mid + hi])
 
     def factor_effects(self, X: np.ndarray, reference: np.ndarray, top: int = 3) -> list[list[tuple[str, float]]]:
@@ -80,6 +90,30 @@ def _regressor(seed: int, max_iter: int) -> HistGradientBoostingRegressor:
     )
 
 
+def _fit(model: HistGradientBoostingRegressor, X: np.ndarray, y: np.ndarray) -> HistGradientBoostingRegressor:
+    """Fit, with all-missing columns made constant (scikit-learn cannot bin an all-NaN column;
+    a constant one is simply never split on)."""
+    empty = np.isnan(X).all(axis=0)
+    if empty.any():
+        X = X.copy()
+        X[:, empty] = 0.0
+    return model.fit(X, y)
+
+
+def _calibrate(X: np.ndarray, y: np.ndarray, calib: np.ndarray, seed: int, max_iter: int, *,
+               drop_accelerator: bool = False) -> tuple[float, float]:
+    """p10/p90 of the residuals on ``calib`` rows of a model fit on the others."""
+    if calib.sum() < 20 or (~calib).sum() < 20:
+        return (0.0, 0.0)
+    Xc = X[calib]
+    if drop_accelerator:  # the probe never saw these accelerators: as served, their key is unknown
+        Xc = Xc.copy()
+        Xc[:, FEATURES.index("accel_key")] = np.nan
+    probe = _fit(_regressor(seed, max_iter), X[~calib], y[~calib])
+    resid = y[calib] - probe.predict(Xc)
+    return (float(np.quantile(resid, QUANTILES[0])), float(np.quantile(resid, QUANTILES[2])))
+
+
 def fit(table: ObservationTable, rows: np.ndarray | None = None, *, max_iter: int = 150,
         seed: int = 0) -> FittedModel:
     """Fit on ``rows`` (default: every positive-valued row): a calibration fit on four fifths
@@ -91,27 +125,29 @@ def fit(table: ObservationTable, rows: np.ndarray | None = None, *, max_iter: in
         rows = rows[table.value[rows] > 0]
     frames = table_frames(table, rows)
     encoder = Encoder.fit(frames)
+    y = target(table, rows)
     X = encoder.matrix(frames)
     # A feature the training rows never record (e.g. no MLPerf round in our own measurements)
     # cannot be binned; as a constant it is simply never split on.
     X[:, np.isnan(X).all(axis=0)] = 0.0
-    y = target(table, rows)
     rng = np.random.default_rng(seed)
-    calib = rng.random(len(rows)) < 0.2
-    if calib.sum() >= 20 and (~calib).sum() >= 20:
-        probe = _regressor(seed, max_iter).fit(X[~calib], y[~calib])
-        resid = y[calib] - probe.predict(X[calib])
-        quantiles = (float(np.quantile(resid, QUANTILES[0])), float(np.quantile(resid, QUANTILES[2])))
-    else:
-        quantiles = (0.0, 0.0)
-    model = _regressor(seed, max_iter).fit(X, y)
+    quantiles = _calibrate(X, y, rng.random(len(rows)) < 0.2, seed, max_iter)
+    keys = np.asarray(frames["accel_key"], dtype=object)
+    uniq = np.unique(keys.astype(str))
+    held = set(uniq[rng.random(len(uniq)) < 0.2].tolist())
+    unseen_q = _calibrate(X, y, np.array([str(k) in held for k in keys]), seed, max_iter,
+                          drop_accelerator=True)
+    unseen_q = (min(unseen_q[0], quantiles[0]), max(unseen_q[1], quantiles[1]))
+    model = _fit(_regressor(seed, max_iter), X, y)
     seen = set(frames["accel_key"])
     elapsed = time.perf_counter() - start
     log.info("fitted the prediction model on %d rows in %.1fs", len(rows), elapsed)
     return FittedModel(
         generation=table.generation, encoder=encoder, model=model, residual_quantiles=quantiles,
+        unseen_residual_quantiles=unseen_q,
         train_rows=len(rows), seen_accelerators=seen, fit_seconds=elapsed,
         params={"kind": "HistGradientBoostingRegressor(squared_error) on log(value)",
-                "interval": "split-conformal residual p10..p90", "max_iter": max_iter,
+                "interval": "split-conformal residual p10..p90 (random rows; held-out accelerators "
+                            "for unseen ones)", "max_iter": max_iter,
                 "target": "log(value), per accelerator for higher-is-better metrics"},
     )

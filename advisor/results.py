@@ -164,7 +164,9 @@ class EvaluationSlice(_Out):
     mape: float | None = Field(description="mean absolute percentage error, percent")
     median_ape: float | None = None
     groups: int = Field(description="groups (benchmark, scenario, metric) ranked for regret")
-    top1_regret: float | None = Field(description="mean top-1 regret, percent")
+    top1_regret: float | None = Field(
+        description="mean top-1 regret, percent: the share of the best candidate's speed (throughput, "
+        "or 1/latency) lost by picking the predicted best")
     interval_coverage: float | None = None
 
 
@@ -177,5 +179,7 @@ class EvaluationReport(_Out):
     seen_accelerators: EvaluationSlice
     unseen_accelerator_names: list[str] = Field(default_factory=list)
     by_metric: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_accelerator_class: dict[str, EvaluationSlice] = Field(
+        default_factory=dict, description="nvidia, qualcomm, cpu, other (no public spec in the table)")
     model: dict[str, Any] = Field(default_factory=dict)
     elapsed_s: float
