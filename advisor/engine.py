@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from advisor import analysis, predictor
 from advisor.features import query_frames
@@ -87,6 +87,9 @@ class Advisor:
         # (generation, model, benchmark, scenario, metric, division, round) → candidate → (lo, mid, hi)
         self._predictions: dict[tuple[Any, ...], dict[int, tuple[float, float, float]]] = {}
         self._factors: dict[tuple[Any, ...], dict[int, list[tuple[str, float]]]] = {}
+        self._min_drivers: dict[str | None, str | None] = {}
+        self._answers: dict[tuple[int, str, int], RecommendationSet] = {}
+        self._snippets: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
 
     # ---- data and model, per store generation ---------------------------------------------
     def store_generation(self) -> int:
@@ -123,7 +126,7 @@ class Advisor:
                 return cached
             if table.n == 0:
                 raise NotFound("the knowledge base holds no observations; import or collect some first")
-            with threadpool_limits(1):
+            with _one_thread():
                 model = predictor.fit(table)
             self._model = model
             self._save_cached(fingerprint, model)
@@ -280,10 +283,19 @@ class Advisor:
             NotFound: the benchmark is not in the knowledge base.
         """
         start = time.perf_counter()
-        with threadpool_limits(1):
-            result = self._recommend(workload, top)
-        result.elapsed_ms = (time.perf_counter() - start) * 1000
-        return result
+        if not isinstance(workload, Workload):
+            workload = Workload.from_dict(workload)
+        # The answer is a function of the workload and the data: memoised per store generation
+        # (the generation is read on every call, so new data is never answered from the memo).
+        key = (self.store_generation(), workload.model_dump_json(), top)
+        cached = self._answers.get(key)
+        if cached is None:
+            with _one_thread():
+                cached = self._recommend(workload, top)
+            if len(self._answers) > 512:
+                self._answers.clear()
+            self._answers[key] = cached
+        return cached.model_copy(update={"elapsed_ms": (time.perf_counter() - start) * 1000})
 
     def _recommend(self, workload: Workload | dict[str, Any], top: int) -> RecommendationSet:
         start = time.perf_counter()
@@ -404,12 +416,13 @@ class Advisor:
                 return per * 3600.0 / price
             return per
 
-        ranked = sorted((c for c, _ in kept), key=lambda c: (-score(c), 0 if c in observed else 1))[:top]
+        scores = {c: score(c) for c, _ in kept}
+        ranked = sorted((c for c, _ in kept), key=lambda c: (-scores[c], 0 if c in observed else 1))[:top]
         basis_of = dict(kept)
 
         # explanations for the top ones
         factors: dict[int, list[tuple[str, float]]] = {}
-        by_score = sorted((c for c, _ in kept), key=score)
+        by_score = sorted((c for c, _ in kept), key=scores.__getitem__)
         reference = by_score[len(by_score) // 2] if by_score else None
         fkey = (memo_key, reference, tuple(ranked))
         if model is not None and ranked and reference is not None and fkey in self._factors:
@@ -461,9 +474,15 @@ class Advisor:
                 dv, mv = parse_version(stack.driver), parse_version(min_driver)
                 if dv is not None and mv is not None and dv < mv:
                     warnings.append(f"driver too old: recorded driver {stack.driver} is below {min_driver} for CUDA {stack.cuda}")
-            manifest = placement_snippet(
-                workload_name=f"{workload.benchmark}-{rank}", stack=stack, accelerator=accelerator,
-                count=count, placement=PlacementKind(placement), min_driver=min_driver)
+            snippet_key = (stack_id, accelerator, count, placement, min_driver, f"{workload.benchmark}-{rank}")
+            if snippet_key not in self._snippets:
+                if len(self._snippets) > 4096:
+                    self._snippets.clear()
+                manifest = placement_snippet(
+                    workload_name=f"{workload.benchmark}-{rank}", stack=stack, accelerator=accelerator,
+                    count=count, placement=PlacementKind(placement), min_driver=min_driver)
+                self._snippets[snippet_key] = (to_yaml(manifest), manifest)
+            snippet_text, manifest = self._snippets[snippet_key]
             score_unit = {Objective.THROUGHPUT: unit + (" per accelerator" if per_acc else ""),
                           Objective.LATENCY: f"-{unit}",
                           Objective.COST: f"{unit.split('/')[0]} per {self.prices.currency} (x3600/price per accelerator-hour)"}[workload.objective]
@@ -474,11 +493,11 @@ class Advisor:
                                     accelerator_count=count, placement=PlacementKind(placement)),
                 metric=metric, unit=unit, higher_is_better=hib, basis=basis,
                 value=mid / div, interval=Interval(low=lo / div, high=hi / div), per_accelerator=per_acc,
-                score=score(c), score_unit=score_unit, evidence=evidence,
+                score=scores[c], score_unit=score_unit, evidence=evidence,
                 factors=[Factor(name=n, value=self._factor_value(n, stack, accelerator, count, placement, workload),
                                 effect=round(e, 4)) for n, e in factors.get(c, [])],
                 placement_overhead=overheads.get((physical_key(accelerator), placement)) if placement != PlacementKind.BARE_METAL.value else None,
-                warnings=warnings, snippet_yaml=to_yaml(manifest), snippet=manifest,
+                warnings=warnings, snippet_yaml=snippet_text, snippet=manifest,
             ))
         if workload.objective is Objective.COST:
             notes.append(f"cost from the price table ({self.prices.note or 'packaged'}; {self.prices.currency} per accelerator-hour)")
@@ -502,6 +521,11 @@ class Advisor:
 
     def _min_driver(self, stack: SoftwareStack) -> str | None:
         """The per-release minimum driver for the stack's CUDA (from the rules), if any."""
+        if stack.cuda not in self._min_drivers:
+            self._min_drivers[stack.cuda] = self._min_driver_uncached(stack)
+        return self._min_drivers[stack.cuda]
+
+    def _min_driver_uncached(self, stack: SoftwareStack) -> str | None:
         cuda = parse_version(stack.cuda)
         if cuda is None:
             return None
@@ -534,7 +558,7 @@ class Advisor:
         Raises:
             InvalidInput: a malformed query (the message names queries.N.field).
         """
-        with threadpool_limits(1):
+        with _one_thread():
             return self._predict(queries)
 
     def _predict(self, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
@@ -663,9 +687,22 @@ class Advisor:
         return evaluate(self.table(), holdout_filter, holdout_share=holdout_share, seed=seed)
 
 
+_CONTROLLER: ThreadpoolController | None = None
+
+
+def _one_thread() -> Any:
+    """Limit BLAS/OpenMP to one thread (small predictions from many request threads would
+    oversubscribe the cores). The controller is built once: ``threadpool_limits(1)`` inspects
+    every loaded library on each call, tens of milliseconds."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1)
+
+
 def _quantiles3(values: np.ndarray) -> tuple[float, float, float]:
     """(p10, median, p90) with numpy's default linear interpolation; fast on small groups."""
-    v = np.sort(values).tolist()
+    v = sorted(values.tolist())
     n = len(v)
 
     def q(p: float) -> float:
