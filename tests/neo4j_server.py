@@ -57,6 +57,17 @@ NEO4J_JVM_FLAGS = (
 )
 
 
+def _die_with_parent() -> None:
+    """Linux: the server gets SIGTERM when the test process dies, even when it is killed, so a
+    timed-out or interrupted run leaves no Neo4j behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class Neo4jUnavailable(RuntimeError):
     """No Neo4j server can be had here; the message says why."""
 
@@ -207,7 +218,13 @@ def start_local(lib: Path | None = None) -> Iterator[str]:
         "--console-mode",
     ]
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
     uri = f"bolt://127.0.0.1:{port}"
     try:
         _wait_for_bolt(uri, proc, log)
