@@ -74,8 +74,10 @@ class Advisor:
         rules: compatibility rules (directory, file, list or ``RuleSet``); default: packaged.
     """
 
-    def __init__(self, store: Store, *, prices: Any = None, rules: Any = None) -> None:
+    def __init__(self, store: Store, *, prices: Any = None, rules: Any = None,
+                 memo_answers: bool = True) -> None:
         self.store = store
+        self.memo_answers = memo_answers  # False: compute every answer (benchmarks of the path)
         self.prices: PriceTable = load_prices(prices)
         self.rules: RuleSet = load_rules(rules)
         self._lock = threading.RLock()
@@ -227,8 +229,8 @@ class Advisor:
         params = workload.parameter_filters()
         if "division" not in params:
             # MLPerf's open division allows changed models: only closed results compare.
-            closed, _ = table.benchmark_mask(workload.family, workload.benchmark, {**params, "division": "closed"})
-            if closed.any():
+            closed, unrecorded = table.benchmark_mask(workload.family, workload.benchmark, {**params, "division": "closed"})
+            if "division" not in unrecorded and closed.any():
                 params["division"] = "closed"
         mask, ignored = table.benchmark_mask(workload.family, workload.benchmark, params)
         if not mask.any():
@@ -288,7 +290,7 @@ class Advisor:
         # The answer is a function of the workload and the data: memoised per store generation
         # (the generation is read on every call, so new data is never answered from the memo).
         key = (self.store_generation(), workload.model_dump_json(), top)
-        cached = self._answers.get(key)
+        cached = self._answers.get(key) if self.memo_answers else None
         if cached is None:
             with _one_thread():
                 cached = self._recommend(workload, top)
@@ -338,9 +340,12 @@ class Advisor:
             stack_id, accelerator, count, placement = table.candidate.vocab[code]
             stack = table.stacks[stack_id]
             reason = self._allowed(workload, stack, accelerator, count, placement)
-            if reason is None and any((stack_id, accelerator, placement, b) in failures for b in (*bench_ids, None)):
-                reason = "known failure"
             warnings: list[str] = []
+            if reason is None and any((stack_id, accelerator, placement, b) in failures for b in (*bench_ids, None)):
+                if code in observed:  # failed on some variants of the benchmark, ran on others
+                    warnings.append("known failure on some variants of this benchmark with this configuration")
+                else:
+                    reason = "known failure"
             if reason is None:
                 for v in self._stack_violations(stack_id, stack, workload.hardware.driver):
                     if v.severity is Severity.ERROR and workload.hardware.driver:
@@ -585,8 +590,8 @@ class Advisor:
             if q.scenario:
                 params["scenario"] = q.scenario
             if "division" not in params:
-                closed, _ = table.benchmark_mask(q.family, q.benchmark, {**params, "division": "closed"})
-                if closed.any():
+                closed, unrecorded = table.benchmark_mask(q.family, q.benchmark, {**params, "division": "closed"})
+                if "division" not in unrecorded and closed.any():
                     params["division"] = "closed"
             mask, _ = table.benchmark_mask(q.family, q.benchmark, params)
             mask &= table.metric.codes == table.metric.code(q.metric)
