@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.rules import parse_version
+from advisor.rules import _cudnn_integer, parse_version
 from advisor.specs import resolve_accelerator
 from advisor.table import ObservationTable, round_number
 from graph_schema.models import SoftwareStack
@@ -75,7 +75,7 @@ def stack_features(stack: SoftwareStack | dict[str, str]) -> dict[str, Any]:
         "framework_version": _num(fver),
         "driver": _num(comps.get("driver"), 1000.0),
         "cuda": _num(comps.get("cuda")),
-        "cudnn": _num(comps.get("cudnn")),
+        "cudnn": _num(str(_cudnn_integer(comps["cudnn"]) or comps["cudnn"]) if comps.get("cudnn") else None),
         "tensorrt": _num(comps.get("tensorrt")),
     }
 

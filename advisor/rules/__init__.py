@@ -113,6 +113,17 @@ def parse_version(text: str | None) -> Version | None:
         return None
 
 
+def _cudnn_integer(text: str) -> Version | None:
+    """cuDNN's CUDNN_VERSION integer as some tools report it: 91900 → 9.19.0, 8902 → 8.9.2."""
+    text = text.strip()
+    if not text.isdigit() or len(text) < 4:
+        return None
+    n = int(text)
+    if n >= 9 * 10000:  # cuDNN 9+: major*10000 + minor*100 + patch
+        return Version(f"{n // 10000}.{(n % 10000) // 100}.{n % 100}")
+    return Version(f"{n // 1000}.{(n % 1000) // 100}.{n % 100}")  # cuDNN <= 8: major*1000 + minor*100 + patch
+
+
 def component_versions(components: dict[str, str | None]) -> dict[str, Version]:
     """Component name → parsed version (unparseable ones left out), with ``framework_build_cuda``."""
     out: dict[str, Version] = {}
@@ -126,7 +137,8 @@ def component_versions(components: dict[str, str | None]) -> dict[str, Version]:
             build = parse_version(f"{digits[:-1]}.{digits[-1]}")
             if build is not None:
                 out["framework_build_cuda"] = build
-        version = parse_version(text)
+        version = _cudnn_integer(text) if key == "cudnn" else None
+        version = version or parse_version(text)
         if version is not None:
             out[key] = version
     if "cuda" not in out and "framework_build_cuda" in out:

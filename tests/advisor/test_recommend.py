@@ -152,3 +152,17 @@ def test_results_serialise_to_json(kb_advisor) -> None:  # type: ignore[no-untyp
     assert data["workload"]["benchmark"] == "resnet50"
     assert data["recommendations"][0]["basis"] in ("observed", "predicted")
     assert "snippet_yaml" in data["recommendations"][0]
+
+
+def test_recommend_for_our_own_measurements(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """The starter KB also holds our collectors' PI results (H100 in a passthrough VM)."""
+    table = kb_advisor.table()
+    if table.family.code("pi") < 0:
+        pytest.skip("the starter knowledge base holds no PI results")
+    result = _recommend(kb_advisor, family="pi", benchmark="gemm", include_predicted=False)
+    assert result.metric == "tflops"
+    rec = result.recommendations[0]
+    assert rec.basis is Basis.OBSERVED
+    assert rec.evidence.sources and "mlperf-inference" not in rec.evidence.sources
+    assert rec.candidate.placement is PlacementKind.PASSTHROUGH
+    assert rec.snippet["spec"]["nodeSelector"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
