@@ -139,12 +139,18 @@ def _print_recommendations(result: Any, snippets: bool) -> None:
             "value": f"{_fmt(r.value)} [{_fmt(r.interval.low)}..{_fmt(r.interval.high)}]",
             "evidence": f"{r.evidence.count} obs {'/'.join(r.evidence.rounds)}".strip(),
             "overhead": r.placement_overhead.text if r.placement_overhead else "",
-            "warnings": "; ".join(r.warnings),
+            "warnings": len(r.warnings) or "",
         })
     per = " per accelerator" if result.recommendations and result.recommendations[0].per_accelerator else ""
     unit = result.recommendations[0].unit if result.recommendations else ""
     render(rows, as_json=False, title=f"{result.workload.get('benchmark')} — {result.metric} "
                                        f"({unit}{per}), objective {result.objective}")
+    for r in result.recommendations:
+        for w in r.warnings:
+            stdout.print(f"  #{r.rank} {w}", highlight=False, markup=False)
+        if r.factors:
+            moved = ", ".join(f"{f.name} x{f.effect:.2f}" for f in r.factors)
+            stdout.print(f"  #{r.rank} moved most by: {moved}", highlight=False, markup=False)
     for note in result.notes:
         info(f"note: {note}")
     if result.excluded:
