@@ -100,9 +100,10 @@ class Advisor:
             return int(cheap())
         return self.store.stats().generation
 
-    def table(self) -> ObservationTable:
-        """The observation table of the store's current generation (reloaded when it moved)."""
-        generation = self.store_generation()
+    def table(self, generation: int | None = None) -> ObservationTable:
+        """The observation table of the store's current generation (reloaded when it moved).
+        ``generation``: one the caller has just read, so one answer reads it once."""
+        generation = self.store_generation() if generation is None else generation
         with self._lock:
             if self._table is None or self._table.generation != generation:
                 start = time.perf_counter()
@@ -113,10 +114,10 @@ class Advisor:
                          time.perf_counter() - start)
             return self._table
 
-    def model(self) -> predictor.FittedModel:
+    def model(self, table: ObservationTable | None = None) -> predictor.FittedModel:
         """The model fitted on the current table; refitted (or loaded from the disk cache) when
         the table's generation differs from the model's."""
-        table = self.table()
+        table = table or self.table()
         with self._lock:
             if self._model is not None and self._model.generation == table.generation:
                 return self._model
@@ -171,15 +172,15 @@ class Advisor:
         except OSError as exc:
             log.warning("could not cache the fitted model in %s: %s", folder, exc)
 
-    def overheads(self) -> dict[tuple[str, str], PlacementOverhead]:
-        table = self.table()
+    def overheads(self, table: ObservationTable | None = None) -> dict[tuple[str, str], PlacementOverhead]:
+        table = table or self.table()
         with self._lock:
             if self._overheads is None:
                 self._overheads = analysis.placement_overheads(table)
             return self._overheads
 
-    def _known_failures(self) -> set[tuple[str, str, str, str | None]]:
-        self.table()
+    def _known_failures(self, table: ObservationTable | None = None) -> set[tuple[str, str, str, str | None]]:
+        table = table or self.table()
         with self._lock:
             if self._failures is None:
                 out = set()
@@ -289,23 +290,25 @@ class Advisor:
             workload = Workload.from_dict(workload)
         # The answer is a function of the workload and the data: memoised per store generation
         # (the generation is read on every call, so new data is never answered from the memo).
-        key = (self.store_generation(), workload.model_dump_json(), top)
+        generation = self.store_generation()
+        key = (generation, workload.model_dump_json(), top)
         cached = self._answers.get(key) if self.memo_answers else None
         if cached is None:
             with _one_thread():
-                cached = self._recommend(workload, top)
+                cached = self._recommend(workload, top, generation)
             if len(self._answers) > 512:
                 self._answers.clear()
             self._answers[key] = cached
         return cached.model_copy(update={"elapsed_ms": (time.perf_counter() - start) * 1000})
 
-    def _recommend(self, workload: Workload | dict[str, Any], top: int) -> RecommendationSet:
+    def _recommend(self, workload: Workload | dict[str, Any], top: int,
+                   generation: int | None = None) -> RecommendationSet:
         start = time.perf_counter()
         if not isinstance(workload, Workload):
             workload = Workload.from_dict(workload)
         if top < 1:
             raise InvalidInput(f"top must be >= 1, got {top}")
-        table = self.table()
+        table = self.table(generation)
         notes: list[str] = []
         bench_rows, ignored = self._benchmark_rows(table, workload)
         if ignored:
@@ -332,7 +335,7 @@ class Advisor:
             fam_mask &= table.division.codes == table.division.code(pinned_division)
         fam_cands = np.unique(table.candidate.codes[fam_mask])
         excluded: dict[str, int] = {}
-        failures = self._known_failures()
+        failures = self._known_failures(table)
         bench_ids = {table.benchmark.vocab[int(c)] for c in np.unique(table.benchmark.codes[rows])}
         kept: list[tuple[int, Basis]] = []
         rule_notes: dict[int, list[str]] = {}
@@ -375,7 +378,7 @@ class Advisor:
         model = None
         if predicted_codes or kept:
             try:
-                model = self.model()
+                model = self.model(table)
             except NotFound:
                 model = None
         memo_key = (table.generation, id(model), workload.family, workload.benchmark, scenario, metric,
@@ -449,7 +452,7 @@ class Advisor:
             ref_stack, ref_acc, ref_count, ref_place = table.candidate.vocab[reference]
             notes.append(f"factors compare each candidate with the median candidate by the model: "
                          f"{ref_acc} x{ref_count}, {ref_place}, {table.stacks[ref_stack].label()}")
-        overheads = self.overheads()
+        overheads = self.overheads(table)
         recs = []
         for rank, c in enumerate(ranked, start=1):
             stack_id, accelerator, count, placement = table.candidate.vocab[c]
@@ -617,7 +620,7 @@ class Advisor:
             else:
                 to_model.append(i)
         if to_model:
-            model = self.model()
+            model = self.model(table)
             qrows = []
             for i in to_model:
                 q = parsed[i]
