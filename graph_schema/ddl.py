@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graph_schema.schema import NODES, RELATIONSHIPS
+from graph_schema.schema import NODES, RELATIONSHIPS, RETIRED_NEO4J_INDEXES
 
 
 def ladybug_statements() -> list[str]:
@@ -32,4 +32,5 @@ def neo4j_statements() -> list[str]:
             out.append(
                 f"CREATE INDEX {low}_{prop} IF NOT EXISTS FOR (n:{node.label}) ON (n.{prop})"
             )
+    out.extend(f"DROP INDEX {name} IF EXISTS" for name in RETIRED_NEO4J_INDEXES)
     return out

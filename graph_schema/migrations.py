@@ -24,6 +24,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema: stacks, components, accelerators, hosts, placements, "
                  "benchmarks, runs, observations, failures"),
     Migration(2, "node inventory: ClusterNode (advisor nodes sync); new table and constraint only"),
+    Migration(3, "drop the Observation range indexes (Neo4j); no data changes"),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class PropType(str, Enum):
@@ -151,7 +151,9 @@ OBSERVATION = NodeSpec(
         "benchmark_id": S,
         "host": S,
     },
-    indexed=("metric", "source", "stack_id", "accelerator", "placement_kind", "benchmark_id"),
+    # No range indexes: every read either scans all observations (the advisor's table) or filters
+    # with ``($x = '' OR o.x = $x)``, which Neo4j cannot answer from an index, and each index
+    # roughly halved Neo4j's ingest rate. Schema v3 dropped the six that v1 had.
 )
 FAILURE = NodeSpec(
     "Failure",
@@ -225,3 +227,9 @@ RELATIONSHIPS: tuple[RelSpec, ...] = (
 )
 
 NODE_BY_LABEL = {spec.label: spec for spec in NODES}
+
+# Neo4j indexes an earlier schema version created and this one no longer declares.
+RETIRED_NEO4J_INDEXES = tuple(
+    f"observation_{prop}"
+    for prop in ("metric", "source", "stack_id", "accelerator", "placement_kind", "benchmark_id")
+)

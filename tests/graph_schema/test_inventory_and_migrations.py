@@ -41,3 +41,14 @@ def test_an_older_store_is_migrated_in_place(store):
     assert store.ensure_schema() == SCHEMA_VERSION
     assert store.schema_version() == SCHEMA_VERSION
     assert store.sync_inventory("c", [_node("a")]) == 1
+
+
+@pytest.mark.neo4j
+def test_v3_drops_the_observation_indexes_a_v1_store_has(neo4j_store):
+    neo4j_store._driver.execute_query(
+        "CREATE INDEX observation_metric IF NOT EXISTS FOR (n:Observation) ON (n.metric)"
+    )
+    neo4j_store._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 1", {}))
+    assert neo4j_store.ensure_schema() == SCHEMA_VERSION
+    names = {r["name"] for r in neo4j_store._read("SHOW INDEXES YIELD name RETURN name", {})}
+    assert "observation_metric" not in names and "observation_key_unique" in names
