@@ -93,7 +93,15 @@ def stack_facts(backends: list[Backend], device: str) -> dict[str, str]:
 
         return torch_facts(device == "cuda")
     primary = next((b for b in backends if b.name == names[0]), None) if names else None
-    return {"framework": primary.name, "framework_version": primary.version()} if primary else {}
+    if primary is None:
+        return {}
+    facts = {"framework": primary.name, "framework_version": primary.version()}
+    if primary.name == "tensorflow" and device == "cuda":
+        import tensorflow as tf  # already imported by the backend
+
+        info = tf.sysconfig.get_build_info()
+        facts.update({k: str(info[f"{k}_version"]) for k in ("cuda", "cudnn") if info.get(f"{k}_version")})
+    return facts
 
 
 class PiRunner:
