@@ -118,5 +118,5 @@ ensure_etcd
 build_components
 ensure_kustomize
 for c in $KUBE_COMPONENTS; do "$OUT/$c" --version >&2; done
-etcd --version 2>&1 | head -1 >&2
+etcd --version 2>&1 | sed -n 1p >&2  # sed reads all its input: no SIGPIPE under pipefail
 "$CACHE/bin/kustomize" version >&2
