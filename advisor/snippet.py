@@ -2,10 +2,11 @@
 nodes by NVIDIA GPU feature discovery labels.
 
 Labels used (GPU feature discovery / GPU operator): ``nvidia.com/gpu.product`` (GPU name with
-spaces as dashes), ``nvidia.com/gpu.count``, ``nvidia.com/cuda.driver.major`` (older GFD; newer
-ones also write ``nvidia.com/cuda.driver-version.full``), ``nvidia.com/vgpu.present``,
-``nvidia.com/mig.strategy``. Node affinity compares integers with ``Gt``/``Lt`` only, so the
-minimum driver is expressed on the major version; the full version is kept as an annotation.
+spaces as dashes), ``nvidia.com/gpu.count``, ``nvidia.com/cuda.driver-version.major`` (GFD
+0.15 and later, which also write ``nvidia.com/cuda.driver-version.full``) or the older
+``nvidia.com/cuda.driver.major``, ``nvidia.com/vgpu.present``, ``nvidia.com/mig.capable``. Node
+affinity compares integers with ``Gt``/``Lt`` only, so the minimum driver is expressed on the
+major version, in two ORed terms (new label, old label); the full version is an annotation.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def placement_snippet(
         )
     selector: dict[str, str] = {}
     terms: list[dict[str, Any]] = []
+    driver_terms: list[dict[str, Any]] = []
     tolerations: list[dict[str, Any]] = []
     if resolved.is_cpu:
         selector["kubernetes.io/arch"] = "arm64" if re.search(r"arm|cortex|carmel|apple|aarch", accelerator, re.IGNORECASE) else "amd64"
@@ -74,7 +76,8 @@ def placement_snippet(
             terms.append({"key": "nvidia.com/vgpu.present", "operator": "NotIn", "values": ["true"]})
         if min_driver:
             major = int(min_driver.split(".")[0])
-            terms.append({"key": "nvidia.com/cuda.driver.major", "operator": "Gt", "values": [str(major - 1)]})
+            driver_terms = [{"key": key, "operator": "Gt", "values": [str(major - 1)]}
+                            for key in ("nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver.major")]
             annotations["stack-advisor/min-driver"] = min_driver
     else:
         annotations["stack-advisor/device"] = (
@@ -87,6 +90,9 @@ def placement_snippet(
     if terms:
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": terms}]}}}
+    if driver_terms:  # terms are ORed: a node with either driver label qualifies
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [*terms, d]} for d in driver_terms]}}}
     if tolerations:
         spec["tolerations"] = tolerations
     return {

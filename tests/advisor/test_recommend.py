@@ -124,9 +124,14 @@ def test_snippets_are_valid_pods(kb_advisor) -> None:  # type: ignore[no-untyped
         if rec.candidate.accelerator.startswith("NVIDIA"):
             assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == rec.candidate.accelerator_count
             assert "nvidia.com/gpu.product" in spec["nodeSelector"]
-            exprs = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-                "nodeSelectorTerms"][0]["matchExpressions"]
-            assert any(e["key"] == "nvidia.com/cuda.driver.major" for e in exprs)
+            terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                "nodeSelectorTerms"]
+            # ORed terms: the newer GFD label or the older one carries the minimum driver major
+            driver_keys = [e["key"] for t in terms for e in t["matchExpressions"] if "driver" in e["key"]]
+            assert driver_keys == ["nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver.major"]
+            for t in terms:
+                assert {"key": "nvidia.com/vgpu.present", "operator": "NotIn", "values": ["true"]} in t["matchExpressions"] \
+                    or rec.candidate.placement is PlacementKind.VGPU
             assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
 
 
