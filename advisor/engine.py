@@ -371,8 +371,8 @@ class Advisor:
             rule_notes[code] = warnings
 
         # values
-        scenario = workload.scenario or _mode(table.scenario.values(rows))
-        division = str(workload.parameters.get("division") or _mode(table.division.values(rows)))
+        scenario = workload.scenario or _mode(table.scenario, rows)
+        division = str(workload.parameters.get("division") or _mode(table.division, rows))
         values: dict[int, tuple[float, float, float]] = {}
         predicted_codes = [c for c, b in kept if b is Basis.PREDICTED]
         model = None
@@ -552,9 +552,9 @@ class Advisor:
         last = float(table.timestamp[rows].max()) if len(rows) else None
         return Evidence(
             count=len(rows),
-            sources=sorted(set(table.source.values(rows))),
-            rounds=sorted({r for r in table.round.values(rows) if r}, key=_round_key),
-            submitters=sorted({s for s in table.submitter.values(rows) if s})[:10],
+            sources=sorted(_distinct(table.source, rows)),
+            rounds=sorted({r for r in _distinct(table.round, rows) if r}, key=_round_key),
+            submitters=sorted({s for s in _distinct(table.submitter, rows) if s})[:10],
             last_seen=datetime.fromtimestamp(last, tz=UTC) if last is not None else None,
         )
 
@@ -721,8 +721,12 @@ def _quantiles3(values: np.ndarray) -> tuple[float, float, float]:
     return q(0.1), q(0.5), q(0.9)
 
 
-def _mode(values: list[str]) -> str:
-    if not values:
+def _mode(column: Any, rows: np.ndarray) -> str:
+    """The most frequent value of a categorical column over ``rows`` ('' when none)."""
+    if len(rows) == 0:
         return ""
-    uniq, counts = np.unique(np.asarray(values, dtype=object).astype(str), return_counts=True)
-    return str(uniq[np.argmax(counts)])
+    return str(column.vocab[int(np.bincount(column.codes[rows]).argmax())])
+
+
+def _distinct(column: Any, rows: np.ndarray) -> list[Any]:
+    return [column.vocab[int(c)] for c in np.unique(column.codes[rows])]
