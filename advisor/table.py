@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from graph_schema.models import Observation, SoftwareStack
+from graph_schema.models import Observation, SoftwareStack, StoredObservation
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class ObservationTable:
             cols["placement"].append(obs.placement.kind.value)
             cols["stack"].append(sid)
             cols["candidate"].append((sid, obs.accelerator.model, max(1, obs.accelerator.count), obs.placement.kind.value))
-            keys.append(getattr(obs, "key", "") or "")
+            keys.append(obs.key if isinstance(obs, StoredObservation) else "")
         table = cls(
             generation=generation,
             n=len(values),
@@ -161,7 +161,7 @@ class ObservationTable:
             benchmarks=benchmarks,
             stacks=stacks,
             images={sid: s.image for sid, s in stacks.items() if s.image},
-            physical=Column.build([physical_key(a) for a in cols["accelerator"]]),
+            physical=Column.build(_mapped(cols["accelerator"], physical_key)),
             **{name: Column.build(vals) for name, vals in cols.items()},
         )
         table.load_seconds = time.perf_counter() - start
@@ -187,6 +187,11 @@ class ObservationTable:
     def latest_round(self) -> str:
         rounds = [r for r in self.round.vocab if r]
         return max(rounds, key=_round_key) if rounds else ""
+
+
+def _mapped(values: list[str], fn: Any) -> list[str]:
+    memo: dict[str, str] = {}
+    return [memo[v] if v in memo else memo.setdefault(v, fn(v)) for v in values]
 
 
 def physical_key(accelerator: str) -> str:
