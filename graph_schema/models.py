@@ -103,7 +103,10 @@ class SoftwareStack(_Model):
 
     @property
     def stack_id(self) -> str:
-        return "stk-" + _digest(self.components(), self.image)
+        # The framework that ran the workload is part of the identity even when the other
+        # installed frameworks (extras) are the same: a torch run and a JAX run on one node are
+        # two stacks.
+        return "stk-" + _digest(self.components(), self.framework, self.image)
 
     def label(self) -> str:
         parts = []
