@@ -89,6 +89,8 @@ def fill(store_uri: str, n: int, wipe: bool) -> float:
         store.ensure_schema()
         if wipe and hasattr(store, "wipe"):
             store.wipe()
+        if not wipe and store.stats().counts.get("Observation", 0) >= n:
+            return 0.0  # a reused store that already holds the load
         obs = synthetic(n)
         for i in range(0, n, 5000):
             store.ingest(IngestBatch(observations=obs[i:i + 5000]))
@@ -168,6 +170,8 @@ def main() -> None:
     ap.add_argument("--neo4j", help="also run against this Neo4j URI (bolt://user:pass@host:port)")
     ap.add_argument("--wipe", action="store_true", help="empty the Neo4j store first")
     ap.add_argument("--skip-embedded", action="store_true")
+    ap.add_argument("--embedded", help="reuse this embedded store (embedded:PATH; filled only if "
+                    "it holds fewer than --observations) instead of a fresh temp one")
     ap.add_argument("--workload", type=Path, help="JSON body for POST /v1/recommendations")
     args = ap.parse_args()
     body = json.loads(args.workload.read_text()) if args.workload else DEFAULT_WORKLOAD
@@ -175,7 +179,7 @@ def main() -> None:
     stores: list[tuple[str, str]] = []
     tmp = Path(tempfile.mkdtemp(prefix="advisor-bench-"))
     if not args.skip_embedded:
-        stores.append(("embedded", f"embedded:{tmp / 'kb'}"))
+        stores.append(("embedded", args.embedded or f"embedded:{tmp / 'kb'}"))
     if args.neo4j:
         stores.append(("neo4j", args.neo4j))
     token = secrets.token_urlsafe(24)

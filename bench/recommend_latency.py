@@ -109,6 +109,8 @@ def main() -> None:
     ap.add_argument("--neo4j", help="Neo4j URI to use instead of a throwaway local server")
     ap.add_argument("--wipe", action="store_true", help="empty the given Neo4j first")
     ap.add_argument("--skip-embedded", action="store_true")
+    ap.add_argument("--embedded", help="reuse this embedded store (embedded:PATH; filled only if "
+                    "it holds fewer than --observations) instead of a fresh temp one")
     ap.add_argument("--skip-neo4j", action="store_true")
     args = ap.parse_args()
     from graph_schema.registry import open_store
@@ -117,7 +119,7 @@ def main() -> None:
           f"{len(WORKLOADS)} workloads cycled")
     if not args.skip_embedded:
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
-            with open_store(f"embedded:{Path(tmp) / 'kb'}") as store:
+            with open_store(args.embedded or f"embedded:{Path(tmp) / 'kb'}") as store:
                 store.ensure_schema()
                 measure("embedded", store, args.observations, args.repeats)
     if not args.skip_neo4j:
