@@ -81,7 +81,7 @@ def recommend(
     "",
     operation_id="predict",
     response_model=list[Prediction],
-    responses={**READ_ERRORS, **error_responses(400, 413)},
+    responses={**READ_ERRORS, **error_responses(400, 404, 413)},
     summary="Predict a metric for configurations (observed values are returned as such)",
 )
 def predict(
@@ -135,7 +135,7 @@ def compare_placements(
     "/regressions",
     operation_id="findRegressions",
     response_model=list[Regression],
-    responses=READ_ERRORS,
+    responses={**READ_ERRORS, **error_responses(404)},
     summary="Newer component versions that are slower, with Mann-Whitney U support",
 )
 def find_regressions(
