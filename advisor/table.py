@@ -154,7 +154,7 @@ class ObservationTable:
             generation=generation,
             n=len(values),
             value=np.asarray(values, dtype=np.float64),
-            count=np.asarray(counts, dtype=np.int32),
+            count=np.asarray(counts, dtype=np.int64),
             timestamp=np.asarray(stamps, dtype=np.float64),
             higher_is_better=np.asarray(hib, dtype=bool),
             keys=keys,
