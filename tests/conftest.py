@@ -14,6 +14,13 @@ from graph_schema.store import Store
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# Test modules import TensorFlow at collection time; Triton's LLVM must be loaded before it or a
+# later torch optimizer aborts the process (see microbench.frameworks).
+try:
+    import triton._C.libtriton  # noqa: F401
+except Exception:  # noqa: BLE001 - no Triton: nothing can clash
+    pass
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

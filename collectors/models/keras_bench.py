@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-import tensorflow as tf
+from microbench.frameworks import load_tensorflow
 
-from collectors.models.keras_models import build
+tf = load_tensorflow()
+
+from collectors.models.keras_models import build  # noqa: E402
 from graph_schema.errors import Unsupported
 
 if TYPE_CHECKING:

@@ -9,15 +9,15 @@ TF's CPU kernels take). What TF cannot do is reported unsupported.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up chatter off stderr
-
 import numpy as np
-import tensorflow as tf
+
+from microbench.frameworks import load_tensorflow
+
+tf = load_tensorflow()
 
 from microbench.timing import Kernel, NotSupported
 
