@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
+from typing import Annotated, Optional
 
 import typer
 
@@ -30,6 +32,22 @@ COMMAND_MODULES = (
     "cli.serve",
     "cli.plot",
 )
+
+@app.callback()
+def _root(
+    api: Annotated[
+        Optional[str],
+        typer.Option(
+            "--api",
+            envvar="ADVISOR_API",
+            help="Be a client of a remote stack-advisor API at this URL: every command that "
+            "reads or writes the knowledge base goes through it (token: ADVISOR_TOKEN).",
+        ),
+    ] = None,
+) -> None:
+    if api:
+        os.environ["ADVISOR_API"] = api
+
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)

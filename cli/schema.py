@@ -16,8 +16,9 @@ schema_app = typer.Typer(help="Schemas of the documents stack-advisor reads and 
 @schema_app.command("export")
 def export(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write here instead of stdout.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Accepted for uniformity: the output is JSON.")] = False,
 ) -> None:
-    """Write the JSON Schema of the collector result document."""
+    """Write the JSON Schema of the collector result document (JSON either way)."""
     text = json.dumps(ResultDocument.model_json_schema(), indent=2) + "\n"
     if out is None:
         typer.echo(text, nl=False)

@@ -17,6 +17,7 @@ from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
 ENV_VAR = "ADVISOR_STORE"
+API_ENV_VAR = "ADVISOR_API"  # a remote stack-advisor API: the CLI becomes its client
 
 
 def _embedded(target: str) -> Store:
@@ -58,8 +59,9 @@ def default_store_uri() -> str:
 
 
 def resolve_store_uri(uri: str | None = None) -> str:
-    """The URI that will be opened: argument, then $ADVISOR_STORE, then the embedded default."""
-    return uri or os.environ.get(ENV_VAR) or default_store_uri()
+    """The URI that will be opened: the argument, then $ADVISOR_API (a remote API), then
+    $ADVISOR_STORE, then the embedded default."""
+    return uri or os.environ.get(API_ENV_VAR) or os.environ.get(ENV_VAR) or default_store_uri()
 
 
 def open_store(uri: str | None = None, *, migrate: bool = True) -> Store:
@@ -75,6 +77,8 @@ def open_store(uri: str | None = None, *, migrate: bool = True) -> Store:
     """
     resolved = resolve_store_uri(uri)
     is_default = resolved == default_store_uri() and not uri and not os.environ.get(ENV_VAR)
+    if resolved == os.environ.get(API_ENV_VAR) and "://" not in resolved:
+        raise InvalidInput(f"ADVISOR_API must be an http(s):// URL, got {resolved!r}")
     scheme, sep, rest = resolved.partition("://")
     if sep:
         builder = BUILDERS.get(scheme)

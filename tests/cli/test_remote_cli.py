@@ -133,3 +133,12 @@ def test_cli_errors_and_exit_codes(api: ServedAPI, tmp_path: Path) -> None:
     assert r.returncode == 1 and "cannot reach" in r.stderr
     r = run_cli("plot", "throughput", "--bogus")
     assert r.returncode == 2
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_any_store_command_is_a_client_with_api(api: ServedAPI, how: str) -> None:
+    args = ["db", "stats", "--json"]
+    r = run_cli("--api", api.url, *args) if how == "flag" else run_cli(*args, ADVISOR_API=api.url)
+    assert r.returncode == 0, r.stderr
+    body = json.loads(r.stdout)
+    assert body["store"] == api.url and body["counts"]["Observation"] == 8
