@@ -51,7 +51,7 @@ from graph_schema.models import PlacementKind, SoftwareStack
 from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
-MODEL_VERSION = 4
+MODEL_VERSION = 5
 CACHE_ENV = "ADVISOR_MODEL_CACHE"
 
 
@@ -396,7 +396,7 @@ class Advisor:
                               "count": count, "placement": placement, "stack": table.stacks[stack_id],
                               "round": latest})
             X = model.encoder.matrix(query_frames(qrows))
-            logs = model.predict_log(X)
+            logs = model.predict_log(X, hib)
             for c, (lo, mid, hi), q in zip(predicted_codes, logs, qrows):
                 scale = q["count"] if hib else 1
                 values[c] = memo[c] = (math.exp(lo) * scale, math.exp(mid) * scale, math.exp(hi) * scale)
@@ -444,7 +444,7 @@ class Advisor:
                               "count": count, "placement": placement, "stack": table.stacks[stack_id],
                               "round": latest})
             X = model.encoder.matrix(query_frames(frows))
-            factors = dict(zip(ranked, model.factor_effects(X[:-1], X[-1])))
+            factors = dict(zip(ranked, model.factor_effects(X[:-1], X[-1], hib)))
             if len(self._factors) > 256:
                 self._factors.clear()
             self._factors[fkey] = factors
@@ -632,7 +632,8 @@ class Advisor:
                               "metric": q.metric, "division": str(q.parameters.get("division") or "closed"),
                               "accelerator": q.accelerator, "count": q.accelerator_count,
                               "placement": q.placement.value, "stack": comps, "round": latest})
-            logs = model.predict_log(model.encoder.matrix(query_frames(qrows)))
+            higher = np.array([self._metric_hib(table, parsed[i].metric) for i in to_model])
+            logs = model.predict_log(model.encoder.matrix(query_frames(qrows)), higher)
             for i, (lo, mid, hi) in zip(to_model, logs):
                 q = parsed[i]
                 hib = self._metric_hib(table, q.metric)

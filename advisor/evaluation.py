@@ -98,7 +98,7 @@ def evaluate(table: ObservationTable, holdout_filter: str | None, *, holdout_sha
     with threadpool_limits(1):
         model = predictor.fit(table, train_rows)
     frames = table_frames(table, hold_rows)
-    logs = model.predict_log(model.encoder.matrix(frames))
+    logs = model.predict_log(model.encoder.matrix(frames), table.higher_is_better[hold_rows])
     scale = np.where(table.higher_is_better[hold_rows], table.count[hold_rows], 1).astype(np.float64)
     lo, pred, hi = (np.exp(logs[:, j]) * scale for j in range(3))
     unseen_mask = np.array([k not in model.seen_accelerators for k in frames["accel_key"]])

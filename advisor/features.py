@@ -5,7 +5,9 @@ featurises in milliseconds."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -15,10 +17,11 @@ from advisor.specs import resolve_accelerator
 from advisor.table import ObservationTable, round_number
 from graph_schema.models import SoftwareStack
 
-CATEGORICAL = ("family", "bench_name", "scenario", "metric", "division", "accel_key", "accel_class",
-               "placement", "framework")
-NUMERIC = ("log_fp16", "log_int8", "log_fp32", "log_bw", "memory_gb", "mig_fraction", "is_cpu",
-           "log2_count", "driver", "cuda", "cudnn", "tensorrt", "framework_version", "round")
+CATEGORICAL = ("family", "bench_name", "arch", "arch_variant", "scenario", "metric", "division",
+               "accel_key", "accel_class", "placement", "framework")
+NUMERIC = ("width", "resolution", "log_model_cost", "bits", "log_fp16", "log_int8", "log_fp32",
+           "log_bw", "memory_gb", "mig_fraction", "is_cpu", "log2_count", "driver", "cuda", "cudnn",
+           "tensorrt", "framework_version", "round")
 FEATURES = CATEGORICAL + NUMERIC
 MAX_CATEGORIES = 250
 
@@ -29,7 +32,8 @@ FACTOR_GROUPS: dict[str, tuple[str, ...]] = {
     "accelerator_count": ("log2_count",),
     "placement": ("placement",),
     "software_stack": ("driver", "cuda", "cudnn", "tensorrt", "framework", "framework_version"),
-    "benchmark": ("bench_name", "scenario", "division"),
+    "benchmark": ("bench_name", "arch", "arch_variant", "width", "resolution", "log_model_cost",
+                  "bits", "scenario", "division"),
     "round": ("round",),
 }
 
@@ -44,6 +48,45 @@ def _num(text: str | None, scale: float = 100.0) -> float:
 
 def _log(x: float | None) -> float:
     return math.log(x) if x else math.nan
+
+
+_VARIANT_WORDS = ("small", "large", "base", "minimalistic", "mobilebert", "tiny", "lite0", "lite1",
+                  "lite2", "lite3", "lite4", "distil", "pruned", "sparse")
+
+
+@lru_cache(maxsize=4096)
+def benchmark_features(name: str) -> dict[str, Any]:
+    """What a benchmark's name says of the model, so that an unseen variant (e.g. MLPerf's open
+    division ``mobilenet-v1-precision_uint8-0.5-160``) is near its siblings: architecture
+    (``mobilenet-v1``), a size word, width multiplier, input resolution, a cost proxy
+    ``log(width^2 * resolution^2)`` and the bits of its precision. Unknown parts are missing."""
+    text = name.lower()
+    # "-99" / "-99.9": MLPerf's accuracy targets (share of the reference accuracy), not sizes
+    tokens = [t for t in re.split(r"[-_\s]+", text) if t and t not in ("99", "99.9")]
+    arch = tokens[0] if tokens else text
+    if len(tokens) > 1 and (re.fullmatch(r"v\d+", tokens[1]) or re.fullmatch(r"\d+d", arch)):
+        arch = f"{arch}-{tokens[1]}"
+    variant = next((w for w in _VARIANT_WORDS if w in text), None)
+    width = resolution = math.nan
+    for tok in tokens:
+        size = re.fullmatch(r"(\d{2,4})x(\d{2,4})", tok)
+        if size:
+            resolution = float(size.group(1))
+        elif re.fullmatch(r"\d\.\d+", tok) and 0 < float(tok) <= 2:
+            width = float(tok)
+        elif re.fullmatch(r"\d{2,4}", tok) and 64 <= int(tok) <= 1024 and math.isnan(resolution):
+            resolution = float(tok)
+    bits = math.nan
+    if "non-quantized" in text or "float" in text or "fp32" in text:
+        bits = 32.0
+    elif "fp16" in text or "bf16" in text:
+        bits = 16.0
+    elif "int8" in text or "uint8" in text or "quantized" in text or "qat" in text:
+        bits = 8.0
+    cost = 2 * math.log(width if not math.isnan(width) else 1.0) + 2 * math.log(resolution) \
+        if not math.isnan(resolution) else math.nan
+    return {"arch": arch, "arch_variant": variant, "width": width, "resolution": resolution,
+            "log_model_cost": cost, "bits": bits}
 
 
 def accelerator_features(name: str) -> dict[str, Any]:
@@ -131,6 +174,11 @@ def table_frames(table: ObservationTable, rows: np.ndarray | None = None) -> dic
                       ("scenario", table.scenario), ("metric", table.metric),
                       ("division", table.division), ("placement", table.placement)):
         frames[name] = col.values(idx)
+    bench = [benchmark_features(str(b)) for b in table.bench_name.vocab]
+    b_codes = table.bench_name.codes[idx]
+    for name in ("arch", "arch_variant", "width", "resolution", "log_model_cost", "bits"):
+        lookup = [f[name] for f in bench]
+        frames[name] = [lookup[c] for c in b_codes]
     frames["round"] = [rnd[c] for c in table.round.codes[idx]]
     frames["log2_count"] = list(np.log2(table.count[idx].astype(np.float64)))
     return frames
@@ -144,6 +192,7 @@ def query_frames(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     for row in rows:
         feats = accelerator_features(row["accelerator"])
         feats.update(stack_features(row["stack"]))
+        feats.update(benchmark_features(str(row["bench_name"])))
         feats.update({
             "family": row["family"], "bench_name": row["bench_name"],
             "scenario": row.get("scenario") or "", "metric": row["metric"],

@@ -2,7 +2,10 @@
 interval (p10..p90 of the residuals on a held-back fifth of the training rows).
 
 Throughput-like metrics (higher is better) are modelled per accelerator (value / count) and
-scaled back; latency-like metrics are modelled as they are. Trained on a table of one store
+scaled back; latency-like metrics are modelled as they are. Both are modelled relative to the
+accelerator's published peak (INT8 TOPS, else FP16 TFLOP/s) where the spec table knows it:
+the trees learn an efficiency, which carries over to an accelerator they never saw (trees cannot
+extrapolate a raw value beyond the range they were trained on). Trained on a table of one store
 generation and labelled with it, so a stale model can be recognised.
 """
 
@@ -42,21 +45,23 @@ class FittedModel:
     fit_seconds: float
     params: dict[str, Any] = field(default_factory=dict)
 
-    def predict_log(self, X: np.ndarray) -> np.ndarray:
-        """(n, 3) log-space low / centre / high; rows whose accelerator the model never saw get
-        the wider interval calibrated on held-out accelerators."""
-        mid = self.model.predict(X)
+    def predict_log(self, X: np.ndarray, higher: np.ndarray | bool) -> np.ndarray:
+        """(n, 3) log-space low / centre / high of the per-accelerator value (``higher``: the
+        rows' metrics are higher-is-better); rows whose accelerator the model never saw get the
+        wider interval calibrated on held-out accelerators."""
+        mid = self.model.predict(X) + peak_offset(X, higher)
         unseen = np.isnan(X[:, FEATURES.index("accel_key")])
         lo = np.where(unseen, self.unseen_residual_quantiles[0], self.residual_quantiles[0])
         hi = np.where(unseen, self.unseen_residual_quantiles[1], self.residual_quantiles[1])
         return np.column_stack([mid + lo, mid, mid + hi])
 
-    def factor_effects(self, X: np.ndarray, reference: np.ndarray, top: int = 3) -> list[list[tuple[str, float]]]:
+    def factor_effects(self, X: np.ndarray, reference: np.ndarray, higher: bool,
+                       top: int = 3) -> list[list[tuple[str, float]]]:
         """Per row: the feature groups whose swap for the reference row's values changes the
         prediction most, with exp(delta) as a multiplicative effect (candidate vs reference)."""
         if len(X) == 0:
             return []
-        base = self.model.predict(X)
+        base = self.model.predict(X) + peak_offset(X, higher)
         groups = [(g, names) for g, names in FACTOR_GROUPS.items() if g in SWAPPABLE]
         stacked = []
         for _, names in groups:
@@ -65,7 +70,8 @@ class FittedModel:
                 j = FEATURES.index(name)
                 Xg[:, j] = reference[j]
             stacked.append(Xg)
-        preds = self.model.predict(np.vstack(stacked)).reshape(len(groups), len(X))
+        Xs = np.vstack(stacked)
+        preds = (self.model.predict(Xs) + peak_offset(Xs, higher)).reshape(len(groups), len(X))
         out = []
         for i in range(len(X)):
             deltas = [(groups[g][0], float(np.exp(base[i] - preds[g, i]))) for g in range(len(groups))]
@@ -74,11 +80,22 @@ class FittedModel:
         return out
 
 
-def target(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
-    """log(value), per accelerator for higher-is-better metrics."""
+def peak_offset(X: np.ndarray, higher: np.ndarray | bool) -> np.ndarray:
+    """log of the accelerator's published peak (INT8, else FP16), signed: + for throughput, -
+    for latency; 0 where the spec table has neither (CPUs, unknown parts)."""
+    i8 = X[:, FEATURES.index("log_int8")]
+    f16 = X[:, FEATURES.index("log_fp16")]
+    peak = np.where(np.isnan(i8), f16, i8)
+    peak = np.where(np.isnan(peak), 0.0, peak)
+    return np.where(higher, peak, -peak)
+
+
+def target(table: ObservationTable, rows: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """log(value) (per accelerator for higher-is-better metrics) less the peak offset."""
     values = np.log(np.maximum(table.value[rows], 1e-12))
     per_acc = table.higher_is_better[rows]
-    return values - np.where(per_acc, np.log(table.count[rows].astype(np.float64)), 0.0)
+    values = values - np.where(per_acc, np.log(table.count[rows].astype(np.float64)), 0.0)
+    return values - peak_offset(X, per_acc)
 
 
 def _regressor(seed: int, max_iter: int) -> HistGradientBoostingRegressor:
@@ -125,8 +142,8 @@ def fit(table: ObservationTable, rows: np.ndarray | None = None, *, max_iter: in
         rows = rows[table.value[rows] > 0]
     frames = table_frames(table, rows)
     encoder = Encoder.fit(frames)
-    y = target(table, rows)
     X = encoder.matrix(frames)
+    y = target(table, rows, X)
     # A feature the training rows never record (e.g. no MLPerf round in our own measurements)
     # cannot be binned; as a constant it is simply never split on.
     X[:, np.isnan(X).all(axis=0)] = 0.0
@@ -149,5 +166,6 @@ def fit(table: ObservationTable, rows: np.ndarray | None = None, *, max_iter: in
         params={"kind": "HistGradientBoostingRegressor(squared_error) on log(value)",
                 "interval": "split-conformal residual p10..p90 (random rows; held-out accelerators "
                             "for unseen ones)", "max_iter": max_iter,
-                "target": "log(value), per accelerator for higher-is-better metrics"},
+                "target": "log(value) (per accelerator for higher-is-better metrics) less "
+                          "log(published peak INT8/FP16) where known"},
     )
