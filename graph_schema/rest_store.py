@@ -144,6 +144,14 @@ class RestStore(Store):
     def _stats(self) -> StoreStats:
         return StoreStats.model_validate(self._request("GET", "/v1/stats"))
 
+    def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
+        body = self._request("PUT", f"/v1/inventory/{quote(cluster, safe='')}", json={"nodes": nodes})
+        return int(body["nodes"])
+
+    def _list_inventory(self, cluster: str | None) -> list[dict[str, Any]]:
+        params = {"cluster": cluster} if cluster is not None else {}
+        return list(self._request("GET", "/v1/inventory", params=params)["items"])
+
     def get_observation(self, key: str) -> StoredObservation:
         """One request instead of the base class's scan."""
         body = self._request("GET", f"/v1/observations/{quote(key, safe='')}")

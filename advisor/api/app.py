@@ -13,7 +13,7 @@ from advisor.api.auth import TokenTable
 from advisor.api.errors import install_error_handlers
 from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
 from advisor.api.resources import Resources
-from advisor.api.routes import batches, catalog, failures, health, observations, schema
+from advisor.api.routes import batches, catalog, failures, health, inventory, observations, schema
 from advisor.api.settings import Settings, get_settings
 from graph_schema.store import Store
 
@@ -107,7 +107,7 @@ def create_app(
     app.dependency_overrides[get_settings] = lambda: settings
 
     install_error_handlers(app)
-    for module in (observations, batches, failures, schema):
+    for module in (observations, batches, failures, schema, inventory):
         app.include_router(module.router)
     for router in catalog.routers:
         app.include_router(router)

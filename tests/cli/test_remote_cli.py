@@ -79,6 +79,29 @@ def test_rest_store_round_trip(api: ServedAPI, tokens: dict[str, str]) -> None:
         writer.close()
 
 
+def test_inventory_through_the_rest_store(api: ServedAPI, tokens: dict[str, str]) -> None:
+    """`advisor nodes sync --api ...` writes through PUT /v1/inventory/{cluster}."""
+    from graph_schema.rest_store import RestStore
+    from tests.graph_schema.test_inventory_and_migrations import _node
+
+    writer = RestStore(api.url, token=tokens["write"])
+    reader = RestStore(api.url, token=tokens["read"])
+    try:
+        assert writer.sync_inventory("remote-lab", [_node("g1"), _node("g2", "NVIDIA L4")]) == 2
+        assert [n["name"] for n in reader.list_inventory("remote-lab")] == ["g1", "g2"]
+        assert reader.list_inventory("remote-lab")[1] == _node("g2", "NVIDIA L4")
+        assert writer.sync_inventory("remote-lab", [_node("g3")]) == 1
+        assert [n["name"] for n in reader.list_inventory()] == ["g3"]
+        with pytest.raises(InvalidInput, match="appears twice"):
+            writer.sync_inventory("remote-lab", [_node("x"), _node("x")])
+        with pytest.raises(Exception, match="scope"):
+            reader.sync_inventory("remote-lab", [_node("y")])
+        assert [n["name"] for n in reader.list_inventory("remote-lab")] == ["g3"]
+    finally:
+        writer.close()
+        reader.close()
+
+
 def test_unreachable_api_is_store_unavailable() -> None:
     with registry.open_store(f"http://127.0.0.1:{free_port()}") as store:
         with pytest.raises(StoreUnavailable, match="cannot reach"):

@@ -1,0 +1,56 @@
+"""The node inventory (``advisor nodes sync``): one cluster's nodes, replaced as a whole."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Query
+from pydantic import BaseModel, Field
+
+from advisor.api.deps import ReadCaller, StoreDep, WriteCaller
+from advisor.api.routes import READ_ERRORS, WRITE_ERRORS
+
+router = APIRouter(prefix="/v1/inventory", tags=["inventory"])
+
+ClusterName = Annotated[str, Path(min_length=1, max_length=253, description="the inventory's name")]
+
+
+class InventoryBody(BaseModel):
+    nodes: list[dict[str, Any]] = Field(
+        description="one object per node as `advisor nodes list --json` prints it, each with a "
+                    "unique non-empty `name`")
+
+
+class InventoryReport(BaseModel):
+    cluster: str
+    nodes: int = Field(ge=0, description="how many nodes the cluster's inventory holds now")
+
+
+class InventoryPage(BaseModel):
+    items: list[dict[str, Any]]
+    total: int
+
+
+@router.put(
+    "/{cluster}",
+    operation_id="syncInventory",
+    response_model=InventoryReport,
+    responses=WRITE_ERRORS,
+    summary="Replace one cluster's node inventory, in one transaction",
+)
+def sync_inventory(cluster: ClusterName, body: Annotated[InventoryBody, Body()], store: StoreDep,
+                   _: WriteCaller) -> InventoryReport:
+    return InventoryReport(cluster=cluster, nodes=store.sync_inventory(cluster, body.nodes))
+
+
+@router.get(
+    "",
+    operation_id="listInventory",
+    response_model=InventoryPage,
+    responses=READ_ERRORS,
+    summary="The stored nodes (of one cluster, or all), ordered by cluster then name",
+)
+def list_inventory(store: StoreDep, _: ReadCaller,
+                   cluster: Annotated[str | None, Query(min_length=1, max_length=253)] = None) -> InventoryPage:
+    items = store.list_inventory(cluster)
+    return InventoryPage(items=items, total=len(items))
