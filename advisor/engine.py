@@ -70,13 +70,19 @@ class Advisor:
 
     Args:
         store: any ``Store`` (embedded, Neo4j, REST).
+        generation_ttl: seconds an observed store generation is trusted before it is read
+            again (0: read on every answer). Bounds how late a write by another process is seen.
         prices: price table (path, dict or ``PriceTable``); default: the packaged example table.
         rules: compatibility rules (directory, file, list or ``RuleSet``); default: packaged.
     """
 
     def __init__(self, store: Store, *, prices: Any = None, rules: Any = None,
-                 memo_answers: bool = True) -> None:
+                 memo_answers: bool = True, generation_ttl: float = 0.0) -> None:
         self.store = store
+        # > 0: the store's generation is re-read at most this often (a server answering many
+        # requests); writes made through ``forget_generation``'s caller are seen at once
+        self.generation_ttl = generation_ttl
+        self._generation: tuple[float, int] | None = None
         self.memo_answers = memo_answers  # False: compute every answer (benchmarks of the path)
         self.prices: PriceTable = load_prices(prices)
         self.rules: RuleSet = load_rules(rules)
@@ -95,10 +101,18 @@ class Advisor:
 
     # ---- data and model, per store generation ---------------------------------------------
     def store_generation(self) -> int:
+        if self.generation_ttl > 0:
+            seen = self._generation
+            if seen is not None and time.monotonic() - seen[0] < self.generation_ttl:
+                return seen[1]
         cheap = getattr(self.store, "generation", None)
-        if callable(cheap):
-            return int(cheap())
-        return self.store.stats().generation
+        generation = int(cheap()) if callable(cheap) else self.store.stats().generation
+        self._generation = (time.monotonic(), generation)
+        return generation
+
+    def forget_generation(self) -> None:
+        """The store was just written through us: read its generation again on the next answer."""
+        self._generation = None
 
     def table(self, generation: int | None = None) -> ObservationTable:
         """The observation table of the store's current generation (reloaded when it moved).

@@ -57,13 +57,6 @@ PLACEMENTS = [Placement(kind=PlacementKind.BARE_METAL),
               Placement(kind=PlacementKind.VGPU, hypervisor="kvm", vgpu_profile="A100-4C")]
 PROVENANCE = Provenance(kind=SourceKind.MEASURED, source="bench-synthetic")
 
-DEFAULT_WORKLOAD: dict[str, Any] = {
-    "workload": {"family": "cnn", "benchmark": "resnet50",
-                 "parameters": {"batch_size": 64, "precision": "fp16"},
-                 "frameworks": [{"name": "pytorch"}]},
-    "top": 5,
-}
-
 
 def synthetic(n: int, seed: int = 7) -> list[Observation]:
     rng = random.Random(seed)
@@ -129,33 +122,62 @@ def serve(store_uri: str, token: str, log: Path) -> tuple[subprocess.Popen[bytes
     raise SystemExit(f"advisor serve not ready after 120 s; see {log}")
 
 
-def drive(url: str, body: dict[str, Any], clients: int, per_client: int,
+def workload_bodies() -> list[dict[str, Any]]:
+    """One body per benchmark variant and framework in the synthetic data (36): the load is not
+    one repeated question. (After its first answer, each is served from the engine's memo for
+    the store generation, as a real server's repeated questions are.)"""
+    out = []
+    for bench in BENCHMARKS:
+        for framework in ("pytorch", "tensorflow", None):
+            workload: dict[str, Any] = {"family": bench.family, "benchmark": bench.name,
+                                        "parameters": dict(bench.parameters)}
+            if framework:
+                workload["frameworks"] = [{"name": framework}]
+            out.append({"workload": workload, "top": 5})
+    return out
+
+
+def drive(url: str, bodies: list[dict[str, Any]], clients: int, per_client: int,
           warmup: int) -> tuple[np.ndarray, float, list[str]]:
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
+    # every client warms up, then all start the measured requests together: throughput is
+    # counted over the measured window only (the first warm-up waits for the table and model)
+    ready = threading.Barrier(clients + 1)
+    stride = -(-len(bodies) // clients)  # with warmup >= stride, every body is asked before timing
 
-    def worker() -> None:
+    def worker(me: int) -> None:
         # read timeout long enough for the first request to wait for the warm-up (table + model)
         with httpx.Client(base_url=url, timeout=httpx.Timeout(30, read=600)) as client:
             mine = []
             for i in range(warmup + per_client):
+                if i == warmup:
+                    try:
+                        ready.wait()
+                    except threading.BrokenBarrierError:
+                        return
                 t0 = time.perf_counter()
-                r = client.post("/v1/recommendations", json=body)
+                r = client.post("/v1/recommendations", json=bodies[(me * stride + i) % len(bodies)])
                 dt = time.perf_counter() - t0
                 if r.status_code != 200:
                     with lock:
                         errors.append(f"{r.status_code}: {r.text[:200]}")
+                    ready.abort()
                     return
                 if i >= warmup:
                     mine.append(dt)
             with lock:
                 latencies.extend(mine)
 
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
-    start = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(c,)) for c in range(clients)]
     for t in threads:
         t.start()
+    try:
+        ready.wait()
+    except threading.BrokenBarrierError:
+        pass
+    start = time.perf_counter()
     for t in threads:
         t.join()
     return np.array(latencies) * 1000, time.perf_counter() - start, errors
@@ -172,9 +194,10 @@ def main() -> None:
     ap.add_argument("--skip-embedded", action="store_true")
     ap.add_argument("--embedded", help="reuse this embedded store (embedded:PATH; filled only if "
                     "it holds fewer than --observations) instead of a fresh temp one")
-    ap.add_argument("--workload", type=Path, help="JSON body for POST /v1/recommendations")
+    ap.add_argument("--workload", type=Path, help="one JSON body for POST /v1/recommendations "
+                    "(default: the 36 benchmark x framework variants of the synthetic data, in turn)")
     args = ap.parse_args()
-    body = json.loads(args.workload.read_text()) if args.workload else DEFAULT_WORKLOAD
+    bodies = [json.loads(args.workload.read_text())] if args.workload else workload_bodies()
 
     stores: list[tuple[str, str]] = []
     tmp = Path(tempfile.mkdtemp(prefix="advisor-bench-"))
@@ -184,12 +207,14 @@ def main() -> None:
         stores.append(("neo4j", args.neo4j))
     token = secrets.token_urlsafe(24)
     print(f"POST /v1/recommendations, {args.observations} observations, {args.clients} "
-          f"concurrent clients x {args.requests} requests (+{args.warmup} warm-up), loopback")
+          f"concurrent clients x {args.requests} requests (+{args.warmup} warm-up), "
+          f"{len(bodies)} workload(s) in turn, loopback, ADVISOR_GENERATION_TTL_S="
+          f"{os.environ.get('ADVISOR_GENERATION_TTL_S', '1 (default)')}")
     for name, uri in stores:
         fill_s = fill(uri, args.observations, args.wipe)
         proc, url = serve(uri, token, tmp / f"serve-{name}.log")
         try:
-            ms, wall, errors = drive(url, body, args.clients, args.requests, args.warmup)
+            ms, wall, errors = drive(url, bodies, args.clients, args.requests, args.warmup)
         finally:
             proc.terminate()
             proc.wait(timeout=30)

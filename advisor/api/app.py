@@ -78,9 +78,9 @@ def create_app(
     tokens = TokenTable(settings)  # refuses placeholder secrets before anything starts
     kwargs = {"opener": store_opener} if store_opener else {}
     resources = Resources(settings.store, retry_interval_s=settings.store_retry_interval_s,
-                          **kwargs)  # type: ignore[arg-type]
+                          generation_ttl_s=settings.generation_ttl_s, **kwargs)  # type: ignore[arg-type]
     if store is not None:
-        resources = Resources(None, opener=lambda _uri: store)
+        resources = Resources(None, opener=lambda _uri: store, generation_ttl_s=settings.generation_ttl_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -36,9 +36,11 @@ class Resources:
         *,
         retry_interval_s: float = 2.0,
         opener: Callable[[str | None], Store] = _default_opener,
+        generation_ttl_s: float = 0.0,
     ) -> None:
         self.store_uri = store_uri
         self.retry_interval_s = retry_interval_s
+        self.generation_ttl_s = generation_ttl_s
         self._opener = opener
         self._lock = threading.Lock()
         self._store: Store | None = None
@@ -95,8 +97,14 @@ class Resources:
                 if self._advisor is None:
                     from advisor.engine import Advisor
 
-                    self._advisor = Advisor(store)
+                    self._advisor = Advisor(store, generation_ttl=self.generation_ttl_s)
         return self._advisor  # type: ignore[no-any-return]
+
+    def written(self) -> None:
+        """Called after a write through the API: the next answer reads the generation again."""
+        advisor = self._advisor
+        if advisor is not None:
+            advisor.forget_generation()
 
     def close(self) -> None:
         with self._lock:

@@ -135,6 +135,12 @@ class Settings(BaseSettings):
         default=2.0, ge=0, description="how often a request may retry opening an unreachable store"
     )
     max_page: int = Field(default=10_000, ge=1, le=100_000)
+    generation_ttl_s: float = Field(
+        default=1.0, ge=0, le=300,
+        description="answers re-read the store's data generation at most this often; a write by "
+                    "another process shows in answers at most this late (writes through this "
+                    "server at once); 0 reads it on every answer",
+    )
 
     @field_validator("tokens_file", mode="before")
     @classmethod

@@ -25,6 +25,7 @@ def ingest_batch(
     request: Request, batch: Annotated[IngestBatch, Body()], store: StoreDep, _: WriteCaller
 ) -> IngestReport:
     result = store.ingest(batch)
+    request.app.state.resources.written()
     metrics = request.app.state.metrics
     metrics.observations_ingested.labels("true").inc(result.observations_new)
     metrics.observations_ingested.labels("false").inc(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Request
 
 from advisor.api import examples
 from advisor.api.deps import StoreDep, WriteCaller
@@ -22,6 +22,7 @@ router = APIRouter(prefix="/v1/failures", tags=["failures"])
     summary="Record one failure or a list of them (idempotent)",
 )
 def record_failures(
+    request: Request,
     failures: Annotated[
         FailuresIn,
         Body(openapi_examples={"one failure": {"value": examples.FAILURE}}),
@@ -30,4 +31,6 @@ def record_failures(
     _: WriteCaller,
 ) -> IngestReport:
     items = failures if isinstance(failures, list) else [failures]
-    return IngestReport.of(store.record_failures(items), 0)
+    result = store.record_failures(items)
+    request.app.state.resources.written()
+    return IngestReport.of(result, 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import APIRouter, Body, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from advisor.api.deps import ReadCaller, StoreDep, WriteCaller
@@ -38,9 +38,11 @@ class InventoryPage(BaseModel):
     responses=WRITE_ERRORS,
     summary="Replace one cluster's node inventory, in one transaction",
 )
-def sync_inventory(cluster: ClusterName, body: Annotated[InventoryBody, Body()], store: StoreDep,
-                   _: WriteCaller) -> InventoryReport:
-    return InventoryReport(cluster=cluster, nodes=store.sync_inventory(cluster, body.nodes))
+def sync_inventory(request: Request, cluster: ClusterName, body: Annotated[InventoryBody, Body()],
+                   store: StoreDep, _: WriteCaller) -> InventoryReport:
+    nodes = store.sync_inventory(cluster, body.nodes)
+    request.app.state.resources.written()
+    return InventoryReport(cluster=cluster, nodes=nodes)
 
 
 @router.get(

@@ -81,6 +81,7 @@ def ingest_result_documents(
     docs = documents if isinstance(documents, list) else [documents]
     batch = merge_documents(docs)
     result = store.ingest(batch)
+    request.app.state.resources.written()
     metrics = request.app.state.metrics
     metrics.observations_ingested.labels("true").inc(result.observations_new)
     metrics.observations_ingested.labels("false").inc(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from advisor.api.deps import AdminCaller, ReadCaller, StoreDep
 from advisor.api.routes import READ_ERRORS, error_responses
@@ -22,8 +22,10 @@ def get_schema_version(store: StoreDep, _: ReadCaller) -> SchemaInfo:
 @router.post("/schema", operation_id="ensureSchema", response_model=SchemaInfo,
              responses=error_responses(401, 403, 503),
              summary="Apply constraints, indexes and pending migrations (idempotent; admin)")
-def ensure_schema(store: StoreDep, _: AdminCaller) -> SchemaInfo:
-    return SchemaInfo(schema_version=store.ensure_schema(), code_schema_version=SCHEMA_VERSION)
+def ensure_schema(request: Request, store: StoreDep, _: AdminCaller) -> SchemaInfo:
+    version = store.ensure_schema()
+    request.app.state.resources.written()
+    return SchemaInfo(schema_version=version, code_schema_version=SCHEMA_VERSION)
 
 
 @router.get("/stats", operation_id="getStats", response_model=StoreStats,
