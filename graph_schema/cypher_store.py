@@ -72,6 +72,7 @@ class _Rows:
         self.failures: dict[str, dict[str, Any]] = {}
         self.links: dict[str, list[dict[str, str]]] = {}
         self.stack_components: dict[str, list[str]] = {}
+        self._objects: dict[tuple[str, int], Any] = {}
 
     def stack_id(self, stack: Any) -> str:
         """Memoised per batch: most rows of a batch share a few stacks."""
@@ -91,56 +92,84 @@ class _Rows:
             bid = self._bench_ids[memo] = bench.benchmark_id
         return bid
 
+    def _by_object(self, kind: str, obj: Any, build: Callable[[Any], Any]) -> Any:
+        """``build(obj)`` once per object of the batch (rows of one batch share their stack,
+        accelerator, placement, host and provenance objects; the batch keeps them alive, so
+        their ids are stable for the batch's lifetime)."""
+        key = (kind, id(obj))
+        hit = self._objects.get(key)
+        if hit is None:
+            hit = self._objects[key] = build(obj)
+        return hit
+
+    @staticmethod
+    def _stack_row(stack: Any, stack_id: str) -> dict[str, Any]:
+        return {
+            "stack_id": stack_id,
+            "driver": stack.driver,
+            "cuda": stack.cuda,
+            "cudnn": stack.cudnn,
+            "nccl": stack.nccl,
+            "tensorrt": stack.tensorrt,
+            "framework": stack.framework,
+            "framework_version": stack.framework_version,
+            "python": stack.python,
+            "extra_json": _json(stack.extra),
+            "image": stack.image,
+            "raw": stack.raw,
+            "label": stack.label(),
+        }
+
+    @staticmethod
+    def _accelerator_row(acc: Any) -> dict[str, Any]:
+        return {
+            "model": acc.model,
+            "vendor": acc.vendor,
+            "memory_mib": acc.memory_mib,
+            "compute_capability": acc.compute_capability,
+        }
+
+    @staticmethod
+    def _placement_row(placement: Any) -> dict[str, Any]:
+        return {
+            "placement_id": placement.placement_id,
+            "kind": placement.kind.value,
+            "hypervisor": placement.hypervisor,
+            "vgpu_profile": placement.vgpu_profile,
+        }
+
+    @staticmethod
+    def _host_row(host: Any) -> dict[str, Any]:
+        return {
+            "name": host.name,
+            "cpu_model": host.cpu_model,
+            "cores": host.cores,
+            "cpu_flags_json": _json(host.cpu_flags),
+            "numa_nodes": host.numa_nodes,
+            "memory_mib": host.memory_mib,
+            "os": host.os,
+            "kernel": host.kernel,
+            "labels_json": _json(host.labels),
+        }
+
     def add_context(self, item: Any) -> dict[str, Any]:
         stack, acc, placement, host = item.stack, item.accelerator, item.placement, item.host
-        stack_id = self.stack_id(stack)
+        stack_id = self._by_object("stack_id", stack, self.stack_id)
         if stack_id not in self.nodes["Stack"]:
-            self.nodes["Stack"][stack_id] = {
-                "stack_id": stack_id,
-                "driver": stack.driver,
-                "cuda": stack.cuda,
-                "cudnn": stack.cudnn,
-                "nccl": stack.nccl,
-                "tensorrt": stack.tensorrt,
-                "framework": stack.framework,
-                "framework_version": stack.framework_version,
-                "python": stack.python,
-                "extra_json": _json(stack.extra),
-                "image": stack.image,
-                "raw": stack.raw,
-                "label": stack.label(),
-            }
+            self.nodes["Stack"][stack_id] = self._stack_row(stack, stack_id)
             comps = []
             for name, version in stack.components().items():
                 cid = f"{name}@{version}"
                 self.nodes["Component"][cid] = {"component_id": cid, "name": name, "version": version}
                 comps.append(cid)
             self.stack_components[stack_id] = comps
-        self.nodes["Accelerator"][acc.model] = {
-            "model": acc.model,
-            "vendor": acc.vendor,
-            "memory_mib": acc.memory_mib,
-            "compute_capability": acc.compute_capability,
-        }
-        pid = placement.placement_id
-        self.nodes["Placement"][pid] = {
-            "placement_id": pid,
-            "kind": placement.kind.value,
-            "hypervisor": placement.hypervisor,
-            "vgpu_profile": placement.vgpu_profile,
-        }
+        # mutable nodes: the last object of the batch with a key wins, as before the memo
+        self.nodes["Accelerator"][acc.model] = self._by_object("acc", acc, self._accelerator_row)
+        prow = self._by_object("placement", placement, self._placement_row)
+        pid = prow["placement_id"]
+        self.nodes["Placement"][pid] = prow
         if host is not None:
-            self.nodes["Host"][host.name] = {
-                "name": host.name,
-                "cpu_model": host.cpu_model,
-                "cores": host.cores,
-                "cpu_flags_json": _json(host.cpu_flags),
-                "numa_nodes": host.numa_nodes,
-                "memory_mib": host.memory_mib,
-                "os": host.os,
-                "kernel": host.kernel,
-                "labels_json": _json(host.labels),
-            }
+            self.nodes["Host"][host.name] = self._by_object("host", host, self._host_row)
         bench = getattr(item, "benchmark", None)
         bench_id = self.benchmark_id(bench) if bench is not None else None
         if bench is not None and bench_id not in self.nodes["Benchmark"]:
@@ -189,13 +218,14 @@ class _Rows:
                 "note": obs.note,
                 "timestamp": _ts(obs.timestamp),
                 "accelerator_count": obs.accelerator.count,
-                "placement_evidence_json": _json(obs.placement.evidence),
+                "placement_evidence_json": rows._by_object(
+                    "evidence", obs.placement, lambda p: _json(p.evidence)),
                 "placement_consistent": obs.placement.consistent,
                 "source_kind": prov.kind.value,
                 "source": prov.source,
                 "source_url": prov.url,
                 "source_key": obs.source_key,
-                "provenance_json": _json(prov.details),
+                "provenance_json": rows._by_object("details", prov, lambda p: _json(p.details)),
                 "run_id": obs.run_id,
                 "placement_kind": obs.placement.kind.value,
                 **ctx,
