@@ -29,6 +29,10 @@ IMAGE = "neo4j:5.26-community"
 START_TIMEOUT_S = float(os.environ.get("NEO4J_START_TIMEOUT_S", "240"))
 SETUP_TIMEOUT_S = 1800
 STOP_TIMEOUT_S = 60
+# Memory of the local server: small by default (tests on a 2-core, shared machine); benches may
+# give it more.
+HEAP = os.environ.get("NEO4J_LOCAL_HEAP", "1g")
+PAGECACHE = os.environ.get("NEO4J_LOCAL_PAGECACHE", "256m")
 
 
 # What Neo4j's own launcher adds from the default neo4j.conf (server.jvm.additional): without the
@@ -138,9 +142,9 @@ def _config(home: Path, port: int) -> str:
             "server.https.enabled=false",
             "dbms.security.auth_enabled=false",
             "dbms.usage_report.enabled=false",
-            "server.memory.heap.initial_size=512m",
-            "server.memory.heap.max_size=1g",
-            "server.memory.pagecache.size=256m",
+            f"server.memory.heap.initial_size={HEAP}",
+            f"server.memory.heap.max_size={HEAP}",
+            f"server.memory.pagecache.size={PAGECACHE}",
             "db.tx_log.rotation.retention_policy=1 files",
             "",
         ]
@@ -203,8 +207,8 @@ def start_local(lib: Path | None = None) -> Iterator[str]:
     # server.jvm.additional is not read when launching the entry point directly: JVM flags go here.
     cmd = [
         "java",
-        "-Xms512m",
-        "-Xmx1g",
+        f"-Xms{HEAP}",
+        f"-Xmx{HEAP}",
         "-XX:+UseG1GC",
         "-XX:+ExitOnOutOfMemoryError",
         *NEO4J_JVM_FLAGS,
