@@ -13,8 +13,11 @@ from __future__ import annotations
 import importlib.util
 import logging
 import queue
+import statistics
 import tempfile
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,6 +52,11 @@ class LoadgenParams(BaseModel):
     server_target_latency_ms: float = Field(default=15.0, gt=0)
     offline_expected_qps: float = Field(default=1000.0, gt=0)
     threads: int | None = Field(default=None, ge=1, description="torch CPU threads (None: torch's default)")
+    calibrate: bool = Field(
+        default=True,
+        description="time the SUT briefly first and set the SingleStream expected latency and the "
+                    "Offline expected QPS from it (unless given): LoadGen sizes a run from them, and "
+                    "a SUT faster than expected ends before min_duration (an INVALID result)")
 
     def identity(self, scenario: str, device: str) -> dict[str, Any]:
         parameters: dict[str, Any] = {
@@ -98,6 +106,58 @@ def params_for(ctx: RunContext) -> LoadgenParams:
     if params.model not in MODELS:
         raise InvalidInput(f"loadgen option model={params.model!r} is unknown; valid: {', '.join(MODELS)}")
     return params
+
+
+@dataclass(frozen=True)
+class Calibration:
+    single_latency_ms: float  # median of one-sample queries
+    batch_qps: float  # samples/s at max_batch
+
+    def apply(self, params: LoadgenParams, given: set[str]) -> LoadgenParams:
+        """Expect a little faster than measured (LoadGen then issues enough queries to fill
+        min_duration); options the user gave are kept."""
+        update: dict[str, Any] = {}
+        if "single_stream_expected_latency_ms" not in given:
+            update["single_stream_expected_latency_ms"] = max(0.001, self.single_latency_ms * 0.8)
+        if "offline_expected_qps" not in given:
+            update["offline_expected_qps"] = self.batch_qps * 1.25
+        return params.model_copy(update=update)
+
+    def note(self) -> str:
+        return (f"calibrated: one-sample latency {self.single_latency_ms:.3f} ms, "
+                f"{self.batch_qps:.1f} samples/s at max_batch")
+
+
+def calibrate(params: LoadgenParams, device: str, repeats: int = 10) -> Calibration:
+    """Median time of one-sample and max_batch forward passes (synchronised by copying the
+    result to the host, as the SUT does), after a warm-up."""
+    import torch
+
+    from collectors.models.torch_models import build
+
+    torch.manual_seed(0)
+    dev = torch.device(device)
+    model = build(params.model, params.num_classes).to(dev).eval()
+    batch = min(params.max_batch, params.sample_count)
+    images = torch.randn(batch, 3, params.image_size, params.image_size, device=dev)
+
+    def timed(n: int) -> float:
+        with torch.inference_mode():
+            start = time.perf_counter()
+            model(images[:n]).argmax(1).cpu()
+            return time.perf_counter() - start
+
+    threads_before = torch.get_num_threads()
+    if params.threads and device == "cpu":
+        torch.set_num_threads(params.threads)  # as the scenarios will run
+    try:
+        for _ in range(3):
+            timed(1), timed(batch)
+        single = statistics.median(timed(1) for _ in range(repeats))
+        full = statistics.median(timed(batch) for _ in range(max(3, repeats // 2)))
+    finally:
+        torch.set_num_threads(threads_before)
+    return Calibration(single_latency_ms=single * 1e3, batch_qps=batch / full)
 
 
 class TorchSut:
@@ -241,6 +301,12 @@ class LoadgenRunner:
 
         device = resolve_device(ctx.device)
         result = RunnerResult(stack_extra=stack_facts())
+        calibration = None
+        if params.calibrate:
+            if progress:
+                progress("LoadGen calibration", 0.0)
+            calibration = calibrate(params, device)
+            params = calibration.apply(params, set(ctx.options))
         for i, scenario in enumerate(params.scenarios):
             if progress:
                 progress(f"LoadGen {scenario}", i / len(params.scenarios))
@@ -262,6 +328,8 @@ class LoadgenRunner:
                               message=f"LoadGen summary for {scenario} has no headline figure")
                 )
             else:
+                if calibration is not None:
+                    measurement.note = f"{measurement.note}; {calibration.note()}"
                 result.measurements.append(measurement)
         if progress:
             progress("LoadGen done", 1.0)

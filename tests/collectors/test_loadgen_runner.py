@@ -40,3 +40,29 @@ def test_scenario_option_and_validation() -> None:
         params_for(RunContext(options={"scenarios": ["MultiStreamy"]}))
     with pytest.raises(InvalidInput, match="unknown option"):
         params_for(RunContext(options={"qps": 3}))
+
+
+def test_calibration_sizes_the_run_to_fill_min_duration() -> None:
+    """A SUT faster than the expected latency says ends before min_duration: LoadGen calls that
+    INVALID. Calibrated from a short timing of the SUT, the same run is long enough."""
+    base = {"scenarios": "SingleStream", "model": "small_cnn", "image_size": 64, "sample_count": 32,
+            "max_batch": 16, "min_duration_ms": 1500, "min_query_count": 16, "threads": 1}
+    runner = get_runner("loadgen")
+    stale = runner.run(RunContext(profile="full", device="cpu", options={
+        **base, "calibrate": False, "single_stream_expected_latency_ms": 500.0}))
+    (m,) = stale.measurements
+    assert not m.valid and "min duration" in m.note
+    calibrated = runner.run(RunContext(profile="full", device="cpu", options=base))
+    (m,) = calibrated.measurements
+    assert "calibrated: one-sample latency" in m.note
+    assert "min duration" not in m.note, m.note
+    assert m.benchmark == stale.measurements[0].benchmark  # calibration is a setting, not identity
+
+
+def test_calibration_keeps_what_the_user_gave() -> None:
+    from collectors.runners.loadgen import Calibration
+
+    params = params_for(RunContext(profile="full", options={"offline_expected_qps": 7.0}))
+    tuned = Calibration(single_latency_ms=2.0, batch_qps=400.0).apply(params, {"offline_expected_qps"})
+    assert tuned.offline_expected_qps == 7.0
+    assert tuned.single_stream_expected_latency_ms == 1.6
