@@ -1,17 +1,18 @@
 """Latency of POST /v1/recommendations under concurrent load on loopback.
 
-Fills a fresh store (never yours: a temp directory, or the Neo4j you name, which is wiped first
-only with --wipe) with N synthetic observations (source ``bench-synthetic``: load for the
+Fills a fresh store (never yours: a temp directory, and a throwaway local Neo4j server, or the
+Neo4j you name, which is wiped first only with --wipe) with N synthetic observations (source ``bench-synthetic``: load for the
 benchmark, not knowledge), starts ``advisor serve`` on a free loopback port, and drives it with
 C concurrent clients. Prints p50/p99/max and throughput per store.
 
-    python bench/api_latency.py                       # embedded, 100k observations, 8 clients
+    python bench/api_latency.py                       # both stores, 100k observations, 8 clients
     python bench/api_latency.py --neo4j bolt://127.0.0.1:7687 --wipe
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -189,7 +190,9 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=100, help="measured requests per client")
     ap.add_argument("--warmup", type=int, default=5, help="unmeasured requests per client")
-    ap.add_argument("--neo4j", help="also run against this Neo4j URI (bolt://user:pass@host:port)")
+    ap.add_argument("--neo4j", help="Neo4j URI (bolt://user:pass@host:port) instead of a throwaway "
+                    "local server (tests/neo4j_server.start_local)")
+    ap.add_argument("--skip-neo4j", action="store_true")
     ap.add_argument("--wipe", action="store_true", help="empty the Neo4j store first")
     ap.add_argument("--skip-embedded", action="store_true")
     ap.add_argument("--embedded", help="reuse this embedded store (embedded:PATH; filled only if "
@@ -199,33 +202,40 @@ def main() -> None:
     args = ap.parse_args()
     bodies = [json.loads(args.workload.read_text())] if args.workload else workload_bodies()
 
-    stores: list[tuple[str, str]] = []
+    stores: list[tuple[str, str, bool]] = []  # name, uri, wipe first
     tmp = Path(tempfile.mkdtemp(prefix="advisor-bench-"))
     if not args.skip_embedded:
-        stores.append(("embedded", args.embedded or f"embedded:{tmp / 'kb'}"))
-    if args.neo4j:
-        stores.append(("neo4j", args.neo4j))
+        stores.append(("embedded", args.embedded or f"embedded:{tmp / 'kb'}", False))
+    local = contextlib.ExitStack()
+    if not args.skip_neo4j:
+        if args.neo4j:
+            stores.append(("neo4j", args.neo4j, args.wipe))
+        else:
+            from tests.neo4j_server import start_local
+
+            stores.append(("neo4j", local.enter_context(start_local()), True))
     token = secrets.token_urlsafe(24)
     print(f"POST /v1/recommendations, {args.observations} observations, {args.clients} "
           f"concurrent clients x {args.requests} requests (+{args.warmup} warm-up), "
           f"{len(bodies)} workload(s) in turn, loopback, ADVISOR_GENERATION_TTL_S="
           f"{os.environ.get('ADVISOR_GENERATION_TTL_S', '1 (default)')}")
-    for name, uri in stores:
-        fill_s = fill(uri, args.observations, args.wipe)
-        proc, url = serve(uri, token, tmp / f"serve-{name}.log")
-        try:
-            ms, wall, errors = drive(url, bodies, args.clients, args.requests, args.warmup)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
-        if errors:
-            print(f"{name:9s} FAILED: {errors[0]}")
-            continue
-        p50, p99 = np.percentile(ms, 50), np.percentile(ms, 99)
-        verdict = "meets" if p99 <= 50 else "misses"
-        print(f"{name:9s} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {ms.max():7.1f} ms  "
-              f"{len(ms) / wall:6.1f} req/s  (n={len(ms)}, fill {fill_s:.0f} s; "
-              f"{verdict} the p99 <= 50 ms goal)")
+    with local:
+        for name, uri, wipe in stores:
+            fill_s = fill(uri, args.observations, wipe)
+            proc, url = serve(uri, token, tmp / f"serve-{name}.log")
+            try:
+                ms, wall, errors = drive(url, bodies, args.clients, args.requests, args.warmup)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+            if errors:
+                print(f"{name:9s} FAILED: {errors[0]}")
+                continue
+            p50, p99 = np.percentile(ms, 50), np.percentile(ms, 99)
+            verdict = "meets" if p99 <= 50 else "misses"
+            print(f"{name:9s} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {ms.max():7.1f} ms  "
+                  f"{len(ms) / wall:6.1f} req/s  (n={len(ms)}, fill {fill_s:.0f} s; "
+                  f"{verdict} the p99 <= 50 ms goal)")
 
 
 if __name__ == "__main__":

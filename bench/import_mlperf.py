@@ -3,8 +3,8 @@
 
     python bench/import_mlperf.py [MLPERF_DIR] [--neo4j bolt://localhost:7687] [--batch-size N]
 
-Each store starts empty (a fresh embedded directory; for Neo4j, the database named by the URI
-must be a scratch one: it is emptied first). With ``--repeat N`` each store is timed N times. Prints, per store: seconds to parse, seconds to
+Each store starts empty (a fresh embedded directory; for Neo4j, a throwaway local server, or the
+database the URI names, which must be a scratch one: it is emptied first; --skip-neo4j skips it). With ``--repeat N`` each store is timed N times. Prints, per store: seconds to parse, seconds to
 ingest, total, observations written, and the time of a second (idempotent) import. Goal: <= 30 s
 per store for the four rounds.
 """
@@ -12,6 +12,7 @@ per store for the four rounds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -82,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf")
     parser.add_argument("--neo4j", default=os.environ.get("ADVISOR_NEO4J_URI"),
-                        help="Neo4j URI of a scratch database (emptied first); skipped when not given")
+                        help="Neo4j URI of a scratch database (emptied first); default: a throwaway "
+                             "local server (tests/neo4j_server.start_local)")
+    parser.add_argument("--skip-neo4j", action="store_true")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH)
     parser.add_argument("--repeat", type=int, default=1,
                         help="import into a fresh store this many times (the first Neo4j run is a cold JVM)")
@@ -94,11 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     for attempt in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="bench-mlperf-") as tmp:
             bench_store(f"embedded#{attempt + 1}", f"embedded:{tmp}/kb", paths, args.batch_size)
-    if args.neo4j:
-        for attempt in range(args.repeat):
-            bench_store(f"neo4j#{attempt + 1}", args.neo4j, paths, args.batch_size, clear=True)
-    else:
-        print("neo4j     skipped (pass --neo4j URI or set ADVISOR_NEO4J_URI)")
+    if not args.skip_neo4j:
+        with contextlib.ExitStack() as stack:
+            uri = args.neo4j
+            if not uri:
+                from tests.neo4j_server import start_local
+
+                uri = stack.enter_context(start_local())
+            for attempt in range(args.repeat):
+                bench_store(f"neo4j#{attempt + 1}", uri, paths, args.batch_size, clear=True)
     return 0
 
 
