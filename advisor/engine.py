@@ -401,18 +401,22 @@ class Advisor:
         for c in [c for c in predicted_codes if c in memo]:
             values[c] = memo[c]
         predicted_codes = [c for c in predicted_codes if c not in memo]
-        if predicted_codes and model is not None:
-            qrows = []
-            for c in predicted_codes:
+
+        def candidate_matrix(codes: list[int]) -> np.ndarray:
+            """Model features of candidates run on this workload (benchmark, scenario, round)."""
+            rows = []
+            for c in codes:
                 stack_id, accelerator, count, placement = table.candidate.vocab[c]
-                qrows.append({"family": workload.family, "bench_name": workload.benchmark, "scenario": scenario,
-                              "metric": metric, "division": division, "accelerator": accelerator,
-                              "count": count, "placement": placement, "stack": table.stacks[stack_id],
-                              "round": latest})
-            X = model.encoder.matrix(query_frames(qrows))
-            logs = model.predict_log(X, hib)
-            for c, (lo, mid, hi), q in zip(predicted_codes, logs, qrows):
-                scale = q["count"] if hib else 1
+                rows.append({"family": workload.family, "bench_name": workload.benchmark, "scenario": scenario,
+                             "metric": metric, "division": division, "accelerator": accelerator,
+                             "count": count, "placement": placement, "stack": table.stacks[stack_id],
+                             "round": latest})
+            return model.encoder.matrix(query_frames(rows))
+
+        if predicted_codes and model is not None:
+            logs = model.predict_log(candidate_matrix(predicted_codes), hib)
+            for c, (lo, mid, hi) in zip(predicted_codes, logs):
+                scale = table.candidate.vocab[c][2] if hib else 1
                 values[c] = memo[c] = (math.exp(lo) * scale, math.exp(mid) * scale, math.exp(hi) * scale)
             if len(self._predictions) > 256:
                 self._predictions.clear()
@@ -450,14 +454,7 @@ class Advisor:
         if model is not None and ranked and reference is not None and fkey in self._factors:
             factors = self._factors[fkey]
         elif model is not None and ranked and reference is not None:
-            frows = []
-            for c in [*ranked, reference]:
-                stack_id, accelerator, count, placement = table.candidate.vocab[c]
-                frows.append({"family": workload.family, "bench_name": workload.benchmark, "scenario": scenario,
-                              "metric": metric, "division": division, "accelerator": accelerator,
-                              "count": count, "placement": placement, "stack": table.stacks[stack_id],
-                              "round": latest})
-            X = model.encoder.matrix(query_frames(frows))
+            X = candidate_matrix([*ranked, reference])
             factors = dict(zip(ranked, model.factor_effects(X[:-1], X[-1], hib)))
             if len(self._factors) > 256:
                 self._factors.clear()
@@ -646,11 +643,12 @@ class Advisor:
                               "metric": q.metric, "division": str(q.parameters.get("division") or "closed"),
                               "accelerator": q.accelerator, "count": q.accelerator_count,
                               "placement": q.placement.value, "stack": comps, "round": latest})
-            higher = np.array([self._metric_hib(table, parsed[i].metric) for i in to_model])
+            hib_of = {m: self._metric_hib(table, m) for m in {parsed[i].metric for i in to_model}}
+            higher = np.array([hib_of[parsed[i].metric] for i in to_model])
             logs = model.predict_log(model.encoder.matrix(query_frames(qrows)), higher)
             for i, (lo, mid, hi) in zip(to_model, logs):
                 q = parsed[i]
-                hib = self._metric_hib(table, q.metric)
+                hib = hib_of[q.metric]
                 scale = q.accelerator_count if hib else 1
                 warnings = []
                 resolved = resolve_accelerator(q.accelerator)
