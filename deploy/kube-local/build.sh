@@ -25,6 +25,19 @@ export CGO_ENABLED=0
 
 log() { echo "[kube-local] $*" >&2; }
 
+# The first proxy URL Go itself would use: `go env` knows the default when GOPROXY is not exported
+# (a fresh machine exports nothing), and the list may hold "direct"/"off" entries (| or , separated).
+module_proxy() {
+  local entry
+  for entry in $(go env GOPROXY | tr ',|' '  '); do
+    case "$entry" in
+      direct|off) ;;
+      *) echo "${entry%/}"; return ;;
+    esac
+  done
+  echo "https://proxy.golang.org"
+}
+
 ensure_etcd() {
   if command -v etcd >/dev/null 2>&1; then
     return
@@ -56,7 +69,7 @@ build_components() {
 
   log "deriving the staging module list from k8s.io/kubernetes@$KUBE_VERSION's go.mod"
   local upstream_mod
-  upstream_mod=$(curl -fsSL "${GOPROXY%%,*}/k8s.io/kubernetes/@v/$KUBE_VERSION.mod")
+  upstream_mod=$(curl -fsSL "$(module_proxy)/k8s.io/kubernetes/@v/$KUBE_VERSION.mod")
   local staging
   staging=$(printf '%s\n' "$upstream_mod" | sed -nE 's#^\s*(k8s\.io/[a-z0-9-]+) => \./staging/.*#\1#p' | sort -u)
   if [ -z "$staging" ]; then
