@@ -10,8 +10,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from graph_schema.errors import AdvisorError
-
 app = typer.Typer(
     name="advisor",
     help="stack-advisor: which GPU software stack and node placement run your workload best.",
@@ -33,6 +31,14 @@ COMMAND_MODULES = (
     "cli.plot",
 )
 
+def _version(value: bool) -> None:
+    if value:
+        from cli.guard import package_version
+
+        typer.echo(f"advisor (stack-advisor) {package_version()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     api: Annotated[
@@ -44,6 +50,11 @@ def _root(
             "reads or writes the knowledge base goes through it (token: ADVISOR_TOKEN).",
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", is_eager=True, callback=_version,
+                     help="Print the version and exit."),
+    ] = False,
 ) -> None:
     if api:
         os.environ["ADVISOR_API"] = api
@@ -55,13 +66,9 @@ for _name in COMMAND_MODULES:
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        app()
-    except AdvisorError as exc:
-        from cli.render import error
+    from cli.guard import run_guarded
 
-        error(str(exc))
-        sys.exit(1)
+    sys.exit(run_guarded(app, sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from cli.options import JsonOpt, StoreOpt
+from cli.options import PLACEMENTS, FormatOpt, JsonOpt, StoreOpt, choose
 
 if TYPE_CHECKING:
     from advisor.engine import Advisor
@@ -58,6 +58,14 @@ def _fmt(value: float | None) -> str:
     return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
 
 
+def _value(value: float | None, low: float | None, high: float | None) -> str:
+    """'91,826' when the interval is one point, else '91,826 (88,000..93,100)'."""
+    text = _fmt(value)
+    if low is None or high is None or (_fmt(low) == text and _fmt(high) == text):
+        return text
+    return f"{text} ({_fmt(low)}..{_fmt(high)})"
+
+
 def recommend(
     benchmark: Annotated[Optional[str], typer.Option(help="Benchmark name, e.g. resnet50, bert-99.")] = None,
     family: Annotated[str, typer.Option(help="Benchmark family: mlperf-inference, cnn, pi, ...")] = "mlperf-inference",
@@ -89,10 +97,16 @@ def recommend(
     prices: PricesOpt = None,
     rules: RulesOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """Rank software stacks and placements for a workload, with evidence and a Kubernetes snippet."""
     from advisor.workload import Workload
+    from cli.render import OutputFormat, output_format
+
+    chosen = output_format(fmt, as_json)
+    for p in placement or []:
+        choose(p, PLACEMENTS, "--placement")
 
     if workload_file is not None:
         workload = Workload.from_file(workload_file)
@@ -110,57 +124,62 @@ def recommend(
         workload = Workload.from_dict({k: v for k, v in data.items() if v is not None}, where="flags")
     with _advisor(store, prices, rules) as adv:
         result = adv.recommend(workload, top=top)
-    if as_json:
+    if chosen is OutputFormat.json:
         from cli.render import print_json
 
         print_json(result)
         return
-    _print_recommendations(result, snippets)
+    _print_recommendations(result, snippets, chosen)
 
 
 def _framework(text: str) -> dict[str, Any]:
+    from pydantic import ValidationError
+
     from advisor.workload import FrameworkConstraint
+    from graph_schema.errors import InvalidInput
 
-    return FrameworkConstraint.parse(text).model_dump(exclude_none=True)
+    try:
+        return FrameworkConstraint.parse(text).model_dump(exclude_none=True)
+    except ValidationError as exc:
+        reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise InvalidInput(f"--framework {text!r}: {reasons}") from None
 
 
-def _print_recommendations(result: Any, snippets: bool) -> None:
-    from cli.render import info, render, stdout
+def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
+    from cli.render import note, render
 
     rows = []
     for r in result.recommendations:
         c = r.candidate
         rows.append({
             "#": r.rank,
-            "basis": r.basis.value,
             "accelerator": f"{c.accelerator} x{c.accelerator_count}",
             "placement": c.placement.value,
-            "stack": c.stack_label,
-            "value": f"{_fmt(r.value)} [{_fmt(r.interval.low)}..{_fmt(r.interval.high)}]",
+            "value": _value(r.value, r.interval.low, r.interval.high),
+            "basis": r.basis.value,
             "evidence": f"{r.evidence.count} obs {'/'.join(r.evidence.rounds)}".strip(),
-            "overhead": r.placement_overhead.text if r.placement_overhead else "",
-            "warnings": len(r.warnings) or "",
+            "stack": c.stack_label,
+            "overhead": r.placement_overhead.text if r.placement_overhead else None,
+            "warnings": "; ".join(r.warnings) or None,
+            "moved most by": ", ".join(f"{f.name} x{f.effect:.2f}" for f in r.factors) or None,
         })
     per = " per accelerator" if result.recommendations and result.recommendations[0].per_accelerator else ""
     unit = result.recommendations[0].unit if result.recommendations else ""
-    render(rows, as_json=False, title=f"{result.workload.get('benchmark')} — {result.metric} "
-                                       f"({unit}{per}), objective {result.objective}")
-    for r in result.recommendations:
-        for w in r.warnings:
-            stdout.print(f"  #{r.rank} {w}", highlight=False, markup=False)
-        if r.factors:
-            moved = ", ".join(f"{f.name} x{f.effect:.2f}" for f in r.factors)
-            stdout.print(f"  #{r.rank} moved most by: {moved}", highlight=False, markup=False)
-    for note in result.notes:
-        info(f"note: {note}")
+    render(rows, fmt=fmt, title=f"{result.workload.get('benchmark')}: {result.metric} "
+                                f"({unit}{per}), objective {result.objective}",
+           columns=["#", "accelerator", "placement", "value", "basis", "evidence"],
+           details=["stack", "overhead", "warnings", "moved most by"])
+    for text in result.notes:
+        note(text, prefix="note: ")
     if result.excluded:
-        info("excluded: " + ", ".join(f"{k}: {v}" for k, v in sorted(result.excluded.items())))
-    info(f"{result.candidates_considered} candidates, generation {result.generation}, "
+        note(", ".join(f"{k}: {v}" for k, v in sorted(result.excluded.items())), prefix="excluded: ")
+    note(f"{result.candidates_considered} candidates, generation {result.generation}, "
          f"{result.elapsed_ms:.0f} ms")
     if snippets:
+        import sys
+
         for r in result.recommendations:
-            stdout.print(f"# --- #{r.rank} ---")
-            stdout.print(r.snippet_yaml, highlight=False, markup=False)
+            sys.stdout.write(f"# --- #{r.rank} ---\n{r.snippet_yaml.rstrip()}\n")
 
 
 def predict(

@@ -1,23 +1,84 @@
-"""Rendering: plain rows in, a Rich table or JSON out. Independent of Typer."""
+"""Rendering: plain rows in; a table, plain columns, CSV, Markdown or JSON out. Independent of Typer.
+
+Commands build rows (dicts of plain values) and call :func:`render` with the format the user
+chose (:func:`output_format`). Layouts:
+
+- ``table``: aligned columns that fit the terminal (cells wrap inside their column, never end in
+  "…"); ``details`` fields (a stack, a long note) go on their own indented line under the row.
+- ``plain``: one line per row, columns aligned, nothing wrapped or cut — the default when stdout
+  is not a terminal, so piped output keeps every character.
+- ``csv`` / ``markdown``: every column, details included.
+- ``json``: the command's JSON contract (``json_data`` when given, else the rows).
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
+import shutil
 import sys
+import textwrap
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from enum import Enum
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
 
-stdout = Console(soft_wrap=True)
-stderr = Console(stderr=True, soft_wrap=True)
+GAP = 2  # spaces between columns
+MIN_COLUMN = 6  # a column is never squeezed below this (or its header's longest word)
+
+
+def __getattr__(name: str) -> Console:
+    """``stdout`` / ``stderr``: Rich consoles, built on first use (rich is slow to import)."""
+    if name in ("stdout", "stderr"):
+        from rich.console import Console
+
+        console = Console(stderr=name == "stderr", soft_wrap=True)
+        globals()[name] = console
+        return console
+    raise AttributeError(name)
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    plain = "plain"
+    csv = "csv"
+    markdown = "markdown"
+    json = "json"
+
+
+class FormatConflict(ValueError):
+    """``--json`` together with a ``--format`` other than json."""
+
+
+def output_format(fmt: OutputFormat | str | None, as_json: bool = False) -> OutputFormat:
+    """The format to print in: ``--json`` is ``--format json``; no choice means a table on a
+    terminal and plain columns when stdout is piped.
+
+    Raises:
+        FormatConflict: ``--json`` with another ``--format``.
+    """
+    chosen = OutputFormat(fmt) if fmt is not None else None
+    if as_json:
+        if chosen not in (None, OutputFormat.json):
+            raise FormatConflict(f"--json contradicts --format {chosen.value}; give one of them")
+        return OutputFormat.json
+    if chosen is not None:
+        return chosen
+    return OutputFormat.table if sys.stdout.isatty() else OutputFormat.plain
+
+
+def width() -> int:
+    """Columns to fit: $COLUMNS, else the terminal's, else 80."""
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    if hasattr(value, "model_dump"):  # a pydantic model
         return value.model_dump(mode="json")
     if isinstance(value, Enum):
         return value.value
@@ -36,40 +97,159 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def _cell(value: Any) -> str:
-    if value is None:
+def cell(value: Any) -> str:
+    """One value as text: numbers to 4 significant digits, lists joined, dicts as k=v."""
+    if value is None or value == "":
         return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (dict, list)):
-        return json.dumps(_plain(value), default=str)
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={cell(v)}" for k, v in value.items()) or "-"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(cell(v) for v in value) or "-"
     return str(_plain(value))
+
+
+def _wrap(text: str, size: int) -> list[str]:
+    lines: list[str] = []
+    for part in text.splitlines() or [""]:
+        lines.extend(textwrap.wrap(part, size, break_long_words=True, break_on_hyphens=False) or [""])
+    return lines
+
+
+def _fit(natural: list[int], floors: list[int], room: int) -> list[int]:
+    """Shrink the widest columns first until the row fits ``room`` (or every column is at its floor)."""
+    widths = list(natural)
+    while sum(widths) > room:
+        widest = max(range(len(widths)), key=lambda i: (widths[i] - floors[i] > 0, widths[i]))
+        if widths[widest] <= floors[widest]:
+            break
+        widths[widest] -= 1
+    return widths
+
+
+def _table(rows: list[list[str]], cols: list[str], details: list[list[tuple[str, str]]],
+           title: str | None, total: int) -> str:
+    out: list[str] = []
+    if title:
+        out.extend(_wrap(title, total))
+    natural = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    floors = [min(natural[i], max(MIN_COLUMN, *(len(w) for w in c.split() or [""])))
+              for i, c in enumerate(cols)]
+    widths = _fit(natural, floors, total - GAP * (len(cols) - 1))
+
+    def line(cells: list[str]) -> list[str]:
+        wrapped = [_wrap(text, widths[i]) for i, text in enumerate(cells)]
+        height = max(len(w) for w in wrapped)
+        return [(" " * GAP).join((w[k] if k < len(w) else "").ljust(widths[i])
+                                 for i, w in enumerate(wrapped)).rstrip() for k in range(height)]
+
+    out.extend(line(cols))
+    out.append((" " * GAP).join("─" * w for w in widths))
+    for row, extra in zip(rows, details):
+        out.extend(line(row))
+        for name, text in extra:
+            out.extend(textwrap.wrap(f"{name}: {text}", total, initial_indent="    ",
+                                     subsequent_indent="      ", break_on_hyphens=False) or ["    -"])
+    return "\n".join(out) + "\n"
+
+
+def _aligned(rows: list[list[str]], cols: list[str], title: str | None) -> str:
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    lines = [f"# {title}"] if title else []
+    for r in [cols, *rows]:
+        lines.append((" " * GAP).join(text.ljust(widths[i]) for i, text in enumerate(r)).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _markdown(rows: list[list[str]], cols: list[str], title: str | None) -> str:
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [f"**{esc(title)}**", ""] if title else []
+    lines.append("| " + " | ".join(esc(c) for c in cols) + " |")
+    lines.append("|" + "|".join("---" for _ in cols) + "|")
+    lines.extend("| " + " | ".join(esc(c) for c in r) + " |" for r in rows)
+    return "\n".join(lines) + "\n"
+
+
+def _csv(rows: Sequence[dict[str, Any]], cols: list[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(cols)
+    for row in rows:
+        writer.writerow(["" if row.get(c) is None else cell(row.get(c)) for c in cols])
+    return buf.getvalue()
+
+
+def render_text(
+    rows: Sequence[dict[str, Any]],
+    fmt: OutputFormat,
+    *,
+    title: str | None = None,
+    columns: Iterable[str] | None = None,
+    details: Iterable[str] = (),
+) -> str:
+    """The rows in ``fmt`` (any but json) as text; see the module docstring for the layouts."""
+    extra = [d for d in details]
+    cols = list(columns) if columns is not None else [k for k in (rows[0] if rows else {}) if k not in extra]
+    if fmt is OutputFormat.csv:
+        return _csv(rows, cols + extra)
+    if fmt is OutputFormat.table:
+        body = [[cell(r.get(c)) for c in cols] for r in rows]
+        more = [[(d, cell(r.get(d))) for d in extra if r.get(d) not in (None, "", [], {})] for r in rows]
+        return _table(body, cols, more, title, width())
+    every = cols + extra
+    body = [[cell(r.get(c)) for c in every] for r in rows]
+    if fmt is OutputFormat.markdown:
+        return _markdown(body, every, title)
+    return _aligned(body, every, title)
 
 
 def render(
     rows: Sequence[dict[str, Any]],
     *,
-    as_json: bool,
+    as_json: bool = False,
+    fmt: OutputFormat | None = None,
     title: str | None = None,
     columns: Iterable[str] | None = None,
+    details: Iterable[str] = (),
     json_data: Any = None,
 ) -> None:
-    """Print rows as a table (humans) or JSON (``as_json``; ``json_data`` overrides the rows)."""
-    if as_json:
-        print_json(rows if json_data is None else json_data)
+    """Print rows in ``fmt`` (default: from ``as_json`` and whether stdout is a terminal).
+
+    ``json_data`` replaces the rows in JSON; ``details`` are fields printed on their own line
+    under each row in a table (and as ordinary columns elsewhere)."""
+    chosen = output_format(fmt, as_json)
+    if chosen is OutputFormat.json:
+        print_json(list(rows) if json_data is None else json_data)
         return
-    cols = list(columns) if columns is not None else (list(rows[0].keys()) if rows else [])
-    table = Table(title=title, show_lines=False)
-    for col in cols:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*(_cell(row.get(c)) for c in cols))
-    stdout.print(table)
+    sys.stdout.write(render_text(rows, chosen, title=title, columns=columns, details=details))
+    sys.stdout.flush()
+
+
+def note(message: str, prefix: str = "") -> None:
+    """A human message on stderr, wrapped to the terminal (never cut) with a hanging indent."""
+    text = f"{prefix}{message}"
+    if not sys.stderr.isatty() and not os.environ.get("COLUMNS"):
+        sys.stderr.write(text + "\n")
+        return
+    indent = " " * min(len(prefix), 12)
+    sys.stderr.write("\n".join(textwrap.wrap(text, width(), subsequent_indent=indent,
+                                             break_on_hyphens=False) or [""]) + "\n")
 
 
 def info(message: str) -> None:
-    stderr.print(message)
+    __getattr__("stderr").print(message, highlight=False)
+
+
+def warning(message: str) -> None:
+    note(message, prefix="warning: ")
 
 
 def error(message: str) -> None:
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False)
+    from rich.markup import escape
+
+    __getattr__("stderr").print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)

@@ -1,0 +1,124 @@
+"""The top-level guard: whatever goes wrong, the user gets one line (`error: ...` on stderr, or
+``{"error": {...}}`` on stdout with ``--json``) and an exit status: 1 runtime, 2 usage. A
+traceback only with ``ADVISOR_DEBUG=1``."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+USAGE = 2
+RUNTIME = 1
+DEBUG_VAR = "ADVISOR_DEBUG"
+
+
+def package_version() -> str:
+    """The installed distribution's version (package metadata), or the checkout's pyproject."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("stack-advisor")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        import re
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M) if pyproject.exists() else None
+        return f"{found.group(1)} (not installed)" if found else "unknown"
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether the user asked for JSON (``--json``, ``--format json``, ``--format=json``)."""
+    args = list(argv)
+    if "--json" in args or "--format=json" in args:
+        return True
+    return any(a == "--format" and b.lower() == "json" for a, b in zip(args, args[1:]))
+
+
+def describe(exc: BaseException) -> tuple[str, str, int]:
+    """(code, message, exit status) for an exception that reached the top."""
+    from graph_schema.errors import AdvisorError, InvalidInput
+
+    from cli.render import FormatConflict
+
+    if isinstance(exc, InvalidInput):
+        return exc.code, exc.message, USAGE
+    if isinstance(exc, AdvisorError):
+        return exc.code, exc.message, RUNTIME
+    if isinstance(exc, FormatConflict):
+        return "usage", str(exc), USAGE
+    if type(exc).__name__ == "ValidationError" and hasattr(exc, "errors"):  # pydantic
+        from graph_schema.store import validation_message
+
+        return "invalid_input", validation_message(exc), USAGE  # type: ignore[arg-type]
+    if isinstance(exc, OSError):
+        return "os_error", os_error_message(exc), RUNTIME
+    hint = f" (set {DEBUG_VAR}=1 for the traceback)"
+    return "internal_error", f"unexpected {type(exc).__name__}: {exc}{hint}", RUNTIME
+
+
+def os_error_message(exc: OSError) -> str:
+    """'cannot write /etc/passwd/x: not a directory' rather than '[Errno 20] ...'."""
+    reason = (exc.strerror or str(exc)).lower() if exc.errno else str(exc)
+    if exc.errno == errno.EACCES:
+        reason = "permission denied"
+    where = f" {exc.filename}" if exc.filename else ""
+    if exc.filename2:
+        where += f" → {exc.filename2}"
+    return f"{reason}:{where}" if where else reason
+
+
+def report(code: str, message: str, as_json: bool, details: Any = None) -> None:
+    if as_json:
+        body: dict[str, Any] = {"code": code, "message": message}
+        if details is not None:
+            body["details"] = details
+        sys.stdout.write(json.dumps({"error": body}, indent=2, default=str) + "\n")
+        sys.stdout.flush()
+        return
+    from cli.render import error
+
+    error(message)
+
+
+def run_guarded(app: Any, argv: Sequence[str], prog_name: str = "advisor") -> int:
+    """Run the Typer ``app`` on ``argv``; return the exit status instead of raising."""
+    import typer
+    import typer.main
+
+    try:
+        from typer import _click as click  # recent Typer vendors its own click
+    except ImportError:  # pragma: no cover - older Typer uses the click package
+        import click  # type: ignore[no-redef]
+
+    as_json = wants_json(argv)
+    debug = os.environ.get(DEBUG_VAR, "") not in ("", "0")
+    try:
+        command = typer.main.get_command(app)
+        result = command.main(args=list(argv), prog_name=prog_name, standalone_mode=False)
+        return result if isinstance(result, int) else 0
+    except typer.Abort:
+        report("aborted", "aborted", as_json)
+        return RUNTIME
+    except click.exceptions.ClickException as exc:
+        if as_json:
+            report("usage" if exc.exit_code == USAGE else "error", exc.format_message(), True)
+        else:
+            try:
+                from typer import rich_utils
+
+                rich_utils.rich_format_error(exc)
+            except ImportError:  # pragma: no cover - typer without rich
+                exc.show()
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the one place every error is turned into a line
+        if debug:
+            traceback.print_exc()
+        code, message, status = describe(exc)
+        report(code, message, as_json, getattr(exc, "details", None))
+        return status
