@@ -49,7 +49,7 @@ def describe(exc: BaseException) -> tuple[str, str, int]:
     if isinstance(exc, InvalidInput):
         return exc.code, exc.message, USAGE
     if isinstance(exc, AdvisorError):
-        return exc.code, exc.message, RUNTIME
+        return exc.code, _served_message(exc) or exc.message, RUNTIME
     if isinstance(exc, FormatConflict):
         return "usage", str(exc), USAGE
     if type(exc).__name__ == "ValidationError" and hasattr(exc, "errors"):  # pydantic
@@ -60,6 +60,20 @@ def describe(exc: BaseException) -> tuple[str, str, int]:
         return "os_error", os_error_message(exc), RUNTIME
     hint = f" (set {DEBUG_VAR}=1 for the traceback)"
     return "internal_error", f"unexpected {type(exc).__name__}: {exc}{hint}", RUNTIME
+
+
+def _served_message(exc: Any) -> str | None:
+    """For a store locked by `advisor serve`: the exact `advisor --api URL` to use instead."""
+    details = exc.details if isinstance(getattr(exc, "details", None), dict) else {}
+    if details.get("reason") != "locked" or not details.get("path"):
+        return None
+    from cli.served import serving_url
+
+    url = serving_url(details["path"], details.get("pid"))
+    if url is None:
+        return None
+    return (f"the embedded store {details['path']} is held by `advisor serve` (process "
+            f"{details.get('pid')}); go through it: advisor --api {url} ...")
 
 
 def os_error_message(exc: OSError) -> str:

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from cli.options import JsonOpt, StoreOpt
-from cli.render import info, print_json, render
+from cli.options import FormatOpt, JsonOpt, StoreOpt
+from cli.render import OutputFormat, info, output_format, render
 
 plan_app = typer.Typer(help="Collection plans: cells, Kubernetes Jobs and CronJobs.", no_args_is_help=True)
 
@@ -29,17 +29,19 @@ def open_store_uri(uri: str | None):  # -> Store
 
 
 @plan_app.command("expand")
-def expand(plan_file: PlanFile, as_json: JsonOpt = False) -> None:
+def expand(plan_file: PlanFile, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """Print the plan's cells: image × pool × benchmark."""
     from collectors.plan import expand_plan, load_plan
 
+    chosen = output_format(fmt, as_json)
     plan = load_plan(plan_file)
     rows = [c.row() for c in expand_plan(plan)]
     render(
         rows,
-        as_json=as_json,
+        fmt=chosen,
         title=f"plan {plan.name}: {len(rows)} cells × {plan.repeats} repeat(s)",
-        columns=["cell", "image", "pool", "benchmark", "runner", "profile", "accelerator", "placement", "gpus", "workers"],
+        columns=["cell", "image", "pool", "benchmark", "gpus"],
+        details=["runner", "profile", "accelerator", "placement", "workers"],
     )
 
 
@@ -105,6 +107,7 @@ def submit(
         bool, typer.Option("--dry-run", help="Have the cluster validate every object; create nothing.")
     ] = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Create the plan's Jobs, watch them to completion and record failures in the store."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -122,6 +125,8 @@ def submit(
     from collectors.plan.observed import is_observed
     from graph_schema.errors import AdvisorError
 
+    chosen = output_format(fmt, as_json)
+    as_json = chosen is OutputFormat.json
     plan = load_plan(plan_file)
     if namespace:
         plan = plan.model_copy(update={"namespace": namespace})
@@ -139,7 +144,7 @@ def submit(
         if dry_run:
             count = preflight(plan, cells, executor, new_submission_id())
             info(f"the cluster accepts all {count} object(s) of {len(cells)} cell(s) (dry run; nothing created)")
-            render([c.row() for c in cells], as_json=as_json, title=f"plan {plan.name}: would submit",
+            render([c.row() for c in cells], fmt=chosen, title=f"plan {plan.name}: would submit",
                    columns=["cell", "image", "pool", "benchmark", "gpus", "workers"])
             return
         with Progress(
@@ -194,11 +199,8 @@ def submit(
          "failures_recorded": 0, "seconds": None}
         for c in skipped
     ]
-    if as_json:
-        print_json(rows)
-    else:
-        render(rows, as_json=False, title=f"plan {plan.name}",
-               columns=["cell", "job", "status", "reason", "failures_recorded", "seconds"])
+    render(rows, fmt=chosen, title=f"plan {plan.name}",
+           columns=["cell", "job", "status", "failures_recorded", "seconds"], details=["reason"])
     if any(o.status == "failed" for o in outcomes):
         raise typer.Exit(1)
 

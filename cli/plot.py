@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.options import ApiOpt, JsonOpt, StoreOpt
+from cli.options import PLACEMENTS, ApiOpt, JsonOpt, StoreOpt, choose
 
 plot_app = typer.Typer(
     name="plot",
@@ -34,7 +34,7 @@ def _observations(store_uri: str | None, api: str | None, **filters: Any) -> lis
     from graph_schema.models import ObservationFilter
 
     flt = ObservationFilter(**{k: v for k, v in filters.items() if v is not None})
-    with open_store(api or store_uri) as store:
+    with open_store(api or store_uri, create=False) as store:
         return list(store.iter_observations(flt))
 
 
@@ -68,6 +68,7 @@ def throughput(
     from advisor import plots
 
     plots._check_out(out)
+    placement = choose(placement, PLACEMENTS, "--placement")
     obs = _observations(store, api, accelerator=accelerator, framework=framework,
                         placement=placement, source=source)
     _finish(plots.throughput_rows(obs, benchmark, metric), plots.draw_throughput, out, title,

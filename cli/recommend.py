@@ -32,7 +32,7 @@ def _advisor(store_uri: str | None, prices: Path | None = None,
     from advisor.engine import Advisor
     from graph_schema.registry import open_store
 
-    store = open_store(store_uri)
+    store = open_store(store_uri, create=False)
     try:
         yield Advisor(store, prices=prices, rules=rules)
     finally:
@@ -185,10 +185,14 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
 def predict(
     query: Annotated[str, typer.Option("--query", help="JSON list of configurations: a file, or - for stdin.")],
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """Predict (or report the observed) metric for configurations given as a JSON list."""
+    from cli.render import output_format
     from graph_schema.errors import InvalidInput
+
+    chosen = output_format(fmt, as_json)
 
     try:
         text = sys.stdin.read() if query == "-" else Path(query).read_text(encoding="utf-8")
@@ -204,22 +208,20 @@ def predict(
         raise InvalidInput("--query: expected a JSON list of configurations")
     with _advisor(store) as adv:
         predictions = adv.predict(data)
-    from cli.render import print_json, render
+    from cli.render import render
 
-    if as_json:
-        print_json(predictions)
-        return
     rows = [{
         "accelerator": f"{p.query.accelerator} x{p.query.accelerator_count}",
         "placement": p.query.placement.value,
         "benchmark": f"{p.query.benchmark} {p.query.scenario or ''}".strip(),
-        "metric": p.query.metric,
-        "value": _fmt(p.value),
-        "interval": f"{_fmt(p.interval.low)}..{_fmt(p.interval.high)}",
+        "value": _value(p.value, p.interval.low, p.interval.high),
         "basis": p.basis.value,
-        "warnings": "; ".join(p.warnings),
+        "metric": p.query.metric,
+        "warnings": "; ".join(p.warnings) or None,
     } for p in predictions]
-    render(rows, as_json=False, title="predictions")
+    render(rows, fmt=chosen, title="predictions", json_data=predictions,
+           columns=["accelerator", "placement", "benchmark", "value", "basis"],
+           details=["metric", "warnings"])
 
 
 def evaluate(
@@ -227,27 +229,29 @@ def evaluate(
         "--holdout-filter", help="Slice to hold out, e.g. round=v3.0 (default: a random fifth of the systems).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random holdout.")] = 0,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """Hold out part of the knowledge base, train on the rest; print MAPE and top-1 regret."""
+    from cli.render import OutputFormat, note, output_format, print_json, render
+
+    chosen = output_format(fmt, as_json)
     with _advisor(store) as adv:
         report = adv.evaluate(holdout_filter, seed=seed)
-    from cli.render import info, print_json, render
-
-    if as_json:
+    if chosen is OutputFormat.json:
         print_json(report)
         return
     rows = []
     for name, s in (("overall", report.overall), ("unseen accelerators", report.unseen_accelerators),
                     ("seen accelerators", report.seen_accelerators), *report.by_metric.items()):
-        rows.append({"slice": name, "predictions": s.predictions,
+        rows.append({"slice": name, "n": s.predictions,
                      "MAPE %": None if s.mape is None else round(s.mape, 1),
                      "median APE %": None if s.median_ape is None else round(s.median_ape, 1),
                      "top-1 regret %": None if s.top1_regret is None else round(s.top1_regret, 1),
                      "groups": s.groups,
-                     "interval coverage": None if s.interval_coverage is None else round(s.interval_coverage, 2)})
-    render(rows, as_json=False, title=f"evaluation (holdout: {report.holdout_filter or 'random systems'})")
-    info(f"trained on {report.train_count}, held out {report.holdout_count}; "
+                     "coverage": None if s.interval_coverage is None else round(s.interval_coverage, 2)})
+    render(rows, fmt=chosen, title=f"evaluation (holdout: {report.holdout_filter or 'random systems'})")
+    note(f"trained on {report.train_count}, held out {report.holdout_count}; "
          f"{len(report.unseen_accelerator_names)} accelerators unseen in training; {report.elapsed_s:.1f} s")
 
 
@@ -265,20 +269,20 @@ def compare_stacks(
     metric: Annotated[Optional[str], typer.Option()] = None,
     family: Annotated[str, typer.Option()] = "mlperf-inference",
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """Stack A against stack B on the same benchmark (and accelerator), paired within a round."""
+    from cli.render import output_format, render
+
+    chosen = output_format(fmt, as_json)
     with _advisor(store) as adv:
         result = adv.compare(a, b, benchmark=benchmark, accelerator=accelerator,
                              scenario=scenario, metric=metric, family=family)
-    from cli.render import print_json, render
-
-    if as_json:
-        print_json(result)
-        return
-    render([result.model_dump(mode="json")], as_json=False, title="stack comparison",
-           columns=["benchmark", "accelerator", "metric", "pairs", "ratio", "p_value", "a_count",
-                    "b_count", "a_median", "b_median", "verdict"])
+    row = result.model_dump(mode="json")
+    render([row], fmt=chosen, title="stack comparison", json_data=result,
+           columns=["benchmark", "accelerator", "pairs", "ratio", "p_value", "verdict"],
+           details=["metric", "a_count", "b_count", "a_median", "b_median"])
 
 
 @compare_app.command("placement")
@@ -286,22 +290,23 @@ def compare_placement(
     accelerator: Annotated[Optional[str], typer.Option(help="Only this accelerator (substring).")] = None,
     placement: Annotated[Optional[str], typer.Option(help="passthrough or vgpu.")] = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """Virtualised placements against bare metal per accelerator, from paired results."""
+    from cli.render import OutputFormat, note, output_format, render
+
+    chosen = output_format(fmt, as_json)
+    placement = choose(placement, PLACEMENTS, "--placement")
     with _advisor(store) as adv:
         items = adv.placement_overhead(accelerator, placement)
-    from cli.render import info, print_json, render
-
-    if as_json:
-        print_json(items)
-        return
-    if not items:
-        info("no paired bare-metal/virtualised results in the knowledge base")
+    if not items and chosen is not OutputFormat.json:
+        note("no paired bare-metal/virtualised results in the knowledge base")
         return
     render([{"accelerator": o.accelerator, "placement": o.placement.value, "ratio": round(o.ratio, 3),
-             "pairs": o.pairs, "summary": o.text} for o in items], as_json=False,
-           title="placement overhead (speed vs bare metal)")
+             "pairs": o.pairs, "summary": o.text} for o in items], fmt=chosen, json_data=items,
+           title="placement overhead (speed vs bare metal)",
+           columns=["accelerator", "placement", "ratio", "pairs"], details=["summary"])
 
 
 @compare_app.command("regressions")
@@ -311,23 +316,23 @@ def compare_regressions(
     accelerator: Annotated[Optional[str], typer.Option()] = None,
     alpha: Annotated[float, typer.Option(help="Significance level (Mann-Whitney U).")] = 0.05,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
     """Newer component versions that are slower, with statistical support."""
+    from cli.render import OutputFormat, note, output_format, render
+
+    chosen = output_format(fmt, as_json)
     with _advisor(store) as adv:
         items = adv.regressions(component, accelerator=accelerator, benchmark=benchmark,
                                 alpha=alpha)
-    from cli.render import info, print_json, render
-
-    if as_json:
-        print_json(items)
+    if not items and chosen is not OutputFormat.json:
+        note(f"no regression of {component} at alpha={alpha}")
         return
-    if not items:
-        info(f"no regression of {component} at alpha={alpha}")
-        return
-    render([i.model_dump(mode="json") for i in items], as_json=False, title=f"{component} regressions",
-           columns=["accelerator", "benchmark", "scenario", "metric", "older", "newer", "change",
-                    "older_count", "newer_count", "p_value"])
+    render([i.model_dump(mode="json") for i in items], fmt=chosen, json_data=items,
+           title=f"{component} regressions",
+           columns=["accelerator", "benchmark", "older", "newer", "change", "p_value"],
+           details=["scenario", "metric", "older_count", "newer_count"])
 
 
 def register(app: typer.Typer) -> None:

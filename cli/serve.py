@@ -31,9 +31,10 @@ def serve(
     server = uvicorn.Server(config)
 
     announced = False
+    served_marker = None
 
     def announce() -> None:
-        nonlocal announced
+        nonlocal announced, served_marker
         if announced or not server.started:
             return
         announced = True
@@ -42,6 +43,13 @@ def serve(
             for sock in srv.sockets:
                 bound = sock.getsockname()[1]
         url = f"http://{host}:{bound}"
+        from cli import served
+        from graph_schema.registry import resolve_store_uri
+
+        store_file = served.embedded_path(settings.store or resolve_store_uri(None))
+        if store_file is not None:
+            reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+            served_marker = served.announce(store_file, f"http://{reach}:{bound}")
         if as_json:
             print_json({"url": url, "store": settings.store or "default",
                         "read_auth": settings.read_auth})
@@ -55,8 +63,23 @@ def serve(
         await original_startup(sockets=sockets)  # type: ignore[arg-type]
         announce()
 
+    original_shutdown = server.shutdown
+
+    async def shutdown(sockets: object = None) -> None:
+        # Here rather than after run(): uvicorn re-raises SIGTERM once it has shut down.
+        from cli import served
+
+        served.withdraw(served_marker)
+        await original_shutdown(sockets=sockets)  # type: ignore[arg-type]
+
     server.startup = startup  # type: ignore[method-assign]
-    server.run()
+    server.shutdown = shutdown  # type: ignore[method-assign]
+    try:
+        server.run()
+    finally:
+        from cli import served
+
+        served.withdraw(served_marker)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -9,7 +12,39 @@ from typing import Any
 
 from graph_schema.cypher_store import CypherStore, Run
 from graph_schema.ddl import ladybug_statements
-from graph_schema.errors import InvalidInput, StoreUnavailable
+from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
+
+
+def _os_reason(exc: OSError) -> str:
+    reason = "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc)).lower()
+    return f"{reason}: {exc.filename}" if exc.filename else reason
+
+
+def open_error(path: Path, text: str) -> AdvisorError:
+    """What the engine's open error means, in words: locked (by which process), not a store,
+    a directory, permission denied."""
+    lowered = text.lower()
+    if "lock" in lowered:
+        pid = re.search(r"held by PID (\d+)", text)
+        who = f"process {pid.group(1)}" if pid else "another process"
+        return StoreUnavailable(
+            f"the embedded store {path} is in use by {who}; an embedded store serves one process "
+            "at a time: wait for it, stop it, or reach its data through `advisor serve` and "
+            "`advisor --api URL`",
+            details={"reason": "locked", "path": str(path), "pid": int(pid.group(1)) if pid else None})
+    if "not a valid" in lowered:
+        return InvalidInput(
+            f"{path} is not an embedded stack-advisor store (an existing file of another kind); "
+            "give a new path or the path of a store", details={"reason": "not_a_store", "path": str(path)})
+    if "cannot be a directory" in lowered:
+        return InvalidInput(
+            f"{path} is a directory; an embedded store is one file: give a path inside it, e.g. "
+            f"{path / 'kb'}", details={"reason": "directory", "path": str(path)})
+    if "permission" in lowered:
+        return StoreUnavailable(f"cannot open the embedded store {path}: permission denied",
+                                details={"reason": "permission", "path": str(path)})
+    return StoreUnavailable(f"cannot open the embedded store {path}: {text}",
+                            details={"reason": "engine", "path": str(path)})
 
 
 class EmbeddedStore(CypherStore):
@@ -20,15 +55,23 @@ class EmbeddedStore(CypherStore):
 
         self.path = Path(path).expanduser()
         self.uri = f"embedded:{self.path}"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"cannot create the directory of the embedded store {self.path}: "
+                f"{_os_reason(exc)}; choose another --store path (or XDG_DATA_HOME)",
+                details={"reason": "unwritable", "path": str(self.path)},
+            ) from None
+        if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
+            raise StoreUnavailable(
+                f"cannot open the embedded store {self.path}: permission denied (it needs read "
+                "and write access)", details={"reason": "permission", "path": str(self.path)})
         try:
             self._db = ladybug.Database(str(self.path))
             self._conn = ladybug.Connection(self._db)
         except RuntimeError as exc:
-            raise StoreUnavailable(
-                f"cannot open the embedded store at {self.path}: {exc} "
-                "(is another process using it? an embedded store serves one process at a time)"
-            ) from None
+            raise open_error(self.path, str(exc)) from None
         self._lock = threading.RLock()
 
     def _execute(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:

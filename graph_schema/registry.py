@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from graph_schema.errors import InvalidInput
+from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
@@ -64,15 +64,19 @@ def resolve_store_uri(uri: str | None = None) -> str:
     return uri or os.environ.get(API_ENV_VAR) or os.environ.get(ENV_VAR) or default_store_uri()
 
 
-def open_store(uri: str | None = None, *, migrate: bool = True) -> Store:
+def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = True) -> Store:
     """Open the store a URI names.
 
     Args:
         uri: ``embedded:PATH`` or a bare path, ``bolt://`` ``neo4j://`` ``neo4j+s://``,
             ``http(s)://`` (our own API); None → ``$ADVISOR_STORE`` → the embedded default.
         migrate: apply pending schema migrations (idempotent).
+        create: create an embedded store that does not exist yet; when False, a missing path
+            (other than the default store, which is seeded on first use) is NotFound — so a
+            typo'd path used for reading does not silently become an empty store.
     Raises:
         InvalidInput: an unknown scheme; the message lists the valid ones.
+        NotFound: ``create=False`` and no embedded store at the path.
         StoreUnavailable, SchemaMismatch: from the backend.
     """
     resolved = resolve_store_uri(uri)
@@ -93,6 +97,11 @@ def open_store(uri: str | None = None, *, migrate: bool = True) -> Store:
         valid = "embedded:PATH (or a path), " + ", ".join(f"{s}://" for s in BUILDERS if s != "embedded")
         raise InvalidInput(f"unknown store URI {resolved!r}; valid forms: {valid}")
     fresh = is_default and not default_store_path().exists()
+    if builder is _embedded and not create and not is_default and not Path(target).expanduser().exists():
+        raise NotFound(
+            f"no store at {Path(target).expanduser()} (a typo?); commands that write create it "
+            f"(`advisor db migrate --store {resolved}` makes an empty one)",
+            details={"reason": "missing", "path": str(Path(target).expanduser())})
     store = builder(target)
     # A remote API owns its store's schema; a client only reads it, and lazily.
     if migrate and builder is not _rest:
