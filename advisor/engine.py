@@ -203,6 +203,8 @@ class Advisor:
                 except NotImplementedError:
                     rows = []
                 for f in rows:
+                    if f.get("stage") == "unsupported":  # this node could not run it: not the stack's fault
+                        continue
                     place = str(f.get("placement_id") or "").split("|")[0] or PlacementKind.UNKNOWN.value
                     out.add((str(f.get("stack_id")), str(f.get("accelerator")), place, f.get("benchmark_id")))
                 self._failures = out

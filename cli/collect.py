@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -11,8 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.options import ApiOpt, JsonOpt, StoreOpt
-from cli.render import info, print_json, render
+from cli.options import ApiOpt, FormatOpt, JsonOpt, StoreOpt
+from cli.render import OutputFormat, note, output_format, print_json, render, warning
 from graph_schema.errors import InvalidInput
 
 BENCHMARK_HELP = "Benchmark to run (repeatable): pi, cnn, tf-cnn, loadgen, allreduce. Default: pi."
@@ -69,19 +70,62 @@ class _Bars:
         return update
 
 
+NOISY_CV = 0.1
+"""A measurement whose coefficient of variation exceeds this is flagged as noisy."""
+
+# Display scaling: (unit, below this value) → (smaller unit, factor).
+SMALLER_UNIT = {"TFLOP/s": ("GFLOP/s", 1e3), "TB/s": ("GB/s", 1e3),
+                "GB/s": ("MB/s", 1e3)}
+
+
+def display_unit(values: list[float | None], unit: str) -> tuple[str, float]:
+    """The unit to show ``values`` in, and the factor: GFLOP/s rather than 0.0016 TFLOP/s."""
+    finite = [abs(v) for v in values if v is not None]
+    if unit in SMALLER_UNIT and finite and max(finite) < 1:
+        smaller, factor = SMALLER_UNIT[unit]
+        return smaller, factor
+    return unit, 1.0
+
+
+def _short(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
 def _summary_rows(documents: list[Any]) -> list[dict[str, Any]]:
     rows = []
     for doc in documents:
         for m in doc.measurements:
             params = {k: v for k, v in m.benchmark.parameters.items() if k not in ("pi_version",)}
-            rows.append({"benchmark": f"{m.benchmark.family}/{m.benchmark.name}", "parameters": params,
-                         "value": m.value, "unit": m.unit, "p10": m.p10, "p90": m.p90, "cv": m.cv})
+            backend = " ".join(str(params.pop(k)) for k in ("backend", "device") if k in params)
+            unit, factor = display_unit([m.value], m.unit)
+            scaled = [None if v is None else v * factor for v in (m.value, m.p10, m.p90)]
+            rows.append({
+                "benchmark": f"{m.benchmark.family}/{m.benchmark.name}", "backend": backend or None,
+                "value": f"{_short(scaled[0])} {unit}", "p10..p90": f"{_short(scaled[1])}..{_short(scaled[2])}",
+                "cv": None if m.cv is None else round(m.cv, 2),
+                "parameters": ", ".join(f"{k}={v}" for k, v in params.items()) or None,
+            })
     return rows
+
+
+def _counts(documents: list[Any]) -> dict[str, int]:
+    from collectors.collect import UNSUPPORTED
+
+    fails = [f for d in documents for f in d.failures]
+    return {"measurements": sum(len(d.measurements) for d in documents),
+            "failures": sum(1 for f in fails if f.stage != UNSUPPORTED),
+            "unsupported": sum(1 for f in fails if f.stage == UNSUPPORTED)}
+
+
+def _noisy(documents: list[Any]) -> list[Any]:
+    return [m for d in documents for m in d.measurements if m.cv is not None and m.cv > NOISY_CV]
 
 
 def collect_command(
     benchmark: Annotated[list[str] | None, typer.Option("--benchmark", "-b", help=BENCHMARK_HELP)] = None,
-    profile: Annotated[str, typer.Option(help="quick (about 30 s on a small CPU) or full.")] = "quick",
+    profile: Annotated[str, typer.Option(
+        help="quick (a short pass: seconds to a minute or two per benchmark on a small CPU) or full "
+        "(longer, steadier figures).")] = "quick",
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
     run_id: Annotated[str | None, typer.Option("--run-id", help="Reuse to make a re-run add nothing twice.")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Runner option k=v (repeatable).")] = None,
@@ -92,9 +136,14 @@ def collect_command(
     token: Annotated[str | None, typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")] = None,
     flush: Annotated[bool, typer.Option("--flush", help="Send spooled documents to --api (alone: only that).")] = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
-    """Fingerprint this node and run benchmarks; store the observations (or send them to --api)."""
+    """Fingerprint this node and run benchmarks; store the observations (or send them to --api).
+
+    Exits 1 when nothing was measured, or when documents stay spooled after --flush."""
     from collectors.collect import collect
+
+    chosen = output_format(fmt, as_json)
 
     if flush and not api:
         raise InvalidInput("--flush needs --api URL (spooled documents are sent to the API)")
@@ -104,17 +153,17 @@ def collect_command(
 
         flushed = spool.flush(api, token)
         if flushed.sent or flushed.remaining or flushed.rejected:
-            info(f"spool: sent {flushed.sent}, rejected {flushed.rejected}, still waiting {flushed.remaining}")
+            note(f"spool: sent {flushed.sent}, rejected {flushed.rejected}, still waiting {flushed.remaining}")
         if flush and not benchmark:
-            _report({"flush": flushed.model_dump()}, [], as_json)
+            _report({"flush": flushed.model_dump()}, [], chosen)
+            _exit_if_spooled(flushed)
             return
     with _Bars() as bars:
         outcome = collect(benchmark or ["pi"], profile=profile, device=device, run_id=run_id,
                           options=parse_options(option or []), progress_for=bars.for_runner)
     docs = outcome.documents
     summary: dict[str, Any] = {
-        "run_id": outcome.run_id, "documents": len(docs),
-        "measurements": sum(len(d.measurements) for d in docs), "failures": sum(len(d.failures) for d in docs),
+        "run_id": outcome.run_id, "documents": len(docs), **_counts(docs),
         "accelerator": outcome.fingerprint.accelerator.model, "placement": outcome.fingerprint.placement.kind.value,
         "placement_consistent": outcome.fingerprint.placement.consistent, "host": outcome.fingerprint.host.name,
         "runner_errors": outcome.runner_errors,
@@ -139,20 +188,57 @@ def collect_command(
             "observations_received": sum(r.observations_received for r in ingested),
             "failures_new": sum(r.failures_new for r in ingested),
         }
-    _report(summary, _summary_rows(docs), as_json)
+    noisy = _noisy(docs)
+    summary["noisy"] = len(noisy)
+    _report(summary, _summary_rows(docs), chosen)
+    if noisy and chosen is not OutputFormat.json:
+        worst = max(m.cv for m in noisy)
+        warning(f"{len(noisy)} of {summary['measurements']} measurements are noisy (CV > {NOISY_CV}, "
+                f"up to {worst:.2f}): the node was busy or the run too short; re-run on an idle node "
+                "or with --profile full before trusting them")
+    if flushed is not None and flush:
+        _exit_if_spooled(flushed)
+    if summary["measurements"] == 0:
+        raise typer.Exit(1)
 
 
-def _report(summary: dict[str, Any], rows: list[dict[str, Any]], as_json: bool) -> None:
-    if as_json:
+def _exit_if_spooled(flushed: Any) -> None:
+    """--flush fails while documents stay in the spool (API down, a 403, a rejected document)."""
+    if flushed.remaining or flushed.rejected:
+        why = "; ".join(dict.fromkeys(flushed.errors)) or "a token without write scope? the API unreachable?"
+        note(f"{flushed.remaining} document(s) still spooled, {flushed.rejected} rejected: {why}",
+             prefix="error: ")
+        raise typer.Exit(1)
+
+
+def _summary_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run summary as (field, value) rows: nested results flattened to short text."""
+    rows = []
+    for key, value in summary.items():
+        if key == "runner_errors" or value in (None, [], {}):
+            continue
+        if key == "delivery":
+            outcomes: dict[str, int] = {}
+            for item in value:
+                outcomes[str(item.get("status"))] = outcomes.get(str(item.get("status")), 0) + 1
+            value = outcomes
+        rows.append({"field": key.replace("_", " "), "value": value})
+    return rows
+
+
+def _report(summary: dict[str, Any], rows: list[dict[str, Any]], fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.json:
         print_json(summary)
         return
     if rows:
-        render(rows, as_json=False, title=f"run {summary.get('run_id')}")
-    for key, value in summary.items():
-        if key not in ("runner_errors",) and value not in (None, [], {}):
-            info(f"{key}: {value}")
+        render(rows, fmt=fmt, title=f"run {summary.get('run_id')}",
+               columns=["benchmark", "backend", "value", "p10..p90", "cv"], details=["parameters"])
+        sys.stdout.write("\n")
+    render(_summary_table(summary), fmt=fmt, title="summary", columns=["field", "value"])
     for err in summary.get("runner_errors", []):
-        info(f"[yellow]warning:[/] {err}")
+        warning(err)
+    if summary.get("measurements") == 0:
+        note("nothing was measured (see the warnings above)", prefix="error: ")
 
 
 def register(app: typer.Typer) -> None:

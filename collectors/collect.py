@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 SOURCE = "stack-advisor-collector"
 STACK_KEYS = ("framework", "framework_version", "cuda", "cudnn", "nccl", "driver", "tensorrt", "python")
 
+UNSUPPORTED = "unsupported"
+"""Failure stage of what this node cannot run (a missing extra, no kernel for a dtype): recorded,
+but not a failure of the stack."""
+
 ProgressFactory = Callable[[str], Callable[[str, float], None]]
 """progress_for(runner name) -> progress(message, fraction)."""
 
@@ -119,10 +123,10 @@ def collect(
             result = runner.run(ctx, progress)
         except InvalidInput:
             raise
-        except Unsupported as exc:
-            log.warning("%s: %s", runner.name, exc)
-            errors.append(f"{runner.name}: {exc}")
-            result = _failed(runner.name, exc, "setup")
+        except Unsupported as exc:  # the caller reports runner_errors; logging it too printed it twice
+            log.info("%s: %s", runner.name, exc)
+            errors.append(str(exc) if str(exc).startswith(f"{runner.name}:") else f"{runner.name}: {exc}")
+            result = _failed(runner.name, exc, UNSUPPORTED)
         except Exception as exc:  # a crashing runner must not lose the others' results
             log.exception("runner %s crashed", runner.name)
             errors.append(f"{runner.name}: {type(exc).__name__}: {exc}")

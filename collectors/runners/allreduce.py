@@ -226,7 +226,7 @@ class AllreduceRunner:
             import torch
             import torch.distributed as dist
         except ImportError as exc:
-            raise Unsupported("allreduce needs PyTorch with torch.distributed") from exc
+            raise Unsupported("allreduce: PyTorch is not installed: pip install 'stack-advisor[torch]'") from exc
         if not dist.is_available():
             raise Unsupported("this PyTorch build has no torch.distributed")
         params = params_for(ctx)

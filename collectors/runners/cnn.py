@@ -147,7 +147,9 @@ class CnnRunner:
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         params = params_for(ctx)
         if not _framework_available(params.framework):
-            raise Unsupported(f"cnn: framework {params.framework!r} is not installed in this Python")
+            extra = "torch" if params.framework == "torch" else "tensorflow"
+            raise Unsupported(f"cnn: framework {params.framework!r} is not installed in this Python: "
+                              f"pip install 'stack-advisor[{extra}]' (or --option framework=...)")
         if params.framework == "torch":
             from collectors.models import torch_bench as backend
         else:

@@ -293,9 +293,9 @@ class LoadgenRunner:
 
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         if importlib.util.find_spec("mlperf_loadgen") is None:
-            raise Unsupported("loadgen needs the mlcommons-loadgen package (module mlperf_loadgen)")
+            raise Unsupported("loadgen: mlcommons-loadgen is not installed: pip install 'stack-advisor[loadgen]'")
         if importlib.util.find_spec("torch") is None:
-            raise Unsupported("loadgen's SUT needs PyTorch")
+            raise Unsupported("loadgen: its SUT needs PyTorch, which is not installed: pip install 'stack-advisor[torch]'")
         params = params_for(ctx)
         from collectors.models.torch_bench import resolve_device, stack_facts
 

@@ -80,7 +80,8 @@ def measurement_of(result: CaseResult) -> Measurement:
 def failure_of(result: CaseResult) -> FailureIn:
     return FailureIn(
         benchmark=Benchmark(family=FAMILY, name=result.pi, parameters=result.identity),
-        stage="run",
+        # "unsupported" (no kernel for this dtype on this backend) is not a failure of the stack
+        stage="unsupported" if result.status == "unsupported" else "run",
         error_class=result.error_class or "Unsupported",
         message=f"{result.backend} {result.backend_version}: {result.message}",
     )

@@ -144,7 +144,7 @@ class TfCnnRunner:
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         python = str(ctx.options.get("python") or sys.executable)
         if python == sys.executable and importlib.util.find_spec("tensorflow") is None:
-            raise Unsupported("tf-cnn needs TensorFlow in this Python (pip install tensorflow)")
+            raise Unsupported("tf-cnn: TensorFlow is not installed in this Python: pip install 'stack-advisor[tensorflow]'")
         script = find_script(ctx.options.get("script"))
         params = params_for(ctx, cuda=_tf_sees_gpu(ctx))
         timeout = float(ctx.options.get("timeout_s", 600 if ctx.profile == "quick" else 3600))
