@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.options import JsonOpt, StoreOpt
+from cli.options import FormatOpt, JsonOpt, StoreOpt
 
 import_app = typer.Typer(
     name="import",
@@ -44,14 +44,58 @@ def import_mlperf_cmd(
     batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Import MLPerf Inference published results; re-importing adds nothing twice."""
+    from cli.render import output_format
+
+    output_format(fmt, as_json)  # a contradictory --json/--format fails before any work
+    summaries: list[Any] = []
+    committed: dict[str, Any] = {"source": None, "observations": 0, "batches": 0, "of": None}
+    try:
+        _import_sources(paths, store, round_name, batch_size, summaries, committed)
+    except Exception as exc:
+        wrapped = _interrupted(exc, committed, summaries)
+        if wrapped is exc:
+            raise
+        raise wrapped from exc
+    _report_mlperf(summaries, as_json, fmt)
+
+
+def _interrupted(exc: Exception, committed: dict[str, Any], summaries: list[Any]) -> Exception:
+    """The error that stopped an import, with what was committed before it (imports are
+    idempotent: running it again adds only the rest)."""
+    from graph_schema.errors import AdvisorError
+
+    if not summaries and not committed["batches"]:
+        return exc
+    if isinstance(exc, AdvisorError):
+        message, code = exc.message, exc.code
+    else:
+        from cli.guard import describe
+
+        code, message, _ = describe(exc)
+    done = [s.to_dict() for s in summaries]
+    for d in done:
+        d.pop("issues", None)
+    where = f" of {committed['source']}" if committed["source"] else ""
+    err = AdvisorError(
+        f"{message}; the import stopped after committing {committed['observations']} observation(s) "
+        f"in {committed['batches']} batch(es){where} (and {len(summaries)} complete source(s)); "
+        "run it again to add the rest: imports are idempotent",
+        details={"committed": committed, "completed_sources": done},
+    )
+    err.code = code
+    return err
+
+
+def _import_sources(paths: list[Path], store: str | None, round_name: str | None, batch_size: int,
+                    summaries: list[Any], committed: dict[str, Any]) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from cli.render import error, info, print_json, render, stderr
+    from cli.render import stderr
     from collectors.importers.mlperf import expand_sources, import_mlperf
 
-    summaries = []
     with _open_store(store) as db:
         with Progress(
             TextColumn("{task.description}"),
@@ -67,12 +111,23 @@ def import_mlperf_cmd(
 
                 def step(done: int, total: int, task: Any = task, name: str = path.name) -> None:
                     progress.update(task, description=f"importing {name}", completed=done, total=total)
+                    if done:  # called after each committed batch
+                        committed.update(source=name, observations=done, of=total,
+                                         batches=committed["batches"] + 1)
+
+                committed.update(source=path.name, observations=0, batches=0, of=None)
 
                 summaries.append(import_mlperf(path, db, round_name=round_name, batch_size=batch_size, progress=step))
+                committed.update(source=None, observations=0, batches=0, of=None)
                 progress.remove_task(task)
 
+
+def _report_mlperf(summaries: list[Any], as_json: bool, fmt: Any) -> None:
+    from cli.render import OutputFormat, error, info, output_format, print_json, render
+
+    chosen = output_format(fmt, as_json)
     failed = sum(s.failed for s in summaries)
-    if as_json:
+    if chosen is OutputFormat.json:
         data = [s.to_dict() for s in summaries]
         print_json(data[0] if len(data) == 1 else data)
     else:
@@ -97,7 +152,7 @@ def import_mlperf_cmd(
                 }
                 for s in summaries
             ],
-            as_json=False,
+            fmt=chosen,
             title="MLPerf import",
         )
     if failed and not any(s.results_found for s in summaries):
@@ -131,7 +186,10 @@ def import_results_cmd(
         render([row], as_json=False, title="Result documents imported")
 
 
-def _load_json_file(path: Path, what: str) -> dict[str, Any]:
+def _load_json_file(path: Path, what: str, *, documents: bool = False) -> dict[str, Any]:
+    """A JSON object from ``path``; with ``documents``, also the list of result documents that
+    `advisor collect --out` writes (the document run on TensorFlow if there is one, else the
+    first: they share the node's accelerator, placement and host)."""
     from graph_schema.errors import InvalidInput
 
     try:
@@ -140,6 +198,12 @@ def _load_json_file(path: Path, what: str) -> dict[str, Any]:
         raise InvalidInput(f"{what}: no such file {str(path)!r}") from None
     except (OSError, ValueError) as exc:
         raise InvalidInput(f"{what}: cannot read {str(path)!r} as JSON ({exc})") from None
+    if documents and isinstance(data, list):
+        docs = [d for d in data if isinstance(d, dict)]
+        if not docs:
+            raise InvalidInput(f"{what}: {str(path)!r} is a list without result documents")
+        tf = [d for d in docs if isinstance(d.get("stack"), dict) and d["stack"].get("framework") == "tensorflow"]
+        data = (tf or docs)[0]
     if not isinstance(data, dict):
         raise InvalidInput(f"{what}: {str(path)!r} must hold a JSON object, got {type(data).__name__}")
     return data
@@ -154,7 +218,7 @@ def tf_cnn_context(
     """stack / accelerator / placement / host for a saved log, from a stack JSON (a
     ``SoftwareStack`` object, or a document with a ``stack`` key), a fingerprint (a document
     with ``stack``, ``accelerator``, ``placement`` and ``host`` keys, e.g. a result document)
-    and flags, later ones winning.
+    and flags, later ones winning. The fingerprint may also be the list `advisor collect --out` writes.
 
     Raises:
         InvalidInput: a file or value that does not fit; the message names the field.
@@ -167,7 +231,7 @@ def tf_cnn_context(
 
     parts: dict[str, dict[str, Any]] = {"stack": {}, "accelerator": {}, "placement": {}, "host": {}}
     if fingerprint is not None:
-        data = _load_json_file(fingerprint, "--fingerprint")
+        data = _load_json_file(fingerprint, "--fingerprint", documents=True)
         for key in parts:
             if isinstance(data.get(key), dict):
                 parts[key].update(data[key])
