@@ -203,7 +203,10 @@ def _load_json_file(path: Path, what: str, *, documents: bool = False) -> dict[s
         if not docs:
             raise InvalidInput(f"{what}: {str(path)!r} is a list without result documents")
         tf = [d for d in docs if isinstance(d.get("stack"), dict) and d["stack"].get("framework") == "tensorflow"]
-        data = (tf or docs)[0]
+        data = dict((tf or docs)[0])
+        if not tf and isinstance(data.get("stack"), dict):  # another framework's run: keep the node's
+            data["stack"] = {k: v for k, v in data["stack"].items()  # drivers, not its framework
+                             if k not in ("framework", "framework_version", "extra")}
     if not isinstance(data, dict):
         raise InvalidInput(f"{what}: {str(path)!r} must hold a JSON object, got {type(data).__name__}")
     return data
