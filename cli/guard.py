@@ -10,7 +10,17 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
+
+from graph_schema.errors import AdvisorError
+
+
+class CannotWrite(AdvisorError):
+    """An output file or folder the user named cannot be written."""
+
+    code = "cannot_write"
+
 
 USAGE = 2
 RUNTIME = 1
@@ -28,7 +38,7 @@ def package_version() -> str:
         from pathlib import Path
 
         pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M) if pyproject.exists() else None
+        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.MULTILINE) if pyproject.exists() else None
         return f"{found.group(1)} (not installed)" if found else "unknown"
 
 
@@ -37,14 +47,13 @@ def wants_json(argv: Sequence[str]) -> bool:
     args = list(argv)
     if "--json" in args or "--format=json" in args:
         return True
-    return any(a == "--format" and b.lower() == "json" for a, b in zip(args, args[1:]))
+    return any(a == "--format" and b.lower() == "json" for a, b in pairwise(args))
 
 
 def describe(exc: BaseException) -> tuple[str, str, int]:
     """(code, message, exit status) for an exception that reached the top."""
-    from graph_schema.errors import AdvisorError, InvalidInput
-
     from cli.render import FormatConflict
+    from graph_schema.errors import InvalidInput
 
     if isinstance(exc, InvalidInput):
         return exc.code, exc.message, USAGE

@@ -167,12 +167,15 @@ def import_results_cmd(
     ],
     store: StoreOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Import collector result documents (validated first: one bad document writes nothing).
 
     The error names the file, the document's index and the field."""
-    from cli.render import print_json, render
+    from cli.render import output_format, render
     from collectors.importers.results import import_result_files
+
+    chosen = output_format(fmt, as_json)
 
     paths: list[Path] = []
     for path in files:
@@ -180,10 +183,7 @@ def import_results_cmd(
     with _open_store(store) as db:
         documents, result = import_result_files(paths, db)
     row = {"files": len(paths), "documents": documents, **result.model_dump()}
-    if as_json:
-        print_json(row)
-    else:
-        render([row], as_json=False, title="Result documents imported")
+    render([row], fmt=chosen, json_data=row, title="Result documents imported")
 
 
 def _load_json_file(path: Path, what: str, *, documents: bool = False) -> dict[str, Any]:
@@ -283,10 +283,13 @@ def import_tf_cnn_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the document; write nothing.")] = False,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Import a saved tf_cnn_benchmarks log (a crash becomes a recorded failure)."""
-    from cli.render import print_json, render
+    from cli.render import OutputFormat, output_format, print_json, render
     from graph_schema.errors import InvalidInput
+
+    chosen = output_format(fmt, as_json)
 
     try:
         from collectors.importers.tf_cnn import import_tf_cnn_log
@@ -319,15 +322,15 @@ def import_tf_cnn_cmd(
         "failures": len(document.failures),
     }
     if dry_run:
-        print_json(document) if as_json else render([row], as_json=False, title="tf_cnn log (dry run)")
+        if chosen is OutputFormat.json:
+            print_json(document)
+        else:
+            render([row], fmt=chosen, title="tf_cnn log (dry run)")
         return
     with _open_store(store) as db:
         result = db.ingest_document(document)
     row.update(result.model_dump())
-    if as_json:
-        print_json(row)
-    else:
-        render([row], as_json=False, title="tf_cnn log imported")
+    render([row], fmt=chosen, json_data=row, title="tf_cnn log imported")
 
 
 def register(app: typer.Typer) -> None:

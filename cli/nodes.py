@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from cli.options import JsonOpt, StoreOpt
-from cli.render import info, render
+from cli.options import PLACEMENTS, FormatOpt, JsonOpt, StoreOpt, choose
+from cli.render import info, output_format, render
 
 nodes_app = typer.Typer(help="Node inventory from GPU feature discovery and NFD labels.", no_args_is_help=True)
 
@@ -15,7 +15,8 @@ KubeconfigOpt = Annotated[
     str | None, typer.Option("--kubeconfig", envvar="KUBECONFIG", help="Kubeconfig file (default: in-cluster).")
 ]
 SelectorOpt = Annotated[str | None, typer.Option("--selector", "-l", help="Only nodes matching this label selector.")]
-COLUMNS = ["node", "pool", "gpu", "gpus", "gpu_memory_mib", "driver", "cuda_driver", "placement", "mig", "cpu", "ready"]
+COLUMNS = ["node", "gpu", "gpus", "driver", "placement", "ready"]
+INLINE = ["pool", "gpu_memory_mib", "cuda_driver", "mig", "cpu"]
 
 
 def _nodes(kubeconfig: str | None, selector: str | None):  # -> list[ClusterNode]
@@ -26,11 +27,13 @@ def _nodes(kubeconfig: str | None, selector: str | None):  # -> list[ClusterNode
 
 
 @nodes_app.command("list")
-def list_cmd(kubeconfig: KubeconfigOpt = None, selector: SelectorOpt = None, as_json: JsonOpt = False) -> None:
+def list_cmd(kubeconfig: KubeconfigOpt = None, selector: SelectorOpt = None, as_json: JsonOpt = False,
+             fmt: FormatOpt = None) -> None:
     """Show the cluster's nodes with their parsed GPU, driver and placement."""
+    chosen = output_format(fmt, as_json)
     nodes = _nodes(kubeconfig, selector)
-    render([n.row() for n in nodes], as_json=as_json, title=f"{len(nodes)} node(s)", columns=COLUMNS,
-           json_data=[n.model_dump(mode="json") for n in nodes])
+    render([n.row() for n in nodes], fmt=chosen, title=f"{len(nodes)} node(s)", columns=COLUMNS,
+           inline=INLINE, json_data=[n.model_dump(mode="json") for n in nodes])
 
 
 @nodes_app.command("pools")
@@ -41,19 +44,15 @@ def pools(
     min_driver: Annotated[str | None, typer.Option("--min-driver", help="e.g. 535.104")] = None,
     min_gpus: Annotated[int, typer.Option("--min-gpus", min=0)] = 0,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Name the node pools that satisfy a recommendation, with the nodeSelector to reach them."""
+    chosen = output_format(fmt, as_json)
     from collectors.inventory import nodes_satisfying
-    from graph_schema.errors import InvalidInput
     from graph_schema.models import PlacementKind
 
-    kind = None
-    if placement:
-        try:
-            kind = PlacementKind(placement)
-        except ValueError:
-            valid = ", ".join(k.value for k in PlacementKind)
-            raise InvalidInput(f"--placement must be one of {valid}, got {placement!r}") from None
+    chosen_placement = choose(placement, PLACEMENTS, "--placement")
+    kind = PlacementKind(chosen_placement) if chosen_placement else None
     groups = nodes_satisfying(
         _nodes(kubeconfig, None), accelerator=accelerator, placement=kind, min_driver=min_driver, min_gpus=min_gpus
     )
@@ -69,7 +68,9 @@ def pools(
             "placements": sorted({n.placement.kind.value for n in members}),
             "node_selector": first.selector(),
         })
-    render(rows, as_json=as_json, title=f"{len(rows)} pool(s)")
+    render(rows, fmt=chosen, title=f"{len(rows)} pool(s)",
+           columns=["pool", "nodes", "gpu", "gpus_per_node", "placements"],
+           details=["drivers", "node_selector"])
 
 
 @nodes_app.command("sync")
@@ -79,8 +80,10 @@ def sync(
     store: StoreOpt = None,
     cluster: Annotated[str, typer.Option("--cluster", help="Name the inventory is kept under.")] = "default",
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Read the cluster's nodes and record them (hosts, accelerators, placements) in the store."""
+    chosen = output_format(fmt, as_json)
     from cli.plan import open_store_uri
     from graph_schema.errors import Unsupported
 
@@ -95,8 +98,8 @@ def sync(
     finally:
         kb.close()
     info(f"synced {len(nodes)} node(s) of cluster {cluster!r} to {getattr(kb, 'uri', '') or 'the store'}")
-    render([n.row() for n in nodes], as_json=as_json, title=f"{len(nodes)} node(s)", columns=COLUMNS,
-           json_data=[n.model_dump(mode="json") for n in nodes])
+    render([n.row() for n in nodes], fmt=chosen, title=f"{len(nodes)} node(s)", columns=COLUMNS,
+           inline=INLINE, json_data=[n.model_dump(mode="json") for n in nodes])
 
 
 def register(app: typer.Typer) -> None:

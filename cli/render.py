@@ -151,7 +151,8 @@ def _table(rows: list[list[str]], cols: list[str], details: list[list[tuple[str,
     for row, extra in zip(rows, details):
         out.extend(line(row))
         for name, text in extra:
-            out.extend(textwrap.wrap(f"{name}: {text}", total, initial_indent="    ",
+            label = f"{name}: " if name else ""
+            out.extend(textwrap.wrap(f"{label}{text}", total, initial_indent="    ",
                                      subsequent_indent="      ", break_on_hyphens=False) or ["    -"])
     return "\n".join(out) + "\n"
 
@@ -191,15 +192,25 @@ def render_text(
     title: str | None = None,
     columns: Iterable[str] | None = None,
     details: Iterable[str] = (),
+    inline: Iterable[str] = (),
 ) -> str:
     """The rows in ``fmt`` (any but json) as text; see the module docstring for the layouts."""
-    extra = [d for d in details]
-    cols = list(columns) if columns is not None else [k for k in (rows[0] if rows else {}) if k not in extra]
+    lined = list(details)
+    together = list(inline)
+    extra = list(lined)
+    cols = list(columns) if columns is not None else [
+        k for k in (rows[0] if rows else {}) if k not in extra and k not in together]
+    extra += together
     if fmt is OutputFormat.csv:
         return _csv(rows, cols + extra)
     if fmt is OutputFormat.table:
         body = [[cell(r.get(c)) for c in cols] for r in rows]
-        more = [[(d, cell(r.get(d))) for d in extra if r.get(d) not in (None, "", [], {})] for r in rows]
+        more = [[(d, cell(r.get(d))) for d in lined if r.get(d) not in (None, "", [], {})] for r in rows]
+        if together:
+            for r, lines in zip(rows, more):
+                joined = " · ".join(f"{d}: {cell(r.get(d))}" for d in together if r.get(d) not in (None, "", [], {}))
+                if joined:
+                    lines.append(("", joined))
         return _table(body, cols, more, title, width())
     every = cols + extra
     body = [[cell(r.get(c)) for c in every] for r in rows]
@@ -216,17 +227,20 @@ def render(
     title: str | None = None,
     columns: Iterable[str] | None = None,
     details: Iterable[str] = (),
+    inline: Iterable[str] = (),
     json_data: Any = None,
 ) -> None:
     """Print rows in ``fmt`` (default: from ``as_json`` and whether stdout is a terminal).
 
     ``json_data`` replaces the rows in JSON; ``details`` are fields printed on their own line
-    under each row in a table (and as ordinary columns elsewhere)."""
+    under each row in a table (and as ordinary columns elsewhere); ``inline`` fields share one
+    such line."""
     chosen = output_format(fmt, as_json)
     if chosen is OutputFormat.json:
         print_json(list(rows) if json_data is None else json_data)
         return
-    sys.stdout.write(render_text(rows, chosen, title=title, columns=columns, details=details))
+    sys.stdout.write(render_text(rows, chosen, title=title, columns=columns, details=details,
+                                 inline=inline))
     sys.stdout.flush()
 
 

@@ -48,6 +48,7 @@ class SubmitTimeout(AdvisorError):
 
 def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """An ApiClient from ``kubeconfig`` (or $KUBECONFIG / ~/.kube/config), else in-cluster."""
+    import yaml
     from kubernetes import client, config
 
     try:
@@ -58,9 +59,13 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
         except config.ConfigException:
             config.load_incluster_config()
             return client.ApiClient()
-    except (config.ConfigException, OSError) as exc:
+    except (config.ConfigException, OSError, yaml.YAMLError, TypeError, ValueError, AttributeError) as exc:
+        # malformed YAML or a kubeconfig of the wrong shape, as well as a missing one
         where = kubeconfig or "$KUBECONFIG, ~/.kube/config or the in-cluster service account"
-        raise ClusterError(f"cannot load a Kubernetes configuration from {where}: {exc}") from None
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, yaml.YAMLError):
+            reason = f"not valid YAML ({reason})"
+        raise ClusterError(f"cannot load a Kubernetes configuration from {where}: {reason}") from None
 
 
 def api_error(exc: Exception, doing: str) -> ClusterError:
