@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 GAP = 2  # spaces between columns
-MIN_COLUMN = 6  # a column is never squeezed below this (or its header's longest word)
+MIN_COLUMN = 6  # a column is never squeezed below this (or its longest word)
 
 
 def __getattr__(name: str) -> Console:
@@ -119,14 +119,22 @@ def _wrap(text: str, size: int) -> list[str]:
     return lines
 
 
+KEY_COLUMNS = 2
+"""The first columns name the row (rank, accelerator, node): shrunk only when nothing else can be."""
+
+
 def _fit(natural: list[int], floors: list[int], room: int) -> list[int]:
-    """Shrink the widest columns first until the row fits ``room`` (or every column is at its floor)."""
+    """Shrink the widest columns until the row fits ``room``: first those after the key columns,
+    then any, down to a column's floor (its longest word, so words are not split); only if that
+    is not enough, below it."""
     widths = list(natural)
-    while sum(widths) > room:
-        widest = max(range(len(widths)), key=lambda i: (widths[i] - floors[i] > 0, widths[i]))
-        if widths[widest] <= floors[widest]:
-            break
-        widths[widest] -= 1
+    hard = [min(MIN_COLUMN, n) for n in natural]  # a very narrow terminal: split words, still no cut
+    for first, floor in ((min(KEY_COLUMNS, len(widths) - 1), floors), (0, floors), (0, hard)):
+        while sum(widths) > room:
+            movable = [i for i in range(first, len(widths)) if widths[i] > floor[i]]
+            if not movable:
+                break
+            widths[max(movable, key=lambda i: widths[i])] -= 1
     return widths
 
 
@@ -136,7 +144,8 @@ def _table(rows: list[list[str]], cols: list[str], details: list[list[tuple[str,
     if title:
         out.extend(_wrap(title, total))
     natural = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
-    floors = [min(natural[i], max(MIN_COLUMN, *(len(w) for w in c.split() or [""])))
+    floors = [min(natural[i], max([MIN_COLUMN] + [len(w) for text in [c, *(r[i] for r in rows)]
+                                                  for w in text.split()]))
               for i, c in enumerate(cols)]
     widths = _fit(natural, floors, total - GAP * (len(cols) - 1))
 
