@@ -1,0 +1,111 @@
+"""Every command in the README's "Using it" section, run as written (in the order written) on
+small local data: a quick collection, a tiny MLPerf round shaped like the shared tarball and
+laid out where the README expects it (``../shared/data/mlperf``), a saved tf_cnn log.
+
+`advisor nodes sync` needs a kube-apiserver: tests/kube/test_readme_nodes.py runs it there.
+`advisor serve --port 8080` runs as a server on a free port (8080 may be taken)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cli.guard import run_guarded
+from cli.main import app
+from tests.cli.server import ADVISOR, free_port
+from tests.collectors.mlperf_fixtures import small_tree, tar_gz
+
+REPO = Path(__file__).resolve().parents[2]
+ELSEWHERE = {"nodes sync"}  # tests/kube/test_readme_nodes.py
+
+
+def readme_commands() -> list[str]:
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Using it", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block, "README's 'Using it' has no sh block"
+    return [line.split(" #")[0].strip() for line in block.group(1).splitlines()
+            if line.strip().startswith("advisor ")]
+
+
+def _workspace(tmp_path: Path) -> Path:
+    """cwd for the commands, with ../shared/data/mlperf beside it as on CI."""
+    work = tmp_path / "work"
+    (work / "deploy" / "plans").mkdir(parents=True)
+    shutil.copy(REPO / "deploy" / "plans" / "sample-plan.yaml", work / "deploy" / "plans")
+    shutil.copy(REPO / "tests" / "data" / "tf_cnn" / "measured_tf2.21_resnet50_cpu_train.log", work / "train.log")
+    (work / "queries.json").write_text(json.dumps([{
+        "accelerator": "NVIDIA H100-SXM-80GB", "accelerator_count": 8, "placement": "bare-metal",
+        "components": {"cuda": "12.0", "tensorrt": "8.6.0"}, "framework": "tensorrt",
+        "benchmark": "resnet50", "scenario": "Offline", "metric": "samples_per_second"}]))
+    mlperf = tmp_path / "shared" / "data" / "mlperf"
+    mlperf.mkdir(parents=True)
+    for name in ("inference_v2.1", "inference_v3.0"):
+        tree = small_tree(tmp_path / "src" / name).rename(tmp_path / "src" / name / name)
+        tar_gz(tree, mlperf / f"{name}.tar.gz")
+    return work
+
+
+def _serve(args: list[str], env: dict[str, str]) -> None:
+    port = str(free_port())
+    args = [port if a == "8080" else a for a in args]
+    proc = subprocess.Popen([ADVISOR, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, "advisor serve exited"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        pytest.fail("advisor serve did not answer /healthz")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_every_readme_command_works_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    commands = readme_commands()
+    assert len(commands) >= 10
+    work = _workspace(tmp_path)
+    for var in ("ADVISOR_API", "ADVISOR_TOKEN", "ADVISOR_DEBUG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ADVISOR_STORE", f"embedded:{tmp_path / 'kb'}")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.chdir(work)
+    for command in commands:
+        args = shlex.split(command)[1:]
+        if " ".join(args[:2]) in ELSEWHERE:
+            continue
+        if args[0] == "serve":
+            _serve(args, {**os.environ, "PYTHONPATH": str(REPO)})
+            continue
+        if args[:2] == ["import", "tf-cnn"]:  # fp.json: the file `collect --out` wrote
+            shutil.copy(work / "run.json", work / "fp.json")
+        code = run_guarded(app, args)
+        out, err = capsys.readouterr()
+        assert code == 0, f"{command}\n{out}\n{err}"
+        assert "Traceback" not in out + err, command
+        if "--json" in args:
+            json.loads(out)
+    assert (work / "throughput.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_readme_commands_are_found() -> None:
+    commands = readme_commands()
+    assert any(c.startswith("advisor recommend") for c in commands)
+    assert any(c.startswith("advisor nodes sync") for c in commands)
+    assert sys.executable  # the commands run in this interpreter
