@@ -69,7 +69,7 @@ def test_missing_extra_is_named_and_nothing_measured_fails(capsys: pytest.Captur
 
     # mlcommons-loadgen is installed by the test script; make it look absent for this run
     monkeypatch.setattr(importlib.util, "find_spec", without_loadgen)
-    code, out, err = advisor(capsys, "collect", "--benchmark", "loadgen", "--profile", "quick", "--no-store")
+    code, _, err = advisor(capsys, "collect", "--benchmark", "loadgen", "--profile", "quick", "--no-store")
     text = " ".join(err.split())
     assert code == 1
     assert "mlcommons-loadgen is not installed: pip install 'stack-advisor[loadgen]'" in text

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -24,18 +23,10 @@ from cli.guard import run_guarded
 from cli.main import app
 from tests.cli.server import ADVISOR, free_port
 from tests.collectors.mlperf_fixtures import small_tree, tar_gz
+from tests.readme_commands import readme_commands
 
 REPO = Path(__file__).resolve().parents[2]
 ELSEWHERE = {"nodes sync"}  # tests/kube/test_readme_nodes.py
-
-
-def readme_commands() -> list[str]:
-    text = (REPO / "README.md").read_text()
-    section = text.split("## Using it", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block, "README's 'Using it' has no sh block"
-    return [line.split(" #")[0].strip() for line in block.group(1).splitlines()
-            if line.strip().startswith("advisor ")]
 
 
 def _workspace(tmp_path: Path) -> Path:
