@@ -265,7 +265,7 @@ def note(message: str, prefix: str = "") -> None:
 
 
 def info(message: str) -> None:
-    __getattr__("stderr").print(message, highlight=False)
+    __getattr__("stderr").print(message, highlight=False, emoji=False)
 
 
 def warning(message: str) -> None:
@@ -275,4 +275,5 @@ def warning(message: str) -> None:
 def error(message: str) -> None:
     from rich.markup import escape
 
-    __getattr__("stderr").print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+    __getattr__("stderr").print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True,
+                                emoji=False)

@@ -23,7 +23,12 @@ def export(
     if out is None:
         typer.echo(text, nl=False)
     else:
-        out.write_text(text)
+        try:
+            out.write_text(text)
+        except OSError as exc:
+            from cli.guard import CannotWrite, os_error_message
+
+            raise CannotWrite(f"--out {out}: cannot write there: {os_error_message(exc)}") from None
 
 
 def register(app: typer.Typer) -> None:

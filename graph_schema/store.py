@@ -35,6 +35,8 @@ def validation_message(exc: ValidationError, prefix: str = "") -> str:
         where = f"{prefix}{'.' if prefix and loc else ''}{loc}"
         got = err.get("input")
         shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+        if len(shown) > 80:  # a whole file read as one string, say
+            shown = f"{shown[:60]}... ({len(str(got))} characters)"
         lines.append(f"{where}: {err['msg']} (got {shown})")
     return "; ".join(lines)
 
