@@ -117,10 +117,12 @@ def test_plot_in_client_mode(api: ServedAPI, tmp_path: Path, how: str) -> None:
         env["ADVISOR_API"] = api.url
     else:
         args += [how, api.url]
-    # two batch sizes → two benchmark series: the CLI says which to choose and exits 1
+    # two batch sizes → two benchmark series: the CLI says which to choose and exits 2 (usage);
+    # with --json the error is a JSON object on stdout
     r = run_cli(*args, **env)
-    assert r.returncode == 1 and "choose one" in r.stderr and "--benchmark cnn/" in r.stderr
-    bench = r.stderr.split("--benchmark ")[1].split()[0]
+    message = json.loads(r.stdout)["error"]["message"]
+    assert r.returncode == 2 and "choose one" in message and "--benchmark cnn/" in message
+    bench = message.split("--benchmark ")[1].split()[0]
     r = run_cli(*args, "--benchmark", bench, **env)
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["rows"]
@@ -150,7 +152,7 @@ def test_plots_from_a_remote_store(api: ServedAPI, tmp_path: Path) -> None:
 
 def test_cli_errors_and_exit_codes(api: ServedAPI, tmp_path: Path) -> None:
     r = run_cli("plot", "throughput", "--out", str(tmp_path / "x.gif"), "--api", api.url)
-    assert r.returncode == 1 and ".png or .svg" in r.stderr
+    assert r.returncode == 2 and ".png or .svg" in r.stderr
     r = run_cli("plot", "throughput", "--out", str(tmp_path / "x.png"),
                 "--api", f"http://127.0.0.1:{free_port()}")
     assert r.returncode == 1 and "cannot reach" in r.stderr
