@@ -23,7 +23,7 @@ ApiOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (snake_case keys) to stdout.")]
 FormatOpt = Annotated[
-    Optional[OutputFormat],
+    OutputFormat | None,
     typer.Option(
         "--format",
         case_sensitive=False,
