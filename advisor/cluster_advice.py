@@ -1,0 +1,328 @@
+"""Recommend for a cluster: rank (node pool, stack) pairs for a workload.
+
+For each pool the existing ranking (``Advisor.recommend``) runs with the pool as the constraint:
+its device (every knowledge-base spelling of it), its driver (so the compatibility rules drop
+stacks the driver cannot run), and the units one node can give. Each stack it returns is then
+placed on the pool: when the ranked candidate is the pool's exact configuration its figure stands
+(observed, or measured when our collectors ran it on the pool's nodes); otherwise the same
+stack is asked of ``Advisor.predict`` at the pool's device, count and placement (interpolated on
+a device the knowledge base has seen, transferred from its specs on one it has not).
+
+A job larger than one node becomes a gang sized to the pool. ``what_if`` re-ranks a pool as if its
+driver were another version and reports the stacks that unlocks and the gain.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from advisor.cluster_results import (
+    ClusterRecommendationSet,
+    DriverWhatIf,
+    JobShape,
+    PoolBasis,
+    PoolRecommendation,
+)
+from advisor.pool_snippet import pool_manifests
+from advisor.pools import NodePool, kb_accelerator_key
+from advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
+from advisor.rules import Severity, parse_version, stack_components
+from advisor.snippet import to_yaml
+from advisor.workload import Objective, Workload
+from graph_schema.errors import InvalidInput, NotFound
+from graph_schema.models import PlacementKind, SoftwareStack
+
+DRIVER_EXCLUSION = "breaks a compatibility rule with the nodes' driver"
+IMAGE_REGISTRY = "ghcr.io/stack-advisor/collector"
+
+
+def job_shape(pool: NodePool, gpus: int | None, nodes_count: int | None) -> JobShape | str:
+    """Units per Pod and Pods for the job on this pool, or why the pool cannot take it."""
+    slots = pool.gpus_per_node
+    if nodes_count is not None and gpus is not None:
+        if gpus % nodes_count:
+            raise InvalidInput(f"--gpus {gpus} does not split evenly over --nodes-count {nodes_count}")
+        per, pods = gpus // nodes_count, nodes_count
+    elif gpus is not None:
+        pods = math.ceil(gpus / slots) if slots else 1
+        per = math.ceil(gpus / pods)
+    elif nodes_count is not None:
+        per, pods = slots, nodes_count
+    else:
+        per, pods = slots, 1
+    if per > slots:
+        return f"needs {per} x {pool.resource} per node; its nodes have {slots}"
+    if pods > pool.schedulable_nodes:
+        return f"needs {pods} nodes of {per} x {pool.resource}; it has {pool.schedulable_nodes} schedulable"
+    return JobShape(units_per_pod=per, pods=pods, total_units=per * pods)
+
+
+def _image(stack: SoftwareStack, given: str | None) -> tuple[str, str]:
+    if stack.image:
+        return stack.image, "recorded"
+    if given:
+        return given, "given"
+    framework = (stack.framework or "cuda").lower().replace(" ", "-")
+    version = stack.framework_version or "unknown"
+    tag = f"{framework}{version}" + (f"-cuda{stack.cuda}" if stack.cuda else "")
+    return f"{IMAGE_REGISTRY}:{tag.replace('+', '-')}", "to-build"
+
+
+class ClusterAdvisor:
+    """The cluster entry point over one ``Advisor`` (its table, model and rules are shared)."""
+
+    def __init__(self, advisor: Any) -> None:
+        self.advisor = advisor
+        self._names: tuple[int, dict[tuple[str, str | None], list[str]]] | None = None
+
+    def kb_names(self, pool: NodePool) -> list[str]:
+        """Every knowledge-base spelling of the pool's device (same spec and MIG profile)."""
+        table = self.advisor.table()
+        if self._names is None or self._names[0] != table.generation:
+            index: dict[tuple[str, str | None], list[str]] = {}
+            for name in table.accelerator.vocab:
+                key = kb_accelerator_key(str(name))
+                if key is not None:
+                    index.setdefault(key, []).append(str(name))
+            self._names = (table.generation, index)
+        if pool.accelerator is None:
+            return []
+        return sorted(self._names[1].get((pool.accelerator, pool.mig_profile), []))
+
+    # ---- one pool ------------------------------------------------------------------------------
+    def _pool_workload(self, workload: Workload, pool: NodePool, driver: str | None, units: int,
+                       names: list[str]) -> Workload:
+        hw = workload.hardware.model_copy(update={
+            "accelerators": names or None, "driver": driver, "include_cpu": False, "placements": None,
+            "count": None, "min_count": None, "max_count": units,
+        })
+        return workload.model_copy(update={"hardware": hw, "per_accelerator": None})
+
+    def evaluate_pool(self, workload: Workload, pool: NodePool, shape: JobShape, *, driver: str | None,
+                      per_pool: int, image: str | None) -> tuple[list[PoolRecommendation], dict[str, int], str | None]:
+        """(candidates on the pool, best first; exclusion counts of the ranking; metric)."""
+        names = self.kb_names(pool)
+        units = shape.units_per_pod
+        ranked = self.advisor.recommend(self._pool_workload(workload, pool, driver, units, names),
+                                        top=max(per_pool * 6, 12))
+        exact = set(names)
+        recs = [r for r in ranked.recommendations if not names or r.candidate.accelerator in exact]
+        seen: set[str] = set()
+        picked: list[Recommendation] = []
+        for r in recs:
+            if r.candidate.stack_id not in seen:
+                seen.add(r.candidate.stack_id)
+                picked.append(r)
+            if len(picked) >= per_pool:
+                break
+        queries: list[tuple[Recommendation, PredictQuery]] = []
+        out: list[PoolRecommendation] = []
+        for r in picked:
+            c = r.candidate
+            if c.accelerator in exact and c.placement is pool.placement and c.accelerator_count == units:
+                out.append(self._from_recommendation(r, pool, shape, driver, image, workload))
+                continue
+            stack = SoftwareStack.model_validate(c.stack)
+            comps = {k: v for k, v in stack_components(stack).items() if v}
+            framework = stack.framework.lower() if stack.framework else None
+            queries.append((r, PredictQuery(
+                accelerator=c.accelerator if c.accelerator in exact else pool.kb_name,
+                accelerator_count=units, placement=pool.placement, components=comps, framework=framework,
+                family=workload.family, benchmark=str(workload.benchmark),
+                scenario=workload.scenario, parameters=dict(workload.parameters), metric=r.metric)))
+        if queries:
+            for (r, q), p in zip(queries, self.advisor.predict([q for _, q in queries])):
+                # predict checks the recorded components (the submitter's driver); the ranking
+                # already checked the stack against the pool's driver
+                recorded = {v.message for v in self.advisor.rules.check_components(dict(q.components))}
+                basis = (PoolBasis.OBSERVED if p.basis is Basis.OBSERVED
+                         else PoolBasis.INTERPOLATED if names else PoolBasis.TRANSFERRED)
+                out.append(self._build(
+                    pool=pool, shape=shape, driver=driver, image=image, workload=workload, rec=r, basis=basis,
+                    total=(p.value, p.interval.low, p.interval.high), evidence=p.evidence,
+                    warnings=[*r.warnings, *(w for w in p.warnings if w not in recorded),
+                              f"figure for {pool.kb_name} x{units} {pool.placement.value} from the model; the ranked "
+                              f"candidate was {r.candidate.accelerator} x{r.candidate.accelerator_count} "
+                              f"{r.candidate.placement.value}" if p.basis is not Basis.OBSERVED else
+                              f"observed as {q.accelerator} x{units} {pool.placement.value}"]))
+        out.sort(key=lambda x: -x.score)
+        return out, dict(ranked.excluded), ranked.metric
+
+    def _from_recommendation(self, r: Recommendation, pool: NodePool, shape: JobShape, driver: str | None,
+                             image: str | None, workload: Workload) -> PoolRecommendation:
+        count = r.candidate.accelerator_count
+        scale = count if r.per_accelerator else 1
+        measured = bool(set(r.evidence.submitters) & set(pool.nodes)) and "mlperf-inference" not in r.evidence.sources
+        basis = PoolBasis.OBSERVED if r.basis is Basis.OBSERVED else PoolBasis.INTERPOLATED
+        if measured:
+            basis = PoolBasis.MEASURED
+        return self._build(pool=pool, shape=shape, driver=driver, image=image, workload=workload, rec=r, basis=basis,
+                           total=(r.value * scale, r.interval.low * scale, r.interval.high * scale),
+                           evidence=r.evidence, warnings=list(r.warnings))
+
+    def _build(self, *, pool: NodePool, shape: JobShape, driver: str | None, image: str | None,
+               workload: Workload, rec: Recommendation, basis: PoolBasis, total: tuple[float, float, float],
+               evidence: Evidence, warnings: list[str]) -> PoolRecommendation:
+        units = shape.units_per_pod
+        mid, lo, hi = total
+        hib = rec.higher_is_better
+        div = units if hib else 1
+        value, low, high = mid / div, lo / div, hi / div
+        observed = basis in (PoolBasis.MEASURED, PoolBasis.OBSERVED)
+        if workload.objective is Objective.LATENCY:
+            score, score_unit = -(value if observed else high), f"-{rec.unit}"
+        elif workload.objective is Objective.COST:
+            price, _ = self.advisor.prices.price(pool.kb_name, pool.placement)
+            score = (value if observed else low) * 3600.0 / price
+            score_unit = f"{(rec.unit or '').split('/')[0]} per {self.advisor.prices.currency}"
+        else:
+            score, score_unit = (value if observed else low), f"{rec.unit} per unit of {pool.resource}"
+        stack = SoftwareStack.model_validate(rec.candidate.stack)
+        image_ref, image_source = _image(stack, image)
+        if image_source == "to-build":
+            warnings.append(f"no image is recorded for this stack: build {image_ref} with "
+                            "deploy/docker/collector.Dockerfile (or pass --image)")
+        if shape.pods > 1 and hib:
+            warnings.append(f"job figure scales one node's figure over {shape.pods} nodes linearly; "
+                            "no multi-node evidence")
+        name = f"{workload.benchmark}-{pool.name}"
+        manifests = pool_manifests(pool=pool, stack=stack, image=image_ref, workload_name=name,
+                                   units_per_pod=units, pods=shape.pods)
+        return PoolRecommendation(
+            rank=0, pool=pool.name, stack_id=rec.candidate.stack_id,
+            stack_label=stack.model_copy(update={"driver": None}).label(),
+            stack=rec.candidate.stack, image=image_ref, image_source=image_source, accelerator=pool.product,
+            resource=pool.resource, shape=shape, placement=pool.placement.value, driver=driver,
+            metric=rec.metric, unit=rec.unit, higher_is_better=hib, basis=basis,
+            value=value, interval=Interval(low=low, high=high),
+            job_value=value * shape.total_units if hib else None, score=score, score_unit=score_unit,
+            evidence=evidence,
+            based_on={"accelerator": rec.candidate.accelerator, "accelerator_count": rec.candidate.accelerator_count,
+                      "placement": rec.candidate.placement.value, "basis": rec.basis.value,
+                      "recorded_driver": stack.driver},
+            warnings=warnings, manifests=manifests,
+            snippet_yaml="---\n".join(to_yaml(m) for m in manifests),
+        )
+
+    # ---- the cluster ----------------------------------------------------------------------------
+    def recommend(self, workload: Workload | dict[str, Any], pools: list[NodePool], *, source: str,
+                  top: int = 10, per_pool: int = 3, gpus: int | None = None, nodes_count: int | None = None,
+                  image: str | None = None, what_if_driver: dict[str, str] | None = None) -> ClusterRecommendationSet:
+        """Rank (pool, stack) pairs; ``what_if_driver`` maps pool names to driver versions.
+
+        Raises:
+            InvalidInput: a bad shape, an unknown pool or a malformed version in ``what_if_driver``.
+            NotFound: no GPU pools, or the benchmark is not in the knowledge base.
+        """
+        start = time.perf_counter()
+        if not isinstance(workload, Workload):
+            workload = Workload.from_dict(workload)
+        for flag, v in (("top", top), ("per_pool", per_pool), ("gpus", gpus), ("nodes_count", nodes_count)):
+            if v is not None and v < 1:
+                raise InvalidInput(f"{flag} must be >= 1, got {v}")
+        what_if = dict(what_if_driver or {})
+        by_name = {p.name: p for p in pools}
+        for name, version in what_if.items():
+            if name not in by_name:
+                import difflib
+
+                close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.4)
+                raise InvalidInput(f"what_if_driver: no pool named {name!r}; "
+                                   f"{'did you mean ' + ', '.join(close) + '?' if close else 'pools: ' + ', '.join(sorted(by_name))}")
+            if parse_version(version) is None:
+                raise InvalidInput(f"what_if_driver: {name}={version!r} is not a driver version (e.g. 550.54.15)")
+        if not pools:
+            raise NotFound("no GPU node pools: no node carries GPU feature discovery's nvidia.com/gpu.product label")
+        notes: list[str] = []
+        excluded: dict[str, str] = {}
+        candidates: list[PoolRecommendation] = []
+        metric: str | None = None
+        shapes: dict[str, JobShape] = {}
+        for pool in pools:
+            if not pool.usable:
+                excluded[pool.name] = str(pool.reason)
+                continue
+            if pool.accelerator is None:
+                notes.append(f"pool {pool.name}: GPU product {pool.product!r} is not in the accelerator catalogue; "
+                             "its figures are transferred from the name alone")
+            shape = job_shape(pool, gpus, nodes_count)
+            if isinstance(shape, str):
+                excluded[pool.name] = shape
+                continue
+            shapes[pool.name] = shape
+            driver = what_if.get(pool.name, pool.driver)
+            recs, skipped, metric_used = self.evaluate_pool(workload, pool, shape, driver=driver,
+                                                            per_pool=per_pool, image=image)
+            metric = metric or metric_used
+            if not recs:
+                why = "no stack in the knowledge base runs on it"
+                if skipped.get(DRIVER_EXCLUSION):
+                    why += f" ({skipped[DRIVER_EXCLUSION]} candidates need a newer driver than {driver})"
+                excluded[pool.name] = why
+            candidates.extend(recs)
+        candidates.sort(key=lambda r: -r.score)
+        ranked = [r.model_copy(update={"rank": i}) for i, r in enumerate(candidates[:top], start=1)]
+        reports = [self._what_if(workload, by_name[name], version, shapes.get(name), gpus, nodes_count,
+                                 per_pool, image) for name, version in sorted(what_if.items())]
+        if what_if:
+            notes.append("ranked as if " + ", ".join(f"{n} ran driver {v}" for n, v in sorted(what_if.items())))
+        return ClusterRecommendationSet(
+            workload=workload.model_dump(mode="json", exclude_none=True), metric=metric,
+            objective=workload.objective.value, source=source, pools=pools, excluded_pools=excluded,
+            recommendations=ranked, what_if=reports, notes=notes,
+            elapsed_ms=(time.perf_counter() - start) * 1000,
+        )
+
+    def _what_if(self, workload: Workload, pool: NodePool, version: str, shape: JobShape | None,
+                 gpus: int | None, nodes_count: int | None, per_pool: int, image: str | None) -> DriverWhatIf:
+        if shape is None:
+            maybe = job_shape(pool, gpus, nodes_count) if pool.usable else str(pool.reason)
+            if isinstance(maybe, str):
+                return DriverWhatIf(pool=pool.name, driver_from=pool.driver, driver_to=version, unlocked_stacks=[],
+                                    unlocked_candidates=0, best_before=None, best_after=None, gain=None,
+                                    summary=f"{pool.name} cannot take this job whatever its driver: {maybe}")
+            shape = maybe
+        before, skipped_before, _ = self.evaluate_pool(workload, pool, shape, driver=pool.driver,
+                                                       per_pool=per_pool, image=image)
+        after, skipped_after, _ = self.evaluate_pool(workload, pool, shape, driver=version,
+                                                     per_pool=per_pool, image=image)
+        unlocked = []
+        for rec in after:
+            stack = SoftwareStack.model_validate(rec.stack)
+            broken = self.advisor._stack_violations(rec.stack_id, stack, pool.driver) if pool.driver else []
+            if any(v.severity is Severity.ERROR for v in broken):
+                unlocked.append(rec.stack_label)
+        count = max(0, skipped_before.get(DRIVER_EXCLUSION, 0) - skipped_after.get(DRIVER_EXCLUSION, 0))
+        b = before[0] if before else None
+        a = after[0] if after else None
+        gain = a.score / b.score if a and b and b.score > 0 and a.score > 0 else None
+        if workload.objective is Objective.LATENCY and a and b:
+            gain = b.score / a.score  # scores are negated latencies: >1 means faster
+        if a is None:
+            summary = f"driver {version} on {pool.name} runs no stack the knowledge base has for this workload"
+        elif b is None:
+            summary = (f"driver {version} on {pool.name} makes it usable: best {a.stack_label} at "
+                       f"{a.value:,.4g} {a.unit} ({a.basis.value}); driver {pool.driver} runs none")
+        else:
+            summary = (f"driver {pool.driver} → {version} on {pool.name}: {len(unlocked)} of the top stacks unlocked, "
+                       f"{count} candidates no longer excluded; best {b.stack_label} {b.value:,.4g} → "
+                       f"{a.stack_label} {a.value:,.4g} {a.unit} (x{gain:.2f}, {a.basis.value})" if gain else
+                       f"driver {pool.driver} → {version} on {pool.name}: no gain for this workload")
+        return DriverWhatIf(pool=pool.name, driver_from=pool.driver, driver_to=version, unlocked_stacks=unlocked,
+                            unlocked_candidates=count, best_before=b, best_after=a, gain=gain, summary=summary)
+
+
+def parse_what_if(items: list[str] | None) -> dict[str, str]:
+    """``POOL=VERSION`` flags → a mapping (the last one for a pool wins)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, sep, version = item.rpartition("=")
+        if not sep or not name.strip() or not version.strip():
+            raise InvalidInput(f"--what-if-driver: {item!r} is not POOL=VERSION (e.g. t4-pool=550.54.15)")
+        out[name.strip()] = version.strip()
+    return out
+
+
+__all__ = ["ClusterAdvisor", "job_shape", "parse_what_if", "PlacementKind"]
