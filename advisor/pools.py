@@ -238,9 +238,11 @@ def group_pools(nodes: Iterable[ClusterNode], *, pool_label: str | None = None) 
             )
             groups.setdefault(key, []).append(shape)
             label_of[key] = (key_label, key_value)
-    per_value: dict[tuple[str | None, str | None], int] = {}
+    # node shapes per pool label value (a mixed-MIG node's profiles are one shape)
+    shapes_of: dict[tuple[str | None, str | None], set[tuple[Any, ...]]] = {}
     for key in groups:
-        per_value[label_of[key]] = per_value.get(label_of[key], 0) + 1
+        shapes_of.setdefault(label_of[key], set()).add(key[:3] + key[5:])
+    per_value = {value: len(keys) for value, keys in shapes_of.items()}
     pools: list[NodePool] = []
     for key, shapes in groups.items():
         key_label, key_value = label_of[key]
