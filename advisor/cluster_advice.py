@@ -14,8 +14,10 @@ driver were another version and reports the stacks that unlocks and the gain.
 
 from __future__ import annotations
 
+import copy
 import math
 import time
+import weakref
 from typing import Any
 
 from advisor.cluster_results import (
@@ -34,6 +36,7 @@ from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import PlacementKind, SoftwareStack
 
+_BY_ADVISOR: weakref.WeakKeyDictionary[Any, ClusterAdvisor] = weakref.WeakKeyDictionary()
 DRIVER_EXCLUSION = "breaks a compatibility rule with the nodes' driver"
 IMAGE_REGISTRY = "ghcr.io/stack-advisor/collector"
 
@@ -76,10 +79,20 @@ class ClusterAdvisor:
     def __init__(self, advisor: Any) -> None:
         self.advisor = advisor
         self._names: tuple[int, dict[tuple[str, str | None], list[str]]] | None = None
+        self._rules_memo: dict[tuple[tuple[str, str], ...], set[str]] = {}
+        self._snippets: dict[tuple[Any, ...], tuple[list[dict[str, Any]], str]] = {}
 
-    def kb_names(self, pool: NodePool) -> list[str]:
+    @classmethod
+    def of(cls, advisor: Any) -> ClusterAdvisor:
+        """The one ClusterAdvisor of an Advisor (its memos live as long as the Advisor)."""
+        found = _BY_ADVISOR.get(advisor)
+        if found is None:
+            found = _BY_ADVISOR[advisor] = cls(advisor)
+        return found
+
+    def kb_names(self, pool: NodePool, table: Any = None) -> list[str]:
         """Every knowledge-base spelling of the pool's device (same spec and MIG profile)."""
-        table = self.advisor.table()
+        table = table if table is not None else self.advisor.table()
         if self._names is None or self._names[0] != table.generation:
             index: dict[tuple[str, str | None], list[str]] = {}
             for name in table.accelerator.vocab:
@@ -103,52 +116,75 @@ class ClusterAdvisor:
     def evaluate_pool(self, workload: Workload, pool: NodePool, shape: JobShape, *, driver: str | None,
                       per_pool: int, image: str | None) -> tuple[list[PoolRecommendation], dict[str, int], str | None]:
         """(candidates on the pool, best first; exclusion counts of the ranking; metric)."""
-        names = self.kb_names(pool)
-        units = shape.units_per_pod
-        ranked = self.advisor.recommend(self._pool_workload(workload, pool, driver, units, names),
-                                        top=max(per_pool * 6, 12))
-        exact = set(names)
-        recs = [r for r in ranked.recommendations if not names or r.candidate.accelerator in exact]
-        seen: set[str] = set()
-        picked: list[Recommendation] = []
-        for r in recs:
-            if r.candidate.stack_id not in seen:
-                seen.add(r.candidate.stack_id)
-                picked.append(r)
-            if len(picked) >= per_pool:
-                break
-        queries: list[tuple[Recommendation, PredictQuery]] = []
-        out: list[PoolRecommendation] = []
-        for r in picked:
-            c = r.candidate
-            if c.accelerator in exact and c.placement is pool.placement and c.accelerator_count == units:
-                out.append(self._from_recommendation(r, pool, shape, driver, image, workload))
-                continue
-            stack = SoftwareStack.model_validate(c.stack)
-            comps = {k: v for k, v in stack_components(stack).items() if v}
-            framework = stack.framework.lower() if stack.framework else None
-            queries.append((r, PredictQuery(
-                accelerator=c.accelerator if c.accelerator in exact else pool.kb_name,
-                accelerator_count=units, placement=pool.placement, components=comps, framework=framework,
-                family=workload.family, benchmark=str(workload.benchmark),
-                scenario=workload.scenario, parameters=dict(workload.parameters), metric=r.metric)))
-        if queries:
-            for (r, q), p in zip(queries, self.advisor.predict([q for _, q in queries])):
-                # predict checks the recorded components (the submitter's driver); the ranking
-                # already checked the stack against the pool's driver
-                recorded = {v.message for v in self.advisor.rules.check_components(dict(q.components))}
-                basis = (PoolBasis.OBSERVED if p.basis is Basis.OBSERVED
-                         else PoolBasis.INTERPOLATED if names else PoolBasis.TRANSFERRED)
-                out.append(self._build(
-                    pool=pool, shape=shape, driver=driver, image=image, workload=workload, rec=r, basis=basis,
-                    total=(p.value, p.interval.low, p.interval.high), evidence=p.evidence,
-                    warnings=[*r.warnings, *(w for w in p.warnings if w not in recorded),
-                              f"figure for {pool.kb_name} x{units} {pool.placement.value} from the model; the ranked "
-                              f"candidate was {r.candidate.accelerator} x{r.candidate.accelerator_count} "
-                              f"{r.candidate.placement.value}" if p.basis is not Basis.OBSERVED else
-                              f"observed as {q.accelerator} x{units} {pool.placement.value}"]))
-        out.sort(key=lambda x: -x.score)
-        return out, dict(ranked.excluded), ranked.metric
+        return self.evaluate_pools(workload, [(pool, shape, driver)], per_pool=per_pool, image=image)[0]
+
+    def evaluate_pools(self, workload: Workload, targets: list[tuple[NodePool, JobShape, str | None]], *,
+                       per_pool: int, image: str | None
+                       ) -> list[tuple[list[PoolRecommendation], dict[str, int], str | None]]:
+        """``evaluate_pool`` for several (pool, shape, driver) targets, with one model call for all."""
+        results: list[tuple[list[PoolRecommendation], dict[str, int], str | None]] = []
+        pending: list[tuple[int, Recommendation, PredictQuery, PoolBasis]] = []
+        table = self.advisor.table() if targets else None
+        for pool, shape, driver in targets:
+            names = self.kb_names(pool, table)
+            units = shape.units_per_pod
+            top = max(per_pool * 6, 12)
+            ranked = self.advisor.recommend(self._pool_workload(workload, pool, driver, units, names), top=top)
+            exact = set(names)
+            recs = [r for r in ranked.recommendations if r.candidate.accelerator in exact]
+            model_basis = PoolBasis.INTERPOLATED
+            if not recs:
+                # the device has no result on this benchmark: the stacks that rank best elsewhere
+                # (still only those the pool's driver runs), moved to this device by the model
+                ranked = self.advisor.recommend(self._pool_workload(workload, pool, driver, units, []), top=top)
+                recs, model_basis = list(ranked.recommendations), PoolBasis.TRANSFERRED
+            picked: list[Recommendation] = []
+            seen: set[str] = set()
+            for r in recs:
+                if r.candidate.stack_id not in seen and len(picked) < per_pool:
+                    seen.add(r.candidate.stack_id)
+                    picked.append(r)
+            out: list[PoolRecommendation] = []
+            for r in picked:
+                c = r.candidate
+                if c.accelerator in exact and c.placement is pool.placement and c.accelerator_count == units:
+                    out.append(self._from_recommendation(r, pool, shape, driver, image, workload))
+                    continue
+                stack = SoftwareStack.model_validate(c.stack)
+                comps = {k: v for k, v in stack_components(stack).items() if v}
+                framework = stack.framework.lower() if stack.framework else None
+                pending.append((len(results), r, PredictQuery(
+                    accelerator=c.accelerator if c.accelerator in exact else pool.kb_name,
+                    accelerator_count=units, placement=pool.placement, components=comps, framework=framework,
+                    family=workload.family, benchmark=str(workload.benchmark),
+                    scenario=workload.scenario, parameters=dict(workload.parameters), metric=r.metric), model_basis))
+            results.append((out, dict(ranked.excluded), ranked.metric))
+        predictions = self.advisor.predict([q for _, _, q, _ in pending]) if pending else []
+        for (i, r, q, model_basis), p in zip(pending, predictions):
+            pool, shape, driver = targets[i]
+            units = shape.units_per_pod
+            # predict checks the recorded components (the submitter's driver); the ranking
+            # already checked the stack against the pool's driver
+            recorded = self._rule_messages(q.components)
+            basis = PoolBasis.OBSERVED if p.basis is Basis.OBSERVED else model_basis
+            how = (f"observed as {q.accelerator} x{units} {pool.placement.value}" if p.basis is Basis.OBSERVED else
+                   f"{basis.value}: figure for {pool.kb_name} x{units} {pool.placement.value} from the model; the "
+                   f"ranked candidate was {r.candidate.accelerator} x{r.candidate.accelerator_count} "
+                   f"{r.candidate.placement.value}")
+            results[i][0].append(self._build(
+                pool=pool, shape=shape, driver=driver, image=image, workload=workload, rec=r, basis=basis,
+                total=(p.value, p.interval.low, p.interval.high), evidence=p.evidence,
+                warnings=[*r.warnings, *(w for w in p.warnings if w not in recorded), how]))
+        for out, _, _ in results:
+            out.sort(key=lambda x: -x.score)
+        return results
+
+    def _rule_messages(self, components: dict[str, str]) -> set[str]:
+        key = tuple(sorted(components.items()))
+        hit = self._rules_memo.get(key)
+        if hit is None:
+            hit = self._rules_memo[key] = {v.message for v in self.advisor.rules.check_components(dict(components))}
+        return hit
 
     def _from_recommendation(self, r: Recommendation, pool: NodePool, shape: JobShape, driver: str | None,
                              image: str | None, workload: Workload) -> PoolRecommendation:
@@ -188,8 +224,15 @@ class ClusterAdvisor:
             warnings.append(f"job figure scales one node's figure over {shape.pods} nodes linearly; "
                             "no multi-node evidence")
         name = f"{workload.benchmark}-{pool.name}"
-        manifests = pool_manifests(pool=pool, stack=stack, image=image_ref, workload_name=name,
-                                   units_per_pod=units, pods=shape.pods)
+        key = (pool.model_dump_json(), rec.candidate.stack_id, image_ref, units, shape.pods, name)
+        memo = self._snippets.get(key)
+        if memo is None:
+            if len(self._snippets) > 4096:
+                self._snippets.clear()
+            manifests = pool_manifests(pool=pool, stack=stack, image=image_ref, workload_name=name,
+                                       units_per_pod=units, pods=shape.pods)
+            memo = self._snippets[key] = (manifests, "---\n".join(to_yaml(m) for m in manifests))
+        manifests = copy.deepcopy(memo[0])
         return PoolRecommendation(
             rank=0, pool=pool.name, stack_id=rec.candidate.stack_id,
             stack_label=stack.model_copy(update={"driver": None}).label(),
@@ -203,7 +246,7 @@ class ClusterAdvisor:
                       "placement": rec.candidate.placement.value, "basis": rec.basis.value,
                       "recorded_driver": stack.driver},
             warnings=warnings, manifests=manifests,
-            snippet_yaml="---\n".join(to_yaml(m) for m in manifests),
+            snippet_yaml=memo[1],
         )
 
     # ---- the cluster ----------------------------------------------------------------------------
@@ -240,6 +283,7 @@ class ClusterAdvisor:
         candidates: list[PoolRecommendation] = []
         metric: str | None = None
         shapes: dict[str, JobShape] = {}
+        targets: list[tuple[NodePool, JobShape, str | None]] = []
         for pool in pools:
             if not pool.usable:
                 excluded[pool.name] = str(pool.reason)
@@ -252,9 +296,13 @@ class ClusterAdvisor:
                 excluded[pool.name] = shape
                 continue
             shapes[pool.name] = shape
-            driver = what_if.get(pool.name, pool.driver)
-            recs, skipped, metric_used = self.evaluate_pool(workload, pool, shape, driver=driver,
-                                                            per_pool=per_pool, image=image)
+            targets.append((pool, shape, what_if.get(pool.name, pool.driver)))
+        # what-if pools are also evaluated on their current driver, in the same batch
+        baseline = [(pool, shape, pool.driver) for pool, shape, _ in targets if pool.name in what_if]
+        evaluated = self.evaluate_pools(workload, targets + baseline, per_pool=per_pool, image=image)
+        after_of = {pool.name: e for (pool, _, _), e in zip(targets, evaluated)}
+        before_of = {pool.name: e for (pool, _, _), e in zip(baseline, evaluated[len(targets):])}
+        for (pool, _, driver), (recs, skipped, metric_used) in zip(targets, evaluated):
             metric = metric or metric_used
             if not recs:
                 why = "no stack in the knowledge base runs on it"
@@ -264,8 +312,9 @@ class ClusterAdvisor:
             candidates.extend(recs)
         candidates.sort(key=lambda r: -r.score)
         ranked = [r.model_copy(update={"rank": i}) for i, r in enumerate(candidates[:top], start=1)]
-        reports = [self._what_if(workload, by_name[name], version, shapes.get(name), gpus, nodes_count,
-                                 per_pool, image) for name, version in sorted(what_if.items())]
+        reports = [self._what_if(workload, by_name[name], version, shapes.get(name), gpus, nodes_count, per_pool,
+                                 image, before_of.get(name), after_of.get(name))
+                   for name, version in sorted(what_if.items())]
         if what_if:
             notes.append("ranked as if " + ", ".join(f"{n} ran driver {v}" for n, v in sorted(what_if.items())))
         return ClusterRecommendationSet(
@@ -276,7 +325,8 @@ class ClusterAdvisor:
         )
 
     def _what_if(self, workload: Workload, pool: NodePool, version: str, shape: JobShape | None,
-                 gpus: int | None, nodes_count: int | None, per_pool: int, image: str | None) -> DriverWhatIf:
+                 gpus: int | None, nodes_count: int | None, per_pool: int, image: str | None,
+                 before_run: Any = None, after_run: Any = None) -> DriverWhatIf:
         if shape is None:
             maybe = job_shape(pool, gpus, nodes_count) if pool.usable else str(pool.reason)
             if isinstance(maybe, str):
@@ -284,10 +334,10 @@ class ClusterAdvisor:
                                     unlocked_candidates=0, best_before=None, best_after=None, gain=None,
                                     summary=f"{pool.name} cannot take this job whatever its driver: {maybe}")
             shape = maybe
-        before, skipped_before, _ = self.evaluate_pool(workload, pool, shape, driver=pool.driver,
-                                                       per_pool=per_pool, image=image)
-        after, skipped_after, _ = self.evaluate_pool(workload, pool, shape, driver=version,
-                                                     per_pool=per_pool, image=image)
+        if before_run is None or after_run is None:
+            before_run, after_run = self.evaluate_pools(
+                workload, [(pool, shape, pool.driver), (pool, shape, version)], per_pool=per_pool, image=image)
+        (before, skipped_before, _), (after, skipped_after, _) = before_run, after_run
         unlocked = []
         for rec in after:
             stack = SoftwareStack.model_validate(rec.stack)
@@ -325,4 +375,4 @@ def parse_what_if(items: list[str] | None) -> dict[str, str]:
     return out
 
 
-__all__ = ["ClusterAdvisor", "job_shape", "parse_what_if", "PlacementKind"]
+__all__ = ["ClusterAdvisor", "PlacementKind", "job_shape", "parse_what_if"]

@@ -23,7 +23,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.specs import AcceleratorSpec, load_specs, resolve_accelerator
-from collectors.inventory import GFD, HYPERVISOR_LABEL, POOL_LABELS, VGPU_LABEL, ClusterNode, parse_node
+from collectors.inventory import (
+    GFD,
+    HYPERVISOR_LABEL,
+    POOL_LABELS,
+    VGPU_LABEL,
+    ClusterNode,
+    parse_node,
+)
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import PlacementKind
 

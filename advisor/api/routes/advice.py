@@ -107,7 +107,7 @@ def recommend(
             nodes, source = nodes_from_inventory(advisor.store, body.cluster), f"cluster {body.cluster}"
         else:
             nodes, source = nodes_from_json(body.nodes, where="nodes"), f"{len(body.nodes or [])} nodes"
-        answer = ClusterAdvisor(advisor).recommend(
+        answer = ClusterAdvisor.of(advisor).recommend(
             body.workload, group_pools(nodes, pool_label=body.pool_label), source=source, top=body.top,
             per_pool=body.per_pool, gpus=body.gpus, nodes_count=body.nodes_count, image=body.image,
             what_if_driver=body.what_if_driver)
