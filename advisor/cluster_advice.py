@@ -274,8 +274,13 @@ class ClusterAdvisor:
                 close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.4)
                 raise InvalidInput(f"what_if_driver: no pool named {name!r}; "
                                    f"{'did you mean ' + ', '.join(close) + '?' if close else 'pools: ' + ', '.join(sorted(by_name))}")
-            if parse_version(version) is None:
+            parsed = parse_version(version)
+            if parsed is None:
                 raise InvalidInput(f"what_if_driver: {name}={version!r} is not a driver version (e.g. 550.54.15)")
+            floor = parse_version(by_name[name].min_driver)
+            if floor is not None and parsed < floor:
+                raise InvalidInput(f"what_if_driver: {name}={version} is below {by_name[name].min_driver}, the oldest "
+                                   f"driver its {by_name[name].product} runs on")
         if not pools:
             raise NotFound("no GPU node pools: no node carries GPU feature discovery's nvidia.com/gpu.product label")
         notes: list[str] = []
@@ -297,6 +302,14 @@ class ClusterAdvisor:
                 continue
             shapes[pool.name] = shape
             targets.append((pool, shape, what_if.get(pool.name, pool.driver)))
+        for name in what_if:  # a pool unusable on its driver may become usable on the new one
+            pool = by_name[name]
+            if not pool.usable and pool.reason and pool.reason.startswith("driver ") and name not in shapes:
+                shape = job_shape(pool, gpus, nodes_count)
+                if not isinstance(shape, str):
+                    excluded.pop(name, None)
+                    shapes[name] = shape
+                    targets.append((pool, shape, what_if[name]))
         # what-if pools are also evaluated on their current driver, in the same batch
         baseline = [(pool, shape, pool.driver) for pool, shape, _ in targets if pool.name in what_if]
         evaluated = self.evaluate_pools(workload, targets + baseline, per_pool=per_pool, image=image)

@@ -86,6 +86,18 @@ def resolve_gfd_product(product: str) -> GfdProduct:
     return GfdProduct(product=product, base=base, spec=spec, mig_profile=profile, shared=shared)
 
 
+def generation_min_driver(product: GfdProduct) -> str | None:
+    """The oldest driver the device's generation runs on, when the catalogue knows it."""
+    return getattr(resolve_accelerator(product.kb_name), "min_driver", None)
+
+
+def _older(version: str, than: str) -> bool:
+    from advisor.rules import parse_version
+
+    a, b = parse_version(version), parse_version(than)
+    return a is not None and b is not None and a < b
+
+
 def kb_accelerator_key(name: str) -> tuple[str, str | None] | None:
     """(spec id, MIG profile) of a knowledge-base accelerator name; None when unresolved."""
     resolved = resolve_accelerator(name)
@@ -116,6 +128,7 @@ class NodePool(BaseModel):
     resource: str = Field(description="the extended resource a Pod requests: nvidia.com/gpu or nvidia.com/mig-<profile>")
     driver: str | None = None
     cuda_driver: str | None = Field(default=None, description="newest CUDA the driver supports (GFD)")
+    min_driver: str | None = Field(default=None, description="the oldest driver the GPU's generation runs on")
     placement: PlacementKind
     placement_evidence: list[str] = Field(default_factory=list)
     workload_config: str | None = None
@@ -308,6 +321,11 @@ def _pool(shapes: list[_Shape], key_label: str | None, key_value: str | None, sp
     if workload_config and workload_config != CONTAINER_WORKLOAD:
         usable, reason = False, (f"{WORKLOAD_CONFIG_LABEL}={workload_config}: the GPU Operator hands these GPUs "
                                  "to virtual machines; Pods cannot request them")
+    min_driver = generation_min_driver(GfdProduct(first.product, resolved.base, resolved.spec, profile,
+                                                  resolved.shared))
+    if usable and min_driver and node.driver and _older(node.driver, min_driver):
+        usable, reason = False, (f"driver {node.driver} is below {min_driver}, the oldest its GPU generation "
+                                 "runs on")
     units = min(s.units for s in shapes)
     if usable and units < 1:
         usable, reason = False, f"no allocatable {first.resource} on its nodes"
@@ -323,7 +341,7 @@ def _pool(shapes: list[_Shape], key_label: str | None, key_value: str | None, sp
         kb_name=GfdProduct(first.product, resolved.base, resolved.spec, profile, resolved.shared).kb_name,
         mig_profile=profile, mig_strategy=node.mig.get("strategy"),
         gpus_per_node=units, gpu_memory_mib=memory, resource=first.resource,
-        driver=node.driver, cuda_driver=node.cuda_driver,
+        driver=node.driver, cuda_driver=node.cuda_driver, min_driver=min_driver,
         placement=placement, placement_evidence=list(node.placement.evidence),
         workload_config=workload_config, sharing=node.gpu_sharing,
         taints=sorted(taints.values(), key=lambda t: (t["key"], t["value"], t["effect"])),

@@ -99,8 +99,8 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         os.environ["ADVISOR_MODEL_CACHE"] = saved
 
 
-def _cli(*args: str) -> Any:
-    result = CliRunner().invoke(app, list(args))
+def _cli(*args: str, stdin: str | None = None) -> Any:
+    result = CliRunner().invoke(app, list(args), input=stdin)
     assert result.exit_code == 0, (result.output, result.exception)
     return json.loads(result.stdout)
 
@@ -186,8 +186,8 @@ def test_gang_and_what_if_on_the_real_apiserver(pool_cluster: ControlPlane, api_
         _dry_run(api_client, manifest)
     (what_if,) = answer["what_if"]
     assert what_if["summary"].startswith("t4-pool cannot take this job")  # 16 GPUs do not fit 2 T4 nodes
-    single = _cli("recommend", *WORKLOAD, "--nodes", nodes, "--store", kb,
-                  "--what-if-driver", "t4-pool=550.54.15", "--json")
+    single = _cli("recommend", *WORKLOAD, "--nodes", "-", "--store", kb,  # `kubectl get nodes -o json |`
+                  "--what-if-driver", "t4-pool=550.54.15", "--json", stdin=Path(nodes).read_text())
     (what_if,) = single["what_if"]
     assert what_if["driver_from"] == "470.82.01" and what_if["unlocked_candidates"] > 0
     assert what_if["gain"] is not None and what_if["best_after"]["driver"] == "550.54.15"
