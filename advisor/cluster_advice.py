@@ -166,7 +166,7 @@ class ClusterAdvisor:
             # predict checks the recorded components (the submitter's driver); the ranking
             # already checked the stack against the pool's driver
             recorded = self._rule_messages(q.components)
-            basis = PoolBasis.OBSERVED if p.basis is Basis.OBSERVED else model_basis
+            basis = (_observed_basis(p.evidence, pool) if p.basis is Basis.OBSERVED else model_basis)
             how = (f"observed as {q.accelerator} x{units} {pool.placement.value}" if p.basis is Basis.OBSERVED else
                    f"{basis.value}: figure for {pool.kb_name} x{units} {pool.placement.value} from the model; the "
                    f"ranked candidate was {r.candidate.accelerator} x{r.candidate.accelerator_count} "
@@ -190,10 +190,7 @@ class ClusterAdvisor:
                              image: str | None, workload: Workload) -> PoolRecommendation:
         count = r.candidate.accelerator_count
         scale = count if r.per_accelerator else 1
-        measured = bool(set(r.evidence.submitters) & set(pool.nodes)) and "mlperf-inference" not in r.evidence.sources
-        basis = PoolBasis.OBSERVED if r.basis is Basis.OBSERVED else PoolBasis.INTERPOLATED
-        if measured:
-            basis = PoolBasis.MEASURED
+        basis = _observed_basis(r.evidence, pool) if r.basis is Basis.OBSERVED else PoolBasis.INTERPOLATED
         return self._build(pool=pool, shape=shape, driver=driver, image=image, workload=workload, rec=r, basis=basis,
                            total=(r.value * scale, r.interval.low * scale, r.interval.high * scale),
                            evidence=r.evidence, warnings=list(r.warnings))
@@ -375,6 +372,13 @@ class ClusterAdvisor:
                        f"driver {pool.driver} → {version} on {pool.name}: no gain for this workload")
         return DriverWhatIf(pool=pool.name, driver_from=pool.driver, driver_to=version, unlocked_stacks=unlocked,
                             unlocked_candidates=count, best_before=b, best_after=a, gain=gain, summary=summary)
+
+
+def _observed_basis(evidence: Evidence, pool: NodePool) -> PoolBasis:
+    """Measured when our collectors ran it on one of the pool's nodes (the knowledge base names
+    a collector's host where a published result names its submitter), else observed."""
+    ours = any(source != "mlperf-inference" for source in evidence.sources)
+    return PoolBasis.MEASURED if ours and set(evidence.submitters) & set(pool.nodes) else PoolBasis.OBSERVED
 
 
 def parse_what_if(items: list[str] | None) -> dict[str, str]:

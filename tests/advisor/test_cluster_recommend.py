@@ -124,3 +124,27 @@ def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> N
         assert stray.status_code == 422 and "gpus need cluster or nodes" in stray.text
         missing = client.post("/v1/recommendations", json={"workload": WORKLOAD, "cluster": "prod"})
         assert missing.status_code == 404 and "no inventory named 'prod'" in missing.text
+
+
+def _h100_vm(name: str, pool: str, driver: str) -> dict[str, Any]:
+    from tests.kube.gfd_nodes import NFD, node
+
+    return node(name, {"stack-advisor.io/pool": pool, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                       "nvidia.com/gpu.count": "1", "nvidia.com/cuda.driver-version.full": driver,
+                       NFD + "cpu-cpuid.HYPERVISOR": "true"}, gpus="1")
+
+
+def test_measured_on_the_pool_beats_observed_elsewhere(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """The starter knowledge base holds our own cnn/resnet50 run on host 'vm' (H100 passthrough,
+    driver 580, CUDA 13): on a pool holding that node it is measured, on a twin pool observed, and
+    a pool on driver 535 cannot run its CUDA 13 stack."""
+    nodes = [_h100_vm("vm", "h100-ours", "580.159.04"), _h100_vm("vm-twin", "h100-twin", "580.159.04"),
+             _h100_vm("vm-old", "h100-old", "535.161.08")]
+    result = ClusterAdvisor(kb_advisor).recommend({"family": "cnn", "benchmark": "resnet50"},
+                                                  group_pools(nodes_from_json(nodes)), source="test")
+    by_pool = {r.pool: r for r in result.recommendations}
+    assert by_pool["h100-ours"].basis is PoolBasis.MEASURED
+    assert by_pool["h100-twin"].basis is PoolBasis.OBSERVED
+    assert by_pool["h100-ours"].value == by_pool["h100-twin"].value and by_pool["h100-ours"].unit == "images/s"
+    assert by_pool["h100-ours"].evidence.sources == ["stack-advisor-collector"]
+    assert "h100-old" not in by_pool and "need a newer driver than 535.161.08" in result.excluded_pools["h100-old"]
