@@ -299,14 +299,14 @@ class ClusterAdvisor:
                 continue
             shapes[pool.name] = shape
             targets.append((pool, shape, what_if.get(pool.name, pool.driver)))
-        for name in what_if:  # a pool unusable on its driver may become usable on the new one
+        for name, version in what_if.items():  # a pool unusable on its driver may be usable on the new one
             pool = by_name[name]
             if not pool.usable and pool.reason and pool.reason.startswith("driver ") and name not in shapes:
                 shape = job_shape(pool, gpus, nodes_count)
                 if not isinstance(shape, str):
                     excluded.pop(name, None)
                     shapes[name] = shape
-                    targets.append((pool, shape, what_if[name]))
+                    targets.append((pool, shape, version))
         # what-if pools are also evaluated on their current driver, in the same batch
         baseline = [(pool, shape, pool.driver) for pool, shape, _ in targets if pool.name in what_if]
         evaluated = self.evaluate_pools(workload, targets + baseline, per_pool=per_pool, image=image)
