@@ -37,6 +37,9 @@ from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import PlacementKind, SoftwareStack
 
 _BY_ADVISOR: weakref.WeakKeyDictionary[Any, ClusterAdvisor] = weakref.WeakKeyDictionary()
+# the engine's model bases (its labels for a number the model made) in pool terms
+_BASIS_OF = {"interpolated": PoolBasis.INTERPOLATED, "transferred": PoolBasis.TRANSFERRED}
+REFUSED = "refused by the model on this pool"
 DRIVER_EXCLUSION = "breaks a compatibility rule with the nodes' driver"
 IMAGE_REGISTRY = "ghcr.io/stack-advisor/collector"
 
@@ -160,13 +163,19 @@ class ClusterAdvisor:
                     scenario=workload.scenario, parameters=dict(workload.parameters), metric=r.metric), model_basis))
             results.append((out, dict(ranked.excluded), ranked.metric))
         predictions = self.advisor.predict([q for _, _, q, _ in pending]) if pending else []
+        refusals: dict[int, list[str]] = {}
         for (i, r, q, model_basis), p in zip(pending, predictions):
             pool, shape, driver = targets[i]
             units = shape.units_per_pod
             # predict checks the recorded components (the submitter's driver); the ranking
             # already checked the stack against the pool's driver
             recorded = self._rule_messages(q.components)
-            basis = (_observed_basis(p.evidence, pool) if p.basis is Basis.OBSERVED else model_basis)
+            if p.value is None or p.interval is None:  # the model refused (its reason is kept)
+                refusals.setdefault(i, []).append(f"{r.candidate.stack_label}: {getattr(p, 'reason', None) or 'refused'}")
+                continue
+            basis = (_observed_basis(p.evidence, pool) if p.basis is Basis.OBSERVED
+                     else _BASIS_OF.get(p.basis.value, model_basis) if model_basis is PoolBasis.INTERPOLATED
+                     else model_basis)
             how = (f"observed as {q.accelerator} x{units} {pool.placement.value}" if p.basis is Basis.OBSERVED else
                    f"{basis.value}: figure for {pool.kb_name} x{units} {pool.placement.value} from the model; the "
                    f"ranked candidate was {r.candidate.accelerator} x{r.candidate.accelerator_count} "
@@ -175,8 +184,10 @@ class ClusterAdvisor:
                 pool=pool, shape=shape, driver=driver, image=image, workload=workload, rec=r, basis=basis,
                 total=(p.value, p.interval.low, p.interval.high), evidence=p.evidence,
                 warnings=[*r.warnings, *(w for w in p.warnings if w not in recorded), how]))
-        for out, _, _ in results:
+        for i, (out, skipped, _) in enumerate(results):
             out.sort(key=lambda x: -x.score)
+            if refusals.get(i):
+                skipped[REFUSED] = len(refusals[i])
         return results
 
     def _rule_messages(self, components: dict[str, str]) -> set[str]:
@@ -190,7 +201,8 @@ class ClusterAdvisor:
                              image: str | None, workload: Workload) -> PoolRecommendation:
         count = r.candidate.accelerator_count
         scale = count if r.per_accelerator else 1
-        basis = _observed_basis(r.evidence, pool) if r.basis is Basis.OBSERVED else PoolBasis.INTERPOLATED
+        basis = (_observed_basis(r.evidence, pool) if r.basis is Basis.OBSERVED
+                 else _BASIS_OF.get(r.basis.value, PoolBasis.INTERPOLATED))
         return self._build(pool=pool, shape=shape, driver=driver, image=image, workload=workload, rec=r, basis=basis,
                            total=(r.value * scale, r.interval.low * scale, r.interval.high * scale),
                            evidence=r.evidence, warnings=list(r.warnings))
@@ -318,6 +330,8 @@ class ClusterAdvisor:
                 why = "no stack in the knowledge base runs on it"
                 if skipped.get(DRIVER_EXCLUSION):
                     why += f" ({skipped[DRIVER_EXCLUSION]} candidates need a newer driver than {driver})"
+                if skipped.get(REFUSED):
+                    why += f"; the model refused {skipped[REFUSED]} stacks on it"
                 excluded[pool.name] = why
             candidates.extend(recs)
         candidates.sort(key=lambda r: -r.score)
