@@ -370,9 +370,14 @@ def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
         if "metadata" in item:
             if item.get("kind", "Node") != "Node":
                 raise InvalidInput(f"{where}: items.{i}: kind {item.get('kind')!r} is not a Node")
-            if not (item.get("metadata") or {}).get("name"):
+            meta = item.get("metadata")
+            if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
                 raise InvalidInput(f"{where}: items.{i}.metadata.name: a Node needs a name")
-            out.append(parse_node(item))
+            try:
+                out.append(parse_node(item))
+            except (TypeError, AttributeError, KeyError, ValueError) as exc:  # pydantic's errors are ValueErrors
+                raise InvalidInput(f"{where}: items.{i} ({meta['name']}): not a Node object as the API returns "
+                                   f"it: {str(exc).splitlines()[0]}") from None
         else:
             try:
                 out.append(ClusterNode.model_validate(item))

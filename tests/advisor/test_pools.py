@@ -100,6 +100,12 @@ def test_bad_nodes_input_names_what_is_wrong(tmp_path: Path) -> None:
         nodes_from_json({"items": [{"kind": "Pod", "metadata": {"name": "x"}}]})
     with pytest.raises(InvalidInput, match=r"items\.0\.metadata\.name"):
         nodes_from_json({"items": [{"kind": "Node", "metadata": {}}]})
+    with pytest.raises(InvalidInput, match=r"items\.0\.metadata\.name"):
+        nodes_from_json({"items": [{"metadata": 5}]})
+    with pytest.raises(InvalidInput, match=r"items\.0 \(n1\): not a Node object"):
+        nodes_from_json({"items": [{"metadata": {"name": "n1", "labels": ["not", "a", "map"]}}]})
+    with pytest.raises(InvalidInput, match=r"items\.0: neither a Node object nor a stored inventory node"):
+        nodes_from_json([{"name": 5}])
     bad = tmp_path / "nodes.json"
     bad.write_text("{not json")
     with pytest.raises(InvalidInput, match="is not JSON"):
