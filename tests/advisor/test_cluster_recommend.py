@@ -54,6 +54,21 @@ def test_every_usable_pool_gets_ranked_stacks(answer) -> None:  # type: ignore[n
     assert all(r.based_on["accelerator"].endswith("T4") for r in by_pool["t4-pool"])
 
 
+def _valid_pod(manifest: dict[str, Any]) -> None:
+    """Strict OpenAPI validation (the real apiserver's dry run is in tests/kube)."""
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    kubernetes_validate.validate(manifest, "1.35.0", strict=True)
+
+
+def test_manifests_are_valid_and_round_trip_through_yaml(answer) -> None:  # type: ignore[no-untyped-def]
+    import yaml
+
+    for r in answer.recommendations:
+        assert list(yaml.safe_load_all(r.snippet_yaml)) == r.manifests
+        (pod,) = r.manifests
+        _valid_pod(pod)
+
+
 def test_driver_470_pool_never_gets_a_cuda_12_stack(answer) -> None:  # type: ignore[no-untyped-def]
     t4 = [r for r in answer.recommendations if r.pool == "t4-pool"]
     assert t4 and all(r.driver == "470.82.01" for r in t4)
@@ -80,6 +95,9 @@ def test_a_job_larger_than_a_node_becomes_a_gang(kb_advisor, pools) -> None:  # 
     assert top.shape.model_dump() == {"units_per_pod": 8, "pods": 2, "total_units": 16}
     assert [m["kind"] for m in top.manifests] == ["PodGroup", "PyTorchJob"]
     assert top.job_value == pytest.approx(top.value * 16)
+    for replica in top.manifests[1]["spec"]["pytorchReplicaSpecs"].values():
+        _valid_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "worker", **replica["template"]["metadata"]},
+                    "spec": replica["template"]["spec"]})
     assert any("linearly" in w for w in top.warnings)
 
 
