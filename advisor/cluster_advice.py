@@ -34,7 +34,7 @@ from advisor.rules import Severity, parse_version, stack_components
 from advisor.snippet import to_yaml
 from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
-from graph_schema.models import PlacementKind, SoftwareStack
+from graph_schema.models import SoftwareStack
 
 _BY_ADVISOR: weakref.WeakKeyDictionary[Any, ClusterAdvisor] = weakref.WeakKeyDictionary()
 # the engine's model bases (its labels for a number the model made) in pool terms
@@ -405,5 +405,3 @@ def parse_what_if(items: list[str] | None) -> dict[str, str]:
         out[name.strip()] = version.strip()
     return out
 
-
-__all__ = ["ClusterAdvisor", "PlacementKind", "job_shape", "parse_what_if"]
