@@ -166,3 +166,26 @@ def test_measured_on_the_pool_beats_observed_elsewhere(kb_advisor) -> None:  # t
     assert by_pool["h100-ours"].value == by_pool["h100-twin"].value and by_pool["h100-ours"].unit == "images/s"
     assert by_pool["h100-ours"].evidence.sources == ["stack-advisor-collector"]
     assert "h100-old" not in by_pool and "need a newer driver than 535.161.08" in result.excluded_pools["h100-old"]
+
+
+def test_a_recorded_inventory_and_a_nodes_file_give_the_same_answer(kb_advisor, mlperf_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`--cluster NAME` (what `advisor nodes sync` recorded) and `--nodes FILE` (`kubectl get nodes
+    -o json`) are two ways to the same pools and the same ranking (the real apiserver version of
+    this is in tests/kube/test_cluster_recommend.py)."""
+    import json
+
+    from cli.cluster_recommend import load_pools
+    from collectors.inventory import parse_node
+
+    mlperf_store.sync_inventory("prod", [parse_node(n).model_dump(mode="json") for n in POOL_NODES])
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": POOL_NODES}))
+    recorded, source = load_pools(mlperf_store, cluster="prod", nodes_file=None, pool_label=None)
+    offline, _ = load_pools(mlperf_store, cluster=None, nodes_file=str(path), pool_label=None)
+    assert source == "cluster prod" and recorded == offline
+    cluster = ClusterAdvisor(kb_advisor)
+    a = cluster.recommend(WORKLOAD, recorded, source="a", top=100).model_dump(exclude={"elapsed_ms", "source"})
+    b = cluster.recommend(WORKLOAD, offline, source="b", top=100).model_dump(exclude={"elapsed_ms", "source"})
+    assert a == b
+    with pytest.raises(InvalidInput, match="give one"):
+        load_pools(mlperf_store, cluster="prod", nodes_file=str(path), pool_label=None)
