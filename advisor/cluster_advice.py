@@ -41,7 +41,6 @@ _BY_ADVISOR: weakref.WeakKeyDictionary[Any, ClusterAdvisor] = weakref.WeakKeyDic
 _BASIS_OF = {"interpolated": PoolBasis.INTERPOLATED, "transferred": PoolBasis.TRANSFERRED}
 REFUSED = "refused by the model on this pool"
 DRIVER_EXCLUSION = "breaks a compatibility rule with the nodes' driver"
-IMAGE_REGISTRY = "ghcr.io/stack-advisor/collector"
 
 
 def job_shape(pool: NodePool, gpus: int | None, nodes_count: int | None) -> JobShape | str:
@@ -65,15 +64,30 @@ def job_shape(pool: NodePool, gpus: int | None, nodes_count: int | None) -> JobS
     return JobShape(units_per_pod=per, pods=pods, total_units=per * pods)
 
 
-def _image(stack: SoftwareStack, given: str | None) -> tuple[str, str]:
+IMAGE_COMPONENTS = ("cuda", "cudnn", "tensorrt", "nccl", "framework", "framework_version", "python")
+
+
+def _shipped(stack: SoftwareStack) -> tuple[str | None, ...] | None:
+    """The components an image fixes (None when the stack names no framework version)."""
+    if not (stack.framework and stack.framework_version):
+        return None
+    return tuple(getattr(stack, name) for name in IMAGE_COMPONENTS)
+
+
+def _image(stack: SoftwareStack, given: str | None,
+           index: dict[tuple[str | None, ...], str]) -> tuple[str | None, str | None]:
+    """(image, where it came from); (None, None) when neither the knowledge base nor the user names one."""
     if stack.image:
-        return stack.image, "recorded"
+        return stack.image, "recorded with this stack"
+    key = _shipped(stack)
+    if key is not None and key in index:
+        return index[key], "recorded with a stack of the same CUDA, cuDNN and framework versions"
     if given:
-        return given, "given"
-    framework = (stack.framework or "cuda").lower().replace(" ", "-")
-    version = stack.framework_version or "unknown"
-    tag = f"{framework}{version}" + (f"-cuda{stack.cuda}" if stack.cuda else "")
-    return f"{IMAGE_REGISTRY}:{tag.replace('+', '-')}", "to-build"
+        image = given.strip()
+        if not image or any(c.isspace() for c in image):
+            raise InvalidInput(f"--image: {given!r} is not a container image reference (e.g. nvcr.io/nvidia/pytorch:24.05-py3)")
+        return image, "given (--image)"
+    return None, None
 
 
 class ClusterAdvisor:
@@ -84,6 +98,7 @@ class ClusterAdvisor:
         self._names: tuple[int, dict[tuple[str, str | None], list[str]]] | None = None
         self._rules_memo: dict[tuple[tuple[str, str], ...], set[str]] = {}
         self._snippets: dict[tuple[Any, ...], tuple[list[dict[str, Any]], str]] = {}
+        self._images: tuple[int, dict[tuple[str | None, ...], str]] | None = None
 
     @classmethod
     def of(cls, advisor: Any) -> ClusterAdvisor:
@@ -190,6 +205,18 @@ class ClusterAdvisor:
                 skipped[REFUSED] = len(refusals[i])
         return results
 
+    def _image_index(self) -> dict[tuple[str | None, ...], str]:
+        """Images the knowledge base records, by the components they ship (first recorded wins)."""
+        table = self.advisor.table()
+        if self._images is None or self._images[0] != table.generation:
+            index: dict[tuple[str | None, ...], str] = {}
+            for stack in table.stacks.values():
+                key = _shipped(stack)
+                if stack.image and key is not None:
+                    index.setdefault(key, stack.image)
+            self._images = (table.generation, index)
+        return self._images[1]
+
     def _rule_messages(self, components: dict[str, str]) -> set[str]:
         key = tuple(sorted(components.items()))
         hit = self._rules_memo.get(key)
@@ -225,17 +252,18 @@ class ClusterAdvisor:
         else:
             score, score_unit = (value if observed else low), f"{rec.unit} per unit of {pool.resource}"
         stack = SoftwareStack.model_validate(rec.candidate.stack)
-        image_ref, image_source = _image(stack, image)
-        if image_source == "to-build":
-            warnings.append(f"no image is recorded for this stack: build {image_ref} with "
-                            "deploy/docker/collector.Dockerfile (or pass --image)")
+        image_ref, image_source = _image(stack, image, self._image_index())
         if shape.pods > 1 and hib:
             warnings.append(f"job figure scales one node's figure over {shape.pods} nodes linearly; "
                             "no multi-node evidence")
         name = f"{workload.benchmark}-{pool.name}"
         key = (pool.model_dump_json(), rec.candidate.stack_id, image_ref, units, shape.pods, name)
         memo = self._snippets.get(key)
-        if memo is None:
+        if image_ref is None:
+            memo = ([], "")
+            warnings.append("no manifests: the knowledge base records no container image for this stack; "
+                            "pass --image IMAGE (API: image) to get them")
+        elif memo is None:
             if len(self._snippets) > 4096:
                 self._snippets.clear()
             manifests = pool_manifests(pool=pool, stack=stack, image=image_ref, workload_name=name,

@@ -37,8 +37,9 @@ class PoolRecommendation(_Out):
     stack_id: str
     stack_label: str
     stack: dict[str, Any]
-    image: str
-    image_source: str = Field(description="recorded (with the stack) | given (--image) | to-build (convention)")
+    image: str | None = Field(description="null when neither the knowledge base nor the request names one "
+                              "(then there are no manifests)")
+    image_source: str | None = Field(description="where the image comes from: the knowledge base or --image")
     accelerator: str = Field(description="the pool's GPU as GFD names it")
     resource: str
     shape: JobShape
@@ -56,7 +57,7 @@ class PoolRecommendation(_Out):
     evidence: Evidence
     based_on: dict[str, Any] = Field(description="the knowledge-base candidate the figure starts from")
     warnings: list[str] = Field(default_factory=list)
-    manifests: list[dict[str, Any]]
+    manifests: list[dict[str, Any]] = Field(description="the objects to apply: a Pod, or a PodGroup and a PyTorchJob")
     snippet_yaml: str
 
 

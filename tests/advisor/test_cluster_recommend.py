@@ -17,6 +17,7 @@ from graph_schema.models import SoftwareStack
 from tests.kube.gfd_pools import POOL_NODES
 
 WORKLOAD = {"benchmark": "resnet50", "scenario": "Offline"}
+IMAGE = "registry.example.org/team/resnet50-trt:1"  # the user's image (--image): MLPerf records none
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def pools():  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def answer(kb_advisor, pools):  # type: ignore[no-untyped-def]
-    return ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", top=100)
+    return ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", top=100, image=IMAGE)
 
 
 def _cuda_major(stack: dict[str, Any]) -> int | None:
@@ -45,7 +46,8 @@ def test_every_usable_pool_gets_ranked_stacks(answer) -> None:  # type: ignore[n
     scores = [r.score for r in answer.recommendations]
     assert scores == sorted(scores, reverse=True)
     for r in answer.recommendations:
-        assert r.image and r.image_source in {"recorded", "given", "to-build"}
+        assert (r.image, r.image_source) == (IMAGE, "given (--image)")
+        assert r.manifests[0]["spec"]["containers"][0]["image"] == IMAGE
         assert r.interval.low <= r.value <= r.interval.high
         assert r.metric == "samples_per_second" and r.value > 0
         assert r.manifests[0]["spec"]["nodeSelector"] == next(p for p in answer.pools if p.name == r.pool).node_selector
@@ -77,6 +79,15 @@ def test_driver_470_pool_never_gets_a_cuda_12_stack(answer) -> None:  # type: ig
     assert newer and all(r.driver == "550.54.15" for r in newer)
 
 
+def test_no_image_no_manifests(kb_advisor, pools) -> None:  # type: ignore[no-untyped-def]
+    result = ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", top=3)
+    for r in result.recommendations:
+        assert r.image is None and r.manifests == [] and r.snippet_yaml == ""
+        assert any("pass --image" in w for w in r.warnings)
+    with pytest.raises(InvalidInput, match="not a container image reference"):
+        ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", image="two words")
+
+
 def test_mig_and_vgpu_pools_request_their_resources(answer) -> None:  # type: ignore[no-untyped-def]
     by_pool = {r.pool: r for r in reversed(answer.recommendations)}
     mixed = by_pool["h100-mig[mig-1g.10gb]"]
@@ -88,7 +99,7 @@ def test_mig_and_vgpu_pools_request_their_resources(answer) -> None:  # type: ig
 
 
 def test_a_job_larger_than_a_node_becomes_a_gang(kb_advisor, pools) -> None:  # type: ignore[no-untyped-def]
-    result = ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", gpus=16, top=20)
+    result = ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", gpus=16, top=20, image=IMAGE)
     assert {r.pool for r in result.recommendations} == {"a100-bm"}
     assert "needs 16 nodes" in result.excluded_pools["t4-pool"]
     top = result.recommendations[0]
@@ -128,7 +139,7 @@ def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> N
     app.dependency_overrides[get_store] = lambda: mlperf_store
     app.dependency_overrides[get_advisor] = lambda: kb_advisor
     with TestClient(app, raise_server_exceptions=False) as client:
-        body = {"workload": WORKLOAD, "nodes": POOL_NODES, "top": 100}
+        body = {"workload": WORKLOAD, "nodes": POOL_NODES, "top": 100, "image": IMAGE}
         response = client.post("/v1/recommendations", json=body)
         assert response.status_code == 200, response.text
         data = response.json()
@@ -184,8 +195,8 @@ def test_a_recorded_inventory_and_a_nodes_file_give_the_same_answer(kb_advisor, 
     offline, _ = load_pools(mlperf_store, cluster=None, nodes_file=str(path), pool_label=None)
     assert source == "cluster prod" and recorded == offline
     cluster = ClusterAdvisor(kb_advisor)
-    a = cluster.recommend(WORKLOAD, recorded, source="a", top=100).model_dump(exclude={"elapsed_ms", "source"})
-    b = cluster.recommend(WORKLOAD, offline, source="b", top=100).model_dump(exclude={"elapsed_ms", "source"})
+    a = cluster.recommend(WORKLOAD, recorded, source="a", top=100, image=IMAGE).model_dump(exclude={"elapsed_ms", "source"})
+    b = cluster.recommend(WORKLOAD, offline, source="b", top=100, image=IMAGE).model_dump(exclude={"elapsed_ms", "source"})
     assert a == b
     with pytest.raises(InvalidInput, match="give one"):
         load_pools(mlperf_store, cluster="prod", nodes_file=str(path), pool_label=None)

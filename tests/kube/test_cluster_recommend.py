@@ -21,7 +21,8 @@ from tests.kube.gfd_pools import POOL_NODES, SELECTOR
 
 pytestmark = pytest.mark.kube
 NAMESPACE = "cluster-advice"
-WORKLOAD = ["--benchmark", "resnet50", "--scenario", "Offline"]
+IMAGE = "registry.example.org/team/resnet50-trt:1"  # the user's image: MLPerf records none
+WORKLOAD = ["--benchmark", "resnet50", "--scenario", "Offline", "--image", IMAGE]
 CRDS = (("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
         ("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"))
 
