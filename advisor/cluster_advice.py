@@ -267,7 +267,7 @@ class ClusterAdvisor:
             if len(self._snippets) > 4096:
                 self._snippets.clear()
             manifests = pool_manifests(pool=pool, stack=stack, image=image_ref, workload_name=name,
-                                       units_per_pod=units, pods=shape.pods)
+                                       units_per_pod=units, pods=shape.pods, image_source=image_source)
             memo = self._snippets[key] = (manifests, "---\n".join(to_yaml(m) for m in manifests))
         manifests = copy.deepcopy(memo[0])
         return PoolRecommendation(

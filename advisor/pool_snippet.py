@@ -11,6 +11,7 @@ Workers each take one node's worth of the resource.
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 from typing import Any
 
@@ -19,6 +20,9 @@ from advisor.snippet import placement_snippet
 from graph_schema.models import SoftwareStack
 
 GANG_SCHEDULER = "volcano"
+# The snippet builder takes the image as an argument once the snippet rework lands; until then
+# the image rides on the stack. Either way the container gets exactly the image given here.
+_TAKES_IMAGE = "image" in inspect.signature(placement_snippet).parameters
 
 
 def _name(text: str) -> str:
@@ -27,16 +31,19 @@ def _name(text: str) -> str:
 
 
 def pool_pod(*, pool: NodePool, stack: SoftwareStack, image: str, workload_name: str,
-             units: int) -> dict[str, Any]:
+             units: int, image_source: str | None = None) -> dict[str, Any]:
     """One Pod on one node of the pool, requesting ``units`` of the pool's resource."""
-    manifest = placement_snippet(
-        workload_name=workload_name, stack=stack.model_copy(update={"image": image}),
-        accelerator=pool.kb_name, count=units, placement=pool.placement,
-    )
+    common: dict[str, Any] = {"workload_name": workload_name, "accelerator": pool.kb_name, "count": units,
+                              "placement": pool.placement}
+    if _TAKES_IMAGE:
+        manifest = placement_snippet(stack=stack, image=image, image_source=image_source or "given", **common)
+    else:
+        manifest = placement_snippet(stack=stack.model_copy(update={"image": image}), **common)
     meta = manifest["metadata"]
     meta["name"] = _name(workload_name)
     annotations = meta.setdefault("annotations", {})
-    annotations.pop("stack-advisor/min-driver", None)  # the pool's driver is known: see below
+    for stale in ("stack-advisor/min-driver", "stack-advisor/mig", "stack-advisor/vm-exclusion"):
+        annotations.pop(stale, None)  # about generic nodes; this Pod targets one known pool
     annotations["stack-advisor/pool"] = pool.name
     annotations["stack-advisor/accelerator"] = pool.product
     if pool.driver:
@@ -60,9 +67,11 @@ def pool_pod(*, pool: NodePool, stack: SoftwareStack, image: str, workload_name:
 
 
 def pool_manifests(*, pool: NodePool, stack: SoftwareStack, image: str, workload_name: str,
-                   units_per_pod: int, pods: int, namespace: str | None = None) -> list[dict[str, Any]]:
+                   units_per_pod: int, pods: int, namespace: str | None = None,
+                   image_source: str | None = None) -> list[dict[str, Any]]:
     """The objects to apply: one Pod, or (``pods`` > 1) a PodGroup and a PyTorchJob gang."""
-    pod = pool_pod(pool=pool, stack=stack, image=image, workload_name=workload_name, units=units_per_pod)
+    pod = pool_pod(pool=pool, stack=stack, image=image, workload_name=workload_name, units=units_per_pod,
+                   image_source=image_source)
     if namespace:
         pod["metadata"]["namespace"] = namespace
     if pods <= 1:
