@@ -143,6 +143,8 @@ class ClusterAdvisor:
         results: list[tuple[list[PoolRecommendation], dict[str, int], str | None]] = []
         pending: list[tuple[int, Recommendation, PredictQuery, PoolBasis]] = []
         table = self.advisor.table() if targets else None
+        if table is not None:
+            self._image_index(table)  # read once per answer; _build uses it
         for pool, shape, driver in targets:
             names = self.kb_names(pool, table)
             units = shape.units_per_pod
@@ -205,9 +207,8 @@ class ClusterAdvisor:
                 skipped[REFUSED] = len(refusals[i])
         return results
 
-    def _image_index(self) -> dict[tuple[str | None, ...], str]:
+    def _image_index(self, table: Any) -> dict[tuple[str | None, ...], str]:
         """Images the knowledge base records, by the components they ship (first recorded wins)."""
-        table = self.advisor.table()
         if self._images is None or self._images[0] != table.generation:
             index: dict[tuple[str | None, ...], str] = {}
             for stack in table.stacks.values():
@@ -252,7 +253,7 @@ class ClusterAdvisor:
         else:
             score, score_unit = (value if observed else low), f"{rec.unit} per unit of {pool.resource}"
         stack = SoftwareStack.model_validate(rec.candidate.stack)
-        image_ref, image_source = _image(stack, image, self._image_index())
+        image_ref, image_source = _image(stack, image, self._images[1] if self._images else {})
         if shape.pods > 1 and hib:
             warnings.append(f"job figure scales one node's figure over {shape.pods} nodes linearly; "
                             "no multi-node evidence")
