@@ -94,13 +94,30 @@ def recommend(
         "--workload", help="Workload as YAML or JSON (flags are ignored when given).")] = None,
     top: Annotated[int, typer.Option("--top", help="How many recommendations.")] = 5,
     snippets: Annotated[bool, typer.Option("--snippets", help="Also print each Kubernetes snippet (table mode).")] = False,
+    cluster: Annotated[Optional[str], typer.Option(
+        "--cluster", help="Rank this cluster's node pools (an inventory recorded by `advisor nodes sync`).")] = None,
+    nodes_file: Annotated[Optional[str], typer.Option(
+        "--nodes", help="Rank the node pools of `kubectl get nodes -o json` output (a file, or - for stdin).")] = None,
+    pool_label: Annotated[Optional[str], typer.Option(
+        "--pool-label", help="The label that names node pools (default: the GKE/EKS/AKS/Karpenter ones).")] = None,
+    what_if_driver: Annotated[Optional[list[str]], typer.Option(
+        "--what-if-driver", help="POOL=VERSION: re-rank as if that pool ran this driver (repeatable).")] = None,
+    gpus: Annotated[Optional[int], typer.Option(
+        "--gpus", min=1, help="GPUs (or MIG slices) the job needs; more than a node holds makes a gang.")] = None,
+    nodes_count: Annotated[Optional[int], typer.Option(
+        "--nodes-count", min=1, help="Nodes the job spans (a gang when > 1).")] = None,
+    image: Annotated[Optional[str], typer.Option(
+        "--image", help="Image for stacks the knowledge base records none for.")] = None,
+    per_pool: Annotated[int, typer.Option("--per-pool", min=1, help="Stacks per pool (cluster mode).")] = 3,
     prices: PricesOpt = None,
     rules: RulesOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
-    """Rank software stacks and placements for a workload, with evidence and a Kubernetes snippet."""
+    """Rank software stacks and placements for a workload, with evidence and a Kubernetes snippet.
+
+    With --cluster or --nodes, rank (node pool, stack) pairs of your own cluster instead."""
     from advisor.workload import Workload
     from cli.render import OutputFormat, output_format
 
@@ -122,6 +139,22 @@ def recommend(
                          "include_cpu": not no_cpu, "driver": driver},
         }
         workload = Workload.from_dict({k: v for k, v in data.items() if v is not None}, where="flags")
+    cluster_only = {"--pool-label": pool_label, "--what-if-driver": what_if_driver, "--gpus": gpus,
+                    "--nodes-count": nodes_count, "--image": image}
+    if cluster is None and nodes_file is None:
+        given = [flag for flag, value in cluster_only.items() if value]
+        if given:
+            from graph_schema.errors import InvalidInput
+
+            raise InvalidInput(f"{', '.join(given)} need the nodes: add --cluster NAME or --nodes FILE")
+    else:
+        from cli.cluster_recommend import run
+
+        with _advisor(store, prices, rules) as adv:
+            run(adv, workload, cluster=cluster, nodes_file=nodes_file, pool_label=pool_label,
+                what_if=what_if_driver, gpus=gpus, nodes_count=nodes_count, image=image, per_pool=per_pool,
+                top=top, as_json=as_json, snippets=snippets)
+        return
     with _advisor(store, prices, rules) as adv:
         result = adv.recommend(workload, top=top)
     if chosen is OutputFormat.json:

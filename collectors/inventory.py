@@ -47,6 +47,9 @@ class ClusterNode(BaseModel):
     mig: dict[str, str] = Field(default_factory=dict)
     gpu_sharing: str | None = None
     allocatable_gpus: int | None = None
+    gpu_resources: dict[str, int] = Field(
+        default_factory=dict,
+        description="allocatable nvidia.com/* extended resources (gpu, gpu.shared, mig-<profile>)")
     ready: bool | None = None
     unschedulable: bool = False
     taints: list[str] = Field(default_factory=list)
@@ -222,6 +225,8 @@ def parse_node(node: dict[str, Any]) -> ClusterNode:
         mig=_mig(labels),
         gpu_sharing=labels.get(GFD + "gpu.sharing-strategy"),
         allocatable_gpus=_int(allocatable.get(GPU_RESOURCE)),
+        gpu_resources={k: n for k, v in allocatable.items()
+                       if k.startswith(GFD) and (n := _int(str(v))) is not None},
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),
         taints=[f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in spec.get("taints") or []],

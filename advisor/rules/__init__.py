@@ -167,11 +167,22 @@ class RuleSet:
         if dupes:
             raise InvalidInput(f"compatibility rules: duplicate rule ids {dupes}")
         self.rules = rules
+        self._checked: dict[tuple[tuple[str, str | None], ...], list[Violation]] = {}
 
     def __len__(self) -> int:
         return len(self.rules)
 
     def check_components(self, components: dict[str, str | None]) -> list[Violation]:
+        # Rules do not change once loaded and specifier matching is slow: memoise per input.
+        key = tuple(sorted(components.items()))
+        hit = self._checked.get(key)
+        if hit is None:
+            if len(self._checked) > 65536:
+                self._checked.clear()
+            hit = self._checked[key] = self._check_components(components)
+        return list(hit)
+
+    def _check_components(self, components: dict[str, str | None]) -> list[Violation]:
         versions = component_versions(components)
         out = []
         for rule in self.rules:

@@ -3,13 +3,14 @@ app (built once over the app's store; it keeps its table and model per store gen
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from advisor.api.deps import AdvisorDep, ReadCaller
 from advisor.api.routes import READ_ERRORS, error_responses
+from advisor.cluster_results import ClusterRecommendationSet
 from advisor.results import (
     Comparison,
     PlacementOverhead,
@@ -23,12 +24,34 @@ from graph_schema.models import PlacementKind
 
 
 class RecommendationRequest(BaseModel):
-    """What to recommend for, and how many answers."""
+    """What to recommend for, and how many answers. With ``cluster`` (an inventory recorded by
+    ``advisor nodes sync``) or ``nodes`` (the items of ``kubectl get nodes -o json``) the answer
+    ranks (node pool, stack) pairs of that cluster instead."""
 
     model_config = ConfigDict(extra="forbid")
 
     workload: Workload
     top: int = Field(default=5, ge=1, le=100)
+    cluster: str | None = Field(default=None, min_length=1, description="a recorded node inventory")
+    nodes: list[dict[str, Any]] | None = Field(default=None, min_length=1, max_length=20_000,
+                                               description="Node objects as the Kubernetes API returns them")
+    pool_label: str | None = Field(default=None, description="the label naming node pools")
+    what_if_driver: dict[str, str] = Field(default_factory=dict,
+                                           description="pool name → driver version to re-rank as if installed")
+    gpus: int | None = Field(default=None, ge=1, description="GPUs (or MIG slices) the job needs")
+    nodes_count: int | None = Field(default=None, ge=1, description="nodes the job spans (a gang when > 1)")
+    image: str | None = Field(default=None, description="image for stacks the knowledge base records none for")
+    per_pool: int = Field(default=3, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RecommendationRequest:
+        if self.cluster and self.nodes:
+            raise ValueError("give cluster or nodes, not both")
+        cluster_only = [k for k in ("pool_label", "what_if_driver", "gpus", "nodes_count", "image")
+                        if getattr(self, k)]
+        if cluster_only and not (self.cluster or self.nodes):
+            raise ValueError(f"{', '.join(cluster_only)} need cluster or nodes")
+        return self
 
 
 class PredictionRequest(BaseModel):
@@ -59,12 +82,15 @@ compare = APIRouter(prefix="/v1/compare", tags=["advice"])
 @recommendations.post(
     "",
     operation_id="recommend",
-    response_model=RecommendationSet,
+    response_model=RecommendationSet | ClusterRecommendationSet,
     responses={**READ_ERRORS, **error_responses(400, 404, 413)},
-    summary="Rank software stacks and placements for a workload",
+    summary="Rank software stacks and placements for a workload (or a cluster's node pools)",
     description="Each recommendation is labelled observed or predicted, with its interval, "
     "evidence, the factors that moved it, placement overhead against bare metal where paired "
-    "results exist, warnings, and a ready Kubernetes Pod snippet.",
+    "results exist, warnings, and a ready Kubernetes Pod snippet. With `cluster` or `nodes` the "
+    "answer ranks (node pool, stack) pairs: each with its basis (measured / observed / "
+    "interpolated / transferred), an image and manifests that target exactly that pool; "
+    "`what_if_driver` re-ranks as if a pool ran another driver.",
 )
 def recommend(
     body: Annotated[RecommendationRequest, Body(openapi_examples={"resnet50 Offline": {"value": RECOMMEND_EXAMPLE}})],
@@ -73,6 +99,19 @@ def recommend(
 ) -> Response:
     # Serialised by pydantic directly: FastAPI's generic response path costs more than the
     # (memoised) answer itself; the schema is still documented by response_model.
+    if body.cluster or body.nodes:
+        from advisor.cluster_advice import ClusterAdvisor
+        from advisor.pools import group_pools, nodes_from_inventory, nodes_from_json
+
+        if body.cluster:
+            nodes, source = nodes_from_inventory(advisor.store, body.cluster), f"cluster {body.cluster}"
+        else:
+            nodes, source = nodes_from_json(body.nodes, where="nodes"), f"{len(body.nodes or [])} nodes"
+        answer = ClusterAdvisor.of(advisor).recommend(
+            body.workload, group_pools(nodes, pool_label=body.pool_label), source=source, top=body.top,
+            per_pool=body.per_pool, gpus=body.gpus, nodes_count=body.nodes_count, image=body.image,
+            what_if_driver=body.what_if_driver)
+        return Response(answer.model_dump_json(), media_type="application/json")
     result = advisor.recommend(body.workload, top=body.top)
     return Response(result.model_dump_json(), media_type="application/json")
 

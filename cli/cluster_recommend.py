@@ -1,0 +1,79 @@
+"""``advisor recommend --cluster NAME | --nodes FILE``: rank the user's node pools and the stacks
+each can run. Thin: nodes in, ``advisor.cluster_advice`` answers, ``cli.render`` prints."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
+               pool_label: str | None) -> tuple[list[Any], str]:
+    """The pools of a recorded inventory or of a ``kubectl get nodes -o json`` file, and a source
+    name for the answer."""
+    from advisor.pools import group_pools, nodes_from_inventory, read_nodes_file
+    from graph_schema.errors import InvalidInput
+
+    if cluster and nodes_file:
+        raise InvalidInput("--cluster and --nodes are two sources of the same nodes: give one")
+    if cluster:
+        nodes, source = nodes_from_inventory(kb, cluster), f"cluster {cluster}"
+    else:
+        assert nodes_file is not None
+        stdin = sys.stdin.read() if nodes_file == "-" else None
+        nodes, source = read_nodes_file(nodes_file, stdin), f"nodes file {nodes_file}"
+    return group_pools(nodes, pool_label=pool_label), source
+
+
+def run(adv: Any, workload: Any, *, cluster: str | None, nodes_file: str | None, pool_label: str | None,
+        what_if: list[str] | None, gpus: int | None, nodes_count: int | None, image: str | None,
+        per_pool: int, top: int, as_json: bool, snippets: bool) -> None:
+    from advisor.cluster_advice import ClusterAdvisor, parse_what_if
+
+    pools, source = load_pools(adv.store, cluster=cluster, nodes_file=nodes_file, pool_label=pool_label)
+    result = ClusterAdvisor(adv).recommend(
+        workload, pools, source=source, top=top, per_pool=per_pool, gpus=gpus, nodes_count=nodes_count,
+        image=image, what_if_driver=parse_what_if(what_if))
+    if as_json:
+        from cli.render import print_json
+
+        print_json(result)
+        return
+    print_cluster(result, snippets)
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def print_cluster(result: Any, snippets: bool) -> None:
+    from cli.render import info, render, stdout
+
+    render([p.row() for p in result.pools], as_json=False, title=f"{len(result.pools)} pool(s) from {result.source}")
+    rows = [{
+        "#": r.rank, "pool": r.pool, "stack": r.stack_label, "driver": r.driver, "image": r.image,
+        "basis": r.basis.value,
+        "value": f"{_fmt(r.value)} [{_fmt(r.interval.low)}..{_fmt(r.interval.high)}]",
+        "job": f"{r.shape.pods} x {r.shape.units_per_pod} {r.resource}",
+    } for r in result.recommendations]
+    unit = result.recommendations[0].score_unit if result.recommendations else ""
+    render(rows, as_json=False, title=f"{result.workload.get('benchmark')} — {result.metric} ({unit}), "
+                                      f"objective {result.objective}")
+    for r in result.recommendations:
+        for w in r.warnings:
+            stdout.print(f"  #{r.rank} {w}", highlight=False, markup=False)
+    for name, why in sorted(result.excluded_pools.items()):
+        info(f"pool {name}: {why}")
+    for w in result.what_if:
+        info(f"what-if: {w.summary}")
+        if w.unlocked_stacks:
+            info("  unlocks: " + "; ".join(w.unlocked_stacks))
+    for note in result.notes:
+        info(f"note: {note}")
+    info(f"{result.elapsed_ms:.0f} ms")
+    if snippets:
+        for r in result.recommendations:
+            stdout.print(f"# --- #{r.rank} {r.pool} ---")
+            stdout.print(r.snippet_yaml, highlight=False, markup=False)
