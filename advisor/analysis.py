@@ -16,7 +16,9 @@ from scipy.stats import mannwhitneyu
 
 from advisor.results import Interval, PlacementOverhead
 from advisor.rules import parse_version
+from advisor.specs import accelerator_matches
 from advisor.table import ObservationTable
+from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 
 
@@ -85,6 +87,26 @@ def placement_overheads(table: ObservationTable) -> dict[tuple[str, str], Placem
             text=f"{label} {ratio:.2f}x bare metal on {name}, {len(arr)} paired result{'s' * (len(arr) != 1)}",
         )
     return out
+
+
+def select_overheads(overheads: dict[tuple[str, str], PlacementOverhead], accelerator: str | None = None,
+                     placement: PlacementKind | str | None = None) -> list[PlacementOverhead]:
+    """The overheads ``compare placement`` and ``plot overhead`` show: one accelerator (matched as
+    ``recommend`` matches it) and one placement, or all; sorted by accelerator and placement.
+
+    Raises:
+        InvalidInput: an unknown placement (the message lists the valid ones).
+    """
+    kind = None
+    if placement is not None:
+        try:
+            kind = PlacementKind(placement.strip().lower() if isinstance(placement, str) else placement).value
+        except ValueError:
+            valid = ", ".join(p.value for p in PlacementKind)
+            raise InvalidInput(f"placement: unknown {placement!r}; valid: {valid}") from None
+    out = [o for (acc, p), o in overheads.items()
+           if (accelerator is None or accelerator_matches(accelerator, acc)) and (kind is None or p == kind)]
+    return sorted(out, key=lambda o: (o.accelerator, o.placement.value))
 
 
 def mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:

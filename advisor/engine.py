@@ -43,7 +43,7 @@ from advisor.results import (
 )
 from advisor.rules import RuleSet, Severity, load_rules, parse_version, stack_components
 from advisor.snippet import placement_snippet, to_yaml
-from advisor.specs import PriceTable, load_prices, resolve_accelerator
+from advisor.specs import PriceTable, accelerator_matches, load_prices, resolve_accelerator
 from advisor.table import ObservationTable, _round_key, physical_key
 from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
@@ -268,7 +268,7 @@ class Advisor:
                  placement: str) -> str | None:
         """None when the candidate passes the constraints, else the reason it does not."""
         hw = workload.hardware
-        if hw.accelerators and not any(a.lower() in accelerator.lower() for a in hw.accelerators):
+        if hw.accelerators and not any(accelerator_matches(a, accelerator) for a in hw.accelerators):
             return "accelerator not allowed"
         if not hw.include_cpu and resolve_accelerator(accelerator).is_cpu:
             return "CPU-only excluded"
@@ -682,11 +682,7 @@ class Advisor:
     def placement_overhead(self, accelerator: str | None = None,
                            placement: PlacementKind | str | None = None) -> list[PlacementOverhead]:
         """Overheads of non-bare-metal placements against bare metal, from paired results."""
-        kind = PlacementKind(placement).value if placement else None
-        wanted = None if accelerator is None else {accelerator.lower(), physical_key(accelerator).lower()}
-        out = [o for (acc, p), o in self.overheads().items()
-               if (wanted is None or any(w in acc.lower() for w in wanted)) and (kind is None or p == kind)]
-        return sorted(out, key=lambda o: (o.accelerator, o.placement.value))
+        return analysis.select_overheads(self.overheads(), accelerator, placement)
 
     def compare(self, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *,
                 benchmark: str, accelerator: str | None = None, scenario: str | None = None,

@@ -1,13 +1,15 @@
-"""Charts from the store's observations: throughput by stack per accelerator, placement overhead,
-trends across versions. Each chart is two steps: ``*_rows`` (plain rows, also what ``--json``
-prints) and ``draw_*`` (a matplotlib figure, Agg backend, written as PNG or SVG)."""
+"""Figures from chart rows (``advisor/plot_data.py``): matplotlib, Agg backend, PNG or SVG.
+
+Each chart is a ``*_figure(chart)`` that returns the figure (tests read its axes back) and a
+``draw_*(chart, out)`` that writes it. Readability rules: at most ten colours per figure
+(tab10), whiskers drawn in black with caps so a p10–p90 interval is visible on any bar colour,
+the scenario, metric and unit in the title and axis labels, and notes on what was left out.
+"""
 
 from __future__ import annotations
 
-import re
-import statistics
+import textwrap
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,279 +19,161 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from graph_schema.errors import InvalidInput, NotFound
-from graph_schema.models import Observation, PlacementKind
+from advisor.plot_data import Chart, version_key
+from graph_schema.errors import InvalidInput
 
 FORMATS = (".png", ".svg")
-TREND_COMPONENTS = ("framework_version", "cuda", "cudnn", "driver", "tensorrt", "nccl")
-MAX_BARS = 40
+WHISKER = {"ecolor": "black", "elinewidth": 1.2, "capsize": 4, "capthick": 1.2}
+PLACEMENT_COLOURS = {"passthrough": "tab:blue", "vgpu": "tab:orange", "unknown": "tab:gray"}
 
 
-def _series_key(obs: Observation) -> tuple[str, str, str]:
-    return (obs.benchmark.benchmark_id, obs.metric, obs.unit)
-
-
-def pick_series(
-    observations: Sequence[Observation], benchmark: str | None, metric: str | None
-) -> tuple[list[Observation], str, str, str]:
-    """Narrow to one benchmark+metric (a chart of mixed units means nothing).
-
-    ``benchmark`` matches a benchmark id, ``family/name`` or a name.
-    Raises:
-        NotFound: nothing matches. InvalidInput: several series match; the message lists them.
-    """
-    def matches(obs: Observation) -> bool:
-        b = obs.benchmark
-        if benchmark and benchmark not in (b.benchmark_id, f"{b.family}/{b.name}", b.name):
-            return False
-        return not metric or obs.metric == metric
-
-    chosen = [o for o in observations if o.valid and matches(o)]
-    if not chosen:
-        raise NotFound(
-            f"no valid observations for benchmark={benchmark or 'any'} metric={metric or 'any'}; "
-            "`advisor plot ... --help` shows the filters"
-        )
-    counts: dict[tuple[str, str, str], int] = defaultdict(int)
-    for obs in chosen:
-        counts[_series_key(obs)] += 1
-    if len(counts) > 1:
-        listed = "; ".join(f"--benchmark {b} --metric {m} ({n} obs)"
-                           for (b, m, _u), n in sorted(counts.items(), key=lambda kv: -kv[1])[:8])
-        raise InvalidInput(
-            f"{len(counts)} benchmark/metric series match; choose one: {listed}"
-        )
-    (bench_id, metric_name, unit), = counts
-    return chosen, bench_id, metric_name, unit
-
-
-def _spread(group: Sequence[Observation]) -> tuple[float, float, float]:
-    values = [o.value for o in group]
-    median = statistics.median(values)
-    low = min(o.p10 if o.p10 is not None else o.value for o in group)
-    high = max(o.p90 if o.p90 is not None else o.value for o in group)
-    return median, min(low, median), max(high, median)
-
-
-def throughput_rows(
-    observations: Sequence[Observation], benchmark: str | None = None, metric: str | None = None
-) -> list[dict[str, Any]]:
-    """One row per (accelerator, stack): median value, p10..p90 band, observation count."""
-    chosen, bench_id, metric_name, unit = pick_series(observations, benchmark, metric)
-    groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
-    labels: dict[str, str] = {}
-    for obs in chosen:
-        groups[(obs.accelerator.model, obs.stack.stack_id)].append(obs)
-        labels[obs.stack.stack_id] = obs.stack.label()
-    rows = []
-    for (accel, stack_id), group in sorted(groups.items()):
-        median, low, high = _spread(group)
-        rows.append({
-            "accelerator": accel, "stack_id": stack_id, "stack": labels[stack_id],
-            "benchmark_id": bench_id, "metric": metric_name, "unit": unit,
-            "value": median, "low": low, "high": high, "observations": len(group),
-            "higher_is_better": group[0].higher_is_better,
-        })
-    return rows
-
-
-def overhead_rows(observations: Iterable[Observation]) -> list[dict[str, Any]]:
-    """Virtualisation overhead against bare metal, in percent (positive = slower than bare
-    metal), for every benchmark/metric/stack/accelerator measured both ways; one row per
-    (accelerator, placement kind) with the median over those pairs."""
-    cells: dict[tuple[Any, ...], dict[PlacementKind, list[float]]] = defaultdict(
-        lambda: defaultdict(list))
-    better: dict[tuple[Any, ...], bool] = {}
-    for obs in observations:
-        if not obs.valid:
-            continue
-        key = (*_series_key(obs), obs.stack.stack_id, obs.accelerator.model)
-        cells[key][obs.placement.kind].append(obs.value)
-        better[key] = obs.higher_is_better
-    pooled: dict[tuple[str, PlacementKind], list[float]] = defaultdict(list)
-    for key, by_kind in cells.items():
-        base_values = by_kind.get(PlacementKind.BARE_METAL)
-        if not base_values:
-            continue
-        base = statistics.median(base_values)
-        if base == 0:
-            continue
-        for kind, values in by_kind.items():
-            if kind in (PlacementKind.BARE_METAL, PlacementKind.UNKNOWN):
-                continue
-            value = statistics.median(values)
-            pct = (base - value) / base * 100 if better[key] else (value - base) / base * 100
-            pooled[(key[4], kind)].append(pct)
-    if not pooled:
-        raise NotFound(
-            "no benchmark was measured both on bare metal and in a VM (passthrough or vGPU) with "
-            "the same stack and accelerator, so there is no overhead to plot"
-        )
-    return [
-        {"accelerator": accel, "placement": kind.value,
-         "overhead_pct": statistics.median(values),
-         "q25_pct": _quantile(values, 0.25), "q75_pct": _quantile(values, 0.75),
-         "min_pct": min(values), "max_pct": max(values), "pairs": len(values)}
-        for (accel, kind), values in sorted(pooled.items(), key=lambda kv: (kv[0][0], kv[0][1].value))
-    ]
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def version_key(version: str) -> tuple[Any, ...]:
-    """Sort versions numerically where they are numbers: 2.10 after 2.9."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+_]", version))
-
-
-def trend_rows(
-    observations: Sequence[Observation],
-    component: str = "framework_version",
-    benchmark: str | None = None,
-    metric: str | None = None,
-) -> list[dict[str, Any]]:
-    """Median value per version of one component, one series per accelerator (and framework,
-    when the component is the framework version)."""
-    if component not in TREND_COMPONENTS:
-        raise InvalidInput(
-            f"component: unknown {component!r}; valid: {', '.join(TREND_COMPONENTS)}")
-    chosen, bench_id, metric_name, unit = pick_series(observations, benchmark, metric)
-    frameworks = sorted({o.stack.framework or "?" for o in chosen})
-    if component == "framework_version" and len(frameworks) > 1:
-        raise InvalidInput(
-            f"framework versions of different frameworks do not share an axis; choose one with "
-            f"--framework ({', '.join(frameworks)})"
-        )
-    groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
-    for obs in chosen:
-        version = getattr(obs.stack, component)
-        if not version:
-            continue
-        series = obs.accelerator.model
-        if component == "framework_version":
-            series = f"{obs.accelerator.model} · {obs.stack.framework or '?'}"
-        groups[(series, version)].append(obs)
-    if not groups:
-        raise NotFound(f"no observation of {bench_id} {metric_name} records a {component} version")
-    rows = []
-    for (series, version), group in sorted(groups.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))):
-        median, low, high = _spread(group)
-        rows.append({"series": series, "component": component, "version": version,
-                     "benchmark_id": bench_id, "metric": metric_name, "unit": unit,
-                     "value": median, "low": low, "high": high, "observations": len(group)})
-    return rows
-
-
-# ---- drawing -------------------------------------------------------------------------------
-
-def _check_out(out: Path) -> None:
+def check_out(out: Path) -> None:
     if out.suffix.lower() not in FORMATS:
         raise InvalidInput(f"--out: {str(out)!r} must end in .png or .svg")
 
 
-def _save(fig: Figure, out: Path) -> Path:
-    _check_out(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+def save(fig: Figure, out: Path) -> Path:
+    """Write the figure (PNG or SVG by suffix) and close it.
+
+    Raises:
+        InvalidInput: a bad suffix, or a folder that cannot be written (the message says why).
+    """
+    check_out(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=120, bbox_inches="tight")
+    except OSError as exc:
+        raise InvalidInput(f"--out: cannot write {str(out)!r}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
     return out
 
 
-def _grouped_bars(ax: Any, groups: list[str], series: list[str],
-                  cell: dict[tuple[str, str], dict[str, Any]], value: str,
-                  err: tuple[str, str] | None) -> None:
-    width = 0.8 / max(len(series), 1)
-    cmap = plt.get_cmap("tab10" if len(series) <= 10 else "tab20")
-    for i, name in enumerate(series):
-        xs, ys, lo, hi = [], [], [], []
-        for g, group in enumerate(groups):
-            row = cell.get((group, name))
-            if row is None:
-                continue
-            xs.append(g - 0.4 + width * (i + 0.5))
-            ys.append(row[value])
-            if err:
-                lo.append(max(row[value] - row[err[0]], 0))
-                hi.append(max(row[err[1]] - row[value], 0))
-        ax.bar(xs, ys, width=width * 0.95, label=name, color=cmap(i % cmap.N),
-               yerr=[lo, hi] if err else None, capsize=3 if err else 0,
-               error_kw={"elinewidth": 1, "alpha": 0.7})
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(groups, rotation=20 if len(groups) > 3 else 0, ha="right" if len(groups) > 3 else "center")
+def _whiskers(rows: list[dict[str, Any]], value: str = "value") -> list[list[float]]:
+    return [[max(r[value] - r["low"], 0.0) for r in rows], [max(r["high"] - r[value], 0.0) for r in rows]]
+
+
+def _footnote(fig: Figure, lines: list[str]) -> None:
+    text = "\n".join(textwrap.fill(line, 130) for line in lines)
+    fig.text(0.01, -0.01, text, ha="left", va="top", fontsize=7.5, color="#333333")
+
+
+def _title(chart: Chart, title: str | None) -> str:
+    return textwrap.fill(title or chart.title, 90)
+
+
+def _colours(names: list[str]) -> dict[str, Any]:
+    cmap = plt.get_cmap("tab10")
+    return {name: cmap(i % 10) for i, name in enumerate(names)}
+
+
+def throughput_figure(chart: Chart, title: str | None = None) -> Figure:
+    """One panel per accelerator (shared value axis), one horizontal bar per stack, best first;
+    bars coloured by framework."""
+    assert chart.series is not None
+    by_accel: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in chart.rows:
+        by_accel[row["accelerator"]].append(row)
+    accels = list(by_accel)
+    frameworks = sorted({r["framework"] for r in chart.rows})
+    colour = _colours(frameworks)
+    heights = [0.9 + 0.32 * len(by_accel[a]) for a in accels]
+    fig, axes = plt.subplots(len(accels), 1, figsize=(10.5, 0.9 + sum(heights)), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for ax, accel in zip(axes[:, 0], accels, strict=True):
+        rows = by_accel[accel]
+        ys = list(range(len(rows)))
+        ax.barh(ys, [r["value"] for r in rows], xerr=_whiskers(rows), height=0.7,
+                color=[colour[r["framework"]] for r in rows], error_kw=WHISKER)
+        ax.set_yticks(ys)
+        ax.set_yticklabels([textwrap.shorten(r["label"], 80, placeholder="…") for r in rows], fontsize=8)
+        ax.invert_yaxis()
+        for y, r in zip(ys, rows, strict=True):
+            ax.annotate(f" n={r['observations']}", (r["high"], y), va="center", fontsize=7, color="#333333")
+        counts = sorted({c for r in rows for c in r["accelerator_counts"]})
+        ax.set_title(f"{accel}  (systems of {', '.join(map(str, counts))} accelerator"
+                     f"{'s' if counts != [1] else ''})", fontsize=9.5, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+    axes[-1, 0].set_xlabel(chart.series.value_label)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colour[f]) for f in frameworks]
+    fig.legend(handles, frameworks, title="framework", loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
+    fig.suptitle(_title(chart, title), fontsize=11, x=0.01, ha="left")
+    per = ("; throughput of a system divided by its accelerator count" if chart.series.per_accelerator else "")
+    _footnote(fig, [f"bars: median; whiskers: p10–p90 (across observations; a run's own p10–p90 when n=1){per}",
+                    *chart.notes])
+    fig.tight_layout()
+    return fig
+
+
+def overhead_figure(chart: Chart, title: str | None = None) -> Figure:
+    """Grouped bars: the median speed ratio against bare metal per accelerator and placement."""
+    accels = sorted({r["accelerator"] for r in chart.rows})
+    kinds = sorted({r["placement"] for r in chart.rows})
+    width = 0.8 / len(kinds)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 + 1.5 * len(accels)), 4.8))
+    for i, kind in enumerate(kinds):
+        rows = [r for r in chart.rows if r["placement"] == kind]
+        xs = [accels.index(r["accelerator"]) - 0.4 + width * (i + 0.5) for r in rows]
+        ax.bar(xs, [r["ratio"] for r in rows], width=width * 0.9, yerr=_whiskers(rows, "ratio"), label=kind,
+               color=PLACEMENT_COLOURS.get(kind, "tab:green"), error_kw=WHISKER)
+        for x, r in zip(xs, rows, strict=True):
+            ax.annotate(f"n={r['pairs']}", (x, r["high"]), ha="center", va="bottom", fontsize=7,
+                        xytext=(0, 2), textcoords="offset points")
+    ax.axhline(1.0, color="black", linewidth=0.9)
+    ax.set_xticks(range(len(accels)))
+    ax.set_xticklabels(accels, rotation=20 if len(accels) > 3 else 0, ha="right" if len(accels) > 3 else "center")
+    ax.set_ylabel("speed relative to bare metal (×) — higher is better")
+    ax.set_title(_title(chart, title), fontsize=11)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-
-
-def draw_throughput(rows: list[dict[str, Any]], out: Path, title: str | None = None) -> Path:
-    _check_out(out)
-    if len(rows) > MAX_BARS:
-        raise InvalidInput(
-            f"{len(rows)} bars would not be readable (limit {MAX_BARS}); narrow with "
-            "--accelerator or --framework")
-    accels = sorted({r["accelerator"] for r in rows})
-    stacks = sorted({r["stack"] for r in rows})
-    cell = {(r["accelerator"], r["stack"]): r for r in rows}
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + 0.45 * len(rows) + 1.2 * len(accels)), 4.8))
-    _grouped_bars(ax, accels, stacks, cell, "value", ("low", "high"))
-    first = rows[0]
-    arrow = "higher is better" if first["higher_is_better"] else "lower is better"
-    ax.set_ylabel(f"{first['metric']} ({first['unit']}) — {arrow}")
-    ax.set_title(title or f"{first['benchmark_id']}: {first['metric']} by stack per accelerator")
-    ax.legend(title="stack", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=8)
-    ax.set_xlabel("bars: median of observations; whiskers: p10–p90", fontsize=8, alpha=0.8)
-    return _save(fig, out)
-
-
-def draw_overhead(rows: list[dict[str, Any]], out: Path, title: str | None = None) -> Path:
-    _check_out(out)
-    accels = sorted({r["accelerator"] for r in rows})
-    kinds = sorted({r["placement"] for r in rows})
-    cell = {(r["accelerator"], r["placement"]): r for r in rows}
-    fig, ax = plt.subplots(figsize=(max(5.5, 1.5 + 1.4 * len(accels)), 4.5))
-    _grouped_bars(ax, accels, kinds, cell, "overhead_pct", ("q25_pct", "q75_pct"))
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_ylabel("overhead vs bare metal (%) — lower is better")
-    ax.set_title(title or "Placement overhead against bare metal")
-    for (accel, kind), row in cell.items():
-        x = accels.index(accel) - 0.4 + (0.8 / len(kinds)) * (kinds.index(kind) + 0.5)
-        ax.annotate(f"n={row['pairs']}", (x, max(row["q75_pct"], row["overhead_pct"], 0)),
-                    ha="center", va="bottom", fontsize=7, xytext=(0, 2),
-                    textcoords="offset points")
     ax.legend(title="placement", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    ax.set_xlabel("bars: median over benchmark/stack pairs measured both ways (n); "
-                  "whiskers: 25th–75th percentile", fontsize=8, alpha=0.8)
-    return _save(fig, out)
+    _footnote(fig, ["bars: median over paired results (same round, benchmark, metric, accelerator, count; n pairs); "
+                    "whiskers: bootstrap p10–p90 of that median; the same figures as `advisor compare placement`",
+                    *chart.notes])
+    fig.tight_layout()
+    return fig
 
 
-def draw_trend(rows: list[dict[str, Any]], out: Path, title: str | None = None) -> Path:
-    _check_out(out)
-    versions = sorted({r["version"] for r in rows}, key=version_key)
+def trend_figure(chart: Chart, title: str | None = None) -> Figure:
+    """One line per accelerator across versions; points are medians with p10–p90 whiskers."""
+    assert chart.series is not None
+    versions = sorted({r["version"] for r in chart.rows}, key=version_key)
     position = {v: i for i, v in enumerate(versions)}
-    by_series: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_series[row["series"]].append(row)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.5 + 0.7 * len(versions)), 4.5))
-    cmap = plt.get_cmap("tab10" if len(by_series) <= 10 else "tab20")
-    band_alpha = 0.15 if len(by_series) <= 4 else 0.0
-    for i, (series, points) in enumerate(sorted(by_series.items())):
+    by_line: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in chart.rows:
+        by_line[row["series"]].append(row)
+    colour = _colours(list(by_line))
+    fig, ax = plt.subplots(figsize=(max(7.0, 2.5 + 0.7 * len(versions)), 4.8))
+    step = 0.25 / max(len(by_line), 1)  # side by side, so whiskers at one version do not overlap
+    for i, (line, points) in enumerate(by_line.items()):
         points.sort(key=lambda r: position[r["version"]])
-        xs = [position[r["version"]] for r in points]
-        ys = [r["value"] for r in points]
-        color = cmap(i % cmap.N)
-        ax.plot(xs, ys, marker="o", label=series, color=color)
-        if band_alpha:
-            ax.fill_between(xs, [r["low"] for r in points], [r["high"] for r in points],
-                            color=color, alpha=band_alpha, linewidth=0)
+        xs = [position[r["version"]] + (i - (len(by_line) - 1) / 2) * step for r in points]
+        ax.errorbar(xs, [r["value"] for r in points], yerr=_whiskers(points), marker="o", markersize=4,
+                    label=line, color=colour[line], capsize=3, elinewidth=1, linewidth=1.4)
     ax.set_xticks(range(len(versions)))
     ax.set_xticklabels(versions, rotation=30 if len(versions) > 6 else 0)
-    first = rows[0]
-    ax.set_xlabel(first["component"].replace("_", " ") + "  (points: median; band: p10–p90)")
-    ax.set_ylabel(f"{first['metric']} ({first['unit']})")
-    ax.set_title(title or f"{first['benchmark_id']}: {first['metric']} across {first['component'].replace('_', ' ')}s")
+    component = chart.rows[0]["component"].replace("_", " ")
+    ax.set_xlabel(component + " version")
+    ax.set_ylabel(textwrap.fill(chart.series.value_label, 48))
+    ax.set_title(_title(chart, title), fontsize=11)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=8)
-    return _save(fig, out)
+    ax.legend(title="accelerator", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=8)
+    _footnote(fig, ["points: median per version; whiskers: p10–p90 across observations", *chart.notes])
+    fig.tight_layout()
+    return fig
+
+
+def draw_throughput(chart: Chart, out: Path, title: str | None = None) -> Path:
+    check_out(out)
+    return save(throughput_figure(chart, title), out)
+
+
+def draw_overhead(chart: Chart, out: Path, title: str | None = None) -> Path:
+    check_out(out)
+    return save(overhead_figure(chart, title), out)
+
+
+def draw_trend(chart: Chart, out: Path, title: str | None = None) -> Path:
+    check_out(out)
+    return save(trend_figure(chart, title), out)

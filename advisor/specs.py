@@ -115,6 +115,33 @@ def is_mig(name: str) -> bool:
     return bool(_MIG.search(name))
 
 
+def mig_profile(name: str) -> tuple[int, str] | None:
+    """(instances per GPU, profile) of a MIG accelerator name: ``A100 (7x1g.10gb MIG)`` →
+    ``(7, "1g.10gb")``; None when the name is not a MIG slice."""
+    found = _MIG.search(name)
+    if found is None:
+        return None
+    return int(found.group(1)), f"{found.group(2)}g.{found.group(3)}gb"
+
+
+def accelerator_matches(query: str, name: str) -> bool:
+    """Whether a user's accelerator text selects a knowledge-base accelerator name: a
+    case-insensitive substring of the name or of its canonical spec id, or the same spec entry.
+    The one matching rule for ``recommend``, ``compare`` and ``plot`` (the catalogue replaces it)."""
+    wanted = query.strip().lower()
+    if not wanted:
+        return False
+    if wanted in name.lower():
+        return True
+    spec = resolve_accelerator(name).spec
+    if spec is None:
+        return False
+    if wanted in spec.id.lower():
+        return True
+    asked = resolve_accelerator(query).spec
+    return asked is not None and asked.id == spec.id and is_mig(query) == is_mig(name)
+
+
 # ---- prices --------------------------------------------------------------------------------
 
 

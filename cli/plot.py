@@ -1,14 +1,21 @@
-"""``advisor plot``: PNG/SVG charts from the store's observations."""
+"""``advisor plot``: PNG/SVG charts from the store's observations.
+
+Thin: the rows come from ``advisor.plot_data`` (the same numbers ``--json`` prints), the figure
+from ``advisor.plots``. ``plot overhead`` shows exactly what ``compare placement`` reports.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from cli.options import PLACEMENTS, ApiOpt, JsonOpt, StoreOpt, choose
+
+if TYPE_CHECKING:
+    from advisor.plot_data import Chart
 
 plot_app = typer.Typer(
     name="plot",
@@ -18,69 +25,79 @@ plot_app = typer.Typer(
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output file, .png or .svg.")]
 BenchmarkOpt = Annotated[
-    str | None,
-    typer.Option(help="Benchmark: its id, family/name, or name (needed when several match)."),
+    Optional[str],
+    typer.Option(help="Benchmark: its name (resnet50), family/name, or id (needed when several match)."),
 ]
-MetricOpt = Annotated[str | None, typer.Option(help="Metric, e.g. throughput.")]
-AcceleratorOpt = Annotated[str | None, typer.Option(help="Only this accelerator model.")]
-FrameworkOpt = Annotated[str | None, typer.Option(help="Only this framework.")]
-SourceOpt = Annotated[str | None, typer.Option(help="Only observations from this source.")]
-TitleOpt = Annotated[str | None, typer.Option(help="Chart title.")]
+ScenarioOpt = Annotated[Optional[str], typer.Option(help="Scenario: Offline, Server, SingleStream, MultiStream.")]
+MetricOpt = Annotated[Optional[str], typer.Option(help="Metric, e.g. samples_per_second.")]
+AcceleratorOpt = Annotated[Optional[list[str]], typer.Option(
+    help="Only this accelerator: part of its name or its canonical name, as recommend takes it (repeatable).")]
+FrameworkOpt = Annotated[Optional[str], typer.Option(help="Only this framework.")]
+SourceOpt = Annotated[Optional[str], typer.Option(help="Only observations from this source.")]
+TitleOpt = Annotated[Optional[str], typer.Option(help="Chart title (default: benchmark, scenario, metric, unit).")]
+PlacementOpt = Annotated[Optional[str], typer.Option(help="Only this placement: bare-metal, passthrough, vgpu, unknown.")]
+
+
+TopOpt = Annotated[int, typer.Option("--top", help="How many stacks per accelerator (throughput) or "
+                                                   "accelerators (trend) to show; the rest are named in a note.")]
 
 
 def _observations(store_uri: str | None, api: str | None, **filters: Any) -> list[Any]:
-    from graph_schema.registry import open_store
-
     from graph_schema.models import ObservationFilter
+    from graph_schema.registry import open_store
 
     flt = ObservationFilter(**{k: v for k, v in filters.items() if v is not None})
     with open_store(api or store_uri, create=False) as store:
         return list(store.iter_observations(flt))
 
 
-def _finish(rows: list[dict[str, Any]], draw: Callable[..., Path], out: Path,
-            title: str | None, as_json: bool) -> None:
+def _finish(chart: Chart, draw: Callable[..., Path], out: Path, title: str | None, as_json: bool) -> None:
     from cli.render import info, print_json
 
-    path = draw(rows, out, title)
+    path = draw(chart, out, title)
     if as_json:
-        print_json({"out": str(path), "rows": rows})
-    else:
-        info(f"wrote {path} ({len(rows)} data points)")
+        print_json({"out": str(path), **chart.as_dict()})
+        return
+    info(f"wrote {path}: {title or chart.title} ({len(chart.rows)} data points)")
+    for note in chart.notes:
+        info(f"note: {note}")
 
 
 @plot_app.command("throughput")
 def throughput(
     out: OutOpt,
     benchmark: BenchmarkOpt = None,
+    scenario: ScenarioOpt = None,
     metric: MetricOpt = None,
     accelerator: AcceleratorOpt = None,
     framework: FrameworkOpt = None,
-    placement: Annotated[str | None, typer.Option(
-        help="Only this placement: bare-metal, passthrough, vgpu.")] = None,
+    placement: PlacementOpt = None,
     source: SourceOpt = None,
+    top: TopOpt = 8,
     title: TitleOpt = None,
     store: StoreOpt = None,
     api: ApiOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Throughput (or any metric) by software stack, grouped per accelerator."""
-    from advisor import plots
+    """A metric per accelerator by software stack: one panel per accelerator, p10–p90 whiskers."""
+    from advisor import plot_data, plots
 
-    plots._check_out(out)
-    placement = choose(placement, PLACEMENTS, "--placement")
-    obs = _observations(store, api, accelerator=accelerator, framework=framework,
-                        placement=placement, source=source)
-    _finish(plots.throughput_rows(obs, benchmark, metric), plots.draw_throughput, out, title,
-            as_json)
+    plots.check_out(out)
+    kind = plot_data.parse_placement(choose(placement, PLACEMENTS, "--placement"))
+    obs = _observations(store, api, framework=framework, placement=kind, source=source)
+    chart = plot_data.throughput_chart(obs, benchmark=benchmark, scenario=scenario, metric=metric,
+                                       accelerators=accelerator, top=top)
+    _finish(chart, plots.draw_throughput, out, title, as_json)
 
 
 @plot_app.command("overhead")
 def overhead(
     out: OutOpt,
+    accelerator: Annotated[Optional[str], typer.Option(
+        help="Only this accelerator (part of its name or its canonical name).")] = None,
+    placement: Annotated[Optional[str], typer.Option(help="Only this placement: passthrough or vgpu.")] = None,
     benchmark: BenchmarkOpt = None,
     metric: MetricOpt = None,
-    accelerator: AcceleratorOpt = None,
     framework: FrameworkOpt = None,
     source: SourceOpt = None,
     title: TitleOpt = None,
@@ -88,16 +105,18 @@ def overhead(
     api: ApiOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Passthrough and vGPU overhead against bare metal, per accelerator."""
-    from advisor import plots
+    """Speed in passthrough and vGPU VMs relative to bare metal, per accelerator: the figures of
+    `advisor compare placement` (the other filters narrow the observations paired first)."""
+    from advisor import analysis, plot_data, plots
+    from advisor.table import ObservationTable
 
-    plots._check_out(out)
-    obs = _observations(store, api, accelerator=accelerator, framework=framework, source=source,
-                        metric=metric)
+    plots.check_out(out)
+    obs = _observations(store, api, framework=framework, source=source, metric=metric)
     if benchmark:
-        obs = [o for o in obs if benchmark in (o.benchmark.benchmark_id, o.benchmark.name,
-                                               f"{o.benchmark.family}/{o.benchmark.name}")]
-    _finish(plots.overhead_rows(obs), plots.draw_overhead, out, title, as_json)
+        obs = [o for o in obs if plot_data.benchmark_matches(benchmark, o)]
+    overheads = analysis.placement_overheads(ObservationTable.from_observations(obs))
+    chart = plot_data.overhead_chart(analysis.select_overheads(overheads, accelerator, placement))
+    _finish(chart, plots.draw_overhead, out, title, as_json)
 
 
 @plot_app.command("trend")
@@ -107,22 +126,25 @@ def trend(
         help="Version axis: framework_version, cuda, cudnn, driver, tensorrt, nccl.")
     ] = "framework_version",
     benchmark: BenchmarkOpt = None,
+    scenario: ScenarioOpt = None,
     metric: MetricOpt = None,
     accelerator: AcceleratorOpt = None,
     framework: FrameworkOpt = None,
     source: SourceOpt = None,
+    top: TopOpt = 8,
     title: TitleOpt = None,
     store: StoreOpt = None,
     api: ApiOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """A metric across versions of one component, one line per accelerator."""
-    from advisor import plots
+    """A metric per accelerator across versions of one component, one line per accelerator."""
+    from advisor import plot_data, plots
 
-    plots._check_out(out)
-    obs = _observations(store, api, accelerator=accelerator, framework=framework, source=source)
-    _finish(plots.trend_rows(obs, component, benchmark, metric), plots.draw_trend, out, title,
-            as_json)
+    plots.check_out(out)
+    obs = _observations(store, api, framework=framework, source=source)
+    chart = plot_data.trend_chart(obs, component, benchmark=benchmark, scenario=scenario, metric=metric,
+                                  accelerators=accelerator, top=top)
+    _finish(chart, plots.draw_trend, out, title, as_json)
 
 
 def register(app: typer.Typer) -> None:

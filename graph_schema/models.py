@@ -114,7 +114,7 @@ class SoftwareStack(_Model):
             parts.append(f"{self.framework} {self.framework_version or '?'}")
         for name in ("cuda", "cudnn", "tensorrt", "driver"):
             value = getattr(self, name)
-            if value:
+            if value and not (name == self.framework and value == self.framework_version):
                 parts.append(f"{name} {value}")
         return ", ".join(parts) or "unknown stack"
 
