@@ -42,7 +42,7 @@ from advisor.results import (
     Regression,
 )
 from advisor.rules import RuleSet, Severity, load_rules, parse_version, stack_components
-from advisor.snippet import placement_snippet, to_yaml
+from advisor.snippet import image_for, image_index, missing_image, placement_snippet, to_yaml
 from advisor.specs import PriceTable, accelerator_matches, load_prices, resolve_accelerator
 from advisor.table import ObservationTable, _round_key, physical_key
 from advisor.workload import Objective, Workload
@@ -98,6 +98,7 @@ class Advisor:
         self._min_drivers: dict[str | None, str | None] = {}
         self._answers: dict[tuple[int, str, int], RecommendationSet] = {}
         self._snippets: dict[tuple[Any, ...], tuple[str, dict[str, Any]]] = {}
+        self._images: tuple[int, dict[tuple[str | None, ...], str]] | None = None
 
     # ---- data and model, per store generation ---------------------------------------------
     def store_generation(self) -> int:
@@ -495,15 +496,8 @@ class Advisor:
                 dv, mv = parse_version(stack.driver), parse_version(min_driver)
                 if dv is not None and mv is not None and dv < mv:
                     warnings.append(f"driver too old: recorded driver {stack.driver} is below {min_driver} for CUDA {stack.cuda}")
-            snippet_key = (stack_id, accelerator, count, placement, min_driver, f"{workload.benchmark}-{rank}")
-            if snippet_key not in self._snippets:
-                if len(self._snippets) > 4096:
-                    self._snippets.clear()
-                manifest = placement_snippet(
-                    workload_name=f"{workload.benchmark}-{rank}", stack=stack, accelerator=accelerator,
-                    count=count, placement=PlacementKind(placement), min_driver=min_driver)
-                self._snippets[snippet_key] = (to_yaml(manifest), manifest)
-            snippet_text, manifest = self._snippets[snippet_key]
+            snippet_text, manifest, snippet_missing = self._snippet(
+                table, workload, rank, stack_id, stack, accelerator, count, placement, min_driver)
             score_unit = {Objective.THROUGHPUT: unit + (" per accelerator" if per_acc else ""),
                           Objective.LATENCY: f"-{unit}",
                           Objective.COST: f"{unit.split('/')[0]} per {self.prices.currency} (x3600/price per accelerator-hour)"}[workload.objective]
@@ -518,7 +512,7 @@ class Advisor:
                 factors=[Factor(name=n, value=self._factor_value(n, stack, accelerator, count, placement, workload),
                                 effect=round(e, 4)) for n, e in factors.get(c, [])],
                 placement_overhead=overheads.get((physical_key(accelerator), placement)) if placement != PlacementKind.BARE_METAL.value else None,
-                warnings=warnings, snippet_yaml=snippet_text, snippet=manifest,
+                warnings=warnings, snippet_yaml=snippet_text, snippet=manifest, snippet_missing=snippet_missing,
             ))
         if workload.objective is Objective.COST:
             notes.append(f"cost from the price table ({self.prices.note or 'packaged'}; {self.prices.currency} per accelerator-hour)")
@@ -530,6 +524,32 @@ class Advisor:
             candidates_considered=len(fam_cands), excluded=excluded, recommendations=recs, notes=notes,
             elapsed_ms=(time.perf_counter() - start) * 1000,
         )
+
+    def _snippet(self, table: ObservationTable, workload: Workload, rank: int, stack_id: str,
+                 stack: SoftwareStack, accelerator: str, count: int, placement: str,
+                 min_driver: str | None) -> tuple[str | None, dict[str, Any] | None, str | None]:
+        """(YAML, manifest, None), or (None, None, why not) when no image is known. The image is
+        the user's, else the one the knowledge base records for the stack; the count is the
+        user's exact ``count`` when given."""
+        if workload.image:
+            found: tuple[str, str] | None = (workload.image, "user (--image)")
+        else:
+            if self._images is None or self._images[0] != table.generation:
+                self._images = (table.generation, image_index(table.stacks.values()))
+            found = image_for(stack, self._images[1])
+        if found is None:
+            return None, None, missing_image(stack)
+        count = workload.hardware.count or count
+        key = (stack_id, accelerator, count, placement, min_driver, found, f"{workload.benchmark}-{rank}")
+        if key not in self._snippets:
+            if len(self._snippets) > 4096:
+                self._snippets.clear()
+            manifest = placement_snippet(
+                workload_name=f"{workload.benchmark}-{rank}", stack=stack, accelerator=accelerator, count=count,
+                placement=PlacementKind(placement), image=found[0], image_source=found[1], min_driver=min_driver)
+            self._snippets[key] = (to_yaml(manifest), manifest)
+        text, manifest = self._snippets[key]
+        return text, manifest, None
 
     @staticmethod
     def _factor_value(name: str, stack: SoftwareStack, accelerator: str, count: int, placement: str,

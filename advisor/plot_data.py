@@ -207,7 +207,7 @@ def _how_to_choose(key: tuple[Any, ...], group: list[Observation],
                    all_keys: dict[tuple[Any, ...], list[Observation]]) -> str:
     """The options that pick this series: name, scenario and metric when they are enough, else
     the benchmark id."""
-    family, name, params, metric, _unit = key
+    _family, name, params, metric, _unit = key
     scenario = dict(params).get("scenario")
     same = [k for k in all_keys if k[1] == name and dict(k[2]).get("scenario") == scenario and k[3] == metric]
     if len(same) == 1:

@@ -128,9 +128,9 @@ def overhead_figure(chart: Chart, title: str | None = None) -> Figure:
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     ax.legend(title="placement", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    _footnote(fig, ["bars: median over paired results (same round, benchmark, metric, accelerator, count; n pairs); "
-                    "whiskers: bootstrap p10–p90 of that median; the same figures as `advisor compare placement`",
-                    *chart.notes])
+    how = ("bars: median over paired results (same round, benchmark, metric, accelerator, count; n pairs); "
+           "whiskers: bootstrap p10–p90 of that median; the same figures as `advisor compare placement`")
+    _footnote(fig, [how, *chart.notes])
     fig.tight_layout()
     return fig
 

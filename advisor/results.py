@@ -81,8 +81,10 @@ class Recommendation(_Out):
     factors: list[Factor] = Field(default_factory=list)
     placement_overhead: PlacementOverhead | None = None
     warnings: list[str] = Field(default_factory=list)
-    snippet_yaml: str
-    snippet: dict[str, Any]
+    snippet_yaml: str | None = Field(default=None, description="the Kubernetes Pod as YAML; None when no image is known")
+    snippet: dict[str, Any] | None = None
+    snippet_missing: str | None = Field(
+        default=None, description="why there is no snippet (no container image known: pass one as workload.image)")
 
 
 class RecommendationSet(_Out):

@@ -147,6 +147,21 @@ class Workload(_Spec):
         default=None,
         description="rank throughput per accelerator; default: yes unless an exact count is set",
     )
+    image: str | None = Field(
+        default=None,
+        description="container image for the Kubernetes snippets; default: the image the knowledge base "
+        "records for each stack (none known: no snippet)",
+    )
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip()
+        if not value or any(c.isspace() for c in value):
+            raise ValueError(f"not a container image reference: {value!r} (e.g. nvcr.io/nvidia/pytorch:24.05-py3)")
+        return value
 
     @field_validator("task")
     @classmethod

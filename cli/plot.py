@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,17 +25,17 @@ plot_app = typer.Typer(
 
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output file, .png or .svg.")]
 BenchmarkOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(help="Benchmark: its name (resnet50), family/name, or id (needed when several match)."),
 ]
-ScenarioOpt = Annotated[Optional[str], typer.Option(help="Scenario: Offline, Server, SingleStream, MultiStream.")]
-MetricOpt = Annotated[Optional[str], typer.Option(help="Metric, e.g. samples_per_second.")]
-AcceleratorOpt = Annotated[Optional[list[str]], typer.Option(
+ScenarioOpt = Annotated[str | None, typer.Option(help="Scenario: Offline, Server, SingleStream, MultiStream.")]
+MetricOpt = Annotated[str | None, typer.Option(help="Metric, e.g. samples_per_second.")]
+AcceleratorOpt = Annotated[list[str] | None, typer.Option(
     help="Only this accelerator: part of its name or its canonical name, as recommend takes it (repeatable).")]
-FrameworkOpt = Annotated[Optional[str], typer.Option(help="Only this framework.")]
-SourceOpt = Annotated[Optional[str], typer.Option(help="Only observations from this source.")]
-TitleOpt = Annotated[Optional[str], typer.Option(help="Chart title (default: benchmark, scenario, metric, unit).")]
-PlacementOpt = Annotated[Optional[str], typer.Option(help="Only this placement: bare-metal, passthrough, vgpu, unknown.")]
+FrameworkOpt = Annotated[str | None, typer.Option(help="Only this framework.")]
+SourceOpt = Annotated[str | None, typer.Option(help="Only observations from this source.")]
+TitleOpt = Annotated[str | None, typer.Option(help="Chart title (default: benchmark, scenario, metric, unit).")]
+PlacementOpt = Annotated[str | None, typer.Option(help="Only this placement: bare-metal, passthrough, vgpu, unknown.")]
 
 
 TopOpt = Annotated[int, typer.Option("--top", help="How many stacks per accelerator (throughput) or "
@@ -93,9 +93,9 @@ def throughput(
 @plot_app.command("overhead")
 def overhead(
     out: OutOpt,
-    accelerator: Annotated[Optional[str], typer.Option(
+    accelerator: Annotated[str | None, typer.Option(
         help="Only this accelerator (part of its name or its canonical name).")] = None,
-    placement: Annotated[Optional[str], typer.Option(help="Only this placement: passthrough or vgpu.")] = None,
+    placement: Annotated[str | None, typer.Option(help="Only this placement: passthrough or vgpu.")] = None,
     benchmark: BenchmarkOpt = None,
     metric: MetricOpt = None,
     framework: FrameworkOpt = None,

@@ -107,7 +107,8 @@ def recommend(
     nodes_count: Annotated[Optional[int], typer.Option(
         "--nodes-count", min=1, help="Nodes the job spans (a gang when > 1).")] = None,
     image: Annotated[Optional[str], typer.Option(
-        "--image", help="Image for stacks the knowledge base records none for.")] = None,
+        "--image", help="Container image for the Kubernetes snippets, for stacks the knowledge base records "
+                        "none for (without one there is no snippet).")] = None,
     per_pool: Annotated[int, typer.Option("--per-pool", min=1, help="Stacks per pool (cluster mode).")] = 3,
     prices: PricesOpt = None,
     rules: RulesOpt = None,
@@ -127,12 +128,15 @@ def recommend(
 
     if workload_file is not None:
         workload = Workload.from_file(workload_file)
+        if image is not None:  # an output choice, so it applies to a workload file too
+            workload = Workload.from_dict({**workload.model_dump(mode="json", exclude_none=True), "image": image},
+                                          where="--image")
     else:
         data: dict[str, Any] = {
             "family": family, "benchmark": benchmark, "task": task, "scenario": scenario,
             "model": model, "batch_size": batch_size, "precision": precision,
             "parameters": _parse_params(param), "metric": metric, "objective": objective,
-            "min_evidence": min_evidence, "include_predicted": not observed_only,
+            "min_evidence": min_evidence, "include_predicted": not observed_only, "image": image,
             "frameworks": [_framework(f) for f in framework or []],
             "hardware": {"accelerators": accelerator or None, "count": count, "min_count": min_count,
                          "max_count": max_count, "placements": placement or None,
@@ -140,7 +144,7 @@ def recommend(
         }
         workload = Workload.from_dict({k: v for k, v in data.items() if v is not None}, where="flags")
     cluster_only = {"--pool-label": pool_label, "--what-if-driver": what_if_driver, "--gpus": gpus,
-                    "--nodes-count": nodes_count, "--image": image}
+                    "--nodes-count": nodes_count}
     if cluster is None and nodes_file is None:
         given = [flag for flag, value in cluster_only.items() if value]
         if given:
@@ -208,10 +212,17 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
         note(", ".join(f"{k}: {v}" for k, v in sorted(result.excluded.items())), prefix="excluded: ")
     note(f"{result.candidates_considered} candidates, generation {result.generation}, "
          f"{result.elapsed_ms:.0f} ms")
+    missing = [r.rank for r in result.recommendations if r.snippet_yaml is None]
+    if missing and not snippets:
+        note(f"no Kubernetes snippet for #{', #'.join(map(str, missing))}: the knowledge base records no "
+             "container image for those stacks; pass --image IMAGE", prefix="note: ")
     if snippets:
         import sys
 
         for r in result.recommendations:
+            if r.snippet_yaml is None:
+                note(f"# --- #{r.rank}: {r.snippet_missing} ---")
+                continue
             sys.stdout.write(f"# --- #{r.rank} ---\n{r.snippet_yaml.rstrip()}\n")
 
 

@@ -93,6 +93,7 @@ def _stack(raw: dict[str, Any]) -> SoftwareStack:
         framework_version=frameworks.get(primary) if primary else None,
         python=known(raw["system"]["python"]),
         extra=extra,
+        image=known(raw["kubernetes"].get("image", {})),
     )
 
 

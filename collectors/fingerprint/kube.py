@@ -63,7 +63,8 @@ def read_kube(env: Mapping[str, str], root: FileRoot) -> dict[str, Any]:
         path = env.get("ADVISOR_LABELS_FILE", DEFAULT_LABELS_FILE)
         text = root.read(path)
         out["labels"] = fact(parse_labels_file(text), path) if text is not None else unknown(path, "not present")
-    for key, var in (("pod_name", "POD_NAME"), ("pod_namespace", "POD_NAMESPACE")):
+    for key, var in (("pod_name", "POD_NAME"), ("pod_namespace", "POD_NAMESPACE"),
+                     ("image", "ADVISOR_IMAGE")):  # the plan's Job says which image it runs
         if env.get(var):
             out[key] = fact(env[var], f"env {var}")
     return out

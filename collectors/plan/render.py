@@ -92,6 +92,8 @@ def _env(plan: Plan, cell: Cell) -> list[dict[str, Any]]:
             **field("metadata.annotations['batch.kubernetes.io/job-completion-index']"),
         },
         {"name": "ADVISOR_PLAN", "value": plan.name},
+        # recorded with the stack, so the advisor's placement snippets can name this image
+        {"name": "ADVISOR_IMAGE", "value": cell.image.image},
         {"name": "ADVISOR_CELL", "value": cell.cell_id},
         # A read-only root filesystem: everything writable lives under the /tmp emptyDir.
         {"name": "HOME", "value": "/tmp"},

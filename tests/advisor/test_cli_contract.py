@@ -43,7 +43,7 @@ def _message(result: Any) -> str:
 
 def test_recommend_json(kb: str) -> None:
     out = _json(["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--top", "3",
-                 "--json", "--store", kb])
+                 "--image", "nvcr.io/nvidia/tensorrt:23.04-py3", "--json", "--store", kb])
     assert set(out) >= {"workload", "metric", "objective", "generation", "recommendations", "excluded", "notes"}
     assert len(out["recommendations"]) == 3
     for rec in out["recommendations"]:
@@ -64,6 +64,26 @@ def test_recommend_flags_and_workload_file_agree(kb: str, tmp_path: Path) -> Non
     assert [r["candidate"]["stack_id"] for r in flags["recommendations"]] == \
         [r["candidate"]["stack_id"] for r in from_file["recommendations"]]
     assert flags["recommendations"] and all("A100" in r["candidate"]["accelerator"] for r in flags["recommendations"])
+
+
+def test_recommend_without_an_image_says_so_instead_of_an_invalid_pod(kb: str, tmp_path: Path) -> None:
+    """Reproducer: the snippet had no container image (the API server rejected the Pod)."""
+    out = _json(["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--top", "2", "--json", "--store", kb])
+    for rec in out["recommendations"]:
+        assert rec["snippet_yaml"] is None and rec["snippet"] is None
+        assert "no container image" in rec["snippet_missing"] and "--image" in rec["snippet_missing"]
+    result = runner.invoke(app, ["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--top", "2",
+                                 "--snippets", "--store", kb])
+    assert result.exit_code == 0 and "kind: Pod" not in result.output
+    assert "no container image" in result.output and "--image" in result.output
+    spec = tmp_path / "w.yaml"
+    spec.write_text(yaml.safe_dump({"benchmark": "resnet50", "scenario": "Offline"}))
+    out = _json(["recommend", "--workload", str(spec), "--image", "nvcr.io/nvidia/tensorrt:23.04-py3", "--top", "1",
+                 "--json", "--store", kb])
+    assert yaml.safe_load(out["recommendations"][0]["snippet_yaml"])["spec"]["containers"][0]["image"] == \
+        "nvcr.io/nvidia/tensorrt:23.04-py3"
+    result = runner.invoke(app, ["recommend", "--benchmark", "resnet50", "--image", "a b", "--store", kb])
+    assert result.exit_code != 0 and "image" in _message(result)
 
 
 def test_recommend_bad_input_exits_1_naming_the_field(kb: str) -> None:

@@ -97,7 +97,7 @@ def test_a_stale_model_is_never_served(embedded_store, model_cache) -> None:  # 
 
 def test_recommend_on_each_backend(store, model_cache) -> None:  # type: ignore[no-untyped-def]
     store.ingest_observations(_subset({"resnet50", "bert-99"}, 600))
-    result = Advisor(store).recommend(Workload(benchmark="resnet50", scenario="Offline"), top=3)
+    result = Advisor(store).recommend(Workload(benchmark="resnet50", scenario="Offline", image="nvcr.io/nvidia/tensorrt:23.04-py3"), top=3)
     assert result.recommendations
     assert result.recommendations[0].evidence.count >= 1
     assert result.recommendations[0].snippet["kind"] == "Pod"

@@ -3,6 +3,8 @@ ranking, labels, explanations, constraints, rules, snippets, staleness."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from advisor.results import Basis
@@ -101,7 +103,7 @@ def test_node_driver_excludes_stacks_whose_cuda_needs_a_newer_one(kb_advisor) ->
 
 def test_vgpu_candidates_carry_the_paired_overhead(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     result = _recommend(kb_advisor, benchmark="bert-99", scenario="Offline", include_predicted=False,
-                        hardware={"placements": ["vgpu"]})
+                        hardware={"placements": ["vgpu"]}, image="nvcr.io/nvidia/tensorrt:23.04-py3")
     assert result.recommendations
     rec = result.recommendations[0]
     assert rec.candidate.placement is PlacementKind.VGPU
@@ -115,24 +117,58 @@ def test_snippets_are_valid_pods(kb_advisor) -> None:  # type: ignore[no-untyped
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
     import yaml
 
-    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Server", top=5)
+    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Server", top=5, image="nvcr.io/nvidia/tensorrt:23.04-py3")
     for rec in result.recommendations:
         manifest = yaml.safe_load(rec.snippet_yaml)
         assert manifest == rec.snippet
         kubernetes_validate.validate(manifest, "1.29", strict=True)
         spec = manifest["spec"]
+        assert spec["containers"][0]["image"] == "nvcr.io/nvidia/tensorrt:23.04-py3"
         if rec.candidate.accelerator.startswith("NVIDIA"):
             assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == rec.candidate.accelerator_count
             assert "nvidia.com/gpu.product" in spec["nodeSelector"]
             terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
                 "nodeSelectorTerms"]
-            # ORed terms: the newer GFD label or the older one carries the minimum driver major
-            driver_keys = [e["key"] for t in terms for e in t["matchExpressions"] if "driver" in e["key"]]
-            assert driver_keys == ["nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver.major"]
+            # ORed terms: major > M, or major = M and minor > m, or ... revision >= r; for the newer
+            # GFD labels and for the older ones
+            driver_keys = {e["key"] for t in terms for e in t["matchExpressions"] if "driver" in e["key"]}
+            assert driver_keys == {"nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver-version.minor",
+                                   "nvidia.com/cuda.driver-version.revision", "nvidia.com/cuda.driver.major",
+                                   "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"}
+            assert len(terms) == 6
             for t in terms:
                 assert {"key": "nvidia.com/vgpu.present", "operator": "NotIn", "values": ["true"]} in t["matchExpressions"] \
                     or rec.candidate.placement is PlacementKind.VGPU
             assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_no_image_means_no_snippet_and_says_so(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """Reproducer: the snippet had no container image, so the API server rejected the Pod."""
+    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Server", top=3)
+    for rec in result.recommendations:
+        assert rec.snippet is None and rec.snippet_yaml is None
+        assert "no container image" in rec.snippet_missing and "--image" in rec.snippet_missing
+
+
+def test_mig_candidates_request_the_mig_resource(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """Reproducer: a MIG candidate asked for nvidia.com/gpu: 4 instead of the MIG resource."""
+    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", include_predicted=False, top=20,
+                        hardware={"accelerators": ["MIG"]}, image="nvcr.io/nvidia/tensorrt:23.04-py3")
+    assert result.recommendations
+    for rec in result.recommendations:
+        per_gpu, profile = re.search(r"\((\d+)x(\S+) MIG\)", rec.candidate.accelerator).groups()  # type: ignore[union-attr]
+        limits = rec.snippet["spec"]["containers"][0]["resources"]["limits"]
+        assert limits == {f"nvidia.com/mig-{profile}": int(per_gpu) * rec.candidate.accelerator_count}
+        assert rec.snippet["spec"]["nodeSelector"]["nvidia.com/mig.strategy"] == "mixed"
+        assert "single-strategy" in rec.snippet["metadata"]["annotations"]["stack-advisor/mig"]
+
+
+def test_the_users_count_drives_the_request(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", top=3,
+                        hardware={"count": 2, "include_cpu": False}, image="nvcr.io/nvidia/tensorrt:23.04-py3")
+    assert result.recommendations
+    for rec in result.recommendations:
+        assert rec.snippet["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2}
 
 
 def test_unknown_benchmark_and_impossible_objective_are_clear_errors(kb_advisor) -> None:  # type: ignore[no-untyped-def]
@@ -164,7 +200,8 @@ def test_recommend_for_our_own_measurements(kb_advisor) -> None:  # type: ignore
     table = kb_advisor.table()
     if table.family.code("pi") < 0:
         pytest.skip("the starter knowledge base holds no PI results")
-    result = _recommend(kb_advisor, family="pi", benchmark="gemm", include_predicted=False)
+    result = _recommend(kb_advisor, family="pi", benchmark="gemm", include_predicted=False,
+                        image="ghcr.io/stack-advisor/collector:torch2.5.1-cuda12.4.1")
     assert result.metric == "tflops"
     rec = result.recommendations[0]
     assert rec.basis is Basis.OBSERVED

@@ -161,6 +161,15 @@ def test_kubernetes_node_name_and_labels(tmp_path: Path) -> None:
     assert result.host.labels == {"zone": "a", "pool": "gpu"} and result.host.name == "node-a"
 
 
+def test_a_plan_job_records_its_image_with_the_stack(tmp_path: Path) -> None:
+    """A collection plan's Job sets ADVISOR_IMAGE; the stack carries it, so the advisor's
+    placement snippets can name the image the stack was measured in."""
+    root = machine(tmp_path, hypervisor=False)
+    image = "ghcr.io/stack-advisor/collector:torch2.5.1-cuda12.4.1"
+    assert fp(root, None, env={"ADVISOR_IMAGE": image}).stack.image == image
+    assert fp(root, None, env={}).stack.image is None
+
+
 def test_label_parsers() -> None:
     assert parse_labels_file('a="x=y"\nb="2"\n') == {"a": "x=y", "b": "2"}
     assert parse_labels_env('{"a": 1}') == {"a": "1"}

@@ -132,3 +132,76 @@ A100_MIG_SINGLE = node(
 CPU_ONLY_NO_NFD = node("cpu-0", {"node.kubernetes.io/instance-type": "m6i.4xlarge"}, cpu="16", memory="64Gi")
 
 ALL_NODES = [A100_BARE_METAL, L4_VGPU, T4_PASSTHROUGH_OLD_LABELS, A100_MIG_SINGLE, CPU_ONLY_NO_NFD]
+
+
+# ---- nodes for the placement-snippet tests (tests/kube/test_snippet.py) ---------------------
+# One label marks them, so the snippet tests select among their own nodes only.
+SNIPPET_SUITE = {"stack-advisor.io/suite": "snippet"}
+
+
+def gpu_node(name: str, product: str, driver: str, *, labels: str = "new", gpus: int = 8,
+             hypervisor: bool = False, vgpu: bool = False, mig_mixed: dict[str, int] | None = None) -> dict[str, Any]:
+    """A GPU node labelled as GFD and NFD label one. ``labels``: "new" (GFD >= 0.15:
+    cuda.driver-version.{full,major,minor,revision}), "old" (cuda.driver.{major,minor,rev}) or
+    "full-only". ``driver`` is written as GFD writes it, zero padding included ("470.82.01").
+    ``mig_mixed``: MIG profile → instances, as the mixed strategy advertises them."""
+    major, minor, rev = driver.split(".")
+    out = {
+        **SNIPPET_SUITE,
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": product,
+        "nvidia.com/gpu.count": str(gpus),
+        NFD + "cpu-model.vendor_id": "AMD",
+        NFD + "cpu-cpuid.AVX2": "true",
+    }
+    if labels == "new":
+        out.update({"nvidia.com/cuda.driver-version.full": driver, "nvidia.com/cuda.driver-version.major": major,
+                    "nvidia.com/cuda.driver-version.minor": minor, "nvidia.com/cuda.driver-version.revision": rev})
+    elif labels == "old":
+        out.update({"nvidia.com/cuda.driver.major": major, "nvidia.com/cuda.driver.minor": minor,
+                    "nvidia.com/cuda.driver.rev": rev})
+    else:
+        out["nvidia.com/cuda.driver-version.full"] = driver
+    if hypervisor:
+        out[NFD + "cpu-cpuid.HYPERVISOR"] = "true"
+    if vgpu:
+        out["nvidia.com/vgpu.present"] = "true"
+    resources: dict[str, str] = {}
+    if mig_mixed:
+        out.update({"nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "mixed"})
+        for profile, count in mig_mixed.items():
+            out[f"nvidia.com/mig-{profile}.count"] = str(count)
+            resources[f"nvidia.com/mig-{profile}"] = str(count)
+        gpus_free = "0"  # every GPU is partitioned
+    else:
+        gpus_free = str(gpus)
+    made = node(name, out, gpus=gpus_free, taints=GPU_TAINT)
+    for section in ("capacity", "allocatable"):
+        made["status"][section].update(resources)
+    return made
+
+
+A100 = "NVIDIA-A100-SXM4-80GB"
+H100 = "NVIDIA-H100-80GB-HBM3"
+# Bare-metal A100 nodes around CUDA 12.0's minimum driver 525.60.13, in both label families.
+DRIVER_NODES = [
+    gpu_node("snip-a100-524-99-99", A100, "524.99.99"),
+    gpu_node("snip-a100-525-60-12", A100, "525.60.12"),
+    gpu_node("snip-a100-525-60-13", A100, "525.60.13"),
+    gpu_node("snip-a100-525-61-00", A100, "525.61.00"),
+    gpu_node("snip-a100-525-105-17", A100, "525.105.17"),  # minor 105 > 60 as integers, not as text
+    gpu_node("snip-a100-550-54-15", A100, "550.54.15"),
+    gpu_node("snip-a100-old-525-60-13", A100, "525.60.13", labels="old"),
+    gpu_node("snip-a100-old-525-59-99", A100, "525.59.99", labels="old"),
+    gpu_node("snip-a100-old-470-82-01", A100, "470.82.01", labels="old"),
+    gpu_node("snip-a100-full-only", A100, "550.54.15", labels="full-only"),
+]
+PLACEMENT_NODES = [
+    gpu_node("snip-a100-passthrough", A100, "550.54.15", hypervisor=True),
+    gpu_node("snip-a100-vgpu", A100, "550.54.15", hypervisor=True, vgpu=True, gpus=1),
+    gpu_node("snip-a100-mig-mixed", A100, "550.54.15", mig_mixed={"1g.10gb": 56}),
+    gpu_node("snip-h100-passthrough", H100, "580.95.05", hypervisor=True, gpus=1),
+    gpu_node("snip-h100-passthrough-580-65-05", H100, "580.65.05", hypervisor=True, gpus=1),
+    gpu_node("snip-l4", "NVIDIA-L4", "550.54.15", gpus=1),
+]
+SNIPPET_NODES = DRIVER_NODES + PLACEMENT_NODES

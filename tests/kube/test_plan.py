@@ -116,6 +116,7 @@ def test_job_carries_command_env_placement_and_security(sample: dict) -> None:
     assert env["ADVISOR_API"]["value"] == "http://stack-advisor-api.stack-advisor.svc:8000"
     assert env["ADVISOR_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "stack-advisor-collector-token", "key": "token"}
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert env["ADVISOR_IMAGE"]["value"] == cell.image.image  # recorded with the stack, for snippets
     assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
     # The annotation keeps the stack, so a failure can be recorded without the plan file.
     assert json.loads(job["metadata"]["annotations"]["stack-advisor.io/stack"])["cudnn"] == "9.1.0"

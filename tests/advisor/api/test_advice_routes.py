@@ -39,7 +39,7 @@ def _recommend(client: TestClient, workload: dict[str, Any], top: int = 5) -> An
 
 
 def test_recommendations_are_ranked_labelled_and_placeable(advice: TestClient) -> None:
-    body = _recommend(advice, {"benchmark": "resnet50", "scenario": "Offline"})
+    body = _recommend(advice, {"benchmark": "resnet50", "scenario": "Offline", "image": "nvcr.io/nvidia/tensorrt:23.04-py3"})
     recs = body["recommendations"]
     assert [r["rank"] for r in recs] == list(range(1, len(recs) + 1)) and len(recs) == 5
     scores = [r["score"] for r in recs]
