@@ -198,7 +198,8 @@ DRIVER_NODES = [
 ]
 PLACEMENT_NODES = [
     gpu_node("snip-a100-passthrough", A100, "550.54.15", hypervisor=True),
-    gpu_node("snip-a100-vgpu", A100, "550.54.15", hypervisor=True, vgpu=True, gpus=1),
+    gpu_node("snip-a100-vgpu", A100, "550.54.15", hypervisor=True, vgpu=True, gpus=4),
+    gpu_node("snip-a100-2-gpus", A100, "550.54.15", gpus=2),
     gpu_node("snip-a100-mig-mixed", A100, "550.54.15", mig_mixed={"1g.10gb": 56}),
     gpu_node("snip-h100-passthrough", H100, "580.95.05", hypervisor=True, gpus=1),
     gpu_node("snip-h100-passthrough-580-65-05", H100, "580.65.05", hypervisor=True, gpus=1),
