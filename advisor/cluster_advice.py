@@ -31,7 +31,7 @@ from advisor.pool_snippet import pool_manifests
 from advisor.pools import NodePool, kb_accelerator_key
 from advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
 from advisor.rules import Severity, parse_version, stack_components
-from advisor.snippet import to_yaml
+from advisor.snippet import check_image, image_for, image_index, to_yaml
 from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import SoftwareStack
@@ -64,29 +64,15 @@ def job_shape(pool: NodePool, gpus: int | None, nodes_count: int | None) -> JobS
     return JobShape(units_per_pod=per, pods=pods, total_units=per * pods)
 
 
-IMAGE_COMPONENTS = ("cuda", "cudnn", "tensorrt", "nccl", "framework", "framework_version", "python")
-
-
-def _shipped(stack: SoftwareStack) -> tuple[str | None, ...] | None:
-    """The components an image fixes (None when the stack names no framework version)."""
-    if not (stack.framework and stack.framework_version):
-        return None
-    return tuple(getattr(stack, name) for name in IMAGE_COMPONENTS)
-
-
 def _image(stack: SoftwareStack, given: str | None,
            index: dict[tuple[str | None, ...], str]) -> tuple[str | None, str | None]:
-    """(image, where it came from); (None, None) when neither the knowledge base nor the user names one."""
-    if stack.image:
-        return stack.image, "recorded with this stack"
-    key = _shipped(stack)
-    if key is not None and key in index:
-        return index[key], "recorded with a stack of the same CUDA, cuDNN and framework versions"
+    """(image, where it came from): the knowledge base's (``advisor.snippet.image_for``), else the
+    user's; (None, None) when neither names one."""
+    found = image_for(stack, index)
+    if found is not None:
+        return found
     if given:
-        image = given.strip()
-        if not image or any(c.isspace() for c in image):
-            raise InvalidInput(f"--image: {given!r} is not a container image reference (e.g. nvcr.io/nvidia/pytorch:24.05-py3)")
-        return image, "given (--image)"
+        return check_image(given), "given (--image)"
     return None, None
 
 
@@ -210,12 +196,7 @@ class ClusterAdvisor:
     def _image_index(self, table: Any) -> dict[tuple[str | None, ...], str]:
         """Images the knowledge base records, by the components they ship (first recorded wins)."""
         if self._images is None or self._images[0] != table.generation:
-            index: dict[tuple[str | None, ...], str] = {}
-            for stack in table.stacks.values():
-                key = _shipped(stack)
-                if stack.image and key is not None:
-                    index.setdefault(key, stack.image)
-            self._images = (table.generation, index)
+            self._images = (table.generation, image_index(table.stacks.values()))
         return self._images[1]
 
     def _rule_messages(self, components: dict[str, str]) -> set[str]:

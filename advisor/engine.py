@@ -529,14 +529,13 @@ class Advisor:
                  stack: SoftwareStack, accelerator: str, count: int, placement: str,
                  min_driver: str | None) -> tuple[str | None, dict[str, Any] | None, str | None]:
         """(YAML, manifest, None), or (None, None, why not) when no image is known. The image is
-        the user's, else the one the knowledge base records for the stack; the count is the
-        user's exact ``count`` when given."""
-        if workload.image:
-            found: tuple[str, str] | None = (workload.image, "user (--image)")
-        else:
-            if self._images is None or self._images[0] != table.generation:
-                self._images = (table.generation, image_index(table.stacks.values()))
-            found = image_for(stack, self._images[1])
+        the one the knowledge base records for the stack, else the user's (``workload.image``); the
+        count is the user's exact ``count`` when given."""
+        if self._images is None or self._images[0] != table.generation:
+            self._images = (table.generation, image_index(table.stacks.values()))
+        found = image_for(stack, self._images[1])
+        if found is None and workload.image:
+            found = (workload.image, "given (--image)")
         if found is None:
             return None, None, missing_image(stack)
         count = workload.hardware.count or count

@@ -99,10 +99,10 @@ def image_index(stacks: Iterable[SoftwareStack]) -> dict[tuple[str | None, ...],
 def image_for(stack: SoftwareStack, index: dict[tuple[str | None, ...], str]) -> tuple[str, str] | None:
     """(image, where it came from) for a stack, or None when the knowledge base knows none."""
     if stack.image:
-        return stack.image, "knowledge base: recorded with this stack"
+        return stack.image, "recorded with this stack"
     key = shipped(stack)
     if key is not None and key in index:
-        return index[key], "knowledge base: an image recorded with the same CUDA, cuDNN and framework versions"
+        return index[key], "recorded with a stack of the same CUDA, cuDNN and framework versions"
     return None
 
 
@@ -127,7 +127,7 @@ def placement_snippet(
     count: int,
     placement: PlacementKind,
     image: str,
-    image_source: str = "user (--image)",
+    image_source: str = "given (--image)",
     min_driver: str | None = None,
 ) -> dict[str, Any]:
     """A Pod manifest (dict) that runs ``image`` on a node matching the candidate.

@@ -149,8 +149,8 @@ class Workload(_Spec):
     )
     image: str | None = Field(
         default=None,
-        description="container image for the Kubernetes snippets; default: the image the knowledge base "
-        "records for each stack (none known: no snippet)",
+        description="container image for the Kubernetes snippets of stacks the knowledge base records no "
+        "image for (none known and none given: no snippet)",
     )
 
     @field_validator("image")

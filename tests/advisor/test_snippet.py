@@ -118,8 +118,12 @@ def test_the_knowledge_bases_image_is_used_else_none_is_emitted(collector_kb: An
     recs = {r.candidate.accelerator: r for r in advisor.recommend(workload).recommendations}
     planned = recs["NVIDIA A100-SXM4-80GB"]
     assert planned.snippet["spec"]["containers"][0]["image"] == "ghcr.io/stack-advisor/collector:torch2.3.1-cuda12.4"
-    assert "knowledge base" in planned.snippet["metadata"]["annotations"]["stack-advisor/image-source"]
+    assert planned.snippet["metadata"]["annotations"]["stack-advisor/image-source"] == "recorded with this stack"
     local = recs["NVIDIA L4"]
     assert local.snippet is None and "pass --image" in (local.snippet_missing or "")
+    # --image fills in where the knowledge base has none; the recorded image stays where it has one
     given = {r.candidate.accelerator: r for r in advisor.recommend({**workload, "image": IMAGE}).recommendations}
-    assert {r.snippet["spec"]["containers"][0]["image"] for r in given.values()} == {IMAGE}
+    assert given["NVIDIA L4"].snippet["spec"]["containers"][0]["image"] == IMAGE
+    assert given["NVIDIA L4"].snippet["metadata"]["annotations"]["stack-advisor/image-source"] == "given (--image)"
+    assert given["NVIDIA A100-SXM4-80GB"].snippet["spec"]["containers"][0]["image"] == \
+        "ghcr.io/stack-advisor/collector:torch2.3.1-cuda12.4"

@@ -36,11 +36,16 @@ def core(api_client: Any) -> Iterator[Any]:
     from kubernetes.client.rest import ApiException
 
     api = client.CoreV1Api(api_client)
-    try:
-        api.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    # the namespace, and its default ServiceAccount (Pod admission needs it; without the
+    # controller manager nothing else creates it)
+    for create, body in ((api.create_namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+                         (lambda b: api.create_namespaced_service_account(NAMESPACE, b),
+                          {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}})):
+        try:
+            create(body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
     for node in SNIPPET_NODES:
         api.create_node({k: v for k, v in node.items() if k != "status"})
         api.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
@@ -101,10 +106,12 @@ def selected_nodes(core: Any, pod: dict[str, Any]) -> set[str]:
 def dry_run(core: Any, api_client: Any, pod: dict[str, Any]) -> None:
     """Server-side dry-run: create, and server-side apply (what `kubectl apply --dry-run=server
     --server-side` sends); raises ApiException when the API server rejects the Pod."""
+    del core  # the namespace and nodes exist once ``core`` does
     from kubernetes import dynamic
 
-    core.create_namespaced_pod(NAMESPACE, pod, dry_run="All")
+    # The dynamic client sends the manifest as written (the typed client would coerce it first).
     pods = dynamic.DynamicClient(api_client).resources.get(api_version="v1", kind="Pod")
+    pods.create(body=pod, namespace=NAMESPACE, dry_run="All")
     pods.server_side_apply(body=pod, name=pod["metadata"]["name"], namespace=NAMESPACE,
                            field_manager="stack-advisor-tests", dry_run="All")
 
