@@ -76,9 +76,9 @@ def _requirement(expr: dict[str, Any]) -> str:
             "Gt": f"{key}>{values[0] if values else ''}", "Lt": f"{key}<{values[0] if values else ''}"}[op]
 
 
-def _tolerated(taint: Any, tolerations: list[dict[str, Any]]) -> bool:
-    return any(t.get("key") == taint.key and (t.get("operator") == "Exists" or t.get("value") == taint.value)
-               and t.get("effect") in (None, taint.effect) for t in tolerations)
+def _tolerated(taint: dict[str, Any], tolerations: list[dict[str, Any]]) -> bool:
+    return any(t.get("key") == taint.get("key") and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
+               and t.get("effect") in (None, taint.get("effect")) for t in tolerations)
 
 
 def selected_nodes(core: Any, pod: dict[str, Any]) -> set[str]:
@@ -90,14 +90,17 @@ def selected_nodes(core: Any, pod: dict[str, Any]) -> set[str]:
     nodes: dict[str, Any] = {}
     for term in terms:  # ORed
         selector = ",".join(base + [_requirement(e) for e in term])
-        nodes.update({n.metadata.name: n for n in core.list_node(label_selector=selector).items})
+        # as JSON, whichever object model this kubernetes client returns
+        nodes.update({n["metadata"]["name"]: n for n in core.api_client.sanitize_for_serialization(
+            core.list_node(label_selector=selector))["items"]})
     limits = spec["containers"][0].get("resources", {}).get("limits", {})
     out = set()
     for name, node in nodes.items():
-        allocatable = node.status.allocatable or {}
+        allocatable = node.get("status", {}).get("allocatable") or {}
         if any(int(allocatable.get(res, "0")) < int(amount) for res, amount in limits.items() if "/" in res):
             continue
-        if any(t.effect == "NoSchedule" and not _tolerated(t, spec.get("tolerations", [])) for t in node.spec.taints or []):
+        taints = node.get("spec", {}).get("taints") or []
+        if any(t.get("effect") == "NoSchedule" and not _tolerated(t, spec.get("tolerations", [])) for t in taints):
             continue
         out.add(name)
     return out
