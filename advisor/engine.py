@@ -26,6 +26,7 @@ from threadpoolctl import ThreadpoolController
 
 from advisor import analysis, predictor
 from advisor.features import query_frames
+from advisor.names import canonical_query, matching_accelerators
 from advisor.results import (
     Basis,
     Candidate,
@@ -268,10 +269,15 @@ class Advisor:
                  placement: str) -> str | None:
         """None when the candidate passes the constraints, else the reason it does not."""
         hw = workload.hardware
-        if hw.accelerators and not any(a.lower() in accelerator.lower() for a in hw.accelerators):
+        if not hw.allows(accelerator):
             return "accelerator not allowed"
-        if not hw.include_cpu and resolve_accelerator(accelerator).is_cpu:
+        resolved = resolve_accelerator(accelerator)
+        if not hw.include_cpu and resolved.is_cpu:
             return "CPU-only excluded"
+        if hw.driver and resolved.min_driver:
+            have, need = parse_version(hw.driver), parse_version(resolved.min_driver)
+            if have is not None and need is not None and have < need:
+                return "driver older than the accelerator's generation needs"
         if hw.count is not None and count != hw.count:
             return "accelerator count differs"
         if hw.min_count is not None and count < hw.min_count:
@@ -287,7 +293,9 @@ class Advisor:
                 return "framework constraint"
             if fc.version:
                 version = parse_version(comps.get(fc.name) or (stack.framework_version if stack.framework and stack.framework.lower() == fc.name else None))
-                if version is None or not fc.specifier.contains(version, prereleases=True):
+                if version is None:
+                    return f"{fc.name} version not recorded (the version constraint cannot be checked)"
+                if not fc.specifier.contains(version, prereleases=True):
                     return "framework constraint"
         return None
 
@@ -601,7 +609,15 @@ class Advisor:
         latest = table.latest_round()
         out: list[Prediction | None] = [None] * len(parsed)
         to_model: list[int] = []
-        for i, q in enumerate(parsed):
+        known = {(b.family, b.name) for b in table.benchmarks.values()}
+        for i, raw_query in enumerate(parsed):
+            # Names resolve per query: one unknown name refuses that query, not the batch.
+            q, problems = canonical_query(raw_query, known)
+            if problems:
+                out[i] = Prediction(query=raw_query, value=None, interval=None, observed=False,
+                                    basis=Basis.REFUSED, evidence=Evidence(count=0), warnings=problems)
+                continue
+            parsed[i] = q
             params = dict(q.parameters)
             if q.scenario:
                 params["scenario"] = q.scenario
@@ -683,9 +699,11 @@ class Advisor:
                            placement: PlacementKind | str | None = None) -> list[PlacementOverhead]:
         """Overheads of non-bare-metal placements against bare metal, from paired results."""
         kind = PlacementKind(placement).value if placement else None
-        wanted = None if accelerator is None else {accelerator.lower(), physical_key(accelerator).lower()}
-        out = [o for (acc, p), o in self.overheads().items()
-               if (wanted is None or any(w in acc.lower() for w in wanted)) and (kind is None or p == kind)]
+        overheads = self.overheads()
+        wanted = None if accelerator is None else set(
+            matching_accelerators(sorted({acc for acc, _ in overheads}), accelerator))
+        out = [o for (acc, p), o in overheads.items()
+               if (wanted is None or acc in wanted) and (kind is None or p == kind)]
         return sorted(out, key=lambda o: (o.accelerator, o.placement.value))
 
     def compare(self, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *,

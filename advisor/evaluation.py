@@ -11,6 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from advisor import predictor
 from advisor.features import table_frames
+from advisor.names import matching_accelerators
 from advisor.results import EvaluationReport, EvaluationSlice
 from advisor.table import ObservationTable
 from graph_schema.errors import InvalidInput
@@ -37,7 +38,7 @@ def parse_filter(table: ObservationTable, expr: str) -> np.ndarray:
         if name == "round":
             wanted = [v if v.startswith("v") else f"v{v}" for v in wanted]
         if name == "accelerator":
-            allowed = [a for a in col.vocab if any(w.lower() in a.lower() for w in wanted)]
+            allowed = sorted({a for w in wanted for a in matching_accelerators(col.vocab, w)})
         else:
             allowed = [a for a in col.vocab if str(a).lower() in {w.lower() for w in wanted}]
         mask &= col.mask(allowed)

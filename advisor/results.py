@@ -22,6 +22,7 @@ class _Out(BaseModel):
 class Basis(str, Enum):
     OBSERVED = "observed"
     PREDICTED = "predicted"
+    REFUSED = "refused"  # a name in the query the catalogue cannot resolve: no number, a reason
 
 
 class Interval(_Out):
@@ -117,8 +118,8 @@ class PredictQuery(_Out):
 
 class Prediction(_Out):
     query: PredictQuery
-    value: float
-    interval: Interval
+    value: float | None = Field(description="None when refused (see warnings)")
+    interval: Interval | None
     observed: bool
     basis: Basis
     evidence: Evidence

@@ -197,12 +197,10 @@ def _mapped(values: list[str], fn: Any) -> list[str]:
 def physical_key(accelerator: str) -> str:
     """The physical device a KB accelerator name stands for: its spec id (a vGPU profile such as
     ``A100-SXM-80C`` resolves to its GPU), MIG slices kept apart; the name itself when unknown."""
-    from advisor.specs import is_mig, resolve_accelerator
+    from graph_schema.catalog import resolve_accelerator
 
-    resolved = resolve_accelerator(accelerator)
-    if resolved.spec is None:
-        return accelerator
-    return resolved.spec.id + (f" ({accelerator.split('(')[-1]}" if is_mig(accelerator) else "")
+    match = resolve_accelerator(accelerator)
+    return match.key if match.resolved and match.kind == "accelerator" else accelerator
 
 
 def _round_key(value: str) -> tuple[int, ...]:

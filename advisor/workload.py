@@ -55,8 +55,10 @@ class FrameworkConstraint(_Spec):
 
     @field_validator("name")
     @classmethod
-    def _lower(cls, value: str) -> str:
-        return value.strip().lower()
+    def _canonical(cls, value: str) -> str:
+        from advisor.names import canonical_framework
+
+        return canonical_framework(value)
 
     @field_validator("version")
     @classmethod
@@ -89,7 +91,9 @@ class HardwareConstraint(_Spec):
     """Which accelerators, how many, and which placements are allowed; ``None`` means any."""
 
     accelerators: list[str] | None = Field(
-        default=None, description="accelerator models (case-insensitive substrings of the KB's names)"
+        default=None,
+        description="accelerators by any name the catalogue knows (NVIDIA A100-SXM-80GB, A100-SXM4-80GB), "
+        "or a family (H100), generation (hopper), vendor (amd) or 'cpu'",
     )
     count: int | None = Field(default=None, ge=1, description="exact accelerator count")
     min_count: int | None = Field(default=None, ge=1)
@@ -113,6 +117,25 @@ class HardwareConstraint(_Spec):
         except InvalidVersion:
             raise ValueError(f"not a driver version: {value!r} (write e.g. '535.104.05')") from None
         return value
+
+    @field_validator("accelerators")
+    @classmethod
+    def _known_accelerators(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        from advisor.names import accelerator_selector
+
+        for text in value:
+            accelerator_selector(text)  # ValueError with the closest names
+        return [t.strip() for t in value]
+
+    def allows(self, accelerator: str) -> bool:
+        """Whether a stored accelerator name passes the ``accelerators`` filter."""
+        if not self.accelerators:
+            return True
+        from advisor.names import accelerator_selector
+
+        return any(accelerator_selector(t).matches(accelerator) for t in self.accelerators)
 
     @model_validator(mode="after")
     def _range(self) -> HardwareConstraint:
@@ -156,6 +179,20 @@ class Workload(_Spec):
         if value not in TASKS:
             raise ValueError(f"unknown task {value!r}; known: {', '.join(sorted(TASKS))}")
         return value
+
+    @field_validator("scenario")
+    @classmethod
+    def _known_scenario(cls, value: str | None) -> str | None:
+        from advisor.names import canonical_scenario
+
+        return canonical_scenario(value)
+
+    @field_validator("benchmark")
+    @classmethod
+    def _catalogue_benchmark(cls, value: str | None) -> str | None:
+        from advisor.names import canonical_benchmark
+
+        return canonical_benchmark(value)
 
     @model_validator(mode="after")
     def _resolve(self) -> Workload:

@@ -20,7 +20,9 @@ def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = N
     with open_store(store, migrate=False, create=True) as st:
         before = st.schema_version()
         after = st.ensure_schema()
-    data = {"store": resolve_store_uri(store), "schema_version_before": before, "schema_version": after}
+        changed = getattr(st, "migration_report", {})
+    data = {"store": resolve_store_uri(store), "schema_version_before": before, "schema_version": after,
+            "data_migrations": {str(k): v for k, v in changed.items()}}
     render([data], fmt=chosen, json_data=data, title="Schema")
 
 

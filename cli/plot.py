@@ -22,20 +22,35 @@ BenchmarkOpt = Annotated[
     typer.Option(help="Benchmark: its id, family/name, or name (needed when several match)."),
 ]
 MetricOpt = Annotated[str | None, typer.Option(help="Metric, e.g. throughput.")]
-AcceleratorOpt = Annotated[str | None, typer.Option(help="Only this accelerator model.")]
+AcceleratorOpt = Annotated[str | None, typer.Option(
+    help="Only this accelerator (any name the catalogue knows), family (H100), generation or vendor.")]
 FrameworkOpt = Annotated[str | None, typer.Option(help="Only this framework.")]
 SourceOpt = Annotated[str | None, typer.Option(help="Only observations from this source.")]
 TitleOpt = Annotated[str | None, typer.Option(help="Chart title.")]
 
 
 def _observations(store_uri: str | None, api: str | None, **filters: Any) -> list[Any]:
+    from graph_schema.models import ObservationFilter
     from graph_schema.registry import open_store
 
-    from graph_schema.models import ObservationFilter
+    # The accelerator is resolved through the catalogue: one board or slice filters in the
+    # store; a family, generation or vendor ("H100", "hopper", "amd") is applied here.
+    selector = None
+    if filters.get("accelerator"):
+        from advisor.names import accelerator_selector
+        from graph_schema.errors import InvalidInput
 
+        try:
+            selector = accelerator_selector(filters["accelerator"])
+        except ValueError as exc:
+            raise InvalidInput(f"--accelerator: {exc}") from None
+        filters["accelerator"] = selector.value if selector.kind == "key" and "(" not in selector.value else None
     flt = ObservationFilter(**{k: v for k, v in filters.items() if v is not None})
     with open_store(api or store_uri, create=False) as store:
-        return list(store.iter_observations(flt))
+        found = list(store.iter_observations(flt))
+    if selector is not None:
+        found = [o for o in found if selector.matches(o.accelerator.model)]
+    return found
 
 
 def _finish(rows: list[dict[str, Any]], draw: Callable[..., Path], out: Path,

@@ -247,7 +247,7 @@ def predict(
         "accelerator": f"{p.query.accelerator} x{p.query.accelerator_count}",
         "placement": p.query.placement.value,
         "benchmark": f"{p.query.benchmark} {p.query.scenario or ''}".strip(),
-        "value": _value(p.value, p.interval.low, p.interval.high),
+        "value": _value(p.value, p.interval.low if p.interval else None, p.interval.high if p.interval else None),
         "basis": p.basis.value,
         "metric": p.query.metric,
         "warnings": "; ".join(p.warnings) or None,

@@ -290,6 +290,9 @@ class CypherStore(Store):
             return current
         self._apply_ddl()
         now = _ts(datetime.now(UTC))
+        # Data steps (code, several transactions) run after the statements and before the
+        # version moves; an empty store has no data to move.
+        data_steps = [m for m in todo if m.data is not None] if current is not None else []
 
         def work(run: Run) -> None:
             for migration in todo:
@@ -297,10 +300,17 @@ class CypherStore(Store):
                     run(statement, {})
             if current is None:
                 run(Q.CREATE_SCHEMA_INFO, {"version": SCHEMA_VERSION, "now": now})
-            else:
+            elif not data_steps:
                 run(Q.SET_SCHEMA_VERSION, {"version": SCHEMA_VERSION, "now": now})
 
         self._write(work)
+        if data_steps:
+            report: dict[int, dict[str, int]] = {}
+            for migration in data_steps:
+                assert migration.data is not None
+                report[migration.version] = migration.data(self)
+            self.migration_report = report  # what the data steps changed (advisor db migrate prints it)
+            self._write(lambda run: run(Q.SET_SCHEMA_VERSION, {"version": SCHEMA_VERSION, "now": now}))
         return SCHEMA_VERSION
 
     def check_schema(self) -> None:

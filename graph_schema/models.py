@@ -114,7 +114,7 @@ class SoftwareStack(_Model):
             parts.append(f"{self.framework} {self.framework_version or '?'}")
         for name in ("cuda", "cudnn", "tensorrt", "driver"):
             value = getattr(self, name)
-            if value:
+            if value and name != self.framework:  # "tensorrt 8.6.0" once, not twice
                 parts.append(f"{name} {value}")
         return ", ".join(parts) or "unknown stack"
 

@@ -106,6 +106,11 @@ class Store(ABC):
                 batch = IngestBatch.model_validate(batch)
             except ValidationError as exc:
                 raise InvalidInput(validation_message(exc)) from None
+        # Names as the catalogue spells them, whatever the source wrote (the raw accelerator
+        # name stays in the provenance): one resolver for every writer.
+        from graph_schema.catalog.canonical import canonical_batch
+
+        batch = canonical_batch(batch)
         # Duplicates inside one batch (same key) are collapsed by the backend, the last one kept.
         return self._ingest(batch)
 
@@ -141,7 +146,14 @@ class Store(ABC):
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
         if offset < 0:
             raise InvalidInput(f"offset must be >= 0, got {offset}")
-        return self._query_observations(flt or ObservationFilter(), limit, offset)
+        flt = flt or ObservationFilter()
+        if flt.accelerator:  # stored names are the catalogue's: "NVIDIA A100-SXM-80GB" finds them
+            from graph_schema.catalog import resolve_accelerator
+
+            match = resolve_accelerator(flt.accelerator)
+            if match.resolved and match.kind in ("accelerator", "cpu"):
+                flt = flt.model_copy(update={"accelerator": match.key})
+        return self._query_observations(flt, limit, offset)
 
     def iter_observations(
         self, flt: ObservationFilter | None = None, page: int = 20_000

@@ -31,9 +31,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from graph_schema.catalog import load_catalog, resolve_scenario
 from graph_schema.errors import InvalidInput
 
-SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline", "Interactive")
+# The catalogue's scenarios (graph_schema/catalog/scenarios.yaml), for messages.
+SCENARIOS = tuple(load_catalog().scenarios)
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _KV = re.compile(r"^\s*(?P<key>[^:]+?)\s*:\s*(?P<value>.*?)\s*$")
@@ -170,10 +172,10 @@ def parse_summary(text: str) -> dict[str, Any]:
                 out.setdefault(group, {}).setdefault(key_lower.split(" ", 1)[0], _number(value, line))
     if "scenario" not in out:
         raise InvalidInput("not a LoadGen mlperf_log_summary.txt: no 'Scenario :' line found")
-    if out["scenario"] not in SCENARIOS:
-        raise InvalidInput(
-            f"LoadGen summary scenario {out['scenario']!r} is unknown; valid: {', '.join(SCENARIOS)}"
-        )
+    scenario = resolve_scenario(out["scenario"])
+    if not scenario.resolved:
+        raise InvalidInput(f"LoadGen summary: {scenario.message('Scenario line')}; valid: {', '.join(SCENARIOS)}")
+    out["scenario"] = scenario.id
     if len(early) > 1 or early["notes"]:
         out["early_stopping"] = early
     out.setdefault("complete", False)

@@ -33,6 +33,13 @@ from typing import Any
 
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
+from graph_schema.catalog import (
+    NOT_AN_ACCELERATOR,
+    resolve_accelerator,
+    resolve_benchmark,
+    resolve_cpu,
+    resolve_scenario,
+)
 from graph_schema.errors import InvalidInput
 from graph_schema.models import (
     Accelerator,
@@ -50,22 +57,12 @@ from graph_schema.store import Store
 
 SOURCE = "mlperf-inference"
 FAMILY = "mlperf-inference"
-SCENARIOS = {
-    "offline": "Offline",
-    "server": "Server",
-    "interactive": "Interactive",  # v5.0+: Server with tighter latency limits (LLMs)
-    "singlestream": "SingleStream",
-    "multistream": "MultiStream",
-}
 # Directories that hold runs other than the reported performance run: never results.
 NOT_RESULTS = {"compliance", "accuracy", "ranging", "power"}
-# Older names of the standard benchmarks → the names later rounds use.
-BENCHMARK_ALIASES = {"resnet": "resnet50", "ssd-small": "ssd-mobilenet", "ssd-large": "ssd-resnet34"}
 ATTRIBUTION = (
     "MLPerf(R) Inference results from MLCommons (https://mlcommons.org), used under the MLCommons "
     "results-use guidelines; round, submitter and system id are kept on every observation."
 )
-_NOT_AN_ACCELERATOR = {"", "-", "n/a", "na", "none", "null", "cpu"}
 _ROUND = re.compile(r"v(\d+\.\d+)")
 _HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)", re.IGNORECASE)
 
@@ -132,9 +129,10 @@ def headline_metric(summary: dict[str, dict[str, str]]) -> Headline:
     scenario_text = result.get("Scenario")
     if not scenario_text:
         raise ValueError("no 'Scenario' line")
-    scenario = SCENARIOS.get(scenario_text.replace(" ", "").lower())
-    if scenario is None:
-        raise ValueError(f"unknown scenario {scenario_text!r}")
+    resolved = resolve_scenario(scenario_text)
+    if not resolved.resolved:
+        raise ValueError(resolved.message("Scenario line"))
+    scenario = resolved.id
     valid = result.get("Result is", "").upper() == "VALID"
 
     def pick(*candidates: tuple[str, str, float]) -> Headline:
@@ -362,7 +360,7 @@ def _accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
         else:
             raise ValueError(f"number_of_nodes is not a whole number: {fields.get('number_of_nodes')!r}")
     per_node = _int(per_node_raw)
-    if model.lower() in _NOT_AN_ACCELERATOR or per_node == 0 or (per_node_text == "" and not model):
+    if model.lower() in NOT_AN_ACCELERATOR or per_node == 0 or (per_node_text == "" and not model):
         return "", per_node_text, 0, nodes
     hetero = _HETERO.findall(model)
     if hetero:
@@ -551,7 +549,7 @@ def _record(
     except ValueError as exc:
         tree.issues.append(Issue(item.path, f"malformed LoadGen summary: {exc}", "failed", "malformed-summary"))
         return None
-    scenario = SCENARIOS[summary["result"]["Scenario"].replace(" ", "").lower()]
+    scenario = resolve_scenario(summary["result"]["Scenario"]).id
     if scenario_dir.lower() != scenario.lower():
         tree.issues.append(
             Issue(
@@ -573,13 +571,12 @@ def _record(
     if isinstance(system, Exception):
         tree.issues.append(Issue(item.path, f"its system description is malformed: {system}", "failed", "malformed-system"))
         return None
-    name = benchmark_raw.lower()
     return MlperfRecord(
         round=tree.round,
         division=division,
         submitter=submitter,
         system_id=system_id,
-        benchmark=BENCHMARK_ALIASES.get(name, name),
+        benchmark=resolve_benchmark(benchmark_raw).id,
         benchmark_raw=benchmark_raw,
         scenario=scenario,
         metric=headline.metric,
@@ -593,20 +590,6 @@ def _record(
 
 
 # ---- observations ----------------------------------------------------------------------------
-
-
-def _vendor(model: str) -> str | None:
-    lowered = model.lower()
-    for vendor, words in (
-        ("nvidia", ("nvidia", "tesla", "geforce", "jetson", "a100", "h100", "a30", "a10", "t4", "a2", "l4", "orin", "xavier")),
-        ("qualcomm", ("qualcomm", "qaic", "cloud ai 100")),
-        ("amd", ("amd", "instinct", "radeon", "xilinx")),
-        ("intel", ("intel", "habana", "gaudi")),
-        ("google", ("tpu",)),
-    ):
-        if any(re.search(r"\b" + re.escape(w) + r"\b", lowered) for w in words):
-            return vendor
-    return None
 
 
 SystemContext = tuple[SoftwareStack, Accelerator, Placement, Host]
@@ -630,21 +613,35 @@ def _system_context(record: MlperfRecord) -> SystemContext:
         extra={k: v for k, v in c.items() if k in EXTRA_COMPONENTS},
         raw=" | ".join(p for p in raw_parts if p) or None,
     )
+    # Names resolve through the catalogue; the published text stays in the provenance.
+    kind, basis, evidence = record.placement, record.placement_basis, list(record.placement_evidence)
+    vgpu_profile = record.vgpu_profile
     if record.accelerator:
+        match = resolve_accelerator(record.accelerator)
         accelerator = Accelerator(
-            model=record.accelerator,
-            vendor=_vendor(record.accelerator),
+            model=match.key,
+            vendor=match.vendor,
             count=record.accelerator_count,
             memory_mib=record.accelerator_memory_mib,
         )
+        # The accelerator's name can say more of the placement than the rest of the description
+        # ("Virtualized NVIDIA H200-SXM-141GB", a vGPU profile such as "NVIDIA H100-80C").
+        if match.placement == "vgpu" and kind is not PlacementKind.VGPU:
+            kind, basis = PlacementKind.VGPU, "accelerator-name"
+            vgpu_profile = vgpu_profile or match.vgpu_profile
+            evidence.append(f"accelerator_model_name: {record.accelerator}")
+        elif match.placement == "vm" and kind is PlacementKind.BARE_METAL:
+            kind, basis = PlacementKind.UNKNOWN, "accelerator-name"
+            evidence.append(f"accelerator_model_name: {record.accelerator} (a VM; mode not stated)")
     else:
         sockets = (record.host_processors_per_node or 1) * record.nodes
-        accelerator = Accelerator(model="CPU " + (record.host_cpu or "unknown"), vendor="cpu", count=sockets)
+        cpu = resolve_cpu(record.host_cpu) if record.host_cpu else None
+        accelerator = Accelerator(model="CPU " + (cpu.id if cpu else "unknown"), vendor="cpu", count=sockets)
     placement = Placement(
-        kind=record.placement,
+        kind=kind,
         hypervisor=record.hypervisor,
-        vgpu_profile=record.vgpu_profile,
-        evidence=[f"basis: {record.placement_basis}", *record.placement_evidence],
+        vgpu_profile=vgpu_profile,
+        evidence=[f"basis: {basis}", *evidence],
     )
     labels = {"system_name": record.system_name, "system_type": record.system_type or ""}
     host = Host(
@@ -678,9 +675,10 @@ def to_observation(record: MlperfRecord, cache: dict[str, SystemContext] | None 
         "system_file": record.system_path,
         "metric_source": record.metric_source,
         "benchmark_raw": record.benchmark_raw,
+        "accelerator_raw": record.accelerator or f"CPU {record.host_cpu}",
         "accelerators_per_node": record.accelerators_per_node,
         "nodes": str(record.nodes),
-        "placement_basis": record.placement_basis,
+        "placement_basis": placement.evidence[0].removeprefix("basis: "),
         "license": "Apache-2.0",
         "attribution": "MLCommons MLPerf Inference " + record.round,
     }

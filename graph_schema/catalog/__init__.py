@@ -29,6 +29,7 @@ from graph_schema.catalog.resolve import (
     resolve_benchmark,
     resolve_cpu,
     resolve_framework,
+    resolve_framework_name,
     resolve_metric,
     resolve_scenario,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "resolve_benchmark",
     "resolve_cpu",
     "resolve_framework",
+    "resolve_framework_name",
     "resolve_metric",
     "resolve_scenario",
 ]

@@ -460,7 +460,7 @@ class FrameworkMatch:
 
 
 @lru_cache(maxsize=4096)
-def _framework_name(text: str) -> NameMatch:
+def resolve_framework_name(text: str) -> NameMatch:
     return _names(text, load_catalog().framework_index, "framework")
 
 
@@ -473,7 +473,7 @@ def resolve_framework(text: str, parsed: tuple[str | None, str | None] | None = 
         m = re.match(r"^\s*(.*?)(?:[\s:=/-]+v?(\d+(?:\.\d+)*\S*))?\s*$", str(text))
         parsed = (m.group(1) if m else str(text), m.group(2) if m else None)
     name, version = parsed
-    match = _framework_name(name or str(text))
+    match = resolve_framework_name(name or str(text))
     return FrameworkMatch(raw=str(text), name=match, version=version, components=dict(components or {}))
 
 

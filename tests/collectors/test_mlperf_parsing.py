@@ -198,7 +198,9 @@ def test_small_tree_two_results_compliance_and_accuracy_ignored(tmp_path: Path) 
     assert obs.provenance.source == "mlperf-inference"
     assert obs.provenance.details["round"] == "v9.9"
     assert obs.provenance.details["file"] == result_path("box8", "resnet50", "Offline")
-    assert (obs.accelerator.model, obs.accelerator.count, obs.accelerator.vendor) == ("NVIDIA A100-SXM-80GB", 8, "nvidia")
+    # the catalogue's name; the published one is kept as provenance
+    assert (obs.accelerator.model, obs.accelerator.count, obs.accelerator.vendor) == ("A100-SXM4-80GB", 8, "nvidia")
+    assert obs.provenance.details["accelerator_raw"] == "NVIDIA A100-SXM-80GB"
     assert (obs.stack.cuda, obs.stack.cudnn, obs.stack.tensorrt, obs.stack.driver) == ("12.0", "8.8.0", "8.6.0", "525.85.12")
     assert obs.stack.raw and "DALI 1.17.0" in obs.stack.raw
     assert obs.host is not None and obs.host.name == "mlperf:Acme/box8" and obs.host.cpu_model == "AMD EPYC 7742"
@@ -231,7 +233,8 @@ def test_cpu_only_system_convention(tmp_path: Path) -> None:
     write(tree, "closed/Acme/systems/cpu.json", json.dumps(system))
     write(tree, result_path("cpu", "resnet50", "Offline"), SUMMARY_OFFLINE)
     obs = to_observation(read_tree(tree).records[0])
-    assert obs.accelerator.model == "CPU Intel(R) Xeon(R) Platinum 8380"
+    assert obs.accelerator.model == "CPU Intel Xeon Platinum 8380"
+    assert obs.provenance.details["accelerator_raw"] == "CPU Intel(R) Xeon(R) Platinum 8380"
     assert (obs.accelerator.vendor, obs.accelerator.count) == ("cpu", 2)
     assert (obs.stack.framework, obs.stack.framework_version, obs.stack.python) == ("openvino", "2022.1", "3.8")
 

@@ -145,7 +145,7 @@ def compare_stacks(
     a: Annotated[str, Query(min_length=1, description="stack id (stk-...) or component=version,...")],
     b: Annotated[str, Query(min_length=1, description="same form as a")],
     benchmark: Annotated[str, Query(min_length=1, description="benchmark name, e.g. resnet50")],
-    accelerator: Annotated[str | None, Query(description="only this accelerator (substring)")] = None,
+    accelerator: Annotated[str | None, Query(description="only this accelerator: any name the catalogue knows, or a family (H100), generation (hopper) or vendor")] = None,
     scenario: Annotated[str | None, Query()] = None,
     metric: Annotated[str | None, Query()] = None,
     family: Annotated[str, Query()] = "mlperf-inference",
