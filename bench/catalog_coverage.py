@@ -18,6 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from collectors.importers.stack_text import parse_framework
+from graph_schema.catalog import resolve_framework_name
 from graph_schema.catalog.coverage import coverage_report, scan_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +36,14 @@ def main() -> int:
         print(f"no inference_v*.tar.gz / training_v*.tar.gz under {args.mlperf_dir} or {args.training}", file=sys.stderr)
         return 1
     started = time.perf_counter()
-    report = coverage_report(scan_names(archives))
+    names = scan_names(archives)
+    report = coverage_report(names)
+    parsed = {f: parse_framework(f)[0] for f in names.frameworks}
+    report["frameworks"] = {
+        "raw_names": len(parsed),
+        "canonical": len({resolve_framework_name(n).id for n in parsed.values() if n and resolve_framework_name(n).resolved}),
+        "unresolved": sorted(f for f, n in parsed.items() if n and not resolve_framework_name(n).resolved),
+    }
     report["seconds"] = round(time.perf_counter() - started, 1)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -44,12 +53,12 @@ def main() -> int:
     print(f"accelerators: {acc['raw_names']} distinct raw names -> {acc['canonical']} canonical accelerators "
           f"({acc['boards']} boards; MIG/vGPU slices kept apart), {len(acc['mixed_systems'])} mixed systems "
           f"parsed into parts, {len(acc['unresolved'])} unresolved {acc['unresolved']}")
-    for kind in ("cpu_only_hosts", "benchmarks", "scenarios"):
+    for kind in ("cpu_only_hosts", "benchmarks", "scenarios", "frameworks"):
         part = report[kind]
         print(f"{kind.replace('_', ' ')}: {part['raw_names']} distinct raw names -> {part['canonical']} canonical, "
               f"{len(part['unresolved'])} unresolved {part['unresolved']}")
     print(f"({report['seconds']} s)")
-    return 0 if not any(report[k]["unresolved"] for k in ("accelerators", "cpu_only_hosts", "benchmarks", "scenarios")) else 1
+    return 0 if not any(report[k]["unresolved"] for k in ("accelerators", "cpu_only_hosts", "benchmarks", "scenarios", "frameworks")) else 1
 
 
 if __name__ == "__main__":

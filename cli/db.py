@@ -32,7 +32,10 @@ def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = Non
     chosen = output_format(fmt, as_json)
     with open_store(store, create=False) as st:
         s = st.stats()
-    data = {"store": resolve_store_uri(store), **s.model_dump()}
+        accelerators = st.list_entities("accelerators")
+    data = {"store": resolve_store_uri(store), **s.model_dump(),
+            "accelerators": [{k: a.get(k) for k in ("model", "resolved", "kind", "observations", "aliases_seen")}
+                             for a in accelerators]}
     if chosen is OutputFormat.json:
         render([], fmt=chosen, json_data=data)
         return
@@ -41,6 +44,15 @@ def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = Non
     rows += [{"what": "observations from", "name": k, "count": v}
              for k, v in s.observations_by_source.items()]
     render(rows, fmt=chosen, title="What the store holds", columns=["what", "name", "count"])
+    render(
+        [{"accelerator": a["model"], "kind": a["kind"] if a["resolved"] else "UNRESOLVED",
+          "observations": a["observations"],
+          "published as": ", ".join(f"{raw} ({n})" for raw, n in a["aliases_seen"].items())}
+         for a in accelerators],
+        fmt=chosen,
+        title="Accelerators (catalogue names; the names they were published under)",
+        columns=["accelerator", "kind", "observations", "published as"],
+    )
 
 
 @db_app.command("reset")

@@ -462,6 +462,15 @@ class CypherStore(Store):
         rows = self._read(Q.LIST_CLUSTER_NODES, {"cluster": cluster or ""})
         return [json.loads(r["node_json"]) for r in rows]
 
+    def _accelerator_usage(self) -> dict[str, dict[str, int]]:
+        """Stored accelerator name → {raw name as published: observations}."""
+        out: dict[str, dict[str, int]] = {}
+        for r in self._read(Q.ACCELERATOR_USAGE, {}):
+            raw = _loads(r["provenance"], {}).get("accelerator_raw") or r["model"]
+            seen = out.setdefault(r["model"], {})
+            seen[raw] = seen.get(raw, 0) + 1
+        return out
+
     def generation(self) -> int:
         """A cheap read of the data generation (changes on every write that adds data)."""
         info = self._read(Q.READ_SCHEMA_INFO, {})

@@ -183,3 +183,6 @@ LIST_CLUSTER_NODES = (
 # all its relationships) outgrows Neo4j's transaction memory limit.
 DELETE_SOME_RELATIONSHIPS = "MATCH ()-[r]->() WITH r LIMIT $n DELETE r RETURN count(*) AS c"
 DELETE_SOME = "MATCH (n) WITH n LIMIT $n DETACH DELETE n RETURN count(*) AS c"
+
+# Which published names each stored accelerator was imported under (GET /v1/accelerators).
+ACCELERATOR_USAGE = "MATCH (o:Observation) RETURN o.accelerator AS model, o.provenance_json AS provenance"

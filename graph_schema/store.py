@@ -178,7 +178,13 @@ class Store(ABC):
         except ValueError:
             valid = ", ".join(k.value for k in EntityKind)
             raise InvalidInput(f"unknown entity kind {kind!r}; valid: {valid}") from None
-        return self._list_entities(kind)
+        items = self._list_entities(kind)
+        usage = getattr(self, "_accelerator_usage", None)
+        if kind is EntityKind.ACCELERATORS and usage is not None:
+            from graph_schema.catalog.usage import describe_accelerators
+
+            items = describe_accelerators(items, usage())
+        return items
 
     def get_observation(self, key: str) -> StoredObservation:
         """Raises NotFound when no observation has that key."""

@@ -53,6 +53,10 @@ _JSON_KEYS: dict[str, str] = {
 # Framework names as they appear in descriptions → canonical name. Searched in this order, so
 # "Triton ... TensorRT" is a Triton stack and "ArmNN TFLite" an ArmNN one.
 _FRAMEWORKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # LLM serving engines run on a framework they name after themselves ("vLLM 0.4.3, PyTorch
+    # 2.3.0"): the engine is the framework of the stack.
+    ("vllm", re.compile(r"\bvllm\b", re.IGNORECASE)),
+    ("tensorrt-llm", re.compile(r"tensor\s*rt[\s_-]*llm|\btrt[\s_-]*llm", re.IGNORECASE)),
     ("pytorch", re.compile(r"py\s*torch", re.IGNORECASE)),
     ("tensorflow", re.compile(r"tensor\s*flow", re.IGNORECASE)),
     ("armnn", re.compile(r"arm\s*nn", re.IGNORECASE)),

@@ -30,6 +30,7 @@ class TreeNames:
     cpu_only_hosts: set[str] = field(default_factory=set)
     benchmarks: set[str] = field(default_factory=set)
     scenarios: set[str] = field(default_factory=set)
+    frameworks: set[str] = field(default_factory=set)  # the systems' free-text framework fields
     sources: list[str] = field(default_factory=list)
 
 
@@ -42,6 +43,9 @@ def _system(names: TreeNames, data: bytes) -> None:
         return
     model = " ".join(str(fields.get("accelerator_model_name") or "").split())
     per_node = str(fields.get("accelerators_per_node") or "").strip()
+    framework = " ".join(str(fields.get("framework") or "").split())
+    if framework:
+        names.frameworks.add(framework)
     if model.lower() in NOT_AN_ACCELERATOR or per_node == "0":
         host = " ".join(str(fields.get("host_processor_model_name") or "").split())
         if host:
@@ -107,6 +111,8 @@ def scan_reference_csv(paths: Iterable[Path]) -> TreeNames:
                 else:
                     names.accelerators.add(model)
                 names.benchmarks.add(row.get("benchmark_raw") or row.get("benchmark") or "")
+                if (row.get("framework") or "").strip():
+                    names.frameworks.add(" ".join(row["framework"].split()))
                 names.scenarios.add(row.get("scenario") or "")
     names.benchmarks.discard("")
     names.scenarios.discard("")
@@ -120,6 +126,7 @@ def merge(*parts: TreeNames) -> TreeNames:
         out.cpu_only_hosts |= part.cpu_only_hosts
         out.benchmarks |= part.benchmarks
         out.scenarios |= part.scenarios
+        out.frameworks |= part.frameworks
         out.sources += part.sources
     return out
 

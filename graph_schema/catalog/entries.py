@@ -126,3 +126,4 @@ class FrameworkEntry(_Entry):
     id: str = Field(min_length=1)
     kind: Literal["framework", "component"]
     aliases: list[str] = Field(default_factory=list)
+    note: str | None = None

@@ -12,9 +12,11 @@ from graph_schema.catalog import (
     resolve_benchmark,
     resolve_cpu,
     resolve_framework,
+    resolve_framework_name,
     resolve_metric,
     resolve_scenario,
 )
+from collectors.importers.stack_text import parse_framework
 from graph_schema.catalog.coverage import TreeNames, merge, scan_names, scan_reference_csv
 from graph_schema.errors import InvalidInput
 from tests.collectors.mlperf_fixtures import MLPERF_DIR
@@ -166,12 +168,16 @@ def test_every_name_in_the_shared_data_resolves() -> None:
     unresolved_cpu = sorted(c for c in names.cpu_only_hosts if not resolve_cpu(c).resolved)
     unresolved_bench = sorted(b for b in names.benchmarks if not resolve_benchmark(b).resolved)
     unresolved_scen = sorted(s for s in names.scenarios if not resolve_scenario(s).resolved)
+    parsed = {f: parse_framework(f)[0] for f in names.frameworks}
+    unresolved_fw = sorted(f for f, name in parsed.items() if name and not resolve_framework_name(name).resolved)
     print("unresolved accelerators:", unresolved_acc)
     print("unresolved CPU-only hosts:", unresolved_cpu)
     print("unresolved benchmarks:", unresolved_bench)
     print("unresolved scenarios:", unresolved_scen)
+    print("unresolved frameworks:", unresolved_fw)
     assert len(names.accelerators) > 80 and len(names.benchmarks) > 200
     assert unresolved_acc == []
     assert unresolved_cpu == []
     assert unresolved_bench == []
     assert unresolved_scen == []
+    assert unresolved_fw == []

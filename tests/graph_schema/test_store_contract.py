@@ -95,6 +95,11 @@ def test_ingest_stores_catalogue_names_and_keeps_the_raw_one_as_provenance(store
     assert back.observation_key == back.key
     again = store.ingest(IngestBatch(observations=[raw]))  # the same raw text: the same observation
     assert again.observations_new == 0
+    store.ingest(IngestBatch(observations=[_obs(2)]))
+    [acc] = store.list_entities("accelerators")  # GET /v1/accelerators, advisor db stats
+    assert (acc["model"], acc["resolved"], acc["kind"], acc["generation"]) == ("H100-SXM5-80GB", True, "accelerator", "hopper")
+    assert acc["observations"] == 2
+    assert acc["aliases_seen"] == {"H100-SXM5-80GB": 1, "NVIDIA H100 80GB HBM3": 1}
 
 
 def test_same_batch_twice_is_stored_once(store):
