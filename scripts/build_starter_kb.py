@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from collectors.importers.mlperf import ATTRIBUTION, expand_sources, read_tree, to_observation
 from collectors.importers.results import documents_batch, load_documents
+from graph_schema.catalog.canonical import canonical_batch
 from graph_schema.models import IngestBatch
 from graph_schema.starter import SNAPSHOT_NAME, STARTER_VERSION
 
@@ -107,6 +108,8 @@ def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBa
         print(f"{results_dir}: {len(documents)} documents, {len(measured.observations)} observations, "
               f"{len(measured.failures)} failures", file=sys.stderr)
 
+    # Catalogue names, as a store keeps them (the raw names stay in the provenance).
+    batch = canonical_batch(batch)
     # Stable order, one entry per key (what a store would keep).
     unique = {o.observation_key: o for o in batch.observations}
     batch.observations = [unique[k] for k in sorted(unique)]

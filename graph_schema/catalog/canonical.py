@@ -3,8 +3,9 @@
 ``Store.ingest`` passes every batch through ``canonical_batch``: an accelerator name becomes its
 catalogue key ("NVIDIA A100-SXM-80GB" → "A100-SXM4-80GB", "NVIDIA H100 80GB HBM3" →
 "H100-SXM5-80GB", a host CPU → "CPU Intel Xeon Platinum 8380"), the name as written is kept in
-the observation's provenance (``details.accelerator_raw``), and a cuDNN integer version (91900)
-becomes its release (9.19.0). Unresolved names are kept as written (and stay visible as
+the observation's provenance (``details.accelerator_raw``), a cuDNN integer version (91900)
+becomes its release (9.19.0), and a metric its catalogue name (our LoadGen runner's
+``completed_samples_per_second`` is MLPerf's Server ``queries_per_second``). Unresolved names are kept as written (and stay visible as
 unresolved: see ``resolve_accelerator``). Idempotent: a canonical observation comes back as is.
 """
 
@@ -12,7 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from graph_schema.catalog.resolve import cudnn_version, resolve_accelerator, resolve_framework_name
+from graph_schema.catalog.resolve import (
+    cudnn_version,
+    load_catalog,
+    resolve_accelerator,
+    resolve_framework_name,
+    resolve_metric,
+)
 from graph_schema.models import Accelerator, Failure, IngestBatch, Observation, SoftwareStack
 
 RAW_KEY = "accelerator_raw"
@@ -57,9 +64,13 @@ def canonical_observation(obs: Observation, memo: dict[int, Any] | None = None) 
     memo = {} if memo is None else memo
     acc = _canonical(obs.accelerator, memo, canonical_accelerator)
     stack = _canonical(obs.stack, memo, canonical_stack)
-    if acc is obs.accelerator and stack is obs.stack:
+    metric = resolve_metric(obs.metric)
+    metric_id = metric.id if metric.resolved else obs.metric
+    if acc is obs.accelerator and stack is obs.stack and metric_id == obs.metric:
         return obs
-    update: dict[str, Any] = {"accelerator": acc, "stack": stack}
+    update: dict[str, Any] = {"accelerator": acc, "stack": stack, "metric": metric_id}
+    if metric_id != obs.metric:
+        update["unit"] = load_catalog().metrics[metric_id].unit
     if acc.model != obs.accelerator.model and RAW_KEY not in obs.provenance.details:
         details = {**obs.provenance.details, RAW_KEY: obs.accelerator.model}
         update["provenance"] = obs.provenance.model_copy(update={"details": details})
