@@ -217,6 +217,7 @@ _SHARED = re.compile(r"-shared$", re.IGNORECASE)
 _CTS = re.compile(r"[\s-]cts$", re.IGNORECASE)
 _VIRTUALIZED = re.compile(r"^virtuali[sz]ed\s+", re.IGNORECASE)
 _VGPU = re.compile(r"^(?P<prefix>[a-z0-9]+(?:-[a-z]+\d?)?)-(?P<gb>\d{1,3})(?P<series>[abcq])$", re.IGNORECASE)
+_MIXED_PART = re.compile(r"^(\d+)x\((\d+)x (.+)\)$")
 _HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)\s*(?:,|$)", re.IGNORECASE)
 
 
@@ -310,6 +311,16 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
         cpu = resolve_cpu(name[4:])
         return AcceleratorMatch(raw=raw, kind="cpu", resolved=cpu.resolved, cpu=cpu.id,
                                 matched_by=cpu.matched_by, suggestions=cpu.suggestions)
+    if name.lower().startswith("mixed: "):  # a key this resolver made: parse it back
+        parts = []
+        for piece in name[len("mixed: "):].split(" + "):
+            m = _MIXED_PART.match(piece)
+            if m is None:
+                break
+            parts.append(AcceleratorPart(int(m.group(1)), int(m.group(2)), resolve_accelerator(m.group(3))))
+        else:
+            return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in parts),
+                                    parts=tuple(parts), matched_by="id")
     hetero = _HETERO.findall(name)
     if len(hetero) >= 2 or (hetero and re.match(r"^\d+\s*nodes?\s*:", name, re.IGNORECASE)):
         parts = tuple(AcceleratorPart(int(n), int(k), resolve_accelerator(model)) for n, model, k in hetero)

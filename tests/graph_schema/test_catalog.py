@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from collectors.importers.stack_text import parse_framework
 from graph_schema.catalog import (
     cudnn_version,
     load_catalog,
@@ -16,7 +17,6 @@ from graph_schema.catalog import (
     resolve_metric,
     resolve_scenario,
 )
-from collectors.importers.stack_text import parse_framework
 from graph_schema.catalog.coverage import TreeNames, merge, scan_names, scan_reference_csv
 from graph_schema.errors import InvalidInput
 from tests.collectors.mlperf_fixtures import MLPERF_DIR
@@ -177,6 +177,10 @@ def test_every_name_in_the_shared_data_resolves() -> None:
     print("unresolved frameworks:", unresolved_fw)
     assert len(names.accelerators) > 80 and len(names.benchmarks) > 200
     assert unresolved_acc == []
+    # a canonical name resolves to itself (stored names survive re-resolution: db migrate)
+    keys = {resolve_accelerator(a).key for a in names.accelerators}
+    keys |= {resolve_accelerator("CPU " + c).key for c in names.cpu_only_hosts}
+    assert sorted(k for k in keys if resolve_accelerator(k).key != k or not resolve_accelerator(k).resolved) == []
     assert unresolved_cpu == []
     assert unresolved_bench == []
     assert unresolved_scen == []
