@@ -60,8 +60,11 @@ def test_snapshot_holds_only_what_the_sources_give() -> None:
     that are in data/results/*.json (which may have grown since the last rebuild)."""
     data = require_shared_data()
     cache: dict = {}
+    from graph_schema.catalog.canonical import canonical_batch, canonical_observation
+
+    # in catalogue names, as a store keeps them
     published = {
-        to_observation(r, cache).observation_key
+        canonical_observation(to_observation(r, cache)).observation_key
         for rnd in ROUNDS
         for r in read_tree(data / f"inference_{rnd}.tar.gz").records
     }
@@ -71,7 +74,8 @@ def test_snapshot_holds_only_what_the_sources_give() -> None:
         from collectors.importers.results import documents_batch, load_documents
 
         for file in sorted(results.glob("*.json")):
-            measured |= {o.observation_key for o in documents_batch(load_documents(file)).observations}
+            batch = canonical_batch(documents_batch(load_documents(file)))
+            measured |= {o.observation_key for o in batch.observations}
     snapshot = starter.load_snapshot().observations
     got_published = {o.observation_key for o in snapshot if o.provenance.source == "mlperf-inference"}
     got_measured = {o.observation_key for o in snapshot if o.provenance.source != "mlperf-inference"}
