@@ -62,7 +62,7 @@ def test_evaluate_rejects_bad_filters(kb_advisor) -> None:  # type: ignore[no-un
 
 
 def test_placement_overhead_and_compare_on_real_pairs(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    overheads = kb_advisor.placement_overhead("A100-SXM")
+    overheads = kb_advisor.placement_overhead("NVIDIA A100-SXM-80GB")  # any name of the board
     vgpu = [o for o in overheads if o.placement.value == "vgpu"]
     assert vgpu and vgpu[0].pairs >= 1 and 0.5 < vgpu[0].ratio < 1.5
     result = kb_advisor.compare("driver=510.39.01", "driver=510.47.03", benchmark="bert-99")
@@ -97,7 +97,10 @@ def test_a_stale_model_is_never_served(embedded_store, model_cache) -> None:  # 
 
 def test_recommend_on_each_backend(store, model_cache) -> None:  # type: ignore[no-untyped-def]
     store.ingest_observations(_subset({"resnet50", "bert-99"}, 600))
-    result = Advisor(store).recommend(Workload(benchmark="resnet50", scenario="Offline"), top=3)
+    # observed candidates only: which 600 observations the subset holds follows their keys, and
+    # whether a prediction outranks them on so few is not what this test is about
+    result = Advisor(store).recommend(Workload(benchmark="resnet50", scenario="Offline",
+                                               include_predicted=False), top=3)
     assert result.recommendations
     assert result.recommendations[0].evidence.count >= 1
     assert result.recommendations[0].snippet["kind"] == "Pod"
