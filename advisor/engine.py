@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import logging
 import math
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -137,6 +138,8 @@ class Advisor:
                 return cached
             if table.n == 0:
                 raise NotFound("the knowledge base holds no observations; import or collect some first")
+            import sklearn.ensemble  # noqa: F401 - loads the OpenMP runtime _one_thread must limit
+
             with progress.phase(f"fitting the prediction model on {table.n:,} observations"), _one_thread():
                 model = model_cache.compact(predictor.fit(table), table)
             self._model = model
@@ -689,17 +692,20 @@ class Advisor:
         return evaluate(self.table(), holdout_filter, holdout_share=holdout_share, seed=seed)
 
 
-_CONTROLLER: ThreadpoolController | None = None
+_CONTROLLER: tuple[bool, ThreadpoolController] | None = None
 
 
 def _one_thread() -> Any:
     """Limit BLAS/OpenMP to one thread (small predictions from many request threads would
     oversubscribe the cores). The controller is built once: ``threadpool_limits(1)`` inspects
-    every loaded library on each call, tens of milliseconds."""
+    every loaded library on each call, tens of milliseconds. It only knows the libraries loaded
+    when it was built, and scikit-learn (with its OpenMP runtime) is imported only to fit: it is
+    built again once scikit-learn is loaded, else fits run unlimited (and crawl on busy cores)."""
     global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1)
+    with_sklearn = "sklearn" in sys.modules
+    if _CONTROLLER is None or _CONTROLLER[0] != with_sklearn:
+        _CONTROLLER = (with_sklearn, ThreadpoolController())
+    return _CONTROLLER[1].limit(limits=1)
 
 
 def _quantiles3(values: np.ndarray) -> tuple[float, float, float]:

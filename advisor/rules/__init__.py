@@ -68,7 +68,7 @@ class Rule(BaseModel):
         """True when every ``when`` component is known and matches."""
         for name, spec in self.when.items():
             version = components.get(name)
-            if version is None or not SpecifierSet(spec).contains(version, prereleases=True):
+            if version is None or not satisfies(spec, version):
                 return False
         return True
 
@@ -78,7 +78,7 @@ class Rule(BaseModel):
             return None
         for name, spec in self.require.items():
             version = components.get(name)
-            if version is not None and not SpecifierSet(spec).contains(version, prereleases=True):
+            if version is not None and not satisfies(spec, version):
                 cond = ", ".join(f"{k} {v}" for k, v in self.when.items())
                 return f"{self.id}: {name} {version} does not satisfy {spec} (needed for {cond}): {self.description}"
         if self.same_major:
@@ -87,6 +87,14 @@ class Rule(BaseModel):
                 return (f"{self.id}: {self.same_major[0]} {a} and {self.same_major[1]} {b} "
                         f"differ in major version: {self.description}")
         return None
+
+
+@lru_cache(maxsize=65536)
+def satisfies(spec: str, version: Version) -> bool:
+    """``version`` matches the PEP 440 ``spec`` (prereleases included); memoised: a
+    recommendation checks every candidate stack against every rule, and parsing a specifier
+    costs more than the comparison."""
+    return SpecifierSet(spec).contains(version, prereleases=True)
 
 
 class RuleFile(BaseModel):

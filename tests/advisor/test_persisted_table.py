@@ -180,6 +180,7 @@ HEAVY = ("scipy", "sklearn", "torch", "tensorflow", "matplotlib", "kubernetes", 
 
 _RUN_CLI = (
     "import json, sys\n"
+    "heavy_names = set(json.loads(sys.argv[2]))\n"
     "sys.argv = ['advisor'] + json.loads(sys.argv[1])\n"
     "from cli.main import main\n"
     "try:\n"
@@ -188,7 +189,7 @@ _RUN_CLI = (
     "    code = exc.code\n"
     "else:\n"
     "    code = 0\n"
-    "heavy = sorted({m.split('.')[0] for m in sys.modules} & set(json.loads(sys.argv[2])))\n"
+    "heavy = sorted({m.split('.')[0] for m in sys.modules} & heavy_names)\n"
     "print(json.dumps({'code': code, 'heavy': heavy}), file=sys.stderr)\n"
 )
 
