@@ -35,6 +35,7 @@ from graph_schema.store import Store
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_TABLE_CACHE"
 FORMAT = 1
+KEEP = 16
 COLUMNS = ("metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
            "source", "submitter", "accelerator", "physical", "placement", "stack", "candidate")
 NUMERIC = ("value", "count", "timestamp", "higher_is_better")
@@ -75,7 +76,8 @@ def code_digest() -> str:
 
 def table_key(store: Store, generation: int) -> dict[str, Any] | None:
     """What a persisted table of ``store`` at ``generation`` must record; None: not cacheable."""
-    identity = store.cache_identity()
+    identify = getattr(store, "cache_identity", None)
+    identity = identify() if callable(identify) else None
     if identity is None:
         return None
     return {"format": FORMAT, "store": store.uri, "identity": identity, "generation": generation,
@@ -159,10 +161,23 @@ def write_table(path: Path, table: ObservationTable, key: dict[str, Any]) -> boo
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        _prune(path.parent)
     except OSError as exc:
         log.warning("could not persist the observation table in %s: %s", path.parent, exc)
         return False
     return True
+
+
+def _prune(folder: Path) -> None:
+    """Keep the ``KEEP`` most recently written tables (one per store; old stores fall out)."""
+    files = []
+    for p in folder.glob("table-*.npz"):
+        try:
+            files.append((p.stat().st_mtime, p))
+        except FileNotFoundError:
+            continue  # pruned by a concurrent writer
+    for _, old in sorted(files, reverse=True)[KEEP:]:
+        old.unlink(missing_ok=True)
 
 
 def read_table(path: Path, key: dict[str, Any]) -> ObservationTable | None:
