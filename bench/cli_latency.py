@@ -211,7 +211,9 @@ def main() -> None:
         root = Path(tmp)
         env = {**os.environ, "XDG_DATA_HOME": str(root / "data"), "XDG_CACHE_HOME": str(root / "cache"),
                "ADVISOR_STARTER": "0"}
-        for name in ("ADVISOR_STORE", "ADVISOR_API", "ADVISOR_TABLE_CACHE", "ADVISOR_MODEL_CACHE"):
+        # as installed: bytecode cached (pip compiles it at install), whatever this shell says
+        for name in ("ADVISOR_STORE", "ADVISOR_API", "ADVISOR_TABLE_CACHE", "ADVISOR_MODEL_CACHE",
+                     "PYTHONDONTWRITEBYTECODE"):
             env.pop(name, None)
         os.environ.update({k: env[k] for k in ("XDG_CACHE_HOME",)})
         baseline = extract(args.baseline_rev, root / "baseline") if args.baseline_rev else None

@@ -89,6 +89,9 @@ class Rule(BaseModel):
         return None
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's safe loader: 10x faster
+
+
 @lru_cache(maxsize=65536)
 def satisfies(spec: str, version: Version) -> bool:
     """``version`` matches the PEP 440 ``spec`` (prereleases included); memoised: a
@@ -227,7 +230,7 @@ def load_rules(source: str | Path | list[dict[str, Any]] | RuleSet | None = None
     rules: list[Rule] = []
     for file in files:
         try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8"))
+            data = yaml.load(file.read_text(encoding="utf-8"), Loader=_LOADER)
         except (OSError, yaml.YAMLError) as exc:
             raise InvalidInput(f"compatibility rules {file}: unreadable: {exc}") from None
         rules.extend(_validate(data, str(file)))
@@ -241,7 +244,7 @@ def _packaged_rules() -> RuleSet:
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
             try:
-                data = yaml.safe_load(entry.read_text(encoding="utf-8"))
+                data = yaml.load(entry.read_text(encoding="utf-8"), Loader=_LOADER)
             except yaml.YAMLError as exc:
                 raise InvalidInput(f"compatibility rules {entry.name}: {exc}") from None
             rules.extend(_validate(data, entry.name))
