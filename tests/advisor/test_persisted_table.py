@@ -262,3 +262,28 @@ def _no_reporter() -> Iterator[None]:
     previous = progress.set_reporter(None)
     yield
     progress.set_reporter(previous)
+
+
+def test_progress_on_a_terminal_draws_a_transient_bar_and_elsewhere_one_line() -> None:
+    import io
+
+    from cli.progress import StderrProgress
+    from graph_schema import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, expect_lines in ((Terminal(), 0), (io.StringIO(), 1)):
+        progress.set_reporter(StderrProgress(stream))
+        with progress.phase("seeding", total=10) as update:
+            with progress.phase("nested, not shown") as inner:
+                inner(1)
+            for done in range(0, 11, 5):
+                update(done)
+        progress.set_reporter(None)
+        text = stream.getvalue()
+        assert "nested" not in text
+        assert sum(line.startswith("advisor: ") for line in text.splitlines()) == expect_lines
+        if expect_lines:
+            assert text == "advisor: seeding ...\n"
