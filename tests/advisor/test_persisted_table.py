@@ -234,8 +234,9 @@ def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(tm
     a, b = json.loads(cold_out), json.loads(warm_out)
     assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
     assert any(r["basis"] != "observed" for r in b["recommendations"]) or b["recommendations"]
-    typo, _, typo_err = run_cli([*args[:2], "resnet5O", *args[3:]], env)
-    assert typo["code"] == 1 and "resnet50" in typo_err  # the did-you-mean, without the heavy imports
+    typo, typo_out, typo_err = run_cli([*args[:2], "resnet5O", *args[3:]], env)
+    # the did-you-mean (JSON on stdout with --json), without the heavy imports
+    assert typo["code"] == 1 and "resnet50" in typo_out + typo_err
     assert typo["heavy"] == []
 
 
