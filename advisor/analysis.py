@@ -12,7 +12,6 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from advisor.results import Interval, PlacementOverhead
 from advisor.rules import parse_version
@@ -92,6 +91,8 @@ def mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
         return None
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
         return 1.0
+    from scipy.stats import mannwhitneyu  # imported when a test runs: scipy.stats costs a second
+
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 

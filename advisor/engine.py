@@ -3,28 +3,26 @@ detect regressions, evaluate the model.
 
 It answers from memory: a columnar table of every observation (``ObservationTable``) and the
 fitted model are built once per store generation and rebuilt when the store's generation moves,
-so a stale model is never served silently. The fitted model is also cached on disk, keyed on the
-content of the table, so a fresh CLI process does not refit.
+so a stale model is never served silently. Both are persisted on disk (``advisor.table_file``,
+keyed by store and generation; ``advisor.model_cache``, keyed by the table's content), so a fresh
+CLI process neither rereads the store nor refits.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import logging
 import math
-import os
-import pickle
+import sys
 import threading
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from advisor import analysis, predictor
+from advisor import analysis, model_cache, predictor, table_file
 from advisor.features import query_frames
 from advisor.names import canonical_query, matching_accelerators
 from advisor.results import (
@@ -47,23 +45,13 @@ from advisor.snippet import placement_snippet, to_yaml
 from advisor.specs import PriceTable, load_prices, resolve_accelerator
 from advisor.table import ObservationTable, _round_key, physical_key
 from advisor.workload import Objective, Workload
+from graph_schema import progress
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import PlacementKind, SoftwareStack
 from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
 MODEL_VERSION = 5
-CACHE_ENV = "ADVISOR_MODEL_CACHE"
-
-
-def _model_cache_dir() -> Path | None:
-    configured = os.environ.get(CACHE_ENV)
-    if configured == "0":
-        return None
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stack-advisor" / "models"
 
 
 class Advisor:
@@ -116,76 +104,52 @@ class Advisor:
         self._generation = None
 
     def table(self, generation: int | None = None) -> ObservationTable:
-        """The observation table of the store's current generation (reloaded when it moved).
+        """The observation table of the store's current generation (reloaded when it moved):
+        from its persisted file when one matches the store and generation, else read from the
+        store and persisted (``advisor.table_file``).
         ``generation``: one the caller has just read, so one answer reads it once."""
         generation = self.store_generation() if generation is None else generation
         with self._lock:
             if self._table is None or self._table.generation != generation:
                 start = time.perf_counter()
-                self._table = ObservationTable.from_observations(self.store.iter_observations(), generation)
+                self._table = table_file.load_table(self.store, generation, self._read_generation)
                 self._overheads = None
                 self._failures = None
                 log.info("loaded %d observations (generation %d) in %.2fs", self._table.n, generation,
                          time.perf_counter() - start)
             return self._table
 
+    def _read_generation(self) -> int:
+        self._generation = None
+        return self.store_generation()
+
     def model(self, table: ObservationTable | None = None) -> predictor.FittedModel:
-        """The model fitted on the current table; refitted (or loaded from the disk cache) when
-        the table's generation differs from the model's."""
+        """The model fitted on the current table; refitted (or loaded from the disk cache,
+        ``advisor.model_cache``) when the table's generation differs from the model's."""
         table = table or self.table()
         with self._lock:
             if self._model is not None and self._model.generation == table.generation:
                 return self._model
-            fingerprint = self._fingerprint(table)
-            cached = self._load_cached(fingerprint)
+            key = model_cache.fingerprint(table, MODEL_VERSION)
+            cached = model_cache.load(key)
             if cached is not None:
                 cached.generation = table.generation
                 self._model = cached
                 return cached
             if table.n == 0:
                 raise NotFound("the knowledge base holds no observations; import or collect some first")
-            with _one_thread():
-                model = predictor.fit(table)
+            import sklearn.ensemble  # noqa: F401 - loads the OpenMP runtime _one_thread must limit
+
+            with progress.phase(f"fitting the prediction model on {table.n:,} observations"), _one_thread():
+                model = model_cache.compact(predictor.fit(table), table)
             self._model = model
-            self._save_cached(fingerprint, model)
+            model_cache.save(key, model)
             return model
 
     def warm(self) -> None:
         """Load the table, fit the model, compute placement overheads (e.g. at API start-up)."""
         self.model()
         self.overheads()
-
-    @staticmethod
-    def _fingerprint(table: ObservationTable) -> str:
-        digest = hashlib.sha256(f"v{MODEL_VERSION}:{table.n}:".encode())
-        digest.update("\n".join(sorted(table.keys)).encode())
-        digest.update(table.value.tobytes())
-        return digest.hexdigest()[:32]
-
-    def _load_cached(self, fingerprint: str) -> predictor.FittedModel | None:
-        folder = _model_cache_dir()
-        if folder is None:
-            return None
-        path = folder / f"model-{fingerprint}.pkl"
-        try:
-            with path.open("rb") as handle:
-                model = pickle.load(handle)
-            return model if isinstance(model, predictor.FittedModel) else None
-        except (OSError, pickle.UnpicklingError, AttributeError, EOFError, ImportError):
-            return None
-
-    def _save_cached(self, fingerprint: str, model: predictor.FittedModel) -> None:
-        folder = _model_cache_dir()
-        if folder is None:
-            return
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = folder / f".model-{fingerprint}.{os.getpid()}.tmp"
-            with tmp.open("wb") as handle:
-                pickle.dump(model, handle)
-            tmp.replace(folder / f"model-{fingerprint}.pkl")
-        except OSError as exc:
-            log.warning("could not cache the fitted model in %s: %s", folder, exc)
 
     def overheads(self, table: ObservationTable | None = None) -> dict[tuple[str, str], PlacementOverhead]:
         table = table or self.table()
@@ -728,17 +692,20 @@ class Advisor:
         return evaluate(self.table(), holdout_filter, holdout_share=holdout_share, seed=seed)
 
 
-_CONTROLLER: ThreadpoolController | None = None
+_CONTROLLER: tuple[bool, ThreadpoolController] | None = None
 
 
 def _one_thread() -> Any:
     """Limit BLAS/OpenMP to one thread (small predictions from many request threads would
     oversubscribe the cores). The controller is built once: ``threadpool_limits(1)`` inspects
-    every loaded library on each call, tens of milliseconds."""
+    every loaded library on each call, tens of milliseconds. It only knows the libraries loaded
+    when it was built, and scikit-learn (with its OpenMP runtime) is imported only to fit: it is
+    built again once scikit-learn is loaded, else fits run unlimited (and crawl on busy cores)."""
     global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1)
+    with_sklearn = "sklearn" in sys.modules
+    if _CONTROLLER is None or _CONTROLLER[0] != with_sklearn:
+        _CONTROLLER = (with_sklearn, ThreadpoolController())
+    return _CONTROLLER[1].limit(limits=1)
 
 
 def _quantiles3(values: np.ndarray) -> tuple[float, float, float]:

@@ -94,6 +94,7 @@ class ObservationTable:
     stacks: dict[str, SoftwareStack] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
     load_seconds: float = 0.0
+    digest: str = ""  # content digest (keys and values), set when persisted (advisor.table_file)
 
     @classmethod
     def from_observations(cls, observations: Iterable[Observation], generation: int = 0) -> ObservationTable:

@@ -8,7 +8,6 @@ import typer
 
 from cli.options import FormatOpt, JsonOpt, StoreOpt
 from cli.render import OutputFormat, note, output_format, render
-from graph_schema.registry import open_store, resolve_store_uri
 
 db_app = typer.Typer(help="The knowledge-base store: schema migrations and statistics.", no_args_is_help=True)
 
@@ -17,6 +16,8 @@ db_app = typer.Typer(help="The knowledge-base store: schema migrations and stati
 def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """Create or upgrade the schema (constraints, indexes, tables); idempotent."""
     chosen = output_format(fmt, as_json)
+    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+
     with open_store(store, migrate=False, create=True) as st:
         before = st.schema_version()
         after = st.ensure_schema()
@@ -30,6 +31,8 @@ def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = N
 def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """What the store holds: nodes per label and observations per source."""
     chosen = output_format(fmt, as_json)
+    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+
     with open_store(store, create=False) as st:
         s = st.stats()
         accelerators = st.list_entities("accelerators")
@@ -65,6 +68,8 @@ def reset(
     """Delete every node and relationship in the store (asks for --yes)."""
     if not yes:
         raise typer.BadParameter("refusing to delete the knowledge base without --yes")
+    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+
     with open_store(store, create=False) as st:
         clear = getattr(st, "clear", None)
         if clear is None:

@@ -476,6 +476,14 @@ class CypherStore(Store):
         info = self._read(Q.READ_SCHEMA_INFO, {})
         return int(info[0]["generation"]) if info else 0
 
+    def cache_identity(self) -> str | None:
+        """The URI and when the schema was created or last migrated (a store emptied by
+        ``clear`` and set up again gets a new one); None before the schema exists."""
+        info = self._read(Q.READ_STORE_IDENTITY, {})
+        if not info or info[0]["applied_at"] is None:
+            return None
+        return f"{self.uri}|schema {info[0]['version']}|{info[0]['applied_at']}"
+
     def clear(self) -> None:
         """Delete every node and relationship (tests and `advisor db reset`).
 

@@ -124,6 +124,9 @@ CREATE_SCHEMA_INFO = (
 SET_SCHEMA_VERSION = (
     "MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $version, s.applied_at = $now"
 )
+READ_STORE_IDENTITY = (
+    "MATCH (s:SchemaInfo {name: 'graph'}) RETURN s.version AS version, s.applied_at AS applied_at"
+)
 BUMP_GENERATION = (
     "MATCH (s:SchemaInfo {name: 'graph'}) SET s.generation = s.generation + 1 "
     "RETURN s.generation AS generation"

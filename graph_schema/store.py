@@ -193,6 +193,17 @@ class Store(ABC):
                 return obs
         raise NotFound(f"no observation with key {key!r}")
 
+    def cache_identity(self) -> str | None:
+        """A token for caches of derived data (the advisor's persisted table and model), which
+        they key together with the data generation: it differs between two stores and changes
+        when a store is emptied and its schema created again, so one generation number of two
+        lineages never collide.
+
+        Returns:
+            The token, or None when this store's data must not be cached across processes.
+        """
+        return None
+
     def stats(self) -> StoreStats:
         """Schema version, node counts per label, observations per source, data generation."""
         return self._stats()
