@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from advisor.api.auth import AuthBeforeBody, TokenTable
+from advisor.api.docs import install_docs
 from advisor.api.errors import install_error_handlers
 from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
 from advisor.api.resources import Resources
@@ -100,6 +101,8 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         separate_input_output_schemas=True,
+        docs_url=None,  # served by install_docs, from local assets
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.tokens = tokens
@@ -108,6 +111,7 @@ def create_app(
     app.dependency_overrides[get_settings] = lambda: settings
 
     install_error_handlers(app)
+    install_docs(app)
     for module in (observations, batches, failures, schema, inventory):
         app.include_router(module.router)
     for router in catalog.routers:
