@@ -86,12 +86,24 @@ def _post(api: Api, token: str, doc: dict[str, Any], timeout: float = 60) -> int
         return -1
 
 
+def _get(api: Api, token: str, params: dict[str, Any], patience: float = 180) -> Any:
+    """GET /v1/observations, retried while the store answers 503 (a server just back from a
+    crash recovers and warms up first; on a busy machine that takes a while)."""
+    deadline = time.monotonic() + patience
+    while True:
+        r = httpx.get(api.url + "/v1/observations", params=params, timeout=60,
+                      headers={"Authorization": f"Bearer {token}"})
+        if r.status_code != 503 or time.monotonic() > deadline:
+            assert r.status_code == 200, r.text
+            return r.json()
+        time.sleep(float(r.headers.get("Retry-After", "1")))
+
+
 def _count(api: Api, token: str) -> int:
     total, after = 0, None
     while True:
         params: dict[str, Any] = {"limit": 1000} | ({"after": after} if after else {})
-        body = httpx.get(api.url + "/v1/observations", params=params, timeout=60,
-                         headers={"Authorization": f"Bearer {token}"}).json()
+        body = _get(api, token, params)
         total += len(body["items"])
         after = body["next_after"]
         if after is None:
@@ -228,6 +240,6 @@ def test_neo4j_stopped_under_a_running_api(tmp_path: Path, local_neo4j: Any,
         local_neo4j.start()
         _wait_ready(api, 90)
         assert api.proc.pid == pid and api.proc.poll() is None  # type: ignore[union-attr]
-        assert len(httpx.get(api.url + "/v1/observations", timeout=30).json()["items"]) == 3
+        assert len(_get(api, api_tokens["read"], {})["items"]) == 3
     finally:
         api.stop()
