@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from advisor.api.app import create_app  # noqa: E402
-from advisor.api.deps import get_store  # noqa: E402
-from graph_schema.registry import open_store  # noqa: E402
-from tests.advisor.api.conftest import auth, document, make_settings  # noqa: E402
-from tests.advisor.api.fuzz import fuzz, summary  # noqa: E402
+from advisor.api.app import create_app
+from advisor.api.deps import get_store
+from graph_schema.registry import open_store
+from tests.advisor.api.conftest import auth, document, make_settings
+from tests.advisor.api.fuzz import fuzz, summary
 
 
 def main() -> int:

@@ -47,7 +47,6 @@ def open_error(path: Path, text: str) -> AdvisorError:
     return StoreUnavailable(f"cannot open the embedded store {path}: {text}",
                             details={"reason": "engine", "path": str(path)})
 
-
 QUERY_TIMEOUT_S = 30.0
 LOCK_WAIT_S = 10.0
 

@@ -5,10 +5,7 @@ re-sending everything (as a collector flushing its spool does) restores the exac
 
 from __future__ import annotations
 
-import os
 import secrets
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,58 +16,12 @@ import httpx
 import pytest
 
 from tests.advisor.api.conftest import document
-from tests.cli.server import free_port
+from tests.advisor.api.served import Api
 
-REPO = Path(__file__).resolve().parents[3]
 PER_DOCUMENT = 40
 PROBE_TIMEOUT_S = 3.0  # the Deployment's probes (deploy/base/api/deployment.yaml)
 
 pytestmark = pytest.mark.slow
-
-
-class Api:
-    """The API under uvicorn in a subprocess (this checkout's code), killable with SIGKILL."""
-
-    def __init__(self, store: str, tokens: dict[str, str], log: Path, **env: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "PYTHONPATH": str(REPO), "ADVISOR_STORE": store,
-                    "ADVISOR_ENVIRONMENT": "production",
-                    "ADVISOR_TOKENS": ";".join(f"{t}:{s}" for s, t in tokens.items()), **env}
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 90.0) -> Api:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "--factory",
-                 "advisor.api.app:app_from_environment", "--host", "127.0.0.1",
-                 "--port", str(self.port), "--log-level", "warning"],
-                cwd=REPO, env=self.env, stdout=out, stderr=out)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(f"API not ready in {timeout}s: {self.log.read_text()[-3000:]}")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()  # SIGKILL
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture
