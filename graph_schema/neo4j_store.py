@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +13,7 @@ from graph_schema.ddl import neo4j_statements
 from graph_schema.errors import Conflict, InvalidInput, StoreUnavailable
 
 CONSTRAINT_RETRIES = 5
+DEADLOCK_RETRIES = 30
 # Every call is bounded in time, so that an outage gives a quick 503 instead of requests piling
 # up (the driver's defaults wait 30 s to connect, 60 s for a pooled connection and retry a
 # transaction for 30 s).
@@ -103,7 +106,7 @@ class Neo4jStore(CypherStore):
         return self._wrap(go)
 
     def _write(self, work: Callable[[Run], Any]) -> Any:
-        from neo4j.exceptions import ConstraintError
+        from neo4j.exceptions import ConstraintError, TransientError
 
         attempts = 0
 
@@ -117,18 +120,30 @@ class Neo4jStore(CypherStore):
             # A concurrent writer may create the same key between our existence check and our
             # CREATE; the uniqueness constraint then refuses ours. The transaction function is
             # idempotent, so running it again sees the other writer's nodes and creates the rest.
+            # Deadlocks between writers are TransientErrors: the driver retries them only within
+            # max_transaction_retry_time (kept short so an outage answers quickly), so they get
+            # their own, longer, jittered loop here.
             nonlocal attempts
-            for attempt in range(CONSTRAINT_RETRIES + 1):
+            constraint_failures = deadlocks = 0
+            while True:
                 attempts = 0
                 try:
                     with self._driver.session(database=self.database) as session:
                         return session.execute_write(tx)
                 except ConstraintError:
-                    if attempt == CONSTRAINT_RETRIES:
+                    constraint_failures += 1
+                    if constraint_failures > CONSTRAINT_RETRIES:
                         raise
+                except TransientError as exc:
+                    # Neo.TransientError.Transaction.DeadlockDetected and other lock contention;
+                    # not a database that is down (that is an outage: answer it quickly)
+                    deadlocks += 1
+                    if deadlocks > DEADLOCK_RETRIES or ".Transaction." not in (exc.code or ""):
+                        raise
+                    self.transient_retries += 1
+                    time.sleep(random.uniform(0.05, 0.25) * min(deadlocks, 8))
                 finally:
                     self.transient_retries += max(0, attempts - 1)
-            raise AssertionError("unreachable")
 
         return self._wrap(go)
 

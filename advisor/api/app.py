@@ -83,6 +83,7 @@ def create_app(
                           generation_ttl_s=settings.generation_ttl_s, **kwargs)  # type: ignore[arg-type]
     if store is not None:
         resources = Resources(None, opener=lambda _uri: store, generation_ttl_s=settings.generation_ttl_s)
+    resources.failure_hold_s = settings.store_failure_hold_s
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -111,6 +111,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _advisor_error(request: Request, exc: AdvisorError) -> JSONResponse:
         if exc.status_code >= 500:
             log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
+        resources = getattr(request.app.state, "resources", None)
+        if isinstance(exc, StoreUnavailable) and resources is not None:
+            resources.store_failed(exc.message)
         return error_response(exc, _retry_after(request))
 
     @app.exception_handler(RequestValidationError)

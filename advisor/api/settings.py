@@ -158,6 +158,11 @@ class Settings(BaseSettings):
         default=5_000, ge=1, le=100_000,
         description="measurements plus failures in one ingest request (one transaction)",
     )
+    store_failure_hold_s: float = Field(
+        default=1.0, ge=0, le=60,
+        description="after a store request fails as unavailable, others get 503 at once for "
+                    "this long instead of each waiting on the store (0: off)",
+    )
     ready_timeout_s: float = Field(
         default=2.0, gt=0, le=30,
         description="/readyz answers within this, whatever the store does (below the probe's "

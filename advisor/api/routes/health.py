@@ -14,7 +14,7 @@ from advisor.api.auth import Caller
 from advisor.api.deps import require_metrics
 from advisor.api.routes import error_responses
 from advisor.api.schemas import Health, Readiness
-from graph_schema.errors import AdvisorError
+from graph_schema.errors import AdvisorError, StoreUnavailable
 from graph_schema.schema import SCHEMA_VERSION
 
 router = APIRouter(tags=["health"])
@@ -73,8 +73,17 @@ def _check(state: Any) -> asyncio.Future[int | None]:
     arrive while one is running share it, so a hung store never costs more than one thread)."""
     running = getattr(state, "readiness_check", None)
     if running is None or running.done():
-        running = asyncio.ensure_future(
-            asyncio.to_thread(lambda: state.resources.store().schema_version()))
+        def check() -> int | None:
+            try:
+                version = state.resources.store(probe=True).schema_version()
+            except AdvisorError as exc:
+                if isinstance(exc, StoreUnavailable):
+                    state.resources.store_failed(exc.message)
+                raise
+            state.resources.store_answered()
+            return version
+
+        running = asyncio.ensure_future(asyncio.to_thread(check))
         state.readiness_check = running
     return running  # type: ignore[no-any-return]
 

@@ -172,7 +172,7 @@ def test_neo4j_stopped_under_a_running_api(tmp_path: Path, local_neo4j: Any,
                                                            timeout=60)) for _ in range(45)]
         for t in crowd:
             t.start()
-        time.sleep(0.5)
+        time.sleep(1.0)
         health = [_timed(api.url + "/healthz") for _ in range(10)]
         ready = [_timed(api.url + "/readyz") for _ in range(3)]
         record_property("healthz_s_during_outage", max(s for s, _ in health))
