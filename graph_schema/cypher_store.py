@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from graph_schema import queries as Q
-from graph_schema.errors import SchemaMismatch
+from graph_schema.errors import SchemaMismatch, StoreUnavailable
 from graph_schema.migrations import pending
 from graph_schema.models import (
     EntityKind,
@@ -274,6 +274,8 @@ class CypherStore(Store):
     def _schema_version(self) -> int | None:
         try:
             rows = self._read(Q.READ_SCHEMA_INFO, {})
+        except StoreUnavailable:
+            raise  # an outage is not an empty store (readiness must say which)
         except Exception:  # noqa: BLE001 - no tables yet in an empty embedded store
             return None
         return int(rows[0]["version"]) if rows else None
@@ -397,14 +399,20 @@ class CypherStore(Store):
 
     # ---- reads ---------------------------------------------------------------------------
     def _query_observations(
-        self, flt: ObservationFilter, limit: int, offset: int
+        self, flt: ObservationFilter, limit: int, offset: int, after: str | None
     ) -> list[StoredObservation]:
         params: dict[str, Any] = {
             name: ("" if value is None else getattr(value, "value", value))
             for name, value in flt.model_dump().items()
         }
-        params["placement"] = params.pop("placement")
-        params.update(limit=limit, offset=offset)
+        params["after"] = after or ""
+        if offset:
+            # the offset becomes a key: no SKIP reaches the engine (see queries.OBSERVATION_KEYS)
+            keys = self._read(Q.OBSERVATION_KEYS, {**params, "limit": offset})
+            if len(keys) < offset:
+                return []
+            params["after"] = keys[-1]["key"]
+        params["limit"] = limit
         rows = self._read(Q.QUERY_OBSERVATIONS, params)
         host_names = sorted({r["host"] for r in rows if r["host"]})
         hosts = {}
