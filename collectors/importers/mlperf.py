@@ -14,10 +14,14 @@ is reported with its path and reason; the import goes on.
 One record per (round, division, submitter, system, benchmark, scenario), with the headline
 metric of the scenario: Offline samples/s (tokens/s for LLMs), Server scheduled or completed
 samples/s (whichever the LoadGen version reports as the result), SingleStream p90 latency (the
-early-stopping estimate where present), MultiStream p99 latency.
+early-stopping estimate where present), MultiStream p99 latency. LLM runs also carry their time to
+first token and time per output token figures (mean and percentiles, ms), one observation each.
 
-The LoadGen summary parser is our own (``parse_summary`` below): Collectors II's
-``collectors.importers.loadgen_summary`` did not exist when this was written.
+A scenario that LoadGen runs in another mode (``Interactive``: Server with tighter latency
+bounds, so its summary says ``Scenario : Server``) is a result of its own under its directory's
+name. INVALID results are kept, marked invalid (rankings leave them out). Summaries are read by
+the one LoadGen parser, ``collectors.importers.loadgen_summary``; lines and system keys it does not
+know are ignored, never an error.
 """
 
 from __future__ import annotations
@@ -31,6 +35,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from collectors.importers.loadgen_summary import (
+    TOKEN_LATENCY_GROUPS,
+    TOKEN_LATENCY_STATS,
+    parse_summary,
+    published_headline,
+    token_latency_metrics,
+)
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from graph_schema.errors import InvalidInput
@@ -57,10 +68,17 @@ SCENARIOS = {
     "singlestream": "SingleStream",
     "multistream": "MultiStream",
 }
+# Scenarios LoadGen runs in another scenario's mode: the summary names the mode.
+RUNS_AS = {"Interactive": "Server"}
 # Directories that hold runs other than the reported performance run: never results.
 NOT_RESULTS = {"compliance", "accuracy", "ranging", "power"}
 # Older names of the standard benchmarks → the names later rounds use.
-BENCHMARK_ALIASES = {"resnet": "resnet50", "ssd-small": "ssd-mobilenet", "ssd-large": "ssd-resnet34"}
+BENCHMARK_ALIASES = {
+    "resnet": "resnet50",
+    "ssd-small": "ssd-mobilenet",
+    "ssd-large": "ssd-resnet34",
+    "stable-diffusion-xl": "sdxl",
+}
 ATTRIBUTION = (
     "MLPerf(R) Inference results from MLCommons (https://mlcommons.org), used under the MLCommons "
     "results-use guidelines; round, submitter and system id are kept on every observation."
@@ -77,107 +95,12 @@ METRICS: dict[str, tuple[str, bool]] = {
     "tokens_per_second": ("tokens/s", True),
     "p90_latency_ms": ("ms", False),
     "p99_latency_ms": ("ms", False),
+    **{
+        f"{prefix}_{stat.replace('.', '_')}_ms": ("ms", False)
+        for prefix in TOKEN_LATENCY_GROUPS.values()
+        for stat in TOKEN_LATENCY_STATS
+    },
 }
-
-
-# ---- LoadGen summary -------------------------------------------------------------------------
-
-
-def parse_summary(text: str) -> dict[str, dict[str, str]]:
-    """A ``mlperf_log_summary.txt`` as ``{"result": {...}, "stats": {...}, "parameters": {...}}``:
-    ``key : value`` lines of each section, keys stripped of the bullet (``* Early stopping 90th
-    percentile estimate``). The result section is the one before "Additional Stats"."""
-    sections: dict[str, dict[str, str]] = {"result": {}, "stats": {}, "parameters": {}}
-    current = "result"
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("Additional Stats"):
-            current = "stats"
-            continue
-        if stripped.startswith("Test Parameters Used"):
-            current = "parameters"
-            continue
-        if ":" not in stripped or stripped.startswith("="):
-            continue
-        key, _, value = stripped.partition(":")
-        key = key.strip().lstrip("*").strip()
-        value = value.strip()
-        if key and value:
-            sections[current].setdefault(key, value)
-    return sections
-
-
-@dataclass
-class Headline:
-    metric: str
-    value: float
-    source_line: str
-    valid: bool
-
-
-def _number(raw: str, line: str) -> float:
-    try:
-        return float(raw.split()[0])
-    except (ValueError, IndexError):
-        raise ValueError(f"{line!r} is not a number: {raw!r}") from None
-
-
-def headline_metric(summary: dict[str, dict[str, str]]) -> Headline:
-    """The headline result of one summary, by its ``Scenario`` line.
-
-    Raises:
-        ValueError: no scenario, an unknown one, or none of the lines that carry its result.
-    """
-    result, stats = summary["result"], summary["stats"]
-    scenario_text = result.get("Scenario")
-    if not scenario_text:
-        raise ValueError("no 'Scenario' line")
-    scenario = SCENARIOS.get(scenario_text.replace(" ", "").lower())
-    if scenario is None:
-        raise ValueError(f"unknown scenario {scenario_text!r}")
-    valid = result.get("Result is", "").upper() == "VALID"
-
-    def pick(*candidates: tuple[str, str, float]) -> Headline:
-        for line, metric, scale in candidates:
-            for section in (result, stats):
-                if line in section:
-                    return Headline(metric, _number(section[line], line) * scale, line, valid)
-        names = ", ".join(repr(c[0]) for c in candidates)
-        raise ValueError(f"{scenario} summary has none of the result lines {names}")
-
-    ns = 1e-6
-    if scenario == "Offline":
-        return pick(
-            ("Tokens per second", "tokens_per_second", 1.0),
-            ("Samples per second", "samples_per_second", 1.0),
-        )
-    if scenario in ("Server", "Interactive"):
-        # The result line moved from "Scheduled" to "Completed" samples per second; the one in
-        # the result section is the result, whatever else the stats section repeats.
-        for line, metric in (
-            ("Completed tokens per second", "tokens_per_second"),
-            ("Scheduled samples per second", "queries_per_second"),
-            ("Completed samples per second", "queries_per_second"),
-        ):
-            if line in result:
-                return Headline(metric, _number(result[line], line), line, valid)
-        return pick(
-            ("Scheduled samples per second", "queries_per_second", 1.0),
-            ("Completed samples per second", "queries_per_second", 1.0),
-        )
-    if scenario == "SingleStream":
-        return pick(
-            ("Early stopping 90th percentile estimate", "p90_latency_ms", ns),
-            ("90th percentile latency (ns)", "p90_latency_ms", ns),
-            ("90.0th percentile latency (ns)", "p90_latency_ms", ns),
-            ("90.00 percentile latency (ns)", "p90_latency_ms", ns),
-        )
-    return pick(
-        ("Early stopping 99th percentile estimate", "p99_latency_ms", ns),
-        ("99th percentile latency (ns)", "p99_latency_ms", ns),
-        ("99.0th percentile latency (ns)", "p99_latency_ms", ns),
-        ("99.00 percentile latency (ns)", "p99_latency_ms", ns),
-    )
 
 
 # ---- reading a tree --------------------------------------------------------------------------
@@ -311,6 +234,8 @@ class MlperfRecord:
     system_type: str | None = None
     accelerator_memory_mib: int | None = None
     host_cores: int | None = None
+    # (metric, value in ms, source line): TTFT/TPOT figures of LLM runs
+    latency_metrics: list[tuple[str, float, str]] = field(default_factory=list)
 
     @property
     def source_key(self) -> str:
@@ -362,6 +287,8 @@ def _accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
         else:
             raise ValueError(f"number_of_nodes is not a whole number: {fields.get('number_of_nodes')!r}")
     per_node = _int(per_node_raw)
+    if per_node_text.lower() in _NOT_AN_ACCELERATOR - {"", "cpu"}:
+        per_node_text = ""  # "N/A": no accelerator, said in words
     if model.lower() in _NOT_AN_ACCELERATOR or per_node == 0 or (per_node_text == "" and not model):
         return "", per_node_text, 0, nodes
     hetero = _HETERO.findall(model)
@@ -547,24 +474,39 @@ def _record(
         return None
     try:
         summary = parse_summary(text)
-        headline = headline_metric(summary)
-    except ValueError as exc:
+    except InvalidInput as exc:
         tree.issues.append(Issue(item.path, f"malformed LoadGen summary: {exc}", "failed", "malformed-summary"))
         return None
-    scenario = SCENARIOS[summary["result"]["Scenario"].replace(" ", "").lower()]
-    if scenario_dir.lower() != scenario.lower():
+    loadgen_scenario = summary["scenario"]
+    directory_scenario = SCENARIOS.get(scenario_dir.replace(" ", "").lower())
+    if directory_scenario is None:
+        known = ", ".join(sorted(set(SCENARIOS.values())))
+        tree.issues.append(
+            Issue(item.path, f"scenario directory {scenario_dir!r} is not a known scenario ({known})", "failed", "unknown-scenario")
+        )
+        return None
+    if directory_scenario == loadgen_scenario or RUNS_AS.get(directory_scenario) == loadgen_scenario:
+        # A scenario LoadGen runs in another mode (Interactive: Server with tighter latency
+        # bounds) is a result of its own under its directory's name.
+        scenario = directory_scenario
+    else:
         tree.issues.append(
             Issue(
                 item.path,
-                f"summary says Scenario {scenario} but the directory says {scenario_dir} "
+                f"summary says Scenario {loadgen_scenario} but the directory says {scenario_dir} "
                 "(a result inferred from another scenario, not a run of its own)",
                 "skipped",
                 "inferred-scenario",
             )
         )
         return None
-    if summary["result"].get("Mode", "PerformanceOnly") != "PerformanceOnly":
-        tree.issues.append(Issue(item.path, f"mode {summary['result']['Mode']!r} is not a performance run", "skipped", "not-performance"))
+    if summary.get("mode", "PerformanceOnly") != "PerformanceOnly":
+        tree.issues.append(Issue(item.path, f"mode {summary['mode']!r} is not a performance run", "skipped", "not-performance"))
+        return None
+    try:
+        headline = published_headline(summary)
+    except InvalidInput as exc:
+        tree.issues.append(Issue(item.path, f"malformed LoadGen summary: {exc}", "failed", "malformed-summary"))
         return None
     system = systems.get((division, submitter, system_id))
     if system is None:
@@ -586,6 +528,7 @@ def _record(
         value=headline.value,
         valid=headline.valid,
         metric_source=headline.source_line,
+        latency_metrics=token_latency_metrics(summary),
         source_path=item.path,
         mtime=item.mtime,
         **system,
@@ -654,6 +597,28 @@ def _system_context(record: MlperfRecord) -> SystemContext:
         labels={k: v for k, v in labels.items() if v},
     )
     return stack, accelerator, placement, host
+
+
+def to_observations(record: MlperfRecord, cache: dict[str, SystemContext] | None = None) -> list[Observation]:
+    """The headline observation of one record, then one per TTFT/TPOT figure it carries (LLM
+    runs), each with the summary line it was read from."""
+    headline = to_observation(record, cache)
+    out = [headline]
+    for metric, value, line in record.latency_metrics:
+        unit, higher = METRICS[metric]
+        details = {**headline.provenance.details, "metric_source": line}
+        out.append(
+            headline.model_copy(
+                update={
+                    "metric": metric,
+                    "value": value,
+                    "unit": unit,
+                    "higher_is_better": higher,
+                    "provenance": headline.provenance.model_copy(update={"details": details}),
+                }
+            )
+        )
+    return out
 
 
 def to_observation(record: MlperfRecord, cache: dict[str, SystemContext] | None = None) -> Observation:
@@ -796,7 +761,7 @@ def import_mlperf(
     cache: dict[str, SystemContext] = {}
     for record in tree.records:
         try:
-            observations.append(to_observation(record, cache))
+            observations.extend(to_observations(record, cache))
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             tree.issues.append(Issue(record.source_path, f"cannot build an observation: {exc}", "failed", "invalid-value"))
     total = len(observations)

@@ -182,7 +182,11 @@ _CLOUDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("Azure", re.compile(r"azure", re.IGNORECASE)),
     ("Google Cloud", re.compile(r"google\s+cloud|\bgcp", re.IGNORECASE)),
     ("Alibaba Cloud", re.compile(r"alibaba\s+cloud|aliyun", re.IGNORECASE)),
-    ("Oracle Cloud", re.compile(r"oracle\s+cloud|\boci\b", re.IGNORECASE)),
+    ("Oracle Cloud (OCI)", re.compile(r"oracle\s+cloud|\boci\b|^oracle$", re.IGNORECASE)),
+    # Google's own submissions run on Google Cloud (TPUs exist nowhere else).
+    ("Google Cloud", re.compile(r"^google$", re.IGNORECASE)),
+    ("Crusoe Cloud", re.compile(r"\bcrusoe\b", re.IGNORECASE)),
+    ("Sustainable Metal Cloud", re.compile(r"sustainable[\s_]+metal[\s_]+cloud", re.IGNORECASE)),
 )
 _VCPU = re.compile(r"\bvCPUs?\b", re.IGNORECASE)
 

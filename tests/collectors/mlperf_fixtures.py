@@ -11,8 +11,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 MLPERF_DIR = Path(os.environ.get("ADVISOR_MLPERF_DATA", REPO.parent / "shared" / "data" / "mlperf"))
-ROUNDS = ("v1.1", "v2.0", "v2.1", "v3.0")
+ROUNDS = ("v1.1", "v2.0", "v2.1", "v3.0", "v4.1")
 REFERENCE_CSV = MLPERF_DIR / "observations_v1.1-v3.0.csv"
+# Reference tabulations of the shared rounds (same columns), and how many rows each holds.
+REFERENCE_CSVS = {"observations_v1.1-v3.0.csv": 10_001, "observations_v4.1.csv": 937}
 
 
 def require_shared_data() -> Path:
