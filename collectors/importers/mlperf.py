@@ -42,6 +42,11 @@ from collectors.importers.loadgen_summary import (
     published_headline,
     token_latency_metrics,
 )
+from collectors.importers.mlperf_system import accelerators as _accelerators
+from collectors.importers.mlperf_system import flat_text as _text
+from collectors.importers.mlperf_system import memory_mib as _memory_mib
+from collectors.importers.mlperf_system import vendor as _vendor
+from collectors.importers.mlperf_system import whole_number as _int
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from graph_schema.errors import InvalidInput
@@ -83,9 +88,8 @@ ATTRIBUTION = (
     "MLPerf(R) Inference results from MLCommons (https://mlcommons.org), used under the MLCommons "
     "results-use guidelines; round, submitter and system id are kept on every observation."
 )
-_NOT_AN_ACCELERATOR = {"", "-", "n/a", "na", "none", "null", "cpu"}
 _ROUND = re.compile(r"v(\d+\.\d+)")
-_HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)", re.IGNORECASE)
+
 
 # metric name → (unit, higher_is_better)
 EXTRA_COMPONENTS = ("dali", "triton", "jetpack", "rocm", "gcc")
@@ -240,63 +244,6 @@ class MlperfRecord:
     @property
     def source_key(self) -> str:
         return f"{self.round}/{self.division}/{self.submitter}/{self.system_id}"
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
-        return int(value)
-    return None
-
-
-def _memory_mib(value: Any) -> int | None:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GB|GiB|MB|MiB|TB)\s*", str(value or ""), re.IGNORECASE)
-    if not match:
-        return None
-    amount, unit = float(match.group(1)), match.group(2).lower()
-    factor = {"gb": 1024, "gib": 1024, "mb": 1, "mib": 1, "tb": 1024 * 1024}[unit]
-    return int(amount * factor)
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(", ", ": "))
-    return " ".join(str(value).split())
-
-
-def _accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
-    """(model or "" when CPU-only, per-node as written, total count, nodes).
-
-    Raises:
-        ValueError: a count that cannot be read.
-    """
-    model = _text(fields.get("accelerator_model_name"))
-    per_node_raw = fields.get("accelerators_per_node")
-    per_node_text = _text(per_node_raw)
-    nodes = _int(fields.get("number_of_nodes"))
-    if nodes is None:
-        if fields.get("number_of_nodes") in (None, ""):
-            nodes = 1
-        else:
-            raise ValueError(f"number_of_nodes is not a whole number: {fields.get('number_of_nodes')!r}")
-    per_node = _int(per_node_raw)
-    if per_node_text.lower() in _NOT_AN_ACCELERATOR - {"", "cpu"}:
-        per_node_text = ""  # "N/A": no accelerator, said in words
-    if model.lower() in _NOT_AN_ACCELERATOR or per_node == 0 or (per_node_text == "" and not model):
-        return "", per_node_text, 0, nodes
-    hetero = _HETERO.findall(model)
-    if hetero:
-        return model, per_node_text, sum(int(n) * int(k) for n, _, k in hetero), nodes
-    if per_node is None:
-        raise ValueError(f"accelerators_per_node is not a whole number: {per_node_raw!r}")
-    return model, per_node_text, per_node * nodes, nodes
 
 
 def _system_record_fields(system: SystemInfo) -> dict[str, Any]:
@@ -536,20 +483,6 @@ def _record(
 
 
 # ---- observations ----------------------------------------------------------------------------
-
-
-def _vendor(model: str) -> str | None:
-    lowered = model.lower()
-    for vendor, words in (
-        ("nvidia", ("nvidia", "tesla", "geforce", "jetson", "a100", "h100", "a30", "a10", "t4", "a2", "l4", "orin", "xavier")),
-        ("qualcomm", ("qualcomm", "qaic", "cloud ai 100")),
-        ("amd", ("amd", "instinct", "radeon", "xilinx")),
-        ("intel", ("intel", "habana", "gaudi")),
-        ("google", ("tpu",)),
-    ):
-        if any(re.search(r"\b" + re.escape(w) + r"\b", lowered) for w in words):
-            return vendor
-    return None
 
 
 SystemContext = tuple[SoftwareStack, Accelerator, Placement, Host]

@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.importers.loadgen_summary import parse_summary, published_headline, token_latency_metrics
+from collectors.importers.loadgen_summary import (
+    parse_summary,
+    published_headline,
+    token_latency_metrics,
+)
 from collectors.importers.mlperf import read_tree, to_observation, to_observations
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from graph_schema.errors import InvalidInput

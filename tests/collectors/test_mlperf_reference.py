@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
-from collectors.importers.mlperf import METRICS, MlperfRecord, ParsedTree, read_tree, to_observations
+from collectors.importers.mlperf import (
+    METRICS,
+    MlperfRecord,
+    ParsedTree,
+    read_tree,
+    to_observations,
+)
 from graph_schema.models import PlacementKind
 from tests.collectors.mlperf_fixtures import REFERENCE_CSVS, ROUNDS, require_shared_data
 
@@ -32,7 +38,7 @@ def trees() -> dict[str, ParsedTree]:
 def reference() -> dict[Key, dict[str, str]]:
     data = require_shared_data()
     rows = []
-    for name, count in REFERENCE_CSVS.items():
+    for name in REFERENCE_CSVS:
         with (data / name).open(newline="") as handle:
             rows += list(csv.DictReader(handle))
     assert len(rows) == sum(REFERENCE_CSVS.values())
@@ -155,7 +161,7 @@ def test_llm_results_carry_tokens_and_token_latencies(ours: dict[Key, MlperfReco
     with_latency = [r for r in v41 if r.latency_metrics]
     assert len(with_latency) == 95 and all(r.scenario == "Server" for r in with_latency)
     for record in with_latency:
-        metrics = dict((m, v) for m, v, _ in record.latency_metrics)
+        metrics = {m: v for m, v, _ in record.latency_metrics}
         assert set(metrics) == {
             f"{p}_{s}_ms" for p in ("ttft", "tpot") for s in ("mean", "p50", "p90", "p95", "p97", "p99", "p99_9")
         }

@@ -27,16 +27,10 @@ def kb(embedded_store: Any) -> Any:
     return embedded_store
 
 
-def _values(store: Any) -> dict[tuple[str, str], tuple[float, str, str | None, str, int]]:
+def _values(store: Any) -> dict[tuple[str, str, str], tuple[float, str | None, str, int]]:
     return {
-        (o.source_key or "", o.benchmark.benchmark_id): (
-            o.value, o.metric, o.stack.cuda, o.placement.kind.value, o.accelerator.count
-        )
-        for o in store.iter_observations(ObservationFilter(source="mlperf-inference"))
-        if o.metric == "tokens_per_second" or not o.metric.startswith(("ttft", "tpot"))
-    } | {
-        (o.source_key or "", o.benchmark.benchmark_id + "/" + o.metric): (
-            o.value, o.metric, o.stack.cuda, o.placement.kind.value, o.accelerator.count
+        (o.source_key or "", o.benchmark.benchmark_id, o.metric): (
+            o.value, o.stack.cuda, o.placement.kind.value, o.accelerator.count
         )
         for o in store.iter_observations(ObservationFilter(source="mlperf-inference"))
     }
