@@ -17,6 +17,19 @@ REFERENCE_CSV = MLPERF_DIR / "observations_v1.1-v3.0.csv"
 REFERENCE_CSVS = {"observations_v1.1-v3.0.csv": 10_001, "observations_v4.1.csv": 937}
 
 
+TRAINING_DIR = MLPERF_DIR.parent / "mlperf-training"
+TRAINING_ARCHIVE = TRAINING_DIR / "training_v4.1.tar.gz"
+
+
+def require_training_data() -> Path:
+    """The shared MLPerf Training archive; skipped where absent, except under CI."""
+    if not TRAINING_ARCHIVE.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"shared MLPerf Training data missing at {TRAINING_DIR}")
+        pytest.skip(f"shared MLPerf Training data not found at {TRAINING_DIR}")
+    return TRAINING_ARCHIVE
+
+
 def require_shared_data() -> Path:
     """The shared MLPerf directory; skipped where it is absent, except under CI where it must be."""
     if not REFERENCE_CSV.exists():
