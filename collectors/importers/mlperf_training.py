@@ -39,7 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from collectors.importers.mlperf import DEFAULT_BATCH, Issue, detect_round, ingest_observations
-from collectors.importers.mlperf_system import accelerators, flat_text, memory_mib, vendor, whole_number
+from collectors.importers.mlperf_system import (
+    accelerators,
+    flat_text,
+    memory_mib,
+    vendor,
+    whole_number,
+)
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from graph_schema.errors import InvalidInput
@@ -207,10 +213,12 @@ def read_training_tree(path: str | os.PathLike[str], *, round_name: str | None =
                 prefixes.add("/".join(parts[: at - 1]))
                 try:
                     loaded = json.loads(data.decode("utf-8-sig"))
-                    if not isinstance(loaded, dict):
-                        raise ValueError(f"top level is a {type(loaded).__name__}, not an object")
                 except (ValueError, UnicodeDecodeError) as exc:
                     tree.issues.append(Issue(rel, f"malformed system description: {exc}", "failed", "malformed-system"))
+                    continue
+                if not isinstance(loaded, dict):
+                    why = f"malformed system description: top level is a {type(loaded).__name__}, not an object"
+                    tree.issues.append(Issue(rel, why, "failed", "malformed-system"))
                     continue
                 tree.systems[(parts[at - 1], parts[-1].removesuffix(".json"))] = loaded
             elif "results" in parts and parts[-1].startswith("result_") and rel.endswith(".txt"):
@@ -357,9 +365,11 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
             "system_file": f"{submitter}/systems/{system_id}.json", "license": "Apache-2.0",
             "attribution": "MLCommons MLPerf Training " + tree.round, **ctx.details,
         }
-        common = dict(stack=ctx.stack, accelerator=ctx.accelerator, placement=ctx.placement, host=ctx.host)
+        common: dict[str, Any] = {
+            "stack": ctx.stack, "accelerator": ctx.accelerator, "placement": ctx.placement, "host": ctx.host,
+        }
 
-        def provenance(details: dict[str, str]) -> Provenance:
+        def provenance(details: dict[str, str], base: dict[str, str] = base) -> Provenance:
             return Provenance(kind=SourceKind.PUBLISHED, source=SOURCE, url=url, details={**base, **details})
 
         for run in runs:
@@ -393,8 +403,10 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
             "global_batch_size": ", ".join(batch_sizes), "rcp": "not applied (not in the result files)",
             "files": f"{submitter}/results/{system_id}/{benchmark}/result_*.txt",
         }
-        spread = dict(samples=score.used, p10=score.fastest, p90=score.slowest, stddev=score.stddev,
-                      cv=score.stddev / score.minutes if score.stddev is not None else None)
+        spread: dict[str, Any] = {
+            "samples": score.used, "p10": score.fastest, "p90": score.slowest, "stddev": score.stddev,
+            "cv": score.stddev / score.minutes if score.stddev is not None else None,
+        }
         when = datetime.fromtimestamp(min(r.start_ms for r in runs) / 1000, tz=UTC)
         batch.observations.append(Observation(
             benchmark=bench, metric="time_to_train_min", value=score.minutes, unit="min", higher_is_better=False,
