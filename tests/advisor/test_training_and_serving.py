@@ -112,7 +112,7 @@ def test_latency_limits_exclude_candidates_that_break_them(embedded_store: Any, 
     advisor = Advisor(embedded_store)
     unlimited = advisor.recommend(Workload(benchmark="llama2-70b-99", scenario="Server", include_predicted=False,
                                            per_accelerator=False), top=5)
-    assert [r.candidate.accelerator for r in unlimited.recommendations][0] == "NVIDIA H200-SXM-141GB"
+    assert unlimited.recommendations[0].candidate.accelerator == "NVIDIA H200-SXM-141GB"
     limited = advisor.recommend(Workload(benchmark="llama2-70b-99", scenario="Server", include_predicted=False,
                                          per_accelerator=False, max_ttft_ms=2000, max_tpot_ms=200), top=5)
     assert [r.candidate.accelerator for r in limited.recommendations] == ["NVIDIA H100-SXM-80GB"]
