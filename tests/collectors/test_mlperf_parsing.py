@@ -405,3 +405,14 @@ def test_unknown_scenario_directory_is_reported_with_its_path(tmp_path: Path) ->
         (result_path("box8", "resnet50", "Batch"), "failed", "unknown-scenario")
     ]
     assert "'Batch' is not a known scenario" in parsed.issues[0].reason
+
+
+def test_virtualized_accelerator_name_is_placement_evidence(tmp_path: Path) -> None:
+    tree = small_tree(tmp_path)
+    system = dict(SYSTEM, accelerator_model_name="Virtualized NVIDIA H200-SXM-141GB", accelerators_per_node=8)
+    write(tree, "closed/Acme/systems/vm8.json", json.dumps(system))
+    write(tree, result_path("vm8", "resnet50", "Offline"), SUMMARY_OFFLINE)
+    record = next(r for r in read_tree(tree).records if r.system_id == "vm8")
+    assert (record.placement, record.placement_basis) == (PlacementKind.UNKNOWN, "virtualized-unstated")
+    assert record.accelerator == "Virtualized NVIDIA H200-SXM-141GB"  # as published; the catalogue resolves it
+    assert any("Virtualized" in e for e in record.placement_evidence)
