@@ -520,9 +520,11 @@ class Advisor:
                                                     name=manifest["metadata"]["name"])
                 self._snippets[snippet_key] = (to_yaml(manifest), manifest)
             snippet_text, manifest = self._snippets[snippet_key]
-            score_unit = {Objective.THROUGHPUT: unit + (" per accelerator" if per_acc else "") if hib else f"-{unit}",
-                          Objective.LATENCY: f"-{unit}",
-                          Objective.COST: f"{unit.split('/')[0]} per {self.prices.currency} (x3600/price per accelerator-hour)"}[workload.objective]
+            score_unit = f"-{unit}" if not hib else {  # a lower-is-better metric ranks on its negative
+                Objective.THROUGHPUT: unit + (" per accelerator" if per_acc else ""),
+                Objective.LATENCY: f"-{unit}",
+                Objective.COST: f"{unit.split('/')[0]} per {self.prices.currency} (x3600/price per accelerator-hour)",
+            }[workload.objective]
             recs.append(Recommendation(
                 rank=rank,
                 candidate=Candidate(stack_id=stack_id, stack=stack.model_dump(mode="json", exclude_none=True),
@@ -536,7 +538,7 @@ class Advisor:
                 placement_overhead=overheads.get((physical_key(accelerator), placement)) if placement != PlacementKind.BARE_METAL.value else None,
                 warnings=warnings, snippet_yaml=snippet_text, snippet=manifest, system=system,
             ))
-        if workload.objective is Objective.COST:
+        if workload.objective is Objective.COST and hib:
             notes.append(f"cost from the price table ({self.prices.note or 'packaged'}; {self.prices.currency} per accelerator-hour)")
         if workload.family == MLPERF_TRAINING:
             notes.append("MLPerf Training scores are olympic means of the published runs (fastest and slowest "
