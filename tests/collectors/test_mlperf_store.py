@@ -143,3 +143,18 @@ def test_import_through_the_http_api(tmp_path: Path) -> None:
     assert runs[0].returncode == 0, runs[0].stderr
     first, second = (json.loads(r.stdout) for r in runs)
     assert (first["imported"], second["imported"], second["already_present"]) == (2, 0, 2)
+
+
+@pytest.mark.neo4j
+def test_v41_same_in_embedded_and_neo4j_idempotent(kb: Any, neo4j_store: Any) -> None:
+    """Round v4.1 alone (LLM tokens/s and TTFT/TPOT figures): same observations in both stores."""
+    path = require_shared_data() / "inference_v4.1.tar.gz"
+    for store in (kb, neo4j_store):
+        first = import_mlperf(path, store)
+        assert (first.results_found, first.imported, first.failed) == (937, 937 + 95 * 14, 0)
+    again = import_mlperf(path, neo4j_store)
+    assert (again.imported, again.already_present) == (0, 937 + 95 * 14)
+    assert kb.stats().observations_by_source == neo4j_store.stats().observations_by_source == {
+        "mlperf-inference": 937 + 95 * 14
+    }
+    assert _values(kb) == _values(neo4j_store)
