@@ -58,6 +58,18 @@ def training_sources(directory: Path | None) -> list[Path]:
                   or (p.is_dir() and p.name.startswith("training_v")))
 
 
+def starter_training(batch: IngestBatch) -> IngestBatch:
+    """What of a Training round the starter KB ships: the per system × benchmark scores (time to
+    train, accelerator-hours) and the failed runs with their Run; each successful run's own time
+    stays with ``advisor import mlperf-training`` (1,249 runs would slow a fresh install's seeding)."""
+    failed = {f.run_id for f in batch.failures}
+    return IngestBatch(
+        observations=[o for o in batch.observations if o.run_id is None],
+        failures=batch.failures,
+        runs=[r for r in batch.runs if r.run_id in failed],
+    )
+
+
 def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None) -> tuple[dict[str, Any], IngestBatch]:
     batch = IngestBatch()
     sources: list[dict[str, Any]] = []
@@ -96,7 +108,7 @@ def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None)
     training_rounds: list[dict[str, Any]] = []
     for path in training_sources(training_dir):
         tree = mlperf_training.read_training_tree(path)
-        training = mlperf_training.to_batch(tree)
+        training = starter_training(mlperf_training.to_batch(tree))
         batch.observations.extend(training.observations)
         batch.failures.extend(training.failures)
         batch.runs.extend(training.runs)
@@ -106,13 +118,13 @@ def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None)
                 "file": path.name,
                 "sha256": _sha256(path) if path.is_file() else None,
                 "url": f"https://github.com/mlcommons/training_results_{tree.round}",
-                "runs": len(training.runs),
+                "runs": len(tree.runs),
+                "failed_runs": len(training.failures),
                 "observations": len(training.observations),
-                "failures": len(training.failures),
                 "issues": len(tree.issues),
             }
         )
-        print(f"{path.name}: {len(training.runs)} runs, {len(training.observations)} observations, "
+        print(f"{path.name}: {len(tree.runs)} runs, {len(training.observations)} observations, "
               f"{len(training.failures)} failed runs, {len(tree.issues)} issues", file=sys.stderr)
     if training_rounds:
         sources.append(

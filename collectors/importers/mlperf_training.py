@@ -401,7 +401,7 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
             "runs": str(score.runs), "runs_in_mean": str(score.used), "failed_runs": str(score.failed),
             "fastest_min": f"{score.fastest:.3f}", "slowest_min": f"{score.slowest:.3f}",
             "global_batch_size": ", ".join(batch_sizes), "rcp": "not applied (not in the result files)",
-            "files": f"{submitter}/results/{system_id}/{benchmark}/result_*.txt",
+            "file": f"{submitter}/results/{system_id}/{benchmark}/result_*.txt",
         }
         spread: dict[str, Any] = {
             "samples": score.used, "p10": score.fastest, "p90": score.slowest, "stddev": score.stddev,

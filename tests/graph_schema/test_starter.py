@@ -79,7 +79,9 @@ def test_snapshot_holds_only_what_the_sources_give() -> None:
         for r in read_tree(data / f"inference_{rnd}.tar.gz").records
         for o in to_observations(r, cache)
     }
-    published |= {o.observation_key for o in to_batch(read_training_tree(require_training_data())).observations}
+    training = build_starter_kb.starter_training(to_batch(read_training_tree(require_training_data())))
+    assert {o.metric for o in training.observations} == {"time_to_train_min", "accelerator_hours"}
+    published |= {o.observation_key for o in training.observations}
     measured: set[str] = set()
     results = REPO / "data" / "results"
     if results.is_dir():
@@ -117,8 +119,8 @@ def test_build_script_from_a_small_tree_and_a_result_document(tmp_path: Path) ->
     manifest, batch = build_starter_kb.build(mlperf_dir, results, training_dir)
     build_starter_kb.write(manifest, batch, out)
     assert manifest["counts"]["observations_by_source"] == {
-        "mlperf-inference": 2, "mlperf-training": 7, "stack-advisor-collector": 1}
-    assert (manifest["counts"]["runs"], manifest["counts"]["failures"]) == (1 + 7, 2)
+        "mlperf-inference": 2, "mlperf-training": 2, "stack-advisor-collector": 1}
+    assert (manifest["counts"]["runs"], manifest["counts"]["failures"]) == (1 + 2, 2)  # failed runs only
     assert [s["kind"] for s in manifest["sources"]] == ["published", "published", "measured"]
     loaded = starter.load_snapshot(out)
     assert sorted(o.observation_key for o in loaded.observations) == sorted(o.observation_key for o in batch.observations)
