@@ -172,15 +172,17 @@ def import_mlperf_training_cmd(
     batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Import MLPerf Training results: each run's time to train, aborted runs as failures, and
     per system × benchmark the olympic mean (MLCommons' RCP normalisation is not in the files)."""
-    from cli.render import error, info, print_json, render
+    from cli.render import OutputFormat, error, info, output_format, print_json, render
     from collectors.importers.mlperf_training import RCP_NOTE, import_mlperf_training
 
     with _open_store(store) as db:
         summaries = [import_mlperf_training(p, db, round_name=round_name, batch_size=batch_size) for p in paths]
-    if as_json:
+    chosen = output_format(fmt, as_json)
+    if chosen is OutputFormat.json:
         data = [s.to_dict() for s in summaries]
         print_json(data[0] if len(data) == 1 else data)
     else:
@@ -196,7 +198,7 @@ def import_mlperf_training_cmd(
                 }
                 for s in summaries
             ],
-            as_json=False,
+            fmt=chosen,
             title="MLPerf Training import",
         )
         info(f"scores: {RCP_NOTE}")
