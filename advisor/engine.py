@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from advisor import analysis, model_cache, predictor, table_file
+from advisor import analysis, model_cache, predictor, serving, table_file
 from advisor.features import query_frames
 from advisor.names import canonical_query, matching_accelerators
 from advisor.results import (
@@ -44,7 +44,7 @@ from advisor.rules import RuleSet, Severity, load_rules, parse_version, stack_co
 from advisor.snippet import placement_snippet, to_yaml
 from advisor.specs import PriceTable, load_prices, resolve_accelerator
 from advisor.table import ObservationTable, _round_key, physical_key
-from advisor.workload import Objective, Workload
+from advisor.workload import MLPERF_TRAINING, Objective, Workload
 from graph_schema import progress
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import PlacementKind, SoftwareStack
@@ -327,10 +327,11 @@ class Advisor:
         bench_ids = {table.benchmark.vocab[int(c)] for c in np.unique(table.benchmark.codes[rows])}
         kept: list[tuple[int, Basis]] = []
         rule_notes: dict[int, list[str]] = {}
+        over_limit = serving.latency_exclusions(table, bench_rows, workload) if workload.latency_limits() else {}
         for code in fam_cands.tolist():
             stack_id, accelerator, count, placement = table.candidate.vocab[code]
             stack = table.stacks[stack_id]
-            reason = self._allowed(workload, stack, accelerator, count, placement)
+            reason = self._allowed(workload, stack, accelerator, count, placement) or over_limit.get(code)
             warnings: list[str] = []
             if reason is None and any((stack_id, accelerator, placement, b) in failures for b in (*bench_ids, None)):
                 if code in observed:  # failed on some variants of the benchmark, ran on others
@@ -406,9 +407,10 @@ class Advisor:
         def score(c: int) -> float:
             _, accelerator, count, placement = table.candidate.vocab[c]
             lo, mid, hi = values[c]
+            lower_better = workload.objective is Objective.LATENCY or not hib
             if c not in observed:
-                mid = hi if workload.objective is Objective.LATENCY else lo
-            if workload.objective is Objective.LATENCY:
+                mid = hi if lower_better else lo
+            if lower_better:  # a lower-is-better metric (latency, time to train) ranks low first
                 return -mid
             per = mid / count if per_acc or workload.objective is Objective.COST else mid
             if workload.objective is Objective.COST:
@@ -467,18 +469,34 @@ class Advisor:
                 dv, mv = parse_version(stack.driver), parse_version(min_driver)
                 if dv is not None and mv is not None and dv < mv:
                     warnings.append(f"driver too old: recorded driver {stack.driver} is below {min_driver} for CUDA {stack.cuda}")
-            snippet_key = (stack_id, accelerator, count, placement, min_driver, f"{workload.benchmark}-{rank}")
+            system = serving.system_details(table, observed[c]) if basis is Basis.OBSERVED else {}
+            nodes = int(system["nodes"]) if system.get("nodes", "").isdigit() else 1
+            gang = workload.family == MLPERF_TRAINING  # multi-node jobs: all nodes or none
+            per_node = int(system["accelerators_per_node"]) if system.get("accelerators_per_node", "").isdigit() \
+                else max(1, count // nodes)
+            if workload.latency_limits():
+                checked, unchecked = serving.latency_evidence(table, bench_rows, workload, c)
+                system.update({f"limit_{i}": text for i, text in enumerate(checked)})
+                warnings.extend(unchecked)
+            snippet_key = (stack_id, accelerator, count, placement, min_driver, f"{workload.benchmark}-{rank}",
+                           nodes if gang else 0)
             if snippet_key not in self._snippets:
                 if len(self._snippets) > 4096:
                     self._snippets.clear()
+                name = f"{workload.benchmark}-{rank}"
                 manifest = placement_snippet(
-                    workload_name=f"{workload.benchmark}-{rank}", stack=stack, accelerator=accelerator,
-                    count=count, placement=PlacementKind(placement), min_driver=min_driver)
+                    workload_name=name, stack=stack, accelerator=accelerator,
+                    count=per_node if gang else count, placement=PlacementKind(placement), min_driver=min_driver)
+                if gang:
+                    manifest = serving.gang_snippet(manifest, nodes=nodes, per_node=per_node,
+                                                    name=manifest["metadata"]["name"])
                 self._snippets[snippet_key] = (to_yaml(manifest), manifest)
             snippet_text, manifest = self._snippets[snippet_key]
-            score_unit = {Objective.THROUGHPUT: unit + (" per accelerator" if per_acc else ""),
-                          Objective.LATENCY: f"-{unit}",
-                          Objective.COST: f"{unit.split('/')[0]} per {self.prices.currency} (x3600/price per accelerator-hour)"}[workload.objective]
+            score_unit = f"-{unit}" if not hib else {  # a lower-is-better metric ranks on its negative
+                Objective.THROUGHPUT: unit + (" per accelerator" if per_acc else ""),
+                Objective.LATENCY: f"-{unit}",
+                Objective.COST: f"{unit.split('/')[0]} per {self.prices.currency} (x3600/price per accelerator-hour)",
+            }[workload.objective]
             recs.append(Recommendation(
                 rank=rank,
                 candidate=Candidate(stack_id=stack_id, stack=stack.model_dump(mode="json", exclude_none=True),
@@ -490,10 +508,16 @@ class Advisor:
                 factors=[Factor(name=n, value=self._factor_value(n, stack, accelerator, count, placement, workload),
                                 effect=round(e, 4)) for n, e in factors.get(c, [])],
                 placement_overhead=overheads.get((physical_key(accelerator), placement)) if placement != PlacementKind.BARE_METAL.value else None,
-                warnings=warnings, snippet_yaml=snippet_text, snippet=manifest,
+                warnings=warnings, snippet_yaml=snippet_text, snippet=manifest, system=system,
             ))
-        if workload.objective is Objective.COST:
+        if workload.objective is Objective.COST and hib:
             notes.append(f"cost from the price table ({self.prices.note or 'packaged'}; {self.prices.currency} per accelerator-hour)")
+        if workload.family == MLPERF_TRAINING:
+            notes.append("MLPerf Training scores are olympic means of the published runs (fastest and slowest "
+                         "dropped); MLCommons' RCP normalisation is not in the result files and is not applied")
+        if over_limit:
+            notes.append("latency limits are checked against each configuration's observed p99 (TTFT/TPOT) on "
+                         "this benchmark; configurations without such observations are kept with a warning")
         if not recs:
             notes.append("no candidate passed the constraints; see 'excluded'")
         return RecommendationSet(

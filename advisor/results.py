@@ -84,6 +84,10 @@ class Recommendation(_Out):
     warnings: list[str] = Field(default_factory=list)
     snippet_yaml: str
     snippet: dict[str, Any]
+    system: dict[str, str] = Field(
+        default_factory=dict,
+        description="as published for the observed systems: nodes, accelerators_per_node, interconnect; "
+        "limit_N: a stated latency limit this candidate was checked against")
 
 
 class RecommendationSet(_Out):

@@ -89,6 +89,7 @@ class ObservationTable:
     placement: Column
     stack: Column  # stack_id
     candidate: Column  # (stack_id, accelerator, count, placement)
+    system: Column  # (nodes, accelerators per node, interconnect) as published; "" when not given
     keys: list[str]
     benchmarks: dict[str, BenchmarkInfo] = field(default_factory=dict)
     stacks: dict[str, SoftwareStack] = field(default_factory=dict)
@@ -105,7 +106,7 @@ class ObservationTable:
         hib: list[bool] = []
         cols: dict[str, list[Any]] = {k: [] for k in (
             "metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
-            "source", "submitter", "accelerator", "placement", "stack", "candidate")}
+            "source", "submitter", "accelerator", "placement", "stack", "candidate", "system")}
         keys: list[str] = []
         benchmarks: dict[str, BenchmarkInfo] = {}
         stacks: dict[str, SoftwareStack] = {}
@@ -150,6 +151,8 @@ class ObservationTable:
             cols["placement"].append(obs.placement.kind.value)
             cols["stack"].append(sid)
             cols["candidate"].append((sid, obs.accelerator.model, max(1, obs.accelerator.count), obs.placement.kind.value))
+            cols["system"].append((details.get("nodes", ""), details.get("accelerators_per_node", ""),
+                                   details.get("accelerator_interconnect", "")))
             keys.append(obs.key if isinstance(obs, StoredObservation) else "")
         table = cls(
             generation=generation,

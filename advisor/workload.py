@@ -20,6 +20,13 @@ from graph_schema.models import PlacementKind
 from graph_schema.store import validation_message
 
 MLPERF_INFERENCE = "mlperf-inference"
+MLPERF_TRAINING = "mlperf-training"
+# Training is ranked by time to train (lower is better), or by accelerator-hours for cost.
+TRAINING_METRICS = {"time": "time_to_train_min", "cost": "accelerator_hours"}
+# Serving latency limits → the observed figure they are checked against (LLM runs' p99, the
+# percentile MLPerf's own Server/Interactive bounds use).
+LATENCY_LIMITS = {"max_ttft_ms": ("ttft_p99_ms", "time to first token"),
+                  "max_tpot_ms": ("tpot_p99_ms", "time per output token")}
 
 # A task names what the user wants done; it stands for a benchmark in the knowledge base.
 TASKS: dict[str, tuple[str, str]] = {
@@ -170,6 +177,10 @@ class Workload(_Spec):
         default=None,
         description="rank throughput per accelerator; default: yes unless an exact count is set",
     )
+    max_ttft_ms: float | None = Field(
+        default=None, gt=0, description="serving limit: candidates whose observed p99 time to first token is above it are excluded")
+    max_tpot_ms: float | None = Field(
+        default=None, gt=0, description="serving limit: candidates whose observed p99 time per output token is above it are excluded")
 
     @field_validator("task")
     @classmethod
@@ -202,7 +213,18 @@ class Workload(_Spec):
             self.benchmark = self.model
         if self.benchmark is None:
             raise ValueError("name a benchmark (benchmark=...), a task (task=...) or a model")
+        if self.family == MLPERF_TRAINING and self.metric is None:
+            self.metric = TRAINING_METRICS["cost" if self.objective is Objective.COST else "time"]
         return self
+
+    def latency_limits(self) -> dict[str, tuple[float, str, str]]:
+        """Stated serving limits: field → (limit in ms, metric checked, what it is)."""
+        out = {}
+        for name, (metric, what) in LATENCY_LIMITS.items():
+            limit = getattr(self, name)
+            if limit is not None:
+                out[name] = (float(limit), metric, what)
+        return out
 
     # ---- derived -----------------------------------------------------------------------------
     def parameter_filters(self) -> dict[str, Any]:

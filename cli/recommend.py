@@ -68,7 +68,8 @@ def _value(value: float | None, low: float | None, high: float | None) -> str:
 
 def recommend(
     benchmark: Annotated[Optional[str], typer.Option(help="Benchmark name, e.g. resnet50, bert-99.")] = None,
-    family: Annotated[str, typer.Option(help="Benchmark family: mlperf-inference, cnn, pi, ...")] = "mlperf-inference",
+    family: Annotated[str, typer.Option(
+        help="Benchmark family: mlperf-inference, mlperf-training, cnn, pi, ...")] = "mlperf-inference",
     task: Annotated[Optional[str], typer.Option(help="A task standing for a benchmark, e.g. image-classification.")] = None,
     scenario: Annotated[Optional[str], typer.Option(help="Offline, Server, SingleStream, MultiStream.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model (benchmark parameter).")] = None,
@@ -89,6 +90,10 @@ def recommend(
     driver: Annotated[Optional[str], typer.Option(help="Driver on your nodes; stacks needing newer are excluded.")] = None,
     objective: Annotated[str, typer.Option(help="throughput, latency or cost.")] = "throughput",
     min_evidence: Annotated[int, typer.Option(help="Observations needed to count as observed.")] = 1,
+    max_ttft_ms: Annotated[Optional[float], typer.Option(
+        help="Serving limit: exclude candidates whose observed p99 time to first token is above it (ms).")] = None,
+    max_tpot_ms: Annotated[Optional[float], typer.Option(
+        help="Serving limit: exclude candidates whose observed p99 time per output token is above it (ms).")] = None,
     observed_only: Annotated[bool, typer.Option("--observed-only", help="Rank observed candidates only.")] = False,
     workload_file: Annotated[Optional[Path], typer.Option(
         "--workload", help="Workload as YAML or JSON (flags are ignored when given).")] = None,
@@ -133,6 +138,7 @@ def recommend(
             "model": model, "batch_size": batch_size, "precision": precision,
             "parameters": _parse_params(param), "metric": metric, "objective": objective,
             "min_evidence": min_evidence, "include_predicted": not observed_only,
+            "max_ttft_ms": max_ttft_ms, "max_tpot_ms": max_tpot_ms,
             "frameworks": [_framework(f) for f in framework or []],
             "hardware": {"accelerators": accelerator or None, "count": count, "min_count": min_count,
                          "max_count": max_count, "placements": placement or None,
@@ -182,6 +188,7 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
     from cli.render import note, render
 
     rows = []
+    with_system = any("nodes" in r.system or "interconnect" in r.system for r in result.recommendations)
     for r in result.recommendations:
         c = r.candidate
         rows.append({
@@ -193,6 +200,8 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
             "evidence": f"{r.evidence.count} obs {'/'.join(r.evidence.rounds)}".strip(),
             "stack": c.stack_label,
             "overhead": r.placement_overhead.text if r.placement_overhead else None,
+            **({"nodes": r.system.get("nodes") or None, "interconnect": r.system.get("interconnect") or None}
+               if with_system else {}),
             "warnings": "; ".join(r.warnings) or None,
             "moved most by": ", ".join(f"{f.name} x{f.effect:.2f}" for f in r.factors) or None,
         })
@@ -201,7 +210,8 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
     render(rows, fmt=fmt, title=f"{result.workload.get('benchmark')}: {result.metric} "
                                 f"({unit}{per}), objective {result.objective}",
            columns=["#", "accelerator", "placement", "value", "basis", "evidence"],
-           details=["stack", "overhead", "warnings", "moved most by"])
+           details=["stack", "overhead", *(["nodes", "interconnect"] if with_system else []), "warnings",
+                    "moved most by"])
     for text in result.notes:
         note(text, prefix="note: ")
     if result.excluded:
