@@ -193,7 +193,6 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
     rows = []
     for r in result.recommendations:
         c = r.candidate
-        rng = r.observed_range
         rows.append({
             "#": r.rank,
             "basis": BASIS_MARK.get(r.basis.value, r.basis.value),
