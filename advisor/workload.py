@@ -173,6 +173,9 @@ class Workload(_Spec):
     objective: Objective = Objective.THROUGHPUT
     min_evidence: int = Field(default=1, ge=1, description="observations needed to count as observed")
     include_predicted: bool = Field(default=True, description="rank unobserved candidates by prediction")
+    min_confidence: float = Field(
+        default=0.0, ge=0.0, le=1.0,
+        description="drop rows whose 80% interval's low/high ratio is below this (0: keep all)")
     per_accelerator: bool | None = Field(
         default=None,
         description="rank throughput per accelerator; default: yes unless an exact count is set",

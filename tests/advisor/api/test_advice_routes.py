@@ -46,8 +46,9 @@ def test_recommendations_are_ranked_labelled_and_placeable(advice: TestClient) -
     assert scores == sorted(scores, reverse=True)
     assert body["metric"] == "samples_per_second"
     for r in recs:
-        assert r["basis"] in ("observed", "predicted")
-        assert (r["evidence"]["count"] > 0) == (r["basis"] == "observed")
+        assert r["basis"] in ("observed", "interpolated", "transferred")
+        assert r["basis"] != "observed" or r["evidence"]["count"] > 0
+        assert r["score"] is not None and 0 <= r["confidence"] <= 1
         assert r["interval"]["low"] <= r["value"] <= r["interval"]["high"]
         pod = yaml.safe_load(r["snippet_yaml"])
         assert pod == r["snippet"] and pod["kind"] == "Pod"
@@ -86,7 +87,7 @@ def test_predictions_label_observed_and_predicted(advice: TestClient) -> None:
     assert r.status_code == 200, r.text
     seen_p, unseen_p = r.json()
     assert seen_p["observed"] is True and seen_p["basis"] == "observed" and seen_p["evidence"]["count"] >= 1
-    assert unseen_p["observed"] is False and unseen_p["basis"] == "predicted"
+    assert unseen_p["observed"] is False and unseen_p["basis"] in ("interpolated", "transferred")
     assert 0 < unseen_p["interval"]["low"] <= unseen_p["value"] <= unseen_p["interval"]["high"]
     r = advice.post("/v1/predictions", json={"queries": [{"accelerator": "x"}]})
     assert r.status_code == 422 and "benchmark" in r.json()["message"]
