@@ -12,11 +12,9 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from advisor.results import Interval, PlacementOverhead
 from advisor.rules import parse_version
-from advisor.specs import accelerator_matches
 from advisor.table import ObservationTable
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
@@ -95,8 +93,11 @@ def select_overheads(overheads: dict[tuple[str, str], PlacementOverhead], accele
     ``recommend`` matches it) and one placement, or all; sorted by accelerator and placement.
 
     Raises:
-        InvalidInput: an unknown placement (the message lists the valid ones).
+        InvalidInput: an unknown placement (the message lists the valid ones) or an accelerator
+            name the catalogue does not know.
     """
+    from advisor.names import matching_accelerators
+
     kind = None
     if placement is not None:
         try:
@@ -104,8 +105,10 @@ def select_overheads(overheads: dict[tuple[str, str], PlacementOverhead], accele
         except ValueError:
             valid = ", ".join(p.value for p in PlacementKind)
             raise InvalidInput(f"placement: unknown {placement!r}; valid: {valid}") from None
+    wanted = None if accelerator is None else set(
+        matching_accelerators(sorted({acc for acc, _ in overheads}), accelerator))
     out = [o for (acc, p), o in overheads.items()
-           if (accelerator is None or accelerator_matches(accelerator, acc)) and (kind is None or p == kind)]
+           if (wanted is None or acc in wanted) and (kind is None or p == kind)]
     return sorted(out, key=lambda o: (o.accelerator, o.placement.value))
 
 
@@ -114,6 +117,8 @@ def mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
         return None
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
         return 1.0
+    from scipy.stats import mannwhitneyu  # imported when a test runs: scipy.stats costs a second
+
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 

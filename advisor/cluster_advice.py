@@ -137,7 +137,11 @@ class ClusterAdvisor:
             top = max(per_pool * 6, 12)
             ranked = self.advisor.recommend(self._pool_workload(workload, pool, driver, units, names), top=top)
             exact = set(names)
-            recs = [r for r in ranked.recommendations if r.candidate.accelerator in exact]
+
+            def on_pool(c: Any, exact: set[str] = exact) -> bool:  # rows name the canonical accelerator
+                return c.accelerator in exact or any(n in exact for n in c.published_names)
+
+            recs = [r for r in ranked.recommendations if on_pool(r.candidate)]
             model_basis = PoolBasis.INTERPOLATED
             if not recs:
                 # the device has no result on this benchmark: the stacks that rank best elsewhere
@@ -153,14 +157,14 @@ class ClusterAdvisor:
             out: list[PoolRecommendation] = []
             for r in picked:
                 c = r.candidate
-                if c.accelerator in exact and c.placement is pool.placement and c.accelerator_count == units:
+                if on_pool(c) and c.placement is pool.placement and c.accelerator_count == units:
                     out.append(self._from_recommendation(r, pool, shape, driver, image, workload))
                     continue
                 stack = SoftwareStack.model_validate(c.stack)
                 comps = {k: v for k, v in stack_components(stack).items() if v}
                 framework = stack.framework.lower() if stack.framework else None
                 pending.append((len(results), r, PredictQuery(
-                    accelerator=c.accelerator if c.accelerator in exact else pool.kb_name,
+                    accelerator=c.accelerator if on_pool(c) else pool.kb_name,
                     accelerator_count=units, placement=pool.placement, components=comps, framework=framework,
                     family=workload.family, benchmark=str(workload.benchmark),
                     scenario=workload.scenario, parameters=dict(workload.parameters), metric=r.metric), model_basis))

@@ -16,6 +16,7 @@ from advisor.analysis import (
     speed_ratio,
     version_key,
 )
+from advisor.names import matching_accelerators
 from advisor.results import Comparison, Regression
 from advisor.rules import stack_components
 from advisor.table import ObservationTable
@@ -59,7 +60,7 @@ def compare_stacks(table: ObservationTable, stack_a: str | dict[str, str], stack
     params: dict[str, Any] = {"scenario": scenario} if scenario else {}
     mask, _ = table.benchmark_mask(family, benchmark, params)
     if accelerator:
-        mask &= table.accelerator.mask([a for a in table.accelerator.vocab if accelerator.lower() in a.lower()])
+        mask &= table.accelerator.mask(matching_accelerators(table.accelerator.vocab, accelerator))
     if metric:
         mask &= table.metric.codes == table.metric.code(metric)
     rows = np.flatnonzero(mask)
@@ -118,7 +119,7 @@ def find_regressions(table: ObservationTable, component: str, *, accelerator: st
         raise NotFound(f"component: no stack in the knowledge base records {component!r}")
     mask = np.ones(table.n, dtype=bool)
     if accelerator:
-        mask &= table.accelerator.mask([a for a in table.accelerator.vocab if accelerator.lower() in a.lower()])
+        mask &= table.accelerator.mask(matching_accelerators(table.accelerator.vocab, accelerator))
     if benchmark:
         mask &= table.bench_name.codes == table.bench_name.code(benchmark)
     out = []

@@ -1,122 +1,264 @@
-"""Hold out part of the knowledge base, train on the rest, and measure the model: MAPE of the
-predicted metric and top-1 regret (how much worse the predicted-best candidate really is than the
-truly best one), overall and for accelerators never seen in training."""
+"""How good are the advisor's numbers? Hold published results out, answer them through the same
+``Advisor.predict`` a user calls (queries written as users write them: the published accelerator
+name, the framework as free text), and score per slice against the truth — next to the simple
+lookup (the median per-accelerator value of the same canonical accelerator, benchmark and
+scenario in its latest training round, times the count) on the rows it covers.
+
+Protocols:
+- ``by-round``: train on every round up to ``train_until`` (default: the one before the test
+  round), test on the closed-division throughput results of ``test_round`` (default: the latest)
+  whose benchmark was seen in training; results of benchmarks never seen are asked too, and must
+  all be refused.
+- ``loao``: leave one accelerator out — each accelerator of the latest round in turn is removed
+  from the knowledge base and its closed-division throughput results of that round predicted
+  from everything else.
+"""
 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
+from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from advisor import predictor
-from advisor.features import table_frames
-from advisor.results import EvaluationReport, EvaluationSlice
-from advisor.table import ObservationTable
+from advisor.estimate import EvidenceIndex, canonical_accelerator
+from advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
+from advisor.table import Column, ObservationTable, _round_key
 from graph_schema.errors import InvalidInput
 
-FILTER_FIELDS = {
-    "round": "round", "accelerator": "accelerator", "benchmark": "bench_name", "metric": "metric",
-    "scenario": "scenario", "source": "source", "submitter": "submitter", "division": "division",
-    "family": "family", "placement": "placement",
-}
+PROTOCOLS = ("by-round", "loao")
 
 
-def parse_filter(table: ObservationTable, expr: str) -> np.ndarray:
-    """``round=v3.0`` or ``round=v3.0,benchmark=resnet50`` (AND); ``field=a|b`` for any of several;
-    ``round`` accepts ``3.0`` or ``v3.0``."""
-    mask = np.ones(table.n, dtype=bool)
-    for part in filter(None, (p.strip() for p in expr.split(","))):
-        name, sep, value = part.partition("=")
-        name = name.strip().lower()
-        if not sep or name not in FILTER_FIELDS or not value.strip():
-            raise InvalidInput(f"holdout filter: {part!r} is not field=value with field one of "
-                               f"{', '.join(sorted(FILTER_FIELDS))} (e.g. 'round=v3.0')")
-        col = getattr(table, FILTER_FIELDS[name])
-        wanted = [v.strip() for v in value.split("|")]
-        if name == "round":
-            wanted = [v if v.startswith("v") else f"v{v}" for v in wanted]
-        if name == "accelerator":
-            allowed = [a for a in col.vocab if any(w.lower() in a.lower() for w in wanted)]
-        else:
-            allowed = [a for a in col.vocab if str(a).lower() in {w.lower() for w in wanted}]
-        mask &= col.mask(allowed)
-    return mask
+def subset(table: ObservationTable, rows: np.ndarray, generation: int = 0) -> ObservationTable:
+    """A table of ``rows`` only (vocabularies rebuilt, so e.g. the latest round is the subset's)."""
+    def col(c: Column) -> Column:
+        return Column.build(c.values(rows))
+
+    return ObservationTable(
+        generation=generation, n=len(rows), value=table.value[rows], count=table.count[rows],
+        timestamp=table.timestamp[rows], higher_is_better=table.higher_is_better[rows],
+        metric=col(table.metric), unit=col(table.unit), benchmark=col(table.benchmark), family=col(table.family),
+        bench_name=col(table.bench_name), scenario=col(table.scenario), division=col(table.division),
+        round=col(table.round), source=col(table.source), submitter=col(table.submitter),
+        accelerator=col(table.accelerator), physical=col(table.physical), placement=col(table.placement),
+        stack=col(table.stack), candidate=col(table.candidate), keys=[table.keys[i] for i in rows.tolist()],
+        benchmarks=table.benchmarks, stacks=table.stacks, images=table.images)
 
 
-def _slice(table: ObservationTable, rows: np.ndarray, pred: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> EvaluationSlice:
-    if len(rows) == 0:
-        return EvaluationSlice(predictions=0, mape=None, groups=0, top1_regret=None)
-    actual = table.value[rows]
-    ape = np.abs(pred - actual) / actual * 100
-    coverage = float(np.mean((actual >= lo) & (actual <= hi)))
-    # top-1 regret per (round, benchmark, metric) group with >= 2 candidates
-    regrets = []
-    keys = np.column_stack([table.round.codes[rows], table.benchmark.codes[rows], table.metric.codes[rows]])
-    cands = table.candidate.codes[rows]
-    per = np.where(table.higher_is_better[rows], table.count[rows], 1).astype(np.float64)
-    for key in np.unique(keys, axis=0):
-        sel = np.flatnonzero((keys == key).all(axis=1))
-        uc = np.unique(cands[sel])
-        if len(uc) < 2:
+def user_query(table: ObservationTable, r: int) -> dict[str, Any]:
+    """The query a user would write for row ``r``: the published accelerator name and the
+    framework field as published (free text)."""
+    stack = table.stacks[table.stack.vocab[int(table.stack.codes[r])]]
+    framework = None
+    raw = stack.raw or ""
+    for part in raw.split(" | "):
+        if part.startswith("framework:"):
+            framework = part.removeprefix("framework:").strip() or None
+    if framework is None and stack.framework:
+        framework = f"{stack.framework} {stack.framework_version or ''}".strip()
+    return {
+        "accelerator": table.accelerator.vocab[int(table.accelerator.codes[r])],
+        "accelerator_count": int(table.count[r]),
+        "placement": table.placement.vocab[int(table.placement.codes[r])],
+        "framework": framework,
+        "family": table.family.vocab[int(table.family.codes[r])],
+        "benchmark": table.bench_name.vocab[int(table.bench_name.codes[r])],
+        "scenario": table.scenario.vocab[int(table.scenario.codes[r])],
+        "parameters": {"division": table.division.vocab[int(table.division.codes[r])]},
+        "metric": table.metric.vocab[int(table.metric.codes[r])],
+    }
+
+
+def simple_lookup(train: ObservationTable, table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """The baseline: median per-accelerator value of the same canonical accelerator, benchmark,
+    scenario, metric and division in its latest training round, times the count (NaN where the
+    training data has none)."""
+    index = EvidenceIndex(train)
+    out = np.full(len(rows), np.nan)
+    for i, r in enumerate(rows.tolist()):
+        key = (table.family.vocab[int(table.family.codes[r])], table.bench_name.vocab[int(table.bench_name.codes[r])],
+               table.scenario.vocab[int(table.scenario.codes[r])], table.metric.vocab[int(table.metric.codes[r])],
+               table.division.vocab[int(table.division.codes[r])])
+        acc_rows = index.slices.get(key, {}).get(canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])]))
+        if acc_rows is None:
             continue
-        act = np.array([np.median(actual[sel][cands[sel] == c] / per[sel][cands[sel] == c]) for c in uc])
-        prd = np.array([np.median(pred[sel][cands[sel] == c] / per[sel][cands[sel] == c]) for c in uc])
-        # regret as the share of the best candidate's speed lost by trusting the prediction
-        # (speed = throughput, or 1 / latency), so both kinds of metric read the same way
-        if table.higher_is_better[rows[sel[0]]]:
-            regrets.append(1 - act[np.argmax(prd)] / act.max())
-        else:
-            regrets.append(1 - act.min() / act[np.argmin(prd)])
-    return EvaluationSlice(
-        predictions=len(rows), mape=float(np.mean(ape)), median_ape=float(np.median(ape)),
-        groups=len(regrets), top1_regret=float(np.mean(regrets) * 100) if regrets else None,
-        interval_coverage=coverage,
-    )
+        value = float(np.median(index.unit[index.latest(acc_rows)]))
+        out[i] = value * (table.count[r] if table.higher_is_better[r] else 1)
+    return out
 
 
-def evaluate(table: ObservationTable, holdout_filter: str | None, *, holdout_share: float = 0.2,
-             seed: int = 0) -> EvaluationReport:
-    """Train on the rest, predict the holdout (the filter's slice, or a random share of the
-    candidates), and score. Raises InvalidInput for a bad filter or an empty split."""
+def _regret(groups: np.ndarray, actual: np.ndarray, pred: np.ndarray, count: np.ndarray) -> tuple[float | None, int]:
+    """Mean share of the best per-accelerator result lost by picking the predicted best, over
+    groups (benchmark, scenario, metric) with at least two results."""
+    regrets = []
+    for g in np.unique(groups):
+        sel = np.flatnonzero(groups == g)
+        if len(sel) < 2:
+            continue
+        per_actual = actual[sel] / count[sel]
+        per_pred = pred[sel] / count[sel]
+        regrets.append(1 - per_actual[np.argmax(per_pred)] / per_actual.max())
+    return (float(np.mean(regrets) * 100) if regrets else None), len(regrets)
+
+
+def _slice(sel: np.ndarray, actual: np.ndarray, pred: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+           lookup: np.ndarray, groups: np.ndarray, count: np.ndarray) -> EvaluationSlice:
+    answered = sel & ~np.isnan(pred)
+    refused = int((sel & np.isnan(pred)).sum())
+    out: dict[str, Any] = {"predictions": int(answered.sum()), "refused": refused, "mape": None}
+    if answered.any():
+        ape = np.abs(pred[answered] - actual[answered]) / actual[answered] * 100
+        regret, n_groups = _regret(groups[answered], actual[answered], pred[answered], count[answered])
+        out.update(mape=float(ape.mean()), median_ape=float(np.median(ape)),
+                   interval_coverage=float(np.mean((actual[answered] >= lo[answered]) & (actual[answered] <= hi[answered]))),
+                   top1_regret=regret, groups=n_groups)
+    covered = answered & ~np.isnan(lookup)
+    out["lookup_rows"] = int((sel & ~np.isnan(lookup)).sum())
+    if covered.any():
+        ape = np.abs(pred[covered] - actual[covered]) / actual[covered] * 100
+        lape = np.abs(lookup[covered] - actual[covered]) / actual[covered] * 100
+        regret, _ = _regret(groups[covered], actual[covered], pred[covered], count[covered])
+        lregret, _ = _regret(groups[covered], actual[covered], lookup[covered], count[covered])
+        out.update(mape_on_lookup_rows=float(ape.mean()), median_ape_on_lookup_rows=float(np.median(ape)),
+                   top1_regret_on_lookup_rows=regret, lookup_mape=float(lape.mean()),
+                   lookup_median_ape=float(np.median(lape)), lookup_top1_regret=lregret)
+    return EvaluationSlice(**out)
+
+
+class _Scored:
+    """Truth, prediction and slice labels of every held-out row, accumulated across folds."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = defaultdict(list)
+
+    def add(self, table: ObservationTable, rows: np.ndarray, predictions: list[Prediction],
+            lookup: np.ndarray, seen: set[str]) -> None:
+        for r, p, lk in zip(rows.tolist(), predictions, lookup.tolist()):
+            acc = canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])])
+            self.cols["actual"].append(float(table.value[r]))
+            self.cols["pred"].append(np.nan if p.value is None else p.value)
+            self.cols["lo"].append(np.nan if p.interval is None else p.interval.low)
+            self.cols["hi"].append(np.nan if p.interval is None else p.interval.high)
+            self.cols["lookup"].append(lk)
+            self.cols["count"].append(float(table.count[r]))
+            self.cols["basis"].append(p.basis.value)
+            self.cols["reason"].append((p.reason or "").split(":")[0])
+            self.cols["seen"].append("seen accelerator" if acc in seen else "unseen accelerator")
+            self.cols["benchmark"].append(f"{p.query.benchmark} {p.query.scenario}")
+            self.cols["metric"].append(p.query.metric)
+            self.cols["group"].append(f"{p.query.benchmark}|{p.query.scenario}|{p.query.metric}")
+
+    def report(self) -> dict[str, Any]:
+        arrays = {k: np.asarray(v, dtype=np.float64 if k in ("actual", "pred", "lo", "hi", "lookup", "count") else object)
+                  for k, v in self.cols.items()}
+        if not arrays:
+            raise InvalidInput("evaluation: no held-out results to score")
+        args = (arrays["actual"], arrays["pred"], arrays["lo"], arrays["hi"], arrays["lookup"],
+                arrays["group"], arrays["count"])
+        every = np.ones(len(arrays["actual"]), dtype=bool)
+
+        def by(name: str) -> dict[str, EvaluationSlice]:
+            return {str(v): _slice(arrays[name] == v, *args) for v in sorted(set(arrays[name].tolist()))}
+
+        reasons: dict[str, int] = defaultdict(int)
+        for b, reason in zip(arrays["basis"], arrays["reason"]):
+            if b == Basis.UNSUPPORTED.value:
+                reasons[str(reason)] += 1
+        return {"overall": _slice(every, *args), "by_basis": by("basis"), "by_seen": by("seen"),
+                "by_benchmark": by("benchmark"), "by_metric": by("metric"), "refused_reasons": dict(reasons),
+                "holdout_count": len(arrays["actual"])}
+
+
+def _closed_throughput(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    closed = table.division.codes[rows] == table.division.code("closed")
+    return rows[closed & table.higher_is_better[rows] & (table.value[rows] > 0)]
+
+
+def _advisor_over(table: ObservationTable, rules: Any, prices: Any) -> Any:
+    from advisor.engine import Advisor
+
+    class _Pinned(Advisor):
+        """An advisor whose knowledge base is this table (the training split)."""
+
+        def store_generation(self) -> int:
+            return table.generation
+
+        def table(self, generation: int | None = None) -> ObservationTable:
+            return table
+
+        def _known_failures(self, table: ObservationTable | None = None) -> set[Any]:
+            return set()
+
+    return _Pinned(None, rules=rules, prices=prices, memo_answers=False)  # type: ignore[arg-type]
+
+
+def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until: str | None = None,
+             test_round: str | None = None, rules: Any = None, prices: Any = None) -> EvaluationReport:
+    """Score ``predict`` on held-out published results (see the module docstring).
+
+    Raises:
+        InvalidInput: an unknown protocol or round, or a split with nothing to train or test on.
+    """
     start = time.perf_counter()
-    positive = table.value > 0
-    if holdout_filter:
-        hold = parse_filter(table, holdout_filter)
+    if protocol not in PROTOCOLS:
+        raise InvalidInput(f"protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+    rounds = sorted({r for r in table.round.vocab if r}, key=_round_key)
+    if not rounds:
+        raise InvalidInput("evaluation needs published results with rounds (import MLPerf results first)")
+    test_round = test_round or rounds[-1]
+    if test_round not in rounds:
+        raise InvalidInput(f"test round: {test_round!r} is not in the knowledge base; rounds: {', '.join(rounds)}")
+    scored = _Scored()
+    notes: list[str] = []
+    all_rows = np.arange(table.n)
+    round_of = [_round_key(r) if r else (0,) for r in table.round.vocab]
+    keys = [round_of[int(c)] for c in table.round.codes]
+    if protocol == "by-round":
+        earlier = [r for r in rounds if _round_key(r) < _round_key(test_round)]
+        train_until = train_until or (earlier[-1] if earlier else None)
+        if train_until is None or train_until not in rounds:
+            raise InvalidInput(f"train_until: {train_until!r} must be a round before {test_round}; rounds: {', '.join(rounds)}")
+        limit = _round_key(train_until)
+        train_rows = all_rows[np.array([k <= limit for k in keys], dtype=bool)]
+        test_rows = _closed_throughput(table, all_rows[table.round.codes == table.round.code(test_round)])
+        train = subset(table, train_rows)
+        known = set(train.bench_name.vocab)
+        test_names = np.asarray(table.bench_name.values(test_rows), dtype=object)
+        seen_bench = np.array([n in known for n in test_names.tolist()], dtype=bool)
+        unseen_rows = test_rows[~seen_bench]
+        test_rows = test_rows[seen_bench]
+        advisor = _advisor_over(train, rules, prices)
+        predictions = advisor.predict([user_query(table, r) for r in test_rows.tolist()])
+        seen = {canonical_accelerator(a) for a in train.accelerator.vocab}
+        scored.add(table, test_rows, predictions, simple_lookup(train, table, test_rows), seen)
+        unseen_preds = advisor.predict([user_query(table, r) for r in unseen_rows.tolist()])
+        unseen_refused = sum(p.basis is Basis.UNSUPPORTED for p in unseen_preds)
+        description = f"train rounds <= {train_until}, test {test_round} closed-division throughput"
+        train_count = len(train_rows)
     else:
-        if not 0 < holdout_share < 1:
-            raise InvalidInput(f"holdout_share must be between 0 and 1, got {holdout_share}")
-        rng = np.random.default_rng(seed)
-        pick = rng.random(len(table.candidate.vocab)) < holdout_share
-        hold = pick[table.candidate.codes]
-    train_rows = np.flatnonzero(~hold & positive)
-    hold_rows = np.flatnonzero(hold & positive)
-    if len(hold_rows) == 0:
-        raise InvalidInput(f"holdout filter {holdout_filter!r} selects no observations")
-    if len(train_rows) < 20:
-        raise InvalidInput(f"holdout filter {holdout_filter!r} leaves only {len(train_rows)} observations to train on")
-    with threadpool_limits(1):
-        model = predictor.fit(table, train_rows)
-    frames = table_frames(table, hold_rows)
-    logs = model.predict_log(model.encoder.matrix(frames), table.higher_is_better[hold_rows])
-    scale = np.where(table.higher_is_better[hold_rows], table.count[hold_rows], 1).astype(np.float64)
-    lo, pred, hi = (np.exp(logs[:, j]) * scale for j in range(3))
-    unseen_mask = np.array([k not in model.seen_accelerators for k in frames["accel_key"]])
-    classes = np.array(frames["accel_class"], dtype=object)
-    by_class = {}
-    for cls in sorted(set(classes.tolist())):
-        sel = classes == cls
-        by_class[str(cls)] = _slice(table, hold_rows[sel], pred[sel], lo[sel], hi[sel])
-    by_metric = {}
-    for m in np.unique(table.metric.codes[hold_rows]):
-        sel = table.metric.codes[hold_rows] == m
-        by_metric[table.metric.vocab[int(m)]] = _slice(table, hold_rows[sel], pred[sel], lo[sel], hi[sel])
+        in_round = all_rows[table.round.codes == table.round.code(test_round)]
+        candidates = _closed_throughput(table, in_round)
+        accs = np.array([canonical_accelerator(a) for a in table.accelerator.vocab], dtype=object)[table.accelerator.codes]
+        upto = all_rows[np.array([k <= _round_key(test_round) for k in keys], dtype=bool)]
+        train_count = 0
+        for acc in sorted(set(accs[candidates].tolist())):
+            held = candidates[accs[candidates] == acc]
+            train_rows = upto[accs[upto] != acc]
+            train = subset(table, train_rows)
+            advisor = _advisor_over(train, rules, prices)
+            predictions = advisor.predict([user_query(table, r) for r in held.tolist()])
+            scored.add(table, held, predictions, simple_lookup(train, table, held), set())
+            train_count = max(train_count, len(train_rows))
+        unseen_preds, unseen_refused = [], 0
+        description = f"leave one accelerator out: each accelerator of {test_round} held out, closed-division throughput"
+    parts = scored.report()
+    if protocol == "by-round":
+        notes.append(f"{len(unseen_preds)} results of benchmarks never seen in training asked: "
+                     f"{unseen_refused} refused")
     return EvaluationReport(
-        holdout_filter=holdout_filter, train_count=len(train_rows), holdout_count=len(hold_rows),
-        overall=_slice(table, hold_rows, pred, lo, hi),
-        unseen_accelerators=_slice(table, hold_rows[unseen_mask], pred[unseen_mask], lo[unseen_mask], hi[unseen_mask]),
-        seen_accelerators=_slice(table, hold_rows[~unseen_mask], pred[~unseen_mask], lo[~unseen_mask], hi[~unseen_mask]),
-        unseen_accelerator_names=sorted({table.accelerator.vocab[int(c)] for c in table.accelerator.codes[hold_rows[unseen_mask]]}),
-        by_metric=by_metric, by_accelerator_class=by_class, model={**model.params, "train_rows": model.train_rows, "fit_seconds": round(model.fit_seconds, 2)},
-        elapsed_s=time.perf_counter() - start,
-    )
+        protocol=protocol, description=description, train_count=train_count,
+        holdout_count=parts["holdout_count"], overall=parts["overall"], by_basis=parts["by_basis"],
+        by_seen=parts["by_seen"], by_benchmark=parts["by_benchmark"], by_metric=parts["by_metric"],
+        refused_reasons=parts["refused_reasons"], unseen_benchmark_queries=len(unseen_preds),
+        unseen_benchmark_refused=unseen_refused, notes=notes, elapsed_s=time.perf_counter() - start)

@@ -3,9 +3,9 @@ figure draws (``advisor/plots.py``), so a test can hold one against the other.
 
 Conventions shared with ``recommend``:
 
-- accelerators appear under their canonical name (``physical_key``: the spec id, so
-  ``NVIDIA A100-SXM-80GB`` and ``A100-SXM4-80GB CTS`` are one GPU) and are matched by
-  ``accelerator_matches``, the function ``recommend`` uses;
+- accelerators appear under the catalogue's canonical name (``graph_schema.catalog``; MIG
+  slices kept apart) and a filter text is matched by ``advisor.names.accelerator_selector``, as
+  ``recommend`` matches it (one board or slice, a family, a generation or a vendor);
 - throughput-like figures (higher is better) are per accelerator: a published result is a
   whole-system total, so it is divided by the system's accelerator count (``recommend`` ranks
   the same way); latencies are not divided;
@@ -19,6 +19,7 @@ Placement overhead is not computed here: ``overhead_rows`` formats what
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import statistics
 from collections import defaultdict
@@ -26,9 +27,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.names import accelerator_selector
 from advisor.results import PlacementOverhead
-from advisor.specs import accelerator_matches
-from advisor.table import physical_key
+from advisor.table import round_number
+from graph_schema.catalog import resolve_accelerator
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import Observation, PlacementKind
 
@@ -106,24 +108,35 @@ def parse_placement(text: str | None) -> PlacementKind | None:
         raise InvalidInput(f"--placement: unknown placement {text!r}; valid: {valid}") from None
 
 
+def canonical_name(accelerator: str) -> str:
+    """The catalogue's canonical name of a stored accelerator (the name itself when unknown)."""
+    return resolve_accelerator(accelerator).key
+
+
 def filter_accelerators(observations: Sequence[Observation],
                         accelerators: Sequence[str] | None) -> list[Observation]:
     """Observations on any of the accelerators (matched as ``recommend`` matches them).
 
     Raises:
-        NotFound: one of the names matches nothing; the message suggests close names.
+        InvalidInput: a name the catalogue does not know (with the closest names).
+        NotFound: one of the names matches nothing in the selection; the message suggests close names.
     """
     if not accelerators:
         return list(observations)
-    names = sorted({o.accelerator.model for o in observations})
+    selectors = []
     for query in accelerators:
-        if not any(accelerator_matches(query, n) for n in names):
-            known = sorted({physical_key(n) for n in names})
+        try:
+            selectors.append(accelerator_selector(query))
+        except ValueError as exc:
+            raise InvalidInput(f"--accelerator: {exc}") from None
+    names = sorted({canonical_name(o.accelerator.model) for o in observations})
+    for query, selector in zip(accelerators, selectors):
+        if not any(selector.matches(n) for n in names):
+            known = names
             close = difflib.get_close_matches(query, known, n=5, cutoff=0.4)
             hint = f"did you mean: {', '.join(close)}" if close else f"known: {', '.join(known[:12])}"
             raise NotFound(f"--accelerator: {query!r} matches no accelerator in the selection; {hint}")
-    return [o for o in observations
-            if any(accelerator_matches(q, o.accelerator.model) for q in accelerators)]
+    return [o for o in observations if any(sel.matches(canonical_name(o.accelerator.model)) for sel in selectors)]
 
 
 def benchmark_matches(query: str, obs: Observation) -> bool:
@@ -232,11 +245,19 @@ def quantile(values: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def _round_of(obs: Observation) -> float:
+    value = round_number(str(obs.provenance.details.get("round", "")))
+    return 0.0 if math.isnan(value) else value
+
+
 def spread(group: Sequence[Observation], series: Series) -> dict[str, Any]:
-    """Median, p10 and p90 of a group, and how the interval was made: across the group's
-    observations when there are several, else the one observation's own measured p10–p90
-    (published results have none: the interval is then the point itself, and says so)."""
-    scaled = [per_accelerator(o, series) for o in group]
+    """Median, p10 and p90 of a group's latest round (for one system size this is ``recommend``'s
+    observed figure; a row mixing sizes takes the median of their per-accelerator values), and how the interval was made: across those observations when there are several,
+    else the one observation's own measured p10–p90 (published results have none: the interval
+    is then the point itself, and says so)."""
+    newest = max(_round_of(o) for o in group)
+    latest = [o for o in group if _round_of(o) == newest]
+    scaled = [per_accelerator(o, series) for o in latest]
     values = [v for v, _lo, _hi in scaled]
     median = statistics.median(values)
     if len(values) >= 2:
@@ -245,8 +266,10 @@ def spread(group: Sequence[Observation], series: Series) -> dict[str, Any]:
         low, high, basis = float(scaled[0][1]), float(scaled[0][2]), "measured p10-p90 of the run"
     else:
         low, high, basis = median, median, "none: a single published result"
+    if len(latest) < len(group):
+        basis += f" of the latest round ({len(latest)} of {len(group)} observations)"
     return {"value": median, "low": min(low, median), "high": max(high, median),
-            "interval": basis, "observations": len(values)}
+            "interval": basis, "observations": len(group)}
 
 
 def _better(series: Series) -> Any:
@@ -273,7 +296,7 @@ def throughput_chart(
                                           benchmark=benchmark, scenario=scenario, metric=metric)
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
     for obs in chosen:
-        groups[(physical_key(obs.accelerator.model), obs.stack.stack_id)].append(obs)
+        groups[(canonical_name(obs.accelerator.model), obs.stack.stack_id)].append(obs)
     by_accel: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (accel, stack_id), group in groups.items():
         stack = group[0].stack
@@ -340,7 +363,7 @@ def trend_chart(
     for obs in chosen:
         version = getattr(obs.stack, component)
         if version:
-            groups[(physical_key(obs.accelerator.model), version)].append(obs)
+            groups[(canonical_name(obs.accelerator.model), version)].append(obs)
     if not groups:
         raise NotFound(f"no observation of {series.heading} {series.metric} records a {component} version")
     evidence: dict[str, int] = defaultdict(int)

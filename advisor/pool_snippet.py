@@ -11,7 +11,6 @@ Workers each take one node's worth of the resource.
 from __future__ import annotations
 
 import copy
-import inspect
 import re
 from typing import Any
 
@@ -20,9 +19,6 @@ from advisor.snippet import placement_snippet
 from graph_schema.models import SoftwareStack
 
 GANG_SCHEDULER = "volcano"
-# The snippet builder takes the image as an argument once the snippet rework lands; until then
-# the image rides on the stack. Either way the container gets exactly the image given here.
-_TAKES_IMAGE = "image" in inspect.signature(placement_snippet).parameters
 
 
 def _name(text: str) -> str:
@@ -35,10 +31,7 @@ def pool_pod(*, pool: NodePool, stack: SoftwareStack, image: str, workload_name:
     """One Pod on one node of the pool, requesting ``units`` of the pool's resource."""
     common: dict[str, Any] = {"workload_name": workload_name, "accelerator": pool.kb_name, "count": units,
                               "placement": pool.placement}
-    if _TAKES_IMAGE:
-        manifest = placement_snippet(stack=stack, image=image, image_source=image_source or "given", **common)
-    else:
-        manifest = placement_snippet(stack=stack.model_copy(update={"image": image}), **common)
+    manifest = placement_snippet(stack=stack, image=image, image_source=image_source or "given (--image)", **common)
     meta = manifest["metadata"]
     meta["name"] = _name(workload_name)
     annotations = meta.setdefault("annotations", {})

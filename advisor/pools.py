@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from advisor.specs import AcceleratorSpec, load_specs, resolve_accelerator
+from advisor.specs import resolve_accelerator
+from graph_schema.catalog import AcceleratorEntry
 from collectors.inventory import (
     GFD,
     HYPERVISOR_LABEL,
@@ -57,7 +58,7 @@ class GfdProduct:
 
     product: str
     base: str
-    spec: AcceleratorSpec | None
+    spec: AcceleratorEntry | None
     mig_profile: str | None
     shared: bool
 
@@ -70,8 +71,8 @@ class GfdProduct:
 
 
 def resolve_gfd_product(product: str) -> GfdProduct:
-    """The accelerator behind a GFD product label: the spec whose ``gfd_product`` it is, else the
-    spec table's name patterns. Unknown products keep ``spec=None`` (shown as unresolved)."""
+    """The accelerator behind a GFD product label, through the catalogue (which knows GFD's
+    spellings). Unknown products keep ``spec=None`` (shown as unresolved)."""
     base, shared = product, False
     if base.upper().endswith("-SHARED"):
         base, shared = base[: -len("-SHARED")], True
@@ -79,10 +80,7 @@ def resolve_gfd_product(product: str) -> GfdProduct:
     profile = mig.group(1).lower() if mig else None
     if mig:
         base = base[: mig.start()]
-    spec = next((s for s in load_specs().accelerators
-                 if s.gfd_product and s.gfd_product.lower() == base.lower()), None)
-    if spec is None:
-        spec = resolve_accelerator(base.replace("-", " ")).spec
+    spec = resolve_accelerator(base).spec or resolve_accelerator(base.replace("-", " ")).spec
     return GfdProduct(product=product, base=base, spec=spec, mig_profile=profile, shared=shared)
 
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.ensemble import HistGradientBoostingRegressor
 
 from advisor.features import (
     CATEGORICAL,
@@ -27,6 +26,9 @@ from advisor.features import (
     table_frames,
 )
 from advisor.table import ObservationTable
+
+if TYPE_CHECKING:  # scikit-learn is imported only to fit: a persisted model predicts without it
+    from sklearn.ensemble import HistGradientBoostingRegressor
 
 log = logging.getLogger(__name__)
 QUANTILES = (0.1, 0.5, 0.9)
@@ -99,6 +101,8 @@ def target(table: ObservationTable, rows: np.ndarray, X: np.ndarray) -> np.ndarr
 
 
 def _regressor(seed: int, max_iter: int) -> HistGradientBoostingRegressor:
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
     cat_mask = np.array([name in CATEGORICAL for name in FEATURES])
     return HistGradientBoostingRegressor(
         loss="squared_error", max_iter=max_iter, learning_rate=0.15, max_leaf_nodes=31,

@@ -20,8 +20,14 @@ class _Out(BaseModel):
 
 
 class Basis(str, Enum):
+    """How a number was made: this exact configuration measured; the same accelerator measured
+    with another stack, count or placement; another accelerator scaled by public specs; or
+    refused (with the reason)."""
+
     OBSERVED = "observed"
-    PREDICTED = "predicted"
+    INTERPOLATED = "interpolated"
+    TRANSFERRED = "transferred"
+    UNSUPPORTED = "unsupported"
 
 
 class Interval(_Out):
@@ -60,9 +66,18 @@ class Candidate(_Out):
     stack_id: str
     stack: dict[str, Any] = Field(description="the software stack's fields (driver, cuda, framework...)")
     stack_label: str
-    accelerator: str
-    accelerator_count: int
+    accelerator: str = Field(description="canonical accelerator")
+    accelerator_count: int = Field(description="accelerators the snippet asks for: yours when given, "
+                                   "else one node's worth as observed")
     placement: PlacementKind
+    published_names: list[str] = Field(default_factory=list, description="accelerator names as published")
+
+
+class ExcludedCandidate(_Out):
+    accelerator: str
+    placement: PlacementKind
+    stack_label: str | None = None
+    reason: str
 
 
 class Recommendation(_Out):
@@ -75,8 +90,13 @@ class Recommendation(_Out):
     value: float = Field(description="expected metric value (per accelerator when per_accelerator)")
     interval: Interval
     per_accelerator: bool
-    score: float = Field(description="the ranking key for the objective (higher is better)")
+    score: float = Field(description="the ranking key for the objective (higher is better): the value "
+                         "for observed rows, the pessimistic end of the interval for others")
     score_unit: str
+    confidence: float = Field(description="low/high of the 80% interval (1 = exact, towards 0 = uninformative)")
+    observed_range: Interval | None = Field(
+        default=None, description="lowest..highest observation of this row, same units as value (level 1.0)")
+    observed_counts: list[int] = Field(default_factory=list, description="accelerator counts observed")
     evidence: Evidence
     factors: list[Factor] = Field(default_factory=list)
     placement_overhead: PlacementOverhead | None = None
@@ -85,6 +105,10 @@ class Recommendation(_Out):
     snippet: dict[str, Any] | None = None
     snippet_missing: str | None = Field(
         default=None, description="why there is no snippet (no container image known: pass one as workload.image)")
+    system: dict[str, str] = Field(
+        default_factory=dict,
+        description="as published for the observed systems: nodes, accelerators_per_node, interconnect; "
+        "limit_N: a stated latency limit this candidate was checked against")
 
 
 class RecommendationSet(_Out):
@@ -94,6 +118,8 @@ class RecommendationSet(_Out):
     generation: int
     candidates_considered: int
     excluded: dict[str, int] = Field(default_factory=dict, description="reason → candidates dropped")
+    excluded_candidates: list[ExcludedCandidate] = Field(
+        default_factory=list, description="the candidates dropped, with the reason (the first 100)")
     recommendations: list[Recommendation]
     notes: list[str] = Field(default_factory=list)
     elapsed_ms: float
@@ -119,10 +145,15 @@ class PredictQuery(_Out):
 
 class Prediction(_Out):
     query: PredictQuery
-    value: float
-    interval: Interval
+    value: float | None = Field(description="None when unsupported (see reason)")
+    interval: Interval | None
     observed: bool
     basis: Basis
+    reason: str | None = Field(default=None, description="why the query was refused (basis unsupported)")
+    confidence: float = Field(default=0.0, description="low/high of the 80% interval")
+    accelerator: str | None = Field(default=None, description="the canonical accelerator the query resolved to")
+    references: list[str] = Field(default_factory=list, description="accelerators a transfer scaled from")
+    factors: list[Factor] = Field(default_factory=list)
     evidence: Evidence
     model_generation: int | None = None
     warnings: list[str] = Field(default_factory=list)
@@ -162,26 +193,36 @@ class Regression(_Out):
 
 
 class EvaluationSlice(_Out):
-    predictions: int
+    predictions: int = Field(description="held-out results answered with a number")
+    refused: int = Field(default=0, description="held-out results refused (basis unsupported)")
     mape: float | None = Field(description="mean absolute percentage error, percent")
     median_ape: float | None = None
-    groups: int = Field(description="groups (benchmark, scenario, metric) ranked for regret")
+    interval_coverage: float | None = Field(default=None, description="share inside the 80% interval")
+    groups: int = Field(default=0, description="groups (benchmark, scenario, metric) ranked for regret")
     top1_regret: float | None = Field(
-        description="mean top-1 regret, percent: the share of the best candidate's speed (throughput, "
-        "or 1/latency) lost by picking the predicted best")
-    interval_coverage: float | None = None
+        default=None, description="mean top-1 regret, percent: the share of the best result's per-accelerator "
+        "speed lost by picking the predicted best")
+    lookup_rows: int = Field(default=0, description="rows the simple lookup covers")
+    mape_on_lookup_rows: float | None = None
+    median_ape_on_lookup_rows: float | None = None
+    top1_regret_on_lookup_rows: float | None = None
+    lookup_mape: float | None = None
+    lookup_median_ape: float | None = None
+    lookup_top1_regret: float | None = None
 
 
 class EvaluationReport(_Out):
-    holdout_filter: str | None
+    protocol: str
+    description: str
     train_count: int
     holdout_count: int
     overall: EvaluationSlice
-    unseen_accelerators: EvaluationSlice
-    seen_accelerators: EvaluationSlice
-    unseen_accelerator_names: list[str] = Field(default_factory=list)
+    by_basis: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_seen: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_benchmark: dict[str, EvaluationSlice] = Field(default_factory=dict)
     by_metric: dict[str, EvaluationSlice] = Field(default_factory=dict)
-    by_accelerator_class: dict[str, EvaluationSlice] = Field(
-        default_factory=dict, description="nvidia, qualcomm, cpu, other (no public spec in the table)")
-    model: dict[str, Any] = Field(default_factory=dict)
+    refused_reasons: dict[str, int] = Field(default_factory=dict)
+    unseen_benchmark_queries: int = 0
+    unseen_benchmark_refused: int = 0
+    notes: list[str] = Field(default_factory=list)
     elapsed_s: float

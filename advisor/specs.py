@@ -1,145 +1,113 @@
-"""Public accelerator specifications and the price table, loaded from YAML in the package.
+"""Accelerator figures for the advisor (from the catalogue) and the price table.
 
-The spec table (``advisor/data/accelerators.yaml``) maps the many names the knowledge base uses
-for one device (``NVIDIA A100-SXM-80GB``, ``A100-SXM4-80GB CTS``, MIG slices ...) to one entry
-with its datasheet figures and source URL.
+Names resolve through ``graph_schema.catalog`` (one resolver for every layer); this module keeps
+the advisor's view of a resolved accelerator: its catalogue entry, the share of the board a MIG
+slice or vGPU profile has, and datasheet figures scaled to that share.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from graph_schema.catalog import AcceleratorEntry, AcceleratorMatch, load_catalog
+from graph_schema.catalog import resolve_accelerator as resolve_name
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 from graph_schema.store import validation_message
 
 SPEC_FIELDS = ("fp32_tflops", "fp16_tflops", "int8_tops", "memory_gb", "memory_bw_gbs")
-_MIG = re.compile(r"\((\d+)x(\d+)g\.(\d+)gb mig\)", re.IGNORECASE)
+# the advisor's feature names → catalogue fields (fp16 is the FP16/BF16 tensor figure)
+_FIGURES: dict[str, tuple[str, ...]] = {
+    "fp32_tflops": ("fp32",),
+    "fp16_tflops": ("fp16", "bf16"),
+    "int8_tops": ("int8",),
+    "memory_gb": ("memory_gb",),
+    "memory_bw_gbs": ("memory_bw_gbs",),
+}
 
 
-class AcceleratorSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(frozen=True)
+class ResolvedAccelerator:
+    """A KB accelerator name resolved through the catalogue (MIG/vGPU share applied)."""
 
-    id: str = Field(min_length=1)
-    vendor: str
-    match: list[str] = Field(min_length=1)
-    gfd_product: str | None = None
-    fp32_tflops: float | None = Field(default=None, gt=0)
-    fp16_tflops: float | None = Field(default=None, gt=0)
-    int8_tops: float | None = Field(default=None, gt=0)
-    memory_gb: float | None = Field(default=None, gt=0)
-    memory_bw_gbs: float | None = Field(default=None, gt=0)
-    mig_slices: int | None = Field(default=None, ge=1)
-    note: str | None = None
-    source: str = Field(pattern=r"^https://")
+    match: AcceleratorMatch
 
+    @property
+    def name(self) -> str:
+        return self.match.raw
 
-class SpecTable(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    @property
+    def spec(self) -> AcceleratorEntry | None:
+        return self.match.entry
 
-    version: int
-    accelerators: list[AcceleratorSpec]
+    @property
+    def key(self) -> str:
+        """The canonical name the knowledge base stores."""
+        return self.match.key
 
+    @property
+    def resolved(self) -> bool:
+        return self.match.resolved
 
-class ResolvedAccelerator(BaseModel):
-    """A KB accelerator name resolved against the spec table (MIG share applied)."""
+    @property
+    def mig_fraction(self) -> float:
+        return self.match.fraction
 
-    name: str
-    spec: AcceleratorSpec | None
-    mig_fraction: float = 1.0
-    is_cpu: bool = False
+    @property
+    def is_cpu(self) -> bool:
+        return self.match.kind in ("cpu", "none")
+
+    @property
+    def min_driver(self) -> str | None:
+        """The oldest NVIDIA driver the accelerator's generation runs on (None: no limit known)."""
+        return load_catalog().min_driver(self.spec.id) if self.spec else None
 
     def figure(self, field: str) -> float | None:
-        if self.spec is None:
-            return None
-        value = getattr(self.spec, field)
-        return None if value is None else float(value) * self.mig_fraction
+        for name in _FIGURES.get(field, (field,)):
+            value = self.match.figure(name)
+            if value is not None:
+                return value
+        return None
+
+
+@lru_cache(maxsize=8192)
+def resolve_accelerator(name: str) -> ResolvedAccelerator:
+    """The catalogue entry a KB accelerator name stands for (``spec`` None when unresolved)."""
+    return ResolvedAccelerator(resolve_name(name))
+
+
+def is_mig(name: str) -> bool:
+    return "MIG" in (resolve_name(name).partition or "")
+
+
+def mig_profile(name: str) -> tuple[int, str] | None:
+    """(instances per GPU, profile) of a MIG slice name: ``A100-SXM4-80GB (7x1g.10gb MIG)`` →
+    ``(7, "1g.10gb")``; None when the name is not a MIG slice."""
+    partition = resolve_name(name).partition or ""
+    found = re.fullmatch(r"(\d+)x(\d+g\.\d+gb) MIG", partition)
+    return (int(found.group(1)), found.group(2)) if found else None
 
 
 def _load_yaml(path: Path | None, package_file: str) -> Any:
+    from importlib import resources
+
     try:
         if path is None:
             text = (resources.files("advisor") / "data" / package_file).read_text(encoding="utf-8")
         else:
             text = Path(path).read_text(encoding="utf-8")
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 10x faster
     except OSError as exc:
         raise InvalidInput(f"cannot read {path or package_file}: {exc}") from None
     except yaml.YAMLError as exc:
         raise InvalidInput(f"{path or package_file} is not valid YAML: {exc}") from None
-
-
-@lru_cache(maxsize=4)
-def load_specs(path: Path | None = None) -> SpecTable:
-    """Raises InvalidInput naming the bad entry's field."""
-    try:
-        table = SpecTable.model_validate(_load_yaml(path, "accelerators.yaml"))
-    except ValidationError as exc:
-        raise InvalidInput(f"accelerator spec table: {validation_message(exc)}") from None
-    for spec in table.accelerators:
-        for pattern in spec.match:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise InvalidInput(f"accelerator spec {spec.id}: bad match pattern {pattern!r}: {exc}") from None
-    return table
-
-
-@lru_cache(maxsize=4096)
-def resolve_accelerator(name: str) -> ResolvedAccelerator:
-    """The spec entry a KB accelerator name stands for (None when the table has none)."""
-    lowered = name.lower()
-    if lowered.startswith("cpu ") or lowered == "cpu":
-        return ResolvedAccelerator(name=name, spec=None, is_cpu=True)
-    mig = _MIG.search(name)
-    base = _MIG.sub("", lowered).strip()
-    base = re.sub(r"^(nvidia|qualcomm)\s+", "", base)
-    base = re.sub(r"\s+cts$", "", base)
-    for spec in load_specs().accelerators:
-        if any(re.search(p, base) for p in spec.match):
-            fraction = 1.0
-            if mig and spec.mig_slices:
-                fraction = min(1.0, int(mig.group(2)) / spec.mig_slices)
-            return ResolvedAccelerator(name=name, spec=spec, mig_fraction=fraction)
-    return ResolvedAccelerator(name=name, spec=None)
-
-
-def is_mig(name: str) -> bool:
-    return bool(_MIG.search(name))
-
-
-def mig_profile(name: str) -> tuple[int, str] | None:
-    """(instances per GPU, profile) of a MIG accelerator name: ``A100 (7x1g.10gb MIG)`` →
-    ``(7, "1g.10gb")``; None when the name is not a MIG slice."""
-    found = _MIG.search(name)
-    if found is None:
-        return None
-    return int(found.group(1)), f"{found.group(2)}g.{found.group(3)}gb"
-
-
-def accelerator_matches(query: str, name: str) -> bool:
-    """Whether a user's accelerator text selects a knowledge-base accelerator name: a
-    case-insensitive substring of the name or of its canonical spec id, or the same spec entry.
-    The one matching rule for ``recommend``, ``compare`` and ``plot`` (the catalogue replaces it)."""
-    wanted = query.strip().lower()
-    if not wanted:
-        return False
-    if wanted in name.lower():
-        return True
-    spec = resolve_accelerator(name).spec
-    if spec is None:
-        return False
-    if wanted in spec.id.lower():
-        return True
-    asked = resolve_accelerator(query).spec
-    return asked is not None and asked.id == spec.id and is_mig(query) == is_mig(name)
 
 
 # ---- prices --------------------------------------------------------------------------------

@@ -89,11 +89,13 @@ class ObservationTable:
     placement: Column
     stack: Column  # stack_id
     candidate: Column  # (stack_id, accelerator, count, placement)
+    system: Column  # (nodes, accelerators per node, interconnect) as published; "" when not given
     keys: list[str]
     benchmarks: dict[str, BenchmarkInfo] = field(default_factory=dict)
     stacks: dict[str, SoftwareStack] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
     load_seconds: float = 0.0
+    digest: str = ""  # content digest (keys and values), set when persisted (advisor.table_file)
 
     @classmethod
     def from_observations(cls, observations: Iterable[Observation], generation: int = 0) -> ObservationTable:
@@ -104,7 +106,7 @@ class ObservationTable:
         hib: list[bool] = []
         cols: dict[str, list[Any]] = {k: [] for k in (
             "metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
-            "source", "submitter", "accelerator", "placement", "stack", "candidate")}
+            "source", "submitter", "accelerator", "placement", "stack", "candidate", "system")}
         keys: list[str] = []
         benchmarks: dict[str, BenchmarkInfo] = {}
         stacks: dict[str, SoftwareStack] = {}
@@ -149,6 +151,8 @@ class ObservationTable:
             cols["placement"].append(obs.placement.kind.value)
             cols["stack"].append(sid)
             cols["candidate"].append((sid, obs.accelerator.model, max(1, obs.accelerator.count), obs.placement.kind.value))
+            cols["system"].append((details.get("nodes", ""), details.get("accelerators_per_node", ""),
+                                   details.get("accelerator_interconnect", "")))
             keys.append(obs.key if isinstance(obs, StoredObservation) else "")
         table = cls(
             generation=generation,
@@ -197,12 +201,10 @@ def _mapped(values: list[str], fn: Any) -> list[str]:
 def physical_key(accelerator: str) -> str:
     """The physical device a KB accelerator name stands for: its spec id (a vGPU profile such as
     ``A100-SXM-80C`` resolves to its GPU), MIG slices kept apart; the name itself when unknown."""
-    from advisor.specs import is_mig, resolve_accelerator
+    from graph_schema.catalog import resolve_accelerator
 
-    resolved = resolve_accelerator(accelerator)
-    if resolved.spec is None:
-        return accelerator
-    return resolved.spec.id + (f" ({accelerator.split('(')[-1]}" if is_mig(accelerator) else "")
+    match = resolve_accelerator(accelerator)
+    return match.key if match.resolved and match.kind == "accelerator" else accelerator
 
 
 def _round_key(value: str) -> tuple[int, ...]:

@@ -20,6 +20,13 @@ from graph_schema.models import PlacementKind
 from graph_schema.store import validation_message
 
 MLPERF_INFERENCE = "mlperf-inference"
+MLPERF_TRAINING = "mlperf-training"
+# Training is ranked by time to train (lower is better), or by accelerator-hours for cost.
+TRAINING_METRICS = {"time": "time_to_train_min", "cost": "accelerator_hours"}
+# Serving latency limits → the observed figure they are checked against (LLM runs' p99, the
+# percentile MLPerf's own Server/Interactive bounds use).
+LATENCY_LIMITS = {"max_ttft_ms": ("ttft_p99_ms", "time to first token"),
+                  "max_tpot_ms": ("tpot_p99_ms", "time per output token")}
 
 # A task names what the user wants done; it stands for a benchmark in the knowledge base.
 TASKS: dict[str, tuple[str, str]] = {
@@ -55,8 +62,10 @@ class FrameworkConstraint(_Spec):
 
     @field_validator("name")
     @classmethod
-    def _lower(cls, value: str) -> str:
-        return value.strip().lower()
+    def _canonical(cls, value: str) -> str:
+        from advisor.names import canonical_framework
+
+        return canonical_framework(value)
 
     @field_validator("version")
     @classmethod
@@ -89,7 +98,9 @@ class HardwareConstraint(_Spec):
     """Which accelerators, how many, and which placements are allowed; ``None`` means any."""
 
     accelerators: list[str] | None = Field(
-        default=None, description="accelerator models (case-insensitive substrings of the KB's names)"
+        default=None,
+        description="accelerators by any name the catalogue knows (NVIDIA A100-SXM-80GB, A100-SXM4-80GB), "
+        "or a family (H100), generation (hopper), vendor (amd) or 'cpu'",
     )
     count: int | None = Field(default=None, ge=1, description="exact accelerator count")
     min_count: int | None = Field(default=None, ge=1)
@@ -113,6 +124,25 @@ class HardwareConstraint(_Spec):
         except InvalidVersion:
             raise ValueError(f"not a driver version: {value!r} (write e.g. '535.104.05')") from None
         return value
+
+    @field_validator("accelerators")
+    @classmethod
+    def _known_accelerators(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        from advisor.names import accelerator_selector
+
+        for text in value:
+            accelerator_selector(text)  # ValueError with the closest names
+        return [t.strip() for t in value]
+
+    def allows(self, accelerator: str) -> bool:
+        """Whether a stored accelerator name passes the ``accelerators`` filter."""
+        if not self.accelerators:
+            return True
+        from advisor.names import accelerator_selector
+
+        return any(accelerator_selector(t).matches(accelerator) for t in self.accelerators)
 
     @model_validator(mode="after")
     def _range(self) -> HardwareConstraint:
@@ -143,6 +173,9 @@ class Workload(_Spec):
     objective: Objective = Objective.THROUGHPUT
     min_evidence: int = Field(default=1, ge=1, description="observations needed to count as observed")
     include_predicted: bool = Field(default=True, description="rank unobserved candidates by prediction")
+    min_confidence: float = Field(
+        default=0.0, ge=0.0, le=1.0,
+        description="drop rows whose 80% interval's low/high ratio is below this (0: keep all)")
     per_accelerator: bool | None = Field(
         default=None,
         description="rank throughput per accelerator; default: yes unless an exact count is set",
@@ -152,6 +185,10 @@ class Workload(_Spec):
         description="container image for the Kubernetes snippets of stacks the knowledge base records no "
         "image for (none known and none given: no snippet)",
     )
+    max_ttft_ms: float | None = Field(
+        default=None, gt=0, description="serving limit: candidates whose observed p99 time to first token is above it are excluded")
+    max_tpot_ms: float | None = Field(
+        default=None, gt=0, description="serving limit: candidates whose observed p99 time per output token is above it are excluded")
 
     @field_validator("image")
     @classmethod
@@ -172,6 +209,20 @@ class Workload(_Spec):
             raise ValueError(f"unknown task {value!r}; known: {', '.join(sorted(TASKS))}")
         return value
 
+    @field_validator("scenario")
+    @classmethod
+    def _known_scenario(cls, value: str | None) -> str | None:
+        from advisor.names import canonical_scenario
+
+        return canonical_scenario(value)
+
+    @field_validator("benchmark")
+    @classmethod
+    def _catalogue_benchmark(cls, value: str | None) -> str | None:
+        from advisor.names import canonical_benchmark
+
+        return canonical_benchmark(value)
+
     @model_validator(mode="after")
     def _resolve(self) -> Workload:
         if self.benchmark is None and self.task is not None:
@@ -180,7 +231,18 @@ class Workload(_Spec):
             self.benchmark = self.model
         if self.benchmark is None:
             raise ValueError("name a benchmark (benchmark=...), a task (task=...) or a model")
+        if self.family == MLPERF_TRAINING and self.metric is None:
+            self.metric = TRAINING_METRICS["cost" if self.objective is Objective.COST else "time"]
         return self
+
+    def latency_limits(self) -> dict[str, tuple[float, str, str]]:
+        """Stated serving limits: field → (limit in ms, metric checked, what it is)."""
+        out = {}
+        for name, (metric, what) in LATENCY_LIMITS.items():
+            limit = getattr(self, name)
+            if limit is not None:
+                out[name] = (float(limit), metric, what)
+        return out
 
     # ---- derived -----------------------------------------------------------------------------
     def parameter_filters(self) -> dict[str, Any]:

@@ -8,7 +8,6 @@ import typer
 
 from cli.options import FormatOpt, JsonOpt, StoreOpt
 from cli.render import OutputFormat, note, output_format, render
-from graph_schema.registry import open_store, resolve_store_uri
 
 db_app = typer.Typer(help="The knowledge-base store: schema migrations and statistics.", no_args_is_help=True)
 
@@ -17,10 +16,14 @@ db_app = typer.Typer(help="The knowledge-base store: schema migrations and stati
 def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """Create or upgrade the schema (constraints, indexes, tables); idempotent."""
     chosen = output_format(fmt, as_json)
+    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+
     with open_store(store, migrate=False, create=True) as st:
         before = st.schema_version()
         after = st.ensure_schema()
-    data = {"store": resolve_store_uri(store), "schema_version_before": before, "schema_version": after}
+        changed = getattr(st, "migration_report", {})
+    data = {"store": resolve_store_uri(store), "schema_version_before": before, "schema_version": after,
+            "data_migrations": {str(k): v for k, v in changed.items()}}
     render([data], fmt=chosen, json_data=data, title="Schema")
 
 
@@ -28,9 +31,14 @@ def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = N
 def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """What the store holds: nodes per label and observations per source."""
     chosen = output_format(fmt, as_json)
+    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+
     with open_store(store, create=False) as st:
         s = st.stats()
-    data = {"store": resolve_store_uri(store), **s.model_dump()}
+        accelerators = st.list_entities("accelerators")
+    data = {"store": resolve_store_uri(store), **s.model_dump(),
+            "accelerators": [{k: a.get(k) for k in ("model", "resolved", "kind", "observations", "aliases_seen")}
+                             for a in accelerators]}
     if chosen is OutputFormat.json:
         render([], fmt=chosen, json_data=data)
         return
@@ -39,6 +47,15 @@ def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = Non
     rows += [{"what": "observations from", "name": k, "count": v}
              for k, v in s.observations_by_source.items()]
     render(rows, fmt=chosen, title="What the store holds", columns=["what", "name", "count"])
+    render(
+        [{"accelerator": a["model"], "kind": a["kind"] if a["resolved"] else "UNRESOLVED",
+          "observations": a["observations"],
+          "published as": ", ".join(f"{raw} ({n})" for raw, n in a["aliases_seen"].items())}
+         for a in accelerators],
+        fmt=chosen,
+        title="Accelerators (catalogue names; the names they were published under)",
+        columns=["accelerator", "kind", "observations", "published as"],
+    )
 
 
 @db_app.command("reset")
@@ -51,6 +68,8 @@ def reset(
     """Delete every node and relationship in the store (asks for --yes)."""
     if not yes:
         raise typer.BadParameter("refusing to delete the knowledge base without --yes")
+    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+
     with open_store(store, create=False) as st:
         clear = getattr(st, "clear", None)
         if clear is None:

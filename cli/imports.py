@@ -159,6 +159,53 @@ def _report_mlperf(summaries: list[Any], as_json: bool, fmt: Any) -> None:
         raise typer.Exit(1)
 
 
+@import_app.command("mlperf-training")
+def import_mlperf_training_cmd(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="MLPerf Training results tree(s): a round directory or a .tar.gz of one."),
+    ],
+    round_name: Annotated[
+        str | None,
+        typer.Option("--round", help="Round (e.g. v4.1) when the path's name does not say it."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Import MLPerf Training results: each run's time to train, aborted runs as failures, and
+    per system × benchmark the olympic mean (MLCommons' RCP normalisation is not in the files)."""
+    from cli.render import OutputFormat, error, info, output_format, print_json, render
+    from collectors.importers.mlperf_training import RCP_NOTE, import_mlperf_training
+
+    with _open_store(store) as db:
+        summaries = [import_mlperf_training(p, db, round_name=round_name, batch_size=batch_size) for p in paths]
+    chosen = output_format(fmt, as_json)
+    if chosen is OutputFormat.json:
+        data = [s.to_dict() for s in summaries]
+        print_json(data[0] if len(data) == 1 else data)
+    else:
+        for s in summaries:
+            for issue in s.issues:
+                (error if issue.outcome == "failed" else info)(f"{issue.path}: {issue.reason}")
+        render(
+            [
+                {
+                    "source": Path(s.path).name, "round": s.round, "runs": s.runs, "failed_runs": s.failed_runs,
+                    "scores": s.scores, "imported": s.imported, "present": s.already_present,
+                    "seconds": round(s.seconds, 1),
+                }
+                for s in summaries
+            ],
+            fmt=chosen,
+            title="MLPerf Training import",
+        )
+        info(f"scores: {RCP_NOTE}")
+    if not any(s.runs for s in summaries):
+        raise typer.Exit(1)
+
+
 @import_app.command("results")
 def import_results_cmd(
     files: Annotated[

@@ -67,6 +67,9 @@ for _name in COMMAND_MODULES:
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from cli.guard import run_guarded
+    from cli.progress import install
+
+    install()  # seeding, reading the store, fitting: progress on stderr
 
     sys.exit(run_guarded(app, sys.argv[1:]))
 

@@ -68,7 +68,8 @@ def _value(value: float | None, low: float | None, high: float | None) -> str:
 
 def recommend(
     benchmark: Annotated[Optional[str], typer.Option(help="Benchmark name, e.g. resnet50, bert-99.")] = None,
-    family: Annotated[str, typer.Option(help="Benchmark family: mlperf-inference, cnn, pi, ...")] = "mlperf-inference",
+    family: Annotated[str, typer.Option(
+        help="Benchmark family: mlperf-inference, mlperf-training, cnn, pi, ...")] = "mlperf-inference",
     task: Annotated[Optional[str], typer.Option(help="A task standing for a benchmark, e.g. image-classification.")] = None,
     scenario: Annotated[Optional[str], typer.Option(help="Offline, Server, SingleStream, MultiStream.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model (benchmark parameter).")] = None,
@@ -89,7 +90,14 @@ def recommend(
     driver: Annotated[Optional[str], typer.Option(help="Driver on your nodes; stacks needing newer are excluded.")] = None,
     objective: Annotated[str, typer.Option(help="throughput, latency or cost.")] = "throughput",
     min_evidence: Annotated[int, typer.Option(help="Observations needed to count as observed.")] = 1,
+    max_ttft_ms: Annotated[Optional[float], typer.Option(
+        help="Serving limit: exclude candidates whose observed p99 time to first token is above it (ms).")] = None,
+    max_tpot_ms: Annotated[Optional[float], typer.Option(
+        help="Serving limit: exclude candidates whose observed p99 time per output token is above it (ms).")] = None,
     observed_only: Annotated[bool, typer.Option("--observed-only", help="Rank observed candidates only.")] = False,
+    min_confidence: Annotated[float, typer.Option(
+        "--min-confidence", min=0.0, max=1.0,
+        help="Drop rows whose 80% interval low/high ratio is below this (0..1).")] = 0.0,
     workload_file: Annotated[Optional[Path], typer.Option(
         "--workload", help="Workload as YAML or JSON (flags are ignored when given).")] = None,
     top: Annotated[int, typer.Option("--top", help="How many recommendations.")] = 5,
@@ -137,6 +145,8 @@ def recommend(
             "model": model, "batch_size": batch_size, "precision": precision,
             "parameters": _parse_params(param), "metric": metric, "objective": objective,
             "min_evidence": min_evidence, "include_predicted": not observed_only, "image": image,
+            "max_ttft_ms": max_ttft_ms, "max_tpot_ms": max_tpot_ms,
+            "min_confidence": min_confidence,
             "frameworks": [_framework(f) for f in framework or []],
             "hardware": {"accelerators": accelerator or None, "count": count, "min_count": min_count,
                          "max_count": max_count, "placements": placement or None,
@@ -182,34 +192,52 @@ def _framework(text: str) -> dict[str, Any]:
         raise InvalidInput(f"--framework {text!r}: {reasons}") from None
 
 
+BASIS_MARK = {"observed": "● observed", "interpolated": "◐ interpolated", "transferred": "○ transferred",
+              "unsupported": "✗ unsupported"}
+
+
 def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
     from cli.render import note, render
 
+
     rows = []
+    with_system = any("nodes" in r.system or "interconnect" in r.system for r in result.recommendations)
     for r in result.recommendations:
         c = r.candidate
         rows.append({
             "#": r.rank,
+            "basis": BASIS_MARK.get(r.basis.value, r.basis.value),
             "accelerator": f"{c.accelerator} x{c.accelerator_count}",
             "placement": c.placement.value,
+            "score": _fmt(r.score),
             "value": _value(r.value, r.interval.low, r.interval.high),
-            "basis": r.basis.value,
-            "evidence": f"{r.evidence.count} obs {'/'.join(r.evidence.rounds)}".strip(),
+            "observed range": f"{_fmt(r.observed_range.low)}..{_fmt(r.observed_range.high)}" if r.observed_range else None,
+            "evidence": (f"{r.evidence.count} obs x{','.join(map(str, r.observed_counts))} "
+                         f"{'/'.join(r.evidence.rounds)}").strip() if r.evidence.count else None,
+            "conf": f"{r.confidence:.2f}",
             "stack": c.stack_label,
             "overhead": r.placement_overhead.text if r.placement_overhead else None,
+            **({"nodes": r.system.get("nodes") or None, "interconnect": r.system.get("interconnect") or None}
+               if with_system else {}),
             "warnings": "; ".join(r.warnings) or None,
-            "moved most by": ", ".join(f"{f.name} x{f.effect:.2f}" for f in r.factors) or None,
+            "how it was made": "; ".join(f"{f.name}: {f.value}" + (f" (x{f.effect:.2f})" if f.effect != 1.0 else "")
+                                         for f in r.factors) or None,
         })
     per = " per accelerator" if result.recommendations and result.recommendations[0].per_accelerator else ""
     unit = result.recommendations[0].unit if result.recommendations else ""
+    score_unit = result.recommendations[0].score_unit if result.recommendations else ""
     render(rows, fmt=fmt, title=f"{result.workload.get('benchmark')}: {result.metric} "
-                                f"({unit}{per}), objective {result.objective}",
-           columns=["#", "accelerator", "placement", "value", "basis", "evidence"],
-           details=["stack", "overhead", "warnings", "moved most by"])
+                                f"({unit}{per}), objective {result.objective}; ranked by score ({score_unit})",
+           columns=["#", "basis", "accelerator", "placement", "score", "value", "observed range", "evidence", "conf"],
+           details=["stack", "overhead", *(["nodes", "interconnect"] if with_system else []), "warnings",
+                     "how it was made"])
     for text in result.notes:
         note(text, prefix="note: ")
+    note("the value for observed rows, the pessimistic end of the 80% interval for the others", prefix="score: ")
     if result.excluded:
         note(", ".join(f"{k}: {v}" for k, v in sorted(result.excluded.items())), prefix="excluded: ")
+        for e in result.excluded_candidates[:10]:
+            note(f"{e.accelerator} ({e.placement.value}): {e.reason}", prefix="  ")
     note(f"{result.candidates_considered} candidates, generation {result.generation}, "
          f"{result.elapsed_ms:.0f} ms")
     missing = [r.rank for r in result.recommendations if r.snippet_yaml is None]
@@ -255,11 +283,12 @@ def predict(
     from cli.render import render
 
     rows = [{
-        "accelerator": f"{p.query.accelerator} x{p.query.accelerator_count}",
+        "accelerator": f"{p.accelerator or p.query.accelerator} x{p.query.accelerator_count}",
         "placement": p.query.placement.value,
         "benchmark": f"{p.query.benchmark} {p.query.scenario or ''}".strip(),
-        "value": _value(p.value, p.interval.low, p.interval.high),
-        "basis": p.basis.value,
+        "basis": BASIS_MARK.get(p.basis.value, p.basis.value),
+        "value": _value(p.value, p.interval.low if p.interval else None, p.interval.high if p.interval else None),
+        "conf": f"{p.confidence:.2f}" if p.value is not None else None,
         "metric": p.query.metric,
         "warnings": "; ".join(p.warnings) or None,
     } for p in predictions]
@@ -269,34 +298,52 @@ def predict(
 
 
 def evaluate(
-    holdout_filter: Annotated[Optional[str], typer.Option(
-        "--holdout-filter", help="Slice to hold out, e.g. round=v3.0 (default: a random fifth of the systems).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the random holdout.")] = 0,
+    protocol: Annotated[str, typer.Option(
+        help="by-round (train on earlier rounds, test the latest) or loao (leave one accelerator out).")] = "by-round",
+    train_until: Annotated[Optional[str], typer.Option(help="Last training round (by-round; default: the one before the test round).")] = None,
+    test_round: Annotated[Optional[str], typer.Option(help="Round to test on (default: the latest).")] = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
-    """Hold out part of the knowledge base, train on the rest; print MAPE and top-1 regret."""
+    """Hold published results out, answer them through predict, and score per slice against the
+    simple lookup (MAPE, median APE, 80% coverage, top-1 regret)."""
     from cli.render import OutputFormat, note, output_format, print_json, render
 
     chosen = output_format(fmt, as_json)
     with _advisor(store) as adv:
-        report = adv.evaluate(holdout_filter, seed=seed)
+        report = adv.evaluate(protocol, train_until=train_until, test_round=test_round)
     if chosen is OutputFormat.json:
         print_json(report)
         return
+    render(evaluation_rows(report), fmt=chosen, title=f"evaluation: {report.description}")
+    for text in report.notes:
+        note(text, prefix="note: ")
+    if report.refused_reasons:
+        note(", ".join(f"{k}: {v}" for k, v in sorted(report.refused_reasons.items())), prefix="refused: ")
+    note(f"trained on {report.train_count}, held out {report.holdout_count}; {report.elapsed_s:.1f} s")
+
+
+def evaluation_rows(report: Any) -> list[dict[str, Any]]:
+    """One row per slice: the advisor's figures, then the simple lookup's on the rows it covers."""
+    def pct(v: float | None) -> str:
+        return "" if v is None else f"{v:.1f}"
+
     rows = []
-    for name, s in (("overall", report.overall), ("unseen accelerators", report.unseen_accelerators),
-                    ("seen accelerators", report.seen_accelerators), *report.by_metric.items()):
-        rows.append({"slice": name, "n": s.predictions,
-                     "MAPE %": None if s.mape is None else round(s.mape, 1),
-                     "median APE %": None if s.median_ape is None else round(s.median_ape, 1),
-                     "top-1 regret %": None if s.top1_regret is None else round(s.top1_regret, 1),
-                     "groups": s.groups,
-                     "coverage": None if s.interval_coverage is None else round(s.interval_coverage, 2)})
-    render(rows, fmt=chosen, title=f"evaluation (holdout: {report.holdout_filter or 'random systems'})")
-    note(f"trained on {report.train_count}, held out {report.holdout_count}; "
-         f"{len(report.unseen_accelerator_names)} accelerators unseen in training; {report.elapsed_s:.1f} s")
+    slices = [("overall", report.overall)]
+    for group in ("by_basis", "by_seen", "by_metric", "by_benchmark"):
+        slices.extend((f"{group.removeprefix('by_')}: {name}", s) for name, s in getattr(report, group).items())
+    for name, s in slices:
+        rows.append({
+            "slice": name, "answered": s.predictions, "refused": s.refused,
+            "MAPE %": pct(s.mape), "median APE %": pct(s.median_ape),
+            "80% cov": "" if s.interval_coverage is None else f"{s.interval_coverage:.2f}",
+            "top-1 regret %": pct(s.top1_regret),
+            "lookup rows": s.lookup_rows,
+            "MAPE % (lookup rows)": pct(s.mape_on_lookup_rows), "lookup MAPE %": pct(s.lookup_mape),
+            "median (lookup rows)": pct(s.median_ape_on_lookup_rows), "lookup median": pct(s.lookup_median_ape),
+        })
+    return rows
 
 
 compare_app = typer.Typer(name="compare", help="Compare stacks and placements; find regressions.",

@@ -8,8 +8,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from graph_schema.models import ResultDocument
-
 schema_app = typer.Typer(help="Schemas of the documents stack-advisor reads and writes.", no_args_is_help=True)
 
 
@@ -19,6 +17,8 @@ def export(
     as_json: Annotated[bool, typer.Option("--json", help="Accepted for uniformity: the output is JSON.")] = False,
 ) -> None:
     """Write the JSON Schema of the collector result document (JSON either way)."""
+    from graph_schema.models import ResultDocument
+
     text = json.dumps(ResultDocument.model_json_schema(), indent=2) + "\n"
     if out is None:
         typer.echo(text, nl=False)

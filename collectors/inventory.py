@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graph_schema.catalog import resolve_accelerator
 from graph_schema.models import Accelerator, Host, Placement, PlacementKind
 
 GFD = "nvidia.com/"
@@ -262,10 +263,13 @@ def nodes_satisfying(
     def version_key(text: str) -> tuple[int, ...]:
         return tuple(int(p) for p in text.split(".") if p.isdigit())
 
+    # A node's GFD label ("NVIDIA-H100-80GB-HBM3") and a recommendation's accelerator
+    # ("H100-SXM5-80GB") are compared as catalogue names.
+    wanted = resolve_accelerator(accelerator).key if accelerator else None
     groups: dict[str, list[ClusterNode]] = {}
     for node in nodes:
         acc = node.accelerator
-        if accelerator and (acc is None or acc.model != accelerator):
+        if wanted and (acc is None or resolve_accelerator(acc.model).key != wanted):
             continue
         if placement and node.placement.kind != placement:
             continue

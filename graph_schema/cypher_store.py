@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from graph_schema import queries as Q
-from graph_schema.errors import SchemaMismatch
+from graph_schema.errors import SchemaMismatch, StoreUnavailable
 from graph_schema.migrations import pending
 from graph_schema.models import (
     EntityKind,
@@ -274,6 +274,8 @@ class CypherStore(Store):
     def _schema_version(self) -> int | None:
         try:
             rows = self._read(Q.READ_SCHEMA_INFO, {})
+        except StoreUnavailable:
+            raise  # an outage is not an empty store (readiness must say which)
         except Exception:  # noqa: BLE001 - no tables yet in an empty embedded store
             return None
         return int(rows[0]["version"]) if rows else None
@@ -290,6 +292,9 @@ class CypherStore(Store):
             return current
         self._apply_ddl()
         now = _ts(datetime.now(UTC))
+        # Data steps (code, several transactions) run after the statements and before the
+        # version moves; an empty store has no data to move.
+        data_steps = [m for m in todo if m.data is not None] if current is not None else []
 
         def work(run: Run) -> None:
             for migration in todo:
@@ -297,10 +302,17 @@ class CypherStore(Store):
                     run(statement, {})
             if current is None:
                 run(Q.CREATE_SCHEMA_INFO, {"version": SCHEMA_VERSION, "now": now})
-            else:
+            elif not data_steps:
                 run(Q.SET_SCHEMA_VERSION, {"version": SCHEMA_VERSION, "now": now})
 
         self._write(work)
+        if data_steps:
+            report: dict[int, dict[str, int]] = {}
+            for migration in data_steps:
+                assert migration.data is not None
+                report[migration.version] = migration.data(self)
+            self.migration_report = report  # what the data steps changed (advisor db migrate prints it)
+            self._write(lambda run: run(Q.SET_SCHEMA_VERSION, {"version": SCHEMA_VERSION, "now": now}))
         return SCHEMA_VERSION
 
     def check_schema(self) -> None:
@@ -387,14 +399,20 @@ class CypherStore(Store):
 
     # ---- reads ---------------------------------------------------------------------------
     def _query_observations(
-        self, flt: ObservationFilter, limit: int, offset: int
+        self, flt: ObservationFilter, limit: int, offset: int, after: str | None
     ) -> list[StoredObservation]:
         params: dict[str, Any] = {
             name: ("" if value is None else getattr(value, "value", value))
             for name, value in flt.model_dump().items()
         }
-        params["placement"] = params.pop("placement")
-        params.update(limit=limit, offset=offset)
+        params["after"] = after or ""
+        if offset:
+            # the offset becomes a key: no SKIP reaches the engine (see queries.OBSERVATION_KEYS)
+            keys = self._read(Q.OBSERVATION_KEYS, {**params, "limit": offset})
+            if len(keys) < offset:
+                return []
+            params["after"] = keys[-1]["key"]
+        params["limit"] = limit
         rows = self._read(Q.QUERY_OBSERVATIONS, params)
         host_names = sorted({r["host"] for r in rows if r["host"]})
         hosts = {}
@@ -452,10 +470,27 @@ class CypherStore(Store):
         rows = self._read(Q.LIST_CLUSTER_NODES, {"cluster": cluster or ""})
         return [json.loads(r["node_json"]) for r in rows]
 
+    def _accelerator_usage(self) -> dict[str, dict[str, int]]:
+        """Stored accelerator name → {raw name as published: observations}."""
+        out: dict[str, dict[str, int]] = {}
+        for r in self._read(Q.ACCELERATOR_USAGE, {}):
+            raw = _loads(r["provenance"], {}).get("accelerator_raw") or r["model"]
+            seen = out.setdefault(r["model"], {})
+            seen[raw] = seen.get(raw, 0) + 1
+        return out
+
     def generation(self) -> int:
         """A cheap read of the data generation (changes on every write that adds data)."""
         info = self._read(Q.READ_SCHEMA_INFO, {})
         return int(info[0]["generation"]) if info else 0
+
+    def cache_identity(self) -> str | None:
+        """The URI and when the schema was created or last migrated (a store emptied by
+        ``clear`` and set up again gets a new one); None before the schema exists."""
+        info = self._read(Q.READ_STORE_IDENTITY, {})
+        if not info or info[0]["applied_at"] is None:
+            return None
+        return f"{self.uri}|schema {info[0]['version']}|{info[0]['applied_at']}"
 
     def clear(self) -> None:
         """Delete every node and relationship (tests and `advisor db reset`).

@@ -6,7 +6,8 @@ import errno
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +47,25 @@ def open_error(path: Path, text: str) -> AdvisorError:
     return StoreUnavailable(f"cannot open the embedded store {path}: {text}",
                             details={"reason": "engine", "path": str(path)})
 
+QUERY_TIMEOUT_S = 30.0
+LOCK_WAIT_S = 10.0
+
 
 class EmbeddedStore(CypherStore):
-    """One database directory, one process. A lock serialises use of the single connection."""
+    """One database directory, one process. A lock serialises use of the single connection.
 
-    def __init__(self, path: str | Path) -> None:
+    Every call is bounded in time: a statement is interrupted after ``query_timeout_s``, and a
+    call that cannot get the connection within ``lock_wait_s`` (another request holds it) is
+    refused with ``StoreUnavailable`` (503 with Retry-After through the API) instead of queueing.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        query_timeout_s: float = QUERY_TIMEOUT_S,
+        lock_wait_s: float = LOCK_WAIT_S,
+    ) -> None:
         import ladybug
 
         self.path = Path(path).expanduser()
@@ -72,7 +87,22 @@ class EmbeddedStore(CypherStore):
             self._conn = ladybug.Connection(self._db)
         except RuntimeError as exc:
             raise open_error(self.path, str(exc)) from None
+        self._conn.set_query_timeout(int(query_timeout_s * 1000))
+        self._query_timeout_s = query_timeout_s
+        self._lock_wait_s = lock_wait_s
         self._lock = threading.RLock()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        if not self._lock.acquire(timeout=self._lock_wait_s):
+            raise StoreUnavailable(
+                f"the embedded store at {self.path} stayed busy with another request for "
+                f"{self._lock_wait_s:g} s; retry later"
+            )
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def _execute(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         try:
@@ -81,6 +111,11 @@ class EmbeddedStore(CypherStore):
             text = str(exc)
             if "Conversion exception" in text or "Binder exception" in text:
                 raise InvalidInput(f"the embedded store rejected a value: {text}") from None
+            if text.startswith("Interrupted"):
+                raise StoreUnavailable(
+                    f"a query on the embedded store ran longer than {self._query_timeout_s:g} s "
+                    "and was stopped; retry later, or ask for less (filters, a smaller page)"
+                ) from None
             raise
         if isinstance(result, list):  # several statements
             result = result[-1]
@@ -91,11 +126,11 @@ class EmbeddedStore(CypherStore):
         return rows
 
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._locked():
             return self._execute(query, params)
 
     def _write(self, work: Callable[[Run], Any]) -> Any:
-        with self._lock:
+        with self._locked():
             self._conn.execute("BEGIN TRANSACTION")
             try:
                 out = work(self._execute)

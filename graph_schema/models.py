@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import Any, ClassVar
 
@@ -38,8 +38,43 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+FUTURE_TOLERANCE = timedelta(days=1)  # clocks of collectors drift; a year-9999 stamp is a bug
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def _checked_time(value: datetime | None) -> datetime | None:
+    """A timestamp with a time zone, not in the future (a day of clock skew allowed)."""
+    if value is None:
+        return None
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"needs a time zone, got {value.isoformat()!r}; send UTC as e.g. "
+            "'2026-01-31T12:00:00Z'"
+        )
+    if value - utcnow() > FUTURE_TOLERANCE:
+        raise ValueError(f"is in the future ({value.isoformat()}); check the collector's clock")
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # NUL bytes break identities, logs and some drivers; no name or text needs one
+        if _has_nul(value):
+            raise ValueError("must not contain NUL (\\x00) characters")
+        return value
 
 
 class PlacementKind(str, Enum):
@@ -114,7 +149,7 @@ class SoftwareStack(_Model):
             parts.append(f"{self.framework} {self.framework_version or '?'}")
         for name in ("cuda", "cudnn", "tensorrt", "driver"):
             value = getattr(self, name)
-            if value and not (name == self.framework and value == self.framework_version):
+            if value and name != self.framework:  # "tensorrt 8.6.0" once, not twice
                 parts.append(f"{name} {value}")
         return ", ".join(parts) or "unknown stack"
 
@@ -198,7 +233,24 @@ class Measurement(_Model):
     def _finite(cls, value: float | None) -> float | None:
         if value is not None and not math.isfinite(value):
             raise ValueError(f"must be a finite number, got {value!r}")
+        if value is not None and value < 0:
+            # rates, times, sizes and bandwidths: a negative figure is a collector bug
+            raise ValueError(f"must not be negative, got {value!r}")
         return value
+
+    @field_validator("timestamp")
+    @classmethod
+    def _time(cls, value: datetime) -> datetime:
+        return _checked_time(value)  # type: ignore[return-value]
+
+    @model_validator(mode="after")
+    def _ordered_spread(self) -> Measurement:
+        if self.p10 is not None and self.p90 is not None and self.p10 > self.p90:
+            raise ValueError(
+                f"p10 ({self.p10}) is greater than p90 ({self.p90}); percentiles are ordered "
+                "whatever the metric's direction"
+            )
+        return self
 
 
 class FailureIn(_Model):
@@ -211,6 +263,11 @@ class FailureIn(_Model):
     log_tail: str | None = None
     timestamp: datetime = Field(default_factory=utcnow)
 
+    @field_validator("timestamp")
+    @classmethod
+    def _time(cls, value: datetime) -> datetime:
+        return _checked_time(value)  # type: ignore[return-value]
+
 
 class Run(_Model):
     run_id: str = Field(min_length=1)
@@ -219,6 +276,11 @@ class Run(_Model):
     collector: str = "stack-advisor"
     collector_version: str = "0"
     profile: str | None = None
+
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _time(cls, value: datetime | None) -> datetime | None:
+        return _checked_time(value)
 
 
 class ResultDocument(_Model):
@@ -242,6 +304,8 @@ class ResultDocument(_Model):
                 f"document_version {self.document_version} is newer than this code "
                 f"understands ({RESULT_DOCUMENT_VERSION}); upgrade stack-advisor"
             )
+        if self.measurements:
+            _check_count(self.accelerator)
         return self
 
     def to_batch(self) -> IngestBatch:
@@ -269,6 +333,14 @@ class _Context(_Model):
     provenance: Provenance
 
 
+def _check_count(accelerator: Accelerator) -> None:
+    if accelerator.count < 1:
+        raise ValueError(
+            "accelerator.count: a measurement ran on at least one accelerator (the CPU counts "
+            f"as one), got {accelerator.count}"
+        )
+
+
 class Observation(_Context, Measurement):
     """A fully-contextualised measurement: the unit a store ingests and returns."""
 
@@ -276,6 +348,11 @@ class Observation(_Context, Measurement):
         default=None,
         description="extra identity within a source (e.g. MLPerf system id); part of the key",
     )
+
+    @model_validator(mode="after")
+    def _counted(self) -> Observation:
+        _check_count(self.accelerator)
+        return self
 
     @property
     def observation_key(self) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +13,15 @@ from graph_schema.ddl import neo4j_statements
 from graph_schema.errors import Conflict, InvalidInput, StoreUnavailable
 
 CONSTRAINT_RETRIES = 5
+DEADLOCK_RETRIES = 30
+# Every call is bounded in time, so that an outage gives a quick 503 instead of requests piling
+# up (the driver's defaults wait 30 s to connect, 60 s for a pooled connection and retry a
+# transaction for 30 s).
+CONNECT_TIMEOUT_S = 3.0
+ACQUIRE_TIMEOUT_S = 5.0
+RETRY_TIME_S = 5.0
+READ_TIMEOUT_S = 30.0
+WRITE_TIMEOUT_S = 120.0
 
 
 class Neo4jStore(CypherStore):
@@ -32,8 +43,16 @@ class Neo4jStore(CypherStore):
         password = password or os.environ.get("NEO4J_PASSWORD")
         auth = (user, password) if user and password else None
         self._driver = neo4j.GraphDatabase.driver(
-            uri, auth=auth, notifications_min_severity="OFF"
+            uri,
+            auth=auth,
+            notifications_min_severity="OFF",
+            connection_timeout=CONNECT_TIMEOUT_S,
+            connection_acquisition_timeout=ACQUIRE_TIMEOUT_S,
+            max_transaction_retry_time=RETRY_TIME_S,
         )
+        # transactions the driver ran again after a transient error (deadlocks among them); counted
+        # for the concurrent-writer tests and benches
+        self.transient_retries = 0
         try:
             self._driver.verify_connectivity()
         except (ServiceUnavailable, AuthError, OSError, ValueError) as exc:
@@ -44,14 +63,21 @@ class Neo4jStore(CypherStore):
         from neo4j.exceptions import (
             ClientError,
             ConstraintError,
+            DriverError,
             ServiceUnavailable,
             SessionExpired,
+            TransientError,
         )
 
         try:
             return fn()
-        except (ServiceUnavailable, SessionExpired) as exc:
+        except (ServiceUnavailable, SessionExpired, DriverError, OSError) as exc:
+            # DriverError covers a pool that hands out no connection in time
             raise StoreUnavailable(f"Neo4j at {self.uri} is unavailable: {exc}") from None
+        except TransientError as exc:
+            raise StoreUnavailable(
+                f"Neo4j at {self.uri} kept failing transiently after retries: {exc.message}"
+            ) from None
         except ConstraintError as exc:
             raise Conflict(
                 f"concurrent writers kept creating the same keys in Neo4j; retry the batch "
@@ -60,9 +86,16 @@ class Neo4jStore(CypherStore):
         except ClientError as exc:
             if exc.code and ".Schema." in exc.code:
                 raise
+            if exc.code and (".Transaction.TransactionTimedOut" in exc.code
+                             or ".Transaction.Terminated" in exc.code):
+                raise StoreUnavailable(
+                    f"a Neo4j transaction ran past its time limit and was stopped; retry later "
+                    f"({exc.message})"
+                ) from None
             raise InvalidInput(f"Neo4j rejected the request: {exc.message}") from None
 
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        @self._neo4j.unit_of_work(timeout=READ_TIMEOUT_S)
         def tx(t: Any) -> list[dict[str, Any]]:
             return [r.data() for r in t.run(query, params)]
 
@@ -73,23 +106,44 @@ class Neo4jStore(CypherStore):
         return self._wrap(go)
 
     def _write(self, work: Callable[[Run], Any]) -> Any:
-        from neo4j.exceptions import ConstraintError
+        from neo4j.exceptions import ConstraintError, TransientError
 
+        attempts = 0
+
+        @self._neo4j.unit_of_work(timeout=WRITE_TIMEOUT_S)
         def tx(t: Any) -> Any:
+            nonlocal attempts
+            attempts += 1  # the driver calls this again after a transient error (a deadlock)
             return work(lambda q, p: [r.data() for r in t.run(q, p)])
 
         def go() -> Any:
             # A concurrent writer may create the same key between our existence check and our
             # CREATE; the uniqueness constraint then refuses ours. The transaction function is
             # idempotent, so running it again sees the other writer's nodes and creates the rest.
-            for attempt in range(CONSTRAINT_RETRIES + 1):
+            # Deadlocks between writers are TransientErrors: the driver retries them only within
+            # max_transaction_retry_time (kept short so an outage answers quickly), so they get
+            # their own, longer, jittered loop here.
+            nonlocal attempts
+            constraint_failures = deadlocks = 0
+            while True:
+                attempts = 0
                 try:
                     with self._driver.session(database=self.database) as session:
                         return session.execute_write(tx)
                 except ConstraintError:
-                    if attempt == CONSTRAINT_RETRIES:
+                    constraint_failures += 1
+                    if constraint_failures > CONSTRAINT_RETRIES:
                         raise
-            raise AssertionError("unreachable")
+                except TransientError as exc:
+                    # Neo.TransientError.Transaction.DeadlockDetected and other lock contention;
+                    # not a database that is down (that is an outage: answer it quickly)
+                    deadlocks += 1
+                    if deadlocks > DEADLOCK_RETRIES or ".Transaction." not in (exc.code or ""):
+                        raise
+                    self.transient_retries += 1
+                    time.sleep(random.uniform(0.05, 0.25) * min(deadlocks, 8))
+                finally:
+                    self.transient_retries += max(0, attempts - 1)
 
         return self._wrap(go)
 

@@ -124,6 +124,9 @@ CREATE_SCHEMA_INFO = (
 SET_SCHEMA_VERSION = (
     "MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $version, s.applied_at = $now"
 )
+READ_STORE_IDENTITY = (
+    "MATCH (s:SchemaInfo {name: 'graph'}) RETURN s.version AS version, s.applied_at AS applied_at"
+)
 BUMP_GENERATION = (
     "MATCH (s:SchemaInfo {name: 'graph'}) SET s.generation = s.generation + 1 "
     "RETURN s.generation AS generation"
@@ -133,10 +136,14 @@ BUMP_GENERATION = (
 
 _OBS_COLUMNS = ", ".join(f"o.{p} AS {p}" for p in OBSERVATION.properties)
 
-QUERY_OBSERVATIONS = (
+# Keyset pagination: pages start after a key (``$after``), never with a large SKIP (the embedded
+# engine crashes on SKIP beyond a few ten thousand rows, and a deep SKIP costs every row before
+# it on both engines). An offset is turned into a key by OBSERVATION_KEYS first.
+_OBS_MATCH = (
     "MATCH (o:Observation)-[:ON_STACK]->(s:Stack), (o)-[:ON_ACCELERATOR]->(a:Accelerator), "
     "(o)-[:IN_PLACEMENT]->(p:Placement), (o)-[:OF_BENCHMARK]->(b:Benchmark) "
-    "WHERE ($stack_id = '' OR o.stack_id = $stack_id) "
+    "WHERE ($after = '' OR o.key > $after) "
+    "AND ($stack_id = '' OR o.stack_id = $stack_id) "
     "AND ($accelerator = '' OR o.accelerator = $accelerator) "
     "AND ($placement = '' OR o.placement_kind = $placement) "
     "AND ($benchmark_id = '' OR o.benchmark_id = $benchmark_id) "
@@ -150,7 +157,13 @@ QUERY_OBSERVATIONS = (
     "AND ($driver = '' OR s.driver = $driver) "
     "AND ($benchmark_family = '' OR b.family = $benchmark_family) "
     "AND ($benchmark_name = '' OR b.name = $benchmark_name) "
-    f"RETURN {_OBS_COLUMNS}, "
+)
+
+OBSERVATION_KEYS = _OBS_MATCH + "RETURN o.key AS key ORDER BY o.key LIMIT $limit"
+
+QUERY_OBSERVATIONS = (
+    _OBS_MATCH
+    + f"RETURN {_OBS_COLUMNS}, "
     "s.driver AS s_driver, s.cuda AS s_cuda, s.cudnn AS s_cudnn, s.nccl AS s_nccl, "
     "s.tensorrt AS s_tensorrt, s.framework AS s_framework, "
     "s.framework_version AS s_framework_version, s.python AS s_python, "
@@ -159,7 +172,7 @@ QUERY_OBSERVATIONS = (
     "a.compute_capability AS a_compute_capability, "
     "p.hypervisor AS p_hypervisor, p.vgpu_profile AS p_vgpu_profile, "
     "b.family AS b_family, b.name AS b_name, b.parameters_json AS b_parameters_json "
-    "ORDER BY o.key SKIP $offset LIMIT $limit"
+    "ORDER BY o.key LIMIT $limit"
 )
 
 HOSTS_BY_NAME = (
@@ -183,3 +196,6 @@ LIST_CLUSTER_NODES = (
 # all its relationships) outgrows Neo4j's transaction memory limit.
 DELETE_SOME_RELATIONSHIPS = "MATCH ()-[r]->() WITH r LIMIT $n DELETE r RETURN count(*) AS c"
 DELETE_SOME = "MATCH (n) WITH n LIMIT $n DETACH DELETE n RETURN count(*) AS c"
+
+# Which published names each stored accelerator was imported under (GET /v1/accelerators).
+ACCELERATOR_USAGE = "MATCH (o:Observation) RETURN o.accelerator AS model, o.provenance_json AS provenance"

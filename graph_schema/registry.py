@@ -40,10 +40,14 @@ def _rest(uri: str) -> Store:
 
 BUILDERS: dict[str, Callable[[str], Store]] = {
     "embedded": _embedded,
+    # +s: TLS verified against the system CAs (point SSL_CERT_FILE at a private CA);
+    # +ssc: TLS with a self-signed certificate (encrypted, not verified)
     "bolt": _neo4j,
     "bolt+s": _neo4j,
+    "bolt+ssc": _neo4j,
     "neo4j": _neo4j,
     "neo4j+s": _neo4j,
+    "neo4j+ssc": _neo4j,
     "http": _rest,
     "https": _rest,
 }

@@ -115,20 +115,23 @@ class RestStore(Store):
         return IngestResult.model_validate({k: body[k] for k in IngestResult.model_fields})
 
     def _query_observations(
-        self, flt: ObservationFilter, limit: int, offset: int
+        self, flt: ObservationFilter, limit: int, offset: int, after: str | None
     ) -> list[StoredObservation]:
         params: dict[str, Any] = flt.model_dump(mode="json", exclude_none=True)
         out: list[StoredObservation] = []
         while len(out) < limit:
             page = min(SERVER_PAGE, limit - len(out))
-            body = self._request(
-                "GET", "/v1/observations", params={**params, "limit": page, "offset": offset}
-            )
+            query = {**params, "limit": page}
+            if offset:
+                query["offset"] = offset
+            if after:
+                query["after"] = after
+            body = self._request("GET", "/v1/observations", params=query)
             items = body["items"]
             out.extend(StoredObservation.model_validate(item) for item in items)
             if len(items) < page:
                 break
-            offset += len(items)
+            offset, after = 0, out[-1].key  # the next page starts after this one's last key
         return out
 
     def _list_entities(self, kind: EntityKind) -> list[dict[str, Any]]:

@@ -16,11 +16,13 @@ import gzip
 import json
 import logging
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from graph_schema import progress
 from graph_schema.errors import InvalidInput
 from graph_schema.models import IngestBatch, Observation
 from graph_schema.store import Store
@@ -75,9 +77,12 @@ def load_snapshot(path: str | os.PathLike[str] | None = None) -> IngestBatch:
     return _load_batch(str(Path(path) if path is not None else snapshot_path()))
 
 
-def seed_store(store: Store, path: str | os.PathLike[str] | None = None, *, batch_size: int = BATCH_SIZE) -> int:
+def seed_store(store: Store, path: str | os.PathLike[str] | None = None, *, batch_size: int = BATCH_SIZE,
+               on_batch: Callable[[int, int], None] | None = None) -> int:
     """Load the snapshot into ``store`` in batches (one transaction each); idempotent.
 
+    Args:
+        on_batch: called with (observations written so far, total) after each batch.
     Returns:
         How many observations were new.
     """
@@ -89,6 +94,8 @@ def seed_store(store: Store, path: str | os.PathLike[str] | None = None, *, batc
         if start == 0:
             part.runs = batch.runs
         new += store.ingest(part).observations_new
+        if on_batch is not None:
+            on_batch(min(start + batch_size, len(observations)), len(observations))
     if batch.failures:
         store.ingest(IngestBatch(failures=batch.failures, runs=[] if observations else batch.runs))
     return new
@@ -104,7 +111,9 @@ def seed_default_store(store: Store) -> int:
     if os.environ.get(DISABLE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
         return 0
     try:
-        count = seed_store(store)
+        with progress.phase("first use: seeding the default store with the starter knowledge base "
+                            "(once)") as update:
+            count = seed_store(store, on_batch=update)
     except InvalidInput as exc:
         log.warning("starter knowledge base not loaded: %s", exc)
         return 0

@@ -25,6 +25,9 @@ from graph_schema.models import (
 )
 
 MAX_PAGE = 100_000
+MAX_OFFSET = 100_000
+"""Deeper than this, page with ``after`` (the last key of the previous page): an offset costs
+every row before it, and the embedded engine crashes on a large ``SKIP``."""
 
 
 def validation_message(exc: ValidationError, prefix: str = "") -> str:
@@ -62,7 +65,7 @@ class Store(ABC):
 
     @abstractmethod
     def _query_observations(
-        self, flt: ObservationFilter, limit: int, offset: int
+        self, flt: ObservationFilter, limit: int, offset: int, after: str | None
     ) -> list[StoredObservation]: ...
 
     @abstractmethod
@@ -106,6 +109,11 @@ class Store(ABC):
                 batch = IngestBatch.model_validate(batch)
             except ValidationError as exc:
                 raise InvalidInput(validation_message(exc)) from None
+        # Names as the catalogue spells them, whatever the source wrote (the raw accelerator
+        # name stays in the provenance): one resolver for every writer.
+        from graph_schema.catalog.canonical import canonical_batch
+
+        batch = canonical_batch(batch)
         # Duplicates inside one batch (same key) are collapsed by the backend, the last one kept.
         return self._ingest(batch)
 
@@ -131,29 +139,46 @@ class Store(ABC):
         *,
         limit: int = 1000,
         offset: int = 0,
+        after: str | None = None,
     ) -> list[StoredObservation]:
         """Observations matching every given filter, ordered by key (stable pagination).
 
+        Args:
+            limit: page size, 1..MAX_PAGE.
+            offset: rows to skip (after ``after`` when both are given), 0..MAX_OFFSET.
+            after: keyset cursor: only keys greater than this (the last key of the previous
+                page); pages of any depth cost the same.
         Raises:
-            InvalidInput: limit outside 1..MAX_PAGE or a negative offset.
+            InvalidInput: limit outside 1..MAX_PAGE, offset outside 0..MAX_OFFSET.
         """
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
-        if offset < 0:
-            raise InvalidInput(f"offset must be >= 0, got {offset}")
-        return self._query_observations(flt or ObservationFilter(), limit, offset)
+        if not 0 <= offset <= MAX_OFFSET:
+            raise InvalidInput(
+                f"offset must be between 0 and {MAX_OFFSET}, got {offset}; page deeper with "
+                "after=<the last key of the previous page>"
+            )
+        flt = flt or ObservationFilter()
+        if flt.accelerator:  # stored names are the catalogue's: "NVIDIA A100-SXM-80GB" finds them
+            from graph_schema.catalog import resolve_accelerator
+
+            match = resolve_accelerator(flt.accelerator)
+            if match.resolved and match.kind in ("accelerator", "cpu"):
+                flt = flt.model_copy(update={"accelerator": match.key})
+        return self._query_observations(flt, limit, offset, after or None)
 
     def iter_observations(
         self, flt: ObservationFilter | None = None, page: int = 20_000
     ) -> Iterable[StoredObservation]:
-        """Every matching observation, fetched page by page."""
-        offset = 0
+        """Every matching observation, fetched page by page (keyset: each page starts after
+        the last key of the one before)."""
+        after: str | None = None
         while True:
-            rows = self.query_observations(flt, limit=page, offset=offset)
+            rows = self.query_observations(flt, limit=page, after=after)
             yield from rows
             if len(rows) < page:
                 return
-            offset += page
+            after = rows[-1].key
 
     def list_entities(self, kind: EntityKind | str) -> list[dict[str, Any]]:
         """Every node of one kind as plain dicts (properties as the schema names them).
@@ -166,7 +191,13 @@ class Store(ABC):
         except ValueError:
             valid = ", ".join(k.value for k in EntityKind)
             raise InvalidInput(f"unknown entity kind {kind!r}; valid: {valid}") from None
-        return self._list_entities(kind)
+        items = self._list_entities(kind)
+        usage = getattr(self, "_accelerator_usage", None)
+        if kind is EntityKind.ACCELERATORS and usage is not None:
+            from graph_schema.catalog.usage import describe_accelerators
+
+            items = describe_accelerators(items, usage())
+        return items
 
     def get_observation(self, key: str) -> StoredObservation:
         """Raises NotFound when no observation has that key."""
@@ -174,6 +205,17 @@ class Store(ABC):
             if obs.key == key:
                 return obs
         raise NotFound(f"no observation with key {key!r}")
+
+    def cache_identity(self) -> str | None:
+        """A token for caches of derived data (the advisor's persisted table and model), which
+        they key together with the data generation: it differs between two stores and changes
+        when a store is emptied and its schema created again, so one generation number of two
+        lineages never collide.
+
+        Returns:
+            The token, or None when this store's data must not be cached across processes.
+        """
+        return None
 
     def stats(self) -> StoreStats:
         """Schema version, node counts per label, observations per source, data generation."""

@@ -5,12 +5,15 @@ Sources:
   * MLPerf Inference published results: every ``inference_v*.tar.gz`` (or round directory) in
     MLPERF_DIR (default ../shared/data/mlperf relative to the repository root), imported with
     ``collectors.importers.mlperf`` exactly as ``advisor import mlperf`` does;
+  * MLPerf Training published results: every ``training_v*.tar.gz`` (or round directory) in
+    TRAINING_DIR (default ../shared/data/mlperf-training), imported with
+    ``collectors.importers.mlperf_training`` exactly as ``advisor import mlperf-training`` does;
   * the project's own measured runs: every collector result document in ``data/results/*.json``.
 
 Writes graph_schema/data/starter-kb-v<N>.json.gz (gzip'd JSON: a manifest plus IngestBatch
 fields), deterministic for the same inputs apart from the build date.
 
-    python scripts/build_starter_kb.py [MLPERF_DIR] [--results DIR] [--out FILE]
+    python scripts/build_starter_kb.py [MLPERF_DIR] [--training DIR] [--results DIR] [--out FILE]
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from collectors.importers.mlperf import ATTRIBUTION, expand_sources, read_tree, to_observation
+from collectors.importers import mlperf_training
+from collectors.importers.mlperf import ATTRIBUTION, expand_sources, read_tree, to_observations
 from collectors.importers.results import documents_batch, load_documents
+from graph_schema.catalog.canonical import canonical_batch
 from graph_schema.models import IngestBatch
 from graph_schema.starter import SNAPSHOT_NAME, STARTER_VERSION
 
@@ -46,7 +51,27 @@ def mlperf_sources(directory: Path) -> list[Path]:
     return [p for p in expand_sources(directory) if p != directory]
 
 
-def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBatch]:
+def training_sources(directory: Path | None) -> list[Path]:
+    if directory is None or not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir()
+                  if (p.is_file() and p.name.startswith("training_v") and p.name.endswith((".tar.gz", ".tgz")))
+                  or (p.is_dir() and p.name.startswith("training_v")))
+
+
+def starter_training(batch: IngestBatch) -> IngestBatch:
+    """What of a Training round the starter KB ships: the per system × benchmark scores (time to
+    train, accelerator-hours) and the failed runs with their Run; each successful run's own time
+    stays with ``advisor import mlperf-training`` (1,249 runs would slow a fresh install's seeding)."""
+    failed = {f.run_id for f in batch.failures}
+    return IngestBatch(
+        observations=[o for o in batch.observations if o.run_id is None],
+        failures=batch.failures,
+        runs=[r for r in batch.runs if r.run_id in failed],
+    )
+
+
+def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None) -> tuple[dict[str, Any], IngestBatch]:
     batch = IngestBatch()
     sources: list[dict[str, Any]] = []
 
@@ -54,7 +79,7 @@ def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBa
     for path in mlperf_sources(mlperf_dir):
         tree = read_tree(path)
         cache: dict = {}
-        observations = [to_observation(r, cache) for r in tree.records]
+        observations = [o for r in tree.records for o in to_observations(r, cache)]
         batch.observations.extend(observations)
         rounds.append(
             {
@@ -78,6 +103,40 @@ def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBa
                 "license": "Apache-2.0",
                 "attribution": ATTRIBUTION,
                 "rounds": rounds,
+            }
+        )
+
+    training_rounds: list[dict[str, Any]] = []
+    for path in training_sources(training_dir):
+        tree = mlperf_training.read_training_tree(path)
+        training = starter_training(mlperf_training.to_batch(tree))
+        batch.observations.extend(training.observations)
+        batch.failures.extend(training.failures)
+        batch.runs.extend(training.runs)
+        training_rounds.append(
+            {
+                "round": tree.round,
+                "file": path.name,
+                "sha256": _sha256(path) if path.is_file() else None,
+                "url": f"https://github.com/mlcommons/training_results_{tree.round}",
+                "runs": len(tree.runs),
+                "failed_runs": len(training.failures),
+                "observations": len(training.observations),
+                "issues": len(tree.issues),
+            }
+        )
+        print(f"{path.name}: {len(tree.runs)} runs, {len(training.observations)} observations, "
+              f"{len(training.failures)} failed runs, {len(tree.issues)} issues", file=sys.stderr)
+    if training_rounds:
+        sources.append(
+            {
+                "source": mlperf_training.SOURCE,
+                "kind": "published",
+                "publisher": "MLCommons",
+                "license": "Apache-2.0",
+                "attribution": mlperf_training.ATTRIBUTION,
+                "note": mlperf_training.RCP_NOTE,
+                "rounds": training_rounds,
             }
         )
 
@@ -107,6 +166,8 @@ def build(mlperf_dir: Path, results_dir: Path) -> tuple[dict[str, Any], IngestBa
         print(f"{results_dir}: {len(documents)} documents, {len(measured.observations)} observations, "
               f"{len(measured.failures)} failures", file=sys.stderr)
 
+    # Catalogue names, as a store keeps them (the raw names stay in the provenance).
+    batch = canonical_batch(batch)
     # Stable order, one entry per key (what a store would keep).
     unique = {o.observation_key: o for o in batch.observations}
     batch.observations = [unique[k] for k in sorted(unique)]
@@ -149,12 +210,14 @@ def write(manifest: dict[str, Any], batch: IngestBatch, out: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf")
+    parser.add_argument("--training", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf-training",
+                        help="folder of MLPerf Training rounds (training_v*.tar.gz); skipped when absent")
     parser.add_argument("--results", type=Path, default=ROOT / "data" / "results")
     parser.add_argument("--out", type=Path, default=ROOT / "graph_schema" / "data" / SNAPSHOT_NAME)
     args = parser.parse_args(argv)
     if not args.mlperf_dir.is_dir():
         parser.error(f"MLPerf directory {str(args.mlperf_dir)!r} does not exist")
-    manifest, batch = build(args.mlperf_dir, args.results)
+    manifest, batch = build(args.mlperf_dir, args.results, args.training)
     size = write(manifest, batch, args.out)
     print(json.dumps({"out": str(args.out), "bytes": size, **manifest["counts"]}, indent=2))
     return 0

@@ -193,49 +193,78 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+class LocalNeo4j:
+    """A local server in its own home on a fixed loopback port that can be stopped, killed
+    (``kill -9``) and started again on the same data: what the fault tests need."""
+
+    def __init__(self, lib: Path | None = None) -> None:
+        self.lib = lib or ensure_lib()
+        self.home = Path(tempfile.mkdtemp(prefix="neo4j-test-"))
+        for sub in ("conf", "data", "logs", "run", "import", "plugins", "lib", "licenses"):
+            (self.home / sub).mkdir()
+        self.port = _free_port()
+        (self.home / "conf" / "neo4j.conf").write_text(_config(self.home, self.port))
+        self.log = self.home / "console.log"
+        self.uri = f"bolt://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> str:
+        # server.jvm.additional is not read when launching the entry point directly: JVM flags go here.
+        cmd = [
+            "java",
+            f"-Xms{HEAP}",
+            f"-Xmx{HEAP}",
+            "-XX:+UseG1GC",
+            "-XX:+ExitOnOutOfMemoryError",
+            *NEO4J_JVM_FLAGS,
+            "-Dfile.encoding=UTF-8",
+            "-Djava.awt.headless=true",
+            "-cp",
+            f"{self.lib}/*",
+            "org.neo4j.server.CommunityEntryPoint",
+            f"--home-dir={self.home}",
+            f"--config-dir={self.home / 'conf'}",
+            "--console-mode",
+        ]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            _wait_for_bolt(self.uri, self.proc, self.log)
+        except BaseException:
+            self.stop()
+            raise
+        return self.uri
+
+    def kill(self) -> None:
+        """SIGKILL, as an OOM killer or a node failure would."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def start_local(lib: Path | None = None) -> Iterator[str]:
     """Launch Neo4j from the Maven-assembled classpath in a throwaway home; yield its bolt URI."""
-    lib = lib or ensure_lib()
-    home = Path(tempfile.mkdtemp(prefix="neo4j-test-"))
-    conf = home / "conf"
-    for sub in ("conf", "data", "logs", "run", "import", "plugins", "lib", "licenses"):
-        (home / sub).mkdir()
-    port = _free_port()
-    (conf / "neo4j.conf").write_text(_config(home, port))
-    log = home / "console.log"
-    # server.jvm.additional is not read when launching the entry point directly: JVM flags go here.
-    cmd = [
-        "java",
-        f"-Xms{HEAP}",
-        f"-Xmx{HEAP}",
-        "-XX:+UseG1GC",
-        "-XX:+ExitOnOutOfMemoryError",
-        *NEO4J_JVM_FLAGS,
-        "-Dfile.encoding=UTF-8",
-        "-Djava.awt.headless=true",
-        "-cp",
-        f"{lib}/*",
-        "org.neo4j.server.CommunityEntryPoint",
-        f"--home-dir={home}",
-        f"--config-dir={conf}",
-        "--console-mode",
-    ]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
-    uri = f"bolt://127.0.0.1:{port}"
+    server = LocalNeo4j(lib)
     try:
-        _wait_for_bolt(uri, proc, log)
-        yield uri
+        yield server.start()
     finally:
-        _stop(proc)
-        shutil.rmtree(home, ignore_errors=True)
+        server.remove()
 
 
 @contextlib.contextmanager

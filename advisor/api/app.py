@@ -6,10 +6,12 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
-from advisor.api.auth import TokenTable
+from advisor.api.auth import AuthBeforeBody, TokenTable
+from advisor.api.docs import install_docs
 from advisor.api.errors import install_error_handlers
 from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
 from advisor.api.resources import Resources
@@ -81,6 +83,7 @@ def create_app(
                           generation_ttl_s=settings.generation_ttl_s, **kwargs)  # type: ignore[arg-type]
     if store is not None:
         resources = Resources(None, opener=lambda _uri: store, generation_ttl_s=settings.generation_ttl_s)
+    resources.failure_hold_s = settings.store_failure_hold_s
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -99,6 +102,8 @@ def create_app(
         description=DESCRIPTION,
         lifespan=lifespan,
         separate_input_output_schemas=True,
+        docs_url=None,  # served by install_docs, from local assets
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.tokens = tokens
@@ -107,6 +112,7 @@ def create_app(
     app.dependency_overrides[get_settings] = lambda: settings
 
     install_error_handlers(app)
+    install_docs(app)
     for module in (observations, batches, failures, schema, inventory):
         app.include_router(module.router)
     for router in catalog.routers:
@@ -115,11 +121,32 @@ def create_app(
         app.include_router(router)  # type: ignore[arg-type]
     app.include_router(health.router)
 
-    # The last added is the outermost: metrics see every response, 413s included; the size
-    # limit refuses before anything reads the body.
+    # The last added is the outermost: metrics see every response, 401s and 413s included;
+    # authorization and the size limit both refuse before anything reads the body.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(AuthBeforeBody, tokens=tokens, settings=settings)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    _document_server_caps(app, settings)
     return app
+
+
+def _document_server_caps(app: FastAPI, settings: Settings) -> None:
+    """OpenAPI states this server's own page cap (``ADVISOR_MAX_PAGE``) as every ``limit``'s
+    maximum, so clients and fuzzers see the bound the server enforces."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for item in schema.get("paths", {}).values():
+                for operation in item.values():
+                    for param in operation.get("parameters", ()) if isinstance(operation, dict) else ():
+                        if param.get("name") == "limit" and param.get("in") == "query":
+                            param.setdefault("schema", {})["maximum"] = settings.max_page
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def app_from_environment() -> FastAPI:

@@ -7,6 +7,9 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
+from typing import Any
+
+from starlette.exceptions import HTTPException
 
 from advisor.api.errors import Forbidden, Unauthorized
 from advisor.api.settings import Scope, Settings, TokenEntry
@@ -106,3 +109,70 @@ def _unauthorized(message: str, error: str | None = None) -> Unauthorized:
     exc = Unauthorized(message)
     exc.www_authenticate = REALM + (f', error="{error}"' if error else "")  # type: ignore[attr-defined]
     return exc
+
+
+class _RefusedBeforeBody(HTTPException):
+    """Raised from ``receive``: an HTTPException, so FastAPI's body reading re-raises it as is
+    and the app's handler renders ``advisor_error``."""
+
+    def __init__(self, error: Unauthorized | Forbidden) -> None:
+        super().__init__(error.status_code, error.message)
+        self.advisor_error = error
+
+
+def _needed_scope(dependant: Any, settings: Settings) -> Scope | None:
+    """The scope a route's dependencies ask for (None: no check, or open reads)."""
+    from advisor.api import deps
+
+    for dep in dependant.dependencies:
+        if dep.call is deps.require_admin:
+            return Scope.ADMIN
+        if dep.call is deps.require_write:
+            return Scope.WRITE
+        if dep.call is deps.require_read:
+            return None if settings.read_auth == "open" else Scope.READ
+        found = _needed_scope(dep, settings)
+        if found is not None:
+            return found
+    return None
+
+
+class AuthBeforeBody:
+    """Pure ASGI middleware: a request's token is checked before its body is read or parsed,
+    so a caller without a token gets 401 (not a 422 about its JSON) and an unauthenticated
+    multi-megabyte body is never parsed.
+
+    The check runs when the route first asks for the body (routing has chosen the route by
+    then), with the scope the route's own dependencies need (``require_write`` ...), so the
+    gate and the route cannot disagree; the route's dependency still runs, cheaply.
+    """
+
+    def __init__(self, app: Any, *, tokens: TokenTable, settings: Settings) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.settings = settings
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        checked = False
+
+        async def gated_receive() -> dict[str, Any]:
+            nonlocal checked
+            if not checked:
+                checked = True
+                dependant = getattr(scope.get("route"), "dependant", None)
+                needed = _needed_scope(dependant, self.settings) if dependant else None
+                if needed is not None:
+                    header = None
+                    for name, value in scope.get("headers", ()):
+                        if name == b"authorization":
+                            header = value.decode("latin-1")
+                    try:
+                        authorize(self.tokens, header, needed, open_access=False)
+                    except (Unauthorized, Forbidden) as exc:
+                        raise _RefusedBeforeBody(exc) from None
+            return await receive()  # type: ignore[no-any-return]
+
+        await self.app(scope, gated_receive, send)

@@ -111,6 +111,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _advisor_error(request: Request, exc: AdvisorError) -> JSONResponse:
         if exc.status_code >= 500:
             log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
+        resources = getattr(request.app.state, "resources", None)
+        if isinstance(exc, StoreUnavailable) and resources is not None:
+            resources.store_failed(exc.message)
         return error_response(exc, _retry_after(request))
 
     @app.exception_handler(RequestValidationError)
@@ -127,6 +130,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        refused = getattr(exc, "advisor_error", None)  # auth checked before the body was read
+        if isinstance(refused, AdvisorError):
+            return error_response(refused)
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
         if exc.status_code == 404 and message == "Not Found":

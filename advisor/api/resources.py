@@ -47,6 +47,8 @@ class Resources:
         self._advisor: Any = None
         self._last_attempt = float("-inf")
         self._last_error = "the store has not been opened yet"
+        self.failure_hold_s = 0.0
+        self._failed_until = float("-inf")
 
     def open(self) -> None:
         """Try once to open the store; on failure remember why (requests will retry)."""
@@ -69,12 +71,29 @@ class Resources:
         self._store = store
         self._advisor = None
 
-    def store(self) -> Store:
+    def store_failed(self, message: str) -> None:
+        """A request found the store unavailable: for ``failure_hold_s`` the next ones get
+        their 503 at once instead of each waiting out the driver's timeouts (during an outage
+        the requests would otherwise pile up in the thread pool). Readiness checks still try."""
+        if self.failure_hold_s > 0:
+            self._last_error = message
+            self._failed_until = time.monotonic() + self.failure_hold_s
+
+    def store_answered(self) -> None:
+        self._failed_until = float("-inf")
+
+    def store(self, *, probe: bool = False) -> Store:
         """The store, opening it if a previous attempt failed.
 
+        Args:
+            probe: a readiness check: tries the store even right after a failure.
         Raises:
-            StoreUnavailable: it still cannot be opened.
+            StoreUnavailable: it still cannot be opened, or failed moments ago.
         """
+        if not probe and time.monotonic() < self._failed_until:
+            raise StoreUnavailable(
+                f"the store failed moments ago ({self._last_error}); retry later"
+            )
         store = self._store
         if store is not None:
             return store

@@ -15,6 +15,7 @@ from graph_schema.models import (
     ResultDocument,
     StoredObservation,
 )
+from graph_schema.store import MAX_OFFSET, MAX_PAGE
 
 
 class _Out(BaseModel):
@@ -30,15 +31,26 @@ class ObservationPage(_Out):
     limit: int
     offset: int
     next_offset: int | None = Field(
-        description="offset of the next page; null when this was the last one"
+        description="offset of the next page; null when this was the last one or when it "
+        f"would pass {MAX_OFFSET} (use next_after)"
+    )
+    next_after: str | None = Field(
+        default=None,
+        description="cursor of the next page (pass it as `after`); null when this was the last",
     )
 
 
 class ObservationQuery(ObservationFilter):
     """Query parameters of GET /v1/observations: the filters plus pagination."""
 
-    limit: int = Field(default=100, ge=1, le=100_000, description="page size")
-    offset: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1, le=MAX_PAGE,
+                       description="page size (the server's own cap is in this schema's maximum)")
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET,
+                        description=f"rows to skip, at most {MAX_OFFSET}; deeper pages use `after`")
+    after: str | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="keyset cursor: start after this key (`next_after` of the previous page)",
+    )
 
 
 class IngestReport(_Out):
@@ -73,7 +85,7 @@ class Health(_Out):
 
 
 class Readiness(_Out):
-    status: str
+    status: str = Field(description="ready | store_unavailable | schema_mismatch")
     store: str
     schema_version: int | None = None
     expected_schema_version: int

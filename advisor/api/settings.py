@@ -43,7 +43,22 @@ PLACEHOLDER_TOKENS = frozenset(
     {"changeme", "change-me", "change_me", "secret", "token", "password", "placeholder",
      "example", "test", "dev", "admin", "xxx", "todo"}
 )
+# Any secret containing one of these is a template's placeholder, wherever it comes from.
+PLACEHOLDER_MARKERS = ("replace-me", "replace_me", "replaceme", "changeme", "change-me",
+                       "change_me", "placeholder", "<generated", "your-token", "your-password")
 MIN_TOKEN_LENGTH = 16
+
+
+def weak_secret(secret: str) -> str | None:
+    """Why ``secret`` must not be used in production, or None when it may."""
+    lowered = secret.lower()
+    if lowered in PLACEHOLDER_TOKENS or any(m in lowered for m in PLACEHOLDER_MARKERS):
+        return "is a placeholder"
+    if len(secret) < MIN_TOKEN_LENGTH:
+        return f"is shorter than {MIN_TOKEN_LENGTH} characters"
+    if len(set(secret)) < 4:
+        return "has fewer than 4 distinct characters"
+    return None
 
 
 @dataclass(frozen=True)
@@ -125,6 +140,10 @@ class Settings(BaseSettings):
     store: str | None = Field(default=None, description="store URI; None → open_store's default")
     tokens: SecretStr = Field(default=SecretStr(""), description="token:scope,scope;...")
     tokens_file: Path | None = None
+    neo4j_password: SecretStr = Field(
+        default=SecretStr(""), validation_alias="NEO4J_PASSWORD",
+        description="checked, not used, here: the Neo4j store reads it itself",
+    )
     read_auth: Literal["open", "token"] = Field(
         default="open", description="open: reads need no token; token: reads need a read token"
     )
@@ -135,6 +154,20 @@ class Settings(BaseSettings):
         default=2.0, ge=0, description="how often a request may retry opening an unreachable store"
     )
     max_page: int = Field(default=10_000, ge=1, le=100_000)
+    max_batch_items: int = Field(
+        default=5_000, ge=1, le=100_000,
+        description="measurements plus failures in one ingest request (one transaction)",
+    )
+    store_failure_hold_s: float = Field(
+        default=1.0, ge=0, le=60,
+        description="after a store request fails as unavailable, others get 503 at once for "
+                    "this long instead of each waiting on the store (0: off)",
+    )
+    ready_timeout_s: float = Field(
+        default=2.0, gt=0, le=30,
+        description="/readyz answers within this, whatever the store does (below the probe's "
+                    "timeoutSeconds)",
+    )
     generation_ttl_s: float = Field(
         default=1.0, ge=0, le=300,
         description="answers re-read the store's data generation at most this often; a write by "
@@ -160,20 +193,39 @@ class Settings(BaseSettings):
             InvalidInput: a malformed entry, or a placeholder/short token in production.
         """
         entries = self.token_entries()
-        if self.environment != "development":
-            for entry in entries:
-                weak = (
-                    entry.secret.lower() in PLACEHOLDER_TOKENS
-                    or len(entry.secret) < MIN_TOKEN_LENGTH
-                    or len(set(entry.secret)) < 4
+        if self.environment == "development":
+            return entries
+        fix = ("Generate one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+               " and set it in your overlay's Secret")
+        seen: dict[str, str] = {}
+        for entry in entries:
+            why = weak_secret(entry.secret)
+            if why:
+                raise InvalidInput(
+                    f"token {entry.name!r} {why}; refusing to start with "
+                    f"environment={self.environment}. {fix}"
                 )
-                if weak:
-                    raise InvalidInput(
-                        f"token {entry.name!r} is a placeholder or shorter than "
-                        f"{MIN_TOKEN_LENGTH} characters; refusing to start with "
-                        f"environment={self.environment}. Generate one with "
-                        "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
-                    )
+            if entry.secret in seen:
+                raise InvalidInput(
+                    f"tokens {seen[entry.secret]!r} and {entry.name!r} are the same secret; "
+                    f"every token must be its own. {fix}"
+                )
+            seen[entry.secret] = entry.name
+        password = self.neo4j_password.get_secret_value()
+        uses_neo4j = (self.store or "").split("://", 1)[0] in (
+            "bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+        if password and uses_neo4j:
+            why = weak_secret(password)
+            if why:
+                raise InvalidInput(
+                    f"NEO4J_PASSWORD {why}; refusing to start with "
+                    f"environment={self.environment}. {fix}"
+                )
+        if password and password in seen:
+            raise InvalidInput(
+                f"NEO4J_PASSWORD is also the secret of token {seen[password]!r}; a leaked token "
+                f"would open the database. {fix}"
+            )
         return entries
 
 

@@ -11,6 +11,7 @@ from importlib import metadata
 from typing import Any
 
 from collectors.fingerprint.sources import FileRoot, fact, unknown
+from graph_schema.catalog import cudnn_version
 
 # framework -> distributions that provide it (first installed wins)
 FRAMEWORK_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -66,7 +67,7 @@ def torch_facts(cuda: bool) -> dict[str, str]:
         if torch.version.cuda:
             facts["cuda"] = torch.version.cuda
         if torch.backends.cudnn.is_available():
-            facts["cudnn"] = str(torch.backends.cudnn.version())
+            facts["cudnn"] = cudnn_version(torch.backends.cudnn.version()) or ""  # 91900 → 9.19.0
         try:
             nccl = torch.cuda.nccl.version()
             facts["nccl"] = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl)
@@ -86,7 +87,7 @@ def read_libraries(frameworks: dict[str, Any]) -> dict[str, Any]:
             t["cuda"] = (fact(torch.version.cuda, "torch.version.cuda") if torch.version.cuda
                          else unknown("torch.version.cuda", "torch built without CUDA"))
             cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-            t["cudnn"] = (fact(str(cudnn), "torch.backends.cudnn.version()") if cudnn
+            t["cudnn"] = (fact(cudnn_version(cudnn), "torch.backends.cudnn.version()") if cudnn
                           else unknown("torch.backends.cudnn.version()", "cuDNN not available to torch"))
             try:
                 nccl = torch.cuda.nccl.version()

@@ -20,20 +20,33 @@
       "test_parameters": {"target_qps": 632000, "min_duration (ms)": 600000, ...},
       "warnings": 9, "errors": 0,
       "complete": True,      # the closing "errors encountered" line was seen
+      "sources": {"samples_per_second": ("results", "Samples per second"), ...},
     }
+
+``sources`` names the line each figure came from, as published, and its section ("results" or
+"stats"); stat figures are keyed ``<group>.<stat>`` (``first_token_latency_ns.p99``). A line
+marked ``(inferred)`` (``Tokens per second (inferred)``, LoadGen's estimate from samples/s) fills
+the same key; its source says so. Lines this parser does not know are ignored, so newer LoadGen
+versions read as far as their lines are known.
 
 Keys whose line is absent are absent. Raises InvalidInput when the text is not a summary (no
 ``Scenario :`` line) or when a known line carries a value that is not a number.
+
+``published_headline(summary)`` picks the figure MLCommons reports as a published result's
+headline; ``primary_result(summary)`` the one our own LoadGen runs record.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
+from graph_schema.catalog import load_catalog, resolve_scenario
 from graph_schema.errors import InvalidInput
 
-SCENARIOS = ("SingleStream", "MultiStream", "Server", "Offline", "Interactive")
+# The catalogue's scenarios (graph_schema/catalog/scenarios.yaml), for messages.
+SCENARIOS = tuple(load_catalog().scenarios)
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _KV = re.compile(r"^\s*(?P<key>[^:]+?)\s*:\s*(?P<value>.*?)\s*$")
@@ -86,6 +99,7 @@ def _stat_group(what: str) -> str | None:
 def parse_summary(text: str) -> dict[str, Any]:
     """Parse an mlperf_log_summary.txt; see the module docstring for the keys."""
     out: dict[str, Any] = {"constraints": {}, "recommendations": [], "test_parameters": {}}
+    sources: dict[str, tuple[str, str]] = {}
     early: dict[str, Any] = {"notes": []}
     section = "results"
     block: str | None = None  # "recommendations" | "early_stopping"
@@ -120,7 +134,10 @@ def parse_summary(text: str) -> dict[str, Any]:
             continue
         estimate = _EARLY_ESTIMATE.search(stripped)
         if estimate:
-            early[f"{_pct_key(estimate.group('pct'))}_estimate_ns"] = _number(estimate.group("value"), line)
+            name = f"{_pct_key(estimate.group('pct'))}_estimate_ns"
+            early[name] = _number(estimate.group("value"), line)
+            label = stripped.lstrip("* ").split(":", 1)[0].strip()
+            sources.setdefault(f"early_stopping.{name}", (section, label))
             early["notes"].append(stripped.lstrip("* "))
             continue
         if block and (stripped.startswith("*") or (block == "early_stopping" and raw.startswith(" ") and ":" not in stripped)):
@@ -135,6 +152,8 @@ def parse_summary(text: str) -> dict[str, Any]:
             continue
         key, value = kv.group("key"), kv.group("value")
         key_lower = key.lower()
+        # "Tokens per second (inferred)": LoadGen's estimate fills the same figure.
+        known_lower = key_lower.removesuffix(" (inferred)")
         if section == "parameters":
             try:
                 out["test_parameters"][key] = _number(value, line)
@@ -156,27 +175,39 @@ def parse_summary(text: str) -> dict[str, Any]:
         elif key_lower.endswith("satisfied"):
             name = re.sub(r"\W+", "_", key_lower).strip("_")
             out["constraints"][name] = value.lower() == "yes"
-        elif key_lower in _RESULT_LINES:
-            out.setdefault(_RESULT_LINES[key_lower], _number(value, line))
+        elif known_lower in _RESULT_LINES:
+            name = _RESULT_LINES[known_lower]
+            if name not in out:
+                out[name] = _number(value, line)
+                sources[name] = (section, key)
         else:
             pct = _PCT_LINE.match(key)
             group = _stat_group(key)
             if pct and section == "results":
                 # The result line: "90th" (LoadGen < 4) or "90.0th" (LoadGen >= 4).
-                out.setdefault(f"{_pct_key(pct.group('pct'))}_latency_ns", _number(value, line))
-            elif pct and group:
-                out.setdefault(group, {}).setdefault(_pct_key(pct.group("pct")), _number(value, line))
-            elif group and key_lower.split(" ", 1)[0] in ("min", "max", "mean") and "(ns)" in key_lower:
-                out.setdefault(group, {}).setdefault(key_lower.split(" ", 1)[0], _number(value, line))
+                name = f"{_pct_key(pct.group('pct'))}_latency_ns"
+                if name not in out:
+                    out[name] = _number(value, line)
+                    sources[name] = (section, key)
+            else:
+                stat = None
+                if pct and group:
+                    stat = _pct_key(pct.group("pct"))
+                elif group and key_lower.split(" ", 1)[0] in ("min", "max", "mean") and "(ns)" in key_lower:
+                    stat = key_lower.split(" ", 1)[0]
+                if group and stat and stat not in out.get(group, {}):
+                    out.setdefault(group, {})[stat] = _number(value, line)
+                    sources[f"{group}.{stat}"] = (section, key)
     if "scenario" not in out:
         raise InvalidInput("not a LoadGen mlperf_log_summary.txt: no 'Scenario :' line found")
-    if out["scenario"] not in SCENARIOS:
-        raise InvalidInput(
-            f"LoadGen summary scenario {out['scenario']!r} is unknown; valid: {', '.join(SCENARIOS)}"
-        )
+    scenario = resolve_scenario(out["scenario"])
+    if not scenario.resolved:
+        raise InvalidInput(f"LoadGen summary: {scenario.message('Scenario line')}; valid: {', '.join(SCENARIOS)}")
+    out["scenario"] = scenario.id
     if len(early) > 1 or early["notes"]:
         out["early_stopping"] = early
     out.setdefault("complete", False)
+    out["sources"] = sources
     return out
 
 
@@ -196,3 +227,95 @@ def primary_result(summary: dict[str, Any]) -> tuple[str, float, str, bool] | No
     if scenario == "Offline" and "samples_per_second" in summary:
         return "samples_per_second", float(summary["samples_per_second"]), "samples/s", True
     return None
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A published result's headline figure and the summary line it was read from."""
+
+    metric: str
+    value: float
+    unit: str
+    higher_is_better: bool
+    source_line: str
+    valid: bool
+
+
+# (summary key, metric, unit, higher is better, scale)
+_Candidate = tuple[str, str, str, bool, float]
+_NS_TO_MS = 1e-6
+_HEADLINE_CANDIDATES: dict[str, tuple[_Candidate, ...]] = {
+    "Offline": (
+        ("tokens_per_second", "tokens_per_second", "tokens/s", True, 1.0),
+        ("samples_per_second", "samples_per_second", "samples/s", True, 1.0),
+    ),
+    # The Server result line moved from "Scheduled" to "Completed" samples per second; the one in
+    # the result section is the result, whatever the stats section repeats.
+    "Server": (
+        ("completed_tokens_per_second", "tokens_per_second", "tokens/s", True, 1.0),
+        ("scheduled_samples_per_second", "queries_per_second", "queries/s", True, 1.0),
+        ("completed_samples_per_second", "queries_per_second", "queries/s", True, 1.0),
+    ),
+    "SingleStream": (
+        ("early_stopping.p90_estimate_ns", "p90_latency_ms", "ms", False, _NS_TO_MS),
+        ("p90_latency_ns", "p90_latency_ms", "ms", False, _NS_TO_MS),
+        ("latency_ns.p90", "p90_latency_ms", "ms", False, _NS_TO_MS),
+    ),
+    "MultiStream": (
+        ("early_stopping.p99_estimate_ns", "p99_latency_ms", "ms", False, _NS_TO_MS),
+        ("p99_latency_ns", "p99_latency_ms", "ms", False, _NS_TO_MS),
+        ("latency_ns.p99", "p99_latency_ms", "ms", False, _NS_TO_MS),
+    ),
+}
+_HEADLINE_CANDIDATES["Interactive"] = _HEADLINE_CANDIDATES["Server"]
+
+
+def _figure(summary: dict[str, Any], key: str) -> float | None:
+    head, _, stat = key.partition(".")
+    value = summary.get(head)
+    if stat:
+        value = value.get(stat) if isinstance(value, dict) else None
+    return None if value is None else float(value)
+
+
+def published_headline(summary: dict[str, Any]) -> Headline:
+    """The headline figure of a published result, by the summary's LoadGen scenario: Offline
+    tokens/s (LLMs) else samples/s; Server the result-section line (completed tokens/s, scheduled
+    or completed samples/s) else the stats one; SingleStream the early-stopping p90 estimate else
+    the p90; MultiStream likewise p99. Latencies in ms.
+
+    Raises:
+        InvalidInput: the summary carries none of its scenario's result lines.
+    """
+    scenario = summary["scenario"]
+    candidates = _HEADLINE_CANDIDATES[scenario]
+    sources = summary.get("sources", {})
+    ordered = sorted(candidates, key=lambda c: sources.get(c[0], ("stats",))[0] != "results") \
+        if scenario in ("Server", "Interactive") else candidates
+    for key, metric, unit, higher, scale in ordered:
+        value = _figure(summary, key)
+        if value is not None:
+            line = sources.get(key, ("", key))[1]
+            return Headline(metric, value * scale, unit, higher, line, bool(summary.get("valid")))
+    wanted = ", ".join(repr(c[0]) for c in candidates)
+    raise InvalidInput(f"{scenario} summary has none of the result figures {wanted}")
+
+
+# LLM latency figures (time to first token, time per output token) kept as metrics of their own.
+TOKEN_LATENCY_GROUPS = {"first_token_latency_ns": "ttft", "time_per_output_token_ns": "tpot"}
+TOKEN_LATENCY_STATS = ("mean", "p50", "p90", "p95", "p97", "p99", "p99.9")
+
+
+def token_latency_metrics(summary: dict[str, Any]) -> list[tuple[str, float, str]]:
+    """(metric, value in ms, source line) for every TTFT/TPOT figure the summary carries, e.g.
+    ``("ttft_p99_ms", 785.27, "99.00 percentile first token latency (ns)")``."""
+    out = []
+    sources = summary.get("sources", {})
+    for group, prefix in TOKEN_LATENCY_GROUPS.items():
+        stats = summary.get(group) or {}
+        for stat in TOKEN_LATENCY_STATS:
+            if stat in stats:
+                metric = f"{prefix}_{stat.replace('.', '_')}_ms"
+                line = sources.get(f"{group}.{stat}", ("", stat))[1]
+                out.append((metric, float(stats[stat]) * _NS_TO_MS, line))
+    return out

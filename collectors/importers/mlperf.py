@@ -14,10 +14,14 @@ is reported with its path and reason; the import goes on.
 One record per (round, division, submitter, system, benchmark, scenario), with the headline
 metric of the scenario: Offline samples/s (tokens/s for LLMs), Server scheduled or completed
 samples/s (whichever the LoadGen version reports as the result), SingleStream p90 latency (the
-early-stopping estimate where present), MultiStream p99 latency.
+early-stopping estimate where present), MultiStream p99 latency. LLM runs also carry their time to
+first token and time per output token figures (mean and percentiles, ms), one observation each.
 
-The LoadGen summary parser is our own (``parse_summary`` below): Collectors II's
-``collectors.importers.loadgen_summary`` did not exist when this was written.
+A scenario that LoadGen runs in another mode (``Interactive``: Server with tighter latency
+bounds, so its summary says ``Scenario : Server``) is a result of its own under its directory's
+name. INVALID results are kept, marked invalid (rankings leave them out). Summaries are read by
+the one LoadGen parser, ``collectors.importers.loadgen_summary``; lines and system keys it does not
+know are ignored, never an error.
 """
 
 from __future__ import annotations
@@ -31,8 +35,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from collectors.importers.loadgen_summary import (
+    TOKEN_LATENCY_GROUPS,
+    TOKEN_LATENCY_STATS,
+    parse_summary,
+    published_headline,
+    token_latency_metrics,
+)
+from collectors.importers.mlperf_system import accelerators as _accelerators
+from collectors.importers.mlperf_system import flat_text as _text
+from collectors.importers.mlperf_system import memory_mib as _memory_mib
+from collectors.importers.mlperf_system import whole_number as _int
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
+from graph_schema.catalog import (
+    resolve_accelerator,
+    resolve_benchmark,
+    resolve_cpu,
+)
 from graph_schema.errors import InvalidInput
 from graph_schema.models import (
     Accelerator,
@@ -57,17 +77,16 @@ SCENARIOS = {
     "singlestream": "SingleStream",
     "multistream": "MultiStream",
 }
+# Scenarios LoadGen runs in another scenario's mode: the summary names the mode.
+RUNS_AS = {"Interactive": "Server"}
 # Directories that hold runs other than the reported performance run: never results.
 NOT_RESULTS = {"compliance", "accuracy", "ranging", "power"}
-# Older names of the standard benchmarks → the names later rounds use.
-BENCHMARK_ALIASES = {"resnet": "resnet50", "ssd-small": "ssd-mobilenet", "ssd-large": "ssd-resnet34"}
 ATTRIBUTION = (
     "MLPerf(R) Inference results from MLCommons (https://mlcommons.org), used under the MLCommons "
     "results-use guidelines; round, submitter and system id are kept on every observation."
 )
-_NOT_AN_ACCELERATOR = {"", "-", "n/a", "na", "none", "null", "cpu"}
 _ROUND = re.compile(r"v(\d+\.\d+)")
-_HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)", re.IGNORECASE)
+
 
 # metric name → (unit, higher_is_better)
 EXTRA_COMPONENTS = ("dali", "triton", "jetpack", "rocm", "gcc")
@@ -77,107 +96,12 @@ METRICS: dict[str, tuple[str, bool]] = {
     "tokens_per_second": ("tokens/s", True),
     "p90_latency_ms": ("ms", False),
     "p99_latency_ms": ("ms", False),
+    **{
+        f"{prefix}_{stat.replace('.', '_')}_ms": ("ms", False)
+        for prefix in TOKEN_LATENCY_GROUPS.values()
+        for stat in TOKEN_LATENCY_STATS
+    },
 }
-
-
-# ---- LoadGen summary -------------------------------------------------------------------------
-
-
-def parse_summary(text: str) -> dict[str, dict[str, str]]:
-    """A ``mlperf_log_summary.txt`` as ``{"result": {...}, "stats": {...}, "parameters": {...}}``:
-    ``key : value`` lines of each section, keys stripped of the bullet (``* Early stopping 90th
-    percentile estimate``). The result section is the one before "Additional Stats"."""
-    sections: dict[str, dict[str, str]] = {"result": {}, "stats": {}, "parameters": {}}
-    current = "result"
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("Additional Stats"):
-            current = "stats"
-            continue
-        if stripped.startswith("Test Parameters Used"):
-            current = "parameters"
-            continue
-        if ":" not in stripped or stripped.startswith("="):
-            continue
-        key, _, value = stripped.partition(":")
-        key = key.strip().lstrip("*").strip()
-        value = value.strip()
-        if key and value:
-            sections[current].setdefault(key, value)
-    return sections
-
-
-@dataclass
-class Headline:
-    metric: str
-    value: float
-    source_line: str
-    valid: bool
-
-
-def _number(raw: str, line: str) -> float:
-    try:
-        return float(raw.split()[0])
-    except (ValueError, IndexError):
-        raise ValueError(f"{line!r} is not a number: {raw!r}") from None
-
-
-def headline_metric(summary: dict[str, dict[str, str]]) -> Headline:
-    """The headline result of one summary, by its ``Scenario`` line.
-
-    Raises:
-        ValueError: no scenario, an unknown one, or none of the lines that carry its result.
-    """
-    result, stats = summary["result"], summary["stats"]
-    scenario_text = result.get("Scenario")
-    if not scenario_text:
-        raise ValueError("no 'Scenario' line")
-    scenario = SCENARIOS.get(scenario_text.replace(" ", "").lower())
-    if scenario is None:
-        raise ValueError(f"unknown scenario {scenario_text!r}")
-    valid = result.get("Result is", "").upper() == "VALID"
-
-    def pick(*candidates: tuple[str, str, float]) -> Headline:
-        for line, metric, scale in candidates:
-            for section in (result, stats):
-                if line in section:
-                    return Headline(metric, _number(section[line], line) * scale, line, valid)
-        names = ", ".join(repr(c[0]) for c in candidates)
-        raise ValueError(f"{scenario} summary has none of the result lines {names}")
-
-    ns = 1e-6
-    if scenario == "Offline":
-        return pick(
-            ("Tokens per second", "tokens_per_second", 1.0),
-            ("Samples per second", "samples_per_second", 1.0),
-        )
-    if scenario in ("Server", "Interactive"):
-        # The result line moved from "Scheduled" to "Completed" samples per second; the one in
-        # the result section is the result, whatever else the stats section repeats.
-        for line, metric in (
-            ("Completed tokens per second", "tokens_per_second"),
-            ("Scheduled samples per second", "queries_per_second"),
-            ("Completed samples per second", "queries_per_second"),
-        ):
-            if line in result:
-                return Headline(metric, _number(result[line], line), line, valid)
-        return pick(
-            ("Scheduled samples per second", "queries_per_second", 1.0),
-            ("Completed samples per second", "queries_per_second", 1.0),
-        )
-    if scenario == "SingleStream":
-        return pick(
-            ("Early stopping 90th percentile estimate", "p90_latency_ms", ns),
-            ("90th percentile latency (ns)", "p90_latency_ms", ns),
-            ("90.0th percentile latency (ns)", "p90_latency_ms", ns),
-            ("90.00 percentile latency (ns)", "p90_latency_ms", ns),
-        )
-    return pick(
-        ("Early stopping 99th percentile estimate", "p99_latency_ms", ns),
-        ("99th percentile latency (ns)", "p99_latency_ms", ns),
-        ("99.0th percentile latency (ns)", "p99_latency_ms", ns),
-        ("99.00 percentile latency (ns)", "p99_latency_ms", ns),
-    )
 
 
 # ---- reading a tree --------------------------------------------------------------------------
@@ -311,65 +235,12 @@ class MlperfRecord:
     system_type: str | None = None
     accelerator_memory_mib: int | None = None
     host_cores: int | None = None
+    # (metric, value in ms, source line): TTFT/TPOT figures of LLM runs
+    latency_metrics: list[tuple[str, float, str]] = field(default_factory=list)
 
     @property
     def source_key(self) -> str:
         return f"{self.round}/{self.division}/{self.submitter}/{self.system_id}"
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
-        return int(value)
-    return None
-
-
-def _memory_mib(value: Any) -> int | None:
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GB|GiB|MB|MiB|TB)\s*", str(value or ""), re.IGNORECASE)
-    if not match:
-        return None
-    amount, unit = float(match.group(1)), match.group(2).lower()
-    factor = {"gb": 1024, "gib": 1024, "mb": 1, "mib": 1, "tb": 1024 * 1024}[unit]
-    return int(amount * factor)
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(", ", ": "))
-    return " ".join(str(value).split())
-
-
-def _accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
-    """(model or "" when CPU-only, per-node as written, total count, nodes).
-
-    Raises:
-        ValueError: a count that cannot be read.
-    """
-    model = _text(fields.get("accelerator_model_name"))
-    per_node_raw = fields.get("accelerators_per_node")
-    per_node_text = _text(per_node_raw)
-    nodes = _int(fields.get("number_of_nodes"))
-    if nodes is None:
-        if fields.get("number_of_nodes") in (None, ""):
-            nodes = 1
-        else:
-            raise ValueError(f"number_of_nodes is not a whole number: {fields.get('number_of_nodes')!r}")
-    per_node = _int(per_node_raw)
-    if model.lower() in _NOT_AN_ACCELERATOR or per_node == 0 or (per_node_text == "" and not model):
-        return "", per_node_text, 0, nodes
-    hetero = _HETERO.findall(model)
-    if hetero:
-        return model, per_node_text, sum(int(n) * int(k) for n, _, k in hetero), nodes
-    if per_node is None:
-        raise ValueError(f"accelerators_per_node is not a whole number: {per_node_raw!r}")
-    return model, per_node_text, per_node * nodes, nodes
 
 
 def _system_record_fields(system: SystemInfo) -> dict[str, Any]:
@@ -547,24 +418,39 @@ def _record(
         return None
     try:
         summary = parse_summary(text)
-        headline = headline_metric(summary)
-    except ValueError as exc:
+    except InvalidInput as exc:
         tree.issues.append(Issue(item.path, f"malformed LoadGen summary: {exc}", "failed", "malformed-summary"))
         return None
-    scenario = SCENARIOS[summary["result"]["Scenario"].replace(" ", "").lower()]
-    if scenario_dir.lower() != scenario.lower():
+    loadgen_scenario = summary["scenario"]
+    directory_scenario = SCENARIOS.get(scenario_dir.replace(" ", "").lower())
+    if directory_scenario is None:
+        known = ", ".join(sorted(set(SCENARIOS.values())))
+        tree.issues.append(
+            Issue(item.path, f"scenario directory {scenario_dir!r} is not a known scenario ({known})", "failed", "unknown-scenario")
+        )
+        return None
+    if directory_scenario == loadgen_scenario or RUNS_AS.get(directory_scenario) == loadgen_scenario:
+        # A scenario LoadGen runs in another mode (Interactive: Server with tighter latency
+        # bounds) is a result of its own under its directory's name.
+        scenario = directory_scenario
+    else:
         tree.issues.append(
             Issue(
                 item.path,
-                f"summary says Scenario {scenario} but the directory says {scenario_dir} "
+                f"summary says Scenario {loadgen_scenario} but the directory says {scenario_dir} "
                 "(a result inferred from another scenario, not a run of its own)",
                 "skipped",
                 "inferred-scenario",
             )
         )
         return None
-    if summary["result"].get("Mode", "PerformanceOnly") != "PerformanceOnly":
-        tree.issues.append(Issue(item.path, f"mode {summary['result']['Mode']!r} is not a performance run", "skipped", "not-performance"))
+    if summary.get("mode", "PerformanceOnly") != "PerformanceOnly":
+        tree.issues.append(Issue(item.path, f"mode {summary['mode']!r} is not a performance run", "skipped", "not-performance"))
+        return None
+    try:
+        headline = published_headline(summary)
+    except InvalidInput as exc:
+        tree.issues.append(Issue(item.path, f"malformed LoadGen summary: {exc}", "failed", "malformed-summary"))
         return None
     system = systems.get((division, submitter, system_id))
     if system is None:
@@ -573,19 +459,19 @@ def _record(
     if isinstance(system, Exception):
         tree.issues.append(Issue(item.path, f"its system description is malformed: {system}", "failed", "malformed-system"))
         return None
-    name = benchmark_raw.lower()
     return MlperfRecord(
         round=tree.round,
         division=division,
         submitter=submitter,
         system_id=system_id,
-        benchmark=BENCHMARK_ALIASES.get(name, name),
+        benchmark=resolve_benchmark(benchmark_raw).id,
         benchmark_raw=benchmark_raw,
         scenario=scenario,
         metric=headline.metric,
         value=headline.value,
         valid=headline.valid,
         metric_source=headline.source_line,
+        latency_metrics=token_latency_metrics(summary),
         source_path=item.path,
         mtime=item.mtime,
         **system,
@@ -593,20 +479,6 @@ def _record(
 
 
 # ---- observations ----------------------------------------------------------------------------
-
-
-def _vendor(model: str) -> str | None:
-    lowered = model.lower()
-    for vendor, words in (
-        ("nvidia", ("nvidia", "tesla", "geforce", "jetson", "a100", "h100", "a30", "a10", "t4", "a2", "l4", "orin", "xavier")),
-        ("qualcomm", ("qualcomm", "qaic", "cloud ai 100")),
-        ("amd", ("amd", "instinct", "radeon", "xilinx")),
-        ("intel", ("intel", "habana", "gaudi")),
-        ("google", ("tpu",)),
-    ):
-        if any(re.search(r"\b" + re.escape(w) + r"\b", lowered) for w in words):
-            return vendor
-    return None
 
 
 SystemContext = tuple[SoftwareStack, Accelerator, Placement, Host]
@@ -630,21 +502,35 @@ def _system_context(record: MlperfRecord) -> SystemContext:
         extra={k: v for k, v in c.items() if k in EXTRA_COMPONENTS},
         raw=" | ".join(p for p in raw_parts if p) or None,
     )
+    # Names resolve through the catalogue; the published text stays in the provenance.
+    kind, basis, evidence = record.placement, record.placement_basis, list(record.placement_evidence)
+    vgpu_profile = record.vgpu_profile
     if record.accelerator:
+        match = resolve_accelerator(record.accelerator)
         accelerator = Accelerator(
-            model=record.accelerator,
-            vendor=_vendor(record.accelerator),
+            model=match.key,
+            vendor=match.vendor,
             count=record.accelerator_count,
             memory_mib=record.accelerator_memory_mib,
         )
+        # The accelerator's name can say more of the placement than the rest of the description
+        # ("Virtualized NVIDIA H200-SXM-141GB", a vGPU profile such as "NVIDIA H100-80C").
+        if match.placement == "vgpu" and kind is not PlacementKind.VGPU:
+            kind, basis = PlacementKind.VGPU, "accelerator-name"
+            vgpu_profile = vgpu_profile or match.vgpu_profile
+            evidence.append(f"accelerator_model_name: {record.accelerator}")
+        elif match.placement == "vm" and kind is PlacementKind.BARE_METAL:
+            kind, basis = PlacementKind.UNKNOWN, "accelerator-name"
+            evidence.append(f"accelerator_model_name: {record.accelerator} (a VM; mode not stated)")
     else:
         sockets = (record.host_processors_per_node or 1) * record.nodes
-        accelerator = Accelerator(model="CPU " + (record.host_cpu or "unknown"), vendor="cpu", count=sockets)
+        cpu = resolve_cpu(record.host_cpu) if record.host_cpu else None
+        accelerator = Accelerator(model="CPU " + (cpu.id if cpu else "unknown"), vendor="cpu", count=sockets)
     placement = Placement(
-        kind=record.placement,
+        kind=kind,
         hypervisor=record.hypervisor,
-        vgpu_profile=record.vgpu_profile,
-        evidence=[f"basis: {record.placement_basis}", *record.placement_evidence],
+        vgpu_profile=vgpu_profile,
+        evidence=[f"basis: {basis}", *evidence],
     )
     labels = {"system_name": record.system_name, "system_type": record.system_type or ""}
     host = Host(
@@ -654,6 +540,28 @@ def _system_context(record: MlperfRecord) -> SystemContext:
         labels={k: v for k, v in labels.items() if v},
     )
     return stack, accelerator, placement, host
+
+
+def to_observations(record: MlperfRecord, cache: dict[str, SystemContext] | None = None) -> list[Observation]:
+    """The headline observation of one record, then one per TTFT/TPOT figure it carries (LLM
+    runs), each with the summary line it was read from."""
+    headline = to_observation(record, cache)
+    out = [headline]
+    for metric, value, line in record.latency_metrics:
+        unit, higher = METRICS[metric]
+        details = {**headline.provenance.details, "metric_source": line}
+        out.append(
+            headline.model_copy(
+                update={
+                    "metric": metric,
+                    "value": value,
+                    "unit": unit,
+                    "higher_is_better": higher,
+                    "provenance": headline.provenance.model_copy(update={"details": details}),
+                }
+            )
+        )
+    return out
 
 
 def to_observation(record: MlperfRecord, cache: dict[str, SystemContext] | None = None) -> Observation:
@@ -678,9 +586,10 @@ def to_observation(record: MlperfRecord, cache: dict[str, SystemContext] | None 
         "system_file": record.system_path,
         "metric_source": record.metric_source,
         "benchmark_raw": record.benchmark_raw,
+        "accelerator_raw": record.accelerator or f"CPU {record.host_cpu}",
         "accelerators_per_node": record.accelerators_per_node,
         "nodes": str(record.nodes),
-        "placement_basis": record.placement_basis,
+        "placement_basis": placement.evidence[0].removeprefix("basis: "),
         "license": "Apache-2.0",
         "attribution": "MLCommons MLPerf Inference " + record.round,
     }
@@ -796,7 +705,7 @@ def import_mlperf(
     cache: dict[str, SystemContext] = {}
     for record in tree.records:
         try:
-            observations.append(to_observation(record, cache))
+            observations.extend(to_observations(record, cache))
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             tree.issues.append(Issue(record.source_path, f"cannot build an observation: {exc}", "failed", "invalid-value"))
     total = len(observations)

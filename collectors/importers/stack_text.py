@@ -53,6 +53,10 @@ _JSON_KEYS: dict[str, str] = {
 # Framework names as they appear in descriptions → canonical name. Searched in this order, so
 # "Triton ... TensorRT" is a Triton stack and "ArmNN TFLite" an ArmNN one.
 _FRAMEWORKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # LLM serving engines run on a framework they name after themselves ("vLLM 0.4.3, PyTorch
+    # 2.3.0"): the engine is the framework of the stack.
+    ("vllm", re.compile(r"\bvllm\b", re.IGNORECASE)),
+    ("tensorrt-llm", re.compile(r"tensor\s*rt[\s_-]*llm|\btrt[\s_-]*llm", re.IGNORECASE)),
     ("pytorch", re.compile(r"py\s*torch", re.IGNORECASE)),
     ("tensorflow", re.compile(r"tensor\s*flow", re.IGNORECASE)),
     ("armnn", re.compile(r"arm\s*nn", re.IGNORECASE)),
@@ -177,12 +181,18 @@ _HYPERVISORS: tuple[re.Pattern[str], ...] = (
     re.compile(r"(vSphere(?:\s+\d+(?:\.\d+)*)?|ESXi(?:\s+\d+(?:\.\d+)*)?)", re.IGNORECASE),
     re.compile(r"\b(VMware|KVM|Hyper-V|Xen)\b", re.IGNORECASE),
 )
+# "Virtualized NVIDIA H200-SXM-141GB" (later rounds): a VM that does not say how the GPU reaches it.
+_VIRTUALIZED = re.compile(r"\bvirtuali[sz]ed\b", re.IGNORECASE)
 _CLOUDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("AWS", re.compile(r"\baws|amazon", re.IGNORECASE)),
     ("Azure", re.compile(r"azure", re.IGNORECASE)),
     ("Google Cloud", re.compile(r"google\s+cloud|\bgcp", re.IGNORECASE)),
     ("Alibaba Cloud", re.compile(r"alibaba\s+cloud|aliyun", re.IGNORECASE)),
-    ("Oracle Cloud", re.compile(r"oracle\s+cloud|\boci\b", re.IGNORECASE)),
+    ("Oracle Cloud (OCI)", re.compile(r"oracle\s+cloud|\boci\b|^oracle$", re.IGNORECASE)),
+    # Google's own submissions run on Google Cloud (TPUs exist nowhere else).
+    ("Google Cloud", re.compile(r"^google$", re.IGNORECASE)),
+    ("Crusoe Cloud", re.compile(r"\bcrusoe\b", re.IGNORECASE)),
+    ("Sustainable Metal Cloud", re.compile(r"sustainable[\s_]+metal[\s_]+cloud", re.IGNORECASE)),
 )
 _VCPU = re.compile(r"\bvCPUs?\b", re.IGNORECASE)
 
@@ -257,6 +267,12 @@ def classify_placement(fields: dict[str, Any], *, has_accelerator: bool = True) 
             [_snippet(*hyper)],
             hypervisor=hypervisor,
             cloud_provider=cloud,
+        )
+    virtualized = first(_VIRTUALIZED)
+    if virtualized:
+        return PlacementEvidence(
+            PlacementKind.UNKNOWN, "virtualized-unstated", [_snippet(*virtualized)],
+            hypervisor="VM (unnamed hypervisor)", cloud_provider=cloud,
         )
     if cloud_hit:
         vcpu = first(_VCPU)

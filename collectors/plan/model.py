@@ -250,6 +250,10 @@ class PlannerSpec(_Spec):
     image: str = Field(default="ghcr.io/stack-advisor/api:0.1.0", min_length=1)
     service_account: str = "stack-advisor-planner"
     skip_observed: bool = True
+    # The planner only reads (which cells are observed): a read token, never the collectors'
+    # write token (the Jobs it creates get that one).
+    token_secret: str = Field(default="stack-advisor-planner-token")
+    token_key: str = Field(default="token")
 
 
 class Plan(_Spec):

@@ -312,7 +312,8 @@ def render_schedule(plan: Plan) -> list[dict[str, Any]]:
             {"name": "ADVISOR_API", "value": plan.api.url},
             {
                 "name": "ADVISOR_TOKEN",
-                "valueFrom": {"secretKeyRef": {"name": plan.api.token_secret, "key": plan.api.token_key}},
+                "valueFrom": {"secretKeyRef": {"name": plan.planner.token_secret,
+                                               "key": plan.planner.token_key}},
             },
             {"name": "HOME", "value": "/tmp"},
         ],
@@ -352,7 +353,7 @@ def render_schedule(plan: Plan) -> list[dict[str, Any]]:
                             "containers": [container],
                             "volumes": [
                                 {"name": "plan", "configMap": {"name": f"{name}-plan"}},
-                                {"name": "tmp", "emptyDir": {}},
+                                {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
                             ],
                         },
                     },

@@ -47,7 +47,8 @@ def test_recommend_json(kb: str) -> None:
     assert set(out) >= {"workload", "metric", "objective", "generation", "recommendations", "excluded", "notes"}
     assert len(out["recommendations"]) == 3
     for rec in out["recommendations"]:
-        assert rec["basis"] in ("observed", "predicted")
+        assert rec["basis"] in ("observed", "interpolated", "transferred")
+        assert {"score", "confidence"} <= set(rec)
         assert set(rec["candidate"]) >= {"stack_id", "stack", "accelerator", "accelerator_count", "placement"}
         assert set(rec["evidence"]) >= {"count", "sources", "rounds", "last_seen"}
         assert yaml.safe_load(rec["snippet_yaml"])["kind"] == "Pod"
@@ -104,13 +105,15 @@ def test_predict_from_stdin(kb: str) -> None:
 
 
 def test_evaluate_json(kb: str) -> None:
-    out = _json(["evaluate", "--holdout-filter", "round=v3.0", "--json", "--store", kb])
-    assert out["holdout_filter"] == "round=v3.0" and out["holdout_count"] > 0 and out["train_count"] > 0
+    out = _json(["evaluate", "--protocol", "by-round", "--train-until", "v2.1", "--test-round", "v3.0",
+                 "--json", "--store", kb])
+    assert out["protocol"] == "by-round" and out["holdout_count"] > 0 and out["train_count"] > 0
     overall = out["overall"]
-    assert overall["predictions"] == out["holdout_count"]
+    assert overall["predictions"] + overall["refused"] == out["holdout_count"]
     assert overall["mape"] is not None and overall["mape"] >= 0 and overall["top1_regret"] is not None
-    assert "unseen_accelerators" in out and "unseen_accelerator_names" in out
-    bad = runner.invoke(app, ["evaluate", "--holdout-filter", "colour=blue", "--store", kb])
+    assert {"by_basis", "by_seen", "by_benchmark", "by_metric"} <= set(out)
+    assert overall["lookup_mape"] is not None
+    bad = runner.invoke(app, ["evaluate", "--protocol", "colour", "--store", kb])
     assert bad.exit_code != 0 and "colour" in _message(bad)
 
 

@@ -3,6 +3,7 @@ and staleness: a model is never served for an older generation of the knowledge 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from advisor.engine import Advisor
@@ -29,8 +30,8 @@ def test_predict_labels_observed_and_predicted(kb_advisor) -> None:  # type: ign
     observed, predicted = kb_advisor.predict([known, unseen])
     assert observed.observed and observed.basis is Basis.OBSERVED and observed.evidence.count >= 1
     assert observed.evidence.rounds == ["v3.0"]
-    assert not predicted.observed and predicted.basis is Basis.PREDICTED and predicted.evidence.count == 0
-    assert predicted.model_generation == kb_advisor.table().generation
+    assert not predicted.observed and predicted.basis is Basis.INTERPOLATED  # L4 ran bert-99, other stacks
+    assert predicted.factors
     for p in (observed, predicted):
         assert p.interval.low <= p.value <= p.interval.high
         assert p.value > 0
@@ -42,23 +43,21 @@ def test_predict_rejects_bad_queries_naming_the_field(kb_advisor) -> None:  # ty
                              "metric": "samples_per_second"}])
 
 
-def test_evaluate_round_holdout_reports_mape_and_regret(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    report = kb_advisor.evaluate("round=v3.0")
-    assert report.holdout_count > 1000 and report.train_count > 1000
-    assert report.overall.predictions == report.holdout_count
-    assert report.overall.mape is not None and report.overall.mape > 0
-    assert report.overall.top1_regret is not None and report.overall.top1_regret >= 0
-    assert report.overall.groups > 10
-    assert report.unseen_accelerators.predictions + report.seen_accelerators.predictions == report.holdout_count
-    assert "NVIDIA L4" in report.unseen_accelerator_names  # L4 first appears in v3.0
-    assert "NVIDIA A30" not in report.unseen_accelerator_names
+def test_evaluate_by_round_through_predict_beside_the_lookup(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    report = kb_advisor.evaluate("by-round", train_until="v2.1", test_round="v3.0")
+    assert report.holdout_count > 300 and report.train_count > 1000
+    assert report.overall.predictions + report.overall.refused == report.holdout_count
+    assert report.overall.mape is not None and report.overall.top1_regret is not None
+    assert report.overall.lookup_rows > 0 and report.overall.lookup_mape is not None
+    assert set(report.by_basis) <= {"observed", "interpolated", "transferred", "unsupported"}
+    assert report.unseen_benchmark_refused == report.unseen_benchmark_queries
 
 
-def test_evaluate_rejects_bad_filters(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(InvalidInput, match="field one of"):
-        kb_advisor.evaluate("colour=blue")
-    with pytest.raises(InvalidInput, match="selects no observations"):
-        kb_advisor.evaluate("round=v9.9")
+def test_evaluate_rejects_bad_protocols_and_rounds(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidInput, match="protocol"):
+        kb_advisor.evaluate("random")
+    with pytest.raises(InvalidInput, match="test round"):
+        kb_advisor.evaluate("by-round", test_round="v9.9")
 
 
 def test_placement_overhead_and_compare_on_real_pairs(kb_advisor) -> None:  # type: ignore[no-untyped-def]
@@ -82,17 +81,17 @@ def test_regressions_need_statistical_support(kb_advisor) -> None:  # type: igno
     assert kb_advisor.regressions("cudnn", alpha=1e-12) == []
 
 
-def test_a_stale_model_is_never_served(embedded_store, model_cache) -> None:  # type: ignore[no-untyped-def]
+def test_stale_evidence_is_never_served(embedded_store, model_cache) -> None:  # type: ignore[no-untyped-def]
     embedded_store.ingest_observations(_subset({"resnet50"}, 300))
     advisor = Advisor(embedded_store)
     first = advisor.recommend(Workload(benchmark="resnet50", scenario="Offline"))
-    model_before = advisor.model()
-    assert model_before.generation == first.generation
+    index_before = advisor.evidence()
+    assert index_before.table.generation == first.generation
     embedded_store.ingest_observations(_subset({"bert-99"}, 200))
     second = advisor.recommend(Workload(benchmark="bert-99", scenario="Offline"))
     assert second.generation != first.generation
-    assert advisor.model().generation == second.generation
-    assert advisor.model() is not model_before
+    assert advisor.evidence().table.generation == second.generation
+    assert advisor.evidence() is not index_before
 
 
 def test_recommend_on_each_backend(store, model_cache) -> None:  # type: ignore[no-untyped-def]
@@ -119,24 +118,17 @@ def test_benchmark_names_give_model_size_features() -> None:
 
 
 def test_an_unseen_faster_accelerator_is_predicted_faster(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    """Trained on the rounds before v3.0 (no H100 PCIe in them), the model must still place the
-    H100 PCIe above the A100 PCIe on BERT Offline, as v3.0 then measured: the target is taken
-    relative to the published peak, so the trees need not extrapolate a raw value."""
-    import numpy as np
-
-    from advisor import predictor
-    from advisor.evaluation import parse_filter
-    from advisor.features import query_frames
+    """Without any H100 PCIe result, a transfer through public specs must still place it above the
+    A100 PCIe on BERT Offline, as v3.0 then measured."""
+    from advisor.estimate import EvidenceIndex, Query, canonical_accelerator
+    from advisor.evaluation import subset
 
     table = kb_advisor.table()
-    train = np.flatnonzero(~parse_filter(table, "round=v3.0") & (table.value > 0))
-    model = predictor.fit(table, train, max_iter=60)
-    assert "H100-PCIE-80GB" not in model.seen_accelerators
-    rows = [{"family": "mlperf-inference", "bench_name": "bert-99", "scenario": "Offline",
-             "metric": "samples_per_second", "division": "closed", "accelerator": name, "count": 1,
-             "placement": "bare-metal", "stack": {"tensorrt": "8.6.0", "cuda": "12.0"}, "round": "v3.0"}
-            for name in ("NVIDIA H100-PCIe-80GB", "NVIDIA A100-PCIe-80GB")]
-    h100, a100 = model.predict_log(model.encoder.matrix(query_frames(rows)), True)[:, 1]
-    assert h100 > a100
-    measured = table.value[parse_filter(table, "round=v3.0,benchmark=bert-99,scenario=Offline,accelerator=H100-PCIe")]
-    assert len(measured) > 0  # the fact the model is checked against is in the data
+    keep = np.array([canonical_accelerator(table.accelerator.vocab[c]) != canonical_accelerator("NVIDIA H100-PCIe-80GB")
+                     for c in table.accelerator.codes])
+    index = EvidenceIndex(subset(table, np.flatnonzero(keep)))
+    h100, a100 = (index.estimate(Query("mlperf-inference", "bert-99", "Offline", "samples_per_second", "closed",
+                                       canonical_accelerator(n), 1, "bare-metal", raw_accelerator=n))
+                  for n in ("NVIDIA H100-PCIe-80GB", "NVIDIA A100-PCIe-80GB"))
+    assert h100.basis is Basis.TRANSFERRED and a100.basis is not Basis.TRANSFERRED
+    assert h100.value > a100.value

@@ -27,16 +27,14 @@ def test_ranked_by_score_with_labels_and_evidence(kb_advisor) -> None:  # type: 
     assert scores == sorted(scores, reverse=True)
     assert result.metric == "samples_per_second"
     for r in recs:
-        assert r.basis in (Basis.OBSERVED, Basis.PREDICTED)
+        assert r.basis in (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED)
         assert r.interval.low <= r.value <= r.interval.high
         if r.basis is Basis.OBSERVED:
             assert r.evidence.count >= 1
             assert r.evidence.sources == ["mlperf-inference"]
             assert r.evidence.rounds and r.evidence.last_seen is not None
         else:
-            assert r.evidence.count == 0
-            assert any(w.startswith("predicted") for w in r.warnings)
-        assert r.factors and all(f.effect > 0 for f in r.factors)
+            assert r.factors and all(f.effect > 0 for f in r.factors)
     # per accelerator by default (no count pinned): the value is the system's value / count
     top = recs[0]
     assert top.per_accelerator
@@ -51,12 +49,15 @@ def test_observed_value_is_the_median_of_the_candidates_results(kb_advisor) -> N
     rec = next(r for r in result.recommendations if r.basis is Basis.OBSERVED)
     c = rec.candidate
     rows = [i for i in range(table.n)
-            if table.candidate.vocab[table.candidate.codes[i]] == (c.stack_id, c.accelerator, 8, c.placement.value)
+            if table.candidate.vocab[table.candidate.codes[i]][0] == c.stack_id
+            and table.accelerator.vocab[table.accelerator.codes[i]] in c.published_names
+            and table.count[i] == 8 and table.placement.vocab[table.placement.codes[i]] == c.placement.value
             and table.bench_name.vocab[table.bench_name.codes[i]] == "bert-99"
             and table.scenario.vocab[table.scenario.codes[i]] == "Offline"
             and table.division.vocab[table.division.codes[i]] == "closed"
             and table.metric.vocab[table.metric.codes[i]] == "samples_per_second"]
-    assert rec.evidence.count == len(rows)
+    latest = max(table.round.vocab[table.round.codes[i]] for i in rows)
+    rows = [i for i in rows if table.round.vocab[table.round.codes[i]] == latest]
     assert rec.value == pytest.approx(float(np.median(table.value[rows])))
     assert not rec.per_accelerator  # exact count pinned: per system
 
@@ -74,7 +75,7 @@ def test_cost_objective_uses_the_price_table(kb_advisor) -> None:  # type: ignor
     result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", objective="cost",
                         include_predicted=False, hardware={"include_cpu": False})
     rec = result.recommendations[0]
-    price, _ = kb_advisor.prices.price(rec.candidate.accelerator, rec.candidate.placement)
+    price, _ = kb_advisor.prices.price(rec.candidate.published_names[0], rec.candidate.placement)
     per_acc = rec.value if rec.per_accelerator else rec.value / rec.candidate.accelerator_count
     assert rec.score == pytest.approx(per_acc * 3600 / price)
     assert any("price table" in n for n in result.notes)
@@ -124,7 +125,7 @@ def test_snippets_are_valid_pods(kb_advisor) -> None:  # type: ignore[no-untyped
         kubernetes_validate.validate(manifest, "1.29", strict=True)
         spec = manifest["spec"]
         assert spec["containers"][0]["image"] == "nvcr.io/nvidia/tensorrt:23.04-py3"
-        if rec.candidate.accelerator.startswith("NVIDIA"):
+        if rec.candidate.published_names[0].startswith("NVIDIA"):
             assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == rec.candidate.accelerator_count
             assert "nvidia.com/gpu.product" in spec["nodeSelector"]
             terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
@@ -152,10 +153,11 @@ def test_no_image_means_no_snippet_and_says_so(kb_advisor) -> None:  # type: ign
 
 def test_mig_candidates_request_the_mig_resource(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     """Reproducer: a MIG candidate asked for nvidia.com/gpu: 4 instead of the MIG resource."""
-    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", include_predicted=False, top=20,
-                        hardware={"accelerators": ["MIG"]}, image="nvcr.io/nvidia/tensorrt:23.04-py3")
-    assert result.recommendations
-    for rec in result.recommendations:
+    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", include_predicted=False, top=100,
+                        hardware={"accelerators": ["A100", "A30"]}, image="nvcr.io/nvidia/tensorrt:23.04-py3")
+    mig = [r for r in result.recommendations if "MIG)" in r.candidate.accelerator]  # catalogue names: "<id> (7x1g.10gb MIG)"
+    assert mig
+    for rec in mig:
         per_gpu, profile = re.search(r"\((\d+)x(\S+) MIG\)", rec.candidate.accelerator).groups()  # type: ignore[union-attr]
         limits = rec.snippet["spec"]["containers"][0]["resources"]["limits"]
         assert limits == {f"nvidia.com/mig-{profile}": int(per_gpu) * rec.candidate.accelerator_count}
@@ -182,7 +184,7 @@ def test_predictions_off_keeps_only_observed(kb_advisor) -> None:  # type: ignor
     result = _recommend(kb_advisor, benchmark="rnnt", scenario="Offline", include_predicted=False, top=20)
     assert result.recommendations
     assert all(r.basis is Basis.OBSERVED for r in result.recommendations)
-    assert result.excluded.get("not observed (predictions off)", 0) > 0
+    assert result.excluded.get("not observed (--observed-only)", 0) > 0
 
 
 def test_results_serialise_to_json(kb_advisor) -> None:  # type: ignore[no-untyped-def]
@@ -191,7 +193,8 @@ def test_results_serialise_to_json(kb_advisor) -> None:  # type: ignore[no-untyp
     result = _recommend(kb_advisor, task="image-classification", scenario="Server")
     data = json.loads(result.model_dump_json())
     assert data["workload"]["benchmark"] == "resnet50"
-    assert data["recommendations"][0]["basis"] in ("observed", "predicted")
+    assert data["recommendations"][0]["basis"] in ("observed", "interpolated", "transferred")
+    assert {"score", "confidence", "interval", "observed_range"} <= set(data["recommendations"][0])
     assert "snippet_yaml" in data["recommendations"][0]
 
 

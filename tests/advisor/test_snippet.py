@@ -13,6 +13,7 @@ import pytest
 from advisor.engine import Advisor
 from advisor.snippet import HYPERVISOR, VGPU_PRESENT, driver_terms, placement_snippet
 from advisor.workload import Workload
+from graph_schema.catalog import resolve_accelerator
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, ResultDocument, SoftwareStack
 from graph_schema.registry import open_store
@@ -115,15 +116,16 @@ def collector_kb(tmp_path: Path, model_cache: Path) -> Any:
 def test_the_knowledge_bases_image_is_used_else_none_is_emitted(collector_kb: Any) -> None:
     advisor = Advisor(collector_kb)
     workload = {"family": "cnn", "benchmark": "resnet50-train", "include_predicted": False}
+    a100, l4 = (resolve_accelerator(n).key for n in ("NVIDIA A100-SXM4-80GB", "NVIDIA L4"))  # canonical names
     recs = {r.candidate.accelerator: r for r in advisor.recommend(workload).recommendations}
-    planned = recs["NVIDIA A100-SXM4-80GB"]
+    planned = recs[a100]
     assert planned.snippet["spec"]["containers"][0]["image"] == "ghcr.io/stack-advisor/collector:torch2.3.1-cuda12.4"
     assert planned.snippet["metadata"]["annotations"]["stack-advisor/image-source"] == "recorded with this stack"
-    local = recs["NVIDIA L4"]
+    local = recs[l4]
     assert local.snippet is None and "pass --image" in (local.snippet_missing or "")
     # --image fills in where the knowledge base has none; the recorded image stays where it has one
     given = {r.candidate.accelerator: r for r in advisor.recommend({**workload, "image": IMAGE}).recommendations}
-    assert given["NVIDIA L4"].snippet["spec"]["containers"][0]["image"] == IMAGE
-    assert given["NVIDIA L4"].snippet["metadata"]["annotations"]["stack-advisor/image-source"] == "given (--image)"
-    assert given["NVIDIA A100-SXM4-80GB"].snippet["spec"]["containers"][0]["image"] == \
+    assert given[l4].snippet["spec"]["containers"][0]["image"] == IMAGE
+    assert given[l4].snippet["metadata"]["annotations"]["stack-advisor/image-source"] == "given (--image)"
+    assert given[a100].snippet["spec"]["containers"][0]["image"] == \
         "ghcr.io/stack-advisor/collector:torch2.3.1-cuda12.4"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.specs import load_prices, load_specs, resolve_accelerator
+from advisor.specs import load_prices, resolve_accelerator
 from advisor.workload import FrameworkConstraint, Objective, Workload
+from graph_schema.catalog import load_catalog
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 
@@ -83,8 +84,8 @@ def test_price_table_override_and_validation(tmp_path: Path) -> None:
 
 
 def test_spec_table_entries_cite_sources_and_resolve_kb_names() -> None:
-    table = load_specs()
-    assert all(spec.source.startswith("https://") for spec in table.accelerators)
+    catalog = load_catalog()
+    assert all(acc.source.startswith("https://") for acc in catalog.accelerators.values())
     a100 = resolve_accelerator("NVIDIA A100-SXM4-80GB CTS")
     assert a100.spec is not None and a100.spec.id == "A100-SXM4-80GB"
     assert a100.figure("memory_bw_gbs") == 2039
@@ -93,4 +94,6 @@ def test_spec_table_entries_cite_sources_and_resolve_kb_names() -> None:
     vgpu = resolve_accelerator("NVIDIA A10-24Q")
     assert vgpu.spec is not None and vgpu.spec.id == "A10"
     assert resolve_accelerator("CPU AMD EPYC 9654 96-Core Processor").is_cpu
-    assert resolve_accelerator("NVIDIA A100-PCIe").spec is None  # 40 or 80 GB: not guessed
+    # MLPerf v1.1's "NVIDIA A100-PCIe" systems describe 40 GB (the only PCIe A100 then)
+    assert resolve_accelerator("NVIDIA A100-PCIe").spec.id == "A100-PCIE-40GB"
+    assert resolve_accelerator("NVIDIA A100-SXM-80G").spec is None  # a typo is not guessed

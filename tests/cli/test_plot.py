@@ -109,7 +109,9 @@ def test_accelerators_match_as_recommend_matches() -> None:
     assert {r["accelerator"] for r in plot_data.throughput_chart(obs, accelerators=["A100-SXM4-80GB"]).rows} == {
         "A100-SXM4-80GB"}
     assert len(plot_data.throughput_chart(obs, accelerators=["L4", "A100"]).rows) == 2
-    with pytest.raises(NotFound, match="did you mean: A100-SXM4-80GB"):
+    with pytest.raises(NotFound, match="matches no accelerator in the selection; did you mean: A100-SXM4-80GB"):
+        plot_data.throughput_chart(obs, accelerators=["A100-SXM4-40GB"])
+    with pytest.raises(InvalidInput, match="unknown accelerator 'A100-SXM5-80GB'; did you mean"):  # the catalogue's
         plot_data.throughput_chart(obs, accelerators=["A100-SXM5-80GB"])
 
 

@@ -6,13 +6,29 @@ import json
 import os
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 MLPERF_DIR = Path(os.environ.get("ADVISOR_MLPERF_DATA", REPO.parent / "shared" / "data" / "mlperf"))
-ROUNDS = ("v1.1", "v2.0", "v2.1", "v3.0")
+ROUNDS = ("v1.1", "v2.0", "v2.1", "v3.0", "v4.1")
 REFERENCE_CSV = MLPERF_DIR / "observations_v1.1-v3.0.csv"
+# Reference tabulations of the shared rounds (same columns), and how many rows each holds.
+REFERENCE_CSVS = {"observations_v1.1-v3.0.csv": 10_001, "observations_v4.1.csv": 937}
+
+
+TRAINING_DIR = MLPERF_DIR.parent / "mlperf-training"
+TRAINING_ARCHIVE = TRAINING_DIR / "training_v4.1.tar.gz"
+
+
+def require_training_data() -> Path:
+    """The shared MLPerf Training archive; skipped where absent, except under CI."""
+    if not TRAINING_ARCHIVE.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"shared MLPerf Training data missing at {TRAINING_DIR}")
+        pytest.skip(f"shared MLPerf Training data not found at {TRAINING_DIR}")
+    return TRAINING_ARCHIVE
 
 
 def require_shared_data() -> Path:
@@ -104,3 +120,49 @@ def tar_gz(tree: Path, out: Path, fmt: int = tarfile.GNU_FORMAT) -> Path:
     with tarfile.open(out, "w:gz", format=fmt) as archive:
         archive.add(tree, arcname=tree.name)
     return out
+
+
+TRAINING_SYSTEM = {
+    "submitter": "Acme", "division": "closed", "system_name": "Acme 2x8 H100", "number_of_nodes": "2",
+    "accelerators_per_node": "8", "accelerator_model_name": "NVIDIA H100-SXM5-80GB",
+    "accelerator_interconnect": "NVLINK Gen4 900 GB/s", "host_networking": "8x ConnectX-7 IB NDR 400Gb/s",
+    "host_processor_model_name": "Intel Xeon 8480", "framework": "PyTorch NVIDIA Release 24.09",
+    "other_software_stack": {"cuda_version": "12.6", "cuda_driver_version": "560.35.03"},
+    "a_key_from_a_later_round": [1, 2],
+}
+
+
+def mllog(start_ms: int, minutes: float, status: str | None = "success", batch: int = 768) -> str:
+    """MLLOG lines of one run as result files hold them: rank prefixes, noise, a broken line."""
+    def line(key: str, t: int, value: Any = None, **metadata: Any) -> str:
+        event = {"namespace": "", "time_ms": t, "event_type": "POINT_IN_TIME", "key": key, "value": value,
+                 "metadata": {"file": "train.py", **metadata}}
+        return ":::MLLOG " + json.dumps(event)
+
+    stop = start_ms + int(minutes * 60_000)
+    lines = [
+        "some launcher output",
+        " 0: " + line("submission_benchmark", start_ms - 10, "bert"),
+        " 0: " + line("global_batch_size", start_ms - 5, batch),
+        line("a_key_nobody_knows", start_ms - 4, {"x": 1}),
+        " 1: " + line("run_start", start_ms),
+        ":::MLLOG {not json",
+        line("eval_accuracy", stop - 1, 0.72),
+    ]
+    if status is not None:
+        lines.append(" 0: " + line("run_stop", stop, status=status))
+    return "\n".join(lines) + "\n"
+
+
+def small_training_tree(root: Path) -> Path:
+    """A Training round directory: one 2-node system, five good bert runs, an aborted one, an
+    unfinished one, a file without MLLOG and a run of a system with no description."""
+    tree = root / "training_v9.9"
+    write(tree, "Acme/systems/h100x16.json", json.dumps(TRAINING_SYSTEM))
+    for i, minutes in enumerate([10.0, 12.0, 11.0, 30.0, 9.0]):
+        write(tree, f"Acme/results/h100x16/bert/result_{i}.txt", mllog(1_700_000_000_000 + i * 10**7, minutes))
+    write(tree, "Acme/results/h100x16/bert/result_5.txt", mllog(1_700_100_000_000, 50.0, status="aborted"))
+    write(tree, "Acme/results/h100x16/bert/result_6.txt", mllog(1_700_200_000_000, 5.0, status=None))
+    write(tree, "Acme/results/h100x16/bert/result_7.txt", "no mllog here\n")
+    write(tree, "Acme/results/ghost/bert/result_0.txt", mllog(1_700_000_000_000, 3.0))
+    return tree

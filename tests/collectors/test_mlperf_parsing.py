@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from collectors.importers.mlperf import headline_metric, parse_summary, read_tree, to_observation
+from collectors.importers.loadgen_summary import (
+    parse_summary,
+    published_headline,
+    token_latency_metrics,
+)
+from collectors.importers.mlperf import read_tree, to_observation, to_observations
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, SourceKind
@@ -26,7 +31,7 @@ from tests.collectors.mlperf_fixtures import (
 
 
 def test_singlestream_prefers_the_early_stopping_estimate() -> None:
-    head = headline_metric(parse_summary(SUMMARY_SINGLESTREAM))
+    head = published_headline(parse_summary(SUMMARY_SINGLESTREAM))
     assert (head.metric, head.source_line, head.valid) == (
         "p90_latency_ms",
         "Early stopping 90th percentile estimate",
@@ -37,37 +42,37 @@ def test_singlestream_prefers_the_early_stopping_estimate() -> None:
 
 def test_singlestream_without_early_stopping_uses_the_90th_percentile() -> None:
     text = "Scenario : SingleStream\nMode : PerformanceOnly\n90th percentile latency (ns) : 286313\nResult is : VALID\n"
-    head = headline_metric(parse_summary(text))
+    head = published_headline(parse_summary(text))
     assert head.source_line == "90th percentile latency (ns)"
     assert head.value == pytest.approx(0.286313)
 
 
 def test_later_loadgen_names_90_0th_percentile_and_completed_samples() -> None:
     single = "Scenario : SingleStream\n90.0th percentile latency (ns) : 5000000\nResult is : VALID\n"
-    assert headline_metric(parse_summary(single)).value == pytest.approx(5.0)
+    assert published_headline(parse_summary(single)).value == pytest.approx(5.0)
     server = (
         "Scenario : Server\nMode : PerformanceOnly\nCompleted samples per second : 1337.82\nResult is : VALID\n"
         "=====\nAdditional Stats\n=====\nScheduled samples per second : 1339.5\n"
     )
-    head = headline_metric(parse_summary(server))
+    head = published_headline(parse_summary(server))
     assert (head.metric, head.value, head.source_line) == ("queries_per_second", 1337.82, "Completed samples per second")
 
 
 def test_interactive_scenario_reads_like_server() -> None:
     text = "Scenario : Interactive\nCompleted tokens per second : 2100.5\nResult is : VALID\n"
-    head = headline_metric(parse_summary(text))
+    head = published_headline(parse_summary(text))
     assert (head.metric, head.value) == ("tokens_per_second", 2100.5)
 
 
 def test_older_server_result_is_scheduled_samples() -> None:
     server = "Scenario : Server\nScheduled samples per second : 25993.5\nResult is : INVALID\n"
-    head = headline_metric(parse_summary(server))
+    head = published_headline(parse_summary(server))
     assert (head.metric, head.value, head.valid) == ("queries_per_second", 25993.5, False)
 
 
 def test_llm_offline_reports_tokens_per_second() -> None:
     text = "Scenario : Offline\nSamples per second: 10.5\nTokens per second: 2950.1\nResult is : VALID\n"
-    head = headline_metric(parse_summary(text))
+    head = published_headline(parse_summary(text))
     assert (head.metric, head.value) == ("tokens_per_second", 2950.1)
 
 
@@ -76,22 +81,22 @@ def test_multistream_uses_the_99th_percentile_estimate() -> None:
         "Scenario : MultiStream\n99th percentile latency (ns) : 9000000\nResult is : VALID\n"
         " * Early stopping 99th percentile estimate: 9100000\n"
     )
-    head = headline_metric(parse_summary(text))
+    head = published_headline(parse_summary(text))
     assert (head.metric, head.value) == ("p99_latency_ms", pytest.approx(9.1))
 
 
 @pytest.mark.parametrize(
     "text, fragment",
     [
-        ("garbage without any lines", "no 'Scenario' line"),
-        ("Scenario : Warp\n", "unknown scenario 'Warp'"),
-        ("Scenario : Offline\nResult is : VALID\n", "none of the result lines 'Tokens per second', 'Samples per second'"),
-        ("Scenario : Offline\nSamples per second: lots\n", "not a number: 'lots'"),
+        ("garbage without any lines", "no 'Scenario :' line"),
+        ("Scenario : Warp\n", "scenario 'Warp' is unknown"),
+        ("Scenario : Offline\nResult is : VALID\n", "none of the result figures 'tokens_per_second', 'samples_per_second'"),
+        ("Scenario : Offline\nSamples per second: lots\n", "'lots' is not a number"),
     ],
 )
 def test_malformed_summaries_say_why(text: str, fragment: str) -> None:
-    with pytest.raises(ValueError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
-        headline_metric(parse_summary(text))
+    with pytest.raises(InvalidInput, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        published_headline(parse_summary(text))
 
 
 # ---- stack text --------------------------------------------------------------------------------
@@ -198,7 +203,9 @@ def test_small_tree_two_results_compliance_and_accuracy_ignored(tmp_path: Path) 
     assert obs.provenance.source == "mlperf-inference"
     assert obs.provenance.details["round"] == "v9.9"
     assert obs.provenance.details["file"] == result_path("box8", "resnet50", "Offline")
-    assert (obs.accelerator.model, obs.accelerator.count, obs.accelerator.vendor) == ("NVIDIA A100-SXM-80GB", 8, "nvidia")
+    # the catalogue's name; the published one is kept as provenance
+    assert (obs.accelerator.model, obs.accelerator.count, obs.accelerator.vendor) == ("A100-SXM4-80GB", 8, "nvidia")
+    assert obs.provenance.details["accelerator_raw"] == "NVIDIA A100-SXM-80GB"
     assert (obs.stack.cuda, obs.stack.cudnn, obs.stack.tensorrt, obs.stack.driver) == ("12.0", "8.8.0", "8.6.0", "525.85.12")
     assert obs.stack.raw and "DALI 1.17.0" in obs.stack.raw
     assert obs.host is not None and obs.host.name == "mlperf:Acme/box8" and obs.host.cpu_model == "AMD EPYC 7742"
@@ -231,7 +238,8 @@ def test_cpu_only_system_convention(tmp_path: Path) -> None:
     write(tree, "closed/Acme/systems/cpu.json", json.dumps(system))
     write(tree, result_path("cpu", "resnet50", "Offline"), SUMMARY_OFFLINE)
     obs = to_observation(read_tree(tree).records[0])
-    assert obs.accelerator.model == "CPU Intel(R) Xeon(R) Platinum 8380"
+    assert obs.accelerator.model == "CPU Intel Xeon Platinum 8380"
+    assert obs.provenance.details["accelerator_raw"] == "CPU Intel(R) Xeon(R) Platinum 8380"
     assert (obs.accelerator.vendor, obs.accelerator.count) == ("cpu", 2)
     assert (obs.stack.framework, obs.stack.framework_version, obs.stack.python) == ("openvino", "2022.1", "3.8")
 
@@ -272,7 +280,7 @@ def test_broken_files_are_reported_skipped_and_the_import_goes_on(tmp_path: Path
         ("closed/Acme/results/box8/resnet50/Server/Server/performance/run_1/mlperf_log_summary.txt", "skipped", "unexpected-layout"),
     }
     reasons = {i.path: i.reason for i in parsed.issues}
-    assert "none of the result lines" in reasons[result_path("box8", "bert-99", "Offline")]
+    assert "none of the result figures" in reasons[result_path("box8", "bert-99", "Offline")]
     assert "no system description closed/Acme/systems/ghost.json" in reasons[result_path("ghost", "resnet50", "Offline")]
     assert "summary says Scenario SingleStream but the directory says offline" in reasons[
         result_path("box8", "retinanet", "offline")
@@ -324,3 +332,90 @@ def test_truncated_archive_keeps_what_came_before(tmp_path: Path) -> None:
     assert len(truncated) == 1 and "truncated or corrupt" in truncated[0].reason
     assert truncated[0].path == str(cut)
     assert parsed.files_seen > 0
+
+
+# ---- format drift: newer LoadGen and system descriptions ---------------------------------------
+
+LLM_SERVER = """================================================
+MLPerf Results Summary
+================================================
+SUT name : PySUT
+Scenario : Server
+Mode     : PerformanceOnly
+Completed samples per second    : 8.59
+Completed tokens per second: 2520.27
+Result is : INVALID
+  Performance constraints satisfied : No
+  Some constraint a later LoadGen adds : Yes
+TTFT Early Stopping Result:
+ * Run successful.
+
+================================================
+Additional Stats
+================================================
+Scheduled samples per second : 8.62
+50.00 percentile latency (ns)   : 39200445037
+Completed tokens per second                 : 2520.27
+Mean First Token latency (ns)               : 401873796
+99.00 percentile first token latency (ns)   : 785265884
+Mean Time to Output Token (ns)                : 153377770
+99.90 percentile time to output token (ns)   : 199326664
+A line no LoadGen wrote yet (ns)   : 42
+"""
+
+
+def test_interactive_directory_with_a_server_summary_is_a_result_of_its_own(tmp_path: Path) -> None:
+    tree = small_tree(tmp_path)
+    write(tree, "closed/Acme/systems/box8.json", json.dumps(dict(SYSTEM, a_key_from_a_later_round={"x": [1]})))
+    write(tree, result_path("box8", "llama2-70b-99", "Server"), LLM_SERVER.replace("INVALID", "VALID"))
+    write(tree, result_path("box8", "llama2-70b-99", "Interactive"), LLM_SERVER)
+    parsed = read_tree(tree)
+    assert parsed.issues == []  # unknown summary lines and system keys are not errors
+    by_scenario = {r.scenario: r for r in parsed.records if r.benchmark == "llama2-70b-99"}
+    assert set(by_scenario) == {"Server", "Interactive"}
+    interactive = by_scenario["Interactive"]
+    assert (interactive.metric, interactive.value, interactive.valid) == ("tokens_per_second", 2520.27, False)
+    observations = to_observations(interactive)
+    head = observations[0]
+    assert head.valid is False and head.note == "LoadGen reported the run INVALID"
+    assert head.benchmark.parameters["scenario"] == "Interactive"
+    latency = {o.metric: (o.value, o.provenance.details["metric_source"]) for o in observations[1:]}
+    assert latency == {
+        "ttft_mean_ms": (pytest.approx(401.873796), "Mean First Token latency (ns)"),
+        "ttft_p99_ms": (pytest.approx(785.265884), "99.00 percentile first token latency (ns)"),
+        "tpot_mean_ms": (pytest.approx(153.37777), "Mean Time to Output Token (ns)"),
+        "tpot_p99_9_ms": (pytest.approx(199.326664), "99.90 percentile time to output token (ns)"),
+    }
+    assert all(o.unit == "ms" and o.higher_is_better is False for o in observations[1:])
+    assert len({o.observation_key for o in observations}) == len(observations)
+
+
+def test_token_latency_metrics_of_a_summary_without_them_is_empty() -> None:
+    assert token_latency_metrics(parse_summary(SUMMARY_OFFLINE)) == []
+
+
+def test_inferred_tokens_line_is_the_llm_headline() -> None:
+    text = "Scenario : Offline\nSamples per second: 101.239\nTokens per second (inferred): 6985.51\nResult is : VALID\n"
+    head = published_headline(parse_summary(text))
+    assert (head.metric, head.value, head.source_line) == ("tokens_per_second", 6985.51, "Tokens per second (inferred)")
+
+
+def test_unknown_scenario_directory_is_reported_with_its_path(tmp_path: Path) -> None:
+    tree = small_tree(tmp_path)
+    write(tree, result_path("box8", "resnet50", "Batch"), SUMMARY_OFFLINE)
+    parsed = read_tree(tree)
+    assert [(i.path, i.outcome, i.category) for i in parsed.issues] == [
+        (result_path("box8", "resnet50", "Batch"), "failed", "unknown-scenario")
+    ]
+    assert "'Batch' is not a known scenario" in parsed.issues[0].reason
+
+
+def test_virtualized_accelerator_name_is_placement_evidence(tmp_path: Path) -> None:
+    tree = small_tree(tmp_path)
+    system = dict(SYSTEM, accelerator_model_name="Virtualized NVIDIA H200-SXM-141GB", accelerators_per_node=8)
+    write(tree, "closed/Acme/systems/vm8.json", json.dumps(system))
+    write(tree, result_path("vm8", "resnet50", "Offline"), SUMMARY_OFFLINE)
+    record = next(r for r in read_tree(tree).records if r.system_id == "vm8")
+    assert (record.placement, record.placement_basis) == (PlacementKind.UNKNOWN, "virtualized-unstated")
+    assert record.accelerator == "Virtualized NVIDIA H200-SXM-141GB"  # as published; the catalogue resolves it
+    assert any("Virtualized" in e for e in record.placement_evidence)

@@ -1,9 +1,10 @@
-"""The MLPerf importer on the four shared rounds, compared with the reference CSV.
+"""The MLPerf importer on the five shared rounds, compared with the reference CSVs.
 
 Same rows, values within 0.5%, same parsed versions and placement. The skipped files are the
 copies of SingleStream runs that submitters placed under offline/ or multistream/ (their
 summary says ``Scenario : SingleStream``) plus one result nested one directory too deep; the
-reference has none of them either.
+reference has none of them either. Round v4.1 (LLM benchmarks: tokens/s, some of them LoadGen's
+"(inferred)" estimate; sdxl; clouds named by their submitter) imports completely.
 """
 
 from __future__ import annotations
@@ -14,9 +15,15 @@ from typing import Any
 
 import pytest
 
-from collectors.importers.mlperf import METRICS, MlperfRecord, ParsedTree, read_tree, to_observation
+from collectors.importers.mlperf import (
+    METRICS,
+    MlperfRecord,
+    ParsedTree,
+    read_tree,
+    to_observations,
+)
 from graph_schema.models import PlacementKind
-from tests.collectors.mlperf_fixtures import ROUNDS, require_shared_data
+from tests.collectors.mlperf_fixtures import REFERENCE_CSVS, ROUNDS, require_shared_data
 
 Key = tuple[str, str, str, str, str, str]
 
@@ -30,9 +37,11 @@ def trees() -> dict[str, ParsedTree]:
 @pytest.fixture(scope="module")
 def reference() -> dict[Key, dict[str, str]]:
     data = require_shared_data()
-    with (data / "observations_v1.1-v3.0.csv").open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    assert len(rows) == 10_001
+    rows = []
+    for name in REFERENCE_CSVS:
+        with (data / name).open(newline="") as handle:
+            rows += list(csv.DictReader(handle))
+    assert len(rows) == sum(REFERENCE_CSVS.values())
     return {
         (r["round"].removeprefix("inference_"), r["division"], r["submitter"], r["system_id"], r["benchmark"], r["scenario"]): r
         for r in rows
@@ -49,7 +58,8 @@ def ours(trees: dict[str, ParsedTree]) -> dict[Key, MlperfRecord]:
 
 
 def test_same_rows(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> None:
-    assert len(ours) == 10_001
+    assert len(ours) == 10_938
+    assert sum(1 for key in ours if key[0] == "v4.1") == 937
     assert set(ours) - set(reference) == set()
     assert set(reference) - set(ours) == set()
 
@@ -106,7 +116,7 @@ def test_same_system_fields_and_placement(reference: dict[Key, Any], ours: dict[
 def test_counts_by_placement_match_the_readme(ours: dict[Key, MlperfRecord]) -> None:
     counts = Counter(r.placement for r in ours.values())
     assert counts[PlacementKind.VGPU] == 32
-    assert counts == {PlacementKind.BARE_METAL: 9350, PlacementKind.UNKNOWN: 619, PlacementKind.VGPU: 32}
+    assert counts == {PlacementKind.BARE_METAL: 9350 + 875, PlacementKind.UNKNOWN: 619 + 62, PlacementKind.VGPU: 32}
 
 
 def test_skipped_files_are_inferred_scenarios_and_one_odd_path(trees: dict[str, ParsedTree]) -> None:
@@ -116,6 +126,7 @@ def test_skipped_files_are_inferred_scenarios_and_one_odd_path(trees: dict[str, 
         "v2.0": {"inferred-scenario": 1548},
         "v2.1": {"inferred-scenario": 2859},
         "v3.0": {"inferred-scenario": 3686},
+        "v4.1": {},
     }
     assert all(i.outcome == "skipped" for t in trees.values() for i in t.issues)
 
@@ -123,8 +134,9 @@ def test_skipped_files_are_inferred_scenarios_and_one_odd_path(trees: dict[str, 
 def test_observation_conventions(ours: dict[Key, MlperfRecord]) -> None:
     keys = set()
     for record in ours.values():
-        obs = to_observation(record)
-        keys.add(obs.observation_key)
+        observations = to_observations(record)
+        keys |= {o.observation_key for o in observations}
+        obs = observations[0]
         assert obs.benchmark.family == "mlperf-inference"
         assert obs.benchmark.name == record.benchmark
         assert obs.benchmark.parameters == {"scenario": record.scenario, "division": record.division}
@@ -136,4 +148,22 @@ def test_observation_conventions(ours: dict[Key, MlperfRecord]) -> None:
             assert obs.accelerator.count == record.accelerator_count
         else:
             assert obs.accelerator.vendor == "cpu" and obs.accelerator.model.startswith("CPU ")
-    assert len(keys) == len(ours), "each published row is its own observation"
+    latency = sum(len(r.latency_metrics) for r in ours.values())
+    assert latency == 95 * 14
+    assert len(keys) == len(ours) + latency, "each published figure is its own observation"
+
+
+def test_llm_results_carry_tokens_and_token_latencies(ours: dict[Key, MlperfRecord]) -> None:
+    v41 = [r for key, r in ours.items() if key[0] == "v4.1"]
+    tokens = [r for r in v41 if r.metric == "tokens_per_second"]
+    assert len(tokens) == 334
+    assert {r.benchmark.split("-9")[0] for r in tokens} >= {"llama2-70b", "gptj", "mixtral-8x7b"}
+    with_latency = [r for r in v41 if r.latency_metrics]
+    assert len(with_latency) == 95 and all(r.scenario == "Server" for r in with_latency)
+    for record in with_latency:
+        metrics = {m: v for m, v, _ in record.latency_metrics}
+        assert set(metrics) == {
+            f"{p}_{s}_ms" for p in ("ttft", "tpot") for s in ("mean", "p50", "p90", "p95", "p97", "p99", "p99_9")
+        }
+        assert 0 < metrics["ttft_p50_ms"] <= metrics["ttft_p99_ms"] <= metrics["ttft_p99_9_ms"]
+        assert 0 < metrics["tpot_p50_ms"] <= metrics["tpot_p99_ms"]

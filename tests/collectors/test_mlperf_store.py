@@ -27,10 +27,10 @@ def kb(embedded_store: Any) -> Any:
     return embedded_store
 
 
-def _values(store: Any) -> dict[tuple[str, str], tuple[float, str, str | None, str, int]]:
+def _values(store: Any) -> dict[tuple[str, str, str], tuple[float, str | None, str, int]]:
     return {
-        (o.source_key or "", o.benchmark.benchmark_id): (
-            o.value, o.metric, o.stack.cuda, o.placement.kind.value, o.accelerator.count
+        (o.source_key or "", o.benchmark.benchmark_id, o.metric): (
+            o.value, o.stack.cuda, o.placement.kind.value, o.accelerator.count
         )
         for o in store.iter_observations(ObservationFilter(source="mlperf-inference"))
     }
@@ -85,6 +85,11 @@ def test_cli_json_summary(tmp_path: Path) -> None:
     assert "ghost" in human.stderr and "MLPerf import" in human.stdout
 
 
+# 10,938 published results (10,001 in v1.1-v3.0, 937 in v4.1) and 14 TTFT/TPOT figures for each
+# of v4.1's 95 LLM Server results.
+ALL_OBSERVATIONS = 10_938 + 95 * 14
+
+
 @pytest.fixture(scope="module")
 def shared_rounds() -> list[Path]:
     data = require_shared_data()
@@ -92,10 +97,10 @@ def shared_rounds() -> list[Path]:
 
 
 @pytest.mark.slow
-def test_four_rounds_into_the_embedded_store_idempotent(kb: Any, shared_rounds: list[Path]) -> None:
+def test_five_rounds_into_the_embedded_store_idempotent(kb: Any, shared_rounds: list[Path]) -> None:
     total = sum(import_mlperf(p, kb).imported for p in shared_rounds)
-    assert total == 10_001
-    assert kb.stats().observations_by_source == {"mlperf-inference": 10_001}
+    assert total == ALL_OBSERVATIONS
+    assert kb.stats().observations_by_source == {"mlperf-inference": ALL_OBSERVATIONS}
     again = import_mlperf(shared_rounds[0], kb)
     assert (again.imported, again.already_present) == (0, 1498)
     vgpu = kb.query_observations(ObservationFilter(source="mlperf-inference", placement="vgpu"), limit=100)
@@ -111,7 +116,7 @@ def test_embedded_and_neo4j_hold_identical_counts_and_values(
         import_mlperf(path, kb)
         import_mlperf(path, neo4j_store)
     embedded_stats, neo_stats = kb.stats(), neo4j_store.stats()
-    assert embedded_stats.observations_by_source == neo_stats.observations_by_source == {"mlperf-inference": 10_001}
+    assert embedded_stats.observations_by_source == neo_stats.observations_by_source == {"mlperf-inference": ALL_OBSERVATIONS}
     assert embedded_stats.counts == neo_stats.counts
     assert _values(kb) == _values(neo4j_store)
 
@@ -138,3 +143,18 @@ def test_import_through_the_http_api(tmp_path: Path) -> None:
     assert runs[0].returncode == 0, runs[0].stderr
     first, second = (json.loads(r.stdout) for r in runs)
     assert (first["imported"], second["imported"], second["already_present"]) == (2, 0, 2)
+
+
+@pytest.mark.neo4j
+def test_v41_same_in_embedded_and_neo4j_idempotent(kb: Any, neo4j_store: Any) -> None:
+    """Round v4.1 alone (LLM tokens/s and TTFT/TPOT figures): same observations in both stores."""
+    path = require_shared_data() / "inference_v4.1.tar.gz"
+    for store in (kb, neo4j_store):
+        first = import_mlperf(path, store)
+        assert (first.results_found, first.imported, first.failed) == (937, 937 + 95 * 14, 0)
+    again = import_mlperf(path, neo4j_store)
+    assert (again.imported, again.already_present) == (0, 937 + 95 * 14)
+    assert kb.stats().observations_by_source == neo4j_store.stats().observations_by_source == {
+        "mlperf-inference": 937 + 95 * 14
+    }
+    assert _values(kb) == _values(neo4j_store)

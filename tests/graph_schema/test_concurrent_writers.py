@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from graph_schema.models import IngestBatch
 from tests.graph_schema.test_store_contract import _obs
@@ -18,3 +21,49 @@ def test_overlapping_batches_written_at_once_store_each_observation_once(store):
     assert stats.counts["Observation"] == 60
     assert stats.counts["Stack"] == 1
     assert len(store.query_observations(limit=1000)) == 60
+
+
+WRITERS = 8
+
+
+def overlapping_batches(writers: int = WRITERS, per_writer: int = 4, size: int = 60,
+                        distinct: int = 200) -> list[list[IngestBatch]]:
+    """Each writer's batches: windows over ``distinct`` observations that overlap the other
+    writers' (the same keys, stacks, hosts and accelerators written at the same time), and
+    several stacks and hosts so writers contend on dimension nodes too."""
+    from graph_schema.models import SoftwareStack
+
+    stacks = [SoftwareStack(framework="torch", framework_version=f"2.{v}.0", cuda="12.4")
+              for v in range(3)]
+    out = []
+    for w in range(writers):
+        mine = []
+        for b in range(per_writer):
+            start = (w * 37 + b * 53) % distinct
+            ids = [(start + k) % distinct for k in range(size)]
+            mine.append(IngestBatch(observations=[
+                _obs(i, stack=stacks[i % 3], host=f"node-{i % 5}") for i in ids]))
+        out.append(mine)
+    return out
+
+
+@pytest.mark.neo4j
+def test_eight_writers_on_neo4j_lose_and_duplicate_nothing(neo4j_store, record_property):
+    batches = overlapping_batches()
+    expected = {o.observation_key for mine in batches for b in mine for o in b.observations}
+    barrier = threading.Barrier(WRITERS)
+
+    def writer(mine: list[IngestBatch]) -> int:
+        barrier.wait()
+        return sum(neo4j_store.ingest(b).observations_new for b in mine)
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        new = sum(pool.map(writer, batches))
+    record_property("transient_retries", neo4j_store.transient_retries)
+    keys = [o.key for o in neo4j_store.iter_observations()]
+    assert len(keys) == len(set(keys)), "duplicated observations"
+    assert set(keys) == expected, "lost observations"
+    assert new == len(expected)  # each one reported new exactly once
+    stats = neo4j_store.stats()
+    assert stats.counts["Observation"] == len(expected)
+    assert stats.counts["Stack"] == 3 and stats.counts["Host"] == 5

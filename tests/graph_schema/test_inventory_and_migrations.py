@@ -52,3 +52,35 @@ def test_v3_drops_the_observation_indexes_a_v1_store_has(neo4j_store):
     assert neo4j_store.ensure_schema() == SCHEMA_VERSION
     names = {r["name"] for r in neo4j_store._read("SHOW INDEXES YIELD name RETURN name", {})}
     assert "observation_metric" not in names and "observation_key_unique" in names
+
+
+def test_v4_re_resolves_stored_names_without_a_re_import(store):
+    """A v3 store holds names as sources wrote them; migrating to v4 rewrites them in catalogue
+    names (the raw one kept as provenance), drops the orphaned Accelerator nodes and rebuilds
+    stack labels — on every backend."""
+    from graph_schema.models import IngestBatch
+    from tests.graph_schema.test_store_contract import TORCH, _obs
+
+    raw_stack = TORCH.model_copy(update={"framework": "tensorrt", "framework_version": "8.6.0",
+                                         "tensorrt": "8.6.0", "cudnn": "91900"})
+    raw = [_obs(1, acc="NVIDIA H100 80GB HBM3"), _obs(2, acc="NVIDIA H100-SXM-80GB-02", stack=raw_stack),
+           _obs(3, acc="Tesla T4"), _obs(4, acc="Foo GPU 9000")]
+    store._ingest(IngestBatch(observations=raw))  # as a v3 store wrote them: no catalogue
+    store._write(lambda run: run(
+        "MATCH (s:Stack) SET s.label = 'tensorrt 8.6.0, cuda 12.1, tensorrt 8.6.0'", {}))
+    store._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 3", {}))
+    assert store.ensure_schema() == SCHEMA_VERSION == 4
+    assert store.migration_report[4]["observations_rewritten"] == 3
+    back = {o.source_key: o for o in store.query_observations()}
+    assert len(back) == 4
+    assert back["1"].accelerator.model == back["2"].accelerator.model == "H100-SXM5-80GB"
+    assert back["2"].provenance.details["accelerator_raw"] == "NVIDIA H100-SXM-80GB-02"
+    assert back["2"].stack.cudnn == "9.19.0"
+    assert back["3"].accelerator.model == "T4"
+    assert back["4"].accelerator.model == "Foo GPU 9000"  # unresolved: kept as written
+    assert all(o.key == o.observation_key for o in back.values())
+    models = {a["model"] for a in store.list_entities("accelerators")}
+    assert models == {"H100-SXM5-80GB", "T4", "Foo GPU 9000"}
+    labels = {s["label"] for s in store.list_entities("stacks")}
+    assert not any(label.count("tensorrt") > 1 for label in labels)
+    assert store.ensure_schema() == 4  # idempotent

@@ -12,11 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from collectors.importers.mlperf import read_tree, to_observation
+from collectors.importers.mlperf import read_tree, to_observations
+from collectors.importers.mlperf_training import read_training_tree, to_batch
 from graph_schema import starter
 from graph_schema.errors import InvalidInput
 from graph_schema.models import SourceKind
-from tests.collectors.mlperf_fixtures import ROUNDS, require_shared_data, small_tree
+from tests.collectors.mlperf_fixtures import (
+    ROUNDS,
+    require_shared_data,
+    require_training_data,
+    small_training_tree,
+    small_tree,
+)
+
+PUBLISHED = ("mlperf-inference", "mlperf-training")
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -43,11 +52,14 @@ def test_snapshot_is_small_and_has_a_manifest() -> None:
     assert mlperf["license"] == "Apache-2.0" and mlperf["publisher"] == "MLCommons"
     assert sorted(r["round"] for r in mlperf["rounds"]) == list(ROUNDS)
     assert sum(r["observations"] for r in mlperf["rounds"]) == by_source["mlperf-inference"]
+    training = next(s for s in manifest["sources"] if s["source"] == "mlperf-training")
+    assert [r["round"] for r in training["rounds"]] == ["v4.1"] and "RCP" in training["note"]
+    assert sum(r["observations"] for r in training["rounds"]) == by_source["mlperf-training"]
 
 
 def test_every_published_observation_carries_its_provenance() -> None:
     for obs in starter.load_snapshot().observations:
-        if obs.provenance.source != "mlperf-inference":
+        if obs.provenance.source not in PUBLISHED:
             continue
         assert obs.provenance.kind is SourceKind.PUBLISHED
         details = obs.provenance.details
@@ -56,25 +68,36 @@ def test_every_published_observation_carries_its_provenance() -> None:
 
 
 def test_snapshot_holds_only_what_the_sources_give() -> None:
-    """Built only from real data: exactly the shared MLPerf rounds, and measured observations
-    that are in data/results/*.json (which may have grown since the last rebuild)."""
+    """Built only from real data: exactly the shared MLPerf rounds (inference and training), and
+    measured observations that are in data/results/*.json (which may have grown since the last
+    rebuild)."""
     data = require_shared_data()
     cache: dict = {}
+    from graph_schema.catalog.canonical import canonical_batch, canonical_observation
+
+    # in catalogue names, as a store keeps them
     published = {
-        to_observation(r, cache).observation_key
+        canonical_observation(o).observation_key
         for rnd in ROUNDS
         for r in read_tree(data / f"inference_{rnd}.tar.gz").records
+        for o in to_observations(r, cache)
     }
+    training = canonical_batch(
+        build_starter_kb.starter_training(to_batch(read_training_tree(require_training_data())))
+    )
+    assert {o.metric for o in training.observations} == {"time_to_train_min", "accelerator_hours"}
+    published |= {o.observation_key for o in training.observations}
     measured: set[str] = set()
     results = REPO / "data" / "results"
     if results.is_dir():
         from collectors.importers.results import documents_batch, load_documents
 
         for file in sorted(results.glob("*.json")):
-            measured |= {o.observation_key for o in documents_batch(load_documents(file)).observations}
+            batch = canonical_batch(documents_batch(load_documents(file)))
+            measured |= {o.observation_key for o in batch.observations}
     snapshot = starter.load_snapshot().observations
-    got_published = {o.observation_key for o in snapshot if o.provenance.source == "mlperf-inference"}
-    got_measured = {o.observation_key for o in snapshot if o.provenance.source != "mlperf-inference"}
+    got_published = {o.observation_key for o in snapshot if o.provenance.source in PUBLISHED}
+    got_measured = {o.observation_key for o in snapshot if o.provenance.source not in PUBLISHED}
     assert got_published == published, "rebuild the snapshot: python scripts/build_starter_kb.py"
     assert got_measured <= measured, "the snapshot holds measured observations that no result file has"
 
@@ -97,11 +120,14 @@ def test_build_script_from_a_small_tree_and_a_result_document(tmp_path: Path) ->
     }
     (results / "run.json").write_text(json.dumps([document]))
     out = tmp_path / "kb.json.gz"
-    manifest, batch = build_starter_kb.build(mlperf_dir, results)
+    training_dir = tmp_path / "mlperf-training"
+    small_training_tree(training_dir)
+    manifest, batch = build_starter_kb.build(mlperf_dir, results, training_dir)
     build_starter_kb.write(manifest, batch, out)
-    assert manifest["counts"]["observations_by_source"] == {"mlperf-inference": 2, "stack-advisor-collector": 1}
-    assert manifest["counts"]["runs"] == 1
-    assert [s["kind"] for s in manifest["sources"]] == ["published", "measured"]
+    assert manifest["counts"]["observations_by_source"] == {
+        "mlperf-inference": 2, "mlperf-training": 2, "stack-advisor-collector": 1}
+    assert (manifest["counts"]["runs"], manifest["counts"]["failures"]) == (1 + 2, 2)  # failed runs only
+    assert [s["kind"] for s in manifest["sources"]] == ["published", "published", "measured"]
     loaded = starter.load_snapshot(out)
     assert sorted(o.observation_key for o in loaded.observations) == sorted(o.observation_key for o in batch.observations)
     # gzip header carries no timestamp: same inputs, same bytes apart from the manifest date

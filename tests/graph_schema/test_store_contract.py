@@ -37,7 +37,7 @@ TF = SoftwareStack(framework="tensorflow", framework_version="2.15.0", cuda="12.
 WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
 
 
-def _obs(i: int, *, stack: SoftwareStack = TORCH, acc: str = "NVIDIA H100 80GB HBM3",
+def _obs(i: int, *, stack: SoftwareStack = TORCH, acc: str = "H100-SXM5-80GB",
          placement: PlacementKind = PlacementKind.BARE_METAL, source: Provenance = MEASURED,
          host: str | None = "node-a", run_id: str | None = "run-1", metric: str = "tflops",
          value: float | None = None) -> Observation:
@@ -51,7 +51,7 @@ def _obs(i: int, *, stack: SoftwareStack = TORCH, acc: str = "NVIDIA H100 80GB H
         p90=101.0 + i,
         cv=0.01,
         stack=stack,
-        accelerator=Accelerator(model=acc, count=1, memory_mib=81559),
+        accelerator=Accelerator(model=acc, vendor="nvidia", count=1, memory_mib=81559),
         placement=Placement(kind=placement, evidence=["nvml: NONE", "no hypervisor flag"]),
         host=Host(name=host, cpu_model="Xeon", cores=16, labels={"pool": "h100"}) if host else None,
         run_id=run_id,
@@ -83,6 +83,23 @@ def test_ingest_then_query_round_trips_every_field(store):
     assert back.provenance == obs.provenance
     assert back.timestamp == WHEN
     assert back.observation_key == back.key  # the key is derived from what was stored
+
+
+def test_ingest_stores_catalogue_names_and_keeps_the_raw_one_as_provenance(store):
+    raw = _obs(1, acc="NVIDIA H100 80GB HBM3", stack=TORCH.model_copy(update={"framework": "torch", "cudnn": "91900"}))
+    store.ingest(IngestBatch(observations=[raw]))
+    [back] = store.query_observations()
+    assert back.accelerator.model == "H100-SXM5-80GB" and back.accelerator.vendor == "nvidia"
+    assert back.provenance.details["accelerator_raw"] == "NVIDIA H100 80GB HBM3"
+    assert (back.stack.framework, back.stack.cudnn) == ("pytorch", "9.19.0")
+    assert back.observation_key == back.key
+    again = store.ingest(IngestBatch(observations=[raw]))  # the same raw text: the same observation
+    assert again.observations_new == 0
+    store.ingest(IngestBatch(observations=[_obs(2)]))
+    [acc] = store.list_entities("accelerators")  # GET /v1/accelerators, advisor db stats
+    assert (acc["model"], acc["resolved"], acc["kind"], acc["generation"]) == ("H100-SXM5-80GB", True, "accelerator", "hopper")
+    assert acc["observations"] == 2
+    assert acc["aliases_seen"] == {"H100-SXM5-80GB": 1, "NVIDIA H100 80GB HBM3": 1}
 
 
 def test_same_batch_twice_is_stored_once(store):

@@ -88,8 +88,10 @@ def overlay_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (example / "secrets.env").write_text(
         f"NEO4J_USER=neo4j\nNEO4J_PASSWORD={password}\nNEO4J_AUTH=neo4j/{password}\n"
     )
+    planner = secrets.token_urlsafe(24)
     (example / "collector-token.env").write_text(f"token={token}\n")
-    (example / "api-tokens.txt").write_text(f"{token} write collector\n")
+    (example / "planner-token.env").write_text(f"token={planner}\n")
+    (example / "api-tokens.txt").write_text(f"{token} write collector\n{planner} read planner\n")
     return root
 
 

@@ -452,3 +452,57 @@ def test_cli_timeout_says_where_the_running_jobs_are(cluster: Any, control_plane
     said = " ".join(result.output.split())  # Rich wraps long lines
     assert "still running after 2.0s" in said
     assert "kubectl -n stack-advisor get jobs -l stack-advisor.io/submission=" in said
+
+
+def _as_planner(control_plane: ControlPlane) -> Any:
+    """An API client that impersonates the planner's service account."""
+    from kubernetes import config
+
+    client = config.new_client_from_config(config_file=str(control_plane.kubeconfig))
+    client.set_default_header("Impersonate-User", "system:serviceaccount:stack-advisor:stack-advisor-planner")
+    client.set_default_header("Impersonate-Group", "system:serviceaccounts")
+    return client
+
+
+def _job(name: str, *, secret: str, service_account: str = "stack-advisor-collector") -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"template": {"spec": {
+            "restartPolicy": "Never", "serviceAccountName": service_account,
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65532,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "c", "image": "ghcr.io/stack-advisor/collector:x",
+                "env": [{"name": "ADVISOR_TOKEN",
+                         "valueFrom": {"secretKeyRef": {"name": secret, "key": "token"}}}],
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            }],
+        }}},
+    }
+
+
+def test_the_planner_can_create_only_collector_jobs(cluster: Any, control_plane: ControlPlane) -> None:
+    """RBAC lets the planner create Jobs; the ValidatingAdmissionPolicy keeps those Jobs from
+    mounting any Secret but the collectors' token or running as another service account, and
+    the planner cannot read Secrets itself (all server-side dry runs: nothing is stored)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    planner = _as_planner(control_plane)
+    try:
+        batch, core = client.BatchV1Api(planner), client.CoreV1Api(planner)
+        batch.create_namespaced_job(NAMESPACE, _job("ok", secret="stack-advisor-collector-token"), dry_run="All")
+        for name, job in (("tokens", _job("steal", secret="stack-advisor-api-tokens")),
+                          ("neo4j", _job("steal", secret="stack-advisor-neo4j-auth")),
+                          ("sa", _job("steal", secret="stack-advisor-collector-token",
+                                      service_account="stack-advisor-planner"))):
+            with pytest.raises(ApiException) as err:
+                batch.create_namespaced_job(NAMESPACE, job, dry_run="All")
+            assert err.value.status in (403, 422), name
+            assert "stack-advisor-planner-jobs" in err.value.body or "planner Jobs" in err.value.body, name
+        with pytest.raises(ApiException) as err:
+            core.read_namespaced_secret("stack-advisor-api-tokens", NAMESPACE)
+        assert err.value.status == 403
+    finally:
+        planner.close()

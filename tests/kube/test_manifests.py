@@ -89,9 +89,53 @@ def test_rendered_plan_validates(distributed_kind: str, tmp_path: Path) -> None:
 def test_kustomize_base_validates(kustomize: list[str]) -> None:
     objects = [o for o in yaml.safe_load_all(kustomize_build(kustomize, REPO / "deploy" / "base")) if o]
     counts = validate_objects(objects)
-    for kind in ("Namespace", "StatefulSet", "Deployment", "Service", "Secret", "ServiceAccount",
-                 "Role", "RoleBinding", "NetworkPolicy", "CronJob", "ConfigMap"):
+    for kind in ("Namespace", "StatefulSet", "Deployment", "Service", "ServiceAccount",
+                 "Role", "RoleBinding", "NetworkPolicy", "CronJob", "ConfigMap",
+                 "PodDisruptionBudget", "ValidatingAdmissionPolicy",
+                 "ValidatingAdmissionPolicyBinding"):
         assert counts.get(kind), f"the base has no {kind}"
+    assert not counts.get("Secret"), "the base must ship no Secret (no usable default)"
+
+
+def _pod_specs(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for o in objects:
+        spec = o.get("spec", {})
+        template = spec.get("template") or spec.get("jobTemplate", {}).get("spec", {}).get("template")
+        if template:
+            out.append((f"{o['kind']}/{o['metadata']['name']}", template["spec"]))
+    return out
+
+
+def test_base_is_least_privilege(kustomize: list[str]) -> None:
+    """Issue 18 item 4, checked on the built manifests."""
+    objects = [o for o in yaml.safe_load_all(kustomize_build(kustomize, REPO / "deploy" / "base")) if o]
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    for where, pod in _pod_specs(objects):
+        for container in pod["containers"]:
+            assert container["securityContext"]["readOnlyRootFilesystem"] is True, where
+            assert all(p["containerPort"] != 7474 for p in container.get("ports", [])), where
+        for volume in pod.get("volumes", []):
+            if "emptyDir" in volume:
+                assert volume["emptyDir"].get("sizeLimit"), f"{where}: {volume['name']} unbounded"
+    deny = by_name[("NetworkPolicy", "stack-advisor-default-deny")]["spec"]
+    assert deny["podSelector"] == {} and set(deny["policyTypes"]) == {"Ingress", "Egress"}
+    api_policy = by_name[("NetworkPolicy", "stack-advisor-api")]["spec"]
+    sources = api_policy["ingress"][0]["from"]
+    assert all(s for s in sources), "no empty peer (every pod of every namespace)"
+    assert sources[0]["namespaceSelector"]["matchLabels"] == {"stack-advisor.io/api-access": "true"}
+    egress_ports = {p["port"] for rule in api_policy["egress"] for p in rule["ports"]}
+    assert egress_ports == {7687, 53}
+    role = by_name[("Role", "stack-advisor-planner")]
+    assert not any("secrets" in rule["resources"] for rule in role["rules"])
+    cron = by_name[("CronJob", "sa-weekly-gpu")]
+    env = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    token = next(e for e in env if e["name"] == "ADVISOR_TOKEN")
+    assert token["valueFrom"]["secretKeyRef"]["name"] == "stack-advisor-planner-token"
+    api_env = {e["name"]: e.get("value") for e in
+               by_name[("Deployment", "stack-advisor-api")]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert api_env["ADVISOR_READ_AUTH"] == "token" and api_env["ADVISOR_METRICS_AUTH"] == "token"
+    assert by_name[("PodDisruptionBudget", "stack-advisor-api")]["spec"]["maxUnavailable"] == 1
 
 
 def test_kustomize_example_overlay_validates(kustomize: list[str], overlay_tree: Path) -> None:
@@ -109,7 +153,15 @@ def test_kustomize_example_overlay_validates(kustomize: list[str], overlay_tree:
     secret = by_name[("Secret", "stack-advisor-collector-token")]
     token = base64.b64decode(secret["data"]["token"]).decode()
     assert "replace-me" not in token and len(token) >= 16
+    planner = base64.b64decode(by_name[("Secret", "stack-advisor-planner-token")]["data"]["token"]).decode()
+    assert planner != token
+    for where, pod in _pod_specs(objects):
+        for c in pod["containers"]:
+            if c["image"].startswith(("ghcr.io/stack-advisor/api", "neo4j")):
+                assert "@sha256:" in c["image"], f"{where}: {c['image']} is not pinned by digest"
     role = by_name[("Role", "stack-advisor-planner")]
     resources = {r for rule in role["rules"] for r in rule["resources"]}
     assert resources == {"jobs", "pods", "pods/log"}
-    assert all(o["metadata"].get("namespace") == "stack-advisor" for o in objects if o["kind"] != "Namespace")
+    cluster_scoped = {"Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    assert all(o["metadata"].get("namespace") == "stack-advisor" for o in objects
+               if o["kind"] not in cluster_scoped)

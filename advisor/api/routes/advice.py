@@ -85,12 +85,14 @@ compare = APIRouter(prefix="/v1/compare", tags=["advice"])
     response_model=RecommendationSet | ClusterRecommendationSet,
     responses={**READ_ERRORS, **error_responses(400, 404, 413)},
     summary="Rank software stacks and placements for a workload (or a cluster's node pools)",
-    description="Each recommendation is labelled observed or predicted, with its interval, "
-    "evidence, the factors that moved it, placement overhead against bare metal where paired "
-    "results exist, warnings, and a ready Kubernetes Pod snippet. With `cluster` or `nodes` the "
-    "answer ranks (node pool, stack) pairs: each with its basis (measured / observed / "
-    "interpolated / transferred), an image and manifests that target exactly that pool; "
-    "`what_if_driver` re-ranks as if a pool ran another driver.",
+    description="One row per (canonical accelerator, placement, stack). Each says its basis "
+    "(observed, interpolated, transferred), the score the ranking uses, its 80% interval, "
+    "confidence, observed range and counts, evidence (last_seen: the round's publication date), "
+    "placement overhead against bare metal where paired results exist, warnings, and a Kubernetes "
+    "Pod snippet for your accelerator count; refused candidates are listed under excluded with the "
+    "reason. With `cluster` or `nodes` the answer ranks (node pool, stack) pairs: each with its basis "
+    "(measured / observed / interpolated / transferred), an image and manifests that target exactly "
+    "that pool; `what_if_driver` re-ranks as if a pool ran another driver.",
 )
 def recommend(
     body: Annotated[RecommendationRequest, Body(openapi_examples={"resnet50 Offline": {"value": RECOMMEND_EXAMPLE}})],
@@ -121,7 +123,8 @@ def recommend(
     operation_id="predict",
     response_model=list[Prediction],
     responses={**READ_ERRORS, **error_responses(400, 404, 413)},
-    summary="Predict a metric for configurations (observed values are returned as such)",
+    summary="Predict a metric for configurations; each answer says its basis (observed, interpolated, "
+    "transferred) or is refused as unsupported with the reason",
 )
 def predict(
     body: Annotated[PredictionRequest, Body(openapi_examples={"one query": {"value": PREDICT_EXAMPLE}})],
@@ -145,7 +148,7 @@ def compare_stacks(
     a: Annotated[str, Query(min_length=1, description="stack id (stk-...) or component=version,...")],
     b: Annotated[str, Query(min_length=1, description="same form as a")],
     benchmark: Annotated[str, Query(min_length=1, description="benchmark name, e.g. resnet50")],
-    accelerator: Annotated[str | None, Query(description="only this accelerator (substring)")] = None,
+    accelerator: Annotated[str | None, Query(description="only this accelerator: any name the catalogue knows, or a family (H100), generation (hopper) or vendor")] = None,
     scenario: Annotated[str | None, Query()] = None,
     metric: Annotated[str | None, Query()] = None,
     family: Annotated[str, Query()] = "mlperf-inference",

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Request
 
 from advisor.api.deps import StoreDep, WriteCaller
 from advisor.api.routes import WRITE_ERRORS
+from advisor.api.routes.observations import check_batch_size
 from advisor.api.schemas import IngestReport
 from graph_schema.models import IngestBatch
 
@@ -24,6 +25,8 @@ router = APIRouter(prefix="/v1/batches", tags=["observations"])
 def ingest_batch(
     request: Request, batch: Annotated[IngestBatch, Body()], store: StoreDep, _: WriteCaller
 ) -> IngestReport:
+    check_batch_size(len(batch.observations) + len(batch.failures),
+                     request.app.state.settings.max_batch_items, "observations")
     result = store.ingest(batch)
     request.app.state.resources.written()
     metrics = request.app.state.metrics

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Request
 from advisor.api import examples
 from advisor.api.deps import StoreDep, WriteCaller
 from advisor.api.routes import WRITE_ERRORS
+from advisor.api.routes.observations import check_batch_size
 from advisor.api.schemas import FailuresIn, IngestReport
 
 router = APIRouter(prefix="/v1/failures", tags=["failures"])
@@ -31,6 +32,7 @@ def record_failures(
     _: WriteCaller,
 ) -> IngestReport:
     items = failures if isinstance(failures, list) else [failures]
+    check_batch_size(len(items), request.app.state.settings.max_batch_items, "failures")
     result = store.record_failures(items)
     request.app.state.resources.written()
     return IngestReport.of(result, 0)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
@@ -13,7 +14,7 @@ from advisor.api.auth import Caller
 from advisor.api.deps import require_metrics
 from advisor.api.routes import error_responses
 from advisor.api.schemas import Health, Readiness
-from graph_schema.errors import AdvisorError
+from graph_schema.errors import AdvisorError, StoreUnavailable
 from graph_schema.schema import SCHEMA_VERSION
 
 router = APIRouter(tags=["health"])
@@ -21,8 +22,10 @@ log = logging.getLogger("advisor.api")
 
 
 @router.get("/healthz", operation_id="getHealth", response_model=Health,
-            summary="The process is alive (does not touch the store)")
-def healthz() -> Health:
+            summary="The process is alive (answers from memory, never touches the store)")
+async def healthz() -> Health:
+    # async: served on the event loop, so a thread pool full of requests waiting on the store
+    # cannot delay it (liveness must not restart a pod whose store is having an outage)
     return Health(status="ok")
 
 
@@ -32,19 +35,25 @@ def healthz() -> Health:
     response_model=Readiness,
     responses={503: {"model": Readiness, "description": "store unreachable or schema mismatch"}},
     summary="The store answers and its schema version is the one this code expects",
+    description="Answers within `ADVISOR_READY_TIMEOUT_S` (2 s) whatever the store does: a store "
+    "that does not answer in time is `store_unavailable`.",
 )
-def readyz(request: Request) -> Response:
-    resources = request.app.state.resources
-    metrics = request.app.state.metrics
-    retry = str(request.app.state.settings.retry_after_s)
-    label = _redact(resources.store_uri)
+async def readyz(request: Request) -> Response:
+    state = request.app.state
+    metrics = state.metrics
+    retry = {"Retry-After": str(state.settings.retry_after_s)}
+    label = _redact(state.resources.store_uri)
+    budget = state.settings.ready_timeout_s
     try:
-        version = resources.store().schema_version()
-    except AdvisorError as exc:
+        version = await asyncio.wait_for(asyncio.shield(_check(state)), timeout=budget)
+    except (AdvisorError, TimeoutError) as exc:
         metrics.store_up.set(0)
-        body = Readiness(status="unavailable", store=label,
-                         expected_schema_version=SCHEMA_VERSION, message=exc.message)
-        return JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": retry})
+        message = (exc.message if isinstance(exc, AdvisorError)
+                   else f"the store did not answer within {budget:g} s")
+        code = exc.code if isinstance(exc, AdvisorError) else "store_unavailable"
+        body = Readiness(status=code, store=label, expected_schema_version=SCHEMA_VERSION,
+                         message=message)
+        return JSONResponse(body.model_dump(), status_code=503, headers=retry)
     if version != SCHEMA_VERSION:
         metrics.store_up.set(1)
         body = Readiness(
@@ -53,10 +62,30 @@ def readyz(request: Request) -> Response:
             message=f"store schema version {version}, this code expects {SCHEMA_VERSION}; "
             "apply it with POST /v1/schema (admin token)",
         )
-        return JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": retry})
+        return JSONResponse(body.model_dump(), status_code=503, headers=retry)
     metrics.store_up.set(1)
     return JSONResponse(Readiness(status="ready", store=label, schema_version=version,
                                   expected_schema_version=SCHEMA_VERSION).model_dump())
+
+
+def _check(state: Any) -> asyncio.Future[int | None]:
+    """The store's schema version, read in a worker thread; one check at a time (probes that
+    arrive while one is running share it, so a hung store never costs more than one thread)."""
+    running = getattr(state, "readiness_check", None)
+    if running is None or running.done():
+        def check() -> int | None:
+            try:
+                version = state.resources.store(probe=True).schema_version()
+            except AdvisorError as exc:
+                if isinstance(exc, StoreUnavailable):
+                    state.resources.store_failed(exc.message)
+                raise
+            state.resources.store_answered()
+            return version
+
+        running = asyncio.ensure_future(asyncio.to_thread(check))
+        state.readiness_check = running
+    return running  # type: ignore[no-any-return]
 
 
 @router.get(

@@ -12,7 +12,11 @@ from advisor.api.routes import READ_ERRORS, WRITE_ERRORS
 
 router = APIRouter(prefix="/v1/inventory", tags=["inventory"])
 
-ClusterName = Annotated[str, Path(min_length=1, max_length=253, description="the inventory's name")]
+# ``:path`` so that a name with '/' reaches the handler and gets a 422 naming the field (without
+# it the router answers 404 or redirects with 307 on a trailing slash)
+CLUSTER_PATTERN = r"^[^/\x00-\x1f\x7f]+$"
+ClusterName = Annotated[str, Path(min_length=1, max_length=253, pattern=CLUSTER_PATTERN,
+                                  description="the inventory's name (no '/', no control characters)")]
 
 
 class InventoryBody(BaseModel):
@@ -32,7 +36,7 @@ class InventoryPage(BaseModel):
 
 
 @router.put(
-    "/{cluster}",
+    "/{cluster:path}",
     operation_id="syncInventory",
     response_model=InventoryReport,
     responses=WRITE_ERRORS,
@@ -53,6 +57,7 @@ def sync_inventory(request: Request, cluster: ClusterName, body: Annotated[Inven
     summary="The stored nodes (of one cluster, or all), ordered by cluster then name",
 )
 def list_inventory(store: StoreDep, _: ReadCaller,
-                   cluster: Annotated[str | None, Query(min_length=1, max_length=253)] = None) -> InventoryPage:
+                   cluster: Annotated[str | None, Query(min_length=1, max_length=253,
+                                                       pattern=CLUSTER_PATTERN)] = None) -> InventoryPage:
     items = store.list_inventory(cluster)
     return InventoryPage(items=items, total=len(items))

@@ -18,6 +18,7 @@ from advisor.api.schemas import (
 )
 from graph_schema.errors import InvalidInput
 from graph_schema.models import IngestBatch, ObservationFilter, ResultDocument
+from graph_schema.store import MAX_OFFSET
 
 router = APIRouter(prefix="/v1/observations", tags=["observations"])
 
@@ -38,18 +39,22 @@ def list_observations(
     if query.limit > settings.max_page:
         raise InvalidInput(
             f"limit: must be at most {settings.max_page} on this server, got {query.limit}; "
-            "page with offset"
+            "page with after=<next_after>"
         )
-    flt = ObservationFilter(**query.model_dump(exclude={"limit", "offset"}))
-    rows = store.query_observations(flt, limit=query.limit, offset=query.offset)
+    flt = ObservationFilter(**query.model_dump(exclude={"limit", "offset", "after"}))
+    rows = store.query_observations(flt, limit=query.limit, offset=query.offset,
+                                    after=query.after)
     items = [ObservationPublic.model_validate(r.model_dump()) for r in rows]
-    next_offset = query.offset + len(rows) if len(rows) == query.limit else None
+    full = len(rows) == query.limit
+    next_offset = query.offset + len(rows) if full else None
+    if next_offset is not None and (query.after or next_offset > MAX_OFFSET):
+        next_offset = None  # offsets count from the cursor, and stop at MAX_OFFSET
     return ObservationPage(items=items, limit=query.limit, offset=query.offset,
-                           next_offset=next_offset)
+                           next_offset=next_offset, next_after=rows[-1].key if full else None)
 
 
 @router.get(
-    "/{key}",
+    "/{key:path}",
     operation_id="getObservation",
     response_model=ObservationPublic,
     responses={**READ_ERRORS, **error_responses(404)},
@@ -79,6 +84,8 @@ def ingest_result_documents(
     _: WriteCaller,
 ) -> IngestReport:
     docs = documents if isinstance(documents, list) else [documents]
+    check_batch_size(sum(len(d.measurements) + len(d.failures) for d in docs),
+                     request.app.state.settings.max_batch_items, "measurements")
     batch = merge_documents(docs)
     result = store.ingest(batch)
     request.app.state.resources.written()
@@ -88,6 +95,16 @@ def ingest_result_documents(
         result.observations_received - result.observations_new
     )
     return IngestReport.of(result, len(docs))
+
+
+def check_batch_size(items: int, cap: int, field: str) -> None:
+    """One request is one transaction, and the embedded store serves one at a time: a bounded
+    batch keeps every other request's wait bounded too."""
+    if items > cap:
+        raise InvalidInput(
+            f"{field}: {items} measurements and failures in one request, the limit is {cap} "
+            "(ADVISOR_MAX_BATCH_ITEMS); split them over several requests (each is idempotent)"
+        )
 
 
 def merge_documents(docs: list[ResultDocument]) -> IngestBatch:

@@ -46,8 +46,9 @@ def test_recommendations_are_ranked_labelled_and_placeable(advice: TestClient) -
     assert scores == sorted(scores, reverse=True)
     assert body["metric"] == "samples_per_second"
     for r in recs:
-        assert r["basis"] in ("observed", "predicted")
-        assert (r["evidence"]["count"] > 0) == (r["basis"] == "observed")
+        assert r["basis"] in ("observed", "interpolated", "transferred")
+        assert r["basis"] != "observed" or r["evidence"]["count"] > 0
+        assert r["score"] is not None and 0 <= r["confidence"] <= 1
         assert r["interval"]["low"] <= r["value"] <= r["interval"]["high"]
         pod = yaml.safe_load(r["snippet_yaml"])
         assert pod == r["snippet"] and pod["kind"] == "Pod"
@@ -86,7 +87,7 @@ def test_predictions_label_observed_and_predicted(advice: TestClient) -> None:
     assert r.status_code == 200, r.text
     seen_p, unseen_p = r.json()
     assert seen_p["observed"] is True and seen_p["basis"] == "observed" and seen_p["evidence"]["count"] >= 1
-    assert unseen_p["observed"] is False and unseen_p["basis"] == "predicted"
+    assert unseen_p["observed"] is False and unseen_p["basis"] in ("interpolated", "transferred")
     assert 0 < unseen_p["interval"]["low"] <= unseen_p["value"] <= unseen_p["interval"]["high"]
     r = advice.post("/v1/predictions", json={"queries": [{"accelerator": "x"}]})
     assert r.status_code == 422 and "benchmark" in r.json()["message"]
@@ -106,3 +107,25 @@ def test_compare_routes(advice: TestClient) -> None:
         assert item["pairs"] >= 1 and item["placement"] in ("vgpu", "passthrough") and item["ratio"] > 0
     r = advice.get("/v1/compare/regressions", params={"component": "tensorrt"})
     assert r.status_code == 200 and isinstance(r.json(), list)
+
+
+def test_unknown_names_are_422_naming_the_field_with_suggestions(advice: TestClient) -> None:
+    r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "resnet50", "scenario": "Ofline"}})
+    assert r.status_code == 422
+    assert "scenario" in r.json()["message"] and "did you mean 'Offline'" in r.json()["message"]
+    r = advice.post("/v1/recommendations", json={"workload": {
+        "benchmark": "resnet50", "hardware": {"accelerators": ["NVIDIA A100-SXM-80G"]}}})
+    assert r.status_code == 422 and "did you mean 'NVIDIA A100-SXM-80GB'" in r.json()["message"]
+    body = _recommend(advice, {"benchmark": "resnet50", "scenario": "offline"}, top=1)
+    assert body["recommendations"][0]["basis"] == "observed"
+
+
+def test_an_unknown_accelerator_refuses_its_query_not_the_batch(advice: TestClient) -> None:
+    good = {"accelerator": "NVIDIA A100-SXM-80GB", "accelerator_count": 8, "benchmark": "resnet50",
+            "scenario": "Offline", "metric": "samples_per_second"}
+    r = advice.post("/v1/predictions", json={"queries": [good, {**good, "accelerator": "Foo GPU 9000"}]})
+    assert r.status_code == 200, r.text
+    answered, refused = r.json()
+    assert answered["basis"] in ("observed", "predicted") and answered["value"] > 0
+    assert refused["basis"] == "refused" and refused["value"] is None
+    assert "Foo GPU 9000" in refused["warnings"][0]

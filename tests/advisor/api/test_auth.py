@@ -97,7 +97,7 @@ def test_metrics_can_require_a_token(store: Store, tokens: dict[str, str]) -> No
 
 def test_placeholder_and_short_tokens_are_refused_outside_development() -> None:
     for weak in ("changeme", "short-token", "a" * 32):
-        with pytest.raises(InvalidInput, match="placeholder or shorter"):
+        with pytest.raises(InvalidInput, match="refusing to start"):
             create_app(Settings(environment="production", tokens=f"{weak}:write"))
     # development accepts them (local tinkering)
     assert create_app(Settings(environment="development", tokens="changeme:write"))

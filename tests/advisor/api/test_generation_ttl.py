@@ -27,14 +27,14 @@ def test_writes_through_the_server_show_at_once_others_within_the_ttl(embedded_s
         r = client.post("/v1/observations", json=[document("r-a100", accelerator="NVIDIA A100-SXM4-80GB", n=3)],
                         headers=auth(tokens["write"]))
         assert r.status_code == 200, r.text
-        assert _accelerators(client) == {"NVIDIA A100-SXM4-80GB"}  # through the server: at once
+        assert _accelerators(client) == {"A100-SXM4-80GB"}  # through the server: at once (catalogue names)
         r = client.post("/v1/observations", json=[document("r-l4", accelerator="NVIDIA L4", n=3)],
                         headers=auth(tokens["write"]))
-        assert _accelerators(client) == {"NVIDIA A100-SXM4-80GB", "NVIDIA L4"}
+        assert _accelerators(client) == {"A100-SXM4-80GB", "L4"}
         # another process writes straight into the store: not seen before the TTL runs out...
         from graph_schema.models import ResultDocument
 
         embedded_store.ingest_document(ResultDocument.model_validate(document("r-t4", accelerator="NVIDIA T4", n=3)))
-        assert "NVIDIA T4" not in _accelerators(client)
+        assert "T4" not in _accelerators(client)
         time.sleep(0.6)  # ...and seen after it
-        assert "NVIDIA T4" in _accelerators(client)
+        assert "T4" in _accelerators(client)

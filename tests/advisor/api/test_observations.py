@@ -42,7 +42,8 @@ def test_filters_and_pagination(client: TestClient, tokens: dict[str, str]) -> N
         document("run-2", accelerator="NVIDIA L4", placement="passthrough", n=3),
     ])
     l4 = client.get("/v1/observations", params={"accelerator": "NVIDIA L4"}).json()["items"]
-    assert len(l4) == 3 and {o["accelerator"]["model"] for o in l4} == {"NVIDIA L4"}
+    assert len(l4) == 3 and {o["accelerator"]["model"] for o in l4} == {"L4"}  # stored in catalogue names
+    assert {o["provenance"]["details"]["accelerator_raw"] for o in l4} == {"NVIDIA L4"}
     vm = client.get("/v1/observations", params={"placement": "passthrough"}).json()["items"]
     assert {o["key"] for o in vm} == {o["key"] for o in l4}
 
@@ -85,7 +86,8 @@ def test_catalog_failures_stats_and_schema(client: TestClient, tokens: dict[str,
     stacks = client.get("/v1/stacks").json()
     assert stacks["total"] == 1 and stacks["items"][0]["framework"] == "pytorch"
     accels = client.get("/v1/accelerators").json()
-    assert [a["model"] for a in accels["items"]] == ["NVIDIA A100-SXM4-80GB"]
+    assert [a["model"] for a in accels["items"]] == ["A100-SXM4-80GB"]
+    assert list(accels["items"][0]["aliases_seen"]) == ["NVIDIA A100-SXM4-80GB"] and accels["items"][0]["resolved"]
     assert client.get("/v1/benchmarks").json()["total"] == 2
     assert client.get("/v1/placements").json()["items"][0]["kind"] == "bare-metal"
     assert client.get("/v1/failures").json()["total"] == 1

@@ -1,0 +1,537 @@
+"""Estimates from the nearest evidence outward, each labelled with how it was made.
+
+The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
+
+1. **observed** — this exact configuration (canonical accelerator, count, placement, the stack's
+   named components) was measured on this benchmark slice: the median of its latest round.
+2. **interpolated** — the same canonical accelerator ran this benchmark slice with another stack,
+   count or placement: the median per-accelerator value of its latest round, times the count
+   (the "simple lookup"), adjusted for placement only where paired bare-metal/virtualised results
+   support it.
+3. **transferred** — another accelerator ran it: the nearest accelerators of the same vendor are
+   scaled by published peak compute and memory bandwidth, ``(P_t/P_r)^a * (B_t/B_r)^(1-a)``, with
+   ``a`` (compute- vs memory-bound) learned per benchmark by leaving one accelerator out.
+4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
+   that class ever seen on it, no public specs to scale by, the model does not fit in memory.
+
+Every estimate depends only on the rows of its own benchmark slice (family, benchmark, scenario,
+metric, division), so data about other benchmarks never moves it. Intervals are split-conformal
+per basis: log residuals of the same estimator replayed on the knowledge base's own history
+(each round predicted from the rounds before it; each accelerator from the others), pooled per
+benchmark family.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from advisor.results import Basis
+from advisor.specs import ResolvedAccelerator, resolve_accelerator
+from advisor.table import ObservationTable, physical_key, round_number
+
+LEVEL = 0.8
+QUANTILES = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
+ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the roofline blend
+NEAREST = 3  # reference accelerators a transfer draws on
+MIN_RESIDUALS = 40
+
+
+# ---- names: one place to swap for the catalogue's resolver -------------------------------------
+
+def canonical_accelerator(name: str) -> str:
+    """The canonical accelerator a published or typed name stands for."""
+    return physical_key(name)
+
+
+def accelerator_spec(name: str) -> ResolvedAccelerator:
+    return resolve_accelerator(name)
+
+
+@lru_cache(maxsize=4096)
+def accelerator_class(name: str) -> str:
+    """cpu, the spec's vendor, or 'other' (no public spec)."""
+    spec = accelerator_spec(name)
+    if spec.is_cpu:
+        return "cpu"
+    return spec.spec.vendor.lower() if spec.spec else "other"
+
+
+@lru_cache(maxsize=4096)
+def peak_figures(name: str) -> tuple[float, float] | None:
+    """(peak compute, memory bandwidth) from the public specs: INT8 TOPS (else FP16 TFLOP/s) and
+    GB/s, MIG share applied; None when either is unknown."""
+    spec = accelerator_spec(name)
+    compute = spec.figure("int8_tops") or spec.figure("fp16_tflops")
+    bandwidth = spec.figure("memory_bw_gbs")
+    if not compute or not bandwidth:
+        return None
+    return float(compute), float(bandwidth)
+
+
+def memory_gb(name: str) -> float | None:
+    return accelerator_spec(name).figure("memory_gb")
+
+
+# Weights of the model each benchmark serves, at the narrowest precision MLPerf's closed division
+# allows for it (8-bit): a lower bound of the memory a run needs. Name prefix → (GB, source).
+_MODEL_WEIGHTS_GB: tuple[tuple[str, float, str], ...] = (
+    ("llama2-70b", 69.0, "https://arxiv.org/abs/2307.09288 (Llama 2: 69B parameters)"),
+    ("mixtral-8x7b", 46.7, "https://arxiv.org/abs/2401.04088 (Mixtral 8x7B: 46.7B parameters)"),
+    ("llama3.1-405b", 405.0, "https://arxiv.org/abs/2407.21783 (Llama 3: 405B parameters)"),
+    ("gptj", 6.0, "https://github.com/kingoflolz/mesh-transformer-jax (GPT-J: 6B parameters)"),
+)
+
+
+def model_weights_gb(benchmark: str) -> tuple[float, str] | None:
+    """(GB of weights at 8 bits, source) for the benchmarks whose model is large; None otherwise."""
+    name = benchmark.lower()
+    for prefix, gb, source in _MODEL_WEIGHTS_GB:
+        if name.startswith(prefix):
+            return gb, source
+    return None
+
+
+def memory_misfit(benchmark: str, accelerator: str, count: int) -> str | None:
+    """Why ``count`` x ``accelerator`` cannot hold the benchmark's model, or None."""
+    need = model_weights_gb(benchmark)
+    have = memory_gb(accelerator)
+    if need is None or have is None:
+        return None
+    if have * count < need[0]:
+        return (f"model does not fit in memory: {benchmark} needs >= {need[0]:g} GB of weights at "
+                f"8 bits; {canonical_accelerator(accelerator)} x{count} has {have * count:g} GB")
+    return None
+
+
+# The first driver branch that supports each GPU generation (NVIDIA data center driver release
+# notes, https://docs.nvidia.com/datacenter/tesla/drivers/): canonical id pattern → minimum.
+_GENERATION_DRIVERS: tuple[tuple[str, str, str], ...] = (
+    (r"^(nvidia )?(gb200|b200|b100|rtx pro 6000)", "Blackwell", "570.124.06"),
+    (r"^(nvidia )?(h100|h200|gh200|h800|h20\b)", "Hopper", "525.60.13"),
+    (r"^(nvidia )?(l4\b|l40|rtx-4090|rtx 4090|rtx 6000 ada)", "Ada Lovelace", "525.60.13"),
+    (r"^(nvidia )?(a100|a30|a10\b|a2\b|a40|rtx-a|rtx a|a800|jetson-agx-orin|jetson-orin)", "Ampere", "450.80.02"),
+    (r"^(nvidia )?(t4|rtx-8000)", "Turing", "410.48"),
+    (r"^(nvidia )?(v100)", "Volta", "384.81"),
+)
+
+
+def generation_min_driver(accelerator: str) -> tuple[str, str] | None:
+    """(generation, first supporting driver) for an NVIDIA GPU, None when not known."""
+    import re
+
+    resolved = accelerator_spec(accelerator)
+    catalogue_driver = getattr(resolved, "min_driver", None)
+    if catalogue_driver and resolved.spec is not None:
+        return str(getattr(resolved.spec, "generation", "") or "its generation").title(), str(catalogue_driver)
+
+    name = canonical_accelerator(accelerator).lower()
+    for pattern, generation, driver in _GENERATION_DRIVERS:
+        if re.search(pattern, name):
+            return generation, driver
+    return None
+
+
+# MLPerf Inference publication dates (MLCommons results announcements).
+ROUND_DATES = {
+    "v0.5": "2019-11-06", "v0.7": "2020-10-21", "v1.0": "2021-04-21", "v1.1": "2021-09-22",
+    "v2.0": "2022-04-06", "v2.1": "2022-09-08", "v3.0": "2023-04-05", "v3.1": "2023-09-11",
+    "v4.0": "2024-03-27", "v4.1": "2024-08-28", "v5.0": "2025-04-02", "v5.1": "2025-09-09",
+}
+
+
+def round_date(round_name: str) -> datetime | None:
+    text = ROUND_DATES.get(round_name)
+    return datetime.fromisoformat(text).replace(tzinfo=UTC) if text else None
+
+
+# ---- the evidence index ----------------------------------------------------------------------
+
+SliceKey = tuple[str, str, str, str, str]  # family, benchmark, scenario, metric, division
+
+
+@dataclass
+class Estimate:
+    """One figure and how it was made. ``value``/``low``/``high`` are per accelerator for
+    higher-is-better metrics (multiply by the count), as measured otherwise."""
+
+    basis: Basis
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    reason: str | None = None
+    references: list[str] = field(default_factory=list)
+    factors: list[tuple[str, str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def confidence(self) -> float:
+        """low/high of the 80% interval: 1 = exact, towards 0 = uninformative."""
+        if self.low is None or self.high is None or self.high <= 0:
+            return 0.0
+        return max(0.0, min(1.0, self.low / self.high))
+
+
+@dataclass
+class Query:
+    """A configuration in canonical terms (names already resolved)."""
+
+    family: str
+    benchmark: str
+    scenario: str
+    metric: str
+    division: str
+    accelerator: str  # canonical
+    count: int
+    placement: str
+    components: dict[str, str] = field(default_factory=dict)  # lower-case name → version
+    raw_accelerator: str = ""
+
+    @property
+    def slice(self) -> SliceKey:
+        return (self.family, self.benchmark, self.scenario, self.metric, self.division)
+
+
+class EvidenceIndex:
+    """The observation table grouped by benchmark slice and canonical accelerator, with the
+    conformal residual quantiles per basis. Built once per table (store generation)."""
+
+    def __init__(self, table: ObservationTable, overheads: dict[tuple[str, str], Any] | None = None) -> None:
+        self.table = table
+        self.overheads = overheads or {}
+        canon = [canonical_accelerator(a) for a in table.accelerator.vocab]
+        self.accel = np.asarray(canon, dtype=object)[table.accelerator.codes] if table.n else np.empty(0, object)
+        self.raw_names: dict[str, str] = {}
+        for raw, key in zip(table.accelerator.vocab, canon):
+            self.raw_names.setdefault(key, raw)
+        counts = np.maximum(table.count, 1).astype(np.float64)
+        self.unit = np.where(table.higher_is_better, table.value / counts, table.value)
+        rounds = np.array([round_number(r) for r in table.round.vocab]) if table.n else np.empty(0)
+        self.round_no = np.nan_to_num(rounds[table.round.codes], nan=0.0) if table.n else np.empty(0)
+        self.slices: dict[SliceKey, dict[str, np.ndarray]] = {}
+        grouped: dict[SliceKey, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        cols = (table.family, table.bench_name, table.scenario, table.metric, table.division)
+        codes = np.column_stack([c.codes for c in cols]) if table.n else np.empty((0, 5), np.int32)
+        for i in np.flatnonzero(table.value > 0).tolist():
+            key = tuple(col.vocab[int(c)] for col, c in zip(cols, codes[i]))
+            grouped[key][self.accel[i]].append(i)  # type: ignore[index]
+        for key, by_acc in grouped.items():
+            self.slices[key] = {a: np.asarray(r, dtype=np.int64) for a, r in by_acc.items()}
+        self._alpha: dict[SliceKey, float] = {}
+        self._residuals: dict[str, dict[tuple[Basis, str | None, str | None], np.ndarray]] = {}
+
+    # ---- what the knowledge base knows --------------------------------------------------------
+    def known_benchmarks(self) -> set[tuple[str, str]]:
+        return {(k[0], k[1]) for k in self.slices}
+
+    def benchmarks(self, family: str) -> list[str]:
+        return sorted({k[1] for k in self.slices if k[0] == family})
+
+    def scenarios(self, family: str, benchmark: str) -> list[str]:
+        return sorted({k[2] for k in self.slices if k[0] == family and k[1] == benchmark})
+
+    def metrics(self, family: str, benchmark: str, scenario: str | None = None) -> list[str]:
+        return sorted({k[3] for k in self.slices if k[0] == family and k[1] == benchmark
+                       and (scenario is None or k[2] == scenario)})
+
+    def divisions(self, family: str, benchmark: str) -> list[str]:
+        return sorted({k[4] for k in self.slices if k[0] == family and k[1] == benchmark})
+
+    def higher_is_better(self, key: SliceKey) -> bool:
+        rows = next(iter(self.slices[key].values()))
+        return bool(self.table.higher_is_better[rows[0]])
+
+    # ---- the hierarchy -----------------------------------------------------------------------
+    def estimate(self, q: Query) -> Estimate:
+        """The nearest evidence for one configuration (see the module docstring)."""
+        by_acc = self.slices.get(q.slice)
+        if by_acc is None:
+            return Estimate(Basis.UNSUPPORTED, reason=self._missing_slice(q))
+        misfit = memory_misfit(q.benchmark, q.accelerator, q.count)
+        if misfit:
+            return Estimate(Basis.UNSUPPORTED, reason=misfit)
+        hib = self.higher_is_better(q.slice)
+        rows = by_acc.get(q.accelerator)
+        if rows is not None and len(rows):
+            exact = self._matching(rows, q)
+            if len(exact):
+                return self._observed(q, exact)
+            return self._interpolated(q, rows, hib)
+        return self._transferred(q, by_acc, hib)
+
+    def _missing_slice(self, q: Query) -> str:
+        names = self.benchmarks(q.family)
+        if q.benchmark not in names:
+            return f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
+        if q.scenario not in self.scenarios(q.family, q.benchmark):
+            return (f"unknown scenario: {q.scenario!r} never recorded for {q.benchmark}; recorded: "
+                    f"{', '.join(self.scenarios(q.family, q.benchmark))}")
+        if q.division not in self.divisions(q.family, q.benchmark):
+            return f"unknown division: {q.division!r} never recorded for {q.benchmark}"
+        return (f"unknown metric: {q.metric!r} never recorded for {q.benchmark} {q.scenario}; recorded: "
+                f"{', '.join(self.metrics(q.family, q.benchmark, q.scenario))}")
+
+    def _matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray:
+        t = self.table
+        keep = rows[((t.count[rows] == q.count) | any_count) & (t.placement.codes[rows] == t.placement.code(q.placement))]
+        if not q.components or not len(keep):
+            return keep
+        from advisor.rules import stack_components
+
+        out = []
+        for r in keep.tolist():
+            stack = t.stacks[t.stack.vocab[int(t.stack.codes[r])]]
+            have = {k.lower(): str(v).lower() for k, v in stack_components(stack).items() if v}
+            if all(have.get(k) == v.lower() for k, v in q.components.items()):
+                out.append(r)
+        return np.asarray(out, dtype=np.int64)
+
+    def latest(self, rows: np.ndarray) -> np.ndarray:
+        return rows[self.round_no[rows] == self.round_no[rows].max()] if len(rows) else rows
+
+    def _observed(self, q: Query, rows: np.ndarray) -> Estimate:
+        latest = self.latest(rows)
+        value = float(np.median(self.unit[latest]))
+        lo_q, _, hi_q = self.quantiles(q.slice, Basis.OBSERVED)
+        low, high = value * math.exp(lo_q), value * math.exp(hi_q)
+        if len(latest) >= 3:  # enough repeats to show their own spread
+            low = min(low, float(np.quantile(self.unit[latest], QUANTILES[0])))
+            high = max(high, float(np.quantile(self.unit[latest], QUANTILES[1])))
+        return Estimate(Basis.OBSERVED, value, low, high, rows=rows)
+
+    def _interpolated(self, q: Query, rows: np.ndarray, hib: bool) -> Estimate:
+        t = self.table
+        same_place = rows[t.placement.codes[rows] == t.placement.code(q.placement)]
+        factors: list[tuple[str, str, float]] = []
+        notes: list[str] = []
+        use = same_place if len(same_place) else rows
+        if q.components and len(same_place):
+            # this very stack at other counts beats the accelerator's other stacks
+            same_stack = self._matching(same_place, Query(**{**q.__dict__, "count": -1}), any_count=True)
+            if len(same_stack):
+                use = same_stack
+        latest = self.latest(use)
+        value = float(np.median(self.unit[latest]))
+        if not len(same_place) and q.placement != "bare-metal":
+            overhead = self.overheads.get((q.accelerator, q.placement))
+            if overhead is not None:
+                ratio = float(overhead.ratio)
+                value = value * ratio if hib else value / ratio
+                factors.append(("placement", q.placement, ratio))
+            else:
+                notes.append(f"no paired results for {q.placement} on {q.accelerator}: "
+                             "placement overhead assumed none")
+        counts = sorted(set(t.count[latest].tolist()))
+        which = "this stack's" if use is not rows and use is not same_place else "its"
+        factors.append(("reference", f"{q.accelerator}: median of {len(latest)} of {which} result(s) of the latest "
+                        f"round, counts {counts}" + (" (per accelerator x count)" if hib else ""), 1.0))
+        lo_q, _, hi_q = self.quantiles(q.slice, Basis.INTERPOLATED)
+        return Estimate(Basis.INTERPOLATED, value, value * math.exp(lo_q), value * math.exp(hi_q),
+                        rows=use, factors=factors, notes=notes)
+
+    def _transferred(self, q: Query, by_acc: dict[str, np.ndarray], hib: bool) -> Estimate:
+        target = peak_figures(q.raw_accelerator or q.accelerator)
+        cls = accelerator_class(q.raw_accelerator or q.accelerator)
+        if cls == "cpu":
+            return Estimate(Basis.UNSUPPORTED, reason=f"CPU never measured on this benchmark: {q.accelerator} "
+                            f"on {q.benchmark} {q.scenario}; CPUs have no published peak to scale by")
+        if target is None:
+            return Estimate(Basis.UNSUPPORTED, reason=f"no public specs to transfer by: {q.accelerator} "
+                            f"has no peak compute and bandwidth in the catalogue and was never measured on "
+                            f"{q.benchmark} {q.scenario}")
+        refs = self.references(by_acc)
+        same = {a: v for a, v in refs.items() if v[2] == cls}
+        if not same:
+            seen = sorted({v[2] for v in refs.values()}) or ["none with public specs"]
+            return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator of this class measured: no {cls} "
+                            f"accelerator ever ran {q.benchmark} {q.scenario} (seen: {', '.join(seen)})")
+        alpha = self.alpha(q.slice, by_acc)
+        raw_value, used = _scale_from(same, target, alpha, hib)
+        lo_q, mid_q, hi_q = self.quantiles(q.slice, Basis.TRANSFERRED)
+        # the median residual of transfers on this cell's history is a learned efficiency
+        # correction; the interval is the same residuals' p10..p90 around the raw scaling
+        value = raw_value * math.exp(mid_q)
+        bound = "compute" if alpha >= 0.75 else "memory" if alpha <= 0.25 else "compute and memory"
+        factors = [("reference", (f"{', '.join(used)} scaled by peak compute^{alpha:g} x bandwidth^{1 - alpha:g} "
+                    f"({bound}-bound, learned on {len(refs)} accelerators)"), 1.0)]
+        all_values = [v[0] for v in refs.values()]
+        notes = []
+        if value > max(all_values) * 1.05 if hib else value < min(all_values) * 0.95:
+            notes.append("beyond the best measured accelerator on this benchmark: extrapolated from public specs")
+        rows = np.concatenate([by_acc[a] for a in used])
+        if abs(mid_q) > 0.01:
+            factors.append(("efficiency", "median correction of transfers on this metric's history", math.exp(mid_q)))
+        return Estimate(Basis.TRANSFERRED, value, raw_value * math.exp(lo_q), raw_value * math.exp(hi_q),
+                        rows=rows, references=used, factors=factors, notes=notes)
+
+    def references(self, by_acc: dict[str, np.ndarray], *, before: float | None = None,
+                   exclude: str | None = None) -> dict[str, tuple[float, tuple[float, float], str]]:
+        """accelerator → (median per-accelerator value of its latest round, peaks, class), for the
+        slice's accelerators with public peaks."""
+        out = {}
+        for acc, rows in by_acc.items():
+            if acc == exclude:
+                continue
+            if before is not None:
+                rows = rows[self.round_no[rows] < before]
+            if not len(rows):
+                continue
+            raw = self.raw_names.get(acc, acc)
+            peaks = peak_figures(raw)
+            if peaks is None:
+                continue
+            latest = self.latest(rows)
+            out[acc] = (float(np.median(self.unit[latest])), peaks, accelerator_class(raw))
+        return out
+
+    def alpha(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> float:
+        """The roofline blend that best predicts each accelerator of the slice from the others."""
+        if key not in self._alpha:
+            self._alpha[key] = _learn_alpha(self.references(by_acc), self.higher_is_better(key))
+        return self._alpha[key]
+
+    # ---- calibration -------------------------------------------------------------------------
+    def quantiles(self, key: SliceKey, basis: Basis) -> tuple[float, float, float]:
+        """p10/p90 of the log residuals of ``basis`` replayed on the history of the slice's
+        calibration cell (family, division, metric: an open-division latency varies far more than
+        a closed-division throughput); the whole family where the cell has too few."""
+        family, division, metric = key[0], key[4], key[3]
+        pools = self.residuals_for(family)
+        fallback = {Basis.OBSERVED: (-0.25, 0.0, 0.25), Basis.INTERPOLATED: (-0.25, 0.0, 0.25),
+                    Basis.TRANSFERRED: (-0.6, 0.0, 0.5)}
+        # an observed configuration varies no more than its accelerator's other results
+        cells = {Basis.OBSERVED: ((Basis.OBSERVED, division, metric), (Basis.INTERPOLATED, division, metric),
+                                  (Basis.OBSERVED, None, None)),
+                 Basis.INTERPOLATED: ((Basis.INTERPOLATED, division, metric), (Basis.INTERPOLATED, None, None)),
+                 Basis.TRANSFERRED: ((Basis.TRANSFERRED, division, metric), (Basis.TRANSFERRED, None, None))}[basis]
+        for cell in cells:
+            values = pools.get(cell)
+            if values is not None and len(values) >= MIN_RESIDUALS:
+                return _q(values)
+        return fallback[basis]
+
+    def residuals_for(self, family: str) -> dict[tuple[Basis, str | None, str | None], np.ndarray]:
+        """``residuals`` of the family, computed once."""
+        if family not in self._residuals:
+            self._residuals[family] = self.residuals(family)
+        return self._residuals[family]
+
+    def residuals(self, family: str) -> dict[tuple[Basis, str | None, str | None], np.ndarray]:
+        """Log residuals of each basis on the family's own history: every round predicted from
+        the rounds before it (observed: same configuration; interpolated: same accelerator), and
+        every accelerator from the others (transferred)."""
+        t = self.table
+        out: dict[tuple[Basis, str | None, str | None], list[float]] = defaultdict(list)
+        for key, by_acc in self.slices.items():
+            if key[0] != family:
+                continue
+            hib = self.higher_is_better(key)
+            cell = (key[4], key[3])
+            rounds = sorted({float(self.round_no[r]) for rows in by_acc.values() for r in rows.tolist()})
+            for acc, rows in by_acc.items():
+                for rnd in rounds[-2:]:  # the most recent transitions: how the next round moves
+                    now = rows[self.round_no[rows] == rnd]
+                    before = rows[self.round_no[rows] < rnd]
+                    if not len(now) or not len(before):
+                        continue
+                    ref = float(np.median(self.unit[self.latest(before)]))
+                    out[(Basis.INTERPOLATED, *cell)].extend(np.log(self.unit[now] / ref).tolist())
+                    cand_before = t.candidate.codes[before]
+                    for r in now.tolist():
+                        same = before[cand_before == t.candidate.codes[r]]
+                        if len(same):
+                            ref_same = float(np.median(self.unit[self.latest(same)]))
+                            out[(Basis.OBSERVED, *cell)].append(math.log(self.unit[r] / ref_same))
+            if len(by_acc) < 2:
+                continue
+            alpha = self.alpha(key, by_acc)  # learned with every accelerator in: a mild leak, far cheaper
+            for rnd in rounds[-2:]:  # as for interpolation: the most recent rounds
+                as_of = self.references(by_acc, before=rnd + 1e-6)
+                for acc, rows in by_acc.items():
+                    now = rows[self.round_no[rows] == rnd]
+                    if acc not in as_of or not len(now):
+                        continue
+                    target, cls = as_of[acc][1], as_of[acc][2]
+                    refs = {a: v for a, v in as_of.items() if a != acc and v[2] == cls}
+                    if not refs:
+                        continue
+                    value, _ = _scale_from(refs, target, alpha, hib)
+                    out[(Basis.TRANSFERRED, *cell)].extend(np.log(self.unit[now] / value).tolist())
+        pooled: dict[tuple[Basis, str | None, str | None], np.ndarray] = {
+            k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+        for basis in (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED):
+            parts = [v for k, v in pooled.items() if k[0] is basis]
+            pooled[(basis, None, None)] = np.concatenate(parts) if parts else np.empty(0)
+        return pooled
+
+    def last_seen(self, rows: np.ndarray) -> datetime | None:
+        """The publication date of the newest round among ``rows`` (else the newest timestamp)."""
+        if not len(rows):
+            return None
+        t = self.table
+        dates = [round_date(r) for r in {t.round.vocab[int(c)] for c in np.unique(t.round.codes[rows])}]
+        known = [d for d in dates if d is not None]
+        if known:
+            return max(known)
+        return datetime.fromtimestamp(float(t.timestamp[rows].max()), tz=UTC)
+
+
+def _q(values: np.ndarray) -> tuple[float, float, float]:
+    """(p10, median, p90)."""
+    lo, mid, hi = np.quantile(values, [QUANTILES[0], 0.5, QUANTILES[1]])
+    return float(lo), float(mid), float(hi)
+
+
+def _scale(value: float, ref: tuple[float, float], target: tuple[float, float], alpha: float, hib: bool) -> float:
+    ratio = (target[0] / ref[0]) ** alpha * (target[1] / ref[1]) ** (1 - alpha)
+    return value * ratio if hib else value / ratio
+
+
+def _distance(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return abs(math.log(a[0] / b[0])) + abs(math.log(a[1] / b[1]))
+
+
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def _nearest(refs: dict[str, tuple[float, tuple[float, float], str]], target: tuple[float, float]) -> list[str]:
+    return sorted(refs, key=lambda a: (_distance(refs[a][1], target), a))[:NEAREST]
+
+
+def _scale_from(refs: dict[str, tuple[float, tuple[float, float], str]], target: tuple[float, float],
+                alpha: float, hib: bool) -> tuple[float, list[str]]:
+    """Median of the nearest references (by peak figures) scaled to the target."""
+    nearest = _nearest(refs, target)
+    return _median([_scale(refs[a][0], refs[a][1], target, alpha, hib) for a in nearest]), nearest
+
+
+def _learn_alpha(refs: dict[str, tuple[float, tuple[float, float], str]], hib: bool) -> float:
+    """Leave-one-accelerator-out over ``refs``: the blend with the smallest median |log error|
+    (0.5 when fewer than three accelerators)."""
+    if len(refs) < 3:
+        return 0.5
+    held = []
+    for acc, (value, peaks, cls) in refs.items():
+        others = {a: v for a, v in refs.items() if a != acc and v[2] == cls}
+        if others:
+            held.append((value, peaks, [others[a] for a in _nearest(others, peaks)]))
+    if not held:
+        return 0.5
+    best, best_err = 0.5, math.inf
+    for alpha in ALPHAS:
+        errs = [abs(math.log(value / _median([_scale(r[0], r[1], peaks, alpha, hib) for r in near])))
+                for value, peaks, near in held]
+        err = _median(errs)
+        if err < best_err - 1e-9:
+            best, best_err = alpha, err
+    return best

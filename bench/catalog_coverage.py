@@ -1,0 +1,65 @@
+"""How many names in the shared MLPerf data the catalogue resolves.
+
+Reads the archives themselves (every system description, every result directory; compliance
+runs skipped): inference v1.1–v4.1 and training v4.1. Prints, per kind (accelerators, hosts of
+CPU-only systems, benchmarks, scenarios), the distinct raw names, how many canonical entities they
+resolve to and which stay unresolved (goal: none); ``--json`` for the full report.
+
+    python bench/catalog_coverage.py [MLPERF_DIR] [--training DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from collectors.importers.stack_text import parse_framework
+from graph_schema.catalog import resolve_framework_name
+from graph_schema.catalog.coverage import coverage_report, scan_names
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf")
+    parser.add_argument("--training", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf-training")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    archives = sorted(args.mlperf_dir.glob("inference_v*.tar.gz")) + sorted(args.training.glob("training_v*.tar.gz"))
+    if not archives:
+        print(f"no inference_v*.tar.gz / training_v*.tar.gz under {args.mlperf_dir} or {args.training}", file=sys.stderr)
+        return 1
+    started = time.perf_counter()
+    names = scan_names(archives)
+    report = coverage_report(names)
+    parsed = {f: parse_framework(f)[0] for f in names.frameworks}
+    report["frameworks"] = {
+        "raw_names": len(parsed),
+        "canonical": len({resolve_framework_name(n).id for n in parsed.values() if n and resolve_framework_name(n).resolved}),
+        "unresolved": sorted(f for f, n in parsed.items() if n and not resolve_framework_name(n).resolved),
+    }
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print("archives:", ", ".join(Path(s).name for s in report["sources"]))
+    acc = report["accelerators"]
+    print(f"accelerators: {acc['raw_names']} distinct raw names -> {acc['canonical']} canonical accelerators "
+          f"({acc['boards']} boards; MIG/vGPU slices kept apart), {len(acc['mixed_systems'])} mixed systems "
+          f"parsed into parts, {len(acc['unresolved'])} unresolved {acc['unresolved']}")
+    for kind in ("cpu_only_hosts", "benchmarks", "scenarios", "frameworks"):
+        part = report[kind]
+        print(f"{kind.replace('_', ' ')}: {part['raw_names']} distinct raw names -> {part['canonical']} canonical, "
+              f"{len(part['unresolved'])} unresolved {part['unresolved']}")
+    print(f"({report['seconds']} s)")
+    return 0 if not any(report[k]["unresolved"] for k in ("accelerators", "cpu_only_hosts", "benchmarks", "scenarios", "frameworks")) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Wall time of the `advisor` command as a user meets it: `--help`, and `recommend` cold (the
+first call after a write: the store is read, the model fitted, both persisted) and warm (the
+persisted table and compiled model loaded), plus a typo'd benchmark, each in a fresh process.
+
+Ratios against the previous behaviour in the same run:
+- the table reread from the store on every call (``ADVISOR_TABLE_CACHE=0``) against the table
+  loaded from its persisted file, in the CLI and in-process;
+- with ``--baseline-rev REV`` (e.g. the commit before the persisted table), that revision's code,
+  extracted with ``git archive`` and run on the same store, for every figure.
+
+The store is a temporary embedded store seeded with the starter knowledge base (10,001 MLPerf and
+own observations); ``--sizes 10000,100000`` adds synthetic observations (bench/api_latency.py's
+generator, source ``bench-synthetic``) to reach each size. Median, p10 and p90 of ``--repeat``
+runs; CPU seconds (user+sys of the child) beside wall time, since the machine may be shared.
+
+    python bench/cli_latency.py
+    python bench/cli_latency.py --sizes 10000,100000 --baseline-rev 8ab47c8
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
+TYPO = ["recommend", "--benchmark", "resnet5O", "--scenario", "Offline"]
+
+
+def run_cli(args: list[str], env: dict[str, str], code_root: Path) -> tuple[float, float, int]:
+    """(wall s, cpu s, exit code) of one `advisor ARGS` in a fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=code_root,
+                          env={**env, "PYTHONPATH": str(code_root)}, capture_output=True, text=True,
+                          check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"advisor {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return wall, cpu, done.returncode
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+
+    def q(p: float) -> float:
+        pos = p * (len(ordered) - 1)
+        i = int(pos)
+        return ordered[i] if i + 1 >= len(ordered) else ordered[i] + (ordered[i + 1] - ordered[i]) * (pos - i)
+
+    return {"median": statistics.median(ordered), "p10": q(0.1), "p90": q(0.9)}
+
+
+def timed(args: list[str], env: dict[str, str], code_root: Path, repeat: int) -> dict[str, Any]:
+    walls, cpus = [], []
+    for _ in range(repeat):
+        wall, cpu, _ = run_cli(args, env, code_root)
+        walls.append(wall)
+        cpus.append(cpu)
+    return {"wall": summary(walls), "cpu": summary(cpus)}
+
+
+def show(label: str, figure: dict[str, Any], against: dict[str, Any] | None = None, what: str = "") -> None:
+    w, c = figure["wall"], figure["cpu"]
+    text = (f"  {label:44s} wall {w['median']:6.2f} s (p10 {w['p10']:.2f}, p90 {w['p90']:.2f})"
+            f"  cpu {c['median']:6.2f} s")
+    if against is not None:
+        text += (f"   {against['wall']['median'] / w['median']:.1f}x faster than {what}"
+                 f" (wall; cpu {against['cpu']['median'] / c['median']:.1f}x)")
+    print(text, flush=True)
+
+
+def _synthetic(n: int) -> list[Any]:
+    spec = importlib.util.spec_from_file_location("api_latency", ROOT / "bench" / "api_latency.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.synthetic(n)  # type: ignore[no-any-return]
+
+
+def fill(uri: str, size: int) -> int:
+    """Seed (first time) and top up the store to ``size`` observations; returns the count."""
+    from graph_schema.models import IngestBatch
+    from graph_schema.registry import open_store
+    from graph_schema.starter import seed_store
+
+    with open_store(uri) as store:
+        count = store.stats().counts.get("Observation", 0)
+        if count == 0:
+            seed_store(store)
+            count = store.stats().counts.get("Observation", 0)
+        if count < size:
+            extra = _synthetic(size - count)
+            for i in range(0, len(extra), 5000):
+                store.ingest(IngestBatch(observations=extra[i:i + 5000]))
+        return int(store.stats().counts.get("Observation", 0))
+
+
+def write_one(uri: str, tag: int) -> None:
+    """A small write (one new observation): the next call is a cold one."""
+    from graph_schema.models import IngestBatch
+    from graph_schema.registry import open_store
+
+    obs = _synthetic(1)[0].model_copy(update={"value": 1000.0 + tag, "run_id": f"bench-cold-{tag}"})
+    with open_store(uri) as store:
+        store.ingest(IngestBatch(observations=[obs]))
+
+
+def in_process(uri: str) -> dict[str, float]:
+    """Table from the store vs from its persisted file; model fit vs compiled-model load."""
+    from advisor import model_cache, predictor, table_file
+    from advisor.engine import MODEL_VERSION, Advisor, _one_thread
+    from graph_schema.registry import open_store
+
+    with open_store(uri) as store:
+        generation = Advisor(store).store_generation()
+        t0 = time.perf_counter()
+        built = table_file.build_table(store, generation)
+        build_s = time.perf_counter() - t0
+        key = table_file.table_key(store, generation)
+        path = table_file.table_path(store.uri)
+        assert key is not None and path is not None
+        table_file.write_table(path, built, key)
+        t0 = time.perf_counter()
+        loaded = table_file.read_table(path, key)
+        load_s = time.perf_counter() - t0
+        assert loaded is not None and loaded.n == built.n
+        import sklearn.ensemble  # noqa: F401 - the thread limit must see its OpenMP runtime
+
+        t0 = time.perf_counter()
+        with _one_thread():  # as the advisor fits
+            model = predictor.fit(built)
+        fit_s = time.perf_counter() - t0
+        compiled = model_cache.compact(model, built)
+        fp = model_cache.fingerprint(built, MODEL_VERSION)
+        model_cache.save(fp, compiled)
+        t0 = time.perf_counter()
+        model_cache.load(fp)
+        model_load_s = time.perf_counter() - t0
+    return {"n": built.n, "build_s": build_s, "load_s": load_s, "fit_s": fit_s, "model_load_s": model_load_s,
+            "file_mb": path.stat().st_size / 1e6}
+
+
+def tiled_load(uri: str, rows: int) -> dict[str, float]:
+    """Persisted-table load at ``rows`` rows: the store's table tiled (keys made unique) to that
+    size, written and read back. It measures the file format, not a store of that size."""
+    import dataclasses
+
+    import numpy as np
+
+    from advisor import table_file
+    from advisor.engine import Advisor
+    from advisor.table import Column
+    from graph_schema.registry import open_store
+
+    with open_store(uri) as store:
+        base = table_file.build_table(store, Advisor(store).store_generation())
+    reps = -(-rows // base.n)
+    fields: dict[str, Any] = {}
+    for name in table_file.NUMERIC:
+        fields[name] = np.tile(getattr(base, name), reps)[:rows]
+    for name in table_file.COLUMNS:
+        col = getattr(base, name)
+        fields[name] = Column(codes=np.tile(col.codes, reps)[:rows], vocab=col.vocab, index=col.index)
+    keys = [f"{k}-{r}" for r in range(reps) for k in base.keys][:rows]
+    big = dataclasses.replace(base, n=rows, keys=keys, digest="", **fields)
+    key = {"bench": "tiled", "rows": rows}
+    path = Path(os.environ["XDG_CACHE_HOME"]) / "tiled.npz"
+    t0 = time.perf_counter()
+    table_file.write_table(path, big, key)
+    write_s = time.perf_counter() - t0
+    loads = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        loaded = table_file.read_table(path, key)
+        loads.append(time.perf_counter() - t0)
+        assert loaded is not None and loaded.n == rows
+    return {"write_s": write_s, "load_s": statistics.median(loads), "file_mb": path.stat().st_size / 1e6}
+
+
+def extract(rev: str, into: Path) -> Path:
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000", help="comma-separated observation counts (min 10,001)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tile", type=int, default=1_000_000,
+                        help="also time the persisted-table load at this many rows (tiled); 0: skip")
+    parser.add_argument("--baseline-rev", help="a git revision whose CLI is timed on the same store")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="cli-latency-") as tmp:
+        root = Path(tmp)
+        env = {**os.environ, "XDG_DATA_HOME": str(root / "data"), "XDG_CACHE_HOME": str(root / "cache"),
+               "ADVISOR_STARTER": "0"}
+        # as installed: bytecode cached (pip compiles it at install), whatever this shell says
+        for name in ("ADVISOR_STORE", "ADVISOR_API", "ADVISOR_TABLE_CACHE", "ADVISOR_MODEL_CACHE",
+                     "PYTHONDONTWRITEBYTECODE"):
+            env.pop(name, None)
+        os.environ.update({k: env[k] for k in ("XDG_CACHE_HOME",)})
+        baseline = extract(args.baseline_rev, root / "baseline") if args.baseline_rev else None
+        base_env = {**env, "XDG_CACHE_HOME": str(root / "baseline-cache")}
+        print(f"cli_latency: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
+              f"python {sys.version.split()[0]}; repeat {args.repeat}", flush=True)
+
+        print("advisor --help")
+        help_now = timed(["--help"], env, ROOT, args.repeat)
+        if baseline is not None:
+            help_base = timed(["--help"], base_env, baseline, args.repeat)
+            show(f"baseline {args.baseline_rev}", help_base)
+            show("now", help_now, help_base, "the baseline")
+        else:
+            show("now", help_now)
+
+        uri = f"embedded:{root / 'kb'}"
+        for size in (int(s) for s in args.sizes.split(",")):
+            n = fill(uri, size)
+            print(f"advisor recommend --benchmark resnet50 --scenario Offline, {n:,} observations "
+                  f"(embedded store)")
+            store_args = [*RECOMMEND, "--store", uri]
+            typo_args = [*TYPO, "--store", uri]
+            colds = []
+            for i in range(max(2, args.repeat // 2)):
+                write_one(uri, size + i)
+                colds.append(run_cli(store_args, env, ROOT)[:2])
+            cold = {"wall": summary([w for w, _ in colds]), "cpu": summary([c for _, c in colds])}
+            show("cold: first call after a write (read+fit)", cold)
+            warm = timed(store_args, env, ROOT, args.repeat)
+            reread = timed(store_args, {**env, "ADVISOR_TABLE_CACHE": "0"}, ROOT, args.repeat)
+            show("warm, table reread from the store", reread)
+            show("warm, persisted table + compiled model", warm, reread, "rereading the table")
+            typo = timed(typo_args, env, ROOT, args.repeat)
+            show("typo'd benchmark, warm", typo)
+            if baseline is not None:
+                run_cli(store_args, base_env, baseline)  # the baseline fits and caches its model once
+                base_warm = timed(store_args, base_env, baseline, args.repeat)
+                base_typo = timed(typo_args, base_env, baseline, args.repeat)
+                show(f"baseline {args.baseline_rev}: warm", base_warm)
+                show(f"baseline {args.baseline_rev}: typo'd benchmark", base_typo)
+                show("now: warm", warm, base_warm, "the baseline")
+                show("now: typo'd benchmark", typo, base_typo, "the baseline")
+            figures = in_process(uri)
+            print(f"  in-process, {figures['n']:,} rows: table from the store {figures['build_s']:.2f} s, "
+                  f"from the persisted file {figures['load_s'] * 1000:.0f} ms "
+                  f"({figures['build_s'] / figures['load_s']:.0f}x; file {figures['file_mb']:.1f} MB); "
+                  f"model fit {figures['fit_s']:.1f} s, compiled-model load "
+                  f"{figures['model_load_s'] * 1000:.0f} ms", flush=True)
+        if args.tile:
+            t = tiled_load(uri, args.tile)
+            print(f"persisted table at {args.tile:,} rows (the store's table tiled, keys made unique): "
+                  f"write {t['write_s']:.2f} s, load {t['load_s']:.2f} s (median of 3), file {t['file_mb']:.0f} MB")
+        print(json.dumps({"load_average_end": os.getloadavg()[0]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The catalogue of names: accelerators, CPUs, benchmarks, scenarios, metrics, frameworks.
+
+Package data (YAML beside this module), validated once at load, every entry with its public
+source. It sits below the importers so that every layer resolves names the same way: importers
+at import, the CLI and the API at their edge, the advisor on stored names.
+"""
+
+from graph_schema.catalog.entries import (
+    PRECISIONS,
+    AcceleratorEntry,
+    BenchmarkEntry,
+    CpuEntry,
+    FrameworkEntry,
+    Generation,
+    MetricEntry,
+    ScenarioEntry,
+)
+from graph_schema.catalog.resolve import (
+    NOT_AN_ACCELERATOR,
+    AcceleratorMatch,
+    AcceleratorPart,
+    Catalog,
+    FrameworkMatch,
+    NameMatch,
+    cudnn_version,
+    load_catalog,
+    normalize,
+    resolve_accelerator,
+    resolve_benchmark,
+    resolve_cpu,
+    resolve_framework,
+    resolve_framework_name,
+    resolve_metric,
+    resolve_scenario,
+)
+
+__all__ = [
+    "NOT_AN_ACCELERATOR",
+    "PRECISIONS",
+    "AcceleratorEntry",
+    "AcceleratorMatch",
+    "AcceleratorPart",
+    "BenchmarkEntry",
+    "Catalog",
+    "CpuEntry",
+    "FrameworkEntry",
+    "FrameworkMatch",
+    "Generation",
+    "MetricEntry",
+    "NameMatch",
+    "ScenarioEntry",
+    "cudnn_version",
+    "load_catalog",
+    "normalize",
+    "resolve_accelerator",
+    "resolve_benchmark",
+    "resolve_cpu",
+    "resolve_framework",
+    "resolve_framework_name",
+    "resolve_metric",
+    "resolve_scenario",
+]

@@ -1,0 +1,97 @@
+"""Observations in canonical names, whatever their source wrote.
+
+``Store.ingest`` passes every batch through ``canonical_batch``: an accelerator name becomes its
+catalogue key ("NVIDIA A100-SXM-80GB" → "A100-SXM4-80GB", "NVIDIA H100 80GB HBM3" →
+"H100-SXM5-80GB", a host CPU → "CPU Intel Xeon Platinum 8380"), the name as written is kept in
+the observation's provenance (``details.accelerator_raw``), a cuDNN integer version (91900)
+becomes its release (9.19.0), and a metric its catalogue name (our LoadGen runner's
+``completed_samples_per_second`` is MLPerf's Server ``queries_per_second``). Unresolved names are kept as written (and stay visible as
+unresolved: see ``resolve_accelerator``). Idempotent: a canonical observation comes back as is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graph_schema.catalog.resolve import (
+    cudnn_version,
+    load_catalog,
+    resolve_accelerator,
+    resolve_framework_name,
+    resolve_metric,
+)
+from graph_schema.models import Accelerator, Failure, IngestBatch, Observation, SoftwareStack
+
+RAW_KEY = "accelerator_raw"
+
+
+def canonical_accelerator(acc: Accelerator) -> Accelerator:
+    """The accelerator under its canonical name (vendor filled in when the catalogue knows it)."""
+    match = resolve_accelerator(acc.model)
+    if match.kind == "none":
+        return acc
+    key = match.key
+    vendor = acc.vendor or match.vendor
+    if match.entry is not None:
+        vendor = match.entry.vendor
+    if key == acc.model and vendor == acc.vendor:
+        return acc
+    return acc.model_copy(update={"model": key, "vendor": vendor})
+
+
+def canonical_stack(stack: SoftwareStack) -> SoftwareStack:
+    """cuDNN as its release (91900 → 9.19.0); the framework by its catalogue name (torch →
+    pytorch), so a collector's stack and a published one name the same framework alike."""
+    cudnn = cudnn_version(stack.cudnn) if stack.cudnn else None
+    framework = stack.framework
+    if framework:
+        match = resolve_framework_name(framework)
+        if match.resolved:
+            framework = match.id
+    if cudnn == stack.cudnn and framework == stack.framework:
+        return stack
+    return stack.model_copy(update={"cudnn": cudnn, "framework": framework})
+
+
+def _canonical(item: Any, memo: dict[int, Any], fn: Any) -> Any:
+    got = memo.get(id(item))
+    if got is None:
+        got = memo[id(item)] = (item, fn(item))  # keep the original alive: ids stay unique
+    return got[1]
+
+
+def canonical_observation(obs: Observation, memo: dict[int, Any] | None = None) -> Observation:
+    memo = {} if memo is None else memo
+    acc = _canonical(obs.accelerator, memo, canonical_accelerator)
+    stack = _canonical(obs.stack, memo, canonical_stack)
+    metric = resolve_metric(obs.metric)
+    metric_id = metric.id if metric.resolved else obs.metric
+    if acc is obs.accelerator and stack is obs.stack and metric_id == obs.metric:
+        return obs
+    update: dict[str, Any] = {"accelerator": acc, "stack": stack, "metric": metric_id}
+    if metric_id != obs.metric:
+        update["unit"] = load_catalog().metrics[metric_id].unit
+    if acc.model != obs.accelerator.model and RAW_KEY not in obs.provenance.details:
+        details = {**obs.provenance.details, RAW_KEY: obs.accelerator.model}
+        update["provenance"] = obs.provenance.model_copy(update={"details": details})
+    return obs.model_copy(update=update)
+
+
+def canonical_failure(failure: Failure, memo: dict[int, Any]) -> Failure:
+    acc = _canonical(failure.accelerator, memo, canonical_accelerator)
+    stack = _canonical(failure.stack, memo, canonical_stack)
+    if acc is failure.accelerator and stack is failure.stack:
+        return failure
+    return failure.model_copy(update={"accelerator": acc, "stack": stack})
+
+
+def canonical_batch(batch: IngestBatch) -> IngestBatch:
+    """The batch with every name canonical; the same object when nothing changes."""
+    memo: dict[int, Any] = {}
+    observations = [canonical_observation(o, memo) for o in batch.observations]
+    failures = [canonical_failure(f, memo) for f in batch.failures]
+    if all(a is b for a, b in zip(observations, batch.observations)) and all(
+        a is b for a, b in zip(failures, batch.failures)
+    ):
+        return batch
+    return batch.model_copy(update={"observations": observations, "failures": failures})

@@ -1,0 +1,222 @@
+"""Issue 18's reproducers: no request crashes or stalls the service, bad input is a 422 naming the
+field, authorization comes before the body, and probes answer whatever the store does."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from advisor.api.app import create_app
+from advisor.api.deps import get_store
+from graph_schema.embedded_store import EmbeddedStore
+from graph_schema.store import MAX_OFFSET, Store
+from tests.advisor.api.conftest import auth, document, make_settings
+
+
+def _client(store: Store, tokens: dict[str, str], **overrides: Any) -> TestClient:
+    app = create_app(make_settings(tokens, **overrides), store=store)
+    app.dependency_overrides[get_store] = lambda: store
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def _seed(client: TestClient, tokens: dict[str, str], n: int = 26) -> None:
+    r = client.post("/v1/observations", json=document("run-seed", n=n), headers=auth(tokens["write"]))
+    assert r.status_code == 200, r.text
+    assert r.json()["observations_new"] == n
+
+
+# ---- paging: no SKIP can crash or stall the engine -----------------------------------------
+
+
+@pytest.mark.parametrize("offset", [2**31, 182378316, 2**63 - 1, 2**63, 2**64 + 7, 10**30])
+def test_huge_offsets_are_a_422_naming_offset(client: TestClient, tokens: dict[str, str],
+                                              offset: int) -> None:
+    _seed(client, tokens)
+    r = client.get(f"/v1/observations?limit=3&offset={offset}")
+    assert r.status_code == 422, r.text
+    assert r.json()["details"][0]["field"] == "query.offset"
+    assert "after" in r.json()["details"][0]["message"] or "100000" in r.text
+    assert client.get("/healthz").status_code == 200  # the process is still there
+
+
+@pytest.mark.parametrize("offset", [25, 26, 60_000, MAX_OFFSET])
+def test_deep_offsets_within_the_bound_answer(client: TestClient, tokens: dict[str, str],
+                                              offset: int) -> None:
+    # On a 26-row table the embedded engine died with SIGSEGV from SKIP 60000 on (and at random
+    # from ~30000); the offset is now turned into a key, so no SKIP reaches the engine.
+    _seed(client, tokens)
+    r = client.get(f"/v1/observations?limit=3&offset={offset}")
+    assert r.status_code == 200, r.text
+    assert len(r.json()["items"]) == (1 if offset == 25 else 0)
+
+
+def test_keyset_cursor_walks_every_row_once(client: TestClient, tokens: dict[str, str]) -> None:
+    _seed(client, tokens)
+    keys: list[str] = []
+    after = None
+    while True:
+        params: dict[str, Any] = {"limit": 5} | ({"after": after} if after else {})
+        page = client.get("/v1/observations", params=params).json()
+        keys += [item["key"] for item in page["items"]]
+        after = page["next_after"]
+        if after is None:
+            break
+    assert len(keys) == 26 and keys == sorted(set(keys))
+    by_offset = client.get("/v1/observations", params={"limit": 5, "offset": 10}).json()
+    assert [i["key"] for i in by_offset["items"]] == keys[10:15]
+
+
+def test_openapi_limit_maximum_is_the_servers_cap(store: Store, tokens: dict[str, str]) -> None:
+    with _client(store, tokens, max_page=500) as client:
+        spec = client.get("/openapi.json").json()
+        limits = [p["schema"]["maximum"] for item in spec["paths"].values()
+                  for op in item.values() for p in op.get("parameters", [])
+                  if p["name"] == "limit"]
+        assert limits and set(limits) == {500}
+        assert client.get("/v1/observations?limit=501").status_code == 422
+        assert client.get("/v1/observations?limit=500").status_code == 200
+
+
+# ---- validation: 422 naming the field -------------------------------------------------------
+
+
+def _bad(mutate: Any) -> dict[str, Any]:
+    doc = document("run-bad", n=1)
+    mutate(doc)
+    return doc
+
+
+BAD_DOCUMENTS = {
+    "p10 > p90": (lambda d: d["measurements"][0].update(p10=9.0, p90=1.0), "p10"),
+    "negative value": (lambda d: d["measurements"][0].update(value=-5.0), "value"),
+    "count 0": (lambda d: d["accelerator"].update(count=0), "accelerator.count"),
+    "NUL in accelerator": (lambda d: d["accelerator"].update(model="A100\x00x"), "accelerator.model"),
+    "NUL in benchmark name": (lambda d: d["measurements"][0]["benchmark"].update(name="r\x00n"),
+                              "benchmark.name"),
+    "year 9999": (lambda d: d["measurements"][0].update(timestamp="9999-01-01T00:00:00Z"),
+                  "timestamp"),
+    "zone-less": (lambda d: d["measurements"][0].update(timestamp="2026-01-01T00:00:00"),
+                  "timestamp"),
+    "zone-less run": (lambda d: d["run"].update(started_at="2026-01-01T00:00:00"), "started_at"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DOCUMENTS))
+def test_bad_values_are_a_422_naming_the_field(client: TestClient, tokens: dict[str, str],
+                                               case: str) -> None:
+    mutate, field = BAD_DOCUMENTS[case]
+    r = client.post("/v1/observations", json=_bad(mutate), headers=auth(tokens["write"]))
+    assert r.status_code == 422, r.text
+    assert field in r.json()["message"], r.json()["message"]
+    assert client.get("/v1/observations").json()["items"] == []  # nothing half-written
+
+
+def test_cluster_names_with_a_slash_are_a_422(client: TestClient, tokens: dict[str, str]) -> None:
+    for path in ("/v1/inventory/a%2Fb", "/v1/inventory/a/b", "/v1/inventory/a/"):
+        r = client.put(path, json={"nodes": []}, headers=auth(tokens["write"]))
+        assert r.status_code == 422, (path, r.status_code, r.text)
+        assert "cluster" in r.json()["message"]
+    assert client.put("/v1/inventory/prod-1", json={"nodes": []},
+                      headers=auth(tokens["write"])).status_code == 200
+
+
+def test_ingest_requests_are_bounded(store: Store, tokens: dict[str, str]) -> None:
+    with _client(store, tokens, max_batch_items=10) as client:
+        r = client.post("/v1/observations", json=document("run-big", n=11),
+                        headers=auth(tokens["write"]))
+        assert r.status_code == 422 and "ADVISOR_MAX_BATCH_ITEMS" in r.json()["message"]
+        ok = client.post("/v1/observations", json=document("run-ok", n=10),
+                         headers=auth(tokens["write"]))
+        assert ok.status_code == 200
+
+
+# ---- authorization before the body ---------------------------------------------------------
+
+
+def test_malformed_json_without_a_token_is_a_401(client: TestClient) -> None:
+    for path in ("/v1/observations", "/v1/batches", "/v1/failures"):
+        r = client.post(path, content=b"{not json", headers={"content-type": "application/json"})
+        assert r.status_code == 401, (path, r.text)
+        assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_malformed_json_with_a_read_token_is_a_403(client: TestClient, tokens: dict[str, str]) -> None:
+    r = client.post("/v1/observations", content=b"{not json",
+                    headers={"content-type": "application/json", **auth(tokens["read"])})
+    assert r.status_code == 403
+
+
+def test_an_unauthenticated_body_is_never_read(app: Any) -> None:
+    """Driven at the ASGI level: the app answers 401 without once calling ``receive``."""
+    calls = 0
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        return {"type": "http.request", "body": b"x" * (8 << 20), "more_body": True}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": "/v1/observations", "raw_path": b"",
+             "root_path": "", "query_string": b"", "server": ("127.0.0.1", 8000),
+             "client": ("127.0.0.1", 1), "headers": [(b"content-type", b"application/json"),
+                                                       (b"content-length", b"14000000")]}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 401
+    assert calls == 0
+
+
+# ---- probes and a busy store ----------------------------------------------------------------
+
+
+@pytest.fixture
+def busy_store(tmp_path: Path) -> Iterator[EmbeddedStore]:
+    """An embedded store whose connection another thread holds (a long write, a slow query)."""
+    store = EmbeddedStore(tmp_path / "kb", lock_wait_s=0.2)
+    store.ensure_schema()
+    release = threading.Event()
+    held = threading.Event()
+
+    def hold() -> None:
+        with store._locked():
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    held.wait(5)
+    yield store
+    release.set()
+    holder.join(5)
+    store.close()
+
+
+def test_probes_and_store_routes_while_the_store_is_busy(busy_store: EmbeddedStore,
+                                                         tokens: dict[str, str]) -> None:
+    with _client(busy_store, tokens, ready_timeout_s=0.5) as client:
+        assert client.get("/healthz").json() == {"status": "ok"}
+        ready = client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["status"] == "store_unavailable"
+        assert "Retry-After" in ready.headers
+        r = client.get("/v1/observations")
+        assert r.status_code == 503 and r.json()["error"] == "store_unavailable"
+        assert int(r.headers["Retry-After"]) >= 1
+
+
+def test_a_second_document_waits_at_most_the_lock_wait(busy_store: EmbeddedStore,
+                                                       tokens: dict[str, str]) -> None:
+    with _client(busy_store, tokens) as client:
+        r = client.post("/v1/observations", json=copy.deepcopy(document("run-w", n=2)),
+                        headers=auth(tokens["write"]))
+        assert r.status_code == 503 and "busy" in r.json()["message"]

@@ -1,0 +1,290 @@
+"""The observation table and the fitted model persisted per store generation (advisor.table_file,
+advisor.model_cache): equal to what the store gives, invalidated by any write, never trusted when
+damaged, and served to a fresh process without scikit-learn."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor import model_cache, table_file
+from advisor.engine import Advisor
+from advisor.table import ObservationTable
+from graph_schema.models import IngestBatch
+from graph_schema.starter import load_snapshot
+from graph_schema.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(table_file.CACHE_ENV, str(tmp_path / "tables"))
+    monkeypatch.setenv(model_cache.CACHE_ENV, str(tmp_path / "models"))
+    return tmp_path
+
+
+def _part(start: int, stop: int) -> IngestBatch:
+    """A slice of the starter snapshot's real observations (MLPerf results, our own runs)."""
+    return IngestBatch(observations=load_snapshot().observations[start:stop])
+
+
+def assert_same_table(a: ObservationTable, b: ObservationTable) -> None:
+    assert (a.n, a.generation) == (b.n, b.generation)
+    assert a.keys == b.keys
+    for name in table_file.NUMERIC:
+        got, want = getattr(a, name), getattr(b, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    for name in table_file.COLUMNS:
+        ca, cb = getattr(a, name), getattr(b, name)
+        assert ca.vocab == cb.vocab and ca.index == cb.index, name
+        assert np.array_equal(ca.codes, cb.codes), name
+        assert ca.values() == cb.values(), name
+    assert {k: vars(v) for k, v in a.benchmarks.items()} == {k: vars(v) for k, v in b.benchmarks.items()}
+    assert {k: v.model_dump() for k, v in a.stacks.items()} == {k: v.model_dump() for k, v in b.stacks.items()}
+    assert all(s.stack_id == k for k, s in a.stacks.items())
+    assert a.images == b.images
+
+
+def _fresh_table(store: Store) -> ObservationTable:
+    """The table a new process would get (a new Advisor: nothing in memory)."""
+    return Advisor(store).table()
+
+
+def _persisted(store: Store) -> Path:
+    path = table_file.table_path(store.uri)
+    assert path is not None
+    return path
+
+
+def test_persisted_table_equals_the_table_built_from_the_store(store: Store, caches: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    store.ingest(_part(0, 400))
+    generation = Advisor(store).store_generation()
+    built = table_file.build_table(store, generation)
+    first = _fresh_table(store)  # reads the store, writes the file
+    assert _persisted(store).exists()
+    assert_same_table(first, built)
+
+    def no_store_reads(*_: object) -> None:
+        raise AssertionError("the table was read from the store although its file matches")
+
+    monkeypatch.setattr(table_file, "build_table", no_store_reads)
+    loaded = _fresh_table(store)
+    assert_same_table(loaded, built)
+    assert loaded.digest == table_file.content_digest(built)
+
+
+def test_a_write_invalidates_the_persisted_table(store: Store, caches: Path) -> None:
+    store.ingest(_part(0, 300))
+    before = _fresh_table(store)
+    assert before.n == 300
+    store.ingest(_part(300, 420))  # a new generation
+    after = _fresh_table(store)
+    assert after.n == 420 and after.generation > before.generation
+    assert_same_table(after, table_file.build_table(store, after.generation))
+    # the file now holds the new generation: a third process reads it
+    again = _fresh_table(store)
+    assert_same_table(again, after)
+
+
+def test_a_store_emptied_and_refilled_to_the_same_generation_is_not_answered_from_the_old_file(
+        store: Store, caches: Path) -> None:
+    store.ingest(_part(0, 200))
+    old = _fresh_table(store)
+    store.clear()  # type: ignore[attr-defined]
+    store.ensure_schema()
+    store.ingest(_part(500, 650))  # other observations, same generation number as before
+    new = _fresh_table(store)
+    assert new.generation == old.generation
+    assert new.n == 150 and set(new.keys).isdisjoint(old.keys)
+    assert_same_table(new, table_file.build_table(store, new.generation))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "codes out of range"])
+def test_a_damaged_file_is_ignored_and_rebuilt(embedded_store: Store, caches: Path, damage: str) -> None:
+    embedded_store.ingest(_part(0, 250))
+    good = _fresh_table(embedded_store)
+    path = _persisted(embedded_store)
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"PK\x03\x04 not really a zip" * 50)
+    elif damage == "empty":
+        path.write_bytes(b"")
+    else:  # a well-formed file whose codes point past the vocabulary
+        with np.load(path) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+        arrays["codes_accelerator"] = arrays["codes_accelerator"] + 10_000
+        with path.open("wb") as handle:
+            np.savez(handle, **arrays)
+    rebuilt = _fresh_table(embedded_store)
+    assert_same_table(rebuilt, good)
+    assert path.read_bytes() != b""  # written again, whole
+    assert_same_table(_fresh_table(embedded_store), good)
+
+
+def test_caching_off_reads_the_store_every_time(embedded_store: Store, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(table_file.CACHE_ENV, "0")
+    embedded_store.ingest(_part(0, 50))
+    assert _fresh_table(embedded_store).n == 50
+    assert table_file.table_path(embedded_store.uri) is None
+
+
+# ---- the model --------------------------------------------------------------------------------
+
+
+def test_the_persisted_model_predicts_as_the_fitted_regressor(embedded_store: Store, caches: Path) -> None:
+    from advisor import predictor
+    from advisor.engine import _one_thread
+    from advisor.features import table_frames
+
+    embedded_store.ingest(_part(0, 400))
+    advisor = Advisor(embedded_store)
+    table = advisor.table()
+    served = advisor.model()  # fitted, compiled, persisted
+    assert type(served.model).__name__ == "CompiledForest"
+    with _one_thread():
+        reference = predictor.fit(table)  # the same fit, scikit-learn's regressor kept
+    rows = np.arange(table.n)
+    X = reference.encoder.matrix(table_frames(table, rows))
+    X[::7, 3] = np.nan  # unknown categories and missing values take scikit-learn's paths too
+    X[::11, 0] = 10_000.0
+    assert np.allclose(served.model.predict(X), reference.model.predict(X), rtol=0, atol=1e-9)
+    # a new process loads it from disk, and it is the same
+    again = Advisor(embedded_store).model()
+    assert np.array_equal(again.model.predict(X), served.model.predict(X))
+
+
+def test_a_corrupt_model_file_is_refitted(embedded_store: Store, caches: Path) -> None:
+    embedded_store.ingest(_part(0, 300))
+    Advisor(embedded_store).model()
+    files = list((caches / "models").glob("model-*.pkl"))
+    assert len(files) == 1
+    files[0].write_bytes(files[0].read_bytes()[:100])
+    model = Advisor(embedded_store).model()
+    assert model.train_rows > 0
+    assert model_cache.load(files[0].name[len("model-"):-len(".pkl")]) is not None
+
+
+# ---- a fresh process --------------------------------------------------------------------------
+
+HEAVY = ("scipy", "sklearn", "torch", "tensorflow", "matplotlib", "kubernetes", "fastapi", "uvicorn")
+
+_RUN_CLI = (
+    "import json, sys\n"
+    "heavy_names = set(json.loads(sys.argv[2]))\n"
+    "sys.argv = ['advisor'] + json.loads(sys.argv[1])\n"
+    "from cli.main import main\n"
+    "try:\n"
+    "    main()\n"
+    "except SystemExit as exc:\n"
+    "    code = exc.code\n"
+    "else:\n"
+    "    code = 0\n"
+    "heavy = sorted({m.split('.')[0] for m in sys.modules} & heavy_names)\n"
+    "print(json.dumps({'code': code, 'heavy': heavy}), file=sys.stderr)\n"
+)
+
+
+def run_cli(args: list[str], env: dict[str, str]) -> tuple[dict[str, object], str, str]:
+    done = subprocess.run([sys.executable, "-c", _RUN_CLI, json.dumps(args), json.dumps(HEAVY)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return report, done.stdout, done.stderr
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "ADVISOR_TABLE_CACHE": str(tmp_path / "cache" / "tables"),
+            "ADVISOR_MODEL_CACHE": str(tmp_path / "cache" / "models"), "PYTHONPATH": str(REPO)}
+
+
+@pytest.mark.parametrize("args", [["--help"], ["recommend", "--help"], ["db", "--help"], ["plot", "--help"]])
+def test_help_imports_no_heavy_module(tmp_path: Path, args: list[str]) -> None:
+    report, stdout, _ = run_cli(args, _env(tmp_path))
+    assert report["code"] == 0
+    assert "Usage" in stdout
+    assert report["heavy"] == []
+
+
+def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(tmp_path: Path) -> None:
+    from graph_schema.registry import open_store
+
+    kb = tmp_path / "kb"
+    with open_store(f"embedded:{kb}") as store:
+        store.ingest(_part(0, 1500))
+    env = _env(tmp_path)
+    args = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--json", "--store", f"embedded:{kb}"]
+    cold, cold_out, cold_err = run_cli(args, env)  # reads the store, fits, persists
+    assert cold["code"] == 0, cold_err
+    warm, warm_out, warm_err = run_cli(args, env)
+    assert warm["code"] == 0, warm_err
+    assert warm["heavy"] == []
+    drop = ("elapsed_ms",)
+    a, b = json.loads(cold_out), json.loads(warm_out)
+    assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
+    assert any(r["basis"] != "observed" for r in b["recommendations"]) or b["recommendations"]
+    typo, typo_out, typo_err = run_cli([*args[:2], "resnet5O", *args[3:]], env)
+    # the did-you-mean (JSON on stdout with --json), without the heavy imports
+    assert typo["code"] == 1 and "resnet50" in typo_out + typo_err
+    assert typo["heavy"] == []
+
+
+def test_first_use_says_what_it_is_doing_on_stderr_only(tmp_path: Path) -> None:
+    """A fresh home: the default store is seeded (one line on a non-terminal stderr), the table
+    read and the model fitted, each said once; stdout is the JSON alone. The next call is quiet."""
+    env = _env(tmp_path)
+    args = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--json", "--top", "2"]
+    first, out, err = run_cli(args, env)
+    assert first["code"] == 0, err
+    json.loads(out)
+    lines = [line for line in err.splitlines() if line.startswith("advisor: ")]
+    assert [line.split(":")[1].strip().split()[0] for line in lines] == ["first", "loading", "fitting"], err
+    assert "seeding the default store" in lines[0]
+    second, out2, err2 = run_cli(args, env)
+    assert second["code"] == 0 and json.loads(out2)
+    assert not [line for line in err2.splitlines() if line.startswith("advisor: ")], err2
+
+
+@pytest.fixture(autouse=True)
+def _no_reporter() -> Iterator[None]:
+    from graph_schema import progress
+
+    previous = progress.set_reporter(None)
+    yield
+    progress.set_reporter(previous)
+
+
+def test_progress_on_a_terminal_draws_a_transient_bar_and_elsewhere_one_line() -> None:
+    import io
+
+    from cli.progress import StderrProgress
+    from graph_schema import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, expect_lines in ((Terminal(), 0), (io.StringIO(), 1)):
+        progress.set_reporter(StderrProgress(stream))
+        with progress.phase("seeding", total=10) as update:
+            with progress.phase("nested, not shown") as inner:
+                inner(1)
+            for done in range(0, 11, 5):
+                update(done)
+        progress.set_reporter(None)
+        text = stream.getvalue()
+        assert "nested" not in text
+        assert sum(line.startswith("advisor: ") for line in text.splitlines()) == expect_lines
+        if expect_lines:
+            assert text == "advisor: seeding ...\n"

@@ -1,0 +1,159 @@
+"""MLPerf Training importer: MLLOG runs, olympic means, failures, and the shared v4.1 round."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from collectors.importers.mlperf_training import (
+    RCP_NOTE,
+    TrainingRun,
+    import_mlperf_training,
+    olympic_score,
+    parse_mllog,
+    read_training_tree,
+    to_batch,
+)
+from graph_schema.errors import InvalidInput
+from graph_schema.models import ObservationFilter
+from tests.collectors.mlperf_fixtures import (
+    mllog,
+    require_training_data,
+    small_training_tree,
+    tar_gz,
+)
+
+
+def test_mllog_lines_with_rank_prefixes_and_noise() -> None:
+    events, bad = parse_mllog(mllog(1000, 2.0))
+    assert bad == 1
+    assert events["run_stop"][0]["metadata"]["status"] == "success"
+    assert events["global_batch_size"][0]["value"] == 768
+    only, _ = parse_mllog(mllog(1000, 2.0), {"run_start", "run_stop"})
+    assert set(only) == {"run_start", "run_stop"}
+
+
+def test_olympic_mean_drops_fastest_and_slowest() -> None:
+    def run(minutes: float | None, status: str = "success") -> TrainingRun:
+        stop = None if minutes is None else int(minutes * 60_000)
+        return TrainingRun("A", "s", "bert", "result_0", "p", 0, stop, status)
+
+    score = olympic_score([run(10), run(12), run(11), run(30), run(9), run(50, "aborted"), run(None, "no run_stop")])
+    assert score is not None
+    assert score.minutes == pytest.approx(11.0)  # (10 + 12 + 11) / 3
+    assert (score.runs, score.used, score.failed, score.fastest, score.slowest) == (5, 3, 2, 9.0, 30.0)
+    assert olympic_score([run(4), run(6)]).minutes == pytest.approx(5.0)  # too few to drop any
+    assert olympic_score([run(None, "no run_stop")]) is None
+
+
+def test_small_tree_runs_failures_scores_and_provenance(tmp_path: Path) -> None:
+    tree = read_training_tree(small_training_tree(tmp_path))
+    assert tree.round == "v9.9"
+    issues = {(i.path, i.category) for i in tree.issues}
+    assert issues == {
+        ("Acme/results/h100x16/bert/result_6.txt", "no-run-stop"),
+        ("Acme/results/h100x16/bert/result_7.txt", "malformed-run"),
+        ("Acme/results/ghost/bert/result_0.txt", "missing-system"),
+    }
+    assert all(i.outcome == "failed" for i in tree.issues)
+    batch = to_batch(tree)
+    assert len(batch.runs) == 7
+    assert sorted(f.error_class for f in batch.failures) == ["training-aborted", "training-no-run_stop"]
+    by_metric = {o.metric: o for o in batch.observations if o.run_id is None}
+    score = by_metric["time_to_train_min"]
+    assert score.value == pytest.approx(11.0) and score.higher_is_better is False and score.unit == "min"
+    assert (score.samples, score.p10, score.p90) == (3, 9.0, 30.0)
+    assert score.note == RCP_NOTE and "RCP" in score.note
+    details = score.provenance.details
+    assert details["global_batch_size"] == "768" and details["runs"] == "5" and details["failed_runs"] == "2"
+    assert (details["nodes"], details["accelerators_per_node"]) == ("2", "8")
+    assert details["accelerator_interconnect"] == "NVLINK Gen4 900 GB/s"
+    assert (details["round"], details["submitter"], details["system_id"]) == ("v9.9", "Acme", "h100x16")
+    assert score.source_key == "v9.9/closed/Acme/h100x16"
+    assert (score.accelerator.model, score.accelerator.count) == ("NVIDIA H100-SXM5-80GB", 16)
+    assert (score.stack.cuda, score.stack.driver, score.stack.framework) == ("12.6", "560.35.03", "pytorch")
+    assert by_metric["accelerator_hours"].value == pytest.approx(11.0 / 60 * 16)
+    per_run = [o for o in batch.observations if o.metric == "run_time_to_train_min"]
+    assert sorted(round(o.value, 3) for o in per_run) == [9.0, 10.0, 11.0, 12.0, 30.0]
+    assert all(o.run_id and o.provenance.details["file"].endswith(".txt") for o in per_run)
+
+
+def test_import_is_idempotent_and_archive_reads_like_directory(embedded_store: Any, tmp_path: Path) -> None:
+    root = small_training_tree(tmp_path / "src")
+    first = import_mlperf_training(root, embedded_store)
+    assert (first.runs, first.failed_runs, first.scores, first.imported, first.failures_new) == (7, 2, 1, 7, 2)
+    again = import_mlperf_training(tar_gz(root, tmp_path / "training_v9.9.tar.gz"), embedded_store)
+    assert (again.imported, again.already_present, again.failures_new) == (0, 7, 0)
+    assert embedded_store.stats().observations_by_source == {"mlperf-training": 7}
+
+
+def test_bad_paths_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="no such results tree"):
+        read_training_tree(tmp_path / "nope")
+    tree = small_training_tree(tmp_path)
+    with pytest.raises(InvalidInput, match="--round"):
+        read_training_tree(tree.rename(tmp_path / "results"))
+
+
+def test_cli_json_says_rcp_is_not_applied(tmp_path: Path) -> None:
+    from cli.main import app
+
+    tree = small_training_tree(tmp_path / "src")
+    uri = f"embedded:{tmp_path / 'kb'}"
+    result = CliRunner().invoke(app, ["import", "mlperf-training", str(tree), "--store", uri, "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["round"], summary["runs"], summary["scores"]) == ("v9.9", 7, 1)
+    assert "RCP" in summary["note"]
+    assert {i["category"] for i in summary["issues"]} == {"no-run-stop", "malformed-run", "missing-system"}
+    human = CliRunner().invoke(app, ["import", "mlperf-training", str(tree), "--store", uri])
+    assert human.exit_code == 0 and "RCP" in human.stderr and "ghost" in human.stderr
+
+
+# ---- the shared v4.1 round -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared_training() -> Path:
+    return require_training_data()
+
+
+def test_shared_round_every_run_read(shared_training: Path) -> None:
+    tree = read_training_tree(shared_training)
+    assert (tree.round, tree.files_seen, len(tree.runs), len(tree.systems)) == ("v4.1", 1335, 1249, 86)
+    assert [(i.path, i.category) for i in tree.issues] == [
+        ("tinycorp/results/tinybox_green/bert/result_2.txt", "no-run-stop")
+    ]
+    counts: dict[str, int] = {}
+    for run in tree.runs:
+        counts[run.benchmark] = counts.get(run.benchmark, 0) + 1
+    assert counts == {"llama2_70b_lora": 270, "bert": 270, "stable_diffusion": 230, "gnn": 170,
+                      "dlrm_dcnv2": 140, "ssd": 130, "gpt3": 39}
+    assert sum(1 for r in tree.runs if r.status == "aborted") == 2
+    batch = to_batch(tree)
+    scores = [o for o in batch.observations if o.metric == "time_to_train_min"]
+    assert len(scores) == 147 and all(o.samples >= 1 and o.value > 0 for o in scores)
+    assert len(batch.failures) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.neo4j
+def test_shared_round_same_in_embedded_and_neo4j(embedded_store: Any, neo4j_store: Any, shared_training: Path) -> None:
+    for store in (embedded_store, neo4j_store):
+        summary = import_mlperf_training(shared_training, store)
+        assert (summary.imported, summary.failures_new) == (1540, 3)
+    assert embedded_store.stats().observations_by_source == neo4j_store.stats().observations_by_source == {
+        "mlperf-training": 1540
+    }
+
+    def values(store: Any) -> dict[tuple[str, str, str, str | None], float]:
+        return {
+            (o.source_key or "", o.benchmark.name, o.metric, o.run_id): round(o.value, 9)
+            for o in store.iter_observations(ObservationFilter(source="mlperf-training"))
+        }
+
+    assert values(embedded_store) == values(neo4j_store)

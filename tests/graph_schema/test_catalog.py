@@ -1,0 +1,187 @@
+"""The catalogue of names and its resolver: the issue's reproducers, and every name in the
+shared MLPerf data (inference v1.1–v4.1, training v4.1) resolving."""
+
+from __future__ import annotations
+
+import pytest
+
+from collectors.importers.stack_text import parse_framework
+from graph_schema.catalog import (
+    cudnn_version,
+    load_catalog,
+    resolve_accelerator,
+    resolve_benchmark,
+    resolve_cpu,
+    resolve_framework,
+    resolve_framework_name,
+    resolve_metric,
+    resolve_scenario,
+)
+from graph_schema.catalog.coverage import TreeNames, merge, scan_names, scan_reference_csv
+from graph_schema.errors import InvalidInput
+from tests.collectors.mlperf_fixtures import MLPERF_DIR
+
+
+def shared_data_names() -> TreeNames | None:
+    """Inference v1.1–v4.1 from the reference tabulations (every result's names, seconds to
+    read; bench/catalog_coverage.py reads the archives themselves), training v4.1 from its
+    archive (system descriptions and result directories)."""
+    tables = sorted(MLPERF_DIR.glob("observations_*.csv"))
+    training = sorted((MLPERF_DIR.parent / "mlperf-training").glob("training_v*.tar.gz"))
+    if not tables or not training:
+        return None
+    return merge(scan_reference_csv(tables), scan_names(training))
+
+
+def test_every_entry_cites_a_public_source_and_generation() -> None:
+    cat = load_catalog()
+    for acc in cat.accelerators.values():
+        assert acc.source.startswith("https://"), acc.id
+        assert acc.generation in cat.generations
+    for entries in (cat.benchmarks, cat.scenarios, cat.metrics, cat.frameworks):
+        for entry in entries.values():
+            assert entry.source.startswith(("https://", "project:")), entry.id
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("H100-SXM-80GB-02", "H100-SXM5-80GB"),
+        ("NVIDIA H100-SXM-80GB-02", "H100-SXM5-80GB"),
+        ("A100-SXM4-80GB CTS", "A100-SXM4-80GB"),
+        ("Tesla T4", "T4"),
+        ("NVIDIA T4", "T4"),
+        ("A100-PCIe-40GB", "A100-PCIE-40GB"),
+        ("A100-PCIE-40GB", "A100-PCIE-40GB"),
+        ("A100_PCIe_80GB", "A100-PCIE-80GB"),
+        ("NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"),  # NVML
+        ("NVIDIA-H100-80GB-HBM3", "H100-SXM5-80GB"),  # GFD nvidia.com/gpu.product
+        ("AMD Instinct MI300X-NPS1-SPX", "MI300X"),
+        ("AMD Instinct MI300X-NPS1-SPX-192GB-750W", "MI300X"),
+        ("AMD Instinct MI300X 192GB HBM3", "MI300X"),
+        ("NVIDIA A100-SXM-80GB (1x1g.10gb MIG)", "A100-SXM4-80GB (1x1g.10gb MIG)"),
+        ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "A100-SXM4-40GB (1x1g.5gb MIG)"),
+        ("TPU-trillium", "TPU-v6e"),
+    ],
+)
+def test_spellings_of_one_part_resolve_to_one_entity(text: str, key: str) -> None:
+    match = resolve_accelerator(text)
+    assert match.resolved and match.kind == "accelerator"
+    assert match.key == key
+
+
+def test_vgpu_profiles_and_mig_slices_are_fractions_of_their_board() -> None:
+    half = resolve_accelerator("H100XM-40C")
+    assert half.entry is not None and half.entry.id == "H100-SXM5-80GB"
+    assert half.fraction == 0.5 and half.placement == "vgpu" and half.vgpu_profile == "H100XM-40C"
+    whole = resolve_accelerator("NVIDIA A100-SXM-80C")
+    assert whole.key == "A100-SXM4-80GB" and whole.fraction == 1.0 and whole.placement == "vgpu"
+    assert resolve_accelerator("NVIDIA H100-80C").key == "H100-PCIE-80GB"
+    slice_ = resolve_accelerator("NVIDIA A100-SXM-80GB (1x1g.10gb MIG)")
+    assert slice_.fraction == pytest.approx(1 / 7)
+    assert slice_.figure("fp16") == pytest.approx(312 / 7)
+    assert resolve_accelerator("NVIDIA A30 (4x1g.6gb MIG)").fraction == 1.0
+
+
+def test_virtualized_names_resolve_with_a_vm_placement_hint() -> None:
+    match = resolve_accelerator("Virtualized NVIDIA H200-SXM-141GB")
+    assert match.key == "H200-SXM-141GB" and match.placement == "vm"
+
+
+def test_multi_accelerator_strings_are_parsed_into_parts_not_an_accelerator() -> None:
+    match = resolve_accelerator("1 Node: NVIDIA A100-SXM-80GBx8, 2 Nodes: NVIDIA A30x4")
+    assert match.kind == "mixed" and match.resolved and match.entry is None
+    assert [(p.nodes, p.per_node, p.accelerator.key) for p in match.parts] == [
+        (1, 8, "A100-SXM4-80GB"),
+        (2, 4, "A30"),
+    ]
+
+
+def test_unknown_and_misspelt_accelerators_stay_unresolved_with_suggestions() -> None:
+    typo = resolve_accelerator("NVIDIA A100-SXM-80G")
+    assert not typo.resolved and typo.key == "NVIDIA A100-SXM-80G"
+    assert typo.suggestions[0] == "NVIDIA A100-SXM-80GB"
+    assert "did you mean 'NVIDIA A100-SXM-80GB'" in typo.message()
+    foo = resolve_accelerator("Foo GPU 9000")
+    assert not foo.resolved and foo.entry is None and foo.figure("fp16") is None
+
+
+def test_generation_minimum_drivers() -> None:
+    cat = load_catalog()
+    assert cat.min_driver("H100-SXM5-80GB") == "525.60.13"
+    assert cat.min_driver("H200-SXM-141GB") == "525.60.13"
+    assert cat.min_driver("B200-SXM-180GB") == "570.26"
+    assert cat.min_driver("A100-SXM4-80GB") == "450.51.06"
+    assert cat.min_driver("MI300X") is None
+
+
+def test_cpus_resolve_by_model() -> None:
+    assert resolve_cpu("Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz").id == "Intel Xeon Platinum 8380"
+    assert resolve_cpu("Intel(R) Xeon(R) Platium 8380").id == "Intel Xeon Platinum 8380"
+    assert resolve_cpu("AMD EPYC 74F3 24-Core Processor").id == "AMD EPYC 74F3"
+    assert resolve_accelerator("CPU AMD EPYC 9654 96-Core Processor").key == "CPU AMD EPYC 9654"
+
+
+def test_scenarios_are_case_blind_and_typos_get_suggestions() -> None:
+    assert resolve_scenario("offline").id == "Offline"
+    assert resolve_scenario("single-stream").id == "SingleStream"
+    assert resolve_scenario("Interactive").id == "Interactive"
+    typo = resolve_scenario("Ofline")
+    assert not typo.resolved and typo.suggestions == ("Offline",)
+    with pytest.raises(InvalidInput, match=r"scenario: unknown scenario 'Ofline'; did you mean 'Offline'\?"):
+        typo.require()
+
+
+def test_benchmark_aliases_and_open_division_variants() -> None:
+    assert resolve_benchmark("sdxl").id == "stable-diffusion-xl"
+    assert resolve_benchmark("resnet").id == "resnet50"
+    assert resolve_benchmark("llama2_70b_lora").id == "llama2-70b-lora"
+    variant = resolve_benchmark("mobilenet-v1-precision_uint8-0.5-160")
+    assert variant.resolved and variant.id == "mobilenet-v1-precision_uint8-0.5-160"
+    assert variant.base == "mobilenet"
+    unknown = resolve_benchmark("resnet5")
+    assert not unknown.resolved and "resnet50" in unknown.suggestions
+
+
+def test_metrics_pair_our_loadgen_names_with_mlperfs() -> None:
+    assert resolve_metric("completed_samples_per_second").id == "queries_per_second"
+    assert load_catalog().metrics["p90_latency_ms"].higher_is_better is False
+
+
+def test_frameworks_and_cudnn_integers() -> None:
+    trt = resolve_framework("TensorRT 8.6.0")
+    assert trt.name.id == "tensorrt" and trt.version == "8.6.0"
+    assert resolve_framework("torch").name.id == "pytorch"
+    assert not resolve_framework("tensorflw").resolved
+    assert cudnn_version(91900) == "9.19.0"
+    assert cudnn_version("8902") == "8.9.2"
+    assert cudnn_version("8.9.7") == "8.9.7"
+
+
+def test_every_name_in_the_shared_data_resolves() -> None:
+    """Every accelerator, CPU-only host and benchmark name in ../shared/data (inference v1.1–v4.1
+    and training v4.1); the list of those that do not is printed and must stay empty."""
+    names = shared_data_names()
+    if names is None:
+        pytest.skip("the shared MLPerf data (../shared/data) is not on this machine")
+    unresolved_acc = sorted(a for a in names.accelerators if not resolve_accelerator(a).resolved)
+    unresolved_cpu = sorted(c for c in names.cpu_only_hosts if not resolve_cpu(c).resolved)
+    unresolved_bench = sorted(b for b in names.benchmarks if not resolve_benchmark(b).resolved)
+    unresolved_scen = sorted(s for s in names.scenarios if not resolve_scenario(s).resolved)
+    parsed = {f: parse_framework(f)[0] for f in names.frameworks}
+    unresolved_fw = sorted(f for f, name in parsed.items() if name and not resolve_framework_name(name).resolved)
+    print("unresolved accelerators:", unresolved_acc)
+    print("unresolved CPU-only hosts:", unresolved_cpu)
+    print("unresolved benchmarks:", unresolved_bench)
+    print("unresolved scenarios:", unresolved_scen)
+    print("unresolved frameworks:", unresolved_fw)
+    assert len(names.accelerators) > 80 and len(names.benchmarks) > 200
+    assert unresolved_acc == []
+    # a canonical name resolves to itself (stored names survive re-resolution: db migrate)
+    keys = {resolve_accelerator(a).key for a in names.accelerators}
+    keys |= {resolve_accelerator("CPU " + c).key for c in names.cpu_only_hosts}
+    assert sorted(k for k in keys if resolve_accelerator(k).key != k or not resolve_accelerator(k).resolved) == []
+    assert unresolved_cpu == []
+    assert unresolved_bench == []
+    assert unresolved_scen == []
+    assert unresolved_fw == []
