@@ -19,6 +19,7 @@ import pytest
 
 from advisor.engine import Advisor
 from advisor.snippet import placement_snippet
+from graph_schema.catalog import resolve_accelerator
 from graph_schema.models import IngestBatch, Observation, PlacementKind, SoftwareStack
 from graph_schema.registry import open_store
 from graph_schema.starter import read_snapshot
@@ -47,8 +48,15 @@ def core(api_client: Any) -> Iterator[Any]:
             if exc.status != 409:
                 raise
     for node in SNIPPET_NODES:
+        name = node["metadata"]["name"]
         api.create_node({k: v for k, v in node.items() if k != "status"})
-        api.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
+        api.patch_node_status(name, {"status": node["status"]})
+        # The TaintNodesByCondition admission plugin taints every new node
+        # node.kubernetes.io/not-ready:NoSchedule; the node lifecycle controller lifts it once the
+        # node reports Ready. That controller does not run here, so lift it as it would.
+        api.patch_node(name, {"spec": {"taints": node["spec"].get("taints") or None}})
+        stored = api.api_client.sanitize_for_serialization(api.read_node(name))
+        assert (stored["spec"].get("taints") or []) == (node["spec"].get("taints") or []), name
     yield api
     for node in SNIPPET_NODES:
         api.delete_node(node["metadata"]["name"])
@@ -147,9 +155,10 @@ def test_bare_metal_snippet_is_accepted_and_selects_bare_metal_nodes_with_the_dr
     pod = rec.snippet
     assert pod["metadata"]["annotations"]["stack-advisor/min-driver"] == "525.60.13"
     dry_run(core, api_client, pod)
+    two_gpus = {"snip-a100-2-gpus"} if rec.candidate.accelerator_count <= 2 else set()  # gpu.count > count-1
     assert selected_nodes(core, pod) == {
         "snip-a100-525-60-13", "snip-a100-525-61-00", "snip-a100-525-105-17", "snip-a100-550-54-15",
-        "snip-a100-old-525-60-13", "snip-a100-2-gpus"}  # not the VMs, the all-MIG node or older drivers
+        "snip-a100-old-525-60-13", *two_gpus}  # not the VMs, the all-MIG node or older drivers
 
 
 def test_driver_thresholds_select_exactly_the_nodes_at_or_above_the_minimum(core: Any, api_client: Any) -> None:
@@ -174,7 +183,7 @@ def test_driver_thresholds_select_exactly_the_nodes_at_or_above_the_minimum(core
 def test_mig_snippet_asks_for_mig_instances_and_lands_on_the_mixed_node(
         core: Any, api_client: Any, advisor: Advisor) -> None:
     """Reproducer: a MIG candidate asked for nvidia.com/gpu: 4 instead of the MIG resource."""
-    recs = _recommend(advisor, benchmark="resnet50", scenario="Offline", hardware={"accelerators": ["7x1g.10gb"]})
+    recs = _recommend(advisor, benchmark="resnet50", scenario="Offline", hardware={"accelerators": ["A100-SXM4-80GB (7x1g.10gb MIG)"]})
     rec = recs[0]
     pod = rec.snippet
     assert pod["spec"]["containers"][0]["resources"]["limits"] == {
@@ -195,7 +204,7 @@ def test_passthrough_snippet_lands_on_a_vm_with_a_new_enough_driver(
         core: Any, api_client: Any, advisor: Advisor) -> None:
     recs = _recommend(advisor, family="pi", benchmark="gemm", hardware={"placements": ["passthrough"]})
     rec = recs[0]
-    assert rec.candidate.accelerator == "NVIDIA H100 80GB HBM3"
+    assert rec.candidate.accelerator == resolve_accelerator("NVIDIA H100 80GB HBM3").key  # the catalogue's name
     pod = rec.snippet
     assert pod["metadata"]["annotations"]["stack-advisor/min-driver"] == "580.65.06"  # CUDA 13.0
     dry_run(core, api_client, pod)
