@@ -34,10 +34,11 @@ from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_TABLE_CACHE"
-FORMAT = 1
+FORMAT = 2  # 2: the published system column
 KEEP = 16
 COLUMNS = ("metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
-           "source", "submitter", "accelerator", "physical", "placement", "stack", "candidate")
+           "source", "submitter", "accelerator", "physical", "placement", "stack", "candidate", "system")
+TUPLE_COLUMNS = ("candidate", "system")  # vocabularies of tuples (JSON keeps them as lists)
 NUMERIC = ("value", "count", "timestamp", "higher_is_better")
 # The code that decides what a table holds: a change to any of these files invalidates every
 # persisted table (and, through the table's digest, every persisted model).
@@ -206,7 +207,7 @@ def _from_arrays(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Observa
     columns: dict[str, Column] = {}
     for name in COLUMNS:
         vocab = meta["vocab"][name]
-        if name == "candidate":
+        if name in TUPLE_COLUMNS:
             vocab = [tuple(v) for v in vocab]
         codes = arrays[f"codes_{name}"].astype(np.int32, copy=False)
         if len(codes) != n or (n and (int(codes.min()) < 0 or int(codes.max()) >= len(vocab))):
