@@ -156,7 +156,8 @@ def test_one_row_per_accelerator_placement_stack_not_per_system_size(store: Stor
     assert a30[0].observed_range is not None and a30[0].observed_range.low < a30[0].observed_range.high
     # the user's count drives the snippet
     rec = next(r for r in _rec(advisor, benchmark="resnet50", scenario="Offline", hardware={"count": 2},
-                               top=20).recommendations if "A30" in r.candidate.accelerator)
+                               image="nvcr.io/nvidia/tensorrt:23.04-py3", top=20).recommendations
+               if "A30" in r.candidate.accelerator)
     assert rec.candidate.accelerator_count == 2
     assert rec.snippet["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 2
 

@@ -23,6 +23,8 @@ from tests.collectors.mlperf_fixtures import (
     write,
 )
 
+IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+
 
 def _training_kb(store: Any, root: Path) -> None:
     tree = small_training_tree(root)
@@ -38,7 +40,8 @@ def _training_kb(store: Any, root: Path) -> None:
 def test_training_ranks_by_time_to_train_then_by_accelerator_hours(embedded_store: Any, tmp_path: Path) -> None:
     _training_kb(embedded_store, tmp_path)
     advisor = Advisor(embedded_store)
-    fastest = advisor.recommend(Workload(family="mlperf-training", benchmark="bert", include_predicted=False), top=2)
+    fastest = advisor.recommend(Workload(family="mlperf-training", benchmark="bert", include_predicted=False,
+                                         image=IMAGE), top=2)
     assert fastest.metric == "time_to_train_min"
     assert [r.candidate.accelerator_count for r in fastest.recommendations] == [32, 16]
     first, second = fastest.recommendations
@@ -52,6 +55,10 @@ def test_training_ranks_by_time_to_train_then_by_accelerator_hours(embedded_stor
     assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"]) == (1, 3)
     container = replicas["Worker"]["template"]["spec"]["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
+    assert container["image"] == IMAGE
+    # no image known and none given: no gang either, and the reason says how to get one
+    bare = advisor.recommend(Workload(family="mlperf-training", benchmark="bert", include_predicted=False), top=1)
+    assert bare.recommendations[0].snippet is None and "--image" in (bare.recommendations[0].snippet_missing or "")
 
     cheapest = advisor.recommend(
         Workload(family="mlperf-training", benchmark="bert", objective="cost", include_predicted=False), top=2)
@@ -69,7 +76,7 @@ def test_training_cli_json(tmp_path: Path) -> None:
         store.ensure_schema()
         _training_kb(store, tmp_path / "src")
     result = CliRunner().invoke(app, ["recommend", "--family", "mlperf-training", "--benchmark", "bert",
-                                      "--observed-only", "--store", uri, "--json"])
+                                      "--observed-only", "--image", IMAGE, "--store", uri, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["metric"] == "time_to_train_min"
