@@ -13,6 +13,7 @@ from advisor.engine import Advisor
 from advisor.workload import Workload
 from collectors.importers.mlperf import import_mlperf
 from collectors.importers.mlperf_training import import_mlperf_training
+from graph_schema.catalog import resolve_accelerator
 from graph_schema.errors import InvalidInput
 from tests.collectors.mlperf_fixtures import (
     SYSTEM,
@@ -24,6 +25,11 @@ from tests.collectors.mlperf_fixtures import (
 )
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
+
+
+def canonical(name: str) -> str:
+    """The catalogue's name for a published accelerator name (what candidates carry)."""
+    return resolve_accelerator(name).key
 
 
 def _training_kb(store: Any, root: Path) -> None:
@@ -119,10 +125,10 @@ def test_latency_limits_exclude_candidates_that_break_them(embedded_store: Any, 
     advisor = Advisor(embedded_store)
     unlimited = advisor.recommend(Workload(benchmark="llama2-70b-99", scenario="Server", include_predicted=False,
                                            per_accelerator=False), top=5)
-    assert unlimited.recommendations[0].candidate.accelerator == "NVIDIA H200-SXM-141GB"
+    assert unlimited.recommendations[0].candidate.accelerator == canonical("NVIDIA H200-SXM-141GB")
     limited = advisor.recommend(Workload(benchmark="llama2-70b-99", scenario="Server", include_predicted=False,
                                          per_accelerator=False, max_ttft_ms=2000, max_tpot_ms=200), top=5)
-    assert [r.candidate.accelerator for r in limited.recommendations] == ["NVIDIA H100-SXM-80GB"]
+    assert [r.candidate.accelerator for r in limited.recommendations] == [canonical("NVIDIA H100-SXM-80GB")]
     assert limited.excluded["observed time to first token p99 above max_ttft_ms=2000 ms"] == 1
     assert limited.excluded["observed time per output token p99 above max_tpot_ms=200 ms"] == 1
     kept = limited.recommendations[0]
@@ -133,8 +139,9 @@ def test_latency_limits_exclude_candidates_that_break_them(embedded_store: Any, 
 def test_latency_limits_unchecked_are_warned_not_hidden(embedded_store: Any, tmp_path: Path) -> None:
     _serving_kb(embedded_store, tmp_path)
     result = Advisor(embedded_store).recommend(
-        Workload(benchmark="llama2-70b-99", include_predicted=False, per_accelerator=False, max_ttft_ms=2000), top=5)
-    offline = next(r for r in result.recommendations if r.candidate.accelerator == "NVIDIA B200-SXM-180GB")
+        Workload(benchmark="llama2-70b-99", scenario="Offline", include_predicted=False, per_accelerator=False,
+                 max_ttft_ms=2000), top=5)
+    offline = next(r for r in result.recommendations if r.candidate.accelerator == canonical("NVIDIA B200-SXM-180GB"))
     assert "max_ttft_ms not checked: no observed time to first token for this configuration" in offline.warnings
 
 
@@ -156,5 +163,5 @@ def test_latency_limit_cli_flags(tmp_path: Path) -> None:
                                       "--store", uri, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert [r["candidate"]["accelerator"] for r in data["recommendations"]] == ["NVIDIA H100-SXM-80GB"]
+    assert [r["candidate"]["accelerator"] for r in data["recommendations"]] == [canonical("NVIDIA H100-SXM-80GB")]
     assert sum(v for k, v in data["excluded"].items() if "p99 above" in k) == 2

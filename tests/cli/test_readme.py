@@ -22,7 +22,7 @@ import pytest
 from cli.guard import run_guarded
 from cli.main import app
 from tests.cli.server import ADVISOR, free_port
-from tests.collectors.mlperf_fixtures import small_tree, tar_gz
+from tests.collectors.mlperf_fixtures import small_training_tree, small_tree, tar_gz
 from tests.readme_commands import readme_commands
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ ELSEWHERE = {"nodes sync"}  # tests/kube/test_readme_nodes.py
 
 
 def _workspace(tmp_path: Path) -> Path:
-    """cwd for the commands, with ../shared/data/mlperf beside it as on CI."""
+    """cwd for the commands, with ../shared/data/mlperf and mlperf-training beside it as on CI."""
     work = tmp_path / "work"
     (work / "deploy" / "plans").mkdir(parents=True)
     shutil.copy(REPO / "deploy" / "plans" / "sample-plan.yaml", work / "deploy" / "plans")
@@ -44,6 +44,10 @@ def _workspace(tmp_path: Path) -> Path:
     for name in ("inference_v2.1", "inference_v3.0"):
         tree = small_tree(tmp_path / "src" / name).rename(tmp_path / "src" / name / name)
         tar_gz(tree, mlperf / f"{name}.tar.gz")
+    training = tmp_path / "shared" / "data" / "mlperf-training"  # the README's training round
+    training.mkdir(parents=True)
+    tar_gz(small_training_tree(tmp_path / "src-training").rename(tmp_path / "src-training" / "training_v4.1"),
+           training / "training_v4.1.tar.gz")
     return work
 
 
