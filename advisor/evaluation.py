@@ -206,7 +206,10 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
     rounds = sorted({r for r in table.round.vocab if r}, key=_round_key)
     if not rounds:
         raise InvalidInput("evaluation needs published results with rounds (import MLPerf results first)")
-    test_round = test_round or rounds[-1]
+    # default: the latest round with closed-division throughput results to score (a newer
+    # training round holds times to train, which the protocols do not score)
+    scorable = {table.round.vocab[int(c)] for c in table.round.codes[_closed_throughput(table, np.arange(table.n))]}
+    test_round = test_round or max((r for r in rounds if r in scorable), key=_round_key, default=rounds[-1])
     if test_round not in rounds:
         raise InvalidInput(f"test round: {test_round!r} is not in the knowledge base; rounds: {', '.join(rounds)}")
     scored = _Scored()

@@ -22,11 +22,29 @@ import pytest
 from cli.guard import run_guarded
 from cli.main import app
 from tests.cli.server import ADVISOR, free_port
-from tests.collectors.mlperf_fixtures import small_training_tree, small_tree, tar_gz
+from tests.collectors.mlperf_fixtures import (
+    SYSTEM,
+    result_path,
+    small_training_tree,
+    small_tree,
+    tar_gz,
+    write,
+)
 from tests.readme_commands import readme_commands
 
 REPO = Path(__file__).resolve().parents[2]
 ELSEWHERE = {"nodes sync"}  # tests/kube/test_readme_nodes.py
+LLM_SERVER = """Scenario : Server
+Mode     : PerformanceOnly
+Completed samples per second    : 8.5
+Completed tokens per second: 20000
+Result is : VALID
+================================================
+Additional Stats
+================================================
+99.00 percentile first token latency (ns)   : 900000000
+99.00 percentile time to output token (ns)   : 120000000
+"""
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -43,6 +61,10 @@ def _workspace(tmp_path: Path) -> Path:
     mlperf.mkdir(parents=True)
     for name in ("inference_v2.1", "inference_v3.0"):
         tree = small_tree(tmp_path / "src" / name).rename(tmp_path / "src" / name / name)
+        if name == "inference_v3.0":  # the README's serving-limit command: one LLM Server result
+            write(tree, "closed/Acme/systems/llm.json",
+                  json.dumps(dict(SYSTEM, accelerator_model_name="NVIDIA H100-SXM-80GB")))
+            write(tree, result_path("llm", "llama2-70b-99", "Server"), LLM_SERVER)
         tar_gz(tree, mlperf / f"{name}.tar.gz")
     training = tmp_path / "shared" / "data" / "mlperf-training"  # the README's training round
     training.mkdir(parents=True)
