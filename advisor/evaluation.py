@@ -42,7 +42,7 @@ def subset(table: ObservationTable, rows: np.ndarray, generation: int = 0) -> Ob
         bench_name=col(table.bench_name), scenario=col(table.scenario), division=col(table.division),
         round=col(table.round), source=col(table.source), submitter=col(table.submitter),
         accelerator=col(table.accelerator), physical=col(table.physical), placement=col(table.placement),
-        stack=col(table.stack), candidate=col(table.candidate), keys=[table.keys[i] for i in rows.tolist()],
+        stack=col(table.stack), candidate=col(table.candidate), system=col(table.system), keys=[table.keys[i] for i in rows.tolist()],
         benchmarks=table.benchmarks, stacks=table.stacks, images=table.images)
 
 

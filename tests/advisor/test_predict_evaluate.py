@@ -61,7 +61,7 @@ def test_evaluate_rejects_bad_protocols_and_rounds(kb_advisor) -> None:  # type:
 
 
 def test_placement_overhead_and_compare_on_real_pairs(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    overheads = kb_advisor.placement_overhead("A100-SXM")
+    overheads = kb_advisor.placement_overhead("NVIDIA A100-SXM-80GB")
     vgpu = [o for o in overheads if o.placement.value == "vgpu"]
     assert vgpu and vgpu[0].pairs >= 1 and 0.5 < vgpu[0].ratio < 1.5
     result = kb_advisor.compare("driver=510.39.01", "driver=510.47.03", benchmark="bert-99")

@@ -93,14 +93,14 @@ Additional Stats
 def _serving_kb(store: Any, root: Path) -> None:
     tree = root / "inference_v9.9"
     for name, model, tokens, ttft_ms, tpot_ms in (
-        ("fast-but-slow-first-token", "NVIDIA H200-SXM-141GB", 30000, 2600, 150),
-        ("steady", "NVIDIA H100-SXM-80GB", 20000, 900, 120),
+        ("fast-but-slow-first-token", "H200-SXM-141GB", 30000, 2600, 150),
+        ("steady", "H100-SXM5-80GB", 20000, 900, 120),
         ("slow-tokens", "AMD Instinct MI300X", 25000, 800, 260),
     ):
         write(tree, f"closed/Acme/systems/{name}.json", json.dumps(dict(SYSTEM, accelerator_model_name=model)))
         write(tree, result_path(name, "llama2-70b-99", "Server"),
               LLM_SERVER.format(tokens=tokens, ttft_ns=ttft_ms * 10**6, tpot_ns=tpot_ms * 10**6))
-    write(tree, "closed/Acme/systems/offline-only.json", json.dumps(dict(SYSTEM, accelerator_model_name="NVIDIA B200-SXM-180GB")))
+    write(tree, "closed/Acme/systems/offline-only.json", json.dumps(dict(SYSTEM, accelerator_model_name="B200-SXM-180GB")))
     write(tree, result_path("offline-only", "llama2-70b-99", "Offline"),
           "Scenario : Offline\nTokens per second: 90000\nResult is : VALID\n")
     summary = import_mlperf(tree, store)
@@ -112,10 +112,10 @@ def test_latency_limits_exclude_candidates_that_break_them(embedded_store: Any, 
     advisor = Advisor(embedded_store)
     unlimited = advisor.recommend(Workload(benchmark="llama2-70b-99", scenario="Server", include_predicted=False,
                                            per_accelerator=False), top=5)
-    assert unlimited.recommendations[0].candidate.accelerator == "NVIDIA H200-SXM-141GB"
+    assert unlimited.recommendations[0].candidate.accelerator == "H200-SXM-141GB"
     limited = advisor.recommend(Workload(benchmark="llama2-70b-99", scenario="Server", include_predicted=False,
                                          per_accelerator=False, max_ttft_ms=2000, max_tpot_ms=200), top=5)
-    assert [r.candidate.accelerator for r in limited.recommendations] == ["NVIDIA H100-SXM-80GB"]
+    assert [r.candidate.accelerator for r in limited.recommendations] == ["H100-SXM5-80GB"]
     assert limited.excluded["observed time to first token p99 above max_ttft_ms=2000 ms"] == 1
     assert limited.excluded["observed time per output token p99 above max_tpot_ms=200 ms"] == 1
     kept = limited.recommendations[0]
@@ -126,8 +126,9 @@ def test_latency_limits_exclude_candidates_that_break_them(embedded_store: Any, 
 def test_latency_limits_unchecked_are_warned_not_hidden(embedded_store: Any, tmp_path: Path) -> None:
     _serving_kb(embedded_store, tmp_path)
     result = Advisor(embedded_store).recommend(
-        Workload(benchmark="llama2-70b-99", include_predicted=False, per_accelerator=False, max_ttft_ms=2000), top=5)
-    offline = next(r for r in result.recommendations if r.candidate.accelerator == "NVIDIA B200-SXM-180GB")
+        Workload(benchmark="llama2-70b-99", scenario="Offline", include_predicted=False, per_accelerator=False,
+                 max_ttft_ms=2000), top=5)
+    offline = next(r for r in result.recommendations if r.candidate.accelerator == "B200-SXM-180GB")
     assert "max_ttft_ms not checked: no observed time to first token for this configuration" in offline.warnings
 
 
@@ -149,5 +150,5 @@ def test_latency_limit_cli_flags(tmp_path: Path) -> None:
                                       "--store", uri, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert [r["candidate"]["accelerator"] for r in data["recommendations"]] == ["NVIDIA H100-SXM-80GB"]
+    assert [r["candidate"]["accelerator"] for r in data["recommendations"]] == ["H100-SXM5-80GB"]
     assert sum(v for k, v in data["excluded"].items() if "p99 above" in k) == 2
