@@ -170,6 +170,8 @@ class Estimate:
     references: list[str] = field(default_factory=list)
     factors: list[tuple[str, str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # a transfer beyond the best (or below the worst) accelerator measured on the benchmark
+    extrapolated: bool = False
 
     @property
     def confidence(self) -> float:
@@ -363,13 +365,15 @@ class EvidenceIndex:
                     f"({bound}-bound, learned on {len(refs)} accelerators)"), 1.0)]
         all_values = [v[0] for v in refs.values()]
         notes = []
+        extrapolated = False
         if value > max(all_values) * 1.05 if hib else value < min(all_values) * 0.95:
             notes.append("beyond the best measured accelerator on this benchmark: extrapolated from public specs")
+            extrapolated = True
         rows = np.concatenate([by_acc[a] for a in used])
         if abs(mid_q) > 0.01:
             factors.append(("efficiency", "median correction of transfers on this metric's history", math.exp(mid_q)))
         return Estimate(Basis.TRANSFERRED, value, raw_value * math.exp(lo_q), raw_value * math.exp(hi_q),
-                        rows=rows, references=used, factors=factors, notes=notes)
+                        rows=rows, references=used, factors=factors, notes=notes, extrapolated=extrapolated)
 
     def references(self, by_acc: dict[str, np.ndarray], *, before: float | None = None,
                    exclude: str | None = None) -> dict[str, tuple[float, tuple[float, float], str]]:

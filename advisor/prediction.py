@@ -78,6 +78,7 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
     if isinstance(cq, str):
         return Prediction(query=q, value=None, interval=None, observed=False, basis=Basis.UNSUPPORTED,
                           reason=cq, evidence=Evidence(count=0), warnings=[cq])
+    q = named  # answers echo the query in catalogue names: what each name was resolved to
     est = index.estimate(cq)
     warnings = list(est.notes)
     if q.components or q.framework:

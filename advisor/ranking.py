@@ -172,6 +172,13 @@ def rank(advisor: Advisor, workload: Workload, top: int, table: ObservationTable
                        "raw": raw_names, "est": est, "value": value, "low": low, "high": high,
                        "score": score, "group": group_rows, "scale": scale, "bench_rows": bench_rows})
 
+    # An extrapolation beyond every accelerator measured on the benchmark does not outrank the
+    # measurements on specs alone: its score is capped at the best observed candidate's.
+    best_observed = max((c["score"] for c in scored if c["est"].basis is Basis.OBSERVED), default=None)
+    for c in scored:
+        if c["est"].extrapolated and best_observed is not None and c["score"] > best_observed:
+            c["score"] = best_observed
+            c["capped"] = True
     order = {Basis.OBSERVED: 0, Basis.INTERPOLATED: 1, Basis.TRANSFERRED: 2}
     scored.sort(key=lambda s: (-s["score"], order[s["est"].basis], s["acc"], s["stack_id"]))
     recs = [_recommendation(advisor, workload, table, index, rank_no, s, metric, unit, hib, per_acc, latest)
@@ -236,6 +243,9 @@ def _recommendation(advisor: Advisor, workload: Workload, table: ObservationTabl
     est = s["est"]
     stack: SoftwareStack = s["stack"]
     warnings = list(est.notes)
+    if s.get("capped"):
+        warnings.append("ranked no higher than the best measured candidate: its estimate is an extrapolation "
+                        "beyond every accelerator measured on this benchmark")
     group: np.ndarray = s["group"]
     evidence_rows = group if len(group) else np.empty(0, dtype=np.int64)
     evidence = _evidence(table, index, evidence_rows)

@@ -20,9 +20,9 @@ def test_a_misspelt_or_unknown_accelerator_is_refused_per_query(kb_advisor) -> N
     answered, typo_p, foo_p = kb_advisor.predict([right, typo, foo])
     assert answered.basis is Basis.OBSERVED and answered.value and answered.value > 0
     assert answered.query.accelerator == "A100-SXM4-80GB"
-    assert typo_p.basis is Basis.REFUSED and typo_p.value is None
+    assert typo_p.basis is Basis.UNSUPPORTED and typo_p.value is None
     assert "did you mean 'NVIDIA A100-SXM-80GB'" in typo_p.warnings[0]
-    assert foo_p.basis is Basis.REFUSED and foo_p.value is None and "Foo GPU 9000" in foo_p.warnings[0]
+    assert foo_p.basis is Basis.UNSUPPORTED and foo_p.value is None and "Foo GPU 9000" in foo_p.warnings[0]
 
 
 def test_lower_case_scenario_is_the_scenario_and_a_typo_is_an_error(kb_advisor) -> None:  # type: ignore[no-untyped-def]
