@@ -242,14 +242,15 @@ def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(tm
 
 def test_first_use_says_what_it_is_doing_on_stderr_only(tmp_path: Path) -> None:
     """A fresh home: the default store is seeded (one line on a non-terminal stderr), the table
-    read and the model fitted, each said once; stdout is the JSON alone. The next call is quiet."""
+    read, each said once (answers come from the evidence index: no model is fitted on this path);
+    stdout is the JSON alone. The next call is quiet."""
     env = _env(tmp_path)
     args = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--json", "--top", "2"]
     first, out, err = run_cli(args, env)
     assert first["code"] == 0, err
     json.loads(out)
     lines = [line for line in err.splitlines() if line.startswith("advisor: ")]
-    assert [line.split(":")[1].strip().split()[0] for line in lines] == ["first", "loading", "fitting"], err
+    assert [line.split(":")[1].strip().split()[0] for line in lines] == ["first", "loading"], err
     assert "seeding the default store" in lines[0]
     second, out2, err2 = run_cli(args, env)
     assert second["code"] == 0 and json.loads(out2)

@@ -89,7 +89,7 @@ def test_multistream_uses_the_99th_percentile_estimate() -> None:
     "text, fragment",
     [
         ("garbage without any lines", "no 'Scenario :' line"),
-        ("Scenario : Warp\n", "scenario 'Warp' is unknown"),
+        ("Scenario : Warp\n", "unknown scenario 'Warp'"),
         ("Scenario : Offline\nResult is : VALID\n", "none of the result figures 'tokens_per_second', 'samples_per_second'"),
         ("Scenario : Offline\nSamples per second: lots\n", "'lots' is not a number"),
     ],

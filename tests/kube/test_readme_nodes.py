@@ -1,5 +1,6 @@
 """The README's `advisor nodes sync`, as written (the cluster from $KUBECONFIG, the store from
-$ADVISOR_STORE), against the real kube-apiserver; the other README commands run in
+$ADVISOR_STORE), against the real kube-apiserver, then the README's `recommend --cluster` on the
+inventory it recorded; the other README commands run in
 tests/cli/test_readme.py."""
 
 from __future__ import annotations
@@ -26,3 +27,10 @@ def test_readme_nodes_sync(control_plane: ControlPlane, tmp_path: Path, monkeypa
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert "Traceback" not in out + err and "synced" in err
+    cluster_commands = [c for c in readme_commands() if c.startswith("advisor recommend") and "--cluster" in c]
+    assert cluster_commands
+    for cluster_command in cluster_commands:  # the inventory just recorded, ranked as the README says
+        code = run_guarded(app, cluster_command.split()[1:])
+        out, err = capsys.readouterr()
+        assert code == 0, f"{cluster_command}\n{out}\n{err}"
+        assert "Traceback" not in out + err
