@@ -6,23 +6,43 @@ tests/cli/test_readme.py."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cli.guard import run_guarded
 from cli.main import app
+from graph_schema.registry import open_store
+from graph_schema.starter import seed_store
 from tests.kube.control_plane import ControlPlane
+from tests.kube.gfd_nodes import ALL_NODES
 from tests.readme_commands import readme_commands
 
 pytestmark = pytest.mark.kube
 
 
-def test_readme_nodes_sync(control_plane: ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_nodes_sync(control_plane: ControlPlane, api_client: Any, tmp_path: Path,
+                           monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    core = client.CoreV1Api(api_client)
+    for node in ALL_NODES:  # GFD/NFD-labelled nodes for the sync to find (others may be there too)
+        try:
+            core.create_node({k: v for k, v in node.items() if k != "status"})
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        if node.get("status"):
+            core.patch_node_status(node["metadata"]["name"], {"status": node["status"]})
     [command] = [c for c in readme_commands() if c.startswith("advisor nodes sync")]
     monkeypatch.delenv("ADVISOR_API", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    monkeypatch.setenv("ADVISOR_STORE", f"embedded:{tmp_path / 'kb'}")
+    uri = f"embedded:{tmp_path / 'kb'}"
+    with open_store(uri) as store:  # the starter knowledge base, as the default store has it
+        store.ensure_schema()
+        seed_store(store)
+    monkeypatch.setenv("ADVISOR_STORE", uri)
     code = run_guarded(app, command.split()[1:])
     out, err = capsys.readouterr()
     assert code == 0, out + err
