@@ -163,6 +163,11 @@ class NodePool(BaseModel):
         }
 
 
+# Taints Kubernetes sets from a node's conditions (not-ready, unreachable, memory/disk pressure,
+# uninitialized): a workload must wait for them to clear, not tolerate them.
+_CONDITION_TAINTS = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/")
+
+
 def _taint(text: str) -> dict[str, str]:
     """``key=value:Effect`` (the inventory's form) → a taint dict."""
     head, _, effect = text.rpartition(":")
@@ -313,6 +318,8 @@ def _pool(shapes: list[_Shape], key_label: str | None, key_value: str | None, sp
     for shape in shapes:
         for text in shape.node.taints:
             t = _taint(text)
+            if t["key"].startswith(_CONDITION_TAINTS):  # the node's state, not the pool's: never tolerated
+                continue
             taints[(t["key"], t["value"], t["effect"])] = t
     workload_config = labels.get(WORKLOAD_CONFIG_LABEL)
     usable, reason = True, None

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collectors.plan.model import RUNNER_FAMILIES, Cell
+from graph_schema.catalog.canonical import canonical_stack
 from graph_schema.models import ObservationFilter
 from graph_schema.store import Store
 
 
 def observation_filter(cell: Cell) -> ObservationFilter:
     """Observations on the cell's stack (framework, its version, CUDA), accelerator, placement
-    and benchmark family. The driver is the node's, not the image's, so it is not matched."""
-    stack = cell.stack()
+    and benchmark family, in catalogue names as the store keeps them ("torch" is stored as
+    "pytorch"). The driver is the node's, not the image's, so it is not matched."""
+    stack = canonical_stack(cell.stack())
     acc = cell.pool.accelerator_model()
     return ObservationFilter(
         framework=stack.framework,
@@ -24,7 +26,7 @@ def observation_filter(cell: Cell) -> ObservationFilter:
 
 def is_observed(store: Store, cell: Cell) -> bool:
     """True when at least one valid observation matches the cell (cuDNN compared too)."""
-    want_cudnn = cell.image.stack.cudnn
+    want_cudnn = canonical_stack(cell.stack()).cudnn
     for obs in store.iter_observations(observation_filter(cell), page=500):
         if not obs.valid:
             continue

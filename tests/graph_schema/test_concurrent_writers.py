@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from graph_schema.catalog.canonical import canonical_observation
 from graph_schema.models import IngestBatch
 from tests.graph_schema.test_store_contract import _obs
 
@@ -50,7 +51,8 @@ def overlapping_batches(writers: int = WRITERS, per_writer: int = 4, size: int =
 @pytest.mark.neo4j
 def test_eight_writers_on_neo4j_lose_and_duplicate_nothing(neo4j_store, record_property):
     batches = overlapping_batches()
-    expected = {o.observation_key for mine in batches for b in mine for o in b.observations}
+    # the store keeps observations in catalogue names, so their keys are the canonical ones
+    expected = {canonical_observation(o).observation_key for mine in batches for b in mine for o in b.observations}
     barrier = threading.Barrier(WRITERS)
 
     def writer(mine: list[IngestBatch]) -> int:

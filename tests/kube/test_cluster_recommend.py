@@ -119,9 +119,13 @@ def _nodes_file(api_client: Any, path: Path) -> Path:
 def _dry_run(api_client: Any, manifest: dict[str, Any]) -> None:
     from kubernetes import client
 
+    from kubernetes import dynamic
+
+    # The dynamic client sends Pods as written (the typed client coerces, and rejects int quantities).
+    pods = dynamic.DynamicClient(api_client).resources.get(api_version="v1", kind="Pod")
     manifest = {**manifest, "metadata": {**manifest["metadata"], "namespace": NAMESPACE}}
     if manifest["kind"] == "Pod":
-        client.CoreV1Api(api_client).create_namespaced_pod(NAMESPACE, manifest, dry_run="All")
+        pods.create(body=manifest, namespace=NAMESPACE, dry_run="All")
         return
     group, version = manifest["apiVersion"].split("/")
     plural = {"PyTorchJob": "pytorchjobs", "PodGroup": "podgroups"}[manifest["kind"]]
@@ -132,7 +136,7 @@ def _dry_run(api_client: Any, manifest: dict[str, Any]) -> None:
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": f"{manifest['metadata']['name']}-check", **{k: v for k, v in template["metadata"].items()}},
                "spec": template["spec"]}
-        client.CoreV1Api(api_client).create_namespaced_pod(NAMESPACE, pod, dry_run="All")
+        pods.create(body=pod, namespace=NAMESPACE, dry_run="All")
 
 
 def _without_timing(answer: dict[str, Any]) -> dict[str, Any]:
