@@ -80,7 +80,7 @@ def recommend(
     framework: Annotated[Optional[list[str]], typer.Option(
         help="Component constraint NAME[SPEC], e.g. 'tensorrt>=8.5' or 'pytorch==2.1.*' (repeatable).")] = None,
     accelerator: Annotated[Optional[list[str]], typer.Option(
-        help="Allowed accelerator (substring of the model, repeatable).")] = None,
+        help="Allowed accelerator: a board (A100-SXM4-80GB), family (H100), generation (hopper) or vendor; repeatable.")] = None,
     count: Annotated[Optional[int], typer.Option(help="Exact accelerator count.")] = None,
     min_count: Annotated[Optional[int], typer.Option(help="Minimum accelerator count.")] = None,
     max_count: Annotated[Optional[int], typer.Option(help="Maximum accelerator count.")] = None,
