@@ -23,7 +23,7 @@ import numpy as np
 
 from advisor import predictor
 from advisor.table import ObservationTable
-from advisor.table_file import code_digest, content_digest
+from advisor.table_file import code_digest, configured_cache_dir, content_digest
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_MODEL_CACHE"
@@ -32,13 +32,8 @@ COMPILE_CHECK_ROWS = 2000
 
 
 def cache_dir() -> Path | None:
-    configured = os.environ.get(CACHE_ENV)
-    if configured == "0":
-        return None
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stack-advisor" / "models"
+    """Where fitted models are persisted; None when ``ADVISOR_MODEL_CACHE=0``."""
+    return configured_cache_dir(CACHE_ENV, "models")
 
 
 def fingerprint(table: ObservationTable, model_version: int) -> str:

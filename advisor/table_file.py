@@ -46,15 +46,21 @@ _SHAPING_CODE = ("advisor", "graph_schema")
 _CODE_DIGEST: str | None = None
 
 
-def cache_dir() -> Path | None:
-    """Where tables are persisted; None when ``ADVISOR_TABLE_CACHE=0``."""
-    configured = os.environ.get(CACHE_ENV)
+def configured_cache_dir(env: str, leaf: str) -> Path | None:
+    """A cache folder: ``$<env>`` when set (``0``: caching off, None), else
+    ``$XDG_CACHE_HOME/stack-advisor/<leaf>``. Shared by persisted tables and models."""
+    configured = os.environ.get(env)
     if configured == "0":
         return None
     if configured:
         return Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stack-advisor" / "tables"
+    return Path(base) / "stack-advisor" / leaf
+
+
+def cache_dir() -> Path | None:
+    """Where tables are persisted; None when ``ADVISOR_TABLE_CACHE=0``."""
+    return configured_cache_dir(CACHE_ENV, "tables")
 
 
 def code_digest() -> str:
