@@ -132,12 +132,7 @@ def run_guarded(app: Any, argv: Sequence[str], prog_name: str = "advisor") -> in
         if as_json:
             report("usage" if exc.exit_code == USAGE else "error", exc.format_message(), True)
         else:
-            try:
-                from typer import rich_utils
-
-                rich_utils.rich_format_error(exc)
-            except ImportError:  # pragma: no cover - typer without rich
-                exc.show()
+            exc.show()  # plain "Usage: ... Error: ...", like the plain help (no rich box)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - the one place every error is turned into a line
         if debug:

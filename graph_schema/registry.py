@@ -106,13 +106,59 @@ def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = T
             f"no store at {Path(target).expanduser()} (a typo?); commands that write create it "
             f"(`advisor db migrate --store {resolved}` makes an empty one)",
             details={"reason": "missing", "path": str(Path(target).expanduser())})
+    if fresh:
+        _create_seeded_default(default_store_path())
     store = builder(target)
     # A remote API owns its store's schema; a client only reads it, and lazily.
     if migrate and builder is not _rest:
         store.ensure_schema()
-    if fresh:
+    if is_default and not fresh and store.generation() == 0:
+        # An empty default store (made by `db migrate`, or by a version that seeded in place and
+        # was interrupted): nothing was ever written to it, so seeding it loses nothing.
         _seed(store)
     return store
+
+
+SEED_QUERY_TIMEOUT_S = 3600.0
+
+
+def _create_seeded_default(final: Path) -> None:
+    """Seed the default store beside its final path and move it there when complete.
+
+    A first run stopped while seeding (Ctrl-C, a killed pod) then leaves no half-seeded store
+    behind that would be taken for the knowledge base; the next run starts over.
+    """
+    from graph_schema.embedded_store import EmbeddedStore
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    partial = final.with_name(f".{final.name}.seeding-{os.getpid()}")
+    _remove_store_files(partial)
+    try:
+        # A private store no request waits on: the per-query timeout that protects the API from
+        # runaway reads must not fail a first run on a busy machine.
+        store = EmbeddedStore(str(partial), query_timeout_s=SEED_QUERY_TIMEOUT_S)
+        try:
+            store.ensure_schema()
+            _seed(store)
+        finally:
+            store.close()
+        if final.exists():  # another process finished first: keep its store
+            return
+        for sidecar in _store_files(partial):
+            os.replace(sidecar, final.with_name(final.name + sidecar.name[len(partial.name):]))
+    finally:
+        _remove_store_files(partial)
+
+
+def _store_files(path: Path) -> list[Path]:
+    """The embedded store's file and its sidecars (``PATH.wal``, ...), the main file last."""
+    sidecars = sorted(p for p in path.parent.glob(path.name + ".*") if p.is_file())
+    return [*sidecars, *([path] if path.exists() else [])]
+
+
+def _remove_store_files(path: Path) -> None:
+    for file in _store_files(path):
+        file.unlink(missing_ok=True)
 
 
 def _seed(store: Store) -> None:

@@ -24,7 +24,7 @@ class _Entry(BaseModel):
 def _check_patterns(patterns: list[str]) -> list[str]:
     for pattern in patterns:
         try:
-            re.compile(pattern)
+            re.compile(pattern, re.IGNORECASE)  # as the resolver compiles it: re's cache reuses it
         except re.error as exc:
             raise ValueError(f"bad pattern {pattern!r}: {exc}") from None
     return patterns

@@ -178,3 +178,62 @@ def test_fresh_install_default_store_answers_at_once(tmp_path: Path) -> None:
                            capture_output=True, text=True, timeout=120, check=False)
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout)["observations_by_source"] == expected
+
+
+def test_an_interrupted_first_seed_leaves_no_half_seeded_default_store(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Ctrl-C while the default store is seeded: no store (nor partial file) is left at the default
+    path, so the next run seeds again instead of answering from a part of the knowledge base."""
+    from graph_schema import registry
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("ADVISOR_STORE", raising=False)
+    monkeypatch.delenv("ADVISOR_API", raising=False)
+    real_seed = starter.seed_store
+
+    def seed_then_interrupt(store, path=None, **kwargs):  # type: ignore[no-untyped-def]
+        first = starter.load_snapshot(path)
+        store.ingest(starter.IngestBatch(observations=first.observations[:50], runs=first.runs))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(starter, "seed_store", seed_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        registry.open_store()
+    folder = registry.default_store_path().parent
+    assert not registry.default_store_path().exists()
+    assert sorted(p.name for p in folder.iterdir()) == []
+
+    monkeypatch.setattr(starter, "seed_store", real_seed)
+    calls: list[int] = []
+    monkeypatch.setattr(registry, "_seed", lambda store: calls.append(store.generation()))
+    with registry.open_store():
+        pass
+    assert calls == [0]  # the next run seeds the new store
+
+
+def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`advisor db migrate` on the default path makes an empty store: the first read seeds it; a
+    store that was ever written to (generation > 0) is left as the user made it."""
+    from graph_schema import registry
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("ADVISOR_STORE", raising=False)
+    monkeypatch.delenv("ADVISOR_API", raising=False)
+    path = registry.default_store_path()
+    path.parent.mkdir(parents=True)
+    with registry.open_store(f"embedded:{path}") as store:  # explicit URI: not seeded
+        assert store.generation() == 0
+    calls: list[int] = []
+    monkeypatch.setattr(registry, "_seed", lambda store: calls.append(store.generation()))
+    with registry.open_store():
+        pass
+    assert calls == [0]
+    first = starter.load_snapshot()
+    with registry.open_store(f"embedded:{path}") as store:
+        store.ingest(starter.IngestBatch(observations=first.observations[:5], runs=first.runs))
+        assert store.generation() > 0
+    calls.clear()
+    with registry.open_store():
+        pass
+    assert calls == []
