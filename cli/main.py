@@ -6,7 +6,7 @@ import importlib
 import logging
 import os
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -44,7 +44,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     api: Annotated[
-        Optional[str],
+        str | None,
         typer.Option(
             "--api",
             envvar="ADVISOR_API",
