@@ -112,17 +112,22 @@ def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = T
     # A remote API owns its store's schema; a client only reads it, and lazily.
     if migrate and builder is not _rest:
         store.ensure_schema()
-    if is_default and not fresh and store.generation() == 0:
-        # An empty default store (made by `db migrate`, or by a version that seeded in place and
-        # was interrupted): nothing was ever written to it, so seeding it loses nothing.
-        _seed(store)
+    if is_default and not fresh and builder is _embedded and store.generation() == 0:
+        # An empty default store (made by `db migrate`, or left by an older version that seeded in
+        # place and was interrupted): nothing was ever written to it, so replacing it with a
+        # seeded one loses nothing.
+        store.close()
+        _create_seeded_default(default_store_path(), replace=True)
+        store = builder(target)
+        if migrate:
+            store.ensure_schema()
     return store
 
 
 SEED_QUERY_TIMEOUT_S = 3600.0
 
 
-def _create_seeded_default(final: Path) -> None:
+def _create_seeded_default(final: Path, *, replace: bool = False) -> None:
     """Seed the default store beside its final path and move it there when complete.
 
     A first run stopped while seeding (Ctrl-C, a killed pod) then leaves no half-seeded store
@@ -142,7 +147,7 @@ def _create_seeded_default(final: Path) -> None:
             _seed(store)
         finally:
             store.close()
-        if final.exists():  # another process finished first: keep its store
+        if final.exists() and not replace:  # another process finished first: keep its store
             return
         for sidecar in _store_files(partial):
             os.replace(sidecar, final.with_name(final.name + sidecar.name[len(partial.name):]))

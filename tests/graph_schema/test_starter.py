@@ -213,8 +213,8 @@ def test_an_interrupted_first_seed_leaves_no_half_seeded_default_store(
 
 def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """`advisor db migrate` on the default path makes an empty store: the first read seeds it; a
-    store that was ever written to (generation > 0) is left as the user made it."""
+    """`advisor db migrate` on the default path makes an empty store: the first read replaces it
+    with a seeded one; a store that was ever written to (generation > 0) is left as it is."""
     from graph_schema import registry
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
@@ -224,16 +224,18 @@ def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
     path.parent.mkdir(parents=True)
     with registry.open_store(f"embedded:{path}") as store:  # explicit URI: not seeded
         assert store.generation() == 0
-    calls: list[int] = []
-    monkeypatch.setattr(registry, "_seed", lambda store: calls.append(store.generation()))
-    with registry.open_store():
-        pass
-    assert calls == [0]
-    first = starter.load_snapshot()
-    with registry.open_store(f"embedded:{path}") as store:
-        store.ingest(starter.IngestBatch(observations=first.observations[:5], runs=first.runs))
+    snapshot = starter.load_snapshot()
+
+    def seed_part(store):  # type: ignore[no-untyped-def]
+        store.ingest(starter.IngestBatch(observations=snapshot.observations[:20], runs=snapshot.runs))
+
+    monkeypatch.setattr(registry, "_seed", seed_part)
+    with registry.open_store() as store:
         assert store.generation() > 0
-    calls.clear()
-    with registry.open_store():
-        pass
-    assert calls == []
+        seeded = store.stats().counts.get("Observation", 0)
+    assert seeded == 20
+    assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith(".")) == []
+
+    monkeypatch.setattr(registry, "_seed", lambda store: pytest.fail("a written store was re-seeded"))
+    with registry.open_store() as store:
+        assert store.stats().counts.get("Observation", 0) == seeded
