@@ -37,6 +37,8 @@ from collectors.sweep.matrix import Cell
 from graph_schema.errors import InvalidInput
 
 CACHE_ENV = "ADVISOR_SWEEP_CACHE"
+UV_CACHE_ENV = "ADVISOR_SWEEP_UV_CACHE"
+"""Where uv's download cache lives when not under the sweep cache (e.g. shared by test runs)."""
 DEFAULT_MAX_GB = 20.0
 
 COLLECTOR_REQUIREMENTS = ("pydantic>=2.6,<3", "pyyaml>=6", "psutil>=5.9", "nvidia-ml-py>=12")
@@ -101,7 +103,8 @@ class EnvCache:
 
     @property
     def uv_cache(self) -> Path:
-        return self.root / "uv"
+        configured = os.environ.get(UV_CACHE_ENV)
+        return Path(configured).expanduser() if configured else self.root / "uv"
 
     @property
     def envs(self) -> Path:

@@ -2,8 +2,8 @@
 record what it measured (or why it could not), and hand the documents to the same sink
 ``advisor collect`` uses (a store, or the API with spooling).
 
-Resumable: each finished cell leaves a ledger entry (``results/<host>/<matrix>/<cell>.json``
-under the sweep cache) holding its status, run ids, lock, timings and stack; a re-run skips a cell
+Resumable: each finished cell leaves a ledger entry (``results/<host>/<matrix>/<store>/<cell>.json``
+under the sweep cache, per store) holding its status, run ids, lock, timings and stack; a re-run skips a cell
 whose entry matches the matrix's benchmarks and device (and, for measured cells, whose run is in
 the store) unless ``force``. With ``force`` the cell runs again under new run ids, so its repeats
 add up instead of replacing each other.
@@ -11,6 +11,7 @@ add up instead of replacing each other.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -76,7 +77,10 @@ class CellOutcome:
 
 
 class Sink:
-    """Where documents go: ``deliver`` one; ``has_run`` says whether a run id is already stored."""
+    """Where documents go: ``deliver`` one; ``has_run`` says whether a run id is already stored;
+    ``identity`` keeps the ledgers of two stores apart (a sweep into a new store runs again)."""
+
+    identity: str = ""
 
     def deliver(self, document: ResultDocument) -> int:
         raise NotImplementedError(type(self).__name__)
@@ -86,8 +90,9 @@ class Sink:
 
 
 class StoreSink(Sink):
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, uri: str | None = None) -> None:
         self.store = store
+        self.identity = store.cache_identity() or f"{type(store).__name__}:{uri or 'default'}"
 
     def deliver(self, document: ResultDocument) -> int:
         return self.store.ingest_document(document).observations_new
@@ -103,6 +108,7 @@ class ApiSink(Sink):
 
     def __init__(self, url: str, token: str | None) -> None:
         self.url, self.token = url, token
+        self.identity = f"api:{url.rstrip('/')}"
 
     def deliver(self, document: ResultDocument) -> int:
         from collectors import spool
@@ -122,8 +128,9 @@ class ApiSink(Sink):
             return True  # cannot ask: trust the ledger rather than measure twice
 
 
-def ledger_path(cache: EnvCache, host: str, matrix: str, cell: str) -> Path:
-    return cache.root / "results" / host / matrix / f"{cell}.json"
+def ledger_path(cache: EnvCache, host: str, matrix: str, cell: str, sink: str = "") -> Path:
+    where = hashlib.sha256(sink.encode()).hexdigest()[:10]
+    return cache.root / "results" / host / matrix / where / f"{cell}.json"
 
 
 def read_ledger(path: Path) -> dict[str, Any] | None:
@@ -203,7 +210,7 @@ class Sweep:
         return [f"{base}-r{i + 1}" for i in range(self.matrix.repeats)]
 
     def _already_done(self, cell: Cell, host: str) -> CellOutcome | None:
-        entry = read_ledger(ledger_path(self.cache, host, self.matrix.name, cell.id))
+        entry = read_ledger(ledger_path(self.cache, host, self.matrix.name, cell.id, self.sink.identity))
         if self.force or not entry or entry.get("signature") != self.matrix.signature():
             return None
         if entry.get("requested") != cell.wish():
@@ -235,7 +242,7 @@ class Sweep:
             self._measure(out, cell, env)
         out.cell_seconds = time.monotonic() - started
         out.finished_at = utcnow().isoformat()
-        _write_ledger(ledger_path(self.cache, host, self.matrix.name, cell.id), out)
+        _write_ledger(ledger_path(self.cache, host, self.matrix.name, cell.id, self.sink.identity), out)
         removed = self.cache.prune(keep={env.key})
         if removed:
             self.progress(tag, f"pruned {len(removed)} cached environment(s) to stay under the disk bound")
