@@ -27,7 +27,7 @@ def _row(outcome: Any) -> dict[str, Any]:
 
 
 def sweep_command(
-    matrix_file: Annotated[Path, typer.Argument(metavar="MATRIX.yaml", help="The sweep matrix (docs/sweep.md).")],
+    matrix_file: Annotated[str, typer.Argument(metavar="MATRIX.yaml", help="The sweep matrix (docs/sweep.md), or env:NAME (the matrix in an environment variable).")],
     cell: Annotated[list[str] | None, typer.Option("--cell", help="Run only this cell (repeatable).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Re-run cells already measured on this node "
                                         "(their results add up as more repeats).")] = False,

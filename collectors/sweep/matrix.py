@@ -231,12 +231,23 @@ def parse_matrix(data: Any, source: str = "matrix") -> SweepMatrix:
 
 
 def load_matrix(path: str | Path) -> SweepMatrix:
-    """Read and validate a matrix file."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InvalidInput(f"cannot read sweep matrix {str(path)!r}: {exc.strerror}") from None
+    """Read and validate a matrix file, or ``env:NAME``: the matrix (YAML or JSON) in an
+    environment variable (how a Kubernetes Job of a plan's sweep receives its one cell)."""
+    text_path = str(path)
+    if text_path.startswith("env:"):
+        import os
+
+        name = text_path[4:]
+        text = os.environ.get(name)
+        if not text:
+            raise InvalidInput(f"sweep matrix {text_path!r}: environment variable {name!r} is not set or empty")
+        path = Path(text_path)
+    else:
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise InvalidInput(f"cannot read sweep matrix {str(path)!r}: {exc.strerror}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
