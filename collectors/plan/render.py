@@ -347,8 +347,10 @@ def render_schedule(plan: Plan) -> list[dict[str, Any]]:
         ],
     }
     # The planner waits for every cell; its deadline covers them all, pool by pool.
-    cells_per_pool = len(plan.images) * len(plan.benchmarks) + (len(plan.sweep.matrix.cells) if plan.sweep else 0)
-    slowest = max(plan.job.active_deadline_seconds, *(b.active_deadline_seconds or 0 for b in plan.benchmarks))
+    cells_per_pool = len(plan.images) * len(plan.benchmarks)
+    if plan.sweep:  # one Job per sweep cell, its repeats inside
+        cells_per_pool += len(plan.sweep.matrix.cells) * plan.sweep.matrix.repeats
+    slowest = max([plan.job.active_deadline_seconds, *(b.active_deadline_seconds or 0 for b in plan.benchmarks)])
     waves = max(-(-cells_per_pool // pool.concurrency) for pool in plan.pools)
     cronjob = {
         "apiVersion": "batch/v1",
