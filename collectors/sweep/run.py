@@ -61,6 +61,8 @@ class CellOutcome:
     env_seconds: float = 0.0
     import_seconds: float = 0.0
     benchmark_seconds: float = 0.0
+    process_seconds: float = 0.0  # the collector process inside the cell, start to exit
+    deliver_seconds: float = 0.0  # parsing and storing (or posting) its documents
     cell_seconds: float = 0.0
     env_bytes: int = 0
     measurements: int = 0
@@ -119,13 +121,15 @@ class ApiSink(Sink):
     def has_run(self, run_id: str, host: str) -> bool:
         from graph_schema.errors import AdvisorError
         from graph_schema.models import ObservationFilter
-        from graph_schema.registry import open_store
+        from graph_schema.rest_store import RestStore
 
+        store = RestStore(self.url, self.token)
         try:
-            with open_store(self.url) as store:
-                return bool(store.query_observations(ObservationFilter(run_id=run_id, host=host), limit=1))
+            return bool(store.query_observations(ObservationFilter(run_id=run_id, host=host), limit=1))
         except AdvisorError:
-            return True  # cannot ask: trust the ledger rather than measure twice
+            return True  # cannot ask (unreachable, no read scope): trust the ledger, do not measure twice
+        finally:
+            store.close()
 
 
 def ledger_path(cache: EnvCache, host: str, matrix: str, cell: str, sink: str = "") -> Path:
@@ -264,6 +268,7 @@ class Sweep:
         with _scratch() as scratch:
             req, result_file = scratch / "request.json", scratch / "result.json"
             req.write_text(json.dumps(request))
+            t0 = time.monotonic()
             try:
                 proc = subprocess.run([str(env.python), "-m", "collectors.sweep.cell", str(req), str(result_file)],
                                       env=cell_process_env(env, self.cache), capture_output=True, text=True,
@@ -272,6 +277,7 @@ class Sweep:
                 log_tail = (proc.stderr or proc.stdout)[-4000:]
             except subprocess.TimeoutExpired as exc:
                 crashed, log_tail = True, f"killed after {self.cell_timeout_s:.0f} s: {exc}"
+            out.process_seconds = time.monotonic() - t0
             if crashed:
                 first = next((ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()), "no output")
                 self._fail(out, cell, "run", "CollectorCrashed", f"the collector inside the cell failed: {first}",
@@ -286,6 +292,7 @@ class Sweep:
             self._fail(out, cell, "import", "ImportError", result["error"],
                        result.get("log_tail") or "")
             return
+        t0 = time.monotonic()
         documents = [ResultDocument.model_validate(d) for d in result["documents"]]
         for doc in documents:
             on_cuda = any(m.benchmark.parameters.get("device") in ("cuda", "gpu") for m in doc.measurements)
@@ -299,6 +306,7 @@ class Sweep:
             out.stack_id = framework_docs[0].stack.stack_id
         for doc in documents:
             out.observations_new += self.sink.deliver(doc)
+        out.deliver_seconds = time.monotonic() - t0
         out.measurements = sum(len(d.measurements) for d in documents)
         out.failures = sum(len(d.failures) for d in documents)
         if out.measurements == 0 and out.status == "measured":

@@ -140,6 +140,16 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
         assert ratio["flagged"] == (ratio["verdict"] in ("faster", "slower"))
         assert ratio["basis"] == "measured on this node"
 
+    code, out, err = advisor(capsys, "recommend", "--family", "pi", "--benchmark", "mem_triad", "--store", str(store),
+                             "--format", "plain")
+    assert code == 0, err
+    assert out.count("observed (measured on this node)") == 2, out  # both numpy builds, this host
+
+    png = tmp_path / "sweep.png"
+    code, out, err = advisor(capsys, "plot", "sweep", "numpy-cpu-test", "--out", str(png), "--store", str(store))
+    assert code == 0, err
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
     code, out, err = advisor(capsys, "sweep", str(matrix), *common, "--json")  # resumable
     assert code == 0, err
     assert {c["status"] for c in json.loads(out)["cells"]} == {"skipped"}
@@ -150,6 +160,34 @@ def test_bad_benchmark_option_stops_the_sweep(capsys: pytest.CaptureFixture[str]
            "benchmarks": [{"runner": "pi", "options": {"backends": "numpy", "pis": ["stream"]}}]}
     matrix = tmp_path / "bad.yaml"
     matrix.write_text(yaml.safe_dump(bad))
-    code, out, err = advisor(capsys, "sweep", str(matrix), "--store", str(tmp_path / "kb"),
+    code, _out, err = advisor(capsys, "sweep", str(matrix), "--store", str(tmp_path / "kb"),
                              "--cache-dir", str(tmp_path / "c"))
     assert code != 0 and "pis" in err and "stream" in err
+
+
+@pytest.mark.slow
+def test_sweep_through_the_api(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same sweep against a remote store: documents posted to a real `advisor serve`."""
+    import secrets
+
+    from tests.cli.server import ServedAPI, free_port
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the spool
+    one = {**MATRIX, "repeats": 1, "cells": MATRIX["cells"][:2]}
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(yaml.safe_dump(one))
+    tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
+    with ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, port=free_port(), log=tmp_path / "serve.log") as api:
+        args = ["sweep", str(matrix), "--api", api.url, "--token", tokens["write"], "--cache-dir", str(tmp_path / "c")]
+        code, out, err = advisor(capsys, *args, "--json")
+        assert code == 0, err
+        assert [c["status"] for c in json.loads(out)["cells"]] == ["measured", "measured"]
+        monkeypatch.setenv("ADVISOR_TOKEN", tokens["read"])
+        code, out, err = advisor(capsys, "compare", "sweep", "numpy-cpu-test", "--store", api.url, "--json")
+        assert code == 0, err
+        ratios = json.loads(out)["ratios"]
+        assert ratios and all(r["interval_from"] == "samples within one run" for r in ratios)
+        code, out, err = advisor(capsys, *args, "--json")  # the API has the runs: skipped
+        assert code == 0, err
+        assert {c["status"] for c in json.loads(out)["cells"]} == {"skipped"}
