@@ -199,12 +199,19 @@ class Sweep:
         return self._host or os.environ.get("NODE_NAME") or socket.gethostname()
 
     def run(self, cells: list[str] | None = None) -> list[CellOutcome]:
+        """Run the chosen cells (default: all), in matrix order.
+
+        Raises:
+            InvalidInput: an unknown cell; another sweep holds the cache; a benchmark option
+                that no cell can run.
+        """
         chosen = [self.matrix.cell(c) for c in cells] if cells else self.matrix.cells
         host = self._host = self.host
         outcomes = []
-        for index, cell in enumerate(chosen, 1):
-            tag = f"[{index}/{len(chosen)}] {cell.id}"
-            outcomes.append(self._run_cell(cell, host, tag))
+        with _exclusive(self.cache.root):
+            for index, cell in enumerate(chosen, 1):
+                tag = f"[{index}/{len(chosen)}] {cell.id}"
+                outcomes.append(self._run_cell(cell, host, tag))
         return outcomes
 
     def _run_ids(self, cell: Cell, host: str) -> list[str]:
@@ -344,6 +351,24 @@ def _gist(tool_output: str) -> str:
     lines = [ln.strip(" ×╰─▶│├┬┴╭╮╯") for ln in tool_output.strip().splitlines()]
     lines = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("hint:")]
     return " ".join(lines[-3:])[:600] or "no output"
+
+
+@contextmanager
+def _exclusive(root: Path) -> Iterator[None]:
+    """One sweep per cache at a time: a second would rebuild environments the first is using."""
+    import fcntl
+
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".sweep.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InvalidInput(f"another sweep is using the cache {root}; wait for it or pass "
+                               "another --cache-dir") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager

@@ -191,3 +191,28 @@ def test_sweep_through_the_api(capsys: pytest.CaptureFixture[str], tmp_path: Pat
         code, out, err = advisor(capsys, *args, "--json")  # the API has the runs: skipped
         assert code == 0, err
         assert {c["status"] for c in json.loads(out)["cells"]} == {"skipped"}
+
+
+def test_prune_keeps_the_cache_under_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Least recently used environments go first; the one in use never does."""
+    import os
+
+    monkeypatch.setenv("ADVISOR_SWEEP_UV_CACHE", str(tmp_path / "uv"))
+    cache = EnvCache(tmp_path, max_gb=2.5 / 1024)  # 2.5 MiB
+    for age, key in enumerate(["newest", "middle", "oldest"]):
+        (cache.envs / key).mkdir(parents=True)
+        (cache.envs / key / "lib.so").write_bytes(b"\0" * 2**20)  # 1 MiB each
+        lock = cache.envs / f"{key}.lock"
+        lock.write_text("numpy==2.1.3\n")
+        os.utime(lock, (1_000_000 - age * 100, 1_000_000 - age * 100))
+    assert cache.prune(keep={"oldest"}) == ["middle"]  # 3 MiB > 2.5: the LRU one not in use
+    assert sorted(cache.sizes()) == ["newest", "oldest"]
+    assert not (cache.envs / "middle.lock").exists()
+
+
+def test_one_sweep_per_cache(tmp_path: Path) -> None:
+    from collectors.sweep.run import _exclusive
+
+    with _exclusive(tmp_path), pytest.raises(InvalidInput, match="another sweep is using the cache"), \
+            _exclusive(tmp_path):
+        pass
