@@ -43,6 +43,20 @@ LIBRARY_WHEELS: dict[str, str] = {
 }
 
 
+RUNNER_REQUIREMENTS: dict[str, tuple[str, ...]] = {"loadgen": ("mlcommons-loadgen>=4.0",)}
+"""What a runner needs in a cell besides the framework (added to every cell of a matrix using it)."""
+
+
+def _keras2(cell: Cell) -> list[str]:
+    """tf_cnn_benchmarks on TensorFlow >= 2.16 needs Keras 2: tf-keras of the same minor."""
+    if cell.framework != "tensorflow" or any(re.match(r"^tf[-_]keras\b", p) for p in cell.packages):
+        return []
+    parts = [int(p) for p in re.findall(r"\d+", cell.version)[:2]]
+    if len(parts) == 2 and tuple(parts) >= (2, 16):
+        return [f"tf-keras~={parts[0]}.{parts[1]}.0"]
+    return []
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -202,6 +216,19 @@ class SweepMatrix(_Spec):
             raise ValueError(f"cell names must be unique; repeated: {', '.join(dupes)} (set `name:`)")
         if self.baseline is not None and self.baseline not in ids:
             raise ValueError(f"baseline {self.baseline!r} is not a cell; cells: {', '.join(ids)}")
+        return self
+
+    @model_validator(mode="after")
+    def _runner_requirements(self) -> SweepMatrix:
+        """Each cell gets what the matrix's runners need (the LoadGen library; Keras 2 for
+        tf_cnn_benchmarks on TensorFlow >= 2.16), so a sweep does not fail on a missing extra."""
+        runners = {b.runner for b in self.benchmarks}
+        for cell in self.cells:
+            extra = [r for runner in sorted(runners) for r in RUNNER_REQUIREMENTS.get(runner, ())]
+            if "tf-cnn" in runners:
+                extra += _keras2(cell)
+            names = {re.split(r"[<>=!~\[ ]", p, maxsplit=1)[0].lower() for p in cell.packages}
+            cell.packages.extend(r for r in extra if re.split(r"[<>=!~\[ ]", r, maxsplit=1)[0].lower() not in names)
         return self
 
     @property

@@ -80,6 +80,17 @@ def test_cell_requirements_pin_the_cuda_wheels() -> None:
     assert (torch.id, torch.import_names, matrix.baseline_cell) == ("torch-2.5.1", ["torch"], "torch-2.5.1")
 
 
+def test_runners_bring_what_they_need_into_each_cell() -> None:
+    matrix = parse_matrix({**MATRIX, "benchmarks": [{"runner": "tf-cnn"}, {"runner": "loadgen"}], "cells": [
+        {"framework": "tensorflow", "version": "2.20.0"},
+        {"framework": "tensorflow", "version": "2.15.1", "packages": ["mlcommons-loadgen==5.0"]}]})
+    new, old = matrix.cells
+    assert new.requirements() == ["tensorflow==2.20.0", "mlcommons-loadgen>=4.0", "tf-keras~=2.20.0"]
+    assert old.requirements() == ["tensorflow==2.15.1", "mlcommons-loadgen==5.0"]  # Keras 2 built in; pin kept
+    again = parse_matrix(matrix.model_dump(mode="json"))  # as a Kubernetes Job receives it
+    assert [c.requirements() for c in again.cells] == [new.requirements(), old.requirements()]
+
+
 def test_cuda_runtime_newer_than_the_driver_is_a_compatibility_failure() -> None:
     stack = SoftwareStack(framework="torch", framework_version="2.8.0", cuda="12.8", driver="535.104.05",
                           extra={"cuda_driver_api": "12.2"})
