@@ -71,7 +71,7 @@ def main() -> None:
             for o in outcomes:
                 assert o.status == "measured", (o.cell, o.stage, o.reason)
             env_s = statistics.mean(o.env_seconds for o in outcomes)
-            over = statistics.mean(o.overhead_seconds - o.env_seconds for o in outcomes)
+            over = statistics.mean(o.overhead_seconds for o in outcomes)
             bench = statistics.mean(o.benchmark_seconds for o in outcomes)
             cell = statistics.mean(o.cell_seconds for o in outcomes)
             proc = statistics.mean(o.process_seconds - o.benchmark_seconds for o in outcomes)

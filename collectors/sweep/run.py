@@ -74,8 +74,8 @@ class CellOutcome:
 
     @property
     def overhead_seconds(self) -> float:
-        """Wall time of the cell beyond the benchmarks themselves."""
-        return max(0.0, self.cell_seconds - self.benchmark_seconds)
+        """Wall time of the cell beyond its environment and the benchmarks themselves."""
+        return max(0.0, self.cell_seconds - self.env_seconds - self.benchmark_seconds)
 
 
 class Sink:
