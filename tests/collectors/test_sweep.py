@@ -9,6 +9,7 @@ runs create environments from that cache in seconds."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,10 @@ MATRIX = {
         {"framework": "numpy", "version": "1.26.4"},
         {"framework": "numpy", "version": "2.1.3"},
         {"framework": "numpy", "version": "0.0.1", "name": "numpy-missing"},
-        # pandas 2.0.3's wheels are built against numpy 1: with numpy 2 it installs, then fails to import
-        {"framework": "numpy", "version": "2.1.3", "name": "pandas-abi", "packages": ["pandas==2.0.3"],
+        # pandas built against numpy 1 with no upper bound on numpy: with numpy 2 it installs, then
+        # fails to import ("numpy.dtype size changed"); the first such release with wheels for this Python
+        {"framework": "numpy", "version": "2.1.3", "name": "pandas-abi",
+         "packages": [f"pandas=={ {(3, 11): '2.0.3', (3, 12): '2.1.1'}.get(sys.version_info[:2], '2.1.1')}"],
          "imports": ["numpy", "pandas"]},
     ],
 }
