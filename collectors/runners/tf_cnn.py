@@ -178,7 +178,13 @@ class TfCnnRunner:
             ]
         result = RunnerResult(measurements=measurements, failures=failures)
         if parsed.header.get("tensorflow"):
-            result.stack_extra = {"framework": "tensorflow", "framework_version": parsed.header["tensorflow"]}
+            version = parsed.header["tensorflow"]
+            # the log prints major.minor ("2.20"); the installed distribution knows the patch, so
+            # this run and the fingerprint (and other runners) name the same stack
+            installed = _tensorflow_version() if python == sys.executable else None
+            if installed and installed.startswith(f"{version}."):
+                version = installed
+            result.stack_extra = {"framework": "tensorflow", "framework_version": version}
         return result
 
 

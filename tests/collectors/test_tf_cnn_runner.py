@@ -99,6 +99,9 @@ def test_real_script_quick_profile() -> None:
     assert m.benchmark.name == "trivial" and m.benchmark.parameters["device"] == "cpu"
     assert m.benchmark.parameters["use_fp16"] is False
     assert result.stack_extra["framework"] == "tensorflow"
+    from collectors.runners.tf_cnn import _tensorflow_version
+
+    assert result.stack_extra["framework_version"] == _tensorflow_version()  # with the patch, as installed
     assert seen and seen[-1] == 1.0
 
 
