@@ -177,3 +177,24 @@ def draw_overhead(chart: Chart, out: Path, title: str | None = None) -> Path:
 def draw_trend(chart: Chart, out: Path, title: str | None = None) -> Path:
     check_out(out)
     return save(trend_figure(chart, title), out)
+
+
+def draw_sweep(ratios: list[Any], out: Path, title: str) -> Path:
+    """Each sweep cell's speed relative to the baseline per benchmark (``advisor compare sweep``'s
+    rows): the ratio with its 95% interval; changes beyond the run-to-run spread in colour."""
+    check_out(out)
+    if not ratios:
+        raise InvalidInput("nothing to plot: only the baseline cell has observations")
+    labels = [f"{r.benchmark} [{r.parameters}]"[:70] + f"  {r.cell}" for r in ratios]
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.35 * len(ratios)))
+    for y, r in enumerate(ratios):
+        colour = ("tab:green" if r.ratio > 1 else "tab:red") if r.flagged else "tab:gray"
+        ax.errorbar([r.ratio], [y], xerr=[[r.ratio - r.low], [r.high - r.ratio]], fmt="o", color=colour, capsize=3)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(ratios)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("speed vs baseline (log scale; > 1 faster), 95% interval")
+    ax.set_title(title, fontsize=10)
+    _footnote(fig, ["measured on this node; colour: beyond the run-to-run spread (green faster, red slower)"])
+    return save(fig, out)

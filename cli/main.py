@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "cli.nodes",
     "cli.serve",
     "cli.plot",
+    "cli.sweep",
 )
 
 def _version(value: bool) -> None:

@@ -147,5 +147,35 @@ def trend(
     _finish(chart, plots.draw_trend, out, title, as_json)
 
 
+@plot_app.command("sweep")
+def sweep(
+    name: Annotated[str, typer.Argument(help="The sweep matrix's name.")],
+    out: OutOpt,
+    host: Annotated[str | None, typer.Option(help="The node (needed when several ran the sweep).")] = None,
+    baseline: Annotated[str | None, typer.Option(help="Baseline cell (default: the first measured).")] = None,
+    store: StoreOpt = None,
+    api: ApiOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Each sweep cell's speed vs the baseline cell per benchmark, with 95% intervals: what
+    `advisor compare sweep` reports."""
+    from dataclasses import asdict
+
+    from advisor.plots import check_out, draw_sweep
+    from advisor.sweep_compare import compare_sweep, sweep_observations
+    from cli.render import info, print_json
+    from graph_schema.registry import open_store
+
+    check_out(out)
+    with open_store(api or store, create=False) as kb:
+        node, observations = sweep_observations(kb, name, host)
+    ratios = compare_sweep(observations, baseline)
+    path = draw_sweep(ratios, out, f"sweep {name} on {node}")
+    if as_json:
+        print_json({"out": str(path), "sweep": name, "host": node, "ratios": [asdict(r) for r in ratios]})
+        return
+    info(f"wrote {path}: sweep {name} on {node} ({len(ratios)} ratios)")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(plot_app, rich_help_panel="Analysis")

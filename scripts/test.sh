@@ -11,6 +11,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev,torch,tensorflow,loadgen]'
+# tf_cnn_benchmarks needs Keras 2 with TensorFlow >= 2.16: tf-keras of the installed TF's minor.
+# --no-deps: tf-keras requires the `tensorflow` distribution and would pull a second, 600 MB copy
+# of TensorFlow beside tensorflow-cpu (same files).
+TF_MINOR=$(.venv/bin/python -c 'from importlib.metadata import version; print(".".join(version("tensorflow-cpu").split(".")[:2]))')
+.venv/bin/python -m pip install -q --no-deps "tf-keras~=${TF_MINOR}.0"
 
 echo "== preparing the local Neo4j 5.26 server" >&2
 bash deploy/neo4j-local/setup.sh >&2

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from collectors.runners import PROFILES, RUNNER_MODULES
+from collectors.sweep.matrix import SweepMatrix
 from graph_schema.errors import InvalidInput
 from graph_schema.models import Accelerator, Benchmark, PlacementKind, SoftwareStack
 from graph_schema.store import validation_message
@@ -256,15 +257,34 @@ class PlannerSpec(_Spec):
     token_key: str = Field(default="token")
 
 
+class PlanSweep(_Spec):
+    """A sweep matrix run on every pool: one Job per (sweep cell, pool), each creating its cell's
+    environment (uv) inside one generic collector image (``FRAMEWORK=none``)."""
+
+    image: str = Field(min_length=1, description="the generic collector image")
+    pull_policy: str = Field(default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$")
+    disk: str = Field(default="40Gi", pattern=r"^[0-9]+(Mi|Gi)$", description="scratch for the cell's "
+                      "environment and uv's downloads (the /tmp emptyDir's size limit)")
+    matrix: SweepMatrix
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        if any(c.isspace() for c in v):
+            raise ValueError("image reference must not contain whitespace")
+        return v
+
+
 class Plan(_Spec):
     """A collection plan (see deploy/plans/sample-plan.yaml)."""
 
     name: str
     namespace: str = "stack-advisor"
     api: ApiSpec = Field(default_factory=ApiSpec)
-    images: list[ImageSpec] = Field(min_length=1)
+    images: list[ImageSpec] = Field(default_factory=list)
     pools: list[NodePool] = Field(min_length=1)
-    benchmarks: list[BenchmarkSpec] = Field(min_length=1)
+    benchmarks: list[BenchmarkSpec] = Field(default_factory=list)
+    sweep: PlanSweep | None = None
     repeats: int = Field(default=1, ge=1, le=100)
     schedule: str | None = Field(default=None, description="cron, five fields")
     resources: ResourceSpec = Field(default_factory=ResourceSpec)
@@ -297,6 +317,11 @@ class Plan(_Spec):
 
     @model_validator(mode="after")
     def _unique_names(self) -> Plan:
+        if not self.sweep and not (self.images and self.benchmarks):
+            raise ValueError("a plan needs images and benchmarks, or a sweep (or both)")
+        if bool(self.images) != bool(self.benchmarks):
+            missing = "benchmarks" if self.images else "images"
+            raise ValueError(f"{missing}: images and benchmarks go together; add at least one")
         for what, items in (("images", self.images), ("pools", self.pools), ("benchmarks", self.benchmarks)):
             seen: set[str] = set()
             for item in items:
@@ -315,6 +340,7 @@ class Cell(BaseModel):
     image: ImageSpec
     pool: NodePool
     benchmark: BenchmarkSpec
+    sweep_cell: str | None = None  # a sweep cell: ``advisor sweep`` of this matrix cell, not ``collect``
 
     @property
     def cell_id(self) -> str:
@@ -394,4 +420,25 @@ def expand_plan(plan: Plan) -> list[Cell]:
                         f"{have} GPU(s) per node; lower gpus or give pools.{pool.name}.accelerator.count"
                     )
                 cells.append(Cell(plan=plan.name, image=image, pool=pool, benchmark=bench))
+    if plan.sweep:
+        cells.extend(_sweep_cells(plan, plan.sweep))
+    return cells
+
+
+def _sweep_cells(plan: Plan, sweep: PlanSweep) -> list[Cell]:
+    """One cell per (sweep cell, pool): the generic image, the matrix's stack wish as its stack,
+    and a benchmark named ``sweep`` (the matrix's benchmarks all run in the one Job)."""
+    matrix = sweep.matrix
+    first = matrix.benchmarks[0]
+    gpus = 0 if matrix.device == "cpu" else 1
+    cells = []
+    for sweep_cell in matrix.cells:
+        name = re.sub(r"[^a-z0-9-]+", "-", f"sweep-{sweep_cell.id}")[:40].strip("-")
+        wish = sweep_cell.wish()
+        image = ImageSpec(name=name, image=sweep.image, pull_policy=sweep.pull_policy,
+                          stack=ImageStack(framework=wish["framework"], framework_version=wish["framework_version"],
+                                           cuda=sweep_cell.cuda, cudnn=sweep_cell.cudnn, nccl=sweep_cell.nccl))
+        bench = BenchmarkSpec(name="sweep", runner=first.runner, profile=first.profile, gpus=gpus)
+        for pool in plan.pools:
+            cells.append(Cell(plan=plan.name, image=image, pool=pool, benchmark=bench, sweep_cell=sweep_cell.id))
     return cells

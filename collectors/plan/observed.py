@@ -25,7 +25,10 @@ def observation_filter(cell: Cell) -> ObservationFilter:
 
 
 def is_observed(store: Store, cell: Cell) -> bool:
-    """True when at least one valid observation matches the cell (cuDNN compared too)."""
+    """True when at least one valid observation matches the cell (cuDNN compared too). A sweep
+    cell is never skipped: it re-measures on schedule so that a driver upgrade shows up."""
+    if cell.sweep_cell:
+        return False
     want_cudnn = canonical_stack(cell.stack()).cudnn
     for obs in store.iter_observations(observation_filter(cell), page=500):
         if not obs.valid:

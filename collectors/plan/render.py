@@ -99,10 +99,27 @@ def _env(plan: Plan, cell: Cell) -> list[dict[str, Any]]:
         {"name": "HOME", "value": "/tmp"},
         {"name": "XDG_CACHE_HOME", "value": "/tmp/cache"},
         {"name": "XDG_DATA_HOME", "value": "/tmp/data"},
-    ]
+    ] + ([{"name": SWEEP_MATRIX_ENV, "value": sweep_matrix_of(plan, cell)},
+          {"name": "ADVISOR_SWEEP_CACHE", "value": "/tmp/sweep"}] if cell.sweep_cell else [])
+
+
+SWEEP_MATRIX_ENV = "ADVISOR_SWEEP_MATRIX"
+
+
+def sweep_matrix_of(plan: Plan, cell: Cell) -> str:
+    """The plan's sweep matrix cut down to this Job's one cell (JSON, in an env variable)."""
+    assert plan.sweep is not None and cell.sweep_cell is not None
+    matrix = plan.sweep.matrix
+    data = matrix.model_dump(mode="json", exclude_none=True)
+    data["cells"] = [c.model_dump(mode="json", exclude_none=True) for c in matrix.cells if c.id == cell.sweep_cell]
+    data.pop("baseline", None)
+    return json.dumps(data, sort_keys=True)
 
 
 def collect_command(cell: Cell, run_id: str) -> list[str]:
+    if cell.sweep_cell:
+        # --force: each scheduled run gets its own run ids, so a driver upgrade shows as a change
+        return ["advisor", "sweep", f"env:{SWEEP_MATRIX_ENV}", "--force", "--api", "$(ADVISOR_API)"]
     bench = cell.benchmark
     cmd = ["advisor", "collect", "--benchmark", bench.runner, "--profile", bench.profile, "--run-id", run_id]
     options = bench.option_args()
@@ -150,7 +167,8 @@ def pod_spec(plan: Plan, cell: Cell, run_id: str, container_name: str = CONTAINE
         "securityContext": _pod_security(plan),
         "nodeSelector": dict(cell.pool.selector),
         "containers": [container],
-        "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}}],
+        "volumes": [{"name": "tmp", "emptyDir": {
+            "sizeLimit": plan.sweep.disk if cell.sweep_cell and plan.sweep else "10Gi"}}],
     }
     if cell.pool.affinity:
         spec["affinity"] = cell.pool.affinity
@@ -169,6 +187,10 @@ def render_job(plan: Plan, cell: Cell, submission: str | None = None) -> dict[st
     labels = cell_labels(cell, submission)
     run_id = "$(JOB_NAME)-r$(JOB_COMPLETION_INDEX)"
     deadline = cell.benchmark.active_deadline_seconds or plan.job.active_deadline_seconds
+    # a sweep cell runs its matrix's repeats itself, in one pod (one environment to create)
+    repeats = 1 if cell.sweep_cell else plan.repeats
+    if cell.sweep_cell and plan.sweep:
+        deadline *= plan.sweep.matrix.repeats
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -179,12 +201,12 @@ def render_job(plan: Plan, cell: Cell, submission: str | None = None) -> dict[st
             "annotations": cell_annotations(cell),
         },
         "spec": {
-            "completions": plan.repeats,
+            "completions": repeats,
             "parallelism": 1,
             "completionMode": "Indexed",
             "backoffLimit": plan.job.backoff_limit,
             # The deadline covers every repeat of the cell.
-            "activeDeadlineSeconds": deadline * plan.repeats,
+            "activeDeadlineSeconds": deadline * repeats,
             "ttlSecondsAfterFinished": plan.job.ttl_seconds_after_finished,
             "template": {
                 "metadata": {"labels": labels, "annotations": cell_annotations(cell)},
@@ -326,7 +348,9 @@ def render_schedule(plan: Plan) -> list[dict[str, Any]]:
     }
     # The planner waits for every cell; its deadline covers them all, pool by pool.
     cells_per_pool = len(plan.images) * len(plan.benchmarks)
-    slowest = max(plan.job.active_deadline_seconds, *(b.active_deadline_seconds or 0 for b in plan.benchmarks))
+    if plan.sweep:  # one Job per sweep cell, its repeats inside
+        cells_per_pool += len(plan.sweep.matrix.cells) * plan.sweep.matrix.repeats
+    slowest = max([plan.job.active_deadline_seconds, *(b.active_deadline_seconds or 0 for b in plan.benchmarks)])
     waves = max(-(-cells_per_pool // pool.concurrency) for pool in plan.pools)
     cronjob = {
         "apiVersion": "batch/v1",

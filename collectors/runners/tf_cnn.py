@@ -1,14 +1,17 @@
 """Run tf_cnn_benchmarks (github.com/tensorflow/benchmarks) and parse what it prints.
 
-The script is not a package: it is baked into the collector image (conventionally under
-/opt/benchmarks/scripts/tf_cnn_benchmarks/) or given by path, via the ``script`` option or the
-``TF_CNN_BENCHMARKS_SCRIPT`` environment variable. Its output is streamed line by line (progress
+The script is not a package: it is baked into the collector image (the collector Dockerfile clones
+it at a pinned commit under /opt/benchmarks/scripts/tf_cnn_benchmarks/) or given by path, via the
+``script`` option or the ``TF_CNN_BENCHMARKS_SCRIPT`` environment variable. In a source checkout
+it is found in the shared third-party copy beside it (``../shared/third_party/tensorflow-benchmarks``,
+see its SOURCE.md), so tests and local runs need no setup. Its output is streamed line by line (progress
 follows the step lines) and parsed by ``collectors.importers.tf_cnn``, the same parser
 ``advisor import tf-cnn`` uses, so a live run and an imported log give the same measurement.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import logging
 import os
@@ -32,11 +35,17 @@ log = logging.getLogger(__name__)
 SCRIPT_ENV = "TF_CNN_BENCHMARKS_SCRIPT"
 PYTHONPATH_ENV = "TF_CNN_BENCHMARKS_PYTHONPATH"
 SCRIPT_NAME = "tf_cnn_benchmarks.py"
+TF_BENCHMARKS_COMMIT = "8fb79079265933ad39bea628b777af662f5bf15d"
+"""The tensorflow/benchmarks commit the collector image and the shared copy pin."""
+SHARED_COPY = (Path(__file__).resolve().parents[2] / ".." / "shared" / "third_party"
+               / "tensorflow-benchmarks" / "scripts" / "tf_cnn_benchmarks" / SCRIPT_NAME)
+"""The third-party copy next to a source checkout (../shared/third_party from the project root)."""
 CONVENTIONAL_PATHS = (
     Path("/opt/benchmarks/scripts/tf_cnn_benchmarks") / SCRIPT_NAME,
     Path("/benchmarks/scripts/tf_cnn_benchmarks") / SCRIPT_NAME,
     Path("/workspace/benchmarks/scripts/tf_cnn_benchmarks") / SCRIPT_NAME,
     Path.home() / ".cache/stack-advisor/tf-benchmarks/scripts/tf_cnn_benchmarks" / SCRIPT_NAME,
+    SHARED_COPY,
 )
 
 
@@ -145,6 +154,8 @@ class TfCnnRunner:
         python = str(ctx.options.get("python") or sys.executable)
         if python == sys.executable and importlib.util.find_spec("tensorflow") is None:
             raise Unsupported("tf-cnn: TensorFlow is not installed in this Python: pip install 'stack-advisor[tensorflow]'")
+        if python == sys.executable and not ctx.options.get("pythonpath"):
+            _check_keras2()
         script = find_script(ctx.options.get("script"))
         params = params_for(ctx, cuda=_tf_sees_gpu(ctx))
         timeout = float(ctx.options.get("timeout_s", 600 if ctx.profile == "quick" else 3600))
@@ -167,8 +178,34 @@ class TfCnnRunner:
             ]
         result = RunnerResult(measurements=measurements, failures=failures)
         if parsed.header.get("tensorflow"):
-            result.stack_extra = {"framework": "tensorflow", "framework_version": parsed.header["tensorflow"]}
+            version = parsed.header["tensorflow"]
+            # the log prints major.minor ("2.20"); the installed distribution knows the patch, so
+            # this run and the fingerprint (and other runners) name the same stack
+            installed = _tensorflow_version() if python == sys.executable else None
+            if installed and installed.startswith(f"{version}."):
+                version = installed
+            result.stack_extra = {"framework": "tensorflow", "framework_version": version}
         return result
+
+
+def _tensorflow_version() -> str | None:
+    for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _check_keras2() -> None:
+    """TensorFlow 2.16+ ships Keras 3; the script's tf.compat.v1 layers need Keras 2 (tf-keras)."""
+    version = _tensorflow_version()
+    if version is None or importlib.util.find_spec("tf_keras") is not None:
+        return
+    major_minor = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if major_minor >= (2, 16):
+        raise Unsupported(f"tf-cnn: TensorFlow {version} needs Keras 2 for tf_cnn_benchmarks: "
+                          f"pip install --no-deps 'tf-keras~={'.'.join(map(str, major_minor))}.0'")
 
 
 def _tf_sees_gpu(ctx: RunContext) -> bool:

@@ -53,6 +53,7 @@ def _workspace(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     (work / "deploy" / "plans").mkdir(parents=True)
     shutil.copy(REPO / "deploy" / "plans" / "sample-plan.yaml", work / "deploy" / "plans")
+    shutil.copytree(REPO / "deploy" / "sweeps", work / "deploy" / "sweeps")
     shutil.copy(REPO / "tests" / "data" / "tf_cnn" / "measured_tf2.21_resnet50_cpu_train.log", work / "train.log")
     (work / "queries.json").write_text(json.dumps([{
         "accelerator": "NVIDIA H100-SXM-80GB", "accelerator_count": 8, "placement": "bare-metal",

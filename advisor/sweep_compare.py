@@ -1,0 +1,166 @@
+"""What each cell of a sweep changed on one node: per benchmark, each cell's speed relative to a
+baseline cell, with a 95% confidence interval, flagged only beyond the run-to-run spread.
+
+Every cell of a sweep ran on the same node (accelerator, driver, placement), so the ratio isolates
+the software stack. The interval comes from the repeats (each repeat a separate run of the
+collector: the spread of run medians) when both cells have at least two; otherwise from the samples
+within the single run (their coefficient of variation) and says so (``interval_from``), since
+within-run samples miss what changes between runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from statistics import mean, median, stdev
+from typing import Any
+
+from graph_schema.errors import InvalidInput, NotFound
+from graph_schema.models import ObservationFilter, StoredObservation
+
+SWEEP_SOURCE = "stack-advisor-collector"
+
+# two-sided 95% Student t quantiles by degrees of freedom (beyond the table: the normal's 1.96)
+T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
+        12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04}
+
+
+def _t975(df: float) -> float:
+    if df >= 60:
+        return 1.96
+    keys = [k for k in T975 if k <= max(1.0, df)]
+    return T975[max(keys)]
+
+
+@dataclass
+class CellRatio:
+    benchmark: str
+    parameters: str
+    metric: str
+    unit: str
+    cell: str
+    stack: str
+    value: float
+    baseline_value: float
+    ratio: float  # speed relative to the baseline: > 1 is faster, whatever the metric's direction
+    low: float
+    high: float
+    repeats: int
+    baseline_repeats: int
+    interval_from: str  # "repeats" | "samples within one run"
+    spread: float  # the run-to-run (or within-run) relative spread the change must exceed
+    flagged: bool
+    verdict: str
+    basis: str = "measured on this node"
+
+
+def sweep_observations(store: Any, sweep: str, host: str | None = None) -> tuple[str, list[StoredObservation]]:
+    """(host, observations of the sweep on it). Without ``host``: the only host that ran it.
+
+    Raises:
+        NotFound: no observation of the sweep (on that host).
+        InvalidInput: several hosts ran it and none was chosen (names them).
+    """
+    flt = ObservationFilter(source=SWEEP_SOURCE, host=host) if host else ObservationFilter(source=SWEEP_SOURCE)
+    rows = [o for o in store.iter_observations(flt) if o.provenance.details.get("sweep") == sweep]
+    if not rows:
+        where = f" on host {host!r}" if host else ""
+        raise NotFound(f"sweep: no observations of sweep {sweep!r}{where}; run `advisor sweep MATRIX.yaml` first")
+    hosts = sorted({o.host.name for o in rows if o.host})
+    if len(hosts) > 1:
+        raise InvalidInput(f"sweep {sweep!r} ran on several hosts ({', '.join(hosts)}); choose one with --host")
+    return hosts[0] if hosts else (host or "?"), rows
+
+
+def _benchmark_label(obs: StoredObservation) -> tuple[str, str]:
+    params = {k: v for k, v in sorted(obs.benchmark.parameters.items()) if k not in ("pi_version",)}
+    return f"{obs.benchmark.family}/{obs.benchmark.name}", ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def compare_sweep(observations: list[StoredObservation], baseline: str | None = None) -> list[CellRatio]:
+    """Each cell against ``baseline`` (default: the matrix's first cell that was measured), per
+    benchmark identity and metric. Raises NotFound when the baseline cell has no observations."""
+    by_bench: dict[tuple[str, str], dict[str, list[StoredObservation]]] = defaultdict(lambda: defaultdict(list))
+    order: list[str] = []
+    for obs in sorted(observations, key=lambda o: o.timestamp):
+        cell = obs.provenance.details.get("sweep_cell", "?")
+        if cell not in order:
+            order.append(cell)
+        by_bench[(obs.benchmark.benchmark_id, obs.metric)][cell].append(obs)
+    base = baseline or (order[0] if order else None)
+    if base not in order:
+        raise NotFound(f"sweep: baseline cell {base!r} has no observations; cells measured: {', '.join(order)}")
+    out: list[CellRatio] = []
+    for cells in by_bench.values():
+        if base not in cells:
+            continue
+        for cell in order:
+            if cell == base or cell not in cells:
+                continue
+            out.append(_ratio(cells[cell], cells[base], cell))
+    out.sort(key=lambda r: (r.benchmark, r.parameters, r.metric, order.index(r.cell)))
+    return out
+
+
+def _log_stats(group: list[StoredObservation]) -> tuple[float, float, int, str]:
+    """(mean log value, its standard error, repeats, what the error is from)."""
+    logs = [math.log(o.value) for o in group]
+    if len(logs) >= 2:
+        return mean(logs), stdev(logs) / math.sqrt(len(logs)), len(logs), "repeats"
+    obs = group[0]
+    cv = obs.cv if obs.cv is not None else 0.0
+    return logs[0], cv / math.sqrt(max(1, obs.samples)), 1, "samples within one run"
+
+
+def _spread(group: list[StoredObservation]) -> float:
+    if len(group) >= 2:
+        values = [o.value for o in group]
+        return stdev(values) / mean(values)
+    return group[0].cv or 0.0
+
+
+def _ratio(cell_obs: list[StoredObservation], base_obs: list[StoredObservation], cell: str) -> CellRatio:
+    first = cell_obs[0]
+    higher = first.higher_is_better
+    m_c, se_c, n_c, from_c = _log_stats(cell_obs)
+    m_b, se_b, n_b, from_b = _log_stats(base_obs)
+    sign = 1.0 if higher else -1.0
+    diff = sign * (m_c - m_b)
+    se = math.hypot(se_c, se_b)
+    from_repeats = from_c == from_b == "repeats"
+    # Welch-Satterthwaite degrees of freedom for repeats; samples: large
+    if from_repeats and se > 0:
+        df = se**4 / ((se_c**4 / (n_c - 1)) + (se_b**4 / (n_b - 1)))
+    else:
+        df = min((o.samples for o in cell_obs + base_obs), default=60) - 1
+    t = _t975(df)
+    ratio, low, high = math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se)
+    spread = max(_spread(cell_obs), _spread(base_obs))
+    beyond_spread = abs(ratio - 1.0) > spread
+    excludes_one = low > 1.0 or high < 1.0
+    flagged = beyond_spread and excludes_one
+    verdict = ("faster" if ratio > 1 else "slower") if flagged else "no change beyond the run-to-run spread"
+    bench, params = _benchmark_label(first)
+    stack = first.stack
+    stack_text = stack.label() + (f", python {stack.python}" if stack.python else "")
+    return CellRatio(
+        benchmark=bench, parameters=params, metric=first.metric, unit=first.unit, cell=cell, stack=stack_text,
+        value=median(o.value for o in cell_obs), baseline_value=median(o.value for o in base_obs),
+        ratio=ratio, low=low, high=high, repeats=n_c, baseline_repeats=n_b,
+        interval_from="repeats" if from_repeats else "samples within one run",
+        spread=spread, flagged=flagged, verdict=verdict)
+
+
+def sweep_cells(observations: list[StoredObservation]) -> list[dict[str, Any]]:
+    """One row per measured cell: the stack it ran on (from its own fingerprint) and its lock."""
+    cells: dict[str, dict[str, Any]] = {}
+    for obs in observations:
+        details = obs.provenance.details
+        cell = details.get("sweep_cell", "?")
+        row = cells.setdefault(cell, {"cell": cell, "stack": obs.stack.label(), "stack_id": obs.stack.stack_id,
+                                      "runs": set(), "requested": json.loads(details.get("sweep_requested") or "{}"),
+                                      "lock": details.get("lock", "")})
+        row["runs"].add(obs.run_id)
+    return [{**row, "runs": len(row["runs"])} for row in cells.values()]
