@@ -2,7 +2,8 @@
 table (the one ``recommend``, ``compare`` and ``predict`` answer from), so 100k rows filter and
 sort in milliseconds and what the page shows is what the advisor reasons over.
 
-Accelerators are matched as ``recommend`` matches them (``advisor.names``); every other filter is
+An accelerator that names one board is matched exactly, as the observations API matches it; a
+family, generation or vendor as ``recommend`` matches it (``advisor.names``). Every other filter is
 an exact value, and a value the knowledge base never recorded is refused with the closest ones.
 """
 
@@ -88,6 +89,18 @@ def _exact(column: Column, value: str, name: str) -> np.ndarray:
     return column.codes == code
 
 
+def accelerator_names(table: ObservationTable, text: str) -> list[str]:
+    """The stored names an accelerator filter selects: one board or slice exactly, as
+    ``GET /v1/observations?accelerator=`` resolves it (``Store.query_observations``); a family,
+    generation or vendor as ``recommend`` matches it."""
+    from graph_schema.catalog import resolve_accelerator
+
+    match = resolve_accelerator(text)
+    if match.resolved and match.kind in ("accelerator", "cpu"):
+        return [match.key]
+    return matching_accelerators(table.accelerator.vocab, text)
+
+
 def matching_rows(table: ObservationTable, q: ExploreQuery) -> np.ndarray:
     """Row indices of the table that pass every filter of ``q``.
 
@@ -96,7 +109,7 @@ def matching_rows(table: ObservationTable, q: ExploreQuery) -> np.ndarray:
     """
     mask = np.ones(table.n, dtype=bool)
     if q.accelerator:
-        mask &= table.accelerator.mask(matching_accelerators(table.accelerator.vocab, q.accelerator))
+        mask &= table.accelerator.mask(accelerator_names(table, q.accelerator))
     for name, column in COLUMN_FILTERS.items():
         value = getattr(q, name)
         if value:

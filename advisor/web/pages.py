@@ -202,7 +202,9 @@ def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: s
             chart = plot_data.throughput_chart(by_place[place], benchmark=benchmark, scenario=scenario,
                                                metric=metric, accelerators=[accelerator] if accelerator else None,
                                                top=1)
-        except (InvalidInput, NotFound) as exc:
+        except InvalidInput:
+            raise  # several series match: the user chooses one, for every placement alike
+        except NotFound as exc:
             first_error = first_error or exc
             notes.append(f"{place}: {exc.message}")
             continue
