@@ -189,7 +189,10 @@ def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: s
     from advisor import plot_data
 
     kind = plot_data.parse_placement(placement) if placement else None
-    observations = list(store.iter_observations(ObservationFilter(benchmark_name=benchmark, placement=kind)))
+    parts = benchmark.split("/")  # a name, family/name, or an id (family/name/hash: one series)
+    flt = ObservationFilter(benchmark_id=benchmark, placement=kind) if len(parts) == 3 else \
+        ObservationFilter(benchmark_name=parts[-1], placement=kind)
+    observations = list(store.iter_observations(flt))
     if not observations:
         raise NotFound(f"benchmark: no observations of {benchmark!r}"
                        f"{' in placement ' + placement if placement else ''}")

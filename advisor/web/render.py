@@ -14,6 +14,8 @@ from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from advisor.web.charts import figure
+
 FORMATS = ("html", "csv", "json")
 
 
@@ -31,7 +33,7 @@ def number(value: Any, digits: int = 4) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:,.{digits}g}" if abs(value) < 1e15 else f"{value:.3e}"
+        return figure(value, digits)
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 

@@ -19,7 +19,7 @@ from graph_schema.store import Store
 from tests.advisor.web.conftest import make_app
 
 PAGES = ["/", "/?benchmark=resnet50&scenario=Offline", "/leaderboard?benchmark=resnet50&scenario=Offline",
-         "/recommend?benchmark=resnet50&scenario=Offline", "/compare?a=tensorrt%3D8.4.0&b=tensorrt%3D8.6.0",
+         "/recommend?benchmark=resnet50&scenario=Offline", "/compare?a=driver%3D510.39.01&b=driver%3D510.47.03",
          "/known-bad", "/login"]
 
 
@@ -146,11 +146,13 @@ def test_recommend_page_is_the_api_answer(client: TestClient, api_headers: dict[
 
 
 def test_compare_page_is_the_api_comparison(client: TestClient, api_headers: dict[str, str]) -> None:
-    params = {"a": "tensorrt=8.4.0", "b": "tensorrt=8.6.0", "benchmark": "resnet50", "scenario": "Offline"}
+    params = {"a": "driver=510.39.01", "b": "driver=510.47.03", "benchmark": "resnet50", "scenario": "Offline"}
     doc = client.get("/compare?" + urlencode({**params, "format": "json"})).json()
     api = client.get("/v1/compare", headers=api_headers, params=params).json()
     (row,) = doc["comparisons"]
-    assert {k: row[k] for k in api} == api
+    assert {k: row[k] for k in api} == api and api["pairs"] > 0 and api["interval"]
+    page = client.get("/compare?" + urlencode(params))
+    assert page.text.count("<rect") >= 2  # the ratio bar and the overhead bars
     overhead = client.get("/v1/compare/placement", headers=api_headers).json()
     assert [(o["accelerator"], o["placement"], o["ratio"]) for o in overhead] == \
         [(o["accelerator"], o["placement"], o["ratio"]) for o in doc["placement_overhead"]]
