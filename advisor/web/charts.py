@@ -46,9 +46,9 @@ def bar_chart(bars: list[Bar], *, title: str, unit: str = "", reference: float |
     if len(groups) > 1:
         top += 20  # the legend's line
     height = top + row_h * len(bars) + bottom
-    out = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="100%" '
-           f'xmlns="http://www.w3.org/2000/svg" aria-label="{escape(title)}">',
-           f'<title>{escape(title)}</title>']
+    opening = (f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="100%" '
+               f'xmlns="http://www.w3.org/2000/svg" aria-label="{escape(title)}">')
+    out = [opening, f'<title>{escape(title)}</title>']
     for i, b in enumerate(bars):
         y = top + i * row_h
         w = max(0.0, b.value * scale) if math.isfinite(b.value) else 0.0

@@ -163,7 +163,7 @@ def row_dict(table: ObservationTable, r: int) -> dict[str, Any]:
     value = float(table.value[r])
     count = int(table.count[r])
     hib = bool(table.higher_is_better[r])
-    col = lambda c: getattr(table, c).vocab[getattr(table, c).codes[r]]  # noqa: E731
+    col = lambda c: getattr(table, c).vocab[getattr(table, c).codes[r]]
     return {
         "key": table.keys[r], "accelerator": col("accelerator"), "count": count,
         "placement": col("placement"), "benchmark": col("bench_name"), "scenario": col("scenario"),

@@ -138,7 +138,7 @@ def _find_observation(store: Store, advisor: Any, key: str) -> Any:
         r = table.keys.index(key)
     except ValueError:
         return store.get_observation(key)  # not in the table (invalid, or newer): the slow path
-    col = lambda c: getattr(table, c).vocab[getattr(table, c).codes[r]]  # noqa: E731
+    col = lambda c: getattr(table, c).vocab[getattr(table, c).codes[r]]
     flt = ObservationFilter(stack_id=col("stack"), benchmark_id=col("benchmark"), accelerator=col("accelerator"),
                             metric=col("metric"), source=col("source"))
     for obs in store.iter_observations(flt, page=1000):
@@ -242,7 +242,7 @@ def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
         InvalidInput: a number field that is not a number (named).
     """
     q = request.query_params
-    get = lambda k: (q.get(k) or "").strip() or None  # noqa: E731
+    get = lambda k: (q.get(k) or "").strip() or None
 
     def integer(name: str) -> int | None:
         text = get(name)
