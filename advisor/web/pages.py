@@ -230,11 +230,6 @@ def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: s
 
 # ---- recommend -------------------------------------------------------------------------------
 
-RECOMMEND_FIELDS = ("family", "benchmark", "task", "scenario", "metric", "objective", "accelerators", "count",
-                    "placements", "driver", "framework", "framework_version", "batch_size", "precision",
-                    "min_evidence", "include_predicted", "image", "top")
-
-
 def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
     """The workload body ``POST /v1/recommendations`` takes, from the form's fields.
 
@@ -253,13 +248,28 @@ def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
         except ValueError:
             raise InvalidInput(f"{name}: must be a whole number, got {text!r}") from None
 
+    def decimal(name: str) -> float | None:
+        text = get(name)
+        if text is None:
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            raise InvalidInput(f"{name}: must be a number, got {text!r}") from None
+
     workload: dict[str, Any] = {k: get(k) for k in ("family", "benchmark", "task", "scenario", "metric",
-                                                     "objective", "precision", "image") if get(k)}
+                                                     "objective", "precision", "model", "image") if get(k)}
+    for name in ("min_confidence", "max_ttft_ms", "max_tpot_ms"):
+        if decimal(name) is not None:
+            workload[name] = decimal(name)
     hardware: dict[str, Any] = {}
     if get("accelerators"):
         hardware["accelerators"] = [a.strip() for a in (get("accelerators") or "").split(",") if a.strip()]
-    if integer("count"):
-        hardware["count"] = integer("count")
+    for name in ("count", "min_count", "max_count"):
+        if integer(name) is not None:
+            hardware[name] = integer(name)
+    if get("include_cpu") in ("yes", "no"):
+        hardware["include_cpu"] = get("include_cpu") == "yes"
     placements = [p for p in q.getlist("placements") if p]
     if placements:
         hardware["placements"] = placements

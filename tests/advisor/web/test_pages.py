@@ -141,6 +141,17 @@ def test_recommend_page_is_the_api_answer(client: TestClient, api_headers: dict[
         assert rec["candidate"]["stack_label"] in page.text
     assert api["recommendations"][0]["snippet_yaml"]
     assert 'class="copy" data-copy-target="snippet-1"' in page.text
+    every = client.get("/recommend?" + urlencode(
+        [("benchmark", "resnet50"), ("scenario", "Offline"), ("accelerators", "H100, NVIDIA L4"),
+         ("min_count", "1"), ("max_count", "8"), ("include_cpu", "no"), ("placements", "bare-metal"),
+         ("placements", "vgpu"), ("framework", "tensorrt"), ("framework_version", ">=8.4"),
+         ("min_confidence", "0.2"), ("include_predicted", "no"), ("format", "json")])).json()
+    assert every["request"]["workload"] == {
+        "benchmark": "resnet50", "scenario": "Offline", "min_confidence": 0.2, "include_predicted": False,
+        "hardware": {"accelerators": ["H100", "NVIDIA L4"], "min_count": 1, "max_count": 8,
+                     "include_cpu": False, "placements": ["bare-metal", "vgpu"]},
+        "frameworks": [{"name": "tensorrt", "version": ">=8.4"}]}
+    assert all(r["basis"] == "observed" for r in every["recommendations"])
     bad = client.get("/recommend?benchmark=resnet50&batch_size=many")
     assert "batch_size: must be a whole number" in bad.text
 
