@@ -182,16 +182,19 @@ def accelerator_figures(table: ObservationTable, rows: np.ndarray, limit: int = 
     p10–p90 of the per-accelerator values; the most-observed ``limit`` groups."""
     if not len(rows):
         return []
-    keys = np.column_stack([table.accelerator.codes[rows], table.benchmark.codes[rows],
-                            table.metric.codes[rows]])
-    uniq, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    n_bench, n_metric = len(table.benchmark.vocab), len(table.metric.vocab)
+    keys = (table.accelerator.codes[rows].astype(np.int64) * n_bench
+            + table.benchmark.codes[rows]) * n_metric + table.metric.codes[rows]
+    uniq, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
     per = per_accelerator_values(table, rows)
     out = []
     for g in np.argsort(-counts, kind="stable")[:limit]:
-        vals = per[inverse.ravel() == g]
-        acc, bench, metric = (int(x) for x in uniq[g])
+        members = inverse.ravel() == g
+        vals = per[members]
+        acc, rest = divmod(int(uniq[g]), n_bench * n_metric)
+        bench, metric = divmod(rest, n_metric)
         info = table.benchmarks[table.benchmark.vocab[bench]]
-        r0 = rows[inverse.ravel() == g][0]
+        r0 = rows[members][0]
         out.append({
             "accelerator": table.accelerator.vocab[acc], "benchmark": info.name,
             "scenario": info.scenario or "", "metric": table.metric.vocab[metric],

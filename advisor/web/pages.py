@@ -7,6 +7,8 @@ holds every field (a permalink), and ``format=csv`` or ``format=json`` exports w
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -50,6 +52,26 @@ def _guarded(request: Request, fmt: str, build: Callable[[], Response]) -> Respo
             raise
         return page(request, "message.html", status_code=403, title="Not allowed", error=exc.message)
     return build()
+
+
+_MEMO: dict[tuple[Any, ...], Any] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def memoised(advisor: Any, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    """An answer computed once per store generation (what the advisor's own memo does for
+    recommendations): pages that read many observations from the store are paid for once
+    until the data changes. Errors are not kept."""
+    full = (id(advisor.store), advisor.table().generation, *key)
+    with _MEMO_LOCK:
+        if full in _MEMO:
+            return copy.deepcopy(_MEMO[full])
+    value = compute()
+    with _MEMO_LOCK:
+        if len(_MEMO) >= 128:
+            _MEMO.clear()
+        _MEMO[full] = value
+    return copy.deepcopy(value)
 
 
 def _fields(request: Request) -> dict[str, Any]:
@@ -128,9 +150,8 @@ def observation_page(request: Request, store: StoreDep, advisor: AdvisorDep, key
 
 
 def _find_observation(store: Store, advisor: Any, key: str) -> Any:
-    """One observation by key, as ``GET /v1/observations/{key}`` returns it; the advisor's table
-    narrows the store query to the row's stack, benchmark and accelerator first, so a 100k-row
-    store is not scanned."""
+    """One observation by key, as ``GET /v1/observations/{key}`` returns it, found by a keyset
+    query from the key before it in the advisor's table, so a 100k-row store is not scanned."""
     if not key:
         raise InvalidInput("key: give the observation's key (the Explore table links each row)")
     table = advisor.table()
@@ -138,10 +159,9 @@ def _find_observation(store: Store, advisor: Any, key: str) -> Any:
         r = table.keys.index(key)
     except ValueError:
         return store.get_observation(key)  # not in the table (invalid, or newer): the slow path
-    col = lambda c: getattr(table, c).vocab[getattr(table, c).codes[r]]
-    flt = ObservationFilter(stack_id=col("stack"), benchmark_id=col("benchmark"), accelerator=col("accelerator"),
-                            metric=col("metric"), source=col("source"))
-    for obs in store.iter_observations(flt, page=1000):
+    # the table keeps the store's key order: the row's key follows its predecessor's (keyset
+    # paging, as GET /v1/observations?after= pages), with at most a few invalid rows between
+    for obs in store.query_observations(None, limit=64, after=table.keys[r - 1] if r else None):
         if obs.key == key:
             return obs
     return store.get_observation(key)
@@ -158,8 +178,10 @@ def leaderboard_page(request: Request, store: StoreDep, advisor: AdvisorDep, for
         rows, notes, error, series = [], [], None, None
         if benchmark:
             try:
-                rows, notes, series = leaderboard(store, benchmark=benchmark, scenario=scenario, metric=metric,
-                                                  accelerator=accelerator, placement=placement)
+                rows, notes, series = memoised(
+                    advisor, ("leaderboard", benchmark, scenario, metric, accelerator, placement),
+                    lambda: leaderboard(store, benchmark=benchmark, scenario=scenario, metric=metric,
+                                        accelerator=accelerator, placement=placement))
             except (InvalidInput, NotFound) as exc:
                 if format != "html":
                     raise
@@ -427,7 +449,7 @@ def compare_benchmarks(advisor: Any, a: str, b: str, *, accelerator: str | None,
 def known_bad_page(request: Request, store: StoreDep, advisor: AdvisorDep, q: str = "",
                    format: str = "html") -> Response:
     def build() -> Response:
-        rows = known_bad(store, advisor)
+        rows = memoised(advisor, ("known-bad",), lambda: known_bad(store, advisor))
         if q.strip():
             words = q.lower().split()
             rows = [r for r in rows if all(w in " ".join(str(v) for v in r.values()).lower() for w in words)]
