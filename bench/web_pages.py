@@ -99,6 +99,7 @@ def main() -> None:
             t = time.perf_counter()
             first = client.get(url)
             first_ms = (time.perf_counter() - t) * 1000
+            assert first.status_code == 200, (url, first.text[:500])
             times = []
             for _ in range(args.repeats):
                 t = time.perf_counter()
