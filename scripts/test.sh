@@ -22,5 +22,14 @@ bash deploy/neo4j-local/setup.sh >&2
 echo "== preparing kube-apiserver and etcd" >&2
 bash deploy/kube-local/build.sh >&2
 
+echo "== preparing Chromium and chromedriver for the web explorer's browser tests" >&2
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+chromium --version 2>/dev/null | sed -n 1p >&2
+
 echo "== running the test suite" >&2
 exec .venv/bin/python -m pytest -q -ra "$@"

@@ -17,6 +17,7 @@ from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
 from advisor.api.resources import Resources
 from advisor.api.routes import batches, catalog, failures, health, inventory, observations, schema
 from advisor.api.settings import Settings, get_settings
+from advisor.web import install_web
 from graph_schema.store import Store
 
 log = logging.getLogger("advisor.api")
@@ -120,6 +121,7 @@ def create_app(
     for router in _optional_routers():
         app.include_router(router)  # type: ignore[arg-type]
     app.include_router(health.router)
+    install_web(app)  # the web explorer at /, over the same store, advisor and tokens
 
     # The last added is the outermost: metrics see every response, 401s and 413s included;
     # authorization and the size limit both refuse before anything reads the body.

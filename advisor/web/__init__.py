@@ -1,0 +1,14 @@
+"""The web explorer: server-rendered pages at ``/`` over the same advisor and store as ``/v1``
+(see docs/web.md). Every asset ships in this package; nothing is fetched at run time."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+
+def install_web(app: FastAPI) -> None:
+    from advisor.web.pages import router
+
+    app.mount("/static", StaticFiles(packages=[("advisor.web", "static")]), name="web-static")
+    app.include_router(router)

@@ -1,0 +1,64 @@
+"""Web explorer fixtures: one small embedded store for the whole package (a slice of the starter
+knowledge base: resnet50 in every round and scenario, the H100 micro-benchmarks measured on bare
+metal and in VMs, and the recorded failures), an app that needs a read token, and its tokens."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+
+from advisor.api.app import create_app
+from advisor.api.deps import get_store
+from advisor.api.settings import Settings
+from graph_schema.models import IngestBatch
+from graph_schema.registry import open_store
+from graph_schema.starter import load_snapshot
+from graph_schema.store import Store
+
+BENCHMARKS = {"resnet50", "conv2d", "gemm"}
+
+
+@pytest.fixture(scope="package")
+def web_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    saved = os.environ.get("ADVISOR_MODEL_CACHE")
+    os.environ["ADVISOR_MODEL_CACHE"] = str(tmp_path_factory.mktemp("web-models"))
+    snapshot = load_snapshot()
+    store = open_store(f"embedded:{tmp_path_factory.mktemp('web-kb') / 'kb'}")
+    store.ingest(IngestBatch(observations=[o for o in snapshot.observations if o.benchmark.name in BENCHMARKS],
+                             failures=snapshot.failures, runs=snapshot.runs))
+    yield store
+    store.close()
+    if saved is None:
+        os.environ.pop("ADVISOR_MODEL_CACHE", None)
+    else:
+        os.environ["ADVISOR_MODEL_CACHE"] = saved
+
+
+@pytest.fixture(scope="package")
+def web_tokens() -> dict[str, str]:
+    return {scope: secrets.token_urlsafe(24) for scope in ("read", "write")}
+
+
+def make_app(store: Store, tokens: dict[str, str], read_auth: str = "token") -> FastAPI:
+    spec = ";".join(f"{secret}:{scope}" for scope, secret in tokens.items())
+    app = create_app(Settings(environment="production", tokens=spec, read_auth=read_auth), store=store)  # type: ignore[arg-type]
+    app.dependency_overrides[get_store] = lambda: store
+    return app
+
+
+@pytest.fixture(scope="package")
+def web_app(web_store: Store, web_tokens: dict[str, str]) -> FastAPI:
+    return make_app(web_store, web_tokens)
+
+
+@pytest.fixture(scope="package")
+def artifacts() -> Path:
+    """Screenshots and downloads of the browser tests (test-artifacts/ is not committed)."""
+    folder = Path(__file__).resolve().parents[3] / "test-artifacts" / "web"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -1,0 +1,235 @@
+"""The web explorer's pages over HTTP (no browser): auth, each page against the API's answer for
+the same query, exports, permalinks, labels and no external assets."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from graph_schema.store import Store
+from tests.advisor.web.conftest import make_app
+
+PAGES = ["/", "/?benchmark=resnet50&scenario=Offline", "/leaderboard?benchmark=resnet50&scenario=Offline",
+         "/recommend?benchmark=resnet50&scenario=Offline", "/compare?a=driver%3D510.39.01&b=driver%3D510.47.03",
+         "/known-bad", "/login"]
+
+
+@pytest.fixture(scope="module")
+def client(web_app: FastAPI, web_tokens: dict[str, str]) -> Iterator[TestClient]:
+    with TestClient(web_app, raise_server_exceptions=True) as c:
+        answer = c.post("/login", data={"token": web_tokens["read"], "next": "/"}, follow_redirects=False)
+        assert answer.status_code == 303, answer.text
+        yield c
+
+
+@pytest.fixture(scope="module")
+def api_headers(web_tokens: dict[str, str]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {web_tokens['read']}"}
+
+
+def test_pages_need_a_read_token(web_app: FastAPI) -> None:
+    with TestClient(web_app) as anonymous:
+        page = anonymous.get("/?benchmark=resnet50", follow_redirects=False)
+        assert page.status_code == 303
+        assert page.headers["location"] == "/login?next=%2F%3Fbenchmark%3Dresnet50"
+        export = anonymous.get("/?format=csv")
+        assert export.status_code == 401 and export.json()["error"] == "unauthorized"
+        refused = anonymous.post("/login", data={"token": "not-a-token", "next": "//evil.example/"})
+        assert refused.status_code == 401 and "unknown token" in refused.text
+        assert 'name="next" value="/"' in refused.text  # an off-site next is never kept
+
+
+def test_login_sets_an_httponly_cookie(web_app: FastAPI, web_tokens: dict[str, str]) -> None:
+    with TestClient(web_app) as c:
+        answer = c.post("/login", data={"token": web_tokens["read"], "next": "/known-bad?q=cuda"},
+                        follow_redirects=False)
+        assert answer.status_code == 303 and answer.headers["location"] == "/known-bad?q=cuda"
+        cookie = answer.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        assert c.get("/known-bad").status_code == 200
+        c.post("/logout")
+        assert c.get("/", follow_redirects=False).status_code == 303
+
+
+def test_read_open_deployments_need_no_token(web_store: Store, web_tokens: dict[str, str]) -> None:
+    with TestClient(make_app(web_store, web_tokens, read_auth="open")) as c:
+        assert c.get("/leaderboard").status_code == 200
+        assert c.get("/static/app.css").status_code == 200
+
+
+def _all_pages(client: TestClient, query: dict[str, str]) -> list[dict[str, Any]]:
+    rows, page = [], 1
+    while True:
+        doc = client.get("/?" + urlencode({**query, "size": 200, "page": page, "format": "json"})).json()
+        rows.extend(doc["rows"])
+        if page >= doc["pages"]:
+            return rows
+        page += 1
+
+
+def test_explore_shows_what_the_observations_api_returns(client: TestClient, api_headers: dict[str, str]) -> None:
+    query = {"benchmark": "resnet50", "accelerator": "NVIDIA A100-SXM-80GB", "placement": "bare-metal"}
+    shown = _all_pages(client, query)
+    api = client.get("/v1/observations", headers=api_headers,
+                     params={"benchmark_name": "resnet50", "accelerator": "NVIDIA A100-SXM-80GB",
+                             "placement": "bare-metal", "limit": 1000}).json()["items"]
+    assert shown, "the filter should select observations"
+    assert sorted(r["key"] for r in shown) == sorted(o["key"] for o in api if o["valid"])
+    by_key = {o["key"]: o for o in api}
+    for row in shown[:20]:
+        assert row["value"] == by_key[row["key"]]["value"]
+        assert row["round"] == by_key[row["key"]]["provenance"]["details"].get("round", "")
+
+
+def test_explore_sorts_and_pages_on_the_server(client: TestClient) -> None:
+    base = {"benchmark": "resnet50", "scenario": "Offline", "metric": "samples_per_second",
+            "sort": "per_accelerator", "order": "desc", "size": 25, "format": "json"}
+    first = client.get("/?" + urlencode(base)).json()
+    second = client.get("/?" + urlencode({**base, "page": 2})).json()
+    values = [r["per_accelerator"] for r in first["rows"] + second["rows"]]
+    assert len(values) == 50 and values == sorted(values, reverse=True)
+    assert first["total"] == second["total"] > 50
+    assert {r["scenario"] for r in first["rows"]} == {"Offline"}
+    assert first["figures"] and all(f["p10"] <= f["median"] <= f["p90"] for f in first["figures"])
+
+
+def test_explore_refuses_unknown_values_with_suggestions(client: TestClient) -> None:
+    page = client.get("/?scenario=Ofline")
+    assert page.status_code == 200 and 'role="alert"' in page.text
+    assert "scenario: &#39;Ofline&#39; is not recorded" in page.text and "did you mean: Offline" in page.text
+    export = client.get("/?scenario=Ofline&format=json")
+    assert export.status_code == 422 and "did you mean: Offline" in export.json()["message"]
+    assert client.get("/?sort=bogus&format=json").status_code == 422
+
+
+def test_evidence_page_is_the_api_observation(client: TestClient, api_headers: dict[str, str]) -> None:
+    page = client.get("/?benchmark=resnet50&scenario=Server")
+    key = re.search(r'href="/observation\?key=([^"]+)"', page.text).group(1)  # type: ignore[union-attr]
+    evidence = client.get(f"/observation?key={key}")
+    assert evidence.status_code == 200
+    doc = client.get(f"/observation?key={key}&format=json").json()
+    from urllib.parse import unquote
+
+    api = client.get(f"/v1/observations/{unquote(key)}", headers=api_headers).json()
+    assert doc == api
+    for field in ("round", "submitter", "system"):
+        if field in api["provenance"]["details"]:
+            assert api["provenance"]["details"][field] in evidence.text
+
+
+def test_recommend_page_is_the_api_answer(client: TestClient, api_headers: dict[str, str]) -> None:
+    image = "nvcr.io/nvidia/tritonserver:24.01-py3"
+    form = {"benchmark": "resnet50", "scenario": "Offline", "objective": "throughput", "top": "4", "image": image}
+    doc = client.get("/recommend?" + urlencode({**form, "format": "json"})).json()
+    api = client.post("/v1/recommendations", headers=api_headers,
+                      json={"workload": {"benchmark": "resnet50", "scenario": "Offline", "objective": "throughput",
+                                         "image": image},
+                            "top": 4}).json()
+    drop = lambda d: {k: v for k, v in d.items() if k != "elapsed_ms"}
+    assert drop({k: v for k, v in doc.items() if k != "request"}) == drop(api)
+    page = client.get("/recommend?" + urlencode(form))
+    for rec in api["recommendations"]:
+        assert rec["candidate"]["stack_label"] in page.text
+    assert api["recommendations"][0]["snippet_yaml"]
+    assert 'class="copy" data-copy-target="snippet-1"' in page.text
+    every = client.get("/recommend?" + urlencode(
+        [("benchmark", "resnet50"), ("scenario", "Offline"), ("accelerators", "H100, NVIDIA L4"),
+         ("min_count", "1"), ("max_count", "8"), ("include_cpu", "no"), ("placements", "bare-metal"),
+         ("placements", "vgpu"), ("framework", "tensorrt"), ("framework_version", ">=8.4"),
+         ("min_confidence", "0.2"), ("include_predicted", "no"), ("format", "json")])).json()
+    assert every["request"]["workload"] == {
+        "benchmark": "resnet50", "scenario": "Offline", "min_confidence": 0.2, "include_predicted": False,
+        "hardware": {"accelerators": ["H100", "NVIDIA L4"], "min_count": 1, "max_count": 8,
+                     "include_cpu": False, "placements": ["bare-metal", "vgpu"]},
+        "frameworks": [{"name": "tensorrt", "version": ">=8.4"}]}
+    assert all(r["basis"] == "observed" for r in every["recommendations"])
+    bad = client.get("/recommend?benchmark=resnet50&batch_size=many")
+    assert "batch_size: must be a whole number" in bad.text
+
+
+def test_compare_page_is_the_api_comparison(client: TestClient, api_headers: dict[str, str]) -> None:
+    params = {"a": "driver=510.39.01", "b": "driver=510.47.03", "benchmark": "resnet50", "scenario": "Offline"}
+    doc = client.get("/compare?" + urlencode({**params, "format": "json"})).json()
+    api = client.get("/v1/compare", headers=api_headers, params=params).json()
+    (row,) = doc["comparisons"]
+    assert {k: row[k] for k in api} == api and api["pairs"] > 0 and api["interval"]
+    page = client.get("/compare?" + urlencode(params))
+    assert page.text.count("<rect") >= 2  # the ratio bar and the overhead bars
+    overhead = client.get("/v1/compare/placement", headers=api_headers).json()
+    assert [(o["accelerator"], o["placement"], o["ratio"]) for o in overhead] == \
+        [(o["accelerator"], o["placement"], o["ratio"]) for o in doc["placement_overhead"]]
+    assert overhead, "the slice holds H100 micro-benchmarks on bare metal and in VMs"
+    unknown = client.get("/compare?a=stk-nope&b=tensorrt%3D8.6.0")
+    assert "stack: no stack with id" in unknown.text
+
+
+def test_leaderboard_ranks_canonical_accelerators_per_placement(client: TestClient) -> None:
+    doc = client.get("/leaderboard?benchmark=resnet50&scenario=Offline&metric=samples_per_second&format=json").json()
+    rows = doc["rows"]
+    assert rows and [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    values = [r["value"] for r in rows]
+    assert values == sorted(values, reverse=True)  # throughput: best first
+    assert all(r["low"] <= r["value"] <= r["high"] for r in rows)
+    assert len({(r["accelerator"], r["placement"]) for r in rows}) == len(rows)
+    ambiguous = client.get("/leaderboard?benchmark=resnet50")
+    assert 'role="alert"' in ambiguous.text and "choose one" in ambiguous.text
+
+
+def test_known_bad_lists_failures_and_rule_violations(client: TestClient, api_headers: dict[str, str]) -> None:
+    doc = client.get("/known-bad?format=json").json()
+    failures = client.get("/v1/failures", headers=api_headers, params={"limit": 1000}).json()
+    assert sum(r["kind"] == "failure" for r in doc["rows"]) == failures["total"] > 0
+    word = doc["rows"][0]["accelerator"] or doc["rows"][0]["what"]
+    found = client.get("/known-bad?" + urlencode({"q": word, "format": "json"})).json()["rows"]
+    assert found and all(word.lower() in " ".join(map(str, r.values())).lower() for r in found)
+
+
+def test_csv_export_is_the_shown_rows(client: TestClient) -> None:
+    query = {"benchmark": "resnet50", "scenario": "Offline", "size": 25, "sort": "value", "order": "desc"}
+    shown = client.get("/?" + urlencode({**query, "format": "json"})).json()["rows"]
+    answer = client.get("/?" + urlencode({**query, "format": "csv"}))
+    assert answer.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(answer.text)))
+    assert [r["key"] for r in rows] == [r["key"] for r in shown]
+    assert [float(r["value"]) for r in rows] == [r["value"] for r in shown]
+
+
+class _Audit(HTMLParser):
+    """Collects form controls, labels and every URL a page loads or links to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.controls: list[str] = []
+        self.labelled: set[str] = set()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag in ("input", "select", "textarea") and a.get("type") != "hidden":
+            self.controls.append(a.get("id") or f"<{tag} name={a.get('name')}> without id")
+        if tag == "label" and a.get("for"):
+            self.labelled.add(a["for"] or "")
+        for attr in ("src", "href"):
+            if a.get(attr):
+                self.urls.append(a[attr] or "")
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_every_control_has_a_label_and_assets_are_local(client: TestClient, url: str) -> None:
+    page = client.get(url)
+    assert page.status_code == 200
+    audit = _Audit()
+    audit.feed(page.text)
+    assert audit.controls or url == "/known-bad"
+    assert [c for c in audit.controls if c not in audit.labelled] == []
+    loaded = [u for u in audit.urls if u.startswith(("/static/", "http", "//"))]
+    assert all(u.startswith("/static/") for u in loaded), loaded
