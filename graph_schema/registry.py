@@ -135,7 +135,6 @@ def _create_seeded_default(final: Path, *, replace: bool = False) -> None:
     """
     from graph_schema.embedded_store import EmbeddedStore
 
-    final.parent.mkdir(parents=True, exist_ok=True)
     partial = final.with_name(f".{final.name}.seeding-{os.getpid()}")
     _remove_store_files(partial)
     try:

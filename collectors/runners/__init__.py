@@ -7,8 +7,9 @@ imported lazily by ``get_runner``/``all_runners`` (so heavy frameworks load only
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from graph_schema.errors import InvalidInput
 from graph_schema.models import FailureIn, Measurement
@@ -23,6 +24,22 @@ RUNNER_MODULES: dict[str, str] = {
     "loadgen": "collectors.runners.loadgen",
     "allreduce": "collectors.runners.allreduce",
 }
+
+
+
+def check_runner(name: str) -> str:
+    """``name`` if it is a runner; else ValueError listing the valid ones (for field validators)."""
+    if name not in RUNNER_MODULES:
+        raise ValueError(f"unknown runner {name!r}; valid: {', '.join(RUNNER_MODULES)}")
+    return name
+
+
+def check_profile(name: str) -> str:
+    """``name`` if it is a profile; else ValueError listing the valid ones."""
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; valid: {', '.join(PROFILES)}")
+    return name
+
 
 Progress = Callable[[str, float], None]
 """progress(message, fraction_done in [0, 1])."""

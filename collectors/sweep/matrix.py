@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from collectors.runners import PROFILES, RUNNER_MODULES
+from collectors.runners import RUNNER_MODULES, check_profile, check_runner
 from graph_schema.errors import InvalidInput
 from graph_schema.store import validation_message
 
@@ -71,16 +71,12 @@ class SweepBenchmark(_Spec):
     @field_validator("runner")
     @classmethod
     def _runner(cls, v: str) -> str:
-        if v not in RUNNER_MODULES:
-            raise ValueError(f"unknown runner {v!r}; valid: {', '.join(RUNNER_MODULES)}")
-        return v
+        return check_runner(v)
 
     @field_validator("profile")
     @classmethod
     def _profile(cls, v: str) -> str:
-        if v not in PROFILES:
-            raise ValueError(f"unknown profile {v!r}; valid: {', '.join(PROFILES)}")
-        return v
+        return check_profile(v)
 
     @field_validator("options")
     @classmethod
