@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from statistics import mean, median, stdev
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import ObservationFilter, StoredObservation
 
@@ -151,6 +153,55 @@ def _ratio(cell_obs: list[StoredObservation], base_obs: list[StoredObservation],
         ratio=ratio, low=low, high=high, repeats=n_c, baseline_repeats=n_b,
         interval_from="repeats" if from_repeats else "samples within one run",
         spread=spread, flagged=flagged, verdict=verdict)
+
+
+class SweepCell(BaseModel):
+    cell: str
+    stack: str
+    stack_id: str
+    runs: int
+    requested: dict[str, Any] = Field(description="what the matrix asked this cell to install")
+    lock: str = Field(description="what was installed (the environment's lock)")
+
+
+class SweepComparison(BaseModel):
+    """``advisor compare sweep NAME --json`` and ``GET /v1/compare/sweep``: the measured cells and
+    each cell's speed relative to the baseline cell, per benchmark."""
+
+    sweep: str
+    host: str
+    baseline: str
+    cells: list[SweepCell]
+    ratios: list[CellRatio]
+
+
+def sweep_report(store: Any, sweep: str, *, host: str | None = None, baseline: str | None = None,
+                 cell: str | None = None, flagged_only: bool = False) -> SweepComparison:
+    """The sweep's cells on its node, and each cell (or only ``cell``) against ``baseline``
+    (default: the first cell measured); with ``flagged_only`` only changes beyond the spread.
+
+    Raises:
+        NotFound: no observation of the sweep (on that host), or a cell that was not measured
+            (the measured ones are named).
+        InvalidInput: several hosts ran the sweep and none was chosen.
+    """
+    node, observations = sweep_observations(store, sweep, host)
+    cells = sweep_cells(observations)
+    names = [c["cell"] for c in cells]
+    for field, name in (("baseline", baseline), ("cell", cell)):
+        if name is not None and name not in names:
+            raise NotFound(f"{field}: sweep {sweep!r} has no measured cell {name!r}; cells measured: {', '.join(names)}")
+    ratios = compare_sweep(observations, baseline)
+    shown = [r for r in ratios if (cell is None or r.cell == cell) and (r.flagged or not flagged_only)]
+    first = min(observations, key=lambda o: o.timestamp)
+    return SweepComparison(sweep=sweep, host=node, baseline=baseline or first.provenance.details.get("sweep_cell", "?"),
+                           cells=[SweepCell.model_validate(c) for c in cells], ratios=shown)
+
+
+def sweep_names(store: Any) -> list[str]:
+    """The sweeps the knowledge base holds results of."""
+    return sorted({str(o.provenance.details["sweep"]) for o in store.iter_observations(ObservationFilter(source=SWEEP_SOURCE))
+                   if o.provenance.details.get("sweep")})
 
 
 def sweep_cells(observations: list[StoredObservation]) -> list[dict[str, Any]]:

@@ -84,6 +84,7 @@ def compare_sweep_command(
     host: Annotated[str | None, typer.Option(help="The node (needed when several ran the sweep).")] = None,
     baseline: Annotated[str | None, typer.Option(help="The cell the others are compared to "
                                                  "(default: the first cell measured).")] = None,
+    cell: Annotated[str | None, typer.Option(help="Only this cell against the baseline (default: every cell).")] = None,
     flagged_only: Annotated[bool, typer.Option("--flagged-only", help="Only changes beyond the spread.")] = False,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
@@ -91,39 +92,27 @@ def compare_sweep_command(
 ) -> None:
     """What each cell of a sweep changed on one node: per benchmark, its speed relative to the
     baseline cell with a 95% interval (from the repeats), flagged only beyond the run-to-run spread."""
-    from dataclasses import asdict
-
-    from advisor.sweep_compare import compare_sweep, sweep_cells, sweep_observations
+    from advisor.sweep_compare import sweep_report
     from graph_schema.registry import open_store
 
     chosen = output_format(fmt, as_json)
     with open_store(store, create=False) as kb:
-        node, observations = sweep_observations(kb, sweep, host)
-    ratios = compare_sweep(observations, baseline)
-    shown = [r for r in ratios if r.flagged or not flagged_only]
+        report = sweep_report(kb, sweep, host=host, baseline=baseline, cell=cell, flagged_only=flagged_only)
     if chosen is OutputFormat.json:
-        cells = [{k: v for k, v in c.items()} for c in sweep_cells(observations)]
-        print_json({"sweep": sweep, "host": node, "baseline": _baseline_of(observations, baseline),
-                    "cells": cells, "ratios": [asdict(r) for r in shown]})
+        print_json(report.model_dump(mode="json"))
         return
+    node, shown = report.host, report.ratios
     rows = [{"benchmark": r.benchmark, "cell": r.cell, "ratio": f"{r.ratio:.3f}",
              "95% interval": f"{r.low:.3f}..{r.high:.3f}", "spread": f"{r.spread:.3f}",
              "n": f"{r.repeats}/{r.baseline_repeats}", "verdict": ("! " if r.flagged else "") + r.verdict,
              "parameters": r.parameters, "stack": r.stack, "interval from": r.interval_from}
             for r in shown]
-    render(rows, fmt=chosen, title=f"sweep {sweep} on {node}: speed vs baseline {_baseline_of(observations, baseline)} "
+    render(rows, fmt=chosen, title=f"sweep {sweep} on {node}: speed vs baseline {report.baseline} "
            "(measured on this node)", columns=["benchmark", "cell", "ratio", "95% interval", "spread", "n", "verdict"],
            details=["parameters"], inline=["stack", "interval from"])
     if not rows:
         note("no cell differs from the baseline beyond the run-to-run spread" if flagged_only
              else "only the baseline cell has observations")
-
-
-def _baseline_of(observations: list[Any], chosen: str | None = None) -> str | None:
-    if chosen:
-        return chosen
-    first = min(observations, key=lambda o: o.timestamp, default=None)
-    return first.provenance.details.get("sweep_cell") if first else None
 
 
 def register(app: typer.Typer) -> None:

@@ -443,6 +443,45 @@ def compare_benchmarks(advisor: Any, a: str, b: str, *, accelerator: str | None,
     return out
 
 
+@router.get("/compare/sweep")
+def compare_sweep_page(request: Request, store: StoreDep, advisor: AdvisorDep, format: str = "html") -> Response:
+    def build() -> Response:
+        from advisor.sweep_compare import sweep_names, sweep_report
+
+        f = _fields(request)
+        sweep = f.get("sweep") or None
+        report, error = None, None
+        if sweep:
+            try:
+                report = sweep_report(store, sweep, host=f.get("host") or None, baseline=f.get("baseline") or None,
+                                      cell=f.get("cell") or None, flagged_only=f.get("flagged_only") == "yes")
+            except (InvalidInput, NotFound) as exc:
+                if format != "html":
+                    raise
+                error = exc.message
+        doc = report.model_dump(mode="json") if report else None
+        rows = doc["ratios"] if doc else []
+        if format != "html":
+            if doc is None:
+                raise InvalidInput("sweep: give the sweep's name (its matrix's name)")
+            return export(format, "compare-sweep", SWEEP_COLUMNS, rows, {"query": f, **doc})
+        chart = charts.bar_chart(
+            [charts.Bar(f"{r['benchmark']} {r['parameters']}".strip(), r["ratio"], r["low"], r["high"],
+                        group=r["cell"], note=f"{r['verdict']}; 95% interval from {r['interval_from']}")
+             for r in rows],
+            title=f"Speed of each cell relative to {doc['baseline']} (>1 is faster; 1.0 dashed)",
+            unit="speed ratio to the baseline cell", reference=1.0) if doc and rows else ""
+        sweeps = memoised(advisor, ("sweeps",), lambda: sweep_names(store))
+        return page(request, "compare_sweep.html", title="Compare sweep cells", f=f, report=doc, rows=rows,
+                    error=error, chart=chart, sweeps=sweeps, cells=[c["cell"] for c in doc["cells"]] if doc else [])
+
+    return _guarded(request, format, build)
+
+
+SWEEP_COLUMNS = ["benchmark", "parameters", "metric", "unit", "cell", "stack", "value", "baseline_value", "ratio",
+                 "low", "high", "repeats", "baseline_repeats", "interval_from", "spread", "flagged", "verdict", "basis"]
+
+
 # ---- known-bad -------------------------------------------------------------------------------
 
 @router.get("/known-bad")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from advisor.api.deps import AdvisorDep, ReadCaller
+from advisor.api.deps import AdvisorDep, ReadCaller, StoreDep
 from advisor.api.routes import READ_ERRORS, error_responses
 from advisor.cluster_results import ClusterRecommendationSet
 from advisor.results import (
@@ -19,6 +19,7 @@ from advisor.results import (
     RecommendationSet,
     Regression,
 )
+from advisor.sweep_compare import SweepComparison, sweep_report
 from advisor.workload import Workload
 from graph_schema.models import PlacementKind
 
@@ -190,6 +191,28 @@ def find_regressions(
 ) -> list[Regression]:
     return advisor.regressions(component, accelerator=accelerator, benchmark=benchmark,  # type: ignore[no-any-return]
                                alpha=alpha)
+
+
+@compare.get(
+    "/sweep",
+    operation_id="compareSweepCells",
+    response_model=SweepComparison,
+    responses={**READ_ERRORS, **error_responses(404)},
+    summary="What each cell of a sweep changed on its node: speed relative to the baseline cell per "
+    "benchmark, with a 95% interval, flagged only beyond the run-to-run spread",
+)
+def compare_sweep_cells(
+    store: StoreDep,
+    _: ReadCaller,
+    sweep: Annotated[str, Query(min_length=1, description="the sweep matrix's name")],
+    host: Annotated[str | None, Query(description="the node (needed when several ran the sweep)")] = None,
+    baseline: Annotated[str | None, Query(description="the cell the others are compared to "
+                                          "(default: the first cell measured)")] = None,
+    cell: Annotated[str | None, Query(description="only this cell against the baseline")] = None,
+    flagged_only: Annotated[bool, Query(description="only changes beyond the run-to-run spread")] = False,
+) -> SweepComparison:
+    return sweep_report(store, sweep, host=host or None, baseline=baseline or None, cell=cell or None,
+                        flagged_only=flagged_only)
 
 
 routers = [recommendations, predictions, compare]

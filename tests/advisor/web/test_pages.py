@@ -8,6 +8,7 @@ import io
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,7 +21,7 @@ from tests.advisor.web.conftest import make_app
 
 PAGES = ["/", "/?benchmark=resnet50&scenario=Offline", "/leaderboard?benchmark=resnet50&scenario=Offline",
          "/recommend?benchmark=resnet50&scenario=Offline", "/compare?a=driver%3D510.39.01&b=driver%3D510.47.03",
-         "/known-bad", "/login"]
+         "/compare/sweep", "/known-bad", "/login"]
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +171,62 @@ def test_compare_page_is_the_api_comparison(client: TestClient, api_headers: dic
     assert overhead, "the slice holds H100 micro-benchmarks on bare metal and in VMs"
     unknown = client.get("/compare?a=stk-nope&b=tensorrt%3D8.6.0")
     assert "stack: no stack with id" in unknown.text
+
+
+@pytest.fixture(scope="module")
+def sweep_client(tmp_path_factory: pytest.TempPathFactory, web_tokens: dict[str, str]) -> Iterator[TestClient]:
+    """A store holding a real sweep: two numpy builds measured on this machine (the matrix of
+    tests/collectors/test_sweep.py, its two cells that install), through `advisor sweep`."""
+    import yaml
+
+    from cli.guard import run_guarded
+    from cli.main import app
+    from graph_schema.registry import open_store
+    from tests.collectors.test_sweep import MATRIX
+
+    tmp = tmp_path_factory.mktemp("sweep")
+    matrix = tmp / "matrix.yaml"
+    matrix.write_text(yaml.safe_dump({**MATRIX, "cells": MATRIX["cells"][:2]}))
+    with pytest.MonkeyPatch.context() as env:
+        for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_TOKEN", "ADVISOR_SWEEP_CACHE"):
+            env.delenv(var, raising=False)
+        env.setenv("XDG_DATA_HOME", str(tmp / "data"))
+        env.setenv("ADVISOR_SWEEP_UV_CACHE", str(Path.home() / ".cache/stack-advisor/sweep/uv"))
+        code = run_guarded(app, ["sweep", str(matrix), "--store", str(tmp / "kb"), "--cache-dir", str(tmp / "cache"),
+                                 "--format", "plain"])
+    assert code == 0
+    store = open_store(str(tmp / "kb"))
+    with TestClient(make_app(store, web_tokens)) as c:
+        assert c.post("/login", data={"token": web_tokens["read"]}, follow_redirects=False).status_code == 303
+        yield c
+    store.close()
+
+
+def test_compare_sweep_page_is_the_api_comparison(sweep_client: TestClient, api_headers: dict[str, str]) -> None:
+    c = sweep_client
+    for params in ({"sweep": "numpy-cpu-test"},
+                   {"sweep": "numpy-cpu-test", "baseline": "numpy-2.1.3", "cell": "numpy-1.26.4"}):
+        doc = c.get("/compare/sweep?" + urlencode({**params, "format": "json"})).json()
+        api = c.get("/v1/compare/sweep", headers=api_headers, params=params).json()
+        assert doc.pop("query") == {**params, "format": "json"} and doc == api
+        assert [cell["cell"] for cell in api["cells"]] == ["numpy-1.26.4", "numpy-2.1.3"]
+        assert api["ratios"] and all(r["interval_from"] == "repeats" and r["basis"] == "measured on this node"
+                                     and 0 < r["low"] <= r["ratio"] <= r["high"] for r in api["ratios"])
+        assert {r["cell"] for r in api["ratios"]} == {"numpy-2.1.3" if "cell" not in params else "numpy-1.26.4"}
+        page = c.get("/compare/sweep?" + urlencode(params))
+        assert page.text.count("<rect") == len(api["ratios"])  # one bar per ratio, with its interval
+        for r in api["ratios"]:
+            assert r["verdict"] in page.text and r["cell"] in page.text
+        rows = list(csv.DictReader(io.StringIO(c.get("/compare/sweep?" + urlencode({**params, "format": "csv"})).text)))
+        assert [float(r["ratio"]) for r in rows] == [r["ratio"] for r in api["ratios"]]
+    forward, backward = (c.get("/v1/compare/sweep", headers=api_headers, params=p).json()["ratios"][0]["ratio"]
+                         for p in ({"sweep": "numpy-cpu-test"},
+                                   {"sweep": "numpy-cpu-test", "baseline": "numpy-2.1.3"}))
+    assert forward * backward == pytest.approx(1.0)  # B against A is the inverse of A against B
+    unknown = c.get("/compare/sweep?sweep=numpy-cpu-test&cell=numpy-9")
+    assert 'role="alert"' in unknown.text and "no measured cell &#39;numpy-9&#39;" in unknown.text
+    assert c.get("/v1/compare/sweep?sweep=nope", headers=api_headers).status_code == 404
+    assert "numpy-cpu-test" in c.get("/compare/sweep").text  # the recorded sweeps are offered
 
 
 def test_leaderboard_ranks_canonical_accelerators_per_placement(client: TestClient) -> None:
