@@ -33,6 +33,8 @@ from advisor.results import (
     PredictQuery,
     RecommendationSet,
     Regression,
+    basis_note,
+    this_node,
 )
 from advisor.rules import RuleSet, load_rules, parse_version, stack_components
 from advisor.specs import PriceTable, load_prices
@@ -266,7 +268,11 @@ class Advisor:
         if top < 1:
             raise InvalidInput(f"top must be >= 1, got {top}")
         table = self.table(generation)
-        return rank(self, workload, top, table, self.evidence(table))
+        answer = rank(self, workload, top, table, self.evidence(table))
+        here = this_node()
+        for r in answer.recommendations:
+            r.basis_note = basis_note(r.basis, r.evidence.measured_on, here)
+        return answer
 
     def _min_driver(self, stack: SoftwareStack) -> str | None:
         """The per-release minimum driver for the stack's CUDA (from the rules), if any."""

@@ -26,6 +26,7 @@ from advisor.estimate import (
     generation_min_driver,
 )
 from advisor.results import (
+    COLLECTOR_SOURCE,
     Basis,
     Candidate,
     Evidence,
@@ -337,4 +338,14 @@ def _evidence(table: ObservationTable, index: EvidenceIndex, rows: np.ndarray) -
         rounds=sorted({r for r in distinct(table.round) if r}, key=_round_key),
         submitters=sorted({s for s in distinct(table.submitter) if s})[:10],
         last_seen=index.last_seen(rows),
+        measured_on=_measured_on(table, rows),
     )
+
+
+def _measured_on(table: ObservationTable, rows: np.ndarray) -> list[str]:
+    """The nodes (hosts) where our own collectors measured these rows."""
+    code = table.source.code(COLLECTOR_SOURCE)
+    if code < 0:
+        return []
+    ours = rows[table.source.codes[rows] == code]
+    return sorted({table.submitter.vocab[int(c)] for c in np.unique(table.submitter.codes[ours])} - {""})

@@ -6,6 +6,8 @@ the model trained on it); the two are never mixed silently.
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -42,6 +44,9 @@ class Evidence(_Out):
     rounds: list[str] = Field(default_factory=list, description="MLPerf rounds, when any")
     submitters: list[str] = Field(default_factory=list)
     last_seen: datetime | None = None
+    measured_on: list[str] = Field(
+        default_factory=list, description="nodes where stack-advisor's own collectors (a sweep, `advisor collect`) "
+        "measured this row, as their fingerprints name them")
 
 
 class Factor(_Out):
@@ -98,6 +103,10 @@ class Recommendation(_Out):
         default=None, description="lowest..highest observation of this row, same units as value (level 1.0)")
     observed_counts: list[int] = Field(default_factory=list, description="accelerator counts observed")
     evidence: Evidence
+    basis_note: str | None = Field(
+        default=None, description="'measured on this node' for an observed row our collectors measured on the "
+        "node that answers (NODE_NAME, else its host name: the CLI's own node with a local store, the API "
+        "server's node); 'measured on node X' for one measured on another node")
     factors: list[Factor] = Field(default_factory=list)
     placement_overhead: PlacementOverhead | None = None
     warnings: list[str] = Field(default_factory=list)
@@ -109,6 +118,24 @@ class Recommendation(_Out):
         default_factory=dict,
         description="as published for the observed systems: nodes, accelerators_per_node, interconnect; "
         "limit_N: a stated latency limit this candidate was checked against")
+
+
+COLLECTOR_SOURCE = "stack-advisor-collector"  # our collectors' observations (graph_schema.models.Provenance)
+
+
+def this_node() -> str:
+    """The name our collectors record as a node's host (the fingerprint's rule): ``NODE_NAME``
+    (Kubernetes' downward API), else the host name."""
+    return os.environ.get("NODE_NAME") or socket.gethostname()
+
+
+def basis_note(basis: Basis, measured_on: list[str], here: str) -> str | None:
+    """``Recommendation.basis_note`` for a row with this basis and evidence."""
+    if basis is not Basis.OBSERVED or not measured_on:
+        return None
+    if here in measured_on:
+        return "measured on this node"
+    return f"measured on node{'s' if len(measured_on) > 1 else ''} {', '.join(measured_on)}"
 
 
 class RecommendationSet(_Out):

@@ -196,29 +196,17 @@ BASIS_MARK = {"observed": "● observed", "interpolated": "◐ interpolated", "t
               "unsupported": "✗ unsupported"}
 
 
-def _this_node() -> str:
-    """The name our collectors record as host (the fingerprint's rule)."""
-    import os
-    import socket
-
-    return os.environ.get("NODE_NAME") or socket.gethostname()
-
-
 def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
     from cli.render import note, render
 
 
     rows = []
     with_system = any("nodes" in r.system or "interconnect" in r.system for r in result.recommendations)
-    here = _this_node()
     for r in result.recommendations:
         c = r.candidate
-        # our collectors (e.g. a sweep) ran this configuration on the node asking
-        on_this_node = (r.basis.value == "observed" and "stack-advisor-collector" in r.evidence.sources
-                        and here in r.evidence.submitters)
         rows.append({
             "#": r.rank,
-            "basis": BASIS_MARK.get(r.basis.value, r.basis.value) + (" (measured on this node)" if on_this_node else ""),
+            "basis": BASIS_MARK.get(r.basis.value, r.basis.value) + (f" ({r.basis_note})" if r.basis_note else ""),
             "accelerator": f"{c.accelerator} x{c.accelerator_count}",
             "placement": c.placement.value,
             "score": _fmt(r.score),

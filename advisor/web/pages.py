@@ -351,6 +351,7 @@ def _recommend_row(r: Any) -> dict[str, Any]:
     return {
         "rank": r.rank, "accelerator": c.accelerator, "count": c.accelerator_count, "placement": c.placement.value,
         "stack": c.stack_label, "stack_id": c.stack_id, "metric": r.metric, "unit": r.unit, "basis": r.basis.value,
+        "basis_note": r.basis_note, "measured_on": r.evidence.measured_on,
         "value": r.value, "low": r.interval.low, "high": r.interval.high, "confidence": r.confidence,
         "per_accelerator": r.per_accelerator, "evidence_count": r.evidence.count,
         "rounds": r.evidence.rounds, "submitters": r.evidence.submitters, "sources": r.evidence.sources,

@@ -158,6 +158,10 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
                              "--format", "plain")
     assert code == 0, err
     assert out.count("observed (measured on this node)") == 2, out  # both numpy builds, this host
+    code, out, err = advisor(capsys, "recommend", "--family", "pi", "--benchmark", "mem_triad", "--store", str(store),
+                             "--json")
+    assert code == 0, err
+    assert [r["basis_note"] for r in json.loads(out)["recommendations"]] == ["measured on this node"] * 2
 
     png = tmp_path / "sweep.png"
     code, out, err = advisor(capsys, "plot", "sweep", "numpy-cpu-test", "--out", str(png), "--store", str(store))

@@ -229,6 +229,24 @@ def test_compare_sweep_page_is_the_api_comparison(sweep_client: TestClient, api_
     assert "numpy-cpu-test" in c.get("/compare/sweep").text  # the recorded sweeps are offered
 
 
+def test_rows_measured_here_say_so_in_the_api_and_the_page(sweep_client: TestClient,
+                                                            api_headers: dict[str, str]) -> None:
+    from advisor.results import Basis, basis_note, this_node
+
+    workload = {"family": "pi", "benchmark": "mem_triad"}
+    api = sweep_client.post("/v1/recommendations", headers=api_headers, json={"workload": workload}).json()
+    observed = [r for r in api["recommendations"] if r["basis"] == "observed"]
+    assert len(observed) == 2  # both numpy builds, measured by the sweep on this machine
+    for r in observed:
+        assert r["evidence"]["measured_on"] == [this_node()] and r["basis_note"] == "measured on this node"
+    doc = sweep_client.get("/recommend?" + urlencode({**workload, "format": "json"})).json()
+    assert [r["basis_note"] for r in doc["recommendations"]] == [r["basis_note"] for r in api["recommendations"]]
+    page = sweep_client.get("/recommend?" + urlencode(workload))
+    assert page.text.count('class="basis-note">measured on this node<') == 2
+    assert basis_note(Basis.OBSERVED, ["gpu-7"], "laptop") == "measured on node gpu-7"
+    assert basis_note(Basis.INTERPOLATED, [this_node()], this_node()) is None
+
+
 def test_leaderboard_ranks_canonical_accelerators_per_placement(client: TestClient) -> None:
     doc = client.get("/leaderboard?benchmark=resnet50&scenario=Offline&metric=samples_per_second&format=json").json()
     rows = doc["rows"]
