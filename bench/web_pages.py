@@ -9,6 +9,7 @@ store generation), p50/p99 of the repeats, and the HTML's size; then the static 
 
     python bench/web_pages.py                     # 100k observations, 30 requests per page
     python bench/web_pages.py -n 20000 -r 10 --store /tmp/web-bench   # reuse a filled store
+    python bench/web_pages.py --only evidence "observation API"        # some pages only
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=100_000, help="observations (default 100000)")
     parser.add_argument("-r", "--repeats", type=int, default=30, help="requests per page (default 30)")
     parser.add_argument("--store", help="embedded store folder to (re)use; default a temporary one")
+    parser.add_argument("--only", nargs="+", metavar="PAGE", help="measure only these pages (names as printed)")
     args = parser.parse_args()
 
     os.environ.setdefault("ADVISOR_MODEL_CACHE", tempfile.mkdtemp(prefix="web-bench-models-"))
@@ -87,11 +89,16 @@ def main() -> None:
             "explore + advisor figure": "/?benchmark=vgg16&advisor_figure=true&size=50",
             "explore CSV export": "/?benchmark=resnet50&size=200&format=csv",
             "evidence": f"/observation?key={quote(key)}",
+            "observation API": f"/v1/observations/{quote(key)}",
             "leaderboard": f"/leaderboard?benchmark={quote(bench_id)}",
             "recommend": "/recommend?family=cnn&benchmark=resnet50&batch_size=64&precision=fp16",
             "compare": "/compare?a=pytorch%3D2.2.2&b=pytorch%3D2.3.1&benchmark=resnet50",
             "known-bad": "/known-bad",
         }
+        unknown = set(args.only or []) - set(pages)
+        if unknown:
+            parser.error(f"--only: no page {', '.join(sorted(unknown))}; pages: {', '.join(pages)}")
+        pages = {k: v for k, v in pages.items() if not args.only or k in args.only}
         print(f"{count} observations (fill {fill_s:.0f} s; warm-up: table + model {warm_s:.1f} s); "
               f"{args.repeats} requests per page, in-process ASGI (server time, no network)")
         print(f"{'page':30s} {'first ms':>9s} {'p50 ms':>9s} {'p99 ms':>9s} {'max ms':>9s} {'bytes':>9s}")

@@ -413,7 +413,13 @@ class CypherStore(Store):
                 return []
             params["after"] = keys[-1]["key"]
         params["limit"] = limit
-        rows = self._read(Q.QUERY_OBSERVATIONS, params)
+        return self._with_hosts(self._read(Q.QUERY_OBSERVATIONS, params))
+
+    def _get_observation(self, key: str) -> StoredObservation | None:
+        found = self._with_hosts(self._read(Q.OBSERVATION_BY_KEY, {"key": key}))
+        return found[0] if found else None
+
+    def _with_hosts(self, rows: list[dict[str, Any]]) -> list[StoredObservation]:
         host_names = sorted({r["host"] for r in rows if r["host"]})
         hosts = {}
         if host_names:

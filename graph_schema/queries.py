@@ -161,9 +161,8 @@ _OBS_MATCH = (
 
 OBSERVATION_KEYS = _OBS_MATCH + "RETURN o.key AS key ORDER BY o.key LIMIT $limit"
 
-QUERY_OBSERVATIONS = (
-    _OBS_MATCH
-    + f"RETURN {_OBS_COLUMNS}, "
+_OBS_RETURN = (
+    f"RETURN {_OBS_COLUMNS}, "
     "s.driver AS s_driver, s.cuda AS s_cuda, s.cudnn AS s_cudnn, s.nccl AS s_nccl, "
     "s.tensorrt AS s_tensorrt, s.framework AS s_framework, "
     "s.framework_version AS s_framework_version, s.python AS s_python, "
@@ -172,7 +171,17 @@ QUERY_OBSERVATIONS = (
     "a.compute_capability AS a_compute_capability, "
     "p.hypervisor AS p_hypervisor, p.vgpu_profile AS p_vgpu_profile, "
     "b.family AS b_family, b.name AS b_name, b.parameters_json AS b_parameters_json "
-    "ORDER BY o.key LIMIT $limit"
+)
+
+QUERY_OBSERVATIONS = _OBS_MATCH + _OBS_RETURN + "ORDER BY o.key LIMIT $limit"
+
+# One observation by its key: a primary-key (unique constraint) lookup, then its four links; not
+# the filtered scan above, whose pattern the engines join before filtering.
+OBSERVATION_BY_KEY = (
+    "MATCH (o:Observation {key: $key}) "
+    "MATCH (o)-[:ON_STACK]->(s:Stack), (o)-[:ON_ACCELERATOR]->(a:Accelerator), "
+    "(o)-[:IN_PLACEMENT]->(p:Placement), (o)-[:OF_BENCHMARK]->(b:Benchmark) "
+    + _OBS_RETURN + "LIMIT 1"
 )
 
 HOSTS_BY_NAME = (

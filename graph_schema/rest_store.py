@@ -155,8 +155,8 @@ class RestStore(Store):
         params = {"cluster": cluster} if cluster is not None else {}
         return list(self._request("GET", "/v1/inventory", params=params)["items"])
 
-    def get_observation(self, key: str) -> StoredObservation:
-        """One request instead of the base class's scan."""
+    def _get_observation(self, key: str) -> StoredObservation | None:
+        """One request instead of the base class's scan (the API's 404 is NotFound)."""
         body = self._request("GET", f"/v1/observations/{quote(key, safe='')}")
         return StoredObservation.model_validate(body)
 

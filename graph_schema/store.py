@@ -200,11 +200,25 @@ class Store(ABC):
         return items
 
     def get_observation(self, key: str) -> StoredObservation:
-        """Raises NotFound when no observation has that key."""
+        """One observation by its key.
+
+        Raises:
+            InvalidInput: an empty key.
+            NotFound: no observation has that key.
+        """
+        if not key:
+            raise InvalidInput("key: give the observation's key (obs-...)")
+        found = self._get_observation(key)
+        if found is None:
+            raise NotFound(f"no observation with key {key!r}")
+        return found
+
+    def _get_observation(self, key: str) -> StoredObservation | None:
+        """A backend with a keyed lookup overrides this scan."""
         for obs in self.iter_observations():
             if obs.key == key:
                 return obs
-        raise NotFound(f"no observation with key {key!r}")
+        return None
 
     def cache_identity(self) -> str | None:
         """A token for caches of derived data (the advisor's persisted table and model), which

@@ -140,7 +140,7 @@ def _add_advisor_figures(advisor: Any, rows: list[dict[str, Any]]) -> None:
 def observation_page(request: Request, store: StoreDep, advisor: AdvisorDep, key: str = "",
                      format: str = "html") -> Response:
     def build() -> Response:
-        obs = _find_observation(store, advisor, key)
+        obs = _find_observation(store, key)
         doc = obs.model_dump(mode="json")
         if format != "html":
             return export(format, "observation", list(doc), [doc], doc)
@@ -149,21 +149,10 @@ def observation_page(request: Request, store: StoreDep, advisor: AdvisorDep, key
     return _guarded(request, format, build)
 
 
-def _find_observation(store: Store, advisor: Any, key: str) -> Any:
-    """One observation by key, as ``GET /v1/observations/{key}`` returns it, found by a keyset
-    query from the key before it in the advisor's table, so a 100k-row store is not scanned."""
+def _find_observation(store: Store, key: str) -> Any:
+    """One observation by key: what ``GET /v1/observations/{key}`` returns (a keyed lookup)."""
     if not key:
         raise InvalidInput("key: give the observation's key (the Explore table links each row)")
-    table = advisor.table()
-    try:
-        r = table.keys.index(key)
-    except ValueError:
-        return store.get_observation(key)  # not in the table (invalid, or newer): the slow path
-    # the table keeps the store's key order: the row's key follows its predecessor's (keyset
-    # paging, as GET /v1/observations?after= pages), with at most a few invalid rows between
-    for obs in store.query_observations(None, limit=64, after=table.keys[r - 1] if r else None):
-        if obs.key == key:
-            return obs
     return store.get_observation(key)
 
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from graph_schema.errors import InvalidInput, SchemaMismatch
+from graph_schema.errors import InvalidInput, NotFound, SchemaMismatch
 from graph_schema.models import (
     Accelerator,
     Benchmark,
@@ -180,6 +180,17 @@ def test_pagination_is_stable_and_complete(store):
     assert len(list(store.iter_observations(page=7))) == 25
     with pytest.raises(InvalidInput, match="limit"):
         store.query_observations(limit=0)
+
+
+def test_one_observation_by_key(store):
+    store.ingest(IngestBatch(observations=[_obs(i) for i in range(5)] + [_obs(9, host=None, run_id=None)]))
+    every = {o.key: o for o in store.iter_observations()}
+    for key, obs in every.items():
+        assert store.get_observation(key) == obs  # every field, the host's too (or none)
+    with pytest.raises(NotFound, match="no observation with key 'obs-nope'"):
+        store.get_observation("obs-nope")
+    with pytest.raises(InvalidInput, match="key"):
+        store.get_observation("")
 
 
 def test_entities_stats_and_failures(store):
