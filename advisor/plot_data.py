@@ -40,6 +40,26 @@ MAX_FACETS = 8  # accelerators per throughput chart
 
 
 @dataclass(frozen=True)
+class Spelling:
+    """How an error message names the inputs that choose a series: the CLI's options
+    (``--benchmark resnet50 --metric ...``) or a web form's fields (``Benchmark: resnet50, ...``)."""
+
+    form: bool = False
+
+    def field(self, name: str) -> str:
+        return name.capitalize() if self.form else f"--{name}"
+
+    def choice(self, pairs: list[tuple[str, str]]) -> str:
+        if self.form:
+            return ", ".join(f"{self.field(k)}: {v}" for k, v in pairs)
+        return " ".join(f"{self.field(k)} {v}" for k, v in pairs)
+
+
+CLI = Spelling()
+FORM = Spelling(form=True)
+
+
+@dataclass(frozen=True)
 class Series:
     """The one benchmark, scenario and metric a chart shows (a chart of mixed units means nothing)."""
 
@@ -97,7 +117,7 @@ class Chart:
 
 # ---- selection -----------------------------------------------------------------------------
 
-def parse_placement(text: str | None) -> PlacementKind | None:
+def parse_placement(text: str | None, spelling: Spelling = CLI) -> PlacementKind | None:
     """``--placement`` text → kind. Raises InvalidInput listing the valid values."""
     if text is None:
         return None
@@ -105,7 +125,7 @@ def parse_placement(text: str | None) -> PlacementKind | None:
         return PlacementKind(text.strip().lower())
     except ValueError:
         valid = ", ".join(p.value for p in PlacementKind)
-        raise InvalidInput(f"--placement: unknown placement {text!r}; valid: {valid}") from None
+        raise InvalidInput(f"{spelling.field('placement')}: unknown placement {text!r}; valid: {valid}") from None
 
 
 def canonical_name(accelerator: str) -> str:
@@ -113,8 +133,8 @@ def canonical_name(accelerator: str) -> str:
     return resolve_accelerator(accelerator).key
 
 
-def filter_accelerators(observations: Sequence[Observation],
-                        accelerators: Sequence[str] | None) -> list[Observation]:
+def filter_accelerators(observations: Sequence[Observation], accelerators: Sequence[str] | None,
+                        spelling: Spelling = CLI) -> list[Observation]:
     """Observations on any of the accelerators (matched as ``recommend`` matches them).
 
     Raises:
@@ -128,14 +148,14 @@ def filter_accelerators(observations: Sequence[Observation],
         try:
             selectors.append(accelerator_selector(query))
         except ValueError as exc:
-            raise InvalidInput(f"--accelerator: {exc}") from None
+            raise InvalidInput(f"{spelling.field('accelerator')}: {exc}") from None
     names = sorted({canonical_name(o.accelerator.model) for o in observations})
     for query, selector in zip(accelerators, selectors):
         if not any(selector.matches(n) for n in names):
             known = names
             close = difflib.get_close_matches(query, known, n=5, cutoff=0.4)
             hint = f"did you mean: {', '.join(close)}" if close else f"known: {', '.join(known[:12])}"
-            raise NotFound(f"--accelerator: {query!r} matches no accelerator in the selection; {hint}")
+            raise NotFound(f"{spelling.field('accelerator')}: {query!r} matches no accelerator in the selection; {hint}")
     return [o for o in observations if any(sel.matches(canonical_name(o.accelerator.model)) for sel in selectors)]
 
 
@@ -151,8 +171,9 @@ def select_series(
     benchmark: str | None = None,
     scenario: str | None = None,
     metric: str | None = None,
+    spelling: Spelling = CLI,
 ) -> tuple[list[Observation], Series, list[str]]:
-    """Narrow to one benchmark, scenario and metric.
+    """Narrow to one benchmark, scenario and metric; errors name the inputs as ``spelling`` says.
 
     ``benchmark`` matches a benchmark id, ``family/name`` or a name (case-insensitive).
     Returns the observations, the series and notes (e.g. the division kept).
@@ -166,20 +187,20 @@ def select_series(
         chosen = [o for o in chosen if benchmark_matches(benchmark, o)]
         if not chosen:
             close = difflib.get_close_matches(benchmark, names, n=5, cutoff=0.5)
-            raise NotFound(f"--benchmark: {benchmark!r} matches no benchmark in the selection; "
+            raise NotFound(f"{spelling.field('benchmark')}: {benchmark!r} matches no benchmark in the selection; "
                            f"{'did you mean: ' + ', '.join(close) if close else 'known: ' + ', '.join(names[:12])}")
     if scenario:
         scenarios = sorted({str(o.benchmark.parameters.get("scenario")) for o in chosen
                             if o.benchmark.parameters.get("scenario")})
         chosen = [o for o in chosen if str(o.benchmark.parameters.get("scenario", "")).lower() == scenario.lower()]
         if not chosen:
-            raise NotFound(f"--scenario: no observation of {benchmark or 'the selection'} in scenario "
+            raise NotFound(f"{spelling.field('scenario')}: no observation of {benchmark or 'the selection'} in scenario "
                            f"{scenario!r}; recorded: {', '.join(scenarios) or 'none'}")
     if metric:
         metrics = sorted({o.metric for o in chosen})
         chosen = [o for o in chosen if o.metric == metric]
         if not chosen:
-            raise NotFound(f"--metric: no {metric!r} observations in the selection; recorded: {', '.join(metrics)}")
+            raise NotFound(f"{spelling.field('metric')}: no {metric!r} observations in the selection; recorded: {', '.join(metrics)}")
     if not chosen:
         raise NotFound("no valid observations match; `advisor plot ... --help` shows the filters")
     by_key: dict[tuple[Any, ...], list[Observation]] = defaultdict(list)
@@ -187,7 +208,7 @@ def select_series(
         by_key[_series_key(obs)].append(obs)
     if len(by_key) > 1:
         ranked = sorted(by_key.items(), key=lambda kv: -len(kv[1]))
-        listed = "; ".join(f"{_how_to_choose(key, group, by_key)} ({len(group)} obs)" for key, group in ranked[:8])
+        listed = "; ".join(f"{_how_to_choose(key, group, by_key, spelling)} ({len(group)} obs)" for key, group in ranked[:8])
         more = f" (and {len(ranked) - 8} more)" if len(ranked) > 8 else ""
         raise InvalidInput(f"{len(by_key)} benchmark/scenario/metric series match; choose one: {listed}{more}")
     ((family, name, params, metric_name, unit), chosen), = by_key.items()
@@ -217,15 +238,16 @@ def _series_key(obs: Observation) -> tuple[Any, ...]:
 
 
 def _how_to_choose(key: tuple[Any, ...], group: list[Observation],
-                   all_keys: dict[tuple[Any, ...], list[Observation]]) -> str:
+                   all_keys: dict[tuple[Any, ...], list[Observation]], spelling: Spelling = CLI) -> str:
     """The options that pick this series: name, scenario and metric when they are enough, else
     the benchmark id."""
     _family, name, params, metric, _unit = key
     scenario = dict(params).get("scenario")
     same = [k for k in all_keys if k[1] == name and dict(k[2]).get("scenario") == scenario and k[3] == metric]
     if len(same) == 1:
-        return f"--benchmark {name}" + (f" --scenario {scenario}" if scenario else "") + f" --metric {metric}"
-    return f"--benchmark {group[0].benchmark.benchmark_id} --metric {metric}"
+        return spelling.choice([("benchmark", name), *([("scenario", scenario)] if scenario else []),
+                                ("metric", metric)])
+    return spelling.choice([("benchmark", group[0].benchmark.benchmark_id), ("metric", metric)])
 
 
 # ---- values --------------------------------------------------------------------------------
@@ -287,13 +309,15 @@ def throughput_chart(
     metric: str | None = None,
     accelerators: Sequence[str] | None = None,
     top: int = DEFAULT_TOP,
+    spelling: Spelling = CLI,
 ) -> Chart:
     """One row per (canonical accelerator, stack): per-accelerator median with its p10–p90, the
     best ``top`` stacks of each of the best ``MAX_FACETS`` accelerators."""
     if top < 1:
         raise InvalidInput(f"--top: must be >= 1, got {top}")
-    chosen, series, notes = select_series(filter_accelerators(observations, accelerators),
-                                          benchmark=benchmark, scenario=scenario, metric=metric)
+    chosen, series, notes = select_series(filter_accelerators(observations, accelerators, spelling),
+                                          benchmark=benchmark, scenario=scenario, metric=metric,
+                                          spelling=spelling)
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
     for obs in chosen:
         groups[(canonical_name(obs.accelerator.model), obs.stack.stack_id)].append(obs)

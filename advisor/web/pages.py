@@ -199,13 +199,13 @@ def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: s
     ``GET /v1/observations?benchmark_name=...`` returns."""
     from advisor import plot_data
 
-    kind = plot_data.parse_placement(placement) if placement else None
+    kind = plot_data.parse_placement(placement, plot_data.FORM) if placement else None
     parts = benchmark.split("/")  # a name, family/name, or an id (family/name/hash: one series)
     flt = ObservationFilter(benchmark_id=benchmark, placement=kind) if len(parts) == 3 else \
         ObservationFilter(benchmark_name=parts[-1], placement=kind)
     observations = list(store.iter_observations(flt))
     if not observations:
-        raise NotFound(f"benchmark: no observations of {benchmark!r}"
+        raise NotFound(f"Benchmark: no observations of {benchmark!r}"
                        f"{' in placement ' + placement if placement else ''}")
     by_place: dict[str, list[Any]] = {}
     for obs in observations:
@@ -215,7 +215,7 @@ def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: s
         try:
             chart = plot_data.throughput_chart(by_place[place], benchmark=benchmark, scenario=scenario,
                                                metric=metric, accelerators=[accelerator] if accelerator else None,
-                                               top=1)
+                                               top=1, spelling=plot_data.FORM)
         except InvalidInput:
             raise  # several series match: the user chooses one, for every placement alike
         except NotFound as exc:

@@ -86,6 +86,8 @@ def test_several_series_name_the_options_that_choose_one() -> None:
     obs = [make_obs(scenario="Offline"), make_obs(scenario="Server", metric="queries_per_second", unit="queries/s")]
     with pytest.raises(InvalidInput, match="--benchmark resnet50 --scenario Offline --metric samples_per_second"):
         plot_data.throughput_chart(obs)
+    with pytest.raises(InvalidInput, match="Benchmark: resnet50, Scenario: Offline, Metric: samples_per_second"):
+        plot_data.throughput_chart(obs, spelling=plot_data.FORM)  # the web form's fields
     chart = plot_data.throughput_chart(obs, scenario="Server")
     assert chart.series is not None and chart.series.metric == "queries_per_second"
     with pytest.raises(NotFound, match="recorded: Offline, Server"):

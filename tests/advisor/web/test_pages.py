@@ -256,7 +256,11 @@ def test_leaderboard_ranks_canonical_accelerators_per_placement(client: TestClie
     assert all(r["low"] <= r["value"] <= r["high"] for r in rows)
     assert len({(r["accelerator"], r["placement"]) for r in rows}) == len(rows)
     ambiguous = client.get("/leaderboard?benchmark=resnet50")
-    assert 'role="alert"' in ambiguous.text and "choose one" in ambiguous.text
+    alert = re.search(r'role="alert"[^>]*>([^<]*)<', ambiguous.text).group(1)  # type: ignore[union-attr]
+    assert "choose one" in alert and "--" not in alert  # the form's fields, not the CLI's options
+    assert re.search(r"Benchmark: resnet50, Scenario: \w+, Metric: \w+", alert), alert
+    unknown = client.get("/leaderboard?benchmark=resnet50&scenario=Offline&metric=bogus&placement=bare-metal")
+    assert "Metric: no &#39;bogus&#39; observations" in unknown.text
 
 
 def test_known_bad_lists_failures_and_rule_violations(client: TestClient, api_headers: dict[str, str]) -> None:
