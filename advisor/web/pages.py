@@ -456,8 +456,8 @@ def compare_sweep_page(request: Request, store: StoreDep, advisor: AdvisorDep, f
                 raise InvalidInput("sweep: give the sweep's name (its matrix's name)")
             return export(format, "compare-sweep", SWEEP_COLUMNS, rows, {"query": f, **doc})
         chart = charts.bar_chart(
-            [charts.Bar(f"{r['benchmark']} {r['parameters']}".strip(), r["ratio"], r["low"], r["high"],
-                        group=r["cell"], note=f"{r['verdict']}; 95% interval from {r['interval_from']}")
+            [charts.Bar(f"{r['benchmark']} · {r['cell']}", r["ratio"], r["low"], r["high"], group=r["cell"],
+                        note=f"{r['parameters']}; {r['verdict']}; 95% interval from {r['interval_from']}")
              for r in rows],
             title=f"Speed of each cell relative to {doc['baseline']} (>1 is faster; 1.0 dashed)",
             unit="speed ratio to the baseline cell", reference=1.0) if doc and rows else ""

@@ -40,6 +40,32 @@ def web_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 
 @pytest.fixture(scope="package")
+def sweep_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """A store holding a real sweep: two numpy builds measured on this machine (the matrix of
+    tests/collectors/test_sweep.py, its two cells that install), through `advisor sweep`."""
+    import yaml
+
+    from cli.guard import run_guarded
+    from cli.main import app
+    from tests.collectors.test_sweep import MATRIX
+
+    tmp = tmp_path_factory.mktemp("sweep")
+    matrix = tmp / "matrix.yaml"
+    matrix.write_text(yaml.safe_dump({**MATRIX, "cells": MATRIX["cells"][:2]}))
+    with pytest.MonkeyPatch.context() as env:
+        for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_TOKEN", "ADVISOR_SWEEP_CACHE"):
+            env.delenv(var, raising=False)
+        env.setenv("XDG_DATA_HOME", str(tmp / "data"))
+        env.setenv("ADVISOR_SWEEP_UV_CACHE", str(Path.home() / ".cache/stack-advisor/sweep/uv"))
+        code = run_guarded(app, ["sweep", str(matrix), "--store", str(tmp / "kb"), "--cache-dir", str(tmp / "cache"),
+                                 "--format", "plain"])
+    assert code == 0
+    store = open_store(str(tmp / "kb"))
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="package")
 def web_tokens() -> dict[str, str]:
     return {scope: secrets.token_urlsafe(24) for scope in ("read", "write")}
 

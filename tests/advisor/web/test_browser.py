@@ -12,6 +12,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,18 @@ pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""), p
 
 @pytest.fixture(scope="module")
 def server(web_app: FastAPI) -> Iterator[str]:
+    with _serve(web_app) as url:
+        yield url
+
+
+@contextmanager
+def _serve(app: FastAPI) -> Iterator[str]:
     import uvicorn
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    served = uvicorn.Server(uvicorn.Config(web_app, host="127.0.0.1", port=port, log_level="warning"))
+    served = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=served.run, name="web-test-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -150,6 +157,29 @@ def test_each_page_renders_with_labels_and_a_screenshot(browser: Any, server: st
         assert len(browser.find_elements("css selector", "svg.chart")) == 2
     browser.save_screenshot(str(artifacts / f"{name}.png"))
     assert (artifacts / f"{name}.png").stat().st_size > 10_000
+
+
+def test_compare_sweep_cells_form_gives_the_api_answer(browser: Any, sweep_store: Any, web_tokens: dict[str, str],
+                                                       artifacts: Path) -> None:
+    """A second server over a store holding a real sweep (the login cookie is the host's, so the
+    browser's session carries over: same tokens)."""
+    from tests.advisor.web.conftest import make_app
+
+    with _serve(make_app(sweep_store, web_tokens)) as url:
+        _load(browser, url + "/compare/sweep")
+        browser.find_element("id", "f-sweep").send_keys("numpy-cpu-test")
+        browser.find_element("id", "f-cell").send_keys("numpy-2.1.3")
+        browser.find_element("id", "apply").click()
+        _wait(lambda: "sweep=numpy-cpu-test" in browser.current_url and browser.find_elements("id", "sweep-heading"))
+        assert browser.find_elements("id", "error") == [] and _unlabelled(browser) == []
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {web_tokens['read']}"}, timeout=120) as api:
+            answer = api.get("/v1/compare/sweep", params={"sweep": "numpy-cpu-test", "cell": "numpy-2.1.3"}).json()
+        shown = browser.find_elements("css selector", "#rows tbody tr")
+        assert len(shown) == len(answer["ratios"]) > 0
+        assert len(browser.find_elements("css selector", "svg.chart rect")) == len(answer["ratios"])
+        for row, ratio in zip(shown, answer["ratios"], strict=True):
+            assert ratio["cell"] in row.text and ratio["verdict"] in row.text
+        browser.save_screenshot(str(artifacts / "compare-sweep.png"))
 
 
 def test_filters_applied_in_the_form_match_the_api(browser: Any, server: str, api: httpx.Client) -> None:

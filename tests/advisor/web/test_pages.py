@@ -8,7 +8,6 @@ import io
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -174,32 +173,10 @@ def test_compare_page_is_the_api_comparison(client: TestClient, api_headers: dic
 
 
 @pytest.fixture(scope="module")
-def sweep_client(tmp_path_factory: pytest.TempPathFactory, web_tokens: dict[str, str]) -> Iterator[TestClient]:
-    """A store holding a real sweep: two numpy builds measured on this machine (the matrix of
-    tests/collectors/test_sweep.py, its two cells that install), through `advisor sweep`."""
-    import yaml
-
-    from cli.guard import run_guarded
-    from cli.main import app
-    from graph_schema.registry import open_store
-    from tests.collectors.test_sweep import MATRIX
-
-    tmp = tmp_path_factory.mktemp("sweep")
-    matrix = tmp / "matrix.yaml"
-    matrix.write_text(yaml.safe_dump({**MATRIX, "cells": MATRIX["cells"][:2]}))
-    with pytest.MonkeyPatch.context() as env:
-        for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_TOKEN", "ADVISOR_SWEEP_CACHE"):
-            env.delenv(var, raising=False)
-        env.setenv("XDG_DATA_HOME", str(tmp / "data"))
-        env.setenv("ADVISOR_SWEEP_UV_CACHE", str(Path.home() / ".cache/stack-advisor/sweep/uv"))
-        code = run_guarded(app, ["sweep", str(matrix), "--store", str(tmp / "kb"), "--cache-dir", str(tmp / "cache"),
-                                 "--format", "plain"])
-    assert code == 0
-    store = open_store(str(tmp / "kb"))
-    with TestClient(make_app(store, web_tokens)) as c:
+def sweep_client(sweep_store: Store, web_tokens: dict[str, str]) -> Iterator[TestClient]:
+    with TestClient(make_app(sweep_store, web_tokens)) as c:
         assert c.post("/login", data={"token": web_tokens["read"]}, follow_redirects=False).status_code == 303
         yield c
-    store.close()
 
 
 def test_compare_sweep_page_is_the_api_comparison(sweep_client: TestClient, api_headers: dict[str, str]) -> None:
