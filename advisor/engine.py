@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 from threadpoolctl import ThreadpoolController
 
-from advisor import analysis, model_cache, predictor, table_file
+from advisor import analysis, calibration_file, model_cache, predictor, table_file
 from advisor.estimate import EvidenceIndex
 from advisor.prediction import predict_one
 from advisor.ranking import rank
@@ -59,6 +59,9 @@ class Advisor:
         prices: price table (path, dict or ``PriceTable``); default: the packaged example table.
         rules: compatibility rules (directory, file, list or ``RuleSet``); default: packaged.
     """
+
+    # False: calibrate in memory only (evaluation's advisors over training splits)
+    persist_calibration = True
 
     def __init__(self, store: Store, *, prices: Any = None, rules: Any = None,
                  memo_answers: bool = True, generation_ttl: float = 0.0) -> None:
@@ -144,19 +147,28 @@ class Advisor:
             return model
 
     def evidence(self, table: ObservationTable | None = None) -> EvidenceIndex:
-        """The evidence index (and its calibration) of the current table."""
+        """The evidence index of the current table, calibrated: the calibration persisted with
+        the table's content (``advisor.calibration_file``) when there is one, else computed now
+        and persisted."""
         table = table or self.table()
         with self._lock:
             if self._index is None or self._index.table is not table:
-                self._index = EvidenceIndex(table, self.overheads(table))
+                index = EvidenceIndex(table, self.overheads(table))
+                if self.persist_calibration and table.n:
+                    calibration = calibration_file.load(table)
+                    if calibration is None:
+                        start = time.perf_counter()
+                        with progress.phase("calibrating the intervals on the knowledge base's history"):
+                            calibration = index.calibration()
+                        calibration_file.save(table, calibration)
+                        log.info("calibrated in %.2fs", time.perf_counter() - start)
+                    index.adopt(calibration)
+                self._index = index
             return self._index
 
     def warm(self) -> None:
         """Load the table, index the evidence and calibrate it (e.g. at API start-up)."""
-        table = self.table()
-        index = self.evidence(table)
-        for family in {k[0] for k in index.slices}:
-            index.residuals_for(family)
+        self.evidence(self.table()).calibration()
 
     def overheads(self, table: ObservationTable | None = None) -> dict[tuple[str, str], PlacementOverhead]:
         table = table or self.table()

@@ -17,8 +17,9 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
 Every estimate depends only on the rows of its own benchmark slice (family, benchmark, scenario,
 metric, division), so data about other benchmarks never moves it. Intervals are split-conformal
 per basis: log residuals of the same estimator replayed on the knowledge base's own history
-(each round predicted from the rounds before it; each accelerator from the others), pooled per
-benchmark family.
+(each round predicted from the rounds before it; each accelerator from its peers of the same
+round), pooled per calibration cell (family, division, metric). The calibration depends only on
+the table: ``advisor.calibration_file`` persists it with the table's content digest.
 """
 
 from __future__ import annotations
@@ -179,6 +180,16 @@ class Estimate:
         if self.low is None or self.high is None or self.high <= 0:
             return 0.0
         return max(0.0, min(1.0, self.low / self.high))
+
+
+@dataclass
+class Calibration:
+    """What calibrating an evidence index computes: per family, the log residual pools per
+    (basis, division, metric) cell (``None, None``: the whole family); per slice, the learned
+    share of compute in the roofline blend."""
+
+    residuals: dict[str, dict[tuple[Basis, str | None, str | None], np.ndarray]]
+    alphas: dict[SliceKey, float]
 
 
 @dataclass
@@ -375,16 +386,16 @@ class EvidenceIndex:
         return Estimate(Basis.TRANSFERRED, value, raw_value * math.exp(lo_q), raw_value * math.exp(hi_q),
                         rows=rows, references=used, factors=factors, notes=notes, extrapolated=extrapolated)
 
-    def references(self, by_acc: dict[str, np.ndarray], *, before: float | None = None,
+    def references(self, by_acc: dict[str, np.ndarray], *, at: float | None = None,
                    exclude: str | None = None) -> dict[str, tuple[float, tuple[float, float], str]]:
         """accelerator → (median per-accelerator value of its latest round, peaks, class), for the
-        slice's accelerators with public peaks."""
+        slice's accelerators with public peaks (``at``: only results of that round)."""
         out = {}
         for acc, rows in by_acc.items():
             if acc == exclude:
                 continue
-            if before is not None:
-                rows = rows[self.round_no[rows] < before]
+            if at is not None:
+                rows = rows[self.round_no[rows] == at]
             if not len(rows):
                 continue
             raw = self.raw_names.get(acc, acc)
@@ -427,6 +438,21 @@ class EvidenceIndex:
             self._residuals[family] = self.residuals(family)
         return self._residuals[family]
 
+    def families(self) -> list[str]:
+        return sorted({k[0] for k in self.slices})
+
+    def calibration(self) -> Calibration:
+        """Every family's residual pools and the slices' learned roofline blends, computed now
+        where not yet: what ``adopt`` restores in another process over the same table."""
+        for family in self.families():
+            self.residuals_for(family)
+        return Calibration(residuals={f: dict(p) for f, p in self._residuals.items()}, alphas=dict(self._alpha))
+
+    def adopt(self, calibration: Calibration) -> None:
+        """Use a calibration computed earlier over this very table (same content)."""
+        self._residuals.update(calibration.residuals)
+        self._alpha.update(calibration.alphas)
+
     def residuals(self, family: str) -> dict[tuple[Basis, str | None, str | None], np.ndarray]:
         """Log residuals of each basis on the family's own history: every round predicted from
         the rounds before it (observed: same configuration; interpolated: same accelerator), and
@@ -457,7 +483,11 @@ class EvidenceIndex:
                 continue
             alpha = self.alpha(key, by_acc)  # learned with every accelerator in: a mild leak, far cheaper
             for rnd in rounds[-2:]:  # as for interpolation: the most recent rounds
-                as_of = self.references(by_acc, before=rnd + 1e-6)
+                # each accelerator from its peers of the same round — what a new accelerator's
+                # transfer rests on. Peers last measured in older rounds stay out: a benchmark
+                # redefined under the same name (3d-unet: BraTS, then KiTS19) would make their
+                # residuals an order of magnitude off, and the interval of every transfer too wide
+                as_of = self.references(by_acc, at=rnd)
                 for acc, rows in by_acc.items():
                     now = rows[self.round_no[rows] == rnd]
                     if acc not in as_of or not len(now):

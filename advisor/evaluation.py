@@ -181,6 +181,8 @@ def _advisor_over(table: ObservationTable, rules: Any, prices: Any) -> Any:
     class _Pinned(Advisor):
         """An advisor whose knowledge base is this table (the training split)."""
 
+        persist_calibration = False
+
         def store_generation(self) -> int:
             return table.generation
 

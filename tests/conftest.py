@@ -27,10 +27,11 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Never touch the real default store, spool or caches of the person running the tests."""
     root = tmp_path_factory.mktemp("xdg")
     saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "ADVISOR_STORE",
-                                             "ADVISOR_TABLE_CACHE")}
+                                             "ADVISOR_TABLE_CACHE", "ADVISOR_CALIBRATION_CACHE")}
     os.environ["XDG_DATA_HOME"] = str(root / "data")
     os.environ["XDG_STATE_HOME"] = str(root / "state")
     os.environ["ADVISOR_TABLE_CACHE"] = str(root / "tables")  # persisted observation tables
+    os.environ["ADVISOR_CALIBRATION_CACHE"] = str(root / "calibration")  # and their calibrations
     os.environ.pop("ADVISOR_STORE", None)
     yield
     for key, value in saved.items():

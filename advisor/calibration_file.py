@@ -1,0 +1,114 @@
+"""The evidence index's calibration persisted with the table it was computed on, so a fresh
+process (every CLI call, an API start) does not replay the knowledge base's history again (1–4 s
+per process at the starter knowledge base's size).
+
+The calibration (``advisor.estimate.Calibration``: residual pools per basis and cell, the learned
+roofline blends) is a function of the table's content and of the code that computes it, and
+nothing else. A file is keyed by both: the table's content digest (observation keys and values,
+``table_file.content_digest``) and ``table_file.code_digest`` (the same rule that invalidates
+persisted tables and models), plus this file's format. Files live in ``$ADVISOR_CALIBRATION_CACHE``
+or ``$XDG_CACHE_HOME/stack-advisor/calibration`` (``ADVISOR_CALIBRATION_CACHE=0``: off), are
+uncompressed ``.npz`` read without pickles, written to a temporary file and renamed, and only the
+newest ``KEEP`` are kept. A missing, truncated or corrupt file is ignored (and computed over).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from advisor.estimate import Calibration
+from advisor.results import Basis
+from advisor.table import ObservationTable
+from advisor.table_file import code_digest, configured_cache_dir, content_digest
+
+log = logging.getLogger(__name__)
+CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"
+FORMAT = 1
+KEEP = 8
+
+
+def cache_dir() -> Path | None:
+    """Where calibrations are persisted; None when ``ADVISOR_CALIBRATION_CACHE=0``."""
+    return configured_cache_dir(CACHE_ENV, "calibration")
+
+
+def calibration_key(table: ObservationTable) -> str:
+    """The file's key: format, the code's digest, the table's content digest."""
+    if not table.digest:
+        table.digest = content_digest(table)
+    return hashlib.sha256(f"calibration-v{FORMAT}:{code_digest()}:{table.digest}".encode()).hexdigest()[:32]
+
+
+def _path(key: str) -> Path | None:
+    folder = cache_dir()
+    return None if folder is None else folder / f"calibration-{key}.npz"
+
+
+def load(table: ObservationTable) -> Calibration | None:
+    """The persisted calibration of ``table``, or None (none yet, caching off, unreadable)."""
+    key = calibration_key(table)
+    path = _path(key)
+    if path is None:
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(bytes(data["meta"]).decode())
+            if meta.get("key") != key:
+                return None
+            residuals: dict[str, dict[tuple[Basis, str | None, str | None], np.ndarray]] = {}
+            for i, (family, basis, division, metric) in enumerate(meta["pools"]):
+                residuals.setdefault(family, {})[(Basis(basis), division, metric)] = np.asarray(data[f"pool{i}"])
+            alphas = {tuple(k): float(a) for *k, a in meta["alphas"]}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+        log.warning("ignoring the unreadable calibration %s (%s)", path, type(exc).__name__)
+        return None
+    return Calibration(residuals=residuals, alphas=alphas)  # type: ignore[arg-type]
+
+
+def save(table: ObservationTable, calibration: Calibration) -> Path | None:
+    """Persist ``calibration`` as the one of ``table``; the file's path (None when off or the
+    folder cannot be written: the calibration is then computed again next time)."""
+    key = calibration_key(table)
+    path = _path(key)
+    if path is None:
+        return None
+    pools: list[list[Any]] = []
+    arrays: dict[str, np.ndarray] = {}
+    for family, cells in sorted(calibration.residuals.items()):
+        for (basis, division, metric), values in cells.items():
+            arrays[f"pool{len(pools)}"] = np.asarray(values, dtype=np.float64)
+            pools.append([family, basis.value, division, metric])
+    meta = {"key": key, "pools": pools, "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())]}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".calibration-", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, **arrays)  # type: ignore[arg-type]
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _prune(path.parent)
+    except OSError as exc:
+        log.warning("could not persist the calibration in %s: %s", path.parent, exc)
+        return None
+    return path
+
+
+def _prune(folder: Path) -> None:
+    files = sorted(folder.glob("calibration-*.npz"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in files[KEEP:]:
+        old.unlink(missing_ok=True)
