@@ -1,18 +1,18 @@
 """The advisor engine: recommend a stack and placement, predict unobserved combinations, compare,
-detect regressions, evaluate the model.
+detect regressions, evaluate the predictions.
 
-It answers from memory: a columnar table of every observation (``ObservationTable``) and the
-fitted model are built once per store generation and rebuilt when the store's generation moves,
-so a stale model is never served silently. Both are persisted on disk (``advisor.table_file``,
-keyed by store and generation; ``advisor.model_cache``, keyed by the table's content), so a fresh
-CLI process neither rereads the store nor refits.
+It answers from memory: a columnar table of every observation (``ObservationTable``) and its
+evidence index (``advisor.estimate``) are built once per store generation and rebuilt when the
+store's generation moves, so stale evidence is never served silently. Both are persisted on disk
+(``advisor.table_file``, keyed by store and generation; ``advisor.calibration_file``, the index's
+calibration keyed by the table's content), so a fresh CLI process neither rereads the store nor
+replays its history.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
-import sys
 import threading
 import time
 from typing import Any
@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 from threadpoolctl import ThreadpoolController
 
-from advisor import analysis, calibration_file, model_cache, predictor, table_file
+from advisor import analysis, calibration_file, table_file
 from advisor.estimate import EvidenceIndex
 from advisor.prediction import predict_one
 from advisor.ranking import rank
@@ -46,7 +46,6 @@ from graph_schema.models import PlacementKind, SoftwareStack
 from graph_schema.store import Store, validation_message
 
 log = logging.getLogger(__name__)
-MODEL_VERSION = 5
 
 
 class Advisor:
@@ -75,19 +74,15 @@ class Advisor:
         self.rules: RuleSet = load_rules(rules)
         self._lock = threading.RLock()
         self._table: ObservationTable | None = None
-        self._model: predictor.FittedModel | None = None
         self._index: EvidenceIndex | None = None
         self._overheads: dict[tuple[str, str], PlacementOverhead] | None = None
         self._failures: set[tuple[str, str, str, str | None]] | None = None
         self._rule_cache: dict[str, list[Any]] = {}
-        # (generation, model, benchmark, scenario, metric, division, round) → candidate → (lo, mid, hi)
-        self._predictions: dict[tuple[Any, ...], dict[int, tuple[float, float, float]]] = {}
-        self._factors: dict[tuple[Any, ...], dict[int, list[tuple[str, float]]]] = {}
         self._min_drivers: dict[str | None, str | None] = {}
         self._answers: dict[tuple[int, str, int], RecommendationSet] = {}
         self._images: tuple[int, dict[tuple[str | None, ...], str]] | None = None
 
-    # ---- data and model, per store generation ---------------------------------------------
+    # ---- data and evidence, per store generation ------------------------------------------
     def store_generation(self) -> int:
         if self.generation_ttl > 0:
             seen = self._generation
@@ -122,29 +117,6 @@ class Advisor:
     def _read_generation(self) -> int:
         self._generation = None
         return self.store_generation()
-
-    def model(self, table: ObservationTable | None = None) -> predictor.FittedModel:
-        """The model fitted on the current table; refitted (or loaded from the disk cache,
-        ``advisor.model_cache``) when the table's generation differs from the model's."""
-        table = table or self.table()
-        with self._lock:
-            if self._model is not None and self._model.generation == table.generation:
-                return self._model
-            key = model_cache.fingerprint(table, MODEL_VERSION)
-            cached = model_cache.load(key)
-            if cached is not None:
-                cached.generation = table.generation
-                self._model = cached
-                return cached
-            if table.n == 0:
-                raise NotFound("the knowledge base holds no observations; import or collect some first")
-            import sklearn.ensemble  # noqa: F401 - loads the OpenMP runtime _one_thread must limit
-
-            with progress.phase(f"fitting the prediction model on {table.n:,} observations"), _one_thread():
-                model = model_cache.compact(predictor.fit(table), table)
-            self._model = model
-            model_cache.save(key, model)
-            return model
 
     def evidence(self, table: ObservationTable | None = None) -> EvidenceIndex:
         """The evidence index of the current table, calibrated: the calibration persisted with
@@ -308,8 +280,8 @@ class Advisor:
 
     # ---- predict -----------------------------------------------------------------------------
     def predict(self, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
-        """Value with interval for each configuration: observed (aggregated) when the knowledge
-        base has it, else predicted by the model; labelled either way.
+        """Value with interval for each configuration, from the nearest evidence outward
+        (``advisor.estimate``), each labelled with its basis.
 
         Raises:
             InvalidInput: a malformed query (the message names queries.N.field).
@@ -361,41 +333,14 @@ class Advisor:
                         rules=self.rules, prices=self.prices)
 
 
-_CONTROLLER: tuple[bool, ThreadpoolController] | None = None
+_CONTROLLER: ThreadpoolController | None = None
 
 
 def _one_thread() -> Any:
-    """Limit BLAS/OpenMP to one thread (small predictions from many request threads would
+    """Limit BLAS/OpenMP to one thread (small answers from many request threads would
     oversubscribe the cores). The controller is built once: ``threadpool_limits(1)`` inspects
-    every loaded library on each call, tens of milliseconds. It only knows the libraries loaded
-    when it was built, and scikit-learn (with its OpenMP runtime) is imported only to fit: it is
-    built again once scikit-learn is loaded, else fits run unlimited (and crawl on busy cores)."""
+    every loaded library on each call, tens of milliseconds."""
     global _CONTROLLER
-    with_sklearn = "sklearn" in sys.modules
-    if _CONTROLLER is None or _CONTROLLER[0] != with_sklearn:
-        _CONTROLLER = (with_sklearn, ThreadpoolController())
-    return _CONTROLLER[1].limit(limits=1)
-
-
-def _quantiles3(values: np.ndarray) -> tuple[float, float, float]:
-    """(p10, median, p90) with numpy's default linear interpolation; fast on small groups."""
-    v = sorted(values.tolist())
-    n = len(v)
-
-    def q(p: float) -> float:
-        pos = p * (n - 1)
-        i = int(pos)
-        return v[i] if i + 1 >= n else v[i] + (v[i + 1] - v[i]) * (pos - i)
-
-    return q(0.1), q(0.5), q(0.9)
-
-
-def _mode(column: Any, rows: np.ndarray) -> str:
-    """The most frequent value of a categorical column over ``rows`` ('' when none)."""
-    if len(rows) == 0:
-        return ""
-    return str(column.vocab[int(np.bincount(column.codes[rows]).argmax())])
-
-
-def _distinct(column: Any, rows: np.ndarray) -> list[Any]:
-    return [column.vocab[int(c)] for c in np.unique(column.codes[rows])]
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1)

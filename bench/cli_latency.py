@@ -1,6 +1,6 @@
 """Wall time of the `advisor` command as a user meets it: `--help`, and `recommend` cold (the
-first call after a write: the store is read, the model fitted, both persisted) and warm (the
-persisted table and compiled model loaded), plus a typo'd benchmark, each in a fresh process.
+first call after a write: the store is read, the evidence calibrated, both persisted) and warm
+(the persisted table and calibration loaded), plus a typo'd benchmark, each in a fresh process.
 
 Ratios against the previous behaviour in the same run:
 - the table reread from the store on every call (``ADVISOR_TABLE_CACHE=0``) against the table
@@ -123,9 +123,10 @@ def write_one(uri: str, tag: int) -> None:
 
 
 def in_process(uri: str) -> dict[str, float]:
-    """Table from the store vs from its persisted file; model fit vs compiled-model load."""
-    from advisor import model_cache, predictor, table_file
-    from advisor.engine import MODEL_VERSION, Advisor, _one_thread
+    """Table from the store vs from its persisted file; calibration computed vs loaded."""
+    from advisor import calibration_file, table_file
+    from advisor.engine import Advisor, _one_thread
+    from advisor.estimate import EvidenceIndex
     from graph_schema.registry import open_store
 
     with open_store(uri) as store:
@@ -141,20 +142,16 @@ def in_process(uri: str) -> dict[str, float]:
         loaded = table_file.read_table(path, key)
         load_s = time.perf_counter() - t0
         assert loaded is not None and loaded.n == built.n
-        import sklearn.ensemble  # noqa: F401 - the thread limit must see its OpenMP runtime
-
         t0 = time.perf_counter()
-        with _one_thread():  # as the advisor fits
-            model = predictor.fit(built)
-        fit_s = time.perf_counter() - t0
-        compiled = model_cache.compact(model, built)
-        fp = model_cache.fingerprint(built, MODEL_VERSION)
-        model_cache.save(fp, compiled)
+        with _one_thread():  # as the advisor calibrates
+            calibration = EvidenceIndex(loaded).calibration()
+        calibrate_s = time.perf_counter() - t0
+        calibration_file.save(loaded, calibration)
         t0 = time.perf_counter()
-        model_cache.load(fp)
-        model_load_s = time.perf_counter() - t0
-    return {"n": built.n, "build_s": build_s, "load_s": load_s, "fit_s": fit_s, "model_load_s": model_load_s,
-            "file_mb": path.stat().st_size / 1e6}
+        assert calibration_file.load(loaded) is not None
+        calibration_load_s = time.perf_counter() - t0
+    return {"n": built.n, "build_s": build_s, "load_s": load_s, "calibrate_s": calibrate_s,
+            "calibration_load_s": calibration_load_s, "file_mb": path.stat().st_size / 1e6}
 
 
 def tiled_load(uri: str, rows: int) -> dict[str, float]:
@@ -215,7 +212,7 @@ def main() -> None:
         env = {**os.environ, "XDG_DATA_HOME": str(root / "data"), "XDG_CACHE_HOME": str(root / "cache"),
                "ADVISOR_STARTER": "0"}
         # as installed: bytecode cached (pip compiles it at install), whatever this shell says
-        for name in ("ADVISOR_STORE", "ADVISOR_API", "ADVISOR_TABLE_CACHE", "ADVISOR_MODEL_CACHE",
+        for name in ("ADVISOR_STORE", "ADVISOR_API", "ADVISOR_TABLE_CACHE", "ADVISOR_CALIBRATION_CACHE",
                      "PYTHONDONTWRITEBYTECODE"):
             env.pop(name, None)
         os.environ.update({k: env[k] for k in ("XDG_CACHE_HOME",)})
@@ -245,15 +242,15 @@ def main() -> None:
                 write_one(uri, size + i)
                 colds.append(run_cli(store_args, env, ROOT)[:2])
             cold = {"wall": summary([w for w, _ in colds]), "cpu": summary([c for _, c in colds])}
-            show("cold: first call after a write (read+fit)", cold)
+            show("cold: first call after a write (read+calibrate)", cold)
             warm = timed(store_args, env, ROOT, args.repeat)
             reread = timed(store_args, {**env, "ADVISOR_TABLE_CACHE": "0"}, ROOT, args.repeat)
             show("warm, table reread from the store", reread)
-            show("warm, persisted table + compiled model", warm, reread, "rereading the table")
+            show("warm, persisted table + calibration", warm, reread, "rereading the table")
             typo = timed(typo_args, env, ROOT, args.repeat)
             show("typo'd benchmark, warm", typo)
             if baseline is not None:
-                run_cli(store_args, base_env, baseline)  # the baseline fits and caches its model once
+                run_cli(store_args, base_env, baseline)  # the baseline fills its caches once
                 base_warm = timed(store_args, base_env, baseline, args.repeat)
                 base_typo = timed(typo_args, base_env, baseline, args.repeat)
                 show(f"baseline {args.baseline_rev}: warm", base_warm)
@@ -264,8 +261,8 @@ def main() -> None:
             print(f"  in-process, {figures['n']:,} rows: table from the store {figures['build_s']:.2f} s, "
                   f"from the persisted file {figures['load_s'] * 1000:.0f} ms "
                   f"({figures['build_s'] / figures['load_s']:.0f}x; file {figures['file_mb']:.1f} MB); "
-                  f"model fit {figures['fit_s']:.1f} s, compiled-model load "
-                  f"{figures['model_load_s'] * 1000:.0f} ms", flush=True)
+                  f"calibration {figures['calibrate_s']:.1f} s, persisted-calibration load "
+                  f"{figures['calibration_load_s'] * 1000:.0f} ms", flush=True)
         if args.tile:
             t = tiled_load(uri, args.tile)
             print(f"persisted table at {args.tile:,} rows (the store's table tiled, keys made unique): "

@@ -3,8 +3,6 @@ data (here: a later MLPerf round) changes the answer at once."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from advisor.engine import Advisor
 from advisor.workload import Workload
 from graph_schema.models import Observation
@@ -17,7 +15,7 @@ def _resnet50(round_: str) -> list[Observation]:
             if o["benchmark"]["name"] == "resnet50" and o["provenance"]["details"].get("round") == round_]
 
 
-def test_memoised_answers_follow_the_store_generation(embedded_store: Store, model_cache: Path) -> None:
+def test_memoised_answers_follow_the_store_generation(embedded_store: Store) -> None:
     embedded_store.ingest_observations(_resnet50("v1.1"))
     advisor = Advisor(embedded_store)
     workload = Workload(benchmark="resnet50", scenario="Offline", include_predicted=False)

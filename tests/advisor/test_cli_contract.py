@@ -21,7 +21,7 @@ runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> str:
+def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
     uri = f"embedded:{tmp_path_factory.mktemp('cli-kb') / 'kb'}"
     rows = [o for o in read_snapshot()["observations"] if o["benchmark"]["name"] in ("resnet50", "bert-99")]
     with open_store(uri) as store:

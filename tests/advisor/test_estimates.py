@@ -88,8 +88,7 @@ def _round(root: Path, name: str, systems: list) -> Path:  # type: ignore[type-a
 
 
 @pytest.fixture()
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    monkeypatch.setenv("ADVISOR_MODEL_CACHE", "0")
+def store(tmp_path: Path) -> Iterator[Store]:
     s = open_store(f"embedded:{tmp_path / 'kb'}")
     import_mlperf(_round(tmp_path, "v3.0", ROUND_30), s)
     yield s

@@ -1,6 +1,6 @@
-"""The observation table and the fitted model persisted per store generation (advisor.table_file,
-advisor.model_cache): equal to what the store gives, invalidated by any write, never trusted when
-damaged, and served to a fresh process without scikit-learn."""
+"""The observation table persisted per store generation (advisor.table_file): equal to what the
+store gives, invalidated by any write, never trusted when damaged, and served to a fresh process
+without heavy imports."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor import model_cache, table_file
+from advisor import calibration_file, table_file
 from advisor.engine import Advisor
 from advisor.table import ObservationTable
 from graph_schema.models import IngestBatch
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(table_file.CACHE_ENV, str(tmp_path / "tables"))
-    monkeypatch.setenv(model_cache.CACHE_ENV, str(tmp_path / "models"))
+    monkeypatch.setenv(calibration_file.CACHE_ENV, str(tmp_path / "calibration"))
     return tmp_path
 
 
@@ -140,42 +140,6 @@ def test_caching_off_reads_the_store_every_time(embedded_store: Store, tmp_path:
     assert table_file.table_path(embedded_store.uri) is None
 
 
-# ---- the model --------------------------------------------------------------------------------
-
-
-def test_the_persisted_model_predicts_as_the_fitted_regressor(embedded_store: Store, caches: Path) -> None:
-    from advisor import predictor
-    from advisor.engine import _one_thread
-    from advisor.features import table_frames
-
-    embedded_store.ingest(_part(0, 400))
-    advisor = Advisor(embedded_store)
-    table = advisor.table()
-    served = advisor.model()  # fitted, compiled, persisted
-    assert type(served.model).__name__ == "CompiledForest"
-    with _one_thread():
-        reference = predictor.fit(table)  # the same fit, scikit-learn's regressor kept
-    rows = np.arange(table.n)
-    X = reference.encoder.matrix(table_frames(table, rows))
-    X[::7, 3] = np.nan  # unknown categories and missing values take scikit-learn's paths too
-    X[::11, 0] = 10_000.0
-    assert np.allclose(served.model.predict(X), reference.model.predict(X), rtol=0, atol=1e-9)
-    # a new process loads it from disk, and it is the same
-    again = Advisor(embedded_store).model()
-    assert np.array_equal(again.model.predict(X), served.model.predict(X))
-
-
-def test_a_corrupt_model_file_is_refitted(embedded_store: Store, caches: Path) -> None:
-    embedded_store.ingest(_part(0, 300))
-    Advisor(embedded_store).model()
-    files = list((caches / "models").glob("model-*.pkl"))
-    assert len(files) == 1
-    files[0].write_bytes(files[0].read_bytes()[:100])
-    model = Advisor(embedded_store).model()
-    assert model.train_rows > 0
-    assert model_cache.load(files[0].name[len("model-"):-len(".pkl")]) is not None
-
-
 # ---- a fresh process --------------------------------------------------------------------------
 
 HEAVY = ("scipy", "sklearn", "torch", "tensorflow", "matplotlib", "kubernetes", "fastapi", "uvicorn")
@@ -206,7 +170,7 @@ def run_cli(args: list[str], env: dict[str, str]) -> tuple[dict[str, object], st
 def _env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
             "ADVISOR_TABLE_CACHE": str(tmp_path / "cache" / "tables"),
-            "ADVISOR_MODEL_CACHE": str(tmp_path / "cache" / "models"), "PYTHONPATH": str(REPO)}
+            "ADVISOR_CALIBRATION_CACHE": str(tmp_path / "cache" / "calibration"), "PYTHONPATH": str(REPO)}
 
 
 @pytest.mark.parametrize("args", [["--help"], ["recommend", "--help"], ["db", "--help"], ["plot", "--help"]])
@@ -225,7 +189,7 @@ def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(tm
         store.ingest(_part(0, 1500))
     env = _env(tmp_path)
     args = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--json", "--store", f"embedded:{kb}"]
-    cold, cold_out, cold_err = run_cli(args, env)  # reads the store, fits, persists
+    cold, cold_out, cold_err = run_cli(args, env)  # reads the store, calibrates, persists both
     assert cold["code"] == 0, cold_err
     warm, warm_out, warm_err = run_cli(args, env)
     assert warm["code"] == 0, warm_err
@@ -242,15 +206,15 @@ def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(tm
 
 def test_first_use_says_what_it_is_doing_on_stderr_only(tmp_path: Path) -> None:
     """A fresh home: the default store is seeded (one line on a non-terminal stderr), the table
-    read, each said once (answers come from the evidence index: no model is fitted on this path);
-    stdout is the JSON alone. The next call is quiet."""
+    read and the intervals calibrated, each said once; stdout is the JSON alone. The next call
+    is quiet (table and calibration persisted)."""
     env = _env(tmp_path)
     args = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--json", "--top", "2"]
     first, out, err = run_cli(args, env)
     assert first["code"] == 0, err
     json.loads(out)
     lines = [line for line in err.splitlines() if line.startswith("advisor: ")]
-    assert [line.split(":")[1].strip().split()[0] for line in lines] == ["first", "loading"], err
+    assert [line.split(":")[1].strip().split()[0] for line in lines] == ["first", "loading", "calibrating"], err
     assert "seeding the default store" in lines[0]
     second, out2, err2 = run_cli(args, env)
     assert second["code"] == 0 and json.loads(out2)

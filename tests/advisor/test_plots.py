@@ -37,7 +37,7 @@ def published() -> list[Observation]:
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory, model_cache: Path, published: list[Observation]) -> str:
+def kb(tmp_path_factory: pytest.TempPathFactory, published: list[Observation]) -> str:
     uri = f"embedded:{tmp_path_factory.mktemp('plots-kb') / 'kb'}"
     with open_store(uri) as store:
         store.ensure_schema()

@@ -81,7 +81,7 @@ def test_regressions_need_statistical_support(kb_advisor) -> None:  # type: igno
     assert kb_advisor.regressions("cudnn", alpha=1e-12) == []
 
 
-def test_stale_evidence_is_never_served(embedded_store, model_cache) -> None:  # type: ignore[no-untyped-def]
+def test_stale_evidence_is_never_served(embedded_store) -> None:  # type: ignore[no-untyped-def]
     embedded_store.ingest_observations(_subset({"resnet50"}, 300))
     advisor = Advisor(embedded_store)
     first = advisor.recommend(Workload(benchmark="resnet50", scenario="Offline"))
@@ -94,27 +94,12 @@ def test_stale_evidence_is_never_served(embedded_store, model_cache) -> None:  #
     assert advisor.evidence() is not index_before
 
 
-def test_recommend_on_each_backend(store, model_cache) -> None:  # type: ignore[no-untyped-def]
+def test_recommend_on_each_backend(store) -> None:  # type: ignore[no-untyped-def]
     store.ingest_observations(_subset({"resnet50", "bert-99"}, 600))
     result = Advisor(store).recommend(Workload(benchmark="resnet50", scenario="Offline", image="nvcr.io/nvidia/tensorrt:23.04-py3"), top=3)
     assert result.recommendations
     assert result.recommendations[0].evidence.count >= 1
     assert result.recommendations[0].snippet["kind"] == "Pod"
-
-
-def test_benchmark_names_give_model_size_features() -> None:
-    from advisor.features import benchmark_features
-
-    small = benchmark_features("mobilenet-v1-precision_uint8-0.5-160")
-    big = benchmark_features("mobilenet-v1-precision_float-1.0-224")
-    assert (small["arch"], small["width"], small["resolution"], small["bits"]) == ("mobilenet-v1", 0.5, 160.0, 8.0)
-    assert (big["width"], big["resolution"], big["bits"]) == (1.0, 224.0, 32.0)
-    assert small["log_model_cost"] < big["log_model_cost"]
-    # MLPerf's accuracy targets are not sizes
-    bert = benchmark_features("bert-99.9")
-    assert bert["arch"] == "bert" and bert["resolution"] != bert["resolution"]  # NaN
-    assert benchmark_features("3d-unet-99")["arch"] == "3d-unet"
-    assert benchmark_features("ssd_resnet50_v1_fpn_640x640")["resolution"] == 640.0
 
 
 def test_an_unseen_faster_accelerator_is_predicted_faster(kb_advisor) -> None:  # type: ignore[no-untyped-def]

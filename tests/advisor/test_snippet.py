@@ -99,7 +99,7 @@ def test_image_is_required_and_checked() -> None:
 
 
 @pytest.fixture
-def collector_kb(tmp_path: Path, model_cache: Path) -> Any:
+def collector_kb(tmp_path: Path) -> Any:
     """Two collector runs: one from a plan Job (its stack records the image), one without."""
     with_image = document("run-plan", value=1000.0)
     with_image["stack"]["image"] = "ghcr.io/stack-advisor/collector:torch2.3.1-cuda12.4"

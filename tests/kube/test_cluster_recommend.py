@@ -6,7 +6,6 @@ server-side dry run (Pods, and the PodGroup + PyTorchJob of a gang)."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,8 +84,6 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from graph_schema.registry import open_store
     from graph_schema.starter import seed_store
 
-    saved = os.environ.get("ADVISOR_MODEL_CACHE")
-    os.environ["ADVISOR_MODEL_CACHE"] = str(tmp_path_factory.mktemp("models"))
     uri = f"embedded:{tmp_path_factory.mktemp('cluster-kb') / 'kb'}"
     store = open_store(uri)
     try:
@@ -94,10 +91,6 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         store.close()
     yield uri
-    if saved is None:
-        os.environ.pop("ADVISOR_MODEL_CACHE", None)
-    else:
-        os.environ["ADVISOR_MODEL_CACHE"] = saved
 
 
 def _cli(*args: str, stdin: str | None = None) -> Any:
@@ -117,9 +110,7 @@ def _nodes_file(api_client: Any, path: Path) -> Path:
 
 
 def _dry_run(api_client: Any, manifest: dict[str, Any]) -> None:
-    from kubernetes import client
-
-    from kubernetes import dynamic
+    from kubernetes import client, dynamic
 
     # The dynamic client sends Pods as written (the typed client coerces, and rejects int quantities).
     pods = dynamic.DynamicClient(api_client).resources.get(api_version="v1", kind="Pod")
