@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from advisor.estimate import Calibration
+from advisor.estimate import Calibration, PoolKey
 from advisor.results import Basis
 from advisor.table import ObservationTable
 from advisor.table_file import code_digest, configured_cache_dir, content_digest
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"
-FORMAT = 1
+FORMAT = 2  # 2: per-slice transfer pools
 KEEP = 8
 
 
@@ -64,9 +64,9 @@ def load(table: ObservationTable) -> Calibration | None:
             meta = json.loads(bytes(data["meta"]).decode())
             if meta.get("key") != key:
                 return None
-            residuals: dict[str, dict[tuple[Basis, str | None, str | None], np.ndarray]] = {}
-            for i, (family, basis, division, metric) in enumerate(meta["pools"]):
-                residuals.setdefault(family, {})[(Basis(basis), division, metric)] = np.asarray(data[f"pool{i}"])
+            residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
+            for i, (family, basis, *cell) in enumerate(meta["pools"]):
+                residuals.setdefault(family, {})[(Basis(basis), *cell)] = np.asarray(data[f"pool{i}"])
             alphas = {tuple(k): float(a) for *k, a in meta["alphas"]}
     except FileNotFoundError:
         return None
@@ -86,9 +86,9 @@ def save(table: ObservationTable, calibration: Calibration) -> Path | None:
     pools: list[list[Any]] = []
     arrays: dict[str, np.ndarray] = {}
     for family, cells in sorted(calibration.residuals.items()):
-        for (basis, division, metric), values in cells.items():
+        for (basis, *cell), values in cells.items():
             arrays[f"pool{len(pools)}"] = np.asarray(values, dtype=np.float64)
-            pools.append([family, basis.value, division, metric])
+            pools.append([family, basis.value, *cell])
     meta = {"key": key, "pools": pools, "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())]}
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:

@@ -155,6 +155,10 @@ def round_date(round_name: str) -> datetime | None:
 # ---- the evidence index ----------------------------------------------------------------------
 
 SliceKey = tuple[str, str, str, str, str]  # family, benchmark, scenario, metric, division
+# a residual pool: (basis, division, metric) — a calibration cell, (basis, None, None) the whole
+# family — or (basis, division, metric, benchmark, scenario), one slice's share of its cell
+PoolKey = tuple[Any, ...]
+SHRINK = 20  # pseudo-residuals pulling a slice's spread towards its cell's (few residuals: the cell's)
 
 
 @dataclass
@@ -188,7 +192,7 @@ class Calibration:
     (basis, division, metric) cell (``None, None``: the whole family); per slice, the learned
     share of compute in the roofline blend."""
 
-    residuals: dict[str, dict[tuple[Basis, str | None, str | None], np.ndarray]]
+    residuals: dict[str, dict[PoolKey, np.ndarray]]
     alphas: dict[SliceKey, float]
 
 
@@ -238,7 +242,9 @@ class EvidenceIndex:
         for key, by_acc in grouped.items():
             self.slices[key] = {a: np.asarray(r, dtype=np.int64) for a, r in by_acc.items()}
         self._alpha: dict[SliceKey, float] = {}
-        self._residuals: dict[str, dict[tuple[Basis, str | None, str | None], np.ndarray]] = {}
+        self._residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
+        # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices' spreads
+        self._scaled: dict[tuple[Any, ...], tuple[float, float, float, float, dict[tuple[str, str], float]]] = {}
 
     # ---- what the knowledge base knows --------------------------------------------------------
     def known_benchmarks(self) -> set[tuple[str, str]]:
@@ -429,10 +435,38 @@ class EvidenceIndex:
         for cell in cells:
             values = pools.get(cell)
             if values is not None and len(values) >= MIN_RESIDUALS:
+                if basis is Basis.TRANSFERRED and cell[1] is not None:
+                    return self._normalised(family, cell, key)
                 return _q(values)
         return fallback[basis]
 
-    def residuals_for(self, family: str) -> dict[tuple[Basis, str | None, str | None], np.ndarray]:
+    def _normalised(self, family: str, cell: PoolKey, key: SliceKey) -> tuple[float, float, float]:
+        """Locally weighted split-conformal bounds of a transfer (Lei et al. 2018, sec. 5.2):
+        the cell's residuals, each divided by the spread of its own slice (median absolute
+        deviation, shrunk towards the cell's by ``SHRINK`` pseudo-residuals), give the p10/p90;
+        scaled back by this slice's spread. A benchmark whose transfers have always been close
+        gets a narrow interval, one whose transfers scatter a wide one; the centre (the cell's
+        median: the learned efficiency correction) is the same for both."""
+        memo_key = (family, *cell)
+        if memo_key not in self._scaled:
+            pools = self.residuals_for(family)
+            mid = float(np.median(pools[cell]))
+            cell_spread = max(float(np.median(np.abs(pools[cell] - mid))), 1e-6)
+            spreads: dict[tuple[str, str], float] = {}
+            scaled = []
+            for k, values in pools.items():
+                if len(k) == 5 and k[:3] == cell:
+                    n = len(values)
+                    own = float(np.median(np.abs(values - mid)))
+                    spreads[(k[3], k[4])] = max((n * own + SHRINK * cell_spread) / (n + SHRINK), 1e-6)
+                    scaled.append((values - mid) / spreads[(k[3], k[4])])
+            lo, hi = np.quantile(np.concatenate(scaled), QUANTILES)
+            self._scaled[memo_key] = (mid, cell_spread, float(lo), float(hi), spreads)
+        mid, cell_spread, lo, hi, spreads = self._scaled[memo_key]
+        spread = spreads.get((key[1], key[2]), cell_spread)
+        return mid + lo * spread, mid, mid + hi * spread
+
+    def residuals_for(self, family: str) -> dict[PoolKey, np.ndarray]:
         """``residuals`` of the family, computed once."""
         if family not in self._residuals:
             self._residuals[family] = self.residuals(family)
@@ -450,15 +484,16 @@ class EvidenceIndex:
 
     def adopt(self, calibration: Calibration) -> None:
         """Use a calibration computed earlier over this very table (same content)."""
+        self._scaled.clear()
         self._residuals.update(calibration.residuals)
         self._alpha.update(calibration.alphas)
 
-    def residuals(self, family: str) -> dict[tuple[Basis, str | None, str | None], np.ndarray]:
+    def residuals(self, family: str) -> dict[PoolKey, np.ndarray]:
         """Log residuals of each basis on the family's own history: every round predicted from
         the rounds before it (observed: same configuration; interpolated: same accelerator), and
         every accelerator from the others (transferred)."""
         t = self.table
-        out: dict[tuple[Basis, str | None, str | None], list[float]] = defaultdict(list)
+        out: dict[PoolKey, list[float]] = defaultdict(list)
         for key, by_acc in self.slices.items():
             if key[0] != family:
                 continue
@@ -497,11 +532,14 @@ class EvidenceIndex:
                     if not refs:
                         continue
                     value, _ = _scale_from(refs, target, alpha, hib)
-                    out[(Basis.TRANSFERRED, *cell)].extend(np.log(self.unit[now] / value).tolist())
-        pooled: dict[tuple[Basis, str | None, str | None], np.ndarray] = {
+                    out[(Basis.TRANSFERRED, *cell, key[1], key[2])].extend(np.log(self.unit[now] / value).tolist())
+        pooled: dict[PoolKey, np.ndarray] = {
             k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+        for k in [k for k in pooled if len(k) == 5]:  # the transfer cells, from their slices
+            cell_key = k[:3]
+            pooled[cell_key] = np.concatenate([pooled[cell_key], pooled[k]]) if cell_key in pooled else pooled[k]
         for basis in (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED):
-            parts = [v for k, v in pooled.items() if k[0] is basis]
+            parts = [v for k, v in pooled.items() if k[0] is basis and len(k) == 3]
             pooled[(basis, None, None)] = np.concatenate(parts) if parts else np.empty(0)
         return pooled
 

@@ -121,6 +121,23 @@ def main() -> int:
         "",
         f"Goals: {GOALS}",
         "",
+        ("**How the intervals are made.** Split-conformal per basis, on log residuals of the same "
+         "estimator replayed on the training data's own history: observed and interpolated figures "
+         "as each of the last two rounds predicted from the rounds before it; transferred figures as "
+         "each accelerator of a round predicted from its peers of that same round (peers last measured "
+         "in older rounds stay out: a benchmark redefined under one name, 3d-unet BraTS then KiTS19, "
+         "made those residuals an order of magnitude off). Transfers are locally weighted (Lei et al., "
+         "2018): each residual is divided by its benchmark's own spread (shrunk towards its cell's), so "
+         "a benchmark whose transfers always landed close gets a narrow interval and one whose "
+         "transfers scatter a wide one. Pools are per family, division and metric; the calibration "
+         "is a function of the data, persisted with it (`advisor.calibration_file`)."),
+        "",
+        ("**No scikit-learn model.** The gradient-boosted model (`advisor/predictor.py`) was never on "
+         "the answer path and was removed on 2026-11-23: fitted on the same by-round training split "
+         "and asked the same v4.1 rows, it had MAPE 12.1% (median 11.8%) where the nearest evidence "
+         "interpolates (5.7%, median 3.3%) and 143.8% (median 22.5%) where it transfers (20.6%, median "
+         "17.1%). Those two figures were measured once, at its removal, and are not regenerated."),
+        "",
         "## Goals",
         "",
         *goals(by_round, loao),
