@@ -96,3 +96,31 @@ def test_caching_off_writes_nothing(store: Store, tmp_path: Path, monkeypatch: p
     assert calibration_file.cache_dir() is None
     assert _answers(Advisor(store))[0][0] == "observed"
     assert calibration_file.load(Advisor(store).table()) is None
+
+
+def test_transfer_intervals_follow_their_benchmarks_own_spread(store: Store, folder: Path) -> None:
+    """Locally weighted conformal: in one calibration cell, a benchmark whose transfers always
+    landed close gets a narrower interval than one whose transfers scatter, and over the cell the
+    bounds still hold 80% of the residuals they were computed from."""
+    from advisor.estimate import Calibration
+    from advisor.results import Basis
+
+    rng = np.random.default_rng(0)
+    tight, wide = rng.normal(0.0, 0.05, 200), rng.normal(0.0, 0.5, 200)
+    cell = (Basis.TRANSFERRED, "closed", "samples_per_second")
+    pools = {(*cell, "resnet50", "Offline"): tight, (*cell, "bert-99", "Offline"): wide,
+             cell: np.concatenate([tight, wide])}
+    index = Advisor(store).evidence()
+    index.adopt(Calibration(residuals={"mlperf-inference": pools}, alphas={}))
+
+    def bounds(benchmark: str) -> tuple[float, float, float]:
+        return index.quantiles(("mlperf-inference", benchmark, "Offline", "samples_per_second", "closed"),
+                               Basis.TRANSFERRED)
+
+    lo_t, _, hi_t = bounds("resnet50")
+    lo_w, _, hi_w = bounds("bert-99")
+    assert hi_t - lo_t < (hi_w - lo_w) / 4
+    held = np.mean(np.concatenate([(tight >= lo_t) & (tight <= hi_t), (wide >= lo_w) & (wide <= hi_w)]))
+    assert 0.78 <= held <= 0.82
+    lo_u, _, hi_u = bounds("retinanet")  # no transfer history of its own: the cell's spread
+    assert hi_t - lo_t < hi_u - lo_u < hi_w - lo_w
