@@ -100,7 +100,7 @@ def main() -> None:
     from graph_schema.registry import open_store
     from graph_schema.starter import seed_store
 
-    os.environ.setdefault("ADVISOR_MODEL_CACHE", "0")
+    os.environ.setdefault("ADVISOR_CALIBRATION_CACHE", "0")
     items = synthetic_nodes(args.nodes)
     workloads = [{"benchmark": "resnet50", "scenario": "Offline"},
                  {"benchmark": "bert-99", "scenario": "Server"},

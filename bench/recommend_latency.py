@@ -62,7 +62,7 @@ def fill(store: Any, n: int) -> float:
 def measure(name: str, store: Any, n: int, repeats: int) -> None:
     from advisor.engine import Advisor
 
-    os.environ.setdefault("ADVISOR_MODEL_CACHE", "0")  # time a real fit, not the disk cache
+    os.environ.setdefault("ADVISOR_CALIBRATION_CACHE", "0")  # time a real calibration, not the disk cache
     fill_s = fill(store, n) if store.stats().counts.get("Observation", 0) < n else 0.0
     count = store.stats().counts.get("Observation", 0)
     advisor = Advisor(store, memo_answers=False)
