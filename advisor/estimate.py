@@ -18,8 +18,9 @@ Every estimate depends only on the rows of its own benchmark slice (family, benc
 metric, division), so data about other benchmarks never moves it. Intervals are split-conformal
 per basis: log residuals of the same estimator replayed on the knowledge base's own history
 (each round predicted from the rounds before it; each accelerator from its peers of the same
-round), pooled per calibration cell (family, division, metric). The calibration depends only on
-the table: ``advisor.calibration_file`` persists it with the table's content digest.
+round), pooled per calibration cell (family, division, metric); a transfer's bounds are scaled
+by its own benchmark's spread (locally weighted conformal). The calibration depends only on the
+table: ``advisor.calibration_file`` persists it with the table's content digest.
 """
 
 from __future__ import annotations
@@ -189,7 +190,7 @@ class Estimate:
 @dataclass
 class Calibration:
     """What calibrating an evidence index computes: per family, the log residual pools per
-    (basis, division, metric) cell (``None, None``: the whole family); per slice, the learned
+    ``PoolKey`` (cells, the whole family, and each slice's transfers); per slice, the learned
     share of compute in the roofline blend."""
 
     residuals: dict[str, dict[PoolKey, np.ndarray]]
@@ -491,7 +492,8 @@ class EvidenceIndex:
     def residuals(self, family: str) -> dict[PoolKey, np.ndarray]:
         """Log residuals of each basis on the family's own history: every round predicted from
         the rounds before it (observed: same configuration; interpolated: same accelerator), and
-        every accelerator from the others (transferred)."""
+        every accelerator from its peers of the same round (transferred: per slice, and their
+        cell as the union)."""
         t = self.table
         out: dict[PoolKey, list[float]] = defaultdict(list)
         for key, by_acc in self.slices.items():
