@@ -61,7 +61,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", metavar="PAGE", help="measure only these pages (names as printed)")
     args = parser.parse_args()
 
-    os.environ.setdefault("ADVISOR_MODEL_CACHE", tempfile.mkdtemp(prefix="web-bench-models-"))
+    os.environ.setdefault("ADVISOR_CALIBRATION_CACHE", tempfile.mkdtemp(prefix="web-bench-calibration-"))
     from fastapi.testclient import TestClient
 
     from advisor.api.app import create_app

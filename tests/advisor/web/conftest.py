@@ -4,7 +4,6 @@ metal and in VMs, and the recorded failures), an app that needs a read token, an
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,18 +24,12 @@ BENCHMARKS = {"resnet50", "conv2d", "gemm"}
 
 @pytest.fixture(scope="package")
 def web_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    saved = os.environ.get("ADVISOR_MODEL_CACHE")
-    os.environ["ADVISOR_MODEL_CACHE"] = str(tmp_path_factory.mktemp("web-models"))
     snapshot = load_snapshot()
     store = open_store(f"embedded:{tmp_path_factory.mktemp('web-kb') / 'kb'}")
     store.ingest(IngestBatch(observations=[o for o in snapshot.observations if o.benchmark.name in BENCHMARKS],
                              failures=snapshot.failures, runs=snapshot.runs))
     yield store
     store.close()
-    if saved is None:
-        os.environ.pop("ADVISOR_MODEL_CACHE", None)
-    else:
-        os.environ["ADVISOR_MODEL_CACHE"] = saved
 
 
 @pytest.fixture(scope="package")
