@@ -10,7 +10,9 @@ sends the last 10% again (nothing new: the idempotency check only).
 ``--against REV`` runs the same load with the code of git revision REV (the previous approach:
 before schema v5 observations carried their context themselves, and the driver packed in Python)
 in a child process, on the same server, and prints the ratio. ``--python-packing`` turns the
-driver's Rust packing off here too (to tell the two apart).
+driver's Rust packing off here too (to tell the two apart). On a shared machine wall-clock rates
+say as much about the neighbours as about the code: ``--server-pid`` adds observations per
+CPU-second (client and server together), which does not depend on what else runs.
 
     python bench/ingest.py [--sizes 100000 1000000] [--batch 10000] [--backends embedded neo4j]
                            [--against a7b895a]
@@ -43,11 +45,21 @@ from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 
 WARMUP = 10_000
+SERVER_PID: int | None = None  # --server-pid: the Neo4j server's process, for its CPU time
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process plus the server's (when its pid is known)."""
+    total = time.process_time()
+    if SERVER_PID:
+        fields = Path(f"/proc/{SERVER_PID}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def measure(store, n: int, batch: int) -> dict[str, float]:
     """Ingest the first ``n`` fleet observations (after the warm-up's) and time it."""
-    seen = total = steady_t = 0.0
+    seen = total = steady_t = cpu = 0.0
     steady_n = 0
     tail = n - n // 10
     last = []
@@ -56,11 +68,12 @@ def measure(store, n: int, batch: int) -> dict[str, float]:
             store.ingest(IngestBatch(observations=part))
             seen += len(part)
             continue
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), cpu_seconds()
         store.ingest(IngestBatch(observations=part))
         took = time.perf_counter() - start
+        cpu += cpu_seconds() - cpu_start
         total += took
-        if seen - WARMUP >= tail:
+        if seen - WARMUP + len(part) > tail:
             steady_t += took
             steady_n += len(part)
             last.append(part)
@@ -69,7 +82,8 @@ def measure(store, n: int, batch: int) -> dict[str, float]:
     for part in last:
         assert store.ingest(IngestBatch(observations=part)).observations_new == 0
     again = time.perf_counter() - start
-    return {"rate": n / total, "steady": steady_n / steady_t, "resend": steady_n / again}
+    return {"rate": n / total, "steady": steady_n / steady_t, "resend": steady_n / again,
+            "per_cpu_s": n / cpu}
 
 
 @contextlib.contextmanager
@@ -117,13 +131,20 @@ def main() -> None:
     parser.add_argument("--backends", nargs="+", default=["embedded", "neo4j"])
     parser.add_argument("--against", metavar="REV", help="also measure the code of this git revision")
     parser.add_argument("--python-packing", action="store_true", help="no Rust packing in the driver")
+    parser.add_argument("--server-pid", type=int, help="the Neo4j server's pid (NEO4J_URI on this machine): "
+                        "also print observations per CPU-second of client and server together")
     parser.add_argument("--code-root", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global SERVER_PID
+    SERVER_PID = args.server_pid
     if args.python_packing:
         import neo4j._codec.packstream.v1 as packstream
 
-        packstream._rust_pack = packstream._rust_unpack = None
+        def python_pack(self, data, dehydration_hooks=None):
+            self._py_pack(data, dehydration_hooks)
+
+        packstream.Packer._pack = python_pack
     results: dict[str, dict[str, float]] = {}
     if not args.json:
         print(f"cores={os.cpu_count()} batch={args.batch} fleet runs of {fleet.PER_RUN} observations; "
@@ -136,12 +157,15 @@ def main() -> None:
                 if args.json:
                     continue
                 line = (f"{name:9s} n={size:>8d}  ingest {got['rate']:7.0f} obs/s  steady {got['steady']:7.0f} obs/s  "
-                        f"re-send (no-op) {got['resend']:7.0f} obs/s  load avg {os.getloadavg()[0]:.1f}")
+                        f"re-send (no-op) {got['resend']:7.0f} obs/s  {got['per_cpu_s']:7.0f} obs per CPU-s  "
+                        f"load avg {os.getloadavg()[0]:.1f}")
+                print(line, flush=True)
                 if args.against:
                     old = against(args, name, size)
-                    line += f"\n{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  steady {old['steady']:7.0f} obs/s  " \
-                            f"-> x{got['rate'] / old['rate']:.1f} (steady x{got['steady'] / old['steady']:.1f})"
-                print(line, flush=True)
+                    print(f"{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  steady {old['steady']:7.0f} "
+                          f"obs/s  re-send {old['resend']:7.0f} obs/s  {old['per_cpu_s']:7.0f} obs per CPU-s  -> new/old "
+                          f"x{got['rate'] / old['rate']:.1f} (steady x{got['steady'] / old['steady']:.1f}, "
+                          f"per CPU-s x{got['per_cpu_s'] / old['per_cpu_s']:.1f})", flush=True)
     if args.json:
         print(json.dumps(results))
 
@@ -151,8 +175,13 @@ def against(args: argparse.Namespace, name: str, size: int) -> dict[str, float]:
         code = extract(args.against, Path(tmp))
         cmd = [sys.executable, str(Path(__file__).resolve()), "--code-root", str(code), "--json",
                "--sizes", str(size), "--batch", str(args.batch), "--backends", name]
+        if args.server_pid:
+            cmd += ["--server-pid", str(args.server_pid)]
         cmd.append("--python-packing")  # the previous approach as it ran: no Rust packing either
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ).stdout
+        done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, check=False)
+        if done.returncode:
+            raise SystemExit(f"{args.against} failed:\n{done.stderr[-3000:]}")
+        out = done.stdout
     return json.loads(out.strip().splitlines()[-1])[f"{name} {size}"]
 
 
