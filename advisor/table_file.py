@@ -2,9 +2,13 @@
 API start) loads it in milliseconds instead of reading every observation from the store.
 
 One file per store (``$ADVISOR_TABLE_CACHE`` or ``$XDG_CACHE_HOME/stack-advisor/tables``,
-``ADVISOR_TABLE_CACHE=0`` turns it off), an uncompressed numpy ``.npz``: the numeric columns and
-the categorical codes as arrays, vocabularies, benchmarks and stacks as one JSON member, never a
-pickle. The file records its key: the store's URI and identity (``Store.cache_identity``: it
+``ADVISOR_TABLE_CACHE=0`` turns it off), in a flat columnar layout read in one call: a
+magic, a JSON header (the key, vocabularies, benchmarks, stacks, and where each array lies), then
+the numeric columns, the categorical codes and the observation keys (one UTF-8 blob plus offsets)
+as raw little-endian arrays, each 64-byte aligned. Loading reads the file into one buffer and
+points numpy at it: no parsing per array, and the keys are split into strings only when used
+(format 2 was an ``.npz``, whose zip reader copied and checksummed every member and split a
+million keys into strings: see ``bench/table_load.py`` for both at 100k and 1M). Never a pickle. The file records its key: the store's URI and identity (``Store.cache_identity``: it
 changes when a store is emptied and recreated), the data generation, this file format and the
 code that shapes the table. A file whose key differs, or that is truncated or corrupt, is
 ignored and rewritten; it is written to a temporary file and renamed into place, so concurrent
@@ -15,13 +19,14 @@ did not move while it was read, so a concurrent write never gets persisted under
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
+import struct
 import tempfile
 import time
-import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +39,9 @@ from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_TABLE_CACHE"
-FORMAT = 2  # 2: the published system column
+FORMAT = 3  # 2: the published system column; 3: memory-mapped columnar file
+MAGIC = b"SATABLE3"
+ALIGN = 64
 KEEP = 16
 COLUMNS = ("metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
            "source", "submitter", "accelerator", "physical", "placement", "stack", "candidate", "system")
@@ -95,7 +102,7 @@ def table_path(store_uri: str) -> Path | None:
     folder = cache_dir()
     if folder is None:
         return None
-    return folder / f"table-{hashlib.sha256(store_uri.encode()).hexdigest()[:20]}.npz"
+    return folder / f"table-{hashlib.sha256(store_uri.encode()).hexdigest()[:20]}.tbl"
 
 
 def load_table(store: Store, generation: int, read_generation: Callable[[], int]) -> ObservationTable:
@@ -156,14 +163,15 @@ def write_table(path: Path, table: ObservationTable, key: dict[str, Any]) -> boo
     }
     arrays: dict[str, np.ndarray] = {name: getattr(table, name) for name in NUMERIC}
     arrays.update({f"codes_{name}": getattr(table, name).codes for name in COLUMNS})
-    arrays["keys"] = np.frombuffer("\n".join(table.keys).encode(), dtype=np.uint8)
-    arrays["meta"] = np.frombuffer(json.dumps(meta, separators=(",", ":")).encode(), dtype=np.uint8)
+    encoded = [k.encode() for k in table.keys]
+    arrays["keys_offsets"] = np.concatenate(([0], np.cumsum([len(k) for k in encoded], dtype=np.int64)))
+    arrays["keys_blob"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, **arrays)
+                write_arrays(handle, meta, arrays)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -175,10 +183,92 @@ def write_table(path: Path, table: ObservationTable, key: dict[str, Any]) -> boo
     return True
 
 
+def write_arrays(handle: Any, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """The file layout: MAGIC, the header's length (8 bytes, little-endian), the JSON header
+    (``meta`` and each array's dtype, length and offset), the arrays at aligned offsets."""
+    layout: dict[str, list[Any]] = {}
+    offset = 0
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        layout[name] = [array.dtype.newbyteorder("<").str, int(array.size), offset]
+        offset += -(-array.nbytes // ALIGN) * ALIGN
+    header = json.dumps({"meta": meta, "arrays": layout}, separators=(",", ":")).encode()
+    start = -(-(len(MAGIC) + 8 + len(header)) // ALIGN) * ALIGN
+    handle.write(MAGIC + struct.pack("<Q", len(header)) + header)
+    handle.write(b"\0" * (start - len(MAGIC) - 8 - len(header)))
+    for name, array in arrays.items():
+        data = np.ascontiguousarray(array).astype(layout[name][0], copy=False).tobytes()
+        handle.write(data + b"\0" * (-(-len(data) // ALIGN) * ALIGN - len(data)))
+
+
+def read_arrays(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The header's ``meta`` and the arrays of a file ``write_arrays`` wrote, as numpy views of
+    one buffer the file is read into in one call. Raises ValueError when it is not such a file.
+
+    Read, not memory-mapped: a mapped file that something truncates in place kills the process
+    with SIGBUS; reading 140 MB (1M rows) from the page cache costs a few ten milliseconds."""
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < len(MAGIC) + 8:
+            raise ValueError("too short for a table file")
+        mapped = bytearray(size)
+        if handle.readinto(mapped) != size:
+            raise ValueError("the file changed while it was read")
+    if mapped[: len(MAGIC)] != MAGIC:
+        raise ValueError("not a table file of this format")
+    (length,) = struct.unpack_from("<Q", mapped, len(MAGIC))
+    if len(MAGIC) + 8 + length > size:
+        raise ValueError("header runs past the end of the file")
+    header = json.loads(bytes(mapped[len(MAGIC) + 8 : len(MAGIC) + 8 + length]).decode())
+    start = -(-(len(MAGIC) + 8 + length) // ALIGN) * ALIGN
+    arrays = {}
+    for name, (dtype, count, offset) in header["arrays"].items():
+        dt = np.dtype(dtype)
+        if start + offset + dt.itemsize * count > size:
+            raise ValueError(f"array {name} runs past the end of the file")
+        arrays[name] = np.frombuffer(mapped, dtype=dt, count=count, offset=start + offset)
+    return header["meta"], arrays
+
+
+class KeyList(Sequence[str]):
+    """The observation keys of a loaded table, decoded from the file's blob only when first
+    used (no answer needs them; a digest or an evaluation does)."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+        self._blob, self._offsets = blob, offsets
+        self._keys: list[str] | None = None
+
+    def _all(self) -> list[str]:
+        if self._keys is None:
+            text = self._blob.tobytes().decode()
+            offsets = self._offsets.tolist()
+            if offsets[-1] == len(text):  # ASCII (the keys are): character offsets = byte offsets
+                self._keys = [text[a:b] for a, b in itertools.pairwise(offsets)]
+            else:
+                raw = self._blob.tobytes()
+                self._keys = [raw[a:b].decode() for a, b in itertools.pairwise(offsets)]
+        return self._keys
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"KeyList({len(self)} keys)"
+
+
 def _prune(folder: Path) -> None:
     """Keep the ``KEEP`` most recently written tables (one per store; old stores fall out)."""
     files = []
-    for p in folder.glob("table-*.npz"):
+    for p in [*folder.glob("table-*.tbl"), *folder.glob("table-*.npz")]:  # .npz: format 2
         try:
             files.append((p.stat().st_mtime, p))
         except FileNotFoundError:
@@ -192,14 +282,13 @@ def read_table(path: Path, key: dict[str, Any]) -> ObservationTable | None:
     truncated or corrupt (never raises: the caller rebuilds)."""
     start = time.perf_counter()
     try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(bytes(data["meta"]).decode())
-            if meta.get("key") != key:
-                return None
-            table = _from_arrays(meta, {name: data[name] for name in data.files if name != "meta"})
+        meta, arrays = read_arrays(path)
+        if meta.get("key") != key:
+            return None
+        table = _from_arrays(meta, arrays)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, zipfile.BadZipFile,
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, struct.error,
             UnicodeDecodeError, AttributeError) as exc:
         log.warning("ignoring the unreadable persisted table %s (%s: %s); rebuilding it",
                     path, type(exc).__name__, exc)
@@ -222,10 +311,11 @@ def _from_arrays(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Observa
     numeric = {name: arrays[name] for name in NUMERIC}
     if any(len(a) != n for a in numeric.values()):
         raise ValueError("numeric columns do not match the row count")
-    text = bytes(arrays["keys"]).decode()
-    keys = text.split("\n") if n else []
-    if len(keys) != n:
+    offsets, blob = arrays["keys_offsets"], arrays["keys_blob"]
+    if len(offsets) != n + 1 or int(offsets[0]) != 0 or int(offsets[-1]) != len(blob) or (
+            n and int(np.diff(offsets).min()) < 0):
         raise ValueError("observation keys do not match the row count")
+    keys = KeyList(blob, offsets)
     stacks = {sid: SoftwareStack.model_validate(s) for sid, s in meta["stacks"].items()}
     return ObservationTable(
         generation=int(meta["generation"]), n=n, keys=keys,

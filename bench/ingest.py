@@ -1,78 +1,89 @@
-"""Ingest throughput into each backend: observations/s for 10k and 100k observations.
+"""Ingest throughput into each backend, in observations/s, at 100k and 1M observations.
 
-The observations are synthetic (generated here, labelled source="bench-synthetic") and go only
-into throw-away stores: a temporary embedded database and a scratch local Neo4j server (or the
-server NEO4J_URI names — it is emptied first, so never point it at real data).
+The observations are synthetic fleet sweeps (``bench/fleet.py``: runs of ~60 observations on
+300 nodes, shaped like the collectors' output) and go only into throw-away stores: a temporary
+embedded database and a scratch local Neo4j server (or the server NEO4J_URI names — it is
+emptied first, so never point it at real data). Batches of ``--batch`` observations, one
+transaction each, after a 10k warm-up; "steady" is the rate of the last 10% of the load; "re-send"
+sends the last 10% again (nothing new: the idempotency check only).
 
-    python bench/ingest.py [--sizes 10000 100000] [--batch 10000] [--backends embedded neo4j]
+``--against REV`` runs the same load with the code of git revision REV (the previous approach:
+before schema v5 observations carried their context themselves, and the driver packed in Python)
+in a child process, on the same server, and prints the ratio. ``--python-packing`` turns the
+driver's Rust packing off here too (to tell the two apart). On a shared machine wall-clock rates
+say as much about the neighbours as about the code: ``--server-pid`` adds observations per
+CPU-second (client and server together), which does not depend on what else runs.
+
+    python bench/ingest.py [--sizes 100000 1000000] [--batch 10000] [--backends embedded neo4j]
+                           [--against a7b895a]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
-import random
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+from io import BytesIO
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+if "--code-root" in sys.argv:  # the child of --against: that revision's code, this generator
+    sys.path.insert(0, sys.argv[sys.argv.index("--code-root") + 1])
+else:
+    sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "bench"))
 
-from graph_schema.models import (
-    Accelerator,
-    Benchmark,
-    Host,
-    IngestBatch,
-    Observation,
-    Placement,
-    PlacementKind,
-    Provenance,
-    SoftwareStack,
-    SourceKind,
-)
+import fleet
+
+from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 
-ACCELERATORS = ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA L4", "NVIDIA A10"]
-PLACEMENTS = list(PlacementKind)
+WARMUP = 10_000
+SERVER_PID: int | None = None  # --server-pid: the Neo4j server's process, for its CPU time
 
 
-def synthetic(n: int, seed: int = 7) -> list[Observation]:
-    rng = random.Random(seed)
-    stacks = [
-        SoftwareStack(framework=f, framework_version=v, cuda=c, driver=d)
-        for f, v in (("pytorch", "2.3.0"), ("pytorch", "2.4.1"), ("tensorflow", "2.15.0"))
-        for c, d in (("12.1", "535.104.05"), ("12.4", "550.54.15"))
-    ]
-    prov = Provenance(kind=SourceKind.MEASURED, source="bench-synthetic")
-    out = []
-    for i in range(n):
-        out.append(
-            Observation(
-                benchmark=Benchmark(family="pi", name="gemm", parameters={"n": 256 * (i % 32 + 1)}),
-                metric="tflops",
-                value=rng.uniform(10, 900),
-                unit="TFLOP/s",
-                samples=20,
-                cv=0.02,
-                stack=stacks[i % len(stacks)],
-                accelerator=Accelerator(model=ACCELERATORS[i % len(ACCELERATORS)]),
-                placement=Placement(kind=PLACEMENTS[i % len(PLACEMENTS)]),
-                host=Host(name=f"node-{i % 64}"),
-                run_id=f"run-{i // 1000}",
-                provenance=prov,
-                source_key=str(i),
-            )
-        )
-    return out
+def cpu_seconds() -> float:
+    """CPU time of this process plus the server's (when its pid is known)."""
+    total = time.process_time()
+    if SERVER_PID:
+        fields = Path(f"/proc/{SERVER_PID}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
-def measure(store, observations: list[Observation], batch: int) -> float:
+def measure(store, n: int, batch: int) -> dict[str, float]:
+    """Ingest the first ``n`` fleet observations (after the warm-up's) and time it."""
+    seen = total = steady_t = cpu = 0.0
+    steady_n = 0
+    tail = n - n // 10
+    last = []
+    for part in fleet.batches(n + WARMUP, batch):
+        if seen < WARMUP:
+            store.ingest(IngestBatch(observations=part))
+            seen += len(part)
+            continue
+        start, cpu_start = time.perf_counter(), cpu_seconds()
+        store.ingest(IngestBatch(observations=part))
+        took = time.perf_counter() - start
+        cpu += cpu_seconds() - cpu_start
+        total += took
+        if seen - WARMUP + len(part) > tail:
+            steady_t += took
+            steady_n += len(part)
+            last.append(part)
+        seen += len(part)
     start = time.perf_counter()
-    for i in range(0, len(observations), batch):
-        store.ingest(IngestBatch(observations=observations[i : i + batch]))
-    return len(observations) / (time.perf_counter() - start)
+    for part in last:
+        assert store.ingest(IngestBatch(observations=part)).observations_new == 0
+    again = time.perf_counter() - start
+    return {"rate": n / total, "steady": steady_n / steady_t, "resend": steady_n / again,
+            "per_cpu_s": n / cpu}
 
 
 @contextlib.contextmanager
@@ -91,9 +102,8 @@ def backend(name: str):
             from tests.neo4j_server import start_local
 
             uri = stack.enter_context(start_local())
+            os.environ["NEO4J_URI"] = uri  # the --against child uses the same server
         store = open_store(uri, migrate=False)
-        store.clear()
-        store.ensure_schema()
         try:
             yield store
         finally:
@@ -101,28 +111,78 @@ def backend(name: str):
             store.close()
 
 
+def fresh(store) -> None:
+    if hasattr(store, "clear"):
+        store.clear()
+    store.ensure_schema()
+
+
+def extract(rev: str, into: Path) -> Path:
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--backends", nargs="+", default=["embedded", "neo4j"])
+    parser.add_argument("--against", metavar="REV", help="also measure the code of this git revision")
+    parser.add_argument("--python-packing", action="store_true", help="no Rust packing in the driver")
+    parser.add_argument("--server-pid", type=int, help="the Neo4j server's pid (NEO4J_URI on this machine): "
+                        "also print observations per CPU-second of client and server together")
+    parser.add_argument("--code-root", help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    data = synthetic(max(args.sizes))
-    print(f"cores={os.cpu_count()} batch={args.batch} (each backend warmed up with 10k first)")
+    global SERVER_PID
+    SERVER_PID = args.server_pid
+    if args.python_packing:
+        import neo4j._codec.packstream.v1 as packstream
+
+        def python_pack(self, data, dehydration_hooks=None):
+            self._py_pack(data, dehydration_hooks)
+
+        packstream.Packer._pack = python_pack
+    results: dict[str, dict[str, float]] = {}
+    if not args.json:
+        print(f"cores={os.cpu_count()} batch={args.batch} fleet runs of {fleet.PER_RUN} observations; "
+              f"load avg {os.getloadavg()[0]:.1f}", flush=True)
     for name in args.backends:
         with backend(name) as store:
-            measure(store, data[:10_000], args.batch)  # warm the JIT/caches; a server runs warm
             for size in args.sizes:
-                store.clear()
-                store.ensure_schema()
-                rate = measure(store, data[:size], args.batch)
-                again = measure(store, data[:size], args.batch)
-                load = os.getloadavg()[0]
-                print(
-                    f"{name:9s} n={size:>7d}  ingest {rate:8.0f} obs/s   "
-                    f"re-send (no-op) {again:8.0f} obs/s   load avg {load:.1f}",
-                    flush=True,
-                )
+                fresh(store)
+                got = results[f"{name} {size}"] = measure(store, size, args.batch)
+                if args.json:
+                    continue
+                line = (f"{name:9s} n={size:>8d}  ingest {got['rate']:7.0f} obs/s  steady {got['steady']:7.0f} obs/s  "
+                        f"re-send (no-op) {got['resend']:7.0f} obs/s  {got['per_cpu_s']:7.0f} obs per CPU-s  "
+                        f"load avg {os.getloadavg()[0]:.1f}")
+                print(line, flush=True)
+                if args.against:
+                    old = against(args, name, size)
+                    print(f"{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  steady {old['steady']:7.0f} "
+                          f"obs/s  re-send {old['resend']:7.0f} obs/s  {old['per_cpu_s']:7.0f} obs per CPU-s  -> new/old "
+                          f"x{got['rate'] / old['rate']:.1f} (steady x{got['steady'] / old['steady']:.1f}, "
+                          f"per CPU-s x{got['per_cpu_s'] / old['per_cpu_s']:.1f})", flush=True)
+    if args.json:
+        print(json.dumps(results))
+
+
+def against(args: argparse.Namespace, name: str, size: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        code = extract(args.against, Path(tmp))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--code-root", str(code), "--json",
+               "--sizes", str(size), "--batch", str(args.batch), "--backends", name]
+        if args.server_pid:
+            cmd += ["--server-pid", str(args.server_pid)]
+        cmd.append("--python-packing")  # the previous approach as it ran: no Rust packing either
+        done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, check=False)
+        if done.returncode:
+            raise SystemExit(f"{args.against} failed:\n{done.stderr[-3000:]}")
+        out = done.stdout
+    return json.loads(out.strip().splitlines()[-1])[f"{name} {size}"]
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ over two primitives a backend provides (a read, and a write transaction)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from abc import abstractmethod
 from collections.abc import Callable, Iterable
@@ -40,8 +41,9 @@ ENTITY_LABEL = {
 }
 # Content-keyed nodes never change; the others are refreshed with what a new batch knows.
 MUTABLE = ("Accelerator", "Host", "Run")
-# Dimension nodes, created before the observations and failures that link to them.
-DIMENSIONS = ("Stack", "Component", "Accelerator", "Host", "Placement", "Benchmark", "Run")
+# Dimension nodes, created before the observations and failures that link to them; a context
+# links to the ones before it, so it comes last.
+DIMENSIONS = ("Stack", "Component", "Accelerator", "Host", "Placement", "Benchmark", "Run", "Context")
 
 
 def _ts(value: datetime | None) -> str | None:
@@ -54,6 +56,12 @@ def _ts(value: datetime | None) -> str | None:
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def context_id_of(*parts: Any) -> str:
+    """A context's id: a digest of what it is (stack, accelerator and count, placement, host,
+    run, source kind and name, placement evidence and consistency)."""
+    return "ctx-" + hashlib.sha256("\x1f".join("" if p is None else str(p) for p in parts).encode()).hexdigest()[:32]
 
 
 def _chunks(rows: list[Any]) -> Iterable[list[Any]]:
@@ -73,6 +81,7 @@ class _Rows:
         self.links: dict[str, list[dict[str, str]]] = {}
         self.stack_components: dict[str, list[str]] = {}
         self._objects: dict[tuple[str, int], Any] = {}
+        self._context_ids: dict[tuple[Any, ...], str] = {}
 
     def stack_id(self, stack: Any) -> str:
         """Memoised per batch: most rows of a batch share a few stacks."""
@@ -187,6 +196,17 @@ class _Rows:
             "host": host.name if host is not None else None,
         }
 
+    def context_id(self, obs: Any, ctx: dict[str, Any]) -> str:
+        """The id of the context ``obs`` was measured in (memoised per batch)."""
+        placement, prov = obs.placement, obs.provenance
+        memo = (ctx["stack_id"], ctx["accelerator"], obs.accelerator.count, ctx["placement_id"],
+                ctx["host"], obs.run_id, prov.kind.value, prov.source, id(placement))
+        cid = self._context_ids.get(memo)
+        if cid is None:
+            evidence = self._by_object("evidence", placement, lambda p: _json(p.evidence))
+            cid = self._context_ids[memo] = context_id_of(*memo[:-1], evidence, placement.consistent)
+        return cid
+
     @classmethod
     def from_batch(cls, batch: IngestBatch) -> _Rows:
         rows = cls()
@@ -199,9 +219,27 @@ class _Rows:
                 "collector_version": run.collector_version,
                 "run_profile": run.profile,
             }
+        contexts = rows.nodes["Context"]
         for obs in batch.observations:
             ctx = rows.add_context(obs)
             prov = obs.provenance
+            context_id = rows.context_id(obs, ctx)
+            if context_id not in contexts:
+                contexts[context_id] = {
+                    "context_id": context_id,
+                    "stack_id": ctx["stack_id"],
+                    "accelerator": ctx["accelerator"],
+                    "accelerator_count": obs.accelerator.count,
+                    "placement_id": ctx["placement_id"],
+                    "placement_kind": obs.placement.kind.value,
+                    "host": ctx["host"],
+                    "run_id": obs.run_id,
+                    "source_kind": prov.kind.value,
+                    "source": prov.source,
+                    "placement_evidence_json": rows._by_object(
+                        "evidence", obs.placement, lambda p: _json(p.evidence)),
+                    "placement_consistent": obs.placement.consistent,
+                }
             key = obs.key_with(ctx["benchmark_id"], ctx["stack_id"])
             rows.observations[key] = {
                 "key": key,
@@ -217,18 +255,11 @@ class _Rows:
                 "valid": obs.valid,
                 "note": obs.note,
                 "timestamp": _ts(obs.timestamp),
-                "accelerator_count": obs.accelerator.count,
-                "placement_evidence_json": rows._by_object(
-                    "evidence", obs.placement, lambda p: _json(p.evidence)),
-                "placement_consistent": obs.placement.consistent,
-                "source_kind": prov.kind.value,
-                "source": prov.source,
                 "source_url": prov.url,
                 "source_key": obs.source_key,
                 "provenance_json": rows._by_object("details", prov, lambda p: _json(p.details)),
-                "run_id": obs.run_id,
-                "placement_kind": obs.placement.kind.value,
-                **ctx,
+                "context_id": context_id,
+                "benchmark_id": ctx["benchmark_id"],
             }
             if obs.run_id and obs.run_id not in rows.nodes["Run"]:
                 rows.nodes["Run"][obs.run_id] = {"run_id": obs.run_id}
@@ -248,13 +279,34 @@ class _Rows:
         return rows
 
 
-def _shaped(label: str, rows: list[dict[str, Any]]) -> tuple[frozenset[str], list[dict[str, Any]]]:
-    """The schema properties some row knows, and every row cut to exactly those (one shape)."""
+def _shaped(
+    label: str, rows: list[dict[str, Any]], extra: frozenset[str] = frozenset()
+) -> tuple[frozenset[str], list[dict[str, Any]]]:
+    """The schema properties some row knows, and every row cut to exactly those plus the
+    ``extra`` columns (one shape). Rows that all have the same columns, among them those, are
+    passed as they are (built by ``_Rows``: no copy); the query reads only the columns it names."""
     spec = NODE_BY_LABEL[label]
     present = frozenset(
         p for p in spec.properties if p == spec.key or any(r.get(p) is not None for r in rows)
     )
-    return present, [{p: r.get(p) for p in present} for r in rows]
+    columns = present | extra
+    first = rows[0].keys()
+    if columns <= first and all(r.keys() == first for r in rows):
+        return present, rows
+    return present, [{p: r.get(p) for p in columns} for r in rows]
+
+
+def create_rows(run: Run, label: str, items: list[dict[str, Any]], links: tuple[Any, ...]) -> None:
+    """CREATE ``items`` of ``label`` with their edges to ``links`` (see ``queries.LINKS``); rows
+    are grouped by the optional neighbours they have, so that a MATCH never drops a row."""
+    groups: dict[frozenset[str], list[dict[str, Any]]] = {}
+    for item in items:
+        linked = frozenset(col for _, _, col in links if item.get(col))
+        groups.setdefault(linked, []).append(item)
+    for linked, group in groups.items():
+        for part in _chunks(group):
+            present, shaped = _shaped(label, part, linked)
+            run(Q.create_linked(label, present, linked), {"rows": shaped})
 
 
 class CypherStore(Store):
@@ -343,19 +395,6 @@ class CypherStore(Store):
             for part in _chunks(pairs):
                 run(Q.LINK[rel], {"rows": part})
 
-        def create_linked(
-            run: Run, label: str, items: list[dict[str, Any]], links: tuple[Any, ...]
-        ) -> None:
-            groups: dict[frozenset[str], list[dict[str, Any]]] = {}
-            for item in items:
-                linked = frozenset(col for _, _, col in links if item.get(col))
-                groups.setdefault(linked, []).append(item)
-            for linked, group in groups.items():
-                for part in _chunks(group):
-                    present, shaped = _shaped(label, part)
-                    query = Q.create_linked(label, present, linked)
-                    run(query, {"rows": [dict(s, **{c: i[c] for c in linked}) for s, i in zip(shaped, part)]})
-
         def work(run: Run) -> IngestResult:
             old_obs = existing(run, "Observation", list(rows.observations))
             old_fail = existing(run, "Failure", list(rows.failures))
@@ -369,7 +408,10 @@ class CypherStore(Store):
                     continue
                 old = existing(run, label, list(items))
                 fresh = [r for k, r in items.items() if k not in old]
-                if fresh:
+                if fresh and label in Q.LINKS:
+                    create_rows(run, label, fresh, Q.LINKS[label])
+                    changed = True
+                elif fresh:
                     create(run, label, fresh)
                     changed = True
                     if label == "Stack":
@@ -384,8 +426,8 @@ class CypherStore(Store):
                 "HAS_COMPONENT",
                 [{"src": s, "dst": c} for s in new_stacks for c in rows.stack_components[s]],
             )
-            create_linked(run, "Observation", new_obs, Q.OBSERVATION_LINKS)
-            create_linked(run, "Failure", new_fail, Q.FAILURE_LINKS)
+            create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS)
+            create_rows(run, "Failure", new_fail, Q.FAILURE_LINKS)
             if changed:
                 run(Q.BUMP_GENERATION, {})
             return IngestResult(

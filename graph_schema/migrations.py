@@ -14,7 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graph_schema.schema import SCHEMA_VERSION
+from graph_schema.schema import (
+    LEGACY_OBSERVATION_PROPERTIES,
+    LEGACY_OBSERVATION_RELATIONSHIPS,
+    SCHEMA_VERSION,
+)
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "drop the Observation range indexes (Neo4j); no data changes"),
     Migration(4, "names through the catalogue: accelerators, frameworks and cuDNN versions of stored "
                  "observations re-resolved (raw name kept in the provenance), stack labels rebuilt",
-              data=lambda store: reresolve_names(store)),
+              data=lambda store: {**move_to_contexts(store), **reresolve_names(store)}),
+    Migration(5, "observation contexts: what the rows of one run on one node share (stack, "
+                 "accelerator, placement, host, run, source) moves from every observation and its "
+                 "five relationships to one Context node (faster ingest, no query loses)",
+              data=lambda store: move_to_contexts(store)),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"
@@ -46,6 +54,10 @@ def pending(current: int | None) -> list[Migration]:
 # ---- v4: re-resolve stored names through the catalogue ---------------------------------------
 
 _DELETE_OBSERVATIONS = "MATCH (o:Observation) WHERE o.key IN $keys DETACH DELETE o"
+_DELETE_ORPHAN_CONTEXTS = (
+    "MATCH (c:Context) OPTIONAL MATCH (c)<-[m:MEASURED_IN]-() WITH c, count(m) AS n WHERE n = 0 "
+    "DETACH DELETE c"
+)
 _ACCELERATOR_EDGES = "MATCH (a:Accelerator {model: $model})<-[r]-() RETURN count(r) AS c"
 _DELETE_ACCELERATOR = "MATCH (a:Accelerator {model: $model}) DETACH DELETE a"
 _STACK_LABELS = (
@@ -87,6 +99,8 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
     for start in range(0, len(stale), batch_size):
         part = stale[start : start + batch_size]
         store._write(lambda run, keys=part: run(_DELETE_OBSERVATIONS, {"keys": keys}))
+    if stale:
+        store._write(lambda run: run(_DELETE_ORPHAN_CONTEXTS, {}))
     models = raw_models | {r["model"] for r in store.list_entities("accelerators")
                            if resolve_accelerator(r["model"]).key != r["model"]}
     removed = 0
@@ -104,3 +118,75 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
             store._write(lambda run, r=row, lb=label: run(_SET_STACK_LABEL, {"stack_id": r["stack_id"], "label": lb}))
             labels += 1
     return {"observations_rewritten": len(changed), "accelerators_removed": removed, "stack_labels": labels}
+
+
+# ---- v5: observation contexts ------------------------------------------------------------------
+
+_LEGACY_PAGE = (
+    "MATCH (o:Observation) WHERE o.key > $after AND o.stack_id IS NOT NULL "
+    "RETURN o.key AS key, "
+    + ", ".join(f"o.{p} AS {p}" for p in LEGACY_OBSERVATION_PROPERTIES)
+    + " ORDER BY o.key LIMIT $n"
+)
+_LINK_CONTEXT = (
+    "UNWIND $rows AS r MATCH (o:Observation {key: r.key}), (c:Context {context_id: r.context_id}) "
+    "CREATE (o)-[:MEASURED_IN]->(c)"
+)
+_DROP_LEGACY_EDGES = {
+    rel: f"UNWIND $keys AS k MATCH (o:Observation {{key: k}})-[r:{rel}]->() DELETE r"
+    for rel in LEGACY_OBSERVATION_RELATIONSHIPS
+}
+_DROP_LEGACY_PROPERTIES = "UNWIND $keys AS k MATCH (o:Observation {key: k}) SET " + ", ".join(
+    f"o.{p} = NULL" for p in LEGACY_OBSERVATION_PROPERTIES
+)
+
+
+def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
+    """Give every observation written before schema v5 its Context (created with its edges when
+    new), then drop the observation's own copies and its five edges to the neighbours.
+
+    One transaction per page of observations, in key order; a page is done when its
+    observations' legacy properties are gone, so an interrupted run is finished by running it
+    again. A store written by v5 code has nothing to move (and, embedded, not even the legacy
+    columns: the probe's error means the same).
+    """
+    from graph_schema import queries as Q
+    from graph_schema.cypher_store import context_id_of, create_rows
+    from graph_schema.errors import InvalidInput
+
+    moved = contexts_new = 0
+    after = ""
+    while True:
+        try:
+            rows = store._read(_LEGACY_PAGE, {"after": after, "n": page})
+        except InvalidInput:  # the embedded engine: no such column, a store created at v5
+            break
+        if not rows:
+            break
+        contexts: dict[str, dict[str, Any]] = {}
+        links = []
+        for r in rows:
+            ctx = {p: r[p] for p in LEGACY_OBSERVATION_PROPERTIES if p != "benchmark_id"}
+            cid = context_id_of(
+                ctx["stack_id"], ctx["accelerator"], ctx["accelerator_count"], ctx["placement_id"],
+                ctx["host"], ctx["run_id"], ctx["source_kind"], ctx["source"],
+                ctx["placement_evidence_json"], ctx["placement_consistent"])
+            contexts.setdefault(cid, {"context_id": cid, **ctx})
+            links.append({"key": r["key"], "context_id": cid})
+        keys = [r["key"] for r in rows]
+
+        def work(run: Any, contexts: dict[str, dict[str, Any]] = contexts,
+                 links: list[dict[str, Any]] = links, keys: list[str] = keys) -> int:
+            old = {x["key"] for x in run(Q.EXISTING_KEYS["Context"], {"keys": list(contexts)})}
+            fresh = [c for cid, c in contexts.items() if cid not in old]
+            create_rows(run, "Context", fresh, Q.CONTEXT_LINKS)
+            run(_LINK_CONTEXT, {"rows": links})
+            for query in _DROP_LEGACY_EDGES.values():
+                run(query, {"keys": keys})
+            run(_DROP_LEGACY_PROPERTIES, {"keys": keys})
+            return len(fresh)
+
+        contexts_new += store._write(work)
+        moved += len(rows)
+        after = keys[-1]
+    return {"observations_moved_to_contexts": moved, "contexts_created": contexts_new}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from graph_schema.schema import NODE_BY_LABEL, NODES, OBSERVATION, RELATIONSHIPS, NodeSpec
+from graph_schema.schema import CONTEXT, NODE_BY_LABEL, NODES, OBSERVATION, RELATIONSHIPS, NodeSpec
 
 # ---- nodes -------------------------------------------------------------------------------
 
@@ -59,15 +59,20 @@ EXISTING_KEYS = {n.label: _existing(n) for n in NODES}
 LIST_NODES = {n.label: _list(n) for n in NODES}
 COUNT_NODES = {n.label: _count(n) for n in NODES}
 
-# The neighbours an observation or failure links to: (relationship, neighbour label, row column).
+# The neighbours an observation, its context or a failure links to: (relationship, neighbour
+# label, row column).
 OBSERVATION_LINKS = (
-    ("ON_STACK", "Stack", "stack_id"),
-    ("ON_ACCELERATOR", "Accelerator", "accelerator"),
-    ("IN_PLACEMENT", "Placement", "placement_id"),
+    ("MEASURED_IN", "Context", "context_id"),
     ("OF_BENCHMARK", "Benchmark", "benchmark_id"),
-    ("ON_HOST", "Host", "host"),
-    ("IN_RUN", "Run", "run_id"),
 )
+CONTEXT_LINKS = (
+    ("USES_STACK", "Stack", "stack_id"),
+    ("USES_ACCELERATOR", "Accelerator", "accelerator"),
+    ("USES_PLACEMENT", "Placement", "placement_id"),
+    ("USES_HOST", "Host", "host"),
+    ("PART_OF_RUN", "Run", "run_id"),
+)
+LINKS = {"Observation": OBSERVATION_LINKS, "Context": CONTEXT_LINKS}
 FAILURE_LINKS = (
     ("FAILED_ON_STACK", "Stack", "stack_id"),
     ("FAILED_ON_ACCELERATOR", "Accelerator", "accelerator"),
@@ -85,7 +90,7 @@ def create_linked(label: str, present: frozenset[str], linked: frozenset[str]) -
     host and run, are grouped by the caller so that a MATCH never drops a row).
     """
     node = NODE_BY_LABEL[label]
-    links = OBSERVATION_LINKS if label == "Observation" else FAILURE_LINKS
+    links = LINKS.get(label, FAILURE_LINKS)
     matches, edges = [], []
     for i, (rel, target, column) in enumerate(links):
         if column not in linked:
@@ -134,23 +139,27 @@ BUMP_GENERATION = (
 
 # ---- observations ------------------------------------------------------------------------
 
-_OBS_COLUMNS = ", ".join(f"o.{p} AS {p}" for p in OBSERVATION.properties)
+_OBS_COLUMNS = ", ".join(
+    [f"o.{p} AS {p}" for p in OBSERVATION.properties]
+    + [f"c.{p} AS {p}" for p in CONTEXT.properties if p != CONTEXT.key]
+)
 
 # Keyset pagination: pages start after a key (``$after``), never with a large SKIP (the embedded
 # engine crashes on SKIP beyond a few ten thousand rows, and a deep SKIP costs every row before
 # it on both engines). An offset is turned into a key by OBSERVATION_KEYS first.
 _OBS_MATCH = (
-    "MATCH (o:Observation)-[:ON_STACK]->(s:Stack), (o)-[:ON_ACCELERATOR]->(a:Accelerator), "
-    "(o)-[:IN_PLACEMENT]->(p:Placement), (o)-[:OF_BENCHMARK]->(b:Benchmark) "
+    "MATCH (o:Observation)-[:MEASURED_IN]->(c:Context), (o)-[:OF_BENCHMARK]->(b:Benchmark), "
+    "(c)-[:USES_STACK]->(s:Stack), (c)-[:USES_ACCELERATOR]->(a:Accelerator), "
+    "(c)-[:USES_PLACEMENT]->(p:Placement) "
     "WHERE ($after = '' OR o.key > $after) "
-    "AND ($stack_id = '' OR o.stack_id = $stack_id) "
-    "AND ($accelerator = '' OR o.accelerator = $accelerator) "
-    "AND ($placement = '' OR o.placement_kind = $placement) "
-    "AND ($benchmark_id = '' OR o.benchmark_id = $benchmark_id) "
+    "AND ($stack_id = '' OR c.stack_id = $stack_id) "
+    "AND ($accelerator = '' OR c.accelerator = $accelerator) "
+    "AND ($placement = '' OR c.placement_kind = $placement) "
+    "AND ($benchmark_id = '' OR b.benchmark_id = $benchmark_id) "
     "AND ($metric = '' OR o.metric = $metric) "
-    "AND ($source = '' OR o.source = $source) "
-    "AND ($host = '' OR o.host = $host) "
-    "AND ($run_id = '' OR o.run_id = $run_id) "
+    "AND ($source = '' OR c.source = $source) "
+    "AND ($host = '' OR c.host = $host) "
+    "AND ($run_id = '' OR c.run_id = $run_id) "
     "AND ($framework = '' OR s.framework = $framework) "
     "AND ($framework_version = '' OR s.framework_version = $framework_version) "
     "AND ($cuda = '' OR s.cuda = $cuda) "
@@ -162,7 +171,7 @@ _OBS_MATCH = (
 OBSERVATION_KEYS = _OBS_MATCH + "RETURN o.key AS key ORDER BY o.key LIMIT $limit"
 
 _OBS_RETURN = (
-    f"RETURN {_OBS_COLUMNS}, "
+    f"RETURN {_OBS_COLUMNS}, b.benchmark_id AS benchmark_id, "
     "s.driver AS s_driver, s.cuda AS s_cuda, s.cudnn AS s_cudnn, s.nccl AS s_nccl, "
     "s.tensorrt AS s_tensorrt, s.framework AS s_framework, "
     "s.framework_version AS s_framework_version, s.python AS s_python, "
@@ -175,12 +184,13 @@ _OBS_RETURN = (
 
 QUERY_OBSERVATIONS = _OBS_MATCH + _OBS_RETURN + "ORDER BY o.key LIMIT $limit"
 
-# One observation by its key: a primary-key (unique constraint) lookup, then its four links; not
+# One observation by its key: a primary-key (unique constraint) lookup, then its context's links; not
 # the filtered scan above, whose pattern the engines join before filtering.
 OBSERVATION_BY_KEY = (
     "MATCH (o:Observation {key: $key}) "
-    "MATCH (o)-[:ON_STACK]->(s:Stack), (o)-[:ON_ACCELERATOR]->(a:Accelerator), "
-    "(o)-[:IN_PLACEMENT]->(p:Placement), (o)-[:OF_BENCHMARK]->(b:Benchmark) "
+    "MATCH (o)-[:MEASURED_IN]->(c:Context), (o)-[:OF_BENCHMARK]->(b:Benchmark), "
+    "(c)-[:USES_STACK]->(s:Stack), (c)-[:USES_ACCELERATOR]->(a:Accelerator), "
+    "(c)-[:USES_PLACEMENT]->(p:Placement) "
     + _OBS_RETURN + "LIMIT 1"
 )
 
@@ -190,7 +200,8 @@ HOSTS_BY_NAME = (
 )
 
 OBSERVATIONS_BY_SOURCE = (
-    "MATCH (o:Observation) RETURN o.source AS source, count(o) AS c ORDER BY source"
+    "MATCH (o:Observation)-[:MEASURED_IN]->(c:Context) RETURN c.source AS source, count(o) AS c "
+    "ORDER BY source"
 )
 
 # ---- node inventory ----------------------------------------------------------------------
@@ -207,4 +218,7 @@ DELETE_SOME_RELATIONSHIPS = "MATCH ()-[r]->() WITH r LIMIT $n DELETE r RETURN co
 DELETE_SOME = "MATCH (n) WITH n LIMIT $n DETACH DELETE n RETURN count(*) AS c"
 
 # Which published names each stored accelerator was imported under (GET /v1/accelerators).
-ACCELERATOR_USAGE = "MATCH (o:Observation) RETURN o.accelerator AS model, o.provenance_json AS provenance"
+ACCELERATOR_USAGE = (
+    "MATCH (o:Observation)-[:MEASURED_IN]->(c:Context) "
+    "RETURN c.accelerator AS model, o.provenance_json AS provenance"
+)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class PropType(str, Enum):
@@ -116,6 +116,30 @@ RUN = NodeSpec(
         "run_profile": S,
     },
 )
+# Where and how observations were measured: everything that rows of one run on one node share
+# (stack, accelerator and count, placement, host, run, source). Each observation links to one
+# context instead of to five neighbours and carries none of these properties itself (schema v5):
+# a sweep writes a few contexts and thousands of observations, and Neo4j's ingest cost was the
+# relationships and properties per observation.
+CONTEXT = NodeSpec(
+    "Context",
+    "context_id",
+    {
+        "context_id": S,
+        # denormalised copies of the neighbours' keys: filters without traversals
+        "stack_id": S,
+        "accelerator": S,
+        "accelerator_count": I,
+        "placement_id": S,
+        "placement_kind": S,
+        "host": S,
+        "run_id": S,
+        "source_kind": S,
+        "source": S,
+        "placement_evidence_json": S,
+        "placement_consistent": B,
+    },
+)
 OBSERVATION = NodeSpec(
     "Observation",
     "key",
@@ -133,28 +157,22 @@ OBSERVATION = NodeSpec(
         "valid": B,
         "note": S,
         "timestamp": T,
-        "accelerator_count": I,
-        "placement_evidence_json": S,
-        "placement_consistent": B,
-        "source_kind": S,
-        "source": S,
         "source_url": S,
         "source_key": S,
         "provenance_json": S,
-        "run_id": S,
-        # Denormalised copies of the neighbours' keys: filters without traversals, and the
-        # advisor's flat fetch in one pass. They are written in the same statement as the edges.
-        "stack_id": S,
-        "accelerator": S,
-        "placement_id": S,
-        "placement_kind": S,
-        "benchmark_id": S,
-        "host": S,
     },
     # No range indexes: every read either scans all observations (the advisor's table) or filters
     # with ``($x = '' OR o.x = $x)``, which Neo4j cannot answer from an index, and each index
     # roughly halved Neo4j's ingest rate. Schema v3 dropped the six that v1 had.
 )
+# What an observation carried itself before schema v5 (its context now has them); the v5
+# migration moves them out.
+LEGACY_OBSERVATION_PROPERTIES = (
+    "stack_id", "accelerator", "accelerator_count", "placement_id", "placement_kind", "host",
+    "run_id", "source_kind", "source", "placement_evidence_json", "placement_consistent",
+    "benchmark_id",
+)
+LEGACY_OBSERVATION_RELATIONSHIPS = ("ON_STACK", "ON_ACCELERATOR", "IN_PLACEMENT", "ON_HOST", "IN_RUN")
 FAILURE = NodeSpec(
     "Failure",
     "key",
@@ -205,6 +223,7 @@ NODES: tuple[NodeSpec, ...] = (
     PLACEMENT,
     BENCHMARK,
     RUN,
+    CONTEXT,
     OBSERVATION,
     FAILURE,
     CLUSTER_NODE,
@@ -214,11 +233,12 @@ NODES: tuple[NodeSpec, ...] = (
 RELATIONSHIPS: tuple[RelSpec, ...] = (
     RelSpec("HAS_COMPONENT", "Stack", "Component"),
     RelSpec("OF_BENCHMARK", "Observation", "Benchmark"),
-    RelSpec("ON_STACK", "Observation", "Stack"),
-    RelSpec("ON_ACCELERATOR", "Observation", "Accelerator"),
-    RelSpec("IN_PLACEMENT", "Observation", "Placement"),
-    RelSpec("ON_HOST", "Observation", "Host"),
-    RelSpec("IN_RUN", "Observation", "Run"),
+    RelSpec("MEASURED_IN", "Observation", "Context"),
+    RelSpec("USES_STACK", "Context", "Stack"),
+    RelSpec("USES_ACCELERATOR", "Context", "Accelerator"),
+    RelSpec("USES_PLACEMENT", "Context", "Placement"),
+    RelSpec("USES_HOST", "Context", "Host"),
+    RelSpec("PART_OF_RUN", "Context", "Run"),
     RelSpec("FAILED_ON_STACK", "Failure", "Stack"),
     RelSpec("FAILED_ON_ACCELERATOR", "Failure", "Accelerator"),
     RelSpec("FAILED_IN_PLACEMENT", "Failure", "Placement"),

@@ -69,7 +69,7 @@ def test_v4_re_resolves_stored_names_without_a_re_import(store):
     store._write(lambda run: run(
         "MATCH (s:Stack) SET s.label = 'tensorrt 8.6.0, cuda 12.1, tensorrt 8.6.0'", {}))
     store._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 3", {}))
-    assert store.ensure_schema() == SCHEMA_VERSION == 4
+    assert store.ensure_schema() == SCHEMA_VERSION
     assert store.migration_report[4]["observations_rewritten"] == 3
     back = {o.source_key: o for o in store.query_observations()}
     assert len(back) == 4
@@ -83,4 +83,53 @@ def test_v4_re_resolves_stored_names_without_a_re_import(store):
     assert models == {"H100-SXM5-80GB", "T4", "Foo GPU 9000"}
     labels = {s["label"] for s in store.list_entities("stacks")}
     assert not any(label.count("tensorrt") > 1 for label in labels)
-    assert store.ensure_schema() == 4  # idempotent
+    assert store.ensure_schema() == SCHEMA_VERSION  # idempotent
+
+
+_LEGACY_EDGES = {"ON_STACK": ("USES_STACK", "Stack"), "ON_ACCELERATOR": ("USES_ACCELERATOR", "Accelerator"),
+                 "IN_PLACEMENT": ("USES_PLACEMENT", "Placement"), "ON_HOST": ("USES_HOST", "Host"),
+                 "IN_RUN": ("PART_OF_RUN", "Run")}
+
+
+def _as_v4(store) -> None:
+    """Rewrite a v5 graph in the v4 shape: contexts folded back into every observation (its
+    properties and five edges), no Context nodes — what a store written before v5 holds."""
+    from graph_schema.schema import CONTEXT, LEGACY_OBSERVATION_PROPERTIES
+
+    run = lambda q: store._write(lambda r: r(q, {}))
+    if store.uri.startswith("embedded:"):  # the v4 tables had these columns and relationships
+        for prop in LEGACY_OBSERVATION_PROPERTIES:
+            ptype = CONTEXT.properties.get(prop, "STRING")
+            run(f"ALTER TABLE Observation ADD {prop} {getattr(ptype, 'value', ptype)}")
+        for rel, (_, target) in _LEGACY_EDGES.items():
+            run(f"CREATE REL TABLE {rel}(FROM Observation TO {target})")
+    copies = ", ".join(f"o.{p} = c.{p}" for p in LEGACY_OBSERVATION_PROPERTIES if p != "benchmark_id")
+    run(f"MATCH (o:Observation)-[:MEASURED_IN]->(c:Context) SET {copies}")
+    run("MATCH (o:Observation)-[:OF_BENCHMARK]->(b:Benchmark) SET o.benchmark_id = b.benchmark_id")
+    for rel, (new, target) in _LEGACY_EDGES.items():
+        run(f"MATCH (o:Observation)-[:MEASURED_IN]->(:Context)-[:{new}]->(x:{target}) CREATE (o)-[:{rel}]->(x)")
+    run("MATCH (c:Context) DETACH DELETE c")
+    run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 4")
+
+
+def test_v5_moves_observation_contexts_out_without_a_re_import(store):
+    """A v4 store (every observation with its own copies and five edges) migrated to v5 answers
+    the same, holds one Context per run/node/stack instead, and is idempotent."""
+    from graph_schema.migrations import move_to_contexts
+    from graph_schema.models import IngestBatch
+    from tests.graph_schema.test_store_contract import TF, _obs
+
+    obs = [_obs(1), _obs(2), _obs(3, host=None, run_id=None), _obs(4, stack=TF, acc="T4")]
+    store.ingest(IngestBatch(observations=obs))
+    before = [o.model_dump() for o in store.query_observations()]
+    _as_v4(store)
+    assert store._read("MATCH (c:Context) RETURN count(c) AS c", {})[0]["c"] == 0
+    assert store.query_observations() == []  # the v5 query needs contexts
+    assert store.ensure_schema() == SCHEMA_VERSION
+    assert store.migration_report[5] == {"observations_moved_to_contexts": 4, "contexts_created": 3}
+    assert [o.model_dump() for o in store.query_observations()] == before
+    assert store._read("MATCH (o:Observation)-[r:ON_STACK]->() RETURN count(r) AS c", {})[0]["c"] == 0
+    assert store._read("MATCH (o:Observation) WHERE o.stack_id IS NOT NULL RETURN count(o) AS c",
+                       {})[0]["c"] == 0
+    assert move_to_contexts(store) == {"observations_moved_to_contexts": 0, "contexts_created": 0}
+    assert store.ingest(IngestBatch(observations=obs)).observations_new == 0  # same keys
