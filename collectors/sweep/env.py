@@ -9,7 +9,7 @@ Layout under the sweep cache (``$ADVISOR_SWEEP_CACHE``, else ``$XDG_CACHE_HOME/s
     results/         the sweep ledger (``collectors.sweep.ledger``)
 
 Why the collector runs from the project's source tree on ``PYTHONPATH`` and not installed in the
-cell: installing the project would pull its service dependencies (FastAPI, Neo4j, scikit-learn,
+cell: installing the project would pull its service dependencies (FastAPI, Neo4j, SciPy,
 Kubernetes...) into every cell and let them constrain the framework under test. The collector
 needs only a few small libraries (``COLLECTOR_REQUIREMENTS``); they are resolved *together* with
 the cell's framework, so a conflict is a recorded install failure and the lock lists them. The
