@@ -6,6 +6,7 @@ implements. The contract lives in these docstrings; implementations don't repeat
 
 from __future__ import annotations
 
+import unicodedata
 from abc import ABC, abstractmethod
 from typing import Any, Iterable
 
@@ -28,6 +29,30 @@ MAX_PAGE = 100_000
 MAX_OFFSET = 100_000
 """Deeper than this, page with ``after`` (the last key of the previous page): an offset costs
 every row before it, and the embedded engine crashes on a large ``SKIP``."""
+
+
+MAX_CLUSTER_NAME = 253
+
+
+def cluster_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an inventory, or None. A name travels as one URL path segment
+    (``PUT /v1/inventory/<name>``), so '.' and '..' (which clients and proxies collapse into
+    another path), '/', and characters that are not printable text (controls, line separators,
+    surrogates, U+FFFD from bytes that were not UTF-8) are refused; any other Unicode is kept."""
+    if len(name) > MAX_CLUSTER_NAME:
+        return f"it has {len(name)} characters; at most {MAX_CLUSTER_NAME}"
+    if name in (".", ".."):
+        return "'.' and '..' are path steps, not names"
+    if "/" in name:
+        return "it contains '/'"
+    for ch in name:
+        if ch == "\ufffd":
+            return "it contains U+FFFD (bytes that were not UTF-8)"
+        if unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp"):
+            return f"it contains the non-printing character U+{ord(ch):04X}"
+    if not name.strip():
+        return "it is blank"
+    return None
 
 
 def validation_message(exc: ValidationError, prefix: str = "") -> str:
@@ -252,11 +277,14 @@ class Store(ABC):
         Returns:
             How many nodes the cluster's inventory holds now.
         Raises:
-            InvalidInput: a blank cluster name, a node without a name, or a name twice.
+            InvalidInput: a cluster name that ``cluster_name_problem`` refuses, a node without a
+                name, or a name twice.
             NotImplementedError: the backend keeps no inventory; the message names the class.
         """
-        if not cluster or not cluster.strip():
-            raise InvalidInput(f"cluster must be a non-empty name, got {cluster!r}")
+        problem = cluster_name_problem(cluster) if isinstance(cluster, str) else "it is not text"
+        if problem:
+            raise InvalidInput(f"cluster: {cluster!r} cannot name an inventory: {problem}; "
+                               "use a name such as 'prod-gpu-1'")
         rows = list(nodes)
         seen: set[str] = set()
         for i, node in enumerate(rows):

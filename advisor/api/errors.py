@@ -83,7 +83,7 @@ def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append(
             {
                 "field": ".".join(loc),
-                "message": str(err.get("msg", "invalid")),
+                "message": str(err.get("msg", "invalid")).removeprefix("Value error, "),
                 "type": str(err.get("type", "")),
                 "got": None if err.get("type") == "missing" else _short(err.get("input")),
             }

@@ -5,18 +5,36 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from advisor.api.deps import ReadCaller, StoreDep, WriteCaller
 from advisor.api.routes import READ_ERRORS, WRITE_ERRORS
+from graph_schema.store import MAX_CLUSTER_NAME, cluster_name_problem
 
 router = APIRouter(prefix="/v1/inventory", tags=["inventory"])
 
 # ``:path`` so that a name with '/' reaches the handler and gets a 422 naming the field (without
-# it the router answers 404 or redirects with 307 on a trailing slash)
-CLUSTER_PATTERN = r"^[^/\x00-\x1f\x7f]+$"
-ClusterName = Annotated[str, Path(min_length=1, max_length=253, pattern=CLUSTER_PATTERN,
-                                  description="the inventory's name (no '/', no control characters)")]
+# it the router answers 404 or redirects with 307 on a trailing slash). The pattern documents the
+# rule; ``cluster_name_problem`` enforces it (also '.' and '..', which clients collapse into
+# another path, and U+FFFD, what the server decodes from bytes that are not UTF-8) with a message
+# saying what is wrong.
+CLUSTER_PATTERN = r"^[^/\x00-\x1f\x7f-\x9f\u2028\u2029\ufffd]+$"
+
+
+def _usable_cluster_name(name: str) -> str:
+    problem = cluster_name_problem(name)
+    if problem:
+        raise ValueError(f"cannot name an inventory: {problem}")
+    return name
+
+
+ClusterName = Annotated[
+    str,
+    Path(min_length=1, max_length=MAX_CLUSTER_NAME,
+         description="the inventory's name: any printable Unicode but '/', not '.' or '..'",
+         json_schema_extra={"pattern": CLUSTER_PATTERN}),
+    AfterValidator(_usable_cluster_name),
+]
 
 
 class InventoryBody(BaseModel):
@@ -57,7 +75,7 @@ def sync_inventory(request: Request, cluster: ClusterName, body: Annotated[Inven
     summary="The stored nodes (of one cluster, or all), ordered by cluster then name",
 )
 def list_inventory(store: StoreDep, _: ReadCaller,
-                   cluster: Annotated[str | None, Query(min_length=1, max_length=253,
+                   cluster: Annotated[str | None, Query(min_length=1, max_length=MAX_CLUSTER_NAME,
                                                        pattern=CLUSTER_PATTERN)] = None) -> InventoryPage:
     items = store.list_inventory(cluster)
     return InventoryPage(items=items, total=len(items))
