@@ -118,7 +118,7 @@ def test_store_inventory_validation_names_the_field() -> None:
         store.sync_inventory("prod", [docs[0], docs[0]])
     with pytest.raises(InvalidInput, match=r"nodes\.0\.name: a node needs a non-empty name"):
         store.sync_inventory("prod", [{"pool": "x"}])
-    with pytest.raises(InvalidInput, match="cluster must be a non-empty name"):
+    with pytest.raises(InvalidInput, match="cluster: ' ' cannot name an inventory: it is blank"):
         store.sync_inventory(" ", docs)
 
 

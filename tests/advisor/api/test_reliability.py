@@ -127,6 +127,72 @@ def test_cluster_names_with_a_slash_are_a_422(client: TestClient, tokens: dict[s
                       headers=auth(tokens["write"])).status_code == 200
 
 
+# Names a client or proxy turns into another path ('.', '..': an undocumented 404 or 405 before),
+# non-printing characters, and bytes that are not UTF-8 (the server decodes them as U+FFFD).
+UNUSABLE_CLUSTER_PATHS = {
+    "%2E": "path steps", "%2E%2E": "path steps", "%2e%2e": "path steps",
+    "%C2%85": "U+0085", "%E2%80%A8": "U+2028", "a%00b": "U+0000", "%1B%5B31m": "U+001B",
+    "%ff": "not UTF-8", "%C0%80": "not UTF-8", "%ED%A0%80": "not UTF-8", "%20%20": "blank",
+    "x" * 254: "at most 253",
+}
+
+
+@pytest.mark.parametrize("path", sorted(UNUSABLE_CLUSTER_PATHS))
+def test_unusable_cluster_names_are_a_422_naming_the_field(client: TestClient,
+                                                          tokens: dict[str, str], path: str) -> None:
+    r = client.put(f"/v1/inventory/{path}", json={"nodes": []}, headers=auth(tokens["write"]))
+    assert r.status_code == 422, (path, r.status_code, r.text)
+    detail = r.json()["details"][0]
+    assert detail["field"] == "path.cluster" and UNUSABLE_CLUSTER_PATHS[path] in detail["message"]
+    assert client.get("/v1/inventory").json()["items"] == []
+
+
+@pytest.mark.parametrize("name", ["é-prod", "日本-gpu", "\U0001f680 rocket", "a..b", "...", "%", "?#;",
+                                  "\u200b zero width", "\ufeffbom", "ünïcødé \u202e rtl"])
+def test_any_printable_unicode_names_an_inventory(client: TestClient, tokens: dict[str, str],
+                                                  name: str) -> None:
+    from urllib.parse import quote
+
+    r = client.put(f"/v1/inventory/{quote(name, safe='')}", json={"nodes": [{"name": "n1"}]},
+                   headers=auth(tokens["write"]))
+    assert r.status_code == 200, r.text
+    assert r.json() == {"cluster": name, "nodes": 1}
+    listed = client.get("/v1/inventory", params={"cluster": name}).json()
+    assert listed["items"] == [{"name": "n1"}]
+
+
+@pytest.mark.parametrize("name", [".", "..", "a/b", "\x85", "bad\ufffd", "\t"])
+def test_every_store_refuses_unusable_cluster_names_before_writing(store: Store, name: str) -> None:
+    """The same rule in the store interface: the REST store refuses before sending (a '..'
+    would otherwise reach another endpoint), the others before their transaction."""
+    from graph_schema.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match=r"^cluster: .* cannot name an inventory"):
+        store.sync_inventory(name, [{"name": "n1"}])
+    assert store.list_inventory() == []
+
+
+def test_the_rest_store_refuses_before_sending_and_quotes_what_it_sends() -> None:
+    import httpx
+
+    from graph_schema.errors import InvalidInput
+    from graph_schema.rest_store import RestStore
+
+    sent: list[bytes] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.url.raw_path)
+        return httpx.Response(200, json={"cluster": "x", "nodes": 1})
+
+    store = RestStore("http://api.invalid", token="t" * 20, transport=httpx.MockTransport(answer))
+    for name in ("..", ".", "a/b"):
+        with pytest.raises(InvalidInput, match="cannot name an inventory"):
+            store.sync_inventory(name, [{"name": "n1"}])
+    assert sent == []
+    store.sync_inventory("日本 a..b?#", [{"name": "n1"}])
+    assert sent == [b"/v1/inventory/%E6%97%A5%E6%9C%AC%20a..b%3F%23"]
+
+
 def test_ingest_requests_are_bounded(store: Store, tokens: dict[str, str]) -> None:
     with _client(store, tokens, max_batch_items=10) as client:
         r = client.post("/v1/observations", json=document("run-big", n=11),
