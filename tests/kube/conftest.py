@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.kube.control_plane import ControlPlane, cache_dir, find_binaries, find_controller_manager
 
@@ -92,7 +93,24 @@ def overlay_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (example / "collector-token.env").write_text(f"token={token}\n")
     (example / "planner-token.env").write_text(f"token={planner}\n")
     (example / "api-tokens.txt").write_text(f"{token} write collector\n{planner} read planner\n")
+    pin_stand_in_digests(example / "kustomization.yaml")
     return root
+
+
+PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
+
+
+def pin_stand_in_digests(kustomization: Path) -> None:
+    """Replace the example's placeholder digests as an operator would pin theirs. Nothing is
+    pulled here, so each stand-in is the SHA-256 of the image's name: well-formed, not zeros
+    (the admission policy refuses those), and not claimed to be any registry's digest."""
+    import hashlib
+
+    data = yaml.safe_load(kustomization.read_text())
+    for image in data["images"]:
+        assert image["digest"] == PLACEHOLDER_DIGEST, image
+        image["digest"] = "sha256:" + hashlib.sha256(image["name"].encode()).hexdigest()
+    kustomization.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def kustomize_build(cmd: list[str], path: Path) -> str:

@@ -506,3 +506,54 @@ def test_the_planner_can_create_only_collector_jobs(cluster: Any, control_plane:
         assert err.value.status == 403
     finally:
         planner.close()
+
+
+def _pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    spec = obj["spec"]
+    template = spec["jobTemplate"]["spec"]["template"] if "jobTemplate" in spec else spec["template"]
+    return template["spec"]
+
+
+def test_placeholder_digests_are_refused_saying_how_to_pin(cluster: list[dict[str, Any]],
+                                                           api_client: Any) -> None:
+    """The example overlay's all-zero digests, applied as they ship, are refused by the
+    stack-advisor-pinned-images policy, naming the image and how to pin it; the same objects
+    pinned are admitted (server-side apply dry runs: nothing is stored)."""
+    import copy
+    import time
+
+    from kubernetes import dynamic
+    from kubernetes.client.exceptions import ApiException
+
+    from tests.kube.conftest import PLACEHOLDER_DIGEST
+
+    example = yaml.safe_load((REPO / "deploy" / "overlays" / "example" / "kustomization.yaml").read_text())
+    assert {i["digest"] for i in example["images"]} == {PLACEHOLDER_DIGEST}  # as shipped in git
+    dyn = dynamic.DynamicClient(api_client)
+    for kind, name in (("Deployment", "stack-advisor-api"), ("StatefulSet", "stack-advisor-neo4j"),
+                       ("CronJob", "sa-weekly-gpu")):
+        pinned = next(o for o in cluster if o["kind"] == kind and o["metadata"]["name"] == name)
+        resource = dyn.resources.get(api_version=pinned["apiVersion"], kind=kind)
+
+        def apply(obj: dict[str, Any], resource: Any = resource) -> None:
+            resource.server_side_apply(body=obj, name=obj["metadata"]["name"], namespace=NAMESPACE,
+                                       field_manager="stack-advisor-tests", dry_run="All")
+
+        apply(pinned)
+        placeholder = copy.deepcopy(pinned)
+        container = _pod_spec(placeholder)["containers"][0]
+        image = container["image"].split("@")[0]
+        assert "@sha256:" in _pod_spec(pinned)["containers"][0]["image"]
+        container["image"] = f"{image}@{PLACEHOLDER_DIGEST}"
+        deadline = time.monotonic() + 20  # the apiserver loads a new policy within a second or so
+        while True:
+            try:
+                apply(placeholder)
+            except ApiException as exc:
+                message = json.loads(exc.body)["message"]
+                break
+            assert time.monotonic() < deadline, f"{kind} with a placeholder digest was admitted"
+            time.sleep(0.5)
+        assert "stack-advisor-pinned-images" in message, message
+        assert f"image {image}@{PLACEHOLDER_DIGEST} is pinned by a placeholder digest" in message
+        assert "imagetools inspect" in message, message
