@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from graph_schema.catalog.canonical import canonical_observation
 from graph_schema.registry import open_store
 from tests.graph_schema.test_concurrent_writers import overlapping_batches
 from tests.neo4j_server import start_local
@@ -35,7 +36,9 @@ def main() -> int:
             store.clear()  # type: ignore[attr-defined]
             store.ensure_schema()
             batches = overlapping_batches(args.writers, args.per_writer, args.size)
-            expected = {o.observation_key for mine in batches for b in mine for o in b.observations}
+            # the store keeps observations in catalogue names, so their keys are the canonical ones
+            expected = {canonical_observation(o).observation_key
+                        for mine in batches for b in mine for o in b.observations}
             barrier = threading.Barrier(args.writers)
 
             def writer(mine: list, store=store, barrier=barrier) -> int:  # type: ignore[no-untyped-def,type-arg]
