@@ -197,15 +197,19 @@ class LocalNeo4j:
     """A local server in its own home on a fixed loopback port that can be stopped, killed
     (``kill -9``) and started again on the same data: what the fault tests need."""
 
-    def __init__(self, lib: Path | None = None) -> None:
+    def __init__(self, lib: Path | None = None, *, extra_config: str = "",
+                 scheme: str = "bolt") -> None:
+        """``extra_config``: more neo4j.conf lines (e.g. bolt TLS, ``home`` is in ``self.home``
+        for paths); ``scheme``: the URI's (``bolt+ssc`` for a server that requires TLS)."""
         self.lib = lib or ensure_lib()
         self.home = Path(tempfile.mkdtemp(prefix="neo4j-test-"))
         for sub in ("conf", "data", "logs", "run", "import", "plugins", "lib", "licenses"):
             (self.home / sub).mkdir()
         self.port = _free_port()
-        (self.home / "conf" / "neo4j.conf").write_text(_config(self.home, self.port))
+        (self.home / "conf" / "neo4j.conf").write_text(
+            _config(self.home, self.port) + extra_config.replace("{home}", str(self.home)))
         self.log = self.home / "console.log"
-        self.uri = f"bolt://127.0.0.1:{self.port}"
+        self.uri = f"{scheme}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> str:
