@@ -7,7 +7,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from advisor.api import examples
+from graph_schema.errors import InvalidInput
 from graph_schema.models import EntityKind, ResultDocument
 
 PAYLOADS = [
@@ -87,7 +90,11 @@ def test_payloads_in_every_field_round_trip_and_change_nothing_else(store) -> No
     # the same document again: idempotent, still exactly one of each
     again = store.ingest_document(doc)
     assert (again.observations_new, again.failures_new) == (0, 0)
-    cluster = PAYLOADS[0]
+    # an inventory's name is a URL path segment (no '/'; graph_schema.store.cluster_name_problem):
+    # the payload with '/' is refused before any write, the others round-trip
+    with pytest.raises(InvalidInput, match="cluster"):
+        store.sync_inventory(PAYLOADS[0], [{"name": PAYLOADS[1]}])
+    cluster = PAYLOADS[4]
     assert store.sync_inventory(cluster, [{"name": PAYLOADS[1]}]) == 1
     assert store.list_inventory(cluster) == [{"name": PAYLOADS[1]}]
     assert store.stats().counts["Observation"] == 1
