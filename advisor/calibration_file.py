@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ import numpy as np
 from advisor.estimate import Calibration, PoolKey
 from advisor.results import Basis
 from advisor.table import ObservationTable
-from advisor.table_file import code_digest, configured_cache_dir, content_digest
+from advisor.table_file import code_digest, configured_cache_dir, content_digest, write_atomically
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"
@@ -92,15 +90,7 @@ def save(table: ObservationTable, calibration: Calibration) -> Path | None:
     meta = {"key": key, "pools": pools, "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())]}
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".calibration-", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, **arrays)  # type: ignore[arg-type]
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, lambda handle: np.savez(handle, **arrays))
         _prune(path.parent)
     except OSError as exc:
         log.warning("could not persist the calibration in %s: %s", path.parent, exc)

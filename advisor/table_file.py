@@ -167,20 +167,30 @@ def write_table(path: Path, table: ObservationTable, key: dict[str, Any]) -> boo
     arrays["keys_offsets"] = np.concatenate(([0], np.cumsum([len(k) for k in encoded], dtype=np.int64)))
     arrays["keys_blob"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                write_arrays(handle, meta, arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(path, lambda handle: write_arrays(handle, meta, arrays))
         _prune(path.parent)
     except OSError as exc:
         log.warning("could not persist the observation table in %s: %s", path.parent, exc)
         return False
     return True
+
+
+def write_atomically(path: Path, write: Callable[[Any], None]) -> None:
+    """``write(handle)`` into a temporary file beside ``path``, then renamed onto it: a reader
+    (another process, a replica sharing the folder) sees the old file or the whole new one.
+
+    Raises:
+        OSError: the folder or the file cannot be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_arrays(handle: Any, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
