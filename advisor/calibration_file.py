@@ -3,8 +3,9 @@ process (every CLI call, an API start) does not replay the knowledge base's hist
 per process at the starter knowledge base's size).
 
 The calibration (``advisor.estimate.Calibration``: residual pools per basis and cell, the learned
-roofline blends) is a function of the table's content and of the code that computes it, and
-nothing else. A file is keyed by both: the table's content digest (observation keys and values,
+roofline blends, each slice's fitted transfer models as plain floats, so answering never imports
+scikit-learn) is a function of the table's content, of the transfer method and of the code that
+computes it, and nothing else. A file is keyed by both: the table's content digest (observation keys and values,
 ``table_file.content_digest``) and ``table_file.code_digest`` (the same rule that invalidates
 persisted tables and models), plus this file's format. Files live in ``$ADVISOR_CALIBRATION_CACHE``
 or ``$XDG_CACHE_HOME/stack-advisor/calibration`` (``ADVISOR_CALIBRATION_CACHE=0``: off), are
@@ -27,10 +28,11 @@ from advisor.estimate import Calibration, PoolKey
 from advisor.results import Basis
 from advisor.table import ObservationTable
 from advisor.table_file import code_digest, configured_cache_dir, content_digest, write_atomically
+from advisor.transfer import TransferModel
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"
-FORMAT = 2  # 2: per-slice transfer pools
+FORMAT = 3  # 2: per-slice transfer pools; 3: the fitted transfer models
 KEEP = 8
 
 
@@ -39,11 +41,12 @@ def cache_dir() -> Path | None:
     return configured_cache_dir(CACHE_ENV, "calibration")
 
 
-def calibration_key(table: ObservationTable) -> str:
-    """The file's key: format, the code's digest, the table's content digest."""
+def calibration_key(table: ObservationTable, transfer_method: str = "roofline") -> str:
+    """The file's key: format, the code's digest, the table's content digest, the transfer method."""
     if not table.digest:
         table.digest = content_digest(table)
-    return hashlib.sha256(f"calibration-v{FORMAT}:{code_digest()}:{table.digest}".encode()).hexdigest()[:32]
+    text = f"calibration-v{FORMAT}:{code_digest()}:{table.digest}:{transfer_method}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _path(key: str) -> Path | None:
@@ -51,9 +54,10 @@ def _path(key: str) -> Path | None:
     return None if folder is None else folder / f"calibration-{key}.npz"
 
 
-def load(table: ObservationTable) -> Calibration | None:
-    """The persisted calibration of ``table``, or None (none yet, caching off, unreadable)."""
-    key = calibration_key(table)
+def load(table: ObservationTable, transfer_method: str = "roofline") -> Calibration | None:
+    """The persisted calibration of ``table`` (with that transfer method's fitted models), or
+    None (none yet, caching off, unreadable)."""
+    key = calibration_key(table, transfer_method)
     path = _path(key)
     if path is None:
         return None
@@ -66,18 +70,19 @@ def load(table: ObservationTable) -> Calibration | None:
             for i, (family, basis, *cell) in enumerate(meta["pools"]):
                 residuals.setdefault(family, {})[(Basis(basis), *cell)] = np.asarray(data[f"pool{i}"])
             alphas = {tuple(k): float(a) for *k, a in meta["alphas"]}
+            transfers = {tuple(k): TransferModel.from_list(v) for k, v in meta["transfers"]}
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
         log.warning("ignoring the unreadable calibration %s (%s)", path, type(exc).__name__)
         return None
-    return Calibration(residuals=residuals, alphas=alphas)  # type: ignore[arg-type]
+    return Calibration(residuals=residuals, alphas=alphas, transfers=transfers)  # type: ignore[arg-type]
 
 
-def save(table: ObservationTable, calibration: Calibration) -> Path | None:
+def save(table: ObservationTable, calibration: Calibration, transfer_method: str = "roofline") -> Path | None:
     """Persist ``calibration`` as the one of ``table``; the file's path (None when off or the
     folder cannot be written: the calibration is then computed again next time)."""
-    key = calibration_key(table)
+    key = calibration_key(table, transfer_method)
     path = _path(key)
     if path is None:
         return None
@@ -87,7 +92,8 @@ def save(table: ObservationTable, calibration: Calibration) -> Path | None:
         for (basis, *cell), values in cells.items():
             arrays[f"pool{len(pools)}"] = np.asarray(values, dtype=np.float64)
             pools.append([family, basis.value, *cell])
-    meta = {"key": key, "pools": pools, "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())]}
+    meta = {"key": key, "pools": pools, "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())],
+            "transfers": [[list(k), m.as_list()] for k, m in sorted(calibration.transfers.items())]}
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:
         write_atomically(path, lambda handle: np.savez(handle, **arrays))

@@ -61,6 +61,8 @@ class Advisor:
 
     # False: calibrate in memory only (evaluation's advisors over training splits)
     persist_calibration = True
+    # how a benchmark transfers to an accelerator that never ran it (``advisor.transfer.METHODS``)
+    transfer_method = "roofline"
 
     def __init__(self, store: Store, *, prices: Any = None, rules: Any = None,
                  memo_answers: bool = True, generation_ttl: float = 0.0) -> None:
@@ -125,14 +127,14 @@ class Advisor:
         table = table or self.table()
         with self._lock:
             if self._index is None or self._index.table is not table:
-                index = EvidenceIndex(table, self.overheads(table))
+                index = EvidenceIndex(table, self.overheads(table), self.transfer_method)
                 if self.persist_calibration and table.n:
-                    calibration = calibration_file.load(table)
+                    calibration = calibration_file.load(table, self.transfer_method)
                     if calibration is None:
                         start = time.perf_counter()
                         with progress.phase("calibrating the intervals on the knowledge base's history"):
                             calibration = index.calibration()
-                        calibration_file.save(table, calibration)
+                        calibration_file.save(table, calibration, self.transfer_method)
                         log.info("calibrated in %.2fs", time.perf_counter() - start)
                     index.adopt(calibration)
                 self._index = index
@@ -325,12 +327,14 @@ class Advisor:
                                 alpha=alpha, min_count=min_count)
 
     def evaluate(self, protocol: str = "by-round", *, train_until: str | None = None,
-                 test_round: str | None = None) -> EvaluationReport:
-        """Accuracy of ``predict`` on held-out published results (see ``advisor.evaluation``)."""
+                 test_round: str | None = None, transfer_method: str | None = None) -> EvaluationReport:
+        """Accuracy of ``predict`` on held-out published results (see ``advisor.evaluation``);
+        ``transfer_method``: another than this advisor's (the accuracy report's challenger)."""
         from advisor.evaluation import evaluate
 
         return evaluate(self.table(), protocol, train_until=train_until, test_round=test_round,
-                        rules=self.rules, prices=self.prices)
+                        rules=self.rules, prices=self.prices,
+                        transfer_method=transfer_method or self.transfer_method)
 
 
 _CONTROLLER: ThreadpoolController | None = None

@@ -10,7 +10,8 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
    support it.
 3. **transferred** — another accelerator ran it: the nearest accelerators of the same vendor are
    scaled by published peak compute and memory bandwidth, ``(P_t/P_r)^a * (B_t/B_r)^(1-a)``, with
-   ``a`` (compute- vs memory-bound) learned per benchmark by leaving one accelerator out.
+   ``a`` (compute- vs memory-bound) learned per benchmark by leaving one accelerator out
+   (``advisor.transfer``, which also holds the scikit-learn challenger the accuracy report measures).
 4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
    that class ever seen on it, no public specs to scale by, the model does not fit in memory.
 
@@ -34,14 +35,15 @@ from typing import Any
 
 import numpy as np
 
+from advisor import transfer
 from advisor.results import Basis
 from advisor.specs import ResolvedAccelerator, resolve_accelerator
 from advisor.table import ObservationTable, physical_key, round_number
+from advisor.transfer import TransferModel
+from graph_schema.errors import InvalidInput
 
 LEVEL = 0.8
 QUANTILES = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
-ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the roofline blend
-NEAREST = 3  # reference accelerators a transfer draws on
 MIN_RESIDUALS = 40
 
 
@@ -191,10 +193,12 @@ class Estimate:
 class Calibration:
     """What calibrating an evidence index computes: per family, the log residual pools per
     ``PoolKey`` (cells, the whole family, and each slice's transfers); per slice, the learned
-    share of compute in the roofline blend."""
+    share of compute in the roofline blend and the transfer model of each accelerator class."""
 
     residuals: dict[str, dict[PoolKey, np.ndarray]]
     alphas: dict[SliceKey, float]
+    # (family, benchmark, scenario, metric, division, accelerator class) → its transfer model
+    transfers: dict[tuple[str, ...], TransferModel] = field(default_factory=dict)
 
 
 @dataclass
@@ -221,8 +225,12 @@ class EvidenceIndex:
     """The observation table grouped by benchmark slice and canonical accelerator, with the
     conformal residual quantiles per basis. Built once per table (store generation)."""
 
-    def __init__(self, table: ObservationTable, overheads: dict[tuple[str, str], Any] | None = None) -> None:
+    def __init__(self, table: ObservationTable, overheads: dict[tuple[str, str], Any] | None = None,
+                 transfer_method: str = "roofline") -> None:
+        if transfer_method not in transfer.METHODS:
+            raise InvalidInput(f"transfer method: {transfer_method!r} is not one of {', '.join(transfer.METHODS)}")
         self.table = table
+        self.transfer_method = transfer_method
         self.overheads = overheads or {}
         canon = [canonical_accelerator(a) for a in table.accelerator.vocab]
         self.accel = np.asarray(canon, dtype=object)[table.accelerator.codes] if table.n else np.empty(0, object)
@@ -243,6 +251,9 @@ class EvidenceIndex:
         for key, by_acc in grouped.items():
             self.slices[key] = {a: np.asarray(r, dtype=np.int64) for a, r in by_acc.items()}
         self._alpha: dict[SliceKey, float] = {}
+        self._transfer: dict[tuple[str, ...], TransferModel] = {}
+        # the same models fitted without each accelerator (calibration time only: honest replays)
+        self._held_out: dict[tuple[str, ...], dict[str, TransferModel]] = {}
         self._residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
         # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices' spreads
         self._scaled: dict[tuple[Any, ...], tuple[float, float, float, float, dict[tuple[str, str], float]]] = {}
@@ -372,15 +383,13 @@ class EvidenceIndex:
             seen = sorted({v[2] for v in refs.values()}) or ["none with public specs"]
             return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator of this class measured: no {cls} "
                             f"accelerator ever ran {q.benchmark} {q.scenario} (seen: {', '.join(seen)})")
-        alpha = self.alpha(q.slice, by_acc)
-        raw_value, used = _scale_from(same, target, alpha, hib)
+        model = self.transfer_model(q.slice, by_acc, cls)
+        raw_value, used = transfer.predict(model, same, target)
         lo_q, mid_q, hi_q = self.quantiles(q.slice, Basis.TRANSFERRED)
         # the median residual of transfers on this cell's history is a learned efficiency
         # correction; the interval is the same residuals' p10..p90 around the raw scaling
         value = raw_value * math.exp(mid_q)
-        bound = "compute" if alpha >= 0.75 else "memory" if alpha <= 0.25 else "compute and memory"
-        factors = [("reference", (f"{', '.join(used)} scaled by peak compute^{alpha:g} x bandwidth^{1 - alpha:g} "
-                    f"({bound}-bound, learned on {len(refs)} accelerators)"), 1.0)]
+        factors = [("reference", f"{', '.join(used)} {model.describe()}", 1.0)]
         all_values = [v[0] for v in refs.values()]
         notes = []
         extrapolated = False
@@ -416,8 +425,19 @@ class EvidenceIndex:
     def alpha(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> float:
         """The roofline blend that best predicts each accelerator of the slice from the others."""
         if key not in self._alpha:
-            self._alpha[key] = _learn_alpha(self.references(by_acc), self.higher_is_better(key))
+            self._alpha[key] = transfer.learn_alpha(self.references(by_acc), self.higher_is_better(key))
         return self._alpha[key]
+
+    def transfer_model(self, key: SliceKey, by_acc: dict[str, np.ndarray], cls: str) -> TransferModel:
+        """How the slice transfers to an accelerator of class ``cls`` (``advisor.transfer``):
+        fitted once per table, at calibration, and persisted with it."""
+        model_key = (*key, cls)
+        if model_key not in self._transfer:
+            alpha = self.alpha(key, by_acc)
+            fitted = transfer.fit(self.references(by_acc), self.higher_is_better(key), alpha, cls,
+                                  self.transfer_method)
+            self._transfer[model_key], self._held_out[model_key] = fitted.model, fitted.held_out
+        return self._transfer[model_key]
 
     # ---- calibration -------------------------------------------------------------------------
     def quantiles(self, key: SliceKey, basis: Basis) -> tuple[float, float, float]:
@@ -477,17 +497,23 @@ class EvidenceIndex:
         return sorted({k[0] for k in self.slices})
 
     def calibration(self) -> Calibration:
-        """Every family's residual pools and the slices' learned roofline blends, computed now
-        where not yet: what ``adopt`` restores in another process over the same table."""
+        """Every family's residual pools and every slice's transfer models (one per accelerator
+        class it has references of), computed now where not yet: what ``adopt`` restores in
+        another process over the same table, which then never fits anything."""
         for family in self.families():
             self.residuals_for(family)
-        return Calibration(residuals={f: dict(p) for f, p in self._residuals.items()}, alphas=dict(self._alpha))
+        for key, by_acc in self.slices.items():
+            for cls in sorted({v[2] for v in self.references(by_acc).values()}):
+                self.transfer_model(key, by_acc, cls)
+        return Calibration(residuals={f: dict(p) for f, p in self._residuals.items()}, alphas=dict(self._alpha),
+                           transfers=dict(self._transfer))
 
     def adopt(self, calibration: Calibration) -> None:
         """Use a calibration computed earlier over this very table (same content)."""
         self._scaled.clear()
         self._residuals.update(calibration.residuals)
         self._alpha.update(calibration.alphas)
+        self._transfer.update(calibration.transfers)
 
     def residuals(self, family: str) -> dict[PoolKey, np.ndarray]:
         """Log residuals of each basis on the family's own history: every round predicted from
@@ -499,7 +525,6 @@ class EvidenceIndex:
         for key, by_acc in self.slices.items():
             if key[0] != family:
                 continue
-            hib = self.higher_is_better(key)
             cell = (key[4], key[3])
             rounds = sorted({float(self.round_no[r]) for rows in by_acc.values() for r in rows.tolist()})
             for acc, rows in by_acc.items():
@@ -518,7 +543,6 @@ class EvidenceIndex:
                             out[(Basis.OBSERVED, *cell)].append(math.log(self.unit[r] / ref_same))
             if len(by_acc) < 2:
                 continue
-            alpha = self.alpha(key, by_acc)  # learned with every accelerator in: a mild leak, far cheaper
             for rnd in rounds[-2:]:  # as for interpolation: the most recent rounds
                 # each accelerator from its peers of the same round — what a new accelerator's
                 # transfer rests on. Peers last measured in older rounds stay out: a benchmark
@@ -533,7 +557,11 @@ class EvidenceIndex:
                     refs = {a: v for a, v in as_of.items() if a != acc and v[2] == cls}
                     if not refs:
                         continue
-                    value, _ = _scale_from(refs, target, alpha, hib)
+                    # a learned model as fitted without this accelerator; the roofline blend is
+                    # learned with every accelerator in: a mild leak, far cheaper
+                    model = self.transfer_model(key, by_acc, cls)
+                    model = self._held_out.get((*key, cls), {}).get(acc, model)
+                    value, _ = transfer.predict(model, refs, target)
                     out[(Basis.TRANSFERRED, *cell, key[1], key[2])].extend(np.log(self.unit[now] / value).tolist())
         pooled: dict[PoolKey, np.ndarray] = {
             k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
@@ -561,51 +589,3 @@ def _q(values: np.ndarray) -> tuple[float, float, float]:
     """(p10, median, p90)."""
     lo, mid, hi = np.quantile(values, [QUANTILES[0], 0.5, QUANTILES[1]])
     return float(lo), float(mid), float(hi)
-
-
-def _scale(value: float, ref: tuple[float, float], target: tuple[float, float], alpha: float, hib: bool) -> float:
-    ratio = (target[0] / ref[0]) ** alpha * (target[1] / ref[1]) ** (1 - alpha)
-    return value * ratio if hib else value / ratio
-
-
-def _distance(a: tuple[float, float], b: tuple[float, float]) -> float:
-    return abs(math.log(a[0] / b[0])) + abs(math.log(a[1] / b[1]))
-
-
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-
-
-def _nearest(refs: dict[str, tuple[float, tuple[float, float], str]], target: tuple[float, float]) -> list[str]:
-    return sorted(refs, key=lambda a: (_distance(refs[a][1], target), a))[:NEAREST]
-
-
-def _scale_from(refs: dict[str, tuple[float, tuple[float, float], str]], target: tuple[float, float],
-                alpha: float, hib: bool) -> tuple[float, list[str]]:
-    """Median of the nearest references (by peak figures) scaled to the target."""
-    nearest = _nearest(refs, target)
-    return _median([_scale(refs[a][0], refs[a][1], target, alpha, hib) for a in nearest]), nearest
-
-
-def _learn_alpha(refs: dict[str, tuple[float, tuple[float, float], str]], hib: bool) -> float:
-    """Leave-one-accelerator-out over ``refs``: the blend with the smallest median |log error|
-    (0.5 when fewer than three accelerators)."""
-    if len(refs) < 3:
-        return 0.5
-    held = []
-    for acc, (value, peaks, cls) in refs.items():
-        others = {a: v for a, v in refs.items() if a != acc and v[2] == cls}
-        if others:
-            held.append((value, peaks, [others[a] for a in _nearest(others, peaks)]))
-    if not held:
-        return 0.5
-    best, best_err = 0.5, math.inf
-    for alpha in ALPHAS:
-        errs = [abs(math.log(value / _median([_scale(r[0], r[1], peaks, alpha, hib) for r in near])))
-                for value, peaks, near in held]
-        err = _median(errs)
-        if err < best_err - 1e-9:
-            best, best_err = alpha, err
-    return best

@@ -25,6 +25,7 @@ import numpy as np
 from advisor.estimate import EvidenceIndex, canonical_accelerator
 from advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
 from advisor.table import Column, ObservationTable, _round_key
+from advisor.transfer import METHODS
 from graph_schema.errors import InvalidInput
 
 PROTOCOLS = ("by-round", "loao")
@@ -175,13 +176,17 @@ def _closed_throughput(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     return rows[closed & table.higher_is_better[rows] & (table.value[rows] > 0)]
 
 
-def _advisor_over(table: ObservationTable, rules: Any, prices: Any) -> Any:
+def _advisor_over(table: ObservationTable, rules: Any, prices: Any, transfer_method: str) -> Any:
     from advisor.engine import Advisor
 
     class _Pinned(Advisor):
         """An advisor whose knowledge base is this table (the training split)."""
 
         persist_calibration = False
+
+        def __init__(self) -> None:
+            super().__init__(None, rules=rules, prices=prices, memo_answers=False)  # type: ignore[arg-type]
+            self.transfer_method = transfer_method
 
         def store_generation(self) -> int:
             return table.generation
@@ -192,12 +197,14 @@ def _advisor_over(table: ObservationTable, rules: Any, prices: Any) -> Any:
         def _known_failures(self, table: ObservationTable | None = None) -> set[Any]:
             return set()
 
-    return _Pinned(None, rules=rules, prices=prices, memo_answers=False)  # type: ignore[arg-type]
+    return _Pinned()
 
 
 def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until: str | None = None,
-             test_round: str | None = None, rules: Any = None, prices: Any = None) -> EvaluationReport:
-    """Score ``predict`` on held-out published results (see the module docstring).
+             test_round: str | None = None, rules: Any = None, prices: Any = None,
+             transfer_method: str = "roofline") -> EvaluationReport:
+    """Score ``predict`` on held-out published results (see the module docstring), transferring
+    by ``transfer_method`` (``advisor.transfer.METHODS``).
 
     Raises:
         InvalidInput: an unknown protocol or round, or a split with nothing to train or test on.
@@ -205,6 +212,8 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
     start = time.perf_counter()
     if protocol not in PROTOCOLS:
         raise InvalidInput(f"protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+    if transfer_method not in METHODS:
+        raise InvalidInput(f"transfer method: {transfer_method!r} is not one of {', '.join(METHODS)}")
     rounds = sorted({r for r in table.round.vocab if r}, key=_round_key)
     if not rounds:
         raise InvalidInput("evaluation needs published results with rounds (import MLPerf results first)")
@@ -233,7 +242,7 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
         seen_bench = np.array([n in known for n in test_names.tolist()], dtype=bool)
         unseen_rows = test_rows[~seen_bench]
         test_rows = test_rows[seen_bench]
-        advisor = _advisor_over(train, rules, prices)
+        advisor = _advisor_over(train, rules, prices, transfer_method)
         predictions = advisor.predict([user_query(table, r) for r in test_rows.tolist()])
         seen = {canonical_accelerator(a) for a in train.accelerator.vocab}
         scored.add(table, test_rows, predictions, simple_lookup(train, table, test_rows), seen)
@@ -251,7 +260,7 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
             held = candidates[accs[candidates] == acc]
             train_rows = upto[accs[upto] != acc]
             train = subset(table, train_rows)
-            advisor = _advisor_over(train, rules, prices)
+            advisor = _advisor_over(train, rules, prices, transfer_method)
             predictions = advisor.predict([user_query(table, r) for r in held.tolist()])
             scored.add(table, held, predictions, simple_lookup(train, table, held), set())
             train_count = max(train_count, len(train_rows))
