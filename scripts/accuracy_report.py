@@ -85,8 +85,8 @@ def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]: 
     lines = [
         ("**What scikit-learn does: the transfer challenger.** A transfer scales the nearest measured "
          "accelerators of the same vendor by published peak compute and bandwidth. Answers use the "
-         "roofline blend (compute^a x bandwidth^(1-a), `a` from a grid, left-one-accelerator-out). The "
-         "challenger (`advisor/transfer.py`, method `learned`), fitted per benchmark slice and accelerator "
+         "roofline blend (compute^a x bandwidth^(1-a), `a` picked from a grid by leaving one accelerator out). "
+         "The challenger (`advisor/transfer.py`, method `learned`) is fitted per benchmark slice and accelerator "
          "class at calibration time: scikit-learn's `Ridge` fits the log of the percent-of-roofline "
          "efficiency on log peak compute and log bandwidth (shrunk towards the blend), "
          "`LeaveOneGroupOut` (one group per accelerator) scores it against the blend on the same held-out "
@@ -116,8 +116,8 @@ def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]: 
                       "It is not, so answers keep the roofline blend."))]
     lines += ["", ("Variants measured once on 2026-11-23, each as transferred MAPE / median APE / coverage by "
                    "round, then leaving accelerators out (the blend: 20.6 / 17.1 / 0.77, 18.5 / 12.0 / 0.83): "
-                   "one global log-linear model per slice for every slice instead of scaling the nearest "
-                   "references, ridge 47.4 / 28.9 / 0.63, 22.9 / 13.5 / 0.68, least squares 49.4 / 29.5 / "
+                   "a log-linear model of all of a slice's references answering on its own, for every slice, "
+                   "instead of scaling the nearest references: ridge 47.4 / 28.9 / 0.63, 22.9 / 13.5 / 0.68, least squares 49.4 / 29.5 / "
                    "0.57, 24.4 / 15.2 / 0.65; the challenger chosen by median instead of mean error 21.5 / "
                    "20.0 / 0.67, 17.6 / 12.1 / 0.82; `RidgeCV` choosing the penalty 21.5 / 19.8 / 0.75, "
                    "18.1 / 12.5 / 0.81; penalty 3: 21.8 / 19.4 / 0.78, 18.0 / 12.7 / 0.81; kept only where it "
