@@ -30,7 +30,7 @@ from advisor.table_file import code_digest, configured_cache_dir, content_digest
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"
-FORMAT = 2  # 2: per-slice transfer pools
+FORMAT = 3  # 2: per-slice transfer pools; 3: all pools in one array (one zip member, not hundreds)
 KEEP = 8
 
 
@@ -62,9 +62,10 @@ def load(table: ObservationTable) -> Calibration | None:
             meta = json.loads(bytes(data["meta"]).decode())
             if meta.get("key") != key:
                 return None
+            values = np.asarray(data["values"])
             residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
-            for i, (family, basis, *cell) in enumerate(meta["pools"]):
-                residuals.setdefault(family, {})[(Basis(basis), *cell)] = np.asarray(data[f"pool{i}"])
+            for (family, basis, *cell), start, end in zip(meta["pools"], meta["starts"], meta["ends"], strict=True):
+                residuals.setdefault(family, {})[(Basis(basis), *cell)] = values[start:end]
             alphas = {tuple(k): float(a) for *k, a in meta["alphas"]}
     except FileNotFoundError:
         return None
@@ -82,13 +83,22 @@ def save(table: ObservationTable, calibration: Calibration) -> Path | None:
     if path is None:
         return None
     pools: list[list[Any]] = []
-    arrays: dict[str, np.ndarray] = {}
+    chunks: list[np.ndarray] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    end = 0
     for family, cells in sorted(calibration.residuals.items()):
         for (basis, *cell), values in cells.items():
-            arrays[f"pool{len(pools)}"] = np.asarray(values, dtype=np.float64)
+            chunk = np.asarray(values, dtype=np.float64).reshape(-1)
             pools.append([family, basis.value, *cell])
-    meta = {"key": key, "pools": pools, "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())]}
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+            starts.append(end)
+            end += len(chunk)
+            ends.append(end)
+            chunks.append(chunk)
+    meta = {"key": key, "pools": pools, "starts": starts, "ends": ends,
+            "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())]}
+    arrays = {"values": np.concatenate(chunks) if chunks else np.zeros(0),
+              "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
     try:
         write_atomically(path, lambda handle: np.savez(handle, **arrays))
         _prune(path.parent)
