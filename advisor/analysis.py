@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from advisor.order_stats import median, median_rows, quantiles
 from advisor.results import Interval, PlacementOverhead
 from advisor.rules import parse_version
-from advisor.table import ObservationTable
+from advisor.table import ObservationTable, group_ids
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 
@@ -29,16 +30,18 @@ def bootstrap_interval(values: np.ndarray, *, n: int = 500, seed: int = 0) -> In
         return None
     rng = np.random.default_rng(seed)
     samples = rng.choice(values, size=(n, len(values)), replace=True)
-    medians = np.median(samples, axis=1)
-    return Interval(low=float(np.quantile(medians, 0.1)), high=float(np.quantile(medians, 0.9)))
+    low, high = quantiles(median_rows(samples), (0.1, 0.9))
+    return Interval(low=low, high=high)
+
+
+def _column(table: ObservationTable, name: str) -> np.ndarray:
+    col = getattr(table, name)
+    return col.codes if hasattr(col, "codes") else col
 
 
 def _groups(table: ObservationTable, rows: np.ndarray, by: tuple[str, ...]) -> dict[tuple[Any, ...], np.ndarray]:
     out: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    cols = []
-    for name in by:
-        col = getattr(table, name)
-        cols.append(col.codes[rows] if hasattr(col, "codes") else col[rows])
+    cols = [_column(table, name)[rows] for name in by]
     keys = np.column_stack(cols) if cols else np.zeros((len(rows), 0))
     for i, key in enumerate(map(tuple, keys.tolist())):
         out[key].append(int(rows[i]))
@@ -59,24 +62,30 @@ def placement_overheads(table: ObservationTable) -> dict[tuple[str, str], Placem
         return {}
     ratios: dict[tuple[int, int], list[float]] = defaultdict(list)
     benches: dict[tuple[int, int], set[str]] = defaultdict(set)
-    for key, idx in _groups(table, np.arange(table.n), PLACEMENT_PAIR_KEY).items():
+    # only groups with a virtualised result can pair: find them with one array pass, then group
+    # those rows alone (a Python pass over every row cost more than the rest of an answer)
+    places = table.placement.codes
+    virtual = (places != bare) & (places != table.placement.code(PlacementKind.UNKNOWN.value))
+    group = group_ids(_column(table, name) for name in PLACEMENT_PAIR_KEY)
+    paired = np.flatnonzero(np.isin(group, group[virtual]))
+    for key, idx in _groups(table, paired, PLACEMENT_PAIR_KEY).items():
         places = table.placement.codes[idx]
         if bare not in places or len(set(places.tolist())) < 2:
             continue
         hib = bool(table.higher_is_better[idx[0]])
-        base = float(np.median(table.value[idx[places == bare]]))
+        base = median(table.value[idx[places == bare]])
         for p in set(places.tolist()) - {bare}:
             kind = table.placement.vocab[p]
             if kind == PlacementKind.UNKNOWN.value:
                 continue
-            virt = float(np.median(table.value[idx[places == p]]))
+            virt = median(table.value[idx[places == p]])
             if base > 0 and virt > 0:
                 ratios[(key[3], p)].append(speed_ratio(virt, base, hib))
                 benches[(key[3], p)].add(table.bench_name.vocab[table.bench_name.codes[idx[0]]])
     out = {}
     for (acc, p), values in ratios.items():
         arr = np.asarray(values)
-        ratio = float(np.median(arr))
+        ratio = median(arr)
         name, kind = table.physical.vocab[acc], PlacementKind(table.placement.vocab[p])
         label = {"vgpu": "vGPU", "passthrough": "passthrough"}.get(kind.value, kind.value)
         out[(name, kind.value)] = PlacementOverhead(

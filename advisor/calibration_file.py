@@ -32,7 +32,7 @@ from advisor.transfer import TransferModel
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"
-FORMAT = 3  # 2: per-slice transfer pools; 3: the fitted transfer models
+FORMAT = 4  # 2: per-slice transfer pools; 3: the fitted transfer models; 4: all pools in one array
 KEEP = 8
 
 
@@ -66,9 +66,10 @@ def load(table: ObservationTable, transfer_method: str = "roofline") -> Calibrat
             meta = json.loads(bytes(data["meta"]).decode())
             if meta.get("key") != key:
                 return None
+            values = np.asarray(data["values"])
             residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
-            for i, (family, basis, *cell) in enumerate(meta["pools"]):
-                residuals.setdefault(family, {})[(Basis(basis), *cell)] = np.asarray(data[f"pool{i}"])
+            for (family, basis, *cell), start, end in zip(meta["pools"], meta["starts"], meta["ends"], strict=True):
+                residuals.setdefault(family, {})[(Basis(basis), *cell)] = values[start:end]
             alphas = {tuple(k): float(a) for *k, a in meta["alphas"]}
             transfers = {tuple(k): TransferModel.from_list(v) for k, v in meta["transfers"]}
     except FileNotFoundError:
@@ -87,14 +88,23 @@ def save(table: ObservationTable, calibration: Calibration, transfer_method: str
     if path is None:
         return None
     pools: list[list[Any]] = []
-    arrays: dict[str, np.ndarray] = {}
+    chunks: list[np.ndarray] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    end = 0
     for family, cells in sorted(calibration.residuals.items()):
         for (basis, *cell), values in cells.items():
-            arrays[f"pool{len(pools)}"] = np.asarray(values, dtype=np.float64)
+            chunk = np.asarray(values, dtype=np.float64).reshape(-1)
             pools.append([family, basis.value, *cell])
-    meta = {"key": key, "pools": pools, "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())],
+            starts.append(end)
+            end += len(chunk)
+            ends.append(end)
+            chunks.append(chunk)
+    meta = {"key": key, "pools": pools, "starts": starts, "ends": ends,
+            "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())],
             "transfers": [[list(k), m.as_list()] for k, m in sorted(calibration.transfers.items())]}
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    arrays = {"values": np.concatenate(chunks) if chunks else np.zeros(0),
+              "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)}
     try:
         write_atomically(path, lambda handle: np.savez(handle, **arrays))
         _prune(path.parent)

@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from advisor import transfer
+from advisor.order_stats import median, quantile, quantiles
 from advisor.results import Basis
 from advisor.specs import ResolvedAccelerator, resolve_accelerator
-from advisor.table import ObservationTable, physical_key, round_number
+from advisor.table import ObservationTable, group_ids, physical_key, round_number, split_groups
 from advisor.transfer import TransferModel
 from graph_schema.errors import InvalidInput
 
@@ -242,14 +243,14 @@ class EvidenceIndex:
         rounds = np.array([round_number(r) for r in table.round.vocab]) if table.n else np.empty(0)
         self.round_no = np.nan_to_num(rounds[table.round.codes], nan=0.0) if table.n else np.empty(0)
         self.slices: dict[SliceKey, dict[str, np.ndarray]] = {}
-        grouped: dict[SliceKey, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
         cols = (table.family, table.bench_name, table.scenario, table.metric, table.division)
-        codes = np.column_stack([c.codes for c in cols]) if table.n else np.empty((0, 5), np.int32)
-        for i in np.flatnonzero(table.value > 0).tolist():
-            key = tuple(col.vocab[int(c)] for col, c in zip(cols, codes[i]))
-            grouped[key][self.accel[i]].append(i)  # type: ignore[index]
-        for key, by_acc in grouped.items():
-            self.slices[key] = {a: np.asarray(r, dtype=np.int64) for a, r in by_acc.items()}
+        rows = np.flatnonzero(table.value > 0)
+        canon_codes = np.unique(np.asarray(canon, dtype=object), return_inverse=True)[1].reshape(-1)
+        ids = group_ids([*(c.codes[rows] for c in cols), canon_codes[table.accelerator.codes[rows]]])
+        for members in split_groups(rows, ids):  # in order of first appearance
+            first = int(members[0])
+            key = tuple(col.vocab[int(col.codes[first])] for col in cols)
+            self.slices.setdefault(key, {})[self.accel[first]] = members  # type: ignore[index]
         self._alpha: dict[SliceKey, float] = {}
         self._transfer: dict[tuple[str, ...], TransferModel] = {}
         # the same models fitted without each accelerator (calibration time only: honest replays)
@@ -329,12 +330,12 @@ class EvidenceIndex:
 
     def _observed(self, q: Query, rows: np.ndarray) -> Estimate:
         latest = self.latest(rows)
-        value = float(np.median(self.unit[latest]))
+        value = median(self.unit[latest])
         lo_q, _, hi_q = self.quantiles(q.slice, Basis.OBSERVED)
         low, high = value * math.exp(lo_q), value * math.exp(hi_q)
         if len(latest) >= 3:  # enough repeats to show their own spread
-            low = min(low, float(np.quantile(self.unit[latest], QUANTILES[0])))
-            high = max(high, float(np.quantile(self.unit[latest], QUANTILES[1])))
+            low = min(low, quantile(self.unit[latest], QUANTILES[0]))
+            high = max(high, quantile(self.unit[latest], QUANTILES[1]))
         return Estimate(Basis.OBSERVED, value, low, high, rows=rows)
 
     def _interpolated(self, q: Query, rows: np.ndarray, hib: bool) -> Estimate:
@@ -349,7 +350,7 @@ class EvidenceIndex:
             if len(same_stack):
                 use = same_stack
         latest = self.latest(use)
-        value = float(np.median(self.unit[latest]))
+        value = median(self.unit[latest])
         if not len(same_place) and q.placement != "bare-metal":
             overhead = self.overheads.get((q.accelerator, q.placement))
             if overhead is not None:
@@ -419,7 +420,7 @@ class EvidenceIndex:
             if peaks is None:
                 continue
             latest = self.latest(rows)
-            out[acc] = (float(np.median(self.unit[latest])), peaks, accelerator_class(raw))
+            out[acc] = (median(self.unit[latest]), peaks, accelerator_class(raw))
         return out
 
     def alpha(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> float:
@@ -471,17 +472,17 @@ class EvidenceIndex:
         memo_key = (family, *cell)
         if memo_key not in self._scaled:
             pools = self.residuals_for(family)
-            mid = float(np.median(pools[cell]))
-            cell_spread = max(float(np.median(np.abs(pools[cell] - mid))), 1e-6)
+            mid = median(pools[cell])
+            cell_spread = max(median(np.abs(pools[cell] - mid)), 1e-6)
             spreads: dict[tuple[str, str], float] = {}
             scaled = []
             for k, values in pools.items():
                 if len(k) == 5 and k[:3] == cell:
                     n = len(values)
-                    own = float(np.median(np.abs(values - mid)))
+                    own = median(np.abs(values - mid))
                     spreads[(k[3], k[4])] = max((n * own + SHRINK * cell_spread) / (n + SHRINK), 1e-6)
                     scaled.append((values - mid) / spreads[(k[3], k[4])])
-            lo, hi = np.quantile(np.concatenate(scaled), QUANTILES)
+            lo, hi = quantiles(np.concatenate(scaled), QUANTILES)
             self._scaled[memo_key] = (mid, cell_spread, float(lo), float(hi), spreads)
         mid, cell_spread, lo, hi, spreads = self._scaled[memo_key]
         spread = spreads.get((key[1], key[2]), cell_spread)
@@ -533,13 +534,13 @@ class EvidenceIndex:
                     before = rows[self.round_no[rows] < rnd]
                     if not len(now) or not len(before):
                         continue
-                    ref = float(np.median(self.unit[self.latest(before)]))
+                    ref = median(self.unit[self.latest(before)])
                     out[(Basis.INTERPOLATED, *cell)].extend(np.log(self.unit[now] / ref).tolist())
                     cand_before = t.candidate.codes[before]
                     for r in now.tolist():
                         same = before[cand_before == t.candidate.codes[r]]
                         if len(same):
-                            ref_same = float(np.median(self.unit[self.latest(same)]))
+                            ref_same = median(self.unit[self.latest(same)])
                             out[(Basis.OBSERVED, *cell)].append(math.log(self.unit[r] / ref_same))
             if len(by_acc) < 2:
                 continue
@@ -578,7 +579,7 @@ class EvidenceIndex:
         if not len(rows):
             return None
         t = self.table
-        dates = [round_date(r) for r in {t.round.vocab[int(c)] for c in np.unique(t.round.codes[rows])}]
+        dates = [round_date(r) for r in {t.round.vocab[int(c)] for c in set(t.round.codes[rows].tolist())}]
         known = [d for d in dates if d is not None]
         if known:
             return max(known)
@@ -587,5 +588,5 @@ class EvidenceIndex:
 
 def _q(values: np.ndarray) -> tuple[float, float, float]:
     """(p10, median, p90)."""
-    lo, mid, hi = np.quantile(values, [QUANTILES[0], 0.5, QUANTILES[1]])
+    lo, mid, hi = quantiles(values, (QUANTILES[0], 0.5, QUANTILES[1]))
     return float(lo), float(mid), float(hi)

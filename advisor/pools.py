@@ -23,7 +23,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.specs import resolve_accelerator
-from graph_schema.catalog import AcceleratorEntry
 from collectors.inventory import (
     GFD,
     HYPERVISOR_LABEL,
@@ -32,6 +31,7 @@ from collectors.inventory import (
     ClusterNode,
     parse_node,
 )
+from graph_schema.catalog import AcceleratorEntry
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import PlacementKind
 

@@ -123,7 +123,7 @@ def rank(advisor: Advisor, workload: Workload, top: int, table: ObservationTable
                                                    stack_label=stack_label, reason=reason))
 
     failures = advisor._known_failures(table)
-    bench_ids = {table.benchmark.vocab[int(c)] for c in np.unique(table.benchmark.codes[rows])}
+    bench_ids = {table.benchmark.vocab[int(c)] for c in set(table.benchmark.codes[rows].tolist())}
     scored: list[dict[str, Any]] = []
     for acc, place, stack_id, cand_rows in candidates:
         stack = table.stacks[stack_id]
@@ -330,7 +330,7 @@ def _snippet(advisor: Advisor, workload: Workload, table: ObservationTable, rank
 
 def _evidence(table: ObservationTable, index: EvidenceIndex, rows: np.ndarray) -> Evidence:
     def distinct(column: Any) -> list[Any]:
-        return [column.vocab[int(c)] for c in np.unique(column.codes[rows])]
+        return [column.vocab[int(c)] for c in sorted(set(column.codes[rows].tolist()))]
 
     return Evidence(
         count=len(rows),
@@ -348,4 +348,4 @@ def _measured_on(table: ObservationTable, rows: np.ndarray) -> list[str]:
     if code < 0:
         return []
     ours = rows[table.source.codes[rows] == code]
-    return sorted({table.submitter.vocab[int(c)] for c in np.unique(table.submitter.codes[ours])} - {""})
+    return sorted({table.submitter.vocab[int(c)] for c in set(table.submitter.codes[ours].tolist())} - {""})

@@ -7,6 +7,7 @@ Kept apart from the engine's ranking so that ``Advisor._recommend`` only calls i
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -51,13 +52,13 @@ def latency_evidence(table: ObservationTable, bench_rows: np.ndarray, workload: 
 
 def system_details(table: ObservationTable, rows: np.ndarray) -> dict[str, str]:
     """Nodes, accelerators per node and interconnect as the systems behind ``rows`` publish them
-    (the most common value of each; left out when never given)."""
+    (the most common value of each, ties to the first seen; left out when never given)."""
     out: dict[str, str] = {}
     values = table.system.values(rows) if len(rows) else []
     for i, name in enumerate(("nodes", "accelerators_per_node", "interconnect")):
         seen = [v[i] for v in values if v and v[i]]
         if seen:
-            out[name] = max(set(seen), key=seen.count)
+            out[name] = Counter(seen).most_common(1)[0][0]  # not max(set(...)): set order varies per process
     return out
 
 

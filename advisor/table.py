@@ -221,3 +221,28 @@ def round_number(value: str) -> float:
     if not parts or parts == (0,):
         return float("nan")
     return parts[0] + (parts[1] / 10 if len(parts) > 1 else 0.0)
+
+
+def group_ids(columns: Iterable[np.ndarray]) -> np.ndarray:
+    """One dense integer per row, equal for the rows equal in every column (codes or values)."""
+    ids: np.ndarray | None = None
+    for col in columns:
+        codes = np.unique(col, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        if ids is None:
+            ids = codes
+            continue
+        ids = np.unique(ids * (int(codes.max(initial=0)) + 1) + codes, return_inverse=True)[1]
+        ids = ids.reshape(-1).astype(np.int64)
+    return np.zeros(0, np.int64) if ids is None else ids
+
+
+def split_groups(rows: np.ndarray, ids: np.ndarray) -> list[np.ndarray]:
+    """``rows`` split by ``ids`` (one per row): groups in order of first appearance, rows in their
+    given order."""
+    if not len(rows):
+        return []
+    uniq, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    members = np.split(rows[np.argsort(inverse, kind="stable")],
+                       np.cumsum(np.bincount(inverse, minlength=len(uniq)))[:-1])
+    return [members[g] for g in np.argsort(first, kind="stable")]

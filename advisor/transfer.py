@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor.order_stats import median
+
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the roofline blend
 NEAREST = 3  # reference accelerators a transfer draws on
 MIN_LEARN = 5  # accelerators of the class a learned model needs (fitted on 4, 1 held out)
@@ -94,19 +96,13 @@ def nearest(refs: References, target: tuple[float, float]) -> list[str]:
     return sorted(refs, key=lambda a: (_distance(refs[a][1], target), a))[:NEAREST]
 
 
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-
-
 def predict(model: TransferModel, refs: References, target: tuple[float, float]) -> tuple[float, list[str]]:
     """The figure ``model`` transfers to ``target`` (peak compute, bandwidth) from ``refs``
     (accelerators of the target's class), and the references it used. No scikit-learn."""
     used = nearest(refs, target)
     scaled = [refs[a][0] * (target[0] / refs[a][1][0]) ** model.compute_exp
               * (target[1] / refs[a][1][1]) ** model.bandwidth_exp for a in used]
-    return _median(scaled), used
+    return median(scaled), used
 
 
 def learn_alpha(refs: References, hib: bool) -> float:
@@ -119,7 +115,7 @@ def learn_alpha(refs: References, hib: bool) -> float:
         errs = _held_out_errors(refs, roofline(alpha, hib))
         if not errs:
             return 0.5
-        err = _median(errs)
+        err = median(errs)
         if err < best_err - 1e-9:
             best, best_err = alpha, err
     return best

@@ -66,7 +66,7 @@ def _checked_time(value: datetime | None) -> datetime | None:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=False, populate_by_name=True, defer_build=True)
 
     @field_validator("*", mode="after")
     @classmethod
