@@ -3,9 +3,11 @@ user's own data directories."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 import pytest
 
@@ -16,10 +18,8 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # Test modules import TensorFlow at collection time; Triton's LLVM must be loaded before it or a
 # later torch optimizer aborts the process (see microbench.frameworks).
-try:
+with contextlib.suppress(Exception):  # no Triton: nothing can clash
     import triton._C.libtriton  # noqa: F401
-except Exception:  # noqa: BLE001 - no Triton: nothing can clash
-    pass
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -127,3 +127,20 @@ def neo4j_uri() -> Iterator[str]:
         yield uri
     finally:
         server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def local_neo4j() -> Iterator[Any]:
+    """A Neo4j server of the test's own (tests/neo4j_server.py's LocalNeo4j), for tests that kill
+    and restart it; removed afterwards."""
+    from tests.neo4j_server import LocalNeo4j, Neo4jUnavailable
+
+    try:
+        server = LocalNeo4j()
+        server.start()
+    except Neo4jUnavailable as exc:
+        if IN_CI:
+            pytest.fail(f"no Neo4j server: {exc}", pytrace=False)
+        pytest.skip(f"no Neo4j server: {exc}")
+    yield server
+    server.remove()

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +33,6 @@ def _round_tree(root: Path) -> Path:
             write(tree, result_path(system, benchmark, "Offline"), summary)
     return tree
 
-
-@pytest.fixture
-def local_neo4j() -> Iterator[Any]:
-    from tests.conftest import IN_CI
-    from tests.neo4j_server import LocalNeo4j, Neo4jUnavailable
-
-    try:
-        server = LocalNeo4j()
-        server.start()
-    except Neo4jUnavailable as exc:
-        if IN_CI:
-            pytest.fail(f"no Neo4j server: {exc}", pytrace=False)
-        pytest.skip(f"no Neo4j server: {exc}")
-    yield server
-    server.remove()
 
 
 def _observations(uri: str) -> int:

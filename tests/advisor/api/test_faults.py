@@ -8,7 +8,6 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,21 +104,6 @@ def test_kill_9_of_the_api_mid_ingest_loses_and_splits_nothing(tmp_path: Path,
     finally:
         api.stop()
 
-
-@pytest.fixture
-def local_neo4j() -> Iterator[Any]:
-    from tests.conftest import IN_CI
-    from tests.neo4j_server import LocalNeo4j, Neo4jUnavailable
-
-    try:
-        server = LocalNeo4j()
-        server.start()
-    except Neo4jUnavailable as exc:
-        if IN_CI:
-            pytest.fail(f"no Neo4j server: {exc}", pytrace=False)
-        pytest.skip(f"no Neo4j server: {exc}")
-    yield server
-    server.remove()
 
 
 @pytest.mark.neo4j
