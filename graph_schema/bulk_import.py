@@ -308,6 +308,16 @@ def import_arguments(plan: BulkPlan, database: str = "neo4j", *, overwrite: bool
     return args
 
 
+def default_neo4j_lib() -> Path | None:
+    """The Maven-assembled Neo4j classpath of this machine (``deploy/neo4j-local/setup.sh``):
+    ``$NEO4J_LOCAL_HOME/lib``, else the newest complete ``~/.cache/stack-advisor/neo4j-*/lib``."""
+    home = os.environ.get("NEO4J_LOCAL_HOME")
+    if home:
+        return Path(home) / "lib"
+    libs = sorted((Path.home() / ".cache" / "stack-advisor").glob("neo4j-*/lib/.complete"))
+    return libs[-1].parent if libs else None
+
+
 def admin_from_lib(lib: str | Path, heap: str = "1g") -> list[str]:
     """``neo4j-admin`` from a bare Neo4j classpath (the Maven-assembled one the tests and the
     local deployment use): its entry point with the launcher's JVM flags."""
@@ -328,7 +338,7 @@ class ImportReport:
     output_tail: str = ""
 
 
-_DONE = re.compile(r"IMPORT DONE.*?(\d+) nodes\s+(\d+) relationships\s+(\d+) properties", re.S)
+_DONE = re.compile(r"IMPORT DONE.*?(\d+) nodes\s+(\d+) relationships\s+(\d+) properties", re.DOTALL)
 
 
 def run_import(plan: BulkPlan, admin: Sequence[str], neo4j_home: str | Path, *,

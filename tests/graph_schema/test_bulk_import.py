@@ -5,8 +5,9 @@ database is bulk-imported before its first start)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from advisor.engine import Advisor
 from advisor.workload import Workload
-from graph_schema.bulk_import import BulkFiles, admin_from_lib, run_import
+from graph_schema.bulk_import import BulkFiles
 from graph_schema.errors import InvalidInput
 from graph_schema.models import (
     Accelerator,
@@ -36,9 +37,7 @@ from graph_schema.schema import NODES
 from graph_schema.starter import read_snapshot
 from graph_schema.store import Store
 
-pytestmark = pytest.mark.neo4j
-
-WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 STACK = SoftwareStack(framework="torch", framework_version="2.5.1", cuda="12.4", cudnn="90100",
                       driver="550.54.15", extra={"triton": "3.1.0"}, raw="pip freeze:\nA,B \"q\"")
 MEASURED = Provenance(kind=SourceKind.MEASURED, source="collector, \"night\"",
@@ -136,21 +135,27 @@ def offline_neo4j() -> Iterator[Any]:
     server.remove()
 
 
+@pytest.mark.neo4j
 def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
-        neo4j_store: Store, neo4j_uri: str, offline_neo4j: Any, tmp_path: Path) -> None:
+        neo4j_store: Store, neo4j_uri: str, offline_neo4j: Any, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
     batches = _batches()
     transactional = [neo4j_store.ingest(b) for b in batches]
+    files = []
+    for i, batch in enumerate(batches):  # what a user has: one JSON file per batch
+        files.append(tmp_path / f"batch-{i}.json")
+        files[-1].write_text(batch.model_dump_json(), encoding="utf-8")
+    command = ["db", "bulk-import", *map(str, files), "--neo4j-home", str(offline_neo4j.home),
+               "--neo4j-lib", str(offline_neo4j.lib), "--json"]
 
-    files = BulkFiles(tmp_path / "csv")
-    bulk = [files.add(b) for b in batches]
-    plan = files.finish()
-    assert bulk == transactional  # the same received/new counts, batch by batch
-    assert any(f.multiline for f in plan.files if f.name == "Failure")
-    admin = admin_from_lib(offline_neo4j.lib)
-    report = run_import(plan, admin, offline_neo4j.home)
-    assert (report.nodes, report.relationships) == (plan.nodes, plan.relationships)
-    with pytest.raises(InvalidInput, match=r"failed \(exit .*nothing was imported"):
-        run_import(plan, admin, offline_neo4j.home)  # the database exists now: left as it is
+    code, out, _ = _advisor(capsys, *command)
+    assert code == 0, out
+    report = json.loads(out)
+    for field in ("observations_received", "observations_new", "failures_received", "failures_new"):
+        assert report[field] == sum(getattr(r, field) for r in transactional), field
+    code, out, _ = _advisor(capsys, *command)  # the database exists now: refused, left as it is
+    assert code == 1
+    assert "nothing was imported" in json.loads(out)["error"]["message"]
 
     uri = offline_neo4j.start()
     with open_store(uri) as bulk_store:  # the normal open: schema setup creates the constraints
@@ -162,6 +167,42 @@ def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
         before = bulk_store.stats().counts["Observation"]
         again = bulk_store.ingest(batches[2])  # the bulk-loaded store takes transactional writes
         assert again.observations_new == 0 and bulk_store.stats().counts["Observation"] == before
+
+
+def _advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from cli.guard import run_guarded
+    from cli.main import app
+
+    code = run_guarded(app, list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_files_count_what_a_transactional_load_finds_new_batch_by_batch(
+        embedded_store: Store, tmp_path: Path) -> None:
+    files = BulkFiles(tmp_path / "csv")
+    for batch in _batches():
+        assert files.add(batch) == embedded_store.ingest(batch)
+    plan = files.finish()
+    assert plan.counts()["Observation"] == embedded_store.stats().counts["Observation"]
+    assert any(f.multiline for f in plan.files if f.name == "Failure")  # neo4j-admin is told
+    assert not any(f.multiline for f in plan.files if f.name == "Benchmark")
+
+
+def test_without_a_neo4j_home_the_files_and_the_command_are_the_result(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    batch = tmp_path / "b.json"
+    batch.write_text(_batches()[1].model_dump_json(), encoding="utf-8")
+    code, out, _ = _advisor(capsys, "db", "bulk-import", str(batch), "--out", str(tmp_path / "csv"), "--json")
+    assert code == 0
+    report = json.loads(out)
+    args = report["neo4j_admin_arguments"]
+    assert args[:3] == ["database", "import", "full"] and args[-1] == "neo4j"
+    assert f"--nodes=Observation={tmp_path / 'csv' / 'nodes_Observation.csv'}" in args
+    assert report["observations_new"] == 6  # 7 sent, one key twice
+    header = (tmp_path / "csv" / "nodes_Observation.csv").read_text().splitlines()[0]
+    assert header.startswith('"key:ID(Observation)","metric","value:double"')
 
 
 def test_bad_input_names_the_field_and_writes_nothing(tmp_path: Path) -> None:
