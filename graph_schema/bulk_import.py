@@ -30,7 +30,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from graph_schema.cypher_store import MUTABLE, _Rows
-from graph_schema.errors import InvalidInput, StoreUnavailable
+from graph_schema.errors import AdvisorError, Conflict, InvalidInput, StoreUnavailable
 from graph_schema.models import IngestBatch, IngestResult
 from graph_schema.queries import CONTEXT_LINKS, FAILURE_LINKS, OBSERVATION_LINKS
 from graph_schema.schema import NODE_BY_LABEL, RELATIONSHIPS, PropType
@@ -349,8 +349,10 @@ def run_import(plan: BulkPlan, admin: Sequence[str], neo4j_home: str | Path, *,
     (or ``overwrite``: replaced). Checks that every node and relationship written was imported.
 
     Raises:
-        InvalidInput: neo4j-admin refused (an existing database, a running server, bad data:
-            its own message), or imported other counts than the files hold.
+        Conflict: neo4j-admin refused: the database exists or the server holds it.
+        AdvisorError: neo4j-admin failed otherwise (its message), or imported other counts
+            than the files hold.
+        InvalidInput: ``admin`` cannot be run.
     """
     home = Path(neo4j_home)
     env = dict(os.environ, NEO4J_HOME=str(home))
@@ -368,12 +370,21 @@ def run_import(plan: BulkPlan, admin: Sequence[str], neo4j_home: str | Path, *,
     tail = output[-3000:]
     match = _DONE.search(output)
     if done.returncode or match is None:
-        raise InvalidInput(
+        # a database that exists or a server that holds it: the usual reasons; else its message
+        if re.search(r"already exist|in use|lock", output, re.IGNORECASE):
+            raise Conflict(
+                f"neo4j-admin database import into {database!r} at {home} refused (exit "
+                f"{done.returncode}); nothing was imported (stop the server; a database that "
+                f"exists is only replaced with --overwrite). Its output ends:\n{tail}")
+        target = re.search(r"Importing the contents of these files into (.+):", output)
+        where = target.group(1) if target else f"the {database!r} database folder under {home}"
+        raise AdvisorError(
             f"neo4j-admin database import into {database!r} at {home} failed (exit "
-            f"{done.returncode}); nothing was imported. Its output ends:\n{tail}")
+            f"{done.returncode}); the partial store files in {where} are unusable: delete them "
+            f"or import again with --overwrite. Its output ends:\n{tail}")
     nodes, rels, props = (int(g) for g in match.groups())
     if (nodes, rels) != (plan.nodes, plan.relationships):
-        raise InvalidInput(
+        raise AdvisorError(
             f"neo4j-admin imported {nodes} nodes and {rels} relationships, the files hold "
             f"{plan.nodes} and {plan.relationships}; do not use database {database!r}")
     return ImportReport(nodes, rels, props, seconds, command, tail)

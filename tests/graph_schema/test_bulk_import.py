@@ -155,7 +155,8 @@ def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
         assert report[field] == sum(getattr(r, field) for r in transactional), field
     code, out, _ = _advisor(capsys, *command)  # the database exists now: refused, left as it is
     assert code == 1
-    assert "nothing was imported" in json.loads(out)["error"]["message"]
+    error = json.loads(out)["error"]
+    assert error["error"] == "conflict" and "nothing was imported" in error["message"]
 
     uri = offline_neo4j.start()
     with open_store(uri) as bulk_store:  # the normal open: schema setup creates the constraints
