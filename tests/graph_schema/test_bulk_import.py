@@ -156,7 +156,7 @@ def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
     code, out, _ = _advisor(capsys, *command)  # the database exists now: refused, left as it is
     assert code == 1
     error = json.loads(out)["error"]
-    assert error["error"] == "conflict" and "nothing was imported" in error["message"]
+    assert error["code"] == "conflict" and "nothing was imported" in error["message"]
 
     uri = offline_neo4j.start()
     with open_store(uri) as bulk_store:  # the normal open: schema setup creates the constraints
