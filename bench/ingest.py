@@ -163,7 +163,19 @@ def measure_bulk(n: int, batch: int) -> dict[str, float]:
     loaded = csv_s + report.seconds + schema_s
     return {"csv_s": csv_s, "import_s": report.seconds, "start_s": start_s, "schema_s": schema_s,
             "rate": n / loaded, "rate_with_start": n / (loaded + start_s),
-            "per_cpu_s": n / (csv_cpu + admin_cpu + schema_cpu)}
+            "per_cpu_s": n / (csv_cpu + admin_cpu + schema_cpu), "csv_cpu": csv_cpu,
+            "admin_cpu": admin_cpu, "schema_cpu": schema_cpu}
+
+
+def bulk_line(b: dict[str, float], got: dict[str, float] | None = None) -> str:
+    line = (f"{'':9s} bulk: files {b['csv_s']:.1f} s + neo4j-admin {b['import_s']:.1f} s + "
+            f"constraints {b['schema_s']:.1f} s -> {b['rate']:7.0f} obs/s (with the server start, "
+            f"{b['start_s']:.1f} s: {b['rate_with_start']:7.0f} obs/s)  {b['per_cpu_s']:7.0f} obs per CPU-s "
+            f"(CPU s: files {b['csv_cpu']:.1f}, neo4j-admin {b['admin_cpu']:.1f}, constraints {b['schema_cpu']:.1f})")
+    if got is not None:
+        line += (f"  -> bulk/transactional x{b['rate'] / got['rate']:.1f} (steady x{b['rate'] / got['steady']:.1f}, "
+                 f"with start x{b['rate_with_start'] / got['rate']:.1f}, per CPU-s x{b['per_cpu_s'] / got['per_cpu_s']:.1f})")
+    return line + f"  load avg {os.getloadavg()[0]:.1f}"
 
 
 def fresh(store) -> None:
@@ -190,6 +202,7 @@ def main() -> None:
                         "also print observations per CPU-second of client and server together")
     parser.add_argument("--bulk", action="store_true", help="Neo4j: also measure the bulk path "
                         "(neo4j-admin database import into a new local server) and the ratio")
+    parser.add_argument("--bulk-only", action="store_true", help="only the bulk path (no transactional load)")
     parser.add_argument("--code-root", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -206,6 +219,10 @@ def main() -> None:
     if not args.json:
         print(f"cores={os.cpu_count()} batch={args.batch} fleet runs of {fleet.PER_RUN} observations; "
               f"load avg {os.getloadavg()[0]:.1f}", flush=True)
+    if args.bulk_only:  # a size whose transactional load would take too long here
+        for size in args.sizes:
+            print(f"neo4j     n={size:>8d}  " + bulk_line(measure_bulk(size, args.batch)).lstrip(), flush=True)
+        return
     for name in args.backends:
         with backend(name) as store:
             for size in args.sizes:
@@ -218,14 +235,7 @@ def main() -> None:
                         f"load avg {os.getloadavg()[0]:.1f}")
                 print(line, flush=True)
                 if args.bulk and name == "neo4j":
-                    b = measure_bulk(size, args.batch)
-                    print(f"{'':9s} bulk: files {b['csv_s']:.1f} s + neo4j-admin {b['import_s']:.1f} s + "
-                          f"constraints {b['schema_s']:.1f} s -> {b['rate']:7.0f} obs/s "
-                          f"(with the server start, {b['start_s']:.1f} s: {b['rate_with_start']:7.0f} obs/s)  "
-                          f"{b['per_cpu_s']:7.0f} obs per CPU-s  -> bulk/transactional x{b['rate'] / got['rate']:.1f} "
-                          f"(steady x{b['rate'] / got['steady']:.1f}, with start x{b['rate_with_start'] / got['rate']:.1f}, "
-                          f"per CPU-s x{b['per_cpu_s'] / got['per_cpu_s']:.1f})  load avg {os.getloadavg()[0]:.1f}",
-                          flush=True)
+                    print(bulk_line(measure_bulk(size, args.batch), got), flush=True)
                 if args.against:
                     old = against(args, name, size)
                     print(f"{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  steady {old['steady']:7.0f} "
