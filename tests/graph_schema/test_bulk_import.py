@@ -205,6 +205,14 @@ def test_without_a_neo4j_home_the_files_and_the_command_are_the_result(
     header = (tmp_path / "csv" / "nodes_Observation.csv").read_text().splitlines()[0]
     assert header.startswith('"key:ID(Observation)","metric","value:double"')
 
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"observations": [{"value": "fast"}]}', encoding="utf-8")
+    code, out, _ = _advisor(capsys, "db", "bulk-import", str(batch), str(bad), "--out", str(tmp_path / "csv2"),
+                            "--json")
+    message = json.loads(out)["error"]["message"]
+    assert code == 2 and str(bad) in message and "observations.0.value" in message
+    assert not (tmp_path / "csv2").exists()  # the files of a failed run are removed
+
 
 def test_bad_input_names_the_field_and_writes_nothing(tmp_path: Path) -> None:
     files = BulkFiles(tmp_path / "csv")
