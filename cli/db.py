@@ -135,13 +135,17 @@ def bulk_import(
                                    "deploy/neo4j-local/setup.sh to assemble the classpath)")
             admin = admin_from_lib(lib)
     paths = [p for given in files for p in (sorted(given.glob("*.json")) if given.is_dir() else [given])]
+    if not paths:
+        raise InvalidInput(f"no JSON files in {', '.join(map(str, files))}")
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="advisor-bulk-"))
     created = out is None or not out.exists()
+    writer = BulkFiles(folder)  # refuses a folder that holds anything: only our files are removed below
     try:
-        writer = BulkFiles(folder)
         for path in paths:
             writer.add(load_batch_file(path))
         plan = writer.finish()
+        if not plan.nodes:
+            raise InvalidInput(f"nothing to import: {len(paths)} file(s) without observations or failures")
         row: dict[str, Any] = {"files": len(paths), **plan.result.model_dump(), "nodes": plan.nodes,
                                "relationships": plan.relationships, "csv_seconds": round(plan.seconds, 1),
                                "csv_folder": str(folder) if out is not None else None, "database": database}

@@ -136,6 +136,7 @@ def offline_neo4j() -> Iterator[Any]:
 
 
 @pytest.mark.neo4j
+@pytest.mark.slow
 def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
         neo4j_store: Store, neo4j_uri: str, offline_neo4j: Any, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -212,6 +213,11 @@ def test_without_a_neo4j_home_the_files_and_the_command_are_the_result(
     message = json.loads(out)["error"]["message"]
     assert code == 2 and str(bad) in message and "observations.0.value" in message
     assert not (tmp_path / "csv2").exists()  # the files of a failed run are removed
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("mine")
+    code, _, _ = _advisor(capsys, "db", "bulk-import", str(bad), "--out", str(keep), "--json")
+    assert code == 2 and (keep / "notes.txt").read_text() == "mine"  # a folder in use is refused, kept
 
 
 def test_bad_input_names_the_field_and_writes_nothing(tmp_path: Path) -> None:
