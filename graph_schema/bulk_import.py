@@ -304,7 +304,7 @@ def import_arguments(plan: BulkPlan, database: str = "neo4j", *, overwrite: bool
         args.append(f"--threads={threads}")
     if max_off_heap:
         args.append(f"--max-off-heap-memory={max_off_heap}")
-    args += ["--report-file", str(plan.directory / "import.report"), database]
+    args += [f"--report-file={plan.directory / 'import.report'}", database]
     return args
 
 
@@ -362,7 +362,9 @@ def run_import(plan: BulkPlan, admin: Sequence[str], neo4j_home: str | Path, *,
                                          max_off_heap=max_off_heap)]
     started = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        # in the files' folder: whatever the tool writes beside them (a report) goes there too
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False,
+                              cwd=plan.directory)
     except OSError as exc:
         raise InvalidInput(f"cannot run neo4j-admin ({command[0]}): {exc}") from None
     seconds = time.perf_counter() - started
