@@ -127,7 +127,8 @@ def bulk_import(
     admin: list[str] | None = None
     if neo4j_home is not None:  # the tool is checked before minutes of CSV writing
         if neo4j_admin is not None:
-            admin = [str(neo4j_admin)]
+            # a path (not a bare command on PATH) made absolute: neo4j-admin runs in the files' folder
+            admin = [str(neo4j_admin.resolve()) if len(neo4j_admin.parts) > 1 else str(neo4j_admin)]
         else:
             lib = neo4j_lib or default_neo4j_lib()
             if lib is None:

@@ -168,7 +168,7 @@ class BulkFiles:
     empty). Use ``add`` per batch, then ``finish``."""
 
     def __init__(self, directory: str | Path) -> None:
-        self.directory = Path(directory)
+        self.directory = Path(directory).resolve()  # neo4j-admin runs in it (see run_import)
         self.directory.mkdir(parents=True, exist_ok=True)
         if any(self.directory.iterdir()):
             raise InvalidInput(f"{self.directory} is not empty; bulk-import CSV files need an empty folder")
@@ -325,7 +325,7 @@ def admin_from_lib(lib: str | Path, heap: str = "1g") -> list[str]:
         raise StoreUnavailable("java is not installed (OpenJDK 17+ runs neo4j-admin)")
     if not any(Path(lib).glob("neo4j-import-tool-*.jar")):
         raise InvalidInput(f"{lib} holds no neo4j-import-tool jar: not a Neo4j lib folder")
-    return ["java", f"-Xmx{heap}", *NEO4J_JVM_FLAGS, "-cp", f"{lib}/*", ADMIN_MAIN]
+    return ["java", f"-Xmx{heap}", *NEO4J_JVM_FLAGS, "-cp", f"{Path(lib).resolve()}/*", ADMIN_MAIN]
 
 
 @dataclass
@@ -354,7 +354,7 @@ def run_import(plan: BulkPlan, admin: Sequence[str], neo4j_home: str | Path, *,
             than the files hold.
         InvalidInput: ``admin`` cannot be run.
     """
-    home = Path(neo4j_home)
+    home = Path(neo4j_home).resolve()
     env = dict(os.environ, NEO4J_HOME=str(home))
     if (home / "conf").is_dir():
         env["NEO4J_CONF"] = str(home / "conf")
