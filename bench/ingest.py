@@ -14,8 +14,16 @@ driver's Rust packing off here too (to tell the two apart). On a shared machine 
 say as much about the neighbours as about the code: ``--server-pid`` adds observations per
 CPU-second (client and server together), which does not depend on what else runs.
 
+``--bulk`` (Neo4j) also measures the bulk path for a first load, in the same run: the same
+number of fleet observations written as CSV files by ``graph_schema.bulk_import.BulkFiles``,
+``neo4j-admin database import full`` into a fresh local server's home (stopped), the server
+started, and the store opened as usual (its schema setup creates the constraints and indexes
+over the imported nodes). It prints each phase, obs/s without and with the server start, the
+ratio against the transactional path's rate, and observations per CPU-second (this process,
+neo4j-admin and the server during the schema setup).
+
     python bench/ingest.py [--sizes 100000 1000000] [--batch 10000] [--backends embedded neo4j]
-                           [--against a7b895a]
+                           [--against a7b895a] [--bulk]
 """
 
 from __future__ import annotations
@@ -99,16 +107,75 @@ def backend(name: str):
     uri = os.environ.get("NEO4J_URI")
     with contextlib.ExitStack() as stack:
         if not uri:
-            from tests.neo4j_server import start_local
+            from tests.neo4j_server import LocalNeo4j
 
-            uri = stack.enter_context(start_local())
+            server = LocalNeo4j()
+            stack.callback(server.remove)
+            uri = server.start()
             os.environ["NEO4J_URI"] = uri  # the --against child uses the same server
+            global SERVER_PID
+            if SERVER_PID is None:  # ours: its CPU time counts
+                SERVER_PID = server.proc.pid
         store = open_store(uri, migrate=False)
         try:
             yield store
         finally:
             store.clear()
             store.close()
+
+
+def measure_bulk(n: int, batch: int) -> dict[str, float]:
+    """The bulk path for the first ``n`` fleet observations into a new local server."""
+    import resource
+
+    from graph_schema.bulk_import import BulkFiles, admin_from_lib, run_import
+    from tests.neo4j_server import LocalNeo4j
+
+    server = LocalNeo4j()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            start, cpu0 = time.perf_counter(), time.process_time()
+            files = BulkFiles(Path(tmp) / "csv")
+            for part in fleet.batches(n, batch):
+                files.add(IngestBatch(observations=part))
+            plan = files.finish()
+            csv_s, csv_cpu = time.perf_counter() - start, time.process_time() - cpu0
+            children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            report = run_import(plan, admin_from_lib(server.lib, heap="1g"), server.home,
+                                max_off_heap="2G")
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            admin_cpu = (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
+        start = time.perf_counter()
+        uri = server.start()
+        start_s = time.perf_counter() - start
+        global SERVER_PID
+        saved, SERVER_PID = SERVER_PID, server.proc.pid
+        try:
+            start, cpu0 = time.perf_counter(), cpu_seconds()
+            with open_store(uri) as store:  # schema setup: constraints and indexes over the import
+                schema_s, schema_cpu = time.perf_counter() - start, cpu_seconds() - cpu0
+                count = store.stats().counts["Observation"]
+        finally:
+            SERVER_PID = saved
+        assert count == plan.result.observations_new == n, (count, n)
+    finally:
+        server.remove()
+    loaded = csv_s + report.seconds + schema_s
+    return {"csv_s": csv_s, "import_s": report.seconds, "start_s": start_s, "schema_s": schema_s,
+            "rate": n / loaded, "rate_with_start": n / (loaded + start_s),
+            "per_cpu_s": n / (csv_cpu + admin_cpu + schema_cpu), "csv_cpu": csv_cpu,
+            "admin_cpu": admin_cpu, "schema_cpu": schema_cpu}
+
+
+def bulk_line(b: dict[str, float], got: dict[str, float] | None = None) -> str:
+    line = (f"{'':9s} bulk: files {b['csv_s']:.1f} s + neo4j-admin {b['import_s']:.1f} s + "
+            f"constraints {b['schema_s']:.1f} s -> {b['rate']:7.0f} obs/s (with the server start, "
+            f"{b['start_s']:.1f} s: {b['rate_with_start']:7.0f} obs/s)  {b['per_cpu_s']:7.0f} obs per CPU-s "
+            f"(CPU s: files {b['csv_cpu']:.1f}, neo4j-admin {b['admin_cpu']:.1f}, constraints {b['schema_cpu']:.1f})")
+    if got is not None:
+        line += (f"  -> bulk/transactional x{b['rate'] / got['rate']:.1f} (steady x{b['rate'] / got['steady']:.1f}, "
+                 f"with start x{b['rate_with_start'] / got['rate']:.1f}, per CPU-s x{b['per_cpu_s'] / got['per_cpu_s']:.1f})")
+    return line + f"  load avg {os.getloadavg()[0]:.1f}"
 
 
 def fresh(store) -> None:
@@ -133,6 +200,9 @@ def main() -> None:
     parser.add_argument("--python-packing", action="store_true", help="no Rust packing in the driver")
     parser.add_argument("--server-pid", type=int, help="the Neo4j server's pid (NEO4J_URI on this machine): "
                         "also print observations per CPU-second of client and server together")
+    parser.add_argument("--bulk", action="store_true", help="Neo4j: also measure the bulk path "
+                        "(neo4j-admin database import into a new local server) and the ratio")
+    parser.add_argument("--bulk-only", action="store_true", help="only the bulk path (no transactional load)")
     parser.add_argument("--code-root", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -149,6 +219,10 @@ def main() -> None:
     if not args.json:
         print(f"cores={os.cpu_count()} batch={args.batch} fleet runs of {fleet.PER_RUN} observations; "
               f"load avg {os.getloadavg()[0]:.1f}", flush=True)
+    if args.bulk_only:  # a size whose transactional load would take too long here
+        for size in args.sizes:
+            print(f"neo4j     n={size:>8d}  " + bulk_line(measure_bulk(size, args.batch)).lstrip(), flush=True)
+        return
     for name in args.backends:
         with backend(name) as store:
             for size in args.sizes:
@@ -160,6 +234,8 @@ def main() -> None:
                         f"re-send (no-op) {got['resend']:7.0f} obs/s  {got['per_cpu_s']:7.0f} obs per CPU-s  "
                         f"load avg {os.getloadavg()[0]:.1f}")
                 print(line, flush=True)
+                if args.bulk and name == "neo4j":
+                    print(bulk_line(measure_bulk(size, args.batch), got), flush=True)
                 if args.against:
                     old = against(args, name, size)
                     print(f"{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  steady {old['steady']:7.0f} "

@@ -35,30 +35,9 @@ HEAP = os.environ.get("NEO4J_LOCAL_HEAP", "1g")
 PAGECACHE = os.environ.get("NEO4J_LOCAL_PAGECACHE", "256m")
 
 
-# What Neo4j's own launcher adds from the default neo4j.conf (server.jvm.additional): without the
-# --add-opens/--add-exports the kernel falls back to slower memory and I/O paths.
-NEO4J_JVM_FLAGS = (
-    "-XX:-OmitStackTraceInFastThrow",
-    "-XX:+UnlockExperimentalVMOptions",
-    "-XX:+TrustFinalNonStaticFields",
-    "-XX:+DisableExplicitGC",
-    "-Djdk.nio.maxCachedBufferSize=1024",
-    "-Dio.netty.tryReflectionSetAccessible=true",
-    "-XX:+UnlockDiagnosticVMOptions",
-    "-XX:+DebugNonSafepoints",
-    "--add-opens=java.base/java.lang=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-    "--add-opens=java.base/java.io=ALL-UNNAMED",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
-    "--add-opens=java.base/jdk.internal.util=ALL-UNNAMED",
-    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
-    "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-exports=java.base/jdk.internal.util=ALL-UNNAMED",
-    "--enable-native-access=ALL-UNNAMED",
-    "-Dlog4j2.disable.jmx=true",
-)
+# What Neo4j's own launcher adds from the default neo4j.conf (server.jvm.additional); one copy,
+# beside the bulk import that runs neo4j-admin from the same classpath.
+from graph_schema.bulk_import import NEO4J_JVM_FLAGS
 
 
 def _die_with_parent() -> None:

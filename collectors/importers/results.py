@@ -27,6 +27,10 @@ def load_documents(path: str | Path) -> list[ResultDocument]:
             names the file, the document index and the field).
     """
     file = Path(path)
+    return _documents(_read_json(file), file)
+
+
+def _read_json(file: Path) -> Any:
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -34,9 +38,12 @@ def load_documents(path: str | Path) -> list[ResultDocument]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read {str(file)!r}: {exc}") from None
     try:
-        data: Any = json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
         raise InvalidInput(f"{file}: not JSON ({exc})") from None
+
+
+def _documents(data: Any, file: Path) -> list[ResultDocument]:
     items = data if isinstance(data, list) else [data]
     documents: list[ResultDocument] = []
     for index, item in enumerate(items):
@@ -71,3 +78,21 @@ def import_result_files(paths: Iterable[str | Path], store: Store) -> tuple[int,
     for path in paths:
         documents.extend(load_documents(path))
     return len(documents), store.ingest(documents_batch(documents))
+
+
+def load_batch_file(path: str | Path) -> IngestBatch:
+    """One JSON file as one batch: result documents (one or a list, as ``advisor import results``
+    reads them) or an ingest batch (``{"observations": [...], "failures": [...], "runs": [...]}``,
+    as ``POST /v1/batches`` takes it).
+
+    Raises:
+        InvalidInput: as ``load_documents``, the file and field named.
+    """
+    file = Path(path)
+    data = _read_json(file)
+    if isinstance(data, dict) and "run" not in data and {"observations", "failures", "runs"} & data.keys():
+        try:
+            return IngestBatch.model_validate(data)
+        except ValidationError as exc:
+            raise InvalidInput(f"{file}: {validation_message(exc)}") from None
+    return documents_batch(_documents(data, file))
