@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import httpx
 import numpy as np
@@ -60,19 +60,22 @@ PROVENANCE = Provenance(kind=SourceKind.MEASURED, source="bench-synthetic")
 
 
 def synthetic(n: int, seed: int = 7) -> list[Observation]:
+    return list(iter_synthetic(n, seed))
+
+
+def iter_synthetic(n: int, seed: int = 7) -> Iterator[Observation]:
+    """The first ``n`` synthetic observations, one at a time (a million do not sit in memory)."""
     rng = random.Random(seed)
-    out = []
     combos = list(itertools.product(ACCELERATORS, STACKS, BENCHMARKS, PLACEMENTS))
     for i in range(n):
         accel, stack, bench, placement = combos[i % len(combos)]
         value = rng.uniform(100, 3000)
-        out.append(Observation(
+        yield Observation(
             benchmark=bench, metric="throughput", value=value, unit="images/s", samples=5,
             p10=value * 0.97, p90=value * 1.03, cv=0.02,
             stack=stack, accelerator=Accelerator(model=accel), placement=placement,
             run_id=f"bench-run-{i // len(combos)}", provenance=PROVENANCE,
-        ))
-    return out
+        )
 
 
 def fill(store_uri: str, n: int, wipe: bool) -> float:
@@ -85,9 +88,9 @@ def fill(store_uri: str, n: int, wipe: bool) -> float:
             store.wipe()
         if not wipe and store.stats().counts.get("Observation", 0) >= n:
             return 0.0  # a reused store that already holds the load
-        obs = synthetic(n)
-        for i in range(0, n, 5000):
-            store.ingest(IngestBatch(observations=obs[i:i + 5000]))
+        rows = iter_synthetic(n)
+        while batch := list(itertools.islice(rows, 5000)):
+            store.ingest(IngestBatch(observations=batch))
         count = store.stats().counts.get("Observation", 0)
     if count < n:
         raise SystemExit(f"store holds {count} observations after filling, expected >= {n}")
