@@ -15,7 +15,7 @@ import numpy as np
 
 from advisor.results import Interval, PlacementOverhead
 from advisor.rules import parse_version
-from advisor.table import ObservationTable
+from advisor.table import ObservationTable, group_rows
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 
@@ -34,15 +34,11 @@ def bootstrap_interval(values: np.ndarray, *, n: int = 500, seed: int = 0) -> In
 
 
 def _groups(table: ObservationTable, rows: np.ndarray, by: tuple[str, ...]) -> dict[tuple[Any, ...], np.ndarray]:
-    out: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     cols = []
     for name in by:
         col = getattr(table, name)
         cols.append(col.codes[rows] if hasattr(col, "codes") else col[rows])
-    keys = np.column_stack(cols) if cols else np.zeros((len(rows), 0))
-    for i, key in enumerate(map(tuple, keys.tolist())):
-        out[key].append(int(rows[i]))
-    return {k: np.asarray(v) for k, v in out.items()}
+    return dict(group_rows(cols, rows))
 
 
 PAIR_KEY = ("round", "benchmark", "metric", "accelerator", "count")

@@ -36,7 +36,7 @@ import numpy as np
 
 from advisor.results import Basis
 from advisor.specs import ResolvedAccelerator, resolve_accelerator
-from advisor.table import ObservationTable, physical_key, round_number
+from advisor.table import ObservationTable, group_rows, physical_key, round_number
 
 LEVEL = 0.8
 QUANTILES = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
@@ -234,14 +234,16 @@ class EvidenceIndex:
         rounds = np.array([round_number(r) for r in table.round.vocab]) if table.n else np.empty(0)
         self.round_no = np.nan_to_num(rounds[table.round.codes], nan=0.0) if table.n else np.empty(0)
         self.slices: dict[SliceKey, dict[str, np.ndarray]] = {}
-        grouped: dict[SliceKey, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
         cols = (table.family, table.bench_name, table.scenario, table.metric, table.division)
-        codes = np.column_stack([c.codes for c in cols]) if table.n else np.empty((0, 5), np.int32)
-        for i in np.flatnonzero(table.value > 0).tolist():
-            key = tuple(col.vocab[int(c)] for col, c in zip(cols, codes[i]))
-            grouped[key][self.accel[i]].append(i)  # type: ignore[index]
-        for key, by_acc in grouped.items():
-            self.slices[key] = {a: np.asarray(r, dtype=np.int64) for a, r in by_acc.items()}
+        canon_names = sorted(set(canon))
+        canon_code = np.asarray([canon_names.index(c) for c in canon], dtype=np.int64)
+        rows = np.flatnonzero(table.value > 0)
+        columns = [c.codes[rows] for c in cols]
+        if table.n:
+            columns.append(canon_code[table.accelerator.codes[rows]])
+        for (*slice_codes, acc), members in group_rows(columns, rows):  # in order of appearance
+            key = tuple(col.vocab[c] for col, c in zip(cols, slice_codes))
+            self.slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)  # type: ignore[index]
         self._alpha: dict[SliceKey, float] = {}
         self._residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
         # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices' spreads

@@ -320,6 +320,39 @@ class ObservationTable:
         return max(rounds, key=_round_key) if rounds else ""
 
 
+def group_rows(columns: list[np.ndarray], rows: np.ndarray) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """``rows`` grouped by the values of ``columns`` (integer arrays aligned with ``rows``): one
+    (key, rows) pair per distinct key, keys in the order they first appear and rows in their
+    order, as a dict of lists filled row by row would give, without a Python step per row (a
+    million rows: a few ten milliseconds instead of seconds)."""
+    rows = np.asarray(rows)
+    if not len(rows):
+        return []
+    if not columns:
+        return [((), rows)]
+    cols = [np.asarray(c).astype(np.int64, copy=False) for c in columns]
+    lows = [int(c.min()) for c in cols]
+    spans = [int(c.max()) - low + 1 for c, low in zip(cols, lows)]
+    size = 1
+    for span in spans:
+        size *= span
+    if size < 2**62:  # one integer per key (mixed radix)
+        key = np.zeros(len(rows), dtype=np.int64)
+        for c, low, span in zip(cols, lows, spans):
+            key = key * span + (c - low)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(np.column_stack(cols), axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.flatnonzero(np.diff(inverse[order])) + 1
+    parts = np.split(rows[order], bounds)
+    starts = np.split(order, bounds)
+    out = [(tuple(int(c[i[0]]) for c in cols), part) for part, i in zip(parts, starts)]
+    appearance = np.argsort(first, kind="stable")
+    return [out[g] for g in appearance.tolist()]
+
+
 def _mapped(values: list[str], fn: Any) -> list[str]:
     memo: dict[str, str] = {}
     return [memo[v] if v in memo else memo.setdefault(v, fn(v)) for v in values]

@@ -118,10 +118,12 @@ def lineage(key: dict[str, Any]) -> dict[str, Any]:
 
 def load_table(store: Store, generation: int, read_generation: Callable[[], int],
                previous: ObservationTable | None = None) -> ObservationTable:
-    """The table of ``store`` at ``generation``: from its persisted file when that file's key
-    matches; else a table of an earlier generation of the same lineage (``previous``, held in
-    memory, or the persisted file) with what was written since appended; else read from the
-    store (with progress). Persisted in the last two cases.
+    """The table of ``store`` at ``generation``: the table held in memory (``previous``) when it
+    is of an earlier generation of the same lineage, with what was written since appended
+    (cheaper than reading the file another replica may have written meanwhile); else the
+    persisted file when its key matches; else the persisted table of an earlier generation with
+    what was written since appended; else read from the store (with progress). Persisted unless
+    the file already holds it.
 
     Args:
         read_generation: reads the store's generation again after a full read; that table is
@@ -133,21 +135,21 @@ def load_table(store: Store, generation: int, read_generation: Callable[[], int]
         return build_table(store, generation)
     path = table_path(store.uri)
     base = previous if _older_of(previous, key) else None
+    theirs: Any = None
     if path is not None:
         meta = read_header(path)
         theirs = meta.get("key") if isinstance(meta, dict) else None
-        if theirs == key:
+        if theirs == key and base is None:
             table = read_table(path, key)
             if table is not None:
                 return table
         elif isinstance(theirs, dict) and lineage(theirs) == lineage(key) and isinstance(
-                theirs.get("generation"), int) and theirs["generation"] < generation and (
-                base is None or theirs["generation"] > base.generation):
+                theirs.get("generation"), int) and theirs["generation"] < generation and base is None:
             base = read_table(path, theirs) or base
     if base is not None:
         table = append_since(store, base, generation)
         if table is not None:
-            if path is not None:
+            if path is not None and not _holds_as_much(theirs, key):
                 write_table(path, table, key)
             return table
     table = build_table(store, generation)
@@ -155,6 +157,13 @@ def load_table(store: Store, generation: int, read_generation: Callable[[], int]
     if path is not None and read_generation() == generation:
         write_table(path, table, key)
     return table
+
+
+def _holds_as_much(theirs: Any, key: dict[str, Any]) -> bool:
+    """Whether the persisted file's key is ``key`` or a later generation of its lineage (another
+    process got there first: not overwritten)."""
+    return isinstance(theirs, dict) and lineage(theirs) == lineage(key) and isinstance(
+        theirs.get("generation"), int) and theirs["generation"] >= key["generation"]
 
 
 def _older_of(table: ObservationTable | None, key: dict[str, Any]) -> bool:

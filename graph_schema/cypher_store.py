@@ -474,6 +474,9 @@ class CypherStore(Store):
                 return []
             params["after"] = keys[-1]["key"]
         params["limit"] = limit
+        if flt == ObservationFilter() and not offset:
+            page = {"after": params["after"], "limit": limit}
+            return self._with_hosts(self._read(Q.QUERY_OBSERVATIONS_PAGE, page))
         return self._with_hosts(self._read(rows_query, params))
 
     def _get_observation(self, key: str) -> StoredObservation | None:

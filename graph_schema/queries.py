@@ -204,6 +204,14 @@ _OBS_RETURN = (
 
 QUERY_OBSERVATIONS = _OBS_MATCH + _OBS_RETURN + "ORDER BY o.key LIMIT $limit"
 QUERY_OBSERVATIONS_SINCE = _OBS_MATCH_SINCE + _OBS_RETURN + "ORDER BY o.key LIMIT $limit"
+# A page of every observation (no filter: the advisor's table): the page's keys first, in key
+# order from the key's index (Neo4j stops after $limit of them), then their neighbours. The
+# filtered query joins every observation before it orders and cuts, on every page: at a million
+# observations one page outran the read timeout.
+QUERY_OBSERVATIONS_PAGE = (
+    "MATCH (o:Observation) WHERE o.key > $after WITH o ORDER BY o.key LIMIT $limit "
+    "MATCH (o)-[:MEASURED_IN]->(c:Context), " + _OBS_NEIGHBOURS + _OBS_RETURN + "ORDER BY o.key"
+)
 
 # One observation by its key: a primary-key (unique constraint) lookup, then its context's links; not
 # the filtered scan above, whose pattern the engines join before filtering.
