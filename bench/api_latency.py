@@ -24,8 +24,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import numpy as np
@@ -124,6 +125,13 @@ def serve(store_uri: str, token: str, log: Path) -> tuple[subprocess.Popen[bytes
         time.sleep(0.2)
     proc.terminate()
     raise SystemExit(f"advisor serve not ready after 120 s; see {log}")
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(resident now, peak resident) of a process, in MB (Linux /proc)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
 def workload_bodies() -> list[dict[str, Any]]:
@@ -228,6 +236,7 @@ def main() -> None:
             proc, url = serve(uri, token, tmp / f"serve-{name}.log")
             try:
                 ms, wall, errors = drive(url, bodies, args.clients, args.requests, args.warmup)
+                rss, peak = memory_mb(proc.pid)
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
@@ -236,9 +245,11 @@ def main() -> None:
                 continue
             p50, p99 = np.percentile(ms, 50), np.percentile(ms, 99)
             verdict = "meets" if p99 <= 50 else "misses"
+            load = " ".join(f"{x:.1f}" for x in os.getloadavg())
             print(f"{name:9s} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {ms.max():7.1f} ms  "
-                  f"{len(ms) / wall:6.1f} req/s  (n={len(ms)}, fill {fill_s:.0f} s; "
-                  f"{verdict} the p99 <= 50 ms goal)")
+                  f"{len(ms) / wall:6.1f} req/s  API RSS {rss:.0f} MB (peak {peak:.0f} MB)  "
+                  f"(n={len(ms)}, fill {fill_s:.0f} s; load avg {load}; "
+                  f"{verdict} the p99 <= 50 ms goal)", flush=True)
 
 
 if __name__ == "__main__":
