@@ -106,7 +106,9 @@ def free_port() -> int:
 
 def serve(store_uri: str, token: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    env = {**os.environ, "ADVISOR_TOKENS": f"{token}:read", "ADVISOR_ENVIRONMENT": "production"}
+    # the code of this checkout (the installed `advisor` script may belong to another one)
+    env = {**os.environ, "ADVISOR_TOKENS": f"{token}:read", "ADVISOR_ENVIRONMENT": "production",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("advisor")), "serve", "--port", str(port), "--store",
          store_uri, "--log-level", "warning"],
