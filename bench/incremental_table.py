@@ -97,11 +97,11 @@ def measure(uri: str, add: int, folder: Path, full: bool = True) -> None:
         fresh_advisor = Advisor(store)
         fresh_table, fresh = first_answer(fresh_advisor)
         held_table, held_s = first_answer(held)
-        full_table = full = full_cpu = float("nan")
+        full_table = full_s = full_cpu = float("nan")
         if full:
             with caches("0", str(folder / "calibration-full")):
                 full_advisor = Advisor(store)
-                full_table, full = first_answer(full_advisor)
+                full_table, full_s = first_answer(full_advisor)
                 full_cpu = CPU[id(full_advisor)]
         fresh_cpu, held_cpu = CPU[id(fresh_advisor)], CPU[id(held)]
         print(f"{uri}: {n} observations + {add} (ingest {ingest_s:.2f} s); load avg {load()}", flush=True)
@@ -109,9 +109,9 @@ def measure(uri: str, add: int, folder: Path, full: bool = True) -> None:
               f"{fresh_cpu:.2f} CPU s)")
         print(f"  first answer, held table,    incremental: {held_s:7.2f} s (table {held_table:.2f} s; "
               f"{held_cpu:.2f} CPU s)")
-        print(f"  first answer, fresh process, full read:   {full:7.2f} s (table {full_table:.2f} s; "
+        print(f"  first answer, fresh process, full read:   {full_s:7.2f} s (table {full_table:.2f} s; "
               f"{full_cpu:.2f} CPU s)")
-        print(f"  -> incremental x{full / fresh:.1f} faster (fresh process), x{full / held_s:.1f} "
+        print(f"  -> incremental x{full_s / fresh:.1f} faster (fresh process), x{full_s / held_s:.1f} "
               f"(held table); table alone x{full_table / fresh_table:.0f} / x{full_table / held_table:.0f}; "
               f"CPU x{full_cpu / fresh_cpu:.1f} / x{full_cpu / held_cpu:.1f}; load avg {load()}", flush=True)
 
