@@ -307,13 +307,14 @@ class EvidenceIndex:
             return keep
         from advisor.rules import stack_components
 
-        out = []
-        for r in keep.tolist():
-            stack = t.stacks[t.stack.vocab[int(t.stack.codes[r])]]
+        codes = t.stack.codes[keep]
+        ok = []
+        for code in np.unique(codes).tolist():  # per stack, not per row (thousands at 1M)
+            stack = t.stacks[t.stack.vocab[code]]
             have = {k.lower(): str(v).lower() for k, v in stack_components(stack).items() if v}
             if all(have.get(k) == v.lower() for k, v in q.components.items()):
-                out.append(r)
-        return np.asarray(out, dtype=np.int64)
+                ok.append(code)
+        return keep[np.isin(codes, ok)].astype(np.int64)
 
     def latest(self, rows: np.ndarray) -> np.ndarray:
         return rows[self.round_no[rows] == self.round_no[rows].max()] if len(rows) else rows
