@@ -16,7 +16,7 @@ import numpy as np
 from advisor.order_stats import median, median_rows, quantiles
 from advisor.results import Interval, PlacementOverhead
 from advisor.rules import parse_version
-from advisor.table import ObservationTable, group_ids
+from advisor.table import ObservationTable, group_ids, group_rows
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 
@@ -40,12 +40,7 @@ def _column(table: ObservationTable, name: str) -> np.ndarray:
 
 
 def _groups(table: ObservationTable, rows: np.ndarray, by: tuple[str, ...]) -> dict[tuple[Any, ...], np.ndarray]:
-    out: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    cols = [_column(table, name)[rows] for name in by]
-    keys = np.column_stack(cols) if cols else np.zeros((len(rows), 0))
-    for i, key in enumerate(map(tuple, keys.tolist())):
-        out[key].append(int(rows[i]))
-    return {k: np.asarray(v) for k, v in out.items()}
+    return dict(group_rows([_column(table, name)[rows] for name in by], rows))
 
 
 PAIR_KEY = ("round", "benchmark", "metric", "accelerator", "count")

@@ -101,14 +101,16 @@ class Advisor:
 
     def table(self, generation: int | None = None) -> ObservationTable:
         """The observation table of the store's current generation (reloaded when it moved):
-        from its persisted file when one matches the store and generation, else read from the
-        store and persisted (``advisor.table_file``).
+        from its persisted file when one matches the store and generation, else the table held
+        (or persisted) for an earlier generation with what was written since added, else read
+        from the store; persisted (``advisor.table_file``).
         ``generation``: one the caller has just read, so one answer reads it once."""
         generation = self.store_generation() if generation is None else generation
         with self._lock:
             if self._table is None or self._table.generation != generation:
                 start = time.perf_counter()
-                self._table = table_file.load_table(self.store, generation, self._read_generation)
+                self._table = table_file.load_table(self.store, generation, self._read_generation,
+                                                    previous=self._table)
                 self._overheads = None
                 self._failures = None
                 self._index = None

@@ -39,7 +39,7 @@ from advisor import transfer
 from advisor.order_stats import median, quantile, quantiles
 from advisor.results import Basis
 from advisor.specs import ResolvedAccelerator, resolve_accelerator
-from advisor.table import ObservationTable, group_ids, physical_key, round_number, split_groups
+from advisor.table import ObservationTable, group_rows, physical_key, round_number
 from advisor.transfer import TransferModel
 from graph_schema.errors import InvalidInput
 
@@ -244,13 +244,15 @@ class EvidenceIndex:
         self.round_no = np.nan_to_num(rounds[table.round.codes], nan=0.0) if table.n else np.empty(0)
         self.slices: dict[SliceKey, dict[str, np.ndarray]] = {}
         cols = (table.family, table.bench_name, table.scenario, table.metric, table.division)
+        canon_names = sorted(set(canon))
+        canon_code = np.asarray([canon_names.index(c) for c in canon], dtype=np.int64)
         rows = np.flatnonzero(table.value > 0)
-        canon_codes = np.unique(np.asarray(canon, dtype=object), return_inverse=True)[1].reshape(-1)
-        ids = group_ids([*(c.codes[rows] for c in cols), canon_codes[table.accelerator.codes[rows]]])
-        for members in split_groups(rows, ids):  # in order of first appearance
-            first = int(members[0])
-            key = tuple(col.vocab[int(col.codes[first])] for col in cols)
-            self.slices.setdefault(key, {})[self.accel[first]] = members  # type: ignore[index]
+        columns = [c.codes[rows] for c in cols]
+        if table.n:
+            columns.append(canon_code[table.accelerator.codes[rows]])
+        for (*slice_codes, acc), members in group_rows(columns, rows):  # in order of appearance
+            key = tuple(col.vocab[c] for col, c in zip(cols, slice_codes))
+            self.slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)  # type: ignore[index]
         self._alpha: dict[SliceKey, float] = {}
         self._transfer: dict[tuple[str, ...], TransferModel] = {}
         # the same models fitted without each accelerator (calibration time only: honest replays)
@@ -317,13 +319,14 @@ class EvidenceIndex:
             return keep
         from advisor.rules import stack_components
 
-        out = []
-        for r in keep.tolist():
-            stack = t.stacks[t.stack.vocab[int(t.stack.codes[r])]]
+        codes = t.stack.codes[keep]
+        ok = []
+        for code in np.unique(codes).tolist():  # per stack, not per row (thousands at 1M)
+            stack = t.stacks[t.stack.vocab[code]]
             have = {k.lower(): str(v).lower() for k, v in stack_components(stack).items() if v}
             if all(have.get(k) == v.lower() for k, v in q.components.items()):
-                out.append(r)
-        return np.asarray(out, dtype=np.int64)
+                ok.append(code)
+        return keep[np.isin(codes, ok)].astype(np.int64)
 
     def latest(self, rows: np.ndarray) -> np.ndarray:
         return rows[self.round_no[rows] == self.round_no[rows].max()] if len(rows) else rows

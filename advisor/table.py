@@ -6,9 +6,12 @@ so a recommendation is a handful of vectorised masks and group-bys over this tab
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import itertools
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +41,20 @@ class Column:
             codes[i] = code
         return cls(codes=codes, vocab=list(index), index=index)
 
+    def extended(self, other: Column) -> Column:
+        """This column followed by ``other``'s rows: existing codes unchanged, values new to
+        this vocabulary appended to it. ``self`` is not modified (a reader may hold it)."""
+        vocab, index = list(self.vocab), dict(self.index)
+        remap = np.empty(len(other.vocab) + 1, dtype=np.int32)
+        for i, value in enumerate(other.vocab):
+            code = index.get(value)
+            if code is None:
+                code = index[value] = len(vocab)
+                vocab.append(value)
+            remap[i] = code
+        codes = np.concatenate([self.codes.astype(np.int32, copy=False), remap[other.codes]])
+        return Column(codes=codes, vocab=vocab, index=index)
+
     def code(self, value: Any) -> int:
         return self.index.get(value, -1)
 
@@ -49,6 +66,81 @@ class Column:
         lookup = np.zeros(len(self.vocab) + 1, dtype=bool)  # a table lookup beats np.isin
         lookup[[self.index[v] for v in allowed if v in self.index]] = True
         return lookup[self.codes]
+
+
+CATEGORICAL = ("metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
+               "source", "submitter", "accelerator", "physical", "placement", "stack", "candidate", "system")
+NUMERIC = ("value", "count", "timestamp", "higher_is_better")
+
+
+class KeyList(Sequence[str]):
+    """Observation keys kept as one UTF-8 blob and offsets (as a persisted table stores them),
+    split into strings only when first used: no answer needs them; a digest or an evaluation
+    does."""
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
+        self._blob, self._offsets = blob, offsets
+        self._keys: list[str] | None = None
+
+    @classmethod
+    def of(cls, keys: Sequence[str]) -> KeyList:
+        if isinstance(keys, KeyList):
+            return keys
+        encoded = [k.encode() for k in keys]
+        offsets = np.concatenate(([0], np.cumsum([len(k) for k in encoded], dtype=np.int64)))
+        return cls(np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets.astype(np.int64))
+
+    @property
+    def blob(self) -> np.ndarray:
+        return self._blob
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self._offsets
+
+    def extended(self, more: Sequence[str]) -> KeyList:
+        """These keys followed by ``more``, without splitting the blob into strings."""
+        tail = KeyList.of(more)
+        out = KeyList(np.concatenate([self._blob, tail._blob]),
+                      np.concatenate([self._offsets, self._offsets[-1] + tail._offsets[1:]]))
+        if self._keys is not None:
+            out._keys = [*self._keys, *more]
+        return out
+
+    def _all(self) -> list[str]:
+        if self._keys is None:
+            text = self._blob.tobytes().decode()
+            offsets = self._offsets.tolist()
+            if offsets[-1] == len(text):  # ASCII (the keys are): character offsets = byte offsets
+                self._keys = [text[a:b] for a, b in itertools.pairwise(offsets)]
+            else:
+                raw = self._blob.tobytes()
+                self._keys = [raw[a:b].decode() for a, b in itertools.pairwise(offsets)]
+        return self._keys
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"KeyList({len(self)} keys)"
+
+
+def content_digest(table: ObservationTable) -> str:
+    """A digest of the table's content (observation keys and values): models fitted on equal
+    content are interchangeable, whatever store or generation they came from."""
+    digest = hashlib.sha256(f"{table.n}:".encode())
+    digest.update("\n".join(sorted(table.keys)).encode())
+    digest.update(table.value.tobytes())
+    return digest.hexdigest()[:32]
 
 
 @dataclass
@@ -90,12 +182,15 @@ class ObservationTable:
     stack: Column  # stack_id
     candidate: Column  # (stack_id, accelerator, count, placement)
     system: Column  # (nodes, accelerators per node, interconnect) as published; "" when not given
-    keys: list[str]
+    keys: Sequence[str]
     benchmarks: dict[str, BenchmarkInfo] = field(default_factory=dict)
     stacks: dict[str, SoftwareStack] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
     load_seconds: float = 0.0
     digest: str = ""  # content digest (keys and values), set when persisted (advisor.table_file)
+    # the persisted-table key of the store lineage this table was read from, less the
+    # generation (``advisor.table_file.lineage``); None when it came from elsewhere
+    lineage: dict[str, Any] | None = None
 
     @classmethod
     def from_observations(cls, observations: Iterable[Observation], generation: int = 0) -> ObservationTable:
@@ -171,6 +266,38 @@ class ObservationTable:
         table.load_seconds = time.perf_counter() - start
         return table
 
+    def appended(self, observations: Iterable[Observation], generation: int) -> ObservationTable:
+        """This table with ``observations`` added after its rows, labelled ``generation``: the
+        rows here keep their codes (new values are appended to each vocabulary), so adding a
+        few observations costs the few, not a rereading of every one. ``self`` is unchanged.
+
+        The digest chains this table's with the new rows' (equal content reached by another
+        history gets another digest: a calibration computed again, never a wrong one)."""
+        start = time.perf_counter()
+        delta = ObservationTable.from_observations(observations, generation)
+        if delta.n == 0:
+            out = dataclasses.replace(self, generation=generation)
+            out.load_seconds = time.perf_counter() - start
+            return out
+        base_digest = self.digest or content_digest(self)
+        keys = (self.keys.extended(delta.keys) if isinstance(self.keys, KeyList)
+                else [*self.keys, *delta.keys])
+        stacks = {**self.stacks, **delta.stacks}
+        out = ObservationTable(
+            generation=generation,
+            n=self.n + delta.n,
+            keys=keys,
+            benchmarks={**self.benchmarks, **delta.benchmarks},
+            stacks=stacks,
+            images={sid: st.image for sid, st in stacks.items() if st.image},
+            digest=hashlib.sha256(f"{base_digest}+{content_digest(delta)}".encode()).hexdigest()[:32],
+            lineage=self.lineage,
+            **{name: np.concatenate([getattr(self, name), getattr(delta, name)]) for name in NUMERIC},
+            **{name: getattr(self, name).extended(getattr(delta, name)) for name in CATEGORICAL},
+        )
+        out.load_seconds = time.perf_counter() - start
+        return out
+
     # ---- selections ----------------------------------------------------------------------
     def benchmark_mask(self, family: str, name: str, parameters: dict[str, Any]) -> tuple[np.ndarray, list[str]]:
         """Rows of the benchmark whose parameters match every pinned one the KB records.
@@ -191,6 +318,39 @@ class ObservationTable:
     def latest_round(self) -> str:
         rounds = [r for r in self.round.vocab if r]
         return max(rounds, key=_round_key) if rounds else ""
+
+
+def group_rows(columns: list[np.ndarray], rows: np.ndarray) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """``rows`` grouped by the values of ``columns`` (integer arrays aligned with ``rows``): one
+    (key, rows) pair per distinct key, keys in the order they first appear and rows in their
+    order, as a dict of lists filled row by row would give, without a Python step per row (a
+    million rows: a few ten milliseconds instead of seconds)."""
+    rows = np.asarray(rows)
+    if not len(rows):
+        return []
+    if not columns:
+        return [((), rows)]
+    cols = [np.asarray(c).astype(np.int64, copy=False) for c in columns]
+    lows = [int(c.min()) for c in cols]
+    spans = [int(c.max()) - low + 1 for c, low in zip(cols, lows)]
+    size = 1
+    for span in spans:
+        size *= span
+    if size < 2**62:  # one integer per key (mixed radix)
+        key = np.zeros(len(rows), dtype=np.int64)
+        for c, low, span in zip(cols, lows, spans):
+            key = key * span + (c - low)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(np.column_stack(cols), axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.flatnonzero(np.diff(inverse[order])) + 1
+    parts = np.split(rows[order], bounds)
+    starts = np.split(order, bounds)
+    out = [(tuple(int(c[i[0]]) for c in cols), part) for part, i in zip(parts, starts)]
+    appearance = np.argsort(first, kind="stable")
+    return [out[g] for g in appearance.tolist()]
 
 
 def _mapped(values: list[str], fn: Any) -> list[str]:
@@ -234,15 +394,3 @@ def group_ids(columns: Iterable[np.ndarray]) -> np.ndarray:
         ids = np.unique(ids * (int(codes.max(initial=0)) + 1) + codes, return_inverse=True)[1]
         ids = ids.reshape(-1).astype(np.int64)
     return np.zeros(0, np.int64) if ids is None else ids
-
-
-def split_groups(rows: np.ndarray, ids: np.ndarray) -> list[np.ndarray]:
-    """``rows`` split by ``ids`` (one per row): groups in order of first appearance, rows in their
-    given order."""
-    if not len(rows):
-        return []
-    uniq, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    members = np.split(rows[np.argsort(inverse, kind="stable")],
-                       np.cumsum(np.bincount(inverse, minlength=len(uniq)))[:-1])
-    return [members[g] for g in np.argsort(first, kind="stable")]

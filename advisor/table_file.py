@@ -19,20 +19,27 @@ did not move while it was read, so a concurrent write never gets persisted under
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import logging
 import os
 import struct
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from advisor.table import BenchmarkInfo, Column, ObservationTable
+from advisor.table import (
+    CATEGORICAL,
+    NUMERIC,
+    BenchmarkInfo,
+    Column,
+    KeyList,
+    ObservationTable,
+    content_digest,
+)
 from graph_schema import progress
 from graph_schema.models import SoftwareStack, StoredObservation
 from graph_schema.store import Store
@@ -43,10 +50,12 @@ FORMAT = 3  # 2: the published system column; 3: memory-mapped columnar file
 MAGIC = b"SATABLE3"
 ALIGN = 64
 KEEP = 16
-COLUMNS = ("metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
-           "source", "submitter", "accelerator", "physical", "placement", "stack", "candidate", "system")
+# Observations per page of a full read: keyset pages cost the same at any depth, and a smaller
+# page stays well inside the store's read timeout on a loaded machine (20k rows from Neo4j
+# took over 30 s with the client at a sixth of a core)
+READ_PAGE = 5000
+COLUMNS = CATEGORICAL
 TUPLE_COLUMNS = ("candidate", "system")  # vocabularies of tuples (JSON keeps them as lists)
-NUMERIC = ("value", "count", "timestamp", "higher_is_better")
 # The code that decides what a table holds: a change to any of these files invalidates every
 # persisted table (and, through the table's digest, every persisted model).
 _SHAPING_CODE = ("advisor", "graph_schema")
@@ -105,30 +114,95 @@ def table_path(store_uri: str) -> Path | None:
     return folder / f"table-{hashlib.sha256(store_uri.encode()).hexdigest()[:20]}.tbl"
 
 
-def load_table(store: Store, generation: int, read_generation: Callable[[], int]) -> ObservationTable:
-    """The table of ``store`` at ``generation``: from its persisted file when that file's key
-    matches, else read from the store (with progress) and persisted.
+def lineage(key: dict[str, Any]) -> dict[str, Any]:
+    """A table key less its generation: tables of one lineage differ only by added
+    observations (``Store.observations_since``)."""
+    return {k: v for k, v in key.items() if k != "generation"}
+
+
+def load_table(store: Store, generation: int, read_generation: Callable[[], int],
+               previous: ObservationTable | None = None) -> ObservationTable:
+    """The table of ``store`` at ``generation``: the table held in memory (``previous``) when it
+    is of an earlier generation of the same lineage, with what was written since appended
+    (cheaper than reading the file another replica may have written meanwhile); else the
+    persisted file when its key matches; else the persisted table of an earlier generation with
+    what was written since appended; else read from the store (with progress). Persisted unless
+    the file already holds it.
 
     Args:
-        read_generation: reads the store's generation again after the table was read; the table
-            is persisted only when it did not move.
+        read_generation: reads the store's generation again after a full read; that table is
+            persisted only when it did not move (an appended one is exact by construction).
+        previous: the table the caller holds, if any.
     """
     key = table_key(store, generation)
-    path = table_path(store.uri) if key is not None else None
+    if key is None:
+        return build_table(store, generation)
+    path = table_path(store.uri)
+    base = previous if _older_of(previous, key) else None
+    theirs: Any = None
     if path is not None:
-        table = read_table(path, key)
+        meta = read_header(path)
+        theirs = meta.get("key") if isinstance(meta, dict) else None
+        if theirs == key and base is None:
+            table = read_table(path, key)
+            if table is not None:
+                return table
+        elif isinstance(theirs, dict) and lineage(theirs) == lineage(key) and isinstance(
+                theirs.get("generation"), int) and theirs["generation"] < generation and base is None:
+            base = read_table(path, theirs) or base
+    if base is not None:
+        table = append_since(store, base, generation)
         if table is not None:
+            if path is not None and not _holds_as_much(theirs, key):
+                write_table(path, table, key)
             return table
     table = build_table(store, generation)
-    if path is not None and key is not None and read_generation() == generation:
+    table.lineage = lineage(key)
+    if path is not None and read_generation() == generation:
         write_table(path, table, key)
+    return table
+
+
+def _holds_as_much(theirs: Any, key: dict[str, Any]) -> bool:
+    """Whether the persisted file's key is ``key`` or a later generation of its lineage (another
+    process got there first: not overwritten)."""
+    return isinstance(theirs, dict) and lineage(theirs) == lineage(key) and isinstance(
+        theirs.get("generation"), int) and theirs["generation"] >= key["generation"]
+
+
+def _older_of(table: ObservationTable | None, key: dict[str, Any]) -> bool:
+    return (table is not None and table.lineage is not None and table.lineage == lineage(key)
+            and table.generation < key["generation"])
+
+
+def append_since(store: Store, base: ObservationTable, generation: int) -> ObservationTable | None:
+    """``base`` with what the store's batches after ``base.generation`` up to ``generation``
+    wrote; None when the store cannot say (a backend or server without generation stamps: the
+    caller reads everything)."""
+    start = time.perf_counter()
+    added: list[StoredObservation] = []
+    try:
+        for obs in store.observations_since(base.generation, until=generation):
+            if obs.generation is None or not base.generation < obs.generation <= generation:
+                log.warning("the store returned observation %s of generation %s for generations "
+                            "%d..%d; reading every observation instead", obs.key, obs.generation,
+                            base.generation + 1, generation)
+                return None
+            added.append(obs)
+    except NotImplementedError:
+        return None
+    table = base.appended(added, generation)
+    table.load_seconds = time.perf_counter() - start
+    log.info("added %d observations (generations %d..%d) to the table of %d in %.2fs", len(added),
+             base.generation + 1, generation, base.n, table.load_seconds)
     return table
 
 
 def build_table(store: Store, generation: int) -> ObservationTable:
     """Read every observation from the store into a table, reporting progress."""
     with progress.phase(f"loading observations from {store.uri}") as update:
-        return ObservationTable.from_observations(_counted(store.iter_observations(), update), generation)
+        return ObservationTable.from_observations(
+            _counted(store.iter_observations(page=READ_PAGE), update), generation)
 
 
 def _counted(rows: Iterable[StoredObservation], update: Callable[[int], None]) -> Iterator[StoredObservation]:
@@ -139,15 +213,6 @@ def _counted(rows: Iterable[StoredObservation], update: Callable[[int], None]) -
         if done % 2000 == 0:
             update(done)
     update(done)
-
-
-def content_digest(table: ObservationTable) -> str:
-    """A digest of the table's content (observation keys and values): models fitted on equal
-    content are interchangeable, whatever store or generation they came from."""
-    digest = hashlib.sha256(f"{table.n}:".encode())
-    digest.update("\n".join(sorted(table.keys)).encode())
-    digest.update(table.value.tobytes())
-    return digest.hexdigest()[:32]
 
 
 def write_table(path: Path, table: ObservationTable, key: dict[str, Any]) -> bool:
@@ -163,9 +228,9 @@ def write_table(path: Path, table: ObservationTable, key: dict[str, Any]) -> boo
     }
     arrays: dict[str, np.ndarray] = {name: getattr(table, name) for name in NUMERIC}
     arrays.update({f"codes_{name}": getattr(table, name).codes for name in COLUMNS})
-    encoded = [k.encode() for k in table.keys]
-    arrays["keys_offsets"] = np.concatenate(([0], np.cumsum([len(k) for k in encoded], dtype=np.int64)))
-    arrays["keys_blob"] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    keys = KeyList.of(table.keys)  # a loaded or appended table's keys are never split
+    arrays["keys_offsets"] = keys.offsets
+    arrays["keys_blob"] = keys.blob
     try:
         write_atomically(path, lambda handle: write_arrays(handle, meta, arrays))
         _prune(path.parent)
@@ -211,6 +276,22 @@ def write_arrays(handle: Any, meta: dict[str, Any], arrays: dict[str, np.ndarray
         handle.write(data + b"\0" * (-(-len(data) // ALIGN) * ALIGN - len(data)))
 
 
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The ``meta`` of the file at ``path`` without reading its arrays; None when missing or
+    not a table file of this format."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(MAGIC) + 8)
+            if len(head) < len(MAGIC) + 8 or head[: len(MAGIC)] != MAGIC:
+                return None
+            (length,) = struct.unpack_from("<Q", head, len(MAGIC))
+            header = json.loads(handle.read(length).decode())
+    except (OSError, ValueError, struct.error):
+        return None
+    meta = header.get("meta") if isinstance(header, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
 def read_arrays(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The header's ``meta`` and the arrays of a file ``write_arrays`` wrote, as numpy views of
     one buffer the file is read into in one call. Raises ValueError when it is not such a file.
@@ -240,41 +321,6 @@ def read_arrays(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return header["meta"], arrays
 
 
-class KeyList(Sequence[str]):
-    """The observation keys of a loaded table, decoded from the file's blob only when first
-    used (no answer needs them; a digest or an evaluation does)."""
-
-    def __init__(self, blob: np.ndarray, offsets: np.ndarray) -> None:
-        self._blob, self._offsets = blob, offsets
-        self._keys: list[str] | None = None
-
-    def _all(self) -> list[str]:
-        if self._keys is None:
-            text = self._blob.tobytes().decode()
-            offsets = self._offsets.tolist()
-            if offsets[-1] == len(text):  # ASCII (the keys are): character offsets = byte offsets
-                self._keys = [text[a:b] for a, b in itertools.pairwise(offsets)]
-            else:
-                raw = self._blob.tobytes()
-                self._keys = [raw[a:b].decode() for a, b in itertools.pairwise(offsets)]
-        return self._keys
-
-    def __len__(self) -> int:
-        return len(self._offsets) - 1
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._all()[i]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._all())
-
-    def __eq__(self, other: object) -> bool:
-        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
-
-    def __repr__(self) -> str:
-        return f"KeyList({len(self)} keys)"
-
-
 def _prune(folder: Path) -> None:
     """Keep the ``KEEP`` most recently written tables (one per store; old stores fall out)."""
     files = []
@@ -296,6 +342,7 @@ def read_table(path: Path, key: dict[str, Any]) -> ObservationTable | None:
         if meta.get("key") != key:
             return None
         table = _from_arrays(meta, arrays)
+        table.lineage = lineage(key)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, struct.error,

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,19 +61,22 @@ PROVENANCE = Provenance(kind=SourceKind.MEASURED, source="bench-synthetic")
 
 
 def synthetic(n: int, seed: int = 7) -> list[Observation]:
+    return list(iter_synthetic(n, seed))
+
+
+def iter_synthetic(n: int, seed: int = 7) -> Iterator[Observation]:
+    """The first ``n`` synthetic observations, one at a time (a million do not sit in memory)."""
     rng = random.Random(seed)
-    out = []
     combos = list(itertools.product(ACCELERATORS, STACKS, BENCHMARKS, PLACEMENTS))
     for i in range(n):
         accel, stack, bench, placement = combos[i % len(combos)]
         value = rng.uniform(100, 3000)
-        out.append(Observation(
+        yield Observation(
             benchmark=bench, metric="throughput", value=value, unit="images/s", samples=5,
             p10=value * 0.97, p90=value * 1.03, cv=0.02,
             stack=stack, accelerator=Accelerator(model=accel), placement=placement,
             run_id=f"bench-run-{i // len(combos)}", provenance=PROVENANCE,
-        ))
-    return out
+        )
 
 
 def fill(store_uri: str, n: int, wipe: bool) -> float:
@@ -85,9 +89,9 @@ def fill(store_uri: str, n: int, wipe: bool) -> float:
             store.wipe()
         if not wipe and store.stats().counts.get("Observation", 0) >= n:
             return 0.0  # a reused store that already holds the load
-        obs = synthetic(n)
-        for i in range(0, n, 5000):
-            store.ingest(IngestBatch(observations=obs[i:i + 5000]))
+        rows = iter_synthetic(n)
+        while batch := list(itertools.islice(rows, 5000)):
+            store.ingest(IngestBatch(observations=batch))
         count = store.stats().counts.get("Observation", 0)
     if count < n:
         raise SystemExit(f"store holds {count} observations after filling, expected >= {n}")
@@ -102,7 +106,9 @@ def free_port() -> int:
 
 def serve(store_uri: str, token: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    env = {**os.environ, "ADVISOR_TOKENS": f"{token}:read", "ADVISOR_ENVIRONMENT": "production"}
+    # the code of this checkout (the installed `advisor` script may belong to another one)
+    env = {**os.environ, "ADVISOR_TOKENS": f"{token}:read", "ADVISOR_ENVIRONMENT": "production",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("advisor")), "serve", "--port", str(port), "--store",
          store_uri, "--log-level", "warning"],
@@ -121,6 +127,13 @@ def serve(store_uri: str, token: str, log: Path) -> tuple[subprocess.Popen[bytes
         time.sleep(0.2)
     proc.terminate()
     raise SystemExit(f"advisor serve not ready after 120 s; see {log}")
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(resident now, peak resident) of a process, in MB (Linux /proc)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
 def workload_bodies() -> list[dict[str, Any]]:
@@ -225,6 +238,7 @@ def main() -> None:
             proc, url = serve(uri, token, tmp / f"serve-{name}.log")
             try:
                 ms, wall, errors = drive(url, bodies, args.clients, args.requests, args.warmup)
+                rss, peak = memory_mb(proc.pid)
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
@@ -233,9 +247,11 @@ def main() -> None:
                 continue
             p50, p99 = np.percentile(ms, 50), np.percentile(ms, 99)
             verdict = "meets" if p99 <= 50 else "misses"
+            load = " ".join(f"{x:.1f}" for x in os.getloadavg())
             print(f"{name:9s} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {ms.max():7.1f} ms  "
-                  f"{len(ms) / wall:6.1f} req/s  (n={len(ms)}, fill {fill_s:.0f} s; "
-                  f"{verdict} the p99 <= 50 ms goal)")
+                  f"{len(ms) / wall:6.1f} req/s  API RSS {rss:.0f} MB (peak {peak:.0f} MB)  "
+                  f"(n={len(ms)}, fill {fill_s:.0f} s; load avg {load}; "
+                  f"{verdict} the p99 <= 50 ms goal)", flush=True)
 
 
 if __name__ == "__main__":

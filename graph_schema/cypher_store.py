@@ -14,6 +14,7 @@ from graph_schema import queries as Q
 from graph_schema.errors import SchemaMismatch, StoreUnavailable
 from graph_schema.migrations import pending
 from graph_schema.models import (
+    INT64_MAX,
     EntityKind,
     IngestBatch,
     IngestResult,
@@ -396,18 +397,29 @@ class CypherStore(Store):
                 run(Q.LINK[rel], {"rows": part})
 
         def work(run: Run) -> IngestResult:
+            # first: the rows carry the generation they make (see queries.UNBUMP_GENERATION)
+            generation = int(run(Q.BUMP_GENERATION, {})[0]["generation"])
             old_obs = existing(run, "Observation", list(rows.observations))
             old_fail = existing(run, "Failure", list(rows.failures))
             new_obs = [r for k, r in rows.observations.items() if k not in old_obs]
             new_fail = [r for k, r in rows.failures.items() if k not in old_fail]
             changed = bool(new_obs or new_fail)
             new_stacks: list[str] = []
+            for row in new_obs:
+                row["generation"] = generation
+            grown = {r["context_id"] for r in new_obs}  # contexts that get observations now
             for label in DIMENSIONS:
                 items = rows.nodes[label]
                 if not items:
                     continue
                 old = existing(run, label, list(items))
                 fresh = [r for k, r in items.items() if k not in old]
+                if label == "Context":
+                    for row in fresh:
+                        row["generation"] = generation
+                    stamp = sorted(grown & old)
+                    for part in _chunks(stamp):
+                        run(Q.STAMP_CONTEXTS, {"keys": part, "generation": generation})
                 if fresh and label in Q.LINKS:
                     create_rows(run, label, fresh, Q.LINKS[label])
                     changed = True
@@ -428,8 +440,8 @@ class CypherStore(Store):
             )
             create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS)
             create_rows(run, "Failure", new_fail, Q.FAILURE_LINKS)
-            if changed:
-                run(Q.BUMP_GENERATION, {})
+            if not changed:
+                run(Q.UNBUMP_GENERATION, {})
             return IngestResult(
                 observations_received=len(batch.observations),
                 observations_new=len(new_obs),
@@ -443,19 +455,29 @@ class CypherStore(Store):
     def _query_observations(
         self, flt: ObservationFilter, limit: int, offset: int, after: str | None
     ) -> list[StoredObservation]:
+        bounds = ("since_generation", "until_generation")
         params: dict[str, Any] = {
             name: ("" if value is None else getattr(value, "value", value))
-            for name, value in flt.model_dump().items()
+            for name, value in flt.model_dump(exclude=set(bounds)).items()
         }
         params["after"] = after or ""
+        keys_query, rows_query = Q.OBSERVATION_KEYS, Q.QUERY_OBSERVATIONS
+        if flt.since_generation is not None:
+            keys_query, rows_query = Q.OBSERVATION_KEYS_SINCE, Q.QUERY_OBSERVATIONS_SINCE
+            params["since_generation"] = flt.since_generation
+            params["until_generation"] = (
+                INT64_MAX if flt.until_generation is None else flt.until_generation)
         if offset:
             # the offset becomes a key: no SKIP reaches the engine (see queries.OBSERVATION_KEYS)
-            keys = self._read(Q.OBSERVATION_KEYS, {**params, "limit": offset})
+            keys = self._read(keys_query, {**params, "limit": offset})
             if len(keys) < offset:
                 return []
             params["after"] = keys[-1]["key"]
         params["limit"] = limit
-        return self._with_hosts(self._read(Q.QUERY_OBSERVATIONS, params))
+        if flt == ObservationFilter() and not offset:
+            page = {"after": params["after"], "limit": limit}
+            return self._with_hosts(self._read(Q.QUERY_OBSERVATIONS_PAGE, page))
+        return self._with_hosts(self._read(rows_query, params))
 
     def _get_observation(self, key: str) -> StoredObservation | None:
         found = self._with_hosts(self._read(Q.OBSERVATION_BY_KEY, {"key": key}))
@@ -625,5 +647,6 @@ def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> Sto
                 "details": details,
             },
             "source_key": r["source_key"],
+            "generation": r["generation"],
         }
     )

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from graph_schema.schema import NODES, RELATIONSHIPS, RETIRED_NEO4J_INDEXES
+from graph_schema.schema import (
+    ADDED_COLUMNS,
+    NODE_BY_LABEL,
+    NODES,
+    RELATIONSHIPS,
+    RETIRED_NEO4J_INDEXES,
+)
 
 
 def ladybug_statements() -> list[str]:
@@ -16,6 +22,9 @@ def ladybug_statements() -> list[str]:
     for rel in RELATIONSHIPS:
         cols = "".join(f", {name} {ptype.value}" for name, ptype in rel.properties.items())
         out.append(f"CREATE REL TABLE IF NOT EXISTS {rel.type}(FROM {rel.source} TO {rel.target}{cols})")
+    for label, column in ADDED_COLUMNS:  # tables created by an earlier schema version
+        out.append(f"ALTER TABLE {label} ADD IF NOT EXISTS {column} "
+                   f"{NODE_BY_LABEL[label].properties[column].value}")
     return out
 
 

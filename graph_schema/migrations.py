@@ -41,6 +41,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "accelerator, placement, host, run, source) moves from every observation and its "
                  "five relationships to one Context node (faster ingest, no query loses)",
               data=lambda store: move_to_contexts(store)),
+    Migration(6, "generation stamps: each observation and context records the data generation of "
+                 "the batch that wrote it, so caches add what changed instead of rereading "
+                 "everything; the new column only (embedded engine), existing nodes stay unstamped "
+                 "(older than any cache built after the migration)"),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"
@@ -84,7 +88,7 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
     old_keys: list[str] = []
     raw_models: set[str] = set()
     for stored in store.iter_observations():
-        obs = Observation.model_validate(stored.model_dump(exclude={"key"}))
+        obs = Observation.model_validate(stored.model_dump(exclude={"key", "generation"}))
         canon = canonical_observation(obs, memo)
         if canon is obs:
             continue

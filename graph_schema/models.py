@@ -423,12 +423,29 @@ class ObservationFilter(_Model):
     source: str | None = None
     host: str | None = None
     run_id: str | None = None
+    since_generation: int | None = Field(
+        default=None, ge=0, description="only observations written by a batch after this data "
+        "generation (``StoreStats.generation``); observations written before schema v6 carry none")
+    until_generation: int | None = Field(
+        default=None, ge=0, description="with since_generation: only up to this generation, "
+        "inclusive (a cache labelled with it gets exactly that generation's data)")
+
+    @model_validator(mode="after")
+    def _generation_range(self) -> ObservationFilter:
+        if self.until_generation is not None and self.since_generation is None:
+            raise ValueError("until_generation needs since_generation")
+        if self.until_generation is not None and self.until_generation < self.since_generation:  # type: ignore[operator]
+            raise ValueError(f"until_generation ({self.until_generation}) is below since_generation "
+                             f"({self.since_generation})")
+        return self
 
 
 class StoredObservation(Observation):
-    """An observation as a store returns it, with its key."""
+    """An observation as a store returns it, with its key and the data generation of the batch
+    that wrote it (None: written before schema v6)."""
 
     key: str
+    generation: int | None = None
 
 
 class EntityKind(str, Enum):

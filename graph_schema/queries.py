@@ -136,21 +136,30 @@ BUMP_GENERATION = (
     "MATCH (s:SchemaInfo {name: 'graph'}) SET s.generation = s.generation + 1 "
     "RETURN s.generation AS generation"
 )
+# An ingest bumps first (its rows carry the new generation, and the write lock on SchemaInfo
+# orders writers, so a generation that readers see has all its stamps committed) and takes the
+# bump back when the batch added nothing.
+UNBUMP_GENERATION = "MATCH (s:SchemaInfo {name: 'graph'}) SET s.generation = s.generation - 1"
+STAMP_CONTEXTS = (
+    "UNWIND $keys AS k MATCH (c:Context {context_id: k}) SET c.generation = $generation"
+)
 
 # ---- observations ------------------------------------------------------------------------
 
 _OBS_COLUMNS = ", ".join(
     [f"o.{p} AS {p}" for p in OBSERVATION.properties]
-    + [f"c.{p} AS {p}" for p in CONTEXT.properties if p != CONTEXT.key]
+    + [f"c.{p} AS {p}" for p in CONTEXT.properties if p not in (CONTEXT.key, "generation")]
 )
 
 # Keyset pagination: pages start after a key (``$after``), never with a large SKIP (the embedded
 # engine crashes on SKIP beyond a few ten thousand rows, and a deep SKIP costs every row before
 # it on both engines). An offset is turned into a key by OBSERVATION_KEYS first.
-_OBS_MATCH = (
-    "MATCH (o:Observation)-[:MEASURED_IN]->(c:Context), (o)-[:OF_BENCHMARK]->(b:Benchmark), "
+_OBS_NEIGHBOURS = (
+    "(o)-[:OF_BENCHMARK]->(b:Benchmark), "
     "(c)-[:USES_STACK]->(s:Stack), (c)-[:USES_ACCELERATOR]->(a:Accelerator), "
     "(c)-[:USES_PLACEMENT]->(p:Placement) "
+)
+_OBS_FILTERS = (
     "WHERE ($after = '' OR o.key > $after) "
     "AND ($stack_id = '' OR c.stack_id = $stack_id) "
     "AND ($accelerator = '' OR c.accelerator = $accelerator) "
@@ -167,8 +176,19 @@ _OBS_MATCH = (
     "AND ($benchmark_family = '' OR b.family = $benchmark_family) "
     "AND ($benchmark_name = '' OR b.name = $benchmark_name) "
 )
+_OBS_MATCH = "MATCH (o:Observation)-[:MEASURED_IN]->(c:Context), " + _OBS_NEIGHBOURS + _OBS_FILTERS
+# What batches after a generation wrote (schema v6 stamps, see ``schema.CONTEXT``): from the
+# contexts stamped after it (an index seek in Neo4j; a few per batch) to their new observations,
+# not a scan of every observation.
+_OBS_MATCH_SINCE = (
+    "MATCH (c:Context) WHERE c.generation > $since_generation "
+    "MATCH (o:Observation)-[:MEASURED_IN]->(c) WHERE o.generation > $since_generation "
+    "AND o.generation <= $until_generation "
+    "MATCH " + _OBS_NEIGHBOURS + _OBS_FILTERS
+)
 
 OBSERVATION_KEYS = _OBS_MATCH + "RETURN o.key AS key ORDER BY o.key LIMIT $limit"
+OBSERVATION_KEYS_SINCE = _OBS_MATCH_SINCE + "RETURN o.key AS key ORDER BY o.key LIMIT $limit"
 
 _OBS_RETURN = (
     f"RETURN {_OBS_COLUMNS}, b.benchmark_id AS benchmark_id, "
@@ -183,6 +203,15 @@ _OBS_RETURN = (
 )
 
 QUERY_OBSERVATIONS = _OBS_MATCH + _OBS_RETURN + "ORDER BY o.key LIMIT $limit"
+QUERY_OBSERVATIONS_SINCE = _OBS_MATCH_SINCE + _OBS_RETURN + "ORDER BY o.key LIMIT $limit"
+# A page of every observation (no filter: the advisor's table): the page's keys first, in key
+# order from the key's index (Neo4j stops after $limit of them), then their neighbours. The
+# filtered query joins every observation before it orders and cuts, on every page: at a million
+# observations one page outran the read timeout.
+QUERY_OBSERVATIONS_PAGE = (
+    "MATCH (o:Observation) WHERE o.key > $after WITH o ORDER BY o.key LIMIT $limit "
+    "MATCH (o)-[:MEASURED_IN]->(c:Context), " + _OBS_NEIGHBOURS + _OBS_RETURN + "ORDER BY o.key"
+)
 
 # One observation by its key: a primary-key (unique constraint) lookup, then its context's links; not
 # the filtered scan above, whose pattern the engines join before filtering.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class PropType(str, Enum):
@@ -138,7 +138,11 @@ CONTEXT = NodeSpec(
         "source": S,
         "placement_evidence_json": S,
         "placement_consistent": B,
+        # the data generation of the last batch that added observations to it (schema v6): what
+        # changed since a generation is found from the few contexts stamped after it
+        "generation": I,
     },
+    indexed=("generation",),
 )
 OBSERVATION = NodeSpec(
     "Observation",
@@ -160,6 +164,9 @@ OBSERVATION = NodeSpec(
         "source_url": S,
         "source_key": S,
         "provenance_json": S,
+        # the data generation of the batch that wrote it (schema v6; none before): a cache of
+        # the table at generation G adds what ``Store.observations_since(G)`` returns
+        "generation": I,
     },
     # No range indexes: every read either scans all observations (the advisor's table) or filters
     # with ``($x = '' OR o.x = $x)``, which Neo4j cannot answer from an index, and each index
@@ -172,6 +179,9 @@ LEGACY_OBSERVATION_PROPERTIES = (
     "run_id", "source_kind", "source", "placement_evidence_json", "placement_consistent",
     "benchmark_id",
 )
+# Columns added to a table after its first version: the embedded engine's ``CREATE ... IF NOT
+# EXISTS`` leaves an existing table as it was, so its DDL adds these (Neo4j needs nothing).
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = (("Context", "generation"), ("Observation", "generation"))
 LEGACY_OBSERVATION_RELATIONSHIPS = ("ON_STACK", "ON_ACCELERATOR", "IN_PLACEMENT", "ON_HOST", "IN_RUN")
 FAILURE = NodeSpec(
     "Failure",

@@ -173,6 +173,8 @@ class Store(ABC):
             offset: rows to skip (after ``after`` when both are given), 0..MAX_OFFSET.
             after: keyset cursor: only keys greater than this (the last key of the previous
                 page); pages of any depth cost the same.
+            flt: may bound the data generation of the batch that wrote each observation
+                (``since_generation``, ``until_generation``; see ``observations_since``).
         Raises:
             InvalidInput: limit outside 1..MAX_PAGE, offset outside 0..MAX_OFFSET.
         """
@@ -204,6 +206,24 @@ class Store(ABC):
             if len(rows) < page:
                 return
             after = rows[-1].key
+
+    def observations_since(
+        self, generation: int, *, until: int | None = None, page: int = 20_000
+    ) -> Iterable[StoredObservation]:
+        """What the batches after data generation ``generation`` wrote (up to ``until``,
+        inclusive, when given), page by page in key order: what a cache of the observations at
+        ``generation`` lacks. Each carries its ``generation``. Observations are only ever added
+        between two generations of one store lineage (``cache_identity``): a deletion
+        (``clear``, a migration that rewrites names) changes the identity instead.
+
+        Raises:
+            InvalidInput: a negative generation, or ``until`` below ``generation``.
+        """
+        if generation < 0 or (until is not None and until < generation):
+            raise InvalidInput(f"observations since generation {generation} until {until}: give "
+                               "0 <= generation <= until")
+        return self.iter_observations(
+            ObservationFilter(since_generation=generation, until_generation=until), page=page)
 
     def list_entities(self, kind: EntityKind | str) -> list[dict[str, Any]]:
         """Every node of one kind as plain dicts (properties as the schema names them).

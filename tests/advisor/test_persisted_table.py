@@ -53,6 +53,14 @@ def assert_same_table(a: ObservationTable, b: ObservationTable) -> None:
     assert a.images == b.images
 
 
+def row_set(table: ObservationTable) -> list[tuple[object, ...]]:
+    """The table's rows decoded, in key order: an appended table holds them in the order they
+    were added, a full read in key order."""
+    cols = [getattr(table, name).values() for name in table_file.COLUMNS]
+    nums = [getattr(table, name).tolist() for name in table_file.NUMERIC]
+    return sorted(zip(table.keys, *nums, *cols))
+
+
 def _fresh_table(store: Store) -> ObservationTable:
     """The table a new process would get (a new Advisor: nothing in memory)."""
     return Advisor(store).table()
@@ -89,7 +97,7 @@ def test_a_write_invalidates_the_persisted_table(store: Store, caches: Path) -> 
     store.ingest(_part(300, 420))  # a new generation
     after = _fresh_table(store)
     assert after.n == 420 and after.generation > before.generation
-    assert_same_table(after, table_file.build_table(store, after.generation))
+    assert row_set(after) == row_set(table_file.build_table(store, after.generation))
     # the file now holds the new generation: a third process reads it
     again = _fresh_table(store)
     assert_same_table(again, after)
@@ -106,6 +114,50 @@ def test_a_store_emptied_and_refilled_to_the_same_generation_is_not_answered_fro
     assert new.generation == old.generation
     assert new.n == 150 and set(new.keys).isdisjoint(old.keys)
     assert_same_table(new, table_file.build_table(store, new.generation))
+
+
+def test_a_small_ingest_appends_to_the_table_instead_of_reading_the_store(
+        store: Store, caches: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.ingest(_part(0, 300))
+    held = Advisor(store)
+    before = held.table()  # read from the store, persisted
+    build = table_file.build_table
+
+    def no_store_reads(*_: object) -> None:
+        raise AssertionError("the whole table was read from the store again")
+
+    monkeypatch.setattr(table_file, "build_table", no_store_reads)
+    store.ingest(_part(300, 420))  # new accelerators, rounds, stacks among them
+    in_memory = held.table()  # from the table this process holds
+    from_file = _fresh_table(store)  # a new process: from the persisted file, no reread either
+    monkeypatch.setattr(table_file, "build_table", build)
+    full = table_file.build_table(store, in_memory.generation)
+    assert in_memory.n == 420 and in_memory.generation > before.generation
+    assert row_set(in_memory) == row_set(full)
+    assert_same_table(from_file, in_memory)  # the appended table was persisted
+    for name in table_file.COLUMNS:  # the rows that were there keep their codes
+        old, new = getattr(before, name), getattr(in_memory, name)
+        assert new.vocab[: len(old.vocab)] == old.vocab, name
+        assert np.array_equal(new.codes[: before.n], old.codes), name
+    assert in_memory.digest and in_memory.digest != before.digest
+    answer = {"family": "mlperf-inference", "benchmark": "resnet50", "parameters": {"scenario": "Offline"}}
+    appended = held.recommend(answer).recommendations
+    monkeypatch.setenv(table_file.CACHE_ENV, "0")  # the same answer from a table read whole
+    assert [r.model_dump() for r in appended] == [
+        r.model_dump() for r in Advisor(store).recommend(answer).recommendations]
+
+
+def test_a_reset_store_is_read_again_whatever_table_a_process_holds(store: Store, caches: Path) -> None:
+    store.ingest(_part(0, 200))
+    held = Advisor(store)
+    old = held.table()
+    store.clear()  # type: ignore[attr-defined]
+    store.ensure_schema()
+    for start in range(500, 800, 100):  # past the old generation: only the identity tells
+        store.ingest(_part(start, start + 100))
+    new = held.table()
+    assert new.generation > old.generation
+    assert new.n == 300 and set(new.keys).isdisjoint(old.keys)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "codes out of range"])

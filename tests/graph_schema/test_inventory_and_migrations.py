@@ -133,3 +133,29 @@ def test_v5_moves_observation_contexts_out_without_a_re_import(store):
                        {})[0]["c"] == 0
     assert move_to_contexts(store) == {"observations_moved_to_contexts": 0, "contexts_created": 0}
     assert store.ingest(IngestBatch(observations=obs)).observations_new == 0  # same keys
+
+
+def test_v6_adds_generation_stamps_to_a_v5_store_and_stamps_what_comes_after(store):
+    """A v5 store (no stamps; embedded: no such columns) migrated to v6 keeps its observations
+    unstamped (older than any cache built after the migration) and stamps every later batch."""
+    from graph_schema.models import IngestBatch
+    from tests.graph_schema.test_store_contract import TF, _obs
+
+    store.ingest(IngestBatch(observations=[_obs(1), _obs(2, stack=TF)]))
+    before = [o.model_dump(exclude={"generation"}) for o in store.query_observations()]
+    run = lambda q: store._write(lambda r: r(q, {}))
+    if store.uri.startswith("embedded:"):  # the v5 tables had no such columns
+        run("ALTER TABLE Observation DROP generation")
+        run("ALTER TABLE Context DROP generation")
+    else:
+        run("MATCH (n) WHERE n:Observation OR n:Context REMOVE n.generation")
+    run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 5")
+    assert store.ensure_schema() == SCHEMA_VERSION == 6
+    migrated = store.query_observations()
+    assert [o.model_dump(exclude={"generation"}) for o in migrated] == before
+    assert {o.generation for o in migrated} == {None}
+    generation = store.stats().generation
+    assert list(store.observations_since(0)) == []  # unstamped: before every stamp
+    store.ingest(IngestBatch(observations=[_obs(3), _obs(4, stack=TF)]))  # into the old contexts
+    assert sorted(o.source_key for o in store.observations_since(generation)) == ["3", "4"]
+    assert store.ensure_schema() == SCHEMA_VERSION  # idempotent

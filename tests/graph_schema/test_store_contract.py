@@ -236,3 +236,39 @@ def test_newer_schema_in_store_is_refused(store):
     with pytest.raises(SchemaMismatch, match="newer than this code"):
         store.ensure_schema()
     assert isinstance(store, cs.CypherStore)
+
+
+def test_observations_since_a_generation_are_what_later_batches_wrote(store):
+    store.ingest(IngestBatch(observations=[_obs(i) for i in range(6)]))
+    first = store.stats().generation
+    store.ingest(IngestBatch(observations=[_obs(i) for i in range(6)]))  # nothing new: no generation
+    assert store.stats().generation == first
+    # new observations in the context the first batch created, and in a new context
+    store.ingest(IngestBatch(observations=[_obs(i) for i in range(4, 9)]
+                             + [_obs(20, stack=TF, host="node-b")]))
+    second = store.stats().generation
+    store.ingest(IngestBatch(observations=[_obs(30, acc="A100-SXM4-80GB")]))
+    third = store.stats().generation
+    assert first < second < third
+
+    def source_keys(rows):
+        return sorted(int(o.source_key) for o in rows)
+
+    assert source_keys(store.observations_since(first)) == [6, 7, 8, 20, 30]
+    assert source_keys(store.observations_since(first, until=second)) == [6, 7, 8, 20]
+    assert source_keys(store.observations_since(second)) == [30]
+    assert list(store.observations_since(third)) == []
+    assert {o.generation for o in store.observations_since(first)} == {second, third}
+    everything = store.query_observations(limit=100)
+    assert {o.generation for o in everything if int(o.source_key) < 6} == {first}
+    assert source_keys(store.observations_since(0)) == source_keys(everything)
+    # pages of the delta are keyset pages, like every query
+    paged = list(store.observations_since(first, page=2))
+    assert [o.key for o in paged] == sorted(o.key for o in paged) and len(paged) == 5
+    # combined with a filter
+    flt = ObservationFilter(since_generation=first, framework="tensorflow")
+    assert source_keys(store.query_observations(flt)) == [20]
+    with pytest.raises(InvalidInput, match="generation"):
+        list(store.observations_since(third, until=first))
+    with pytest.raises(ValueError, match="until_generation"):
+        ObservationFilter(until_generation=3)
