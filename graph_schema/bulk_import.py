@@ -10,7 +10,10 @@ batches the first; accelerators, hosts and runs keep the last known value of eac
 constraints, indexes and the ``SchemaInfo`` node are not in the files: the store's own schema
 setup creates them when the server is up, as for an empty store (``advisor db migrate``, or any
 store opened with migration on), so a bulk-loaded store is indistinguishable from a
-transactionally loaded one except for its data generation, which starts at 0.
+transactionally loaded one except for its data generation, which starts at 0: the imported
+observations and contexts carry no generation stamp, like data written before schema v6, so the
+first transactional batch after the load is generation 1 and ``Store.observations_since(0)``
+returns what it wrote, not the bulk-loaded data again.
 """
 
 from __future__ import annotations

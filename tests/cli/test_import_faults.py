@@ -72,7 +72,9 @@ def test_kill_9_of_neo4j_mid_import_reports_commits_and_a_re_import_restores_all
     error = json.loads(out)["error"]  # the report is on stdout, JSON, even though the store died
     committed = error["details"]["committed"]
     assert committed["source"] == tree.name and committed["of"] == RESULTS
-    assert seen <= committed["observations"] < RESULTS
+    # the reader may have seen the batch in flight: committed on the server, its
+    # acknowledgement not yet back at the importer when the kill came
+    assert seen - 1 <= committed["observations"] < RESULTS
     assert committed["batches"] == committed["observations"]  # batches of one
     assert f"committing {committed['observations']} observation(s)" in error["message"]
 

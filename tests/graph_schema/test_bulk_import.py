@@ -85,18 +85,23 @@ def _batches() -> list[IngestBatch]:
     ]
 
 
-def _graph(uri: str) -> dict[str, Any]:
+def _graph(uri: str) -> tuple[dict[str, Any], dict[str, set[Any]]]:
     """Every node's properties per label (SchemaInfo aside), every relationship by its ends'
-    keys, and the constraints and indexes: the graph as Neo4j holds it."""
+    keys, and the constraints and indexes: the graph as Neo4j holds it; apart, the data
+    generations each label's nodes carry (a transactional batch stamps its own, a bulk load
+    none: what it wrote is the data before the first generation)."""
     import neo4j
 
     out: dict[str, Any] = {}
+    generations: dict[str, set[Any]] = {}
     with neo4j.GraphDatabase.driver(uri) as driver:
         for spec in NODES:
             if spec.label == "SchemaInfo":
                 continue
             records, _, _ = driver.execute_query(f"MATCH (n:{spec.label}) RETURN properties(n) AS p")
-            out[spec.label] = sorted((r["p"] for r in records), key=lambda p: str(sorted(p.items())))
+            props = [r["p"] for r in records]
+            generations[spec.label] = {p.pop("generation", None) for p in props}
+            out[spec.label] = sorted(props, key=lambda p: str(sorted(p.items())))
         records, _, _ = driver.execute_query(
             "MATCH (a)-[r]->(b) RETURN type(r) AS t, labels(a)[0] AS la, labels(b)[0] AS lb, "
             "properties(a) AS pa, properties(b) AS pb")
@@ -106,13 +111,13 @@ def _graph(uri: str) -> dict[str, Any]:
         for what in ("CONSTRAINTS", "INDEXES"):
             records, _, _ = driver.execute_query(f"SHOW {what} YIELD name RETURN name")
             out[what] = sorted(r["name"] for r in records)
-    return out
+    return out, generations
 
 
 def _answers(store: Store) -> dict[str, Any]:
     stats = store.stats().model_dump(exclude={"generation"})
     entities = {k.value: store.list_entities(k) for k in EntityKind}
-    observations = [o.model_dump() for o in store.iter_observations()]
+    observations = [o.model_dump(exclude={"generation"}) for o in store.iter_observations()]
     workload = Workload(benchmark="resnet50", scenario="Offline", include_predicted=False)
     recommendation = Advisor(store, memo_answers=False).recommend(workload, top=3)
     return {"stats": stats, "entities": entities, "observations": observations,
@@ -161,7 +166,10 @@ def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
 
     uri = offline_neo4j.start()
     with open_store(uri) as bulk_store:  # the normal open: schema setup creates the constraints
-        assert _graph(uri) == _graph(neo4j_uri)
+        (graph, generations), (want_graph, want_generations) = _graph(uri), _graph(neo4j_uri)
+        assert graph == want_graph
+        assert want_generations["Observation"] == set(range(1, len(batches) + 1))
+        assert generations["Observation"] == generations["Context"] == {None}
         want, got = _answers(neo4j_store), _answers(bulk_store)
         assert got["recommendation"]["recommendations"], "the comparison needs an answer to compare"
         assert got == want
@@ -169,6 +177,11 @@ def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
         before = bulk_store.stats().counts["Observation"]
         again = bulk_store.ingest(batches[2])  # the bulk-loaded store takes transactional writes
         assert again.observations_new == 0 and bulk_store.stats().counts["Observation"] == before
+        fresh = IngestBatch(observations=[_obs(10_000, host=None, run_id=None)])
+        assert bulk_store.ingest(fresh).observations_new == 1
+        # what changed since the bulk load is that batch alone, not the bulk-loaded data again
+        assert [(o.source_key, o.generation) for o in bulk_store.observations_since(0)] == [
+            ("cell-10000", 1)]
 
 
 def _advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
