@@ -78,6 +78,8 @@ class Advisor:
         self._table: ObservationTable | None = None
         self._index: EvidenceIndex | None = None
         self._overheads: dict[tuple[str, str], PlacementOverhead] | None = None
+        # what the calibration file holds for the table held (loaded once per table)
+        self._prepared: tuple[ObservationTable, calibration_file.Prepared | None] | None = None
         self._failures: set[tuple[str, str, str, str | None]] | None = None
         self._rule_cache: dict[str, list[Any]] = {}
         self._min_drivers: dict[str | None, str | None] = {}
@@ -112,6 +114,7 @@ class Advisor:
                 self._table = table_file.load_table(self.store, generation, self._read_generation,
                                                     previous=self._table)
                 self._overheads = None
+                self._prepared = None
                 self._failures = None
                 self._index = None
                 log.info("loaded %d observations (generation %d) in %.2fs", self._table.n, generation,
@@ -125,32 +128,54 @@ class Advisor:
     def evidence(self, table: ObservationTable | None = None) -> EvidenceIndex:
         """The evidence index of the current table, calibrated: the calibration persisted with
         the table's content (``advisor.calibration_file``) when there is one, else computed now
-        and persisted."""
+        and persisted, with the index's slices and the placement overheads."""
         table = table or self.table()
         with self._lock:
             if self._index is None or self._index.table is not table:
-                index = EvidenceIndex(table, self.overheads(table), self.transfer_method)
+                prepared = self._persisted(table)
+                slices = prepared.slices if prepared is not None else None
+                index = EvidenceIndex(table, self.overheads(table), self.transfer_method, slices=slices)
                 if self.persist_calibration and table.n:
-                    calibration = calibration_file.load(table, self.transfer_method)
-                    if calibration is None:
+                    if prepared is None:
                         start = time.perf_counter()
                         with progress.phase("calibrating the intervals on the knowledge base's history"):
                             calibration = index.calibration()
-                        calibration_file.save(table, calibration, self.transfer_method)
                         log.info("calibrated in %.2fs", time.perf_counter() - start)
+                    else:
+                        calibration = prepared.calibration
+                    if prepared is None or slices is None:
+                        # the rows in another order than the file's (or none yet): the file
+                        # follows the table held now
+                        calibration_file.save(table, calibration, self.transfer_method,
+                                              slices=index.slices, overheads=self.overheads(table))
                     index.adopt(calibration)
                 self._index = index
             return self._index
+
+    def _persisted(self, table: ObservationTable) -> calibration_file.Prepared | None:
+        """What the calibration file holds for ``table`` (read once per table); None when
+        nothing is, or this advisor does not persist."""
+        if not self.persist_calibration or not table.n:
+            return None
+        if self._prepared is None or self._prepared[0] is not table:
+            self._prepared = (table, calibration_file.load_prepared(table, self.transfer_method))
+        return self._prepared[1]
 
     def warm(self) -> None:
         """Load the table, index the evidence and calibrate it (e.g. at API start-up)."""
         self.evidence(self.table()).calibration()
 
     def overheads(self, table: ObservationTable | None = None) -> dict[tuple[str, str], PlacementOverhead]:
+        """(physical accelerator, placement) → overhead against bare metal: persisted with the
+        calibration when the table's rows are the file's, else computed from paired results."""
         table = table or self.table()
         with self._lock:
             if self._overheads is None:
-                self._overheads = analysis.placement_overheads(table)
+                prepared = self._persisted(table)
+                if prepared is not None and prepared.overheads is not None:
+                    self._overheads = prepared.overheads
+                else:
+                    self._overheads = analysis.placement_overheads(table)
             return self._overheads
 
     def _known_failures(self, table: ObservationTable | None = None) -> set[tuple[str, str, str, str | None]]:

@@ -222,12 +222,35 @@ class Query:
         return (self.family, self.benchmark, self.scenario, self.metric, self.division)
 
 
+def group_slices(table: ObservationTable, canon: list[str] | None = None) -> dict[SliceKey, dict[str, np.ndarray]]:
+    """The rows with a positive value grouped by benchmark slice, then by canonical accelerator
+    (``canon``: the canonical name of each of the table's accelerator names), slices and
+    accelerators in the order they first appear."""
+    if canon is None:
+        canon = [canonical_accelerator(a) for a in table.accelerator.vocab]
+    slices: dict[SliceKey, dict[str, np.ndarray]] = {}
+    cols = (table.family, table.bench_name, table.scenario, table.metric, table.division)
+    canon_names = sorted(set(canon))
+    canon_code = np.asarray([canon_names.index(c) for c in canon], dtype=np.int64)
+    rows = np.flatnonzero(table.value > 0)
+    columns = [c.codes[rows] for c in cols]
+    if table.n:
+        columns.append(canon_code[table.accelerator.codes[rows]])
+    for (*slice_codes, acc), members in group_rows(columns, rows):  # in order of appearance
+        key = tuple(col.vocab[c] for col, c in zip(cols, slice_codes))
+        slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)  # type: ignore[index]
+    return slices
+
+
 class EvidenceIndex:
     """The observation table grouped by benchmark slice and canonical accelerator, with the
     conformal residual quantiles per basis. Built once per table (store generation)."""
 
     def __init__(self, table: ObservationTable, overheads: dict[tuple[str, str], Any] | None = None,
-                 transfer_method: str = "roofline") -> None:
+                 transfer_method: str = "roofline",
+                 slices: dict[SliceKey, dict[str, np.ndarray]] | None = None) -> None:
+        """``slices``: the grouping computed earlier over this very table (same rows in the same
+        order: ``advisor.calibration_file`` checks), else computed here."""
         if transfer_method not in transfer.METHODS:
             raise InvalidInput(f"transfer method: {transfer_method!r} is not one of {', '.join(transfer.METHODS)}")
         self.table = table
@@ -242,17 +265,7 @@ class EvidenceIndex:
         self.unit = np.where(table.higher_is_better, table.value / counts, table.value)
         rounds = np.array([round_number(r) for r in table.round.vocab]) if table.n else np.empty(0)
         self.round_no = np.nan_to_num(rounds[table.round.codes], nan=0.0) if table.n else np.empty(0)
-        self.slices: dict[SliceKey, dict[str, np.ndarray]] = {}
-        cols = (table.family, table.bench_name, table.scenario, table.metric, table.division)
-        canon_names = sorted(set(canon))
-        canon_code = np.asarray([canon_names.index(c) for c in canon], dtype=np.int64)
-        rows = np.flatnonzero(table.value > 0)
-        columns = [c.codes[rows] for c in cols]
-        if table.n:
-            columns.append(canon_code[table.accelerator.codes[rows]])
-        for (*slice_codes, acc), members in group_rows(columns, rows):  # in order of appearance
-            key = tuple(col.vocab[c] for col, c in zip(cols, slice_codes))
-            self.slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)  # type: ignore[index]
+        self.slices = group_slices(table, canon) if slices is None else slices
         self._alpha: dict[SliceKey, float] = {}
         self._transfer: dict[tuple[str, ...], TransferModel] = {}
         # the same models fitted without each accelerator (calibration time only: honest replays)
@@ -321,7 +334,8 @@ class EvidenceIndex:
 
         codes = t.stack.codes[keep]
         ok = []
-        for code in np.unique(codes).tolist():  # per stack, not per row (thousands at 1M)
+        # per stack, not per row (thousands at 1M); a set, not np.unique (which imports numpy.ma)
+        for code in sorted(set(codes.tolist())):
             stack = t.stacks[t.stack.vocab[code]]
             have = {k.lower(): str(v).lower() for k, v in stack_components(stack).items() if v}
             if all(have.get(k) == v.lower() for k, v in q.components.items()):

@@ -4,12 +4,15 @@ computed it, never trusts a damaged file, and a change of data gets a calibratio
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from advisor import calibration_file
+from advisor import analysis, calibration_file, estimate, table_file
 from advisor.engine import Advisor
 from advisor.estimate import EvidenceIndex
 from graph_schema.models import IngestBatch
@@ -124,3 +127,114 @@ def test_transfer_intervals_follow_their_benchmarks_own_spread(store: Store, fol
     assert 0.78 <= held <= 0.82
     lo_u, _, hi_u = bounds("retinanet")  # no transfer history of its own: the cell's spread
     assert hi_t - lo_t < hi_u - lo_u < hi_w - lo_w
+
+
+# ---- the index's slices and the placement overheads, persisted beside the calibration ----------
+
+@pytest.fixture
+def paired_store(embedded_store: Store) -> Store:
+    """resnet50 results plus every virtualised result of the snapshot with the bare-metal
+    results of its benchmarks: paired placements, so overheads exist."""
+    snapshot = load_snapshot().observations
+    virtual = [o for o in snapshot if o.placement.kind.value in ("vgpu", "passthrough")]
+    benches = {o.benchmark.name for o in virtual}
+    rows = [o for o in snapshot if o.benchmark.name == "resnet50"][:600]
+    rows += [o for o in snapshot if o.benchmark.name in benches and o.benchmark.name != "resnet50"]
+    embedded_store.ingest(IngestBatch(observations=rows))
+    return embedded_store
+
+
+def _everything(advisor: Advisor) -> tuple[Any, ...]:
+    """Predictions, a ranking and the placement overheads, as the CLI prints them (JSON)."""
+    ranking = advisor.recommend({"benchmark": "resnet50", "scenario": "Offline"}, top=50)
+    return (tuple(_answers(advisor)), ranking.model_dump_json(exclude={"elapsed_ms"}),
+            [o.model_dump_json() for o in advisor.placement_overhead()])
+
+
+def _same_slices(a: dict[Any, dict[str, np.ndarray]], b: dict[Any, dict[str, np.ndarray]]) -> bool:
+    return list(a) == list(b) and all(
+        list(a[k]) == list(b[k]) and all(np.array_equal(a[k][acc], b[k][acc]) for acc in a[k]) for k in a)
+
+
+def test_a_fresh_advisor_reuses_the_slices_and_overheads(paired_store: Store, folder: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    first = Advisor(paired_store)
+    computed = _everything(first)
+    assert computed[2], "the fixture has paired placements"
+    prepared = calibration_file.load_prepared(Advisor(paired_store).table())
+    assert prepared is not None and prepared.slices is not None and prepared.overheads is not None
+    assert _same_slices(prepared.slices, first.evidence().slices)
+    assert list(prepared.overheads.items()) == list(first.overheads().items())
+
+    def recompute(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("recomputed although persisted")
+
+    monkeypatch.setattr(estimate, "group_slices", recompute)
+    monkeypatch.setattr(analysis, "placement_overheads", recompute)
+    assert _everything(Advisor(paired_store)) == computed  # the same answers, byte for byte
+    only_overheads = Advisor(paired_store)  # `compare placement`: no index built
+    assert [o.model_dump_json() for o in only_overheads.placement_overhead()] == computed[2]
+
+
+def test_rows_in_another_order_reuse_the_calibration_not_the_slices(paired_store: Store, folder: Path) -> None:
+    """Equal content (same keys and values, so the same calibration key) whose rows differ in a
+    column the slices read: the calibration is reused, slices and overheads are computed anew."""
+    advisor = Advisor(paired_store)
+    _everything(advisor)
+    table = advisor.table()
+    bare = table.placement.code("bare-metal")
+    flipped = dataclasses.replace(table, placement=dataclasses.replace(
+        table.placement, codes=np.where(table.placement.codes == bare, table.placement.code("unknown"), bare)))
+    assert calibration_file.calibration_key(flipped) == calibration_file.calibration_key(table)
+    assert calibration_file.layout_digest(flipped) != calibration_file.layout_digest(table)
+    prepared = calibration_file.load_prepared(flipped)
+    assert prepared is not None and prepared.slices is None and prepared.overheads is None
+    assert prepared.calibration.alphas == advisor.evidence().calibration().alphas
+    fresh = Advisor(paired_store)  # over the other order: it recomputes, and the file follows it
+    assert list(fresh.overheads(flipped).items()) == list(analysis.placement_overheads(flipped).items())
+    assert _same_slices(fresh.evidence(flipped).slices, estimate.group_slices(flipped))
+    again = calibration_file.load_prepared(flipped)
+    assert again is not None and again.slices is not None
+    assert calibration_file.load_prepared(table).slices is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("damage", ["row out of range", "listing longer than the rows", "not a list",
+                                    "bad overhead", "truncated"])
+def test_damaged_slices_or_overheads_are_computed_over(paired_store: Store, folder: Path, damage: str) -> None:
+    computed = _everything(Advisor(paired_store))
+    (path,) = folder.glob("calibration-*.npz")
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {name: np.asarray(data[name]) for name in data.files}
+    meta = json.loads(bytes(arrays["meta"]).decode())
+    if damage == "row out of range":
+        arrays["slice_rows"] = arrays["slice_rows"].copy()
+        arrays["slice_rows"][-1] = 10**9
+    elif damage == "listing longer than the rows":
+        arrays["slice_rows"] = arrays["slice_rows"][:-3]
+    elif damage == "not a list":
+        meta["slices"] = 7
+    elif damage == "bad overhead":
+        meta["overheads"][0]["ratio"] = "fast"
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    with path.open("wb") as handle:
+        np.savez(handle, **arrays)
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    assert calibration_file.load_prepared(Advisor(paired_store).table()) is None
+    assert _everything(Advisor(paired_store)) == computed
+    assert calibration_file.load_prepared(Advisor(paired_store).table()).slices is not None  # type: ignore[union-attr]
+
+
+def test_a_write_or_new_code_gets_slices_and_overheads_of_its_own(paired_store: Store, folder: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    advisor = Advisor(paired_store)
+    _everything(advisor)
+    more = [o for o in load_snapshot().observations if o.benchmark.name == "resnet50"][600:700]
+    paired_store.ingest(IngestBatch(observations=more))
+    advisor.forget_generation()
+    table = advisor.table()
+    assert calibration_file.load_prepared(table) is None  # new content: nothing persisted for it
+    assert _same_slices(advisor.evidence().slices, estimate.group_slices(table))
+    assert list(advisor.overheads().items()) == list(analysis.placement_overheads(table).items())
+    monkeypatch.setattr(table_file, "_CODE_DIGEST", "another version of the code")
+    assert calibration_file.load_prepared(table) is None
