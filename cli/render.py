@@ -3,8 +3,10 @@
 Commands build rows (dicts of plain values) and call :func:`render` with the format the user
 chose (:func:`output_format`). Layouts:
 
-- ``table``: aligned columns that fit the terminal (cells wrap inside their column, never end in
-  "…"); ``details`` fields (a stack, a long note) go on their own indented line under the row.
+- ``table``: aligned columns that fit the terminal (cells wrap inside their column at word
+  boundaries, never end in "…"); ``details`` fields (a stack, a long note) go on their own
+  indented line under the row, and so do the last columns when the terminal is too narrow for
+  them without splitting words (joined on one line: ``evidence: 3 obs · conf: 0.80``).
 - ``plain``: one line per row, columns aligned, nothing wrapped or cut — the default when stdout
   is not a terminal, so piped output keeps every character.
 - ``csv`` / ``markdown``: every column, details included.
@@ -138,15 +140,31 @@ def _fit(natural: list[int], floors: list[int], room: int) -> list[int]:
     return widths
 
 
+def _floors(rows: list[list[str]], cols: list[str]) -> tuple[list[int], list[int]]:
+    """Each column's natural width (its longest cell) and floor (its longest word)."""
+    natural = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    floors = [min(natural[i], max([MIN_COLUMN] + [len(w) for text in [c, *(r[i] for r in rows)]
+                                                  for w in text.split()]))
+              for i, c in enumerate(cols)]
+    return natural, floors
+
+
+def _columns_that_fit(body: list[list[str]], cols: list[str], total: int) -> int:
+    """How many of the leading columns fit ``total`` without splitting a word; the rest move
+    under their row (fewer, wider columns). Never fewer than the key columns and one more."""
+    _, floors = _floors(body, cols)
+    keep = len(cols)
+    while keep > KEY_COLUMNS + 1 and sum(floors[:keep]) + GAP * (keep - 1) > total:
+        keep -= 1
+    return keep
+
+
 def _table(rows: list[list[str]], cols: list[str], details: list[list[tuple[str, str]]],
            title: str | None, total: int) -> str:
     out: list[str] = []
     if title:
         out.extend(_wrap(title, total))
-    natural = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
-    floors = [min(natural[i], max([MIN_COLUMN] + [len(w) for text in [c, *(r[i] for r in rows)]
-                                                  for w in text.split()]))
-              for i, c in enumerate(cols)]
+    natural, floors = _floors(rows, cols)
     widths = _fit(natural, floors, total - GAP * (len(cols) - 1))
 
     def line(cells: list[str]) -> list[str]:
@@ -213,14 +231,19 @@ def render_text(
     if fmt is OutputFormat.csv:
         return _csv(rows, cols + extra)
     if fmt is OutputFormat.table:
+        total = width()
         body = [[cell(r.get(c)) for c in cols] for r in rows]
+        keep = _columns_that_fit(body, cols, total)
+        moved, cols, body = cols[keep:], cols[:keep], [b[:keep] for b in body]
         more = [[(d, cell(r.get(d))) for d in lined if r.get(d) not in (None, "", [], {})] for r in rows]
-        if together:
-            for r, lines in zip(rows, more):
-                joined = " · ".join(f"{d}: {cell(r.get(d))}" for d in together if r.get(d) not in (None, "", [], {}))
+        for r, lines in zip(rows, more):
+            # the columns that did not fit, right under the row; the inline fields last
+            shown = [d for d in together if r.get(d) not in (None, "", [], {})]
+            for names, at in ((moved, 0), (shown, len(lines))):
+                joined = " · ".join(f"{d}: {cell(r.get(d))}" for d in names)
                 if joined:
-                    lines.append(("", joined))
-        return _table(body, cols, more, title, width())
+                    lines.insert(at, ("", joined))
+        return _table(body, cols, more, title, total)
     every = cols + extra
     body = [[cell(r.get(c)) for c in every] for r in rows]
     if fmt is OutputFormat.markdown:

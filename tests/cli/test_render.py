@@ -66,3 +66,24 @@ def test_json_flag_and_format_choice() -> None:
     assert output_format(None) is OutputFormat.plain  # pytest captures stdout: not a terminal
     with pytest.raises(FormatConflict, match="--json contradicts --format csv"):
         output_format("csv", as_json=True)
+
+
+def test_columns_that_do_not_fit_move_under_their_row_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    # recommend's nine columns at 80: splitting words inside columns ("accelerat/or", "bare-meta/l")
+    # is not readable; the last columns go on one line under their row instead
+    monkeypatch.setenv("COLUMNS", "80")
+    rows = [{"#": i, "basis": "○ transferred", "accelerator": "H200-SXM-141GB x8", "placement": "bare-metal",
+             "score": "96,029", "value": "96,029 (90,325..113,258)", "observed range": "69,529..94,681",
+             "evidence": "3 obs x8 v4.1", "conf": "0.80", "stack": STACK} for i in (1, 2)]
+    cols = ["#", "basis", "accelerator", "placement", "score", "value", "observed range", "evidence", "conf"]
+    text = render_text(rows, OutputFormat.table, columns=cols, details=["stack"])
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80, text
+    assert lines[0].split() == ["#", "basis", "accelerator", "placement", "score", "value"]
+    for word in ("transferred", "H200-SXM-141GB", "bare-metal", "(90,325..113,258)"):
+        assert text.count(word) == 2, text  # every word whole, once per row
+    assert lines.count("    observed range: 69,529..94,681 · evidence: 3 obs x8 v4.1 · conf: 0.80") == 2
+    under = lines.index("    observed range: 69,529..94,681 · evidence: 3 obs x8 v4.1 · conf: 0.80")
+    assert lines[under + 1].startswith("    stack: ")  # the moved columns first, then the details
+    monkeypatch.setenv("COLUMNS", "200")  # a wide terminal keeps them as columns
+    assert render_text(rows, OutputFormat.table, columns=cols).splitlines()[0].split()[-1] == "conf"
