@@ -370,7 +370,7 @@ class ObservationTable:
             if bpart is None or cpart is None:  # the paged read's joins drop it too
                 continue
             rows.add(row.key, row.metric, row.unit, row.value, row.timestamp.timestamp(),
-                     row.higher_is_better, row.details, bpart, cpart)  # type: ignore[arg-type]
+                     row.higher_is_better, row.details, bpart, cpart)
         table = rows.table(generation)
         table.load_seconds = time.perf_counter() - start
         return table
