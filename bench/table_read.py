@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -55,7 +54,16 @@ def read_once(uri: str, way: str) -> dict[str, float | int | str]:
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     store.close()
     return {"wall_s": wall, "cpu_s": cpu, "n": table.n, "digest": content_digest(table),
-            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "rss_mb": peak_rss_mb()}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory since it started (VmHWM: getrusage's maxrss carries
+    the parent's peak across fork and exec on Linux, and the parent filled the store)."""
+    for text in Path("/proc/self/status").read_text().splitlines():
+        if text.startswith("VmHWM:"):
+            return int(text.split()[1]) / 1024
+    return float("nan")
 
 
 def server_cpu_s() -> float:
