@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from graph_schema.models import Observation, SoftwareStack, StoredObservation
+from graph_schema.store import FlatObservations
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,123 @@ class BenchmarkInfo:
         return None if s is None else str(s)
 
 
+@dataclass(frozen=True, slots=True)
+class _BenchPart:
+    """What a row takes from its benchmark, worked out once per benchmark."""
+
+    info: BenchmarkInfo
+    scenario: str
+    division: str | None  # the benchmark's own division parameter; None: the provenance's
+
+    @classmethod
+    def of(cls, info: BenchmarkInfo) -> _BenchPart:
+        params = info.parameters
+        return cls(info, str(params.get("scenario", "")),
+                   str(params["division"]) if "division" in params else None)
+
+
+@dataclass(frozen=True, slots=True)
+class _ContextPart:
+    """What a row takes from where it was measured, worked out once per context."""
+
+    stack_id: str
+    stack: SoftwareStack
+    accelerator: str
+    count: int
+    placement: str
+    source: str
+    host: str  # "" when none
+    candidate: tuple[str, str, int, str]
+
+    @classmethod
+    def of(cls, stack_id: str, stack: SoftwareStack, accelerator: str, count: int, placement: str,
+           source: str, host: str) -> _ContextPart:
+        count = max(1, count)
+        return cls(stack_id, stack, accelerator, count, placement, source, host,
+                   (stack_id, accelerator, count, placement))
+
+
+_UNSEEN: Any = object()
+
+
+def _flat_context(flat: FlatObservations, context_id: str, stack_ids: dict[str, str]) -> _ContextPart | None:
+    ctx = flat.contexts.get(context_id)
+    stack = None if ctx is None else flat.stacks.get(ctx.stack_id)
+    if ctx is None or stack is None:
+        return None
+    sid = stack_ids.get(ctx.stack_id)
+    if sid is None:  # the id the paged read computes from the stack (not the node's key)
+        sid = stack_ids[ctx.stack_id] = stack.stack_id
+    return _ContextPart.of(sid, stack, ctx.accelerator, ctx.accelerator_count, ctx.placement_kind,
+                           ctx.source, ctx.host or "")
+
+
+class _RowBuilder:
+    """The rows of a table being built, one ``add`` per valid observation: the one place that
+    decides what a row holds, whether the observations come as models or from the flat read."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.counts: list[int] = []
+        self.stamps: list[float] = []
+        self.hib: list[bool] = []
+        self.cols: dict[str, list[Any]] = {k: [] for k in (
+            "metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
+            "source", "submitter", "accelerator", "placement", "stack", "candidate", "system")}
+        self.keys: list[str] = []
+        self.benchmarks: dict[str, BenchmarkInfo] = {}
+        self.stacks: dict[str, SoftwareStack] = {}
+
+    def add(self, key: str, metric: str, unit: str, value: float, stamp: float, hib: bool,
+            details: dict[str, str], bench: _BenchPart, ctx: _ContextPart) -> None:
+        info = bench.info
+        bid, sid = info.benchmark_id, ctx.stack_id
+        if bid not in self.benchmarks:
+            self.benchmarks[bid] = info
+        if sid not in self.stacks:
+            self.stacks[sid] = ctx.stack
+        self.values.append(value)
+        self.counts.append(ctx.count)
+        self.stamps.append(stamp)
+        self.hib.append(hib)
+        cols = self.cols
+        cols["metric"].append(metric)
+        cols["unit"].append(unit)
+        cols["benchmark"].append(bid)
+        cols["family"].append(info.family)
+        cols["bench_name"].append(info.name)
+        cols["scenario"].append(bench.scenario)
+        cols["division"].append(bench.division if bench.division is not None
+                                else str(details.get("division", "")))
+        cols["round"].append(details.get("round", ""))
+        cols["source"].append(ctx.source)
+        cols["submitter"].append(details.get("submitter", ctx.host))
+        cols["accelerator"].append(ctx.accelerator)
+        cols["placement"].append(ctx.placement)
+        cols["stack"].append(sid)
+        cols["candidate"].append(ctx.candidate)
+        cols["system"].append((details.get("nodes", ""), details.get("accelerators_per_node", ""),
+                               details.get("accelerator_interconnect", "")))
+        self.keys.append(key)
+
+    def table(self, generation: int) -> ObservationTable:
+        stacks, cols = self.stacks, self.cols
+        return ObservationTable(
+            generation=generation,
+            n=len(self.values),
+            value=np.asarray(self.values, dtype=np.float64),
+            count=np.asarray(self.counts, dtype=np.int64),
+            timestamp=np.asarray(self.stamps, dtype=np.float64),
+            higher_is_better=np.asarray(self.hib, dtype=bool),
+            keys=self.keys,
+            benchmarks=self.benchmarks,
+            stacks=stacks,
+            images={sid: s.image for sid, s in stacks.items() if s.image},
+            physical=Column.build(_mapped(cols["accelerator"], physical_key)),
+            **{name: Column.build(vals) for name, vals in cols.items()},
+        )
+
+
 @dataclass
 class ObservationTable:
     """Every observation of one store generation, column by column."""
@@ -195,74 +313,65 @@ class ObservationTable:
     @classmethod
     def from_observations(cls, observations: Iterable[Observation], generation: int = 0) -> ObservationTable:
         start = time.perf_counter()
-        values: list[float] = []
-        counts: list[int] = []
-        stamps: list[float] = []
-        hib: list[bool] = []
-        cols: dict[str, list[Any]] = {k: [] for k in (
-            "metric", "unit", "benchmark", "family", "bench_name", "scenario", "division", "round",
-            "source", "submitter", "accelerator", "placement", "stack", "candidate", "system")}
-        keys: list[str] = []
-        benchmarks: dict[str, BenchmarkInfo] = {}
-        stacks: dict[str, SoftwareStack] = {}
+        rows = _RowBuilder()
         # ids are content hashes: memoise them on cheap tuples of the content
-        bench_ids: dict[tuple[str, str, str], str] = {}
+        benches: dict[tuple[str, str, str], _BenchPart] = {}
         stack_memo: dict[tuple[Any, ...], str] = {}
+        contexts: dict[tuple[Any, ...], _ContextPart] = {}
         for obs in observations:
             if not obs.valid:
                 continue
             bench = obs.benchmark
             bkey = (bench.family, bench.name, repr(sorted(bench.parameters.items())))
-            bid = bench_ids.get(bkey)
-            if bid is None:
-                bid = bench_ids[bkey] = bench.benchmark_id
-            if bid not in benchmarks:
-                benchmarks[bid] = BenchmarkInfo(bid, bench.family, bench.name, dict(bench.parameters))
+            bpart = benches.get(bkey)
+            if bpart is None:
+                bpart = benches[bkey] = _BenchPart.of(
+                    BenchmarkInfo(bench.benchmark_id, bench.family, bench.name, dict(bench.parameters)))
             st = obs.stack
             skey = (st.driver, st.cuda, st.cudnn, st.nccl, st.tensorrt, st.framework, st.framework_version,
                     st.python, tuple(sorted(st.extra.items())), st.image)
             sid = stack_memo.get(skey)
             if sid is None:
                 sid = stack_memo[skey] = st.stack_id
-            if sid not in stacks:
-                stacks[sid] = st
-            values.append(float(obs.value))
-            counts.append(max(1, obs.accelerator.count))
-            stamps.append(obs.timestamp.timestamp())
-            hib.append(bool(obs.higher_is_better))
-            details = obs.provenance.details
-            params = bench.parameters
-            cols["metric"].append(obs.metric)
-            cols["unit"].append(obs.unit)
-            cols["benchmark"].append(bid)
-            cols["family"].append(bench.family)
-            cols["bench_name"].append(bench.name)
-            cols["scenario"].append(str(params.get("scenario", "")))
-            cols["division"].append(str(params.get("division", details.get("division", ""))))
-            cols["round"].append(details.get("round", ""))
-            cols["source"].append(obs.provenance.source)
-            cols["submitter"].append(details.get("submitter", obs.host.name if obs.host else ""))
-            cols["accelerator"].append(obs.accelerator.model)
-            cols["placement"].append(obs.placement.kind.value)
-            cols["stack"].append(sid)
-            cols["candidate"].append((sid, obs.accelerator.model, max(1, obs.accelerator.count), obs.placement.kind.value))
-            cols["system"].append((details.get("nodes", ""), details.get("accelerators_per_node", ""),
-                                   details.get("accelerator_interconnect", "")))
-            keys.append(obs.key if isinstance(obs, StoredObservation) else "")
-        table = cls(
-            generation=generation,
-            n=len(values),
-            value=np.asarray(values, dtype=np.float64),
-            count=np.asarray(counts, dtype=np.int64),
-            timestamp=np.asarray(stamps, dtype=np.float64),
-            higher_is_better=np.asarray(hib, dtype=bool),
-            keys=keys,
-            benchmarks=benchmarks,
-            stacks=stacks,
-            images={sid: s.image for sid, s in stacks.items() if s.image},
-            physical=Column.build(_mapped(cols["accelerator"], physical_key)),
-            **{name: Column.build(vals) for name, vals in cols.items()},
-        )
+            acc, host = obs.accelerator, obs.host
+            ckey = (sid, acc.model, acc.count, obs.placement.kind.value, obs.provenance.source,
+                    host.name if host else "")
+            cpart = contexts.get(ckey)
+            if cpart is None:
+                cpart = contexts[ckey] = _ContextPart.of(sid, st, *ckey[1:])
+            rows.add(obs.key if isinstance(obs, StoredObservation) else "", obs.metric, obs.unit,
+                     float(obs.value), obs.timestamp.timestamp(), bool(obs.higher_is_better),
+                     obs.provenance.details, bpart, cpart)
+        table = rows.table(generation)
+        table.load_seconds = time.perf_counter() - start
+        return table
+
+    @classmethod
+    def from_flat(cls, flat: FlatObservations, generation: int = 0) -> ObservationTable:
+        """The table of a store's flat read (``Store.flat_observations``): equal to
+        ``from_observations`` of the same store's observations in key order, row for row, in the
+        same order, vocabularies included (one row builder decides both)."""
+        start = time.perf_counter()
+        rows = _RowBuilder()
+        benches: dict[str, _BenchPart | None] = {}
+        contexts: dict[str, _ContextPart | None] = {}
+        stack_ids: dict[str, str] = {}
+        for row in flat.rows:
+            if not row.valid:
+                continue
+            bpart = benches.get(row.benchmark_id, _UNSEEN)
+            if bpart is _UNSEEN:
+                bench = flat.benchmarks.get(row.benchmark_id)
+                bpart = benches[row.benchmark_id] = None if bench is None else _BenchPart.of(
+                    BenchmarkInfo(bench.benchmark_id, bench.family, bench.name, dict(bench.parameters)))
+            cpart = contexts.get(row.context_id, _UNSEEN)
+            if cpart is _UNSEEN:
+                cpart = contexts[row.context_id] = _flat_context(flat, row.context_id, stack_ids)
+            if bpart is None or cpart is None:  # the paged read's joins drop it too
+                continue
+            rows.add(row.key, row.metric, row.unit, row.value, row.timestamp.timestamp(),
+                     row.higher_is_better, row.details, bpart, cpart)
+        table = rows.table(generation)
         table.load_seconds = time.perf_counter() - start
         return table
 

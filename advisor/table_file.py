@@ -199,8 +199,13 @@ def append_since(store: Store, base: ObservationTable, generation: int) -> Obser
 
 
 def build_table(store: Store, generation: int) -> ObservationTable:
-    """Read every observation from the store into a table, reporting progress."""
+    """Read every observation from the store into a table, reporting progress: by the store's
+    flat read when it has one (``Store.flat_observations``: an order of magnitude cheaper, see
+    docs/scale.md), else page by page as models."""
     with progress.phase(f"loading observations from {store.uri}") as update:
+        flat = store.flat_observations(update)
+        if flat is not None:
+            return ObservationTable.from_flat(flat, generation)
         return ObservationTable.from_observations(
             _counted(store.iter_observations(page=READ_PAGE), update), generation)
 

@@ -8,12 +8,16 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from graph_schema import queries as Q
 from graph_schema.cypher_store import CypherStore, Run
 from graph_schema.ddl import ladybug_statements
 from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
+from graph_schema.flat_read import RowReader
+from graph_schema.store import FlatRow
 
 
 def _os_reason(exc: OSError) -> str:
@@ -49,6 +53,8 @@ def open_error(path: Path, text: str) -> AdvisorError:
 
 QUERY_TIMEOUT_S = 30.0
 LOCK_WAIT_S = 10.0
+FLAT_TIMEOUT_S = 1800.0  # the flat read's one statement (a million observations: ~10 s unloaded)
+FLAT_CHUNK = 20_000  # rows taken from the engine's result at a time
 
 
 class EmbeddedStore(CypherStore):
@@ -104,7 +110,8 @@ class EmbeddedStore(CypherStore):
         finally:
             self._lock.release()
 
-    def _execute(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _result(self, query: str, params: dict[str, Any]) -> Any:
+        """The engine's result of ``query``, its errors in our terms."""
         try:
             result = self._conn.execute(query, params)
         except RuntimeError as exc:
@@ -117,8 +124,10 @@ class EmbeddedStore(CypherStore):
                     "and was stopped; retry later, or ask for less (filters, a smaller page)"
                 ) from None
             raise
-        if isinstance(result, list):  # several statements
-            result = result[-1]
+        return result[-1] if isinstance(result, list) else result  # a list: several statements
+
+    def _execute(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        result = self._result(query, params)
         names = result.get_column_names()
         rows = []
         while result.has_next():
@@ -128,6 +137,30 @@ class EmbeddedStore(CypherStore):
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self._locked():
             return self._execute(query, params)
+
+    def _flat_rows(self, reader: RowReader, progress: Callable[[int], None]) -> list[FlatRow]:
+        """One statement streamed (keyset pages would each scan the joins again) and sorted
+        here, allowed ``FLAT_TIMEOUT_S``: at a million observations it may outlast the usual
+        query timeout on a loaded machine."""
+        out: list[FlatRow] = []
+        with self._locked():
+            usual = self._query_timeout_s
+            self._conn.set_query_timeout(int(FLAT_TIMEOUT_S * 1000))
+            self._query_timeout_s = FLAT_TIMEOUT_S
+            try:
+                result = self._result(Q.FLAT_OBSERVATIONS, {})
+                while result.has_next():
+                    for values in result.get_n(FLAT_CHUNK):
+                        row = reader(values)
+                        if row is not None:
+                            out.append(row)
+                    progress(len(out))
+                result.close()
+            finally:
+                self._conn.set_query_timeout(int(usual * 1000))
+                self._query_timeout_s = usual
+        out.sort(key=attrgetter("key"))  # code point order: the engine's, for UTF-8 text
+        return out
 
     def _write(self, work: Callable[[Run], Any]) -> Any:
         with self._locked():

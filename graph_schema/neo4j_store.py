@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from graph_schema.cypher_store import CypherStore, Run
@@ -21,6 +21,9 @@ CONNECT_TIMEOUT_S = 3.0
 ACQUIRE_TIMEOUT_S = 5.0
 RETRY_TIME_S = 5.0
 READ_TIMEOUT_S = 30.0
+# one keyset page of the flat read (50k rows: a few seconds unloaded; a loaded server, or a client
+# at a fraction of a core, may take many times that)
+FLAT_PAGE_TIMEOUT_S = 600.0
 WRITE_TIMEOUT_S = 120.0
 
 
@@ -100,6 +103,17 @@ class Neo4jStore(CypherStore):
             return [r.data() for r in t.run(query, params)]
 
         def go() -> list[dict[str, Any]]:
+            with self._driver.session(database=self.database) as session:
+                return session.execute_read(tx)
+
+        return self._wrap(go)
+
+    def _read_values(self, query: str, params: dict[str, Any]) -> list[Sequence[Any]]:
+        @self._neo4j.unit_of_work(timeout=FLAT_PAGE_TIMEOUT_S)
+        def tx(t: Any) -> list[Sequence[Any]]:
+            return [r.values() for r in t.run(query, params)]
+
+        def go() -> list[Sequence[Any]]:
             with self._driver.session(database=self.database) as session:
                 return session.execute_read(tx)
 

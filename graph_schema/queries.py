@@ -223,6 +223,41 @@ OBSERVATION_BY_KEY = (
     + _OBS_RETURN + "LIMIT 1"
 )
 
+# ---- the flat read (Store.flat_observations) ------------------------------------------------
+# Table-shaped: observations as scalar columns that name their context and benchmark by key, and
+# each context, stack and benchmark once, instead of every observation's neighbours joined onto
+# it (the paged read above builds a model per observation from ~45 columns).
+FLAT_OBSERVATION_COLUMNS = (
+    "key", "metric", "value", "unit", "higher_is_better", "valid", "timestamp", "provenance_json",
+)
+_FLAT_RETURN = (
+    "RETURN " + ", ".join(f"o.{p} AS {p}" for p in FLAT_OBSERVATION_COLUMNS)
+    + ", c.context_id AS context_id, b.benchmark_id AS benchmark_id "
+)
+# All of them in one statement, in no order (the embedded engine streams it; sorting the rows
+# in Python after it costs less time and memory than the engine's ORDER BY: 300k rows, 0.3 s and
+# 90 MB less).
+FLAT_OBSERVATIONS = (
+    "MATCH (o:Observation)-[:MEASURED_IN]->(c:Context), (o)-[:OF_BENCHMARK]->(b:Benchmark) "
+    + _FLAT_RETURN
+)
+# One keyset page (Neo4j): the page's keys in key order from the key's index, then their
+# context and benchmark. OPTIONAL, so that every key of the page comes back and the next page
+# starts after the last one (an observation without either is left out by the reader).
+FLAT_OBSERVATIONS_PAGE = (
+    "MATCH (o:Observation) WHERE o.key > $after WITH o ORDER BY o.key LIMIT $limit "
+    "OPTIONAL MATCH (o)-[:MEASURED_IN]->(c:Context) OPTIONAL MATCH (o)-[:OF_BENCHMARK]->(b:Benchmark) "
+    + _FLAT_RETURN + "ORDER BY key"
+)
+FLAT_CONTEXTS = (
+    "MATCH (c:Context)-[:USES_STACK]->(s:Stack), (c)-[:USES_ACCELERATOR]->(a:Accelerator), "
+    "(c)-[:USES_PLACEMENT]->(p:Placement) "
+    "RETURN c.context_id AS context_id, s.stack_id AS stack_id, c.accelerator AS accelerator, "
+    "c.accelerator_count AS accelerator_count, c.placement_kind AS placement_kind, "
+    "c.host AS host, c.run_id AS run_id, c.source AS source"
+)
+HOST_NAMES = "MATCH (h:Host) RETURN h.name AS name"
+
 HOSTS_BY_NAME = (
     "UNWIND $keys AS k MATCH (h:Host {name: k}) RETURN "
     + ", ".join(f"h.{p} AS {p}" for p in NODE_BY_LABEL["Host"].properties)

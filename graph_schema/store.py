@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import unicodedata
 from abc import ABC, abstractmethod
-from typing import Any, Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Self
 
 from pydantic import ValidationError
 
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import (
+    Benchmark,
     EntityKind,
     Failure,
     IngestBatch,
@@ -21,6 +25,7 @@ from graph_schema.models import (
     Observation,
     ObservationFilter,
     ResultDocument,
+    SoftwareStack,
     StoredObservation,
     StoreStats,
 )
@@ -32,6 +37,49 @@ every row before it, and the embedded engine crashes on a large ``SKIP``."""
 
 
 MAX_CLUSTER_NAME = 253
+
+
+@dataclass(frozen=True, slots=True)
+class FlatContext:
+    """A context as the flat read gives it: the keys of what its observations were measured
+    on. Only contexts linked to a stack, an accelerator and a placement (as every written one
+    is) appear; the paged read drops observations of any other."""
+
+    context_id: str
+    stack_id: str  # the key of the linked Stack node
+    accelerator: str
+    accelerator_count: int
+    placement_kind: str
+    host: str | None  # the name of a stored Host node; None when the context names none
+    run_id: str | None
+    source: str
+
+
+@dataclass(slots=True)
+class FlatRow:
+    """One observation as flat scalars; its context and benchmark by key."""
+
+    key: str
+    metric: str
+    value: float
+    unit: str
+    higher_is_better: bool
+    valid: bool
+    timestamp: datetime
+    details: dict[str, str]  # the provenance details (rows may share one dict: read only)
+    context_id: str
+    benchmark_id: str  # the key of the linked Benchmark node
+
+
+@dataclass
+class FlatObservations:
+    """Every observation of a store as rows in key order, with the contexts, stacks and
+    benchmarks they refer to, each once (see ``Store.flat_observations``)."""
+
+    rows: list[FlatRow]
+    contexts: dict[str, FlatContext]
+    stacks: dict[str, SoftwareStack]  # by the Stack node's key
+    benchmarks: dict[str, Benchmark]  # by the Benchmark node's key
 
 
 def cluster_name_problem(name: str) -> str | None:
@@ -67,6 +115,10 @@ def validation_message(exc: ValidationError, prefix: str = "") -> str:
             shown = f"{shown[:60]}... ({len(str(got))} characters)"
         lines.append(f"{where}: {err['msg']} (got {shown})")
     return "; ".join(lines)
+
+
+def _ignore_progress(done: int) -> None:
+    return None
 
 
 class Store(ABC):
@@ -207,6 +259,25 @@ class Store(ABC):
                 return
             after = rows[-1].key
 
+    def flat_observations(
+        self, progress: Callable[[int], None] | None = None
+    ) -> FlatObservations | None:
+        """Every observation, as the table the advisor builds needs them: flat rows in key order
+        that refer to their contexts and benchmarks by key, each of those read once. The same
+        observations as ``iter_observations()`` (those whose context has no stack, accelerator
+        or placement left out), and many times cheaper to read than those models.
+
+        Args:
+            progress: called now and then with the number of rows read so far.
+        Returns:
+            The observations, or None when this store cannot give them so (read them with
+            ``iter_observations``).
+        """
+        return self._flat_observations(progress or _ignore_progress)
+
+    def _flat_observations(self, progress: Callable[[int], None]) -> FlatObservations | None:
+        return None
+
     def observations_since(
         self, generation: int, *, until: int | None = None, page: int = 20_000
     ) -> Iterable[StoredObservation]:
@@ -324,7 +395,7 @@ class Store(ABC):
         """
         return self._list_inventory(cluster)
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,184 @@
+"""The flat read (``Store.flat_observations``) gives the same table as the paged read of models,
+row for row, on the starter knowledge base and on a store with odd rows (invalid ones, failures,
+no host, an observation without a context, details and parameters that each decide a column),
+on both engines, Neo4j's keyset pages across their boundaries included; and the answers built on
+it are the same bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from advisor import calibration_file, table_file
+from advisor.engine import Advisor
+from advisor.table import ObservationTable
+from advisor.workload import Workload
+from graph_schema.cypher_store import CypherStore
+from graph_schema.flat_read import RowReader
+from graph_schema.models import (
+    Accelerator,
+    Benchmark,
+    Failure,
+    Host,
+    IngestBatch,
+    Observation,
+    Placement,
+    PlacementKind,
+    Provenance,
+    SoftwareStack,
+    SourceKind,
+)
+from graph_schema.starter import seed_store
+from graph_schema.store import Store
+from tests.advisor.test_persisted_table import assert_same_table
+
+STACKS = (
+    SoftwareStack(driver="550.54.15", cuda="12.4", cudnn="9.1.0", framework="pytorch",
+                  framework_version="2.3.1", raw="pytorch 2.3.1 / cuda 12.4"),
+    SoftwareStack(driver="535.161.08", cuda="12.2", framework="tensorflow", framework_version="2.15.1",
+                  extra={"jax": "0.4.30"}, image="nvcr.io/nvidia/tensorflow:24.01-tf2-py3"),
+    SoftwareStack(),  # nothing known
+)
+ACCELERATORS = (Accelerator(model="H100-SXM5-80GB", count=8), Accelerator(model="L4"),
+                Accelerator(model="A100-SXM4-80GB", count=2))
+PLACEMENTS = (Placement(kind=PlacementKind.BARE_METAL),
+              Placement(kind=PlacementKind.VGPU, hypervisor="kvm", vgpu_profile="A100-4C",
+                        evidence=["nvidia-smi: vGPU"], consistent=False),
+              Placement())
+BENCHMARKS = (
+    Benchmark(family="mlperf-inference", name="resnet50", parameters={"scenario": "Offline"}),
+    Benchmark(family="mlperf-inference", name="bert-99",
+              parameters={"scenario": "Server", "division": "open"}),
+    Benchmark(family="pi", name="gemm", parameters={"n": 4096, "dtype": "bf16"}),
+)
+HOSTS = (Host(name="gpu-node-1", cpu_model="EPYC 9654", cores=96), None)
+PUBLISHED = Provenance(kind=SourceKind.PUBLISHED, source="mlperf-inference",
+                       details={"round": "v4.0", "division": "closed", "submitter": "Acme",
+                                "nodes": "2", "accelerators_per_node": "8"})
+MEASURED = Provenance(kind=SourceKind.MEASURED, source="stack-advisor-collector")
+ODD_ROWS = 400
+
+
+def odd_batch(n: int = ODD_ROWS) -> IngestBatch:
+    """``n`` observations over every combination of the odd parts above, and a few failures."""
+    start = datetime(2024, 3, 1, tzinfo=UTC)
+    observations = []
+    for i in range(n):
+        host = HOSTS[i % 2]
+        observations.append(Observation(
+            benchmark=BENCHMARKS[i % 3], metric=("throughput", "p90_latency_ms")[i % 5 == 0],
+            value=100.0 + i * 1.25, unit=("samples/s", "ms")[i % 5 == 0],
+            higher_is_better=i % 5 != 0, valid=i % 11 != 0,  # some are invalid: left out
+            timestamp=start + timedelta(hours=i, microseconds=i * 37),
+            stack=STACKS[i % 3], accelerator=ACCELERATORS[(i // 3) % 3], placement=PLACEMENTS[(i // 2) % 3],
+            host=host, run_id=None if i % 7 == 0 else f"run-{i // 40}",
+            provenance=PUBLISHED if i % 4 == 0 else MEASURED,
+            source_key=f"sys-{i % 13}" if i % 4 == 0 else None,
+        ))
+    failures = [Failure(benchmark=BENCHMARKS[j % 3], stage="run", error_class="OOM", message=f"failure {j}",
+                        stack=STACKS[j % 3], accelerator=ACCELERATORS[j % 3], placement=PLACEMENTS[0],
+                        host=HOSTS[0], provenance=MEASURED) for j in range(5)]
+    return IngestBatch(observations=observations, failures=failures)
+
+
+def fill_odd(store: Store) -> int:
+    """The odd batch, and an observation that no context or benchmark links to (written by hand:
+    no ingest makes one); returns how many Observation nodes the store holds."""
+    store.ingest(odd_batch())
+    assert isinstance(store, CypherStore)
+    store._write(lambda run: run(
+        "CREATE (o:Observation {key: 'obs-zz-orphan', metric: 'throughput', value: 1.0, unit: 'x', "
+        "higher_is_better: true, valid: true, timestamp: '2024-01-01T00:00:00+00:00'})", {}))
+    return store.stats().counts["Observation"]
+
+
+def paged_table(store: Store) -> ObservationTable:
+    return ObservationTable.from_observations(store.iter_observations(page=97), 1)
+
+
+def flat_table(store: Store) -> ObservationTable:
+    flat = store.flat_observations()
+    assert flat is not None
+    return ObservationTable.from_flat(flat, 1)
+
+
+def assert_identical(a: ObservationTable, b: ObservationTable) -> None:
+    assert_same_table(a, b)
+    assert list(a.benchmarks) == list(b.benchmarks)  # first-seen order: the persisted file's
+    assert list(a.stacks) == list(b.stacks)
+    assert a.keys == sorted(a.keys)
+
+
+@pytest.fixture
+def neo4j_starter(neo4j_store: Store) -> Store:
+    seed_store(neo4j_store)
+    return neo4j_store
+
+
+def test_flat_table_equals_paged_table_on_the_starter_kb(mlperf_store: Store) -> None:
+    flat = flat_table(mlperf_store)
+    assert flat.n > 10_000
+    assert_identical(flat, paged_table(mlperf_store))
+
+
+@pytest.mark.neo4j
+def test_flat_table_equals_paged_table_on_the_starter_kb_in_neo4j(neo4j_starter: Store) -> None:
+    assert_identical(flat_table(neo4j_starter), paged_table(neo4j_starter))
+
+
+def test_flat_table_equals_paged_table_with_odd_rows(store: Store) -> None:
+    fill_odd(store)
+    table = flat_table(store)
+    assert 0 < table.n < ODD_ROWS  # the invalid rows and the orphan left out
+    assert "obs-zz-orphan" not in table.keys
+    assert set(table.submitter.vocab) == {"Acme", "gpu-node-1", ""}
+    assert set(table.division.vocab) == {"closed", "open", ""}
+    assert_identical(table, paged_table(store))
+
+
+@pytest.mark.parametrize("engine", ["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def test_keyset_pages_across_their_boundaries(engine: str, request: pytest.FixtureRequest) -> None:
+    """The keyset scan (Neo4j's; the embedded store streams one statement, and runs the pages
+    here too) gives every row once, whatever the page size: smaller than, equal to and one more
+    than the number of observations."""
+    store = request.getfixturevalue(f"{engine}_store")
+    n = fill_odd(store)
+    whole = store.flat_observations()
+    assert whole is not None and len(whole.rows) == n - 1  # the orphan left out
+    for size in (7, n - 1, n, n + 1):
+        store.flat_page = size
+        seen: list[int] = []
+        rows = CypherStore._flat_rows(store, RowReader(), seen.append)
+        assert rows == whole.rows, size
+        assert seen[-1] == n - 1 and len(seen) == n // size + 1
+
+
+@pytest.fixture
+def uncached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(table_file.CACHE_ENV, "0")
+    monkeypatch.setenv(calibration_file.CACHE_ENV, str(tmp_path / "calibration"))
+
+
+WORKLOADS = (
+    {"benchmark": "resnet50", "scenario": "Offline"},
+    {"benchmark": "bert-99", "scenario": "Server"},
+    {"benchmark": "resnet50", "scenario": "SingleStream", "objective": "latency"},
+)
+
+
+def _answers(store: Store) -> Iterator[str]:
+    advisor = Advisor(store)
+    for fields in WORKLOADS:
+        answer = advisor.recommend(Workload(**fields), top=50)
+        yield answer.model_copy(update={"elapsed_ms": 0.0}).model_dump_json()
+
+
+def test_answers_from_the_flat_read_are_the_same_bytes(
+        mlperf_store: Store, uncached: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    flat = list(_answers(mlperf_store))
+    monkeypatch.setattr(type(mlperf_store), "_flat_observations", lambda self, progress: None)
+    assert mlperf_store.flat_observations() is None  # the paged read, as the REST store has
+    assert list(_answers(mlperf_store)) == flat
