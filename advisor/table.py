@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from graph_schema.models import Observation, SoftwareStack, StoredObservation
+from graph_schema.models import Benchmark, Observation, SoftwareStack, StoredObservation
 from graph_schema.store import FlatObservations
 
 log = logging.getLogger(__name__)
@@ -166,7 +166,8 @@ class _BenchPart:
     division: str | None  # the benchmark's own division parameter; None: the provenance's
 
     @classmethod
-    def of(cls, info: BenchmarkInfo) -> _BenchPart:
+    def of(cls, bench: Benchmark) -> _BenchPart:
+        info = BenchmarkInfo(bench.benchmark_id, bench.family, bench.name, dict(bench.parameters))
         params = info.parameters
         return cls(info, str(params.get("scenario", "")),
                    str(params["division"]) if "division" in params else None)
@@ -325,8 +326,7 @@ class ObservationTable:
             bkey = (bench.family, bench.name, repr(sorted(bench.parameters.items())))
             bpart = benches.get(bkey)
             if bpart is None:
-                bpart = benches[bkey] = _BenchPart.of(
-                    BenchmarkInfo(bench.benchmark_id, bench.family, bench.name, dict(bench.parameters)))
+                bpart = benches[bkey] = _BenchPart.of(bench)
             st = obs.stack
             skey = (st.driver, st.cuda, st.cudnn, st.nccl, st.tensorrt, st.framework, st.framework_version,
                     st.python, tuple(sorted(st.extra.items())), st.image)
@@ -362,8 +362,7 @@ class ObservationTable:
             bpart = benches.get(row.benchmark_id, _UNSEEN)
             if bpart is _UNSEEN:
                 bench = flat.benchmarks.get(row.benchmark_id)
-                bpart = benches[row.benchmark_id] = None if bench is None else _BenchPart.of(
-                    BenchmarkInfo(bench.benchmark_id, bench.family, bench.name, dict(bench.parameters)))
+                bpart = benches[row.benchmark_id] = None if bench is None else _BenchPart.of(bench)
             cpart = contexts.get(row.context_id, _UNSEEN)
             if cpart is _UNSEEN:
                 cpart = contexts[row.context_id] = _flat_context(flat, row.context_id, stack_ids)

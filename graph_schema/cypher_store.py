@@ -12,7 +12,7 @@ from typing import Any
 
 from graph_schema import queries as Q
 from graph_schema.errors import SchemaMismatch, StoreUnavailable
-from graph_schema.flat_read import RowReader, assemble, stack_fields
+from graph_schema.flat_read import RowReader, assemble, loads, stack_fields
 from graph_schema.migrations import pending
 from graph_schema.models import (
     INT64_MAX,
@@ -577,7 +577,7 @@ class CypherStore(Store):
         """Stored accelerator name → {raw name as published: observations}."""
         out: dict[str, dict[str, int]] = {}
         for r in self._read(Q.ACCELERATOR_USAGE, {}):
-            raw = _loads(r["provenance"], {}).get("accelerator_raw") or r["model"]
+            raw = loads(r["provenance"], {}).get("accelerator_raw") or r["model"]
             seen = out.setdefault(r["model"], {})
             seen[raw] = seen.get(raw, 0) + 1
         return out
@@ -606,19 +606,15 @@ class CypherStore(Store):
                 pass
 
 
-def _loads(text: str | None, default: Any) -> Any:
-    return json.loads(text) if text else default
-
-
 def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> StoredObservation:
-    details = _loads(r["provenance_json"], {})
+    details = loads(r["provenance_json"], {})
     return StoredObservation.model_validate(
         {
             "key": r["key"],
             "benchmark": {
                 "family": r["b_family"],
                 "name": r["b_name"],
-                "parameters": _loads(r["b_parameters_json"], {}),
+                "parameters": loads(r["b_parameters_json"], {}),
             },
             "metric": r["metric"],
             "value": r["value"],
@@ -644,7 +640,7 @@ def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> Sto
                 "kind": r["placement_kind"],
                 "hypervisor": r["p_hypervisor"],
                 "vgpu_profile": r["p_vgpu_profile"],
-                "evidence": _loads(r["placement_evidence_json"], []),
+                "evidence": loads(r["placement_evidence_json"], []),
                 "consistent": r["placement_consistent"],
             },
             "host": None
@@ -653,12 +649,12 @@ def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> Sto
                 "name": host["name"],
                 "cpu_model": host["cpu_model"],
                 "cores": host["cores"],
-                "cpu_flags": _loads(host["cpu_flags_json"], []),
+                "cpu_flags": loads(host["cpu_flags_json"], []),
                 "numa_nodes": host["numa_nodes"],
                 "memory_mib": host["memory_mib"],
                 "os": host["os"],
                 "kernel": host["kernel"],
-                "labels": _loads(host["labels_json"], {}),
+                "labels": loads(host["labels_json"], {}),
             },
             "run_id": r["run_id"],
             "provenance": {

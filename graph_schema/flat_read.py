@@ -20,12 +20,16 @@ _STACK_FIELDS = ("driver", "cuda", "cudnn", "nccl", "tensorrt", "framework", "fr
                  "python", "image", "raw")
 
 
+def loads(text: str | None, default: Any) -> Any:
+    """A JSON property's value; ``default`` when the property is empty or unset."""
+    return json.loads(text) if text else default
+
+
 def stack_fields(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """A ``SoftwareStack``'s fields from a Stack node's properties (named ``prefix`` + property):
     the one mapping for the paged read and the flat read."""
     fields = {name: row[prefix + name] for name in _STACK_FIELDS}
-    extra = row[prefix + "extra_json"]
-    fields["extra"] = json.loads(extra) if extra else {}
+    fields["extra"] = loads(row[prefix + "extra_json"], {})
     return fields
 
 
@@ -49,7 +53,7 @@ class RowReader:
             when = self._times[stamp] = datetime.fromisoformat(stamp)
         parsed = self._details.get(details)
         if parsed is None:
-            parsed = self._details[details] = json.loads(details) if details else {}
+            parsed = self._details[details] = loads(details, {})
         return FlatRow(
             key, text.setdefault(metric, metric), float(value), text.setdefault(unit, unit),
             bool(hib), bool(valid), when, parsed, text.setdefault(context_id, context_id),
@@ -73,7 +77,7 @@ def assemble(read: Read, rows: list[FlatRow]) -> FlatObservations:
     benchmarks = {
         r["benchmark_id"]: Benchmark(
             family=r["family"], name=r["name"],
-            parameters=json.loads(r["parameters_json"]) if r["parameters_json"] else {})
+            parameters=loads(r["parameters_json"], {}))
         for r in read(Q.LIST_NODES["Benchmark"], {})
     }
     return FlatObservations(rows=rows, contexts=contexts, stacks=stacks, benchmarks=benchmarks)
