@@ -5,7 +5,9 @@ The observations are synthetic fleet sweeps (``bench/fleet.py``: runs of ~60 obs
 embedded database and a scratch local Neo4j server (or the server NEO4J_URI names — it is
 emptied first, so never point it at real data). Batches of ``--batch`` observations, one
 transaction each, after a 10k warm-up; "steady" is the rate of the last 10% of the load; "re-send"
-sends the last 10% again (nothing new: the idempotency check only).
+sends the last 10% again (nothing new: the idempotency check only). Each load runs twice, on a
+fresh store each time: batch by batch (``Store.ingest``), then pipelined (``Store.ingest_many``:
+the next batch validated and shaped while the store writes the one before), with the ratio.
 
 ``--against REV`` runs the same load with the code of git revision REV (the previous approach:
 before schema v5 observations carried their context themselves, and the driver packed in Python)
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import subprocess
@@ -53,6 +56,7 @@ from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 
 WARMUP = 10_000
+GROUP = 10  # batches generated ahead of each timed part (and passed to one ingest_many)
 SERVER_PID: int | None = None  # --server-pid: the Neo4j server's process, for its CPU time
 
 
@@ -65,33 +69,44 @@ def cpu_seconds() -> float:
     return total
 
 
-def measure(store, n: int, batch: int) -> dict[str, float]:
-    """Ingest the first ``n`` fleet observations (after the warm-up's) and time it."""
-    seen = total = steady_t = cpu = 0.0
-    steady_n = 0
-    tail = n - n // 10
-    last = []
-    for part in fleet.batches(n + WARMUP, batch):
-        if seen < WARMUP:
-            store.ingest(IngestBatch(observations=part))
-            seen += len(part)
-            continue
-        start, cpu_start = time.perf_counter(), cpu_seconds()
+def measure(store, n: int, batch: int, pipelined: bool = False) -> dict[str, float]:
+    """Ingest the first ``n`` fleet observations (after the warm-up's) and time it: batch by
+    batch with ``Store.ingest``, or with ``pipelined`` through ``Store.ingest_many`` (the next
+    batch shaped while the store writes the one before). The observations are generated
+    ``GROUP`` batches at a time, outside the timed part; "steady" is the time between results
+    of the batches in the last tenth."""
+    source = fleet.batches(n + WARMUP, batch)
+    warm = 0
+    while warm < WARMUP:
+        part = next(source)
         store.ingest(IngestBatch(observations=part))
-        took = time.perf_counter() - start
+        warm += len(part)
+    tail = n - n // 10
+    done = total = cpu = steady_t = 0.0
+    steady_n = 0
+    last: list[IngestBatch] = []
+    while done < n:
+        group = [IngestBatch(observations=part) for part in itertools.islice(source, GROUP)]
+        if not group:
+            break
+        start, cpu_start = time.perf_counter(), cpu_seconds()
+        results = store.ingest_many(group) if pipelined else (store.ingest(part) for part in group)
+        before = start
+        for part, result in zip(group, results):
+            now = time.perf_counter()
+            if done + result.observations_received > tail:
+                steady_t += now - before
+                steady_n += result.observations_received
+                last.append(part)
+            done += result.observations_received
+            before = now
         cpu += cpu_seconds() - cpu_start
-        total += took
-        if seen - WARMUP + len(part) > tail:
-            steady_t += took
-            steady_n += len(part)
-            last.append(part)
-        seen += len(part)
+        total += time.perf_counter() - start
     start = time.perf_counter()
-    for part in last:
-        assert store.ingest(IngestBatch(observations=part)).observations_new == 0
+    assert sum(r.observations_new for r in store.ingest_many(last)) == 0
     again = time.perf_counter() - start
-    return {"rate": n / total, "steady": steady_n / steady_t, "resend": steady_n / again,
-            "per_cpu_s": n / cpu}
+    return {"rate": done / total, "steady": steady_n / steady_t, "resend": steady_n / again,
+            "per_cpu_s": done / cpu}
 
 
 @contextlib.contextmanager
@@ -203,6 +218,8 @@ def main() -> None:
     parser.add_argument("--bulk", action="store_true", help="Neo4j: also measure the bulk path "
                         "(neo4j-admin database import into a new local server) and the ratio")
     parser.add_argument("--bulk-only", action="store_true", help="only the bulk path (no transactional load)")
+    parser.add_argument("--no-pipelined", dest="pipelined", action="store_false",
+                        help="only batch by batch (not also through Store.ingest_many)")
     parser.add_argument("--code-root", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -225,6 +242,8 @@ def main() -> None:
         return
     for name in args.backends:
         with backend(name) as store:
+            fresh(store)  # a new server compiles its queries and warms its JIT on the first loads:
+            measure(store, 5 * args.batch, args.batch)  # not on the first measured one
             for size in args.sizes:
                 fresh(store)
                 got = results[f"{name} {size}"] = measure(store, size, args.batch)
@@ -234,6 +253,13 @@ def main() -> None:
                         f"re-send (no-op) {got['resend']:7.0f} obs/s  {got['per_cpu_s']:7.0f} obs per CPU-s  "
                         f"load avg {os.getloadavg()[0]:.1f}")
                 print(line, flush=True)
+                if args.pipelined:
+                    fresh(store)
+                    pipe = results[f"{name} {size} pipelined"] = measure(store, size, args.batch, pipelined=True)
+                    print(f"{'':9s} pipelined (ingest_many): ingest {pipe['rate']:7.0f} obs/s  steady "
+                          f"{pipe['steady']:7.0f} obs/s  re-send {pipe['resend']:7.0f} obs/s  "
+                          f"{pipe['per_cpu_s']:7.0f} obs per CPU-s  -> pipelined/per-batch x{pipe['rate'] / got['rate']:.2f} "
+                          f"(steady x{pipe['steady'] / got['steady']:.2f})  load avg {os.getloadavg()[0]:.1f}", flush=True)
                 if args.bulk and name == "neo4j":
                     print(bulk_line(measure_bulk(size, args.batch), got), flush=True)
                 if args.against:
@@ -253,7 +279,7 @@ def against(args: argparse.Namespace, name: str, size: int) -> dict[str, float]:
                "--sizes", str(size), "--batch", str(args.batch), "--backends", name]
         if args.server_pid:
             cmd += ["--server-pid", str(args.server_pid)]
-        cmd.append("--python-packing")  # the previous approach as it ran: no Rust packing either
+        cmd += ["--no-pipelined", "--python-packing"]  # the previous approach as it ran: no Rust packing either
         done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, check=False)
         if done.returncode:
             raise SystemExit(f"{args.against} failed:\n{done.stderr[-3000:]}")

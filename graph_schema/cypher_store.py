@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -385,7 +386,30 @@ class CypherStore(Store):
 
     # ---- writes --------------------------------------------------------------------------
     def _ingest(self, batch: IngestBatch) -> IngestResult:
-        rows = _Rows.from_batch(batch)
+        return self._write_rows(batch, _Rows.from_batch(batch))
+
+    def ingest_many(self, batches: Iterable[IngestBatch | dict[str, Any]]) -> Iterator[IngestResult]:
+        """Batch N+1 is validated, resolved and shaped into rows here while a worker thread
+        writes batch N (the database's work and the wait for it; one write in flight, so the
+        batches commit in order and each sees the ones before it)."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest") as pool:
+            pending: Future[IngestResult] | None = None
+            for batch in batches:
+                try:
+                    checked = self._checked(batch)
+                    rows = _Rows.from_batch(checked)
+                except BaseException:
+                    if pending is not None:  # the batch before this one is written first
+                        yield pending.result()
+                    raise
+                if pending is not None:
+                    yield pending.result()
+                pending = pool.submit(self._write_rows, checked, rows)
+            if pending is not None:
+                yield pending.result()
+
+    def _write_rows(self, batch: IngestBatch, rows: _Rows) -> IngestResult:
+        """One transaction: the rows of ``batch`` not yet in the store, and its result."""
 
         def existing(run: Run, label: str, keys: list[str]) -> set[str]:
             found: set[str] = set()

@@ -89,13 +89,15 @@ def seed_store(store: Store, path: str | os.PathLike[str] | None = None, *, batc
     batch = load_snapshot(path)
     new = 0
     observations: list[Observation] = batch.observations
-    for start in range(0, len(observations), batch_size):
-        part = IngestBatch(observations=observations[start : start + batch_size])
-        if start == 0:
-            part.runs = batch.runs
-        new += store.ingest(part).observations_new
+    parts = (IngestBatch(observations=observations[start : start + batch_size],
+                         runs=batch.runs if start == 0 else [])
+             for start in range(0, len(observations), batch_size))
+    written = 0
+    for result in store.ingest_many(parts):
+        new += result.observations_new
+        written += result.observations_received
         if on_batch is not None:
-            on_batch(min(start + batch_size, len(observations)), len(observations))
+            on_batch(written, len(observations))
     if batch.failures:
         store.ingest(IngestBatch(failures=batch.failures, runs=[] if observations else batch.runs))
     return new

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
@@ -181,6 +181,23 @@ class Store(ABC):
             InvalidInput: a field is malformed; the message names the field and value. Nothing
                 of the batch is written.
         """
+        return self._ingest(self._checked(batch))
+
+    def ingest_many(self, batches: Iterable[IngestBatch | dict[str, Any]]) -> Iterator[IngestResult]:
+        """``ingest`` each batch in turn, yielding each one's result once it is committed: one
+        transaction per batch, in order. A backend may prepare the next batch while the previous
+        one is written (``CypherStore``: validation, name resolution and row shaping overlap the
+        database's work on the batch before).
+
+        Stops at the first batch that fails, with its error, after yielding the results of the
+        batches before it (committed); that batch and the ones after it are not written. A
+        caller that stops iterating has every batch whose result it got written, and no other.
+        """
+        for batch in batches:
+            yield self.ingest(batch)
+
+    def _checked(self, batch: IngestBatch | dict[str, Any]) -> IngestBatch:
+        """``batch`` validated, with names as the catalogue spells them."""
         if not isinstance(batch, IngestBatch):
             try:
                 batch = IngestBatch.model_validate(batch)
@@ -190,9 +207,8 @@ class Store(ABC):
         # name stays in the provenance): one resolver for every writer.
         from graph_schema.catalog.canonical import canonical_batch
 
-        batch = canonical_batch(batch)
         # Duplicates inside one batch (same key) are collapsed by the backend, the last one kept.
-        return self._ingest(batch)
+        return canonical_batch(batch)
 
     def ingest_document(self, document: ResultDocument | dict[str, Any]) -> IngestResult:
         """Ingest a collector result document (see ``ResultDocument``)."""

@@ -673,15 +673,16 @@ def ingest_observations(
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[int, int]:
-    """Ingest in batches (one transaction each). Returns (new, received)."""
+    """Ingest in batches (one transaction each; the next one prepared while the store writes
+    the one before, see ``Store.ingest_many``). Returns (new, received)."""
     new = received = 0
-    for start in range(0, len(observations), batch_size):
-        chunk = observations[start : start + batch_size]
-        result = store.ingest(IngestBatch(observations=chunk))
+    chunks = (IngestBatch(observations=observations[start : start + batch_size])
+              for start in range(0, len(observations), batch_size))
+    for result in store.ingest_many(chunks):
         new += result.observations_new
         received += result.observations_received
         if progress:
-            progress(len(chunk))
+            progress(result.observations_received)
     return new, received
 
 

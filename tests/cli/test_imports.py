@@ -35,21 +35,21 @@ def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 def test_store_dying_mid_import_reports_what_was_committed(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     tree = small_tree(tmp_path / "src")  # two results: two batches of one
-    real_ingest = EmbeddedStore.ingest
+    real_write = EmbeddedStore._write_rows
 
-    def ingest_then_die(self: EmbeddedStore, batch):  # type: ignore[no-untyped-def]
-        result = real_ingest(self, batch)
+    def write_then_die(self: EmbeddedStore, batch, rows):  # type: ignore[no-untyped-def]
+        result = real_write(self, batch, rows)
         self.close()  # the store goes away after the first committed batch; the next one fails
         return result
 
-    monkeypatch.setattr(EmbeddedStore, "ingest", ingest_then_die)
+    monkeypatch.setattr(EmbeddedStore, "_write_rows", write_then_die)
     kb = tmp_path / "kb"
     code, out, _ = advisor(capsys, "import", "mlperf", str(tree), "--store", str(kb), "--batch-size", "1", "--json")
     error = json.loads(out)["error"]
     assert code == 1
     assert error["details"]["committed"] == {"source": tree.name, "observations": 1, "batches": 1, "of": 2}
     assert "committing 1 observation(s) in 1 batch(es)" in error["message"]
-    monkeypatch.setattr(EmbeddedStore, "ingest", real_ingest)
+    monkeypatch.setattr(EmbeddedStore, "_write_rows", real_write)
     code, out, _ = advisor(capsys, "import", "mlperf", str(tree), "--store", str(kb), "--json")
     again = json.loads(out)
     assert code == 0 and (again["imported"], again["already_present"]) == (1, 1)  # the rest, once

@@ -128,6 +128,41 @@ def test_bad_row_rejects_the_whole_batch_naming_field_and_value(store):
     assert store.stats().counts["Observation"] == 0
 
 
+def test_ingest_many_writes_each_batch_in_order_as_ingest_would(store):
+    batches = [IngestBatch(observations=[_obs(i) for i in range(start, start + 7)]) for start in (0, 7, 14)]
+    batches.append(IngestBatch(observations=[_obs(20), _obs(21)]))  # 20: also in the batch before
+    gen = store.stats().generation
+    results = list(store.ingest_many(batches))
+    assert [(r.observations_received, r.observations_new) for r in results] == [(7, 7), (7, 7), (7, 7), (2, 1)]
+    assert store.stats().counts["Observation"] == 22
+    assert store.stats().generation == gen + 4  # one transaction per batch
+    again = list(store.ingest_many(b.model_dump(mode="json") for b in batches))  # dicts are validated too
+    assert [r.observations_new for r in again] == [0, 0, 0, 0]
+    assert store.stats().generation == gen + 4
+
+
+def test_ingest_many_stops_at_a_bad_batch_after_writing_the_ones_before(store):
+    rows = [_obs(i).model_dump(mode="json") for i in range(10, 15)]
+    rows[2]["samples"] = "many"
+    batches = [IngestBatch(observations=[_obs(i) for i in range(5)]), {"observations": rows},
+               IngestBatch(observations=[_obs(i) for i in range(20, 25)])]
+    got = []
+    with pytest.raises(InvalidInput) as err:
+        for result in store.ingest_many(batches):
+            got.append(result.observations_new)
+    assert got == [5]  # the batch before the bad one was committed and reported
+    assert "observations.2.samples" in str(err.value) and "'many'" in str(err.value)
+    assert store.stats().counts["Observation"] == 5  # nothing of the bad batch, nothing after it
+
+
+def test_ingest_many_stopped_early_writes_only_what_it_reported(store):
+    batches = (IngestBatch(observations=[_obs(i)]) for i in range(6))
+    stream = store.ingest_many(batches)
+    assert [next(stream).observations_new for _ in range(2)] == [1, 1]
+    stream.close()
+    assert store.stats().counts["Observation"] == 2
+
+
 def test_failed_write_leaves_nothing_half_written(store, monkeypatch):
     """A failure in the middle of the transaction (after nodes were created) rolls it all back."""
     import graph_schema.queries as Q
