@@ -120,9 +120,9 @@ class EmbeddedStore(CypherStore):
         """Close the engine and open it again (the lock held): a full scan leaves the engine's
         buffer pool holding the pages it read (~0.9 GB at a million observations), and only
         closing the database gives them back to the system. Nothing outside this object holds
-        the connection, so nothing else sees the swap. Reopening a store of a million
-        observations takes a few milliseconds (docs/scale.md). Should the open fail, the next
-        call tries again (``_ensure_open``) and reports why."""
+        the connection, so nothing else sees the swap. Closing and opening a store of a
+        million observations takes ~0.1 s (docs/scale.md). Should the open fail, the next call
+        tries again (``_ensure_open``) and reports why."""
         self._shut()
         try:
             self._open()
