@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from advisor.heap import return_free_heap
 from advisor.table import (
     CATEGORICAL,
     NUMERIC,
@@ -201,11 +202,16 @@ def append_since(store: Store, base: ObservationTable, generation: int) -> Obser
 def build_table(store: Store, generation: int) -> ObservationTable:
     """Read every observation from the store into a table, reporting progress: by the store's
     flat read when it has one (``Store.flat_observations``: an order of magnitude cheaper, see
-    docs/scale.md), else page by page as models."""
+    docs/scale.md), else page by page as models. The read's rows are freed once the table is
+    built, and the heap's free pages handed back to the system (a long-lived process would
+    otherwise keep the read's peak)."""
     with progress.phase(f"loading observations from {store.uri}") as update:
         flat = store.flat_observations(update)
         if flat is not None:
-            return ObservationTable.from_flat(flat, generation)
+            table = ObservationTable.from_flat(flat, generation)
+            del flat
+            return_free_heap()
+            return table
         return ObservationTable.from_observations(
             _counted(store.iter_observations(page=READ_PAGE), update), generation)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 import threading
@@ -18,6 +19,8 @@ from graph_schema.ddl import ladybug_statements
 from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
 from graph_schema.flat_read import RowReader
 from graph_schema.store import FlatRow
+
+log = logging.getLogger(__name__)
 
 
 def _os_reason(exc: OSError) -> str:
@@ -72,8 +75,6 @@ class EmbeddedStore(CypherStore):
         query_timeout_s: float = QUERY_TIMEOUT_S,
         lock_wait_s: float = LOCK_WAIT_S,
     ) -> None:
-        import ladybug
-
         self.path = Path(path).expanduser()
         self.uri = f"embedded:{self.path}"
         try:
@@ -88,15 +89,58 @@ class EmbeddedStore(CypherStore):
             raise StoreUnavailable(
                 f"cannot open the embedded store {self.path}: permission denied (it needs read "
                 "and write access)", details={"reason": "permission", "path": str(self.path)})
+        self._query_timeout_s = query_timeout_s
+        self._lock_wait_s = lock_wait_s
+        self._lock = threading.RLock()
+        self._closed = False
+        self._open()
+
+    def _open(self) -> None:
+        """The engine on ``self.path``: the database and its one connection, bounded by the
+        query timeout."""
+        import ladybug
+
         try:
             self._db = ladybug.Database(str(self.path))
             self._conn = ladybug.Connection(self._db)
         except RuntimeError as exc:
+            self._conn = self._db = None
             raise open_error(self.path, str(exc)) from None
-        self._conn.set_query_timeout(int(query_timeout_s * 1000))
-        self._query_timeout_s = query_timeout_s
-        self._lock_wait_s = lock_wait_s
-        self._lock = threading.RLock()
+        self._conn.set_query_timeout(int(self._query_timeout_s * 1000))
+
+    def _shut(self) -> None:
+        conn, db = self._conn, self._db
+        self._conn = self._db = None
+        if conn is not None:
+            conn.close()
+        if db is not None:
+            db.close()
+
+    def _reopen(self) -> None:
+        """Close the engine and open it again (the lock held): a full scan leaves the engine's
+        buffer pool holding the pages it read (~0.9 GB at a million observations), and only
+        closing the database gives them back to the system. Nothing outside this object holds
+        the connection, so nothing else sees the swap. Closing and opening a store of a
+        million observations takes ~0.1 s (docs/scale.md). Should the open fail, the next call
+        tries again (``_ensure_open``) and reports why."""
+        self._shut()
+        try:
+            self._open()
+        except AdvisorError as exc:
+            log.warning("reopening the embedded store %s failed (%s); the next call tries again",
+                        self.path, exc)
+
+    def _ensure_open(self) -> None:
+        """Open the engine when the reopen after a full scan failed (the lock held).
+
+        Raises:
+            StoreUnavailable: the store was closed, or cannot be opened now.
+        """
+        if self._conn is None:
+            if self._closed:
+                raise StoreUnavailable(f"the embedded store at {self.path} is closed",
+                                       details={"reason": "closed", "path": str(self.path)})
+            self._open()
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -106,6 +150,7 @@ class EmbeddedStore(CypherStore):
                 f"{self._lock_wait_s:g} s; retry later"
             )
         try:
+            self._ensure_open()
             yield
         finally:
             self._lock.release()
@@ -141,7 +186,9 @@ class EmbeddedStore(CypherStore):
     def _flat_rows(self, reader: RowReader, progress: Callable[[int], None]) -> list[FlatRow]:
         """One statement streamed (keyset pages would each scan the joins again) and sorted
         here, allowed ``FLAT_TIMEOUT_S``: at a million observations it may outlast the usual
-        query timeout on a loaded machine."""
+        query timeout on a loaded machine. The engine is reopened afterwards (``_reopen``),
+        which also restores the usual timeout, so the pages the scan read do not stay with the
+        process."""
         out: list[FlatRow] = []
         with self._locked():
             usual = self._query_timeout_s
@@ -157,8 +204,8 @@ class EmbeddedStore(CypherStore):
                     progress(len(out))
                 result.close()
             finally:
-                self._conn.set_query_timeout(int(usual * 1000))
                 self._query_timeout_s = usual
+                self._reopen()
         out.sort(key=attrgetter("key"))  # code point order: the engine's, for UTF-8 text
         return out
 
@@ -178,15 +225,11 @@ class EmbeddedStore(CypherStore):
 
     def _apply_ddl(self) -> None:
         with self._lock:
+            self._ensure_open()
             for statement in ladybug_statements():
                 self._conn.execute(statement)
 
     def close(self) -> None:
         with self._lock:
-            conn, db = getattr(self, "_conn", None), getattr(self, "_db", None)
-            if conn is not None:
-                conn.close()
-                self._conn = None
-            if db is not None:
-                db.close()
-                self._db = None
+            self._closed = True
+            self._shut()

@@ -7,6 +7,7 @@ it are the same bytes."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from advisor.engine import Advisor
 from advisor.table import ObservationTable
 from advisor.workload import Workload
 from graph_schema.cypher_store import CypherStore
+from graph_schema.embedded_store import QUERY_TIMEOUT_S, EmbeddedStore
+from graph_schema.errors import StoreUnavailable
 from graph_schema.flat_read import RowReader
 from graph_schema.models import (
     Accelerator,
@@ -182,3 +185,45 @@ def test_answers_from_the_flat_read_are_the_same_bytes(
     monkeypatch.setattr(type(mlperf_store), "_flat_observations", lambda self, progress: None)
     assert mlperf_store.flat_observations() is None  # the paged read, as the REST store has
     assert list(_answers(mlperf_store)) == flat
+
+
+def test_the_embedded_store_serves_after_its_flat_read_reopens_the_engine(
+        embedded_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flat read closes the engine and opens it again (to give the scan's pages back):
+    afterwards reads, writes, the usual query timeout, the lock and close() work as before, and
+    a reopen that fails is tried again by the next call."""
+    assert isinstance(embedded_store, EmbeddedStore)
+    store = embedded_store
+    fill_odd(store)
+    before = [o.key for o in store.iter_observations(page=50)]
+    engine = store._db
+    whole = store.flat_observations()
+    assert whole is not None and store._db is not engine and store._conn is not None
+    assert store._query_timeout_s == QUERY_TIMEOUT_S
+    assert [o.key for o in store.iter_observations(page=50)] == before
+    assert store.ingest(IngestBatch(observations=odd_batch(ODD_ROWS + 3).observations[-3:])).observations_new == 3
+    again = store.flat_observations()
+    assert again is not None and len(again.rows) == len(whole.rows) + 3
+    assert_identical(flat_table(store), paged_table(store))
+
+    # the store's lock is held while it reopens: a call from another thread waits its turn
+    with store._locked():
+        waiting = ThreadPoolExecutor(1).submit(lambda: store.stats().counts["Observation"])
+        store._reopen()
+        assert not waiting.done()
+    assert waiting.result(timeout=30) == len(before) + 1 + 3  # and the orphan
+
+    def refused() -> None:
+        raise StoreUnavailable("the engine would not open")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(store, "_open", refused)
+        store._reopen()  # logged, not raised: the read itself succeeded
+        assert store._conn is None
+    assert store.stats().counts["Observation"] == len(before) + 1 + 3  # opened by this call
+
+    store.close()
+    assert store._conn is None and store._db is None
+    with pytest.raises(StoreUnavailable, match="is closed"):
+        store.stats()
+    store.close()  # twice is harmless (the fixture closes it again)
