@@ -57,7 +57,18 @@ from graph_schema.registry import open_store
 
 WARMUP = 10_000
 GROUP = 10  # batches generated ahead of each timed part (and passed to one ingest_many)
+PIN = False  # --pin
 SERVER_PID: int | None = None  # --server-pid: the Neo4j server's process, for its CPU time
+
+
+def pin(server_pid: int) -> None:
+    """``--pin``: this process on the first core, every thread of the server on the others (the
+    threads it starts later inherit it), as if client and server had their own machines."""
+    cores = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, cores[:1])
+    for task in Path(f"/proc/{server_pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setaffinity(int(task.name), cores[1:])
 
 
 def cpu_seconds() -> float:
@@ -129,8 +140,11 @@ def backend(name: str):
             uri = server.start()
             os.environ["NEO4J_URI"] = uri  # the --against child uses the same server
             global SERVER_PID
-            if SERVER_PID is None:  # ours: its CPU time counts
+            if SERVER_PID is None:  # ours: its CPU time counts while it runs
                 SERVER_PID = server.proc.pid
+                stack.callback(globals().__setitem__, "SERVER_PID", None)
+            if PIN:
+                pin(server.proc.pid)
         store = open_store(uri, migrate=False)
         try:
             yield store
@@ -218,13 +232,16 @@ def main() -> None:
     parser.add_argument("--bulk", action="store_true", help="Neo4j: also measure the bulk path "
                         "(neo4j-admin database import into a new local server) and the ratio")
     parser.add_argument("--bulk-only", action="store_true", help="only the bulk path (no transactional load)")
+    parser.add_argument("--pin", action="store_true", help="a local server: this process on one core, "
+                        "the server on the others (as if each had its machine; needs 2+ cores)")
     parser.add_argument("--no-pipelined", dest="pipelined", action="store_false",
                         help="only batch by batch (not also through Store.ingest_many)")
     parser.add_argument("--code-root", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global SERVER_PID
+    global SERVER_PID, PIN
     SERVER_PID = args.server_pid
+    PIN = args.pin
     if args.python_packing:
         import neo4j._codec.packstream.v1 as packstream
 
