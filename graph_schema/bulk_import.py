@@ -34,6 +34,7 @@ from pydantic import ValidationError
 
 from graph_schema.cypher_store import MUTABLE, _Rows
 from graph_schema.errors import AdvisorError, Conflict, InvalidInput, StoreUnavailable
+from graph_schema.gc_pause import gc_paused
 from graph_schema.models import IngestBatch, IngestResult
 from graph_schema.queries import CONTEXT_LINKS, FAILURE_LINKS, OBSERVATION_LINKS
 from graph_schema.schema import NODE_BY_LABEL, RELATIONSHIPS, PropType
@@ -235,6 +236,10 @@ class BulkFiles:
         Raises:
             InvalidInput: a malformed field; the message names it.
         """
+        with gc_paused():
+            return self._add(batch)
+
+    def _add(self, batch: IngestBatch | dict[str, Any]) -> IngestResult:
         if not isinstance(batch, IngestBatch):
             try:
                 batch = IngestBatch.model_validate(batch)

@@ -14,6 +14,7 @@ from typing import Any
 from graph_schema import queries as Q
 from graph_schema.errors import SchemaMismatch, StoreUnavailable
 from graph_schema.flat_read import RowReader, assemble, loads, stack_fields
+from graph_schema.gc_pause import gc_paused
 from graph_schema.migrations import pending
 from graph_schema.models import (
     INT64_MAX,
@@ -215,6 +216,11 @@ class _Rows:
 
     @classmethod
     def from_batch(cls, batch: IngestBatch) -> _Rows:
+        with gc_paused():
+            return cls._from_batch(batch)
+
+    @classmethod
+    def _from_batch(cls, batch: IngestBatch) -> _Rows:
         rows = cls()
         for run in batch.runs:
             rows.nodes["Run"][run.run_id] = {

@@ -16,6 +16,7 @@ from typing import Any, Self
 from pydantic import ValidationError
 
 from graph_schema.errors import InvalidInput, NotFound
+from graph_schema.gc_pause import gc_paused
 from graph_schema.models import (
     Benchmark,
     EntityKind,
@@ -198,17 +199,18 @@ class Store(ABC):
 
     def _checked(self, batch: IngestBatch | dict[str, Any]) -> IngestBatch:
         """``batch`` validated, with names as the catalogue spells them."""
-        if not isinstance(batch, IngestBatch):
-            try:
-                batch = IngestBatch.model_validate(batch)
-            except ValidationError as exc:
-                raise InvalidInput(validation_message(exc)) from None
         # Names as the catalogue spells them, whatever the source wrote (the raw accelerator
         # name stays in the provenance): one resolver for every writer.
         from graph_schema.catalog.canonical import canonical_batch
 
-        # Duplicates inside one batch (same key) are collapsed by the backend, the last one kept.
-        return canonical_batch(batch)
+        with gc_paused():
+            if not isinstance(batch, IngestBatch):
+                try:
+                    batch = IngestBatch.model_validate(batch)
+                except ValidationError as exc:
+                    raise InvalidInput(validation_message(exc)) from None
+            # Duplicates inside one batch (same key) are collapsed by the backend, the last one kept.
+            return canonical_batch(batch)
 
     def ingest_document(self, document: ResultDocument | dict[str, Any]) -> IngestResult:
         """Ingest a collector result document (see ``ResultDocument``)."""
