@@ -258,18 +258,21 @@ class _Rows:
                 "metric": obs.metric,
                 "value": float(obs.value),
                 "unit": obs.unit,
-                "higher_is_better": obs.higher_is_better,
+                # stored only where they differ from the default (True, True, no details):
+                # each property costs Neo4j ~1.3 µs of CPU per observation (docs/scale.md)
+                "higher_is_better": None if obs.higher_is_better else False,
                 "samples": obs.samples,
                 "p10": obs.p10,
                 "p90": obs.p90,
                 "stddev": obs.stddev,
                 "cv": obs.cv,
-                "valid": obs.valid,
+                "valid": None if obs.valid else False,
                 "note": obs.note,
                 "timestamp": _ts(obs.timestamp),
                 "source_url": prov.url,
                 "source_key": obs.source_key,
-                "provenance_json": rows._by_object("details", prov, lambda p: _json(p.details)),
+                "provenance_json": rows._by_object(
+                    "details", prov, lambda p: _json(p.details) if p.details else None),
                 "context_id": context_id,
                 "benchmark_id": ctx["benchmark_id"],
             }
@@ -308,9 +311,12 @@ def _shaped(
     return present, [{p: r.get(p) for p in columns} for r in rows]
 
 
-def create_rows(run: Run, label: str, items: list[dict[str, Any]], links: tuple[Any, ...]) -> None:
+def create_rows(run: Run, label: str, items: list[dict[str, Any]], links: tuple[Any, ...],
+                *, by_position: bool = False) -> None:
     """CREATE ``items`` of ``label`` with their edges to ``links`` (see ``queries.LINKS``); rows
-    are grouped by the optional neighbours they have, so that a MATCH never drops a row."""
+    are grouped by the optional neighbours they have, so that a MATCH never drops a row. With
+    ``by_position`` each distinct neighbour is looked up once per chunk, not once per row
+    (``queries.create_linked_by_position``)."""
     groups: dict[frozenset[str], list[dict[str, Any]]] = {}
     for item in items:
         linked = frozenset(col for _, _, col in links if item.get(col))
@@ -318,13 +324,29 @@ def create_rows(run: Run, label: str, items: list[dict[str, Any]], links: tuple[
     for linked, group in groups.items():
         for part in _chunks(group):
             present, shaped = _shaped(label, part, linked)
-            run(Q.create_linked(label, present, linked), {"rows": shaped})
+            if not (by_position and linked):
+                run(Q.create_linked(label, present, linked), {"rows": shaped})
+                continue
+            params: dict[str, Any] = {"rows": shaped}
+            for i, (_rel, _target, column) in enumerate(links):
+                if column in linked:
+                    at: dict[str, int] = {}
+                    for row in shaped:
+                        row[f"p{i}"] = at.setdefault(row[column], len(at))
+                    params[f"n{i}"] = list(at)
+            created = run(Q.create_linked_by_position(label, present, linked), params)[0]["created"]
+            if created != len(shaped):  # a neighbour was missing: roll the transaction back
+                raise RuntimeError(f"created {created} of {len(shaped)} {label} nodes: a neighbour "
+                                   "the batch wrote earlier in this transaction was not found")
 
 
 class CypherStore(Store):
     """A store over a Cypher engine. Backends implement ``_read``, ``_write`` and ``_apply_ddl``."""
 
     flat_page = FLAT_PAGE  # rows per page of the flat read's keyset scan (tests set it small)
+    # Observations link to their neighbours found once per chunk (``create_rows``): an engine
+    # whose lists count from 0 (Neo4j). The embedded engine's count from 1.
+    links_by_position = False
 
     @abstractmethod
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
@@ -474,7 +496,7 @@ class CypherStore(Store):
                 "HAS_COMPONENT",
                 [{"src": s, "dst": c} for s in new_stacks for c in rows.stack_components[s]],
             )
-            create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS)
+            create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS, by_position=self.links_by_position)
             create_rows(run, "Failure", new_fail, Q.FAILURE_LINKS)
             if not changed:
                 run(Q.UNBUMP_GENERATION, {})
@@ -649,13 +671,13 @@ def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> Sto
             "metric": r["metric"],
             "value": r["value"],
             "unit": r["unit"],
-            "higher_is_better": r["higher_is_better"],
+            "higher_is_better": r["higher_is_better"] is not False,  # unset: the default
             "samples": r["samples"],
             "p10": r["p10"],
             "p90": r["p90"],
             "stddev": r["stddev"],
             "cv": r["cv"],
-            "valid": r["valid"],
+            "valid": r["valid"] is not False,
             "note": r["note"],
             "timestamp": r["timestamp"],
             "stack": stack_fields(r, "s_"),

@@ -54,9 +54,9 @@ class RowReader:
         parsed = self._details.get(details)
         if parsed is None:
             parsed = self._details[details] = loads(details, {})
-        return FlatRow(
+        return FlatRow(  # higher_is_better and valid unset: their default, True
             key, text.setdefault(metric, metric), float(value), text.setdefault(unit, unit),
-            bool(hib), bool(valid), when, parsed, text.setdefault(context_id, context_id),
+            hib is not False, valid is not False, when, parsed, text.setdefault(context_id, context_id),
             text.setdefault(benchmark_id, benchmark_id),
         )
 

@@ -28,6 +28,8 @@ WRITE_TIMEOUT_S = 120.0
 
 
 class Neo4jStore(CypherStore):
+    links_by_position = True  # saves the server ~4 µs per observation (docs/scale.md)
+
     def __init__(
         self,
         uri: str,
