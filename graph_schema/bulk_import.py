@@ -30,15 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import ValidationError
-
 from graph_schema.cypher_store import MUTABLE, _Rows
 from graph_schema.errors import AdvisorError, Conflict, InvalidInput, StoreUnavailable
 from graph_schema.gc_pause import gc_paused
 from graph_schema.models import IngestBatch, IngestResult
 from graph_schema.queries import CONTEXT_LINKS, FAILURE_LINKS, OBSERVATION_LINKS
 from graph_schema.schema import NODE_BY_LABEL, RELATIONSHIPS, PropType
-from graph_schema.store import validation_message
+from graph_schema.store import checked_batch
 
 # What neo4j-admin's CSV header calls our property types (a column without a type is a string).
 _CSV_TYPE = {PropType.STRING: "", PropType.INT: ":long", PropType.FLOAT: ":double",
@@ -228,6 +226,7 @@ class BulkFiles:
                 self._rel_writer(rel).rows(pairs)
 
     # ---- batches -------------------------------------------------------------------------
+    @gc_paused()
     def add(self, batch: IngestBatch | dict[str, Any]) -> IngestResult:
         """Write one batch's new rows (validated and resolved as ``Store.ingest`` does).
 
@@ -236,18 +235,8 @@ class BulkFiles:
         Raises:
             InvalidInput: a malformed field; the message names it.
         """
-        with gc_paused():
-            return self._add(batch)
-
-    def _add(self, batch: IngestBatch | dict[str, Any]) -> IngestResult:
-        if not isinstance(batch, IngestBatch):
-            try:
-                batch = IngestBatch.model_validate(batch)
-            except ValidationError as exc:
-                raise InvalidInput(validation_message(exc)) from None
-        from graph_schema.catalog.canonical import canonical_batch
-
-        rows = _Rows.from_batch(canonical_batch(batch))
+        batch = checked_batch(batch)
+        rows = _Rows.from_batch(batch)
         for label in ("Stack", "Component", "Placement", "Benchmark", "Context"):
             fresh = self._fresh(label, rows.nodes[label])
             self._nodes(label, fresh)

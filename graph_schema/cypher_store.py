@@ -26,7 +26,7 @@ from graph_schema.models import (
     StoreStats,
 )
 from graph_schema.schema import NODE_BY_LABEL, NODES, SCHEMA_VERSION
-from graph_schema.store import FlatObservations, FlatRow, Store
+from graph_schema.store import FlatObservations, FlatRow, Store, checked_batch
 
 Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 """run(query, parameters) -> rows as dicts; executes inside the current transaction."""
@@ -215,12 +215,8 @@ class _Rows:
         return cid
 
     @classmethod
+    @gc_paused()
     def from_batch(cls, batch: IngestBatch) -> _Rows:
-        with gc_paused():
-            return cls._from_batch(batch)
-
-    @classmethod
-    def _from_batch(cls, batch: IngestBatch) -> _Rows:
         rows = cls()
         for run in batch.runs:
             rows.nodes["Run"][run.run_id] = {
@@ -344,8 +340,9 @@ class CypherStore(Store):
     """A store over a Cypher engine. Backends implement ``_read``, ``_write`` and ``_apply_ddl``."""
 
     flat_page = FLAT_PAGE  # rows per page of the flat read's keyset scan (tests set it small)
-    # Observations link to their neighbours found once per chunk (``create_rows``): an engine
-    # whose lists count from 0 (Neo4j). The embedded engine's count from 1.
+    # Observations link to their neighbours found once per chunk (``create_rows``): Neo4j. The
+    # embedded engine cannot CREATE a relationship to a list element ("Cannot bind x0 as node
+    # pattern"), so it finds them per row.
     links_by_position = False
 
     @abstractmethod
@@ -424,7 +421,7 @@ class CypherStore(Store):
             pending: Future[IngestResult] | None = None
             for batch in batches:
                 try:
-                    checked = self._checked(batch)
+                    checked = checked_batch(batch)
                     rows = _Rows.from_batch(checked)
                 except BaseException:
                     if pending is not None:  # the batch before this one is written first

@@ -107,7 +107,7 @@ def create_linked(label: str, present: frozenset[str], linked: frozenset[str]) -
 @cache
 def create_linked_by_position(label: str, present: frozenset[str], linked: frozenset[str]) -> str:
     """``create_linked`` with each distinct neighbour found once per statement instead of once
-    per row (Neo4j; its lists count from 0): ``$n{i}`` lists the keys of link ``i``'s
+    per row (Neo4j, whose lists count from 0): ``$n{i}`` lists the keys of link ``i``'s
     neighbours and row column ``p{i}`` is the position of the row's neighbour in it. Returns
     how many nodes were created, for the caller to check: a neighbour not found would shift
     the positions, so the statement then creates nothing."""

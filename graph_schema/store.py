@@ -118,6 +118,25 @@ def validation_message(exc: ValidationError, prefix: str = "") -> str:
     return "; ".join(lines)
 
 
+@gc_paused()
+def checked_batch(batch: IngestBatch | dict[str, Any]) -> IngestBatch:
+    """``batch`` validated, with names as the catalogue spells them (whatever the source wrote;
+    the raw accelerator name stays in the provenance): one resolver for every writer.
+
+    Raises:
+        InvalidInput: a field is malformed; the message names the field and value.
+    """
+    from graph_schema.catalog.canonical import canonical_batch
+
+    if not isinstance(batch, IngestBatch):
+        try:
+            batch = IngestBatch.model_validate(batch)
+        except ValidationError as exc:
+            raise InvalidInput(validation_message(exc)) from None
+    # Duplicates inside one batch (same key) are collapsed by the backend, the last one kept.
+    return canonical_batch(batch)
+
+
 def _ignore_progress(done: int) -> None:
     return None
 
@@ -182,7 +201,7 @@ class Store(ABC):
             InvalidInput: a field is malformed; the message names the field and value. Nothing
                 of the batch is written.
         """
-        return self._ingest(self._checked(batch))
+        return self._ingest(checked_batch(batch))
 
     def ingest_many(self, batches: Iterable[IngestBatch | dict[str, Any]]) -> Iterator[IngestResult]:
         """``ingest`` each batch in turn, yielding each one's result once it is committed: one
@@ -197,20 +216,6 @@ class Store(ABC):
         for batch in batches:
             yield self.ingest(batch)
 
-    def _checked(self, batch: IngestBatch | dict[str, Any]) -> IngestBatch:
-        """``batch`` validated, with names as the catalogue spells them."""
-        # Names as the catalogue spells them, whatever the source wrote (the raw accelerator
-        # name stays in the provenance): one resolver for every writer.
-        from graph_schema.catalog.canonical import canonical_batch
-
-        with gc_paused():
-            if not isinstance(batch, IngestBatch):
-                try:
-                    batch = IngestBatch.model_validate(batch)
-                except ValidationError as exc:
-                    raise InvalidInput(validation_message(exc)) from None
-            # Duplicates inside one batch (same key) are collapsed by the backend, the last one kept.
-            return canonical_batch(batch)
 
     def ingest_document(self, document: ResultDocument | dict[str, Any]) -> IngestResult:
         """Ingest a collector result document (see ``ResultDocument``)."""
