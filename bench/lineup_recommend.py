@@ -53,7 +53,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 def _resolved(name: str) -> str:
-    from graph_schema.catalog import resolve_accelerator, load_catalog
+    from graph_schema.catalog import load_catalog, resolve_accelerator
     from graph_schema.catalog.resolve import normalize
 
     match = resolve_accelerator(name)

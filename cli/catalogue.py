@@ -3,7 +3,7 @@ sources. Reads the packaged catalogue only: no store, no network."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -31,8 +31,8 @@ def _kind(value: str) -> str:
 @catalogue_app.command("list")
 def list_cmd(
     kind: KindOpt = "accelerators",
-    vendor: Annotated[Optional[str], typer.Option("--vendor", help="Only this vendor's parts (nvidia, amd, ...).")] = None,
-    family: Annotated[Optional[str], typer.Option("--family", help="Only this family (H100, Gaudi 3, ...).")] = None,
+    vendor: Annotated[str | None, typer.Option("--vendor", help="Only this vendor's parts (nvidia, amd, ...).")] = None,
+    family: Annotated[str | None, typer.Option("--family", help="Only this family (H100, Gaudi 3, ...).")] = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:

@@ -10,7 +10,12 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from graph_schema.catalog.entries import PRECISIONS, AcceleratorEntry, BenchmarkEntry
-from graph_schema.catalog.resolve import load_catalog, normalize, resolve_accelerator, resolve_benchmark
+from graph_schema.catalog.resolve import (
+    load_catalog,
+    normalize,
+    resolve_accelerator,
+    resolve_benchmark,
+)
 from graph_schema.errors import InvalidInput, NotFound
 
 Kind = Literal["accelerators", "benchmarks"]

@@ -7,6 +7,7 @@ project's own benchmarks and metrics).
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -70,7 +71,7 @@ class PeakFigures(BaseModel):
     @model_validator(mode="after")
     def _narrower_not_slower(self) -> PeakFigures:
         known = [(p, getattr(self, p)) for p in _NARROWING if getattr(self, p) is not None]
-        for (wide, a), (narrow, b) in zip(known, known[1:]):
+        for (wide, a), (narrow, b) in pairwise(known):
             if b < a:
                 raise ValueError(f"{narrow} ({b}) is below {wide} ({a}): a sparse figure mixed with dense ones?")
         if self.fp6 is not None and self.fp8 is not None and self.fp6 < self.fp8:

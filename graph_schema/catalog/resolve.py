@@ -346,6 +346,30 @@ def _counted_parts(name: str) -> tuple[AcceleratorPart, ...] | None:
     return tuple(AcceleratorPart(None, int(n), resolve_accelerator(model)) for model, n in pieces)
 
 
+def _mixed_parts(name: str) -> tuple[tuple[AcceleratorPart, ...], str] | None:
+    """The parts of a heterogeneous system and how they were read: a key this resolver made
+    ("mixed: 1x(8x A) + 2x(4x B)", "mixed: 32x A + 16x B"), MLPerf's "1 Node: Ax8, 2 Nodes: Bx4"
+    or "A (x32), B (x16)"; None when the name is one part."""
+    if name.lower().startswith("mixed: "):
+        parts = []
+        for piece in name[len("mixed: "):].split(" + "):
+            m = _MIXED_PART.match(piece)
+            c = None if m else _COUNTED_PART.match(piece)
+            if m is not None:
+                parts.append(AcceleratorPart(int(m.group(1)), int(m.group(2)), resolve_accelerator(m.group(3))))
+            elif c is not None:
+                parts.append(AcceleratorPart(None, int(c.group(1)), resolve_accelerator(c.group(2))))
+            else:
+                break
+        else:
+            return tuple(parts), "id"
+    hetero = _HETERO.findall(name)
+    if len(hetero) >= 2 or (hetero and re.match(r"^\d+\s*nodes?\s*:", name, re.IGNORECASE)):
+        return tuple(AcceleratorPart(int(n), int(k), resolve_accelerator(model)) for n, model, k in hetero), "pattern"
+    counted = _counted_parts(name)
+    return (counted, "pattern") if counted is not None else None
+
+
 @lru_cache(maxsize=8192)
 def resolve_accelerator(text: str) -> AcceleratorMatch:
     """The canonical accelerator a name stands for (see ``AcceleratorMatch``); never raises."""
@@ -358,29 +382,10 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
         cpu = resolve_cpu(name[4:])
         return AcceleratorMatch(raw=raw, kind="cpu", resolved=cpu.resolved, cpu=cpu.id,
                                 matched_by=cpu.matched_by, suggestions=cpu.suggestions)
-    if name.lower().startswith("mixed: "):  # a key this resolver made: parse it back
-        parts = []
-        for piece in name[len("mixed: "):].split(" + "):
-            m = _MIXED_PART.match(piece)
-            c = None if m else _COUNTED_PART.match(piece)
-            if m is not None:
-                parts.append(AcceleratorPart(int(m.group(1)), int(m.group(2)), resolve_accelerator(m.group(3))))
-            elif c is not None:
-                parts.append(AcceleratorPart(None, int(c.group(1)), resolve_accelerator(c.group(2))))
-            else:
-                break
-        else:
-            return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in parts),
-                                    parts=tuple(parts), matched_by="id")
-    hetero = _HETERO.findall(name)
-    if len(hetero) >= 2 or (hetero and re.match(r"^\d+\s*nodes?\s*:", name, re.IGNORECASE)):
-        parts = tuple(AcceleratorPart(int(n), int(k), resolve_accelerator(model)) for n, model, k in hetero)
-        return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in parts),
-                                parts=parts, matched_by="pattern")
-    counted = _counted_parts(name)
-    if counted is not None:
-        return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in counted),
-                                parts=counted, matched_by="pattern")
+    parts = _mixed_parts(name)
+    if parts is not None:
+        return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in parts[0]),
+                                parts=parts[0], matched_by=parts[1])
     placement = None
     if _VIRTUALIZED.search(name):
         placement, name = "vm", _VIRTUALIZED.sub("", name)
