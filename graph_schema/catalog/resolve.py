@@ -318,9 +318,24 @@ def _board_match(text: str, cat: Catalog) -> tuple[AcceleratorEntry, str] | list
     bare = _VENDOR_WORDS.sub("", lowered)
     hits = list(dict.fromkeys(acc_id for pattern, acc_id in cat.accelerator_patterns
                               if pattern.search(lowered) or pattern.search(bare)))
+    written = [int(m) for m in _MEMORY.findall(lowered)]
+    if written:  # "H100 SXM5 94GB" is not the 80 GB board a pattern for "H100 SXM" finds
+        hits = [h for h in hits if _memory_fits(cat.accelerators[h].memory_gb, written)]
     if len(hits) == 1:
         return cat.accelerators[hits[0]], "pattern"
     return hits or None
+
+
+_MEMORY = re.compile(r"(?<![\d.])(\d{2,3})\s*gb?\b")
+# marketing and usable capacities differ by a few percent (B200 192 / 180 GB, H100 NVL 96 / 94 GB)
+_MEMORY_SLACK = 0.07
+
+
+def _memory_fits(memory_gb: float | None, written: list[int]) -> bool:
+    """Whether a memory size written in a name could be this part's (no size known: yes)."""
+    if memory_gb is None:
+        return True
+    return any(abs(w - memory_gb) <= _MEMORY_SLACK * memory_gb for w in written)
 
 
 def _family_members(text: str, cat: Catalog) -> list[str]:

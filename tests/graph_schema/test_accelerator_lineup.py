@@ -66,6 +66,10 @@ from graph_schema.catalog import AcceleratorEntry, Generation, load_catalog, res
         ("Intel Data Center GPU Max 1550", "Max-1550"),
         ("AMD Radeon PRO W7900", "Radeon-PRO-W7900"),
         ("QUALCOMM Cloud AI 100 Ultra", "Cloud-AI-100-Ultra"),
+        ("B200 192GB", "B200-SXM-180GB"),  # marketing vs usable capacity, within 7%
+        ("H100 NVL 96GB", "H100-NVL-94GB"),
+        ("Intel Gaudi 3 HL-338", "Gaudi3-PCIe"),
+        ("GB200 NVL4", "GB200"),
     ],
 )
 def test_lineup_spellings_resolve_to_their_part(text: str, key: str) -> None:
@@ -88,6 +92,12 @@ def test_lineup_spellings_resolve_to_their_part(text: str, key: str) -> None:
         ("H300 NVL", "unknown", None),
         ("Gaudi 4", "unknown", None),
         ("NVIDIA GeForce RTX 5090", "unknown", None),
+        ("NVIDIA B200A", "unknown", None),
+        ("Trainium3", "unknown", None),
+        ("Tesla V100", "family", {"V100-SXM2-32GB", "V100-PCIE-16GB"}),
+        ("AMD MI300X/MI325X", "ambiguous", {"MI300X", "MI325X"}),
+        ("NVIDIA H100 SXM5 94GB", "unknown", None),  # the pattern's part has 80 GB
+        ("MI300X 128GB", "unknown", None),
     ],
 )
 def test_near_misses_are_refused_with_did_you_mean(text: str, refusal: str, suggested: set[str] | None) -> None:
