@@ -45,6 +45,14 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "the batch that wrote it, so caches add what changed instead of rereading "
                  "everything; the new column only (embedded engine), existing nodes stay unstamped "
                  "(older than any cache built after the migration)"),
+    Migration(7, "one name per benchmark and one key per published result: benchmark names through "
+                 "the catalogue within their family (MLPerf Training's llama2_70b_lora, rgat for "
+                 "gnn, retinanet for ssd; the name as written kept in the provenance), and a "
+                 "published result keyed by where it was published (source, round, division, "
+                 "submitter, system, benchmark, metric), not by how much of its stack the file "
+                 "described, so a round imported from its summary table and from its results tree "
+                 "is stored once",
+              data=lambda store: reresolve_names(store)),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"
@@ -73,7 +81,8 @@ _SET_STACK_LABEL = "MATCH (s:Stack {stack_id: $stack_id}) SET s.label = $label"
 
 
 def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
-    """Rewrite stored observations whose names the catalogue now spells otherwise.
+    """Rewrite stored observations whose names the catalogue now spells otherwise, or whose key
+    the code now derives otherwise (v7: published results).
 
     Each changed observation is written anew (its key follows its names) before the old one is
     deleted, so nothing is lost if this stops half way; Accelerator nodes left without edges are
@@ -90,7 +99,7 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
     for stored in store.iter_observations():
         obs = Observation.model_validate(stored.model_dump(exclude={"key", "generation"}))
         canon = canonical_observation(obs, memo)
-        if canon is obs:
+        if canon is obs and obs.observation_key == stored.key:
             continue
         changed.append(canon)
         old_keys.append(stored.key)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class PropType(str, Enum):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -29,6 +29,7 @@ from graph_schema.catalog.entries import (
 from graph_schema.errors import InvalidInput
 
 _VENDOR_WORDS = re.compile(r"^(?:nvidia|amd|qualcomm|google|intel|aws|arm)[\s_-]+", re.IGNORECASE)
+MLPERF_INFERENCE = "mlperf-inference"
 NOT_AN_ACCELERATOR = frozenset({"", "-", "n/a", "na", "none", "null", "cpu"})
 
 T = TypeVar("T", bound=BaseModel)
@@ -131,19 +132,22 @@ class Catalog:
     generations: dict[str, Generation]
     accelerators: dict[str, AcceleratorEntry]
     cpus: list[CpuEntry]
-    benchmarks: dict[str, BenchmarkEntry]
+    benchmarks: dict[str, BenchmarkEntry]  # "<family>/<id>" → entry (an id is unique in its family)
     scenarios: dict[str, ScenarioEntry]
     metrics: dict[str, MetricEntry]
     frameworks: dict[str, FrameworkEntry]
     accelerator_index: _Index = field(default_factory=lambda: _Index("accelerator"))
-    benchmark_index: _Index = field(default_factory=lambda: _Index("benchmark"))
+    benchmark_index: dict[str, _Index] = field(default_factory=dict)  # family → its names
     scenario_index: _Index = field(default_factory=lambda: _Index("scenario"))
     metric_index: _Index = field(default_factory=lambda: _Index("metric"))
     framework_index: _Index = field(default_factory=lambda: _Index("framework"))
     accelerator_patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
-    benchmark_variants: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
+    benchmark_variants: dict[str, list[tuple[re.Pattern[str], str]]] = field(default_factory=dict)
     cpu_patterns: list[tuple[re.Pattern[str], CpuEntry]] = field(default_factory=list)
     vgpu_prefixes: dict[str, str] = field(default_factory=dict)
+
+    def benchmark(self, family: str, benchmark_id: str) -> BenchmarkEntry | None:
+        return self.benchmarks.get(f"{family}/{benchmark_id}")
 
     def min_driver(self, accelerator_id: str) -> str | None:
         entry = self.accelerators.get(accelerator_id)
@@ -153,10 +157,10 @@ class Catalog:
         return gen.min_driver if gen else None
 
 
-def _unique(items: list[T], what: str) -> dict[str, T]:
+def _unique(items: list[T], what: str, key: Any = None) -> dict[str, T]:
     out: dict[str, T] = {}
     for item in items:
-        ident = item.id  # type: ignore[attr-defined]
+        ident = key(item) if key else item.id  # type: ignore[attr-defined]
         if ident in out:
             raise InvalidInput(f"catalogue: {what} {ident!r} is defined twice")
         out[ident] = item
@@ -175,7 +179,8 @@ def load_catalog() -> Catalog:
         generations=_unique(_load("generations.yaml", "generations", Generation), "generation"),
         accelerators=_unique(_load("accelerators.yaml", "accelerators", AcceleratorEntry), "accelerator"),
         cpus=_load("cpus.yaml", "cpus", CpuEntry),
-        benchmarks=_unique(_load("benchmarks.yaml", "benchmarks", BenchmarkEntry), "benchmark"),
+        benchmarks=_unique(_load("benchmarks.yaml", "benchmarks", BenchmarkEntry), "benchmark",
+                           key=lambda b: f"{b.family}/{b.id}"),
         scenarios=_unique(_load("scenarios.yaml", "scenarios", ScenarioEntry), "scenario"),
         metrics=_unique(_load("metrics.yaml", "metrics", MetricEntry), "metric"),
         frameworks=_unique(_load("frameworks.yaml", "frameworks", FrameworkEntry), "framework"),
@@ -195,10 +200,17 @@ def load_catalog() -> Catalog:
     for cpu in cat.cpus:
         cat.cpu_patterns += [(re.compile(p, re.IGNORECASE), cpu) for p in cpu.patterns]
     for bench in cat.benchmarks.values():
-        cat.benchmark_index.add(bench.id, bench.id, "id")
+        index = cat.benchmark_index.setdefault(bench.family, _Index(f"{bench.family} benchmark"))
+        index.add(bench.id, bench.id, "id")
         for name in bench.aliases:
-            cat.benchmark_index.add(bench.id, name, "alias")
-        cat.benchmark_variants += [(re.compile(p, re.IGNORECASE), bench.id) for p in bench.variant_patterns]
+            index.add(bench.id, name, "alias")
+        cat.benchmark_variants.setdefault(bench.family, []).extend(
+            (re.compile(p, re.IGNORECASE), bench.id) for p in bench.variant_patterns)
+    for scen in cat.scenarios.values():
+        for limit in scen.latency_limits:
+            if cat.benchmark(MLPERF_INFERENCE, limit.benchmark) is None:
+                raise InvalidInput(f"catalogue: scenario {scen.id}: latency limit for unknown benchmark "
+                                   f"{limit.benchmark!r}")
     for scen in cat.scenarios.values():
         cat.scenario_index.add(scen.id, scen.id, "id")
         for name in scen.aliases:
@@ -461,6 +473,7 @@ class NameMatch:
     what: str
     matched_by: str | None = None
     base: str | None = None  # for a benchmark variant: the catalogue entry it is a variant of
+    family: str | None = None  # for a benchmark: the family whose catalogue answered
     suggestions: tuple[str, ...] = ()
 
     def message(self, field_name: str | None = None) -> str:
@@ -510,19 +523,38 @@ def _names(text: str, index: _Index, what: str) -> NameMatch:
 
 
 @lru_cache(maxsize=8192)
-def resolve_benchmark(text: str) -> NameMatch:
-    """A benchmark name: the canonical id (``sdxl`` → ``stable-diffusion-xl``), or for an
-    open-division variant its own name (lower case) with ``base`` the benchmark it varies."""
+def resolve_benchmark(text: str, family: str | None = None) -> NameMatch:
+    """A benchmark name: the canonical id (``sdxl`` → ``stable-diffusion-xl``,
+    ``llama2_70b_lora`` → ``llama2_70b_lora`` in mlperf-training, ``gnn`` → ``rgat``), or for an
+    open-division variant its own name (lower case) with ``base`` the benchmark it varies.
+
+    Names are looked up in ``family`` (one family may reuse another's name: Training's
+    ``retinanet`` is not Inference's); without one, in every family, MLPerf Inference first.
+    ``NameMatch.family`` says which family answered."""
     cat = load_catalog()
-    match = _names(text, cat.benchmark_index, "benchmark")
-    if match.resolved:
-        return match
+    families = [family] if family is not None else _family_order(cat)
+    for fam in families:
+        index = cat.benchmark_index.get(fam)
+        match = _names(text, index, "benchmark") if index else None
+        if match is not None and match.resolved:
+            return replace(match, family=fam)
     lowered = " ".join(str(text).split()).lower()
-    for pattern, bench_id in cat.benchmark_variants:
-        if pattern.search(lowered):
-            return NameMatch(raw=text, id=lowered, resolved=True, what="benchmark", matched_by="pattern",
-                             base=bench_id)
-    return match
+    for fam in families:
+        for pattern, bench_id in cat.benchmark_variants.get(fam, ()):
+            if pattern.search(lowered):
+                return NameMatch(raw=text, id=lowered, resolved=True, what="benchmark", matched_by="pattern",
+                                 base=bench_id, family=fam)
+    suggestions: list[str] = []
+    for fam in families:
+        index = cat.benchmark_index.get(fam)
+        if index:
+            suggestions += [s for s in index.suggest(text, canonical=True) if s not in suggestions]
+    return NameMatch(raw=text, id=" ".join(str(text).split()), resolved=False, what="benchmark",
+                     suggestions=tuple(suggestions[:3]), family=family)
+
+
+def _family_order(cat: Catalog) -> list[str]:
+    return sorted(cat.benchmark_index, key=lambda f: (f != MLPERF_INFERENCE, f != "mlperf-training", f))
 
 
 @lru_cache(maxsize=256)
