@@ -45,6 +45,11 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "the batch that wrote it, so caches add what changed instead of rereading "
                  "everything; the new column only (embedded engine), existing nodes stay unstamped "
                  "(older than any cache built after the migration)"),
+    Migration(7, "placement inside the host: NumaNode and DeviceAttachment nodes (a host's NUMA "
+                 "nodes, and each GPU's and NIC's PCI address, NUMA node, local CPUs and links) with "
+                 "HAS_NUMA_NODE, HAS_DEVICE and ATTACHED_TO, and the Host.topology_json column; new "
+                 "tables, constraints and the column only: hosts written before stay without a "
+                 "topology until a collector sends one"),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"
