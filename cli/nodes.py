@@ -16,7 +16,7 @@ KubeconfigOpt = Annotated[
 ]
 SelectorOpt = Annotated[str | None, typer.Option("--selector", "-l", help="Only nodes matching this label selector.")]
 COLUMNS = ["node", "gpu", "gpus", "driver", "placement", "ready"]
-INLINE = ["pool", "gpu_memory_mib", "cuda_driver", "mig", "cpu"]
+INLINE = ["pool", "gpu_memory_mib", "cuda_driver", "mig", "cpu", "numa"]
 
 
 def _nodes(kubeconfig: str | None, selector: str | None):  # -> list[ClusterNode]

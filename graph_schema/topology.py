@@ -139,3 +139,39 @@ class HostTopology(_Strict):
 
     def node(self, number: int | None) -> NumaNode | None:
         return next((n for n in self.numa_nodes if n.node == number), None)
+
+
+class NumaZone(_Strict):
+    """One NUMA node as the scheduler needs it: how many CPUs, how much memory, how many GPUs."""
+
+    node: int = Field(ge=0)
+    cpus: int | None = Field(default=None, ge=0)
+    memory_mib: int | None = Field(default=None, ge=0)
+    gpus: int | None = Field(default=None, ge=0)
+
+
+class NodeNuma(_Strict):
+    """A cluster node's NUMA layout, from the best source there is: NFD's NodeResourceTopology
+    object (per-zone CPUs, memory and GPUs, the kubelet's Topology Manager policy), a stored
+    fingerprint of the host, or NFD's ``memory-numa`` label (more than one node, no sizes)."""
+
+    multi: bool | None = Field(description="more than one NUMA node with CPUs (None: not known)")
+    numa_nodes: int | None = Field(default=None, ge=0, description="None where only 'more than one' is known")
+    zones: list[NumaZone] = Field(default_factory=list)
+    node_cpus: int | None = Field(default=None, ge=0, description="the node's CPU capacity")
+    node_memory_mib: int | None = Field(default=None, ge=0)
+    topology_manager_policy: str | None = Field(default=None, description="the kubelet's, where NRT reports it")
+    topology_manager_scope: str | None = None
+    source: str
+    evidence: list[str] = Field(default_factory=list)
+
+    def signature(self) -> tuple[object, ...]:
+        """What makes two nodes alike for placement inside the node (pool grouping)."""
+        return (self.multi, self.numa_nodes, tuple((z.cpus, z.gpus) for z in self.zones))
+
+
+def zones_of(topology: HostTopology) -> list[NumaZone]:
+    """The per-node CPU, memory and GPU counts of a fingerprinted host."""
+    return [NumaZone(node=n.node, cpus=n.cpu_count, memory_mib=n.memory_mib,
+                     gpus=sum(1 for g in topology.gpus if g.numa_node == n.node))
+            for n in topology.numa_nodes]
