@@ -102,5 +102,22 @@ def sync(
            inline=INLINE, json_data=[n.model_dump(mode="json") for n in nodes])
 
 
+@nodes_app.command("topology")
+def topology(
+    host: Annotated[str | None, typer.Option("--host", help="A host whose topology a collector stored.")] = None,
+    root: Annotated[str | None, typer.Option("--root", help="A recorded tree (sys/... and nvidia-smi-topo-m.txt).")] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Placement inside a node: its NUMA nodes and each GPU's and NIC's PCI address, NUMA node,
+    local CPUs and links (this machine by default)."""
+    from cli.topology import load_topology, show
+
+    chosen = output_format(fmt, as_json)
+    found, source = load_topology(host=host, root=root, store_uri=store)
+    show(found, source, chosen)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(nodes_app, name="nodes", rich_help_panel="Collect")

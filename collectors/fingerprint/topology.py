@@ -206,12 +206,14 @@ def _guest_view(topology: HostTopology, virtual: bool | None) -> HostTopology:
         return topology.model_copy(update={"virtual": virtual})
     gpus = topology.gpus
     exposed = bool(gpus) and topology.multi_numa and all(g.numa_node is not None for g in gpus)
-    note = (f"VM guest: {len(topology.cpu_nodes)} vNUMA node(s) with CPUs; "
-            + ("the hypervisor exposes each GPU's NUMA node (vNUMA with PCI NUMA affinity: the vCPUs "
-               "are likely pinned to it)" if exposed else
-               "the GPUs' NUMA affinity is not visible to the guest (numa_node -1 or a single vNUMA "
-               "node): whether the vCPUs sit on the GPU's host NUMA node cannot be told from inside"))
-    return topology.model_copy(update={"virtual": True, "guest_affinity": "exposed" if exposed else "hidden",
+    note = f"VM guest: {len(topology.cpu_nodes)} vNUMA node(s) with CPUs; " + (
+        "no GPU visible" if not gpus else
+        "the hypervisor exposes each GPU's NUMA node (vNUMA with PCI NUMA affinity: the vCPUs are likely "
+        "pinned to it)" if exposed else
+        "the GPUs' NUMA affinity is not visible to the guest (numa_node -1 or a single vNUMA node): whether "
+        "the vCPUs sit on the GPU's host NUMA node cannot be told from inside")
+    affinity = None if not gpus else "exposed" if exposed else "hidden"
+    return topology.model_copy(update={"virtual": True, "guest_affinity": affinity,
                                        "evidence": [*topology.evidence, note]})
 
 
