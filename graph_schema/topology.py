@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 # one PCIe switch, several switches, a host bridge, host bridges of one NUMA node, across sockets.
 LINK_TYPES = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
 _CPULIST = re.compile(r"^\s*$|^\d+(-\d+)?(,\d+(-\d+)?)*$")
+MAX_CPU = 1 << 16  # Linux's NR_CPUS tops out at 8192; a larger number is a typo or an attack
+MAX_ITEMS = 4096
 _PCI = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 
@@ -30,6 +32,8 @@ def parse_cpulist(text: str) -> list[int]:
     for part in filter(None, text.split(",")):
         first, _, last = part.partition("-")
         lo, hi = int(first), int(last or first)
+        if hi >= MAX_CPU:
+            raise ValueError(f"{text!r}: CPU {hi} is beyond {MAX_CPU - 1}")
         if hi < lo:
             raise ValueError(f"{text!r}: range {part!r} runs backwards")
         cpus.extend(range(lo, hi + 1))
@@ -61,7 +65,8 @@ class NumaNode(_Strict):
     node: int = Field(ge=0)
     cpus: str = Field(default="", description="its CPUs in cpulist form ('' for a memory-only node)")
     memory_mib: int | None = Field(default=None, ge=0)
-    distances: list[int] = Field(default_factory=list, description="SLIT distances to node 0, 1, ...")
+    distances: list[int] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                 description="SLIT distances to node 0, 1, ...")
 
     @field_validator("cpus")
     @classmethod
@@ -82,7 +87,8 @@ class DeviceAttachment(_Strict):
     pci_address: str | None = Field(default=None, description="domain:bus:device.function, lower case")
     numa_node: int | None = Field(default=None, ge=0, description="None: the platform reports none (-1)")
     cpu_affinity: str | None = Field(default=None, description="CPUs local to the device (cpulist)")
-    links: dict[str, str] = Field(default_factory=dict, description="peer (GPU0, NIC1, mlx5_0) → link type")
+    links: dict[str, str] = Field(default_factory=dict, max_length=MAX_ITEMS,
+                                  description="peer (GPU0, NIC1, mlx5_0) → link type")
     source: str = ""
 
     @field_validator("pci_address")
@@ -112,8 +118,8 @@ class DeviceAttachment(_Strict):
 class HostTopology(_Strict):
     """A host's NUMA nodes and device attachments, and what a VM guest can tell about them."""
 
-    numa_nodes: list[NumaNode] = Field(default_factory=list)
-    devices: list[DeviceAttachment] = Field(default_factory=list)
+    numa_nodes: list[NumaNode] = Field(default_factory=list, max_length=MAX_ITEMS)
+    devices: list[DeviceAttachment] = Field(default_factory=list, max_length=MAX_ITEMS)
     virtual: bool | None = Field(default=None, description="seen from inside a VM (None: not known)")
     guest_affinity: Literal["exposed", "hidden"] | None = Field(
         default=None, description="in a VM: whether the hypervisor shows the GPUs' NUMA nodes to the guest")

@@ -80,6 +80,8 @@ def test_cpulists_round_trip_and_bad_ones_are_named() -> None:
     assert format_cpulist([]) == "" and parse_cpulist("") == []
     with pytest.raises(ValueError, match="'0-x'"):
         parse_cpulist("0-x")
+    with pytest.raises(ValueError, match="beyond"):
+        parse_cpulist("0-999999999999")  # never a trillion-element list
     assert DeviceAttachment(kind="gpu", pci_address="00000000:1B:00.0").pci_address == "0000:1b:00.0"
     with pytest.raises(ValueError, match="not a PCI address"):
         DeviceAttachment(kind="gpu", pci_address="1b")
