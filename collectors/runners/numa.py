@@ -31,7 +31,7 @@ from collectors.fingerprint.topology import read_topology
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
 from graph_schema.errors import InvalidInput, Unsupported
 from graph_schema.models import Benchmark, FailureIn, Measurement
-from graph_schema.topology import HostTopology, NumaNode, parse_cpulist
+from graph_schema.topology import HostTopology, NumaNode, format_cpulist, parse_cpulist
 from microbench import policy, summarise
 
 FAMILY = "numa"
@@ -54,14 +54,22 @@ def farthest(topology: HostTopology, node: int) -> NumaNode | None:
     return max(others, key=lambda n: (distance(n), -n.node))
 
 
+def usable(topology: HostTopology, allowed: set[int]) -> HostTopology:
+    """The topology as this process may use it: each node's CPUs cut to the allowed ones (a
+    container's cpuset, a batch job's allocation), so a binding never names a CPU it cannot have."""
+    nodes = [n.model_copy(update={"cpus": format_cpulist(set(parse_cpulist(n.cpus)) & allowed)})
+             for n in topology.numa_nodes]
+    return topology.model_copy(update={"numa_nodes": nodes})
+
+
 def plan_pairs(topology: HostTopology, gpus: str) -> list[dict[str, Any]]:
     """The (local, remote) bindings to measure: one pair per chosen GPU, or one CPU-only pair.
 
     Raises Unsupported ("not applicable") on a single-NUMA node or when the GPU's node is unknown."""
     cpu_nodes = topology.cpu_nodes
     if len(cpu_nodes) < 2:
-        raise Unsupported(f"numa: {NOT_APPLICABLE}: this node has {len(cpu_nodes)} NUMA node(s) with CPUs, so "
-                          "NUMA-local and NUMA-remote placement are the same; nothing to measure")
+        raise Unsupported(f"numa: {NOT_APPLICABLE}: this node has {len(cpu_nodes)} NUMA node(s) with CPUs this "
+                          "process may use, so NUMA-local and NUMA-remote placement are the same; nothing to measure")
     visible = [g for g in topology.gpus if g.index is not None]
     chosen = visible if gpus == "all" else visible[:1]
     if not chosen:
@@ -73,8 +81,9 @@ def plan_pairs(topology: HostTopology, gpus: str) -> list[dict[str, Any]]:
     for gpu in chosen:
         if gpu.numa_node is None or topology.node(gpu.numa_node) is None or not topology.node(gpu.numa_node).cpus:
             raise Unsupported(f"numa: {NOT_APPLICABLE}: GPU{gpu.index} ({gpu.pci_address}) reports no NUMA node "
-                              "with CPUs (numa_node -1: a VM without PCI NUMA affinity, or the firmware gives "
-                              "none), so local and remote cannot be told apart")
+                              "with CPUs this process may use (numa_node -1: a VM without PCI NUMA affinity or "
+                              "firmware that gives none; or a cpuset without its node's CPUs), so local and "
+                              "remote cannot be told apart")
         home = topology.node(gpu.numa_node)
         far = farthest(topology, gpu.numa_node)
         assert home is not None and far is not None
@@ -134,10 +143,10 @@ class NumaRunner:
         self.child = child or _child  # tests replace the process launch only where no NUMA exists
 
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
-        topology = read_topology(self.root, _nvml_or_none())
+        topology = usable(read_topology(self.root, _nvml_or_none()), set(os.sched_getaffinity(0)))
         opts = _options(ctx, topology)
-        pairs = plan_pairs(topology, opts["gpus"])
         method = bind_method(opts["bind"])
+        pairs = plan_pairs(topology, opts["gpus"])
         pol = policy(ctx.profile, "cuda" if pairs[0]["gpu"] is not None else "cpu")
         result = RunnerResult()
         for i, pair in enumerate(pairs):

@@ -13,7 +13,7 @@ from collectors.collect import UNSUPPORTED, collect
 from collectors.fingerprint import FileRoot, fingerprint_host
 from collectors.fingerprint.topology import read_topology
 from collectors.runners import RunContext, get_runner
-from collectors.runners.numa import NumaRunner, _child, farthest, plan_pairs
+from collectors.runners.numa import NumaRunner, _child, farthest, plan_pairs, usable
 from graph_schema.errors import InvalidInput, Unsupported
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topology"
@@ -27,6 +27,16 @@ def test_pairs_on_a_two_socket_eight_gpu_node() -> None:
     every = plan_pairs(topology, "all")
     assert [(p["gpu"].index, p["home"], p["remote"][0].node) for p in every] == [
         (i, 0 if i < 4 else 1, 1 if i < 4 else 0) for i in range(8)]
+
+
+def test_a_cpuset_without_the_remote_nodes_cpus_is_not_applicable() -> None:
+    topology = read_topology(FileRoot(DATA / "dgx-h100-8gpu"))
+    inside = usable(topology, set(range(0, 56)))  # a container given socket 0's cores only
+    assert inside.node(0).cpus == "0-55" and inside.node(1).cpus == ""
+    with pytest.raises(Unsupported, match="1 NUMA node.s. with CPUs this process may use"):
+        plan_pairs(inside, "first")
+    pair = plan_pairs(usable(topology, {0, 1, 56, 57}), "first")[0]
+    assert (pair["local"][0].cpus, pair["remote"][0].cpus) == ("0-1", "56-57")
 
 
 def test_remote_is_the_farthest_node_by_slit_distance() -> None:
