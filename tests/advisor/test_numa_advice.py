@@ -140,3 +140,29 @@ def test_a_stored_fingerprint_of_the_node_gives_the_zones(store) -> None:
     pool = group_pools([node])[0]
     advice = advise(pool, 2, [])
     assert advice.topology_manager_policy == "single-numa-node" and advice.sizing.cpus == 32 // 2 * 2 - 1
+
+
+def test_guaranteed_manifests_pass_strict_openapi_validation() -> None:
+    """The Pod and the gang's pod templates, made Guaranteed, against Kubernetes' OpenAPI schemas
+    (kubernetes-validate, strict); the real apiserver's dry run is in tests/kube."""
+    import kubernetes_validate
+
+    from advisor.pool_snippet import pool_manifests
+    from graph_schema.models import SoftwareStack
+
+    h100 = _pools([*H100_NODES, *NRTS])["h100-numa"]
+    for units, pods in ((1, 1), (8, 2)):
+        advice = advise(h100, units, [])
+        manifests = pool_manifests(pool=h100, stack=SoftwareStack(framework="pytorch", framework_version="2.3.0"),
+                                   image="registry.example.org/x:1", workload_name="w", units_per_pod=units, pods=pods)
+        for m in manifests:
+            guarantee(m, advice.sizing)
+        targets = [m for m in manifests if m["kind"] == "Pod"] + [
+            {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": r["template"]}
+            for m in manifests if m["kind"] == "PyTorchJob" for r in m["spec"]["pytorchReplicaSpecs"].values()]
+        assert targets
+        for target in targets:
+            kubernetes_validate.validate(target, "1.35.0", strict=True)
+            spec = target.get("spec") or target["template"]["spec"]
+            res = spec["containers"][0]["resources"]
+            assert res["requests"] == res["limits"] and res["limits"]["cpu"] == str(advice.sizing.cpus)

@@ -103,12 +103,14 @@ def _pods_of(manifest: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _dry_run_qos(api_client: Any, pod: dict[str, Any]) -> str:
-    from kubernetes import dynamic
+    """A server-side dry run with strict field validation (an unknown field is a 400); the
+    apiserver's QoS class for the pod."""
+    from kubernetes import client
 
-    pods = dynamic.DynamicClient(api_client).resources.get(api_version="v1", kind="Pod")
     body = {**pod, "metadata": {**pod["metadata"], "namespace": NAMESPACE}}
-    created = pods.create(body=body, namespace=NAMESPACE, dry_run="All", field_validation="Strict")
-    return created.status.qosClass
+    created = client.CoreV1Api(api_client).create_namespaced_pod(NAMESPACE, body, dry_run="All",
+                                                                 field_validation="Strict")
+    return str(created.status.qos_class)
 
 
 def test_numa_pool_advice_and_guaranteed_pods_on_the_real_apiserver(numa_cluster: ControlPlane, api_client: Any,
@@ -134,6 +136,16 @@ def test_numa_pool_advice_and_guaranteed_pods_on_the_real_apiserver(numa_cluster
         t4 = [r for r in answer["recommendations"] if r["pool"] == "t4-pool"]
         for r in t4:
             assert r["numa"]["vm_pinning"] and r["numa"]["kubelet_config"] is None
+
+
+def test_strict_dry_run_refuses_an_unknown_field(numa_cluster: ControlPlane, api_client: Any) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "typo"},
+           "spec": {"containers": [{"name": "c", "image": IMAGE, "resourcez": {}}]}}
+    with pytest.raises(ApiException) as caught:
+        _dry_run_qos(api_client, pod)
+    assert caught.value.status == 400 and "resourcez" in str(caught.value.body)
 
 
 def _checker() -> Path | None:
