@@ -4,6 +4,10 @@
 // the feature gates the file sets. Built by deploy/kube-local/build.sh from the same
 // k8s.io/kubernetes release as the test kube-apiserver.
 //
+// One check of ValidateKubeletConfiguration is about the machine it runs on, not the file: with
+// failCgroupV1 (true by default) it fails on a cgroup v1 host. Where this checker runs on cgroup v1
+// it validates with failCgroupV1 off and says so on stderr; every other check is the kubelet's.
+//
 // Usage: kubelet-config-check FILE   (prints "valid" and exits 0, or the errors and exits 1)
 package main
 
@@ -11,6 +15,7 @@ import (
 	"fmt"
 	"os"
 
+	libcontainercgroups "github.com/opencontainers/cgroups"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	_ "k8s.io/kubernetes/pkg/features" // registers the kubelet's feature gates
@@ -47,6 +52,10 @@ func main() {
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(kc.FeatureGates); err != nil {
 		fmt.Printf("featureGates: %v\n", err)
 		os.Exit(1)
+	}
+	if kc.FailCgroupV1 && !libcontainercgroups.IsCgroup2UnifiedMode() {
+		fmt.Fprintln(os.Stderr, "note: this machine runs cgroup v1; failCgroupV1 (a check of the kubelet's host, not of the file) is not applied")
+		kc.FailCgroupV1 = false
 	}
 	if err := validation.ValidateKubeletConfiguration(kc, utilfeature.DefaultFeatureGate); err != nil {
 		fmt.Printf("validate: %v\n", err)
