@@ -50,7 +50,7 @@ def test_two_hosts_keep_their_own_and_unknown_hosts_have_none(store) -> None:
 
 def test_v7_migrates_a_v6_store(store) -> None:
     store.ingest(IngestBatch(observations=[_obs(1)]))
-    run = lambda q: store._write(lambda r: r(q, {}))  # noqa: E731
+    run = lambda q: store._write(lambda r: r(q, {}))
     if store.uri.startswith("embedded:"):  # v6 had neither the tables nor the column
         for rel in ("HAS_NUMA_NODE", "HAS_DEVICE", "ATTACHED_TO"):
             run(f"DROP TABLE {rel}")
