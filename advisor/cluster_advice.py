@@ -27,6 +27,7 @@ from advisor.cluster_results import (
     PoolBasis,
     PoolRecommendation,
 )
+from advisor.numa_advice import guarantee, pool_advice
 from advisor.pool_snippet import pool_manifests
 from advisor.pools import NodePool, kb_accelerator_key
 from advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
@@ -85,6 +86,7 @@ class ClusterAdvisor:
         self._rules_memo: dict[tuple[tuple[str, str], ...], set[str]] = {}
         self._snippets: dict[tuple[Any, ...], tuple[list[dict[str, Any]], str]] = {}
         self._images: tuple[int, dict[tuple[str | None, ...], str]] | None = None
+        self._numa_gains: dict[Any, Any] = {}
 
     @classmethod
     def of(cls, advisor: Any) -> ClusterAdvisor:
@@ -256,6 +258,12 @@ class ClusterAdvisor:
                                        units_per_pod=units, pods=shape.pods, image_source=image_source)
             memo = self._snippets[key] = (manifests, "---\n".join(to_yaml(m) for m in manifests))
         manifests = copy.deepcopy(memo[0])
+        generation = self._names[0] if self._names else None  # the table's: new data, new pairs
+        numa = pool_advice(getattr(self.advisor, "store", None), pool, units, self._numa_gains, generation)
+        if numa.kubelet_config and numa.sizing:  # NUMA-aligned: a Guaranteed pod sized to the GPUs' node
+            for m in manifests:
+                guarantee(m, numa.sizing)
+            memo = (manifests, "---\n".join(to_yaml(m) for m in manifests))
         return PoolRecommendation(
             rank=0, pool=pool.name, stack_id=rec.candidate.stack_id,
             stack_label=stack.model_copy(update={"driver": None}).label(),
@@ -269,7 +277,7 @@ class ClusterAdvisor:
                       "placement": rec.candidate.placement.value, "basis": rec.basis.value,
                       "recorded_driver": stack.driver},
             warnings=warnings, manifests=manifests,
-            snippet_yaml=memo[1],
+            snippet_yaml=memo[1], numa=numa,
         )
 
     # ---- the cluster ----------------------------------------------------------------------------

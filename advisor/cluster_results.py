@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.numa_advice import NumaAdvice
 from advisor.pools import NodePool
 from advisor.results import Evidence, Interval
 
@@ -59,6 +60,7 @@ class PoolRecommendation(_Out):
     warnings: list[str] = Field(default_factory=list)
     manifests: list[dict[str, Any]] = Field(description="the objects to apply: a Pod, or a PodGroup and a PyTorchJob")
     snippet_yaml: str
+    numa: NumaAdvice | None = Field(default=None, description="placement inside the node: kubelet and VM pinning")
 
 
 class DriverWhatIf(_Out):

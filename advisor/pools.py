@@ -34,6 +34,7 @@ from collectors.inventory import (
 from graph_schema.catalog import AcceleratorEntry
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import PlacementKind
+from graph_schema.topology import NodeNuma
 
 GPU_RESOURCE = "nvidia.com/gpu"
 WORKLOAD_CONFIG_LABEL = GFD + "gpu.workload.config"
@@ -136,6 +137,7 @@ class NodePool(BaseModel):
     match_expressions: list[dict[str, Any]] = Field(default_factory=list)
     usable: bool = True
     reason: str | None = Field(default=None, description="why Pods cannot use this pool, when not usable")
+    numa: NodeNuma | None = Field(default=None, description="the nodes' NUMA layout; null: unknown")
 
     def tolerations(self) -> list[dict[str, str]]:
         """Tolerations for every taint of the pool's nodes (NoSchedule and NoExecute ones)."""
@@ -258,6 +260,7 @@ def group_pools(nodes: Iterable[ClusterNode], *, pool_label: str | None = None) 
                 node.accelerator.memory_mib if node.accelerator else None,
                 node.mig.get("strategy"), node.driver, node.placement.kind.value,
                 labels.get(WORKLOAD_CONFIG_LABEL), node.gpu_sharing,
+                node.numa.signature() if node.numa else None,  # NUMA layouts differ: not one pool
             )
             groups.setdefault(key, []).append(shape)
             label_of[key] = (key_label, key_value)
@@ -350,7 +353,7 @@ def _pool(shapes: list[_Shape], key_label: str | None, key_value: str | None, sp
         placement=placement, placement_evidence=list(node.placement.evidence),
         workload_config=workload_config, sharing=node.gpu_sharing,
         taints=sorted(taints.values(), key=lambda t: (t["key"], t["value"], t["effect"])),
-        node_selector=selector, match_expressions=expressions, usable=usable, reason=reason,
+        node_selector=selector, match_expressions=expressions, usable=usable, reason=reason, numa=node.numa,
     )
 
 
@@ -368,10 +371,13 @@ def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
     if not isinstance(items, list):
         raise InvalidInput(f"{where}: expected `kubectl get nodes -o json` output (a NodeList with items), "
                            f"got {type(data).__name__}")
+    topologies = nrt_items(items)
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise InvalidInput(f"{where}: items.{i}: expected a Node object, got {type(item).__name__}")
+        if item.get("kind") == "NodeResourceTopology":
+            continue
         if "metadata" in item:
             if item.get("kind", "Node") != "Node":
                 raise InvalidInput(f"{where}: items.{i}: kind {item.get('kind')!r} is not a Node")
@@ -379,7 +385,7 @@ def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
             if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
                 raise InvalidInput(f"{where}: items.{i}.metadata.name: a Node needs a name")
             try:
-                out.append(parse_node(item))
+                out.append(parse_node(item, topologies.get(meta["name"])))
             except (TypeError, AttributeError, KeyError, ValueError) as exc:  # pydantic's errors are ValueErrors
                 raise InvalidInput(f"{where}: items.{i} ({meta['name']}): not a Node object as the API returns "
                                    f"it: {str(exc).splitlines()[0]}") from None
@@ -392,6 +398,14 @@ def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
                 raise InvalidInput(f"{where}: items.{i}: neither a Node object nor a stored inventory node: "
                                    f"{validation_message(exc)}") from None
     return out
+
+
+def nrt_items(items: list[Any]) -> dict[str, dict[str, Any]]:
+    """NodeResourceTopology objects given with the nodes (``kubectl get nodes,noderesourcetopologies
+    -o json``), by node name."""
+    return {item["metadata"]["name"]: item for item in items
+            if isinstance(item, dict) and item.get("kind") == "NodeResourceTopology"
+            and isinstance(item.get("metadata"), dict) and item["metadata"].get("name")}
 
 
 def read_nodes_file(path: str, stdin_text: str | None = None) -> list[ClusterNode]:

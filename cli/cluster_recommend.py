@@ -22,7 +22,9 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
         assert nodes_file is not None
         stdin = sys.stdin.read() if nodes_file == "-" else None
         nodes, source = read_nodes_file(nodes_file, stdin), f"nodes file {nodes_file}"
-    return group_pools(nodes, pool_label=pool_label), source
+    from advisor.numa_advice import with_stored_topologies
+
+    return group_pools(with_stored_topologies(nodes, kb), pool_label=pool_label), source
 
 
 def run(adv: Any, workload: Any, *, cluster: str | None, nodes_file: str | None, pool_label: str | None,
@@ -64,6 +66,7 @@ def print_cluster(result: Any, snippets: bool) -> None:
     for r in result.recommendations:
         for w in r.warnings:
             stdout.print(f"  #{r.rank} {w}", highlight=False, markup=False)
+    print_numa(result.recommendations)
     for name, why in sorted(result.excluded_pools.items()):
         info(f"pool {name}: {why}")
     for w in result.what_if:
@@ -77,3 +80,26 @@ def print_cluster(result: Any, snippets: bool) -> None:
         for r in result.recommendations:
             stdout.print(f"# --- #{r.rank} {r.pool} ---")
             stdout.print(r.snippet_yaml, highlight=False, markup=False)
+            if r.numa and r.numa.kubelet_config:
+                from advisor.snippet import to_yaml
+
+                stdout.print(f"# --- #{r.rank} {r.pool}: KubeletConfiguration fragment for the pool's nodes ---")
+                stdout.print(to_yaml(r.numa.kubelet_config), highlight=False, markup=False)
+
+
+def print_numa(recommendations: list[Any]) -> None:
+    """Placement inside the node, once per pool: the advice, the expected gain and its basis."""
+    from cli.render import info
+
+    seen: set[str] = set()
+    for r in recommendations:
+        if r.numa is None or not r.numa.applies or r.pool in seen:
+            continue
+        seen.add(r.pool)
+        info(f"numa {r.pool}: {r.numa.summary}")
+        for g in r.numa.expected_gain:
+            info(f"  expected gain {g.benchmark}: x{g.gain:.3g} ({g.basis}; {g.note})")
+        if not r.numa.expected_gain:
+            info(f"  expected gain: {r.numa.gain_note}")
+        for line in r.numa.vm_pinning:
+            info(f"  {line}")

@@ -16,7 +16,7 @@ from cli.options import ApiOpt, FormatOpt, JsonOpt, StoreOpt
 from cli.render import OutputFormat, note, output_format, print_json, render, warning
 from graph_schema.errors import InvalidInput
 
-BENCHMARK_HELP = "Benchmark to run (repeatable): pi, cnn, tf-cnn, loadgen, allreduce. Default: pi."
+BENCHMARK_HELP = "Benchmark to run (repeatable): pi, cnn, tf-cnn, loadgen, allreduce, numa. Default: pi."
 
 
 def parse_options(pairs: list[str]) -> dict[str, str]:

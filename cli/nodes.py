@@ -16,7 +16,7 @@ KubeconfigOpt = Annotated[
 ]
 SelectorOpt = Annotated[str | None, typer.Option("--selector", "-l", help="Only nodes matching this label selector.")]
 COLUMNS = ["node", "gpu", "gpus", "driver", "placement", "ready"]
-INLINE = ["pool", "gpu_memory_mib", "cuda_driver", "mig", "cpu"]
+INLINE = ["pool", "gpu_memory_mib", "cuda_driver", "mig", "cpu", "numa"]
 
 
 def _nodes(kubeconfig: str | None, selector: str | None):  # -> list[ClusterNode]
@@ -100,6 +100,23 @@ def sync(
     info(f"synced {len(nodes)} node(s) of cluster {cluster!r} to {getattr(kb, 'uri', '') or 'the store'}")
     render([n.row() for n in nodes], fmt=chosen, title=f"{len(nodes)} node(s)", columns=COLUMNS,
            inline=INLINE, json_data=[n.model_dump(mode="json") for n in nodes])
+
+
+@nodes_app.command("topology")
+def topology(
+    host: Annotated[str | None, typer.Option("--host", help="A host whose topology a collector stored.")] = None,
+    root: Annotated[str | None, typer.Option("--root", help="A recorded tree (sys/... and nvidia-smi-topo-m.txt).")] = None,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Placement inside a node: its NUMA nodes and each GPU's and NIC's PCI address, NUMA node,
+    local CPUs and links (this machine by default)."""
+    from cli.topology import load_topology, show
+
+    chosen = output_format(fmt, as_json)
+    found, source = load_topology(host=host, root=root, store_uri=store)
+    show(found, source, chosen)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,8 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from collectors.numa_labels import list_nrt, numa_from_labels, numa_from_nrt
 from graph_schema.catalog import resolve_accelerator
 from graph_schema.models import Accelerator, Host, Placement, PlacementKind
+from graph_schema.topology import NodeNuma
 
 GFD = "nvidia.com/"
 NFD = "feature.node.kubernetes.io/"
@@ -54,6 +56,7 @@ class ClusterNode(BaseModel):
     ready: bool | None = None
     unschedulable: bool = False
     taints: list[str] = Field(default_factory=list)
+    numa: NodeNuma | None = Field(default=None, description="NUMA layout (NodeResourceTopology or NFD); null: unknown")
 
     def selector(self) -> dict[str, str]:
         """A nodeSelector for this node's group: its pool label, else its GPU product."""
@@ -75,6 +78,7 @@ class ClusterNode(BaseModel):
             "placement": self.placement.kind.value,
             "mig": self.mig.get("strategy"),
             "cpu": self.host.cpu_model,
+            "numa": None if self.numa is None else (self.numa.numa_nodes or (">1" if self.numa.multi else None)),
             "ready": self.ready,
         }
 
@@ -186,8 +190,9 @@ def _cpu_model(labels: dict[str, str]) -> str | None:
     return " ".join(p for p in (vendor, f"family {family}" if family else None, f"model {model_id}" if model_id else None) if p)
 
 
-def parse_node(node: dict[str, Any]) -> ClusterNode:
-    """A Node object (as the API returns it, camelCase JSON) → ``ClusterNode``."""
+def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> ClusterNode:
+    """A Node object (as the API returns it, camelCase JSON) → ``ClusterNode``; ``nrt`` is the
+    node's NodeResourceTopology object where the cluster has one."""
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
@@ -231,6 +236,8 @@ def parse_node(node: dict[str, Any]) -> ClusterNode:
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),
         taints=[f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in spec.get("taints") or []],
+        numa=numa_from_nrt(nrt, host.cores, host.memory_mib) if nrt else numa_from_labels(labels, host.cores,
+                                                                                          host.memory_mib),
     )
 
 
@@ -247,7 +254,12 @@ def list_cluster_nodes(api_client: Any, selector: str | None = None) -> list[Clu
     except (ApiException, HTTPError) as exc:
         raise api_error(exc, "listing nodes") from None
     items = api_client.sanitize_for_serialization(raw).get("items") or []
-    return sorted((parse_node(item) for item in items), key=lambda n: n.name)
+    try:
+        topologies = list_nrt(api_client)
+    except (ApiException, HTTPError) as exc:
+        raise api_error(exc, "listing NodeResourceTopology objects") from None
+    return sorted((parse_node(item, topologies.get(item["metadata"]["name"])) for item in items),
+                  key=lambda n: n.name)
 
 
 def nodes_satisfying(

@@ -27,6 +27,8 @@ from graph_schema.models import (
 )
 from graph_schema.schema import NODE_BY_LABEL, NODES, SCHEMA_VERSION
 from graph_schema.store import FlatObservations, FlatRow, Store, checked_batch
+from graph_schema.topology import HostTopology
+from graph_schema.topology_store import host_json, read_host_topology, write_topologies
 
 Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 """run(query, parameters) -> rows as dicts; executes inside the current transaction."""
@@ -87,6 +89,7 @@ class _Rows:
         self.failures: dict[str, dict[str, Any]] = {}
         self.links: dict[str, list[dict[str, str]]] = {}
         self.stack_components: dict[str, list[str]] = {}
+        self.topologies: dict[str, Any] = {}  # host name -> HostTopology (schema v7)
         self._objects: dict[tuple[str, int], Any] = {}
         self._context_ids: dict[tuple[Any, ...], str] = {}
 
@@ -166,6 +169,7 @@ class _Rows:
             "os": host.os,
             "kernel": host.kernel,
             "labels_json": _json(host.labels),
+            "topology_json": host_json(host.topology),
         }
 
     def add_context(self, item: Any) -> dict[str, Any]:
@@ -186,6 +190,8 @@ class _Rows:
         self.nodes["Placement"][pid] = prow
         if host is not None:
             self.nodes["Host"][host.name] = self._by_object("host", host, self._host_row)
+            if host.topology is not None:  # the batch's last topology of a host wins, as for its row
+                self.topologies[host.name] = host.topology
         bench = getattr(item, "benchmark", None)
         bench_id = self.benchmark_id(bench) if bench is not None else None
         if bench is not None and bench_id not in self.nodes["Benchmark"]:
@@ -493,6 +499,8 @@ class CypherStore(Store):
                 "HAS_COMPONENT",
                 [{"src": s, "dst": c} for s in new_stacks for c in rows.stack_components[s]],
             )
+            if rows.topologies:
+                write_topologies(run, rows.topologies)
             create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS, by_position=self.links_by_position)
             create_rows(run, "Failure", new_fail, Q.FAILURE_LINKS)
             if not changed:
@@ -560,6 +568,9 @@ class CypherStore(Store):
         """A read's rows as value sequences in the order the query returns them; a backend may
         give it more time than other reads (a page of the flat read)."""
         return [tuple(r.values()) for r in self._read(query, params)]
+
+    def _host_topology(self, host: str) -> HostTopology | None:
+        return read_host_topology(self._read, host)
 
     def _get_observation(self, key: str) -> StoredObservation | None:
         found = self._with_hosts(self._read(Q.OBSERVATION_BY_KEY, {"key": key}))

@@ -53,6 +53,11 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "described, so a round imported from its summary table and from its results tree "
                  "is stored once",
               data=lambda store: reresolve_names(store)),
+    Migration(8, "placement inside the host: NumaNode and DeviceAttachment nodes (a host's NUMA "
+                 "nodes, and each GPU's and NIC's PCI address, NUMA node, local CPUs and links) with "
+                 "HAS_NUMA_NODE, HAS_DEVICE and ATTACHED_TO, and the Host.topology_json column; new "
+                 "tables, constraints and the column only: hosts written before stay without a "
+                 "topology until a collector sends one"),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"

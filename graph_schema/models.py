@@ -16,6 +16,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from graph_schema.topology import HostTopology
+
 RESULT_DOCUMENT_VERSION = 1
 INT64_MAX = 2**63 - 1  # both engines store integers as INT64
 UNKNOWN = "unknown"
@@ -182,6 +184,7 @@ class Host(_Model):
     os: str | None = None
     kernel: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+    topology: HostTopology | None = Field(default=None, description="NUMA nodes and device attachments")
 
 
 class Placement(_Model):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class PropType(str, Enum):
@@ -90,7 +90,36 @@ HOST = NodeSpec(
         "os": S,
         "kernel": S,
         "labels_json": S,
+        # schema v8: whether the topology was seen from a VM guest, and its evidence (JSON); the
+        # NUMA nodes and device attachments themselves are nodes of their own
+        "topology_json": S,
     },
+)
+# Placement inside a host (schema v8): its NUMA nodes, and where each GPU and NIC is attached.
+# Keys are "<host>/numa<N>" and "<host>/<pci address>"; a host's topology is replaced whole when a
+# document brings a new one (graph_schema.topology_store).
+NUMA_NODE = NodeSpec(
+    "NumaNode",
+    "numa_id",
+    {"numa_id": S, "host": S, "node": I, "cpus": S, "cpu_count": I, "memory_mib": I, "distances_json": S},
+    indexed=("host",),
+)
+DEVICE_ATTACHMENT = NodeSpec(
+    "DeviceAttachment",
+    "attachment_id",
+    {
+        "attachment_id": S,
+        "host": S,
+        "kind": S,  # gpu | nic
+        "device_index": I,
+        "name": S,
+        "pci_address": S,
+        "numa_node": I,
+        "cpu_affinity": S,
+        "links_json": S,
+        "source": S,
+    },
+    indexed=("host",),
 )
 PLACEMENT = NodeSpec(
     "Placement",
@@ -181,7 +210,8 @@ LEGACY_OBSERVATION_PROPERTIES = (
 )
 # Columns added to a table after its first version: the embedded engine's ``CREATE ... IF NOT
 # EXISTS`` leaves an existing table as it was, so its DDL adds these (Neo4j needs nothing).
-ADDED_COLUMNS: tuple[tuple[str, str], ...] = (("Context", "generation"), ("Observation", "generation"))
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = (("Context", "generation"), ("Observation", "generation"),
+                                              ("Host", "topology_json"))
 LEGACY_OBSERVATION_RELATIONSHIPS = ("ON_STACK", "ON_ACCELERATOR", "IN_PLACEMENT", "ON_HOST", "IN_RUN")
 FAILURE = NodeSpec(
     "Failure",
@@ -230,6 +260,8 @@ NODES: tuple[NodeSpec, ...] = (
     COMPONENT,
     ACCELERATOR,
     HOST,
+    NUMA_NODE,
+    DEVICE_ATTACHMENT,
     PLACEMENT,
     BENCHMARK,
     RUN,
@@ -254,6 +286,9 @@ RELATIONSHIPS: tuple[RelSpec, ...] = (
     RelSpec("FAILED_IN_PLACEMENT", "Failure", "Placement"),
     RelSpec("FAILED_BENCHMARK", "Failure", "Benchmark"),
     RelSpec("FAILED_ON_HOST", "Failure", "Host"),
+    RelSpec("HAS_NUMA_NODE", "Host", "NumaNode"),
+    RelSpec("HAS_DEVICE", "Host", "DeviceAttachment"),
+    RelSpec("ATTACHED_TO", "DeviceAttachment", "NumaNode"),
 )
 
 NODE_BY_LABEL = {spec.label: spec for spec in NODES}

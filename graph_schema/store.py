@@ -374,6 +374,22 @@ class Store(ABC):
         """Schema version, node counts per label, observations per source, data generation."""
         return self._stats()
 
+    # ---- host topology (optional feature) --------------------------------------------------
+    def _host_topology(self, host: str) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not keep host topologies")
+
+    def host_topology(self, host: str) -> Any:
+        """The NUMA nodes and device attachments a collector last recorded for ``host``
+        (``graph_schema.topology.HostTopology``), or None when none is stored.
+
+        Raises:
+            InvalidInput: an empty host name.
+            NotImplementedError: the backend keeps no topologies; the message names the class.
+        """
+        if not isinstance(host, str) or not host.strip():
+            raise InvalidInput(f"host: a host name is needed, got {host!r}")
+        return self._host_topology(host)
+
     # ---- node inventory (optional feature) -------------------------------------------------
     def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
         raise NotImplementedError(f"{type(self).__name__} does not keep a node inventory")

@@ -149,6 +149,24 @@ def observation_page(request: Request, store: StoreDep, advisor: AdvisorDep, key
     return _guarded(request, format, build)
 
 
+@router.get("/host")
+def host_page(request: Request, store: StoreDep, name: str = "", format: str = "html") -> Response:
+    """A host's placement inside the node (``Store.host_topology``): NUMA nodes and attachments."""
+    def build() -> Response:
+        if not name:
+            raise InvalidInput("name: give the host's name (an observation's page links it)")
+        topology = store.host_topology(name)
+        if topology is None:
+            raise NotFound(f"no topology stored for host {name!r}: `advisor collect` on it records one")
+        rows = [d.model_dump(mode="json") | {"device": d.label} for d in topology.devices]
+        if format != "html":
+            return export(format, "host", ["device", "kind", "pci_address", "numa_node", "cpu_affinity", "links"],
+                          rows, {"host": name, **topology.model_dump(mode="json")})
+        return page(request, "host.html", title=f"Host {name}", name=name, topology=topology, rows=rows)
+
+    return _guarded(request, format, build)
+
+
 def _find_observation(store: Store, key: str) -> Any:
     """One observation by key: what ``GET /v1/observations/{key}`` returns (a keyed lookup)."""
     if not key:

@@ -20,7 +20,9 @@ from collectors.fingerprint.nvml import Nvml, NvmlError, PynvmlFacade, RecordedN
 from collectors.fingerprint.placement import classify, detect_hypervisor, read_dmi
 from collectors.fingerprint.software import read_frameworks, read_libraries, read_os, torch_facts
 from collectors.fingerprint.sources import FileRoot, fact, known
+from collectors.fingerprint.topology import read_topology, run_topo_matrix
 from graph_schema.models import Accelerator, Host, Placement, SoftwareStack
+from graph_schema.topology import HostTopology
 
 PRIMARY_FRAMEWORKS = ("torch", "tensorflow", "jax", "cupy", "numpy")
 
@@ -48,9 +50,11 @@ def fingerprint_host(
     env: Mapping[str, str] | None = None,
     hostname: str | None = None,
     libraries: bool = True,
+    topo_text: str | None | bool = True,
 ) -> Fingerprint:
     """Read this machine (or the recorded one). ``nvml="auto"`` opens the real NVML; ``None``
-    means there is none. ``libraries=False`` skips importing frameworks (CUDA/cuDNN/NCCL)."""
+    means there is none. ``libraries=False`` skips importing frameworks (CUDA/cuDNN/NCCL).
+    ``topo_text``: ``nvidia-smi topo -m``'s text; True runs the tool where installed."""
     root = root or FileRoot()
     env = os.environ if env is None else env
     nvml_error: str | None = None
@@ -72,6 +76,9 @@ def fingerprint_host(
     gpus = raw["nvidia"]["gpus"]
     placement = classify([known(g["virtualization_mode"]) for g in gpus], hv, [known(g["model"]) for g in gpus])
     raw["placement"] = {"hypervisor_present": hv.present, "hypervisor": hv.name, "evidence": placement.evidence}
+    topo = run_topo_matrix() if topo_text is True and gpus else (topo_text or None)
+    topology = read_topology(root, nvml, topo if isinstance(topo, str) else None, virtual=hv.present)
+    raw["topology"] = fact(topology.model_dump(mode="json"), "sysfs node/pci" + (", nvidia-smi topo -m" if topo else ""))
     return Fingerprint(stack=_stack(raw), accelerator=_accelerator(raw), host=_host(raw), placement=placement, raw=raw)
 
 
@@ -121,6 +128,7 @@ def _host(raw: dict[str, Any]) -> Host:
         os=known(raw["system"]["os"]),
         kernel=known(raw["system"]["kernel"]),
         labels=dict(labels),
+        topology=HostTopology.model_validate(raw["topology"]["value"]) if "topology" in raw else None,
     )
 
 

@@ -28,6 +28,8 @@ class Nvml(Protocol):
     def pcie_link(self, index: int) -> dict[str, int]: ...
     def nvlink_active(self, index: int) -> int: ...
     def virtualization_mode(self, index: int) -> int: ...
+    def pci_bus_id(self, index: int) -> str: ...
+    def topology_level(self, index: int, peer: int) -> int: ...
 
 
 class PynvmlFacade:
@@ -103,6 +105,13 @@ class PynvmlFacade:
     def virtualization_mode(self, index: int) -> int:
         return int(self._call("nvmlDeviceGetVirtualizationMode", self._handle(index)))
 
+    def pci_bus_id(self, index: int) -> str:
+        value = self._call("nvmlDeviceGetPciInfo", self._handle(index)).busId
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    def topology_level(self, index: int, peer: int) -> int:
+        return int(self._call("nvmlDeviceGetTopologyCommonAncestor", self._handle(index), self._handle(peer)))
+
 
 class RecordedNvml:
     """Replays answers recorded from a real NVML. An answer ``{"error": "..."}`` raises
@@ -154,6 +163,15 @@ class RecordedNvml:
     def virtualization_mode(self, index: int) -> int:
         return int(self._get("virtualization_mode", index))
 
+    def pci_bus_id(self, index: int) -> str:
+        return str(self._get("pci_bus_id", index))
+
+    def topology_level(self, index: int, peer: int) -> int:
+        levels = self._get("topology_levels", index)  # one answer per peer index (None for itself)
+        if not isinstance(levels, list) or peer >= len(levels) or levels[peer] is None:
+            raise NvmlError(f"nvmlDeviceGetTopologyCommonAncestor: not recorded for GPU{index}-GPU{peer}")
+        return int(levels[peer])
+
 
 def _answer(fn: Any, *args: Any) -> Any:
     try:
@@ -174,7 +192,10 @@ def record(nvml: Nvml) -> dict[str, Any]:
     out["devices"] = [
         {key: _answer(getattr(nvml, key), i) for key in (
             "name", "memory_total_bytes", "compute_capability", "mig_mode", "pcie_link", "nvlink_active",
-            "virtualization_mode")}
+            "virtualization_mode", "pci_bus_id")}
         for i in range(count)
     ]
+    for i, device in enumerate(out["devices"]):
+        levels = [None if j == i else _answer(nvml.topology_level, i, j) for j in range(count)]
+        device["topology_levels"] = [v if isinstance(v, int) else None for v in levels]
     return out

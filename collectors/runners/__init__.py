@@ -23,6 +23,7 @@ RUNNER_MODULES: dict[str, str] = {
     "cnn": "collectors.runners.cnn",
     "loadgen": "collectors.runners.loadgen",
     "allreduce": "collectors.runners.allreduce",
+    "numa": "collectors.runners.numa",
 }
 
 

@@ -12,6 +12,7 @@
 # Environment: KUBE_VERSION (default v1.35.4), KUSTOMIZE_VERSION (v5.5.0), STACK_ADVISOR_CACHE (default ~/.cache/stack-advisor),
 # GOFLAGS (default -p=2: the build machines are shared).
 set -euo pipefail
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 KUBE_VERSION=${KUBE_VERSION:-v1.35.4}
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.5.0}
@@ -117,6 +118,24 @@ build_components() {
   done
 }
 
+# The kubelet's own config validation (deploy/kube-local/kubelet-config-check), in the same module
+# as the components: the tests check the KubeletConfiguration fragments the advisor emits with it.
+build_kubelet_config_check() {
+  local bin="$OUT/kubelet-config-check"
+  if [ -x "$bin" ]; then
+    return
+  fi
+  if [ ! -f "$WORK/go.mod" ]; then
+    log "no $WORK/go.mod (the components were not built here): kubelet-config-check not built"
+    return
+  fi
+  mkdir -p "$WORK/cmd/kubelet-config-check"
+  cp "$SCRIPT_DIR/kubelet-config-check/main.go" "$WORK/cmd/kubelet-config-check/main.go"
+  log "building kubelet-config-check $KUBE_VERSION"
+  (cd "$WORK" && go build -mod=mod -trimpath -ldflags "-s -w" -o "$bin.tmp" ./cmd/kubelet-config-check)
+  mv "$bin.tmp" "$bin"
+}
+
 ensure_kustomize() {
   local bin="$CACHE/bin"
   if [ -x "$bin/kustomize" ]; then
@@ -129,6 +148,7 @@ ensure_kustomize() {
 
 ensure_etcd
 build_components
+build_kubelet_config_check
 ensure_kustomize
 for c in $KUBE_COMPONENTS; do "$OUT/$c" --version >&2; done
 etcd --version 2>&1 | sed -n 1p >&2  # sed reads all its input: no SIGPIPE under pipefail

@@ -104,6 +104,7 @@ def recommend(
     # (memoised) answer itself; the schema is still documented by response_model.
     if body.cluster or body.nodes:
         from advisor.cluster_advice import ClusterAdvisor
+        from advisor.numa_advice import with_stored_topologies
         from advisor.pools import group_pools, nodes_from_inventory, nodes_from_json
 
         if body.cluster:
@@ -111,7 +112,8 @@ def recommend(
         else:
             nodes, source = nodes_from_json(body.nodes, where="nodes"), f"{len(body.nodes or [])} nodes"
         answer = ClusterAdvisor.of(advisor).recommend(
-            body.workload, group_pools(nodes, pool_label=body.pool_label), source=source, top=body.top,
+            body.workload, group_pools(with_stored_topologies(nodes, advisor.store), pool_label=body.pool_label),
+            source=source, top=body.top,
             per_pool=body.per_pool, gpus=body.gpus, nodes_count=body.nodes_count, image=body.image,
             what_if_driver=body.what_if_driver)
         return Response(answer.model_dump_json(), media_type="application/json")
