@@ -13,11 +13,13 @@ from fastapi import FastAPI
 from advisor.api.auth import AuthBeforeBody, TokenTable
 from advisor.api.docs import install_docs
 from advisor.api.errors import install_error_handlers
+from advisor.api.limits import install_limits
 from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
 from advisor.api.resources import Resources
 from advisor.api.routes import batches, catalog, failures, health, inventory, observations, schema
 from advisor.api.settings import Settings, get_settings
 from advisor.web import install_web
+from advisor.web.session import COOKIE as SESSION_COOKIE
 from graph_schema.store import Store
 
 log = logging.getLogger("advisor.api")
@@ -126,6 +128,7 @@ def create_app(
     # The last added is the outermost: metrics see every response, 401s and 413s included;
     # authorization and the size limit both refuse before anything reads the body.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    install_limits(app, settings, cookie=SESSION_COOKIE)
     app.add_middleware(AuthBeforeBody, tokens=tokens, settings=settings)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     _document_server_caps(app, settings)

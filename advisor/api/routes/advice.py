@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from advisor.api.deps import AdvisorDep, ReadCaller, StoreDep
+from advisor.api.limits import check_cap, in_chunks
 from advisor.api.routes import READ_ERRORS, error_responses
 from advisor.cluster_results import ClusterRecommendationSet
 from advisor.results import (
@@ -74,6 +75,7 @@ PREDICT_EXAMPLE = {
 }
 
 _PREDICTIONS = TypeAdapter(list[Prediction])
+PREDICT_CHUNK = 100  # queries between two checks of the budget and the client
 
 recommendations = APIRouter(prefix="/v1/recommendations", tags=["advice"])
 predictions = APIRouter(prefix="/v1/predictions", tags=["advice"])
@@ -96,10 +98,13 @@ compare = APIRouter(prefix="/v1/compare", tags=["advice"])
     "that pool; `what_if_driver` re-ranks as if a pool ran another driver.",
 )
 def recommend(
+    request: Request,
     body: Annotated[RecommendationRequest, Body(openapi_examples={"resnet50 Offline": {"value": RECOMMEND_EXAMPLE}})],
     advisor: AdvisorDep,
     _: ReadCaller,
 ) -> Response:
+    check_cap(len(body.nodes or ()), request.app.state.settings.max_recommend_nodes, "nodes",
+              "ADVISOR_MAX_RECOMMEND_NODES")
     # Serialised by pydantic directly: FastAPI's generic response path costs more than the
     # (memoised) answer itself; the schema is still documented by response_model.
     if body.cluster or body.nodes:
@@ -127,12 +132,19 @@ def recommend(
     summary="Predict a metric for configurations; each answer says its basis (observed, interpolated, "
     "transferred) or is refused as unsupported with the reason",
 )
-def predict(
+async def predict(
+    request: Request,
     body: Annotated[PredictionRequest, Body(openapi_examples={"one query": {"value": PREDICT_EXAMPLE}})],
     advisor: AdvisorDep,
     _: ReadCaller,
 ) -> Response:
-    predictions = advisor.predict(body.queries)
+    # async, with the work in the thread pool a chunk at a time: between chunks the answer's
+    # time budget is checked and a client that went away stops the work
+    settings = request.app.state.settings
+    check_cap(len(body.queries), settings.max_predict_queries, "queries",
+              "ADVISOR_MAX_PREDICT_QUERIES")
+    predictions = await in_chunks(request, body.queries, advisor.predict, chunk=PREDICT_CHUNK,
+                                  budget_s=settings.answer_budget_s)
     return Response(_PREDICTIONS.dump_json(predictions), media_type="application/json")
 
 
