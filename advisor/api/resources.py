@@ -110,8 +110,9 @@ class Resources:
         return time.monotonic() < self._open_until
 
     def _refuse(self) -> CircuitOpen:
+        cause = self._last_error.removesuffix("; retry later")
         return CircuitOpen(f"the store failed in the last {self.failure_hold_s:g} s "
-                           f"({self._last_error}); retry later")
+                           f"({cause}); retry later")
 
     def _half_open_probe(self, store: Store) -> None:
         """The breaker's hold is over: one request asks the store (the others get 503 until it
@@ -158,7 +159,8 @@ class Resources:
             ):
                 self._open_locked()
             if self._store is None:
-                raise CircuitOpen(f"the store is not reachable ({self._last_error}); retry later")
+                cause = self._last_error.removesuffix("; retry later")
+                raise CircuitOpen(f"the store is not reachable ({cause}); retry later")
             return self._store
 
     def advisor(self) -> Advisor:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from cli.render import OutputFormat, render_text
 from collectors.inventory import parse_node
-from collectors.sweep.env import MARKER, EnvCache
+from collectors.sweep.env import EnvCache
 from tests.kube.gfd_nodes import A100_BARE_METAL
 
 SAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "plans" / "sample-plan.yaml"
@@ -32,7 +32,7 @@ def test_prune_never_touches_folders_the_sweep_did_not_make(tmp_path: Path,
         (cache.envs / key / "lib.so").write_bytes(b"\0" * 2**20)
         os.utime(cache.envs / key, (1_000_000 - age * 100,) * 2)
     (cache.envs / "mine-new.lock").write_text("numpy==2.1.3\n")
-    (cache.envs / "mine-old" / MARKER).write_text("made by advisor sweep\n")  # half-made, ours
+    (cache.envs / "mine-old" / ".stack-advisor-env").write_text("made by advisor sweep\n")  # half-made, ours
     removed = cache.prune()
     assert sorted(removed) == ["mine-new", "mine-old"]
     assert (cache.envs / "base" / "lib.so").exists() and (cache.envs / "torch-env" / "lib.so").exists()

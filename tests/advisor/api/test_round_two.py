@@ -21,7 +21,6 @@ from fastapi.testclient import TestClient
 
 from advisor.api.app import create_app
 from advisor.api.deps import get_store
-from advisor.api.limits import AnonymousLimit, ClientGone, in_chunks
 from advisor.api.settings import Settings
 from graph_schema.embedded_store import EmbeddedStore
 from graph_schema.errors import AdvisorError, InvalidInput
@@ -61,37 +60,55 @@ def test_an_unreachable_api_uri_is_redacted() -> None:
     assert PLANTED not in str(caught.value) and PLANTED not in repr(store)
 
 
-def test_no_planted_password_in_any_answer_or_log_line(monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("where", ["uri", "env"])
+def test_no_planted_password_in_any_answer_or_log_line(where: str, monkeypatch: pytest.MonkeyPatch,
                                                        caplog: pytest.LogCaptureFixture,
                                                        tokens: dict[str, str]) -> None:
-    """Neo4j unreachable on 127.0.0.1:1, its password in NEO4J_PASSWORD: /readyz, every store
-    route's 503 and every log line are free of it."""
-    monkeypatch.setenv("NEO4J_PASSWORD", PLANTED)
+    """Neo4j unreachable on 127.0.0.1:1 with its password in the URI (refused, or on main
+    served) or in NEO4J_PASSWORD: /readyz, every store route's 503 and every log line are free
+    of it."""
     caplog.set_level(logging.DEBUG)
-    settings = make_settings(tokens, store="neo4j://127.0.0.1:1", read_auth="token",
-                             store_retry_interval_s=0)
+    if where == "env":
+        monkeypatch.setenv("NEO4J_PASSWORD", PLANTED)
+        uri = "neo4j://127.0.0.1:1"
+    else:
+        uri = f"neo4j://neo4j:{PLANTED}@127.0.0.1:1"
+    settings = make_settings(tokens, store=uri, read_auth="token", store_retry_interval_s=0)
     seen: list[str] = []
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        for _ in range(2):
-            for path in ("/readyz", "/v1/observations", "/v1/stats", "/", "/metrics"):
-                r = client.get(path, headers=auth(tokens["read"]))
-                seen.append(f"{r.status_code} {r.headers} {r.text}")
-            r = client.post("/v1/predictions", headers=auth(tokens["read"]),
-                            json={"queries": [{"benchmark": "resnet50"}]})
-            seen.append(r.text)
-        assert client.get("/readyz").status_code == 503
+    try:
+        app = create_app(settings)
+    except InvalidInput as exc:
+        assert where == "uri"
+        seen.append(str(exc))
+    else:
+        with TestClient(app, raise_server_exceptions=False) as client:
+            for _ in range(2):
+                for path in ("/readyz", "/v1/observations", "/v1/stats", "/", "/metrics"):
+                    r = client.get(path, headers=auth(tokens["read"]))
+                    seen.append(f"{r.status_code} {r.headers} {r.text}")
+                r = client.post("/v1/predictions", headers=auth(tokens["read"]),
+                                json={"queries": [{"benchmark": "resnet50"}]})
+                seen.append(r.text)
+            assert client.get("/readyz").status_code == 503
     seen += [record.getMessage() for record in caplog.records]
     seen += [str(record.exc_info) for record in caplog.records if record.exc_info]
     assert any("127.0.0.1:1" in text for text in seen)  # the failure was exercised
     assert not [text for text in seen if PLANTED in text]
 
 
-def test_the_startup_banner_and_log_of_advisor_serve_hold_no_password(tmp_path: Path) -> None:
-    env = {**os.environ, "NEO4J_PASSWORD": PLANTED, "ADVISOR_READ_AUTH": "open",
-           "ADVISOR_ENVIRONMENT": "development", "PYTHONPATH": str(Path.cwd())}
+@pytest.mark.parametrize("where", ["uri", "env"])
+def test_the_startup_banner_and_log_of_advisor_serve_hold_no_password(where: str) -> None:
+    env = {**os.environ, "ADVISOR_READ_AUTH": "open", "ADVISOR_ENVIRONMENT": "development",
+           "PYTHONPATH": str(Path.cwd())}
     env.pop("ADVISOR_TOKENS", None)
+    env.pop("NEO4J_PASSWORD", None)
+    if where == "env":
+        env["NEO4J_PASSWORD"] = PLANTED
+        uri = "neo4j://127.0.0.1:1"
+    else:
+        uri = f"neo4j://neo4j:{PLANTED}@127.0.0.1:1"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--store", "neo4j://127.0.0.1:1", "--port", "0",
+        [sys.executable, "-m", "cli.main", "serve", "--store", uri, "--port", "0",
          "--log-level", "debug"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     lines: list[str] = []
     try:
@@ -105,15 +122,17 @@ def test_the_startup_banner_and_log_of_advisor_serve_hold_no_password(tmp_path: 
             lines.append(line)
             if "stack-advisor API on " in line:
                 url = line.split("stack-advisor API on ", 1)[1].split()[0]
-        assert url, "".join(lines)
-        lines.append(httpx.get(url + "/readyz", timeout=10).text)
-        lines.append(httpx.get(url + "/v1/observations", timeout=10).text)
+        if where == "env":
+            assert url, "".join(lines)
+        if url:
+            lines.append(httpx.get(url + "/readyz", timeout=10).text)
+            lines.append(httpx.get(url + "/v1/observations", timeout=10).text)
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
         lines.append(out.decode(errors="replace"))
     text = "".join(lines)
-    assert "neo4j://127.0.0.1:1" in text and PLANTED not in text
+    assert "neo4j://127.0.0.1:1" in text and PLANTED not in text, text[-2000:]
 
 
 # ---- 2. the breaker recovers under steady traffic --------------------------------------------
@@ -135,8 +154,10 @@ def test_503s_end_within_the_hold_under_steady_traffic(tmp_path: Path, tokens: d
             released_at.append(time.monotonic())
 
     results: list[tuple[float, int, str]] = []
+    # the app opens the store through its resources (no get_store override): the breaker's path
+    app = create_app(make_settings(tokens, store_failure_hold_s=hold_s), store=store)
     try:
-        with _client(store, tokens, store_failure_hold_s=hold_s) as client:
+        with TestClient(app, raise_server_exceptions=False) as client:
             assert client.get("/v1/observations").status_code == 200
             writer = threading.Thread(target=long_write, daemon=True)
             writer.start()
@@ -266,6 +287,8 @@ def test_a_prediction_past_its_budget_is_a_503_naming_it(tmp_path: Path, tokens:
 
 
 def test_work_stops_when_the_client_has_gone() -> None:
+    from advisor.api.limits import ClientGone, in_chunks
+
     calls: list[int] = []
 
     class Gone:
@@ -283,6 +306,8 @@ def test_work_stops_when_the_client_has_gone() -> None:
 
 def test_anonymous_requests_in_flight_are_limited() -> None:
     """The middleware itself, over an app whose requests wait until released."""
+    from advisor.api.limits import AnonymousLimit
+
     release = asyncio.Event
 
     async def scenario() -> list[int]:
