@@ -148,10 +148,49 @@ def _document_server_caps(app: FastAPI, settings: Settings) -> None:
                     for param in operation.get("parameters", ()) if isinstance(operation, dict) else ():
                         if param.get("name") == "limit" and param.get("in") == "query":
                             param.setdefault("schema", {})["maximum"] = settings.max_page
+            _document_links(schema)
+            _document_request_models(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+# OpenAPI links from a write to the reads that show what it wrote (and from a page to one of its
+# items): clients see how the routes fit together, and a stateful fuzzer follows them.
+LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
+    "syncInventory": {"TheInventory": ("listInventory", {"cluster": "$response.body#/cluster"})},
+    "ingestResultDocuments": {"TheRunsObservations": ("listObservations",
+                                                      {"run_id": "$request.body#/run/run_id"})},
+    "ingestBatch": {"TheBatchsObservations": ("listObservations",
+                                              {"run_id": "$request.body#/runs/0/run_id"})},
+    "listObservations": {"TheFirstObservation": ("getObservation",
+                                                 {"key": "$response.body#/items/0/key"})},
+}
+
+
+def _document_request_models(schema: dict[str, Any]) -> None:
+    """Bodies a route parses itself (off the event loop), documented as if declared."""
+    try:
+        from advisor.api.routes.advice import REQUEST_MODELS
+    except ImportError:  # pragma: no cover - only while the engine is being written
+        return
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for model in REQUEST_MODELS:
+        own = model.model_json_schema(ref_template="#/components/schemas/{model}", mode="validation")
+        for name, definition in own.pop("$defs", {}).items():
+            components.setdefault(name, definition)
+        components[model.__name__] = own
+
+
+def _document_links(schema: dict[str, Any]) -> None:
+    for item in schema.get("paths", {}).values():
+        for operation in item.values():
+            links = LINKS.get(operation.get("operationId", "")) if isinstance(operation, dict) else None
+            ok = operation.get("responses", {}).get("200") if links else None
+            if ok is not None:
+                ok["links"] = {name: {"operationId": target, "parameters": params}
+                               for name, (target, params) in links.items()}
 
 
 def app_from_environment() -> FastAPI:

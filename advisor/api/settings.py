@@ -210,7 +210,7 @@ class Settings(BaseSettings):
         description="a prediction request stops with 503 after this long (checked between "
                     "chunks of queries, which also stop when the client disconnects)")
     max_anonymous_concurrency: int = Field(
-        default=4, ge=1, le=1_000,
+        default=2, ge=1, le=1_000,
         description="requests without a token in flight at once; more get 503 at once")
     store_failure_hold_s: float = Field(
         default=1.0, ge=0, le=60,
