@@ -129,6 +129,16 @@ class Neo4jStore(CypherStore):
                 ) from None
             raise InvalidInput(f"Neo4j rejected the request: {exc.message}") from None
 
+    def ping(self) -> None:
+        # an auto-commit query is tried once (a managed transaction would retry for
+        # RETRY_TIME_S with backoff, holding the probe for seconds while Neo4j is down)
+        def go() -> None:
+            with self._driver.session(database=self.database,
+                                      default_access_mode=self._neo4j.READ_ACCESS) as session:
+                session.run("RETURN 1").consume()
+
+        self._wrap(go)
+
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         @self._neo4j.unit_of_work(timeout=READ_TIMEOUT_S)
         def tx(t: Any) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ every ``store_retry_interval_s``). Store errors during requests are the backend'
 A circuit breaker keeps an outage cheap: when a request finds the store unavailable the breaker
 opens for a fixed ``failure_hold_s``, during which requests get their 503 at once (instead of each
 waiting out the driver's timeouts). When the hold ends, the next request is the half-open probe:
-it asks the store for its schema version (one cheap read) while the others still get 503; if the
+it pings the store once (``Store.ping``: one cheap read, no retries) while the others still get 503; if the
 store answers, the breaker closes and that request goes on, else it opens again for one hold. The
 503s the breaker itself produces (``CircuitOpen``) never feed it, and its message is the cause
 seen last, never a message about a message, so steady traffic cannot keep it open.
@@ -125,7 +125,7 @@ class Resources:
             if self._open_until == float("-inf"):
                 return  # another probe just closed it
             try:
-                store.schema_version()
+                store.ping()  # one attempt, no retries: a probe must not outlast the hold
             except StoreUnavailable as exc:
                 self._open_until = float("-inf")
                 self.store_failed(exc)
