@@ -91,10 +91,13 @@ class Resources:
         """A request found the store unavailable: open the breaker for ``failure_hold_s``
         (a fixed time: failures while it is open do not extend it). The breaker's own 503s
         (``CircuitOpen``) are ignored."""
-        if isinstance(exc, CircuitOpen) or self.failure_hold_s <= 0:
+        if isinstance(exc, CircuitOpen):
             return
         now = time.monotonic()
         self._last_error = scrub(exc.message)
+        if self.failure_hold_s <= 0:
+            log.warning("store unavailable: %s", self._last_error)
+            return
         if now >= self._open_until:
             self._open_until = now + self.failure_hold_s
             self.breaker_opened += 1
