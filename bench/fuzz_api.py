@@ -4,9 +4,12 @@ against the API over a throwaway store: embedded, a real Neo4j (tests/neo4j_serv
 one), or both. Prints cases, failures and server errors per store and configuration.
 
     python bench/fuzz_api.py [--store embedded|neo4j|both] [--positive 80] [--negative 40]
+                             [--stateful 100]
 
 With the defaults one store gets 3 configurations x ~21 operations x (80 + 40) cases, about
-7,000 (operations without inputs have no invalid request, so fewer).
+7,000 (operations without inputs have no invalid request, so fewer), and then a stateful run per
+configuration: ``--stateful`` sequences of calls that follow the OpenAPI links between write and
+read routes (``advisor.api.app.LINKS``), every response checked the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from advisor.api.deps import get_store
 from graph_schema.registry import open_store
 from graph_schema.store import Store
 from tests.advisor.api.conftest import auth, document, make_settings
-from tests.advisor.api.fuzz import fuzz, summary
+from tests.advisor.api.fuzz import fuzz, fuzz_stateful, summary
 
 
 @contextlib.contextmanager
@@ -56,7 +59,7 @@ def _store(kind: str) -> Iterator[Store]:
             store.close()
 
 
-def _run_store(kind: str, positive: int, negative: int) -> list[dict[str, Any]]:
+def _run_store(kind: str, positive: int, negative: int, stateful: int) -> list[dict[str, Any]]:
     tokens = {scope: secrets.token_urlsafe(24) for scope in ("read", "write", "admin")}
     rows = []
     with _store(kind) as store:
@@ -69,15 +72,20 @@ def _run_store(kind: str, positive: int, negative: int) -> list[dict[str, Any]]:
             with TestClient(app) as client:  # some data, and the models fitted, before fuzzing
                 client.post("/v1/observations", json=document("run-fuzz", n=5),
                             headers=auth(tokens["write"]))
-            start = time.perf_counter()
-            result = fuzz(app, headers, positive, negative, seed_offset=1)
-            seconds = time.perf_counter() - start
-            rows.append({"store": kind, "config": label, **summary(result),
-                         "seconds": round(seconds, 1), "failure_details": result.failures})
-            print(f"{kind:8s} {label:30s} cases={result.cases:6d} failures={len(result.failures)} "
-                  f"5xx={result.server_errors} ({seconds:.0f} s)", flush=True)
-            for failure in result.failures:
-                print("   ", failure[:300], flush=True)
+            runs = [("", lambda: fuzz(app, headers, positive, negative, seed_offset=1))]
+            if stateful:
+                runs.append((" [stateful]", lambda: fuzz_stateful(app, headers, stateful)))
+            for suffix, run in runs:
+                start = time.perf_counter()
+                result = run()
+                seconds = time.perf_counter() - start
+                rows.append({"store": kind, "config": label + suffix, **summary(result),
+                             "seconds": round(seconds, 1), "failure_details": result.failures})
+                print(f"{kind:8s} {label + suffix:41s} cases={result.cases:6d} "
+                      f"failures={len(result.failures)} 5xx={result.server_errors} "
+                      f"({seconds:.0f} s)", flush=True)
+                for failure in result.failures:
+                    print("   ", failure[:300], flush=True)
     return rows
 
 
@@ -86,9 +94,11 @@ def main() -> int:
     parser.add_argument("--store", choices=("embedded", "neo4j", "both"), default="embedded")
     parser.add_argument("--positive", type=int, default=80, help="valid cases per operation")
     parser.add_argument("--negative", type=int, default=40, help="invalid cases per operation")
+    parser.add_argument("--stateful", type=int, default=100,
+                        help="sequences of linked calls per configuration (0: none)")
     args = parser.parse_args()
     kinds = ("embedded", "neo4j") if args.store == "both" else (args.store,)
-    rows = [row for kind in kinds for row in _run_store(kind, args.positive, args.negative)]
+    rows = [row for kind in kinds for row in _run_store(kind, args.positive, args.negative, args.stateful)]
     for kind in kinds:
         mine = [r for r in rows if r["store"] == kind]
         print(f"TOTAL {kind}: cases={sum(r['cases'] for r in mine)} "

@@ -27,6 +27,8 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from advisor.csv_cells import spreadsheet_safe
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -194,7 +196,11 @@ def _aligned(rows: list[list[str]], cols: list[str], title: str | None) -> str:
 
 def _markdown(rows: list[list[str]], cols: list[str], title: str | None) -> str:
     def esc(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+        # HTML and the markdown that makes links, images or code: shown as text, never rendered
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        for char in "\\`[]|":
+            text = text.replace(char, "\\" + char)
+        return text.replace("\r", " ").replace("\n", " ")
 
     lines = [f"**{esc(title)}**", ""] if title else []
     lines.append("| " + " | ".join(esc(c) for c in cols) + " |")
@@ -208,7 +214,8 @@ def _csv(rows: Sequence[dict[str, Any]], cols: list[str]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(cols)
     for row in rows:
-        writer.writerow(["" if row.get(c) is None else cell(row.get(c)) for c in cols])
+        writer.writerow(["" if row.get(c) is None else spreadsheet_safe(cell(row.get(c)))
+                         for c in cols])
     return buf.getvalue()
 
 

@@ -45,17 +45,18 @@ def serve(
         url = f"http://{host}:{bound}"
         from cli import served
         from graph_schema.registry import resolve_store_uri
+        from graph_schema.uris import redact_uri
 
         store_file = served.embedded_path(settings.store or resolve_store_uri(None))
         if store_file is not None:
             reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             served_marker = served.announce(store_file, f"http://{reach}:{bound}")
         if as_json:
-            print_json({"url": url, "store": settings.store or "default",
+            print_json({"url": url, "store": redact_uri(settings.store),
                         "read_auth": settings.read_auth})
         else:
             info(f"stack-advisor API on {url}  (docs: {url}/docs, store: "
-                 f"{settings.store or 'default'}, reads: {settings.read_auth})")
+                 f"{redact_uri(settings.store)}, reads: {settings.read_auth})")
 
     original_startup = server.startup
 

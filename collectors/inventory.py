@@ -90,13 +90,19 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+# The third part of a driver version is ``rev`` in GFD's older labels and ``revision`` in GFD >= 0.15
+# (``nvidia.com/cuda.driver-version.revision``); either is read under either prefix.
+_PART_SPELLINGS = {"rev": ("rev", "revision"), "revision": ("revision", "rev")}
+
+
 def _version(labels: dict[str, str], *prefixes: str, parts: tuple[str, ...]) -> str | None:
     """``<prefix>full`` if present, else ``major.minor[.rev]`` from the first prefix that has a major."""
     for prefix in prefixes:
         if labels.get(prefix + "full"):
             return labels[prefix + "full"]
         if labels.get(prefix + parts[0]):
-            values = [labels.get(prefix + p) for p in parts]
+            values = [next((labels[prefix + name] for name in _PART_SPELLINGS.get(p, (p,))
+                            if labels.get(prefix + name)), None) for p in parts]
             return ".".join(v for v in values if v)
     return None
 
@@ -225,8 +231,7 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
         host=host,
         accelerator=_accelerator(labels, allocatable),
         placement=placement_from_labels(labels),
-        driver=_version(labels, GFD + "cuda.driver-version.", GFD + "cuda.driver.", parts=("major", "minor", "rev"))
-        or _version(labels, GFD + "cuda.driver-version.", parts=("major", "minor", "revision")),
+        driver=_version(labels, GFD + "cuda.driver-version.", GFD + "cuda.driver.", parts=("major", "minor", "rev")),
         cuda_driver=_version(labels, GFD + "cuda.runtime-version.", GFD + "cuda.runtime.", parts=("major", "minor")),
         mig=_mig(labels),
         gpu_sharing=labels.get(GFD + "gpu.sharing-strategy"),

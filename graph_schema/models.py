@@ -12,15 +12,45 @@ import json
 import math
 from datetime import datetime, timedelta, timezone
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from graph_schema.checks import (
+    checked_figure,
+    checked_name,
+    checked_optional_name,
+    not_before_2000,
+    strict_bool,
+    strict_number,
+    timestamp_in,
+)
 
 from graph_schema.topology import HostTopology
 
 RESULT_DOCUMENT_VERSION = 1
 INT64_MAX = 2**63 - 1  # both engines store integers as INT64
 UNKNOWN = "unknown"
+
+# Names (≤ 256 printable characters, no bidi overrides or zero-width characters), strict numbers
+# and booleans, and timestamps whose numbers are Unix seconds: see graph_schema.checks.
+Name = Annotated[str, Field(min_length=1), AfterValidator(checked_name)]
+OptName = Annotated[str | None, AfterValidator(checked_optional_name)]
+Number = Annotated[float, BeforeValidator(strict_number)]
+OptNumber = Annotated[float | None, BeforeValidator(strict_number)]
+Integer = Annotated[int, BeforeValidator(strict_number)]
+OptInteger = Annotated[int | None, BeforeValidator(strict_number)]
+Flag = Annotated[bool, BeforeValidator(strict_bool)]
+Stamp = Annotated[datetime, BeforeValidator(timestamp_in)]
+OptStamp = Annotated[datetime | None, BeforeValidator(timestamp_in)]
 
 
 def _digest(*parts: Any, length: int = 20) -> str:
@@ -54,7 +84,8 @@ def _has_nul(value: Any) -> bool:
 
 
 def _checked_time(value: datetime | None) -> datetime | None:
-    """A timestamp with a time zone, not in the future (a day of clock skew allowed)."""
+    """A timestamp with a time zone, from 2000 on, not in the future (a day of clock skew
+    allowed)."""
     if value is None:
         return None
     if value.tzinfo is None or value.utcoffset() is None:
@@ -64,7 +95,7 @@ def _checked_time(value: datetime | None) -> datetime | None:
         )
     if value - utcnow() > FUTURE_TOLERANCE:
         raise ValueError(f"is in the future ({value.isoformat()}); check the collector's clock")
-    return value
+    return not_before_2000(value)
 
 
 class _Model(BaseModel):
@@ -101,7 +132,7 @@ class Provenance(_Model):
     division, submitter, system id, file for MLPerf; collector version and host for our runs)."""
 
     kind: SourceKind
-    source: str = Field(min_length=1)
+    source: Name
     url: str | None = None
     details: dict[str, str] = Field(default_factory=dict)
 
@@ -111,14 +142,14 @@ class SoftwareStack(_Model):
 
     Versions are kept as reported; ``None`` means not known (never guessed)."""
 
-    driver: str | None = None
-    cuda: str | None = None
-    cudnn: str | None = None
-    nccl: str | None = None
-    tensorrt: str | None = None
-    framework: str | None = None
-    framework_version: str | None = None
-    python: str | None = None
+    driver: OptName = None
+    cuda: OptName = None
+    cudnn: OptName = None
+    nccl: OptName = None
+    tensorrt: OptName = None
+    framework: OptName = None
+    framework_version: OptName = None
+    python: OptName = None
     extra: dict[str, str] = Field(default_factory=dict)
     image: str | None = None
     raw: str | None = Field(default=None, description="free text the stack was parsed from")
@@ -159,11 +190,11 @@ class SoftwareStack(_Model):
 class Accelerator(_Model):
     """A kind of accelerator (or the CPU when there is none). ``model`` is the key."""
 
-    model: str = Field(min_length=1)
-    vendor: str | None = None
-    count: int = Field(default=1, ge=0, le=INT64_MAX)
-    memory_mib: int | None = Field(default=None, ge=0, le=INT64_MAX)
-    compute_capability: str | None = None
+    model: Name
+    vendor: OptName = None
+    count: Integer = Field(default=1, ge=0, le=INT64_MAX)
+    memory_mib: OptInteger = Field(default=None, ge=0, le=INT64_MAX)
+    compute_capability: OptName = None
 
     @field_validator("model")
     @classmethod
@@ -175,24 +206,24 @@ class Accelerator(_Model):
 
 
 class Host(_Model):
-    name: str = Field(min_length=1)
-    cpu_model: str | None = None
-    cores: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    name: Name
+    cpu_model: OptName = None
+    cores: OptInteger = Field(default=None, ge=0, le=INT64_MAX)
     cpu_flags: list[str] = Field(default_factory=list)
-    numa_nodes: int | None = Field(default=None, ge=0, le=INT64_MAX)
-    memory_mib: int | None = Field(default=None, ge=0, le=INT64_MAX)
-    os: str | None = None
-    kernel: str | None = None
+    numa_nodes: OptInteger = Field(default=None, ge=0, le=INT64_MAX)
+    memory_mib: OptInteger = Field(default=None, ge=0, le=INT64_MAX)
+    os: OptName = None
+    kernel: OptName = None
     labels: dict[str, str] = Field(default_factory=dict)
     topology: HostTopology | None = Field(default=None, description="NUMA nodes and device attachments")
 
 
 class Placement(_Model):
     kind: PlacementKind = PlacementKind.UNKNOWN
-    hypervisor: str | None = None
-    vgpu_profile: str | None = None
+    hypervisor: OptName = None
+    vgpu_profile: OptName = None
     evidence: list[str] = Field(default_factory=list)
-    consistent: bool = True
+    consistent: Flag = True
 
     @property
     def placement_id(self) -> str:
@@ -202,8 +233,8 @@ class Placement(_Model):
 class Benchmark(_Model):
     """A benchmark with canonical parameters. Same family, name and parameters → same key."""
 
-    family: str = Field(min_length=1, description="pi | tf_cnn | cnn | mlperf | allreduce | ...")
-    name: str = Field(min_length=1)
+    family: Name = Field(description="pi | tf_cnn | cnn | mlperf | allreduce | ...")
+    name: Name
     parameters: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -218,18 +249,18 @@ class Measurement(_Model):
     """One measured or published figure for one benchmark: the value plus its spread."""
 
     benchmark: Benchmark
-    metric: str = Field(min_length=1)
-    value: float
-    unit: str = Field(min_length=1)
-    higher_is_better: bool = True
-    samples: int = Field(default=1, ge=1, le=INT64_MAX)
-    p10: float | None = None
-    p90: float | None = None
-    stddev: float | None = Field(default=None, ge=0)
-    cv: float | None = Field(default=None, ge=0, description="coefficient of variation")
-    valid: bool = True
+    metric: Name
+    value: Number
+    unit: Name
+    higher_is_better: Flag = True
+    samples: Integer = Field(default=1, ge=1, le=INT64_MAX)
+    p10: OptNumber = None
+    p90: OptNumber = None
+    stddev: OptNumber = Field(default=None, ge=0)
+    cv: OptNumber = Field(default=None, ge=0, description="coefficient of variation")
+    valid: Flag = True
     note: str | None = None
-    timestamp: datetime = Field(default_factory=utcnow)
+    timestamp: Stamp = Field(default_factory=utcnow)
 
     @field_validator("value", "p10", "p90", "stddev", "cv")
     @classmethod
@@ -253,6 +284,20 @@ class Measurement(_Model):
                 f"p10 ({self.p10}) is greater than p90 ({self.p90}); percentiles are ordered "
                 "whatever the metric's direction"
             )
+        for name in ("value", "p10", "p90"):
+            figure = getattr(self, name)
+            if figure is not None:
+                try:
+                    checked_figure(figure, self.unit)
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
+        slack = 1e-9 * abs(self.value)  # the rounding of a figure printed and parsed again
+        if self.p10 is not None and self.value < self.p10 - slack:
+            raise ValueError(f"value ({self.value}) is below its own p10 ({self.p10}); the value "
+                             "is the median or mean of the samples the percentiles describe")
+        if self.p90 is not None and self.value > self.p90 + slack:
+            raise ValueError(f"value ({self.value}) is above its own p90 ({self.p90}); the value "
+                             "is the median or mean of the samples the percentiles describe")
         return self
 
 
@@ -260,11 +305,11 @@ class FailureIn(_Model):
     """A benchmark that could not run or crashed. Never an observation."""
 
     benchmark: Benchmark | None = None
-    stage: str = Field(min_length=1, description="fingerprint | setup | run | parse | ...")
-    error_class: str = Field(min_length=1)
+    stage: Name = Field(description="fingerprint | setup | run | parse | ...")
+    error_class: Name
     message: str = ""
     log_tail: str | None = None
-    timestamp: datetime = Field(default_factory=utcnow)
+    timestamp: Stamp = Field(default_factory=utcnow)
 
     @field_validator("timestamp")
     @classmethod
@@ -273,23 +318,30 @@ class FailureIn(_Model):
 
 
 class Run(_Model):
-    run_id: str = Field(min_length=1)
-    started_at: datetime = Field(default_factory=utcnow)
-    finished_at: datetime | None = None
-    collector: str = "stack-advisor"
-    collector_version: str = "0"
-    profile: str | None = None
+    run_id: Name
+    started_at: Stamp = Field(default_factory=utcnow)
+    finished_at: OptStamp = None
+    collector: Name = "stack-advisor"
+    collector_version: Name = "0"
+    profile: OptName = None
 
     @field_validator("started_at", "finished_at")
     @classmethod
     def _time(cls, value: datetime | None) -> datetime | None:
         return _checked_time(value)
 
+    @model_validator(mode="after")
+    def _finished_after_start(self) -> Run:
+        if self.finished_at is not None and self.finished_at < self.started_at:
+            raise ValueError(f"finished_at ({self.finished_at.isoformat()}) is before started_at "
+                             f"({self.started_at.isoformat()})")
+        return self
+
 
 class ResultDocument(_Model):
     """What a collector saves or posts: one run on one node with one stack."""
 
-    document_version: int = RESULT_DOCUMENT_VERSION
+    document_version: Integer = Field(default=RESULT_DOCUMENT_VERSION, ge=1)
     run: Run
     provenance: Provenance
     stack: SoftwareStack

@@ -11,6 +11,7 @@ from typing import Any
 from graph_schema.cypher_store import CypherStore, Run
 from graph_schema.ddl import neo4j_statements
 from graph_schema.errors import Conflict, InvalidInput, StoreUnavailable
+from graph_schema.uris import redact_uri, refuse_password_in_uri, scrub
 
 CONSTRAINT_RETRIES = 5
 DEADLOCK_RETRIES = 30
@@ -27,6 +28,26 @@ FLAT_PAGE_TIMEOUT_S = 600.0
 WRITE_TIMEOUT_S = 120.0
 
 
+def neo4j_password() -> str | None:
+    """``$NEO4J_PASSWORD``, else the contents of the file ``$NEO4J_PASSWORD_FILE`` (a mounted
+    Secret), stripped of the trailing newline.
+
+    Raises:
+        InvalidInput: the file cannot be read.
+    """
+    password = os.environ.get("NEO4J_PASSWORD")
+    if password:
+        return password
+    path = os.environ.get("NEO4J_PASSWORD_FILE")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().rstrip("\r\n") or None
+    except OSError as exc:
+        raise InvalidInput(f"NEO4J_PASSWORD_FILE {path!r} cannot be read: {exc.strerror}") from None
+
+
 class Neo4jStore(CypherStore):
     links_by_position = True  # saves the server ~4 µs per observation (docs/scale.md)
 
@@ -41,12 +62,16 @@ class Neo4jStore(CypherStore):
         import neo4j
         from neo4j.exceptions import AuthError, ServiceUnavailable
 
-        self.uri = uri
+        refusal = refuse_password_in_uri(uri, user_var="NEO4J_USER", password_var="NEO4J_PASSWORD")
+        if refusal:
+            raise InvalidInput(refusal)
+        self.uri = redact_uri(uri)  # what messages show; the URI itself carries no password
         self._neo4j = neo4j
         self.database = database or os.environ.get("NEO4J_DATABASE", "neo4j")
-        user = user or os.environ.get("NEO4J_USER")
-        password = password or os.environ.get("NEO4J_PASSWORD")
-        auth = (user, password) if user and password else None
+        user = user or os.environ.get("NEO4J_USER") or "neo4j"
+        password = password or neo4j_password()
+        self._password = password
+        auth = (user, password) if password else None
         self._driver = neo4j.GraphDatabase.driver(
             uri,
             auth=auth,
@@ -62,7 +87,12 @@ class Neo4jStore(CypherStore):
             self._driver.verify_connectivity()
         except (ServiceUnavailable, AuthError, OSError, ValueError) as exc:
             self._driver.close()
-            raise StoreUnavailable(f"cannot reach Neo4j at {uri}: {exc}") from None
+            raise StoreUnavailable(f"cannot reach Neo4j at {self.uri}: {self._clean(exc)}") from None
+
+    def _clean(self, error: object) -> str:
+        """A driver's message without any URI credentials or the password itself."""
+        text = scrub(str(error))
+        return text.replace(self._password, "***") if self._password else text
 
     def _wrap(self, fn: Callable[[], Any]) -> Any:
         from neo4j.exceptions import (
@@ -78,10 +108,10 @@ class Neo4jStore(CypherStore):
             return fn()
         except (ServiceUnavailable, SessionExpired, DriverError, OSError) as exc:
             # DriverError covers a pool that hands out no connection in time
-            raise StoreUnavailable(f"Neo4j at {self.uri} is unavailable: {exc}") from None
+            raise StoreUnavailable(f"Neo4j at {self.uri} is unavailable: {self._clean(exc)}") from None
         except TransientError as exc:
             raise StoreUnavailable(
-                f"Neo4j at {self.uri} kept failing transiently after retries: {exc.message}"
+                f"Neo4j at {self.uri} kept failing transiently after retries: {self._clean(exc.message)}"
             ) from None
         except ConstraintError as exc:
             raise Conflict(
@@ -98,6 +128,16 @@ class Neo4jStore(CypherStore):
                     f"({exc.message})"
                 ) from None
             raise InvalidInput(f"Neo4j rejected the request: {exc.message}") from None
+
+    def ping(self) -> None:
+        # an auto-commit query is tried once (a managed transaction would retry for
+        # RETRY_TIME_S with backoff, holding the probe for seconds while Neo4j is down)
+        def go() -> None:
+            with self._driver.session(database=self.database,
+                                      default_access_mode=self._neo4j.READ_ACCESS) as session:
+                session.run("RETURN 1").consume()
+
+        self._wrap(go)
 
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         @self._neo4j.unit_of_work(timeout=READ_TIMEOUT_S)

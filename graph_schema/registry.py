@@ -14,6 +14,7 @@ from pathlib import Path
 
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.store import Store
+from graph_schema.uris import redact_uri
 
 log = logging.getLogger(__name__)
 ENV_VAR = "ADVISOR_STORE"
@@ -86,7 +87,7 @@ def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = T
     resolved = resolve_store_uri(uri)
     is_default = resolved == default_store_uri() and not uri and not os.environ.get(ENV_VAR)
     if resolved == os.environ.get(API_ENV_VAR) and "://" not in resolved:
-        raise InvalidInput(f"ADVISOR_API must be an http(s):// URL, got {resolved!r}")
+        raise InvalidInput(f"ADVISOR_API must be an http(s):// URL, got {redact_uri(resolved)!r}")
     scheme, sep, rest = resolved.partition("://")
     if sep:
         builder = BUILDERS.get(scheme)
@@ -99,7 +100,7 @@ def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = T
         builder, target = _embedded, resolved
     if builder is None:
         valid = "embedded:PATH (or a path), " + ", ".join(f"{s}://" for s in BUILDERS if s != "embedded")
-        raise InvalidInput(f"unknown store URI {resolved!r}; valid forms: {valid}")
+        raise InvalidInput(f"unknown store URI {redact_uri(resolved)!r}; valid forms: {valid}")
     fresh = is_default and not default_store_path().exists()
     if builder is _embedded and not create and not is_default and not Path(target).expanduser().exists():
         raise NotFound(

@@ -25,6 +25,7 @@ from graph_schema.models import (
 )
 from graph_schema.schema import SCHEMA_VERSION
 from graph_schema.store import Store
+from graph_schema.uris import redact_uri, scrub
 
 TOKEN_ENV = "ADVISOR_TOKEN"
 SERVER_PAGE = 10_000  # the API's default maximum page size
@@ -50,14 +51,15 @@ class RestStore(Store):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not uri.startswith(("http://", "https://")):
-            raise ValueError(f"RestStore needs an http:// or https:// URI, got {uri!r}")
-        self.uri = uri.rstrip("/")
+            raise ValueError(f"RestStore needs an http:// or https:// URI, got {redact_uri(uri)!r}")
+        base_url = uri.rstrip("/")
+        self.uri = redact_uri(base_url)  # what messages and logs show
         token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         headers = {"Accept": "application/json", "User-Agent": "stack-advisor-rest-store"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         self._client = httpx.Client(
-            base_url=self.uri, headers=headers, timeout=timeout, transport=transport
+            base_url=base_url, headers=headers, timeout=timeout, transport=transport
         )
 
     def __repr__(self) -> str:  # never shows the token
@@ -70,7 +72,7 @@ class RestStore(Store):
         except httpx.TransportError as exc:
             raise StoreUnavailable(
                 f"cannot reach the stack-advisor API at {self.uri} ({type(exc).__name__}: "
-                f"{exc}); check that it is running and the URL is right, then retry"
+                f"{scrub(str(exc))}); check that it is running and the URL is right, then retry"
             ) from None
         if response.is_success:
             return response.json()
@@ -86,7 +88,7 @@ class RestStore(Store):
             exc = error_from_dict(status, body)
         else:
             text = response.text.strip().replace("\n", " ")[:200]
-            message = f"HTTP {status} from {response.request.url}: {text or response.reason_phrase}"
+            message = f"HTTP {status} from {redact_uri(str(response.request.url))}: {text or response.reason_phrase}"
             exc = StoreUnavailable(message) if status >= 500 else AdvisorError(message)
         if status in (401, 403) and type(exc) is AdvisorError:
             hint = " (set ADVISOR_TOKEN or pass --token)" if status == 401 else ""

@@ -190,6 +190,15 @@ class Store(ABC):
         """The schema version recorded in the store, or None for an empty store."""
         return self._schema_version()
 
+    def ping(self) -> None:
+        """One quick attempt to reach the store, without the retries of a normal call (a
+        circuit breaker's half-open probe). The default reads the schema version.
+
+        Raises:
+            StoreUnavailable: the store did not answer.
+        """
+        self._schema_version()
+
     def ingest(self, batch: IngestBatch | dict[str, Any]) -> IngestResult:
         """Write a batch of observations, failures and runs in one transaction.
 

@@ -13,11 +13,13 @@ from fastapi import FastAPI
 from advisor.api.auth import AuthBeforeBody, TokenTable
 from advisor.api.docs import install_docs
 from advisor.api.errors import install_error_handlers
+from advisor.api.limits import install_limits
 from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
 from advisor.api.resources import Resources
 from advisor.api.routes import batches, catalog, catalogue, failures, health, inventory, observations, schema
 from advisor.api.settings import Settings, get_settings
 from advisor.web import install_web
+from advisor.web.session import COOKIE as SESSION_COOKIE
 from graph_schema.store import Store
 
 log = logging.getLogger("advisor.api")
@@ -126,6 +128,7 @@ def create_app(
     # The last added is the outermost: metrics see every response, 401s and 413s included;
     # authorization and the size limit both refuse before anything reads the body.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    install_limits(app, settings, cookie=SESSION_COOKIE)
     app.add_middleware(AuthBeforeBody, tokens=tokens, settings=settings)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     _document_server_caps(app, settings)
@@ -145,10 +148,49 @@ def _document_server_caps(app: FastAPI, settings: Settings) -> None:
                     for param in operation.get("parameters", ()) if isinstance(operation, dict) else ():
                         if param.get("name") == "limit" and param.get("in") == "query":
                             param.setdefault("schema", {})["maximum"] = settings.max_page
+            _document_links(schema)
+            _document_request_models(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+# OpenAPI links from a write to the reads that show what it wrote (and from a page to one of its
+# items): clients see how the routes fit together, and a stateful fuzzer follows them.
+LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
+    "syncInventory": {"TheInventory": ("listInventory", {"cluster": "$response.body#/cluster"})},
+    "ingestResultDocuments": {"TheRunsObservations": ("listObservations",
+                                                      {"run_id": "$request.body#/run/run_id"})},
+    "ingestBatch": {"TheBatchsObservations": ("listObservations",
+                                              {"run_id": "$request.body#/runs/0/run_id"})},
+    "listObservations": {"TheFirstObservation": ("getObservation",
+                                                 {"key": "$response.body#/items/0/key"})},
+}
+
+
+def _document_request_models(schema: dict[str, Any]) -> None:
+    """Bodies a route parses itself (off the event loop), documented as if declared."""
+    try:
+        from advisor.api.routes.advice import REQUEST_MODELS
+    except ImportError:  # pragma: no cover - only while the engine is being written
+        return
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for model in REQUEST_MODELS:
+        own = model.model_json_schema(ref_template="#/components/schemas/{model}", mode="validation")
+        for name, definition in own.pop("$defs", {}).items():
+            components.setdefault(name, definition)
+        components[model.__name__] = own
+
+
+def _document_links(schema: dict[str, Any]) -> None:
+    for item in schema.get("paths", {}).values():
+        for operation in item.values():
+            links = LINKS.get(operation.get("operationId", "")) if isinstance(operation, dict) else None
+            ok = operation.get("responses", {}).get("200") if links else None
+            if ok is not None:
+                ok["links"] = {name: {"operationId": target, "parameters": params}
+                               for name, (target, params) in links.items()}
 
 
 def app_from_environment() -> FastAPI:

@@ -21,23 +21,29 @@ REALM = 'Bearer realm="stack-advisor"'
 
 class TokenTable:
     """The configured tokens. Re-reads the tokens file when it changes (a rotated Kubernetes
-    Secret), so rotation needs no restart."""
+    Secret), so rotation needs no restart. A tokens file that then fails to parse, holds a
+    refused token, or disappears revokes every token it granted (fail closed): only the tokens
+    of ``ADVISOR_TOKENS`` stay, the error is logged, and ``problem`` (shown by ``/readyz``) says
+    why until the file is usable again."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._lock = threading.Lock()
         self._file_mtime = self._mtime()
         self._entries = settings.check()
+        self.problem: str | None = None
         names = ", ".join(f"{e.name}({'/'.join(sorted(s.value for s in e.scopes))})"
                           for e in self._entries)
         log.info("auth: %d token(s) configured: %s", len(self._entries), names or "none")
 
-    def _mtime(self) -> float | None:
+    def _mtime(self) -> tuple[int, int, int] | None:
+        """What tells a rewritten file apart (a Secret's update swaps a symlink: a new inode)."""
         path = self._settings.tokens_file
         try:
-            return os.stat(path).st_mtime if path is not None else None
+            st = os.stat(path) if path is not None else None
         except OSError:
             return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino) if st is not None else None
 
     def entries(self) -> list[TokenEntry]:
         mtime = self._mtime()
@@ -45,9 +51,13 @@ class TokenTable:
             with self._lock:
                 try:
                     self._entries = self._settings.check()
+                    self.problem = None
                     log.info("auth: tokens file changed; %d token(s) now", len(self._entries))
-                except Exception as exc:  # noqa: BLE001 - keep serving with the old tokens
-                    log.error("auth: tokens file changed but cannot be used: %s", exc)
+                except Exception as exc:  # noqa: BLE001 - fail closed: revoke the file's tokens
+                    self._entries = self._settings.env_token_entries()
+                    self.problem = (f"the tokens file changed and cannot be used, so every token "
+                                    f"it granted is revoked: {exc}")
+                    log.error("auth: %s", self.problem)
                 self._file_mtime = mtime
         return self._entries
 

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph_schema.errors import AdvisorError, StoreUnavailable
+from graph_schema.uris import scrub
 
 log = logging.getLogger("advisor.api")
 
@@ -98,7 +99,9 @@ def error_response(exc: AdvisorError, settings_retry_after: int | None = None) -
     auth = getattr(exc, "www_authenticate", None)
     if auth:
         headers["WWW-Authenticate"] = auth
-    return JSONResponse(exc.to_dict(), status_code=exc.status_code, headers=headers)
+    body = exc.to_dict()
+    body["message"] = scrub(str(body["message"]))  # no URI credentials in any answer
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
 
 def _retry_after(request: Request) -> int:
@@ -109,11 +112,12 @@ def _retry_after(request: Request) -> int:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AdvisorError)
     async def _advisor_error(request: Request, exc: AdvisorError) -> JSONResponse:
-        if exc.status_code >= 500:
-            log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
         resources = getattr(request.app.state, "resources", None)
         if isinstance(exc, StoreUnavailable) and resources is not None:
-            resources.store_failed(exc.message)
+            resources.store_failed(exc)  # the breaker's own 503s are ignored there
+        elif exc.status_code >= 500:
+            log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code,
+                        scrub(exc.message))
         return error_response(exc, _retry_after(request))
 
     @app.exception_handler(RequestValidationError)
@@ -144,7 +148,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ConnectionError)
     async def _connection(request: Request, exc: ConnectionError) -> JSONResponse:
         # A backend that leaked a raw connection error: still an unreachable store, not a 500.
-        log.warning("store connection error on %s %s: %s", request.method, request.url.path, exc)
+        log.warning("store connection error on %s %s: %s", request.method, request.url.path,
+                    scrub(str(exc)))
         return error_response(
             StoreUnavailable("the store cannot be reached; retry later"), _retry_after(request)
         )

@@ -130,6 +130,18 @@ class Metrics:
         )
 
 
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def method_label(method: str) -> str:
+    """A fixed set of labels: a made-up method is ``other``, never a new time series."""
+    return method if method in KNOWN_METHODS else "other"
+
+
+def status_label(status: int) -> str:
+    return str(status) if 100 <= status <= 599 else "other"
+
+
 class MetricsMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
@@ -151,8 +163,9 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, recording_send)
         finally:
+            # a route template of this app (a fixed set), else one label for everything else
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
-            method = scope.get("method", "")
-            self.metrics.requests.labels(method, template, str(status)).inc()
+            method = method_label(scope.get("method", ""))
+            self.metrics.requests.labels(method, template, status_label(status)).inc()
             self.metrics.latency.labels(method, template).observe(time.perf_counter() - start)

@@ -4,6 +4,14 @@ If the store cannot be reached at start-up (Neo4j still starting, the network do
 starts: requests get 503 with Retry-After, and the store is opened again on a later request (at most
 every ``store_retry_interval_s``). Store errors during requests are the backend's to recover from
 (the Neo4j driver reconnects by itself), so the service heals without a restart.
+
+A circuit breaker keeps an outage cheap: when a request finds the store unavailable the breaker
+opens for a fixed ``failure_hold_s``, during which requests get their 503 at once (instead of each
+waiting out the driver's timeouts). When the hold ends, the next request is the half-open probe:
+it pings the store once (``Store.ping``: one cheap read, no retries) while the others still get 503; if the
+store answers, the breaker closes and that request goes on, else it opens again for one hold. The
+503s the breaker itself produces (``CircuitOpen``) never feed it, and its message is the cause
+seen last, never a message about a message, so steady traffic cannot keep it open.
 """
 
 from __future__ import annotations
@@ -16,11 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 from graph_schema.errors import AdvisorError, StoreUnavailable
 from graph_schema.store import Store
+from graph_schema.uris import redact_uri, scrub
 
 if TYPE_CHECKING:
     from advisor.engine import Advisor
 
 log = logging.getLogger("advisor.api")
+
+
+class CircuitOpen(StoreUnavailable):
+    """A 503 the breaker (or the resources' own retry interval) produced without asking the
+    store: it says nothing new about the store and must not hold the breaker open."""
 
 
 def _default_opener(uri: str | None) -> Store:
@@ -48,7 +62,9 @@ class Resources:
         self._last_attempt = float("-inf")
         self._last_error = "the store has not been opened yet"
         self.failure_hold_s = 0.0
-        self._failed_until = float("-inf")
+        self._open_until = float("-inf")  # the breaker: open while monotonic() < this
+        self._probing = threading.Lock()  # held by the one half-open probe
+        self.breaker_opened = 0  # how often the breaker opened (tests, /metrics)
 
     def open(self) -> None:
         """Try once to open the store; on failure remember why (requests will retry)."""
@@ -61,51 +77,93 @@ class Resources:
             store = self._opener(self.store_uri)
             store.ensure_schema()
         except AdvisorError as exc:
-            self._last_error = exc.message
-            log.warning("store %s not available: %s", self.store_uri or "(default)", exc.message)
+            self._last_error = scrub(exc.message)
+            log.warning("store %s not available: %s", redact_uri(self.store_uri), self._last_error)
             return
         except Exception as exc:  # noqa: BLE001 - a driver error the backend did not wrap
-            self._last_error = f"{type(exc).__name__}: {exc}"
-            log.warning("store %s not available: %s", self.store_uri or "(default)", exc)
+            self._last_error = scrub(f"{type(exc).__name__}: {exc}")
+            log.warning("store %s not available: %s", redact_uri(self.store_uri), self._last_error)
             return
         self._store = store
         self._advisor = None
 
-    def store_failed(self, message: str) -> None:
-        """A request found the store unavailable: for ``failure_hold_s`` the next ones get
-        their 503 at once instead of each waiting out the driver's timeouts (during an outage
-        the requests would otherwise pile up in the thread pool). Readiness checks still try."""
-        if self.failure_hold_s > 0:
-            self._last_error = message
-            self._failed_until = time.monotonic() + self.failure_hold_s
+    def store_failed(self, exc: StoreUnavailable) -> None:
+        """A request found the store unavailable: open the breaker for ``failure_hold_s``
+        (a fixed time: failures while it is open do not extend it). The breaker's own 503s
+        (``CircuitOpen``) are ignored."""
+        if isinstance(exc, CircuitOpen):
+            return
+        now = time.monotonic()
+        self._last_error = scrub(exc.message)
+        if self.failure_hold_s <= 0:
+            log.warning("store unavailable: %s", self._last_error)
+            return
+        if now >= self._open_until:
+            self._open_until = now + self.failure_hold_s
+            self.breaker_opened += 1
+            log.warning("store unavailable, answering 503 for %g s: %s", self.failure_hold_s,
+                        self._last_error)
 
     def store_answered(self) -> None:
-        self._failed_until = float("-inf")
+        """The store answered (a readiness check): close the breaker."""
+        self._open_until = float("-inf")
+
+    @property
+    def breaker_open(self) -> bool:
+        return time.monotonic() < self._open_until
+
+    def _refuse(self) -> CircuitOpen:
+        cause = self._last_error.removesuffix("; retry later")
+        return CircuitOpen(f"the store failed in the last {self.failure_hold_s:g} s "
+                           f"({cause}); retry later")
+
+    def _half_open_probe(self, store: Store) -> None:
+        """The breaker's hold is over: one request asks the store (the others get 503 until it
+        has the answer); an answer closes the breaker, a failure opens it for another hold."""
+        if not self._probing.acquire(blocking=False):
+            raise self._refuse()
+        try:
+            if time.monotonic() < self._open_until:
+                raise self._refuse()  # another probe just failed
+            if self._open_until == float("-inf"):
+                return  # another probe just closed it
+            try:
+                store.ping()  # one attempt, no retries: a probe must not outlast the hold
+            except StoreUnavailable as exc:
+                self._open_until = float("-inf")
+                self.store_failed(exc)
+                raise
+            self.store_answered()
+        finally:
+            self._probing.release()
 
     def store(self, *, probe: bool = False) -> Store:
         """The store, opening it if a previous attempt failed.
 
         Args:
-            probe: a readiness check: tries the store even right after a failure.
+            probe: a readiness check: tries the store even while the breaker is open.
         Raises:
-            StoreUnavailable: it still cannot be opened, or failed moments ago.
+            StoreUnavailable: it still cannot be opened, or failed within the hold
+                (``CircuitOpen``).
         """
-        if not probe and time.monotonic() < self._failed_until:
-            raise StoreUnavailable(
-                f"the store failed moments ago ({self._last_error}); retry later"
-            )
+        if not probe and time.monotonic() < self._open_until:
+            raise self._refuse()
         store = self._store
-        if store is not None:
-            return store
+        if store is None:
+            store = self._opened()
+        if not probe and self._open_until != float("-inf"):
+            self._half_open_probe(store)
+        return store
+
+    def _opened(self) -> Store:
         with self._lock:
             if self._store is None and (
                 time.monotonic() - self._last_attempt >= self.retry_interval_s
             ):
                 self._open_locked()
             if self._store is None:
-                raise StoreUnavailable(
-                    f"the store is not reachable ({self._last_error}); retry later"
-                )
+                cause = self._last_error.removesuffix("; retry later")
+                raise CircuitOpen(f"the store is not reachable ({cause}); retry later")
             return self._store
 
     def advisor(self) -> Advisor:

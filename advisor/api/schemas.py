@@ -85,7 +85,8 @@ class Health(_Out):
 
 
 class Readiness(_Out):
-    status: str = Field(description="ready | store_unavailable | schema_mismatch")
+    status: str = Field(description="ready | store_unavailable | schema_mismatch | "
+                        "tokens_unusable")
     store: str
     schema_version: int | None = None
     expected_schema_version: int

@@ -7,12 +7,15 @@ Tokens come from ``ADVISOR_TOKENS`` (``token:scope,scope;token:scope``) and/or a
     3f9a...c2                            read,write    collector
     77b1...0e                            admin         operator
 
-Outside ``environment=development`` placeholder or short tokens are refused at start-up.
+Outside ``environment=development`` placeholder tokens, tokens under ``MIN_TOKEN_BITS`` of
+estimated entropy, and no tokens at all (unless ``ADVISOR_READ_AUTH=open`` is set on purpose) are
+refused at start-up. A store URI with a password in it is refused everywhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -23,6 +26,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graph_schema.errors import InvalidInput
+from graph_schema.uris import redact_uri, refuse_password_in_uri
 
 
 class Scope(str, Enum):
@@ -47,10 +51,44 @@ PLACEHOLDER_TOKENS = frozenset(
 PLACEHOLDER_MARKERS = ("replace-me", "replace_me", "replaceme", "changeme", "change-me",
                        "change_me", "placeholder", "<generated", "your-token", "your-password")
 MIN_TOKEN_LENGTH = 16
+MIN_TOKEN_BITS = 128
 
 
-def weak_secret(secret: str) -> str | None:
-    """Why ``secret`` must not be used in production, or None when it may."""
+def _period(text: str) -> int:
+    """The length of the shortest block that ``text`` repeats (its length when none)."""
+    for size in range(1, len(text) // 2 + 1):
+        if all(text[i] == text[i % size] for i in range(len(text))):
+            return size
+    return len(text)
+
+
+def _steps(text: str) -> int:
+    """Characters that do not continue an arithmetic run (``1234``, ``abcd``, ``9876``)."""
+    kept = min(len(text), 2)
+    for i in range(2, len(text)):
+        if ord(text[i]) - ord(text[i - 1]) != ord(text[i - 1]) - ord(text[i - 2]):
+            kept += 1
+    return kept
+
+
+def estimated_bits(secret: str) -> float:
+    """A cautious estimate of a secret's entropy: the alphabet its character classes span
+    (lower, upper, digits, other) times its length, counted without a repeated block
+    (``abcdabcd``) or arithmetic runs (``12345678``). A random ``secrets.token_urlsafe(32)``
+    scores about 250 bits; ``passwordpassword`` 38."""
+    alphabet = sum(size for present, size in (
+        (any(c.islower() for c in secret), 26), (any(c.isupper() for c in secret), 26),
+        (any(c.isdigit() for c in secret), 10), (any(not c.isalnum() for c in secret), 33))
+        if present)
+    if not secret or alphabet < 2:
+        return 0.0
+    length = min(_period(secret), _steps(secret), len(set(secret)) * 4)
+    return length * math.log2(alphabet)
+
+
+def weak_secret(secret: str, *, min_bits: int | None = None) -> str | None:
+    """Why ``secret`` must not be used in production, or None when it may (``min_bits``: the
+    least estimated entropy, for secrets we ask people to generate: tokens)."""
     lowered = secret.lower()
     if lowered in PLACEHOLDER_TOKENS or any(m in lowered for m in PLACEHOLDER_MARKERS):
         return "is a placeholder"
@@ -58,6 +96,9 @@ def weak_secret(secret: str) -> str | None:
         return f"is shorter than {MIN_TOKEN_LENGTH} characters"
     if len(set(secret)) < 4:
         return "has fewer than 4 distinct characters"
+    bits = estimated_bits(secret)
+    if min_bits is not None and bits < min_bits:
+        return f"has about {bits:.0f} bits of estimated entropy, under the {min_bits} required"
     return None
 
 
@@ -156,8 +197,21 @@ class Settings(BaseSettings):
     max_page: int = Field(default=10_000, ge=1, le=100_000)
     max_batch_items: int = Field(
         default=5_000, ge=1, le=100_000,
-        description="measurements plus failures in one ingest request (one transaction)",
+        description="items in one write request (one transaction): measurements, failures and "
+                    "runs (a document's run counts one), and the nodes of an inventory",
     )
+    max_predict_queries: int = Field(
+        default=1_000, ge=1, le=10_000, description="queries in one POST /v1/predictions")
+    max_recommend_nodes: int = Field(
+        default=2_000, ge=1, le=20_000,
+        description="Node objects in one POST /v1/recommendations (`nodes`)")
+    answer_budget_s: float = Field(
+        default=10.0, gt=0, le=600,
+        description="a prediction request stops with 503 after this long (checked between "
+                    "chunks of queries, which also stop when the client disconnects)")
+    max_anonymous_concurrency: int = Field(
+        default=2, ge=1, le=1_000,
+        description="requests without a token in flight at once; more get 503 at once")
     store_failure_hold_s: float = Field(
         default=1.0, ge=0, le=60,
         description="after a store request fails as unavailable, others get 503 at once for "
@@ -181,10 +235,18 @@ class Settings(BaseSettings):
         return None if value == "" else value
 
     def token_entries(self) -> list[TokenEntry]:
-        entries = parse_tokens_env(self.tokens.get_secret_value())
-        if self.tokens_file is not None:
-            entries += parse_tokens_file(self.tokens_file)
-        return entries
+        return self.env_token_entries() + self.file_token_entries()
+
+    def env_token_entries(self) -> list[TokenEntry]:
+        return parse_tokens_env(self.tokens.get_secret_value())
+
+    def file_token_entries(self) -> list[TokenEntry]:
+        return parse_tokens_file(self.tokens_file) if self.tokens_file is not None else []
+
+    @property
+    def store_label(self) -> str:
+        """The store URI as messages show it (no credentials)."""
+        return redact_uri(self.store)
 
     def check(self) -> list[TokenEntry]:
         """Parse the tokens and refuse placeholder secrets outside development.
@@ -192,14 +254,24 @@ class Settings(BaseSettings):
         Raises:
             InvalidInput: a malformed entry, or a placeholder/short token in production.
         """
+        refusal = refuse_password_in_uri(self.store or "", user_var="NEO4J_USER",
+                                         password_var="NEO4J_PASSWORD")
+        if refusal:
+            raise InvalidInput(refusal)
         entries = self.token_entries()
         if self.environment == "development":
             return entries
+        if not entries and "read_auth" not in self.model_fields_set:
+            raise InvalidInput(
+                f"no tokens configured (ADVISOR_TOKENS, ADVISOR_TOKENS_FILE); refusing to start "
+                f"with environment={self.environment}, where reads would be open to anyone by "
+                "default. Configure tokens, or set ADVISOR_READ_AUTH=open to serve reads without "
+                "a token on purpose (writes then stay refused)")
         fix = ("Generate one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
                " and set it in your overlay's Secret")
         seen: dict[str, str] = {}
         for entry in entries:
-            why = weak_secret(entry.secret)
+            why = weak_secret(entry.secret, min_bits=MIN_TOKEN_BITS)
             if why:
                 raise InvalidInput(
                     f"token {entry.name!r} {why}; refusing to start with "

@@ -8,6 +8,7 @@ holds every field (a permalink), and ``format=csv`` or ``format=json`` exports w
 from __future__ import annotations
 
 import copy
+import math
 import threading
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -548,15 +549,33 @@ async def login(request: Request) -> Response:
     from advisor.api.auth import authorize
     from advisor.api.settings import Scope
 
+    throttle = _login_throttle(request)
+    address = request.client.host if request.client else "unknown"
+    wait = throttle.wait_s(address)
+    if wait > 0:
+        seconds = max(1, math.ceil(wait))
+        response = page(request, "login.html", status_code=429, title="Log in", next=target,
+                        error=f"too many failed logins from this address; try again in {seconds} s")
+        response.headers["Retry-After"] = str(seconds)
+        return response
     try:
         authorize(request.app.state.tokens, f"Bearer {token}" if token else None, Scope.READ, open_access=False)
     except (Unauthorized, Forbidden) as exc:
+        throttle.failed(address)
         return page(request, "login.html", status_code=exc.status_code, title="Log in", next=target,
                     error=exc.message)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(session.COOKIE, token, max_age=session.COOKIE_MAX_AGE_S, httponly=True,
                         samesite="strict", secure=request.url.scheme == "https", path="/")
     return response
+
+
+def _login_throttle(request: Request) -> session.LoginThrottle:
+    state = request.app.state
+    throttle = getattr(state, "login_throttle", None)
+    if throttle is None:
+        throttle = state.login_throttle = session.LoginThrottle()
+    return throttle  # type: ignore[no-any-return]
 
 
 @router.post("/logout")

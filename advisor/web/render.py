@@ -7,13 +7,14 @@ import io
 import json
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from advisor.csv_cells import spreadsheet_safe
 from advisor.web.charts import figure
 
 FORMATS = ("html", "csv", "json")
@@ -24,8 +25,23 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("advisor.web", "templates"),
                       autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = number
+    env.filters["web_url"] = web_url
     env.globals["svg"] = lambda markup: Markup(markup)  # built by advisor.web.charts, escaped there
     return env
+
+
+def web_url(value: Any) -> str | None:
+    """``value`` when it is an absolute http(s) URL (to render as a link), else None: stored
+    data is never a ``javascript:``, ``data:`` or other link."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return None
+    if any(c in text for c in "\x00\t\n\r") or any(ord(c) < 32 for c in text):
+        return None
+    return text
 
 
 def number(value: Any, digits: int = 4) -> str:
@@ -74,7 +90,9 @@ def export(fmt: str, name: str, columns: list[str], rows: list[dict[str, Any]],
 
 def _cell(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
-        return "; ".join(map(str, value))
+        return spreadsheet_safe("; ".join(map(str, value)))
     if isinstance(value, dict):
-        return json.dumps(value, default=str)
+        return spreadsheet_safe(json.dumps(value, default=str))
+    if isinstance(value, str):
+        return spreadsheet_safe(value)
     return "" if value is None else value

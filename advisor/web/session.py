@@ -9,6 +9,8 @@ no page writes to the store, so the cookie grants nothing the read scope does no
 
 from __future__ import annotations
 
+import threading
+import time
 from urllib.parse import parse_qs, quote
 
 from fastapi import Request
@@ -52,3 +54,43 @@ async def form_fields(request: Request) -> dict[str, str]:
     """An urlencoded form body as a dict (first value of each field)."""
     body = (await request.body()).decode("utf-8", "replace")
     return {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+
+
+class LoginThrottle:
+    """Failed logins per client address: after ``attempts`` failures within ``window_s`` the
+    address gets 429 until the oldest of them leaves the window (guessing a token by the form is
+    then as slow as by the API, where nothing answers faster than a 401). Bounded memory: the
+    addresses seen least recently are forgotten first."""
+
+    def __init__(self, attempts: int = 10, window_s: float = 60.0, addresses: int = 10_000) -> None:
+        self.attempts = attempts
+        self.window_s = window_s
+        self.addresses = addresses
+        self._failures: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, address: str, now: float) -> list[float]:
+        kept = [t for t in self._failures.get(address, ()) if now - t < self.window_s]
+        if kept:
+            self._failures[address] = kept
+        else:
+            self._failures.pop(address, None)
+        return kept
+
+    def wait_s(self, address: str) -> float:
+        """Seconds until ``address`` may try again (0: now)."""
+        now = time.monotonic()
+        with self._lock:
+            recent = self._recent(address, now)
+            if len(recent) < self.attempts:
+                return 0.0
+            return max(0.0, self.window_s - (now - recent[0]))
+
+    def failed(self, address: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._recent(address, now)
+            self._failures.setdefault(address, []).append(now)
+            self._failures[address] = self._failures.pop(address)  # most recent last
+            while len(self._failures) > self.addresses:
+                self._failures.pop(next(iter(self._failures)))

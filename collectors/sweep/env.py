@@ -6,6 +6,9 @@ Layout under the sweep cache (``$ADVISOR_SWEEP_CACHE``, else ``$XDG_CACHE_HOME/s
     envs/<key>/      one virtual environment per distinct (requirements, interpreter, indexes)
     envs/<key>.lock  what was installed (``uv pip freeze``), written last: an env without it is
                      half-made and is rebuilt
+    envs/<key>/.stack-advisor-env  written when the env is made: ``prune`` and the rebuild of a
+                     half-made env remove only folders that carry it or a ``.lock`` (never a
+                     folder the sweep did not create, e.g. with ``--cache-dir ~/miniconda3``)
     results/         the sweep ledger (``collectors.sweep.ledger``)
 
 Why the collector runs from the project's source tree on ``PYTHONPATH`` and not installed in the
@@ -90,6 +93,9 @@ def _tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+MARKER = ".stack-advisor-env"
+
+
 class EnvCache:
     """Creates cell environments under ``root`` and keeps their total size under ``max_bytes``."""
 
@@ -141,8 +147,14 @@ class EnvCache:
             env.seconds = time.monotonic() - started
             return env
         self.envs.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not self.ours(key):
+            env.error = (f"{path} exists and was not made by advisor sweep (no {MARKER} in it); "
+                         "left as it is: move it away or choose another --cache-dir")
+            return env
         shutil.rmtree(path, ignore_errors=True)  # a half-made one from an interrupted run
         made = self._uv("venv", "--quiet", "--python", _interpreter(python), str(path))
+        if made.returncode == 0:
+            (path / MARKER).write_text("made by advisor sweep; pruned by it when unused\n")
         if made.returncode != 0:
             env.error = f"uv venv: {_tail(made.stderr or made.stdout)}"
         else:
@@ -160,18 +172,24 @@ class EnvCache:
                 tmp = lock_file.with_suffix(".lock.tmp")
                 tmp.write_text(env.lock)
                 os.replace(tmp, lock_file)
-        if env.error:
+        if env.error and self.ours(key):
             shutil.rmtree(path, ignore_errors=True)  # failures keep no disk
         env.seconds = time.monotonic() - started
         return env
 
+    def ours(self, key: str) -> bool:
+        """Whether ``envs/<key>`` was made by the sweep: its marker inside, or its lock beside."""
+        folder = self.envs / key
+        return (folder / MARKER).is_file() or (self.envs / f"{key}.lock").is_file()
+
     def sizes(self) -> dict[str, int]:
-        """Bytes per environment key (hard links from the uv cache counted in full)."""
+        """Bytes per environment key the sweep made (hard links from the uv cache counted in
+        full); other folders are neither counted nor ever removed."""
         out: dict[str, int] = {}
         if not self.envs.is_dir():
             return out
         for entry in self.envs.iterdir():
-            if entry.is_dir():
+            if entry.is_dir() and not entry.is_symlink() and self.ours(entry.name):
                 out[entry.name] = _tree_bytes(entry)
         return out
 

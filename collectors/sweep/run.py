@@ -330,8 +330,9 @@ class Sweep:
         from collectors.plan.model import RUNNER_FAMILIES
         from graph_schema.models import Benchmark
 
+        now = utcnow()  # one clock reading: a run never finishes before it starts
         run = Run(run_id=out.run_ids[0], collector=SOURCE, collector_version=collector_version(),
-                  profile=self.matrix.benchmarks[0].profile, finished_at=utcnow())
+                  profile=self.matrix.benchmarks[0].profile, started_at=now, finished_at=now)
         details = {**self._details(out, out.env_key), "host": fp.host.name, "device": self.matrix.device}
         failures = [FailureIn(benchmark=Benchmark(family=RUNNER_FAMILIES[b.runner], name=b.runner,
                                                   parameters={"profile": b.profile, **b.runner_options()}),

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Response
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from starlette.concurrency import run_in_threadpool
 
 from advisor.api.deps import AdvisorDep, ReadCaller, StoreDep
+from advisor.api.limits import check_cap, in_chunks
 from advisor.api.routes import READ_ERRORS, error_responses
 from advisor.cluster_results import ClusterRecommendationSet
 from advisor.results import (
@@ -74,6 +77,7 @@ PREDICT_EXAMPLE = {
 }
 
 _PREDICTIONS = TypeAdapter(list[Prediction])
+PREDICT_CHUNK = 100  # queries between two checks of the budget and the client
 
 recommendations = APIRouter(prefix="/v1/recommendations", tags=["advice"])
 predictions = APIRouter(prefix="/v1/predictions", tags=["advice"])
@@ -96,10 +100,13 @@ compare = APIRouter(prefix="/v1/compare", tags=["advice"])
     "that pool; `what_if_driver` re-ranks as if a pool ran another driver.",
 )
 def recommend(
+    request: Request,
     body: Annotated[RecommendationRequest, Body(openapi_examples={"resnet50 Offline": {"value": RECOMMEND_EXAMPLE}})],
     advisor: AdvisorDep,
     _: ReadCaller,
 ) -> Response:
+    check_cap(len(body.nodes or ()), request.app.state.settings.max_recommend_nodes, "nodes",
+              "ADVISOR_MAX_RECOMMEND_NODES")
     # Serialised by pydantic directly: FastAPI's generic response path costs more than the
     # (memoised) answer itself; the schema is still documented by response_model.
     if body.cluster or body.nodes:
@@ -128,14 +135,30 @@ def recommend(
     responses={**READ_ERRORS, **error_responses(400, 404, 413)},
     summary="Predict a metric for configurations; each answer says its basis (observed, interpolated, "
     "transferred) or is refused as unsupported with the reason",
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/PredictionRequest"},
+        "examples": {"one query": {"value": PREDICT_EXAMPLE}}}}}},
 )
-def predict(
-    body: Annotated[PredictionRequest, Body(openapi_examples={"one query": {"value": PREDICT_EXAMPLE}})],
-    advisor: AdvisorDep,
-    _: ReadCaller,
-) -> Response:
-    predictions = advisor.predict(body.queries)
+async def predict(request: Request, advisor: AdvisorDep, _: ReadCaller) -> Response:
+    # async, and the body parsed in the thread pool (a 10k-query body would hold the event loop,
+    # and /healthz with it, while it is validated); the work runs a chunk at a time: between
+    # chunks the answer's time budget is checked and a client that went away stops it
+    settings = request.app.state.settings
+    body = await run_in_threadpool(_prediction_request, await request.body())
+    check_cap(len(body.queries), settings.max_predict_queries, "queries",
+              "ADVISOR_MAX_PREDICT_QUERIES")
+    predictions = await in_chunks(request, body.queries, advisor.predict, chunk=PREDICT_CHUNK,
+                                  budget_s=settings.answer_budget_s)
     return Response(_PREDICTIONS.dump_json(predictions), media_type="application/json")
+
+
+def _prediction_request(raw: bytes) -> PredictionRequest:
+    """The body as FastAPI would validate it: a 422 naming ``body.queries.N.field``."""
+    try:
+        return PredictionRequest.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        raise RequestValidationError(errors) from None
 
 
 @compare.get(
@@ -218,3 +241,5 @@ def compare_sweep_cells(
 
 
 routers = [recommendations, predictions, compare]
+# models the OpenAPI document needs although no route declares them as a parameter
+REQUEST_MODELS = [PredictionRequest]

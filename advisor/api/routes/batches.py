@@ -25,8 +25,8 @@ router = APIRouter(prefix="/v1/batches", tags=["observations"])
 def ingest_batch(
     request: Request, batch: Annotated[IngestBatch, Body()], store: StoreDep, _: WriteCaller
 ) -> IngestReport:
-    check_batch_size(len(batch.observations) + len(batch.failures),
-                     request.app.state.settings.max_batch_items, "observations")
+    check_batch_size(len(batch.observations) + len(batch.failures) + len(batch.runs),
+                     request.app.state.settings.max_batch_items)
     result = store.ingest(batch)
     request.app.state.resources.written()
     metrics = request.app.state.metrics

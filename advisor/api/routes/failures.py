@@ -32,7 +32,7 @@ def record_failures(
     _: WriteCaller,
 ) -> IngestReport:
     items = failures if isinstance(failures, list) else [failures]
-    check_batch_size(len(items), request.app.state.settings.max_batch_items, "failures")
+    check_batch_size(len(items), request.app.state.settings.max_batch_items)
     result = store.record_failures(items)
     request.app.state.resources.written()
     return IngestReport.of(result, 0)

@@ -16,6 +16,7 @@ from advisor.api.routes import error_responses
 from advisor.api.schemas import Health, Readiness
 from graph_schema.errors import AdvisorError, StoreUnavailable
 from graph_schema.schema import SCHEMA_VERSION
+from graph_schema.uris import redact_uri, scrub
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("advisor.api")
@@ -42,14 +43,19 @@ async def readyz(request: Request) -> Response:
     state = request.app.state
     metrics = state.metrics
     retry = {"Retry-After": str(state.settings.retry_after_s)}
-    label = _redact(state.resources.store_uri)
+    label = redact_uri(state.resources.store_uri)
     budget = state.settings.ready_timeout_s
+    state.tokens.entries()  # re-reads a changed tokens file
+    if state.tokens.problem:
+        body = Readiness(status="tokens_unusable", store=label,
+                         expected_schema_version=SCHEMA_VERSION, message=state.tokens.problem)
+        return JSONResponse(body.model_dump(), status_code=503, headers=retry)
     try:
         version = await asyncio.wait_for(asyncio.shield(_check(state)), timeout=budget)
     except (AdvisorError, TimeoutError) as exc:
         metrics.store_up.set(0)
-        message = (exc.message if isinstance(exc, AdvisorError)
-                   else f"the store did not answer within {budget:g} s")
+        message = scrub(exc.message if isinstance(exc, AdvisorError)
+                        else f"the store did not answer within {budget:g} s")
         code = exc.code if isinstance(exc, AdvisorError) else "store_unavailable"
         body = Readiness(status=code, store=label, expected_schema_version=SCHEMA_VERSION,
                          message=message)
@@ -78,7 +84,7 @@ def _check(state: Any) -> asyncio.Future[int | None]:
                 version = state.resources.store(probe=True).schema_version()
             except AdvisorError as exc:
                 if isinstance(exc, StoreUnavailable):
-                    state.resources.store_failed(exc.message)
+                    state.resources.store_failed(exc)
                 raise
             state.resources.store_answered()
             return version
@@ -99,13 +105,3 @@ def _check(state: Any) -> asyncio.Future[int | None]:
 def metrics(request: Request, _: Annotated[Caller, Depends(require_metrics)]) -> Response:
     return Response(generate_latest(request.app.state.metrics.registry),
                     media_type=CONTENT_TYPE_LATEST)
-
-
-def _redact(uri: str | None) -> str:
-    """A store URI without credentials (user:password@ is dropped)."""
-    if not uri:
-        return "default"
-    scheme, sep, rest = uri.partition("://")
-    if sep and "@" in rest.split("/", 1)[0]:
-        rest = rest.split("@", 1)[1]
-    return f"{scheme}{sep}{rest}"

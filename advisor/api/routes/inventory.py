@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from advisor.api.deps import ReadCaller, StoreDep, WriteCaller
 from advisor.api.routes import READ_ERRORS, WRITE_ERRORS
+from advisor.api.routes.observations import check_batch_size
 from graph_schema.store import MAX_CLUSTER_NAME, cluster_name_problem
 
 router = APIRouter(prefix="/v1/inventory", tags=["inventory"])
@@ -62,6 +63,7 @@ class InventoryPage(BaseModel):
 )
 def sync_inventory(request: Request, cluster: ClusterName, body: Annotated[InventoryBody, Body()],
                    store: StoreDep, _: WriteCaller) -> InventoryReport:
+    check_batch_size(len(body.nodes), request.app.state.settings.max_batch_items)
     nodes = store.sync_inventory(cluster, body.nodes)
     request.app.state.resources.written()
     return InventoryReport(cluster=cluster, nodes=nodes)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Query, Request
 
 from advisor.api import examples
 from advisor.api.deps import ReadCaller, SettingsDep, StoreDep, WriteCaller
+from advisor.api.limits import check_cap
 from advisor.api.routes import READ_ERRORS, WRITE_ERRORS, error_responses
 from advisor.api.schemas import (
     IngestReport,
@@ -84,8 +85,8 @@ def ingest_result_documents(
     _: WriteCaller,
 ) -> IngestReport:
     docs = documents if isinstance(documents, list) else [documents]
-    check_batch_size(sum(len(d.measurements) + len(d.failures) for d in docs),
-                     request.app.state.settings.max_batch_items, "measurements")
+    check_batch_size(sum(len(d.measurements) + len(d.failures) + 1 for d in docs),
+                     request.app.state.settings.max_batch_items)
     batch = merge_documents(docs)
     result = store.ingest(batch)
     request.app.state.resources.written()
@@ -97,14 +98,15 @@ def ingest_result_documents(
     return IngestReport.of(result, len(docs))
 
 
-def check_batch_size(items: int, cap: int, field: str) -> None:
+def check_batch_size(items: int, cap: int) -> None:
     """One request is one transaction, and the embedded store serves one at a time: a bounded
-    batch keeps every other request's wait bounded too."""
-    if items > cap:
-        raise InvalidInput(
-            f"{field}: {items} measurements and failures in one request, the limit is {cap} "
-            "(ADVISOR_MAX_BATCH_ITEMS); split them over several requests (each is idempotent)"
-        )
+    batch keeps every other request's wait bounded too. Everything written counts: measurements,
+    failures, runs (a document's run is one), inventory nodes.
+
+    Raises:
+        PayloadTooLarge: 413 naming ``ADVISOR_MAX_BATCH_ITEMS``.
+    """
+    check_cap(items, cap, "items (measurements, failures, runs or nodes)", "ADVISOR_MAX_BATCH_ITEMS")
 
 
 def merge_documents(docs: list[ResultDocument]) -> IngestBatch:

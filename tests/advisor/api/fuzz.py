@@ -72,3 +72,37 @@ def fuzz(app: FastAPI, headers: dict[str, str], positive: int, negative: int,
 def summary(result: FuzzResult) -> dict[str, Any]:
     return {"cases": result.cases, "operations": result.operations,
             "failures": len(result.failures), "server_errors": result.server_errors}
+
+
+def fuzz_stateful(app: FastAPI, headers: dict[str, str], examples: int, steps: int = 6) -> FuzzResult:
+    """Sequences of calls that follow the OpenAPI links (a write, then the reads that show what it
+    wrote: ``syncInventory`` → ``listInventory``, ingest → ``listObservations`` →
+    ``getObservation``), each response checked as in ``fuzz``; ``examples`` sequences of up to
+    ``steps`` calls."""
+    from hypothesis.stateful import run_state_machine_as_test
+
+    schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+    result = FuzzResult(operations=len([1 for _ in schema.get_all_operations()]))
+    base = schema.as_state_machine()
+
+    class Machine(base):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
+            return {"headers": headers, "timeout": CALL_TIMEOUT_S}
+
+        def validate_response(self, response: Any, case: schemathesis.Case,
+                              additional_checks: Any = None, **kwargs: Any) -> None:
+            result.cases += 1
+            if response.status_code >= 500:
+                result.server_errors += 1
+            case.validate_response(response, checks=CHECKS)
+
+    try:
+        run_state_machine_as_test(Machine, settings=settings(
+            max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
+            derandomize=True, suppress_health_check=list(HealthCheck)))
+    except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - recorded like fuzz's
+        inner = getattr(exc, "exceptions", None)
+        shown = inner[0] if inner else exc
+        result.failures.append("stateful: " + " | ".join(
+            f"{type(shown).__name__}: {shown}".strip().splitlines()[:8]))
+    return result

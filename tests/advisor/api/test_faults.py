@@ -182,3 +182,71 @@ def test_neo4j_stopped_under_a_running_api(tmp_path: Path, local_neo4j: Any,
         assert len(_get(api, api_tokens["read"], {})["items"]) == 3
     finally:
         api.stop()
+
+
+@pytest.mark.neo4j
+@pytest.mark.xfail(strict=False, reason="issue 32, open: on a machine at load 20 on 2 cores the "
+                   "API's first 200 came 15-20 s after the restarted database first answered a "
+                   "fresh connection (the breaker no longer re-opens then: no failure is logged "
+                   "after the restart; where the time goes is not yet known)")
+def test_reads_recover_within_the_hold_after_neo4j_restarts(tmp_path: Path, local_neo4j: Any,
+                                                            api_tokens: dict[str, str]) -> None:
+    """Issue 32: reads every 0.1 s across a kill -9 of Neo4j and its restart; the breaker's own
+    503s never keep it open, so the API's first 200 comes within hold + 1 s of the moment the
+    database answers a query again (on main 7c8cd85 every read stayed 503 for 40 s after Neo4j
+    was back)."""
+    hold_s = 1.0
+    api = Api(local_neo4j.uri, api_tokens, tmp_path / "api.log", ADVISOR_READ_AUTH="open",
+              ADVISOR_STORE_FAILURE_HOLD_S=str(hold_s)).start()
+    results: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        with httpx.Client(timeout=30) as client:
+            while not stop.is_set():
+                try:
+                    status = client.get(api.url + "/v1/observations").status_code
+                except httpx.HTTPError:
+                    status = 0
+                results.append((time.monotonic(), status))
+                time.sleep(0.1)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    try:
+        assert _post(api, api_tokens["write"], document("run-breaker", n=2)) == 200
+        thread.start()
+        local_neo4j.kill()
+        time.sleep(3.0)
+        local_neo4j.start()  # returns once Bolt answers; the database may come online later
+        back = _store_answers_again(local_neo4j.uri, 120)
+        deadline = back + 30
+        while time.monotonic() < deadline and not [t for t, s in results if s == 200 and t > back]:
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        if thread.is_alive():
+            thread.join(60)
+        api.stop()
+    assert [s for t, s in results if t < back and s == 503], "the outage was not seen"
+    first = [t for t, s in results if s == 200 and t > back]
+    assert first and first[0] - back <= hold_s + 1.0, (first[:1], back, results[-20:])
+
+
+def _store_answers_again(uri: str, timeout: float) -> float:
+    """When a fresh connection first gets an answer from the database (Bolt accepts connections
+    before the database is online)."""
+    from graph_schema.errors import AdvisorError
+    from graph_schema.neo4j_store import Neo4jStore
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            store = Neo4jStore(uri)
+            try:
+                store.schema_version()
+                return time.monotonic()
+            finally:
+                store.close()
+        except AdvisorError:
+            time.sleep(0.1)
+    raise AssertionError(f"Neo4j did not answer within {timeout} s of its restart")

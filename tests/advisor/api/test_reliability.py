@@ -195,10 +195,11 @@ def test_the_rest_store_refuses_before_sending_and_quotes_what_it_sends() -> Non
 
 def test_ingest_requests_are_bounded(store: Store, tokens: dict[str, str]) -> None:
     with _client(store, tokens, max_batch_items=10) as client:
-        r = client.post("/v1/observations", json=document("run-big", n=11),
+        # 10 measurements and the document's run: 11 items (issue 32: runs count too)
+        r = client.post("/v1/observations", json=document("run-big", n=10),
                         headers=auth(tokens["write"]))
-        assert r.status_code == 422 and "ADVISOR_MAX_BATCH_ITEMS" in r.json()["message"]
-        ok = client.post("/v1/observations", json=document("run-ok", n=10),
+        assert r.status_code == 413 and "ADVISOR_MAX_BATCH_ITEMS" in r.json()["message"]
+        ok = client.post("/v1/observations", json=document("run-ok", n=9),
                          headers=auth(tokens["write"]))
         assert ok.status_code == 200
 
