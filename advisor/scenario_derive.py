@@ -1,0 +1,129 @@
+"""A scenario the knowledge base holds no results of for a benchmark, estimated from the scenario
+LoadGen runs it as, or refused saying why (issue 28).
+
+The Interactive scenario of the LLM benchmarks (first published in v5.0) is a Server run with
+tighter TTFT/TPOT limits (``graph_schema/catalog/scenarios.yaml``: ``loadgen_mode: Server``). Its
+result for a configuration is the Server estimate times a factor learned from systems that ran
+both on the same benchmark: same submitter, accelerator, count, round, system, placement and
+stack. It is used for an accelerator with no results in the scenario but its own in the base
+scenario (its own measurement is nearer evidence than other accelerators' by specs), and for a
+benchmark with no results in the scenario at all. The factor is the median Interactive/Server ratio of those pairs; the interval widens the
+Server estimate's interval by the pairs' p10..p90 ratios. With fewer than ``MIN_PAIRS`` pairs the
+query is refused with the reason: never a Server figure passed off as an Interactive one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from advisor.results import Basis
+from graph_schema.catalog import load_catalog
+
+if TYPE_CHECKING:
+    from advisor.estimate import Estimate, EvidenceIndex, Query
+
+MIN_PAIRS = 3
+
+
+def base_scenario(scenario: str) -> str | None:
+    """The recorded scenario a catalogue scenario is run as (Interactive → Server), None when it
+    is its own LoadGen mode or the catalogue does not know it."""
+    entry = load_catalog().scenarios.get(scenario)
+    if entry is None or entry.loadgen_mode == entry.id:
+        return None
+    return entry.loadgen_mode
+
+
+def first_published(scenario: str, benchmark: str) -> str | None:
+    """The first round whose rules set ``scenario``'s limits for ``benchmark`` (None: none)."""
+    entry = load_catalog().scenarios.get(scenario)
+    if entry is None:
+        return None
+    since = [lim.since for lim in entry.latency_limits if lim.benchmark == benchmark]
+    return min(since, key=lambda s: tuple(int(p) for p in s[1:].split("."))) if since else None
+
+
+def unrecorded_scenario(scenario: str, benchmark: str, recorded: list[str]) -> str:
+    """Why a scenario the catalogue knows has no results to answer from for ``benchmark``."""
+    first = first_published(scenario, benchmark)
+    when = f" (first published in {first})" if first else ""
+    base = base_scenario(scenario)
+    how = (f"; estimating it from {base} needs at least {MIN_PAIRS} systems that ran both on "
+           f"{benchmark}" if base else "")
+    return (f"no {scenario} results: none recorded for {benchmark} in the knowledge base{when}{how}; "
+            f"recorded: {', '.join(recorded) or 'none'}")
+
+
+_PAIRS: WeakKeyDictionary[Any, dict[tuple[str, ...], np.ndarray]] = WeakKeyDictionary()
+
+
+def pair_log_ratios(index: EvidenceIndex, q: Query, base: str) -> np.ndarray:
+    """log(q.scenario / base) per-accelerator results of the systems that ran both (once per
+    index and slice)."""
+    cache = _PAIRS.setdefault(index, {})
+    key = (*q.slice, base)
+    if key not in cache:
+        cache[key] = _pair_log_ratios(index, q, base)
+    return cache[key]
+
+
+def _pair_log_ratios(index: EvidenceIndex, q: Query, base: str) -> np.ndarray:
+    t = index.table
+    want, have = t.scenario.code(q.scenario), t.scenario.code(base)
+    if want < 0 or have < 0:
+        return np.empty(0)
+    sel = ((t.family.codes == t.family.code(q.family)) & (t.bench_name.codes == t.bench_name.code(q.benchmark))
+           & (t.metric.codes == t.metric.code(q.metric)) & (t.division.codes == t.division.code(q.division))
+           & np.isin(t.scenario.codes, [want, have]) & (t.value > 0))
+    cells: dict[tuple[Any, ...], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in np.flatnonzero(sel).tolist():
+        key = (t.submitter.codes[r], index.accel[r], t.count[r], t.round.codes[r], t.system.codes[r],
+               t.placement.codes[r], t.stack.codes[r])
+        cells[key][int(t.scenario.codes[r])].append(float(index.unit[r]))
+    return np.array([math.log(float(np.median(c[want])) / float(np.median(c[have])))
+                     for c in cells.values() if c.get(want) and c.get(have)])
+
+
+def derived_estimate(index: EvidenceIndex, q: Query, *, own_only: bool = False) -> Estimate | None:
+    """``q`` from its base scenario's estimate times the learned factor; an UNSUPPORTED estimate
+    saying why; None when the scenario has no base scenario (the caller's own path applies).
+    ``own_only``: only from this accelerator's own base-scenario results (observed or
+    interpolated), else None: the scenario has results, other accelerators transfer as usual."""
+    from advisor.estimate import Estimate, Query as Q
+
+    base = base_scenario(q.scenario)
+    if base is None:
+        return None
+    logs = pair_log_ratios(index, q, base)
+    if len(logs) < MIN_PAIRS:
+        if own_only:
+            return None
+        return Estimate(Basis.UNSUPPORTED, reason=unrecorded_scenario(
+            q.scenario, q.benchmark, index.scenarios(q.family, q.benchmark)) + f" ({len(logs)} such system(s) here)")
+    server = index.estimate(Q(**{**q.__dict__, "scenario": base}))
+    if own_only and server.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
+        return None
+    if server.basis is Basis.UNSUPPORTED or server.value is None or server.low is None or server.high is None:
+        return Estimate(Basis.UNSUPPORTED, reason=f"no {q.scenario} results for {q.benchmark}, and its "
+                        f"{base} estimate is refused: {server.reason}")
+    return _scaled(q.scenario, base, q.benchmark, server, logs)
+
+
+def _scaled(scenario: str, base: str, benchmark: str, server: Estimate, logs: np.ndarray) -> Estimate:
+    from advisor.estimate import Estimate
+
+    assert server.value is not None and server.low is not None and server.high is not None
+    mid = float(np.median(logs))
+    lo, hi = float(np.quantile(logs, 0.1)), float(np.quantile(logs, 0.9))
+    factors = [*server.factors, ("scenario", f"{scenario}/{base}: median of {len(logs)} systems that ran both "
+                                 f"on {benchmark} (p10..p90 {math.exp(lo):.3f}..{math.exp(hi):.3f})", math.exp(mid))]
+    notes = [*server.notes, f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio "
+             f"of {len(logs)} systems that ran both"]
+    return Estimate(Basis.TRANSFERRED, server.value * math.exp(mid), server.low * math.exp(lo),
+                    server.high * math.exp(hi), rows=server.rows, references=server.references,
+                    factors=factors, notes=notes, extrapolated=server.extrapolated)
