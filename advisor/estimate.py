@@ -404,7 +404,8 @@ class EvidenceIndex:
         cls = accelerator_class(q.raw_accelerator or q.accelerator)
         if cls == "cpu":
             return Estimate(Basis.UNSUPPORTED, reason=f"CPU never measured on this benchmark: {q.accelerator} "
-                            f"on {q.benchmark} {q.scenario}; CPUs have no published peak to scale by")
+                            f"on {q.benchmark} {q.scenario}; the catalogue holds no per-model CPU figures (cores, clocks, "
+                            "matrix units) to scale other CPUs' results by")
         if target is None:
             return Estimate(Basis.UNSUPPORTED, reason=f"no public specs to transfer by: {q.accelerator} "
                             f"has no peak compute and bandwidth in the catalogue and was never measured on "
