@@ -314,7 +314,7 @@ class EvidenceIndex:
                 return self._observed(q, exact)
             return self._interpolated(q, rows, hib)
         derived = derived_estimate(self, q, own_only=True)
-        return derived if derived is not None else self._transferred(q, by_acc, hib)
+        return derived if isinstance(derived, Estimate) else self._transferred(q, by_acc, hib)
 
     def _unrecorded(self, q: Query) -> Estimate:
         """No results of the slice: a scenario run as another (Interactive as Server) derived from
@@ -322,7 +322,7 @@ class EvidenceIndex:
         if q.benchmark in self.benchmarks(q.family) and q.scenario not in self.scenarios(q.family, q.benchmark):
             derived = derived_estimate(self, q)
             if derived is not None:
-                return derived
+                return derived if isinstance(derived, Estimate) else Estimate(Basis.UNSUPPORTED, reason=derived)
         return Estimate(Basis.UNSUPPORTED, reason=self._missing_slice(q))
 
     def _missing_slice(self, q: Query) -> str:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -25,8 +26,9 @@ import numpy as np
 from advisor.results import Basis
 from graph_schema.catalog import load_catalog
 
-if TYPE_CHECKING:
-    from advisor.estimate import Estimate, EvidenceIndex, Query
+# ``index``: an ``advisor.estimate.EvidenceIndex``, ``q`` its ``Query``, estimates its ``Estimate``
+# (typed Any here: that module calls this one)
+EvidenceIndex = Query = Estimate = Any
 
 MIN_PAIRS = 3
 
@@ -109,45 +111,34 @@ def conformal_bounds(logs: np.ndarray, level: float = 0.8) -> tuple[float, float
     return float(ordered[k - 1]), float(ordered[-k])
 
 
-def derived_estimate(index: EvidenceIndex, q: Query, *, own_only: bool = False) -> Estimate | None:
-    """``q`` from its base scenario's estimate times the learned factor; an UNSUPPORTED estimate
-    saying why; None when the scenario has no base scenario (the caller's own path applies).
+def derived_estimate(index: EvidenceIndex, q: Query, *, own_only: bool = False) -> Estimate | str | None:
+    """``q`` from its base scenario's estimate times the learned factor, or the reason it cannot
+    be (a str); None when the scenario has no base scenario (the caller's own path applies).
     ``own_only``: only from this accelerator's own base-scenario results (observed or
     interpolated), else None: the scenario has results, other accelerators transfer as usual."""
-    from advisor.estimate import Estimate, Query as Q
-
     base = base_scenario(q.scenario)
     if base is None:
         return None
+    why = unrecorded_scenario(q.scenario, q.benchmark, index.scenarios(q.family, q.benchmark))
     if not _throughput(index, q.metric):
-        return None if own_only else Estimate(Basis.UNSUPPORTED, reason=unrecorded_scenario(
-            q.scenario, q.benchmark, index.scenarios(q.family, q.benchmark)) + f"; {q.metric} is a latency: "
-            f"only throughput is estimated from {base}")
+        return None if own_only else f"{why}; {q.metric} is a latency: only throughput is estimated from {base}"
     logs = pair_log_ratios(index, q, base)
     if len(logs) < MIN_PAIRS:
-        if own_only:
-            return None
-        return Estimate(Basis.UNSUPPORTED, reason=unrecorded_scenario(
-            q.scenario, q.benchmark, index.scenarios(q.family, q.benchmark)) + f" ({len(logs)} such system(s) here)")
-    server = index.estimate(Q(**{**q.__dict__, "scenario": base}))
+        return None if own_only else f"{why} ({len(logs)} such system(s) here)"
+    server = index.estimate(replace(q, scenario=base))
     if own_only and server.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
         return None
     if server.basis is Basis.UNSUPPORTED or server.value is None or server.low is None or server.high is None:
-        return Estimate(Basis.UNSUPPORTED, reason=f"no {q.scenario} results for {q.benchmark}, and its "
-                        f"{base} estimate is refused: {server.reason}")
+        return f"no {q.scenario} results for {q.benchmark}, and its {base} estimate is refused: {server.reason}"
     return _scaled(q.scenario, base, q.benchmark, server, logs)
 
 
 def _scaled(scenario: str, base: str, benchmark: str, server: Estimate, logs: np.ndarray) -> Estimate:
-    from advisor.estimate import Estimate
-
-    assert server.value is not None and server.low is not None and server.high is not None
     mid = float(np.median(logs))
     lo, hi = conformal_bounds(logs)
     factors = [*server.factors, ("scenario", f"{scenario}/{base}: median of {len(logs)} systems that ran both "
                                  f"on {benchmark} (80% bounds {math.exp(lo):.3f}..{math.exp(hi):.3f})", math.exp(mid))]
     notes = [*server.notes, f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio "
              f"of {len(logs)} systems that ran both"]
-    return Estimate(Basis.TRANSFERRED, server.value * math.exp(mid), server.low * math.exp(lo),
-                    server.high * math.exp(hi), rows=server.rows, references=server.references,
-                    factors=factors, notes=notes, extrapolated=server.extrapolated)
+    return replace(server, basis=Basis.TRANSFERRED, value=server.value * math.exp(mid),
+                   low=server.low * math.exp(lo), high=server.high * math.exp(hi), factors=factors, notes=notes)

@@ -276,3 +276,14 @@ def test_interactive_is_refused_with_why_until_systems_ran_both_then_derived_fro
     assert derived.value == pytest.approx(8 * 3100.0 * 0.64, rel=0.01)  # median of 0.60, 0.64, 0.65
     assert derived.interval.low < derived.value < derived.interval.high
     assert any(f.name == "scenario" and "3 systems that ran both" in f.value for f in derived.factors)
+    latency = Advisor(store).predict([{"accelerator": "NVIDIA L4", "accelerator_count": 1, "benchmark": "resnet50",
+                                       "scenario": "Interactive", "metric": "p90_latency_ms"}])[0]
+    assert latency.basis is Basis.UNSUPPORTED and "no Interactive results" in (latency.reason or "")
+
+
+def test_a_system_mixing_accelerator_models_is_refused_saying_so(store: Store) -> None:
+    mixed = Advisor(store).predict([{"accelerator": "mixed: 16x MI325X + 8x MI300X", "accelerator_count": 24,
+                                     "benchmark": "resnet50", "scenario": "Offline",
+                                     "metric": "samples_per_second"}])[0]
+    assert mixed.basis is Basis.UNSUPPORTED and mixed.value is None
+    assert (mixed.reason or "").startswith("mixed accelerators: 'mixed: 16x MI325X + 8x MI300X' is one system")
