@@ -107,7 +107,7 @@ def conformal_bounds(logs: np.ndarray, level: float = 0.8) -> tuple[float, float
     interval covers at least ``level`` of exchangeable ratios, not the sample p10..p90 (which
     covered 62-76% of v5.1's pairs left out one at a time)."""
     ordered = np.sort(logs)
-    k = max(1, int(math.floor((len(ordered) + 1) * (1 - level) / 2)))
+    k = max(1, math.floor((len(ordered) + 1) * (1 - level) / 2))
     return float(ordered[k - 1]), float(ordered[-k])
 
 
@@ -136,9 +136,10 @@ def derived_estimate(index: EvidenceIndex, q: Query, *, own_only: bool = False) 
 def _scaled(scenario: str, base: str, benchmark: str, server: Estimate, logs: np.ndarray) -> Estimate:
     mid = float(np.median(logs))
     lo, hi = conformal_bounds(logs)
-    factors = [*server.factors, ("scenario", f"{scenario}/{base}: median of {len(logs)} systems that ran both "
-                                 f"on {benchmark} (80% bounds {math.exp(lo):.3f}..{math.exp(hi):.3f})", math.exp(mid))]
-    notes = [*server.notes, f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio "
-             f"of {len(logs)} systems that ran both"]
+    how = (f"{scenario}/{base}: median of {len(logs)} systems that ran both on {benchmark} "
+           f"(80% bounds {math.exp(lo):.3f}..{math.exp(hi):.3f})")
+    note = f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of {len(logs)} systems that ran both"
+    factors = [*server.factors, ("scenario", how, math.exp(mid))]
+    notes = [*server.notes, note]
     return replace(server, basis=Basis.TRANSFERRED, value=server.value * math.exp(mid),
                    low=server.low * math.exp(lo), high=server.high * math.exp(hi), factors=factors, notes=notes)
