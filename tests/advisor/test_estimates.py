@@ -229,6 +229,9 @@ def test_evaluate_by_round_goes_through_predict_and_reports_the_lookup(store: St
     assert interp.predictions == 3 and interp.lookup_rows == 3
     assert interp.mape == pytest.approx(interp.lookup_mape)  # the lookup is the interpolated figure here
     assert 0 <= (interp.interval_coverage or 0) <= 1 and interp.median_ape is not None
+    # counted apart, not dropped: the kinds add up to every held-out row
+    assert set(report.by_kind) == {"accelerator system"}
+    assert sum(s.predictions + s.refused for s in report.by_kind.values()) == report.holdout_count
     from cli.recommend import evaluation_rows
 
     rows = evaluation_rows(report)
