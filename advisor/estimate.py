@@ -38,6 +38,7 @@ import numpy as np
 from advisor import transfer
 from advisor.order_stats import median, quantile, quantiles
 from advisor.results import Basis
+from advisor.scenario_derive import derived_estimate, unrecorded_scenario
 from advisor.specs import ResolvedAccelerator, resolve_accelerator
 from advisor.table import ObservationTable, group_rows, physical_key, round_number
 from advisor.transfer import TransferModel
@@ -296,7 +297,7 @@ class EvidenceIndex:
         """The nearest evidence for one configuration (see the module docstring)."""
         by_acc = self.slices.get(q.slice)
         if by_acc is None:
-            return Estimate(Basis.UNSUPPORTED, reason=self._missing_slice(q))
+            return self._unrecorded(q)
         misfit = memory_misfit(q.benchmark, q.accelerator, q.count)
         if misfit:
             return Estimate(Basis.UNSUPPORTED, reason=misfit)
@@ -307,12 +308,24 @@ class EvidenceIndex:
             if len(exact):
                 return self._observed(q, exact)
             return self._interpolated(q, rows, hib)
-        return self._transferred(q, by_acc, hib)
+        derived = derived_estimate(self, q, own_only=True)
+        return derived if isinstance(derived, Estimate) else self._transferred(q, by_acc, hib)
+
+    def _unrecorded(self, q: Query) -> Estimate:
+        """No results of the slice: a scenario run as another (Interactive as Server) derived from
+        it by a learned factor (``advisor.scenario_derive``), else refused saying what is missing."""
+        if q.benchmark in self.benchmarks(q.family) and q.scenario not in self.scenarios(q.family, q.benchmark):
+            derived = derived_estimate(self, q)
+            if derived is not None:
+                return derived if isinstance(derived, Estimate) else Estimate(Basis.UNSUPPORTED, reason=derived)
+        return Estimate(Basis.UNSUPPORTED, reason=self._missing_slice(q))
 
     def _missing_slice(self, q: Query) -> str:
         names = self.benchmarks(q.family)
         if q.benchmark not in names:
             return f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
+        if q.scenario not in self.scenarios(q.family, q.benchmark) and q.scenario in load_catalog().scenarios:
+            return unrecorded_scenario(q.scenario, q.benchmark, self.scenarios(q.family, q.benchmark))
         if q.scenario not in self.scenarios(q.family, q.benchmark):
             return (f"unknown scenario: {q.scenario!r} never recorded for {q.benchmark}; recorded: "
                     f"{', '.join(self.scenarios(q.family, q.benchmark))}")
@@ -386,7 +399,8 @@ class EvidenceIndex:
         cls = accelerator_class(q.raw_accelerator or q.accelerator)
         if cls == "cpu":
             return Estimate(Basis.UNSUPPORTED, reason=f"CPU never measured on this benchmark: {q.accelerator} "
-                            f"on {q.benchmark} {q.scenario}; CPUs have no published peak to scale by")
+                            f"on {q.benchmark} {q.scenario}; the catalogue holds no per-model CPU figures (cores, clocks, "
+                            "matrix units) to scale other CPUs' results by")
         if target is None:
             return Estimate(Basis.UNSUPPORTED, reason=f"no public specs to transfer by: {q.accelerator} "
                             f"has no peak compute and bandwidth in the catalogue and was never measured on "

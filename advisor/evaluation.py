@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.estimate import EvidenceIndex, canonical_accelerator
+from advisor.estimate import EvidenceIndex, accelerator_class, canonical_accelerator
 from advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
 from advisor.table import Column, ObservationTable, _round_key
 from advisor.transfer import METHODS
@@ -127,6 +127,18 @@ def _slice(sel: np.ndarray, actual: np.ndarray, pred: np.ndarray, lo: np.ndarray
     return EvaluationSlice(**out)
 
 
+def _row_kind(table: ObservationTable, r: int, scenarios: set[tuple[str, str, str]] | None) -> str:
+    """What a held-out row asks, for counting apart: a CPU-only system, a scenario the training
+    split never recorded for its benchmark, or an accelerator system on a recorded scenario."""
+    key = (table.family.vocab[int(table.family.codes[r])], table.bench_name.vocab[int(table.bench_name.codes[r])],
+           table.scenario.vocab[int(table.scenario.codes[r])])
+    if scenarios is not None and key not in scenarios:
+        return "scenario never seen in training"
+    if accelerator_class(table.accelerator.vocab[int(table.accelerator.codes[r])]) == "cpu":
+        return "CPU-only system"
+    return "accelerator system"
+
+
 class _Scored:
     """Truth, prediction and slice labels of every held-out row, accumulated across folds."""
 
@@ -134,9 +146,11 @@ class _Scored:
         self.cols: dict[str, list[Any]] = defaultdict(list)
 
     def add(self, table: ObservationTable, rows: np.ndarray, predictions: list[Prediction],
-            lookup: np.ndarray, seen: set[str]) -> None:
+            lookup: np.ndarray, seen: set[str], scenarios: set[tuple[str, str, str]] | None = None) -> None:
+        """``scenarios``: (family, benchmark, scenario) the training split holds (None: all)."""
         for r, p, lk in zip(rows.tolist(), predictions, lookup.tolist()):
             acc = canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])])
+            self.cols["kind"].append(_row_kind(table, r, scenarios))
             self.cols["actual"].append(float(table.value[r]))
             self.cols["pred"].append(np.nan if p.value is None else p.value)
             self.cols["lo"].append(np.nan if p.interval is None else p.interval.low)
@@ -167,6 +181,7 @@ class _Scored:
             if b == Basis.UNSUPPORTED.value:
                 reasons[str(reason)] += 1
         return {"overall": _slice(every, *args), "by_basis": by("basis"), "by_seen": by("seen"),
+                "by_kind": by("kind"),
                 "by_benchmark": by("benchmark"), "by_metric": by("metric"), "refused_reasons": dict(reasons),
                 "holdout_count": len(arrays["actual"])}
 
@@ -247,7 +262,10 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
         advisor = _advisor_over(train, rules, prices, transfer_method)
         predictions = advisor.predict([user_query(table, r) for r in test_rows.tolist()])
         seen = {canonical_accelerator(a) for a in train.accelerator.vocab}
-        scored.add(table, test_rows, predictions, simple_lookup(train, table, test_rows), seen)
+        every_train = np.arange(train.n)
+        recorded = set(zip(train.family.values(every_train), train.bench_name.values(every_train),
+                           train.scenario.values(every_train)))
+        scored.add(table, test_rows, predictions, simple_lookup(train, table, test_rows), seen, recorded)
         unseen_preds = advisor.predict([user_query(table, r) for r in unseen_rows.tolist()])
         unseen_refused = sum(p.basis is Basis.UNSUPPORTED for p in unseen_preds)
         description = f"train rounds <= {train_until}, test {test_round} closed-division throughput"
@@ -275,6 +293,7 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
     return EvaluationReport(
         protocol=protocol, description=description, train_count=train_count,
         holdout_count=parts["holdout_count"], overall=parts["overall"], by_basis=parts["by_basis"],
-        by_seen=parts["by_seen"], by_benchmark=parts["by_benchmark"], by_metric=parts["by_metric"],
+        by_seen=parts["by_seen"], by_kind=parts["by_kind"], by_benchmark=parts["by_benchmark"],
+        by_metric=parts["by_metric"],
         refused_reasons=parts["refused_reasons"], unseen_benchmark_queries=len(unseen_preds),
         unseen_benchmark_refused=unseen_refused, notes=notes, elapsed_s=time.perf_counter() - start)

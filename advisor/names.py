@@ -140,6 +140,15 @@ def canonical_components(components: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _not_one_accelerator(raw: str, kind: str) -> str:
+    """Why a resolved name cannot be predicted for: a system of several accelerator models, or
+    one that names no accelerator. The reason's head says which (reports count by it)."""
+    if kind == "mixed":
+        return (f"mixed accelerators: {raw!r} is one system of several accelerator models; predictions are "
+                "per accelerator model (ask for each part with its count)")
+    return f"no accelerator: {raw!r} names none (for a CPU-only system, name its CPU model)"
+
+
 def canonical_query(query: PredictQuery, known_benchmarks: set[tuple[str, str]]) -> tuple[PredictQuery, list[str]]:
     """A prediction query in catalogue names, and what in it cannot be resolved (each with the
     closest known names). ``known_benchmarks``: (family, name) pairs the knowledge base holds.
@@ -151,7 +160,7 @@ def canonical_query(query: PredictQuery, known_benchmarks: set[tuple[str, str]])
     acc = resolve_accelerator(query.accelerator)
     if not acc.resolved or acc.kind in ("none", "mixed"):
         problems.append(acc.message("accelerator") if not acc.resolved
-                        else f"accelerator: {query.accelerator!r} is not one accelerator")
+                        else _not_one_accelerator(query.accelerator, acc.kind))
     else:
         update["accelerator"] = acc.key
     if query.scenario is not None:

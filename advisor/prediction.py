@@ -16,6 +16,7 @@ from advisor.estimate import Estimate, EvidenceIndex, Query, canonical_accelerat
 from advisor.ranking import _evidence
 from advisor.results import Basis, Evidence, Factor, Interval, Prediction, PredictQuery
 from advisor.rules import RuleSet
+from graph_schema.catalog import load_catalog
 
 
 def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[str, str]:
@@ -45,6 +46,12 @@ def _closest_cached(word: str, known: tuple[str, ...]) -> str:
     return f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(known[:8])}"
 
 
+def _catalogue_scenario(scenario: str) -> list[str]:
+    """A scenario the catalogue knows but this benchmark has no results of (Interactive before
+    v5.0): passed on, so the estimate derives it or refuses saying what is missing."""
+    return [scenario] if scenario in load_catalog().scenarios else []
+
+
 def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     """The query in canonical terms, or why it cannot be answered."""
     benchmarks = index.benchmarks(q.family)
@@ -59,7 +66,7 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
             return (f"scenario needed: name one for {q.benchmark} ({', '.join(with_metric or scenarios)} "
                     f"record {q.metric})")
         scenario = with_metric[0]
-    match = [s for s in scenarios if s.lower() == str(scenario).lower()]
+    match = [s for s in scenarios if s.lower() == str(scenario).lower()] or _catalogue_scenario(str(scenario))
     if not match:
         return f"unknown scenario: {scenario!r} for {q.benchmark}" + _closest(str(scenario), scenarios)
     divisions = index.divisions(q.family, q.benchmark)

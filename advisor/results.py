@@ -246,6 +246,9 @@ class EvaluationReport(_Out):
     overall: EvaluationSlice
     by_basis: dict[str, EvaluationSlice] = Field(default_factory=dict)
     by_seen: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_kind: dict[str, EvaluationSlice] = Field(
+        default_factory=dict, description="held-out rows by what they ask: an accelerator system, a CPU-only "
+        "system, or a scenario never recorded for the benchmark in training (those two apart)")
     by_benchmark: dict[str, EvaluationSlice] = Field(default_factory=dict)
     by_metric: dict[str, EvaluationSlice] = Field(default_factory=dict)
     refused_reasons: dict[str, int] = Field(default_factory=dict)

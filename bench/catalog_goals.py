@@ -9,10 +9,13 @@
    results missing from the table, extra in it, the largest relative difference of a value.
 3. By round: `advisor evaluate --protocol by-round --train-until v4.1 --test-round v5.1 --json`
    on that store, which asks `Advisor.predict` (queries written as users write them) for the
-   v5.1 closed-division throughput results of benchmarks seen up to v4.1: % answered, and why
-   the rest were refused.
+   v5.1 closed-division throughput results of benchmarks seen up to v4.1: % answered over all of
+   them (the goal's figure), then the same split by what a row asks (accelerator systems, CPU-only
+   systems, scenarios never recorded for the benchmark in training: counted apart, not dropped),
+   MAPE and 80%-interval coverage per basis of the answered rows, and why the rest were refused.
 
     python bench/catalog_goals.py [--data ../shared/data] [--store embedded:PATH] [--skip-import]
+                                   [--train-until v4.1]
 """
 
 from __future__ import annotations
@@ -88,16 +91,46 @@ def summary_vs_raw(data: Path) -> dict[str, Any]:
             "skipped_by_reason": dict(report.skipped_by_reason)}
 
 
-def by_round(store: str) -> dict[str, Any]:
-    report = advisor("evaluate", "--protocol", "by-round", "--train-until", "v4.1", "--test-round", "v5.1",
+def by_round(store: str, train_until: str = "v4.1") -> dict[str, Any]:
+    report = advisor("evaluate", "--protocol", "by-round", "--train-until", train_until, "--test-round", "v5.1",
                      "--store", store)
     overall = report["overall"]
     asked = overall["predictions"] + overall["refused"]
+
+    def part(s: dict[str, Any]) -> dict[str, Any]:
+        n = s["predictions"] + s["refused"]
+        return {"asked": n, "answered": s["predictions"], "answered_pct": 100.0 * s["predictions"] / n if n else 0.0,
+                "mape": s.get("mape"), "interval_coverage": s.get("interval_coverage")}
+
     return {"asked": asked, "answered": overall["predictions"], "refused": overall["refused"],
             "answered_pct": 100.0 * overall["predictions"] / asked if asked else 0.0,
             "refused_reasons": report["refused_reasons"], "mape": overall.get("mape"),
+            "interval_coverage": overall.get("interval_coverage"),
+            "by_kind": {k: part(v) for k, v in report.get("by_kind", {}).items()},
+            "by_basis": {k: part(v) for k, v in report["by_basis"].items() if k != "unsupported"},
             "unseen_benchmark_queries": report.get("unseen_benchmark_queries"),
             "unseen_benchmark_refused": report.get("unseen_benchmark_refused")}
+
+
+def _pct(v: float | None, scale: float = 1.0) -> str:
+    return "n/a" if v is None else f"{v * scale:.1f}%"
+
+
+def print_by_round(rnd: dict[str, Any], train_until: str) -> None:
+    print(f"3. by round (train <= {train_until}, test v5.1 closed-division throughput of known benchmarks, "
+          f"advisor evaluate -> predict): {rnd['answered']}/{rnd['asked']} answered "
+          f"({rnd['answered_pct']:.1f}%), {rnd['refused']} refused; MAPE of the answered {_pct(rnd['mape'])}, "
+          f"80% interval coverage {_pct(rnd['interval_coverage'], 100)}")
+    for kind, p in sorted(rnd["by_kind"].items()):
+        print(f"   {kind}: {p['answered']}/{p['asked']} answered ({p['answered_pct']:.1f}%), "
+              f"MAPE {_pct(p['mape'])}, 80% interval coverage {_pct(p['interval_coverage'], 100)}")
+    for basis, p in sorted(rnd["by_basis"].items()):
+        print(f"   answered {basis}: {p['answered']}, MAPE {_pct(p['mape'])}, "
+              f"80% interval coverage {_pct(p['interval_coverage'], 100)}")
+    for reason, count in sorted(rnd["refused_reasons"].items(), key=lambda x: -x[1]):
+        print(f"   refused {count}: {reason}")
+    print(f"   results of benchmarks never seen up to {train_until} (not in the count above): "
+          f"{rnd['unseen_benchmark_queries']} asked, {rnd['unseen_benchmark_refused']} refused")
 
 
 def main() -> int:
@@ -105,7 +138,10 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--store", help="embedded:PATH to import into (default: a fresh temporary one)")
     parser.add_argument("--skip-import", action="store_true", help="use --store as it is")
+    parser.add_argument("--train-until", action="append", default=None,
+                        help="last training round of goal 3 (repeatable; default v4.1)")
     args = parser.parse_args()
+    args.train_until = args.train_until or ["v4.1"]
     with tempfile.TemporaryDirectory() as tmp:
         store = args.store or f"embedded:{Path(tmp) / 'kb'}"
         if not args.skip_import:
@@ -121,15 +157,8 @@ def main() -> int:
         print(f"2. v5.1 summary table vs results tree: {eq['table_results']} vs {eq['raw_results']} results, "
               f"missing {eq['missing']}, extra {eq['extra']}, max relative difference "
               f"{eq['max_relative_difference'] * 100:.3f}%; table rows skipped: {eq['skipped_by_reason']}")
-        rnd = by_round(store)
-        print(f"3. by round (train <= v4.1, test v5.1 closed-division throughput of known benchmarks, "
-              f"advisor evaluate -> predict): {rnd['answered']}/{rnd['asked']} answered "
-              f"({rnd['answered_pct']:.1f}%), {rnd['refused']} refused; MAPE of the answered: "
-              + ("n/a" if rnd["mape"] is None else f"{rnd['mape']:.1f}%"))
-        for reason, count in sorted(rnd["refused_reasons"].items(), key=lambda x: -x[1]):
-            print(f"   refused {count}: {reason}")
-        print(f"   results of benchmarks never seen up to v4.1: {rnd['unseen_benchmark_queries']} asked, "
-              f"{rnd['unseen_benchmark_refused']} refused")
+        for train_until in args.train_until:
+            print_by_round(by_round(store, train_until), train_until)
     return 0
 
 

@@ -331,7 +331,7 @@ def evaluation_rows(report: Any) -> list[dict[str, Any]]:
 
     rows = []
     slices = [("overall", report.overall)]
-    for group in ("by_basis", "by_seen", "by_metric", "by_benchmark"):
+    for group in ("by_basis", "by_seen", "by_kind", "by_metric", "by_benchmark"):
         slices.extend((f"{group.removeprefix('by_')}: {name}", s) for name, s in getattr(report, group).items())
     for name, s in slices:
         rows.append({

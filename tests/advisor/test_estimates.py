@@ -229,9 +229,64 @@ def test_evaluate_by_round_goes_through_predict_and_reports_the_lookup(store: St
     assert interp.predictions == 3 and interp.lookup_rows == 3
     assert interp.mape == pytest.approx(interp.lookup_mape)  # the lookup is the interpolated figure here
     assert 0 <= (interp.interval_coverage or 0) <= 1 and interp.median_ape is not None
+    # counted apart, not dropped: the kinds add up to every held-out row
+    assert set(report.by_kind) == {"accelerator system"}
+    assert sum(s.predictions + s.refused for s in report.by_kind.values()) == report.holdout_count
     from cli.recommend import evaluation_rows
 
     rows = evaluation_rows(report)
     assert rows[0]["slice"] == "overall" and any(r["slice"] == "basis: interpolated" for r in rows)
     loao = Advisor(store).evaluate("loao")
     assert loao.by_basis.get("transferred") is not None
+
+
+def _llm_server(value: float) -> str:
+    return (f"MLPerf Results Summary\nSUT name : S\nScenario : Server\nMode     : PerformanceOnly\n"
+            f"Completed tokens per second : {value}\nResult is : VALID\n")
+
+
+def _llm_round(root: Path, name: str, systems: list) -> Path:  # type: ignore[type-arg]
+    """A round of llama2-70b-99 Server and Interactive results (an Interactive run is a Server
+    run: its summary says Server, its directory Interactive)."""
+    tree = root / f"inference_{name}"
+    for system_id, accelerator, count, results in systems:
+        write(tree, f"closed/Acme/systems/{system_id}.json", _system(accelerator, count, TRT10))
+        for scenario, value in results.items():
+            write(tree, result_path(system_id, "llama2-70b-99", scenario), _llm_server(value))
+    return tree
+
+
+def _interactive(advisor: Advisor, accelerator: str):  # type: ignore[no-untyped-def]
+    return advisor.predict([{"accelerator": accelerator, "accelerator_count": 8, "benchmark": "llama2-70b-99",
+                             "scenario": "Interactive", "metric": "tokens_per_second"}])[0]
+
+
+def test_interactive_is_refused_with_why_until_systems_ran_both_then_derived_from_server(
+        store: Store, tmp_path: Path) -> None:
+    refused = _interactive(Advisor(store), "NVIDIA H100-SXM-80GB")  # v3.0 only: no Interactive anywhere
+    assert refused.basis is Basis.UNSUPPORTED and refused.value is None
+    assert refused.reason is not None and not refused.reason.startswith("unknown scenario")
+    assert "no Interactive results" in refused.reason and "first published in v5.0" in refused.reason
+    assert "systems that ran both" in refused.reason and "(0 such system(s) here)" in refused.reason
+
+    pairs = [("h100x8s", "NVIDIA H100-SXM-80GB", 8, {"Server": 8 * 2500.0, "Interactive": 8 * 1500.0}),
+             ("a100x8s", "NVIDIA A100-SXM-80GB", 8, {"Server": 8 * 1000.0, "Interactive": 8 * 640.0}),
+             ("h100x4s", "NVIDIA H100-SXM-80GB", 4, {"Server": 4 * 2400.0, "Interactive": 4 * 1560.0}),
+             ("h200x8s", "NVIDIA H200-SXM-141GB", 8, {"Server": 8 * 3100.0})]
+    import_mlperf(_llm_round(tmp_path, "v5.0", pairs), store)
+    derived = _interactive(Advisor(store), "NVIDIA H200-SXM-141GB")  # its own Server result, scaled
+    assert derived.basis is Basis.TRANSFERRED and not derived.observed
+    assert derived.value == pytest.approx(8 * 3100.0 * 0.64, rel=0.01)  # median of 0.60, 0.64, 0.65
+    assert derived.interval.low < derived.value < derived.interval.high
+    assert any(f.name == "scenario" and "3 systems that ran both" in f.value for f in derived.factors)
+    latency = Advisor(store).predict([{"accelerator": "NVIDIA L4", "accelerator_count": 1, "benchmark": "resnet50",
+                                       "scenario": "Interactive", "metric": "p90_latency_ms"}])[0]
+    assert latency.basis is Basis.UNSUPPORTED and "no Interactive results" in (latency.reason or "")
+
+
+def test_a_system_mixing_accelerator_models_is_refused_saying_so(store: Store) -> None:
+    mixed = Advisor(store).predict([{"accelerator": "mixed: 16x MI325X + 8x MI300X", "accelerator_count": 24,
+                                     "benchmark": "resnet50", "scenario": "Offline",
+                                     "metric": "samples_per_second"}])[0]
+    assert mixed.basis is Basis.UNSUPPORTED and mixed.value is None
+    assert (mixed.reason or "").startswith("mixed accelerators: 'mixed: 16x MI325X + 8x MI300X' is one system")
