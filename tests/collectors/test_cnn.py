@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from collectors.runners import RunContext, get_runner
-from collectors.runners.cnn import params_for, step_statistics
+from collectors.runners.cnn import params_for, reported_spread, step_statistics
 from graph_schema.errors import InvalidInput, Unsupported
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
@@ -116,3 +116,14 @@ def test_torch_cuda_quick_run() -> None:
     result = get_runner("cnn").run(RunContext(profile="quick", device="cuda"))
     (m,) = result.measurements
     assert m.benchmark.parameters["device"] == "cuda" and m.value > 0
+
+
+def test_percentiles_that_do_not_bracket_the_throughput_are_left_out() -> None:
+    """One slow step in ten puts batch / mean step time below the per-step p10 (as in the H200
+    run of 2026-11-26): the reported spread must not claim a range the headline lies outside."""
+    steady = step_statistics(10, [0.1] * 5 + [0.11] * 5)
+    assert reported_spread(steady)[:2] == (steady.p10, steady.p90)
+    stalled = step_statistics(10, [0.1] * 9 + [1.0])  # speeds 100 x9 and 10; throughput 52.6
+    p10, p90, note = reported_spread(stalled)
+    assert stalled.images_per_sec < stalled.p10 and (p10, p90) == (None, None)
+    assert "left out" in note and f"{stalled.p10:.1f}" in note
