@@ -173,6 +173,7 @@ def api(images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory
 
     with open_store(neo4j_uri, migrate=False) as store:
         store.clear()  # type: ignore[attr-defined]
+        store.ensure_schema()  # as a deployment's first start leaves it: no schema work in the first POST
     server = start_api(images, neo4j_uri, tmp_path_factory.mktemp("api-tokens"))
     yield server
     server.container.stop()

@@ -38,7 +38,7 @@ def test_collector_image_measures_and_the_api_image_stores_it(images: Images, ap
     run = run_collector(images, _collect(api.url, api.write_token), spool=tmp_path / "spool")
     assert run.code == 0, run.logs
     summary = _summary(run.logs)
-    assert summary["measurements"] > 0 and summary["runner_errors"] == {}, summary
+    assert summary["measurements"] > 0 and summary["runner_errors"] == [], summary
     assert {d["status"] for d in summary["delivery"]} == {"delivered"}, summary["delivery"]
     assert sum(d["observations_new"] for d in summary["delivery"]) == summary["measurements"]
 
@@ -47,7 +47,7 @@ def test_collector_image_measures_and_the_api_image_stores_it(images: Images, ap
     assert rows, answer
     assert {r["basis"] for r in rows} == {"observed"}, rows
     assert all(r["basis_note"].startswith("measured on") for r in rows), rows
-    assert {r["stack"]["framework"] for r in rows} == {"numpy"}
+    assert {r["candidate"]["stack"]["framework"] for r in rows} == {"numpy"}
 
 
 def test_api_down_spools_to_the_volume_and_the_next_run_resends(images: Images, api: Api, tmp_path: Path) -> None:
