@@ -4,6 +4,7 @@
 #          data root, an empty ~/.cache/stack-advisor stand-in: mmdebstrap, pip downloads, every
 #          layer) — goal ≤ 10 min;
 #   warm:  the same after a one-line code change (in a copy of the checkout) — goal ≤ 60 s.
+# The images are tagged :bench / :cpu-bench, never the tests' :dev ones.
 # Usage: bench/images.sh [cold|warm|both]   (default both; warm alone uses our usual engine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,8 @@ timed_build() {  # label, env...
   shift
   local start
   start=$(date +%s.%N)
-  env "$@" bash "$SCRATCH/repo/deploy/docker/build.sh" 2> "$SCRATCH/$label.log" || { tail -30 "$SCRATCH/$label.log"; exit 1; }
+  env API_IMAGE=stack-advisor/api:bench COLLECTOR_IMAGE=stack-advisor/collector:cpu-bench "$@" \
+    bash "$SCRATCH/repo/deploy/docker/build.sh" 2> "$SCRATCH/$label.log" || { tail -30 "$SCRATCH/$label.log"; exit 1; }
   awk -v s="$start" -v e="$(date +%s.%N)" -v l="$label" 'BEGIN { printf "%-34s %6.0f s\n", l, e - s }'
   grep '\[images\]' "$SCRATCH/$label.log" | sed 's/^/    /'
 }
