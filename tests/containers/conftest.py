@@ -55,7 +55,7 @@ def _ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
 
 
-def _missing(reason: str) -> None:
+def tier_missing(reason: str) -> None:
     if _ci():
         pytest.fail(f"CI=true but the container tier cannot run: {reason}", pytrace=False)
     pytest.skip(reason)
@@ -68,7 +68,7 @@ def docker_engine() -> Iterator[str]:
     proc = subprocess.run(["bash", str(REPO / "deploy" / "docker" / "engine.sh")], capture_output=True,
                           text=True, timeout=600, check=False)
     if proc.returncode != 0:
-        _missing(f"deploy/docker/engine.sh failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        tier_missing(f"deploy/docker/engine.sh failed ({proc.returncode}): {proc.stderr[-2000:]}")
     host = proc.stdout.strip().rsplit("=", 1)[-1]
     saved = {k: os.environ.get(k) for k in ("DOCKER_HOST", "TESTCONTAINERS_RYUK_DISABLED")}
     os.environ["DOCKER_HOST"] = host
