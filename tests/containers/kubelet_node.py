@@ -163,6 +163,12 @@ class KubeletNode:
                     proc.kill()
                     proc.wait()
         self._procs.clear()
+        # the kubelet bind-mounts its root dir (and pods' volumes under it) and leaves them mounted
+        root = self.workdir / "kubelet" / "root"
+        mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+                  if line.split()[1].startswith(str(root))]
+        for mount in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
         if self.sock != Path():
             # the sandboxes' and containers' shims outlive containerd: stop them by their tasks
             shutil.rmtree(self.sock.parent, ignore_errors=True)
