@@ -21,6 +21,11 @@ echo "== preparing the local Neo4j 5.26 server" >&2
 bash deploy/neo4j-local/setup.sh >&2
 echo "== preparing kube-apiserver and etcd" >&2
 bash deploy/kube-local/build.sh >&2
+echo "== preparing the kubelet (the container tier's real node)" >&2
+KUBE_COMPONENTS=kubelet bash deploy/kube-local/build.sh >&2
+echo "== preparing a Docker engine of ours (the container tier builds its images in it)" >&2
+# installs docker.io, containerd and mmdebstrap from Debian when missing; data under ~/.cache
+bash deploy/docker/engine.sh >/dev/null
 
 echo "== preparing Chromium and chromedriver for the web explorer's browser tests" >&2
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then

@@ -2,7 +2,8 @@
 
 ``neo4j_server()`` follows the suite's policy: ``NEO4J_URI`` when set; else testcontainers'
 ``neo4j:5.26-community`` when a Docker *engine* answers (``docker info`` succeeds; the CLI alone
-is not enough); else a local server assembled from Maven Central by
+is not enough) and already holds that image (nothing is pulled: an engine with no registry, like
+the one deploy/docker/engine.sh starts, must not send the suite to a pull that fails); else a local server assembled from Maven Central by
 ``deploy/neo4j-local/setup.sh`` and launched from that bare classpath (Bolt on a free loopback
 port, HTTP and auth off, small memory), stopped with SIGTERM (then SIGKILL) when the context ends.
 Anything that prevents a server raises :class:`Neo4jUnavailable` with the reason.
@@ -66,6 +67,14 @@ def docker_engine_answers() -> bool:
         return False
     try:
         return subprocess.run(["docker", "info"], capture_output=True, timeout=15).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def image_present(image: str) -> bool:
+    try:
+        return subprocess.run(["docker", "image", "inspect", image], check=False, capture_output=True,
+                              timeout=15).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -271,7 +280,7 @@ def neo4j_server() -> Iterator[str]:
     if uri:
         yield uri
         return
-    if docker_engine_answers():
+    if docker_engine_answers() and image_present(IMAGE):
         with start_container() as uri:
             yield uri
         return

@@ -80,6 +80,9 @@ class ControlPlane:
     etcd: Path
     workdir: Path
     controller_manager: Path | None = None
+    # Only the controllers the tests need: Jobs → pods, and the default ServiceAccounts (the
+    # container tier adds cronjob-controller).
+    controllers: str = "job-controller,serviceaccount-controller"
     url: str = ""
     kubeconfig: Path = field(default_factory=Path)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -118,11 +121,10 @@ class ControlPlane:
         self._wait_ready(pki, timeout)
         self._write_kubeconfig(pki)
         if self.controller_manager is not None:
-            # Only the controllers the tests need: Jobs → pods, and the default ServiceAccounts.
             self._spawn(
                 "kube-controller-manager",
                 [str(self.controller_manager), f"--kubeconfig={self.kubeconfig}",
-                 "--controllers=job-controller,serviceaccount-controller",
+                 f"--controllers={self.controllers}",
                  "--leader-elect=false", "--secure-port=0", "--v=0"],
             )
             time.sleep(1.0)
