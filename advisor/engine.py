@@ -2,9 +2,9 @@
 detect regressions, evaluate the predictions.
 
 It answers from memory: a columnar table of every observation (``ObservationTable``) and its
-evidence index (``advisor.estimate``) are built once per store generation and rebuilt when the
+evidence index (``advisor.estimate.index``) are built once per store generation and rebuilt when the
 store's generation moves, so stale evidence is never served silently. Both are persisted on disk
-(``advisor.table_file``, keyed by store and generation; ``advisor.calibration_file``, the index's
+(``advisor.knowledge.table_file``, keyed by store and generation; ``advisor.estimate.calibration_file``, the index's
 calibration keyed by the table's content), so a fresh CLI process neither rereads the store nor
 replays its history.
 """
@@ -21,10 +21,12 @@ import numpy as np
 from pydantic import ValidationError
 from threadpoolctl import ThreadpoolController
 
-from advisor import analysis, calibration_file, table_file
-from advisor.estimate import EvidenceIndex
-from advisor.prediction import predict_one
-from advisor.ranking import rank
+from advisor.estimate import analysis, calibration_file
+
+from advisor.knowledge import table_file
+from advisor.estimate.index import EvidenceIndex
+from advisor.verbs.predict import predict_one
+from advisor.verbs.recommend import rank
 from advisor.results import (
     Comparison,
     EvaluationReport,
@@ -36,9 +38,9 @@ from advisor.results import (
     basis_note,
     this_node,
 )
-from advisor.rules import RuleSet, load_rules, parse_version, stack_components
-from advisor.specs import PriceTable, load_prices
-from advisor.table import ObservationTable
+from advisor.knowledge.rules import RuleSet, load_rules, parse_version, stack_components
+from advisor.knowledge.specs import PriceTable, load_prices
+from advisor.knowledge.table import ObservationTable
 from advisor.workload import Objective, Workload
 from graph_schema import progress
 from graph_schema.errors import InvalidInput, NotFound
@@ -61,7 +63,7 @@ class Advisor:
 
     # False: calibrate in memory only (evaluation's advisors over training splits)
     persist_calibration = True
-    # how a benchmark transfers to an accelerator that never ran it (``advisor.transfer.METHODS``)
+    # how a benchmark transfers to an accelerator that never ran it (``advisor.estimate.transfer.METHODS``)
     transfer_method = "roofline"
 
     def __init__(self, store: Store, *, prices: Any = None, rules: Any = None,
@@ -105,7 +107,7 @@ class Advisor:
         """The observation table of the store's current generation (reloaded when it moved):
         from its persisted file when one matches the store and generation, else the table held
         (or persisted) for an earlier generation with what was written since added, else read
-        from the store; persisted (``advisor.table_file``).
+        from the store; persisted (``advisor.knowledge.table_file``).
         ``generation``: one the caller has just read, so one answer reads it once."""
         generation = self.store_generation() if generation is None else generation
         with self._lock:
@@ -127,7 +129,7 @@ class Advisor:
 
     def evidence(self, table: ObservationTable | None = None) -> EvidenceIndex:
         """The evidence index of the current table, calibrated: the calibration persisted with
-        the table's content (``advisor.calibration_file``) when there is one, else computed now
+        the table's content (``advisor.estimate.calibration_file``) when there is one, else computed now
         and persisted, with the index's slices and the placement overheads."""
         table = table or self.table()
         with self._lock:
@@ -252,7 +254,7 @@ class Advisor:
     def recommend(self, workload: Workload | dict[str, Any], top: int = 5) -> RecommendationSet:
         """Rank candidates for a workload: one row per (canonical accelerator, placement, stack),
         each with its basis, the score the ranking uses and an 80% interval (see
-        ``advisor.ranking``).
+        ``advisor.verbs.recommend``).
 
         Raises:
             InvalidInput: a malformed workload or an objective the benchmark has no metric for.
@@ -310,7 +312,7 @@ class Advisor:
     # ---- predict -----------------------------------------------------------------------------
     def predict(self, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
         """Value with interval for each configuration, from the nearest evidence outward
-        (``advisor.estimate``), each labelled with its basis.
+        (``advisor.estimate.index``), each labelled with its basis.
 
         Raises:
             InvalidInput: a malformed query (the message names queries.N.field).
@@ -341,23 +343,23 @@ class Advisor:
     def compare(self, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *,
                 benchmark: str, accelerator: str | None = None, scenario: str | None = None,
                 metric: str | None = None, family: str = "mlperf-inference") -> Comparison:
-        from advisor.compare import compare_stacks
+        from advisor.verbs.compare import compare_stacks
 
         return compare_stacks(self.table(), stack_a, stack_b, benchmark=benchmark, accelerator=accelerator,
                               scenario=scenario, metric=metric, family=family)
 
     def regressions(self, component: str = "driver", *, accelerator: str | None = None,
                     benchmark: str | None = None, alpha: float = 0.05, min_count: int = 3) -> list[Regression]:
-        from advisor.compare import find_regressions
+        from advisor.verbs.compare import find_regressions
 
         return find_regressions(self.table(), component, accelerator=accelerator, benchmark=benchmark,
                                 alpha=alpha, min_count=min_count)
 
     def evaluate(self, protocol: str = "by-round", *, train_until: str | None = None,
                  test_round: str | None = None, transfer_method: str | None = None) -> EvaluationReport:
-        """Accuracy of ``predict`` on held-out published results (see ``advisor.evaluation``);
+        """Accuracy of ``predict`` on held-out published results (see ``advisor.verbs.evaluate``);
         ``transfer_method``: another than this advisor's (the accuracy report's challenger)."""
-        from advisor.evaluation import evaluate
+        from advisor.verbs.evaluate import evaluate
 
         return evaluate(self.table(), protocol, train_until=train_until, test_round=test_round,
                         rules=self.rules, prices=self.prices,

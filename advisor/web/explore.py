@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.names import matching_accelerators
-from advisor.table import Column, ObservationTable, _round_key
+from advisor.knowledge.table import Column, ObservationTable, _round_key
 from graph_schema.errors import InvalidInput
 
 COMPONENTS = ("driver", "cuda", "cudnn", "tensorrt", "framework", "framework_version")

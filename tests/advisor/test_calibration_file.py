@@ -1,4 +1,4 @@
-"""The evidence index's calibration persisted with the table's content (advisor.calibration_file):
+"""The evidence index's calibration persisted with the table's content (advisor.estimate.calibration_file):
 a fresh process reuses it instead of replaying the history, answers exactly as the process that
 computed it, never trusts a damaged file, and a change of data gets a calibration of its own."""
 
@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advisor import analysis, calibration_file, estimate, table_file
+from advisor.estimate import analysis, calibration_file, index as estimate
+
+from advisor.knowledge import table_file
 from advisor.engine import Advisor
-from advisor.estimate import EvidenceIndex
+from advisor.estimate.index import EvidenceIndex
 from graph_schema.models import IngestBatch
 from graph_schema.starter import load_snapshot
 from graph_schema.store import Store
@@ -105,7 +107,7 @@ def test_transfer_intervals_follow_their_benchmarks_own_spread(store: Store, fol
     """Locally weighted conformal: in one calibration cell, a benchmark whose transfers always
     landed close gets a narrower interval than one whose transfers scatter, and over the cell the
     bounds still hold 80% of the residuals they were computed from."""
-    from advisor.estimate import Calibration
+    from advisor.estimate.index import Calibration
     from advisor.results import Basis
 
     rng = np.random.default_rng(0)

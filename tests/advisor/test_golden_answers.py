@@ -31,8 +31,8 @@ def requests() -> list[dict[str, Any]]:
 def answer(advisor: Any, request: dict[str, Any]) -> str:
     """One request's answer as text: the answer's JSON without its timing, or the error's class
     and message."""
-    from advisor.cluster_advice import ClusterAdvisor
-    from advisor.pools import group_pools, nodes_from_json
+    from advisor.cluster.advice import ClusterAdvisor
+    from advisor.cluster.pools import group_pools, nodes_from_json
     from tests.kube.gfd_pools import POOL_NODES
 
     try:

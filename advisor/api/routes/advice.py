@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from advisor.api.deps import AdvisorDep, ReadCaller, StoreDep
 from advisor.api.routes import READ_ERRORS, error_responses
-from advisor.cluster_results import ClusterRecommendationSet
+from advisor.cluster.results import ClusterRecommendationSet
 from advisor.results import (
     Comparison,
     PlacementOverhead,
@@ -19,7 +19,7 @@ from advisor.results import (
     RecommendationSet,
     Regression,
 )
-from advisor.sweep_compare import SweepComparison, sweep_report
+from advisor.verbs.sweep import SweepComparison, sweep_report
 from advisor.workload import Workload
 from graph_schema.models import PlacementKind
 
@@ -103,8 +103,8 @@ def recommend(
     # Serialised by pydantic directly: FastAPI's generic response path costs more than the
     # (memoised) answer itself; the schema is still documented by response_model.
     if body.cluster or body.nodes:
-        from advisor.cluster_advice import ClusterAdvisor
-        from advisor.pools import group_pools, nodes_from_inventory, nodes_from_json
+        from advisor.cluster.advice import ClusterAdvisor
+        from advisor.cluster.pools import group_pools, nodes_from_inventory, nodes_from_json
 
         if body.cluster:
             nodes, source = nodes_from_inventory(advisor.store, body.cluster), f"cluster {body.cluster}"

@@ -1,6 +1,6 @@
 """A manifest that lands a workload on exactly one node pool.
 
-Built on the generic placement snippet (``advisor.snippet.placement_snippet``: container, image,
+Built on the generic placement snippet (``advisor.manifests.pod.placement_snippet``: container, image,
 annotations), then narrowed to the pool: its nodeSelector (pool label, or GFD labels when the
 pool has none or its label mixes node shapes), node affinity (VM exclusion, MIG profile),
 tolerations for its taints, and the resource its MIG strategy exposes. A job larger than one node
@@ -14,8 +14,8 @@ import copy
 import re
 from typing import Any
 
-from advisor.pools import NodePool
-from advisor.snippet import placement_snippet
+from advisor.cluster.pools import NodePool
+from advisor.manifests.pod import placement_snippet
 from graph_schema.models import SoftwareStack
 
 GANG_SCHEDULER = "volcano"

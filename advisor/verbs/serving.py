@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.table import ObservationTable
+from advisor.knowledge.table import ObservationTable
 from advisor.workload import Workload
 
 

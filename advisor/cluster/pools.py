@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from advisor.specs import resolve_accelerator
+from advisor.knowledge.specs import resolve_accelerator
 from collectors.inventory import (
     GFD,
     HYPERVISOR_LABEL,
@@ -90,7 +90,7 @@ def generation_min_driver(product: GfdProduct) -> str | None:
 
 
 def _older(version: str, than: str) -> bool:
-    from advisor.rules import parse_version
+    from advisor.knowledge.rules import parse_version
 
     a, b = parse_version(version), parse_version(than)
     return a is not None and b is not None and a < b

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.pools import NodePool
+from advisor.cluster.pools import NodePool
 from advisor.results import Evidence, Interval
 
 

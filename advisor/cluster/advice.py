@@ -20,18 +20,18 @@ import time
 import weakref
 from typing import Any
 
-from advisor.cluster_results import (
+from advisor.cluster.results import (
     ClusterRecommendationSet,
     DriverWhatIf,
     JobShape,
     PoolBasis,
     PoolRecommendation,
 )
-from advisor.pool_snippet import pool_manifests
-from advisor.pools import NodePool, kb_accelerator_key
+from advisor.manifests.pool import pool_manifests
+from advisor.cluster.pools import NodePool, kb_accelerator_key
 from advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
-from advisor.rules import Severity, parse_version, stack_components
-from advisor.snippet import check_image, image_for, image_index, to_yaml
+from advisor.knowledge.rules import Severity, parse_version, stack_components
+from advisor.manifests.pod import check_image, image_for, image_index, to_yaml
 from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import SoftwareStack
@@ -66,7 +66,7 @@ def job_shape(pool: NodePool, gpus: int | None, nodes_count: int | None) -> JobS
 
 def _image(stack: SoftwareStack, given: str | None,
            index: dict[tuple[str | None, ...], str]) -> tuple[str | None, str | None]:
-    """(image, where it came from): the knowledge base's (``advisor.snippet.image_for``), else the
+    """(image, where it came from): the knowledge base's (``advisor.manifests.pod.image_for``), else the
     user's; (None, None) when neither names one."""
     found = image_for(stack, index)
     if found is not None:

@@ -1,4 +1,4 @@
-"""Figures from chart rows (``advisor/plot_data.py``): matplotlib, Agg backend, PNG or SVG.
+"""Figures from chart rows (``advisor/charts/data.py``): matplotlib, Agg backend, PNG or SVG.
 
 Each chart is a ``*_figure(chart)`` that returns the figure (tests read its axes back) and a
 ``draw_*(chart, out)`` that writes it. Readability rules: at most ten colours per figure
@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from advisor.plot_data import Chart, version_key
+from advisor.charts.data import Chart, version_key
 from graph_schema.errors import InvalidInput
 
 FORMATS = (".png", ".svg")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.order_stats import median
+from advisor.estimate.order_stats import median
 
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the roofline blend
 NEAREST = 3  # reference accelerators a transfer draws on

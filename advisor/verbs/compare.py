@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.analysis import (
+from advisor.estimate.analysis import (
     PAIR_KEY,
     _groups,
     bootstrap_interval,
@@ -18,8 +18,8 @@ from advisor.analysis import (
 )
 from advisor.names import matching_accelerators
 from advisor.results import Comparison, Regression
-from advisor.rules import stack_components
-from advisor.table import ObservationTable
+from advisor.knowledge.rules import stack_components
+from advisor.knowledge.table import ObservationTable
 from graph_schema.errors import InvalidInput, NotFound
 
 

@@ -11,7 +11,7 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
 3. **transferred** — another accelerator ran it: the nearest accelerators of the same vendor are
    scaled by published peak compute and memory bandwidth, ``(P_t/P_r)^a * (B_t/B_r)^(1-a)``, with
    ``a`` (compute- vs memory-bound) learned per benchmark by leaving one accelerator out
-   (``advisor.transfer``, which also holds the scikit-learn challenger the accuracy report measures).
+   (``advisor.estimate.transfer``, which also holds the scikit-learn challenger the accuracy report measures).
 4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
    that class ever seen on it, no public specs to scale by, the model does not fit in memory.
 
@@ -21,7 +21,7 @@ per basis: log residuals of the same estimator replayed on the knowledge base's 
 (each round predicted from the rounds before it; each accelerator from its peers of the same
 round), pooled per calibration cell (family, division, metric); a transfer's bounds are scaled
 by its own benchmark's spread (locally weighted conformal). The calibration depends only on the
-table: ``advisor.calibration_file`` persists it with the table's content digest.
+table: ``advisor.estimate.calibration_file`` persists it with the table's content digest.
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from advisor import transfer
-from advisor.order_stats import median, quantile, quantiles
+from advisor.estimate import transfer
+from advisor.estimate.order_stats import median, quantile, quantiles
 from advisor.results import Basis
-from advisor.specs import ResolvedAccelerator, resolve_accelerator
-from advisor.table import ObservationTable, group_rows, physical_key, round_number
-from advisor.transfer import TransferModel
+from advisor.knowledge.specs import ResolvedAccelerator, resolve_accelerator
+from advisor.knowledge.table import ObservationTable, group_rows, physical_key, round_number
+from advisor.estimate.transfer import TransferModel
 from graph_schema.errors import InvalidInput
 
 LEVEL = 0.8
@@ -250,7 +250,7 @@ class EvidenceIndex:
                  transfer_method: str = "roofline",
                  slices: dict[SliceKey, dict[str, np.ndarray]] | None = None) -> None:
         """``slices``: the grouping computed earlier over this very table (same rows in the same
-        order: ``advisor.calibration_file`` checks), else computed here."""
+        order: ``advisor.estimate.calibration_file`` checks), else computed here."""
         if transfer_method not in transfer.METHODS:
             raise InvalidInput(f"transfer method: {transfer_method!r} is not one of {', '.join(transfer.METHODS)}")
         self.table = table
@@ -330,7 +330,7 @@ class EvidenceIndex:
         keep = rows[((t.count[rows] == q.count) | any_count) & (t.placement.codes[rows] == t.placement.code(q.placement))]
         if not q.components or not len(keep):
             return keep
-        from advisor.rules import stack_components
+        from advisor.knowledge.rules import stack_components
 
         codes = t.stack.codes[keep]
         ok = []
@@ -447,7 +447,7 @@ class EvidenceIndex:
         return self._alpha[key]
 
     def transfer_model(self, key: SliceKey, by_acc: dict[str, np.ndarray], cls: str) -> TransferModel:
-        """How the slice transfers to an accelerator of class ``cls`` (``advisor.transfer``):
+        """How the slice transfers to an accelerator of class ``cls`` (``advisor.estimate.transfer``):
         fitted once per table, at calibration, and persisted with it."""
         model_key = (*key, cls)
         if model_key not in self._transfer:

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from advisor.order_stats import median, median_rows, quantiles
+from advisor.estimate.order_stats import median, median_rows, quantiles
 from advisor.results import Interval, PlacementOverhead
-from advisor.rules import parse_version
-from advisor.table import ObservationTable, group_ids, group_rows
+from advisor.knowledge.rules import parse_version
+from advisor.knowledge.table import ObservationTable, group_ids, group_rows
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 

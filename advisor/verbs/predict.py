@@ -12,10 +12,10 @@ import difflib
 from functools import lru_cache
 from typing import Any
 
-from advisor.estimate import Estimate, EvidenceIndex, Query, canonical_accelerator
-from advisor.ranking import _evidence
+from advisor.estimate.index import Estimate, EvidenceIndex, Query, canonical_accelerator
+from advisor.verbs.recommend import _evidence
 from advisor.results import Basis, Evidence, Factor, Interval, Prediction, PredictQuery
-from advisor.rules import RuleSet
+from advisor.knowledge.rules import RuleSet
 
 
 def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[str, str]:

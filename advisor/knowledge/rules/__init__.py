@@ -1,4 +1,4 @@
-"""Compatibility rules: data (``advisor/rules/*.yaml``), validated when loaded.
+"""Compatibility rules: data (``advisor/knowledge/rules/*.yaml``), validated when loaded.
 
 A rule says: when a configuration's components match ``when`` (PEP 440 specifiers per
 component), they must also match ``require`` (and, with ``same_major``, two components must share
@@ -240,7 +240,7 @@ def load_rules(source: str | Path | list[dict[str, Any]] | RuleSet | None = None
 @lru_cache(maxsize=1)
 def _packaged_rules() -> RuleSet:
     rules: list[Rule] = []
-    folder = resources.files("advisor.rules")
+    folder = resources.files("advisor.knowledge.rules")
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".yaml"):
             try:

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from advisor.heap import return_free_heap
-from advisor.table import (
+from advisor.knowledge.heap import return_free_heap
+from advisor.knowledge.table import (
     CATEGORICAL,
     NUMERIC,
     BenchmarkInfo,

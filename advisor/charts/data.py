@@ -1,5 +1,5 @@
 """What each chart shows, as plain rows: the numbers ``advisor plot ... --json`` prints and the
-figure draws (``advisor/plots.py``), so a test can hold one against the other.
+figure draws (``advisor/charts/figures.py``), so a test can hold one against the other.
 
 Conventions shared with ``recommend``:
 
@@ -13,7 +13,7 @@ Conventions shared with ``recommend``:
   both (as ``recommend`` does).
 
 Placement overhead is not computed here: ``overhead_rows`` formats what
-``advisor.analysis.placement_overheads`` computes for ``compare placement``.
+``advisor.estimate.analysis.placement_overheads`` computes for ``compare placement``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 from advisor.names import accelerator_selector
 from advisor.results import PlacementOverhead
-from advisor.table import round_number
+from advisor.knowledge.table import round_number
 from graph_schema.catalog import resolve_accelerator
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import Observation, PlacementKind

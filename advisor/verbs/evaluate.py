@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from advisor.estimate import EvidenceIndex, canonical_accelerator
+from advisor.estimate.index import EvidenceIndex, canonical_accelerator
 from advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
-from advisor.table import Column, ObservationTable, _round_key
-from advisor.transfer import METHODS
+from advisor.knowledge.table import Column, ObservationTable, _round_key
+from advisor.estimate.transfer import METHODS
 from graph_schema.errors import InvalidInput
 
 PROTOCOLS = ("by-round", "loao")
@@ -204,7 +204,7 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
              test_round: str | None = None, rules: Any = None, prices: Any = None,
              transfer_method: str = "roofline") -> EvaluationReport:
     """Score ``predict`` on held-out published results (see the module docstring), transferring
-    by ``transfer_method`` (``advisor.transfer.METHODS``).
+    by ``transfer_method`` (``advisor.estimate.transfer.METHODS``).
 
     Raises:
         InvalidInput: an unknown protocol or round, or a split with nothing to train or test on.

@@ -3,7 +3,7 @@
 Candidates are the rows measured on the workload's benchmark slice, grouped so that one GPU and
 stack is one row whatever system sizes published it, plus one row for each (accelerator,
 placement) the knowledge base knows in the family but never saw on this slice (with that
-accelerator's most recent stack). Every row's figure comes from ``advisor.estimate`` and says its
+accelerator's most recent stack). Every row's figure comes from ``advisor.estimate.index`` and says its
 basis; rows it refuses (the model does not fit, no evidence of that class) are listed under
 ``excluded`` with the reason, as are rows the user's constraints or the compatibility rules rule
 out. The ranking key is the score shown: the figure for observed rows, the pessimistic end of
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from advisor import serving
-from advisor.estimate import (
+from advisor.verbs import serving
+from advisor.estimate.index import (
     EvidenceIndex,
     Query,
     accelerator_class,
@@ -36,9 +36,9 @@ from advisor.results import (
     Recommendation,
     RecommendationSet,
 )
-from advisor.rules import Severity, parse_version, stack_components
-from advisor.snippet import image_for, image_index, missing_image, placement_snippet, to_yaml
-from advisor.table import ObservationTable, _round_key
+from advisor.knowledge.rules import Severity, parse_version, stack_components
+from advisor.manifests.pod import image_for, image_index, missing_image, placement_snippet, to_yaml
+from advisor.knowledge.table import ObservationTable, _round_key
 from advisor.workload import MLPERF_TRAINING, Objective, Workload
 from graph_schema.models import PlacementKind, SoftwareStack
 

@@ -306,9 +306,9 @@ class ObservationTable:
     stacks: dict[str, SoftwareStack] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
     load_seconds: float = 0.0
-    digest: str = ""  # content digest (keys and values), set when persisted (advisor.table_file)
+    digest: str = ""  # content digest (keys and values), set when persisted (advisor.knowledge.table_file)
     # the persisted-table key of the store lineage this table was read from, less the
-    # generation (``advisor.table_file.lineage``); None when it came from elsewhere
+    # generation (``advisor.knowledge.table_file.lineage``); None when it came from elsewhere
     lineage: dict[str, Any] | None = None
 
     @classmethod

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from advisor.specs import mig_profile, resolve_accelerator
+from advisor.knowledge.specs import mig_profile, resolve_accelerator
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, SoftwareStack
 

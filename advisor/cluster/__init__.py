@@ -1,0 +1,1 @@
+"""Advice for a real cluster: node pools from node labels, pool-by-pool ranking, its results."""

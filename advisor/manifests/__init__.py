@@ -1,0 +1,1 @@
+"""Kubernetes manifests for a recommendation: a Pod, a pool-targeted Pod."""
