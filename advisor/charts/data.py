@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.knowledge.table import round_number
 from advisor.names import accelerator_selector
 from advisor.results import PlacementOverhead
-from advisor.knowledge.table import round_number
 from graph_schema.catalog import resolve_accelerator
+from graph_schema.catalog.rounds import display_key
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import Observation, PlacementKind
 
@@ -181,28 +181,7 @@ def select_series(
         NotFound: nothing matches (with close names). InvalidInput: several series match; the
         message lists each as the options that choose it.
     """
-    chosen = [o for o in observations if o.valid]
-    if benchmark:
-        names = sorted({o.benchmark.name for o in chosen})
-        chosen = [o for o in chosen if benchmark_matches(benchmark, o)]
-        if not chosen:
-            close = difflib.get_close_matches(benchmark, names, n=5, cutoff=0.5)
-            raise NotFound(f"{spelling.field('benchmark')}: {benchmark!r} matches no benchmark in the selection; "
-                           f"{'did you mean: ' + ', '.join(close) if close else 'known: ' + ', '.join(names[:12])}")
-    if scenario:
-        scenarios = sorted({str(o.benchmark.parameters.get("scenario")) for o in chosen
-                            if o.benchmark.parameters.get("scenario")})
-        chosen = [o for o in chosen if str(o.benchmark.parameters.get("scenario", "")).lower() == scenario.lower()]
-        if not chosen:
-            raise NotFound(f"{spelling.field('scenario')}: no observation of {benchmark or 'the selection'} in scenario "
-                           f"{scenario!r}; recorded: {', '.join(scenarios) or 'none'}")
-    if metric:
-        metrics = sorted({o.metric for o in chosen})
-        chosen = [o for o in chosen if o.metric == metric]
-        if not chosen:
-            raise NotFound(f"{spelling.field('metric')}: no {metric!r} observations in the selection; recorded: {', '.join(metrics)}")
-    if not chosen:
-        raise NotFound("no valid observations match; `advisor plot ... --help` shows the filters")
+    chosen = _filtered([o for o in observations if o.valid], benchmark, scenario, metric, spelling)
     by_key: dict[tuple[Any, ...], list[Observation]] = defaultdict(list)
     for obs in chosen:
         by_key[_series_key(obs)].append(obs)
@@ -227,6 +206,37 @@ def select_series(
                     metric=metric_name, unit=unit, higher_is_better=chosen[0].higher_is_better,
                     parameters=tuple((k, v) for k, v in params if k != "scenario"))
     return chosen, series, notes
+
+
+def _filtered(chosen: list[Observation], benchmark: str | None, scenario: str | None, metric: str | None,
+              spelling: Spelling) -> list[Observation]:
+    """The observations of the benchmark, scenario and metric named (each optional).
+
+    Raises:
+        NotFound: nothing matches a filter (with the names recorded) or no observation is left.
+    """
+    if benchmark:
+        names = sorted({o.benchmark.name for o in chosen})
+        chosen = [o for o in chosen if benchmark_matches(benchmark, o)]
+        if not chosen:
+            close = difflib.get_close_matches(benchmark, names, n=5, cutoff=0.5)
+            raise NotFound(f"{spelling.field('benchmark')}: {benchmark!r} matches no benchmark in the selection; "
+                           f"{'did you mean: ' + ', '.join(close) if close else 'known: ' + ', '.join(names[:12])}")
+    if scenario:
+        scenarios = sorted({str(o.benchmark.parameters.get("scenario")) for o in chosen
+                            if o.benchmark.parameters.get("scenario")})
+        chosen = [o for o in chosen if str(o.benchmark.parameters.get("scenario", "")).lower() == scenario.lower()]
+        if not chosen:
+            raise NotFound(f"{spelling.field('scenario')}: no observation of {benchmark or 'the selection'} in scenario "
+                           f"{scenario!r}; recorded: {', '.join(scenarios) or 'none'}")
+    if metric:
+        metrics = sorted({o.metric for o in chosen})
+        chosen = [o for o in chosen if o.metric == metric]
+        if not chosen:
+            raise NotFound(f"{spelling.field('metric')}: no {metric!r} observations in the selection; recorded: {', '.join(metrics)}")
+    if not chosen:
+        raise NotFound("no valid observations match; `advisor plot ... --help` shows the filters")
+    return chosen
 
 
 def _series_key(obs: Observation) -> tuple[Any, ...]:
@@ -356,11 +366,6 @@ def throughput_chart(
     return Chart(title=title, rows=rows, series=series, notes=notes)
 
 
-def version_key(version: str) -> tuple[Any, ...]:
-    """Sort versions numerically where they are numbers: 2.10 after 2.9."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+_]", version))
-
-
 def trend_chart(
     observations: Sequence[Observation],
     component: str = "framework_version",
@@ -400,7 +405,7 @@ def trend_chart(
                      f"{' ...' if len(lines) > top + 6 else ''}")
         lines = lines[:top]
     rows = []
-    for (line, version), group in sorted(groups.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))):
+    for (line, version), group in sorted(groups.items(), key=lambda kv: (kv[0][0], display_key(kv[0][1]))):
         if line in lines:
             rows.append({"series": line, "component": component, "version": version, **spread(group, series)})
     label = f"{frameworks[0]} versions" if component == "framework_version" else f"{component} versions"

@@ -19,7 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from advisor.charts.data import Chart, version_key
+from advisor.charts.data import Chart
+from graph_schema.catalog.rounds import display_key
 from graph_schema.errors import InvalidInput
 
 FORMATS = (".png", ".svg")
@@ -138,7 +139,7 @@ def overhead_figure(chart: Chart, title: str | None = None) -> Figure:
 def trend_figure(chart: Chart, title: str | None = None) -> Figure:
     """One line per accelerator across versions; points are medians with p10–p90 whiskers."""
     assert chart.series is not None
-    versions = sorted({r["version"] for r in chart.rows}, key=version_key)
+    versions = sorted({r["version"] for r in chart.rows}, key=display_key)
     position = {v: i for i, v in enumerate(versions)}
     by_line: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in chart.rows:

@@ -20,6 +20,7 @@ import time
 import weakref
 from typing import Any
 
+from advisor.cluster.pools import NodePool, kb_accelerator_key
 from advisor.cluster.results import (
     ClusterRecommendationSet,
     DriverWhatIf,
@@ -27,11 +28,10 @@ from advisor.cluster.results import (
     PoolBasis,
     PoolRecommendation,
 )
-from advisor.manifests.pool import pool_manifests
-from advisor.cluster.pools import NodePool, kb_accelerator_key
-from advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
 from advisor.knowledge.rules import Severity, parse_version, stack_components
-from advisor.manifests.pod import check_image, image_for, image_index, to_yaml
+from advisor.manifests.pod import check_image, image_for, to_yaml
+from advisor.cluster.manifests import pool_manifests
+from advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
 from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import SoftwareStack
@@ -84,7 +84,7 @@ class ClusterAdvisor:
         self._names: tuple[int, dict[tuple[str, str | None], list[str]]] | None = None
         self._rules_memo: dict[tuple[tuple[str, str], ...], set[str]] = {}
         self._snippets: dict[tuple[Any, ...], tuple[list[dict[str, Any]], str]] = {}
-        self._images: tuple[int, dict[tuple[str | None, ...], str]] | None = None
+        self._images: dict[tuple[str | None, ...], str] = {}  # the snapshot's, read once per answer
 
     @classmethod
     def of(cls, advisor: Any) -> ClusterAdvisor:
@@ -130,7 +130,7 @@ class ClusterAdvisor:
         pending: list[tuple[int, Recommendation, PredictQuery, PoolBasis]] = []
         table = self.advisor.table() if targets else None
         if table is not None:
-            self._image_index(table)  # read once per answer; _build uses it
+            self._images = self.advisor.knowledge().images  # read once per answer; _build uses it
         for pool, shape, driver in targets:
             names = self.kb_names(pool, table)
             units = shape.units_per_pod
@@ -148,14 +148,8 @@ class ClusterAdvisor:
                 # (still only those the pool's driver runs), moved to this device by the model
                 ranked = self.advisor.recommend(self._pool_workload(workload, pool, driver, units, []), top=top)
                 recs, model_basis = list(ranked.recommendations), PoolBasis.TRANSFERRED
-            picked: list[Recommendation] = []
-            seen: set[str] = set()
-            for r in recs:
-                if r.candidate.stack_id not in seen and len(picked) < per_pool:
-                    seen.add(r.candidate.stack_id)
-                    picked.append(r)
             out: list[PoolRecommendation] = []
-            for r in picked:
+            for r in _one_per_stack(recs, per_pool):
                 c = r.candidate
                 if on_pool(c) and c.placement is pool.placement and c.accelerator_count == units:
                     out.append(self._from_recommendation(r, pool, shape, driver, image, workload))
@@ -169,6 +163,19 @@ class ClusterAdvisor:
                     family=workload.family, benchmark=str(workload.benchmark),
                     scenario=workload.scenario, parameters=dict(workload.parameters), metric=r.metric), model_basis))
             results.append((out, dict(ranked.excluded), ranked.metric))
+        refusals = self._predicted(workload, targets, pending, results, image)
+        for i, (out, skipped, _) in enumerate(results):
+            out.sort(key=lambda x: -x.score)
+            if refusals.get(i):
+                skipped[REFUSED] = len(refusals[i])
+        return results
+
+    def _predicted(self, workload: Workload, targets: list[tuple[NodePool, JobShape, str | None]],
+                   pending: list[tuple[int, Recommendation, PredictQuery, PoolBasis]],
+                   results: list[tuple[list[PoolRecommendation], dict[str, int], str | None]],
+                   image: str | None) -> dict[int, list[str]]:
+        """Predict the pending (target, recommendation, query) figures in one model call and add
+        each answer to its target's results; the refusals per target."""
         predictions = self.advisor.predict([q for _, _, q, _ in pending]) if pending else []
         refusals: dict[int, list[str]] = {}
         for (i, r, q, model_basis), p in zip(pending, predictions):
@@ -191,17 +198,7 @@ class ClusterAdvisor:
                 pool=pool, shape=shape, driver=driver, image=image, workload=workload, rec=r, basis=basis,
                 total=(p.value, p.interval.low, p.interval.high), evidence=p.evidence,
                 warnings=[*r.warnings, *(w for w in p.warnings if w not in recorded), how]))
-        for i, (out, skipped, _) in enumerate(results):
-            out.sort(key=lambda x: -x.score)
-            if refusals.get(i):
-                skipped[REFUSED] = len(refusals[i])
-        return results
-
-    def _image_index(self, table: Any) -> dict[tuple[str | None, ...], str]:
-        """Images the knowledge base records, by the components they ship (first recorded wins)."""
-        if self._images is None or self._images[0] != table.generation:
-            self._images = (table.generation, image_index(table.stacks.values()))
-        return self._images[1]
+        return refusals
 
     def _rule_messages(self, components: dict[str, str]) -> set[str]:
         key = tuple(sorted(components.items()))
@@ -238,7 +235,7 @@ class ClusterAdvisor:
         else:
             score, score_unit = (value if observed else low), f"{rec.unit} per unit of {pool.resource}"
         stack = SoftwareStack.model_validate(rec.candidate.stack)
-        image_ref, image_source = _image(stack, image, self._images[1] if self._images else {})
+        image_ref, image_source = _image(stack, image, self._images)
         if shape.pods > 1 and hib:
             warnings.append(f"job figure scales one node's figure over {shape.pods} nodes linearly; "
                             "no multi-node evidence")
@@ -288,51 +285,13 @@ class ClusterAdvisor:
         for flag, v in (("top", top), ("per_pool", per_pool), ("gpus", gpus), ("nodes_count", nodes_count)):
             if v is not None and v < 1:
                 raise InvalidInput(f"{flag} must be >= 1, got {v}")
-        what_if = dict(what_if_driver or {})
         by_name = {p.name: p for p in pools}
-        for name, version in what_if.items():
-            if name not in by_name:
-                import difflib
-
-                close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.4)
-                raise InvalidInput(f"what_if_driver: no pool named {name!r}; "
-                                   f"{'did you mean ' + ', '.join(close) + '?' if close else 'pools: ' + ', '.join(sorted(by_name))}")
-            parsed = parse_version(version)
-            if parsed is None:
-                raise InvalidInput(f"what_if_driver: {name}={version!r} is not a driver version (e.g. 550.54.15)")
-            floor = parse_version(by_name[name].min_driver)
-            if floor is not None and parsed < floor:
-                raise InvalidInput(f"what_if_driver: {name}={version} is below {by_name[name].min_driver}, the oldest "
-                                   f"driver its {by_name[name].product} runs on")
+        what_if = _checked_what_if(what_if_driver, by_name)
         if not pools:
             raise NotFound("no GPU node pools: no node carries GPU feature discovery's nvidia.com/gpu.product label")
-        notes: list[str] = []
-        excluded: dict[str, str] = {}
+        notes, excluded, shapes, targets = _targets(pools, by_name, what_if, gpus, nodes_count)
         candidates: list[PoolRecommendation] = []
         metric: str | None = None
-        shapes: dict[str, JobShape] = {}
-        targets: list[tuple[NodePool, JobShape, str | None]] = []
-        for pool in pools:
-            if not pool.usable:
-                excluded[pool.name] = str(pool.reason)
-                continue
-            if pool.accelerator is None:
-                notes.append(f"pool {pool.name}: GPU product {pool.product!r} is not in the accelerator catalogue; "
-                             "its figures are transferred from the name alone")
-            shape = job_shape(pool, gpus, nodes_count)
-            if isinstance(shape, str):
-                excluded[pool.name] = shape
-                continue
-            shapes[pool.name] = shape
-            targets.append((pool, shape, what_if.get(pool.name, pool.driver)))
-        for name, version in what_if.items():  # a pool unusable on its driver may be usable on the new one
-            pool = by_name[name]
-            if not pool.usable and pool.reason and pool.reason.startswith("driver ") and name not in shapes:
-                shape = job_shape(pool, gpus, nodes_count)
-                if not isinstance(shape, str):
-                    excluded.pop(name, None)
-                    shapes[name] = shape
-                    targets.append((pool, shape, version))
         # what-if pools are also evaluated on their current driver, in the same batch
         baseline = [(pool, shape, pool.driver) for pool, shape, _ in targets if pool.name in what_if]
         evaluated = self.evaluate_pools(workload, targets + baseline, per_pool=per_pool, image=image)
@@ -379,7 +338,7 @@ class ClusterAdvisor:
         unlocked = []
         for rec in after:
             stack = SoftwareStack.model_validate(rec.stack)
-            broken = self.advisor._stack_violations(rec.stack_id, stack, pool.driver) if pool.driver else []
+            broken = self.advisor.knowledge().stack_violations(rec.stack_id, stack, pool.driver) if pool.driver else []
             if any(v.severity is Severity.ERROR for v in broken):
                 unlocked.append(rec.stack_label)
         count = max(0, skipped_before.get(DRIVER_EXCLUSION, 0) - skipped_after.get(DRIVER_EXCLUSION, 0))
@@ -419,3 +378,72 @@ def parse_what_if(items: list[str] | None) -> dict[str, str]:
         out[name.strip()] = version.strip()
     return out
 
+
+def _checked_what_if(what_if_driver: dict[str, str] | None, by_name: dict[str, NodePool]) -> dict[str, str]:
+    """The what-if drivers by pool name, each checked: a known pool, a driver version, not below
+    the oldest driver the pool's GPU runs on.
+
+    Raises:
+        InvalidInput: naming the pool and the version.
+    """
+    what_if = dict(what_if_driver or {})
+    for name, version in what_if.items():
+        if name not in by_name:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.4)
+            raise InvalidInput(f"what_if_driver: no pool named {name!r}; "
+                               f"{'did you mean ' + ', '.join(close) + '?' if close else 'pools: ' + ', '.join(sorted(by_name))}")
+        parsed = parse_version(version)
+        if parsed is None:
+            raise InvalidInput(f"what_if_driver: {name}={version!r} is not a driver version (e.g. 550.54.15)")
+        floor = parse_version(by_name[name].min_driver)
+        if floor is not None and parsed < floor:
+            raise InvalidInput(f"what_if_driver: {name}={version} is below {by_name[name].min_driver}, the oldest "
+                               f"driver its {by_name[name].product} runs on")
+    return what_if
+
+
+def _targets(pools: list[NodePool], by_name: dict[str, NodePool], what_if: dict[str, str], gpus: int | None,
+             nodes_count: int | None
+             ) -> tuple[list[str], dict[str, str], dict[str, JobShape], list[tuple[NodePool, JobShape, str | None]]]:
+    """(notes, excluded pools with the reason, the job's shape per pool, the (pool, shape, driver)
+    targets to rank): usable pools on their driver (or the what-if one), and pools unusable on
+    their driver that the what-if driver makes usable."""
+    notes: list[str] = []
+    excluded: dict[str, str] = {}
+    shapes: dict[str, JobShape] = {}
+    targets: list[tuple[NodePool, JobShape, str | None]] = []
+    for pool in pools:
+        if not pool.usable:
+            excluded[pool.name] = str(pool.reason)
+            continue
+        if pool.accelerator is None:
+            notes.append(f"pool {pool.name}: GPU product {pool.product!r} is not in the accelerator catalogue; "
+                         "its figures are transferred from the name alone")
+        shape = job_shape(pool, gpus, nodes_count)
+        if isinstance(shape, str):
+            excluded[pool.name] = shape
+            continue
+        shapes[pool.name] = shape
+        targets.append((pool, shape, what_if.get(pool.name, pool.driver)))
+    for name, version in what_if.items():  # a pool unusable on its driver may be usable on the new one
+        pool = by_name[name]
+        if not pool.usable and pool.reason and pool.reason.startswith("driver ") and name not in shapes:
+            shape = job_shape(pool, gpus, nodes_count)
+            if not isinstance(shape, str):
+                excluded.pop(name, None)
+                shapes[name] = shape
+                targets.append((pool, shape, version))
+    return notes, excluded, shapes, targets
+
+
+def _one_per_stack(recs: list[Recommendation], most: int) -> list[Recommendation]:
+    """The best ``most`` recommendations, one per stack."""
+    picked: list[Recommendation] = []
+    seen: set[str] = set()
+    for r in recs:
+        if r.candidate.stack_id not in seen and len(picked) < most:
+            seen.add(r.candidate.stack_id)
+            picked.append(r)
+    return picked

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 
 from advisor.estimate.order_stats import median, median_rows, quantiles
-from advisor.results import Interval, PlacementOverhead
-from advisor.knowledge.rules import parse_version
 from advisor.knowledge.table import ObservationTable, group_ids, group_rows
+from advisor.results import Interval, PlacementOverhead
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 
@@ -39,7 +38,7 @@ def _column(table: ObservationTable, name: str) -> np.ndarray:
     return col.codes if hasattr(col, "codes") else col
 
 
-def _groups(table: ObservationTable, rows: np.ndarray, by: tuple[str, ...]) -> dict[tuple[Any, ...], np.ndarray]:
+def groups(table: ObservationTable, rows: np.ndarray, by: tuple[str, ...]) -> dict[tuple[Any, ...], np.ndarray]:
     return dict(group_rows([_column(table, name)[rows] for name in by], rows))
 
 
@@ -63,7 +62,7 @@ def placement_overheads(table: ObservationTable) -> dict[tuple[str, str], Placem
     virtual = (places != bare) & (places != table.placement.code(PlacementKind.UNKNOWN.value))
     group = group_ids(_column(table, name) for name in PLACEMENT_PAIR_KEY)
     paired = np.flatnonzero(np.isin(group, group[virtual]))
-    for key, idx in _groups(table, paired, PLACEMENT_PAIR_KEY).items():
+    for key, idx in groups(table, paired, PLACEMENT_PAIR_KEY).items():
         places = table.placement.codes[idx]
         if bare not in places or len(set(places.tolist())) < 2:
             continue
@@ -124,8 +123,3 @@ def mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
     from scipy.stats import mannwhitneyu  # imported when a test runs: scipy.stats costs a second
 
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
-
-
-def version_key(text: str) -> tuple[int, ...] | None:
-    v = parse_version(text)
-    return None if v is None else tuple(v.release)

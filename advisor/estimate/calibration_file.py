@@ -2,7 +2,7 @@
 process (every CLI call, an API start) does not replay the knowledge base's history again (1–4 s
 per process at the starter knowledge base's size).
 
-The calibration (``advisor.estimate.index.Calibration``: residual pools per basis and cell, the learned
+The calibration (``advisor.estimate.query.Calibration``: residual pools per basis and cell, the learned
 roofline blends, each slice's fitted transfer models as plain floats, so answering never imports
 scikit-learn) is a function of the table's content, of the transfer method and of the code that
 computes it, and nothing else. A file is keyed by both: the table's content digest (observation keys and values,
@@ -32,11 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from advisor.estimate.index import Calibration, PoolKey, SliceKey
-from advisor.results import Basis, PlacementOverhead
-from advisor.knowledge.table import ObservationTable
-from advisor.knowledge.table_file import code_digest, configured_cache_dir, content_digest, write_atomically
+from advisor.estimate.query import Calibration, PoolKey, SliceKey
 from advisor.estimate.transfer import TransferModel
+from advisor.knowledge.table import ObservationTable
+from advisor.knowledge.table_file import (
+    code_digest,
+    configured_cache_dir,
+    content_digest,
+    write_atomically,
+)
+from advisor.results import Basis, PlacementOverhead
 
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"

@@ -28,19 +28,24 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from advisor.estimate import transfer
+from advisor.estimate.facts import (
+    accelerator_class,
+    canonical_accelerator,
+    memory_misfit,
+    peak_figures,
+)
 from advisor.estimate.order_stats import median, quantile, quantiles
-from advisor.results import Basis
-from advisor.knowledge.specs import ResolvedAccelerator, resolve_accelerator
-from advisor.knowledge.table import ObservationTable, group_rows, physical_key, round_number
+from advisor.estimate.query import Calibration, Estimate, PoolKey, Query, SliceKey, group_slices
 from advisor.estimate.transfer import TransferModel
+from advisor.knowledge.table import ObservationTable, round_number
+from advisor.results import Basis
+from graph_schema.catalog.rounds import round_date
 from graph_schema.errors import InvalidInput
 
 LEVEL = 0.8
@@ -48,198 +53,9 @@ QUANTILES = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
 MIN_RESIDUALS = 40
 
 
-# ---- names: one place to swap for the catalogue's resolver -------------------------------------
-
-def canonical_accelerator(name: str) -> str:
-    """The canonical accelerator a published or typed name stands for."""
-    return physical_key(name)
-
-
-def accelerator_spec(name: str) -> ResolvedAccelerator:
-    return resolve_accelerator(name)
-
-
-@lru_cache(maxsize=4096)
-def accelerator_class(name: str) -> str:
-    """cpu, the spec's vendor, or 'other' (no public spec)."""
-    spec = accelerator_spec(name)
-    if spec.is_cpu:
-        return "cpu"
-    return spec.spec.vendor.lower() if spec.spec else "other"
-
-
-@lru_cache(maxsize=4096)
-def peak_figures(name: str) -> tuple[float, float] | None:
-    """(peak compute, memory bandwidth) from the public specs: INT8 TOPS (else FP16 TFLOP/s) and
-    GB/s, MIG share applied; None when either is unknown."""
-    spec = accelerator_spec(name)
-    compute = spec.figure("int8_tops") or spec.figure("fp16_tflops")
-    bandwidth = spec.figure("memory_bw_gbs")
-    if not compute or not bandwidth:
-        return None
-    return float(compute), float(bandwidth)
-
-
-def memory_gb(name: str) -> float | None:
-    return accelerator_spec(name).figure("memory_gb")
-
-
-# Weights of the model each benchmark serves, at the narrowest precision MLPerf's closed division
-# allows for it (8-bit): a lower bound of the memory a run needs. Name prefix → (GB, source).
-_MODEL_WEIGHTS_GB: tuple[tuple[str, float, str], ...] = (
-    ("llama2-70b", 69.0, "https://arxiv.org/abs/2307.09288 (Llama 2: 69B parameters)"),
-    ("mixtral-8x7b", 46.7, "https://arxiv.org/abs/2401.04088 (Mixtral 8x7B: 46.7B parameters)"),
-    ("llama3.1-405b", 405.0, "https://arxiv.org/abs/2407.21783 (Llama 3: 405B parameters)"),
-    ("gptj", 6.0, "https://github.com/kingoflolz/mesh-transformer-jax (GPT-J: 6B parameters)"),
-)
-
-
-def model_weights_gb(benchmark: str) -> tuple[float, str] | None:
-    """(GB of weights at 8 bits, source) for the benchmarks whose model is large; None otherwise."""
-    name = benchmark.lower()
-    for prefix, gb, source in _MODEL_WEIGHTS_GB:
-        if name.startswith(prefix):
-            return gb, source
-    return None
-
-
-def memory_misfit(benchmark: str, accelerator: str, count: int) -> str | None:
-    """Why ``count`` x ``accelerator`` cannot hold the benchmark's model, or None."""
-    need = model_weights_gb(benchmark)
-    have = memory_gb(accelerator)
-    if need is None or have is None:
-        return None
-    if have * count < need[0]:
-        return (f"model does not fit in memory: {benchmark} needs >= {need[0]:g} GB of weights at "
-                f"8 bits; {canonical_accelerator(accelerator)} x{count} has {have * count:g} GB")
-    return None
-
-
-# The first driver branch that supports each GPU generation (NVIDIA data center driver release
-# notes, https://docs.nvidia.com/datacenter/tesla/drivers/): canonical id pattern → minimum.
-_GENERATION_DRIVERS: tuple[tuple[str, str, str], ...] = (
-    (r"^(nvidia )?(gb200|b200|b100|rtx pro 6000)", "Blackwell", "570.124.06"),
-    (r"^(nvidia )?(h100|h200|gh200|h800|h20\b)", "Hopper", "525.60.13"),
-    (r"^(nvidia )?(l4\b|l40|rtx-4090|rtx 4090|rtx 6000 ada)", "Ada Lovelace", "525.60.13"),
-    (r"^(nvidia )?(a100|a30|a10\b|a2\b|a40|rtx-a|rtx a|a800|jetson-agx-orin|jetson-orin)", "Ampere", "450.80.02"),
-    (r"^(nvidia )?(t4|rtx-8000)", "Turing", "410.48"),
-    (r"^(nvidia )?(v100)", "Volta", "384.81"),
-)
-
-
-def generation_min_driver(accelerator: str) -> tuple[str, str] | None:
-    """(generation, first supporting driver) for an NVIDIA GPU, None when not known."""
-    import re
-
-    resolved = accelerator_spec(accelerator)
-    catalogue_driver = getattr(resolved, "min_driver", None)
-    if catalogue_driver and resolved.spec is not None:
-        return str(getattr(resolved.spec, "generation", "") or "its generation").title(), str(catalogue_driver)
-
-    name = canonical_accelerator(accelerator).lower()
-    for pattern, generation, driver in _GENERATION_DRIVERS:
-        if re.search(pattern, name):
-            return generation, driver
-    return None
-
-
-# MLPerf Inference publication dates (MLCommons results announcements).
-ROUND_DATES = {
-    "v0.5": "2019-11-06", "v0.7": "2020-10-21", "v1.0": "2021-04-21", "v1.1": "2021-09-22",
-    "v2.0": "2022-04-06", "v2.1": "2022-09-08", "v3.0": "2023-04-05", "v3.1": "2023-09-11",
-    "v4.0": "2024-03-27", "v4.1": "2024-08-28", "v5.0": "2025-04-02", "v5.1": "2025-09-09",
-}
-
-
-def round_date(round_name: str) -> datetime | None:
-    text = ROUND_DATES.get(round_name)
-    return datetime.fromisoformat(text).replace(tzinfo=UTC) if text else None
-
-
 # ---- the evidence index ----------------------------------------------------------------------
 
-SliceKey = tuple[str, str, str, str, str]  # family, benchmark, scenario, metric, division
-# a residual pool: (basis, division, metric) — a calibration cell, (basis, None, None) the whole
-# family — or (basis, division, metric, benchmark, scenario), one slice's share of its cell
-PoolKey = tuple[Any, ...]
 SHRINK = 20  # pseudo-residuals pulling a slice's spread towards its cell's (few residuals: the cell's)
-
-
-@dataclass
-class Estimate:
-    """One figure and how it was made. ``value``/``low``/``high`` are per accelerator for
-    higher-is-better metrics (multiply by the count), as measured otherwise."""
-
-    basis: Basis
-    value: float | None = None
-    low: float | None = None
-    high: float | None = None
-    rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    reason: str | None = None
-    references: list[str] = field(default_factory=list)
-    factors: list[tuple[str, str, float]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    # a transfer beyond the best (or below the worst) accelerator measured on the benchmark
-    extrapolated: bool = False
-
-    @property
-    def confidence(self) -> float:
-        """low/high of the 80% interval: 1 = exact, towards 0 = uninformative."""
-        if self.low is None or self.high is None or self.high <= 0:
-            return 0.0
-        return max(0.0, min(1.0, self.low / self.high))
-
-
-@dataclass
-class Calibration:
-    """What calibrating an evidence index computes: per family, the log residual pools per
-    ``PoolKey`` (cells, the whole family, and each slice's transfers); per slice, the learned
-    share of compute in the roofline blend and the transfer model of each accelerator class."""
-
-    residuals: dict[str, dict[PoolKey, np.ndarray]]
-    alphas: dict[SliceKey, float]
-    # (family, benchmark, scenario, metric, division, accelerator class) → its transfer model
-    transfers: dict[tuple[str, ...], TransferModel] = field(default_factory=dict)
-
-
-@dataclass
-class Query:
-    """A configuration in canonical terms (names already resolved)."""
-
-    family: str
-    benchmark: str
-    scenario: str
-    metric: str
-    division: str
-    accelerator: str  # canonical
-    count: int
-    placement: str
-    components: dict[str, str] = field(default_factory=dict)  # lower-case name → version
-    raw_accelerator: str = ""
-
-    @property
-    def slice(self) -> SliceKey:
-        return (self.family, self.benchmark, self.scenario, self.metric, self.division)
-
-
-def group_slices(table: ObservationTable, canon: list[str] | None = None) -> dict[SliceKey, dict[str, np.ndarray]]:
-    """The rows with a positive value grouped by benchmark slice, then by canonical accelerator
-    (``canon``: the canonical name of each of the table's accelerator names), slices and
-    accelerators in the order they first appear."""
-    if canon is None:
-        canon = [canonical_accelerator(a) for a in table.accelerator.vocab]
-    slices: dict[SliceKey, dict[str, np.ndarray]] = {}
-    cols = (table.family, table.bench_name, table.scenario, table.metric, table.division)
-    canon_names = sorted(set(canon))
-    canon_code = np.asarray([canon_names.index(c) for c in canon], dtype=np.int64)
-    rows = np.flatnonzero(table.value > 0)
-    columns = [c.codes[rows] for c in cols]
-    if table.n:
-        columns.append(canon_code[table.accelerator.codes[rows]])
-    for (*slice_codes, acc), members in group_rows(columns, rows):  # in order of appearance
-        key = tuple(col.vocab[c] for col, c in zip(cols, slice_codes))
-        slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)  # type: ignore[index]
-    return slices
 
 
 class EvidenceIndex:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from graph_schema.catalog.rounds import round_key
 from graph_schema.models import Benchmark, Observation, SoftwareStack, StoredObservation
 from graph_schema.store import FlatObservations
 
@@ -425,7 +426,7 @@ class ObservationTable:
 
     def latest_round(self) -> str:
         rounds = [r for r in self.round.vocab if r]
-        return max(rounds, key=_round_key) if rounds else ""
+        return max(rounds, key=round_key) if rounds else ""
 
 
 def group_rows(columns: list[np.ndarray], rows: np.ndarray) -> list[tuple[tuple[int, ...], np.ndarray]]:
@@ -475,17 +476,9 @@ def physical_key(accelerator: str) -> str:
     return match.key if match.resolved and match.kind == "accelerator" else accelerator
 
 
-def _round_key(value: str) -> tuple[int, ...]:
-    digits = "".join(ch if ch.isdigit() or ch == "." else "" for ch in value)
-    try:
-        return tuple(int(p) for p in digits.split(".") if p)
-    except ValueError:
-        return (0,)
-
-
 def round_number(value: str) -> float:
     """'v2.1' → 2.1 (NaN when unknown)."""
-    parts = _round_key(value)
+    parts = round_key(value)
     if not parts or parts == (0,):
         return float("nan")
     return parts[0] + (parts[1] / 10 if len(parts) > 1 else 0.0)

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from advisor.knowledge.specs import mig_profile, resolve_accelerator
+from graph_schema.catalog.architectures import cpu_architecture
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, SoftwareStack
 
@@ -147,65 +149,81 @@ def placement_snippet(
     }
     container: dict[str, Any] = {"name": "workload", "image": check_image(image)}
     resolved = resolve_accelerator(accelerator)
-    selector: dict[str, str] = {}
-    exprs: list[dict[str, Any]] = []
-    driver: list[list[dict[str, Any]]] = []
-    tolerations: list[dict[str, Any]] = []
+    where = _Scheduling()
     if resolved.is_cpu:
-        arm = re.search(r"arm|cortex|carmel|apple|aarch|neoverse", accelerator, re.IGNORECASE)
-        selector["kubernetes.io/arch"] = "arm64" if arm else "amd64"
+        where.selector["kubernetes.io/arch"] = cpu_architecture(accelerator)
     elif resolved.spec is not None and resolved.spec.vendor == "nvidia":
-        resource, amount = GPU_RESOURCE, count
-        product = resolved.spec.gfd_product
-        mig = mig_profile(accelerator)
-        if mig is not None:
-            per_gpu, profile = mig
-            resource, amount = f"nvidia.com/mig-{profile}", per_gpu * count
-            selector["nvidia.com/mig.capable"] = "true"
-            selector["nvidia.com/mig.strategy"] = "mixed"
-            annotations["stack-advisor/mig"] = (
-                f"measured on {per_gpu} MIG {profile} instance(s) per GPU x {count} GPU(s); this Pod asks the "
-                f"mixed strategy's {resource}. On single-strategy nodes GFD names the product "
-                f"{product or '<gpu.product>'}-MIG-{profile} and the device plugin offers the instances as "
-                f"{GPU_RESOURCE}: select nvidia.com/gpu.product={product or '<gpu.product>'}-MIG-{profile} "
-                f"and request {GPU_RESOURCE}: {amount} instead")
-        elif count > 1:
-            exprs.append(_expr("nvidia.com/gpu.count", "Gt", str(count - 1)))
-        if product:
-            selector["nvidia.com/gpu.product"] = product
-        container["resources"] = {"limits": {resource: amount}}
-        tolerations.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
-        if placement is PlacementKind.VGPU:
-            selector[VGPU_PRESENT] = "true"
-        elif placement is PlacementKind.BARE_METAL:
-            exprs += [_expr(HYPERVISOR, "NotIn", "true"), _expr(VGPU_PRESENT, "NotIn", "true")]
-            annotations["stack-advisor/vm-exclusion"] = (
-                f"VMs are excluded by NFD's {HYPERVISOR} label; without NFD a VM cannot be told apart")
-        elif placement is PlacementKind.PASSTHROUGH:
-            exprs += [_expr(HYPERVISOR, "In", "true"), _expr(VGPU_PRESENT, "NotIn", "true")]
-        if min_driver:
-            driver = driver_terms(min_driver)
-            annotations["stack-advisor/min-driver"] = min_driver
+        container["resources"] = _nvidia(where, annotations, resolved.spec.gfd_product, accelerator, count,
+                                         placement, min_driver)
     else:
         annotations["stack-advisor/device"] = (
             f"{accelerator}: no NVIDIA GPU feature discovery labels are known for this device; "
             "select its nodes with your device plugin's labels")
-    spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
-    if selector:
-        spec["nodeSelector"] = selector
-    terms = [[*exprs, *d] for d in driver] or ([exprs] if exprs else [])
-    if terms:
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}}}
-    if tolerations:
-        spec["tolerations"] = tolerations
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": _name(workload_name), "labels": {"app.kubernetes.io/managed-by": "stack-advisor"},
                      "annotations": annotations},
-        "spec": spec,
+        "spec": where.spec(container),
     }
+
+
+@dataclass
+class _Scheduling:
+    """Where a Pod may run: node labels to select, affinity expressions (ANDed), minimum-driver
+    terms (ORed, each with the expressions), tolerations."""
+
+    selector: dict[str, str] = field(default_factory=dict)
+    exprs: list[dict[str, Any]] = field(default_factory=list)
+    driver: list[list[dict[str, Any]]] = field(default_factory=list)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+    def spec(self, container: dict[str, Any]) -> dict[str, Any]:
+        spec: dict[str, Any] = {"containers": [container], "restartPolicy": "Never"}
+        if self.selector:
+            spec["nodeSelector"] = self.selector
+        terms = [[*self.exprs, *d] for d in self.driver] or ([self.exprs] if self.exprs else [])
+        if terms:
+            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}}}
+        if self.tolerations:
+            spec["tolerations"] = self.tolerations
+        return spec
+
+
+def _nvidia(where: _Scheduling, annotations: dict[str, str], product: str | None, accelerator: str,
+            count: int, placement: PlacementKind, min_driver: str | None) -> dict[str, Any]:
+    """Fill in the GFD/NFD labels an NVIDIA GPU node carries; the container's resources."""
+    resource, amount = GPU_RESOURCE, count
+    mig = mig_profile(accelerator)
+    if mig is not None:
+        per_gpu, profile = mig
+        resource, amount = f"nvidia.com/mig-{profile}", per_gpu * count
+        where.selector["nvidia.com/mig.capable"] = "true"
+        where.selector["nvidia.com/mig.strategy"] = "mixed"
+        annotations["stack-advisor/mig"] = (
+            f"measured on {per_gpu} MIG {profile} instance(s) per GPU x {count} GPU(s); this Pod asks the "
+            f"mixed strategy's {resource}. On single-strategy nodes GFD names the product "
+            f"{product or '<gpu.product>'}-MIG-{profile} and the device plugin offers the instances as "
+            f"{GPU_RESOURCE}: select nvidia.com/gpu.product={product or '<gpu.product>'}-MIG-{profile} "
+            f"and request {GPU_RESOURCE}: {amount} instead")
+    elif count > 1:
+        where.exprs.append(_expr("nvidia.com/gpu.count", "Gt", str(count - 1)))
+    if product:
+        where.selector["nvidia.com/gpu.product"] = product
+    where.tolerations.append({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"})
+    if placement is PlacementKind.VGPU:
+        where.selector[VGPU_PRESENT] = "true"
+    elif placement is PlacementKind.BARE_METAL:
+        where.exprs += [_expr(HYPERVISOR, "NotIn", "true"), _expr(VGPU_PRESENT, "NotIn", "true")]
+        annotations["stack-advisor/vm-exclusion"] = (
+            f"VMs are excluded by NFD's {HYPERVISOR} label; without NFD a VM cannot be told apart")
+    elif placement is PlacementKind.PASSTHROUGH:
+        where.exprs += [_expr(HYPERVISOR, "In", "true"), _expr(VGPU_PRESENT, "NotIn", "true")]
+    if min_driver:
+        where.driver = driver_terms(min_driver)
+        annotations["stack-advisor/min-driver"] = min_driver
+    return {"limits": {resource: amount}}
 
 
 _BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~20x faster

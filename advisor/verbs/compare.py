@@ -10,16 +10,16 @@ import numpy as np
 
 from advisor.estimate.analysis import (
     PAIR_KEY,
-    _groups,
     bootstrap_interval,
+    groups,
     mann_whitney,
     speed_ratio,
-    version_key,
 )
-from advisor.names import matching_accelerators
-from advisor.results import Comparison, Regression
 from advisor.knowledge.rules import stack_components
 from advisor.knowledge.table import ObservationTable
+from advisor.names import matching_accelerators
+from advisor.results import Comparison, Regression
+from graph_schema.catalog.rounds import release_of
 from graph_schema.errors import InvalidInput, NotFound
 
 
@@ -76,7 +76,7 @@ def compare_stacks(table: ObservationTable, stack_a: str | dict[str, str], stack
         keep = table.metric.codes[rows] == table.metric.code(metric)
         rows, in_a, in_b = rows[keep], in_a[keep], in_b[keep]
     ratios, norm_a, norm_b = [], [], []
-    for idx in _groups(table, rows[in_a | in_b], PAIR_KEY + ("placement",)).values():
+    for idx in groups(table, rows[in_a | in_b], PAIR_KEY + ("placement",)).values():
         sa = np.isin(table.stack.codes[idx], list(a_codes))
         sb = np.isin(table.stack.codes[idx], list(b_codes))
         if not sa.any() or not sb.any():
@@ -123,14 +123,14 @@ def find_regressions(table: ObservationTable, component: str, *, accelerator: st
     if benchmark:
         mask &= table.bench_name.codes == table.bench_name.code(benchmark)
     out = []
-    for key, idx in _groups(table, np.flatnonzero(mask), PAIR_KEY).items():
+    for key, idx in groups(table, np.flatnonzero(mask), PAIR_KEY).items():
         by_version: dict[str, list[float]] = defaultdict(list)
         for r in idx:
             v = versions[table.stack.codes[r]]
             if v:
                 by_version[v].append(float(table.value[r]))
-        ordered = sorted((v for v in by_version if version_key(v) is not None and len(by_version[v]) >= min_count),
-                         key=lambda v: version_key(v))  # type: ignore[arg-type, return-value]
+        ordered = sorted((v for v in by_version if release_of(v) is not None and len(by_version[v]) >= min_count),
+                         key=lambda v: release_of(v))  # type: ignore[arg-type, return-value]
         hib = bool(table.higher_is_better[idx[0]])
         for old, new in pairwise(ordered):
             a, b = np.asarray(by_version[old]), np.asarray(by_version[new])

@@ -1,5 +1,5 @@
 """How good are the advisor's numbers? Hold published results out, answer them through the same
-``Advisor.predict`` a user calls (queries written as users write them: the published accelerator
+``predict`` a user calls (queries written as users write them: the published accelerator
 name, the framework as free text), and score per slice against the truth — next to the simple
 lookup (the median per-accelerator value of the same canonical accelerator, benchmark and
 scenario in its latest training round, times the count) on the rows it covers.
@@ -18,14 +18,19 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from advisor.estimate.index import EvidenceIndex, canonical_accelerator
-from advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
-from advisor.knowledge.table import Column, ObservationTable, _round_key
+from advisor.estimate.facts import canonical_accelerator
+from advisor.estimate.index import EvidenceIndex
 from advisor.estimate.transfer import METHODS
+from advisor.knowledge.table import Column, ObservationTable
+from advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
+from advisor.snapshot import Knowledge
+from advisor.verbs.predict import predict
+from graph_schema.catalog.rounds import round_key
 from graph_schema.errors import InvalidInput
 
 PROTOCOLS = ("by-round", "loao")
@@ -176,30 +181,6 @@ def _closed_throughput(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     return rows[closed & table.higher_is_better[rows] & (table.value[rows] > 0)]
 
 
-def _advisor_over(table: ObservationTable, rules: Any, prices: Any, transfer_method: str) -> Any:
-    from advisor.engine import Advisor
-
-    class _Pinned(Advisor):
-        """An advisor whose knowledge base is this table (the training split)."""
-
-        persist_calibration = False
-
-        def __init__(self) -> None:
-            super().__init__(None, rules=rules, prices=prices, memo_answers=False)  # type: ignore[arg-type]
-            self.transfer_method = transfer_method
-
-        def store_generation(self) -> int:
-            return table.generation
-
-        def table(self, generation: int | None = None) -> ObservationTable:
-            return table
-
-        def _known_failures(self, table: ObservationTable | None = None) -> set[Any]:
-            return set()
-
-    return _Pinned()
-
-
 def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until: str | None = None,
              test_round: str | None = None, rules: Any = None, prices: Any = None,
              transfer_method: str = "roofline") -> EvaluationReport:
@@ -214,65 +195,92 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
         raise InvalidInput(f"protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
     if transfer_method not in METHODS:
         raise InvalidInput(f"transfer method: {transfer_method!r} is not one of {', '.join(METHODS)}")
-    rounds = sorted({r for r in table.round.vocab if r}, key=_round_key)
+    rounds = sorted({r for r in table.round.vocab if r}, key=round_key)
     if not rounds:
         raise InvalidInput("evaluation needs published results with rounds (import MLPerf results first)")
     # default: the latest round with closed-division throughput results to score (a newer
     # training round holds times to train, which the protocols do not score)
     scorable = {table.round.vocab[int(c)] for c in table.round.codes[_closed_throughput(table, np.arange(table.n))]}
-    test_round = test_round or max((r for r in rounds if r in scorable), key=_round_key, default=rounds[-1])
+    test_round = test_round or max((r for r in rounds if r in scorable), key=round_key, default=rounds[-1])
     if test_round not in rounds:
         raise InvalidInput(f"test round: {test_round!r} is not in the knowledge base; rounds: {', '.join(rounds)}")
-    scored = _Scored()
-    notes: list[str] = []
-    all_rows = np.arange(table.n)
-    round_of = [_round_key(r) if r else (0,) for r in table.round.vocab]
-    keys = [round_of[int(c)] for c in table.round.codes]
+    split = _Split(table, rounds, test_round, dict(rules=rules, prices=prices, transfer_method=transfer_method))
     if protocol == "by-round":
-        earlier = [r for r in rounds if _round_key(r) < _round_key(test_round)]
+        run = split.by_round(train_until)
+    else:
+        run = split.leave_one_accelerator_out()
+    parts = split.scored.report()
+    return EvaluationReport(
+        protocol=protocol, description=run.description, train_count=run.train_count,
+        holdout_count=parts["holdout_count"], overall=parts["overall"], by_basis=parts["by_basis"],
+        by_seen=parts["by_seen"], by_benchmark=parts["by_benchmark"], by_metric=parts["by_metric"],
+        refused_reasons=parts["refused_reasons"], unseen_benchmark_queries=run.unseen_asked,
+        unseen_benchmark_refused=run.unseen_refused, notes=run.notes, elapsed_s=time.perf_counter() - start)
+
+
+@dataclass
+class _Run:
+    description: str
+    train_count: int
+    unseen_asked: int = 0
+    unseen_refused: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class _Split:
+    """One evaluation's table, rounds and test round; each protocol fills ``scored``."""
+
+    def __init__(self, table: ObservationTable, rounds: list[str], test_round: str,
+                 knowledge_args: dict[str, Any]) -> None:
+        self.table, self.rounds, self.test_round = table, rounds, test_round
+        self.knowledge_args = knowledge_args
+        self.scored = _Scored()
+        self.all_rows = np.arange(table.n)
+        round_of = [round_key(r) if r else (0,) for r in table.round.vocab]
+        self.keys = [round_of[int(c)] for c in table.round.codes]
+
+    def _knowledge(self, train: ObservationTable) -> Knowledge:
+        return Knowledge.from_table(train, **self.knowledge_args)
+
+    def by_round(self, train_until: str | None) -> _Run:
+        table, rounds, test_round = self.table, self.rounds, self.test_round
+        earlier = [r for r in rounds if round_key(r) < round_key(test_round)]
         train_until = train_until or (earlier[-1] if earlier else None)
         if train_until is None or train_until not in rounds:
             raise InvalidInput(f"train_until: {train_until!r} must be a round before {test_round}; rounds: {', '.join(rounds)}")
-        limit = _round_key(train_until)
-        train_rows = all_rows[np.array([k <= limit for k in keys], dtype=bool)]
-        test_rows = _closed_throughput(table, all_rows[table.round.codes == table.round.code(test_round)])
+        limit = round_key(train_until)
+        train_rows = self.all_rows[np.array([k <= limit for k in self.keys], dtype=bool)]
+        test_rows = _closed_throughput(table, self.all_rows[table.round.codes == table.round.code(test_round)])
         train = subset(table, train_rows)
         known = set(train.bench_name.vocab)
         test_names = np.asarray(table.bench_name.values(test_rows), dtype=object)
         seen_bench = np.array([n in known for n in test_names.tolist()], dtype=bool)
         unseen_rows = test_rows[~seen_bench]
         test_rows = test_rows[seen_bench]
-        advisor = _advisor_over(train, rules, prices, transfer_method)
-        predictions = advisor.predict([user_query(table, r) for r in test_rows.tolist()])
+        knowledge = self._knowledge(train)
+        predictions = predict(knowledge, [user_query(table, r) for r in test_rows.tolist()])
         seen = {canonical_accelerator(a) for a in train.accelerator.vocab}
-        scored.add(table, test_rows, predictions, simple_lookup(train, table, test_rows), seen)
-        unseen_preds = advisor.predict([user_query(table, r) for r in unseen_rows.tolist()])
+        self.scored.add(table, test_rows, predictions, simple_lookup(train, table, test_rows), seen)
+        unseen_preds = predict(knowledge, [user_query(table, r) for r in unseen_rows.tolist()])
         unseen_refused = sum(p.basis is Basis.UNSUPPORTED for p in unseen_preds)
-        description = f"train rounds <= {train_until}, test {test_round} closed-division throughput"
-        train_count = len(train_rows)
-    else:
-        in_round = all_rows[table.round.codes == table.round.code(test_round)]
+        return _Run(description=f"train rounds <= {train_until}, test {test_round} closed-division throughput",
+                    train_count=len(train_rows), unseen_asked=len(unseen_preds), unseen_refused=unseen_refused,
+                    notes=[f"{len(unseen_preds)} results of benchmarks never seen in training asked: "
+                           f"{unseen_refused} refused"])
+
+    def leave_one_accelerator_out(self) -> _Run:
+        table, test_round = self.table, self.test_round
+        in_round = self.all_rows[table.round.codes == table.round.code(test_round)]
         candidates = _closed_throughput(table, in_round)
         accs = np.array([canonical_accelerator(a) for a in table.accelerator.vocab], dtype=object)[table.accelerator.codes]
-        upto = all_rows[np.array([k <= _round_key(test_round) for k in keys], dtype=bool)]
+        upto = self.all_rows[np.array([k <= round_key(test_round) for k in self.keys], dtype=bool)]
         train_count = 0
         for acc in sorted(set(accs[candidates].tolist())):
             held = candidates[accs[candidates] == acc]
             train_rows = upto[accs[upto] != acc]
             train = subset(table, train_rows)
-            advisor = _advisor_over(train, rules, prices, transfer_method)
-            predictions = advisor.predict([user_query(table, r) for r in held.tolist()])
-            scored.add(table, held, predictions, simple_lookup(train, table, held), set())
+            predictions = predict(self._knowledge(train), [user_query(table, r) for r in held.tolist()])
+            self.scored.add(table, held, predictions, simple_lookup(train, table, held), set())
             train_count = max(train_count, len(train_rows))
-        unseen_preds, unseen_refused = [], 0
-        description = f"leave one accelerator out: each accelerator of {test_round} held out, closed-division throughput"
-    parts = scored.report()
-    if protocol == "by-round":
-        notes.append(f"{len(unseen_preds)} results of benchmarks never seen in training asked: "
-                     f"{unseen_refused} refused")
-    return EvaluationReport(
-        protocol=protocol, description=description, train_count=train_count,
-        holdout_count=parts["holdout_count"], overall=parts["overall"], by_basis=parts["by_basis"],
-        by_seen=parts["by_seen"], by_benchmark=parts["by_benchmark"], by_metric=parts["by_metric"],
-        refused_reasons=parts["refused_reasons"], unseen_benchmark_queries=len(unseen_preds),
-        unseen_benchmark_refused=unseen_refused, notes=notes, elapsed_s=time.perf_counter() - start)
+        return _Run(description=f"leave one accelerator out: each accelerator of {test_round} held out, "
+                                "closed-division throughput", train_count=train_count)

@@ -12,10 +12,37 @@ import difflib
 from functools import lru_cache
 from typing import Any
 
-from advisor.estimate.index import Estimate, EvidenceIndex, Query, canonical_accelerator
-from advisor.verbs.recommend import _evidence
-from advisor.results import Basis, Evidence, Factor, Interval, Prediction, PredictQuery
+from pydantic import ValidationError
+
+from advisor.estimate.facts import canonical_accelerator
+from advisor.estimate.index import EvidenceIndex
+from advisor.estimate.query import Estimate, Query
 from advisor.knowledge.rules import RuleSet
+from advisor.results import Basis, Evidence, Factor, Interval, Prediction, PredictQuery
+from advisor.snapshot import Knowledge
+from advisor.verbs.explain import evidence_of
+from graph_schema.errors import InvalidInput
+from graph_schema.store import validation_message
+
+
+def predict(knowledge: Knowledge, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
+    """Value with interval for each configuration, from the nearest evidence outward
+    (``advisor.estimate.index``), each labelled with its basis; a query that cannot be answered
+    is refused alone, with the reason.
+
+    Raises:
+        InvalidInput: a malformed query (the message names queries.N.field).
+    """
+    parsed: list[PredictQuery] = []
+    for i, q in enumerate(queries):
+        if isinstance(q, PredictQuery):
+            parsed.append(q)
+            continue
+        try:
+            parsed.append(PredictQuery.model_validate(q))
+        except ValidationError as exc:
+            raise InvalidInput(validation_message(exc, prefix=f"queries.{i}")) from None
+    return [predict_one(knowledge.index, knowledge.rules, q) for q in parsed]
 
 
 def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[str, str]:
@@ -94,7 +121,7 @@ def _answer(index: EvidenceIndex, q: PredictQuery, cq: Query, est: Estimate, war
     assert est.value is not None and est.low is not None and est.high is not None
     hib = index.higher_is_better(cq.slice)
     scale = cq.count if hib else 1
-    evidence = _evidence(index.table, index, est.rows) if est.basis is not Basis.TRANSFERRED else \
+    evidence = evidence_of(index.table, index, est.rows) if est.basis is not Basis.TRANSFERRED else \
         Evidence(count=0, last_seen=index.last_seen(est.rows))
     if est.basis is Basis.OBSERVED and evidence.count == 1:
         warnings.append("a single observation: the interval is the measurement spread the knowledge base "

@@ -1,14 +1,11 @@
 """What a workload adds beyond ranking one metric: serving latency limits (LLM time to first token
-and per output token) and multi-node training jobs (node count, interconnect, a gang placement).
-
-Kept apart from the engine's ranking so that ``Advisor._recommend`` only calls in here.
+and per output token) and the systems behind multi-node results (node count, interconnect); the
+gang placement itself is ``advisor.manifests.gang``.
 """
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
-from typing import Any
 
 import numpy as np
 
@@ -60,29 +57,3 @@ def system_details(table: ObservationTable, rows: np.ndarray) -> dict[str, str]:
         if seen:
             out[name] = Counter(seen).most_common(1)[0][0]  # not max(set(...)): set order varies per process
     return out
-
-
-def gang_snippet(pod: dict[str, Any], *, nodes: int, per_node: int, name: str) -> dict[str, Any]:
-    """A Kubeflow PyTorchJob that asks for ``nodes`` workers as a gang (all scheduled or none,
-    ``runPolicy.schedulingPolicy.minAvailable``), each worker the given Pod's spec (built for
-    ``per_node`` accelerators, so its resource requests, MIG ones included, stand as they are): a
-    multi-node training job placed as the published system ran."""
-    template = copy.deepcopy(pod["spec"])
-    template.pop("restartPolicy", None)
-    for container in template.get("containers", []):
-        container["name"] = "pytorch"  # the container name the training operator expects
-    metadata = copy.deepcopy(pod["metadata"])
-    metadata["annotations"]["stack-advisor/gang"] = (
-        f"{nodes} nodes x {per_node} accelerators, scheduled together (minAvailable={nodes}); "
-        "with Volcano or scheduler-plugins coscheduling this is one PodGroup"
-    )
-    replica = {"restartPolicy": "OnFailure", "template": {"spec": template}}
-    specs: dict[str, Any] = {"Master": {**replica, "replicas": 1}}
-    if nodes > 1:
-        specs["Worker"] = {**copy.deepcopy(replica), "replicas": nodes - 1}
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {**metadata, "name": name},
-        "spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": nodes}}, "pytorchReplicaSpecs": specs},
-    }

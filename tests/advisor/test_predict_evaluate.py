@@ -105,7 +105,9 @@ def test_recommend_on_each_backend(store) -> None:  # type: ignore[no-untyped-de
 def test_an_unseen_faster_accelerator_is_predicted_faster(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     """Without any H100 PCIe result, a transfer through public specs must still place it above the
     A100 PCIe on BERT Offline, as v3.0 then measured."""
-    from advisor.estimate.index import EvidenceIndex, Query, canonical_accelerator
+    from advisor.estimate.facts import canonical_accelerator
+    from advisor.estimate.index import EvidenceIndex
+    from advisor.estimate.query import Query
     from advisor.verbs.evaluate import subset
 
     table = kb_advisor.table()

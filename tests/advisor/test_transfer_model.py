@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.estimate import calibration_file, transfer
 from advisor.engine import Advisor
-from advisor.estimate.index import EvidenceIndex, peak_figures
+from advisor.estimate import calibration_file, transfer
+from advisor.estimate.facts import peak_figures
+from advisor.estimate.index import EvidenceIndex
 from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 from graph_schema.starter import load_snapshot
