@@ -45,23 +45,18 @@ def memory_gb(name: str) -> float | None:
     return accelerator_spec(name).figure("memory_gb")
 
 
-# Weights of the model each benchmark serves, at the narrowest precision MLPerf's closed division
-# allows for it (8-bit): a lower bound of the memory a run needs. Name prefix → (GB, source).
-_MODEL_WEIGHTS_GB: tuple[tuple[str, float, str], ...] = (
-    ("llama2-70b", 69.0, "https://arxiv.org/abs/2307.09288 (Llama 2: 69B parameters)"),
-    ("mixtral-8x7b", 46.7, "https://arxiv.org/abs/2401.04088 (Mixtral 8x7B: 46.7B parameters)"),
-    ("llama3.1-405b", 405.0, "https://arxiv.org/abs/2407.21783 (Llama 3: 405B parameters)"),
-    ("gptj", 6.0, "https://github.com/kingoflolz/mesh-transformer-jax (GPT-J: 6B parameters)"),
-)
-
-
 def model_weights_gb(benchmark: str) -> tuple[float, str] | None:
-    """(GB of weights at 8 bits, source) for the benchmarks whose model is large; None otherwise."""
-    name = benchmark.lower()
-    for prefix, gb, source in _MODEL_WEIGHTS_GB:
-        if name.startswith(prefix):
-            return gb, source
-    return None
+    """(GB of the model's weights at 8 bits, the catalogue's source) for a benchmark whose
+    catalogue entry names its parameter count (``params_b``); None otherwise. 8 bits is the
+    narrowest precision MLPerf's closed division allows, so this bounds the memory a run needs
+    from below. An open-division variant (another model) has no count of its own."""
+    from graph_schema.catalog import load_catalog, resolve_benchmark
+
+    match = resolve_benchmark(benchmark)
+    entry = load_catalog().benchmarks.get(match.id) if match.resolved and match.base is None else None
+    if entry is None or entry.params_b is None:
+        return None
+    return float(entry.params_b), entry.source
 
 
 def memory_misfit(benchmark: str, accelerator: str, count: int) -> str | None:
