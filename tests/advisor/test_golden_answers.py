@@ -1,6 +1,8 @@
 """Answers pinned byte for byte: 50 recommend, cluster-recommend and predict requests on the starter
 knowledge base (benchmarks, scenarios, accelerators, counts, placements, objectives, node pools,
-and requests that must fail), answered as main at 7c8cd85 answered them.
+and requests that must fail), answered as main at 7c8cd85 answered them — but for requests 20,
+21, 23 and 27, re-recorded when model sizes came from the catalogue's ``params_b`` (their
+"model does not fit in memory" refusals changed; see that commit).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
