@@ -171,7 +171,7 @@ def tiled_load(uri: str, rows: int) -> dict[str, float]:
 
     from advisor.engine import Advisor
     from advisor.knowledge import table_file
-    from advisor.knowledge.table import Column
+    from advisor.knowledge.columns import Column
     from graph_schema.registry import open_store
 
     with open_store(uri) as store:

@@ -30,7 +30,8 @@ import fleet
 import numpy as np
 
 from advisor.knowledge import table_file
-from advisor.knowledge.table import Column, ObservationTable
+from advisor.knowledge.columns import Column
+from advisor.knowledge.table import ObservationTable
 from graph_schema.models import StoredObservation
 
 

@@ -28,7 +28,8 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
 def run(adv: Any, workload: Any, *, cluster: str | None, nodes_file: str | None, pool_label: str | None,
         what_if: list[str] | None, gpus: int | None, nodes_count: int | None, image: str | None,
         per_pool: int, top: int, as_json: bool, snippets: bool) -> None:
-    from advisor.cluster.advice import ClusterAdvisor, parse_what_if
+    from advisor.cluster.advice import ClusterAdvisor
+    from advisor.cluster.targets import parse_what_if
 
     pools, source = load_pools(adv.store, cluster=cluster, nodes_file=nodes_file, pool_label=pool_label)
     result = ClusterAdvisor(adv).recommend(

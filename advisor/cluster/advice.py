@@ -15,11 +15,11 @@ driver were another version and reports the stacks that unlocks and the gain.
 from __future__ import annotations
 
 import copy
-import math
 import time
 import weakref
 from typing import Any
 
+from advisor.cluster.manifests import pool_manifests
 from advisor.cluster.pools import NodePool, kb_accelerator_key
 from advisor.cluster.results import (
     ClusterRecommendationSet,
@@ -28,9 +28,9 @@ from advisor.cluster.results import (
     PoolBasis,
     PoolRecommendation,
 )
-from advisor.knowledge.rules import Severity, parse_version, stack_components
+from advisor.cluster.targets import checked_what_if, job_shape, pool_targets
+from advisor.knowledge.rules import Severity, stack_components
 from advisor.manifests.pod import check_image, image_for, to_yaml
-from advisor.cluster.manifests import pool_manifests
 from advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
 from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
@@ -41,27 +41,6 @@ _BY_ADVISOR: weakref.WeakKeyDictionary[Any, ClusterAdvisor] = weakref.WeakKeyDic
 _BASIS_OF = {"interpolated": PoolBasis.INTERPOLATED, "transferred": PoolBasis.TRANSFERRED}
 REFUSED = "refused by the model on this pool"
 DRIVER_EXCLUSION = "breaks a compatibility rule with the nodes' driver"
-
-
-def job_shape(pool: NodePool, gpus: int | None, nodes_count: int | None) -> JobShape | str:
-    """Units per Pod and Pods for the job on this pool, or why the pool cannot take it."""
-    slots = pool.gpus_per_node
-    if nodes_count is not None and gpus is not None:
-        if gpus % nodes_count:
-            raise InvalidInput(f"--gpus {gpus} does not split evenly over --nodes-count {nodes_count}")
-        per, pods = gpus // nodes_count, nodes_count
-    elif gpus is not None:
-        pods = math.ceil(gpus / slots) if slots else 1
-        per = math.ceil(gpus / pods)
-    elif nodes_count is not None:
-        per, pods = slots, nodes_count
-    else:
-        per, pods = slots, 1
-    if per > slots:
-        return f"needs {per} x {pool.resource} per node; its nodes have {slots}"
-    if pods > pool.schedulable_nodes:
-        return f"needs {pods} nodes of {per} x {pool.resource}; it has {pool.schedulable_nodes} schedulable"
-    return JobShape(units_per_pod=per, pods=pods, total_units=per * pods)
 
 
 def _image(stack: SoftwareStack, given: str | None,
@@ -286,10 +265,10 @@ class ClusterAdvisor:
             if v is not None and v < 1:
                 raise InvalidInput(f"{flag} must be >= 1, got {v}")
         by_name = {p.name: p for p in pools}
-        what_if = _checked_what_if(what_if_driver, by_name)
+        what_if = checked_what_if(what_if_driver, by_name)
         if not pools:
             raise NotFound("no GPU node pools: no node carries GPU feature discovery's nvidia.com/gpu.product label")
-        notes, excluded, shapes, targets = _targets(pools, by_name, what_if, gpus, nodes_count)
+        notes, excluded, shapes, targets = pool_targets(pools, by_name, what_if, gpus, nodes_count)
         candidates: list[PoolRecommendation] = []
         metric: str | None = None
         # what-if pools are also evaluated on their current driver, in the same batch
@@ -366,76 +345,6 @@ def _observed_basis(evidence: Evidence, pool: NodePool) -> PoolBasis:
     a collector's host where a published result names its submitter), else observed."""
     ours = any(source != "mlperf-inference" for source in evidence.sources)
     return PoolBasis.MEASURED if ours and set(evidence.submitters) & set(pool.nodes) else PoolBasis.OBSERVED
-
-
-def parse_what_if(items: list[str] | None) -> dict[str, str]:
-    """``POOL=VERSION`` flags → a mapping (the last one for a pool wins)."""
-    out: dict[str, str] = {}
-    for item in items or []:
-        name, sep, version = item.rpartition("=")
-        if not sep or not name.strip() or not version.strip():
-            raise InvalidInput(f"--what-if-driver: {item!r} is not POOL=VERSION (e.g. t4-pool=550.54.15)")
-        out[name.strip()] = version.strip()
-    return out
-
-
-def _checked_what_if(what_if_driver: dict[str, str] | None, by_name: dict[str, NodePool]) -> dict[str, str]:
-    """The what-if drivers by pool name, each checked: a known pool, a driver version, not below
-    the oldest driver the pool's GPU runs on.
-
-    Raises:
-        InvalidInput: naming the pool and the version.
-    """
-    what_if = dict(what_if_driver or {})
-    for name, version in what_if.items():
-        if name not in by_name:
-            import difflib
-
-            close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.4)
-            raise InvalidInput(f"what_if_driver: no pool named {name!r}; "
-                               f"{'did you mean ' + ', '.join(close) + '?' if close else 'pools: ' + ', '.join(sorted(by_name))}")
-        parsed = parse_version(version)
-        if parsed is None:
-            raise InvalidInput(f"what_if_driver: {name}={version!r} is not a driver version (e.g. 550.54.15)")
-        floor = parse_version(by_name[name].min_driver)
-        if floor is not None and parsed < floor:
-            raise InvalidInput(f"what_if_driver: {name}={version} is below {by_name[name].min_driver}, the oldest "
-                               f"driver its {by_name[name].product} runs on")
-    return what_if
-
-
-def _targets(pools: list[NodePool], by_name: dict[str, NodePool], what_if: dict[str, str], gpus: int | None,
-             nodes_count: int | None
-             ) -> tuple[list[str], dict[str, str], dict[str, JobShape], list[tuple[NodePool, JobShape, str | None]]]:
-    """(notes, excluded pools with the reason, the job's shape per pool, the (pool, shape, driver)
-    targets to rank): usable pools on their driver (or the what-if one), and pools unusable on
-    their driver that the what-if driver makes usable."""
-    notes: list[str] = []
-    excluded: dict[str, str] = {}
-    shapes: dict[str, JobShape] = {}
-    targets: list[tuple[NodePool, JobShape, str | None]] = []
-    for pool in pools:
-        if not pool.usable:
-            excluded[pool.name] = str(pool.reason)
-            continue
-        if pool.accelerator is None:
-            notes.append(f"pool {pool.name}: GPU product {pool.product!r} is not in the accelerator catalogue; "
-                         "its figures are transferred from the name alone")
-        shape = job_shape(pool, gpus, nodes_count)
-        if isinstance(shape, str):
-            excluded[pool.name] = shape
-            continue
-        shapes[pool.name] = shape
-        targets.append((pool, shape, what_if.get(pool.name, pool.driver)))
-    for name, version in what_if.items():  # a pool unusable on its driver may be usable on the new one
-        pool = by_name[name]
-        if not pool.usable and pool.reason and pool.reason.startswith("driver ") and name not in shapes:
-            shape = job_shape(pool, gpus, nodes_count)
-            if not isinstance(shape, str):
-                excluded.pop(name, None)
-                shapes[name] = shape
-                targets.append((pool, shape, version))
-    return notes, excluded, shapes, targets
 
 
 def _one_per_stack(recs: list[Recommendation], most: int) -> list[Recommendation]:

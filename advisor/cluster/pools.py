@@ -292,35 +292,7 @@ def _pool(shapes: list[_Shape], key_label: str | None, key_value: str | None, sp
     name = "/".join(p for p in parts if p)
     if first.resource.startswith("nvidia.com/mig-"):
         name += f"[{first.resource.removeprefix('nvidia.com/')}]"
-    selector: dict[str, str] = {}
-    expressions: list[dict[str, Any]] = []
-    if key_label and key_value:
-        selector[key_label] = key_value
-    if split or not key_label:
-        selector[GFD + "gpu.product"] = first.product
-        selector.update(_driver_selector(labels))
-        if labels.get(GFD + "gpu.count"):
-            selector[GFD + "gpu.count"] = labels[GFD + "gpu.count"]
-        if placement is PlacementKind.VGPU:
-            selector[VGPU_LABEL] = "true"
-        elif placement is PlacementKind.PASSTHROUGH:
-            selector[HYPERVISOR_LABEL] = "true"
-            expressions.append({"key": VGPU_LABEL, "operator": "NotIn", "values": ["true"]})
-        elif placement is PlacementKind.BARE_METAL:
-            expressions.append({"key": HYPERVISOR_LABEL, "operator": "DoesNotExist"})
-            expressions.append({"key": VGPU_LABEL, "operator": "NotIn", "values": ["true"]})
-        if labels.get(WORKLOAD_CONFIG_LABEL):
-            selector[WORKLOAD_CONFIG_LABEL] = labels[WORKLOAD_CONFIG_LABEL]
-    if node.mig.get("strategy") == "mixed":
-        # the resource itself selects nodes that have the profile; the label says so too
-        expressions.append({"key": f"{GFD}mig-{profile}.count", "operator": "Exists"})
-    taints: dict[tuple[str, str, str], dict[str, str]] = {}
-    for shape in shapes:
-        for text in shape.node.taints:
-            t = _taint(text)
-            if t["key"].startswith(_CONDITION_TAINTS):  # the node's state, not the pool's: never tolerated
-                continue
-            taints[(t["key"], t["value"], t["effect"])] = t
+    selector, expressions = _selector(first, key_label, key_value, split)
     workload_config = labels.get(WORKLOAD_CONFIG_LABEL)
     usable, reason = True, None
     if workload_config and workload_config != CONTAINER_WORKLOAD:
@@ -349,9 +321,52 @@ def _pool(shapes: list[_Shape], key_label: str | None, key_value: str | None, sp
         driver=node.driver, cuda_driver=node.cuda_driver, min_driver=min_driver,
         placement=placement, placement_evidence=list(node.placement.evidence),
         workload_config=workload_config, sharing=node.gpu_sharing,
-        taints=sorted(taints.values(), key=lambda t: (t["key"], t["value"], t["effect"])),
+        taints=_taints(shapes),
         node_selector=selector, match_expressions=expressions, usable=usable, reason=reason,
     )
+
+
+def _selector(first: _Shape, key_label: str | None, key_value: str | None,
+              split: bool) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """(node selector, match expressions) that pick the pool's nodes: its pool label, else (or
+    when the label's nodes are split) the GPU product, driver, count and placement labels."""
+    labels = first.node.host.labels
+    placement = first.node.placement.kind
+    selector: dict[str, str] = {}
+    expressions: list[dict[str, Any]] = []
+    if key_label and key_value:
+        selector[key_label] = key_value
+    if split or not key_label:
+        selector[GFD + "gpu.product"] = first.product
+        selector.update(_driver_selector(labels))
+        if labels.get(GFD + "gpu.count"):
+            selector[GFD + "gpu.count"] = labels[GFD + "gpu.count"]
+        if placement is PlacementKind.VGPU:
+            selector[VGPU_LABEL] = "true"
+        elif placement is PlacementKind.PASSTHROUGH:
+            selector[HYPERVISOR_LABEL] = "true"
+            expressions.append({"key": VGPU_LABEL, "operator": "NotIn", "values": ["true"]})
+        elif placement is PlacementKind.BARE_METAL:
+            expressions.append({"key": HYPERVISOR_LABEL, "operator": "DoesNotExist"})
+            expressions.append({"key": VGPU_LABEL, "operator": "NotIn", "values": ["true"]})
+        if labels.get(WORKLOAD_CONFIG_LABEL):
+            selector[WORKLOAD_CONFIG_LABEL] = labels[WORKLOAD_CONFIG_LABEL]
+    if first.node.mig.get("strategy") == "mixed":
+        # the resource itself selects nodes that have the profile; the label says so too
+        expressions.append({"key": f"{GFD}mig-{first.mig_profile}.count", "operator": "Exists"})
+    return selector, expressions
+
+
+def _taints(shapes: list[_Shape]) -> list[dict[str, str]]:
+    """The taints of the pool's nodes (each once), less the node-state ones never tolerated."""
+    taints: dict[tuple[str, str, str], dict[str, str]] = {}
+    for shape in shapes:
+        for text in shape.node.taints:
+            t = _taint(text)
+            if t["key"].startswith(_CONDITION_TAINTS):  # the node's state, not the pool's: never tolerated
+                continue
+            taints[(t["key"], t["value"], t["effect"])] = t
+    return sorted(taints.values(), key=lambda t: (t["key"], t["value"], t["effect"]))
 
 
 # ---- where nodes come from ---------------------------------------------------------------------

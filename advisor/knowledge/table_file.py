@@ -31,13 +31,12 @@ from typing import Any
 
 import numpy as np
 
+from advisor.knowledge.columns import Column, KeyList
 from advisor.knowledge.heap import return_free_heap
 from advisor.knowledge.table import (
     CATEGORICAL,
     NUMERIC,
     BenchmarkInfo,
-    Column,
-    KeyList,
     ObservationTable,
     content_digest,
 )

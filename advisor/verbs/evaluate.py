@@ -26,7 +26,8 @@ import numpy as np
 from advisor.estimate.facts import canonical_accelerator
 from advisor.estimate.index import EvidenceIndex
 from advisor.estimate.transfer import METHODS
-from advisor.knowledge.table import Column, ObservationTable
+from advisor.knowledge.columns import Column
+from advisor.knowledge.table import ObservationTable
 from advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
 from advisor.snapshot import Knowledge
 from advisor.verbs.predict import predict

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.knowledge.table import Column, ObservationTable
+from advisor.knowledge.columns import Column
+from advisor.knowledge.table import ObservationTable
 from advisor.names import matching_accelerators
 from graph_schema.catalog.rounds import round_key
 from graph_schema.errors import InvalidInput
