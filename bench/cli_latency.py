@@ -125,9 +125,11 @@ def write_one(uri: str, tag: int) -> None:
 def in_process(uri: str) -> dict[str, float]:
     """Table from the store vs from its persisted file; calibration, the index's slices and the
     placement overheads computed vs loaded from the calibration file."""
-    from advisor import analysis, calibration_file, table_file
     from advisor.engine import Advisor, _one_thread
-    from advisor.estimate import EvidenceIndex, group_slices
+    from advisor.estimate import analysis, calibration_file
+    from advisor.estimate.index import EvidenceIndex
+    from advisor.estimate.query import group_slices
+    from advisor.knowledge import table_file
     from graph_schema.registry import open_store
 
     with open_store(uri) as store:
@@ -167,9 +169,9 @@ def tiled_load(uri: str, rows: int) -> dict[str, float]:
 
     import numpy as np
 
-    from advisor import table_file
     from advisor.engine import Advisor
-    from advisor.table import Column
+    from advisor.knowledge import table_file
+    from advisor.knowledge.columns import Column
     from graph_schema.registry import open_store
 
     with open_store(uri) as store:

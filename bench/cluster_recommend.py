@@ -94,9 +94,9 @@ def main() -> None:
     ap.add_argument("--store", help="a seeded store to reuse (default: a fresh embedded one, seeded)")
     args = ap.parse_args()
 
-    from advisor.cluster_advice import ClusterAdvisor
+    from advisor.cluster.advice import ClusterAdvisor
     from advisor.engine import Advisor
-    from advisor.pools import group_pools, nodes_from_json
+    from advisor.cluster.pools import group_pools, nodes_from_json
     from graph_schema.registry import open_store
     from graph_schema.starter import seed_store
 

@@ -36,7 +36,9 @@ sys.path.insert(1, str(ROOT / "bench"))
 
 from api_latency import fill, synthetic
 
-from advisor import calibration_file, table_file
+from advisor.estimate import calibration_file
+
+from advisor.knowledge import table_file
 from advisor.engine import Advisor
 from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store

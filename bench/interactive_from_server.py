@@ -1,4 +1,4 @@
-"""How well Interactive throughput follows from Server (advisor/scenario_derive.py), measured on
+"""How well Interactive throughput follows from Server (advisor/estimate/scenario.py), measured on
 the systems that published both: each system left out in turn, its Interactive result predicted
 as its own Server result x the median Interactive/Server ratio of the other systems, with the
 split-conformal 80% bounds of those ratios. Prints MAPE and interval coverage per benchmark.
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.engine import Advisor
 from advisor.estimate import EvidenceIndex
-from advisor.scenario_derive import conformal_bounds
+from advisor.estimate.scenario import conformal_bounds
 from graph_schema.registry import open_store
 
 

@@ -29,8 +29,9 @@ sys.path.insert(1, str(ROOT / "bench"))
 import fleet
 import numpy as np
 
-from advisor import table_file
-from advisor.table import Column, ObservationTable
+from advisor.knowledge import table_file
+from advisor.knowledge.columns import Column
+from advisor.knowledge.table import ObservationTable
 from graph_schema.models import StoredObservation
 
 
@@ -51,8 +52,13 @@ def tiled(base: ObservationTable, rows: int) -> ObservationTable:
 
 
 def old_module(rev: str, folder: Path) -> Any:
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:advisor/table_file.py"],
-                          capture_output=True, text=True, check=True).stdout
+    # the module's path at that revision (it moved into advisor/knowledge/ after 7c8cd85)
+    for where in ("advisor/knowledge/table_file.py", "advisor/table_file.py"):
+        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{where}"], capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    shown.check_returncode()
+    text = shown.stdout
     path = folder / "table_file_old.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location("table_file_old", path)

@@ -40,8 +40,8 @@ BATCH = 10_000
 
 def read_once(uri: str, way: str) -> dict[str, float | int | str]:
     """The child: one read of the table, timed (its own wall, CPU and peak RSS)."""
-    from advisor.table import ObservationTable, content_digest
-    from advisor.table_file import READ_PAGE
+    from advisor.knowledge.table import ObservationTable, content_digest
+    from advisor.knowledge.table_file import READ_PAGE
 
     store = open_store(uri, migrate=False)
     start, cpu = time.perf_counter(), time.process_time()

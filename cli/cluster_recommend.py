@@ -1,5 +1,5 @@
 """``advisor recommend --cluster NAME | --nodes FILE``: rank the user's node pools and the stacks
-each can run. Thin: nodes in, ``advisor.cluster_advice`` answers, ``cli.render`` prints."""
+each can run. Thin: nodes in, ``advisor.cluster.advice`` answers, ``cli.render`` prints."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
                pool_label: str | None) -> tuple[list[Any], str]:
     """The pools of a recorded inventory or of a ``kubectl get nodes -o json`` file, and a source
     name for the answer."""
-    from advisor.pools import group_pools, nodes_from_inventory, read_nodes_file
+    from advisor.cluster.pools import group_pools, nodes_from_inventory, read_nodes_file
     from graph_schema.errors import InvalidInput
 
     if cluster and nodes_file:
@@ -22,7 +22,7 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
         assert nodes_file is not None
         stdin = sys.stdin.read() if nodes_file == "-" else None
         nodes, source = read_nodes_file(nodes_file, stdin), f"nodes file {nodes_file}"
-    from advisor.numa_advice import with_stored_topologies
+    from advisor.cluster.numa import with_stored_topologies
 
     return group_pools(with_stored_topologies(nodes, kb), pool_label=pool_label), source
 
@@ -30,7 +30,8 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
 def run(adv: Any, workload: Any, *, cluster: str | None, nodes_file: str | None, pool_label: str | None,
         what_if: list[str] | None, gpus: int | None, nodes_count: int | None, image: str | None,
         per_pool: int, top: int, as_json: bool, snippets: bool) -> None:
-    from advisor.cluster_advice import ClusterAdvisor, parse_what_if
+    from advisor.cluster.advice import ClusterAdvisor
+    from advisor.cluster.targets import parse_what_if
 
     pools, source = load_pools(adv.store, cluster=cluster, nodes_file=nodes_file, pool_label=pool_label)
     result = ClusterAdvisor(adv).recommend(
@@ -81,7 +82,7 @@ def print_cluster(result: Any, snippets: bool) -> None:
             stdout.print(f"# --- #{r.rank} {r.pool} ---")
             stdout.print(r.snippet_yaml, highlight=False, markup=False)
             if r.numa and r.numa.kubelet_config:
-                from advisor.snippet import to_yaml
+                from advisor.manifests.pod import to_yaml
 
                 stdout.print(f"# --- #{r.rank} {r.pool}: KubeletConfiguration fragment for the pool's nodes ---")
                 stdout.print(to_yaml(r.numa.kubelet_config), highlight=False, markup=False)

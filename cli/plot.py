@@ -1,7 +1,7 @@
 """``advisor plot``: PNG/SVG charts from the store's observations.
 
-Thin: the rows come from ``advisor.plot_data`` (the same numbers ``--json`` prints), the figure
-from ``advisor.plots``. ``plot overhead`` shows exactly what ``compare placement`` reports.
+Thin: the rows come from ``advisor.charts.data`` (the same numbers ``--json`` prints), the figure
+from ``advisor.charts.figures``. ``plot overhead`` shows exactly what ``compare placement`` reports.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import typer
 from cli.options import PLACEMENTS, ApiOpt, JsonOpt, StoreOpt, choose
 
 if TYPE_CHECKING:
-    from advisor.plot_data import Chart
+    from advisor.charts.data import Chart
 
 plot_app = typer.Typer(
     name="plot",
@@ -80,7 +80,7 @@ def throughput(
     as_json: JsonOpt = False,
 ) -> None:
     """A metric per accelerator by software stack: one panel per accelerator, p10–p90 whiskers."""
-    from advisor import plot_data, plots
+    from advisor.charts import data as plot_data, figures as plots
 
     plots.check_out(out)
     kind = plot_data.parse_placement(choose(placement, PLACEMENTS, "--placement"))
@@ -107,8 +107,9 @@ def overhead(
 ) -> None:
     """Speed in passthrough and vGPU VMs relative to bare metal, per accelerator: the figures of
     `advisor compare placement` (the other filters narrow the observations paired first)."""
-    from advisor import analysis, plot_data, plots
-    from advisor.table import ObservationTable
+    from advisor.estimate import analysis
+    from advisor.charts import data as plot_data, figures as plots
+    from advisor.knowledge.table import ObservationTable
 
     plots.check_out(out)
     obs = _observations(store, api, framework=framework, source=source, metric=metric)
@@ -138,7 +139,7 @@ def trend(
     as_json: JsonOpt = False,
 ) -> None:
     """A metric per accelerator across versions of one component, one line per accelerator."""
-    from advisor import plot_data, plots
+    from advisor.charts import data as plot_data, figures as plots
 
     plots.check_out(out)
     obs = _observations(store, api, framework=framework, source=source)
@@ -161,8 +162,8 @@ def sweep(
     `advisor compare sweep` reports."""
     from dataclasses import asdict
 
-    from advisor.plots import check_out, draw_sweep
-    from advisor.sweep_compare import compare_sweep, sweep_observations
+    from advisor.charts.figures import check_out, draw_sweep
+    from advisor.verbs.sweep import compare_sweep, sweep_observations
     from cli.render import info, print_json
     from graph_schema.registry import open_store
 

@@ -92,7 +92,7 @@ def compare_sweep_command(
 ) -> None:
     """What each cell of a sweep changed on one node: per benchmark, its speed relative to the
     baseline cell with a 95% interval (from the repeats), flagged only beyond the run-to-run spread."""
-    from advisor.sweep_compare import sweep_report
+    from advisor.verbs.sweep import sweep_report
     from graph_schema.registry import open_store
 
     chosen = output_format(fmt, as_json)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from collectors.numa_labels import list_nrt, numa_from_labels, numa_from_nrt
 from graph_schema.catalog import resolve_accelerator
+from graph_schema.catalog.rounds import release_key
 from graph_schema.models import Accelerator, Host, Placement, PlacementKind
 from graph_schema.topology import NodeNuma
 
@@ -277,9 +278,6 @@ def nodes_satisfying(
 ) -> dict[str, list[ClusterNode]]:
     """Nodes fitting a recommendation, grouped by pool (or by their selector when poolless)."""
 
-    def version_key(text: str) -> tuple[int, ...]:
-        return tuple(int(p) for p in text.split(".") if p.isdigit())
-
     # A node's GFD label ("NVIDIA-H100-80GB-HBM3") and a recommendation's accelerator
     # ("H100-SXM5-80GB") are compared as catalogue names.
     wanted = resolve_accelerator(accelerator).key if accelerator else None
@@ -292,7 +290,7 @@ def nodes_satisfying(
             continue
         if min_gpus and (acc is None or acc.count < min_gpus):
             continue
-        if min_driver and (node.driver is None or version_key(node.driver) < version_key(min_driver)):
+        if min_driver and (node.driver is None or release_key(node.driver) < release_key(min_driver)):
             continue
         key = node.pool or ",".join(f"{k}={v}" for k, v in node.selector().items())
         groups.setdefault(key, []).append(node)

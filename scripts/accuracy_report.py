@@ -86,7 +86,7 @@ def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]: 
         ("**What scikit-learn does: the transfer challenger.** A transfer scales the nearest measured "
          "accelerators of the same vendor by published peak compute and bandwidth. Answers use the "
          "roofline blend (compute^a x bandwidth^(1-a), `a` picked from a grid by leaving one accelerator out). "
-         "The challenger (`advisor/transfer.py`, method `learned`) is fitted per benchmark slice and accelerator "
+         "The challenger (`advisor/estimate/transfer.py`, method `learned`) is fitted per benchmark slice and accelerator "
          "class at calibration time: scikit-learn's `Ridge` fits the log of the percent-of-roofline "
          "efficiency on log peak compute and log bandwidth (shrunk towards the blend), "
          "`LeaveOneGroupOut` (one group per accelerator) scores it against the blend on the same held-out "
@@ -191,7 +191,7 @@ def main() -> int:
          "2018): each residual is divided by its benchmark's own spread (shrunk towards its cell's), so "
          "a benchmark whose transfers always landed close gets a narrow interval and one whose "
          "transfers scatter a wide one. Pools are per family, division and metric; the calibration "
-         "is a function of the data, persisted with it (`advisor.calibration_file`)."),
+         "is a function of the data, persisted with it (`advisor.estimate.calibration_file`)."),
         "",
         *sklearn_section(advisor.transfer_method, {"by-round": by_round, "loao": loao}, challenger),
         "",

@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.knowledge.columns import Column
+from advisor.knowledge.table import ObservationTable
 from advisor.names import matching_accelerators
-from advisor.table import Column, ObservationTable, _round_key
+from graph_schema.catalog.rounds import round_key
 from graph_schema.errors import InvalidInput
 
 COMPONENTS = ("driver", "cuda", "cudnn", "tensorrt", "framework", "framework_version")
@@ -153,7 +155,7 @@ def sort_rows(table: ObservationTable, rows: np.ndarray, sort: str, order: str) 
         return rows if order == "asc" else rows[::-1]  # the table keeps the store's key order
     else:
         column = table.bench_name if sort == "benchmark" else getattr(table, sort)
-        key = _rank(column, _round_key if sort == "round" else str)[column.codes[rows]]
+        key = _rank(column, round_key if sort == "round" else str)[column.codes[rows]]
     idx = np.argsort(key, kind="stable")
     return rows[idx[::-1]] if order == "desc" else rows[idx]
 
@@ -220,7 +222,7 @@ def facets(table: ObservationTable) -> dict[str, list[str]]:
     """The values each filter can take (the form's choices), from the table itself."""
     out = {name: sorted(str(v) for v in getattr(table, column).vocab if v)
            for name, column in COLUMN_FILTERS.items()}
-    out["round"] = sorted(out["round"], key=_round_key)
+    out["round"] = sorted(out["round"], key=round_key)
     out["accelerator"] = sorted(str(v) for v in table.accelerator.vocab if v)
     for c in COMPONENTS:
         out[c] = sorted({str(getattr(st, c)) for st in table.stacks.values() if getattr(st, c)})

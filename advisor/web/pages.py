@@ -1,7 +1,7 @@
 """The web explorer's pages. Each page answers with the same functions the ``/v1`` routes call
 (``Advisor.recommend``, ``Advisor.compare``, ``Advisor.placement_overhead``, ``Advisor.predict``,
 ``Store.query_observations``, ``Store.list_entities``) and the same rows ``advisor plot`` draws
-(``advisor.plot_data``), so a page and the API cannot disagree. Every form is a GET form: the URL
+(``advisor.charts.data``), so a page and the API cannot disagree. Every form is a GET form: the URL
 holds every field (a permalink), and ``format=csv`` or ``format=json`` exports what is shown.
 """
 
@@ -216,7 +216,7 @@ def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: s
     """Best stack per (canonical accelerator, placement), best first: ``advisor plot throughput``'s
     rows (``plot_data.throughput_chart``, top 1 stack) for each placement, over the observations
     ``GET /v1/observations?benchmark_name=...`` returns."""
-    from advisor import plot_data
+    from advisor.charts import data as plot_data
 
     kind = plot_data.parse_placement(placement, plot_data.FORM) if placement else None
     parts = benchmark.split("/")  # a name, family/name, or an id (family/name/hash: one series)
@@ -386,7 +386,7 @@ def compare_page(request: Request, advisor: AdvisorDep, format: str = "html") ->
                     raise
                 error = exc.message
         try:
-            from advisor.plot_data import overhead_chart
+            from advisor.charts.data import overhead_chart
 
             overheads = overhead_chart(advisor.placement_overhead(accelerator)).rows
         except NotFound as exc:
@@ -455,7 +455,7 @@ def compare_benchmarks(advisor: Any, a: str, b: str, *, accelerator: str | None,
 @router.get("/compare/sweep")
 def compare_sweep_page(request: Request, store: StoreDep, advisor: AdvisorDep, format: str = "html") -> Response:
     def build() -> Response:
-        from advisor.sweep_compare import sweep_names, sweep_report
+        from advisor.verbs.sweep import sweep_names, sweep_report
 
         f = _fields(request)
         sweep = f.get("sweep") or None

@@ -36,8 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from collectors.importers.loadgen_summary import (
-    TOKEN_LATENCY_GROUPS,
-    TOKEN_LATENCY_STATS,
     parse_summary,
     published_headline,
     token_latency_metrics,
@@ -49,9 +47,12 @@ from collectors.importers.mlperf_system import whole_number as _int
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from graph_schema.catalog import (
+    load_catalog,
     resolve_accelerator,
     resolve_benchmark,
     resolve_cpu,
+    resolve_metric,
+    resolve_scenario,
 )
 from graph_schema.errors import InvalidInput
 from graph_schema.models import (
@@ -70,15 +71,6 @@ from graph_schema.store import Store
 
 SOURCE = "mlperf-inference"
 FAMILY = "mlperf-inference"
-SCENARIOS = {
-    "offline": "Offline",
-    "server": "Server",
-    "interactive": "Interactive",  # v5.0+: Server with tighter latency limits (LLMs)
-    "singlestream": "SingleStream",
-    "multistream": "MultiStream",
-}
-# Scenarios LoadGen runs in another scenario's mode: the summary names the mode.
-RUNS_AS = {"Interactive": "Server"}
 # Directories that hold runs other than the reported performance run: never results.
 NOT_RESULTS = {"compliance", "accuracy", "ranging", "power"}
 ATTRIBUTION = (
@@ -88,21 +80,17 @@ ATTRIBUTION = (
 _ROUND = re.compile(r"v(\d+\.\d+)")
 
 
-# metric name → (unit, higher_is_better)
 EXTRA_COMPONENTS = ("dali", "triton", "jetpack", "rocm", "gcc")
-METRICS: dict[str, tuple[str, bool]] = {
-    "samples_per_second": ("samples/s", True),
-    "queries_per_second": ("queries/s", True),
-    "tokens_per_second": ("tokens/s", True),
-    "p90_latency_ms": ("ms", False),
-    "p99_latency_ms": ("ms", False),
-    "p99_9_latency_ms": ("ms", False),  # PointPainting's SingleStream result
-    **{
-        f"{prefix}_{stat.replace('.', '_')}_ms": ("ms", False)
-        for prefix in TOKEN_LATENCY_GROUPS.values()
-        for stat in TOKEN_LATENCY_STATS
-    },
-}
+
+
+def metric_facts(metric: str) -> tuple[str, bool]:
+    """(unit, higher is better) of a metric, from the catalogue.
+
+    Raises:
+        InvalidInput: the catalogue does not know the metric (with the closest names).
+    """
+    entry = load_catalog().metrics[resolve_metric(metric).require("metric")]
+    return entry.unit, entry.higher_is_better
 
 
 # ---- reading a tree --------------------------------------------------------------------------
@@ -423,14 +411,16 @@ def _record(
         tree.issues.append(Issue(item.path, f"malformed LoadGen summary: {exc}", "failed", "malformed-summary"))
         return None
     loadgen_scenario = summary["scenario"]
-    directory_scenario = SCENARIOS.get(scenario_dir.replace(" ", "").lower())
+    # the catalogue's scenarios; a directory names one (Interactive: a Server run, v5.0+)
+    match = resolve_scenario(scenario_dir)
+    directory_scenario = match.id if match.resolved else None
     if directory_scenario is None:
-        known = ", ".join(sorted(set(SCENARIOS.values())))
+        known = ", ".join(sorted(load_catalog().scenarios))
         tree.issues.append(
             Issue(item.path, f"scenario directory {scenario_dir!r} is not a known scenario ({known})", "failed", "unknown-scenario")
         )
         return None
-    if directory_scenario == loadgen_scenario or RUNS_AS.get(directory_scenario) == loadgen_scenario:
+    if load_catalog().scenarios[directory_scenario].loadgen_mode == loadgen_scenario:
         # A scenario LoadGen runs in another mode (Interactive: Server with tighter latency
         # bounds) is a result of its own under its directory's name.
         scenario = directory_scenario
@@ -549,7 +539,7 @@ def to_observations(record: MlperfRecord, cache: dict[str, SystemContext] | None
     headline = to_observation(record, cache)
     out = [headline]
     for metric, value, line in record.latency_metrics:
-        unit, higher = METRICS[metric]
+        unit, higher = metric_facts(metric)
         details = {**headline.provenance.details, "metric_source": line}
         out.append(
             headline.model_copy(
@@ -598,7 +588,7 @@ def to_observation(record: MlperfRecord, cache: dict[str, SystemContext] | None 
         details["cloud_provider"] = record.cloud_provider
     if record.version_conflicts:
         details["version_conflicts"] = "; ".join(record.version_conflicts)
-    unit, higher = METRICS[record.metric]
+    unit, higher = metric_facts(record.metric)
     return Observation(
         benchmark=Benchmark(
             family=FAMILY,

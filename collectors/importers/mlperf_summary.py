@@ -39,11 +39,10 @@ from collectors.importers.mlperf import (
     ATTRIBUTION,
     DEFAULT_BATCH,
     FAMILY,
-    METRICS,
-    SCENARIOS,
     SOURCE,
     detect_round,
     ingest_observations,
+    metric_facts,
 )
 from collectors.importers.mlperf_system import accelerators as system_accelerators
 from collectors.importers.mlperf_system import flat_text, whole_number
@@ -223,9 +222,9 @@ def _scenario(row: dict[str, Any]) -> str | None:
     keeps Interactive apart from Server), else the Scenario field's."""
     where = _location_parts(row.get("location") or "")
     if where:
-        directory = SCENARIOS.get(where[1].replace(" ", "").lower())
-        if directory:
-            return directory
+        directory = resolve_scenario(where[1])
+        if directory.resolved:
+            return directory.id
     match = resolve_scenario(flat_text(row.get("scenario")))
     return match.id if match.resolved else None
 
@@ -323,7 +322,7 @@ def _observation(row: _Row, scenario: str, benchmark: str, benchmark_raw: str, m
     evidence = {"system_id": system_id, "system_name": system_name, "framework": software,
                 "accelerator_model_name": model}
     placement = classify_placement({k: v for k, v in evidence.items() if v}, has_accelerator=bool(model))
-    unit, higher = METRICS.get(metric, ("ms", False))
+    unit, higher = metric_facts(metric)
     details = {
         "round": row.round, "division": division, "submitter": submitter, "system_id": system_id,
         "system_name": system_name, "file": row.file, "table_row": flat_text(r.get("row_id")),

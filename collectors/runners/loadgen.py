@@ -26,13 +26,27 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from collectors.importers.loadgen_summary import parse_summary, primary_result
 from collectors.models import MODELS
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
+from graph_schema.catalog import load_catalog, resolve_benchmark
 from graph_schema.errors import InvalidInput, Unsupported
 from graph_schema.models import Benchmark, FailureIn, Measurement
 
 log = logging.getLogger(__name__)
 
+# the family of runs of a model the catalogue has no benchmark for (``benchmark_of``)
 FAMILY = "loadgen"
+# the LoadGen modes this runner drives (catalogue scenario ids; MultiStream is not implemented)
 SCENARIOS = ("SingleStream", "Server", "Offline")
+
+
+def benchmark_of(model: str) -> tuple[str, str]:
+    """(family, name) our runs of ``model`` are recorded under: the catalogue's benchmark for
+    it (``resnet50`` → ``mlperf-inference``/``resnet50``), so they pair with MLPerf's published
+    results of that benchmark; a model the catalogue has no benchmark for stays under family
+    ``loadgen`` by its own name."""
+    match = resolve_benchmark(model)
+    if match.resolved and match.base is None:
+        return load_catalog().benchmarks[match.id].family, match.id
+    return FAMILY, model
 
 
 class LoadgenParams(BaseModel):
@@ -310,7 +324,8 @@ class LoadgenRunner:
         for i, scenario in enumerate(params.scenarios):
             if progress:
                 progress(f"LoadGen {scenario}", i / len(params.scenarios))
-            benchmark = Benchmark(family=FAMILY, name=scenario, parameters=params.identity(scenario, device))
+            family, name = benchmark_of(params.model)
+            benchmark = Benchmark(family=family, name=name, parameters=params.identity(scenario, device))
             with tempfile.TemporaryDirectory(prefix=f"loadgen-{scenario}-") as outdir:
                 try:
                     summary = run_scenario(params, scenario, device, Path(outdir))

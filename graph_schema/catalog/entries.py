@@ -7,6 +7,7 @@ project's own benchmarks and metrics).
 from __future__ import annotations
 
 import re
+from datetime import date
 from itertools import pairwise
 from typing import Literal
 
@@ -223,3 +224,20 @@ class FrameworkEntry(_Entry):
     kind: Literal["framework", "component"]
     aliases: list[str] = Field(default_factory=list)
     note: str | None = None
+
+
+class RoundEntry(_Entry):
+    """A benchmark round and the day its results were published (``rounds.yaml``)."""
+
+    family: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+    published: date
+
+
+class ArchitectureEntry(_Entry):
+    """A CPU architecture as Kubernetes labels it, and the name patterns that stand for it."""
+
+    id: str = Field(min_length=1)
+    patterns: list[str] = Field(min_length=1)
+
+    _patterns = field_validator("patterns")(classmethod(lambda cls, v: _check_patterns(v)))

@@ -77,6 +77,16 @@ def _load(file: str, key: str, model: type[T]) -> list[T]:
     return out
 
 
+def load_entries(file: str, key: str, model: type[T]) -> list[T]:
+    """The validated entries of the list ``key`` in the catalogue file ``file`` (for catalogue
+    modules with their own file, e.g. ``rounds``).
+
+    Raises:
+        InvalidInput: the file is unreadable or an entry is malformed (named with its field).
+    """
+    return _load(file, key, model)
+
+
 class _Index:
     """Exact names (normalised) → entry id; a key claimed by two entries is a load error."""
 

@@ -1,4 +1,4 @@
-"""The evidence index's calibration persisted with the table's content (advisor.calibration_file):
+"""The evidence index's calibration persisted with the table's content (advisor.estimate.calibration_file):
 a fresh process reuses it instead of replaying the history, answers exactly as the process that
 computed it, never trusts a damaged file, and a change of data gets a calibration of its own."""
 
@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advisor import analysis, calibration_file, estimate, table_file
 from advisor.engine import Advisor
-from advisor.estimate import EvidenceIndex
+from advisor.estimate import analysis, calibration_file
+from advisor.estimate import query as estimate
+from advisor.estimate.index import EvidenceIndex
+from advisor.knowledge import table_file
 from graph_schema.models import IngestBatch
 from graph_schema.starter import load_snapshot
 from graph_schema.store import Store
@@ -105,7 +107,7 @@ def test_transfer_intervals_follow_their_benchmarks_own_spread(store: Store, fol
     """Locally weighted conformal: in one calibration cell, a benchmark whose transfers always
     landed close gets a narrower interval than one whose transfers scatter, and over the cell the
     bounds still hold 80% of the residuals they were computed from."""
-    from advisor.estimate import Calibration
+    from advisor.estimate.query import Calibration
     from advisor.results import Basis
 
     rng = np.random.default_rng(0)
@@ -191,8 +193,9 @@ def test_rows_in_another_order_reuse_the_calibration_not_the_slices(paired_store
     assert prepared is not None and prepared.slices is None and prepared.overheads is None
     assert prepared.calibration.alphas == advisor.evidence().calibration().alphas
     fresh = Advisor(paired_store)  # over the other order: it recomputes, and the file follows it
-    assert list(fresh.overheads(flipped).items()) == list(analysis.placement_overheads(flipped).items())
-    assert _same_slices(fresh.evidence(flipped).slices, estimate.group_slices(flipped))
+    snapshot = fresh.snapshot(flipped)
+    assert list(snapshot.overheads.items()) == list(analysis.placement_overheads(flipped).items())
+    assert _same_slices(snapshot.index.slices, estimate.group_slices(flipped))
     again = calibration_file.load_prepared(flipped)
     assert again is not None and again.slices is not None
     assert calibration_file.load_prepared(table).slices is None  # type: ignore[union-attr]

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.cluster_advice import ClusterAdvisor
-from advisor.cluster_results import PoolBasis
-from advisor.pools import group_pools, nodes_from_json
-from advisor.rules import component_versions, stack_components
+from advisor.cluster.advice import ClusterAdvisor
+from advisor.cluster.results import PoolBasis
+from advisor.cluster.pools import group_pools, nodes_from_json
+from advisor.knowledge.rules import component_versions, stack_components
 from graph_schema.errors import InvalidInput
 from graph_schema.models import SoftwareStack
 from tests.kube.gfd_pools import POOL_NODES

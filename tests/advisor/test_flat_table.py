@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from advisor import calibration_file, table_file
+from advisor.estimate import calibration_file
+
+from advisor.knowledge import table_file
 from advisor.engine import Advisor
-from advisor.table import ObservationTable
+from advisor.knowledge.table import ObservationTable
 from advisor.workload import Workload
 from graph_schema.cypher_store import CypherStore
 from graph_schema.embedded_store import QUERY_TIMEOUT_S, EmbeddedStore

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from advisor.numa_advice import (
+from advisor.cluster.numa import (
     UNKNOWN_GAIN,
     advise,
     guarantee,
@@ -15,7 +15,7 @@ from advisor.numa_advice import (
     measured_gains,
     size_pod,
 )
-from advisor.pools import group_pools, nodes_from_json
+from advisor.cluster.pools import group_pools, nodes_from_json
 from collectors.numa_labels import numa_from_labels, numa_from_nrt, numa_from_topology, quantity
 from graph_schema.models import (
     Accelerator,
@@ -129,7 +129,7 @@ def test_expected_gain_only_from_measured_pairs(store) -> None:
 
 
 def test_a_stored_fingerprint_of_the_node_gives_the_zones(store) -> None:
-    from advisor.numa_advice import with_stored_topologies
+    from advisor.cluster.numa import with_stored_topologies
     from collectors.fingerprint.topology import topology_of_tree
 
     obs = _numa_obs("local", 1.0, "A100-SXM4-80GB")
@@ -147,7 +147,7 @@ def test_guaranteed_manifests_pass_strict_openapi_validation() -> None:
     (kubernetes-validate, strict); the real apiserver's dry run is in tests/kube."""
     import kubernetes_validate
 
-    from advisor.pool_snippet import pool_manifests
+    from advisor.cluster.manifests import pool_manifests
     from graph_schema.models import SoftwareStack
 
     h100 = _pools([*H100_NODES, *NRTS])["h100-numa"]

@@ -1,4 +1,4 @@
-"""The observation table persisted per store generation (advisor.table_file): equal to what the
+"""The observation table persisted per store generation (advisor.knowledge.table_file): equal to what the
 store gives, invalidated by any write, never trusted when damaged, and served to a fresh process
 without heavy imports."""
 
@@ -14,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor import calibration_file, table_file
+from advisor.estimate import calibration_file
+
+from advisor.knowledge import table_file
 from advisor.engine import Advisor
-from advisor.table import ObservationTable
+from advisor.knowledge.table import ObservationTable
 from graph_schema.models import IngestBatch
 from graph_schema.starter import load_snapshot
 from graph_schema.store import Store

@@ -12,8 +12,8 @@ import pytest
 from matplotlib.container import BarContainer
 from typer.testing import CliRunner
 
-from advisor import plot_data, plots
-from advisor.plot_data import canonical_name
+from advisor.charts import data as plot_data, figures as plots
+from advisor.charts.data import canonical_name
 from cli.main import app
 from graph_schema.models import IngestBatch, Observation
 from graph_schema.registry import open_store

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cluster_advice import job_shape, parse_what_if
-from advisor.pool_snippet import pool_manifests
-from advisor.pools import group_pools, nodes_from_json, read_nodes_file, resolve_gfd_product
+from advisor.cluster.manifests import pool_manifests
+from advisor.cluster.pools import group_pools, nodes_from_json, read_nodes_file, resolve_gfd_product
+from advisor.cluster.targets import job_shape, parse_what_if
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, SoftwareStack
 from tests.kube.gfd_pools import POOL_NODES

@@ -105,8 +105,10 @@ def test_recommend_on_each_backend(store) -> None:  # type: ignore[no-untyped-de
 def test_an_unseen_faster_accelerator_is_predicted_faster(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     """Without any H100 PCIe result, a transfer through public specs must still place it above the
     A100 PCIe on BERT Offline, as v3.0 then measured."""
-    from advisor.estimate import EvidenceIndex, Query, canonical_accelerator
-    from advisor.evaluation import subset
+    from advisor.estimate.facts import canonical_accelerator
+    from advisor.estimate.index import EvidenceIndex
+    from advisor.estimate.query import Query
+    from advisor.verbs.evaluate import subset
 
     table = kb_advisor.table()
     keep = np.array([canonical_accelerator(table.accelerator.vocab[c]) != canonical_accelerator("NVIDIA H100-PCIe-80GB")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.rules import Severity, component_versions, load_rules, stack_components
+from advisor.knowledge.rules import Severity, component_versions, load_rules, stack_components
 from graph_schema.errors import InvalidInput
 from graph_schema.models import SoftwareStack
 from graph_schema.starter import read_snapshot

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from advisor.engine import Advisor
-from advisor.snippet import HYPERVISOR, VGPU_PRESENT, driver_terms, placement_snippet
+from advisor.manifests.pod import HYPERVISOR, VGPU_PRESENT, driver_terms, placement_snippet
 from advisor.workload import Workload
 from graph_schema.catalog import resolve_accelerator
 from graph_schema.errors import InvalidInput

@@ -8,7 +8,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from advisor.table import Column, KeyList, group_rows
+from advisor.knowledge.columns import Column, KeyList
+from advisor.knowledge.table import group_rows
 
 
 def _grouped_row_by_row(columns: list[np.ndarray], rows: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:

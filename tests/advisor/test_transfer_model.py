@@ -1,4 +1,4 @@
-"""The transfer models (advisor.transfer): the scikit-learn model is kept for a slice only where
+"""The transfer models (advisor.estimate.transfer): the scikit-learn model is kept for a slice only where
 its leave-one-accelerator-out error is lower than the roofline blend's; fitted models are
 persisted with the calibration, and a fresh process answers from them without importing
 scikit-learn."""
@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor import calibration_file, transfer
 from advisor.engine import Advisor
-from advisor.estimate import EvidenceIndex, peak_figures
+from advisor.estimate import calibration_file, transfer
+from advisor.estimate.facts import peak_figures
+from advisor.estimate.index import EvidenceIndex
 from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 from graph_schema.starter import load_snapshot

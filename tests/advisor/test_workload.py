@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.specs import load_prices, resolve_accelerator
+from advisor.knowledge.specs import load_prices, resolve_accelerator
 from advisor.workload import FrameworkConstraint, Objective, Workload
 from graph_schema.catalog import load_catalog
 from graph_schema.errors import InvalidInput

@@ -20,7 +20,7 @@ def test_quick_profile_runs_all_three_scenarios() -> None:
     seen: list[str] = []
     result = get_runner("loadgen").run(RunContext(profile="quick", device="cpu"), lambda m, f: seen.append(m))
     assert result.failures == []
-    by_scenario = {m.benchmark.name: m for m in result.measurements}
+    by_scenario = {m.benchmark.parameters["scenario"]: m for m in result.measurements}
     assert set(by_scenario) == {"SingleStream", "Server", "Offline"}
     ss, server, offline = by_scenario["SingleStream"], by_scenario["Server"], by_scenario["Offline"]
     assert ss.metric == "p90_latency_ms" and ss.unit == "ms" and ss.value > 0 and not ss.higher_is_better

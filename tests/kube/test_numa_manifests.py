@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from advisor.numa_advice import kubelet_fragment
-from advisor.snippet import to_yaml
+from advisor.cluster.numa import kubelet_fragment
+from advisor.manifests.pod import to_yaml
 from cli.main import app
 from tests.kube.control_plane import ControlPlane, cache_dir
 from tests.kube.numa_nodes import NRTS, NUMA_NODES, SELECTOR

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from advisor.engine import Advisor
-from advisor.snippet import placement_snippet
+from advisor.manifests.pod import placement_snippet
 from graph_schema.catalog import resolve_accelerator
 from graph_schema.models import IngestBatch, Observation, PlacementKind, SoftwareStack
 from graph_schema.registry import open_store

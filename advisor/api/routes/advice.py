@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from advisor.api.deps import AdvisorDep, ReadCaller, StoreDep
 from advisor.api.limits import check_cap, in_chunks
 from advisor.api.routes import READ_ERRORS, error_responses
-from advisor.cluster_results import ClusterRecommendationSet
+from advisor.cluster.results import ClusterRecommendationSet
 from advisor.results import (
     Comparison,
     PlacementOverhead,
@@ -22,7 +22,7 @@ from advisor.results import (
     RecommendationSet,
     Regression,
 )
-from advisor.sweep_compare import SweepComparison, sweep_report
+from advisor.verbs.sweep import SweepComparison, sweep_report
 from advisor.workload import Workload
 from graph_schema.models import PlacementKind
 
@@ -110,9 +110,9 @@ def recommend(
     # Serialised by pydantic directly: FastAPI's generic response path costs more than the
     # (memoised) answer itself; the schema is still documented by response_model.
     if body.cluster or body.nodes:
-        from advisor.cluster_advice import ClusterAdvisor
-        from advisor.numa_advice import with_stored_topologies
-        from advisor.pools import group_pools, nodes_from_inventory, nodes_from_json
+        from advisor.cluster.advice import ClusterAdvisor
+        from advisor.cluster.numa import with_stored_topologies
+        from advisor.cluster.pools import group_pools, nodes_from_inventory, nodes_from_json
 
         if body.cluster:
             nodes, source = nodes_from_inventory(advisor.store, body.cluster), f"cluster {body.cluster}"

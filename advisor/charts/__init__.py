@@ -1,0 +1,1 @@
+"""Chart data from the observation table, and the figures drawn from it."""

@@ -1,0 +1,81 @@
+"""Facts about accelerators and models an estimate reads, through the catalogue
+(``graph_schema.catalog`` via ``advisor.knowledge.specs``): the canonical accelerator a name
+stands for, its class, peak figures and memory, the memory a benchmark's model needs, and the
+first driver its generation runs on."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from advisor.knowledge.specs import ResolvedAccelerator, resolve_accelerator
+from advisor.knowledge.table import physical_key
+
+
+def canonical_accelerator(name: str) -> str:
+    """The canonical accelerator a published or typed name stands for."""
+    return physical_key(name)
+
+
+def accelerator_spec(name: str) -> ResolvedAccelerator:
+    return resolve_accelerator(name)
+
+
+@lru_cache(maxsize=4096)
+def accelerator_class(name: str) -> str:
+    """cpu, the spec's vendor, or 'other' (no public spec)."""
+    spec = accelerator_spec(name)
+    if spec.is_cpu:
+        return "cpu"
+    return spec.spec.vendor.lower() if spec.spec else "other"
+
+
+@lru_cache(maxsize=4096)
+def peak_figures(name: str) -> tuple[float, float] | None:
+    """(peak compute, memory bandwidth) from the public specs: INT8 TOPS (else FP16 TFLOP/s) and
+    GB/s, MIG share applied; None when either is unknown."""
+    spec = accelerator_spec(name)
+    compute = spec.figure("int8_tops") or spec.figure("fp16_tflops")
+    bandwidth = spec.figure("memory_bw_gbs")
+    if not compute or not bandwidth:
+        return None
+    return float(compute), float(bandwidth)
+
+
+def memory_gb(name: str) -> float | None:
+    return accelerator_spec(name).figure("memory_gb")
+
+
+def model_weights_gb(benchmark: str) -> tuple[float, str] | None:
+    """(GB of the model's weights at 8 bits, the catalogue's source) for a benchmark whose
+    catalogue entry names its parameter count (``params_b``); None otherwise. 8 bits is the
+    narrowest precision MLPerf's closed division allows, so this bounds the memory a run needs
+    from below. An open-division variant (another model) has no count of its own."""
+    from graph_schema.catalog import load_catalog, resolve_benchmark
+
+    match = resolve_benchmark(benchmark)
+    entry = load_catalog().benchmarks.get(match.id) if match.resolved and match.base is None else None
+    if entry is None or entry.params_b is None:
+        return None
+    return float(entry.params_b), entry.source
+
+
+def memory_misfit(benchmark: str, accelerator: str, count: int) -> str | None:
+    """Why ``count`` x ``accelerator`` cannot hold the benchmark's model, or None."""
+    need = model_weights_gb(benchmark)
+    have = memory_gb(accelerator)
+    if need is None or have is None:
+        return None
+    if have * count < need[0]:
+        return (f"model does not fit in memory: {benchmark} needs >= {need[0]:g} GB of weights at "
+                f"8 bits; {canonical_accelerator(accelerator)} x{count} has {have * count:g} GB")
+    return None
+
+
+def generation_min_driver(accelerator: str) -> tuple[str, str] | None:
+    """(generation, first supporting driver) of an accelerator whose catalogue generation names
+    one (``graph_schema/catalog/generations.yaml``); None when it does not."""
+    resolved = accelerator_spec(accelerator)
+    driver = resolved.min_driver
+    if driver and resolved.spec is not None:
+        return str(getattr(resolved.spec, "generation", "") or "its generation").title(), str(driver)
+    return None

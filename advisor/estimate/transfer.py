@@ -1,0 +1,200 @@
+"""How a benchmark slice transfers to an accelerator that never ran it, from the accelerators
+that did: fitted once per table (at calibration), persisted with the calibration, evaluated with
+plain arithmetic at answer time.
+
+Every model scales the ``NEAREST`` references closest by peak figures,
+``u_t = median_r u_r · exp(a·(log P_t − log P_r) + b·(log B_t − log B_r))`` (``u``: the
+per-accelerator figure of the reference's latest round, ``P`` peak compute, ``B`` bandwidth).
+Two methods choose ``a`` and ``b``:
+
+- ``roofline`` (what answers use): ``a = α``, ``b = 1 − α``, the share of compute in the roofline
+  blend picked from ``ALPHAS`` by leaving one accelerator out (smallest median |log error|);
+  signs flipped for lower-is-better metrics.
+- ``learned`` (the challenger ``scripts/accuracy_report.py`` measures beside it): per slice and
+  accelerator class, scikit-learn's ``Ridge`` fits the log of the percent-of-roofline efficiency
+  ``log u − α·log P − (1 − α)·log B`` on ``log P`` and ``log B`` — the literature's
+  utilisation target, shrunk towards the roofline blend — and
+  ``sklearn.model_selection.LeaveOneGroupOut`` (one group per accelerator) scores it against the
+  roofline blend on the same held-out accelerators; it is kept only where its mean |log error| is
+  lower. Fitting imports scikit-learn; ``predict`` never does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.estimate.order_stats import median
+
+ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the roofline blend
+NEAREST = 3  # reference accelerators a transfer draws on
+MIN_LEARN = 5  # accelerators of the class a learned model needs (fitted on 4, 1 held out)
+RIDGE_PENALTY = 1.0  # fixed before measuring; RidgeCV's own choice did worse on both protocols
+METHODS = ("roofline", "learned")
+ROOFLINE = "roofline blend"
+LEARNED = "ridge roofline efficiency"
+
+# accelerator → (median per-accelerator value of its latest round, (peak compute, bandwidth), class)
+References = dict[str, tuple[float, tuple[float, float], str]]
+
+
+@dataclass(frozen=True)
+class TransferModel:
+    """A slice's transfer to one accelerator class: the exponents of peak compute and bandwidth
+    applied to the nearest references, and how they were chosen."""
+
+    method: str  # ROOFLINE or LEARNED
+    compute_exp: float
+    bandwidth_exp: float
+    accelerators: int = 0  # how many references it was chosen on
+    # mean |log error| leaving each accelerator of the class out, of the learned model and of the
+    # roofline blend on the same accelerators (NaN where no learned model was tried)
+    learned_cv_error: float = math.nan
+    roofline_cv_error: float = math.nan
+
+    @property
+    def alpha(self) -> float:
+        """The share of compute, |a| / (|a| + |b|): what the factor calls compute- or memory-bound."""
+        total = abs(self.compute_exp) + abs(self.bandwidth_exp)
+        return abs(self.compute_exp) / total if total else 0.5
+
+    def describe(self) -> str:
+        """How a transferred figure was made, for its ``reference`` factor."""
+        bound = "compute" if self.alpha >= 0.75 else "memory" if self.alpha <= 0.25 else "compute and memory"
+        if self.method == ROOFLINE:
+            return (f"scaled by peak compute^{self.alpha:g} x bandwidth^{1 - self.alpha:g} ({bound}-bound, "
+                    f"learned on {self.accelerators} accelerators)")
+        return (f"scaled by peak compute^{self.compute_exp:.2f} x bandwidth^{self.bandwidth_exp:.2f} ({LEARNED}: "
+                f"scikit-learn Ridge on log peak compute and log bandwidth over {self.accelerators} accelerators; "
+                f"leave-one-accelerator-out error {self.learned_cv_error:.3f} vs {self.roofline_cv_error:.3f} for the "
+                f"roofline blend)")
+
+    def as_list(self) -> list[str | float | int]:
+        return [self.method, self.compute_exp, self.bandwidth_exp, self.accelerators, self.learned_cv_error,
+                self.roofline_cv_error]
+
+    @classmethod
+    def from_list(cls, values: list[str | float | int]) -> TransferModel:
+        method, a, b, n, cv, roof = values
+        if method not in (ROOFLINE, LEARNED):
+            raise ValueError(f"unknown transfer model {method!r}")
+        return cls(str(method), float(a), float(b), int(n), float(cv), float(roof))
+
+
+def roofline(alpha: float, hib: bool, accelerators: int = 0) -> TransferModel:
+    sign = 1.0 if hib else -1.0
+    return TransferModel(ROOFLINE, sign * alpha, sign * (1 - alpha), accelerators)
+
+
+def _distance(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return abs(math.log(a[0] / b[0])) + abs(math.log(a[1] / b[1]))
+
+
+def nearest(refs: References, target: tuple[float, float]) -> list[str]:
+    return sorted(refs, key=lambda a: (_distance(refs[a][1], target), a))[:NEAREST]
+
+
+def predict(model: TransferModel, refs: References, target: tuple[float, float]) -> tuple[float, list[str]]:
+    """The figure ``model`` transfers to ``target`` (peak compute, bandwidth) from ``refs``
+    (accelerators of the target's class), and the references it used. No scikit-learn."""
+    used = nearest(refs, target)
+    scaled = [refs[a][0] * (target[0] / refs[a][1][0]) ** model.compute_exp
+              * (target[1] / refs[a][1][1]) ** model.bandwidth_exp for a in used]
+    return median(scaled), used
+
+
+def learn_alpha(refs: References, hib: bool) -> float:
+    """The roofline blend that best predicts each accelerator from the others of its class
+    (smallest median |log error|; 0.5 when fewer than three accelerators)."""
+    if len(refs) < 3:
+        return 0.5
+    best, best_err = 0.5, math.inf
+    for alpha in ALPHAS:
+        errs = _held_out_errors(refs, roofline(alpha, hib))
+        if not errs:
+            return 0.5
+        err = median(errs)
+        if err < best_err - 1e-9:
+            best, best_err = alpha, err
+    return best
+
+
+def _held_out_errors(refs: References, model: TransferModel) -> list[float]:
+    """|log error| of each accelerator (sorted by name) transferred from the others of its class."""
+    errs = []
+    for acc in sorted(refs):
+        value, peaks, cls = refs[acc]
+        others = {a: v for a, v in refs.items() if a != acc and v[2] == cls}
+        if others:
+            errs.append(abs(math.log(value / predict(model, others, peaks)[0])))
+    return errs
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What ``fit`` returns: the model, and for a learned one the same fitted without each
+    accelerator (only for replaying its history honestly at calibration; never persisted)."""
+
+    model: TransferModel
+    held_out: dict[str, TransferModel]
+
+
+def fit(refs: References, hib: bool, alpha: float, cls: str, method: str = "roofline") -> Fitted:
+    """The transfer model of one slice for accelerators of class ``cls`` (module docstring).
+
+    Args:
+        refs: the slice's references of every class (``alpha`` was learned on them).
+        alpha: the slice's roofline blend (``learn_alpha``).
+        method: one of ``METHODS``.
+    """
+    base = roofline(alpha, hib, len(refs))
+    same = {a: v for a, v in refs.items() if v[2] == cls}
+    if method == "roofline" or len(same) < MIN_LEARN:
+        return Fitted(base, {})
+    memo = (tuple(sorted(same.items())), hib, alpha, len(refs))
+    if memo not in _LEARNED:
+        if len(_LEARNED) > 50_000:  # a long-lived process over many tables
+            _LEARNED.clear()
+        _LEARNED[memo] = _learn(same, hib, base)
+    return _LEARNED[memo]
+
+
+_LEARNED: dict[tuple[object, ...], Fitted] = {}  # the same references fit the same (evaluation folds)
+
+
+def _learn(same: References, hib: bool, base: TransferModel) -> Fitted:
+    """Ridge on the log efficiency against the roofline blend, scored leaving each accelerator
+    out; kept where its mean |log error| is below the blend's on the same accelerators."""
+    import sklearn
+    from sklearn.linear_model import Ridge
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    names = sorted(same)
+    x = np.log(np.array([same[a][1] for a in names], dtype=np.float64))
+    y = np.log(np.array([same[a][0] for a in names], dtype=np.float64))
+    prior = np.array([base.compute_exp, base.bandwidth_exp])
+
+    def fitted(rows: np.ndarray, n: int) -> TransferModel:
+        ridge = Ridge(alpha=RIDGE_PENALTY).fit(x[rows], y[rows] - x[rows] @ prior)
+        a, b = (prior + ridge.coef_).tolist()
+        return TransferModel(LEARNED, a, b, n)
+
+    held_out: dict[str, TransferModel] = {}
+    errs = []
+    # input checks off: thousands of 2-feature fits per calibration, on arrays built just above
+    with sklearn.config_context(assume_finite=True, skip_parameter_validation=True):
+        for train, test in LeaveOneGroupOut().split(x, y, groups=np.arange(len(names))):
+            acc = names[int(test[0])]
+            held_out[acc] = fitted(train, len(train))
+            value, _ = predict(held_out[acc], {a: same[a] for a in names if a != acc}, same[acc][1])
+            errs.append(abs(y[test[0]] - math.log(value)))
+        model = fitted(np.arange(len(names)), len(names))
+    learned_err = float(np.mean(errs))
+    roofline_err = float(np.mean(_held_out_errors(same, base)))
+    if learned_err < roofline_err - 1e-9:
+        return Fitted(TransferModel(LEARNED, model.compute_exp, model.bandwidth_exp, len(names),
+                                    learned_err, roofline_err), held_out)
+    return Fitted(TransferModel(ROOFLINE, base.compute_exp, base.bandwidth_exp, base.accelerators,
+                                learned_err, roofline_err), {})

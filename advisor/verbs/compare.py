@@ -1,0 +1,146 @@
+"""Stack A against stack B, and regressions across component versions (paired, within a round)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from advisor.estimate.analysis import (
+    PAIR_KEY,
+    bootstrap_interval,
+    groups,
+    mann_whitney,
+    speed_ratio,
+)
+from advisor.knowledge.rules import stack_components
+from advisor.knowledge.table import ObservationTable
+from advisor.names import matching_accelerators
+from advisor.results import Comparison, Regression
+from graph_schema.catalog.rounds import release_of
+from graph_schema.errors import InvalidInput, NotFound
+
+
+def _stack_matches(table: ObservationTable, selector: str | dict[str, str]) -> set[int]:
+    """Stack codes a selector picks: a stack id, or component=version pairs (all must match)."""
+    if isinstance(selector, str) and selector.startswith("stk-"):
+        code = table.stack.code(selector)
+        if code < 0:
+            raise NotFound(f"stack: no stack with id {selector!r}")
+        return {code}
+    if isinstance(selector, str):
+        want: dict[str, str] = {}
+        for part in filter(None, (p.strip() for p in selector.split(","))):
+            name, sep, version = part.partition("=")
+            if not sep or not name.strip() or not version.strip():
+                raise InvalidInput(f"stack selector: {part!r} is not component=version "
+                                   "(e.g. 'tensorrt=8.6.0,cuda=12.0') nor a stack id (stk-...)")
+            want[name.strip().lower()] = version.strip()
+    else:
+        want = {k.lower(): str(v) for k, v in selector.items()}
+    out = set()
+    for code, sid in enumerate(table.stack.vocab):
+        stack = table.stacks[sid]
+        comps = {k.lower(): v for k, v in stack_components(stack).items() if v}
+        if stack.framework:
+            comps.setdefault("framework", stack.framework.lower())
+        if all(comps.get(k, "").lower() == v.lower() for k, v in want.items()):
+            out.add(code)
+    if not out:
+        raise NotFound(f"stack: no stack in the knowledge base matches {want}")
+    return out
+
+
+def compare_stacks(table: ObservationTable, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *,
+                   benchmark: str, accelerator: str | None, scenario: str | None, metric: str | None,
+                   family: str) -> Comparison:
+    a_codes, b_codes = _stack_matches(table, stack_a), _stack_matches(table, stack_b)
+    params: dict[str, Any] = {"scenario": scenario} if scenario else {}
+    mask, _ = table.benchmark_mask(family, benchmark, params)
+    if accelerator:
+        mask &= table.accelerator.mask(matching_accelerators(table.accelerator.vocab, accelerator))
+    if metric:
+        mask &= table.metric.codes == table.metric.code(metric)
+    rows = np.flatnonzero(mask)
+    if not len(rows):
+        raise NotFound(f"no observations of {family}/{benchmark} {params or ''} "
+                       f"{'on ' + accelerator if accelerator else ''}".strip())
+    in_a = np.isin(table.stack.codes[rows], list(a_codes))
+    in_b = np.isin(table.stack.codes[rows], list(b_codes))
+    if metric is None:
+        cand = rows[in_a | in_b]
+        metric = table.metric.vocab[int(np.bincount(table.metric.codes[cand]).argmax())] if len(cand) else \
+            table.metric.vocab[int(np.bincount(table.metric.codes[rows]).argmax())]
+        keep = table.metric.codes[rows] == table.metric.code(metric)
+        rows, in_a, in_b = rows[keep], in_a[keep], in_b[keep]
+    ratios, norm_a, norm_b = [], [], []
+    for idx in groups(table, rows[in_a | in_b], PAIR_KEY + ("placement",)).values():
+        sa = np.isin(table.stack.codes[idx], list(a_codes))
+        sb = np.isin(table.stack.codes[idx], list(b_codes))
+        if not sa.any() or not sb.any():
+            continue
+        hib = bool(table.higher_is_better[idx[0]])
+        va, vb = table.value[idx[sa]], table.value[idx[sb]]
+        ratios.append(speed_ratio(float(np.median(vb)), float(np.median(va)), hib))
+        ref = float(np.median(va))
+        norm_a.extend((va / ref) if hib else (ref / va))
+        norm_b.extend((vb / ref) if hib else (ref / vb))
+    a_all, b_all = table.value[rows[in_a]], table.value[rows[in_b]]
+    label = lambda sel: sel if isinstance(sel, str) else ",".join(f"{k}={v}" for k, v in sel.items())
+    ratio = float(np.median(ratios)) if ratios else None
+    p = mann_whitney(np.asarray(norm_a), np.asarray(norm_b)) if ratios else None
+    if ratio is None:
+        verdict = "no paired results (same round, benchmark, metric, accelerator, count, placement)"
+    elif p is not None and p < 0.05:
+        verdict = f"B is {'faster' if ratio > 1 else 'slower'}: {ratio:.3f}x A over {len(ratios)} pairs (p={p:.3g})"
+    else:
+        verdict = f"no significant difference: {ratio:.3f}x over {len(ratios)} pairs" + (f" (p={p:.3g})" if p is not None else "")
+    return Comparison(
+        accelerator=accelerator, benchmark=benchmark, metric=metric, stack_a=label(stack_a), stack_b=label(stack_b),
+        pairs=len(ratios), ratio=ratio, interval=bootstrap_interval(np.asarray(ratios)) if ratios else None,
+        p_value=p, a_count=len(a_all), b_count=len(b_all),
+        a_median=float(np.median(a_all)) if len(a_all) else None,
+        b_median=float(np.median(b_all)) if len(b_all) else None, verdict=verdict,
+    )
+
+
+def find_regressions(table: ObservationTable, component: str, *, accelerator: str | None,
+                     benchmark: str | None, alpha: float, min_count: int) -> list[Regression]:
+    """Within each (round, benchmark, metric, accelerator, count) group, compare consecutive
+    versions of ``component``; report where the newer one is slower with Mann-Whitney p < alpha."""
+    component = component.lower()
+    versions = []
+    for sid in table.stack.vocab:
+        comps = {k.lower(): v for k, v in stack_components(table.stacks[sid]).items() if v}
+        versions.append(comps.get(component))
+    if not any(versions):
+        raise NotFound(f"component: no stack in the knowledge base records {component!r}")
+    mask = np.ones(table.n, dtype=bool)
+    if accelerator:
+        mask &= table.accelerator.mask(matching_accelerators(table.accelerator.vocab, accelerator))
+    if benchmark:
+        mask &= table.bench_name.codes == table.bench_name.code(benchmark)
+    out = []
+    for key, idx in groups(table, np.flatnonzero(mask), PAIR_KEY).items():
+        by_version: dict[str, list[float]] = defaultdict(list)
+        for r in idx:
+            v = versions[table.stack.codes[r]]
+            if v:
+                by_version[v].append(float(table.value[r]))
+        ordered = sorted((v for v in by_version if release_of(v) is not None and len(by_version[v]) >= min_count),
+                         key=lambda v: release_of(v))  # type: ignore[arg-type, return-value]
+        hib = bool(table.higher_is_better[idx[0]])
+        for old, new in pairwise(ordered):
+            a, b = np.asarray(by_version[old]), np.asarray(by_version[new])
+            change = speed_ratio(float(np.median(b)), float(np.median(a)), hib)
+            p = mann_whitney(a, b)
+            if change < 1 and p is not None and p < alpha:
+                bench = table.benchmarks[table.benchmark.vocab[key[1]]]
+                out.append(Regression(
+                    component=component, older=old, newer=new, benchmark=bench.name, scenario=bench.scenario,
+                    metric=table.metric.vocab[key[2]], accelerator=table.accelerator.vocab[key[3]],
+                    older_median=float(np.median(a)), newer_median=float(np.median(b)), change=change,
+                    older_count=len(a), newer_count=len(b), p_value=p))
+    return sorted(out, key=lambda r: r.change)

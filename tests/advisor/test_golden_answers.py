@@ -1,0 +1,119 @@
+"""Answers pinned byte for byte: 50 recommend, cluster-recommend and predict requests on the starter
+knowledge base (benchmarks, scenarios, accelerators, counts, placements, objectives, node pools,
+and requests that must fail), answered as main at 7c8cd85 answered them — but for requests 20,
+21, 23 and 27, re-recorded when model sizes came from the catalogue's ``params_b`` (their
+"model does not fit in memory" refusals changed; see that commit).
+
+A restructuring of the advisor must not move one byte of these answers. When an answer is meant
+to change, re-record the fixture and say why in the commit:
+
+    PYTHONPATH=$PWD python -m tests.advisor.test_golden_answers --record
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graph_schema.errors import AdvisorError
+
+HERE = Path(__file__).resolve().parents[1] / "data" / "golden"
+REQUESTS = HERE / "requests.json"
+ANSWERS = HERE / "answers.jsonl"
+
+
+def requests() -> list[dict[str, Any]]:
+    return json.loads(REQUESTS.read_text(encoding="utf-8"))
+
+
+def answer(advisor: Any, request: dict[str, Any]) -> str:
+    """One request's answer as text: the answer's JSON without its timing, or the error's class
+    and message."""
+    from advisor.cluster.advice import ClusterAdvisor
+    from advisor.cluster.pools import group_pools, nodes_from_json
+    from tests.kube.gfd_pools import POOL_NODES
+
+    try:
+        if request["verb"] == "recommend":
+            out = advisor.recommend(request["workload"], top=request["top"])
+            return out.model_dump_json(exclude={"elapsed_ms"})
+        if request["verb"] == "cluster":
+            pools = group_pools(nodes_from_json(POOL_NODES))
+            extra = {k: request[k] for k in ("top", "per_pool", "gpus", "image", "what_if_driver") if k in request}
+            out = ClusterAdvisor(advisor).recommend(request["workload"], pools, source="golden", **extra)
+            return out.model_dump_json(exclude={"elapsed_ms"})
+        return json.dumps([p.model_dump(mode="json") for p in advisor.predict(request["queries"])])
+    except AdvisorError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _recorded() -> list[str]:
+    lines = ANSWERS.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["answer"] for line in lines]
+
+
+@pytest.fixture(scope="module")
+def recorded() -> list[str]:
+    return _recorded()
+
+
+@pytest.fixture(scope="module")
+def golden_advisor(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """An advisor over a store of its own, seeded with the starter KB and never written to, so
+    the answers' store generation is the recording's whatever other tests wrote to theirs."""
+    from advisor.engine import Advisor
+    from graph_schema.registry import open_store
+    from graph_schema.starter import seed_store
+
+    store = open_store(f"embedded:{tmp_path_factory.mktemp('golden-kb') / 'kb'}")
+    seed_store(store)
+    advisor = Advisor(store)
+    advisor.warm()
+    yield advisor
+    store.close()
+
+
+@pytest.mark.parametrize("i", range(len(requests())))
+def test_answer_is_byte_identical(golden_advisor: Any, recorded: list[str], i: int) -> None:
+    request = requests()[i]
+    assert len(recorded) == len(requests()), "re-record the fixture: requests and answers differ in number"
+    got = answer(golden_advisor, request)
+    assert got == recorded[i], f"request {i} ({json.dumps(request)}) answers differently"
+
+
+def test_the_set_is_varied(recorded: list[str]) -> None:
+    """The pinned set covers errors, refusals and every verb (a fixture of only one kind would pin
+    little)."""
+    verbs = {r["verb"] for r in requests()}
+    assert verbs == {"recommend", "cluster", "predict"}
+    errors = [a for a in recorded if not a.startswith(("{", "["))]
+    assert 5 <= len(errors) < len(recorded) // 2
+    assert any('"basis":"unsupported"' in a or '"basis": "unsupported"' in a for a in recorded)
+
+
+def _record() -> None:
+    import tempfile
+
+    from advisor.engine import Advisor
+    from graph_schema.registry import open_store
+    from graph_schema.starter import seed_store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = open_store(f"embedded:{Path(tmp) / 'kb'}")
+        seed_store(store)
+        advisor = Advisor(store)
+        advisor.warm()
+        lines = [json.dumps({"request": i, "answer": answer(advisor, r)}) for i, r in enumerate(requests())]
+        store.close()
+    ANSWERS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"recorded {len(lines)} answers in {ANSWERS}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--record"]:
+        sys.exit("usage: python -m tests.advisor.test_golden_answers --record")
+    _record()
