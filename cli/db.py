@@ -17,7 +17,7 @@ db_app = typer.Typer(help="The knowledge-base store: schema migrations and stati
 def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """Create or upgrade the schema (constraints, indexes, tables); idempotent."""
     chosen = output_format(fmt, as_json)
-    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+    from cli.stores import open_store, resolve_store_uri
 
     with open_store(store, migrate=False, create=True) as st:
         before = st.schema_version()
@@ -32,7 +32,7 @@ def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = N
 def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """What the store holds: nodes per label and observations per source."""
     chosen = output_format(fmt, as_json)
-    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+    from cli.stores import open_store, resolve_store_uri
 
     with open_store(store, create=False) as st:
         s = st.stats()
@@ -69,13 +69,13 @@ def reset(
     """Delete every node and relationship in the store (asks for --yes)."""
     if not yes:
         raise typer.BadParameter("refusing to delete the knowledge base without --yes")
-    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+    from cli.stores import open_store, resolve_store_uri
 
     with open_store(store, create=False) as st:
-        clear = getattr(st, "clear", None)
-        if clear is None:
-            raise typer.BadParameter(f"{type(st).__name__} cannot be reset from here")
-        clear()
+        try:
+            st.clear()
+        except NotImplementedError as exc:
+            raise typer.BadParameter(str(exc)) from None
         st.ensure_schema()
     data = {"store": resolve_store_uri(store), "reset": True}
     render([data], fmt=output_format(fmt, as_json), json_data=data)

@@ -30,7 +30,7 @@ RulesOpt = Annotated[Optional[Path], typer.Option(
 def _advisor(store_uri: str | None, prices: Path | None = None,
              rules: Path | None = None) -> Iterator[Advisor]:
     from advisor.engine import Advisor
-    from graph_schema.registry import open_store
+    from cli.stores import open_store
 
     store = open_store(store_uri, create=False)
     try:

@@ -46,7 +46,7 @@ def serve(
         from cli import served
         from graph_schema.registry import resolve_store_uri
 
-        store_file = served.embedded_path(settings.store or resolve_store_uri(None))
+        store_file = served.embedded_path(resolve_store_uri(None, settings.store_settings()))
         if store_file is not None:
             reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             served_marker = served.announce(store_file, f"http://{reach}:{bound}")

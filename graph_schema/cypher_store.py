@@ -632,7 +632,7 @@ class CypherStore(Store):
         return out
 
     def generation(self) -> int:
-        """A cheap read of the data generation (changes on every write that adds data)."""
+        """One read of the schema node, not the counts ``stats`` makes."""
         info = self._read(Q.READ_SCHEMA_INFO, {})
         return int(info[0]["generation"]) if info else 0
 
@@ -644,10 +644,8 @@ class CypherStore(Store):
             return None
         return f"{self.uri}|schema {info[0]['version']}|{info[0]['applied_at']}"
 
-    def clear(self) -> None:
-        """Delete every node and relationship (tests and `advisor db reset`).
-
-        Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so a large graph does
+    def _clear(self) -> None:
+        """Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so a large graph does
         not exceed the server's transaction memory; interrupted, it leaves a smaller graph.
         """
         for query in (Q.DELETE_SOME_RELATIONSHIPS, Q.DELETE_SOME):

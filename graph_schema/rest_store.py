@@ -1,20 +1,26 @@
 """The REST store: the ``Store`` interface over our own HTTP API.
 
-With it, ``--store http://...`` (or ``--api URL`` / ``ADVISOR_API``) makes the CLI and the
+With it, ``--store http://...`` (or ``--api URL`` / ``ADVISOR_API``, read by the CLI) makes the CLI and the
 collectors clients of a deployed service, unchanged. The API's error JSON is turned back into the
-same ``AdvisorError`` subclass the server raised; a server that cannot be reached is
-``StoreUnavailable``.
+same ``AdvisorError`` subclass the server raised (``Unauthorized`` for 401, ``Forbidden`` for
+403); a server that cannot be reached is ``StoreUnavailable``.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from graph_schema.errors import AdvisorError, StoreUnavailable, error_from_dict
+from graph_schema.errors import (
+    ERRORS_BY_STATUS,
+    AdvisorError,
+    Forbidden,
+    StoreUnavailable,
+    Unauthorized,
+    error_from_dict,
+)
 from graph_schema.models import (
     EntityKind,
     IngestBatch,
@@ -26,7 +32,6 @@ from graph_schema.models import (
 from graph_schema.schema import SCHEMA_VERSION
 from graph_schema.store import Store
 
-TOKEN_ENV = "ADVISOR_TOKEN"
 SERVER_PAGE = 10_000  # the API's default maximum page size
 
 
@@ -35,8 +40,8 @@ class RestStore(Store):
 
     Args:
         uri: the API's base URL.
-        token: bearer token; default ``$ADVISOR_TOKEN``. Reads may work without one, writes
-            need the ``write`` scope, applying the schema ``admin``.
+        token: bearer token (the CLI passes ``ADVISOR_TOKEN``). Reads may work without one,
+            writes need the ``write`` scope, applying the schema ``admin``.
         timeout: seconds per request.
         transport: an ``httpx`` transport (e.g. ``httpx.ASGITransport(app)`` in-process).
     """
@@ -52,7 +57,6 @@ class RestStore(Store):
         if not uri.startswith(("http://", "https://")):
             raise ValueError(f"RestStore needs an http:// or https:// URI, got {uri!r}")
         self.uri = uri.rstrip("/")
-        token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         headers = {"Accept": "application/json", "User-Agent": "stack-advisor-rest-store"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -87,13 +91,16 @@ class RestStore(Store):
         else:
             text = response.text.strip().replace("\n", " ")[:200]
             message = f"HTTP {status} from {response.request.url}: {text or response.reason_phrase}"
-            exc = StoreUnavailable(message) if status >= 500 else AdvisorError(message)
-        if status in (401, 403) and type(exc) is AdvisorError:
-            hint = " (set ADVISOR_TOKEN or pass --token)" if status == 401 else ""
-            exc = AdvisorError(f"{exc.message}{hint}", details=exc.details)
-        if status == 503 and type(exc) is AdvisorError:
+            cls = StoreUnavailable if status >= 500 else ERRORS_BY_STATUS.get(status, AdvisorError)
+            exc = cls(message)
+        if isinstance(exc, (Unauthorized, Forbidden)):
+            exc.www_authenticate = response.headers.get("WWW-Authenticate")
+        if isinstance(exc, Unauthorized):
+            exc.message = f"{exc.message} (set ADVISOR_TOKEN or pass --token)"
+            exc.args = (exc.message,)
+        elif status == 503 and type(exc) is AdvisorError:
             exc = StoreUnavailable(exc.message, details=exc.details)
-        exc.http_status = status  # type: ignore[attr-defined]
+        exc.http_status = status
         return exc
 
     # ---- Store core ----------------------------------------------------------------------
@@ -159,6 +166,11 @@ class RestStore(Store):
         """One request instead of the base class's scan (the API's 404 is NotFound)."""
         body = self._request("GET", f"/v1/observations/{quote(key, safe='')}")
         return StoredObservation.model_validate(body)
+
+    def _clear(self) -> None:
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot delete the knowledge base behind {self.uri}: the API "
+            "offers no such operation; reset the store on the server")
 
     def close(self) -> None:
         self._client.close()

@@ -7,7 +7,8 @@ sources with their files and checksums, attribution). It is built only from real
 their results-use guidelines) and the project's own measured result documents.
 
 The registry calls ``seed_default_store`` when it creates the default embedded store for the
-first time, so a fresh install answers at once. ``ADVISOR_STARTER=0`` turns seeding off.
+first time, so a fresh install answers at once, unless its settings say not to
+(``StoreSettings.seed_starter``; ``ADVISOR_STARTER=0`` at the edge).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ log = logging.getLogger(__name__)
 
 STARTER_VERSION = 1
 SNAPSHOT_NAME = f"starter-kb-v{STARTER_VERSION}.json.gz"
-DISABLE_ENV = "ADVISOR_STARTER"
 BATCH_SIZE = 5000
 
 
@@ -104,14 +104,12 @@ def seed_store(store: Store, path: str | os.PathLike[str] | None = None, *, batc
 
 
 def seed_default_store(store: Store) -> int:
-    """Seed a newly created default store from the shipped snapshot (unless
-    ``ADVISOR_STARTER=0``). A missing snapshot is logged, not fatal: the store stays empty.
+    """Seed a newly created default store from the shipped snapshot. A missing snapshot is
+    logged, not fatal: the store stays empty.
 
     Returns:
         How many observations were loaded.
     """
-    if os.environ.get(DISABLE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
-        return 0
     try:
         with progress.phase("first use: seeding the default store with the starter knowledge base "
                             "(once)") as update:

@@ -374,6 +374,25 @@ class Store(ABC):
         """Schema version, node counts per label, observations per source, data generation."""
         return self._stats()
 
+    def generation(self) -> int:
+        """The data generation: a counter that every write adding data moves on (0: never
+        written). What caches of derived data are keyed by, together with ``cache_identity``.
+        A backend overrides this with a cheaper read than ``stats``."""
+        return self.stats().generation
+
+    def clear(self) -> None:
+        """Delete every node and relationship (tests and ``advisor db reset``); the schema is
+        set up again with ``ensure_schema``.
+
+        Raises:
+            NotImplementedError: the backend cannot be emptied from here; the message names
+                the class.
+        """
+        self._clear()
+
+    def _clear(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot be cleared")
+
     # ---- node inventory (optional feature) -------------------------------------------------
     def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
         raise NotImplementedError(f"{type(self).__name__} does not keep a node inventory")

@@ -41,15 +41,6 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ[key] = value
 
 
-@pytest.fixture(autouse=True)
-def _no_leaked_api_url(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`advisor --api URL ...` run in-process (CliRunner) sets ADVISOR_API for its subcommands, as
-    the real command does for its one process; monkeypatch undoes it after each test, so a later
-    test does not become a client of that URL."""
-    monkeypatch.setenv("ADVISOR_API", "")
-    monkeypatch.delenv("ADVISOR_API")
-
-
 # ---- store creators: one per backend; every contract test runs on each -------------------
 
 
