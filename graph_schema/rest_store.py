@@ -70,7 +70,13 @@ class RestStore(Store):
     # ---- transport -----------------------------------------------------------------------
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
-            response = self._client.request(method, path, **kwargs)
+            try:
+                response = self._client.request(method, path, **kwargs)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                # A kept-alive connection the server closed meanwhile (it does after a 500):
+                # once more on a new one. Every request of the API is idempotent (content keys,
+                # whole-inventory replace), so sending one twice changes nothing.
+                response = self._client.request(method, path, **kwargs)
         except httpx.TransportError as exc:
             raise StoreUnavailable(
                 f"cannot reach the stack-advisor API at {self.uri} ({type(exc).__name__}: "

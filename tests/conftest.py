@@ -11,8 +11,14 @@ from typing import Any
 
 import pytest
 
-from graph_schema.registry import open_store
 from graph_schema.store import Store
+from tests.support.stores import (
+    GRAPH_BACKENDS,
+    EmbeddedCreator,
+    Neo4jCreator,
+    StoreCreator,
+    make_creator,
+)
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -41,58 +47,40 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ[key] = value
 
 
-# ---- store creators: one per backend; every contract test runs on each -------------------
-
-
-class EmbeddedCreator:
-    name = "embedded"
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.path = tmp_path / "kb"
-
-    def create(self) -> Store:
-        return open_store(f"embedded:{self.path}")
-
-
-class Neo4jCreator:
-    name = "neo4j"
-
-    def __init__(self, uri: str) -> None:
-        self.uri = uri
-
-    def create(self) -> Store:
-        store = open_store(self.uri, migrate=False)
-        store.clear()  # type: ignore[attr-defined]
-        store.ensure_schema()
-        return store
+# ---- stores: one creator per backend (tests/support/stores.py); every contract test runs on each
 
 
 @pytest.fixture
 def embedded_store(tmp_path: Path) -> Iterator[Store]:
-    store = EmbeddedCreator(tmp_path).create()
-    yield store
-    store.close()
+    creator = EmbeddedCreator(tmp_path)
+    yield creator.create()
+    creator.teardown()
 
 
 @pytest.fixture
 def neo4j_store(neo4j_uri: str) -> Iterator[Store]:
-    store = Neo4jCreator(neo4j_uri).create()
-    yield store
-    store.close()
+    creator = Neo4jCreator(neo4j_uri)
+    yield creator.create()
+    creator.teardown()
 
 
-@pytest.fixture(params=["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
-def store_creator(request: pytest.FixtureRequest, tmp_path: Path) -> EmbeddedCreator | Neo4jCreator:
-    if request.param == "embedded":
-        return EmbeddedCreator(tmp_path)
-    return Neo4jCreator(request.getfixturevalue("neo4j_uri"))
+@pytest.fixture(params=GRAPH_BACKENDS)
+def store_creator(request: pytest.FixtureRequest, tmp_path: Path) -> StoreCreator:
+    """The graph backends; the store contract's module widens this to ``ALL_BACKENDS``."""
+    return make_creator(request, tmp_path)
 
 
 @pytest.fixture
-def store(store_creator: EmbeddedCreator | Neo4jCreator) -> Iterator[Store]:
+def store(store_creator: StoreCreator) -> Iterator[Store]:
     s = store_creator.create()
     yield s
-    s.close()
+    store_creator.teardown()
+
+
+@pytest.fixture
+def graph(store: Store, store_creator: StoreCreator) -> Store:
+    """The graph store under ``store`` (itself, or the one the REST store's API serves)."""
+    return store_creator.graph()
 
 
 # ---- the real Neo4j server (owner: tests/neo4j_server.py) --------------------------------

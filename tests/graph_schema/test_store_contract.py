@@ -1,4 +1,5 @@
-"""The store contract: every test runs on every backend (embedded and a real Neo4j server)."""
+"""The store contract: every test runs on every backend (embedded, a real Neo4j server, and the
+REST store over our own API served on loopback over an embedded store)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ from graph_schema.models import (
     SourceKind,
 )
 from graph_schema.schema import SCHEMA_VERSION
+from graph_schema.store import Store
+from tests.support.stores import ALL_BACKENDS, StoreCreator, make_creator
+
+@pytest.fixture(params=ALL_BACKENDS)
+def store_creator(request: pytest.FixtureRequest, tmp_path) -> StoreCreator:  # type: ignore[no-untyped-def]
+    return make_creator(request, tmp_path)
+
 
 MEASURED = Provenance(kind=SourceKind.MEASURED, source="stack-advisor-collector")
 PUBLISHED = Provenance(
@@ -264,13 +272,14 @@ def test_mutable_nodes_are_refreshed_not_erased(store):
     assert acc["compute_capability"] == "9.0" and acc["memory_mib"] == 81559
 
 
-def test_newer_schema_in_store_is_refused(store):
+def test_newer_schema_in_store_is_refused(store: Store, graph: Store) -> None:
     import graph_schema.cypher_store as cs
 
-    store._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $v", {"v": SCHEMA_VERSION + 1}))
+    assert isinstance(graph, cs.CypherStore)
+    graph._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $v",
+                                 {"v": SCHEMA_VERSION + 1}))
     with pytest.raises(SchemaMismatch, match="newer than this code"):
         store.ensure_schema()
-    assert isinstance(store, cs.CypherStore)
 
 
 def test_observations_since_a_generation_are_what_later_batches_wrote(store):
