@@ -43,7 +43,8 @@ _CSV_TYPE = {PropType.STRING: "", PropType.INT: ":long", PropType.FLOAT: ":doubl
              PropType.BOOL: ":boolean"}
 # Labels written as they arrive (content-keyed, never changed by a later batch) and those merged
 # in memory and written at the end (a later batch fills in what an earlier one lacked).
-_STREAMED = ("Stack", "Component", "Placement", "Benchmark", "Context", "Observation", "Failure")
+_STREAMED = ("Stack", "Component", "Placement", "Benchmark", "Submission", "Context", "Observation",
+             "Failure")
 _REL_ENDS = {r.type: (r.source, r.target) for r in RELATIONSHIPS}
 # What the Neo4j launcher gives its JVMs (conf/neo4j.conf's server.jvm.additional): without the
 # --add-opens the kernel falls back to slower memory and I/O paths.
@@ -237,7 +238,7 @@ class BulkFiles:
         """
         batch = checked_batch(batch)
         rows = _Rows.from_batch(batch)
-        for label in ("Stack", "Component", "Placement", "Benchmark", "Context"):
+        for label in ("Stack", "Component", "Placement", "Benchmark", "Submission", "Context"):
             fresh = self._fresh(label, rows.nodes[label])
             self._nodes(label, fresh)
             if label == "Stack":

@@ -24,6 +24,7 @@ from graph_schema.models import (
     ObservationFilter,
     StoredObservation,
     StoreStats,
+    Submission,
 )
 from graph_schema.schema import NODE_BY_LABEL, NODES, SCHEMA_VERSION
 from graph_schema.store import FlatObservations, FlatRow, Store, checked_batch
@@ -45,12 +46,14 @@ ENTITY_LABEL = {
     EntityKind.HOSTS: "Host",
     EntityKind.RUNS: "Run",
     EntityKind.FAILURES: "Failure",
+    EntityKind.SUBMISSIONS: "Submission",
 }
 # Content-keyed nodes never change; the others are refreshed with what a new batch knows.
 MUTABLE = ("Accelerator", "Host", "Run")
 # Dimension nodes, created before the observations and failures that link to them; a context
 # links to the ones before it, so it comes last.
-DIMENSIONS = ("Stack", "Component", "Accelerator", "Host", "Placement", "Benchmark", "Run", "Context")
+DIMENSIONS = ("Stack", "Component", "Accelerator", "Host", "Placement", "Benchmark", "Run",
+              "Submission", "Context")
 
 
 def _ts(value: datetime | None) -> str | None:
@@ -203,6 +206,18 @@ class _Rows:
             "host": host.name if host is not None else None,
         }
 
+    def submission_id(self, prov: Any) -> str | None:
+        """The id of the submission ``prov`` names (its row added once), or None."""
+        return self._by_object("submission", prov, self._submission)  # type: ignore[no-any-return]
+
+    def _submission(self, prov: Any) -> str | None:
+        found = Submission.from_provenance(prov)
+        if found is None:
+            return None
+        sid = found.submission_id
+        self.nodes["Submission"].setdefault(sid, {"submission_id": sid, **found.model_dump()})
+        return sid
+
     def context_id(self, obs: Any, ctx: dict[str, Any]) -> str:
         """The id of the context ``obs`` was measured in (memoised per batch)."""
         placement, prov = obs.placement, obs.provenance
@@ -271,6 +286,7 @@ class _Rows:
                     "details", prov, lambda p: _json(p.details) if p.details else None),
                 "context_id": context_id,
                 "benchmark_id": ctx["benchmark_id"],
+                "submission_id": rows.submission_id(prov),
             }
             if obs.run_id and obs.run_id not in rows.nodes["Run"]:
                 rows.nodes["Run"][obs.run_id] = {"run_id": obs.run_id}

@@ -45,6 +45,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "the batch that wrote it, so caches add what changed instead of rereading "
                  "everything; the new column only (embedded engine), existing nodes stay unstamped "
                  "(older than any cache built after the migration)"),
+    Migration(7, "submissions: each published observation links to a Submission node (round, "
+                 "division, submitter, system of one suite) made from its provenance details, "
+                 "which keep them as before",
+              data=lambda store: link_submissions(store)),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"
@@ -194,3 +198,65 @@ def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
         moved += len(rows)
         after = keys[-1]
     return {"observations_moved_to_contexts": moved, "contexts_created": contexts_new}
+
+
+# ---- v7: submissions ---------------------------------------------------------------------------
+
+# A page of observations in key order (the key's index), with what names their submission and
+# whether they link to one already: an interrupted migration is finished by running it again.
+_SUBMISSION_PAGE = (
+    "MATCH (o:Observation) WHERE o.key > $after WITH o ORDER BY o.key LIMIT $n "
+    "MATCH (o)-[:MEASURED_IN]->(c:Context) OPTIONAL MATCH (o)-[r:IN_SUBMISSION]->(:Submission) "
+    "RETURN o.key AS key, o.provenance_json AS provenance, c.source AS source, "
+    "count(r) AS linked ORDER BY key"
+)
+_LINK_SUBMISSION = (
+    "UNWIND $rows AS r MATCH (o:Observation {key: r.key}), "
+    "(s:Submission {submission_id: r.submission_id}) CREATE (o)-[:IN_SUBMISSION]->(s)"
+)
+
+
+def link_submissions(store: Any, page: int = 5000) -> dict[str, int]:
+    """Link every published observation written before schema v7 to its Submission (created
+    when new), from the round, division, submitter and system id in its provenance details.
+
+    One transaction per page of observations in key order; observations already linked are
+    left alone, so running it again links nothing twice.
+    """
+    from graph_schema import queries as Q
+    from graph_schema.flat_read import loads
+    from graph_schema.models import Submission
+
+    linked = created = 0
+    after = ""
+    while True:
+        rows = store._read(_SUBMISSION_PAGE, {"after": after, "n": page})
+        if not rows:
+            break
+        after = rows[-1]["key"]
+        submissions: dict[str, dict[str, Any]] = {}
+        links = []
+        for r in rows:
+            if int(r["linked"]) or not r["provenance"]:
+                continue
+            found = Submission.from_details(r["source"], loads(r["provenance"], {}))
+            if found is None:
+                continue
+            sid = found.submission_id
+            submissions.setdefault(sid, {"submission_id": sid, **found.model_dump()})
+            links.append({"key": r["key"], "submission_id": sid})
+        if not links:
+            continue
+
+        def work(run: Any, submissions: dict[str, dict[str, Any]] = submissions,
+                 links: list[dict[str, str]] = links) -> int:
+            old = {x["key"] for x in run(Q.EXISTING_KEYS["Submission"], {"keys": list(submissions)})}
+            fresh = [row for sid, row in submissions.items() if sid not in old]
+            if fresh:
+                run(Q.create_nodes("Submission", frozenset(fresh[0])), {"rows": fresh})
+            run(_LINK_SUBMISSION, {"rows": links})
+            return len(fresh)
+
+        created += store._write(work)
+        linked += len(links)
+    return {"observations_linked_to_submissions": linked, "submissions_created": created}

@@ -104,6 +104,39 @@ class Provenance(_Model):
     details: dict[str, str] = Field(default_factory=dict)
 
 
+class Submission(_Model):
+    """A published submission: one system's results in one round of a suite (``source``), as a
+    submitter published them. Derived from an observation's provenance at ingest
+    (``from_provenance``), so importers only keep writing the coordinates they always wrote."""
+
+    source: str = Field(min_length=1)
+    round: str = Field(min_length=1)
+    division: str = ""
+    submitter: str = Field(min_length=1)
+    system: str = Field(min_length=1)
+
+    DETAILS: ClassVar[tuple[str, str, str, str]] = ("round", "division", "submitter", "system_id")
+    """The provenance details that name a submission (``division`` may be absent)."""
+
+    @property
+    def submission_id(self) -> str:
+        return f"{self.source}:{self.round}/{self.division}/{self.submitter}/{self.system}"
+
+    @classmethod
+    def from_provenance(cls, provenance: Provenance) -> Submission | None:
+        """The submission ``provenance`` names, or None (a round, a submitter and a system id
+        are all needed: our own measurements name none)."""
+        return cls.from_details(provenance.source, provenance.details)
+
+    @classmethod
+    def from_details(cls, source: str, details: dict[str, str]) -> Submission | None:
+        round_, division, submitter, system = (details.get(k) or "" for k in cls.DETAILS)
+        if not (round_ and submitter and system):
+            return None
+        return cls(source=source, round=round_, division=division, submitter=submitter,
+                   system=system)
+
+
 class SoftwareStack(_Model):
     """Driver, CUDA and libraries plus the framework: what a workload ran on.
 
@@ -456,6 +489,7 @@ class EntityKind(str, Enum):
     HOSTS = "hosts"
     RUNS = "runs"
     FAILURES = "failures"
+    SUBMISSIONS = "submissions"
 
 
 class StoreStats(_Model):

@@ -64,6 +64,7 @@ COUNT_NODES = {n.label: _count(n) for n in NODES}
 OBSERVATION_LINKS = (
     ("MEASURED_IN", "Context", "context_id"),
     ("OF_BENCHMARK", "Benchmark", "benchmark_id"),
+    ("IN_SUBMISSION", "Submission", "submission_id"),  # published results only
 )
 CONTEXT_LINKS = (
     ("USES_STACK", "Stack", "stack_id"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class PropType(str, Enum):
@@ -115,6 +115,23 @@ RUN = NodeSpec(
         "collector_version": S,
         "run_profile": S,
     },
+)
+# A published submission (schema v7): one system's results in one round of a benchmark suite, as
+# its submitter published them. Observations from it link to it (IN_SUBMISSION), whichever suite
+# (MLPerf Inference, MLPerf Training); our own measurements have none. The observation's
+# provenance keeps the same coordinates among its details, as before.
+SUBMISSION = NodeSpec(
+    "Submission",
+    "submission_id",
+    {
+        "submission_id": S,  # <source>:<round>/<division>/<submitter>/<system>
+        "source": S,  # the provenance source: mlperf-inference, mlperf-training, ...
+        "round": S,
+        "division": S,
+        "submitter": S,
+        "system": S,  # the submitter's system id
+    },
+    indexed=("round", "submitter"),
 )
 # Where and how observations were measured: everything that rows of one run on one node share
 # (stack, accelerator and count, placement, host, run, source). Each observation links to one
@@ -233,6 +250,7 @@ NODES: tuple[NodeSpec, ...] = (
     PLACEMENT,
     BENCHMARK,
     RUN,
+    SUBMISSION,
     CONTEXT,
     OBSERVATION,
     FAILURE,
@@ -244,6 +262,7 @@ RELATIONSHIPS: tuple[RelSpec, ...] = (
     RelSpec("HAS_COMPONENT", "Stack", "Component"),
     RelSpec("OF_BENCHMARK", "Observation", "Benchmark"),
     RelSpec("MEASURED_IN", "Observation", "Context"),
+    RelSpec("IN_SUBMISSION", "Observation", "Submission"),
     RelSpec("USES_STACK", "Context", "Stack"),
     RelSpec("USES_ACCELERATOR", "Context", "Accelerator"),
     RelSpec("USES_PLACEMENT", "Context", "Placement"),

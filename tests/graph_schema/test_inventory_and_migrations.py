@@ -150,7 +150,7 @@ def test_v6_adds_generation_stamps_to_a_v5_store_and_stamps_what_comes_after(sto
     else:
         run("MATCH (n) WHERE n:Observation OR n:Context REMOVE n.generation")
     run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 5")
-    assert store.ensure_schema() == SCHEMA_VERSION == 6
+    assert store.ensure_schema() == SCHEMA_VERSION
     migrated = store.query_observations()
     assert [o.model_dump(exclude={"generation"}) for o in migrated] == before
     assert {o.generation for o in migrated} == {None}
@@ -159,3 +159,37 @@ def test_v6_adds_generation_stamps_to_a_v5_store_and_stamps_what_comes_after(sto
     store.ingest(IngestBatch(observations=[_obs(3), _obs(4, stack=TF)]))  # into the old contexts
     assert sorted(o.source_key for o in store.observations_since(generation)) == ["3", "4"]
     assert store.ensure_schema() == SCHEMA_VERSION  # idempotent
+
+
+def test_v7_links_published_observations_of_a_v6_store_to_submissions(store):
+    """A v6 store (no Submission nodes; embedded: not even the tables) migrated to v7: every
+    published observation links to its submission, measured ones to none, reads return what
+    they returned before, and running the step again changes nothing."""
+    from graph_schema.migrations import link_submissions
+    from graph_schema.models import IngestBatch, Provenance, SourceKind
+    from tests.graph_schema.test_store_contract import TF, _obs
+
+    def published(i: int, system: str) -> object:
+        details = {"round": "v5.0", "division": "closed", "submitter": "Acme", "system_id": system}
+        return _obs(i, source=Provenance(kind=SourceKind.PUBLISHED, source="mlperf-inference",
+                                         details=details))
+
+    store.ingest(IngestBatch(observations=[published(1, "a"), published(2, "a"),
+                                           published(3, "b"), _obs(4, stack=TF)]))
+    before = [o.model_dump() for o in store.query_observations()]
+    run = lambda q: store._write(lambda r: r(q, {}))
+    if store.uri.startswith("embedded:"):  # the v6 schema had no such tables
+        run("DROP TABLE IN_SUBMISSION")
+        run("DROP TABLE Submission")
+    else:
+        run("MATCH (s:Submission) DETACH DELETE s")
+    run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 6")
+    assert store.ensure_schema() == SCHEMA_VERSION == 7
+    assert store.migration_report[7] == {"observations_linked_to_submissions": 3,
+                                         "submissions_created": 2}
+    assert [o.model_dump() for o in store.query_observations()] == before
+    edges = store._read("MATCH (o:Observation)-[:IN_SUBMISSION]->(s:Submission) "
+                        "RETURN o.source_key AS key, s.system AS system ORDER BY key", {})
+    assert [(e["key"], e["system"]) for e in edges] == [("1", "a"), ("2", "a"), ("3", "b")]
+    assert link_submissions(store) == {"observations_linked_to_submissions": 0,
+                                       "submissions_created": 0}

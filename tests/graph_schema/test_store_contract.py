@@ -316,3 +316,43 @@ def test_observations_since_a_generation_are_what_later_batches_wrote(store):
         list(store.observations_since(third, until=first))
     with pytest.raises(ValueError, match="until_generation"):
         ObservationFilter(until_generation=3)
+
+
+def _published(i: int, source: str, round_: str, submitter: str, system: str,
+               division: str = "closed") -> Observation:
+    details = {"round": round_, "division": division, "submitter": submitter,
+               "system_id": system, "file": f"{submitter}/results/{system}/{i}.json"}
+    return _obs(i, source=Provenance(kind=SourceKind.PUBLISHED, source=source, details=details))
+
+
+def test_published_observations_link_to_their_submission(store: Store, graph: Store) -> None:
+    """One Submission per suite, round, division, submitter and system, whichever suite; our own
+    measurements name none; the provenance details read back as they were written."""
+    published = [
+        _published(1, "mlperf-inference", "v4.0", "NVIDIA", "dgx_h100"),
+        _published(2, "mlperf-inference", "v4.0", "NVIDIA", "dgx_h100"),  # the same submission
+        _published(3, "mlperf-inference", "v4.1", "NVIDIA", "dgx_h100"),
+        _published(4, "mlperf-training", "v4.0", "NVIDIA", "dgx_h100"),  # same round, other suite
+        _published(5, "mlperf-inference", "v4.0", "Dell", "xe9680", division="open"),
+    ]
+    store.ingest(IngestBatch(observations=[*published, _obs(6)]))
+    ids = [s["submission_id"] for s in store.list_entities(EntityKind.SUBMISSIONS)]
+    assert ids == [
+        "mlperf-inference:v4.0/closed/NVIDIA/dgx_h100",
+        "mlperf-inference:v4.0/open/Dell/xe9680",
+        "mlperf-inference:v4.1/closed/NVIDIA/dgx_h100",
+        "mlperf-training:v4.0/closed/NVIDIA/dgx_h100",
+    ]
+    dell = store.list_entities("submissions")[1]
+    assert {k: dell[k] for k in ("source", "round", "division", "submitter", "system")} == {
+        "source": "mlperf-inference", "round": "v4.0", "division": "open", "submitter": "Dell",
+        "system": "xe9680"}
+    assert store.stats().counts["Submission"] == 4
+    back = {o.source_key: o.provenance for o in store.query_observations()}
+    assert all(back[o.source_key] == o.provenance for o in published)
+    edges = graph._read(  # type: ignore[attr-defined]
+        "MATCH (o:Observation)-[:IN_SUBMISSION]->(s:Submission) "
+        "RETURN o.source_key AS key, s.submission_id AS sid ORDER BY key", {})
+    assert [e["key"] for e in edges] == ["1", "2", "3", "4", "5"]  # not 6, measured
+    store.ingest(IngestBatch(observations=published))  # again: nothing new, no second edge
+    assert len(graph._read("MATCH ()-[r:IN_SUBMISSION]->() RETURN r", {})) == 5  # type: ignore[attr-defined]
