@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from graph_schema.store import Store
+from tests.support.ci import IN_CI
 from tests.support.stores import (
     GRAPH_BACKENDS,
     EmbeddedCreator,
@@ -19,8 +20,6 @@ from tests.support.stores import (
     StoreCreator,
     make_creator,
 )
-
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # Test modules import TensorFlow at collection time; Triton's LLVM must be loaded before it or a
 # later torch optimizer aborts the process (see microbench.frameworks).
@@ -83,7 +82,7 @@ def graph(store: Store, store_creator: StoreCreator) -> Store:
     return store_creator.graph()
 
 
-# ---- the real Neo4j server (owner: tests/neo4j_server.py) --------------------------------
+# ---- the real Neo4j server (owner: tests/support/neo4j_server.py) --------------------------------
 # Policy: NEO4J_URI when set; else testcontainers (neo4j:5.26-community) when a Docker engine
 # answers; else the local Neo4j 5.26 Community server assembled from Maven Central
 # (deploy/neo4j-local/setup.sh). Outside CI a missing server/Java skips with the reason; under
@@ -92,7 +91,7 @@ def graph(store: Store, store_creator: StoreCreator) -> Store:
 
 @pytest.fixture(scope="session")
 def neo4j_uri() -> Iterator[str]:
-    from tests.neo4j_server import Neo4jUnavailable, neo4j_server
+    from tests.support.neo4j_server import Neo4jUnavailable, neo4j_server
 
     server = neo4j_server()
     try:
@@ -110,9 +109,9 @@ def neo4j_uri() -> Iterator[str]:
 
 @pytest.fixture
 def local_neo4j() -> Iterator[Any]:
-    """A Neo4j server of the test's own (tests/neo4j_server.py's LocalNeo4j), for tests that kill
+    """A Neo4j server of the test's own (tests/support/neo4j_server.py's LocalNeo4j), for tests that kill
     and restart it; removed afterwards."""
-    from tests.neo4j_server import LocalNeo4j, Neo4jUnavailable
+    from tests.support.neo4j_server import LocalNeo4j, Neo4jUnavailable
 
     try:
         server = LocalNeo4j()

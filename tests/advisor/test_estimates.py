@@ -18,7 +18,7 @@ from advisor.workload import Workload
 from collectors.importers.mlperf import import_mlperf
 from graph_schema.registry import open_store
 from graph_schema.store import Store
-from tests.collectors.mlperf_fixtures import result_path, write
+from tests.support.mlperf import result_path, write
 
 REPO = Path(__file__).resolve().parents[2]
 TRT = ("TensorRT 8.6.0, CUDA 12.0", "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0, Driver 525.85.12")

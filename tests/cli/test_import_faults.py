@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.cli.server import ADVISOR
-from tests.collectors.mlperf_fixtures import SUMMARY_OFFLINE, SYSTEM, result_path, write
+from tests.support.mlperf import SUMMARY_OFFLINE, SYSTEM, result_path, write
+from tests.support.servers import ADVISOR
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 

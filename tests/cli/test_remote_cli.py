@@ -16,8 +16,8 @@ from graph_schema import registry
 from graph_schema.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, Unauthorized
 from graph_schema.models import ObservationFilter, ResultDocument
 from graph_schema.settings import StoreSettings
-from tests.advisor.api.conftest import document
-from tests.cli.server import ADVISOR, ServedAPI, free_port
+from tests.support.api import document
+from tests.support.servers import ADVISOR, ServedAPI, free_port
 
 
 @pytest.fixture(scope="module")
@@ -83,20 +83,20 @@ def test_rest_store_round_trip(api: ServedAPI, tokens: dict[str, str]) -> None:
 def test_inventory_through_the_rest_store(api: ServedAPI, tokens: dict[str, str]) -> None:
     """`advisor nodes sync --api ...` writes through PUT /v1/inventory/{cluster}."""
     from graph_schema.rest_store import RestStore
-    from tests.graph_schema.test_inventory_and_migrations import _node
+    from tests.support.samples import cluster_node
 
     writer = RestStore(api.url, token=tokens["write"])
     reader = RestStore(api.url, token=tokens["read"])
     try:
-        assert writer.sync_inventory("remote-lab", [_node("g1"), _node("g2", "NVIDIA L4")]) == 2
+        assert writer.sync_inventory("remote-lab", [cluster_node("g1"), cluster_node("g2", "NVIDIA L4")]) == 2
         assert [n["name"] for n in reader.list_inventory("remote-lab")] == ["g1", "g2"]
-        assert reader.list_inventory("remote-lab")[1] == _node("g2", "NVIDIA L4")
-        assert writer.sync_inventory("remote-lab", [_node("g3")]) == 1
+        assert reader.list_inventory("remote-lab")[1] == cluster_node("g2", "NVIDIA L4")
+        assert writer.sync_inventory("remote-lab", [cluster_node("g3")]) == 1
         assert [n["name"] for n in reader.list_inventory()] == ["g3"]
         with pytest.raises(InvalidInput, match="appears twice"):
-            writer.sync_inventory("remote-lab", [_node("x"), _node("x")])
+            writer.sync_inventory("remote-lab", [cluster_node("x"), cluster_node("x")])
         with pytest.raises(Forbidden, match="scope"):
-            reader.sync_inventory("remote-lab", [_node("y")])
+            reader.sync_inventory("remote-lab", [cluster_node("y")])
         assert [n["name"] for n in reader.list_inventory("remote-lab")] == ["g3"]
     finally:
         writer.close()

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from collectors.importers.mlperf import import_mlperf
 from graph_schema.models import ObservationFilter
-from tests.collectors.mlperf_fixtures import (
+from tests.support.mlperf import (
     ROUNDS,
     SUMMARY_OFFLINE,
     require_shared_data,
@@ -127,7 +127,7 @@ def test_import_through_the_http_api(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.cli.server import ServedAPI
+    from tests.support.servers import ServedAPI
 
     tree = small_tree(tmp_path / "src")
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}

@@ -17,7 +17,7 @@ from collectors.importers.mlperf_training import read_training_tree, to_batch
 from graph_schema import starter
 from graph_schema.errors import InvalidInput
 from graph_schema.models import SourceKind
-from tests.collectors.mlperf_fixtures import (
+from tests.support.mlperf import (
     ROUNDS,
     require_shared_data,
     require_training_data,

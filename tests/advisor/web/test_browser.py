@@ -163,7 +163,7 @@ def test_compare_sweep_cells_form_gives_the_api_answer(browser: Any, sweep_store
                                                        artifacts: Path) -> None:
     """A second server over a store holding a real sweep (the login cookie is the host's, so the
     browser's session carries over: same tokens)."""
-    from tests.advisor.web.conftest import make_app
+    from tests.support.api import make_app
 
     with _serve(make_app(sweep_store, web_tokens)) as url:
         _load(browser, url + "/compare/sweep")

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SETUP = REPO / "deploy" / "neo4j-local" / "setup.sh"
 POM = REPO / "deploy" / "neo4j-local" / "pom.xml"
 IMAGE = "neo4j:5.26-community"
