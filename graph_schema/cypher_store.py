@@ -9,7 +9,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from graph_schema import queries as Q
 from graph_schema.errors import SchemaMismatch, StoreUnavailable
@@ -31,6 +31,7 @@ from graph_schema.store import FlatObservations, FlatRow, Store, checked_batch
 
 Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 """run(query, parameters) -> rows as dicts; executes inside the current transaction."""
+T = TypeVar("T")
 
 CHUNK = 5_000
 CLEAR_SLICE = 50_000
@@ -191,7 +192,7 @@ class _Rows:
             self.nodes["Host"][host.name] = self._by_object("host", host, self._host_row)
         bench = getattr(item, "benchmark", None)
         bench_id = self.benchmark_id(bench) if bench is not None else None
-        if bench is not None and bench_id not in self.nodes["Benchmark"]:
+        if bench is not None and bench_id is not None and bench_id not in self.nodes["Benchmark"]:
             self.nodes["Benchmark"][bench_id] = {
                 "benchmark_id": bench_id,
                 "family": bench.family,
@@ -365,7 +366,7 @@ class CypherStore(Store):
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
 
     @abstractmethod
-    def _write(self, work: Callable[[Run], Any]) -> Any:
+    def _write(self, work: Callable[[Run], T]) -> T:
         """Run ``work(run)`` in one write transaction; commit on return, roll back on error."""
 
     @abstractmethod
@@ -664,8 +665,11 @@ class CypherStore(Store):
         """Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so a large graph does
         not exceed the server's transaction memory; interrupted, it leaves a smaller graph.
         """
+        def some(query: str) -> Callable[[Run], list[dict[str, Any]]]:
+            return lambda run: run(query, {"n": CLEAR_SLICE})
+
         for query in (Q.DELETE_SOME_RELATIONSHIPS, Q.DELETE_SOME):
-            while self._write(lambda run, q=query: run(q, {"n": CLEAR_SLICE}))[0]["c"]:
+            while self._write(some(query))[0]["c"]:
                 pass
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from graph_schema import queries as Q
 from graph_schema.cypher_store import CypherStore, Run
@@ -19,6 +19,11 @@ from graph_schema.ddl import ladybug_statements
 from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
 from graph_schema.flat_read import RowReader
 from graph_schema.store import FlatRow
+
+if TYPE_CHECKING:
+    import ladybug
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +98,8 @@ class EmbeddedStore(CypherStore):
         self._lock_wait_s = lock_wait_s
         self._lock = threading.RLock()
         self._closed = False
+        self._db: ladybug.Database | None = None
+        self._conn: ladybug.Connection | None = None
         self._open()
 
     def _open(self) -> None:
@@ -101,12 +108,21 @@ class EmbeddedStore(CypherStore):
         import ladybug
 
         try:
-            self._db = ladybug.Database(str(self.path))
-            self._conn = ladybug.Connection(self._db)
+            db = ladybug.Database(str(self.path))
+            conn = ladybug.Connection(db)
         except RuntimeError as exc:
             self._conn = self._db = None
             raise open_error(self.path, str(exc)) from None
-        self._conn.set_query_timeout(int(self._query_timeout_s * 1000))
+        conn.set_query_timeout(int(self._query_timeout_s * 1000))
+        self._db, self._conn = db, conn
+
+    @property
+    def _live(self) -> ladybug.Connection:
+        """The connection, where it is open (inside ``_locked``, after ``_ensure_open``)."""
+        if self._conn is None:
+            raise StoreUnavailable(f"the embedded store at {self.path} is not open",
+                                   details={"reason": "closed", "path": str(self.path)})
+        return self._conn
 
     def _shut(self) -> None:
         conn, db = self._conn, self._db
@@ -158,7 +174,7 @@ class EmbeddedStore(CypherStore):
     def _result(self, query: str, params: dict[str, Any]) -> Any:
         """The engine's result of ``query``, its errors in our terms."""
         try:
-            result = self._conn.execute(query, params)
+            result = self._live.execute(query, params)
         except RuntimeError as exc:
             text = str(exc)
             if "Conversion exception" in text or "Binder exception" in text:
@@ -192,7 +208,7 @@ class EmbeddedStore(CypherStore):
         out: list[FlatRow] = []
         with self._locked():
             usual = self._query_timeout_s
-            self._conn.set_query_timeout(int(FLAT_TIMEOUT_S * 1000))
+            self._live.set_query_timeout(int(FLAT_TIMEOUT_S * 1000))
             self._query_timeout_s = FLAT_TIMEOUT_S
             try:
                 result = self._result(Q.FLAT_OBSERVATIONS, {})
@@ -209,25 +225,25 @@ class EmbeddedStore(CypherStore):
         out.sort(key=attrgetter("key"))  # code point order: the engine's, for UTF-8 text
         return out
 
-    def _write(self, work: Callable[[Run], Any]) -> Any:
+    def _write(self, work: Callable[[Run], T]) -> T:
         with self._locked():
-            self._conn.execute("BEGIN TRANSACTION")
+            self._live.execute("BEGIN TRANSACTION")
             try:
                 out = work(self._execute)
             except BaseException:
                 try:
-                    self._conn.execute("ROLLBACK")
+                    self._live.execute("ROLLBACK")
                 except RuntimeError:
                     pass  # the engine already rolled back the failed transaction
                 raise
-            self._conn.execute("COMMIT")
+            self._live.execute("COMMIT")
             return out
 
     def _apply_ddl(self) -> None:
         with self._lock:
             self._ensure_open()
             for statement in ladybug_statements():
-                self._conn.execute(statement)
+                self._live.execute(statement)
 
     def close(self) -> None:
         with self._lock:

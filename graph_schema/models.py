@@ -342,14 +342,14 @@ class ResultDocument(_Model):
         return self
 
     def to_batch(self) -> IngestBatch:
-        context = dict(
-            stack=self.stack,
-            accelerator=self.accelerator,
-            placement=self.placement,
-            host=self.host,
-            run_id=self.run.run_id,
-            provenance=self.provenance,
-        )
+        context: dict[str, Any] = {
+            "stack": self.stack,
+            "accelerator": self.accelerator,
+            "placement": self.placement,
+            "host": self.host,
+            "run_id": self.run.run_id,
+            "provenance": self.provenance,
+        }
         observations = [Observation(**context, **m.model_dump()) for m in self.measurements]
         failures = [Failure(**context, **f.model_dump()) for f in self.failures]
         return IngestBatch(observations=observations, failures=failures, runs=[self.run])

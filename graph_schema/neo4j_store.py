@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from graph_schema.cypher_store import CypherStore, Run
 from graph_schema.ddl import neo4j_statements
@@ -24,6 +24,7 @@ READ_TIMEOUT_S = 30.0
 # at a fraction of a core, may take many times that)
 FLAT_PAGE_TIMEOUT_S = 600.0
 WRITE_TIMEOUT_S = 120.0
+T = TypeVar("T")
 
 
 class Neo4jStore(CypherStore):
@@ -68,7 +69,7 @@ class Neo4jStore(CypherStore):
             self._driver.close()
             raise StoreUnavailable(f"cannot reach Neo4j at {uri}: {exc}") from None
 
-    def _wrap(self, fn: Callable[[], Any]) -> Any:
+    def _wrap(self, fn: Callable[[], T]) -> T:
         from neo4j.exceptions import (
             ClientError,
             ConstraintError,
@@ -125,18 +126,18 @@ class Neo4jStore(CypherStore):
 
         return self._wrap(go)
 
-    def _write(self, work: Callable[[Run], Any]) -> Any:
+    def _write(self, work: Callable[[Run], T]) -> T:
         from neo4j.exceptions import ConstraintError, TransientError
 
         attempts = 0
 
         @self._neo4j.unit_of_work(timeout=WRITE_TIMEOUT_S)
-        def tx(t: Any) -> Any:
+        def tx(t: Any) -> T:
             nonlocal attempts
             attempts += 1  # the driver calls this again after a transient error (a deadlock)
             return work(lambda q, p: [r.data() for r in t.run(q, p)])
 
-        def go() -> Any:
+        def go() -> T:
             # A concurrent writer may create the same key between our existence check and our
             # CREATE; the uniqueness constraint then refuses ours. The transaction function is
             # idempotent, so running it again sees the other writer's nodes and creates the rest.
@@ -149,7 +150,8 @@ class Neo4jStore(CypherStore):
                 attempts = 0
                 try:
                     with self._driver.session(database=self.database) as session:
-                        return session.execute_write(tx)
+                        done: T = session.execute_write(tx)
+                        return done
                 except ConstraintError:
                     constraint_failures += 1
                     if constraint_failures > CONSTRAINT_RETRIES:

@@ -114,7 +114,8 @@ def create_linked_by_position(label: str, present: frozenset[str], linked: froze
     the positions, so the statement then creates nothing."""
     node = NODE_BY_LABEL[label]
     links = [(i, link) for i, link in enumerate(LINKS.get(label, FAILURE_LINKS)) if link[2] in linked]
-    finds, lists = [], []
+    finds: list[str] = []
+    lists: list[str] = []
     for i, (_rel, target, _column) in links:
         key = NODE_BY_LABEL[target].key
         kept = "".join(f"{name}, " for name in lists)

@@ -328,9 +328,9 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
                                     parts=tuple(parts), matched_by="id")
     hetero = _HETERO.findall(name)
     if len(hetero) >= 2 or (hetero and re.match(r"^\d+\s*nodes?\s*:", name, re.IGNORECASE)):
-        parts = tuple(AcceleratorPart(int(n), int(k), resolve_accelerator(model)) for n, model, k in hetero)
-        return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in parts),
-                                parts=parts, matched_by="pattern")
+        pieces = tuple(AcceleratorPart(int(n), int(k), resolve_accelerator(model)) for n, model, k in hetero)
+        return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in pieces),
+                                parts=pieces, matched_by="pattern")
     placement = None
     if _VIRTUALIZED.search(name):
         placement, name = "vm", _VIRTUALIZED.sub("", name)

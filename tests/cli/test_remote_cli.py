@@ -19,6 +19,8 @@ from graph_schema.settings import StoreSettings
 from tests.support.api import document
 from tests.support.servers import ADVISOR, ServedAPI, free_port
 
+pytestmark = pytest.mark.slow  # a real `advisor serve` process and CLI subprocesses
+
 
 @pytest.fixture(scope="module")
 def tokens() -> dict[str, str]:

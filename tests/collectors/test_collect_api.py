@@ -14,6 +14,8 @@ from typer.testing import CliRunner
 from cli.main import app
 from tests.support.servers import ServedAPI, free_port
 
+pytestmark = pytest.mark.slow  # a real `advisor serve` process, stopped and started
+
 SMALL = ["--device", "cpu", "-o", "pis=mem_copy", "-o", "backends=numpy"]
 
 

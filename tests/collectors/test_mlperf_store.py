@@ -121,6 +121,7 @@ def test_embedded_and_neo4j_hold_identical_counts_and_values(
     assert _values(kb) == _values(neo4j_store)
 
 
+@pytest.mark.slow
 def test_import_through_the_http_api(tmp_path: Path) -> None:
     """`--store http://...`: the same import, client of a real `advisor serve` process."""
     import secrets

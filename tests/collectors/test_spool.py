@@ -26,6 +26,7 @@ def _count(api: ServedAPI) -> int:
     return int(body["counts"].get("Observation", 0))
 
 
+@pytest.mark.slow
 def test_spool_and_resend_across_a_restart(tmp_path: Path, tokens: dict[str, str]) -> None:
     spool_dir = tmp_path / "spool"
     api = ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, log=tmp_path / "serve.log")
@@ -64,6 +65,7 @@ def test_spool_and_resend_across_a_restart(tmp_path: Path, tokens: dict[str, str
         assert _count(api) == 18  # 6 documents × 3 measurements, each exactly once
 
 
+@pytest.mark.slow
 def test_wrong_token_is_spooled_and_invalid_documents_are_kept_aside(
     tmp_path: Path, tokens: dict[str, str]
 ) -> None:

@@ -156,6 +156,7 @@ def test_seed_can_be_turned_off(tmp_path: Path) -> None:
         assert store.stats().observations_by_source == {}
 
 
+@pytest.mark.slow
 def test_fresh_install_default_store_answers_at_once(tmp_path: Path) -> None:
     """No configuration at all: a new process with an empty XDG_DATA_HOME opens the default store,
     which is created and seeded from the snapshot, and `advisor db stats` shows it by source."""

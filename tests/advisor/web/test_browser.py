@@ -41,7 +41,8 @@ def _browser_or_reason() -> str | None:
 _missing = _browser_or_reason()
 if _missing and os.environ.get("CI") == "true":
     pytest.fail(f"the browser tests must run under CI=true: {_missing}", pytrace=False)
-pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""), pytest.mark.slow]
+pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""), pytest.mark.browser,
+              pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
