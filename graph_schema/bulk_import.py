@@ -2,7 +2,7 @@
 import full``.
 
 ``BulkFiles`` turns ingest batches into node and relationship CSV files of exactly the graph a
-transactional ingest writes (the same rows, built by the same ``_Rows`` after the same pydantic
+transactional ingest writes (the same rows, built by the same ``BatchRows`` after the same pydantic
 validation and catalogue resolution, the same labels, keys, properties and relationship types,
 and the same duplicate rules: within a batch the last observation with a key wins, across
 batches the first; accelerators, hosts and runs keep the last known value of each property).
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from graph_schema.cypher_store import MUTABLE, _Rows
+from graph_schema.batch_rows import MUTABLE, BatchRows
 from graph_schema.errors import AdvisorError, Conflict, InvalidInput, StoreUnavailable
 from graph_schema.gc_pause import gc_paused
 from graph_schema.models import IngestBatch, IngestResult
@@ -237,7 +237,7 @@ class BulkFiles:
             InvalidInput: a malformed field; the message names it.
         """
         batch = checked_batch(batch)
-        rows = _Rows.from_batch(batch)
+        rows = BatchRows.from_batch(batch)
         for label in ("Stack", "Component", "Placement", "Benchmark", "Submission", "Context"):
             fresh = self._fresh(label, rows.nodes[label])
             self._nodes(label, fresh)

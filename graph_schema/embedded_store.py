@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from graph_schema import queries as Q
-from graph_schema.cypher_store import CypherStore, Run
+from graph_schema.batch_rows import Run
+from graph_schema.cypher_store import CypherStore
 from graph_schema.ddl import ladybug_statements
 from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
 from graph_schema.flat_read import RowReader

@@ -159,7 +159,7 @@ def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
     columns: the probe's error means the same).
     """
     from graph_schema import queries as Q
-    from graph_schema.cypher_store import context_id_of, create_rows
+    from graph_schema.batch_rows import context_id_of, create_rows
     from graph_schema.errors import InvalidInput
 
     moved = contexts_new = 0

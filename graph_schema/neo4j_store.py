@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from graph_schema.cypher_store import CypherStore, Run
+from graph_schema.batch_rows import Run
+from graph_schema.cypher_store import CypherStore
 from graph_schema.ddl import neo4j_statements
 from graph_schema.errors import Conflict, InvalidInput, StoreUnavailable
 
