@@ -237,9 +237,11 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
         train_rows = all_rows[np.array([k <= limit for k in keys], dtype=bool)]
         test_rows = _closed_throughput(table, all_rows[table.round.codes == table.round.code(test_round)])
         train = subset(table, train_rows)
-        known = set(train.bench_name.vocab)
-        test_names = np.asarray(table.bench_name.values(test_rows), dtype=object)
-        seen_bench = np.array([n in known for n in test_names.tolist()], dtype=bool)
+        # (family, name): Training's rgat is not Inference's rgat
+        every = np.arange(train.n)
+        known = set(zip(train.family.values(every), train.bench_name.values(every)))
+        test_names = zip(table.family.values(test_rows), table.bench_name.values(test_rows))
+        seen_bench = np.array([n in known for n in test_names], dtype=bool)
         unseen_rows = test_rows[~seen_bench]
         test_rows = test_rows[seen_bench]
         advisor = _advisor_over(train, rules, prices, transfer_method)

@@ -90,12 +90,13 @@ def canonical_scenario(text: str | None) -> str | None:
     return match.id
 
 
-def canonical_benchmark(text: str | None) -> str | None:
-    """``sdxl`` → ``stable-diffusion-xl``; a name the catalogue does not know is kept (the
-    knowledge base may hold it: the engine reports it with the closest names when it does not)."""
+def canonical_benchmark(text: str | None, family: str | None = None) -> str | None:
+    """``sdxl`` → ``stable-diffusion-xl`` (in ``family`` when given: Training's ``gnn`` →
+    ``rgat``); a name the catalogue does not know is kept (the knowledge base may hold it: the
+    engine reports it with the closest names when it does not)."""
     if text is None:
         return None
-    match = resolve_benchmark(text)
+    match = resolve_benchmark(text, family)
     return match.id if match.resolved else text.strip()
 
 
@@ -158,7 +159,7 @@ def canonical_query(query: PredictQuery, known_benchmarks: set[tuple[str, str]])
             update["scenario"] = canonical_scenario(query.scenario)
         except ValueError as exc:
             problems.append(f"scenario: {exc}")
-    bench = resolve_benchmark(query.benchmark)
+    bench = resolve_benchmark(query.benchmark, query.family)
     name = bench.id if bench.resolved else query.benchmark.strip()
     if (query.family, name) not in known_benchmarks and not bench.resolved:
         close = [n for f, n in known_benchmarks if f == query.family]

@@ -13,7 +13,15 @@ from typing import Any
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
@@ -218,10 +226,10 @@ class Workload(_Spec):
 
     @field_validator("benchmark")
     @classmethod
-    def _catalogue_benchmark(cls, value: str | None) -> str | None:
+    def _catalogue_benchmark(cls, value: str | None, info: ValidationInfo) -> str | None:
         from advisor.names import canonical_benchmark
 
-        return canonical_benchmark(value)
+        return canonical_benchmark(value, info.data.get("family"))
 
     @model_validator(mode="after")
     def _resolve(self) -> Workload:

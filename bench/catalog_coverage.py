@@ -1,9 +1,12 @@
 """How many names in the shared MLPerf data the catalogue resolves.
 
 Reads the archives themselves (every system description, every result directory; compliance
-runs skipped): inference v1.1–v4.1 and training v4.1. Prints, per kind (accelerators, hosts of
-CPU-only systems, benchmarks, scenarios), the distinct raw names, how many canonical entities they
-resolve to and which stay unresolved (goal: none); ``--json`` for the full report.
+runs skipped): every inference_v*.tar.gz and training_v*.tar.gz there is (v1.1–v5.1, training
+v4.1/v5.0), plus the published summary tables (summary_results_v*.json.gz: their Accelerator,
+Processor, Model and Scenario fields). Prints, per kind (accelerators, hosts of CPU-only systems,
+benchmarks, scenarios), the distinct raw names, how many canonical entities they resolve to and
+which stay unresolved (goal: none); then the catalogue's size and its figures' coverage;
+``--json`` for the full report.
 
     python bench/catalog_coverage.py [MLPERF_DIR] [--training DIR] [--json]
 """
@@ -19,10 +22,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.importers.stack_text import parse_framework
-from graph_schema.catalog import resolve_framework_name
-from graph_schema.catalog.coverage import coverage_report, scan_names
+from graph_schema.catalog import PRECISIONS, load_catalog, resolve_framework_name
+from graph_schema.catalog.coverage import coverage_report, merge, scan_names, scan_summary
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def catalogue_figures() -> dict[str, object]:
+    """How many catalogue entries carry each figure (the rest are not published, left empty)."""
+    accs = list(load_catalog().accelerators.values())
+    with_figure = {p: sum(getattr(a.peak_tflops, p) is not None for a in accs) for p in PRECISIONS}
+    for name in ("memory_gb", "memory_bw_gbs", "tdp_w", "interconnect_gbs", "launch_year", "counted_as"):
+        with_figure[name] = sum(getattr(a, name) is not None for a in accs)
+    return {"accelerators": len(accs), "families": len({a.family for a in accs}),
+            "vendors": len({a.vendor for a in accs}), "with_figure": with_figure}
 
 
 def main() -> int:
@@ -35,15 +48,17 @@ def main() -> int:
     if not archives:
         print(f"no inference_v*.tar.gz / training_v*.tar.gz under {args.mlperf_dir} or {args.training}", file=sys.stderr)
         return 1
+    summaries = sorted(args.mlperf_dir.glob("summary_results_v*.json*"))
     started = time.perf_counter()
-    names = scan_names(archives)
+    names = merge(scan_names(archives), scan_summary(summaries))
     report = coverage_report(names)
-    parsed = {f: parse_framework(f)[0] for f in names.frameworks}
+    parsed = {f: parse_framework(f)[0] for f in names.frameworks if f.lower() not in ("n/a", "na", "none", "-")}
     report["frameworks"] = {
         "raw_names": len(parsed),
         "canonical": len({resolve_framework_name(n).id for n in parsed.values() if n and resolve_framework_name(n).resolved}),
         "unresolved": sorted(f for f, n in parsed.items() if n and not resolve_framework_name(n).resolved),
     }
+    report["catalogue"] = catalogue_figures()
     report["seconds"] = round(time.perf_counter() - started, 1)
     if args.json:
         print(json.dumps(report, indent=2))
@@ -57,6 +72,9 @@ def main() -> int:
         part = report[kind]
         print(f"{kind.replace('_', ' ')}: {part['raw_names']} distinct raw names -> {part['canonical']} canonical, "
               f"{len(part['unresolved'])} unresolved {part['unresolved']}")
+    cat = report["catalogue"]
+    print(f"catalogue: {cat['accelerators']} accelerators ({cat['families']} families, {cat['vendors']} vendors); "
+          "entries with a figure: " + ", ".join(f"{k} {v}" for k, v in cat["with_figure"].items()))
     print(f"({report['seconds']} s)")
     return 0 if not any(report[k]["unresolved"] for k in ("accelerators", "cpu_only_hosts", "benchmarks", "scenarios", "frameworks")) else 1
 

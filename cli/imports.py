@@ -155,6 +155,47 @@ def _report_mlperf(summaries: list[Any], as_json: bool, fmt: Any) -> None:
         raise typer.Exit(1)
 
 
+@import_app.command("mlperf-summary")
+def import_mlperf_summary_cmd(
+    file: Annotated[
+        Path,
+        typer.Argument(help="MLCommons' published results table of a round: summary_results[_vX.Y].json[.gz]."),
+    ],
+    round_name: Annotated[
+        str | None,
+        typer.Option("--round", help="Round (e.g. v5.1) when the file's name does not say it."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Import an MLPerf Inference round from its published results table alone; results already
+    imported from the round's results tree are not added twice. Rows not imported are counted
+    by reason; accelerators the catalogue does not know are imported under their published name
+    and listed as unresolved."""
+    from cli.render import OutputFormat, info, output_format, print_json, render, warning
+    from collectors.importers.mlperf_summary import import_summary
+
+    chosen = output_format(fmt, as_json)
+    with _open_store(store) as db:
+        report = import_summary(file, db, round_name=round_name, batch_size=batch_size)
+    if chosen is OutputFormat.json:
+        print_json(report.to_dict())
+        return
+    for reason, count in sorted(report.skipped_by_reason.items()):
+        info(f"{report.round}: skipped {count} row(s): {reason}, e.g. {report.examples[reason]}")
+    if report.power_figures_ignored:
+        info(f"{report.round}: {report.power_figures_ignored} power figure(s) beside results not imported")
+    for name, count in report.unresolved_accelerators.most_common():
+        warning(f"unresolved accelerator {name!r}: {count} result(s) imported under this published name")
+    render([{"source": file.name, "round": report.round, "rows": report.rows, "results": report.results,
+             "imported": report.imported, "present": report.already_present,
+             "skipped": sum(report.skipped_by_reason.values()),
+             "unresolved": sum(report.unresolved_accelerators.values()), "seconds": round(report.seconds, 1)}],
+           fmt=chosen, title="MLPerf summary import")
+
+
 @import_app.command("mlperf-training")
 def import_mlperf_training_cmd(
     paths: Annotated[

@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "cli.imports",
     "cli.db",
     "cli.schema",
+    "cli.catalogue",
     "cli.plan",
     "cli.nodes",
     "cli.serve",

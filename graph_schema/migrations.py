@@ -45,7 +45,15 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "the batch that wrote it, so caches add what changed instead of rereading "
                  "everything; the new column only (embedded engine), existing nodes stay unstamped "
                  "(older than any cache built after the migration)"),
-    Migration(7, "submissions: each published observation links to a Submission node (round, "
+    Migration(7, "one name per benchmark and one key per published result: benchmark names through "
+                 "the catalogue within their family (MLPerf Training's llama2_70b_lora, rgat for "
+                 "gnn, retinanet for ssd; the name as written kept in the provenance), and a "
+                 "published result keyed by where it was published (source, round, division, "
+                 "submitter, system, benchmark, metric), not by how much of its stack the file "
+                 "described, so a round imported from its summary table and from its results tree "
+                 "is stored once",
+              data=lambda store: reresolve_names(store)),
+    Migration(8, "submissions: each published observation links to a Submission node (round, "
                  "division, submitter, system of one suite) made from its provenance details, "
                  "which keep them as before",
               data=lambda store: link_submissions(store)),
@@ -77,7 +85,8 @@ _SET_STACK_LABEL = "MATCH (s:Stack {stack_id: $stack_id}) SET s.label = $label"
 
 
 def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
-    """Rewrite stored observations whose names the catalogue now spells otherwise.
+    """Rewrite stored observations whose names the catalogue now spells otherwise, or whose key
+    the code now derives otherwise (v7: published results).
 
     Each changed observation is written anew (its key follows its names) before the old one is
     deleted, so nothing is lost if this stops half way; Accelerator nodes left without edges are
@@ -94,7 +103,7 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
     for stored in store.iter_observations():
         obs = Observation.model_validate(stored.model_dump(exclude={"key", "generation"}))
         canon = canonical_observation(obs, memo)
-        if canon is obs:
+        if canon is obs and obs.observation_key == stored.key:
             continue
         changed.append(canon)
         old_keys.append(stored.key)
@@ -200,7 +209,7 @@ def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
     return {"observations_moved_to_contexts": moved, "contexts_created": contexts_new}
 
 
-# ---- v7: submissions ---------------------------------------------------------------------------
+# ---- v8: submissions ---------------------------------------------------------------------------
 
 # A page of observations in key order (the key's index), with what names their submission and
 # whether they link to one already: an interrupted migration is finished by running it again.
@@ -217,7 +226,7 @@ _LINK_SUBMISSION = (
 
 
 def link_submissions(store: Any, page: int = 5000) -> dict[str, int]:
-    """Link every published observation written before schema v7 to its Submission (created
+    """Link every published observation written before schema v8 to its Submission (created
     when new), from the round, division, submitter and system id in its provenance details.
 
     One transaction per page of observations in key order; observations already linked are

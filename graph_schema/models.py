@@ -392,14 +392,21 @@ class Observation(_Context, Measurement):
         return self.key_with(self.benchmark.benchmark_id, self.stack.stack_id)
 
     def key_with(self, benchmark_id: str, stack_id: str) -> str:
-        """The key, given the (already computed) benchmark and stack ids."""
+        """The key, given the (already computed) benchmark and stack ids.
+
+        A published result (provenance ``published`` with a ``source_key``: round, division,
+        submitter and system) is
+        known by where it was published, not by how much of its stack and placement the file it
+        came from describes: MLPerf's results tree and its summary table name the same result,
+        one with the system's whole software stack, the other with its framework only."""
+        published = self.source_key is not None and self.provenance.kind is SourceKind.PUBLISHED
         return observation_key_of(
             benchmark_id,
             self.metric,
-            stack_id,
+            None if published else stack_id,
             self.accelerator.model,
             self.accelerator.count,
-            self.placement.placement_id,
+            None if published else self.placement.placement_id,
             self.host.name if self.host else None,
             self.run_id,
             self.provenance.source,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class PropType(str, Enum):
@@ -116,7 +116,7 @@ RUN = NodeSpec(
         "run_profile": S,
     },
 )
-# A published submission (schema v7): one system's results in one round of a benchmark suite, as
+# A published submission (schema v8): one system's results in one round of a benchmark suite, as
 # its submitter published them. Observations from it link to it (IN_SUBMISSION), whichever suite
 # (MLPerf Inference, MLPerf Training); our own measurements have none. The observation's
 # provenance keeps the same coordinates among its details, as before.

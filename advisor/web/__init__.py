@@ -8,7 +8,9 @@ from fastapi.staticfiles import StaticFiles
 
 
 def install_web(app: FastAPI) -> None:
+    from advisor.web.catalogue import router as catalogue_router
     from advisor.web.pages import router
 
     app.mount("/static", StaticFiles(packages=[("advisor.web", "static")]), name="web-static")
     app.include_router(router)
+    app.include_router(catalogue_router)

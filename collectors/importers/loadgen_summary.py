@@ -103,6 +103,7 @@ def parse_summary(text: str) -> dict[str, Any]:
     early: dict[str, Any] = {"notes": []}
     section = "results"
     block: str | None = None  # "recommendations" | "early_stopping"
+    estimate_prefix = ""  # "ttft_" / "tpot_" inside an LLM's per-token early-stopping block
     lines = text.replace("\r\n", "\n").split("\n")
     # A file cut mid-write ends without a newline: its last line may hold half a number.
     for raw in lines[:-1] if lines[-1].strip() else lines:
@@ -131,10 +132,14 @@ def parse_summary(text: str) -> dict[str, Any]:
             continue
         if "early stopping result" in lower:
             block = "early_stopping"
+            # LLM runs report one block per token latency ("TTFT Early Stopping Result:"):
+            # their estimates are the token latency's, not the query latency's.
+            group = lower.split("early stopping result", 1)[0].strip()
+            estimate_prefix = f"{group}_" if group else ""
             continue
         estimate = _EARLY_ESTIMATE.search(stripped)
         if estimate:
-            name = f"{_pct_key(estimate.group('pct'))}_estimate_ns"
+            name = f"{estimate_prefix}{_pct_key(estimate.group('pct'))}_estimate_ns"
             early[name] = _number(estimate.group("value"), line)
             label = stripped.lstrip("* ").split(":", 1)[0].strip()
             sources.setdefault(f"early_stopping.{name}", (section, label))
@@ -278,6 +283,29 @@ def _figure(summary: dict[str, Any], key: str) -> float | None:
     return None if value is None else float(value)
 
 
+_RESULT_PCT = re.compile(r"^p(?P<pct>\d+(?:\.\d+)?)_latency_ns$")
+
+
+def _latency_headline(summary: dict[str, Any]) -> Headline | None:
+    """SingleStream/MultiStream: the tail percentile the result section reports ("90th", "99th",
+    PointPainting's "99.9th"), as its early-stopping estimate where the run has one (the
+    published figure), else the result line itself; the metric is ``p<pct>_latency_ms``."""
+    sources = summary.get("sources", {})
+    reported = [m.group("pct") for key in summary if (m := _RESULT_PCT.match(key))
+                and sources.get(key, ("",))[0] == "results"]
+    if len(reported) != 1:
+        return None
+    pct = reported[0]
+    metric = f"p{pct.replace('.', '_')}_latency_ms"
+    early = summary.get("early_stopping") or {}
+    estimate = early.get(f"p{pct}_estimate_ns")
+    if estimate is not None:
+        line = sources.get(f"early_stopping.p{pct}_estimate_ns", ("", f"Early stopping {pct}th percentile estimate"))[1]
+        return Headline(metric, float(estimate) * _NS_TO_MS, "ms", False, line, bool(summary.get("valid")))
+    key = f"p{pct}_latency_ns"
+    return Headline(metric, float(summary[key]) * _NS_TO_MS, "ms", False, sources[key][1], bool(summary.get("valid")))
+
+
 def published_headline(summary: dict[str, Any]) -> Headline:
     """The headline figure of a published result, by the summary's LoadGen scenario: Offline
     tokens/s (LLMs) else samples/s; Server the result-section line (completed tokens/s, scheduled
@@ -288,6 +316,10 @@ def published_headline(summary: dict[str, Any]) -> Headline:
         InvalidInput: the summary carries none of its scenario's result lines.
     """
     scenario = summary["scenario"]
+    if scenario in ("SingleStream", "MultiStream"):
+        latency = _latency_headline(summary)
+        if latency is not None:
+            return latency
     candidates = _HEADLINE_CANDIDATES[scenario]
     sources = summary.get("sources", {})
     ordered = sorted(candidates, key=lambda c: sources.get(c[0], ("stats",))[0] != "results") \

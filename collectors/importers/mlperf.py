@@ -96,6 +96,7 @@ METRICS: dict[str, tuple[str, bool]] = {
     "tokens_per_second": ("tokens/s", True),
     "p90_latency_ms": ("ms", False),
     "p99_latency_ms": ("ms", False),
+    "p99_9_latency_ms": ("ms", False),  # PointPainting's SingleStream result
     **{
         f"{prefix}_{stat.replace('.', '_')}_ms": ("ms", False)
         for prefix in TOKEN_LATENCY_GROUPS.values()
@@ -464,7 +465,7 @@ def _record(
         division=division,
         submitter=submitter,
         system_id=system_id,
-        benchmark=resolve_benchmark(benchmark_raw).id,
+        benchmark=resolve_benchmark(benchmark_raw, FAMILY).id,
         benchmark_raw=benchmark_raw,
         scenario=scenario,
         metric=headline.metric,

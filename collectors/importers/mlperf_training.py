@@ -48,6 +48,7 @@ from collectors.importers.mlperf_system import (
 )
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
+from graph_schema.catalog import resolve_benchmark
 from graph_schema.errors import InvalidInput
 from graph_schema.models import (
     Accelerator,
@@ -338,6 +339,12 @@ def system_context(submitter: str, system_id: str, fields: dict[str, Any]) -> Sy
     return SystemContext(stack, accelerator, placement, host, {k: v for k, v in details.items() if v}, count)
 
 
+def catalogue_benchmark(name: str) -> str:
+    """A Training benchmark's catalogue id (its name as written when the catalogue lacks it)."""
+    match = resolve_benchmark(name, FAMILY)
+    return match.id if match.resolved and match.matched_by != "pattern" else name
+
+
 def to_batch(tree: TrainingTree) -> IngestBatch:
     """Runs, per-run times, failures and per-system scores of one tree, with provenance."""
     groups: dict[tuple[str, str, str], list[TrainingRun]] = {}
@@ -358,12 +365,13 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
         if ctx is None:
             continue
         division = flat_text(fields.get("division")) or runs[0].keys.get("submission_division", "") or "closed"
-        bench = Benchmark(family=FAMILY, name=benchmark, parameters={"division": division})
+        # One name in every layer: the catalogue's id ("gnn" of v4.1 is v5.0's "rgat").
+        bench = Benchmark(family=FAMILY, name=catalogue_benchmark(benchmark), parameters={"division": division})
         source_key = f"{tree.round}/{division}/{submitter}/{system_id}"
         base = {
             "round": tree.round, "division": division, "submitter": submitter, "system_id": system_id,
             "system_file": f"{submitter}/systems/{system_id}.json", "license": "Apache-2.0",
-            "attribution": "MLCommons MLPerf Training " + tree.round, **ctx.details,
+            "attribution": "MLCommons MLPerf Training " + tree.round, "benchmark_raw": benchmark, **ctx.details,
         }
         common: dict[str, Any] = {
             "stack": ctx.stack, "accelerator": ctx.accelerator, "placement": ctx.placement, "host": ctx.host,

@@ -8,6 +8,7 @@ without importing anything.
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import tarfile
 from collections.abc import Iterable
@@ -116,6 +117,54 @@ def scan_reference_csv(paths: Iterable[Path]) -> TreeNames:
                 names.scenarios.add(row.get("scenario") or "")
     names.benchmarks.discard("")
     names.scenarios.discard("")
+    return names
+
+
+# The summary table's field names drift between rounds (v5.1: Accelerator, a#, Processor, Model;
+# later: accelerator_model_name, accelerators_per_node, ...): the first present wins.
+_SUMMARY_FIELDS = {
+    "accelerator": ("Accelerator", "accelerator_model_name"),
+    "count": ("a#", "accelerators_per_node", "total_accelerators"),
+    "host": ("Processor", "host_processor_model_name"),
+    "benchmark": ("Model", "MlperfModel", "UsedModel"),
+    "scenario": ("Scenario", "scenario"),
+    "framework": ("Software", "framework"),
+}
+
+
+def _field(row: dict[str, Any], what: str) -> str:
+    for name in _SUMMARY_FIELDS[what]:
+        if row.get(name) not in (None, ""):
+            return " ".join(str(row[name]).split())
+    return ""
+
+
+def scan_summary(paths: Iterable[Path]) -> TreeNames:
+    """Names in MLCommons' published result tables (``summary_results_*.json[.gz]``: a list of
+    rows, or an object keyed "0", "1", ...); a row without an accelerator (or with a count of 0)
+    is a CPU-only system, named by its host processor."""
+    names = TreeNames()
+    for path in paths:
+        names.sources.append(str(path))
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as handle:
+            data = json.load(handle)
+        rows = data.values() if isinstance(data, dict) else data
+        for row in rows:
+            if not isinstance(row, dict):
+                continue
+            model = _field(row, "accelerator")
+            if model.lower() in NOT_AN_ACCELERATOR or _field(row, "count") in ("0", ""):
+                host = _field(row, "host")
+                if host and model.lower() in NOT_AN_ACCELERATOR:
+                    names.cpu_only_hosts.add(host)
+                if model.lower() in NOT_AN_ACCELERATOR:
+                    model = ""
+            if model:
+                names.accelerators.add(model)
+            for what, into in (("benchmark", names.benchmarks), ("scenario", names.scenarios)):
+                if _field(row, what):
+                    into.add(_field(row, what))
     return names
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -29,6 +29,7 @@ from graph_schema.catalog.entries import (
 from graph_schema.errors import InvalidInput
 
 _VENDOR_WORDS = re.compile(r"^(?:nvidia|amd|qualcomm|google|intel|aws|arm)[\s_-]+", re.IGNORECASE)
+MLPERF_INFERENCE = "mlperf-inference"
 NOT_AN_ACCELERATOR = frozenset({"", "-", "n/a", "na", "none", "null", "cpu"})
 
 T = TypeVar("T", bound=BaseModel)
@@ -131,19 +132,22 @@ class Catalog:
     generations: dict[str, Generation]
     accelerators: dict[str, AcceleratorEntry]
     cpus: list[CpuEntry]
-    benchmarks: dict[str, BenchmarkEntry]
+    benchmarks: dict[str, BenchmarkEntry]  # "<family>/<id>" → entry (an id is unique in its family)
     scenarios: dict[str, ScenarioEntry]
     metrics: dict[str, MetricEntry]
     frameworks: dict[str, FrameworkEntry]
     accelerator_index: _Index = field(default_factory=lambda: _Index("accelerator"))
-    benchmark_index: _Index = field(default_factory=lambda: _Index("benchmark"))
+    benchmark_index: dict[str, _Index] = field(default_factory=dict)  # family → its names
     scenario_index: _Index = field(default_factory=lambda: _Index("scenario"))
     metric_index: _Index = field(default_factory=lambda: _Index("metric"))
     framework_index: _Index = field(default_factory=lambda: _Index("framework"))
     accelerator_patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
-    benchmark_variants: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
+    benchmark_variants: dict[str, list[tuple[re.Pattern[str], str]]] = field(default_factory=dict)
     cpu_patterns: list[tuple[re.Pattern[str], CpuEntry]] = field(default_factory=list)
     vgpu_prefixes: dict[str, str] = field(default_factory=dict)
+
+    def benchmark(self, family: str, benchmark_id: str) -> BenchmarkEntry | None:
+        return self.benchmarks.get(f"{family}/{benchmark_id}")
 
     def min_driver(self, accelerator_id: str) -> str | None:
         entry = self.accelerators.get(accelerator_id)
@@ -153,10 +157,10 @@ class Catalog:
         return gen.min_driver if gen else None
 
 
-def _unique(items: list[T], what: str) -> dict[str, T]:
+def _unique(items: list[T], what: str, key: Any = None) -> dict[str, T]:
     out: dict[str, T] = {}
     for item in items:
-        ident = item.id  # type: ignore[attr-defined]
+        ident = key(item) if key else item.id  # type: ignore[attr-defined]
         if ident in out:
             raise InvalidInput(f"catalogue: {what} {ident!r} is defined twice")
         out[ident] = item
@@ -175,7 +179,8 @@ def load_catalog() -> Catalog:
         generations=_unique(_load("generations.yaml", "generations", Generation), "generation"),
         accelerators=_unique(_load("accelerators.yaml", "accelerators", AcceleratorEntry), "accelerator"),
         cpus=_load("cpus.yaml", "cpus", CpuEntry),
-        benchmarks=_unique(_load("benchmarks.yaml", "benchmarks", BenchmarkEntry), "benchmark"),
+        benchmarks=_unique(_load("benchmarks.yaml", "benchmarks", BenchmarkEntry), "benchmark",
+                           key=lambda b: f"{b.family}/{b.id}"),
         scenarios=_unique(_load("scenarios.yaml", "scenarios", ScenarioEntry), "scenario"),
         metrics=_unique(_load("metrics.yaml", "metrics", MetricEntry), "metric"),
         frameworks=_unique(_load("frameworks.yaml", "frameworks", FrameworkEntry), "framework"),
@@ -195,10 +200,17 @@ def load_catalog() -> Catalog:
     for cpu in cat.cpus:
         cat.cpu_patterns += [(re.compile(p, re.IGNORECASE), cpu) for p in cpu.patterns]
     for bench in cat.benchmarks.values():
-        cat.benchmark_index.add(bench.id, bench.id, "id")
+        index = cat.benchmark_index.setdefault(bench.family, _Index(f"{bench.family} benchmark"))
+        index.add(bench.id, bench.id, "id")
         for name in bench.aliases:
-            cat.benchmark_index.add(bench.id, name, "alias")
-        cat.benchmark_variants += [(re.compile(p, re.IGNORECASE), bench.id) for p in bench.variant_patterns]
+            index.add(bench.id, name, "alias")
+        cat.benchmark_variants.setdefault(bench.family, []).extend(
+            (re.compile(p, re.IGNORECASE), bench.id) for p in bench.variant_patterns)
+    for scen in cat.scenarios.values():
+        for limit in scen.latency_limits:
+            if cat.benchmark(MLPERF_INFERENCE, limit.benchmark) is None:
+                raise InvalidInput(f"catalogue: scenario {scen.id}: latency limit for unknown benchmark "
+                                   f"{limit.benchmark!r}")
     for scen in cat.scenarios.values():
         cat.scenario_index.add(scen.id, scen.id, "id")
         for name in scen.aliases:
@@ -224,15 +236,25 @@ _VIRTUALIZED = re.compile(r"^virtuali[sz]ed\s+", re.IGNORECASE)
 _VGPU = re.compile(r"^(?P<prefix>[a-z0-9]+(?:-[a-z]+\d?)?)-(?P<gb>\d{1,3})(?P<series>[abcq])$", re.IGNORECASE)
 _MIXED_PART = re.compile(r"^(\d+)x\((\d+)x (.+)\)$")
 _HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)\s*(?:,|$)", re.IGNORECASE)
+# "<model> (x32), <model> (x16)": a heterogeneous system by total count per model (MLPerf v5.1)
+_COUNTED = re.compile(r"\s*([^,]+?)\s*\(x\s*(\d+)\)\s*(?:,|$)", re.IGNORECASE)
+_COUNTED_PART = re.compile(r"^(\d+)x (.+)$")
 
 
 @dataclass(frozen=True)
 class AcceleratorPart:
-    """One part of a heterogeneous system: ``nodes`` nodes with ``per_node`` of ``accelerator``."""
+    """One part of a heterogeneous system: ``nodes`` nodes with ``per_node`` of ``accelerator``;
+    ``nodes`` None when the text gives only the part's total count (then in ``per_node``)."""
 
-    nodes: int
+    nodes: int | None
     per_node: int
     accelerator: AcceleratorMatch
+
+    @property
+    def key(self) -> str:
+        if self.nodes is None:
+            return f"{self.per_node}x {self.accelerator.key}"
+        return f"{self.nodes}x({self.per_node}x {self.accelerator.key})"
 
 
 @dataclass(frozen=True)
@@ -243,7 +265,10 @@ class AcceleratorMatch:
     ``cpu`` (no accelerator: the host CPU), ``mixed`` (a heterogeneous system, see ``parts``),
     ``none`` (the text says there is no accelerator). ``key`` is the canonical name the
     knowledge base stores: the entry id, "<id> (<partition>)" for a slice, "CPU <model>" for a
-    CPU; the raw text, stripped, when unresolved."""
+    CPU; the raw text, stripped, when unresolved. An unresolved name says why in ``refusal``:
+    ``unknown`` (nothing matches), ``ambiguous`` (the patterns of several parts match) or
+    ``family`` (it names a family of parts, e.g. "H100"); ``suggestions`` are the closest
+    names, or the candidate parts' ids for the last two."""
 
     raw: str
     kind: str
@@ -257,15 +282,14 @@ class AcceleratorMatch:
     matched_by: str | None = None  # "id" | "alias" | "pattern"
     parts: tuple[AcceleratorPart, ...] = ()
     suggestions: tuple[str, ...] = ()
+    refusal: str | None = None
 
     @property
     def key(self) -> str:
         if self.kind == "cpu":
             return "CPU " + (self.cpu or self.raw.strip().removeprefix("CPU ").strip() or "unknown")
         if self.kind == "mixed":
-            return "mixed: " + " + ".join(
-                f"{p.nodes}x({p.per_node}x {p.accelerator.key})" for p in self.parts
-            )
+            return "mixed: " + " + ".join(p.key for p in self.parts)
         if self.entry is None:
             return " ".join(self.raw.split())
         return self.entry.id + (f" ({self.partition})" if self.partition else "")
@@ -288,20 +312,89 @@ class AcceleratorMatch:
     def message(self, field_name: str = "accelerator") -> str:
         """Why this name did not resolve, with the closest known names."""
         hint = f"; did you mean {' or '.join(repr(s) for s in self.suggestions)}?" if self.suggestions else ""
+        if self.refusal == "family":
+            return f"{field_name}: {self.raw!r} names a family of several parts, not one{hint}"
+        if self.refusal == "ambiguous":
+            return f"{field_name}: {self.raw!r} could be any of several parts{hint}"
         return (f"{field_name}: unknown accelerator {self.raw!r}{hint} "
-                "(`advisor db stats` and GET /v1/accelerators list the known ones)")
+                "(`advisor catalogue search` and GET /v1/catalogue/accelerators list the known ones)")
 
 
-def _board_match(text: str, cat: Catalog) -> tuple[AcceleratorEntry, str] | None:
+def _board_match(text: str, cat: Catalog) -> tuple[AcceleratorEntry, str] | list[str] | None:
+    """The entry a board name stands for and how it matched; the candidates' ids (two or more)
+    when the patterns of several entries match; None when nothing does."""
     found = cat.accelerator_index.find(text)
     if found:
         return cat.accelerators[found[0]], found[1]
     lowered = " ".join(text.lower().split())
     bare = _VENDOR_WORDS.sub("", lowered)
-    for pattern, acc_id in cat.accelerator_patterns:
-        if pattern.search(lowered) or pattern.search(bare):
-            return cat.accelerators[acc_id], "pattern"
-    return None
+    hits = list(dict.fromkeys(acc_id for pattern, acc_id in cat.accelerator_patterns
+                              if pattern.search(lowered) or pattern.search(bare)))
+    written = [int(m) for m in _MEMORY.findall(lowered)]
+    if written:  # "H100 SXM5 94GB" is not the 80 GB board a pattern for "H100 SXM" finds
+        hits = [h for h in hits if _memory_fits(cat.accelerators[h].memory_gb, written)]
+    if len(hits) == 1:
+        return cat.accelerators[hits[0]], "pattern"
+    return hits or None
+
+
+_MEMORY = re.compile(r"(?<![\d.])(\d{2,3})\s*gb?\b")
+# marketing and usable capacities differ by a few percent (B200 192 / 180 GB, H100 NVL 96 / 94 GB)
+_MEMORY_SLACK = 0.07
+
+
+def _memory_fits(memory_gb: float | None, written: list[int]) -> bool:
+    """Whether a memory size written in a name could be this part's (no size known: yes)."""
+    if memory_gb is None:
+        return True
+    return any(abs(w - memory_gb) <= _MEMORY_SLACK * memory_gb for w in written)
+
+
+def _family_members(text: str, cat: Catalog) -> list[str]:
+    """The ids of the parts whose family the text names ("H100", "NVIDIA RTX PRO 6000"), or
+    which one family's several parts all begin with ("RTX PRO 6000 Blackwell", "MI300")."""
+    keys = set(_keys(text))
+    named = [a.id for a in cat.accelerators.values() if normalize(a.family) in keys]
+    if named:
+        return named
+    prefixed = [a for a in cat.accelerators.values()
+                if any(k.startswith(key) for key in keys if len(key) >= 4 for n in a.names() for k in _keys(n))]
+    if len(prefixed) >= 2 and len({a.family for a in prefixed}) == 1:
+        return [a.id for a in prefixed]
+    return []
+
+
+def _counted_parts(name: str) -> tuple[AcceleratorPart, ...] | None:
+    """"A (x32), B (x16)" → the parts by total count; None when the text is not of that form."""
+    pieces = _COUNTED.findall(name)
+    if len(pieces) < 2 or "".join(f"{m} (x{n})" for m, n in pieces).replace(" ", "") != \
+            name.replace(",", "").replace(" ", ""):
+        return None
+    return tuple(AcceleratorPart(None, int(n), resolve_accelerator(model)) for model, n in pieces)
+
+
+def _mixed_parts(name: str) -> tuple[tuple[AcceleratorPart, ...], str] | None:
+    """The parts of a heterogeneous system and how they were read: a key this resolver made
+    ("mixed: 1x(8x A) + 2x(4x B)", "mixed: 32x A + 16x B"), MLPerf's "1 Node: Ax8, 2 Nodes: Bx4"
+    or "A (x32), B (x16)"; None when the name is one part."""
+    if name.lower().startswith("mixed: "):
+        parts = []
+        for piece in name[len("mixed: "):].split(" + "):
+            m = _MIXED_PART.match(piece)
+            c = None if m else _COUNTED_PART.match(piece)
+            if m is not None:
+                parts.append(AcceleratorPart(int(m.group(1)), int(m.group(2)), resolve_accelerator(m.group(3))))
+            elif c is not None:
+                parts.append(AcceleratorPart(None, int(c.group(1)), resolve_accelerator(c.group(2))))
+            else:
+                break
+        else:
+            return tuple(parts), "id"
+    hetero = _HETERO.findall(name)
+    if len(hetero) >= 2 or (hetero and re.match(r"^\d+\s*nodes?\s*:", name, re.IGNORECASE)):
+        return tuple(AcceleratorPart(int(n), int(k), resolve_accelerator(model)) for n, model, k in hetero), "pattern"
+    counted = _counted_parts(name)
+    return (counted, "pattern") if counted is not None else None
 
 
 @lru_cache(maxsize=8192)
@@ -316,21 +409,10 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
         cpu = resolve_cpu(name[4:])
         return AcceleratorMatch(raw=raw, kind="cpu", resolved=cpu.resolved, cpu=cpu.id,
                                 matched_by=cpu.matched_by, suggestions=cpu.suggestions)
-    if name.lower().startswith("mixed: "):  # a key this resolver made: parse it back
-        parts = []
-        for piece in name[len("mixed: "):].split(" + "):
-            m = _MIXED_PART.match(piece)
-            if m is None:
-                break
-            parts.append(AcceleratorPart(int(m.group(1)), int(m.group(2)), resolve_accelerator(m.group(3))))
-        else:
-            return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in parts),
-                                    parts=tuple(parts), matched_by="id")
-    hetero = _HETERO.findall(name)
-    if len(hetero) >= 2 or (hetero and re.match(r"^\d+\s*nodes?\s*:", name, re.IGNORECASE)):
-        pieces = tuple(AcceleratorPart(int(n), int(k), resolve_accelerator(model)) for n, model, k in hetero)
-        return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in pieces),
-                                parts=pieces, matched_by="pattern")
+    parts = _mixed_parts(name)
+    if parts is not None:
+        return AcceleratorMatch(raw=raw, kind="mixed", resolved=all(p.accelerator.resolved for p in parts[0]),
+                                parts=parts[0], matched_by=parts[1])
     placement = None
     if _VIRTUALIZED.search(name):
         placement, name = "vm", _VIRTUALIZED.sub("", name)
@@ -350,6 +432,9 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
     name = _SHARED.sub("", name)
     name = _CTS.sub("", name).strip()
     found = _board_match(name, cat)
+    if isinstance(found, list):
+        return AcceleratorMatch(raw=raw, kind="accelerator", resolved=False, placement=placement,
+                                suggestions=tuple(found), refusal="ambiguous")
     if found is not None:
         entry, how = found
         fraction = 1.0
@@ -367,8 +452,12 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
             partition=None if fraction >= 1.0 else f"vGPU {profile}", placement="vgpu",
             vgpu_profile=profile, matched_by="pattern",
         )
+    members = _family_members(name, cat)
+    if members:
+        return AcceleratorMatch(raw=raw, kind="accelerator", resolved=False, placement=placement,
+                                suggestions=tuple(members), refusal="family")
     return AcceleratorMatch(raw=raw, kind="accelerator", resolved=False, placement=placement,
-                            suggestions=tuple(cat.accelerator_index.suggest(raw)))
+                            suggestions=tuple(cat.accelerator_index.suggest(raw)), refusal="unknown")
 
 
 # ---- CPUs ------------------------------------------------------------------------------------
@@ -384,6 +473,7 @@ class NameMatch:
     what: str
     matched_by: str | None = None
     base: str | None = None  # for a benchmark variant: the catalogue entry it is a variant of
+    family: str | None = None  # for a benchmark: the family whose catalogue answered
     suggestions: tuple[str, ...] = ()
 
     def message(self, field_name: str | None = None) -> str:
@@ -433,19 +523,38 @@ def _names(text: str, index: _Index, what: str) -> NameMatch:
 
 
 @lru_cache(maxsize=8192)
-def resolve_benchmark(text: str) -> NameMatch:
-    """A benchmark name: the canonical id (``sdxl`` → ``stable-diffusion-xl``), or for an
-    open-division variant its own name (lower case) with ``base`` the benchmark it varies."""
+def resolve_benchmark(text: str, family: str | None = None) -> NameMatch:
+    """A benchmark name: the canonical id (``sdxl`` → ``stable-diffusion-xl``,
+    ``llama2_70b_lora`` → ``llama2_70b_lora`` in mlperf-training, ``gnn`` → ``rgat``), or for an
+    open-division variant its own name (lower case) with ``base`` the benchmark it varies.
+
+    Names are looked up in ``family`` (one family may reuse another's name: Training's
+    ``retinanet`` is not Inference's); without one, in every family, MLPerf Inference first.
+    ``NameMatch.family`` says which family answered."""
     cat = load_catalog()
-    match = _names(text, cat.benchmark_index, "benchmark")
-    if match.resolved:
-        return match
+    families = [family] if family is not None else _family_order(cat)
+    for fam in families:
+        index = cat.benchmark_index.get(fam)
+        match = _names(text, index, "benchmark") if index else None
+        if match is not None and match.resolved:
+            return replace(match, family=fam)
     lowered = " ".join(str(text).split()).lower()
-    for pattern, bench_id in cat.benchmark_variants:
-        if pattern.search(lowered):
-            return NameMatch(raw=text, id=lowered, resolved=True, what="benchmark", matched_by="pattern",
-                             base=bench_id)
-    return match
+    for fam in families:
+        for pattern, bench_id in cat.benchmark_variants.get(fam, ()):
+            if pattern.search(lowered):
+                return NameMatch(raw=text, id=lowered, resolved=True, what="benchmark", matched_by="pattern",
+                                 base=bench_id, family=fam)
+    suggestions: list[str] = []
+    for fam in families:
+        index = cat.benchmark_index.get(fam)
+        if index:
+            suggestions += [s for s in index.suggest(text, canonical=True) if s not in suggestions]
+    return NameMatch(raw=text, id=" ".join(str(text).split()), resolved=False, what="benchmark",
+                     suggestions=tuple(suggestions[:3]), family=family)
+
+
+def _family_order(cat: Catalog) -> list[str]:
+    return sorted(cat.benchmark_index, key=lambda f: (f != MLPERF_INFERENCE, f != "mlperf-training", f))
 
 
 @lru_cache(maxsize=256)

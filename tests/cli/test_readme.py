@@ -8,6 +8,7 @@ then the README's `recommend --cluster` on the inventory it recorded.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shlex
@@ -68,6 +69,14 @@ def _workspace(tmp_path: Path) -> Path:
                   json.dumps(dict(SYSTEM, accelerator_model_name="NVIDIA H100-SXM-80GB")))
             write(tree, result_path("llm", "llama2-70b-99", "Server"), LLM_SERVER)
         tar_gz(tree, mlperf / f"{name}.tar.gz")
+    # the README's summary table: two rows in the v5.1 table's shape, one of them inferred
+    row = {"ID": "5.1-0001", "Submitter": "Acme", "Category": "closed", "System": "Acme box", "Platform": "llm",
+           "Accelerator": "NVIDIA H100-SXM-80GB", "a#": 8, "Nodes": 1, "Model": "llama2-70b-99",
+           "Scenario": "Offline", "Performance_Result": 21000.5, "Performance_Units": "Tokens/s",
+           "Software": "TensorRT 10.2", "Location": "closed/Acme/results/llm/llama2-70b-99/Offline", "inferred": 0}
+    (mlperf / "summary_results_v5.1.json.gz").write_bytes(gzip.compress(json.dumps(
+        [row, {**row, "ID": "5.1-0002", "Scenario": "Server", "inferred": 1,
+               "Location": "closed/Acme/results/llm/llama2-70b-99/Server"}]).encode()))
     training = tmp_path / "shared" / "data" / "mlperf-training"  # the README's training round
     training.mkdir(parents=True)
     tar_gz(small_training_tree(tmp_path / "src-training").rename(tmp_path / "src-training" / "training_v4.1"),

@@ -135,7 +135,61 @@ def test_scenarios_are_case_blind_and_typos_get_suggestions() -> None:
 def test_benchmark_aliases_and_open_division_variants() -> None:
     assert resolve_benchmark("sdxl").id == "stable-diffusion-xl"
     assert resolve_benchmark("resnet").id == "resnet50"
-    assert resolve_benchmark("llama2_70b_lora").id == "llama2-70b-lora"
+    assert resolve_benchmark("llama2-70b-lora").id == "llama2_70b_lora"  # MLPerf Training's own name
+
+
+@pytest.mark.parametrize(
+    ("text", "family", "expected"),
+    [
+        # one id per benchmark within its family; the same word may name another family's benchmark
+        ("llama2-70b-lora", "mlperf-training", "llama2_70b_lora"),
+        ("dlrm-dcnv2", "mlperf-training", "dlrm_dcnv2"),
+        ("gnn", "mlperf-training", "rgat"),  # v4.1's directory name of v5.0's rgat
+        ("ssd", "mlperf-training", "retinanet"),  # v4.1's name of the RetinaNet benchmark
+        ("llama3.1-405b", "mlperf-training", "llama31_405b"),
+        ("flux.1", "mlperf-training", "flux1"),
+        ("rgat", "mlperf-inference", "rgat"),
+        ("llama3_1-405b", "mlperf-inference", "llama3.1-405b"),  # v5.1's second spelling
+        ("llama3_1-8b-edge", "mlperf-inference", "llama3.1-8b-edge"),
+        ("deepseek-r1", None, "deepseek-r1"),
+        ("whisper", None, "whisper"),
+        ("pointpainting", None, "pointpainting"),
+    ],
+)
+def test_benchmark_ids_by_family(text: str, family: str | None, expected: str) -> None:
+    match = resolve_benchmark(text, family)
+    assert match.resolved and match.id == expected
+    assert match.family == (family or "mlperf-inference")
+    assert load_catalog().benchmark(match.family, match.id) is not None
+
+
+def test_unknown_benchmark_in_a_family_suggests_that_familys_names() -> None:
+    match = resolve_benchmark("llama2_70b_lorra", "mlperf-training")
+    assert not match.resolved and match.suggestions[0] == "llama2_70b_lora"
+
+
+def test_moe_and_llm_facts_are_published_ones() -> None:
+    cat = load_catalog()
+    deepseek = cat.benchmark("mlperf-inference", "deepseek-r1")
+    assert (deepseek.params_b, deepseek.active_params_b, deepseek.max_seq_len) == (671, 37, 3136)
+    mixtral = cat.benchmark("mlperf-inference", "mixtral-8x7b")
+    assert (mixtral.params_b, mixtral.active_params_b, mixtral.precision) == (46.7, 12.9, "fp16")
+    for entry in cat.benchmarks.values():
+        if entry.family.startswith("mlperf"):
+            assert entry.source.startswith("https://github.com/mlcommons/"), entry.id
+        if entry.active_params_b is not None:
+            assert entry.params_b is not None and entry.active_params_b < entry.params_b
+
+
+def test_interactive_latency_limits_per_benchmark_and_round() -> None:
+    interactive = load_catalog().scenarios["Interactive"]
+    assert interactive.loadgen_mode == "Server"
+    llama = interactive.limits_for("llama2-70b-99", "v5.1")
+    assert (llama.ttft_ms, llama.tpot_ms, llama.since) == (450, 40, "v5.0")
+    assert interactive.limits_for("llama3.1-405b", "v5.0") is None  # added in v5.1
+    assert interactive.limits_for("llama3.1-405b", "v5.1").ttft_ms == 4500
+    server = load_catalog().scenarios["Server"].limits_for("llama2-70b-99")
+    assert (server.ttft_ms, server.tpot_ms) == (2000, 200)
     variant = resolve_benchmark("mobilenet-v1-precision_uint8-0.5-160")
     assert variant.resolved and variant.id == "mobilenet-v1-precision_uint8-0.5-160"
     assert variant.base == "mobilenet"

@@ -151,8 +151,8 @@ def test_v6_adds_generation_stamps_to_a_v5_store_and_stamps_what_comes_after(sto
     assert store.ensure_schema() == SCHEMA_VERSION  # idempotent
 
 
-def test_v7_links_published_observations_of_a_v6_store_to_submissions(store):
-    """A v6 store (no Submission nodes; embedded: not even the tables) migrated to v7: every
+def test_v8_links_published_observations_of_a_v7_store_to_submissions(store):
+    """A v7 store (no Submission nodes; embedded: not even the tables) migrated to v8: every
     published observation links to its submission, measured ones to none, reads return what
     they returned before, and running the step again changes nothing."""
     from graph_schema.migrations import link_submissions
@@ -168,14 +168,14 @@ def test_v7_links_published_observations_of_a_v6_store_to_submissions(store):
                                            published(3, "b"), make_obs(4, stack=TF)]))
     before = [o.model_dump() for o in store.query_observations()]
     run = lambda q: store._write(lambda r: r(q, {}))
-    if store.uri.startswith("embedded:"):  # the v6 schema had no such tables
+    if store.uri.startswith("embedded:"):  # the v7 schema had no such tables
         run("DROP TABLE IN_SUBMISSION")
         run("DROP TABLE Submission")
     else:
         run("MATCH (s:Submission) DETACH DELETE s")
-    run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 6")
-    assert store.ensure_schema() == SCHEMA_VERSION == 7
-    assert store.migration_report[7] == {"observations_linked_to_submissions": 3,
+    run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 7")
+    assert store.ensure_schema() == SCHEMA_VERSION == 8
+    assert store.migration_report[8] == {"observations_linked_to_submissions": 3,
                                          "submissions_created": 2}
     assert [o.model_dump() for o in store.query_observations()] == before
     edges = store._read("MATCH (o:Observation)-[:IN_SUBMISSION]->(s:Submission) "

@@ -136,6 +136,7 @@ PAGES = {
     "recommend": "/recommend?benchmark=resnet50&scenario=Offline&image=nvcr.io%2Fnvidia%2Ftritonserver%3A24.01-py3",
     "compare": "/compare?a=driver%3D510.39.01&b=driver%3D510.47.03&benchmark=resnet50",
     "known-bad": "/known-bad?q=H100",
+    "catalogue": "/catalogue?q=blackwell",
 }
 
 

@@ -20,7 +20,7 @@ from tests.support.api import make_app
 
 PAGES = ["/", "/?benchmark=resnet50&scenario=Offline", "/leaderboard?benchmark=resnet50&scenario=Offline",
          "/recommend?benchmark=resnet50&scenario=Offline", "/compare?a=driver%3D510.39.01&b=driver%3D510.47.03",
-         "/compare/sweep", "/known-bad", "/login"]
+         "/compare/sweep", "/known-bad", "/catalogue?q=gaudi", "/login"]
 
 
 @pytest.fixture(scope="module")
@@ -247,6 +247,16 @@ def test_known_bad_lists_failures_and_rule_violations(client: TestClient, api_he
     word = doc["rows"][0]["accelerator"] or doc["rows"][0]["what"]
     found = client.get("/known-bad?" + urlencode({"q": word, "format": "json"})).json()["rows"]
     assert found and all(word.lower() in " ".join(map(str, r.values())).lower() for r in found)
+
+
+def test_catalogue_page_is_the_api_catalogue(client: TestClient, api_headers: dict[str, str]) -> None:
+    listed = client.get("/v1/catalogue/accelerators", headers=api_headers).json()
+    doc = client.get("/catalogue?format=json").json()
+    assert [r["id"] for r in doc["rows"]] == [r["id"] for r in listed["items"]]
+    found = client.get("/catalogue?" + urlencode({"q": "H200 NVL", "format": "json"})).json()["rows"]
+    assert [r["id"] for r in found] == ["H200-NVL-141GB"] and found[0]["memory_gb"] == 141
+    html = client.get("/catalogue?q=gb200").text
+    assert 'href="/catalogue"' in html and "ONE Blackwell GPU" in html and 'href="/v1/catalogue/accelerators"' in html
 
 
 def test_csv_export_is_the_shown_rows(client: TestClient) -> None:

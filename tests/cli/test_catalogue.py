@@ -1,0 +1,75 @@
+"""`advisor catalogue list|show|search`: the catalogue's entries, figures and sources, as JSON
+(the contract tests parse) and as tables; unknown names refused with "did you mean"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.guard import run_guarded
+from cli.main import app
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("ADVISOR_API", "ADVISOR_STORE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
+def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = run_guarded(app, list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def test_list_json_has_every_accelerator_with_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = advisor(capsys, "catalogue", "list", "--json")
+    assert code == 0
+    rows = {r["id"]: r for r in json.loads(out)}
+    assert len(rows) > 100
+    assert rows["MI355X"]["fp4"] == 10066.3 and rows["MI355X"]["memory_gb"] == 288
+    assert rows["H200-NVL-141GB"]["interconnect_gbs"] == 900
+    assert rows["GB300"]["min_driver"] == "575.51.03"
+    assert all(r["source"].startswith("https://") for r in rows.values())
+
+
+def test_list_filters_and_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = advisor(capsys, "catalogue", "list", "--vendor", "intel", "--format", "csv")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("id,vendor,family")
+    assert {line.split(",")[1] for line in lines[1:]} == {"intel"}
+    assert any(line.startswith("Gaudi3,") for line in lines)
+    code, out, _ = advisor(capsys, "catalogue", "list", "--kind", "benchmarks", "--json")
+    assert code == 0 and any(r["id"] == "resnet50" for r in json.loads(out))
+
+
+def test_show_resolves_any_spelling(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = advisor(capsys, "catalogue", "show", "NVIDIA Blackwell GPU (GB200)", "--json")
+    assert code == 0
+    row = json.loads(out)
+    assert row["id"] == "GB200" and row["matched_by"] == "alias" and "GPU" in row["counted_as"]
+    code, out, _ = advisor(capsys, "catalogue", "show", "gaudi 3", "--format", "plain")
+    assert code == 0 and "1,835" in out and "counted_as" in out
+
+
+def test_show_refuses_a_near_miss_with_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = advisor(capsys, "catalogue", "show", "MI375X")
+    assert code == 1 and out == ""
+    assert "did you mean" in err and "MI355X" in err
+    code, _, err = advisor(capsys, "catalogue", "show", "H100")
+    assert code == 1 and "family" in err and "H100-NVL-94GB" in err
+    code, _, err = advisor(capsys, "catalogue", "list", "--kind", "gpus")
+    assert code == 2 and "--kind must be one of accelerators, benchmarks" in err
+
+
+def test_search(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = advisor(capsys, "catalogue", "search", "blackwell ultra", "--json")
+    assert code == 0
+    assert {h["id"] for h in json.loads(out)} >= {"B300-SXM-288GB", "GB300"}
+    code, out, _ = advisor(capsys, "catalogue", "search", "B250", "--json")
+    assert code == 0 and [h["why"] for h in json.loads(out)][:1] == ["close spelling"]

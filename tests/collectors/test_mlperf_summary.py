@@ -1,0 +1,165 @@
+"""The MLPerf summary-table importer: the shared v5.1 table against the v5.1 results tree, the
+later rounds' field names and shape, tables of another shape, counted skips, and idempotent
+imports through the public CLI on every store backend."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from collectors.importers.mlperf import read_tree, to_observations
+from collectors.importers.mlperf_summary import FIELD_ALIASES, import_summary, load_rows, read_summary
+from graph_schema.catalog.canonical import canonical_observation
+from graph_schema.errors import InvalidInput
+from graph_schema.models import Observation
+from tests.support.mlperf import require_shared_data
+
+SUMMARY = "summary_results_v5.1.json.gz"
+# v5.1 field → the name later rounds use (MLCommons' later summary tables), for the alias fixture.
+LATER_NAMES = {
+    "Submitter": "Organization", "Category": "Division", "Accelerator": "accelerator_model_name",
+    "a#": "accelerators_per_node", "Nodes": "number_of_nodes", "Model": "MlperfModel",
+    "Performance_Result": "Result", "Performance_Units": "Units", "Software": "framework",
+    "Platform": "system_id",
+}
+
+
+def _keys(observations: list[Observation]) -> dict[str, Observation]:
+    """Observations by key, in catalogue names as a store keeps them."""
+    memo: dict[int, Any] = {}
+    return {o.observation_key: o for o in (canonical_observation(x, memo) for x in observations)}
+
+
+@pytest.fixture(scope="module")
+def v51_rows() -> list[dict[str, Any]]:
+    return load_rows(require_shared_data() / SUMMARY)
+
+
+def _write(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_v51_summary_equals_the_v51_results_tree() -> None:
+    """Every result of the round's table is the tree's result with the same key (0 missing, 0
+    extra) and the same value within 0.1%; the 536 inferred rows are counted, not imported."""
+    data = require_shared_data()
+    tree = read_tree(data / "inference_v5.1.tar.gz")
+    raw = _keys([to_observations(r)[0] for r in tree.records])
+    observations, report = read_summary(data / SUMMARY)
+    summary = _keys(observations)
+    assert (report.rows, report.results, dict(report.skipped_by_reason)) == (1448, 912, {"inferred": 536})
+    assert set(raw) - set(summary) == set()
+    assert set(summary) - set(raw) == set()
+    worst = max(abs(summary[k].value - raw[k].value) / raw[k].value for k in raw)
+    assert worst <= 0.001
+    interactive = [o for o in summary.values() if o.benchmark.parameters["scenario"] == "Interactive"]
+    assert len(interactive) == 68 and {o.metric for o in interactive} == {"tokens_per_second"}
+    latency = {o.metric for o in summary.values() if o.unit == "ms"}
+    assert latency == {"p90_latency_ms", "p99_latency_ms", "p99_9_latency_ms"}  # PointPainting: p99.9
+    assert report.power_figures_ignored == 24
+    assert report.unresolved_accelerators  # imported under their published names, and listed
+
+
+def test_later_rounds_field_names_and_keyed_object_shape(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+    """A fixture in the later rounds' shape, made here by renaming the fields of real v5.1 rows
+    (LATER_NAMES) and keying them "0", "1", ...: the same observations as the v5.1 rows."""
+    picked = [r for r in v51_rows if not r["inferred"]][:40] + [r for r in v51_rows if r["inferred"]][:3]
+    later = {str(i): {LATER_NAMES.get(k, k): v for k, v in row.items()} for i, row in enumerate(picked)}
+    original, _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", picked))
+    renamed, report = read_summary(_write(tmp_path / "results_v5.1.json", later))
+    assert len(original) == 40 and report.skipped_by_reason == {"inferred": 3}
+    assert set(_keys(renamed)) == set(_keys(original))
+    assert all(new in FIELD_ALIASES[ours] for ours, new in
+               {"submitter": "Organization", "benchmark": "MlperfModel", "value": "Result"}.items())
+
+
+def test_a_table_of_another_shape_gets_one_error_naming_what_it_lacks(tmp_path: Path) -> None:
+    rows = [{"Submitter": "X", "Model": "resnet50", "Scenario": "Offline", "Result": 1.0}]
+    with pytest.raises(InvalidInput) as caught:
+        read_summary(_write(tmp_path / "summary_v5.1.json", rows))
+    message = str(caught.value)
+    for lacking in ("division (Category / Division", "system_id (Platform", "accelerator (Accelerator",
+                    "nodes (Nodes", "units (Performance_Units / Units", "a# / accelerators_per_node"):
+        assert lacking in message
+    assert "benchmark" not in message and "submitter" not in message
+    with pytest.raises(InvalidInput, match="expected a list of result rows or an object keyed"):
+        read_summary(_write(tmp_path / "other_v5.1.json", {"results": "none"}))
+    (tmp_path / "broken_v5.1.json").write_text("{", encoding="utf-8")
+    with pytest.raises(InvalidInput, match="not readable JSON"):
+        read_summary(tmp_path / "broken_v5.1.json")
+
+
+def test_round_from_the_name_or_the_option(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+    file = _write(tmp_path / "summary_results.json", v51_rows[:2])
+    with pytest.raises(InvalidInput, match="pass --round"):
+        read_summary(file)
+    observations, report = read_summary(file, round_name="v5.1")
+    assert report.round == "v5.1" and all(o.source_key.startswith("v5.1/") for o in observations)
+
+
+def test_rows_not_imported_are_counted_by_reason(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+    ss = next(r for r in v51_rows if r["Performance_Units"] == "Latency (ms)" and not r["inferred"]
+              and r["Scenario"] == "SingleStream" and r["Model"] == "retinanet")
+    seconds = {**ss, "ID": "s", "Performance_Units": "Latency (s)", "Performance_Result": ss["Performance_Result"] / 1000}
+    energy = {**ss, "ID": "e", "Performance_Units": "millijoules", "Platform": "other"}
+    odd = {**ss, "ID": "u", "Performance_Units": "Furlongs/s", "Platform": "odd"}
+    stranger = {**ss, "ID": "x", "Accelerator": "Acme Hyperchip 9000", "a#": 4, "Platform": "acme"}
+    blank = {**ss, "ID": "b", "Performance_Result": "", "Platform": "blank"}
+    table = [ss, seconds, energy, odd, stranger, blank]
+    observations, report = read_summary(_write(tmp_path / "summary_v5.1.json", table))
+    assert dict(report.skipped_by_reason) == {"energy-or-power": 1, "unknown-units": 1, "missing-field": 1}
+    assert "Furlongs/s" in report.examples["unknown-units"]
+    by_system = {o.provenance.details["system_id"]: o for o in observations}
+    assert by_system[ss["Platform"]].value == pytest.approx(ss["Performance_Result"])  # seconds → ms: same key
+    assert len(_keys(observations)) == 2  # the Latency (s) row is the ms row's result
+    acme = by_system["acme"]
+    assert acme.accelerator.model == "Acme Hyperchip 9000" and acme.accelerator.count == 4
+    assert report.unresolved_accelerators == {"Acme Hyperchip 9000": 1}
+
+
+def test_cli_imports_once_on_every_store(store: Any, tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+    """``advisor import mlperf-summary`` twice: the second adds nothing; the JSON counts."""
+    from cli.main import app
+    from graph_schema.models import ObservationFilter
+
+    picked = [r for r in v51_rows if r["Category"] == "closed"][:60]
+    file = _write(tmp_path / "summary_results_v5.1.json", picked)
+    direct = import_summary(file, store)
+    again = import_summary(file, store)
+    assert direct.imported == direct.results > 0
+    assert (again.imported, again.already_present) == (0, direct.results)
+    stored = list(store.iter_observations(ObservationFilter(source="mlperf-inference")))
+    assert len(stored) == direct.results
+    assert {o.provenance.details["file"] for o in stored} == {file.name}
+    if not store.uri.startswith("embedded:"):
+        return
+    runner = CliRunner()
+    result = runner.invoke(app, ["import", "mlperf-summary", str(file), "--store", store.uri, "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["imported"] == 0
+
+
+def test_cli_bad_table_exits_with_the_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.guard import run_guarded
+    from cli.main import app
+
+    file = _write(tmp_path / "summary_v5.1.json", [{"Model": "resnet50"}])
+    code = run_guarded(app, ["import", "mlperf-summary", str(file), "--store", f"embedded:{tmp_path / 'kb'}"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in out + err  # bad input: a usage error
+    assert err.count("missing required field(s)") == 1 and "submitter (Submitter / Organization" in err
+
+
+def test_gzip_tables_read_like_plain_ones(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+    plain = _write(tmp_path / "a_v5.1.json", v51_rows[:5])
+    packed = tmp_path / "b_v5.1.json.gz"
+    with gzip.open(packed, "wt", encoding="utf-8") as handle:
+        json.dump(v51_rows[:5], handle)
+    assert set(_keys(read_summary(plain)[0])) == set(_keys(read_summary(packed)[0]))
