@@ -41,6 +41,7 @@ from advisor.results import Basis
 from advisor.specs import ResolvedAccelerator, resolve_accelerator
 from advisor.table import ObservationTable, group_rows, physical_key, round_number
 from advisor.transfer import TransferModel
+from graph_schema.catalog import load_catalog, resolve_benchmark
 from graph_schema.errors import InvalidInput
 
 LEVEL = 0.8
@@ -84,23 +85,18 @@ def memory_gb(name: str) -> float | None:
     return accelerator_spec(name).figure("memory_gb")
 
 
-# Weights of the model each benchmark serves, at the narrowest precision MLPerf's closed division
-# allows for it (8-bit): a lower bound of the memory a run needs. Name prefix → (GB, source).
-_MODEL_WEIGHTS_GB: tuple[tuple[str, float, str], ...] = (
-    ("llama2-70b", 69.0, "https://arxiv.org/abs/2307.09288 (Llama 2: 69B parameters)"),
-    ("mixtral-8x7b", 46.7, "https://arxiv.org/abs/2401.04088 (Mixtral 8x7B: 46.7B parameters)"),
-    ("llama3.1-405b", 405.0, "https://arxiv.org/abs/2407.21783 (Llama 3: 405B parameters)"),
-    ("gptj", 6.0, "https://github.com/kingoflolz/mesh-transformer-jax (GPT-J: 6B parameters)"),
-)
-
-
 def model_weights_gb(benchmark: str) -> tuple[float, str] | None:
-    """(GB of weights at 8 bits, source) for the benchmarks whose model is large; None otherwise."""
-    name = benchmark.lower()
-    for prefix, gb, source in _MODEL_WEIGHTS_GB:
-        if name.startswith(prefix):
-            return gb, source
-    return None
+    """(GB of weights at 8 bits, source) of the model a benchmark (or an open-division variant of
+    it) serves, from the catalogue's published parameter count: one byte per parameter, the
+    narrowest precision MLPerf's closed division allows, so a lower bound of the memory a run
+    needs. None where the count is not published or the model is small (under 1B parameters)."""
+    match = resolve_benchmark(benchmark)
+    if not match.resolved or match.family is None:
+        return None
+    entry = load_catalog().benchmark(match.family, match.base or match.id)
+    if entry is None or entry.params_b is None or entry.params_b < 1:
+        return None
+    return entry.params_b, f"{entry.model_source or entry.source} ({entry.model}: {entry.params_b:g}B parameters)"
 
 
 def memory_misfit(benchmark: str, accelerator: str, count: int) -> str | None:

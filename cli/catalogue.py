@@ -59,6 +59,8 @@ def list_cmd(
 def show(
     name: Annotated[str, typer.Argument(help="Any spelling the catalogue knows (H200 NVL, NVIDIA-H100-80GB-HBM3, gb200).")],
     kind: KindOpt = "accelerators",
+    family: Annotated[str | None, typer.Option(
+        "--family", help="A benchmark's family (mlperf-inference, mlperf-training); default: Inference first.")] = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -66,7 +68,7 @@ def show(
     from graph_schema.catalog.browse import show_accelerator, show_benchmark
 
     chosen = output_format(fmt, as_json)
-    row = show_accelerator(name) if _kind(kind) == "accelerators" else show_benchmark(name)
+    row = show_accelerator(name) if _kind(kind) == "accelerators" else show_benchmark(name, family)
     if chosen is OutputFormat.json:
         render([row], fmt=chosen, json_data=row)
         return

@@ -48,7 +48,13 @@ from collectors.importers.mlperf import (
 from collectors.importers.mlperf_system import accelerators as system_accelerators
 from collectors.importers.mlperf_system import flat_text, whole_number
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
-from graph_schema.catalog import load_catalog, resolve_accelerator, resolve_benchmark, resolve_cpu, resolve_scenario
+from graph_schema.catalog import (
+    load_catalog,
+    resolve_accelerator,
+    resolve_benchmark,
+    resolve_cpu,
+    resolve_scenario,
+)
 from graph_schema.errors import InvalidInput
 from graph_schema.models import (
     Accelerator,

@@ -87,16 +87,17 @@ def show_accelerator(name: str) -> dict[str, Any]:
     return row
 
 
-def show_benchmark(name: str) -> dict[str, Any]:
-    """One benchmark by any of its names (an open-division variant shows its base entry).
+def show_benchmark(name: str, family: str | None = None) -> dict[str, Any]:
+    """One benchmark by any of its names, looked up in ``family`` (without one: MLPerf
+    Inference first, as the resolver does); an open-division variant shows its base entry.
 
     Raises:
         NotFound: unknown benchmark, with the closest names.
     """
-    match = resolve_benchmark(name)
-    if not match.resolved:
+    match = resolve_benchmark(name, family)
+    entry = load_catalog().benchmark(match.family or "", match.base or match.id) if match.resolved else None
+    if entry is None:
         raise NotFound(match.message("name"))
-    entry = load_catalog().benchmarks[match.base or match.id]
     row = benchmark_row(entry)
     if match.base:
         row["variant"] = match.id
@@ -130,17 +131,18 @@ def search(query: str, *, limit: int = 50) -> list[dict[str, Any]]:
     bench = resolve_benchmark(text)
     if bench.resolved:
         bid = bench.base or bench.id
-        hits[("benchmarks", bid)] = {"kind": "benchmark", "id": bid, "name": bid, "why": f"resolves ({bench.matched_by})"}
+        hits[("benchmarks", f"{bench.family}/{bid}")] = {"kind": "benchmark", "id": bid, "name": f"{bench.family}/{bid}",
+                                                       "why": f"resolves ({bench.matched_by})"}
     lowered, key = text.lower(), normalize(text)
     pools: list[tuple[str, dict[str, Any]]] = [("accelerators", cat.accelerators), ("benchmarks", cat.benchmarks)]
     for kind, entries in pools:
-        for entry in entries.values():
-            if (kind, entry.id) in hits:
+        for ident, entry in entries.items():  # benchmarks are keyed "<family>/<id>"
+            if (kind, ident) in hits:
                 continue
             found = next((t for t in _haystack(entry) if lowered in t or (key and key in normalize(t))), None)
             if found is not None:
-                hits[(kind, entry.id)] = {"kind": kind[:-1], "id": entry.id, "name": getattr(entry, "name", entry.id),
-                                          "why": f"contains {text!r}: {found}"}
+                hits[(kind, ident)] = {"kind": kind[:-1], "id": entry.id, "name": getattr(entry, "name", ident),
+                                       "why": f"contains {text!r}: {found}"}
     if not hits:
         for suggestion in match.suggestions:
             entry_id = suggestion if suggestion in cat.accelerators else resolve_accelerator(suggestion).key

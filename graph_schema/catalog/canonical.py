@@ -22,7 +22,14 @@ from graph_schema.catalog.resolve import (
     resolve_framework_name,
     resolve_metric,
 )
-from graph_schema.models import Accelerator, Benchmark, Failure, IngestBatch, Observation, SoftwareStack
+from graph_schema.models import (
+    Accelerator,
+    Benchmark,
+    Failure,
+    IngestBatch,
+    Observation,
+    SoftwareStack,
+)
 
 RAW_KEY = "accelerator_raw"
 BENCHMARK_RAW_KEY = "benchmark_raw"

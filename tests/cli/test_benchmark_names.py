@@ -66,8 +66,8 @@ def test_a_store_written_before_is_migrated_to_the_ids_and_published_keys(tmp_pa
     """A v6 store holds Training's raw names (``gnn``) and published results keyed with their stack;
     ``ensure_schema`` (v7) renames them and re-keys them, so a re-import adds nothing."""
     import collectors.importers.mlperf_training as training
-    import graph_schema.catalog.canonical as canonical
     from collectors.importers.mlperf_training import import_mlperf_training
+    from graph_schema.catalog import canonical
     from graph_schema.embedded_store import EmbeddedStore
     from graph_schema.models import Observation, observation_key_of
 

@@ -13,7 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from collectors.importers.mlperf import read_tree, to_observations
-from collectors.importers.mlperf_summary import FIELD_ALIASES, import_summary, load_rows, read_summary
+from collectors.importers.mlperf_summary import (
+    FIELD_ALIASES,
+    import_summary,
+    load_rows,
+    read_summary,
+)
 from graph_schema.catalog.canonical import canonical_observation
 from graph_schema.errors import InvalidInput
 from graph_schema.models import Observation

@@ -216,3 +216,30 @@ def test_a_driver_minimum_is_nvidia_only() -> None:
     with pytest.raises(ValidationError, match="NVIDIA"):
         Generation.model_validate({"id": "cdna9", "vendor": "amd", "min_driver": "600.1",
                                    "source": "https://example.com"})
+
+
+def test_a_summary_table_of_either_shape_gives_its_names(tmp_path: Any) -> None:
+    """v5.1's list with `Accelerator`/`a#`/`Processor`, and a later round's object keyed "0",
+    "1", ... with `accelerator_model_name`/`accelerators_per_node`: the same names."""
+    import gzip
+    import json
+
+    from graph_schema.catalog.coverage import scan_summary
+
+    listed = [{"Accelerator": "NVIDIA GB200", "a#": 4, "Processor": "NVIDIA Grace", "Model": "llama2-70b-99",
+               "Scenario": "Offline"},
+              {"Accelerator": "", "a#": "", "Processor": "INTEL(R) XEON(R) 6787P", "Model": "resnet",
+               "Scenario": "Server"}]
+    keyed = {"0": {"accelerator_model_name": "AMD Instinct MI355X 288GB HBM3e", "accelerators_per_node": 8,
+                   "host_processor_model_name": "AMD EPYC 9575F", "MlperfModel": "llama2-70b-99",
+                   "Scenario": "Interactive"}}
+    first, second = tmp_path / "summary_results_v5.1.json.gz", tmp_path / "summary_results_v6.0.json"
+    with gzip.open(first, "wt") as handle:
+        json.dump(listed, handle)
+    second.write_text(json.dumps(keyed))
+    names = scan_summary([first, second])
+    assert names.accelerators == {"NVIDIA GB200", "AMD Instinct MI355X 288GB HBM3e"}
+    assert names.cpu_only_hosts == {"INTEL(R) XEON(R) 6787P"}
+    assert names.benchmarks == {"llama2-70b-99", "resnet"}
+    assert {resolve_accelerator(a).key for a in names.accelerators} == {"GB200", "MI355X"}
+

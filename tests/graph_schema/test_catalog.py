@@ -1,5 +1,5 @@
 """The catalogue of names and its resolver: the issue's reproducers, and every name in the
-shared MLPerf data (inference v1.1–v4.1, training v4.1) resolving."""
+shared MLPerf data (every inference and training round there) resolving."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from tests.support.mlperf import MLPERF_DIR
 
 
 def shared_data_names() -> TreeNames | None:
-    """Inference v1.1–v4.1 from the reference tabulations (every result's names, seconds to
-    read; bench/catalog_coverage.py reads the archives themselves), training v4.1 from its
+    """Inference from the reference tabulations (every result's names, seconds to
+    read; bench/catalog_coverage.py reads the archives themselves), every Training round from its
     archive (system descriptions and result directories)."""
     tables = sorted(MLPERF_DIR.glob("observations_*.csv"))
     training = sorted((MLPERF_DIR.parent / "mlperf-training").glob("training_v*.tar.gz"))
@@ -213,8 +213,8 @@ def test_frameworks_and_cudnn_integers() -> None:
 
 
 def test_every_name_in_the_shared_data_resolves() -> None:
-    """Every accelerator, CPU-only host and benchmark name in ../shared/data (inference v1.1–v4.1
-    and training v4.1); the list of those that do not is printed and must stay empty."""
+    """Every accelerator, CPU-only host and benchmark name in ../shared/data (every Inference
+    and Training round); the list of those that do not is printed and must stay empty."""
     names = shared_data_names()
     if names is None:
         pytest.skip("the shared MLPerf data (../shared/data) is not on this machine")

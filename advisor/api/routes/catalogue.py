@@ -70,8 +70,13 @@ def list_benchmarks(_: ReadCaller) -> CatalogueList:
 
 @router.get("/benchmarks/{name:path}", operation_id="getCatalogueBenchmark", response_model=dict[str, Any],
             responses=_ONE_ERRORS, summary="One benchmark by any of its names (404 with did-you-mean)")
-def get_benchmark(name: Name, _: ReadCaller) -> dict[str, Any]:
-    return browse.show_benchmark(name)
+def get_benchmark(
+    name: Name,
+    _: ReadCaller,
+    family: Annotated[str | None, Query(max_length=100, description="mlperf-inference, mlperf-training, ...; "
+                                        "default: MLPerf Inference first")] = None,
+) -> dict[str, Any]:
+    return browse.show_benchmark(name, family)
 
 
 @router.get("/search", operation_id="searchCatalogue", response_model=CatalogueSearch,

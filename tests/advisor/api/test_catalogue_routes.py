@@ -50,6 +50,9 @@ def test_benchmarks_and_search(client: TestClient, tokens: dict[str, str]) -> No
     r = client.get("/v1/catalogue/benchmarks/ResNet50", headers=auth(tokens["read"]))
     assert r.status_code == 200 and r.json()["id"] == "resnet50"
     assert client.get("/v1/catalogue/benchmarks/resnet51x", headers=auth(tokens["read"])).status_code == 404
+    r = client.get("/v1/catalogue/benchmarks/retinanet", params={"family": "mlperf-training"},
+                   headers=auth(tokens["read"]))
+    assert r.status_code == 200 and r.json()["family"] == "mlperf-training"
     r = client.get("/v1/catalogue/search", params={"q": "gaudi"}, headers=auth(tokens["read"]))
     assert r.status_code == 200
     assert {h["id"] for h in r.json()["hits"]} >= {"Gaudi2", "Gaudi3", "Gaudi3-PCIe"}
