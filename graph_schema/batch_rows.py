@@ -23,8 +23,17 @@ CHUNK = 5_000
 MUTABLE = ("Accelerator", "Host", "Run")
 # Dimension nodes, created before the observations and failures that link to them; a context
 # links to the ones before it, so it comes last.
-DIMENSIONS = ("Stack", "Component", "Accelerator", "Host", "Placement", "Benchmark", "Run",
-              "Submission", "Context")
+DIMENSIONS = (
+    "Stack",
+    "Component",
+    "Accelerator",
+    "Host",
+    "Placement",
+    "Benchmark",
+    "Run",
+    "Submission",
+    "Context",
+)
 
 
 def iso_utc(value: datetime | None) -> str | None:
@@ -42,7 +51,12 @@ def compact_json(value: Any) -> str:
 def context_id_of(*parts: Any) -> str:
     """A context's id: a digest of what it is (stack, accelerator and count, placement, host,
     run, source kind and name, placement evidence and consistency)."""
-    return "ctx-" + hashlib.sha256("\x1f".join("" if p is None else str(p) for p in parts).encode()).hexdigest()[:32]
+    return (
+        "ctx-"
+        + hashlib.sha256(
+            "\x1f".join("" if p is None else str(p) for p in parts).encode()
+        ).hexdigest()[:32]
+    )
 
 
 def chunks(rows: list[Any]) -> Iterable[list[Any]]:
@@ -68,8 +82,16 @@ class BatchRows:
     def stack_id(self, stack: Any) -> str:
         """Memoised per batch: most rows of a batch share a few stacks."""
         memo = (
-            stack.driver, stack.cuda, stack.cudnn, stack.nccl, stack.tensorrt, stack.framework,
-            stack.framework_version, stack.python, tuple(sorted(stack.extra.items())), stack.image,
+            stack.driver,
+            stack.cuda,
+            stack.cudnn,
+            stack.nccl,
+            stack.tensorrt,
+            stack.framework,
+            stack.framework_version,
+            stack.python,
+            tuple(sorted(stack.extra.items())),
+            stack.image,
         )
         sid = self._stack_ids.get(memo)
         if sid is None:
@@ -151,7 +173,11 @@ class BatchRows:
             comps = []
             for name, version in stack.components().items():
                 cid = f"{name}@{version}"
-                self.nodes["Component"][cid] = {"component_id": cid, "name": name, "version": version}
+                self.nodes["Component"][cid] = {
+                    "component_id": cid,
+                    "name": name,
+                    "version": version,
+                }
                 comps.append(cid)
             self.stack_components[stack_id] = comps
         # mutable nodes: the last object of the batch with a key wins, as before the memo
@@ -193,12 +219,23 @@ class BatchRows:
     def context_id(self, obs: Any, ctx: dict[str, Any]) -> str:
         """The id of the context ``obs`` was measured in (memoised per batch)."""
         placement, prov = obs.placement, obs.provenance
-        memo = (ctx["stack_id"], ctx["accelerator"], obs.accelerator.count, ctx["placement_id"],
-                ctx["host"], obs.run_id, prov.kind.value, prov.source, id(placement))
+        memo = (
+            ctx["stack_id"],
+            ctx["accelerator"],
+            obs.accelerator.count,
+            ctx["placement_id"],
+            ctx["host"],
+            obs.run_id,
+            prov.kind.value,
+            prov.source,
+            id(placement),
+        )
         cid = self._context_ids.get(memo)
         if cid is None:
             evidence = self._by_object("evidence", placement, lambda p: compact_json(p.evidence))
-            cid = self._context_ids[memo] = context_id_of(*memo[:-1], evidence, placement.consistent)
+            cid = self._context_ids[memo] = context_id_of(
+                *memo[:-1], evidence, placement.consistent
+            )
         return cid
 
     @classmethod
@@ -232,7 +269,8 @@ class BatchRows:
                     "source_kind": prov.kind.value,
                     "source": prov.source,
                     "placement_evidence_json": rows._by_object(
-                        "evidence", obs.placement, lambda p: compact_json(p.evidence)),
+                        "evidence", obs.placement, lambda p: compact_json(p.evidence)
+                    ),
                     "placement_consistent": obs.placement.consistent,
                 }
             key = obs.key_with(ctx["benchmark_id"], ctx["stack_id"])
@@ -255,7 +293,8 @@ class BatchRows:
                 "source_url": prov.url,
                 "source_key": obs.source_key,
                 "provenance_json": rows._by_object(
-                    "details", prov, lambda p: compact_json(p.details) if p.details else None),
+                    "details", prov, lambda p: compact_json(p.details) if p.details else None
+                ),
                 "context_id": context_id,
                 "benchmark_id": ctx["benchmark_id"],
                 "submission_id": rows.submission_id(prov),
@@ -283,7 +322,8 @@ def shape_rows(
 ) -> tuple[frozenset[str], list[dict[str, Any]]]:
     """The schema properties some row knows, and every row cut to exactly those plus the
     ``extra`` columns (one shape). Rows that all have the same columns, among them those, are
-    passed as they are (built by ``BatchRows``: no copy); the query reads only the columns it names."""
+    passed as they are (built by ``BatchRows``: no copy); the query reads only the columns it
+    names."""
     spec = NODE_BY_LABEL[label]
     present = frozenset(
         p for p in spec.properties if p == spec.key or any(r.get(p) is not None for r in rows)
@@ -295,8 +335,14 @@ def shape_rows(
     return present, [{p: r.get(p) for p in columns} for r in rows]
 
 
-def create_rows(run: Run, label: str, items: list[dict[str, Any]], links: tuple[Any, ...],
-                *, by_position: bool = False) -> None:
+def create_rows(
+    run: Run,
+    label: str,
+    items: list[dict[str, Any]],
+    links: tuple[Any, ...],
+    *,
+    by_position: bool = False,
+) -> None:
     """CREATE ``items`` of ``label`` with their edges to ``links`` (see ``queries.LINKS``); rows
     are grouped by the optional neighbours they have, so that a MATCH never drops a row. With
     ``by_position`` each distinct neighbour is looked up once per chunk, not once per row
@@ -320,5 +366,7 @@ def create_rows(run: Run, label: str, items: list[dict[str, Any]], links: tuple[
                     params[f"n{i}"] = list(at)
             created = run(Q.create_linked_by_position(label, present, linked), params)[0]["created"]
             if created != len(shaped):  # a neighbour was missing: roll the transaction back
-                raise RuntimeError(f"created {created} of {len(shaped)} {label} nodes: a neighbour "
-                                   "the batch wrote earlier in this transaction was not found")
+                raise RuntimeError(
+                    f"created {created} of {len(shaped)} {label} nodes: a neighbour "
+                    "the batch wrote earlier in this transaction was not found"
+                )

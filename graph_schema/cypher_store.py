@@ -79,7 +79,7 @@ class CypherStore(Store):
             rows = self._read(Q.READ_SCHEMA_INFO, {})
         except StoreUnavailable:
             raise  # an outage is not an empty store (readiness must say which)
-        except Exception:  # noqa: BLE001 - no tables yet in an empty embedded store
+        except Exception:
             return None
         return int(rows[0]["version"]) if rows else None
 
@@ -114,8 +114,10 @@ class CypherStore(Store):
             for migration in data_steps:
                 assert migration.data is not None
                 report[migration.version] = migration.data(self)
-            self.migration_report = report  # what the data steps changed (advisor db migrate prints it)
-            self._write(lambda run: run(Q.SET_SCHEMA_VERSION, {"version": SCHEMA_VERSION, "now": now}))
+            # what the data steps changed (advisor db migrate prints it)
+            self.migration_report = report
+            version = {"version": SCHEMA_VERSION, "now": now}
+            self._write(lambda run: run(Q.SET_SCHEMA_VERSION, version))
         return SCHEMA_VERSION
 
     def check_schema(self) -> None:
@@ -131,7 +133,9 @@ class CypherStore(Store):
     def _ingest(self, batch: IngestBatch) -> IngestResult:
         return self._write_rows(batch, BatchRows.from_batch(batch))
 
-    def ingest_many(self, batches: Iterable[IngestBatch | dict[str, Any]]) -> Iterator[IngestResult]:
+    def ingest_many(
+        self, batches: Iterable[IngestBatch | dict[str, Any]]
+    ) -> Iterator[IngestResult]:
         """Batch N+1 is validated, resolved and shaped into rows here while a worker thread
         writes batch N (the database's work and the wait for it; one write in flight, so the
         batches commit in order and each sees the ones before it)."""
@@ -211,7 +215,8 @@ class CypherStore(Store):
                 "HAS_COMPONENT",
                 [{"src": s, "dst": c} for s in new_stacks for c in rows.stack_components[s]],
             )
-            create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS, by_position=self.links_by_position)
+            create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS,
+                        by_position=self.links_by_position)
             create_rows(run, "Failure", new_fail, Q.FAILURE_LINKS)
             if not changed:
                 run(Q.UNBUMP_GENERATION, {})
@@ -264,7 +269,8 @@ class CypherStore(Store):
         out: list[FlatRow] = []
         after = ""
         while True:
-            page = self._read_values(Q.FLAT_OBSERVATIONS_PAGE, {"after": after, "limit": self.flat_page})
+            page = self._read_values(Q.FLAT_OBSERVATIONS_PAGE,
+                                     {"after": after, "limit": self.flat_page})
             for values in page:
                 row = reader(values)
                 if row is not None:
@@ -363,9 +369,11 @@ class CypherStore(Store):
         return f"{self.uri}|schema {info[0]['version']}|{info[0]['applied_at']}"
 
     def _clear(self) -> None:
-        """Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so a large graph does
-        not exceed the server's transaction memory; interrupted, it leaves a smaller graph.
+        """Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so
+        a large graph does not exceed the server's transaction memory; interrupted, it leaves a
+        smaller graph.
         """
+
         def some(query: str) -> Callable[[Run], list[dict[str, Any]]]:
             return lambda run: run(query, {"n": CLEAR_SLICE})
 

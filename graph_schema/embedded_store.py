@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 
 
 def _os_reason(exc: OSError) -> str:
-    reason = "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc)).lower()
+    reason = (
+        "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc)).lower()
+    )
     return f"{reason}: {exc.filename}" if exc.filename else reason
 
 
@@ -45,20 +47,34 @@ def open_error(path: Path, text: str) -> AdvisorError:
             f"the embedded store {path} is in use by {who}; an embedded store serves one process "
             "at a time: wait for it, stop it, or reach its data through `advisor serve` and "
             "`advisor --api URL`",
-            details={"reason": "locked", "path": str(path), "pid": int(pid.group(1)) if pid else None})
+            details={
+                "reason": "locked",
+                "path": str(path),
+                "pid": int(pid.group(1)) if pid else None,
+            },
+        )
     if "not a valid" in lowered:
         return InvalidInput(
             f"{path} is not an embedded stack-advisor store (an existing file of another kind); "
-            "give a new path or the path of a store", details={"reason": "not_a_store", "path": str(path)})
+            "give a new path or the path of a store",
+            details={"reason": "not_a_store", "path": str(path)},
+        )
     if "cannot be a directory" in lowered:
         return InvalidInput(
             f"{path} is a directory; an embedded store is one file: give a path inside it, e.g. "
-            f"{path / 'kb'}", details={"reason": "directory", "path": str(path)})
+            f"{path / 'kb'}",
+            details={"reason": "directory", "path": str(path)},
+        )
     if "permission" in lowered:
-        return StoreUnavailable(f"cannot open the embedded store {path}: permission denied",
-                                details={"reason": "permission", "path": str(path)})
-    return StoreUnavailable(f"cannot open the embedded store {path}: {text}",
-                            details={"reason": "engine", "path": str(path)})
+        return StoreUnavailable(
+            f"cannot open the embedded store {path}: permission denied",
+            details={"reason": "permission", "path": str(path)},
+        )
+    return StoreUnavailable(
+        f"cannot open the embedded store {path}: {text}",
+        details={"reason": "engine", "path": str(path)},
+    )
+
 
 QUERY_TIMEOUT_S = 30.0
 LOCK_WAIT_S = 10.0
@@ -94,7 +110,9 @@ class EmbeddedStore(CypherStore):
         if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
             raise StoreUnavailable(
                 f"cannot open the embedded store {self.path}: permission denied (it needs read "
-                "and write access)", details={"reason": "permission", "path": str(self.path)})
+                "and write access)",
+                details={"reason": "permission", "path": str(self.path)},
+            )
         self._query_timeout_s = query_timeout_s
         self._lock_wait_s = lock_wait_s
         self._lock = threading.RLock()
@@ -121,8 +139,10 @@ class EmbeddedStore(CypherStore):
     def _live(self) -> ladybug.Connection:
         """The connection, where it is open (inside ``_locked``, after ``_ensure_open``)."""
         if self._conn is None:
-            raise StoreUnavailable(f"the embedded store at {self.path} is not open",
-                                   details={"reason": "closed", "path": str(self.path)})
+            raise StoreUnavailable(
+                f"the embedded store at {self.path} is not open",
+                details={"reason": "closed", "path": str(self.path)},
+            )
         return self._conn
 
     def _shut(self) -> None:
@@ -144,8 +164,11 @@ class EmbeddedStore(CypherStore):
         try:
             self._open()
         except AdvisorError as exc:
-            log.warning("reopening the embedded store %s failed (%s); the next call tries again",
-                        self.path, exc)
+            log.warning(
+                "reopening the embedded store %s failed (%s); the next call tries again",
+                self.path,
+                exc,
+            )
 
     def _ensure_open(self) -> None:
         """Open the engine when the reopen after a full scan failed (the lock held).
@@ -155,8 +178,10 @@ class EmbeddedStore(CypherStore):
         """
         if self._conn is None:
             if self._closed:
-                raise StoreUnavailable(f"the embedded store at {self.path} is closed",
-                                       details={"reason": "closed", "path": str(self.path)})
+                raise StoreUnavailable(
+                    f"the embedded store at {self.path} is closed",
+                    details={"reason": "closed", "path": str(self.path)},
+                )
             self._open()
 
     @contextmanager

@@ -34,8 +34,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "benchmarks, runs, observations, failures"),
     Migration(2, "node inventory: ClusterNode (advisor nodes sync); new table and constraint only"),
     Migration(3, "drop the Observation range indexes (Neo4j); no data changes"),
-    Migration(4, "names through the catalogue: accelerators, frameworks and cuDNN versions of stored "
-                 "observations re-resolved (raw name kept in the provenance), stack labels rebuilt",
+    Migration(4, "names through the catalogue: accelerators, frameworks and cuDNN versions of "
+                 "stored observations re-resolved (raw name kept in the provenance), stack labels "
+                 "rebuilt",
               data=lambda store: {**move_to_contexts(store), **reresolve_names(store)}),
     Migration(5, "observation contexts: what the rows of one run on one node share (stack, "
                  "accelerator, placement, host, run, source) moves from every observation and its "
@@ -129,12 +130,15 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
             removed += 1
     labels = 0
     for row in store._read(_STACK_LABELS, {}):
-        fields = {k: row[k] for k in ("framework", "framework_version", "cuda", "cudnn", "tensorrt", "driver")}
+        fields = {k: row[k] for k in ("framework", "framework_version", "cuda", "cudnn",
+                                      "tensorrt", "driver")}
         label = SoftwareStack(**fields).label()
         if label != row["label"]:
-            store._write(lambda run, r=row, lb=label: run(_SET_STACK_LABEL, {"stack_id": r["stack_id"], "label": lb}))
+            params = {"stack_id": row["stack_id"], "label": label}
+            store._write(lambda run, p=params: run(_SET_STACK_LABEL, p))
             labels += 1
-    return {"observations_rewritten": len(changed), "accelerators_removed": removed, "stack_labels": labels}
+    return {"observations_rewritten": len(changed), "accelerators_removed": removed,
+            "stack_labels": labels}
 
 
 # ---- v5: observation contexts ------------------------------------------------------------------
@@ -259,7 +263,8 @@ def link_submissions(store: Any, page: int = 5000) -> dict[str, int]:
 
         def work(run: Any, submissions: dict[str, dict[str, Any]] = submissions,
                  links: list[dict[str, str]] = links) -> int:
-            old = {x["key"] for x in run(Q.EXISTING_KEYS["Submission"], {"keys": list(submissions)})}
+            found = run(Q.EXISTING_KEYS["Submission"], {"keys": list(submissions)})
+            old = {x["key"] for x in found}
             fresh = [row for sid, row in submissions.items() if sid not in old]
             if fresh:
                 run(Q.create_nodes("Submission", frozenset(fresh[0])), {"rows": fresh})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any, ClassVar
 
@@ -35,7 +35,7 @@ def observation_key_of(*parts: Any) -> str:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 FUTURE_TOLERANCE = timedelta(days=1)  # clocks of collectors drift; a year-9999 stamp is a bug
@@ -154,7 +154,8 @@ class SoftwareStack(_Model):
     image: str | None = None
     raw: str | None = Field(default=None, description="free text the stack was parsed from")
 
-    COMPONENT_FIELDS: ClassVar[tuple[str, ...]] = ("driver", "cuda", "cudnn", "nccl", "tensorrt", "python")
+    COMPONENT_FIELDS: ClassVar[tuple[str, ...]] = (
+        "driver", "cuda", "cudnn", "nccl", "tensorrt", "python")
 
     def components(self) -> dict[str, str]:
         """Named component versions, framework included, extras last; unknown ones left out."""
@@ -326,7 +327,8 @@ class ResultDocument(_Model):
     accelerator: Accelerator
     placement: Placement
     host: Host | None = None
-    fingerprint: dict[str, Any] = Field(default_factory=dict, description="raw fingerprint fields with their sources")
+    fingerprint: dict[str, Any] = Field(
+        default_factory=dict, description="raw fingerprint fields with their sources")
     measurements: list[Measurement] = Field(default_factory=list)
     failures: list[FailureIn] = Field(default_factory=list)
 
@@ -474,9 +476,9 @@ class ObservationFilter(_Model):
     def _generation_range(self) -> ObservationFilter:
         if self.until_generation is not None and self.since_generation is None:
             raise ValueError("until_generation needs since_generation")
-        if self.until_generation is not None and self.until_generation < self.since_generation:  # type: ignore[operator]
-            raise ValueError(f"until_generation ({self.until_generation}) is below since_generation "
-                             f"({self.since_generation})")
+        until, since = self.until_generation, self.since_generation
+        if until is not None and since is not None and until < since:
+            raise ValueError(f"until_generation ({until}) is below since_generation ({since})")
         return self
 
 

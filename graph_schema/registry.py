@@ -93,7 +93,7 @@ def open_store(uri: str | None = None, *, settings: StoreSettings = DEFAULTS,
     is_default = resolved == default_store_uri(settings) and not uri and not settings.store
     if not uri and resolved == settings.api and "://" not in resolved:
         raise InvalidInput(f"{API_ENV} (--api) must be an http(s):// URL, got {resolved!r}")
-    scheme, sep, rest = resolved.partition("://")
+    scheme, sep, _ = resolved.partition("://")
     builder: Callable[[str, StoreSettings], Store] | None
     if sep:
         builder = BUILDERS.get(scheme)

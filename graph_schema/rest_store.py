@@ -1,6 +1,7 @@
 """The REST store: the ``Store`` interface over our own HTTP API.
 
-With it, ``--store http://...`` (or ``--api URL`` / ``ADVISOR_API``, read by the CLI) makes the CLI and the
+With it, ``--store http://...`` (or ``--api URL`` / ``ADVISOR_API``, read by the CLI) makes the
+CLI and the
 collectors clients of a deployed service, unchanged. The API's error JSON is turned back into the
 same ``AdvisorError`` subclass the server raised (``Unauthorized`` for 401, ``Forbidden`` for
 403); a server that cannot be reached is ``StoreUnavailable``.
@@ -161,7 +162,8 @@ class RestStore(Store):
         return StoreStats.model_validate(self._request("GET", "/v1/stats"))
 
     def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
-        body = self._request("PUT", f"/v1/inventory/{quote(cluster, safe='')}", json={"nodes": nodes})
+        path = f"/v1/inventory/{quote(cluster, safe='')}"
+        body = self._request("PUT", path, json={"nodes": nodes})
         return int(body["nodes"])
 
     def _list_inventory(self, cluster: str | None) -> list[dict[str, Any]]:

@@ -44,7 +44,8 @@ class RelSpec:
     properties: dict[str, PropType] = field(default_factory=dict)
 
 
-S, I, F, B, T = PropType.STRING, PropType.INT, PropType.FLOAT, PropType.BOOL, PropType.TIMESTAMP
+# one letter per type keeps the tables below readable as tables
+S, I, F, B, T = PropType.STRING, PropType.INT, PropType.FLOAT, PropType.BOOL, PropType.TIMESTAMP  # noqa: E741
 
 STACK = NodeSpec(
     "Stack",
@@ -198,8 +199,10 @@ LEGACY_OBSERVATION_PROPERTIES = (
 )
 # Columns added to a table after its first version: the embedded engine's ``CREATE ... IF NOT
 # EXISTS`` leaves an existing table as it was, so its DDL adds these (Neo4j needs nothing).
-ADDED_COLUMNS: tuple[tuple[str, str], ...] = (("Context", "generation"), ("Observation", "generation"))
-LEGACY_OBSERVATION_RELATIONSHIPS = ("ON_STACK", "ON_ACCELERATOR", "IN_PLACEMENT", "ON_HOST", "IN_RUN")
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Context", "generation"), ("Observation", "generation"))
+LEGACY_OBSERVATION_RELATIONSHIPS = (
+    "ON_STACK", "ON_ACCELERATOR", "IN_PLACEMENT", "ON_HOST", "IN_RUN")
 FAILURE = NodeSpec(
     "Failure",
     "key",

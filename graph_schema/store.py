@@ -203,7 +203,9 @@ class Store(ABC):
         """
         return self._ingest(checked_batch(batch))
 
-    def ingest_many(self, batches: Iterable[IngestBatch | dict[str, Any]]) -> Iterator[IngestResult]:
+    def ingest_many(
+        self, batches: Iterable[IngestBatch | dict[str, Any]]
+    ) -> Iterator[IngestResult]:
         """``ingest`` each batch in turn, yielding each one's result once it is committed: one
         transaction per batch, in order. A backend may prepare the next batch while the previous
         one is written (``CypherStore``: validation, name resolution and row shaping overlap the

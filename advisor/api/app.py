@@ -15,7 +15,16 @@ from advisor.api.docs import install_docs
 from advisor.api.errors import install_error_handlers
 from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
 from advisor.api.resources import Resources, store_opener_for
-from advisor.api.routes import batches, catalog, catalogue, failures, health, inventory, observations, schema
+from advisor.api.routes import (
+    batches,
+    catalog,
+    catalogue,
+    failures,
+    health,
+    inventory,
+    observations,
+    schema,
+)
 from advisor.api.settings import Settings, get_settings
 from advisor.web import install_web
 from graph_schema.store import Store

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from graph_schema.models import (
     Accelerator,
@@ -24,7 +24,7 @@ PUBLISHED = Provenance(
 TORCH = SoftwareStack(framework="pytorch", framework_version="2.3.0", cuda="12.1", cudnn="8.9.2",
                       driver="535.104.05")
 TF = SoftwareStack(framework="tensorflow", framework_version="2.15.0", cuda="12.2")
-WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
 def make_obs(i: int, *, stack: SoftwareStack = TORCH, acc: str = "H100-SXM5-80GB",
