@@ -86,8 +86,7 @@ class Advisor:
             seen = self._generation
             if seen is not None and time.monotonic() - seen[0] < self.generation_ttl:
                 return seen[1]
-        cheap = getattr(self.store, "generation", None)
-        generation = int(cheap()) if callable(cheap) else self.store.stats().generation
+        generation = int(self.store.generation())
         self._generation = (time.monotonic(), generation)
         return generation
 

@@ -204,7 +204,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=100, help="measured requests per client")
     ap.add_argument("--warmup", type=int, default=5, help="unmeasured requests per client")
     ap.add_argument("--neo4j", help="Neo4j URI (bolt://user:pass@host:port) instead of a throwaway "
-                    "local server (tests/neo4j_server.start_local)")
+                    "local server (tests/support/neo4j_server.start_local)")
     ap.add_argument("--skip-neo4j", action="store_true")
     ap.add_argument("--wipe", action="store_true", help="empty the Neo4j store first")
     ap.add_argument("--skip-embedded", action="store_true")
@@ -224,7 +224,7 @@ def main() -> None:
         if args.neo4j:
             stores.append(("neo4j", args.neo4j, args.wipe))
         else:
-            from tests.neo4j_server import start_local
+            from tests.support.neo4j_server import start_local
 
             stores.append(("neo4j", local.enter_context(start_local()), True))
     token = secrets.token_urlsafe(24)

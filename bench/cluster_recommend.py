@@ -48,7 +48,7 @@ SHAPES: list[tuple[str, str, str, int, int, str, str, float, dict[str, str]]] = 
 
 def synthetic_nodes(n: int) -> list[dict[str, Any]]:
     """``kubectl get nodes -o json`` items for ``n`` nodes spread over SHAPES."""
-    from tests.kube.gfd_nodes import node
+    from tests.support.gfd_nodes import node
 
     out: list[dict[str, Any]] = []
     counts = [max(1, round(n * s[7])) for s in SHAPES]

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph_schema.catalog.canonical import canonical_observation
 from graph_schema.registry import open_store
-from tests.graph_schema.test_concurrent_writers import overlapping_batches
-from tests.neo4j_server import start_local
+from tests.support.neo4j_server import start_local
+from tests.support.samples import overlapping_batches
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Schemathesis over the whole OpenAPI document at scale (issue 18): ≥ 5,000 generated requests,
 valid and invalid, with reads open (a write token) and token-only (a read token, and none),
-against the API over a throwaway store: embedded, a real Neo4j (tests/neo4j_server.py starts
+against the API over a throwaway store: embedded, a real Neo4j (tests/support/neo4j_server.py starts
 one), or both. Prints cases, failures and server errors per store and configuration.
 
     python bench/fuzz_api.py [--store embedded|neo4j|both] [--positive 80] [--negative 40]
@@ -33,8 +33,8 @@ from advisor.api.app import create_app
 from advisor.api.deps import get_store
 from graph_schema.registry import open_store
 from graph_schema.store import Store
-from tests.advisor.api.conftest import auth, document, make_settings
-from tests.advisor.api.fuzz import fuzz, fuzz_stateful, summary
+from tests.support.api import auth, document, make_settings
+from tests.support.fuzz import fuzz, fuzz_stateful, summary
 
 
 @contextlib.contextmanager
@@ -47,7 +47,7 @@ def _store(kind: str) -> Iterator[Store]:
             finally:
                 store.close()
         return
-    from tests.neo4j_server import neo4j_server
+    from tests.support.neo4j_server import neo4j_server
 
     with neo4j_server() as uri:
         store = open_store(uri, migrate=False)

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf")
     parser.add_argument("--neo4j", default=os.environ.get("ADVISOR_NEO4J_URI"),
                         help="Neo4j URI of a scratch database (emptied first); default: a throwaway "
-                             "local server (tests/neo4j_server.start_local)")
+                             "local server (tests/support/neo4j_server.start_local)")
     parser.add_argument("--training", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf-training")
     parser.add_argument("--skip-training", action="store_true")
     parser.add_argument("--skip-neo4j", action="store_true")
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             uri = args.neo4j
             if not uri:
-                from tests.neo4j_server import start_local
+                from tests.support.neo4j_server import start_local
 
                 uri = stack.enter_context(start_local())
             for attempt in range(args.repeat):

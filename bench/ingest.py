@@ -133,7 +133,7 @@ def backend(name: str):
     uri = os.environ.get("NEO4J_URI")
     with contextlib.ExitStack() as stack:
         if not uri:
-            from tests.neo4j_server import LocalNeo4j
+            from tests.support.neo4j_server import LocalNeo4j
 
             server = LocalNeo4j()
             stack.callback(server.remove)
@@ -158,7 +158,7 @@ def measure_bulk(n: int, batch: int) -> dict[str, float]:
     import resource
 
     from graph_schema.bulk_import import BulkFiles, admin_from_lib, run_import
-    from tests.neo4j_server import LocalNeo4j
+    from tests.support.neo4j_server import LocalNeo4j
 
     server = LocalNeo4j()
     try:

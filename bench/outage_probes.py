@@ -21,9 +21,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.advisor.api.conftest import document
-from tests.advisor.api.served import Api
-from tests.neo4j_server import LocalNeo4j
+from tests.support.api import document
+from tests.support.api_process import Api
+from tests.support.neo4j_server import LocalNeo4j
 
 
 def probe(client: httpx.Client, url: str, n: int) -> tuple[list[float], list[int]]:

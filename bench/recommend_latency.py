@@ -1,7 +1,7 @@
 """Latency of ``Advisor.recommend`` over a large knowledge base, warm, in both graph stores.
 
 Fills a fresh store (a temp embedded store; a throwaway local Neo4j from
-``tests/neo4j_server.start_local()``, or the URI you give, wiped first only with --wipe) with N
+``tests/support/neo4j_server.start_local()``, or the URI you give, wiped first only with --wipe) with N
 synthetic observations (source ``bench-synthetic``, the same generator as bench/api_latency.py:
 load for the benchmark, not knowledge), then times: the first call (table load + model fit), and
 R warm calls cycling through several workloads (different benchmarks, parameters, objectives and
@@ -96,7 +96,7 @@ def neo4j_uri(given: str | None) -> Iterator[str]:
     if given:
         yield given
         return
-    from tests.neo4j_server import start_local
+    from tests.support.neo4j_server import start_local
 
     with start_local() as uri:
         yield uri

@@ -179,7 +179,7 @@ def collect_command(
         if flushed is not None:
             summary["flush"] = flushed.model_dump()
     elif not no_store:
-        from graph_schema.registry import open_store
+        from cli.stores import open_store
 
         with open_store(store) as kb:
             ingested = [kb.ingest_document(d) for d in docs]

@@ -10,21 +10,27 @@ import typer
 from cli.options import FormatOpt, JsonOpt, StoreOpt
 from cli.render import OutputFormat, note, output_format, render
 
-db_app = typer.Typer(help="The knowledge-base store: schema migrations and statistics.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="The knowledge-base store: schema migrations and statistics.", no_args_is_help=True
+)
 
 
 @db_app.command("migrate")
 def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """Create or upgrade the schema (constraints, indexes, tables); idempotent."""
     chosen = output_format(fmt, as_json)
-    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+    from cli.stores import open_store, resolve_store_uri
 
     with open_store(store, migrate=False, create=True) as st:
         before = st.schema_version()
         after = st.ensure_schema()
         changed = getattr(st, "migration_report", {})
-    data = {"store": resolve_store_uri(store), "schema_version_before": before, "schema_version": after,
-            "data_migrations": {str(k): v for k, v in changed.items()}}
+    data = {
+        "store": resolve_store_uri(store),
+        "schema_version_before": before,
+        "schema_version": after,
+        "data_migrations": {str(k): v for k, v in changed.items()},
+    }
     render([data], fmt=chosen, json_data=data, title="Schema")
 
 
@@ -32,27 +38,39 @@ def migrate(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = N
 def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """What the store holds: nodes per label and observations per source."""
     chosen = output_format(fmt, as_json)
-    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+    from cli.stores import open_store, resolve_store_uri
 
     with open_store(store, create=False) as st:
         s = st.stats()
         accelerators = st.list_entities("accelerators")
-    data = {"store": resolve_store_uri(store), **s.model_dump(),
-            "accelerators": [{k: a.get(k) for k in ("model", "resolved", "kind", "observations", "aliases_seen")}
-                             for a in accelerators]}
+    data = {
+        "store": resolve_store_uri(store),
+        **s.model_dump(),
+        "accelerators": [
+            {k: a.get(k) for k in ("model", "resolved", "kind", "observations", "aliases_seen")}
+            for a in accelerators
+        ],
+    }
     if chosen is OutputFormat.json:
         render([], fmt=chosen, json_data=data)
         return
     note(f"store {data['store']} · schema v{s.schema_version} · generation {s.generation}")
     rows = [{"what": "nodes", "name": k, "count": v} for k, v in s.counts.items()]
-    rows += [{"what": "observations from", "name": k, "count": v}
-             for k, v in s.observations_by_source.items()]
+    rows += [
+        {"what": "observations from", "name": k, "count": v}
+        for k, v in s.observations_by_source.items()
+    ]
     render(rows, fmt=chosen, title="What the store holds", columns=["what", "name", "count"])
     render(
-        [{"accelerator": a["model"], "kind": a["kind"] if a["resolved"] else "UNRESOLVED",
-          "observations": a["observations"],
-          "published as": ", ".join(f"{raw} ({n})" for raw, n in a["aliases_seen"].items())}
-         for a in accelerators],
+        [
+            {
+                "accelerator": a["model"],
+                "kind": a["kind"] if a["resolved"] else "UNRESOLVED",
+                "observations": a["observations"],
+                "published as": ", ".join(f"{raw} ({n})" for raw, n in a["aliases_seen"].items()),
+            }
+            for a in accelerators
+        ],
         fmt=chosen,
         title="Accelerators (catalogue names; the names they were published under)",
         columns=["accelerator", "kind", "observations", "published as"],
@@ -62,20 +80,22 @@ def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = Non
 @db_app.command("reset")
 def reset(
     store: StoreOpt = None,
-    yes: Annotated[bool, typer.Option("--yes", help="Really delete everything in the store.")] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Really delete everything in the store.")
+    ] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Delete every node and relationship in the store (asks for --yes)."""
     if not yes:
         raise typer.BadParameter("refusing to delete the knowledge base without --yes")
-    from graph_schema.registry import open_store, resolve_store_uri  # lazy: --help stays fast
+    from cli.stores import open_store, resolve_store_uri
 
     with open_store(store, create=False) as st:
-        clear = getattr(st, "clear", None)
-        if clear is None:
-            raise typer.BadParameter(f"{type(st).__name__} cannot be reset from here")
-        clear()
+        try:
+            st.clear()
+        except NotImplementedError as exc:
+            raise typer.BadParameter(str(exc)) from None
         st.ensure_schema()
     data = {"store": resolve_store_uri(store), "reset": True}
     render([data], fmt=output_format(fmt, as_json), json_data=data)
@@ -83,31 +103,62 @@ def reset(
 
 @db_app.command("bulk-import")
 def bulk_import(
-    files: Annotated[list[Path], typer.Argument(
-        help="JSON file(s): result documents (as `advisor import results` reads them) or ingest "
-        "batches ({\"observations\": [...]}, as POST /v1/batches takes them); a directory means its *.json.")],
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="Folder for the CSV files (new or empty); kept. Default: a temporary one, "
-        "removed after the import. Required without --neo4j-home.")] = None,
-    neo4j_home: Annotated[Path | None, typer.Option(
-        "--neo4j-home", help="Home of the stopped Neo4j to import into (its conf/neo4j.conf names the "
-        "data folder). Without it, only the files are written and the neo4j-admin command printed.")] = None,
-    database: Annotated[str, typer.Option(help="Database to create (Community: the default one).")] = "neo4j",
-    neo4j_admin: Annotated[Path | None, typer.Option(
-        "--neo4j-admin", help="A Neo4j installation's bin/neo4j-admin. Default: the Maven-assembled "
-        "classpath (deploy/neo4j-local/setup.sh) run with java.")] = None,
-    neo4j_lib: Annotated[Path | None, typer.Option(
-        "--neo4j-lib", help="That classpath folder (default: $NEO4J_LOCAL_HOME/lib or "
-        "~/.cache/stack-advisor/neo4j-*/lib).")] = None,
-    overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="Replace an existing database (its data is lost).")] = False,
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="JSON file(s): result documents (as `advisor import results` reads them) or "
+                 "ingest "
+            'batches ({"observations": [...]}, as POST /v1/batches takes them); a directory means '
+            'its *.json.'
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Folder for the CSV files (new or empty); kept. Default: a temporary one, "
+            "removed after the import. Required without --neo4j-home.",
+        ),
+    ] = None,
+    neo4j_home: Annotated[
+        Path | None,
+        typer.Option(
+            "--neo4j-home",
+            help="Home of the stopped Neo4j to import into (its conf/neo4j.conf names the "
+            "data folder). Without it, only the files are written and the neo4j-admin command "
+            "printed.",
+        ),
+    ] = None,
+    database: Annotated[
+        str, typer.Option(help="Database to create (Community: the default one).")
+    ] = "neo4j",
+    neo4j_admin: Annotated[
+        Path | None,
+        typer.Option(
+            "--neo4j-admin",
+            help="A Neo4j installation's bin/neo4j-admin. Default: the Maven-assembled "
+            "classpath (deploy/neo4j-local/setup.sh) run with java.",
+        ),
+    ] = None,
+    neo4j_lib: Annotated[
+        Path | None,
+        typer.Option(
+            "--neo4j-lib",
+            help="That classpath folder (default: $NEO4J_LOCAL_HOME/lib or "
+            "~/.cache/stack-advisor/neo4j-*/lib).",
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing database (its data is lost).")
+    ] = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """First load of a large knowledge base into a new Neo4j database, offline, with
     `neo4j-admin database import full` (measured at 1M observations: about twice the
-    transactional rate and 1.6x per CPU-second; docs/scale.md). Then start Neo4j and run `advisor db migrate --store bolt://...`: it
-    creates the constraints and indexes, as for any new store."""
+    transactional rate and 1.6x per CPU-second; docs/scale.md). Then start Neo4j and run
+    `advisor db migrate --store bolt://...`: it creates the constraints and indexes, as for any
+    new store."""
     chosen = output_format(fmt, as_json)
     if out is None and neo4j_home is None:
         raise typer.BadParameter("give --neo4j-home (import) or --out (only write the CSV files)")
@@ -127,35 +178,54 @@ def bulk_import(
     admin: list[str] | None = None
     if neo4j_home is not None:  # the tool is checked before minutes of CSV writing
         if neo4j_admin is not None:
-            # a path (not a bare command on PATH) made absolute: neo4j-admin runs in the files' folder
+            # a path (not a bare command on PATH) made absolute: neo4j-admin runs in the files'
+            # folder
             admin = [str(neo4j_admin.resolve()) if len(neo4j_admin.parts) > 1 else str(neo4j_admin)]
         else:
             lib = neo4j_lib or default_neo4j_lib()
             if lib is None:
-                raise InvalidInput("no neo4j-admin: pass --neo4j-admin PATH or --neo4j-lib DIR (or run "
-                                   "deploy/neo4j-local/setup.sh to assemble the classpath)")
+                raise InvalidInput(
+                    "no neo4j-admin: pass --neo4j-admin PATH or --neo4j-lib DIR (or run "
+                    "deploy/neo4j-local/setup.sh to assemble the classpath)"
+                )
             admin = admin_from_lib(lib)
-    paths = [p for given in files for p in (sorted(given.glob("*.json")) if given.is_dir() else [given])]
+    paths = [
+        p for given in files for p in (sorted(given.glob("*.json")) if given.is_dir() else [given])
+    ]
     if not paths:
         raise InvalidInput(f"no JSON files in {', '.join(map(str, files))}")
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="advisor-bulk-"))
     created = out is None or not out.exists()
-    writer = BulkFiles(folder)  # refuses a folder that holds anything: only our files are removed below
+    writer = BulkFiles(
+        folder
+    )  # refuses a folder that holds anything: only our files are removed below
     try:
         for path in paths:
             writer.add(load_batch_file(path))
         plan = writer.finish()
         if not plan.nodes:
-            raise InvalidInput(f"nothing to import: {len(paths)} file(s) without observations or failures")
-        row: dict[str, Any] = {"files": len(paths), **plan.result.model_dump(), "nodes": plan.nodes,
-                               "relationships": plan.relationships, "csv_seconds": round(plan.seconds, 1),
-                               "csv_folder": str(folder) if out is not None else None, "database": database}
+            raise InvalidInput(
+                f"nothing to import: {len(paths)} file(s) without observations or failures"
+            )
+        row: dict[str, Any] = {
+            "files": len(paths),
+            **plan.result.model_dump(),
+            "nodes": plan.nodes,
+            "relationships": plan.relationships,
+            "csv_seconds": round(plan.seconds, 1),
+            "csv_folder": str(folder) if out is not None else None,
+            "database": database,
+        }
         if admin is None:
             row["neo4j_admin_arguments"] = import_arguments(plan, database, overwrite=overwrite)
         else:
             report = run_import(plan, admin, neo4j_home, database=database, overwrite=overwrite)
-            row.update(import_seconds=round(report.seconds, 1),
-                       observations_per_s=round(plan.result.observations_new / (plan.seconds + report.seconds)))
+            row.update(
+                import_seconds=round(report.seconds, 1),
+                observations_per_s=round(
+                    plan.result.observations_new / (plan.seconds + report.seconds)
+                ),
+            )
     except BaseException:  # nothing half-written left behind: the files of a failed run go
         if created:
             shutil.rmtree(folder, ignore_errors=True)
@@ -168,9 +238,16 @@ def bulk_import(
     shown = {k: v for k, v in row.items() if k != "neo4j_admin_arguments"}
     render([shown], fmt=chosen, json_data=row, title="Bulk import")
     if admin is None:
-        note("run `neo4j-admin " + " ".join(row["neo4j_admin_arguments"]) + "` with the server stopped")
-    note("start Neo4j, then `advisor db migrate --store bolt://HOST:7687` creates the constraints and "
-         "indexes (any advisor command that opens the store does it too)")
+        note(
+            "run `neo4j-admin "
+            + " ".join(row["neo4j_admin_arguments"])
+            + "` with the server stopped"
+        )
+    note(
+        "start Neo4j, then `advisor db migrate --store bolt://HOST:7687` creates the constraints "
+        "and "
+        "indexes (any advisor command that opens the store does it too)"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -38,7 +38,11 @@ def package_version() -> str:
         from pathlib import Path
 
         pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.MULTILINE) if pyproject.exists() else None
+        found = (
+            re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.MULTILINE)
+            if pyproject.exists()
+            else None
+        )
         return f"{found.group(1)} (not installed)" if found else "unknown"
 
 
@@ -81,8 +85,10 @@ def _served_message(exc: Any) -> str | None:
     url = serving_url(details["path"], details.get("pid"))
     if url is None:
         return None
-    return (f"the embedded store {details['path']} is held by `advisor serve` (process "
-            f"{details.get('pid')}); go through it: advisor --api {url} ...")
+    return (
+        f"the embedded store {details['path']} is held by `advisor serve` (process "
+        f"{details.get('pid')}); go through it: advisor --api {url} ..."
+    )
 
 
 def os_error_message(exc: OSError) -> str:
@@ -134,7 +140,7 @@ def run_guarded(app: Any, argv: Sequence[str], prog_name: str = "advisor") -> in
         else:
             exc.show()  # plain "Usage: ... Error: ...", like the plain help (no rich box)
         return exc.exit_code
-    except Exception as exc:  # noqa: BLE001 - the one place every error is turned into a line
+    except Exception as exc:
         if debug:
             traceback.print_exc()
         code, message, status = describe(exc)

@@ -19,12 +19,8 @@ import_app = typer.Typer(
 
 
 def _open_store(uri: str | None) -> Any:
-    try:
-        from graph_schema.registry import open_store
-    except ImportError as exc:  # pragma: no cover - only before the registry exists
-        from graph_schema.errors import StoreUnavailable
+    from cli.stores import open_store
 
-        raise StoreUnavailable(f"no store registry in this installation: {exc}") from None
     return open_store(uri)
 
 

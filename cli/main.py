@@ -64,8 +64,9 @@ def _root(
                      help="Print the version and exit."),
     ] = False,
 ) -> None:
-    if api:
-        os.environ["ADVISOR_API"] = api
+    from cli.stores import use_api
+
+    use_api(api)  # for this invocation's commands (cli.stores), not written into the environment
 
 
 for _name in COMMAND_MODULES:

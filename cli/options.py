@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from cli.render import OutputFormat
 
 StoreOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--store",
         envvar="ADVISOR_STORE",
-        help="Store URI: embedded:PATH or a path, bolt:// neo4j:// neo4j+s://, http(s):// (our API). "
+        help="Store URI: embedded:PATH or a path, bolt:// neo4j:// neo4j+s://, http(s):// (our "
+             "API). "
         "Default: the embedded store under the XDG data directory.",
     ),
 ]
 ApiOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--api", envvar="ADVISOR_API", help="Use a remote stack-advisor API at this URL."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (snake_case keys) to stdout.")]

@@ -19,12 +19,8 @@ KubeconfigOpt = Annotated[
 
 
 def open_store_uri(uri: str | None):  # -> Store
-    from graph_schema.errors import StoreUnavailable
+    from cli.stores import open_store
 
-    try:
-        from graph_schema.registry import open_store
-    except ImportError:  # the registry is the foundation's; say so rather than crash
-        raise StoreUnavailable("graph_schema.registry is not available in this build") from None
     return open_store(uri)
 
 

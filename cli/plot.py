@@ -44,7 +44,7 @@ TopOpt = Annotated[int, typer.Option("--top", help="How many stacks per accelera
 
 def _observations(store_uri: str | None, api: str | None, **filters: Any) -> list[Any]:
     from graph_schema.models import ObservationFilter
-    from graph_schema.registry import open_store
+    from cli.stores import open_store
 
     flt = ObservationFilter(**{k: v for k, v in filters.items() if v is not None})
     with open_store(api or store_uri, create=False) as store:
@@ -165,7 +165,7 @@ def sweep(
     from advisor.charts.figures import check_out, draw_sweep
     from advisor.verbs.sweep import compare_sweep, sweep_observations
     from cli.render import info, print_json
-    from graph_schema.registry import open_store
+    from cli.stores import open_store
 
     check_out(out)
     with open_store(api or store, create=False) as kb:

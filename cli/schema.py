@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-schema_app = typer.Typer(help="Schemas of the documents stack-advisor reads and writes.", no_args_is_help=True)
+schema_app = typer.Typer(
+    help="Schemas of the documents stack-advisor reads and writes.", no_args_is_help=True
+)
 
 
 @schema_app.command("export")
 def export(
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write here instead of stdout.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Accepted for uniformity: the output is JSON.")] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Accepted for uniformity: the output is JSON.")
+    ] = False,
 ) -> None:
     """Write the JSON Schema of the collector result document (JSON either way)."""
     from graph_schema.models import ResultDocument

@@ -47,7 +47,7 @@ def serve(
         from graph_schema.registry import resolve_store_uri
         from graph_schema.uris import redact_uri
 
-        store_file = served.embedded_path(settings.store or resolve_store_uri(None))
+        store_file = served.embedded_path(resolve_store_uri(None, settings.store_settings()))
         if store_file is not None:
             reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
             served_marker = served.announce(store_file, f"http://{reach}:{bound}")

@@ -63,7 +63,7 @@ def sweep_command(
         outcomes = Sweep(matrix, cache, ApiSink(api, token), force=force, progress=progress,
                          cell_timeout_s=cell_timeout).run(cell)
     else:
-        from graph_schema.registry import open_store
+        from cli.stores import open_store
 
         with open_store(store) as kb:
             outcomes = Sweep(matrix, cache, StoreSink(kb, store), force=force, progress=progress,
@@ -93,7 +93,7 @@ def compare_sweep_command(
     """What each cell of a sweep changed on one node: per benchmark, its speed relative to the
     baseline cell with a 95% interval (from the repeats), flagged only beyond the run-to-run spread."""
     from advisor.verbs.sweep import sweep_report
-    from graph_schema.registry import open_store
+    from cli.stores import open_store
 
     chosen = output_format(fmt, as_json)
     with open_store(store, create=False) as kb:

@@ -33,7 +33,16 @@ from graph_schema.models import (
 log = logging.getLogger(__name__)
 
 SOURCE = "stack-advisor-collector"
-STACK_KEYS = ("framework", "framework_version", "cuda", "cudnn", "nccl", "driver", "tensorrt", "python")
+STACK_KEYS = (
+    "framework",
+    "framework_version",
+    "cuda",
+    "cudnn",
+    "nccl",
+    "driver",
+    "tensorrt",
+    "python",
+)
 
 UNSUPPORTED = "unsupported"
 """Failure stage of what this node cannot run (a missing extra, no kernel for a dtype): recorded,
@@ -83,9 +92,16 @@ class CollectOutcome:
 
 def _failed(name: str, exc: BaseException, stage: str) -> RunnerResult:
     text = str(exc) or type(exc).__name__
-    return RunnerResult(failures=[FailureIn(stage=stage, error_class=type(exc).__name__,
-                                            message=f"{name}: {text.splitlines()[0][:500]}",
-                                            log_tail=traceback.format_exc()[-4000:])])
+    return RunnerResult(
+        failures=[
+            FailureIn(
+                stage=stage,
+                error_class=type(exc).__name__,
+                message=f"{name}: {text.splitlines()[0][:500]}",
+                log_tail=traceback.format_exc()[-4000:],
+            )
+        ]
+    )
 
 
 def collect(
@@ -113,7 +129,9 @@ def collect(
     run_id = run_id or new_run_id(fp.host.name)
     if not run_id.strip():
         raise InvalidInput("run id must not be blank")
-    run = Run(run_id=run_id, collector=SOURCE, collector_version=collector_version(), profile=profile)
+    run = Run(
+        run_id=run_id, collector=SOURCE, collector_version=collector_version(), profile=profile
+    )
     groups: dict[str, tuple[SoftwareStack, RunnerResult]] = {}
     errors: list[str] = []
     for runner in runners:
@@ -123,9 +141,13 @@ def collect(
             result = runner.run(ctx, progress)
         except InvalidInput:
             raise
-        except Unsupported as exc:  # the caller reports runner_errors; logging it too printed it twice
+        except (
+            Unsupported
+        ) as exc:  # the caller reports runner_errors; logging it too printed it twice
             log.info("%s: %s", runner.name, exc)
-            errors.append(str(exc) if str(exc).startswith(f"{runner.name}:") else f"{runner.name}: {exc}")
+            errors.append(
+                str(exc) if str(exc).startswith(f"{runner.name}:") else f"{runner.name}: {exc}"
+            )
             result = _failed(runner.name, exc, UNSUPPORTED)
         except Exception as exc:  # a crashing runner must not lose the others' results
             log.exception("runner %s crashed", runner.name)
@@ -139,13 +161,29 @@ def collect(
         else:
             groups[key] = (stack, RunnerResult(list(result.measurements), list(result.failures)))
     run.finished_at = utcnow()
-    provenance = Provenance(kind=SourceKind.MEASURED, source=SOURCE, details={
-        "collector_version": run.collector_version, "host": fp.host.name, "profile": profile, "device": device,
-        "benchmarks": ",".join(r.name for r in runners)})
+    provenance = Provenance(
+        kind=SourceKind.MEASURED,
+        source=SOURCE,
+        details={
+            "collector_version": run.collector_version,
+            "host": fp.host.name,
+            "profile": profile,
+            "device": device,
+            "benchmarks": ",".join(r.name for r in runners),
+        },
+    )
     documents = [
-        ResultDocument(run=run, provenance=provenance, stack=stack, accelerator=fp.accelerator,
-                       placement=fp.placement, host=fp.host, fingerprint=fp.raw,
-                       measurements=res.measurements, failures=res.failures)
+        ResultDocument(
+            run=run,
+            provenance=provenance,
+            stack=stack,
+            accelerator=fp.accelerator,
+            placement=fp.placement,
+            host=fp.host,
+            fingerprint=fp.raw,
+            measurements=res.measurements,
+            failures=res.failures,
+        )
         for stack, res in groups.values()
     ]
     return CollectOutcome(documents=documents, fingerprint=fp, run_id=run_id, runner_errors=errors)

@@ -69,8 +69,11 @@ def pending(spool_dir: Path | str | None = None) -> list[Path]:
     directory = Path(spool_dir) if spool_dir else default_spool_dir()
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.iterdir()
-                  if p.is_file() and p.suffix == SPOOL_SUFFIX and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.is_file() and p.suffix == SPOOL_SUFFIX and not p.name.startswith(".")
+    )
 
 
 def _document_json(document: ResultDocument | dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +150,9 @@ def _post(
     return "reject", response.status_code, message, None
 
 
-def _client(token: str | None, timeout: float, transport: httpx.BaseTransport | None) -> httpx.Client:
+def _client(
+    token: str | None, timeout: float, transport: httpx.BaseTransport | None
+) -> httpx.Client:
     headers = {"User-Agent": "stack-advisor-collector"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -174,7 +179,9 @@ def deliver(
         outcome, status, message, body = _post(client, api_url, payload)
     if outcome == "ok":
         return DeliveryResult(
-            status="delivered", http_status=status, message=message,
+            status="delivered",
+            http_status=status,
+            message=message,
             observations_new=(body or {}).get("observations_new"),
             observations_received=(body or {}).get("observations_received"),
         )

@@ -2,7 +2,7 @@
 import full``.
 
 ``BulkFiles`` turns ingest batches into node and relationship CSV files of exactly the graph a
-transactional ingest writes (the same rows, built by the same ``_Rows`` after the same pydantic
+transactional ingest writes (the same rows, built by the same ``BatchRows`` after the same pydantic
 validation and catalogue resolution, the same labels, keys, properties and relationship types,
 and the same duplicate rules: within a batch the last observation with a key wins, across
 batches the first; accelerators, hosts and runs keep the last known value of each property).
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from graph_schema.cypher_store import MUTABLE, _Rows
+from graph_schema.batch_rows import MUTABLE, BatchRows
 from graph_schema.errors import AdvisorError, Conflict, InvalidInput, StoreUnavailable
 from graph_schema.gc_pause import gc_paused
 from graph_schema.models import IngestBatch, IngestResult
@@ -39,11 +39,24 @@ from graph_schema.schema import NODE_BY_LABEL, RELATIONSHIPS, PropType
 from graph_schema.store import checked_batch
 
 # What neo4j-admin's CSV header calls our property types (a column without a type is a string).
-_CSV_TYPE = {PropType.STRING: "", PropType.INT: ":long", PropType.FLOAT: ":double",
-             PropType.BOOL: ":boolean"}
+_CSV_TYPE = {
+    PropType.STRING: "",
+    PropType.INT: ":long",
+    PropType.FLOAT: ":double",
+    PropType.BOOL: ":boolean",
+}
 # Labels written as they arrive (content-keyed, never changed by a later batch) and those merged
 # in memory and written at the end (a later batch fills in what an earlier one lacked).
-_STREAMED = ("Stack", "Component", "Placement", "Benchmark", "Context", "Observation", "Failure")
+_STREAMED = (
+    "Stack",
+    "Component",
+    "Placement",
+    "Benchmark",
+    "Submission",
+    "Context",
+    "Observation",
+    "Failure",
+)
 _REL_ENDS = {r.type: (r.source, r.target) for r in RELATIONSHIPS}
 # What the Neo4j launcher gives its JVMs (conf/neo4j.conf's server.jvm.additional): without the
 # --add-opens the kernel falls back to slower memory and I/O paths.
@@ -173,15 +186,21 @@ class BulkFiles:
         self.directory = Path(directory).resolve()  # neo4j-admin runs in it (see run_import)
         self.directory.mkdir(parents=True, exist_ok=True)
         if any(self.directory.iterdir()):
-            raise InvalidInput(f"{self.directory} is not empty; bulk-import CSV files need an empty folder")
+            raise InvalidInput(
+                f"{self.directory} is not empty; bulk-import CSV files need an empty folder"
+            )
         self._started = time.perf_counter()
         self._writers: dict[str, _Writer] = {}
         self._columns: dict[str, list[str]] = {}
         self._booleans: dict[str, list[int]] = {}
         self._seen: dict[str, set[str]] = {label: set() for label in _STREAMED}
         self._merged: dict[str, dict[str, dict[str, Any]]] = {label: {} for label in MUTABLE}
-        self._counts = {"observations_received": 0, "observations_new": 0,
-                        "failures_received": 0, "failures_new": 0}
+        self._counts = {
+            "observations_received": 0,
+            "observations_new": 0,
+            "failures_received": 0,
+            "failures_new": 0,
+        }
 
     # ---- files ---------------------------------------------------------------------------
     def _node_writer(self, label: str) -> _Writer:
@@ -189,10 +208,14 @@ class BulkFiles:
         if writer is None:
             spec = NODE_BY_LABEL[label]
             columns = list(spec.properties)
-            header = [f"{p}:ID({label})" if p == spec.key else f"{p}{_CSV_TYPE[t]}"
-                      for p, t in spec.properties.items()]
+            header = [
+                f"{p}:ID({label})" if p == spec.key else f"{p}{_CSV_TYPE[t]}"
+                for p, t in spec.properties.items()
+            ]
             self._columns[label] = columns
-            self._booleans[label] = [i for i, t in enumerate(spec.properties.values()) if t is PropType.BOOL]
+            self._booleans[label] = [
+                i for i, t in enumerate(spec.properties.values()) if t is PropType.BOOL
+            ]
             path = self.directory / f"nodes_{label}.csv"
             writer = self._writers[label] = _Writer(CsvFile("nodes", label, path), header)
         return writer
@@ -203,7 +226,8 @@ class BulkFiles:
             source, target = _REL_ENDS[rel]
             path = self.directory / f"relationships_{rel}.csv"
             writer = self._writers[rel] = _Writer(
-                CsvFile("relationships", rel, path), [f":START_ID({source})", f":END_ID({target})"])
+                CsvFile("relationships", rel, path), [f":START_ID({source})", f":END_ID({target})"]
+            )
         return writer
 
     def _nodes(self, label: str, rows: list[dict[str, Any]]) -> None:
@@ -236,13 +260,18 @@ class BulkFiles:
             InvalidInput: a malformed field; the message names it.
         """
         batch = checked_batch(batch)
-        rows = _Rows.from_batch(batch)
-        for label in ("Stack", "Component", "Placement", "Benchmark", "Context"):
+        rows = BatchRows.from_batch(batch)
+        for label in ("Stack", "Component", "Placement", "Benchmark", "Submission", "Context"):
             fresh = self._fresh(label, rows.nodes[label])
             self._nodes(label, fresh)
             if label == "Stack":
                 self._rel_writer("HAS_COMPONENT").rows(
-                    [[r["stack_id"], c] for r in fresh for c in rows.stack_components[r["stack_id"]]])
+                    [
+                        [r["stack_id"], c]
+                        for r in fresh
+                        for c in rows.stack_components[r["stack_id"]]
+                    ]
+                )
             if label == "Context":
                 self._links(label, fresh, CONTEXT_LINKS)
         for label in MUTABLE:
@@ -260,8 +289,11 @@ class BulkFiles:
         self._nodes("Failure", failures)
         self._links("Failure", failures, FAILURE_LINKS)
         result = IngestResult(
-            observations_received=len(batch.observations), observations_new=len(observations),
-            failures_received=len(batch.failures), failures_new=len(failures))
+            observations_received=len(batch.observations),
+            observations_new=len(observations),
+            failures_received=len(batch.failures),
+            failures_new=len(failures),
+        )
         for name, value in result.model_dump().items():
             self._counts[name] += value
         return result
@@ -278,15 +310,25 @@ class BulkFiles:
             self._nodes(label, list(self._merged[label].values()))
         for writer in self._writers.values():
             writer.close()
-        return BulkPlan(self.directory, [w.file for w in self._writers.values()],
-                        IngestResult(**self._counts), time.perf_counter() - self._started)
+        return BulkPlan(
+            self.directory,
+            [w.file for w in self._writers.values()],
+            IngestResult(**self._counts),
+            time.perf_counter() - self._started,
+        )
 
 
 # ---- neo4j-admin -------------------------------------------------------------------------
 
 
-def import_arguments(plan: BulkPlan, database: str = "neo4j", *, overwrite: bool = False,
-                     threads: int | None = None, max_off_heap: str | None = None) -> list[str]:
+def import_arguments(
+    plan: BulkPlan,
+    database: str = "neo4j",
+    *,
+    overwrite: bool = False,
+    threads: int | None = None,
+    max_off_heap: str | None = None,
+) -> list[str]:
     """The arguments after ``neo4j-admin`` that import ``plan`` into ``database``."""
     args = ["database", "import", "full"]
     for f in plan.files:
@@ -338,9 +380,16 @@ class ImportReport:
 _DONE = re.compile(r"IMPORT DONE.*?(\d+) nodes\s+(\d+) relationships\s+(\d+) properties", re.DOTALL)
 
 
-def run_import(plan: BulkPlan, admin: Sequence[str], neo4j_home: str | Path, *,
-               database: str = "neo4j", overwrite: bool = False, threads: int | None = None,
-               max_off_heap: str | None = None) -> ImportReport:
+def run_import(
+    plan: BulkPlan,
+    admin: Sequence[str],
+    neo4j_home: str | Path,
+    *,
+    database: str = "neo4j",
+    overwrite: bool = False,
+    threads: int | None = None,
+    max_off_heap: str | None = None,
+) -> ImportReport:
     """Run ``neo4j-admin database import full`` for ``plan`` against the Neo4j whose home (with
     its ``conf/neo4j.conf``) is ``neo4j_home``; the server must be stopped, the database new
     (or ``overwrite``: replaced). Checks that every node and relationship written was imported.
@@ -355,13 +404,18 @@ def run_import(plan: BulkPlan, admin: Sequence[str], neo4j_home: str | Path, *,
     env = dict(os.environ, NEO4J_HOME=str(home))
     if (home / "conf").is_dir():
         env["NEO4J_CONF"] = str(home / "conf")
-    command = [*admin, *import_arguments(plan, database, overwrite=overwrite, threads=threads,
-                                         max_off_heap=max_off_heap)]
+    command = [
+        *admin,
+        *import_arguments(
+            plan, database, overwrite=overwrite, threads=threads, max_off_heap=max_off_heap
+        ),
+    ]
     started = time.perf_counter()
     try:
         # in the files' folder: whatever the tool writes beside them (a report) goes there too
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False,
-                              cwd=plan.directory)
+        done = subprocess.run(
+            command, capture_output=True, text=True, env=env, check=False, cwd=plan.directory
+        )
     except OSError as exc:
         raise InvalidInput(f"cannot run neo4j-admin ({command[0]}): {exc}") from None
     seconds = time.perf_counter() - started
@@ -374,16 +428,19 @@ def run_import(plan: BulkPlan, admin: Sequence[str], neo4j_home: str | Path, *,
             raise Conflict(
                 f"neo4j-admin database import into {database!r} at {home} refused (exit "
                 f"{done.returncode}); nothing was imported (stop the server; a database that "
-                f"exists is only replaced with --overwrite). Its output ends:\n{tail}")
+                f"exists is only replaced with --overwrite). Its output ends:\n{tail}"
+            )
         target = re.search(r"Importing the contents of these files into (.+):", output)
         where = target.group(1) if target else f"the {database!r} database folder under {home}"
         raise AdvisorError(
             f"neo4j-admin database import into {database!r} at {home} failed (exit "
             f"{done.returncode}); the partial store files in {where} are unusable: delete them "
-            f"or import again with --overwrite. Its output ends:\n{tail}")
+            f"or import again with --overwrite. Its output ends:\n{tail}"
+        )
     nodes, rels, props = (int(g) for g in match.groups())
     if (nodes, rels) != (plan.nodes, plan.relationships):
         raise AdvisorError(
             f"neo4j-admin imported {nodes} nodes and {rels} relationships, the files hold "
-            f"{plan.nodes} and {plan.relationships}; do not use database {database!r}")
+            f"{plan.nodes} and {plan.relationships}; do not use database {database!r}"
+        )
     return ImportReport(nodes, rels, props, seconds, command, tail)

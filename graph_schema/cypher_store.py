@@ -3,18 +3,27 @@ over two primitives a backend provides (a read, and a write transaction)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from graph_schema import queries as Q
+from graph_schema.batch_rows import (
+    DIMENSIONS,
+    MUTABLE,
+    BatchRows,
+    Run,
+    chunks,
+    compact_json,
+    create_rows,
+    iso_utc,
+    shape_rows,
+)
 from graph_schema.errors import SchemaMismatch, StoreUnavailable
 from graph_schema.flat_read import RowReader, assemble, loads, stack_fields
-from graph_schema.gc_pause import gc_paused
 from graph_schema.migrations import pending
 from graph_schema.models import (
     INT64_MAX,
@@ -25,15 +34,13 @@ from graph_schema.models import (
     StoredObservation,
     StoreStats,
 )
-from graph_schema.schema import NODE_BY_LABEL, NODES, SCHEMA_VERSION
+from graph_schema.schema import NODES, SCHEMA_VERSION
 from graph_schema.store import FlatObservations, FlatRow, Store, checked_batch
 from graph_schema.topology import HostTopology
-from graph_schema.topology_store import host_json, read_host_topology, write_topologies
+from graph_schema.topology_store import read_host_topology, write_topologies
 
-Run = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
-"""run(query, parameters) -> rows as dicts; executes inside the current transaction."""
+T = TypeVar("T")
 
-CHUNK = 5_000
 CLEAR_SLICE = 50_000
 # The flat read's keyset pages (``CypherStore._flat_rows``): at 50k rows a page is a few seconds
 # of Neo4j's time, far fewer round trips than the paged read's 5k.
@@ -47,301 +54,8 @@ ENTITY_LABEL = {
     EntityKind.HOSTS: "Host",
     EntityKind.RUNS: "Run",
     EntityKind.FAILURES: "Failure",
+    EntityKind.SUBMISSIONS: "Submission",
 }
-# Content-keyed nodes never change; the others are refreshed with what a new batch knows.
-MUTABLE = ("Accelerator", "Host", "Run")
-# Dimension nodes, created before the observations and failures that link to them; a context
-# links to the ones before it, so it comes last.
-DIMENSIONS = ("Stack", "Component", "Accelerator", "Host", "Placement", "Benchmark", "Run", "Context")
-
-
-def _ts(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat()
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def context_id_of(*parts: Any) -> str:
-    """A context's id: a digest of what it is (stack, accelerator and count, placement, host,
-    run, source kind and name, placement evidence and consistency)."""
-    return "ctx-" + hashlib.sha256("\x1f".join("" if p is None else str(p) for p in parts).encode()).hexdigest()[:32]
-
-
-def _chunks(rows: list[Any]) -> Iterable[list[Any]]:
-    for i in range(0, len(rows), CHUNK):
-        yield rows[i : i + CHUNK]
-
-
-class _Rows:
-    """The rows one batch writes, deduplicated per label."""
-
-    def __init__(self) -> None:
-        self._stack_ids: dict[Any, str] = {}
-        self._bench_ids: dict[Any, str] = {}
-        self.nodes: dict[str, dict[str, dict[str, Any]]] = {label: {} for label in DIMENSIONS}
-        self.observations: dict[str, dict[str, Any]] = {}
-        self.failures: dict[str, dict[str, Any]] = {}
-        self.links: dict[str, list[dict[str, str]]] = {}
-        self.stack_components: dict[str, list[str]] = {}
-        self.topologies: dict[str, Any] = {}  # host name -> HostTopology (schema v7)
-        self._objects: dict[tuple[str, int], Any] = {}
-        self._context_ids: dict[tuple[Any, ...], str] = {}
-
-    def stack_id(self, stack: Any) -> str:
-        """Memoised per batch: most rows of a batch share a few stacks."""
-        memo = (
-            stack.driver, stack.cuda, stack.cudnn, stack.nccl, stack.tensorrt, stack.framework,
-            stack.framework_version, stack.python, tuple(sorted(stack.extra.items())), stack.image,
-        )
-        sid = self._stack_ids.get(memo)
-        if sid is None:
-            sid = self._stack_ids[memo] = stack.stack_id
-        return sid
-
-    def benchmark_id(self, bench: Any) -> str:
-        memo = (bench.family, bench.name, repr(bench.parameters))
-        bid = self._bench_ids.get(memo)
-        if bid is None:
-            bid = self._bench_ids[memo] = bench.benchmark_id
-        return bid
-
-    def _by_object(self, kind: str, obj: Any, build: Callable[[Any], Any]) -> Any:
-        """``build(obj)`` once per object of the batch (rows of one batch share their stack,
-        accelerator, placement, host and provenance objects; the batch keeps them alive, so
-        their ids are stable for the batch's lifetime)."""
-        key = (kind, id(obj))
-        hit = self._objects.get(key)
-        if hit is None:
-            hit = self._objects[key] = build(obj)
-        return hit
-
-    @staticmethod
-    def _stack_row(stack: Any, stack_id: str) -> dict[str, Any]:
-        return {
-            "stack_id": stack_id,
-            "driver": stack.driver,
-            "cuda": stack.cuda,
-            "cudnn": stack.cudnn,
-            "nccl": stack.nccl,
-            "tensorrt": stack.tensorrt,
-            "framework": stack.framework,
-            "framework_version": stack.framework_version,
-            "python": stack.python,
-            "extra_json": _json(stack.extra),
-            "image": stack.image,
-            "raw": stack.raw,
-            "label": stack.label(),
-        }
-
-    @staticmethod
-    def _accelerator_row(acc: Any) -> dict[str, Any]:
-        return {
-            "model": acc.model,
-            "vendor": acc.vendor,
-            "memory_mib": acc.memory_mib,
-            "compute_capability": acc.compute_capability,
-        }
-
-    @staticmethod
-    def _placement_row(placement: Any) -> dict[str, Any]:
-        return {
-            "placement_id": placement.placement_id,
-            "kind": placement.kind.value,
-            "hypervisor": placement.hypervisor,
-            "vgpu_profile": placement.vgpu_profile,
-        }
-
-    @staticmethod
-    def _host_row(host: Any) -> dict[str, Any]:
-        return {
-            "name": host.name,
-            "cpu_model": host.cpu_model,
-            "cores": host.cores,
-            "cpu_flags_json": _json(host.cpu_flags),
-            "numa_nodes": host.numa_nodes,
-            "memory_mib": host.memory_mib,
-            "os": host.os,
-            "kernel": host.kernel,
-            "labels_json": _json(host.labels),
-            "topology_json": host_json(host.topology),
-        }
-
-    def add_context(self, item: Any) -> dict[str, Any]:
-        stack, acc, placement, host = item.stack, item.accelerator, item.placement, item.host
-        stack_id = self._by_object("stack_id", stack, self.stack_id)
-        if stack_id not in self.nodes["Stack"]:
-            self.nodes["Stack"][stack_id] = self._stack_row(stack, stack_id)
-            comps = []
-            for name, version in stack.components().items():
-                cid = f"{name}@{version}"
-                self.nodes["Component"][cid] = {"component_id": cid, "name": name, "version": version}
-                comps.append(cid)
-            self.stack_components[stack_id] = comps
-        # mutable nodes: the last object of the batch with a key wins, as before the memo
-        self.nodes["Accelerator"][acc.model] = self._by_object("acc", acc, self._accelerator_row)
-        prow = self._by_object("placement", placement, self._placement_row)
-        pid = prow["placement_id"]
-        self.nodes["Placement"][pid] = prow
-        if host is not None:
-            self.nodes["Host"][host.name] = self._by_object("host", host, self._host_row)
-            if host.topology is not None:  # the batch's last topology of a host wins, as for its row
-                self.topologies[host.name] = host.topology
-        bench = getattr(item, "benchmark", None)
-        bench_id = self.benchmark_id(bench) if bench is not None else None
-        if bench is not None and bench_id not in self.nodes["Benchmark"]:
-            self.nodes["Benchmark"][bench_id] = {
-                "benchmark_id": bench_id,
-                "family": bench.family,
-                "name": bench.name,
-                "parameters_json": bench.parameters_json(),
-            }
-        return {
-            "stack_id": stack_id,
-            "accelerator": acc.model,
-            "placement_id": pid,
-            "benchmark_id": bench_id,
-            "host": host.name if host is not None else None,
-        }
-
-    def context_id(self, obs: Any, ctx: dict[str, Any]) -> str:
-        """The id of the context ``obs`` was measured in (memoised per batch)."""
-        placement, prov = obs.placement, obs.provenance
-        memo = (ctx["stack_id"], ctx["accelerator"], obs.accelerator.count, ctx["placement_id"],
-                ctx["host"], obs.run_id, prov.kind.value, prov.source, id(placement))
-        cid = self._context_ids.get(memo)
-        if cid is None:
-            evidence = self._by_object("evidence", placement, lambda p: _json(p.evidence))
-            cid = self._context_ids[memo] = context_id_of(*memo[:-1], evidence, placement.consistent)
-        return cid
-
-    @classmethod
-    @gc_paused()
-    def from_batch(cls, batch: IngestBatch) -> _Rows:
-        rows = cls()
-        for run in batch.runs:
-            rows.nodes["Run"][run.run_id] = {
-                "run_id": run.run_id,
-                "started_at": _ts(run.started_at),
-                "finished_at": _ts(run.finished_at),
-                "collector": run.collector,
-                "collector_version": run.collector_version,
-                "run_profile": run.profile,
-            }
-        contexts = rows.nodes["Context"]
-        for obs in batch.observations:
-            ctx = rows.add_context(obs)
-            prov = obs.provenance
-            context_id = rows.context_id(obs, ctx)
-            if context_id not in contexts:
-                contexts[context_id] = {
-                    "context_id": context_id,
-                    "stack_id": ctx["stack_id"],
-                    "accelerator": ctx["accelerator"],
-                    "accelerator_count": obs.accelerator.count,
-                    "placement_id": ctx["placement_id"],
-                    "placement_kind": obs.placement.kind.value,
-                    "host": ctx["host"],
-                    "run_id": obs.run_id,
-                    "source_kind": prov.kind.value,
-                    "source": prov.source,
-                    "placement_evidence_json": rows._by_object(
-                        "evidence", obs.placement, lambda p: _json(p.evidence)),
-                    "placement_consistent": obs.placement.consistent,
-                }
-            key = obs.key_with(ctx["benchmark_id"], ctx["stack_id"])
-            rows.observations[key] = {
-                "key": key,
-                "metric": obs.metric,
-                "value": float(obs.value),
-                "unit": obs.unit,
-                # stored only where they differ from the default (True, True, no details):
-                # each property costs Neo4j ~1.3 µs of CPU per observation (docs/scale.md)
-                "higher_is_better": None if obs.higher_is_better else False,
-                "samples": obs.samples,
-                "p10": obs.p10,
-                "p90": obs.p90,
-                "stddev": obs.stddev,
-                "cv": obs.cv,
-                "valid": None if obs.valid else False,
-                "note": obs.note,
-                "timestamp": _ts(obs.timestamp),
-                "source_url": prov.url,
-                "source_key": obs.source_key,
-                "provenance_json": rows._by_object(
-                    "details", prov, lambda p: _json(p.details) if p.details else None),
-                "context_id": context_id,
-                "benchmark_id": ctx["benchmark_id"],
-            }
-            if obs.run_id and obs.run_id not in rows.nodes["Run"]:
-                rows.nodes["Run"][obs.run_id] = {"run_id": obs.run_id}
-        for fail in batch.failures:
-            ctx = rows.add_context(fail)
-            rows.failures[fail.failure_key] = {
-                "key": fail.failure_key,
-                "stage": fail.stage,
-                "error_class": fail.error_class,
-                "message": fail.message,
-                "log_tail": fail.log_tail,
-                "timestamp": _ts(fail.timestamp),
-                "run_id": fail.run_id,
-                "source": fail.provenance.source,
-                **ctx,
-            }
-        return rows
-
-
-def _shaped(
-    label: str, rows: list[dict[str, Any]], extra: frozenset[str] = frozenset()
-) -> tuple[frozenset[str], list[dict[str, Any]]]:
-    """The schema properties some row knows, and every row cut to exactly those plus the
-    ``extra`` columns (one shape). Rows that all have the same columns, among them those, are
-    passed as they are (built by ``_Rows``: no copy); the query reads only the columns it names."""
-    spec = NODE_BY_LABEL[label]
-    present = frozenset(
-        p for p in spec.properties if p == spec.key or any(r.get(p) is not None for r in rows)
-    )
-    columns = present | extra
-    first = rows[0].keys()
-    if columns <= first and all(r.keys() == first for r in rows):
-        return present, rows
-    return present, [{p: r.get(p) for p in columns} for r in rows]
-
-
-def create_rows(run: Run, label: str, items: list[dict[str, Any]], links: tuple[Any, ...],
-                *, by_position: bool = False) -> None:
-    """CREATE ``items`` of ``label`` with their edges to ``links`` (see ``queries.LINKS``); rows
-    are grouped by the optional neighbours they have, so that a MATCH never drops a row. With
-    ``by_position`` each distinct neighbour is looked up once per chunk, not once per row
-    (``queries.create_linked_by_position``)."""
-    groups: dict[frozenset[str], list[dict[str, Any]]] = {}
-    for item in items:
-        linked = frozenset(col for _, _, col in links if item.get(col))
-        groups.setdefault(linked, []).append(item)
-    for linked, group in groups.items():
-        for part in _chunks(group):
-            present, shaped = _shaped(label, part, linked)
-            if not (by_position and linked):
-                run(Q.create_linked(label, present, linked), {"rows": shaped})
-                continue
-            params: dict[str, Any] = {"rows": shaped}
-            for i, (_rel, _target, column) in enumerate(links):
-                if column in linked:
-                    at: dict[str, int] = {}
-                    for row in shaped:
-                        row[f"p{i}"] = at.setdefault(row[column], len(at))
-                    params[f"n{i}"] = list(at)
-            created = run(Q.create_linked_by_position(label, present, linked), params)[0]["created"]
-            if created != len(shaped):  # a neighbour was missing: roll the transaction back
-                raise RuntimeError(f"created {created} of {len(shaped)} {label} nodes: a neighbour "
-                                   "the batch wrote earlier in this transaction was not found")
-
-
 class CypherStore(Store):
     """A store over a Cypher engine. Backends implement ``_read``, ``_write`` and ``_apply_ddl``."""
 
@@ -355,7 +69,7 @@ class CypherStore(Store):
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]: ...
 
     @abstractmethod
-    def _write(self, work: Callable[[Run], Any]) -> Any:
+    def _write(self, work: Callable[[Run], T]) -> T:
         """Run ``work(run)`` in one write transaction; commit on return, roll back on error."""
 
     @abstractmethod
@@ -367,7 +81,7 @@ class CypherStore(Store):
             rows = self._read(Q.READ_SCHEMA_INFO, {})
         except StoreUnavailable:
             raise  # an outage is not an empty store (readiness must say which)
-        except Exception:  # noqa: BLE001 - no tables yet in an empty embedded store
+        except Exception:
             return None
         return int(rows[0]["version"]) if rows else None
 
@@ -382,7 +96,7 @@ class CypherStore(Store):
         if not todo and current is not None:
             return current
         self._apply_ddl()
-        now = _ts(datetime.now(UTC))
+        now = iso_utc(datetime.now(UTC))
         # Data steps (code, several transactions) run after the statements and before the
         # version moves; an empty store has no data to move.
         data_steps = [m for m in todo if m.data is not None] if current is not None else []
@@ -402,8 +116,10 @@ class CypherStore(Store):
             for migration in data_steps:
                 assert migration.data is not None
                 report[migration.version] = migration.data(self)
-            self.migration_report = report  # what the data steps changed (advisor db migrate prints it)
-            self._write(lambda run: run(Q.SET_SCHEMA_VERSION, {"version": SCHEMA_VERSION, "now": now}))
+            # what the data steps changed (advisor db migrate prints it)
+            self.migration_report = report
+            version = {"version": SCHEMA_VERSION, "now": now}
+            self._write(lambda run: run(Q.SET_SCHEMA_VERSION, version))
         return SCHEMA_VERSION
 
     def check_schema(self) -> None:
@@ -417,9 +133,11 @@ class CypherStore(Store):
 
     # ---- writes --------------------------------------------------------------------------
     def _ingest(self, batch: IngestBatch) -> IngestResult:
-        return self._write_rows(batch, _Rows.from_batch(batch))
+        return self._write_rows(batch, BatchRows.from_batch(batch))
 
-    def ingest_many(self, batches: Iterable[IngestBatch | dict[str, Any]]) -> Iterator[IngestResult]:
+    def ingest_many(
+        self, batches: Iterable[IngestBatch | dict[str, Any]]
+    ) -> Iterator[IngestResult]:
         """Batch N+1 is validated, resolved and shaped into rows here while a worker thread
         writes batch N (the database's work and the wait for it; one write in flight, so the
         batches commit in order and each sees the ones before it)."""
@@ -428,7 +146,7 @@ class CypherStore(Store):
             for batch in batches:
                 try:
                     checked = checked_batch(batch)
-                    rows = _Rows.from_batch(checked)
+                    rows = BatchRows.from_batch(checked)
                 except BaseException:
                     if pending is not None:  # the batch before this one is written first
                         yield pending.result()
@@ -439,22 +157,22 @@ class CypherStore(Store):
             if pending is not None:
                 yield pending.result()
 
-    def _write_rows(self, batch: IngestBatch, rows: _Rows) -> IngestResult:
+    def _write_rows(self, batch: IngestBatch, rows: BatchRows) -> IngestResult:
         """One transaction: the rows of ``batch`` not yet in the store, and its result."""
 
         def existing(run: Run, label: str, keys: list[str]) -> set[str]:
             found: set[str] = set()
-            for part in _chunks(keys):
+            for part in chunks(keys):
                 found.update(r["key"] for r in run(Q.EXISTING_KEYS[label], {"keys": part}))
             return found
 
         def create(run: Run, label: str, items: list[dict[str, Any]]) -> None:
-            for part in _chunks(items):
-                present, shaped = _shaped(label, part)
+            for part in chunks(items):
+                present, shaped = shape_rows(label, part)
                 run(Q.create_nodes(label, present), {"rows": shaped})
 
         def link(run: Run, rel: str, pairs: list[dict[str, str]]) -> None:
-            for part in _chunks(pairs):
+            for part in chunks(pairs):
                 run(Q.LINK[rel], {"rows": part})
 
         def work(run: Run) -> IngestResult:
@@ -479,7 +197,7 @@ class CypherStore(Store):
                     for row in fresh:
                         row["generation"] = generation
                     stamp = sorted(grown & old)
-                    for part in _chunks(stamp):
+                    for part in chunks(stamp):
                         run(Q.STAMP_CONTEXTS, {"keys": part, "generation": generation})
                 if fresh and label in Q.LINKS:
                     create_rows(run, label, fresh, Q.LINKS[label])
@@ -491,8 +209,8 @@ class CypherStore(Store):
                         new_stacks = [r["stack_id"] for r in fresh]
                 if label in MUTABLE:
                     stale = [r for k, r in items.items() if k in old]
-                    for part in _chunks(stale):
-                        present, shaped = _shaped(label, part)
+                    for part in chunks(stale):
+                        present, shaped = shape_rows(label, part)
                         run(Q.refresh_nodes(label, present), {"rows": shaped})
             link(
                 run,
@@ -501,7 +219,8 @@ class CypherStore(Store):
             )
             if rows.topologies:
                 write_topologies(run, rows.topologies)
-            create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS, by_position=self.links_by_position)
+            create_rows(run, "Observation", new_obs, Q.OBSERVATION_LINKS,
+                        by_position=self.links_by_position)
             create_rows(run, "Failure", new_fail, Q.FAILURE_LINKS)
             if not changed:
                 run(Q.UNBUMP_GENERATION, {})
@@ -554,7 +273,8 @@ class CypherStore(Store):
         out: list[FlatRow] = []
         after = ""
         while True:
-            page = self._read_values(Q.FLAT_OBSERVATIONS_PAGE, {"after": after, "limit": self.flat_page})
+            page = self._read_values(Q.FLAT_OBSERVATIONS_PAGE,
+                                     {"after": after, "limit": self.flat_page})
             for values in page:
                 row = reader(values)
                 if row is not None:
@@ -600,7 +320,7 @@ class CypherStore(Store):
 
     # ---- node inventory ------------------------------------------------------------------
     def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
-        now = _ts(datetime.now(UTC))
+        now = iso_utc(datetime.now(UTC))
         rows = []
         for node in nodes:
             acc = node.get("accelerator") or {}
@@ -614,15 +334,15 @@ class CypherStore(Store):
                     "accelerator": acc.get("model"),
                     "placement_kind": placement.get("kind"),
                     "driver": node.get("driver"),
-                    "node_json": _json(node),
+                    "node_json": compact_json(node),
                     "synced_at": now,
                 }
             )
 
         def work(run: Run) -> int:
             run(Q.DELETE_CLUSTER_NODES, {"cluster": cluster})
-            for part in _chunks(rows):
-                present, shaped = _shaped("ClusterNode", part)
+            for part in chunks(rows):
+                present, shaped = shape_rows("ClusterNode", part)
                 run(Q.create_nodes("ClusterNode", present), {"rows": shaped})
             run(Q.BUMP_GENERATION, {})
             return len(rows)
@@ -643,7 +363,7 @@ class CypherStore(Store):
         return out
 
     def generation(self) -> int:
-        """A cheap read of the data generation (changes on every write that adds data)."""
+        """One read of the schema node, not the counts ``stats`` makes."""
         info = self._read(Q.READ_SCHEMA_INFO, {})
         return int(info[0]["generation"]) if info else 0
 
@@ -655,14 +375,17 @@ class CypherStore(Store):
             return None
         return f"{self.uri}|schema {info[0]['version']}|{info[0]['applied_at']}"
 
-    def clear(self) -> None:
-        """Delete every node and relationship (tests and `advisor db reset`).
-
-        Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so a large graph does
-        not exceed the server's transaction memory; interrupted, it leaves a smaller graph.
+    def _clear(self) -> None:
+        """Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so
+        a large graph does not exceed the server's transaction memory; interrupted, it leaves a
+        smaller graph.
         """
+
+        def some(query: str) -> Callable[[Run], list[dict[str, Any]]]:
+            return lambda run: run(query, {"n": CLEAR_SLICE})
+
         for query in (Q.DELETE_SOME_RELATIONSHIPS, Q.DELETE_SOME):
-            while self._write(lambda run, q=query: run(q, {"n": CLEAR_SLICE}))[0]["c"]:
+            while self._write(some(query))[0]["c"]:
                 pass
 
 

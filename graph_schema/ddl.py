@@ -16,15 +16,17 @@ def ladybug_statements() -> list[str]:
     out = []
     for node in NODES:
         cols = ", ".join(f"{name} {ptype.value}" for name, ptype in node.properties.items())
-        out.append(
-            f"CREATE NODE TABLE IF NOT EXISTS {node.label}({cols}, PRIMARY KEY({node.key}))"
-        )
+        out.append(f"CREATE NODE TABLE IF NOT EXISTS {node.label}({cols}, PRIMARY KEY({node.key}))")
     for rel in RELATIONSHIPS:
         cols = "".join(f", {name} {ptype.value}" for name, ptype in rel.properties.items())
-        out.append(f"CREATE REL TABLE IF NOT EXISTS {rel.type}(FROM {rel.source} TO {rel.target}{cols})")
+        out.append(
+            f"CREATE REL TABLE IF NOT EXISTS {rel.type}(FROM {rel.source} TO {rel.target}{cols})"
+        )
     for label, column in ADDED_COLUMNS:  # tables created by an earlier schema version
-        out.append(f"ALTER TABLE {label} ADD IF NOT EXISTS {column} "
-                   f"{NODE_BY_LABEL[label].properties[column].value}")
+        out.append(
+            f"ALTER TABLE {label} ADD IF NOT EXISTS {column} "
+            f"{NODE_BY_LABEL[label].properties[column].value}"
+        )
     return out
 
 

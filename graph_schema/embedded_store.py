@@ -11,20 +11,28 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from graph_schema import queries as Q
-from graph_schema.cypher_store import CypherStore, Run
+from graph_schema.batch_rows import Run
+from graph_schema.cypher_store import CypherStore
 from graph_schema.ddl import ladybug_statements
 from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
 from graph_schema.flat_read import RowReader
 from graph_schema.store import FlatRow
 
+if TYPE_CHECKING:
+    import ladybug
+
+T = TypeVar("T")
+
 log = logging.getLogger(__name__)
 
 
 def _os_reason(exc: OSError) -> str:
-    reason = "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc)).lower()
+    reason = (
+        "permission denied" if exc.errno == errno.EACCES else (exc.strerror or str(exc)).lower()
+    )
     return f"{reason}: {exc.filename}" if exc.filename else reason
 
 
@@ -39,20 +47,34 @@ def open_error(path: Path, text: str) -> AdvisorError:
             f"the embedded store {path} is in use by {who}; an embedded store serves one process "
             "at a time: wait for it, stop it, or reach its data through `advisor serve` and "
             "`advisor --api URL`",
-            details={"reason": "locked", "path": str(path), "pid": int(pid.group(1)) if pid else None})
+            details={
+                "reason": "locked",
+                "path": str(path),
+                "pid": int(pid.group(1)) if pid else None,
+            },
+        )
     if "not a valid" in lowered:
         return InvalidInput(
             f"{path} is not an embedded stack-advisor store (an existing file of another kind); "
-            "give a new path or the path of a store", details={"reason": "not_a_store", "path": str(path)})
+            "give a new path or the path of a store",
+            details={"reason": "not_a_store", "path": str(path)},
+        )
     if "cannot be a directory" in lowered:
         return InvalidInput(
             f"{path} is a directory; an embedded store is one file: give a path inside it, e.g. "
-            f"{path / 'kb'}", details={"reason": "directory", "path": str(path)})
+            f"{path / 'kb'}",
+            details={"reason": "directory", "path": str(path)},
+        )
     if "permission" in lowered:
-        return StoreUnavailable(f"cannot open the embedded store {path}: permission denied",
-                                details={"reason": "permission", "path": str(path)})
-    return StoreUnavailable(f"cannot open the embedded store {path}: {text}",
-                            details={"reason": "engine", "path": str(path)})
+        return StoreUnavailable(
+            f"cannot open the embedded store {path}: permission denied",
+            details={"reason": "permission", "path": str(path)},
+        )
+    return StoreUnavailable(
+        f"cannot open the embedded store {path}: {text}",
+        details={"reason": "engine", "path": str(path)},
+    )
+
 
 QUERY_TIMEOUT_S = 30.0
 LOCK_WAIT_S = 10.0
@@ -88,11 +110,15 @@ class EmbeddedStore(CypherStore):
         if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
             raise StoreUnavailable(
                 f"cannot open the embedded store {self.path}: permission denied (it needs read "
-                "and write access)", details={"reason": "permission", "path": str(self.path)})
+                "and write access)",
+                details={"reason": "permission", "path": str(self.path)},
+            )
         self._query_timeout_s = query_timeout_s
         self._lock_wait_s = lock_wait_s
         self._lock = threading.RLock()
         self._closed = False
+        self._db: ladybug.Database | None = None
+        self._conn: ladybug.Connection | None = None
         self._open()
 
     def _open(self) -> None:
@@ -101,12 +127,23 @@ class EmbeddedStore(CypherStore):
         import ladybug
 
         try:
-            self._db = ladybug.Database(str(self.path))
-            self._conn = ladybug.Connection(self._db)
+            db = ladybug.Database(str(self.path))
+            conn = ladybug.Connection(db)
         except RuntimeError as exc:
             self._conn = self._db = None
             raise open_error(self.path, str(exc)) from None
-        self._conn.set_query_timeout(int(self._query_timeout_s * 1000))
+        conn.set_query_timeout(int(self._query_timeout_s * 1000))
+        self._db, self._conn = db, conn
+
+    @property
+    def _live(self) -> ladybug.Connection:
+        """The connection, where it is open (inside ``_locked``, after ``_ensure_open``)."""
+        if self._conn is None:
+            raise StoreUnavailable(
+                f"the embedded store at {self.path} is not open",
+                details={"reason": "closed", "path": str(self.path)},
+            )
+        return self._conn
 
     def _shut(self) -> None:
         conn, db = self._conn, self._db
@@ -127,8 +164,11 @@ class EmbeddedStore(CypherStore):
         try:
             self._open()
         except AdvisorError as exc:
-            log.warning("reopening the embedded store %s failed (%s); the next call tries again",
-                        self.path, exc)
+            log.warning(
+                "reopening the embedded store %s failed (%s); the next call tries again",
+                self.path,
+                exc,
+            )
 
     def _ensure_open(self) -> None:
         """Open the engine when the reopen after a full scan failed (the lock held).
@@ -138,8 +178,10 @@ class EmbeddedStore(CypherStore):
         """
         if self._conn is None:
             if self._closed:
-                raise StoreUnavailable(f"the embedded store at {self.path} is closed",
-                                       details={"reason": "closed", "path": str(self.path)})
+                raise StoreUnavailable(
+                    f"the embedded store at {self.path} is closed",
+                    details={"reason": "closed", "path": str(self.path)},
+                )
             self._open()
 
     @contextmanager
@@ -158,7 +200,7 @@ class EmbeddedStore(CypherStore):
     def _result(self, query: str, params: dict[str, Any]) -> Any:
         """The engine's result of ``query``, its errors in our terms."""
         try:
-            result = self._conn.execute(query, params)
+            result = self._live.execute(query, params)
         except RuntimeError as exc:
             text = str(exc)
             if "Conversion exception" in text or "Binder exception" in text:
@@ -192,7 +234,7 @@ class EmbeddedStore(CypherStore):
         out: list[FlatRow] = []
         with self._locked():
             usual = self._query_timeout_s
-            self._conn.set_query_timeout(int(FLAT_TIMEOUT_S * 1000))
+            self._live.set_query_timeout(int(FLAT_TIMEOUT_S * 1000))
             self._query_timeout_s = FLAT_TIMEOUT_S
             try:
                 result = self._result(Q.FLAT_OBSERVATIONS, {})
@@ -209,25 +251,25 @@ class EmbeddedStore(CypherStore):
         out.sort(key=attrgetter("key"))  # code point order: the engine's, for UTF-8 text
         return out
 
-    def _write(self, work: Callable[[Run], Any]) -> Any:
+    def _write(self, work: Callable[[Run], T]) -> T:
         with self._locked():
-            self._conn.execute("BEGIN TRANSACTION")
+            self._live.execute("BEGIN TRANSACTION")
             try:
                 out = work(self._execute)
             except BaseException:
                 try:
-                    self._conn.execute("ROLLBACK")
+                    self._live.execute("ROLLBACK")
                 except RuntimeError:
                     pass  # the engine already rolled back the failed transaction
                 raise
-            self._conn.execute("COMMIT")
+            self._live.execute("COMMIT")
             return out
 
     def _apply_ddl(self) -> None:
         with self._lock:
             self._ensure_open()
             for statement in ladybug_statements():
-                self._conn.execute(statement)
+                self._live.execute(statement)
 
     def close(self) -> None:
         with self._lock:

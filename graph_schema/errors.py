@@ -9,6 +9,8 @@ from typing import Any
 class AdvisorError(Exception):
     status_code = 500
     code = "internal_error"
+    # the status a remote API answered with, when the REST store raised this
+    http_status: int | None = None
 
     def __init__(self, message: str, *, details: Any = None) -> None:
         super().__init__(message)
@@ -32,6 +34,22 @@ class InvalidInput(AdvisorError):
 class NotFound(AdvisorError):
     status_code = 404
     code = "not_found"
+
+
+class Unauthorized(AdvisorError):
+    """No token, or a token the API does not know."""
+
+    status_code = 401
+    code = "unauthorized"
+    www_authenticate: str | None = None  # the challenge the API sends with it
+
+
+class Forbidden(AdvisorError):
+    """A known token without the scope the operation needs."""
+
+    status_code = 403
+    code = "forbidden"
+    www_authenticate: str | None = None
 
 
 class Conflict(AdvisorError):
@@ -60,10 +78,16 @@ class SchemaMismatch(AdvisorError):
 
 ERRORS_BY_CODE: dict[str, type[AdvisorError]] = {
     cls.code: cls
-    for cls in (AdvisorError, InvalidInput, NotFound, Conflict, Unsupported, StoreUnavailable, SchemaMismatch)
+    for cls in (AdvisorError, InvalidInput, NotFound, Unauthorized, Forbidden, Conflict,
+                Unsupported, StoreUnavailable, SchemaMismatch)
 }
 
 
+ERRORS_BY_STATUS: dict[int, type[AdvisorError]] = {401: Unauthorized, 403: Forbidden}
+
+
 def error_from_dict(status: int, body: dict[str, Any]) -> AdvisorError:
-    cls = ERRORS_BY_CODE.get(str(body.get("error")), AdvisorError)
+    """The exception an API error body names (``error``: its code); an unknown code is the class
+    of its HTTP status where one is known (401, 403), else ``AdvisorError``."""
+    cls = ERRORS_BY_CODE.get(str(body.get("error")), ERRORS_BY_STATUS.get(status, AdvisorError))
     return cls(str(body.get("message", f"HTTP {status}")), details=body.get("details"))

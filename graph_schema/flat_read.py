@@ -16,8 +16,18 @@ from graph_schema.store import FlatContext, FlatObservations, FlatRow
 
 Read = Callable[[str, dict[str, Any]], list[dict[str, Any]]]
 
-_STACK_FIELDS = ("driver", "cuda", "cudnn", "nccl", "tensorrt", "framework", "framework_version",
-                 "python", "image", "raw")
+_STACK_FIELDS = (
+    "driver",
+    "cuda",
+    "cudnn",
+    "nccl",
+    "tensorrt",
+    "framework",
+    "framework_version",
+    "python",
+    "image",
+    "raw",
+)
 
 
 def loads(text: str | None, default: Any) -> Any:
@@ -55,8 +65,15 @@ class RowReader:
         if parsed is None:
             parsed = self._details[details] = loads(details, {})
         return FlatRow(  # higher_is_better and valid unset: their default, True
-            key, text.setdefault(metric, metric), float(value), text.setdefault(unit, unit),
-            hib is not False, valid is not False, when, parsed, text.setdefault(context_id, context_id),
+            key,
+            text.setdefault(metric, metric),
+            float(value),
+            text.setdefault(unit, unit),
+            hib is not False,
+            valid is not False,
+            when,
+            parsed,
+            text.setdefault(context_id, context_id),
             text.setdefault(benchmark_id, benchmark_id),
         )
 
@@ -67,17 +84,25 @@ def assemble(read: Read, rows: list[FlatRow]) -> FlatObservations:
     hosts = {r["name"] for r in read(Q.HOST_NAMES, {})}
     contexts = {
         r["context_id"]: FlatContext(
-            context_id=r["context_id"], stack_id=r["stack_id"], accelerator=r["accelerator"],
-            accelerator_count=r["accelerator_count"], placement_kind=r["placement_kind"],
-            host=r["host"] if r["host"] in hosts else None, run_id=r["run_id"], source=r["source"])
+            context_id=r["context_id"],
+            stack_id=r["stack_id"],
+            accelerator=r["accelerator"],
+            accelerator_count=r["accelerator_count"],
+            placement_kind=r["placement_kind"],
+            host=r["host"] if r["host"] in hosts else None,
+            run_id=r["run_id"],
+            source=r["source"],
+        )
         for r in read(Q.FLAT_CONTEXTS, {})
     }
-    stacks = {r["stack_id"]: SoftwareStack.model_validate(stack_fields(r))
-              for r in read(Q.LIST_NODES["Stack"], {})}
+    stacks = {
+        r["stack_id"]: SoftwareStack.model_validate(stack_fields(r))
+        for r in read(Q.LIST_NODES["Stack"], {})
+    }
     benchmarks = {
         r["benchmark_id"]: Benchmark(
-            family=r["family"], name=r["name"],
-            parameters=loads(r["parameters_json"], {}))
+            family=r["family"], name=r["name"], parameters=loads(r["parameters_json"], {})
+        )
         for r in read(Q.LIST_NODES["Benchmark"], {})
     }
     return FlatObservations(rows=rows, contexts=contexts, stacks=stacks, benchmarks=benchmarks)

@@ -34,8 +34,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "benchmarks, runs, observations, failures"),
     Migration(2, "node inventory: ClusterNode (advisor nodes sync); new table and constraint only"),
     Migration(3, "drop the Observation range indexes (Neo4j); no data changes"),
-    Migration(4, "names through the catalogue: accelerators, frameworks and cuDNN versions of stored "
-                 "observations re-resolved (raw name kept in the provenance), stack labels rebuilt",
+    Migration(4, "names through the catalogue: accelerators, frameworks and cuDNN versions of "
+                 "stored observations re-resolved (raw name kept in the provenance), stack labels "
+                 "rebuilt",
               data=lambda store: {**move_to_contexts(store), **reresolve_names(store)}),
     Migration(5, "observation contexts: what the rows of one run on one node share (stack, "
                  "accelerator, placement, host, run, source) moves from every observation and its "
@@ -58,6 +59,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "HAS_NUMA_NODE, HAS_DEVICE and ATTACHED_TO, and the Host.topology_json column; new "
                  "tables, constraints and the column only: hosts written before stay without a "
                  "topology until a collector sends one"),
+    Migration(9, "submissions: each published observation links to a Submission node (round, "
+                 "division, submitter, system of one suite) made from its provenance details, "
+                 "which keep them as before",
+              data=lambda store: link_submissions(store)),
 )
 
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "add a migration when SCHEMA_VERSION changes"
@@ -130,12 +135,15 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
             removed += 1
     labels = 0
     for row in store._read(_STACK_LABELS, {}):
-        fields = {k: row[k] for k in ("framework", "framework_version", "cuda", "cudnn", "tensorrt", "driver")}
+        fields = {k: row[k] for k in ("framework", "framework_version", "cuda", "cudnn",
+                                      "tensorrt", "driver")}
         label = SoftwareStack(**fields).label()
         if label != row["label"]:
-            store._write(lambda run, r=row, lb=label: run(_SET_STACK_LABEL, {"stack_id": r["stack_id"], "label": lb}))
+            params = {"stack_id": row["stack_id"], "label": label}
+            store._write(lambda run, p=params: run(_SET_STACK_LABEL, p))
             labels += 1
-    return {"observations_rewritten": len(changed), "accelerators_removed": removed, "stack_labels": labels}
+    return {"observations_rewritten": len(changed), "accelerators_removed": removed,
+            "stack_labels": labels}
 
 
 # ---- v5: observation contexts ------------------------------------------------------------------
@@ -169,7 +177,7 @@ def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
     columns: the probe's error means the same).
     """
     from graph_schema import queries as Q
-    from graph_schema.cypher_store import context_id_of, create_rows
+    from graph_schema.batch_rows import context_id_of, create_rows
     from graph_schema.errors import InvalidInput
 
     moved = contexts_new = 0
@@ -208,3 +216,66 @@ def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
         moved += len(rows)
         after = keys[-1]
     return {"observations_moved_to_contexts": moved, "contexts_created": contexts_new}
+
+
+# ---- v8: submissions ---------------------------------------------------------------------------
+
+# A page of observations in key order (the key's index), with what names their submission and
+# whether they link to one already: an interrupted migration is finished by running it again.
+_SUBMISSION_PAGE = (
+    "MATCH (o:Observation) WHERE o.key > $after WITH o ORDER BY o.key LIMIT $n "
+    "MATCH (o)-[:MEASURED_IN]->(c:Context) OPTIONAL MATCH (o)-[r:IN_SUBMISSION]->(:Submission) "
+    "RETURN o.key AS key, o.provenance_json AS provenance, c.source AS source, "
+    "count(r) AS linked ORDER BY key"
+)
+_LINK_SUBMISSION = (
+    "UNWIND $rows AS r MATCH (o:Observation {key: r.key}), "
+    "(s:Submission {submission_id: r.submission_id}) CREATE (o)-[:IN_SUBMISSION]->(s)"
+)
+
+
+def link_submissions(store: Any, page: int = 5000) -> dict[str, int]:
+    """Link every published observation written before schema v8 to its Submission (created
+    when new), from the round, division, submitter and system id in its provenance details.
+
+    One transaction per page of observations in key order; observations already linked are
+    left alone, so running it again links nothing twice.
+    """
+    from graph_schema import queries as Q
+    from graph_schema.flat_read import loads
+    from graph_schema.models import Submission
+
+    linked = created = 0
+    after = ""
+    while True:
+        rows = store._read(_SUBMISSION_PAGE, {"after": after, "n": page})
+        if not rows:
+            break
+        after = rows[-1]["key"]
+        submissions: dict[str, dict[str, Any]] = {}
+        links = []
+        for r in rows:
+            if int(r["linked"]) or not r["provenance"]:
+                continue
+            found = Submission.from_details(r["source"], loads(r["provenance"], {}))
+            if found is None:
+                continue
+            sid = found.submission_id
+            submissions.setdefault(sid, {"submission_id": sid, **found.model_dump()})
+            links.append({"key": r["key"], "submission_id": sid})
+        if not links:
+            continue
+
+        def work(run: Any, submissions: dict[str, dict[str, Any]] = submissions,
+                 links: list[dict[str, str]] = links) -> int:
+            found = run(Q.EXISTING_KEYS["Submission"], {"keys": list(submissions)})
+            old = {x["key"] for x in found}
+            fresh = [row for sid, row in submissions.items() if sid not in old]
+            if fresh:
+                run(Q.create_nodes("Submission", frozenset(fresh[0])), {"rows": fresh})
+            run(_LINK_SUBMISSION, {"rows": links})
+            return len(fresh)
+
+        created += store._write(work)
+        linked += len(links)
+    return {"observations_linked_to_submissions": linked, "submissions_created": created}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Annotated, Any, ClassVar
 
@@ -67,7 +67,7 @@ def observation_key_of(*parts: Any) -> str:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 FUTURE_TOLERANCE = timedelta(days=1)  # clocks of collectors drift; a year-9999 stamp is a bug
@@ -137,6 +137,39 @@ class Provenance(_Model):
     details: dict[str, str] = Field(default_factory=dict)
 
 
+class Submission(_Model):
+    """A published submission: one system's results in one round of a suite (``source``), as a
+    submitter published them. Derived from an observation's provenance at ingest
+    (``from_provenance``), so importers only keep writing the coordinates they always wrote."""
+
+    source: str = Field(min_length=1)
+    round: str = Field(min_length=1)
+    division: str = ""
+    submitter: str = Field(min_length=1)
+    system: str = Field(min_length=1)
+
+    DETAILS: ClassVar[tuple[str, str, str, str]] = ("round", "division", "submitter", "system_id")
+    """The provenance details that name a submission (``division`` may be absent)."""
+
+    @property
+    def submission_id(self) -> str:
+        return f"{self.source}:{self.round}/{self.division}/{self.submitter}/{self.system}"
+
+    @classmethod
+    def from_provenance(cls, provenance: Provenance) -> Submission | None:
+        """The submission ``provenance`` names, or None (a round, a submitter and a system id
+        are all needed: our own measurements name none)."""
+        return cls.from_details(provenance.source, provenance.details)
+
+    @classmethod
+    def from_details(cls, source: str, details: dict[str, str]) -> Submission | None:
+        round_, division, submitter, system = (details.get(k) or "" for k in cls.DETAILS)
+        if not (round_ and submitter and system):
+            return None
+        return cls(source=source, round=round_, division=division, submitter=submitter,
+                   system=system)
+
+
 class SoftwareStack(_Model):
     """Driver, CUDA and libraries plus the framework: what a workload ran on.
 
@@ -154,7 +187,8 @@ class SoftwareStack(_Model):
     image: str | None = None
     raw: str | None = Field(default=None, description="free text the stack was parsed from")
 
-    COMPONENT_FIELDS: ClassVar[tuple[str, ...]] = ("driver", "cuda", "cudnn", "nccl", "tensorrt", "python")
+    COMPONENT_FIELDS: ClassVar[tuple[str, ...]] = (
+        "driver", "cuda", "cudnn", "nccl", "tensorrt", "python")
 
     def components(self) -> dict[str, str]:
         """Named component versions, framework included, extras last; unknown ones left out."""
@@ -348,7 +382,8 @@ class ResultDocument(_Model):
     accelerator: Accelerator
     placement: Placement
     host: Host | None = None
-    fingerprint: dict[str, Any] = Field(default_factory=dict, description="raw fingerprint fields with their sources")
+    fingerprint: dict[str, Any] = Field(
+        default_factory=dict, description="raw fingerprint fields with their sources")
     measurements: list[Measurement] = Field(default_factory=list)
     failures: list[FailureIn] = Field(default_factory=list)
 
@@ -364,14 +399,14 @@ class ResultDocument(_Model):
         return self
 
     def to_batch(self) -> IngestBatch:
-        context = dict(
-            stack=self.stack,
-            accelerator=self.accelerator,
-            placement=self.placement,
-            host=self.host,
-            run_id=self.run.run_id,
-            provenance=self.provenance,
-        )
+        context: dict[str, Any] = {
+            "stack": self.stack,
+            "accelerator": self.accelerator,
+            "placement": self.placement,
+            "host": self.host,
+            "run_id": self.run.run_id,
+            "provenance": self.provenance,
+        }
         observations = [Observation(**context, **m.model_dump()) for m in self.measurements]
         failures = [Failure(**context, **f.model_dump()) for f in self.failures]
         return IngestBatch(observations=observations, failures=failures, runs=[self.run])
@@ -496,9 +531,9 @@ class ObservationFilter(_Model):
     def _generation_range(self) -> ObservationFilter:
         if self.until_generation is not None and self.since_generation is None:
             raise ValueError("until_generation needs since_generation")
-        if self.until_generation is not None and self.until_generation < self.since_generation:  # type: ignore[operator]
-            raise ValueError(f"until_generation ({self.until_generation}) is below since_generation "
-                             f"({self.since_generation})")
+        until, since = self.until_generation, self.since_generation
+        if until is not None and since is not None and until < since:
+            raise ValueError(f"until_generation ({until}) is below since_generation ({since})")
         return self
 
 
@@ -518,6 +553,7 @@ class EntityKind(str, Enum):
     HOSTS = "hosts"
     RUNS = "runs"
     FAILURES = "failures"
+    SUBMISSIONS = "submissions"
 
 
 class StoreStats(_Model):

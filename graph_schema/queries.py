@@ -16,9 +16,7 @@ from graph_schema.schema import CONTEXT, NODE_BY_LABEL, NODES, OBSERVATION, RELA
 
 
 def _existing(node: NodeSpec) -> str:
-    return (
-        f"UNWIND $keys AS k MATCH (n:{node.label} {{{node.key}: k}}) RETURN n.{node.key} AS key"
-    )
+    return f"UNWIND $keys AS k MATCH (n:{node.label} {{{node.key}: k}}) RETURN n.{node.key} AS key"
 
 
 @cache
@@ -38,9 +36,7 @@ def refresh_nodes(label: str, present: frozenset[str]) -> str:
     """Fill in what an existing node lacked or what changed; unknown (null) never erases."""
     node = NODE_BY_LABEL[label]
     sets = ", ".join(
-        f"n.{p} = coalesce(r.{p}, n.{p})"
-        for p in node.properties
-        if p != node.key and p in present
+        f"n.{p} = coalesce(r.{p}, n.{p})" for p in node.properties if p != node.key and p in present
     )
     match = f"UNWIND $rows AS r MATCH (n:{node.label} {{{node.key}: r.{node.key}}})"
     return f"{match} SET {sets}" if sets else f"{match} RETURN count(n) AS c"
@@ -64,6 +60,7 @@ COUNT_NODES = {n.label: _count(n) for n in NODES}
 OBSERVATION_LINKS = (
     ("MEASURED_IN", "Context", "context_id"),
     ("OF_BENCHMARK", "Benchmark", "benchmark_id"),
+    ("IN_SUBMISSION", "Submission", "submission_id"),  # published results only
 )
 CONTEXT_LINKS = (
     ("USES_STACK", "Stack", "stack_id"),
@@ -112,21 +109,29 @@ def create_linked_by_position(label: str, present: frozenset[str], linked: froze
     how many nodes were created, for the caller to check: a neighbour not found would shift
     the positions, so the statement then creates nothing."""
     node = NODE_BY_LABEL[label]
-    links = [(i, link) for i, link in enumerate(LINKS.get(label, FAILURE_LINKS)) if link[2] in linked]
-    finds, lists = [], []
+    links = [
+        (i, link) for i, link in enumerate(LINKS.get(label, FAILURE_LINKS)) if link[2] in linked
+    ]
+    finds: list[str] = []
+    lists: list[str] = []
     for i, (_rel, target, _column) in links:
         key = NODE_BY_LABEL[target].key
         kept = "".join(f"{name}, " for name in lists)
-        finds.append(f"UNWIND $n{i} AS k{i} MATCH (m{i}:{target} {{{key}: k{i}}}) "
-                     f"WITH {kept}collect(m{i}) AS l{i}")
+        finds.append(
+            f"UNWIND $n{i} AS k{i} MATCH (m{i}:{target} {{{key}: k{i}}}) "
+            f"WITH {kept}collect(m{i}) AS l{i}"
+        )
         lists.append(f"l{i}")
     found = " AND ".join(f"size(l{i}) = size($n{i})" for i, _ in links)
     picks = "".join(f", l{i}[r.p{i}] AS x{i}" for i, _ in links)
     props = ", ".join(f"{p}: r.{p}" for p in node.properties if p in present or p == node.key)
-    creates = ", ".join([f"(n:{node.label} {{{props}}})",
-                         *(f"(n)-[:{rel}]->(x{i})" for i, (rel, _, _) in links)])
-    return (f"{' '.join(finds)} WHERE {found} UNWIND $rows AS r WITH r{picks} "
-            f"CREATE {creates} RETURN count(n) AS created")
+    creates = ", ".join(
+        [f"(n:{node.label} {{{props}}})", *(f"(n)-[:{rel}]->(x{i})" for i, (rel, _, _) in links)]
+    )
+    return (
+        f"{' '.join(finds)} WHERE {found} UNWIND $rows AS r WITH r{picks} "
+        f"CREATE {creates} RETURN count(n) AS created"
+    )
 
 
 # ---- relationships -----------------------------------------------------------------------
@@ -238,14 +243,14 @@ QUERY_OBSERVATIONS_PAGE = (
     "MATCH (o)-[:MEASURED_IN]->(c:Context), " + _OBS_NEIGHBOURS + _OBS_RETURN + "ORDER BY o.key"
 )
 
-# One observation by its key: a primary-key (unique constraint) lookup, then its context's links; not
+# One observation by its key: a primary-key (unique constraint) lookup, then its context's links;
+# not
 # the filtered scan above, whose pattern the engines join before filtering.
 OBSERVATION_BY_KEY = (
     "MATCH (o:Observation {key: $key}) "
     "MATCH (o)-[:MEASURED_IN]->(c:Context), (o)-[:OF_BENCHMARK]->(b:Benchmark), "
     "(c)-[:USES_STACK]->(s:Stack), (c)-[:USES_ACCELERATOR]->(a:Accelerator), "
-    "(c)-[:USES_PLACEMENT]->(p:Placement) "
-    + _OBS_RETURN + "LIMIT 1"
+    "(c)-[:USES_PLACEMENT]->(p:Placement) " + _OBS_RETURN + "LIMIT 1"
 )
 
 # ---- the flat read (Store.flat_observations) ------------------------------------------------
@@ -253,10 +258,18 @@ OBSERVATION_BY_KEY = (
 # each context, stack and benchmark once, instead of every observation's neighbours joined onto
 # it (the paged read above builds a model per observation from ~45 columns).
 FLAT_OBSERVATION_COLUMNS = (
-    "key", "metric", "value", "unit", "higher_is_better", "valid", "timestamp", "provenance_json",
+    "key",
+    "metric",
+    "value",
+    "unit",
+    "higher_is_better",
+    "valid",
+    "timestamp",
+    "provenance_json",
 )
 _FLAT_RETURN = (
-    "RETURN " + ", ".join(f"o.{p} AS {p}" for p in FLAT_OBSERVATION_COLUMNS)
+    "RETURN "
+    + ", ".join(f"o.{p} AS {p}" for p in FLAT_OBSERVATION_COLUMNS)
     + ", c.context_id AS context_id, b.benchmark_id AS benchmark_id "
 )
 # All of them in one statement, in no order (the embedded engine streams it; sorting the rows
@@ -271,8 +284,10 @@ FLAT_OBSERVATIONS = (
 # starts after the last one (an observation without either is left out by the reader).
 FLAT_OBSERVATIONS_PAGE = (
     "MATCH (o:Observation) WHERE o.key > $after WITH o ORDER BY o.key LIMIT $limit "
-    "OPTIONAL MATCH (o)-[:MEASURED_IN]->(c:Context) OPTIONAL MATCH (o)-[:OF_BENCHMARK]->(b:Benchmark) "
-    + _FLAT_RETURN + "ORDER BY key"
+    "OPTIONAL MATCH (o)-[:MEASURED_IN]->(c:Context) OPTIONAL MATCH "
+    "(o)-[:OF_BENCHMARK]->(b:Benchmark) "
+    + _FLAT_RETURN
+    + "ORDER BY key"
 )
 FLAT_CONTEXTS = (
     "MATCH (c:Context)-[:USES_STACK]->(s:Stack), (c)-[:USES_ACCELERATOR]->(a:Accelerator), "
@@ -283,9 +298,8 @@ FLAT_CONTEXTS = (
 )
 HOST_NAMES = "MATCH (h:Host) RETURN h.name AS name"
 
-HOSTS_BY_NAME = (
-    "UNWIND $keys AS k MATCH (h:Host {name: k}) RETURN "
-    + ", ".join(f"h.{p} AS {p}" for p in NODE_BY_LABEL["Host"].properties)
+HOSTS_BY_NAME = "UNWIND $keys AS k MATCH (h:Host {name: k}) RETURN " + ", ".join(
+    f"h.{p} AS {p}" for p in NODE_BY_LABEL["Host"].properties
 )
 
 OBSERVATIONS_BY_SOURCE = (

@@ -1,8 +1,9 @@
 """Store URIs → store objects. Heavy backends are imported lazily by their builders.
 
-Where the URI comes from: the explicit argument, then ``ADVISOR_STORE``, then the embedded
-default under the XDG data directory (created and seeded from the starter knowledge base on
-first use).
+Where the URI comes from: the explicit argument, then the settings' remote API, then their store
+URI, then the embedded default under the settings' data directory (created and seeded from the
+starter knowledge base on first use). The settings are passed in (``StoreSettings``): the CLI and
+the API server read them from the environment; nothing here does.
 """
 
 from __future__ import annotations
@@ -13,33 +14,34 @@ from collections.abc import Callable
 from pathlib import Path
 
 from graph_schema.errors import InvalidInput, NotFound
+from graph_schema.settings import API_ENV, StoreSettings
 from graph_schema.store import Store
 from graph_schema.uris import redact_uri
 
 log = logging.getLogger(__name__)
-ENV_VAR = "ADVISOR_STORE"
-API_ENV_VAR = "ADVISOR_API"  # a remote stack-advisor API: the CLI becomes its client
+DEFAULTS = StoreSettings()
 
 
-def _embedded(target: str) -> Store:
+def _embedded(target: str, settings: StoreSettings) -> Store:
     from graph_schema.embedded_store import EmbeddedStore
 
     return EmbeddedStore(target)
 
 
-def _neo4j(uri: str) -> Store:
+def _neo4j(uri: str, settings: StoreSettings) -> Store:
     from graph_schema.neo4j_store import Neo4jStore
 
-    return Neo4jStore(uri)
+    return Neo4jStore(uri, user=settings.neo4j_user, password=settings.neo4j_password,
+                      database=settings.neo4j_database)
 
 
-def _rest(uri: str) -> Store:
+def _rest(uri: str, settings: StoreSettings) -> Store:
     from graph_schema.rest_store import RestStore
 
-    return RestStore(uri)
+    return RestStore(uri, settings.token)
 
 
-BUILDERS: dict[str, Callable[[str], Store]] = {
+BUILDERS: dict[str, Callable[[str, StoreSettings], Store]] = {
     "embedded": _embedded,
     # +s: TLS verified against the system CAs (point SSL_CERT_FILE at a private CA);
     # +ssc: TLS with a self-signed certificate (encrypted, not verified)
@@ -54,27 +56,30 @@ BUILDERS: dict[str, Callable[[str], Store]] = {
 }
 
 
-def default_store_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "stack-advisor" / "kb"
+def default_store_path(settings: StoreSettings = DEFAULTS) -> Path:
+    return settings.default_store_path()
 
 
-def default_store_uri() -> str:
-    return f"embedded:{default_store_path()}"
+def default_store_uri(settings: StoreSettings = DEFAULTS) -> str:
+    return f"embedded:{default_store_path(settings)}"
 
 
-def resolve_store_uri(uri: str | None = None) -> str:
-    """The URI that will be opened: the argument, then $ADVISOR_API (a remote API), then
-    $ADVISOR_STORE, then the embedded default."""
-    return uri or os.environ.get(API_ENV_VAR) or os.environ.get(ENV_VAR) or default_store_uri()
+def resolve_store_uri(uri: str | None = None, settings: StoreSettings = DEFAULTS) -> str:
+    """The URI that will be opened: the argument, then the settings' remote API, then their
+    store URI, then the embedded default."""
+    return uri or settings.api or settings.store or default_store_uri(settings)
 
 
-def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = True) -> Store:
+def open_store(uri: str | None = None, *, settings: StoreSettings = DEFAULTS,
+               migrate: bool = True, create: bool = True) -> Store:
     """Open the store a URI names.
 
     Args:
         uri: ``embedded:PATH`` or a bare path, ``bolt://`` ``neo4j://`` ``neo4j+s://``,
-            ``http(s)://`` (our own API); None → ``$ADVISOR_STORE`` → the embedded default.
+            ``http(s)://`` (our own API); None → ``settings.api`` → ``settings.store`` → the
+            embedded default.
+        settings: credentials, the default store's place, whether to seed it (``StoreSettings``;
+            default: none of the environment's, ``~/.local/share``).
         migrate: apply pending schema migrations (idempotent).
         create: create an embedded store that does not exist yet; when False, a missing path
             (other than the default store, which is seeded on first use) is NotFound — so a
@@ -84,11 +89,13 @@ def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = T
         NotFound: ``create=False`` and no embedded store at the path.
         StoreUnavailable, SchemaMismatch: from the backend.
     """
-    resolved = resolve_store_uri(uri)
-    is_default = resolved == default_store_uri() and not uri and not os.environ.get(ENV_VAR)
-    if resolved == os.environ.get(API_ENV_VAR) and "://" not in resolved:
-        raise InvalidInput(f"ADVISOR_API must be an http(s):// URL, got {redact_uri(resolved)!r}")
-    scheme, sep, rest = resolved.partition("://")
+    resolved = resolve_store_uri(uri, settings)
+    default_path = default_store_path(settings)
+    is_default = resolved == default_store_uri(settings) and not uri and not settings.store
+    if not uri and resolved == settings.api and "://" not in resolved:
+        raise InvalidInput(f"{API_ENV} (--api) must be an http(s):// URL, got {redact_uri(resolved)!r}")
+    scheme, sep, _ = resolved.partition("://")
+    builder: Callable[[str, StoreSettings], Store] | None
     if sep:
         builder = BUILDERS.get(scheme)
         target = resolved
@@ -99,27 +106,30 @@ def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = T
     else:
         builder, target = _embedded, resolved
     if builder is None:
-        valid = "embedded:PATH (or a path), " + ", ".join(f"{s}://" for s in BUILDERS if s != "embedded")
+        valid = "embedded:PATH (or a path), " + ", ".join(
+            f"{s}://" for s in BUILDERS if s != "embedded")
         raise InvalidInput(f"unknown store URI {redact_uri(resolved)!r}; valid forms: {valid}")
-    fresh = is_default and not default_store_path().exists()
-    if builder is _embedded and not create and not is_default and not Path(target).expanduser().exists():
+    fresh = is_default and not default_path.exists()
+    missing = not Path(target).expanduser().exists()
+    if builder is _embedded and not create and not is_default and missing:
         raise NotFound(
             f"no store at {Path(target).expanduser()} (a typo?); commands that write create it "
             f"(`advisor db migrate --store {resolved}` makes an empty one)",
             details={"reason": "missing", "path": str(Path(target).expanduser())})
     if fresh:
-        _create_seeded_default(default_store_path())
-    store = builder(target)
+        _create_seeded_default(default_path, settings)
+    store = builder(target, settings)
     # A remote API owns its store's schema; a client only reads it, and lazily.
     if migrate and builder is not _rest:
         store.ensure_schema()
-    if is_default and not fresh and builder is _embedded and store.generation() == 0:
+    if (is_default and not fresh and settings.seed_starter and builder is _embedded
+            and store.generation() == 0):
         # An empty default store (made by `db migrate`, or left by an older version that seeded in
         # place and was interrupted): nothing was ever written to it, so replacing it with a
         # seeded one loses nothing.
         store.close()
-        _create_seeded_default(default_store_path(), replace=True)
-        store = builder(target)
+        _create_seeded_default(default_path, settings, replace=True)
+        store = builder(target, settings)
         if migrate:
             store.ensure_schema()
     return store
@@ -128,7 +138,7 @@ def open_store(uri: str | None = None, *, migrate: bool = True, create: bool = T
 SEED_QUERY_TIMEOUT_S = 3600.0
 
 
-def _create_seeded_default(final: Path, *, replace: bool = False) -> None:
+def _create_seeded_default(final: Path, settings: StoreSettings, *, replace: bool = False) -> None:
     """Seed the default store beside its final path and move it there when complete.
 
     A first run stopped while seeding (Ctrl-C, a killed pod) then leaves no half-seeded store
@@ -144,7 +154,8 @@ def _create_seeded_default(final: Path, *, replace: bool = False) -> None:
         store = EmbeddedStore(str(partial), query_timeout_s=SEED_QUERY_TIMEOUT_S)
         try:
             store.ensure_schema()
-            _seed(store)
+            if settings.seed_starter:
+                _seed(store)
         finally:
             store.close()
         if final.exists() and not replace:  # another process finished first: keep its store

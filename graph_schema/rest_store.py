@@ -1,20 +1,27 @@
 """The REST store: the ``Store`` interface over our own HTTP API.
 
-With it, ``--store http://...`` (or ``--api URL`` / ``ADVISOR_API``) makes the CLI and the
+With it, ``--store http://...`` (or ``--api URL`` / ``ADVISOR_API``, read by the CLI) makes the
+CLI and the
 collectors clients of a deployed service, unchanged. The API's error JSON is turned back into the
-same ``AdvisorError`` subclass the server raised; a server that cannot be reached is
-``StoreUnavailable``.
+same ``AdvisorError`` subclass the server raised (``Unauthorized`` for 401, ``Forbidden`` for
+403); a server that cannot be reached is ``StoreUnavailable``.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from graph_schema.errors import AdvisorError, StoreUnavailable, error_from_dict
+from graph_schema.errors import (
+    ERRORS_BY_STATUS,
+    AdvisorError,
+    Forbidden,
+    StoreUnavailable,
+    Unauthorized,
+    error_from_dict,
+)
 from graph_schema.models import (
     EntityKind,
     IngestBatch,
@@ -27,7 +34,6 @@ from graph_schema.schema import SCHEMA_VERSION
 from graph_schema.store import Store
 from graph_schema.uris import redact_uri, scrub
 
-TOKEN_ENV = "ADVISOR_TOKEN"
 SERVER_PAGE = 10_000  # the API's default maximum page size
 
 
@@ -36,8 +42,8 @@ class RestStore(Store):
 
     Args:
         uri: the API's base URL.
-        token: bearer token; default ``$ADVISOR_TOKEN``. Reads may work without one, writes
-            need the ``write`` scope, applying the schema ``admin``.
+        token: bearer token (the CLI passes ``ADVISOR_TOKEN``). Reads may work without one,
+            writes need the ``write`` scope, applying the schema ``admin``.
         timeout: seconds per request.
         transport: an ``httpx`` transport (e.g. ``httpx.ASGITransport(app)`` in-process).
     """
@@ -54,7 +60,6 @@ class RestStore(Store):
             raise ValueError(f"RestStore needs an http:// or https:// URI, got {redact_uri(uri)!r}")
         base_url = uri.rstrip("/")
         self.uri = redact_uri(base_url)  # what messages and logs show
-        token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         headers = {"Accept": "application/json", "User-Agent": "stack-advisor-rest-store"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -68,7 +73,13 @@ class RestStore(Store):
     # ---- transport -----------------------------------------------------------------------
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
-            response = self._client.request(method, path, **kwargs)
+            try:
+                response = self._client.request(method, path, **kwargs)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                # A kept-alive connection the server closed meanwhile (it does after a 500):
+                # once more on a new one. Every request of the API is idempotent (content keys,
+                # whole-inventory replace), so sending one twice changes nothing.
+                response = self._client.request(method, path, **kwargs)
         except httpx.TransportError as exc:
             raise StoreUnavailable(
                 f"cannot reach the stack-advisor API at {self.uri} ({type(exc).__name__}: "
@@ -89,13 +100,16 @@ class RestStore(Store):
         else:
             text = response.text.strip().replace("\n", " ")[:200]
             message = f"HTTP {status} from {redact_uri(str(response.request.url))}: {text or response.reason_phrase}"
-            exc = StoreUnavailable(message) if status >= 500 else AdvisorError(message)
-        if status in (401, 403) and type(exc) is AdvisorError:
-            hint = " (set ADVISOR_TOKEN or pass --token)" if status == 401 else ""
-            exc = AdvisorError(f"{exc.message}{hint}", details=exc.details)
-        if status == 503 and type(exc) is AdvisorError:
+            cls = StoreUnavailable if status >= 500 else ERRORS_BY_STATUS.get(status, AdvisorError)
+            exc = cls(message)
+        if isinstance(exc, (Unauthorized, Forbidden)):
+            exc.www_authenticate = response.headers.get("WWW-Authenticate")
+        if isinstance(exc, Unauthorized):
+            exc.message = f"{exc.message} (set ADVISOR_TOKEN or pass --token)"
+            exc.args = (exc.message,)
+        elif status == 503 and type(exc) is AdvisorError:
             exc = StoreUnavailable(exc.message, details=exc.details)
-        exc.http_status = status  # type: ignore[attr-defined]
+        exc.http_status = status
         return exc
 
     # ---- Store core ----------------------------------------------------------------------
@@ -150,7 +164,8 @@ class RestStore(Store):
         return StoreStats.model_validate(self._request("GET", "/v1/stats"))
 
     def _sync_inventory(self, cluster: str, nodes: list[dict[str, Any]]) -> int:
-        body = self._request("PUT", f"/v1/inventory/{quote(cluster, safe='')}", json={"nodes": nodes})
+        path = f"/v1/inventory/{quote(cluster, safe='')}"
+        body = self._request("PUT", path, json={"nodes": nodes})
         return int(body["nodes"])
 
     def _list_inventory(self, cluster: str | None) -> list[dict[str, Any]]:
@@ -161,6 +176,11 @@ class RestStore(Store):
         """One request instead of the base class's scan (the API's 404 is NotFound)."""
         body = self._request("GET", f"/v1/observations/{quote(key, safe='')}")
         return StoredObservation.model_validate(body)
+
+    def _clear(self) -> None:
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot delete the knowledge base behind {self.uri}: the API "
+            "offers no such operation; reset the store on the server")
 
     def close(self) -> None:
         self._client.close()

@@ -44,7 +44,8 @@ class RelSpec:
     properties: dict[str, PropType] = field(default_factory=dict)
 
 
-S, I, F, B, T = PropType.STRING, PropType.INT, PropType.FLOAT, PropType.BOOL, PropType.TIMESTAMP
+# one letter per type keeps the tables below readable as tables
+S, I, F, B, T = PropType.STRING, PropType.INT, PropType.FLOAT, PropType.BOOL, PropType.TIMESTAMP  # noqa: E741
 
 STACK = NodeSpec(
     "Stack",
@@ -145,6 +146,23 @@ RUN = NodeSpec(
         "run_profile": S,
     },
 )
+# A published submission (schema v8): one system's results in one round of a benchmark suite, as
+# its submitter published them. Observations from it link to it (IN_SUBMISSION), whichever suite
+# (MLPerf Inference, MLPerf Training); our own measurements have none. The observation's
+# provenance keeps the same coordinates among its details, as before.
+SUBMISSION = NodeSpec(
+    "Submission",
+    "submission_id",
+    {
+        "submission_id": S,  # <source>:<round>/<division>/<submitter>/<system>
+        "source": S,  # the provenance source: mlperf-inference, mlperf-training, ...
+        "round": S,
+        "division": S,
+        "submitter": S,
+        "system": S,  # the submitter's system id
+    },
+    indexed=("round", "submitter"),
+)
 # Where and how observations were measured: everything that rows of one run on one node share
 # (stack, accelerator and count, placement, host, run, source). Each observation links to one
 # context instead of to five neighbours and carries none of these properties itself (schema v5):
@@ -210,9 +228,11 @@ LEGACY_OBSERVATION_PROPERTIES = (
 )
 # Columns added to a table after its first version: the embedded engine's ``CREATE ... IF NOT
 # EXISTS`` leaves an existing table as it was, so its DDL adds these (Neo4j needs nothing).
-ADDED_COLUMNS: tuple[tuple[str, str], ...] = (("Context", "generation"), ("Observation", "generation"),
-                                              ("Host", "topology_json"))
-LEGACY_OBSERVATION_RELATIONSHIPS = ("ON_STACK", "ON_ACCELERATOR", "IN_PLACEMENT", "ON_HOST", "IN_RUN")
+ADDED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Context", "generation"), ("Observation", "generation"),
+    ("Host", "topology_json"))
+LEGACY_OBSERVATION_RELATIONSHIPS = (
+    "ON_STACK", "ON_ACCELERATOR", "IN_PLACEMENT", "ON_HOST", "IN_RUN")
 FAILURE = NodeSpec(
     "Failure",
     "key",
@@ -265,6 +285,7 @@ NODES: tuple[NodeSpec, ...] = (
     PLACEMENT,
     BENCHMARK,
     RUN,
+    SUBMISSION,
     CONTEXT,
     OBSERVATION,
     FAILURE,
@@ -276,6 +297,7 @@ RELATIONSHIPS: tuple[RelSpec, ...] = (
     RelSpec("HAS_COMPONENT", "Stack", "Component"),
     RelSpec("OF_BENCHMARK", "Observation", "Benchmark"),
     RelSpec("MEASURED_IN", "Observation", "Context"),
+    RelSpec("IN_SUBMISSION", "Observation", "Submission"),
     RelSpec("USES_STACK", "Context", "Stack"),
     RelSpec("USES_ACCELERATOR", "Context", "Accelerator"),
     RelSpec("USES_PLACEMENT", "Context", "Placement"),

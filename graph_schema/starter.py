@@ -7,7 +7,8 @@ sources with their files and checksums, attribution). It is built only from real
 their results-use guidelines) and the project's own measured result documents.
 
 The registry calls ``seed_default_store`` when it creates the default embedded store for the
-first time, so a fresh install answers at once. ``ADVISOR_STARTER=0`` turns seeding off.
+first time, so a fresh install answers at once, unless its settings say not to
+(``StoreSettings.seed_starter``; ``ADVISOR_STARTER=0`` at the edge).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ log = logging.getLogger(__name__)
 
 STARTER_VERSION = 1
 SNAPSHOT_NAME = f"starter-kb-v{STARTER_VERSION}.json.gz"
-DISABLE_ENV = "ADVISOR_STARTER"
 BATCH_SIZE = 5000
 
 
@@ -51,7 +51,10 @@ def read_snapshot(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         with gzip.open(file, "rt", encoding="utf-8") as handle:
             data = json.load(handle)
     except FileNotFoundError:
-        raise InvalidInput(f"starter snapshot not found at {str(file)!r}; rebuild it with scripts/build_starter_kb.py") from None
+        raise InvalidInput(
+            f"starter snapshot not found at {str(file)!r}; rebuild it with "
+            "scripts/build_starter_kb.py"
+        ) from None
     except (OSError, ValueError, EOFError) as exc:
         raise InvalidInput(f"starter snapshot {str(file)!r} is unreadable: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("manifest"), dict):
@@ -77,8 +80,13 @@ def load_snapshot(path: str | os.PathLike[str] | None = None) -> IngestBatch:
     return _load_batch(str(Path(path) if path is not None else snapshot_path()))
 
 
-def seed_store(store: Store, path: str | os.PathLike[str] | None = None, *, batch_size: int = BATCH_SIZE,
-               on_batch: Callable[[int, int], None] | None = None) -> int:
+def seed_store(
+    store: Store,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    batch_size: int = BATCH_SIZE,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> int:
     """Load the snapshot into ``store`` in batches (one transaction each); idempotent.
 
     Args:
@@ -89,9 +97,13 @@ def seed_store(store: Store, path: str | os.PathLike[str] | None = None, *, batc
     batch = load_snapshot(path)
     new = 0
     observations: list[Observation] = batch.observations
-    parts = (IngestBatch(observations=observations[start : start + batch_size],
-                         runs=batch.runs if start == 0 else [])
-             for start in range(0, len(observations), batch_size))
+    parts = (
+        IngestBatch(
+            observations=observations[start : start + batch_size],
+            runs=batch.runs if start == 0 else [],
+        )
+        for start in range(0, len(observations), batch_size)
+    )
     written = 0
     for result in store.ingest_many(parts):
         new += result.observations_new
@@ -104,17 +116,16 @@ def seed_store(store: Store, path: str | os.PathLike[str] | None = None, *, batc
 
 
 def seed_default_store(store: Store) -> int:
-    """Seed a newly created default store from the shipped snapshot (unless
-    ``ADVISOR_STARTER=0``). A missing snapshot is logged, not fatal: the store stays empty.
+    """Seed a newly created default store from the shipped snapshot. A missing snapshot is
+    logged, not fatal: the store stays empty.
 
     Returns:
         How many observations were loaded.
     """
-    if os.environ.get(DISABLE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
-        return 0
     try:
-        with progress.phase("first use: seeding the default store with the starter knowledge base "
-                            "(once)") as update:
+        with progress.phase(
+            "first use: seeding the default store with the starter knowledge base (once)"
+        ) as update:
             count = seed_store(store, on_batch=update)
     except InvalidInput as exc:
         log.warning("starter knowledge base not loaded: %s", exc)

@@ -212,7 +212,9 @@ class Store(ABC):
         """
         return self._ingest(checked_batch(batch))
 
-    def ingest_many(self, batches: Iterable[IngestBatch | dict[str, Any]]) -> Iterator[IngestResult]:
+    def ingest_many(
+        self, batches: Iterable[IngestBatch | dict[str, Any]]
+    ) -> Iterator[IngestResult]:
         """``ingest`` each batch in turn, yielding each one's result once it is committed: one
         transaction per batch, in order. A backend may prepare the next batch while the previous
         one is written (``CypherStore``: validation, name resolution and row shaping overlap the
@@ -382,6 +384,25 @@ class Store(ABC):
     def stats(self) -> StoreStats:
         """Schema version, node counts per label, observations per source, data generation."""
         return self._stats()
+
+    def generation(self) -> int:
+        """The data generation: a counter that every write adding data moves on (0: never
+        written). What caches of derived data are keyed by, together with ``cache_identity``.
+        A backend overrides this with a cheaper read than ``stats``."""
+        return self.stats().generation
+
+    def clear(self) -> None:
+        """Delete every node and relationship (tests and ``advisor db reset``); the schema is
+        set up again with ``ensure_schema``.
+
+        Raises:
+            NotImplementedError: the backend cannot be emptied from here; the message names
+                the class.
+        """
+        self._clear()
+
+    def _clear(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot be cleared")
 
     # ---- host topology (optional feature) --------------------------------------------------
     def _host_topology(self, host: str) -> Any:

@@ -5,14 +5,29 @@ from microbench.pis import PIS, PerformanceIndicator, get_pi
 from microbench.profiles import Case, cases, policy
 from microbench.suite import CaseResult, run_case
 from microbench.timing import (
-           Kernel,
-           NotSupported,
-           Summary,
-           Timing,
-           TimingPolicy,
-           measure,
-           summarise,
+    Kernel,
+    NotSupported,
+    Summary,
+    Timing,
+    TimingPolicy,
+    measure,
+    summarise,
 )
 
-__all__ = ["PIS", "Case", "CaseResult", "Kernel", "NotSupported", "PerformanceIndicator", "Summary", "Timing",
-           "TimingPolicy", "cases", "get_pi", "measure", "policy", "run_case", "summarise"]
+__all__ = [
+    "PIS",
+    "Case",
+    "CaseResult",
+    "Kernel",
+    "NotSupported",
+    "PerformanceIndicator",
+    "Summary",
+    "Timing",
+    "TimingPolicy",
+    "cases",
+    "get_pi",
+    "measure",
+    "policy",
+    "run_case",
+    "summarise",
+]

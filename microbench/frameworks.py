@@ -18,6 +18,6 @@ def load_tensorflow() -> ModuleType:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up chatter off stderr
     try:
         importlib.import_module("triton._C.libtriton")
-    except Exception:  # noqa: BLE001 - no Triton (or no working one): nothing can clash
+    except Exception:
         pass
     return importlib.import_module("tensorflow")

@@ -52,7 +52,8 @@ class Conv2dParams(_Params):
     def _fits(self) -> Conv2dParams:
         if self.out_height < 1 or self.out_width < 1:
             raise ValueError(
-                f"kernel {self.kernel} with padding {self.padding} does not fit a {self.height}x{self.width} input"
+                f"kernel {self.kernel} with padding {self.padding} does not fit a "
+                f"{self.height}x{self.width} input"
             )
         return self
 
@@ -98,7 +99,16 @@ def gemm_flops(p: GemmParams) -> float:
 
 def conv2d_flops(p: Conv2dParams) -> float:
     """2·N·K·P·Q·C·R·S for the forward pass; backward (data + weight gradients) is twice that."""
-    forward = 2.0 * p.batch * p.out_channels * p.out_height * p.out_width * p.in_channels * p.kernel * p.kernel
+    forward = (
+        2.0
+        * p.batch
+        * p.out_channels
+        * p.out_height
+        * p.out_width
+        * p.in_channels
+        * p.kernel
+        * p.kernel
+    )
     return forward if p.direction == "forward" else 2.0 * forward
 
 
@@ -157,7 +167,9 @@ class PerformanceIndicator:
         """Typed parameters from a dict (pydantic's ValidationError names the bad field)."""
         if isinstance(values, self.params):
             return values
-        return self.params.model_validate(values if isinstance(values, dict) else values.model_dump())
+        return self.params.model_validate(
+            values if isinstance(values, dict) else values.model_dump()
+        )
 
     def rate(self, params: _Params, seconds: float) -> float:
         """The figure in this PI's unit for one run lasting ``seconds``."""
@@ -170,13 +182,32 @@ PIS: dict[str, PerformanceIndicator] = {
     pi.name: pi
     for pi in (
         PerformanceIndicator("gemm", 1, GemmParams, gemm_flops, TFLOPS, "dense matrix product"),
-        PerformanceIndicator("conv2d", 1, Conv2dParams, conv2d_flops, TFLOPS, "2-D convolution (ResNet-50 layers)"),
-        PerformanceIndicator("mem_copy", 1, MemoryParams, copy_bytes, GBPS, "device memory copy b = a", True),
-        PerformanceIndicator("mem_triad", 1, MemoryParams, triad_bytes, GBPS, "STREAM triad a = b + s*c", True),
-        PerformanceIndicator("elementwise", 1, MemoryParams, elementwise_bytes, GBPS, "elementwise c = a * b", True),
-        PerformanceIndicator("reduction", 1, MemoryParams, reduction_bytes, GBPS, "sum of all elements", True),
-        PerformanceIndicator("transfer", 1, TransferParams, transfer_bytes, GBPS, "host<->device copy", True),
-        PerformanceIndicator("sdpa", 1, AttentionParams, attention_flops, TFLOPS, "scaled-dot-product attention forward"),
+        PerformanceIndicator(
+            "conv2d", 1, Conv2dParams, conv2d_flops, TFLOPS, "2-D convolution (ResNet-50 layers)"
+        ),
+        PerformanceIndicator(
+            "mem_copy", 1, MemoryParams, copy_bytes, GBPS, "device memory copy b = a", True
+        ),
+        PerformanceIndicator(
+            "mem_triad", 1, MemoryParams, triad_bytes, GBPS, "STREAM triad a = b + s*c", True
+        ),
+        PerformanceIndicator(
+            "elementwise", 1, MemoryParams, elementwise_bytes, GBPS, "elementwise c = a * b", True
+        ),
+        PerformanceIndicator(
+            "reduction", 1, MemoryParams, reduction_bytes, GBPS, "sum of all elements", True
+        ),
+        PerformanceIndicator(
+            "transfer", 1, TransferParams, transfer_bytes, GBPS, "host<->device copy", True
+        ),
+        PerformanceIndicator(
+            "sdpa",
+            1,
+            AttentionParams,
+            attention_flops,
+            TFLOPS,
+            "scaled-dot-product attention forward",
+        ),
     )
 }
 

@@ -35,18 +35,37 @@ class CaseResult:
     @property
     def identity(self) -> dict[str, Any]:
         """The canonical parameters of this case, backend and PI version included."""
-        return {**self.params, "backend": self.backend, "device": self.device, "pi_version": self.pi_version}
+        return {
+            **self.params,
+            "backend": self.backend,
+            "device": self.device,
+            "pi_version": self.pi_version,
+        }
 
 
-def run_case(pi_name: str, params: dict[str, Any], backend: Backend, device: str, policy: TimingPolicy,
-             measure_fn: Callable[..., Timing] = measure) -> CaseResult:
+def run_case(
+    pi_name: str,
+    params: dict[str, Any],
+    backend: Backend,
+    device: str,
+    policy: TimingPolicy,
+    measure_fn: Callable[..., Timing] = measure,
+) -> CaseResult:
     """One case on one backend. Bad parameters raise pydantic's ValidationError (naming the
     field); an unsupported case or a crash is a result with that status, never a figure."""
     pi = get_pi(pi_name)
     typed = pi.parse(params)
-    result = CaseResult(pi=pi.name, pi_version=pi.version, params=typed.model_dump(), backend=backend.name,
-                        backend_version=backend.version(), device=device, status="ok",
-                        metric=pi.unit.metric, unit=pi.unit.unit)
+    result = CaseResult(
+        pi=pi.name,
+        pi_version=pi.version,
+        params=typed.model_dump(),
+        backend=backend.name,
+        backend_version=backend.version(),
+        device=device,
+        status="ok",
+        metric=pi.unit.metric,
+        unit=pi.unit.unit,
+    )
     try:
         kernel = backend.prepare(pi.name, typed, device)
         flush = bool(getattr(typed, "flush_l2", False))

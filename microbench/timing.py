@@ -70,8 +70,15 @@ class TimingPolicy:
         if self.min_repeats < 3:
             raise ValueError(f"min_repeats must be >= 3 (for p10/p90), got {self.min_repeats}")
         if self.max_repeats < self.min_repeats:
-            raise ValueError(f"max_repeats ({self.max_repeats}) must be >= min_repeats ({self.min_repeats})")
-        if self.warmup < 0 or self.budget_s <= 0 or self.target_rel_error <= 0 or self.min_sample_s < 0:
+            raise ValueError(
+                f"max_repeats ({self.max_repeats}) must be >= min_repeats ({self.min_repeats})"
+            )
+        if (
+            self.warmup < 0
+            or self.budget_s <= 0
+            or self.target_rel_error <= 0
+            or self.min_sample_s < 0
+        ):
             raise ValueError(f"invalid timing policy {self!r}")
 
 
@@ -154,7 +161,9 @@ def calibrate(kernel: Kernel, min_sample_s: float) -> int:
 
 
 def measure(
-    kernel: Kernel, policy: TimingPolicy = TimingPolicy(), clock: Callable[[], float] = time.perf_counter
+    kernel: Kernel,
+    policy: TimingPolicy = TimingPolicy(),
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Timing:
     """Warm up, calibrate, then sample until the median is stable (see the module docstring).
     With ``flush_l2`` the cache is flushed before every sample and each sample is one run."""
@@ -179,4 +188,6 @@ def measure(
             if clock() - start >= policy.budget_s:
                 reason = "budget"
                 break
-    return Timing(seconds=samples, number=number, stop_reason=reason, warmup=policy.warmup, flushed=flush)
+    return Timing(
+        seconds=samples, number=number, stop_reason=reason, warmup=policy.warmup, flushed=flush
+    )

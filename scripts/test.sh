@@ -1,9 +1,42 @@
 #!/usr/bin/env bash
-# The README's test command: installs everything the suite needs on a fresh machine (cached under
-# ~/.cache and pip's cache), builds the local Neo4j server and the kube-apiserver, then runs the
-# whole suite. Under CI=true the Neo4j and Kubernetes tiers must run, not skip.
+# The README's test command. Two tiers:
+#
+#   bash scripts/test.sh           the full tier CI runs: installs everything the suite needs on a
+#                                  fresh machine (cached under ~/.cache and pip's cache), builds the
+#                                  local Neo4j server and the kube-apiserver, then lints (ruff, mypy)
+#                                  and runs the whole suite. Under CI=true the Neo4j, Kubernetes and
+#                                  browser tiers must run, not skip.
+#   bash scripts/test.sh --fast    the edit-test loop: the same lint, then the tests that need no
+#                                  server and no build (not neo4j, kube, browser, gpu or slow:
+#                                  see pyproject's markers); installs and builds nothing (run the
+#                                  full tier once first, or `pip install -e '.[dev]'`).
+#
+# Further arguments go to pytest (a file, -k EXPR, ...). The lint step fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+FAST=0
+if [ "${1:-}" = "--fast" ]; then
+  FAST=1
+  shift
+fi
+
+lint() {
+  echo "== ruff (the rule set and its scope: pyproject.toml [tool.ruff])" >&2
+  .venv/bin/ruff check .
+  echo "== mypy --strict (the checked packages: pyproject.toml [tool.mypy])" >&2
+  .venv/bin/mypy
+}
+
+if [ "$FAST" = 1 ]; then
+  if [ ! -x .venv/bin/python ]; then
+    echo "no .venv: run the full tier once (bash scripts/test.sh) or pip install -e '.[dev]'" >&2
+    exit 2
+  fi
+  lint
+  echo "== running the fast tier (no servers, no builds)" >&2
+  exec .venv/bin/python -m pytest -q -ra -m "not neo4j and not kube and not browser and not gpu and not slow" "$@"
+fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -16,6 +49,8 @@ fi
 # of TensorFlow beside tensorflow-cpu (same files).
 TF_MINOR=$(.venv/bin/python -c 'from importlib.metadata import version; print(".".join(version("tensorflow-cpu").split(".")[:2]))')
 .venv/bin/python -m pip install -q --no-deps "tf-keras~=${TF_MINOR}.0"
+
+lint
 
 echo "== preparing the local Neo4j 5.26 server" >&2
 bash deploy/neo4j-local/setup.sh >&2

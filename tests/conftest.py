@@ -11,10 +11,15 @@ from typing import Any
 
 import pytest
 
-from graph_schema.registry import open_store
 from graph_schema.store import Store
-
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from tests.support.ci import IN_CI
+from tests.support.stores import (
+    GRAPH_BACKENDS,
+    EmbeddedCreator,
+    Neo4jCreator,
+    StoreCreator,
+    make_creator,
+)
 
 # Test modules import TensorFlow at collection time; Triton's LLVM must be loaded before it or a
 # later torch optimizer aborts the process (see microbench.frameworks).
@@ -41,70 +46,43 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ[key] = value
 
 
-@pytest.fixture(autouse=True)
-def _no_leaked_api_url(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`advisor --api URL ...` run in-process (CliRunner) sets ADVISOR_API for its subcommands, as
-    the real command does for its one process; monkeypatch undoes it after each test, so a later
-    test does not become a client of that URL."""
-    monkeypatch.setenv("ADVISOR_API", "")
-    monkeypatch.delenv("ADVISOR_API")
-
-
-# ---- store creators: one per backend; every contract test runs on each -------------------
-
-
-class EmbeddedCreator:
-    name = "embedded"
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.path = tmp_path / "kb"
-
-    def create(self) -> Store:
-        return open_store(f"embedded:{self.path}")
-
-
-class Neo4jCreator:
-    name = "neo4j"
-
-    def __init__(self, uri: str) -> None:
-        self.uri = uri
-
-    def create(self) -> Store:
-        store = open_store(self.uri, migrate=False)
-        store.clear()  # type: ignore[attr-defined]
-        store.ensure_schema()
-        return store
+# ---- stores: one creator per backend (tests/support/stores.py); every contract test runs on each
 
 
 @pytest.fixture
 def embedded_store(tmp_path: Path) -> Iterator[Store]:
-    store = EmbeddedCreator(tmp_path).create()
-    yield store
-    store.close()
+    creator = EmbeddedCreator(tmp_path)
+    yield creator.create()
+    creator.teardown()
 
 
 @pytest.fixture
 def neo4j_store(neo4j_uri: str) -> Iterator[Store]:
-    store = Neo4jCreator(neo4j_uri).create()
-    yield store
-    store.close()
+    creator = Neo4jCreator(neo4j_uri)
+    yield creator.create()
+    creator.teardown()
 
 
-@pytest.fixture(params=["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
-def store_creator(request: pytest.FixtureRequest, tmp_path: Path) -> EmbeddedCreator | Neo4jCreator:
-    if request.param == "embedded":
-        return EmbeddedCreator(tmp_path)
-    return Neo4jCreator(request.getfixturevalue("neo4j_uri"))
+@pytest.fixture(params=GRAPH_BACKENDS)
+def store_creator(request: pytest.FixtureRequest, tmp_path: Path) -> StoreCreator:
+    """The graph backends; the store contract's module widens this to ``ALL_BACKENDS``."""
+    return make_creator(request, tmp_path)
 
 
 @pytest.fixture
-def store(store_creator: EmbeddedCreator | Neo4jCreator) -> Iterator[Store]:
+def store(store_creator: StoreCreator) -> Iterator[Store]:
     s = store_creator.create()
     yield s
-    s.close()
+    store_creator.teardown()
 
 
-# ---- the real Neo4j server (owner: tests/neo4j_server.py) --------------------------------
+@pytest.fixture
+def graph(store: Store, store_creator: StoreCreator) -> Store:
+    """The graph store under ``store`` (itself, or the one the REST store's API serves)."""
+    return store_creator.graph()
+
+
+# ---- the real Neo4j server (owner: tests/support/neo4j_server.py) --------------------------------
 # Policy: NEO4J_URI when set; else testcontainers (neo4j:5.26-community) when a Docker engine
 # answers; else the local Neo4j 5.26 Community server assembled from Maven Central
 # (deploy/neo4j-local/setup.sh). Outside CI a missing server/Java skips with the reason; under
@@ -113,7 +91,7 @@ def store(store_creator: EmbeddedCreator | Neo4jCreator) -> Iterator[Store]:
 
 @pytest.fixture(scope="session")
 def neo4j_uri() -> Iterator[str]:
-    from tests.neo4j_server import Neo4jUnavailable, neo4j_server
+    from tests.support.neo4j_server import Neo4jUnavailable, neo4j_server
 
     server = neo4j_server()
     try:
@@ -131,9 +109,9 @@ def neo4j_uri() -> Iterator[str]:
 
 @pytest.fixture
 def local_neo4j() -> Iterator[Any]:
-    """A Neo4j server of the test's own (tests/neo4j_server.py's LocalNeo4j), for tests that kill
+    """A Neo4j server of the test's own (tests/support/neo4j_server.py's LocalNeo4j), for tests that kill
     and restart it; removed afterwards."""
-    from tests.neo4j_server import LocalNeo4j, Neo4jUnavailable
+    from tests.support.neo4j_server import LocalNeo4j, Neo4jUnavailable
 
     try:
         server = LocalNeo4j()

@@ -15,8 +15,17 @@ from advisor.api.docs import install_docs
 from advisor.api.errors import install_error_handlers
 from advisor.api.limits import install_limits
 from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
-from advisor.api.resources import Resources
-from advisor.api.routes import batches, catalog, catalogue, failures, health, inventory, observations, schema
+from advisor.api.resources import Resources, store_opener_for
+from advisor.api.routes import (
+    batches,
+    catalog,
+    catalogue,
+    failures,
+    health,
+    inventory,
+    observations,
+    schema,
+)
 from advisor.api.settings import Settings, get_settings
 from advisor.web import install_web
 from advisor.web.session import COOKIE as SESSION_COOKIE
@@ -75,15 +84,16 @@ def create_app(
         settings: overrides ``get_settings()`` (tests, ``advisor serve``).
         store: use this already-open store instead of opening ``settings.store`` (tests); the
             app does not close it.
-        store_opener: how to open a store from a URI (default ``graph_schema.registry``).
+        store_opener: how to open a store from a URI (default ``graph_schema.registry`` with
+            ``settings.store_settings()``).
     Raises:
         InvalidInput: malformed or (outside development) placeholder tokens.
     """
     settings = settings or get_settings()
     tokens = TokenTable(settings)  # refuses placeholder secrets before anything starts
-    kwargs = {"opener": store_opener} if store_opener else {}
     resources = Resources(settings.store, retry_interval_s=settings.store_retry_interval_s,
-                          generation_ttl_s=settings.generation_ttl_s, **kwargs)  # type: ignore[arg-type]
+                          generation_ttl_s=settings.generation_ttl_s,
+                          opener=store_opener or store_opener_for(settings.store_settings()))
     if store is not None:
         resources = Resources(None, opener=lambda _uri: store, generation_ttl_s=settings.generation_ttl_s)
     resources.failure_hold_s = settings.store_failure_hold_s

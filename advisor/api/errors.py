@@ -16,23 +16,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graph_schema.errors import AdvisorError, StoreUnavailable
+from graph_schema.errors import Forbidden as Forbidden  # re-exported: one hierarchy, with the
+from graph_schema.errors import Unauthorized as Unauthorized  # REST store turning them back
 from graph_schema.uris import scrub
 
 log = logging.getLogger("advisor.api")
-
-
-class Unauthorized(AdvisorError):
-    """No token, or a token we do not know."""
-
-    status_code = 401
-    code = "unauthorized"
-
-
-class Forbidden(AdvisorError):
-    """A known token without the scope this endpoint needs."""
-
-    status_code = 403
-    code = "forbidden"
 
 
 class PayloadTooLarge(AdvisorError):

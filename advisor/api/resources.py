@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from graph_schema.errors import AdvisorError, StoreUnavailable
+from graph_schema.settings import StoreSettings
 from graph_schema.store import Store
 from graph_schema.uris import redact_uri, scrub
 
@@ -37,10 +38,18 @@ class CircuitOpen(StoreUnavailable):
     store: it says nothing new about the store and must not hold the breaker open."""
 
 
-def _default_opener(uri: str | None) -> Store:
-    from graph_schema.registry import open_store
+def store_opener_for(settings: StoreSettings) -> Callable[[str | None], Store]:
+    """Opens a store from a URI with ``settings`` (credentials, the default store's place)."""
 
-    return open_store(uri)
+    def opener(uri: str | None) -> Store:
+        from graph_schema.registry import open_store
+
+        return open_store(uri, settings=settings)
+
+    return opener
+
+
+_default_opener = store_opener_for(StoreSettings())
 
 
 class Resources:

@@ -26,6 +26,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from graph_schema.errors import InvalidInput
+from graph_schema.settings import StoreSettings
 from graph_schema.uris import redact_uri, refuse_password_in_uri
 
 
@@ -181,10 +182,16 @@ class Settings(BaseSettings):
     store: str | None = Field(default=None, description="store URI; None → open_store's default")
     tokens: SecretStr = Field(default=SecretStr(""), description="token:scope,scope;...")
     tokens_file: Path | None = None
+    neo4j_user: str | None = Field(default=None, validation_alias="NEO4J_USER")
     neo4j_password: SecretStr = Field(
         default=SecretStr(""), validation_alias="NEO4J_PASSWORD",
-        description="checked, not used, here: the Neo4j store reads it itself",
+        description="checked here (not a placeholder, not a token) and passed to the Neo4j store",
     )
+    neo4j_database: str = Field(default="neo4j", validation_alias="NEO4J_DATABASE")
+    data_home: Path | None = Field(
+        default=None, validation_alias="XDG_DATA_HOME",
+        description="where the default embedded store lives (None: ~/.local/share)")
+    starter: bool = Field(default=True, description="seed a new default store (ADVISOR_STARTER)")
     read_auth: Literal["open", "token"] = Field(
         default="open", description="open: reads need no token; token: reads need a read token"
     )
@@ -229,7 +236,15 @@ class Settings(BaseSettings):
                     "server at once); 0 reads it on every answer",
     )
 
-    @field_validator("tokens_file", mode="before")
+    def store_settings(self) -> StoreSettings:
+        """What opening the store needs, from these settings (the API's edge)."""
+        return StoreSettings(
+            store=self.store, neo4j_user=self.neo4j_user,
+            neo4j_password=self.neo4j_password.get_secret_value() or None,
+            neo4j_database=self.neo4j_database, data_home=self.data_home,
+            seed_starter=self.starter)
+
+    @field_validator("tokens_file", "data_home", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value

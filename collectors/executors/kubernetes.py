@@ -59,13 +59,22 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
         except config.ConfigException:
             config.load_incluster_config()
             return client.ApiClient()
-    except (config.ConfigException, OSError, yaml.YAMLError, TypeError, ValueError, AttributeError) as exc:
+    except (
+        config.ConfigException,
+        OSError,
+        yaml.YAMLError,
+        TypeError,
+        ValueError,
+        AttributeError,
+    ) as exc:
         # malformed YAML or a kubeconfig of the wrong shape, as well as a missing one
         where = kubeconfig or "$KUBECONFIG, ~/.kube/config or the in-cluster service account"
         reason = " ".join(str(exc).split()) or type(exc).__name__
         if isinstance(exc, yaml.YAMLError):
             reason = f"not valid YAML ({reason})"
-        raise ClusterError(f"cannot load a Kubernetes configuration from {where}: {reason}") from None
+        raise ClusterError(
+            f"cannot load a Kubernetes configuration from {where}: {reason}"
+        ) from None
 
 
 def api_error(exc: Exception, doing: str) -> ClusterError:
@@ -105,7 +114,9 @@ class CellOutcome:
             "status": self.status,
             "reason": self.reason,
             "failures_recorded": len(self.failures),
-            "seconds": round(self.finished - self.started, 1) if self.started and self.finished else None,
+            "seconds": round(self.finished - self.started, 1)
+            if self.started and self.finished
+            else None,
         }
 
 
@@ -164,7 +175,9 @@ class KubernetesExecutor:
                 self.batch.create_namespaced_job(self.namespace, obj, **extra)
             elif kind in _CUSTOM:
                 group, version, plural = _CUSTOM[kind]
-                self.custom.create_namespaced_custom_object(group, version, self.namespace, plural, obj, **extra)
+                self.custom.create_namespaced_custom_object(
+                    group, version, self.namespace, plural, obj, **extra
+                )
             else:
                 raise InvalidInput(f"cannot submit objects of kind {kind!r}")
         except (ApiException, HTTPError) as exc:
@@ -185,7 +198,9 @@ class KubernetesExecutor:
                 raw = self.batch.read_namespaced_job(name, self.namespace)
                 return self.api_client.sanitize_for_serialization(raw)
             group, version, plural = _CUSTOM[kind]
-            return self.custom.get_namespaced_custom_object(group, version, self.namespace, plural, name)
+            return self.custom.get_namespaced_custom_object(
+                group, version, self.namespace, plural, name
+            )
         except (ApiException, HTTPError) as exc:
             raise api_error(exc, f"reading {kind} {self.namespace}/{name}") from None
 
@@ -200,7 +215,9 @@ class KubernetesExecutor:
         data = self.api_client.sanitize_for_serialization(raw)
         return data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion", "")
 
-    def watch_jobs(self, selector: str, resource_version: str, seconds: int) -> Iterable[dict[str, Any]]:
+    def watch_jobs(
+        self, selector: str, resource_version: str, seconds: int
+    ) -> Iterable[dict[str, Any]]:
         """Job objects as they change, for up to ``seconds``."""
         from kubernetes import watch
         from kubernetes.client.exceptions import ApiException
@@ -234,7 +251,9 @@ class KubernetesExecutor:
         from urllib3.exceptions import HTTPError
 
         # The Job controller and the Kubeflow operators label their pods differently.
-        label = "batch.kubernetes.io/job-name" if kind == "Job" else "training.kubeflow.org/job-name"
+        label = (
+            "batch.kubernetes.io/job-name" if kind == "Job" else "training.kubeflow.org/job-name"
+        )
         try:
             raw = self.core.list_namespaced_pod(self.namespace, label_selector=f"{label}={job}")
         except (ApiException, HTTPError) as exc:
@@ -253,7 +272,7 @@ class KubernetesExecutor:
             return text, None
         except (ApiException, HTTPError) as exc:
             return None, str(api_error(exc, "log unavailable"))
-        except Exception as exc:  # noqa: BLE001 - connection problems reaching the kubelet through the apiserver
+        except Exception as exc:
             return None, f"log unavailable: {exc}"
 
     def explain_failure(self, cell: Cell, job: dict[str, Any], reason: str | None) -> list[Failure]:
@@ -263,7 +282,12 @@ class KubernetesExecutor:
         provenance = Provenance(
             kind=SourceKind.MEASURED,
             source=PROVENANCE_SOURCE,
-            details={"plan": cell.plan, "cell": cell.cell_id, "job": name, "namespace": self.namespace},
+            details={
+                "plan": cell.plan,
+                "cell": cell.cell_id,
+                "job": name,
+                "namespace": self.namespace,
+            },
         )
         base: dict[str, Any] = {
             "stack": cell.stack(),
@@ -278,11 +302,16 @@ class KubernetesExecutor:
             if status.get("phase") != "Failed":
                 continue
             meta = pod["metadata"]
-            index = (meta.get("annotations") or {}).get("batch.kubernetes.io/job-completion-index", "0")
+            index = (meta.get("annotations") or {}).get(
+                "batch.kubernetes.io/job-completion-index", "0"
+            )
             node = (pod.get("spec") or {}).get("nodeName")
             stage, error_class, parts = "run", status.get("reason") or "PodFailed", []
             parts.append(f"job {name} failed ({reason or 'no reason given'})")
-            parts.append(f"pod {meta['name']} phase Failed" + (f" ({status['reason']})" if status.get("reason") else ""))
+            parts.append(
+                f"pod {meta['name']} phase Failed"
+                + (f" ({status['reason']})" if status.get("reason") else "")
+            )
             if status.get("message"):
                 parts.append(status["message"])
             container = None
@@ -298,7 +327,10 @@ class KubernetesExecutor:
                 elif "waiting" in state:
                     wait = state["waiting"]
                     stage, error_class = "setup", wait.get("reason") or "Waiting"
-                    parts.append(f"container {cs['name']} waiting: {wait.get('reason')} {wait.get('message') or ''}".strip())
+                    parts.append(
+                        f"container {cs['name']} waiting: {wait.get('reason')} "
+                        f"{wait.get('message') or ''}".strip()
+                    )
             tail = None
             if container:
                 tail, why = self.log_tail(meta["name"], container)
@@ -323,7 +355,8 @@ class KubernetesExecutor:
                     run_id=f"{name}-r0",
                     stage=stage,
                     error_class=(reason or "JobFailed").split(":")[0],
-                    message=f"job {name} failed ({reason or 'no reason given'}); no failed pod found",
+                    message=f"job {name} failed ({reason or 'no reason given'}); no failed pod "
+                            "found",
                 )
             )
         return failures
@@ -392,7 +425,11 @@ def submit_plan(
                     executor.create(obj)
                 main = objects[-1]
                 out = outcomes[cell.cell_id]
-                out.job, out.status, out.started = main["metadata"]["name"], "running", time.monotonic()
+                out.job, out.status, out.started = (
+                    main["metadata"]["name"],
+                    "running",
+                    time.monotonic(),
+                )
                 out.kind = main["kind"]
                 running[out.job] = out
                 active += 1
@@ -419,7 +456,9 @@ def submit_plan(
     while running or any(queue.values()):
         if deadline and time.monotonic() > deadline:
             names = ", ".join(sorted(running))
-            raise SubmitTimeout(f"plan {plan.name}: still running after {timeout_seconds}s: {names}")
+            raise SubmitTimeout(
+                f"plan {plan.name}: still running after {timeout_seconds}s: {names}"
+            )
         jobs, rv = executor.list_jobs(selector)
         for job in jobs:
             settle(job)

@@ -21,8 +21,13 @@ def main() -> None:
         with open(args.record_nvml, "w") as fh:
             json.dump(answers, fh, indent=2)
     fp = fingerprint_host()
-    out = {"stack": fp.stack.model_dump(mode="json"), "accelerator": fp.accelerator.model_dump(mode="json"),
-           "host": fp.host.model_dump(mode="json"), "placement": fp.placement.model_dump(mode="json"), "raw": fp.raw}
+    out = {
+        "stack": fp.stack.model_dump(mode="json"),
+        "accelerator": fp.accelerator.model_dump(mode="json"),
+        "host": fp.host.model_dump(mode="json"),
+        "placement": fp.placement.model_dump(mode="json"),
+        "raw": fp.raw,
+    }
     sys.stdout.write(json.dumps(out, indent=2, default=str) + "\n")
 
 

@@ -38,22 +38,44 @@ def read_cpu(root: FileRoot) -> dict[str, Any]:
     text = root.read("/proc/cpuinfo")
     if text is None:
         reason = "not readable"
-        for name in ("cpu_model", "cpu_logical", "cpu_physical_cores", "cpu_flags", "cpu_hypervisor_flag"):
+        for name in (
+            "cpu_model",
+            "cpu_logical",
+            "cpu_physical_cores",
+            "cpu_flags",
+            "cpu_hypervisor_flag",
+        ):
             out[name] = unknown("/proc/cpuinfo", reason)
     else:
         info = parse_cpuinfo(text)
         src = "/proc/cpuinfo"
-        out["cpu_model"] = fact(info["model"], src) if info["model"] else unknown(src, "no 'model name' field")
-        out["cpu_logical"] = fact(info["logical"], src) if info["logical"] else unknown(src, "no processor entries")
-        out["cpu_physical_cores"] = (fact(info["physical"], src + " (physical id, core id)") if info["physical"]
-                                     else unknown(src, "no 'physical id'/'core id' fields"))
-        out["cpu_flags"] = fact(sorted(f for f in info["flags"] if INTERESTING_FLAGS.match(f) and f != "hypervisor"), src)
+        out["cpu_model"] = (
+            fact(info["model"], src) if info["model"] else unknown(src, "no 'model name' field")
+        )
+        out["cpu_logical"] = (
+            fact(info["logical"], src) if info["logical"] else unknown(src, "no processor entries")
+        )
+        out["cpu_physical_cores"] = (
+            fact(info["physical"], src + " (physical id, core id)")
+            if info["physical"]
+            else unknown(src, "no 'physical id'/'core id' fields")
+        )
+        out["cpu_flags"] = fact(
+            sorted(f for f in info["flags"] if INTERESTING_FLAGS.match(f) and f != "hypervisor"),
+            src,
+        )
         out["cpu_hypervisor_flag"] = fact("hypervisor" in info["flags"], src + " flags")
     nodes = root.glob("/sys/devices/system/node", "node[0-9]*")
-    out["numa_nodes"] = (fact(len(nodes), "/sys/devices/system/node/node*") if nodes
-                         else unknown("/sys/devices/system/node", "no node directories"))
+    out["numa_nodes"] = (
+        fact(len(nodes), "/sys/devices/system/node/node*")
+        if nodes
+        else unknown("/sys/devices/system/node", "no node directories")
+    )
     meminfo = root.read("/proc/meminfo")
     match = re.search(r"^MemTotal:\s+(\d+)\s+kB", meminfo or "", re.MULTILINE)
-    out["memory_mib"] = (fact(int(match.group(1)) // 1024, "/proc/meminfo MemTotal") if match
-                         else unknown("/proc/meminfo", "no MemTotal line"))
+    out["memory_mib"] = (
+        fact(int(match.group(1)) // 1024, "/proc/meminfo MemTotal")
+        if match
+        else unknown("/proc/meminfo", "no MemTotal line")
+    )
     return out

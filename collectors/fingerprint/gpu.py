@@ -12,7 +12,9 @@ from collectors.fingerprint.sources import fact, unknown
 MIG_MODES = {0: "disabled", 1: "enabled"}
 
 
-def _read(source: str, get: Callable[[], Any], convert: Callable[[Any], Any] = lambda v: v) -> dict[str, Any]:
+def _read(
+    source: str, get: Callable[[], Any], convert: Callable[[Any], Any] = lambda v: v
+) -> dict[str, Any]:
     try:
         return fact(convert(get()), source)
     except NvmlError as exc:
@@ -48,13 +50,19 @@ def read_gpus(nvml: Nvml | None, nvml_error: str | None = None) -> dict[str, Any
     """``driver``, ``cuda_driver_api`` and a list ``gpus`` of per-device facts."""
     if nvml is None:
         reason = nvml_error or "NVML not available"
-        return {"driver": unknown("nvmlSystemGetDriverVersion", reason),
-                "cuda_driver_api": unknown("nvmlSystemGetCudaDriverVersion", reason),
-                "gpu_count": unknown("nvmlDeviceGetCount", reason), "gpus": []}
+        return {
+            "driver": unknown("nvmlSystemGetDriverVersion", reason),
+            "cuda_driver_api": unknown("nvmlSystemGetCudaDriverVersion", reason),
+            "gpu_count": unknown("nvmlDeviceGetCount", reason),
+            "gpus": [],
+        }
     out: dict[str, Any] = {
         "driver": _read("nvmlSystemGetDriverVersion", nvml.driver_version),
-        "cuda_driver_api": _read("nvmlSystemGetCudaDriverVersion", nvml.cuda_driver_version,
-                                 lambda v: f"{v // 1000}.{v % 1000 // 10}"),
+        "cuda_driver_api": _read(
+            "nvmlSystemGetCudaDriverVersion",
+            nvml.cuda_driver_version,
+            lambda v: f"{v // 1000}.{v % 1000 // 10}",
+        ),
     }
     try:
         count = nvml.device_count()
@@ -67,15 +75,28 @@ def read_gpus(nvml: Nvml | None, nvml_error: str | None = None) -> dict[str, Any
         {
             "index": i,
             "model": _read("nvmlDeviceGetName", lambda: nvml.name(i)),
-            "memory_mib": _read("nvmlDeviceGetMemoryInfo.total", lambda: nvml.memory_total_bytes(i),
-                                lambda v: v // (1 << 20)),
-            "compute_capability": _read("nvmlDeviceGetCudaComputeCapability", lambda: nvml.compute_capability(i),
-                                        lambda v: f"{v[0]}.{v[1]}"),
+            "memory_mib": _read(
+                "nvmlDeviceGetMemoryInfo.total",
+                lambda: nvml.memory_total_bytes(i),
+                lambda v: v // (1 << 20),
+            ),
+            "compute_capability": _read(
+                "nvmlDeviceGetCudaComputeCapability",
+                lambda: nvml.compute_capability(i),
+                lambda v: f"{v[0]}.{v[1]}",
+            ),
             "mig_mode": _mig_field(nvml, i),
-            "pcie_link": _read("nvmlDeviceGetCurr/MaxPcieLinkGeneration/Width", lambda: nvml.pcie_link(i)),
-            "nvlink_active_links": _not_supported_ok("nvmlDeviceGetNvLinkState", lambda: nvml.nvlink_active(i)),
-            "virtualization_mode": _read("nvmlDeviceGetVirtualizationMode", lambda: nvml.virtualization_mode(i),
-                                         lambda v: VIRTUALIZATION_MODES.get(v, f"UNKNOWN({v})")),
+            "pcie_link": _read(
+                "nvmlDeviceGetCurr/MaxPcieLinkGeneration/Width", lambda: nvml.pcie_link(i)
+            ),
+            "nvlink_active_links": _not_supported_ok(
+                "nvmlDeviceGetNvLinkState", lambda: nvml.nvlink_active(i)
+            ),
+            "virtualization_mode": _read(
+                "nvmlDeviceGetVirtualizationMode",
+                lambda: nvml.virtualization_mode(i),
+                lambda v: VIRTUALIZATION_MODES.get(v, f"UNKNOWN({v})"),
+            ),
         }
         for i in range(count)
     ]

@@ -42,10 +42,17 @@ def read_os(root: FileRoot) -> dict[str, Any]:
     for line in (release or "").splitlines():
         if line.startswith("PRETTY_NAME="):
             pretty = line.split("=", 1)[1].strip().strip('"')
-    out["os"] = fact(pretty, "/etc/os-release PRETTY_NAME") if pretty else unknown("/etc/os-release", "no PRETTY_NAME")
+    out["os"] = (
+        fact(pretty, "/etc/os-release PRETTY_NAME")
+        if pretty
+        else unknown("/etc/os-release", "no PRETTY_NAME")
+    )
     kernel = root.first_line("/proc/sys/kernel/osrelease")
-    out["kernel"] = fact(kernel, "/proc/sys/kernel/osrelease") if kernel else unknown("/proc/sys/kernel/osrelease",
-                                                                                        "not readable")
+    out["kernel"] = (
+        fact(kernel, "/proc/sys/kernel/osrelease")
+        if kernel
+        else unknown("/proc/sys/kernel/osrelease", "not readable")
+    )
     return out
 
 
@@ -54,12 +61,15 @@ def read_frameworks() -> dict[str, Any]:
     for framework, dists in FRAMEWORK_DISTRIBUTIONS.items():
         found = _dist_version(dists)
         if found:
-            out[framework] = fact(found[0].split("+")[0], f"importlib.metadata.version({found[1]!r})")
+            out[framework] = fact(
+                found[0].split("+")[0], f"importlib.metadata.version({found[1]!r})"
+            )
     return out
 
 
 def torch_facts(cuda: bool) -> dict[str, str]:
-    """Stack facts as torch sees them (framework, version, and with ``cuda`` its CUDA/cuDNN/NCCL)."""
+    """Stack facts as torch sees them (framework, version, and with ``cuda`` its
+    CUDA/cuDNN/NCCL)."""
     import torch
 
     facts = {"framework": "torch", "framework_version": torch.__version__.split("+")[0]}
@@ -83,16 +93,26 @@ def read_libraries(frameworks: dict[str, Any]) -> dict[str, Any]:
         try:
             import torch
 
-            t: dict[str, Any] = {"cuda_available": fact(torch.cuda.is_available(), "torch.cuda.is_available()")}
-            t["cuda"] = (fact(torch.version.cuda, "torch.version.cuda") if torch.version.cuda
-                         else unknown("torch.version.cuda", "torch built without CUDA"))
+            t: dict[str, Any] = {
+                "cuda_available": fact(torch.cuda.is_available(), "torch.cuda.is_available()")
+            }
+            t["cuda"] = (
+                fact(torch.version.cuda, "torch.version.cuda")
+                if torch.version.cuda
+                else unknown("torch.version.cuda", "torch built without CUDA")
+            )
             cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-            t["cudnn"] = (fact(cudnn_version(cudnn), "torch.backends.cudnn.version()") if cudnn
-                          else unknown("torch.backends.cudnn.version()", "cuDNN not available to torch"))
+            t["cudnn"] = (
+                fact(cudnn_version(cudnn), "torch.backends.cudnn.version()")
+                if cudnn
+                else unknown("torch.backends.cudnn.version()", "cuDNN not available to torch")
+            )
             try:
                 nccl = torch.cuda.nccl.version()
-                t["nccl"] = fact(".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl),
-                                 "torch.cuda.nccl.version()")
+                t["nccl"] = fact(
+                    ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl),
+                    "torch.cuda.nccl.version()",
+                )
             except (RuntimeError, AttributeError) as exc:
                 t["nccl"] = unknown("torch.cuda.nccl.version()", str(exc) or type(exc).__name__)
             out["torch"] = t
@@ -103,9 +123,12 @@ def read_libraries(frameworks: dict[str, Any]) -> dict[str, Any]:
             info = dict(sys.modules["tensorflow"].sysconfig.get_build_info())
             src = "tf.sysconfig.get_build_info()"
             out["tensorflow"] = {
-                "cuda": fact(info["cuda_version"], src) if info.get("cuda_version") else unknown(src, "no cuda_version"),
-                "cudnn": fact(info["cudnn_version"], src) if info.get("cudnn_version") else unknown(src,
-                                                                                                      "no cudnn_version"),
+                "cuda": fact(info["cuda_version"], src)
+                if info.get("cuda_version")
+                else unknown(src, "no cuda_version"),
+                "cudnn": fact(info["cudnn_version"], src)
+                if info.get("cudnn_version")
+                else unknown(src, "no cudnn_version"),
             }
         else:
             reason = "TensorFlow not imported (importing it only to fingerprint is too slow)"
@@ -115,7 +138,15 @@ def read_libraries(frameworks: dict[str, Any]) -> dict[str, Any]:
             import cupy
 
             v = int(cupy.cuda.runtime.runtimeGetVersion())
-            out["cupy"] = {"cuda": fact(f"{v // 1000}.{v % 1000 // 10}", "cupy.cuda.runtime.runtimeGetVersion()")}
+            out["cupy"] = {
+                "cuda": fact(
+                    f"{v // 1000}.{v % 1000 // 10}", "cupy.cuda.runtime.runtimeGetVersion()"
+                )
+            }
         except Exception as exc:
-            out["cupy"] = {"cuda": unknown("cupy.cuda.runtime.runtimeGetVersion()", str(exc).splitlines()[0][:200])}
+            out["cupy"] = {
+                "cuda": unknown(
+                    "cupy.cuda.runtime.runtimeGetVersion()", str(exc).splitlines()[0][:200]
+                )
+            }
     return out

@@ -10,7 +10,7 @@ from microbench.frameworks import load_tensorflow
 tf = load_tensorflow()
 
 from collectors.models.keras_models import build  # noqa: E402
-from graph_schema.errors import Unsupported
+from graph_schema.errors import Unsupported  # noqa: E402
 
 if TYPE_CHECKING:
     from collectors.runners.cnn import CnnParams
@@ -23,7 +23,9 @@ def resolve_device(requested: str) -> str:
     if requested == "cuda" and not gpus:
         raise Unsupported("cnn: device 'cuda' requested but TensorFlow sees no GPU")
     if requested not in ("cpu", "cuda"):
-        raise Unsupported(f"cnn: device {requested!r} is not supported by the TensorFlow backend (cpu, cuda)")
+        raise Unsupported(
+            f"cnn: device {requested!r} is not supported by the TensorFlow backend (cpu, cuda)"
+        )
     return requested
 
 
@@ -41,13 +43,19 @@ class KerasStepTimer:
     def __init__(self, params: CnnParams, device: str) -> None:
         if params.precision != "fp32":
             # Keras mixed precision is a global policy; keep this backend to fp32 for now.
-            raise Unsupported(f"cnn: precision {params.precision} is not supported by the Keras backend (fp32)")
+            raise Unsupported(
+                f"cnn: precision {params.precision} is not supported by the Keras backend (fp32)"
+            )
         self.device_name = "/GPU:0" if device == "cuda" else "/CPU:0"
         tf.random.set_seed(0)
         with tf.device(self.device_name):
             self.model = build(params.model, params.image_size, params.num_classes)
-            self.images = tf.random.normal((params.batch_size, params.image_size, params.image_size, 3))
-            self.labels = tf.random.uniform((params.batch_size,), 0, params.num_classes, dtype=tf.int32)
+            self.images = tf.random.normal(
+                (params.batch_size, params.image_size, params.image_size, 3)
+            )
+            self.labels = tf.random.uniform(
+                (params.batch_size,), 0, params.num_classes, dtype=tf.int32
+            )
         self.optimizer = tf.keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
         loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         model, optimizer = self.model, self.optimizer
@@ -64,8 +72,10 @@ class KerasStepTimer:
         def forward(x: tf.Tensor) -> tf.Tensor:
             return tf.reduce_sum(model(x, training=False))
 
-        self._run = (lambda: train_step(self.images, self.labels)) if params.mode == "training" else (
-            lambda: forward(self.images)
+        self._run = (
+            (lambda: train_step(self.images, self.labels))
+            if params.mode == "training"
+            else (lambda: forward(self.images))
         )
         self.label = f"tensorflow {tf.__version__} {device}, fp32"
 

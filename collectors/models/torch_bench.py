@@ -18,14 +18,16 @@ _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def resolve_device(requested: str) -> str:
-    """"cpu" or "cuda"; "auto" picks CUDA when torch sees a GPU. Raises Unsupported for "cuda"
+    """ "cpu" or "cuda"; "auto" picks CUDA when torch sees a GPU. Raises Unsupported for "cuda"
     without one."""
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested == "cuda" and not torch.cuda.is_available():
         raise Unsupported("cnn: device 'cuda' requested but torch.cuda.is_available() is False")
     if requested not in ("cpu", "cuda"):
-        raise Unsupported(f"cnn: device {requested!r} is not supported by the torch backend (cpu, cuda)")
+        raise Unsupported(
+            f"cnn: device {requested!r} is not supported by the torch backend (cpu, cuda)"
+        )
     return requested
 
 
@@ -50,7 +52,9 @@ class TorchStepTimer:
         self.autocast_dtype = _DTYPES.get(params.precision)
         memory_format = torch.channels_last if params.channels_last else torch.contiguous_format
         torch.manual_seed(0)
-        self.model = build(params.model, params.num_classes).to(self.device, memory_format=memory_format)
+        self.model = build(params.model, params.num_classes).to(
+            self.device, memory_format=memory_format
+        )
         self.images = torch.randn(
             params.batch_size, 3, params.image_size, params.image_size, device=self.device
         ).contiguous(memory_format=memory_format)

@@ -123,7 +123,9 @@ class PoolAccelerator(_Spec):
 class NodePool(_Spec):
     name: str
     selector: dict[str, str] = Field(min_length=1, description="node labels (nodeSelector)")
-    affinity: dict[str, Any] | None = Field(default=None, description="a Kubernetes affinity, verbatim")
+    affinity: dict[str, Any] | None = Field(
+        default=None, description="a Kubernetes affinity, verbatim"
+    )
     placement: PlacementKind = PlacementKind.UNKNOWN
     accelerator: PoolAccelerator | None = None
     tolerations: list[Toleration] = Field(default_factory=list)
@@ -142,9 +144,7 @@ class NodePool(_Spec):
             if not LABEL_KEY.match(key):
                 raise ValueError(f"selector key {key!r} is not a valid label key")
             if not isinstance(value, str) or not LABEL_VALUE.match(value):
-                raise ValueError(
-                    f"selector value {value!r} for {key!r} is not a valid label value"
-                )
+                raise ValueError(f"selector value {value!r} for {key!r} is not a valid label value")
         return v
 
     def accelerator_model(self) -> Accelerator:
@@ -192,7 +192,7 @@ class BenchmarkSpec(_Spec):
                 raise ValueError(f"option name {key!r} must be an identifier")
             if isinstance(value, dict):
                 # pydantic reports ValueErrors (not TypeErrors) with the field's path
-                raise ValueError(f"option {key!r}: nested mappings are not supported")  # noqa: TRY004
+                raise ValueError(f"option {key!r}: nested mappings are not supported")
         return v
 
     @model_validator(mode="after")
@@ -259,8 +259,12 @@ class PlanSweep(_Spec):
 
     image: str = Field(min_length=1, description="the generic collector image")
     pull_policy: str = Field(default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$")
-    disk: str = Field(default="40Gi", pattern=r"^[0-9]+(Mi|Gi)$", description="scratch for the cell's "
-                      "environment and uv's downloads (the /tmp emptyDir's size limit)")
+    disk: str = Field(
+        default="40Gi",
+        pattern=r"^[0-9]+(Mi|Gi)$",
+        description="scratch for the cell's "
+        "environment and uv's downloads (the /tmp emptyDir's size limit)",
+    )
     matrix: SweepMatrix
 
     @field_validator("image")
@@ -303,12 +307,22 @@ class Plan(_Spec):
         if v is None:
             return v
         if v.startswith("@"):
-            if v not in {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}:
+            if v not in {
+                "@yearly",
+                "@annually",
+                "@monthly",
+                "@weekly",
+                "@daily",
+                "@midnight",
+                "@hourly",
+            }:
                 raise ValueError(f"unknown cron macro {v!r}")
             return v
         fields = v.split()
         if len(fields) != 5 or not all(CRON_FIELD.match(f) for f in fields):
-            raise ValueError("schedule must be a cron expression with five fields, e.g. '0 3 * * 0'")
+            raise ValueError(
+                "schedule must be a cron expression with five fields, e.g. '0 3 * * 0'"
+            )
         return v
 
     @model_validator(mode="after")
@@ -318,7 +332,11 @@ class Plan(_Spec):
         if bool(self.images) != bool(self.benchmarks):
             missing = "benchmarks" if self.images else "images"
             raise ValueError(f"{missing}: images and benchmarks go together; add at least one")
-        for what, items in (("images", self.images), ("pools", self.pools), ("benchmarks", self.benchmarks)):
+        for what, items in (
+            ("images", self.images),
+            ("pools", self.pools),
+            ("benchmarks", self.benchmarks),
+        ):
             seen: set[str] = set()
             for item in items:
                 if item.name in seen:
@@ -336,7 +354,9 @@ class Cell(BaseModel):
     image: ImageSpec
     pool: NodePool
     benchmark: BenchmarkSpec
-    sweep_cell: str | None = None  # a sweep cell: ``advisor sweep`` of this matrix cell, not ``collect``
+    sweep_cell: str | None = (
+        None  # a sweep cell: ``advisor sweep`` of this matrix cell, not ``collect``
+    )
 
     @property
     def cell_id(self) -> str:
@@ -413,7 +433,8 @@ def expand_plan(plan: Plan) -> list[Cell]:
                 if have and bench.gpus > have:
                     raise InvalidInput(
                         f"benchmarks.{bench.name}.gpus is {bench.gpus} but pool {pool.name!r} has "
-                        f"{have} GPU(s) per node; lower gpus or give pools.{pool.name}.accelerator.count"
+                        f"{have} GPU(s) per node; lower gpus or give "
+                        f"pools.{pool.name}.accelerator.count"
                     )
                 cells.append(Cell(plan=plan.name, image=image, pool=pool, benchmark=bench))
     if plan.sweep:
@@ -431,10 +452,27 @@ def _sweep_cells(plan: Plan, sweep: PlanSweep) -> list[Cell]:
     for sweep_cell in matrix.cells:
         name = re.sub(r"[^a-z0-9-]+", "-", f"sweep-{sweep_cell.id}")[:40].strip("-")
         wish = sweep_cell.wish()
-        image = ImageSpec(name=name, image=sweep.image, pull_policy=sweep.pull_policy,
-                          stack=ImageStack(framework=wish["framework"], framework_version=wish["framework_version"],
-                                           cuda=sweep_cell.cuda, cudnn=sweep_cell.cudnn, nccl=sweep_cell.nccl))
+        image = ImageSpec(
+            name=name,
+            image=sweep.image,
+            pull_policy=sweep.pull_policy,
+            stack=ImageStack(
+                framework=wish["framework"],
+                framework_version=wish["framework_version"],
+                cuda=sweep_cell.cuda,
+                cudnn=sweep_cell.cudnn,
+                nccl=sweep_cell.nccl,
+            ),
+        )
         bench = BenchmarkSpec(name="sweep", runner=first.runner, profile=first.profile, gpus=gpus)
         for pool in plan.pools:
-            cells.append(Cell(plan=plan.name, image=image, pool=pool, benchmark=bench, sweep_cell=sweep_cell.id))
+            cells.append(
+                Cell(
+                    plan=plan.name,
+                    image=image,
+                    pool=pool,
+                    benchmark=bench,
+                    sweep_cell=sweep_cell.id,
+                )
+            )
     return cells

@@ -70,19 +70,26 @@ def distributed_env(environ: dict[str, str] | None = None) -> DistEnv | None:
                 size, rank = int(env[size_key]), int(env[rank_key])
                 local = next((int(env[k]) for k in local_keys if k in env), 0)
             except ValueError as exc:
-                raise InvalidInput(f"{size_key}/{rank_key} must be integers, got {env[size_key]!r}/{env[rank_key]!r}") from exc
+                raise InvalidInput(
+                    f"{size_key}/{rank_key} must be integers, got "
+                    f"{env[size_key]!r}/{env[rank_key]!r}"
+                ) from exc
             if size <= 1:
                 return None
             if not 0 <= rank < size:
                 raise InvalidInput(f"{rank_key}={rank} is outside 0..{size - 1}")
-            return DistEnv(size, rank, local, env.get("MASTER_ADDR"), env.get("MASTER_PORT"), launcher)
+            return DistEnv(
+                size, rank, local, env.get("MASTER_ADDR"), env.get("MASTER_PORT"), launcher
+            )
     return None
 
 
 class AllreduceParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    processes: int = Field(default=2, ge=2, le=64, description="local ranks when not launched distributed")
+    processes: int = Field(
+        default=2, ge=2, le=64, description="local ranks when not launched distributed"
+    )
     min_bytes: int = Field(default=1024, ge=4)
     max_bytes: int = Field(default=256 * 2**20, ge=4)
     step_factor: int = Field(default=2, ge=2)
@@ -101,7 +108,9 @@ class AllreduceParams(BaseModel):
 
 
 PROFILES: dict[str, dict[str, Any]] = {
-    "quick": dict(min_bytes=1024, max_bytes=2**20, step_factor=4, warmup_iters=2, iters=5, timeout_s=120),
+    "quick": dict(
+        min_bytes=1024, max_bytes=2**20, step_factor=4, warmup_iters=2, iters=5, timeout_s=120
+    ),
     "full": dict(),
 }
 
@@ -110,20 +119,29 @@ def params_for(ctx: RunContext) -> AllreduceParams:
     values = dict(PROFILES[ctx.profile])
     unknown = sorted(set(ctx.options) - set(AllreduceParams.model_fields))
     if unknown:
-        raise InvalidInput(f"allreduce: unknown option(s) {', '.join(unknown)}; valid: {', '.join(AllreduceParams.model_fields)}")
+        raise InvalidInput(
+            f"allreduce: unknown option(s) {', '.join(unknown)}; valid: "
+            f"{', '.join(AllreduceParams.model_fields)}"
+        )
     values.update(ctx.options)
     try:
         params = AllreduceParams(**values)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise InvalidInput(f"allreduce option {field}={first.get('input')!r} is invalid: {first['msg']}") from exc
+        raise InvalidInput(
+            f"allreduce option {field}={first.get('input')!r} is invalid: {first['msg']}"
+        ) from exc
     if params.min_bytes > params.max_bytes:
-        raise InvalidInput(f"allreduce option min_bytes={params.min_bytes} exceeds max_bytes={params.max_bytes}")
+        raise InvalidInput(
+            f"allreduce option min_bytes={params.min_bytes} exceeds max_bytes={params.max_bytes}"
+        )
     return params
 
 
-def measure(params: AllreduceParams, rank: int, world_size: int, device: str) -> list[dict[str, Any]]:
+def measure(
+    params: AllreduceParams, rank: int, world_size: int, device: str
+) -> list[dict[str, Any]]:
     """Run on every rank inside an initialised process group; returns per-size timings (the
     slowest rank's mean time per allreduce, as every rank waits for the last one)."""
     import torch
@@ -147,7 +165,9 @@ def measure(params: AllreduceParams, rank: int, world_size: int, device: str) ->
         for _ in range(params.iters):
             dist.all_reduce(tensor)
         sync()  # NCCL is asynchronous: wait for the device before reading the clock
-        elapsed = torch.tensor([(time.perf_counter() - start) / params.iters], dtype=torch.float64, device=dev)
+        elapsed = torch.tensor(
+            [(time.perf_counter() - start) / params.iters], dtype=torch.float64, device=dev
+        )
         dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
         rows.append({"size_bytes": size, "seconds": float(elapsed.item())})
     return rows
@@ -167,7 +187,9 @@ def _init(backend: str, rank: int, world_size: int, addr: str, port: str, timeou
     )
 
 
-def _local_rank_main(rank: int, world_size: int, port: str, device_kind: str, params_json: str, results: Any) -> None:
+def _local_rank_main(
+    rank: int, world_size: int, port: str, device_kind: str, params_json: str, results: Any
+) -> None:
     import torch
     import torch.distributed as dist
 
@@ -176,13 +198,22 @@ def _local_rank_main(rank: int, world_size: int, port: str, device_kind: str, pa
         device = f"cuda:{rank}" if device_kind == "cuda" else "cpu"
         if device_kind == "cuda":
             torch.cuda.set_device(rank)
-        _init("nccl" if device_kind == "cuda" else "gloo", rank, world_size, "127.0.0.1", port, params.timeout_s)
+        _init(
+            "nccl" if device_kind == "cuda" else "gloo",
+            rank,
+            world_size,
+            "127.0.0.1",
+            port,
+            params.timeout_s,
+        )
         rows = measure(params, rank, world_size, device)
         if rank == 0:
             results.put(("ok", rows))
         dist.destroy_process_group()
     except BaseException as exc:  # the parent turns this into a Failure
-        results.put(("error", f"rank {rank}: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}"))
+        results.put(
+            ("error", f"rank {rank}: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-3000:]}")
+        )
 
 
 def _free_port() -> str:
@@ -198,7 +229,11 @@ def run_local(params: AllreduceParams, world_size: int, device_kind: str) -> lis
     results = ctx.Queue()
     port = _free_port()
     procs = [
-        ctx.Process(target=_local_rank_main, args=(r, world_size, port, device_kind, params.model_dump_json(), results), daemon=True)
+        ctx.Process(
+            target=_local_rank_main,
+            args=(r, world_size, port, device_kind, params.model_dump_json(), results),
+            daemon=True,
+        )
         for r in range(world_size)
     ]
     for p in procs:
@@ -219,24 +254,33 @@ def run_local(params: AllreduceParams, world_size: int, device_kind: str) -> lis
 
 class AllreduceRunner:
     name = "allreduce"
-    description = "torch.distributed allreduce algorithm/bus bandwidth over message sizes (gloo CPU, NCCL GPU)"
+    description = (
+        "torch.distributed allreduce algorithm/bus bandwidth over message sizes "
+        "(gloo CPU, NCCL GPU)"
+    )
 
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         try:
             import torch
             import torch.distributed as dist
         except ImportError as exc:
-            raise Unsupported("allreduce: PyTorch is not installed: pip install 'stack-advisor[torch]'") from exc
+            raise Unsupported(
+                "allreduce: PyTorch is not installed: pip install 'stack-advisor[torch]'"
+            ) from exc
         if not dist.is_available():
             raise Unsupported("this PyTorch build has no torch.distributed")
         params = params_for(ctx)
         cuda = torch.cuda.is_available()
         if ctx.device == "cuda" and not cuda:
-            raise Unsupported("allreduce: device 'cuda' requested but torch.cuda.is_available() is False")
+            raise Unsupported(
+                "allreduce: device 'cuda' requested but torch.cuda.is_available() is False"
+            )
         device_kind = "cuda" if (ctx.device == "cuda" or (ctx.device == "auto" and cuda)) else "cpu"
         backend = "nccl" if device_kind == "cuda" else "gloo"
         env = distributed_env()
-        result = RunnerResult(stack_extra={"framework": "torch", "framework_version": torch.__version__.split("+")[0]})
+        result = RunnerResult(
+            stack_extra={"framework": "torch", "framework_version": torch.__version__.split("+")[0]}
+        )
         if device_kind == "cuda" and torch.cuda.nccl.is_available(torch.zeros(1, device="cuda")):
             result.stack_extra["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
         if env is not None:
@@ -246,7 +290,10 @@ class AllreduceRunner:
             if device_kind == "cuda" and torch.cuda.device_count() < world:
                 world = torch.cuda.device_count()
                 if world < 2:
-                    raise Unsupported("allreduce on CUDA needs at least 2 GPUs in one process group; this node has 1 (use device=cpu, or launch across nodes with torchrun)")
+                    raise Unsupported(
+                        "allreduce on CUDA needs at least 2 GPUs in one process group; this node "
+                        "has 1 (use device=cpu, or launch across nodes with torchrun)"
+                    )
         if progress:
             progress(f"allreduce {backend} x{world}", 0.0)
         try:
@@ -260,49 +307,108 @@ class AllreduceRunner:
             message = str(exc)
             result.failures.append(
                 FailureIn(
-                    benchmark=Benchmark(family=FAMILY, name="allreduce", parameters={"backend": backend, "world_size": world, "device": device_kind}),
-                    stage="run", error_class="AllreduceFailed", message=message.splitlines()[0][:500], log_tail=message[-4000:],
+                    benchmark=Benchmark(
+                        family=FAMILY,
+                        name="allreduce",
+                        parameters={"backend": backend, "world_size": world, "device": device_kind},
+                    ),
+                    stage="run",
+                    error_class="AllreduceFailed",
+                    message=message.splitlines()[0][:500],
+                    log_tail=message[-4000:],
                 )
             )
             return result
         for row in rows:
-            result.measurements.extend(self._measurements(row, params, world, backend, device_kind, launcher))
+            result.measurements.extend(
+                self._measurements(row, params, world, backend, device_kind, launcher)
+            )
         if progress:
             progress("allreduce done", 1.0)
         return result
 
     @staticmethod
-    def _run_launched(params: AllreduceParams, env: DistEnv, device_kind: str) -> list[dict[str, Any]]:
+    def _run_launched(
+        params: AllreduceParams, env: DistEnv, device_kind: str
+    ) -> list[dict[str, Any]]:
         import torch
         import torch.distributed as dist
 
         if not env.master_addr or not env.master_port:
-            raise InvalidInput(f"launched by {env.launcher} (world size {env.world_size}) but MASTER_ADDR/MASTER_PORT are not set")
+            raise InvalidInput(
+                f"launched by {env.launcher} (world size {env.world_size}) but "
+                "MASTER_ADDR/MASTER_PORT are not set"
+            )
         device = "cpu"
         if device_kind == "cuda":
             torch.cuda.set_device(env.local_rank)
             device = f"cuda:{env.local_rank}"
-        _init("nccl" if device_kind == "cuda" else "gloo", env.rank, env.world_size, env.master_addr, env.master_port, params.timeout_s)
+        _init(
+            "nccl" if device_kind == "cuda" else "gloo",
+            env.rank,
+            env.world_size,
+            env.master_addr,
+            env.master_port,
+            params.timeout_s,
+        )
         try:
             return measure(params, env.rank, env.world_size, device)
         finally:
             dist.destroy_process_group()
 
     @staticmethod
-    def _measurements(row: dict[str, Any], params: AllreduceParams, world: int, backend: str, device: str, launcher: str) -> list[Measurement]:
+    def _measurements(
+        row: dict[str, Any],
+        params: AllreduceParams,
+        world: int,
+        backend: str,
+        device: str,
+        launcher: str,
+    ) -> list[Measurement]:
         size, seconds = row["size_bytes"], row["seconds"]
         algbw = algorithm_bandwidth(size, seconds) / 1e9
         busbw = bus_bandwidth(algbw, world)
         benchmark = Benchmark(
             family=FAMILY,
             name="allreduce",
-            parameters={"size_bytes": size, "dtype": params.dtype, "op": "sum", "world_size": world, "backend": backend, "device": device},
+            parameters={
+                "size_bytes": size,
+                "dtype": params.dtype,
+                "op": "sum",
+                "world_size": world,
+                "backend": backend,
+                "device": device,
+            },
         )
-        note = f"{seconds * 1e6:.1f} us per allreduce (slowest rank, mean of {params.iters}); launcher {launcher}"
+        note = (
+            f"{seconds * 1e6:.1f} us per allreduce (slowest rank, mean of {params.iters}); "
+            f"launcher {launcher}"
+        )
         return [
-            Measurement(benchmark=benchmark, metric="busbw_gbps", value=busbw, unit="GB/s", samples=params.iters, note=note),
-            Measurement(benchmark=benchmark, metric="algbw_gbps", value=algbw, unit="GB/s", samples=params.iters, note=note),
-            Measurement(benchmark=benchmark, metric="time_us", value=seconds * 1e6, unit="us", higher_is_better=False, samples=params.iters),
+            Measurement(
+                benchmark=benchmark,
+                metric="busbw_gbps",
+                value=busbw,
+                unit="GB/s",
+                samples=params.iters,
+                note=note,
+            ),
+            Measurement(
+                benchmark=benchmark,
+                metric="algbw_gbps",
+                value=algbw,
+                unit="GB/s",
+                samples=params.iters,
+                note=note,
+            ),
+            Measurement(
+                benchmark=benchmark,
+                metric="time_us",
+                value=seconds * 1e6,
+                unit="us",
+                higher_is_better=False,
+                samples=params.iters,
+            ),
         ]
 
 

@@ -105,8 +105,12 @@ class CnnParams(BaseModel):
 
 
 PROFILES: dict[str, dict[str, Any]] = {
-    "quick": dict(model="small_cnn", batch_size=8, image_size=64, num_batches=12, num_warmup_batches=2),
-    "full": dict(model="resnet50", batch_size=64, image_size=224, num_batches=100, num_warmup_batches=10),
+    "quick": dict(
+        model="small_cnn", batch_size=8, image_size=64, num_batches=12, num_warmup_batches=2
+    ),
+    "full": dict(
+        model="resnet50", batch_size=64, image_size=224, num_batches=100, num_warmup_batches=10
+    ),
 }
 
 
@@ -124,16 +128,23 @@ def params_for(ctx: RunContext) -> CnnParams:
     known = set(CnnParams.model_fields) - {"framework"}
     unknown = sorted(set(ctx.options) - known - {"framework"})
     if unknown:
-        raise InvalidInput(f"cnn: unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known | {'framework'}))}")
+        raise InvalidInput(
+            f"cnn: unknown option(s) {', '.join(unknown)}; valid: "
+            f"{', '.join(sorted(known | {'framework'}))}"
+        )
     values.update({k: v for k, v in ctx.options.items() if k in known})
     try:
         params = CnnParams(**values)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise InvalidInput(f"cnn option {field}={first.get('input')!r} is invalid: {first['msg']}") from exc
+        raise InvalidInput(
+            f"cnn option {field}={first.get('input')!r} is invalid: {first['msg']}"
+        ) from exc
     if params.model not in MODELS:
-        raise InvalidInput(f"cnn option model={params.model!r} is unknown; valid: {', '.join(MODELS)}")
+        raise InvalidInput(
+            f"cnn option model={params.model!r} is unknown; valid: {', '.join(MODELS)}"
+        )
     return params
 
 
@@ -152,14 +163,18 @@ class StepTimer(Protocol):
 
 class CnnRunner:
     name = "cnn"
-    description = "CNN training/inference throughput on synthetic ImageNet-shaped data (PyTorch or Keras)"
+    description = (
+        "CNN training/inference throughput on synthetic ImageNet-shaped data (PyTorch or Keras)"
+    )
 
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         params = params_for(ctx)
         if not _framework_available(params.framework):
             extra = "torch" if params.framework == "torch" else "tensorflow"
-            raise Unsupported(f"cnn: framework {params.framework!r} is not installed in this Python: "
-                              f"pip install 'stack-advisor[{extra}]' (or --option framework=...)")
+            raise Unsupported(
+                f"cnn: framework {params.framework!r} is not installed in this Python: "
+                f"pip install 'stack-advisor[{extra}]' (or --option framework=...)"
+            )
         if params.framework == "torch":
             from collectors.models import torch_bench as backend
         else:
@@ -217,7 +232,9 @@ def time_steps(timer: StepTimer, params: CnnParams, progress: Progress | None) -
     for i in range(params.num_batches):
         times.append(timer.timed_step())
         if progress:
-            progress(f"step {i + 1}/{params.num_batches}", (params.num_warmup_batches + i + 1) / total)
+            progress(
+                f"step {i + 1}/{params.num_batches}", (params.num_warmup_batches + i + 1) / total
+            )
     return times
 
 

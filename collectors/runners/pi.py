@@ -25,17 +25,23 @@ OPTIONS = ("backends", "pis")
 
 
 def _names(value: Any, valid: list[str], option: str) -> list[str]:
-    items = [v.strip() for v in (value.split(",") if isinstance(value, str) else value) if v.strip()]
+    items = [
+        v.strip() for v in (value.split(",") if isinstance(value, str) else value) if v.strip()
+    ]
     bad = [v for v in items if v not in valid]
     if bad or not items:
-        raise InvalidInput(f"pi option {option}={value!r} is invalid; valid names: {', '.join(valid)}")
+        raise InvalidInput(
+            f"pi option {option}={value!r} is invalid; valid names: {', '.join(valid)}"
+        )
     return items
 
 
 def select_backends(ctx: RunContext) -> list[Backend]:
     unknown = sorted(set(ctx.options) - set(OPTIONS))
     if unknown:
-        raise InvalidInput(f"pi: unknown option(s) {', '.join(unknown)}; valid: {', '.join(OPTIONS)}")
+        raise InvalidInput(
+            f"pi: unknown option(s) {', '.join(unknown)}; valid: {', '.join(OPTIONS)}"
+        )
     if "backends" in ctx.options:
         names = _names(ctx.options["backends"], list(BACKEND_MODULES), "backends")
         missing = [n for n in names if not installed(n)]
@@ -71,9 +77,13 @@ def measurement_of(result: CaseResult) -> Measurement:
         p90=s.p90,
         stddev=s.stddev,
         cv=s.cv,
-        note=(f"median of {s.n} samples ({result.timing.number} run(s) each, {result.timing.warmup} warm-up, "
-              f"stopped: {result.timing.stop_reason}{', L2 flushed' if result.timing.flushed else ''}); "
-              f"{result.label}; {result.backend} {result.backend_version}"),
+        note=(
+            f"median of {s.n} samples ({result.timing.number} run(s) each, {result.timing.warmup} "
+            "warm-up, "
+            "stopped: "
+            f"{result.timing.stop_reason}{', L2 flushed' if result.timing.flushed else ''}); "
+            f"{result.label}; {result.backend} {result.backend_version}"
+        ),
     )
 
 
@@ -101,13 +111,17 @@ def stack_facts(backends: list[Backend], device: str) -> dict[str, str]:
         import tensorflow as tf  # already imported by the backend
 
         info = tf.sysconfig.get_build_info()
-        facts.update({k: str(info[f"{k}_version"]) for k in ("cuda", "cudnn") if info.get(f"{k}_version")})
+        facts.update(
+            {k: str(info[f"{k}_version"]) for k in ("cuda", "cudnn") if info.get(f"{k}_version")}
+        )
     return facts
 
 
 class PiRunner:
     name = "pi"
-    description = "micro-benchmark performance indicators: GEMM, conv2d, memory, transfer, attention"
+    description = (
+        "micro-benchmark performance indicators: GEMM, conv2d, memory, transfer, attention"
+    )
 
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         backends = select_backends(ctx)
@@ -124,7 +138,10 @@ class PiRunner:
         for backend in runnable:
             for case in selected:
                 if progress:
-                    progress(f"{backend.name} {case.pi} {case.params.get('dtype', '')}".strip(), done / total)
+                    progress(
+                        f"{backend.name} {case.pi} {case.params.get('dtype', '')}".strip(),
+                        done / total,
+                    )
                 outcome = run_case(case.pi, case.params, backend, device, timing_policy)
                 if outcome.status == "ok":
                     result.measurements.append(measurement_of(outcome))

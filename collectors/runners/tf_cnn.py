@@ -3,8 +3,9 @@
 The script is not a package: it is baked into the collector image (the collector Dockerfile clones
 it at a pinned commit under /opt/benchmarks/scripts/tf_cnn_benchmarks/) or given by path, via the
 ``script`` option or the ``TF_CNN_BENCHMARKS_SCRIPT`` environment variable. In a source checkout
-it is found in the shared third-party copy beside it (``../shared/third_party/tensorflow-benchmarks``,
-see its SOURCE.md), so tests and local runs need no setup. Its output is streamed line by line (progress
+it is found in the shared third-party copy beside it
+(``../shared/third_party/tensorflow-benchmarks``, see its SOURCE.md), so tests and local runs need
+no setup. Its output is streamed line by line (progress
 follows the step lines) and parsed by ``collectors.importers.tf_cnn``, the same parser
 ``advisor import tf-cnn`` uses, so a live run and an imported log give the same measurement.
 """
@@ -37,8 +38,16 @@ PYTHONPATH_ENV = "TF_CNN_BENCHMARKS_PYTHONPATH"
 SCRIPT_NAME = "tf_cnn_benchmarks.py"
 TF_BENCHMARKS_COMMIT = "8fb79079265933ad39bea628b777af662f5bf15d"
 """The tensorflow/benchmarks commit the collector image and the shared copy pin."""
-SHARED_COPY = (Path(__file__).resolve().parents[2] / ".." / "shared" / "third_party"
-               / "tensorflow-benchmarks" / "scripts" / "tf_cnn_benchmarks" / SCRIPT_NAME)
+SHARED_COPY = (
+    Path(__file__).resolve().parents[2]
+    / ".."
+    / "shared"
+    / "third_party"
+    / "tensorflow-benchmarks"
+    / "scripts"
+    / "tf_cnn_benchmarks"
+    / SCRIPT_NAME
+)
 """The third-party copy next to a source checkout (../shared/third_party from the project root)."""
 CONVENTIONAL_PATHS = (
     Path("/opt/benchmarks/scripts/tf_cnn_benchmarks") / SCRIPT_NAME,
@@ -98,7 +107,9 @@ def params_for(ctx: RunContext, cuda: bool) -> TfCnnParams:
     """Profile defaults, then ``ctx.options`` overrides. Raises InvalidInput naming the field."""
     on_gpu = ctx.device == "cuda" or (ctx.device == "auto" and cuda)
     if ctx.profile == "quick":
-        base: dict[str, Any] = dict(model="trivial", batch_size=2, num_batches=10, num_warmup_batches=2)
+        base: dict[str, Any] = dict(
+            model="trivial", batch_size=2, num_batches=10, num_warmup_batches=2
+        )
     else:
         base = dict(model="resnet50", batch_size=64 if on_gpu else 16, num_batches=100)
     base["display_every"] = max(1, base["num_batches"] // 10)
@@ -153,7 +164,10 @@ class TfCnnRunner:
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         python = str(ctx.options.get("python") or sys.executable)
         if python == sys.executable and importlib.util.find_spec("tensorflow") is None:
-            raise Unsupported("tf-cnn: TensorFlow is not installed in this Python: pip install 'stack-advisor[tensorflow]'")
+            raise Unsupported(
+                "tf-cnn: TensorFlow is not installed in this Python: pip install "
+                "'stack-advisor[tensorflow]'"
+            )
         if python == sys.executable and not ctx.options.get("pythonpath"):
             _check_keras2()
         script = find_script(ctx.options.get("script"))
@@ -164,18 +178,23 @@ class TfCnnRunner:
         )
         parsed = parse_tf_cnn_log(text)
         extra = params.identity()
-        measurements, failures = tf_cnn_outcome(parsed, extra_parameters=extra, returncode=returncode)
+        measurements, failures = tf_cnn_outcome(
+            parsed, extra_parameters=extra, returncode=returncode
+        )
         if returncode is None:  # killed on timeout: whatever it printed is not a result
             benchmark = failures[0].benchmark if failures else measurements[0].benchmark
-            measurements, failures = [], [
-                FailureIn(
-                    benchmark=benchmark,
-                    stage="run",
-                    error_class="Timeout",
-                    message=f"tf_cnn_benchmarks did not finish within {timeout:.0f} s",
-                    log_tail=parsed.tail or None,
-                )
-            ]
+            measurements, failures = (
+                [],
+                [
+                    FailureIn(
+                        benchmark=benchmark,
+                        stage="run",
+                        error_class="Timeout",
+                        message=f"tf_cnn_benchmarks did not finish within {timeout:.0f} s",
+                        log_tail=parsed.tail or None,
+                    )
+                ],
+            )
         result = RunnerResult(measurements=measurements, failures=failures)
         if parsed.header.get("tensorflow"):
             version = parsed.header["tensorflow"]
@@ -204,8 +223,10 @@ def _check_keras2() -> None:
         return
     major_minor = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
     if major_minor >= (2, 16):
-        raise Unsupported(f"tf-cnn: TensorFlow {version} needs Keras 2 for tf_cnn_benchmarks: "
-                          f"pip install --no-deps 'tf-keras~={'.'.join(map(str, major_minor))}.0'")
+        raise Unsupported(
+            f"tf-cnn: TensorFlow {version} needs Keras 2 for tf_cnn_benchmarks: "
+            f"pip install --no-deps 'tf-keras~={'.'.join(map(str, major_minor))}.0'"
+        )
 
 
 def _tf_sees_gpu(ctx: RunContext) -> bool:

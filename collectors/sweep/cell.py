@@ -5,8 +5,8 @@ per repeat) and the provenance details to attach. It first imports the framework
 fails is an ``import`` failure, reported with its traceback, and nothing is run), then fingerprints
 this environment and runs ``collectors.collect.collect`` once per repeat, and writes::
 
-    {"status": "ok" | "import_failed" | "invalid", "error": ..., "documents": [...], "benchmark_seconds": s,
-     "import_seconds": s}
+    {"status": "ok" | "import_failed" | "invalid", "error": ..., "documents": [...],
+     "benchmark_seconds": s, "import_seconds": s}
 
 Only the standard library, the collector's small requirements and the framework are importable
 here (see ``collectors.sweep.env``); nothing of the sweeping process's environment leaks in.
@@ -28,7 +28,7 @@ def _import_all(modules: list[str]) -> tuple[str | None, str | None]:
     for module in modules:
         try:
             importlib.import_module(module)
-        except BaseException as exc:  # noqa: BLE001 - an import can fail any way (SystemExit, OSError on a .so)
+        except BaseException as exc:
             first = (str(exc) or type(exc).__name__).splitlines()[0][:500]
             return f"import {module}: {type(exc).__name__}: {first}", traceback.format_exc()[-4000:]
     return None, None
@@ -39,8 +39,14 @@ def run_request(request: dict[str, Any]) -> dict[str, Any]:
     error, tail = _import_all(request["imports"])
     import_seconds = time.monotonic() - started
     if error:
-        return {"status": "import_failed", "error": error, "log_tail": tail, "documents": [],
-                "import_seconds": import_seconds, "benchmark_seconds": 0.0}
+        return {
+            "status": "import_failed",
+            "error": error,
+            "log_tail": tail,
+            "documents": [],
+            "import_seconds": import_seconds,
+            "benchmark_seconds": 0.0,
+        }
 
     from collectors.collect import collect
     from collectors.fingerprint import fingerprint_host
@@ -54,17 +60,34 @@ def run_request(request: dict[str, Any]) -> dict[str, Any]:
         for spec in request["benchmarks"]:
             t0 = time.monotonic()
             try:
-                outcome = collect([spec["runner"]], profile=spec["profile"], device=request["device"],
-                                  run_id=run_id, options=spec.get("options") or {}, fingerprint=fingerprint)
-            except InvalidInput as exc:  # the matrix is wrong, not the cell: every cell would say so
-                return {"status": "invalid", "error": f"benchmark {spec['runner']}: {exc}", "documents": []}
+                outcome = collect(
+                    [spec["runner"]],
+                    profile=spec["profile"],
+                    device=request["device"],
+                    run_id=run_id,
+                    options=spec.get("options") or {},
+                    fingerprint=fingerprint,
+                )
+            except (
+                InvalidInput
+            ) as exc:  # the matrix is wrong, not the cell: every cell would say so
+                return {
+                    "status": "invalid",
+                    "error": f"benchmark {spec['runner']}: {exc}",
+                    "documents": [],
+                }
             bench_seconds += time.monotonic() - t0
             errors.extend(outcome.runner_errors)
             for doc in outcome.documents:
                 doc.provenance.details.update(request.get("details") or {})
                 documents.append(doc.model_dump(mode="json"))
-    return {"status": "ok", "documents": documents, "runner_errors": errors,
-            "import_seconds": import_seconds, "benchmark_seconds": bench_seconds}
+    return {
+        "status": "ok",
+        "documents": documents,
+        "runner_errors": errors,
+        "import_seconds": import_seconds,
+        "benchmark_seconds": bench_seconds,
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -23,7 +23,9 @@ from graph_schema.errors import InvalidInput
 from graph_schema.store import validation_message
 
 CELL_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9_,.-]+\])?\s*([<>=!~]=?[^\s;]+(\s*,\s*[<>=!~]=?[^\s,;]+)*)?$")
+REQUIREMENT = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9_,.-]+\])?\s*([<>=!~]=?[^\s;]+(\s*,\s*[<>=!~]=?[^\s,;]+)*)?$"
+)
 VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+!_-]*$")
 
 # framework -> (distribution installed for it, module imported to check it, PI backend name)
@@ -44,7 +46,8 @@ LIBRARY_WHEELS: dict[str, str] = {
 
 
 RUNNER_REQUIREMENTS: dict[str, tuple[str, ...]] = {"loadgen": ("mlcommons-loadgen>=4.0",)}
-"""What a runner needs in a cell besides the framework (added to every cell of a matrix using it)."""
+"""What a runner needs in a cell besides the framework (added to every cell of a matrix that
+uses it)."""
 
 
 def _keras2(cell: Cell) -> list[str]:
@@ -83,12 +86,14 @@ class SweepBenchmark(_Spec):
     def _options(cls, v: dict[str, Any]) -> dict[str, Any]:
         for key, value in v.items():
             if isinstance(value, dict):
-                raise ValueError(f"option {key!r}: nested mappings are not supported")  # noqa: TRY004
+                raise ValueError(f"option {key!r}: nested mappings are not supported")
         return v
 
     def runner_options(self) -> dict[str, Any]:
         """Options as the runner takes them from ``--option``: lists comma-joined."""
-        return {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in self.options.items()}
+        return {
+            k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in self.options.items()
+        }
 
 
 class Cell(_Spec):
@@ -97,16 +102,28 @@ class Cell(_Spec):
     name: str | None = Field(default=None, description="defaults to <framework>-<version>")
     framework: str
     version: str = Field(min_length=1)
-    package: str | None = Field(default=None, description="the distribution to install instead of the "
-                                "framework's default (e.g. cupy-cuda11x, jax[cuda12])")
-    cuda: str | None = Field(default=None, description="pin nvidia-cuda-runtime-cuXX to this version")
+    package: str | None = Field(
+        default=None,
+        description="the distribution to install instead of the "
+        "framework's default (e.g. cupy-cuda11x, jax[cuda12])",
+    )
+    cuda: str | None = Field(
+        default=None, description="pin nvidia-cuda-runtime-cuXX to this version"
+    )
     cudnn: str | None = Field(default=None, description="pin nvidia-cudnn-cuXX")
     nccl: str | None = Field(default=None, description="pin nvidia-nccl-cuXX")
-    cuda_major: int | None = Field(default=None, ge=10, le=13, description="wheel suffix (cu11, cu12); "
-                                   "defaults to the major of `cuda`, else 12")
+    cuda_major: int | None = Field(
+        default=None,
+        ge=10,
+        le=13,
+        description="wheel suffix (cu11, cu12); defaults to the major of `cuda`, else 12",
+    )
     packages: list[str] = Field(default_factory=list, description="extra requirements, pip syntax")
-    imports: list[str] = Field(default_factory=list, description="modules that must import before the "
-                               "benchmarks run (default: the framework's); one that fails is an import failure")
+    imports: list[str] = Field(
+        default_factory=list,
+        description="modules that must import before the "
+        "benchmarks run (default: the framework's); one that fails is an import failure",
+    )
     index_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
     extra_index_url: list[str] = Field(default_factory=list)
 
@@ -130,14 +147,18 @@ class Cell(_Spec):
     def _packages(cls, v: list[str]) -> list[str]:
         for req in v:
             if not REQUIREMENT.match(req.strip()):
-                raise ValueError(f"{req!r} is not a requirement (name[extras] op version, e.g. 'scipy==1.13.1')")
+                raise ValueError(
+                    f"{req!r} is not a requirement (name[extras] op version, e.g. 'scipy==1.13.1')"
+                )
         return [r.strip() for r in v]
 
     @field_validator("package")
     @classmethod
     def _package(cls, v: str | None) -> str | None:
         if v is not None and (not REQUIREMENT.match(v) or any(op in v for op in "<>=!~")):
-            raise ValueError(f"package {v!r} must be a distribution name (with [extras]), no version")
+            raise ValueError(
+                f"package {v!r} must be a distribution name (with [extras]), no version"
+            )
         return v
 
     @field_validator("imports")
@@ -152,13 +173,20 @@ class Cell(_Spec):
     @classmethod
     def _name(cls, v: str | None) -> str | None:
         if v is not None and (not CELL_NAME.match(v) or len(v) > 40):
-            raise ValueError("cell name must be lower-case letters, digits, '-' and '.', "
-                             "start and end alphanumeric, at most 40 characters")
+            raise ValueError(
+                "cell name must be lower-case letters, digits, '-' and '.', "
+                "start and end alphanumeric, at most 40 characters"
+            )
         return v
 
     @property
     def id(self) -> str:
-        return self.name or re.sub(r"[^a-z0-9.-]+", "-", f"{self.framework}-{self.version}".lower()).strip("-")[:40]
+        return (
+            self.name
+            or re.sub(r"[^a-z0-9.-]+", "-", f"{self.framework}-{self.version}".lower()).strip("-")[
+                :40
+            ]
+        )
 
     @property
     def distribution(self) -> str:
@@ -170,7 +198,9 @@ class Cell(_Spec):
 
     def requirements(self) -> list[str]:
         """The pip requirements of this cell, framework first."""
-        major = self.cuda_major or (int(self.cuda.split(".")[0]) if self.cuda and self.cuda[0].isdigit() else 12)
+        major = self.cuda_major or (
+            int(self.cuda.split(".")[0]) if self.cuda and self.cuda[0].isdigit() else 12
+        )
         reqs = [f"{self.distribution}=={self.version}"]
         for lib, wheel in LIBRARY_WHEELS.items():
             pinned = getattr(self, lib)
@@ -189,8 +219,11 @@ class Cell(_Spec):
 
 class SweepMatrix(_Spec):
     name: str = Field(min_length=1, max_length=40)
-    python: str | None = Field(default=None, description="interpreter for the cells (an installed "
-                               "python version or path); default: the one running the sweep")
+    python: str | None = Field(
+        default=None,
+        description="interpreter for the cells (an installed "
+        "python version or path); default: the one running the sweep",
+    )
     device: str = Field(default="auto", pattern="^(auto|cpu|cuda)$")
     repeats: int = Field(default=1, ge=1, le=20, description="runs per cell (run-to-run spread)")
     baseline: str | None = Field(default=None, description="the cell the others are compared to")
@@ -209,7 +242,9 @@ class SweepMatrix(_Spec):
         ids = [c.id for c in self.cells]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
-            raise ValueError(f"cell names must be unique; repeated: {', '.join(dupes)} (set `name:`)")
+            raise ValueError(
+                f"cell names must be unique; repeated: {', '.join(dupes)} (set `name:`)"
+            )
         if self.baseline is not None and self.baseline not in ids:
             raise ValueError(f"baseline {self.baseline!r} is not a cell; cells: {', '.join(ids)}")
         return self
@@ -224,7 +259,9 @@ class SweepMatrix(_Spec):
             if "tf-cnn" in runners:
                 extra += _keras2(cell)
             names = {re.split(r"[<>=!~\[ ]", p, maxsplit=1)[0].lower() for p in cell.packages}
-            cell.packages.extend(r for r in extra if re.split(r"[<>=!~\[ ]", r, maxsplit=1)[0].lower() not in names)
+            cell.packages.extend(
+                r for r in extra if re.split(r"[<>=!~\[ ]", r, maxsplit=1)[0].lower() not in names
+            )
         return self
 
     @property
@@ -235,18 +272,25 @@ class SweepMatrix(_Spec):
         for c in self.cells:
             if c.id == cell_id:
                 return c
-        raise InvalidInput(f"no cell {cell_id!r} in matrix {self.name!r}; cells: {', '.join(c.id for c in self.cells)}")
+        raise InvalidInput(
+            f"no cell {cell_id!r} in matrix {self.name!r}; cells: "
+            f"{', '.join(c.id for c in self.cells)}"
+        )
 
     def signature(self) -> str:
         """What makes two runs of a cell comparable: benchmarks, device (not the cell list)."""
-        text = json.dumps([self.device, [b.model_dump() for b in self.benchmarks]], sort_keys=True, default=str)
+        text = json.dumps(
+            [self.device, [b.model_dump() for b in self.benchmarks]], sort_keys=True, default=str
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 def parse_matrix(data: Any, source: str = "matrix") -> SweepMatrix:
     """Validate a matrix mapping. Raises InvalidInput naming each bad field and its value."""
     if not isinstance(data, dict):
-        raise InvalidInput(f"{source}: a sweep matrix must be a YAML mapping, got {type(data).__name__}")
+        raise InvalidInput(
+            f"{source}: a sweep matrix must be a YAML mapping, got {type(data).__name__}"
+        )
     try:
         return SweepMatrix.model_validate(data)
     except ValidationError as exc:
@@ -263,7 +307,9 @@ def load_matrix(path: str | Path) -> SweepMatrix:
         name = text_path[4:]
         text = os.environ.get(name)
         if not text:
-            raise InvalidInput(f"sweep matrix {text_path!r}: environment variable {name!r} is not set or empty")
+            raise InvalidInput(
+                f"sweep matrix {text_path!r}: environment variable {name!r} is not set or empty"
+            )
         path = Path(text_path)
     else:
         path = Path(path)

@@ -31,11 +31,12 @@ def accelerator_row(entry: AcceleratorEntry) -> dict[str, Any]:
     figures = entry.peak_tflops.as_dict()
     row: dict[str, Any] = {k: v for k, v in entry.model_dump(exclude={"peak_tflops"}).items()
                            if v not in (None, [], "")}
-    head = {c: row.pop(c) for c in ("id", "name", "vendor", "family", "generation") if c in row}
+    head: dict[str, Any] = {c: row.pop(c) for c in ("id", "name", "vendor", "family", "generation")
+                            if c in row}
     gen = load_catalog().generations.get(entry.generation)
     if gen is not None and gen.min_driver:
         row["min_driver"] = gen.min_driver
-    tail = {c: row.pop(c) for c in ("note", "source") if c in row}
+    tail: dict[str, Any] = {c: row.pop(c) for c in ("note", "source") if c in row}
     return {**head, **{p: figures.get(p) for p in PRECISIONS}, **row, **tail}
 
 

@@ -46,10 +46,21 @@ def installed(name: str) -> bool:
 def get_backend(name: str) -> Backend:
     """Raises KeyError for an unknown name, NotSupported when its package is not installed."""
     if not installed(name):
-        raise NotSupported(f"backend {name!r} needs the {BACKEND_MODULES[name][1]!r} package, which is not installed")
+        raise NotSupported(
+            f"backend {name!r} needs the {BACKEND_MODULES[name][1]!r} package, which is not "
+            "installed"
+        )
     module = importlib.import_module(BACKEND_MODULES[name][0])
     backend: Backend = module.BACKEND
     return backend
 
 
-__all__ = ["BACKEND_MODULES", "DEFAULT_BACKENDS", "Backend", "Kernel", "NotSupported", "get_backend", "installed"]
+__all__ = [
+    "BACKEND_MODULES",
+    "DEFAULT_BACKENDS",
+    "Backend",
+    "Kernel",
+    "NotSupported",
+    "get_backend",
+    "installed",
+]

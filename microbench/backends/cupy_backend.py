@@ -74,7 +74,9 @@ class CupyBackend:
             if pi == "mem_copy":
                 run, label = (lambda: cupy.copyto(out, x)), "cupy.copyto"
             elif pi == "mem_triad":
-                triad = cupy.ElementwiseKernel("T x, T y, T s", "T z", "z = x + s * y", "stream_triad")
+                triad = cupy.ElementwiseKernel(
+                    "T x, T y, T s", "T z", "z = x + s * y", "stream_triad"
+                )
                 s = dt(3.0)
                 run, label = (lambda: triad(x, y, s, out)), "cupy ElementwiseKernel triad"
             elif pi == "elementwise":
@@ -101,7 +103,13 @@ class CupyBackend:
             raise NotSupported("cupy has no scaled-dot-product attention primitive")
         else:
             raise NotSupported(f"cupy backend does not implement PI {pi!r}")
-        return Kernel(run=run, sync=_sync, flush=flush, timer=_event_timer(run), label=label + " (CUDA events)")
+        return Kernel(
+            run=run,
+            sync=_sync,
+            flush=flush,
+            timer=_event_timer(run),
+            label=label + " (CUDA events)",
+        )
 
 
 BACKEND = CupyBackend()

@@ -58,7 +58,8 @@ class JaxBackend:
             return jax.device_put(jax.random.normal(key, shape, dtype=jnp.float32).astype(dt), dev)
 
         session: Callable[[], AbstractContextManager[Any]] = lambda: jax.default_matmul_precision(
-            MATMUL_PRECISION.get(getattr(p, "dtype", ""), "default"))
+            MATMUL_PRECISION.get(getattr(p, "dtype", ""), "default")
+        )
         flush: Callable[[], object] | None = None
         if pi == "gemm":
             dt = _dtype(p.dtype, device)
@@ -71,8 +72,13 @@ class JaxBackend:
             w = randn((p.out_channels, p.in_channels, p.kernel, p.kernel), dt)
 
             def conv(x: Any, w: Any) -> Any:
-                return jax.lax.conv_general_dilated(x, w, (p.stride, p.stride), [(p.padding, p.padding)] * 2,
-                                                    dimension_numbers=("NCHW", "OIHW", "NCHW"))
+                return jax.lax.conv_general_dilated(
+                    x,
+                    w,
+                    (p.stride, p.stride),
+                    [(p.padding, p.padding)] * 2,
+                    dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                )
 
             if p.direction == "forward":
                 f = jax.jit(conv)
@@ -89,10 +95,12 @@ class JaxBackend:
                 scratch = jnp.zeros(128 << 20, dtype=jnp.uint8, device=dev)
                 fill = jax.jit(lambda s: s + 1)
                 flush = lambda: fill(scratch).block_until_ready()
-            fns = {"mem_copy": (lambda x, y: jnp.copy(x), "jnp.copy"),
-                   "mem_triad": (lambda x, y: x + 3.0 * y, "x + s*y (jit, fused)"),
-                   "elementwise": (lambda x, y: x * y, "x * y (jit)"),
-                   "reduction": (lambda x, y: jnp.sum(x), "jnp.sum (jit)")}
+            fns = {
+                "mem_copy": (lambda x, y: jnp.copy(x), "jnp.copy"),
+                "mem_triad": (lambda x, y: x + 3.0 * y, "x + s*y (jit, fused)"),
+                "elementwise": (lambda x, y: x * y, "x * y (jit)"),
+                "reduction": (lambda x, y: jnp.sum(x), "jnp.sum (jit)"),
+            }
             fn, label = fns[pi]
             f = jax.jit(fn)
             call = lambda: f(x, y)
@@ -100,8 +108,10 @@ class JaxBackend:
             if device != "cuda":
                 raise NotSupported("host<->device transfer needs a CUDA device")
             if p.direction != "h2d" or p.host_memory != "pageable":
-                raise NotSupported("jax controls neither pinned host memory nor uncached device->host copies; "
-                                   "only pageable h2d (jax.device_put) is measured")
+                raise NotSupported(
+                    "jax controls neither pinned host memory nor uncached device->host copies; "
+                    "only pageable h2d (jax.device_put) is measured"
+                )
             host = np.ones(p.size_bytes, dtype=np.uint8)
             call, label = (lambda: jax.device_put(host, dev)), "jax.device_put pageable"
         elif pi == "sdpa":

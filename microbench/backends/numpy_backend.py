@@ -57,20 +57,28 @@ class NumpyBackend:
             if pi == "mem_copy":
                 return Kernel(run=lambda: np.copyto(out, x), flush=flush, label="numpy.copyto")
             if pi == "mem_triad":
+
                 def triad() -> None:
                     np.multiply(y, scalar, out=out)
                     np.add(out, x, out=out)
+
                 # Two passes over ``out``: NumPy has no fused triad; the formula counts one.
                 return Kernel(run=triad, flush=flush, label="numpy multiply+add (two passes)")
             if pi == "elementwise":
-                return Kernel(run=lambda: np.multiply(x, y, out=out), flush=flush, label="numpy.multiply")
+                return Kernel(
+                    run=lambda: np.multiply(x, y, out=out), flush=flush, label="numpy.multiply"
+                )
             return Kernel(run=lambda: x.sum(), flush=flush, label="numpy.sum")
         if pi == "sdpa":
             dt = _dtype(params.dtype)
             shape = (params.batch, params.heads, params.seq_len, params.head_dim)
             q, k, v = (rng.standard_normal(shape, dtype=np.float32).astype(dt) for _ in range(3))
             scale = dt(1.0 / np.sqrt(params.head_dim))
-            mask = np.triu(np.ones((params.seq_len, params.seq_len), dtype=bool), 1) if params.causal else None
+            mask = (
+                np.triu(np.ones((params.seq_len, params.seq_len), dtype=bool), 1)
+                if params.causal
+                else None
+            )
 
             def attention() -> Any:
                 scores = np.matmul(q, k.swapaxes(-1, -2)) * scale

@@ -21,7 +21,13 @@ tf = load_tensorflow()
 
 from microbench.timing import Kernel, NotSupported
 
-DTYPES = {"fp64": tf.float64, "fp32": tf.float32, "tf32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}
+DTYPES = {
+    "fp64": tf.float64,
+    "fp32": tf.float32,
+    "tf32": tf.float32,
+    "fp16": tf.float16,
+    "bf16": tf.bfloat16,
+}
 FLUSH_BYTES = 256 << 20
 
 
@@ -58,8 +64,10 @@ class TensorflowBackend:
 
     def prepare(self, pi: str, p: Any, device: str) -> Kernel:
         if device not in self.devices():
-            raise NotSupported(f"tensorflow sees no {device!r} device here (CUDA build: "
-                               f"{tf.test.is_built_with_cuda()})")
+            raise NotSupported(
+                f"tensorflow sees no {device!r} device here (CUDA build: "
+                f"{tf.test.is_built_with_cuda()})"
+            )
         with tf.device(_tf_device(device)):
             call, flush, label = self._build(pi, p, device)
         last: list[Any] = []
@@ -74,9 +82,17 @@ class TensorflowBackend:
                 tf.reshape(out, [-1])[:1].numpy()  # waits for everything queued before it
 
         tf32 = getattr(p, "dtype", None) == "tf32"
-        return Kernel(run=run, sync=sync, flush=flush, session=lambda: _precision(tf32), label=label + " (eager)")
+        return Kernel(
+            run=run,
+            sync=sync,
+            flush=flush,
+            session=lambda: _precision(tf32),
+            label=label + " (eager)",
+        )
 
-    def _build(self, pi: str, p: Any, device: str) -> tuple[Callable[[], Any], Callable[[], object] | None, str]:
+    def _build(
+        self, pi: str, p: Any, device: str
+    ) -> tuple[Callable[[], Any], Callable[[], object] | None, str]:
         tf.random.set_seed(0)
 
         def randn(shape: tuple[int, ...], dt: Any) -> Any:
@@ -95,16 +111,32 @@ class TensorflowBackend:
             strides = [1, p.stride, p.stride, 1]
             pads = [[0, 0], [p.padding, p.padding], [p.padding, p.padding], [0, 0]]
             if p.direction == "forward":
-                return (lambda: tf.nn.conv2d(x, w, strides, pads, data_format="NHWC")), None, "tf.nn.conv2d NHWC"
+                return (
+                    (lambda: tf.nn.conv2d(x, w, strides, pads, data_format="NHWC")),
+                    None,
+                    "tf.nn.conv2d NHWC",
+                )
             g = randn((p.batch, p.out_height, p.out_width, p.out_channels), dt)
             flat = [v for pair in pads for v in pair]
             in_sizes, w_sizes = tf.constant(x.shape.as_list()), tf.constant(w.shape.as_list())
 
             def backward() -> Any:
-                dx = tf.raw_ops.Conv2DBackpropInput(input_sizes=in_sizes, filter=w, out_backprop=g, strides=strides,
-                                                    padding="EXPLICIT", explicit_paddings=flat)
-                dw = tf.raw_ops.Conv2DBackpropFilter(input=x, filter_sizes=w_sizes, out_backprop=g, strides=strides,
-                                                     padding="EXPLICIT", explicit_paddings=flat)
+                dx = tf.raw_ops.Conv2DBackpropInput(
+                    input_sizes=in_sizes,
+                    filter=w,
+                    out_backprop=g,
+                    strides=strides,
+                    padding="EXPLICIT",
+                    explicit_paddings=flat,
+                )
+                dw = tf.raw_ops.Conv2DBackpropFilter(
+                    input=x,
+                    filter_sizes=w_sizes,
+                    out_backprop=g,
+                    strides=strides,
+                    padding="EXPLICIT",
+                    explicit_paddings=flat,
+                )
                 return dx, dw
 
             return backward, None, "tf Conv2DBackpropInput + Conv2DBackpropFilter NHWC"
@@ -131,7 +163,9 @@ class TensorflowBackend:
             if device != "cuda":
                 raise NotSupported("host<->device transfer needs a CUDA device")
             if p.host_memory == "pinned":
-                raise NotSupported("tensorflow gives no control over pinned host memory; only pageable is measured")
+                raise NotSupported(
+                    "tensorflow gives no control over pinned host memory; only pageable is measured"
+                )
             host = np.ones(p.size_bytes, dtype=np.uint8)
             if p.direction == "h2d":
                 return (lambda: tf.identity(tf.constant(host))), None, "tf.constant pageable h2d"

@@ -12,8 +12,13 @@ import torch.nn.functional as F
 
 from microbench.timing import Kernel, NotSupported
 
-DTYPES = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
-          "bf16": torch.bfloat16}
+DTYPES = {
+    "fp64": torch.float64,
+    "fp32": torch.float32,
+    "tf32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
 CPU_FLUSH_BYTES = 256 << 20
 
 
@@ -28,15 +33,22 @@ def _dtype(name: str, device: str) -> torch.dtype:
 @contextmanager
 def _precision(tf32: bool) -> Iterator[None]:
     """TF32 on or off for matmul and cuDNN for the duration of a measurement."""
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.backends.cudnn.benchmark)
+    saved = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
+        torch.backends.cudnn.benchmark,
+    )
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
     try:
         yield
     finally:
-        (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-         torch.backends.cudnn.benchmark) = saved
+        (
+            torch.backends.cuda.matmul.allow_tf32,
+            torch.backends.cudnn.allow_tf32,
+            torch.backends.cudnn.benchmark,
+        ) = saved
 
 
 def _event_timer(run: Callable[[], object]) -> Callable[[int], float]:
@@ -83,11 +95,19 @@ class TorchBackend:
         run, flush, label = self._build(pi, params, device)
         tf32 = getattr(params, "dtype", None) == "tf32"
         if device == "cuda":
-            return Kernel(run=run, sync=torch.cuda.synchronize, flush=flush, timer=_event_timer(run),
-                          session=lambda: _precision(tf32), label=label + " (CUDA events)")
+            return Kernel(
+                run=run,
+                sync=torch.cuda.synchronize,
+                flush=flush,
+                timer=_event_timer(run),
+                session=lambda: _precision(tf32),
+                label=label + " (CUDA events)",
+            )
         return Kernel(run=run, flush=flush, label=label)
 
-    def _build(self, pi: str, p: Any, device: str) -> tuple[Callable[[], object], Callable[[], object] | None, str]:
+    def _build(
+        self, pi: str, p: Any, device: str
+    ) -> tuple[Callable[[], object], Callable[[], object] | None, str]:
         if pi == "gemm":
             if p.dtype == "fp8":
                 return self._fp8_gemm(p, device)
@@ -100,13 +120,20 @@ class TorchBackend:
             x = _randn((p.batch, p.in_channels, p.height, p.width), dt, device)
             w = _randn((p.out_channels, p.in_channels, p.kernel, p.kernel), dt, device) * 0.05
             if p.direction == "forward":
-                return (lambda: F.conv2d(x, w, stride=p.stride, padding=p.padding)), None, "torch conv2d forward"
+                return (
+                    (lambda: F.conv2d(x, w, stride=p.stride, padding=p.padding)),
+                    None,
+                    "torch conv2d forward",
+                )
             x.requires_grad_(True)
             w.requires_grad_(True)
             y = F.conv2d(x, w, stride=p.stride, padding=p.padding)
             grad = torch.randn_like(y)
-            return ((lambda: torch.autograd.grad(y, (x, w), grad, retain_graph=True)), None,
-                    "torch conv2d backward (input + weight gradients)")
+            return (
+                (lambda: torch.autograd.grad(y, (x, w), grad, retain_graph=True)),
+                None,
+                "torch conv2d backward (input + weight gradients)",
+            )
         if pi in ("mem_copy", "mem_triad", "elementwise", "reduction"):
             dt = _dtype(p.dtype, device)
             x, y = _randn((p.elements,), dt, device), _randn((p.elements,), dt, device)
@@ -122,19 +149,32 @@ class TorchBackend:
         if pi == "transfer":
             if device != "cuda":
                 raise NotSupported("host<->device transfer needs a CUDA device")
-            host = torch.empty(p.size_bytes, dtype=torch.uint8, pin_memory=p.host_memory == "pinned")
+            host = torch.empty(
+                p.size_bytes, dtype=torch.uint8, pin_memory=p.host_memory == "pinned"
+            )
             host.fill_(1)
             dev = torch.empty(p.size_bytes, dtype=torch.uint8, device="cuda")
             blocking = p.host_memory == "pageable"
             if p.direction == "h2d":
-                return (lambda: dev.copy_(host, non_blocking=not blocking)), None, f"copy_ h2d {p.host_memory}"
-            return (lambda: host.copy_(dev, non_blocking=not blocking)), None, f"copy_ d2h {p.host_memory}"
+                return (
+                    (lambda: dev.copy_(host, non_blocking=not blocking)),
+                    None,
+                    f"copy_ h2d {p.host_memory}",
+                )
+            return (
+                (lambda: host.copy_(dev, non_blocking=not blocking)),
+                None,
+                f"copy_ d2h {p.host_memory}",
+            )
         if pi == "sdpa":
             dt = _dtype(p.dtype, device)
             shape = (p.batch, p.heads, p.seq_len, p.head_dim)
             q, k, v = (_randn(shape, dt, device) for _ in range(3))
-            return ((lambda: F.scaled_dot_product_attention(q, k, v, is_causal=p.causal)), None,
-                    "F.scaled_dot_product_attention")
+            return (
+                (lambda: F.scaled_dot_product_attention(q, k, v, is_causal=p.causal)),
+                None,
+                "F.scaled_dot_product_attention",
+            )
         raise NotSupported(f"torch backend does not implement PI {pi!r}")
 
     def _fp8_gemm(self, p: Any, device: str) -> tuple[Callable[[], object], None, str]:
@@ -151,8 +191,11 @@ class TorchBackend:
         a = torch.randn((p.m, p.k), device="cuda").to(fp8)
         b = torch.randn((p.n, p.k), device="cuda").to(fp8).t()  # column-major, as cuBLASLt wants
         one = torch.tensor(1.0, device="cuda")
-        return ((lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)), None,
-                "torch._scaled_mm e4m3 -> bf16")
+        return (
+            (lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)),
+            None,
+            "torch._scaled_mm e4m3 -> bf16",
+        )
 
 
 BACKEND = TorchBackend()

@@ -14,7 +14,7 @@ from advisor.cluster.pools import group_pools, nodes_from_json
 from advisor.knowledge.rules import component_versions, stack_components
 from graph_schema.errors import InvalidInput
 from graph_schema.models import SoftwareStack
-from tests.kube.gfd_pools import POOL_NODES
+from tests.support.gfd_pools import POOL_NODES
 
 WORKLOAD = {"benchmark": "resnet50", "scenario": "Offline"}
 IMAGE = "registry.example.org/team/resnet50-trt:1"  # the user's image (--image): MLPerf records none
@@ -156,7 +156,7 @@ def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> N
 
 
 def _h100_vm(name: str, pool: str, driver: str) -> dict[str, Any]:
-    from tests.kube.gfd_nodes import NFD, node
+    from tests.support.gfd_nodes import NFD, node
 
     return node(name, {"stack-advisor.io/pool": pool, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
                        "nvidia.com/gpu.count": "1", "nvidia.com/cuda.driver-version.full": driver,

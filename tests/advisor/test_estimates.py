@@ -18,7 +18,7 @@ from advisor.workload import Workload
 from collectors.importers.mlperf import import_mlperf
 from graph_schema.registry import open_store
 from graph_schema.store import Store
-from tests.collectors.mlperf_fixtures import result_path, write
+from tests.support.mlperf import result_path, write
 
 REPO = Path(__file__).resolve().parents[2]
 TRT = ("TensorRT 8.6.0, CUDA 12.0", "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0, Driver 525.85.12")
@@ -197,7 +197,7 @@ def test_old_driver_excludes_newer_gpu_generations(store: Store) -> None:
     advisor = Advisor(store)
     result = _rec(advisor, benchmark="resnet50", scenario="Offline", hardware={"driver": "470.82.01"})
     names = {r.candidate.accelerator for r in result.recommendations}
-    assert not any("H100" in n or "L4" == n for n in names)
+    assert not any("H100" in n or n == "L4" for n in names)
     assert any("Hopper needs >= 525" in e.reason for e in result.excluded_candidates)
 
 

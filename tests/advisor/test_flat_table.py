@@ -38,7 +38,7 @@ from graph_schema.models import (
 )
 from graph_schema.starter import seed_store
 from graph_schema.store import Store
-from tests.advisor.test_persisted_table import assert_same_table
+from tests.support.tables import assert_same_table
 
 STACKS = (
     SoftwareStack(driver="550.54.15", cuda="12.4", cudnn="9.1.0", framework="pytorch",

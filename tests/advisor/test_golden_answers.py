@@ -35,7 +35,7 @@ def answer(advisor: Any, request: dict[str, Any]) -> str:
     and message."""
     from advisor.cluster.advice import ClusterAdvisor
     from advisor.cluster.pools import group_pools, nodes_from_json
-    from tests.kube.gfd_pools import POOL_NODES
+    from tests.support.gfd_pools import POOL_NODES
 
     try:
         if request["verb"] == "recommend":

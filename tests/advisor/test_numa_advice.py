@@ -28,7 +28,7 @@ from graph_schema.models import (
 )
 from tests.collectors.test_topology import DATA
 from tests.graph_schema.test_store_contract import MEASURED, TORCH
-from tests.kube.numa_nodes import A100_NFD_ONLY, H100_NODES, NRTS, T4_VM, nrt
+from tests.support.numa_nodes import A100_NFD_ONLY, H100_NODES, NRTS, T4_VM, nrt
 
 
 def _pools(items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -38,23 +38,6 @@ def _part(start: int, stop: int) -> IngestBatch:
     return IngestBatch(observations=load_snapshot().observations[start:stop])
 
 
-def assert_same_table(a: ObservationTable, b: ObservationTable) -> None:
-    assert (a.n, a.generation) == (b.n, b.generation)
-    assert a.keys == b.keys
-    for name in table_file.NUMERIC:
-        got, want = getattr(a, name), getattr(b, name)
-        assert got.dtype == want.dtype and np.array_equal(got, want), name
-    for name in table_file.COLUMNS:
-        ca, cb = getattr(a, name), getattr(b, name)
-        assert ca.vocab == cb.vocab and ca.index == cb.index, name
-        assert np.array_equal(ca.codes, cb.codes), name
-        assert ca.values() == cb.values(), name
-    assert {k: vars(v) for k, v in a.benchmarks.items()} == {k: vars(v) for k, v in b.benchmarks.items()}
-    assert {k: v.model_dump() for k, v in a.stacks.items()} == {k: v.model_dump() for k, v in b.stacks.items()}
-    assert all(s.stack_id == k for k, s in a.stacks.items())
-    assert a.images == b.images
-
-
 def row_set(table: ObservationTable) -> list[tuple[object, ...]]:
     """The table's rows decoded, in key order: an appended table holds them in the order they
     were added, a full read in key order."""
@@ -211,6 +194,7 @@ _RUN_CLI = (
     "heavy = sorted({m.split('.')[0] for m in sys.modules} & heavy_names)\n"
     "print(json.dumps({'code': code, 'heavy': heavy}), file=sys.stderr)\n"
 )
+from tests.support.tables import assert_same_table
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> tuple[dict[str, object], str, str]:

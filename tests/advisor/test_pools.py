@@ -12,7 +12,7 @@ from advisor.cluster.pools import group_pools, nodes_from_json, read_nodes_file,
 from advisor.cluster.targets import job_shape, parse_what_if
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, SoftwareStack
-from tests.kube.gfd_pools import POOL_NODES
+from tests.support.gfd_pools import POOL_NODES
 
 
 @pytest.fixture(scope="module")

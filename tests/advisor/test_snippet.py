@@ -17,7 +17,7 @@ from graph_schema.catalog import resolve_accelerator
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, ResultDocument, SoftwareStack
 from graph_schema.registry import open_store
-from tests.advisor.api.conftest import document
+from tests.support.api import document
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
 STACK = SoftwareStack(driver="550.54.15", cuda="12.4", cudnn="9.1.0", framework="pytorch", framework_version="2.3.1")

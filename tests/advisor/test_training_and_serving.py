@@ -14,7 +14,7 @@ from advisor.workload import Workload
 from collectors.importers.mlperf import import_mlperf
 from collectors.importers.mlperf_training import import_mlperf_training
 from graph_schema.errors import InvalidInput
-from tests.collectors.mlperf_fixtures import (
+from tests.support.mlperf import (
     SYSTEM,
     TRAINING_SYSTEM,
     mllog,

@@ -12,7 +12,7 @@ import pytest
 
 from cli.guard import run_guarded
 from cli.main import app
-from tests.collectors.mlperf_fixtures import TRAINING_SYSTEM, mllog, write
+from tests.support.mlperf import TRAINING_SYSTEM, mllog, write
 
 
 def _training_round(root: Path) -> Path:

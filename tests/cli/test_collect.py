@@ -12,7 +12,7 @@ import pytest
 
 from cli.guard import run_guarded
 from cli.main import app
-from tests.cli.server import ServedAPI, free_port
+from tests.support.servers import ServedAPI, free_port
 
 SMALL = ["--profile", "quick", "--device", "cpu", "-o", "pis=gemm", "-o", "backends=numpy"]
 

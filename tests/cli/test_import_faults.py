@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.cli.server import ADVISOR
-from tests.collectors.mlperf_fixtures import SUMMARY_OFFLINE, SYSTEM, result_path, write
+from tests.support.mlperf import SUMMARY_OFFLINE, SYSTEM, result_path, write
+from tests.support.servers import ADVISOR
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
@@ -63,7 +63,7 @@ def test_kill_9_of_neo4j_mid_import_reports_commits_and_a_re_import_restores_all
         time.sleep(0.05)
         try:
             seen = _observations(local_neo4j.uri)
-        except Exception:  # noqa: BLE001 - the schema may not be there yet
+        except Exception:
             seen = 0
     local_neo4j.kill()
     out, err = proc.communicate(timeout=300)

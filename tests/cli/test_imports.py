@@ -11,8 +11,8 @@ import pytest
 from cli.guard import run_guarded
 from cli.main import app
 from graph_schema.embedded_store import EmbeddedStore
-from tests.advisor.api.conftest import document
-from tests.collectors.mlperf_fixtures import small_tree
+from tests.support.api import document
+from tests.support.mlperf import small_tree
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 LOG = DATA / "tf_cnn" / "measured_tf2.21_resnet50_cpu_train.log"

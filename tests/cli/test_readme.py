@@ -23,8 +23,7 @@ import pytest
 
 from cli.guard import run_guarded
 from cli.main import app
-from tests.cli.server import ADVISOR, free_port
-from tests.collectors.mlperf_fixtures import (
+from tests.support.mlperf import (
     SYSTEM,
     result_path,
     small_training_tree,
@@ -32,7 +31,8 @@ from tests.collectors.mlperf_fixtures import (
     tar_gz,
     write,
 )
-from tests.readme_commands import readme_commands
+from tests.support.readme_commands import readme_commands
+from tests.support.servers import ADVISOR, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ELSEWHERE = {"nodes sync"}  # tests/kube/test_readme_nodes.py

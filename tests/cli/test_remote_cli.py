@@ -12,12 +12,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graph_schema.errors import InvalidInput, NotFound, StoreUnavailable
+from graph_schema import registry
+from graph_schema.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, Unauthorized
 from graph_schema.models import ObservationFilter, ResultDocument
-from tests.advisor.api.conftest import document
-from tests.cli.server import ADVISOR, ServedAPI, free_port
+from graph_schema.settings import StoreSettings
+from tests.support.api import document
+from tests.support.servers import ADVISOR, ServedAPI, free_port
 
-registry = pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
+pytestmark = pytest.mark.slow  # a real `advisor serve` process and CLI subprocesses
 
 
 @pytest.fixture(scope="module")
@@ -63,39 +65,40 @@ def test_rest_store_round_trip(api: ServedAPI, tokens: dict[str, str]) -> None:
         with pytest.raises(InvalidInput, match="limit"):
             store.query_observations(limit=0)
         assert store.stats().counts["Observation"] == 8
-        # writes without a write token: the server's 401 comes back as an error
-        with pytest.raises(Exception, match="token"):
+        # writes without a write token: the server's 401 comes back as the same typed error
+        with pytest.raises(Unauthorized, match="token") as denied:
             store.ingest_document(document("run-denied"))
-    with registry.open_store(api.url) as store:
-        os.environ["ADVISOR_TOKEN"] = tokens["write"]
-        try:
-            from graph_schema.rest_store import RestStore
-
-            writer = RestStore(api.url)
-        finally:
-            del os.environ["ADVISOR_TOKEN"]
+        assert denied.value.http_status == 401 and denied.value.code == "unauthorized"
+        assert denied.value.www_authenticate is not None
+        assert denied.value.www_authenticate.startswith("Bearer")
+    # the token comes in with the settings (the CLI reads ADVISOR_TOKEN), never from os.environ
+    with registry.open_store(api.url, settings=StoreSettings(token=tokens["write"])) as writer:
         result = writer.ingest_document(ResultDocument.model_validate(document("run-a100")))
         assert result.observations_new == 0  # already there: idempotent through the REST store
-        writer.close()
+    with registry.open_store(api.url, settings=StoreSettings(token=tokens["read"])) as reader:
+        with pytest.raises(Forbidden, match="scope") as refused:
+            reader.ingest_document(document("run-denied"))
+        assert refused.value.http_status == 403
+        assert refused.value.details == {"needed_scope": "write", "token_scopes": ["read"]}
 
 
 def test_inventory_through_the_rest_store(api: ServedAPI, tokens: dict[str, str]) -> None:
     """`advisor nodes sync --api ...` writes through PUT /v1/inventory/{cluster}."""
     from graph_schema.rest_store import RestStore
-    from tests.graph_schema.test_inventory_and_migrations import _node
+    from tests.support.samples import cluster_node
 
     writer = RestStore(api.url, token=tokens["write"])
     reader = RestStore(api.url, token=tokens["read"])
     try:
-        assert writer.sync_inventory("remote-lab", [_node("g1"), _node("g2", "NVIDIA L4")]) == 2
+        assert writer.sync_inventory("remote-lab", [cluster_node("g1"), cluster_node("g2", "NVIDIA L4")]) == 2
         assert [n["name"] for n in reader.list_inventory("remote-lab")] == ["g1", "g2"]
-        assert reader.list_inventory("remote-lab")[1] == _node("g2", "NVIDIA L4")
-        assert writer.sync_inventory("remote-lab", [_node("g3")]) == 1
+        assert reader.list_inventory("remote-lab")[1] == cluster_node("g2", "NVIDIA L4")
+        assert writer.sync_inventory("remote-lab", [cluster_node("g3")]) == 1
         assert [n["name"] for n in reader.list_inventory()] == ["g3"]
         with pytest.raises(InvalidInput, match="appears twice"):
-            writer.sync_inventory("remote-lab", [_node("x"), _node("x")])
-        with pytest.raises(Exception, match="scope"):
-            reader.sync_inventory("remote-lab", [_node("y")])
+            writer.sync_inventory("remote-lab", [cluster_node("x"), cluster_node("x")])
+        with pytest.raises(Forbidden, match="scope"):
+            reader.sync_inventory("remote-lab", [cluster_node("y")])
         assert [n["name"] for n in reader.list_inventory("remote-lab")] == ["g3"]
     finally:
         writer.close()

@@ -17,7 +17,7 @@ import pytest
 from cli.guard import run_guarded
 from cli.main import app
 from cli.served import marker
-from tests.cli.server import ServedAPI
+from tests.support.servers import ServedAPI
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from tests.cli.server import ServedAPI, free_port
+from tests.support.servers import ServedAPI, free_port
 
-pytest.importorskip("collectors.spool", reason="the spool has not landed yet")
+pytestmark = pytest.mark.slow  # a real `advisor serve` process, stopped and started
 
 SMALL = ["--device", "cpu", "-o", "pis=mem_copy", "-o", "backends=numpy"]
 

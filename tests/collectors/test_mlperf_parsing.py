@@ -17,7 +17,7 @@ from collectors.importers.mlperf import read_tree, to_observation, to_observatio
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, SourceKind
-from tests.collectors.mlperf_fixtures import (
+from tests.support.mlperf import (
     SUMMARY_OFFLINE,
     SUMMARY_SINGLESTREAM,
     SYSTEM,

@@ -24,7 +24,7 @@ from collectors.importers.mlperf import (
 )
 from graph_schema.catalog import resolve_benchmark
 from graph_schema.models import PlacementKind
-from tests.collectors.mlperf_fixtures import REFERENCE_CSVS, ROUNDS, require_shared_data
+from tests.support.mlperf import REFERENCE_CSVS, ROUNDS, require_shared_data
 
 Key = tuple[str, str, str, str, str, str]
 

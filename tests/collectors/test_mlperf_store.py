@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from collectors.importers.mlperf import import_mlperf
 from graph_schema.models import ObservationFilter
-from tests.collectors.mlperf_fixtures import (
+from tests.support.mlperf import (
     ROUNDS,
     SUMMARY_OFFLINE,
     require_shared_data,
@@ -121,13 +121,14 @@ def test_embedded_and_neo4j_hold_identical_counts_and_values(
     assert _values(kb) == _values(neo4j_store)
 
 
+@pytest.mark.slow
 def test_import_through_the_http_api(tmp_path: Path) -> None:
     """`--store http://...`: the same import, client of a real `advisor serve` process."""
     import secrets
     import subprocess
     import sys
 
-    from tests.cli.server import ServedAPI
+    from tests.support.servers import ServedAPI
 
     tree = small_tree(tmp_path / "src")
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}

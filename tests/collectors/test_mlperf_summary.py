@@ -22,7 +22,7 @@ from collectors.importers.mlperf_summary import (
 from graph_schema.catalog.canonical import canonical_observation
 from graph_schema.errors import InvalidInput
 from graph_schema.models import Observation
-from tests.collectors.mlperf_fixtures import require_shared_data
+from tests.support.mlperf import require_shared_data
 
 SUMMARY = "summary_results_v5.1.json.gz"
 # v5.1 field → the name later rounds use (MLCommons' later summary tables), for the alias fixture.

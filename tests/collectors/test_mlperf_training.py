@@ -20,7 +20,7 @@ from collectors.importers.mlperf_training import (
 )
 from graph_schema.errors import InvalidInput
 from graph_schema.models import ObservationFilter
-from tests.collectors.mlperf_fixtures import (
+from tests.support.mlperf import (
     mllog,
     require_training_data,
     small_training_tree,

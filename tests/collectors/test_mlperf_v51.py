@@ -16,7 +16,7 @@ from collectors.importers.loadgen_summary import parse_summary
 from collectors.importers.mlperf import SCENARIOS, MlperfRecord, read_tree
 from collectors.importers.tar_reader import iter_archive
 from graph_schema.catalog import load_catalog, resolve_benchmark
-from tests.collectors.mlperf_fixtures import require_shared_data
+from tests.support.mlperf import require_shared_data
 
 ARCHIVE = "inference_v5.1.tar.gz"
 

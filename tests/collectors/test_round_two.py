@@ -17,7 +17,7 @@ from cli.main import app
 from cli.render import OutputFormat, render_text
 from collectors.inventory import parse_node
 from collectors.sweep.env import EnvCache
-from tests.kube.gfd_nodes import A100_BARE_METAL
+from tests.support.gfd_nodes import A100_BARE_METAL
 
 SAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "plans" / "sample-plan.yaml"
 

@@ -12,12 +12,8 @@ import pytest
 
 from collectors.spool import deliver, flush, pending, spool
 from graph_schema.errors import InvalidInput
-from tests.advisor.api.conftest import document
-from tests.cli.server import ServedAPI, free_port
-
-
-def _needs_registry() -> None:
-    pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
+from tests.support.api import document
+from tests.support.servers import ServedAPI, free_port
 
 
 @pytest.fixture
@@ -30,8 +26,8 @@ def _count(api: ServedAPI) -> int:
     return int(body["counts"].get("Observation", 0))
 
 
+@pytest.mark.slow
 def test_spool_and_resend_across_a_restart(tmp_path: Path, tokens: dict[str, str]) -> None:
-    _needs_registry()
     spool_dir = tmp_path / "spool"
     api = ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, log=tmp_path / "serve.log")
     write = tokens["write"]
@@ -69,10 +65,10 @@ def test_spool_and_resend_across_a_restart(tmp_path: Path, tokens: dict[str, str
         assert _count(api) == 18  # 6 documents × 3 measurements, each exactly once
 
 
+@pytest.mark.slow
 def test_wrong_token_is_spooled_and_invalid_documents_are_kept_aside(
     tmp_path: Path, tokens: dict[str, str]
 ) -> None:
-    _needs_registry()
     spool_dir = tmp_path / "spool"
     with ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, log=tmp_path / "serve.log") as api:
         # a read token cannot write: a fixable problem, so the document waits in the spool

@@ -9,7 +9,6 @@ runs create environments from that cache in seconds."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,23 +22,7 @@ from collectors.sweep.run import cuda_incompatibility
 from graph_schema.errors import InvalidInput
 from graph_schema.models import SoftwareStack
 from graph_schema.registry import open_store
-
-MATRIX = {
-    "name": "numpy-cpu-test",
-    "device": "cpu",
-    "repeats": 2,
-    "benchmarks": [{"runner": "pi", "profile": "quick", "options": {"backends": "numpy", "pis": ["mem_triad"]}}],
-    "cells": [
-        {"framework": "numpy", "version": "1.26.4"},
-        {"framework": "numpy", "version": "2.1.3"},
-        {"framework": "numpy", "version": "0.0.1", "name": "numpy-missing"},
-        # pandas built against numpy 1 with no upper bound on numpy: with numpy 2 it installs, then
-        # fails to import ("numpy.dtype size changed"); the first such release with wheels for this Python
-        {"framework": "numpy", "version": "2.1.3", "name": "pandas-abi",
-         "packages": [f"pandas=={ {(3, 11): '2.0.3', (3, 12): '2.1.1'}.get(sys.version_info[:2], '2.1.1')}"],
-         "imports": ["numpy", "pandas"]},
-    ],
-}
+from tests.support.sweep import MATRIX
 
 
 @pytest.fixture(autouse=True)
@@ -189,7 +172,7 @@ def test_sweep_through_the_api(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     """The same sweep against a remote store: documents posted to a real `advisor serve`."""
     import secrets
 
-    from tests.cli.server import ServedAPI, free_port
+    from tests.support.servers import ServedAPI, free_port
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the spool
     one = {**MATRIX, "repeats": 1, "cells": MATRIX["cells"][:2]}

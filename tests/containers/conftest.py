@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.kube.control_plane import free_port
+from tests.support.control_plane import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 API_IMAGE = os.environ.get("API_IMAGE", "stack-advisor/api:dev")

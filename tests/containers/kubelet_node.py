@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.kube.control_plane import cache_dir, free_port
+from tests.support.control_plane import cache_dir, free_port
 
 DEFAULT_VERSION = "v1.35.4"
 PAUSE_IMAGE = "docker.io/stack-advisor/pause:local"

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from tests.containers.conftest import Api, Images, docker, tier_missing
 from tests.containers.kubelet_node import PAUSE_IMAGE, KubeletNode, kube_binary
-from tests.kube.control_plane import ControlPlane, find_binaries
+from tests.support.control_plane import ControlPlane, find_binaries
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 NODE = "kubelet-node-1"

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pytest
 
 from graph_schema.models import IngestBatch, ObservationFilter, PlacementKind
-from tests.graph_schema.test_store_contract import PUBLISHED, TF, _obs
+from tests.support.samples import PUBLISHED, TF, make_obs
 
 pytestmark = pytest.mark.neo4j
 
 
 def _answers(store):
     store.ingest(IngestBatch(observations=[
-        *[_obs(i) for i in range(30)],
-        *[_obs(i, stack=TF, placement=PlacementKind.VGPU) for i in range(30, 40)],
-        *[_obs(i, source=PUBLISHED, host=None, run_id=None) for i in range(40, 45)],
+        *[make_obs(i) for i in range(30)],
+        *[make_obs(i, stack=TF, placement=PlacementKind.VGPU) for i in range(30, 40)],
+        *[make_obs(i, source=PUBLISHED, host=None, run_id=None) for i in range(40, 45)],
     ]))
     stats = store.stats()
     return {

@@ -127,8 +127,8 @@ def _answers(store: Store) -> dict[str, Any]:
 @pytest.fixture
 def offline_neo4j() -> Iterator[Any]:
     """A local server that has not started yet (its home exists; bulk-import before start)."""
-    from tests.conftest import IN_CI
-    from tests.neo4j_server import LocalNeo4j, Neo4jUnavailable
+    from tests.support.ci import IN_CI
+    from tests.support.neo4j_server import LocalNeo4j, Neo4jUnavailable
 
     try:
         server = LocalNeo4j()

@@ -19,7 +19,7 @@ from graph_schema.catalog import (
 )
 from graph_schema.catalog.coverage import TreeNames, merge, scan_names, scan_reference_csv
 from graph_schema.errors import InvalidInput
-from tests.collectors.mlperf_fixtures import MLPERF_DIR
+from tests.support.mlperf import MLPERF_DIR
 
 
 def shared_data_names() -> TreeNames | None:

@@ -9,11 +9,11 @@ import pytest
 
 from graph_schema.catalog.canonical import canonical_observation
 from graph_schema.models import IngestBatch
-from tests.graph_schema.test_store_contract import _obs
+from tests.support.samples import WRITERS, make_obs, overlapping_batches
 
 
 def test_overlapping_batches_written_at_once_store_each_observation_once(store):
-    batches = [IngestBatch(observations=[_obs(i) for i in range(start, start + 40)])
+    batches = [IngestBatch(observations=[make_obs(i) for i in range(start, start + 40)])
                for start in (0, 10, 20, 0)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(store.ingest, batches))
@@ -24,28 +24,6 @@ def test_overlapping_batches_written_at_once_store_each_observation_once(store):
     assert len(store.query_observations(limit=1000)) == 60
 
 
-WRITERS = 8
-
-
-def overlapping_batches(writers: int = WRITERS, per_writer: int = 4, size: int = 60,
-                        distinct: int = 200) -> list[list[IngestBatch]]:
-    """Each writer's batches: windows over ``distinct`` observations that overlap the other
-    writers' (the same keys, stacks, hosts and accelerators written at the same time), and
-    several stacks and hosts so writers contend on dimension nodes too."""
-    from graph_schema.models import SoftwareStack
-
-    stacks = [SoftwareStack(framework="torch", framework_version=f"2.{v}.0", cuda="12.4")
-              for v in range(3)]
-    out = []
-    for w in range(writers):
-        mine = []
-        for b in range(per_writer):
-            start = (w * 37 + b * 53) % distinct
-            ids = [(start + k) % distinct for k in range(size)]
-            mine.append(IngestBatch(observations=[
-                _obs(i, stack=stacks[i % 3], host=f"node-{i % 5}") for i in ids]))
-        out.append(mine)
-    return out
 
 
 @pytest.mark.neo4j

@@ -7,30 +7,20 @@ import pytest
 from graph_schema.errors import InvalidInput
 from graph_schema.migrations import MIGRATIONS, pending
 from graph_schema.schema import SCHEMA_VERSION
-
-
-def _node(name: str, model: str = "NVIDIA A100-SXM4-80GB") -> dict:
-    return {
-        "name": name,
-        "pool": "a100",
-        "host": {"name": name, "labels": {"nvidia.com/gpu.product": model}},
-        "accelerator": {"model": model, "count": 8},
-        "placement": {"kind": "bare-metal", "evidence": ["no HYPERVISOR cpuid label"]},
-        "driver": "550.54.15",
-    }
+from tests.support.samples import cluster_node
 
 
 def test_sync_replaces_one_clusters_inventory(store):
     gen = store.stats().generation
-    assert store.sync_inventory("prod", [_node("n1"), _node("n2")]) == 2
-    assert store.sync_inventory("lab", [_node("l1", "NVIDIA L4")]) == 1
+    assert store.sync_inventory("prod", [cluster_node("n1"), cluster_node("n2")]) == 2
+    assert store.sync_inventory("lab", [cluster_node("l1", "NVIDIA L4")]) == 1
     assert store.stats().generation > gen
     assert [n["name"] for n in store.list_inventory("prod")] == ["n1", "n2"]
-    assert store.sync_inventory("prod", [_node("n3")]) == 1  # n1, n2 are gone from the cluster
+    assert store.sync_inventory("prod", [cluster_node("n3")]) == 1  # n1, n2 are gone from the cluster
     assert [n["name"] for n in store.list_inventory()] == ["l1", "n3"]
-    assert store.list_inventory("prod")[0] == _node("n3")
+    assert store.list_inventory("prod")[0] == cluster_node("n3")
     with pytest.raises(InvalidInput, match="appears twice"):
-        store.sync_inventory("prod", [_node("x"), _node("x")])
+        store.sync_inventory("prod", [cluster_node("x"), cluster_node("x")])
     assert [n["name"] for n in store.list_inventory("prod")] == ["n3"]
 
 
@@ -40,7 +30,7 @@ def test_an_older_store_is_migrated_in_place(store):
     assert [m.version for m in pending(1)] == [m.version for m in MIGRATIONS if m.version > 1]
     assert store.ensure_schema() == SCHEMA_VERSION
     assert store.schema_version() == SCHEMA_VERSION
-    assert store.sync_inventory("c", [_node("a")]) == 1
+    assert store.sync_inventory("c", [cluster_node("a")]) == 1
 
 
 @pytest.mark.neo4j
@@ -59,12 +49,12 @@ def test_v4_re_resolves_stored_names_without_a_re_import(store):
     names (the raw one kept as provenance), drops the orphaned Accelerator nodes and rebuilds
     stack labels — on every backend."""
     from graph_schema.models import IngestBatch
-    from tests.graph_schema.test_store_contract import TORCH, _obs
+    from tests.support.samples import TORCH, make_obs
 
     raw_stack = TORCH.model_copy(update={"framework": "tensorrt", "framework_version": "8.6.0",
                                          "tensorrt": "8.6.0", "cudnn": "91900"})
-    raw = [_obs(1, acc="NVIDIA H100 80GB HBM3"), _obs(2, acc="NVIDIA H100-SXM-80GB-02", stack=raw_stack),
-           _obs(3, acc="Tesla T4"), _obs(4, acc="Foo GPU 9000")]
+    raw = [make_obs(1, acc="NVIDIA H100 80GB HBM3"), make_obs(2, acc="NVIDIA H100-SXM-80GB-02", stack=raw_stack),
+           make_obs(3, acc="Tesla T4"), make_obs(4, acc="Foo GPU 9000")]
     store._ingest(IngestBatch(observations=raw))  # as a v3 store wrote them: no catalogue
     store._write(lambda run: run(
         "MATCH (s:Stack) SET s.label = 'tensorrt 8.6.0, cuda 12.1, tensorrt 8.6.0'", {}))
@@ -117,9 +107,9 @@ def test_v5_moves_observation_contexts_out_without_a_re_import(store):
     the same, holds one Context per run/node/stack instead, and is idempotent."""
     from graph_schema.migrations import move_to_contexts
     from graph_schema.models import IngestBatch
-    from tests.graph_schema.test_store_contract import TF, _obs
+    from tests.support.samples import TF, make_obs
 
-    obs = [_obs(1), _obs(2), _obs(3, host=None, run_id=None), _obs(4, stack=TF, acc="T4")]
+    obs = [make_obs(1), make_obs(2), make_obs(3, host=None, run_id=None), make_obs(4, stack=TF, acc="T4")]
     store.ingest(IngestBatch(observations=obs))
     before = [o.model_dump() for o in store.query_observations()]
     _as_v4(store)
@@ -139,9 +129,9 @@ def test_v6_adds_generation_stamps_to_a_v5_store_and_stamps_what_comes_after(sto
     """A v5 store (no stamps; embedded: no such columns) migrated to v6 keeps its observations
     unstamped (older than any cache built after the migration) and stamps every later batch."""
     from graph_schema.models import IngestBatch
-    from tests.graph_schema.test_store_contract import TF, _obs
+    from tests.support.samples import TF, make_obs
 
-    store.ingest(IngestBatch(observations=[_obs(1), _obs(2, stack=TF)]))
+    store.ingest(IngestBatch(observations=[make_obs(1), make_obs(2, stack=TF)]))
     before = [o.model_dump(exclude={"generation"}) for o in store.query_observations()]
     run = lambda q: store._write(lambda r: r(q, {}))
     if store.uri.startswith("embedded:"):  # the v5 tables had no such columns
@@ -156,6 +146,40 @@ def test_v6_adds_generation_stamps_to_a_v5_store_and_stamps_what_comes_after(sto
     assert {o.generation for o in migrated} == {None}
     generation = store.stats().generation
     assert list(store.observations_since(0)) == []  # unstamped: before every stamp
-    store.ingest(IngestBatch(observations=[_obs(3), _obs(4, stack=TF)]))  # into the old contexts
+    store.ingest(IngestBatch(observations=[make_obs(3), make_obs(4, stack=TF)]))  # into the old contexts
     assert sorted(o.source_key for o in store.observations_since(generation)) == ["3", "4"]
     assert store.ensure_schema() == SCHEMA_VERSION  # idempotent
+
+
+def test_v8_links_published_observations_of_a_v7_store_to_submissions(store):
+    """A v7 store (no Submission nodes; embedded: not even the tables) migrated to v8: every
+    published observation links to its submission, measured ones to none, reads return what
+    they returned before, and running the step again changes nothing."""
+    from graph_schema.migrations import link_submissions
+    from graph_schema.models import IngestBatch, Provenance, SourceKind
+    from tests.support.samples import TF, make_obs
+
+    def published(i: int, system: str) -> object:
+        details = {"round": "v5.0", "division": "closed", "submitter": "Acme", "system_id": system}
+        return make_obs(i, source=Provenance(kind=SourceKind.PUBLISHED, source="mlperf-inference",
+                                         details=details))
+
+    store.ingest(IngestBatch(observations=[published(1, "a"), published(2, "a"),
+                                           published(3, "b"), make_obs(4, stack=TF)]))
+    before = [o.model_dump() for o in store.query_observations()]
+    run = lambda q: store._write(lambda r: r(q, {}))
+    if store.uri.startswith("embedded:"):  # the v7 schema had no such tables
+        run("DROP TABLE IN_SUBMISSION")
+        run("DROP TABLE Submission")
+    else:
+        run("MATCH (s:Submission) DETACH DELETE s")
+    run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 7")
+    assert store.ensure_schema() == SCHEMA_VERSION == 8
+    assert store.migration_report[8] == {"observations_linked_to_submissions": 3,
+                                         "submissions_created": 2}
+    assert [o.model_dump() for o in store.query_observations()] == before
+    edges = store._read("MATCH (o:Observation)-[:IN_SUBMISSION]->(s:Submission) "
+                        "RETURN o.source_key AS key, s.system AS system ORDER BY key", {})
+    assert [(e["key"], e["system"]) for e in edges] == [("1", "a"), ("2", "a"), ("3", "b")]
+    assert link_submissions(store) == {"observations_linked_to_submissions": 0,
+                                       "submissions_created": 0}

@@ -17,7 +17,7 @@ import pytest
 
 from graph_schema.errors import StoreUnavailable
 from graph_schema.registry import open_store
-from tests.advisor.api.conftest import document
+from tests.support.api import document
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
@@ -49,8 +49,8 @@ def _pki(d: Path) -> None:
 
 @pytest.fixture(scope="module")
 def tls_neo4j(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.conftest import IN_CI
-    from tests.neo4j_server import LocalNeo4j, Neo4jUnavailable
+    from tests.support.ci import IN_CI
+    from tests.support.neo4j_server import LocalNeo4j, Neo4jUnavailable
 
     try:
         server = LocalNeo4j(extra_config=TLS_CONFIG, scheme="bolt+ssc")

@@ -17,7 +17,7 @@ from collectors.importers.mlperf_training import read_training_tree, to_batch
 from graph_schema import starter
 from graph_schema.errors import InvalidInput
 from graph_schema.models import IngestBatch, SourceKind
-from tests.collectors.mlperf_fixtures import (
+from tests.support.mlperf import (
     ROUNDS,
     require_shared_data,
     require_training_data,
@@ -148,16 +148,19 @@ def test_unreadable_snapshot_is_a_clear_error(tmp_path: Path) -> None:
         starter.read_snapshot(bad)
 
 
-def test_seed_can_be_turned_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_seed_can_be_turned_off(tmp_path: Path) -> None:
+    """ADVISOR_STARTER=0, read at the edge: a new default store is created empty."""
     from graph_schema import registry
+    from graph_schema.settings import StoreSettings
 
-    monkeypatch.setenv("ADVISOR_STARTER", "0")
-    with registry.open_store(f"embedded:{tmp_path / 'kb'}") as store:
-        store.ensure_schema()
-        assert starter.seed_default_store(store) == 0
+    settings = StoreSettings.from_environ({"ADVISOR_STARTER": "0", "XDG_DATA_HOME": str(tmp_path)})
+    assert not settings.seed_starter
+    with registry.open_store(settings=settings) as store:
+        assert store.uri == f"embedded:{tmp_path / 'stack-advisor' / 'kb'}"
         assert store.stats().observations_by_source == {}
 
 
+@pytest.mark.slow
 def test_fresh_install_default_store_answers_at_once(tmp_path: Path) -> None:
     """No configuration at all: a new process with an empty XDG_DATA_HOME opens the default store,
     which is created and seeded from the snapshot, and `advisor db stats` shows it by source."""
@@ -166,8 +169,10 @@ def test_fresh_install_default_store_answers_at_once(tmp_path: Path) -> None:
     code = (
         "import json, time\n"
         "t = time.perf_counter()\n"
+        "import os\n"
         "from graph_schema.registry import open_store\n"
-        "with open_store() as s:\n"
+        "from graph_schema.settings import StoreSettings\n"
+        "with open_store(settings=StoreSettings.from_environ(os.environ)) as s:\n"
         "    st = s.stats()\n"
         "print(json.dumps({'by_source': st.observations_by_source, 'seconds': time.perf_counter() - t}))\n"
     )
@@ -189,10 +194,9 @@ def test_an_interrupted_first_seed_leaves_no_half_seeded_default_store(
     """Ctrl-C while the default store is seeded: no store (nor partial file) is left at the default
     path, so the next run seeds again instead of answering from a part of the knowledge base."""
     from graph_schema import registry
+    from graph_schema.settings import StoreSettings
 
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("ADVISOR_STORE", raising=False)
-    monkeypatch.delenv("ADVISOR_API", raising=False)
+    settings = StoreSettings(data_home=tmp_path / "xdg")
     real_seed = starter.seed_store
 
     def seed_then_interrupt(store, path=None, **kwargs):  # type: ignore[no-untyped-def]
@@ -202,15 +206,15 @@ def test_an_interrupted_first_seed_leaves_no_half_seeded_default_store(
 
     monkeypatch.setattr(starter, "seed_store", seed_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
-        registry.open_store()
-    folder = registry.default_store_path().parent
-    assert not registry.default_store_path().exists()
+        registry.open_store(settings=settings)
+    folder = registry.default_store_path(settings).parent
+    assert not registry.default_store_path(settings).exists()
     assert sorted(p.name for p in folder.iterdir()) == []
 
     monkeypatch.setattr(starter, "seed_store", real_seed)
     calls: list[int] = []
     monkeypatch.setattr(registry, "_seed", lambda store: calls.append(store.generation()))
-    with registry.open_store():
+    with registry.open_store(settings=settings):
         pass
     assert calls == [0]  # the next run seeds the new store
 
@@ -220,11 +224,10 @@ def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
     """`advisor db migrate` on the default path makes an empty store: the first read replaces it
     with a seeded one; a store that was ever written to (generation > 0) is left as it is."""
     from graph_schema import registry
+    from graph_schema.settings import StoreSettings
 
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    monkeypatch.delenv("ADVISOR_STORE", raising=False)
-    monkeypatch.delenv("ADVISOR_API", raising=False)
-    path = registry.default_store_path()
+    settings = StoreSettings(data_home=tmp_path / "xdg")
+    path = registry.default_store_path(settings)
     path.parent.mkdir(parents=True)
     with registry.open_store(f"embedded:{path}") as store:  # explicit URI: not seeded
         assert store.generation() == 0
@@ -234,12 +237,12 @@ def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
         store.ingest(starter.IngestBatch(observations=snapshot.observations[:20], runs=snapshot.runs))
 
     monkeypatch.setattr(registry, "_seed", seed_part)
-    with registry.open_store() as store:
+    with registry.open_store(settings=settings) as store:
         assert store.generation() > 0
         seeded = store.stats().counts.get("Observation", 0)
     assert seeded == 20
     assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith(".")) == []
 
     monkeypatch.setattr(registry, "_seed", lambda store: pytest.fail("a written store was re-seeded"))
-    with registry.open_store() as store:
+    with registry.open_store(settings=settings) as store:
         assert store.stats().counts.get("Observation", 0) == seeded

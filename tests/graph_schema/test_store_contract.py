@@ -1,15 +1,13 @@
-"""The store contract: every test runs on every backend (embedded and a real Neo4j server)."""
+"""The store contract: every test runs on every backend (embedded, a real Neo4j server, and the
+REST store over our own API served on loopback over an embedded store)."""
 
 from __future__ import annotations
-
-from datetime import datetime, timezone
 
 import pytest
 
 from graph_schema.errors import InvalidInput, NotFound, SchemaMismatch
 from graph_schema.models import (
     Accelerator,
-    Benchmark,
     EntityKind,
     Failure,
     Host,
@@ -22,43 +20,17 @@ from graph_schema.models import (
     Provenance,
     ResultDocument,
     Run,
-    SoftwareStack,
     SourceKind,
 )
 from graph_schema.schema import SCHEMA_VERSION
-
-MEASURED = Provenance(kind=SourceKind.MEASURED, source="stack-advisor-collector")
-PUBLISHED = Provenance(
-    kind=SourceKind.PUBLISHED, source="mlperf-inference", details={"round": "v3.0"}
-)
-TORCH = SoftwareStack(framework="pytorch", framework_version="2.3.0", cuda="12.1", cudnn="8.9.2",
-                      driver="535.104.05")
-TF = SoftwareStack(framework="tensorflow", framework_version="2.15.0", cuda="12.2")
-WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+from graph_schema.store import Store
+from tests.support.samples import MEASURED, PUBLISHED, TF, TORCH, WHEN, make_obs
+from tests.support.stores import ALL_BACKENDS, StoreCreator, make_creator
 
 
-def _obs(i: int, *, stack: SoftwareStack = TORCH, acc: str = "H100-SXM5-80GB",
-         placement: PlacementKind = PlacementKind.BARE_METAL, source: Provenance = MEASURED,
-         host: str | None = "node-a", run_id: str | None = "run-1", metric: str = "tflops",
-         value: float | None = None) -> Observation:
-    return Observation(
-        benchmark=Benchmark(family="pi", name="gemm", parameters={"n": 1024 * (i % 4 + 1), "dtype": "bf16"}),
-        metric=metric,
-        value=100.0 + i if value is None else value,
-        unit="TFLOP/s",
-        samples=10,
-        p10=99.0 + i,
-        p90=101.0 + i,
-        cv=0.01,
-        stack=stack,
-        accelerator=Accelerator(model=acc, vendor="nvidia", count=1, memory_mib=81559),
-        placement=Placement(kind=placement, evidence=["nvml: NONE", "no hypervisor flag"]),
-        host=Host(name=host, cpu_model="Xeon", cores=16, labels={"pool": "h100"}) if host else None,
-        run_id=run_id,
-        provenance=source,
-        source_key=str(i),
-        timestamp=WHEN,
-    )
+@pytest.fixture(params=ALL_BACKENDS)
+def store_creator(request: pytest.FixtureRequest, tmp_path) -> StoreCreator:  # type: ignore[no-untyped-def]
+    return make_creator(request, tmp_path)
 
 
 def test_empty_store_has_current_schema(store):
@@ -69,7 +41,7 @@ def test_empty_store_has_current_schema(store):
 
 
 def test_ingest_then_query_round_trips_every_field(store):
-    obs = _obs(1)
+    obs = make_obs(1)
     result = store.ingest(IngestBatch(observations=[obs], runs=[Run(run_id="run-1")]))
     assert (result.observations_received, result.observations_new) == (1, 1)
     [back] = store.query_observations()
@@ -86,7 +58,7 @@ def test_ingest_then_query_round_trips_every_field(store):
 
 
 def test_ingest_stores_catalogue_names_and_keeps_the_raw_one_as_provenance(store):
-    raw = _obs(1, acc="NVIDIA H100 80GB HBM3", stack=TORCH.model_copy(update={"framework": "torch", "cudnn": "91900"}))
+    raw = make_obs(1, acc="NVIDIA H100 80GB HBM3", stack=TORCH.model_copy(update={"framework": "torch", "cudnn": "91900"}))
     store.ingest(IngestBatch(observations=[raw]))
     [back] = store.query_observations()
     assert back.accelerator.model == "H100-SXM5-80GB" and back.accelerator.vendor == "nvidia"
@@ -95,7 +67,7 @@ def test_ingest_stores_catalogue_names_and_keeps_the_raw_one_as_provenance(store
     assert back.observation_key == back.key
     again = store.ingest(IngestBatch(observations=[raw]))  # the same raw text: the same observation
     assert again.observations_new == 0
-    store.ingest(IngestBatch(observations=[_obs(2)]))
+    store.ingest(IngestBatch(observations=[make_obs(2)]))
     [acc] = store.list_entities("accelerators")  # GET /v1/accelerators, advisor db stats
     assert (acc["model"], acc["resolved"], acc["kind"], acc["generation"]) == ("H100-SXM5-80GB", True, "accelerator", "hopper")
     assert acc["observations"] == 2
@@ -103,7 +75,7 @@ def test_ingest_stores_catalogue_names_and_keeps_the_raw_one_as_provenance(store
 
 
 def test_same_batch_twice_is_stored_once(store):
-    batch = IngestBatch(observations=[_obs(i) for i in range(20)])
+    batch = IngestBatch(observations=[make_obs(i) for i in range(20)])
     first = store.ingest(batch)
     gen = store.stats().generation
     again = store.ingest(batch)
@@ -114,13 +86,13 @@ def test_same_batch_twice_is_stored_once(store):
 
 
 def test_duplicates_inside_one_batch_collapse(store):
-    result = store.ingest(IngestBatch(observations=[_obs(3), _obs(3), _obs(4)]))
+    result = store.ingest(IngestBatch(observations=[make_obs(3), make_obs(3), make_obs(4)]))
     assert result.observations_new == 2
     assert store.stats().counts["Observation"] == 2
 
 
 def test_bad_row_rejects_the_whole_batch_naming_field_and_value(store):
-    rows = [_obs(i).model_dump(mode="json") for i in range(5)]
+    rows = [make_obs(i).model_dump(mode="json") for i in range(5)]
     rows[3]["value"] = "fast"
     with pytest.raises(InvalidInput) as err:
         store.ingest({"observations": rows})
@@ -129,8 +101,8 @@ def test_bad_row_rejects_the_whole_batch_naming_field_and_value(store):
 
 
 def test_ingest_many_writes_each_batch_in_order_as_ingest_would(store):
-    batches = [IngestBatch(observations=[_obs(i) for i in range(start, start + 7)]) for start in (0, 7, 14)]
-    batches.append(IngestBatch(observations=[_obs(20), _obs(21)]))  # 20: also in the batch before
+    batches = [IngestBatch(observations=[make_obs(i) for i in range(start, start + 7)]) for start in (0, 7, 14)]
+    batches.append(IngestBatch(observations=[make_obs(20), make_obs(21)]))  # 20: also in the batch before
     gen = store.stats().generation
     results = list(store.ingest_many(batches))
     assert [(r.observations_received, r.observations_new) for r in results] == [(7, 7), (7, 7), (7, 7), (2, 1)]
@@ -142,10 +114,10 @@ def test_ingest_many_writes_each_batch_in_order_as_ingest_would(store):
 
 
 def test_ingest_many_stops_at_a_bad_batch_after_writing_the_ones_before(store):
-    rows = [_obs(i).model_dump(mode="json") for i in range(10, 15)]
+    rows = [make_obs(i).model_dump(mode="json") for i in range(10, 15)]
     rows[2]["samples"] = "many"
-    batches = [IngestBatch(observations=[_obs(i) for i in range(5)]), {"observations": rows},
-               IngestBatch(observations=[_obs(i) for i in range(20, 25)])]
+    batches = [IngestBatch(observations=[make_obs(i) for i in range(5)]), {"observations": rows},
+               IngestBatch(observations=[make_obs(i) for i in range(20, 25)])]
     got = []
     with pytest.raises(InvalidInput) as err:
         for result in store.ingest_many(batches):
@@ -156,7 +128,7 @@ def test_ingest_many_stops_at_a_bad_batch_after_writing_the_ones_before(store):
 
 
 def test_ingest_many_stopped_early_writes_only_what_it_reported(store):
-    batches = (IngestBatch(observations=[_obs(i)]) for i in range(6))
+    batches = (IngestBatch(observations=[make_obs(i)]) for i in range(6))
     stream = store.ingest_many(batches)
     assert [next(stream).observations_new for _ in range(2)] == [1, 1]
     stream.close()
@@ -179,7 +151,7 @@ def test_failed_write_leaves_nothing_half_written(store, monkeypatch):
                    stack=TORCH, accelerator=Accelerator(model="cpu"), placement=Placement(),
                    provenance=MEASURED)
     with pytest.raises(Exception):
-        store.ingest(IngestBatch(observations=[_obs(i) for i in range(5)], failures=[fail]))
+        store.ingest(IngestBatch(observations=[make_obs(i) for i in range(5)], failures=[fail]))
     monkeypatch.setattr(Q, "create_linked", real)
     counts = store.stats().counts
     assert counts["Observation"] == 0 and counts["Stack"] == 0 and counts["Failure"] == 0
@@ -187,9 +159,9 @@ def test_failed_write_leaves_nothing_half_written(store, monkeypatch):
 
 def test_filters(store):
     store.ingest(IngestBatch(observations=[
-        _obs(1), _obs(2, stack=TF), _obs(3, acc="NVIDIA A100-SXM4-80GB"),
-        _obs(4, placement=PlacementKind.VGPU), _obs(5, source=PUBLISHED, host=None, run_id=None),
-        _obs(6, metric="gbps"),
+        make_obs(1), make_obs(2, stack=TF), make_obs(3, acc="NVIDIA A100-SXM4-80GB"),
+        make_obs(4, placement=PlacementKind.VGPU), make_obs(5, source=PUBLISHED, host=None, run_id=None),
+        make_obs(6, metric="gbps"),
     ]))
     q = store.query_observations
     assert len(q()) == 6
@@ -207,7 +179,7 @@ def test_filters(store):
 
 
 def test_pagination_is_stable_and_complete(store):
-    store.ingest(IngestBatch(observations=[_obs(i) for i in range(25)]))
+    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(25)]))
     pages = [store.query_observations(limit=10, offset=o) for o in (0, 10, 20)]
     keys = [o.key for page in pages for o in page]
     assert [len(p) for p in pages] == [10, 10, 5]
@@ -218,7 +190,7 @@ def test_pagination_is_stable_and_complete(store):
 
 
 def test_one_observation_by_key(store):
-    store.ingest(IngestBatch(observations=[_obs(i) for i in range(5)] + [_obs(9, host=None, run_id=None)]))
+    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(5)] + [make_obs(9, host=None, run_id=None)]))
     every = {o.key: o for o in store.iter_observations()}
     for key, obs in every.items():
         assert store.get_observation(key) == obs  # every field, the host's too (or none)
@@ -236,7 +208,7 @@ def test_entities_stats_and_failures(store):
         accelerator=Accelerator(model="CPU Xeon", vendor="cpu"),
         placement=Placement(kind=PlacementKind.BARE_METAL),
         host=Host(name="node-b"),
-        measurements=[_obs(1).model_dump(include=set(Measurement.model_fields))],
+        measurements=[make_obs(1).model_dump(include=set(Measurement.model_fields))],
         failures=[{"stage": "run", "error_class": "Unsupported", "message": "fp8 needs sm_89",
                    "benchmark": {"family": "pi", "name": "gemm", "parameters": {"dtype": "fp8"}}}],
     )
@@ -257,32 +229,33 @@ def test_entities_stats_and_failures(store):
 
 
 def test_mutable_nodes_are_refreshed_not_erased(store):
-    store.ingest(IngestBatch(observations=[_obs(1)]))
-    later = _obs(2).model_copy(update={"accelerator": Accelerator(model="NVIDIA H100 80GB HBM3", compute_capability="9.0")})
+    store.ingest(IngestBatch(observations=[make_obs(1)]))
+    later = make_obs(2).model_copy(update={"accelerator": Accelerator(model="NVIDIA H100 80GB HBM3", compute_capability="9.0")})
     store.ingest(IngestBatch(observations=[later]))
     [acc] = store.list_entities("accelerators")
     assert acc["compute_capability"] == "9.0" and acc["memory_mib"] == 81559
 
 
-def test_newer_schema_in_store_is_refused(store):
+def test_newer_schema_in_store_is_refused(store: Store, graph: Store) -> None:
     import graph_schema.cypher_store as cs
 
-    store._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $v", {"v": SCHEMA_VERSION + 1}))
+    assert isinstance(graph, cs.CypherStore)
+    graph._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $v",
+                                 {"v": SCHEMA_VERSION + 1}))
     with pytest.raises(SchemaMismatch, match="newer than this code"):
         store.ensure_schema()
-    assert isinstance(store, cs.CypherStore)
 
 
 def test_observations_since_a_generation_are_what_later_batches_wrote(store):
-    store.ingest(IngestBatch(observations=[_obs(i) for i in range(6)]))
+    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(6)]))
     first = store.stats().generation
-    store.ingest(IngestBatch(observations=[_obs(i) for i in range(6)]))  # nothing new: no generation
+    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(6)]))  # nothing new: no generation
     assert store.stats().generation == first
     # new observations in the context the first batch created, and in a new context
-    store.ingest(IngestBatch(observations=[_obs(i) for i in range(4, 9)]
-                             + [_obs(20, stack=TF, host="node-b")]))
+    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(4, 9)]
+                             + [make_obs(20, stack=TF, host="node-b")]))
     second = store.stats().generation
-    store.ingest(IngestBatch(observations=[_obs(30, acc="A100-SXM4-80GB")]))
+    store.ingest(IngestBatch(observations=[make_obs(30, acc="A100-SXM4-80GB")]))
     third = store.stats().generation
     assert first < second < third
 
@@ -307,3 +280,43 @@ def test_observations_since_a_generation_are_what_later_batches_wrote(store):
         list(store.observations_since(third, until=first))
     with pytest.raises(ValueError, match="until_generation"):
         ObservationFilter(until_generation=3)
+
+
+def _published(i: int, source: str, round_: str, submitter: str, system: str,
+               division: str = "closed") -> Observation:
+    details = {"round": round_, "division": division, "submitter": submitter,
+               "system_id": system, "file": f"{submitter}/results/{system}/{i}.json"}
+    return make_obs(i, source=Provenance(kind=SourceKind.PUBLISHED, source=source, details=details))
+
+
+def test_published_observations_link_to_their_submission(store: Store, graph: Store) -> None:
+    """One Submission per suite, round, division, submitter and system, whichever suite; our own
+    measurements name none; the provenance details read back as they were written."""
+    published = [
+        _published(1, "mlperf-inference", "v4.0", "NVIDIA", "dgx_h100"),
+        _published(2, "mlperf-inference", "v4.0", "NVIDIA", "dgx_h100"),  # the same submission
+        _published(3, "mlperf-inference", "v4.1", "NVIDIA", "dgx_h100"),
+        _published(4, "mlperf-training", "v4.0", "NVIDIA", "dgx_h100"),  # same round, other suite
+        _published(5, "mlperf-inference", "v4.0", "Dell", "xe9680", division="open"),
+    ]
+    store.ingest(IngestBatch(observations=[*published, make_obs(6)]))
+    ids = [s["submission_id"] for s in store.list_entities(EntityKind.SUBMISSIONS)]
+    assert ids == [
+        "mlperf-inference:v4.0/closed/NVIDIA/dgx_h100",
+        "mlperf-inference:v4.0/open/Dell/xe9680",
+        "mlperf-inference:v4.1/closed/NVIDIA/dgx_h100",
+        "mlperf-training:v4.0/closed/NVIDIA/dgx_h100",
+    ]
+    dell = store.list_entities("submissions")[1]
+    assert {k: dell[k] for k in ("source", "round", "division", "submitter", "system")} == {
+        "source": "mlperf-inference", "round": "v4.0", "division": "open", "submitter": "Dell",
+        "system": "xe9680"}
+    assert store.stats().counts["Submission"] == 4
+    back = {o.source_key: o.provenance for o in store.query_observations()}
+    assert all(back[o.source_key] == o.provenance for o in published)
+    edges = graph._read(  # type: ignore[attr-defined]
+        "MATCH (o:Observation)-[:IN_SUBMISSION]->(s:Submission) "
+        "RETURN o.source_key AS key, s.submission_id AS sid ORDER BY key", {})
+    assert [e["key"] for e in edges] == ["1", "2", "3", "4", "5"]  # not 6, measured
+    store.ingest(IngestBatch(observations=published))  # again: nothing new, no second edge
+    assert len(graph._read("MATCH ()-[r:IN_SUBMISSION]->() RETURN r", {})) == 5  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Fixtures for the Kubernetes tier: a real kube-apiserver + etcd (see control_plane.py).
+"""Fixtures for the Kubernetes tier: a real kube-apiserver + etcd (see tests/support/control_plane.py).
 
 Outside CI a missing build skips with the reason; under CI=true it must run."""
 
@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.kube.control_plane import ControlPlane, cache_dir, find_binaries, find_controller_manager
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
+from tests.support.kube import REPO, kustomize_command, pin_stand_in_digests
 
 
 def _ci() -> bool:
@@ -55,18 +52,6 @@ def api_client(control_plane: ControlPlane):  # -> kubernetes.client.ApiClient
     client.close()
 
 
-def kustomize_command() -> list[str] | None:
-    """A real kustomize: ~/.cache/stack-advisor/bin/kustomize, kustomize on PATH, or kubectl's."""
-    cached = cache_dir() / "bin" / "kustomize"
-    if cached.is_file():
-        return [str(cached), "build"]
-    if shutil.which("kustomize"):
-        return ["kustomize", "build"]
-    if shutil.which("kubectl"):
-        return ["kubectl", "kustomize"]
-    return None
-
-
 @pytest.fixture(scope="session")
 def kustomize() -> list[str]:
     cmd = kustomize_command()
@@ -97,24 +82,3 @@ def overlay_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
-
-
-def pin_stand_in_digests(kustomization: Path) -> None:
-    """Replace the example's placeholder digests as an operator would pin theirs. Nothing is
-    pulled here, so each stand-in is the SHA-256 of the image's name: well-formed, not zeros
-    (the admission policy refuses those), and not claimed to be any registry's digest."""
-    import hashlib
-
-    data = yaml.safe_load(kustomization.read_text())
-    for image in data["images"]:
-        assert image["digest"] == PLACEHOLDER_DIGEST, image
-        image["digest"] = "sha256:" + hashlib.sha256(image["name"].encode()).hexdigest()
-    kustomization.write_text(yaml.safe_dump(data, sort_keys=False))
-
-
-def kustomize_build(cmd: list[str], path: Path) -> str:
-    proc = subprocess.run([*cmd, str(path)], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} {path} failed:\n{proc.stderr}")
-    return proc.stdout

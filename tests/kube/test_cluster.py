@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from cli.main import app
 from collectors.executors.kubernetes import ClusterError, KubernetesExecutor, submit_plan
 from collectors.plan import expand_plan, parse_plan
-from tests.kube.conftest import REPO, kustomize_build
-from tests.kube.control_plane import ControlPlane
-from tests.kube.gfd_nodes import A100_BARE_METAL, ALL_NODES, L4_VGPU
-from tests.kube.stand_in import JobDriver, KubeletLogs
+from tests.support.control_plane import ControlPlane
+from tests.support.gfd_nodes import A100_BARE_METAL, ALL_NODES, L4_VGPU
+from tests.support.kube import REPO, kustomize_build
+from tests.support.stand_in import JobDriver, KubeletLogs
 
 pytestmark = pytest.mark.kube
 NAMESPACE = "stack-advisor"
@@ -202,9 +202,9 @@ def test_distributed_cell_without_the_operator_is_a_clear_error(cluster: Any, ap
 
 def test_cli_submit_records_failures_and_skips_observed_cells(cluster: Any, control_plane: ControlPlane,
                                                               kubelet: KubeletLogs, tmp_path: Path) -> None:
-    registry = pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
     from kubernetes import config
 
+    from graph_schema import registry
     from graph_schema.models import EntityKind, Observation, Provenance, SourceKind
 
     plan = parse_plan(_plan(name="kube-cli"))
@@ -251,7 +251,8 @@ def test_nodes_pools_names_the_pools_that_fit(cluster: Any, control_plane: Contr
 def test_nodes_sync_into_the_store(cluster: Any, control_plane: ControlPlane, tmp_path: Path) -> None:
     """With a store that keeps an inventory the nodes round-trip; one that does not yet says so
     (naming its class) and exits 1 instead of pretending."""
-    registry = pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
+    from graph_schema import registry
+
     uri = f"embedded:{tmp_path / 'kb'}"
     result = CliRunner().invoke(app, ["nodes", "sync", "--kubeconfig", str(control_plane.kubeconfig),
                                       "--store", uri, "--cluster", "test", "--json"])
@@ -525,7 +526,7 @@ def test_placeholder_digests_are_refused_saying_how_to_pin(cluster: list[dict[st
     from kubernetes import dynamic
     from kubernetes.client.exceptions import ApiException
 
-    from tests.kube.conftest import PLACEHOLDER_DIGEST
+    from tests.support.kube import PLACEHOLDER_DIGEST
 
     example = yaml.safe_load((REPO / "deploy" / "overlays" / "example" / "kustomization.yaml").read_text())
     assert {i["digest"] for i in example["images"]} == {PLACEHOLDER_DIGEST}  # as shipped in git

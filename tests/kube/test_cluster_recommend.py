@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from tests.kube.control_plane import ControlPlane
-from tests.kube.gfd_pools import POOL_NODES, SELECTOR
+from tests.support.control_plane import ControlPlane
+from tests.support.gfd_pools import POOL_NODES, SELECTOR
 
 pytestmark = pytest.mark.kube
 NAMESPACE = "cluster-advice"

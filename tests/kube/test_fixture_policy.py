@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kube.conftest import REPO
+from tests.support.kube import REPO
 
 TARGET = "tests/kube/test_cluster.py::test_nodes_list_parses_gfd_labels"
 

@@ -10,7 +10,7 @@ from collectors.inventory import ClusterNode, nodes_satisfying, parse_node, plac
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
 from graph_schema.store import Store
-from tests.kube.gfd_nodes import (
+from tests.support.gfd_nodes import (
     A100_BARE_METAL,
     A100_MIG_SINGLE,
     ALL_NODES,

@@ -13,49 +13,7 @@ import yaml
 
 from collectors.plan import expand_plan, load_plan
 from collectors.plan.render import render_plan
-from tests.kube.conftest import REPO, kustomize_build
-
-K8S_VERSION = "1.35.0"
-# Custom resources have no schema in kubernetes-validate. Their pod templates are validated as
-# core/v1 PodTemplates instead; the rest of them is checked by the rendering tests.
-CRD_KINDS = {
-    "PyTorchJob": "kubeflow.org CRD (Kubeflow training operator): no upstream OpenAPI schema",
-    "MPIJob": "kubeflow.org CRD (Kubeflow MPI operator): no upstream OpenAPI schema",
-    "PodGroup": "scheduling.volcano.sh CRD (Volcano): no upstream OpenAPI schema",
-}
-
-
-def _pod_templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = obj["spec"]
-    replicas = spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs") or {}
-    return [r["template"] for r in replicas.values()]
-
-
-def validate_objects(objects: list[dict[str, Any]]) -> dict[str, int]:
-    """Validate each object; CRDs are skipped by name with the reason, their pod templates
-    validated. Returns counts per kind checked."""
-    counts: dict[str, int] = {}
-    errors = []
-    for obj in objects:
-        kind = obj["kind"]
-        targets = [obj]
-        if kind in CRD_KINDS:
-            targets = [
-                {"apiVersion": "v1", "kind": "PodTemplate",
-                 "metadata": {"name": obj["metadata"]["name"]}, "template": t}
-                for t in _pod_templates(obj)
-            ]
-        for target in targets:
-            try:
-                kubernetes_validate.validate(target, K8S_VERSION, strict=True)
-            except kubernetes_validate.ValidationError as exc:
-                path = ".".join(str(p) for p in exc.path)
-                errors.append(f"{kind} {obj['metadata'].get('name')}: {path}: {exc.message}")
-            except kubernetes_validate.SchemaNotFoundError as exc:  # pragma: no cover - a new kind
-                errors.append(f"{kind}: no schema and not a known CRD: {exc}")
-            counts[target["kind"]] = counts.get(target["kind"], 0) + 1
-    assert not errors, "\n".join(errors)
-    return counts
+from tests.support.kube import K8S_VERSION, REPO, kustomize_build, validate_objects
 
 
 def test_crd_kinds_have_no_upstream_schema() -> None:

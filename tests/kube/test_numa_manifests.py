@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from advisor.cluster.numa import kubelet_fragment
 from advisor.manifests.pod import to_yaml
 from cli.main import app
-from tests.kube.control_plane import ControlPlane, cache_dir
-from tests.kube.numa_nodes import NRTS, NUMA_NODES, SELECTOR
+from tests.support.control_plane import ControlPlane, cache_dir
+from tests.support.numa_nodes import NRTS, NUMA_NODES, SELECTOR
 
 pytestmark = pytest.mark.kube
 NAMESPACE = "numa-advice"

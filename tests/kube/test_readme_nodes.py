@@ -14,9 +14,9 @@ from cli.guard import run_guarded
 from cli.main import app
 from graph_schema.registry import open_store
 from graph_schema.starter import seed_store
-from tests.kube.control_plane import ControlPlane
-from tests.kube.gfd_nodes import ALL_NODES
-from tests.readme_commands import readme_commands
+from tests.support.control_plane import ControlPlane
+from tests.support.gfd_nodes import ALL_NODES
+from tests.support.readme_commands import readme_commands
 
 pytestmark = pytest.mark.kube
 

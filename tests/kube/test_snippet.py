@@ -23,7 +23,7 @@ from graph_schema.catalog import resolve_accelerator
 from graph_schema.models import IngestBatch, Observation, PlacementKind, SoftwareStack
 from graph_schema.registry import open_store
 from graph_schema.starter import read_snapshot
-from tests.kube.gfd_nodes import DRIVER_NODES, SNIPPET_NODES, SNIPPET_SUITE
+from tests.support.gfd_nodes import DRIVER_NODES, SNIPPET_NODES, SNIPPET_SUITE
 
 pytestmark = pytest.mark.kube
 NAMESPACE = "snippet-test"

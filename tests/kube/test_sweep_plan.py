@@ -14,7 +14,7 @@ from collectors.plan import expand_plan, parse_plan
 from collectors.plan.render import SWEEP_MATRIX_ENV, render_plan
 from collectors.sweep.matrix import parse_matrix
 from graph_schema.errors import InvalidInput
-from tests.kube.test_manifests import validate_objects
+from tests.support.kube import validate_objects
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "deploy" / "plans" / "sample-sweep-plan.yaml"

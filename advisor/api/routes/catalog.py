@@ -24,6 +24,7 @@ _OPERATION_IDS = {
     EntityKind.HOSTS: "listHosts",
     EntityKind.RUNS: "listRuns",
     EntityKind.FAILURES: "listFailures",
+    EntityKind.SUBMISSIONS: "listSubmissions",
 }
 
 

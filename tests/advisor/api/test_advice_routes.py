@@ -17,7 +17,7 @@ from advisor.api.settings import Settings
 from graph_schema.models import IngestBatch, Observation
 from graph_schema.starter import read_snapshot
 from graph_schema.store import Store
-from tests.advisor.api.conftest import auth
+from tests.support.api import auth
 
 BENCHMARKS = {"resnet50", "bert-99"}
 

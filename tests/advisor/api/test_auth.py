@@ -14,7 +14,7 @@ from advisor.api.app import create_app
 from advisor.api.settings import Settings
 from graph_schema.errors import InvalidInput
 from graph_schema.store import Store
-from tests.advisor.api.conftest import auth, document, make_settings
+from tests.support.api import auth, document, make_settings
 
 DOC = document("run-auth")
 FAILURE = {**{k: DOC[k] for k in ("stack", "accelerator", "placement", "provenance")},

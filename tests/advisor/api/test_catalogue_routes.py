@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from advisor.api.app import create_app
 from advisor.api.deps import get_store
 from graph_schema.store import Store
-from tests.advisor.api.conftest import auth, make_settings
+from tests.support.api import auth, make_settings
 
 
 def test_lists_every_accelerator_with_figures_and_sources(client: TestClient, tokens: dict[str, str]) -> None:

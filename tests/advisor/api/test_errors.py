@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from advisor.api.app import create_app
 from graph_schema.rest_store import RestStore
 from graph_schema.store import Store
-from tests.advisor.api.conftest import auth, document, make_settings
-from tests.cli.server import ServedAPI, free_port
+from tests.support.api import auth, document, make_settings
+from tests.support.servers import ServedAPI, free_port
 
 
 def test_oversized_bodies_get_413_before_parsing(store: Store, tokens: dict[str, str]) -> None:
@@ -50,7 +50,6 @@ def test_unexpected_errors_hide_the_trace(app: FastAPI) -> None:
 def test_503_while_the_store_is_down_then_recovers_without_restart(
     tmp_path: Path, tokens: dict[str, str]
 ) -> None:
-    pytest.importorskip("graph_schema.registry", reason="the store registry has not landed yet")
     port = free_port()
     upstream = ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, port=port,
                          log=tmp_path / "upstream.log")

@@ -1,6 +1,6 @@
 """Fault tests on loopback (issue 18): kill -9 of the API and of Neo4j mid-ingest, and Neo4j
 stopped under a running API. Real processes: the API under uvicorn, Neo4j from
-tests/neo4j_server.py. Counts are checked after restart: a batch is all or nothing, and
+tests/support/neo4j_server.py. Counts are checked after restart: a batch is all or nothing, and
 re-sending everything (as a collector flushing its spool does) restores the exact total."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.advisor.api.conftest import document
-from tests.advisor.api.served import Api
+from tests.support.api import document
+from tests.support.api_process import Api
 
 PER_DOCUMENT = 40
 PROBE_TIMEOUT_S = 3.0  # the Deployment's probes (deploy/base/api/deployment.yaml)

@@ -8,7 +8,7 @@ import time
 from fastapi.testclient import TestClient
 
 from advisor.api.app import create_app
-from tests.advisor.api.conftest import auth, document, make_settings
+from tests.support.api import auth, document, make_settings
 
 WORKLOAD = {"workload": {"family": "cnn", "benchmark": "resnet50-train",
                          "parameters": {"batch_size": 64}}, "top": 5}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from graph_schema.schema import SCHEMA_VERSION
-from tests.advisor.api.conftest import auth, document
+from tests.support.api import auth, document
 
 
 def test_ingest_is_idempotent_and_counts_are_exact(client: TestClient, tokens: dict[str, str]) -> None:

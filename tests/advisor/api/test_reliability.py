@@ -17,7 +17,7 @@ from advisor.api.app import create_app
 from advisor.api.deps import get_store
 from graph_schema.embedded_store import EmbeddedStore
 from graph_schema.store import MAX_OFFSET, Store
-from tests.advisor.api.conftest import auth, document, make_settings
+from tests.support.api import auth, document, make_settings
 
 
 def _client(store: Store, tokens: dict[str, str], **overrides: Any) -> TestClient:

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.advisor.api.conftest import document
-from tests.advisor.api.served import Api
+from tests.support.api import document
+from tests.support.api_process import Api
 
 WORKLOAD = {"workload": {"family": "cnn", "benchmark": "resnet50-train",
                          "parameters": {"batch_size": 64}}, "top": 5}

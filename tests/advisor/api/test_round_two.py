@@ -24,7 +24,7 @@ from advisor.api.deps import get_store
 from advisor.api.settings import Settings
 from graph_schema.embedded_store import EmbeddedStore
 from graph_schema.errors import AdvisorError, InvalidInput
-from tests.advisor.api.conftest import auth, document, make_settings
+from tests.support.api import auth, document, make_settings
 
 PLANTED = "Pl4nted-" + secrets.token_hex(8)
 

@@ -11,8 +11,8 @@ from fastapi import FastAPI
 from advisor.api.app import create_app
 from advisor.api.deps import get_store
 from graph_schema.store import Store
-from tests.advisor.api.conftest import auth, document, make_settings
-from tests.advisor.api.fuzz import fuzz, summary
+from tests.support.api import auth, document, make_settings
+from tests.support.fuzz import fuzz, summary
 
 
 def _seeded(app: FastAPI, tokens: dict[str, str]) -> None:

@@ -11,13 +11,11 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from advisor.api.settings import Settings
 from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 from graph_schema.starter import load_snapshot
 from graph_schema.store import Store
+from tests.support.api import make_app
 
 BENCHMARKS = {"resnet50", "conv2d", "gemm"}
 
@@ -40,7 +38,7 @@ def sweep_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
     from cli.guard import run_guarded
     from cli.main import app
-    from tests.collectors.test_sweep import MATRIX
+    from tests.support.sweep import MATRIX
 
     tmp = tmp_path_factory.mktemp("sweep")
     matrix = tmp / "matrix.yaml"
@@ -61,13 +59,6 @@ def sweep_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 @pytest.fixture(scope="package")
 def web_tokens() -> dict[str, str]:
     return {scope: secrets.token_urlsafe(24) for scope in ("read", "write")}
-
-
-def make_app(store: Store, tokens: dict[str, str], read_auth: str = "token") -> FastAPI:
-    spec = ";".join(f"{secret}:{scope}" for scope, secret in tokens.items())
-    app = create_app(Settings(environment="production", tokens=spec, read_auth=read_auth), store=store)  # type: ignore[arg-type]
-    app.dependency_overrides[get_store] = lambda: store
-    return app
 
 
 @pytest.fixture(scope="package")

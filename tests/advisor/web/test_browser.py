@@ -41,7 +41,8 @@ def _browser_or_reason() -> str | None:
 _missing = _browser_or_reason()
 if _missing and os.environ.get("CI") == "true":
     pytest.fail(f"the browser tests must run under CI=true: {_missing}", pytrace=False)
-pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""), pytest.mark.slow]
+pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""), pytest.mark.browser,
+              pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +165,7 @@ def test_compare_sweep_cells_form_gives_the_api_answer(browser: Any, sweep_store
                                                        artifacts: Path) -> None:
     """A second server over a store holding a real sweep (the login cookie is the host's, so the
     browser's session carries over: same tokens)."""
-    from tests.advisor.web.conftest import make_app
+    from tests.support.api import make_app
 
     with _serve(make_app(sweep_store, web_tokens)) as url:
         _load(browser, url + "/compare/sweep")

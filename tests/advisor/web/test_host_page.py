@@ -13,7 +13,7 @@ from collectors.fingerprint.topology import topology_of_tree
 from graph_schema.models import Host, IngestBatch
 from graph_schema.registry import open_store
 from graph_schema.store import Store
-from tests.advisor.web.conftest import make_app
+from tests.support.api import make_app
 from tests.graph_schema.test_store_contract import _obs
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "topology"

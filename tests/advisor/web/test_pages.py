@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from graph_schema.store import Store
-from tests.advisor.web.conftest import make_app
+from tests.support.api import make_app
 
 PAGES = ["/", "/?benchmark=resnet50&scenario=Offline", "/leaderboard?benchmark=resnet50&scenario=Offline",
          "/recommend?benchmark=resnet50&scenario=Offline", "/compare?a=driver%3D510.39.01&b=driver%3D510.47.03",

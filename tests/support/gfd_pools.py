@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.kube.gfd_nodes import (
+from tests.support.gfd_nodes import (
     A100_BARE_METAL,
     A100_MIG_SINGLE,
     CPU_ONLY_NO_NFD,

@@ -20,10 +20,10 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SETUP = REPO / "deploy" / "neo4j-local" / "setup.sh"
 POM = REPO / "deploy" / "neo4j-local" / "pom.xml"
 IMAGE = "neo4j:5.26-community"
@@ -159,7 +159,7 @@ def _wait_for_bolt(uri: str, proc: subprocess.Popen[bytes], log: Path) -> None:
                 driver.verify_connectivity()
                 driver.execute_query("RETURN 1", database_="neo4j")
             return
-        except Exception as exc:  # noqa: BLE001 - the server is still starting; poll until the deadline
+        except Exception as exc:
             last = exc
             time.sleep(1.0)
     raise Neo4jUnavailable(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.cli.server import free_port
+from tests.support.servers import free_port
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Api:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.kube.gfd_nodes import A100_BARE_METAL, GPU_TAINT, NFD, T4_PASSTHROUGH_OLD_LABELS, node
+from tests.support.gfd_nodes import A100_BARE_METAL, GPU_TAINT, NFD, T4_PASSTHROUGH_OLD_LABELS, node
 
 TEST_LABEL = "stack-advisor.io/test-cluster"
 SELECTOR = f"{TEST_LABEL}=numa"

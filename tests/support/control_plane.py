@@ -177,7 +177,7 @@ current-context: test
                 with urllib.request.urlopen(f"{self.url}/readyz", context=ctx, timeout=5) as resp:
                     if resp.status == 200:
                         return
-            except Exception as exc:  # noqa: BLE001 - not up yet
+            except Exception as exc:
                 last = str(exc)
             time.sleep(0.5)
         raise RuntimeError(f"kube-apiserver not ready after {timeout}s: {last}")
