@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 class PropType(str, Enum):

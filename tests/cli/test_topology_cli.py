@@ -11,7 +11,7 @@ from cli.main import app
 from collectors.fingerprint.topology import topology_of_tree
 from graph_schema.models import Host, IngestBatch
 from graph_schema.registry import open_store
-from tests.graph_schema.test_store_contract import _obs
+from tests.support.samples import make_obs as _obs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topology"
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from collectors.importers.mlperf import (
-    METRICS,
+    metric_facts,
     MlperfRecord,
     ParsedTree,
     read_tree,
@@ -146,7 +146,7 @@ def test_observation_conventions(ours: dict[Key, MlperfRecord]) -> None:
         assert obs.source_key == f"{record.round}/{record.division}/{record.submitter}/{record.system_id}"
         assert obs.provenance.details["round"] == record.round
         assert obs.provenance.url == f"https://github.com/mlcommons/inference_results_{record.round}"
-        assert obs.higher_is_better is METRICS[obs.metric][1]
+        assert obs.higher_is_better is metric_facts(obs.metric)[1]
         if record.accelerator:
             assert obs.accelerator.count == record.accelerator_count
         else:

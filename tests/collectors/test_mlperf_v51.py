@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from collectors.importers.loadgen_summary import parse_summary
-from collectors.importers.mlperf import SCENARIOS, MlperfRecord, read_tree
+from collectors.importers.mlperf import MlperfRecord, read_tree
+from graph_schema.catalog import resolve_scenario
 from collectors.importers.tar_reader import iter_archive
 from graph_schema.catalog import load_catalog, resolve_benchmark
 from tests.support.mlperf import require_shared_data
@@ -82,7 +83,7 @@ def test_catalogue_latency_limits_are_the_ones_the_runs_were_made_under() -> Non
         parts = Path(name).parts
         if "closed" not in parts or not name.endswith("run_1/mlperf_log_summary.txt") or "performance" not in parts:
             continue
-        benchmark, scenario = parts[-5], SCENARIOS.get(parts[-4].lower())
+        benchmark, scenario = parts[-5], (lambda m: m.id if m.resolved else None)(resolve_scenario(parts[-4]))
         if scenario not in ("Server", "Interactive"):
             continue
         params = parse_summary(content.decode("utf-8"))["test_parameters"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor import table_file
+from advisor.knowledge import table_file
 from advisor.knowledge.table import ObservationTable
 
 

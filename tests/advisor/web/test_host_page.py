@@ -14,7 +14,7 @@ from graph_schema.models import Host, IngestBatch
 from graph_schema.registry import open_store
 from graph_schema.store import Store
 from tests.support.api import make_app
-from tests.graph_schema.test_store_contract import _obs
+from tests.support.samples import make_obs as _obs
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "topology"
 
