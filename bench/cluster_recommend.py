@@ -95,8 +95,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from advisor.cluster.advice import ClusterAdvisor
-    from advisor.engine import Advisor
     from advisor.cluster.pools import group_pools, nodes_from_json
+    from advisor.engine import Advisor
     from graph_schema.registry import open_store
     from graph_schema.starter import seed_store
 

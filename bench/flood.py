@@ -29,23 +29,40 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-QUERY = {"accelerator": "NVIDIA L4", "accelerator_count": 1, "placement": "bare-metal",
-         "components": {"driver": "525.85.12", "cuda": "12.0", "tensorrt": "8.6.0"},
-         "framework": "tensorrt", "benchmark": "resnet50", "scenario": "Offline",
-         "metric": "samples_per_second"}
-RECOMMEND = {"workload": {"benchmark": "resnet50", "scenario": "Offline", "objective": "throughput"},
-             "top": 5}
+QUERY = {
+    "accelerator": "NVIDIA L4",
+    "accelerator_count": 1,
+    "placement": "bare-metal",
+    "components": {"driver": "525.85.12", "cuda": "12.0", "tensorrt": "8.6.0"},
+    "framework": "tensorrt",
+    "benchmark": "resnet50",
+    "scenario": "Offline",
+    "metric": "samples_per_second",
+}
+RECOMMEND = {
+    "workload": {"benchmark": "resnet50", "scenario": "Offline", "objective": "throughput"},
+    "top": 5,
+}
 
 
 def _serve(repo: Path, data: Path, token: str) -> tuple[subprocess.Popen[bytes], str]:
-    env = {**os.environ, "PYTHONPATH": str(repo), "XDG_DATA_HOME": str(data),
-           "ADVISOR_ENVIRONMENT": "production", "ADVISOR_READ_AUTH": "open",
-           "ADVISOR_TOKENS": f"{token}:read"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(repo),
+        "XDG_DATA_HOME": str(data),
+        "ADVISOR_ENVIRONMENT": "production",
+        "ADVISOR_READ_AUTH": "open",
+        "ADVISOR_TOKENS": f"{token}:read",
+    }
     for var in ("ADVISOR_STORE", "ADVISOR_API", "ADVISOR_TOKENS_FILE"):
         env.pop(var, None)
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "serve", "--port", "0", "--log-level",
-                             "warning"], cwd=repo, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--log-level", "warning"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     deadline = time.monotonic() + 600  # the first start seeds the starter knowledge base
     while time.monotonic() < deadline:
@@ -67,7 +84,9 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def _loop(stop: threading.Event, period_s: float, call: Any, out: list[float], errors: Counter[str]) -> None:
+def _loop(
+    stop: threading.Event, period_s: float, call: Any, out: list[float], errors: Counter[str]
+) -> None:
     while not stop.is_set():
         start = time.perf_counter()
         try:
@@ -86,7 +105,13 @@ def _flooder(stop: threading.Event, url: str, queries: int, statuses: Counter[st
         while not stop.is_set():
             for n in (queries, 10_000):
                 try:
-                    statuses[str(client.post("/v1/predictions", json={"queries": [QUERY] * n}).status_code)] += 1
+                    statuses[
+                        str(
+                            client.post(
+                                "/v1/predictions", json={"queries": [QUERY] * n}
+                            ).status_code
+                        )
+                    ] += 1
                 except httpx.HTTPError as exc:
                     statuses[type(exc).__name__] += 1
 
@@ -94,18 +119,34 @@ def _flooder(stop: threading.Event, url: str, queries: int, statuses: Counter[st
 def _measure(url: str, token: str, seconds: float, clients: int, queries: int) -> dict[str, Any]:
     probe, rec = httpx.Client(base_url=url, timeout=30), httpx.Client(base_url=url, timeout=60)
     headers = {"Authorization": f"Bearer {token}"}
-    assert rec.post("/v1/recommendations", json=RECOMMEND, headers=headers).status_code == 200  # warm
+    assert (
+        rec.post("/v1/recommendations", json=RECOMMEND, headers=headers).status_code == 200
+    )  # warm
     stop = threading.Event()
     health: list[float] = []
     recommend: list[float] = []
     errors: Counter[str] = Counter()
     flood: Counter[str] = Counter()
-    threads = [threading.Thread(target=_flooder, args=(stop, url, queries, flood)) for _ in range(clients)]
+    threads = [
+        threading.Thread(target=_flooder, args=(stop, url, queries, flood)) for _ in range(clients)
+    ]
     threads += [
-        threading.Thread(target=_loop, args=(stop, 0.05, lambda: probe.get("/healthz").status_code,
-                                             health, errors)),
-        threading.Thread(target=_loop, args=(stop, 0.2, lambda: rec.post(
-            "/v1/recommendations", json=RECOMMEND, headers=headers).status_code, recommend, errors)),
+        threading.Thread(
+            target=_loop,
+            args=(stop, 0.05, lambda: probe.get("/healthz").status_code, health, errors),
+        ),
+        threading.Thread(
+            target=_loop,
+            args=(
+                stop,
+                0.2,
+                lambda: (
+                    rec.post("/v1/recommendations", json=RECOMMEND, headers=headers).status_code
+                ),
+                recommend,
+                errors,
+            ),
+        ),
     ]
     for t in threads:
         t.start()
@@ -114,12 +155,18 @@ def _measure(url: str, token: str, seconds: float, clients: int, queries: int) -
     for t in threads:
         t.join(180)
     return {
-        "healthz": {"n": len(health), "p50_ms": round(statistics.median(health), 1) if health else None,
-                    "p99_ms": round(_percentile(health, 0.99), 1)},
-        "recommend": {"n": len(recommend),
-                      "p50_ms": round(statistics.median(recommend), 1) if recommend else None,
-                      "p99_ms": round(_percentile(recommend, 0.99), 1)},
-        "probe_errors": dict(errors), "flood_statuses": dict(flood),
+        "healthz": {
+            "n": len(health),
+            "p50_ms": round(statistics.median(health), 1) if health else None,
+            "p99_ms": round(_percentile(health, 0.99), 1),
+        },
+        "recommend": {
+            "n": len(recommend),
+            "p50_ms": round(statistics.median(recommend), 1) if recommend else None,
+            "p99_ms": round(_percentile(recommend, 0.99), 1),
+        },
+        "probe_errors": dict(errors),
+        "flood_statuses": dict(flood),
     }
 
 
@@ -138,12 +185,21 @@ def main() -> int:
         finally:
             proc.terminate()
             proc.wait(60)
-    result.update(repo=str(args.repo), seconds=args.seconds, clients=args.clients,
-                  queries_per_request=args.queries, cpus=os.cpu_count())
-    print(f"healthz   p50 {result['healthz']['p50_ms']} ms  p99 {result['healthz']['p99_ms']} ms "
-          f"(n={result['healthz']['n']})")
-    print(f"recommend p50 {result['recommend']['p50_ms']} ms  p99 {result['recommend']['p99_ms']} ms "
-          f"(n={result['recommend']['n']})")
+    result.update(
+        repo=str(args.repo),
+        seconds=args.seconds,
+        clients=args.clients,
+        queries_per_request=args.queries,
+        cpus=os.cpu_count(),
+    )
+    print(
+        f"healthz   p50 {result['healthz']['p50_ms']} ms  p99 {result['healthz']['p99_ms']} ms "
+        f"(n={result['healthz']['n']})"
+    )
+    print(
+        f"recommend p50 {result['recommend']['p50_ms']} ms  p99 {result['recommend']['p99_ms']} ms "
+        f"(n={result['recommend']['n']})"
+    )
     print(f"flood statuses {result['flood_statuses']}  probe errors {result['probe_errors']}")
     print(json.dumps(result))
     return 0

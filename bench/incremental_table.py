@@ -36,10 +36,9 @@ sys.path.insert(1, str(ROOT / "bench"))
 
 from api_latency import fill, synthetic
 
-from advisor.estimate import calibration_file
-
-from advisor.knowledge import table_file
 from advisor.engine import Advisor
+from advisor.estimate import calibration_file
+from advisor.knowledge import table_file
 from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 

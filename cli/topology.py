@@ -26,8 +26,10 @@ def load_topology(*, host: str | None, root: str | None, store_uri: str | None) 
         finally:
             kb.close()
         if found is None:
-            raise NotFound(f"--host: no topology stored for {host!r} (run `advisor collect` on it: every "
-                           "collected document carries the host's topology)")
+            raise NotFound(
+                f"--host: no topology stored for {host!r} (run `advisor collect` on it: every "
+                "collected document carries the host's topology)"
+            )
         return found, f"stored for {host}"
     from collectors.fingerprint import open_nvml
     from collectors.fingerprint.placement import detect_hypervisor, read_dmi
@@ -37,29 +39,59 @@ def load_topology(*, host: str | None, root: str | None, store_uri: str | None) 
     if root:
         tree = Path(root)
         if not (tree / "sys").is_dir():
-            raise InvalidInput(f"--root: {root!r} has no sys/ folder (a recorded tree holds sys/devices/system/node "
-                               "and sys/bus/pci/devices)")
+            raise InvalidInput(
+                f"--root: {root!r} has no sys/ folder (a recorded tree holds sys/devices/system/node "
+                "and sys/bus/pci/devices)"
+            )
         return topology_of_tree(tree), f"recorded tree {root}"
     nvml, _ = open_nvml()
     fileroot = FileRoot()
     cpu_text = fileroot.read("/proc/cpuinfo") or ""
     hv = detect_hypervisor("hypervisor" in cpu_text.split(), read_dmi(fileroot))
-    return read_topology(fileroot, nvml, run_topo_matrix() if nvml else None, virtual=hv.present), "this machine"
+    return read_topology(
+        fileroot, nvml, run_topo_matrix() if nvml else None, virtual=hv.present
+    ), "this machine"
 
 
 def show(topology: Any, source: str, fmt: OutputFormat) -> None:
     if fmt is OutputFormat.json:
         print_json({"source": source, **topology.model_dump(mode="json")})
         return
-    nodes = [{"numa_node": n.node, "cpus": n.cpus or "-", "cpu_count": n.cpu_count, "memory_mib": n.memory_mib,
-              "gpus": ",".join(g.label for g in topology.gpus if g.numa_node == n.node) or None}
-             for n in topology.numa_nodes]
-    render(nodes, fmt=fmt, title=f"NUMA nodes ({source})", columns=["numa_node", "cpus", "cpu_count", "memory_mib", "gpus"])
+    nodes = [
+        {
+            "numa_node": n.node,
+            "cpus": n.cpus or "-",
+            "cpu_count": n.cpu_count,
+            "memory_mib": n.memory_mib,
+            "gpus": ",".join(g.label for g in topology.gpus if g.numa_node == n.node) or None,
+        }
+        for n in topology.numa_nodes
+    ]
+    render(
+        nodes,
+        fmt=fmt,
+        title=f"NUMA nodes ({source})",
+        columns=["numa_node", "cpus", "cpu_count", "memory_mib", "gpus"],
+    )
     stdout.print()
-    devices = [{"device": d.label, "kind": d.kind, "pci": d.pci_address, "numa_node": d.numa_node,
-                "cpu_affinity": d.cpu_affinity, "nearest": _nearest(d)} for d in topology.devices]
-    render(devices, fmt=fmt, title=f"{len(topology.gpus)} GPU(s), {len(topology.nics)} NIC(s)",
-           columns=["device", "kind", "pci", "numa_node", "cpu_affinity"], details=["nearest"])
+    devices = [
+        {
+            "device": d.label,
+            "kind": d.kind,
+            "pci": d.pci_address,
+            "numa_node": d.numa_node,
+            "cpu_affinity": d.cpu_affinity,
+            "nearest": _nearest(d),
+        }
+        for d in topology.devices
+    ]
+    render(
+        devices,
+        fmt=fmt,
+        title=f"{len(topology.gpus)} GPU(s), {len(topology.nics)} NIC(s)",
+        columns=["device", "kind", "pci", "numa_node", "cpu_affinity"],
+        details=["nearest"],
+    )
     for line in topology.evidence:
         info(line)
 
@@ -71,5 +103,9 @@ def _nearest(device: Any) -> str | None:
     if not links:
         return None
     best = min(0 if k.startswith("NV") else order.get(k, 9) for k in links.values())
-    peers = [f"{p} ({k})" for p, k in links.items() if (0 if k.startswith("NV") else order.get(k, 9)) == best]
+    peers = [
+        f"{p} ({k})"
+        for p, k in links.items()
+        if (0 if k.startswith("NV") else order.get(k, 9)) == best
+    ]
     return ", ".join(peers)

@@ -24,15 +24,30 @@ GPU_RESOURCE = "nvidia.com/gpu"
 _V1ALPHA1_POLICIES = {
     "SingleNUMANodeContainerLevel": ("single-numa-node", "container"),
     "SingleNUMANodePodLevel": ("single-numa-node", "pod"),
-    "Restricted": ("restricted", None), "RestrictedContainerLevel": ("restricted", "container"),
-    "RestrictedPodLevel": ("restricted", "pod"), "BestEffort": ("best-effort", None),
-    "BestEffortContainerLevel": ("best-effort", "container"), "BestEffortPodLevel": ("best-effort", "pod"),
+    "Restricted": ("restricted", None),
+    "RestrictedContainerLevel": ("restricted", "container"),
+    "RestrictedPodLevel": ("restricted", "pod"),
+    "BestEffort": ("best-effort", None),
+    "BestEffortContainerLevel": ("best-effort", "container"),
+    "BestEffortPodLevel": ("best-effort", "pod"),
     "None": ("none", None),
 }
 _ZONE = re.compile(r"(\d+)$")
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTE]i?|m)?$")
-_FACTORS = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Ei": 2**60, "K": 10**3, "M": 10**6,
-            "G": 10**9, "T": 10**12, "E": 10**18, "m": 1e-3}
+_FACTORS = {
+    None: 1,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Ei": 2**60,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "E": 10**18,
+    "m": 1e-3,
+}
 
 
 def quantity(text: Any) -> float | None:
@@ -43,17 +58,31 @@ def quantity(text: Any) -> float | None:
     return float(match.group(1)) * _FACTORS[match.group(2)]
 
 
-def numa_from_labels(labels: dict[str, str], cpus: int | None, memory_mib: int | None) -> NodeNuma | None:
+def numa_from_labels(
+    labels: dict[str, str], cpus: int | None, memory_mib: int | None
+) -> NodeNuma | None:
     """NFD's memory-numa label: present and true → more than one NUMA node; absent while NFD's
     memory source ran (other memory-* labels) or cpu labels are there → NFD saw one; else unknown."""
     value = labels.get(MEMORY_NUMA_LABEL)
     if value is not None:
         multi = value == "true"
-        return NodeNuma(multi=multi, numa_nodes=None if multi else 1, node_cpus=cpus, node_memory_mib=memory_mib,
-                        source="NFD label", evidence=[f"{MEMORY_NUMA_LABEL}={value}"])
+        return NodeNuma(
+            multi=multi,
+            numa_nodes=None if multi else 1,
+            node_cpus=cpus,
+            node_memory_mib=memory_mib,
+            source="NFD label",
+            evidence=[f"{MEMORY_NUMA_LABEL}={value}"],
+        )
     if any(k.startswith(NFD + "cpu-") for k in labels):
-        return NodeNuma(multi=False, numa_nodes=1, node_cpus=cpus, node_memory_mib=memory_mib, source="NFD label",
-                        evidence=[f"{MEMORY_NUMA_LABEL} absent while NFD labels are present: one NUMA node"])
+        return NodeNuma(
+            multi=False,
+            numa_nodes=1,
+            node_cpus=cpus,
+            node_memory_mib=memory_mib,
+            source="NFD label",
+            evidence=[f"{MEMORY_NUMA_LABEL} absent while NFD labels are present: one NUMA node"],
+        )
     return None
 
 
@@ -64,7 +93,9 @@ def _attribute(nrt: dict[str, Any], name: str) -> str | None:
     return None
 
 
-def numa_from_nrt(nrt: dict[str, Any], cpus: int | None = None, memory_mib: int | None = None) -> NodeNuma:
+def numa_from_nrt(
+    nrt: dict[str, Any], cpus: int | None = None, memory_mib: int | None = None
+) -> NodeNuma:
     """A NodeResourceTopology object (v1alpha2 or v1alpha1) → the node's zones and kubelet policy.
 
     Raises ValueError naming the object when it has no zone of type Node."""
@@ -76,32 +107,64 @@ def numa_from_nrt(nrt: dict[str, Any], cpus: int | None = None, memory_mib: int 
         number = _ZONE.search(str(zone.get("name", "")))
         if number is None:
             continue
-        res = {r.get("name"): quantity(r.get("capacity")) for r in zone.get("resources") or [] if isinstance(r, dict)}
-        zones.append(NumaZone(node=int(number.group(1)), cpus=int(res["cpu"]) if res.get("cpu") is not None else None,
-                              memory_mib=int(res["memory"] / 2**20) if res.get("memory") is not None else None,
-                              gpus=int(res.get(GPU_RESOURCE) or 0)))
+        res = {
+            r.get("name"): quantity(r.get("capacity"))
+            for r in zone.get("resources") or []
+            if isinstance(r, dict)
+        }
+        zones.append(
+            NumaZone(
+                node=int(number.group(1)),
+                cpus=int(res["cpu"]) if res.get("cpu") is not None else None,
+                memory_mib=int(res["memory"] / 2**20) if res.get("memory") is not None else None,
+                gpus=int(res.get(GPU_RESOURCE) or 0),
+            )
+        )
     if not zones:
         raise ValueError(f"NodeResourceTopology {name!r} has no zone of type Node")
-    policy, scope = _attribute(nrt, "topologyManagerPolicy"), _attribute(nrt, "topologyManagerScope")
+    policy, scope = (
+        _attribute(nrt, "topologyManagerPolicy"),
+        _attribute(nrt, "topologyManagerScope"),
+    )
     for legacy in nrt.get("topologyPolicies") or []:
         policy, scope = _V1ALPHA1_POLICIES.get(legacy, (policy, scope))
     zones.sort(key=lambda z: z.node)
-    evidence = [f"NodeResourceTopology {name}: " + ", ".join(
-        f"node {z.node}: {z.cpus} CPUs, {z.gpus} GPU(s)" for z in zones)]
+    evidence = [
+        f"NodeResourceTopology {name}: "
+        + ", ".join(f"node {z.node}: {z.cpus} CPUs, {z.gpus} GPU(s)" for z in zones)
+    ]
     if policy:
-        evidence.append(f"kubelet topologyManagerPolicy={policy}" + (f", scope={scope}" if scope else ""))
-    return NodeNuma(multi=sum(1 for z in zones if z.cpus) > 1, numa_nodes=len(zones), zones=zones, node_cpus=cpus,
-                    node_memory_mib=memory_mib, topology_manager_policy=policy, topology_manager_scope=scope,
-                    source="NodeResourceTopology", evidence=evidence)
+        evidence.append(
+            f"kubelet topologyManagerPolicy={policy}" + (f", scope={scope}" if scope else "")
+        )
+    return NodeNuma(
+        multi=sum(1 for z in zones if z.cpus) > 1,
+        numa_nodes=len(zones),
+        zones=zones,
+        node_cpus=cpus,
+        node_memory_mib=memory_mib,
+        topology_manager_policy=policy,
+        topology_manager_scope=scope,
+        source="NodeResourceTopology",
+        evidence=evidence,
+    )
 
 
 def numa_from_topology(topology: HostTopology, host: str) -> NodeNuma:
     """A fingerprint our collector stored for the host."""
     zones = zones_of(topology)
-    return NodeNuma(multi=topology.multi_numa, numa_nodes=len(topology.numa_nodes), zones=zones,
-                    node_cpus=sum(z.cpus or 0 for z in zones) or None, source="stored fingerprint",
-                    evidence=[f"fingerprint of {host}: " + ", ".join(
-                        f"node {z.node}: {z.cpus} CPUs, {z.gpus} GPU(s)" for z in zones)] + topology.evidence[-1:])
+    return NodeNuma(
+        multi=topology.multi_numa,
+        numa_nodes=len(topology.numa_nodes),
+        zones=zones,
+        node_cpus=sum(z.cpus or 0 for z in zones) or None,
+        source="stored fingerprint",
+        evidence=[
+            f"fingerprint of {host}: "
+            + ", ".join(f"node {z.node}: {z.cpus} CPUs, {z.gpus} GPU(s)" for z in zones)
+        ]
+        + topology.evidence[-1:],
+    )
 
 
 def list_nrt(api_client: Any) -> dict[str, dict[str, Any]]:
@@ -117,5 +180,9 @@ def list_nrt(api_client: Any) -> dict[str, dict[str, Any]]:
             if exc.status in (404, 403):  # no CRD (or not readable): the labels still count
                 continue
             raise
-        return {item["metadata"]["name"]: item for item in listed.get("items") or [] if item.get("metadata")}
+        return {
+            item["metadata"]["name"]: item
+            for item in listed.get("items") or []
+            if item.get("metadata")
+        }
     return {}

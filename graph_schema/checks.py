@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 MAX_NAME = 256
-EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 
 # Unicode categories a name must not hold: controls, format characters (bidi overrides and
 # isolates, zero-width spaces and joiners, the BOM), private use, surrogates, unassigned, line and
@@ -90,7 +90,7 @@ def timestamp_in(value: Any) -> Any:
         if not math.isfinite(value):
             raise ValueError(f"must be a timestamp, got {value!r}")
         try:
-            return datetime.fromtimestamp(value, tz=timezone.utc)
+            return datetime.fromtimestamp(value, tz=UTC)
         except (OverflowError, OSError, ValueError):
             raise ValueError(f"{value!r} seconds since 1970 is no date; send ISO 8601 such as "
                              "'2026-01-31T12:00:00Z'") from None

@@ -33,7 +33,6 @@ from graph_schema.checks import (
     strict_number,
     timestamp_in,
 )
-
 from graph_schema.topology import HostTopology
 
 RESULT_DOCUMENT_VERSION = 1

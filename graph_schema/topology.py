@@ -63,10 +63,13 @@ class NumaNode(_Strict):
     """One NUMA node of the host (as the OS, or a guest's vNUMA, sees it)."""
 
     node: int = Field(ge=0)
-    cpus: str = Field(default="", description="its CPUs in cpulist form ('' for a memory-only node)")
+    cpus: str = Field(
+        default="", description="its CPUs in cpulist form ('' for a memory-only node)"
+    )
     memory_mib: int | None = Field(default=None, ge=0)
-    distances: list[int] = Field(default_factory=list, max_length=MAX_ITEMS,
-                                 description="SLIT distances to node 0, 1, ...")
+    distances: list[int] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="SLIT distances to node 0, 1, ..."
+    )
 
     @field_validator("cpus")
     @classmethod
@@ -82,13 +85,24 @@ class DeviceAttachment(_Strict):
     """Where one GPU or NIC hangs off: its PCI address, NUMA node, local CPUs, links to peers."""
 
     kind: Literal["gpu", "nic"]
-    index: int | None = Field(default=None, ge=0, description="GPU index (NVML / nvidia-smi order); None for NICs")
-    name: str | None = Field(default=None, description="GPU model, or the NIC's RDMA/net device name")
-    pci_address: str | None = Field(default=None, description="domain:bus:device.function, lower case")
-    numa_node: int | None = Field(default=None, ge=0, description="None: the platform reports none (-1)")
+    index: int | None = Field(
+        default=None, ge=0, description="GPU index (NVML / nvidia-smi order); None for NICs"
+    )
+    name: str | None = Field(
+        default=None, description="GPU model, or the NIC's RDMA/net device name"
+    )
+    pci_address: str | None = Field(
+        default=None, description="domain:bus:device.function, lower case"
+    )
+    numa_node: int | None = Field(
+        default=None, ge=0, description="None: the platform reports none (-1)"
+    )
     cpu_affinity: str | None = Field(default=None, description="CPUs local to the device (cpulist)")
-    links: dict[str, str] = Field(default_factory=dict, max_length=MAX_ITEMS,
-                                  description="peer (GPU0, NIC1, mlx5_0) → link type")
+    links: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=MAX_ITEMS,
+        description="peer (GPU0, NIC1, mlx5_0) → link type",
+    )
     source: str = ""
 
     @field_validator("pci_address")
@@ -112,7 +126,11 @@ class DeviceAttachment(_Strict):
 
     @property
     def label(self) -> str:
-        return f"GPU{self.index}" if self.kind == "gpu" and self.index is not None else (self.name or self.pci_address or "?")
+        return (
+            f"GPU{self.index}"
+            if self.kind == "gpu" and self.index is not None
+            else (self.name or self.pci_address or "?")
+        )
 
 
 class HostTopology(_Strict):
@@ -120,15 +138,21 @@ class HostTopology(_Strict):
 
     numa_nodes: list[NumaNode] = Field(default_factory=list, max_length=MAX_ITEMS)
     devices: list[DeviceAttachment] = Field(default_factory=list, max_length=MAX_ITEMS)
-    virtual: bool | None = Field(default=None, description="seen from inside a VM (None: not known)")
+    virtual: bool | None = Field(
+        default=None, description="seen from inside a VM (None: not known)"
+    )
     guest_affinity: Literal["exposed", "hidden"] | None = Field(
-        default=None, description="in a VM: whether the hypervisor shows the GPUs' NUMA nodes to the guest")
+        default=None,
+        description="in a VM: whether the hypervisor shows the GPUs' NUMA nodes to the guest",
+    )
     evidence: list[str] = Field(default_factory=list)
 
     @property
     def gpus(self) -> list[DeviceAttachment]:
-        return sorted((d for d in self.devices if d.kind == "gpu"),
-                      key=lambda d: (d.index if d.index is not None else 1 << 30, d.pci_address or ""))
+        return sorted(
+            (d for d in self.devices if d.kind == "gpu"),
+            key=lambda d: (d.index if d.index is not None else 1 << 30, d.pci_address or ""),
+        )
 
     @property
     def nics(self) -> list[DeviceAttachment]:
@@ -162,11 +186,15 @@ class NodeNuma(_Strict):
     fingerprint of the host, or NFD's ``memory-numa`` label (more than one node, no sizes)."""
 
     multi: bool | None = Field(description="more than one NUMA node with CPUs (None: not known)")
-    numa_nodes: int | None = Field(default=None, ge=0, description="None where only 'more than one' is known")
+    numa_nodes: int | None = Field(
+        default=None, ge=0, description="None where only 'more than one' is known"
+    )
     zones: list[NumaZone] = Field(default_factory=list)
     node_cpus: int | None = Field(default=None, ge=0, description="the node's CPU capacity")
     node_memory_mib: int | None = Field(default=None, ge=0)
-    topology_manager_policy: str | None = Field(default=None, description="the kubelet's, where NRT reports it")
+    topology_manager_policy: str | None = Field(
+        default=None, description="the kubelet's, where NRT reports it"
+    )
     topology_manager_scope: str | None = None
     source: str
     evidence: list[str] = Field(default_factory=list)
@@ -178,6 +206,12 @@ class NodeNuma(_Strict):
 
 def zones_of(topology: HostTopology) -> list[NumaZone]:
     """The per-node CPU, memory and GPU counts of a fingerprinted host."""
-    return [NumaZone(node=n.node, cpus=n.cpu_count, memory_mib=n.memory_mib,
-                     gpus=sum(1 for g in topology.gpus if g.numa_node == n.node))
-            for n in topology.numa_nodes]
+    return [
+        NumaZone(
+            node=n.node,
+            cpus=n.cpu_count,
+            memory_mib=n.memory_mib,
+            gpus=sum(1 for g in topology.gpus if g.numa_node == n.node),
+        )
+        for n in topology.numa_nodes
+    ]

@@ -26,8 +26,18 @@ _CREATE_NUMA = (
     "CREATE (n:NumaNode {numa_id: r.numa_id, host: r.host, node: r.node, cpus: r.cpus, cpu_count: r.cpu_count, "
     "memory_mib: r.memory_mib, distances_json: r.distances_json}), (h)-[:HAS_NUMA_NODE]->(n)"
 )
-_DEVICE_PROPS = ("attachment_id", "host", "kind", "device_index", "name", "pci_address", "numa_node",
-                 "cpu_affinity", "links_json", "source")
+_DEVICE_PROPS = (
+    "attachment_id",
+    "host",
+    "kind",
+    "device_index",
+    "name",
+    "pci_address",
+    "numa_node",
+    "cpu_affinity",
+    "links_json",
+    "source",
+)
 _ATTACH = (
     "UNWIND $rows AS r MATCH (d:DeviceAttachment {attachment_id: r.src}), (n:NumaNode {numa_id: r.dst}) "
     "CREATE (d)-[:ATTACHED_TO]->(n)"
@@ -38,7 +48,8 @@ _READ_NUMA = (
 )
 _READ_DEVICES = (
     "MATCH (h:Host {name: $host})-[:HAS_DEVICE]->(d:DeviceAttachment) RETURN "
-    + ", ".join(f"d.{p} AS {p}" for p in _DEVICE_PROPS) + " ORDER BY d.attachment_id"
+    + ", ".join(f"d.{p} AS {p}" for p in _DEVICE_PROPS)
+    + " ORDER BY d.attachment_id"
 )
 _READ_HOST = "MATCH (h:Host {name: $host}) RETURN h.topology_json AS topology_json"
 
@@ -47,8 +58,14 @@ def host_json(topology: HostTopology | None) -> str | None:
     """What the Host node keeps itself: the guest view and the evidence."""
     if topology is None:
         return None
-    return json.dumps({"virtual": topology.virtual, "guest_affinity": topology.guest_affinity,
-                       "evidence": topology.evidence}, sort_keys=True)
+    return json.dumps(
+        {
+            "virtual": topology.virtual,
+            "guest_affinity": topology.guest_affinity,
+            "evidence": topology.evidence,
+        },
+        sort_keys=True,
+    )
 
 
 def _numa_id(host: str, node: int) -> str:
@@ -59,10 +76,20 @@ def _device_rows(host: str, topology: HostTopology) -> list[dict[str, Any]]:
     rows = []
     for i, dev in enumerate(topology.devices):
         key = dev.pci_address or f"{dev.kind}{dev.index if dev.index is not None else i}"
-        rows.append({"attachment_id": f"{host}/{key}", "host": host, "kind": dev.kind, "device_index": dev.index,
-                     "name": dev.name, "pci_address": dev.pci_address, "numa_node": dev.numa_node,
-                     "cpu_affinity": dev.cpu_affinity, "links_json": json.dumps(dev.links, sort_keys=True),
-                     "source": dev.source})
+        rows.append(
+            {
+                "attachment_id": f"{host}/{key}",
+                "host": host,
+                "kind": dev.kind,
+                "device_index": dev.index,
+                "name": dev.name,
+                "pci_address": dev.pci_address,
+                "numa_node": dev.numa_node,
+                "cpu_affinity": dev.cpu_affinity,
+                "links_json": json.dumps(dev.links, sort_keys=True),
+                "source": dev.source,
+            }
+        )
     return rows
 
 
@@ -75,8 +102,11 @@ def _create_devices(run: Run, rows: list[dict[str, Any]]) -> None:
         groups.setdefault(present, []).append({p: row[p] for p in present})
     for present, part in groups.items():
         props = ", ".join(f"{p}: r.{p}" for p in present)
-        run(f"UNWIND $rows AS r MATCH (h:Host {{name: r.host}}) CREATE (d:DeviceAttachment {{{props}}}), "
-            "(h)-[:HAS_DEVICE]->(d)", {"rows": part})
+        run(
+            f"UNWIND $rows AS r MATCH (h:Host {{name: r.host}}) CREATE (d:DeviceAttachment {{{props}}}), "
+            "(h)-[:HAS_DEVICE]->(d)",
+            {"rows": part},
+        )
 
 
 def write_topologies(run: Run, topologies: dict[str, HostTopology]) -> None:
@@ -84,17 +114,29 @@ def write_topologies(run: Run, topologies: dict[str, HostTopology]) -> None:
     for host, topology in sorted(topologies.items()):
         for statement in _DELETE.values():
             run(statement, {"host": host})
-        numa = [{"numa_id": _numa_id(host, n.node), "host": host, "node": n.node, "cpus": n.cpus,
-                 "cpu_count": n.cpu_count, "memory_mib": n.memory_mib if n.memory_mib is not None else -1,
-                 "distances_json": json.dumps(n.distances)} for n in topology.numa_nodes]
+        numa = [
+            {
+                "numa_id": _numa_id(host, n.node),
+                "host": host,
+                "node": n.node,
+                "cpus": n.cpus,
+                "cpu_count": n.cpu_count,
+                "memory_mib": n.memory_mib if n.memory_mib is not None else -1,
+                "distances_json": json.dumps(n.distances),
+            }
+            for n in topology.numa_nodes
+        ]
         if numa:
             run(_CREATE_NUMA, {"rows": numa})
         devices = _device_rows(host, topology)
         if devices:
             _create_devices(run, devices)
         known = {n.node for n in topology.numa_nodes}
-        pairs = [{"src": row["attachment_id"], "dst": _numa_id(host, row["numa_node"])}
-                 for row in devices if row["numa_node"] in known]
+        pairs = [
+            {"src": row["attachment_id"], "dst": _numa_id(host, row["numa_node"])}
+            for row in devices
+            if row["numa_node"] in known
+        ]
         if pairs:
             run(_ATTACH, {"rows": pairs})
 
@@ -105,13 +147,27 @@ def read_host_topology(read: Read, host: str) -> HostTopology | None:
     if not found or found[0]["topology_json"] is None:
         return None
     head = json.loads(found[0]["topology_json"])
-    numa = [NumaNode(node=r["node"], cpus=r["cpus"] or "",
-                     memory_mib=None if r["memory_mib"] is None or r["memory_mib"] < 0 else r["memory_mib"],
-                     distances=json.loads(r["distances_json"] or "[]"))
-            for r in read(_READ_NUMA, {"host": host})]
-    devices = [DeviceAttachment(kind=r["kind"], index=r["device_index"], name=r["name"], pci_address=r["pci_address"],
-                                numa_node=r["numa_node"], cpu_affinity=r["cpu_affinity"],
-                                links=json.loads(r["links_json"] or "{}"), source=r["source"] or "")
-               for r in read(_READ_DEVICES, {"host": host})]
+    numa = [
+        NumaNode(
+            node=r["node"],
+            cpus=r["cpus"] or "",
+            memory_mib=None if r["memory_mib"] is None or r["memory_mib"] < 0 else r["memory_mib"],
+            distances=json.loads(r["distances_json"] or "[]"),
+        )
+        for r in read(_READ_NUMA, {"host": host})
+    ]
+    devices = [
+        DeviceAttachment(
+            kind=r["kind"],
+            index=r["device_index"],
+            name=r["name"],
+            pci_address=r["pci_address"],
+            numa_node=r["numa_node"],
+            cpu_affinity=r["cpu_affinity"],
+            links=json.loads(r["links_json"] or "{}"),
+            source=r["source"] or "",
+        )
+        for r in read(_READ_DEVICES, {"host": host})
+    ]
     devices.sort(key=lambda d: (d.kind != "gpu", d.pci_address or ""))  # the collector's order
     return HostTopology(numa_nodes=numa, devices=devices, **head)

@@ -38,7 +38,9 @@ class PipelineParams(BaseModel):
     @model_validator(mode="after")
     def _fits(self) -> PipelineParams:
         if self.crop > min(self.height, self.width):
-            raise ValueError(f"crop {self.crop} is larger than the {self.height}x{self.width} images")
+            raise ValueError(
+                f"crop {self.crop} is larger than the {self.height}x{self.width} images"
+            )
         return self
 
 
@@ -70,8 +72,11 @@ def prepare(p: PipelineParams, cuda_index: int = 0) -> Kernel:
         r = np.random.default_rng(seed)
         for j in range(lo, hi):
             img = data[r.integers(0, p.dataset_images)]
-            y, x = int(r.integers(0, p.height - p.crop + 1)), int(r.integers(0, p.width - p.crop + 1))
-            view = img[y:y + p.crop, x:x + p.crop]
+            y, x = (
+                int(r.integers(0, p.height - p.crop + 1)),
+                int(r.integers(0, p.width - p.crop + 1)),
+            )
+            view = img[y : y + p.crop, x : x + p.crop]
             if j % 2:
                 view = view[:, ::-1]
             np.subtract(view, mean, out=out[j], dtype=np.float32)
@@ -79,13 +84,17 @@ def prepare(p: PipelineParams, cuda_index: int = 0) -> Kernel:
 
     def run() -> object:
         state["step"] += 1
-        futures = [pool.submit(part, lo, hi, state["step"] * 1000 + k) for k, (lo, hi) in enumerate(chunks)]
+        futures = [
+            pool.submit(part, lo, hi, state["step"] * 1000 + k) for k, (lo, hi) in enumerate(chunks)
+        ]
         for f in futures:
             f.result()
         upload()
         return sync()  # the copy is waited for in each step: no overlap with the next batch
 
-    label = f"numpy crop/flip/normalise x{p.workers} threads" + (" + pinned H2D copy" if p.device == "cuda" else "")
+    label = f"numpy crop/flip/normalise x{p.workers} threads" + (
+        " + pinned H2D copy" if p.device == "cuda" else ""
+    )
     return Kernel(run=run, sync=sync, label=label)
 
 
@@ -104,4 +113,8 @@ def _staging(p: PipelineParams, cuda_index: int) -> tuple[Any, Any, Any]:
     device = torch.device("cuda", cuda_index)
     host = torch.empty(shape, dtype=torch.float32, pin_memory=True)
     target = torch.empty(shape, dtype=torch.float32, device=device)
-    return host, (lambda: target.copy_(host, non_blocking=True)), (lambda: torch.cuda.synchronize(device))
+    return (
+        host,
+        (lambda: target.copy_(host, non_blocking=True)),
+        (lambda: torch.cuda.synchronize(device)),
+    )

@@ -35,7 +35,7 @@ if [ "$FAST" = 1 ]; then
   fi
   lint
   echo "== running the fast tier (no servers, no builds)" >&2
-  exec .venv/bin/python -m pytest -q -ra -m "not neo4j and not kube and not browser and not gpu and not slow" "$@"
+  exec .venv/bin/python -m pytest -q -ra -m "not neo4j and not kube and not browser and not containers and not gpu and not slow" "$@"
 fi
 
 PY=${PYTHON:-python3}

@@ -20,6 +20,7 @@ import weakref
 from typing import Any
 
 from advisor.cluster.manifests import pool_manifests
+from advisor.cluster.numa import guarantee, pool_advice
 from advisor.cluster.pools import NodePool, kb_accelerator_key
 from advisor.cluster.results import (
     ClusterRecommendationSet,
@@ -28,7 +29,6 @@ from advisor.cluster.results import (
     PoolBasis,
     PoolRecommendation,
 )
-from advisor.cluster.numa import guarantee, pool_advice
 from advisor.cluster.targets import checked_what_if, job_shape, pool_targets
 from advisor.knowledge.rules import Severity, stack_components
 from advisor.manifests.pod import check_image, image_for, to_yaml

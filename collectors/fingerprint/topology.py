@@ -43,10 +43,14 @@ def read_numa_nodes(root: FileRoot) -> list[NumaNode]:
         base = f"{NODE_DIR}/{path.name}"
         meminfo = _MEMTOTAL.search(root.read(f"{base}/meminfo") or "")
         distance = (root.first_line(f"{base}/distance") or "").split()
-        nodes.append(NumaNode(
-            node=number, cpus=root.first_line(f"{base}/cpulist") or "",
-            memory_mib=int(meminfo.group(1)) // 1024 if meminfo else None,
-            distances=[int(d) for d in distance if d.isdigit()]))
+        nodes.append(
+            NumaNode(
+                node=number,
+                cpus=root.first_line(f"{base}/cpulist") or "",
+                memory_mib=int(meminfo.group(1)) // 1024 if meminfo else None,
+                distances=[int(d) for d in distance if d.isdigit()],
+            )
+        )
     return sorted(nodes, key=lambda n: n.node)
 
 
@@ -73,10 +77,18 @@ def read_pci_devices(root: FileRoot) -> list[DeviceAttachment]:
             continue
         numa = root.first_line(f"{base}/numa_node")
         cpus = root.first_line(f"{base}/local_cpulist")
-        out.append(DeviceAttachment(
-            kind=kind, name=name, pci_address=path.name,
-            numa_node=int(numa) if numa is not None and numa.lstrip("-").isdigit() and int(numa) >= 0 else None,
-            cpu_affinity=cpus, source=f"{base}/{{numa_node,local_cpulist}}"))
+        out.append(
+            DeviceAttachment(
+                kind=kind,
+                name=name,
+                pci_address=path.name,
+                numa_node=int(numa)
+                if numa is not None and numa.lstrip("-").isdigit() and int(numa) >= 0
+                else None,
+                cpu_affinity=cpus,
+                source=f"{base}/{{numa_node,local_cpulist}}",
+            )
+        )
     return sorted(out, key=lambda d: d.pci_address or "")
 
 
@@ -87,7 +99,9 @@ def run_topo_matrix() -> str | None:
     if exe is None:
         return None
     try:
-        done = subprocess.run([exe, "topo", "-m"], capture_output=True, text=True, timeout=TOPO_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [exe, "topo", "-m"], capture_output=True, text=True, timeout=TOPO_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -102,23 +116,27 @@ def parse_topo_matrix(text: str) -> dict[str, dict[str, Any]]:
     header_at = next((i for i, ln in enumerate(lines) if ln.split()[:1] == ["GPU0"]), None)
     if header_at is None:
         raise ValueError("nvidia-smi topo -m output without a header row starting with GPU0")
-    columns = [tok for tok in lines[header_at].split() if _DEVICE.match(tok) and not tok.startswith("CPU")]
+    columns = [
+        tok for tok in lines[header_at].split() if _DEVICE.match(tok) and not tok.startswith("CPU")
+    ]
     legend = dict(re.findall(r"^\s*(NIC\d+):\s*(\S+)\s*$", text, re.MULTILINE))
     rows: dict[str, dict[str, Any]] = {}
-    for line in lines[header_at + 1:]:
+    for line in lines[header_at + 1 :]:
         tokens = line.split()
         if not tokens or tokens[0] not in columns:
             if tokens and tokens[0] == "Legend:":
                 break
             continue
         name = tokens[0]
-        links = dict(zip(columns, tokens[1:1 + len(columns)], strict=False))
-        tail = tokens[1 + len(columns):]
+        links = dict(zip(columns, tokens[1 : 1 + len(columns)], strict=False))
+        tail = tokens[1 + len(columns) :]
         cpus = tail[0] if tail and tail[0] != "N/A" else None
         numa = int(tail[1]) if len(tail) > 1 and tail[1].isdigit() else None
         rows[legend.get(name, name)] = {
             "links": {legend.get(k, k): v for k, v in links.items() if k != name},
-            "cpus": cpus, "numa": numa}
+            "cpus": cpus,
+            "numa": numa,
+        }
     return rows
 
 
@@ -158,8 +176,9 @@ def nvml_links(nvml: Nvml, count: int) -> dict[int, dict[str, str]]:
 
 
 # ---- putting it together -------------------------------------------------------------------------
-def _with_indices(gpus: list[DeviceAttachment], bus_ids: list[str | None],
-                  evidence: list[str]) -> list[DeviceAttachment]:
+def _with_indices(
+    gpus: list[DeviceAttachment], bus_ids: list[str | None], evidence: list[str]
+) -> list[DeviceAttachment]:
     """GPU index by NVML's bus id where NVML answers, else by PCI order (NVML's enumeration order).
 
     In a container or a batch job NVML sees only the GPUs handed to it while sysfs lists every
@@ -174,23 +193,29 @@ def _with_indices(gpus: list[DeviceAttachment], bus_ids: list[str | None],
         evidence.append("GPU index from NVML's PCI bus id")
         hidden = len(gpus) - len(matched)
         if hidden:
-            evidence.append(f"{hidden} GPU(s) on the PCI bus are not visible to NVML here (another "
-                            "container's or job's): listed without an index")
+            evidence.append(
+                f"{hidden} GPU(s) on the PCI bus are not visible to NVML here (another "
+                "container's or job's): listed without an index"
+            )
         return [g.model_copy(update={"index": matched.get(g.pci_address)}) for g in gpus]
     if gpus:
         evidence.append("GPU index from PCI address order (NVML's enumeration order)")
     return [g.model_copy(update={"index": i}) for i, g in enumerate(gpus)]
 
 
-def _merge_topo(devices: list[DeviceAttachment], matrix: dict[str, dict[str, Any]],
-                evidence: list[str]) -> list[DeviceAttachment]:
+def _merge_topo(
+    devices: list[DeviceAttachment], matrix: dict[str, dict[str, Any]], evidence: list[str]
+) -> list[DeviceAttachment]:
     out = []
     for dev in devices:
         row = matrix.get(dev.label)
         if row is None:
             out.append(dev)
             continue
-        update: dict[str, Any] = {"links": row["links"], "source": dev.source + "; nvidia-smi topo -m"}
+        update: dict[str, Any] = {
+            "links": row["links"],
+            "source": dev.source + "; nvidia-smi topo -m",
+        }
         if dev.cpu_affinity is None and row["cpus"]:
             update["cpu_affinity"] = row["cpus"]
         if dev.numa_node is None and row["numa"] is not None:
@@ -207,23 +232,33 @@ def _guest_view(topology: HostTopology, virtual: bool | None) -> HostTopology:
     gpus = topology.gpus
     exposed = bool(gpus) and topology.multi_numa and all(g.numa_node is not None for g in gpus)
     note = f"VM guest: {len(topology.cpu_nodes)} vNUMA node(s) with CPUs; " + (
-        "no GPU visible" if not gpus else
-        "the hypervisor exposes each GPU's NUMA node (vNUMA with PCI NUMA affinity: the vCPUs are likely "
-        "pinned to it)" if exposed else
-        "the GPUs' NUMA affinity is not visible to the guest (numa_node -1 or a single vNUMA node): whether "
-        "the vCPUs sit on the GPU's host NUMA node cannot be told from inside")
+        "no GPU visible"
+        if not gpus
+        else "the hypervisor exposes each GPU's NUMA node (vNUMA with PCI NUMA affinity: the vCPUs are likely "
+        "pinned to it)"
+        if exposed
+        else "the GPUs' NUMA affinity is not visible to the guest (numa_node -1 or a single vNUMA node): whether "
+        "the vCPUs sit on the GPU's host NUMA node cannot be told from inside"
+    )
     affinity = None if not gpus else "exposed" if exposed else "hidden"
-    return topology.model_copy(update={"virtual": True, "guest_affinity": affinity,
-                                       "evidence": [*topology.evidence, note]})
+    return topology.model_copy(
+        update={"virtual": True, "guest_affinity": affinity, "evidence": [*topology.evidence, note]}
+    )
 
 
-def read_topology(root: FileRoot, nvml: Nvml | None = None, topo_text: str | None = None,
-                  virtual: bool | None = None) -> HostTopology:
+def read_topology(
+    root: FileRoot,
+    nvml: Nvml | None = None,
+    topo_text: str | None = None,
+    virtual: bool | None = None,
+) -> HostTopology:
     """The host's topology from sysfs under ``root``, NVML (bus ids, ancestor levels) and a
     ``nvidia-smi topo -m`` text (None: not available)."""
     evidence: list[str] = []
     numa = read_numa_nodes(root)
-    evidence.append(f"{len(numa)} NUMA node(s) in {NODE_DIR}" if numa else f"no {NODE_DIR}/node* directories")
+    evidence.append(
+        f"{len(numa)} NUMA node(s) in {NODE_DIR}" if numa else f"no {NODE_DIR}/node* directories"
+    )
     devices = read_pci_devices(root)
     gpus = [d for d in devices if d.kind == "gpu"]
     bus_ids, why = nvml_bus_ids(nvml)
@@ -240,14 +275,20 @@ def read_topology(root: FileRoot, nvml: Nvml | None = None, topo_text: str | Non
             evidence.append("links from nvidia-smi topo -m")
     elif nvml is not None and gpus and any(bus_ids):
         links = nvml_links(nvml, len(bus_ids))
-        devices = [d.model_copy(update={"links": links.get(d.index, {})}) if d.kind == "gpu" else d
-                   for d in devices]
+        devices = [
+            d.model_copy(update={"links": links.get(d.index, {})}) if d.kind == "gpu" else d
+            for d in devices
+        ]
         if links:
-            evidence.append("GPU-GPU links from nvmlDeviceGetTopologyCommonAncestor (NVLink not named)")
+            evidence.append(
+                "GPU-GPU links from nvmlDeviceGetTopologyCommonAncestor (NVLink not named)"
+            )
     return _guest_view(HostTopology(numa_nodes=numa, devices=devices, evidence=evidence), virtual)
 
 
 def topology_of_tree(tree: Path, virtual: bool | None = None) -> HostTopology:
     """A recorded tree (``sys/...`` and optionally ``nvidia-smi-topo-m.txt``) read as a host."""
     topo = tree / "nvidia-smi-topo-m.txt"
-    return read_topology(FileRoot(tree), None, topo.read_text() if topo.is_file() else None, virtual)
+    return read_topology(
+        FileRoot(tree), None, topo.read_text() if topo.is_file() else None, virtual
+    )

@@ -35,8 +35,12 @@ def set_mempolicy_bind(node: int) -> None:
 
 
 def _timings(timing: Any, work: float, scale: float) -> dict[str, Any]:
-    return {"rates": [work / s / scale for s in timing.seconds], "number": timing.number,
-            "stop_reason": timing.stop_reason, "warmup": timing.warmup}
+    return {
+        "rates": [work / s / scale for s in timing.seconds],
+        "number": timing.number,
+        "stop_reason": timing.stop_reason,
+        "warmup": timing.warmup,
+    }
 
 
 def _transfer(args: dict[str, Any], pol: Any) -> dict[str, Any]:
@@ -53,15 +57,20 @@ def _transfer(args: dict[str, Any], pol: Any) -> dict[str, Any]:
         return {d: {"error": f"{type(exc).__name__}: {exc}"} for d in ("h2d", "d2h")}
     pi = get_pi("transfer")
     for direction in ("h2d", "d2h"):
-        params = pi.parse({"size_bytes": args["size_bytes"], "direction": direction, "host_memory": "pinned"})
+        params = pi.parse(
+            {"size_bytes": args["size_bytes"], "direction": direction, "host_memory": "pinned"}
+        )
         try:
             kernel = backend.prepare("transfer", params, "cuda")
             timing = measure(kernel, pol)
         except Exception as exc:
             out[direction] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
             continue
-        out[direction] = {**_timings(timing, pi.work(params), pi.unit.scale), "label": kernel.label,
-                          "backend_version": backend.version()}
+        out[direction] = {
+            **_timings(timing, pi.work(params), pi.unit.scale),
+            "label": kernel.label,
+            "backend_version": backend.version(),
+        }
     return out
 
 

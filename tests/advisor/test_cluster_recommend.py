@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from advisor.cluster.advice import ClusterAdvisor
-from advisor.cluster.results import PoolBasis
 from advisor.cluster.pools import group_pools, nodes_from_json
+from advisor.cluster.results import PoolBasis
 from advisor.knowledge.rules import component_versions, stack_components
 from graph_schema.errors import InvalidInput
 from graph_schema.models import SoftwareStack

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.estimate import calibration_file
-
-from advisor.knowledge import table_file
 from advisor.engine import Advisor
+from advisor.estimate import calibration_file
+from advisor.knowledge import table_file
 from advisor.knowledge.table import ObservationTable
 from advisor.workload import Workload
 from graph_schema.cypher_store import CypherStore

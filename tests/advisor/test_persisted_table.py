@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.estimate import calibration_file
-
-from advisor.knowledge import table_file
 from advisor.engine import Advisor
+from advisor.estimate import calibration_file
+from advisor.knowledge import table_file
 from advisor.knowledge.table import ObservationTable
 from graph_schema.models import IngestBatch
 from graph_schema.starter import load_snapshot

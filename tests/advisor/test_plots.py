@@ -12,7 +12,8 @@ import pytest
 from matplotlib.container import BarContainer
 from typer.testing import CliRunner
 
-from advisor.charts import data as plot_data, figures as plots
+from advisor.charts import data as plot_data
+from advisor.charts import figures as plots
 from advisor.charts.data import canonical_name
 from cli.main import app
 from graph_schema.models import IngestBatch, Observation

@@ -12,7 +12,8 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 
-from advisor.charts import data as plot_data, figures as plots
+from advisor.charts import data as plot_data
+from advisor.charts import figures as plots
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import Observation
 

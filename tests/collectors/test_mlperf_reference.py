@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from collectors.importers.mlperf import (
-    metric_facts,
     MlperfRecord,
     ParsedTree,
+    metric_facts,
     read_tree,
     to_observations,
 )

@@ -14,9 +14,8 @@ import pytest
 
 from collectors.importers.loadgen_summary import parse_summary
 from collectors.importers.mlperf import MlperfRecord, read_tree
-from graph_schema.catalog import resolve_scenario
 from collectors.importers.tar_reader import iter_archive
-from graph_schema.catalog import load_catalog, resolve_benchmark
+from graph_schema.catalog import load_catalog, resolve_benchmark, resolve_scenario
 from tests.support.mlperf import require_shared_data
 
 ARCHIVE = "inference_v5.1.tar.gz"

@@ -46,7 +46,7 @@ class DockerNode:
         self._running: set[str] = set()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
-    def __enter__(self) -> DockerNode:  # noqa: PYI034 - not subclassed
+    def __enter__(self) -> DockerNode:
         self.core.create_node({"metadata": {"name": self.name, "labels": self.labels}})
         self.core.patch_node_status(self.name, {"status": {
             "conditions": [{"type": "Ready", "status": "True", "reason": "DockerNode",
@@ -96,7 +96,7 @@ class DockerNode:
                 extra = self._mounts(pod, Path(tmp))
                 run = run_pod(pod, self.core, extra_volumes=extra, extra_env=self._service_env())
                 code, log = run.code, run.logs
-            except Exception as exc:  # noqa: BLE001 - reported as the pod's failure, like a kubelet would
+            except Exception as exc:
                 code, log = 128, f"docker node: {type(exc).__name__}: {exc}"
         self.logs[name], self.exit_codes[name] = log, code
         terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",

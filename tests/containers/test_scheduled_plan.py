@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 from cli.main import app
 from tests.containers.conftest import Api, Images
 from tests.containers.docker_node import DockerNode, wait_for
-from tests.support.kube import REPO
 from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
+from tests.support.kube import REPO
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 NAMESPACE = "stack-advisor"

@@ -100,7 +100,7 @@ def fuzz_stateful(app: FastAPI, headers: dict[str, str], examples: int, steps: i
         run_state_machine_as_test(Machine, settings=settings(
             max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
             derandomize=True, suppress_health_check=list(HealthCheck)))
-    except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - recorded like fuzz's
+    except (Exception, BaseExceptionGroup) as exc:
         inner = getattr(exc, "exceptions", None)
         shown = inner[0] if inner else exc
         result.failures.append("stateful: " + " | ".join(
