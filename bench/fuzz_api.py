@@ -72,9 +72,12 @@ def _run_store(kind: str, positive: int, negative: int, stateful: int) -> list[d
             with TestClient(app) as client:  # some data, and the models fitted, before fuzzing
                 client.post("/v1/observations", json=document("run-fuzz", n=5),
                             headers=auth(tokens["write"]))
-            runs = [("", lambda: fuzz(app, headers, positive, negative, seed_offset=1))]
+            runs = [("", lambda app=app, headers=headers: fuzz(app, headers, positive, negative,
+                                                              seed_offset=1))]
             if stateful:
-                runs.append((" [stateful]", lambda: fuzz_stateful(app, headers, stateful)))
+                runs.append((" [stateful]",
+                             lambda app=app, headers=headers: fuzz_stateful(app, headers,
+                                                                            stateful)))
             for suffix, run in runs:
                 start = time.perf_counter()
                 result = run()

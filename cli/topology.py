@@ -40,8 +40,8 @@ def load_topology(*, host: str | None, root: str | None, store_uri: str | None) 
         tree = Path(root)
         if not (tree / "sys").is_dir():
             raise InvalidInput(
-                f"--root: {root!r} has no sys/ folder (a recorded tree holds sys/devices/system/node "
-                "and sys/bus/pci/devices)"
+                f"--root: {root!r} has no sys/ folder (a recorded tree holds "
+                "sys/devices/system/node and sys/bus/pci/devices)"
             )
         return topology_of_tree(tree), f"recorded tree {root}"
     nvml, _ = open_nvml()

@@ -51,7 +51,8 @@ _FACTORS = {
 
 
 def quantity(text: Any) -> float | None:
-    """A Kubernetes quantity (``64``, ``263840236Ki``, ``500m``) as a number; None when unreadable."""
+    """A Kubernetes quantity (``64``, ``263840236Ki``, ``500m``) as a number; None when
+    unreadable."""
     match = _QUANTITY.match(str(text).strip()) if text is not None else None
     if not match:
         return None
@@ -62,7 +63,8 @@ def numa_from_labels(
     labels: dict[str, str], cpus: int | None, memory_mib: int | None
 ) -> NodeNuma | None:
     """NFD's memory-numa label: present and true → more than one NUMA node; absent while NFD's
-    memory source ran (other memory-* labels) or cpu labels are there → NFD saw one; else unknown."""
+    memory source ran (other memory-* labels) or cpu labels are there → NFD saw one; else
+    unknown."""
     value = labels.get(MEMORY_NUMA_LABEL)
     if value is not None:
         multi = value == "true"
@@ -161,9 +163,9 @@ def numa_from_topology(topology: HostTopology, host: str) -> NodeNuma:
         source="stored fingerprint",
         evidence=[
             f"fingerprint of {host}: "
-            + ", ".join(f"node {z.node}: {z.cpus} CPUs, {z.gpus} GPU(s)" for z in zones)
-        ]
-        + topology.evidence[-1:],
+            + ", ".join(f"node {z.node}: {z.cpus} CPUs, {z.gpus} GPU(s)" for z in zones),
+            *topology.evidence[-1:],
+        ],
     )
 
 

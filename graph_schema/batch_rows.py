@@ -190,7 +190,8 @@ class BatchRows:
         self.nodes["Placement"][pid] = prow
         if host is not None:
             self.nodes["Host"][host.name] = self._by_object("host", host, self._host_row)
-            if host.topology is not None:  # the batch's last topology of a host wins, as for its row
+            # the batch's last topology of a host wins, as for its row
+            if host.topology is not None:
                 self.topologies[host.name] = host.topology
         bench = getattr(item, "benchmark", None)
         bench_id = self.benchmark_id(bench) if bench is not None else None

@@ -18,9 +18,11 @@ EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 # Unicode categories a name must not hold: controls, format characters (bidi overrides and
 # isolates, zero-width spaces and joiners, the BOM), private use, surrogates, unassigned, line and
 # paragraph separators. Spaces (Zs, the no-break space too) are allowed.
-_REFUSED = {"Cc": "a control character", "Cf": "an invisible formatting character (bidi override "
-            "or zero-width)", "Co": "a private-use character", "Cs": "a surrogate",
-            "Cn": "an unassigned code point", "Zl": "a line separator", "Zp": "a paragraph separator"}
+_REFUSED = {"Cc": "a control character",
+            "Cf": "an invisible formatting character (bidi override or zero-width)",
+            "Co": "a private-use character", "Cs": "a surrogate",
+            "Cn": "an unassigned code point", "Zl": "a line separator",
+            "Zp": "a paragraph separator"}
 
 
 def checked_name(value: str) -> str:

@@ -55,8 +55,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                  "is stored once",
               data=lambda store: reresolve_names(store)),
     Migration(8, "placement inside the host: NumaNode and DeviceAttachment nodes (a host's NUMA "
-                 "nodes, and each GPU's and NIC's PCI address, NUMA node, local CPUs and links) with "
-                 "HAS_NUMA_NODE, HAS_DEVICE and ATTACHED_TO, and the Host.topology_json column; new "
+                 "nodes, and each GPU's and NIC's PCI address, NUMA node, local CPUs and links) "
+                 "with HAS_NUMA_NODE, HAS_DEVICE and ATTACHED_TO, and the Host.topology_json "
+                 "column; new "
                  "tables, constraints and the column only: hosts written before stay without a "
                  "topology until a collector sends one"),
     Migration(9, "submissions: each published observation links to a Submission node (round, "

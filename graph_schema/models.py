@@ -248,7 +248,9 @@ class Host(_Model):
     os: OptName = None
     kernel: OptName = None
     labels: dict[str, str] = Field(default_factory=dict)
-    topology: HostTopology | None = Field(default=None, description="NUMA nodes and device attachments")
+    topology: HostTopology | None = Field(
+        default=None, description="NUMA nodes and device attachments"
+    )
 
 
 class Placement(_Model):

@@ -74,7 +74,9 @@ class Neo4jStore(CypherStore):
             self._driver.verify_connectivity()
         except (ServiceUnavailable, AuthError, OSError, ValueError) as exc:
             self._driver.close()
-            raise StoreUnavailable(f"cannot reach Neo4j at {self.uri}: {self._clean(exc)}") from None
+            raise StoreUnavailable(
+                f"cannot reach Neo4j at {self.uri}: {self._clean(exc)}"
+            ) from None
 
     def _clean(self, error: object) -> str:
         """A driver's message without any URI credentials or the password itself."""
@@ -95,10 +97,13 @@ class Neo4jStore(CypherStore):
             return fn()
         except (ServiceUnavailable, SessionExpired, DriverError, OSError) as exc:
             # DriverError covers a pool that hands out no connection in time
-            raise StoreUnavailable(f"Neo4j at {self.uri} is unavailable: {self._clean(exc)}") from None
+            raise StoreUnavailable(
+                f"Neo4j at {self.uri} is unavailable: {self._clean(exc)}"
+            ) from None
         except TransientError as exc:
             raise StoreUnavailable(
-                f"Neo4j at {self.uri} kept failing transiently after retries: {self._clean(exc.message)}"
+                f"Neo4j at {self.uri} kept failing transiently after retries: "
+                f"{self._clean(exc.message)}"
             ) from None
         except ConstraintError as exc:
             raise Conflict(

@@ -93,7 +93,9 @@ def open_store(uri: str | None = None, *, settings: StoreSettings = DEFAULTS,
     default_path = default_store_path(settings)
     is_default = resolved == default_store_uri(settings) and not uri and not settings.store
     if not uri and resolved == settings.api and "://" not in resolved:
-        raise InvalidInput(f"{API_ENV} (--api) must be an http(s):// URL, got {redact_uri(resolved)!r}")
+        raise InvalidInput(
+            f"{API_ENV} (--api) must be an http(s):// URL, got {redact_uri(resolved)!r}"
+        )
     scheme, sep, _ = resolved.partition("://")
     builder: Callable[[str, StoreSettings], Store] | None
     if sep:

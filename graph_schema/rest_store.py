@@ -99,7 +99,10 @@ class RestStore(Store):
             exc = error_from_dict(status, body)
         else:
             text = response.text.strip().replace("\n", " ")[:200]
-            message = f"HTTP {status} from {redact_uri(str(response.request.url))}: {text or response.reason_phrase}"
+            message = (
+                f"HTTP {status} from {redact_uri(str(response.request.url))}: "
+                f"{text or response.reason_phrase}"
+            )
             cls = StoreUnavailable if status >= 500 else ERRORS_BY_STATUS.get(status, AdvisorError)
             exc = cls(message)
         if isinstance(exc, (Unauthorized, Forbidden)):

@@ -102,7 +102,15 @@ HOST = NodeSpec(
 NUMA_NODE = NodeSpec(
     "NumaNode",
     "numa_id",
-    {"numa_id": S, "host": S, "node": I, "cpus": S, "cpu_count": I, "memory_mib": I, "distances_json": S},
+    {
+        "numa_id": S,
+        "host": S,
+        "node": I,
+        "cpus": S,
+        "cpu_count": I,
+        "memory_mib": I,
+        "distances_json": S,
+    },
     indexed=("host",),
 )
 DEVICE_ATTACHMENT = NodeSpec(

@@ -18,7 +18,8 @@ TOKEN_ENV = "ADVISOR_TOKEN"
 STARTER_ENV = "ADVISOR_STARTER"  # 0/false/no/off: a new default store is not seeded
 NEO4J_USER_ENV = "NEO4J_USER"
 NEO4J_PASSWORD_ENV = "NEO4J_PASSWORD"
-NEO4J_PASSWORD_FILE_ENV = "NEO4J_PASSWORD_FILE"  # a file holding only the password (a mounted Secret)
+# a file holding only the password (a mounted Secret)
+NEO4J_PASSWORD_FILE_ENV = "NEO4J_PASSWORD_FILE"
 NEO4J_DATABASE_ENV = "NEO4J_DATABASE"
 DATA_HOME_ENV = "XDG_DATA_HOME"
 
@@ -39,7 +40,9 @@ def _password_file(path: str | None) -> str | None:
     except OSError as exc:
         from graph_schema.errors import InvalidInput
 
-        raise InvalidInput(f"{NEO4J_PASSWORD_FILE_ENV} {path!r} cannot be read: {exc.strerror}") from None
+        raise InvalidInput(
+            f"{NEO4J_PASSWORD_FILE_ENV} {path!r} cannot be read: {exc.strerror}"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,8 @@ _PCI = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 
 def parse_cpulist(text: str) -> list[int]:
-    """The kernel's cpulist format (``0-3,8-11``) as CPU numbers. Raises ValueError naming the text."""
+    """The kernel's cpulist format (``0-3,8-11``) as CPU numbers. Raises ValueError naming the
+    text."""
     text = text.strip()
     if not _CPULIST.match(text):
         raise ValueError(f"{text!r} is not a CPU list such as '0-55,112-167'")
@@ -45,7 +46,7 @@ def format_cpulist(cpus: list[int] | set[int]) -> str:
     out: list[str] = []
     ordered = sorted(set(cpus))
     start = prev = None
-    for cpu in ordered + [None]:  # type: ignore[list-item]
+    for cpu in [*ordered, None]:
         if start is not None and (cpu is None or cpu != prev + 1):  # type: ignore[operator]
             out.append(str(start) if start == prev else f"{start}-{prev}")
             start = None

@@ -23,7 +23,8 @@ _DELETE = {
 }
 _CREATE_NUMA = (
     "UNWIND $rows AS r MATCH (h:Host {name: r.host}) "
-    "CREATE (n:NumaNode {numa_id: r.numa_id, host: r.host, node: r.node, cpus: r.cpus, cpu_count: r.cpu_count, "
+    "CREATE (n:NumaNode {numa_id: r.numa_id, host: r.host, node: r.node, cpus: r.cpus, "
+    "cpu_count: r.cpu_count, "
     "memory_mib: r.memory_mib, distances_json: r.distances_json}), (h)-[:HAS_NUMA_NODE]->(n)"
 )
 _DEVICE_PROPS = (
@@ -39,11 +40,13 @@ _DEVICE_PROPS = (
     "source",
 )
 _ATTACH = (
-    "UNWIND $rows AS r MATCH (d:DeviceAttachment {attachment_id: r.src}), (n:NumaNode {numa_id: r.dst}) "
+    "UNWIND $rows AS r MATCH (d:DeviceAttachment {attachment_id: r.src}), "
+    "(n:NumaNode {numa_id: r.dst}) "
     "CREATE (d)-[:ATTACHED_TO]->(n)"
 )
 _READ_NUMA = (
-    "MATCH (h:Host {name: $host})-[:HAS_NUMA_NODE]->(n:NumaNode) RETURN n.node AS node, n.cpus AS cpus, "
+    "MATCH (h:Host {name: $host})-[:HAS_NUMA_NODE]->(n:NumaNode) "
+    "RETURN n.node AS node, n.cpus AS cpus, "
     "n.memory_mib AS memory_mib, n.distances_json AS distances_json ORDER BY n.node"
 )
 _READ_DEVICES = (
@@ -103,7 +106,8 @@ def _create_devices(run: Run, rows: list[dict[str, Any]]) -> None:
     for present, part in groups.items():
         props = ", ".join(f"{p}: r.{p}" for p in present)
         run(
-            f"UNWIND $rows AS r MATCH (h:Host {{name: r.host}}) CREATE (d:DeviceAttachment {{{props}}}), "
+            "UNWIND $rows AS r MATCH (h:Host {name: r.host}) "
+            f"CREATE (d:DeviceAttachment {{{props}}}), "
             "(h)-[:HAS_DEVICE]->(d)",
             {"rows": part},
         )

@@ -44,7 +44,7 @@ def refuse_password_in_uri(uri: str, *, user_var: str, password_var: str) -> str
     """The advice to give when ``uri`` carries a password, or None when it does not."""
     if not password_in_uri(uri):
         return None
-    return (f"the store URI {redact_uri(uri)!r} carries a password in 'user:password@'; give the URI "
-            f"without it and the credentials in {user_var} and {password_var} (or "
+    return (f"the store URI {redact_uri(uri)!r} carries a password in 'user:password@'; give the "
+            f"URI without it and the credentials in {user_var} and {password_var} (or "
             f"{password_var}_FILE, a file holding only the password) so they never show in a "
             "command line, a log or an error")

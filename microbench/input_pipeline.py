@@ -2,8 +2,9 @@
 
 Each step takes ``batch`` uint8 HWC images from a dataset held in host memory, crops them at a
 random offset, flips every other one, converts to float32 and normalises per channel into a
-(pinned, where a GPU is used) staging buffer, then copies that to the device and waits for it. ``workers`` threads
-split the batch (NumPy releases the GIL in these loops). The rate is images per second.
+(pinned, where a GPU is used) staging buffer, then copies that to the device and waits for it.
+``workers`` threads split the batch (NumPy releases the GIL in these loops). The rate is images
+per second.
 
 Where the process runs and where its memory lives is the caller's business (the NUMA runner
 binds the process before it imports this); the kernel allocates everything at ``prepare``, so

@@ -108,7 +108,8 @@ def run_topo_matrix() -> str | None:
 
 
 def parse_topo_matrix(text: str) -> dict[str, dict[str, Any]]:
-    """``nvidia-smi topo -m`` → {row name: {"links": {peer: type}, "cpus": str|None, "numa": int|None}}.
+    """``nvidia-smi topo -m`` → {row name: {"links": {peer: type}, "cpus": str|None,
+    "numa": int|None}}.
 
     NIC columns are renamed by the legend (NIC0 → mlx5_0). Raises ValueError when the text has
     no header row naming GPU columns."""
@@ -140,7 +141,7 @@ def parse_topo_matrix(text: str) -> dict[str, dict[str, Any]]:
     return rows
 
 
-# ---- NVML ------------------------------------------------------------------------------------------
+# ---- NVML ----------------------------------------------------------------------------------------
 def nvml_bus_ids(nvml: Nvml | None) -> tuple[list[str | None], str | None]:
     """Each NVML GPU's PCI bus id (index order), and why they are unknown when they are."""
     if nvml is None:
@@ -234,11 +235,11 @@ def _guest_view(topology: HostTopology, virtual: bool | None) -> HostTopology:
     note = f"VM guest: {len(topology.cpu_nodes)} vNUMA node(s) with CPUs; " + (
         "no GPU visible"
         if not gpus
-        else "the hypervisor exposes each GPU's NUMA node (vNUMA with PCI NUMA affinity: the vCPUs are likely "
-        "pinned to it)"
+        else "the hypervisor exposes each GPU's NUMA node (vNUMA with PCI NUMA affinity: the vCPUs "
+        "are likely pinned to it)"
         if exposed
-        else "the GPUs' NUMA affinity is not visible to the guest (numa_node -1 or a single vNUMA node): whether "
-        "the vCPUs sit on the GPU's host NUMA node cannot be told from inside"
+        else "the GPUs' NUMA affinity is not visible to the guest (numa_node -1 or a single vNUMA "
+        "node): whether the vCPUs sit on the GPU's host NUMA node cannot be told from inside"
     )
     affinity = None if not gpus else "exposed" if exposed else "hidden"
     return topology.model_copy(

@@ -72,8 +72,8 @@ def reported_spread(stats: StepStats) -> tuple[float | None, float | None, str]:
     do not describe it: they are left out and the note says so."""
     if stats.p10 <= stats.images_per_sec <= stats.p90:
         return stats.p10, stats.p90, ""
-    return None, None, (f"; per-step p10..p90 {stats.p10:.1f}..{stats.p90:.1f} left out: slow steps "
-                        f"put the run's throughput outside them")
+    return None, None, (f"; per-step p10..p90 {stats.p10:.1f}..{stats.p90:.1f} left out: slow "
+                        f"steps put the run's throughput outside them")
 
 
 class CnnParams(BaseModel):

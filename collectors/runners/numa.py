@@ -42,7 +42,8 @@ NOT_APPLICABLE = "not applicable"
 
 
 def farthest(topology: HostTopology, node: int) -> NumaNode | None:
-    """The CPU-bearing NUMA node farthest from ``node`` (SLIT distance; the lowest number on a tie)."""
+    """The CPU-bearing NUMA node farthest from ``node`` (SLIT distance; the lowest number on a
+    tie)."""
     here = topology.node(node)
     others = [n for n in topology.cpu_nodes if n.node != node]
     if not others:
@@ -67,12 +68,14 @@ def usable(topology: HostTopology, allowed: set[int]) -> HostTopology:
 def plan_pairs(topology: HostTopology, gpus: str) -> list[dict[str, Any]]:
     """The (local, remote) bindings to measure: one pair per chosen GPU, or one CPU-only pair.
 
-    Raises Unsupported ("not applicable") on a single-NUMA node or when the GPU's node is unknown."""
+    Raises Unsupported ("not applicable") on a single-NUMA node or when the GPU's node is
+    unknown."""
     cpu_nodes = topology.cpu_nodes
     if len(cpu_nodes) < 2:
         raise Unsupported(
             f"numa: {NOT_APPLICABLE}: this node has {len(cpu_nodes)} NUMA node(s) with CPUs this "
-            "process may use, so NUMA-local and NUMA-remote placement are the same; nothing to measure"
+            "process may use, so NUMA-local and NUMA-remote placement are the same; nothing to "
+            "measure"
         )
     visible = [g for g in topology.gpus if g.index is not None]
     chosen = visible if gpus == "all" else visible[:1]
@@ -271,7 +274,8 @@ def _record(
 ) -> None:
     where = (
         f"{identity['binding']}: CPUs on NUMA node {identity['cpu_node']}, memory on node "
-        f"{identity['memory_node']} ({identity['bind_method']}); process saw {len(out.get('cpus_seen', []))} CPUs"
+        f"{identity['memory_node']} ({identity['bind_method']}); process saw "
+        f"{len(out.get('cpus_seen', []))} CPUs"
     )
     cases = [
         (
@@ -306,8 +310,9 @@ def _record(
             )
             continue
         note = (
-            f"median of {len(data['rates'])} samples ({data['number']} run(s) each, {data['warmup']} warm-up, "
-            f"stopped: {data['stop_reason']}); {data.get('label', '')}; {where}"
+            f"median of {len(data['rates'])} samples ({data['number']} run(s) each, "
+            f"{data['warmup']} warm-up, stopped: {data['stop_reason']}); "
+            f"{data.get('label', '')}; {where}"
         )
         result.measurements.append(_measurement(name, metric, unit, params, data["rates"], note))
 
