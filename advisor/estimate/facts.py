@@ -53,7 +53,9 @@ def model_weights_gb(benchmark: str) -> tuple[float, str] | None:
     from graph_schema.catalog import load_catalog, resolve_benchmark
 
     match = resolve_benchmark(benchmark)
-    entry = load_catalog().benchmarks.get(match.id) if match.resolved and match.base is None else None
+    if not match.resolved or match.base is not None or match.family is None:
+        return None
+    entry = load_catalog().benchmark(match.family, match.id)
     if entry is None or entry.params_b is None:
         return None
     return float(entry.params_b), entry.source

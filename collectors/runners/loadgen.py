@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from collectors.importers.loadgen_summary import parse_summary, primary_result
 from collectors.models import MODELS
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
-from graph_schema.catalog import load_catalog, resolve_benchmark
+from graph_schema.catalog import resolve_benchmark
 from graph_schema.errors import InvalidInput, Unsupported
 from graph_schema.models import Benchmark, FailureIn, Measurement
 
@@ -44,8 +44,8 @@ def benchmark_of(model: str) -> tuple[str, str]:
     results of that benchmark; a model the catalogue has no benchmark for stays under family
     ``loadgen`` by its own name."""
     match = resolve_benchmark(model)
-    if match.resolved and match.base is None:
-        return load_catalog().benchmarks[match.id].family, match.id
+    if match.resolved and match.base is None and match.family is not None:
+        return match.family, match.id
     return FAMILY, model
 
 

@@ -2,7 +2,9 @@
 knowledge base (benchmarks, scenarios, accelerators, counts, placements, objectives, node pools,
 and requests that must fail), answered as main at 7c8cd85 answered them — but for requests 20,
 21, 23 and 27, re-recorded when model sizes came from the catalogue's ``params_b`` (their
-"model does not fit in memory" refusals changed; see that commit).
+"model does not fit in memory" refusals changed; see that commit). All 50 were re-recorded
+on 2026-11-26 after the merge that brought the knowledge base to Inference v5.1 / Training v5.0,
+the line-up catalogue and the H200 runs (the data changed, not the code path).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
