@@ -151,7 +151,7 @@ def test_v6_adds_generation_stamps_to_a_v5_store_and_stamps_what_comes_after(sto
     assert store.ensure_schema() == SCHEMA_VERSION  # idempotent
 
 
-def test_v8_links_published_observations_of_a_v7_store_to_submissions(store):
+def test_v9_links_published_observations_of_an_older_store_to_submissions(store):
     """A v7 store (no Submission nodes; embedded: not even the tables) migrated to v8: every
     published observation links to its submission, measured ones to none, reads return what
     they returned before, and running the step again changes nothing."""
@@ -175,7 +175,7 @@ def test_v8_links_published_observations_of_a_v7_store_to_submissions(store):
         run("MATCH (s:Submission) DETACH DELETE s")
     run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 7")
     assert store.ensure_schema() == SCHEMA_VERSION
-    assert store.migration_report[8] == {"observations_linked_to_submissions": 3,
+    assert store.migration_report[9] == {"observations_linked_to_submissions": 3,
                                          "submissions_created": 2}
     assert [o.model_dump() for o in store.query_observations()] == before
     edges = store._read("MATCH (o:Observation)-[:IN_SUBMISSION]->(s:Submission) "
