@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.servers import free_port
+from tests.support.servers import free_port, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,10 +52,4 @@ class Api:
         self.proc.wait()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)

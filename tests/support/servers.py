@@ -14,6 +14,17 @@ import httpx
 ADVISOR = str(Path(sys.executable).with_name("advisor"))
 
 
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 20) -> None:
+    """SIGTERM a child process still running, then SIGKILL it after ``timeout`` seconds."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -56,13 +67,7 @@ class ServedAPI:
         raise RuntimeError(f"advisor serve did not become ready in {timeout}s; see {self.log}")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.proc = None
 
     def __enter__(self) -> ServedAPI:
