@@ -43,6 +43,8 @@ from advisor.estimate.facts import (
 from advisor.estimate.order_stats import median, quantile, quantiles
 from advisor.estimate.query import Calibration, Estimate, PoolKey, Query, SliceKey, group_slices
 from advisor.estimate.scenario import derived_estimate, unrecorded_scenario
+from advisor.estimate.training import TrainingEstimator
+from advisor.estimate.training import applies as is_training_slice
 from advisor.estimate.transfer import TransferModel
 from advisor.knowledge.table import ObservationTable, round_number
 from advisor.results import Basis
@@ -91,6 +93,14 @@ class EvidenceIndex:
         self._residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
         # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices' spreads
         self._scaled: dict[tuple[Any, ...], tuple[float, float, float, float, dict[tuple[str, str], float]]] = {}
+        self._training: TrainingEstimator | None = None
+
+    @property
+    def training(self) -> TrainingEstimator:
+        """The MLPerf Training estimator over this index (built on first use)."""
+        if self._training is None:
+            self._training = TrainingEstimator(self)
+        return self._training
 
     # ---- what the knowledge base knows --------------------------------------------------------
     def known_benchmarks(self) -> set[tuple[str, str]]:
@@ -124,6 +134,9 @@ class EvidenceIndex:
             return Estimate(Basis.UNSUPPORTED, reason=misfit)
         hib = self.higher_is_better(q.slice)
         rows = by_acc.get(q.accelerator)
+        if is_training_slice(q.slice, hib):  # time to train: the count scaling (advisor.estimate.training)
+            exact = self._matching(rows, q) if rows is not None else np.empty(0, dtype=np.int64)
+            return self.training.estimate(q, by_acc, exact)
         if rows is not None and len(rows):
             exact = self._matching(rows, q)
             if len(exact):

@@ -9,6 +9,10 @@ Protocols:
   round), test on the closed-division throughput results of ``test_round`` (default: the latest)
   whose benchmark was seen in training; results of benchmarks never seen are asked too, and must
   all be refused.
+- ``training``: by round for MLPerf Training: train on every round up to ``train_until``, test on
+  the closed-division times to train of ``test_round`` (default: the latest round with Training
+  results) whose benchmark was seen; the lookup is the same accelerator at the same count in its
+  latest training round.
 - ``loao``: leave one accelerator out — each accelerator of the latest round in turn is removed
   from the knowledge base and its closed-division throughput results of that round predicted
   from everything else.
@@ -34,7 +38,8 @@ from advisor.verbs.predict import predict
 from graph_schema.catalog.rounds import round_key
 from graph_schema.errors import InvalidInput
 
-PROTOCOLS = ("by-round", "loao")
+PROTOCOLS = ("by-round", "loao", "training")
+TIME_TO_TRAIN = "time_to_train_min"  # the headline MLPerf Training figure a user asks for
 
 
 def subset(table: ObservationTable, rows: np.ndarray, generation: int = 0) -> ObservationTable:
@@ -71,7 +76,7 @@ def user_query(table: ObservationTable, r: int) -> dict[str, Any]:
         "framework": framework,
         "family": table.family.vocab[int(table.family.codes[r])],
         "benchmark": table.bench_name.vocab[int(table.bench_name.codes[r])],
-        "scenario": table.scenario.vocab[int(table.scenario.codes[r])],
+        "scenario": table.scenario.vocab[int(table.scenario.codes[r])] or None,  # Training has none
         "parameters": {"division": table.division.vocab[int(table.division.codes[r])]},
         "metric": table.metric.vocab[int(table.metric.codes[r])],
     }
@@ -95,6 +100,24 @@ def simple_lookup(train: ObservationTable, table: ObservationTable, rows: np.nda
     return out
 
 
+def count_lookup(train: ObservationTable, table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """The Training baseline: the median time of the same canonical accelerator at the same count
+    in its latest training round (NaN where the training data has none)."""
+    index = EvidenceIndex(train)
+    out = np.full(len(rows), np.nan)
+    for i, r in enumerate(rows.tolist()):
+        key = (table.family.vocab[int(table.family.codes[r])], table.bench_name.vocab[int(table.bench_name.codes[r])],
+               table.scenario.vocab[int(table.scenario.codes[r])], table.metric.vocab[int(table.metric.codes[r])],
+               table.division.vocab[int(table.division.codes[r])])
+        acc_rows = index.slices.get(key, {}).get(canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])]))
+        if acc_rows is None:
+            continue
+        same = acc_rows[train.count[acc_rows] == table.count[r]]
+        if len(same):
+            out[i] = float(np.median(train.value[index.latest(same)]))
+    return out
+
+
 def _regret(groups: np.ndarray, actual: np.ndarray, pred: np.ndarray, count: np.ndarray) -> tuple[float | None, int]:
     """Mean share of the best per-accelerator result lost by picking the predicted best, over
     groups (benchmark, scenario, metric) with at least two results."""
@@ -110,13 +133,16 @@ def _regret(groups: np.ndarray, actual: np.ndarray, pred: np.ndarray, count: np.
 
 
 def _slice(sel: np.ndarray, actual: np.ndarray, pred: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-           lookup: np.ndarray, groups: np.ndarray, count: np.ndarray) -> EvaluationSlice:
+           lookup: np.ndarray, groups: np.ndarray, count: np.ndarray, speed: np.ndarray) -> EvaluationSlice:
+    """``speed``: +1 where a higher value is better, -1 where lower (a time): regret ranks by
+    per-accelerator speed, value/count or 1/(value*count)."""
+    actual_speed, pred_speed = actual ** speed, pred ** speed
     answered = sel & ~np.isnan(pred)
     refused = int((sel & np.isnan(pred)).sum())
     out: dict[str, Any] = {"predictions": int(answered.sum()), "refused": refused, "mape": None}
     if answered.any():
         ape = np.abs(pred[answered] - actual[answered]) / actual[answered] * 100
-        regret, n_groups = _regret(groups[answered], actual[answered], pred[answered], count[answered])
+        regret, n_groups = _regret(groups[answered], actual_speed[answered], pred_speed[answered], count[answered])
         out.update(mape=float(ape.mean()), median_ape=float(np.median(ape)),
                    interval_coverage=float(np.mean((actual[answered] >= lo[answered]) & (actual[answered] <= hi[answered]))),
                    top1_regret=regret, groups=n_groups)
@@ -125,8 +151,8 @@ def _slice(sel: np.ndarray, actual: np.ndarray, pred: np.ndarray, lo: np.ndarray
     if covered.any():
         ape = np.abs(pred[covered] - actual[covered]) / actual[covered] * 100
         lape = np.abs(lookup[covered] - actual[covered]) / actual[covered] * 100
-        regret, _ = _regret(groups[covered], actual[covered], pred[covered], count[covered])
-        lregret, _ = _regret(groups[covered], actual[covered], lookup[covered], count[covered])
+        regret, _ = _regret(groups[covered], actual_speed[covered], pred_speed[covered], count[covered])
+        lregret, _ = _regret(groups[covered], actual_speed[covered], lookup[covered] ** speed[covered], count[covered])
         out.update(mape_on_lookup_rows=float(ape.mean()), median_ape_on_lookup_rows=float(np.median(ape)),
                    top1_regret_on_lookup_rows=regret, lookup_mape=float(lape.mean()),
                    lookup_median_ape=float(np.median(lape)), lookup_top1_regret=lregret)
@@ -163,6 +189,7 @@ class _Scored:
             self.cols["hi"].append(np.nan if p.interval is None else p.interval.high)
             self.cols["lookup"].append(lk)
             self.cols["count"].append(float(table.count[r]))
+            self.cols["speed"].append(1.0 if table.higher_is_better[r] else -1.0)
             self.cols["basis"].append(p.basis.value)
             self.cols["reason"].append((p.reason or "").split(":")[0])
             self.cols["seen"].append("seen accelerator" if acc in seen else "unseen accelerator")
@@ -171,12 +198,12 @@ class _Scored:
             self.cols["group"].append(f"{p.query.benchmark}|{p.query.scenario}|{p.query.metric}")
 
     def report(self) -> dict[str, Any]:
-        arrays = {k: np.asarray(v, dtype=np.float64 if k in ("actual", "pred", "lo", "hi", "lookup", "count") else object)
+        arrays = {k: np.asarray(v, dtype=np.float64 if k in ("actual", "pred", "lo", "hi", "lookup", "count", "speed") else object)
                   for k, v in self.cols.items()}
         if not arrays:
             raise InvalidInput("evaluation: no held-out results to score")
         args = (arrays["actual"], arrays["pred"], arrays["lo"], arrays["hi"], arrays["lookup"],
-                arrays["group"], arrays["count"])
+                arrays["group"], arrays["count"], arrays["speed"])
         every = np.ones(len(arrays["actual"]), dtype=bool)
 
         def by(name: str) -> dict[str, EvaluationSlice]:
@@ -195,6 +222,16 @@ class _Scored:
 def _closed_throughput(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     closed = table.division.codes[rows] == table.division.code("closed")
     return rows[closed & table.higher_is_better[rows] & (table.value[rows] > 0)]
+
+
+def _training_times(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """The closed-division MLPerf Training times to train among ``rows``."""
+    if TIME_TO_TRAIN not in table.metric.vocab or "mlperf-training" not in table.family.vocab:
+        return rows[:0]
+    keep = ((table.division.codes[rows] == table.division.code("closed"))
+            & (table.family.codes[rows] == table.family.code("mlperf-training"))
+            & (table.metric.codes[rows] == table.metric.code(TIME_TO_TRAIN)) & (table.value[rows] > 0))
+    return rows[keep]
 
 
 def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until: str | None = None,
@@ -216,13 +253,14 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
         raise InvalidInput("evaluation needs published results with rounds (import MLPerf results first)")
     # default: the latest round with closed-division throughput results to score (a newer
     # training round holds times to train, which the protocols do not score)
-    scorable = {table.round.vocab[int(c)] for c in table.round.codes[_closed_throughput(table, np.arange(table.n))]}
+    select = _training_times if protocol == "training" else _closed_throughput
+    scorable = {table.round.vocab[int(c)] for c in table.round.codes[select(table, np.arange(table.n))]}
     test_round = test_round or max((r for r in rounds if r in scorable), key=round_key, default=rounds[-1])
     if test_round not in rounds:
         raise InvalidInput(f"test round: {test_round!r} is not in the knowledge base; rounds: {', '.join(rounds)}")
     split = _Split(table, rounds, test_round, dict(rules=rules, prices=prices, transfer_method=transfer_method))
-    if protocol == "by-round":
-        run = split.by_round(train_until)
+    if protocol in ("by-round", "training"):
+        run = split.by_round(train_until, training=protocol == "training")
     else:
         run = split.leave_one_accelerator_out()
     parts = split.scored.report()
@@ -258,15 +296,21 @@ class _Split:
     def _knowledge(self, train: ObservationTable) -> Knowledge:
         return Knowledge.from_table(train, **self.knowledge_args)
 
-    def by_round(self, train_until: str | None) -> _Run:
+    def by_round(self, train_until: str | None, *, training: bool = False) -> _Run:
+        """``training``: test the closed-division times to train (baseline: the same count's
+        lookup), and train up to the previous round that has them."""
         table, rounds, test_round = self.table, self.rounds, self.test_round
-        earlier = [r for r in rounds if round_key(r) < round_key(test_round)]
+        select, lookup = (_training_times, count_lookup) if training else (_closed_throughput, simple_lookup)
+        with_tests = {table.round.vocab[int(c)] for c in table.round.codes[select(table, self.all_rows)]}
+        earlier = [r for r in rounds if round_key(r) < round_key(test_round) and (r in with_tests or not training)]
         train_until = train_until or (earlier[-1] if earlier else None)
-        if train_until is None or train_until not in rounds:
+        if train_until is None or train_until not in rounds or round_key(train_until) >= round_key(test_round):
             raise InvalidInput(f"train_until: {train_until!r} must be a round before {test_round}; rounds: {', '.join(rounds)}")
         limit = round_key(train_until)
         train_rows = self.all_rows[np.array([k <= limit for k in self.keys], dtype=bool)]
-        test_rows = _closed_throughput(table, self.all_rows[table.round.codes == table.round.code(test_round)])
+        test_rows = select(table, self.all_rows[table.round.codes == table.round.code(test_round)])
+        if not len(test_rows):
+            raise InvalidInput(f"test round {test_round} has no {'closed-division times to train' if training else 'closed-division throughput results'} to score")
         train = subset(table, train_rows)
         # (family, name): Training's rgat is not Inference's rgat
         every = np.arange(train.n)
@@ -279,10 +323,11 @@ class _Split:
         knowledge = self._knowledge(train)
         predictions = predict(knowledge, [user_query(table, r) for r in test_rows.tolist()])
         seen = {canonical_accelerator(a) for a in train.accelerator.vocab}
-        self.scored.add(table, test_rows, predictions, simple_lookup(train, table, test_rows), seen, recorded)
+        self.scored.add(table, test_rows, predictions, lookup(train, table, test_rows), seen, recorded)
         unseen_preds = predict(knowledge, [user_query(table, r) for r in unseen_rows.tolist()])
         unseen_refused = sum(p.basis is Basis.UNSUPPORTED for p in unseen_preds)
-        return _Run(description=f"train rounds <= {train_until}, test {test_round} closed-division throughput",
+        what = "closed-division times to train (MLPerf Training)" if training else "closed-division throughput"
+        return _Run(description=f"train rounds <= {train_until}, test {test_round} {what}",
                     train_count=len(train_rows), unseen_asked=len(unseen_preds), unseen_refused=unseen_refused,
                     notes=[f"{len(unseen_preds)} results of benchmarks never seen in training asked: "
                            f"{unseen_refused} refused"])
