@@ -102,6 +102,9 @@ class Recommendation(_Out):
     observed_range: Interval | None = Field(
         default=None, description="lowest..highest observation of this row, same units as value (level 1.0)")
     observed_counts: list[int] = Field(default_factory=list, description="accelerator counts observed")
+    accelerator_hours: Interval | None = Field(
+        default=None, description="for a time to train: the accelerator-hours it costs at the candidate's count "
+        "(minutes x count / 60; the interval's ends likewise)")
     evidence: Evidence
     basis_note: str | None = Field(
         default=None, description="'measured on this node' for an observed row our collectors measured on the "

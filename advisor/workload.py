@@ -239,6 +239,10 @@ class Workload(_Spec):
             self.benchmark = self.model
         if self.benchmark is None:
             raise ValueError("name a benchmark (benchmark=...), a task (task=...) or a model")
+        if self.family == MLPERF_TRAINING and self.scenario is not None:
+            raise ValueError(f"scenario: MLPerf Training has no scenarios ({self.scenario!r} is an MLPerf Inference "
+                             "scenario); leave the scenario out and give the accelerator budget as max_count "
+                             "(--gpus N)")
         if self.family == MLPERF_TRAINING and self.metric is None:
             self.metric = TRAINING_METRICS["cost" if self.objective is Objective.COST else "time"]
         return self

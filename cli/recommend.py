@@ -203,7 +203,9 @@ def recommend(
         typer.Option(
             "--gpus",
             min=1,
-            help="GPUs (or MIG slices) the job needs; more than a node holds makes a gang.",
+            help="GPUs (or MIG slices) the job needs; more than a node holds makes a gang. "
+                 "With --family mlperf-training and no cluster: the accelerator budget (rank what "
+                 "fits it).",
         ),
     ] = None,
     nodes_count: Annotated[
@@ -237,6 +239,20 @@ def recommend(
     chosen = output_format(fmt, as_json)
     for p in placement or []:
         choose(p, PLACEMENTS, "--placement")
+    training = family == "mlperf-training" and workload_file is None
+    if training and scenario is not None:
+        raise typer.BadParameter(
+            f"MLPerf Training has no scenarios ({scenario!r} is an MLPerf Inference scenario); "
+            "leave --scenario out (and give the accelerator budget as --gpus N)",
+            param_hint="--scenario",
+        )
+    if training and gpus is not None and cluster is None and nodes_file is None:
+        if max_count is not None or count is not None:
+            raise typer.BadParameter(
+                "give the budget once: --gpus N (or --max-count N), not with --count/--max-count",
+                param_hint="--gpus",
+            )
+        max_count, gpus = gpus, None  # the budget: each candidate runs on the most nodes that fit
 
     if workload_file is not None:
         workload = Workload.from_file(workload_file)
@@ -349,6 +365,7 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
     with_system = any(
         "nodes" in r.system or "interconnect" in r.system for r in result.recommendations
     )
+    with_hours = any(r.accelerator_hours is not None for r in result.recommendations)
     for r in result.recommendations:
         c = r.candidate
         rows.append(
@@ -363,6 +380,17 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
                 "observed range": f"{_fmt(r.observed_range.low)}..{_fmt(r.observed_range.high)}"
                 if r.observed_range
                 else None,
+                **(
+                    {
+                        "acc-hours": _value(
+                            r.value * r.candidate.accelerator_count / 60,
+                            r.accelerator_hours.low,
+                            r.accelerator_hours.high,
+                        )
+                    }
+                    if with_hours
+                    else {}
+                ),
                 "evidence": (
                     f"{r.evidence.count} obs x{','.join(map(str, r.observed_counts))} "
                     f"{'/'.join(r.evidence.rounds)}"
@@ -407,6 +435,7 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
             "placement",
             "score",
             "value",
+            *(["acc-hours"] if with_hours else []),
             "observed range",
             "evidence",
             "conf",

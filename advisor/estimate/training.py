@@ -29,6 +29,7 @@ and as the other accelerators of the same round (transferred).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -51,6 +52,24 @@ MIN_RESIDUALS = 12
 LEVEL_Q = (0.1, 0.5, 0.9)
 FALLBACK = {Basis.OBSERVED: (-0.1, 0.0, 0.1), Basis.INTERPOLATED: (-0.3, 0.0, 0.3),
             Basis.TRANSFERRED: (-0.7, 0.0, 0.7)}
+
+
+def budget_count(budget: int, published_counts: list[int]) -> int:
+    """The count a candidate runs at under a budget of ``budget`` accelerators: the most whole
+    nodes that fit, a node being the smallest size its systems were published at (a budget
+    below one node: the budget itself)."""
+    node = min((n for n in published_counts if n > 0), default=1)
+    return budget if budget < node else budget // node * node
+
+
+def budget_refusal(budget: int, published_counts: list[int], benchmark: str) -> str | None:
+    """Why a budget cannot be answered: beyond twice the largest system ever published on the
+    benchmark, where the count scaling would be extrapolated past anything seen."""
+    largest = max(published_counts, default=0)
+    if largest and budget > 2 * largest:
+        return (f"a budget of {budget} accelerators is beyond every published {benchmark} system (the largest ran "
+                f"{largest}); the count scaling is not extrapolated past twice that. Name a budget up to {2 * largest}")
+    return None
 
 
 def applies(key: SliceKey, higher_is_better: bool) -> bool:
@@ -144,7 +163,7 @@ class TrainingEstimator:
         rows = np.concatenate(list(self.index.slices[key].values()))
         for by_count in self._per_count(rows).values():
             counts = sorted(c for c in by_count if c > 0)
-            for a, b in zip(counts, counts[1:]):
+            for a, b in itertools.pairwise(counts):
                 gap = math.log(b / a)
                 p.x.append((math.log(a) + math.log(b)) / 2)
                 p.slope.append(math.log(by_count[b] / by_count[a]) / gap)

@@ -60,7 +60,15 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
         evidence=evidence, factors=[Factor(name=n, value=v, effect=round(e, 4)) for n, v, e in est.factors],
         placement_overhead=overhead, warnings=warnings, snippet_yaml=to_yaml(manifest) if manifest else None,
         snippet=manifest, snippet_missing=snippet_missing, system=system,
+        accelerator_hours=_accelerator_hours(sl, c),
     )
+
+
+def _accelerator_hours(sl: Slice, c: Candidate) -> Interval | None:
+    """Beside a time to train in minutes, what it costs in accelerator-hours at the count."""
+    if sl.hib or sl.unit != "min" or not c.count:
+        return None
+    return Interval(low=c.low * c.count / 60, high=c.high * c.count / 60)
 
 
 def _candidate_out(c: Candidate) -> CandidateOut:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from advisor.estimate.training import budget_refusal
 from advisor.results import ExcludedCandidate, RecommendationSet, basis_note, this_node
 from advisor.snapshot import Knowledge
 from advisor.verbs import scoring
@@ -65,6 +66,11 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
     """The pipeline: slice → candidates → constraints → estimates → score → explanation."""
     start = time.perf_counter()
     sl = select_slice(knowledge, workload)
+    budget = workload.hardware.max_count if workload.family == MLPERF_TRAINING and workload.hardware.count is None else None
+    refusal = budget_refusal(budget, knowledge.table.count[sl.rows].astype(int).tolist(), workload.benchmark or "") \
+        if budget is not None else None
+    if refusal:
+        raise InvalidInput(refusal)
     found = candidates(knowledge, sl)
     excluded = _Exclusions()
     scored: list[Candidate] = []

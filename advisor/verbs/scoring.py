@@ -8,21 +8,25 @@ from __future__ import annotations
 import dataclasses
 
 from advisor.estimate.query import Query
+from advisor.estimate.training import budget_count
 from advisor.results import Basis
 from advisor.snapshot import Knowledge
 from advisor.verbs.candidates import Candidate, Slice, mode, query_components
-from advisor.workload import Objective, Workload
+from advisor.workload import MLPERF_TRAINING, Objective, Workload
 from graph_schema.models import PlacementKind
 
 BASIS_ORDER = {Basis.OBSERVED: 0, Basis.INTERPOLATED: 1, Basis.TRANSFERRED: 2}
 
 
 def snippet_count(workload: Workload, observed_counts: list[int]) -> int:
-    """The user's count; else one node's worth as observed (the most common count), within the
+    """The user's count; for MLPerf Training under a budget (``max_count``), the most whole nodes
+    that fit it; else one node's worth as observed (the most common count), within the
     user's bounds."""
     hw = workload.hardware
     if hw.count is not None:
         return hw.count
+    if workload.family == MLPERF_TRAINING and hw.max_count is not None:  # a budget: use what fits of it
+        return budget_count(hw.max_count, observed_counts)
     count = mode(observed_counts) if observed_counts else 1
     if hw.min_count is not None:
         count = max(count, hw.min_count)

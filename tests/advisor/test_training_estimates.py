@@ -1,0 +1,161 @@
+"""Time to train for unobserved (accelerator, count) pairs: the count scaling, the bases, the
+budget (``--gpus N``) and its refusals, and the Training by-round evaluation on real rounds."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from advisor.engine import Advisor
+from advisor.estimate.training import CountScaling, budget_count, budget_refusal
+from advisor.workload import Workload
+from collectors.importers.mlperf_training import import_mlperf_training
+from tests.support.mlperf import (
+    TRAINING_DIR,
+    TRAINING_SYSTEM,
+    mllog,
+    require_training_data,
+    small_training_tree,
+    write,
+)
+
+
+def _kb(store: Any, root: Path) -> None:
+    """bert on H100 at 16 (2x8, ~10.5 min) and 32 (4x8, ~6.5 min)."""
+    tree = small_training_tree(root)
+    big = dict(TRAINING_SYSTEM, number_of_nodes="4", system_name="Acme 4x8 H100")
+    write(tree, "Acme/systems/h100x32.json", json.dumps(big))
+    for i, minutes in enumerate([6.0, 6.5, 7.0]):
+        write(tree, f"Acme/results/h100x32/bert/result_{i}.txt", mllog(1_700_000_000_000 + i * 10**7, minutes))
+    import_mlperf_training(tree, store)
+
+
+def _query(accelerator: str, count: int) -> dict[str, Any]:
+    return {"family": "mlperf-training", "benchmark": "bert", "metric": "time_to_train_min",
+            "accelerator": accelerator, "accelerator_count": count}
+
+
+def test_count_scaling_integrates_its_slope_and_never_leaves_the_seen_range() -> None:
+    linear = CountScaling(c0=-1.0, c1=0.0, low=-1.0, high=0.0, pairs=3, source="test")
+    assert linear.log_ratio(8, 64) == pytest.approx(-math.log(8))
+    assert linear.log_ratio(64, 8) == pytest.approx(math.log(8))
+    # a slope that would turn positive at large counts is clipped at the highest one seen
+    bending = CountScaling(c0=-0.9, c1=0.3, low=-1.0, high=-0.2, pairs=3, source="test")
+    assert bending.slope(np.array([math.log(1e6)]))[0] == pytest.approx(-0.2)
+    assert bending.log_ratio(8, 1024) < 0
+
+
+def test_budget_takes_whole_nodes_and_refuses_beyond_any_published_system() -> None:
+    assert budget_count(64, [8, 16]) == 64
+    assert budget_count(100, [8, 64]) == 96
+    assert budget_count(4, [8]) == 4
+    assert budget_refusal(64, [8, 16, 3472], "bert") is None
+    reason = budget_refusal(100_000, [8, 3472], "bert")
+    assert reason is not None and "3472" in reason and "6944" in reason
+
+
+def test_an_unpublished_count_is_interpolated_along_the_count_scaling(embedded_store: Any, tmp_path: Path) -> None:
+    _kb(embedded_store, tmp_path)
+    [at64, at16] = Advisor(embedded_store).predict([_query("H100-SXM5-80GB", 64), _query("H100-SXM5-80GB", 16)])
+    assert at16.basis.value == "observed"
+    assert at64.basis.value == "interpolated"
+    assert at64.value is not None and at64.interval is not None
+    assert at64.value < 6.5  # more accelerators than any published: faster than the 32-GPU system
+    assert at64.interval.low <= at64.value <= at64.interval.high
+    scaling = next(f for f in at64.factors if f.name == "count scaling")
+    assert "x32 → x64" in scaling.value and "pairs of published sizes" in scaling.value
+    assert any(f.name == "interval" for f in at64.factors)
+
+
+def test_another_accelerator_is_transferred_or_refused_with_the_reason(embedded_store: Any, tmp_path: Path) -> None:
+    _kb(embedded_store, tmp_path)
+    h200, tpu = Advisor(embedded_store).predict([_query("H200-SXM-141GB", 16), _query("TPU-v5p", 16)])
+    assert h200.basis.value == "transferred" and h200.references == ["H100-SXM5-80GB"]
+    assert h200.value is not None and h200.interval is not None and h200.interval.low < h200.value < h200.interval.high
+    assert h200.value < 11.0  # more peak compute and bandwidth than the H100 it is scaled from
+    assert tpu.basis.value == "unsupported" and "no google accelerator" in (tpu.reason or "")
+
+
+def test_recommend_under_a_budget_ranks_what_fits_with_accelerator_hours(embedded_store: Any, tmp_path: Path) -> None:
+    _kb(embedded_store, tmp_path)
+    answer = Advisor(embedded_store).recommend(
+        Workload(family="mlperf-training", benchmark="bert", hardware={"max_count": 24}), top=5)
+    assert answer.recommendations
+    for r in answer.recommendations:
+        assert r.candidate.accelerator_count <= 24
+        assert r.accelerator_hours is not None
+        assert r.accelerator_hours.low == pytest.approx(r.interval.low * r.candidate.accelerator_count / 60)
+
+
+def _cli(store_uri: str, *args: str) -> Any:
+    from cli.main import app
+
+    return CliRunner().invoke(app, ["recommend", "--family", "mlperf-training", "--benchmark", "bert",
+                                    "--store", store_uri, *args])
+
+
+@pytest.fixture
+def training_uri(tmp_path: Path) -> str:
+    from graph_schema.registry import open_store
+
+    uri = f"embedded:{tmp_path / 'kb'}"
+    with open_store(uri) as store:
+        store.ensure_schema()
+        _kb(store, tmp_path / "src")
+    return uri
+
+
+def test_cli_gpus_is_the_budget_for_training(training_uri: str) -> None:
+    result = _cli(training_uri, "--gpus", "16", "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["recommendations"]
+    assert rows and all(r["candidate"]["accelerator_count"] <= 16 for r in rows)
+    assert all(r["accelerator_hours"] is not None for r in rows)
+    table = _cli(training_uri, "--gpus", "16")
+    assert table.exit_code == 0 and "acc-hours" in table.stdout
+
+
+def test_cli_refuses_a_budget_no_system_offers(training_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.guard import run_guarded
+    from cli.main import app
+
+    status = run_guarded(app, ["recommend", "--family", "mlperf-training", "--benchmark", "bert", "--store",
+                               training_uri, "--gpus", "100000"])
+    out, err = capsys.readouterr()
+    assert status == 2 and not out
+    assert "beyond every published bert system (the largest ran 32)" in err and "None ()" not in err
+
+
+def test_cli_training_with_a_scenario_is_a_usage_error(training_uri: str) -> None:
+    result = _cli(training_uri, "--scenario", "Offline")
+    assert result.exit_code == 2
+    assert "MLPerf Training has no scenarios" in result.output and "--scenario" in result.output
+
+
+def test_workload_refuses_a_training_scenario() -> None:
+    with pytest.raises(ValueError, match="MLPerf Training has no scenarios"):
+        Workload(family="mlperf-training", benchmark="bert", scenario="Offline")
+
+
+def test_training_by_round_on_the_published_rounds(embedded_store: Any) -> None:
+    """v4.1 → v5.0 through ``predict``: most results answered, every benchmark v4.1 never ran
+    (llama3.1-405b) refused, and the answered figures near the truth."""
+    require_training_data()
+    newer = TRAINING_DIR / "training_v5.0.tar.gz"
+    if not newer.exists():
+        pytest.skip(f"{newer} not found")
+    for archive in (TRAINING_DIR / "training_v4.1.tar.gz", newer):
+        import_mlperf_training(archive, embedded_store)
+    report = Advisor(embedded_store).evaluate("training")
+    assert report.description.startswith("train rounds <= v4.1, test v5.0")
+    o = report.overall
+    assert o.predictions / (o.predictions + o.refused) >= 0.9
+    assert o.mape is not None and o.mape <= 15
+    assert report.unseen_benchmark_queries > 0 and report.unseen_benchmark_refused == report.unseen_benchmark_queries
+    assert set(report.by_basis) >= {"observed", "interpolated", "transferred"}
