@@ -40,6 +40,8 @@ from advisor.estimate.facts import (
     memory_misfit,
     peak_figures,
 )
+from advisor.estimate.latency import LatencyCalibration
+from advisor.estimate.latency import applies as is_latency_slice
 from advisor.estimate.order_stats import median, quantile, quantiles
 from advisor.estimate.query import Calibration, Estimate, PoolKey, Query, SliceKey, group_slices
 from advisor.estimate.scenario import derived_estimate, unrecorded_scenario
@@ -94,6 +96,7 @@ class EvidenceIndex:
         # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices' spreads
         self._scaled: dict[tuple[Any, ...], tuple[float, float, float, float, dict[tuple[str, str], float]]] = {}
         self._training: TrainingEstimator | None = None
+        self._latency: LatencyCalibration | None = None
 
     @property
     def training(self) -> TrainingEstimator:
@@ -308,6 +311,13 @@ class EvidenceIndex:
         a closed-division throughput); the whole family where the cell has too few."""
         family, division, metric = key[0], key[4], key[3]
         pools = self.residuals_for(family)
+        own = pools.get((basis, division, metric))
+        if is_latency_slice(key) and basis is not Basis.TRANSFERRED and (own is None or len(own) < MIN_RESIDUALS):
+            if self._latency is None:  # no round-to-round history of this latency: replay within rounds
+                self._latency = LatencyCalibration(self)
+            within = self._latency.quantiles(key, basis)
+            if within is not None:
+                return within
         fallback = {Basis.OBSERVED: (-0.25, 0.0, 0.25), Basis.INTERPOLATED: (-0.25, 0.0, 0.25),
                     Basis.TRANSFERRED: (-0.6, 0.0, 0.5)}
         # an observed configuration varies no more than its accelerator's other results

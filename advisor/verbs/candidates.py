@@ -78,6 +78,8 @@ class Candidate:
     score: float = 0.0
     capped: bool = False
     group: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # serving limits checked against estimated TTFT/TPOT (``advisor.verbs.serving.estimated_limits``)
+    latency_checks: tuple[str, ...] = ()
 
 
 # ---- stage 0: the slice ---------------------------------------------------------------------

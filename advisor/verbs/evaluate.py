@@ -13,6 +13,8 @@ Protocols:
   the closed-division times to train of ``test_round`` (default: the latest round with Training
   results) whose benchmark was seen; the lookup is the same accelerator at the same count in its
   latest training round.
+- ``latency``: by round for LLM serving latency: the closed-division p99 time to first token
+  and time per output token of ``test_round`` (default: the latest round with them).
 - ``loao``: leave one accelerator out — each accelerator of the latest round in turn is removed
   from the knowledge base and its closed-division throughput results of that round predicted
   from everything else.
@@ -38,7 +40,8 @@ from advisor.verbs.predict import predict
 from graph_schema.catalog.rounds import round_key
 from graph_schema.errors import InvalidInput
 
-PROTOCOLS = ("by-round", "loao", "training")
+PROTOCOLS = ("by-round", "loao", "training", "latency")
+LATENCY = ("ttft_p99_ms", "tpot_p99_ms")  # LLM serving: time to first token, time per output token
 TIME_TO_TRAIN = "time_to_train_min"  # the headline MLPerf Training figure a user asks for
 
 
@@ -234,6 +237,17 @@ def _training_times(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     return rows[keep]
 
 
+def _latency_rows(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """The closed-division LLM p99 TTFT/TPOT results among ``rows``."""
+    codes = [table.metric.code(m) for m in LATENCY]
+    keep = ((table.division.codes[rows] == table.division.code("closed")) & np.isin(table.metric.codes[rows], codes)
+            & (table.value[rows] > 0))
+    return rows[keep]
+
+
+SELECT = {"training": _training_times, "latency": _latency_rows}
+
+
 def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until: str | None = None,
              test_round: str | None = None, rules: Any = None, prices: Any = None,
              transfer_method: str = "roofline") -> EvaluationReport:
@@ -253,14 +267,14 @@ def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until
         raise InvalidInput("evaluation needs published results with rounds (import MLPerf results first)")
     # default: the latest round with closed-division throughput results to score (a newer
     # training round holds times to train, which the protocols do not score)
-    select = _training_times if protocol == "training" else _closed_throughput
+    select = SELECT.get(protocol, _closed_throughput)
     scorable = {table.round.vocab[int(c)] for c in table.round.codes[select(table, np.arange(table.n))]}
     test_round = test_round or max((r for r in rounds if r in scorable), key=round_key, default=rounds[-1])
     if test_round not in rounds:
         raise InvalidInput(f"test round: {test_round!r} is not in the knowledge base; rounds: {', '.join(rounds)}")
     split = _Split(table, rounds, test_round, dict(rules=rules, prices=prices, transfer_method=transfer_method))
-    if protocol in ("by-round", "training"):
-        run = split.by_round(train_until, training=protocol == "training")
+    if protocol in ("by-round", "training", "latency"):
+        run = split.by_round(train_until, protocol=protocol)
     else:
         run = split.leave_one_accelerator_out()
     parts = split.scored.report()
@@ -296,21 +310,25 @@ class _Split:
     def _knowledge(self, train: ObservationTable) -> Knowledge:
         return Knowledge.from_table(train, **self.knowledge_args)
 
-    def by_round(self, train_until: str | None, *, training: bool = False) -> _Run:
-        """``training``: test the closed-division times to train (baseline: the same count's
-        lookup), and train up to the previous round that has them."""
+    def by_round(self, train_until: str | None, *, protocol: str = "by-round") -> _Run:
+        """Train up to the previous round that has results of the protocol's kind (a round of
+        Training results only is no inference round); ``training``: test the closed-division
+        times to train (baseline: the same count's lookup); ``latency``: the LLM p99 TTFT/TPOT."""
         table, rounds, test_round = self.table, self.rounds, self.test_round
-        select, lookup = (_training_times, count_lookup) if training else (_closed_throughput, simple_lookup)
+        select = SELECT.get(protocol, _closed_throughput)
+        lookup = count_lookup if protocol == "training" else simple_lookup
         with_tests = {table.round.vocab[int(c)] for c in table.round.codes[select(table, self.all_rows)]}
-        earlier = [r for r in rounds if round_key(r) < round_key(test_round) and (r in with_tests or not training)]
+        earlier = [r for r in rounds if round_key(r) < round_key(test_round) and r in with_tests]
         train_until = train_until or (earlier[-1] if earlier else None)
         if train_until is None or train_until not in rounds or round_key(train_until) >= round_key(test_round):
             raise InvalidInput(f"train_until: {train_until!r} must be a round before {test_round}; rounds: {', '.join(rounds)}")
         limit = round_key(train_until)
         train_rows = self.all_rows[np.array([k <= limit for k in self.keys], dtype=bool)]
         test_rows = select(table, self.all_rows[table.round.codes == table.round.code(test_round)])
+        what = {"training": "closed-division times to train (MLPerf Training)",
+                "latency": "closed-division LLM p99 TTFT/TPOT"}.get(protocol, "closed-division throughput")
         if not len(test_rows):
-            raise InvalidInput(f"test round {test_round} has no {'closed-division times to train' if training else 'closed-division throughput results'} to score")
+            raise InvalidInput(f"test round {test_round} has no {what} results to score")
         train = subset(table, train_rows)
         # (family, name): Training's rgat is not Inference's rgat
         every = np.arange(train.n)
@@ -326,7 +344,6 @@ class _Split:
         self.scored.add(table, test_rows, predictions, lookup(train, table, test_rows), seen, recorded)
         unseen_preds = predict(knowledge, [user_query(table, r) for r in unseen_rows.tolist()])
         unseen_refused = sum(p.basis is Basis.UNSUPPORTED for p in unseen_preds)
-        what = "closed-division times to train (MLPerf Training)" if training else "closed-division throughput"
         return _Run(description=f"train rounds <= {train_until}, test {test_round} {what}",
                     train_count=len(train_rows), unseen_asked=len(unseen_preds), unseen_refused=unseen_refused,
                     notes=[f"{len(unseen_preds)} results of benchmarks never seen in training asked: "

@@ -11,6 +11,7 @@ from advisor.estimate.query import Query
 from advisor.estimate.training import budget_count
 from advisor.results import Basis
 from advisor.snapshot import Knowledge
+from advisor.verbs import serving
 from advisor.verbs.candidates import Candidate, Slice, mode, query_components
 from advisor.workload import MLPERF_TRAINING, Objective, Workload
 from graph_schema.models import PlacementKind
@@ -51,7 +52,13 @@ def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
         return f"fewer than min_evidence={workload.min_evidence} observations"
     if est.confidence < workload.min_confidence:
         return f"confidence {est.confidence:.2f} below --min-confidence {workload.min_confidence:g}"
-    return dataclasses.replace(c, count=count, est=est)
+    checks: list[str] = []
+    if workload.latency_limits():  # limits apply to unobserved latencies through their estimates
+        code = int(table.candidate.codes[c.group[0]]) if len(c.group) else -1
+        excluded, checks = serving.estimated_limits(knowledge.index, workload, q, code)
+        if excluded:
+            return excluded
+    return dataclasses.replace(c, count=count, est=est, latency_checks=tuple(checks))
 
 
 # ---- stage 4: score -------------------------------------------------------------------------

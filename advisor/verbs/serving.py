@@ -5,11 +5,16 @@ gang placement itself is ``advisor.manifests.gang``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
+from advisor.estimate.latency import limit_verdict
+from advisor.estimate.query import Query
 from advisor.knowledge.table import ObservationTable
+from advisor.results import Basis
 from advisor.workload import Workload
 
 
@@ -45,6 +50,27 @@ def latency_evidence(table: ObservationTable, bench_rows: np.ndarray, workload: 
         else:
             unchecked.append(f"{name} not checked: no observed {what} for this configuration")
     return checked, unchecked
+
+
+def estimated_limits(index: Any, workload: Workload, base: Query, candidate: int) -> tuple[str | None, list[str]]:
+    """For a configuration without an observed TTFT/TPOT on this benchmark (``candidate``: its
+    code, -1 when never observed): each stated limit checked against the latency estimated for
+    it by the same hierarchy (``advisor.estimate.latency``). Returns (why it is excluded, or None;
+    what was checked or why it could not be)."""
+    table = index.table
+    checks: list[str] = []
+    for name, (limit, metric, what) in workload.latency_limits().items():
+        code = table.metric.code(metric)
+        if code >= 0 and candidate >= 0 and bool(((table.metric.codes == code) & (table.candidate.codes == candidate)).any()):
+            continue  # observed: checked against the observation (latency_exclusions)
+        est = index.estimate(dataclasses.replace(base, metric=metric))
+        if est.basis is Basis.UNSUPPORTED or est.value is None:
+            continue  # stays "not checked" (``latency_evidence``)
+        excluded, text = limit_verdict(limit, name, what, est)
+        if excluded:
+            return excluded, checks
+        checks.append(text)
+    return None, checks
 
 
 def system_details(table: ObservationTable, rows: np.ndarray) -> dict[str, str]:

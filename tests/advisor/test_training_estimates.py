@@ -159,3 +159,38 @@ def test_training_by_round_on_the_published_rounds(embedded_store: Any) -> None:
     assert o.mape is not None and o.mape <= 15
     assert report.unseen_benchmark_queries > 0 and report.unseen_benchmark_refused == report.unseen_benchmark_queries
     assert set(report.by_basis) >= {"observed", "interpolated", "transferred"}
+
+
+def test_a_latency_limit_is_checked_against_an_estimate_when_nothing_was_observed() -> None:
+    from advisor.estimate.latency import limit_verdict
+    from advisor.estimate.query import Estimate
+    from advisor.results import Basis
+
+    def est(value: float, low: float, high: float) -> Estimate:
+        return Estimate(Basis.TRANSFERRED, value, low, high)
+
+    excluded, text = limit_verdict(2000, "max_ttft_ms", "time to first token", est(2600, 2100, 3400))
+    assert excluded is not None and excluded.startswith("estimated time to first token p99 above max_ttft_ms=2000 ms")
+    assert "80% 2100..3400, transferred" in text
+    kept, straddles = limit_verdict(2000, "max_ttft_ms", "time to first token", est(1500, 900, 2400))
+    assert kept is None and straddles.endswith("may exceed max_ttft_ms=2000 ms")
+    fine, below = limit_verdict(2000, "max_ttft_ms", "time to first token", est(900, 700, 1200))
+    assert fine is None and below.endswith("<= max_ttft_ms=2000 ms")
+
+
+def test_recommend_applies_latency_limits_to_unobserved_candidates(embedded_store: Any, tmp_path: Path) -> None:
+    """B200 ran llama2-70b Offline only: its Server TTFT is transferred from the H100 and H200
+    Server runs, and the limit is checked against that estimate, shown with its basis."""
+    from tests.advisor.test_training_and_serving import _serving_kb
+
+    _serving_kb(embedded_store, tmp_path)
+    answer = Advisor(embedded_store).recommend(
+        Workload(benchmark="llama2-70b-99", scenario="Server", per_accelerator=False, max_ttft_ms=2000), top=10)
+    b200 = [r for r in answer.recommendations if r.candidate.accelerator == "B200-SXM-180GB"]
+    excluded = [e for e in answer.excluded_candidates if e.accelerator == "B200-SXM-180GB"]
+    assert b200 or excluded
+    if b200:
+        said = [*b200[0].system.values(), *b200[0].warnings]
+        assert any("time to first token p99 estimated" in s and "transferred" in s for s in said), said
+    else:
+        assert excluded[0].reason.startswith("estimated time to first token p99 above max_ttft_ms=2000 ms")
