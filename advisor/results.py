@@ -228,6 +228,9 @@ class EvaluationSlice(_Out):
     mape: float | None = Field(description="mean absolute percentage error, percent")
     median_ape: float | None = None
     interval_coverage: float | None = Field(default=None, description="share inside the 80% interval")
+    worst_ratio: float | None = Field(default=None, description="the farthest answer off: max of predicted/actual "
+                                      "and actual/predicted")
+    off_3x: int = Field(default=0, description="answers off by 3x or more")
     groups: int = Field(default=0, description="groups (benchmark, scenario, metric) ranked for regret")
     top1_regret: float | None = Field(
         default=None, description="mean top-1 regret, percent: the share of the best result's per-accelerator "

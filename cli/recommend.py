@@ -543,8 +543,9 @@ def evaluate(
     protocol: Annotated[
         str,
         typer.Option(
-            help="by-round (train on earlier rounds, test the latest) or loao (leave one "
-                 "accelerator out)."
+            help="by-round (train on earlier rounds, test the latest), loao (leave one "
+                 "accelerator out), training (MLPerf Training times by round) or latency (LLM "
+                 "TTFT/TPOT by round)."
         ),
     ] = "by-round",
     train_until: Annotated[

@@ -3,15 +3,18 @@
 
     python scripts/accuracy_report.py [MLPERF_DIR] [--store URI] [--out docs/accuracy.md]
 
-Imports every ``inference_v*.tar.gz`` of MLPERF_DIR (default ../shared/data/mlperf) into a fresh
-embedded store through the real importer (or uses --store as it is), then runs ``advisor
-evaluate`` — both protocols — through ``Advisor.evaluate``, which answers every held-out result
-with ``Advisor.predict`` on a query written as a user writes it. Prints the tables and writes them.
+Imports every ``inference_v*.tar.gz`` of MLPERF_DIR (default ../shared/data/mlperf) and every
+``training_v*.tar.gz`` of --training-dir into a fresh embedded store through the real importers (or
+uses --store as it is), then runs ``advisor evaluate`` — by round on the latest round and on the one
+before it, leaving each accelerator out, Training by round, LLM latency by round — through
+``Advisor.evaluate``, which answers every held-out result with ``Advisor.predict`` on a query
+written as a user writes it. Prints the tables and writes them.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 import time
@@ -21,58 +24,84 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-GOALS = ("by-round: MAPE <= 15%, median APE <= 10%, no worse than the simple lookup on the rows it "
-         "covers; leave-one-accelerator-out: MAPE <= 25%; 80% intervals: coverage 0.75-0.85; "
-         "results of benchmarks never seen in training: 100% refused.")
-
+GOALS = ("throughput by round (the latest round, and the round before it within a few points): MAPE <= 12%, "
+         "median APE <= 7%, no worse than the previous-round lookup on the rows it covers, transferred MAPE <= 25% "
+         "with no result off by 3x or more, 80% intervals covering 0.75-0.85 for each basis; Training by round: "
+         ">= 90% of known-benchmark results answered, MAPE <= 15%, coverage 0.75-0.85; LLM TTFT/TPOT: MAPE <= 20% "
+         "where answered; results of benchmarks never seen in training: 100% refused (issue 28).")
 
 def _fmt(v: float | None, digits: int = 1) -> str:
     return "" if v is None else f"{v:.{digits}f}"
 
 
 def table(report) -> list[str]:  # type: ignore[no-untyped-def]
-    head = ("| slice | answered | refused | MAPE % | median APE % | 80% coverage | top-1 regret % | "
+    head = ("| slice | answered | refused | MAPE % | median APE % | 80% coverage | worst x | off >= 3x | top-1 regret % | "
             "lookup rows | MAPE % on lookup rows | lookup MAPE % | median % on lookup rows | lookup median % | "
             "regret % on lookup rows | lookup regret % |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     slices = [("**overall**", report.overall)]
-    for group in ("by_basis", "by_seen", "by_metric", "by_benchmark"):
+    for group in ("by_basis", "by_seen", "by_kind", "by_metric", "by_benchmark"):
         slices.extend((f"{group.removeprefix('by_')}: {name}", s) for name, s in getattr(report, group).items())
     for name, s in slices:
         lines.append(
             f"| {name} | {s.predictions} | {s.refused} | {_fmt(s.mape)} | {_fmt(s.median_ape)} | "
-            f"{_fmt(s.interval_coverage, 2)} | {_fmt(s.top1_regret)} | {s.lookup_rows} | "
+            f"{_fmt(s.interval_coverage, 2)} | {_fmt(s.worst_ratio, 2)} | {s.off_3x} | {_fmt(s.top1_regret)} | {s.lookup_rows} | "
             f"{_fmt(s.mape_on_lookup_rows)} | {_fmt(s.lookup_mape)} | {_fmt(s.median_ape_on_lookup_rows)} | "
             f"{_fmt(s.lookup_median_ape)} | {_fmt(s.top1_regret_on_lookup_rows)} | {_fmt(s.lookup_top1_regret)} |")
     return lines
 
 
-def goals(by_round, loao) -> list[str]:  # type: ignore[no-untyped-def]
-    o, lo = by_round.overall, loao.overall
-    out = []
+def _check(out: list[str], ok: bool, text: str) -> None:
+    out.append(f"- {'met' if ok else '**missed**'}: {text}")
 
-    def check(ok: bool, text: str) -> None:
-        out.append(f"- {'met' if ok else '**missed**'}: {text}")
 
-    check(o.mape is not None and o.mape <= 15, f"by-round MAPE {_fmt(o.mape)}% (goal <= 15%) on {o.predictions} answered results")
-    check(o.median_ape is not None and o.median_ape <= 10, f"by-round median APE {_fmt(o.median_ape)}% (goal <= 10%)")
+def throughput_goals(name: str, rep) -> list[str]:  # type: ignore[no-untyped-def]
+    """Issue 28's throughput goals on one by-round split."""
+    o, out = rep.overall, []
+    _check(out, o.mape is not None and o.mape <= 12, f"{name}: MAPE {_fmt(o.mape)}% (goal <= 12%) on {o.predictions} answered")
+    _check(out, o.median_ape is not None and o.median_ape <= 7, f"{name}: median APE {_fmt(o.median_ape)}% (goal <= 7%)")
     if o.mape_on_lookup_rows is not None and o.lookup_mape is not None:
-        check(o.mape_on_lookup_rows <= o.lookup_mape + 1e-9 and (o.median_ape_on_lookup_rows or 0) <= (o.lookup_median_ape or 0) + 1e-9,
-              f"on the {o.lookup_rows} rows the simple lookup covers: MAPE {_fmt(o.mape_on_lookup_rows)}% vs "
-              f"lookup {_fmt(o.lookup_mape)}%, median {_fmt(o.median_ape_on_lookup_rows)}% vs {_fmt(o.lookup_median_ape)}%")
-    check(lo.mape is not None and lo.mape <= 25, f"leave-one-accelerator-out MAPE {_fmt(lo.mape)}% (goal <= 25%) on {lo.predictions} answered results")
-    for name, rep in (("by-round", by_round), ("leave-one-accelerator-out", loao)):
-        for basis, s in rep.by_basis.items():
-            if s.interval_coverage is not None:
-                check(0.75 <= s.interval_coverage <= 0.85, f"{name} 80% coverage, {basis}: {_fmt(s.interval_coverage, 2)}")
-    refused = by_round.unseen_benchmark_refused
-    asked = by_round.unseen_benchmark_queries
-    check(refused == asked, f"results of benchmarks never seen in training refused: {refused} of {asked}")
-    answered = o.predictions
+        _check(out, o.mape_on_lookup_rows <= o.lookup_mape + 1e-9,
+               f"{name}: on the {o.lookup_rows} rows the previous-round lookup covers, MAPE {_fmt(o.mape_on_lookup_rows)}% "
+               f"vs lookup {_fmt(o.lookup_mape)}% (median {_fmt(o.median_ape_on_lookup_rows)}% vs {_fmt(o.lookup_median_ape)}%)")
+    t = rep.by_basis.get("transferred")
+    if t is not None and t.mape is not None:
+        _check(out, t.mape <= 25 and t.off_3x == 0, f"{name}: transferred MAPE {_fmt(t.mape)}% (goal <= 25%), "
+               f"{t.off_3x} off by 3x or more (worst {_fmt(t.worst_ratio, 2)}x)")
+    for basis, s in rep.by_basis.items():
+        if s.interval_coverage is not None:
+            _check(out, 0.75 <= s.interval_coverage <= 0.85, f"{name}: 80% coverage, {basis}: {_fmt(s.interval_coverage, 2)}")
+    _check(out, rep.unseen_benchmark_refused == rep.unseen_benchmark_queries,
+           f"{name}: results of benchmarks never seen in training refused: {rep.unseen_benchmark_refused} of "
+           f"{rep.unseen_benchmark_queries}")
     total = o.predictions + o.refused
-    out.append(f"- coverage of the by-round test set: {answered} of {total} results answered "
-               f"({answered / total * 100 if total else 0:.0f}%); refused: "
-               + ", ".join(f"{k} ({v})" for k, v in sorted(by_round.refused_reasons.items())))
+    out.append(f"- {name}: {o.predictions} of {total} results answered ({o.predictions / total * 100 if total else 0:.0f}%); "
+               "refused: " + ", ".join(f"{k} ({v})" for k, v in sorted(rep.refused_reasons.items())))
+    return out
+
+
+def goals(runs: dict) -> list[str]:  # type: ignore[type-arg]
+    out = [*throughput_goals("by round, latest", runs["by-round"]),
+           *throughput_goals("by round, the round before", runs["by-round-previous"])]
+    lo = runs["loao"].overall
+    _check(out, lo.mape is not None and lo.mape <= 25,
+           f"leave one accelerator out: MAPE {_fmt(lo.mape)}% (goal <= 25%) on {lo.predictions} answered")
+    tr = runs.get("training")
+    if tr is not None:
+        o = tr.overall
+        total = o.predictions + o.refused
+        _check(out, total > 0 and o.predictions / total >= 0.9,
+               f"Training: {o.predictions} of {total} known-benchmark results answered "
+               f"({o.predictions / total * 100 if total else 0:.1f}%, goal >= 90%)")
+        _check(out, o.mape is not None and o.mape <= 15, f"Training: MAPE {_fmt(o.mape)}% (goal <= 15%), median {_fmt(o.median_ape)}%")
+        _check(out, o.interval_coverage is not None and 0.75 <= o.interval_coverage <= 0.85,
+               f"Training: 80% coverage {_fmt(o.interval_coverage, 2)} (goal 0.75-0.85)")
+    lat = runs.get("latency")
+    if lat is not None:
+        for metric, s in lat.by_metric.items():
+            _check(out, s.mape is not None and s.mape <= 20,
+                   f"LLM latency {metric}: MAPE {_fmt(s.mape)}% (goal <= 20%) on {s.predictions} answered, "
+                   f"{s.refused} refused; coverage {_fmt(s.interval_coverage, 2)}")
     return out
 
 
@@ -132,55 +161,197 @@ def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]: 
     return lines
 
 
+def training_challenger(table, train_until: str = "v4.1", test_round: str = "v5.0") -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """scikit-learn's ``Ridge`` on log time to train, on the same split as the Training protocol:
+    features are the benchmark (one-hot), log count and its square, and log 16-bit peak compute
+    and bandwidth; fitted on the training rounds, scored on the test round's results of known
+    benchmarks beside the advisor's answers and the lookup (rows all three answer)."""
+    import numpy as np
+    from sklearn.linear_model import Ridge
+
+    from advisor.engine import Advisor  # noqa: F401  (the report's own path imports it first)
+    from advisor.estimate.facts import canonical_accelerator
+    from advisor.estimate.training import peaks
+    from advisor.snapshot import Knowledge
+    from advisor.verbs.evaluate import SELECT, count_lookup, subset, user_query
+    from advisor.verbs.predict import predict
+    from graph_schema.catalog.rounds import round_key
+
+    keys = [round_key(r) if r else (0,) for r in table.round.vocab]
+    every = np.arange(table.n)
+    rows = SELECT["training"](table, every)
+    in_train = np.array([keys[c] <= round_key(train_until) for c in table.round.codes[rows]])
+    train_rows, test_rows = rows[in_train], rows[table.round.codes[rows] == table.round.code(test_round)]
+    benches = sorted({table.bench_name.vocab[int(c)] for c in table.bench_name.codes[train_rows]})
+    test_rows = test_rows[[table.bench_name.vocab[int(c)] in benches for c in table.bench_name.codes[test_rows]]]
+
+    def features(r: int) -> list[float] | None:
+        p = peaks(canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])]))
+        if p is None:
+            return None
+        n = math.log(float(table.count[r]))
+        one_hot = [float(table.bench_name.vocab[int(table.bench_name.codes[r])] == b) for b in benches]
+        return [*one_hot, n, n * n, math.log(p[0]), math.log(p[1])]
+
+    fx = [(r, features(r)) for r in train_rows.tolist()]
+    fx = [(r, f) for r, f in fx if f is not None]
+    model = Ridge(alpha=1.0).fit(np.array([f for _, f in fx]), np.log(table.value[[r for r, _ in fx]]))
+    train = subset(table, every[np.array([keys[c] <= round_key(train_until) for c in table.round.codes])])
+    answers = predict(Knowledge.from_table(train), [user_query(table, r) for r in test_rows.tolist()])
+    lookup = count_lookup(train, table, test_rows)
+    got: dict[str, list[float]] = {"ridge": [], "advisor": [], "ridge_l": [], "lookup": [], "advisor_l": []}
+    for r, a, lk in zip(test_rows.tolist(), answers, lookup.tolist()):
+        f = features(r)
+        if f is None or a.value is None:
+            continue
+        truth = float(table.value[r])
+        ridge = float(np.exp(model.predict(np.array([f]))[0]))
+        got["ridge"].append(abs(ridge - truth) / truth * 100)
+        got["advisor"].append(abs(a.value - truth) / truth * 100)
+        if not math.isnan(lk):
+            got["ridge_l"].append(got["ridge"][-1])
+            got["advisor_l"].append(got["advisor"][-1])
+            got["lookup"].append(abs(lk - truth) / truth * 100)
+    return {k: (float(np.mean(v)) if v else None, len(v)) for k, v in got.items()}
+
+
+def stack_effect_section() -> list[str]:
+    """The stack-effect factors checked on held-out pairs: a hook. ``advisor.estimate.stack_effect``
+    (built on another branch) provides ``held_out_check(table)`` returning rows with keys
+    ``factor``, ``pairs``, ``held_out``, ``mape``, ``coverage``; until it does, the section says so."""
+    lines = ["## Stack-effect factors on held-out pairs", ""]
+    try:
+        from advisor.estimate import stack_effect  # type: ignore[attr-defined]
+    except ImportError:
+        return [*lines, "Not built on this branch: `advisor/estimate/stack_effect.py` does not exist yet. This "
+                "section runs its `held_out_check(table)` once it does.", ""]
+    check = getattr(stack_effect, "held_out_check", None)
+    if check is None:
+        return [*lines, "`advisor.estimate.stack_effect` has no `held_out_check(table)` yet.", ""]
+    return [*lines, "| factor | pairs | held out | MAPE % | 80% coverage |", "|---|---|---|---|---|",
+            *(f"| {r['factor']} | {r['pairs']} | {r['held_out']} | {_fmt(r.get('mape'))} | {_fmt(r.get('coverage'), 2)} |"
+              for r in check(STATE["table"])), ""]
+
+
+STATE: dict = {}  # type: ignore[type-arg]
+
+
+def _import(store, mlperf_dir: Path, training_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    from collectors.importers.mlperf import import_mlperf
+    from collectors.importers.mlperf_training import import_mlperf_training
+
+    for path in sorted(mlperf_dir.glob("inference_v*.tar.gz")):
+        started = time.perf_counter()
+        summary = import_mlperf(path, store)
+        print(f"imported {path.name}: {summary.imported} results in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    for path in sorted(training_dir.glob("training_v*.tar.gz")):
+        started = time.perf_counter()
+        import_mlperf_training(path, store)
+        print(f"imported {path.name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def run_all(advisor) -> tuple[dict, dict]:  # type: ignore[no-untyped-def,type-arg]
+    """Every protocol the report shows, through ``Advisor.evaluate``; and the challenger's."""
+    from advisor.verbs.evaluate import scorable_rounds
+
+    table = advisor.table()
+    STATE["table"] = table
+    rounds = scorable_rounds(table)
+    started = time.perf_counter()
+    runs = {"by-round": advisor.evaluate("by-round"),
+            "by-round-previous": advisor.evaluate("by-round", train_until=rounds[-3], test_round=rounds[-2]),
+            "loao": advisor.evaluate("loao")}
+    for protocol in ("training", "latency"):
+        if len(scorable_rounds(table, protocol)) >= 2:
+            runs[protocol] = advisor.evaluate(protocol)
+    print(f"evaluated ({advisor.transfer_method}) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    started = time.perf_counter()
+    challenger = {p: advisor.evaluate(p, transfer_method=CHALLENGER) for p in ("by-round", "loao")}
+    print(f"evaluated ({CHALLENGER}) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return runs, challenger
+
+
+def split_section(title: str, rep, extra: str = "") -> list[str]:  # type: ignore[no-untyped-def]
+    return [f"## {title}: {rep.description}", "",
+            (f"Trained on {rep.train_count} results; {rep.holdout_count} held out. " + " ".join(rep.notes) + extra).strip(),
+            "", *table(rep), ""]
+
+
+TRAINING_TEXT = (
+    "**How Training estimates are made** (`advisor/estimate/training.py`). A time to train depends on the "
+    "accelerator count, and not in proportion. Each benchmark's count scaling is learned from the published "
+    "sizes: the same accelerator in the same round at two counts is a pair, whose slope d log(time) / d log(count) "
+    "sits at the pair's midpoint; a line in log count fitted to a benchmark's pairs (shrunk towards the family's, "
+    "clipped to the slopes pairs have shown) moves a figure from the nearest published count to the one asked. "
+    "Another accelerator of the same vendor is moved to the count, then scaled by 16-bit peak compute and bandwidth "
+    "with a share and gain chosen by predicting each accelerator of a round from its peers. Intervals are "
+    "split-conformal on those replays combined with the round-to-round movement of the same accelerator and "
+    "count; where the knowledge base has one round of Training, that movement is borrowed from the other "
+    "families' closed-division throughput (signed as a time), and the answer says so. The lookup beside it: "
+    "the same accelerator at the same count in its latest round. No scikit-learn model is used here: the "
+    "count scaling is a weighted least-squares line in numpy.")
+
+LATENCY_TEXT = (
+    "**How TTFT/TPOT estimates are made.** The same hierarchy as throughput (observed, interpolated from the "
+    "accelerator's other results, transferred from same-vendor peers by specs, refused). A p99 latency under a "
+    "Server limit is mostly a tuning choice, so observed and interpolated intervals come from replays within "
+    "each round (the same accelerator's other systems) where there is no round-to-round latency history "
+    "(`advisor/estimate/latency.py`). Interactive is estimated from Server only for throughput (a ratio learned "
+    "from systems that ran both); its latencies are refused: one ratio predicted them at 28-95% MAPE "
+    "(`advisor/estimate/scenario.py`). `recommend --max-ttft-ms/--max-tpot-ms` checks a candidate without an "
+    "observed latency against this estimate: excluded when the interval's low end is above the limit, kept with "
+    "a warning when the interval straddles it.")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mlperf_dir", nargs="?", default=str(ROOT.parent / "shared" / "data" / "mlperf"))
+    parser.add_argument("--training-dir", default=str(ROOT.parent / "shared" / "data" / "mlperf-training"))
     parser.add_argument("--store", help="use this store as it is instead of importing into a fresh one")
     parser.add_argument("--out", default=str(ROOT / "docs" / "accuracy.md"))
     args = parser.parse_args()
 
     from advisor.engine import Advisor
-    from collectors.importers.mlperf import import_mlperf
     from graph_schema.registry import open_store
 
-    tarballs = sorted(Path(args.mlperf_dir).glob("inference_v*.tar.gz"))
-    if not args.store and not tarballs:
+    if not args.store and not list(Path(args.mlperf_dir).glob("inference_v*.tar.gz")):
         parser.error(f"no inference_v*.tar.gz in {args.mlperf_dir} (name the MLPerf directory or --store)")
     with tempfile.TemporaryDirectory() as tmp:
         uri = args.store or f"embedded:{Path(tmp) / 'kb'}"
         with open_store(uri) as store:
             store.ensure_schema()
             if not args.store:
-                for path in tarballs:
-                    started = time.perf_counter()
-                    summary = import_mlperf(path, store)
-                    print(f"imported {path.name}: {summary.imported} results in {time.perf_counter() - started:.0f} s",
-                          file=sys.stderr)
+                _import(store, Path(args.mlperf_dir), Path(args.training_dir))
             advisor = Advisor(store)
-            started = time.perf_counter()
-            by_round = advisor.evaluate("by-round")
-            loao = advisor.evaluate("loao")
-            print(f"evaluated ({advisor.transfer_method}) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-            started = time.perf_counter()
-            challenger = {p: advisor.evaluate(p, transfer_method=CHALLENGER) for p in ("by-round", "loao")}
-            print(f"evaluated ({CHALLENGER}) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            runs, challenger = run_all(advisor)
+            source = ("a store holding them, imported earlier through the same importers" if args.store
+                      else "a fresh embedded store, imported through the real importers")
+            stack_lines = stack_effect_section()
+            tc = training_challenger(STATE["table"]) if "training" in runs else None
+    by_round, loao = runs["by-round"], runs["loao"]
     lines = [
         "# Accuracy of the advisor's predictions",
         "",
         (f"Regenerated by `python scripts/accuracy_report.py` on {datetime.now(UTC):%Y-%m-%d} from the MLPerf "
-         "Inference results in `../shared/data/mlperf` (imported through the real importer). Every held-out "
+         f"Inference and Training results in `../shared/data/` ({source}). Every held-out "
          "result is asked through `Advisor.predict` — the path `advisor predict` and `POST /v1/predictions` "
          "use — with the query a user would write: the published accelerator name and the framework as "
-         "published free text (e.g. `TensorRT 8.6.0, CUDA 12.0`)."),
+         "published free text (e.g. `TensorRT 8.6.0, CUDA 12.0`). `advisor evaluate --protocol "
+         "by-round|loao|training|latency` runs each split alone."),
         "",
-        ("The **simple lookup** is the median per-accelerator value of the same canonical accelerator, "
-         "benchmark, scenario and metric in its latest training round, times the accelerator count. "
-         "Its columns are on the rows it covers, beside the advisor's figures on the same rows. APE: "
-         "absolute percentage error. Top-1 regret: the share of the best result's per-accelerator speed "
-         "lost by picking the predicted best within a (benchmark, scenario, metric) group. Coverage: the "
-         "share of true values inside the 80% interval."),
+        ("The **simple lookup** (previous-round lookup) is the median per-accelerator value of the same canonical "
+         "accelerator, benchmark, scenario and metric in its latest training round, times the accelerator count "
+         "(Training: the same accelerator at the same count). Its columns are on the rows it covers, beside the "
+         "advisor's figures on the same rows. APE: absolute percentage error. Worst x: the farthest answer off, "
+         "as a ratio. Top-1 regret: the share of the best result's per-accelerator speed lost by picking the "
+         "predicted best within a (benchmark, scenario, metric) group. Coverage: the share of true values inside "
+         "the 80% interval."),
         "",
         f"Goals: {GOALS}",
+        "",
+        "## Goals",
+        "",
+        *goals(runs),
         "",
         ("**How the intervals are made.** Split-conformal per basis, on log residuals of the same "
          "estimator replayed on the training data's own history: observed and interpolated figures "
@@ -188,24 +359,14 @@ def main() -> int:
          "each accelerator of a round predicted from its peers of that same round (peers last measured "
          "in older rounds stay out: a benchmark redefined under one name, 3d-unet BraTS then KiTS19, "
          "made those residuals an order of magnitude off). Transfers are locally weighted (Lei et al., "
-         "2018): each residual is divided by its benchmark's own spread (shrunk towards its cell's), so "
-         "a benchmark whose transfers always landed close gets a narrow interval and one whose "
-         "transfers scatter a wide one. Pools are per family, division and metric; the calibration "
-         "is a function of the data, persisted with it (`advisor.estimate.calibration_file`)."),
+         "2018): each residual is divided by its benchmark's own spread (shrunk towards its cell's). "
+         "Pools are per family, division and metric; the calibration is a function of the data, persisted "
+         "with it (`advisor.estimate.calibration_file`)."),
         "",
         *sklearn_section(advisor.transfer_method, {"by-round": by_round, "loao": loao}, challenger),
         "",
-        "## Goals",
-        "",
-        *goals(by_round, loao),
-        "",
-        f"## By round: {by_round.description}",
-        "",
-        (f"Trained on {by_round.train_count} results; {by_round.holdout_count} held out. "
-         + " ".join(by_round.notes)),
-        "",
-        *table(by_round),
-        "",
+        *split_section("By round", by_round),
+        *split_section("By round, the round before", runs["by-round-previous"]),
         f"## {loao.description[0].upper()}{loao.description[1:]}",
         "",
         f"{loao.holdout_count} held out in all; each fold trains on up to {loao.train_count} results.",
@@ -213,6 +374,21 @@ def main() -> int:
         *table(loao),
         "",
     ]
+    if "training" in runs:
+        lines += [*split_section("MLPerf Training by round", runs["training"]), TRAINING_TEXT, ""]
+        if tc is not None:
+            r, a, rl, lk, al = (tc[k] for k in ("ridge", "advisor", "ridge_l", "lookup", "advisor_l"))
+            wins = r[0] is not None and a[0] is not None and r[0] < a[0]
+            lines += [("**scikit-learn for Training** (`training_challenger` in this script): `Ridge` on log time "
+                       "to train over the benchmark (one-hot), log count and its square and log 16-bit peaks, fitted "
+                       f"on the same training rounds: MAPE {_fmt(r[0])}% against the advisor's {_fmt(a[0])}% on the "
+                       f"same {r[1]} results; on the {rl[1]} the lookup covers, {_fmt(rl[0])}% against the lookup's "
+                       f"{_fmt(lk[0])}% and the advisor's {_fmt(al[0])}%. "
+                       + ("It wins: consider it for answers." if wins else
+                          "It does not win, so answers keep the count scaling.")), ""]
+    if "latency" in runs:
+        lines += [*split_section("LLM latency (TTFT/TPOT) by round", runs["latency"]), LATENCY_TEXT, ""]
+    lines += stack_lines
     text = "\n".join(lines)
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)

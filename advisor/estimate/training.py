@@ -331,8 +331,8 @@ class TrainingEstimator:
             within = next((v for v in (pools.get(key), pools.get((basis, ""))) if v is not None
                            and len(v) >= MIN_RESIDUALS), None)
             drift, _ = self.drift()
-            if basis is Basis.OBSERVED:
-                values = drift
+            if basis is Basis.OBSERVED:  # the same configuration a round later (else: within its round)
+                values = drift if len(drift) else within
             elif within is None:
                 values = None
             else:
@@ -398,19 +398,19 @@ class TrainingEstimator:
                 config[(ix.round_no[r], int(t.count[r]), t.candidate.codes[r])].append(float(t.value[r]))
             for values in config.values():  # observed: each result as its configuration's others
                 for i, v in enumerate(values):
-                    others = values[:i] + values[i + 1:]
-                    if others:
-                        out[(Basis.OBSERVED, metric)].append(math.log(v / median(np.asarray(others))))
+                    rest = values[:i] + values[i + 1:]
+                    if rest:
+                        out[(Basis.OBSERVED, metric)].append(math.log(v / median(np.asarray(rest))))
             per = self._per_count(rows)
             rounds = sorted({rnd for rnd, _ in per})
-            for (rnd, _acc), by_count in per.items():
+            for (rnd, acc), by_count in per.items():
                 before = [r for r in rounds if r < rnd]
-                previous = per.get((before[-1], _acc), {}) if before else {}
+                previous = per.get((before[-1], acc), {}) if before else {}
                 for n, v in by_count.items():
                     others = {c: x for c, x in by_count.items() if c != n}
                     if others:  # interpolated: the same round's other counts
                         out[(Basis.INTERPOLATED, metric)].append(math.log(v / self._from_counts(key, others, n)[0]))
-                    if n in previous and metric == key[3]:  # the next round, same accelerator and count
+                    if n in previous:  # the next round, same accelerator and count
                         out[(Basis.OBSERVED, "drift")].append(math.log(v / previous[n]))
         alpha = self.alpha(metric)
         for (_rnd, acc), by_count, refs in self._round_peers(key, by_acc):

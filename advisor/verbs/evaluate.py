@@ -146,7 +146,9 @@ def _slice(sel: np.ndarray, actual: np.ndarray, pred: np.ndarray, lo: np.ndarray
     if answered.any():
         ape = np.abs(pred[answered] - actual[answered]) / actual[answered] * 100
         regret, n_groups = _regret(groups[answered], actual_speed[answered], pred_speed[answered], count[answered])
-        out.update(mape=float(ape.mean()), median_ape=float(np.median(ape)),
+        ratio = np.maximum(pred[answered] / actual[answered], actual[answered] / pred[answered])
+        out.update(mape=float(ape.mean()), median_ape=float(np.median(ape)), worst_ratio=float(ratio.max()),
+                   off_3x=int((ratio >= 3).sum()),
                    interval_coverage=float(np.mean((actual[answered] >= lo[answered]) & (actual[answered] <= hi[answered]))),
                    top1_regret=regret, groups=n_groups)
     covered = answered & ~np.isnan(lookup)
@@ -246,6 +248,14 @@ def _latency_rows(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
 
 
 SELECT = {"training": _training_times, "latency": _latency_rows}
+
+
+def scorable_rounds(table: ObservationTable, protocol: str = "by-round") -> list[str]:
+    """The rounds holding results the protocol scores (closed-division throughput; times to
+    train for ``training``; LLM TTFT/TPOT for ``latency``), oldest first."""
+    select = SELECT.get(protocol, _closed_throughput)
+    codes = set(table.round.codes[select(table, np.arange(table.n))].tolist())
+    return sorted((table.round.vocab[int(c)] for c in codes if table.round.vocab[int(c)]), key=round_key)
 
 
 def evaluate(table: ObservationTable, protocol: str = "by-round", *, train_until: str | None = None,
