@@ -194,3 +194,25 @@ def test_recommend_applies_latency_limits_to_unobserved_candidates(embedded_stor
         assert any("time to first token p99 estimated" in s and "transferred" in s for s in said), said
     else:
         assert excluded[0].reason.startswith("estimated time to first token p99 above max_ttft_ms=2000 ms")
+
+
+def test_latency_protocol_scores_ttft_and_tpot_by_round(embedded_store: Any, tmp_path: Path) -> None:
+    """Two rounds of LLM Server results: the later one's p99 TTFT/TPOT asked through ``predict``
+    from the earlier one, scored per metric."""
+    from collectors.importers.mlperf import import_mlperf
+    from tests.advisor.test_training_and_serving import LLM_SERVER
+    from tests.support.mlperf import SYSTEM, result_path
+
+    for rnd, rows in (("v9.8", (("a", "H100-SXM5-80GB", 900, 120), ("b", "H200-SXM-141GB", 2600, 150))),
+                      ("v9.9", (("c", "H100-SXM5-80GB", 1000, 125), ("d", "H200-SXM-141GB", 2300, 140)))):
+        tree = tmp_path / f"inference_{rnd}"
+        for name, model, ttft, tpot in rows:
+            write(tree, f"closed/Acme/systems/{name}.json", json.dumps(dict(SYSTEM, accelerator_model_name=model)))
+            write(tree, result_path(name, "llama2-70b-99", "Server"),
+                  LLM_SERVER.format(tokens=20000, ttft_ns=ttft * 10**6, tpot_ns=tpot * 10**6))
+        assert import_mlperf(tree, embedded_store).failed == 0
+    report = Advisor(embedded_store).evaluate("latency")
+    assert report.description == "train rounds <= v9.8, test v9.9 closed-division LLM p99 TTFT/TPOT"
+    assert set(report.by_metric) == {"ttft_p99_ms", "tpot_p99_ms"}
+    ttft = report.by_metric["ttft_p99_ms"]
+    assert ttft.predictions == 2 and ttft.mape == pytest.approx((100 / 1000 + 300 / 2300) / 2 * 100)
