@@ -37,12 +37,22 @@ def run(adv: Any, workload: Any, *, cluster: str | None, nodes_file: str | None,
     result = ClusterAdvisor(adv).recommend(
         workload, pools, source=source, top=top, per_pool=per_pool, gpus=gpus, nodes_count=nodes_count,
         image=image, what_if_driver=parse_what_if(what_if))
+    if not result.recommendations and gpus is not None and any(
+            why.startswith("needs ") for why in result.excluded_pools.values()):
+        from graph_schema.errors import InvalidInput
+
+        raise InvalidInput(f"--gpus {gpus}: no pool offers that many; "
+                           + "; ".join(f"{name}: {why}" for name, why in sorted(result.excluded_pools.items())))
     if as_json:
         from cli.render import print_json
 
         print_json(result)
         return
     print_cluster(result, snippets)
+    if not result.recommendations:  # the reasons are printed; an empty answer is not a success
+        import typer
+
+        raise typer.Exit(code=1)
 
 
 def _fmt(value: float | None) -> str:
@@ -61,9 +71,12 @@ def print_cluster(result: Any, snippets: bool) -> None:
         "value": f"{_fmt(r.value)} [{_fmt(r.interval.low)}..{_fmt(r.interval.high)}]",
         "job": f"{r.shape.pods} x {r.shape.units_per_pod} {r.resource}",
     } for r in result.recommendations]
-    unit = result.recommendations[0].score_unit if result.recommendations else ""
-    render(rows, as_json=False, title=f"{result.workload.get('benchmark')} — {result.metric} ({unit}), "
-                                      f"objective {result.objective}")
+    if result.recommendations:
+        unit = result.recommendations[0].score_unit
+        render(rows, as_json=False, title=f"{result.workload.get('benchmark')} — {result.metric} ({unit}), "
+                                          f"objective {result.objective}")
+    else:
+        info(f"{result.workload.get('benchmark')}: no (pool, stack) can run it; the reasons follow")
     for r in result.recommendations:
         for w in r.warnings:
             stdout.print(f"  #{r.rank} {w}", highlight=False, markup=False)

@@ -62,8 +62,8 @@ def throughput_goals(name: str, rep) -> list[str]:  # type: ignore[no-untyped-de
     _check(out, o.median_ape is not None and o.median_ape <= 7, f"{name}: median APE {_fmt(o.median_ape)}% (goal <= 7%)")
     if o.mape_on_lookup_rows is not None and o.lookup_mape is not None:
         _check(out, o.mape_on_lookup_rows <= o.lookup_mape + 1e-9,
-               f"{name}: on the {o.lookup_rows} rows the previous-round lookup covers, MAPE {_fmt(o.mape_on_lookup_rows)}% "
-               f"vs lookup {_fmt(o.lookup_mape)}% (median {_fmt(o.median_ape_on_lookup_rows)}% vs {_fmt(o.lookup_median_ape)}%)")
+               f"{name}: on the {o.lookup_rows} rows the previous-round lookup covers, MAPE {_fmt(o.mape_on_lookup_rows, 2)}% "
+               f"vs lookup {_fmt(o.lookup_mape, 2)}% (median {_fmt(o.median_ape_on_lookup_rows, 2)}% vs {_fmt(o.lookup_median_ape, 2)}%)")
     t = rep.by_basis.get("transferred")
     if t is not None and t.mape is not None:
         _check(out, t.mape <= 25 and t.off_3x == 0, f"{name}: transferred MAPE {_fmt(t.mape)}% (goal <= 25%), "

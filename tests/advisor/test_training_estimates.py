@@ -216,3 +216,26 @@ def test_latency_protocol_scores_ttft_and_tpot_by_round(embedded_store: Any, tmp
     assert set(report.by_metric) == {"ttft_p99_ms", "tpot_p99_ms"}
     ttft = report.by_metric["ttft_p99_ms"]
     assert ttft.predictions == 2 and ttft.mape == pytest.approx((100 / 1000 + 300 / 2300) / 2 * 100)
+
+
+def test_cluster_gpus_beyond_every_pool_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 31: ``--gpus 100000`` on a cluster is refused with each pool's reason, never an empty
+    table under a "None ()" header with exit 0."""
+    from cli.guard import run_guarded
+    from cli.main import app
+    from graph_schema.registry import open_store
+    from tests.advisor.test_training_and_serving import _serving_kb
+    from tests.support.gfd_pools import POOL_NODES
+
+    uri = f"embedded:{tmp_path / 'kb'}"
+    with open_store(uri) as store:
+        store.ensure_schema()
+        _serving_kb(store, tmp_path / "src")
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(POOL_NODES if isinstance(POOL_NODES, str) else json.dumps(POOL_NODES), encoding="utf-8")
+    status = run_guarded(app, ["recommend", "--benchmark", "llama2-70b-99", "--scenario", "Server", "--store", uri,
+                               "--nodes", str(nodes), "--gpus", "100000"])
+    out, err = capsys.readouterr()
+    assert status == 2, (out, err)
+    assert "--gpus 100000: no pool offers that many" in err and "needs 12500 nodes of 8" in err
+    assert "None ()" not in out + err
