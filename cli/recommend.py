@@ -388,8 +388,8 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
                             r.accelerator_hours.high,
                         )
                     }
-                    if with_hours
-                    else {}
+                    if r.accelerator_hours is not None
+                    else {"acc-hours": None} if with_hours else {}
                 ),
                 "evidence": (
                     f"{r.evidence.count} obs x{','.join(map(str, r.observed_counts))} "
