@@ -198,7 +198,7 @@ class _Scored:
             self.cols["basis"].append(p.basis.value)
             self.cols["reason"].append((p.reason or "").split(":")[0])
             self.cols["seen"].append("seen accelerator" if acc in seen else "unseen accelerator")
-            self.cols["benchmark"].append(f"{p.query.benchmark} {p.query.scenario}")
+            self.cols["benchmark"].append(f"{p.query.benchmark} {p.query.scenario or ''}".strip())
             self.cols["metric"].append(p.query.metric)
             self.cols["group"].append(f"{p.query.benchmark}|{p.query.scenario}|{p.query.metric}")
 
