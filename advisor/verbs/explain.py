@@ -40,7 +40,10 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
     warnings = _warnings(knowledge, sl, c, evidence)
     observed_range = None
     if len(group):
-        per = knowledge.index.unit[group] * (1 if (sl.per_acc or not sl.hib) else c.count)
+        # the rows the figure was made from (stacks that differ only in components the estimate
+        # does not match on, e.g. Triton, pool), so that the figure lies inside its own range
+        behind = est.rows if est.basis is Basis.OBSERVED and len(est.rows) else group
+        per = knowledge.index.unit[np.concatenate([group, behind])] * (1 if (sl.per_acc or not sl.hib) else c.count)
         observed_range = Interval(low=float(per.min()), high=float(per.max()), level=1.0)
     system = serving.system_details(table, group) if est.basis is Basis.OBSERVED else {}
     gang = _gang(sl, c, system)
