@@ -27,6 +27,7 @@ from advisor.results import (
 )
 from advisor.snapshot import Knowledge
 from advisor.verbs import scoring
+from advisor.verbs.bounds import count_beyond_published
 from advisor.verbs.candidates import Candidate, Slice, candidates, constraint, select_slice
 from advisor.verbs.explain import explain
 from advisor.verbs.feasibility import infeasible
@@ -75,6 +76,17 @@ class _Exclusions:
         self.counts[short] = self.counts.get(short, 0) + 1
         self._all.append((c, reason))
 
+    def why_empty(self) -> str:
+        """Why nothing was ranked: the reasons of what the user asked about first."""
+        listed = self.listed()
+        if not listed:
+            return "no candidate: the knowledge base has none for this benchmark slice"
+        asked = [e for e in listed if e.reason.split(":")[0] not in _FILTERS]
+        head = "; ".join(dict.fromkeys(f"{e.accelerator}: {e.reason}" for e in asked[:3]))
+        filtered = sum(n for k, n in self.counts.items() if k in _FILTERS)
+        tail = f"; {filtered} more left out by the request's own filters" if filtered else ""
+        return f"no candidate passed: {head or 'every candidate was filtered out'}{tail} (see 'excluded')"
+
     def listed(self) -> list[ExcludedCandidate]:
         asked = self.hardware.accelerators
 
@@ -94,6 +106,11 @@ class _Exclusions:
 def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSet:
     """The pipeline: slice → candidates → constraints → estimates → score → explanation."""
     start = time.perf_counter()
+    hw = workload.hardware
+    for field, count in (("count", hw.count), ("min_count", hw.min_count)):
+        beyond = count_beyond_published(knowledge.table, count, field)
+        if beyond:
+            raise InvalidInput(beyond)
     sl = select_slice(knowledge, workload)
     found = candidates(knowledge, sl)
     excluded = _Exclusions(workload)
@@ -113,7 +130,7 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
         workload=workload.model_dump(mode="json", exclude_none=True), metric=sl.metric,
         objective=workload.objective.value, generation=knowledge.table.generation,
         candidates_considered=len(found), excluded=excluded.counts, excluded_candidates=excluded.listed(),
-        recommendations=recs, notes=_notes(knowledge, sl, bool(recs)),
+        recommendations=recs, notes=_notes(knowledge, sl, bool(recs), excluded),
         elapsed_ms=(time.perf_counter() - start) * 1000)
 
 
@@ -136,14 +153,14 @@ def _mark_twins(ranked: list[Candidate], recs: list[Recommendation]) -> None:
                                         f"the stacks differ in: {what}")
 
 
-def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool) -> list[str]:
+def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool, excluded: _Exclusions) -> list[str]:
     workload = sl.workload
     notes = list(sl.notes)
     if workload.objective is Objective.COST and sl.hib:
         notes.append(f"cost from the price table ({knowledge.prices.note or 'packaged'}; "
                      f"{knowledge.prices.currency} per accelerator-hour)")
     if not any_ranked:
-        notes.append("no candidate passed the constraints; see 'excluded'")
+        notes.append(excluded.why_empty())
     if workload.family == MLPERF_TRAINING:
         notes.append("MLPerf Training scores are olympic means of the published runs (fastest and slowest "
                      "dropped); MLCommons' RCP normalisation is not in the result files and is not applied")

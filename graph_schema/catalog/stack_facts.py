@@ -173,3 +173,18 @@ def runtime_too_old(model: str | None, components: dict[str, str]) -> str | None
                 return (f"{runtime} {components[runtime]} cannot run {model}: needs {runtime} {spec} "
                         f"({family.note or family.source})")
     return None
+
+
+_NGC_IMAGE = re.compile(r"^(?:nvcr\.io/)?nvidia/(?P<repo>[a-z0-9._-]+(?:/[a-z0-9._-]+)?):(?P<tag>\S+)$")
+
+
+def ngc_image(image: str) -> tuple[str, str, NgcRelease | None] | None:
+    """(repository, YY.MM release, what the release ships or None when the catalogue does not list
+    it) of an NGC image reference ("nvcr.io/nvidia/tensorrt:23.04-py3"); None for another image."""
+    found = _NGC_IMAGE.match(image.strip())
+    if not found:
+        return None
+    release = ngc_release_of(found.group("tag"))
+    if release is None:
+        return None
+    return found.group("repo"), release, ngc_releases().get(release)
