@@ -48,8 +48,9 @@ def open_store(uri: str | None = None, **kwargs: Any) -> Store:
     if uri and root_api() and uri != os.environ.get("ADVISOR_STORE"):
         import typer
 
-        raise typer.BadParameter(f"--store {uri!r} and advisor --api {root_api()!r} name two knowledge bases; "
-                                 "give one of them")
+        raise typer.BadParameter(
+            f"--store {uri!r} and advisor --api {root_api()!r} name two knowledge bases; "
+            "give one of them")
 
     return open_with(uri, settings=store_settings(), **kwargs)
 

@@ -227,16 +227,19 @@ class SoftwareStack(_Model):
         from graph_schema.catalog.stack_facts import ngc_release_of, ngc_releases
 
         version = self.framework_version
-        release = ngc_release_of(version) if version and (self.framework or "").lower() in NGC_FRAMEWORKS else None
+        framework = (self.framework or "").lower()
+        release = ngc_release_of(version) if version and framework in NGC_FRAMEWORKS else None
         if release is None:
             return version or "?"
         known = ngc_releases().get(release)
-        shipped = getattr(known, (self.framework or "").lower(), None) if known else None
+        shipped = getattr(known, framework, None) if known else None
         return f"{shipped} (NGC {version})" if shipped else f"(NGC {version})"
 
 
-# Frameworks NVIDIA ships as monthly NGC containers, whose tags (YY.MM) submitters write as versions.
-NGC_FRAMEWORKS = frozenset({"pytorch", "tensorflow", "tensorrt", "mxnet", "jax", "triton", "paddlepaddle"})
+# Frameworks NVIDIA ships as monthly NGC containers, whose tags (YY.MM) submitters write as
+# versions.
+NGC_FRAMEWORKS = frozenset(
+    {"pytorch", "tensorflow", "tensorrt", "mxnet", "jax", "triton", "paddlepaddle"})
 
 
 class Accelerator(_Model):

@@ -60,6 +60,14 @@ def _foreign_driver(sl: Slice, c: Candidate) -> str | None:
     if kind not in ("nvidia", "cpu"):
         return (f"driver does not apply: --driver {driver} is an NVIDIA driver version and "
                 f"{c.accelerator} is not an NVIDIA part (its own driver and runtime are not known here)")
+    toolkit = cuda_toolkit(c.stack.cuda)
+    have = parse_version(driver)
+    # before CUDA 11 there was no minor-version compatibility: each release needs its own driver
+    # (from 11 on, the compatibility rules' per-major minimums apply in candidates.constraint)
+    if kind == "nvidia" and toolkit is not None and not isinstance(toolkit, str) and have is not None \
+            and int(toolkit.id.split(".")[0]) < 11 and have < parse_version(toolkit.driver):  # type: ignore[operator]
+        return (f"driver too old for the stack's CUDA: CUDA {c.stack.cuda} needs driver >= {toolkit.driver} "
+                f"({toolkit.source}), the nodes have {driver}")
     return None
 
 
