@@ -40,7 +40,7 @@ def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 
 
 def test_a_count_beyond_any_published_system_is_refused(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    code, out, err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "resnet50", "--count", "100000")
+    code, _out, err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "resnet50", "--count", "100000")
     assert code == 2 and "100,000 accelerators is beyond any published system" in err, err
 
 
@@ -49,13 +49,13 @@ def test_predict_at_a_million_accelerators_gives_no_figure(capsys: pytest.Captur
     query = tmp_path / "q.json"
     query.write_text(json.dumps([{"benchmark": "resnet50", "scenario": "Offline", "metric": "samples_per_second",
                                   "accelerator": "A100-SXM4-80GB", "accelerator_count": 1_000_000}]))
-    code, out, err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(query), "--json")
+    code, out, _err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(query), "--json")
     [answer] = json.loads(out)
     assert code == 0 and answer["value"] is None and "beyond any published system" in answer["reason"]
 
 
 def test_an_empty_answer_says_why(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    code, out, err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "llama2-70b-99",
+    _code, out, err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "llama2-70b-99",
                              "--scenario", "Server", "--accelerator", "T4", "--format", "plain")
     assert "nothing ranked" in out and "()" not in out.splitlines()[0]
     assert "note: no candidate passed: T4: model does not fit in memory" in err, err
@@ -64,7 +64,7 @@ def test_an_empty_answer_says_why(capsys: pytest.CaptureFixture[str], kb_uri: st
 
 
 def test_api_and_store_together_are_a_usage_error(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    code, out, err = advisor(capsys, "--api", "http://127.0.0.1:9", "recommend", "--store", kb_uri,
+    code, _out, err = advisor(capsys, "--api", "http://127.0.0.1:9", "recommend", "--store", kb_uri,
                              "--benchmark", "resnet50")
     assert code == 2 and "name two knowledge bases" in err, err
 
@@ -73,12 +73,12 @@ def test_importing_an_empty_folder_is_an_error(capsys: pytest.CaptureFixture[str
                                                tmp_path: Path) -> None:
     empty = tmp_path / "results"
     empty.mkdir()
-    code, out, err = advisor(capsys, "import", "results", str(empty), "--store", kb_uri)
+    code, _out, err = advisor(capsys, "import", "results", str(empty), "--store", kb_uri)
     assert code == 2 and "has no *.json result documents" in err, err
 
 
 def test_a_user_image_of_another_stack_warns_in_the_table(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    code, out, err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "llama2-70b-99", "--scenario",
+    code, out, _err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "llama2-70b-99", "--scenario",
                              "Server", "--top", "1", "--image", "nvcr.io/nvidia/tensorrt:23.04-py3", "--json")
     [row] = json.loads(out)["recommendations"]
     assert code == 0 and any("(NGC 23.04) ships cuda 12.1" in w for w in row["warnings"]), row["warnings"]
