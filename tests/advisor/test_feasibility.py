@@ -183,3 +183,11 @@ def test_a_driver_that_is_not_an_nvidia_version_is_flagged() -> None:
 
     assert plausible_driver("550.90.07") and plausible_driver("570.26") and plausible_driver("565")
     assert not plausible_driver("5252.85.12")
+
+
+def test_a_framework_constraint_reads_an_ngc_tag_as_its_release() -> None:
+    from advisor.verbs.candidates import shipped_version
+
+    assert shipped_version("pytorch", "23.09") == "2.1"  # not version 23.9, which ">=2.0" would pass
+    assert shipped_version("pytorch", "22.04") is None  # a release the catalogue does not list
+    assert shipped_version("pytorch", "2.1.0") == "2.1.0"
