@@ -37,6 +37,8 @@ def infeasible(sl: Slice, c: Candidate, count: int) -> str | None:
 def stack_incapable(benchmark: str, c: Candidate) -> str | None:
     """Why the candidate's stack cannot run the benchmark's model on its accelerator, or None."""
     components = query_components(c.stack)
+    if c.stack.framework and c.stack.framework_version:  # the runtime as the row names it
+        components[c.stack.framework.lower()] = c.stack.framework_version
     reason = runtime_too_old(benchmark_model(benchmark), components)
     if reason:
         return f"stack cannot run the model: {reason}"
@@ -47,8 +49,10 @@ def stack_incapable(benchmark: str, c: Candidate) -> str | None:
     generation = str(getattr(spec, "generation", "") or "") if spec is not None else ""
     arch = first_cuda(generation)
     if toolkit is not None and arch is not None and parse_version(toolkit.id) < parse_version(arch.first_cuda):  # type: ignore[operator]
+        measured = ("; it was measured there, so the record's CUDA is wrong and the stack cannot be told"
+                    if c.observed else "")
         return (f"stack cannot run on the accelerator: CUDA {c.stack.cuda} predates {generation.title()} "
-                f"(its first toolkit is CUDA {arch.first_cuda}; {arch.source})")
+                f"(its first toolkit is CUDA {arch.first_cuda}; {arch.source}){measured}")
     return None
 
 
