@@ -111,7 +111,7 @@ def first_cuda(generation: str | None) -> ArchitectureCuda | None:
 
 
 @lru_cache(maxsize=1)
-def _mig_boards() -> dict[str, MigBoard]:
+def mig_boards() -> dict[str, MigBoard]:
     from graph_schema.catalog.resolve import load_entries
 
     return {b.id: b for b in load_entries("mig_profiles.yaml", "boards", MigBoard)}
@@ -126,7 +126,7 @@ def mig_profile_memory(board: str, profile: str) -> tuple[float, str] | None:
     found = _PROFILE.match(profile.strip().lower())
     if not found:
         return None
-    entry = _mig_boards().get(board)
+    entry = mig_boards().get(board)
     if entry is not None and profile.lower() in entry.profiles:
         return float(found.group(2)), f"MIG profile {profile} of {board} ({entry.source})"
     return float(found.group(2)), f"MIG profile {profile} (its name; not in the catalogue's table for {board})"
