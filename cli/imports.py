@@ -263,7 +263,13 @@ def import_results_cmd(
 
     paths: list[Path] = []
     for path in files:
-        paths.extend(sorted(path.glob("*.json")) if path.is_dir() else [path])
+        found = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        if not found:
+            from graph_schema.errors import InvalidInput
+
+            raise InvalidInput(f"files: the folder {str(path)!r} has no *.json result documents; "
+                               "give the files `advisor collect --out` wrote, or their folder")
+        paths.extend(found)
     with _open_store(store) as db:
         documents, result = import_result_files(paths, db)
     row = {"files": len(paths), "documents": documents, **result.model_dump()}

@@ -427,7 +427,11 @@ def _print_recommendations(result: Any, snippets: bool, fmt: Any) -> None:
         rows,
         fmt=fmt,
         title=f"{result.workload.get('benchmark')}: {result.metric} "
-        f"({unit}{per}), objective {result.objective}; ranked by score ({score_unit})",
+        + (
+            f"({unit}{per}), objective {result.objective}; ranked by score ({score_unit})"
+            if result.recommendations
+            else f"— objective {result.objective}; nothing ranked (see the notes)"
+        ),
         columns=[
             "#",
             "basis",

@@ -37,8 +37,20 @@ def store_settings() -> StoreSettings:
 
 
 def open_store(uri: str | None = None, **kwargs: Any) -> Store:
-    """``graph_schema.registry.open_store`` with the command's settings."""
+    """``graph_schema.registry.open_store`` with the command's settings.
+
+    Raises:
+        typer.BadParameter: ``advisor --api URL`` and a command's ``--store`` both given (which one
+            is meant cannot be told; ``ADVISOR_STORE`` from the environment yields to ``--api``).
+    """
     from graph_schema.registry import open_store as open_with  # lazy: --help stays fast
+
+    if uri and root_api() and uri != os.environ.get("ADVISOR_STORE"):
+        import typer
+
+        raise typer.BadParameter(
+            f"--store {uri!r} and advisor --api {root_api()!r} name two knowledge bases; "
+            "give one of them")
 
     return open_with(uri, settings=store_settings(), **kwargs)
 

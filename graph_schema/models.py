@@ -212,12 +212,34 @@ class SoftwareStack(_Model):
     def label(self) -> str:
         parts = []
         if self.framework:
-            parts.append(f"{self.framework} {self.framework_version or '?'}")
+            parts.append(f"{self.framework} {self._framework_version_label()}")
         for name in ("cuda", "cudnn", "tensorrt", "driver"):
             value = getattr(self, name)
             if value and name != self.framework:  # "tensorrt 8.6.0" once, not twice
                 parts.append(f"{name} {value}")
         return ", ".join(parts) or "unknown stack"
+
+
+    def _framework_version_label(self) -> str:
+        """The framework's version as written, but an NGC container tag ("23.09": YY.MM, never a
+        PyTorch, TensorFlow or TensorRT version) said to be one, with what the release ships
+        when the catalogue knows it ("2.1 (NGC 23.09)")."""
+        from graph_schema.catalog.stack_facts import ngc_release_of, ngc_releases
+
+        version = self.framework_version
+        framework = (self.framework or "").lower()
+        release = ngc_release_of(version) if version and framework in NGC_FRAMEWORKS else None
+        if release is None:
+            return version or "?"
+        known = ngc_releases().get(release)
+        shipped = getattr(known, framework, None) if known else None
+        return f"{shipped} (NGC {version})" if shipped else f"(NGC {version})"
+
+
+# Frameworks NVIDIA ships as monthly NGC containers, whose tags (YY.MM) submitters write as
+# versions.
+NGC_FRAMEWORKS = frozenset(
+    {"pytorch", "tensorflow", "tensorrt", "mxnet", "jax", "triton", "paddlepaddle"})
 
 
 class Accelerator(_Model):

@@ -45,11 +45,20 @@ def memory_gb(name: str) -> float | None:
     return accelerator_spec(name).figure("memory_gb")
 
 
-def model_weights_gb(benchmark: str) -> tuple[float, str] | None:
-    """(GB of the model's weights at 8 bits, the catalogue's source) for a benchmark whose
-    catalogue entry names its parameter count (``params_b``); None otherwise. 8 bits is the
-    narrowest precision MLPerf's closed division allows, so this bounds the memory a run needs
-    from below. An open-division variant (another model) has no count of its own."""
+def weight_bits(accelerator: str) -> tuple[int, str]:
+    """(bits per weight, precision) of the narrowest format the part computes in, by its
+    catalogue peaks: 4 (fp4) where one is published, else 8, the narrowest MLPerf's closed
+    division allowed before fp4 (quantised weights keep the accuracy target)."""
+    spec = accelerator_spec(accelerator).spec
+    if spec is not None and spec.peak_tflops.fp4:
+        return 4, "fp4"
+    return 8, "8 bits"
+
+
+def model_weights_gb(benchmark: str, bits: int = 8) -> tuple[float, str] | None:
+    """(GB of the model's weights at ``bits`` bits, the catalogue's source) for a benchmark whose
+    catalogue entry names its parameter count (``params_b``); None otherwise. An open-division
+    variant (another model) has no count of its own."""
     from graph_schema.catalog import load_catalog, resolve_benchmark
 
     match = resolve_benchmark(benchmark)
@@ -58,18 +67,39 @@ def model_weights_gb(benchmark: str) -> tuple[float, str] | None:
     entry = load_catalog().benchmark(match.family, match.id)
     if entry is None or entry.params_b is None:
         return None
-    return float(entry.params_b), entry.source
+    return float(entry.params_b) * bits / 8, entry.source
+
+
+def replica_memory_gb(accelerator: str, count: int) -> tuple[float, str] | None:
+    """(GB one copy of a model can use, what that is) on ``count`` x ``accelerator``: a MIG slice
+    holds one copy in its own instance's memory (instances do not pool memory; a 1g.10gb instance
+    has 10 GB whatever the board), a vGPU profile its profile memory times ``count``, whole boards
+    their memory times ``count`` (sharded). None when the memory is not known."""
+    from advisor.knowledge.specs import mig_profile
+    from graph_schema.catalog.stack_facts import mig_profile_memory
+
+    resolved = accelerator_spec(accelerator)
+    profile = mig_profile(accelerator)
+    if profile is not None and resolved.spec is not None:
+        found = mig_profile_memory(resolved.spec.id, profile[1])
+        if found is not None:
+            return found[0], f"one {profile[1]} instance ({found[0]:g} GB; MIG instances do not pool memory)"
+    have = memory_gb(accelerator)
+    if have is None:
+        return None
+    return have * count, f"{canonical_accelerator(accelerator)} x{count} has {have * count:g} GB"
 
 
 def memory_misfit(benchmark: str, accelerator: str, count: int) -> str | None:
     """Why ``count`` x ``accelerator`` cannot hold the benchmark's model, or None."""
-    need = model_weights_gb(benchmark)
-    have = memory_gb(accelerator)
+    bits, precision = weight_bits(accelerator)
+    need = model_weights_gb(benchmark, bits)
+    have = replica_memory_gb(accelerator, count)
     if need is None or have is None:
         return None
-    if have * count < need[0]:
+    if have[0] < need[0]:
         return (f"model does not fit in memory: {benchmark} needs >= {need[0]:g} GB of weights at "
-                f"8 bits; {canonical_accelerator(accelerator)} x{count} has {have * count:g} GB")
+                f"{precision}; {have[1]}")
     return None
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from advisor.knowledge.specs import mig_profile, resolve_accelerator
+from advisor.manifests.image_check import image_stack
 from graph_schema.catalog.architectures import cpu_architecture
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, SoftwareStack
@@ -148,6 +149,9 @@ def placement_snippet(
         "stack-advisor/image-source": image_source,
     }
     container: dict[str, Any] = {"name": "workload", "image": check_image(image)}
+    ships = image_stack(image)
+    if ships is not None:  # what the image runs, beside the ranked stack (explain warns when they part)
+        annotations["stack-advisor/image-stack"] = ", ".join(f"{k} {v}" for k, v in ships.items())
     resolved = resolve_accelerator(accelerator)
     where = _Scheduling()
     if resolved.is_cpu:

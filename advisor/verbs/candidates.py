@@ -21,8 +21,9 @@ from advisor.knowledge.rules import Severity, parse_version, stack_components
 from advisor.snapshot import Knowledge
 from advisor.verbs import serving
 from advisor.workload import Objective, Workload
+from graph_schema.catalog.stack_facts import ngc_release_of, ngc_releases
 from graph_schema.errors import InvalidInput, NotFound
-from graph_schema.models import SoftwareStack
+from graph_schema.models import NGC_FRAMEWORKS, SoftwareStack
 
 
 def mode(values: list[Any]) -> Any:
@@ -237,12 +238,22 @@ def _frameworks(workload: Workload, stack: SoftwareStack) -> str | None:
         if fc.name not in names:
             return "framework constraint"
         if fc.version:
-            version = parse_version(comps.get(fc.name))
+            version = parse_version(shipped_version(fc.name, comps.get(fc.name)))
             if version is None:
                 return f"{fc.name} version not recorded (the version constraint cannot be checked)"
             if not fc.specifier.contains(version, prereleases=True):
                 return "framework constraint"
     return None
+
+
+def shipped_version(name: str, written: str | None) -> str | None:
+    """A component's version as a version: an NGC container tag written in its place ("pytorch
+    23.09") stands for what that release ships when the catalogue knows it, else for nothing
+    (a tag is never compared as if it were version 23.9)."""
+    if written is None or name not in NGC_FRAMEWORKS or ngc_release_of(written) is None:
+        return written
+    release = ngc_releases().get(ngc_release_of(written) or "")
+    return getattr(release, name, None) if release is not None else None
 
 
 def _driver(knowledge: Knowledge, workload: Workload, c: Candidate) -> str | None:

@@ -4,15 +4,17 @@ minimum driver and a ready Kubernetes manifest."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 
-from advisor.estimate.facts import generation_min_driver
+from advisor.estimate.facts import accelerator_class, generation_min_driver
 from advisor.estimate.index import EvidenceIndex
 from advisor.knowledge.rules import Severity, parse_version
 from advisor.knowledge.table import ObservationTable
 from advisor.manifests.gang import gang_snippet
+from advisor.manifests.image_check import image_mismatch
 from advisor.manifests.pod import image_for, missing_image, placement_snippet, to_yaml
 from advisor.results import (
     COLLECTOR_SOURCE,
@@ -40,7 +42,10 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
     warnings = _warnings(knowledge, sl, c, evidence)
     observed_range = None
     if len(group):
-        per = knowledge.index.unit[group] * (1 if (sl.per_acc or not sl.hib) else c.count)
+        # the rows the figure was made from (stacks that differ only in components the estimate
+        # does not match on, e.g. Triton, pool), so that the figure lies inside its own range
+        behind = est.rows if est.basis is Basis.OBSERVED and len(est.rows) else group
+        per = knowledge.index.unit[np.concatenate([group, behind])] * (1 if (sl.per_acc or not sl.hib) else c.count)
         observed_range = Interval(low=float(per.min()), high=float(per.max()), level=1.0)
     system = serving.system_details(table, group) if est.basis is Basis.OBSERVED else {}
     gang = _gang(sl, c, system)
@@ -54,7 +59,9 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
                 (unchecked if "may exceed" in e else checked).append(e)
         system.update({f"limit_{i}": text for i, text in enumerate(checked)})
         warnings.extend(unchecked)
-    manifest, snippet_missing = _snippet(knowledge, sl, rank_no, c, min_driver(knowledge, c), gang)
+    driver = min_driver(knowledge, c)
+    manifest, snippet_missing = _snippet(knowledge, sl, rank_no, c, driver, gang)
+    warnings.extend(stack_agreement(c, driver, manifest))
     overhead = knowledge.overheads.get((c.accelerator, c.placement)) \
         if c.placement != PlacementKind.BARE_METAL.value else None
     return Recommendation(
@@ -101,6 +108,42 @@ def _warnings(knowledge: Knowledge, sl: Slice, c: Candidate, evidence: Evidence)
         if v.severity is Severity.ERROR:
             warnings.append(f"recorded stack breaks rule {v.message}; it ran, so the result stands")
     return warnings
+
+
+def stack_agreement(c: Candidate, driver: str | None, manifest: dict[str, Any] | None) -> list[str]:
+    """Where the row's recorded stack and its snippet part: a recorded driver below the
+    generation's first (a preview system's pre-release driver), a driver that is not an NVIDIA
+    driver version as published, an image that ships another stack."""
+    out = []
+    recorded = c.stack.driver if accelerator_class(c.published[0]) == "nvidia" else None
+    if recorded and not plausible_driver(recorded):
+        out.append(f"recorded driver {recorded!r} is not an NVIDIA driver version as published (a typo in the "
+                   "submission?); it is not checked and the snippet does not use it")
+    elif recorded and (floor := generation_min_driver(c.published[0])) and \
+            (parse_version(recorded) or 0) < (parse_version(floor[1]) or 0):  # type: ignore[operator]
+        out.append(f"recorded driver {recorded} is below {floor[0]}'s first supporting driver {floor[1]} (a "
+                   f"pre-release driver of a preview system); the snippet asks nodes for >= {driver or floor[1]}")
+    for image in sorted(set(_images(manifest))):
+        mismatch = image_mismatch(image, c.stack)
+        if mismatch:
+            out.append(mismatch)
+    return out
+
+
+def _images(node: Any) -> list[str]:
+    """Every container image a manifest names."""
+    if isinstance(node, dict):
+        found = [node["image"]] if isinstance(node.get("image"), str) else []
+        return found + [i for v in node.values() for i in _images(v)]
+    if isinstance(node, list):
+        return [i for v in node for i in _images(v)]
+    return []
+
+
+def plausible_driver(text: str) -> bool:
+    """An NVIDIA Linux driver version as NVIDIA writes it: a three-digit branch, then one or two
+    numeric parts ("550.90.07", "570.26")."""
+    return re.fullmatch(r"\d{3}(\.\d{1,3}){0,2}", text.strip()) is not None
 
 
 def min_driver(knowledge: Knowledge, c: Candidate) -> str | None:

@@ -20,6 +20,7 @@ from advisor.estimate.query import Estimate, Query
 from advisor.knowledge.rules import RuleSet
 from advisor.results import Basis, Evidence, Factor, Interval, Prediction, PredictQuery
 from advisor.snapshot import Knowledge
+from advisor.verbs.bounds import count_beyond_published
 from advisor.verbs.explain import evidence_of
 from graph_schema.catalog import load_catalog
 from graph_schema.errors import InvalidInput
@@ -113,7 +114,8 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
         return Prediction(query=q, value=None, interval=None, observed=False, basis=Basis.UNSUPPORTED,
                           reason=cq, evidence=Evidence(count=0), warnings=[cq])
     q = named  # answers echo the query in catalogue names: what each name was resolved to
-    est = index.estimate(cq)
+    beyond = count_beyond_published(index.table, cq.count, "accelerator_count")
+    est = Estimate(Basis.UNSUPPORTED, reason=beyond) if beyond else index.estimate(cq)
     warnings = list(est.notes)
     if q.components or q.framework:
         warnings.extend(v.message for v in rules.check_components(dict(cq.components)))  # type: ignore[arg-type]

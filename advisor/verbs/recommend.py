@@ -19,11 +19,19 @@ from __future__ import annotations
 import time
 
 from advisor.estimate.training import budget_refusal
-from advisor.results import ExcludedCandidate, RecommendationSet, basis_note, this_node
+from advisor.results import (
+    ExcludedCandidate,
+    Recommendation,
+    RecommendationSet,
+    basis_note,
+    this_node,
+)
 from advisor.snapshot import Knowledge
 from advisor.verbs import scoring
+from advisor.verbs.bounds import count_beyond_published
 from advisor.verbs.candidates import Candidate, Slice, candidates, constraint, select_slice
 from advisor.verbs.explain import explain
+from advisor.verbs.feasibility import infeasible
 from advisor.workload import MLPERF_TRAINING, Objective, Workload
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind
@@ -47,24 +55,63 @@ def recommend(knowledge: Knowledge, workload: Workload, top: int = 5) -> Recomme
     return answer
 
 
-class _Exclusions:
-    """What was ruled out: counts per short reason, and the first ``MAX_EXCLUDED_LISTED`` rows."""
+# The user's own filters: counted, listed only after every other reason (they are what was asked).
+_FILTERS = ("accelerator not allowed", "placement not allowed", "CPU-only excluded", "not observed (--observed-only)")
+# What the candidate cannot do (``advisor.verbs.feasibility``): listed before refusals for want of evidence.
+_INFEASIBLE = ("model does not fit in memory", "stack cannot run the model", "stack cannot be installed",
+               "stack cannot run on the accelerator", "driver does not apply")
 
-    def __init__(self) -> None:
+
+class _Exclusions:
+    """What was ruled out: counts per short reason, and the first ``MAX_EXCLUDED_LISTED`` rows,
+    ordered so that what the user asked about comes first: candidates of the accelerators the
+    user named, then the other reasons by how often they occur, the user's own filters last."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.hardware = workload.hardware
         self.counts: dict[str, int] = {}
-        self.listed: list[ExcludedCandidate] = []
+        self._all: list[tuple[Candidate, str]] = []
 
     def add(self, c: Candidate, reason: str) -> None:
         short = reason.split(":")[0]
         self.counts[short] = self.counts.get(short, 0) + 1
-        if len(self.listed) < MAX_EXCLUDED_LISTED:
-            self.listed.append(ExcludedCandidate(accelerator=c.accelerator, placement=PlacementKind(c.placement),
-                                                 stack_label=c.stack.label(), reason=reason))
+        self._all.append((c, reason))
+
+    def why_empty(self) -> str:
+        """Why nothing was ranked: the reasons of what the user asked about first."""
+        listed = self.listed()
+        if not listed:
+            return "no candidate: the knowledge base has none for this benchmark slice"
+        asked = [e for e in listed if e.reason.split(":")[0] not in _FILTERS]
+        head = "; ".join(dict.fromkeys(f"{e.accelerator}: {e.reason}" for e in asked[:3]))
+        filtered = sum(n for k, n in self.counts.items() if k in _FILTERS)
+        tail = f"; {filtered} more left out by the request's own filters" if filtered else ""
+        return f"no candidate passed: {head or 'every candidate was filtered out'}{tail} (see 'excluded')"
+
+    def listed(self) -> list[ExcludedCandidate]:
+        asked = self.hardware.accelerators
+
+        def key(item: tuple[Candidate, str]) -> tuple[int, int, int]:
+            c, reason = item
+            short = reason.split(":")[0]
+            named = bool(asked) and any(self.hardware.allows(n) for n in (c.accelerator, *c.published))
+            kind = 2 if short in _FILTERS else 0 if short in _INFEASIBLE or short.startswith("driver") else 1
+            return (0 if named else 1, kind, -self.counts[short])
+
+        ordered = sorted(self._all, key=key)  # stable: candidates keep their order within a key
+        return [ExcludedCandidate(accelerator=c.accelerator, placement=PlacementKind(c.placement),
+                                  stack_label=c.stack.label(), reason=reason)
+                for c, reason in ordered[:MAX_EXCLUDED_LISTED]]
 
 
 def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSet:
     """The pipeline: slice → candidates → constraints → estimates → score → explanation."""
     start = time.perf_counter()
+    hw = workload.hardware
+    for field, count in (("count", hw.count), ("min_count", hw.min_count)):
+        beyond = count_beyond_published(knowledge.table, count, field)
+        if beyond:
+            raise InvalidInput(beyond)
     sl = select_slice(knowledge, workload)
     budget = workload.hardware.max_count if workload.family == MLPERF_TRAINING and workload.hardware.count is None else None
     refusal = budget_refusal(budget, knowledge.table.count[sl.rows].astype(int).tolist(), workload.benchmark or "") \
@@ -72,10 +119,11 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
     if refusal:
         raise InvalidInput(refusal)
     found = candidates(knowledge, sl)
-    excluded = _Exclusions()
+    excluded = _Exclusions(workload)
     scored: list[Candidate] = []
     for c in found:
-        reason = constraint(knowledge, sl, c)
+        reason = constraint(knowledge, sl, c) or infeasible(
+            sl, c, scoring.snippet_count(workload, [int(n) for n in knowledge.table.count[c.rows]]))
         estimated = scoring.estimate(knowledge, sl, c) if reason is None else reason
         if isinstance(estimated, str):
             excluded.add(c, estimated)
@@ -83,22 +131,42 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
         scored.append(scoring.score(knowledge, sl, estimated))
     ranked = scoring.order(scored)[:top]
     recs = [explain(knowledge, sl, rank_no, c) for rank_no, c in enumerate(ranked, start=1)]
+    _mark_twins(ranked, recs)
     return RecommendationSet(
         workload=workload.model_dump(mode="json", exclude_none=True), metric=sl.metric,
         objective=workload.objective.value, generation=knowledge.table.generation,
-        candidates_considered=len(found), excluded=excluded.counts, excluded_candidates=excluded.listed,
-        recommendations=recs, notes=_notes(knowledge, sl, bool(recs)),
+        candidates_considered=len(found), excluded=excluded.counts, excluded_candidates=excluded.listed(),
+        recommendations=recs, notes=_notes(knowledge, sl, bool(recs), excluded),
         elapsed_ms=(time.perf_counter() - start) * 1000)
 
 
-def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool) -> list[str]:
+def _mark_twins(ranked: list[Candidate], recs: list[Recommendation]) -> None:
+    """Rows that read alike (accelerator, count, placement and stack label) but are different
+    stacks say how they differ (e.g. one served through Triton), so they do not look like duplicates."""
+    seen: dict[tuple[str, int, str, str], list[int]] = {}
+    for i, c in enumerate(ranked):
+        seen.setdefault((c.accelerator, c.count, c.placement, c.stack.label()), []).append(i)
+    for members in seen.values():
+        for i in members:
+            for j in members:
+                if i == j:
+                    continue
+                mine, theirs = ranked[i].stack.components(), ranked[j].stack.components()
+                diff = [f"{k} {mine.get(k, 'none')} here, {theirs.get(k, 'none')} there"
+                        for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+                what = "; ".join(diff) or "the image or other fields the label leaves out"
+                recs[i].warnings.append(f"same accelerator, count and stack label as #{recs[j].rank}; "
+                                        f"the stacks differ in: {what}")
+
+
+def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool, excluded: _Exclusions) -> list[str]:
     workload = sl.workload
     notes = list(sl.notes)
     if workload.objective is Objective.COST and sl.hib:
         notes.append(f"cost from the price table ({knowledge.prices.note or 'packaged'}; "
                      f"{knowledge.prices.currency} per accelerator-hour)")
     if not any_ranked:
-        notes.append("no candidate passed the constraints; see 'excluded'")
+        notes.append(excluded.why_empty())
     if workload.family == MLPERF_TRAINING:
         notes.append("MLPerf Training scores are olympic means of the published runs (fastest and slowest "
                      "dropped); MLCommons' RCP normalisation is not in the result files and is not applied")

@@ -69,6 +69,8 @@ def score(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate:
     assert est is not None and est.value is not None and est.low is not None and est.high is not None
     scale = 1 if (sl.per_acc or not sl.hib) else c.count
     value, low, high = est.value * scale, est.low * scale, est.high * scale
+    if est.basis is Basis.OBSERVED:  # a measured figure lies inside its own interval
+        low, high = min(low, value), max(high, value)
     objective = sl.workload.objective
     if objective is Objective.LATENCY or not sl.hib:  # lower is better: latency, time to train
         key = -(value if est.basis is Basis.OBSERVED else high)

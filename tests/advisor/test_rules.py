@@ -67,7 +67,7 @@ def test_real_violation_cuda12_on_an_r515_driver() -> None:
     found = RULES.check_components({"cuda": "12.0", "driver": "515.65.01", "cudnn": "8.8.0", "tensorrt": "8.6.0"})
     by_rule = {v.rule: v for v in found}
     assert by_rule["cuda12-minor-compat-driver"].severity is Severity.ERROR
-    assert "515.65.1" in by_rule["cuda12-minor-compat-driver"].message
+    assert "driver 515.65.01 " in by_rule["cuda12-minor-compat-driver"].message
     assert by_rule["cuda12-0-release-driver"].severity is Severity.WARNING
 
 

@@ -72,18 +72,21 @@ class Rule(BaseModel):
                 return False
         return True
 
-    def check(self, components: dict[str, Version]) -> str | None:
-        """A violation message, or None (satisfied, undecided, or not applicable)."""
+    def check(self, components: dict[str, Version], written: dict[str, str] | None = None) -> str | None:
+        """A violation message, or None (satisfied, undecided, or not applicable). Versions are
+        named as ``written`` (their published form: driver "515.65.01", not "515.65.1")."""
         if not self.applies(components):
             return None
+        shown = {k: (written or {}).get(k) or str(v) for k, v in components.items()}
         for name, spec in self.require.items():
             version = components.get(name)
             if version is not None and not satisfies(spec, version):
                 cond = ", ".join(f"{k} {v}" for k, v in self.when.items())
-                return f"{self.id}: {name} {version} does not satisfy {spec} (needed for {cond}): {self.description}"
+                return f"{self.id}: {name} {shown[name]} does not satisfy {spec} (needed for {cond}): {self.description}"
         if self.same_major:
             a, b = (components.get(n) for n in self.same_major)
             if a is not None and b is not None and a.major != b.major:
+                a, b = (shown[n] for n in self.same_major)  # type: ignore[assignment]
                 return (f"{self.id}: {self.same_major[0]} {a} and {self.same_major[1]} {b} "
                         f"differ in major version: {self.description}")
         return None
@@ -195,9 +198,10 @@ class RuleSet:
 
     def _check_components(self, components: dict[str, str | None]) -> list[Violation]:
         versions = component_versions(components)
+        written = {k.lower(): str(v).strip() for k, v in components.items() if v}
         out = []
         for rule in self.rules:
-            message = rule.check(versions)
+            message = rule.check(versions, written)
             if message:
                 out.append(Violation(rule=rule.id, severity=rule.severity, message=message))
         return out
