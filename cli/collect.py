@@ -109,12 +109,13 @@ def _summary_rows(documents: list[Any]) -> list[dict[str, Any]]:
 
 
 def _counts(documents: list[Any]) -> dict[str, int]:
-    from collectors.collect import UNSUPPORTED
+    from graph_schema.models import FailureClass
 
-    fails = [f for d in documents for f in d.failures]
+    classes = [f.failure_class for d in documents for f in d.failures]
     return {"measurements": sum(len(d.measurements) for d in documents),
-            "failures": sum(1 for f in fails if f.stage != UNSUPPORTED),
-            "unsupported": sum(1 for f in fails if f.stage == UNSUPPORTED)}
+            "failures": classes.count(FailureClass.STACK),
+            "unsupported": classes.count(FailureClass.HARNESS),
+            "environment": classes.count(FailureClass.ENVIRONMENT)}
 
 
 def _noisy(documents: list[Any]) -> list[Any]:

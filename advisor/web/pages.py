@@ -24,7 +24,7 @@ from advisor.web import charts, session
 from advisor.web.explore import PAGE_SIZES, SORTS, ExploreQuery, explore, facets
 from advisor.web.render import FORMATS, export, page
 from graph_schema.errors import AdvisorError, InvalidInput, NotFound
-from graph_schema.models import ObservationFilter, PlacementKind
+from graph_schema.models import FailureClass, ObservationFilter, PlacementKind, failure_class
 from graph_schema.store import Store, validation_message
 
 router = APIRouter(include_in_schema=False)
@@ -511,7 +511,8 @@ def known_bad_page(request: Request, store: StoreDep, advisor: AdvisorDep, q: st
 
 
 def known_bad(store: Store, advisor: Any) -> list[dict[str, Any]]:
-    """Recorded failures (``GET /v1/failures``'s list) and the stacks of the knowledge base that
+    """Recorded stack failures (``GET /v1/failures``'s list, less harness limitations and
+    environment failures: ``graph_schema.models.failure_class``) and the stacks of the knowledge base that
     break a compatibility rule (what ``recommend`` excludes or warns about)."""
     table = advisor.table()
     try:
@@ -519,7 +520,9 @@ def known_bad(store: Store, advisor: Any) -> list[dict[str, Any]]:
     except NotImplementedError:
         failures = []
     labels = {sid: st.label() for sid, st in table.stacks.items()}
-    rows = [{"kind": "failure", "severity": "unsupported" if f.get("stage") == "unsupported" else "error",
+    # only a stack failure is known-bad: harness limitations and what a node lacked are not
+    failures = [f for f in failures if failure_class(f.get("stage"), f.get("error_class")) is FailureClass.STACK]
+    rows = [{"kind": "failure", "severity": "error",
              "what": f"{f.get('stage', '')}: {f.get('error_class', '')}",
              "stack": labels.get(str(f.get("stack_id")), f.get("stack_id")), "accelerator": f.get("accelerator"),
              "placement": str(f.get("placement_id") or "").split("|")[0], "benchmark": f.get("benchmark_id"),
