@@ -30,6 +30,19 @@ def parse_options(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _check_out(path: Path) -> None:
+    """Refuse an --out the documents could not be written to, before the (long) run."""
+    if path.is_dir():
+        raise InvalidInput(f"--out: {str(path)!r} is a folder; name a file in it (e.g. {path / 'run.json'})")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InvalidInput(f"--out: cannot write {str(path)!r} ({exc.strerror or exc}); nothing was run") from None
+
+
 def _write_json(path: Path, payload: Any) -> None:
     """Write atomically: a crash never leaves half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,6 +161,8 @@ def collect_command(
 
     if flush and not api:
         raise InvalidInput("--flush needs --api URL (spooled documents are sent to the API)")
+    if out is not None:
+        _check_out(out)
     flushed = None
     if api:
         from collectors import spool
