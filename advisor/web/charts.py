@@ -61,7 +61,7 @@ def bar_chart(bars: list[Bar], *, title: str, unit: str = "", reference: float |
             tip += f" — {b.note}"
         out.append(f'<g><title>{escape(tip)}</title>'
                    f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" class="lbl">'
-                   f'{escape(_short(b.label, 34))}</text>'
+                   f'{escape(_short(b.label, 30))}</text>'
                    f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" '
                    f'fill="{colour[b.group]}"/>')
         if b.low is not None and b.high is not None and b.high > b.low:
