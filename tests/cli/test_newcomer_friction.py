@@ -77,8 +77,10 @@ def test_importers_given_the_other_kind_of_round_say_so(capsys: pytest.CaptureFi
     (empty / "Acme" / "systems" / "box.json").write_text("{}")
     code, _, err = advisor(capsys, "import", "mlperf-training", str(empty), "--store", str(tmp_path / "kb"))
     assert code == 2 and "holds no MLPerf Training results" in err
-    training = small_training_tree(tmp_path / "tr")
-    assert training.exists()
+    training = tar_gz(small_training_tree(tmp_path / "tr").rename(tmp_path / "tr" / "training_v4.1"),
+                      tmp_path / "training_v4.1.tar.gz")
+    code, _, err = advisor(capsys, "import", "mlperf", str(training), "--store", str(tmp_path / "kb"))
+    assert code == 2 and "MLPerf Training round" in err and "advisor import mlperf-training`" in err
 
 
 def test_an_unwritable_out_fails_before_the_benchmark(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
