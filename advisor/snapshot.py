@@ -24,7 +24,7 @@ from advisor.knowledge.specs import PriceTable, load_prices
 from advisor.knowledge.table import ObservationTable
 from advisor.manifests.pod import image_index
 from advisor.results import PlacementOverhead
-from graph_schema.models import PlacementKind, SoftwareStack
+from graph_schema.models import FailureClass, PlacementKind, SoftwareStack, failure_class
 
 # (stack id, published accelerator, placement kind, benchmark id or None): a run that failed
 Failure = tuple[str, str, str, str | None]
@@ -116,11 +116,11 @@ def _version_key(text: str) -> Any:
 
 
 def known_failures(rows: Iterable[dict[str, Any]]) -> frozenset[Failure]:
-    """The failures that rule a stack out: a store's ``failures`` entities, less the runs a node
-    could not start (``stage: unsupported``, not the stack's fault)."""
+    """The failures that rule a stack out: a store's ``failures`` entities that are stack failures
+    (not harness limitations nor what the node lacked: ``graph_schema.models.failure_class``)."""
     out = set()
     for f in rows:
-        if f.get("stage") == "unsupported":
+        if failure_class(f.get("stage"), f.get("error_class")) is not FailureClass.STACK:
             continue
         place = str(f.get("placement_id") or "").split("|")[0] or PlacementKind.UNKNOWN.value
         out.add((str(f.get("stack_id")), str(f.get("accelerator")), place, f.get("benchmark_id")))

@@ -20,7 +20,11 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
         nodes, source = nodes_from_inventory(kb, cluster), f"cluster {cluster}"
     else:
         assert nodes_file is not None
-        stdin = sys.stdin.read() if nodes_file == "-" else None
+        try:
+            stdin = sys.stdin.read() if nodes_file == "-" else None
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"--nodes: standard input is not text (byte {exc.start} is not UTF-8); pipe "
+                               "the JSON `kubectl get nodes -o json` writes") from None
         nodes, source = read_nodes_file(nodes_file, stdin), f"nodes file {nodes_file}"
     from advisor.cluster.numa import with_stored_topologies
 

@@ -30,6 +30,19 @@ def parse_options(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _check_out(path: Path) -> None:
+    """Refuse an --out the documents could not be written to, before the (long) run."""
+    if path.is_dir():
+        raise InvalidInput(f"--out: {str(path)!r} is a folder; name a file in it (e.g. {path / 'run.json'})")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InvalidInput(f"--out: cannot write {str(path)!r} ({exc.strerror or exc}); nothing was run") from None
+
+
 def _write_json(path: Path, payload: Any) -> None:
     """Write atomically: a crash never leaves half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,12 +122,13 @@ def _summary_rows(documents: list[Any]) -> list[dict[str, Any]]:
 
 
 def _counts(documents: list[Any]) -> dict[str, int]:
-    from collectors.collect import UNSUPPORTED
+    from graph_schema.models import FailureClass
 
-    fails = [f for d in documents for f in d.failures]
+    classes = [f.failure_class for d in documents for f in d.failures]
     return {"measurements": sum(len(d.measurements) for d in documents),
-            "failures": sum(1 for f in fails if f.stage != UNSUPPORTED),
-            "unsupported": sum(1 for f in fails if f.stage == UNSUPPORTED)}
+            "failures": classes.count(FailureClass.STACK),
+            "unsupported": classes.count(FailureClass.HARNESS),
+            "environment": classes.count(FailureClass.ENVIRONMENT)}
 
 
 def _noisy(documents: list[Any]) -> list[Any]:
@@ -147,6 +161,8 @@ def collect_command(
 
     if flush and not api:
         raise InvalidInput("--flush needs --api URL (spooled documents are sent to the API)")
+    if out is not None:
+        _check_out(out)
     flushed = None
     if api:
         from collectors import spool

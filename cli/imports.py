@@ -370,13 +370,14 @@ def import_tf_cnn_cmd(
     ] = None,
     host: Annotated[str | None, typer.Option(help="Host name.")] = None,
     run_id: Annotated[str | None, typer.Option(help="Run id (default: a new one).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the document; write nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the result document (JSON) that would be stored; write nothing.")] = False,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Import a saved tf_cnn_benchmarks log (a crash becomes a recorded failure)."""
-    from cli.render import OutputFormat, output_format, print_json, render
+    from cli.render import output_format, print_json, render
     from graph_schema.errors import InvalidInput
 
     chosen = output_format(fmt, as_json)
@@ -411,11 +412,8 @@ def import_tf_cnn_cmd(
         "measurements": len(document.measurements),
         "failures": len(document.failures),
     }
-    if dry_run:
-        if chosen is OutputFormat.json:
-            print_json(document)
-        else:
-            render([row], fmt=chosen, title="tf_cnn log (dry run)")
+    if dry_run:  # the document itself (what would be stored), whatever the format
+        print_json(document)
         return
     with _open_store(store) as db:
         result = db.ingest_document(document)

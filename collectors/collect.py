@@ -19,8 +19,10 @@ from typing import Any
 
 from collectors.fingerprint import Fingerprint, fingerprint_host
 from collectors.runners import RunContext, RunnerResult, get_runner
-from graph_schema.errors import InvalidInput, Unsupported
+from graph_schema.errors import InvalidInput, MissingEnvironment, Unsupported
 from graph_schema.models import (
+    ENVIRONMENT_STAGE,
+    HARNESS_STAGE,
     FailureIn,
     Provenance,
     ResultDocument,
@@ -44,9 +46,10 @@ STACK_KEYS = (
     "python",
 )
 
-UNSUPPORTED = "unsupported"
-"""Failure stage of what this node cannot run (a missing extra, no kernel for a dtype): recorded,
-but not a failure of the stack."""
+UNSUPPORTED = HARNESS_STAGE
+"""Failure stage of what the benchmark cannot run on this backend (no kernel for a dtype): a harness
+limitation, recorded but not a failure of the stack. What the node lacks (a pip extra, a device) is
+stage ``environment`` (``MissingEnvironment``)."""
 
 ProgressFactory = Callable[[str], Callable[[str, float], None]]
 """progress_for(runner name) -> progress(message, fraction)."""
@@ -141,6 +144,11 @@ def collect(
             result = runner.run(ctx, progress)
         except InvalidInput:
             raise
+        except MissingEnvironment as exc:  # a pip extra, a script or a device this node lacks
+            log.info("%s: %s", runner.name, exc)
+            text = str(exc)
+            errors.append(text if text.startswith(f"{runner.name}:") else f"{runner.name}: {text}")
+            result = _failed(runner.name, exc, ENVIRONMENT_STAGE)
         except (
             Unsupported
         ) as exc:  # the caller reports runner_errors; logging it too printed it twice

@@ -64,6 +64,11 @@ class Unsupported(AdvisorError):
     code = "unsupported"
 
 
+class MissingEnvironment(Unsupported):
+    """What a benchmark needs is absent from this environment (a pip extra, a device, a script):
+    neither the stack's fault nor the harness's; recorded as an ``environment`` failure."""
+
+
 class StoreUnavailable(AdvisorError):
     status_code = 503
     code = "store_unavailable"

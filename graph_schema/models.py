@@ -358,11 +358,41 @@ class Measurement(_Model):
         return self
 
 
+class FailureClass(str, Enum):
+    """Whose fault a failure is. Only a stack failure is known-bad (rules a stack out)."""
+
+    STACK = "stack failure"  # the stack is broken: it crashed, would not install or import
+    HARNESS = "harness limitation"  # the benchmark cannot run on this backend ("unsupported")
+    ENVIRONMENT = "environment"  # a missing pip extra, script or device on the node that ran it
+
+
+HARNESS_STAGE = "unsupported"
+ENVIRONMENT_STAGE = "environment"
+# exception class names a harness limitation is raised as (microbench's NotSupported, our
+# Unsupported); documents written before the stages were classed carry them at stage "run"
+HARNESS_ERROR_CLASSES = frozenset({"Unsupported", "NotSupported"})
+
+
+def failure_class(stage: str | None, error_class: str | None = None) -> FailureClass:
+    """The class of a failure from its stage (and, for documents from before the classes, its
+    exception class)."""
+    if stage == ENVIRONMENT_STAGE or error_class == "MissingEnvironment":
+        return FailureClass.ENVIRONMENT
+    if stage == HARNESS_STAGE or error_class in HARNESS_ERROR_CLASSES:
+        return FailureClass.HARNESS
+    return FailureClass.STACK
+
+
 class FailureIn(_Model):
-    """A benchmark that could not run or crashed. Never an observation."""
+    """A benchmark that could not run or crashed. Never an observation. Its ``stage`` carries its
+    class (``failure_class``): ``unsupported`` a harness limitation, ``environment`` something the
+    node lacks, any other stage a failure of the stack."""
 
     benchmark: Benchmark | None = None
-    stage: Name = Field(description="fingerprint | setup | run | parse | ...")
+    stage: Name = Field(
+        description="fingerprint | setup | install | import | run | parse | unsupported "
+        "(harness limitation) | environment (missing extra, script or device)"
+    )
     error_class: Name
     message: str = ""
     log_tail: str | None = None
@@ -372,6 +402,22 @@ class FailureIn(_Model):
     @classmethod
     def _time(cls, value: datetime) -> datetime:
         return _checked_time(value)  # type: ignore[return-value]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _classed(cls, data: Any) -> Any:
+        """Documents written before the classes put harness limitations at stage "run": class them
+        here, where every failure enters (collectors, importers, the API)."""
+        if isinstance(data, dict) and data.get("stage") not in (HARNESS_STAGE, ENVIRONMENT_STAGE):
+            kind = failure_class(data.get("stage"), data.get("error_class"))
+            if kind is not FailureClass.STACK:
+                stage = HARNESS_STAGE if kind is FailureClass.HARNESS else ENVIRONMENT_STAGE
+                data = {**data, "stage": stage}
+        return data
+
+    @property
+    def failure_class(self) -> FailureClass:
+        return failure_class(self.stage, self.error_class)
 
 
 class Run(_Model):

@@ -432,6 +432,9 @@ def read_nodes_file(path: str, stdin_text: str | None = None) -> list[ClusterNod
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
             raise InvalidInput(f"--nodes: cannot read {path!r}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"--nodes: {path!r} is not a text file (byte {exc.start} is not UTF-8); pass "
+                               "the JSON `kubectl get nodes -o json` writes") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -2,10 +2,12 @@
 baseline cell, with a 95% confidence interval, flagged only beyond the run-to-run spread.
 
 Every cell of a sweep ran on the same node (accelerator, driver, placement), so the ratio isolates
-the software stack. The interval comes from the repeats (each repeat a separate run of the
-collector: the spread of run medians) when both cells have at least two; otherwise from the samples
-within the single run (their coefficient of variation) and says so (``interval_from``), since
-within-run samples miss what changes between runs.
+the software stack. The ratio is that of the two cells' medians (the values each row shows). Its
+interval is a percentile bootstrap over the cells' own measurements: each cell's runs (its repeats,
+each a separate run of the collector) resampled, each run's median perturbed by its own sampling
+error (from its coefficient of variation and sample count). With one run per cell only the
+within-run part is left, and the row says so (``interval_from``), since within-run samples miss
+what changes between runs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from statistics import mean, median, stdev
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from graph_schema.errors import InvalidInput, NotFound
@@ -24,16 +27,10 @@ from graph_schema.models import ObservationFilter, StoredObservation
 
 SWEEP_SOURCE = "stack-advisor-collector"
 
-# two-sided 95% Student t quantiles by degrees of freedom (beyond the table: the normal's 1.96)
-T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
-        12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04}
-
-
-def _t975(df: float) -> float:
-    if df >= 60:
-        return 1.96
-    keys = [k for k in T975 if k <= max(1.0, df)]
-    return T975[max(keys)]
+BOOTSTRAP_DRAWS = 4000
+MIN_RUNS_FOR_SPREAD = 3  # runs per cell before their own spread is trusted
+# the standard error of a sample median is sqrt(pi/2) times that of the mean
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
 
 
 @dataclass
@@ -106,14 +103,25 @@ def compare_sweep(observations: list[StoredObservation], baseline: str | None = 
     return out
 
 
-def _log_stats(group: list[StoredObservation]) -> tuple[float, float, int, str]:
-    """(mean log value, its standard error, repeats, what the error is from)."""
-    logs = [math.log(o.value) for o in group]
-    if len(logs) >= 2:
-        return mean(logs), stdev(logs) / math.sqrt(len(logs)), len(logs), "repeats"
-    obs = group[0]
-    cv = obs.cv if obs.cv is not None else 0.0
-    return logs[0], cv / math.sqrt(max(1, obs.samples)), 1, "samples within one run"
+def _run_median_draws(group: list[StoredObservation], rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap draws of the median over ``group``'s runs (shape ``BOOTSTRAP_DRAWS``): the runs
+    resampled with replacement, and each drawn run's value perturbed (log-normally) by its own
+    spread, so the draws carry both the run-to-run and the within-run variation. With three runs or
+    more the perturbation is the sampling error of the run's median; with fewer, two runs cannot
+    show how far runs move apart, so a run is taken to move as far as its own samples do (a
+    machine whose samples spread by 100% has runs that differ by as much, and two runs that
+    happened to agree do not prove a 60x change)."""
+    values = np.array([o.value for o in group], dtype=float)
+    sample_sd = np.array([math.sqrt(math.log1p((o.cv or 0.0) ** 2)) for o in group])
+    if len(group) >= MIN_RUNS_FOR_SPREAD:
+        sample_sd = sample_sd * MEDIAN_SE_FACTOR / np.sqrt([max(1, o.samples) for o in group])
+    pick = rng.integers(0, len(group), size=(BOOTSTRAP_DRAWS, len(group)))
+    noise = rng.standard_normal(pick.shape) * sample_sd[pick]
+    return np.median(values[pick] * np.exp(noise), axis=1)
+
+
+def _speed(cell_value: np.ndarray | float, base_value: np.ndarray | float, higher: bool) -> Any:
+    return cell_value / base_value if higher else base_value / cell_value
 
 
 def _spread(group: list[StoredObservation]) -> float:
@@ -124,33 +132,28 @@ def _spread(group: list[StoredObservation]) -> float:
 
 
 def _ratio(cell_obs: list[StoredObservation], base_obs: list[StoredObservation], cell: str) -> CellRatio:
+    """The cell's speed relative to the baseline: the ratio of the two cells' medians (the values
+    the row shows), with a 95% percentile-bootstrap interval over the cells' own measurements."""
     first = cell_obs[0]
     higher = first.higher_is_better
-    m_c, se_c, n_c, from_c = _log_stats(cell_obs)
-    m_b, se_b, n_b, from_b = _log_stats(base_obs)
-    sign = 1.0 if higher else -1.0
-    diff = sign * (m_c - m_b)
-    se = math.hypot(se_c, se_b)
-    from_repeats = from_c == from_b == "repeats"
-    # Welch-Satterthwaite degrees of freedom for repeats; samples: large
-    if from_repeats and se > 0:
-        df = se**4 / ((se_c**4 / (n_c - 1)) + (se_b**4 / (n_b - 1)))
-    else:
-        df = min((o.samples for o in cell_obs + base_obs), default=60) - 1
-    t = _t975(df)
-    ratio, low, high = math.exp(diff), math.exp(diff - t * se), math.exp(diff + t * se)
+    value, base_value = median(o.value for o in cell_obs), median(o.value for o in base_obs)
+    ratio = float(_speed(value, base_value, higher))
+    # one seed per row: the same observations always give the same interval
+    rng = np.random.default_rng([len(cell_obs), len(base_obs), int(value * 1e6) % 2**32, int(base_value * 1e6) % 2**32])
+    draws = _speed(_run_median_draws(cell_obs, rng), _run_median_draws(base_obs, rng), higher)
+    low, high = (float(q) for q in np.quantile(draws, (0.025, 0.975)))
+    low, high = min(low, ratio), max(high, ratio)
+    from_repeats = len(cell_obs) >= 2 and len(base_obs) >= 2
     spread = max(_spread(cell_obs), _spread(base_obs))
-    beyond_spread = abs(ratio - 1.0) > spread
-    excludes_one = low > 1.0 or high < 1.0
-    flagged = beyond_spread and excludes_one
+    flagged = abs(ratio - 1.0) > spread and (low > 1.0 or high < 1.0)
     verdict = ("faster" if ratio > 1 else "slower") if flagged else "no change beyond the run-to-run spread"
     bench, params = _benchmark_label(first)
     stack = first.stack
     stack_text = stack.label() + (f", python {stack.python}" if stack.python else "")
     return CellRatio(
         benchmark=bench, parameters=params, metric=first.metric, unit=first.unit, cell=cell, stack=stack_text,
-        value=median(o.value for o in cell_obs), baseline_value=median(o.value for o in base_obs),
-        ratio=ratio, low=low, high=high, repeats=n_c, baseline_repeats=n_b,
+        value=value, baseline_value=base_value, ratio=ratio, low=low, high=high,
+        repeats=len(cell_obs), baseline_repeats=len(base_obs),
         interval_from="repeats" if from_repeats else "samples within one run",
         spread=spread, flagged=flagged, verdict=verdict)
 

@@ -40,7 +40,9 @@ def bar_chart(bars: list[Bar], *, title: str, unit: str = "", reference: float |
     plot_w = width - label_w - 70
     finite = [v for b in bars for v in (b.value, b.low, b.high) if v is not None and math.isfinite(v)]
     hi = max(finite + [reference or 0.0, 0.0]) or 1.0
-    scale = plot_w / (hi * 1.05)
+    step = nice_step(hi * 1.05 / 4)
+    top_tick = step * math.ceil(hi * 1.05 / step)
+    scale = plot_w / top_tick
     groups = list(dict.fromkeys(b.group for b in bars))
     colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(groups)}
     if len(groups) > 1:
@@ -59,7 +61,7 @@ def bar_chart(bars: list[Bar], *, title: str, unit: str = "", reference: float |
             tip += f" — {b.note}"
         out.append(f'<g><title>{escape(tip)}</title>'
                    f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" class="lbl">'
-                   f'{escape(_short(b.label, 34))}</text>'
+                   f'{escape(_short(b.label, 30))}</text>'
                    f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" '
                    f'fill="{colour[b.group]}"/>')
         if b.low is not None and b.high is not None and b.high > b.low:
@@ -70,10 +72,10 @@ def bar_chart(bars: list[Bar], *, title: str, unit: str = "", reference: float |
         out.append(f'<text x="{label_w + end + 5:.1f}" y="{y + 15}" class="val">{figure(b.value)}</text></g>')
     axis_y = top + row_h * len(bars) + 4
     out.append(f'<line x1="{label_w}" y1="{axis_y}" x2="{label_w + plot_w}" y2="{axis_y}" stroke="#888"/>')
-    for k in range(5):
-        v = hi * 1.05 * k / 4
+    for k in range(round(top_tick / step) + 1):
+        v = k * step
         x = label_w + v * scale
-        out.append(f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" class="tick">{v:,.3g}</text>')
+        out.append(f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" class="tick">{figure(v, 3)}</text>')
     out.append(f'<text x="{label_w + plot_w / 2:.1f}" y="{axis_y + 28}" text-anchor="middle" '
                f'class="tick">{escape(unit)}</text>')
     if reference is not None:
@@ -88,6 +90,14 @@ def bar_chart(bars: list[Bar], *, title: str, unit: str = "", reference: float |
             x += 24 + 7 * len(g)
     out.append("</svg>")
     return "".join(out)
+
+
+def nice_step(raw: float) -> float:
+    """The round tick step (1, 2, 2.5 or 5 times a power of ten) at or above ``raw``."""
+    if not math.isfinite(raw) or raw <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
 
 
 def figure(value: float, digits: int = 4) -> str:

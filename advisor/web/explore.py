@@ -175,7 +175,7 @@ def row_dict(table: ObservationTable, r: int) -> dict[str, Any]:
         "framework": stack.framework, "framework_version": stack.framework_version,
         "stack_id": table.stack.vocab[table.stack.codes[r]],
         "source": col("source"), "round": col("round"), "submitter": col("submitter"),
-        "family": col("family"), "basis": "observed",
+        "family": col("family"), "division": col("division"), "basis": "observed",
     }
 
 

@@ -24,7 +24,7 @@ from advisor.web import charts, session
 from advisor.web.explore import PAGE_SIZES, SORTS, ExploreQuery, explore, facets
 from advisor.web.render import FORMATS, export, page
 from graph_schema.errors import AdvisorError, InvalidInput, NotFound
-from graph_schema.models import ObservationFilter, PlacementKind
+from graph_schema.models import FailureClass, ObservationFilter, PlacementKind, failure_class
 from graph_schema.store import Store, validation_message
 
 router = APIRouter(include_in_schema=False)
@@ -104,19 +104,26 @@ def explore_page(request: Request, advisor: AdvisorDep, format: str = "html") ->
                 ["advisor_value", "advisor_basis", "advisor_low", "advisor_high"] if query.advisor_figure else []),
                 result.rows, {"query": query.model_dump(), "total": result.total, "page": result.page,
                               "pages": result.pages, "rows": result.rows, "figures": result.figures})
-        chart = ""
-        if result and result.figures:
-            chart = charts.bar_chart(
-                [charts.Bar(f"{f['accelerator']} · {f['benchmark']} {f['scenario']}".strip(), f["median"],
-                            f["p10"], f["p90"], group=f["metric"],
-                            note=f"{f['observations']} observations, p10–p90") for f in result.figures],
-                title="Median per accelerator of the selection, with p10–p90", unit="per accelerator "
-                "(throughput) or as measured (latency)")
+        chart = explore_charts(result.figures) if result else ""
         return page(request, "explore.html", title="Explore", q=query, result=result, error=error,
                     facets=facets(table), sorts=SORTS, sizes=PAGE_SIZES, chart=chart,
                     columns=EXPLORE_COLUMNS, generation=table.generation, n=table.n)
 
     return _guarded(request, format, build)
+
+
+def explore_charts(figures: list[dict[str, Any]]) -> str:
+    """One chart per metric (and unit): minutes to train never share an axis with samples/s."""
+    by_metric: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for f in figures:
+        by_metric.setdefault((f["metric"], f.get("unit") or ""), []).append(f)
+    return "".join(
+        charts.bar_chart(
+            [charts.Bar(f"{f['accelerator']} · {f['benchmark']} {f['scenario']}".strip(), f["median"], f["p10"],
+                        f["p90"], note=f"{f['observations']} observations, p10–p90") for f in group],
+            title=f"{metric}: median per accelerator of the selection, with p10–p90",
+            unit=f"{metric} ({unit}{', per accelerator' if group[0].get('per_accelerator') else ''})")
+        for (metric, unit), group in by_metric.items())
 
 
 def _add_advisor_figures(advisor: Any, rows: list[dict[str, Any]]) -> None:
@@ -126,7 +133,9 @@ def _add_advisor_figures(advisor: Any, rows: list[dict[str, Any]]) -> None:
                 "components": {c: r[c] for c in ("driver", "cuda", "cudnn", "tensorrt") if r[c]}
                 | ({r["framework"]: r["framework_version"]} if r["framework"] and r["framework_version"] else {}),
                 "framework": r["framework"], "family": r["family"], "benchmark": r["benchmark"],
-                "scenario": r["scenario"] or None, "metric": r["metric"]} for r in rows]
+                "scenario": r["scenario"] or None, "metric": r["metric"],
+                # the row's own division: an open-division row asked as closed found no CPU measured
+                "parameters": {"division": r["division"]} if r.get("division") else {}} for r in rows]
     if not queries:
         return
     for row, pred in zip(rows, advisor.predict(queries), strict=True):
@@ -195,7 +204,7 @@ def leaderboard_page(request: Request, store: StoreDep, advisor: AdvisorDep, for
                     raise
                 error = exc.message
         columns = ["rank", "accelerator", "placement", "value", "low", "high", "interval", "observations",
-                   "stack", "accelerator_names", "accelerator_counts"]
+                   *(series or {}).get("token_latencies", []), "stack", "accelerator_names", "accelerator_counts"]
         if format != "html":
             return export(format, "leaderboard", columns, rows,
                           {"query": f, "series": series, "notes": notes, "rows": rows})
@@ -205,8 +214,11 @@ def leaderboard_page(request: Request, store: StoreDep, advisor: AdvisorDep, for
             title=f"Leaderboard: {series['heading'] if series else ''}",
             unit=series["value_label"] if series else "") if rows else ""
         table = advisor.table()
+        if series:  # the form shows what the board opened on
+            f = {**f, "scenario": f.get("scenario") or series.get("scenario") or "", "metric": f.get("metric") or series["metric"]}
         return page(request, "leaderboard.html", title="Leaderboard", f=f, rows=rows, notes=notes, error=error,
-                    series=series, chart=chart, facets=facets(table), placements=PLACEMENTS, columns=columns)
+                    series=series, chart=chart, facets=facets(table), placements=PLACEMENTS, columns=columns,
+                    latency_labels=dict(TOKEN_LATENCIES))
 
     return _guarded(request, format, build)
 
@@ -226,10 +238,13 @@ def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: s
     if not observations:
         raise NotFound(f"Benchmark: no observations of {benchmark!r}"
                        f"{' in placement ' + placement if placement else ''}")
+    defaults: list[str] = []
+    if metric is None:
+        scenario, metric, defaults = default_series(observations, scenario)
     by_place: dict[str, list[Any]] = {}
     for obs in observations:
         by_place.setdefault(obs.placement.kind.value, []).append(obs)
-    rows, notes, series, first_error = [], [], None, None
+    rows, notes, series, first_error = [], list(defaults), None, None
     for place in sorted(by_place):
         try:
             chart = plot_data.throughput_chart(by_place[place], benchmark=benchmark, scenario=scenario,
@@ -254,8 +269,51 @@ def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: s
     rows.sort(key=lambda r: (better(r["value"]), r["accelerator"], r["placement"]))
     for i, r in enumerate(rows, 1):
         r["rank"] = i
-    info = series.as_dict() | {"heading": series.heading, "value_label": series.value_label}
+    token_latencies = add_token_latencies(rows, observations, series.scenario)
+    info = series.as_dict() | {"heading": series.heading, "value_label": series.value_label,
+                               "token_latencies": token_latencies}
     return rows, notes, info
+
+
+TOKEN_LATENCIES = (("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"))
+
+
+def default_series(observations: list[Any], scenario: str | None) -> tuple[str | None, str | None, list[str]]:
+    """The scenario and metric a leaderboard opens on when none is chosen: the benchmark's
+    throughput (the most-recorded higher-is-better metric, as ``recommend`` ranks by), in its
+    most-recorded scenario; with a note saying so. (None, None) when nothing is higher-is-better."""
+    counts: dict[tuple[str, str], int] = {}
+    for o in observations:
+        scen = str(o.benchmark.parameters.get("scenario") or "")
+        if o.valid and o.higher_is_better and (scenario is None or scen.lower() == scenario.lower()):
+            counts[(scen, o.metric)] = counts.get((scen, o.metric), 0) + 1
+    if not counts:
+        return scenario, None, []
+    (scen, metric), _ = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    chosen = scenario or scen or None
+    return chosen, metric, [f"showing {metric}{' in ' + scen if scen and not scenario else ''}: the benchmark's "
+                            "throughput metric (most recorded); choose another metric or scenario above"]
+
+
+def add_token_latencies(rows: list[dict[str, Any]], observations: list[Any], scenario: str | None) -> list[str]:
+    """TTFT and TPOT (p99, ms) of each row's accelerator, placement and stack in the same scenario,
+    where the results record them (LLM benchmarks): the median over the matching results. Returns
+    the columns added (none when the benchmark records no token latencies)."""
+    from advisor.charts.data import canonical_name
+
+    wanted = {m for m, _ in TOKEN_LATENCIES}
+    found: dict[tuple[str, str, str, str], list[float]] = {}
+    for o in observations:
+        scen = str(o.benchmark.parameters.get("scenario") or "")
+        if o.metric in wanted and o.valid and (scenario is None or scen.lower() == scenario.lower()):
+            key = (o.metric, canonical_name(o.accelerator.model), o.placement.kind.value, o.stack.stack_id)
+            found.setdefault(key, []).append(o.value)
+    columns = [m for m, _ in TOKEN_LATENCIES if any(k[0] == m for k in found)]
+    for r in rows:
+        for m in columns:
+            values = found.get((m, r["accelerator"], r["placement"], r["stack_id"]))
+            r[m] = float(np.median(values)) if values else None
+    return columns
 
 
 # ---- recommend -------------------------------------------------------------------------------
@@ -511,7 +569,8 @@ def known_bad_page(request: Request, store: StoreDep, advisor: AdvisorDep, q: st
 
 
 def known_bad(store: Store, advisor: Any) -> list[dict[str, Any]]:
-    """Recorded failures (``GET /v1/failures``'s list) and the stacks of the knowledge base that
+    """Recorded stack failures (``GET /v1/failures``'s list, less harness limitations and
+    environment failures: ``graph_schema.models.failure_class``) and the stacks of the knowledge base that
     break a compatibility rule (what ``recommend`` excludes or warns about)."""
     table = advisor.table()
     try:
@@ -519,7 +578,9 @@ def known_bad(store: Store, advisor: Any) -> list[dict[str, Any]]:
     except NotImplementedError:
         failures = []
     labels = {sid: st.label() for sid, st in table.stacks.items()}
-    rows = [{"kind": "failure", "severity": "unsupported" if f.get("stage") == "unsupported" else "error",
+    # only a stack failure is known-bad: harness limitations and what a node lacked are not
+    failures = [f for f in failures if failure_class(f.get("stage"), f.get("error_class")) is FailureClass.STACK]
+    rows = [{"kind": "failure", "severity": "error",
              "what": f"{f.get('stage', '')}: {f.get('error_class', '')}",
              "stack": labels.get(str(f.get("stack_id")), f.get("stack_id")), "accelerator": f.get("accelerator"),
              "placement": str(f.get("placement_id") or "").split("|")[0], "benchmark": f.get("benchmark_id"),

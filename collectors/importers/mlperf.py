@@ -297,6 +297,8 @@ def _split(rel: str, marker: str) -> tuple[list[str], list[str]] | None:
     return None
 
 
+_TRAINING_RESULT = re.compile(r"result_\d+\.txt")
+
 def _sort_file(
     tree: ParsedTree,
     rel: str,
@@ -340,9 +342,11 @@ def read_tree(path: str | os.PathLike[str], *, round_name: str | None = None) ->
     results_raw: list[TreeFile] = []
     prefixes: set[str] = set()
     tree = ParsedTree(round="")
+    training_logs = 0  # an MLPerf Training round's files: the wrong importer
     try:
         for rel, item in _iter_files(root):
             _sort_file(tree, rel, item, systems_raw, results_raw, prefixes)
+            training_logs += bool(_TRAINING_RESULT.fullmatch(rel.rsplit("/", 1)[-1]))
     except ArchiveTruncated as exc:
         after = f" after {exc.after}" if exc.after else ""
         tree.issues.append(
@@ -351,6 +355,9 @@ def read_tree(path: str | os.PathLike[str], *, round_name: str | None = None) ->
     if tree.files_seen == 0:
         why = f" ({tree.issues[0].reason})" if tree.issues else ""
         raise InvalidInput(f"{str(root)!r} holds no readable files: not an MLPerf results tree or archive{why}")
+    if not results_raw and training_logs:
+        raise InvalidInput(f"{str(root)!r} is an MLPerf Training round ({training_logs} result_<N>.txt files, no "
+                           "Inference mlperf_log_summary.txt): import it with `advisor import mlperf-training`")
 
     tree.round = round_name or detect_round(root, sorted(prefixes)) or ""
     if not tree.round:

@@ -167,6 +167,12 @@ def load_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         opener = gzip.open if file.name.endswith(".gz") else open
         with opener(file, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
             data = json.load(handle)
+    except gzip.BadGzipFile:
+        raise InvalidInput(f"summary table {str(file)!r} is not gzip-compressed although its name ends in .gz; "
+                           "pass the summary_results JSON (or .json.gz) as published") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"summary table {str(file)!r} is not text (byte {exc.start} is not UTF-8): not the "
+                           "summary_results JSON") from None
     except (OSError, ValueError, EOFError) as exc:
         raise InvalidInput(f"summary table {str(file)!r} is not readable JSON: {exc}") from None
     if isinstance(data, dict) and data and all(str(k).isdigit() for k in data):

@@ -202,10 +202,12 @@ def read_training_tree(path: str | os.PathLike[str], *, round_name: str | None =
     tree = TrainingTree(round="")
     prefixes: set[str] = set()
     results: list[tuple[str, bytes]] = []
+    inference_logs = 0  # an MLPerf Inference round's files: the wrong importer
     try:
         for rel, data in _iter_files(root):
             tree.files_seen += 1
             parts = rel.split("/")
+            inference_logs += parts[-1] == "mlperf_log_summary.txt"
             if "systems" in parts and rel.endswith(".json"):
                 at = parts.index("systems")
                 if at < 1:
@@ -234,6 +236,12 @@ def read_training_tree(path: str | os.PathLike[str], *, round_name: str | None =
         tree.issues.append(Issue(str(root), f"archive is truncated or corrupt{after}; what came before was read", "failed", "truncated-archive"))
     if tree.files_seen == 0:
         raise InvalidInput(f"{str(root)!r} holds no readable files: not an MLPerf Training results tree or archive")
+    if not results and inference_logs:
+        raise InvalidInput(f"{str(root)!r} is an MLPerf Inference round ({inference_logs} mlperf_log_summary.txt "
+                           "files, no Training result_<N>.txt): import it with `advisor import mlperf`")
+    if not results:
+        raise InvalidInput(f"{str(root)!r} holds no MLPerf Training results: none of its {tree.files_seen} files "
+                           "is <submitter>/results/<system>/<benchmark>/result_<N>.txt")
     tree.round = round_name or detect_round(root, sorted(p for p in prefixes if p)) or ""
     if not tree.round:
         raise InvalidInput(f"cannot tell the MLPerf round of {str(root)!r} from its name; pass --round (e.g. v4.1)")

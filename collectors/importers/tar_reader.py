@@ -24,6 +24,22 @@ class ArchiveTruncated(Exception):
         self.after = after
 
 
+class NotATar(Exception):
+    """The data does not start with a tar header (its checksum does not hold)."""
+
+
+def _checksum_holds(header: bytes) -> bool:
+    """A tar header's checksum: the sum of its bytes with the checksum field read as spaces
+    (unsigned, or signed as some old tars wrote it)."""
+    stored = header[148:156].split(b"\0", 1)[0].strip()
+    try:
+        want = int(stored, 8)
+    except ValueError:
+        return False
+    rest = header[:148] + b" " * 8 + header[156:]
+    return want in (sum(rest), sum(b - 256 if b > 127 else b for b in rest))
+
+
 def _octal(field: bytes, member: str) -> int:
     text = field.split(b"\0", 1)[0].strip()
     if text and text[0] & 0x80:
@@ -64,6 +80,10 @@ def _iter_tar_bytes(data: bytes) -> Iterator[tuple[str, bytes, float]]:
         header = data[pos : pos + 512]
         if not any(header):
             return
+        if not _checksum_holds(header):
+            if last is None and pos == 0:
+                raise NotATar
+            raise ArchiveTruncated(last)
         name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "replace")
         if header[257:262] == b"ustar":
             prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "replace")
@@ -119,14 +139,19 @@ def iter_archive(root: Path) -> Iterator[tuple[str, bytes, float]]:
     if raw[:2] == b"\x1f\x8b":
         data, complete = _gunzip(raw)
     if len(data) >= 512 and (data[257:262] == b"ustar" or root.name.endswith((".tar", ".tar.gz", ".tgz"))):
-        yield from _iter_tar_bytes(data)
+        try:
+            yield from _iter_tar_bytes(data)
+        except NotATar:
+            raise InvalidInput(f"cannot read {str(root)!r}: it is not a tar archive (its first block is no tar "
+                               "header); pass the round's .tar.gz as published, or its unpacked folder") from None
         if not complete:
             raise ArchiveTruncated(None)
         return
     try:  # bzip2, xz, old formats: the general reader
         archive = tarfile.open(root, mode="r:*")
-    except (tarfile.TarError, OSError) as exc:
-        raise InvalidInput(f"cannot read {str(root)!r} as a results tree or tar archive: {exc}") from None
+    except (tarfile.TarError, OSError):
+        raise InvalidInput(f"cannot read {str(root)!r}: it is not a tar archive (plain, gzip, bzip2 or xz) nor "
+                           "a results folder; pass the round's .tar.gz as published, or its unpacked folder") from None
     last: str | None = None
     try:
         with archive:

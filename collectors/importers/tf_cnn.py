@@ -366,6 +366,31 @@ def _last_step(log: TfCnnLog) -> TfCnnStep | None:
     return mine[-1]
 
 
+def tensorflow_stack(stack: SoftwareStack, printed: str | None) -> SoftwareStack:
+    """The stack of a tf_cnn_benchmarks log: TensorFlow, at the version the log printed (more
+    precise when the stack's ``extra`` or its TensorFlow version agree with it). A fingerprint's
+    framework describes the node's default Python (often torch), not the log, and is replaced.
+
+    Raises:
+        InvalidInput: the caller named a TensorFlow version the log contradicts.
+    """
+    named = stack.framework_version if stack.framework == "tensorflow" else None
+    if named and printed and not _same_release(named, printed):
+        raise InvalidInput(f"framework_version: {named!r} was given, but the log was written by "
+                           f"TensorFlow {printed}; leave --framework-version out or fix it")
+    known = stack.extra.get("tensorflow")
+    version = named or (known if known and printed and _same_release(known, printed) else printed)
+    extra = {k: v for k, v in stack.extra.items() if k != "tensorflow"}
+    return stack.model_copy(update={"framework": "tensorflow", "framework_version": version, "extra": extra})
+
+
+def _same_release(a: str, b: str) -> bool:
+    """'2.21.0' and '2.21' are one release; '2.15.0' and '2.21' are not."""
+    pa, pb = a.split("."), b.split(".")
+    n = min(len(pa), len(pb))
+    return pa[:n] == pb[:n]
+
+
 def import_tf_cnn_log(
     text: str,
     *,
@@ -382,10 +407,7 @@ def import_tf_cnn_log(
         raise InvalidInput("tf_cnn_benchmarks log is empty; pass the file the script's output was saved to")
     log = parse_tf_cnn_log(text)
     measurements, failures = tf_cnn_outcome(log)
-    if stack.framework is None and log.header.get("tensorflow"):
-        stack = stack.model_copy(
-            update={"framework": "tensorflow", "framework_version": log.header["tensorflow"]}
-        )
+    stack = tensorflow_stack(stack, log.header.get("tensorflow"))
     run = Run(run_id=run_id or f"import-tf-cnn-{uuid.uuid4().hex[:12]}", collector="tf-cnn-import")
     return ResultDocument(
         run=run,

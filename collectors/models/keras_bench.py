@@ -10,7 +10,7 @@ from microbench.frameworks import load_tensorflow
 tf = load_tensorflow()
 
 from collectors.models.keras_models import build  # noqa: E402
-from graph_schema.errors import Unsupported  # noqa: E402
+from graph_schema.errors import MissingEnvironment, Unsupported  # noqa: E402
 
 if TYPE_CHECKING:
     from collectors.runners.cnn import CnnParams
@@ -21,7 +21,7 @@ def resolve_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if gpus else "cpu"
     if requested == "cuda" and not gpus:
-        raise Unsupported("cnn: device 'cuda' requested but TensorFlow sees no GPU")
+        raise MissingEnvironment("cnn: device 'cuda' requested but TensorFlow sees no GPU")
     if requested not in ("cpu", "cuda"):
         raise Unsupported(
             f"cnn: device {requested!r} is not supported by the TensorFlow backend (cpu, cuda)"

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from collectors.models.torch_models import build
-from graph_schema.errors import Unsupported
+from graph_schema.errors import MissingEnvironment, Unsupported
 
 if TYPE_CHECKING:
     from collectors.runners.cnn import CnnParams
@@ -23,7 +23,9 @@ def resolve_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if requested == "cuda" and not torch.cuda.is_available():
-        raise Unsupported("cnn: device 'cuda' requested but torch.cuda.is_available() is False")
+        raise MissingEnvironment(
+            "cnn: device 'cuda' requested but torch.cuda.is_available() is False"
+        )
     if requested not in ("cpu", "cuda"):
         raise Unsupported(
             f"cnn: device {requested!r} is not supported by the torch backend (cpu, cuda)"

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
-from graph_schema.errors import InvalidInput, Unsupported
+from graph_schema.errors import InvalidInput, MissingEnvironment, Unsupported
 from graph_schema.models import Benchmark, FailureIn, Measurement
 
 log = logging.getLogger(__name__)
@@ -264,7 +264,7 @@ class AllreduceRunner:
             import torch
             import torch.distributed as dist
         except ImportError as exc:
-            raise Unsupported(
+            raise MissingEnvironment(
                 "allreduce: PyTorch is not installed: pip install 'stack-advisor[torch]'"
             ) from exc
         if not dist.is_available():
@@ -272,7 +272,7 @@ class AllreduceRunner:
         params = params_for(ctx)
         cuda = torch.cuda.is_available()
         if ctx.device == "cuda" and not cuda:
-            raise Unsupported(
+            raise MissingEnvironment(
                 "allreduce: device 'cuda' requested but torch.cuda.is_available() is False"
             )
         device_kind = "cuda" if (ctx.device == "cuda" or (ctx.device == "auto" and cuda)) else "cpu"
@@ -290,7 +290,7 @@ class AllreduceRunner:
             if device_kind == "cuda" and torch.cuda.device_count() < world:
                 world = torch.cuda.device_count()
                 if world < 2:
-                    raise Unsupported(
+                    raise MissingEnvironment(
                         "allreduce on CUDA needs at least 2 GPUs in one process group; this node "
                         "has 1 (use device=cpu, or launch across nodes with torchrun)"
                     )

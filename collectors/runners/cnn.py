@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from collectors.models import MODELS
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
-from graph_schema.errors import InvalidInput, Unsupported
+from graph_schema.errors import InvalidInput, MissingEnvironment
 from graph_schema.models import Benchmark, FailureIn, Measurement
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ class CnnRunner:
         params = params_for(ctx)
         if not _framework_available(params.framework):
             extra = "torch" if params.framework == "torch" else "tensorflow"
-            raise Unsupported(
+            raise MissingEnvironment(
                 f"cnn: framework {params.framework!r} is not installed in this Python: "
                 f"pip install 'stack-advisor[{extra}]' (or --option framework=...)"
             )

@@ -27,7 +27,7 @@ from collectors.importers.loadgen_summary import parse_summary, primary_result
 from collectors.models import MODELS
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
 from graph_schema.catalog import resolve_benchmark
-from graph_schema.errors import InvalidInput, Unsupported
+from graph_schema.errors import InvalidInput, MissingEnvironment
 from graph_schema.models import Benchmark, FailureIn, Measurement
 
 log = logging.getLogger(__name__)
@@ -307,9 +307,9 @@ class LoadgenRunner:
 
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         if importlib.util.find_spec("mlperf_loadgen") is None:
-            raise Unsupported("loadgen: mlcommons-loadgen is not installed: pip install 'stack-advisor[loadgen]'")
+            raise MissingEnvironment("loadgen: mlcommons-loadgen is not installed: pip install 'stack-advisor[loadgen]'")
         if importlib.util.find_spec("torch") is None:
-            raise Unsupported("loadgen: its SUT needs PyTorch, which is not installed: pip install 'stack-advisor[torch]'")
+            raise MissingEnvironment("loadgen: its SUT needs PyTorch, which is not installed: pip install 'stack-advisor[torch]'")
         params = params_for(ctx)
         from collectors.models.torch_bench import resolve_device, stack_facts
 

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
-from graph_schema.errors import InvalidInput, Unsupported
+from graph_schema.errors import InvalidInput, MissingEnvironment
 from graph_schema.models import Benchmark, FailureIn, Measurement
 from microbench import PIS, cases, policy, run_case
 from microbench.backends import BACKEND_MODULES, DEFAULT_BACKENDS, Backend, get_backend, installed
@@ -46,7 +46,9 @@ def select_backends(ctx: RunContext) -> list[Backend]:
         names = _names(ctx.options["backends"], list(BACKEND_MODULES), "backends")
         missing = [n for n in names if not installed(n)]
         if missing:
-            raise Unsupported(f"pi: backend(s) {', '.join(missing)} not installed in this Python")
+            raise MissingEnvironment(
+                f"pi: backend(s) {', '.join(missing)} not installed in this Python"
+            )
     else:
         names = [n for n in DEFAULT_BACKENDS if installed(n)]
     return [get_backend(n) for n in names]
@@ -59,7 +61,9 @@ def resolve_device(requested: str, backends: list[Backend]) -> str:
     if requested == "auto":
         return "cuda" if has_cuda else "cpu"
     if requested == "cuda" and not has_cuda:
-        raise Unsupported("pi: device 'cuda' requested but no installed backend sees a CUDA device")
+        raise MissingEnvironment(
+            "pi: device 'cuda' requested but no installed backend sees a CUDA device"
+        )
     return requested
 
 

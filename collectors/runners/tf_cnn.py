@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from collectors.importers.tf_cnn import parse_tf_cnn_log, tf_cnn_outcome
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
-from graph_schema.errors import InvalidInput, Unsupported
+from graph_schema.errors import InvalidInput, MissingEnvironment, Unsupported
 from graph_schema.models import FailureIn
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def find_script(explicit: str | os.PathLike[str] | None = None) -> Path:
         if path.is_file():
             return path
     looked = ", ".join(str(p) for p in candidates)
-    raise Unsupported(
+    raise MissingEnvironment(
         f"tf_cnn_benchmarks.py not found (looked in {looked}); set {SCRIPT_ENV} or pass the "
         "option script=PATH (clone github.com/tensorflow/benchmarks)"
     )
@@ -164,7 +164,7 @@ class TfCnnRunner:
     def run(self, ctx: RunContext, progress: Progress | None = None) -> RunnerResult:
         python = str(ctx.options.get("python") or sys.executable)
         if python == sys.executable and importlib.util.find_spec("tensorflow") is None:
-            raise Unsupported(
+            raise MissingEnvironment(
                 "tf-cnn: TensorFlow is not installed in this Python: pip install "
                 "'stack-advisor[tensorflow]'"
             )

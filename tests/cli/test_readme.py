@@ -56,10 +56,7 @@ def _workspace(tmp_path: Path) -> Path:
     shutil.copy(REPO / "deploy" / "plans" / "sample-plan.yaml", work / "deploy" / "plans")
     shutil.copytree(REPO / "deploy" / "sweeps", work / "deploy" / "sweeps")
     shutil.copy(REPO / "tests" / "data" / "tf_cnn" / "measured_tf2.21_resnet50_cpu_train.log", work / "train.log")
-    (work / "queries.json").write_text(json.dumps([{
-        "accelerator": "NVIDIA H100-SXM-80GB", "accelerator_count": 8, "placement": "bare-metal",
-        "components": {"cuda": "12.0", "tensorrt": "8.6.0"}, "framework": "tensorrt",
-        "benchmark": "resnet50", "scenario": "Offline", "metric": "samples_per_second"}]))
+    shutil.copytree(REPO / "docs" / "examples", work / "docs" / "examples")  # predict's documented queries
     mlperf = tmp_path / "shared" / "data" / "mlperf"
     mlperf.mkdir(parents=True)
     for name in ("inference_v2.1", "inference_v3.0"):

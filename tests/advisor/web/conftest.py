@@ -1,5 +1,5 @@
 """Web explorer fixtures: one small embedded store for the whole package (a slice of the starter
-knowledge base: resnet50 in every round and scenario, the H100 micro-benchmarks measured on bare
+knowledge base: resnet50 and llama2-70b-99 in every round and scenario, the H100 micro-benchmarks measured on bare
 metal and in VMs, and the recorded failures), an app that needs a read token, and its tokens."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from graph_schema.starter import load_snapshot
 from graph_schema.store import Store
 from tests.support.api import make_app
 
-BENCHMARKS = {"resnet50", "conv2d", "gemm"}
+BENCHMARKS = {"resnet50", "conv2d", "gemm", "llama2-70b-99"}  # llama: LLM columns, long refusals
 
 
 @pytest.fixture(scope="package")

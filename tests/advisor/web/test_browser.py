@@ -283,3 +283,31 @@ def test_keyboard_reaches_the_skip_link_the_filters_and_the_rows(browser: Any, s
     accelerators = {r.find_elements("tag name", "td")[0].text
                     for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")}
     assert accelerators == {"A100-SXM4-80GB"}
+
+
+def test_long_reasons_wrap_and_charts_keep_one_unit(browser: Any, server: str, artifacts: Path) -> None:
+    """Issue 31: a 141-character reason pushed the advisor's-figure column off screen; ticks read
+    "1.13e+04"; time to train and samples/s shared an axis; the llama leaderboard opened with an
+    error box and no TTFT/TPOT."""
+    from urllib.parse import urlencode
+
+    _load(browser, server + "/?" + urlencode({"benchmark": "llama2-70b-99", "scenario": "Server", "sort": "accelerator",
+                                               "order": "desc", "advisor_figure": "true"}))  # "mixed: ..." first
+    cells = browser.find_elements("css selector", "#rows td.advisor-figure")
+    assert cells and max(len(c.text) for c in cells) > 100, [c.text for c in cells[:3]]
+    view = browser.execute_script("return document.documentElement.clientWidth")
+    rights = [browser.execute_script("return arguments[0].getBoundingClientRect().right", c) for c in cells]
+    assert max(rights) <= view, (max(rights), view)  # on screen, without scrolling sideways
+    browser.save_screenshot(str(artifacts / "explore-advisor-figure.png"))
+    _load(browser, server + "/?benchmark=resnet50")
+    charts = browser.find_elements("css selector", "svg.chart")
+    assert len(charts) >= 2
+    ticks = [t.text for t in browser.find_elements("css selector", "svg.chart text.tick")]
+    assert ticks and not [t for t in ticks if "e+" in t]
+    _load(browser, server + "/leaderboard?benchmark=llama2-70b-99")
+    assert browser.find_elements("css selector", "[role=alert]") == []
+    assert browser.find_elements("css selector", "svg.chart rect")
+    _load(browser, server + "/leaderboard?benchmark=llama2-70b-99&scenario=Server")
+    headers = [h.text for h in browser.find_elements("css selector", "#rows th")]
+    assert "TTFT p99 (ms)" in headers and "TPOT p99 (ms)" in headers, headers
+    browser.save_screenshot(str(artifacts / "leaderboard-llm.png"))

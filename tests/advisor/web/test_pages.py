@@ -232,18 +232,21 @@ def test_leaderboard_ranks_canonical_accelerators_per_placement(client: TestClie
     assert values == sorted(values, reverse=True)  # throughput: best first
     assert all(r["low"] <= r["value"] <= r["high"] for r in rows)
     assert len({(r["accelerator"], r["placement"]) for r in rows}) == len(rows)
-    ambiguous = client.get("/leaderboard?benchmark=resnet50")
-    alert = re.search(r'role="alert"[^>]*>([^<]*)<', ambiguous.text).group(1)  # type: ignore[union-attr]
-    assert "choose one" in alert and "--" not in alert  # the form's fields, not the CLI's options
-    assert re.search(r"Benchmark: resnet50, Scenario: \w+, Metric: \w+", alert), alert
+    unchosen = client.get("/leaderboard?benchmark=resnet50")  # opens on the throughput, saying so
+    assert 'role="alert"' not in unchosen.text and "showing samples_per_second in Offline" in unchosen.text
+    assert '<option value="samples_per_second" selected' in unchosen.text
     unknown = client.get("/leaderboard?benchmark=resnet50&scenario=Offline&metric=bogus&placement=bare-metal")
     assert "Metric: no &#39;bogus&#39; observations" in unknown.text
 
 
 def test_known_bad_lists_failures_and_rule_violations(client: TestClient, api_headers: dict[str, str]) -> None:
     doc = client.get("/known-bad?format=json").json()
+    from graph_schema.models import FailureClass, failure_class
+
     failures = client.get("/v1/failures", headers=api_headers, params={"limit": 1000}).json()
-    assert sum(r["kind"] == "failure" for r in doc["rows"]) == failures["total"] > 0
+    stack = [f for f in failures["items"] if failure_class(f["stage"], f["error_class"]) is FailureClass.STACK]
+    assert failures["total"] > 0
+    assert sum(r["kind"] == "failure" for r in doc["rows"]) == len(stack)  # harness and environment left out
     word = doc["rows"][0]["accelerator"] or doc["rows"][0]["what"]
     found = client.get("/known-bad?" + urlencode({"q": word, "format": "json"})).json()["rows"]
     assert found and all(word.lower() in " ".join(map(str, r.values())).lower() for r in found)
@@ -299,3 +302,48 @@ def test_every_control_has_a_label_and_assets_are_local(client: TestClient, url:
     assert [c for c in audit.controls if c not in audit.labelled] == []
     loaded = [u for u in audit.urls if u.startswith(("/static/", "http", "//"))]
     assert all(u.startswith("/static/") for u in loaded), loaded
+
+
+def test_llm_leaderboard_opens_on_throughput_with_token_latencies(client: TestClient) -> None:
+    page = client.get("/leaderboard?benchmark=llama2-70b-99")  # issue 31: opened with an error box
+    assert 'role="alert"' not in page.text and "showing tokens_per_second" in page.text
+    doc = client.get("/leaderboard?benchmark=llama2-70b-99&scenario=Server&format=json").json()
+    assert doc["series"]["metric"] == "tokens_per_second"
+    assert doc["series"]["token_latencies"] == ["ttft_p99_ms", "tpot_p99_ms"]
+    with_latency = [r for r in doc["rows"] if r["ttft_p99_ms"] is not None]
+    assert with_latency and all(0 < r["tpot_p99_ms"] < r["ttft_p99_ms"] for r in with_latency)
+    server = client.get("/leaderboard?benchmark=llama2-70b-99&scenario=Server")
+    assert "TTFT p99 (ms)" in server.text and "TPOT p99 (ms)" in server.text
+    offline = client.get("/leaderboard?benchmark=resnet50&scenario=Offline&format=json").json()
+    assert offline["series"]["token_latencies"] == []  # not an LLM: no such columns
+
+
+def test_explore_draws_one_chart_per_unit_with_plain_ticks(client: TestClient) -> None:
+    page = client.get("/?benchmark=resnet50").text
+    svgs = re.findall(r'<svg class="chart".*?</svg>', page, re.DOTALL)
+    assert len(svgs) >= 2  # several metrics in the selection: one chart each
+    for svg in svgs:
+        title = re.search(r"<title>([^<]*)</title>", svg).group(1)  # type: ignore[union-attr]
+        metric = title.split(":")[0]
+        axis = re.findall(r'class="tick">([^<]*)<', svg)
+        assert axis[-1].startswith(metric), (title, axis[-1])  # the axis names the chart's one metric
+        assert not any("e+" in t or "e-" in t for t in axis), axis
+        assert all(re.fullmatch(r"[\d,.]+", t) for t in axis[:-1]), axis
+
+
+def test_advisor_figure_beside_a_cpu_observation_is_not_never_measured(client: TestClient) -> None:
+    doc = client.get("/?" + urlencode({"benchmark": "resnet50", "accelerator": "CPU", "advisor_figure": "true",
+                                       "size": 200, "format": "json"})).json()
+    assert doc["rows"]
+    assert not [r for r in doc["rows"] if "CPU never measured" in (r.get("advisor_reason") or "")]
+
+
+def test_known_bad_holds_stack_failures_only(client: TestClient, api_headers: dict[str, str]) -> None:
+    from graph_schema.models import FailureClass, failure_class
+
+    failures = client.get("/v1/failures", headers=api_headers, params={"limit": 1000}).json()["items"]
+    harness = [f for f in failures if failure_class(f["stage"], f["error_class"]) is FailureClass.HARNESS]
+    assert harness  # the starter's cupy runs: "cupy has no convolution primitive"
+    shown = client.get("/known-bad?format=json").json()["rows"]
+    assert not any("no convolution primitive" in r["message"] for r in shown)
+    assert {r["severity"] for r in shown if r["kind"] == "failure"} <= {"error"}
