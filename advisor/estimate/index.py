@@ -132,11 +132,15 @@ class EvidenceIndex:
         by_acc = self.slices.get(q.slice)
         if by_acc is None:
             return self._unrecorded(q)
+        hib = self.higher_is_better(q.slice)
+        rows = by_acc.get(q.accelerator)
+        if rows is not None and len(rows) and not is_training_slice(q.slice, hib):
+            exact = self._matching(rows, q)
+            if len(exact):  # a published run is proof it ran, whatever the model's nominal size
+                return self._observed(q, exact)
         misfit = memory_misfit(q.benchmark, q.accelerator, q.count)
         if misfit:
             return Estimate(Basis.UNSUPPORTED, reason=misfit)
-        hib = self.higher_is_better(q.slice)
-        rows = by_acc.get(q.accelerator)
         if is_training_slice(q.slice, hib):  # time to train: the count scaling (advisor.estimate.training)
             exact = self._matching(rows, q) if rows is not None else np.empty(0, dtype=np.int64)
             return self.training.estimate(q, by_acc, exact)
