@@ -324,6 +324,8 @@ def render_cell(plan: Plan, cell: Cell, submission: str | None = None) -> list[d
 def plan_document(plan: Plan) -> str:
     """The plan as canonical YAML (what the scheduled planner reads from its ConfigMap)."""
     data = plan.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if plan.job.spool_claim is None:  # an explicit null (no claim), not the default claim
+        data["job"]["spool_claim"] = None
     return yaml.safe_dump(data, sort_keys=False)
 
 

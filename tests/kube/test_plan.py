@@ -237,6 +237,8 @@ def test_collector_pods_spool_to_the_claim_that_outlives_them(sample: dict) -> N
                 assert {"name": "XDG_STATE_HOME", "value": "/var/lib/stack-advisor"} in container["env"]
     sample.setdefault("job", {})["spool_claim"] = None
     plan = parse_plan(sample)
+    configmap = render_schedule(plan)[0]  # what the scheduled planner reads keeps the null
+    assert parse_plan(yaml.safe_load(configmap["data"]["plan.yaml"])).job.spool_claim is None
     objects = render_plan(plan, expand_plan(plan))
     assert "PersistentVolumeClaim" not in {o["kind"] for o in objects}
     job = next(o for o in objects if o["kind"] == "Job")
