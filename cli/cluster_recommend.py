@@ -11,7 +11,7 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
                pool_label: str | None) -> tuple[list[Any], str]:
     """The pools of a recorded inventory or of a ``kubectl get nodes -o json`` file, and a source
     name for the answer."""
-    from advisor.cluster.pools import group_pools, nodes_from_inventory, read_nodes_file
+    from advisor.cluster.pools import nodes_from_inventory, read_nodes_file
     from graph_schema.errors import InvalidInput
 
     if cluster and nodes_file:
@@ -26,9 +26,10 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
             raise InvalidInput(f"--nodes: standard input is not text (byte {exc.start} is not UTF-8); pipe "
                                "the JSON `kubectl get nodes -o json` writes") from None
         nodes, source = read_nodes_file(nodes_file, stdin), f"nodes file {nodes_file}"
+    from advisor.cluster.cpu_pools import all_pools
     from advisor.cluster.numa import with_stored_topologies
 
-    return group_pools(with_stored_topologies(nodes, kb), pool_label=pool_label), source
+    return all_pools(with_stored_topologies(nodes, kb), pool_label=pool_label), source
 
 
 def run(adv: Any, workload: Any, *, cluster: str | None, nodes_file: str | None, pool_label: str | None,

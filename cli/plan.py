@@ -63,6 +63,7 @@ def render_cmd(
         object_filename,
         render_cell,
         render_schedule,
+        render_spool_claim,
         to_yaml,
     )
     from graph_schema.errors import InvalidInput
@@ -70,7 +71,8 @@ def render_cmd(
     if only not in ("all", "jobs", "schedule"):
         raise InvalidInput(f"--only must be all, jobs or schedule, got {only!r}")
     plan = load_plan(plan_file)
-    objects = []
+    # the collectors' spool claim comes with the schedule when there is one, else with the jobs
+    objects = render_spool_claim(plan) if only in ("all", "jobs") and not plan.schedule else []
     if only in ("all", "jobs"):
         for cell in expand_plan(plan):
             objects.extend(render_cell(plan, cell))

@@ -56,8 +56,9 @@ echo "== preparing the local Neo4j 5.26 server" >&2
 bash deploy/neo4j-local/setup.sh >&2
 echo "== preparing kube-apiserver and etcd" >&2
 bash deploy/kube-local/build.sh >&2
-echo "== preparing the kubelet (the container tier's real node)" >&2
-KUBE_COMPONENTS=kubelet bash deploy/kube-local/build.sh >&2
+echo "== preparing the kubelet, kube-scheduler and CNI plugins (the container tier's real node)" >&2
+KUBE_COMPONENTS="kubelet kube-scheduler" bash deploy/kube-local/build.sh >&2
+bash deploy/kube-local/cni-plugins.sh >&2
 echo "== preparing a Docker engine of ours (the container tier builds its images in it)" >&2
 # installs docker.io, containerd and mmdebstrap from Debian when missing; data under ~/.cache
 bash deploy/docker/engine.sh >/dev/null

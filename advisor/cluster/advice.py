@@ -19,6 +19,7 @@ import time
 import weakref
 from typing import Any
 
+from advisor.cluster.cpu_pools import UNMEASURED, UNMEASURED_REASON, cpu_workload, measured_on
 from advisor.cluster.manifests import pool_manifests
 from advisor.cluster.numa import guarantee, pool_advice
 from advisor.cluster.pools import NodePool, kb_accelerator_key
@@ -113,9 +114,12 @@ class ClusterAdvisor:
         if table is not None:
             self._images = self.advisor.knowledge().images  # read once per answer; _build uses it
         for pool, shape, driver in targets:
+            top = max(per_pool * 6, 12)
+            if pool.kind == "cpu":
+                results.append(self._cpu_pool(workload, pool, shape, image, top, per_pool))
+                continue
             names = self.kb_names(pool, table)
             units = shape.units_per_pod
-            top = max(per_pool * 6, 12)
             ranked = self.advisor.recommend(self._pool_workload(workload, pool, driver, units, names), top=top)
             exact = set(names)
 
@@ -150,6 +154,17 @@ class ClusterAdvisor:
             if refusals.get(i):
                 skipped[REFUSED] = len(refusals[i])
         return results
+
+    def _cpu_pool(self, workload: Workload, pool: NodePool, shape: JobShape, image: str | None, top: int,
+                  per_pool: int) -> tuple[list[PoolRecommendation], dict[str, int], str | None]:
+        """A CPU-only pool: only what our collectors measured on its nodes (``advisor.cluster.cpu_pools``)."""
+        ranked = self.advisor.recommend(cpu_workload(workload), top=top)
+        recs = _one_per_stack(measured_on(ranked.recommendations, pool), per_pool)
+        skipped = dict(ranked.excluded)
+        if not recs:
+            skipped[UNMEASURED] = 1
+        return ([self._from_recommendation(r, pool, shape, None, image, workload) for r in recs], skipped,
+                ranked.metric)
 
     def _predicted(self, workload: Workload, targets: list[tuple[NodePool, JobShape, str | None]],
                    pending: list[tuple[int, Recommendation, PredictQuery, PoolBasis]],
@@ -264,7 +279,7 @@ class ClusterAdvisor:
 
         Raises:
             InvalidInput: a bad shape, an unknown pool or a malformed version in ``what_if_driver``.
-            NotFound: no GPU pools, or the benchmark is not in the knowledge base.
+            NotFound: no pools, or the benchmark is not in the knowledge base.
         """
         start = time.perf_counter()
         if not isinstance(workload, Workload):
@@ -275,7 +290,8 @@ class ClusterAdvisor:
         by_name = {p.name: p for p in pools}
         what_if = checked_what_if(what_if_driver, by_name)
         if not pools:
-            raise NotFound("no GPU node pools: no node carries GPU feature discovery's nvidia.com/gpu.product label")
+            raise NotFound("no node pools: no node carries GPU feature discovery's nvidia.com/gpu.product label, "
+                           "nor (a CPU-only node) a pool label such as stack-advisor.io/pool")
         notes, excluded, shapes, targets = pool_targets(pools, by_name, what_if, gpus, nodes_count)
         candidates: list[PoolRecommendation] = []
         metric: str | None = None
@@ -286,7 +302,9 @@ class ClusterAdvisor:
         before_of = {pool.name: e for (pool, _, _), e in zip(baseline, evaluated[len(targets):])}
         for (pool, _, driver), (recs, skipped, metric_used) in zip(targets, evaluated):
             metric = metric or metric_used
-            if not recs:
+            if not recs and skipped.get(UNMEASURED):
+                excluded[pool.name] = UNMEASURED_REASON
+            elif not recs:
                 why = "no stack in the knowledge base runs on it"
                 if skipped.get(DRIVER_EXCLUSION):
                     why += f" ({skipped[DRIVER_EXCLUSION]} candidates need a newer driver than {driver})"

@@ -44,7 +44,10 @@ def pool_pod(*, pool: NodePool, stack: SoftwareStack, image: str, workload_name:
     spec = manifest["spec"]
     container = spec["containers"][0]
     container["image"] = image
-    container["resources"] = {"limits": {pool.resource: units}}
+    if pool.kind == "gpu":
+        container["resources"] = {"limits": {pool.resource: units}}
+    else:  # a CPU-only pool: the benchmark measures the node; no extended resource to request
+        container.pop("resources", None)
     spec["nodeSelector"] = dict(pool.node_selector)
     affinity = pool.affinity()
     if affinity:

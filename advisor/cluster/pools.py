@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -113,6 +113,8 @@ class NodePool(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
+    kind: Literal["gpu", "cpu"] = Field(default="gpu", description="gpu: GFD-labelled GPU nodes; cpu: labelled "
+                                        "nodes with no GPU (advisor.cluster.cpu_pools)")
     pool_label: str | None = Field(default=None, description="the label that named the group, if any")
     pool_value: str | None = None
     nodes: list[str]
@@ -324,7 +326,7 @@ def _pool(shapes: list[_Shape], key_label: str | None, key_value: str | None, sp
         driver=node.driver, cuda_driver=node.cuda_driver, min_driver=min_driver,
         placement=placement, placement_evidence=list(node.placement.evidence),
         workload_config=workload_config, sharing=node.gpu_sharing,
-        taints=_taints(shapes),
+        taints=node_taints(s.node for s in shapes),
         node_selector=selector, match_expressions=expressions, usable=usable, reason=reason, numa=node.numa,
     )
 
@@ -360,11 +362,11 @@ def _selector(first: _Shape, key_label: str | None, key_value: str | None,
     return selector, expressions
 
 
-def _taints(shapes: list[_Shape]) -> list[dict[str, str]]:
+def node_taints(nodes: Iterable[ClusterNode]) -> list[dict[str, str]]:
     """The taints of the pool's nodes (each once), less the node-state ones never tolerated."""
     taints: dict[tuple[str, str, str], dict[str, str]] = {}
-    for shape in shapes:
-        for text in shape.node.taints:
+    for node in nodes:
+        for text in node.taints:
             t = _taint(text)
             if t["key"].startswith(_CONDITION_TAINTS):  # the node's state, not the pool's: never tolerated
                 continue

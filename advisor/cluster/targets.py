@@ -83,7 +83,10 @@ def pool_targets(pools: list[NodePool], by_name: dict[str, NodePool], what_if: d
         if not pool.usable:
             excluded[pool.name] = str(pool.reason)
             continue
-        if pool.accelerator is None:
+        if pool.kind == "cpu" and gpus is not None:
+            excluded[pool.name] = f"CPU-only pool: the job asks for {gpus} GPU(s)"
+            continue
+        if pool.accelerator is None and pool.kind == "gpu":
             notes.append(f"pool {pool.name}: GPU product {pool.product!r} is not in the accelerator catalogue; "
                          "its figures are transferred from the name alone")
         shape = job_shape(pool, gpus, nodes_count)

@@ -189,6 +189,29 @@ class KubernetesExecutor:
                 ) from None
             raise api_error(exc, f"creating {kind} {self.namespace}/{name}") from None
 
+    def check_claim(self, claim: str | None) -> None:
+        """The collectors' spool claim must exist, or every pod would wait for it (Pending).
+
+        Raises:
+            ClusterError: no such PersistentVolumeClaim in the namespace, with the fix.
+        """
+        from kubernetes.client.exceptions import ApiException
+
+        if not claim:
+            return
+        try:
+            self.core.read_namespaced_persistent_volume_claim(claim, self.namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise ClusterError(
+                    f"the collectors' spool claim {self.namespace}/{claim} does not exist: "
+                    "apply the PersistentVolumeClaim `advisor plan render` writes (or set "
+                    "job.spool_claim: null to spool in the pod's /tmp, lost with the pod)"
+                ) from None
+            if exc.status != 403:  # a caller who may not read claims: the pods will say
+                doing = f"reading PersistentVolumeClaim {self.namespace}/{claim}"
+                raise api_error(exc, doing) from None
+
     def get_job(self, kind: str, name: str) -> dict[str, Any]:
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
@@ -378,6 +401,7 @@ def preflight(plan: Plan, cells: list[Cell], executor: KubernetesExecutor, submi
         for obj in render_cell(plan, cell, submission):
             executor.create(obj, dry_run=True)
             count += 1
+    executor.check_claim(plan.job.spool_claim)
     return count
 
 

@@ -239,6 +239,19 @@ class JobPolicy(_Spec):
     ttl_seconds_after_finished: int = Field(default=86400, ge=0)
     service_account: str = "stack-advisor-collector"
     run_as_user: int = Field(default=65532, ge=1)
+    # The collectors' spool (documents the API did not take, re-sent by the next run): a
+    # PersistentVolumeClaim, because each scheduled run is a new pod and an emptyDir goes with
+    # it. null: the spool lives in the pod's /tmp emptyDir (lost with the pod).
+    spool_claim: str | None = Field(
+        default="stack-advisor-collector-spool",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+    )
+    spool_size: str = Field(default="1Gi", pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti)?$")
+    spool_storage_class: str | None = Field(
+        default=None,
+        description="a ReadWriteMany class (NFS, CephFS, EFS, Filestore...); null: the default",
+    )
 
 
 class PlannerSpec(_Spec):

@@ -100,11 +100,30 @@ def _env(plan: Plan, cell: Cell) -> list[dict[str, Any]]:
         {"name": "HOME", "value": "/tmp"},
         {"name": "XDG_CACHE_HOME", "value": "/tmp/cache"},
         {"name": "XDG_DATA_HOME", "value": "/tmp/data"},
-    ] + ([{"name": SWEEP_MATRIX_ENV, "value": sweep_matrix_of(plan, cell)},
+    ] + ([{"name": "XDG_STATE_HOME", "value": SPOOL_MOUNT}] if plan.job.spool_claim else []) + ([{"name": SWEEP_MATRIX_ENV, "value": sweep_matrix_of(plan, cell)},
           {"name": "ADVISOR_SWEEP_CACHE", "value": "/tmp/sweep"}] if cell.sweep_cell else [])
 
 
 SWEEP_MATRIX_ENV = "ADVISOR_SWEEP_MATRIX"
+SPOOL_MOUNT = "/var/lib/stack-advisor"  # XDG_STATE_HOME: the spool is <it>/stack-advisor/spool
+
+
+def render_spool_claim(plan: Plan) -> list[dict[str, Any]]:
+    """The collectors' spool claim (empty when ``job.spool_claim`` is null). ReadWriteMany: a
+    pool's pods run on several nodes at once and all mount it; concurrent re-sends are safe (a
+    document sent by one pod is skipped by the others, and ingest is idempotent by run id)."""
+    job = plan.job
+    if not job.spool_claim:
+        return []
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": job.spool_size}}}
+    if job.spool_storage_class:
+        spec["storageClassName"] = job.spool_storage_class
+    return [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": job.spool_claim, "namespace": plan.namespace,
+                          "labels": {"app.kubernetes.io/name": "stack-advisor",
+                                     "app.kubernetes.io/component": "collector-spool",
+                                     "app.kubernetes.io/part-of": PART_OF}},
+             "spec": spec}]
 
 
 def sweep_matrix_of(plan: Plan, cell: Cell) -> str:
@@ -171,6 +190,9 @@ def pod_spec(plan: Plan, cell: Cell, run_id: str, container_name: str = CONTAINE
         "volumes": [{"name": "tmp", "emptyDir": {
             "sizeLimit": plan.sweep.disk if cell.sweep_cell and plan.sweep else "10Gi"}}],
     }
+    if plan.job.spool_claim:
+        container["volumeMounts"].append({"name": "spool", "mountPath": SPOOL_MOUNT})
+        spec["volumes"].append({"name": "spool", "persistentVolumeClaim": {"claimName": plan.job.spool_claim}})
     if cell.pool.affinity:
         spec["affinity"] = cell.pool.affinity
     if cell.pool.tolerations:
@@ -302,6 +324,8 @@ def render_cell(plan: Plan, cell: Cell, submission: str | None = None) -> list[d
 def plan_document(plan: Plan) -> str:
     """The plan as canonical YAML (what the scheduled planner reads from its ConfigMap)."""
     data = plan.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if plan.job.spool_claim is None:  # an explicit null (no claim), not the default claim
+        data["job"]["spool_claim"] = None
     return yaml.safe_dump(data, sort_keys=False)
 
 
@@ -386,12 +410,12 @@ def render_schedule(plan: Plan) -> list[dict[str, Any]]:
             },
         },
     }
-    return [configmap, cronjob]
+    return [configmap, cronjob, *render_spool_claim(plan)]
 
 
 def render_plan(plan: Plan, cells: list[Cell], submission: str | None = None) -> list[dict[str, Any]]:
     """Every object of a plan: the cells' jobs, then the schedule (if any)."""
-    objects: list[dict[str, Any]] = []
+    objects: list[dict[str, Any]] = [] if plan.schedule else render_spool_claim(plan)
     for cell in cells:
         objects.extend(render_cell(plan, cell, submission))
     return objects + render_schedule(plan)

@@ -135,9 +135,10 @@ def wait_ready(url: str, timeout: float = 120, server: Any = None) -> None:
     raise AssertionError(f"the API at {url} was not ready in {timeout:.0f} s: {last}")
 
 
-def start_api(images: Images, store: str, tokens_dir: Path) -> Api:
+def start_api(images: Images, store: str, tokens_dir: Path, host: str = "127.0.0.1") -> Api:
     """The API image as the Deployment runs it: production settings, tokens from a read-only
-    mounted file, read-only root, /tmp a tmpfs, on a free loopback port."""
+    mounted file, read-only root, /tmp a tmpfs, on a free port of ``host`` (loopback; a pod
+    network's bridge address for pods in their own network namespaces)."""
     write, read = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     tokens_dir.mkdir(parents=True, exist_ok=True)
     (tokens_dir / "tokens").write_text(f"{write} write collector\n{read} read reader\n")
@@ -146,7 +147,7 @@ def start_api(images: Images, store: str, tokens_dir: Path) -> Api:
     port = free_port()
     server = (
         container(images.api, HARDENED)
-        .with_command(["advisor", "serve", "--host", "127.0.0.1", "--port", str(port)])
+        .with_command(["advisor", "serve", "--host", host, "--port", str(port)])
         .with_env("ADVISOR_ENVIRONMENT", "production")
         .with_env("ADVISOR_STORE", store)
         .with_env("ADVISOR_READ_AUTH", "token")
@@ -155,7 +156,7 @@ def start_api(images: Images, store: str, tokens_dir: Path) -> Api:
         .with_volume_mapping(str(tokens_dir), "/etc/stack-advisor/tokens", "ro")
     )
     server.start()
-    api = Api(f"http://127.0.0.1:{port}", write, read, server)
+    api = Api(f"http://{host}:{port}", write, read, server)
     try:
         wait_ready(api.url, server=server)
     except AssertionError as exc:

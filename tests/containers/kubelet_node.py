@@ -6,7 +6,8 @@ The settings this sandbox needs (see docs/deploy.md, "A real kubelet here"): con
 ``restrict_oom_score_adj`` (a lower oom_score_adj is refused: without it every sandbox fails with
 "runc create failed: can't get final child's PID from pipe"), a local sandbox image; the kubelet on
 cgroup v1 with cgroupfs, no QoS cgroups, no node-allocatable enforcement, swap allowed, no local
-storage isolation. There is no CNI: only ``hostNetwork: true`` pods run.
+storage isolation. Without a pod network only ``hostNetwork: true`` pods run and the node stays
+NotReady; with one (``node_ip`` and ``cni_bin``: tests/containers/pod_network.py) it is an ordinary node.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def kube_binary(name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def containerd_config(d: Path, sock: Path) -> str:
+def containerd_config(d: Path, sock: Path, cni_bin: Path | None = None) -> str:
     return f"""version = 2
 root = "{d / 'root'}"
 state = "{d / 'state'}"
@@ -48,12 +49,12 @@ state = "{d / 'state'}"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{d / 'cni-bin'}"
+    bin_dir = "{cni_bin or d / 'cni-bin'}"
     conf_dir = "{d / 'cni-conf'}"
 """
 
 
-def kubelet_config(sock: Path, ca: Path, port: int, healthz: int) -> str:
+def kubelet_config(sock: Path, ca: Path, port: int, healthz: int, address: str = "127.0.0.1") -> str:
     return f"""apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://{sock}
@@ -63,7 +64,7 @@ cgroupsPerQOS: false
 enforceNodeAllocatable: []
 failSwapOn: false
 localStorageCapacityIsolation: false
-address: 127.0.0.1
+address: {address}
 port: {port}
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -93,6 +94,8 @@ class KubeletNode:
     workdir: Path
     name: str
     labels: dict[str, str]
+    node_ip: str | None = None  # with a pod network (tests/containers/pod_network.py): its bridge address
+    cni_bin: Path | None = None
     sock: Path = field(default_factory=Path)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -104,7 +107,7 @@ class KubeletNode:
         run = Path(f"/run/sa-node-{os.getpid()}")
         run.mkdir(exist_ok=True)
         self.sock = run / "containerd.sock"
-        (d / "config.toml").write_text(containerd_config(d, self.sock))
+        (d / "config.toml").write_text(containerd_config(d, self.sock, self.cni_bin))
         self._spawn("containerd", ["containerd", "--config", str(d / "config.toml")])
         self._wait(lambda: self.ctr("version").returncode == 0, 60, "containerd")
 
@@ -123,12 +126,13 @@ class KubeletNode:
     def start_kubelet(self) -> None:
         d = self.workdir / "kubelet"
         d.mkdir(parents=True, exist_ok=True)
-        (d / "config.yaml").write_text(kubelet_config(self.sock, self.ca, free_port(), free_port()))
+        (d / "config.yaml").write_text(kubelet_config(self.sock, self.ca, free_port(), free_port(),
+                                                      self.node_ip or "127.0.0.1"))
         labels = ",".join(f"{k}={v}" for k, v in self.labels.items())
         self._spawn("kubelet", [
             str(self.kubelet), f"--config={d / 'config.yaml'}", f"--kubeconfig={self.kubeconfig}",
             f"--root-dir={d / 'root'}", f"--cert-dir={d / 'pki'}", f"--hostname-override={self.name}",
-            f"--node-labels={labels}", "--v=1"])
+            f"--node-labels={labels}", "--v=1", *([f"--node-ip={self.node_ip}"] if self.node_ip else [])])
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         with open(self.workdir / f"{name}.log", "wb") as log:
@@ -163,10 +167,11 @@ class KubeletNode:
                     proc.kill()
                     proc.wait()
         self._procs.clear()
-        # the kubelet bind-mounts its root dir (and pods' volumes under it) and leaves them mounted
-        root = self.workdir / "kubelet" / "root"
+        # the kubelet bind-mounts its root dir (and pods' volumes under it), containerd its
+        # sandboxes' shm, and both leave them mounted when stopped with pods still running
+        roots = (str(self.workdir / "kubelet" / "root"), str(self.workdir / "containerd"))
         mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
-                  if line.split()[1].startswith(str(root))]
+                  if line.split()[1].startswith(roots)]
         for mount in sorted(mounts, key=len, reverse=True):
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
         if self.sock != Path():

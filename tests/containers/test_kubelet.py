@@ -1,53 +1,134 @@
-"""A real kubelet (v1.35.4, built from the Go module proxy) on Debian's containerd joins a real
-kube-apiserver and runs the collector image as a pod (hostNetwork; nodeName set: no scheduler, and
-the node stays NotReady without a CNI), which posts to the API image; `advisor recommend` shows the
-figure measured. What stops the scheduled plan from running on it here: docs/deploy.md."""
+"""A real node: kubelet v1.35.4 (built from the Go module proxy) on Debian's containerd, with a
+bridge pod network (CNI plugins built from the Go module proxy: tests/containers/pod_network.py),
+joins a real kube-apiserver with kube-scheduler and kube-controller-manager (Job, CronJob, node
+lifecycle and volume binding controllers). The node turns Ready, so the scheduler places pods on it.
+
+1. the CPU collector image as a hostNetwork pod bound to the node by name (the smallest path);
+2. the scheduled plan end to end: `advisor plan render --only schedule` (ConfigMap, CronJob, the
+   collectors' spool claim); the CronJob fires; its planner pod (the API image: `advisor plan submit`
+   as the planner ServiceAccount, reaching the apiserver at the `kubernetes` Service's IP) creates the
+   collector Job; the scheduler places its pod on the node labelled as the pool; the pod, in its own
+   network namespace, runs the CPU collector image and posts to the API image; `advisor nodes sync`
+   records the node and `advisor recommend --cluster` labels that pool's figure `measured`.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from cli.main import app
-from tests.containers.conftest import Api, Images, docker, tier_missing
+from tests.containers.conftest import Api, Images, docker, start_api, tier_missing
+from tests.containers.docker_node import wait_for
 from tests.containers.kubelet_node import PAUSE_IMAGE, KubeletNode, kube_binary
-from tests.support.control_plane import ControlPlane, find_binaries
+from tests.containers.pod_network import PodNetwork, cni_bin_dir
+from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
+from tests.support.kube import REPO
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 NODE = "kubelet-node-1"
+POOL = {"stack-advisor.io/pool": "cpu-pool"}
+NAMESPACE = "stack-advisor"
+CONTROLLERS = ("job-controller,cronjob-controller,serviceaccount-controller,node-lifecycle-controller,"
+               "persistentvolume-binder-controller,root-ca-certificate-publisher-controller")
+
+
+@dataclass
+class Cluster:
+    cp: ControlPlane
+    node: KubeletNode
+    net: PodNetwork
+    api: Api  # the API image on the bridge address: reachable from pods and from here
+
+    def client(self) -> Any:
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.cp.kubeconfig))
+
+
+def _binaries() -> tuple[Path, Path, Path, Path, Path, Path]:
+    apiserver, etcd, why = find_binaries()
+    found = {"kubelet": kube_binary("kubelet"), "kube-scheduler": kube_binary("kube-scheduler"),
+             "kube-controller-manager": find_controller_manager()}
+    cni = cni_bin_dir()
+    missing = [name for name, path in found.items() if path is None] + ([] if cni else ["CNI plugins"])
+    if apiserver is None or etcd is None or missing:
+        tier_missing(f"missing {', '.join(missing) or why}: run KUBE_COMPONENTS='kubelet kube-scheduler' "
+                     "deploy/kube-local/build.sh and deploy/kube-local/cni-plugins.sh")
+    assert apiserver and etcd and cni and all(found.values())
+    return (apiserver, etcd, found["kubelet"], found["kube-scheduler"],  # type: ignore[return-value]
+            found["kube-controller-manager"], cni)
 
 
 @pytest.fixture(scope="module")
-def node(images: Images, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, KubeletNode]]:
-    apiserver, etcd, why = find_binaries()
-    kubelet = kube_binary("kubelet")
-    if apiserver is None or etcd is None or kubelet is None:
-        tier_missing(f"no kube-apiserver/etcd/kubelet: {why or 'run KUBE_COMPONENTS=kubelet deploy/kube-local/build.sh'}")
-    assert apiserver is not None and etcd is not None and kubelet is not None
+def cluster(images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    from graph_schema.registry import open_store
+
+    apiserver, etcd, kubelet, scheduler, manager, cni = _binaries()
     base = next(line.split()[2].rstrip(":") for line in images.build_log.splitlines() if line.startswith("[images] base "))
     created = docker("create", base).stdout.strip()
     docker("commit", "--change", 'CMD ["/usr/bin/tini", "--", "/bin/sleep", "infinity"]', created, PAUSE_IMAGE)
     docker("rm", created)
     work = tmp_path_factory.mktemp("kubelet")
+    net = PodNetwork(work)
+    cp = ControlPlane(apiserver=apiserver, etcd=etcd, workdir=work / "cp", controller_manager=manager,
+                      controllers=CONTROLLERS, advertise=net.gateway, scheduler=scheduler)
     (work / "cp").mkdir()
-    cp = ControlPlane(apiserver=apiserver, etcd=etcd, workdir=work / "cp")
     kn = KubeletNode(kubelet=kubelet, kubeconfig=work / "cp" / "kubeconfig", ca=work / "cp" / "pki" / "ca.crt",
-                     workdir=work, name=NODE, labels={"stack-advisor.io/pool": "cpu-pool"})
+                     workdir=work, name=NODE, labels=POOL, node_ip=net.gateway, cni_bin=cni)
+    api = None
     try:
+        net.up(work / "containerd" / "cni-conf")
         cp.start()
+        net.route_service(cp.port)
+        with open_store(neo4j_uri, migrate=False) as store:
+            store.ensure_schema()
+        api = start_api(images, neo4j_uri, work / "api-tokens", host=net.gateway)
         kn.start_containerd()
-        for image in (PAUSE_IMAGE, images.collector):
+        start = time.monotonic()
+        for image in (PAUSE_IMAGE, images.collector, images.api):
             kn.import_image(image)
+        print(f"\n[kubelet] images imported into containerd in {time.monotonic() - start:.0f} s")
         kn.start_kubelet()
-        yield cp, kn
+        yield Cluster(cp, kn, net, api)
     finally:
         kn.stop()
+        if api is not None:
+            api.container.stop()
         cp.stop()
+        net.down(cp.port)
+
+
+def _ready(core: Any) -> Any:
+    nodes = core.list_node().items
+    if not nodes:
+        return None
+    ready = [c for c in nodes[0].status.conditions or [] if c.type == "Ready"]
+    taints = [t.key for t in nodes[0].spec.taints or []]
+    return nodes[0] if ready and ready[0].status == "True" and not taints else None
+
+
+def test_the_node_turns_ready_with_the_pod_network(cluster: Cluster) -> None:
+    from kubernetes import client
+
+    core = client.CoreV1Api(cluster.client())
+    try:
+        node = wait_for("the node Ready and untainted", lambda: _ready(core), timeout=180, every=2)
+    except AssertionError:
+        raise AssertionError(f"{core.list_node().items}\n{cluster.node.log('kubelet')}") from None
+    assert node.status.node_info.kubelet_version == "v1.35.4"
+    assert node.metadata.labels["stack-advisor.io/pool"] == "cpu-pool"
+    assert {a.address for a in node.status.addresses if a.type == "InternalIP"} == {cluster.net.gateway}
 
 
 def _pod(images: Images, api: Api) -> dict[str, Any]:
@@ -66,32 +147,222 @@ def _pod(images: Images, api: Api) -> dict[str, Any]:
         "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]}}
 
 
-def test_kubelet_runs_the_collector_pod_and_its_figure_lands(images: Images, api: Api, node: Any) -> None:
-    from kubernetes import client, config
+def _finished(core: Any, name: str, namespace: str) -> Any:
+    pod = core.read_namespaced_pod(name, namespace)
+    return pod if pod.status.phase in ("Succeeded", "Failed") else None
 
-    cp, kn = node
-    core = client.CoreV1Api(config.new_client_from_config(config_file=str(cp.kubeconfig)))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not core.list_node().items:
-        time.sleep(2)
-    [registered] = core.list_node().items
-    assert registered.status.node_info.kubelet_version == "v1.35.4", kn.log("kubelet")
-    assert registered.metadata.labels["stack-advisor.io/pool"] == "cpu-pool"
-    core.create_namespaced_service_account("default", {"metadata": {"name": "default"}})
+
+def test_kubelet_runs_the_collector_pod_and_its_figure_lands(images: Images, cluster: Cluster) -> None:
+    from kubernetes import client
+
+    core = client.CoreV1Api(cluster.client())
+    wait_for("the default ServiceAccount", lambda: core.list_namespaced_service_account(
+        "default", field_selector="metadata.name=default").items, timeout=60)
     core.create_namespaced_secret("default", {"metadata": {"name": "collector-token"},
-                                              "stringData": {"token": api.write_token}})
-    core.create_namespaced_pod("default", _pod(images, api))
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        pod = core.read_namespaced_pod("collector-on-kubelet", "default")
-        if pod.status.phase in ("Succeeded", "Failed"):
-            break
-        time.sleep(2)
+                                              "stringData": {"token": cluster.api.write_token}})
+    core.create_namespaced_pod("default", _pod(images, cluster.api))
+    pod = wait_for("the hostNetwork pod", lambda: _finished(core, "collector-on-kubelet", "default"), 300, 2)
     terminated = pod.status.container_statuses[0].state.terminated
-    assert pod.status.phase == "Succeeded" and terminated.exit_code == 0, f"{pod.status}\n{kn.log('kubelet')}"
+    assert pod.status.phase == "Succeeded" and terminated.exit_code == 0, f"{pod.status}\n{cluster.node.log('kubelet')}"
+    rows = _recommend(cluster.api, ["--family", "pi", "--benchmark", "mem_triad"])
+    assert any(r["basis"] == "observed" and r["basis_note"].startswith("measured on") for r in rows), rows
 
-    result = CliRunner().invoke(app, ["--api", api.url, "recommend", "--family", "pi", "--benchmark", "mem_triad",
-                                      "--json"], env={"ADVISOR_TOKEN": api.read_token})
+
+# ---- the scheduled plan ---------------------------------------------------------------------------
+def _plan(api: Api, images: Images) -> dict[str, Any]:
+    return {
+        "name": "cpu-minutely", "namespace": NAMESPACE,
+        "api": {"url": api.url, "token_secret": "stack-advisor-collector-token", "token_key": "token"},
+        "images": [{"name": "numpy-cpu", "image": images.collector, "pull_policy": "Never",
+                    "stack": {"framework": "numpy", "python": "3.11"}}],
+        "pools": [{"name": "cpu-pool", "selector": POOL, "placement": "unknown"}],
+        "benchmarks": [{"name": "pi-triad", "runner": "pi", "profile": "quick", "options": {"pis": "mem_triad"}}],
+        "schedule": "* * * * *",
+        # the node has 2 cores, and the planner's pod requests 100m of them while it waits
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}},
+        "job": {"active_deadline_seconds": 900},
+        "planner": {"image": images.api, "skip_observed": False},
+    }
+
+
+def _namespace(api_client: Any, api: Api, spool: Path) -> None:
+    """The namespace as deploy/base makes it (RBAC, the two token Secrets), and a PersistentVolume
+    for the spool claim: a directory of this machine (no provisioner here; a cluster's RWX class
+    provisions it)."""
+    from kubernetes import client, dynamic
+
+    core = client.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": NAMESPACE}})
+    dyn = dynamic.DynamicClient(api_client)
+    for obj in yaml.safe_load_all((REPO / "deploy" / "base" / "rbac.yaml").read_text()):
+        dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).create(body=obj, namespace=NAMESPACE)
+    for name, token in (("stack-advisor-collector-token", api.write_token),
+                        ("stack-advisor-planner-token", api.read_token)):
+        core.create_namespaced_secret(NAMESPACE, {"metadata": {"name": name}, "stringData": {"token": token}})
+    spool.mkdir(parents=True)
+    os.chown(spool, 65532, 65532)  # a hostPath volume gets no fsGroup; an NFS/CephFS class maps it
+    core.create_persistent_volume({"metadata": {"name": "collector-spool"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(spool), "type": "Directory"}}})
+
+
+def _render(plan_file: Path, out: Path) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(app, ["plan", "render", str(plan_file), "--only", "schedule", "--out", str(out)])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)["recommendations"]
-    assert rows and all(r["basis"] == "observed" and r["basis_note"].startswith("measured on") for r in rows), rows
+    objects = [yaml.safe_load(p.read_text()) for p in sorted(out.glob("*.yaml"))]
+    return [o for o in objects if o["kind"] != "Kustomization"]
+
+
+def _create(api_client: Any, objects: list[dict[str, Any]]) -> str:
+    from kubernetes import client
+
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    for obj in objects:
+        if obj["kind"] == "ConfigMap":
+            core.create_namespaced_config_map(NAMESPACE, obj)
+        elif obj["kind"] == "PersistentVolumeClaim":
+            core.create_namespaced_persistent_volume_claim(NAMESPACE, obj)
+    for obj in objects:
+        if obj["kind"] == "CronJob":
+            batch.create_namespaced_cron_job(NAMESPACE, obj)
+            return str(obj["metadata"]["name"])
+    raise AssertionError(f"no CronJob rendered: {[o['kind'] for o in objects]}")
+
+
+def _logs(core: Any) -> str:
+    out = []
+    for pod in core.list_namespaced_pod(NAMESPACE).items:
+        try:
+            log = core.read_namespaced_pod_log(pod.metadata.name, NAMESPACE)[-3000:]
+        except Exception as exc:  # the kubelet may not serve it: say why
+            log = f"(no log: {exc})"
+        out.append(f"--- {pod.metadata.name} on {pod.spec.node_name}: {pod.status.phase}\n{log}")
+    return "\n".join(out)
+
+
+def _recommend(api: Api, args: list[str]) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(app, ["--api", api.url, "recommend", *args, "--json"],
+                                env={"ADVISOR_TOKEN": api.read_token})
+    assert result.exit_code == 0, result.output
+    return list(json.loads(result.stdout)["recommendations"])
+
+
+def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
+        images: Images, cluster: Cluster, neo4j_uri: str, tmp_path: Path) -> None:
+    from kubernetes import client
+
+    api_client = cluster.client()
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    wait_for("the node Ready and untainted", lambda: _ready(core), timeout=180, every=2)
+    _namespace(api_client, cluster.api, tmp_path / "spool")
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(_plan(cluster.api, images)))
+    objects = _render(plan_file, tmp_path / "rendered")
+    assert sorted(o["kind"] for o in objects) == ["ConfigMap", "CronJob", "PersistentVolumeClaim"]
+
+    created = dt.datetime.now(dt.UTC)
+    start = time.monotonic()
+    name = _create(api_client, objects)
+    fired = wait_for("the CronJob's first Job", lambda: [
+        j for j in batch.list_namespaced_job(NAMESPACE).items
+        if any(r.kind == "CronJob" for r in j.metadata.owner_references or [])], timeout=90)
+    batch.patch_namespaced_cron_job(name, NAMESPACE, {"spec": {"suspend": True}})  # one run is enough
+    planner = fired[0].metadata.name
+
+    def planner_done() -> Any:
+        job = batch.read_namespaced_job(planner, NAMESPACE)
+        return job if (job.status.succeeded or job.status.failed) else None
+
+    job = wait_for("the planner Job", planner_done, timeout=420, every=2)
+    elapsed = time.monotonic() - start
+    logs = _logs(core)
+    assert job.status.succeeded == 1, f"{logs}\n{cluster.node.log('kubelet')}"
+
+    pods = {p.metadata.name: p for p in core.list_namespaced_pod(NAMESPACE).items}
+    collectors = [p for n, p in pods.items() if not n.startswith(planner)]
+    assert len(collectors) == 1, logs
+    pod = collectors[0]
+    # placed by kube-scheduler on the pool's node, in its own network namespace, the spool mounted
+    assert pod.spec.node_name == NODE and not pod.spec.host_network, logs
+    assert pod.status.pod_ip.startswith(cluster.net.subnet.rsplit(".", 2)[0]), pod.status.pod_ip
+    assert any(v.persistent_volume_claim for v in pod.spec.volumes), pod.spec.volumes
+    finished = pod.status.container_statuses[0].state.terminated
+    assert pod.status.phase == "Succeeded" and finished.exit_code == 0, logs
+    landed = (finished.finished_at - created).total_seconds()
+
+    sync = CliRunner().invoke(app, ["nodes", "sync", "--kubeconfig", str(cluster.cp.kubeconfig),
+                                    "--cluster", "kubelet-test", "--store", neo4j_uri])
+    assert sync.exit_code == 0, sync.output
+    rows = _recommend(cluster.api, ["--cluster", "kubelet-test", "--family", "pi", "--benchmark", "mem_triad"])
+    mine = [r for r in rows if r["pool"] == "cpu-pool"]
+    assert mine and mine[0]["basis"] == "measured", rows
+    assert NODE in mine[0]["evidence"]["submitters"], mine[0]  # measured on the pool's own node
+    print(f"\n[kubelet] CronJob created -> collector pod done (its figure posted): {landed:.0f} s; "
+          f"-> planner Job complete: {elapsed:.0f} s; recommend --cluster: cpu-pool {mine[0]['value']:.3g} "
+          f"{mine[0]['unit']} ({mine[0]['basis']})")
+    assert elapsed < 180, f"CronJob to a measured figure took {elapsed:.0f} s (goal: 3 minutes)"
+
+
+# ---- the gang path ---------------------------------------------------------------------------------
+def _claim_volume(core: Any, namespace: str, path: Path) -> None:
+    """A claim of the plan's name in ``namespace``, bound to a directory of this machine."""
+    path.mkdir(parents=True)
+    os.chown(path, 65532, 65532)
+    core.create_persistent_volume({"metadata": {"name": f"spool-{namespace}"}, "spec": {
+        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "persistentVolumeReclaimPolicy": "Retain",
+        "claimRef": {"namespace": namespace, "name": "stack-advisor-collector-spool"},
+        "hostPath": {"path": str(path), "type": "Directory"}}})
+
+
+def test_gang_path_stops_at_the_volcano_scheduler(cluster: Cluster, tmp_path: Path) -> None:
+    """How far a gang-scheduled (PodGroup) cell goes with a real scheduler and node: the PodGroup and
+    PyTorchJob are created (their kinds served as the operators' CRDs would); nothing turns the
+    PyTorchJob into pods (no Kubeflow training operator). A pod made from its Master template, as the
+    operator would make it, names ``schedulerName: volcano``: kube-scheduler leaves it alone and it
+    stays Pending, unbound. The same pod for the default scheduler is placed on the pool's node at
+    once: Volcano's scheduler is the one missing piece."""
+    from kubernetes import client, dynamic
+
+    from tests.support.kube import GANG_KINDS, gang_kinds_served, served_kind
+
+    api_client = cluster.client()
+    core = client.CoreV1Api(api_client)
+    wait_for("the node Ready and untainted", lambda: _ready(core), timeout=180, every=2)
+    for group, version, kind in GANG_KINDS:
+        client.ApiextensionsV1Api(api_client).create_custom_resource_definition(served_kind(group, version, kind))
+    namespace = "gang"
+    core.create_namespace({"metadata": {"name": namespace}})
+    core.create_namespaced_service_account(
+        namespace, {"metadata": {"name": "stack-advisor-collector"}, "automountServiceAccountToken": False})
+    plan = {"name": "gang", "namespace": namespace,
+            "images": [{"name": "numpy-cpu", "image": "stack-advisor/collector:cpu-dev", "pull_policy": "Never"}],
+            "pools": [{"name": "cpu-pool", "selector": POOL, "placement": "unknown", "gang_scheduling": True}],
+            "benchmarks": [{"name": "allreduce-2x", "runner": "allreduce", "profile": "quick", "workers": 2}],
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(yaml.safe_dump(plan))
+    result = CliRunner().invoke(app, ["plan", "render", str(plan_file), "--only", "jobs", "--json"])
+    assert result.exit_code == 0, result.output
+    objects = json.loads(result.stdout)
+    assert [o["kind"] for o in objects] == ["PersistentVolumeClaim", "PodGroup", "PyTorchJob"]
+    _claim_volume(core, namespace, tmp_path / "spool")
+    core.create_namespaced_persistent_volume_claim(namespace, objects[0])
+    dyn = dynamic.DynamicClient(wait_for("CRDs served", lambda: gang_kinds_served(api_client), timeout=60))
+    for obj in objects[1:]:
+        dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).create(body=obj, namespace=namespace)
+    master = objects[2]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    core.create_namespaced_pod(namespace, {"metadata": {"name": "gang-master-0", **master["metadata"]},
+                                           "spec": master["spec"]})
+    time.sleep(15)  # kube-scheduler schedules a pod it owns within a second here
+    seen = core.read_namespaced_pod("gang-master-0", namespace)
+    assert seen.spec.scheduler_name == "volcano" and seen.spec.node_name is None
+    assert seen.status.phase == "Pending"
+    assert not core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/job-name").items
+
+    spec = {**master["spec"], "schedulerName": "default-scheduler"}
+    core.create_namespaced_pod(namespace, {"metadata": {"name": "gang-master-default", **master["metadata"]},
+                                           "spec": spec})
+    placed = wait_for("kube-scheduler to place the same pod", lambda: core.read_namespaced_pod(
+        "gang-master-default", namespace).spec.node_name, timeout=60)
+    core.delete_namespaced_pod("gang-master-default", namespace, grace_period_seconds=0)
+    assert placed == NODE

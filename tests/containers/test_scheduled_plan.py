@@ -4,8 +4,9 @@ planner pod (the API image: `advisor plan submit` as the planner ServiceAccount 
 RBAC) creates the collector Job; that pod runs the CPU collector image on the node labelled as the
 pool, posts to the API image (on the real Neo4j), and `advisor recommend` shows the figure measured.
 
-The pods run on tests/containers/docker_node.py (the Docker engine), not a kubelet: see
-docs/deploy.md, "A real kubelet here", for what a kubelet needs here and where it stopped."""
+The pods run on tests/containers/docker_node.py (the Docker engine): the path for a machine where
+a kubelet cannot run. The same plan on a real kubelet, kube-scheduler and pod network, with the
+spool claim and `recommend --cluster`: test_kubelet.py (docs/deploy.md, "A real kubelet")."""
 
 from __future__ import annotations
 
@@ -23,24 +24,12 @@ from cli.main import app
 from tests.containers.conftest import Api, Images
 from tests.containers.docker_node import DockerNode, wait_for
 from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
-from tests.support.kube import REPO
+from tests.support.kube import GANG_KINDS, REPO, gang_kinds_served, served_kind
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 NAMESPACE = "stack-advisor"
 POOL_LABEL = {"stack-advisor.io/pool": "cpu-pool"}
 CONTROLLERS = "job-controller,cronjob-controller,serviceaccount-controller"
-GANG_KINDS = (("kubeflow.org", "v1", "PyTorchJob"), ("scheduling.volcano.sh", "v1beta1", "PodGroup"))
-
-
-def served_kind(group: str, version: str, kind: str) -> dict[str, Any]:
-    """A CRD that only makes the apiserver serve the kind (the operators' own CRDs carry the schemas)."""
-    plural = kind.lower() + "s"
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-                     "versions": [{"name": version, "served": True, "storage": True, "schema": {
-                         "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +61,9 @@ def _plan(api: Api, images: Images) -> dict[str, Any]:
         "pools": [{"name": "cpu-pool", "selector": POOL_LABEL, "placement": "bare-metal"}],
         "benchmarks": [{"name": "pi-triad", "runner": "pi", "profile": "quick", "options": {"pis": "mem_triad"}}],
         "schedule": "* * * * *",
-        "job": {"active_deadline_seconds": 900},
+        # the Docker node runs emptyDir, configMap and service-account volumes only; the spool claim
+        # runs on the real kubelet (test_kubelet.py)
+        "job": {"active_deadline_seconds": 900, "spool_claim": None},
         "planner": {"image": images.api},
     }
 
@@ -172,8 +163,9 @@ def test_gang_path_stops_at_the_volcano_scheduler(cluster: ControlPlane, tmp_pat
     result = CliRunner().invoke(app, ["plan", "render", str(plan_file), "--only", "jobs", "--json"])
     assert result.exit_code == 0, result.output
     objects = json.loads(result.stdout)
-    assert [o["kind"] for o in objects] == ["PodGroup", "PyTorchJob"]
-    dyn = dynamic.DynamicClient(wait_for("CRDs served", lambda: _served(api_client), timeout=60))
+    assert [o["kind"] for o in objects] == ["PersistentVolumeClaim", "PodGroup", "PyTorchJob"]
+    objects = objects[1:]  # the collectors' spool claim: not part of the gang
+    dyn = dynamic.DynamicClient(wait_for("CRDs served", lambda: gang_kinds_served(api_client), timeout=60))
     for obj in objects:
         dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).create(body=obj, namespace=namespace)
     master = objects[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
@@ -187,16 +179,3 @@ def test_gang_path_stops_at_the_volcano_scheduler(cluster: ControlPlane, tmp_pat
     assert seen.spec.scheduler_name == "volcano" and seen.spec.node_name is None
     assert seen.status.phase == "Pending"
     assert "gang-master-0" not in node.logs  # never run
-
-
-def _served(api_client: Any) -> Any:
-    from kubernetes import dynamic
-    from kubernetes.dynamic.exceptions import ResourceNotFoundError
-
-    dyn = dynamic.DynamicClient(api_client)
-    try:
-        for group, version, kind in GANG_KINDS:
-            dyn.resources.get(api_version=f"{group}/{version}", kind=kind)
-    except ResourceNotFoundError:
-        return None
-    return api_client

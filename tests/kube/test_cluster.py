@@ -98,7 +98,7 @@ def test_deploy_objects_are_accepted_by_the_apiserver(cluster: list[dict[str, An
     assert cron.spec.schedule == "0 3 * * 0"
     assert cron.spec.job_template.spec.template.spec.service_account_name == "stack-advisor-planner"
     role = rbac.read_namespaced_role("stack-advisor-planner", NAMESPACE)
-    assert {r for rule in role.rules for r in rule.resources} == {"jobs", "pods", "pods/log"}
+    assert {r for rule in role.rules for r in rule.resources} == {"jobs", "pods", "pods/log", "persistentvolumeclaims"}
     # The planner may do what `plan submit` needs in its namespace, and nothing cluster-wide.
     authz = client.AuthorizationV1Api(api_client)
     planner = "system:serviceaccount:stack-advisor:stack-advisor-planner"

@@ -119,7 +119,8 @@ def test_kustomize_example_overlay_validates(kustomize: list[str], overlay_tree:
                 assert "@sha256:" in c["image"], f"{where}: {c['image']} is not pinned by digest"
     role = by_name[("Role", "stack-advisor-planner")]
     resources = {r for rule in role["rules"] for r in rule["resources"]}
-    assert resources == {"jobs", "pods", "pods/log"}
+    assert resources == {"jobs", "pods", "pods/log", "persistentvolumeclaims"}  # claims: read only
+    assert [r["verbs"] for r in role["rules"] if r["resources"] == ["persistentvolumeclaims"]] == [["get"]]
     cluster_scoped = {"Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     assert all(o["metadata"].get("namespace") == "stack-advisor" for o in objects
                if o["kind"] not in cluster_scoped)

@@ -165,7 +165,8 @@ def test_mpijob_variant(sample: dict) -> None:
 
 def test_schedule_renders_configmap_and_planner_cronjob(sample: dict) -> None:
     plan = parse_plan(sample)
-    configmap, cronjob = render_schedule(plan)
+    configmap, cronjob, claim = render_schedule(plan)
+    assert claim["kind"] == "PersistentVolumeClaim" and claim["spec"]["accessModes"] == ["ReadWriteMany"]
     assert parse_plan(yaml.safe_load(configmap["data"]["plan.yaml"])) == plan  # round trip
     spec = cronjob["spec"]
     assert spec["schedule"] == "0 3 * * 0" and spec["concurrencyPolicy"] == "Forbid"
@@ -191,7 +192,7 @@ def test_cli_expand_json_and_render_files(tmp_path: Path) -> None:
     assert "kustomization.yaml" in files
     kinds = [yaml.safe_load(p.read_text())["kind"] for p in out.iterdir() if p.name != "kustomization.yaml"]
     assert kinds.count("Job") == 12 and kinds.count("PyTorchJob") == 4 and kinds.count("PodGroup") == 2
-    assert kinds.count("CronJob") == 1 and kinds.count("ConfigMap") == 1
+    assert kinds.count("CronJob") == 1 and kinds.count("ConfigMap") == 1 and kinds.count("PersistentVolumeClaim") == 1
     result = runner.invoke(app, ["plan", "expand", str(tmp_path / "nope.yaml")])
     assert result.exit_code != 0
 
@@ -217,7 +218,31 @@ def test_render_plan_without_schedule_has_only_jobs(sample: dict) -> None:
     sample.pop("schedule")
     plan = parse_plan(sample)
     kinds = {o["kind"] for o in render_plan(plan, expand_plan(plan))}
-    assert kinds == {"Job", "PyTorchJob", "PodGroup"}
+    assert kinds == {"PersistentVolumeClaim", "Job", "PyTorchJob", "PodGroup"}
+
+
+def test_collector_pods_spool_to_the_claim_that_outlives_them(sample: dict) -> None:
+    """The spool (documents the API did not take, re-sent by the next run) is on the plan's
+    PersistentVolumeClaim: each scheduled run is a new pod, and an emptyDir would go with it."""
+    plan = parse_plan(sample)
+    for cell in expand_plan(plan):
+        for obj in render_cell(plan, cell):
+            pods = [r["template"]["spec"] for r in obj["spec"].get("pytorchReplicaSpecs", {}).values()] \
+                or ([obj["spec"]["template"]["spec"]] if obj["kind"] == "Job" else [])
+            for pod in pods:
+                claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"] if "persistentVolumeClaim" in v]
+                assert claims == ["stack-advisor-collector-spool"], obj["metadata"]["name"]
+                container = pod["containers"][0]
+                assert {"name": "spool", "mountPath": "/var/lib/stack-advisor"} in container["volumeMounts"]
+                assert {"name": "XDG_STATE_HOME", "value": "/var/lib/stack-advisor"} in container["env"]
+    sample.setdefault("job", {})["spool_claim"] = None
+    plan = parse_plan(sample)
+    configmap = render_schedule(plan)[0]  # what the scheduled planner reads keeps the null
+    assert parse_plan(yaml.safe_load(configmap["data"]["plan.yaml"])).job.spool_claim is None
+    objects = render_plan(plan, expand_plan(plan))
+    assert "PersistentVolumeClaim" not in {o["kind"] for o in objects}
+    job = next(o for o in objects if o["kind"] == "Job")
+    assert [v["name"] for v in job["spec"]["template"]["spec"]["volumes"]] == ["tmp"]
 
 
 def test_rendered_yaml_has_no_anchors_and_round_trips(sample: dict) -> None:

@@ -52,7 +52,8 @@ def test_sweep_expands_to_one_job_per_cell_and_pool(sample: dict) -> None:
         assert volumes["tmp"]["emptyDir"]["sizeLimit"] == sample["sweep"]["disk"]
         gpus = container["resources"].get("limits", {}).get("nvidia.com/gpu")
         assert gpus == ("1" if cell.pool.name != "cpu-pool" else None)
-    assert {o["kind"] for o in objects} == {"Job", "ConfigMap", "CronJob"}  # weekly re-runs
+    # weekly re-runs; the collectors' spool claim
+    assert {o["kind"] for o in objects} == {"Job", "ConfigMap", "CronJob", "PersistentVolumeClaim"}
     validate_objects(objects)
 
 
@@ -85,6 +86,8 @@ def test_sweep_jobs_are_accepted_by_the_apiserver(sample: dict, api_client: Any)
             created.append(batch.create_namespaced_job(namespace, obj, dry_run="All"))
         elif obj["kind"] == "CronJob":
             created.append(batch.create_namespaced_cron_job(namespace, obj, dry_run="All"))
+        elif obj["kind"] == "PersistentVolumeClaim":
+            created.append(core.create_namespaced_persistent_volume_claim(namespace, obj, dry_run="All"))
         else:
             created.append(core.create_namespaced_config_map(namespace, obj, dry_run="All"))
     jobs = [j for j in created if j.kind == "Job"]

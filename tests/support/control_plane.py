@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_VERSION = "v1.35.4"
+SERVICE_IP = "10.0.0.1"  # the `kubernetes` Service's ClusterIP: the first of --service-cluster-ip-range
 
 
 def cache_dir() -> Path:
@@ -53,12 +54,13 @@ def _openssl(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
-def make_pki(d: Path) -> None:
-    """CA, apiserver serving cert (127.0.0.1/localhost), admin client cert, SA key pair."""
+def make_pki(d: Path, extra_ips: tuple[str, ...] = ()) -> None:
+    """CA, apiserver serving cert (127.0.0.1/localhost and ``extra_ips``), admin client cert, SA key pair."""
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
              "-days", "2", "-subj", "/CN=stack-advisor-test-ca", cwd=d)
     (d / "serving.ext").write_text(
-        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
+        + "".join(f",IP:{ip}" for ip in extra_ips) + "\n"
         "extendedKeyUsage=serverAuth\n"
     )
     (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
@@ -83,14 +85,19 @@ class ControlPlane:
     # Only the controllers the tests need: Jobs → pods, and the default ServiceAccounts (the
     # container tier adds cronjob-controller).
     controllers: str = "job-controller,serviceaccount-controller"
+    # A real node's pods reach the apiserver: it listens on every address and advertises this
+    # one (the kubelet node's), its certificate also names it and the `kubernetes` Service's IP.
+    advertise: str | None = None
+    scheduler: Path | None = None  # kube-scheduler: binds pods to real nodes
     url: str = ""
+    port: int = 0
     kubeconfig: Path = field(default_factory=Path)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def start(self, timeout: float = 180.0) -> None:
         pki = self.workdir / "pki"
         pki.mkdir(parents=True)
-        make_pki(pki)
+        make_pki(pki, (self.advertise, SERVICE_IP) if self.advertise else ())
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         self._spawn(
@@ -106,9 +113,12 @@ class ControlPlane:
             "kube-apiserver",
             [str(self.apiserver),
              f"--etcd-servers={etcd_url}",
-             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
+             f"--bind-address={'0.0.0.0' if self.advertise else '127.0.0.1'}",
+             f"--advertise-address={self.advertise or '127.0.0.1'}", f"--secure-port={api_port}",
              f"--cert-dir={pki}", f"--tls-cert-file={pki / 'serving.crt'}",
              f"--tls-private-key-file={pki / 'serving.key'}", f"--client-ca-file={pki / 'ca.crt'}",
+             # logs and exec through a real kubelet (it trusts client certificates of this CA)
+             f"--kubelet-client-certificate={pki / 'admin.crt'}", f"--kubelet-client-key={pki / 'admin.key'}",
              "--service-account-issuer=https://kubernetes.default.svc",
              f"--service-account-key-file={pki / 'sa.pub'}",
              f"--service-account-signing-key-file={pki / 'sa.key'}",
@@ -120,11 +130,18 @@ class ControlPlane:
         self.url = f"https://127.0.0.1:{api_port}"
         self._wait_ready(pki, timeout)
         self._write_kubeconfig(pki)
+        self.port = api_port
+        if self.scheduler is not None:
+            self._spawn("kube-scheduler", [str(self.scheduler), f"--kubeconfig={self.kubeconfig}",
+                                           "--leader-elect=false", "--secure-port=0", "--v=0"])
         if self.controller_manager is not None:
             self._spawn(
                 "kube-controller-manager",
                 [str(self.controller_manager), f"--kubeconfig={self.kubeconfig}",
                  f"--controllers={self.controllers}",
+                 # what the root-ca-certificate-publisher-controller puts in every namespace's
+                 # kube-root-ca.crt (the CA a pod's projected service-account volume carries)
+                 f"--root-ca-file={pki / 'ca.crt'}",
                  "--leader-elect=false", "--secure-port=0", "--v=0"],
             )
             time.sleep(1.0)

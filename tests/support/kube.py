@@ -89,3 +89,31 @@ def validate_objects(objects: list[dict[str, Any]]) -> dict[str, int]:
             counts[target["kind"]] = counts.get(target["kind"], 0) + 1
     assert not errors, "\n".join(errors)
     return counts
+
+
+def served_kind(group: str, version: str, kind: str) -> dict[str, Any]:
+    """A CRD that only makes the apiserver serve the kind (the operators' own CRDs carry the schemas)."""
+    plural = kind.lower() + "s"
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+                     "versions": [{"name": version, "served": True, "storage": True, "schema": {
+                         "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+GANG_KINDS = (("kubeflow.org", "v1", "PyTorchJob"), ("scheduling.volcano.sh", "v1beta1", "PodGroup"))
+
+
+def gang_kinds_served(api_client: Any) -> Any:
+    """The api client once the apiserver serves the gang kinds, else None."""
+    from kubernetes import dynamic
+    from kubernetes.dynamic.exceptions import ResourceNotFoundError
+
+    dyn = dynamic.DynamicClient(api_client)
+    try:
+        for group, version, kind in GANG_KINDS:
+            dyn.resources.get(api_version=f"{group}/{version}", kind=kind)
+    except ResourceNotFoundError:
+        return None
+    return api_client

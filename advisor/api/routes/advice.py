@@ -111,15 +111,16 @@ def recommend(
     # (memoised) answer itself; the schema is still documented by response_model.
     if body.cluster or body.nodes:
         from advisor.cluster.advice import ClusterAdvisor
+        from advisor.cluster.cpu_pools import all_pools
         from advisor.cluster.numa import with_stored_topologies
-        from advisor.cluster.pools import group_pools, nodes_from_inventory, nodes_from_json
+        from advisor.cluster.pools import nodes_from_inventory, nodes_from_json
 
         if body.cluster:
             nodes, source = nodes_from_inventory(advisor.store, body.cluster), f"cluster {body.cluster}"
         else:
             nodes, source = nodes_from_json(body.nodes, where="nodes"), f"{len(body.nodes or [])} nodes"
         answer = ClusterAdvisor.of(advisor).recommend(
-            body.workload, group_pools(with_stored_topologies(nodes, advisor.store), pool_label=body.pool_label),
+            body.workload, all_pools(with_stored_topologies(nodes, advisor.store), pool_label=body.pool_label),
             source=source, top=body.top,
             per_pool=body.per_pool, gpus=body.gpus, nodes_count=body.nodes_count, image=body.image,
             what_if_driver=body.what_if_driver)
