@@ -214,7 +214,7 @@ class Advisor:
                 metric: str | None = None, family: str = "mlperf-inference") -> Comparison:
         return compare_verb.compare_stacks(self.table(), stack_a, stack_b, benchmark=benchmark,
                                            accelerator=accelerator, scenario=scenario, metric=metric,
-                                           family=family)
+                                           family=family, index=self.evidence())
 
     def regressions(self, component: str = "driver", *, accelerator: str | None = None,
                     benchmark: str | None = None, alpha: float = 0.05, min_count: int = 3) -> list[Regression]:

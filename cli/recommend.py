@@ -631,7 +631,7 @@ def compare_stacks(
         title="stack comparison",
         json_data=result,
         columns=["benchmark", "accelerator", "pairs", "ratio", "p_value", "verdict"],
-        details=["metric", "a_count", "b_count", "a_median", "b_median"],
+        details=["metric", "a_count", "b_count", "a_median", "b_median", "stack_effect"],
     )
 
 

@@ -185,18 +185,20 @@ class StackEffects:
                 for (fw, _), versions in by_version.items():
                     ordered = sorted(versions, key=lambda v: release_of(v) or ())
                     for old, new in pairwise(ordered):
-                        pair = self._pair(base, fw, old, new, versions[old], versions[new], hib)
+                        pair = self.pair(base, fw, old, new, versions[old], versions[new], hib)
                         if pair.round_new > pair.round_old:  # within a round: two submitters, not an upgrade
                             upgrades.append(pair)
                 for classes in by_class.values():
                     if "reference" in classes and "optimised" in classes:
                         fws = {self.row_stack(r).framework for c in classes.values() for r in c}
-                        crossings.append(self._pair(base, "/".join(sorted(f for f in fws if f)), "optimised",
+                        crossings.append(self.pair(base, "/".join(sorted(f for f in fws if f)), "optimised",
                                                     "reference", classes["optimised"], classes["reference"], hib))
         return upgrades, crossings
 
-    def _pair(self, base: tuple[str, ...], fw: str, old: str, new: str, old_rows: list[int],
+    def pair(self, base: tuple[str, ...], fw: str, old: str, new: str, old_rows: list[int],
               new_rows: list[int], hib: bool) -> StackPair:
+        """The pair of two sets of rows of one slice and accelerator (``base``: family, vendor,
+        benchmark, scenario, metric, direction, accelerator)."""
         index = self.index
         a, b = np.asarray(old_rows), np.asarray(new_rows)
         va, vb = median(index.unit[index.latest(a)]), median(index.unit[index.latest(b)])

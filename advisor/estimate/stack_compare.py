@@ -1,0 +1,76 @@
+"""What upgrading a framework from one version to another was worth on the same hardware, for
+``compare``: pairs of exactly those versions (``span_pairs``), else the vendor's pooled version
+step of ``advisor.estimate.stack_effect``, said as such, else that there are no pairs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from advisor.estimate.facts import accelerator_class
+from advisor.estimate.stack_effect import MIN_PAIRS, StackEffects, StackPair, fit_factor
+from graph_schema.catalog.rounds import release_of
+
+
+def version_matches(version: str | None, selector: str) -> bool:
+    """'10.2' matches a selector '10', '10.x' or '10.2' ('10.2.1' compares as 10.2)."""
+    have = release_of(version)
+    want = [int(p) for p in selector.strip().lstrip("vV").split(".") if p.isdigit()]
+    return bool(have) and bool(want) and list(have[:len(want)]) == want[:len(have)]
+
+
+def span_pairs(effects: StackEffects, family: str, framework: str, old: str, new: str, *,
+               benchmark: str | None = None, scenario: str | None = None,
+               accelerators: set[str] | None = None) -> list[StackPair]:
+    """Pairs of ``framework`` at a version matching ``old`` (older round) and one matching
+    ``new`` (newer round) on the same accelerator, count and benchmark slice."""
+    index, t = effects.index, effects.index.table
+    out = []
+    for key, by_acc in index.slices.items():
+        if key[0] != family or (benchmark and key[1] != benchmark) or (scenario and key[2] != scenario):
+            continue
+        hib = index.higher_is_better(key)
+        for acc, rows in by_acc.items():
+            if accelerators is not None and acc not in accelerators:
+                continue
+            sides: dict[tuple[int, str], list[int]] = defaultdict(list)
+            for r in rows.tolist():
+                st = effects.row_stack(r)
+                if st.framework != framework:
+                    continue
+                for side, sel in (("old", old), ("new", new)):
+                    if version_matches(st.version, sel):
+                        sides[(int(t.count[r]), side)].append(r)
+            vendor = accelerator_class(index.raw_names.get(acc, acc))
+            base = (key[0], vendor, key[1], key[2], key[3], "throughput" if hib else "latency", acc)
+            for count in sorted({c for c, _ in sides}):
+                a, b = sides.get((count, "old")), sides.get((count, "new"))
+                if a and b:
+                    pair = effects.pair(base, framework, old, new, a, b, hib)
+                    if pair.round_new > pair.round_old:
+                        out.append(pair)
+    return out
+
+
+def upgrade_text(effects: StackEffects, family: str, framework: str, old: str, new: str, *, benchmark: str,
+                 scenario: str | None, accelerators: set[str] | None, where: str) -> str:
+    """"upgrading tensorrt 9.3 to 10.8 on H100 for llama2-70b-99 Server: +49% (...), from 6 pairs",
+    from the throughput pairs of exactly these versions; else the vendor's pooled version step,
+    said as such; else that there are no pairs."""
+    what = f"upgrading {framework} {old} to {new} on {where} for {benchmark}{' ' + scenario if scenario else ''}"
+    pairs = span_pairs(effects, family, framework, old, new, benchmark=benchmark, scenario=scenario,
+                       accelerators=accelerators)
+    throughput = [p for p in pairs if p.direction == "throughput"] or pairs
+    factor = fit_factor(f"{family} {framework} {old}->{new}", np.asarray([p.log_ratio for p in throughput]))
+    if factor is not None:
+        kind = "throughput" if throughput[0].direction == "throughput" else "latency"
+        return f"{what}: {factor.percent()} {kind} speed, from {factor.pairs} pairs"
+    seen = ", ".join(f"{(np.exp(p.log_ratio) - 1) * 100:+.0f}%" for p in throughput)
+    few = f"{len(throughput)} pair(s) ({seen}), fewer than {MIN_PAIRS} for an interval" if throughput else "no pairs"
+    vendors = sorted({accelerator_class(effects.index.raw_names.get(a, a)) for a in accelerators or ()})
+    pooled = effects.upgrade(family, vendors[0], framework, benchmark, "", "throughput") if len(vendors) == 1 else None
+    if pooled is None:
+        return f"{what}: {few} (the same accelerator, count and benchmark in an older and a newer round); no estimate"
+    return (f"{what}: {few}; one version step of {framework} on {vendors[0]} accelerators in general: "
+            f"{pooled.percent()}, from {pooled.pairs} pairs ({pooled.scope})")
