@@ -74,3 +74,40 @@ def upgrade_text(effects: StackEffects, family: str, framework: str, old: str, n
         return f"{what}: {few} (the same accelerator, count and benchmark in an older and a newer round); no estimate"
     return (f"{what}: {few}; one version step of {framework} on {vendors[0]} accelerators in general: "
             f"{pooled.percent()}, from {pooled.pairs} pairs ({pooled.scope})")
+
+
+def rank_stacks(effects: StackEffects, key: tuple[str, str, str, str, str], accelerator: str) -> list[dict[str, object]]:
+    """The stacks ``accelerator`` ran the benchmark slice ``key`` with, fastest first: each
+    stack's median per-accelerator figure of its latest round and, for a stack older than the
+    newest version of its framework seen there, that figure carried forward by the vendor's
+    upgrade factor (``carried``, with the factor's text; the figure as is where no factor)."""
+    index = effects.index
+    rows = index.slices.get(key, {}).get(accelerator)
+    if rows is None or not len(rows):
+        return []
+    hib = index.higher_is_better(key)
+    vendor = accelerator_class(index.raw_names.get(accelerator, accelerator))
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for r in rows.tolist():
+        st = effects.row_stack(r)
+        groups[(st.framework or "unknown", st.version or "?")].append(r)
+    newest: dict[str, tuple[int, ...]] = {}
+    for fw, version in groups:
+        newest[fw] = max(newest.get(fw, ()), release_of(version) or ())
+    out = []
+    for (fw, version), members in groups.items():
+        latest = index.latest(np.asarray(members))
+        value = float(np.median(index.unit[latest]))
+        carried, factor_text = value, None
+        if (release_of(version) or ()) < newest[fw]:
+            factor = effects.upgrade(key[0], vendor, fw, key[1], key[3], "throughput" if hib else "latency")
+            if factor is not None:
+                carried = value * factor.ratio if hib else value / factor.ratio
+                factor_text = factor.describe()
+            else:
+                factor_text = "no pairs to carry it forward: as measured"
+        cls = effects.row_stack(members[0]).software_class
+        out.append({"framework": fw, "version": version, "software_class": cls,
+                    "round": index.table.round.vocab[int(index.table.round.codes[latest[0]])],
+                    "results": len(latest), "value": value, "carried_forward": carried, "factor": factor_text})
+    return sorted(out, key=lambda row: -float(row["carried_forward"]) if hib else float(row["carried_forward"]))  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ from advisor.estimate.analysis import (
 )
 from advisor.estimate.facts import canonical_accelerator
 from advisor.estimate.index import EvidenceIndex
-from advisor.estimate.stack_compare import upgrade_text
+from advisor.estimate.stack_compare import rank_stacks, upgrade_text
 from advisor.estimate.stack_effect import effects_of, framework_id
 from advisor.knowledge.rules import stack_components
 from advisor.knowledge.table import ObservationTable
@@ -180,3 +180,22 @@ def find_regressions(table: ObservationTable, component: str, *, accelerator: st
                     older_median=float(np.median(a)), newer_median=float(np.median(b)), change=change,
                     older_count=len(a), newer_count=len(b), p_value=p))
     return sorted(out, key=lambda r: r.change)
+
+
+def stack_ranking(index: EvidenceIndex, *, family: str, benchmark: str, scenario: str, metric: str,
+                  accelerator: str, division: str = "closed") -> list[dict[str, Any]]:
+    """The stacks one accelerator ran a benchmark with, fastest first, older versions carried
+    forward by the upgrade factor (``advisor.estimate.stack_compare.rank_stacks``).
+
+    Raises:
+        NotFound: the accelerator never ran that benchmark slice (the message lists what did).
+    """
+    acc = canonical_accelerator(accelerator)
+    key = (family, benchmark, scenario, metric, division)
+    by_acc = index.slices.get(key)
+    if by_acc is None:
+        raise NotFound(f"no observations of {family}/{benchmark} {scenario} {metric} ({division} division)")
+    if acc not in by_acc:
+        raise NotFound(f"accelerator: {accelerator!r} ({acc}) never ran {benchmark} {scenario}; ran it: "
+                       f"{', '.join(sorted(by_acc)[:12])}")
+    return rank_stacks(effects_of(index), key, acc)
