@@ -307,20 +307,33 @@ def query_stack(q: Query) -> tuple[str, str | None, SoftwareClass | None] | None
 
 
 def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:
-    """An interpolated or transferred estimate for a query that names its framework, made
-    honest about the stack: borrowed across software classes only through a learned factor
-    (else refused), and carried forward from an older version of the same framework through
-    the upgrade factor (else a note says it was not)."""
-    if est.basis not in (Basis.INTERPOLATED, Basis.TRANSFERRED) or est.value is None or not len(est.rows):
+    """An estimate for a query that names its framework, made honest about the stack: borrowed
+    across software classes only through a learned factor (else refused; results of another
+    class are never "observed"), and an interpolation carried forward from an older version of
+    the same framework through the upgrade factor (else a note says it was not)."""
+    if est.basis is Basis.UNSUPPORTED or est.value is None or not len(est.rows):
         return est
     wanted = query_stack(q)
     if wanted is None:
         return est
     effects = effects_of(index)
+    if est.basis is Basis.OBSERVED:
+        # a framework named without a version matches every stack of the configuration: results
+        # of another software class are not an observation of this one
+        return _observed_class(effects, q, est, wanted[2])
     est = _cross_class(effects, q, est, wanted[2])
     if est.basis is Basis.INTERPOLATED:
         est = _carry_forward(effects, q, est, wanted[0], wanted[1])
     return est
+
+
+def _observed_class(effects: StackEffects, q: Query, est: Estimate, wanted: SoftwareClass | None) -> Estimate:
+    if wanted is None or q.family not in CLASSED_FAMILIES:
+        return est
+    classes = {effects.row_stack(r).software_class for r in est.rows.tolist()} - {None}
+    if not classes or wanted.software_class in classes:
+        return est
+    return _cross_class(effects, q, replace(est, basis=Basis.INTERPOLATED), wanted)
 
 
 def _cross_class(effects: StackEffects, q: Query, est: Estimate, wanted: SoftwareClass | None) -> Estimate:
