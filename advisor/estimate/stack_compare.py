@@ -9,7 +9,13 @@ from collections import defaultdict
 import numpy as np
 
 from advisor.estimate.facts import accelerator_class
-from advisor.estimate.stack_effect import MIN_PAIRS, StackEffects, StackPair, fit_factor
+from advisor.estimate.stack_effect import (
+    MIN_PAIRS,
+    StackEffects,
+    StackPair,
+    direction_of,
+    fit_factor,
+)
 from graph_schema.catalog.rounds import release_of
 
 
@@ -43,7 +49,7 @@ def span_pairs(effects: StackEffects, family: str, framework: str, old: str, new
                     if version_matches(st.version, sel):
                         sides[(int(t.count[r]), side)].append(r)
             vendor = accelerator_class(index.raw_names.get(acc, acc))
-            base = (key[0], vendor, key[1], key[2], key[3], "throughput" if hib else "latency", acc)
+            base = (key[0], vendor, key[1], key[2], key[3], direction_of(key[0], key[1], hib), acc)
             for count in sorted({c for c, _ in sides}):
                 a, b = sides.get((count, "old")), sides.get((count, "new"))
                 if a and b:
@@ -61,15 +67,15 @@ def upgrade_text(effects: StackEffects, family: str, framework: str, old: str, n
     what = f"upgrading {framework} {old} to {new} on {where} for {benchmark}{' ' + scenario if scenario else ''}"
     pairs = span_pairs(effects, family, framework, old, new, benchmark=benchmark, scenario=scenario,
                        accelerators=accelerators)
-    throughput = [p for p in pairs if p.direction == "throughput"] or pairs
+    throughput = [p for p in pairs if p.direction.startswith("throughput")] or pairs
     factor = fit_factor(f"{family} {framework} {old}->{new}", np.asarray([p.log_ratio for p in throughput]))
     if factor is not None:
-        kind = "throughput" if throughput[0].direction == "throughput" else "latency"
+        kind = "throughput" if throughput[0].direction.startswith("throughput") else "latency"
         return f"{what}: {factor.percent()} {kind} speed, from {factor.pairs} pairs"
     seen = ", ".join(f"{(np.exp(p.log_ratio) - 1) * 100:+.0f}%" for p in throughput)
     few = f"{len(throughput)} pair(s) ({seen}), fewer than {MIN_PAIRS} for an interval" if throughput else "no pairs"
     vendors = sorted({accelerator_class(effects.index.raw_names.get(a, a)) for a in accelerators or ()})
-    pooled = effects.upgrade(family, vendors[0], framework, benchmark, "", "throughput") if len(vendors) == 1 else None
+    pooled = effects.upgrade(family, vendors[0], framework, benchmark, "", True) if len(vendors) == 1 else None
     if pooled is None:
         return f"{what}: {few} (the same accelerator, count and benchmark in an older and a newer round); no estimate"
     return (f"{what}: {few}; one version step of {framework} on {vendors[0]} accelerators in general: "
@@ -100,7 +106,7 @@ def rank_stacks(effects: StackEffects, key: tuple[str, str, str, str, str], acce
         value = float(np.median(index.unit[latest]))
         carried, factor_text = value, None
         if (release_of(version) or ()) < newest[fw]:
-            factor = effects.upgrade(key[0], vendor, fw, key[1], key[3], "throughput" if hib else "latency")
+            factor = effects.upgrade(key[0], vendor, fw, key[1], key[3], hib)
             if factor is not None:
                 carried = value * factor.ratio if hib else value / factor.ratio
                 factor_text = factor.describe()

@@ -31,6 +31,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -41,7 +42,13 @@ from advisor.estimate.order_stats import median, quantiles
 from advisor.estimate.query import Estimate, Query
 from advisor.results import Basis
 from collectors.importers.stack_text import parse_framework
-from graph_schema.catalog import SoftwareClass, resolve_framework_name, software_class
+from graph_schema.catalog import (
+    SoftwareClass,
+    load_catalog,
+    resolve_benchmark,
+    resolve_framework_name,
+    software_class,
+)
 from graph_schema.catalog.rounds import release_of
 
 if TYPE_CHECKING:
@@ -63,7 +70,7 @@ class StackPair:
     benchmark: str
     scenario: str
     metric: str
-    direction: str  # "throughput" (higher is better) or "latency" (lower is better)
+    direction: str  # "throughput" (higher is better) or "latency" (lower is better), then "/llm" or "/other"
     accelerator: str
     framework: str  # canonical framework id; for a class crossing, the frameworks of both sides
     old: str  # a version (upgrade) or a software class (crossing)
@@ -181,7 +188,7 @@ class StackEffects:
                         by_version[(st.framework, int(t.count[r]))][st.version].append(r)
                     if st.software_class and key[0] in CLASSED_FAMILIES:
                         by_class[float(index.round_no[r])][st.software_class].append(r)
-                base = (key[0], vendor, key[1], key[2], key[3], "throughput" if hib else "latency", acc)
+                base = (key[0], vendor, key[1], key[2], key[3], direction_of(key[0], key[1], hib), acc)
                 for (fw, _), versions in by_version.items():
                     ordered = sorted(versions, key=lambda v: release_of(v) or ())
                     for old, new in pairwise(ordered):
@@ -223,10 +230,11 @@ class StackEffects:
 
     # ---- the factors -----------------------------------------------------------------------
     def upgrade(self, family: str, vendor: str, framework: str, benchmark: str, metric: str,
-                direction: str) -> StackFactor | None:
+                hib: bool) -> StackFactor | None:
         """One version step of ``framework`` on ``vendor``'s accelerators: the narrowest scope of
         ``upgrade_scopes`` with ``MIN_PAIRS`` pairs."""
-        probe = StackPair(family, vendor, benchmark, "", metric, direction, "", framework, "", "", 0.0, 0.0, 0.0)
+        probe = StackPair(family, vendor, benchmark, "", metric, direction_of(family, benchmark, hib), "", framework,
+                          "", "", 0.0, 0.0, 0.0)
         for scope in upgrade_scopes(probe):
             if scope in self.upgrades:
                 return self.upgrades[scope]
@@ -246,6 +254,17 @@ class StackEffects:
                                spread_low=1 / back.spread_high, spread_high=1 / back.spread_low,
                                scope=f"{back.scope} (inverted)")
         return None
+
+
+@lru_cache(maxsize=1024)
+def direction_of(family: str, benchmark: str, hib: bool) -> str:
+    """How a pair pools: throughput or latency, and LLM (the catalogue counts its throughput in
+    tokens) or not. Runtimes for LLMs moved far faster between rounds than for vision models
+    (H100 llama2-70b: 1.5x from v4.1 to v5.1 where CNNs moved ~1%), so one never stands for the
+    other: with no LLM pairs an LLM result is not carried forward."""
+    match = resolve_benchmark(benchmark)
+    entry = load_catalog().benchmark(match.family or family, match.base or match.id) if match.resolved else None
+    return ("throughput" if hib else "latency") + ("/llm" if entry is not None and entry.tokens else "/other")
 
 
 def upgrade_scopes(p: StackPair) -> list[tuple[str, ...]]:
@@ -358,7 +377,7 @@ def _cross_class(effects: StackEffects, q: Query, est: Estimate, wanted: Softwar
     other = sorted(known)[0]
     names = sorted({effects.row_stack(r).framework or "?" for r in rows.tolist()})
     vendor = accelerator_class(q.raw_accelerator or q.accelerator)
-    factor = effects.crossing(q.family, vendor, other, wanted.software_class, "throughput" if hib else "latency")
+    factor = effects.crossing(q.family, vendor, other, wanted.software_class, direction_of(q.family, q.benchmark, hib))
     what = (f"{wanted.framework} is a {wanted.software_class} implementation ({wanted.source}); the results this "
             f"estimate borrows ran on {other} runtimes ({', '.join(names)})")
     if factor is None:
@@ -384,7 +403,7 @@ def _carry_forward(effects: StackEffects, q: Query, est: Estimate, fw: str, vers
         return est
     vendor = accelerator_class(q.raw_accelerator or q.accelerator)
     hib = index.higher_is_better(q.slice)
-    factor = effects.upgrade(q.family, vendor, fw, q.benchmark, q.metric, "throughput" if hib else "latency")
+    factor = effects.upgrade(q.family, vendor, fw, q.benchmark, q.metric, hib)
     if factor is None:
         return replace(est, notes=[*est.notes, f"stack: no pairs to carry {fw} {newest} forward to {version} on "
                                    f"{vendor} ({q.family}); its {newest} results are used as they are"])
