@@ -23,7 +23,9 @@ def version_matches(version: str | None, selector: str) -> bool:
     """'10.2' matches a selector '10', '10.x' or '10.2' ('10.2.1' compares as 10.2)."""
     have = release_of(version)
     want = [int(p) for p in selector.strip().lstrip("vV").split(".") if p.isdigit()]
-    return bool(have) and bool(want) and list(have[:len(want)]) == want[:len(have)]
+    if not have or not want:
+        return False
+    return list(have[:len(want)]) == want[:len(have)]
 
 
 def span_pairs(effects: StackEffects, family: str, framework: str, old: str, new: str, *,
@@ -116,4 +118,4 @@ def rank_stacks(effects: StackEffects, key: tuple[str, str, str, str, str], acce
         out.append({"framework": fw, "version": version, "software_class": cls,
                     "round": index.table.round.vocab[int(index.table.round.codes[latest[0]])],
                     "results": len(latest), "value": value, "carried_forward": carried, "factor": factor_text})
-    return sorted(out, key=lambda row: -float(row["carried_forward"]) if hib else float(row["carried_forward"]))  # type: ignore[arg-type]
+    return sorted(out, key=lambda row: -float(row["carried_forward"]) if hib else float(row["carried_forward"]))

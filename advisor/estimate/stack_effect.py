@@ -33,13 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from advisor.estimate.facts import accelerator_class
 from advisor.estimate.order_stats import median, quantiles
-from advisor.estimate.query import Estimate, Query
+from advisor.estimate.query import Estimate, Query, SliceKey
+from advisor.knowledge.table import ObservationTable
 from advisor.results import Basis
 from collectors.importers.stack_text import parse_framework
 from graph_schema.catalog import (
@@ -51,8 +52,20 @@ from graph_schema.catalog import (
 )
 from graph_schema.catalog.rounds import release_of
 
-if TYPE_CHECKING:
-    from advisor.estimate.index import EvidenceIndex
+
+class EvidenceIndex(Protocol):
+    """What the stack effects read of ``advisor.estimate.index.EvidenceIndex`` (a protocol, so
+    that the index can call ``adjust`` without the two modules importing each other)."""
+
+    table: ObservationTable
+    slices: dict[SliceKey, dict[str, np.ndarray]]
+    unit: np.ndarray
+    round_no: np.ndarray
+    raw_names: dict[str, str]
+
+    def higher_is_better(self, key: SliceKey) -> bool: ...
+
+    def latest(self, rows: np.ndarray) -> np.ndarray: ...
 
 MIN_PAIRS = 3
 LEVEL = 0.8
