@@ -31,7 +31,7 @@ import weakref
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import pairwise
 from typing import Protocol
 
@@ -173,9 +173,27 @@ class StackEffects:
             cls = software_class(fw)
             self.stack_of.append(RowStack(fw, version_key(stack.framework_version),
                                           cls.software_class if cls else None))
-        self.upgrade_pairs, self.class_pairs = self._pairs()
-        self.upgrades = self._fit(self.upgrade_pairs, upgrade_scopes)
-        self.crossings = self._fit(self.class_pairs, crossing_scopes)
+
+    # the pairs and factors are found on first use: most answers need only the rows' stacks
+    @cached_property
+    def _all_pairs(self) -> tuple[list[StackPair], list[StackPair]]:
+        return self._pairs()
+
+    @property
+    def upgrade_pairs(self) -> list[StackPair]:
+        return self._all_pairs[0]
+
+    @property
+    def class_pairs(self) -> list[StackPair]:
+        return self._all_pairs[1]
+
+    @cached_property
+    def upgrades(self) -> dict[tuple[str, ...], StackFactor]:
+        return self._fit(self.upgrade_pairs, upgrade_scopes)
+
+    @cached_property
+    def crossings(self) -> dict[tuple[str, ...], StackFactor]:
+        return self._fit(self.class_pairs, crossing_scopes)
 
     def row_stack(self, row: int) -> RowStack:
         return self.stack_of[int(self.index.table.stack.codes[row])]
