@@ -15,6 +15,7 @@ from advisor.estimate.stack_effect import (
     StackPair,
     direction_of,
     fit_factor,
+    upgrade_pair,
 )
 from graph_schema.catalog.rounds import release_of
 
@@ -56,7 +57,7 @@ def span_pairs(effects: StackEffects, family: str, framework: str, old: str, new
                 a, b = sides.get((count, "old")), sides.get((count, "new"))
                 if a and b:
                     pair = effects.pair(base, framework, old, new, a, b, hib)
-                    if pair.round_new > pair.round_old:
+                    if upgrade_pair(pair):
                         out.append(pair)
     return out
 

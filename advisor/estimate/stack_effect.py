@@ -7,7 +7,7 @@ and the same canonical accelerator:
 - **upgrade**: the same framework at two consecutive versions (major.minor, in release order) at
   the same accelerator count: the median per-accelerator figure of each version's latest round.
   Only versions last run in different rounds pair (two versions in one round are two
-  submitters, not an upgrade). Pooled per (family, vendor, framework, benchmark, metric), else
+  submitters, not an upgrade), or versions we measured ourselves (``advisor sweep``: no round). Pooled per (family, vendor, framework, benchmark, metric), else
   per (family, vendor, framework) and metric direction (throughput or latency: a Server latency
   held under its limit does not move as throughput does), else per (family, vendor, direction).
 - **class crossing**: results of the same round run with a reference implementation and with an
@@ -224,7 +224,7 @@ class StackEffects:
                     ordered = sorted(versions, key=lambda v: release_of(v) or ())
                     for old, new in pairwise(ordered):
                         pair = self.pair(base, fw, old, new, versions[old], versions[new], hib)
-                        if pair.round_new > pair.round_old:  # within a round: two submitters, not an upgrade
+                        if upgrade_pair(pair):
                             upgrades.append(pair)
                 for classes in by_class.values():
                     if "reference" in classes and "optimised" in classes:
@@ -285,6 +285,13 @@ class StackEffects:
                                spread_low=1 / back.spread_high, spread_high=1 / back.spread_low,
                                scope=f"{back.scope} (inverted)")
         return None
+
+
+def upgrade_pair(pair: StackPair) -> bool:
+    """Two versions last run in different published rounds (within one round they are two
+    submitters' systems, not an upgrade), or both in our own measurements, which carry no round
+    (a sweep: the same host with only the stack changed)."""
+    return pair.round_new > pair.round_old or pair.round_new == pair.round_old == 0.0
 
 
 @lru_cache(maxsize=1024)
@@ -442,6 +449,17 @@ def _carry_forward(effects: StackEffects, q: Query, est: Estimate, fw: str, vers
         return replace(est, notes=[*est.notes, f"stack: upgrading {fw} {newest} to {version} on {vendor}: "
                                    f"{factor.percent()} from {factor.pairs} pairs ({factor.scope}), not told apart "
                                    f"from no change; its {newest} results are used as they are"])
+    # from the newest version's own results (the interpolation's median may mix in older ones)
+    def is_newest(r: int) -> bool:
+        return effects.row_stack(r).framework == fw and effects.row_stack(r).version == newest
+
+    if not all(is_newest(r) for r in latest.tolist()):
+        own = est.rows[[is_newest(r) for r in est.rows.tolist()]]
+        value = median(index.unit[index.latest(own)])
+        scale = value / est.value  # type: ignore[operator]
+        est = replace(est, value=value, low=est.low * scale, high=est.high * scale, rows=own,  # type: ignore[operator]
+                      factors=[*est.factors, ("stack version", f"only its {fw} {newest} results: {len(own)} of "
+                                              f"{len(est.rows)}", 1.0)])
     # not widened: an interpolated interval is conformal on the same accelerator's moves from
     # round to round, which hold its stack upgrades already
     return apply_factor(est, factor, hib, "stack", f"{fw} {newest} carried forward to {version} (one version step)",

@@ -20,9 +20,11 @@ from advisor.estimate.stack_effect import MIN_PAIRS, effects_of, fit_factor
 from advisor.results import Basis
 from collectors.importers.mlperf import import_mlperf
 from graph_schema.catalog import FrameworkEntry, software_class
+from graph_schema.models import IngestBatch, SoftwareStack
 from graph_schema.registry import open_store
 from graph_schema.store import Store
 from tests.support.mlperf import result_path, write
+from tests.support.samples import make_obs
 
 TRT8 = ("TensorRT 8.6.0, CUDA 12.0", "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0")
 TRT10 = ("TensorRT 10.2.0, CUDA 12.4", "TensorRT 10.2.0, CUDA 12.4, cuDNN 9.1.0")
@@ -206,3 +208,27 @@ def test_rank_stacks_orders_one_accelerators_stacks_and_shows_the_carry(upgraded
     assert newest["factor"] is None and newest["carried_forward"] == newest["value"]
     assert older["carried_forward"] == pytest.approx(older["value"] * float(np.median(UPGRADE)), rel=1e-3)
     assert "median of 4 pairs" in str(older["factor"])
+
+
+def test_our_own_sweeps_pair_versions_measured_on_one_host(tmp_path: Path) -> None:
+    """Our measurements carry no round: versions measured side by side (``advisor sweep``) pair."""
+    old, new = (SoftwareStack(framework="pytorch", framework_version=v, cuda="12.4") for v in ("2.3.0", "2.4.0"))
+    rows = []
+    for i, (acc, base) in enumerate((("H100-SXM5-80GB", 400.0), ("A100-SXM4-80GB", 200.0), ("L4", 60.0))):
+        for j, (stack, value) in enumerate(((old, base), (new, base * 1.2))):
+            obs = make_obs(10 * i + j, stack=stack, acc=acc, host=f"node-{i}")
+            rows.append(obs.model_copy(update={"value": value, "p10": value * 0.99, "p90": value * 1.01}))
+    store = open_store(f"embedded:{tmp_path / 'kb'}")
+    try:
+        store.ingest(IngestBatch(observations=rows))
+        advisor = Advisor(store)
+        effects = effects_of(advisor.evidence())
+        pred = advisor.predict([{"accelerator": "H100-SXM5-80GB", "accelerator_count": 1, "family": "pi",
+                                 "benchmark": "gemm", "metric": "tflops", "framework": "pytorch 2.5.1"}])[0]
+    finally:
+        store.close()
+    assert sorted(round(math.exp(p.log_ratio), 3) for p in effects.upgrade_pairs) == [1.2, 1.2, 1.2]
+    assert pred.basis is Basis.INTERPOLATED
+    (step,) = [f for f in pred.factors if f.name == "stack"]
+    assert "pytorch 2.4 carried forward to 2.5" in step.value and step.effect == pytest.approx(1.2)
+    assert pred.value == pytest.approx(400.0 * 1.2 * 1.2)
