@@ -154,17 +154,17 @@ def next_round(everything: StackEffects) -> None:
 
 def by_round(store: str, train_until: str, test_round: str) -> None:
     """``advisor evaluate --protocol by-round`` (queries as users write them, framework included)
-    with the stack rules, and with ``stack_effect.adjust`` turned off (this script only)."""
-    from advisor.estimate import stack_effect
+    with the stack rules, and with ``stack_adjust.adjust`` turned off (this script only)."""
+    from advisor.estimate import stack_adjust
 
     print(f"5. by round {train_until} -> {test_round} through advisor evaluate (closed-division throughput)")
-    keep = stack_effect.adjust
+    keep = stack_adjust.adjust
     for label, adjust in (("with the stack rules", keep), ("without", lambda index, q, est: est)):
-        stack_effect.adjust = adjust  # type: ignore[assignment]
+        stack_adjust.adjust = adjust  # type: ignore[assignment]
         try:
             report = Advisor(open_store(store)).evaluate("by-round", train_until=train_until, test_round=test_round)
         finally:
-            stack_effect.adjust = keep  # type: ignore[assignment]
+            stack_adjust.adjust = keep  # type: ignore[assignment]
         parts = {"overall": report.overall, **{b: report.by_basis[b] for b in ("interpolated", "transferred")
                                                 if b in report.by_basis}}
         for name, part in parts.items():
