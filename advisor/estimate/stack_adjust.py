@@ -76,11 +76,24 @@ def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:
     if est.basis is Basis.OBSERVED:
         # a framework named without a version matches every stack of the configuration: results
         # of another software class are not an observation of this one
-        return _observed_class(effects, q, est, wanted[2])
+        return _observed_class(effects, q, _own_framework(effects, est, wanted[0]), wanted[2])
     est = _cross_class(effects, q, est, wanted[2])
     if est.basis is Basis.INTERPOLATED:
         est = _carry_forward(effects, q, est, wanted[0], wanted[1])
     return est
+
+
+def _own_framework(effects: StackEffects, est: Estimate, fw: str) -> Estimate:
+    """An observation of the named framework from its own results where the configuration also
+    ran others (a framework named without a version matches every stack)."""
+    own = np.asarray([effects.row_stack(r).framework == fw for r in est.rows.tolist()], dtype=bool)
+    if not own.any() or own.all():
+        return est
+    index = effects.index
+    rows = est.rows[own]
+    value = median(index.unit[index.latest(rows)])
+    scale = value / est.value  # type: ignore[operator]
+    return replace(est, value=value, low=est.low * scale, high=est.high * scale, rows=rows)  # type: ignore[operator]
 
 
 def _observed_class(effects: StackEffects, q: Query, est: Estimate, wanted: SoftwareClass | None) -> Estimate:

@@ -158,6 +158,7 @@ def test_across_classes_only_through_a_learned_factor_with_a_wider_interval(tmp_
         optimised = _ask(advisor, "NVIDIA L4", "TensorRT 10.8")
         pred = _ask(advisor, "NVIDIA L4", "onnxruntime")
         own = _ask(advisor, "NVIDIA H100-SXM-80GB", "onnxruntime 1.15")
+        observed_ort = _ask(advisor, "NVIDIA H100-SXM-80GB", "onnxruntime")
     finally:
         store.close()
     assert pred.basis is Basis.INTERPOLATED
@@ -168,6 +169,9 @@ def test_across_classes_only_through_a_learned_factor_with_a_wider_interval(tmp_
     width = math.log(pred.interval.high / pred.interval.low)
     assert width > math.log(optimised.interval.high / optimised.interval.low)
     assert any("software class" in w for w in pred.warnings)
+    # an observation of the framework named is its own results, not another's at the same count
+    assert observed_ort.basis is Basis.OBSERVED
+    assert observed_ort.value == pytest.approx(BASE["h100"] * up["h100"] * 0.10, rel=1e-3)
     # where the accelerator ran the reference code itself, those results answer, not the class
     # factor (1.14 carried to 1.15 by the vendor's pooled version step, shown)
     assert not [f for f in own.factors if f.name == "software class" and f.effect != 1.0]
