@@ -214,7 +214,12 @@ class Advisor:
                 metric: str | None = None, family: str = "mlperf-inference") -> Comparison:
         return compare_verb.compare_stacks(self.table(), stack_a, stack_b, benchmark=benchmark,
                                            accelerator=accelerator, scenario=scenario, metric=metric,
-                                           family=family)
+                                           family=family, index=self.evidence())
+
+    def rank_stacks(self, *, benchmark: str, scenario: str, metric: str, accelerator: str,
+                    family: str = "mlperf-inference", division: str = "closed") -> list[dict[str, Any]]:
+        return compare_verb.stack_ranking(self.evidence(), family=family, benchmark=benchmark, scenario=scenario,
+                                          metric=metric, accelerator=accelerator, division=division)
 
     def regressions(self, component: str = "driver", *, accelerator: str | None = None,
                     benchmark: str | None = None, alpha: float = 0.05, min_count: int = 3) -> list[Regression]:

@@ -204,6 +204,9 @@ class Comparison(_Out):
     a_median: float | None
     b_median: float | None
     verdict: str
+    stack_effect: str | None = Field(
+        default=None, description="what upgrading A's framework version to B's was worth across rounds, from pairs "
+        "(advisor.estimate.stack_effect); None where A and B are not one framework at two versions")
 
 
 class Regression(_Out):

@@ -665,7 +665,43 @@ def compare_stacks(
         title="stack comparison",
         json_data=result,
         columns=["benchmark", "accelerator", "pairs", "ratio", "p_value", "verdict"],
-        details=["metric", "a_count", "b_count", "a_median", "b_median"],
+        details=["metric", "a_count", "b_count", "a_median", "b_median", "stack_effect"],
+    )
+
+
+@compare_app.command("rank-stacks")
+def compare_rank_stacks(
+    benchmark: Annotated[str, typer.Option(help="Benchmark name, e.g. llama2-70b-99.")],
+    scenario: Annotated[str, typer.Option(help="Scenario, e.g. Offline.")],
+    metric: Annotated[str, typer.Option(help="Metric, e.g. tokens_per_second.")],
+    accelerator: Annotated[str, typer.Option(help="The accelerator (any published spelling).")],
+    family: Annotated[str, typer.Option()] = "mlperf-inference",
+    division: Annotated[str, typer.Option()] = "closed",
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """The stacks one accelerator ran a benchmark with, fastest first; older versions carried
+    forward by the upgrade factor learned from pairs (shown), never silently."""
+    from cli.render import output_format, render
+
+    chosen = output_format(fmt, as_json)
+    with _advisor(store) as adv:
+        rows = adv.rank_stacks(
+            benchmark=benchmark,
+            scenario=scenario,
+            metric=metric,
+            accelerator=accelerator,
+            family=family,
+            division=division,
+        )
+    render(
+        rows,
+        fmt=chosen,
+        title=f"stacks on {accelerator} for {benchmark} {scenario}",
+        json_data=rows,
+        columns=["framework", "version", "software_class", "round", "value", "carried_forward"],
+        details=["results", "factor"],
     )
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.estimate import transfer
+from advisor.estimate import stack_adjust, transfer
 from advisor.estimate.facts import (
     accelerator_class,
     canonical_accelerator,
@@ -128,7 +128,11 @@ class EvidenceIndex:
 
     # ---- the hierarchy -----------------------------------------------------------------------
     def estimate(self, q: Query) -> Estimate:
-        """The nearest evidence for one configuration (see the module docstring)."""
+        """The nearest evidence for one configuration (see the module docstring), made honest
+        about the query's named stack (``advisor.estimate.stack_adjust.adjust``)."""
+        return stack_adjust.adjust(self, q, self._nearest(q))
+
+    def _nearest(self, q: Query) -> Estimate:
         by_acc = self.slices.get(q.slice)
         if by_acc is None:
             return self._unrecorded(q)

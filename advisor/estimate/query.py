@@ -71,6 +71,7 @@ class Query:
     placement: str
     components: dict[str, str] = field(default_factory=dict)  # lower-case name → version
     raw_accelerator: str = ""
+    framework: str = ""  # the framework as the user wrote it (free text), for its software class
 
     @property
     def slice(self) -> SliceKey:

@@ -1,4 +1,5 @@
-"""Stack A against stack B, and regressions across component versions (paired, within a round)."""
+"""Stack A against stack B (paired within a round, and what upgrading A's framework version to
+B's was worth across rounds), and regressions across component versions."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from advisor.estimate.analysis import (
     mann_whitney,
     speed_ratio,
 )
+from advisor.estimate.facts import canonical_accelerator
+from advisor.estimate.index import EvidenceIndex
+from advisor.estimate.stack_compare import rank_stacks, upgrade_text
+from advisor.estimate.stack_effect import effects_of, framework_id
 from advisor.knowledge.rules import stack_components
 from advisor.knowledge.table import ObservationTable
 from advisor.names import matching_accelerators
@@ -23,23 +28,30 @@ from graph_schema.catalog.rounds import release_of
 from graph_schema.errors import InvalidInput, NotFound
 
 
+def _selector_components(selector: str | dict[str, str]) -> dict[str, str] | None:
+    """component → version of a component=version selector; None for a stack id."""
+    if isinstance(selector, str) and selector.startswith("stk-"):
+        return None
+    if not isinstance(selector, str):
+        return {k.lower(): str(v) for k, v in selector.items()}
+    want: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in selector.split(","))):
+        name, sep, version = part.partition("=")
+        if not sep or not name.strip() or not version.strip():
+            raise InvalidInput(f"stack selector: {part!r} is not component=version "
+                               "(e.g. 'tensorrt=8.6.0,cuda=12.0') nor a stack id (stk-...)")
+        want[name.strip().lower()] = version.strip()
+    return want
+
+
 def _stack_matches(table: ObservationTable, selector: str | dict[str, str]) -> set[int]:
     """Stack codes a selector picks: a stack id, or component=version pairs (all must match)."""
-    if isinstance(selector, str) and selector.startswith("stk-"):
-        code = table.stack.code(selector)
+    want = _selector_components(selector)
+    if want is None:
+        code = table.stack.code(str(selector))
         if code < 0:
             raise NotFound(f"stack: no stack with id {selector!r}")
         return {code}
-    if isinstance(selector, str):
-        want: dict[str, str] = {}
-        for part in filter(None, (p.strip() for p in selector.split(","))):
-            name, sep, version = part.partition("=")
-            if not sep or not name.strip() or not version.strip():
-                raise InvalidInput(f"stack selector: {part!r} is not component=version "
-                                   "(e.g. 'tensorrt=8.6.0,cuda=12.0') nor a stack id (stk-...)")
-            want[name.strip().lower()] = version.strip()
-    else:
-        want = {k.lower(): str(v) for k, v in selector.items()}
     out = set()
     for code, sid in enumerate(table.stack.vocab):
         stack = table.stacks[sid]
@@ -53,10 +65,34 @@ def _stack_matches(table: ObservationTable, selector: str | dict[str, str]) -> s
     return out
 
 
+def upgrade_effect(index: EvidenceIndex, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *,
+                   benchmark: str, accelerator: str | None, scenario: str | None, family: str) -> str | None:
+    """What upgrading from A to B was worth across rounds (``advisor.estimate.stack_compare``),
+    where A and B name one framework at two versions; None where they do not."""
+    a, b = _selector_components(stack_a), _selector_components(stack_b)
+    if not a or not b:
+        return None
+    changed = [k for k in a if k in b and a[k] != b[k] and framework_id(k)]
+    if len(changed) != 1:
+        return None
+    fw = framework_id(changed[0])
+    assert fw is not None
+    accelerators = None
+    if accelerator:
+        accelerators = {canonical_accelerator(n) for n in matching_accelerators(index.table.accelerator.vocab,
+                                                                                 accelerator)}
+    return upgrade_text(effects_of(index), family, fw, a[changed[0]], b[changed[0]], benchmark=benchmark,
+                        scenario=scenario, accelerators=accelerators, where=accelerator or "any accelerator")
+
+
 def compare_stacks(table: ObservationTable, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *,
                    benchmark: str, accelerator: str | None, scenario: str | None, metric: str | None,
-                   family: str) -> Comparison:
+                   family: str, index: EvidenceIndex | None = None) -> Comparison:
+    """A against B paired within a round; with ``index``, also what upgrading A's framework
+    version to B's was worth across rounds (``upgrade_effect``)."""
     a_codes, b_codes = _stack_matches(table, stack_a), _stack_matches(table, stack_b)
+    effect = upgrade_effect(index, stack_a, stack_b, benchmark=benchmark, accelerator=accelerator,
+                            scenario=scenario, family=family) if index is not None else None
     params: dict[str, Any] = {"scenario": scenario} if scenario else {}
     mask, _ = table.benchmark_mask(family, benchmark, params)
     if accelerator:
@@ -102,7 +138,7 @@ def compare_stacks(table: ObservationTable, stack_a: str | dict[str, str], stack
         pairs=len(ratios), ratio=ratio, interval=bootstrap_interval(np.asarray(ratios)) if ratios else None,
         p_value=p, a_count=len(a_all), b_count=len(b_all),
         a_median=float(np.median(a_all)) if len(a_all) else None,
-        b_median=float(np.median(b_all)) if len(b_all) else None, verdict=verdict,
+        b_median=float(np.median(b_all)) if len(b_all) else None, verdict=verdict, stack_effect=effect,
     )
 
 
@@ -144,3 +180,22 @@ def find_regressions(table: ObservationTable, component: str, *, accelerator: st
                     older_median=float(np.median(a)), newer_median=float(np.median(b)), change=change,
                     older_count=len(a), newer_count=len(b), p_value=p))
     return sorted(out, key=lambda r: r.change)
+
+
+def stack_ranking(index: EvidenceIndex, *, family: str, benchmark: str, scenario: str, metric: str,
+                  accelerator: str, division: str = "closed") -> list[dict[str, Any]]:
+    """The stacks one accelerator ran a benchmark with, fastest first, older versions carried
+    forward by the upgrade factor (``advisor.estimate.stack_compare.rank_stacks``).
+
+    Raises:
+        NotFound: the accelerator never ran that benchmark slice (the message lists what did).
+    """
+    acc = canonical_accelerator(accelerator)
+    key = (family, benchmark, scenario, metric, division)
+    by_acc = index.slices.get(key)
+    if by_acc is None:
+        raise NotFound(f"no observations of {family}/{benchmark} {scenario} {metric} ({division} division)")
+    if acc not in by_acc:
+        raise NotFound(f"accelerator: {accelerator!r} ({acc}) never ran {benchmark} {scenario}; ran it: "
+                       f"{', '.join(sorted(by_acc)[:12])}")
+    return rank_stacks(effects_of(index), key, acc)

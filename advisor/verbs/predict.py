@@ -102,7 +102,8 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     return Query(family=q.family, benchmark=q.benchmark, scenario=match[0], metric=q.metric,
                  division=division, accelerator=canonical_accelerator(q.accelerator),
                  count=q.accelerator_count, placement=q.placement.value,
-                 components=parse_stack_text(q.framework, q.components), raw_accelerator=q.accelerator)
+                 components=parse_stack_text(q.framework, q.components), raw_accelerator=q.accelerator,
+                 framework=q.framework or "")
 
 
 def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Prediction:

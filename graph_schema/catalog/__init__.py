@@ -33,6 +33,7 @@ from graph_schema.catalog.resolve import (
     resolve_metric,
     resolve_scenario,
 )
+from graph_schema.catalog.software import SoftwareClass, software_class
 
 __all__ = [
     "NOT_AN_ACCELERATOR",
@@ -49,6 +50,7 @@ __all__ = [
     "MetricEntry",
     "NameMatch",
     "ScenarioEntry",
+    "SoftwareClass",
     "cudnn_version",
     "load_catalog",
     "normalize",
@@ -59,4 +61,5 @@ __all__ = [
     "resolve_framework_name",
     "resolve_metric",
     "resolve_scenario",
+    "software_class",
 ]

@@ -219,11 +219,29 @@ class MetricEntry(_Entry):
     aliases: list[str] = Field(default_factory=list)
 
 
+SOFTWARE_CLASSES = ("reference", "optimised")
+
+
 class FrameworkEntry(_Entry):
+    """A framework or stack component. ``software_class`` says whether results run on it are a
+    reference implementation's (MLCommons reference code, onnxruntime, eager PyTorch) or an
+    optimised runtime's (TensorRT, vLLM, OpenVINO, ...), with the source that says so: the two
+    are not interchangeable evidence (``advisor.estimate.stack_effect``)."""
+
     id: str = Field(min_length=1)
     kind: Literal["framework", "component"]
     aliases: list[str] = Field(default_factory=list)
     note: str | None = None
+    software_class: Literal["reference", "optimised"] | None = None
+    class_source: str | None = Field(default=None, pattern=_SOURCE)
+
+    @model_validator(mode="after")
+    def _class_has_source(self) -> FrameworkEntry:
+        if self.software_class is not None and self.kind != "framework":
+            raise ValueError(f"{self.id}: a software class is for frameworks, not {self.kind}s")
+        if self.software_class is not None and not self.class_source:
+            raise ValueError(f"{self.id}: software_class {self.software_class!r} needs a class_source")
+        return self
 
 
 class RoundEntry(_Entry):

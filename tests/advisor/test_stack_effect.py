@@ -1,0 +1,238 @@
+"""Issue 28 items 1 and 2: the software stack's effect, learned from pairs. Small MLPerf rounds
+written as published trees, imported through the real importer into a real embedded store, and
+asked through ``Advisor.predict`` / ``compare`` as users ask: a factor is applied only where
+pairs support it and always shown; a result is borrowed across software classes only through a
+factor learned from pairs (and a wider interval), else refused with the reason."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from advisor.engine import Advisor
+from advisor.estimate.stack_effect import MIN_PAIRS, effects_of, fit_factor
+from advisor.results import Basis
+from collectors.importers.mlperf import import_mlperf
+from graph_schema.catalog import FrameworkEntry, software_class
+from graph_schema.models import IngestBatch, SoftwareStack
+from graph_schema.registry import open_store
+from graph_schema.store import Store
+from tests.support.mlperf import result_path, write
+from tests.support.samples import make_obs
+
+TRT8 = ("TensorRT 8.6.0, CUDA 12.0", "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0")
+TRT10 = ("TensorRT 10.2.0, CUDA 12.4", "TensorRT 10.2.0, CUDA 12.4, cuDNN 9.1.0")
+ORT = ("onnxruntime 1.14.0", "Python: 3.10.6, CUDA: 11.8")
+GPUS = {"a100": "NVIDIA A100-SXM-80GB", "h100": "NVIDIA H100-SXM-80GB", "l4": "NVIDIA L4", "t4": "NVIDIA T4"}
+BASE = {"a100": 40000.0, "h100": 80000.0, "l4": 12000.0, "t4": 5800.0}
+UPGRADE = (1.10, 1.12, 1.08, 1.11)  # TensorRT 8.6 (v3.0) -> 10.2 (v4.1), per accelerator in GPUS order
+
+
+def _offline(value: float) -> str:
+    return (f"MLPerf Results Summary\nSUT name : S\nScenario : Offline\nMode     : PerformanceOnly\n"
+            f"Samples per second: {value}\nResult is : VALID\n")
+
+
+def _round(root: Path, name: str, systems: list[tuple[str, str, tuple[str, str], float]]) -> Path:
+    """A round's tree: (system id, accelerator, stack, resnet50 Offline samples/s on one accelerator)."""
+    tree = root / f"inference_{name}"
+    for system_id, accelerator, stack, value in systems:
+        write(tree, f"closed/Acme/systems/{system_id}.json", json.dumps({
+            "accelerator_model_name": accelerator, "accelerators_per_node": 1, "number_of_nodes": 1,
+            "host_processor_model_name": "AMD EPYC 7742", "host_processors_per_node": 2,
+            "framework": stack[0], "other_software_stack": stack[1], "operating_system": "Ubuntu 22.04",
+            "system_name": system_id, "system_type": "datacenter"}))
+        write(tree, result_path(system_id, "resnet50", "Offline"), _offline(value))
+    return tree
+
+
+def _store(tmp_path: Path, rounds: dict[str, list[tuple[str, str, tuple[str, str], float]]]) -> Store:
+    store = open_store(f"embedded:{tmp_path / 'kb'}")
+    for name, systems in rounds.items():
+        import_mlperf(_round(tmp_path, name, systems), store)
+    return store
+
+
+def _two_rounds() -> dict[str, list[tuple[str, str, tuple[str, str], float]]]:
+    return {"v3.0": [(f"{k}-trt8", acc, TRT8, BASE[k]) for k, acc in GPUS.items()],
+            "v4.1": [(f"{k}-trt10", acc, TRT10, BASE[k] * up) for (k, acc), up in zip(GPUS.items(), UPGRADE)]}
+
+
+@pytest.fixture()
+def upgraded(tmp_path: Path) -> Iterator[Advisor]:
+    store = _store(tmp_path, _two_rounds())
+    yield Advisor(store)
+    store.close()
+
+
+def _ask(advisor: Advisor, accelerator: str, framework: str | None):  # type: ignore[no-untyped-def]
+    query = {"accelerator": accelerator, "accelerator_count": 1, "benchmark": "resnet50", "scenario": "Offline",
+             "metric": "samples_per_second"}
+    if framework:
+        query["framework"] = framework
+    return advisor.predict([query])[0]
+
+
+# ---- no factor without pairs -------------------------------------------------------------------
+
+def test_no_factor_is_fitted_from_fewer_than_the_minimum_pairs() -> None:
+    assert fit_factor("few", np.log(np.array([1.5] * (MIN_PAIRS - 1)))) is None
+    factor = fit_factor("enough", np.log(np.array([1.08, 1.10, 1.12])))
+    assert factor is not None and factor.pairs == 3
+    assert factor.low <= factor.ratio <= factor.high and factor.ratio == pytest.approx(1.10)
+
+
+def test_without_pairs_an_older_stack_is_used_as_is_and_the_answer_says_so(tmp_path: Path) -> None:
+    store = _store(tmp_path, {"v3.0": _two_rounds()["v3.0"]})
+    try:
+        pred = _ask(Advisor(store), "NVIDIA H100-SXM-80GB", "TensorRT 10.8, CUDA 12.8")
+    finally:
+        store.close()
+    assert pred.basis is Basis.INTERPOLATED
+    assert pred.value == pytest.approx(BASE["h100"])  # not moved
+    assert not [f for f in pred.factors if f.name == "stack"]
+    assert any("no pairs to carry tensorrt 8.6 forward to 10.8" in w for w in pred.warnings), pred.warnings
+
+
+# ---- carrying a result forward -------------------------------------------------------------------
+
+def test_an_older_result_is_carried_to_a_newer_stack_by_the_learned_factor_shown(upgraded: Advisor) -> None:
+    plain = _ask(upgraded, "NVIDIA H100-SXM-80GB", None)
+    pred = _ask(upgraded, "NVIDIA H100-SXM-80GB", "TensorRT 10.8, CUDA 12.8")
+    assert pred.basis is Basis.INTERPOLATED
+    (stack,) = [f for f in pred.factors if f.name == "stack"]
+    median_step = float(np.median(UPGRADE))
+    assert stack.effect == pytest.approx(median_step, rel=1e-3)
+    assert "tensorrt 10.2 carried forward to 10.8" in stack.value and "median of 4 pairs" in stack.value
+    assert pred.value == pytest.approx(plain.value * median_step, rel=1e-3)
+    assert pred.interval is not None and pred.interval.low < pred.value < pred.interval.high
+
+
+def test_the_upgrade_pairs_are_the_same_accelerator_across_rounds(upgraded: Advisor) -> None:
+    effects = effects_of(upgraded.evidence())
+    ratios = sorted(round(math.exp(p.log_ratio), 3) for p in effects.upgrade_pairs)
+    assert ratios == sorted(UPGRADE)
+    assert {(p.old, p.new) for p in effects.upgrade_pairs} == {("8.6", "10.2")}
+
+
+# ---- software class --------------------------------------------------------------------------
+
+def test_the_catalogue_gives_frameworks_a_class_with_a_source() -> None:
+    for name, cls in (("onnxruntime", "reference"), ("Pytorch", "reference"), ("TensorRT", "optimised"),
+                      ("trt-llm", "optimised"), ("vLLM", "optimised"), ("MIGraphX", "optimised")):
+        found = software_class(name)
+        assert found is not None and found.software_class == cls and found.source.startswith("https://"), name
+    assert software_class("cuda") is None  # a component has no class
+    assert software_class("no such runtime") is None
+    with pytest.raises(ValidationError, match="needs a class_source"):
+        FrameworkEntry(id="x", kind="framework", software_class="reference", source="https://example.org/")
+    with pytest.raises(ValidationError, match="for frameworks"):
+        FrameworkEntry(id="y", kind="component", software_class="optimised", class_source="https://example.org/",
+                       source="https://example.org/")
+
+
+def test_a_reference_implementation_is_refused_when_no_pairs_of_both_classes_exist(upgraded: Advisor) -> None:
+    for accelerator in ("NVIDIA L4", "NVIDIA A10"):  # interpolated and transferred from TensorRT results
+        pred = _ask(upgraded, accelerator, "onnxruntime")
+        assert pred.basis is Basis.UNSUPPORTED and pred.value is None, accelerator
+        assert "software class" in (pred.reason or "") and "reference" in (pred.reason or "")
+        assert "tensorrt" in (pred.reason or "") and "pairs" in (pred.reason or "")
+    assert _ask(upgraded, "NVIDIA L4", "TensorRT 10.2.0, CUDA 12.4").basis is Basis.OBSERVED
+
+
+def test_across_classes_only_through_a_learned_factor_with_a_wider_interval(tmp_path: Path) -> None:
+    rounds = _two_rounds()
+    # three accelerators ran the reference code beside TensorRT in v4.1: about a tenth of the speed
+    up = dict(zip(GPUS, UPGRADE))
+    rounds["v4.1"] += [(f"{k}-ort", GPUS[k], ORT, BASE[k] * up[k] * r)
+                       for k, r in (("a100", 0.09), ("h100", 0.10), ("t4", 0.12))]
+    store = _store(tmp_path, rounds)
+    try:
+        advisor = Advisor(store)
+        optimised = _ask(advisor, "NVIDIA L4", "TensorRT 10.8")
+        pred = _ask(advisor, "NVIDIA L4", "onnxruntime")
+        own = _ask(advisor, "NVIDIA H100-SXM-80GB", "onnxruntime 1.15")
+        observed_ort = _ask(advisor, "NVIDIA H100-SXM-80GB", "onnxruntime")
+    finally:
+        store.close()
+    assert pred.basis is Basis.INTERPOLATED
+    (cls,) = [f for f in pred.factors if f.name == "software class"]
+    assert cls.effect == pytest.approx(0.10, rel=0.05) and "median of 3 pairs" in cls.value
+    assert pred.value == pytest.approx(BASE["l4"] * UPGRADE[2] * 0.10, rel=0.05)
+    assert pred.interval is not None and optimised.interval is not None
+    width = math.log(pred.interval.high / pred.interval.low)
+    assert width > math.log(optimised.interval.high / optimised.interval.low)
+    assert any("software class" in w for w in pred.warnings)
+    # an observation of the framework named is its own results, not another's at the same count
+    assert observed_ort.basis is Basis.OBSERVED
+    assert observed_ort.value == pytest.approx(BASE["h100"] * up["h100"] * 0.10, rel=1e-3)
+    # where the accelerator ran the reference code itself, those results answer, not the class
+    # factor (1.14 carried to 1.15 by the vendor's pooled version step, shown)
+    assert not [f for f in own.factors if f.name == "software class" and f.effect != 1.0]
+    (step,) = [f for f in own.factors if f.name == "stack"]
+    assert "onnxruntime 1.14 carried forward to 1.15" in step.value and "nvidia * throughput" in step.value
+    assert own.value == pytest.approx(BASE["h100"] * up["h100"] * 0.10 * step.effect, rel=1e-3)
+
+
+# ---- compare ---------------------------------------------------------------------------------
+
+def test_compare_says_what_upgrading_was_worth_and_from_how_many_pairs(upgraded: Advisor) -> None:
+    result = upgraded.compare("tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50", accelerator="H100")
+    assert result.stack_effect is not None
+    assert result.stack_effect.startswith("upgrading tensorrt 8.6.0 to 10.2.0 on H100 for resnet50:")
+    # one pair on H100 alone: too few for an interval, so the vendor's pooled step is said as such
+    assert "1 pair(s) (+12%)" in result.stack_effect and "from 4 pairs" in result.stack_effect
+    everywhere = upgraded.compare("tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50")
+    assert everywhere.stack_effect is not None and "throughput speed, from 4 pairs" in everywhere.stack_effect
+    assert "+10%" in everywhere.stack_effect
+
+
+def test_compare_says_so_where_there_are_no_pairs(tmp_path: Path) -> None:
+    store = _store(tmp_path, {"v3.0": _two_rounds()["v3.0"] + [("h100-trt10", GPUS["h100"], TRT10, 90000.0)]})
+    try:
+        result = Advisor(store).compare("tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50",
+                                        accelerator="H100")
+    finally:
+        store.close()
+    assert result.stack_effect is not None and "no pairs" in result.stack_effect
+    assert "no estimate" in result.stack_effect
+
+
+def test_rank_stacks_orders_one_accelerators_stacks_and_shows_the_carry(upgraded: Advisor) -> None:
+    rows = upgraded.rank_stacks(benchmark="resnet50", scenario="Offline", metric="samples_per_second",
+                                accelerator="H100-SXM-80GB")
+    assert [(r["framework"], r["version"]) for r in rows] == [("tensorrt", "10.2"), ("tensorrt", "8.6")]
+    newest, older = rows
+    assert newest["factor"] is None and newest["carried_forward"] == newest["value"]
+    assert older["carried_forward"] == pytest.approx(older["value"] * float(np.median(UPGRADE)), rel=1e-3)
+    assert "median of 4 pairs" in str(older["factor"])
+
+
+def test_our_own_sweeps_pair_versions_measured_on_one_host(tmp_path: Path) -> None:
+    """Our measurements carry no round: versions measured side by side (``advisor sweep``) pair."""
+    old, new = (SoftwareStack(framework="pytorch", framework_version=v, cuda="12.4") for v in ("2.3.0", "2.4.0"))
+    rows = []
+    for i, (acc, base) in enumerate((("H100-SXM5-80GB", 400.0), ("A100-SXM4-80GB", 200.0), ("L4", 60.0))):
+        for j, (stack, value) in enumerate(((old, base), (new, base * 1.2))):
+            obs = make_obs(10 * i + j, stack=stack, acc=acc, host=f"node-{i}")
+            rows.append(obs.model_copy(update={"value": value, "p10": value * 0.99, "p90": value * 1.01}))
+    store = open_store(f"embedded:{tmp_path / 'kb'}")
+    try:
+        store.ingest(IngestBatch(observations=rows))
+        advisor = Advisor(store)
+        effects = effects_of(advisor.evidence())
+        pred = advisor.predict([{"accelerator": "H100-SXM5-80GB", "accelerator_count": 1, "family": "pi",
+                                 "benchmark": "gemm", "metric": "tflops", "framework": "pytorch 2.5.1"}])[0]
+    finally:
+        store.close()
+    assert sorted(round(math.exp(p.log_ratio), 3) for p in effects.upgrade_pairs) == [1.2, 1.2, 1.2]
+    assert pred.basis is Basis.INTERPOLATED
+    (step,) = [f for f in pred.factors if f.name == "stack"]
+    assert "pytorch 2.4 carried forward to 2.5" in step.value and step.effect == pytest.approx(1.2)
+    assert pred.value == pytest.approx(400.0 * 1.2 * 1.2)
