@@ -20,7 +20,13 @@ import numpy as np
 
 from advisor.estimate import transfer
 from advisor.estimate.facts import accelerator_class, model_weights_gb
-from advisor.estimate.hardware import BANDWIDTH_ONLY, bandwidth_figures, figures, replicas_per_node, scaling_figures
+from advisor.estimate.hardware import (
+    BANDWIDTH_ONLY,
+    bandwidth_figures,
+    figures,
+    replicas_per_node,
+    scaling_figures,
+)
 from advisor.estimate.query import Estimate, Query
 from advisor.results import Basis
 
@@ -121,6 +127,29 @@ def replay(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndar
     base = transfer.roofline(alpha, hib, 0, policy)
     bw_model = transfer.by_bandwidth(hib)
     cell = (key[4], key[3])
+    _replay_same_vendor(index, key, by_acc, rounds, out)
+    # other vendors' parts on a benchmark are rare: every round of the slice, each accelerator
+    # from the other vendors' latest results up to and including its round
+    for i, rnd in enumerate(rounds):
+        window = (rounds[max(0, i - 2)], rnd + 1e-6)
+        for bandwidth_only in (False, True):
+            model = bw_model if bandwidth_only else base
+            kind = kind_of(True, bandwidth_only)
+            peers = index.references(by_acc, between=window, policy=BANDWIDTH_ONLY if bandwidth_only else policy)
+            current = index.references(by_acc, at=rnd, policy=BANDWIDTH_ONLY if bandwidth_only else policy)
+            for acc, (_, target, cls) in current.items():
+                other = {a: v for a, v in peers.items() if v[2] != cls}
+                if other:
+                    now = by_acc[acc][index.round_no[by_acc[acc]] == rnd]
+                    value, _ = transfer.predict(model, other, target)
+                    out[(Basis.TRANSFERRED, *cell, kind)].extend((np.log(index.unit[now]) - math.log(value)).tolist())
+
+
+def _replay_same_vendor(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndarray],
+                        rounds: list[float], out: dict[tuple[Any, ...], list[float]]) -> None:
+    policy, _ = index.blend(key, by_acc)
+    bw_model = transfer.by_bandwidth(index.higher_is_better(key))
+    cell = (key[4], key[3])
     for i in range(max(1, len(rounds) - 2), len(rounds)):
         # each accelerator of a round from its peers' results of the two rounds before it (its
         # own left out) — what a transfer does: its references ran the stacks of earlier rounds,
@@ -140,7 +169,6 @@ def replay(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndar
             if acc in current:
                 target, cls = current[acc][1], current[acc][2]
                 same = {a: v for a, v in before.items() if a != acc and v[2] == cls}
-                other = {a: v for a, v in before.items() if v[2] != cls}
                 if same:
                     # a learned model as fitted without this accelerator; the blend is learned
                     # with every accelerator in: a mild leak, far cheaper
@@ -148,13 +176,9 @@ def replay(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndar
                     model = index.held_out_model(key, cls, acc) or model
                     value, _ = transfer.predict(model, same, target)
                     out[(Basis.TRANSFERRED, *cell, key[1], key[2])].extend((actual - math.log(value)).tolist())
-                if other:
-                    value, _ = transfer.predict(base, other, target)
-                    out[(Basis.TRANSFERRED, *cell, CROSS_VENDOR)].extend((actual - math.log(value)).tolist())
             if acc in current_bw:
                 target, cls = current_bw[acc][1], current_bw[acc][2]
-                for cross in (False, True):
-                    refs = {a: v for a, v in before_bw.items() if a != acc and (v[2] != cls) == cross}
-                    if refs:
-                        value, _ = transfer.predict(bw_model, refs, target)
-                        out[(Basis.TRANSFERRED, *cell, kind_of(cross, True))].extend((actual - math.log(value)).tolist())
+                refs = {a: v for a, v in before_bw.items() if a != acc and v[2] == cls}
+                if refs:
+                    value, _ = transfer.predict(bw_model, refs, target)
+                    out[(Basis.TRANSFERRED, *cell, BANDWIDTH_ONLY)].extend((actual - math.log(value)).tolist())
