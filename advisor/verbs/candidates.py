@@ -20,6 +20,7 @@ from advisor.estimate.query import Estimate
 from advisor.knowledge.rules import Severity, parse_version, stack_components
 from advisor.snapshot import Knowledge
 from advisor.verbs import serving
+from advisor.verbs.catalogue_candidates import catalogue_candidates
 from advisor.workload import Objective, Workload
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import SoftwareStack
@@ -188,7 +189,7 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
         if (acc, place) not in observed_pairs:
             newest = index.latest(np.asarray(fam_rows))
             out.append(_candidate(knowledge, acc, place, mode(table.stack.values(newest)), fam_rows, False))
-    return out
+    return out + catalogue_candidates(knowledge, sl, {a for a, _ in pairs})
 
 
 def _candidate(knowledge: Knowledge, acc: str, place: str, stack_id: str, rows: list[int],
