@@ -40,7 +40,7 @@ from advisor.estimate.order_stats import median, quantile, quantiles
 from advisor.estimate.query import Calibration, Estimate, PoolKey, Query, SliceKey, group_slices
 from advisor.estimate.scenario import derived_estimate, unrecorded_scenario
 from advisor.estimate.transfer import TransferModel
-from advisor.estimate.transferred import replay, transferred_estimate
+from advisor.estimate.transferred import kind_quantiles, replay, transferred_estimate
 from advisor.knowledge.table import ObservationTable, round_number
 from advisor.results import Basis
 from graph_schema.catalog import load_catalog
@@ -287,18 +287,12 @@ class EvidenceIndex:
                 return _q(values)
         return fallback[basis]
 
-    def transfer_quantiles(self, key: SliceKey, kind: str) -> tuple[float, float, float]:
-        """p10/median/p90 of the log residuals of ``kind`` of transfer
-        (``advisor.estimate.transferred.KINDS``) on the history of the slice's cell, else of its
-        family; NaN where neither holds ``MIN_RESIDUALS`` (the transfer is then refused)."""
+    def transfer_quantiles(self, key: SliceKey, kind: str, cls: str) -> tuple[float, float, float]:
+        """p10/median/p90 of the log residuals of ``kind`` of transfer to a part of vendor ``cls``
+        (``advisor.estimate.transferred.kind_quantiles``); NaN where too few to calibrate."""
         if not kind:
             return self.quantiles(key, Basis.TRANSFERRED)
-        pools = self.residuals_for(key[0])
-        for cell in ((Basis.TRANSFERRED, key[4], key[3], kind), (Basis.TRANSFERRED, None, None, kind)):
-            values = pools.get(cell)
-            if values is not None and len(values) >= MIN_RESIDUALS:
-                return _q(values)
-        return math.nan, math.nan, math.nan
+        return kind_quantiles(self.residuals_for(key[0]), key, kind, cls, self.higher_is_better(key), MIN_RESIDUALS)
 
     def _normalised(self, family: str, cell: PoolKey, key: SliceKey) -> tuple[float, float, float]:
         """Locally weighted split-conformal bounds of a transfer (Lei et al. 2018, sec. 5.2):
@@ -392,9 +386,6 @@ class EvidenceIndex:
         for basis in (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED):
             parts = [v for k, v in pooled.items() if k[0] is basis and len(k) == 3]
             pooled[(basis, None, None)] = np.concatenate(parts) if parts else np.empty(0)
-        for kind in {k[3] for k in pooled if len(k) == 4 and k[1] is not None}:  # other kinds of transfer
-            parts = [v for k, v in pooled.items() if len(k) == 4 and k[3] == kind and k[1] is not None]
-            pooled[(Basis.TRANSFERRED, None, None, kind)] = np.concatenate(parts)
         return pooled
 
     def last_seen(self, rows: np.ndarray) -> datetime | None:

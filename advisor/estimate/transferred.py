@@ -65,12 +65,15 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
         return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator with public figures measured: none ran "
                         f"{q.benchmark} {q.scenario} with catalogue figures to scale by")
     kind = kind_of(not same, bandwidth_only)
-    lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind)
+    lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind, cls)
     if math.isnan(lo_q):
         seen = sorted({v[2] for v in refs.values()})
         return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator of this class measured: no {cls} accelerator "
                         f"ever ran {q.benchmark} {q.scenario} (seen: {', '.join(seen)}), and too few {kind} "
                         "transfers on this metric's history to calibrate an interval")
+    if kind:  # never narrower than a same-vendor transfer on this slice (whose replays hold a round's drift)
+        s_lo, s_mid, s_hi = index.quantiles(q.slice, Basis.TRANSFERRED)
+        lo_q, hi_q = mid_q + min(lo_q - mid_q, s_lo - s_mid), mid_q + max(hi_q - mid_q, s_hi - s_mid)
     raw_value, used = transfer.predict(model, same or refs, target)
     # the median residual of this kind of transfer on the cell's history is a learned efficiency
     # correction (the drift of a round included); the interval is their p10..p90 around the scaling
@@ -127,6 +130,7 @@ def replay(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndar
     base = transfer.roofline(alpha, hib, 0, policy)
     bw_model = transfer.by_bandwidth(hib)
     cell = (key[4], key[3])
+    family_level = (None, "higher" if hib else "lower")
     _replay_same_vendor(index, key, by_acc, rounds, out)
     # other vendors' parts on a benchmark are rare: every round of the slice, each accelerator
     # from the other vendors' latest results up to and including its round
@@ -142,7 +146,10 @@ def replay(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndar
                 if other:
                     now = by_acc[acc][index.round_no[by_acc[acc]] == rnd]
                     value, _ = transfer.predict(model, other, target)
-                    out[(Basis.TRANSFERRED, *cell, kind)].extend((np.log(index.unit[now]) - math.log(value)).tolist())
+                    residuals = (np.log(index.unit[now]) - math.log(value)).tolist()
+                    for level in (cell, family_level):
+                        out[(Basis.TRANSFERRED, *level, kind)].extend(residuals)
+                        out[(Basis.TRANSFERRED, *level, f"{kind} to {cls}")].extend(residuals)
 
 
 def _replay_same_vendor(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndarray],
@@ -181,4 +188,37 @@ def _replay_same_vendor(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict
                 refs = {a: v for a, v in before_bw.items() if a != acc and v[2] == cls}
                 if refs:
                     value, _ = transfer.predict(bw_model, refs, target)
-                    out[(Basis.TRANSFERRED, *cell, BANDWIDTH_ONLY)].extend((actual - math.log(value)).tolist())
+                    for level in (cell, (None, "higher" if index.higher_is_better(key) else "lower")):
+                        out[(Basis.TRANSFERRED, *level, BANDWIDTH_ONLY)].extend((actual - math.log(value)).tolist())
+
+
+MIN_DIRECTION = 10  # replays to one vendor's parts that set the centre of its cross-vendor transfers
+
+
+def kind_quantiles(pools: dict[tuple[Any, ...], np.ndarray], key: tuple[str, ...], kind: str, cls: str, hib: bool,
+                   min_residuals: int) -> tuple[float, float, float]:
+    """p10/median/p90 of the log residuals of ``kind`` of transfer (``KINDS``, not same-vendor)
+    replayed on the slice's cell (division, metric), else on every metric of the family that
+    runs the same way (higher or lower is better); NaN where neither holds ``min_residuals``.
+
+    A cross-vendor transfer is centred on the replays *to the target's vendor* where there are
+    ``MIN_DIRECTION`` of them (one vendor's parts may run under what another's scale to, and the
+    other way round: their pooled median would move both the wrong way), its bounds the p10/p90 of
+    every vendor's replays each centred on its own median; with fewer, on the whole pool's."""
+    from advisor.estimate.order_stats import median, quantiles
+
+    for level in ((key[4], key[3]), (None, "higher" if hib else "lower")):
+        values = pools.get((Basis.TRANSFERRED, *level, kind))
+        if values is None or len(values) < min_residuals:
+            continue
+        own = pools.get((Basis.TRANSFERRED, *level, f"{kind} to {cls}"))
+        if CROSS_VENDOR not in kind or own is None or len(own) < MIN_DIRECTION:
+            lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
+            return float(lo), float(mid), float(hi)
+        whole = median(values)
+        centred = [v - (median(v) if len(v) >= MIN_DIRECTION else whole) for k, v in pools.items()
+                   if len(k) == 4 and k[1:3] == level and str(k[3]).startswith(f"{kind} to ")]
+        lo, hi = quantiles(np.concatenate(centred), (0.1, 0.9))
+        mid = median(own)
+        return float(mid + lo), float(mid), float(mid + hi)
+    return math.nan, math.nan, math.nan
