@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+WORST = 8  # the transfers furthest off, printed by name
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -76,6 +77,11 @@ def _print(title: str, rows: list[tuple[str, float, Any]], seen: list[bool] | No
     for name, s in _score(rows).items():
         print(f"   {name}: {s['n']} rows, MAPE {s['mape']:.1f}%, median {s['median_ape']:.1f}%, 80% coverage "
               f"{s['coverage']:.3f}, off by >= 3x: {s['off_3x']} (worst {s['worst_ratio']:.2f}x)")
+    worst = sorted((r for r in rows if r[2].value is not None and r[2].basis.value == "transferred"),
+                   key=lambda r: -max(r[2].value / r[1], r[1] / r[2].value))[:WORST]
+    for acc, actual, p in worst:
+        print(f"   worst transfer: {acc} {p.query.benchmark} {p.query.scenario} x{p.query.accelerator_count}: "
+              f"{p.value / actual:.2f}x the result ({_kind(p)})")
     reasons = Counter((p.reason or "").split(":")[0] for _, _, p in rows if p.value is None)
     for reason, n in reasons.most_common():
         print(f"   refused {n}: {reason}")
