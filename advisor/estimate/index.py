@@ -10,8 +10,11 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
    support it.
 3. **transferred** — another accelerator ran it: the nearest accelerators of the same vendor are
    scaled by published peak compute and memory bandwidth, ``(P_t/P_r)^a * (B_t/B_r)^(1-a)``, with
-   ``a`` (compute- vs memory-bound) learned per benchmark by leaving one accelerator out
-   (``advisor.estimate.transfer``, which also holds the scikit-learn challenger the accuracy report measures).
+   ``a`` (compute- vs memory-bound) and the precision the figures are read at learned per benchmark
+   by leaving one accelerator out (``advisor.estimate.transfer``, which also holds the scikit-learn
+   challenger the accuracy report measures; ``advisor.estimate.hardware``); other vendors' parts
+   where the target's vendor never ran it, bandwidth alone where its compute is unpublished, each
+   kind calibrated apart (``advisor.estimate.transferred``).
 4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
    that class ever seen on it, no public specs to scale by, the model does not fit in memory.
 

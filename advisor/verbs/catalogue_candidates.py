@@ -1,49 +1,43 @@
-"""Candidates for catalogue accelerators the knowledge base never saw (issue 27/28): when a
-user's ``--accelerator`` filter names parts with no observation in the benchmark's family, each
-such part joins the ranking unobserved, so the estimate hierarchy transfers to it from the parts
-that ran the benchmark (basis ``transferred``, its factors shown) or refuses it with the real
-reason (no figures to scale by, the model does not fit, too few transfers of its kind to
+"""Catalogue accelerators the knowledge base never saw, as recommend candidates (issue 27/28):
+when a user's ``--accelerator`` filter names parts with no observation in the benchmark's family,
+each such part joins the ranking unobserved, so the estimate hierarchy transfers to it from the
+parts that ran the benchmark (basis ``transferred``, its factors shown) or refuses it with the
+real reason (no figures to scale by, the model does not fit, too few transfers of its kind to
 calibrate) instead of "accelerator not allowed"."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import numpy as np
 
 from advisor.estimate.facts import accelerator_class
 from advisor.snapshot import Knowledge
+from advisor.workload import Workload
 from graph_schema.catalog import load_catalog, resolve_accelerator
-
-if TYPE_CHECKING:
-    from advisor.verbs.candidates import Candidate, Slice
 
 PLACEMENT = "bare-metal"  # a part never measured: estimated as the datasheet describes it
 
 
-def catalogue_candidates(knowledge: Knowledge, sl: Slice, known: set[str]) -> list[Candidate]:
-    """One unobserved candidate per catalogue accelerator the filter selects and ``known`` (the
-    canonical accelerators the family has rows of) lacks, on the slice's newest stack of the
-    part's vendor (else the slice's newest stack): what a transfer assumes it runs."""
-    from advisor.verbs.candidates import Candidate
-
-    hw = sl.workload.hardware
-    if not hw.accelerators or not len(sl.rows):
+def catalogue_parts(knowledge: Knowledge, workload: Workload, rows: np.ndarray,
+                    known: set[str]) -> list[tuple[str, str, str]]:
+    """(canonical accelerator, stack id, catalogue name) of each catalogue accelerator the
+    workload's filter selects and ``known`` (the canonical accelerators the family has rows of)
+    lacks; the stack is the newest among ``rows`` (the ranked slice) of the part's vendor, else
+    of any vendor: what a transfer assumes the part runs."""
+    hw = workload.hardware
+    if not hw.accelerators or not len(rows):
         return []
-    table = knowledge.table
-    out: list[Candidate] = []
+    out = []
     for entry in sorted(load_catalog().accelerators.values(), key=lambda e: e.id):
         key = resolve_accelerator(entry.id).key
-        if key in known or not hw.allows(entry.id):
-            continue
-        stack_id = _newest_stack(knowledge, sl, accelerator_class(entry.id))
-        out.append(Candidate(accelerator=key, placement=PLACEMENT, stack_id=stack_id, stack=table.stacks[stack_id],
-                             rows=[], observed=False, published=[entry.name]))
+        if key not in known and hw.allows(entry.id):
+            out.append((key, _newest_stack(knowledge, rows, accelerator_class(entry.id)), entry.name))
     return out
 
 
-def _newest_stack(knowledge: Knowledge, sl: Slice, vendor: str) -> str:
-    table, index = knowledge.table, knowledge.index
-    rows = [r for r in sl.rows.tolist() if accelerator_class(table.accelerator.vocab[int(table.accelerator.codes[r])])
-            == vendor]
-    pool = index.latest(sl.rows[[i for i, r in enumerate(sl.rows.tolist()) if r in set(rows)]] if rows else sl.rows)
-    stacks = table.stack.values(pool)
-    return max(set(stacks), key=stacks.count)
+def _newest_stack(knowledge: Knowledge, rows: np.ndarray, vendor: str) -> str:
+    table = knowledge.table
+    same = np.array([accelerator_class(table.accelerator.vocab[int(table.accelerator.codes[r])]) == vendor
+                     for r in rows.tolist()], dtype=bool)
+    newest = knowledge.index.latest(rows[same] if same.any() else rows)
+    stacks = table.stack.values(newest)
+    return max(sorted(set(stacks)), key=stacks.count)
