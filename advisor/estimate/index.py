@@ -86,6 +86,9 @@ class EvidenceIndex:
         self.slices = group_slices(table, canon) if slices is None else slices
         self._alpha: dict[SliceKey, float] = {}
         self._precision: dict[SliceKey, str] = {}
+        self._medians: dict[int, tuple[np.ndarray, dict[float, float]]] = {}
+        # references per (slice rows, round filter, precision policy): the replays ask each many times
+        self._refs: dict[tuple[Any, ...], tuple[dict[str, np.ndarray], dict[str, tuple[float, tuple[float, float], str]]]] = {}
         self._transfer: dict[tuple[str, ...], TransferModel] = {}
         # the same models fitted without each accelerator (calibration time only: honest replays)
         self._held_out: dict[tuple[str, ...], dict[str, TransferModel]] = {}
@@ -227,22 +230,37 @@ class EvidenceIndex:
         slice's accelerators with public peaks under the precision ``policy``
         (``advisor.estimate.hardware``; ``BANDWIDTH_ONLY``: bandwidth alone) (``at``: only results
         of that round; ``between``: only results of rounds ``first <= round < last``)."""
+        memo_key = (id(by_acc), at, exclude, between, policy)
+        if memo_key in self._refs and self._refs[memo_key][0] is by_acc:
+            return self._refs[memo_key][1]
         out = {}
         for acc, rows in by_acc.items():
             if acc == exclude:
                 continue
+            per_round = self._round_medians(rows)
             if at is not None:
-                rows = rows[self.round_no[rows] == at]
-            if between is not None:
-                rows = rows[(self.round_no[rows] >= between[0]) & (self.round_no[rows] < between[1])]
-            if not len(rows):
+                kept = [at] if at in per_round else []
+            elif between is not None:
+                kept = [r for r in per_round if between[0] <= r < between[1]]
+            else:
+                kept = list(per_round)
+            if not kept:
                 continue
             raw = self.raw_names.get(acc, acc)
             peaks = bandwidth_figures(raw) if policy == BANDWIDTH_ONLY else scaling_figures(raw, policy)
-            if peaks is None:
-                continue
-            latest = self.latest(rows)
-            out[acc] = (median(self.unit[latest]), peaks, accelerator_class(raw))
+            if peaks is not None:
+                out[acc] = (per_round[max(kept)], peaks, accelerator_class(raw))
+        self._refs[memo_key] = (by_acc, out)  # by_acc kept: its id is not reused while held
+        return out
+
+    def _round_medians(self, rows: np.ndarray) -> dict[float, float]:
+        """round → median per-accelerator value of ``rows`` in it (computed once per rows array)."""
+        hit = self._medians.get(id(rows))
+        if hit is not None and hit[0] is rows:
+            return hit[1]
+        rounds = self.round_no[rows]
+        out = {r: median(self.unit[rows[rounds == r]]) for r in sorted(set(rounds.tolist()))}
+        self._medians[id(rows)] = (rows, out)
         return out
 
     def blend(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> tuple[str, float]:

@@ -141,7 +141,11 @@ def learn_blend(refs_by_policy: dict[str, References], hib: bool) -> tuple[str, 
     policy with the smallest median |log error| kept (the first where none can be scored or a
     later one is not better by 1%)."""
     best_policy, best_alpha, best_err = "", 0.5, math.inf
+    tried: list[References] = []
     for policy, refs in refs_by_policy.items():
+        if refs in tried:  # the same figures as a policy before it (no part of the slice has fp4)
+            continue
+        tried.append(refs)
         alpha, err = _alpha_and_error(refs, hib)
         if not best_policy or err < best_err - 0.01:
             best_policy, best_alpha, best_err = policy, alpha, err
