@@ -14,7 +14,7 @@ Goals (issue 28): transferred MAPE <= 25% with no result off by 3x or more; 80% 
 0.75-0.85 of the test round for each basis. Issue 27: >= 90% answered.
 
     python bench/transfer_goals.py --store embedded:PATH [--train-until v4.1] [--test-round v5.1]
-                                   [--skip-loao]
+                                   [--skip-loao] [--transfer-method learned]
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _print(title: str, rows: list[tuple[str, float, Any]], seen: list[bool] | No
         print(f"   refused {n}: {reason}")
 
 
-def by_round(table: Any, train_until: str, test_round: str) -> None:
+def by_round(table: Any, train_until: str, test_round: str, method: str = "roofline") -> None:
     from advisor.snapshot import Knowledge
     from advisor.verbs.evaluate import subset, user_query
     from advisor.verbs.predict import predict
@@ -103,7 +103,7 @@ def by_round(table: Any, train_until: str, test_round: str) -> None:
                        train.scenario.values(np.arange(train.n))))
     test = np.array([r for r in test.tolist() if (table.family.vocab[int(table.family.codes[r])],
                                                   table.bench_name.vocab[int(table.bench_name.codes[r])]) in known])
-    preds = predict(Knowledge.from_table(train), [user_query(table, r) for r in test.tolist()])
+    preds = predict(Knowledge.from_table(train, transfer_method=method), [user_query(table, r) for r in test.tolist()])
     rows = [(table.accelerator.vocab[int(table.accelerator.codes[r])], float(table.value[r]), p)
             for r, p in zip(test.tolist(), preds)]
     seen = [(table.family.vocab[int(table.family.codes[r])], table.bench_name.vocab[int(table.bench_name.codes[r])],
@@ -119,7 +119,7 @@ def _closed_throughput(table: Any, test_round: str) -> np.ndarray:
     return rows[keep]
 
 
-def leave_one_accelerator_out(table: Any, test_round: str) -> None:
+def leave_one_accelerator_out(table: Any, test_round: str, method: str = "roofline") -> None:
     from advisor.estimate.facts import canonical_accelerator
     from advisor.snapshot import Knowledge
     from advisor.verbs.evaluate import subset, user_query
@@ -134,7 +134,7 @@ def leave_one_accelerator_out(table: Any, test_round: str) -> None:
     for acc in sorted(set(accs[test].tolist())):
         held = test[accs[test] == acc]
         train = subset(table, upto[accs[upto] != acc])
-        preds = predict(Knowledge.from_table(train), [user_query(table, r) for r in held.tolist()])
+        preds = predict(Knowledge.from_table(train, transfer_method=method), [user_query(table, r) for r in held.tolist()])
         rows.extend((acc, float(table.value[r]), p) for r, p in zip(held.tolist(), preds))
     _print(f"leave one accelerator out ({test_round} closed-division throughput, each accelerator's history "
            "held out)", rows)
@@ -146,6 +146,8 @@ def main() -> int:
     parser.add_argument("--train-until", default="v4.1")
     parser.add_argument("--test-round", default="v5.1")
     parser.add_argument("--skip-loao", action="store_true")
+    parser.add_argument("--transfer-method", default="roofline",
+                        help="roofline (what answers use) or learned (the scikit-learn challenger, same rows)")
     args = parser.parse_args()
     from advisor.engine import Advisor
     from cli.stores import open_store
@@ -153,9 +155,10 @@ def main() -> int:
     store = open_store(args.store, create=False)
     try:
         table = Advisor(store).table()
-        by_round(table, args.train_until, args.test_round)
+        print(f"transfer method: {args.transfer_method}")
+        by_round(table, args.train_until, args.test_round, args.transfer_method)
         if not args.skip_loao:
-            leave_one_accelerator_out(table, args.test_round)
+            leave_one_accelerator_out(table, args.test_round, args.transfer_method)
     finally:
         store.close()
     return 0
