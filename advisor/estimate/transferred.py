@@ -74,6 +74,7 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
     if kind:  # never narrower than a same-vendor transfer on this slice (whose replays hold a round's drift)
         s_lo, s_mid, s_hi = index.quantiles(q.slice, Basis.TRANSFERRED)
         lo_q, hi_q = mid_q + min(lo_q - mid_q, s_lo - s_mid), mid_q + max(hi_q - mid_q, s_hi - s_mid)
+    assert target is not None  # both branches above return or set it
     raw_value, used = transfer.predict(model, same or refs, target)
     # the median residual of this kind of transfer on the cell's history is a learned efficiency
     # correction (the drift of a round included); the interval is their p10..p90 around the scaling

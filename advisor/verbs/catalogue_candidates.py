@@ -40,4 +40,4 @@ def _newest_stack(knowledge: Knowledge, rows: np.ndarray, vendor: str) -> str:
                      for r in rows.tolist()], dtype=bool)
     newest = knowledge.index.latest(rows[same] if same.any() else rows)
     stacks = table.stack.values(newest)
-    return max(sorted(set(stacks)), key=stacks.count)
+    return str(max(sorted(set(stacks)), key=stacks.count))
