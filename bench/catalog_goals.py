@@ -12,7 +12,10 @@
    v5.1 closed-division throughput results of benchmarks seen up to v4.1: % answered over all of
    them (the goal's figure), then the same split by what a row asks (accelerator systems, CPU-only
    systems, scenarios never recorded for the benchmark in training: counted apart, not dropped),
-   MAPE and 80%-interval coverage per basis of the answered rows, and why the rest were refused.
+   MAPE and 80%-interval coverage per basis of the answered rows, and why the rest were refused;
+   the answered share is printed over all of them and over those whose (benchmark, scenario) was
+   seen in training (Interactive never was up to v4.1). Per kind of transfer and leave one
+   accelerator out: ``bench/transfer_goals.py``.
 
     python bench/catalog_goals.py [--data ../shared/data] [--store embedded:PATH] [--skip-import]
                                    [--train-until v4.1]
@@ -121,6 +124,11 @@ def print_by_round(rnd: dict[str, Any], train_until: str) -> None:
           f"advisor evaluate -> predict): {rnd['answered']}/{rnd['asked']} answered "
           f"({rnd['answered_pct']:.1f}%), {rnd['refused']} refused; MAPE of the answered {_pct(rnd['mape'])}, "
           f"80% interval coverage {_pct(rnd['interval_coverage'], 100)}")
+    never = rnd["by_kind"].get("scenario never seen in training", {"asked": 0, "answered": 0})
+    seen_asked, seen_answered = rnd["asked"] - never["asked"], rnd["answered"] - never["answered"]
+    print(f"   over results whose (benchmark, scenario) was seen in training: {seen_answered}/{seen_asked} answered "
+          f"({100.0 * seen_answered / seen_asked if seen_asked else 0.0:.1f}%); the other {never['asked']} ask a "
+          "scenario never recorded for their benchmark up to the training round (nothing to learn a factor from)")
     for kind, p in sorted(rnd["by_kind"].items()):
         print(f"   {kind}: {p['answered']}/{p['asked']} answered ({p['answered_pct']:.1f}%), "
               f"MAPE {_pct(p['mape'])}, 80% interval coverage {_pct(p['interval_coverage'], 100)}")

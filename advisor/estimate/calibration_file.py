@@ -46,8 +46,8 @@ from advisor.results import Basis, PlacementOverhead
 log = logging.getLogger(__name__)
 CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"
 # 2: per-slice transfer pools; 3: the fitted transfer models; 4: all pools in one array;
-# 5: the index's slices and the placement overheads beside the calibration
-FORMAT = 5
+# 5: the index's slices and the placement overheads beside the calibration; 6: precision policies
+FORMAT = 6
 KEEP = 8
 # What the slices and the overheads read, row by row (``analysis.placement_overheads``,
 # ``estimate.group_slices``): codes and vocabularies of these columns, and these numbers.
@@ -123,8 +123,9 @@ def load_prepared(table: ObservationTable, transfer_method: str = "roofline") ->
                 residuals.setdefault(family, {})[(Basis(basis), *cell)] = values[start:end]
             alphas = {tuple(k): float(a) for *k, a in meta["alphas"]}
             transfers = {tuple(k): TransferModel.from_list(v) for k, v in meta["transfers"]}
+            precisions = {tuple(k): str(p) for *k, p in meta["precisions"]}
             prepared = Prepared(Calibration(residuals=residuals, alphas=alphas,  # type: ignore[arg-type]
-                                            transfers=transfers))
+                                            transfers=transfers, precisions=precisions))  # type: ignore[arg-type]
             if meta.get("layout") == layout_digest(table):
                 prepared.slices = _slices(meta["slices"], np.asarray(data["slice_rows"]), table.n)
                 prepared.overheads = {(o["accelerator"], o["placement"]): PlacementOverhead.model_validate(o)
@@ -181,7 +182,8 @@ def save(table: ObservationTable, calibration: Calibration, transfer_method: str
     meta: dict[str, Any] = {
         "key": key, "pools": pools, "starts": starts, "ends": ends,
         "alphas": [[*k, a] for k, a in sorted(calibration.alphas.items())],
-        "transfers": [[list(k), m.as_list()] for k, m in sorted(calibration.transfers.items())]}
+        "transfers": [[list(k), m.as_list()] for k, m in sorted(calibration.transfers.items())],
+        "precisions": [[*k, p] for k, p in sorted(calibration.precisions.items())]}
     arrays = {"values": np.concatenate(chunks) if chunks else np.zeros(0)}
     if slices is not None and overheads is not None:
         listing: list[Any] = []

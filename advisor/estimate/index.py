@@ -10,8 +10,11 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
    support it.
 3. **transferred** — another accelerator ran it: the nearest accelerators of the same vendor are
    scaled by published peak compute and memory bandwidth, ``(P_t/P_r)^a * (B_t/B_r)^(1-a)``, with
-   ``a`` (compute- vs memory-bound) learned per benchmark by leaving one accelerator out
-   (``advisor.estimate.transfer``, which also holds the scikit-learn challenger the accuracy report measures).
+   ``a`` (compute- vs memory-bound) and the precision the figures are read at learned per benchmark
+   by leaving one accelerator out (``advisor.estimate.transfer``, which also holds the scikit-learn
+   challenger the accuracy report measures; ``advisor.estimate.hardware``); other vendors' parts
+   where the target's vendor never ran it, bandwidth alone where its compute is unpublished, each
+   kind calibrated apart (``advisor.estimate.transferred``).
 4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
    that class ever seen on it, no public specs to scale by, the model does not fit in memory.
 
@@ -34,12 +37,8 @@ from typing import Any
 import numpy as np
 
 from advisor.estimate import stack_adjust, transfer
-from advisor.estimate.facts import (
-    accelerator_class,
-    canonical_accelerator,
-    memory_misfit,
-    peak_figures,
-)
+from advisor.estimate.facts import accelerator_class, canonical_accelerator, memory_misfit
+from advisor.estimate.hardware import BANDWIDTH_ONLY, POLICIES, bandwidth_figures, scaling_figures
 from advisor.estimate.latency import LatencyCalibration
 from advisor.estimate.latency import applies as is_latency_slice
 from advisor.estimate.order_stats import median, quantile, quantiles
@@ -48,6 +47,7 @@ from advisor.estimate.scenario import derived_estimate, unrecorded_scenario
 from advisor.estimate.training import TrainingEstimator
 from advisor.estimate.training import applies as is_training_slice
 from advisor.estimate.transfer import TransferModel
+from advisor.estimate.transferred import kind_quantiles, replay, transferred_estimate
 from advisor.knowledge.table import ObservationTable, round_number
 from advisor.results import Basis
 from graph_schema.catalog import load_catalog
@@ -89,6 +89,10 @@ class EvidenceIndex:
         self.round_no = np.nan_to_num(rounds[table.round.codes], nan=0.0) if table.n else np.empty(0)
         self.slices = group_slices(table, canon) if slices is None else slices
         self._alpha: dict[SliceKey, float] = {}
+        self._precision: dict[SliceKey, str] = {}
+        self._medians: dict[int, tuple[np.ndarray, dict[float, float]]] = {}
+        # references per (slice rows, round filter, precision policy): the replays ask each many times
+        self._refs: dict[tuple[Any, ...], tuple[dict[str, np.ndarray], dict[str, tuple[float, tuple[float, float], str]]]] = {}
         self._transfer: dict[tuple[str, ...], TransferModel] = {}
         # the same models fitted without each accelerator (calibration time only: honest replays)
         self._held_out: dict[tuple[str, ...], dict[str, TransferModel]] = {}
@@ -240,75 +244,69 @@ class EvidenceIndex:
                         rows=use, factors=factors, notes=notes)
 
     def _transferred(self, q: Query, by_acc: dict[str, np.ndarray], hib: bool) -> Estimate:
-        target = peak_figures(q.raw_accelerator or q.accelerator)
-        cls = accelerator_class(q.raw_accelerator or q.accelerator)
-        if cls == "cpu":
-            return Estimate(Basis.UNSUPPORTED, reason=f"CPU never measured on this benchmark: {q.accelerator} "
-                            f"on {q.benchmark} {q.scenario}; the catalogue holds no per-model CPU figures (cores, clocks, "
-                            "matrix units) to scale other CPUs' results by")
-        if target is None:
-            return Estimate(Basis.UNSUPPORTED, reason=f"no public specs to transfer by: {q.accelerator} "
-                            f"has no peak compute and bandwidth in the catalogue and was never measured on "
-                            f"{q.benchmark} {q.scenario}")
-        refs = self.references(by_acc)
-        same = {a: v for a, v in refs.items() if v[2] == cls}
-        if not same:
-            seen = sorted({v[2] for v in refs.values()}) or ["none with public specs"]
-            return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator of this class measured: no {cls} "
-                            f"accelerator ever ran {q.benchmark} {q.scenario} (seen: {', '.join(seen)})")
-        model = self.transfer_model(q.slice, by_acc, cls)
-        raw_value, used = transfer.predict(model, same, target)
-        lo_q, mid_q, hi_q = self.quantiles(q.slice, Basis.TRANSFERRED)
-        # the median residual of transfers on this cell's history is a learned efficiency
-        # correction; the interval is the same residuals' p10..p90 around the raw scaling
-        value = raw_value * math.exp(mid_q)
-        factors = [("reference", f"{', '.join(used)} {model.describe()}", 1.0)]
-        all_values = [v[0] for v in refs.values()]
-        notes = []
-        extrapolated = False
-        if value > max(all_values) * 1.05 if hib else value < min(all_values) * 0.95:
-            notes.append("beyond the best measured accelerator on this benchmark: extrapolated from public specs")
-            extrapolated = True
-        rows = np.concatenate([by_acc[a] for a in used])
-        if abs(mid_q) > 0.01:
-            factors.append(("efficiency", "median correction of transfers on this metric's history", math.exp(mid_q)))
-        return Estimate(Basis.TRANSFERRED, value, raw_value * math.exp(lo_q), raw_value * math.exp(hi_q),
-                        rows=rows, references=used, factors=factors, notes=notes, extrapolated=extrapolated)
+        return transferred_estimate(self, q, by_acc, hib)
 
     def references(self, by_acc: dict[str, np.ndarray], *, at: float | None = None,
-                   exclude: str | None = None) -> dict[str, tuple[float, tuple[float, float], str]]:
+                   exclude: str | None = None,
+                   between: tuple[float, float] | None = None,
+                   policy: str = POLICIES[0]) -> dict[str, tuple[float, tuple[float, float], str]]:
         """accelerator → (median per-accelerator value of its latest round, peaks, class), for the
-        slice's accelerators with public peaks (``at``: only results of that round)."""
+        slice's accelerators with public peaks under the precision ``policy``
+        (``advisor.estimate.hardware``; ``BANDWIDTH_ONLY``: bandwidth alone) (``at``: only results
+        of that round; ``between``: only results of rounds ``first <= round < last``)."""
+        memo_key = (id(by_acc), at, exclude, between, policy)
+        if memo_key in self._refs and self._refs[memo_key][0] is by_acc:
+            return self._refs[memo_key][1]
         out = {}
         for acc, rows in by_acc.items():
             if acc == exclude:
                 continue
+            per_round = self._round_medians(rows)
             if at is not None:
-                rows = rows[self.round_no[rows] == at]
-            if not len(rows):
+                kept = [at] if at in per_round else []
+            elif between is not None:
+                kept = [r for r in per_round if between[0] <= r < between[1]]
+            else:
+                kept = list(per_round)
+            if not kept:
                 continue
             raw = self.raw_names.get(acc, acc)
-            peaks = peak_figures(raw)
-            if peaks is None:
-                continue
-            latest = self.latest(rows)
-            out[acc] = (median(self.unit[latest]), peaks, accelerator_class(raw))
+            peaks = bandwidth_figures(raw) if policy == BANDWIDTH_ONLY else scaling_figures(raw, policy)
+            if peaks is not None:
+                out[acc] = (per_round[max(kept)], peaks, accelerator_class(raw))
+        self._refs[memo_key] = (by_acc, out)  # by_acc kept: its id is not reused while held
         return out
 
-    def alpha(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> float:
-        """The roofline blend that best predicts each accelerator of the slice from the others."""
-        if key not in self._alpha:
-            self._alpha[key] = transfer.learn_alpha(self.references(by_acc), self.higher_is_better(key))
-        return self._alpha[key]
+    def _round_medians(self, rows: np.ndarray) -> dict[float, float]:
+        """round → median per-accelerator value of ``rows`` in it (computed once per rows array)."""
+        hit = self._medians.get(id(rows))
+        if hit is not None and hit[0] is rows:
+            return hit[1]
+        rounds = self.round_no[rows]
+        out = {r: median(self.unit[rows[rounds == r]]) for r in sorted(set(rounds.tolist()))}
+        self._medians[id(rows)] = (rows, out)
+        return out
+
+    def blend(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> tuple[str, float]:
+        """(precision policy, roofline blend) that best predict each accelerator of the slice
+        from the others (``transfer.learn_blend``)."""
+        if key not in self._alpha or key not in self._precision:
+            refs = {policy: self.references(by_acc, policy=policy) for policy in POLICIES}
+            self._precision[key], self._alpha[key] = transfer.learn_blend(refs, self.higher_is_better(key))
+        return self._precision[key], self._alpha[key]
+
+    def held_out_model(self, key: SliceKey, cls: str, acc: str) -> TransferModel | None:
+        """The slice's learned model for ``cls`` fitted without ``acc`` (calibration only)."""
+        return self._held_out.get((*key, cls), {}).get(acc)
 
     def transfer_model(self, key: SliceKey, by_acc: dict[str, np.ndarray], cls: str) -> TransferModel:
         """How the slice transfers to an accelerator of class ``cls`` (``advisor.estimate.transfer``):
         fitted once per table, at calibration, and persisted with it."""
         model_key = (*key, cls)
         if model_key not in self._transfer:
-            alpha = self.alpha(key, by_acc)
-            fitted = transfer.fit(self.references(by_acc), self.higher_is_better(key), alpha, cls,
-                                  self.transfer_method)
+            policy, alpha = self.blend(key, by_acc)
+            fitted = transfer.fit(self.references(by_acc, policy=policy), self.higher_is_better(key), alpha, cls,
+                                  self.transfer_method, policy)
             self._transfer[model_key], self._held_out[model_key] = fitted.model, fitted.held_out
         return self._transfer[model_key]
 
@@ -340,6 +338,13 @@ class EvidenceIndex:
                     return self._normalised(family, cell, key)
                 return _q(values)
         return fallback[basis]
+
+    def transfer_quantiles(self, key: SliceKey, kind: str, cls: str) -> tuple[float, float, float]:
+        """p10/median/p90 of the log residuals of ``kind`` of transfer to a part of vendor ``cls``
+        (``advisor.estimate.transferred.kind_quantiles``); NaN where too few to calibrate."""
+        if not kind:
+            return self.quantiles(key, Basis.TRANSFERRED)
+        return kind_quantiles(self.residuals_for(key[0]), key, kind, cls, self.higher_is_better(key), MIN_RESIDUALS)
 
     def _normalised(self, family: str, cell: PoolKey, key: SliceKey) -> tuple[float, float, float]:
         """Locally weighted split-conformal bounds of a transfer (Lei et al. 2018, sec. 5.2):
@@ -383,16 +388,18 @@ class EvidenceIndex:
         for family in self.families():
             self.residuals_for(family)
         for key, by_acc in self.slices.items():
-            for cls in sorted({v[2] for v in self.references(by_acc).values()}):
+            policy, _ = self.blend(key, by_acc)
+            for cls in sorted({v[2] for v in self.references(by_acc, policy=policy).values()}):
                 self.transfer_model(key, by_acc, cls)
         return Calibration(residuals={f: dict(p) for f, p in self._residuals.items()}, alphas=dict(self._alpha),
-                           transfers=dict(self._transfer))
+                           transfers=dict(self._transfer), precisions=dict(self._precision))
 
     def adopt(self, calibration: Calibration) -> None:
         """Use a calibration computed earlier over this very table (same content)."""
         self._scaled.clear()
         self._residuals.update(calibration.residuals)
         self._alpha.update(calibration.alphas)
+        self._precision.update(calibration.precisions)
         self._transfer.update(calibration.transfers)
 
     def residuals(self, family: str) -> dict[PoolKey, np.ndarray]:
@@ -421,28 +428,8 @@ class EvidenceIndex:
                         if len(same):
                             ref_same = median(self.unit[self.latest(same)])
                             out[(Basis.OBSERVED, *cell)].append(math.log(self.unit[r] / ref_same))
-            if len(by_acc) < 2:
-                continue
-            for rnd in rounds[-2:]:  # as for interpolation: the most recent rounds
-                # each accelerator from its peers of the same round — what a new accelerator's
-                # transfer rests on. Peers last measured in older rounds stay out: a benchmark
-                # redefined under the same name (3d-unet: BraTS, then KiTS19) would make their
-                # residuals an order of magnitude off, and the interval of every transfer too wide
-                as_of = self.references(by_acc, at=rnd)
-                for acc, rows in by_acc.items():
-                    now = rows[self.round_no[rows] == rnd]
-                    if acc not in as_of or not len(now):
-                        continue
-                    target, cls = as_of[acc][1], as_of[acc][2]
-                    refs = {a: v for a, v in as_of.items() if a != acc and v[2] == cls}
-                    if not refs:
-                        continue
-                    # a learned model as fitted without this accelerator; the roofline blend is
-                    # learned with every accelerator in: a mild leak, far cheaper
-                    model = self.transfer_model(key, by_acc, cls)
-                    model = self._held_out.get((*key, cls), {}).get(acc, model)
-                    value, _ = transfer.predict(model, refs, target)
-                    out[(Basis.TRANSFERRED, *cell, key[1], key[2])].extend(np.log(self.unit[now] / value).tolist())
+            if len(by_acc) >= 2:
+                replay(self, key, by_acc, rounds, out)
         pooled: dict[PoolKey, np.ndarray] = {
             k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
         for k in [k for k in pooled if len(k) == 5]:  # the transfer cells, from their slices

@@ -55,6 +55,7 @@ class Calibration:
     alphas: dict[SliceKey, float]
     # (family, benchmark, scenario, metric, division, accelerator class) → its transfer model
     transfers: dict[tuple[str, ...], TransferModel] = field(default_factory=dict)
+    precisions: dict[SliceKey, str] = field(default_factory=dict)  # each slice's precision policy
 
 
 @dataclass

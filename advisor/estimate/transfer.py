@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor.estimate.hardware import DEFAULT_POLICY
 from advisor.estimate.order_stats import median
 
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the roofline blend
@@ -53,6 +54,7 @@ class TransferModel:
     # roofline blend on the same accelerators (NaN where no learned model was tried)
     learned_cv_error: float = math.nan
     roofline_cv_error: float = math.nan
+    precision: str = DEFAULT_POLICY  # the precision policy peak figures are read at (``hardware``)
 
     @property
     def alpha(self) -> float:
@@ -64,28 +66,36 @@ class TransferModel:
         """How a transferred figure was made, for its ``reference`` factor."""
         bound = "compute" if self.alpha >= 0.75 else "memory" if self.alpha <= 0.25 else "compute and memory"
         if self.method == ROOFLINE:
-            return (f"scaled by peak compute^{self.alpha:g} x bandwidth^{1 - self.alpha:g} ({bound}-bound, "
-                    f"learned on {self.accelerators} accelerators)")
-        return (f"scaled by peak compute^{self.compute_exp:.2f} x bandwidth^{self.bandwidth_exp:.2f} ({LEARNED}: "
+            return (f"scaled by peak compute^{self.alpha:g} x bandwidth^{1 - self.alpha:g} at {self.precision} "
+                    f"({bound}-bound, learned on {self.accelerators} accelerators)")
+        return (f"scaled by peak compute^{self.compute_exp:.2f} x bandwidth^{self.bandwidth_exp:.2f} at "
+                f"{self.precision} ({LEARNED}: "
                 f"scikit-learn Ridge on log peak compute and log bandwidth over {self.accelerators} accelerators; "
                 f"leave-one-accelerator-out error {self.learned_cv_error:.3f} vs {self.roofline_cv_error:.3f} for the "
                 f"roofline blend)")
 
     def as_list(self) -> list[str | float | int]:
         return [self.method, self.compute_exp, self.bandwidth_exp, self.accelerators, self.learned_cv_error,
-                self.roofline_cv_error]
+                self.roofline_cv_error, self.precision]
 
     @classmethod
     def from_list(cls, values: list[str | float | int]) -> TransferModel:
-        method, a, b, n, cv, roof = values
+        method, a, b, n, cv, roof, *rest = values
         if method not in (ROOFLINE, LEARNED):
             raise ValueError(f"unknown transfer model {method!r}")
-        return cls(str(method), float(a), float(b), int(n), float(cv), float(roof))
+        return cls(str(method), float(a), float(b), int(n), float(cv), float(roof),
+                   str(rest[0]) if rest else DEFAULT_POLICY)
 
 
-def roofline(alpha: float, hib: bool, accelerators: int = 0) -> TransferModel:
+def roofline(alpha: float, hib: bool, accelerators: int = 0, precision: str = DEFAULT_POLICY) -> TransferModel:
     sign = 1.0 if hib else -1.0
-    return TransferModel(ROOFLINE, sign * alpha, sign * (1 - alpha), accelerators)
+    return TransferModel(ROOFLINE, sign * alpha, sign * (1 - alpha), accelerators, precision=precision)
+
+
+def by_bandwidth(hib: bool, accelerators: int = 0) -> TransferModel:
+    """A transfer to a part with no published compute figure: bandwidth alone (the references'
+    compute figures set to 1 by ``hardware.bandwidth_figures``)."""
+    return roofline(0.0, hib, accelerators, precision="bandwidth only")
 
 
 def _distance(a: tuple[float, float], b: tuple[float, float]) -> float:
@@ -108,17 +118,38 @@ def predict(model: TransferModel, refs: References, target: tuple[float, float])
 def learn_alpha(refs: References, hib: bool) -> float:
     """The roofline blend that best predicts each accelerator from the others of its class
     (smallest median |log error|; 0.5 when fewer than three accelerators)."""
+    return _alpha_and_error(refs, hib)[0]
+
+
+def _alpha_and_error(refs: References, hib: bool) -> tuple[float, float]:
     if len(refs) < 3:
-        return 0.5
+        return 0.5, math.inf
     best, best_err = 0.5, math.inf
     for alpha in ALPHAS:
         errs = _held_out_errors(refs, roofline(alpha, hib))
         if not errs:
-            return 0.5
+            return 0.5, math.inf
         err = median(errs)
         if err < best_err - 1e-9:
             best, best_err = alpha, err
-    return best
+    return best, best_err
+
+
+def learn_blend(refs_by_policy: dict[str, References], hib: bool) -> tuple[str, float]:
+    """(precision policy, roofline blend) that best predicts each accelerator from the others of
+    its class: the blend learned under each policy's figures (``hardware.POLICIES``, in order), the
+    policy with the smallest median |log error| kept (the first where none can be scored or a
+    later one is not better by 1%)."""
+    best_policy, best_alpha, best_err = "", 0.5, math.inf
+    tried: list[References] = []
+    for policy, refs in refs_by_policy.items():
+        if refs in tried:  # the same figures as a policy before it (no part of the slice has fp4)
+            continue
+        tried.append(refs)
+        alpha, err = _alpha_and_error(refs, hib)
+        if not best_policy or err < best_err - 0.01:
+            best_policy, best_alpha, best_err = policy, alpha, err
+    return best_policy or DEFAULT_POLICY, best_alpha
 
 
 def _held_out_errors(refs: References, model: TransferModel) -> list[float]:
@@ -141,19 +172,21 @@ class Fitted:
     held_out: dict[str, TransferModel]
 
 
-def fit(refs: References, hib: bool, alpha: float, cls: str, method: str = "roofline") -> Fitted:
+def fit(refs: References, hib: bool, alpha: float, cls: str, method: str = "roofline",
+        precision: str = DEFAULT_POLICY) -> Fitted:
     """The transfer model of one slice for accelerators of class ``cls`` (module docstring).
 
     Args:
         refs: the slice's references of every class (``alpha`` was learned on them).
         alpha: the slice's roofline blend (``learn_alpha``).
         method: one of ``METHODS``.
+        precision: the policy ``refs``' peak figures were read under (``hardware.POLICIES``).
     """
-    base = roofline(alpha, hib, len(refs))
+    base = roofline(alpha, hib, len(refs), precision)
     same = {a: v for a, v in refs.items() if v[2] == cls}
     if method == "roofline" or len(same) < MIN_LEARN:
         return Fitted(base, {})
-    memo = (tuple(sorted(same.items())), hib, alpha, len(refs))
+    memo = (tuple(sorted(same.items())), hib, alpha, len(refs), precision)
     if memo not in _LEARNED:
         if len(_LEARNED) > 50_000:  # a long-lived process over many tables
             _LEARNED.clear()
@@ -179,7 +212,7 @@ def _learn(same: References, hib: bool, base: TransferModel) -> Fitted:
     def fitted(rows: np.ndarray, n: int) -> TransferModel:
         ridge = Ridge(alpha=RIDGE_PENALTY).fit(x[rows], y[rows] - x[rows] @ prior)
         a, b = (prior + ridge.coef_).tolist()
-        return TransferModel(LEARNED, a, b, n)
+        return TransferModel(LEARNED, a, b, n, precision=base.precision)
 
     held_out: dict[str, TransferModel] = {}
     errs = []
@@ -195,6 +228,6 @@ def _learn(same: References, hib: bool, base: TransferModel) -> Fitted:
     roofline_err = float(np.mean(_held_out_errors(same, base)))
     if learned_err < roofline_err - 1e-9:
         return Fitted(TransferModel(LEARNED, model.compute_exp, model.bandwidth_exp, len(names),
-                                    learned_err, roofline_err), held_out)
+                                    learned_err, roofline_err, base.precision), held_out)
     return Fitted(TransferModel(ROOFLINE, base.compute_exp, base.bandwidth_exp, base.accelerators,
-                                learned_err, roofline_err), {})
+                                learned_err, roofline_err, base.precision), {})

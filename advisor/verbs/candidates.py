@@ -20,6 +20,8 @@ from advisor.estimate.query import Estimate
 from advisor.knowledge.rules import Severity, parse_version, stack_components
 from advisor.snapshot import Knowledge
 from advisor.verbs import serving
+from advisor.verbs.catalogue_candidates import PLACEMENT as CATALOGUE_PLACEMENT
+from advisor.verbs.catalogue_candidates import catalogue_parts
 from advisor.workload import Objective, Workload
 from graph_schema.catalog.stack_facts import ngc_release_of, ngc_releases
 from graph_schema.errors import InvalidInput, NotFound
@@ -191,6 +193,9 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
         if (acc, place) not in observed_pairs:
             newest = index.latest(np.asarray(fam_rows))
             out.append(_candidate(knowledge, acc, place, mode(table.stack.values(newest)), fam_rows, False))
+    for acc, stack_id, name in catalogue_parts(knowledge, sl.workload, sl.rows, {a for a, _ in pairs}):
+        out.append(Candidate(accelerator=acc, placement=CATALOGUE_PLACEMENT, stack_id=stack_id,
+                             stack=table.stacks[stack_id], rows=[], observed=False, published=[name]))
     return out
 
 

@@ -22,7 +22,8 @@ from advisor.results import Basis, Evidence, Factor, Interval, Prediction, Predi
 from advisor.snapshot import Knowledge
 from advisor.verbs.bounds import count_beyond_published
 from advisor.verbs.explain import evidence_of
-from graph_schema.catalog import load_catalog
+from advisor.verbs.mixed_system import mixed_prediction
+from graph_schema.catalog import load_catalog, resolve_accelerator
 from graph_schema.errors import InvalidInput
 from graph_schema.store import validation_message
 
@@ -109,6 +110,9 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
 def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Prediction:
     from advisor.names import canonical_query as catalogue_names
 
+    system = resolve_accelerator(q.accelerator)
+    if system.kind == "mixed" and system.resolved:
+        return mixed_prediction(index, rules, q, system, predict_one)
     named, problems = catalogue_names(q, index.known_benchmarks())
     cq: Query | str = "; ".join(problems) if problems else canonical_query(index, named)
     if isinstance(cq, str):

@@ -1,0 +1,110 @@
+"""The catalogue figures a transfer scales by (issue 28, new hardware): an accelerator's dense
+peak at the precision a benchmark runs at, its memory bandwidth counted in operands of that
+precision, its memory and scale-up interconnect; and what to fall back to where the catalogue
+leaves a figure empty (never guessed).
+
+Which precision a benchmark runs at is not published per result, so it is a *policy* chosen per
+benchmark slice by leaving each accelerator out (``advisor.estimate.transfer.learn_blend``), among:
+
+- ``8-bit``: the quantised numerics of the closed division (int8 or fp8), else fp16/bf16, else fp32;
+- ``4-bit``: fp4 (then fp6) where the part has it (Blackwell, MI355X), else as ``8-bit``;
+- ``16-bit``: fp16/bf16, else fp32.
+
+Under a policy, an accelerator's figures are (peak at the first precision of the ladder it
+publishes, memory bandwidth x 8 / that precision's bits): a part that runs a model at 4 bits reads
+half the bytes per weight of one at 8 bits. A part whose catalogue entry has no compute figure
+at all (or none on the ladder) transfers by bandwidth alone (``BANDWIDTH_ONLY``), calibrated
+apart with its own (wider) residuals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from advisor.knowledge.specs import resolve_accelerator
+
+POLICIES = ("8-bit", "4-bit", "16-bit")  # the first is the default (fewer than 3 references)
+DEFAULT_POLICY = POLICIES[0]
+LADDERS: dict[str, tuple[str, ...]] = {
+    "8-bit": ("int8", "fp8", "fp16", "bf16", "fp32"),
+    "4-bit": ("fp4", "fp6", "int8", "fp8", "fp16", "bf16", "fp32"),
+    "16-bit": ("fp16", "bf16", "fp32"),
+}
+BITS = {"fp4": 4, "fp6": 6, "fp8": 8, "int8": 8, "fp16": 16, "bf16": 16, "fp32": 32}
+BANDWIDTH_ONLY = "bandwidth only"  # how a part with no published compute figure transfers
+
+
+@dataclass(frozen=True)
+class Figures:
+    """An accelerator's published figures under one precision policy (None: not published)."""
+
+    name: str
+    precision: str | None  # the ladder's first precision the part publishes a peak for
+    compute: float | None  # dense peak at ``precision``, TFLOP/s (TOPS for int8)
+    bandwidth_gbs: float | None
+    memory_gb: float | None
+    interconnect_gbs: float | None
+
+    @property
+    def effective_bandwidth(self) -> float | None:
+        """Memory bandwidth in 8-bit operands: x 8 / bits of the precision it runs at."""
+        if self.bandwidth_gbs is None:
+            return None
+        return self.bandwidth_gbs * 8 / BITS[self.precision] if self.precision else self.bandwidth_gbs
+
+    def scaling(self) -> tuple[float, float] | None:
+        """(peak compute, effective bandwidth) to scale by; None without both."""
+        bandwidth = self.effective_bandwidth
+        return (self.compute, bandwidth) if self.compute and bandwidth else None
+
+    def describe(self) -> str:
+        parts = [f"{self.compute:g} T at {self.precision}" if self.compute else "compute unpublished",
+                 f"{self.bandwidth_gbs:g} GB/s" if self.bandwidth_gbs else "bandwidth unpublished"]
+        if self.memory_gb:
+            parts.append(f"{self.memory_gb:g} GB")
+        if self.interconnect_gbs:
+            parts.append(f"scale-up {self.interconnect_gbs:g} GB/s")
+        return f"{self.name} ({', '.join(parts)})"
+
+
+@lru_cache(maxsize=16384)
+def figures(name: str, policy: str = DEFAULT_POLICY) -> Figures:
+    """``name``'s catalogue figures under ``policy`` (MIG/vGPU share applied by the resolver).
+
+    Raises:
+        ValueError: an unknown policy.
+    """
+    if policy not in LADDERS:
+        raise ValueError(f"precision policy: {policy!r} is not one of {', '.join(POLICIES)}")
+    resolved = resolve_accelerator(name)
+    precision, compute = None, None
+    for candidate in LADDERS[policy]:
+        value = resolved.match.figure(candidate) if resolved.spec is not None else None
+        if value:
+            precision, compute = candidate, value
+            break
+    spec = resolved.spec
+    link = spec.interconnect_gbs if spec is not None else None
+    return Figures(resolved.key, precision, compute, resolved.figure("memory_bw_gbs"), resolved.figure("memory_gb"),
+                   float(link) if link else None)
+
+
+def scaling_figures(name: str, policy: str = DEFAULT_POLICY) -> tuple[float, float] | None:
+    """(peak compute, effective bandwidth) of ``name`` under ``policy``; None without both."""
+    return figures(name, policy).scaling()
+
+
+def bandwidth_figures(name: str) -> tuple[float, float] | None:
+    """(1, bandwidth): what a transfer by bandwidth alone scales by (compute left out)."""
+    bandwidth = figures(name).bandwidth_gbs
+    return (1.0, bandwidth) if bandwidth else None
+
+
+def replicas_per_node(weights_gb: float, memory_gb: float, count: int) -> int:
+    """How many copies of a model of ``weights_gb`` fit on ``count`` parts of ``memory_gb`` each,
+    counting whole parts per copy (weights only: a lower bound on what a replica needs)."""
+    if weights_gb <= 0 or memory_gb <= 0 or count <= 0:
+        return 0
+    per_copy = max(1, -(-int(weights_gb * 1000) // int(memory_gb * 1000)))  # parts per copy, rounded up
+    return count // per_copy
