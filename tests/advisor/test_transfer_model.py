@@ -127,8 +127,8 @@ def test_persisted_models_answer_in_a_fresh_process_without_scikit_learn(tmp_pat
 
     cold = _answer(uri, "learned", queries)  # calibrates: fits, and persists what it fitted
     assert cold["sklearn"] is True
-    assert calibration_file.load(table, "learned") is not None
-    persisted = calibration_file.load(table, "learned").transfers  # type: ignore[union-attr]
+    assert calibration_file.load(table, "learned", folder=Advisor.caches.calibration) is not None
+    persisted = calibration_file.load(table, "learned", folder=Advisor.caches.calibration).transfers  # type: ignore[union-attr]
     assert {k: m for k, m in persisted.items() if m.method == transfer.LEARNED} == learned
     warm = _answer(uri, "learned", queries)  # answers from the persisted models
     assert warm["sklearn"] is False
