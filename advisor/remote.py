@@ -13,23 +13,15 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from advisor import results
 from advisor.cluster.results import ClusterRecommendationSet
-from advisor.results import (
-    Comparison,
-    EvaluationReport,
-    PlacementOverhead,
-    Prediction,
-    PredictQuery,
-    RecommendationSet,
-    Regression,
-)
 from advisor.workload import Workload
 from graph_schema.models import PlacementKind
 from graph_schema.rest_store import RestStore
 
-_PREDICTIONS = TypeAdapter(list[Prediction])
-_OVERHEADS = TypeAdapter(list[PlacementOverhead])
-_REGRESSIONS = TypeAdapter(list[Regression])
+_PREDICTIONS = TypeAdapter(list[results.Prediction])
+_OVERHEADS = TypeAdapter(list[results.PlacementOverhead])
+_REGRESSIONS = TypeAdapter(list[results.Regression])
 EVALUATE_TIMEOUT_S = 600.0  # an evaluation refits the model on the server; the first one takes a while
 
 
@@ -46,9 +38,9 @@ class RemoteAdvisor:
     def __repr__(self) -> str:
         return f"RemoteAdvisor({self.store.uri!r})"
 
-    def recommend(self, workload: Workload | dict[str, Any], top: int = 5) -> RecommendationSet:
+    def recommend(self, workload: Workload | dict[str, Any], top: int = 5) -> results.RecommendationSet:
         body = {"workload": _workload_json(workload), "top": top}
-        return RecommendationSet.model_validate(self.store.call("POST", "/v1/recommendations", json=body))
+        return results.RecommendationSet.model_validate(self.store.call("POST", "/v1/recommendations", json=body))
 
     def recommend_cluster(self, workload: Workload | dict[str, Any], *, cluster: str | None = None,
                           nodes: list[dict[str, Any]] | None = None, **options: Any) -> ClusterRecommendationSet:
@@ -60,34 +52,34 @@ class RemoteAdvisor:
         answer = self.store.call("POST", "/v1/recommendations", json={k: v for k, v in body.items() if v is not None})
         return ClusterRecommendationSet.model_validate(answer)
 
-    def predict(self, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
-        body = {"queries": [q.model_dump(mode="json") if isinstance(q, PredictQuery) else q for q in queries]}
+    def predict(self, queries: list[results.PredictQuery] | list[dict[str, Any]]) -> list[results.Prediction]:
+        body = {"queries": [q.model_dump(mode="json") if isinstance(q, results.PredictQuery) else q for q in queries]}
         return _PREDICTIONS.validate_python(self.store.call("POST", "/v1/predictions", json=body))
 
     def compare(self, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *, benchmark: str,
                 accelerator: str | None = None, scenario: str | None = None, metric: str | None = None,
-                family: str = "mlperf-inference") -> Comparison:
+                family: str = "mlperf-inference") -> results.Comparison:
         params = {"a": _selector(stack_a), "b": _selector(stack_b), "benchmark": benchmark,
                   "accelerator": accelerator, "scenario": scenario, "metric": metric, "family": family}
-        return Comparison.model_validate(self.store.call("GET", "/v1/compare", params=_given(params)))
+        return results.Comparison.model_validate(self.store.call("GET", "/v1/compare", params=_given(params)))
 
     def placement_overhead(self, accelerator: str | None = None,
-                           placement: PlacementKind | str | None = None) -> list[PlacementOverhead]:
+                           placement: PlacementKind | str | None = None) -> list[results.PlacementOverhead]:
         kind = placement.value if isinstance(placement, PlacementKind) else placement
         params = _given({"accelerator": accelerator, "placement": kind})
         return _OVERHEADS.validate_python(self.store.call("GET", "/v1/compare/placement", params=params))
 
     def regressions(self, component: str = "driver", *, accelerator: str | None = None,
-                    benchmark: str | None = None, alpha: float = 0.05) -> list[Regression]:
+                    benchmark: str | None = None, alpha: float = 0.05) -> list[results.Regression]:
         params = _given({"component": component, "accelerator": accelerator, "benchmark": benchmark,
                          "alpha": alpha})
         return _REGRESSIONS.validate_python(self.store.call("GET", "/v1/compare/regressions", params=params))
 
     def evaluate(self, protocol: str = "by-round", *, train_until: str | None = None,
-                 test_round: str | None = None) -> EvaluationReport:
+                 test_round: str | None = None) -> results.EvaluationReport:
         params = _given({"protocol": protocol, "train_until": train_until, "test_round": test_round})
         answer = self.store.call("GET", "/v1/evaluation", params=params, timeout=EVALUATE_TIMEOUT_S)
-        return EvaluationReport.model_validate(answer)
+        return results.EvaluationReport.model_validate(answer)
 
 
 def _workload_json(workload: Workload | dict[str, Any]) -> dict[str, Any]:

@@ -13,17 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from advisor import results
 from advisor.api.limits import check_cap
 from advisor.cluster.results import ClusterRecommendationSet
-from advisor.results import (
-    Comparison,
-    EvaluationReport,
-    PlacementOverhead,
-    Prediction,
-    PredictQuery,
-    RecommendationSet,
-    Regression,
-)
 from advisor.verbs.sweep import SweepComparison, sweep_names, sweep_report
 from advisor.workload import Workload
 from graph_schema.errors import AdvisorError, NotFound
@@ -39,7 +31,7 @@ if TYPE_CHECKING:
 
 # ---- the advisor's verbs -----------------------------------------------------------------------
 
-def recommend(advisor: Advisor, request: RecommendationRequest) -> RecommendationSet | ClusterRecommendationSet:
+def recommend(advisor: Advisor, request: RecommendationRequest) -> results.RecommendationSet | ClusterRecommendationSet:
     """Ranked stacks and placements for the request's workload; with ``cluster`` (a recorded
     inventory) or ``nodes`` (Node objects), ranked (node pool, stack) pairs of that cluster."""
     if not (request.cluster or request.nodes):
@@ -57,17 +49,17 @@ def recommend(advisor: Advisor, request: RecommendationRequest) -> Recommendatio
                            what_if_driver=request.what_if_driver)
 
 
-def recommend_workload(advisor: Advisor, workload: Workload | dict[str, Any], top: int) -> RecommendationSet:
+def recommend_workload(advisor: Advisor, workload: Workload | dict[str, Any], top: int) -> results.RecommendationSet:
     """``recommend`` for a workload alone (the web form's fields)."""
     return advisor.recommend(workload, top=top)
 
 
-def predict(advisor: Advisor, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
+def predict(advisor: Advisor, queries: list[results.PredictQuery] | list[dict[str, Any]]) -> list[results.Prediction]:
     return advisor.predict(queries)
 
 
 def evaluate(advisor: Advisor, protocol: str, *, train_until: str | None,
-             test_round: str | None) -> EvaluationReport:
+             test_round: str | None) -> results.EvaluationReport:
     """``predict``'s accuracy on held-out published results (``advisor.verbs.evaluate``)."""
     return advisor.memoised(("evaluate", protocol, train_until, test_round),
                             lambda: advisor.evaluate(protocol, train_until=train_until, test_round=test_round))
@@ -75,7 +67,7 @@ def evaluate(advisor: Advisor, protocol: str, *, train_until: str | None,
 
 def compare_stacks(advisor: Advisor, a: str, b: str, *, benchmark: str, accelerator: str | None = None,
                    scenario: str | None = None, metric: str | None = None,
-                   family: str = "mlperf-inference") -> Comparison:
+                   family: str = "mlperf-inference") -> results.Comparison:
     return advisor.compare(a, b, benchmark=benchmark, accelerator=accelerator, scenario=scenario,
                            metric=metric, family=family)
 
@@ -116,12 +108,12 @@ def compare_benchmarks(advisor: Advisor, a: str, b: str, *, accelerator: str | N
 
 
 def placement_overheads(advisor: Advisor, accelerator: str | None = None,
-                        placement: PlacementKind | str | None = None) -> list[PlacementOverhead]:
+                        placement: PlacementKind | str | None = None) -> list[results.PlacementOverhead]:
     return advisor.placement_overhead(accelerator, placement)
 
 
 def regressions(advisor: Advisor, component: str, *, accelerator: str | None, benchmark: str | None,
-                alpha: float) -> list[Regression]:
+                alpha: float) -> list[results.Regression]:
     return advisor.regressions(component, accelerator=accelerator, benchmark=benchmark, alpha=alpha)
 
 

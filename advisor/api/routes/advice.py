@@ -108,13 +108,9 @@ def _prediction_request(raw: bytes) -> PredictionRequest:
         raise RequestValidationError(errors) from None
 
 
-@compare.get(
-    "",
-    operation_id="compareStacks",
-    response_model=Comparison,
-    responses={**READ_ERRORS, **error_responses(404)},
-    summary="Stack A against stack B on one benchmark, paired within a round",
-)
+@compare.get("", operation_id="compareStacks", response_model=Comparison,
+             responses={**READ_ERRORS, **error_responses(404)},
+             summary="Stack A against stack B on one benchmark, paired within a round")
 def compare_stacks(
     advisor: AdvisorDep,
     _: ReadCaller,
@@ -185,16 +181,12 @@ def compare_sweep_cells(
     return services.sweep(store, sweep, host=host, baseline=baseline, cell=cell, flagged_only=flagged_only)
 
 
-@evaluation.get(
-    "",
-    operation_id="evaluatePredictions",
-    response_model=EvaluationReport,
-    responses={**READ_ERRORS, **error_responses(404)},
-    summary="Accuracy of predict on held-out published results, per slice, against the simple lookup",
-    description="Holds published results out (by round, or leaving one accelerator out), answers "
-    "them through predict and scores MAPE, median APE, 80% interval coverage and top-1 regret per "
-    "slice (`advisor evaluate`). Kept per store generation: the first call fits, later ones are read.",
-)
+@evaluation.get("", operation_id="evaluatePredictions", response_model=EvaluationReport,
+                responses={**READ_ERRORS, **error_responses(404)},
+                summary="Accuracy of predict on held-out published results, per slice, against the simple lookup",
+                description="Holds published results out (by round, or leaving one accelerator out), answers them "
+                "through predict and scores MAPE, median APE, 80% interval coverage and top-1 regret per slice "
+                "(`advisor evaluate`). Kept per store generation: the first call fits, later ones are read.")
 def evaluate(
     advisor: AdvisorDep,
     _: ReadCaller,

@@ -15,13 +15,8 @@ from graph_schema.models import IngestBatch
 router = APIRouter(prefix="/v1/batches", tags=["observations"])
 
 
-@router.post(
-    "",
-    operation_id="ingestBatch",
-    response_model=IngestReport,
-    responses=WRITE_ERRORS,
-    summary="Ingest contextualised observations, failures and runs in one transaction",
-)
+@router.post("", operation_id="ingestBatch", response_model=IngestReport, responses=WRITE_ERRORS,
+             summary="Ingest contextualised observations, failures and runs in one transaction")
 def ingest_batch(batch: Annotated[IngestBatch, Body()], store: StoreDep, settings: SettingsDep,
                  resources: ResourcesDep, metrics: MetricsDep, _: WriteCaller) -> IngestReport:
     services.check_batch_size(len(batch.observations) + len(batch.failures) + len(batch.runs),

@@ -14,13 +14,8 @@ from advisor.api.schemas import FailuresIn, IngestReport
 router = APIRouter(prefix="/v1/failures", tags=["failures"])
 
 
-@router.post(
-    "",
-    operation_id="recordFailures",
-    response_model=IngestReport,
-    responses=WRITE_ERRORS,
-    summary="Record one failure or a list of them (idempotent)",
-)
+@router.post("", operation_id="recordFailures", response_model=IngestReport, responses=WRITE_ERRORS,
+             summary="Record one failure or a list of them (idempotent)")
 def record_failures(
     failures: Annotated[
         FailuresIn,

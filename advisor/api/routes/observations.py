@@ -60,26 +60,15 @@ def list_observations(
                            next_offset=next_offset, next_after=rows[-1].key if full else None)
 
 
-@router.get(
-    "/{key:path}",
-    operation_id="getObservation",
-    response_model=ObservationPublic,
-    responses={**READ_ERRORS, **error_responses(404)},
-    summary="One observation by its key",
-)
+@router.get("/{key:path}", operation_id="getObservation", response_model=ObservationPublic,
+            responses={**READ_ERRORS, **error_responses(404)}, summary="One observation by its key")
 def get_observation(key: str, store: StoreDep, _: ReadCaller) -> ObservationPublic:
     return ObservationPublic.model_validate(store.get_observation(key).model_dump())
 
 
-@router.post(
-    "",
-    operation_id="ingestResultDocuments",
-    response_model=IngestReport,
-    responses=WRITE_ERRORS,
-    summary="Ingest one collector result document or a list of them, in one transaction",
-    description="Idempotent: identities are derived from content, so re-sending a document "
-    "(e.g. a collector flushing its spool) stores nothing twice.",
-)
+@router.post("", operation_id="ingestResultDocuments", response_model=IngestReport, responses=WRITE_ERRORS,
+             summary="Ingest one collector result document or a list of them, in one transaction",
+             description="Idempotent: identities are derived from content, so re-sending a document " "(e.g. a collector flushing its spool) stores nothing twice.")
 def ingest_result_documents(
     documents: Annotated[
         ResultDocumentsIn,
