@@ -9,15 +9,17 @@ snapshot, so a remote answer costs one request. The answers are the same result 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
 from advisor import results
-from advisor.cluster.results import ClusterRecommendationSet
 from advisor.workload import Workload
 from graph_schema.models import PlacementKind
 from graph_schema.rest_store import RestStore
+
+if TYPE_CHECKING:
+    from advisor.cluster.results import ClusterRecommendationSet
 
 _PREDICTIONS = TypeAdapter(list[results.Prediction])
 _OVERHEADS = TypeAdapter(list[results.PlacementOverhead])
@@ -49,6 +51,8 @@ class RemoteAdvisor:
         ``nodes_count``, ``image``, ``per_pool`` (None: the server's default)."""
         body = {"workload": _workload_json(workload), "cluster": cluster, "nodes": nodes,
                 **{k: v for k, v in options.items() if v is not None}}
+        from advisor.cluster.results import ClusterRecommendationSet
+
         answer = self.store.call("POST", "/v1/recommendations", json={k: v for k, v in body.items() if v is not None})
         return ClusterRecommendationSet.model_validate(answer)
 
