@@ -11,6 +11,7 @@ served API, the API's own answer endpoints (``advisor.remote``), else the engine
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from graph_schema.settings import StoreSettings
@@ -83,9 +84,10 @@ def answering(
     Raises:
         InvalidInput: ``--prices`` or ``--rules`` with a served API (it answers with its own).
     """
-    from graph_schema.rest_store import RestStore
-
-    if isinstance(store, RestStore):
+    # a RestStore exists only once the registry imported its module (lazily): a local answer
+    # does not pay for importing the HTTP client
+    rest = sys.modules.get("graph_schema.rest_store")
+    if rest is not None and isinstance(store, rest.RestStore):
         given = [
             flag for flag, value in (("--prices", prices), ("--rules", rules)) if value is not None
         ]
