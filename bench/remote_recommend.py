@@ -11,8 +11,10 @@ On a temporary embedded store seeded with the starter knowledge base:
 - the API: ``POST /v1/recommendations`` from ``--clients`` concurrent clients, p50/p99.
 
 ``--baseline-rev REV`` times the same figures (warm local, API p50/p99) with that revision's code
-(``git archive``), on the same store in the same run, so "no worse" is measured, not assumed.
-Median, p10 and p90 of ``--repeat`` runs; CPU seconds beside wall time (the machine may be shared).
+(``git archive``) on a copy of the same store in the same run, so "no worse" is measured, not
+assumed: the CLI runs are interleaved round by round and both servers run at once, their request
+batches alternating, so both meet the same load. Median, p10 and p90 of ``--repeat`` runs; CPU
+seconds beside wall time (the machine may be shared).
 
     python bench/remote_recommend.py
     python bench/remote_recommend.py --baseline-rev 8098ebf --repeat 7
@@ -24,6 +26,7 @@ import argparse
 import importlib.util
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,17 +58,6 @@ RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
 BODY = {"workload": {"benchmark": "resnet50", "scenario": "Offline"}, "top": 5}
 
 
-def timed(args: list[str], env: dict[str, str], code_root: Path, repeat: int) -> dict[str, Any]:
-    walls, cpus = [], []
-    for _ in range(repeat):
-        wall, cpu, code = run_cli(args, env, code_root)
-        if code != 0:
-            raise SystemExit(f"advisor {' '.join(args)} exited {code}")
-        walls.append(wall)
-        cpus.append(cpu)
-    return {"wall": summary(walls), "cpu": summary(cpus)}
-
-
 def serve(uri: str, token: str, env: dict[str, str], code_root: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -92,8 +84,8 @@ def serve(uri: str, token: str, env: dict[str, str], code_root: Path, log: Path)
     raise SystemExit(f"advisor serve not ready after 180 s; see {log}")
 
 
-def api_latency(url: str, token: str, clients: int, requests: int) -> dict[str, float]:
-    """p50/p99/max (ms) of POST /v1/recommendations from ``clients`` threads, ``requests`` in all."""
+def api_latency(url: str, token: str, clients: int, requests: int) -> dict[str, list[float]]:
+    """Latencies (ms) of POST /v1/recommendations from ``clients`` threads, ``requests`` in all."""
     times: list[float] = []
     lock = threading.Lock()
 
@@ -110,9 +102,7 @@ def api_latency(url: str, token: str, clients: int, requests: int) -> dict[str, 
         t.start()
     for t in threads:
         t.join()
-    ordered = sorted(times)
-    return {"p50": ordered[len(ordered) // 2], "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
-            "max": ordered[-1], "n": len(ordered)}
+    return {"samples": times}
 
 
 def old_remote_path(url: str, token: str) -> float:
@@ -129,31 +119,44 @@ def old_remote_path(url: str, token: str) -> float:
     return time.perf_counter() - start
 
 
-def measure(name: str, code_root: Path, uri: str, env: dict[str, str], args: argparse.Namespace,
-            tmp: Path, remote: bool) -> dict[str, Any]:
-    token = secrets.token_urlsafe(24)
-    local_args = [*RECOMMEND, "--store", uri]
-    run_cli(local_args, env, code_root)  # primes the persisted table and calibration
-    warm = timed(local_args, env, code_root, args.repeat)
-    show(f"{name}: warm local (--store)", warm)
-    proc, url = serve(uri, token, env, code_root, tmp / f"serve-{name}.log")
-    try:
-        figures: dict[str, Any] = {"warm": warm}
-        if remote:
-            client_env = {**env, "ADVISOR_TOKEN": token}
-            figures["remote"] = timed(["--api", url, *RECOMMEND], client_env, code_root, args.repeat)
-            show(f"{name}: remote (--api URL)", figures["remote"])
-            if not args.skip_old:
-                old = old_remote_path(url, token)
-                print(f"  {name}: the old remote path (every observation over REST + calibration), "
-                      f"once in-process: {old:.2f} s", flush=True)
-        lat = api_latency(url, token, args.clients, args.requests)
-        figures["api"] = lat
-        print(f"  {name}: API POST /v1/recommendations, {args.clients} clients, {lat['n']} requests: "
-              f"p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms", flush=True)
-        return figures
-    finally:
-        stop_process(proc)
+def copy_store(tmp: Path, name: str) -> str:
+    """A copy of the seeded embedded store (its files ``kb*``) under another name: servers and
+    local runs each hold their own, so all run at once under the same load."""
+    for path in tmp.glob("kb*"):
+        target = tmp / path.name.replace("kb", name, 1)
+        if path.is_dir():
+            shutil.copytree(path, target)
+        else:
+            shutil.copy2(path, target)
+    return f"embedded:{tmp / name}"
+
+
+def interleaved(runs: dict[str, tuple[list[str], dict[str, str], Path]], repeat: int) -> dict[str, Any]:
+    """Each command once per round, round after round, so every one meets the same load."""
+    walls: dict[str, list[float]] = {name: [] for name in runs}
+    cpus: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, (cmd, env, code_root) in runs.items():
+            wall, cpu, code = run_cli(cmd, env, code_root)
+            if code != 0:
+                raise SystemExit(f"{name}: advisor {' '.join(cmd)} exited {code}")
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return {name: {"wall": summary(walls[name]), "cpu": summary(cpus[name])} for name in runs}
+
+
+def api_rounds(servers: dict[str, str], token: str, clients: int, requests: int, rounds: int = 4) -> dict[str, Any]:
+    """``api_latency`` on each server in turn, ``rounds`` times, the samples pooled per server."""
+    pooled: dict[str, list[float]] = {name: [] for name in servers}
+    for _ in range(rounds):
+        for name, url in servers.items():
+            pooled[name].extend(api_latency(url, token, clients, requests // rounds)["samples"])
+    out = {}
+    for name, samples in pooled.items():
+        ordered = sorted(samples)
+        out[name] = {"p50": ordered[len(ordered) // 2], "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+                     "max": ordered[-1], "n": len(ordered)}
+    return out
 
 
 def main() -> None:
@@ -179,21 +182,45 @@ def main() -> None:
         with open_store(uri) as store:
             seed_store(store)
             n = store.stats().counts.get("Observation", 0)
+        local_uri, base_uri = copy_store(tmp, "local"), copy_store(tmp, "base")
         print(f"remote_recommend: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
-              f"starter knowledge base, {n:,} observations; repeat {args.repeat}", flush=True)
+              f"starter knowledge base, {n:,} observations; repeat {args.repeat}, interleaved", flush=True)
         print(f"advisor {' '.join(RECOMMEND)}", flush=True)
-        now = measure("now", ROOT, uri, env, args, tmp, remote=True)
-        base = None
+        token = secrets.token_urlsafe(24)
+        roots = {"now": ROOT}
         if args.baseline_rev:
-            code = extract(args.baseline_rev, tmp / "baseline")
-            base_env = {**env, "XDG_CACHE_HOME": str(tmp / "baseline-cache")}
-            base = measure(f"baseline {args.baseline_rev}", code, uri, base_env, args, tmp, remote=False)
-        remote, warm = now["remote"]["wall"]["median"], now["warm"]["wall"]["median"]
+            roots[f"baseline {args.baseline_rev}"] = extract(args.baseline_rev, tmp / "baseline")
+        envs = {label: {**env, "XDG_CACHE_HOME": str(tmp / f"cache-{i}")} for i, label in enumerate(roots)}
+        runs: dict[str, tuple[list[str], dict[str, str], Path]] = {}
+        for label, code in roots.items():
+            runs[f"{label}: warm local (--store)"] = ([*RECOMMEND, "--store", local_uri], envs[label], code)
+            run_cli(runs[f"{label}: warm local (--store)"][0], envs[label], code)  # primes the caches
+        procs, servers = [], {}
+        try:
+            for label, code in roots.items():
+                proc, url = serve(uri if label == "now" else base_uri, token, envs[label], code,
+                                  tmp / f"serve-{label.split()[0]}.log")
+                procs.append(proc)
+                servers[label] = url
+            runs["now: remote (--api URL)"] = (["--api", servers["now"], *RECOMMEND],
+                                               {**envs["now"], "ADVISOR_TOKEN": token}, ROOT)
+            figures = interleaved(runs, args.repeat)
+            for label, figure in figures.items():
+                show(label, figure)
+            if not args.skip_old:
+                print(f"  now: the old remote path (every observation over REST + calibration), once "
+                      f"in-process: {old_remote_path(servers['now'], token):.2f} s", flush=True)
+            latency = api_rounds(servers, token, args.clients, args.requests)
+            for label, lat in latency.items():
+                print(f"  {label}: API POST /v1/recommendations, {args.clients} clients, {lat['n']} requests: "
+                      f"p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms", flush=True)
+        finally:
+            for proc in procs:
+                stop_process(proc)
+        remote = figures["now: remote (--api URL)"]["wall"]["median"]
+        warm = figures["now: warm local (--store)"]["wall"]["median"]
         verdict = "meets" if remote <= warm + 0.5 else "misses"
         print(f"remote {remote:.2f} s vs warm local {warm:.2f} s + 0.5 s: {verdict} the goal", flush=True)
-        if base is not None:
-            print(f"warm local: now {warm:.2f} s, baseline {base['warm']['wall']['median']:.2f} s; "
-                  f"API p99: now {now['api']['p99']:.1f} ms, baseline {base['api']['p99']:.1f} ms", flush=True)
         print(f"load average at end {os.getloadavg()[0]:.1f}", flush=True)
 
 
