@@ -6,22 +6,26 @@ It answers from memory: a columnar table of every observation (``ObservationTabl
 evidence index (``advisor.estimate.index``) are built once per store generation and rebuilt when
 the store's generation moves, so stale evidence is never served silently. Both are persisted on
 disk (``advisor.knowledge.table_file``, keyed by store and generation;
-``advisor.estimate.calibration_file``, the index's calibration keyed by the table's content), so a
+``advisor.estimate.calibration_file``, the index's calibration keyed by the table's content) in the
+folders it is given (``CacheFolders``: the CLI and the API build them from the environment), so a
 fresh CLI process neither rereads the store nor replays its history.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from threadpoolctl import ThreadpoolController
 
 from advisor.estimate import analysis, calibration_file
 from advisor.estimate.index import EvidenceIndex
 from advisor.knowledge import table_file
+from advisor.knowledge.cache_folders import CacheFolders
 from advisor.knowledge.rules import RuleSet, load_rules
 from advisor.knowledge.specs import PriceTable, load_prices
 from advisor.knowledge.table import ObservationTable
@@ -46,6 +50,9 @@ from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+MEMO_SIZE = 512  # answers kept per advisor before the memo starts afresh
+
 
 class Advisor:
     """Ranks, predicts and explains over one store: builds a ``Knowledge`` snapshot per store
@@ -58,16 +65,22 @@ class Advisor:
         prices: price table (path, dict or ``PriceTable``); default: the packaged example table.
         rules: compatibility rules (directory, file, list or ``RuleSet``); default: packaged.
         memo_answers: False computes every answer (benchmarks of the path).
+        caches: where tables and calibrations are persisted (default ``Advisor.caches``: none).
     """
 
     # False: calibrate in memory only
     persist_calibration = True
+    # where tables and calibrations persist when the constructor is given none (none: in memory)
+    caches = CacheFolders()
     # how a benchmark transfers to an accelerator that never ran it (``advisor.estimate.transfer.METHODS``)
     transfer_method = "roofline"
 
     def __init__(self, store: Store, *, prices: Any = None, rules: Any = None,
-                 memo_answers: bool = True, generation_ttl: float = 0.0) -> None:
+                 memo_answers: bool = True, generation_ttl: float = 0.0,
+                 caches: CacheFolders | None = None) -> None:
         self.store = store
+        if caches is not None:
+            self.caches = caches
         # > 0: the store's generation is re-read at most this often (a server answering many
         # requests); writes made through ``forget_generation``'s caller are seen at once
         self.generation_ttl = generation_ttl
@@ -78,7 +91,8 @@ class Advisor:
         self._lock = threading.RLock()
         self._table: ObservationTable | None = None
         self._knowledge: Knowledge | None = None
-        self._answers: dict[tuple[int, str, int], RecommendationSet] = {}
+        self._answers: dict[tuple[Any, ...], Any] = {}
+        self._answers_lock = threading.Lock()
 
     # ---- the store's generation and its snapshot -------------------------------------------
     def store_generation(self) -> int:
@@ -105,7 +119,7 @@ class Advisor:
             if self._table is None or self._table.generation != generation:
                 start = time.perf_counter()
                 self._table = table_file.load_table(self.store, generation, self._read_generation,
-                                                    previous=self._table)
+                                                    previous=self._table, folder=self.caches.tables)
                 log.info("loaded %d observations (generation %d) in %.2fs", self._table.n, generation,
                          time.perf_counter() - start)
             return self._table
@@ -132,7 +146,8 @@ class Advisor:
                          failures=self._failures())
 
     def _index(self, table: ObservationTable) -> EvidenceIndex:
-        prepared = calibration_file.load_prepared(table, self.transfer_method) \
+        folder = self.caches.calibration
+        prepared = calibration_file.load_prepared(table, self.transfer_method, folder=folder) \
             if self.persist_calibration and table.n else None
         overheads = prepared.overheads if prepared is not None and prepared.overheads is not None \
             else analysis.placement_overheads(table)
@@ -150,7 +165,7 @@ class Advisor:
                 # the rows in another order than the file's (or none yet): the file follows the
                 # table held now
                 calibration_file.save(table, calibration, self.transfer_method, slices=index.slices,
-                                      overheads=overheads)
+                                      overheads=overheads, folder=folder)
             index.adopt(calibration)
         return index
 
@@ -185,15 +200,33 @@ class Advisor:
         if not isinstance(workload, Workload):
             workload = Workload.from_dict(workload)
         generation = self.store_generation()
-        key = (generation, workload.model_dump_json(), top)
-        cached = self._answers.get(key) if self.memo_answers else None
-        if cached is None:
+        found: Workload = workload
+
+        def compute() -> RecommendationSet:
             with _one_thread():
-                cached = recommend(self.knowledge(generation), workload, top)
-            if len(self._answers) > 512:
+                return recommend(self.knowledge(generation), found, top)
+
+        answer = self._memo(("recommend", generation, workload.model_dump_json(), top), compute)
+        return answer.model_copy(update={"elapsed_ms": (time.perf_counter() - start) * 1000})
+
+    def memoised(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        """The one answer cache: ``compute()`` once per store generation and ``key`` (answers
+        other than ``recommend``'s, e.g. a web page's rows read from the store), a deep copy
+        each time so a caller cannot change what the next one gets. Errors are not kept."""
+        full = ("memoised", self.store_generation(), *key)
+        return copy.deepcopy(self._memo(full, compute))
+
+    def _memo(self, key: tuple[Any, ...], compute: Callable[[], T]) -> T:
+        with self._answers_lock:
+            cached = self._answers.get(key) if self.memo_answers else None
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        value = compute()
+        with self._answers_lock:
+            if len(self._answers) > MEMO_SIZE:
                 self._answers.clear()
-            self._answers[key] = cached
-        return cached.model_copy(update={"elapsed_ms": (time.perf_counter() - start) * 1000})
+            self._answers[key] = value
+        return value
 
     def predict(self, queries: list[PredictQuery] | list[dict[str, Any]]) -> list[Prediction]:
         """``advisor.verbs.predict.predict`` on the current snapshot.

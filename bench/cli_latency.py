@@ -130,6 +130,7 @@ def in_process(uri: str) -> dict[str, float]:
     from advisor.estimate.index import EvidenceIndex
     from advisor.estimate.query import group_slices
     from advisor.knowledge import table_file
+    from advisor.knowledge.cache_folders import CacheFolders
     from graph_schema.registry import open_store
 
     with open_store(uri) as store:
@@ -138,7 +139,8 @@ def in_process(uri: str) -> dict[str, float]:
         built = table_file.build_table(store, generation)
         build_s = time.perf_counter() - t0
         key = table_file.table_key(store, generation)
-        path = table_file.table_path(store.uri)
+        folders = CacheFolders.from_environ(os.environ)  # a bench is an edge: it reads the environment
+        path = table_file.table_path(store.uri, folders.tables)
         assert key is not None and path is not None
         table_file.write_table(path, built, key)
         t0 = time.perf_counter()
@@ -152,9 +154,9 @@ def in_process(uri: str) -> dict[str, float]:
         t0 = time.perf_counter()
         slices, overheads = group_slices(loaded), analysis.placement_overheads(loaded)
         prepare_s = time.perf_counter() - t0
-        calibration_file.save(loaded, calibration, slices=slices, overheads=overheads)
+        calibration_file.save(loaded, calibration, slices=slices, overheads=overheads, folder=folders.calibration)
         t0 = time.perf_counter()
-        prepared = calibration_file.load_prepared(loaded)
+        prepared = calibration_file.load_prepared(loaded, folder=folders.calibration)
         calibration_load_s = time.perf_counter() - t0
         assert prepared is not None and prepared.slices is not None
     return {"n": built.n, "build_s": build_s, "load_s": load_s, "calibrate_s": calibrate_s,

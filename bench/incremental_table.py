@@ -39,6 +39,7 @@ from api_latency import fill, synthetic
 from advisor.engine import Advisor
 from advisor.estimate import calibration_file
 from advisor.knowledge import table_file
+from advisor.knowledge.cache_folders import CacheFolders
 from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 
@@ -47,16 +48,14 @@ WORKLOAD = {"family": "cnn", "benchmark": "resnet50", "parameters": {"batch_size
 
 @contextlib.contextmanager
 def caches(tables: str, calibration: str) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in (table_file.CACHE_ENV, calibration_file.CACHE_ENV)}
-    os.environ[table_file.CACHE_ENV], os.environ[calibration_file.CACHE_ENV] = tables, calibration
+    """The advisors made inside persist in these folders (``"0"``: not at all)."""
+    saved = Advisor.caches
+    Advisor.caches = CacheFolders.from_environ({table_file.CACHE_ENV: tables,
+                                                calibration_file.CACHE_ENV: calibration})
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        Advisor.caches = saved
 
 
 CPU: dict[int, float] = {}  # id(advisor) -> CPU seconds of its last first_answer

@@ -7,9 +7,8 @@ import sys
 from typing import Any
 
 
-def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
-               pool_label: str | None) -> tuple[list[Any], str]:
-    """The pools of a recorded inventory or of a ``kubectl get nodes -o json`` file, and a source
+def load_nodes(kb: Any, *, cluster: str | None, nodes_file: str | None) -> tuple[list[Any], str]:
+    """The nodes of a recorded inventory or of a ``kubectl get nodes -o json`` file, and a source
     name for the answer."""
     from advisor.cluster.pools import nodes_from_inventory, read_nodes_file
     from graph_schema.errors import InvalidInput
@@ -17,31 +16,43 @@ def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
     if cluster and nodes_file:
         raise InvalidInput("--cluster and --nodes are two sources of the same nodes: give one")
     if cluster:
-        nodes, source = nodes_from_inventory(kb, cluster), f"cluster {cluster}"
-    else:
-        assert nodes_file is not None
-        try:
-            stdin = sys.stdin.read() if nodes_file == "-" else None
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"--nodes: standard input is not text (byte {exc.start} is not UTF-8); pipe "
-                               "the JSON `kubectl get nodes -o json` writes") from None
-        nodes, source = read_nodes_file(nodes_file, stdin), f"nodes file {nodes_file}"
-    from advisor.cluster.cpu_pools import all_pools
-    from advisor.cluster.numa import with_stored_topologies
+        return nodes_from_inventory(kb, cluster), f"cluster {cluster}"
+    assert nodes_file is not None
+    try:
+        stdin = sys.stdin.read() if nodes_file == "-" else None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"--nodes: standard input is not text (byte {exc.start} is not UTF-8); pipe "
+                           "the JSON `kubectl get nodes -o json` writes") from None
+    return read_nodes_file(nodes_file, stdin), f"nodes file {nodes_file}"
 
-    return all_pools(with_stored_topologies(nodes, kb), pool_label=pool_label), source
+
+def load_pools(kb: Any, *, cluster: str | None, nodes_file: str | None,
+               pool_label: str | None) -> tuple[list[Any], str]:
+    """The pools of those nodes (``load_nodes``), and the source name."""
+    from advisor.cluster.advice import pools_of
+
+    nodes, source = load_nodes(kb, cluster=cluster, nodes_file=nodes_file)
+    return pools_of(nodes, kb, pool_label=pool_label), source
 
 
 def run(adv: Any, workload: Any, *, cluster: str | None, nodes_file: str | None, pool_label: str | None,
         what_if: list[str] | None, gpus: int | None, nodes_count: int | None, image: str | None,
         per_pool: int, top: int, as_json: bool, snippets: bool) -> None:
-    from advisor.cluster.advice import ClusterAdvisor
     from advisor.cluster.targets import parse_what_if
+    from advisor.remote import RemoteAdvisor
 
-    pools, source = load_pools(adv.store, cluster=cluster, nodes_file=nodes_file, pool_label=pool_label)
-    result = ClusterAdvisor(adv).recommend(
-        workload, pools, source=source, top=top, per_pool=per_pool, gpus=gpus, nodes_count=nodes_count,
-        image=image, what_if_driver=parse_what_if(what_if))
+    options = {"pool_label": pool_label, "top": top, "per_pool": per_pool, "gpus": gpus,
+               "nodes_count": nodes_count, "image": image, "what_if_driver": parse_what_if(what_if)}
+    if isinstance(adv, RemoteAdvisor):  # the served API reads its own inventory, or the nodes sent
+        nodes = None if cluster and not nodes_file else load_nodes(None, cluster=cluster, nodes_file=nodes_file)[0]
+        result = adv.recommend_cluster(workload, cluster=cluster if nodes is None else None,
+                                       nodes=None if nodes is None else [n.model_dump(mode="json") for n in nodes],
+                                       **options)
+    else:
+        from advisor.cluster.advice import recommend_nodes
+
+        nodes, source = load_nodes(adv.store, cluster=cluster, nodes_file=nodes_file)
+        result = recommend_nodes(adv, workload, nodes, source=source, **options)
     if not result.recommendations and gpus is not None and any(
             why.startswith("needs ") for why in result.excluded_pools.values()):
         from graph_schema.errors import InvalidInput

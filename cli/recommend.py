@@ -19,6 +19,7 @@ from cli.options import PLACEMENTS, FormatOpt, JsonOpt, StoreOpt, choose
 
 if TYPE_CHECKING:
     from advisor.engine import Advisor
+    from advisor.remote import RemoteAdvisor
 
 PricesOpt = Annotated[
     Path | None,
@@ -39,13 +40,13 @@ RulesOpt = Annotated[
 @contextmanager
 def _advisor(
     store_uri: str | None, prices: Path | None = None, rules: Path | None = None
-) -> Iterator[Advisor]:
-    from advisor.engine import Advisor
-    from cli.stores import open_store
+) -> Iterator[Advisor | RemoteAdvisor]:
+    """The engine over the store, or a served API's answer endpoints (``cli.stores.answering``)."""
+    from cli.stores import answering, open_store
 
     store = open_store(store_uri, create=False)
     try:
-        yield Advisor(store, prices=prices, rules=rules)
+        yield answering(store, prices=prices, rules=rules)
     finally:
         store.close()
 

@@ -3,17 +3,24 @@
 ``advisor --api URL`` is kept here for the invocation (the root callback sets it on every run,
 so in-process runs do not leak one into the next; it is never written into the environment);
 every command opens its store through ``open_store`` here, which passes the settings in
-(``graph_schema.settings.StoreSettings``).
+(``graph_schema.settings.StoreSettings``). ``--api`` with a command's ``--store`` is a usage
+error (two places to read from). ``answering`` picks who answers the advisor's verbs: over a
+served API, the API's own answer endpoints (``advisor.remote``), else the engine over the store.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING, Any
 
 from graph_schema.settings import StoreSettings
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from advisor.engine import Advisor
+    from advisor.remote import RemoteAdvisor
     from graph_schema.store import Store
 
 _invocation: dict[str, str | None] = {"api": None}
@@ -40,23 +47,61 @@ def open_store(uri: str | None = None, **kwargs: Any) -> Store:
     """``graph_schema.registry.open_store`` with the command's settings.
 
     Raises:
-        typer.BadParameter: ``advisor --api URL`` and a command's ``--store`` both given (which one
-            is meant cannot be told; ``ADVISOR_STORE`` from the environment yields to ``--api``).
+        InvalidInput: ``uri`` (a command's ``--store``) given with the root ``--api``.
     """
     from graph_schema.registry import open_store as open_with  # lazy: --help stays fast
 
-    if uri and root_api() and uri != os.environ.get("ADVISOR_STORE"):
-        import typer
-
-        raise typer.BadParameter(
-            f"--store {uri!r} and advisor --api {root_api()!r} name two knowledge bases; "
-            "give one of them")
-
-    return open_with(uri, settings=store_settings(), **kwargs)
+    return open_with(_one_source(uri), settings=store_settings(), **kwargs)
 
 
 def resolve_store_uri(uri: str | None = None) -> str:
     """The URI ``open_store(uri)`` opens."""
     from graph_schema.registry import resolve_store_uri as resolve
 
-    return resolve(uri, store_settings())
+    return resolve(_one_source(uri), store_settings())
+
+
+def _one_source(uri: str | None) -> str | None:
+    api = root_api()
+    if uri and api and uri != api:
+        from graph_schema.errors import InvalidInput
+        from graph_schema.uris import redact_uri
+
+        raise InvalidInput(
+            f"--store {redact_uri(uri)} and --api {redact_uri(api)} name two knowledge "
+            "bases: give --store for a local store or --api for a served one, not both"
+        )
+    return uri
+
+
+def answering(
+    store: Store, *, prices: Path | None = None, rules: Path | None = None
+) -> Advisor | RemoteAdvisor:
+    """Who answers the advisor's verbs over ``store``: for a served API (``--api URL`` or an
+    ``http(s)://`` store) its answer endpoints, one request each, instead of reading every
+    observation and fitting again here; else the engine over the store.
+
+    Raises:
+        InvalidInput: ``--prices`` or ``--rules`` with a served API (it answers with its own).
+    """
+    # a RestStore exists only once the registry imported its module (lazily): a local answer
+    # does not pay for importing the HTTP client
+    rest = sys.modules.get("graph_schema.rest_store")
+    if rest is not None and isinstance(store, rest.RestStore):
+        given = [
+            flag for flag, value in (("--prices", prices), ("--rules", rules)) if value is not None
+        ]
+        if given:
+            from graph_schema.errors import InvalidInput
+
+            raise InvalidInput(
+                f"{' and '.join(given)}: a served API answers with its own price table and "
+                "rules; drop them, or use a local --store"
+            )
+        from advisor.remote import RemoteAdvisor
+
+        return RemoteAdvisor(store)
+    from advisor.engine import Advisor
+    from advisor.knowledge.cache_folders import CacheFolders
+
+    return Advisor(store, prices=prices, rules=rules, caches=CacheFolders.from_environ(os.environ))

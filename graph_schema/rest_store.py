@@ -89,6 +89,19 @@ class RestStore(Store):
             return response.json()
         raise self._error(response)
 
+    def call(self, method: str, path: str, *, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Any other endpoint of the API (the advisor's answers, ``advisor.remote``) with this
+        store's token, retry and error mapping; returns the decoded JSON body.
+
+        Args:
+            timeout: seconds for this request (default: the store's).
+        Raises:
+            AdvisorError: the subclass the server raised; StoreUnavailable if it cannot be reached.
+        """
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        return self._request(method, path, **kwargs)
+
     def _error(self, response: httpx.Response) -> AdvisorError:
         status = response.status_code
         try:

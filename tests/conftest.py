@@ -38,7 +38,15 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ["ADVISOR_TABLE_CACHE"] = str(root / "tables")  # persisted observation tables
     os.environ["ADVISOR_CALIBRATION_CACHE"] = str(root / "calibration")  # and their calibrations
     os.environ.pop("ADVISOR_STORE", None)
+    from advisor.engine import Advisor
+    from advisor.knowledge.cache_folders import CacheFolders
+
+    # in-process advisors persist where this session's CLI and API do (the edge passes the
+    # folders in; library code never reads the environment)
+    saved_caches = Advisor.caches
+    Advisor.caches = CacheFolders.from_environ(os.environ)
     yield
+    Advisor.caches = saved_caches
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -17,6 +18,7 @@ from advisor.api.limits import install_limits
 from advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
 from advisor.api.resources import Resources, store_opener_for
 from advisor.api.routes import (
+    advice,
     batches,
     catalog,
     catalogue,
@@ -27,6 +29,7 @@ from advisor.api.routes import (
     schema,
 )
 from advisor.api.settings import Settings, get_settings
+from advisor.knowledge.cache_folders import CacheFolders
 from advisor.web import install_web
 from advisor.web.session import COOKIE as SESSION_COOKIE
 from graph_schema.store import Store
@@ -45,18 +48,6 @@ collectors measured or that published sources (MLPerf) report, with provenance.
 
 **Errors** are JSON `{"error": code, "message": ..., "details": ...}`; 422 lists each bad field.
 """
-
-
-def _optional_routers() -> list[object]:
-    """Routes served by the advisor engine; absent until ``advisor.engine`` exists."""
-    out: list[object] = []
-    try:
-        from advisor.api.routes import advice
-    except ImportError as exc:  # pragma: no cover - only while the engine is being written
-        log.warning("advice routes unavailable: %s", exc)
-        return out
-    out.extend(advice.routers)
-    return out
 
 
 def _warm_in_background(resources: Resources) -> None:
@@ -91,29 +82,12 @@ def create_app(
     """
     settings = settings or get_settings()
     tokens = TokenTable(settings)  # refuses placeholder secrets before anything starts
-    resources = Resources(settings.store, retry_interval_s=settings.store_retry_interval_s,
-                          generation_ttl_s=settings.generation_ttl_s,
-                          opener=store_opener or store_opener_for(settings.store_settings()))
-    if store is not None:
-        resources = Resources(None, opener=lambda _uri: store, generation_ttl_s=settings.generation_ttl_s)
-    resources.failure_hold_s = settings.store_failure_hold_s
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        resources.open()  # the one store (and driver) of this process; retried if it fails
-        if store is None:
-            _warm_in_background(resources)
-        try:
-            yield
-        finally:
-            if store is None:
-                resources.close()
-
+    resources = _resources(settings, store, store_opener)
     app = FastAPI(
         title="stack-advisor",
         version=API_VERSION,
         description=DESCRIPTION,
-        lifespan=lifespan,
+        lifespan=_lifespan(resources, owned=store is None),
         separate_input_output_schemas=True,
         docs_url=None,  # served by install_docs, from local assets
         redoc_url=None,
@@ -126,13 +100,7 @@ def create_app(
 
     install_error_handlers(app)
     install_docs(app)
-    for module in (observations, batches, failures, schema, inventory, catalogue):
-        app.include_router(module.router)
-    for router in catalog.routers:
-        app.include_router(router)
-    for router in _optional_routers():
-        app.include_router(router)  # type: ignore[arg-type]
-    app.include_router(health.router)
+    _include_routers(app)
     install_web(app)  # the web explorer at /, over the same store, advisor and tokens
 
     # The last added is the outermost: metrics see every response, 401s and 413s included;
@@ -143,6 +111,49 @@ def create_app(
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     _document_server_caps(app, settings)
     return app
+
+
+def _resources(settings: Settings, store: Store | None,
+               store_opener: Callable[[str | None], Store] | None) -> Resources:
+    """The app's store and advisor: over ``store`` when one is given (the app does not own it),
+    else over ``settings.store`` opened with ``store_opener``. The advisor's cache folders come
+    from the environment here, at the API's edge (``CacheFolders.from_environ``)."""
+    caches = CacheFolders.from_environ(os.environ)
+    if store is not None:
+        resources = Resources(None, opener=lambda _uri: store, generation_ttl_s=settings.generation_ttl_s,
+                              caches=caches)
+    else:
+        resources = Resources(settings.store, retry_interval_s=settings.store_retry_interval_s,
+                              generation_ttl_s=settings.generation_ttl_s, caches=caches,
+                              opener=store_opener or store_opener_for(settings.store_settings()))
+    resources.failure_hold_s = settings.store_failure_hold_s
+    return resources
+
+
+def _lifespan(resources: Resources, *, owned: bool) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Open the one store (and driver) of this process at start (retried later if it fails),
+    warm the advisor, and close the store at shutdown when the app owns it."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        resources.open()
+        if owned:
+            _warm_in_background(resources)
+        try:
+            yield
+        finally:
+            if owned:
+                resources.close()
+
+    return lifespan
+
+
+def _include_routers(app: FastAPI) -> None:
+    for module in (observations, batches, failures, schema, inventory, catalogue):
+        app.include_router(module.router)
+    for router in (*catalog.routers, *advice.routers):
+        app.include_router(router)
+    app.include_router(health.router)
 
 
 def _document_server_caps(app: FastAPI, settings: Settings) -> None:
@@ -181,12 +192,8 @@ LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
 
 def _document_request_models(schema: dict[str, Any]) -> None:
     """Bodies a route parses itself (off the event loop), documented as if declared."""
-    try:
-        from advisor.api.routes.advice import REQUEST_MODELS
-    except ImportError:  # pragma: no cover - only while the engine is being written
-        return
     components = schema.setdefault("components", {}).setdefault("schemas", {})
-    for model in REQUEST_MODELS:
+    for model in advice.REQUEST_MODELS:
         own = model.model_json_schema(ref_template="#/components/schemas/{model}", mode="validation")
         for name, definition in own.pop("$defs", {}).items():
             components.setdefault(name, definition)
@@ -198,7 +205,7 @@ def _document_links(schema: dict[str, Any]) -> None:
         for operation in item.values():
             links = LINKS.get(operation.get("operationId", "")) if isinstance(operation, dict) else None
             ok = operation.get("responses", {}).get("200") if links else None
-            if ok is not None:
+            if ok is not None and links is not None:
                 ok["links"] = {name: {"operationId": target, "parameters": params}
                                for name, (target, params) in links.items()}
 

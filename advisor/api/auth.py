@@ -6,8 +6,9 @@ import hmac
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.exceptions import HTTPException
 
@@ -17,6 +18,9 @@ from advisor.api.settings import Scope, Settings, TokenEntry
 log = logging.getLogger("advisor.api.auth")
 
 REALM = 'Bearer realm="stack-advisor"'
+# where ``needs_scope`` marks an authorization dependency with the scope it checks
+SCOPE_MARK = "advisor_needed_scope"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class TokenTable:
@@ -108,16 +112,28 @@ def authorize(
             details={"needed_scope": needed.value,
                      "token_scopes": sorted(s.value for s in entry.scopes)},
         )
-        exc.www_authenticate = (  # type: ignore[attr-defined]
+        exc.www_authenticate = (
             f'{REALM}, error="insufficient_scope", scope="{needed.value}"'
         )
         raise exc
     return Caller(entry.name, entry.scopes)
 
 
+def needs_scope(scope: Scope, *, open_when: Callable[[Settings], bool] | None = None) -> Callable[[F], F]:
+    """Mark an authorization dependency with the scope it checks (None where ``open_when`` holds
+    for the server's settings), so ``AuthBeforeBody`` applies the same check before the body is
+    read: the gate and the route cannot disagree."""
+
+    def mark(dependency: F) -> F:
+        setattr(dependency, SCOPE_MARK, (scope, open_when))
+        return dependency
+
+    return mark
+
+
 def _unauthorized(message: str, error: str | None = None) -> Unauthorized:
     exc = Unauthorized(message)
-    exc.www_authenticate = REALM + (f', error="{error}"' if error else "")  # type: ignore[attr-defined]
+    exc.www_authenticate = REALM + (f', error="{error}"' if error else "")
     return exc
 
 
@@ -131,16 +147,13 @@ class _RefusedBeforeBody(HTTPException):
 
 
 def _needed_scope(dependant: Any, settings: Settings) -> Scope | None:
-    """The scope a route's dependencies ask for (None: no check, or open reads)."""
-    from advisor.api import deps
-
+    """The scope a route's dependencies ask for (None: no check, or open reads): the first
+    dependency marked by ``needs_scope``."""
     for dep in dependant.dependencies:
-        if dep.call is deps.require_admin:
-            return Scope.ADMIN
-        if dep.call is deps.require_write:
-            return Scope.WRITE
-        if dep.call is deps.require_read:
-            return None if settings.read_auth == "open" else Scope.READ
+        mark = getattr(dep.call, SCOPE_MARK, None)
+        if mark is not None:
+            scope, open_when = mark
+            return None if open_when is not None and open_when(settings) else scope
         found = _needed_scope(dep, settings)
         if found is not None:
             return found

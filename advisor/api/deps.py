@@ -7,14 +7,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader
 
-from advisor.api.auth import Caller, TokenTable, authorize
+from advisor.api.auth import Caller, TokenTable, authorize, needs_scope
 from advisor.api.settings import Scope, Settings, get_settings
 from graph_schema.store import Store
 
 if TYPE_CHECKING:
+    from advisor.api.middleware import Metrics
+    from advisor.api.resources import Resources
     from advisor.engine import Advisor
 else:
-    Advisor = Any
+    Advisor = Metrics = Resources = Any
 
 # Documents the scheme in OpenAPI; the header is checked by ``authorize`` (401 vs 403 kept apart).
 _bearer = APIKeyHeader(
@@ -25,12 +27,20 @@ _bearer = APIKeyHeader(
 )
 
 
+def get_resources(request: Request) -> Resources:
+    return request.app.state.resources  # type: ignore[no-any-return]
+
+
+def get_metrics(request: Request) -> Metrics:
+    return request.app.state.metrics  # type: ignore[no-any-return]
+
+
 def get_store(request: Request) -> Store:
-    return request.app.state.resources.store()  # type: ignore[no-any-return]
+    return get_resources(request).store()
 
 
 def get_advisor(request: Request) -> Advisor:
-    return request.app.state.resources.advisor()
+    return get_resources(request).advisor()
 
 
 def get_token_table(request: Request) -> TokenTable:
@@ -38,20 +48,25 @@ def get_token_table(request: Request) -> TokenTable:
 
 
 StoreDep = Annotated[Store, Depends(get_store)]
+ResourcesDep = Annotated[Resources, Depends(get_resources)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 AdvisorDep = Annotated[Advisor, Depends(get_advisor)]
 TokenTableDep = Annotated[TokenTable, Depends(get_token_table)]
 AuthHeader = Annotated[str | None, Security(_bearer)]
 
 
+@needs_scope(Scope.READ, open_when=lambda settings: settings.read_auth == "open")
 def require_read(header: AuthHeader, settings: SettingsDep, table: TokenTableDep) -> Caller:
     return authorize(table, header, Scope.READ, open_access=settings.read_auth == "open")
 
 
+@needs_scope(Scope.WRITE)
 def require_write(header: AuthHeader, table: TokenTableDep) -> Caller:
     return authorize(table, header, Scope.WRITE, open_access=False)
 
 
+@needs_scope(Scope.ADMIN)
 def require_admin(header: AuthHeader, table: TokenTableDep) -> Caller:
     return authorize(table, header, Scope.ADMIN, open_access=False)
 

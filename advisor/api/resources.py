@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from advisor.knowledge.cache_folders import CacheFolders
 from graph_schema.errors import AdvisorError, StoreUnavailable
 from graph_schema.settings import StoreSettings
 from graph_schema.store import Store
@@ -60,8 +61,10 @@ class Resources:
         retry_interval_s: float = 2.0,
         opener: Callable[[str | None], Store] = _default_opener,
         generation_ttl_s: float = 0.0,
+        caches: CacheFolders | None = None,
     ) -> None:
         self.store_uri = store_uri
+        self.caches = caches
         self.retry_interval_s = retry_interval_s
         self.generation_ttl_s = generation_ttl_s
         self._opener = opener
@@ -183,7 +186,7 @@ class Resources:
                 if self._advisor is None:
                     from advisor.engine import Advisor
 
-                    self._advisor = Advisor(store, generation_ttl=self.generation_ttl_s)
+                    self._advisor = Advisor(store, generation_ttl=self.generation_ttl_s, caches=self.caches)
         return self._advisor  # type: ignore[no-any-return]
 
     def written(self) -> None:

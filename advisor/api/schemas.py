@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from advisor.results import PredictQuery
+from advisor.workload import Workload
 from graph_schema.models import (
     EntityKind,
     Failure,
@@ -103,3 +105,40 @@ class ErrorBody(_Out):
 
 ResultDocumentsIn = ResultDocument | list[ResultDocument]
 FailuresIn = Failure | list[Failure]
+
+
+class RecommendationRequest(BaseModel):
+    """What to recommend for, and how many answers. With ``cluster`` (an inventory recorded by
+    ``advisor nodes sync``) or ``nodes`` (the items of ``kubectl get nodes -o json``) the answer
+    ranks (node pool, stack) pairs of that cluster instead."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workload: Workload
+    top: int = Field(default=5, ge=1, le=100)
+    cluster: str | None = Field(default=None, min_length=1, description="a recorded node inventory")
+    nodes: list[dict[str, Any]] | None = Field(default=None, min_length=1, max_length=20_000,
+                                               description="Node objects as the Kubernetes API returns them")
+    pool_label: str | None = Field(default=None, description="the label naming node pools")
+    what_if_driver: dict[str, str] = Field(default_factory=dict,
+                                           description="pool name → driver version to re-rank as if installed")
+    gpus: int | None = Field(default=None, ge=1, description="GPUs (or MIG slices) the job needs")
+    nodes_count: int | None = Field(default=None, ge=1, description="nodes the job spans (a gang when > 1)")
+    image: str | None = Field(default=None, description="image for stacks the knowledge base records none for")
+    per_pool: int = Field(default=3, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RecommendationRequest:
+        if self.cluster and self.nodes:
+            raise ValueError("give cluster or nodes, not both")
+        cluster_only = [k for k in ("pool_label", "what_if_driver", "gpus", "nodes_count", "image")
+                        if getattr(self, k)]
+        if cluster_only and not (self.cluster or self.nodes):
+            raise ValueError(f"{', '.join(cluster_only)} need cluster or nodes")
+        return self
+
+
+class PredictionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    queries: list[PredictQuery] = Field(min_length=1, max_length=10_000)

@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from advisor.charts.data import Chart
 from graph_schema.catalog.rounds import display_key
@@ -97,7 +98,7 @@ def throughput_figure(chart: Chart, title: str | None = None) -> Figure:
         ax.grid(axis="x", alpha=0.3)
         ax.set_axisbelow(True)
     axes[-1, 0].set_xlabel(chart.series.value_label)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colour[f]) for f in frameworks]
+    handles = [Rectangle((0, 0), 1, 1, color=colour[f]) for f in frameworks]
     fig.legend(handles, frameworks, title="framework", loc="upper left", bbox_to_anchor=(1.0, 0.98), frameon=False)
     fig.suptitle(_title(chart, title), fontsize=11, x=0.01, ha="left")
     per = ("; throughput of a system divided by its accelerator count" if chart.series.per_accelerator else "")

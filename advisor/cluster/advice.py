@@ -19,9 +19,15 @@ import time
 import weakref
 from typing import Any
 
-from advisor.cluster.cpu_pools import UNMEASURED, UNMEASURED_REASON, cpu_workload, measured_on
+from advisor.cluster.cpu_pools import (
+    UNMEASURED,
+    UNMEASURED_REASON,
+    all_pools,
+    cpu_workload,
+    measured_on,
+)
 from advisor.cluster.manifests import pool_manifests
-from advisor.cluster.numa import guarantee, pool_advice
+from advisor.cluster.numa import guarantee, pool_advice, with_stored_topologies
 from advisor.cluster.pools import NodePool, kb_accelerator_key
 from advisor.cluster.results import (
     ClusterRecommendationSet,
@@ -35,6 +41,7 @@ from advisor.knowledge.rules import Severity, stack_components
 from advisor.manifests.pod import check_image, image_for, to_yaml
 from advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
 from advisor.workload import Objective, Workload
+from collectors.inventory import ClusterNode
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import SoftwareStack
 
@@ -55,6 +62,28 @@ def _image(stack: SoftwareStack, given: str | None,
     if given:
         return check_image(given), "given (--image)"
     return None, None
+
+
+def pools_of(nodes: list[ClusterNode], store: Any, *, pool_label: str | None = None) -> list[NodePool]:
+    """The nodes, with the NUMA topologies stored for them, grouped into pools (GPU pools and the
+    labelled CPU-only pools, ``advisor.cluster.cpu_pools``)."""
+    return all_pools(with_stored_topologies(nodes, store), pool_label=pool_label)
+
+
+def recommend_nodes(advisor: Any, workload: Workload | dict[str, Any], nodes: list[ClusterNode], *,
+                    source: str, pool_label: str | None = None, top: int = 10, per_pool: int = 3,
+                    gpus: int | None = None, nodes_count: int | None = None, image: str | None = None,
+                    what_if_driver: dict[str, str] | None = None) -> ClusterRecommendationSet:
+    """The cluster mode of ``recommend`` (``POST /v1/recommendations`` with ``cluster`` or
+    ``nodes``, ``advisor recommend --cluster|--nodes``): the nodes grouped into pools with their
+    stored NUMA topologies, ranked by the advisor's ``ClusterAdvisor``.
+
+    Raises: as ``ClusterAdvisor.recommend``.
+    """
+    pools = pools_of(nodes, advisor.store, pool_label=pool_label)
+    return ClusterAdvisor.of(advisor).recommend(
+        workload, pools, source=source, top=top, per_pool=per_pool, gpus=gpus, nodes_count=nodes_count,
+        image=image, what_if_driver=what_if_driver)
 
 
 class ClusterAdvisor:

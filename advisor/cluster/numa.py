@@ -121,7 +121,7 @@ def size_pod(numa: NodeNuma, units: int, gpus_per_node: int) -> PodSizing | None
     """CPUs (integer) and memory for a pod of ``units`` GPUs: its GPUs' share of their NUMA node."""
     zones = _gpu_zones(numa)
     if zones and all(z.cpus for z in zones):
-        per_gpu = min(z.cpus // z.gpus for z in zones)  # type: ignore[operator]
+        per_gpu = min(z.cpus // z.gpus for z in zones)
         mem = [z.memory_mib / z.gpus for z in zones if z.memory_mib]
         memory = int(min(mem) * units * MEMORY_SHARE) if len(mem) == len(zones) else None
         rule = (f"{per_gpu} CPUs per GPU: the fewest CPUs per GPU of a NUMA node that has GPUs ({numa.source})"

@@ -7,8 +7,9 @@ roofline blends, each slice's fitted transfer models as plain floats, so answeri
 scikit-learn) is a function of the table's content, of the transfer method and of the code that
 computes it, and nothing else. A file is keyed by both: the table's content digest (observation keys and values,
 ``table_file.content_digest``) and ``table_file.code_digest`` (the same rule that invalidates
-persisted tables and models), plus this file's format. Files live in ``$ADVISOR_CALIBRATION_CACHE``
-or ``$XDG_CACHE_HOME/stack-advisor/calibration`` (``ADVISOR_CALIBRATION_CACHE=0``: off), are
+persisted tables and models), plus this file's format. Files live in the folder the caller
+passes in (``advisor.knowledge.cache_folders``: ``$ADVISOR_CALIBRATION_CACHE`` or
+``$XDG_CACHE_HOME/stack-advisor/calibration`` at the CLI and API edge; None: off), are
 uncompressed ``.npz`` read without pickles, written to a temporary file and renamed, and only the
 newest ``KEEP`` are kept. A missing, truncated or corrupt file is ignored (and computed over).
 
@@ -34,17 +35,17 @@ import numpy as np
 
 from advisor.estimate.query import Calibration, PoolKey, SliceKey
 from advisor.estimate.transfer import TransferModel
+from advisor.knowledge.cache_folders import CALIBRATION_CACHE_ENV
 from advisor.knowledge.table import ObservationTable
 from advisor.knowledge.table_file import (
     code_digest,
-    configured_cache_dir,
     content_digest,
     write_atomically,
 )
 from advisor.results import Basis, PlacementOverhead
 
 log = logging.getLogger(__name__)
-CACHE_ENV = "ADVISOR_CALIBRATION_CACHE"
+CACHE_ENV = CALIBRATION_CACHE_ENV
 # 2: per-slice transfer pools; 3: the fitted transfer models; 4: all pools in one array;
 # 5: the index's slices and the placement overheads beside the calibration; 6: precision policies
 FORMAT = 6
@@ -65,11 +66,6 @@ class Prepared:
     calibration: Calibration
     slices: dict[SliceKey, dict[str, np.ndarray]] | None = None
     overheads: dict[tuple[str, str], PlacementOverhead] | None = None
-
-
-def cache_dir() -> Path | None:
-    """Where calibrations are persisted; None when ``ADVISOR_CALIBRATION_CACHE=0``."""
-    return configured_cache_dir(CACHE_ENV, "calibration")
 
 
 def calibration_key(table: ObservationTable, transfer_method: str = "roofline") -> str:
@@ -93,23 +89,24 @@ def layout_digest(table: ObservationTable) -> str:
     return digest.hexdigest()[:32]
 
 
-def _path(key: str) -> Path | None:
-    folder = cache_dir()
+def _path(key: str, folder: Path | None) -> Path | None:
     return None if folder is None else folder / f"calibration-{key}.npz"
 
 
-def load(table: ObservationTable, transfer_method: str = "roofline") -> Calibration | None:
+def load(table: ObservationTable, transfer_method: str = "roofline", *,
+         folder: Path | None = None) -> Calibration | None:
     """The persisted calibration of ``table`` (with that transfer method's fitted models), or
     None (none yet, caching off, unreadable)."""
-    prepared = load_prepared(table, transfer_method)
+    prepared = load_prepared(table, transfer_method, folder=folder)
     return None if prepared is None else prepared.calibration
 
 
-def load_prepared(table: ObservationTable, transfer_method: str = "roofline") -> Prepared | None:
+def load_prepared(table: ObservationTable, transfer_method: str = "roofline", *,
+                  folder: Path | None = None) -> Prepared | None:
     """What is persisted for ``table``: None when there is no calibration (none yet, caching
     off, unreadable); its slices and overheads None when its rows differ from the table's."""
     key = calibration_key(table, transfer_method)
-    path = _path(key)
+    path = _path(key, folder)
     if path is None:
         return None
     try:
@@ -158,12 +155,13 @@ def _slices(listing: list[Any], rows: np.ndarray, n: int) -> dict[SliceKey, dict
 
 def save(table: ObservationTable, calibration: Calibration, transfer_method: str = "roofline", *,
          slices: dict[SliceKey, dict[str, np.ndarray]] | None = None,
-         overheads: dict[tuple[str, str], PlacementOverhead] | None = None) -> Path | None:
+         overheads: dict[tuple[str, str], PlacementOverhead] | None = None,
+         folder: Path | None = None) -> Path | None:
     """Persist ``calibration`` as the one of ``table``, with the index's ``slices`` and the
     placement ``overheads`` computed over it (both or neither); the file's path (None when off
     or the folder cannot be written: the calibration is then computed again next time)."""
     key = calibration_key(table, transfer_method)
-    path = _path(key)
+    path = _path(key, folder)
     if path is None:
         return None
     pools: list[list[Any]] = []

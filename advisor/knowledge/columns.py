@@ -54,7 +54,8 @@ class Column:
     def mask(self, allowed: Iterable[Any]) -> np.ndarray:
         lookup = np.zeros(len(self.vocab) + 1, dtype=bool)  # a table lookup beats np.isin
         lookup[[self.index[v] for v in allowed if v in self.index]] = True
-        return lookup[self.codes]
+        found: np.ndarray = lookup[self.codes]
+        return found
 
 
 class KeyList(Sequence[str]):

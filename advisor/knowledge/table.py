@@ -152,6 +152,7 @@ class _RowBuilder:
 
     def table(self, generation: int) -> ObservationTable:
         stacks, cols = self.stacks, self.cols
+        columns: dict[str, Any] = {name: Column.build(vals) for name, vals in cols.items()}
         return ObservationTable(
             generation=generation,
             n=len(self.values),
@@ -164,7 +165,7 @@ class _RowBuilder:
             stacks=stacks,
             images={sid: s.image for sid, s in stacks.items() if s.image},
             physical=Column.build(_mapped(cols["accelerator"], physical_key)),
-            **{name: Column.build(vals) for name, vals in cols.items()},
+            **columns,
         )
 
 
@@ -284,6 +285,9 @@ class ObservationTable:
         keys = (self.keys.extended(delta.keys) if isinstance(self.keys, KeyList)
                 else [*self.keys, *delta.keys])
         stacks = {**self.stacks, **delta.stacks}
+        parts: dict[str, Any] = {
+            **{name: np.concatenate([getattr(self, name), getattr(delta, name)]) for name in NUMERIC},
+            **{name: getattr(self, name).extended(getattr(delta, name)) for name in CATEGORICAL}}
         out = ObservationTable(
             generation=generation,
             n=self.n + delta.n,
@@ -293,8 +297,7 @@ class ObservationTable:
             images={sid: st.image for sid, st in stacks.items() if st.image},
             digest=hashlib.sha256(f"{base_digest}+{content_digest(delta)}".encode()).hexdigest()[:32],
             lineage=self.lineage,
-            **{name: np.concatenate([getattr(self, name), getattr(delta, name)]) for name in NUMERIC},
-            **{name: getattr(self, name).extended(getattr(delta, name)) for name in CATEGORICAL},
+            **parts,
         )
         out.load_seconds = time.perf_counter() - start
         return out

@@ -1,8 +1,9 @@
 """The observation table persisted per store generation, so a fresh process (every CLI call, an
 API start) loads it in milliseconds instead of reading every observation from the store.
 
-One file per store (``$ADVISOR_TABLE_CACHE`` or ``$XDG_CACHE_HOME/stack-advisor/tables``,
-``ADVISOR_TABLE_CACHE=0`` turns it off), in a flat columnar layout read in one call: a
+One file per store, in the folder the caller passes in (``advisor.knowledge.cache_folders``:
+``$ADVISOR_TABLE_CACHE`` or ``$XDG_CACHE_HOME/stack-advisor/tables`` at the CLI and API edge;
+None turns it off), in a flat columnar layout read in one call: a
 magic, a JSON header (the key, vocabularies, benchmarks, stacks, and where each array lies), then
 the numeric columns, the categorical codes and the observation keys (one UTF-8 blob plus offsets)
 as raw little-endian arrays, each 64-byte aligned. Loading reads the file into one buffer and
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from advisor.knowledge.cache_folders import TABLE_CACHE_ENV
 from advisor.knowledge.columns import Column, KeyList
 from advisor.knowledge.heap import return_free_heap
 from advisor.knowledge.table import (
@@ -45,7 +47,7 @@ from graph_schema.models import SoftwareStack, StoredObservation
 from graph_schema.store import Store
 
 log = logging.getLogger(__name__)
-CACHE_ENV = "ADVISOR_TABLE_CACHE"
+CACHE_ENV = TABLE_CACHE_ENV
 FORMAT = 3  # 2: the published system column; 3: memory-mapped columnar file
 MAGIC = b"SATABLE3"
 ALIGN = 64
@@ -60,23 +62,6 @@ TUPLE_COLUMNS = ("candidate", "system")  # vocabularies of tuples (JSON keeps th
 # persisted table (and, through the table's digest, every persisted model).
 _SHAPING_CODE = ("advisor", "graph_schema")
 _CODE_DIGEST: str | None = None
-
-
-def configured_cache_dir(env: str, leaf: str) -> Path | None:
-    """A cache folder: ``$<env>`` when set (``0``: caching off, None), else
-    ``$XDG_CACHE_HOME/stack-advisor/<leaf>``. Shared by persisted tables and models."""
-    configured = os.environ.get(env)
-    if configured == "0":
-        return None
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stack-advisor" / leaf
-
-
-def cache_dir() -> Path | None:
-    """Where tables are persisted; None when ``ADVISOR_TABLE_CACHE=0``."""
-    return configured_cache_dir(CACHE_ENV, "tables")
 
 
 def code_digest() -> str:
@@ -107,8 +92,8 @@ def table_key(store: Store, generation: int) -> dict[str, Any] | None:
             "code": code_digest()}
 
 
-def table_path(store_uri: str) -> Path | None:
-    folder = cache_dir()
+def table_path(store_uri: str, folder: Path | None) -> Path | None:
+    """The persisted table of the store at ``store_uri`` in ``folder`` (None: not persisted)."""
     if folder is None:
         return None
     return folder / f"table-{hashlib.sha256(store_uri.encode()).hexdigest()[:20]}.tbl"
@@ -121,7 +106,7 @@ def lineage(key: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_table(store: Store, generation: int, read_generation: Callable[[], int],
-               previous: ObservationTable | None = None) -> ObservationTable:
+               previous: ObservationTable | None = None, *, folder: Path | None = None) -> ObservationTable:
     """The table of ``store`` at ``generation``: the table held in memory (``previous``) when it
     is of an earlier generation of the same lineage, with what was written since appended
     (cheaper than reading the file another replica may have written meanwhile); else the
@@ -133,11 +118,12 @@ def load_table(store: Store, generation: int, read_generation: Callable[[], int]
         read_generation: reads the store's generation again after a full read; that table is
             persisted only when it did not move (an appended one is exact by construction).
         previous: the table the caller holds, if any.
+        folder: where tables are persisted (None: not persisted).
     """
     key = table_key(store, generation)
     if key is None:
         return build_table(store, generation)
-    path = table_path(store.uri)
+    path = table_path(store.uri, folder)
     base = previous if _older_of(previous, key) else None
     theirs: Any = None
     if path is not None:
@@ -366,7 +352,7 @@ def read_table(path: Path, key: dict[str, Any]) -> ObservationTable | None:
 
 def _from_arrays(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> ObservationTable:
     n = int(meta["n"])
-    columns: dict[str, Column] = {}
+    columns: dict[str, Any] = {}
     for name in COLUMNS:
         vocab = meta["vocab"][name]
         if name in TUPLE_COLUMNS:
@@ -375,7 +361,7 @@ def _from_arrays(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Observa
         if len(codes) != n or (n and (int(codes.min()) < 0 or int(codes.max()) >= len(vocab))):
             raise ValueError(f"column {name}: codes do not match the vocabulary")
         columns[name] = Column(codes=codes, vocab=vocab, index={v: i for i, v in enumerate(vocab)})
-    numeric = {name: arrays[name] for name in NUMERIC}
+    numeric: dict[str, Any] = {name: arrays[name] for name in NUMERIC}
     if any(len(a) != n for a in numeric.values()):
         raise ValueError("numeric columns do not match the row count")
     offsets, blob = arrays["keys_offsets"], arrays["keys_blob"]

@@ -233,7 +233,7 @@ def _nvidia(where: _Scheduling, annotations: dict[str, str], product: str | None
 _BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: ~20x faster
 
 
-class _NoAliases(_BaseDumper):  # type: ignore[misc, valid-type]
+class _NoAliases(_BaseDumper):  # type: ignore[misc]
     def ignore_aliases(self, data: Any) -> bool:
         return True
 

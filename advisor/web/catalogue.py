@@ -5,13 +5,11 @@ same function as ``GET /v1/catalogue/search``."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import Response
 
-from advisor.api.errors import Forbidden, Unauthorized
 from advisor.web import session
-from advisor.web.render import FORMATS, export, page
+from advisor.web.render import export, page
 from graph_schema.catalog import browse
-from graph_schema.errors import InvalidInput
 
 router = APIRouter(include_in_schema=False)
 COLUMNS = ["id", "name", "vendor", "family", "form_factor", "launch_year", "memory_gb", "memory_bw_gbs",
@@ -21,22 +19,13 @@ COLUMNS = ["id", "name", "vendor", "family", "form_factor", "launch_year", "memo
 
 @router.get("/catalogue")
 def catalogue_page(request: Request, q: str = "", format: str = "html") -> Response:
-    if format not in FORMATS:
-        raise InvalidInput(f"format: must be one of {', '.join(FORMATS)}, got {format!r}")
-    try:
-        session.page_caller(request)
-    except Unauthorized:
+    def build() -> Response:
+        rows = browse.list_entries("accelerators")
+        if q.strip():
+            wanted = {h["id"] for h in browse.search(q, limit=1000) if h["kind"] == "accelerator"}
+            rows = [r for r in rows if r["id"] in wanted]
         if format != "html":
-            raise
-        return RedirectResponse(session.login_url(request), status_code=303)
-    except Forbidden as exc:
-        if format != "html":
-            raise
-        return page(request, "message.html", status_code=403, title="Not allowed", error=exc.message)
-    rows = browse.list_entries("accelerators")
-    if q.strip():
-        wanted = {h["id"] for h in browse.search(q, limit=1000) if h["kind"] == "accelerator"}
-        rows = [r for r in rows if r["id"] in wanted]
-    if format != "html":
-        return export(format, "catalogue", COLUMNS, rows, {"query": {"q": q}, "rows": rows})
-    return page(request, "catalogue.html", title="Accelerator catalogue", q=q, rows=rows, columns=COLUMNS)
+            return export(format, "catalogue", COLUMNS, rows, {"query": {"q": q}, "rows": rows})
+        return page(request, "catalogue.html", title="Accelerator catalogue", q=q, rows=rows, columns=COLUMNS)
+
+    return session.guarded(request, format, build)

@@ -29,11 +29,8 @@ class Bar:
 
 def bar_chart(bars: list[Bar], *, title: str, unit: str = "", reference: float | None = None,
               width: int = 760) -> str:
-    """The SVG markup (safe to embed: every text is escaped).
-
-    Args:
-        reference: draws a dashed line at this value (1.0 for ratios).
-    """
+    """The SVG markup (safe to embed: every text is escaped); ``reference`` draws a dashed line at
+    that value (1.0 for ratios)."""
     if not bars:
         return ""
     label_w, row_h, top, bottom = 230, 22, 8, 34

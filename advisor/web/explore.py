@@ -55,7 +55,8 @@ class ExploreQuery(BaseModel):
 
     def cleaned(self) -> ExploreQuery:
         """Blank form fields are no filter; sort, order and size checked with a clear error."""
-        data = {k: (v.strip() or None) if isinstance(v, str) else v for k, v in self.model_dump().items()}
+        data: dict[str, Any] = {k: (v.strip() or None) if isinstance(v, str) else v
+                                for k, v in self.model_dump().items()}
         data["sort"] = data["sort"] or "key"
         data["order"] = data["order"] or "asc"
         q = ExploreQuery(**data)
@@ -88,7 +89,8 @@ def _exact(column: Column, value: str, name: str) -> np.ndarray:
         close = difflib.get_close_matches(value, known, n=4, cutoff=0.5)
         hint = f"did you mean: {', '.join(close)}" if close else f"recorded: {', '.join(sorted(known)[:12])}"
         raise InvalidInput(f"{name}: {value!r} is not recorded in the knowledge base; {hint}")
-    return column.codes == code
+    matches: np.ndarray = column.codes == code
+    return matches
 
 
 def accelerator_names(table: ObservationTable, text: str) -> list[str]:
@@ -135,7 +137,8 @@ def per_accelerator_values(table: ObservationTable, rows: np.ndarray) -> np.ndar
     """Throughput-like values divided by the system's accelerator count (as recommend ranks);
     latencies as they are."""
     values = table.value[rows]
-    return np.where(table.higher_is_better[rows], values / np.maximum(table.count[rows], 1), values)
+    out: np.ndarray = np.where(table.higher_is_better[rows], values / np.maximum(table.count[rows], 1), values)
+    return out
 
 
 def _rank(column: Column, key: Any = str) -> np.ndarray:
@@ -165,7 +168,11 @@ def row_dict(table: ObservationTable, r: int) -> dict[str, Any]:
     value = float(table.value[r])
     count = int(table.count[r])
     hib = bool(table.higher_is_better[r])
-    col = lambda c: getattr(table, c).vocab[getattr(table, c).codes[r]]
+
+    def col(name: str) -> Any:
+        column = getattr(table, name)
+        return column.vocab[column.codes[r]]
+
     return {
         "key": table.keys[r], "accelerator": col("accelerator"), "count": count,
         "placement": col("placement"), "benchmark": col("bench_name"), "scenario": col("scenario"),

@@ -1,78 +1,35 @@
-"""The web explorer's pages. Each page answers with the same functions the ``/v1`` routes call
-(``Advisor.recommend``, ``Advisor.compare``, ``Advisor.placement_overhead``, ``Advisor.predict``,
-``Store.query_observations``, ``Store.list_entities``) and the same rows ``advisor plot`` draws
-(``advisor.charts.data``), so a page and the API cannot disagree. Every form is a GET form: the URL
+"""The web explorer's pages. Each page answers through the services the ``/v1`` routes call
+(``advisor.api.services``: recommend, predict, compare, placement overheads, sweeps, the
+leaderboard and known-bad rows) and the same rows ``advisor plot`` draws (``advisor.charts.data``),
+so a page and the API cannot disagree; a page only parses its form and renders. Every form is a GET form: the URL
 holds every field (a permalink), and ``format=csv`` or ``format=json`` exports what is shown.
 """
 
 from __future__ import annotations
 
-import copy
 import math
-import threading
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
-import numpy as np
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
-from advisor.api.deps import get_advisor, get_store
+from advisor.api import services
+from advisor.api.deps import AdvisorDep, StoreDep
 from advisor.api.errors import Forbidden, Unauthorized
 from advisor.web import charts, session
 from advisor.web.explore import PAGE_SIZES, SORTS, ExploreQuery, explore, facets
-from advisor.web.render import FORMATS, export, page
+from advisor.web.render import export, page
 from graph_schema.errors import AdvisorError, InvalidInput, NotFound
-from graph_schema.models import FailureClass, ObservationFilter, PlacementKind, failure_class
+from graph_schema.models import PlacementKind
 from graph_schema.store import Store, validation_message
 
 router = APIRouter(include_in_schema=False)
-StoreDep = Annotated[Store, Depends(get_store)]
-AdvisorDep = Annotated[Any, Depends(get_advisor)]
 
 EXPLORE_COLUMNS = ["key", "accelerator", "count", "placement", "benchmark", "scenario", "metric", "unit",
                    "value", "per_accelerator", "driver", "cuda", "cudnn", "tensorrt", "framework",
                    "framework_version", "source", "round", "submitter", "basis"]
 PLACEMENTS = [p.value for p in PlacementKind]
-
-
-def _guarded(request: Request, fmt: str, build: Callable[[], Response]) -> Response:
-    """Authorise, then build. Without a token a browser is sent to the login form (an export
-    gets the API's JSON 401); a bad input is shown on the page, with the form kept."""
-    if fmt not in FORMATS:
-        raise InvalidInput(f"format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    try:
-        session.page_caller(request)
-    except Unauthorized:
-        if fmt != "html":
-            raise
-        return RedirectResponse(session.login_url(request), status_code=303)
-    except Forbidden as exc:
-        if fmt != "html":
-            raise
-        return page(request, "message.html", status_code=403, title="Not allowed", error=exc.message)
-    return build()
-
-
-_MEMO: dict[tuple[Any, ...], Any] = {}
-_MEMO_LOCK = threading.Lock()
-
-
-def memoised(advisor: Any, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
-    """An answer computed once per store generation (what the advisor's own memo does for
-    recommendations): pages that read many observations from the store are paid for once
-    until the data changes. Errors are not kept."""
-    full = (id(advisor.store), advisor.table().generation, *key)
-    with _MEMO_LOCK:
-        if full in _MEMO:
-            return copy.deepcopy(_MEMO[full])
-    value = compute()
-    with _MEMO_LOCK:
-        if len(_MEMO) >= 128:
-            _MEMO.clear()
-        _MEMO[full] = value
-    return copy.deepcopy(value)
 
 
 def _fields(request: Request) -> dict[str, Any]:
@@ -109,7 +66,7 @@ def explore_page(request: Request, advisor: AdvisorDep, format: str = "html") ->
                     facets=facets(table), sorts=SORTS, sizes=PAGE_SIZES, chart=chart,
                     columns=EXPLORE_COLUMNS, generation=table.generation, n=table.n)
 
-    return _guarded(request, format, build)
+    return session.guarded(request, format, build)
 
 
 def explore_charts(figures: list[dict[str, Any]]) -> str:
@@ -138,7 +95,7 @@ def _add_advisor_figures(advisor: Any, rows: list[dict[str, Any]]) -> None:
                 "parameters": {"division": r["division"]} if r.get("division") else {}} for r in rows]
     if not queries:
         return
-    for row, pred in zip(rows, advisor.predict(queries), strict=True):
+    for row, pred in zip(rows, services.predict(advisor, queries), strict=True):
         row["advisor_value"] = pred.value
         row["advisor_basis"] = pred.basis.value
         row["advisor_low"] = pred.interval.low if pred.interval else None
@@ -156,7 +113,7 @@ def observation_page(request: Request, store: StoreDep, advisor: AdvisorDep, key
             return export(format, "observation", list(doc), [doc], doc)
         return page(request, "observation.html", title="Evidence", obs=obs, doc=doc)
 
-    return _guarded(request, format, build)
+    return session.guarded(request, format, build)
 
 
 @router.get("/host")
@@ -174,7 +131,7 @@ def host_page(request: Request, store: StoreDep, name: str = "", format: str = "
                           rows, {"host": name, **topology.model_dump(mode="json")})
         return page(request, "host.html", title=f"Host {name}", name=name, topology=topology, rows=rows)
 
-    return _guarded(request, format, build)
+    return session.guarded(request, format, build)
 
 
 def _find_observation(store: Store, key: str) -> Any:
@@ -192,13 +149,14 @@ def leaderboard_page(request: Request, store: StoreDep, advisor: AdvisorDep, for
         f = _fields(request)
         benchmark, scenario, metric = f.get("benchmark") or None, f.get("scenario") or None, f.get("metric") or None
         accelerator, placement = f.get("accelerator") or None, f.get("placement") or None
-        rows, notes, error, series = [], [], None, None
+        rows: list[dict[str, Any]] = []
+        notes: list[str] = []
+        error, series = None, None
         if benchmark:
             try:
-                rows, notes, series = memoised(
-                    advisor, ("leaderboard", benchmark, scenario, metric, accelerator, placement),
-                    lambda: leaderboard(store, benchmark=benchmark, scenario=scenario, metric=metric,
-                                        accelerator=accelerator, placement=placement))
+                rows, notes, series = services.leaderboard(advisor, store, benchmark=benchmark, scenario=scenario,
+                                                           metric=metric, accelerator=accelerator,
+                                                           placement=placement)
             except (InvalidInput, NotFound) as exc:
                 if format != "html":
                     raise
@@ -218,105 +176,34 @@ def leaderboard_page(request: Request, store: StoreDep, advisor: AdvisorDep, for
             f = {**f, "scenario": f.get("scenario") or series.get("scenario") or "", "metric": f.get("metric") or series["metric"]}
         return page(request, "leaderboard.html", title="Leaderboard", f=f, rows=rows, notes=notes, error=error,
                     series=series, chart=chart, facets=facets(table), placements=PLACEMENTS, columns=columns,
-                    latency_labels=dict(TOKEN_LATENCIES))
+                    latency_labels=dict(services.TOKEN_LATENCIES))
 
-    return _guarded(request, format, build)
-
-
-def leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: str | None,
-                accelerator: str | None, placement: str | None) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
-    """Best stack per (canonical accelerator, placement), best first: ``advisor plot throughput``'s
-    rows (``plot_data.throughput_chart``, top 1 stack) for each placement, over the observations
-    ``GET /v1/observations?benchmark_name=...`` returns."""
-    from advisor.charts import data as plot_data
-
-    kind = plot_data.parse_placement(placement, plot_data.FORM) if placement else None
-    parts = benchmark.split("/")  # a name, family/name, or an id (family/name/hash: one series)
-    flt = ObservationFilter(benchmark_id=benchmark, placement=kind) if len(parts) == 3 else \
-        ObservationFilter(benchmark_name=parts[-1], placement=kind)
-    observations = list(store.iter_observations(flt))
-    if not observations:
-        raise NotFound(f"Benchmark: no observations of {benchmark!r}"
-                       f"{' in placement ' + placement if placement else ''}")
-    defaults: list[str] = []
-    if metric is None:
-        scenario, metric, defaults = default_series(observations, scenario)
-    by_place: dict[str, list[Any]] = {}
-    for obs in observations:
-        by_place.setdefault(obs.placement.kind.value, []).append(obs)
-    rows, notes, series, first_error = [], list(defaults), None, None
-    for place in sorted(by_place):
-        try:
-            chart = plot_data.throughput_chart(by_place[place], benchmark=benchmark, scenario=scenario,
-                                               metric=metric, accelerators=[accelerator] if accelerator else None,
-                                               top=1, spelling=plot_data.FORM)
-        except InvalidInput:
-            raise  # several series match: the user chooses one, for every placement alike
-        except NotFound as exc:
-            first_error = first_error or exc
-            notes.append(f"{place}: {exc.message}")
-            continue
-        series = series or chart.series
-        if chart.series != series:
-            notes.append(f"{place}: left out, its results are another series ({chart.series.heading if chart.series else ''})")
-            continue
-        notes.extend(f"{place}: {n}" for n in chart.notes if "stacks shown" not in n)
-        rows.extend({**r, "placement": place} for r in chart.rows)
-    if series is None:
-        assert first_error is not None
-        raise first_error
-    better = (lambda v: -v) if series.higher_is_better else (lambda v: v)
-    rows.sort(key=lambda r: (better(r["value"]), r["accelerator"], r["placement"]))
-    for i, r in enumerate(rows, 1):
-        r["rank"] = i
-    token_latencies = add_token_latencies(rows, observations, series.scenario)
-    info = series.as_dict() | {"heading": series.heading, "value_label": series.value_label,
-                               "token_latencies": token_latencies}
-    return rows, notes, info
-
-
-TOKEN_LATENCIES = (("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"))
-
-
-def default_series(observations: list[Any], scenario: str | None) -> tuple[str | None, str | None, list[str]]:
-    """The scenario and metric a leaderboard opens on when none is chosen: the benchmark's
-    throughput (the most-recorded higher-is-better metric, as ``recommend`` ranks by), in its
-    most-recorded scenario; with a note saying so. (None, None) when nothing is higher-is-better."""
-    counts: dict[tuple[str, str], int] = {}
-    for o in observations:
-        scen = str(o.benchmark.parameters.get("scenario") or "")
-        if o.valid and o.higher_is_better and (scenario is None or scen.lower() == scenario.lower()):
-            counts[(scen, o.metric)] = counts.get((scen, o.metric), 0) + 1
-    if not counts:
-        return scenario, None, []
-    (scen, metric), _ = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
-    chosen = scenario or scen or None
-    return chosen, metric, [f"showing {metric}{' in ' + scen if scen and not scenario else ''}: the benchmark's "
-                            "throughput metric (most recorded); choose another metric or scenario above"]
-
-
-def add_token_latencies(rows: list[dict[str, Any]], observations: list[Any], scenario: str | None) -> list[str]:
-    """TTFT and TPOT (p99, ms) of each row's accelerator, placement and stack in the same scenario,
-    where the results record them (LLM benchmarks): the median over the matching results. Returns
-    the columns added (none when the benchmark records no token latencies)."""
-    from advisor.charts.data import canonical_name
-
-    wanted = {m for m, _ in TOKEN_LATENCIES}
-    found: dict[tuple[str, str, str, str], list[float]] = {}
-    for o in observations:
-        scen = str(o.benchmark.parameters.get("scenario") or "")
-        if o.metric in wanted and o.valid and (scenario is None or scen.lower() == scenario.lower()):
-            key = (o.metric, canonical_name(o.accelerator.model), o.placement.kind.value, o.stack.stack_id)
-            found.setdefault(key, []).append(o.value)
-    columns = [m for m, _ in TOKEN_LATENCIES if any(k[0] == m for k in found)]
-    for r in rows:
-        for m in columns:
-            values = found.get((m, r["accelerator"], r["placement"], r["stack_id"]))
-            r[m] = float(np.median(values)) if values else None
-    return columns
+    return session.guarded(request, format, build)
 
 
 # ---- recommend -------------------------------------------------------------------------------
+
+class _Form:
+    """A GET form's fields: text trimmed (empty is None), numbers parsed with the field named."""
+
+    def __init__(self, request: Request) -> None:
+        self.fields = request.query_params
+
+    def text(self, name: str) -> str | None:
+        return (self.fields.get(name) or "").strip() or None
+
+    def number(self, name: str, kind: type[int] | type[float]) -> int | float | None:
+        text = self.text(name)
+        try:
+            return None if text is None else kind(text)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise InvalidInput(f"{name}: must be {what}, got {text!r}") from None
+
+    def choice(self, name: str) -> bool | None:
+        """``yes``/``no`` as True/False; anything else None."""
+        return {"yes": True, "no": False}.get(self.text(name) or "")
+
 
 def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
     """The workload body ``POST /v1/recommendations`` takes, from the form's fields.
@@ -324,67 +211,41 @@ def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
     Raises:
         InvalidInput: a number field that is not a number (named).
     """
-    q = request.query_params
-    get = lambda k: (q.get(k) or "").strip() or None
-
-    def integer(name: str) -> int | None:
-        text = get(name)
-        if text is None:
-            return None
-        try:
-            return int(text)
-        except ValueError:
-            raise InvalidInput(f"{name}: must be a whole number, got {text!r}") from None
-
-    def decimal(name: str) -> float | None:
-        text = get(name)
-        if text is None:
-            return None
-        try:
-            return float(text)
-        except ValueError:
-            raise InvalidInput(f"{name}: must be a number, got {text!r}") from None
-
-    workload: dict[str, Any] = {k: get(k) for k in ("family", "benchmark", "task", "scenario", "metric",
-                                                     "objective", "precision", "model", "image") if get(k)}
-    for name in ("min_confidence", "max_ttft_ms", "max_tpot_ms"):
-        if decimal(name) is not None:
-            workload[name] = decimal(name)
+    form = _Form(request)
+    fields: list[tuple[dict[str, Any], str, Any]] = []
+    workload: dict[str, Any] = {}
     hardware: dict[str, Any] = {}
-    if get("accelerators"):
-        hardware["accelerators"] = [a.strip() for a in (get("accelerators") or "").split(",") if a.strip()]
-    for name in ("count", "min_count", "max_count"):
-        if integer(name) is not None:
-            hardware[name] = integer(name)
-    if get("include_cpu") in ("yes", "no"):
-        hardware["include_cpu"] = get("include_cpu") == "yes"
-    placements = [p for p in q.getlist("placements") if p]
-    if placements:
-        hardware["placements"] = placements
-    if get("driver"):
-        hardware["driver"] = get("driver")
-    if hardware:
-        workload["hardware"] = hardware
-    if get("framework"):
-        workload["frameworks"] = [{"name": get("framework"), "version": get("framework_version")}]
-    if integer("batch_size") is not None:
-        workload["batch_size"] = integer("batch_size")
-    if integer("min_evidence") is not None:
-        workload["min_evidence"] = integer("min_evidence")
-    if get("include_predicted") in ("yes", "no"):
-        workload["include_predicted"] = get("include_predicted") == "yes"
-    return workload, integer("top") or 5
+    for name in ("family", "benchmark", "task", "scenario", "metric", "objective", "precision", "model", "image"):
+        fields.append((workload, name, form.text(name)))
+    fields += [(workload, name, form.number(name, float)) for name in ("min_confidence", "max_ttft_ms", "max_tpot_ms")]
+    accelerators = [a.strip() for a in (form.text("accelerators") or "").split(",") if a.strip()]
+    fields.append((hardware, "accelerators", accelerators or None))
+    fields += [(hardware, name, form.number(name, int)) for name in ("count", "min_count", "max_count")]
+    fields.append((hardware, "include_cpu", form.choice("include_cpu")))
+    fields.append((hardware, "placements", [p for p in form.fields.getlist("placements") if p] or None))
+    fields.append((hardware, "driver", form.text("driver")))
+    framework = form.text("framework")
+    fields.append((workload, "hardware", hardware))
+    fields.append((workload, "frameworks", framework and [{"name": framework, "version": form.text("framework_version")}]))
+    fields += [(workload, name, form.number(name, int)) for name in ("batch_size", "min_evidence")]
+    fields.append((workload, "include_predicted", form.choice("include_predicted")))
+    for into, name, value in fields:
+        if value is not None and value != {}:
+            into[name] = value
+    top = form.number("top", int)
+    return workload, int(top) if top else 5
 
 
 @router.get("/recommend")
 def recommend_page(request: Request, advisor: AdvisorDep, format: str = "html") -> Response:
     def build() -> Response:
         asked = bool(request.query_params.get("benchmark") or request.query_params.get("task"))
-        answer, error, workload, top = None, None, {}, 5
+        answer, error, top = None, None, 5
+        workload: dict[str, Any] = {}
         if asked:
             try:
                 workload, top = workload_from_form(request)
-                answer = advisor.recommend(workload, top=top)
+                answer = services.recommend_workload(advisor, workload, top)
             except AdvisorError as exc:
                 if format != "html":
                     raise
@@ -409,7 +270,7 @@ def recommend_page(request: Request, advisor: AdvisorDep, format: str = "html") 
                     families=sorted({b.family for b in table.benchmarks.values()}),
                     placements_chosen=request.query_params.getlist("placements"))
 
-    return _guarded(request, format, build)
+    return session.guarded(request, format, build)
 
 
 def _recommend_row(r: Any) -> dict[str, Any]:
@@ -436,7 +297,7 @@ def compare_page(request: Request, advisor: AdvisorDep, format: str = "html") ->
         comparisons, error, overheads, overhead_note = [], None, [], None
         if a and b:
             try:
-                comparisons = compare_benchmarks(advisor, a, b, accelerator=accelerator,
+                comparisons = services.compare_benchmarks(advisor, a, b, accelerator=accelerator,
                                                  benchmark=f.get("benchmark") or None,
                                                  scenario=f.get("scenario") or None)
             except (InvalidInput, NotFound) as exc:
@@ -446,7 +307,7 @@ def compare_page(request: Request, advisor: AdvisorDep, format: str = "html") ->
         try:
             from advisor.charts.data import overhead_chart
 
-            overheads = overhead_chart(advisor.placement_overhead(accelerator)).rows
+            overheads = overhead_chart(services.placement_overheads(advisor, accelerator)).rows
         except NotFound as exc:
             overhead_note = exc.message
         except InvalidInput as exc:
@@ -473,55 +334,19 @@ def compare_page(request: Request, advisor: AdvisorDep, format: str = "html") ->
                     chart=chart, overheads=overheads, overhead_svg=overhead_svg, overhead_note=overhead_note,
                     facets=facets(table), stacks=stacks, columns=columns)
 
-    return _guarded(request, format, build)
-
-
-def compare_benchmarks(advisor: Any, a: str, b: str, *, accelerator: str | None, benchmark: str | None,
-                       scenario: str | None) -> list[dict[str, Any]]:
-    """``GET /v1/compare`` (``Advisor.compare``) for each benchmark and scenario both stacks ran on
-    (or the one asked for); benchmarks where neither stack has a result are left out.
-
-    Raises:
-        NotFound: a stack selector matching no stack, or no benchmark with results of either.
-    """
-    table = advisor.table()
-    combos = sorted({(info.family, info.name, info.scenario or "") for info in table.benchmarks.values()
-                     if (benchmark is None or info.name == benchmark) and (scenario is None or info.scenario == scenario)})
-    if not combos:
-        raise NotFound(f"benchmark: nothing recorded for {benchmark or 'any benchmark'}"
-                       f"{' in scenario ' + scenario if scenario else ''}")
-    out: list[dict[str, Any]] = []
-    last: AdvisorError | None = None
-    for family, name, scen in combos:
-        try:
-            c = advisor.compare(a, b, benchmark=name, accelerator=accelerator, scenario=scen or None, family=family)
-        except NotFound as exc:
-            if exc.message.startswith("stack:"):
-                raise
-            last = exc
-            continue
-        if c.a_count or c.b_count:
-            out.append({"benchmark": name, "scenario": scen, **c.model_dump(mode="json"),
-                        "low": c.interval.low if c.interval else None,
-                        "high": c.interval.high if c.interval else None})
-    if not out:
-        raise last or NotFound("neither stack has results on the chosen benchmarks")
-    out.sort(key=lambda c: (c["pairs"] == 0, c["benchmark"], c["scenario"]))
-    return out
+    return session.guarded(request, format, build)
 
 
 @router.get("/compare/sweep")
 def compare_sweep_page(request: Request, store: StoreDep, advisor: AdvisorDep, format: str = "html") -> Response:
     def build() -> Response:
-        from advisor.verbs.sweep import sweep_names, sweep_report
-
         f = _fields(request)
         sweep = f.get("sweep") or None
         report, error = None, None
         if sweep:
             try:
-                report = sweep_report(store, sweep, host=f.get("host") or None, baseline=f.get("baseline") or None,
-                                      cell=f.get("cell") or None, flagged_only=f.get("flagged_only") == "yes")
+                report = services.sweep(store, sweep, host=f.get("host"), baseline=f.get("baseline"),
+                                        cell=f.get("cell"), flagged_only=f.get("flagged_only") == "yes")
             except (InvalidInput, NotFound) as exc:
                 if format != "html":
                     raise
@@ -538,11 +363,11 @@ def compare_sweep_page(request: Request, store: StoreDep, advisor: AdvisorDep, f
              for r in rows],
             title=f"Speed of each cell relative to {doc['baseline']} (>1 is faster; 1.0 dashed)",
             unit="speed ratio to the baseline cell", reference=1.0) if doc and rows else ""
-        sweeps = memoised(advisor, ("sweeps",), lambda: sweep_names(store))
+        sweeps = services.sweeps(advisor, store)
         return page(request, "compare_sweep.html", title="Compare sweep cells", f=f, report=doc, rows=rows,
                     error=error, chart=chart, sweeps=sweeps, cells=[c["cell"] for c in doc["cells"]] if doc else [])
 
-    return _guarded(request, format, build)
+    return session.guarded(request, format, build)
 
 
 SWEEP_COLUMNS = ["benchmark", "parameters", "metric", "unit", "cell", "stack", "value", "baseline_value", "ratio",
@@ -555,7 +380,7 @@ SWEEP_COLUMNS = ["benchmark", "parameters", "metric", "unit", "cell", "stack", "
 def known_bad_page(request: Request, store: StoreDep, advisor: AdvisorDep, q: str = "",
                    format: str = "html") -> Response:
     def build() -> Response:
-        rows = memoised(advisor, ("known-bad",), lambda: known_bad(store, advisor))
+        rows = services.known_bad(advisor, store)
         if q.strip():
             words = q.lower().split()
             rows = [r for r in rows if all(w in " ".join(str(v) for v in r.values()).lower() for w in words)]
@@ -565,34 +390,7 @@ def known_bad_page(request: Request, store: StoreDep, advisor: AdvisorDep, q: st
         return page(request, "known_bad.html", title="Known-bad combinations", q=q, rows=rows[:500],
                     total=len(rows), columns=columns)
 
-    return _guarded(request, format, build)
-
-
-def known_bad(store: Store, advisor: Any) -> list[dict[str, Any]]:
-    """Recorded stack failures (``GET /v1/failures``'s list, less harness limitations and
-    environment failures: ``graph_schema.models.failure_class``) and the stacks of the knowledge base that
-    break a compatibility rule (what ``recommend`` excludes or warns about)."""
-    table = advisor.table()
-    try:
-        failures = store.list_entities("failures")
-    except NotImplementedError:
-        failures = []
-    labels = {sid: st.label() for sid, st in table.stacks.items()}
-    # only a stack failure is known-bad: harness limitations and what a node lacked are not
-    failures = [f for f in failures if failure_class(f.get("stage"), f.get("error_class")) is FailureClass.STACK]
-    rows = [{"kind": "failure", "severity": "error",
-             "what": f"{f.get('stage', '')}: {f.get('error_class', '')}",
-             "stack": labels.get(str(f.get("stack_id")), f.get("stack_id")), "accelerator": f.get("accelerator"),
-             "placement": str(f.get("placement_id") or "").split("|")[0], "benchmark": f.get("benchmark_id"),
-             "message": f.get("message", ""), "when": f.get("timestamp")} for f in failures]
-    for sid, stack in table.stacks.items():
-        for v in advisor.rules.check_stack(stack):
-            used = table.stack.codes == table.stack.code(sid)
-            accels = sorted({table.accelerator.vocab[c] for c in np.unique(table.accelerator.codes[used])})
-            rows.append({"kind": "rule", "severity": v.severity.value, "what": v.rule, "stack": labels[sid],
-                         "accelerator": ", ".join(accels[:6]) + (" …" if len(accels) > 6 else ""),
-                         "placement": "", "benchmark": "", "message": v.message, "when": ""})
-    return rows
+    return session.guarded(request, format, build)
 
 
 # ---- login -----------------------------------------------------------------------------------
@@ -625,18 +423,18 @@ async def login(request: Request) -> Response:
         throttle.failed(address)
         return page(request, "login.html", status_code=exc.status_code, title="Log in", next=target,
                     error=exc.message)
-    response = RedirectResponse(target, status_code=303)
-    response.set_cookie(session.COOKIE, token, max_age=session.COOKIE_MAX_AGE_S, httponly=True,
+    redirect = RedirectResponse(target, status_code=303)
+    redirect.set_cookie(session.COOKIE, token, max_age=session.COOKIE_MAX_AGE_S, httponly=True,
                         samesite="strict", secure=request.url.scheme == "https", path="/")
-    return response
+    return redirect
 
 
 def _login_throttle(request: Request) -> session.LoginThrottle:
     state = request.app.state
-    throttle = getattr(state, "login_throttle", None)
+    throttle: session.LoginThrottle | None = getattr(state, "login_throttle", None)
     if throttle is None:
         throttle = state.login_throttle = session.LoginThrottle()
-    return throttle  # type: ignore[no-any-return]
+    return throttle
 
 
 @router.post("/logout")

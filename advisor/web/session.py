@@ -11,15 +11,42 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from urllib.parse import parse_qs, quote
 
 from fastapi import Request
+from fastapi.responses import RedirectResponse, Response
 
 from advisor.api.auth import Caller, authorize
+from advisor.api.errors import Forbidden, Unauthorized
 from advisor.api.settings import Scope
+from advisor.web.render import FORMATS, page
+from graph_schema.errors import InvalidInput
 
 COOKIE = "advisor_token"
 COOKIE_MAX_AGE_S = 8 * 3600
+
+
+def guarded(request: Request, fmt: str, build: Callable[[], Response]) -> Response:
+    """Authorise, then build. Without a token a browser is sent to the login form (an export
+    gets the API's JSON 401); a caller without the read scope gets a page saying so.
+
+    Raises:
+        InvalidInput: ``fmt`` is not one of ``advisor.web.render.FORMATS``.
+    """
+    if fmt not in FORMATS:
+        raise InvalidInput(f"format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    try:
+        page_caller(request)
+    except Unauthorized:
+        if fmt != "html":
+            raise
+        return RedirectResponse(login_url(request), status_code=303)
+    except Forbidden as exc:
+        if fmt != "html":
+            raise
+        return page(request, "message.html", status_code=403, title="Not allowed", error=exc.message)
+    return build()
 
 
 def page_caller(request: Request) -> Caller:

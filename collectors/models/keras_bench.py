@@ -13,7 +13,7 @@ from collectors.models.keras_models import build  # noqa: E402
 from graph_schema.errors import MissingEnvironment, Unsupported  # noqa: E402
 
 if TYPE_CHECKING:
-    from collectors.runners.cnn import CnnParams
+    from collectors.models.params import CnnParams
 
 
 def resolve_device(requested: str) -> str:

@@ -12,7 +12,7 @@ from collectors.models.torch_models import build
 from graph_schema.errors import MissingEnvironment, Unsupported
 
 if TYPE_CHECKING:
-    from collectors.runners.cnn import CnnParams
+    from collectors.models.params import CnnParams
 
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 

@@ -18,12 +18,13 @@ import importlib.util
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from collectors.models import MODELS
+from collectors.models.params import CnnParams
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
 from graph_schema.errors import InvalidInput, MissingEnvironment
 from graph_schema.models import Benchmark, FailureIn, Measurement
@@ -74,34 +75,6 @@ def reported_spread(stats: StepStats) -> tuple[float | None, float | None, str]:
         return stats.p10, stats.p90, ""
     return None, None, (f"; per-step p10..p90 {stats.p10:.1f}..{stats.p90:.1f} left out: slow "
                         f"steps put the run's throughput outside them")
-
-
-class CnnParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    framework: Literal["torch", "tensorflow"] = "torch"
-    model: str = "resnet50"
-    mode: Literal["training", "forward-only"] = "training"
-    batch_size: int = Field(default=32, ge=1)
-    image_size: int = Field(default=224, ge=16, le=1024)
-    num_classes: int = Field(default=1000, ge=2)
-    num_batches: int = Field(default=100, ge=2)
-    num_warmup_batches: int = Field(default=10, ge=0)
-    precision: Literal["fp32", "fp16", "bf16"] = "fp32"
-    channels_last: bool = False
-
-    def identity(self, device: str) -> dict[str, Any]:
-        """What defines the workload (run length is not part of it; the framework is the stack)."""
-        return {
-            "model": self.model,
-            "mode": self.mode,
-            "batch_size": self.batch_size,
-            "image_size": self.image_size,
-            "num_classes": self.num_classes,
-            "precision": self.precision,
-            "data": "synthetic",
-            "device": device,
-        }
 
 
 PROFILES: dict[str, dict[str, Any]] = {

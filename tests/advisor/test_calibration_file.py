@@ -17,6 +17,7 @@ from advisor.estimate import analysis, calibration_file
 from advisor.estimate import query as estimate
 from advisor.estimate.index import EvidenceIndex
 from advisor.knowledge import table_file
+from advisor.knowledge.cache_folders import CacheFolders
 from graph_schema.models import IngestBatch
 from graph_schema.starter import load_snapshot
 from graph_schema.store import Store
@@ -33,7 +34,8 @@ QUERIES = [  # observed, interpolated (another count) and transferred (never mea
 
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(calibration_file.CACHE_ENV, str(tmp_path / "calibration"))
+    monkeypatch.setattr(Advisor, "caches", CacheFolders(tables=Advisor.caches.tables,
+                                                         calibration=tmp_path / "calibration"))
     return tmp_path / "calibration"
 
 
@@ -64,7 +66,7 @@ def test_a_fresh_advisor_reuses_the_persisted_calibration(store: Store, folder: 
     monkeypatch.setattr(EvidenceIndex, "residuals", replay)
     again = Advisor(store)
     assert _answers(again) == computed  # the same figures and intervals, to the last bit
-    persisted = calibration_file.load(again.table())
+    persisted = calibration_file.load(again.table(), folder=Advisor.caches.calibration)
     assert persisted is not None
     original = first.evidence().calibration()
     assert persisted.alphas == original.alphas
@@ -78,9 +80,9 @@ def test_a_damaged_calibration_file_is_computed_over(store: Store, folder: Path)
     computed = _answers(Advisor(store))
     (path,) = folder.glob("calibration-*.npz")
     path.write_bytes(path.read_bytes()[:200])
-    assert calibration_file.load(Advisor(store).table()) is None
+    assert calibration_file.load(Advisor(store).table(), folder=Advisor.caches.calibration) is None
     assert _answers(Advisor(store)) == computed
-    assert calibration_file.load(Advisor(store).table()) is not None  # written again, whole
+    assert calibration_file.load(Advisor(store).table(), folder=Advisor.caches.calibration) is not None  # written again, whole
 
 
 def test_new_data_gets_its_own_calibration(store: Store, folder: Path) -> None:
@@ -97,10 +99,10 @@ def test_new_data_gets_its_own_calibration(store: Store, folder: Path) -> None:
 
 
 def test_caching_off_writes_nothing(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(calibration_file.CACHE_ENV, "0")
-    assert calibration_file.cache_dir() is None
+    assert CacheFolders.from_environ({calibration_file.CACHE_ENV: "0"}).calibration is None
+    monkeypatch.setattr(Advisor, "caches", CacheFolders(tables=Advisor.caches.tables))
     assert _answers(Advisor(store))[0][0] == "observed"
-    assert calibration_file.load(Advisor(store).table()) is None
+    assert calibration_file.load(Advisor(store).table(), folder=Advisor.caches.calibration) is None
 
 
 def test_transfer_intervals_follow_their_benchmarks_own_spread(store: Store, folder: Path) -> None:
@@ -163,7 +165,7 @@ def test_a_fresh_advisor_reuses_the_slices_and_overheads(paired_store: Store, fo
     first = Advisor(paired_store)
     computed = _everything(first)
     assert computed[2], "the fixture has paired placements"
-    prepared = calibration_file.load_prepared(Advisor(paired_store).table())
+    prepared = calibration_file.load_prepared(Advisor(paired_store).table(), folder=Advisor.caches.calibration)
     assert prepared is not None and prepared.slices is not None and prepared.overheads is not None
     assert _same_slices(prepared.slices, first.evidence().slices)
     assert list(prepared.overheads.items()) == list(first.overheads().items())
@@ -189,16 +191,16 @@ def test_rows_in_another_order_reuse_the_calibration_not_the_slices(paired_store
         table.placement, codes=np.where(table.placement.codes == bare, table.placement.code("unknown"), bare)))
     assert calibration_file.calibration_key(flipped) == calibration_file.calibration_key(table)
     assert calibration_file.layout_digest(flipped) != calibration_file.layout_digest(table)
-    prepared = calibration_file.load_prepared(flipped)
+    prepared = calibration_file.load_prepared(flipped, folder=Advisor.caches.calibration)
     assert prepared is not None and prepared.slices is None and prepared.overheads is None
     assert prepared.calibration.alphas == advisor.evidence().calibration().alphas
     fresh = Advisor(paired_store)  # over the other order: it recomputes, and the file follows it
     snapshot = fresh.snapshot(flipped)
     assert list(snapshot.overheads.items()) == list(analysis.placement_overheads(flipped).items())
     assert _same_slices(snapshot.index.slices, estimate.group_slices(flipped))
-    again = calibration_file.load_prepared(flipped)
+    again = calibration_file.load_prepared(flipped, folder=Advisor.caches.calibration)
     assert again is not None and again.slices is not None
-    assert calibration_file.load_prepared(table).slices is None  # type: ignore[union-attr]
+    assert calibration_file.load_prepared(table, folder=Advisor.caches.calibration).slices is None  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("damage", ["row out of range", "listing longer than the rows", "not a list",
@@ -223,9 +225,9 @@ def test_damaged_slices_or_overheads_are_computed_over(paired_store: Store, fold
         np.savez(handle, **arrays)
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    assert calibration_file.load_prepared(Advisor(paired_store).table()) is None
+    assert calibration_file.load_prepared(Advisor(paired_store).table(), folder=Advisor.caches.calibration) is None
     assert _everything(Advisor(paired_store)) == computed
-    assert calibration_file.load_prepared(Advisor(paired_store).table()).slices is not None  # type: ignore[union-attr]
+    assert calibration_file.load_prepared(Advisor(paired_store).table(), folder=Advisor.caches.calibration).slices is not None  # type: ignore[union-attr]
 
 
 def test_a_write_or_new_code_gets_slices_and_overheads_of_its_own(paired_store: Store, folder: Path,
@@ -236,8 +238,8 @@ def test_a_write_or_new_code_gets_slices_and_overheads_of_its_own(paired_store: 
     paired_store.ingest(IngestBatch(observations=more))
     advisor.forget_generation()
     table = advisor.table()
-    assert calibration_file.load_prepared(table) is None  # new content: nothing persisted for it
+    assert calibration_file.load_prepared(table, folder=Advisor.caches.calibration) is None  # new content: nothing persisted for it
     assert _same_slices(advisor.evidence().slices, estimate.group_slices(table))
     assert list(advisor.overheads().items()) == list(analysis.placement_overheads(table).items())
     monkeypatch.setattr(table_file, "_CODE_DIGEST", "another version of the code")
-    assert calibration_file.load_prepared(table) is None
+    assert calibration_file.load_prepared(table, folder=Advisor.caches.calibration) is None

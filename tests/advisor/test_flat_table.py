@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from advisor.engine import Advisor
-from advisor.estimate import calibration_file
-from advisor.knowledge import table_file
+from advisor.knowledge.cache_folders import CacheFolders
 from advisor.knowledge.table import ObservationTable
 from advisor.workload import Workload
 from graph_schema.cypher_store import CypherStore
@@ -162,8 +161,7 @@ def test_keyset_pages_across_their_boundaries(engine: str, request: pytest.Fixtu
 
 @pytest.fixture
 def uncached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(table_file.CACHE_ENV, "0")
-    monkeypatch.setenv(calibration_file.CACHE_ENV, str(tmp_path / "calibration"))
+    monkeypatch.setattr(Advisor, "caches", CacheFolders(calibration=tmp_path / "calibration"))
 
 
 WORKLOADS = (

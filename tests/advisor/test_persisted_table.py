@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from advisor.engine import Advisor
-from advisor.estimate import calibration_file
 from advisor.knowledge import table_file
+from advisor.knowledge.cache_folders import CacheFolders
 from advisor.knowledge.table import ObservationTable
 from graph_schema.models import IngestBatch
 from graph_schema.starter import load_snapshot
@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(table_file.CACHE_ENV, str(tmp_path / "tables"))
-    monkeypatch.setenv(calibration_file.CACHE_ENV, str(tmp_path / "calibration"))
+    monkeypatch.setattr(Advisor, "caches", CacheFolders(tables=tmp_path / "tables",
+                                                         calibration=tmp_path / "calibration"))
     return tmp_path
 
 
@@ -51,7 +51,7 @@ def _fresh_table(store: Store) -> ObservationTable:
 
 
 def _persisted(store: Store) -> Path:
-    path = table_file.table_path(store.uri)
+    path = table_file.table_path(store.uri, Advisor.caches.tables)
     assert path is not None
     return path
 
@@ -126,7 +126,8 @@ def test_a_small_ingest_appends_to_the_table_instead_of_reading_the_store(
     assert in_memory.digest and in_memory.digest != before.digest
     answer = {"family": "mlperf-inference", "benchmark": "resnet50", "parameters": {"scenario": "Offline"}}
     appended = held.recommend(answer).recommendations
-    monkeypatch.setenv(table_file.CACHE_ENV, "0")  # the same answer from a table read whole
+    # the same answer from a table read whole
+    monkeypatch.setattr(Advisor, "caches", CacheFolders(calibration=Advisor.caches.calibration))
     assert [r.model_dump() for r in appended] == [
         r.model_dump() for r in Advisor(store).recommend(answer).recommendations]
 
@@ -169,10 +170,12 @@ def test_a_damaged_file_is_ignored_and_rebuilt(embedded_store: Store, caches: Pa
 
 def test_caching_off_reads_the_store_every_time(embedded_store: Store, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(table_file.CACHE_ENV, "0")
+    off = CacheFolders.from_environ({table_file.CACHE_ENV: "0"})
+    assert off.tables is None
+    monkeypatch.setattr(Advisor, "caches", off)
     embedded_store.ingest(_part(0, 50))
     assert _fresh_table(embedded_store).n == 50
-    assert table_file.table_path(embedded_store.uri) is None
+    assert table_file.table_path(embedded_store.uri, off.tables) is None
 
 
 # ---- a fresh process --------------------------------------------------------------------------

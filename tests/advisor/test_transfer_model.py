@@ -88,12 +88,13 @@ def test_on_published_results_each_slice_keeps_the_model_with_the_lower_error(em
 
 
 ANSWER = """
-import json, sys
+import json, os, sys
 from advisor.engine import Advisor
+from advisor.knowledge.cache_folders import CacheFolders
 from graph_schema.registry import open_store
 
-with open_store(sys.argv[1]) as store:
-    advisor = Advisor(store)
+with open_store(sys.argv[1]) as store:  # a fresh process, its caches from the environment as the CLI's
+    advisor = Advisor(store, caches=CacheFolders.from_environ(os.environ))
     advisor.transfer_method = sys.argv[2]
     answers = advisor.predict(json.loads(sys.argv[3]))
 print(json.dumps({"sklearn": "sklearn" in sys.modules,
@@ -127,8 +128,8 @@ def test_persisted_models_answer_in_a_fresh_process_without_scikit_learn(tmp_pat
 
     cold = _answer(uri, "learned", queries)  # calibrates: fits, and persists what it fitted
     assert cold["sklearn"] is True
-    assert calibration_file.load(table, "learned") is not None
-    persisted = calibration_file.load(table, "learned").transfers  # type: ignore[union-attr]
+    assert calibration_file.load(table, "learned", folder=Advisor.caches.calibration) is not None
+    persisted = calibration_file.load(table, "learned", folder=Advisor.caches.calibration).transfers  # type: ignore[union-attr]
     assert {k: m for k, m in persisted.items() if m.method == transfer.LEARNED} == learned
     warm = _answer(uri, "learned", queries)  # answers from the persisted models
     assert warm["sklearn"] is False

@@ -3,66 +3,29 @@ app (built once over the app's store; it keeps its table and model per store gen
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from advisor.api.deps import AdvisorDep, ReadCaller, StoreDep
+from advisor.api import services
+from advisor.api.deps import AdvisorDep, ReadCaller, SettingsDep, StoreDep
 from advisor.api.limits import check_cap, in_chunks
 from advisor.api.routes import READ_ERRORS, error_responses
+from advisor.api.schemas import PredictionRequest, RecommendationRequest
 from advisor.cluster.results import ClusterRecommendationSet
 from advisor.results import (
     Comparison,
+    EvaluationReport,
     PlacementOverhead,
     Prediction,
-    PredictQuery,
     RecommendationSet,
     Regression,
 )
-from advisor.verbs.sweep import SweepComparison, sweep_report
-from advisor.workload import Workload
+from advisor.verbs.sweep import SweepComparison
 from graph_schema.models import PlacementKind
-
-
-class RecommendationRequest(BaseModel):
-    """What to recommend for, and how many answers. With ``cluster`` (an inventory recorded by
-    ``advisor nodes sync``) or ``nodes`` (the items of ``kubectl get nodes -o json``) the answer
-    ranks (node pool, stack) pairs of that cluster instead."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    workload: Workload
-    top: int = Field(default=5, ge=1, le=100)
-    cluster: str | None = Field(default=None, min_length=1, description="a recorded node inventory")
-    nodes: list[dict[str, Any]] | None = Field(default=None, min_length=1, max_length=20_000,
-                                               description="Node objects as the Kubernetes API returns them")
-    pool_label: str | None = Field(default=None, description="the label naming node pools")
-    what_if_driver: dict[str, str] = Field(default_factory=dict,
-                                           description="pool name → driver version to re-rank as if installed")
-    gpus: int | None = Field(default=None, ge=1, description="GPUs (or MIG slices) the job needs")
-    nodes_count: int | None = Field(default=None, ge=1, description="nodes the job spans (a gang when > 1)")
-    image: str | None = Field(default=None, description="image for stacks the knowledge base records none for")
-    per_pool: int = Field(default=3, ge=1, le=20)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> RecommendationRequest:
-        if self.cluster and self.nodes:
-            raise ValueError("give cluster or nodes, not both")
-        cluster_only = [k for k in ("pool_label", "what_if_driver", "gpus", "nodes_count", "image")
-                        if getattr(self, k)]
-        if cluster_only and not (self.cluster or self.nodes):
-            raise ValueError(f"{', '.join(cluster_only)} need cluster or nodes")
-        return self
-
-
-class PredictionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    queries: list[PredictQuery] = Field(min_length=1, max_length=10_000)
-
 
 RECOMMEND_EXAMPLE = {
     "workload": {"benchmark": "resnet50", "scenario": "Offline", "objective": "throughput",
@@ -82,6 +45,7 @@ PREDICT_CHUNK = 100  # queries between two checks of the budget and the client
 recommendations = APIRouter(prefix="/v1/recommendations", tags=["advice"])
 predictions = APIRouter(prefix="/v1/predictions", tags=["advice"])
 compare = APIRouter(prefix="/v1/compare", tags=["advice"])
+evaluation = APIRouter(prefix="/v1/evaluation", tags=["advice"])
 
 
 @recommendations.post(
@@ -100,33 +64,16 @@ compare = APIRouter(prefix="/v1/compare", tags=["advice"])
     "that pool; `what_if_driver` re-ranks as if a pool ran another driver.",
 )
 def recommend(
-    request: Request,
     body: Annotated[RecommendationRequest, Body(openapi_examples={"resnet50 Offline": {"value": RECOMMEND_EXAMPLE}})],
     advisor: AdvisorDep,
+    settings: SettingsDep,
     _: ReadCaller,
 ) -> Response:
-    check_cap(len(body.nodes or ()), request.app.state.settings.max_recommend_nodes, "nodes",
-              "ADVISOR_MAX_RECOMMEND_NODES")
+    check_cap(len(body.nodes or ()), settings.max_recommend_nodes, "nodes", "ADVISOR_MAX_RECOMMEND_NODES")
     # Serialised by pydantic directly: FastAPI's generic response path costs more than the
     # (memoised) answer itself; the schema is still documented by response_model.
-    if body.cluster or body.nodes:
-        from advisor.cluster.advice import ClusterAdvisor
-        from advisor.cluster.cpu_pools import all_pools
-        from advisor.cluster.numa import with_stored_topologies
-        from advisor.cluster.pools import nodes_from_inventory, nodes_from_json
-
-        if body.cluster:
-            nodes, source = nodes_from_inventory(advisor.store, body.cluster), f"cluster {body.cluster}"
-        else:
-            nodes, source = nodes_from_json(body.nodes, where="nodes"), f"{len(body.nodes or [])} nodes"
-        answer = ClusterAdvisor.of(advisor).recommend(
-            body.workload, all_pools(with_stored_topologies(nodes, advisor.store), pool_label=body.pool_label),
-            source=source, top=body.top,
-            per_pool=body.per_pool, gpus=body.gpus, nodes_count=body.nodes_count, image=body.image,
-            what_if_driver=body.what_if_driver)
-        return Response(answer.model_dump_json(), media_type="application/json")
-    result = advisor.recommend(body.workload, top=body.top)
-    return Response(result.model_dump_json(), media_type="application/json")
+    answer = services.recommend(advisor, body)
+    return Response(answer.model_dump_json(), media_type="application/json")
 
 
 @predictions.post(
@@ -140,16 +87,15 @@ def recommend(
         "schema": {"$ref": "#/components/schemas/PredictionRequest"},
         "examples": {"one query": {"value": PREDICT_EXAMPLE}}}}}},
 )
-async def predict(request: Request, advisor: AdvisorDep, _: ReadCaller) -> Response:
+async def predict(request: Request, advisor: AdvisorDep, settings: SettingsDep, _: ReadCaller) -> Response:
     # async, and the body parsed in the thread pool (a 10k-query body would hold the event loop,
     # and /healthz with it, while it is validated); the work runs a chunk at a time: between
     # chunks the answer's time budget is checked and a client that went away stops it
-    settings = request.app.state.settings
     body = await run_in_threadpool(_prediction_request, await request.body())
     check_cap(len(body.queries), settings.max_predict_queries, "queries",
               "ADVISOR_MAX_PREDICT_QUERIES")
-    predictions = await in_chunks(request, body.queries, advisor.predict, chunk=PREDICT_CHUNK,
-                                  budget_s=settings.answer_budget_s)
+    predictions = await in_chunks(request, body.queries, lambda part: services.predict(advisor, part),
+                                  chunk=PREDICT_CHUNK, budget_s=settings.answer_budget_s)
     return Response(_PREDICTIONS.dump_json(predictions), media_type="application/json")
 
 
@@ -162,13 +108,9 @@ def _prediction_request(raw: bytes) -> PredictionRequest:
         raise RequestValidationError(errors) from None
 
 
-@compare.get(
-    "",
-    operation_id="compareStacks",
-    response_model=Comparison,
-    responses={**READ_ERRORS, **error_responses(404)},
-    summary="Stack A against stack B on one benchmark, paired within a round",
-)
+@compare.get("", operation_id="compareStacks", response_model=Comparison,
+             responses={**READ_ERRORS, **error_responses(404)},
+             summary="Stack A against stack B on one benchmark, paired within a round")
 def compare_stacks(
     advisor: AdvisorDep,
     _: ReadCaller,
@@ -180,8 +122,8 @@ def compare_stacks(
     metric: Annotated[str | None, Query()] = None,
     family: Annotated[str, Query()] = "mlperf-inference",
 ) -> Comparison:
-    return advisor.compare(a, b, benchmark=benchmark, accelerator=accelerator,  # type: ignore[no-any-return]
-                           scenario=scenario, metric=metric, family=family)
+    return services.compare_stacks(advisor, a, b, benchmark=benchmark, accelerator=accelerator,
+                                   scenario=scenario, metric=metric, family=family)
 
 
 @compare.get(
@@ -197,7 +139,7 @@ def compare_placements(
     accelerator: Annotated[str | None, Query()] = None,
     placement: Annotated[PlacementKind | None, Query()] = None,
 ) -> list[PlacementOverhead]:
-    return advisor.placement_overhead(accelerator, placement)  # type: ignore[no-any-return]
+    return services.placement_overheads(advisor, accelerator, placement)
 
 
 @compare.get(
@@ -215,8 +157,7 @@ def find_regressions(
     accelerator: Annotated[str | None, Query()] = None,
     alpha: Annotated[float, Query(gt=0, lt=1)] = 0.05,
 ) -> list[Regression]:
-    return advisor.regressions(component, accelerator=accelerator, benchmark=benchmark,  # type: ignore[no-any-return]
-                               alpha=alpha)
+    return services.regressions(advisor, component, accelerator=accelerator, benchmark=benchmark, alpha=alpha)
 
 
 @compare.get(
@@ -237,10 +178,27 @@ def compare_sweep_cells(
     cell: Annotated[str | None, Query(description="only this cell against the baseline")] = None,
     flagged_only: Annotated[bool, Query(description="only changes beyond the run-to-run spread")] = False,
 ) -> SweepComparison:
-    return sweep_report(store, sweep, host=host or None, baseline=baseline or None, cell=cell or None,
-                        flagged_only=flagged_only)
+    return services.sweep(store, sweep, host=host, baseline=baseline, cell=cell, flagged_only=flagged_only)
 
 
-routers = [recommendations, predictions, compare]
+@evaluation.get("", operation_id="evaluatePredictions", response_model=EvaluationReport,
+                responses={**READ_ERRORS, **error_responses(404)},
+                summary="Accuracy of predict on held-out published results, per slice, against the simple lookup",
+                description="Holds published results out (by round, or leaving one accelerator out), answers them "
+                "through predict and scores MAPE, median APE, 80% interval coverage and top-1 regret per slice "
+                "(`advisor evaluate`). Kept per store generation: the first call fits, later ones are read.")
+def evaluate(
+    advisor: AdvisorDep,
+    _: ReadCaller,
+    protocol: Annotated[str, Query(description="by-round (train on earlier rounds, test the latest) or "
+                                   "loao (leave one accelerator out)")] = "by-round",
+    train_until: Annotated[str | None, Query(min_length=1, description="last training round (by-round)")] = None,
+    test_round: Annotated[str | None, Query(min_length=1, description="round to test on (default: the latest)")] = None,
+) -> Response:
+    report = services.evaluate(advisor, protocol, train_until=train_until, test_round=test_round)
+    return Response(report.model_dump_json(), media_type="application/json")
+
+
+routers = [recommendations, predictions, compare, evaluation]
 # models the OpenAPI document needs although no route declares them as a parameter
 REQUEST_MODELS = [PredictionRequest]

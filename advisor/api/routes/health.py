@@ -81,7 +81,7 @@ def _check(state: Any) -> asyncio.Future[int | None]:
     if running is None or running.done():
         def check() -> int | None:
             try:
-                version = state.resources.store(probe=True).schema_version()
+                version: int | None = state.resources.store(probe=True).schema_version()
             except AdvisorError as exc:
                 if isinstance(exc, StoreUnavailable):
                     state.resources.store_failed(exc)
@@ -91,7 +91,7 @@ def _check(state: Any) -> asyncio.Future[int | None]:
 
         running = asyncio.ensure_future(asyncio.to_thread(check))
         state.readiness_check = running
-    return running  # type: ignore[no-any-return]
+    return running
 
 
 @router.get(

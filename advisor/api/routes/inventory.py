@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi import APIRouter, Body, Path, Query
 from pydantic import AfterValidator, BaseModel, Field
 
-from advisor.api.deps import ReadCaller, StoreDep, WriteCaller
+from advisor.api.deps import ReadCaller, ResourcesDep, SettingsDep, StoreDep, WriteCaller
 from advisor.api.routes import READ_ERRORS, WRITE_ERRORS
-from advisor.api.routes.observations import check_batch_size
+from advisor.api.services import check_batch_size
 from graph_schema.store import MAX_CLUSTER_NAME, cluster_name_problem
 
 router = APIRouter(prefix="/v1/inventory", tags=["inventory"])
@@ -61,11 +61,11 @@ class InventoryPage(BaseModel):
     responses=WRITE_ERRORS,
     summary="Replace one cluster's node inventory, in one transaction",
 )
-def sync_inventory(request: Request, cluster: ClusterName, body: Annotated[InventoryBody, Body()],
-                   store: StoreDep, _: WriteCaller) -> InventoryReport:
-    check_batch_size(len(body.nodes), request.app.state.settings.max_batch_items)
+def sync_inventory(cluster: ClusterName, body: Annotated[InventoryBody, Body()], store: StoreDep,
+                   settings: SettingsDep, resources: ResourcesDep, _: WriteCaller) -> InventoryReport:
+    check_batch_size(len(body.nodes), settings.max_batch_items)
     nodes = store.sync_inventory(cluster, body.nodes)
-    request.app.state.resources.written()
+    resources.written()
     return InventoryReport(cluster=cluster, nodes=nodes)
 
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Query
 
-from advisor.api import examples
-from advisor.api.deps import ReadCaller, SettingsDep, StoreDep, WriteCaller
-from advisor.api.limits import check_cap
+from advisor.api import examples, services
+from advisor.api.deps import (
+    MetricsDep,
+    ReadCaller,
+    ResourcesDep,
+    SettingsDep,
+    StoreDep,
+    WriteCaller,
+)
 from advisor.api.routes import READ_ERRORS, WRITE_ERRORS, error_responses
 from advisor.api.schemas import (
     IngestReport,
@@ -54,59 +60,31 @@ def list_observations(
                            next_offset=next_offset, next_after=rows[-1].key if full else None)
 
 
-@router.get(
-    "/{key:path}",
-    operation_id="getObservation",
-    response_model=ObservationPublic,
-    responses={**READ_ERRORS, **error_responses(404)},
-    summary="One observation by its key",
-)
+@router.get("/{key:path}", operation_id="getObservation", response_model=ObservationPublic,
+            responses={**READ_ERRORS, **error_responses(404)}, summary="One observation by its key")
 def get_observation(key: str, store: StoreDep, _: ReadCaller) -> ObservationPublic:
     return ObservationPublic.model_validate(store.get_observation(key).model_dump())
 
 
-@router.post(
-    "",
-    operation_id="ingestResultDocuments",
-    response_model=IngestReport,
-    responses=WRITE_ERRORS,
-    summary="Ingest one collector result document or a list of them, in one transaction",
-    description="Idempotent: identities are derived from content, so re-sending a document "
-    "(e.g. a collector flushing its spool) stores nothing twice.",
-)
+@router.post("", operation_id="ingestResultDocuments", response_model=IngestReport, responses=WRITE_ERRORS,
+             summary="Ingest one collector result document or a list of them, in one transaction",
+             description="Idempotent: identities are derived from content, so re-sending a document " "(e.g. a collector flushing its spool) stores nothing twice.")
 def ingest_result_documents(
-    request: Request,
     documents: Annotated[
         ResultDocumentsIn,
         Body(openapi_examples={"one document": {"value": examples.RESULT_DOCUMENT},
                                "a list": {"value": [examples.RESULT_DOCUMENT]}}),
     ],
     store: StoreDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+    metrics: MetricsDep,
     _: WriteCaller,
 ) -> IngestReport:
     docs = documents if isinstance(documents, list) else [documents]
-    check_batch_size(sum(len(d.measurements) + len(d.failures) + 1 for d in docs),
-                     request.app.state.settings.max_batch_items)
-    batch = merge_documents(docs)
-    result = store.ingest(batch)
-    request.app.state.resources.written()
-    metrics = request.app.state.metrics
-    metrics.observations_ingested.labels("true").inc(result.observations_new)
-    metrics.observations_ingested.labels("false").inc(
-        result.observations_received - result.observations_new
-    )
-    return IngestReport.of(result, len(docs))
-
-
-def check_batch_size(items: int, cap: int) -> None:
-    """One request is one transaction, and the embedded store serves one at a time: a bounded
-    batch keeps every other request's wait bounded too. Everything written counts: measurements,
-    failures, runs (a document's run is one), inventory nodes.
-
-    Raises:
-        PayloadTooLarge: 413 naming ``ADVISOR_MAX_BATCH_ITEMS``.
-    """
-    check_cap(items, cap, "items (measurements, failures, runs or nodes)", "ADVISOR_MAX_BATCH_ITEMS")
+    services.check_batch_size(sum(len(d.measurements) + len(d.failures) + 1 for d in docs),
+                              settings.max_batch_items)
+    return IngestReport.of(services.ingest(store, merge_documents(docs), resources, metrics), len(docs))
 
 
 def merge_documents(docs: list[ResultDocument]) -> IngestBatch:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
-from advisor.api.deps import AdminCaller, ReadCaller, StoreDep
+from advisor.api.deps import AdminCaller, ReadCaller, ResourcesDep, StoreDep
 from advisor.api.routes import READ_ERRORS, error_responses
 from advisor.api.schemas import SchemaInfo
 from graph_schema.models import StoreStats
@@ -22,9 +22,9 @@ def get_schema_version(store: StoreDep, _: ReadCaller) -> SchemaInfo:
 @router.post("/schema", operation_id="ensureSchema", response_model=SchemaInfo,
              responses=error_responses(401, 403, 503),
              summary="Apply constraints, indexes and pending migrations (idempotent; admin)")
-def ensure_schema(request: Request, store: StoreDep, _: AdminCaller) -> SchemaInfo:
+def ensure_schema(store: StoreDep, resources: ResourcesDep, _: AdminCaller) -> SchemaInfo:
     version = store.ensure_schema()
-    request.app.state.resources.written()
+    resources.written()
     return SchemaInfo(schema_version=version, code_schema_version=SCHEMA_VERSION)
 
 
