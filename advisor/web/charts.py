@@ -93,8 +93,8 @@ def nice_step(raw: float) -> float:
     """The round tick step (1, 2, 2.5 or 5 times a power of ten) at or above ``raw``."""
     if not math.isfinite(raw) or raw <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(float(m * power) for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
 
 
 def figure(value: float, digits: int = 4) -> str:
