@@ -23,7 +23,7 @@ from advisor.api.app import create_app
 from advisor.api.deps import get_store
 from advisor.api.settings import Settings
 from graph_schema.embedded_store import EmbeddedStore
-from graph_schema.errors import AdvisorError, InvalidInput
+from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
 from tests.support.api import auth, document, make_settings
 
 PLANTED = "Pl4nted-" + secrets.token_hex(8)
@@ -181,6 +181,51 @@ def test_503s_end_within_the_hold_under_steady_traffic(tmp_path: Path, tokens: d
     bodies = [len(text) for _, status, text in results if status == 503]
     assert max(bodies) < 400 and max(bodies) - min(bodies) < 100  # no nesting
     assert not [text for _, _, text in results if text.count("retry later") > 1]
+
+
+def test_a_probe_the_store_does_not_answer_costs_a_quick_503_not_a_hang(
+        tmp_path: Path, tokens: dict[str, str]) -> None:
+    """The half-open probe finds the store taking connections but not answering (Neo4j holds a
+    query for many seconds while its database recovers after a crash; here the embedded store's
+    connection is held and a call waits up to 20 s for it): the request that started the probe
+    gets 503 within the probe's wait, and the breaker closes as soon as the store answers,
+    without waiting for another request to probe again."""
+    hold_s = 0.5
+    store = EmbeddedStore(tmp_path / "kb", lock_wait_s=20)
+    store.ensure_schema()
+    app = create_app(make_settings(tokens, store_failure_hold_s=hold_s), store=store)
+    release, held = threading.Event(), threading.Event()
+
+    def long_write() -> None:
+        with store._locked():
+            held.set()
+            release.wait(30)
+
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client:
+            assert client.get("/v1/observations").status_code == 200
+            resources = app.state.resources
+            resources.store_failed(StoreUnavailable("the store went away"))  # the breaker opens
+            writer = threading.Thread(target=long_write, daemon=True)
+            writer.start()
+            held.wait(5)
+            time.sleep(hold_s + 0.1)  # the hold is over: the next read starts the probe
+            start = time.monotonic()
+            first = client.get("/v1/observations")
+            waited = time.monotonic() - start
+            assert first.status_code == 503 and waited < resources.probe_wait_s + 1.0, waited
+            assert "did not answer a probe" in first.json()["message"]
+            assert client.get("/v1/observations").status_code == 503  # the probe is in flight
+            release.set()
+            writer.join(5)
+            deadline = time.monotonic() + 5
+            while resources.breaker_state != "closed":
+                assert time.monotonic() < deadline, "the probe never closed the breaker"
+                time.sleep(0.01)
+            assert client.get("/v1/observations").status_code == 200
+    finally:
+        release.set()
+        store.close()
 
 
 # ---- 5. metric labels from a fixed set ----------------------------------------------------------
