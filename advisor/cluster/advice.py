@@ -19,6 +19,7 @@ import time
 import weakref
 from typing import Any
 
+from advisor.budget import checkpoint
 from advisor.cluster.manifests import pool_manifests
 from advisor.cluster.numa import guarantee, pool_advice
 from advisor.cluster.pools import NodePool, kb_accelerator_key
@@ -113,6 +114,7 @@ class ClusterAdvisor:
         if table is not None:
             self._images = self.advisor.knowledge().images  # read once per answer; _build uses it
         for pool, shape, driver in targets:
+            checkpoint("the cluster recommendation")
             names = self.kb_names(pool, table)
             units = shape.units_per_pod
             top = max(per_pool * 6, 12)

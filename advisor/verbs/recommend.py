@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from advisor.budget import checkpoint
 from advisor.results import ExcludedCandidate, RecommendationSet, basis_note, this_node
 from advisor.snapshot import Knowledge
 from advisor.verbs import scoring
@@ -69,6 +70,7 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
     excluded = _Exclusions()
     scored: list[Candidate] = []
     for c in found:
+        checkpoint("the recommendation")
         reason = constraint(knowledge, sl, c)
         estimated = scoring.estimate(knowledge, sl, c) if reason is None else reason
         if isinstance(estimated, str):

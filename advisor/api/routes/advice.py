@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from advisor.api.deps import AdvisorDep, ReadCaller, StoreDep
-from advisor.api.limits import check_cap, in_chunks
+from advisor.api.limits import AnswerBudget, answer_budget, check_cap, in_chunks
 from advisor.api.routes import READ_ERRORS, error_responses
 from advisor.cluster.results import ClusterRecommendationSet
 from advisor.results import (
@@ -104,6 +104,7 @@ def recommend(
     body: Annotated[RecommendationRequest, Body(openapi_examples={"resnet50 Offline": {"value": RECOMMEND_EXAMPLE}})],
     advisor: AdvisorDep,
     _: ReadCaller,
+    __: Annotated[AnswerBudget, Depends(answer_budget)],  # stops the work past it or when the client goes
 ) -> Response:
     check_cap(len(body.nodes or ()), request.app.state.settings.max_recommend_nodes, "nodes",
               "ADVISOR_MAX_RECOMMEND_NODES")

@@ -5,6 +5,7 @@ fail-closed token files, strong production tokens, and bounded work per request.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import secrets
@@ -329,6 +330,99 @@ def test_a_prediction_past_its_budget_is_a_503_naming_it(tmp_path: Path, tokens:
             assert client.get("/v1/observations").status_code == 200  # not held by the breaker
     finally:
         store.close()
+
+
+class SlowTopologyStore(EmbeddedStore):
+    """The embedded store with each host-topology read taking 5 ms (a remote Neo4j's round
+    trip), counted: a 2,000-node cluster recommendation reads one per node."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.topology_reads = 0
+        self.first_read = threading.Event()
+
+    def host_topology(self, host: str) -> Any:
+        self.topology_reads += 1
+        self.first_read.set()
+        time.sleep(0.005)
+        return super().host_topology(host)
+
+
+def _gpu_nodes(n: int) -> list[dict[str, Any]]:
+    return [{"metadata": {"name": f"gpu-{i}", "labels": {
+        "nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.count": "1",
+        "nvidia.com/gpu.memory": "23034", "eks.amazonaws.com/nodegroup": "l4"}}}
+        for i in range(n)]
+
+
+def test_a_recommendation_past_its_budget_is_a_503_naming_it(tmp_path: Path,
+                                                            tokens: dict[str, str]) -> None:
+    """Recommend has the prediction's budget: a 2,000-node cluster recommendation (10 s of
+    topology reads here) stops at the budget with 503 naming ADVISOR_ANSWER_BUDGET_S, not after
+    the last node; the breaker does not open for it."""
+    store = SlowTopologyStore(tmp_path / "kb")
+    store.ensure_schema()
+    body = {"workload": {"benchmark": "resnet50"}, "nodes": _gpu_nodes(2000)}
+    try:
+        with _client(store, tokens, answer_budget_s=0.3, read_auth="open") as client:
+            start = time.monotonic()
+            r = client.post("/v1/recommendations", json=body)
+            took = time.monotonic() - start
+            assert r.status_code == 503 and r.json()["error"] == "over_budget", r.text
+            assert "ADVISOR_ANSWER_BUDGET_S" in r.json()["message"] and "Retry-After" in r.headers
+            assert r.json()["details"]["setting"] == "ADVISOR_ANSWER_BUDGET_S"
+            assert store.topology_reads < 1000, store.topology_reads  # stopped, not finished
+            assert took < 5.0, took
+            assert client.get("/v1/observations").status_code == 200  # not held by the breaker
+    finally:
+        store.close()
+
+
+def test_a_recommendation_stops_when_its_client_goes(tmp_path: Path,
+                                                     tokens: dict[str, str]) -> None:
+    """The client of a 2,000-node cluster recommendation disconnects once the work has begun:
+    the work stops at its next checkpoint (the client is looked at every 0.25 s), far short of
+    the 2,000 topology reads it would otherwise make."""
+    store = SlowTopologyStore(tmp_path / "kb")
+    store.ensure_schema()
+    app = create_app(make_settings(tokens, answer_budget_s=60, read_auth="open"), store=store)
+    app.dependency_overrides[get_store] = lambda: store
+    body = json.dumps({"workload": {"benchmark": "resnet50"}, "nodes": _gpu_nodes(2000)}).encode()
+    statuses: list[int] = []
+
+    async def call() -> None:
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            while not store.first_read.is_set():  # as uvicorn's: waits until the client goes
+                await asyncio.sleep(0.01)
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "POST", "path": "/v1/recommendations", "raw_path": b"/v1/recommendations",
+                 "query_string": b"", "root_path": "", "scheme": "http",
+                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1234),
+                 "headers": [(b"content-type", b"application/json"),
+                             (b"content-length", str(len(body)).encode())]}
+        async with app.router.lifespan_context(app):
+            await app(scope, receive, send)
+
+    try:
+        start = time.monotonic()
+        asyncio.run(call())
+        took = time.monotonic() - start
+    finally:
+        store.close()
+    assert statuses == [499], statuses
+    assert store.topology_reads < 1000 and took < 8.0, (store.topology_reads, took)
 
 
 def test_work_stops_when_the_client_has_gone() -> None:
