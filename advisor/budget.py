@@ -32,6 +32,7 @@ class AnswerBudget:
         self.setting = setting
         self.deadline = time.monotonic() + seconds
         self._gone = threading.Event()
+        self.in_shared_work = False  # inside ``shared_work()``: its time is not counted
 
     def cancel(self) -> None:
         """The client has gone: the next checkpoint stops the work."""
@@ -63,6 +64,25 @@ class AnswerBudget:
 
 _CURRENT: contextvars.ContextVar[AnswerBudget | None] = contextvars.ContextVar(
     "answer_budget", default=None)
+
+
+@contextmanager
+def shared_work() -> Iterator[None]:
+    """Work done once for every answer after it (building the knowledge snapshot of a new store
+    generation, or waiting for another thread that builds it): its time is not counted against
+    the current answer's budget, so the first answer after a write is not refused for the
+    build that later answers reuse (a client cannot make it happen again by asking)."""
+    budget = _CURRENT.get()
+    if budget is None or budget.in_shared_work:  # nothing to adjust, or an outer block does
+        yield
+        return
+    budget.in_shared_work = True
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        budget.in_shared_work = False
+        budget.deadline += time.monotonic() - start
 
 
 def checkpoint(doing: str = "the answer") -> None:

@@ -119,9 +119,9 @@ def _flooder(stop: threading.Event, url: str, queries: int, statuses: Counter[st
 def _measure(url: str, token: str, seconds: float, clients: int, queries: int) -> dict[str, Any]:
     probe, rec = httpx.Client(base_url=url, timeout=30), httpx.Client(base_url=url, timeout=60)
     headers = {"Authorization": f"Bearer {token}"}
-    assert (
-        rec.post("/v1/recommendations", json=RECOMMEND, headers=headers).status_code == 200
-    )  # warm
+    warm = rec.post("/v1/recommendations", json=RECOMMEND, headers=headers)
+    if warm.status_code != 200:
+        raise SystemExit(f"the warm-up recommendation failed: {warm.status_code} {warm.text[:500]}")
     stop = threading.Event()
     health: list[float] = []
     recommend: list[float] = []
