@@ -332,6 +332,24 @@ def test_a_prediction_past_its_budget_is_a_503_naming_it(tmp_path: Path, tokens:
         store.close()
 
 
+def test_an_oversized_prediction_body_is_refused_before_it_is_parsed(
+        store: Any, tokens: dict[str, str]) -> None:
+    """A body whose Content-Length cannot hold at most ADVISOR_MAX_PREDICT_QUERIES queries (2 KiB
+    each) is a 413 naming the setting before a byte of it is parsed; a body of normal queries up
+    to the cap is answered."""
+    from advisor.api.routes.advice import PREDICT_QUERY_BYTES
+
+    query = {"benchmark": "resnet50", "accelerator": "NVIDIA L4", "metric": "samples_per_second"}
+    with _client(store, tokens, max_predict_queries=3, read_auth="open") as client:
+        oversized = b'{"queries": [' + b" " * (3 * PREDICT_QUERY_BYTES) + b"]}"
+        r = client.post("/v1/predictions", content=oversized,
+                        headers={"Content-Type": "application/json"})
+        assert r.status_code == 413, r.text
+        assert r.json()["details"]["setting"] == "ADVISOR_MAX_PREDICT_QUERIES"
+        assert "split them" in r.json()["message"]
+        assert client.post("/v1/predictions", json={"queries": [query] * 3}).status_code == 200
+
+
 class SlowTopologyStore(EmbeddedStore):
     """The embedded store with each host-topology read taking 5 ms (a remote Neo4j's round
     trip), counted: a 2,000-node cluster recommendation reads one per node."""
