@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from threadpoolctl import ThreadpoolController
 
+from advisor.budget import shared_work
 from advisor.estimate import analysis, calibration_file
 from advisor.estimate.index import EvidenceIndex
 from advisor.knowledge import table_file
@@ -115,7 +116,7 @@ class Advisor:
         from the store; persisted (``advisor.knowledge.table_file``).
         ``generation``: one the caller has just read, so one answer reads it once."""
         generation = self.store_generation() if generation is None else generation
-        with self._lock:
+        with shared_work(), self._lock:
             if self._table is None or self._table.generation != generation:
                 start = time.perf_counter()
                 self._table = table_file.load_table(self.store, generation, self._read_generation,
@@ -132,12 +133,14 @@ class Advisor:
         """The snapshot of the store's current generation (``generation``: one just read),
         built once per table: the index calibrated from the calibration persisted with the
         table's content (``advisor.estimate.calibration_file``) when there is one, else
-        calibrated now and persisted."""
-        table = self.table(generation)
-        with self._lock:
-            if self._knowledge is None or self._knowledge.table is not table:
-                self._knowledge = self.snapshot(table)
-            return self._knowledge
+        calibrated now and persisted. Not counted against an answer's time budget (built once,
+        for every answer after it)."""
+        with shared_work():
+            table = self.table(generation)
+            with self._lock:
+                if self._knowledge is None or self._knowledge.table is not table:
+                    self._knowledge = self.snapshot(table)
+                return self._knowledge
 
     def snapshot(self, table: ObservationTable) -> Knowledge:
         """A new snapshot over ``table`` (not cached), calibrated and persisted as ``knowledge``

@@ -74,6 +74,14 @@ class StoreUnavailable(AdvisorError):
     code = "store_unavailable"
 
 
+class OverBudget(AdvisorError):
+    """An answer that ran past its time budget: 503 with Retry-After. Not a store failure (a
+    circuit breaker on the store must not open for it)."""
+
+    status_code = 503
+    code = "over_budget"
+
+
 class SchemaMismatch(AdvisorError):
     """The database was written by a newer schema than this code knows."""
 
@@ -84,7 +92,7 @@ class SchemaMismatch(AdvisorError):
 ERRORS_BY_CODE: dict[str, type[AdvisorError]] = {
     cls.code: cls
     for cls in (AdvisorError, InvalidInput, NotFound, Unauthorized, Forbidden, Conflict,
-                Unsupported, StoreUnavailable, SchemaMismatch)
+                Unsupported, StoreUnavailable, OverBudget, SchemaMismatch)
 }
 
 

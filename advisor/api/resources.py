@@ -7,11 +7,15 @@ every ``store_retry_interval_s``). Store errors during requests are the backend'
 
 A circuit breaker keeps an outage cheap: when a request finds the store unavailable the breaker
 opens for a fixed ``failure_hold_s``, during which requests get their 503 at once (instead of each
-waiting out the driver's timeouts). When the hold ends, the next request is the half-open probe:
-it pings the store once (``Store.ping``: one cheap read, no retries) while the others still get 503; if the
-store answers, the breaker closes and that request goes on, else it opens again for one hold. The
-503s the breaker itself produces (``CircuitOpen``) never feed it, and its message is the cause
-seen last, never a message about a message, so steady traffic cannot keep it open.
+waiting out the driver's timeouts). When the hold ends, the next request starts the half-open probe:
+one ping of the store (``Store.ping``: one cheap read, no retries) in a thread of its own, while
+the others still get 503; if the store answers, the breaker closes, else it opens again for one
+hold. The request that started the probe waits for it at most ``probe_wait_s`` (the hold, at
+least half a second): a server that accepts connections but does not answer yet (Neo4j
+recovering its database after a crash holds a query for many seconds) costs that request a 503,
+not a hang, and the probe still closes the breaker the moment the store answers. The 503s the
+breaker itself produces (``CircuitOpen``) never feed it, and its message is the cause seen last,
+never a message about a message, so steady traffic cannot keep it open.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from advisor.knowledge.cache_folders import CacheFolders
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
     from advisor.engine import Advisor
 
 log = logging.getLogger("advisor.api")
+PROBE_WAIT_MIN_S = 0.5  # the least a request waits for the probe it started
 
 
 class CircuitOpen(StoreUnavailable):
@@ -75,7 +82,8 @@ class Resources:
         self._last_error = "the store has not been opened yet"
         self.failure_hold_s = 0.0
         self._open_until = float("-inf")  # the breaker: open while monotonic() < this
-        self._probing = threading.Lock()  # held by the one half-open probe
+        self._probing = threading.Lock()  # guards starting the one half-open probe
+        self._probe: Future[None] | None = None  # the probe in flight, or the last one
         self.breaker_opened = 0  # how often the breaker opened (tests, /metrics)
 
     def open(self) -> None:
@@ -124,30 +132,63 @@ class Resources:
     def breaker_open(self) -> bool:
         return time.monotonic() < self._open_until
 
+    @property
+    def breaker_state(self) -> str:
+        """``closed``, ``open`` (within the hold) or ``half-open`` (the hold is over: the next
+        request, or the probe in flight, decides)."""
+        if self._open_until == float("-inf"):
+            return "closed"
+        return "open" if self.breaker_open else "half-open"
+
     def _refuse(self) -> CircuitOpen:
         cause = self._last_error.removesuffix("; retry later")
         return CircuitOpen(f"the store failed in the last {self.failure_hold_s:g} s "
                            f"({cause}); retry later")
 
+    @property
+    def probe_wait_s(self) -> float:
+        """How long the request that starts a half-open probe waits for its answer."""
+        return max(self.failure_hold_s, PROBE_WAIT_MIN_S)
+
     def _half_open_probe(self, store: Store) -> None:
-        """The breaker's hold is over: one request asks the store (the others get 503 until it
-        has the answer); an answer closes the breaker, a failure opens it for another hold."""
-        if not self._probing.acquire(blocking=False):
-            raise self._refuse()
-        try:
+        """The breaker's hold is over: one probe asks the store (the others get 503 until it
+        has the answer); an answer closes the breaker, a failure opens it for another hold.
+        The request that started the probe waits for it at most ``probe_wait_s``."""
+        with self._probing:
             if time.monotonic() < self._open_until:
                 raise self._refuse()  # another probe just failed
             if self._open_until == float("-inf"):
                 return  # another probe just closed it
+            if self._probe is not None and not self._probe.done():
+                raise self._refuse()  # one probe at a time
+            probe = self._probe = self._start_probe(store)
+        try:
+            probe.result(timeout=self.probe_wait_s)
+        except FutureTimeout:
+            cause = self._last_error.removesuffix("; retry later")
+            raise CircuitOpen(f"the store did not answer a probe within {self.probe_wait_s:g} s "
+                              f"(before: {cause}); retry later") from None
+
+    def _start_probe(self, store: Store) -> Future[None]:
+        """``store.ping()`` in a daemon thread: it closes or re-opens the breaker when the
+        store answers or fails, however long that takes after the request stopped waiting."""
+        done: Future[None] = Future()
+
+        def ping() -> None:
             try:
-                store.ping()  # one attempt, no retries: a probe must not outlast the hold
+                store.ping()  # one attempt, no retries
             except StoreUnavailable as exc:
                 self._open_until = float("-inf")
-                self.store_failed(exc)
-                raise
-            self.store_answered()
-        finally:
-            self._probing.release()
+                self.store_failed(exc)  # a fresh hold from now
+                done.set_exception(exc)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
+                done.set_exception(exc)
+            else:
+                self.store_answered()
+                done.set_result(None)
+
+        threading.Thread(target=ping, name="store-probe", daemon=True).start()
+        return done
 
     def store(self, *, probe: bool = False) -> Store:
         """The store, opening it if a previous attempt failed.

@@ -214,8 +214,9 @@ class Settings(BaseSettings):
         description="Node objects in one POST /v1/recommendations (`nodes`)")
     answer_budget_s: float = Field(
         default=10.0, gt=0, le=600,
-        description="a prediction request stops with 503 after this long (checked between "
-                    "chunks of queries, which also stop when the client disconnects)")
+        description="a prediction or recommendation stops with 503 after this long (checked "
+                    "between chunks of queries, candidates and nodes; the work also stops when "
+                    "the client disconnects)")
     max_anonymous_concurrency: int = Field(
         default=2, ge=1, le=1_000,
         description="requests without a token in flight at once; more get 503 at once")

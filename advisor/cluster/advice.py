@@ -19,6 +19,7 @@ import time
 import weakref
 from typing import Any
 
+from advisor.budget import checkpoint
 from advisor.cluster.cpu_pools import (
     UNMEASURED,
     UNMEASURED_REASON,
@@ -143,6 +144,7 @@ class ClusterAdvisor:
         if table is not None:
             self._images = self.advisor.knowledge().images  # read once per answer; _build uses it
         for pool, shape, driver in targets:
+            checkpoint("the cluster recommendation")
             top = max(per_pool * 6, 12)
             if pool.kind == "cpu":
                 results.append(self._cpu_pool(workload, pool, shape, image, top, per_pool))

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.budget import checkpoint
 from collectors.numa_labels import numa_from_topology
 from graph_schema.models import ObservationFilter, PlacementKind
 from graph_schema.topology import NodeNuma
@@ -228,6 +229,7 @@ def with_stored_topologies(nodes: list[Any], store: Any) -> list[Any]:
     host of the same name (``advisor collect`` on the node), which has per-NUMA counts."""
     out = []
     for node in nodes:
+        checkpoint("reading the nodes' stored topologies")
         if node.numa is None or node.numa.source == "NFD label":
             try:
                 topology = store.host_topology(node.name) if store is not None else None

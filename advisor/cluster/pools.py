@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from advisor.budget import checkpoint
 from advisor.knowledge.specs import resolve_accelerator
 from collectors.inventory import (
     GFD,
@@ -391,6 +392,7 @@ def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
     topologies = nrt_items(items)
     out = []
     for i, item in enumerate(items):
+        checkpoint("reading the nodes")
         if not isinstance(item, dict):
             raise InvalidInput(f"{where}: items.{i}: expected a Node object, got {type(item).__name__}")
         if item.get("kind") == "NodeResourceTopology":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from advisor.budget import checkpoint
 from advisor.estimate.training import budget_refusal
 from advisor.results import (
     ExcludedCandidate,
@@ -122,6 +123,7 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
     excluded = _Exclusions(workload)
     scored: list[Candidate] = []
     for c in found:
+        checkpoint("the recommendation")
         reason = constraint(knowledge, sl, c) or infeasible(
             sl, c, scoring.snippet_count(workload, [int(n) for n in knowledge.table.count[c.rows]]))
         estimated = scoring.estimate(knowledge, sl, c) if reason is None else reason

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from advisor.api import services
 from advisor.api.deps import AdvisorDep, ReadCaller, SettingsDep, StoreDep
-from advisor.api.limits import check_cap, in_chunks
+from advisor.api.errors import PayloadTooLarge
+from advisor.api.limits import AnswerBudget, answer_budget, check_cap, in_chunks
 from advisor.api.routes import READ_ERRORS, error_responses
 from advisor.api.schemas import PredictionRequest, RecommendationRequest
 from advisor.cluster.results import ClusterRecommendationSet
@@ -41,6 +42,7 @@ PREDICT_EXAMPLE = {
 
 _PREDICTIONS = TypeAdapter(list[Prediction])
 PREDICT_CHUNK = 100  # queries between two checks of the budget and the client
+PREDICT_QUERY_BYTES = 2048  # the most one query may take in a body (a typical one: 260 bytes)
 
 recommendations = APIRouter(prefix="/v1/recommendations", tags=["advice"])
 predictions = APIRouter(prefix="/v1/predictions", tags=["advice"])
@@ -68,6 +70,7 @@ def recommend(
     advisor: AdvisorDep,
     settings: SettingsDep,
     _: ReadCaller,
+    __: Annotated[AnswerBudget, Depends(answer_budget)],  # stops the work past it or when the client goes
 ) -> Response:
     check_cap(len(body.nodes or ()), settings.max_recommend_nodes, "nodes", "ADVISOR_MAX_RECOMMEND_NODES")
     # Serialised by pydantic directly: FastAPI's generic response path costs more than the
@@ -91,12 +94,29 @@ async def predict(request: Request, advisor: AdvisorDep, settings: SettingsDep, 
     # async, and the body parsed in the thread pool (a 10k-query body would hold the event loop,
     # and /healthz with it, while it is validated); the work runs a chunk at a time: between
     # chunks the answer's time budget is checked and a client that went away stops it
+    _refuse_oversized(request, settings.max_predict_queries)
     body = await run_in_threadpool(_prediction_request, await request.body())
     check_cap(len(body.queries), settings.max_predict_queries, "queries",
               "ADVISOR_MAX_PREDICT_QUERIES")
     predictions = await in_chunks(request, body.queries, lambda part: services.predict(advisor, part),
                                   chunk=PREDICT_CHUNK, budget_s=settings.answer_budget_s)
     return Response(_PREDICTIONS.dump_json(predictions), media_type="application/json")
+
+
+def _refuse_oversized(request: Request, max_queries: int) -> None:
+    """413 from the Content-Length alone when the body cannot hold at most ``max_queries``
+    queries of ``PREDICT_QUERY_BYTES`` each: a flood of oversized requests is refused before its
+    body is read and parsed (parsing 10,000 queries holds the GIL, and with it /healthz, for
+    60-100 ms)."""
+    declared = request.headers.get("content-length", "")
+    limit = max_queries * PREDICT_QUERY_BYTES
+    if declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(
+            f"a prediction request of {int(declared)} bytes cannot be at most {max_queries} "
+            f"queries of {PREDICT_QUERY_BYTES} bytes (ADVISOR_MAX_PREDICT_QUERIES); split them "
+            "over several requests",
+            details={"limit": max_queries, "setting": "ADVISOR_MAX_PREDICT_QUERIES",
+                     "bytes": int(declared), "max_bytes": limit})
 
 
 def _prediction_request(raw: bytes) -> PredictionRequest:

@@ -185,30 +185,34 @@ def test_neo4j_stopped_under_a_running_api(tmp_path: Path, local_neo4j: Any,
 
 
 @pytest.mark.neo4j
-@pytest.mark.xfail(strict=False, reason="issue 32, open: on a machine at load 20 on 2 cores the "
-                   "API's first 200 came 15-20 s after the restarted database first answered a "
-                   "fresh connection (the breaker no longer re-opens then: no failure is logged "
-                   "after the restart; where the time goes is not yet known)")
 def test_reads_recover_within_the_hold_after_neo4j_restarts(tmp_path: Path, local_neo4j: Any,
                                                             api_tokens: dict[str, str]) -> None:
     """Issue 32: reads every 0.1 s across a kill -9 of Neo4j and its restart; the breaker's own
     503s never keep it open, so the API's first 200 comes within hold + 1 s of the moment the
-    database answers a query again (on main 7c8cd85 every read stayed 503 for 40 s after Neo4j
-    was back)."""
+    database answers the same read on a fresh connection (on main 7c8cd85 every read stayed 503
+    for 40 s after Neo4j was back).
+
+    The reference is the same read, not any query: a restarted Neo4j plans each distinct query
+    again on a cold JVM, and the first plan of the observations page took 4.5 s on a quiet
+    machine and 17-28 s at load 20 on 2 cores (the server's own ``t_first``), while a trivial
+    query already answered. That time is the database's; the API must add no more than the hold.
+    While the database is down, every read gets its answer (a 503) quickly, never a hang."""
     hold_s = 1.0
     api = Api(local_neo4j.uri, api_tokens, tmp_path / "api.log", ADVISOR_READ_AUTH="open",
               ADVISOR_STORE_FAILURE_HOLD_S=str(hold_s)).start()
-    results: list[tuple[float, int]] = []
+    results: list[tuple[float, float, int]] = []  # (sent, answered, status)
     stop = threading.Event()
 
     def reader() -> None:
-        with httpx.Client(timeout=30) as client:
+        # a read waiting on the restarted server's first plan of its query is not cut short
+        with httpx.Client(timeout=180) as client:
             while not stop.is_set():
+                sent = time.monotonic()
                 try:
                     status = client.get(api.url + "/v1/observations").status_code
                 except httpx.HTTPError:
                     status = 0
-                results.append((time.monotonic(), status))
+                results.append((sent, time.monotonic(), status))
                 time.sleep(0.1)
 
     thread = threading.Thread(target=reader, daemon=True)
@@ -217,24 +221,39 @@ def test_reads_recover_within_the_hold_after_neo4j_restarts(tmp_path: Path, loca
         thread.start()
         local_neo4j.kill()
         time.sleep(3.0)
-        local_neo4j.start()  # returns once Bolt answers; the database may come online later
-        back = _store_answers_again(local_neo4j.uri, 120)
+        online: list[float] = []  # when a trivial query first answers on a fresh connection
+        watcher = threading.Thread(target=lambda: online.append(
+            _first_answer(local_neo4j.uri, lambda store: store.ping(), 240)), daemon=True)
+        watcher.start()
+        local_neo4j.start()  # returns once a trivial query answers
+        back = _first_answer(local_neo4j.uri, lambda store: store.query_observations(limit=100),
+                             180)
+        watcher.join(60)
         deadline = back + 30
-        while time.monotonic() < deadline and not [t for t, s in results if s == 200 and t > back]:
+        while time.monotonic() < deadline and not [a for _, a, s in results if s == 200 and a > back]:
             time.sleep(0.1)
     finally:
         stop.set()
         if thread.is_alive():
-            thread.join(60)
+            thread.join(180)
         api.stop()
-    assert [s for t, s in results if t < back and s == 503], "the outage was not seen"
-    first = [t for t, s in results if s == 200 and t > back]
+    assert online, "the watcher saw no answer"
+    failed = [a for _, a, s in results if s == 503]
+    assert failed, "the outage was not seen"
+    # once the breaker has opened (the first read after the kill waits out the driver's retries
+    # first), reads sent while the database was down or starting (Bolt accepts connections and
+    # holds a query until the database is online) were each answered at once: 503, never a hang
+    down = [(a - t, s) for t, a, s in results if failed[0] < t < online[0] - hold_s - 1.0]
+    slow = [(seconds, s) for seconds, s in down if s != 503 or seconds >= PROBE_TIMEOUT_S]
+    assert down and not slow, (slow, len(down))
+    first = [a for _, a, s in results if s == 200 and a > online[0]]  # may come before `back`
     assert first and first[0] - back <= hold_s + 1.0, (first[:1], back, results[-20:])
 
 
-def _store_answers_again(uri: str, timeout: float) -> float:
-    """When a fresh connection first gets an answer from the database (Bolt accepts connections
-    before the database is online)."""
+def _first_answer(uri: str, read: Any, timeout: float) -> float:
+    """When ``read`` (given a store) first answers on a fresh connection: Bolt accepts
+    connections before the database is online, and each query is planned again after a
+    restart."""
     from graph_schema.errors import AdvisorError
     from graph_schema.neo4j_store import Neo4jStore
 
@@ -243,7 +262,7 @@ def _store_answers_again(uri: str, timeout: float) -> float:
         try:
             store = Neo4jStore(uri)
             try:
-                store.schema_version()
+                read(store)
                 return time.monotonic()
             finally:
                 store.close()

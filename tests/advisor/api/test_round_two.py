@@ -5,6 +5,7 @@ fail-closed token files, strong production tokens, and bounded work per request.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import secrets
@@ -23,7 +24,7 @@ from advisor.api.app import create_app
 from advisor.api.deps import get_store
 from advisor.api.settings import Settings
 from graph_schema.embedded_store import EmbeddedStore
-from graph_schema.errors import AdvisorError, InvalidInput
+from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
 from tests.support.api import auth, document, make_settings
 
 PLANTED = "Pl4nted-" + secrets.token_hex(8)
@@ -183,6 +184,51 @@ def test_503s_end_within_the_hold_under_steady_traffic(tmp_path: Path, tokens: d
     assert not [text for _, _, text in results if text.count("retry later") > 1]
 
 
+def test_a_probe_the_store_does_not_answer_costs_a_quick_503_not_a_hang(
+        tmp_path: Path, tokens: dict[str, str]) -> None:
+    """The half-open probe finds the store taking connections but not answering (Neo4j holds a
+    query for many seconds while its database recovers after a crash; here the embedded store's
+    connection is held and a call waits up to 20 s for it): the request that started the probe
+    gets 503 within the probe's wait, and the breaker closes as soon as the store answers,
+    without waiting for another request to probe again."""
+    hold_s = 0.5
+    store = EmbeddedStore(tmp_path / "kb", lock_wait_s=20)
+    store.ensure_schema()
+    app = create_app(make_settings(tokens, store_failure_hold_s=hold_s), store=store)
+    release, held = threading.Event(), threading.Event()
+
+    def long_write() -> None:
+        with store._locked():
+            held.set()
+            release.wait(30)
+
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client:
+            assert client.get("/v1/observations").status_code == 200
+            resources = app.state.resources
+            resources.store_failed(StoreUnavailable("the store went away"))  # the breaker opens
+            writer = threading.Thread(target=long_write, daemon=True)
+            writer.start()
+            held.wait(5)
+            time.sleep(hold_s + 0.1)  # the hold is over: the next read starts the probe
+            start = time.monotonic()
+            first = client.get("/v1/observations")
+            waited = time.monotonic() - start
+            assert first.status_code == 503 and waited < resources.probe_wait_s + 1.0, waited
+            assert "did not answer a probe" in first.json()["message"]
+            assert client.get("/v1/observations").status_code == 503  # the probe is in flight
+            release.set()
+            writer.join(5)
+            deadline = time.monotonic() + 5
+            while resources.breaker_state != "closed":
+                assert time.monotonic() < deadline, "the probe never closed the breaker"
+                time.sleep(0.01)
+            assert client.get("/v1/observations").status_code == 200
+    finally:
+        release.set()
+        store.close()
+
+
 # ---- 5. metric labels from a fixed set ----------------------------------------------------------
 
 
@@ -284,6 +330,117 @@ def test_a_prediction_past_its_budget_is_a_503_naming_it(tmp_path: Path, tokens:
             assert client.get("/v1/observations").status_code == 200  # not held by the breaker
     finally:
         store.close()
+
+
+def test_an_oversized_prediction_body_is_refused_before_it_is_parsed(
+        store: Any, tokens: dict[str, str]) -> None:
+    """A body whose Content-Length cannot hold at most ADVISOR_MAX_PREDICT_QUERIES queries (2 KiB
+    each) is a 413 naming the setting before a byte of it is parsed; a body of normal queries up
+    to the cap is answered."""
+    from advisor.api.routes.advice import PREDICT_QUERY_BYTES
+
+    query = {"benchmark": "resnet50", "accelerator": "NVIDIA L4", "metric": "samples_per_second"}
+    with _client(store, tokens, max_predict_queries=3, read_auth="open") as client:
+        oversized = b'{"queries": [' + b" " * (3 * PREDICT_QUERY_BYTES) + b"]}"
+        r = client.post("/v1/predictions", content=oversized,
+                        headers={"Content-Type": "application/json"})
+        assert r.status_code == 413, r.text
+        assert r.json()["details"]["setting"] == "ADVISOR_MAX_PREDICT_QUERIES"
+        assert "split them" in r.json()["message"]
+        assert client.post("/v1/predictions", json={"queries": [query] * 3}).status_code == 200
+
+
+class SlowTopologyStore(EmbeddedStore):
+    """The embedded store with each host-topology read taking 5 ms (a remote Neo4j's round
+    trip), counted: a 2,000-node cluster recommendation reads one per node."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.topology_reads = 0
+        self.first_read = threading.Event()
+
+    def host_topology(self, host: str) -> Any:
+        self.topology_reads += 1
+        self.first_read.set()
+        time.sleep(0.005)
+        return super().host_topology(host)
+
+
+def _gpu_nodes(n: int) -> list[dict[str, Any]]:
+    return [{"metadata": {"name": f"gpu-{i}", "labels": {
+        "nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.count": "1",
+        "nvidia.com/gpu.memory": "23034", "eks.amazonaws.com/nodegroup": "l4"}}}
+        for i in range(n)]
+
+
+def test_a_recommendation_past_its_budget_is_a_503_naming_it(tmp_path: Path,
+                                                            tokens: dict[str, str]) -> None:
+    """Recommend has the prediction's budget: a 2,000-node cluster recommendation (10 s of
+    topology reads here) stops at the budget with 503 naming ADVISOR_ANSWER_BUDGET_S, not after
+    the last node; the breaker does not open for it."""
+    store = SlowTopologyStore(tmp_path / "kb")
+    store.ensure_schema()
+    body = {"workload": {"benchmark": "resnet50"}, "nodes": _gpu_nodes(2000)}
+    try:
+        with _client(store, tokens, answer_budget_s=0.3, read_auth="open") as client:
+            start = time.monotonic()
+            r = client.post("/v1/recommendations", json=body)
+            took = time.monotonic() - start
+            assert r.status_code == 503 and r.json()["error"] == "over_budget", r.text
+            assert "ADVISOR_ANSWER_BUDGET_S" in r.json()["message"] and "Retry-After" in r.headers
+            assert r.json()["details"]["setting"] == "ADVISOR_ANSWER_BUDGET_S"
+            assert store.topology_reads < 1000, store.topology_reads  # stopped, not finished
+            assert took < 5.0, took
+            assert client.get("/v1/observations").status_code == 200  # not held by the breaker
+    finally:
+        store.close()
+
+
+def test_a_recommendation_stops_when_its_client_goes(tmp_path: Path,
+                                                     tokens: dict[str, str]) -> None:
+    """The client of a 2,000-node cluster recommendation disconnects once the work has begun:
+    the work stops at its next checkpoint (the client is looked at every 0.25 s), far short of
+    the 2,000 topology reads it would otherwise make."""
+    store = SlowTopologyStore(tmp_path / "kb")
+    store.ensure_schema()
+    app = create_app(make_settings(tokens, answer_budget_s=60, read_auth="open"), store=store)
+    app.dependency_overrides[get_store] = lambda: store
+    body = json.dumps({"workload": {"benchmark": "resnet50"}, "nodes": _gpu_nodes(2000)}).encode()
+    statuses: list[int] = []
+
+    async def call() -> None:
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            while not store.first_read.is_set():  # as uvicorn's: waits until the client goes
+                await asyncio.sleep(0.01)
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "POST", "path": "/v1/recommendations", "raw_path": b"/v1/recommendations",
+                 "query_string": b"", "root_path": "", "scheme": "http",
+                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1234),
+                 "headers": [(b"content-type", b"application/json"),
+                             (b"content-length", str(len(body)).encode())]}
+        async with app.router.lifespan_context(app):
+            await app(scope, receive, send)
+
+    try:
+        start = time.monotonic()
+        asyncio.run(call())
+        took = time.monotonic() - start
+    finally:
+        store.close()
+    assert statuses == [499], statuses
+    assert store.topology_reads < 1000 and took < 8.0, (store.topology_reads, took)
 
 
 def test_work_stops_when_the_client_has_gone() -> None:
