@@ -35,7 +35,8 @@ def bootstrap_interval(values: np.ndarray, *, n: int = 500, seed: int = 0) -> In
 
 def _column(table: ObservationTable, name: str) -> np.ndarray:
     col = getattr(table, name)
-    return col.codes if hasattr(col, "codes") else col
+    values: np.ndarray = col.codes if hasattr(col, "codes") else col
+    return values
 
 
 def groups(table: ObservationTable, rows: np.ndarray, by: tuple[str, ...]) -> dict[tuple[Any, ...], np.ndarray]:
@@ -120,6 +121,7 @@ def mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
         return None
     if np.all(a == a[0]) and np.all(b == b[0]) and a[0] == b[0]:
         return 1.0
-    from scipy.stats import mannwhitneyu  # imported when a test runs: scipy.stats costs a second
+    # imported when a test runs: scipy.stats costs a second (scipy ships no type stubs)
+    from scipy.stats import mannwhitneyu  # type: ignore[import-untyped]
 
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)

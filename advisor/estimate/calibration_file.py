@@ -36,12 +36,8 @@ import numpy as np
 from advisor.estimate.query import Calibration, PoolKey, SliceKey
 from advisor.estimate.transfer import TransferModel
 from advisor.knowledge.cache_folders import CALIBRATION_CACHE_ENV
-from advisor.knowledge.table import ObservationTable
-from advisor.knowledge.table_file import (
-    code_digest,
-    content_digest,
-    write_atomically,
-)
+from advisor.knowledge.table import ObservationTable, content_digest
+from advisor.knowledge.table_file import code_digest, write_atomically
 from advisor.results import Basis, PlacementOverhead
 
 log = logging.getLogger(__name__)
@@ -121,8 +117,8 @@ def load_prepared(table: ObservationTable, transfer_method: str = "roofline", *,
             alphas = {tuple(k): float(a) for *k, a in meta["alphas"]}
             transfers = {tuple(k): TransferModel.from_list(v) for k, v in meta["transfers"]}
             precisions = {tuple(k): str(p) for *k, p in meta["precisions"]}
-            prepared = Prepared(Calibration(residuals=residuals, alphas=alphas,  # type: ignore[arg-type]
-                                            transfers=transfers, precisions=precisions))  # type: ignore[arg-type]
+            prepared = Prepared(Calibration(residuals=residuals, alphas=alphas,
+                                            transfers=transfers, precisions=precisions))
             if meta.get("layout") == layout_digest(table):
                 prepared.slices = _slices(meta["slices"], np.asarray(data["slice_rows"]), table.n)
                 prepared.overheads = {(o["accelerator"], o["placement"]): PlacementOverhead.model_validate(o)
@@ -144,7 +140,7 @@ def _slices(listing: list[Any], rows: np.ndarray, n: int) -> dict[SliceKey, dict
     out: dict[SliceKey, dict[str, np.ndarray]] = {}
     end = 0
     for key, *members in listing:
-        by_acc = out.setdefault(tuple(key), {})  # type: ignore[arg-type]
+        by_acc = out.setdefault(tuple(key), {})
         for acc, count in members:
             start, end = end, end + int(count)
             by_acc[str(acc)] = rows[start:end]
@@ -194,7 +190,8 @@ def save(table: ObservationTable, calibration: Calibration, transfer_method: str
         arrays["slice_rows"] = np.concatenate(parts) if parts else np.zeros(0, np.int64)
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     try:
-        write_atomically(path, lambda handle: np.savez(handle, **arrays))
+        # numpy's stub types savez's **kwds with its allow_pickle: bool, which a **dict also matches
+        write_atomically(path, lambda handle: np.savez(handle, **arrays))  # type: ignore[arg-type]
         _prune(path.parent)
     except OSError as exc:
         log.warning("could not persist the calibration in %s: %s", path.parent, exc)

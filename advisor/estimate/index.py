@@ -185,7 +185,7 @@ class EvidenceIndex:
 
     def _matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray:
         t = self.table
-        keep = rows[((t.count[rows] == q.count) | any_count) & (t.placement.codes[rows] == t.placement.code(q.placement))]
+        keep: np.ndarray = rows[((t.count[rows] == q.count) | any_count) & (t.placement.codes[rows] == t.placement.code(q.placement))]
         if not q.components or not len(keep):
             return keep
         from advisor.knowledge.rules import stack_components
@@ -198,7 +198,8 @@ class EvidenceIndex:
             have = {k.lower(): str(v).lower() for k, v in stack_components(stack).items() if v}
             if all(have.get(k) == v.lower() for k, v in q.components.items()):
                 ok.append(code)
-        return keep[np.isin(codes, ok)].astype(np.int64)
+        kept: np.ndarray = keep[np.isin(codes, ok)].astype(np.int64)
+        return kept
 
     def latest(self, rows: np.ndarray) -> np.ndarray:
         return rows[self.round_no[rows] == self.round_no[rows].max()] if len(rows) else rows

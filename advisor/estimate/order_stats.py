@@ -29,9 +29,8 @@ def median_rows(samples: np.ndarray) -> np.ndarray:
     """``np.median(samples, axis=1)`` for a 2-D array."""
     ordered = np.sort(samples, axis=1)
     half = ordered.shape[1] // 2
-    if ordered.shape[1] % 2:
-        return ordered[:, half]
-    return (ordered[:, half - 1] + ordered[:, half]) / 2
+    middle: np.ndarray = ordered[:, half] if ordered.shape[1] % 2 else (ordered[:, half - 1] + ordered[:, half]) / 2
+    return middle
 
 
 def quantile(values: np.ndarray | Sequence[float], q: float) -> float:

@@ -95,5 +95,5 @@ def group_slices(table: ObservationTable, canon: list[str] | None = None) -> dic
         columns.append(canon_code[table.accelerator.codes[rows]])
     for (*slice_codes, acc), members in group_rows(columns, rows):  # in order of appearance
         key = tuple(col.vocab[c] for col, c in zip(cols, slice_codes))
-        slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)  # type: ignore[index]
+        slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)
     return slices

@@ -18,17 +18,29 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from advisor.estimate.query import Estimate, Query
+from advisor.knowledge.table import ObservationTable
 from advisor.results import Basis
 from graph_schema.catalog import load_catalog
 
-# ``index``: an ``advisor.estimate.EvidenceIndex``, ``q`` its ``Query``, estimates its ``Estimate``
-# (typed Any here: that module calls this one)
-EvidenceIndex = Query = Estimate = Any
+
+class EvidenceIndex(Protocol):
+    """What this module reads of ``advisor.estimate.index.EvidenceIndex`` (a protocol, so that the
+    index can call ``derived_estimate`` without the two modules importing each other)."""
+
+    table: ObservationTable
+    accel: np.ndarray
+    unit: np.ndarray
+
+    def scenarios(self, family: str, benchmark: str) -> list[str]: ...
+
+    def estimate(self, q: Query) -> Estimate: ...
+
 
 MIN_PAIRS = 3
 
@@ -62,7 +74,7 @@ def unrecorded_scenario(scenario: str, benchmark: str, recorded: list[str]) -> s
             f"recorded: {', '.join(recorded) or 'none'}")
 
 
-_PAIRS: WeakKeyDictionary[Any, dict[tuple[str, ...], np.ndarray]] = WeakKeyDictionary()
+_PAIRS: WeakKeyDictionary[EvidenceIndex, dict[tuple[str, ...], np.ndarray]] = WeakKeyDictionary()
 
 
 def pair_log_ratios(index: EvidenceIndex, q: Query, base: str) -> np.ndarray:
@@ -130,10 +142,14 @@ def derived_estimate(index: EvidenceIndex, q: Query, *, own_only: bool = False) 
         return None
     if server.basis is Basis.UNSUPPORTED or server.value is None or server.low is None or server.high is None:
         return f"no {q.scenario} results for {q.benchmark}, and its {base} estimate is refused: {server.reason}"
-    return _scaled(q.scenario, base, q.benchmark, server, logs)
+    return _scaled(q.scenario, base, q.benchmark, server, logs, (server.value, server.low, server.high))
 
 
-def _scaled(scenario: str, base: str, benchmark: str, server: Estimate, logs: np.ndarray) -> Estimate:
+def _scaled(scenario: str, base: str, benchmark: str, server: Estimate, logs: np.ndarray,
+            figures: tuple[float, float, float]) -> Estimate:
+    """``server`` scaled by the median of ``logs``; ``figures``: its value, low and high (all
+    known: the caller refuses an estimate without them)."""
+    value, low, high = figures
     mid = float(np.median(logs))
     lo, hi = conformal_bounds(logs)
     how = (f"{scenario}/{base}: median of {len(logs)} systems that ran both on {benchmark} "
@@ -141,5 +157,5 @@ def _scaled(scenario: str, base: str, benchmark: str, server: Estimate, logs: np
     note = f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of {len(logs)} systems that ran both"
     factors = [*server.factors, ("scenario", how, math.exp(mid))]
     notes = [*server.notes, note]
-    return replace(server, basis=Basis.TRANSFERRED, value=server.value * math.exp(mid),
-                   low=server.low * math.exp(lo), high=server.high * math.exp(hi), factors=factors, notes=notes)
+    return replace(server, basis=Basis.TRANSFERRED, value=value * math.exp(mid),
+                   low=low * math.exp(lo), high=high * math.exp(hi), factors=factors, notes=notes)

@@ -200,9 +200,10 @@ _LEARNED: dict[tuple[object, ...], Fitted] = {}  # the same references fit the s
 def _learn(same: References, hib: bool, base: TransferModel) -> Fitted:
     """Ridge on the log efficiency against the roofline blend, scored leaving each accelerator
     out; kept where its mean |log error| is below the blend's on the same accelerators."""
-    import sklearn
-    from sklearn.linear_model import Ridge
-    from sklearn.model_selection import LeaveOneGroupOut
+    # scikit-learn ships no type stubs
+    import sklearn  # type: ignore[import-untyped]
+    from sklearn.linear_model import Ridge  # type: ignore[import-untyped]
+    from sklearn.model_selection import LeaveOneGroupOut  # type: ignore[import-untyped]
 
     names = sorted(same)
     x = np.log(np.array([same[a][1] for a in names], dtype=np.float64))

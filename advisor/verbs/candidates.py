@@ -146,7 +146,8 @@ def choose_metric(knowledge: Knowledge, rows: np.ndarray, workload: Workload) ->
             f"{'higher' if want_hib else 'lower'}-is-better metric, and this benchmark/scenario "
             f"records only {', '.join(available)}; pick another scenario or objective")
     values, counts = np.unique(ok, return_counts=True)
-    return table.metric.vocab[int(values[np.argmax(counts)])]
+    metric: str = table.metric.vocab[int(values[np.argmax(counts)])]
+    return metric
 
 
 def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:

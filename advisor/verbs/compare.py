@@ -124,7 +124,10 @@ def compare_stacks(table: ObservationTable, stack_a: str | dict[str, str], stack
         norm_a.extend((va / ref) if hib else (ref / va))
         norm_b.extend((vb / ref) if hib else (ref / vb))
     a_all, b_all = table.value[rows[in_a]], table.value[rows[in_b]]
-    label = lambda sel: sel if isinstance(sel, str) else ",".join(f"{k}={v}" for k, v in sel.items())
+
+    def label(sel: str | dict[str, str]) -> str:
+        return sel if isinstance(sel, str) else ",".join(f"{k}={v}" for k, v in sel.items())
+
     ratio = float(np.median(ratios)) if ratios else None
     p = mann_whitney(np.asarray(norm_a), np.asarray(norm_b)) if ratios else None
     if ratio is None:

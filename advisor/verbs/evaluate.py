@@ -226,7 +226,8 @@ class _Scored:
 
 def _closed_throughput(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     closed = table.division.codes[rows] == table.division.code("closed")
-    return rows[closed & table.higher_is_better[rows] & (table.value[rows] > 0)]
+    kept: np.ndarray = rows[closed & table.higher_is_better[rows] & (table.value[rows] > 0)]
+    return kept
 
 
 def _training_times(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
@@ -236,7 +237,8 @@ def _training_times(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     keep = ((table.division.codes[rows] == table.division.code("closed"))
             & (table.family.codes[rows] == table.family.code("mlperf-training"))
             & (table.metric.codes[rows] == table.metric.code(TIME_TO_TRAIN)) & (table.value[rows] > 0))
-    return rows[keep]
+    kept: np.ndarray = rows[keep]
+    return kept
 
 
 def _latency_rows(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
@@ -244,7 +246,8 @@ def _latency_rows(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     codes = [table.metric.code(m) for m in LATENCY]
     keep = ((table.division.codes[rows] == table.division.code("closed")) & np.isin(table.metric.codes[rows], codes)
             & (table.value[rows] > 0))
-    return rows[keep]
+    kept: np.ndarray = rows[keep]
+    return kept
 
 
 SELECT = {"training": _training_times, "latency": _latency_rows}

@@ -58,9 +58,9 @@ def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[
 
     for name, version in parse_components(framework).items():
         out.setdefault(name, version)
-    name, version = parse_framework(framework)
-    if name and version:
-        out.setdefault(name, version)
+    framework_name, framework_version = parse_framework(framework)
+    if framework_name and framework_version:
+        out.setdefault(framework_name, framework_version)
     return out
 
 
@@ -123,7 +123,7 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
     est = Estimate(Basis.UNSUPPORTED, reason=beyond) if beyond else index.estimate(cq)
     warnings = list(est.notes)
     if q.components or q.framework:
-        warnings.extend(v.message for v in rules.check_components(dict(cq.components)))  # type: ignore[arg-type]
+        warnings.extend(v.message for v in rules.check_components(dict(cq.components)))
     if est.basis is Basis.UNSUPPORTED:
         return Prediction(query=q, value=None, interval=None, observed=False, basis=est.basis,
                           reason=est.reason, accelerator=cq.accelerator, evidence=Evidence(count=0),

@@ -117,7 +117,8 @@ def _run_median_draws(group: list[StoredObservation], rng: np.random.Generator) 
         sample_sd = sample_sd * MEDIAN_SE_FACTOR / np.sqrt([max(1, o.samples) for o in group])
     pick = rng.integers(0, len(group), size=(BOOTSTRAP_DRAWS, len(group)))
     noise = rng.standard_normal(pick.shape) * sample_sd[pick]
-    return np.median(values[pick] * np.exp(noise), axis=1)
+    draws: np.ndarray = np.median(values[pick] * np.exp(noise), axis=1)
+    return draws
 
 
 def _speed(cell_value: np.ndarray | float, base_value: np.ndarray | float, higher: bool) -> Any:
