@@ -216,21 +216,21 @@ def training_challenger(table, train_until: str = "v4.1", test_round: str = "v5.
 
 
 def stack_effect_section() -> list[str]:
-    """The stack-effect factors checked on held-out pairs: a hook. ``advisor.estimate.stack_effect``
-    (built on another branch) provides ``held_out_check(table)`` returning rows with keys
-    ``factor``, ``pairs``, ``held_out``, ``mape``, ``coverage``; until it does, the section says so."""
-    lines = ["## Stack-effect factors on held-out pairs", ""]
-    try:
-        from advisor.estimate import stack_effect  # type: ignore[attr-defined]
-    except ImportError:
-        return [*lines, "Not built on this branch: `advisor/estimate/stack_effect.py` does not exist yet. This "
-                "section runs its `held_out_check(table)` once it does.", ""]
-    check = getattr(stack_effect, "held_out_check", None)
-    if check is None:
-        return [*lines, "`advisor.estimate.stack_effect` has no `held_out_check(table)` yet.", ""]
-    return [*lines, "| factor | pairs | held out | MAPE % | 80% coverage |", "|---|---|---|---|---|",
-            *(f"| {r['factor']} | {r['pairs']} | {r['held_out']} | {_fmt(r.get('mape'))} | {_fmt(r.get('coverage'), 2)} |"
-              for r in check(STATE["table"])), ""]
+    """The stack-effect factors checked on held-out pairs (``advisor.estimate.stack_check``)."""
+    from advisor.estimate.stack_check import held_out_check
+
+    rows = held_out_check(STATE["table"])
+    lines = ["## Stack-effect factors on held-out pairs", "",
+             "Upgrade factors (`advisor compare stacks`, carried-forward estimates) learned from the rounds before the "
+             "latest and applied to the upgrade pairs whose newer result is in the latest round: MAPE of the carried "
+             "figure with the factor, and carrying the older figure unchanged, on the pairs a factor exists for; "
+             "coverage: the pairs' own p10..p90 spread holding the measured ratio.", ""]
+    if not rows:
+        return [*lines, "No upgrade pairs span the latest round.", ""]
+    return [*lines, "| pool | pairs learned from | held out | with a factor | MAPE % | MAPE % unchanged | coverage |",
+            "|---|---|---|---|---|---|---|",
+            *(f"| {r['factor']} | {r['pairs']} | {r['held_out']} | {r['scored']} | {_fmt(r['mape'])} | "
+              f"{_fmt(r['mape_unchanged'])} | {_fmt(r['coverage'], 2)} |" for r in rows), ""]
 
 
 STATE: dict = {}  # type: ignore[type-arg]

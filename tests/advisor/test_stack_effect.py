@@ -236,3 +236,24 @@ def test_our_own_sweeps_pair_versions_measured_on_one_host(tmp_path: Path) -> No
     (step,) = [f for f in pred.factors if f.name == "stack"]
     assert "pytorch 2.4 carried forward to 2.5" in step.value and step.effect == pytest.approx(1.2)
     assert pred.value == pytest.approx(400.0 * 1.2 * 1.2)
+
+
+def test_the_held_out_check_scores_the_latest_rounds_upgrades_with_factors_learned_before(tmp_path: Path) -> None:
+    from advisor.estimate.stack_check import held_out_check
+
+    trt108 = ("TensorRT 10.8.0, CUDA 12.8", "TensorRT 10.8.0, CUDA 12.8, cuDNN 9.7.0")
+    later = (1.20, 1.25, 1.15, 1.30)  # TensorRT 10.2 (v4.1) -> 10.8 (v5.0), measured
+    rounds = {**_two_rounds(),
+              "v5.0": [(f"{k}-trt108", acc, trt108, BASE[k] * up * more)
+                       for (k, acc), up, more in zip(GPUS.items(), UPGRADE, later, strict=True)]}
+    store = _store(tmp_path, rounds)
+    try:
+        (row,) = held_out_check(Advisor(store).table())
+    finally:
+        store.close()
+    assert row["held_out"] == 4 and row["scored"] == 4  # v4.1 -> v5.0 pairs, factor from v3.0 -> v4.1
+    carried = float(np.median(UPGRADE))  # the factor learned before the latest round
+    expected = float(np.mean([abs(carried / m - 1) for m in later])) * 100
+    assert row["mape"] == pytest.approx(expected, rel=1e-3)
+    assert row["mape_unchanged"] == pytest.approx(float(np.mean([abs(1 / m - 1) for m in later])) * 100, rel=1e-3)
+    assert 0.0 <= row["coverage"] <= 1.0
