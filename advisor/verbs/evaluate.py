@@ -22,8 +22,10 @@ Protocols:
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,23 +91,25 @@ def simple_lookup(train: ObservationTable, table: ObservationTable, rows: np.nda
     """The baseline: median per-accelerator value of the same canonical accelerator, benchmark,
     scenario, metric and division in its latest training round, times the count (NaN where the
     training data has none)."""
-    index = EvidenceIndex(train)
-    out = np.full(len(rows), np.nan)
-    for i, r in enumerate(rows.tolist()):
-        key = (table.family.vocab[int(table.family.codes[r])], table.bench_name.vocab[int(table.bench_name.codes[r])],
-               table.scenario.vocab[int(table.scenario.codes[r])], table.metric.vocab[int(table.metric.codes[r])],
-               table.division.vocab[int(table.division.codes[r])])
-        acc_rows = index.slices.get(key, {}).get(canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])]))
-        if acc_rows is None:
-            continue
-        value = float(np.median(index.unit[index.latest(acc_rows)]))
-        out[i] = value * (table.count[r] if table.higher_is_better[r] else 1)
-    return out
+    def value(index: EvidenceIndex, r: int, acc_rows: np.ndarray) -> float:
+        unit = float(np.median(index.unit[index.latest(acc_rows)]))
+        return unit * float(table.count[r] if table.higher_is_better[r] else 1)
+    return _lookup(train, table, rows, value)
 
 
 def count_lookup(train: ObservationTable, table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     """The Training baseline: the median time of the same canonical accelerator at the same count
     in its latest training round (NaN where the training data has none)."""
+    def value(index: EvidenceIndex, r: int, acc_rows: np.ndarray) -> float:
+        same = acc_rows[train.count[acc_rows] == table.count[r]]
+        return float(np.median(train.value[index.latest(same)])) if len(same) else math.nan
+    return _lookup(train, table, rows, value)
+
+
+def _lookup(train: ObservationTable, table: ObservationTable, rows: np.ndarray,
+            value: Callable[[EvidenceIndex, int, np.ndarray], float]) -> np.ndarray:
+    """``value(index, row, the training rows of its slice and canonical accelerator)`` for each of
+    ``rows`` of ``table``; NaN where the training data has no such rows."""
     index = EvidenceIndex(train)
     out = np.full(len(rows), np.nan)
     for i, r in enumerate(rows.tolist()):
@@ -113,11 +117,8 @@ def count_lookup(train: ObservationTable, table: ObservationTable, rows: np.ndar
                table.scenario.vocab[int(table.scenario.codes[r])], table.metric.vocab[int(table.metric.codes[r])],
                table.division.vocab[int(table.division.codes[r])])
         acc_rows = index.slices.get(key, {}).get(canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])]))
-        if acc_rows is None:
-            continue
-        same = acc_rows[train.count[acc_rows] == table.count[r]]
-        if len(same):
-            out[i] = float(np.median(train.value[index.latest(same)]))
+        if acc_rows is not None:
+            out[i] = value(index, r, acc_rows)
     return out
 
 
