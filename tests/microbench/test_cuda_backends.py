@@ -4,12 +4,12 @@ Skipped where no CUDA device is visible (CI); run on a GPU machine."""
 from __future__ import annotations
 
 import pytest
+import torch  # the torch extra, which the README's test command installs
 
 from microbench import run_case
 from microbench.backends import get_backend, installed
 from microbench.timing import TimingPolicy
 
-torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 FAST = TimingPolicy(warmup=1, min_repeats=3, max_repeats=5, budget_s=0.05)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tensorflow as tf  # the tensorflow extra, which the README's test command installs
 
 from microbench import run_case
 from microbench.backends import get_backend
 from microbench.timing import TimingPolicy
-
-tf = pytest.importorskip("tensorflow")
 
 FAST = TimingPolicy(warmup=1, min_repeats=3, max_repeats=5, budget_s=0.05, min_sample_s=0)
 CONV = {"batch": 2, "in_channels": 4, "height": 9, "width": 9, "out_channels": 8, "kernel": 3, "stride": 2,
