@@ -36,6 +36,9 @@ from tests.support.servers import ADVISOR, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ELSEWHERE = {"nodes sync"}  # tests/kube/test_readme_nodes.py
+# ask for H100 llama2-70b results of named TensorRT versions, which the published rounds hold and this
+# test's small workspace does not; the same verbs run on imported rounds in tests/advisor/test_stack_effect.py
+PUBLISHED_ROUNDS_ONLY = {"compare stacks", "compare rank-stacks"}
 LLM_SERVER = """Scenario : Server
 Mode     : PerformanceOnly
 Completed samples per second    : 8.5
@@ -113,7 +116,7 @@ def test_every_readme_command_works_as_written(tmp_path: Path, monkeypatch: pyte
     monkeypatch.chdir(work)
     for command in commands:
         args = shlex.split(command)[1:]
-        if " ".join(args[:2]) in ELSEWHERE or "--cluster" in args:  # need a synced cluster
+        if " ".join(args[:2]) in ELSEWHERE | PUBLISHED_ROUNDS_ONLY or "--cluster" in args:  # need a synced cluster
             continue
         if args[0] == "serve":
             _serve(args, {**os.environ, "PYTHONPATH": str(REPO)})

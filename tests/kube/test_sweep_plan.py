@@ -86,8 +86,9 @@ def test_sweep_jobs_are_accepted_by_the_apiserver(sample: dict, api_client: Any)
             created.append(batch.create_namespaced_job(namespace, obj, dry_run="All"))
         elif obj["kind"] == "CronJob":
             created.append(batch.create_namespaced_cron_job(namespace, obj, dry_run="All"))
-        elif obj["kind"] == "PersistentVolumeClaim":
-            created.append(core.create_namespaced_persistent_volume_claim(namespace, obj, dry_run="All"))
+        elif obj["kind"] == "PersistentVolumeClaim":  # the spool claim: another test may have made it for real
+            unique = {**obj, "metadata": {**obj["metadata"], "name": f"{obj['metadata']['name']}-dry-run"}}
+            created.append(core.create_namespaced_persistent_volume_claim(namespace, unique, dry_run="All"))
         else:
             created.append(core.create_namespaced_config_map(namespace, obj, dry_run="All"))
     jobs = [j for j in created if j.kind == "Job"]
