@@ -142,20 +142,16 @@ class EvidenceIndex:
             return self._unrecorded(q)
         hib = self.higher_is_better(q.slice)
         rows = by_acc.get(q.accelerator)
-        if rows is not None and len(rows) and not is_training_slice(q.slice, hib):
-            exact = self._matching(rows, q)
-            if len(exact):  # a published run is proof it ran, whatever the model's nominal size
-                return self._observed(q, exact)
+        training = is_training_slice(q.slice, hib)
+        exact = self._matching(rows, q) if rows is not None and len(rows) else np.empty(0, dtype=np.int64)
+        if len(exact) and not training:  # a published run is proof it ran, whatever the model's nominal size
+            return self._observed(q, exact)
         misfit = memory_misfit(q.benchmark, q.accelerator, q.count)
         if misfit:
             return Estimate(Basis.UNSUPPORTED, reason=misfit)
-        if is_training_slice(q.slice, hib):  # time to train: the count scaling (advisor.estimate.training)
-            exact = self._matching(rows, q) if rows is not None else np.empty(0, dtype=np.int64)
+        if training:  # time to train: the count scaling (advisor.estimate.training)
             return self.training.estimate(q, by_acc, exact)
         if rows is not None and len(rows):
-            exact = self._matching(rows, q)
-            if len(exact):
-                return self._observed(q, exact)
             return self._interpolated(q, rows, hib)
         derived = derived_estimate(self, q, own_only=True)
         return derived if isinstance(derived, Estimate) else self._transferred(q, by_acc, hib)
