@@ -6,7 +6,8 @@ with queries written as users write them (``advisor.verbs.evaluate.user_query``)
    of --test-round of benchmarks seen in training): answered % over all of them and over those whose
    (benchmark, scenario) was seen in training; per basis and per kind of transfer (same vendor,
    cross-vendor, bandwidth only, mixed systems): rows, MAPE, median APE, 80%-interval coverage,
-   results off by 3x or more; refusal reasons.
+   results off by 3x or more; refusal reasons. The same for the CPU-only systems among them, and
+   each CPU row.
 2. Leave one accelerator out on --test-round (each accelerator of the round removed with all its
    history and its results predicted from everything else): the same figures.
 
@@ -110,6 +111,11 @@ def by_round(table: Any, train_until: str, test_round: str, method: str = "roofl
              table.scenario.vocab[int(table.scenario.codes[r])]) in recorded for r in test.tolist()]
     _print(f"by round (train <= {train_until}, test {test_round} closed-division throughput of known benchmarks)",
            rows, seen)
+    cpu = [i for i, r in enumerate(rows) if r[0].startswith("CPU ")]
+    _print("   CPU-only systems of the same results", [rows[i] for i in cpu], [seen[i] for i in cpu])
+    for acc, actual, p in (rows[i] for i in cpu):
+        shown = f"{p.value / actual:.2f}x the result ({_kind(p)})" if p.value is not None else f"refused: {p.reason}"
+        print(f"   CPU row: {acc} {p.query.benchmark} {p.query.scenario} x{p.query.accelerator_count}: {shown}")
 
 
 def _closed_throughput(table: Any, test_round: str) -> np.ndarray:

@@ -14,7 +14,9 @@ Under a policy, an accelerator's figures are (peak at the first precision of the
 publishes, memory bandwidth x 8 / that precision's bits): a part that runs a model at 4 bits reads
 half the bytes per weight of one at 8 bits. A part whose catalogue entry has no compute figure
 at all (or none on the ladder) transfers by bandwidth alone (``BANDWIDTH_ONLY``), calibrated
-apart with its own (wider) residuals.
+apart with its own (wider) residuals. A CPU's figures are per socket, derived by the catalogue
+(``graph_schema.catalog.cpu_models``); they are read on the same ladders (int8 from AMX or VNNI,
+bf16/fp16 from AMX, else fp32) and used only by the CPU transfer (``advisor.estimate.cpu_transfer``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from advisor.knowledge.specs import resolve_accelerator
+from graph_schema.catalog.cpu_models import cpu_figures
 
 POLICIES = ("8-bit", "4-bit", "16-bit")  # the first is the default (fewer than 3 references)
 DEFAULT_POLICY = POLICIES[0]
@@ -78,6 +81,8 @@ def figures(name: str, policy: str = DEFAULT_POLICY) -> Figures:
     if policy not in LADDERS:
         raise ValueError(f"precision policy: {policy!r} is not one of {', '.join(POLICIES)}")
     resolved = resolve_accelerator(name)
+    if resolved.match.kind == "cpu":
+        return cpu_scaling(resolved.key, resolved.match.cpu if resolved.resolved else None, policy)
     precision, compute = None, None
     for candidate in LADDERS[policy]:
         value = resolved.match.figure(candidate) if resolved.spec is not None else None
@@ -88,6 +93,20 @@ def figures(name: str, policy: str = DEFAULT_POLICY) -> Figures:
     link = spec.interconnect_gbs if spec is not None else None
     return Figures(resolved.key, precision, compute, resolved.figure("memory_bw_gbs"), resolved.figure("memory_gb"),
                    float(link) if link else None)
+
+
+def cpu_scaling(key: str, cpu_id: str | None, policy: str) -> Figures:
+    """A CPU's per-socket figures under ``policy`` (``graph_schema.catalog.cpu_models``: peaks
+    derived from cores x base clock x the core's ops per cycle); empty where the catalogue has no
+    entry for the model."""
+    found = cpu_figures(cpu_id) if cpu_id else None
+    if found is None:
+        return Figures(key, None, None, None, None, None)
+    for candidate in LADDERS[policy]:
+        value = found.peak(candidate)
+        if value:
+            return Figures(key, candidate, value, found.bandwidth.value if found.bandwidth else None, None, None)
+    return Figures(key, None, None, found.bandwidth.value if found.bandwidth else None, None, None)
 
 
 def scaling_figures(name: str, policy: str = DEFAULT_POLICY) -> tuple[float, float] | None:

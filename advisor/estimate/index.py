@@ -14,7 +14,8 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
    by leaving one accelerator out (``advisor.estimate.transfer``, which also holds the scikit-learn
    challenger the accuracy report measures; ``advisor.estimate.hardware``); other vendors' parts
    where the target's vendor never ran it, bandwidth alone where its compute is unpublished, each
-   kind calibrated apart (``advisor.estimate.transferred``).
+   kind calibrated apart (``advisor.estimate.transferred``); a CPU from other CPUs only, by
+   per-socket figures, calibrated apart too (``advisor.estimate.cpu_transfer``).
 4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
    that class ever seen on it, no public specs to scale by, the model does not fit in memory.
 
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from advisor.estimate import stack_adjust, transfer
+from advisor.estimate.cpu_transfer import cpu_replay
 from advisor.estimate.facts import accelerator_class, canonical_accelerator, memory_misfit
 from advisor.estimate.hardware import BANDWIDTH_ONLY, POLICIES, bandwidth_figures, scaling_figures
 from advisor.estimate.latency import LatencyCalibration
@@ -100,6 +102,8 @@ class EvidenceIndex:
         # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices' spreads
         self._scaled: dict[tuple[Any, ...], tuple[float, float, float, float, dict[tuple[str, str], float]]] = {}
         self._training: TrainingEstimator | None = None
+        self.cpu_blends: dict[SliceKey, tuple[str, float]] = {}  # ``advisor.estimate.cpu_transfer``
+        self.min_residuals = MIN_RESIDUALS
         self._latency: LatencyCalibration | None = None
 
     @property
@@ -246,12 +250,15 @@ class EvidenceIndex:
     def references(self, by_acc: dict[str, np.ndarray], *, at: float | None = None,
                    exclude: str | None = None,
                    between: tuple[float, float] | None = None,
-                   policy: str = POLICIES[0]) -> dict[str, tuple[float, tuple[float, float], str]]:
+                   policy: str = POLICIES[0],
+                   cpu: bool = False) -> dict[str, tuple[float, tuple[float, float], str]]:
         """accelerator → (median per-accelerator value of its latest round, peaks, class), for the
         slice's accelerators with public peaks under the precision ``policy``
         (``advisor.estimate.hardware``; ``BANDWIDTH_ONLY``: bandwidth alone) (``at``: only results
-        of that round; ``between``: only results of rounds ``first <= round < last``)."""
-        memo_key = (id(by_acc), at, exclude, between, policy)
+        of that round; ``between``: only results of rounds ``first <= round < last``). CPUs
+        (per-socket figures) only with ``cpu``, and then only CPUs: a CPU and an accelerator are
+        never each other's reference."""
+        memo_key = (id(by_acc), at, exclude, between, policy, cpu)
         if memo_key in self._refs and self._refs[memo_key][0] is by_acc:
             return self._refs[memo_key][1]
         out = {}
@@ -268,6 +275,8 @@ class EvidenceIndex:
             if not kept:
                 continue
             raw = self.raw_names.get(acc, acc)
+            if (accelerator_class(raw) == "cpu") != cpu:
+                continue
             peaks = bandwidth_figures(raw) if policy == BANDWIDTH_ONLY else scaling_figures(raw, policy)
             if peaks is not None:
                 out[acc] = (per_round[max(kept)], peaks, accelerator_class(raw))
@@ -427,6 +436,7 @@ class EvidenceIndex:
                             out[(Basis.OBSERVED, *cell)].append(math.log(self.unit[r] / ref_same))
             if len(by_acc) >= 2:
                 replay(self, key, by_acc, rounds, out)
+                cpu_replay(self, key, by_acc, out)
         pooled: dict[PoolKey, np.ndarray] = {
             k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
         for k in [k for k in pooled if len(k) == 5]:  # the transfer cells, from their slices

@@ -8,7 +8,8 @@ for the target it scales by memory bandwidth alone (``bandwidth only``). Each ki
 apart on the history (each accelerator of a recent round from its peers' results of the rounds
 before: the same kind of references, the round's drift included) and answers with its own
 residuals' p10..p90: wider where that kind of transfer has been worse. A kind with too few
-replays to calibrate an interval is refused, saying so.
+replays to calibrate an interval is refused, saying so. A CPU transfers from CPUs only
+(``advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and accelerators.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from advisor.estimate import transfer
+from advisor.estimate.cpu_transfer import cpu_transferred
 from advisor.estimate.facts import accelerator_class, model_weights_gb
 from advisor.estimate.hardware import (
     BANDWIDTH_ONLY,
@@ -45,10 +47,8 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
     """The transfer to ``q``'s accelerator (module docstring), or the reason it cannot be made."""
     name = q.raw_accelerator or q.accelerator
     cls = accelerator_class(name)
-    if cls == "cpu":
-        return Estimate(Basis.UNSUPPORTED, reason=f"CPU never measured on this benchmark: {q.accelerator} "
-                        f"on {q.benchmark} {q.scenario}; the catalogue holds no per-model CPU figures (cores, clocks, "
-                        "matrix units) to scale other CPUs' results by")
+    if cls == "cpu":  # from other CPUs only (advisor.estimate.cpu_transfer)
+        return cpu_transferred(index, q, by_acc, hib)
     model = index.transfer_model(q.slice, by_acc, cls)
     target = scaling_figures(name, model.precision)
     bandwidth_only = target is None

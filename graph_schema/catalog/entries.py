@@ -259,3 +259,62 @@ class ArchitectureEntry(_Entry):
     patterns: list[str] = Field(min_length=1)
 
     _patterns = field_validator("patterns")(classmethod(lambda cls, v: _check_patterns(v)))
+
+
+CPU_PRECISIONS = ("fp64", "fp32", "fp16", "bf16", "int8")
+
+
+class CpuCoreEntry(_Entry):
+    """A CPU core microarchitecture and the peak operations per cycle per core its vendor
+    documents for each precision (``ops_per_cycle``: FLOP, or int8 operations, a multiply-add
+    counted as two), from its widest matrix or vector unit (``units``). A precision whose rate is
+    not documented is left out, never guessed. A model's peak is derived from these
+    (``graph_schema.catalog.cpu_models``)."""
+
+    id: str = Field(min_length=1)
+    vendor: str
+    units: list[str] = Field(min_length=1)
+    ops_per_cycle: dict[Literal["fp64", "fp32", "fp16", "bf16", "int8"], int] = Field(default_factory=dict)
+    note: str | None = None
+
+    @field_validator("ops_per_cycle")
+    @classmethod
+    def _positive(cls, value: dict[str, int]) -> dict[str, int]:
+        for precision, ops in value.items():
+            if ops <= 0:
+                raise ValueError(f"{precision}: {ops} operations per cycle is not positive")
+        return value
+
+
+class CpuModelEntry(_Entry):
+    """One CPU model's published figures, per socket (MLPerf counts a CPU-only system's sockets).
+
+    ``id`` is the name the ``cpus`` families resolve the model to. ``memory_bw_gbs`` is set only
+    where the vendor publishes a per-socket bandwidth (its ``memory_bw_source``); otherwise the
+    bandwidth is derived from ``memory_channels`` x ``memory_mts`` x 8 bytes. A figure not
+    published stays empty."""
+
+    id: str = Field(min_length=1)
+    core: str = Field(min_length=1, description="a CpuCoreEntry id")
+    generation: str = Field(min_length=1)
+    launch_year: int = Field(ge=2010, le=2030)
+    cores: int = Field(gt=0)
+    base_ghz: float | None = Field(default=None, gt=0)
+    all_core_boost_ghz: float | None = Field(default=None, gt=0)
+    max_boost_ghz: float | None = Field(default=None, gt=0)
+    memory_channels: int | None = Field(default=None, gt=0)
+    memory_type: str | None = None
+    memory_mts: int | None = Field(default=None, gt=0)
+    memory_bw_gbs: float | None = Field(default=None, gt=0)
+    memory_bw_source: str | None = Field(default=None, pattern=_SOURCE)
+    tdp_w: float | None = Field(default=None, gt=0)
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CpuModelEntry:
+        if self.memory_bw_gbs is not None and not self.memory_bw_source:
+            raise ValueError("memory_bw_source: a published memory_bw_gbs needs its source")
+        clocks = [c for c in (self.base_ghz, self.all_core_boost_ghz, self.max_boost_ghz) if c is not None]
+        if clocks != sorted(clocks):
+            raise ValueError(f"clocks: base <= all-core boost <= max boost, got {clocks}")
+        return self
