@@ -239,3 +239,25 @@ def test_every_name_in_the_shared_data_resolves() -> None:
     assert unresolved_bench == []
     assert unresolved_scen == []
     assert unresolved_fw == []
+
+
+def test_every_cpu_model_figure_has_a_source_and_derived_ones_their_formula() -> None:
+    from graph_schema.catalog.cpu_models import PUBLISHED, cpu_figures, load_cpu_models
+
+    cat = load_cpu_models()
+    assert {"Intel Xeon 6787P", "Intel Xeon 6980P", "AMD EPYC 9654", "AWS Graviton4"} <= set(cat.models)
+    for model_id, model in cat.models.items():
+        assert model.source.startswith("https://"), model_id
+        assert resolve_cpu(model_id).id == model_id
+        figures = cpu_figures(model_id)
+        assert figures is not None
+        for figure in [*figures.peaks.values(), *([figures.bandwidth] if figures.bandwidth else [])]:
+            assert figure.sources and all(s.startswith("https://") for s in figure.sources), model_id
+            assert figure.how == PUBLISHED or (figure.how.startswith("derived: ") and " x " in figure.how), figure
+    gnr = cpu_figures("Intel Xeon 6787P")
+    assert gnr is not None and gnr.peak("int8") == pytest.approx(86 * 2.0 * 2048 / 1000)
+    assert gnr.bandwidth is not None and gnr.bandwidth.value == pytest.approx(8 * 6400 * 8 / 1000)
+    assert "86 cores x 2 GHz base x 2048 int8 ops/cycle (granite-rapids)" in gnr.peaks["int8"].how
+    sierra = cpu_figures("Intel Xeon 6780E")  # no documented per-cycle rate: no peak, never guessed
+    assert sierra is not None and sierra.peaks == {}
+    assert cpu_figures("Intel Xeon Platinum 9999") is None  # a model not in the catalogue has no figures
