@@ -128,9 +128,9 @@ def cpu_transferred(index: EvidenceIndex, q: Query, by_acc: dict[str, np.ndarray
         ("transfer kind", kind, 1.0)]
     if abs(mid_q) > 0.01:
         factors.append(("efficiency", "median correction of CPU transfers on this metric's history", math.exp(mid_q)))
-    notes = ["CPU transfer: scaled from other CPUs' per-socket results by catalogue figures derived from cores x "
-             "base clock x the core's ops per cycle and from memory channels x speed (interval from CPU transfers "
-             "replayed on history)"]
+    notes = [f"CPU transfer (kind {kind}) from {', '.join(used)}: their per-socket results scaled by catalogue "
+             "figures derived from cores x base clock x the core's ops per cycle and memory channels x speed "
+             "(interval from CPU transfers replayed on history)"]
     values = [v[0] for v in refs.values()]
     extrapolated = value > max(values) * 1.05 if hib else value < min(values) * 0.95
     if extrapolated:

@@ -350,7 +350,7 @@ class EvidenceIndex:
         (``advisor.estimate.transferred.kind_quantiles``); NaN where too few to calibrate."""
         if not kind:
             return self.quantiles(key, Basis.TRANSFERRED)
-        return kind_quantiles(self.residuals_for(key[0]), key, kind, cls, self.higher_is_better(key), MIN_RESIDUALS)
+        return kind_quantiles(self.residuals_for(key[0]), key, kind, cls, self.higher_is_better(key), self.min_residuals)
 
     def _normalised(self, family: str, cell: PoolKey, key: SliceKey) -> tuple[float, float, float]:
         """Locally weighted split-conformal bounds of a transfer (Lei et al. 2018, sec. 5.2):
