@@ -103,5 +103,7 @@ def answering(
         return RemoteAdvisor(store)
     from advisor.engine import Advisor
     from advisor.knowledge.cache_folders import CacheFolders
+    from advisor.results import this_node
 
-    return Advisor(store, prices=prices, rules=rules, caches=CacheFolders.from_environ(os.environ))
+    return Advisor(store, prices=prices, rules=rules, caches=CacheFolders.from_environ(os.environ),
+                   node=this_node(os.environ))
