@@ -1,4 +1,4 @@
-"""`advisor db`: migrate, stats, reset, bulk-import."""
+"""`advisor db`: migrate, stats, failures, reset, bulk-import."""
 
 from __future__ import annotations
 
@@ -75,6 +75,36 @@ def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = Non
         title="Accelerators (catalogue names; the names they were published under)",
         columns=["accelerator", "kind", "observations", "published as"],
     )
+
+
+FAILURE_CLASSES = ("stack", "harness", "environment")  # graph_schema.models.FailureClass, by name
+
+
+@db_app.command("failures")
+def failures(
+    store: StoreOpt = None,
+    only: Annotated[str | None, typer.Option(
+        "--class", help="Only this class: stack (a known-bad stack), harness (a harness "
+        "limitation: 'unsupported') or environment (something the node lacked).")] = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """The recorded failures with their class (as GET /v1/failures gives them): only stack
+    failures make a stack known-bad."""
+    chosen = output_format(fmt, as_json)
+    from cli.options import choose
+    from cli.stores import open_store
+    from graph_schema.models import FailureClass
+
+    wanted = choose(only, FAILURE_CLASSES, "--class")
+    with open_store(store, create=False) as st:
+        items = st.list_entities("failures")
+    if wanted is not None:
+        items = [f for f in items if f["failure_class"] == FailureClass[wanted.upper()].value]
+    items.sort(key=lambda f: str(f.get("timestamp") or ""))
+    render(items, fmt=chosen, json_data=items, title="Recorded failures",
+           columns=["failure_class", "stage", "error_class", "accelerator", "stack_id",
+                    "benchmark_id", "timestamp"], details=["message"])
 
 
 @db_app.command("reset")
