@@ -11,11 +11,10 @@ import pytest
 
 from advisor.engine import Advisor
 from advisor.results import this_node
-from cli.guard import run_guarded
-from cli.main import app
 from graph_schema.models import IngestBatch
 from graph_schema.registry import open_store
 from graph_schema.store import Store
+from tests.support.cli import advisor, isolate_cli
 from tests.support.samples import make_obs
 
 WORKLOAD = {"family": "pi", "benchmark": "gemm"}
@@ -53,11 +52,11 @@ def test_the_cli_edge_passes_node_name_in(tmp_path: Path, monkeypatch: pytest.Mo
     uri = f"embedded:{tmp_path / 'kb'}"
     with open_store(uri) as store:
         store.ingest(IngestBatch(observations=[make_obs(i, host="node-a") for i in range(4)]))
-    for var in ("ADVISOR_API", "ADVISOR_STORE"):
-        monkeypatch.delenv(var, raising=False)
+    isolate_cli(monkeypatch, tmp_path)
     args = ["recommend", "--family", "pi", "--benchmark", "gemm", "--store", uri, "--json"]
     for node, note in (("node-a", "measured on this node"), ("node-b", "measured on node node-a")):
         monkeypatch.setenv("NODE_NAME", node)
-        assert run_guarded(app, args) == 0
-        rows = json.loads(capsys.readouterr().out)["recommendations"]
+        code, out, _ = advisor(capsys, *args)
+        rows = json.loads(out)["recommendations"]
+        assert code == 0
         assert rows and {r["basis_note"] for r in rows} == {note}
