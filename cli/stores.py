@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from graph_schema.settings import StoreSettings
@@ -107,3 +109,15 @@ def answering(
 
     return Advisor(store, prices=prices, rules=rules, caches=CacheFolders.from_environ(os.environ),
                    node=this_node(os.environ))
+
+
+@contextmanager
+def answering_store(
+    store_uri: str | None, prices: Path | None = None, rules: Path | None = None
+) -> Iterator[Advisor | RemoteAdvisor]:
+    """``answering`` over the store ``store_uri`` names, closed afterwards."""
+    store = open_store(store_uri, create=False)
+    try:
+        yield answering(store, prices=prices, rules=rules)
+    finally:
+        store.close()
