@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -192,79 +192,12 @@ def bulk_import(
     chosen = output_format(fmt, as_json)
     if out is None and neo4j_home is None:
         raise typer.BadParameter("give --neo4j-home (import) or --out (only write the CSV files)")
-    import shutil
-    import tempfile
+    from cli.bulk_import import bulk_import as write_and_import
+    from cli.bulk_import import json_paths, neo4j_admin_command
 
-    from collectors.importers.results import load_batch_file
-    from graph_schema.bulk_import import (
-        BulkFiles,
-        admin_from_lib,
-        default_neo4j_lib,
-        import_arguments,
-        run_import,
-    )
-    from graph_schema.errors import InvalidInput
-
-    admin: list[str] | None = None
-    if neo4j_home is not None:  # the tool is checked before minutes of CSV writing
-        if neo4j_admin is not None:
-            # a path (not a bare command on PATH) made absolute: neo4j-admin runs in the files'
-            # folder
-            admin = [str(neo4j_admin.resolve()) if len(neo4j_admin.parts) > 1 else str(neo4j_admin)]
-        else:
-            lib = neo4j_lib or default_neo4j_lib()
-            if lib is None:
-                raise InvalidInput(
-                    "no neo4j-admin: pass --neo4j-admin PATH or --neo4j-lib DIR (or run "
-                    "deploy/neo4j-local/setup.sh to assemble the classpath)"
-                )
-            admin = admin_from_lib(lib)
-    paths = [
-        p for given in files for p in (sorted(given.glob("*.json")) if given.is_dir() else [given])
-    ]
-    if not paths:
-        raise InvalidInput(f"no JSON files in {', '.join(map(str, files))}")
-    folder = out if out is not None else Path(tempfile.mkdtemp(prefix="advisor-bulk-"))
-    created = out is None or not out.exists()
-    writer = BulkFiles(
-        folder
-    )  # refuses a folder that holds anything: only our files are removed below
-    try:
-        for path in paths:
-            writer.add(load_batch_file(path))
-        plan = writer.finish()
-        if not plan.nodes:
-            raise InvalidInput(
-                f"nothing to import: {len(paths)} file(s) without observations or failures"
-            )
-        row: dict[str, Any] = {
-            "files": len(paths),
-            **plan.result.model_dump(),
-            "nodes": plan.nodes,
-            "relationships": plan.relationships,
-            "csv_seconds": round(plan.seconds, 1),
-            "csv_folder": str(folder) if out is not None else None,
-            "database": database,
-        }
-        if admin is None:
-            row["neo4j_admin_arguments"] = import_arguments(plan, database, overwrite=overwrite)
-        else:
-            report = run_import(plan, admin, neo4j_home, database=database, overwrite=overwrite)
-            row.update(
-                import_seconds=round(report.seconds, 1),
-                observations_per_s=round(
-                    plan.result.observations_new / (plan.seconds + report.seconds)
-                ),
-            )
-    except BaseException:  # nothing half-written left behind: the files of a failed run go
-        if created:
-            shutil.rmtree(folder, ignore_errors=True)
-        else:  # an empty folder the caller made: empty again
-            for child in folder.iterdir():
-                child.unlink()
-        raise
-    if out is None:
-        shutil.rmtree(folder, ignore_errors=True)
+    admin = neo4j_admin_command(neo4j_home, neo4j_admin, neo4j_lib)
+    row = write_and_import(json_paths(files), out, admin=admin, neo4j_home=neo4j_home,
+                           database=database, overwrite=overwrite)
     shown = {k: v for k, v in row.items() if k != "neo4j_admin_arguments"}
     render([shown], fmt=chosen, json_data=row, title="Bulk import")
     if admin is None:
