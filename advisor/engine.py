@@ -67,6 +67,8 @@ class Advisor:
         rules: compatibility rules (directory, file, list or ``RuleSet``); default: packaged.
         memo_answers: False computes every answer (benchmarks of the path).
         caches: where tables and calibrations are persisted (default ``Advisor.caches``: none).
+        node: the name of the node that answers (``advisor.results.this_node``, read at the
+            edge); an observed row measured on it says so. None: no row is "measured on this node".
     """
 
     # False: calibrate in memory only
@@ -78,8 +80,9 @@ class Advisor:
 
     def __init__(self, store: Store, *, prices: Any = None, rules: Any = None,
                  memo_answers: bool = True, generation_ttl: float = 0.0,
-                 caches: CacheFolders | None = None) -> None:
+                 caches: CacheFolders | None = None, node: str | None = None) -> None:
         self.store = store
+        self.node = node
         if caches is not None:
             self.caches = caches
         # > 0: the store's generation is re-read at most this often (a server answering many
@@ -207,7 +210,7 @@ class Advisor:
 
         def compute() -> RecommendationSet:
             with _one_thread():
-                return recommend(self.knowledge(generation), found, top)
+                return recommend(self.knowledge(generation), found, top, here=self.node)
 
         answer = self._memo(("recommend", generation, workload.model_dump_json(), top), compute)
         return answer.model_copy(update={"elapsed_ms": (time.perf_counter() - start) * 1000})

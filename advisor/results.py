@@ -6,8 +6,8 @@ the model trained on it); the two are never mixed silently.
 
 from __future__ import annotations
 
-import os
 import socket
+from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -126,14 +126,19 @@ class Recommendation(_Out):
 COLLECTOR_SOURCE = "stack-advisor-collector"  # our collectors' observations (graph_schema.models.Provenance)
 
 
-def this_node() -> str:
+NODE_NAME_ENV = "NODE_NAME"
+
+
+def this_node(environ: Mapping[str, str]) -> str:
     """The name our collectors record as a node's host (the fingerprint's rule): ``NODE_NAME``
-    (Kubernetes' downward API), else the host name."""
-    return os.environ.get("NODE_NAME") or socket.gethostname()
+    (Kubernetes' downward API) in ``environ``, else the host name. The edges (the CLI, the API's
+    start-up) call it with ``os.environ`` and pass the name in (``Advisor(node=...)``)."""
+    return environ.get(NODE_NAME_ENV) or socket.gethostname()
 
 
-def basis_note(basis: Basis, measured_on: list[str], here: str) -> str | None:
-    """``Recommendation.basis_note`` for a row with this basis and evidence."""
+def basis_note(basis: Basis, measured_on: list[str], here: str | None) -> str | None:
+    """``Recommendation.basis_note`` for a row with this basis and evidence, answered on node
+    ``here`` (None: not known)."""
     if basis is not Basis.OBSERVED or not measured_on:
         return None
     if here in measured_on:

@@ -1,9 +1,9 @@
-"""`advisor db`: migrate, stats, reset, bulk-import."""
+"""`advisor db`: migrate, stats, failures, reset, bulk-import."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -75,6 +75,36 @@ def stats(store: StoreOpt = None, as_json: JsonOpt = False, fmt: FormatOpt = Non
         title="Accelerators (catalogue names; the names they were published under)",
         columns=["accelerator", "kind", "observations", "published as"],
     )
+
+
+FAILURE_CLASSES = ("stack", "harness", "environment")  # graph_schema.models.FailureClass, by name
+
+
+@db_app.command("failures")
+def failures(
+    store: StoreOpt = None,
+    only: Annotated[str | None, typer.Option(
+        "--class", help="Only this class: stack (a known-bad stack), harness (a harness "
+        "limitation: 'unsupported') or environment (something the node lacked).")] = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """The recorded failures with their class (as GET /v1/failures gives them): only stack
+    failures make a stack known-bad."""
+    chosen = output_format(fmt, as_json)
+    from cli.options import choose
+    from cli.stores import open_store
+    from graph_schema.models import FailureClass
+
+    wanted = choose(only, FAILURE_CLASSES, "--class")
+    with open_store(store, create=False) as st:
+        items = st.list_entities("failures")
+    if wanted is not None:
+        items = [f for f in items if f["failure_class"] == FailureClass[wanted.upper()].value]
+    items.sort(key=lambda f: str(f.get("timestamp") or ""))
+    render(items, fmt=chosen, json_data=items, title="Recorded failures",
+           columns=["failure_class", "stage", "error_class", "accelerator", "stack_id",
+                    "benchmark_id", "timestamp"], details=["message"])
 
 
 @db_app.command("reset")
@@ -162,79 +192,12 @@ def bulk_import(
     chosen = output_format(fmt, as_json)
     if out is None and neo4j_home is None:
         raise typer.BadParameter("give --neo4j-home (import) or --out (only write the CSV files)")
-    import shutil
-    import tempfile
+    from cli.bulk_import import bulk_import as write_and_import
+    from cli.bulk_import import json_paths, neo4j_admin_command
 
-    from collectors.importers.results import load_batch_file
-    from graph_schema.bulk_import import (
-        BulkFiles,
-        admin_from_lib,
-        default_neo4j_lib,
-        import_arguments,
-        run_import,
-    )
-    from graph_schema.errors import InvalidInput
-
-    admin: list[str] | None = None
-    if neo4j_home is not None:  # the tool is checked before minutes of CSV writing
-        if neo4j_admin is not None:
-            # a path (not a bare command on PATH) made absolute: neo4j-admin runs in the files'
-            # folder
-            admin = [str(neo4j_admin.resolve()) if len(neo4j_admin.parts) > 1 else str(neo4j_admin)]
-        else:
-            lib = neo4j_lib or default_neo4j_lib()
-            if lib is None:
-                raise InvalidInput(
-                    "no neo4j-admin: pass --neo4j-admin PATH or --neo4j-lib DIR (or run "
-                    "deploy/neo4j-local/setup.sh to assemble the classpath)"
-                )
-            admin = admin_from_lib(lib)
-    paths = [
-        p for given in files for p in (sorted(given.glob("*.json")) if given.is_dir() else [given])
-    ]
-    if not paths:
-        raise InvalidInput(f"no JSON files in {', '.join(map(str, files))}")
-    folder = out if out is not None else Path(tempfile.mkdtemp(prefix="advisor-bulk-"))
-    created = out is None or not out.exists()
-    writer = BulkFiles(
-        folder
-    )  # refuses a folder that holds anything: only our files are removed below
-    try:
-        for path in paths:
-            writer.add(load_batch_file(path))
-        plan = writer.finish()
-        if not plan.nodes:
-            raise InvalidInput(
-                f"nothing to import: {len(paths)} file(s) without observations or failures"
-            )
-        row: dict[str, Any] = {
-            "files": len(paths),
-            **plan.result.model_dump(),
-            "nodes": plan.nodes,
-            "relationships": plan.relationships,
-            "csv_seconds": round(plan.seconds, 1),
-            "csv_folder": str(folder) if out is not None else None,
-            "database": database,
-        }
-        if admin is None:
-            row["neo4j_admin_arguments"] = import_arguments(plan, database, overwrite=overwrite)
-        else:
-            report = run_import(plan, admin, neo4j_home, database=database, overwrite=overwrite)
-            row.update(
-                import_seconds=round(report.seconds, 1),
-                observations_per_s=round(
-                    plan.result.observations_new / (plan.seconds + report.seconds)
-                ),
-            )
-    except BaseException:  # nothing half-written left behind: the files of a failed run go
-        if created:
-            shutil.rmtree(folder, ignore_errors=True)
-        else:  # an empty folder the caller made: empty again
-            for child in folder.iterdir():
-                child.unlink()
-        raise
-    if out is None:
-        shutil.rmtree(folder, ignore_errors=True)
+    admin = neo4j_admin_command(neo4j_home, neo4j_admin, neo4j_lib)
+    row = write_and_import(json_paths(files), out, admin=admin, neo4j_home=neo4j_home,
+                           database=database, overwrite=overwrite)
     shown = {k: v for k, v in row.items() if k != "neo4j_admin_arguments"}
     render([shown], fmt=chosen, json_data=row, title="Bulk import")
     if admin is None:

@@ -134,23 +134,15 @@ def submit(
     fmt: FormatOpt = None,
 ) -> None:
     """Create the plan's Jobs, watch them to completion and record failures in the store."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from cli.render import stderr
     from collectors.executors.kubernetes import (
         KubernetesExecutor,
-        SubmitTimeout,
         load_api_client,
         new_submission_id,
         preflight,
-        submit_plan,
     )
     from collectors.plan import expand_plan, load_plan
-    from collectors.plan.observed import is_observed
-    from graph_schema.errors import AdvisorError
 
     chosen = output_format(fmt, as_json)
-    as_json = chosen is OutputFormat.json
     plan = load_plan(plan_file)
     if namespace:
         plan = plan.model_copy(update={"namespace": namespace})
@@ -158,12 +150,8 @@ def submit(
     kb = open_store_uri(store)
     try:
         kb.ensure_schema()
-        skipped = []
-        if skip_observed:
-            skipped = [c for c in cells if is_observed(kb, c)]
-            cells = [c for c in cells if c not in skipped]
-            if skipped:
-                info(f"skipping {len(skipped)} cell(s) the knowledge base already has")
+        skipped = _observed_cells(kb, cells) if skip_observed else []
+        cells = [c for c in cells if c not in skipped]
         executor = KubernetesExecutor(load_api_client(kubeconfig), plan.namespace)
         if dry_run:
             count = preflight(plan, cells, executor, new_submission_id())
@@ -171,50 +159,8 @@ def submit(
             render([c.row() for c in cells], fmt=chosen, title=f"plan {plan.name}: would submit",
                    columns=["cell", "image", "pool", "benchmark", "gpus", "workers"])
             return
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[state]}"),
-            TimeElapsedColumn(),
-            console=stderr,
-            transient=as_json,
-        ) as progress:
-            task = progress.add_task(f"plan {plan.name}", total=len(cells), state="")
-            counts = {"running": 0, "done": 0, "failed": 0}
-
-            def on_change(outcome) -> None:  # type: ignore[no-untyped-def]
-                if outcome.status == "running":
-                    counts["running"] += 1
-                else:
-                    counts["running"] -= 1
-                    counts[outcome.status] += 1
-                    progress.advance(task)
-                    if outcome.status == "failed":
-                        progress.console.print(f"[red]failed[/] {outcome.cell.cell_id}: {outcome.reason}")
-                state = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
-                progress.update(task, state=state)
-
-            def record(failures) -> None:  # type: ignore[no-untyped-def]
-                try:
-                    kb.record_failures(failures)
-                except AdvisorError as exc:  # keep watching; the table still shows the failure
-                    progress.console.print(f"[yellow]could not record {len(failures)} failure(s):[/] {exc}")
-
-            submission = new_submission_id()
-            try:
-                outcomes = submit_plan(
-                    plan, cells, executor, record=record, on_change=on_change, poll_seconds=poll,
-                    timeout_seconds=timeout, submission=submission,
-                )
-            except (KeyboardInterrupt, SubmitTimeout) as exc:
-                # The Jobs are the cluster's now; say how to find (or delete) them.
-                info(
-                    f"{'interrupted' if isinstance(exc, KeyboardInterrupt) else exc}; the Jobs already "
-                    f"created keep running: kubectl -n {plan.namespace} get jobs "
-                    f"-l stack-advisor.io/submission={submission}"
-                )
-                raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
+        outcomes = _watch(plan, cells, executor, kb, poll=poll, timeout=timeout,
+                          transient=chosen is OutputFormat.json)
     finally:
         kb.close()
     rows = [o.row() for o in outcomes] + [
@@ -227,6 +173,78 @@ def submit(
            columns=["cell", "job", "status", "failures_recorded", "seconds"], details=["reason"])
     if any(o.status == "failed" for o in outcomes):
         raise typer.Exit(1)
+
+
+def _observed_cells(kb, cells):  # type: ignore[no-untyped-def]
+    """The cells the knowledge base already has (``--skip-observed``), said on stderr."""
+    from collectors.plan.observed import is_observed
+
+    skipped = [c for c in cells if is_observed(kb, c)]
+    if skipped:
+        info(f"skipping {len(skipped)} cell(s) the knowledge base already has")
+    return skipped
+
+
+def _watch(plan, cells, executor, kb, *, poll: int, timeout: float | None, transient: bool):  # type: ignore[no-untyped-def]
+    """Submit the cells and watch their Jobs to the end with a progress bar on stderr, recording
+    failures as they come; the outcomes. Interrupted or timed out, says how to find the Jobs
+    (they keep running) and exits 130 or 1."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from cli.render import stderr
+    from collectors.executors.kubernetes import SubmitTimeout, new_submission_id, submit_plan
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[state]}"), TimeElapsedColumn(), console=stderr,
+                  transient=transient) as progress:
+        on_change = _progress_updater(progress, progress.add_task(f"plan {plan.name}", total=len(cells), state=""))
+        submission = new_submission_id()
+        try:
+            return submit_plan(
+                plan, cells, executor, record=_failure_recorder(kb, progress), on_change=on_change,
+                poll_seconds=poll, timeout_seconds=timeout, submission=submission,
+            )
+        except (KeyboardInterrupt, SubmitTimeout) as exc:
+            # The Jobs are the cluster's now; say how to find (or delete) them.
+            info(
+                f"{'interrupted' if isinstance(exc, KeyboardInterrupt) else exc}; the Jobs already "
+                f"created keep running: kubectl -n {plan.namespace} get jobs "
+                f"-l stack-advisor.io/submission={submission}"
+            )
+            raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
+
+
+def _progress_updater(progress, task):  # type: ignore[no-untyped-def]
+    """``submit_plan``'s on_change: counts running, done and failed cells; a failure is printed."""
+    counts = {"running": 0, "done": 0, "failed": 0}
+
+    def on_change(outcome) -> None:  # type: ignore[no-untyped-def]
+        if outcome.status == "running":
+            counts["running"] += 1
+        else:
+            counts["running"] -= 1
+            counts[outcome.status] += 1
+            progress.advance(task)
+            if outcome.status == "failed":
+                progress.console.print(f"[red]failed[/] {outcome.cell.cell_id}: {outcome.reason}")
+        state = ", ".join(f"{k} {v}" for k, v in counts.items() if v)
+        progress.update(task, state=state)
+
+    return on_change
+
+
+def _failure_recorder(kb, progress):  # type: ignore[no-untyped-def]
+    """``submit_plan``'s record: failures to the store; one that cannot be written is said, and
+    the watch goes on (the table still shows the failure)."""
+    from graph_schema.errors import AdvisorError
+
+    def record(failures) -> None:  # type: ignore[no-untyped-def]
+        try:
+            kb.record_failures(failures)
+        except AdvisorError as exc:
+            progress.console.print(f"[yellow]could not record {len(failures)} failure(s):[/] {exc}")
+
+    return record
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from graph_schema.settings import StoreSettings
@@ -103,5 +105,19 @@ def answering(
         return RemoteAdvisor(store)
     from advisor.engine import Advisor
     from advisor.knowledge.cache_folders import CacheFolders
+    from advisor.results import this_node
 
-    return Advisor(store, prices=prices, rules=rules, caches=CacheFolders.from_environ(os.environ))
+    return Advisor(store, prices=prices, rules=rules, caches=CacheFolders.from_environ(os.environ),
+                   node=this_node(os.environ))
+
+
+@contextmanager
+def answering_store(
+    store_uri: str | None, prices: Path | None = None, rules: Path | None = None
+) -> Iterator[Advisor | RemoteAdvisor]:
+    """``answering`` over the store ``store_uri`` names, closed afterwards."""
+    store = open_store(store_uri, create=False)
+    try:
+        yield answering(store, prices=prices, rules=rules)
+    finally:
+        store.close()

@@ -117,6 +117,6 @@ def compare_sweep_command(
 
 def register(app: typer.Typer) -> None:
     app.command("sweep", rich_help_panel="Collect")(sweep_command)
-    from cli.recommend import compare_app
+    from cli.compare import compare_app
 
     compare_app.command("sweep")(compare_sweep_command)

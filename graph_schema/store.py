@@ -29,6 +29,7 @@ from graph_schema.models import (
     SoftwareStack,
     StoredObservation,
     StoreStats,
+    failure_class,
 )
 
 MAX_PAGE = 100_000
@@ -331,7 +332,9 @@ class Store(ABC):
             ObservationFilter(since_generation=generation, until_generation=until), page=page)
 
     def list_entities(self, kind: EntityKind | str) -> list[dict[str, Any]]:
-        """Every node of one kind as plain dicts (properties as the schema names them).
+        """Every node of one kind as plain dicts (properties as the schema names them). Failures
+        carry their class too (``failure_class``: ``graph_schema.models.FailureClass``'s value,
+        from the stage, or the exception class for rows stored before the classes).
 
         Raises:
             InvalidInput: an unknown kind; the message lists the valid ones.
@@ -347,6 +350,11 @@ class Store(ABC):
             from graph_schema.catalog.usage import describe_accelerators
 
             items = describe_accelerators(items, usage())
+        if kind is EntityKind.FAILURES:
+            items = [
+                {**f, "failure_class": failure_class(f.get("stage"), f.get("error_class")).value}
+                for f in items
+            ]
         return items
 
     def get_observation(self, key: str) -> StoredObservation:

@@ -30,6 +30,7 @@ from advisor.api.routes import (
 )
 from advisor.api.settings import Settings, get_settings
 from advisor.knowledge.cache_folders import CacheFolders
+from advisor.results import this_node
 from advisor.web import install_web
 from advisor.web.session import COOKIE as SESSION_COOKIE
 from graph_schema.store import Store
@@ -116,15 +117,17 @@ def create_app(
 def _resources(settings: Settings, store: Store | None,
                store_opener: Callable[[str | None], Store] | None) -> Resources:
     """The app's store and advisor: over ``store`` when one is given (the app does not own it),
-    else over ``settings.store`` opened with ``store_opener``. The advisor's cache folders come
-    from the environment here, at the API's edge (``CacheFolders.from_environ``)."""
+    else over ``settings.store`` opened with ``store_opener``. The advisor's cache folders and
+    the name of the node that answers come from the environment here, at the API's edge
+    (``CacheFolders.from_environ``, ``this_node``)."""
     caches = CacheFolders.from_environ(os.environ)
+    node = this_node(os.environ)
     if store is not None:
         resources = Resources(None, opener=lambda _uri: store, generation_ttl_s=settings.generation_ttl_s,
-                              caches=caches)
+                              caches=caches, node=node)
     else:
         resources = Resources(settings.store, retry_interval_s=settings.store_retry_interval_s,
-                              generation_ttl_s=settings.generation_ttl_s, caches=caches,
+                              generation_ttl_s=settings.generation_ttl_s, caches=caches, node=node,
                               opener=store_opener or store_opener_for(settings.store_settings()))
     resources.failure_hold_s = settings.store_failure_hold_s
     return resources

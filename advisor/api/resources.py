@@ -69,9 +69,11 @@ class Resources:
         opener: Callable[[str | None], Store] = _default_opener,
         generation_ttl_s: float = 0.0,
         caches: CacheFolders | None = None,
+        node: str | None = None,
     ) -> None:
         self.store_uri = store_uri
         self.caches = caches
+        self.node = node  # the node that answers (``advisor.results.this_node``)
         self.retry_interval_s = retry_interval_s
         self.generation_ttl_s = generation_ttl_s
         self._opener = opener
@@ -227,7 +229,8 @@ class Resources:
                 if self._advisor is None:
                     from advisor.engine import Advisor
 
-                    self._advisor = Advisor(store, generation_ttl=self.generation_ttl_s, caches=self.caches)
+                    self._advisor = Advisor(store, generation_ttl=self.generation_ttl_s, caches=self.caches,
+                                            node=self.node)
         return self._advisor  # type: ignore[no-any-return]
 
     def written(self) -> None:

@@ -25,7 +25,6 @@ from advisor.results import (
     Recommendation,
     RecommendationSet,
     basis_note,
-    this_node,
 )
 from advisor.snapshot import Knowledge
 from advisor.verbs import scoring
@@ -40,8 +39,11 @@ from graph_schema.models import PlacementKind
 MAX_EXCLUDED_LISTED = 100
 
 
-def recommend(knowledge: Knowledge, workload: Workload, top: int = 5) -> RecommendationSet:
+def recommend(knowledge: Knowledge, workload: Workload, top: int = 5, *,
+              here: str | None = None) -> RecommendationSet:
     """The ``top`` candidates for the workload, best first, with what was excluded and why.
+    ``here`` is the node that answers (``advisor.results.this_node``): an observed row measured
+    on it says so (``basis_note``); None: no row is "measured on this node".
 
     Raises:
         InvalidInput: ``top`` below 1, or an objective or metric the benchmark has no data for.
@@ -50,7 +52,6 @@ def recommend(knowledge: Knowledge, workload: Workload, top: int = 5) -> Recomme
     if top < 1:
         raise InvalidInput(f"top must be >= 1, got {top}")
     answer = rank(knowledge, workload, top)
-    here = this_node()
     for r in answer.recommendations:
         r.basis_note = basis_note(r.basis, r.evidence.measured_on, here)
     return answer

@@ -46,7 +46,12 @@ from collectors.importers.mlperf_system import (
     vendor,
     whole_number,
 )
-from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
+from collectors.importers.stack_text import (
+    classify_placement,
+    container_cuda,
+    merge_stack_texts,
+    parse_framework,
+)
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from graph_schema.catalog import resolve_benchmark
 from graph_schema.errors import InvalidInput
@@ -311,11 +316,12 @@ def system_context(submitter: str, system_id: str, fields: dict[str, Any]) -> Sy
     parsed = merge_stack_texts(fields.get("framework"), fields.get("other_software_stack") or fields.get("sw_stack"))
     framework, framework_version = parse_framework(fields.get("framework"))
     c = parsed.components
+    cuda, cuda_conflict = container_cuda(framework, framework_version, c.get("cuda"), model)
     raw = " | ".join(
         f"{name}: {flat_text(fields.get(name))}" for name in ("framework", "other_software_stack") if fields.get(name)
     )
     stack = SoftwareStack(
-        driver=c.get("driver"), cuda=c.get("cuda"), cudnn=c.get("cudnn"), nccl=c.get("nccl"),
+        driver=c.get("driver"), cuda=cuda, cudnn=c.get("cudnn"), nccl=c.get("nccl"),
         python=c.get("python"), framework=framework, framework_version=framework_version,
         extra={k: v for k, v in c.items() if k in ("rocm", "dali", "gcc")}, raw=raw or None,
     )
@@ -344,6 +350,8 @@ def system_context(submitter: str, system_id: str, fields: dict[str, Any]) -> Sy
     }
     if where.cloud_provider:
         details["cloud_provider"] = where.cloud_provider
+    if cuda_conflict:
+        details["version_conflicts"] = cuda_conflict
     return SystemContext(stack, accelerator, placement, host, {k: v for k, v in details.items() if v}, count)
 
 

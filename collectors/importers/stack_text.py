@@ -13,7 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph_schema.models import PlacementKind
+from packaging.version import Version
+
+from graph_schema.catalog import resolve_accelerator
+from graph_schema.catalog.stack_facts import first_cuda, major_minor, ngc_release_of, ngc_releases
+from graph_schema.models import NGC_FRAMEWORKS, PlacementKind
 
 _VERSION = r"v?(\d+(?:\.\d+)*[a-z0-9]*)"
 
@@ -164,6 +168,35 @@ def merge_stack_texts(framework: Any, software_stack: Any) -> ParsedStack:
                 conflicts.append(f"{name}: framework={other} stack={version}")
         merged[name] = version
     return ParsedStack(components=merged, conflicts=conflicts)
+
+
+def container_cuda(framework: str | None, version: str | None, published: str | None,
+                   accelerator: str | None) -> tuple[str | None, str | None]:
+    """(the CUDA to record, a note or None) for a system whose framework version is an NGC container
+    release ("PyTorch NVIDIA Release 25.04") that the catalogue lists (``ngc_containers.yaml``).
+
+    A published CUDA whose major.minor contradicts what the release ships is noted. It is replaced
+    by the release's only when it predates the accelerator's architecture (it cannot have run
+    there) and the release's does not: a submitter's stale template, CUDA 12.2.1 beside a 25.04
+    container on a B200. When both could have run (or the tag is the stale part), which one did is
+    not known, so the published one stays, noted."""
+    tag = ngc_release_of(version) if (framework or "").lower() in NGC_FRAMEWORKS else None
+    release = ngc_releases().get(tag) if tag else None
+    if release is None or not published or major_minor(published) in (None, release.cuda):
+        return published, None
+    note = f"cuda: published {published}, but NGC {tag} ships CUDA {release.cuda} ({release.source})"
+    entry = resolve_accelerator(accelerator).entry if accelerator else None
+    arch = first_cuda(str(getattr(entry, "generation", "") or ""))
+    if arch is not None and _older(published, arch.first_cuda) and not _older(release.cuda, arch.first_cuda):
+        return release.cuda, (f"{note}; {published} predates {arch.id} (first CUDA {arch.first_cuda}), so "
+                              "the container's is recorded")
+    return published, note
+
+
+def _older(version: str, than: str) -> bool:
+    """Whether ``version``'s major.minor is below ``than`` (False when unreadable)."""
+    mm = major_minor(version)
+    return mm is not None and Version(mm) < Version(than)
 
 
 # ---- placement -------------------------------------------------------------------------------

@@ -8,22 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
+from tests.support.cli import advisor, isolate_cli
 
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ADVISOR_API", "ADVISOR_STORE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-
-
-def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = run_guarded(app, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
+    isolate_cli(monkeypatch, tmp_path)
 
 
 def test_list_json_has_every_accelerator_with_figures(capsys: pytest.CaptureFixture[str]) -> None:

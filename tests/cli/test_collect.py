@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
+from tests.support.cli import advisor, isolate_cli
 from tests.support.servers import ServedAPI, free_port
 
 SMALL = ["--profile", "quick", "--device", "cpu", "-o", "pis=gemm", "-o", "backends=numpy"]
@@ -19,18 +18,9 @@ SMALL = ["--profile", "quick", "--device", "cpu", "-o", "pis=gemm", "-o", "backe
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_TOKEN", "ADVISOR_DEBUG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    isolate_cli(monkeypatch, tmp_path)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("COLUMNS", "80")
-
-
-def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = run_guarded(app, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 def test_quick_pi_run_reads_well(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 import typer
 
 from cli.guard import run_guarded
-from cli.main import app
+from tests.support.cli import advisor, isolate_cli
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "deploy" / "plans" / "sample-plan.yaml"
@@ -20,17 +20,8 @@ PLAN = REPO / "deploy" / "plans" / "sample-plan.yaml"
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_DEBUG", "KUBECONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    isolate_cli(monkeypatch, tmp_path, "KUBECONFIG")
     monkeypatch.setenv("ADVISOR_STORE", f"embedded:{tmp_path / 'missing-kb'}")
-
-
-def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = run_guarded(app, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 def one_error_line(err: str) -> str:

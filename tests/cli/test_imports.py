@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
 from graph_schema.embedded_store import EmbeddedStore
 from tests.support.api import document
+from tests.support.cli import advisor, isolate_cli
 from tests.support.mlperf import small_tree
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -20,16 +19,7 @@ LOG = DATA / "tf_cnn" / "measured_tf2.21_resnet50_cpu_train.log"
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_DEBUG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-
-
-def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = run_guarded(app, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
+    isolate_cli(monkeypatch, tmp_path)
 
 
 def test_store_dying_mid_import_reports_what_was_committed(capsys: pytest.CaptureFixture[str], tmp_path: Path,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
 from tests.support.api import document
+from tests.support.cli import advisor as run
+from tests.support.cli import isolate_cli
 from tests.support.mlperf import small_training_tree, small_tree, tar_gz
 
 LOG = Path(__file__).resolve().parents[1] / "data" / "tf_cnn" / "measured_tf2.21_resnet50_cpu_train.log"
@@ -22,15 +22,12 @@ GARBAGE = b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x01not what you meant" * 40
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_DEBUG", "ADVISOR_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    isolate_cli(monkeypatch, tmp_path)
 
 
 def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = run_guarded(app, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err and "unexpected" not in err
+    code, out, err = run(capsys, *args)
+    assert "unexpected" not in err
     return code, out, err
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
 from cli.served import marker
+from tests.support.cli import advisor as run
+from tests.support.cli import isolate_cli
 from tests.support.servers import ServedAPI
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,15 +24,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_DEBUG"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    isolate_cli(monkeypatch, tmp_path)
 
 
 def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = run_guarded(app, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
+    code, out, err = run(capsys, *args)
     return code, out + err
 
 

@@ -16,11 +16,13 @@ from collectors.importers.mlperf_training import (
     olympic_score,
     parse_mllog,
     read_training_tree,
+    system_context,
     to_batch,
 )
 from graph_schema.errors import InvalidInput
 from graph_schema.models import ObservationFilter
 from tests.support.mlperf import (
+    TRAINING_SYSTEM,
     mllog,
     require_training_data,
     small_training_tree,
@@ -157,3 +159,61 @@ def test_shared_round_same_in_embedded_and_neo4j(embedded_store: Any, neo4j_stor
         }
 
     assert values(embedded_store) == values(neo4j_store)
+
+
+# Oracle's v5.0 1xBM.GPU.B200.8: a 25.04 container beside a stale template's CUDA 12.2.1 (NVIDIA's own
+# v5.0 systems list CUDA 12.9.0.036 with their 25.04 containers, as the release notes say)
+STALE_TEMPLATE = dict(TRAINING_SYSTEM, accelerator_model_name="NVIDIA Blackwell GPU (B200-SXM-180GB)",
+                      framework="PyTorch NVIDIA Release 25.04",
+                      other_software_stack={"cuda_version": "12.2.1.020", "cuda_driver_version": "535.86.10"})
+B200 = "NVIDIA Blackwell GPU (B200-SXM-180GB)"
+
+
+def test_a_cuda_that_cannot_have_run_beside_its_ngc_container_is_the_containers() -> None:
+    from graph_schema.catalog.stack_facts import ngc_releases
+
+    ctx = system_context("Oracle", "1xBM.GPU.B200.8", STALE_TEMPLATE)
+    assert ngc_releases()["25.04"].cuda == "12.9"
+    assert ctx.stack.cuda == "12.9" and ctx.stack.framework_version == "25.04"
+    note = ctx.details["version_conflicts"]
+    assert "published 12.2.1.020, but NGC 25.04 ships CUDA 12.9" in note and "rel-25-04" in note
+    assert "12.2.1.020 predates blackwell (first CUDA 12.8)" in note
+    assert "12.2.1.020" in (ctx.stack.raw or "")  # what was published stays as provenance
+    assert ctx.stack.label().startswith("pytorch 2.7 (NGC 25.04), cuda 12.9")
+
+
+@pytest.mark.parametrize(("accelerator", "framework", "stack", "cuda", "noted"), [
+    (B200, "NVIDIA PyTorch Release 25.04", {"cuda_version": "12.9.0.036"}, "12.9.0.036", False),  # agrees
+    # both could have run: which one did is not known, the published one stays, noted
+    (B200, "NGC Pytorch 25.04, NGC HugeCTR 25.04", {"cuda_version": "12.8.1.012"}, "12.8.1.012", True),
+    ("NVIDIA H100-SXM5-80GB", "PyTorch NVIDIA Release 23.04", {"cuda_version": "12.2.1"}, "12.2.1", True),
+    # the tag is the stale part (23.09 ships CUDA 12.2, older than Blackwell): the published one stays
+    (B200, "PyTorch NVIDIA Release 23.09", {"cuda_version": "12.8"}, "12.8", True),
+    (B200, "PyTorch NVIDIA Release 25.07", {"cuda_version": "12.2.1"}, "12.2.1", False),  # not catalogued
+    (B200, "PyTorch NVIDIA Release 25.04", {"cuda_driver_version": "575.51.02"}, None, False),  # none published
+    (B200, "JAX 0.4.30", {"cuda_version": "12.2.1"}, "12.2.1", False),  # not an NGC tag
+])
+def test_a_published_cuda_stays_unless_it_cannot_have_run(accelerator: str, framework: str, stack: dict[str, str],
+                                                          cuda: str | None, noted: bool) -> None:
+    ctx = system_context("Acme", "box", dict(TRAINING_SYSTEM, accelerator_model_name=accelerator,
+                                             framework=framework, other_software_stack=stack))
+    assert ctx.stack.cuda == cuda
+    assert ("version_conflicts" in ctx.details) == noted
+
+
+def test_shared_v5_round_records_a_cuda_that_can_have_run(shared_training: Path) -> None:
+    """On the published v5.0 round: the one system whose published CUDA could not have run beside its
+    catalogued container (Oracle's B200, 12.2.1 with 25.04) records the container's; the others that
+    contradict their container are kept as published and noted."""
+    archive = shared_training.with_name("training_v5.0.tar.gz")
+    if not archive.exists():
+        pytest.skip(f"{archive} not found")
+    systems: dict[tuple[str, str], tuple[str | None, str]] = {}
+    for o in to_batch(read_training_tree(archive)).observations:
+        note = o.provenance.details.get("version_conflicts")
+        if note:
+            systems[(str(o.provenance.details["submitter"]), str(o.provenance.details["system_id"]))] = (o.stack.cuda, note)
+    replaced = {k: cuda for k, (cuda, note) in systems.items() if "the container's is recorded" in note}
+    assert replaced == {("Oracle", "1xBM.GPU.B200.8"): "12.9"}
+    assert systems[("Dell", "1xXE9712x4GB200")][0] == "12.8.1.012"  # both could have run: as published
+    assert len(systems) >= 10

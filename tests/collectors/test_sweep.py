@@ -14,32 +14,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli.guard import run_guarded
-from cli.main import app
 from collectors.sweep.env import EnvCache, sweep_cache_dir
 from collectors.sweep.matrix import parse_matrix
 from collectors.sweep.run import cuda_incompatibility
 from graph_schema.errors import InvalidInput
 from graph_schema.models import SoftwareStack
 from graph_schema.registry import open_store
+from tests.support.cli import advisor, isolate_cli
 from tests.support.sweep import MATRIX
 
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_TOKEN", "ADVISOR_DEBUG", "ADVISOR_SWEEP_CACHE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    isolate_cli(monkeypatch, tmp_path, "ADVISOR_SWEEP_CACHE")
     monkeypatch.setenv("COLUMNS", "120")
     # downloads are kept between test runs; environments and ledgers are this test's own
     monkeypatch.setenv("ADVISOR_SWEEP_UV_CACHE", str(Path.home() / ".cache/stack-advisor/sweep/uv"))
-
-
-def advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = run_guarded(app, list(args))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 def test_matrix_errors_name_the_field_and_value() -> None:

@@ -16,6 +16,7 @@ import yaml
 
 from cli.guard import run_guarded
 from cli.main import app
+from tests.support.cli import isolate_cli
 
 DIRECT = """
 import sys, time
@@ -37,9 +38,7 @@ print(2 * 256**3 / sorted(times)[len(times) // 2] / 1e12)
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_TOKEN", "ADVISOR_SWEEP_CACHE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    isolate_cli(monkeypatch, tmp_path, "ADVISOR_SWEEP_CACHE")
     monkeypatch.setenv("ADVISOR_SWEEP_UV_CACHE", str(Path.home() / ".cache/stack-advisor/sweep/uv"))
 
 

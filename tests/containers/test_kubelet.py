@@ -15,7 +15,6 @@ lifecycle and volume binding controllers). The node turns Ready, so the schedule
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -32,8 +31,14 @@ from tests.containers.conftest import Api, Images, docker, start_api, tier_missi
 from tests.containers.docker_node import wait_for
 from tests.containers.kubelet_node import PAUSE_IMAGE, KubeletNode, kube_binary
 from tests.containers.pod_network import PodNetwork, cni_bin_dir
+from tests.containers.scheduled import (
+    fire_once,
+    planner_finished,
+    recommend,
+    render_plan,
+    setup_namespace,
+)
 from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
-from tests.support.kube import REPO
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 NODE = "kubelet-node-1"
@@ -164,7 +169,7 @@ def test_kubelet_runs_the_collector_pod_and_its_figure_lands(images: Images, clu
     pod = wait_for("the hostNetwork pod", lambda: _finished(core, "collector-on-kubelet", "default"), 300, 2)
     terminated = pod.status.container_statuses[0].state.terminated
     assert pod.status.phase == "Succeeded" and terminated.exit_code == 0, f"{pod.status}\n{cluster.node.log('kubelet')}"
-    rows = _recommend(cluster.api, ["--family", "pi", "--benchmark", "mem_triad"])
+    rows = recommend(cluster.api, ["--family", "pi", "--benchmark", "mem_triad"])
     assert any(r["basis"] == "observed" and r["basis_note"].startswith("measured on") for r in rows), rows
 
 
@@ -189,28 +194,15 @@ def _namespace(api_client: Any, api: Api, spool: Path) -> None:
     """The namespace as deploy/base makes it (RBAC, the two token Secrets), and a PersistentVolume
     for the spool claim: a directory of this machine (no provisioner here; a cluster's RWX class
     provisions it)."""
-    from kubernetes import client, dynamic
+    from kubernetes import client
 
+    setup_namespace(api_client, api, NAMESPACE)
     core = client.CoreV1Api(api_client)
-    core.create_namespace({"metadata": {"name": NAMESPACE}})
-    dyn = dynamic.DynamicClient(api_client)
-    for obj in yaml.safe_load_all((REPO / "deploy" / "base" / "rbac.yaml").read_text()):
-        dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).create(body=obj, namespace=NAMESPACE)
-    for name, token in (("stack-advisor-collector-token", api.write_token),
-                        ("stack-advisor-planner-token", api.read_token)):
-        core.create_namespaced_secret(NAMESPACE, {"metadata": {"name": name}, "stringData": {"token": token}})
     spool.mkdir(parents=True)
     os.chown(spool, 65532, 65532)  # a hostPath volume gets no fsGroup; an NFS/CephFS class maps it
     core.create_persistent_volume({"metadata": {"name": "collector-spool"}, "spec": {
         "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
         "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(spool), "type": "Directory"}}})
-
-
-def _render(plan_file: Path, out: Path) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(app, ["plan", "render", str(plan_file), "--only", "schedule", "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    objects = [yaml.safe_load(p.read_text()) for p in sorted(out.glob("*.yaml"))]
-    return [o for o in objects if o["kind"] != "Kustomization"]
 
 
 def _create(api_client: Any, objects: list[dict[str, Any]]) -> str:
@@ -240,13 +232,6 @@ def _logs(core: Any) -> str:
     return "\n".join(out)
 
 
-def _recommend(api: Api, args: list[str]) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(app, ["--api", api.url, "recommend", *args, "--json"],
-                                env={"ADVISOR_TOKEN": api.read_token})
-    assert result.exit_code == 0, result.output
-    return list(json.loads(result.stdout)["recommendations"])
-
-
 def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
         images: Images, cluster: Cluster, neo4j_uri: str, tmp_path: Path) -> None:
     from kubernetes import client
@@ -257,23 +242,13 @@ def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
     _namespace(api_client, cluster.api, tmp_path / "spool")
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(_plan(cluster.api, images)))
-    objects = _render(plan_file, tmp_path / "rendered")
+    objects = render_plan(plan_file, "--only", "schedule", out=tmp_path / "rendered")
     assert sorted(o["kind"] for o in objects) == ["ConfigMap", "CronJob", "PersistentVolumeClaim"]
 
     created = dt.datetime.now(dt.UTC)
     start = time.monotonic()
-    name = _create(api_client, objects)
-    fired = wait_for("the CronJob's first Job", lambda: [
-        j for j in batch.list_namespaced_job(NAMESPACE).items
-        if any(r.kind == "CronJob" for r in j.metadata.owner_references or [])], timeout=90)
-    batch.patch_namespaced_cron_job(name, NAMESPACE, {"spec": {"suspend": True}})  # one run is enough
-    planner = fired[0].metadata.name
-
-    def planner_done() -> Any:
-        job = batch.read_namespaced_job(planner, NAMESPACE)
-        return job if (job.status.succeeded or job.status.failed) else None
-
-    job = wait_for("the planner Job", planner_done, timeout=420, every=2)
+    planner = fire_once(batch, NAMESPACE, _create(api_client, objects))
+    job = planner_finished(batch, NAMESPACE, planner, timeout=420)
     elapsed = time.monotonic() - start
     logs = _logs(core)
     assert job.status.succeeded == 1, f"{logs}\n{cluster.node.log('kubelet')}"
@@ -293,7 +268,7 @@ def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
     sync = CliRunner().invoke(app, ["nodes", "sync", "--kubeconfig", str(cluster.cp.kubeconfig),
                                     "--cluster", "kubelet-test", "--store", neo4j_uri])
     assert sync.exit_code == 0, sync.output
-    rows = _recommend(cluster.api, ["--cluster", "kubelet-test", "--family", "pi", "--benchmark", "mem_triad"])
+    rows = recommend(cluster.api, ["--cluster", "kubelet-test", "--family", "pi", "--benchmark", "mem_triad"])
     mine = [r for r in rows if r["pool"] == "cpu-pool"]
     assert mine and mine[0]["basis"] == "measured", rows
     assert NODE in mine[0]["evidence"]["submitters"], mine[0]  # measured on the pool's own node
@@ -341,9 +316,7 @@ def test_gang_path_stops_at_the_volcano_scheduler(cluster: Cluster, tmp_path: Pa
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(plan))
-    result = CliRunner().invoke(app, ["plan", "render", str(plan_file), "--only", "jobs", "--json"])
-    assert result.exit_code == 0, result.output
-    objects = json.loads(result.stdout)
+    objects = render_plan(plan_file, "--only", "jobs")
     assert [o["kind"] for o in objects] == ["PersistentVolumeClaim", "PodGroup", "PyTorchJob"]
     _claim_volume(core, namespace, tmp_path / "spool")
     core.create_namespaced_persistent_volume_claim(namespace, objects[0])

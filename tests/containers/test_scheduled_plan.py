@@ -18,13 +18,18 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from cli.main import app
 from tests.containers.conftest import Api, Images
 from tests.containers.docker_node import DockerNode, wait_for
+from tests.containers.scheduled import (
+    fire_once,
+    planner_finished,
+    recommend,
+    render_plan,
+    setup_namespace,
+)
 from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
-from tests.support.kube import GANG_KINDS, REPO, gang_kinds_served, served_kind
+from tests.support.kube import GANG_KINDS, gang_kinds_served, served_kind
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 NAMESPACE = "stack-advisor"
@@ -68,37 +73,16 @@ def _plan(api: Api, images: Images) -> dict[str, Any]:
     }
 
 
-def _objects(plan_file: Path, out: Path) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(app, ["plan", "render", str(plan_file), "--only", "schedule", "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    objects = [yaml.safe_load(p.read_text()) for p in sorted(out.glob("*.yaml"))]
-    return [o for o in objects if o["kind"] != "Kustomization"]  # kustomization.yaml lists the files
-
-
-def _setup_namespace(api_client: Any, api: Api) -> None:
-    from kubernetes import client, dynamic
-
-    core = client.CoreV1Api(api_client)
-    core.create_namespace({"metadata": {"name": NAMESPACE}})
-    dyn = dynamic.DynamicClient(api_client)
-    for obj in yaml.safe_load_all((REPO / "deploy" / "base" / "rbac.yaml").read_text()):
-        resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        resource.create(body=obj, namespace=NAMESPACE)
-    for name, token in (("stack-advisor-collector-token", api.write_token),
-                        ("stack-advisor-planner-token", api.read_token)):
-        core.create_namespaced_secret(NAMESPACE, {"metadata": {"name": name}, "stringData": {"token": token}})
-
-
 def test_cronjob_fires_and_its_collector_pod_lands_a_measured_figure(
         images: Images, api: Api, cluster: ControlPlane, tmp_path: Path) -> None:
     from kubernetes import client, config
 
     api_client = config.new_client_from_config(config_file=str(cluster.kubeconfig))
     batch = client.BatchV1Api(api_client)
-    _setup_namespace(api_client, api)
+    setup_namespace(api_client, api, NAMESPACE)
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(_plan(api, images)))
-    objects = _objects(plan_file, tmp_path / "rendered")
+    objects = render_plan(plan_file, "--only", "schedule", out=tmp_path / "rendered")
     assert sorted(o["kind"] for o in objects) == ["ConfigMap", "CronJob"]
 
     start = time.monotonic()
@@ -111,17 +95,8 @@ def test_cronjob_fires_and_its_collector_pod_lands_a_measured_figure(
             else:
                 batch.create_namespaced_cron_job(NAMESPACE, obj)
         name = next(o["metadata"]["name"] for o in objects if o["kind"] == "CronJob")
-        fired = wait_for("the CronJob's first Job", lambda: [
-            j for j in batch.list_namespaced_job(NAMESPACE).items
-            if any(r.kind == "CronJob" for r in j.metadata.owner_references or [])], timeout=90)
-        batch.patch_namespaced_cron_job(name, NAMESPACE, {"spec": {"suspend": True}})  # one run is enough
-        planner_job = fired[0].metadata.name
-
-        def planner_done() -> Any:
-            job = batch.read_namespaced_job(planner_job, NAMESPACE)
-            return job if (job.status.succeeded or job.status.failed) else None
-
-        job = wait_for("the planner Job", planner_done, timeout=600, every=2)
+        planner_job = fire_once(batch, NAMESPACE, name)
+        job = planner_finished(batch, NAMESPACE, planner_job, timeout=600)
         elapsed = time.monotonic() - start
         logs = "\n".join(f"--- {pod}: exit {node.exit_codes.get(pod)}\n{log[-3000:]}" for pod, log in node.logs.items())
         assert job.status.succeeded == 1, logs
@@ -130,11 +105,9 @@ def test_cronjob_fires_and_its_collector_pod_lands_a_measured_figure(
     assert len(collector_pods) == 1 and node.exit_codes[collector_pods[0]] == 0, logs
     assert "delivered" in node.logs[collector_pods[0]], logs
 
-    result = CliRunner().invoke(app, ["--api", api.url, "recommend", "--family", "pi", "--benchmark", "mem_triad",
-                                      "--json"], env={"ADVISOR_TOKEN": api.read_token})
-    assert result.exit_code == 0, result.output
-    rows = [r for r in json.loads(result.stdout)["recommendations"] if images.collector in json.dumps(r)]
-    assert rows, result.stdout  # the plan's image, recorded with the figure (ADVISOR_IMAGE)
+    answer = recommend(api, ["--family", "pi", "--benchmark", "mem_triad"])
+    rows = [r for r in answer if images.collector in json.dumps(r)]
+    assert rows, answer  # the plan's image, recorded with the figure (ADVISOR_IMAGE)
     assert all(r["basis"] == "observed" and r["basis_note"].startswith("measured on") for r in rows), rows
     assert elapsed < 180, f"CronJob to a measured figure took {elapsed:.0f} s (goal: 3 minutes)"
 
@@ -160,9 +133,7 @@ def test_gang_path_stops_at_the_volcano_scheduler(cluster: ControlPlane, tmp_pat
             "benchmarks": [{"name": "allreduce-2x", "runner": "allreduce", "profile": "quick", "workers": 2}]}
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(plan))
-    result = CliRunner().invoke(app, ["plan", "render", str(plan_file), "--only", "jobs", "--json"])
-    assert result.exit_code == 0, result.output
-    objects = json.loads(result.stdout)
+    objects = render_plan(plan_file, "--only", "jobs")
     assert [o["kind"] for o in objects] == ["PersistentVolumeClaim", "PodGroup", "PyTorchJob"]
     objects = objects[1:]  # the collectors' spool claim: not part of the gang
     dyn = dynamic.DynamicClient(wait_for("CRDs served", lambda: gang_kinds_served(api_client), timeout=60))

@@ -221,6 +221,7 @@ def test_entities_stats_and_failures(store):
     assert [r["run_id"] for r in store.list_entities("runs")] == ["r-9"]
     [failure] = store.list_entities("failures")
     assert failure["error_class"] == "Unsupported" and failure["stack_id"] == TORCH.stack_id
+    assert failure["failure_class"] == "harness limitation"  # every backend says whose fault it is
     stats = store.stats()
     assert stats.observations_by_source == {"stack-advisor-collector": 1}
     assert stats.counts["Component"] == len(TORCH.components())

@@ -129,3 +129,20 @@ def test_observations_since_a_generation_pass_through_the_rest_store(
     remote = RestStore(str(client.base_url), tokens["read"], transport=client._transport)
     assert [o.run_id for o in remote.observations_since(first)] == ["run-b", "run-b"]
     assert [o.run_id for o in remote.observations_since(0, until=first)] == ["run-a"] * 3
+
+
+def test_failures_carry_their_class(client: TestClient, tokens: dict[str, str]) -> None:
+    """GET /v1/failures says whose fault each failure is (graph_schema.models.FailureClass): a
+    harness limitation sent the old way (stage "run", NotSupported) is classed on the way in."""
+    doc = document("run-classes", n=1)
+    base = {k: doc[k] for k in ("stack", "accelerator", "placement", "provenance")} | {"run_id": "run-classes"}
+    sent = [base | {"stage": "run", "error_class": "OOM", "message": "out of memory"},
+            base | {"stage": "run", "error_class": "NotSupported", "message": "numpy has no bf16 GEMM"},
+            base | {"stage": "environment", "error_class": "MissingEnvironment", "message": "no torch extra"}]
+    r = client.post("/v1/failures", json=sent, headers=auth(tokens["write"]))
+    assert r.status_code == 200 and r.json()["failures_new"] == 3
+    items = client.get("/v1/failures").json()["items"]
+    assert {(f["error_class"], f["stage"], f["failure_class"]) for f in items} == {
+        ("OOM", "run", "stack failure"),
+        ("NotSupported", "unsupported", "harness limitation"),
+        ("MissingEnvironment", "environment", "environment")}

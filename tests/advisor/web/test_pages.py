@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -210,18 +211,19 @@ def test_rows_measured_here_say_so_in_the_api_and_the_page(sweep_client: TestCli
                                                             api_headers: dict[str, str]) -> None:
     from advisor.results import Basis, basis_note, this_node
 
+    here = this_node(os.environ)  # what the app's edge passed in
     workload = {"family": "pi", "benchmark": "mem_triad"}
     api = sweep_client.post("/v1/recommendations", headers=api_headers, json={"workload": workload}).json()
     observed = [r for r in api["recommendations"] if r["basis"] == "observed"]
     assert len(observed) == 2  # both numpy builds, measured by the sweep on this machine
     for r in observed:
-        assert r["evidence"]["measured_on"] == [this_node()] and r["basis_note"] == "measured on this node"
+        assert r["evidence"]["measured_on"] == [here] and r["basis_note"] == "measured on this node"
     doc = sweep_client.get("/recommend?" + urlencode({**workload, "format": "json"})).json()
     assert [r["basis_note"] for r in doc["recommendations"]] == [r["basis_note"] for r in api["recommendations"]]
     page = sweep_client.get("/recommend?" + urlencode(workload))
     assert page.text.count('class="basis-note">measured on this node<') == 2
     assert basis_note(Basis.OBSERVED, ["gpu-7"], "laptop") == "measured on node gpu-7"
-    assert basis_note(Basis.INTERPOLATED, [this_node()], this_node()) is None
+    assert basis_note(Basis.INTERPOLATED, [here], here) is None
 
 
 def test_leaderboard_ranks_canonical_accelerators_per_placement(client: TestClient) -> None:
