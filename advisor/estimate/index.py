@@ -449,8 +449,8 @@ class EvidenceIndex:
             parts = [v for k, v in pooled.items() if k[0] is basis and len(k) == 3]
             pooled[(basis, None, None)] = np.concatenate(parts) if parts else np.empty(0)
             if basis is not Basis.TRANSFERRED:
-                for k in [k for k in pooled if k[0] is basis and len(k) == 3 and (k[1], k[2]) in ways]:
-                    by_way[(basis, k[1], ways[(k[1], k[2])])].append(pooled[k])
+                for own in [c for c in pooled if c[0] is basis and len(c) == 3 and (c[1], c[2]) in ways]:
+                    by_way[(basis, own[1], ways[(own[1], own[2])])].append(pooled[own])
         pooled.update({k: np.concatenate(v) for k, v in by_way.items()})
         return pooled
 
