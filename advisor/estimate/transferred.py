@@ -233,12 +233,20 @@ def kind_quantiles(pools: dict[tuple[Any, ...], np.ndarray], key: tuple[str, ...
     every vendor's replays each centred on its own median; with fewer, on the whole pool's."""
     from advisor.estimate.order_stats import median, quantiles
 
-    for level in ((key[4], key[3]), (None, "higher" if hib else "lower")):
+    levels = ((key[4], key[3]), (None, "higher" if hib else "lower"))
+    for i, level in enumerate(levels):
         values = pools.get((Basis.TRANSFERRED, *level, kind))
         if values is None or len(values) < min_residuals:
             continue
         own = pools.get((Basis.TRANSFERRED, *level, f"{kind} to {cls}"))
-        if CROSS_VENDOR not in kind or own is None or len(own) < MIN_DIRECTION:
+        few = own is None or len(own) < MIN_DIRECTION
+        if CROSS_VENDOR in kind and few and i + 1 < len(levels):
+            # too few replays to the target's vendor here: the wider level may hold enough (this
+            # level's median is the other direction's, and moved MI300X TTFT 4x the wrong way)
+            wider = pools.get((Basis.TRANSFERRED, *levels[i + 1], f"{kind} to {cls}"))
+            if wider is not None and len(wider) >= MIN_DIRECTION:
+                continue
+        if CROSS_VENDOR not in kind or own is None or few:
             lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
             return float(lo), float(mid), float(hi)
         whole = median(values)

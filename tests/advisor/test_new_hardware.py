@@ -259,3 +259,21 @@ def test_cross_vendor_intervals_centre_on_the_target_vendors_replays() -> None:
     assert lo < np.log(0.7) and hi > np.log(1.5)
     # too few replays of the kind at every level: NaN (the transfer is refused)
     assert math.isnan(kind_quantiles(pools, SLICE, CROSS_VENDOR, "a", True, 100)[0])
+
+
+def test_cross_vendor_centre_comes_from_the_level_that_holds_the_target_vendors_replays() -> None:
+    # the cell holds 30 replays to vendor b and 5 to a; the family's level 12 to a: a transfer to
+    # a is centred on a's own replays there, not on the cell's median (b's direction)
+    rng = np.random.default_rng(1)
+    to_a, to_b = np.log(0.6) + rng.normal(0, 0.05, 12), np.log(1.6) + rng.normal(0, 0.05, 30)
+    cell, family = ("closed", "samples_per_second"), (None, "higher")
+    pools = {(Basis.TRANSFERRED, *cell, CROSS_VENDOR): np.concatenate([to_a[:5], to_b]),
+             (Basis.TRANSFERRED, *cell, f"{CROSS_VENDOR} to a"): to_a[:5],
+             (Basis.TRANSFERRED, *cell, f"{CROSS_VENDOR} to b"): to_b,
+             (Basis.TRANSFERRED, *family, CROSS_VENDOR): np.concatenate([to_a, to_b]),
+             (Basis.TRANSFERRED, *family, f"{CROSS_VENDOR} to a"): to_a,
+             (Basis.TRANSFERRED, *family, f"{CROSS_VENDOR} to b"): to_b}
+    lo, mid, hi = kind_quantiles(pools, SLICE, CROSS_VENDOR, "a", True, 20)
+    assert mid == pytest.approx(np.median(to_a)) and lo < mid < hi
+    # b has enough in the cell: its own cell's centre
+    assert kind_quantiles(pools, SLICE, CROSS_VENDOR, "b", True, 20)[1] == pytest.approx(np.median(to_b))
