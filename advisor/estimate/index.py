@@ -330,7 +330,7 @@ class EvidenceIndex:
         # (throughputs in queries, samples or tokens per second move alike between rounds; a
         # metric new in the last round, tokens per second, has no history of its own); an
         # observed configuration varies no more than its accelerator's other results
-        way = "higher" if self.higher_is_better(key) else "lower"
+        way = ("higher" if self.higher_is_better(key) else "lower") if key in self.slices else None
         cells = {Basis.OBSERVED: ((Basis.OBSERVED, division, way), (Basis.INTERPOLATED, division, way),
                                   (Basis.OBSERVED, None, None)),
                  Basis.INTERPOLATED: ((Basis.INTERPOLATED, division, way), (Basis.INTERPOLATED, None, None)),
