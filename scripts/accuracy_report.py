@@ -355,12 +355,14 @@ def main() -> int:
         "",
         ("**How the intervals are made.** Split-conformal per basis, on log residuals of the same "
          "estimator replayed on the training data's own history: observed and interpolated figures "
-         "as each of the last two rounds predicted from the rounds before it; transferred figures as "
+         "as every round predicted from the rounds before it, pooled per division and the way the "
+         "metric runs (throughputs together: tokens per second has no history of its own); "
+         "transferred figures as "
          "each accelerator of a round predicted from its peers of that same round (peers last measured "
          "in older rounds stay out: a benchmark redefined under one name, 3d-unet BraTS then KiTS19, "
          "made those residuals an order of magnitude off). Transfers are locally weighted (Lei et al., "
          "2018): each residual is divided by its benchmark's own spread (shrunk towards its cell's). "
-         "Pools are per family, division and metric; the calibration is a function of the data, persisted "
+         "Transfer pools are per family, division and metric; the calibration is a function of the data, persisted "
          "with it (`advisor.estimate.calibration_file`)."),
         "",
         *sklearn_section(advisor.transfer_method, {"by-round": by_round, "loao": loao}, challenger),

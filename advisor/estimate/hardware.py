@@ -114,10 +114,32 @@ def scaling_figures(name: str, policy: str = DEFAULT_POLICY) -> tuple[float, flo
     return figures(name, policy).scaling()
 
 
-def bandwidth_figures(name: str) -> tuple[float, float] | None:
-    """(1, bandwidth): what a transfer by bandwidth alone scales by (compute left out)."""
+def bandwidth_figures(name: str, policy: str = DEFAULT_POLICY) -> tuple[float, float] | None:
+    """(1, bandwidth): what a transfer by bandwidth alone scales by (compute left out), in 8-bit
+    operands, or in 4-bit ones under the ``4-bit`` policy where the part runs fp4
+    (``runs_fp4``): a part that reads half the bytes per weight moves twice the operands."""
     bandwidth = figures(name).bandwidth_gbs
-    return (1.0, bandwidth) if bandwidth else None
+    if not bandwidth:
+        return None
+    return (1.0, bandwidth * 2 if policy == "4-bit" and runs_fp4(name) else bandwidth)
+
+
+@lru_cache(maxsize=4096)
+def runs_fp4(name: str) -> bool:
+    """Whether the part has fp4: its own catalogue entry publishes an fp4 peak, or, where its
+    entry publishes no compute figure at all, another part of its generation (the same tensor
+    cores: RTX PRO 6000 Blackwell Server Edition, whose datasheet gives no peak, and the
+    Workstation Edition, whose does)."""
+    from graph_schema.catalog import load_catalog
+
+    spec = resolve_accelerator(name).spec
+    if spec is None:
+        return False
+    if spec.peak_tflops.fp4:
+        return True
+    if any(getattr(spec.peak_tflops, p) for p in BITS) or not spec.generation:
+        return False
+    return any(e.generation == spec.generation and e.peak_tflops.fp4 for e in load_catalog().accelerators.values())
 
 
 def replicas_per_node(weights_gb: float, memory_gb: float, count: int) -> int:

@@ -22,8 +22,9 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
 Every estimate depends only on the rows of its own benchmark slice (family, benchmark, scenario,
 metric, division), so data about other benchmarks never moves it. Intervals are split-conformal
 per basis: log residuals of the same estimator replayed on the knowledge base's own history
-(each round predicted from the rounds before it; each accelerator from its peers of the same
-round), pooled per calibration cell (family, division, metric); a transfer's bounds are scaled
+(every round predicted from the rounds before it; each accelerator from its peers of the same
+round), pooled per calibration cell: (family, division, metric) for transfers, (family, division,
+way the metric runs) for observed and interpolated figures; a transfer's bounds are scaled
 by its own benchmark's spread (locally weighted conformal). The calibration depends only on the
 table: ``advisor.estimate.calibration_file`` persists it with the table's content digest.
 """
@@ -319,8 +320,10 @@ class EvidenceIndex:
     # ---- calibration -------------------------------------------------------------------------
     def quantiles(self, key: SliceKey, basis: Basis) -> tuple[float, float, float]:
         """p10/p90 of the log residuals of ``basis`` replayed on the history of the slice's
-        calibration cell (family, division, metric: an open-division latency varies far more than
-        a closed-division throughput); the whole family where the cell has too few."""
+        calibration cell (family, division and metric for a transfer; family, division and the
+        way the metric runs for an observed or interpolated figure: an open-division latency
+        varies far more than a closed-division throughput); the whole family where the cell has
+        too few."""
         family, division, metric = key[0], key[4], key[3]
         pools = self.residuals_for(family)
         own = pools.get((basis, division, metric))
@@ -332,12 +335,16 @@ class EvidenceIndex:
                 return within
         fallback = {Basis.OBSERVED: (-0.25, 0.0, 0.25), Basis.INTERPOLATED: (-0.25, 0.0, 0.25),
                     Basis.TRANSFERRED: (-0.6, 0.0, 0.5)}
-        # an observed configuration varies no more than its accelerator's other results
-        cells = {Basis.OBSERVED: ((Basis.OBSERVED, division, metric), (Basis.INTERPOLATED, division, metric),
+        # observed and interpolated figures pool the division's metrics that run the same way
+        # (throughputs in queries, samples or tokens per second move alike between rounds; a
+        # metric new in the last round, tokens per second, has no history of its own); an
+        # observed configuration varies no more than its accelerator's other results
+        way = ("higher" if self.higher_is_better(key) else "lower") if key in self.slices else None
+        cells = {Basis.OBSERVED: ((Basis.OBSERVED, division, way), (Basis.INTERPOLATED, division, way),
                                   (Basis.OBSERVED, None, None)),
-                 Basis.INTERPOLATED: ((Basis.INTERPOLATED, division, metric), (Basis.INTERPOLATED, None, None)),
-                 Basis.TRANSFERRED: ((Basis.TRANSFERRED, division, metric), (Basis.TRANSFERRED, None, None))}[basis]
-        for cell in cells:
+                 Basis.INTERPOLATED: ((Basis.INTERPOLATED, division, way), (Basis.INTERPOLATED, None, None)),
+                 Basis.TRANSFERRED: ((Basis.TRANSFERRED, division, metric), (Basis.TRANSFERRED, None, None))}
+        for cell in cells[basis]:
             values = pools.get(cell)
             if values is not None and len(values) >= MIN_RESIDUALS:
                 if basis is Basis.TRANSFERRED and cell[1] is not None:
@@ -410,9 +417,12 @@ class EvidenceIndex:
 
     def residuals(self, family: str) -> dict[PoolKey, np.ndarray]:
         """Log residuals of each basis on the family's own history: every round predicted from
-        the rounds before it (observed: same configuration; interpolated: same accelerator), and
-        every accelerator from its peers of the same round (transferred: per slice, and their
-        cell as the union)."""
+        the rounds before it (observed: same configuration; interpolated: same accelerator; every
+        transition, not the last two: the spread differs from one transition to the next, and
+        one or two of them set intervals too narrow for ≤v3.0 → v4.1 and too wide for ≤v4.1 →
+        v5.1), and every accelerator from its peers of the same round (transferred: per slice,
+        and their cell as the union). Observed and interpolated cells are also pooled per
+        (division, "higher"/"lower"): the way the metric runs."""
         t = self.table
         out: dict[PoolKey, list[float]] = defaultdict(list)
         for key, by_acc in self.slices.items():
@@ -421,7 +431,7 @@ class EvidenceIndex:
             cell = (key[4], key[3])
             rounds = sorted({float(self.round_no[r]) for rows in by_acc.values() for r in rows.tolist()})
             for acc, rows in by_acc.items():
-                for rnd in rounds[-2:]:  # the most recent transitions: how the next round moves
+                for rnd in rounds[1:]:  # every transition: how rounds have moved, averaged
                     now = rows[self.round_no[rows] == rnd]
                     before = rows[self.round_no[rows] < rnd]
                     if not len(now) or not len(before):
@@ -442,9 +452,16 @@ class EvidenceIndex:
         for k in [k for k in pooled if len(k) == 5]:  # the transfer cells, from their slices
             cell_key = k[:3]
             pooled[cell_key] = np.concatenate([pooled[cell_key], pooled[k]]) if cell_key in pooled else pooled[k]
+        ways = {(key[4], key[3]): "higher" if self.higher_is_better(key) else "lower"
+                for key in self.slices if key[0] == family}
+        by_way: dict[PoolKey, list[np.ndarray]] = defaultdict(list)
         for basis in (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED):
             parts = [v for k, v in pooled.items() if k[0] is basis and len(k) == 3]
             pooled[(basis, None, None)] = np.concatenate(parts) if parts else np.empty(0)
+            if basis is not Basis.TRANSFERRED:
+                for own in [c for c in pooled if c[0] is basis and len(c) == 3 and (c[1], c[2]) in ways]:
+                    by_way[(basis, own[1], ways[(own[1], own[2])])].append(pooled[own])
+        pooled.update({k: np.concatenate(v) for k, v in by_way.items()})
         return pooled
 
     def last_seen(self, rows: np.ndarray) -> datetime | None:

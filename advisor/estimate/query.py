@@ -15,8 +15,9 @@ from advisor.knowledge.table import ObservationTable, group_rows
 from advisor.results import Basis
 
 SliceKey = tuple[str, str, str, str, str]  # family, benchmark, scenario, metric, division
-# a residual pool: (basis, division, metric) — a calibration cell, (basis, None, None) the whole
-# family — or (basis, division, metric, benchmark, scenario), one slice's share of its cell
+# a residual pool: (basis, division, metric) — a calibration cell, (basis, division, "higher" or
+# "lower") the division's metrics that run one way, (basis, None, None) the whole family — or
+# (basis, division, metric, benchmark, scenario), one slice's share of its cell
 PoolKey = tuple[Any, ...]
 
 

@@ -4,7 +4,9 @@ and the replay of the same on the knowledge base's history that calibrates their
 
 A transfer draws on the nearest references of the target's own vendor. Where none ran the slice it
 draws on other vendors' (``cross-vendor``), and where the catalogue publishes no compute figure
-for the target it scales by memory bandwidth alone (``bandwidth only``). Each kind is replayed
+for the target it scales by memory bandwidth alone (``bandwidth only``) — only on a benchmark the
+slice's learned blend finds memory-bound (else refused: compute matters and is unknown), and in
+4-bit operands where the slice runs 4-bit and the part's generation has fp4. Each kind is replayed
 apart on the history (each accelerator of a recent round from its peers' results of the rounds
 before: the same kind of references, the round's drift included) and answers with its own
 residuals' p10..p90: wider where that kind of transfer has been worse. A kind with too few
@@ -27,6 +29,7 @@ from advisor.estimate.hardware import (
     bandwidth_figures,
     figures,
     replicas_per_node,
+    runs_fp4,
     scaling_figures,
 )
 from advisor.estimate.query import Estimate, Query
@@ -52,14 +55,18 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
     model = index.transfer_model(q.slice, by_acc, cls)
     target = scaling_figures(name, model.precision)
     bandwidth_only = target is None
+    policy = model.precision
     if bandwidth_only:
-        target = bandwidth_figures(name)
-        if target is None:
-            return Estimate(Basis.UNSUPPORTED, reason=f"no public specs to transfer by: {q.accelerator} "
-                            f"has neither a peak compute nor a memory bandwidth figure in the catalogue and was never "
-                            f"measured on {q.benchmark} {q.scenario}")
+        policy, alpha = index.blend(q.slice, by_acc)
+        target = bandwidth_figures(name, policy)
+        refused = _bandwidth_refusal(q, target is None, alpha)
+        if refused:
+            return Estimate(Basis.UNSUPPORTED, reason=refused)
         model = transfer.by_bandwidth(hib, model.accelerators)
     refs = index.references(by_acc, policy=model.precision)
+    if bandwidth_only and policy == "4-bit":  # the references' bandwidth in the operands they run
+        refs = {a: (v, (p[0], p[1] * 2 if runs_fp4(index.raw_names.get(a, a)) else p[1]), c)
+                for a, (v, p, c) in refs.items()}
     same = {a: v for a, v in refs.items() if v[2] == cls}
     if not refs:
         return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator with public figures measured: none ran "
@@ -83,6 +90,9 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
         ("reference", f"{', '.join(used)} {model.describe()}", 1.0),
         ("target", figures(name, model.precision if not bandwidth_only else "8-bit").describe(), 1.0)]
     notes = []
+    if bandwidth_only and policy == "4-bit" and runs_fp4(name):
+        factors.append(("precision", "fp4 (its generation has it): bandwidth counted in 4-bit operands, as for "
+                        "the references that run fp4", 2.0))
     if kind:
         factors.append(("transfer kind", kind, 1.0))
         notes.append(_kind_note(kind, cls, refs))
@@ -99,6 +109,21 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
     rows = np.concatenate([by_acc[a] for a in used])
     return Estimate(Basis.TRANSFERRED, value, raw_value * math.exp(lo_q), raw_value * math.exp(hi_q),
                     rows=rows, references=used, factors=factors, notes=notes, extrapolated=extrapolated)
+
+
+def _bandwidth_refusal(q: Query, no_bandwidth: bool, alpha: float) -> str | None:
+    """Why a part without a compute figure is not transferred to: no bandwidth figure either, or
+    a benchmark that is not memory-bound (bandwidth alone stands for speed only where the
+    slice's learned blend gives compute no weight: on llama2-70b-99.9, blend 0.25, it was off by
+    3.4x where the 99 variant, blend 0, was within 1.1x)."""
+    if no_bandwidth:
+        return (f"no public specs to transfer by: {q.accelerator} has neither a peak compute nor a memory "
+                f"bandwidth figure in the catalogue and was never measured on {q.benchmark} {q.scenario}")
+    if alpha <= 0:
+        return None
+    return (f"compute unpublished: the catalogue has no peak compute figure for {q.accelerator}, and "
+            f"{q.benchmark} {q.scenario} is not memory-bound on the parts that ran it (learned blend: peak "
+            f"compute^{alpha:g} x bandwidth^{1 - alpha:g}): bandwidth alone would not predict it")
 
 
 def _kind_note(kind: str, cls: str, refs: dict[str, Any]) -> str:
@@ -208,12 +233,20 @@ def kind_quantiles(pools: dict[tuple[Any, ...], np.ndarray], key: tuple[str, ...
     every vendor's replays each centred on its own median; with fewer, on the whole pool's."""
     from advisor.estimate.order_stats import median, quantiles
 
-    for level in ((key[4], key[3]), (None, "higher" if hib else "lower")):
+    levels = ((key[4], key[3]), (None, "higher" if hib else "lower"))
+    for i, level in enumerate(levels):
         values = pools.get((Basis.TRANSFERRED, *level, kind))
         if values is None or len(values) < min_residuals:
             continue
         own = pools.get((Basis.TRANSFERRED, *level, f"{kind} to {cls}"))
-        if CROSS_VENDOR not in kind or own is None or len(own) < MIN_DIRECTION:
+        few = own is None or len(own) < MIN_DIRECTION
+        if CROSS_VENDOR in kind and few and i + 1 < len(levels):
+            # too few replays to the target's vendor here: the wider level may hold enough (this
+            # level's median is the other direction's, and moved MI300X TTFT 4x the wrong way)
+            wider = pools.get((Basis.TRANSFERRED, *levels[i + 1], f"{kind} to {cls}"))
+            if wider is not None and len(wider) >= MIN_DIRECTION:
+                continue
+        if CROSS_VENDOR not in kind or own is None or few:
             lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
             return float(lo), float(mid), float(hi)
         whole = median(values)

@@ -7,6 +7,7 @@ through the public path."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -293,3 +294,37 @@ def test_a_system_mixing_accelerator_models_is_refused_saying_so(store: Store) -
     assert mixed.basis is Basis.UNSUPPORTED and mixed.value is None
     assert (mixed.reason or "").startswith("mixed accelerators: 'mixed: 4x MI325X + 4x MI300X': its part "
                                            "4x MI325X cannot be estimated (no accelerator of this class measured")
+
+
+def test_interpolated_intervals_pool_every_transition_of_the_divisions_throughputs(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Observed and interpolated residuals are pooled per (division, way the metric runs): a
+    throughput with no history of its own (tokens per second, first published in the last round)
+    takes the closed division's throughputs' spread, never one mixing in latencies."""
+    from advisor.estimate import index as index_module
+    from advisor.estimate.index import EvidenceIndex
+    from advisor.estimate.order_stats import quantiles
+
+    later = [*ROUND_41, ("l4x1n", "NVIDIA L4", 1, TRT10, {("resnet50", "SingleStream"): 0.80})]
+    import_mlperf(_round(tmp_path, "v4.1", later), store)
+    index = EvidenceIndex(Advisor(store).table())
+    pools = index.residuals("mlperf-inference")
+    cells = [k for k in pools if len(k) == 3 and k[0] is Basis.INTERPOLATED and k[1] == "closed"
+             and k[2] not in ("higher", "lower")]
+    throughput = [k for k in cells if not k[2].endswith("latency_ms")]
+    assert throughput and any(k[2].endswith("latency_ms") for k in cells)
+    higher = pools[(Basis.INTERPOLATED, "closed", "higher")]
+    assert sorted(higher.tolist()) == sorted(x for k in throughput for x in pools[k].tolist())
+    assert len(pools[(Basis.INTERPOLATED, None, None)]) > len(higher)  # the family's pool holds the latency too
+
+    monkeypatch.setattr(index_module, "MIN_RESIDUALS", 1)
+    llm = ("mlperf-inference", "llama2-70b-99", "Offline", "tokens_per_second", "closed")
+    lo, mid, hi = quantiles(higher, (0.1, 0.5, 0.9))
+    assert index.quantiles(llm, Basis.INTERPOLATED) == pytest.approx((lo, mid, hi))
+    answer = Advisor(store).predict([{"accelerator": "NVIDIA H100-SXM-80GB", "accelerator_count": 4,
+                                      "benchmark": "llama2-70b-99", "scenario": "Offline",
+                                      "metric": "tokens_per_second"}])[0]
+    assert answer.basis is Basis.INTERPOLATED and answer.interval is not None
+    assert answer.value is not None  # the interval is the throughputs' p10..p90 around the figure
+    assert (answer.interval.low, answer.interval.high) == pytest.approx(
+        (answer.value * math.exp(lo), answer.value * math.exp(hi)))

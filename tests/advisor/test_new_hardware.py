@@ -62,15 +62,22 @@ def _obs(name: str, vendor: str, rnd: str, value: float, i: int) -> Observation:
     )
 
 
-def _index(store, rounds: tuple[tuple[str, float], ...] = ROUNDS) -> EvidenceIndex:  # type: ignore[no-untyped-def]
+def _memory_law(name: str) -> float:
+    """A synthetic per-accelerator figure: memory-bound (bandwidth in 8-bit operands)."""
+    figures = hardware.scaling_figures(name, "8-bit")
+    assert figures is not None, name
+    return 5.0 * figures[1]
+
+
+def _index(store, rounds: tuple[tuple[str, float], ...] = ROUNDS, law=_law) -> EvidenceIndex:  # type: ignore[no-untyped-def]
     rows, i = [], 0
     for rnd, drift in rounds:
         for name in NVIDIA:
-            rows.append(_obs(name, "nvidia", rnd, _law(name) * drift, i))
+            rows.append(_obs(name, "nvidia", rnd, law(name) * drift, i))
             i += 1
     for name in AMD:  # AMD's part runs 20% under the law, in both rounds
         for rnd, drift in rounds:
-            rows.append(_obs(name, "amd", rnd, 0.8 * _law(name) * drift, i))
+            rows.append(_obs(name, "amd", rnd, 0.8 * law(name) * drift, i))
             i += 1
     store.ingest(IngestBatch(observations=rows))
     return EvidenceIndex(Advisor(store).table())
@@ -82,7 +89,8 @@ def index(embedded_store) -> EvidenceIndex:  # type: ignore[no-untyped-def]
 
 
 def test_kinds_of_transfer_too_rarely_replayed_are_refused_with_the_reason(embedded_store) -> None:  # type: ignore[no-untyped-def]
-    one_round = _index(embedded_store, ROUNDS[-1:])  # one round: 21 cross-vendor replays, none by bandwidth
+    # one round of a memory-bound benchmark: 21 cross-vendor replays, none by bandwidth
+    one_round = _index(embedded_store, ROUNDS[-1:], law=_memory_law)
     est = one_round.estimate(_query("Intel Gaudi 2"))
     assert est.basis is Basis.UNSUPPORTED
     assert "no intel accelerator ever ran resnet50 Offline" in (est.reason or "")
@@ -107,6 +115,13 @@ def test_figures_follow_the_precision_policy_and_leave_unpublished_figures_empty
     rtx = hardware.figures("NVIDIA RTX PRO 6000 Blackwell Server Edition")
     assert rtx.compute is None and rtx.scaling() is None
     assert hardware.bandwidth_figures("NVIDIA RTX PRO 6000 Blackwell Server Edition") == (1.0, rtx.bandwidth_gbs)
+    # ... but its generation runs fp4 (the Workstation Edition publishes it): at 4 bits it moves
+    # twice the operands; a part without fp4 (Hopper) keeps its 8-bit count
+    assert hardware.runs_fp4("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    assert hardware.bandwidth_figures("NVIDIA RTX PRO 6000 Blackwell Server Edition", "4-bit") == (
+        1.0, 2 * rtx.bandwidth_gbs)
+    assert hardware.runs_fp4("NVIDIA B200-SXM-180GB") and not hardware.runs_fp4("NVIDIA H100-SXM5-80GB")
+    assert hardware.bandwidth_figures("NVIDIA H100-SXM5-80GB", "4-bit") == (1.0, 3350)
     with pytest.raises(ValueError, match="precision policy"):
         hardware.figures("NVIDIA T4", "2-bit")
 
@@ -169,8 +184,19 @@ def test_cross_vendor_replays_fill_their_pool(index: EvidenceIndex) -> None:
     assert min(cross) < math.log(0.85)
 
 
-def test_a_part_with_unpublished_compute_transfers_by_bandwidth_with_its_own_interval(
+def test_a_part_with_unpublished_compute_is_refused_where_the_benchmark_is_compute_bound(
         index: EvidenceIndex) -> None:
+    by_acc = index.slices[SLICE]
+    assert index.blend(SLICE, by_acc)[1] > 0  # the synthetic law is compute-bound, and learned so
+    est = index.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
+    assert est.basis is Basis.UNSUPPORTED and (est.reason or "").startswith("compute unpublished")
+    assert "not memory-bound" in (est.reason or "") and "bandwidth alone would not predict it" in (est.reason or "")
+
+
+def test_a_part_with_unpublished_compute_transfers_by_bandwidth_with_its_own_interval(
+        embedded_store) -> None:  # type: ignore[no-untyped-def]
+    index = _index(embedded_store, law=_memory_law)
+    assert index.blend(SLICE, index.slices[SLICE])[1] == 0  # memory-bound: bandwidth alone may stand
     est = index.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
     pools = index.residuals_for(SLICE[0])
     assert len(pools[(Basis.TRANSFERRED, "closed", "samples_per_second", hardware.BANDWIDTH_ONLY)]) > 0
@@ -233,3 +259,21 @@ def test_cross_vendor_intervals_centre_on_the_target_vendors_replays() -> None:
     assert lo < np.log(0.7) and hi > np.log(1.5)
     # too few replays of the kind at every level: NaN (the transfer is refused)
     assert math.isnan(kind_quantiles(pools, SLICE, CROSS_VENDOR, "a", True, 100)[0])
+
+
+def test_cross_vendor_centre_comes_from_the_level_that_holds_the_target_vendors_replays() -> None:
+    # the cell holds 30 replays to vendor b and 5 to a; the family's level 12 to a: a transfer to
+    # a is centred on a's own replays there, not on the cell's median (b's direction)
+    rng = np.random.default_rng(1)
+    to_a, to_b = np.log(0.6) + rng.normal(0, 0.05, 12), np.log(1.6) + rng.normal(0, 0.05, 30)
+    cell, family = ("closed", "samples_per_second"), (None, "higher")
+    pools = {(Basis.TRANSFERRED, *cell, CROSS_VENDOR): np.concatenate([to_a[:5], to_b]),
+             (Basis.TRANSFERRED, *cell, f"{CROSS_VENDOR} to a"): to_a[:5],
+             (Basis.TRANSFERRED, *cell, f"{CROSS_VENDOR} to b"): to_b,
+             (Basis.TRANSFERRED, *family, CROSS_VENDOR): np.concatenate([to_a, to_b]),
+             (Basis.TRANSFERRED, *family, f"{CROSS_VENDOR} to a"): to_a,
+             (Basis.TRANSFERRED, *family, f"{CROSS_VENDOR} to b"): to_b}
+    lo, mid, hi = kind_quantiles(pools, SLICE, CROSS_VENDOR, "a", True, 20)
+    assert mid == pytest.approx(np.median(to_a)) and lo < mid < hi
+    # b has enough in the cell: its own cell's centre
+    assert kind_quantiles(pools, SLICE, CROSS_VENDOR, "b", True, 20)[1] == pytest.approx(np.median(to_b))
