@@ -167,6 +167,12 @@ class AnswerPool:
                     initargs=(self._flags, self.nice))
             return self._executor
 
+    def worker_pids(self) -> list[int]:
+        """The worker processes running now (none before the first use)."""
+        with self._lock:
+            processes = getattr(self._executor, "_processes", None) or {}
+            return [p.pid for p in processes.values() if p.pid is not None]
+
     def publish(self, knowledge: Knowledge) -> str:
         """The file the workers load ``knowledge`` from, written once per snapshot (0600, in a
         folder of its own); the one before is kept for a worker still loading it."""
