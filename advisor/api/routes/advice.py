@@ -87,7 +87,7 @@ def recommend(
     "",
     operation_id="predict",
     response_model=list[Prediction],
-    responses={**READ_ERRORS, **error_responses(400, 404, 413)},
+    responses={**READ_ERRORS, **error_responses(400, 404, 413, 429)},
     summary="Predict a metric for configurations; each answer says its basis (observed, interpolated, "
     "transferred) or is refused as unsupported with the reason",
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
