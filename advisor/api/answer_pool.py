@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections import Counter, deque
 from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor
@@ -157,7 +158,8 @@ class AnswerPool:
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
         self._folder: Path | None = None
-        self._published: list[tuple[Knowledge, str]] = []  # newest last; two kept
+        # the files written, newest last, two kept (weakly: an old snapshot is not held alive)
+        self._published: list[tuple[weakref.ref[Knowledge], str]] = []
 
     def _pool(self) -> ProcessPoolExecutor:
         with self._lock:
@@ -178,7 +180,7 @@ class AnswerPool:
         folder of its own); the one before is kept for a worker still loading it."""
         with self._lock:
             for held, written in self._published:
-                if held is knowledge:
+                if held() is knowledge:
                     return written
             if self._folder is None:
                 self._folder = Path(tempfile.mkdtemp(prefix="advisor-answers-"))
@@ -187,7 +189,7 @@ class AnswerPool:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-            self._published.append((knowledge, str(path)))
+            self._published.append((weakref.ref(knowledge), str(path)))
             while len(self._published) > 2:
                 Path(self._published.pop(0)[1]).unlink(missing_ok=True)
             return str(path)
@@ -196,9 +198,11 @@ class AnswerPool:
         """Start the workers and have them load the current snapshot (from a thread)."""
         self._pool().submit(answer_worker.load, self.publish(advisor.knowledge()))
 
-    async def predict(self, request: Request, advisor: Advisor, raw: bytes, *, deadline: float,
-                      budget_s: float, max_queries: int) -> bytes:
-        """The JSON answer to the prediction request ``raw``, computed by a worker.
+    async def predict(self, request: Request, advisor: Advisor, raw: bytes, *, budget_s: float,
+                      max_queries: int) -> bytes:
+        """The JSON answer to the prediction request ``raw``, computed by a worker within
+        ``budget_s`` from when the snapshot is ready (building a new generation's snapshot, done
+        once for every answer after it, is not counted; nor is the wait for admission).
 
         Raises:
             RequestValidationError: a malformed body (422, fields named ``body.queries.N...``).
@@ -209,6 +213,7 @@ class AnswerPool:
         from starlette.concurrency import run_in_threadpool
 
         path = await run_in_threadpool(lambda: self.publish(advisor.knowledge()))
+        deadline = time.monotonic() + budget_s
         if not self._free:
             raise Busy(f"{MAX_REQUESTS} answers are in the worker pool already; retry later")
         slot = self._free.pop()

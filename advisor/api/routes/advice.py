@@ -3,7 +3,6 @@ app (built once over the app's store; it keeps its table and model per store gen
 
 from __future__ import annotations
 
-import time
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Annotated
 
@@ -99,11 +98,10 @@ async def predict(request: Request, advisor: AdvisorDep, settings: SettingsDep, 
     # time: between chunks the answer's time budget is checked and a client that went away stops
     # it; anonymous requests are admitted a bounded number at a time
     _refuse_oversized(request, settings.max_predict_queries)
-    deadline = time.monotonic() + settings.answer_budget_s
     pool: AnswerPool | None = request.app.state.answers
     if pool is not None:
         async with _admitted(request, caller):
-            answer = await pool.predict(request, advisor, await request.body(), deadline=deadline,
+            answer = await pool.predict(request, advisor, await request.body(),
                                         budget_s=settings.answer_budget_s,
                                         max_queries=settings.max_predict_queries)
         return Response(answer, media_type="application/json")
