@@ -201,8 +201,8 @@ class AnswerPool:
     async def predict(self, request: Request, advisor: Advisor, raw: bytes, *, budget_s: float,
                       max_queries: int) -> bytes:
         """The JSON answer to the prediction request ``raw``, computed by a worker within
-        ``budget_s`` from when the snapshot is ready (building a new generation's snapshot, done
-        once for every answer after it, is not counted; nor is the wait for admission).
+        ``budget_s`` of work (not counted: building a new generation's snapshot, done once for
+        every answer after it; the wait for admission; a worker's start and snapshot load).
 
         Raises:
             RequestValidationError: a malformed body (422, fields named ``body.queries.N...``).
@@ -213,14 +213,13 @@ class AnswerPool:
         from starlette.concurrency import run_in_threadpool
 
         path = await run_in_threadpool(lambda: self.publish(advisor.knowledge()))
-        deadline = time.monotonic() + budget_s
         if not self._free:
             raise Busy(f"{MAX_REQUESTS} answers are in the worker pool already; retry later")
         slot = self._free.pop()
         watcher = asyncio.create_task(self._watch(request, slot))
         try:
-            future = self._pool().submit(answer_worker.predict_request, path, raw, slot, deadline,
-                                         budget_s, max_queries, PREDICT_CHUNK)
+            future = self._pool().submit(answer_worker.predict_request, path, raw, slot, budget_s,
+                                         max_queries, PREDICT_CHUNK)
             outcome = await asyncio.wrap_future(future)
         except BrokenProcessPool:
             self._restart()

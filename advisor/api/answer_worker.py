@@ -13,11 +13,9 @@ AdvisorError subclass, message, details)``.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -65,27 +63,26 @@ def load(path: str) -> int:
     return _knowledge(path).generation
 
 
-def predict_request(path: str, raw: bytes, slot: int, deadline: float, budget_s: float,
-                    max_queries: int, chunk: int) -> Outcome:
+def predict_request(path: str, raw: bytes, slot: int, budget_s: float, max_queries: int,
+                    chunk: int) -> Outcome:
     """Parse ``raw`` (a ``PredictionRequest``), refuse more than ``max_queries`` queries, and
-    predict a ``chunk`` at a time until done, past ``deadline`` (``time.monotonic``, the same
-    clock in every process) or once the server raises flag ``slot``."""
+    predict a ``chunk`` at a time until done, past ``budget_s`` from the start of the work, or
+    once the server raises flag ``slot``."""
     try:
         request = PredictionRequest.model_validate_json(raw or b"null")
     except ValidationError as exc:
-        return ("invalid", json.loads(exc.json(include_url=False)))
+        return ("invalid", [_plain(e) for e in exc.errors(include_url=False)])
     queries = request.queries
     try:
         check_cap(len(queries), max_queries, "queries", "ADVISOR_MAX_PREDICT_QUERIES")
         knowledge = _knowledge(path)
-        budget = AnswerBudget(budget_s)
-        budget.deadline = deadline
+        budget = AnswerBudget(budget_s)  # from now: a worker's start and load are not counted
         out: list[Prediction] = []
         with budget.applied():
             for first in range(0, len(queries), chunk):
                 if _flags is not None and _flags[slot]:
                     budget.cancel()
-                if first or time.monotonic() > deadline:
+                if first:
                     budget.check(f"the answer, after {first} of {len(queries)} queries,")
                 out.extend(predict(knowledge, queries[first:first + chunk]))
     except ClientGone:
@@ -94,3 +91,16 @@ def predict_request(path: str, raw: bytes, slot: int, deadline: float, budget_s:
         return ("error", type(exc), exc.message, exc.details)
     return ("ok", _PREDICTIONS.dump_json(out))
 
+
+def _plain(error: Any) -> dict[str, Any]:
+    """One of pydantic's errors with only what the 422 shows (field, message, type, what was
+    sent), in values that pickle whatever was sent (bytes that are not UTF-8, odd objects)."""
+    sent = error.get("input")
+    if isinstance(sent, dict):
+        sent = {}  # the 422 names only the kind of a container
+    elif isinstance(sent, list):
+        sent = []
+    elif not isinstance(sent, (str, bytes, int, float, bool, type(None))):
+        sent = repr(sent)
+    return {"type": error.get("type"), "loc": tuple(error.get("loc", ())),
+            "msg": error.get("msg"), "input": sent}
