@@ -76,8 +76,8 @@ def seeded(tmp_path: Path) -> Iterator[EmbeddedStore]:
 
 
 def _client(store: Any, tokens: dict[str, str], **overrides: Any) -> TestClient:
-    settings = make_settings(tokens, read_auth="open", answer_workers=1, answer_queue=1,
-                             answer_client_share=1, **overrides)
+    chosen = {"answer_workers": 1, "answer_queue": 1, "answer_client_share": 1, **overrides}
+    settings = make_settings(tokens, read_auth="open", **chosen)
     app = create_app(settings, store=store)
     app.dependency_overrides[get_store] = lambda: store
     return TestClient(app, raise_server_exceptions=False)
@@ -172,3 +172,13 @@ def _until(condition: Any, limit_s: float = 60.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the condition never held"
         time.sleep(0.01)
+
+
+def test_without_workers_predictions_are_answered_in_the_servers_threads(
+        seeded: EmbeddedStore, tokens: dict[str, str]) -> None:
+    """``ADVISOR_ANSWER_WORKERS=0``: no process pool, the same answer."""
+    expected = [p.model_dump(mode="json") for p in Advisor(seeded).predict([QUERY] * 2)]
+    with _client(seeded, tokens, answer_workers=0) as client:
+        assert client.app.state.answers is None  # type: ignore[attr-defined]
+        r = client.post("/v1/predictions", json={"queries": [QUERY] * 2})
+        assert r.status_code == 200 and r.json() == expected
