@@ -4,12 +4,16 @@ against the API over a throwaway store: embedded, a real Neo4j (tests/support/ne
 one), or both. Prints cases, failures and server errors per store and configuration.
 
     python bench/fuzz_api.py [--store embedded|neo4j|both] [--positive 80] [--negative 40]
-                             [--stateful 100]
+                             [--stateful 100] [--out fuzz_api.json]
 
 With the defaults one store gets 3 configurations x ~21 operations x (80 + 40) cases, about
 7,000 (operations without inputs have no invalid request, so fewer), and then a stateful run per
 configuration: ``--stateful`` sequences of calls that follow the OpenAPI links between write and
 read routes (``advisor.api.app.LINKS``), every response checked the same way.
+
+The counts are kept as they come: each phase's line is printed when it ends, each store's total
+when its last phase ends, and ``--out`` is rewritten after every phase (rows, totals per store and
+overall, ``finished``), so a run cut short still leaves what it counted.
 """
 
 from __future__ import annotations
@@ -59,9 +63,35 @@ def _store(kind: str) -> Iterator[Store]:
             store.close()
 
 
-def _run_store(kind: str, positive: int, negative: int, stateful: int) -> list[dict[str, Any]]:
+def _totals(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Cases, failures, server errors and seconds per store and over all stores."""
+    out: dict[str, dict[str, Any]] = {}
+    for key in [*dict.fromkeys(r["store"] for r in rows), "all"]:
+        mine = [r for r in rows if key in ("all", r["store"])]
+        out[key] = {"phases": len(mine), "cases": sum(r["cases"] for r in mine),
+                    "failures": sum(r["failures"] for r in mine),
+                    "server_errors": sum(r["server_errors"] for r in mine),
+                    "seconds": round(sum(r["seconds"] for r in mine), 1)}
+    return out
+
+
+def _record(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any], *, finished: bool) -> None:
+    """Rewrite ``out`` (atomically) with every phase counted so far."""
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps({**meta, "finished": finished, "totals": _totals(rows), "rows": rows},
+                              indent=1))
+    tmp.replace(out)
+
+
+def _print_total(kind: str, total: dict[str, Any]) -> None:
+    print(f"TOTAL {kind}: phases={total['phases']} cases={total['cases']} "
+          f"failures={total['failures']} server_errors={total['server_errors']} "
+          f"({total['seconds']:.0f} s)", flush=True)
+
+
+def _run_store(kind: str, positive: int, negative: int, stateful: int,
+               rows: list[dict[str, Any]], record: Any) -> None:
     tokens = {scope: secrets.token_urlsafe(24) for scope in ("read", "write", "admin")}
-    rows = []
     with _store(kind) as store:
         for label, read_auth, headers in (("reads open, write token", "open", auth(tokens["write"])),
                                           ("reads token-only, read token", "token", auth(tokens["read"])),
@@ -89,7 +119,11 @@ def _run_store(kind: str, positive: int, negative: int, stateful: int) -> list[d
                       f"({seconds:.0f} s)", flush=True)
                 for failure in result.failures:
                     print("   ", failure[:300], flush=True)
-    return rows
+                record()
+            pool = getattr(app.state, "answers", None)
+            if pool is not None:
+                pool.close()  # the configuration's answer worker
+    _print_total(kind, _totals([r for r in rows if r["store"] == kind])[kind])
 
 
 def main() -> int:
@@ -99,16 +133,22 @@ def main() -> int:
     parser.add_argument("--negative", type=int, default=40, help="invalid cases per operation")
     parser.add_argument("--stateful", type=int, default=100,
                         help="sequences of linked calls per configuration (0: none)")
+    parser.add_argument("--out", type=Path, default=Path("fuzz_api.json"),
+                        help="JSON file rewritten after every phase with the counts so far")
     args = parser.parse_args()
     kinds = ("embedded", "neo4j") if args.store == "both" else (args.store,)
-    rows = [row for kind in kinds for row in _run_store(kind, args.positive, args.negative, args.stateful)]
+    meta = {"stores": list(kinds), "positive": args.positive, "negative": args.negative,
+            "stateful": args.stateful, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    rows: list[dict[str, Any]] = []
     for kind in kinds:
-        mine = [r for r in rows if r["store"] == kind]
-        print(f"TOTAL {kind}: cases={sum(r['cases'] for r in mine)} "
-              f"failures={sum(r['failures'] for r in mine)} "
-              f"server_errors={sum(r['server_errors'] for r in mine)} "
-              f"({sum(r['seconds'] for r in mine):.0f} s)")
-    print(json.dumps(rows, indent=1))
+        _run_store(kind, args.positive, args.negative, args.stateful, rows,
+                   lambda: _record(args.out, rows, meta, finished=False))
+    _record(args.out, rows, meta, finished=True)
+    totals = _totals(rows)
+    for kind in kinds:
+        _print_total(kind, totals[kind])
+    _print_total("all stores", totals["all"])
+    print(f"counts written to {args.out}", flush=True)
     return 0 if not any(r["failures"] or r["server_errors"] for r in rows) else 1
 
 

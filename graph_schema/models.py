@@ -590,11 +590,13 @@ class ObservationFilter(_Model):
     host: str | None = None
     run_id: str | None = None
     since_generation: int | None = Field(
-        default=None, ge=0, description="only observations written by a batch after this data "
-        "generation (``StoreStats.generation``); observations written before schema v6 carry none")
+        default=None, ge=0, le=INT64_MAX,
+        description="only observations written by a batch after this data generation "
+        "(``StoreStats.generation``); observations written before schema v6 carry none")
     until_generation: int | None = Field(
-        default=None, ge=0, description="with since_generation: only up to this generation, "
-        "inclusive (a cache labelled with it gets exactly that generation's data)")
+        default=None, ge=0, le=INT64_MAX,
+        description="with since_generation: only up to this generation, inclusive (a cache "
+        "labelled with it gets exactly that generation's data)")
 
     @model_validator(mode="after")
     def _generation_range(self) -> ObservationFilter:

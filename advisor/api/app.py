@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from advisor.api.answer_pool import Admission, AnswerPool
 from advisor.api.auth import AuthBeforeBody, TokenTable
 from advisor.api.docs import install_docs
 from advisor.api.errors import install_error_handlers
@@ -51,13 +52,16 @@ collectors measured or that published sources (MLPerf) report, with provenance.
 """
 
 
-def _warm_in_background(resources: Resources) -> None:
+def _warm_in_background(resources: Resources, answers: AnswerPool | None) -> None:
     """Load the advisor's table and fit its model while the server starts taking requests
-    (requests that need it before it is ready wait for it instead of starting a second load)."""
+    (requests that need it before it is ready wait for it instead of starting a second load),
+    then start the answer workers on that snapshot."""
 
     def warm() -> None:
         try:
             resources.advisor().warm()
+            if answers is not None:
+                answers.warm(resources.advisor())
         except Exception as exc:  # noqa: BLE001 - a later request reports the problem itself
             log.warning("advisor warm-up skipped: %s", exc)
 
@@ -88,7 +92,8 @@ def create_app(
         title="stack-advisor",
         version=API_VERSION,
         description=DESCRIPTION,
-        lifespan=_lifespan(resources, owned=store is None),
+        lifespan=_lifespan(resources, owned=store is None,
+                           answers=lambda: getattr(app.state, "answers", None)),
         separate_input_output_schemas=True,
         docs_url=None,  # served by install_docs, from local assets
         redoc_url=None,
@@ -97,6 +102,10 @@ def create_app(
     app.state.tokens = tokens
     app.state.resources = resources
     app.state.metrics = Metrics()
+    app.state.answers = AnswerPool(workers=settings.answer_workers, nice=settings.answer_worker_nice) \
+        if settings.answer_workers else None
+    app.state.admission = Admission(max(1, settings.answer_workers), settings.answer_queue,
+                                    settings.answer_client_share)
     app.dependency_overrides[get_settings] = lambda: settings
 
     install_error_handlers(app)
@@ -133,18 +142,23 @@ def _resources(settings: Settings, store: Store | None,
     return resources
 
 
-def _lifespan(resources: Resources, *, owned: bool) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+def _lifespan(resources: Resources, *, owned: bool,
+              answers: Callable[[], AnswerPool | None]) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """Open the one store (and driver) of this process at start (retried later if it fails),
-    warm the advisor, and close the store at shutdown when the app owns it."""
+    warm the advisor and the answer workers, and at shutdown stop the workers and close the
+    store when the app owns it."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         resources.open()
         if owned:
-            _warm_in_background(resources)
+            _warm_in_background(resources, answers())
         try:
             yield
         finally:
+            pool = answers()
+            if pool is not None:
+                pool.close()
             if owned:
                 resources.close()
 

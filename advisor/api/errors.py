@@ -82,8 +82,10 @@ def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def error_response(exc: AdvisorError, settings_retry_after: int | None = None) -> JSONResponse:
     headers: dict[str, str] = {}
-    if exc.status_code == 503:
+    if exc.status_code in (429, 503):
         headers["Retry-After"] = str(settings_retry_after or 5)
+    if getattr(exc, "quiet", False):  # refused before the body was read: do not read it
+        headers["Connection"] = "close"
     auth = getattr(exc, "www_authenticate", None)
     if auth:
         headers["WWW-Authenticate"] = auth
@@ -103,7 +105,7 @@ def install_error_handlers(app: FastAPI) -> None:
         resources = getattr(request.app.state, "resources", None)
         if isinstance(exc, StoreUnavailable) and resources is not None:
             resources.store_failed(exc)  # the breaker's own 503s are ignored there
-        elif exc.status_code >= 500:
+        elif exc.status_code >= 500 and not getattr(exc, "quiet", False):
             log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code,
                         scrub(exc.message))
         return error_response(exc, _retry_after(request))

@@ -122,6 +122,7 @@ class AnonymousLimit:
 
 
 async def _refuse(send: Send, limit: int, retry_after: bytes) -> None:
+    """503 and close: the server does not read (and parse) the body of a refused request."""
     body = json.dumps({
         "error": "too_many_anonymous_requests",
         "message": f"{limit} requests without a token are in flight already "
@@ -129,7 +130,7 @@ async def _refuse(send: Send, limit: int, retry_after: bytes) -> None:
     }).encode()
     await send({"type": "http.response.start", "status": 503, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"retry-after", retry_after)]})
+        (b"retry-after", retry_after), (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -220,6 +220,20 @@ class Settings(BaseSettings):
     max_anonymous_concurrency: int = Field(
         default=2, ge=1, le=1_000,
         description="requests without a token in flight at once; more get 503 at once")
+    answer_workers: int = Field(
+        default=1, ge=0, le=64,
+        description="worker processes that answer predictions (off the server's interpreter lock, "
+                    "at a lower CPU priority); also how many anonymous heavy answers run at once; "
+                    "0: answer in the server's threads")
+    answer_worker_nice: int = Field(
+        default=10, ge=0, le=19, description="how much lower the workers' CPU priority is (nice)")
+    answer_queue: int = Field(
+        default=2, ge=0, le=1_000,
+        description="anonymous heavy answers waiting for a worker; more get 503 with Retry-After")
+    answer_client_share: int = Field(
+        default=2, ge=1, le=1_000,
+        description="anonymous heavy answers one client (address) may have running or waiting; "
+                    "more get 429 with Retry-After")
     store_failure_hold_s: float = Field(
         default=1.0, ge=0, le=60,
         description="after a store request fails as unavailable, others get 503 at once for "

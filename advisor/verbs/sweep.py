@@ -20,7 +20,7 @@ from statistics import mean, median, stdev
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import ObservationFilter, StoredObservation
@@ -60,9 +60,14 @@ def sweep_observations(store: Any, sweep: str, host: str | None = None) -> tuple
 
     Raises:
         NotFound: no observation of the sweep (on that host).
-        InvalidInput: several hosts ran it and none was chosen (names them).
+        InvalidInput: several hosts ran it and none was chosen (names them), or a host name
+            no store can hold.
     """
-    flt = ObservationFilter(source=SWEEP_SOURCE, host=host) if host else ObservationFilter(source=SWEEP_SOURCE)
+    try:
+        flt = ObservationFilter(source=SWEEP_SOURCE, host=host or None)
+    except ValidationError as exc:  # a host name no store can hold (NUL, too long, ...)
+        why = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise InvalidInput(f"host: {why} (got {host!r:.80})") from None
     rows = [o for o in store.iter_observations(flt) if o.provenance.details.get("sweep") == sweep]
     if not rows:
         where = f" on host {host!r}" if host else ""

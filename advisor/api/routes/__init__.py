@@ -14,7 +14,9 @@ _ERRORS = {
     409: "conflicts with what is stored",
     413: "the request body is over the configured limit",
     422: "invalid input; `details` lists each field with what was wrong",
-    503: "the store is unreachable or its schema does not match; see Retry-After",
+    429: "this client has its share of heavy answers running or waiting already; see Retry-After",
+    503: "the store is unreachable or its schema does not match, or the server is busy; see "
+         "Retry-After",
 }
 
 

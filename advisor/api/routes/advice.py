@@ -3,6 +3,7 @@ app (built once over the app's store; it keeps its table and model per store gen
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
@@ -11,6 +12,8 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from advisor.api import services
+from advisor.api.answer_pool import Admission, AnswerPool
+from advisor.api.auth import ANONYMOUS, Caller
 from advisor.api.deps import AdvisorDep, ReadCaller, SettingsDep, StoreDep
 from advisor.api.errors import PayloadTooLarge
 from advisor.api.limits import AnswerBudget, answer_budget, check_cap, in_chunks
@@ -83,24 +86,42 @@ def recommend(
     "",
     operation_id="predict",
     response_model=list[Prediction],
-    responses={**READ_ERRORS, **error_responses(400, 404, 413)},
+    responses={**READ_ERRORS, **error_responses(400, 404, 413, 429)},
     summary="Predict a metric for configurations; each answer says its basis (observed, interpolated, "
     "transferred) or is refused as unsupported with the reason",
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
         "schema": {"$ref": "#/components/schemas/PredictionRequest"},
         "examples": {"one query": {"value": PREDICT_EXAMPLE}}}}}},
 )
-async def predict(request: Request, advisor: AdvisorDep, settings: SettingsDep, _: ReadCaller) -> Response:
-    # async, and the body parsed in the thread pool (a 10k-query body would hold the event loop,
-    # and /healthz with it, while it is validated); the work runs a chunk at a time: between
-    # chunks the answer's time budget is checked and a client that went away stops it
+async def predict(request: Request, advisor: AdvisorDep, settings: SettingsDep, caller: ReadCaller) -> Response:
+    # async: the body is parsed and answered by a worker process (``answer_pool``), a chunk at a
+    # time: between chunks the answer's time budget is checked and a client that went away stops
+    # it; anonymous requests are admitted a bounded number at a time
     _refuse_oversized(request, settings.max_predict_queries)
+    pool: AnswerPool | None = request.app.state.answers
+    if pool is not None:
+        async with _admitted(request, caller):
+            answer = await pool.predict(request, advisor, await request.body(),
+                                        budget_s=settings.answer_budget_s,
+                                        max_queries=settings.max_predict_queries)
+        return Response(answer, media_type="application/json")
+    # ADVISOR_ANSWER_WORKERS=0: in the server's threads (the body parsed off the event loop)
     body = await run_in_threadpool(_prediction_request, await request.body())
     check_cap(len(body.queries), settings.max_predict_queries, "queries",
               "ADVISOR_MAX_PREDICT_QUERIES")
     predictions = await in_chunks(request, body.queries, lambda part: services.predict(advisor, part),
                                   chunk=PREDICT_CHUNK, budget_s=settings.answer_budget_s)
     return Response(_PREDICTIONS.dump_json(predictions), media_type="application/json")
+
+
+def _admitted(request: Request, caller: Caller) -> AbstractAsyncContextManager[None]:
+    """Anonymous callers wait for a place in the app's ``Admission`` (or are refused with 503
+    or 429); token holders go straight to the pool."""
+    if caller is not ANONYMOUS:
+        return nullcontext()
+    client = request.client.host if request.client else "unknown"
+    admission: Admission = request.app.state.admission
+    return admission.admitted(client)
 
 
 def _refuse_oversized(request: Request, max_queries: int) -> None:

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from advisor.api.deps import ReadCaller, ResourcesDep, SettingsDep, StoreDep, WriteCaller
 from advisor.api.routes import READ_ERRORS, WRITE_ERRORS
+from advisor.api.schemas import ErrorBody
 from advisor.api.services import check_batch_size
 from graph_schema.store import MAX_CLUSTER_NAME, cluster_name_problem
 
@@ -38,6 +39,16 @@ ClusterName = Annotated[
 ]
 
 
+# A name with '/..' segments ('a/../..') is resolved by the client (RFC 3986 dot segments) into
+# another path before it is sent: the server sees PUT /v1 or /v1/inventory, never this route.
+_AWAY = ("the path was resolved into another one before it reached this route: a cluster name "
+         "with '/..' segments (e.g. `a/../..`), which clients remove; percent-encode '/' and '.'")
+RESOLVED_AWAY: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": _AWAY + " (404: no route at the resolved path)"},
+    405: {"model": ErrorBody, "description": _AWAY + " (405: a route without PUT there)"},
+}
+
+
 class InventoryBody(BaseModel):
     nodes: list[dict[str, Any]] = Field(
         description="one object per node as `advisor nodes list --json` prints it, each with a "
@@ -58,7 +69,7 @@ class InventoryPage(BaseModel):
     "/{cluster:path}",
     operation_id="syncInventory",
     response_model=InventoryReport,
-    responses=WRITE_ERRORS,
+    responses={**WRITE_ERRORS, **RESOLVED_AWAY},
     summary="Replace one cluster's node inventory, in one transaction",
 )
 def sync_inventory(cluster: ClusterName, body: Annotated[InventoryBody, Body()], store: StoreDep,

@@ -125,6 +125,9 @@ def test_observations_since_a_generation_pass_through_the_rest_store(
     assert {o["generation"] for o in page["items"]} == {second}
     bad = client.get("/v1/observations", params={"since_generation": second, "until_generation": first})
     assert bad.status_code == 422 and "until_generation" in bad.text
+    for name in ("since_generation", "until_generation"):  # past INT64 was a 500 (fuzz_api)
+        past = client.get("/v1/observations", params={"since_generation": 0, name: 2**63})
+        assert past.status_code == 422 and name in past.text
     # the REST store asks the same (the CLI's and a replica's incremental table over --api)
     remote = RestStore(str(client.base_url), tokens["read"], transport=client._transport)
     assert [o.run_id for o in remote.observations_since(first)] == ["run-b", "run-b"]
