@@ -74,5 +74,7 @@ def test_sweep_interval_holds_the_direct_timing(capsys: pytest.CaptureFixture[st
     print(f"compare sweep: {row['ratio']:.3f} ({row['low']:.3f}..{row['high']:.3f}, {row['verdict']}); "
           f"direct: median {middle:.3f}, range {min(direct):.3f}..{max(direct):.3f}")
     assert row["low"] <= max(direct) and min(direct) <= row["high"], (row, direct)
-    if row["flagged"]:
+    if row["flagged"] and (min(direct) > 1 or max(direct) < 1):
+        # the direction is checked where the direct timing shows one: every alternating pair agrees
+        # (under load numpy 2.1.3's bundled OpenBLAS swings both ways: 0.79..1.32 in one CI run)
         assert (middle > 1) == (row["ratio"] > 1), (row, direct)
