@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
+from starlette.concurrency import run_in_threadpool
 
 from advisor.api import answer_worker
 from advisor.budget import ClientGone
@@ -210,8 +211,6 @@ class AnswerPool:
             Busy: every cancel flag is taken, or the worker died (the pool is started afresh).
             AdvisorError: what the work raised (OverBudget, PayloadTooLarge, ...).
         """
-        from starlette.concurrency import run_in_threadpool
-
         path = await run_in_threadpool(lambda: self.publish(advisor.knowledge()))
         if not self._free:
             raise Busy(f"{MAX_REQUESTS} answers are in the worker pool already; retry later")

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from advisor.knowledge.specs import resolve_accelerator
+from graph_schema.catalog import load_catalog
 from graph_schema.catalog.cpu_models import cpu_figures
 
 POLICIES = ("8-bit", "4-bit", "16-bit")  # the first is the default (fewer than 3 references)
@@ -102,11 +103,9 @@ def cpu_scaling(key: str, cpu_id: str | None, policy: str) -> Figures:
     found = cpu_figures(cpu_id) if cpu_id else None
     if found is None:
         return Figures(key, None, None, None, None, None)
-    for candidate in LADDERS[policy]:
-        value = found.peak(candidate)
-        if value:
-            return Figures(key, candidate, value, found.bandwidth.value if found.bandwidth else None, None, None)
-    return Figures(key, None, None, found.bandwidth.value if found.bandwidth else None, None, None)
+    bandwidth = found.bandwidth.value if found.bandwidth else None
+    precision = next((c for c in LADDERS[policy] if found.peak(c)), None)
+    return Figures(key, precision, found.peak(precision) if precision else None, bandwidth, None, None)
 
 
 def scaling_figures(name: str, policy: str = DEFAULT_POLICY) -> tuple[float, float] | None:
@@ -130,8 +129,6 @@ def runs_fp4(name: str) -> bool:
     entry publishes no compute figure at all, another part of its generation (the same tensor
     cores: RTX PRO 6000 Blackwell Server Edition, whose datasheet gives no peak, and the
     Workstation Edition, whose does)."""
-    from graph_schema.catalog import load_catalog
-
     spec = resolve_accelerator(name).spec
     if spec is None:
         return False

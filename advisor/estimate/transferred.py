@@ -65,8 +65,7 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
         model = transfer.by_bandwidth(hib, model.accelerators)
     refs = index.references(by_acc, policy=model.precision)
     if bandwidth_only and policy == "4-bit":  # the references' bandwidth in the operands they run
-        refs = {a: (v, (p[0], p[1] * 2 if runs_fp4(index.raw_names.get(a, a)) else p[1]), c)
-                for a, (v, p, c) in refs.items()}
+        refs = {a: (v, bandwidth_figures(index.raw_names.get(a, a), policy) or p, c) for a, (v, p, c) in refs.items()}
     same = {a: v for a, v in refs.items() if v[2] == cls}
     if not refs:
         return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator with public figures measured: none ran "
