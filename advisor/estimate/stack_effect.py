@@ -20,8 +20,10 @@ and the same canonical accelerator:
   submitter's tuned code whatever framework it names, so the class of a training framework says
   nothing about the run.
 
-A factor (``StackFactor``) is the median of its pairs with two intervals: the bootstrap interval
-of that median (what ``compare`` reports as the effect) and the pairs' own p10..p90 (what an
+A factor (``StackFactor``) is the median of its pairs with two intervals: the cluster-bootstrap
+interval of that median (pairs of one accelerator's change between the same two rounds are
+resampled together: one submission's upgrade is one change however many benchmarks it ran;
+what ``compare`` reports as the effect) and the pairs' own p10..p90 (what an
 estimate that applies the factor is widened by: one more result is as uncertain as one more
 pair; applied to class crossings only: an interpolation's interval is already conformal on
 its accelerator's moves from round to round). Fewer than ``MIN_PAIRS`` pairs give no factor,
@@ -70,6 +72,7 @@ class EvidenceIndex(Protocol):
     def latest(self, rows: np.ndarray) -> np.ndarray: ...
 
 MIN_PAIRS = 3
+MIN_CLUSTERS = 3  # independent stack changes (``StackPair.cluster``) a cluster bootstrap needs
 LEVEL = 0.8
 BOOTSTRAP = 1000
 CLASSED_FAMILIES = ("mlperf-inference",)
@@ -93,6 +96,12 @@ class StackPair:
     round_old: float
     round_new: float
     log_ratio: float  # log(speed of new / speed of old)
+
+    @property
+    def cluster(self) -> tuple[str, str, str, float, float]:
+        """What moves together: one accelerator's stack change between the same two rounds (the
+        same submissions, seen in every benchmark, scenario and count they ran)."""
+        return (self.accelerator, self.old, self.new, self.round_old, self.round_new)
 
 
 @dataclass(frozen=True)
@@ -124,18 +133,38 @@ class StackFactor:
                 f"{self.low:.3f}..{self.high:.3f}, pairs p10..p90 {self.spread_low:.3f}..{self.spread_high:.3f}")
 
 
-def fit_factor(scope: str, log_ratios: np.ndarray, seed: int = 0) -> StackFactor | None:
+def fit_factor(scope: str, log_ratios: np.ndarray, seed: int = 0,
+               clusters: list[object] | None = None) -> StackFactor | None:
     """The factor of ``log_ratios`` (None under ``MIN_PAIRS``): their median, the percentile
-    bootstrap interval of the median at ``LEVEL``, and their own p10..p90."""
+    bootstrap interval of the median at ``LEVEL``, and their own p10..p90. ``clusters`` (one
+    label per ratio): ratios that move together, resampled as whole clusters (a cluster
+    bootstrap); one submission's upgrade shows in every benchmark and count it ran, so its pairs
+    are not independent draws. Under ``MIN_CLUSTERS`` clusters the interval of the median is
+    the pairs' own p10..p90: a change seen once is not known better than one pair."""
     if len(log_ratios) < MIN_PAIRS:
         return None
     tails = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
     rng = np.random.default_rng(seed)
-    draws = np.median(rng.choice(log_ratios, size=(BOOTSTRAP, len(log_ratios))), axis=1)
+    if clusters is None:
+        draws = np.median(rng.choice(log_ratios, size=(BOOTSTRAP, len(log_ratios))), axis=1)
+    elif len(set(clusters)) >= MIN_CLUSTERS:
+        draws = _cluster_draws(rng, log_ratios, clusters)
+    else:  # too few independent changes to resample: the median is as uncertain as one pair
+        draws = log_ratios
     lo, hi = quantiles(draws, tails)
     s_lo, s_hi = quantiles(log_ratios, tails)
     return StackFactor(scope, math.exp(median(log_ratios)), math.exp(float(lo)), math.exp(float(hi)),
                        math.exp(float(s_lo)), math.exp(float(s_hi)), len(log_ratios))
+
+
+def _cluster_draws(rng: np.random.Generator, log_ratios: np.ndarray, clusters: list[object]) -> np.ndarray:
+    """Medians of ``BOOTSTRAP`` resamples that draw whole clusters with replacement."""
+    groups: dict[object, list[float]] = defaultdict(list)
+    for label, value in zip(clusters, log_ratios.tolist()):
+        groups[label].append(value)
+    members = [np.asarray(v) for v in groups.values()]
+    picks = rng.integers(0, len(members), size=(BOOTSTRAP, len(members)))
+    return np.asarray([np.median(np.concatenate([members[i] for i in row])) for row in picks])
 
 
 @dataclass(frozen=True)
@@ -250,13 +279,14 @@ class StackEffects:
     @staticmethod
     def _fit(pairs: list[StackPair], scopes_of: Callable[[StackPair], list[tuple[str, ...]]],
              ) -> dict[tuple[str, ...], StackFactor]:
-        pooled: dict[tuple[str, ...], list[float]] = defaultdict(list)
+        pooled: dict[tuple[str, ...], list[StackPair]] = defaultdict(list)
         for p in pairs:
             for scope in scopes_of(p):
-                pooled[scope].append(p.log_ratio)
+                pooled[scope].append(p)
         out = {}
-        for scope, values in pooled.items():
-            factor = fit_factor(" ".join(scope), np.asarray(values))
+        for scope, members in pooled.items():
+            factor = fit_factor(" ".join(scope), np.asarray([p.log_ratio for p in members]),
+                                clusters=[p.cluster for p in members])
             if factor is not None:
                 out[scope] = factor
         return out

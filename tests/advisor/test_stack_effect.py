@@ -88,6 +88,24 @@ def test_no_factor_is_fitted_from_fewer_than_the_minimum_pairs() -> None:
     assert factor.low <= factor.ratio <= factor.high and factor.ratio == pytest.approx(1.10)
 
 
+def test_pairs_of_one_change_are_resampled_together() -> None:
+    """One submission's upgrade seen in many benchmarks is one change, not many: the interval of
+    the median is resampled by clusters, and from under MIN_CLUSTERS changes it is the pairs' own
+    spread (a change seen once is known no better than one pair)."""
+    one = np.log(np.array([1.10, 1.11, 1.12, 1.13, 1.30, 0.95]))
+    naive = fit_factor("pairs", one)
+    single = fit_factor("one change", one, clusters=["a"] * len(one))
+    assert naive is not None and single is not None
+    assert (single.low, single.high) == pytest.approx((single.spread_low, single.spread_high))
+    assert single.high - single.low > naive.high - naive.low
+    # many clusters whose own medians disagree: wider than treating every pair as independent
+    ratios = np.log(np.array([1.20] * 5 + [0.90] * 5 + [1.05] * 5 + [1.15] * 5))
+    labels = [c for c in "abcd" for _ in range(5)]
+    independent, clustered = fit_factor("pairs", ratios), fit_factor("changes", ratios, clusters=labels)
+    assert independent is not None and clustered is not None
+    assert clustered.high - clustered.low > independent.high - independent.low
+
+
 def test_without_pairs_an_older_stack_is_used_as_is_and_the_answer_says_so(tmp_path: Path) -> None:
     store = _store(tmp_path, {"v3.0": _two_rounds()["v3.0"]})
     try:
