@@ -179,5 +179,5 @@ def _carry_forward(effects: StackEffects, q: Query, est: Estimate, fw: str, vers
                                               f"{len(est.rows)}", 1.0)])
     # not widened: an interpolated interval is conformal on the same accelerator's moves from
     # round to round, which hold its stack upgrades already
-    return apply_factor(est, factor, hib, "stack", f"{fw} {newest} carried forward to {version} (one version step)",
+    return apply_factor(est, factor, hib, "stack", f"{fw} {newest} carried forward to {version} (one round's step)",
                         widen=False)

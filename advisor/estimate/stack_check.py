@@ -43,9 +43,9 @@ def _row(name: str, pairs: list[StackPair], train: StackEffects) -> dict[str, An
                            "scored": len(scored), "mape": None, "mape_unchanged": None, "coverage": None}
     if scored:
         actual = np.asarray([math.exp(p.log_ratio) for p, _ in scored])
-        carried = np.asarray([f.ratio for _, f in scored])
+        carried = np.asarray([f.ratio ** p.rounds for p, f in scored])  # a factor is per round
         row["mape"] = float(np.mean(np.abs(carried / actual - 1)) * 100)
         row["mape_unchanged"] = float(np.mean(np.abs(1 / actual - 1)) * 100)
-        row["coverage"] = float(np.mean([f.spread_low <= a <= f.spread_high
-                                         for (_, f), a in zip(scored, actual, strict=True)]))
+        row["coverage"] = float(np.mean([f.spread_low ** p.rounds <= a <= f.spread_high ** p.rounds
+                                         for (p, f), a in zip(scored, actual, strict=True)]))
     return row

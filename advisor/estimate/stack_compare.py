@@ -81,7 +81,7 @@ def upgrade_text(effects: StackEffects, family: str, framework: str, old: str, n
     pooled = effects.upgrade(family, vendors[0], framework, benchmark, "", True) if len(vendors) == 1 else None
     if pooled is None:
         return f"{what}: {few} (the same accelerator, count and benchmark in an older and a newer round); no estimate"
-    return (f"{what}: {few}; one version step of {framework} on {vendors[0]} accelerators in general: "
+    return (f"{what}: {few}; one round's step of {framework} on {vendors[0]} accelerators in general: "
             f"{pooled.percent()}, from {pooled.pairs} pairs ({pooled.scope})")
 
 

@@ -8,6 +8,8 @@ and the same canonical accelerator:
   the same accelerator count: the median per-accelerator figure of each version's latest round.
   Only versions last run in different rounds pair (two versions in one round are two
   submitters, not an upgrade), or versions we measured ourselves (``advisor sweep``: no round).
+  A pair's ratio is counted per published round it spans (``StackPair.per_round``): consecutive
+  versions in our data lie 1 to 3 rounds apart, and a carry-forward predicts the next round.
   Pooled per (family, vendor, framework) and direction, else per (family, vendor, direction) over
   every framework; the direction (``direction_of``) is throughput or latency (a Server latency
   held under its limit does not move as throughput does) and LLM or not (LLM runtimes moved far
@@ -47,14 +49,14 @@ import numpy as np
 from advisor.estimate.facts import accelerator_class
 from advisor.estimate.order_stats import median, quantiles
 from advisor.estimate.query import SliceKey
-from advisor.knowledge.table import ObservationTable
+from advisor.knowledge.table import ObservationTable, round_number
 from graph_schema.catalog import (
     load_catalog,
     resolve_benchmark,
     resolve_framework_name,
     software_class,
 )
-from graph_schema.catalog.rounds import release_of
+from graph_schema.catalog.rounds import load_rounds, release_of
 
 
 class EvidenceIndex(Protocol):
@@ -96,6 +98,13 @@ class StackPair:
     round_old: float
     round_new: float
     log_ratio: float  # log(speed of new / speed of old)
+    rounds: int = 1  # published rounds from the older side's to the newer's (1: next, or our own)
+
+    @property
+    def per_round(self) -> float:
+        """The log speed ratio per published round it spans: the pairs of an upgrade factor span 1
+        to 3 rounds (v3.0 -> v4.1 is three), and what a carry-forward predicts is the next one."""
+        return self.log_ratio / self.rounds
 
     @property
     def cluster(self) -> tuple[str, str, str, float, float]:
@@ -273,8 +282,9 @@ class StackEffects:
         va, vb = median(index.unit[index.latest(a)]), median(index.unit[index.latest(b)])
         ratio = math.log(vb / va) if hib else math.log(va / vb)
         family, vendor, bench, scenario, metric, direction, acc = base
+        r_old, r_new = float(index.round_no[a].max()), float(index.round_no[b].max())
         return StackPair(family, vendor, bench, scenario, metric, direction, acc, fw, old, new,
-                         float(index.round_no[a].max()), float(index.round_no[b].max()), ratio)
+                         r_old, r_new, ratio, rounds_between(family, r_old, r_new))
 
     @staticmethod
     def _fit(pairs: list[StackPair], scopes_of: Callable[[StackPair], list[tuple[str, ...]]],
@@ -285,8 +295,11 @@ class StackEffects:
                 pooled[scope].append(p)
         out = {}
         for scope, members in pooled.items():
-            factor = fit_factor(" ".join(scope), np.asarray([p.log_ratio for p in members]),
+            factor = fit_factor(" ".join(scope), np.asarray([p.per_round for p in members]),
                                 clusters=[p.cluster for p in members])
+            if factor is not None and any(p.rounds > 1 for p in members):
+                factor = replace(factor, scope=f"{factor.scope}; per round, pairs spanning "
+                                 f"{min(p.rounds for p in members)}-{max(p.rounds for p in members)} rounds")
             if factor is not None:
                 out[scope] = factor
         return out
@@ -317,6 +330,17 @@ class StackEffects:
                                spread_low=1 / back.spread_high, spread_high=1 / back.spread_low,
                                scope=f"{back.scope} (inverted)")
         return None
+
+
+@lru_cache(maxsize=256)
+def rounds_between(family: str, old: float, new: float) -> int:
+    """Published rounds of ``family`` after round number ``old`` up to ``new`` (the catalogue's
+    ``rounds.yaml``; v3.0 -> v4.1 is 3: v3.1, v4.0, v4.1); 1 for our own measurements (no
+    round), for consecutive rounds and where the catalogue lists none between."""
+    if old <= 0 or new <= old:
+        return 1
+    listed = {round_number(r.id) for r in load_rounds() if r.family == family}
+    return max(1, sum(1 for n in listed if old + 1e-9 < n <= new + 1e-9))
 
 
 def upgrade_pair(pair: StackPair) -> bool:

@@ -31,7 +31,7 @@ TRT10 = ("TensorRT 10.2.0, CUDA 12.4", "TensorRT 10.2.0, CUDA 12.4, cuDNN 9.1.0"
 ORT = ("onnxruntime 1.14.0", "Python: 3.10.6, CUDA: 11.8")
 GPUS = {"a100": "NVIDIA A100-SXM-80GB", "h100": "NVIDIA H100-SXM-80GB", "l4": "NVIDIA L4", "t4": "NVIDIA T4"}
 BASE = {"a100": 40000.0, "h100": 80000.0, "l4": 12000.0, "t4": 5800.0}
-UPGRADE = (1.10, 1.12, 1.08, 1.11)  # TensorRT 8.6 (v3.0) -> 10.2 (v4.1), per accelerator in GPUS order
+UPGRADE = (1.10, 1.12, 1.08, 1.11)  # TensorRT 8.6 (v4.0) -> 10.2 (v4.1), consecutive rounds, per accelerator in GPUS order
 
 
 def _offline(value: float) -> str:
@@ -60,7 +60,7 @@ def _store(tmp_path: Path, rounds: dict[str, list[tuple[str, str, tuple[str, str
 
 
 def _two_rounds() -> dict[str, list[tuple[str, str, tuple[str, str], float]]]:
-    return {"v3.0": [(f"{k}-trt8", acc, TRT8, BASE[k]) for k, acc in GPUS.items()],
+    return {"v4.0": [(f"{k}-trt8", acc, TRT8, BASE[k]) for k, acc in GPUS.items()],
             "v4.1": [(f"{k}-trt10", acc, TRT10, BASE[k] * up) for (k, acc), up in zip(GPUS.items(), UPGRADE)]}
 
 
@@ -107,7 +107,7 @@ def test_pairs_of_one_change_are_resampled_together() -> None:
 
 
 def test_without_pairs_an_older_stack_is_used_as_is_and_the_answer_says_so(tmp_path: Path) -> None:
-    store = _store(tmp_path, {"v3.0": _two_rounds()["v3.0"]})
+    store = _store(tmp_path, {"v4.0": _two_rounds()["v4.0"]})
     try:
         pred = _ask(Advisor(store), "NVIDIA H100-SXM-80GB", "TensorRT 10.8, CUDA 12.8")
     finally:
@@ -137,6 +137,23 @@ def test_the_upgrade_pairs_are_the_same_accelerator_across_rounds(upgraded: Advi
     ratios = sorted(round(math.exp(p.log_ratio), 3) for p in effects.upgrade_pairs)
     assert ratios == sorted(UPGRADE)
     assert {(p.old, p.new) for p in effects.upgrade_pairs} == {("8.6", "10.2")}
+
+
+def test_a_factor_counts_per_round_its_pairs_span(tmp_path: Path) -> None:
+    """v3.0 -> v4.1 spans three published rounds (v3.1, v4.0, v4.1): the factor carried to the
+    next round is the per-round rate, and says so; the held-out check raises it to each pair's span."""
+    rounds = _two_rounds()
+    store = _store(tmp_path, {"v3.0": rounds["v4.0"], "v4.1": rounds["v4.1"]})
+    try:
+        advisor = Advisor(store)
+        effects = effects_of(advisor.evidence())
+        pred = _ask(advisor, "NVIDIA H100-SXM-80GB", "TensorRT 10.8, CUDA 12.8")
+    finally:
+        store.close()
+    assert {p.rounds for p in effects.upgrade_pairs} == {3}
+    (stack,) = [f for f in pred.factors if f.name == "stack"]
+    assert stack.effect == pytest.approx(float(np.median(UPGRADE)) ** (1 / 3), rel=1e-3)
+    assert "per round, pairs spanning 3-3 rounds" in stack.value
 
 
 # ---- software class --------------------------------------------------------------------------
@@ -212,7 +229,7 @@ def test_compare_says_what_upgrading_was_worth_and_from_how_many_pairs(upgraded:
 
 
 def test_compare_says_so_where_there_are_no_pairs(tmp_path: Path) -> None:
-    store = _store(tmp_path, {"v3.0": _two_rounds()["v3.0"] + [("h100-trt10", GPUS["h100"], TRT10, 90000.0)]})
+    store = _store(tmp_path, {"v4.0": _two_rounds()["v4.0"] + [("h100-trt10", GPUS["h100"], TRT10, 90000.0)]})
     try:
         result = Advisor(store).compare("tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50",
                                         accelerator="H100")
@@ -269,7 +286,7 @@ def test_the_held_out_check_scores_the_latest_rounds_upgrades_with_factors_learn
         (row,) = held_out_check(Advisor(store).table())
     finally:
         store.close()
-    assert row["held_out"] == 4 and row["scored"] == 4  # v4.1 -> v5.0 pairs, factor from v3.0 -> v4.1
+    assert row["held_out"] == 4 and row["scored"] == 4  # v4.1 -> v5.0 pairs, factor from v4.0 -> v4.1
     carried = float(np.median(UPGRADE))  # the factor learned before the latest round
     expected = float(np.mean([abs(carried / m - 1) for m in later])) * 100
     assert row["mape"] == pytest.approx(expected, rel=1e-3)
