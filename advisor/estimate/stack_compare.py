@@ -15,6 +15,7 @@ from advisor.estimate.stack_effect import (
     StackPair,
     direction_of,
     fit_factor,
+    rounds_between,
     upgrade_pair,
 )
 from graph_schema.catalog.rounds import release_of
@@ -85,6 +86,21 @@ def upgrade_text(effects: StackEffects, family: str, framework: str, old: str, n
             f"{pooled.percent()}, from {pooled.pairs} pairs ({pooled.scope})")
 
 
+def _carry(effects: StackEffects, key: tuple[str, str, str, str, str], vendor: str, fw: str, value: float,
+           round_no: float, newest_round: float, hib: bool) -> tuple[float, str]:
+    """``value`` of an older version carried to the round of the newest one: the per-round
+    factor raised to the rounds between; as measured where both ran in one published round (two
+    submitters, not an upgrade) or where there are no pairs."""
+    if newest_round > 0 and round_no >= newest_round:
+        return value, "the same round as the newest version (another submitter): as measured"
+    factor = effects.upgrade(key[0], vendor, fw, key[1], key[3], hib)
+    if factor is None:
+        return value, "no pairs to carry it forward: as measured"
+    steps = rounds_between(key[0], round_no, newest_round)
+    ratio = factor.ratio ** steps
+    return (value * ratio if hib else value / ratio), f"{steps} round(s) at {factor.describe()}"
+
+
 def rank_stacks(effects: StackEffects, key: tuple[str, str, str, str, str], accelerator: str) -> list[dict[str, object]]:
     """The stacks ``accelerator`` ran the benchmark slice ``key`` with, fastest first: each
     stack's median per-accelerator figure of its latest round and, for a stack older than the
@@ -100,21 +116,18 @@ def rank_stacks(effects: StackEffects, key: tuple[str, str, str, str, str], acce
     for r in rows.tolist():
         st = effects.row_stack(r)
         groups[(st.framework or "unknown", st.version or "?")].append(r)
-    newest: dict[str, tuple[int, ...]] = {}
-    for fw, version in groups:
-        newest[fw] = max(newest.get(fw, ()), release_of(version) or ())
+    newest: dict[str, tuple[tuple[int, ...], float]] = {}  # framework -> (newest version, its round)
+    for (fw, version), members in groups.items():
+        found = (release_of(version) or (), float(index.round_no[index.latest(np.asarray(members))[0]]))
+        newest[fw] = max(newest.get(fw, found), found)
     out = []
     for (fw, version), members in groups.items():
         latest = index.latest(np.asarray(members))
         value = float(np.median(index.unit[latest]))
         carried, factor_text = value, None
-        if (release_of(version) or ()) < newest[fw]:
-            factor = effects.upgrade(key[0], vendor, fw, key[1], key[3], hib)
-            if factor is not None:
-                carried = value * factor.ratio if hib else value / factor.ratio
-                factor_text = factor.describe()
-            else:
-                factor_text = "no pairs to carry it forward: as measured"
+        if (release_of(version) or ()) < newest[fw][0]:
+            carried, factor_text = _carry(effects, key, vendor, fw, value, float(index.round_no[latest[0]]),
+                                          newest[fw][1], hib)
         cls = effects.row_stack(members[0]).software_class
         out.append({"framework": fw, "version": version, "software_class": cls,
                     "round": index.table.round.vocab[int(index.table.round.codes[latest[0]])],

@@ -249,6 +249,23 @@ def test_rank_stacks_orders_one_accelerators_stacks_and_shows_the_carry(upgraded
     assert "median of 4 pairs" in str(older["factor"])
 
 
+def test_rank_stacks_carries_no_stack_run_in_the_same_round_as_the_newest(tmp_path: Path) -> None:
+    """Two versions in one published round are two submitters, not an upgrade: as measured."""
+    trt100 = ("TensorRT 10.0.0, CUDA 12.4", "TensorRT 10.0.0, CUDA 12.4, cuDNN 9.0.0")
+    rounds = _two_rounds()
+    rounds["v4.1"] = [*rounds["v4.1"], ("h100-other", GPUS["h100"], trt100, 70000.0)]
+    store = _store(tmp_path, rounds)
+    try:
+        rows = Advisor(store).rank_stacks(benchmark="resnet50", scenario="Offline", metric="samples_per_second",
+                                          accelerator="H100-SXM-80GB")
+    finally:
+        store.close()
+    by_version = {r["version"]: r for r in rows}
+    assert by_version["10.0"]["carried_forward"] == by_version["10.0"]["value"] == pytest.approx(70000.0)
+    assert "same round" in str(by_version["10.0"]["factor"])
+    assert by_version["8.6"]["carried_forward"] > by_version["8.6"]["value"]
+
+
 def test_our_own_sweeps_pair_versions_measured_on_one_host(tmp_path: Path) -> None:
     """Our measurements carry no round: versions measured side by side (``advisor sweep``) pair."""
     old, new = (SoftwareStack(framework="pytorch", framework_version=v, cuda="12.4") for v in ("2.3.0", "2.4.0"))
