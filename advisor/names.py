@@ -15,8 +15,10 @@ from functools import lru_cache
 from advisor.results import PredictQuery
 from collectors.importers.stack_text import parse_components, parse_framework
 from graph_schema.catalog import (
+    NameMatch,
     cudnn_version,
     load_catalog,
+    named_scenario,
     normalize,
     resolve_accelerator,
     resolve_benchmark,
@@ -176,6 +178,8 @@ def canonical_query(query: PredictQuery, known_benchmarks: set[tuple[str, str]])
         problems.append(f"benchmark: unknown benchmark {query.benchmark!r} in {query.family}"
                         + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else ""))
     update["benchmark"] = name
+    if bench.resolved and bench.scenario is not None:
+        _scenario_from_name(query, bench, update, problems)
     components = dict(query.components)
     try:
         components = canonical_components(components)
@@ -193,6 +197,30 @@ def canonical_query(query: PredictQuery, known_benchmarks: set[tuple[str, str]])
             problems.append(f"framework: {exc}")
     update["components"] = components
     return query.model_copy(update=update), problems
+
+
+def _scenario_from_name(query: PredictQuery, bench: NameMatch, update: dict[str, object], problems: list[str]) -> None:
+    try:
+        update["scenario"] = scenario_in_name(query.benchmark, query.family, query.scenario)
+    except ValueError as exc:
+        problems.append(f"scenario: {exc}")
+
+
+def scenario_in_name(benchmark: str, family: str | None, scenario: str | None) -> str | None:
+    """The scenario a benchmark's name carries ("llama2-70b-interactive-99": Interactive), None
+    when it carries none; a scenario given beside it must be that one or the LoadGen mode it
+    runs in (Server).
+
+    Raises:
+        ValueError: the given scenario is another one (or unknown).
+    """
+    bench = resolve_benchmark(benchmark, family)
+    if not bench.resolved or bench.scenario is None:
+        return None
+    given = canonical_scenario(scenario) if scenario else None
+    if given is None or named_scenario(bench, given) == bench.scenario:
+        return bench.scenario
+    raise ValueError(f"benchmark {benchmark!r} is {bench.id}'s {bench.scenario} scenario, not {given}")
 
 
 def matching_accelerators(names: list[str], text: str) -> list[str]:

@@ -224,6 +224,17 @@ class Workload(_Spec):
 
         return canonical_scenario(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _scenario_in_benchmark_name(cls, data: Any) -> Any:
+        """A benchmark named with its scenario ("llama2-70b-interactive-99") asks that scenario."""
+        if not isinstance(data, dict) or not isinstance(data.get("benchmark"), str):
+            return data
+        from advisor.names import scenario_in_name
+
+        scenario = scenario_in_name(data["benchmark"], data.get("family"), data.get("scenario"))
+        return data if scenario is None else {**data, "scenario": scenario}
+
     @field_validator("benchmark")
     @classmethod
     def _catalogue_benchmark(cls, value: str | None, info: ValidationInfo) -> str | None:

@@ -48,6 +48,7 @@ from collectors.importers.stack_text import classify_placement, merge_stack_text
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from graph_schema.catalog import (
     load_catalog,
+    named_scenario,
     resolve_accelerator,
     resolve_benchmark,
     resolve_cpu,
@@ -427,10 +428,12 @@ def _record(
             Issue(item.path, f"scenario directory {scenario_dir!r} is not a known scenario ({known})", "failed", "unknown-scenario")
         )
         return None
+    bench = resolve_benchmark(benchmark_raw, FAMILY)
     if load_catalog().scenarios[directory_scenario].loadgen_mode == loadgen_scenario:
         # A scenario LoadGen runs in another mode (Interactive: Server with tighter latency
-        # bounds) is a result of its own under its directory's name.
-        scenario = directory_scenario
+        # bounds) is a result of its own under its directory's name, or under the benchmark's
+        # (v5.0: llama2-70b-interactive-99/Server)
+        scenario = named_scenario(bench, directory_scenario)
     else:
         tree.issues.append(
             Issue(
@@ -462,7 +465,7 @@ def _record(
         division=division,
         submitter=submitter,
         system_id=system_id,
-        benchmark=resolve_benchmark(benchmark_raw, FAMILY).id,
+        benchmark=bench.id,
         benchmark_raw=benchmark_raw,
         scenario=scenario,
         metric=headline.metric,

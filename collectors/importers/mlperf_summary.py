@@ -49,6 +49,7 @@ from collectors.importers.mlperf_system import flat_text, whole_number
 from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
 from graph_schema.catalog import (
     load_catalog,
+    named_scenario,
     resolve_accelerator,
     resolve_benchmark,
     resolve_cpu,
@@ -297,6 +298,7 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
     where = _location_parts(r.get("location") or "")
     benchmark_raw = where[0] if where else flat_text(r["benchmark"])
     bench = resolve_benchmark(benchmark_raw, FAMILY)
+    scenario = named_scenario(bench, scenario)  # v5.0: "llama2-70b-interactive-99", Server
     metric = _metric(bench.id, bench.base, scenario, kind, unit_metric)
     report.results += 1
     return _observation(row, scenario, bench.id, benchmark_raw, metric, value * (to_ms if kind == "latency" else 1.0),

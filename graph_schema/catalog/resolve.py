@@ -485,6 +485,9 @@ class NameMatch:
     base: str | None = None  # for a benchmark variant: the catalogue entry it is a variant of
     family: str | None = None  # for a benchmark: the family whose catalogue answered
     suggestions: tuple[str, ...] = ()
+    # for a benchmark whose name carries a scenario (MLPerf v5.0's "llama2-70b-interactive-99",
+    # run in LoadGen's Server mode, is llama2-70b-99's Interactive scenario): that scenario
+    scenario: str | None = None
 
     def message(self, field_name: str | None = None) -> str:
         hint = f"; did you mean {' or '.join(repr(s) for s in self.suggestions)}?" if self.suggestions else ""
@@ -548,6 +551,9 @@ def resolve_benchmark(text: str, family: str | None = None) -> NameMatch:
         match = _names(text, index, "benchmark") if index else None
         if match is not None and match.resolved:
             return replace(match, family=fam)
+    named = _scenario_in_name(text, families)
+    if named is not None:
+        return named
     lowered = " ".join(str(text).split()).lower()
     for fam in families:
         for pattern, bench_id in cat.benchmark_variants.get(fam, ()):
@@ -561,6 +567,37 @@ def resolve_benchmark(text: str, family: str | None = None) -> NameMatch:
             suggestions += [s for s in index.suggest(text, canonical=True) if s not in suggestions]
     return NameMatch(raw=text, id=" ".join(str(text).split()), resolved=False, what="benchmark",
                      suggestions=tuple(suggestions[:3]), family=family)
+
+
+def _scenario_in_name(text: str, families: list[str]) -> NameMatch | None:
+    """A benchmark named with a scenario LoadGen runs in another mode ("llama2-70b-interactive-99",
+    "llama3.1-8b-interactive": MLPerf's names for the Interactive scenario, a Server run, before
+    the results tree gave it a directory of its own): the benchmark the rest of the name resolves
+    to (a catalogue entry, not a variant), with that scenario. None when no such token is there."""
+    cat = load_catalog()
+    tokens = re.split(r"([-_ ]+)", str(text).strip())
+    for i in range(0, len(tokens), 2):
+        scenario = cat.scenario_index.find(tokens[i]) if tokens[i] else None
+        if not scenario or cat.scenarios[scenario[0]].loadgen_mode == scenario[0]:
+            continue
+        rest = "".join(tokens[:max(0, i - 1)] + tokens[i + 1:] if i else tokens[i + 2:]).strip("-_ ")
+        for fam in families:
+            index = cat.benchmark_index.get(fam)
+            found = index.find(rest) if index and rest else None
+            if found:
+                return NameMatch(raw=text, id=found[0], resolved=True, what="benchmark",
+                                 matched_by="scenario in name", family=fam, scenario=scenario[0])
+    return None
+
+
+def named_scenario(bench: NameMatch, scenario: str) -> str:
+    """The scenario of a result of benchmark ``bench`` run as ``scenario``: the scenario its name
+    carries (``NameMatch.scenario``) where the run is that scenario's LoadGen mode
+    ("llama2-70b-interactive-99" run as Server is Interactive), else ``scenario``."""
+    if bench.scenario is None or bench.scenario == scenario:
+        return scenario
+    cat = load_catalog()
+    return bench.scenario if cat.scenarios[bench.scenario].loadgen_mode == scenario else scenario
 
 
 def _family_order(cat: Catalog) -> list[str]:

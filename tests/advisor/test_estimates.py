@@ -283,6 +283,18 @@ def test_interactive_is_refused_with_why_until_systems_ran_both_then_derived_fro
     latency = Advisor(store).predict([{"accelerator": "NVIDIA L4", "accelerator_count": 1, "benchmark": "resnet50",
                                        "scenario": "Interactive", "metric": "p90_latency_ms"}])[0]
     assert latency.basis is Basis.UNSUPPORTED and "no Interactive results" in (latency.reason or "")
+    # MLPerf v5.0's name for the scenario, as users copy it from its tables: the same answer
+    for scenario in (None, "Server", "interactive"):
+        named = Advisor(store).predict([{"accelerator": "NVIDIA H200-SXM-141GB", "accelerator_count": 8,
+                                         "benchmark": "llama2-70b-interactive-99", "scenario": scenario,
+                                         "metric": "tokens_per_second"}])[0]
+        assert (named.query.benchmark, named.query.scenario, named.value) == ("llama2-70b-99", "Interactive",
+                                                                               derived.value)
+    clash = Advisor(store).predict([{"accelerator": "NVIDIA H200-SXM-141GB", "accelerator_count": 8,
+                                     "benchmark": "llama2-70b-interactive-99", "scenario": "Offline",
+                                     "metric": "tokens_per_second"}])[0]
+    assert clash.basis is Basis.UNSUPPORTED
+    assert "'llama2-70b-interactive-99' is llama2-70b-99's Interactive scenario, not Offline" in (clash.reason or "")
 
 
 def test_a_system_mixing_accelerator_models_is_refused_saying_so(store: Store) -> None:

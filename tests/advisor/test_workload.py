@@ -37,6 +37,10 @@ def test_task_and_model_resolve_to_a_benchmark() -> None:
     assert Workload(model="rnnt").benchmark == "rnnt"
     cnn = Workload(family="cnn", benchmark="resnet50", batch_size=64, precision="fp16")
     assert cnn.parameter_filters() == {"batch_size": 64, "precision": "fp16"}
+    # MLPerf v5.0's name for an Interactive result: the benchmark and its scenario
+    for scenario in (None, "Server", "Interactive"):
+        named = Workload(benchmark="llama3.1-8b-interactive", scenario=scenario)
+        assert (named.benchmark, named.scenario) == ("llama3.1-8b", "Interactive")
 
 
 @pytest.mark.parametrize(
@@ -50,6 +54,8 @@ def test_task_and_model_resolve_to_a_benchmark() -> None:
         ({"benchmark": "resnet50", "hardware": {"driver": "new"}}, r"hardware\.driver.*'new'"),
         ({"benchmark": "resnet50", "hardware": {"min_count": 8, "max_count": 2}}, "min_count 8 is above max_count 2"),
         ({"benchmark": "resnet50", "colour": "blue"}, r"colour"),
+        ({"benchmark": "llama2-70b-interactive-99", "scenario": "Offline"},
+         "^workload: benchmark 'llama2-70b-interactive-99' is llama2-70b-99's Interactive scenario, not Offline$"),
     ],
 )
 def test_bad_workloads_name_field_and_value(data: dict, message: str) -> None:  # type: ignore[type-arg]

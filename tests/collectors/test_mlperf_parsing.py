@@ -390,6 +390,23 @@ def test_interactive_directory_with_a_server_summary_is_a_result_of_its_own(tmp_
     assert len({o.observation_key for o in observations}) == len(observations)
 
 
+def test_a_benchmark_named_with_its_scenario_is_that_scenario(tmp_path: Path) -> None:
+    """MLPerf v5.0 wrote the Interactive scenario as a benchmark of its own run as Server
+    (``llama2-70b-interactive-99/Server``); v5.1 as a directory (``llama2-70b-99/Interactive``):
+    both are llama2-70b-99's Interactive result, under one key."""
+    keys = []
+    for name, benchmark, scenario in (("v50", "llama2-70b-interactive-99", "Server"),
+                                      ("v51", "llama2-70b-99", "Interactive")):
+        tree = small_tree(tmp_path / name)
+        write(tree, "closed/Acme/systems/box8.json", json.dumps(SYSTEM))
+        write(tree, result_path("box8", benchmark, scenario), LLM_SERVER.replace("INVALID", "VALID"))
+        parsed = read_tree(tree)
+        (record,) = [r for r in parsed.records if r.benchmark_raw == benchmark]
+        assert (record.benchmark, record.scenario, record.benchmark_raw) == ("llama2-70b-99", "Interactive", benchmark)
+        keys.append(to_observations(record)[0].observation_key)
+    assert keys[0] == keys[1]
+
+
 def test_token_latency_metrics_of_a_summary_without_them_is_empty() -> None:
     assert token_latency_metrics(parse_summary(SUMMARY_OFFLINE)) == []
 

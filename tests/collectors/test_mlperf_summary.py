@@ -85,6 +85,20 @@ def test_later_rounds_field_names_and_keyed_object_shape(tmp_path: Path, v51_row
                {"submitter": "Organization", "benchmark": "MlperfModel", "value": "Result"}.items())
 
 
+def test_a_benchmark_named_with_its_scenario_reads_as_that_scenario(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+    """v5.0's tables name the Interactive scenario in the model ("llama2-70b-interactive-99",
+    Scenario "Server"): made here from real v5.1 Interactive rows, the same observations."""
+    picked = [r for r in v51_rows if r["Scenario"] == "Interactive" and not r["inferred"]][:6]
+    assert picked
+    older = [{**r, "Model": r["Model"].replace("llama2-70b-", "llama2-70b-interactive-").replace(
+        "llama3.1-405b", "llama3.1-405b-interactive").replace("llama3.1-8b", "llama3.1-8b-interactive"),
+        "Scenario": "Server", "Location": ""} for r in picked]
+    original, _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", picked))
+    renamed, report = read_summary(_write(tmp_path / "older_v5.1.json", older))
+    assert report.results == len(picked) and {o.benchmark.parameters["scenario"] for o in renamed} == {"Interactive"}
+    assert set(_keys(renamed)) == set(_keys(original))
+
+
 def test_a_table_of_another_shape_gets_one_error_naming_what_it_lacks(tmp_path: Path) -> None:
     rows = [{"Submitter": "X", "Model": "resnet50", "Scenario": "Offline", "Result": 1.0}]
     with pytest.raises(InvalidInput) as caught:

@@ -9,6 +9,7 @@ from collectors.importers.stack_text import parse_framework
 from graph_schema.catalog import (
     cudnn_version,
     load_catalog,
+    named_scenario,
     resolve_accelerator,
     resolve_benchmark,
     resolve_cpu,
@@ -161,6 +162,22 @@ def test_benchmark_ids_by_family(text: str, family: str | None, expected: str) -
     assert match.resolved and match.id == expected
     assert match.family == (family or "mlperf-inference")
     assert load_catalog().benchmark(match.family, match.id) is not None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("llama2-70b-interactive-99", "llama2-70b-99"), ("llama2-70b-interactive-99.9", "llama2-70b-99.9"),
+    ("llama3.1-405b-interactive", "llama3.1-405b"), ("llama3.1-8b-interactive", "llama3.1-8b"),
+    ("deepseek-r1_interactive", "deepseek-r1"), ("Interactive llama2-70b-99", "llama2-70b-99")])
+def test_a_scenario_in_a_benchmark_name_is_that_benchmarks_scenario(text: str, expected: str) -> None:
+    """MLPerf's names for the Interactive scenario (a LoadGen Server run) before it had a directory."""
+    match = resolve_benchmark(text)
+    assert (match.resolved, match.id, match.scenario, match.base) == (True, expected, "Interactive", None)
+    assert named_scenario(match, "Server") == "Interactive" and named_scenario(match, "Offline") == "Offline"
+    plain = resolve_benchmark(expected)
+    assert plain.scenario is None and named_scenario(plain, "Server") == "Server"
+    # a scenario LoadGen runs as itself is no name part; an unknown rest is no benchmark
+    assert resolve_benchmark("resnet50-offline").scenario is None
+    assert not resolve_benchmark("no-such-model-interactive").resolved
 
 
 def test_unknown_benchmark_in_a_family_suggests_that_familys_names() -> None:
