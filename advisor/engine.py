@@ -255,7 +255,7 @@ class Advisor:
                                            accelerator=accelerator, scenario=scenario, metric=metric,
                                            family=family, index=self.evidence())
 
-    def rank_stacks(self, *, benchmark: str, scenario: str, metric: str, accelerator: str,
+    def rank_stacks(self, *, benchmark: str, scenario: str | None = None, metric: str | None = None, accelerator: str,
                     family: str = "mlperf-inference", division: str = "closed") -> list[dict[str, Any]]:
         return compare_verb.stack_ranking(self.evidence(), family=family, benchmark=benchmark, scenario=scenario,
                                           metric=metric, accelerator=accelerator, division=division)

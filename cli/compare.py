@@ -60,9 +60,11 @@ def compare_stacks(
 @compare_app.command("rank-stacks")
 def compare_rank_stacks(
     benchmark: Annotated[str, typer.Option(help="Benchmark name, e.g. llama2-70b-99.")],
-    scenario: Annotated[str, typer.Option(help="Scenario, e.g. Offline.")],
-    metric: Annotated[str, typer.Option(help="Metric, e.g. tokens_per_second.")],
     accelerator: Annotated[str, typer.Option(help="The accelerator (any published spelling).")],
+    scenario: Annotated[str | None, typer.Option(
+        help="Scenario, e.g. Offline (llama2-70b-interactive-99 names its own).")] = None,
+    metric: Annotated[str | None, typer.Option(help="Metric, e.g. tokens_per_second; default: the "
+                                              "slice's throughput.")] = None,
     family: Annotated[str, typer.Option()] = "mlperf-inference",
     division: Annotated[str, typer.Option()] = "closed",
     as_json: JsonOpt = False,
@@ -86,7 +88,7 @@ def compare_rank_stacks(
     render(
         rows,
         fmt=chosen,
-        title=f"stacks on {accelerator} for {benchmark} {scenario}",
+        title=f"stacks on {accelerator} for {benchmark} {scenario or ''}".rstrip(),
         json_data=rows,
         columns=["framework", "version", "software_class", "round", "value", "carried_forward"],
         details=["results", "factor"],

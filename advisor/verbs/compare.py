@@ -22,7 +22,12 @@ from advisor.estimate.stack_compare import rank_stacks, upgrade_text
 from advisor.estimate.stack_effect import effects_of, framework_id
 from advisor.knowledge.rules import stack_components
 from advisor.knowledge.table import ObservationTable
-from advisor.names import matching_accelerators
+from advisor.names import (
+    canonical_benchmark,
+    canonical_scenario,
+    matching_accelerators,
+    scenario_in_name,
+)
 from advisor.results import Comparison, Regression
 from graph_schema.catalog.rounds import release_of
 from graph_schema.errors import InvalidInput, NotFound
@@ -185,14 +190,26 @@ def find_regressions(table: ObservationTable, component: str, *, accelerator: st
     return sorted(out, key=lambda r: r.change)
 
 
-def stack_ranking(index: EvidenceIndex, *, family: str, benchmark: str, scenario: str, metric: str,
+def stack_ranking(index: EvidenceIndex, *, family: str, benchmark: str, scenario: str | None, metric: str | None,
                   accelerator: str, division: str = "closed") -> list[dict[str, Any]]:
     """The stacks one accelerator ran a benchmark with, fastest first, older versions carried
-    forward by the upgrade factor (``advisor.estimate.stack_compare.rank_stacks``).
+    forward by the upgrade factor (``advisor.estimate.stack_compare.rank_stacks``). Names as
+    users write them (``sdxl``, ``offline``, ``llama2-70b-interactive-99``); no metric: the
+    slice's throughput (or its only metric).
 
     Raises:
+        InvalidInput: an unknown scenario, or one the benchmark's name contradicts.
         NotFound: the accelerator never ran that benchmark slice (the message lists what did).
     """
+    try:
+        scenario = scenario_in_name(benchmark, family, scenario) or canonical_scenario(scenario)
+    except ValueError as exc:
+        raise InvalidInput(f"scenario: {exc}") from None
+    benchmark = canonical_benchmark(benchmark, family) or benchmark
+    if scenario is None:
+        raise InvalidInput(f"scenario: name one (the scenarios {benchmark} ran: "
+                           f"{', '.join(sorted({k[2] for k in index.slices if k[:2] == (family, benchmark)}))})")
+    metric = metric or _slice_metric(index, (family, benchmark, scenario), division)
     acc = canonical_accelerator(accelerator)
     key = (family, benchmark, scenario, metric, division)
     by_acc = index.slices.get(key)
@@ -202,3 +219,14 @@ def stack_ranking(index: EvidenceIndex, *, family: str, benchmark: str, scenario
         raise NotFound(f"accelerator: {accelerator!r} ({acc}) never ran {benchmark} {scenario}; ran it: "
                        f"{', '.join(sorted(by_acc)[:12])}")
     return rank_stacks(effects_of(index), key, acc)
+
+
+def _slice_metric(index: EvidenceIndex, prefix: tuple[str, str, str], division: str) -> str:
+    """The metric a stack ranking of ``prefix`` (family, benchmark, scenario) reads when none is
+    named: its only one, else its throughput (higher is better)."""
+    keys = [k for k in index.slices if k[:3] == prefix and k[4] == division]
+    throughput = [k for k in keys if index.higher_is_better(k)]
+    if len(keys) == 1 or len(throughput) == 1:
+        return (keys if len(keys) == 1 else throughput)[0][3]
+    raise NotFound(f"no observations of {'/'.join(prefix[:2])} {prefix[2]} ({division} division) with one metric to "
+                   f"rank by; name one of: {', '.join(sorted(k[3] for k in keys)) or 'none recorded'}")

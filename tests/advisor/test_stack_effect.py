@@ -20,6 +20,7 @@ from advisor.estimate.stack_effect import MIN_PAIRS, effects_of, fit_factor
 from advisor.results import Basis
 from collectors.importers.mlperf import import_mlperf
 from graph_schema.catalog import FrameworkEntry, software_class
+from graph_schema.errors import InvalidInput
 from graph_schema.models import IngestBatch, SoftwareStack
 from graph_schema.registry import open_store
 from graph_schema.store import Store
@@ -247,6 +248,17 @@ def test_rank_stacks_orders_one_accelerators_stacks_and_shows_the_carry(upgraded
     assert newest["factor"] is None and newest["carried_forward"] == newest["value"]
     assert older["carried_forward"] == pytest.approx(older["value"] * float(np.median(UPGRADE)), rel=1e-3)
     assert "median of 4 pairs" in str(older["factor"])
+
+
+def test_rank_stacks_reads_names_as_users_write_them(upgraded: Advisor) -> None:
+    """Any catalogue spelling of the benchmark and scenario; no metric: the slice's throughput."""
+    exact = upgraded.rank_stacks(benchmark="resnet50", scenario="Offline", metric="samples_per_second",
+                                 accelerator="H100-SXM-80GB")
+    assert upgraded.rank_stacks(benchmark="ResNet-50", scenario="offline", accelerator="NVIDIA H100 SXM") == exact
+    with pytest.raises(InvalidInput, match="scenario: name one"):
+        upgraded.rank_stacks(benchmark="resnet50", accelerator="H100-SXM-80GB")
+    with pytest.raises(InvalidInput, match="unknown scenario 'Ofline'.*did you mean 'Offline'"):
+        upgraded.rank_stacks(benchmark="resnet50", scenario="Ofline", accelerator="H100-SXM-80GB")
 
 
 def test_rank_stacks_carries_no_stack_run_in_the_same_round_as_the_newest(tmp_path: Path) -> None:
