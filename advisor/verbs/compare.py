@@ -18,12 +18,13 @@ from advisor.estimate.analysis import (
 )
 from advisor.estimate.facts import canonical_accelerator
 from advisor.estimate.index import EvidenceIndex
-from advisor.estimate.stack_compare import rank_stacks, upgrade_text
+from advisor.estimate.stack_compare import rank_stacks, upgrade_text, version_matches
 from advisor.estimate.stack_effect import effects_of, framework_id
 from advisor.knowledge.rules import stack_components
 from advisor.knowledge.table import ObservationTable
 from advisor.names import (
     canonical_benchmark,
+    canonical_framework,
     canonical_scenario,
     matching_accelerators,
     scenario_in_name,
@@ -57,17 +58,34 @@ def _stack_matches(table: ObservationTable, selector: str | dict[str, str]) -> s
         if code < 0:
             raise NotFound(f"stack: no stack with id {selector!r}")
         return {code}
+    want = {_component_name(k): v for k, v in want.items()}
     out = set()
     for code, sid in enumerate(table.stack.vocab):
         stack = table.stacks[sid]
         comps = {k.lower(): v for k, v in stack_components(stack).items() if v}
         if stack.framework:
             comps.setdefault("framework", stack.framework.lower())
-        if all(comps.get(k, "").lower() == v.lower() for k, v in want.items()):
+        if all(_same_version(comps.get(k), v) for k, v in want.items()):
             out.add(code)
     if not out:
         raise NotFound(f"stack: no stack in the knowledge base matches {want}")
     return out
+
+
+def _component_name(text: str) -> str:
+    """'trt' → 'tensorrt'; 'framework' stays (a selector may name the framework itself)."""
+    if text.strip().lower() == "framework":
+        return "framework"
+    try:
+        return canonical_framework(text)
+    except ValueError as exc:
+        raise InvalidInput(f"stack selector: {exc}") from None
+
+
+def _same_version(have: str | None, selector: str) -> bool:
+    """A stored version a selector names: the same text, or the same release as far as the
+    selector goes ('10.2' picks 10.2.0.19)."""
+    return have is not None and (have.lower() == selector.lower() or version_matches(have, selector))
 
 
 def upgrade_effect(index: EvidenceIndex, stack_a: str | dict[str, str], stack_b: str | dict[str, str], *,
@@ -94,7 +112,14 @@ def compare_stacks(table: ObservationTable, stack_a: str | dict[str, str], stack
                    benchmark: str, accelerator: str | None, scenario: str | None, metric: str | None,
                    family: str, index: EvidenceIndex | None = None) -> Comparison:
     """A against B paired within a round; with ``index``, also what upgrading A's framework
-    version to B's was worth across rounds (``upgrade_effect``)."""
+    version to B's was worth across rounds (``upgrade_effect``). Names as users write them.
+
+    Raises:
+        InvalidInput: an unknown scenario or stack component, or a scenario the benchmark's name
+            contradicts.
+        NotFound: no stack or no observation matches.
+    """
+    benchmark, scenario = _slice_names(benchmark, scenario, family)
     a_codes, b_codes = _stack_matches(table, stack_a), _stack_matches(table, stack_b)
     effect = upgrade_effect(index, stack_a, stack_b, benchmark=benchmark, accelerator=accelerator,
                             scenario=scenario, family=family) if index is not None else None
@@ -201,11 +226,7 @@ def stack_ranking(index: EvidenceIndex, *, family: str, benchmark: str, scenario
         InvalidInput: an unknown scenario, or one the benchmark's name contradicts.
         NotFound: the accelerator never ran that benchmark slice (the message lists what did).
     """
-    try:
-        scenario = scenario_in_name(benchmark, family, scenario) or canonical_scenario(scenario)
-    except ValueError as exc:
-        raise InvalidInput(f"scenario: {exc}") from None
-    benchmark = canonical_benchmark(benchmark, family) or benchmark
+    benchmark, scenario = _slice_names(benchmark, scenario, family)
     if scenario is None:
         raise InvalidInput(f"scenario: name one (the scenarios {benchmark} ran: "
                            f"{', '.join(sorted({k[2] for k in index.slices if k[:2] == (family, benchmark)}))})")
@@ -219,6 +240,16 @@ def stack_ranking(index: EvidenceIndex, *, family: str, benchmark: str, scenario
         raise NotFound(f"accelerator: {accelerator!r} ({acc}) never ran {benchmark} {scenario}; ran it: "
                        f"{', '.join(sorted(by_acc)[:12])}")
     return rank_stacks(effects_of(index), key, acc)
+
+
+def _slice_names(benchmark: str, scenario: str | None, family: str) -> tuple[str, str | None]:
+    """(catalogue benchmark, scenario) of names as users write them; a benchmark name that
+    carries its scenario (llama2-70b-interactive-99) gives it."""
+    try:
+        scenario = scenario_in_name(benchmark, family, scenario) or canonical_scenario(scenario)
+    except ValueError as exc:
+        raise InvalidInput(f"scenario: {exc}") from None
+    return canonical_benchmark(benchmark, family) or benchmark, scenario
 
 
 def _slice_metric(index: EvidenceIndex, prefix: tuple[str, str, str], division: str) -> str:

@@ -227,6 +227,11 @@ def test_compare_says_what_upgrading_was_worth_and_from_how_many_pairs(upgraded:
     everywhere = upgraded.compare("tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50")
     assert everywhere.stack_effect is not None and "throughput speed, from 4 pairs" in everywhere.stack_effect
     assert "+10%" in everywhere.stack_effect
+    # as users write it: a major.minor selector, another spelling of the component and benchmark
+    short = upgraded.compare("trt=8.6", "tensorrt=10.2", benchmark="ResNet-50", scenario="offline", accelerator="H100")
+    assert (short.a_count, short.b_count, short.benchmark) == (result.a_count, result.b_count, "resnet50")
+    with pytest.raises(InvalidInput, match="unknown framework or component 'tensort'; did you mean 'tensorrt'"):
+        upgraded.compare("tensort=8.6", "tensorrt=10.2", benchmark="resnet50")
 
 
 def test_compare_says_so_where_there_are_no_pairs(tmp_path: Path) -> None:
