@@ -132,13 +132,14 @@ def policy_spread(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, 
         same = {a: v for a, v in refs.items() if v[2] == cls}
         if target is not None and refs:
             out[policy] = transfer.predict(replace(model, precision=policy), same or refs, target)[0]
-    values = list(out.values())
-    return out if model.precision in out and max(values) > min(values) * 1.01 else {}
+    kept = out.get(model.precision)
+    moved = {p: v for p, v in out.items() if kept is not None and p != model.precision and abs(math.log(v / kept)) > 0.01}
+    return {model.precision: kept, **moved} if kept is not None and moved else {}
 
 
 def _spread_text(spread: dict[str, float], kept: str) -> str:
     others = ", ".join(f"at {p} {v / spread[kept]:.2f}x it" for p, v in spread.items() if p != kept)
-    return (f"precision not determined: the parts that ran this benchmark cannot tell {' from '.join(spread)} apart "
+    return (f"precision not determined: the parts that ran this benchmark cannot tell {' and '.join(spread)} apart "
             f"(fewer than {transfer.MIN_TELLING} whose figures move between them, or none predicted across them); "
             f"at {kept} (kept) this figure, {others}; the interval spans them")
 
