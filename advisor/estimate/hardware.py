@@ -4,7 +4,11 @@ precision, its memory and scale-up interconnect; and what to fall back to where 
 leaves a figure empty (never guessed).
 
 Which precision a benchmark runs at is not published per result, so it is a *policy* chosen per
-benchmark slice by leaving each accelerator out (``advisor.estimate.transfer.learn_blend``), among:
+benchmark slice by leaving each accelerator out (``advisor.estimate.transfer.learn_blend``), among
+the three below. Only parts whose figures move against the others' between two policies can tell
+them apart (one fp4 part among Hopper parts); where fewer than two do, the choice is not
+determined (``transfer.choose_policy``) and a transfer's interval spans what each policy gives
+(``advisor.estimate.transferred.policy_spread``), saying so in a ``precision`` factor:
 
 - ``8-bit``: the quantised numerics of the closed division (int8 or fp8), else fp16/bf16, else fp32;
 - ``4-bit``: fp4 (then fp6) where the part has it (Blackwell, MI355X), else as ``8-bit``;

@@ -93,6 +93,7 @@ class EvidenceIndex:
         self.slices = group_slices(table, canon) if slices is None else slices
         self._alpha: dict[SliceKey, float] = {}
         self._precision: dict[SliceKey, str] = {}
+        self._policy_choice: dict[SliceKey, transfer.PolicyChoice] = {}
         self._medians: dict[int, tuple[np.ndarray, dict[float, float]]] = {}
         # references per (slice rows, round filter, precision policy): the replays ask each many times
         self._refs: dict[tuple[Any, ...], tuple[dict[str, np.ndarray], dict[str, tuple[float, tuple[float, float], str]]]] = {}
@@ -301,6 +302,14 @@ class EvidenceIndex:
             refs = {policy: self.references(by_acc, policy=policy) for policy in POLICIES}
             self._precision[key], self._alpha[key] = transfer.learn_blend(refs, self.higher_is_better(key))
         return self._precision[key], self._alpha[key]
+
+    def policy_choice(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> transfer.PolicyChoice:
+        """The slice's precision policy with the policies its evidence could not tell from it
+        (``transfer.choose_policy``); recomputed per process (not persisted with the calibration)."""
+        if key not in self._policy_choice:
+            refs = {policy: self.references(by_acc, policy=policy) for policy in POLICIES}
+            self._policy_choice[key] = transfer.choose_policy(refs, self.higher_is_better(key))
+        return self._policy_choice[key]
 
     def held_out_model(self, key: SliceKey, cls: str, acc: str) -> TransferModel | None:
         """The slice's learned model for ``cls`` fitted without ``acc`` (calibration only)."""

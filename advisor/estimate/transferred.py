@@ -9,7 +9,8 @@ slice's learned blend finds memory-bound (else refused: compute matters and is u
 4-bit operands where the slice runs 4-bit and the part's generation has fp4. Each kind is replayed
 apart on the history (each accelerator of a recent round from its peers' results of the rounds
 before: the same kind of references, the round's drift included) and answers with its own
-residuals' p10..p90: wider where that kind of transfer has been worse. A kind with too few
+residuals' p10..p90: wider where that kind of transfer has been worse, and spanning what each
+precision policy gives where the slice's parts cannot tell them apart (``policy_spread``). A kind with too few
 replays to calibrate an interval is refused, saying so. A CPU transfers from CPUs only
 (``advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and accelerators.
 """
@@ -17,6 +18,7 @@ replays to calibrate an interval is refused, saying so. A CPU transfers from CPU
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -82,13 +84,18 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
         lo_q, hi_q = mid_q + min(lo_q - mid_q, s_lo - s_mid), mid_q + max(hi_q - mid_q, s_hi - s_mid)
     assert target is not None  # both branches above return or set it
     raw_value, used = transfer.predict(model, same or refs, target)
-    # the median residual of this kind of transfer on the cell's history is a learned efficiency
-    # correction (the drift of a round included); the interval is their p10..p90 around the scaling
-    value = raw_value * math.exp(mid_q)
     factors: list[tuple[str, str, float]] = [
         ("reference", f"{', '.join(used)} {model.describe()}", 1.0),
         ("target", figures(name, model.precision if not bandwidth_only else "8-bit").describe(), 1.0)]
     notes = []
+    spread = {} if bandwidth_only else policy_spread(index, q.slice, by_acc, model, name, cls)
+    if spread:  # precision not determined: the interval spans what each candidate policy gives
+        factors.append(("precision", _spread_text(spread, model.precision), 1.0))
+        notes.append(factors[-1][1])
+    low, high = min(spread.values(), default=raw_value), max(spread.values(), default=raw_value)
+    # the median residual of this kind of transfer on the cell's history is a learned efficiency
+    # correction (the drift of a round included); the interval is their p10..p90 around the scaling
+    value = raw_value * math.exp(mid_q)
     if bandwidth_only and policy == "4-bit" and runs_fp4(name):
         factors.append(("precision", "fp4 (its generation has it): bandwidth counted in 4-bit operands, as for "
                         "the references that run fp4", 2.0))
@@ -106,8 +113,35 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
     if extrapolated:
         notes.append("beyond the best measured accelerator on this benchmark: extrapolated from public specs")
     rows = np.concatenate([by_acc[a] for a in used])
-    return Estimate(Basis.TRANSFERRED, value, raw_value * math.exp(lo_q), raw_value * math.exp(hi_q),
+    return Estimate(Basis.TRANSFERRED, value, low * math.exp(lo_q), high * math.exp(hi_q),
                     rows=rows, references=used, factors=factors, notes=notes, extrapolated=extrapolated)
+
+
+def policy_spread(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndarray],
+                  model: transfer.TransferModel, name: str, cls: str) -> dict[str, float]:
+    """policy → the figure ``model`` transfers to ``name`` under it, for the slice's policy and
+    those its evidence could not tell from it (``transfer.choose_policy``), where they differ by
+    more than 1% (the target's figures move against the references' between them); else empty."""
+    choice = index.policy_choice(key, by_acc)
+    if choice.policy != model.precision or not choice.undetermined:
+        return {}
+    out = {}
+    for policy in (model.precision, *choice.undetermined):
+        target = scaling_figures(name, policy)
+        refs = index.references(by_acc, policy=policy)
+        same = {a: v for a, v in refs.items() if v[2] == cls}
+        if target is not None and refs:
+            out[policy] = transfer.predict(replace(model, precision=policy), same or refs, target)[0]
+    kept = out.get(model.precision)
+    moved = {p: v for p, v in out.items() if kept is not None and p != model.precision and abs(math.log(v / kept)) > 0.01}
+    return {model.precision: kept, **moved} if kept is not None and moved else {}
+
+
+def _spread_text(spread: dict[str, float], kept: str) -> str:
+    others = ", ".join(f"at {p} {v / spread[kept]:.2f}x it" for p, v in spread.items() if p != kept)
+    return (f"precision not determined: the parts that ran this benchmark cannot tell {' and '.join(spread)} apart "
+            f"(fewer than {transfer.MIN_TELLING} whose figures move between them, or none predicted across them); "
+            f"at {kept} (kept) this figure, {others}; the interval spans them")
 
 
 def _bandwidth_refusal(q: Query, no_bandwidth: bool, alpha: float) -> str | None:

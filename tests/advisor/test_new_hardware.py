@@ -277,3 +277,56 @@ def test_cross_vendor_centre_comes_from_the_level_that_holds_the_target_vendors_
     assert mid == pytest.approx(np.median(to_a)) and lo < mid < hi
     # b has enough in the cell: its own cell's centre
     assert kind_quantiles(pools, SLICE, CROSS_VENDOR, "b", True, 20)[1] == pytest.approx(np.median(to_b))
+
+
+def _refs(compute: dict[str, float], doubled: set[str]) -> dict[str, transfer.References]:
+    """Synthetic references of parts whose value follows their compute figure, under a policy that
+    doubles the figures of the parts in ``doubled`` (as 4-bit doubles an fp4 part's) and one that
+    does not."""
+    values = {n: (3.0 * c, (c, 1000.0), "nvidia") for n, c in compute.items()}
+    moved = {n: (v, (c * 2, 2000.0) if n in doubled else (c, 1000.0), k) for n, (v, (c, _), k) in values.items()}
+    return {"8-bit": values, "4-bit": moved}
+
+
+def test_only_parts_whose_figures_move_against_the_others_tell_policies_apart() -> None:
+    compute = {f"p{i}": 100.0 * 1.5 ** i for i in range(6)}
+    refs = _refs(compute, {"p5"})
+    assert transfer.telling_parts(refs["8-bit"], refs["4-bit"]) == ["p5"]
+    # every part's figures doubled: scaling is unchanged, nothing tells
+    every = _refs(compute, set(compute))
+    assert transfer.telling_parts(every["8-bit"], every["4-bit"]) == []
+    # the same figures under both (no part has fp4): nothing tells either
+    assert transfer.telling_parts(refs["8-bit"], refs["8-bit"]) == []
+
+
+def test_a_policy_choice_resting_on_one_part_is_undetermined() -> None:
+    compute = {f"p{i}": 100.0 * 1.5 ** i for i in range(6)}
+    one = transfer.choose_policy(_refs(compute, {"p5"}), True)
+    assert one.policy == "8-bit" and one.undetermined == ("4-bit",)
+    # two parts that move, each predicted across the groups: the evidence decides (values follow
+    # the 8-bit figures, so 8-bit is kept and 4-bit is not a candidate)
+    two = transfer.choose_policy(_refs(compute, {"p2", "p5"}), True)
+    assert two.policy == "8-bit" and two.undetermined == ()
+    # identical references: the later policy is undetermined, the first kept
+    same = transfer.choose_policy({"8-bit": _refs(compute, set())["8-bit"], "4-bit": _refs(compute, set())["8-bit"]},
+                                  True)
+    assert same.policy == "8-bit" and same.undetermined == ("4-bit",)
+    assert (same.policy, same.alpha) == transfer.learn_blend(_refs(compute, set()), True)
+
+
+def test_an_undetermined_precision_widens_the_interval_to_span_both_policies(index: EvidenceIndex) -> None:
+    # the fixture's only fp4 part is the B200: whether resnet50 runs at 4 or 8 bits is not
+    # determined; a GB200 (fp4) transferred from the Hopper parts reads 2x its 8-bit figures at 4 bits
+    choice = index.policy_choice(SLICE, index.slices[SLICE])
+    assert choice.policy == "8-bit" and "4-bit" in choice.undetermined
+    est = index.estimate(_query("NVIDIA GB200"))
+    assert est.basis is Basis.TRANSFERRED and est.value is not None
+    precision = [f for f in est.factors if f[0] == "precision"]
+    assert len(precision) == 1 and "precision not determined" in precision[0][1]
+    assert "at 8-bit (kept) this figure" in precision[0][1] and "at 4-bit" in precision[0][1]
+    assert any("precision not determined" in n for n in est.notes)
+    assert est.high is not None and est.low is not None
+    assert est.low < est.value < est.high and est.high / est.value > 1.5  # spans the 4-bit figure
+    # a Hopper part whose nearest references are Hopper parts moves with them: no spread
+    h100 = index.estimate(_query("NVIDIA H100-NVL-94GB"))
+    assert not [f for f in h100.factors if f[0] == "precision"]
