@@ -7,6 +7,11 @@ under the sweep cache, per store) holding its status, run ids, lock, timings and
 whose entry matches the matrix's benchmarks and device (and, for measured cells, whose run is in
 the store) unless ``force``. With ``force`` the cell runs again under new run ids, so its repeats
 add up instead of replacing each other.
+
+Repeats interleave across cells (repeat 1 of every cell, then repeat 2, ...; over the cells whose
+environments fit the cache bound together), each repeat one collector process in the cell's
+environment: a change of machine load during the sweep reaches every cell alike instead of
+looking like one cell's speed.
 """
 
 from __future__ import annotations
@@ -71,11 +76,23 @@ class CellOutcome:
     lock: str = ""
     signature: str = ""
     finished_at: str = ""
+    runner_errors: list[str] = field(default_factory=list)  # what the runners said, when they measured nothing
 
     @property
     def overhead_seconds(self) -> float:
         """Wall time of the cell beyond its environment and the benchmarks themselves."""
         return max(0.0, self.cell_seconds - self.env_seconds - self.benchmark_seconds)
+
+
+@dataclass
+class _Pending:
+    """A cell whose environment is ready, between its repeats."""
+
+    cell: Cell
+    tag: str
+    out: CellOutcome
+    env: CellEnv
+    stopped: bool = False  # crashed or failed to import: no further repeats
 
 
 class Sink:
@@ -199,7 +216,10 @@ class Sweep:
         return self._host or os.environ.get("NODE_NAME") or socket.gethostname()
 
     def run(self, cells: list[str] | None = None) -> list[CellOutcome]:
-        """Run the chosen cells (default: all), in matrix order.
+        """Run the chosen cells (default: all); outcomes in matrix order. Repeats interleave:
+        each repeat runs every cell once before the next repeat starts (over the cells whose
+        environments fit the cache bound together), so load that changes during a sweep reaches
+        every cell alike instead of one cell's repeats.
 
         Raises:
             InvalidInput: an unknown cell; another sweep holds the cache; a benchmark option
@@ -207,12 +227,20 @@ class Sweep:
         """
         chosen = [self.matrix.cell(c) for c in cells] if cells else self.matrix.cells
         host = self._host = self.host
-        outcomes = []
+        outcomes: dict[str, CellOutcome] = {}
+        batch: list[_Pending] = []
         with _exclusive(self.cache.root):
             for index, cell in enumerate(chosen, 1):
-                tag = f"[{index}/{len(chosen)}] {cell.id}"
-                outcomes.append(self._run_cell(cell, host, tag))
-        return outcomes
+                prepared = self._prepare(cell, host, f"[{index}/{len(chosen)}] {cell.id}")
+                if isinstance(prepared, CellOutcome):
+                    outcomes[cell.id] = prepared
+                    continue
+                batch.append(prepared)
+                if sum(self.cache.sizes().get(p.env.key, 0) for p in batch) >= self.cache.max_bytes:
+                    outcomes.update((p.cell.id, p.out) for p in self._run_batch(batch, host))
+                    batch = []
+            outcomes.update((p.cell.id, p.out) for p in self._run_batch(batch, host))
+        return [outcomes[cell.id] for cell in chosen]
 
     def _run_ids(self, cell: Cell, host: str) -> list[str]:
         base = f"sweep-{self.matrix.name}-{cell.id}-{self.matrix.signature()}-{host}"
@@ -232,43 +260,69 @@ class Sweep:
                            f"at {entry.get('finished_at')} (--force re-runs it)", run_ids=entry.get("run_ids", []),
                            stack_id=entry.get("stack_id"), requested=entry.get("requested", {}))
 
-    def _run_cell(self, cell: Cell, host: str, tag: str) -> CellOutcome:
+    def _prepare(self, cell: Cell, host: str, tag: str) -> CellOutcome | _Pending:
+        """The cell's environment made, ready to measure; or its finished outcome (skipped as
+        done before, or failed to install)."""
         done = self._already_done(cell, host)
         if done:
             self.progress(tag, f"skipped: {done.reason}")
             return done
-        started = time.monotonic()
         out = CellOutcome(cell=cell.id, status="measured", run_ids=self._run_ids(cell, host),
                           requested=cell.wish(), signature=self.matrix.signature())
         self.progress(tag, f"environment: {' '.join(cell.requirements())}")
         env = self.cache.create(cell, self.matrix.python)
         out.env_key, out.env_cached, out.env_seconds, out.lock = env.key, env.cached, env.seconds, env.lock
+        pending = _Pending(cell, tag, out, env)
         if not env.ok:
             self._fail(out, cell, "install", "InstallError",
                        f"cannot install {' '.join(cell.requirements())}: {_gist(env.error or '')}", env.error or "")
-        else:
-            out.env_bytes = self.cache.sizes().get(env.key, 0)
-            self.progress(tag, f"environment {'cached' if env.cached else 'created'} in {env.seconds:.1f} s; "
-                          f"running {', '.join(b.runner for b in self.matrix.benchmarks)}")
-            self._measure(out, cell, env)
-        out.cell_seconds = time.monotonic() - started
+            self._finish(pending, host, keep={env.key})
+            return out
+        out.env_bytes = self.cache.sizes().get(env.key, 0)
+        self.progress(tag, f"environment {'cached' if env.cached else 'created'} in {env.seconds:.1f} s; "
+                      f"will run {', '.join(b.runner for b in self.matrix.benchmarks)}")
+        return pending
+
+    def _run_batch(self, batch: list[_Pending], host: str) -> list[_Pending]:
+        """Each repeat over every cell of ``batch`` in turn, then each cell finished."""
+        repeats = self.matrix.repeats
+        for repeat in range(repeats):
+            for p in batch:
+                if not p.stopped:
+                    if repeats > 1:
+                        self.progress(p.tag, f"repeat {repeat + 1}/{repeats}")
+                    p.stopped = not self._measure(p.out, p.cell, p.env, repeat)
+        keep = {p.env.key for p in batch}
+        for p in batch:
+            if p.out.measurements == 0 and p.out.status == "measured":
+                p.out.status, p.out.stage = "failed", "run"
+                p.out.reason = "; ".join(p.out.runner_errors) or "nothing was measured"
+            self._finish(p, host, keep)
+        return batch
+
+    def _finish(self, p: _Pending, host: str, keep: set[str]) -> None:
+        out = p.out
+        # its own time (its repeats interleave with other cells' in the sweep's wall time)
+        out.cell_seconds = out.env_seconds + out.process_seconds + out.deliver_seconds
         out.finished_at = utcnow().isoformat()
-        _write_ledger(ledger_path(self.cache, host, self.matrix.name, cell.id, self.sink.identity), out)
-        removed = self.cache.prune(keep={env.key})
+        _write_ledger(ledger_path(self.cache, host, self.matrix.name, p.cell.id, self.sink.identity), out)
+        removed = self.cache.prune(keep=keep)
         if removed:
-            self.progress(tag, f"pruned {len(removed)} cached environment(s) to stay under the disk bound")
-        self.progress(tag, f"{out.status}: {out.measurements} measurement(s), {out.failures} failure(s)"
+            self.progress(p.tag, f"pruned {len(removed)} cached environment(s) to stay under the disk bound")
+        self.progress(p.tag, f"{out.status}: {out.measurements} measurement(s), {out.failures} failure(s)"
                       + (f" [{out.stage}] {out.reason}" if out.status == "failed" else "")
                       + f" in {out.cell_seconds:.1f} s")
-        return out
 
     def _details(self, out: CellOutcome, env_key: str | None) -> dict[str, str]:
         return {"sweep": self.matrix.name, "sweep_cell": out.cell, "sweep_signature": out.signature,
                 "sweep_env": env_key or "", "sweep_requested": json.dumps(out.requested, sort_keys=True),
                 "lock": out.lock}
 
-    def _measure(self, out: CellOutcome, cell: Cell, env: CellEnv) -> None:
-        request = {"imports": cell.import_names, "device": self.matrix.device, "run_ids": out.run_ids,
+    def _measure(self, out: CellOutcome, cell: Cell, env: CellEnv, repeat: int) -> bool:
+        """One repeat of the cell in its environment, its documents delivered; False when the cell
+        cannot go on (the collector crashed or the framework did not import)."""
+        run_id = out.run_ids[repeat]
+        request = {"imports": cell.import_names, "device": self.matrix.device, "run_ids": [run_id],
                    "details": self._details(out, env.key),
                    "benchmarks": [{"runner": b.runner, "profile": b.profile, "options": b.runner_options()}
                                   for b in self.matrix.benchmarks]}
@@ -284,21 +338,26 @@ class Sweep:
                 log_tail = (proc.stderr or proc.stdout)[-4000:]
             except subprocess.TimeoutExpired as exc:
                 crashed, log_tail = True, f"killed after {self.cell_timeout_s:.0f} s: {exc}"
-            out.process_seconds = time.monotonic() - t0
+            out.process_seconds += time.monotonic() - t0
             if crashed:
                 first = next((ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()), "no output")
                 self._fail(out, cell, "run", "CollectorCrashed", f"the collector inside the cell failed: {first}",
-                           log_tail)
-                return
+                           log_tail, run_id)
+                return False
             result = json.loads(result_file.read_text())
-        out.import_seconds = result.get("import_seconds", 0.0)
-        out.benchmark_seconds = result.get("benchmark_seconds", 0.0)
+        out.import_seconds += result.get("import_seconds", 0.0)
+        out.benchmark_seconds += result.get("benchmark_seconds", 0.0)
         if result["status"] == "invalid":
             raise InvalidInput(f"sweep matrix {self.matrix.name}: {result['error']}")
         if result["status"] == "import_failed":
             self._fail(out, cell, "import", "ImportError", result["error"],
-                       result.get("log_tail") or "")
-            return
+                       result.get("log_tail") or "", run_id)
+            return False
+        self._deliver(out, cell, result)
+        return True
+
+    def _deliver(self, out: CellOutcome, cell: Cell, result: dict[str, Any]) -> None:
+        """One repeat's documents checked for CUDA compatibility and handed to the sink."""
         t0 = time.monotonic()
         documents = [ResultDocument.model_validate(d) for d in result["documents"]]
         for doc in documents:
@@ -308,19 +367,18 @@ class Sweep:
                 doc.failures.append(FailureIn(stage="compatibility", error_class="CudaDriverTooOld", message=reason))
                 out.status, out.stage, out.reason = "failed", "compatibility", reason
         framework_docs = [d for d in documents if d.stack.framework == cell.framework] or documents
-        if framework_docs:
+        if framework_docs and not out.stack:
             out.stack = framework_docs[0].stack.model_dump(exclude_none=True)
             out.stack_id = framework_docs[0].stack.stack_id
         for doc in documents:
             out.observations_new += self.sink.deliver(doc)
-        out.deliver_seconds = time.monotonic() - t0
-        out.measurements = sum(len(d.measurements) for d in documents)
-        out.failures = sum(len(d.failures) for d in documents)
-        if out.measurements == 0 and out.status == "measured":
-            out.status, out.stage = "failed", "run"
-            out.reason = "; ".join(result.get("runner_errors") or []) or "nothing was measured"
+        out.deliver_seconds += time.monotonic() - t0
+        out.measurements += sum(len(d.measurements) for d in documents)
+        out.failures += sum(len(d.failures) for d in documents)
+        out.runner_errors.extend(e for e in result.get("runner_errors") or [] if e not in out.runner_errors)
 
-    def _fail(self, out: CellOutcome, cell: Cell, stage: str, error_class: str, message: str, log_tail: str) -> None:
+    def _fail(self, out: CellOutcome, cell: Cell, stage: str, error_class: str, message: str, log_tail: str,
+              run_id: str | None = None) -> None:
         """Record a cell that never ran: a document on the node as the sweeper sees it, with the
         stack the matrix asked for (marked as requested: nothing of it was measured)."""
         fp = self.fingerprint
@@ -331,7 +389,7 @@ class Sweep:
         from graph_schema.models import Benchmark
 
         now = utcnow()  # one clock reading: a run never finishes before it starts
-        run = Run(run_id=out.run_ids[0], collector=SOURCE, collector_version=collector_version(),
+        run = Run(run_id=run_id or out.run_ids[0], collector=SOURCE, collector_version=collector_version(),
                   profile=self.matrix.benchmarks[0].profile, started_at=now, finished_at=now)
         details = {**self._details(out, out.env_key), "host": fp.host.name, "device": self.matrix.device}
         failures = [FailureIn(benchmark=Benchmark(family=RUNNER_FAMILIES[b.runner], name=b.runner,

@@ -96,6 +96,9 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
     assert code == 0, err
     cells = {c["cell"]: c for c in json.loads(out)["cells"]}
     assert "[1/4] numpy-1.26.4: environment" in err and "[4/4] pandas-abi" in err  # progress per cell
+    # repeats interleave: every cell's first run before any second one (load drift reaches both)
+    order = [err.index(f"[{i}/4] numpy-{v}: repeat {r}/2") for r in (1, 2) for i, v in ((1, "1.26.4"), (2, "2.1.3"))]
+    assert order == sorted(order), err
     for name, version in (("numpy-1.26.4", "1.26.4"), ("numpy-2.1.3", "2.1.3")):
         assert cells[name]["status"] == "measured", cells[name]
         assert cells[name]["framework"] == f"numpy {version}"  # the fingerprint inside the cell
