@@ -194,6 +194,8 @@ _NEXT_ROUNDS = [
     ("wan-2.2-t2v-a14b", None, "wan-2.2-t2v-a14b"), ("Wan2.2-T2V-A14B", None, "wan-2.2-t2v-a14b"),
     ("Wan 2.2 T2V A14B", None, "wan-2.2-t2v-a14b"),
     ("yolo-95", None, "yolo-95"), ("YOLO_99", None, "yolo-99"),
+    ("qwen3.6-27b", None, "qwen3.6-27b"), ("Qwen/Qwen3.6-27B", None, "qwen3.6-27b"),
+    ("e2e-rag-qna", None, "e2e-rag-qna"), ("E2E-RAG", None, "e2e-rag-qna"), ("e2e-rag-db", None, "e2e-rag-db"),
     ("gpt_oss_20b", "mlperf-training", "gpt_oss_20b"), ("gpt-oss-20b", "mlperf-training", "gpt_oss_20b"),
     ("deepseekv3", "mlperf-training", "deepseekv3"), ("DeepSeek-V3", "mlperf-training", "deepseekv3"),
     ("qwen35_397b_grpo", "mlperf-training", "qwen35_397b_grpo"),
@@ -211,7 +213,8 @@ def test_the_next_rounds_benchmarks_resolve_as_written(text: str, family: str | 
 
 @pytest.mark.parametrize(("text", "suggested"), [
     ("gpt-oss-12b", "gpt-oss-120b"), ("qwen3-vl-253b", "qwen3-vl-235b-a22b"), ("dlrm-v4", "dlrm-v3"),
-    ("wan-2.1-t2v-a14b", "wan-2.2-t2v-a14b"), ("yolo-90", "yolo-99"), ("yolo-99.9", "yolo-99")])
+    ("wan-2.1-t2v-a14b", "wan-2.2-t2v-a14b"), ("yolo-90", "yolo-99"), ("yolo-99.9", "yolo-99"),
+    ("qwen3.5-27b", "qwen3.6-27b"), ("e2e-rag-kv", "e2e-rag-qna")])
 def test_near_misses_of_the_next_rounds_names_are_refused_with_did_you_mean(text: str, suggested: str) -> None:
     """A name never seen is no other benchmark (yolo-<number> was an open-division zoo variant)."""
     match = resolve_benchmark(text)
@@ -227,7 +230,8 @@ def test_yolo_open_variants_keep_their_base() -> None:
 
 def test_the_next_rounds_entries_carry_their_sources_and_published_facts() -> None:
     cat = load_catalog()
-    inference = ("gpt-oss-120b", "qwen3-vl-235b-a22b", "dlrm-v3", "wan-2.2-t2v-a14b", "yolo-95", "yolo-99")
+    inference = ("gpt-oss-120b", "qwen3-vl-235b-a22b", "dlrm-v3", "wan-2.2-t2v-a14b", "yolo-95", "yolo-99",
+                 "qwen3.6-27b", "e2e-rag-qna", "e2e-rag-db")
     for bid in inference:
         entry = cat.benchmark("mlperf-inference", bid)
         assert entry.source.startswith("https://github.com/mlcommons/inference_policies/blob/"), bid
