@@ -58,17 +58,23 @@ def list_cmd(
 @catalogue_app.command("show")
 def show(
     name: Annotated[str, typer.Argument(help="Any spelling the catalogue knows (H200 NVL, NVIDIA-H100-80GB-HBM3, gb200).")],
-    kind: KindOpt = "accelerators",
+    kind: Annotated[str | None, typer.Option(
+        "--kind", "-k", help="accelerators or benchmarks; default: the accelerator the name resolves to, "
+        "else the benchmark.")] = None,
     family: Annotated[str | None, typer.Option(
         "--family", help="A benchmark's family (mlperf-inference, mlperf-training); default: Inference first.")] = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """One entry in full: every figure, every name it arrives under, its source and note."""
-    from graph_schema.catalog.browse import show_accelerator, show_benchmark
+    from graph_schema.catalog.browse import show_accelerator, show_benchmark, show_entry
 
     chosen = output_format(fmt, as_json)
-    row = show_accelerator(name) if _kind(kind) == "accelerators" else show_benchmark(name, family)
+    which = None if kind is None else _kind(kind)
+    if which is None:
+        row = show_entry(name, family)
+    else:
+        row = show_accelerator(name) if which == "accelerators" else show_benchmark(name, family)
     if chosen is OutputFormat.json:
         render([row], fmt=chosen, json_data=row)
         return

@@ -87,6 +87,28 @@ def show_accelerator(name: str) -> dict[str, Any]:
     return row
 
 
+def show_entry(name: str, family: str | None = None) -> dict[str, Any]:
+    """One entry of either kind: the accelerator the name resolves to, else the benchmark
+    (``family`` asks for a benchmark). A name that is neither is refused with the closest names
+    of both kinds; a family of parts is refused as the accelerator resolver refuses it.
+
+    Raises:
+        NotFound: no accelerator and no benchmark of that name.
+    """
+    if family is not None:
+        return show_benchmark(name, family)
+    part = resolve_accelerator(name)
+    if part.entry is not None or part.refusal in ("family", "ambiguous"):
+        return show_accelerator(name)
+    bench = resolve_benchmark(name)
+    if bench.resolved:
+        return show_benchmark(name)
+    near = list(dict.fromkeys([*part.suggestions, *bench.suggestions]))
+    hint = f"; did you mean {' or '.join(repr(s) for s in near)}?" if near else ""
+    raise NotFound(f"name: unknown accelerator or benchmark {name!r}{hint} (`advisor catalogue search` "
+                   "and GET /v1/catalogue/accelerators and /benchmarks list the known ones)")
+
+
 def show_benchmark(name: str, family: str | None = None) -> dict[str, Any]:
     """One benchmark by any of its names, looked up in ``family`` (without one: MLPerf
     Inference first, as the resolver does); an open-division variant shows its base entry.

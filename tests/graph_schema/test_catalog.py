@@ -3,6 +3,8 @@ shared MLPerf data (every inference and training round there) resolving."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from collectors.importers.stack_text import parse_framework
@@ -19,6 +21,7 @@ from graph_schema.catalog import (
     resolve_scenario,
 )
 from graph_schema.catalog.coverage import TreeNames, merge, scan_names, scan_reference_csv
+from graph_schema.catalog.rounds import round_date
 from graph_schema.errors import InvalidInput
 from tests.support.mlperf import MLPERF_DIR
 
@@ -178,6 +181,92 @@ def test_a_scenario_in_a_benchmark_name_is_that_benchmarks_scenario(text: str, e
     # a scenario LoadGen runs as itself is no name part; an unknown rest is no benchmark
     assert resolve_benchmark("resnet50-offline").scenario is None
     assert not resolve_benchmark("no-such-model-interactive").resolved
+
+
+# The MLPerf rounds after the data we hold (Inference v6.0/v6.1, Training v6.0/v6.1): each
+# benchmark as the submission checker names it and as users write it.
+_NEXT_ROUNDS = [
+    ("gpt-oss-120b", None, "gpt-oss-120b"), ("GPT-OSS 120B", None, "gpt-oss-120b"),
+    ("gpt_oss_120b", None, "gpt-oss-120b"), ("openai/gpt-oss-120b", None, "gpt-oss-120b"),
+    ("qwen3-vl-235b-a22b", None, "qwen3-vl-235b-a22b"), ("Qwen3-VL-235B-A22B", None, "qwen3-vl-235b-a22b"),
+    ("Qwen/Qwen3-VL-235B-A22B-Instruct", None, "qwen3-vl-235b-a22b"),
+    ("dlrm-v3", None, "dlrm-v3"), ("DLRMv3", None, "dlrm-v3"), ("dlrm_v3", None, "dlrm-v3"),
+    ("wan-2.2-t2v-a14b", None, "wan-2.2-t2v-a14b"), ("Wan2.2-T2V-A14B", None, "wan-2.2-t2v-a14b"),
+    ("Wan 2.2 T2V A14B", None, "wan-2.2-t2v-a14b"),
+    ("yolo-95", None, "yolo-95"), ("YOLO_99", None, "yolo-99"),
+    ("qwen3.6-27b", None, "qwen3.6-27b"), ("Qwen/Qwen3.6-27B", None, "qwen3.6-27b"),
+    ("e2e-rag-qna", None, "e2e-rag-qna"), ("E2E-RAG", None, "e2e-rag-qna"), ("e2e-rag-db", None, "e2e-rag-db"),
+    ("gpt_oss_20b", "mlperf-training", "gpt_oss_20b"), ("gpt-oss-20b", "mlperf-training", "gpt_oss_20b"),
+    ("deepseekv3", "mlperf-training", "deepseekv3"), ("DeepSeek-V3", "mlperf-training", "deepseekv3"),
+    ("qwen35_397b_grpo", "mlperf-training", "qwen35_397b_grpo"),
+    # Training v5.1's own spellings (no new benchmark in that round)
+    ("llama3.1_8b", "mlperf-training", "llama31_8b"), ("llama3.1_405b", "mlperf-training", "llama31_405b"),
+    ("flux.1", "mlperf-training", "flux1"),
+]
+
+
+@pytest.mark.parametrize(("text", "family", "expected"), _NEXT_ROUNDS)
+def test_the_next_rounds_benchmarks_resolve_as_written(text: str, family: str | None, expected: str) -> None:
+    match = resolve_benchmark(text, family)
+    assert (match.resolved, match.id, match.base, match.family) == (True, expected, None, family or "mlperf-inference")
+
+
+@pytest.mark.parametrize(("text", "suggested"), [
+    ("gpt-oss-12b", "gpt-oss-120b"), ("qwen3-vl-253b", "qwen3-vl-235b-a22b"), ("dlrm-v4", "dlrm-v3"),
+    ("wan-2.1-t2v-a14b", "wan-2.2-t2v-a14b"), ("yolo-90", "yolo-99"), ("yolo-99.9", "yolo-99"),
+    ("qwen3.5-27b", "qwen3.6-27b"), ("e2e-rag-kv", "e2e-rag-qna")])
+def test_near_misses_of_the_next_rounds_names_are_refused_with_did_you_mean(text: str, suggested: str) -> None:
+    """A name never seen is no other benchmark (yolo-<number> was an open-division zoo variant)."""
+    match = resolve_benchmark(text)
+    assert not match.resolved and match.base is None and suggested in match.suggestions
+    with pytest.raises(InvalidInput, match=rf"unknown benchmark '{re.escape(text)}'; did you mean .*'{suggested}'"):
+        match.require()
+
+
+def test_yolo_open_variants_keep_their_base() -> None:
+    assert resolve_benchmark("yolo-95-int8").base == "yolo-95"
+    assert resolve_benchmark("yolo-v3-coco").base == "object-detection-zoo"  # v2.1's open division
+
+
+def test_the_next_rounds_entries_carry_their_sources_and_published_facts() -> None:
+    cat = load_catalog()
+    inference = ("gpt-oss-120b", "qwen3-vl-235b-a22b", "dlrm-v3", "wan-2.2-t2v-a14b", "yolo-95", "yolo-99",
+                 "qwen3.6-27b", "e2e-rag-qna", "e2e-rag-db")
+    for bid in inference:
+        entry = cat.benchmark("mlperf-inference", bid)
+        assert entry.source.startswith("https://github.com/mlcommons/inference_policies/blob/"), bid
+        assert entry.reference.startswith("https://github.com/mlcommons/inference/tree/"), bid
+        assert entry.dataset and entry.model, bid
+    for bid in ("gpt_oss_20b", "deepseekv3", "qwen35_397b_grpo"):
+        entry = cat.benchmark("mlperf-training", bid)
+        assert entry.source.startswith("https://github.com/mlcommons/training/blob/"), bid
+        assert entry.reference.startswith("https://github.com/mlcommons/training/tree/"), bid
+    gpt = cat.benchmark("mlperf-inference", "gpt-oss-120b")
+    assert (gpt.params_b, gpt.active_params_b, gpt.max_seq_len, gpt.max_output_tokens, gpt.tokens) == (
+        117, 5.1, 15330, 10000, True)
+    assert gpt.precision is None and gpt.model_source  # the rules name no precision for it
+    qwen = cat.benchmark("mlperf-inference", "qwen3-vl-235b-a22b")
+    assert (qwen.params_b, qwen.active_params_b, qwen.precision, qwen.tokens) == (235, 22, "bf16", False)
+    wan = cat.benchmark("mlperf-inference", "wan-2.2-t2v-a14b")
+    assert (wan.params_b, wan.active_params_b, wan.precision) == (27, 14, "bf16")
+    dlrm = cat.benchmark("mlperf-inference", "dlrm-v3")
+    assert (dlrm.params_b, dlrm.precision) == (None, "fp32")  # no parameter count published
+
+
+def test_the_next_rounds_latency_limits_and_publication_date() -> None:
+    cat = load_catalog()
+    server, interactive = cat.scenarios["Server"], cat.scenarios["Interactive"]
+    assert server.limits_for("gpt-oss-120b", "v5.1") is None  # new in v6.0
+    gpt = server.limits_for("gpt-oss-120b", "v6.0")
+    assert (gpt.ttft_ms, gpt.tpot_ms) == (3000, 80)
+    gpt_i = interactive.limits_for("gpt-oss-120b", "v6.0")
+    assert (gpt_i.ttft_ms, gpt_i.tpot_ms) == (2000, 20)
+    assert server.limits_for("qwen3-vl-235b-a22b").latency_ms == 12000
+    assert server.limits_for("dlrm-v3").latency_ms == 80
+    assert interactive.limits_for("qwen3-vl-235b-a22b", "v6.0") is None
+    assert interactive.limits_for("qwen3-vl-235b-a22b", "v6.1").latency_ms == 1500
+    assert round_date("v6.0") is not None and round_date("v6.0").date().isoformat() == "2026-04-01"
+    assert round_date("v6.1") is None  # no publication read: rows are aged by their own timestamps
 
 
 def test_unknown_benchmark_in_a_family_suggests_that_familys_names() -> None:
