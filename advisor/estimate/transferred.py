@@ -18,7 +18,7 @@ replays to calibrate an interval is refused, saying so. A CPU transfers from CPU
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -54,24 +54,12 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
     cls = accelerator_class(name)
     if cls == "cpu":  # from other CPUs only (advisor.estimate.cpu_transfer)
         return cpu_transferred(index, q, by_acc, hib)
-    model = index.transfer_model(q.slice, by_acc, cls)
-    target = scaling_figures(name, model.precision)
-    bandwidth_only = target is None
-    policy = model.precision
-    if bandwidth_only:
-        policy, alpha = index.blend(q.slice, by_acc)
-        target = bandwidth_figures(name, policy)
-        refused = _bandwidth_refusal(q, target is None, alpha)
-        if refused:
-            return Estimate(Basis.UNSUPPORTED, reason=refused)
-        model = transfer.by_bandwidth(hib, model.accelerators)
-    refs = index.references(by_acc, policy=model.precision)
-    if bandwidth_only and policy == "4-bit":  # the references' bandwidth in the operands they run
-        refs = {a: (v, bandwidth_figures(index.raw_names.get(a, a), policy) or p, c) for a, (v, p, c) in refs.items()}
+    scaling = _scaling(index, q, by_acc, name, cls, hib)
+    if isinstance(scaling, Estimate):
+        return scaling
+    model, target, policy, refs = scaling.model, scaling.target, scaling.policy, scaling.refs
+    bandwidth_only = model.precision == BANDWIDTH_ONLY
     same = {a: v for a, v in refs.items() if v[2] == cls}
-    if not refs:
-        return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator with public figures measured: none ran "
-                        f"{q.benchmark} {q.scenario} with catalogue figures to scale by")
     kind = kind_of(not same, bandwidth_only)
     lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind, cls)
     if math.isnan(lo_q):
@@ -82,7 +70,6 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
     if kind:  # never narrower than a same-vendor transfer on this slice (whose replays hold a round's drift)
         s_lo, s_mid, s_hi = index.quantiles(q.slice, Basis.TRANSFERRED)
         lo_q, hi_q = mid_q + min(lo_q - mid_q, s_lo - s_mid), mid_q + max(hi_q - mid_q, s_hi - s_mid)
-    assert target is not None  # both branches above return or set it
     raw_value, used = transfer.predict(model, same or refs, target)
     factors: list[tuple[str, str, float]] = [
         ("reference", f"{', '.join(used)} {model.describe()}", 1.0),
@@ -115,6 +102,40 @@ def transferred_estimate(index: EvidenceIndex, q: Query, by_acc: dict[str, np.nd
     rows = np.concatenate([by_acc[a] for a in used])
     return Estimate(Basis.TRANSFERRED, value, low * math.exp(lo_q), high * math.exp(hi_q),
                     rows=rows, references=used, factors=factors, notes=notes, extrapolated=extrapolated)
+
+
+@dataclass(frozen=True)
+class _Scaling:
+    """What a transfer scales by: its model, the target's (compute, bandwidth), the precision
+    policy the figures are read under, and the references."""
+
+    model: transfer.TransferModel
+    target: tuple[float, float]
+    policy: str
+    refs: dict[str, Any]
+
+
+def _scaling(index: EvidenceIndex, q: Query, by_acc: dict[str, np.ndarray], name: str, cls: str,
+             hib: bool) -> _Scaling | Estimate:
+    """The slice's transfer model and figures for ``name`` (by bandwidth alone where the part
+    publishes no compute figure), or the refusal."""
+    model = index.transfer_model(q.slice, by_acc, cls)
+    target = scaling_figures(name, model.precision)
+    policy = model.precision
+    if target is None:
+        policy, alpha = index.blend(q.slice, by_acc)
+        target = bandwidth_figures(name, policy)
+        refused = _bandwidth_refusal(q, target is None, alpha)
+        if refused or target is None:
+            return Estimate(Basis.UNSUPPORTED, reason=refused)
+        model = transfer.by_bandwidth(hib, model.accelerators)
+    refs = index.references(by_acc, policy=model.precision)
+    if model.precision == BANDWIDTH_ONLY and policy == "4-bit":  # the references' bandwidth in their operands
+        refs = {a: (v, bandwidth_figures(index.raw_names.get(a, a), policy) or p, c) for a, (v, p, c) in refs.items()}
+    if not refs:
+        return Estimate(Basis.UNSUPPORTED, reason=f"no accelerator with public figures measured: none ran "
+                        f"{q.benchmark} {q.scenario} with catalogue figures to scale by")
+    return _Scaling(model, target, policy, refs)
 
 
 def policy_spread(index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndarray],
