@@ -336,7 +336,9 @@ def main() -> int:
          f"Inference and Training results in `../shared/data/` ({source}). Every held-out "
          "result is asked through `Advisor.predict` — the path `advisor predict` and `POST /v1/predictions` "
          "use — with the query a user would write: the published accelerator name and the framework as "
-         "published free text (e.g. `TensorRT 8.6.0, CUDA 12.0`). `advisor evaluate --protocol "
+         "published free text (e.g. `TensorRT 8.6.0, CUDA 12.0`), with `implementation: reference` where the "
+         "result's system folder says MLCommons' reference code ran (`<system>-reference-<device>-<framework>-...`). "
+         "`advisor evaluate --protocol "
          "by-round|loao|training|latency` runs each split alone."),
         "",
         ("The **simple lookup** (previous-round lookup) is the median per-accelerator value of the same canonical "

@@ -27,7 +27,7 @@ from advisor.estimate.stack_effect import (
 )
 from advisor.results import Basis
 from collectors.importers.stack_text import parse_framework
-from graph_schema.catalog import SoftwareClass, software_class
+from graph_schema.catalog import SoftwareClass, stack_class
 from graph_schema.catalog.rounds import release_of
 
 
@@ -59,7 +59,7 @@ def query_stack(q: Query) -> tuple[str, str | None, SoftwareClass | None] | None
     fw = framework_id(name or q.framework)
     if fw is None:
         return None
-    return fw, version_key(version or q.components.get(fw)), software_class(fw)
+    return fw, version_key(version or q.components.get(fw)), stack_class(fw, q.components.get("implementation"))
 
 
 def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:

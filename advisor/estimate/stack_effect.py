@@ -54,7 +54,7 @@ from graph_schema.catalog import (
     load_catalog,
     resolve_benchmark,
     resolve_framework_name,
-    software_class,
+    stack_class,
 )
 from graph_schema.catalog.rounds import load_rounds, release_of
 
@@ -210,7 +210,7 @@ class StackEffects:
         for sid in table.stack.vocab:
             stack = table.stacks[sid]
             fw = framework_id(stack.framework)
-            cls = software_class(fw)
+            cls = stack_class(fw, stack.extra.get("implementation"))
             self.stack_of.append(RowStack(fw, version_key(stack.framework_version),
                                           cls.software_class if cls else None))
 

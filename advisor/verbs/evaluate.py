@@ -65,7 +65,8 @@ def subset(table: ObservationTable, rows: np.ndarray, generation: int = 0) -> Ob
 
 def user_query(table: ObservationTable, r: int) -> dict[str, Any]:
     """The query a user would write for row ``r``: the published accelerator name and the
-    framework field as published (free text)."""
+    framework field as published (free text), and the implementation where the result says it
+    ran MLCommons' reference code."""
     stack = table.stacks[table.stack.vocab[int(table.stack.codes[r])]]
     framework = None
     raw = stack.raw or ""
@@ -74,7 +75,10 @@ def user_query(table: ObservationTable, r: int) -> dict[str, Any]:
             framework = part.removeprefix("framework:").strip() or None
     if framework is None and stack.framework:
         framework = f"{stack.framework} {stack.framework_version or ''}".strip()
+    # a result of MLCommons' reference code says so (its system folder): as its user would ask
+    implementation = {"implementation": stack.extra["implementation"]} if "implementation" in stack.extra else {}
     return {
+        "components": implementation,
         "accelerator": table.accelerator.vocab[int(table.accelerator.codes[r])],
         "accelerator_count": int(table.count[r]),
         "placement": table.placement.vocab[int(table.placement.codes[r])],

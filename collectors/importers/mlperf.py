@@ -44,7 +44,12 @@ from collectors.importers.mlperf_system import accelerators as _accelerators
 from collectors.importers.mlperf_system import flat_text as _text
 from collectors.importers.mlperf_system import memory_mib as _memory_mib
 from collectors.importers.mlperf_system import whole_number as _int
-from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
+from collectors.importers.stack_text import (
+    classify_placement,
+    implementation_of,
+    merge_stack_texts,
+    parse_framework,
+)
 from collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from graph_schema.catalog import (
     load_catalog,
@@ -485,6 +490,17 @@ def _record(
 SystemContext = tuple[SoftwareStack, Accelerator, Placement, Host]
 
 
+def _extra(components: dict[str, str], system_id: str) -> dict[str, str]:
+    """The stack's extra components: those the texts name, and the implementation where the
+    system folder says the MLCommons reference code ran (its software class, whatever the
+    framework)."""
+    out = {k: v for k, v in components.items() if k in EXTRA_COMPONENTS}
+    implementation = implementation_of(system_id)
+    if implementation:
+        out["implementation"] = implementation
+    return out
+
+
 def _system_context(record: MlperfRecord) -> SystemContext:
     c = record.components
     raw_parts = [
@@ -500,7 +516,7 @@ def _system_context(record: MlperfRecord) -> SystemContext:
         python=c.get("python"),
         framework=record.framework_name,
         framework_version=record.framework_version,
-        extra={k: v for k, v in c.items() if k in EXTRA_COMPONENTS},
+        extra=_extra(c, record.system_id),
         raw=" | ".join(p for p in raw_parts if p) or None,
     )
     # Names resolve through the catalogue; the published text stays in the provenance.

@@ -46,7 +46,12 @@ from collectors.importers.mlperf import (
 )
 from collectors.importers.mlperf_system import accelerators as system_accelerators
 from collectors.importers.mlperf_system import flat_text, whole_number
-from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
+from collectors.importers.stack_text import (
+    classify_placement,
+    implementation_of,
+    merge_stack_texts,
+    parse_framework,
+)
 from graph_schema.catalog import (
     load_catalog,
     named_scenario,
@@ -216,6 +221,15 @@ def _normalised(row: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
 # ---- one row → one observation ---------------------------------------------------------------
 
 
+def _implementation(row: _Row, system_id: str) -> dict[str, str]:
+    """{"implementation": "reference"} where the result's system folder (its location, else the
+    system id) says the MLCommons reference code ran, as the tree importer records it."""
+    parts = [p for p in str(row.values.get("location") or "").split("/") if p]
+    folder = parts[3] if len(parts) >= 4 and parts[2] == "results" else system_id
+    implementation = implementation_of(folder)
+    return {"implementation": implementation} if implementation else {}
+
+
 def _location_parts(location: str) -> tuple[str, str] | None:
     """(benchmark directory, scenario directory) from ``<division>/<submitter>/results/<system>/<benchmark>/<scenario>``."""
     parts = [p for p in str(location or "").split("/") if p]
@@ -325,7 +339,8 @@ def _observation(row: _Row, scenario: str, benchmark: str, benchmark_raw: str, m
     c = parsed.components
     stack = SoftwareStack(driver=c.get("driver"), cuda=c.get("cuda"), cudnn=c.get("cudnn"), nccl=c.get("nccl"),
                           tensorrt=c.get("tensorrt"), python=c.get("python"), framework=fw_name,
-                          framework_version=fw_version, raw=f"framework: {software}" if software else None)
+                          framework_version=fw_version, raw=f"framework: {software}" if software else None,
+                          extra=_implementation(row, system_id))
     system_name = flat_text(r.get("system_name"))
     evidence = {"system_id": system_id, "system_name": system_name, "framework": software,
                 "accelerator_model_name": model}

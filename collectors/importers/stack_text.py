@@ -170,6 +170,19 @@ def merge_stack_texts(framework: Any, software_stack: Any) -> ParsedStack:
     return ParsedStack(components=merged, conflicts=conflicts)
 
 
+# MLCommons' automation names a result's system folder <system>-<implementation>-<device>-<framework>-
+# <config> (v5.1: "GATEOverflow_Intel_SPR_i9-reference-gpu-vllm-default_config"); "reference" is
+# MLCommons' own reference code, whatever framework it runs on.
+_IMPLEMENTATION = re.compile(r"-(reference)-(?:gpu|cpu|cuda|rocm|tpu|npu)-", re.IGNORECASE)
+
+
+def implementation_of(system_id: str | None) -> str | None:
+    """"reference" where a published system folder says the MLCommons reference implementation
+    ran (``_IMPLEMENTATION``); None where it says nothing (a vendor's own system names)."""
+    match = _IMPLEMENTATION.search(system_id or "")
+    return match.group(1).lower() if match else None
+
+
 def container_cuda(framework: str | None, version: str | None, published: str | None,
                    accelerator: str | None) -> tuple[str | None, str | None]:
     """(the CUDA to record, a note or None) for a system whose framework version is an NGC container

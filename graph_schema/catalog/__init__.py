@@ -34,7 +34,7 @@ from graph_schema.catalog.resolve import (
     resolve_metric,
     resolve_scenario,
 )
-from graph_schema.catalog.software import SoftwareClass, software_class
+from graph_schema.catalog.software import SoftwareClass, software_class, stack_class
 
 __all__ = [
     "NOT_AN_ACCELERATOR",
@@ -64,4 +64,5 @@ __all__ = [
     "resolve_metric",
     "resolve_scenario",
     "software_class",
+    "stack_class",
 ]

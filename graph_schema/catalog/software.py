@@ -36,3 +36,17 @@ def software_class(framework: str | None) -> SoftwareClass | None:
     if entry is None or entry.software_class is None or entry.class_source is None:
         return None
     return SoftwareClass(entry.id, entry.software_class, entry.class_source)
+
+
+REFERENCE_IMPLEMENTATION = "reference"  # the ``implementation`` component's value for MLCommons' reference code
+
+
+def stack_class(framework: str | None, implementation: str | None) -> SoftwareClass | None:
+    """The class of a result: the reference class where MLCommons' reference implementation ran
+    it (the ``implementation`` component), whatever its framework; else the framework's class."""
+    if implementation and implementation.strip().lower() == REFERENCE_IMPLEMENTATION:
+        entry = load_catalog().frameworks.get("implementation")
+        fw = resolve_framework_name(framework.strip()).id if framework and framework.strip() else "unknown"
+        return SoftwareClass(f"{fw} (MLCommons reference implementation)", "reference",
+                             entry.source if entry is not None else "https://github.com/mlcommons/inference")
+    return software_class(framework)

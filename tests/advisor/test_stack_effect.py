@@ -182,6 +182,37 @@ def test_a_reference_implementation_is_refused_when_no_pairs_of_both_classes_exi
     assert _ask(upgraded, "NVIDIA L4", "TensorRT 10.2.0, CUDA 12.4").basis is Basis.OBSERVED
 
 
+def test_mlcommons_reference_code_is_the_reference_class_whatever_its_framework(tmp_path: Path) -> None:
+    """A results folder <system>-reference-<device>-<framework>-<config> (MLCommons' automation) ran
+    the reference implementation: vLLM there is no optimised runtime. Its result and a query that
+    says so are of the reference class; borrowing TensorRT results for it needs a learned factor."""
+    vllm = ("vllm", "vllm 0.9.0, CUDA 12.8")
+    rounds = _two_rounds()
+    rounds["v4.1"] += [("l4x1-reference-gpu-vllm-default_config", GPUS["l4"], vllm, 600.0),
+                       ("l4x1-nvidia-gpu-vllm-default_config", GPUS["l4"], vllm, 9000.0)]
+    (tmp_path / "mixed").mkdir()
+    store = _store(tmp_path / "mixed", rounds)
+    try:
+        advisor = Advisor(store)
+        effects = effects_of(advisor.evidence())
+        table = advisor.table()
+        classes = {(table.value[r], effects.row_stack(r).software_class) for r in range(table.n)
+                   if effects.row_stack(r).framework == "vllm"}
+    finally:
+        store.close()
+    assert classes == {(600.0, "reference"), (9000.0, "optimised")}
+    store = _store(tmp_path, _two_rounds())
+    try:
+        query = {"accelerator": "NVIDIA A10", "accelerator_count": 1, "benchmark": "resnet50", "scenario": "Offline",
+                 "metric": "samples_per_second", "framework": "vllm"}
+        optimised, reference = Advisor(store).predict([query, {**query, "components": {"implementation": "reference"}}])
+    finally:
+        store.close()
+    assert optimised.basis is Basis.TRANSFERRED  # vLLM as an optimised runtime: from the TensorRT peers
+    assert reference.basis is Basis.UNSUPPORTED and (reference.reason or "").startswith("software class")
+    assert "MLCommons reference implementation" in (reference.reason or "")
+
+
 def test_across_classes_only_through_a_learned_factor_with_a_wider_interval(tmp_path: Path) -> None:
     rounds = _two_rounds()
     # three accelerators ran the reference code beside TensorRT in v4.1: about a tenth of the speed

@@ -14,7 +14,12 @@ from collectors.importers.loadgen_summary import (
     token_latency_metrics,
 )
 from collectors.importers.mlperf import read_tree, to_observation, to_observations
-from collectors.importers.stack_text import classify_placement, merge_stack_texts, parse_framework
+from collectors.importers.stack_text import (
+    classify_placement,
+    implementation_of,
+    merge_stack_texts,
+    parse_framework,
+)
 from graph_schema.errors import InvalidInput
 from graph_schema.models import PlacementKind, SourceKind
 from tests.support.mlperf import (
@@ -405,6 +410,16 @@ def test_a_benchmark_named_with_its_scenario_is_that_scenario(tmp_path: Path) ->
         assert (record.benchmark, record.scenario, record.benchmark_raw) == ("llama2-70b-99", "Interactive", benchmark)
         keys.append(to_observations(record)[0].observation_key)
     assert keys[0] == keys[1]
+
+
+@pytest.mark.parametrize(("system_id", "implementation"), [
+    ("GATEOverflow_Intel_SPR_i9-reference-gpu-vllm-default_config", "reference"),
+    ("RTX4090x1-reference-gpu-pytorch_v2.7.1-cu126", "reference"),
+    ("rtx4090x2-nvidia-gpu-TensorRT-default_config", None),
+    ("GATEOverflow_AMD_AM5-mlcommons_cpp-gpu-onnxruntime-cu126", None),
+    ("reference_system_8xH100", None), ("1-node-2S-GNR_128C-PyTorch-INT8", None)])
+def test_mlcommons_automation_folders_name_their_implementation(system_id: str, implementation: str | None) -> None:
+    assert implementation_of(system_id) == implementation
 
 
 def test_token_latency_metrics_of_a_summary_without_them_is_empty() -> None:

@@ -99,6 +99,16 @@ def test_a_benchmark_named_with_its_scenario_reads_as_that_scenario(tmp_path: Pa
     assert set(_keys(renamed)) == set(_keys(original))
 
 
+def test_results_of_mlcommons_reference_code_say_so(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+    """A system folder <system>-reference-<device>-<framework>-... ran MLCommons' reference code
+    (v5.1: GATEOverflow's vLLM whisper on RTX 4090): its stack says so, as the tree importer's does."""
+    picked = [r for r in v51_rows if not r["inferred"] and "-reference-gpu-vllm" in r["Location"]][:3]
+    picked += [r for r in v51_rows if not r["inferred"] and "-nvidia-gpu-" in r["Location"]][:3]
+    observations, _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", picked))
+    marked = [o.stack.extra.get("implementation") for o in observations]
+    assert marked == ["reference"] * 3 + [None] * 3
+
+
 def test_a_table_of_another_shape_gets_one_error_naming_what_it_lacks(tmp_path: Path) -> None:
     rows = [{"Submitter": "X", "Model": "resnet50", "Scenario": "Offline", "Result": 1.0}]
     with pytest.raises(InvalidInput) as caught:
