@@ -77,6 +77,13 @@ def throughput_goals(name: str, rep) -> list[str]:  # type: ignore[no-untyped-de
     total = o.predictions + o.refused
     out.append(f"- {name}: {o.predictions} of {total} results answered ({o.predictions / total * 100 if total else 0:.0f}%); "
                "refused: " + ", ".join(f"{k} ({v})" for k, v in sorted(rep.refused_reasons.items())))
+    unseen = rep.by_kind.get("scenario never seen in training")
+    if unseen is not None and unseen.predictions + unseen.refused:
+        known = total - unseen.predictions - unseen.refused
+        answered = o.predictions - unseen.predictions
+        out.append(f"- {name}: of the {known} results whose benchmark and scenario training holds, {answered} answered "
+                   f"({answered / known * 100 if known else 0:.1f}%); the other {unseen.predictions + unseen.refused} "
+                   "are of a scenario no training round has (Interactive before v5.0)")
     return out
 
 
