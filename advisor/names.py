@@ -15,7 +15,6 @@ from functools import lru_cache
 from advisor.results import PredictQuery
 from collectors.importers.stack_text import parse_components, parse_framework
 from graph_schema.catalog import (
-    NameMatch,
     cudnn_version,
     load_catalog,
     named_scenario,
@@ -179,7 +178,7 @@ def canonical_query(query: PredictQuery, known_benchmarks: set[tuple[str, str]])
                         + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else ""))
     update["benchmark"] = name
     if bench.resolved and bench.scenario is not None:
-        _scenario_from_name(query, bench, update, problems)
+        _scenario_from_name(query, update, problems)
     components = dict(query.components)
     try:
         components = canonical_components(components)
@@ -199,7 +198,7 @@ def canonical_query(query: PredictQuery, known_benchmarks: set[tuple[str, str]])
     return query.model_copy(update=update), problems
 
 
-def _scenario_from_name(query: PredictQuery, bench: NameMatch, update: dict[str, object], problems: list[str]) -> None:
+def _scenario_from_name(query: PredictQuery, update: dict[str, object], problems: list[str]) -> None:
     try:
         update["scenario"] = scenario_in_name(query.benchmark, query.family, query.scenario)
     except ValueError as exc:

@@ -308,7 +308,8 @@ class EvidenceIndex:
         (``transfer.choose_policy``); recomputed per process (not persisted with the calibration)."""
         if key not in self._policy_choice:
             refs = {policy: self.references(by_acc, policy=policy) for policy in POLICIES}
-            self._policy_choice[key] = transfer.choose_policy(refs, self.higher_is_better(key))
+            self._policy_choice[key] = transfer.choose_policy(refs, self.higher_is_better(key),
+                                                              chosen=self.blend(key, by_acc))
         return self._policy_choice[key]
 
     def held_out_model(self, key: SliceKey, cls: str, acc: str) -> TransferModel | None:

@@ -167,13 +167,22 @@ def fit_factor(scope: str, log_ratios: np.ndarray, seed: int = 0,
 
 
 def _cluster_draws(rng: np.random.Generator, log_ratios: np.ndarray, clusters: list[object]) -> np.ndarray:
-    """Medians of ``BOOTSTRAP`` resamples that draw whole clusters with replacement."""
-    groups: dict[object, list[float]] = defaultdict(list)
-    for label, value in zip(clusters, log_ratios.tolist()):
-        groups[label].append(value)
-    members = [np.asarray(v) for v in groups.values()]
-    picks = rng.integers(0, len(members), size=(BOOTSTRAP, len(members)))
-    return np.asarray([np.median(np.concatenate([members[i] for i in row])) for row in picks])
+    """Medians of ``BOOTSTRAP`` resamples that draw whole clusters with replacement: each draw's
+    median read off the sorted ratios weighted by how often their cluster was drawn (the median
+    of the concatenated draw, without building it)."""
+    index: dict[object, int] = {}
+    of = np.asarray([index.setdefault(label, len(index)) for label in clusters])
+    picks = rng.integers(0, len(index), size=(BOOTSTRAP, len(index)))
+    counts = np.zeros((BOOTSTRAP, len(index)), dtype=np.int64)
+    np.add.at(counts, (np.arange(BOOTSTRAP)[:, None], picks), 1)
+    order = np.argsort(log_ratios, kind="stable")
+    cum = np.cumsum(counts[:, of[order]], axis=1)
+    total = cum[:, -1]
+    values = log_ratios[order]
+    low = values[np.argmax(cum > ((total - 1) // 2)[:, None], axis=1)]
+    high = values[np.argmax(cum > (total // 2)[:, None], axis=1)]
+    medians: np.ndarray = (low + high) / 2
+    return medians
 
 
 @dataclass(frozen=True)

@@ -164,8 +164,10 @@ class PolicyChoice:
     undetermined: tuple[str, ...] = ()
 
 
-def choose_policy(refs_by_policy: dict[str, References], hib: bool) -> PolicyChoice:
-    """``learn_blend``'s policy and blend, with the policies it is not determined against.
+def choose_policy(refs_by_policy: dict[str, References], hib: bool,
+                  chosen: tuple[str, float] | None = None) -> PolicyChoice:
+    """``learn_blend``'s policy and blend (``chosen``: already learned on these references), with
+    the policies it is not determined against.
 
     Two policies differ only where they move one part's figures against another's (a policy that
     doubles every part's figures scales nothing differently): the parts are grouped by the ratio
@@ -179,7 +181,7 @@ def choose_policy(refs_by_policy: dict[str, References], hib: bool) -> PolicyCho
     leaving one accelerator out on v5.1 (MAPE 32.3% against 28.7%; v4.1 to v5.1 by round 14.9%
     against 13.7%): one fp4 part's evidence was right more often than the 8-bit default.
     """
-    policy, alpha = learn_blend(refs_by_policy, hib)
+    policy, alpha = chosen or learn_blend(refs_by_policy, hib)
     if policy not in refs_by_policy:
         return PolicyChoice(policy, alpha)
     kept = refs_by_policy[policy]

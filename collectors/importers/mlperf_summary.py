@@ -224,17 +224,17 @@ def _normalised(row: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
 def _implementation(row: _Row, system_id: str) -> dict[str, str]:
     """{"implementation": "reference"} where the result's system folder (its location, else the
     system id) says the MLCommons reference code ran, as the tree importer records it."""
-    parts = [p for p in str(row.values.get("location") or "").split("/") if p]
-    folder = parts[3] if len(parts) >= 4 and parts[2] == "results" else system_id
-    implementation = implementation_of(folder)
+    where = _location_parts(row.values.get("location") or "")
+    implementation = implementation_of(where[0] if where else system_id)
     return {"implementation": implementation} if implementation else {}
 
 
-def _location_parts(location: str) -> tuple[str, str] | None:
-    """(benchmark directory, scenario directory) from ``<division>/<submitter>/results/<system>/<benchmark>/<scenario>``."""
+def _location_parts(location: str) -> tuple[str, str, str] | None:
+    """(system, benchmark and scenario directories) from
+    ``<division>/<submitter>/results/<system>/<benchmark>/<scenario>``."""
     parts = [p for p in str(location or "").split("/") if p]
     if len(parts) >= 6 and parts[2] == "results":
-        return parts[4], parts[5]
+        return parts[3], parts[4], parts[5]
     return None
 
 
@@ -243,7 +243,7 @@ def _scenario(row: dict[str, Any]) -> str | None:
     keeps Interactive apart from Server), else the Scenario field's."""
     where = _location_parts(row.get("location") or "")
     if where:
-        directory = resolve_scenario(where[1])
+        directory = resolve_scenario(where[2])
         if directory.resolved:
             return directory.id
     match = resolve_scenario(flat_text(row.get("scenario")))
@@ -310,7 +310,7 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
         return None
     kind, unit_metric, to_ms = UNITS[units]
     where = _location_parts(r.get("location") or "")
-    benchmark_raw = where[0] if where else flat_text(r["benchmark"])
+    benchmark_raw = where[1] if where else flat_text(r["benchmark"])
     bench = resolve_benchmark(benchmark_raw, FAMILY)
     scenario = named_scenario(bench, scenario)  # v5.0: "llama2-70b-interactive-99", Server
     metric = _metric(bench.id, bench.base, scenario, kind, unit_metric)

@@ -236,7 +236,7 @@ class Sweep:
                     outcomes[cell.id] = prepared
                     continue
                 batch.append(prepared)
-                if sum(self.cache.sizes().get(p.env.key, 0) for p in batch) >= self.cache.max_bytes:
+                if sum(p.out.env_bytes for p in batch) >= self.cache.max_bytes:
                     outcomes.update((p.cell.id, p.out) for p in self._run_batch(batch, host))
                     batch = []
             outcomes.update((p.cell.id, p.out) for p in self._run_batch(batch, host))
