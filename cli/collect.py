@@ -30,7 +30,7 @@ def parse_options(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _check_out(path: Path) -> None:
+def check_out(path: Path) -> None:
     """Refuse an --out the documents could not be written to, before the (long) run."""
     if path.is_dir():
         raise InvalidInput(f"--out: {str(path)!r} is a folder; name a file in it (e.g. {path / 'run.json'})")
@@ -162,7 +162,7 @@ def collect_command(
     if flush and not api:
         raise InvalidInput("--flush needs --api URL (spooled documents are sent to the API)")
     if out is not None:
-        _check_out(out)
+        check_out(out)
     flushed = None
     if api:
         from collectors import spool

@@ -7,8 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.collect import check_out
 from cli.options import ApiOpt, FormatOpt, JsonOpt, StoreOpt
 from cli.render import OutputFormat, note, output_format, print_json, render
+from graph_schema.errors import InvalidInput
 
 COLUMNS = ["cell", "status", "framework", "stack", "measurements", "failures", "env", "env_s", "overhead_s", "bench_s"]
 
@@ -37,6 +39,10 @@ def sweep_command(
     max_cache_gb: Annotated[float, typer.Option("--max-cache-gb", help="Disk bound of the cache: least "
                                                 "recently used environments are pruned beyond it.")] = 20.0,
     cell_timeout: Annotated[float, typer.Option("--cell-timeout", help="Seconds one cell may run.")] = 3600.0,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write every result document of this "
+                                             "sweep (JSON, as `advisor collect --out`) to this file.")] = None,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Write to no store (with --out: the "
+                                           "documents only to that file, e.g. on a node cut off from the API).")] = False,
     store: StoreOpt = None,
     api: ApiOpt = None,
     token: Annotated[str | None, typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")] = None,
@@ -50,24 +56,32 @@ def sweep_command(
     Exits 1 when no cell was measured."""
     from collectors.sweep.env import EnvCache
     from collectors.sweep.matrix import load_matrix
-    from collectors.sweep.run import ApiSink, StoreSink, Sweep
+    from collectors.sweep.run import ApiSink, CopySink, NoSink, Sink, StoreSink, Sweep
 
     chosen = output_format(fmt, as_json)
     matrix = load_matrix(matrix_file)
     cache = EnvCache(cache_dir, max_gb=max_cache_gb)
+    if out is not None:
+        check_out(out)
+    if no_store and (out is None or api or store):
+        raise InvalidInput("--no-store: name --out FILE (else nothing is kept), and neither --store nor --api")
 
     def progress(tag: str, message: str) -> None:
         note(f"{tag}: {message}")
 
-    if api:
-        outcomes = Sweep(matrix, cache, ApiSink(api, token), force=force, progress=progress,
-                         cell_timeout_s=cell_timeout).run(cell)
+    def run(inner: Sink) -> list[Any]:
+        sink = CopySink(inner, out) if out is not None else inner
+        return Sweep(matrix, cache, sink, force=force, progress=progress, cell_timeout_s=cell_timeout).run(cell)
+
+    if no_store:
+        outcomes = run(NoSink())
+    elif api:
+        outcomes = run(ApiSink(api, token))
     else:
         from cli.stores import open_store
 
         with open_store(store) as kb:
-            outcomes = Sweep(matrix, cache, StoreSink(kb, store), force=force, progress=progress,
-                             cell_timeout_s=cell_timeout).run(cell)
+            outcomes = run(StoreSink(kb, store))
     rows = [_row(o) for o in outcomes]
     if chosen is OutputFormat.json:
         print_json({"matrix": matrix.name, "baseline": matrix.baseline_cell, "cells": rows,

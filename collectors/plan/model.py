@@ -471,7 +471,7 @@ def _sweep_cells(plan: Plan, sweep: PlanSweep) -> list[Cell]:
             pull_policy=sweep.pull_policy,
             stack=ImageStack(
                 framework=wish["framework"],
-                framework_version=wish["framework_version"],
+                framework_version=wish.get("framework_version"),
                 cuda=sweep_cell.cuda,
                 cudnn=sweep_cell.cudnn,
                 nccl=sweep_cell.nccl,

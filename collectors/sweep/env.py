@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.sweep.matrix import Cell
+from collectors.sweep.matrix import FRAMEWORKS, Cell
 from graph_schema.errors import InvalidInput
 
 CACHE_ENV = "ADVISOR_SWEEP_CACHE"
@@ -49,6 +49,9 @@ COLLECTOR_REQUIREMENTS = ("pydantic>=2.6,<3", "pyyaml>=6", "psutil>=5.9", "nvidi
 
 COLLECTOR_PACKAGES = ("collectors", "graph_schema", "microbench")
 """Our packages the collector imports (never ``advisor`` or ``cli``)."""
+
+
+FRAMEWORK_MODULES = {name: module for name, (_dist, module, _backend) in FRAMEWORKS.items()}
 
 
 def sweep_cache_dir() -> Path:
@@ -72,6 +75,8 @@ class CellEnv:
     seconds: float = 0.0
     cached: bool = False
     error: str | None = None  # uv's own words when resolution or installation failed
+    installed: bool = False  # an environment of the node's, measured as it is (never pruned)
+    framework_version: str | None = None  # as installed there (for an installed environment)
 
     @property
     def ok(self) -> bool:
@@ -134,7 +139,10 @@ class EnvCache:
 
     def create(self, cell: Cell, python: str | None = None) -> CellEnv:
         """The cell's environment: reused when a complete one exists, else created. Never raises
-        for what uv refuses (no such version, conflicts, no wheel): that is ``CellEnv.error``."""
+        for what uv refuses (no such version, conflicts, no wheel): that is ``CellEnv.error``.
+        A cell naming an ``environment`` gets that one, checked and as it is."""
+        if cell.environment is not None:
+            return installed_env(cell)
         key = self.key(cell, python)
         path = self.envs / key
         lock_file = self.envs / f"{key}.lock"
@@ -218,6 +226,80 @@ class EnvCache:
         return removed
 
 
+_PROBE = """
+import importlib, importlib.metadata as md, json, sys
+module, wanted = sys.argv[1], sys.argv[2:]
+dists = md.packages_distributions().get(module, [])
+lock = sorted({f"{d.metadata['Name']}=={d.version}" for d in md.distributions() if d.metadata['Name']})
+missing = []
+for name in wanted:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        missing.append(f"{name} ({type(exc).__name__})")
+print(json.dumps({"prefix": sys.prefix, "lock": lock, "missing": missing,
+                  "version": md.version(dists[0]) if dists else None}))
+"""
+
+COLLECTOR_MODULES = ("pydantic", "yaml", "psutil")
+"""What the collector inside a cell imports besides the framework (``COLLECTOR_REQUIREMENTS``;
+``pynvml`` is optional: without it the fingerprint reads ``nvidia-smi``)."""
+
+
+def _interpreter_of(environment: str) -> Path:
+    path = Path(environment).expanduser()
+    if path.is_dir():
+        for name in ("bin/python", "bin/python3", "python.exe"):
+            if (path / name).is_file():
+                return path / name
+    return path
+
+
+def _same_version(wanted: str, installed: str) -> bool:
+    """``2.11`` or ``2.11.0`` matches an installed ``2.11.0+cu130`` (a build label is not asked)."""
+    have = installed.split("+", 1)[0].split(".")
+    want = wanted.split("+", 1)[0].split(".")
+    return have[: len(want)] == want and ("+" not in wanted or wanted == installed)
+
+
+def installed_env(cell: Cell, timeout_s: float = 120.0) -> CellEnv:
+    """A cell's ``environment`` as it is: its interpreter runs, the collector's libraries import
+    there, the framework is installed (at the cell's ``version``, when it names one); the lock is
+    every distribution installed there. Nothing is installed and nothing is ever pruned."""
+    environment = cell.environment or ""
+    python = _interpreter_of(environment)
+    started = time.monotonic()
+    env = CellEnv(key="installed-" + hashlib.sha256(str(python).encode()).hexdigest()[:16],
+                  path=python.parent.parent, python=python, requirements=[], cached=True, installed=True)
+    module = FRAMEWORK_MODULES[cell.framework]
+    if not python.is_file():
+        env.error = f"environment {environment!r}: no Python interpreter at {python}"
+        return env
+    try:
+        proc = subprocess.run([str(python), "-I", "-c", _PROBE, module, *COLLECTOR_MODULES],
+                              capture_output=True, text=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        env.error = f"environment {environment!r}: cannot run {python}: {exc}"
+        env.seconds = time.monotonic() - started
+        return env
+    env.seconds = time.monotonic() - started
+    if proc.returncode != 0:
+        env.error = f"environment {environment!r}: {python} failed: {_tail(proc.stderr or proc.stdout, 5)}"
+        return env
+    probe = json.loads(proc.stdout.strip().splitlines()[-1])
+    env.path, env.lock = Path(probe["prefix"]), "\n".join(probe["lock"]) + "\n"
+    env.framework_version = probe["version"]
+    if probe["version"] is None:
+        env.error = f"environment {environment!r} has no {cell.framework} installed (no {module!r} module)"
+    elif cell.version and not _same_version(cell.version, probe["version"]):
+        env.error = (f"environment {environment!r} has {cell.framework} {probe['version']}, "
+                     f"the cell asks for {cell.version}")
+    elif probe["missing"]:
+        env.error = (f"environment {environment!r} lacks what the collector imports: "
+                     f"{', '.join(probe['missing'])}; install {' '.join(COLLECTOR_REQUIREMENTS[:3])} there")
+    return env
+
+
 def _tree_bytes(root: Path) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(root):
@@ -255,7 +337,8 @@ def cell_process_env(env: CellEnv, cache: EnvCache) -> dict[str, str]:
     nothing of the sweeping interpreter's site-packages."""
     out = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     out["PYTHONPATH"] = str(collector_source(cache))
-    out["VIRTUAL_ENV"] = str(env.path)
+    if not env.installed or (env.path / "pyvenv.cfg").is_file():
+        out["VIRTUAL_ENV"] = str(env.path)
     out["PATH"] = os.pathsep.join([str(env.path / "bin"), os.environ.get("PATH", "")])
     out["PYTHONNOUSERSITE"] = "1"
     return out

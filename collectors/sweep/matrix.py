@@ -45,6 +45,15 @@ LIBRARY_WHEELS: dict[str, str] = {
 }
 
 
+RUNNER_FRAMEWORKS: dict[str, tuple[str, ...]] = {
+    "cnn": ("torch", "tensorflow"),
+    "tf-cnn": ("tensorflow",),
+    "loadgen": ("torch",),
+    "allreduce": ("torch",),
+}
+"""The frameworks a runner can measure (a runner not named runs on any: the PI suite has a backend
+per framework). In a cell of another framework such a benchmark is ``unsupported``."""
+
 RUNNER_REQUIREMENTS: dict[str, tuple[str, ...]] = {"loadgen": ("mlcommons-loadgen>=4.0",)}
 """What a runner needs in a cell besides the framework (added to every cell of a matrix that
 uses it)."""
@@ -54,7 +63,7 @@ def _keras2(cell: Cell) -> list[str]:
     """tf_cnn_benchmarks on TensorFlow >= 2.16 needs Keras 2: tf-keras of the same minor."""
     if cell.framework != "tensorflow" or any(re.match(r"^tf[-_]keras\b", p) for p in cell.packages):
         return []
-    parts = [int(p) for p in re.findall(r"\d+", cell.version)[:2]]
+    parts = [int(p) for p in re.findall(r"\d+", cell.version or "")[:2]]
     if len(parts) == 2 and tuple(parts) >= (2, 16):
         return [f"tf-keras~={parts[0]}.{parts[1]}.0"]
     return []
@@ -95,13 +104,49 @@ class SweepBenchmark(_Spec):
             k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in self.options.items()
         }
 
+    def unsupported_by(self, framework: str) -> str | None:
+        """Why a cell of ``framework`` cannot run this benchmark (None: it can)."""
+        frameworks = RUNNER_FRAMEWORKS.get(self.runner)
+        if frameworks is None or framework in frameworks:
+            return None
+        return f"{self.runner} runs on {' or '.join(frameworks)}, not {framework}"
+
+    def cell_options(self, framework: str) -> dict[str, Any]:
+        """The options a cell of ``framework`` runs this benchmark with: the cell's own framework
+        pinned (an environment holding several frameworks measures only the cell's), unless the
+        matrix names it."""
+        options = self.runner_options()
+        if self.runner == "pi" and FRAMEWORKS[framework][2]:
+            options.setdefault("backends", FRAMEWORKS[framework][2])
+        elif self.runner == "cnn":
+            options.setdefault("framework", framework)
+        return options
+
+
+INSTALL_FIELDS = ("package", "cuda", "cudnn", "nccl", "cuda_major", "packages", "index_url",
+                  "extra_index_url")
+"""What a cell installs: none of it applies to a cell that measures an ``environment`` as it is."""
+
 
 class Cell(_Spec):
-    """One software stack to measure: a framework build plus pinned libraries and extras."""
+    """One software stack to measure: a framework build plus pinned libraries and extras, installed
+    into an environment of the sweep's own; or an ``environment`` already on the node (a vendor
+    container's interpreter, a conda prefix, a virtualenv) measured as it is."""
 
     name: str | None = Field(default=None, description="defaults to <framework>-<version>")
     framework: str
-    version: str = Field(min_length=1)
+    version: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the framework version to install; with `environment`, optional: the version "
+        "that must be installed there",
+    )
+    environment: str | None = Field(
+        default=None,
+        min_length=1,
+        description="an installed Python environment (its interpreter, or the folder holding "
+        "bin/python) whose framework is measured as it is: nothing is installed into it",
+    )
     package: str | None = Field(
         default=None,
         description="the distribution to install instead of the "
@@ -179,13 +224,29 @@ class Cell(_Spec):
             )
         return v
 
+    @model_validator(mode="after")
+    def _install_or_installed(self) -> Cell:
+        if self.environment is None:
+            if self.version is None:
+                raise ValueError(
+                    "version: required (the framework version to install), unless `environment` "
+                    "names an installed environment to measure as it is"
+                )
+            return self
+        given = [f for f in INSTALL_FIELDS if getattr(self, f) not in (None, [])]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)}: a cell with `environment` measures what is installed there "
+                "and installs nothing; install it into that environment, or drop `environment`"
+            )
+        return self
+
     @property
     def id(self) -> str:
+        version = self.version or "installed"
         return (
             self.name
-            or re.sub(r"[^a-z0-9.-]+", "-", f"{self.framework}-{self.version}".lower()).strip("-")[
-                :40
-            ]
+            or re.sub(r"[^a-z0-9.-]+", "-", f"{self.framework}-{version}".lower()).strip("-")[:40]
         )
 
     @property
@@ -197,7 +258,9 @@ class Cell(_Spec):
         return self.imports or [FRAMEWORKS[self.framework][1]]
 
     def requirements(self) -> list[str]:
-        """The pip requirements of this cell, framework first."""
+        """The pip requirements of this cell, framework first (none for an ``environment``)."""
+        if self.environment is not None:
+            return []
         major = self.cuda_major or (
             int(self.cuda.split(".")[0]) if self.cuda and self.cuda[0].isdigit() else 12
         )
@@ -210,7 +273,11 @@ class Cell(_Spec):
 
     def wish(self) -> dict[str, str]:
         """What the matrix asked for (recorded beside the measured stack, never instead of it)."""
-        out = {"framework": self.framework, "framework_version": self.version}
+        out = {"framework": self.framework}
+        if self.version:
+            out["framework_version"] = self.version
+        if self.environment:
+            out["environment"] = self.environment
         out.update({k: getattr(self, k) for k in LIBRARY_WHEELS if getattr(self, k)})
         if self.packages:
             out["packages"] = " ".join(self.packages)
@@ -255,6 +322,8 @@ class SweepMatrix(_Spec):
         tf_cnn_benchmarks on TensorFlow >= 2.16), so a sweep does not fail on a missing extra."""
         runners = {b.runner for b in self.benchmarks}
         for cell in self.cells:
+            if cell.environment is not None:
+                continue  # installs nothing: a missing library is the runner's recorded failure
             extra = [r for runner in sorted(runners) for r in RUNNER_REQUIREMENTS.get(runner, ())]
             if "tf-cnn" in runners:
                 extra += _keras2(cell)

@@ -32,7 +32,7 @@ from typing import Any
 
 from collectors.collect import SOURCE, collector_version
 from collectors.sweep.env import CellEnv, EnvCache, cell_process_env
-from collectors.sweep.matrix import Cell, SweepMatrix
+from collectors.sweep.matrix import Cell, SweepBenchmark, SweepMatrix
 from graph_schema.errors import InvalidInput
 from graph_schema.models import (
     FailureIn,
@@ -120,6 +120,40 @@ class StoreSink(Sink):
         from graph_schema.models import ObservationFilter
 
         return bool(self.store.query_observations(ObservationFilter(run_id=run_id, host=host), limit=1))
+
+
+class NoSink(Sink):
+    """No store (``--no-store``): the documents only go where a ``CopySink`` around it writes them;
+    whether a run is stored cannot be asked, so the ledger is trusted."""
+
+    identity = "no-store"
+
+    def deliver(self, document: ResultDocument) -> int:
+        return 0
+
+    def has_run(self, run_id: str, host: str) -> bool:
+        return True
+
+
+class CopySink(Sink):
+    """Another sink, with every document it takes also written to a JSON file (the list ``advisor
+    collect --out`` writes): the sweep's result documents to commit or carry to another store."""
+
+    def __init__(self, inner: Sink, path: Path) -> None:
+        self.inner, self.path, self.identity = inner, path, inner.identity
+        self.documents: list[dict[str, Any]] = []
+
+    def deliver(self, document: ResultDocument) -> int:
+        new = self.inner.deliver(document)
+        self.documents.append(document.model_dump(mode="json"))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.documents, indent=1))
+        os.replace(tmp, self.path)  # a crash never leaves half a file
+        return new
+
+    def has_run(self, run_id: str, host: str) -> bool:
+        return self.inner.has_run(run_id, host)
 
 
 class ApiSink(Sink):
@@ -269,17 +303,20 @@ class Sweep:
             return done
         out = CellOutcome(cell=cell.id, status="measured", run_ids=self._run_ids(cell, host),
                           requested=cell.wish(), signature=self.matrix.signature())
-        self.progress(tag, f"environment: {' '.join(cell.requirements())}")
+        self.progress(tag, f"environment: {cell.environment or ' '.join(cell.requirements())}")
         env = self.cache.create(cell, self.matrix.python)
         out.env_key, out.env_cached, out.env_seconds, out.lock = env.key, env.cached, env.seconds, env.lock
         pending = _Pending(cell, tag, out, env)
         if not env.ok:
-            self._fail(out, cell, "install", "InstallError",
-                       f"cannot install {' '.join(cell.requirements())}: {_gist(env.error or '')}", env.error or "")
+            what = (f"cannot use {cell.environment}" if env.installed
+                    else f"cannot install {' '.join(cell.requirements())}")
+            self._fail(out, cell, "install", "InstallError", f"{what}: {_gist(env.error or '')}", env.error or "",
+                       installed_version=env.framework_version)
             self._finish(pending, host, keep={env.key})
             return out
         out.env_bytes = self.cache.sizes().get(env.key, 0)
-        self.progress(tag, f"environment {'cached' if env.cached else 'created'} in {env.seconds:.1f} s; "
+        state = "checked (installed)" if env.installed else "cached" if env.cached else "created"
+        self.progress(tag, f"environment {state} in {env.seconds:.1f} s; "
                       f"will run {', '.join(b.runner for b in self.matrix.benchmarks)}")
         return pending
 
@@ -322,10 +359,15 @@ class Sweep:
         """One repeat of the cell in its environment, its documents delivered; False when the cell
         cannot go on (the collector crashed or the framework did not import)."""
         run_id = out.run_ids[repeat]
+        runnable = [b for b in self.matrix.benchmarks if not b.unsupported_by(cell.framework)]
+        if repeat == 0:
+            self._unsupported(out, cell, env)
+        if not runnable:
+            return False
         request = {"imports": cell.import_names, "device": self.matrix.device, "run_ids": [run_id],
                    "details": self._details(out, env.key),
-                   "benchmarks": [{"runner": b.runner, "profile": b.profile, "options": b.runner_options()}
-                                  for b in self.matrix.benchmarks]}
+                   "benchmarks": [{"runner": b.runner, "profile": b.profile, "options": b.cell_options(cell.framework)}
+                                  for b in runnable]}
         with _scratch() as scratch:
             req, result_file = scratch / "request.json", scratch / "result.json"
             req.write_text(json.dumps(request))
@@ -377,14 +419,41 @@ class Sweep:
         out.failures += sum(len(d.failures) for d in documents)
         out.runner_errors.extend(e for e in result.get("runner_errors") or [] if e not in out.runner_errors)
 
+    def _unsupported(self, out: CellOutcome, cell: Cell, env: CellEnv) -> None:
+        """The matrix's benchmarks this cell's framework cannot run, recorded once as
+        ``unsupported`` (not a failure of the stack: a benchmark that cannot run says so)."""
+        skipped = [(b, why) for b in self.matrix.benchmarks if (why := b.unsupported_by(cell.framework))]
+        if not skipped:
+            return
+        for b, why in skipped:
+            self.progress(f"{cell.id}", f"{b.runner}: unsupported ({why})")
+        doc = self._failure_document(out, cell, [b for b, _ in skipped], "unsupported", "Unsupported",
+                                     "; ".join(why for _, why in skipped), "", None, env.framework_version)
+        self.sink.deliver(doc)
+        out.failures += len(doc.failures)
+
     def _fail(self, out: CellOutcome, cell: Cell, stage: str, error_class: str, message: str, log_tail: str,
-              run_id: str | None = None) -> None:
+              run_id: str | None = None, installed_version: str | None = None) -> None:
         """Record a cell that never ran: a document on the node as the sweeper sees it, with the
         stack the matrix asked for (marked as requested: nothing of it was measured)."""
+        doc = self._failure_document(out, cell, self.matrix.benchmarks, stage, error_class, message, log_tail,
+                                     run_id, installed_version)
+        self.sink.deliver(doc)
+        out.status, out.stage, out.reason = "failed", stage, message
+        out.stack, out.stack_id, out.failures = (doc.stack.model_dump(exclude_none=True), doc.stack.stack_id,
+                                                 len(doc.failures))
+
+    def _failure_document(self, out: CellOutcome, cell: Cell, benchmarks: list[SweepBenchmark], stage: str,
+                          error_class: str, message: str, log_tail: str, run_id: str | None,
+                          installed_version: str | None) -> ResultDocument:
+        """One document of failures of ``benchmarks`` in this cell, on the node as the sweeper sees
+        it, with the stack the matrix asked for (or the version installed in its environment)."""
         fp = self.fingerprint
-        stack = SoftwareStack(driver=fp.stack.driver, framework=cell.framework, framework_version=cell.version,
+        stack = SoftwareStack(driver=fp.stack.driver, framework=cell.framework,
+                              framework_version=installed_version or cell.version,
                               cuda=cell.cuda, cudnn=cell.cudnn, nccl=cell.nccl,
-                              raw=f"requested by sweep {self.matrix.name} cell {cell.id}; not installed or not importable")
+                              raw=f"requested by sweep {self.matrix.name} cell {cell.id}; "
+                              + ("not run" if stage == "unsupported" else "not installed or not importable"))
         from collectors.plan.model import RUNNER_FAMILIES
         from graph_schema.models import Benchmark
 
@@ -396,13 +465,10 @@ class Sweep:
                                                   parameters={"profile": b.profile, **b.runner_options()}),
                               stage=stage, error_class=error_class, message=message[:1000],
                               log_tail=log_tail[-4000:] or None)
-                    for b in self.matrix.benchmarks]
-        doc = ResultDocument(run=run, provenance=Provenance(kind=SourceKind.MEASURED, source=SOURCE, details=details),
-                             stack=stack, accelerator=fp.accelerator, placement=fp.placement, host=fp.host,
-                             fingerprint={}, failures=failures)
-        self.sink.deliver(doc)
-        out.status, out.stage, out.reason = "failed", stage, message
-        out.stack, out.stack_id, out.failures = stack.model_dump(exclude_none=True), stack.stack_id, len(failures)
+                    for b in benchmarks]
+        return ResultDocument(run=run, provenance=Provenance(kind=SourceKind.MEASURED, source=SOURCE, details=details),
+                              stack=stack, accelerator=fp.accelerator, placement=fp.placement, host=fp.host,
+                              fingerprint={}, failures=failures)
 
 
 def _gist(tool_output: str) -> str:
