@@ -428,7 +428,7 @@ class Sweep:
         for b, why in skipped:
             self.progress(f"{cell.id}", f"{b.runner}: unsupported ({why})")
         doc = self._failure_document(out, cell, [b for b, _ in skipped], "unsupported", "Unsupported",
-                                     "; ".join(why for _, why in skipped), "", None, env.framework_version)
+                                     [why for _, why in skipped], "", None, env.framework_version)
         self.sink.deliver(doc)
         out.failures += len(doc.failures)
 
@@ -444,7 +444,7 @@ class Sweep:
                                                  len(doc.failures))
 
     def _failure_document(self, out: CellOutcome, cell: Cell, benchmarks: list[SweepBenchmark], stage: str,
-                          error_class: str, message: str, log_tail: str, run_id: str | None,
+                          error_class: str, message: str | list[str], log_tail: str, run_id: str | None,
                           installed_version: str | None) -> ResultDocument:
         """One document of failures of ``benchmarks`` in this cell, on the node as the sweeper sees
         it, with the stack the matrix asked for (or the version installed in its environment)."""
@@ -463,9 +463,10 @@ class Sweep:
         details = {**self._details(out, out.env_key), "host": fp.host.name, "device": self.matrix.device}
         failures = [FailureIn(benchmark=Benchmark(family=RUNNER_FAMILIES[b.runner], name=b.runner,
                                                   parameters={"profile": b.profile, **b.runner_options()}),
-                              stage=stage, error_class=error_class, message=message[:1000],
+                              stage=stage, error_class=error_class, message=text[:1000],
                               log_tail=log_tail[-4000:] or None)
-                    for b in benchmarks]
+                    for b, text in zip(benchmarks, [message] * len(benchmarks) if isinstance(message, str) else message,
+                                       strict=True)]
         return ResultDocument(run=run, provenance=Provenance(kind=SourceKind.MEASURED, source=SOURCE, details=details),
                               stack=stack, accelerator=fp.accelerator, placement=fp.placement, host=fp.host,
                               fingerprint={}, failures=failures)
