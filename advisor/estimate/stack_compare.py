@@ -44,18 +44,18 @@ def span_pairs(effects: StackEffects, family: str, framework: str, old: str, new
         for acc, rows in by_acc.items():
             if accelerators is not None and acc not in accelerators:
                 continue
-            sides: dict[tuple[int, str], list[int]] = defaultdict(list)
+            sides: dict[tuple[int, int, str], list[int]] = defaultdict(list)  # (count, identity, side)
             for r in rows.tolist():
                 st = effects.row_stack(r)
                 if st.framework != framework:
                     continue
                 for side, sel in (("old", old), ("new", new)):
                     if version_matches(st.version, sel):
-                        sides[(int(t.count[r]), side)].append(r)
+                        sides[(int(t.count[r]), int(t.benchmark.codes[r]), side)].append(r)
             vendor = accelerator_class(index.raw_names.get(acc, acc))
             base = (key[0], vendor, key[1], key[2], key[3], direction_of(key[0], key[1], hib), acc)
-            for count in sorted({c for c, _ in sides}):
-                a, b = sides.get((count, "old")), sides.get((count, "new"))
+            for count, ident in sorted({(c, i) for c, i, _ in sides}):
+                a, b = sides.get((count, ident, "old")), sides.get((count, ident, "new"))
                 if a and b:
                     pair = effects.pair(base, framework, old, new, a, b, hib)
                     if upgrade_pair(pair):
@@ -81,7 +81,8 @@ def upgrade_text(effects: StackEffects, family: str, framework: str, old: str, n
     vendors = sorted({accelerator_class(effects.index.raw_names.get(a, a)) for a in accelerators or ()})
     pooled = effects.upgrade(family, vendors[0], framework, benchmark, "", True) if len(vendors) == 1 else None
     if pooled is None:
-        return f"{what}: {few} (the same accelerator, count and benchmark in an older and a newer round); no estimate"
+        return (f"{what}: {few} (the same accelerator, count and benchmark in an older and a newer round, or in "
+                f"one node's sweep); no estimate")
     return (f"{what}: {few}; one round's step of {framework} on {vendors[0]} accelerators in general: "
             f"{pooled.percent()}, from {pooled.pairs} pairs ({pooled.scope})")
 

@@ -260,16 +260,18 @@ class StackEffects:
                 if not len(rows):
                     continue
                 vendor = accelerator_class(index.raw_names.get(acc, acc))
-                by_version: dict[tuple[str, int], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-                by_class: dict[float, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+                # one benchmark identity per pair: a slice of our collectors' results holds several
+                # parameter sets (a PI GEMM at fp16 and fp32), a published slice one
+                by_version: dict[tuple[str, int, int], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+                by_class: dict[tuple[float, int], dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
                 for r in rows.tolist():
-                    st = self.row_stack(r)
+                    st, ident = self.row_stack(r), int(t.benchmark.codes[r])
                     if st.framework and st.version:
-                        by_version[(st.framework, int(t.count[r]))][st.version].append(r)
+                        by_version[(st.framework, int(t.count[r]), ident)][st.version].append(r)
                     if st.software_class and key[0] in CLASSED_FAMILIES:
-                        by_class[float(index.round_no[r])][st.software_class].append(r)
+                        by_class[(float(index.round_no[r]), ident)][st.software_class].append(r)
                 base = (key[0], vendor, key[1], key[2], key[3], direction_of(key[0], key[1], hib), acc)
-                for (fw, _), versions in by_version.items():
+                for (fw, _, _), versions in by_version.items():
                     ordered = sorted(versions, key=lambda v: release_of(v) or ())
                     for old, new in pairwise(ordered):
                         pair = self.pair(base, fw, old, new, versions[old], versions[new], hib)

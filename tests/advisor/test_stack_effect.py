@@ -320,7 +320,7 @@ def test_our_own_sweeps_pair_versions_measured_on_one_host(tmp_path: Path) -> No
     rows = []
     for i, (acc, base) in enumerate((("H100-SXM5-80GB", 400.0), ("A100-SXM4-80GB", 200.0), ("L4", 60.0))):
         for j, (stack, value) in enumerate(((old, base), (new, base * 1.2))):
-            obs = make_obs(10 * i + j, stack=stack, acc=acc, host=f"node-{i}")
+            obs = make_obs(8 * i + 4 * j, stack=stack, acc=acc, host=f"node-{i}")  # one GEMM size: one identity
             rows.append(obs.model_copy(update={"value": value, "p10": value * 0.99, "p90": value * 1.01}))
     store = open_store(f"embedded:{tmp_path / 'kb'}")
     try:
@@ -357,3 +357,26 @@ def test_the_held_out_check_scores_the_latest_rounds_upgrades_with_factors_learn
     assert row["mape"] == pytest.approx(expected, rel=1e-3)
     assert row["mape_unchanged"] == pytest.approx(float(np.mean([abs(1 / m - 1) for m in later])) * 100, rel=1e-3)
     assert 0.0 <= row["coverage"] <= 1.0
+
+
+def test_a_sweep_pairs_each_benchmark_identity_apart(tmp_path: Path) -> None:
+    """Real data: the H100 sweep of 2026-11-26 (data/results), CuPy 13.6.0 and 14.2.0 on one node.
+    A PI slice holds several parameter sets (GEMM at fp16 and fp32): each is its own pair, so
+    the fp16 GEMM's 3x (CuPy 14's fp16 path) is not a median across dtypes."""
+    from advisor.estimate.stack_compare import span_pairs
+    from advisor.verbs.sweep import sweep_report
+    from graph_schema.models import ResultDocument
+
+    root = Path(__file__).resolve().parents[2] / "data" / "results"
+    with open_store(f"embedded:{tmp_path}/kb") as kb:
+        for path in sorted(root.glob("h100-20261126-sweep-stacks-*.json")):
+            for doc in json.loads(path.read_text()):
+                kb.ingest_document(ResultDocument.model_validate(doc))
+        effects = effects_of(Advisor(kb).evidence())
+        pairs = span_pairs(effects, "pi", "cupy", "13.6", "14.2", benchmark="gemm")
+        direct = {r.parameters: r.ratio for r in sweep_report(kb, "h100-stacks", baseline="cupy-13").ratios
+                  if r.benchmark == "pi/gemm" and r.cell == "cupy-14"}
+    assert len(pairs) == len(direct) == 2  # fp16 and fp32
+    by_dtype = {("fp16" if "dtype=fp16" in p else "fp32"): r for p, r in direct.items()}
+    assert sorted(math.exp(p.log_ratio) for p in pairs) == pytest.approx(sorted(by_dtype.values()), rel=0.02)
+    assert by_dtype["fp16"] > 2.5 > 1.3 > by_dtype["fp32"]
