@@ -2,7 +2,7 @@
 
 The system under test runs a real forward pass of one of the project's CNNs (PyTorch, CPU or
 CUDA) per query sample; a worker thread serves the queries LoadGen issues, batching Offline
-samples. LoadGen writes its own ``mlperf_log_summary.txt``; we read that with
+samples and the Server queries that arrived while the device was busy (up to ``max_batch``). LoadGen writes its own ``mlperf_log_summary.txt``; we read that with
 ``collectors.importers.loadgen_summary.parse_summary`` and record its headline figure —
 SingleStream p90 latency, Server completed samples/s at the latency bound, Offline samples/s —
 with LoadGen's VALID/INVALID verdict on the measurement (``valid`` and ``note``).
@@ -211,6 +211,17 @@ class TorchSut:
             samples = self.queue.get()
             if samples is None:
                 return
+            # queries that arrived while the device was busy are served together, as a serving
+            # system batches (Server); SingleStream has one query out, Offline one large query
+            while len(samples) < self.max_batch:
+                try:
+                    more = self.queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self.queue.put(None)
+                    break
+                samples.extend(more)
             for start in range(0, len(samples), self.max_batch):
                 chunk = samples[start : start + self.max_batch]
                 try:
@@ -243,13 +254,17 @@ def run_scenario(params: LoadgenParams, scenario: str, device: str, outdir: Path
     import mlperf_loadgen as lg
     import torch
 
-    threads_before = torch.get_num_threads()
+    threads_before, autotune_before = torch.get_num_threads(), torch.backends.cudnn.benchmark
     if params.threads and device == "cpu":
         torch.set_num_threads(params.threads)
+    # served batch sizes vary (1 to max_batch): cuDNN's autotuning of each new shape would stall
+    # queries for hundreds of milliseconds inside the timed run (another runner may have set it)
+    torch.backends.cudnn.benchmark = False
     try:
         return _run_scenario(lg, params, scenario, device, outdir)
     finally:
         torch.set_num_threads(threads_before)
+        torch.backends.cudnn.benchmark = autotune_before
 
 
 def _run_scenario(lg: Any, params: LoadgenParams, scenario: str, device: str, outdir: Path) -> dict[str, Any]:
