@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.engine import Advisor
-from advisor.estimate import EvidenceIndex
+from advisor.estimate.index import EvidenceIndex
 from advisor.estimate.scenario import conformal_bounds
 from graph_schema.registry import open_store
 
