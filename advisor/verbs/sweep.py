@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
+from graph_schema.catalog import resolve_framework_name
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import ObservationFilter, StoredObservation
 
@@ -78,21 +79,42 @@ def sweep_observations(store: Any, sweep: str, host: str | None = None) -> tuple
     return hosts[0] if hosts else (host or "?"), rows
 
 
+FRAMEWORK_PARAMETERS = ("backend", "framework")
+"""Parameters that name the framework a runner ran the work through (the PI suite's ``backend``,
+the CNN benchmark's ``framework``): in a sweep that is the stack under test, not the work."""
+
+
+def _work(obs: StoredObservation) -> dict[str, Any]:
+    """The benchmark's parameters less the one naming the framework, where the cell's own framework
+    ran it: the same work through each cell's stack compares (torch's GEMM against JAX's). A row a
+    cell ran through another framework keeps it, and compares only with its like."""
+    own = _framework_id(obs.stack.framework or "")
+    return {k: v for k, v in obs.benchmark.parameters.items()
+            if not (k in FRAMEWORK_PARAMETERS and _framework_id(str(v)) == own)}
+
+
+def _framework_id(name: str) -> str:
+    """One spelling per framework (the stored stack says ``pytorch``, the PI backend ``torch``)."""
+    match = resolve_framework_name(name)
+    return match.id if match.resolved else name.lower()
+
+
 def _benchmark_label(obs: StoredObservation) -> tuple[str, str]:
-    params = {k: v for k, v in sorted(obs.benchmark.parameters.items()) if k not in ("pi_version",)}
+    params = {k: v for k, v in sorted(_work(obs).items()) if k not in ("pi_version",)}
     return f"{obs.benchmark.family}/{obs.benchmark.name}", ", ".join(f"{k}={v}" for k, v in params.items())
 
 
 def compare_sweep(observations: list[StoredObservation], baseline: str | None = None) -> list[CellRatio]:
     """Each cell against ``baseline`` (default: the matrix's first cell that was measured), per
-    benchmark identity and metric. Raises NotFound when the baseline cell has no observations."""
-    by_bench: dict[tuple[str, str], dict[str, list[StoredObservation]]] = defaultdict(lambda: defaultdict(list))
+    benchmark identity (less the parameter naming the cell's own framework: ``_work``) and metric. Raises NotFound when the baseline cell has no observations."""
+    by_bench: dict[tuple[str, str, str, str], dict[str, list[StoredObservation]]] = defaultdict(lambda: defaultdict(list))
     order: list[str] = []
     for obs in sorted(observations, key=lambda o: o.timestamp):
         cell = obs.provenance.details.get("sweep_cell", "?")
         if cell not in order:
             order.append(cell)
-        by_bench[(obs.benchmark.benchmark_id, obs.metric)][cell].append(obs)
+        work = json.dumps(sorted(_work(obs).items()), default=str)
+        by_bench[(obs.benchmark.family, obs.benchmark.name, work, obs.metric)][cell].append(obs)
     base = baseline or (order[0] if order else None)
     if base not in order:
         raise NotFound(f"sweep: baseline cell {base!r} has no observations; cells measured: {', '.join(order)}")
