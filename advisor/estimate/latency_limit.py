@@ -1,0 +1,191 @@
+"""p99 time to first token read as a share of the scenario's published limit (issue 28, item 5).
+
+In a Server or Interactive run the submitter chooses the load; LoadGen only checks that p99
+TTFT and TPOT stay under the scenario's limits (``graph_schema/catalog/scenarios.yaml``). TPOT
+is the binding one (v4.1 llama2-70b Server: p99 TPOT at 132-194 ms of 200), so p99 TTFT lands
+wherever the serving stack's scheduler puts it below its limit, and that follows the stack
+more than the hardware's speed: in v4.1 every NVIDIA part ran llama2-70b Server at 0.18-0.33
+of the 2,000 ms limit (B200 to L40S, a 25x spread in tokens/s per accelerator), AMD's MI300X
+at 0.39-0.86. Scaling another accelerator's TTFT by peak compute and bandwidth (the specs
+transfer) therefore moves it the wrong way as often as the right one.
+
+For an accelerator without results on the slice, TTFT is estimated here instead as
+``limit * exp(model term + accelerator term)``: log(TTFT / limit) of the latest round of each
+(accelerator, model and scenario) cell, split by alternating medians into a term per model and
+scenario (one term for a benchmark's accuracy variants, llama2-70b-99 and -99.9, which are the
+same runs) and a term per accelerator. The accelerator's term comes from its own results on
+other models, else the median of its vendor's accelerators; with neither, None (the specs
+transfer applies). The 80% interval is split-conformal on per-result residuals of the same
+estimator replayed on every cell of the knowledge base left out in turn, and never above the
+limit (a valid result meets it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Protocol
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from advisor.estimate.facts import accelerator_class
+from advisor.estimate.order_stats import median
+from advisor.estimate.query import Estimate, Query, SliceKey
+from advisor.estimate.scenario import conformal_bounds
+from advisor.knowledge.table import ObservationTable
+from advisor.results import Basis
+from graph_schema.catalog import load_catalog
+
+METRIC_LIMITS = {"ttft_p99_ms": "ttft_ms"}  # a latency the submitter's load sets → its limit field
+CAPPED = {"ttft_p99_ms": "ttft_ms", "tpot_p99_ms": "tpot_ms"}  # p99 figures a valid result keeps under
+MIN_RESIDUALS = 10
+SWEEPS = 8
+
+Cell = tuple[str, str]  # (model and scenario, canonical accelerator)
+Slices = dict[SliceKey, dict[str, np.ndarray]]
+
+
+class EvidenceIndex(Protocol):
+    """What this module reads of ``advisor.estimate.index.EvidenceIndex``."""
+
+    table: ObservationTable
+    round_no: np.ndarray
+    slices: Slices
+    raw_names: dict[str, str]
+
+
+def limit_ms(family: str, benchmark: str, scenario: str, metric: str, round_name: str | None = None,
+             fields: dict[str, str] = CAPPED) -> float | None:
+    """The published p99 limit of ``metric`` for the benchmark and scenario in force in
+    ``round_name`` (the newest when None); None when the catalogue has none."""
+    field = fields.get(metric)
+    entry = load_catalog().scenarios.get(scenario)
+    if field is None or entry is None:
+        return None
+    found = entry.limits_for(benchmark, round_name)
+    value = getattr(found, field) if found is not None else None
+    return float(value) if value else None
+
+
+def model_of(family: str, benchmark: str) -> str:
+    """The model a benchmark runs (its accuracy variants share one), else the benchmark."""
+    entry = load_catalog().benchmarks.get(f"{family}/{benchmark}")
+    return entry.model if entry is not None and entry.model else benchmark
+
+
+@dataclass
+class LimitShares:
+    """log(value / limit) per result of each cell, and the accelerators' vendors."""
+
+    rows: dict[Cell, list[float]]
+    vendor: dict[str, str]
+
+    def fit(self, without: Cell | None = None) -> tuple[dict[str, float], dict[str, float]]:
+        """(term per model and scenario, term per accelerator) by alternating medians of the
+        cells' medians, ``without`` one cell."""
+        cells = {c: median(np.asarray(v)) for c, v in self.rows.items() if c != without and v}
+        model: dict[str, float] = {}
+        acc: dict[str, float] = defaultdict(float)
+        for _ in range(SWEEPS):
+            by_model: dict[str, list[float]] = defaultdict(list)
+            for (m, a), v in cells.items():
+                by_model[m].append(v - acc[a])
+            model = {m: median(np.asarray(v)) for m, v in by_model.items()}
+            by_acc: dict[str, list[float]] = defaultdict(list)
+            for (m, a), v in cells.items():
+                by_acc[a].append(v - model[m])
+            acc = defaultdict(float, {a: median(np.asarray(v)) for a, v in by_acc.items()})
+        return model, dict(acc)
+
+    def predict(self, cell: Cell, without: Cell | None = None, vendor: str | None = None) -> tuple[float, str] | None:
+        """(log share, where the accelerator's term came from) for ``cell``, None where the model
+        has no other accelerator or the accelerator no term of its own or its vendor's."""
+        model, acc = self.fit(without)
+        m, a = cell
+        if m not in model:
+            return None
+        own = [v - model[mm] for (mm, aa), vals in self.rows.items() if aa == a and mm != m and (mm, aa) != without
+               for v in [median(np.asarray(vals))] if vals and mm in model]
+        if own:
+            return model[m] + median(np.asarray(own)), f"its own results on {len(own)} other model(s)"
+        vendor = vendor or self.vendor.get(a)
+        peers = [t for aa, t in acc.items() if aa != a and self.vendor.get(aa) == vendor and vendor not in (None, "other")]
+        if not peers:
+            return None
+        return model[m] + median(np.asarray(peers)), f"the median of {len(peers)} {vendor} accelerator(s)"
+
+    def residuals(self) -> np.ndarray:
+        """Per-result log residuals of every cell predicted with itself left out."""
+        out: list[float] = []
+        for cell, values in self.rows.items():
+            hit = self.predict(cell, without=cell)
+            if hit is not None:
+                out.extend(v - hit[0] for v in values)
+        return np.asarray(out)
+
+
+_SHARES: WeakKeyDictionary[EvidenceIndex, dict[tuple[str, str, str], tuple[LimitShares, np.ndarray]]] = WeakKeyDictionary()
+
+
+def shares(index: EvidenceIndex, family: str, metric: str, division: str) -> tuple[LimitShares, np.ndarray]:
+    """The shares of ``metric``'s slices with a published limit, and their replay residuals
+    (once per index)."""
+    cache = _SHARES.setdefault(index, {})
+    key = (family, metric, division)
+    if key not in cache:
+        t = index.table
+        rows: dict[Cell, list[float]] = defaultdict(list)
+        vendor: dict[str, str] = {}
+        for (fam, bench, scen, met, div), by_acc in index.slices.items():
+            if (fam, met, div) != key:
+                continue
+            for acc, members in by_acc.items():
+                latest = members[index.round_no[members] == index.round_no[members].max()]
+                for r in latest.tolist():
+                    limit = limit_ms(fam, bench, scen, met, t.round.vocab[int(t.round.codes[r])], METRIC_LIMITS)
+                    if limit is not None:
+                        rows[(f"{model_of(fam, bench)} {scen}", acc)].append(math.log(float(t.value[r]) / limit))
+                        vendor.setdefault(acc, accelerator_class(t.accelerator.vocab[int(t.accelerator.codes[r])]))
+        found = LimitShares(dict(rows), vendor)
+        cache[key] = (found, found.residuals())
+    return cache[key]
+
+
+def limit_share_estimate(index: EvidenceIndex, q: Query) -> Estimate | None:
+    """``q``'s TTFT as a share of its limit (see the module docstring); None where the metric is
+    not one the submitter's load sets, the catalogue publishes no limit, the evidence holds no
+    term for the accelerator, or the replays are fewer than ``MIN_RESIDUALS``."""
+    limit = limit_ms(q.family, q.benchmark, q.scenario, q.metric, fields=METRIC_LIMITS)
+    if limit is None:
+        return None
+    found, residuals = shares(index, q.family, q.metric, q.division)
+    vendor = accelerator_class(q.raw_accelerator or index.raw_names.get(q.accelerator, q.accelerator))
+    hit = found.predict((f"{model_of(q.family, q.benchmark)} {q.scenario}", q.accelerator), vendor=vendor)
+    if hit is None or len(residuals) < MIN_RESIDUALS:
+        return None
+    log_share, source = hit
+    lo, hi = conformal_bounds(residuals)
+    value = min(limit, limit * math.exp(log_share))
+    how = (f"{q.metric} / its {q.scenario} limit {limit:g} ms: model term from the accelerators that ran "
+           f"{q.benchmark}, accelerator term from {source} (replayed on {len(residuals)} results)")
+    note = (f"p99 TTFT under a {q.scenario} load is set by the submitter's load and serving stack, not the "
+            "hardware's speed: read as a share of the published limit, not scaled by specs")
+    return Estimate(Basis.TRANSFERRED, value, value * math.exp(lo), min(limit, value * math.exp(hi)),
+                    factors=[("limit share", how, value / limit)], notes=[note])
+
+
+def capped(q: Query, est: Estimate) -> Estimate:
+    """``est`` with its value and interval no higher than the published p99 limit of a closed-
+    division serving latency (a valid result meets it); unchanged otherwise."""
+    if est.value is None or q.division != "closed":
+        return est
+    limit = limit_ms(q.family, q.benchmark, q.scenario, q.metric)
+    if limit is None or ((est.high or 0) <= limit and est.value <= limit):
+        return est
+    value = min(est.value, limit)
+    low = None if est.low is None else min(est.low, value)
+    high = None if est.high is None else min(est.high, limit)
+    return replace(est, value=value, low=low, high=high,
+                   notes=[*est.notes, f"capped at the published {q.scenario} limit of {limit:g} ms"])
