@@ -41,6 +41,9 @@ from graph_schema.catalog import load_catalog
 METRIC_LIMITS = {"ttft_p99_ms": "ttft_ms"}  # a latency the submitter's load sets → its limit field
 CAPPED = {"ttft_p99_ms": "ttft_ms", "tpot_p99_ms": "tpot_ms"}  # p99 figures a valid result keeps under
 MIN_RESIDUALS = 10
+LOAD_NOTE = ("p99 TTFT at a {scenario} result's load is the submitter's choice under the {limit:g} ms limit "
+             "(TPOT is the binding one): another system or round of the same accelerator may run it far "
+             "nearer the limit or far below")
 SWEEPS = 8
 
 Cell = tuple[str, str]  # (model and scenario, canonical accelerator)
@@ -178,14 +181,22 @@ def limit_share_estimate(index: EvidenceIndex, q: Query) -> Estimate | None:
 
 def capped(q: Query, est: Estimate) -> Estimate:
     """``est`` with its value and interval no higher than the published p99 limit of a closed-
-    division serving latency (a valid result meets it); unchanged otherwise."""
-    if est.value is None or q.division != "closed":
-        return est
+    division serving latency (a valid result meets it). Where even the interval's low end is
+    above the limit the estimate is kept as made, with a note: it says no valid run of this
+    configuration is expected, which a cap would hide. Unchanged where no limit is published."""
+    value = est.value
     limit = limit_ms(q.family, q.benchmark, q.scenario, q.metric)
-    if limit is None or ((est.high or 0) <= limit and est.value <= limit):
+    if value is None or q.division != "closed" or limit is None:
         return est
-    value = min(est.value, limit)
-    low = None if est.low is None else min(est.low, value)
+    notes = list(est.notes)
+    if q.metric in METRIC_LIMITS and est.basis in (Basis.OBSERVED, Basis.INTERPOLATED):
+        notes.append(LOAD_NOTE.format(scenario=q.scenario, limit=limit))
+    if (est.high or 0) <= limit and value <= limit:
+        return replace(est, notes=notes)
+    if est.low is None or est.low > limit:
+        notes.append(f"the whole estimate lies above the published {q.scenario} limit of {limit:g} ms: "
+                     "a valid run of this configuration is not expected")
+        return replace(est, notes=notes)
     high = None if est.high is None else min(est.high, limit)
-    return replace(est, value=value, low=low, high=high,
-                   notes=[*est.notes, f"capped at the published {q.scenario} limit of {limit:g} ms"])
+    notes.append(f"capped at the published {q.scenario} limit of {limit:g} ms")
+    return replace(est, value=min(value, limit), high=high, notes=notes)
