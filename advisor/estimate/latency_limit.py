@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from advisor.estimate.facts import accelerator_class
+from advisor.estimate.facts import accelerator_class, peak_figures
 from advisor.estimate.order_stats import median
 from advisor.estimate.query import Estimate, Query, SliceKey
 from advisor.estimate.scenario import conformal_bounds
@@ -41,6 +41,7 @@ from graph_schema.catalog import load_catalog
 METRIC_LIMITS = {"ttft_p99_ms": "ttft_ms"}  # a latency the submitter's load sets → its limit field
 CAPPED = {"ttft_p99_ms": "ttft_ms", "tpot_p99_ms": "tpot_ms"}  # p99 figures a valid result keeps under
 MIN_RESIDUALS = 10
+MIN_SLOPE_POINTS = 4  # accelerators (in vendors of two or more) to learn the compute slope from
 LOAD_NOTE = ("p99 TTFT at a {scenario} result's load is the submitter's choice under the {limit:g} ms limit "
              "(TPOT is the binding one): another system or round of the same accelerator may run it far "
              "nearer the limit or far below")
@@ -78,12 +79,20 @@ def model_of(family: str, benchmark: str) -> str:
     return entry.model if entry is not None and entry.model else benchmark
 
 
+def log_compute(name: str) -> float | None:
+    """log of the accelerator's published peak (INT8, else FP16), None where unpublished."""
+    found = peak_figures(name)
+    return math.log(found[0]) if found is not None else None
+
+
 @dataclass
 class LimitShares:
-    """log(value / limit) per result of each cell, and the accelerators' vendors."""
+    """log(value / limit) per result of each cell, the accelerators' vendors and their log peak
+    compute (where the catalogue publishes it)."""
 
     rows: dict[Cell, list[float]]
     vendor: dict[str, str]
+    speed: dict[str, float] = field(default_factory=dict)
 
     def fit(self, without: Cell | None = None) -> tuple[dict[str, float], dict[str, float]]:
         """(term per model and scenario, term per accelerator) by alternating medians of the
@@ -102,9 +111,30 @@ class LimitShares:
             acc = defaultdict(float, {a: median(np.asarray(v)) for a, v in by_acc.items()})
         return model, dict(acc)
 
-    def predict(self, cell: Cell, without: Cell | None = None, vendor: str | None = None) -> tuple[float, str] | None:
+    def slope(self, acc: dict[str, float]) -> float:
+        """Least-squares slope of the accelerator terms on log peak compute, each vendor's
+        centred on its own means (so a vendor's level does not count as a speed effect); 0 with
+        fewer than ``MIN_SLOPE_POINTS`` accelerators in vendors of two or more."""
+        xs: list[float] = []
+        ys: list[float] = []
+        for vendor in set(self.vendor.values()):
+            group = [(self.speed[a], t) for a, t in acc.items() if self.vendor.get(a) == vendor and a in self.speed]
+            if len(group) < 2:
+                continue
+            x, y = np.asarray(group).T
+            xs.extend(x - x.mean())
+            ys.extend(y - y.mean())
+        x, y = np.asarray(xs), np.asarray(ys)
+        if len(x) < MIN_SLOPE_POINTS or not (x * x).sum():
+            return 0.0
+        return float((x * y).sum() / (x * x).sum())
+
+    def predict(self, cell: Cell, without: Cell | None = None, vendor: str | None = None,
+                speed: float | None = None) -> tuple[float, str] | None:
         """(log share, where the accelerator's term came from) for ``cell``, None where the model
-        has no other accelerator or the accelerator no term of its own or its vendor's."""
+        has no other accelerator or the accelerator no term of its own or its vendor's. A vendor's
+        term is moved by the learned slope for the part's peak compute (``speed``, log; else its
+        own from ``self.speed``) against the median of the vendor's measured parts."""
         model, acc = self.fit(without)
         m, a = cell
         if m not in model:
@@ -114,10 +144,19 @@ class LimitShares:
         if own:
             return model[m] + median(np.asarray(own)), f"its own results on {len(own)} other model(s)"
         vendor = vendor or self.vendor.get(a)
-        peers = [t for aa, t in acc.items() if aa != a and self.vendor.get(aa) == vendor and vendor not in (None, "other")]
+        peers = {aa: t for aa, t in acc.items() if aa != a and self.vendor.get(aa) == vendor and vendor not in (None, "other")}
         if not peers:
             return None
-        return model[m] + median(np.asarray(peers)), f"the median of {len(peers)} {vendor} accelerator(s)"
+        term, how = median(np.asarray(list(peers.values()))), f"the median of {len(peers)} {vendor} accelerator(s)"
+        speed = self.speed.get(a) if speed is None else speed
+        known = [self.speed[aa] for aa in peers if aa in self.speed]
+        slope = self.slope({aa: t for aa, t in acc.items() if aa != a})
+        if speed is not None and known and slope:
+            shift = speed - median(np.asarray(known))
+            term += slope * shift
+            how += (f", moved by its peak compute ({math.exp(shift):.2g}x theirs) ^ {slope:.2f} "
+                    "(learned on the measured accelerators)")
+        return model[m] + term, how
 
     def residuals(self) -> np.ndarray:
         """Per-result log residuals of every cell predicted with itself left out."""
@@ -141,6 +180,7 @@ def shares(index: EvidenceIndex, family: str, metric: str, division: str) -> tup
         t = index.table
         rows: dict[Cell, list[float]] = defaultdict(list)
         vendor: dict[str, str] = {}
+        speed: dict[str, float] = {}
         for (fam, bench, scen, met, div), by_acc in index.slices.items():
             if (fam, met, div) != key:
                 continue
@@ -150,8 +190,11 @@ def shares(index: EvidenceIndex, family: str, metric: str, division: str) -> tup
                     limit = limit_ms(fam, bench, scen, met, t.round.vocab[int(t.round.codes[r])], METRIC_LIMITS)
                     if limit is not None:
                         rows[(f"{model_of(fam, bench)} {scen}", acc)].append(math.log(float(t.value[r]) / limit))
-                        vendor.setdefault(acc, accelerator_class(t.accelerator.vocab[int(t.accelerator.codes[r])]))
-        found = LimitShares(dict(rows), vendor)
+                        raw = t.accelerator.vocab[int(t.accelerator.codes[r])]
+                        vendor.setdefault(acc, accelerator_class(raw))
+                        if acc not in speed and (compute := log_compute(raw)) is not None:
+                            speed[acc] = compute
+        found = LimitShares(dict(rows), vendor, speed)
         cache[key] = (found, found.residuals())
     return cache[key]
 
@@ -164,8 +207,9 @@ def limit_share_estimate(index: EvidenceIndex, q: Query) -> Estimate | None:
     if limit is None:
         return None
     found, residuals = shares(index, q.family, q.metric, q.division)
-    vendor = accelerator_class(q.raw_accelerator or index.raw_names.get(q.accelerator, q.accelerator))
-    hit = found.predict((f"{model_of(q.family, q.benchmark)} {q.scenario}", q.accelerator), vendor=vendor)
+    raw = q.raw_accelerator or index.raw_names.get(q.accelerator, q.accelerator)
+    hit = found.predict((f"{model_of(q.family, q.benchmark)} {q.scenario}", q.accelerator),
+                        vendor=accelerator_class(raw), speed=log_compute(raw))
     if hit is None or len(residuals) < MIN_RESIDUALS:
         return None
     log_share, source = hit

@@ -128,3 +128,39 @@ def test_closed_division_latency_estimates_never_exceed_the_published_limit(stor
     slow = _ask(store, "NVIDIA L40S", "mixtral-8x7b", "tpot_p99_ms")
     assert slow.value is not None and slow.interval is not None and slow.interval.low > 200
     assert any("whole estimate lies above the published Server limit of 200 ms" in w for w in slow.warnings)
+
+
+def test_an_unmeasured_parts_vendor_term_moves_with_its_compute_so_a_vendors_parts_do_not_tie() -> None:
+    # NVIDIA's terms fall by 0.3 per log of peak compute; AMD's sit 1.0 higher at any compute: a
+    # vendor's level is not read as a speed effect (each vendor is centred on its own means)
+    speed = {"l40s": 6.6, "h100": 7.6, "h200": 7.6, "b200": 8.4, "mi300x": 7.9, "mi325x": 7.9, "mi355x": 9.1}
+    nvidia, amd = ("l40s", "h100", "h200", "b200"), ("mi300x", "mi325x")
+    term = {a: -0.3 * (speed[a] - 7.6) for a in nvidia} | {a: 1.0 - 0.3 * (speed[a] - 7.9) for a in amd}
+    rows = {("A Server", a): [-1.5 + t] for a, t in term.items()}
+    vendor = {a: "nvidia" for a in nvidia} | {a: "amd" for a in (*amd, "mi355x")} | {"h200nvl": "nvidia"}
+    shares = LimitShares(rows, vendor, speed)
+    assert shares.slope(term) == pytest.approx(-0.3)
+    # never measured: the vendor's median moved for the part's compute against the measured parts'
+    fast = shares.predict(("A Server", "gb200"), vendor="nvidia", speed=8.5)
+    slow = shares.predict(("A Server", "h200nvl"), vendor="nvidia", speed=7.4)
+    assert fast is not None and slow is not None and fast[0] < slow[0]
+    assert fast[0] == pytest.approx(-1.5 - 0.3 * (8.5 - 7.6)) and "peak compute" in fast[1]
+    new_amd = shares.predict(("A Server", "mi355x"))  # its compute read from ``speed``
+    assert new_amd is not None and new_amd[0] == pytest.approx(-1.5 + 1.0 - 0.3 * (9.1 - 7.9))
+    # no compute figure for the part: the vendor's median, unmoved
+    plain = shares.predict(("A Server", "h200nvl"))
+    assert plain is not None and plain[0] == pytest.approx(-1.5) and "peak compute" not in plain[1]
+    # too few accelerators to learn a slope from: no move
+    few = LimitShares({("A Server", a): [-1.5 + term[a]] for a in ("l40s", "b200")}, vendor, speed)
+    assert few.slope({a: term[a] for a in ("l40s", "b200")}) == 0.0
+    moved, unmoved = few.predict(("A Server", "h200nvl"), speed=9.0), few.predict(("A Server", "h200nvl"))
+    assert moved is not None and unmoved is not None and moved[0] == pytest.approx(unmoved[0])
+
+
+def test_a_faster_unmeasured_part_of_a_measured_vendor_is_estimated_faster(store: Store) -> None:
+    # in the store L40S (733 T) runs nearer the limit than the 1,979 T Hopper parts: a B200
+    # (4,500 T) never measured on an LLM is read below an H100-NVL (1,671 T), not tied with it
+    b200 = _ask(store, "NVIDIA B200-SXM-180GB", "llama2-70b-99")
+    nvl = _ask(store, "NVIDIA H100-NVL-94GB", "llama2-70b-99")
+    assert b200.value is not None and nvl.value is not None and b200.value < nvl.value
+    assert any(f.name == "limit share" and "peak compute" in f.value for f in b200.factors)
