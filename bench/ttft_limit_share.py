@@ -4,7 +4,9 @@ of the published limit (advisor/estimate/latency_limit.py), on the rounds up to 
 Each (accelerator, model and scenario) cell of the latest latency round is left out in turn (its
 rows on the model's accuracy variants removed, nothing else), and its results predicted from
 the rest both ways through the evidence index. Prints MAPE, median APE, the share within 3x,
-and 80% coverage per method on the cells both answer, and each cell's figures.
+and 80% coverage per method on the cells both answer, and each cell's figures. Then each
+accelerator left out whole (as if never measured: its vendor's term), with and without the move
+for its peak compute: MAPE, median APE and the rank correlation within each model.
 
     python bench/ttft_limit_share.py --store embedded:PATH [--until v4.1]
 """
@@ -18,12 +20,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import spearmanr  # type: ignore[import-untyped]
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.engine import Advisor
 from advisor.estimate.index import EvidenceIndex
-from advisor.estimate.latency_limit import limit_share_estimate, model_of
+from advisor.estimate.latency_limit import LimitShares, limit_share_estimate, model_of, shares
 from advisor.estimate.query import Estimate, Query
 from advisor.estimate.transferred import transferred_estimate
 from advisor.knowledge.table import ObservationTable, round_number
@@ -64,6 +67,27 @@ def score(name: str, got: list[tuple[float, Estimate]]) -> None:
           f"off 3x+ {int((ratio >= 3).sum())}  80% coverage {inside:.2f}")
 
 
+def vendor_terms(found: LimitShares) -> None:
+    """Each accelerator's cells predicted with the accelerator left out whole, from its vendor's
+    term with (``compute``) and without (``median``) the move for its peak compute: APE per
+    result, and Spearman's rank correlation (ties at their mean rank) of the prediction against
+    each accelerator's median share within a model."""
+    print("each accelerator left out whole (its vendor's term), shares of the limit:")
+    for name, speed in (("median", {}), ("compute", found.speed)):
+        ape: list[float] = []
+        cells: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        for (model, acc), values in found.rows.items():
+            rest = LimitShares({c: v for c, v in found.rows.items() if c[1] != acc}, found.vendor, dict(speed))
+            hit = rest.predict((model, acc), vendor=found.vendor.get(acc), speed=speed.get(acc))
+            if hit is not None:
+                ape.extend(abs(math.exp(hit[0] - v) - 1) * 100 for v in values)
+                cells[model].append((hit[0], float(np.median(values))))
+        rhos = [f"{model} {spearmanr(*zip(*pairs)).statistic:+.2f} ({len(pairs)} accelerators)"
+                for model, pairs in sorted(cells.items()) if len(pairs) > 2]
+        print(f"  {name:<8} n={len(ape):3d}  MAPE {np.mean(ape):5.1f}%  median APE {np.median(ape):5.1f}%  "
+              f"rank correlation: {', '.join(rhos) or '-'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", required=True)
@@ -97,6 +121,8 @@ def main() -> None:
     for name, got in both.items():
         if got:
             score(name, got)
+    found, _ = shares(base, "mlperf-inference", METRIC, "closed")
+    vendor_terms(found)
 
 
 if __name__ == "__main__":
