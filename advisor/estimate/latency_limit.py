@@ -14,8 +14,11 @@ For an accelerator without results on the slice, TTFT is estimated here instead 
 (accelerator, model and scenario) cell, split by alternating medians into a term per model and
 scenario (one term for a benchmark's accuracy variants, llama2-70b-99 and -99.9, which are the
 same runs) and a term per accelerator. The accelerator's term comes from its own results on
-other models, else the median of its vendor's accelerators; with neither, None (the specs
-transfer applies). The 80% interval is split-conformal on per-result residuals of the same
+other models, else the median of its vendor's accelerators moved for its peak compute against
+theirs (a slope of the terms on log peak compute, learned on the measured accelerators with each
+vendor centred on its own: on rounds <= v4.1, -0.31, faster parts a little further below the
+limit; without it a vendor's unmeasured parts all tie, and a ranking among them is list order);
+with neither, None (the specs transfer applies). The 80% interval is split-conformal on per-result residuals of the same
 estimator replayed on every cell of the knowledge base left out in turn, and never above the
 limit (a valid result meets it).
 """
