@@ -44,6 +44,7 @@ from advisor.estimate.facts import accelerator_class, canonical_accelerator, mem
 from advisor.estimate.hardware import BANDWIDTH_ONLY, POLICIES, bandwidth_figures, scaling_figures
 from advisor.estimate.latency import LatencyCalibration
 from advisor.estimate.latency import applies as is_latency_slice
+from advisor.estimate.latency_limit import capped, limit_share_estimate
 from advisor.estimate.order_stats import median, quantile, quantiles
 from advisor.estimate.query import Calibration, Estimate, PoolKey, Query, SliceKey, group_slices
 from advisor.estimate.scenario import derived_estimate, unrecorded_scenario
@@ -140,7 +141,7 @@ class EvidenceIndex:
     def estimate(self, q: Query) -> Estimate:
         """The nearest evidence for one configuration (see the module docstring), made honest
         about the query's named stack (``advisor.estimate.stack_adjust.adjust``)."""
-        return stack_adjust.adjust(self, q, self._nearest(q))
+        return capped(q, stack_adjust.adjust(self, q, self._nearest(q)))
 
     def _nearest(self, q: Query) -> Estimate:
         by_acc = self.slices.get(q.slice)
@@ -160,7 +161,9 @@ class EvidenceIndex:
         if rows is not None and len(rows):
             return self._interpolated(q, rows, hib)
         derived = derived_estimate(self, q, own_only=True)
-        return derived if isinstance(derived, Estimate) else self._transferred(q, by_acc, hib)
+        if isinstance(derived, Estimate):
+            return derived
+        return limit_share_estimate(self, q) or self._transferred(q, by_acc, hib)
 
     def _unrecorded(self, q: Query) -> Estimate:
         """No results of the slice: a scenario run as another (Interactive as Server) derived from

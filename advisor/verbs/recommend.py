@@ -132,7 +132,7 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
             excluded.add(c, estimated)
             continue
         scored.append(scoring.score(knowledge, sl, estimated))
-    ranked = scoring.order(scored)[:top]
+    ranked = scoring.order(scored, scoring.lower_better(sl))[:top]
     recs = [explain(knowledge, sl, rank_no, c) for rank_no, c in enumerate(ranked, start=1)]
     _mark_twins(ranked, recs)
     return RecommendationSet(

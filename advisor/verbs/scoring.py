@@ -72,7 +72,7 @@ def score(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate:
     if est.basis is Basis.OBSERVED:  # a measured figure lies inside its own interval
         low, high = min(low, value), max(high, value)
     objective = sl.workload.objective
-    if objective is Objective.LATENCY or not sl.hib:  # lower is better: latency, time to train
+    if lower_better(sl):  # latency, time to train
         key = -(value if est.basis is Basis.OBSERVED else high)
     else:
         basis_value = est.value if est.basis is Basis.OBSERVED else est.low
@@ -84,14 +84,25 @@ def score(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate:
     return dataclasses.replace(c, value=value, low=low, high=high, score=key)
 
 
-def order(scored: list[Candidate]) -> list[Candidate]:
+def order(scored: list[Candidate], lower_better: bool = False) -> list[Candidate]:
     """Best first. An extrapolation beyond every accelerator measured on the benchmark does not
-    outrank the measurements on specs alone: its score is capped at the best observed one's."""
+    outrank the measurements on specs alone: its score is capped at the best observed one's.
+    Equal scores (two pessimistic ends both at a published latency limit) go to the better
+    basis, then the better central figure (lower where ``lower_better``), and only then by
+    name; capped extrapolations keep to name order among themselves (their central figures are
+    the specs alone the cap keeps from ranking)."""
     best = max((c.score for c in scored if _basis(c) is Basis.OBSERVED), default=None)
     capped = [dataclasses.replace(c, score=best, capped=True)
               if best is not None and c.est is not None and c.est.extrapolated and c.score > best else c
               for c in scored]
-    return sorted(capped, key=lambda c: (-c.score, BASIS_ORDER[_basis(c)], c.accelerator, c.stack_id))
+    sign = 1.0 if lower_better else -1.0
+    return sorted(capped, key=lambda c: (-c.score, BASIS_ORDER[_basis(c)], 0.0 if c.capped else sign * c.value,
+                                         c.accelerator, c.stack_id))
+
+
+def lower_better(sl: Slice) -> bool:
+    """Whether the slice's ranked figure is better lower (a latency objective, a time)."""
+    return sl.workload.objective is Objective.LATENCY or not sl.hib
 
 
 def _basis(c: Candidate) -> Basis:

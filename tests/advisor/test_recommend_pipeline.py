@@ -9,15 +9,17 @@ from typing import Any
 
 import pytest
 
+from advisor.estimate.query import Estimate
 from advisor.results import Basis
 from advisor.snapshot import Knowledge
 from advisor.verbs import scoring
-from advisor.verbs.candidates import candidates, constraint, select_slice
+from advisor.verbs.candidates import Candidate, candidates, constraint, select_slice
 from advisor.verbs.explain import explain
 from advisor.verbs.predict import predict
 from advisor.verbs.recommend import recommend
 from advisor.workload import Workload
 from graph_schema.errors import NotFound
+from graph_schema.models import SoftwareStack
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +66,23 @@ def test_estimate_then_score_then_order(knowledge: Knowledge) -> None:
     assert best.low <= best.value <= best.high
     rec = explain(knowledge, sl, 1, best)
     assert rec.rank == 1 and rec.value == best.value and rec.candidate.accelerator == best.accelerator
+
+
+def _scored(accelerator: str, value: float, score: float, basis: Basis = Basis.TRANSFERRED) -> Candidate:
+    est = Estimate(basis, value, value * 0.5, value * 2)
+    return Candidate(accelerator, "bare-metal", "stk", SoftwareStack(), [], False, [accelerator], count=4, est=est,
+                     value=value, score=score)
+
+
+def test_equal_scores_go_to_the_better_basis_then_the_better_central_figure_not_the_name() -> None:
+    # two TTFT estimates whose pessimistic ends both sit at the 2,000 ms limit tie on the score:
+    # the lower central TTFT ranks first, whatever the names; an observed figure before both
+    tied = [_scored("AAA-slow", 1500.0, -2000.0), _scored("ZZZ-fast", 600.0, -2000.0),
+            _scored("MMM-measured", 2000.0, -2000.0, Basis.OBSERVED)]
+    assert [c.accelerator for c in scoring.order(tied, lower_better=True)] == ["MMM-measured", "ZZZ-fast", "AAA-slow"]
+    # higher is better (throughput): the higher central figure first
+    up = [_scored("AAA-slow", 100.0, 50.0), _scored("ZZZ-fast", 300.0, 50.0)]
+    assert [c.accelerator for c in scoring.order(up)] == ["ZZZ-fast", "AAA-slow"]
 
 
 def test_the_pipeline_is_recommend(knowledge: Knowledge, kb_advisor: Any) -> None:
