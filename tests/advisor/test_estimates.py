@@ -6,7 +6,6 @@ through the public path."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from advisor.workload import Workload
 from collectors.importers.mlperf import import_mlperf
 from graph_schema.registry import open_store
 from graph_schema.store import Store
-from tests.support.mlperf import result_path, write
+from tests.support.mlperf import result_path, system_json, write
 
 REPO = Path(__file__).resolve().parents[2]
 TRT = ("TensorRT 8.6.0, CUDA 12.0", "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0, Driver 525.85.12")
@@ -42,13 +41,6 @@ def _single_stream(ms: float) -> str:
             f"90th percentile latency (ns) : {int(ms * 1e6)}\nResult is : VALID\n"
             f"Early Stopping Result:\n * Early stopping 90th percentile estimate: {int(ms * 1e6)}\n")
 
-
-def _system(accelerator: str, count: int, stack: tuple[str, str]) -> str:
-    return json.dumps({
-        "accelerator_model_name": accelerator, "accelerators_per_node": count, "number_of_nodes": 1,
-        "host_processor_model_name": "AMD EPYC 7742", "host_processors_per_node": 2,
-        "framework": stack[0], "other_software_stack": stack[1], "operating_system": "Ubuntu 22.04",
-        "system_name": f"{count}x {accelerator}", "system_type": "datacenter"})
 
 
 # (system id, accelerator, count, stack, {(benchmark, scenario): value})
@@ -80,7 +72,7 @@ ROUND_41 = [
 def _round(root: Path, name: str, systems: list) -> Path:  # type: ignore[type-arg]
     tree = root / f"inference_{name}"
     for system_id, accelerator, count, stack, results in systems:
-        write(tree, f"closed/Acme/systems/{system_id}.json", _system(accelerator, count, stack))
+        write(tree, f"closed/Acme/systems/{system_id}.json", system_json(accelerator, count, stack))
         for (benchmark, scenario), value in results.items():
             text = {"Offline": lambda v, b=benchmark: _offline(v, tokens=b.startswith(("llama", "gptj"))),
                     "Server": _server, "SingleStream": _single_stream}[scenario](value)
@@ -251,7 +243,7 @@ def _llm_round(root: Path, name: str, systems: list) -> Path:  # type: ignore[ty
     run: its summary says Server, its directory Interactive)."""
     tree = root / f"inference_{name}"
     for system_id, accelerator, count, results in systems:
-        write(tree, f"closed/Acme/systems/{system_id}.json", _system(accelerator, count, TRT10))
+        write(tree, f"closed/Acme/systems/{system_id}.json", system_json(accelerator, count, TRT10))
         for scenario, value in results.items():
             write(tree, result_path(system_id, "llama2-70b-99", scenario), _llm_server(value))
     return tree

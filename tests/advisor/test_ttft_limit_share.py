@@ -5,7 +5,6 @@ a real embedded store."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from advisor.results import Basis
 from collectors.importers.mlperf import import_mlperf
 from graph_schema.registry import open_store
 from graph_schema.store import Store
-from tests.support.mlperf import result_path, write
+from tests.support.mlperf import result_path, system_json, write
 
 TRT = ("TensorRT 10.2.0, CUDA 12.4", "TensorRT 10.2.0, CUDA 12.4, cuDNN 9.1.0, Driver 550.54.15")
 
@@ -55,13 +54,6 @@ def _summary(tokens: float, ttft_ms: float, tpot_ms: float) -> str:
             f"99.00 percentile time to output token (ns)   : {int(tpot_ms * 1e6)}\n")
 
 
-def _system(accelerator: str, count: int) -> str:
-    return json.dumps({
-        "accelerator_model_name": accelerator, "accelerators_per_node": count, "number_of_nodes": 1,
-        "host_processor_model_name": "AMD EPYC 9654", "host_processors_per_node": 2,
-        "framework": TRT[0], "other_software_stack": TRT[1], "operating_system": "Ubuntu 22.04",
-        "system_name": f"{count}x {accelerator}", "system_type": "datacenter"})
-
 
 # (system id, accelerator, {benchmark: p99 TTFT ms}); two systems each, NVIDIA parts well under
 # the 2,000 ms limit, AMD's near it (as in v4.1)
@@ -83,7 +75,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     tree = tmp_path / "inference_v4.1"
     for system_id, accelerator, ttft in SYSTEMS:
         count = 1 if system_id.startswith("gh200") else 8
-        write(tree, f"closed/Acme/systems/{system_id}.json", _system(accelerator, count))
+        write(tree, f"closed/Acme/systems/{system_id}.json", system_json(accelerator, count, TRT, cpu="AMD EPYC 9654"))
         for benchmark, ms in ttft.items():
             write(tree, result_path(system_id, benchmark, "Server"), _summary(count * 3000.0, ms, 180.0))
     with open_store(f"embedded:{tmp_path / 'kb'}") as s:

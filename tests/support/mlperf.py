@@ -90,6 +90,16 @@ SYSTEM = {
 }
 
 
+def system_json(accelerator: str, count: int, stack: tuple[str, str], cpu: str = "AMD EPYC 7742") -> str:
+    """A published system description: ``count`` x ``accelerator`` on one node, ``stack`` as
+    (framework, other software) free text."""
+    return json.dumps({
+        "accelerator_model_name": accelerator, "accelerators_per_node": count, "number_of_nodes": 1,
+        "host_processor_model_name": cpu, "host_processors_per_node": 2,
+        "framework": stack[0], "other_software_stack": stack[1], "operating_system": "Ubuntu 22.04",
+        "system_name": f"{count}x {accelerator}", "system_type": "datacenter"})
+
+
 def write(root: Path, rel: str, content: str | bytes) -> Path:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
