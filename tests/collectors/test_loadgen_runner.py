@@ -66,3 +66,37 @@ def test_calibration_keeps_what_the_user_gave() -> None:
     tuned = Calibration(single_latency_ms=2.0, batch_qps=400.0).apply(params, {"offline_expected_qps"})
     assert tuned.offline_expected_qps == 7.0
     assert tuned.single_stream_expected_latency_ms == 1.6
+
+
+def test_the_timed_run_holds_no_cyclic_collection_and_serves_queued_queries_together(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside LoadGen's timed run the collector is off (a collection walks every live object of a
+    process that ran other benchmarks first, stalling the SUT), and on afterwards; the SUT serves
+    the Server queries that queued while it was busy as one batch."""
+    import gc
+
+    from collectors.runners import loadgen
+
+    seen: dict[str, object] = {}
+    real_run, real_sut = loadgen._run_scenario, loadgen.TorchSut
+    batches: list[int] = []
+
+    class CountingSut(real_sut):  # type: ignore[misc,valid-type]
+        """The real SUT, its model calls counted by batch size."""
+
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)
+            model = self.model
+            self.model = lambda x: (batches.append(int(x.shape[0])), model(x))[1]
+
+    def observed(*args: object) -> object:
+        seen["gc_during"] = gc.isenabled()
+        return real_run(*args)
+
+    monkeypatch.setattr(loadgen, "_run_scenario", observed)
+    monkeypatch.setattr(loadgen, "TorchSut", CountingSut)
+    ctx = RunContext(profile="quick", device="cpu", options={"scenarios": "Server", "server_target_qps": 2000,
+                                                             "calibrate": False})
+    result = get_runner("loadgen").run(ctx, lambda m, f: None)
+    assert result.measurements and seen["gc_during"] is False and gc.isenabled()
+    assert batches and max(batches) > 1  # 2,000 q/s on one CPU thread: queries queue, and go together
