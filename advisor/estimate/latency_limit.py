@@ -96,10 +96,19 @@ class LimitShares:
     rows: dict[Cell, list[float]]
     vendor: dict[str, str]
     speed: dict[str, float] = field(default_factory=dict)
+    _whole: tuple[dict[str, float], dict[str, float]] | None = field(default=None, repr=False)
 
     def fit(self, without: Cell | None = None) -> tuple[dict[str, float], dict[str, float]]:
         """(term per model and scenario, term per accelerator) by alternating medians of the
-        cells' medians, ``without`` one cell."""
+        cells' medians, ``without`` one cell; the fit of every cell is made once (each query
+        asks it)."""
+        if without is None:
+            if self._whole is None:
+                self._whole = self._fit(None)
+            return self._whole
+        return self._fit(without)
+
+    def _fit(self, without: Cell | None) -> tuple[dict[str, float], dict[str, float]]:
         cells = {c: median(np.asarray(v)) for c, v in self.rows.items() if c != without and v}
         model: dict[str, float] = {}
         acc: dict[str, float] = defaultdict(float)

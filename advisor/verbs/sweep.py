@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from graph_schema.catalog import resolve_framework_name
+from advisor.estimate.stack_effect import framework_id
 from graph_schema.errors import InvalidInput, NotFound
 from graph_schema.models import ObservationFilter, StoredObservation
 
@@ -88,15 +88,12 @@ def _work(obs: StoredObservation) -> dict[str, Any]:
     """The benchmark's parameters less the one naming the framework, where the cell's own framework
     ran it: the same work through each cell's stack compares (torch's GEMM against JAX's). A row a
     cell ran through another framework keeps it, and compares only with its like."""
-    own = _framework_id(obs.stack.framework or "")
+    def spelled(name: str) -> str:  # the stored stack says ``pytorch``, the PI backend ``torch``
+        return framework_id(name) or name.lower()
+
+    own = spelled(obs.stack.framework or "")
     return {k: v for k, v in obs.benchmark.parameters.items()
-            if not (k in FRAMEWORK_PARAMETERS and _framework_id(str(v)) == own)}
-
-
-def _framework_id(name: str) -> str:
-    """One spelling per framework (the stored stack says ``pytorch``, the PI backend ``torch``)."""
-    match = resolve_framework_name(name)
-    return match.id if match.resolved else name.lower()
+            if not (k in FRAMEWORK_PARAMETERS and spelled(str(v)) == own)}
 
 
 def _benchmark_label(obs: StoredObservation) -> tuple[str, str]:

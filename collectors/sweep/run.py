@@ -141,14 +141,14 @@ class CopySink(Sink):
 
     def __init__(self, inner: Sink, path: Path) -> None:
         self.inner, self.path, self.identity = inner, path, inner.identity
-        self.documents: list[dict[str, Any]] = []
+        self.texts: list[str] = []  # each document serialised once; the file is their list
 
     def deliver(self, document: ResultDocument) -> int:
         new = self.inner.deliver(document)
-        self.documents.append(document.model_dump(mode="json"))
+        self.texts.append(json.dumps(document.model_dump(mode="json"), indent=1))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.documents, indent=1))
+        tmp.write_text("[\n" + ",\n".join(self.texts) + "\n]")
         os.replace(tmp, self.path)  # a crash never leaves half a file
         return new
 
