@@ -100,3 +100,32 @@ def test_the_timed_run_holds_no_cyclic_collection_and_serves_queued_queries_toge
     result = get_runner("loadgen").run(ctx, lambda m, f: None)
     assert result.measurements and seen["gc_during"] is False and gc.isenabled()
     assert batches and max(batches) > 1  # 2,000 q/s on one CPU thread: queries queue, and go together
+
+
+def test_the_sut_warms_up_every_batch_size_before_timing_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each batch size the SUT can serve runs once before LoadGen times anything (a new shape's
+    first pass builds kernels' plans: a stall for the queries queued behind it); the note says
+    so. On the CPU it is off unless asked."""
+    from collectors.runners import loadgen
+
+    calls: list[tuple[int, bool]] = []
+    real_sut = loadgen.TorchSut
+
+    class CountingSut(real_sut):  # type: ignore[misc,valid-type]
+        def _warm_up(self) -> int:
+            model = self.model
+            self.model = lambda x: (calls.append((int(x.shape[0]), True)), model(x))[1]
+            try:
+                return super()._warm_up()
+            finally:
+                self.model = model
+
+    monkeypatch.setattr(loadgen, "TorchSut", CountingSut)
+    options = {"scenarios": "Server", "calibrate": False, "max_batch": 5}
+    warmed = get_runner("loadgen").run(RunContext(profile="quick", device="cpu", options={**options, "warmup": True}))
+    assert [size for size, _ in calls] == [1, 2, 3, 4, 5]
+    (m,) = warmed.measurements
+    assert "warmed up at batch sizes 1-5 before timing" in (m.note or "")
+    calls.clear()
+    cold = get_runner("loadgen").run(RunContext(profile="quick", device="cpu", options=options))
+    assert calls == [] and "warmed up" not in (cold.measurements[0].note or "")
