@@ -17,7 +17,6 @@ the eager forward's launch cost on the host, not the device (docs/sweep.md).
 from __future__ import annotations
 
 import argparse
-import queue
 import statistics
 import sys
 import tempfile
@@ -51,37 +50,24 @@ class StagedSut(loadgen.TorchSut):
         import mlperf_loadgen as lg
 
         torch = self.torch
-        self.warmed = self._warm_up() if self.warm else 0
-        self.ready.set()
-        while True:
-            samples = self.queue.get()
-            if samples is None:
-                return
+        if not self._start():
+            return
+        while (samples := self.next_batch()) is not None:
             taken = time.perf_counter()
-            while len(samples) < self.max_batch:
-                try:
-                    more = self.queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    self.queue.put(None)
-                    break
-                samples.extend(more)
-            chunk, rest = samples[: self.max_batch], samples[self.max_batch :]
-            if rest:
-                self.queue.put(rest)
-            start = time.perf_counter()
-            index = torch.tensor([s.index for s in chunk], device=self.device)
-            with torch.inference_mode():
-                logits = self.model(self.images.index_select(0, index))
-                launched = time.perf_counter()
-                logits.argmax(1).cpu()
-            done = time.perf_counter()
-            lg.QuerySamplesComplete([lg.QuerySampleResponse(s.id, 0, 0) for s in chunk])
-            completed = time.perf_counter()
-            self.batches.append((start, len(chunk), launched - start, done - launched))
-            for s in chunk:
-                self.stamps[s.id] += [taken, start, done, completed]
+            for begin in range(0, len(samples), self.max_batch):
+                chunk = samples[begin : begin + self.max_batch]
+                start = time.perf_counter()
+                index = torch.tensor([s.index for s in chunk], device=self.device)
+                with torch.inference_mode():
+                    logits = self.model(self.images.index_select(0, index))
+                    launched = time.perf_counter()
+                    logits.argmax(1).cpu()
+                done = time.perf_counter()
+                lg.QuerySamplesComplete([lg.QuerySampleResponse(s.id, 0, 0) for s in chunk])
+                completed = time.perf_counter()
+                self.batches.append((start, len(chunk), launched - start, done - launched))
+                for s in chunk:
+                    self.stamps[s.id] += [taken, start, done, completed]
 
 
 def _ticker(stalls: list[tuple[float, float]], stop: threading.Event) -> None:

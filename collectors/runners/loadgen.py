@@ -229,32 +229,43 @@ class TorchSut:
         self.queue.put(None)
         self.worker.join(timeout=30)
 
-    def _serve(self) -> None:
-        import mlperf_loadgen as lg
-
-        torch = self.torch
+    def _start(self) -> bool:
+        """The serving thread's first step: the warm-up, then the constructor is released; False
+        where the warm-up failed (the constructor raises it)."""
         try:
             self.warmed = self._warm_up() if self.warm else 0
         except BaseException as exc:  # reported by the constructor
             self.error = exc
-            return
+            return False
         finally:
             self.ready.set()
-        while True:
-            samples = self.queue.get()
-            if samples is None:
-                return
-            # queries that arrived while the device was busy are served together, as a serving
-            # system batches (Server); SingleStream has one query out, Offline one large query
-            while len(samples) < self.max_batch:
-                try:
-                    more = self.queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    self.queue.put(None)
-                    break
-                samples.extend(more)
+        return True
+
+    def next_batch(self) -> list[Any] | None:
+        """The samples to serve next (None: closed): a query, with those that arrived while the
+        device was busy, as a serving system batches them (Server; SingleStream has one query
+        out, Offline one large query). Longer than ``max_batch`` only when one query is."""
+        samples = self.queue.get()
+        if samples is None:
+            return None
+        while len(samples) < self.max_batch:
+            try:
+                more = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                self.queue.put(None)
+                break
+            samples.extend(more)
+        return samples
+
+    def _serve(self) -> None:
+        import mlperf_loadgen as lg
+
+        torch = self.torch
+        if not self._start():
+            return
+        while (samples := self.next_batch()) is not None:
             for start in range(0, len(samples), self.max_batch):
                 chunk = samples[start : start + self.max_batch]
                 try:
