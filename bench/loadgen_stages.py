@@ -11,7 +11,7 @@ On an H100 (2026-11-27) it showed that the ~100 ms tails were each new batch siz
 the serving thread (cuDNN plans and cuBLAS handles are per thread), and that what remains is
 the eager forward's launch cost on the host, not the device (docs/sweep.md).
 
-    python bench/loadgen_stages.py [--qps 100] [--device cuda] [--min-duration-ms 10000] [--no-warmup]
+    python bench/loadgen_stages.py [--qps 100] [--device cuda] [--min-duration-ms 10000] [--no-warmup] [--sut cuda-graph]
 """
 
 from __future__ import annotations
@@ -57,9 +57,8 @@ class StagedSut(loadgen.TorchSut):
             for begin in range(0, len(samples), self.max_batch):
                 chunk = samples[begin : begin + self.max_batch]
                 start = time.perf_counter()
-                index = torch.tensor([s.index for s in chunk], device=self.device)
                 with torch.inference_mode():
-                    logits = self.model(self.images.index_select(0, index))
+                    logits = self.launch(chunk)
                     launched = time.perf_counter()
                     logits.argmax(1).cpu()
                 done = time.perf_counter()
@@ -84,11 +83,12 @@ def _pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
 
 
-def run(qps: float, device: str, min_duration_ms: int, warmup: bool) -> None:
+def run(qps: float, device: str, min_duration_ms: int, warmup: bool, sut: str = "eager") -> None:
     import mlperf_loadgen as lg
 
     params = loadgen.LoadgenParams(
-        scenarios=["Server"], server_target_qps=qps, min_duration_ms=min_duration_ms, calibrate=False, warmup=warmup)
+        scenarios=["Server"], server_target_qps=qps, min_duration_ms=min_duration_ms, calibrate=False, warmup=warmup,
+        sut=sut)
     if device == "cpu":
         params = params.model_copy(update={"model": "small_cnn", "image_size": 64, "threads": 1})
     stalls: list[tuple[float, float]] = []
@@ -111,7 +111,7 @@ def run(qps: float, device: str, min_duration_ms: int, warmup: bool) -> None:
     served = {k: v for k, v in sut_impl.stamps.items() if len(v) == 5}
     latency = sorted((v[4] - v[0], k) for k, v in served.items())
     n = len(latency)
-    print(f"{params.model} {params.image_size}px on {device}, {qps:g} q/s target, warm-up "
+    print(f"{params.model} {params.image_size}px on {device} ({params.sut}), {qps:g} q/s target, warm-up "
           f"{'1-' + str(sut_impl.warmed) if sut_impl.warmed else 'off'}: {n} queries in "
           f"{len(sut_impl.batches)} batches (mean size {statistics.mean(b[1] for b in sut_impl.batches):.2f})")
     print("latency ms: " + ", ".join(f"p{p:g} {_pct([x for x, _ in latency], p) * 1e3:.2f}" for p in (50, 90, 99, 99.9)))
@@ -141,8 +141,9 @@ def main() -> int:
     parser.add_argument("--device", default="cuda", help="cuda, or cpu (the small CNN at 64 px, one thread)")
     parser.add_argument("--min-duration-ms", type=int, default=10_000)
     parser.add_argument("--no-warmup", action="store_true", help="skip the SUT's warm-up (to see what it buys)")
+    parser.add_argument("--sut", choices=("eager", "cuda-graph"), default="eager", help="the runner's SUT kind")
     args = parser.parse_args()
-    run(args.qps, args.device, args.min_duration_ms, not args.no_warmup)
+    run(args.qps, args.device, args.min_duration_ms, not args.no_warmup, args.sut)
     return 0
 
 

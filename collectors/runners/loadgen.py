@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -27,7 +28,7 @@ from collectors.importers.loadgen_summary import parse_summary, primary_result
 from collectors.models import MODELS
 from collectors.runners import Progress, RunContext, RunnerResult, register_runner
 from graph_schema.catalog import resolve_benchmark
-from graph_schema.errors import InvalidInput, MissingEnvironment
+from graph_schema.errors import InvalidInput, MissingEnvironment, Unsupported
 from graph_schema.gc_pause import gc_paused
 from graph_schema.models import Benchmark, FailureIn, Measurement
 
@@ -72,6 +73,12 @@ class LoadgenParams(BaseModel):
         description="time the SUT briefly first and set the SingleStream expected latency and the "
                     "Offline expected QPS from it (unless given): LoadGen sizes a run from them, and "
                     "a SUT faster than expected ends before min_duration (an INVALID result)")
+    sut: Literal["eager", "cuda-graph"] = Field(
+        default="eager",
+        description="how the SUT runs the model: eager PyTorch (every kernel launched from the "
+                    "host per query), or one CUDA graph captured per batch size 1..max_batch and "
+                    "replayed per query (CUDA only; what serving runtimes do to take the host's "
+                    "launch cost off the latency)")
     warmup: bool | None = Field(
         default=None,
         description="before LoadGen's timed run, one forward pass at every batch size the SUT can "
@@ -90,6 +97,8 @@ class LoadgenParams(BaseModel):
         }
         if self.threads and device == "cpu":
             parameters["threads"] = self.threads
+        if self.sut != "eager":  # a different implementation: its results never mix with eager ones
+            parameters["sut"] = self.sut
         if scenario == "Server":
             parameters["target_latency_ms"] = self.server_target_latency_ms
             parameters["target_qps"] = self.server_target_qps
@@ -150,33 +159,31 @@ class Calibration:
 
 
 def calibrate(params: LoadgenParams, device: str, repeats: int = 10) -> Calibration:
-    """Median time of one-sample and max_batch forward passes (synchronised by copying the
-    result to the host, as the SUT does), after a warm-up."""
+    """Median time of one-sample and max_batch passes of the SUT the scenarios will run (eager
+    or its captured graphs; synchronised by copying the result to the host, as it does), after a
+    warm-up."""
     import torch
-
-    from collectors.models.torch_models import build
-
-    torch.manual_seed(0)
-    dev = torch.device(device)
-    model = build(params.model, params.num_classes).to(dev).eval()
-    batch = min(params.max_batch, params.sample_count)
-    images = torch.randn(batch, 3, params.image_size, params.image_size, device=dev)
-
-    def timed(n: int) -> float:
-        with torch.inference_mode():
-            start = time.perf_counter()
-            model(images[:n]).argmax(1).cpu()
-            return time.perf_counter() - start
 
     threads_before = torch.get_num_threads()
     if params.threads and device == "cpu":
         torch.set_num_threads(params.threads)  # as the scenarios will run
+    sut = TorchSut(params, device)
+    batch = min(params.max_batch, params.sample_count)
+    samples = [SimpleNamespace(index=i, id=i) for i in range(batch)]
+
+    def timed(n: int) -> float:
+        with torch.inference_mode():
+            start = time.perf_counter()
+            sut.launch(samples[:n]).argmax(1).cpu()
+            return time.perf_counter() - start
+
     try:
         for _ in range(3):
             timed(1), timed(batch)
         single = statistics.median(timed(1) for _ in range(repeats))
         full = statistics.median(timed(batch) for _ in range(max(3, repeats // 2)))
     finally:
+        sut.close()
         torch.set_num_threads(threads_before)
     return Calibration(single_latency_ms=single * 1e3, batch_qps=batch / full)
 
@@ -195,7 +202,9 @@ class TorchSut:
         self.model = build(params.model, params.num_classes).to(self.device).eval()
         self.images = torch.randn(params.sample_count, 3, params.image_size, params.image_size, device=self.device)
         self.max_batch = params.max_batch
-        self.warm = device != "cpu" if params.warmup is None else params.warmup
+        self.graphs: dict[int, tuple[Any, Any, Any]] = {}  # batch size -> (graph, static input, output)
+        self.capture = params.sut == "cuda-graph"
+        self.warm = self.capture or (device != "cpu" if params.warmup is None else params.warmup)
         self.warmed = 0
         self.queue: queue.Queue[list[Any] | None] = queue.Queue()
         self.worker = threading.Thread(target=self._serve, name="loadgen-sut", daemon=True)
@@ -219,6 +228,43 @@ class TorchSut:
                 self.model(self.images.index_select(0, index)).argmax(1).cpu()
         return self.max_batch
 
+    def _capture(self) -> int:
+        """One CUDA graph per batch size 1..max_batch, each warmed on a side stream first, all in
+        one memory pool (replays never overlap: a batch's output is read before the next replay);
+        the number of sizes captured."""
+        torch = self.torch
+        count = self.images.shape[0]
+        pool = torch.cuda.graph_pool_handle()
+        side = torch.cuda.Stream()
+        with torch.inference_mode():
+            for size in range(1, self.max_batch + 1):
+                static = self.images.index_select(0, torch.arange(size, device=self.device) % count)
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(2):
+                        self.model(static)
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph, pool=pool):
+                    out = self.model(static)
+                self.graphs[size] = (graph, static, out)
+        torch.cuda.synchronize()
+        return self.max_batch
+
+    def launch(self, chunk: list[Any]) -> Any:
+        """The model's logits for the samples of ``chunk`` (at most ``max_batch``), launched on
+        the device and not waited for: eager, or the captured graph of that batch size replayed
+        on the samples copied into its input."""
+        torch = self.torch
+        index = torch.tensor([s.index for s in chunk], device=self.device)
+        with torch.inference_mode():
+            if not self.graphs:
+                return self.model(self.images.index_select(0, index))
+            graph, static, out = self.graphs[len(chunk)]
+            torch.index_select(self.images, 0, index, out=static)
+            graph.replay()
+            return out
+
     def issue(self, query_samples: list[Any]) -> None:
         self.queue.put(list(query_samples))
 
@@ -233,7 +279,7 @@ class TorchSut:
         """The serving thread's first step: the warm-up, then the constructor is released; False
         where the warm-up failed (the constructor raises it)."""
         try:
-            self.warmed = self._warm_up() if self.warm else 0
+            self.warmed = self._capture() if self.capture else self._warm_up() if self.warm else 0
         except BaseException as exc:  # reported by the constructor
             self.error = exc
             return False
@@ -269,10 +315,8 @@ class TorchSut:
             for start in range(0, len(samples), self.max_batch):
                 chunk = samples[start : start + self.max_batch]
                 try:
-                    index = torch.tensor([s.index for s in chunk], device=self.device)
                     with torch.inference_mode():
-                        logits = self.model(self.images.index_select(0, index))
-                        logits.argmax(1).cpu()  # waits for the device, as a real server must
+                        self.launch(chunk).argmax(1).cpu()  # waits for the device, as a real server must
                 except BaseException as exc:  # report, and still complete so LoadGen ends
                     self.error = self.error or exc
                 responses = [lg.QuerySampleResponse(s.id, 0, 0) for s in chunk]
@@ -332,6 +376,7 @@ def _run_scenario(lg: Any, params: LoadgenParams, scenario: str, device: str, ou
         raise RuntimeError(f"SUT forward pass failed: {sut_impl.error}") from sut_impl.error
     summary = parse_summary((outdir / "mlperf_log_summary.txt").read_text())
     summary["warmed_batch_sizes"] = sut_impl.warmed
+    summary["sut"] = params.sut
     return summary
 
 
@@ -351,7 +396,8 @@ def summary_measurement(summary: dict[str, Any], benchmark: Benchmark) -> Measur
     if "p50" in latency and "p99" in latency:
         note += f"; latency p50 {latency['p50'] / 1e6:.3f} ms, p99 {latency['p99'] / 1e6:.3f} ms"
     if summary.get("warmed_batch_sizes"):
-        note += f"; SUT warmed up at batch sizes 1-{summary['warmed_batch_sizes']} before timing"
+        done = "replays CUDA graphs captured" if summary.get("sut") == "cuda-graph" else "warmed up"
+        note += f"; SUT {done} at batch sizes 1-{summary['warmed_batch_sizes']} before timing"
     p10 = p90 = None
     if unit == "ms" and "p90" in latency:
         p90 = latency["p90"] / 1e6
@@ -381,6 +427,8 @@ class LoadgenRunner:
         from collectors.models.torch_bench import resolve_device, stack_facts
 
         device = resolve_device(ctx.device)
+        if params.sut == "cuda-graph" and device != "cuda":
+            raise Unsupported(f"loadgen: sut=cuda-graph replays CUDA graphs, and this run's device is {device}")
         result = RunnerResult(stack_extra=stack_facts())
         calibration = None
         if params.calibrate:

@@ -129,3 +129,28 @@ def test_the_sut_warms_up_every_batch_size_before_timing_when_asked(monkeypatch:
     calls.clear()
     cold = get_runner("loadgen").run(RunContext(profile="quick", device="cpu", options=options))
     assert calls == [] and "warmed up" not in (cold.measurements[0].note or "")
+
+
+def test_a_cuda_graph_sut_is_its_own_identity_and_unsupported_without_cuda() -> None:
+    from graph_schema.errors import Unsupported
+
+    params = params_for(RunContext(profile="quick", options={"sut": "cuda-graph"}))
+    assert params.identity("Server", "cuda")["sut"] == "cuda-graph"
+    assert "sut" not in params_for(RunContext(profile="quick")).identity("Server", "cuda")  # eager as before
+    with pytest.raises(InvalidInput, match="sut"):
+        params_for(RunContext(options={"sut": "tensorrt"}))
+    with pytest.raises(Unsupported, match="cuda-graph"):
+        get_runner("loadgen").run(RunContext(profile="quick", device="cpu", options={"sut": "cuda-graph"}))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None or not __import__("torch").cuda.is_available(),
+                    reason="needs a CUDA device")
+def test_the_cuda_graph_sut_serves_every_scenario_on_a_gpu() -> None:
+    """On a GPU the captured graphs serve all three scenarios (each batch size its own graph),
+    and the note says how the SUT ran."""
+    result = get_runner("loadgen").run(RunContext(profile="quick", device="cuda", options={"sut": "cuda-graph"}))
+    assert result.failures == []
+    assert {m.benchmark.parameters["scenario"] for m in result.measurements} == {"SingleStream", "Server", "Offline"}
+    for m in result.measurements:
+        assert m.benchmark.parameters["sut"] == "cuda-graph" and m.value > 0
+        assert "replays CUDA graphs captured at batch sizes 1-16" in (m.note or "")
