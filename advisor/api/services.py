@@ -18,7 +18,7 @@ from advisor.api.limits import check_cap
 from advisor.cluster.results import ClusterRecommendationSet
 from advisor.verbs.sweep import SweepComparison, sweep_names, sweep_report
 from advisor.workload import Workload
-from graph_schema.errors import AdvisorError, NotFound
+from graph_schema.errors import AdvisorError, InvalidInput, NotFound
 from graph_schema.models import (
     Failure,
     FailureClass,
@@ -169,13 +169,21 @@ def _leaderboard(store: Store, *, benchmark: str, scenario: str | None, metric: 
     if metric is None:  # the board opens on the benchmark's throughput metric, saying so
         scenario, metric, notes = default_series([o for obs in by_place.values() for o in obs], scenario)
     for place in sorted(by_place):
+        observations = by_place[place]
+        if series is not None:  # chosen on an earlier placement: this one's results of it, where it has some
+            observations = [o for o in observations if plot_data.in_series(o, series)] or observations
         try:  # an InvalidInput (several series match) goes to the user: one choice for every placement
-            chart = plot_data.throughput_chart(by_place[place], benchmark=benchmark, scenario=scenario,
+            chart = plot_data.throughput_chart(observations, benchmark=benchmark, scenario=scenario,
                                                metric=metric, accelerators=[accelerator] if accelerator else None,
                                                top=1, spelling=plot_data.FORM)
         except NotFound as exc:
             first_error = first_error or exc
             notes.append(f"{place}: {exc.message}")
+            continue
+        except InvalidInput as exc:  # only other series here, several of them
+            if series is None:
+                raise
+            notes.append(f"{place}: left out, its results are other series ({exc.message})")
             continue
         series = series or chart.series
         if chart.series != series:

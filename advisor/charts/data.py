@@ -208,6 +208,15 @@ def select_series(
     return chosen, series, notes
 
 
+def in_series(obs: Observation, series: Series) -> bool:
+    """Whether ``obs`` belongs to ``series`` (the key ``select_series`` groups by)."""
+    family, name, params, metric, unit = _series_key(obs)
+    scenario = dict(params).get("scenario")
+    others = tuple((k, v) for k, v in params if k != "scenario")
+    return (family, name, scenario or None, others, metric, unit) == (
+        series.family, series.benchmark, series.scenario, series.parameters, series.metric, series.unit)
+
+
 def _filtered(chosen: list[Observation], benchmark: str | None, scenario: str | None, metric: str | None,
               spelling: Spelling) -> list[Observation]:
     """The observations of the benchmark, scenario and metric named (each optional).
