@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graph_schema.models import (
+from stack_advisor.schema.models import (
     Accelerator,
     Benchmark,
     IngestBatch,
@@ -46,17 +46,32 @@ from graph_schema.models import (
     SourceKind,
 )
 
-ACCELERATORS = ["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA L4", "NVIDIA T4",
-                "NVIDIA A10", "NVIDIA L40S", "NVIDIA V100-SXM2-32GB", "NVIDIA A30"]
-STACKS = [SoftwareStack(driver=d, cuda=c, cudnn=n, framework=f, framework_version=v)
-          for d, c, n in (("535.161.08", "12.2", "8.9.7"), ("550.54.15", "12.4", "9.1.0"))
-          for f, v in (("pytorch", "2.2.2"), ("pytorch", "2.3.1"), ("tensorflow", "2.15.1"))]
-BENCHMARKS = [Benchmark(family="cnn", name=m, parameters={"batch_size": b, "precision": p})
-              for m in ("resnet50", "vgg16", "mobilenet_v2") for b in (32, 64)
-              for p in ("fp32", "fp16")]
-PLACEMENTS = [Placement(kind=PlacementKind.BARE_METAL),
-              Placement(kind=PlacementKind.PASSTHROUGH, hypervisor="kvm"),
-              Placement(kind=PlacementKind.VGPU, hypervisor="kvm", vgpu_profile="A100-4C")]
+ACCELERATORS = [
+    "NVIDIA A100-SXM4-80GB",
+    "NVIDIA H100 80GB HBM3",
+    "NVIDIA L4",
+    "NVIDIA T4",
+    "NVIDIA A10",
+    "NVIDIA L40S",
+    "NVIDIA V100-SXM2-32GB",
+    "NVIDIA A30",
+]
+STACKS = [
+    SoftwareStack(driver=d, cuda=c, cudnn=n, framework=f, framework_version=v)
+    for d, c, n in (("535.161.08", "12.2", "8.9.7"), ("550.54.15", "12.4", "9.1.0"))
+    for f, v in (("pytorch", "2.2.2"), ("pytorch", "2.3.1"), ("tensorflow", "2.15.1"))
+]
+BENCHMARKS = [
+    Benchmark(family="cnn", name=m, parameters={"batch_size": b, "precision": p})
+    for m in ("resnet50", "vgg16", "mobilenet_v2")
+    for b in (32, 64)
+    for p in ("fp32", "fp16")
+]
+PLACEMENTS = [
+    Placement(kind=PlacementKind.BARE_METAL),
+    Placement(kind=PlacementKind.PASSTHROUGH, hypervisor="kvm"),
+    Placement(kind=PlacementKind.VGPU, hypervisor="kvm", vgpu_profile="A100-4C"),
+]
 PROVENANCE = Provenance(kind=SourceKind.MEASURED, source="bench-synthetic")
 
 
@@ -72,15 +87,24 @@ def iter_synthetic(n: int, seed: int = 7) -> Iterator[Observation]:
         accel, stack, bench, placement = combos[i % len(combos)]
         value = rng.uniform(100, 3000)
         yield Observation(
-            benchmark=bench, metric="throughput", value=value, unit="images/s", samples=5,
-            p10=value * 0.97, p90=value * 1.03, cv=0.02,
-            stack=stack, accelerator=Accelerator(model=accel), placement=placement,
-            run_id=f"bench-run-{i // len(combos)}", provenance=PROVENANCE,
+            benchmark=bench,
+            metric="throughput",
+            value=value,
+            unit="images/s",
+            samples=5,
+            p10=value * 0.97,
+            p90=value * 1.03,
+            cv=0.02,
+            stack=stack,
+            accelerator=Accelerator(model=accel),
+            placement=placement,
+            run_id=f"bench-run-{i // len(combos)}",
+            provenance=PROVENANCE,
         )
 
 
 def fill(store_uri: str, n: int, wipe: bool) -> float:
-    from graph_schema.registry import open_store
+    from stack_advisor.store.registry import open_store
 
     start = time.perf_counter()
     with open_store(store_uri) as store:
@@ -107,12 +131,26 @@ def free_port() -> int:
 def serve(store_uri: str, token: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     # the code of this checkout (the installed `advisor` script may belong to another one)
-    env = {**os.environ, "ADVISOR_TOKENS": f"{token}:read", "ADVISOR_ENVIRONMENT": "production",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "ADVISOR_TOKENS": f"{token}:read",
+        "ADVISOR_ENVIRONMENT": "production",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("advisor")), "serve", "--port", str(port), "--store",
-         store_uri, "--log-level", "warning"],
-        env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        [
+            str(Path(sys.executable).with_name("advisor")),
+            "serve",
+            "--port",
+            str(port),
+            "--store",
+            store_uri,
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -131,8 +169,11 @@ def serve(store_uri: str, token: str, log: Path) -> tuple[subprocess.Popen[bytes
 
 def memory_mb(pid: int) -> tuple[float, float]:
     """(resident now, peak resident) of a process, in MB (Linux /proc)."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                  if ":" in line)
+    fields = dict(
+        line.split(":", 1)
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if ":" in line
+    )
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
@@ -143,16 +184,20 @@ def workload_bodies() -> list[dict[str, Any]]:
     out = []
     for bench in BENCHMARKS:
         for framework in ("pytorch", "tensorflow", None):
-            workload: dict[str, Any] = {"family": bench.family, "benchmark": bench.name,
-                                        "parameters": dict(bench.parameters)}
+            workload: dict[str, Any] = {
+                "family": bench.family,
+                "benchmark": bench.name,
+                "parameters": dict(bench.parameters),
+            }
             if framework:
                 workload["frameworks"] = [{"name": framework}]
             out.append({"workload": workload, "top": 5})
     return out
 
 
-def drive(url: str, bodies: list[dict[str, Any]], clients: int, per_client: int,
-          warmup: int) -> tuple[np.ndarray, float, list[str]]:
+def drive(
+    url: str, bodies: list[dict[str, Any]], clients: int, per_client: int, warmup: int
+) -> tuple[np.ndarray, float, list[str]]:
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -198,20 +243,32 @@ def drive(url: str, bodies: list[dict[str, Any]], clients: int, per_client: int,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--observations", type=int, default=100_000)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=100, help="measured requests per client")
     ap.add_argument("--warmup", type=int, default=5, help="unmeasured requests per client")
-    ap.add_argument("--neo4j", help="Neo4j URI (bolt://user:pass@host:port) instead of a throwaway "
-                    "local server (tests/support/neo4j_server.start_local)")
+    ap.add_argument(
+        "--neo4j",
+        help="Neo4j URI (bolt://user:pass@host:port) instead of a throwaway "
+        "local server (tests/support/neo4j_server.start_local)",
+    )
     ap.add_argument("--skip-neo4j", action="store_true")
     ap.add_argument("--wipe", action="store_true", help="empty the Neo4j store first")
     ap.add_argument("--skip-embedded", action="store_true")
-    ap.add_argument("--embedded", help="reuse this embedded store (embedded:PATH; filled only if "
-                    "it holds fewer than --observations) instead of a fresh temp one")
-    ap.add_argument("--workload", type=Path, help="one JSON body for POST /v1/recommendations "
-                    "(default: the 36 benchmark x framework variants of the synthetic data, in turn)")
+    ap.add_argument(
+        "--embedded",
+        help="reuse this embedded store (embedded:PATH; filled only if "
+        "it holds fewer than --observations) instead of a fresh temp one",
+    )
+    ap.add_argument(
+        "--workload",
+        type=Path,
+        help="one JSON body for POST /v1/recommendations "
+        "(default: the 36 benchmark x framework variants of the synthetic data, in turn)",
+    )
     args = ap.parse_args()
     bodies = [json.loads(args.workload.read_text())] if args.workload else workload_bodies()
 
@@ -228,10 +285,12 @@ def main() -> None:
 
             stores.append(("neo4j", local.enter_context(start_local()), True))
     token = secrets.token_urlsafe(24)
-    print(f"POST /v1/recommendations, {args.observations} observations, {args.clients} "
-          f"concurrent clients x {args.requests} requests (+{args.warmup} warm-up), "
-          f"{len(bodies)} workload(s) in turn, loopback, ADVISOR_GENERATION_TTL_S="
-          f"{os.environ.get('ADVISOR_GENERATION_TTL_S', '1 (default)')}")
+    print(
+        f"POST /v1/recommendations, {args.observations} observations, {args.clients} "
+        f"concurrent clients x {args.requests} requests (+{args.warmup} warm-up), "
+        f"{len(bodies)} workload(s) in turn, loopback, ADVISOR_GENERATION_TTL_S="
+        f"{os.environ.get('ADVISOR_GENERATION_TTL_S', '1 (default)')}"
+    )
     with local:
         for name, uri, wipe in stores:
             fill_s = fill(uri, args.observations, wipe)
@@ -248,10 +307,13 @@ def main() -> None:
             p50, p99 = np.percentile(ms, 50), np.percentile(ms, 99)
             verdict = "meets" if p99 <= 50 else "misses"
             load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-            print(f"{name:9s} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {ms.max():7.1f} ms  "
-                  f"{len(ms) / wall:6.1f} req/s  API RSS {rss:.0f} MB (peak {peak:.0f} MB)  "
-                  f"(n={len(ms)}, fill {fill_s:.0f} s; load avg {load}; "
-                  f"{verdict} the p99 <= 50 ms goal)", flush=True)
+            print(
+                f"{name:9s} p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {ms.max():7.1f} ms  "
+                f"{len(ms) / wall:6.1f} req/s  API RSS {rss:.0f} MB (peak {peak:.0f} MB)  "
+                f"(n={len(ms)}, fill {fill_s:.0f} s; load avg {load}; "
+                f"{verdict} the p99 <= 50 ms goal)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -45,14 +45,21 @@ def run_cli(args: list[str], env: dict[str, str], code_root: Path) -> tuple[floa
     """(wall s, cpu s, exit code) of one `advisor ARGS` in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=code_root,
-                          env={**env, "PYTHONPATH": str(code_root)}, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "stack_advisor.cli.main", *args],
+        cwd=code_root,
+        env={**env, "PYTHONPATH": str(code_root)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode not in (0, 1):
-        raise SystemExit(f"advisor {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"advisor {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}"
+        )
     return wall, cpu, done.returncode
 
 
@@ -62,7 +69,11 @@ def summary(values: list[float]) -> dict[str, float]:
     def q(p: float) -> float:
         pos = p * (len(ordered) - 1)
         i = int(pos)
-        return ordered[i] if i + 1 >= len(ordered) else ordered[i] + (ordered[i + 1] - ordered[i]) * (pos - i)
+        return (
+            ordered[i]
+            if i + 1 >= len(ordered)
+            else ordered[i] + (ordered[i + 1] - ordered[i]) * (pos - i)
+        )
 
     return {"median": statistics.median(ordered), "p10": q(0.1), "p90": q(0.9)}
 
@@ -76,13 +87,19 @@ def timed(args: list[str], env: dict[str, str], code_root: Path, repeat: int) ->
     return {"wall": summary(walls), "cpu": summary(cpus)}
 
 
-def show(label: str, figure: dict[str, Any], against: dict[str, Any] | None = None, what: str = "") -> None:
+def show(
+    label: str, figure: dict[str, Any], against: dict[str, Any] | None = None, what: str = ""
+) -> None:
     w, c = figure["wall"], figure["cpu"]
-    text = (f"  {label:44s} wall {w['median']:6.2f} s (p10 {w['p10']:.2f}, p90 {w['p90']:.2f})"
-            f"  cpu {c['median']:6.2f} s (p10 {c['p10']:.2f}, p90 {c['p90']:.2f})")
+    text = (
+        f"  {label:44s} wall {w['median']:6.2f} s (p10 {w['p10']:.2f}, p90 {w['p90']:.2f})"
+        f"  cpu {c['median']:6.2f} s (p10 {c['p10']:.2f}, p90 {c['p90']:.2f})"
+    )
     if against is not None:
-        text += (f"   {against['wall']['median'] / w['median']:.1f}x faster than {what}"
-                 f" (wall; cpu {against['cpu']['median'] / c['median']:.1f}x)")
+        text += (
+            f"   {against['wall']['median'] / w['median']:.1f}x faster than {what}"
+            f" (wall; cpu {against['cpu']['median'] / c['median']:.1f}x)"
+        )
     print(text, flush=True)
 
 
@@ -96,9 +113,9 @@ def _synthetic(n: int) -> list[Any]:
 
 def fill(uri: str, size: int) -> int:
     """Seed (first time) and top up the store to ``size`` observations; returns the count."""
-    from graph_schema.models import IngestBatch
-    from graph_schema.registry import open_store
-    from graph_schema.starter import seed_store
+    from stack_advisor.schema.models import IngestBatch
+    from stack_advisor.store.registry import open_store
+    from stack_advisor.store.starter import seed_store
 
     with open_store(uri) as store:
         count = store.stats().counts.get("Observation", 0)
@@ -108,14 +125,14 @@ def fill(uri: str, size: int) -> int:
         if count < size:
             extra = _synthetic(size - count)
             for i in range(0, len(extra), 5000):
-                store.ingest(IngestBatch(observations=extra[i:i + 5000]))
+                store.ingest(IngestBatch(observations=extra[i : i + 5000]))
         return int(store.stats().counts.get("Observation", 0))
 
 
 def write_one(uri: str, tag: int) -> None:
     """A small write (one new observation): the next call is a cold one."""
-    from graph_schema.models import IngestBatch
-    from graph_schema.registry import open_store
+    from stack_advisor.schema.models import IngestBatch
+    from stack_advisor.store.registry import open_store
 
     obs = _synthetic(1)[0].model_copy(update={"value": 1000.0 + tag, "run_id": f"bench-cold-{tag}"})
     with open_store(uri) as store:
@@ -125,13 +142,13 @@ def write_one(uri: str, tag: int) -> None:
 def in_process(uri: str) -> dict[str, float]:
     """Table from the store vs from its persisted file; calibration, the index's slices and the
     placement overheads computed vs loaded from the calibration file."""
-    from advisor.engine import Advisor, _one_thread
-    from advisor.estimate import analysis, calibration_file
-    from advisor.estimate.index import EvidenceIndex
-    from advisor.estimate.query import group_slices
-    from advisor.knowledge import table_file
-    from advisor.knowledge.cache_folders import CacheFolders
-    from graph_schema.registry import open_store
+    from stack_advisor.advisor.engine import Advisor, _one_thread
+    from stack_advisor.advisor.estimate import analysis, calibration_file
+    from stack_advisor.advisor.estimate.index import EvidenceIndex
+    from stack_advisor.advisor.estimate.query import group_slices
+    from stack_advisor.advisor.knowledge import table_file
+    from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
+    from stack_advisor.store.registry import open_store
 
     with open_store(uri) as store:
         generation = Advisor(store).store_generation()
@@ -139,7 +156,9 @@ def in_process(uri: str) -> dict[str, float]:
         built = table_file.build_table(store, generation)
         build_s = time.perf_counter() - t0
         key = table_file.table_key(store, generation)
-        folders = CacheFolders.from_environ(os.environ)  # a bench is an edge: it reads the environment
+        folders = CacheFolders.from_environ(
+            os.environ
+        )  # a bench is an edge: it reads the environment
         path = table_file.table_path(store.uri, folders.tables)
         assert key is not None and path is not None
         table_file.write_table(path, built, key)
@@ -154,14 +173,22 @@ def in_process(uri: str) -> dict[str, float]:
         t0 = time.perf_counter()
         slices, overheads = group_slices(loaded), analysis.placement_overheads(loaded)
         prepare_s = time.perf_counter() - t0
-        calibration_file.save(loaded, calibration, slices=slices, overheads=overheads, folder=folders.calibration)
+        calibration_file.save(
+            loaded, calibration, slices=slices, overheads=overheads, folder=folders.calibration
+        )
         t0 = time.perf_counter()
         prepared = calibration_file.load_prepared(loaded, folder=folders.calibration)
         calibration_load_s = time.perf_counter() - t0
         assert prepared is not None and prepared.slices is not None
-    return {"n": built.n, "build_s": build_s, "load_s": load_s, "calibrate_s": calibrate_s,
-            "prepare_s": prepare_s, "calibration_load_s": calibration_load_s,
-            "file_mb": path.stat().st_size / 1e6}
+    return {
+        "n": built.n,
+        "build_s": build_s,
+        "load_s": load_s,
+        "calibrate_s": calibrate_s,
+        "prepare_s": prepare_s,
+        "calibration_load_s": calibration_load_s,
+        "file_mb": path.stat().st_size / 1e6,
+    }
 
 
 def tiled_load(uri: str, rows: int) -> dict[str, float]:
@@ -171,10 +198,10 @@ def tiled_load(uri: str, rows: int) -> dict[str, float]:
 
     import numpy as np
 
-    from advisor.engine import Advisor
-    from advisor.knowledge import table_file
-    from advisor.knowledge.columns import Column
-    from graph_schema.registry import open_store
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.advisor.knowledge import table_file
+    from stack_advisor.advisor.knowledge.columns import Column
+    from stack_advisor.store.registry import open_store
 
     with open_store(uri) as store:
         base = table_file.build_table(store, Advisor(store).store_generation())
@@ -184,7 +211,9 @@ def tiled_load(uri: str, rows: int) -> dict[str, float]:
         fields[name] = np.tile(getattr(base, name), reps)[:rows]
     for name in table_file.COLUMNS:
         col = getattr(base, name)
-        fields[name] = Column(codes=np.tile(col.codes, reps)[:rows], vocab=col.vocab, index=col.index)
+        fields[name] = Column(
+            codes=np.tile(col.codes, reps)[:rows], vocab=col.vocab, index=col.index
+        )
     keys = [f"{k}-{r}" for r in range(reps) for k in base.keys][:rows]
     big = dataclasses.replace(base, n=rows, keys=keys, digest="", **fields)
     key = {"bench": "tiled", "rows": rows}
@@ -198,48 +227,84 @@ def tiled_load(uri: str, rows: int) -> dict[str, float]:
         loaded = table_file.read_table(path, key)
         loads.append(time.perf_counter() - t0)
         assert loaded is not None and loaded.n == rows
-    return {"write_s": write_s, "load_s": statistics.median(loads), "file_mb": path.stat().st_size / 1e6}
+    return {
+        "write_s": write_s,
+        "load_s": statistics.median(loads),
+        "file_mb": path.stat().st_size / 1e6,
+    }
 
 
 def extract(rev: str, into: Path) -> Path:
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True
+    ).stdout
     with tarfile.open(fileobj=BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
     return into
 
 
-EXISTING = ["recommend", "--family", "cnn", "--benchmark", "resnet50", "--batch-size", "32",
-            "--precision", "fp16"]
+EXISTING = [
+    "recommend",
+    "--family",
+    "cnn",
+    "--benchmark",
+    "resnet50",
+    "--batch-size",
+    "32",
+    "--precision",
+    "fp16",
+]
 
 
 def existing(uri: str, cache: Path | None, repeat: int) -> None:
     """The warm CLI answer on an existing store: the first call primes the persisted table and
     calibration when ``cache`` holds none (timed apart), then ``repeat`` warm calls."""
     folder = cache or Path(tempfile.mkdtemp(prefix="cli-latency-cache-"))
-    env = {**os.environ, "ADVISOR_TABLE_CACHE": str(folder / "tables"),
-           "ADVISOR_CALIBRATION_CACHE": str(folder / "calibration")}
+    env = {
+        **os.environ,
+        "ADVISOR_TABLE_CACHE": str(folder / "tables"),
+        "ADVISOR_CALIBRATION_CACHE": str(folder / "calibration"),
+    }
     for name in ("ADVISOR_STORE", "ADVISOR_API", "PYTHONDONTWRITEBYTECODE"):
         env.pop(name, None)
     args = [*EXISTING, "--store", uri]
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     wall, cpu, code = run_cli(args, env, ROOT)
     print(f"advisor {' '.join(args)}; load avg {load}", flush=True)
-    print(f"  first call (primes the caches when empty): wall {wall:.2f} s, cpu {cpu:.2f} s, exit {code}")
+    print(
+        f"  first call (primes the caches when empty): wall {wall:.2f} s, cpu {cpu:.2f} s, exit {code}"
+    )
     show("warm, persisted table + calibration", timed(args, env, ROOT, repeat))
     print(f"  load avg at end {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="10000", help="comma-separated observation counts (min 10,001)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", default="10000", help="comma-separated observation counts (min 10,001)"
+    )
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--tile", type=int, default=1_000_000,
-                        help="also time the persisted-table load at this many rows (tiled); 0: skip")
-    parser.add_argument("--baseline-rev", help="a git revision whose CLI is timed on the same store")
-    parser.add_argument("--existing", metavar="URI", help="time only the warm answer on this existing "
-                        "store (e.g. a million observations filled by bench/api_latency.py's "
-                        "generator), its persisted table and calibration kept in --cache")
-    parser.add_argument("--cache", type=Path, help="with --existing: the cache folder (tables/, calibration/)")
+    parser.add_argument(
+        "--tile",
+        type=int,
+        default=1_000_000,
+        help="also time the persisted-table load at this many rows (tiled); 0: skip",
+    )
+    parser.add_argument(
+        "--baseline-rev", help="a git revision whose CLI is timed on the same store"
+    )
+    parser.add_argument(
+        "--existing",
+        metavar="URI",
+        help="time only the warm answer on this existing "
+        "store (e.g. a million observations filled by bench/api_latency.py's "
+        "generator), its persisted table and calibration kept in --cache",
+    )
+    parser.add_argument(
+        "--cache", type=Path, help="with --existing: the cache folder (tables/, calibration/)"
+    )
     args = parser.parse_args()
     if args.existing:
         existing(args.existing, args.cache, args.repeat)
@@ -247,17 +312,29 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="cli-latency-") as tmp:
         root = Path(tmp)
-        env = {**os.environ, "XDG_DATA_HOME": str(root / "data"), "XDG_CACHE_HOME": str(root / "cache"),
-               "ADVISOR_STARTER": "0"}
+        env = {
+            **os.environ,
+            "XDG_DATA_HOME": str(root / "data"),
+            "XDG_CACHE_HOME": str(root / "cache"),
+            "ADVISOR_STARTER": "0",
+        }
         # as installed: bytecode cached (pip compiles it at install), whatever this shell says
-        for name in ("ADVISOR_STORE", "ADVISOR_API", "ADVISOR_TABLE_CACHE", "ADVISOR_CALIBRATION_CACHE",
-                     "PYTHONDONTWRITEBYTECODE"):
+        for name in (
+            "ADVISOR_STORE",
+            "ADVISOR_API",
+            "ADVISOR_TABLE_CACHE",
+            "ADVISOR_CALIBRATION_CACHE",
+            "PYTHONDONTWRITEBYTECODE",
+        ):
             env.pop(name, None)
         os.environ.update({k: env[k] for k in ("XDG_CACHE_HOME",)})
         baseline = extract(args.baseline_rev, root / "baseline") if args.baseline_rev else None
         base_env = {**env, "XDG_CACHE_HOME": str(root / "baseline-cache")}
-        print(f"cli_latency: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
-              f"python {sys.version.split()[0]}; repeat {args.repeat}", flush=True)
+        print(
+            f"cli_latency: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
+            f"python {sys.version.split()[0]}; repeat {args.repeat}",
+            flush=True,
+        )
 
         print("advisor --help")
         help_now = timed(["--help"], env, ROOT, args.repeat)
@@ -271,8 +348,10 @@ def main() -> None:
         uri = f"embedded:{root / 'kb'}"
         for size in (int(s) for s in args.sizes.split(",")):
             n = fill(uri, size)
-            print(f"advisor recommend --benchmark resnet50 --scenario Offline, {n:,} observations "
-                  f"(embedded store)")
+            print(
+                f"advisor recommend --benchmark resnet50 --scenario Offline, {n:,} observations "
+                f"(embedded store)"
+            )
             store_args = [*RECOMMEND, "--store", uri]
             typo_args = [*TYPO, "--store", uri]
             colds = []
@@ -296,16 +375,21 @@ def main() -> None:
                 show("now: warm", warm, base_warm, "the baseline")
                 show("now: typo'd benchmark", typo, base_typo, "the baseline")
             figures = in_process(uri)
-            print(f"  in-process, {figures['n']:,} rows: table from the store {figures['build_s']:.2f} s, "
-                  f"from the persisted file {figures['load_s'] * 1000:.0f} ms "
-                  f"({figures['build_s'] / figures['load_s']:.0f}x; file {figures['file_mb']:.1f} MB); "
-                  f"calibration {figures['calibrate_s']:.1f} s, slices + placement overheads "
-                  f"{figures['prepare_s'] * 1000:.0f} ms; the calibration file with both loaded in "
-                  f"{figures['calibration_load_s'] * 1000:.0f} ms", flush=True)
+            print(
+                f"  in-process, {figures['n']:,} rows: table from the store {figures['build_s']:.2f} s, "
+                f"from the persisted file {figures['load_s'] * 1000:.0f} ms "
+                f"({figures['build_s'] / figures['load_s']:.0f}x; file {figures['file_mb']:.1f} MB); "
+                f"calibration {figures['calibrate_s']:.1f} s, slices + placement overheads "
+                f"{figures['prepare_s'] * 1000:.0f} ms; the calibration file with both loaded in "
+                f"{figures['calibration_load_s'] * 1000:.0f} ms",
+                flush=True,
+            )
         if args.tile:
             t = tiled_load(uri, args.tile)
-            print(f"persisted table at {args.tile:,} rows (the store's table tiled, keys made unique): "
-                  f"write {t['write_s']:.2f} s, load {t['load_s']:.2f} s (median of 3), file {t['file_mb']:.0f} MB")
+            print(
+                f"persisted table at {args.tile:,} rows (the store's table tiled, keys made unique): "
+                f"write {t['write_s']:.2f} s, load {t['load_s']:.2f} s (median of 3), file {t['file_mb']:.0f} MB"
+            )
         print(json.dumps({"load_average_end": os.getloadavg()[0]}))
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from graph_schema.catalog.canonical import canonical_observation
-from graph_schema.registry import open_store
+from stack_advisor.catalog.canonical import canonical_observation
+from stack_advisor.store.registry import open_store
 from tests.support.neo4j_server import start_local
 from tests.support.samples import overlapping_batches
 
@@ -37,8 +37,12 @@ def main() -> int:
             store.ensure_schema()
             batches = overlapping_batches(args.writers, args.per_writer, args.size)
             # the store keeps observations in catalogue names, so their keys are the canonical ones
-            expected = {canonical_observation(o).observation_key
-                        for mine in batches for b in mine for o in b.observations}
+            expected = {
+                canonical_observation(o).observation_key
+                for mine in batches
+                for b in mine
+                for o in b.observations
+            }
             barrier = threading.Barrier(args.writers)
 
             def writer(mine: list, store=store, barrier=barrier) -> int:  # type: ignore[no-untyped-def,type-arg]
@@ -53,10 +57,12 @@ def main() -> int:
             lost = len(expected - set(keys))
             duplicated = len(keys) - len(set(keys))
             sent = sum(len(b.observations) for mine in batches for b in mine)
-            print(f"round {round_ + 1}: writers={args.writers} observations sent={sent} "
-                  f"distinct={len(expected)} stored={len(keys)} reported_new={new} lost={lost} "
-                  f"duplicated={duplicated} transient_retries={store.transient_retries} "  # type: ignore[attr-defined]
-                  f"wall={seconds:.2f} s")
+            print(
+                f"round {round_ + 1}: writers={args.writers} observations sent={sent} "
+                f"distinct={len(expected)} stored={len(keys)} reported_new={new} lost={lost} "
+                f"duplicated={duplicated} transient_retries={store.transient_retries} "  # type: ignore[attr-defined]
+                f"wall={seconds:.2f} s"
+            )
             bad += lost + duplicated + (new != len(expected))
             store.close()
     return 1 if bad else 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from graph_schema.models import (
+from stack_advisor.schema.models import (
     Accelerator,
     Benchmark,
     Host,
@@ -26,25 +26,53 @@ from graph_schema.models import (
 
 NODES = 300
 # (model, weight, GPUs per node): roughly the mix of the MLPerf Inference v4-v5 closed results
-ACCELERATORS = (("H100-SXM5-80GB", 30, 8), ("A100-SXM4-80GB", 20, 8), ("L40S", 12, 4),
-                ("L4", 12, 1), ("H200-SXM-141GB", 10, 8), ("A10", 8, 1), ("T4", 8, 1))
+ACCELERATORS = (
+    ("H100-SXM5-80GB", 30, 8),
+    ("A100-SXM4-80GB", 20, 8),
+    ("L40S", 12, 4),
+    ("L4", 12, 1),
+    ("H200-SXM-141GB", 10, 8),
+    ("A10", 8, 1),
+    ("T4", 8, 1),
+)
 STACKS = tuple(
     SoftwareStack(driver=d, cuda=c, cudnn=n, nccl=nc, framework=f, framework_version=v)
-    for d, c, n, nc in (("535.161.08", "12.2", "8.9.7", "2.19.3"), ("550.54.15", "12.4", "9.1.0", "2.20.5"),
-                        ("560.35.03", "12.6", "9.5.1", "2.23.4"))
+    for d, c, n, nc in (
+        ("535.161.08", "12.2", "8.9.7", "2.19.3"),
+        ("550.54.15", "12.4", "9.1.0", "2.20.5"),
+        ("560.35.03", "12.6", "9.5.1", "2.23.4"),
+    )
     for f, v in (("pytorch", "2.3.1"), ("pytorch", "2.5.1"), ("tensorflow", "2.16.1"))
 )
 # benchmark cells of a nightly sweep and the metrics each reports
 CELLS = (
-    [(Benchmark(family="pi", name="gemm", parameters={"n": n, "dtype": t}), ("tflops",))
-     for n in (1024, 2048, 4096, 8192, 16384) for t in ("fp32", "bf16", "fp16")]
-    + [(Benchmark(family="pi", name="allreduce", parameters={"bytes": 1 << s}), ("busbw_gbps", "latency_us"))
-       for s in (10, 14, 18, 22, 26, 30)]
-    + [(Benchmark(family="cnn", name=m, parameters={"batch_size": b, "precision": "fp16"}),
-        ("images_per_s", "step_ms", "gpu_util"))
-       for m in ("resnet50", "vgg16", "mobilenet_v2") for b in (32, 64, 128)]
-    + [(Benchmark(family="mlperf-inference", name="resnet50", parameters={"scenario": s}),
-        ("samples_per_s", "latency_p99_ms")) for s in ("Offline", "Server")]
+    [
+        (Benchmark(family="pi", name="gemm", parameters={"n": n, "dtype": t}), ("tflops",))
+        for n in (1024, 2048, 4096, 8192, 16384)
+        for t in ("fp32", "bf16", "fp16")
+    ]
+    + [
+        (
+            Benchmark(family="pi", name="allreduce", parameters={"bytes": 1 << s}),
+            ("busbw_gbps", "latency_us"),
+        )
+        for s in (10, 14, 18, 22, 26, 30)
+    ]
+    + [
+        (
+            Benchmark(family="cnn", name=m, parameters={"batch_size": b, "precision": "fp16"}),
+            ("images_per_s", "step_ms", "gpu_util"),
+        )
+        for m in ("resnet50", "vgg16", "mobilenet_v2")
+        for b in (32, 64, 128)
+    ]
+    + [
+        (
+            Benchmark(family="mlperf-inference", name="resnet50", parameters={"scenario": s}),
+            ("samples_per_s", "latency_p99_ms"),
+        )
+        for s in ("Offline", "Server")
+    ]
 )
 PER_RUN = sum(len(metrics) for _, metrics in CELLS)
 
@@ -56,12 +84,23 @@ def runs(seed: int = 7) -> Iterator[list[Observation]]:
     nodes = []
     for i in range(NODES):
         model, _, count = rng.choices(ACCELERATORS, weights)[0]
-        kind = rng.choices([PlacementKind.BARE_METAL, PlacementKind.PASSTHROUGH, PlacementKind.VGPU],
-                           [80, 15, 5])[0]
-        placement = Placement(kind=kind, hypervisor=None if kind == PlacementKind.BARE_METAL else "kvm",
-                              vgpu_profile="A100-4C" if kind == PlacementKind.VGPU else None)
-        nodes.append((Host(name=f"gpu-node-{i:03d}", cores=64), Accelerator(model=model, count=count),
-                      placement, rng.randrange(len(STACKS)), rng.uniform(0.5, 2.0)))
+        kind = rng.choices(
+            [PlacementKind.BARE_METAL, PlacementKind.PASSTHROUGH, PlacementKind.VGPU], [80, 15, 5]
+        )[0]
+        placement = Placement(
+            kind=kind,
+            hypervisor=None if kind == PlacementKind.BARE_METAL else "kvm",
+            vgpu_profile="A100-4C" if kind == PlacementKind.VGPU else None,
+        )
+        nodes.append(
+            (
+                Host(name=f"gpu-node-{i:03d}", cores=64),
+                Accelerator(model=model, count=count),
+                placement,
+                rng.randrange(len(STACKS)),
+                rng.uniform(0.5, 2.0),
+            )
+        )
     prov = Provenance(kind=SourceKind.MEASURED, source="bench-synthetic")
     night = 0
     while True:
@@ -72,11 +111,22 @@ def runs(seed: int = 7) -> Iterator[list[Observation]]:
             for bench, metrics in CELLS:
                 for metric in metrics:
                     value = speed * rng.uniform(50, 1000)
-                    out.append(Observation(
-                        benchmark=bench, metric=metric, value=value, unit="1", samples=5,
-                        cv=rng.uniform(0.005, 0.05), stack=stack, accelerator=acc,
-                        placement=placement, host=host, run_id=run_id, provenance=prov,
-                    ))
+                    out.append(
+                        Observation(
+                            benchmark=bench,
+                            metric=metric,
+                            value=value,
+                            unit="1",
+                            samples=5,
+                            cv=rng.uniform(0.005, 0.05),
+                            stack=stack,
+                            accelerator=acc,
+                            placement=placement,
+                            host=host,
+                            run_id=run_id,
+                            provenance=prov,
+                        )
+                    )
             yield out
         night += 1
 

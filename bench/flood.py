@@ -60,7 +60,16 @@ def _serve(repo: Path, data: Path, token: str) -> tuple[subprocess.Popen[bytes],
     for var in ("ADVISOR_STORE", "ADVISOR_API", "ADVISOR_TOKENS_FILE"):
         env.pop(var, None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--port", "0", "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "stack_advisor.cli.main",
+            "serve",
+            "--port",
+            "0",
+            "--log-level",
+            "warning",
+        ],
         cwd=repo,
         env=env,
         stdout=subprocess.PIPE,
@@ -112,7 +121,9 @@ def _flooder(stop: Any, url: str, queries: int, statuses: Any) -> None:
         while not stop.is_set():
             for body in bodies:
                 try:
-                    key = str(client.post("/v1/predictions", content=body, headers=headers).status_code)
+                    key = str(
+                        client.post("/v1/predictions", content=body, headers=headers).status_code
+                    )
                 except httpx.HTTPError as exc:
                     key = type(exc).__name__
                 statuses[key] = statuses.get(key, 0) + 1
@@ -121,8 +132,10 @@ def _flooder(stop: Any, url: str, queries: int, statuses: Any) -> None:
 def _flood(stop: Any, url: str, clients: int, queries: int, statuses: Any) -> None:
     """The flood's clients, in a process of their own (the probes' latencies must not include
     waiting for the flooders' GIL)."""
-    threads = [threading.Thread(target=_flooder, args=(stop, url, queries, statuses))
-               for _ in range(clients)]
+    threads = [
+        threading.Thread(target=_flooder, args=(stop, url, queries, statuses))
+        for _ in range(clients)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -141,7 +154,9 @@ def _measure(url: str, token: str, seconds: float, clients: int, queries: int) -
     errors: Counter[str] = Counter()
     manager = multiprocessing.Manager()
     flood_stop, flood = manager.Event(), manager.dict()
-    flooders = multiprocessing.Process(target=_flood, args=(flood_stop, url, clients, queries, flood))
+    flooders = multiprocessing.Process(
+        target=_flood, args=(flood_stop, url, clients, queries, flood)
+    )
     flooders.start()
     threads = [
         threading.Thread(

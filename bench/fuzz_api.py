@@ -9,7 +9,7 @@ one), or both. Prints cases, failures and server errors per store and configurat
 With the defaults one store gets 3 configurations x ~21 operations x (80 + 40) cases, about
 7,000 (operations without inputs have no invalid request, so fewer), and then a stateful run per
 configuration: ``--stateful`` sequences of calls that follow the OpenAPI links between write and
-read routes (``advisor.api.app.LINKS``), every response checked the same way.
+read routes (``stack_advisor.api.app.LINKS``), every response checked the same way.
 
 The counts are kept as they come: each phase's line is printed when it ends, each store's total
 when its last phase ends, and ``--out`` is rewritten after every phase (rows, totals per store and
@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fastapi.testclient import TestClient
 
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from graph_schema.registry import open_store
-from graph_schema.store import Store
+from stack_advisor.api.app import create_app
+from stack_advisor.api.deps import get_store
+from stack_advisor.store.base import Store
+from stack_advisor.store.registry import open_store
 from tests.support.api import auth, document, make_settings
 from tests.support.fuzz import fuzz, fuzz_stateful, summary
 
@@ -68,55 +68,88 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key in [*dict.fromkeys(r["store"] for r in rows), "all"]:
         mine = [r for r in rows if key in ("all", r["store"])]
-        out[key] = {"phases": len(mine), "cases": sum(r["cases"] for r in mine),
-                    "failures": sum(r["failures"] for r in mine),
-                    "server_errors": sum(r["server_errors"] for r in mine),
-                    "seconds": round(sum(r["seconds"] for r in mine), 1)}
+        out[key] = {
+            "phases": len(mine),
+            "cases": sum(r["cases"] for r in mine),
+            "failures": sum(r["failures"] for r in mine),
+            "server_errors": sum(r["server_errors"] for r in mine),
+            "seconds": round(sum(r["seconds"] for r in mine), 1),
+        }
     return out
 
 
 def _record(out: Path, rows: list[dict[str, Any]], meta: dict[str, Any], *, finished: bool) -> None:
     """Rewrite ``out`` (atomically) with every phase counted so far."""
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps({**meta, "finished": finished, "totals": _totals(rows), "rows": rows},
-                              indent=1))
+    tmp.write_text(
+        json.dumps({**meta, "finished": finished, "totals": _totals(rows), "rows": rows}, indent=1)
+    )
     tmp.replace(out)
 
 
 def _print_total(kind: str, total: dict[str, Any]) -> None:
-    print(f"TOTAL {kind}: phases={total['phases']} cases={total['cases']} "
-          f"failures={total['failures']} server_errors={total['server_errors']} "
-          f"({total['seconds']:.0f} s)", flush=True)
+    print(
+        f"TOTAL {kind}: phases={total['phases']} cases={total['cases']} "
+        f"failures={total['failures']} server_errors={total['server_errors']} "
+        f"({total['seconds']:.0f} s)",
+        flush=True,
+    )
 
 
-def _run_store(kind: str, positive: int, negative: int, stateful: int,
-               rows: list[dict[str, Any]], record: Any) -> None:
+def _run_store(
+    kind: str, positive: int, negative: int, stateful: int, rows: list[dict[str, Any]], record: Any
+) -> None:
     tokens = {scope: secrets.token_urlsafe(24) for scope in ("read", "write", "admin")}
     with _store(kind) as store:
-        for label, read_auth, headers in (("reads open, write token", "open", auth(tokens["write"])),
-                                          ("reads token-only, read token", "token", auth(tokens["read"])),
-                                          ("reads token-only, no token", "token", {})):
-            app = create_app(make_settings(tokens, read_auth=read_auth, metrics_auth=read_auth),
-                             store=store)
+        for label, read_auth, headers in (
+            ("reads open, write token", "open", auth(tokens["write"])),
+            ("reads token-only, read token", "token", auth(tokens["read"])),
+            ("reads token-only, no token", "token", {}),
+        ):
+            app = create_app(
+                make_settings(tokens, read_auth=read_auth, metrics_auth=read_auth), store=store
+            )
             app.dependency_overrides[get_store] = lambda: store
             with TestClient(app) as client:  # some data, and the models fitted, before fuzzing
-                client.post("/v1/observations", json=document("run-fuzz", n=5),
-                            headers=auth(tokens["write"]))
-            runs = [("", lambda app=app, headers=headers: fuzz(app, headers, positive, negative,
-                                                              seed_offset=1))]
+                client.post(
+                    "/v1/observations",
+                    json=document("run-fuzz", n=5),
+                    headers=auth(tokens["write"]),
+                )
+            runs = [
+                (
+                    "",
+                    lambda app=app, headers=headers: fuzz(
+                        app, headers, positive, negative, seed_offset=1
+                    ),
+                )
+            ]
             if stateful:
-                runs.append((" [stateful]",
-                             lambda app=app, headers=headers: fuzz_stateful(app, headers,
-                                                                            stateful)))
+                runs.append(
+                    (
+                        " [stateful]",
+                        lambda app=app, headers=headers: fuzz_stateful(app, headers, stateful),
+                    )
+                )
             for suffix, run in runs:
                 start = time.perf_counter()
                 result = run()
                 seconds = time.perf_counter() - start
-                rows.append({"store": kind, "config": label + suffix, **summary(result),
-                             "seconds": round(seconds, 1), "failure_details": result.failures})
-                print(f"{kind:8s} {label + suffix:41s} cases={result.cases:6d} "
-                      f"failures={len(result.failures)} 5xx={result.server_errors} "
-                      f"({seconds:.0f} s)", flush=True)
+                rows.append(
+                    {
+                        "store": kind,
+                        "config": label + suffix,
+                        **summary(result),
+                        "seconds": round(seconds, 1),
+                        "failure_details": result.failures,
+                    }
+                )
+                print(
+                    f"{kind:8s} {label + suffix:41s} cases={result.cases:6d} "
+                    f"failures={len(result.failures)} 5xx={result.server_errors} "
+                    f"({seconds:.0f} s)",
+                    flush=True,
+                )
                 for failure in result.failures:
                     print("   ", failure[:300], flush=True)
                 record()
@@ -131,18 +164,37 @@ def main() -> int:
     parser.add_argument("--store", choices=("embedded", "neo4j", "both"), default="embedded")
     parser.add_argument("--positive", type=int, default=80, help="valid cases per operation")
     parser.add_argument("--negative", type=int, default=40, help="invalid cases per operation")
-    parser.add_argument("--stateful", type=int, default=100,
-                        help="sequences of linked calls per configuration (0: none)")
-    parser.add_argument("--out", type=Path, default=Path("fuzz_api.json"),
-                        help="JSON file rewritten after every phase with the counts so far")
+    parser.add_argument(
+        "--stateful",
+        type=int,
+        default=100,
+        help="sequences of linked calls per configuration (0: none)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("fuzz_api.json"),
+        help="JSON file rewritten after every phase with the counts so far",
+    )
     args = parser.parse_args()
     kinds = ("embedded", "neo4j") if args.store == "both" else (args.store,)
-    meta = {"stores": list(kinds), "positive": args.positive, "negative": args.negative,
-            "stateful": args.stateful, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    meta = {
+        "stores": list(kinds),
+        "positive": args.positive,
+        "negative": args.negative,
+        "stateful": args.stateful,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     rows: list[dict[str, Any]] = []
     for kind in kinds:
-        _run_store(kind, args.positive, args.negative, args.stateful, rows,
-                   lambda: _record(args.out, rows, meta, finished=False))
+        _run_store(
+            kind,
+            args.positive,
+            args.negative,
+            args.stateful,
+            rows,
+            lambda: _record(args.out, rows, meta, finished=False),
+        )
     _record(args.out, rows, meta, finished=True)
     totals = _totals(rows)
     for kind in kinds:

@@ -25,14 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from collectors.importers import mlperf_training
-from collectors.importers.mlperf import (
+from stack_advisor.collectors.importers import mlperf_training
+from stack_advisor.collectors.importers.mlperf import (
     DEFAULT_BATCH,
     ingest_observations,
     read_tree,
     to_observations,
 )
-from graph_schema.models import IngestBatch
+from stack_advisor.schema.models import IngestBatch
 
 
 def parse(path: Path) -> tuple[IngestBatch, float]:
@@ -42,7 +42,9 @@ def parse(path: Path) -> tuple[IngestBatch, float]:
         batch = mlperf_training.to_batch(mlperf_training.read_training_tree(path))
     else:
         cache: dict = {}
-        batch = IngestBatch(observations=[o for r in read_tree(path).records for o in to_observations(r, cache)])
+        batch = IngestBatch(
+            observations=[o for r in read_tree(path).records for o in to_observations(r, cache)]
+        )
     return batch, time.perf_counter() - started
 
 
@@ -52,8 +54,10 @@ def _ingest(store: object, batch: IngestBatch, batch_size: int) -> tuple[int, in
     return ingest_observations(store, batch.observations, batch_size=batch_size)  # type: ignore[arg-type]
 
 
-def bench_store(label: str, uri: str, paths: list[Path], batch_size: int, clear: bool = False) -> dict:
-    from graph_schema.registry import open_store
+def bench_store(
+    label: str, uri: str, paths: list[Path], batch_size: int, clear: bool = False
+) -> dict:
+    from stack_advisor.store.registry import open_store
 
     rows = []
     with open_store(uri) as store:
@@ -67,21 +71,37 @@ def bench_store(label: str, uri: str, paths: list[Path], batch_size: int, clear:
             new, received = _ingest(store, batch, batch_size)
             ingest_s = time.perf_counter() - started
             batches.append(batch)
-            rows.append({"data_set": path.name, "observations": received, "new": new,
-                         "parse_s": round(parse_s, 2), "ingest_s": round(ingest_s, 2)})
-            print(f"{label:11s} {path.name:26s} parse {parse_s:6.2f} s  ingest {ingest_s:6.2f} s  "
-                  f"total {parse_s + ingest_s:6.2f} s  observations {received} (new {new})")
+            rows.append(
+                {
+                    "data_set": path.name,
+                    "observations": received,
+                    "new": new,
+                    "parse_s": round(parse_s, 2),
+                    "ingest_s": round(ingest_s, 2),
+                }
+            )
+            print(
+                f"{label:11s} {path.name:26s} parse {parse_s:6.2f} s  ingest {ingest_s:6.2f} s  "
+                f"total {parse_s + ingest_s:6.2f} s  observations {received} (new {new})"
+            )
         started = time.perf_counter()
         again = sum(_ingest(store, batch, batch_size)[0] for batch in batches)
         reingest_s = time.perf_counter() - started
         stats = store.stats()
     parse_total = sum(r["parse_s"] for r in rows)
     ingest_total = sum(r["ingest_s"] for r in rows)
-    print(f"{label:11s} {'all':26s} parse {parse_total:6.2f} s  ingest {ingest_total:6.2f} s  "
-          f"total {parse_total + ingest_total:6.2f} s  re-import {reingest_s:6.2f} s (new {again})  "
-          f"store {stats.observations_by_source}")
-    return {"store": label, "data_sets": rows, "reimport_new": again, "reimport_ingest_s": round(reingest_s, 2),
-            "store_observations_by_source": stats.observations_by_source}
+    print(
+        f"{label:11s} {'all':26s} parse {parse_total:6.2f} s  ingest {ingest_total:6.2f} s  "
+        f"total {parse_total + ingest_total:6.2f} s  re-import {reingest_s:6.2f} s (new {again})  "
+        f"store {stats.observations_by_source}"
+    )
+    return {
+        "store": label,
+        "data_sets": rows,
+        "reimport_new": again,
+        "reimport_ingest_s": round(reingest_s, 2),
+        "store_observations_by_source": stats.observations_by_source,
+    }
 
 
 def _clear_neo4j(store: object) -> None:
@@ -92,24 +112,39 @@ def _clear_neo4j(store: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf")
-    parser.add_argument("--neo4j", default=os.environ.get("ADVISOR_NEO4J_URI"),
-                        help="Neo4j URI of a scratch database (emptied first); default: a throwaway "
-                             "local server (tests/support/neo4j_server.start_local)")
-    parser.add_argument("--training", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf-training")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf"
+    )
+    parser.add_argument(
+        "--neo4j",
+        default=os.environ.get("ADVISOR_NEO4J_URI"),
+        help="Neo4j URI of a scratch database (emptied first); default: a throwaway "
+        "local server (tests/support/neo4j_server.start_local)",
+    )
+    parser.add_argument(
+        "--training", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf-training"
+    )
     parser.add_argument("--skip-training", action="store_true")
     parser.add_argument("--skip-neo4j", action="store_true")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH)
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="import into a fresh store this many times (the first Neo4j run is a cold JVM)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="import into a fresh store this many times (the first Neo4j run is a cold JVM)",
+    )
     args = parser.parse_args(argv)
     paths = sorted(args.mlperf_dir.glob("inference_v*.tar.gz"))
     if not paths:
         parser.error(f"no inference_v*.tar.gz in {args.mlperf_dir}")
     if not args.skip_training:
         paths += sorted(args.training.glob("training_v*.tar.gz"))
-    print(f"{len(paths)} data sets ({', '.join(p.name for p in paths)}), batch size {args.batch_size}")
+    print(
+        f"{len(paths)} data sets ({', '.join(p.name for p in paths)}), batch size {args.batch_size}"
+    )
     for attempt in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="bench-mlperf-") as tmp:
             bench_store(f"embedded#{attempt + 1}", f"embedded:{tmp}/kb", paths, args.batch_size)

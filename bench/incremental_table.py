@@ -36,22 +36,27 @@ sys.path.insert(1, str(ROOT / "bench"))
 
 from api_latency import fill, synthetic
 
-from advisor.engine import Advisor
-from advisor.estimate import calibration_file
-from advisor.knowledge import table_file
-from advisor.knowledge.cache_folders import CacheFolders
-from graph_schema.models import IngestBatch
-from graph_schema.registry import open_store
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.estimate import calibration_file
+from stack_advisor.advisor.knowledge import table_file
+from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.registry import open_store
 
-WORKLOAD = {"family": "cnn", "benchmark": "resnet50", "parameters": {"batch_size": 32, "precision": "fp16"}}
+WORKLOAD = {
+    "family": "cnn",
+    "benchmark": "resnet50",
+    "parameters": {"batch_size": 32, "precision": "fp16"},
+}
 
 
 @contextlib.contextmanager
 def caches(tables: str, calibration: str) -> Iterator[None]:
     """The advisors made inside persist in these folders (``"0"``: not at all)."""
     saved = Advisor.caches
-    Advisor.caches = CacheFolders.from_environ({table_file.CACHE_ENV: tables,
-                                                calibration_file.CACHE_ENV: calibration})
+    Advisor.caches = CacheFolders.from_environ(
+        {table_file.CACHE_ENV: tables, calibration_file.CACHE_ENV: calibration}
+    )
     try:
         yield
     finally:
@@ -84,16 +89,24 @@ def measure(uri: str, add: int, folder: Path, full: bool = True) -> None:
         cpu = time.process_time()
         prime_table, prime = first_answer(held)  # builds (or loads) the table and calibration
         prime_cpu = time.process_time() - cpu
-        print(f"{uri}: primed: table {prime_table:.1f} s, first answer {prime:.1f} s "
-              f"({prime_cpu:.1f} CPU s); load avg {load()}", flush=True)
+        print(
+            f"{uri}: primed: table {prime_table:.1f} s, first answer {prime:.1f} s "
+            f"({prime_cpu:.1f} CPU s); load avg {load()}",
+            flush=True,
+        )
         n = held.table().n
         tag = time.time_ns()
-        new = [o.model_copy(update={"run_id": f"bench-add-{tag}-{i}"}) for i, o in enumerate(synthetic(add))]
+        new = [
+            o.model_copy(update={"run_id": f"bench-add-{tag}-{i}"})
+            for i, o in enumerate(synthetic(add))
+        ]
         start = time.perf_counter()
         result = store.ingest(IngestBatch(observations=new))
         ingest_s = time.perf_counter() - start
         if result.observations_new != add:
-            raise SystemExit(f"expected {add} new observations, the store took {result.observations_new}")
+            raise SystemExit(
+                f"expected {add} new observations, the store took {result.observations_new}"
+            )
         fresh_advisor = Advisor(store)
         fresh_table, fresh = first_answer(fresh_advisor)
         held_table, held_s = first_answer(held)
@@ -104,28 +117,55 @@ def measure(uri: str, add: int, folder: Path, full: bool = True) -> None:
                 full_table, full_s = first_answer(full_advisor)
                 full_cpu = CPU[id(full_advisor)]
         fresh_cpu, held_cpu = CPU[id(fresh_advisor)], CPU[id(held)]
-        print(f"{uri}: {n} observations + {add} (ingest {ingest_s:.2f} s); load avg {load()}", flush=True)
-        print(f"  first answer, fresh process, incremental: {fresh:7.2f} s (table {fresh_table:.2f} s; "
-              f"{fresh_cpu:.2f} CPU s)")
-        print(f"  first answer, held table,    incremental: {held_s:7.2f} s (table {held_table:.2f} s; "
-              f"{held_cpu:.2f} CPU s)")
-        print(f"  first answer, fresh process, full read:   {full_s:7.2f} s (table {full_table:.2f} s; "
-              f"{full_cpu:.2f} CPU s)")
-        print(f"  -> incremental x{full_s / fresh:.1f} faster (fresh process), x{full_s / held_s:.1f} "
-              f"(held table); table alone x{full_table / fresh_table:.0f} / x{full_table / held_table:.0f}; "
-              f"CPU x{full_cpu / fresh_cpu:.1f} / x{full_cpu / held_cpu:.1f}; load avg {load()}", flush=True)
+        print(
+            f"{uri}: {n} observations + {add} (ingest {ingest_s:.2f} s); load avg {load()}",
+            flush=True,
+        )
+        print(
+            f"  first answer, fresh process, incremental: {fresh:7.2f} s (table {fresh_table:.2f} s; "
+            f"{fresh_cpu:.2f} CPU s)"
+        )
+        print(
+            f"  first answer, held table,    incremental: {held_s:7.2f} s (table {held_table:.2f} s; "
+            f"{held_cpu:.2f} CPU s)"
+        )
+        print(
+            f"  first answer, fresh process, full read:   {full_s:7.2f} s (table {full_table:.2f} s; "
+            f"{full_cpu:.2f} CPU s)"
+        )
+        print(
+            f"  -> incremental x{full_s / fresh:.1f} faster (fresh process), x{full_s / held_s:.1f} "
+            f"(held table); table alone x{full_table / fresh_table:.0f} / x{full_table / held_table:.0f}; "
+            f"CPU x{full_cpu / fresh_cpu:.1f} / x{full_cpu / held_cpu:.1f}; load avg {load()}",
+            flush=True,
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", action="append", default=[], help="an existing store URI (repeatable)")
-    ap.add_argument("--observations", type=int, nargs="*", default=[],
-                    help="sizes of fresh temporary embedded stores to fill and measure")
+    ap.add_argument(
+        "--store", action="append", default=[], help="an existing store URI (repeatable)"
+    )
+    ap.add_argument(
+        "--observations",
+        type=int,
+        nargs="*",
+        default=[],
+        help="sizes of fresh temporary embedded stores to fill and measure",
+    )
     ap.add_argument("--add", type=int, default=100)
-    ap.add_argument("--cache", type=Path, help="keep the persisted tables here (a second run on the "
-                    "same store starts from them instead of reading the store whole to prime)")
-    ap.add_argument("--skip-full", action="store_true", help="no full-read variant (at a million "
-                    "observations on a loaded machine it takes long; the priming line times one)")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        help="keep the persisted tables here (a second run on the "
+        "same store starts from them instead of reading the store whole to prime)",
+    )
+    ap.add_argument(
+        "--skip-full",
+        action="store_true",
+        help="no full-read variant (at a million "
+        "observations on a loaded machine it takes long; the priming line times one)",
+    )
     args = ap.parse_args()
     if not args.store and not args.observations:
         args.observations = [100_000]

@@ -17,7 +17,7 @@ say as much about the neighbours as about the code: ``--server-pid`` adds observ
 CPU-second (client and server together), which does not depend on what else runs.
 
 ``--bulk`` (Neo4j) also measures the bulk path for a first load, in the same run: the same
-number of fleet observations written as CSV files by ``graph_schema.bulk_import.BulkFiles``,
+number of fleet observations written as CSV files by ``stack_advisor.store.bulk_import.BulkFiles``,
 ``neo4j-admin database import full`` into a fresh local server's home (stopped), the server
 started, and the store opened as usual (its schema setup creates the constraints and indexes
 over the imported nodes). It prints each phase, obs/s without and with the server start, the
@@ -52,8 +52,8 @@ sys.path.insert(1, str(ROOT / "bench"))
 
 import fleet
 
-from graph_schema.models import IngestBatch
-from graph_schema.registry import open_store
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.registry import open_store
 
 WARMUP = 10_000
 GROUP = 10  # batches generated ahead of each timed part (and passed to one ingest_many)
@@ -116,8 +116,12 @@ def measure(store, n: int, batch: int, pipelined: bool = False) -> dict[str, flo
     start = time.perf_counter()
     assert sum(r.observations_new for r in store.ingest_many(last)) == 0
     again = time.perf_counter() - start
-    return {"rate": done / total, "steady": steady_n / steady_t, "resend": steady_n / again,
-            "per_cpu_s": done / cpu}
+    return {
+        "rate": done / total,
+        "steady": steady_n / steady_t,
+        "resend": steady_n / again,
+        "per_cpu_s": done / cpu,
+    }
 
 
 @contextlib.contextmanager
@@ -157,7 +161,7 @@ def measure_bulk(n: int, batch: int) -> dict[str, float]:
     """The bulk path for the first ``n`` fleet observations into a new local server."""
     import resource
 
-    from graph_schema.bulk_import import BulkFiles, admin_from_lib, run_import
+    from stack_advisor.store.bulk_import import BulkFiles, admin_from_lib, run_import
     from tests.support.neo4j_server import LocalNeo4j
 
     server = LocalNeo4j()
@@ -170,10 +174,13 @@ def measure_bulk(n: int, batch: int) -> dict[str, float]:
             plan = files.finish()
             csv_s, csv_cpu = time.perf_counter() - start, time.process_time() - cpu0
             children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            report = run_import(plan, admin_from_lib(server.lib, heap="1g"), server.home,
-                                max_off_heap="2G")
+            report = run_import(
+                plan, admin_from_lib(server.lib, heap="1g"), server.home, max_off_heap="2G"
+            )
             children = resource.getrusage(resource.RUSAGE_CHILDREN)
-            admin_cpu = (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
+            admin_cpu = (children.ru_utime - children0.ru_utime) + (
+                children.ru_stime - children0.ru_stime
+            )
         start = time.perf_counter()
         uri = server.start()
         start_s = time.perf_counter() - start
@@ -190,20 +197,32 @@ def measure_bulk(n: int, batch: int) -> dict[str, float]:
     finally:
         server.remove()
     loaded = csv_s + report.seconds + schema_s
-    return {"csv_s": csv_s, "import_s": report.seconds, "start_s": start_s, "schema_s": schema_s,
-            "rate": n / loaded, "rate_with_start": n / (loaded + start_s),
-            "per_cpu_s": n / (csv_cpu + admin_cpu + schema_cpu), "csv_cpu": csv_cpu,
-            "admin_cpu": admin_cpu, "schema_cpu": schema_cpu}
+    return {
+        "csv_s": csv_s,
+        "import_s": report.seconds,
+        "start_s": start_s,
+        "schema_s": schema_s,
+        "rate": n / loaded,
+        "rate_with_start": n / (loaded + start_s),
+        "per_cpu_s": n / (csv_cpu + admin_cpu + schema_cpu),
+        "csv_cpu": csv_cpu,
+        "admin_cpu": admin_cpu,
+        "schema_cpu": schema_cpu,
+    }
 
 
 def bulk_line(b: dict[str, float], got: dict[str, float] | None = None) -> str:
-    line = (f"{'':9s} bulk: files {b['csv_s']:.1f} s + neo4j-admin {b['import_s']:.1f} s + "
-            f"constraints {b['schema_s']:.1f} s -> {b['rate']:7.0f} obs/s (with the server start, "
-            f"{b['start_s']:.1f} s: {b['rate_with_start']:7.0f} obs/s)  {b['per_cpu_s']:7.0f} obs per CPU-s "
-            f"(CPU s: files {b['csv_cpu']:.1f}, neo4j-admin {b['admin_cpu']:.1f}, constraints {b['schema_cpu']:.1f})")
+    line = (
+        f"{'':9s} bulk: files {b['csv_s']:.1f} s + neo4j-admin {b['import_s']:.1f} s + "
+        f"constraints {b['schema_s']:.1f} s -> {b['rate']:7.0f} obs/s (with the server start, "
+        f"{b['start_s']:.1f} s: {b['rate_with_start']:7.0f} obs/s)  {b['per_cpu_s']:7.0f} obs per CPU-s "
+        f"(CPU s: files {b['csv_cpu']:.1f}, neo4j-admin {b['admin_cpu']:.1f}, constraints {b['schema_cpu']:.1f})"
+    )
     if got is not None:
-        line += (f"  -> bulk/transactional x{b['rate'] / got['rate']:.1f} (steady x{b['rate'] / got['steady']:.1f}, "
-                 f"with start x{b['rate_with_start'] / got['rate']:.1f}, per CPU-s x{b['per_cpu_s'] / got['per_cpu_s']:.1f})")
+        line += (
+            f"  -> bulk/transactional x{b['rate'] / got['rate']:.1f} (steady x{b['rate'] / got['steady']:.1f}, "
+            f"with start x{b['rate_with_start'] / got['rate']:.1f}, per CPU-s x{b['per_cpu_s'] / got['per_cpu_s']:.1f})"
+        )
     return line + f"  load avg {os.getloadavg()[0]:.1f}"
 
 
@@ -214,7 +233,9 @@ def fresh(store) -> None:
 
 
 def extract(rev: str, into: Path) -> Path:
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True
+    ).stdout
     with tarfile.open(fileobj=BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
     return into
@@ -225,17 +246,39 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--backends", nargs="+", default=["embedded", "neo4j"])
-    parser.add_argument("--against", metavar="REV", help="also measure the code of this git revision")
-    parser.add_argument("--python-packing", action="store_true", help="no Rust packing in the driver")
-    parser.add_argument("--server-pid", type=int, help="the Neo4j server's pid (NEO4J_URI on this machine): "
-                        "also print observations per CPU-second of client and server together")
-    parser.add_argument("--bulk", action="store_true", help="Neo4j: also measure the bulk path "
-                        "(neo4j-admin database import into a new local server) and the ratio")
-    parser.add_argument("--bulk-only", action="store_true", help="only the bulk path (no transactional load)")
-    parser.add_argument("--pin", action="store_true", help="a local server: this process on one core, "
-                        "the server on the others (as if each had its machine; needs 2+ cores)")
-    parser.add_argument("--no-pipelined", dest="pipelined", action="store_false",
-                        help="only batch by batch (not also through Store.ingest_many)")
+    parser.add_argument(
+        "--against", metavar="REV", help="also measure the code of this git revision"
+    )
+    parser.add_argument(
+        "--python-packing", action="store_true", help="no Rust packing in the driver"
+    )
+    parser.add_argument(
+        "--server-pid",
+        type=int,
+        help="the Neo4j server's pid (NEO4J_URI on this machine): "
+        "also print observations per CPU-second of client and server together",
+    )
+    parser.add_argument(
+        "--bulk",
+        action="store_true",
+        help="Neo4j: also measure the bulk path "
+        "(neo4j-admin database import into a new local server) and the ratio",
+    )
+    parser.add_argument(
+        "--bulk-only", action="store_true", help="only the bulk path (no transactional load)"
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="a local server: this process on one core, "
+        "the server on the others (as if each had its machine; needs 2+ cores)",
+    )
+    parser.add_argument(
+        "--no-pipelined",
+        dest="pipelined",
+        action="store_false",
+        help="only batch by batch (not also through Store.ingest_many)",
+    )
     parser.add_argument("--code-root", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -251,11 +294,17 @@ def main() -> None:
         packstream.Packer._pack = python_pack
     results: dict[str, dict[str, float]] = {}
     if not args.json:
-        print(f"cores={os.cpu_count()} batch={args.batch} fleet runs of {fleet.PER_RUN} observations; "
-              f"load avg {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"cores={os.cpu_count()} batch={args.batch} fleet runs of {fleet.PER_RUN} observations; "
+            f"load avg {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
     if args.bulk_only:  # a size whose transactional load would take too long here
         for size in args.sizes:
-            print(f"neo4j     n={size:>8d}  " + bulk_line(measure_bulk(size, args.batch)).lstrip(), flush=True)
+            print(
+                f"neo4j     n={size:>8d}  " + bulk_line(measure_bulk(size, args.batch)).lstrip(),
+                flush=True,
+            )
         return
     for name in args.backends:
         with backend(name) as store:
@@ -266,25 +315,35 @@ def main() -> None:
                 got = results[f"{name} {size}"] = measure(store, size, args.batch)
                 if args.json:
                     continue
-                line = (f"{name:9s} n={size:>8d}  ingest {got['rate']:7.0f} obs/s  steady {got['steady']:7.0f} obs/s  "
-                        f"re-send (no-op) {got['resend']:7.0f} obs/s  {got['per_cpu_s']:7.0f} obs per CPU-s  "
-                        f"load avg {os.getloadavg()[0]:.1f}")
+                line = (
+                    f"{name:9s} n={size:>8d}  ingest {got['rate']:7.0f} obs/s  steady {got['steady']:7.0f} obs/s  "
+                    f"re-send (no-op) {got['resend']:7.0f} obs/s  {got['per_cpu_s']:7.0f} obs per CPU-s  "
+                    f"load avg {os.getloadavg()[0]:.1f}"
+                )
                 print(line, flush=True)
                 if args.pipelined:
                     fresh(store)
-                    pipe = results[f"{name} {size} pipelined"] = measure(store, size, args.batch, pipelined=True)
-                    print(f"{'':9s} pipelined (ingest_many): ingest {pipe['rate']:7.0f} obs/s  steady "
-                          f"{pipe['steady']:7.0f} obs/s  re-send {pipe['resend']:7.0f} obs/s  "
-                          f"{pipe['per_cpu_s']:7.0f} obs per CPU-s  -> pipelined/per-batch x{pipe['rate'] / got['rate']:.2f} "
-                          f"(steady x{pipe['steady'] / got['steady']:.2f})  load avg {os.getloadavg()[0]:.1f}", flush=True)
+                    pipe = results[f"{name} {size} pipelined"] = measure(
+                        store, size, args.batch, pipelined=True
+                    )
+                    print(
+                        f"{'':9s} pipelined (ingest_many): ingest {pipe['rate']:7.0f} obs/s  steady "
+                        f"{pipe['steady']:7.0f} obs/s  re-send {pipe['resend']:7.0f} obs/s  "
+                        f"{pipe['per_cpu_s']:7.0f} obs per CPU-s  -> pipelined/per-batch x{pipe['rate'] / got['rate']:.2f} "
+                        f"(steady x{pipe['steady'] / got['steady']:.2f})  load avg {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
                 if args.bulk and name == "neo4j":
                     print(bulk_line(measure_bulk(size, args.batch), got), flush=True)
                 if args.against:
                     old = against(args, name, size)
-                    print(f"{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  steady {old['steady']:7.0f} "
-                          f"obs/s  re-send {old['resend']:7.0f} obs/s  {old['per_cpu_s']:7.0f} obs per CPU-s  -> new/old "
-                          f"x{got['rate'] / old['rate']:.1f} (steady x{got['steady'] / old['steady']:.1f}, "
-                          f"per CPU-s x{got['per_cpu_s'] / old['per_cpu_s']:.1f})", flush=True)
+                    print(
+                        f"{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  steady {old['steady']:7.0f} "
+                        f"obs/s  re-send {old['resend']:7.0f} obs/s  {old['per_cpu_s']:7.0f} obs per CPU-s  -> new/old "
+                        f"x{got['rate'] / old['rate']:.1f} (steady x{got['steady'] / old['steady']:.1f}, "
+                        f"per CPU-s x{got['per_cpu_s'] / old['per_cpu_s']:.1f})",
+                        flush=True,
+                    )
     if args.json:
         print(json.dumps(results))
 
@@ -292,11 +351,25 @@ def main() -> None:
 def against(args: argparse.Namespace, name: str, size: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         code = extract(args.against, Path(tmp))
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--code-root", str(code), "--json",
-               "--sizes", str(size), "--batch", str(args.batch), "--backends", name]
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--code-root",
+            str(code),
+            "--json",
+            "--sizes",
+            str(size),
+            "--batch",
+            str(args.batch),
+            "--backends",
+            name,
+        ]
         if args.server_pid:
             cmd += ["--server-pid", str(args.server_pid)]
-        cmd += ["--no-pipelined", "--python-packing"]  # the previous approach as it ran: no Rust packing either
+        cmd += [
+            "--no-pipelined",
+            "--python-packing",
+        ]  # the previous approach as it ran: no Rust packing either
         done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ, check=False)
         if done.returncode:
             raise SystemExit(f"{args.against} failed:\n{done.stderr[-3000:]}")

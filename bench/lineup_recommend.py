@@ -26,25 +26,85 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 LINEUP = [
     # NVIDIA
-    "V100", "Tesla V100-SXM2-32GB", "T4", "A2", "A10", "A16", "A30", "A40", "A100", "A100 PCIe 40GB",
-    "A100-SXM4-80GB", "A800", "H20", "H800", "H100", "H100 SXM", "H100 PCIe", "H100 NVL", "H200", "H200 SXM",
-    "H200 NVL", "GH200", "L4", "L20", "L40", "L40S", "RTX 4090", "RTX 6000 Ada", "RTX PRO 4500",
-    "RTX PRO 4500 Blackwell Server Edition", "RTX PRO 6000", "RTX PRO 6000 Blackwell Workstation Edition",
-    "RTX PRO 6000 Blackwell Server Edition", "B100", "B200", "B300", "GB200", "GB300", "GB10",
-    "Jetson AGX Orin", "Jetson Orin NX", "Jetson Thor",
+    "V100",
+    "Tesla V100-SXM2-32GB",
+    "T4",
+    "A2",
+    "A10",
+    "A16",
+    "A30",
+    "A40",
+    "A100",
+    "A100 PCIe 40GB",
+    "A100-SXM4-80GB",
+    "A800",
+    "H20",
+    "H800",
+    "H100",
+    "H100 SXM",
+    "H100 PCIe",
+    "H100 NVL",
+    "H200",
+    "H200 SXM",
+    "H200 NVL",
+    "GH200",
+    "L4",
+    "L20",
+    "L40",
+    "L40S",
+    "RTX 4090",
+    "RTX 6000 Ada",
+    "RTX PRO 4500",
+    "RTX PRO 4500 Blackwell Server Edition",
+    "RTX PRO 6000",
+    "RTX PRO 6000 Blackwell Workstation Edition",
+    "RTX PRO 6000 Blackwell Server Edition",
+    "B100",
+    "B200",
+    "B300",
+    "GB200",
+    "GB300",
+    "GB10",
+    "Jetson AGX Orin",
+    "Jetson Orin NX",
+    "Jetson Thor",
     # AMD
-    "MI100", "MI210", "MI250", "MI250X", "MI300A", "MI300X", "MI325X", "MI350X", "MI355X", "Radeon PRO W7900",
+    "MI100",
+    "MI210",
+    "MI250",
+    "MI250X",
+    "MI300A",
+    "MI300X",
+    "MI325X",
+    "MI350X",
+    "MI355X",
+    "Radeon PRO W7900",
     # Intel
-    "Gaudi 2", "Gaudi 3", "Data Center GPU Max 1100", "Data Center GPU Max 1550", "Arc Pro B60", "Arc Pro B70",
+    "Gaudi 2",
+    "Gaudi 3",
+    "Data Center GPU Max 1100",
+    "Data Center GPU Max 1550",
+    "Arc Pro B60",
+    "Arc Pro B70",
     # Google, AWS, Qualcomm
-    "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e", "Trillium", "TPU v7", "Ironwood",
-    "Inferentia2", "Trainium", "Trainium2", "Cloud AI 100", "Cloud AI 100 Ultra",
+    "TPU v4",
+    "TPU v5e",
+    "TPU v5p",
+    "TPU v6e",
+    "Trillium",
+    "TPU v7",
+    "Ironwood",
+    "Inferentia2",
+    "Trainium",
+    "Trainium2",
+    "Cloud AI 100",
+    "Cloud AI 100 Ultra",
 ]
 
 
 def _run(argv: list[str]) -> tuple[int, str, str]:
-    from cli.guard import run_guarded
-    from cli.main import app
+    from stack_advisor.cli.guard import run_guarded
+    from stack_advisor.cli.main import app
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -53,13 +113,15 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 def _resolved(name: str) -> str:
-    from graph_schema.catalog import load_catalog, resolve_accelerator
-    from graph_schema.catalog.resolve import normalize
+    from stack_advisor.catalog import load_catalog, resolve_accelerator
+    from stack_advisor.catalog.resolve import normalize
 
     match = resolve_accelerator(name)
     if match.resolved:
         return match.key
-    family = [a.id for a in load_catalog().accelerators.values() if normalize(a.family) == normalize(name)]
+    family = [
+        a.id for a in load_catalog().accelerators.values() if normalize(a.family) == normalize(name)
+    ]
     return f"family {name} ({len(family)} parts)" if family else f"not resolved ({match.refusal})"
 
 
@@ -75,7 +137,9 @@ def answer(name: str, common: list[str]) -> dict[str, Any]:
         bases = [str(r.get("basis") or r.get("evidence", {}).get("basis") or "") for r in recs]
         row["rows"] = len(recs)
         row["observed"] = sum(b.startswith("observed") for b in bases)
-        row["reason"] = "; ".join(doc.get("notes") or []) or ("" if recs else json.dumps(doc.get("excluded")))
+        row["reason"] = "; ".join(doc.get("notes") or []) or (
+            "" if recs else json.dumps(doc.get("excluded"))
+        )
         if not recs:
             row["reason"] += " " + json.dumps(doc.get("excluded"))
     else:
@@ -88,7 +152,9 @@ def answer(name: str, common: list[str]) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", help="store URI (default: a new user's default store, seeded on first use)")
+    parser.add_argument(
+        "--store", help="store URI (default: a new user's default store, seeded on first use)"
+    )
     parser.add_argument("--benchmark", default="llama2-70b-99")
     parser.add_argument("--scenario", default="Offline")
     parser.add_argument("--json", action="store_true")
@@ -99,21 +165,38 @@ def main() -> int:
     if args.store is None:
         tmp = tempfile.TemporaryDirectory(prefix="lineup-")
         os.environ["XDG_DATA_HOME"] = tmp.name
-    common = ["--benchmark", args.benchmark, "--scenario", args.scenario] + (["--store", args.store] if args.store else [])
+    common = ["--benchmark", args.benchmark, "--scenario", args.scenario] + (
+        ["--store", args.store] if args.store else []
+    )
     started = time.perf_counter()
     rows = [answer(name, common) for name in LINEUP]
     seconds = time.perf_counter() - started
     bad = [r["name"] for r in rows if r["unknown_accelerator"]]
     with_rows = sum(r["rows"] > 0 for r in rows)
     if args.json:
-        print(json.dumps({"rows": rows, "with_rows": with_rows, "unknown_accelerator": bad,
-                          "seconds": round(seconds, 1)}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "with_rows": with_rows,
+                    "unknown_accelerator": bad,
+                    "seconds": round(seconds, 1),
+                },
+                indent=1,
+            )
+        )
     else:
         for r in rows:
-            what = f"{r['rows']} rows ({r['observed']} observed)" if r["rows"] else "refused: " + r["reason"][:110]
+            what = (
+                f"{r['rows']} rows ({r['observed']} observed)"
+                if r["rows"]
+                else "refused: " + r["reason"][:110]
+            )
             print(f"{r['name']:<42} -> {r['catalogue']:<32} {what}")
-        print(f"{len(rows)} names: {with_rows} answered with rows, {len(rows) - with_rows - len(bad)} refused for "
-              f"another reason, {len(bad)} refused as an unknown accelerator {bad} ({seconds:.0f} s)")
+        print(
+            f"{len(rows)} names: {with_rows} answered with rows, {len(rows) - with_rows - len(bad)} refused for "
+            f"another reason, {len(bad)} refused as an unknown accelerator {bad} ({seconds:.0f} s)"
+        )
     if tmp is not None:
         tmp.cleanup()
     return 1 if bad else 0

@@ -1,6 +1,6 @@
 """Where a LoadGen Server query's time goes: each stage of the runner's SUT timed, per query.
 
-Runs the collector's own SUT (``collectors.runners.loadgen.TorchSut``, warmed up as the runner
+Runs the collector's own SUT (``stack_advisor.collectors.runners.loadgen.TorchSut``, warmed up as the runner
 does) under the real LoadGen in Server mode and stamps every query: issued by LoadGen, taken off
 the SUT's queue, forward launched, device done, completed back to LoadGen. Prints the latency
 percentiles, the median of each stage over the slowest 1% of queries, the host's launch time and
@@ -27,9 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors.importers.loadgen_summary import parse_summary
-from collectors.runners import loadgen
-from graph_schema.gc_pause import gc_paused
+from stack_advisor.collectors.importers.loadgen_summary import parse_summary
+from stack_advisor.collectors.runners import loadgen
+from stack_advisor.runtime.gc_pause import gc_paused
 
 
 class StagedSut(loadgen.TorchSut):
@@ -87,8 +87,13 @@ def run(qps: float, device: str, min_duration_ms: int, warmup: bool, sut: str = 
     import mlperf_loadgen as lg
 
     params = loadgen.LoadgenParams(
-        scenarios=["Server"], server_target_qps=qps, min_duration_ms=min_duration_ms, calibrate=False, warmup=warmup,
-        sut=sut)
+        scenarios=["Server"],
+        server_target_qps=qps,
+        min_duration_ms=min_duration_ms,
+        calibrate=False,
+        warmup=warmup,
+        sut=sut,
+    )
     if device == "cpu":
         params = params.model_copy(update={"model": "small_cnn", "image_size": 64, "threads": 1})
     stalls: list[tuple[float, float]] = []
@@ -111,37 +116,70 @@ def run(qps: float, device: str, min_duration_ms: int, warmup: bool, sut: str = 
     served = {k: v for k, v in sut_impl.stamps.items() if len(v) == 5}
     latency = sorted((v[4] - v[0], k) for k, v in served.items())
     n = len(latency)
-    print(f"{params.model} {params.image_size}px on {device} ({params.sut}), {qps:g} q/s target, warm-up "
-          f"{'1-' + str(sut_impl.warmed) if sut_impl.warmed else 'off'}: {n} queries in "
-          f"{len(sut_impl.batches)} batches (mean size {statistics.mean(b[1] for b in sut_impl.batches):.2f})")
-    print("latency ms: " + ", ".join(f"p{p:g} {_pct([x for x, _ in latency], p) * 1e3:.2f}" for p in (50, 90, 99, 99.9)))
-    slow = [served[k] for _, k in latency[-max(1, n // 100):]]
+    print(
+        f"{params.model} {params.image_size}px on {device} ({params.sut}), {qps:g} q/s target, warm-up "
+        f"{'1-' + str(sut_impl.warmed) if sut_impl.warmed else 'off'}: {n} queries in "
+        f"{len(sut_impl.batches)} batches (mean size {statistics.mean(b[1] for b in sut_impl.batches):.2f})"
+    )
+    print(
+        "latency ms: "
+        + ", ".join(
+            f"p{p:g} {_pct([x for x, _ in latency], p) * 1e3:.2f}" for p in (50, 90, 99, 99.9)
+        )
+    )
+    slow = [served[k] for _, k in latency[-max(1, n // 100) :]]
     names = ("issue->dequeue", "dequeue->launch", "launch->device done", "done->completed")
-    print("slowest 1%, median ms per stage: " + ", ".join(
-        f"{name} {statistics.median((v[i + 1] - v[i]) * 1e3 for v in slow):.2f}" for i, name in enumerate(names)))
+    print(
+        "slowest 1%, median ms per stage: "
+        + ", ".join(
+            f"{name} {statistics.median((v[i + 1] - v[i]) * 1e3 for v in slow):.2f}"
+            for i, name in enumerate(names)
+        )
+    )
     launch = [b[2] for b in sut_impl.batches]
     wait = [b[3] for b in sut_impl.batches]
-    print(f"per batch ms: host launch p50 {_pct(launch, 50) * 1e3:.2f} p99 {_pct(launch, 99) * 1e3:.2f} "
-          f"max {max(launch) * 1e3:.2f}; device wait p50 {_pct(wait, 50) * 1e3:.2f} p99 {_pct(wait, 99) * 1e3:.2f} "
-          f"max {max(wait) * 1e3:.2f}")
+    print(
+        f"per batch ms: host launch p50 {_pct(launch, 50) * 1e3:.2f} p99 {_pct(launch, 99) * 1e3:.2f} "
+        f"max {max(launch) * 1e3:.2f}; device wait p50 {_pct(wait, 50) * 1e3:.2f} p99 {_pct(wait, 99) * 1e3:.2f} "
+        f"max {max(wait) * 1e3:.2f}"
+    )
     t0 = sut_impl.batches[0][0]
     worst = sorted(sut_impl.batches, key=lambda b: -(b[2] + b[3]))[:8]
-    print("slowest batches (s since first, size, launch ms, device ms): " + ", ".join(
-        f"({b[0] - t0:.2f}, {b[1]}, {b[2] * 1e3:.1f}, {b[3] * 1e3:.1f})" for b in worst))
+    print(
+        "slowest batches (s since first, size, launch ms, device ms): "
+        + ", ".join(f"({b[0] - t0:.2f}, {b[1]}, {b[2] * 1e3:.1f}, {b[3] * 1e3:.1f})" for b in worst)
+    )
     during = [(t - t0, d) for t, d in stalls if t >= t0]
-    print(f"host stalls over 5 ms during the run: {len(during)}" + (": " + ", ".join(
-        f"{t:.2f} s {d * 1e3:.1f} ms" for t, d in sorted(during, key=lambda x: -x[1])[:8]) if during else ""))
+    print(
+        f"host stalls over 5 ms during the run: {len(during)}"
+        + (
+            ": "
+            + ", ".join(
+                f"{t:.2f} s {d * 1e3:.1f} ms" for t, d in sorted(during, key=lambda x: -x[1])[:8]
+            )
+            if during
+            else ""
+        )
+    )
     summary = parse_summary((Path(outdir) / "mlperf_log_summary.txt").read_text())
-    print(f"LoadGen: {summary.get('result')}, completed samples/s {summary.get('completed_samples_per_second')}")
+    print(
+        f"LoadGen: {summary.get('result')}, completed samples/s {summary.get('completed_samples_per_second')}"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--qps", type=float, default=100.0)
-    parser.add_argument("--device", default="cuda", help="cuda, or cpu (the small CNN at 64 px, one thread)")
+    parser.add_argument(
+        "--device", default="cuda", help="cuda, or cpu (the small CNN at 64 px, one thread)"
+    )
     parser.add_argument("--min-duration-ms", type=int, default=10_000)
-    parser.add_argument("--no-warmup", action="store_true", help="skip the SUT's warm-up (to see what it buys)")
-    parser.add_argument("--sut", choices=("eager", "cuda-graph"), default="eager", help="the runner's SUT kind")
+    parser.add_argument(
+        "--no-warmup", action="store_true", help="skip the SUT's warm-up (to see what it buys)"
+    )
+    parser.add_argument(
+        "--sut", choices=("eager", "cuda-graph"), default="eager", help="the runner's SUT kind"
+    )
     args = parser.parse_args()
     run(args.qps, args.device, args.min_duration_ms, not args.no_warmup, args.sut)
     return 0

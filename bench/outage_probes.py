@@ -39,8 +39,10 @@ def probe(client: httpx.Client, url: str, n: int) -> tuple[list[float], list[int
 
 
 def show(label: str, seconds: list[float], codes: list[int]) -> None:
-    print(f"{label:28s} median {statistics.median(seconds) * 1000:7.1f} ms   "
-          f"max {max(seconds) * 1000:7.1f} ms   statuses {sorted(set(codes))}")
+    print(
+        f"{label:28s} median {statistics.median(seconds) * 1000:7.1f} ms   "
+        f"max {max(seconds) * 1000:7.1f} ms   statuses {sorted(set(codes))}"
+    )
 
 
 def main() -> int:
@@ -55,33 +57,45 @@ def main() -> int:
         api = Api(neo4j.uri, tokens, Path(tmp) / "api.log").start()
         probes, shared = httpx.Client(), httpx.Client(timeout=120)  # built before any clock
         try:
-            httpx.post(api.url + "/v1/observations", json=document("run-bench", n=3), timeout=120,
-                       headers={"Authorization": f"Bearer {tokens['write']}"})
+            httpx.post(
+                api.url + "/v1/observations",
+                json=document("run-bench", n=3),
+                timeout=120,
+                headers={"Authorization": f"Bearer {tokens['write']}"},
+            )
             show("/healthz, store up", *probe(probes, api.url + "/healthz", args.probes))
             show("/readyz, store up", *probe(probes, api.url + "/readyz", args.probes))
             neo4j.kill()
-            crowd = [threading.Thread(target=lambda: shared.get(api.url + "/v1/observations"))
-                     for _ in range(args.crowd)]
+            crowd = [
+                threading.Thread(target=lambda: shared.get(api.url + "/v1/observations"))
+                for _ in range(args.crowd)
+            ]
             for t in crowd:
                 t.start()
             time.sleep(2.0)  # the crowd is waiting on the dead store
-            show(f"/healthz, outage +{args.crowd} reads",
-                 *probe(probes, api.url + "/healthz", args.probes))
+            show(
+                f"/healthz, outage +{args.crowd} reads",
+                *probe(probes, api.url + "/healthz", args.probes),
+            )
             seconds, codes = probe(probes, api.url + "/readyz", max(3, args.probes // 4))
             show(f"/readyz, outage +{args.crowd} reads", seconds, codes)
             start = time.perf_counter()
             r = httpx.get(api.url + "/v1/observations", timeout=120)
-            print(f"store route during outage: {r.status_code} in "
-                  f"{(time.perf_counter() - start) * 1000:.0f} ms, Retry-After="
-                  f"{r.headers.get('Retry-After')}, error={r.json().get('error')}")
+            print(
+                f"store route during outage: {r.status_code} in "
+                f"{(time.perf_counter() - start) * 1000:.0f} ms, Retry-After="
+                f"{r.headers.get('Retry-After')}, error={r.json().get('error')}"
+            )
             for t in crowd:
                 t.join(120)
             neo4j.start()
             back = time.perf_counter()
             while httpx.get(api.url + "/readyz", timeout=10).status_code != 200:
                 time.sleep(0.2)
-            print(f"ready again {time.perf_counter() - back:.1f} s after Neo4j answered bolt, "
-                  f"same API process: {api.proc is not None and api.proc.poll() is None}")
+            print(
+                f"ready again {time.perf_counter() - back:.1f} s after Neo4j answered bolt, "
+                f"same API process: {api.proc is not None and api.proc.poll() is None}"
+            )
         finally:
             probes.close()
             shared.close()

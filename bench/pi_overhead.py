@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
-from microbench import get_pi, policy, run_case
-from microbench.backends import get_backend, installed
+from stack_advisor.microbench import get_pi, policy, run_case
+from stack_advisor.microbench.backends import get_backend, installed
 
 MIN_SAMPLE_S = 2e-3
 
@@ -73,8 +73,17 @@ def direct_cuda(fn: Callable[[], Any], repeats: int, per_call: bool = False) -> 
     return [timed(number) / number for _ in range(repeats)]
 
 
-def compare(label: str, pi: str, params: dict[str, Any], backend: str, device: str, direct: Callable[[], Any],
-            repeats: int, rounds: int, per_call: bool = False) -> None:
+def compare(
+    label: str,
+    pi: str,
+    params: dict[str, Any],
+    backend: str,
+    device: str,
+    direct: Callable[[], Any],
+    repeats: int,
+    rounds: int,
+    per_call: bool = False,
+) -> None:
     spec = get_pi(pi)
     typed = spec.parse(params)
     ours_rates: list[float] = []
@@ -93,8 +102,10 @@ def compare(label: str, pi: str, params: dict[str, Any], backend: str, device: s
             naive_rates.append(statistics.median(spec.rate(typed, s) for s in naive))
     ours_rate, direct_rate = statistics.median(ours_rates), statistics.median(direct_rates)
     ratio = ours_rate / direct_rate
-    line = (f"{label:<44} ours {ours_rate:10.3f} {spec.unit.unit:<8} direct {direct_rate:10.3f}  "
-            f"ratio {ratio:.3f} {'ok' if ratio >= 0.95 else 'BELOW 0.95'}")
+    line = (
+        f"{label:<44} ours {ours_rate:10.3f} {spec.unit.unit:<8} direct {direct_rate:10.3f}  "
+        f"ratio {ratio:.3f} {'ok' if ratio >= 0.95 else 'BELOW 0.95'}"
+    )
     if naive_rates:
         line += f"  (one call per event pair: {statistics.median(naive_rates):.3f})"
     print(line, flush=True)
@@ -104,46 +115,115 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--per-call", action="store_true", help="also time one call per CUDA event pair")
+    parser.add_argument(
+        "--per-call", action="store_true", help="also time one call per CUDA event pair"
+    )
     args = parser.parse_args()
     r, k = args.repeats, args.rounds
     rng = np.random.default_rng(0)
     n = 512
-    a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+    a, b = (
+        rng.standard_normal((n, n), dtype=np.float32),
+        rng.standard_normal((n, n), dtype=np.float32),
+    )
     c = np.empty((n, n), dtype=np.float32)
-    compare(f"numpy gemm {n} fp32 (cpu)", "gemm", {"m": n, "n": n, "k": n, "dtype": "fp32"}, "numpy", "cpu",
-            lambda: np.matmul(a, b, out=c), r, k)
+    compare(
+        f"numpy gemm {n} fp32 (cpu)",
+        "gemm",
+        {"m": n, "n": n, "k": n, "dtype": "fp32"},
+        "numpy",
+        "cpu",
+        lambda: np.matmul(a, b, out=c),
+        r,
+        k,
+    )
     e = 1 << 24
     x, y = rng.standard_normal(e, dtype=np.float32), np.empty(e, dtype=np.float32)
-    compare("numpy copy 2^24 fp32 (cpu)", "mem_copy", {"elements": e}, "numpy", "cpu", lambda: np.copyto(y, x), r, k)
+    compare(
+        "numpy copy 2^24 fp32 (cpu)",
+        "mem_copy",
+        {"elements": e},
+        "numpy",
+        "cpu",
+        lambda: np.copyto(y, x),
+        r,
+        k,
+    )
     if not installed("torch"):
         return
     import torch
 
     ta, tb = torch.randn(n, n), torch.randn(n, n)
     tc = torch.empty(n, n)
-    compare(f"torch gemm {n} fp32 (cpu)", "gemm", {"m": n, "n": n, "k": n, "dtype": "fp32"}, "torch", "cpu",
-            lambda: torch.matmul(ta, tb, out=tc), r, k)
+    compare(
+        f"torch gemm {n} fp32 (cpu)",
+        "gemm",
+        {"m": n, "n": n, "k": n, "dtype": "fp32"},
+        "torch",
+        "cpu",
+        lambda: torch.matmul(ta, tb, out=tc),
+        r,
+        k,
+    )
     tx, ty = torch.randn(e), torch.empty(e)
-    compare("torch copy 2^24 fp32 (cpu)", "mem_copy", {"elements": e}, "torch", "cpu", lambda: ty.copy_(tx), r, k)
+    compare(
+        "torch copy 2^24 fp32 (cpu)",
+        "mem_copy",
+        {"elements": e},
+        "torch",
+        "cpu",
+        lambda: ty.copy_(tx),
+        r,
+        k,
+    )
     if not torch.cuda.is_available():
         print("no CUDA device: GPU comparisons skipped")
         return
     pc = args.per_call
     for dt, tdt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
         g = 8192
-        ga, gb = torch.randn(g, g, device="cuda", dtype=tdt), torch.randn(g, g, device="cuda", dtype=tdt)
+        ga, gb = (
+            torch.randn(g, g, device="cuda", dtype=tdt),
+            torch.randn(g, g, device="cuda", dtype=tdt),
+        )
         gc = torch.empty(g, g, device="cuda", dtype=tdt)
-        compare(f"torch gemm {g} {dt} (cuda)", "gemm", {"m": g, "n": g, "k": g, "dtype": dt}, "torch", "cuda",
-                lambda ga=ga, gb=gb, gc=gc: torch.matmul(ga, gb, out=gc), r, k, pc)
+        compare(
+            f"torch gemm {g} {dt} (cuda)",
+            "gemm",
+            {"m": g, "n": g, "k": g, "dtype": dt},
+            "torch",
+            "cuda",
+            lambda ga=ga, gb=gb, gc=gc: torch.matmul(ga, gb, out=gc),
+            r,
+            k,
+            pc,
+        )
     e = 1 << 28
     cx, cy = torch.randn(e, device="cuda"), torch.empty(e, device="cuda")
-    compare("torch copy 2^28 fp32 (cuda)", "mem_copy", {"elements": e}, "torch", "cuda", lambda: cy.copy_(cx), r, k,
-            pc)
+    compare(
+        "torch copy 2^28 fp32 (cuda)",
+        "mem_copy",
+        {"elements": e},
+        "torch",
+        "cuda",
+        lambda: cy.copy_(cx),
+        r,
+        k,
+        pc,
+    )
     e = 1 << 20
     sx, sy = torch.randn(e, device="cuda"), torch.empty(e, device="cuda")
-    compare("torch copy 2^20 fp32 (cuda, launch-bound)", "mem_copy", {"elements": e}, "torch", "cuda",
-            lambda: sy.copy_(sx), r, k, pc)
+    compare(
+        "torch copy 2^20 fp32 (cuda, launch-bound)",
+        "mem_copy",
+        {"elements": e},
+        "torch",
+        "cuda",
+        lambda: sy.copy_(sx),
+        r,
+        k,
+        pc,
+    )
 
 
 if __name__ == "__main__":

@@ -32,12 +32,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 WORKLOADS: list[dict[str, Any]] = [
-    {"family": "cnn", "benchmark": "resnet50", "parameters": {"batch_size": 64, "precision": "fp16"}},
+    {
+        "family": "cnn",
+        "benchmark": "resnet50",
+        "parameters": {"batch_size": 64, "precision": "fp16"},
+    },
     {"family": "cnn", "benchmark": "vgg16", "parameters": {"batch_size": 32}, "objective": "cost"},
-    {"family": "cnn", "benchmark": "mobilenet_v2", "frameworks": [{"name": "pytorch", "version": ">=2.3"}]},
-    {"family": "cnn", "benchmark": "resnet50", "hardware": {"placements": ["bare-metal", "vgpu"],
-                                                              "accelerators": ["A100", "H100"]}},
-    {"family": "cnn", "benchmark": "vgg16", "parameters": {"precision": "fp32"}, "hardware": {"driver": "535.161.08"}},
+    {
+        "family": "cnn",
+        "benchmark": "mobilenet_v2",
+        "frameworks": [{"name": "pytorch", "version": ">=2.3"}],
+    },
+    {
+        "family": "cnn",
+        "benchmark": "resnet50",
+        "hardware": {"placements": ["bare-metal", "vgpu"], "accelerators": ["A100", "H100"]},
+    },
+    {
+        "family": "cnn",
+        "benchmark": "vgg16",
+        "parameters": {"precision": "fp32"},
+        "hardware": {"driver": "535.161.08"},
+    },
 ]
 
 
@@ -50,19 +66,21 @@ def _synthetic(n: int) -> list[Any]:
 
 
 def fill(store: Any, n: int) -> float:
-    from graph_schema.models import IngestBatch
+    from stack_advisor.schema.models import IngestBatch
 
     start = time.perf_counter()
     obs = _synthetic(n)
     for i in range(0, n, 5000):
-        store.ingest(IngestBatch(observations=obs[i:i + 5000]))
+        store.ingest(IngestBatch(observations=obs[i : i + 5000]))
     return time.perf_counter() - start
 
 
 def measure(name: str, store: Any, n: int, repeats: int) -> None:
-    from advisor.engine import Advisor
+    from stack_advisor.advisor.engine import Advisor
 
-    os.environ.setdefault("ADVISOR_CALIBRATION_CACHE", "0")  # time a real calibration, not the disk cache
+    os.environ.setdefault(
+        "ADVISOR_CALIBRATION_CACHE", "0"
+    )  # time a real calibration, not the disk cache
     fill_s = fill(store, n) if store.stats().counts.get("Observation", 0) < n else 0.0
     count = store.stats().counts.get("Observation", 0)
     advisor = Advisor(store, memo_answers=False)
@@ -72,8 +90,10 @@ def measure(name: str, store: Any, n: int, repeats: int) -> None:
     t0 = time.perf_counter()
     advisor.recommend(WORKLOADS[0], top=5)
     first_s = time.perf_counter() - t0
-    print(f"{name:9s} {count} observations: table load {load_s:.1f} s, first call (+fit) "
-          f"{first_s:.1f} s, fill {fill_s:.0f} s")
+    print(
+        f"{name:9s} {count} observations: table load {load_s:.1f} s, first call (+fit) "
+        f"{first_s:.1f} s, fill {fill_s:.0f} s"
+    )
     for w in WORKLOADS:  # each workload once, so warm means warm
         advisor.recommend(w, top=5)
     for label, memo in (("computed", False), ("memoised", True)):
@@ -87,8 +107,10 @@ def measure(name: str, store: Any, n: int, repeats: int) -> None:
         arr = np.asarray(ms)
         p50, p90 = np.percentile(arr, 50), np.percentile(arr, 90)
         verdict = "meets" if p90 <= 200 else "misses"
-        print(f"{name:9s}   warm recommend, {label:8s}: p50 {p50:6.1f} ms  p90 {p90:6.1f} ms  "
-              f"max {arr.max():6.1f} ms (n={len(arr)}; {verdict} the <= 200 ms goal)")
+        print(
+            f"{name:9s}   warm recommend, {label:8s}: p50 {p50:6.1f} ms  p90 {p90:6.1f} ms  "
+            f"max {arr.max():6.1f} ms (n={len(arr)}; {verdict} the <= 200 ms goal)"
+        )
 
 
 @contextlib.contextmanager
@@ -103,20 +125,27 @@ def neo4j_uri(given: str | None) -> Iterator[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--observations", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=50, help="warm calls per store")
     ap.add_argument("--neo4j", help="Neo4j URI to use instead of a throwaway local server")
     ap.add_argument("--wipe", action="store_true", help="empty the given Neo4j first")
     ap.add_argument("--skip-embedded", action="store_true")
-    ap.add_argument("--embedded", help="reuse this embedded store (embedded:PATH; filled only if "
-                    "it holds fewer than --observations) instead of a fresh temp one")
+    ap.add_argument(
+        "--embedded",
+        help="reuse this embedded store (embedded:PATH; filled only if "
+        "it holds fewer than --observations) instead of a fresh temp one",
+    )
     ap.add_argument("--skip-neo4j", action="store_true")
     args = ap.parse_args()
-    from graph_schema.registry import open_store
+    from stack_advisor.store.registry import open_store
 
-    print(f"Advisor.recommend, {args.observations} synthetic observations, top 5, "
-          f"{len(WORKLOADS)} workloads cycled")
+    print(
+        f"Advisor.recommend, {args.observations} synthetic observations, top 5, "
+        f"{len(WORKLOADS)} workloads cycled"
+    )
     if not args.skip_embedded:
         with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
             with open_store(args.embedded or f"embedded:{Path(tmp) / 'kb'}") as store:

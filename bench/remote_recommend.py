@@ -58,15 +58,37 @@ RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
 BODY = {"workload": {"benchmark": "resnet50", "scenario": "Offline"}, "top": 5}
 
 
-def serve(uri: str, token: str, env: dict[str, str], code_root: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def serve(
+    uri: str, token: str, env: dict[str, str], code_root: Path, log: Path
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     out = log.open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--store", uri, "--log-level", "warning"],
-        cwd=code_root, env={**env, "PYTHONPATH": str(code_root), "ADVISOR_TOKENS": f"{token}:read",
-                            "ADVISOR_ENVIRONMENT": "production"}, stdout=out, stderr=out)
+        [
+            sys.executable,
+            "-m",
+            "stack_advisor.cli.main",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--store",
+            uri,
+            "--log-level",
+            "warning",
+        ],
+        cwd=code_root,
+        env={
+            **env,
+            "PYTHONPATH": str(code_root),
+            "ADVISOR_TOKENS": f"{token}:read",
+            "ADVISOR_ENVIRONMENT": "production",
+        },
+        stdout=out,
+        stderr=out,
+    )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -74,8 +96,12 @@ def serve(uri: str, token: str, env: dict[str, str], code_root: Path, log: Path)
         try:
             if httpx.get(url + "/readyz", timeout=2).status_code == 200:
                 # the first answer waits for the warm-up (table and calibration): not timed
-                httpx.post(url + "/v1/recommendations", json=BODY, timeout=300,
-                           headers={"Authorization": f"Bearer {token}"}).raise_for_status()
+                httpx.post(
+                    url + "/v1/recommendations",
+                    json=BODY,
+                    timeout=300,
+                    headers={"Authorization": f"Bearer {token}"},
+                ).raise_for_status()
                 return proc, url
         except httpx.TransportError:
             pass
@@ -90,7 +116,9 @@ def api_latency(url: str, token: str, clients: int, requests: int) -> dict[str, 
     lock = threading.Lock()
 
     def worker(n: int) -> None:
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as c:
+        with httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        ) as c:
             for _ in range(n):
                 start = time.perf_counter()
                 c.post("/v1/recommendations", json=BODY).raise_for_status()
@@ -108,8 +136,8 @@ def api_latency(url: str, token: str, clients: int, requests: int) -> dict[str, 
 def old_remote_path(url: str, token: str) -> float:
     """Seconds for one answer the way ``--api`` answered before: the engine here over the REST
     store (every observation paged in, the table built and the evidence calibrated)."""
-    from advisor.engine import Advisor
-    from graph_schema.rest_store import RestStore
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.store.rest_store import RestStore
 
     start = time.perf_counter()
     with RestStore(url, token) as store:
@@ -131,7 +159,9 @@ def copy_store(tmp: Path, name: str) -> str:
     return f"embedded:{tmp / name}"
 
 
-def interleaved(runs: dict[str, tuple[list[str], dict[str, str], Path]], repeat: int) -> dict[str, Any]:
+def interleaved(
+    runs: dict[str, tuple[list[str], dict[str, str], Path]], repeat: int
+) -> dict[str, Any]:
     """Each command once per round, round after round, so every one meets the same load."""
     walls: dict[str, list[float]] = {name: [] for name in runs}
     cpus: dict[str, list[float]] = {name: [] for name in runs}
@@ -145,7 +175,9 @@ def interleaved(runs: dict[str, tuple[list[str], dict[str, str], Path]], repeat:
     return {name: {"wall": summary(walls[name]), "cpu": summary(cpus[name])} for name in runs}
 
 
-def api_rounds(servers: dict[str, str], token: str, clients: int, requests: int, rounds: int = 4) -> dict[str, Any]:
+def api_rounds(
+    servers: dict[str, str], token: str, clients: int, requests: int, rounds: int = 4
+) -> dict[str, Any]:
     """``api_latency`` on each server in turn, ``rounds`` times, the samples pooled per server."""
     pooled: dict[str, list[float]] = {name: [] for name in servers}
     for _ in range(rounds):
@@ -154,73 +186,120 @@ def api_rounds(servers: dict[str, str], token: str, clients: int, requests: int,
     out = {}
     for name, samples in pooled.items():
         ordered = sorted(samples)
-        out[name] = {"p50": ordered[len(ordered) // 2], "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
-                     "max": ordered[-1], "n": len(ordered)}
+        out[name] = {
+            "p50": ordered[len(ordered) // 2],
+            "p99": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+            "max": ordered[-1],
+            "n": len(ordered),
+        }
     return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--requests", type=int, default=200)
-    parser.add_argument("--baseline-rev", help="a git revision timed on the same store in the same run")
-    parser.add_argument("--skip-old", action="store_true", help="leave out the old remote path's timing")
+    parser.add_argument(
+        "--baseline-rev", help="a git revision timed on the same store in the same run"
+    )
+    parser.add_argument(
+        "--skip-old", action="store_true", help="leave out the old remote path's timing"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="remote-recommend-") as name:
         tmp = Path(name)
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("ADVISOR_") and k != "PYTHONDONTWRITEBYTECODE"}
-        env.update({"XDG_DATA_HOME": str(tmp / "data"), "XDG_CACHE_HOME": str(tmp / "cache"),
-                    "ADVISOR_STARTER": "0"})
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("ADVISOR_") and k != "PYTHONDONTWRITEBYTECODE"
+        }
+        env.update(
+            {
+                "XDG_DATA_HOME": str(tmp / "data"),
+                "XDG_CACHE_HOME": str(tmp / "cache"),
+                "ADVISOR_STARTER": "0",
+            }
+        )
         os.environ["XDG_CACHE_HOME"] = env["XDG_CACHE_HOME"]
         uri = f"embedded:{tmp / 'kb'}"
-        from graph_schema.registry import open_store
-        from graph_schema.starter import seed_store
+        from stack_advisor.store.registry import open_store
+        from stack_advisor.store.starter import seed_store
 
         with open_store(uri) as store:
             seed_store(store)
             n = store.stats().counts.get("Observation", 0)
         local_uri, base_uri = copy_store(tmp, "local"), copy_store(tmp, "base")
-        print(f"remote_recommend: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
-              f"starter knowledge base, {n:,} observations; repeat {args.repeat}, interleaved", flush=True)
+        print(
+            f"remote_recommend: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
+            f"starter knowledge base, {n:,} observations; repeat {args.repeat}, interleaved",
+            flush=True,
+        )
         print(f"advisor {' '.join(RECOMMEND)}", flush=True)
         token = secrets.token_urlsafe(24)
         roots = {"now": ROOT}
         if args.baseline_rev:
             roots[f"baseline {args.baseline_rev}"] = extract(args.baseline_rev, tmp / "baseline")
-        envs = {label: {**env, "XDG_CACHE_HOME": str(tmp / f"cache-{i}")} for i, label in enumerate(roots)}
+        envs = {
+            label: {**env, "XDG_CACHE_HOME": str(tmp / f"cache-{i}")}
+            for i, label in enumerate(roots)
+        }
         runs: dict[str, tuple[list[str], dict[str, str], Path]] = {}
         for label, code in roots.items():
-            runs[f"{label}: warm local (--store)"] = ([*RECOMMEND, "--store", local_uri], envs[label], code)
-            run_cli(runs[f"{label}: warm local (--store)"][0], envs[label], code)  # primes the caches
+            runs[f"{label}: warm local (--store)"] = (
+                [*RECOMMEND, "--store", local_uri],
+                envs[label],
+                code,
+            )
+            run_cli(
+                runs[f"{label}: warm local (--store)"][0], envs[label], code
+            )  # primes the caches
         procs, servers = [], {}
         try:
             for label, code in roots.items():
-                proc, url = serve(uri if label == "now" else base_uri, token, envs[label], code,
-                                  tmp / f"serve-{label.split()[0]}.log")
+                proc, url = serve(
+                    uri if label == "now" else base_uri,
+                    token,
+                    envs[label],
+                    code,
+                    tmp / f"serve-{label.split()[0]}.log",
+                )
                 procs.append(proc)
                 servers[label] = url
-            runs["now: remote (--api URL)"] = (["--api", servers["now"], *RECOMMEND],
-                                               {**envs["now"], "ADVISOR_TOKEN": token}, ROOT)
+            runs["now: remote (--api URL)"] = (
+                ["--api", servers["now"], *RECOMMEND],
+                {**envs["now"], "ADVISOR_TOKEN": token},
+                ROOT,
+            )
             figures = interleaved(runs, args.repeat)
             for label, figure in figures.items():
                 show(label, figure)
             if not args.skip_old:
-                print(f"  now: the old remote path (every observation over REST + calibration), once "
-                      f"in-process: {old_remote_path(servers['now'], token):.2f} s", flush=True)
+                print(
+                    f"  now: the old remote path (every observation over REST + calibration), once "
+                    f"in-process: {old_remote_path(servers['now'], token):.2f} s",
+                    flush=True,
+                )
             latency = api_rounds(servers, token, args.clients, args.requests)
             for label, lat in latency.items():
-                print(f"  {label}: API POST /v1/recommendations, {args.clients} clients, {lat['n']} requests: "
-                      f"p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms", flush=True)
+                print(
+                    f"  {label}: API POST /v1/recommendations, {args.clients} clients, {lat['n']} requests: "
+                    f"p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms",
+                    flush=True,
+                )
         finally:
             for proc in procs:
                 stop_process(proc)
         remote = figures["now: remote (--api URL)"]["wall"]["median"]
         warm = figures["now: warm local (--store)"]["wall"]["median"]
         verdict = "meets" if remote <= warm + 0.5 else "misses"
-        print(f"remote {remote:.2f} s vs warm local {warm:.2f} s + 0.5 s: {verdict} the goal", flush=True)
+        print(
+            f"remote {remote:.2f} s vs warm local {warm:.2f} s + 0.5 s: {verdict} the goal",
+            flush=True,
+        )
         print(f"load average at end {os.getloadavg()[0]:.1f}", flush=True)
 
 

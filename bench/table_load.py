@@ -29,32 +29,41 @@ sys.path.insert(1, str(ROOT / "bench"))
 import fleet
 import numpy as np
 
-from advisor.knowledge import table_file
-from advisor.knowledge.columns import Column
-from advisor.knowledge.table import ObservationTable
-from graph_schema.models import StoredObservation
+from stack_advisor.advisor.knowledge import table_file
+from stack_advisor.advisor.knowledge.columns import Column
+from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.schema.models import StoredObservation
 
 
 def base_table(n: int = 10_000) -> ObservationTable:
-    stored = [StoredObservation.model_validate({**o.model_dump(), "key": o.observation_key})
-              for part in fleet.batches(n, n) for o in part]
+    stored = [
+        StoredObservation.model_validate({**o.model_dump(), "key": o.observation_key})
+        for part in fleet.batches(n, n)
+        for o in part
+    ]
     return ObservationTable.from_observations(iter(stored), 1)
 
 
 def tiled(base: ObservationTable, rows: int) -> ObservationTable:
     reps = -(-rows // base.n)
-    fields: dict[str, Any] = {name: np.tile(getattr(base, name), reps)[:rows] for name in table_file.NUMERIC}
+    fields: dict[str, Any] = {
+        name: np.tile(getattr(base, name), reps)[:rows] for name in table_file.NUMERIC
+    }
     for name in table_file.COLUMNS:
         col = getattr(base, name)
-        fields[name] = Column(codes=np.tile(col.codes, reps)[:rows], vocab=col.vocab, index=col.index)
+        fields[name] = Column(
+            codes=np.tile(col.codes, reps)[:rows], vocab=col.vocab, index=col.index
+        )
     keys = [f"{k}-{r}" for r in range(reps) for k in base.keys][:rows]
     return dataclasses.replace(base, n=rows, keys=keys, digest="", **fields)
 
 
 def old_module(rev: str, folder: Path) -> Any:
-    # the module's path at that revision (it moved into advisor/knowledge/ after 7c8cd85)
-    for where in ("advisor/knowledge/table_file.py", "advisor/table_file.py"):
-        shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{where}"], capture_output=True, text=True)
+    # the module's path at that revision (it moved into stack_advisor/advisor/knowledge/ after 7c8cd85)
+    for where in ("stack_advisor/advisor/knowledge/table_file.py", "advisor/table_file.py"):
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:{where}"], capture_output=True, text=True
+        )
         if shown.returncode == 0:
             break
     shown.check_returncode()
@@ -83,8 +92,12 @@ def timed(module: Any, table: ObservationTable, path: Path) -> dict[str, float]:
         start = time.perf_counter()
         assert loaded.keys[-1] == table.keys[-1]  # what using the keys costs on top
         first.append(time.perf_counter() - start)
-    return {"write_s": write_s, "load_s": statistics.median(loads), "keys_s": statistics.median(first),
-            "mb": path.stat().st_size / 1e6}
+    return {
+        "write_s": write_s,
+        "load_s": statistics.median(loads),
+        "keys_s": statistics.median(first),
+        "mb": path.stat().st_size / 1e6,
+    }
 
 
 def main() -> None:
@@ -96,16 +109,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         old = old_module(args.against, folder)
-        print(f"format {table_file.FORMAT} vs {args.against} (format {old.FORMAT}); table tiled from "
-              f"{base.n} fleet observations", flush=True)
+        print(
+            f"format {table_file.FORMAT} vs {args.against} (format {old.FORMAT}); table tiled from "
+            f"{base.n} fleet observations",
+            flush=True,
+        )
         for rows in args.sizes:
             table = tiled(base, rows)
             new = timed(table_file, table, folder / "new.tbl")
             was = timed(old, table, folder / "old.npz")
-            print(f"n={rows:>8d}  load {new['load_s']:6.3f} s (keys when used +{new['keys_s']:.3f} s)  "
-                  f"write {new['write_s']:5.2f} s  {new['mb']:6.1f} MB   |  format {old.FORMAT}: load "
-                  f"{was['load_s']:6.3f} s  write {was['write_s']:5.2f} s  {was['mb']:6.1f} MB   "
-                  f"-> load x{was['load_s'] / new['load_s']:.1f} faster", flush=True)
+            print(
+                f"n={rows:>8d}  load {new['load_s']:6.3f} s (keys when used +{new['keys_s']:.3f} s)  "
+                f"write {new['write_s']:5.2f} s  {new['mb']:6.1f} MB   |  format {old.FORMAT}: load "
+                f"{was['load_s']:6.3f} s  write {was['write_s']:5.2f} s  {was['mb']:6.1f} MB   "
+                f"-> load x{was['load_s'] / new['load_s']:.1f} faster",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -32,16 +32,16 @@ sys.path.insert(1, str(ROOT / "bench"))
 import fleet
 import ingest
 
-from graph_schema.models import IngestBatch
-from graph_schema.registry import open_store
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.registry import open_store
 
 BATCH = 10_000
 
 
 def read_once(uri: str, way: str) -> dict[str, float | int | str]:
     """The child: one read of the table, timed (its own wall, CPU and peak RSS)."""
-    from advisor.knowledge.table import ObservationTable, content_digest
-    from advisor.knowledge.table_file import READ_PAGE
+    from stack_advisor.advisor.knowledge.table import ObservationTable, content_digest
+    from stack_advisor.advisor.knowledge.table_file import READ_PAGE
 
     store = open_store(uri, migrate=False)
     start, cpu = time.perf_counter(), time.process_time()
@@ -53,8 +53,13 @@ def read_once(uri: str, way: str) -> dict[str, float | int | str]:
         table = ObservationTable.from_observations(store.iter_observations(page=READ_PAGE), 0)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     store.close()
-    return {"wall_s": wall, "cpu_s": cpu, "n": table.n, "digest": content_digest(table),
-            "rss_mb": peak_rss_mb()}
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "n": table.n,
+        "digest": content_digest(table),
+        "rss_mb": peak_rss_mb(),
+    }
 
 
 def peak_rss_mb() -> float:
@@ -76,8 +81,13 @@ def server_cpu_s() -> float:
 
 def measure(uri: str, way: str) -> dict[str, float | int | str]:
     server = server_cpu_s()
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", way, "--uri", uri],
-                          capture_output=True, text=True, env=os.environ, check=False)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", way, "--uri", uri],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+        check=False,
+    )
     if done.returncode:
         raise SystemExit(f"the {way} read failed:\n{done.stderr[-3000:]}")
     got = json.loads(done.stdout.strip().splitlines()[-1])
@@ -87,24 +97,36 @@ def measure(uri: str, way: str) -> dict[str, float | int | str]:
 
 def line(name: str, size: int, way: str, got: dict[str, float | int | str]) -> str:
     server = f" (+{got['server_cpu_s']:.1f} server)" if got["server_cpu_s"] else ""
-    return (f"{name:9s} n={size:>8d}  {way:5s} {got['wall_s']:8.1f} s wall  {got['cpu_s']:8.1f} CPU s{server}  "
-            f"peak RSS {got['rss_mb']:6.0f} MB  rows {got['n']}  load avg {os.getloadavg()[0]:.1f}")
+    return (
+        f"{name:9s} n={size:>8d}  {way:5s} {got['wall_s']:8.1f} s wall  {got['cpu_s']:8.1f} CPU s{server}  "
+        f"peak RSS {got['rss_mb']:6.0f} MB  rows {got['n']}  load avg {os.getloadavg()[0]:.1f}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--backends", nargs="+", default=["embedded"], choices=["embedded", "neo4j"])
-    parser.add_argument("--ways", nargs="+", default=["flat", "paged"], choices=["flat", "paged"],
-                        help="leave out the paged read where it would take too long")
+    parser.add_argument(
+        "--backends", nargs="+", default=["embedded"], choices=["embedded", "neo4j"]
+    )
+    parser.add_argument(
+        "--ways",
+        nargs="+",
+        default=["flat", "paged"],
+        choices=["flat", "paged"],
+        help="leave out the paged read where it would take too long",
+    )
     parser.add_argument("--child", choices=["flat", "paged"], help=argparse.SUPPRESS)
     parser.add_argument("--uri", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(read_once(args.uri, args.child)))
         return
-    print(f"cores={os.cpu_count()} fleet runs of {fleet.PER_RUN} observations; load avg "
-          f"{os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"cores={os.cpu_count()} fleet runs of {fleet.PER_RUN} observations; load avg "
+        f"{os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     for name in args.backends:
         with ingest.backend(name) as store:
             uri = store.uri
@@ -113,7 +135,10 @@ def main() -> None:
                 start = time.perf_counter()
                 for part in fleet.batches(size, BATCH):
                     store.ingest(IngestBatch(observations=part))
-                print(f"{name:9s} n={size:>8d}  filled in {time.perf_counter() - start:.0f} s", flush=True)
+                print(
+                    f"{name:9s} n={size:>8d}  filled in {time.perf_counter() - start:.0f} s",
+                    flush=True,
+                )
                 if name == "embedded":
                     store.close()  # one process at a time opens an embedded store
                 got = {}
@@ -125,9 +150,12 @@ def main() -> None:
                 if len(got) == 2:
                     flat, paged = got["flat"], got["paged"]
                     assert flat["digest"] == paged["digest"], "the two reads gave different tables"
-                    print(f"{'':9s} {'':10s}  paged/flat: wall x{paged['wall_s'] / flat['wall_s']:.1f}  "
-                          f"CPU x{paged['cpu_s'] / flat['cpu_s']:.1f}  peak RSS "
-                          f"{paged['rss_mb']:.0f} vs {flat['rss_mb']:.0f} MB; same table", flush=True)
+                    print(
+                        f"{'':9s} {'':10s}  paged/flat: wall x{paged['wall_s'] / flat['wall_s']:.1f}  "
+                        f"CPU x{paged['cpu_s'] / flat['cpu_s']:.1f}  peak RSS "
+                        f"{paged['rss_mb']:.0f} vs {flat['rss_mb']:.0f} MB; same table",
+                        flush=True,
+                    )
             if name == "embedded":
                 store.close()
 

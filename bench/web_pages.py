@@ -37,12 +37,12 @@ def _synthetic(n: int) -> list:  # type: ignore[type-arg]
 
 
 def fill(store: object, n: int) -> float:
-    from graph_schema.models import IngestBatch
+    from stack_advisor.schema.models import IngestBatch
 
     start = time.perf_counter()
     obs = _synthetic(n)
     for i in range(0, n, 5000):
-        store.ingest(IngestBatch(observations=obs[i:i + 5000]))  # type: ignore[attr-defined]
+        store.ingest(IngestBatch(observations=obs[i : i + 5000]))  # type: ignore[attr-defined]
     return time.perf_counter() - start
 
 
@@ -54,20 +54,28 @@ def quantile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("-n", type=int, default=100_000, help="observations (default 100000)")
-    parser.add_argument("-r", "--repeats", type=int, default=30, help="requests per page (default 30)")
+    parser.add_argument(
+        "-r", "--repeats", type=int, default=30, help="requests per page (default 30)"
+    )
     parser.add_argument("--store", help="embedded store folder to (re)use; default a temporary one")
-    parser.add_argument("--only", nargs="+", metavar="PAGE", help="measure only these pages (names as printed)")
+    parser.add_argument(
+        "--only", nargs="+", metavar="PAGE", help="measure only these pages (names as printed)"
+    )
     args = parser.parse_args()
 
-    os.environ.setdefault("ADVISOR_CALIBRATION_CACHE", tempfile.mkdtemp(prefix="web-bench-calibration-"))
+    os.environ.setdefault(
+        "ADVISOR_CALIBRATION_CACHE", tempfile.mkdtemp(prefix="web-bench-calibration-")
+    )
     from fastapi.testclient import TestClient
 
-    from advisor.api.app import create_app
-    from advisor.api.settings import Settings
-    from graph_schema.models import Benchmark
-    from graph_schema.registry import open_store
+    from stack_advisor.api.app import create_app
+    from stack_advisor.api.settings import Settings
+    from stack_advisor.schema.models import Benchmark
+    from stack_advisor.store.registry import open_store
 
     folder = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="web-bench-")) / "kb"
     store = open_store(f"embedded:{folder}")
@@ -81,7 +89,9 @@ def main() -> None:
         advisor.warm()
         warm_s = time.perf_counter() - t0
         key = advisor.table().keys[count // 2]
-        bench_id = Benchmark(family="cnn", name="resnet50", parameters={"batch_size": 64, "precision": "fp16"}).benchmark_id
+        bench_id = Benchmark(
+            family="cnn", name="resnet50", parameters={"batch_size": 64, "precision": "fp16"}
+        ).benchmark_id
         pages = {
             "explore (no filter)": "/",
             "explore filtered+sorted": "/?benchmark=resnet50&placement=bare-metal&framework=pytorch&sort=value&order=desc",
@@ -99,9 +109,13 @@ def main() -> None:
         if unknown:
             parser.error(f"--only: no page {', '.join(sorted(unknown))}; pages: {', '.join(pages)}")
         pages = {k: v for k, v in pages.items() if not args.only or k in args.only}
-        print(f"{count} observations (fill {fill_s:.0f} s; warm-up: table + model {warm_s:.1f} s); "
-              f"{args.repeats} requests per page, in-process ASGI (server time, no network)")
-        print(f"{'page':30s} {'first ms':>9s} {'p50 ms':>9s} {'p99 ms':>9s} {'max ms':>9s} {'bytes':>9s}")
+        print(
+            f"{count} observations (fill {fill_s:.0f} s; warm-up: table + model {warm_s:.1f} s); "
+            f"{args.repeats} requests per page, in-process ASGI (server time, no network)"
+        )
+        print(
+            f"{'page':30s} {'first ms':>9s} {'p50 ms':>9s} {'p99 ms':>9s} {'max ms':>9s} {'bytes':>9s}"
+        )
         for name, url in pages.items():
             t = time.perf_counter()
             first = client.get(url)
@@ -113,11 +127,18 @@ def main() -> None:
                 answer = client.get(url)
                 times.append((time.perf_counter() - t) * 1000)
             assert answer.status_code == 200, (url, answer.text[:500])
-            assert 'role="alert"' not in answer.text, (url, answer.text[answer.text.find('role="alert"'):][:300])
-            print(f"{name:30s} {first_ms:9.1f} {statistics.median(times):9.1f} {quantile(times, 0.99):9.1f} "
-                  f"{max(times):9.1f} {len(answer.content):9,d}")
+            assert 'role="alert"' not in answer.text, (
+                url,
+                answer.text[answer.text.find('role="alert"') :][:300],
+            )
+            print(
+                f"{name:30s} {first_ms:9.1f} {statistics.median(times):9.1f} {quantile(times, 0.99):9.1f} "
+                f"{max(times):9.1f} {len(answer.content):9,d}"
+            )
         static = sum(len(client.get(f"/static/{f}").content) for f in ("app.css", "app.js"))
-        print(f"static assets (app.css + app.js, cached by the browser): {static:,d} bytes; no other request")
+        print(
+            f"static assets (app.css + app.js, cached by the browser): {static:,d} bytes; no other request"
+        )
     store.close()
 
 

@@ -4,13 +4,13 @@
 Sources:
   * MLPerf Inference published results: every ``inference_v*.tar.gz`` (or round directory) in
     MLPERF_DIR (default ../shared/data/mlperf relative to the repository root), imported with
-    ``collectors.importers.mlperf`` exactly as ``advisor import mlperf`` does;
+    ``stack_advisor.collectors.importers.mlperf`` exactly as ``advisor import mlperf`` does;
   * MLPerf Training published results: every ``training_v*.tar.gz`` (or round directory) in
     TRAINING_DIR (default ../shared/data/mlperf-training), imported with
-    ``collectors.importers.mlperf_training`` exactly as ``advisor import mlperf-training`` does;
+    ``stack_advisor.collectors.importers.mlperf_training`` exactly as ``advisor import mlperf-training`` does;
   * the project's own measured runs: every collector result document in ``data/results/*.json``.
 
-Writes graph_schema/data/starter-kb-v<N>.json.gz (gzip'd JSON: a manifest plus IngestBatch
+Writes stack_advisor/store/data/starter-kb-v<N>.json.gz (gzip'd JSON: a manifest plus IngestBatch
 fields), deterministic for the same inputs apart from the build date.
 
     python scripts/build_starter_kb.py [MLPERF_DIR] [--training DIR] [--results DIR] [--out FILE]
@@ -31,12 +31,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from collectors.importers import mlperf_training
-from collectors.importers.mlperf import ATTRIBUTION, expand_sources, read_tree, to_observations
-from collectors.importers.results import documents_batch, load_documents
-from graph_schema.catalog.canonical import canonical_batch
-from graph_schema.models import IngestBatch
-from graph_schema.starter import SNAPSHOT_NAME, STARTER_VERSION
+from stack_advisor.catalog.canonical import canonical_batch
+from stack_advisor.collectors.importers import mlperf_training
+from stack_advisor.collectors.importers.mlperf import (
+    ATTRIBUTION,
+    expand_sources,
+    read_tree,
+    to_observations,
+)
+from stack_advisor.collectors.importers.results import documents_batch, load_documents
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.starter import SNAPSHOT_NAME, STARTER_VERSION
 
 
 def _sha256(path: Path) -> str:
@@ -54,9 +59,14 @@ def mlperf_sources(directory: Path) -> list[Path]:
 def training_sources(directory: Path | None) -> list[Path]:
     if directory is None or not directory.is_dir():
         return []
-    return sorted(p for p in directory.iterdir()
-                  if (p.is_file() and p.name.startswith("training_v") and p.name.endswith((".tar.gz", ".tgz")))
-                  or (p.is_dir() and p.name.startswith("training_v")))
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if (
+            p.is_file() and p.name.startswith("training_v") and p.name.endswith((".tar.gz", ".tgz"))
+        )
+        or (p.is_dir() and p.name.startswith("training_v"))
+    )
 
 
 def starter_training(batch: IngestBatch) -> IngestBatch:
@@ -71,7 +81,9 @@ def starter_training(batch: IngestBatch) -> IngestBatch:
     )
 
 
-def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None) -> tuple[dict[str, Any], IngestBatch]:
+def build(
+    mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None
+) -> tuple[dict[str, Any], IngestBatch]:
     batch = IngestBatch()
     sources: list[dict[str, Any]] = []
 
@@ -92,8 +104,11 @@ def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None)
                 "failed": len(tree.failed),
             }
         )
-        print(f"{path.name}: {len(observations)} observations, {len(tree.skipped)} skipped, "
-              f"{len(tree.failed)} failed", file=sys.stderr)
+        print(
+            f"{path.name}: {len(observations)} observations, {len(tree.skipped)} skipped, "
+            f"{len(tree.failed)} failed",
+            file=sys.stderr,
+        )
     if rounds:
         sources.append(
             {
@@ -125,8 +140,11 @@ def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None)
                 "issues": len(tree.issues),
             }
         )
-        print(f"{path.name}: {len(tree.runs)} runs, {len(training.observations)} observations, "
-              f"{len(training.failures)} failed runs, {len(tree.issues)} issues", file=sys.stderr)
+        print(
+            f"{path.name}: {len(tree.runs)} runs, {len(training.observations)} observations, "
+            f"{len(training.failures)} failed runs, {len(tree.issues)} issues",
+            file=sys.stderr,
+        )
     if training_rounds:
         sources.append(
             {
@@ -155,7 +173,10 @@ def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None)
                 "source": "stack-advisor measured runs",
                 "kind": "measured",
                 "files": [
-                    {"file": str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f), "sha256": _sha256(f)}
+                    {
+                        "file": str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f),
+                        "sha256": _sha256(f),
+                    }
                     for f in files
                 ],
                 "documents": len(documents),
@@ -163,8 +184,11 @@ def build(mlperf_dir: Path, results_dir: Path, training_dir: Path | None = None)
                 "failures": len(measured.failures),
             }
         )
-        print(f"{results_dir}: {len(documents)} documents, {len(measured.observations)} observations, "
-              f"{len(measured.failures)} failures", file=sys.stderr)
+        print(
+            f"{results_dir}: {len(documents)} documents, {len(measured.observations)} observations, "
+            f"{len(measured.failures)} failures",
+            file=sys.stderr,
+        )
 
     # Catalogue names, as a store keeps them (the raw names stay in the provenance).
     batch = canonical_batch(batch)
@@ -202,18 +226,31 @@ def write(manifest: dict[str, Any], batch: IngestBatch, out: Path) -> int:
         body.setdefault(key, [])
     text = json.dumps(body, separators=(",", ":"), sort_keys=True)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as handle:
+    with (
+        out.open("wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as handle,
+    ):
         handle.write(text.encode("utf-8"))
     return out.stat().st_size
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf")
-    parser.add_argument("--training", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf-training",
-                        help="folder of MLPerf Training rounds (training_v*.tar.gz); skipped when absent")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "mlperf_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "data" / "mlperf"
+    )
+    parser.add_argument(
+        "--training",
+        type=Path,
+        default=ROOT.parent / "shared" / "data" / "mlperf-training",
+        help="folder of MLPerf Training rounds (training_v*.tar.gz); skipped when absent",
+    )
     parser.add_argument("--results", type=Path, default=ROOT / "data" / "results")
-    parser.add_argument("--out", type=Path, default=ROOT / "graph_schema" / "data" / SNAPSHOT_NAME)
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "stack_advisor" / "store" / "data" / SNAPSHOT_NAME
+    )
     args = parser.parse_args(argv)
     if not args.mlperf_dir.is_dir():
         parser.error(f"MLPerf directory {str(args.mlperf_dir)!r} does not exist")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from graph_schema.store import Store
+from stack_advisor.store.base import Store
 from tests.support.ci import IN_CI
 from tests.support.stores import (
     GRAPH_BACKENDS,
@@ -22,7 +22,7 @@ from tests.support.stores import (
 )
 
 # Test modules import TensorFlow at collection time; Triton's LLVM must be loaded before it or a
-# later torch optimizer aborts the process (see microbench.frameworks).
+# later torch optimizer aborts the process (see stack_advisor.microbench.frameworks).
 with contextlib.suppress(Exception):  # no Triton: nothing can clash
     import triton._C.libtriton  # noqa: F401
 
@@ -31,15 +31,23 @@ with contextlib.suppress(Exception):  # no Triton: nothing can clash
 def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Never touch the real default store, spool or caches of the person running the tests."""
     root = tmp_path_factory.mktemp("xdg")
-    saved = {k: os.environ.get(k) for k in ("XDG_DATA_HOME", "XDG_STATE_HOME", "ADVISOR_STORE",
-                                             "ADVISOR_TABLE_CACHE", "ADVISOR_CALIBRATION_CACHE")}
+    saved = {
+        k: os.environ.get(k)
+        for k in (
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+            "ADVISOR_STORE",
+            "ADVISOR_TABLE_CACHE",
+            "ADVISOR_CALIBRATION_CACHE",
+        )
+    }
     os.environ["XDG_DATA_HOME"] = str(root / "data")
     os.environ["XDG_STATE_HOME"] = str(root / "state")
     os.environ["ADVISOR_TABLE_CACHE"] = str(root / "tables")  # persisted observation tables
     os.environ["ADVISOR_CALIBRATION_CACHE"] = str(root / "calibration")  # and their calibrations
     os.environ.pop("ADVISOR_STORE", None)
-    from advisor.engine import Advisor
-    from advisor.knowledge.cache_folders import CacheFolders
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
 
     # in-process advisors persist where this session's CLI and API do (the edge passes the
     # folders in; library code never reads the environment)

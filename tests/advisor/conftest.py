@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from graph_schema.registry import open_store
-from graph_schema.starter import seed_store
-from graph_schema.store import Store
+from stack_advisor.store.base import Store
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import seed_store
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +22,7 @@ def mlperf_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
 
 @pytest.fixture(scope="session")
 def kb_advisor(mlperf_store: Store):  # type: ignore[no-untyped-def]
-    from advisor.engine import Advisor
+    from stack_advisor.advisor.engine import Advisor
 
     advisor = Advisor(mlperf_store)
     advisor.warm()

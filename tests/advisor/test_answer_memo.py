@@ -3,16 +3,20 @@ data (here: a later MLPerf round) changes the answer at once."""
 
 from __future__ import annotations
 
-from advisor.engine import Advisor
-from advisor.workload import Workload
-from graph_schema.models import Observation
-from graph_schema.starter import read_snapshot
-from graph_schema.store import Store
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.schema.models import Observation
+from stack_advisor.store.base import Store
+from stack_advisor.store.starter import read_snapshot
 
 
 def _resnet50(round_: str) -> list[Observation]:
-    return [Observation.model_validate(o) for o in read_snapshot()["observations"]
-            if o["benchmark"]["name"] == "resnet50" and o["provenance"]["details"].get("round") == round_]
+    return [
+        Observation.model_validate(o)
+        for o in read_snapshot()["observations"]
+        if o["benchmark"]["name"] == "resnet50"
+        and o["provenance"]["details"].get("round") == round_
+    ]
 
 
 def test_memoised_answers_follow_the_store_generation(embedded_store: Store) -> None:
@@ -29,7 +33,11 @@ def test_memoised_answers_follow_the_store_generation(embedded_store: Store) -> 
     assert after.generation != first.generation
     rounds = {r for rec in after.recommendations for r in rec.evidence.rounds}
     assert "v3.0" in rounds, "the answer after new data must see the new data"
-    assert after.recommendations[0].value > first.recommendations[0].value  # H100 results arrive in v3.0
+    assert (
+        after.recommendations[0].value > first.recommendations[0].value
+    )  # H100 results arrive in v3.0
 
     computed = Advisor(embedded_store, memo_answers=False).recommend(workload, top=3)
-    assert [r.candidate for r in computed.recommendations] == [r.candidate for r in after.recommendations]
+    assert [r.candidate for r in computed.recommendations] == [
+        r.candidate for r in after.recommendations
+    ]

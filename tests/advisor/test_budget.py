@@ -1,4 +1,4 @@
-"""The answer budget (advisor.budget): checkpoints stop the work past the budget or once the
+"""The answer budget (stack_advisor.advisor.budget): checkpoints stop the work past the budget or once the
 client has gone; shared work (the knowledge snapshot every later answer reuses) is not counted."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from advisor.budget import AnswerBudget, ClientGone, checkpoint, shared_work
-from graph_schema.errors import OverBudget
+from stack_advisor.advisor.budget import AnswerBudget, ClientGone, checkpoint, shared_work
+from stack_advisor.schema.errors import OverBudget
 
 
 def test_no_budget_set_checks_nothing() -> None:

@@ -1,4 +1,4 @@
-"""The evidence index's calibration persisted with the table's content (advisor.estimate.calibration_file):
+"""The evidence index's calibration persisted with the table's content (stack_advisor.advisor.estimate.calibration_file):
 a fresh process reuses it instead of replaying the history, answers exactly as the process that
 computed it, never trusts a damaged file, and a change of data gets a calibration of its own."""
 
@@ -12,30 +12,48 @@ from typing import Any
 import numpy as np
 import pytest
 
-from advisor.engine import Advisor
-from advisor.estimate import analysis, calibration_file
-from advisor.estimate import query as estimate
-from advisor.estimate.index import EvidenceIndex
-from advisor.knowledge import table_file
-from advisor.knowledge.cache_folders import CacheFolders
-from graph_schema.models import IngestBatch
-from graph_schema.starter import load_snapshot
-from graph_schema.store import Store
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.estimate import analysis, calibration_file
+from stack_advisor.advisor.estimate import query as estimate
+from stack_advisor.advisor.estimate.index import EvidenceIndex
+from stack_advisor.advisor.knowledge import table_file
+from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.base import Store
+from stack_advisor.store.starter import load_snapshot
 
 QUERIES = [  # observed, interpolated (another count) and transferred (never measured) figures
-    {"accelerator": "NVIDIA A100-SXM4-80GB", "accelerator_count": 8, "benchmark": "resnet50",
-     "scenario": "Offline", "metric": "samples_per_second"},
-    {"accelerator": "NVIDIA A100-SXM4-80GB", "accelerator_count": 3, "benchmark": "resnet50",
-     "scenario": "Offline", "metric": "samples_per_second"},
-    {"accelerator": "NVIDIA B200-SXM-180GB", "accelerator_count": 1, "benchmark": "resnet50",
-     "scenario": "Offline", "metric": "samples_per_second"},
+    {
+        "accelerator": "NVIDIA A100-SXM4-80GB",
+        "accelerator_count": 8,
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    },
+    {
+        "accelerator": "NVIDIA A100-SXM4-80GB",
+        "accelerator_count": 3,
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    },
+    {
+        "accelerator": "NVIDIA B200-SXM-180GB",
+        "accelerator_count": 1,
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    },
 ]
 
 
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(Advisor, "caches", CacheFolders(tables=Advisor.caches.tables,
-                                                         calibration=tmp_path / "calibration"))
+    monkeypatch.setattr(
+        Advisor,
+        "caches",
+        CacheFolders(tables=Advisor.caches.tables, calibration=tmp_path / "calibration"),
+    )
     return tmp_path / "calibration"
 
 
@@ -48,12 +66,20 @@ def store(embedded_store: Store) -> Store:
 
 
 def _answers(advisor: Advisor) -> list[tuple[str, float | None, float | None, float | None]]:
-    return [(p.basis.value, p.value, p.interval.low if p.interval else None, p.interval.high if p.interval else None)
-            for p in advisor.predict(QUERIES)]
+    return [
+        (
+            p.basis.value,
+            p.value,
+            p.interval.low if p.interval else None,
+            p.interval.high if p.interval else None,
+        )
+        for p in advisor.predict(QUERIES)
+    ]
 
 
-def test_a_fresh_advisor_reuses_the_persisted_calibration(store: Store, folder: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fresh_advisor_reuses_the_persisted_calibration(
+    store: Store, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = Advisor(store)
     computed = _answers(first)
     assert {b for b, *_ in computed} == {"observed", "interpolated", "transferred"}
@@ -82,7 +108,9 @@ def test_a_damaged_calibration_file_is_computed_over(store: Store, folder: Path)
     path.write_bytes(path.read_bytes()[:200])
     assert calibration_file.load(Advisor(store).table(), folder=Advisor.caches.calibration) is None
     assert _answers(Advisor(store)) == computed
-    assert calibration_file.load(Advisor(store).table(), folder=Advisor.caches.calibration) is not None  # written again, whole
+    assert (
+        calibration_file.load(Advisor(store).table(), folder=Advisor.caches.calibration) is not None
+    )  # written again, whole
 
 
 def test_new_data_gets_its_own_calibration(store: Store, folder: Path) -> None:
@@ -98,7 +126,9 @@ def test_new_data_gets_its_own_calibration(store: Store, folder: Path) -> None:
     assert len(list(folder.glob("calibration-*.npz"))) == 2
 
 
-def test_caching_off_writes_nothing(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_caching_off_writes_nothing(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert CacheFolders.from_environ({calibration_file.CACHE_ENV: "0"}).calibration is None
     monkeypatch.setattr(Advisor, "caches", CacheFolders(tables=Advisor.caches.tables))
     assert _answers(Advisor(store))[0][0] == "observed"
@@ -109,31 +139,39 @@ def test_transfer_intervals_follow_their_benchmarks_own_spread(store: Store, fol
     """Locally weighted conformal: in one calibration cell, a benchmark whose transfers always
     landed close gets a narrower interval than one whose transfers scatter, and over the cell the
     bounds still hold 80% of the residuals they were computed from."""
-    from advisor.estimate.query import Calibration
-    from advisor.results import Basis
+    from stack_advisor.advisor.estimate.query import Calibration
+    from stack_advisor.advisor.results import Basis
 
     rng = np.random.default_rng(0)
     tight, wide = rng.normal(0.0, 0.05, 200), rng.normal(0.0, 0.5, 200)
     cell = (Basis.TRANSFERRED, "closed", "samples_per_second")
-    pools = {(*cell, "resnet50", "Offline"): tight, (*cell, "bert-99", "Offline"): wide,
-             cell: np.concatenate([tight, wide])}
+    pools = {
+        (*cell, "resnet50", "Offline"): tight,
+        (*cell, "bert-99", "Offline"): wide,
+        cell: np.concatenate([tight, wide]),
+    }
     index = Advisor(store).evidence()
     index.adopt(Calibration(residuals={"mlperf-inference": pools}, alphas={}))
 
     def bounds(benchmark: str) -> tuple[float, float, float]:
-        return index.quantiles(("mlperf-inference", benchmark, "Offline", "samples_per_second", "closed"),
-                               Basis.TRANSFERRED)
+        return index.quantiles(
+            ("mlperf-inference", benchmark, "Offline", "samples_per_second", "closed"),
+            Basis.TRANSFERRED,
+        )
 
     lo_t, _, hi_t = bounds("resnet50")
     lo_w, _, hi_w = bounds("bert-99")
     assert hi_t - lo_t < (hi_w - lo_w) / 4
-    held = np.mean(np.concatenate([(tight >= lo_t) & (tight <= hi_t), (wide >= lo_w) & (wide <= hi_w)]))
+    held = np.mean(
+        np.concatenate([(tight >= lo_t) & (tight <= hi_t), (wide >= lo_w) & (wide <= hi_w)])
+    )
     assert 0.78 <= held <= 0.82
     lo_u, _, hi_u = bounds("retinanet")  # no transfer history of its own: the cell's spread
     assert hi_t - lo_t < hi_u - lo_u < hi_w - lo_w
 
 
 # ---- the index's slices and the placement overheads, persisted beside the calibration ----------
+
 
 @pytest.fixture
 def paired_store(embedded_store: Store) -> Store:
@@ -151,21 +189,29 @@ def paired_store(embedded_store: Store) -> Store:
 def _everything(advisor: Advisor) -> tuple[Any, ...]:
     """Predictions, a ranking and the placement overheads, as the CLI prints them (JSON)."""
     ranking = advisor.recommend({"benchmark": "resnet50", "scenario": "Offline"}, top=50)
-    return (tuple(_answers(advisor)), ranking.model_dump_json(exclude={"elapsed_ms"}),
-            [o.model_dump_json() for o in advisor.placement_overhead()])
+    return (
+        tuple(_answers(advisor)),
+        ranking.model_dump_json(exclude={"elapsed_ms"}),
+        [o.model_dump_json() for o in advisor.placement_overhead()],
+    )
 
 
 def _same_slices(a: dict[Any, dict[str, np.ndarray]], b: dict[Any, dict[str, np.ndarray]]) -> bool:
     return list(a) == list(b) and all(
-        list(a[k]) == list(b[k]) and all(np.array_equal(a[k][acc], b[k][acc]) for acc in a[k]) for k in a)
+        list(a[k]) == list(b[k]) and all(np.array_equal(a[k][acc], b[k][acc]) for acc in a[k])
+        for k in a
+    )
 
 
-def test_a_fresh_advisor_reuses_the_slices_and_overheads(paired_store: Store, folder: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fresh_advisor_reuses_the_slices_and_overheads(
+    paired_store: Store, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = Advisor(paired_store)
     computed = _everything(first)
     assert computed[2], "the fixture has paired placements"
-    prepared = calibration_file.load_prepared(Advisor(paired_store).table(), folder=Advisor.caches.calibration)
+    prepared = calibration_file.load_prepared(
+        Advisor(paired_store).table(), folder=Advisor.caches.calibration
+    )
     assert prepared is not None and prepared.slices is not None and prepared.overheads is not None
     assert _same_slices(prepared.slices, first.evidence().slices)
     assert list(prepared.overheads.items()) == list(first.overheads().items())
@@ -180,15 +226,22 @@ def test_a_fresh_advisor_reuses_the_slices_and_overheads(paired_store: Store, fo
     assert [o.model_dump_json() for o in only_overheads.placement_overhead()] == computed[2]
 
 
-def test_rows_in_another_order_reuse_the_calibration_not_the_slices(paired_store: Store, folder: Path) -> None:
+def test_rows_in_another_order_reuse_the_calibration_not_the_slices(
+    paired_store: Store, folder: Path
+) -> None:
     """Equal content (same keys and values, so the same calibration key) whose rows differ in a
     column the slices read: the calibration is reused, slices and overheads are computed anew."""
     advisor = Advisor(paired_store)
     _everything(advisor)
     table = advisor.table()
     bare = table.placement.code("bare-metal")
-    flipped = dataclasses.replace(table, placement=dataclasses.replace(
-        table.placement, codes=np.where(table.placement.codes == bare, table.placement.code("unknown"), bare)))
+    flipped = dataclasses.replace(
+        table,
+        placement=dataclasses.replace(
+            table.placement,
+            codes=np.where(table.placement.codes == bare, table.placement.code("unknown"), bare),
+        ),
+    )
     assert calibration_file.calibration_key(flipped) == calibration_file.calibration_key(table)
     assert calibration_file.layout_digest(flipped) != calibration_file.layout_digest(table)
     prepared = calibration_file.load_prepared(flipped, folder=Advisor.caches.calibration)
@@ -203,9 +256,13 @@ def test_rows_in_another_order_reuse_the_calibration_not_the_slices(paired_store
     assert calibration_file.load_prepared(table, folder=Advisor.caches.calibration).slices is None  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("damage", ["row out of range", "listing longer than the rows", "not a list",
-                                    "bad overhead", "truncated"])
-def test_damaged_slices_or_overheads_are_computed_over(paired_store: Store, folder: Path, damage: str) -> None:
+@pytest.mark.parametrize(
+    "damage",
+    ["row out of range", "listing longer than the rows", "not a list", "bad overhead", "truncated"],
+)
+def test_damaged_slices_or_overheads_are_computed_over(
+    paired_store: Store, folder: Path, damage: str
+) -> None:
     computed = _everything(Advisor(paired_store))
     (path,) = folder.glob("calibration-*.npz")
     with np.load(path, allow_pickle=False) as data:
@@ -225,20 +282,33 @@ def test_damaged_slices_or_overheads_are_computed_over(paired_store: Store, fold
         np.savez(handle, **arrays)
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    assert calibration_file.load_prepared(Advisor(paired_store).table(), folder=Advisor.caches.calibration) is None
+    assert (
+        calibration_file.load_prepared(
+            Advisor(paired_store).table(), folder=Advisor.caches.calibration
+        )
+        is None
+    )
     assert _everything(Advisor(paired_store)) == computed
-    assert calibration_file.load_prepared(Advisor(paired_store).table(), folder=Advisor.caches.calibration).slices is not None  # type: ignore[union-attr]
+    assert (
+        calibration_file.load_prepared(
+            Advisor(paired_store).table(), folder=Advisor.caches.calibration
+        ).slices
+        is not None
+    )  # type: ignore[union-attr]
 
 
-def test_a_write_or_new_code_gets_slices_and_overheads_of_its_own(paired_store: Store, folder: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_or_new_code_gets_slices_and_overheads_of_its_own(
+    paired_store: Store, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     advisor = Advisor(paired_store)
     _everything(advisor)
     more = [o for o in load_snapshot().observations if o.benchmark.name == "resnet50"][600:700]
     paired_store.ingest(IngestBatch(observations=more))
     advisor.forget_generation()
     table = advisor.table()
-    assert calibration_file.load_prepared(table, folder=Advisor.caches.calibration) is None  # new content: nothing persisted for it
+    assert (
+        calibration_file.load_prepared(table, folder=Advisor.caches.calibration) is None
+    )  # new content: nothing persisted for it
     assert _same_slices(advisor.evidence().slices, estimate.group_slices(table))
     assert list(advisor.overheads().items()) == list(analysis.placement_overheads(table).items())
     monkeypatch.setattr(table_file, "_CODE_DIGEST", "another version of the code")

@@ -8,16 +8,18 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.cluster.advice import ClusterAdvisor
-from advisor.cluster.pools import group_pools, nodes_from_json
-from advisor.cluster.results import PoolBasis
-from advisor.knowledge.rules import component_versions, stack_components
-from graph_schema.errors import InvalidInput
-from graph_schema.models import SoftwareStack
+from stack_advisor.advisor.cluster.advice import ClusterAdvisor
+from stack_advisor.advisor.cluster.pools import group_pools, nodes_from_json
+from stack_advisor.advisor.cluster.results import PoolBasis
+from stack_advisor.advisor.knowledge.rules import component_versions, stack_components
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import SoftwareStack
 from tests.support.gfd_pools import POOL_NODES
 
 WORKLOAD = {"benchmark": "resnet50", "scenario": "Offline"}
-IMAGE = "registry.example.org/team/resnet50-trt:1"  # the user's image (--image): MLPerf records none
+IMAGE = (
+    "registry.example.org/team/resnet50-trt:1"  # the user's image (--image): MLPerf records none
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,9 @@ def pools():  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def answer(kb_advisor, pools):  # type: ignore[no-untyped-def]
-    return ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", top=100, image=IMAGE)
+    return ClusterAdvisor(kb_advisor).recommend(
+        WORKLOAD, pools, source="test", top=100, image=IMAGE
+    )
 
 
 def _cuda_major(stack: dict[str, Any]) -> int | None:
@@ -41,8 +45,12 @@ def test_every_usable_pool_gets_ranked_stacks(answer) -> None:  # type: ignore[n
     for r in answer.recommendations:
         by_pool.setdefault(r.pool, []).append(r)
     assert set(by_pool) == {p.name for p in answer.pools if p.usable}
-    assert answer.excluded_pools == {"kubevirt": next(p.reason for p in answer.pools if p.name == "kubevirt")}
-    assert [r.rank for r in answer.recommendations] == list(range(1, len(answer.recommendations) + 1))
+    assert answer.excluded_pools == {
+        "kubevirt": next(p.reason for p in answer.pools if p.name == "kubevirt")
+    }
+    assert [r.rank for r in answer.recommendations] == list(
+        range(1, len(answer.recommendations) + 1)
+    )
     scores = [r.score for r in answer.recommendations]
     assert scores == sorted(scores, reverse=True)
     for r in answer.recommendations:
@@ -50,7 +58,10 @@ def test_every_usable_pool_gets_ranked_stacks(answer) -> None:  # type: ignore[n
         assert r.manifests[0]["spec"]["containers"][0]["image"] == IMAGE
         assert r.interval.low <= r.value <= r.interval.high
         assert r.metric == "samples_per_second" and r.value > 0
-        assert r.manifests[0]["spec"]["nodeSelector"] == next(p for p in answer.pools if p.name == r.pool).node_selector
+        assert (
+            r.manifests[0]["spec"]["nodeSelector"]
+            == next(p for p in answer.pools if p.name == r.pool).node_selector
+        )
     # the T4 pool's device is in the knowledge base: its figures are observed or interpolated
     assert {r.basis for r in by_pool["t4-pool"]} <= {PoolBasis.OBSERVED, PoolBasis.INTERPOLATED}
     assert all(r.based_on["accelerator"].endswith("T4") for r in by_pool["t4-pool"])
@@ -59,6 +70,7 @@ def test_every_usable_pool_gets_ranked_stacks(answer) -> None:  # type: ignore[n
 def _valid_pod(manifest: dict[str, Any]) -> None:
     """Strict OpenAPI validation (the real apiserver's dry run is in tests/kube)."""
     import kubernetes_validate  # a dev dependency (pyproject.toml)
+
     kubernetes_validate.validate(manifest, "1.35.0", strict=True)
 
 
@@ -94,12 +106,18 @@ def test_mig_and_vgpu_pools_request_their_resources(answer) -> None:  # type: ig
     limits = mixed.manifests[0]["spec"]["containers"][0]["resources"]["limits"]
     assert limits == {"nvidia.com/mig-1g.10gb": 4} and mixed.resource == "nvidia.com/mig-1g.10gb"
     vgpu = by_pool["l4-vgpu"]
-    assert vgpu.placement == "vgpu" and vgpu.manifests[0]["spec"]["nodeSelector"] == {"stack-advisor.io/pool": "l4-vgpu"}
-    assert vgpu.manifests[0]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert vgpu.placement == "vgpu" and vgpu.manifests[0]["spec"]["nodeSelector"] == {
+        "stack-advisor.io/pool": "l4-vgpu"
+    }
+    assert vgpu.manifests[0]["spec"]["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": 1
+    }
 
 
 def test_a_job_larger_than_a_node_becomes_a_gang(kb_advisor, pools) -> None:  # type: ignore[no-untyped-def]
-    result = ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", gpus=16, top=20, image=IMAGE)
+    result = ClusterAdvisor(kb_advisor).recommend(
+        WORKLOAD, pools, source="test", gpus=16, top=20, image=IMAGE
+    )
     assert {r.pool for r in result.recommendations} == {"a100-bm"}
     assert "needs 16 nodes" in result.excluded_pools["t4-pool"]
     top = result.recommendations[0]
@@ -107,16 +125,27 @@ def test_a_job_larger_than_a_node_becomes_a_gang(kb_advisor, pools) -> None:  # 
     assert [m["kind"] for m in top.manifests] == ["PodGroup", "PyTorchJob"]
     assert top.job_value == pytest.approx(top.value * 16)
     for replica in top.manifests[1]["spec"]["pytorchReplicaSpecs"].values():
-        _valid_pod({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "worker", **replica["template"]["metadata"]},
-                    "spec": replica["template"]["spec"]})
+        _valid_pod(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "worker", **replica["template"]["metadata"]},
+                "spec": replica["template"]["spec"],
+            }
+        )
     assert any("linearly" in w for w in top.warnings)
 
 
 def test_what_if_driver_upgrade_unlocks_cuda_12_stacks(kb_advisor, pools) -> None:  # type: ignore[no-untyped-def]
-    result = ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", top=100,
-                                                  what_if_driver={"t4-pool": "550.54.15"})
+    result = ClusterAdvisor(kb_advisor).recommend(
+        WORKLOAD, pools, source="test", top=100, what_if_driver={"t4-pool": "550.54.15"}
+    )
     (report,) = result.what_if
-    assert (report.pool, report.driver_from, report.driver_to) == ("t4-pool", "470.82.01", "550.54.15")
+    assert (report.pool, report.driver_from, report.driver_to) == (
+        "t4-pool",
+        "470.82.01",
+        "550.54.15",
+    )
     assert report.unlocked_candidates > 0 and report.unlocked_stacks
     assert report.best_before is not None and report.best_after is not None
     assert report.gain == pytest.approx(report.best_after.score / report.best_before.score)
@@ -125,15 +154,19 @@ def test_what_if_driver_upgrade_unlocks_cuda_12_stacks(kb_advisor, pools) -> Non
     assert all(r.driver == "550.54.15" for r in t4)
     assert any(_cuda_major(r.stack) == 12 for r in t4)  # re-ranked as if upgraded
     with pytest.raises(InvalidInput, match="no pool named 't4pool'; did you mean t4-pool"):
-        ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", what_if_driver={"t4pool": "550"})
+        ClusterAdvisor(kb_advisor).recommend(
+            WORKLOAD, pools, source="test", what_if_driver={"t4pool": "550"}
+        )
     with pytest.raises(InvalidInput, match="not a driver version"):
-        ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", what_if_driver={"t4-pool": "latest"})
+        ClusterAdvisor(kb_advisor).recommend(
+            WORKLOAD, pools, source="test", what_if_driver={"t4-pool": "latest"}
+        )
 
 
 def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> None:  # type: ignore[no-untyped-def]
-    from advisor.api.app import create_app
-    from advisor.api.deps import get_advisor, get_store
-    from advisor.api.settings import Settings
+    from stack_advisor.api.app import create_app
+    from stack_advisor.api.deps import get_advisor, get_store
+    from stack_advisor.api.settings import Settings
 
     app = create_app(Settings(environment="development", read_auth="open"), store=mlperf_store)
     app.dependency_overrides[get_store] = lambda: mlperf_store
@@ -144,9 +177,14 @@ def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> N
         assert response.status_code == 200, response.text
         data = response.json()
         assert [(r["pool"], r["stack_id"], r["basis"]) for r in data["recommendations"]] == [
-            (r.pool, r.stack_id, r.basis.value) for r in answer.recommendations]
-        what_if = client.post("/v1/recommendations", json={**body, "what_if_driver": {"t4-pool": "550.54.15"}})
-        assert what_if.status_code == 200 and what_if.json()["what_if"][0]["unlocked_candidates"] > 0
+            (r.pool, r.stack_id, r.basis.value) for r in answer.recommendations
+        ]
+        what_if = client.post(
+            "/v1/recommendations", json={**body, "what_if_driver": {"t4-pool": "550.54.15"}}
+        )
+        assert (
+            what_if.status_code == 200 and what_if.json()["what_if"][0]["unlocked_candidates"] > 0
+        )
         both = client.post("/v1/recommendations", json={**body, "cluster": "prod"})
         assert both.status_code == 422 and "cluster or nodes, not both" in both.text
         stray = client.post("/v1/recommendations", json={"workload": WORKLOAD, "gpus": 4})
@@ -158,35 +196,57 @@ def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> N
 def _h100_vm(name: str, pool: str, driver: str) -> dict[str, Any]:
     from tests.support.gfd_nodes import NFD, node
 
-    return node(name, {"stack-advisor.io/pool": pool, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-                       "nvidia.com/gpu.count": "1", "nvidia.com/cuda.driver-version.full": driver,
-                       NFD + "cpu-cpuid.HYPERVISOR": "true"}, gpus="1")
+    return node(
+        name,
+        {
+            "stack-advisor.io/pool": pool,
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "1",
+            "nvidia.com/cuda.driver-version.full": driver,
+            NFD + "cpu-cpuid.HYPERVISOR": "true",
+        },
+        gpus="1",
+    )
 
 
 def test_measured_on_the_pool_beats_observed_elsewhere(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     """The starter knowledge base holds our own cnn/resnet50 run on host 'vm' (H100 passthrough,
     driver 580, CUDA 13): on a pool holding that node it is measured, on a twin pool observed, and
     a pool on driver 535 cannot run its CUDA 13 stack."""
-    nodes = [_h100_vm("vm", "h100-ours", "580.159.04"), _h100_vm("vm-twin", "h100-twin", "580.159.04"),
-             _h100_vm("vm-old", "h100-old", "535.161.08")]
-    result = ClusterAdvisor(kb_advisor).recommend({"family": "cnn", "benchmark": "resnet50"},
-                                                  group_pools(nodes_from_json(nodes)), source="test")
+    nodes = [
+        _h100_vm("vm", "h100-ours", "580.159.04"),
+        _h100_vm("vm-twin", "h100-twin", "580.159.04"),
+        _h100_vm("vm-old", "h100-old", "535.161.08"),
+    ]
+    result = ClusterAdvisor(kb_advisor).recommend(
+        {"family": "cnn", "benchmark": "resnet50"},
+        group_pools(nodes_from_json(nodes)),
+        source="test",
+    )
     by_pool = {r.pool: r for r in result.recommendations}
     assert by_pool["h100-ours"].basis is PoolBasis.MEASURED
     assert by_pool["h100-twin"].basis is PoolBasis.OBSERVED
-    assert by_pool["h100-ours"].value == by_pool["h100-twin"].value and by_pool["h100-ours"].unit == "images/s"
+    assert (
+        by_pool["h100-ours"].value == by_pool["h100-twin"].value
+        and by_pool["h100-ours"].unit == "images/s"
+    )
     assert by_pool["h100-ours"].evidence.sources == ["stack-advisor-collector"]
-    assert "h100-old" not in by_pool and "need a newer driver than 535.161.08" in result.excluded_pools["h100-old"]
+    assert (
+        "h100-old" not in by_pool
+        and "need a newer driver than 535.161.08" in result.excluded_pools["h100-old"]
+    )
 
 
-def test_a_recorded_inventory_and_a_nodes_file_give_the_same_answer(kb_advisor, mlperf_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_recorded_inventory_and_a_nodes_file_give_the_same_answer(
+    kb_advisor, mlperf_store, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     """`--cluster NAME` (what `advisor nodes sync` recorded) and `--nodes FILE` (`kubectl get nodes
     -o json`) are two ways to the same pools and the same ranking (the real apiserver version of
     this is in tests/kube/test_cluster_recommend.py)."""
     import json
 
-    from cli.cluster_recommend import load_pools
-    from collectors.inventory import parse_node
+    from stack_advisor.cli.cluster_recommend import load_pools
+    from stack_advisor.schema.inventory import parse_node
 
     mlperf_store.sync_inventory("prod", [parse_node(n).model_dump(mode="json") for n in POOL_NODES])
     path = tmp_path / "nodes.json"
@@ -195,8 +255,12 @@ def test_a_recorded_inventory_and_a_nodes_file_give_the_same_answer(kb_advisor, 
     offline, _ = load_pools(mlperf_store, cluster=None, nodes_file=str(path), pool_label=None)
     assert source == "cluster prod" and recorded == offline
     cluster = ClusterAdvisor(kb_advisor)
-    a = cluster.recommend(WORKLOAD, recorded, source="a", top=100, image=IMAGE).model_dump(exclude={"elapsed_ms", "source"})
-    b = cluster.recommend(WORKLOAD, offline, source="b", top=100, image=IMAGE).model_dump(exclude={"elapsed_ms", "source"})
+    a = cluster.recommend(WORKLOAD, recorded, source="a", top=100, image=IMAGE).model_dump(
+        exclude={"elapsed_ms", "source"}
+    )
+    b = cluster.recommend(WORKLOAD, offline, source="b", top=100, image=IMAGE).model_dump(
+        exclude={"elapsed_ms", "source"}
+    )
     assert a == b
     with pytest.raises(InvalidInput, match="give one"):
         load_pools(mlperf_store, cluster="prod", nodes_file=str(path), pool_label=None)

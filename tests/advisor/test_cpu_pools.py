@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from advisor.cluster.advice import ClusterAdvisor
-from advisor.cluster.cpu_pools import UNMEASURED_REASON, all_pools
-from advisor.cluster.pools import nodes_from_json
-from advisor.cluster.results import PoolBasis
-from graph_schema.registry import open_store
+from stack_advisor.advisor.cluster.advice import ClusterAdvisor
+from stack_advisor.advisor.cluster.cpu_pools import UNMEASURED_REASON, all_pools
+from stack_advisor.advisor.cluster.pools import nodes_from_json
+from stack_advisor.advisor.cluster.results import PoolBasis
+from stack_advisor.store.registry import open_store
 from tests.support.api import document
 from tests.support.gfd_nodes import A100_BARE_METAL, node
 
@@ -22,9 +22,20 @@ WORKLOAD = {"family": "pi", "benchmark": "mem_triad"}
 
 def _cpu_document(host: str) -> dict[str, Any]:
     """A PI-suite document as our collector writes it on a CPU-only host."""
-    doc = document(f"cpu-run-{host}", value=3.65, metric="gbps", accelerator="CPU AMD EPYC", placement="unknown")
-    doc["accelerator"] = {"model": "CPU AMD EPYC", "vendor": "cpu", "count": 1, "memory_mib": None,
-                          "compute_capability": None}
+    doc = document(
+        f"cpu-run-{host}",
+        value=3.65,
+        metric="gbps",
+        accelerator="CPU AMD EPYC",
+        placement="unknown",
+    )
+    doc["accelerator"] = {
+        "model": "CPU AMD EPYC",
+        "vendor": "cpu",
+        "count": 1,
+        "memory_mib": None,
+        "compute_capability": None,
+    }
     doc["stack"] = {"framework": "numpy", "framework_version": "2.4.6", "python": "3.11.7"}
     doc["host"]["name"] = host
     doc["provenance"]["details"]["host"] = host
@@ -36,7 +47,7 @@ def _cpu_document(host: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def advisor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from advisor.engine import Advisor
+    from stack_advisor.advisor.engine import Advisor
 
     store = open_store(f"embedded:{Path(tmp_path_factory.mktemp('cpu-kb')) / 'kb'}")
     store.ingest_document(_cpu_document("cpu-node-1"))
@@ -58,7 +69,9 @@ def test_a_labelled_cpu_pool_is_measured_on_its_own_nodes(advisor: Any) -> None:
     assert kinds["cpu-a"] == kinds["cpu-b"] == "cpu"
     assert [p.kind for p in pools if p.kind == "gpu"], pools  # the A100 node: still a GPU pool
     assert not any("control-plane" in p.nodes for p in pools)  # the instance type makes no CPU pool
-    result = ClusterAdvisor(advisor).recommend(WORKLOAD, pools, source="test", image="stack-advisor/collector:cpu-dev")
+    result = ClusterAdvisor(advisor).recommend(
+        WORKLOAD, pools, source="test", image="stack-advisor/collector:cpu-dev"
+    )
     [measured] = [r for r in result.recommendations if r.pool == "cpu-a"]
     assert measured.basis is PoolBasis.MEASURED and measured.evidence.submitters == ["cpu-node-1"]
     assert measured.value == pytest.approx(3.65) and measured.unit == "GB/s"

@@ -2,7 +2,7 @@
 benchmarks on the starter knowledge base can run the workload — its model fits the memory one copy
 can use, its stack's runtime runs the model family, its CUDA is a released toolkit that compiles
 for the accelerator, and its driver is not below the generation's first (or the row says so).
-Each check reads the catalogue independently of ``advisor.verbs.feasibility``."""
+Each check reads the catalogue independently of ``stack_advisor.advisor.verbs.feasibility``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from advisor.estimate.facts import accelerator_spec
-from advisor.knowledge.rules import parse_version
-from graph_schema.catalog import load_catalog, resolve_benchmark
-from graph_schema.catalog.stack_facts import (
+from stack_advisor.advisor.estimate.facts import accelerator_spec
+from stack_advisor.advisor.knowledge.rules import parse_version
+from stack_advisor.catalog import load_catalog, resolve_benchmark
+from stack_advisor.catalog.stack_facts import (
     cuda_toolkit,
     first_cuda,
     mig_profile_memory,
@@ -22,7 +22,7 @@ from graph_schema.catalog.stack_facts import (
     ngc_release_of,
     runtime_too_old,
 )
-from graph_schema.models import SoftwareStack
+from stack_advisor.schema.models import SoftwareStack
 
 LLM_BENCHMARKS = ("llama2-70b-99", "llama2-70b-99.9", "mixtral-8x7b", "llama3.1-405b")
 _MIG = re.compile(r"\((\d+)x(\d+g\.\d+gb) MIG\)")
@@ -51,11 +51,17 @@ def row_problems(benchmark: str, rec: Any) -> list[str]:
     if isinstance(toolkit, str):
         problems.append(f"CUDA {stack.cuda} never released")
     arch = first_cuda(getattr(spec, "generation", None))
-    if toolkit is not None and not isinstance(toolkit, str) and arch is not None \
-            and parse_version(toolkit.id) < parse_version(arch.first_cuda):  # type: ignore[operator]
+    if (
+        toolkit is not None
+        and not isinstance(toolkit, str)
+        and arch is not None
+        and parse_version(toolkit.id) < parse_version(arch.first_cuda)
+    ):  # type: ignore[operator]
         problems.append(f"CUDA {stack.cuda} predates {arch.id}")
     floor = load_catalog().min_driver(spec.id) if spec is not None else None
-    below = floor and stack.driver and (parse_version(stack.driver) or 0) < (parse_version(floor) or 0)  # type: ignore[operator]
+    below = (
+        floor and stack.driver and (parse_version(stack.driver) or 0) < (parse_version(floor) or 0)
+    )  # type: ignore[operator]
     if below and not any(w.startswith(f"recorded driver {stack.driver}") for w in rec.warnings):
         problems.append(f"driver {stack.driver} below {floor} without a warning")
     return problems
@@ -70,8 +76,11 @@ def walk(advisor: Any) -> tuple[int, list[str]]:
             answer = advisor.recommend({"benchmark": benchmark, "scenario": scenario}, top=50)
             for rec in answer.recommendations:
                 checked += 1
-                problems.extend(f"{benchmark} {scenario} #{rec.rank} {rec.candidate.accelerator} "
-                                f"[{rec.candidate.stack_label}]: {p}" for p in row_problems(benchmark, rec))
+                problems.extend(
+                    f"{benchmark} {scenario} #{rec.rank} {rec.candidate.accelerator} "
+                    f"[{rec.candidate.stack_label}]: {p}"
+                    for p in row_problems(benchmark, rec)
+                )
     return checked, problems
 
 
@@ -82,14 +91,18 @@ def test_no_infeasible_row_for_the_llm_benchmarks(kb_advisor: Any) -> None:
 
 
 def recommend(advisor: Any, **workload: Any) -> Any:
-    return advisor.recommend({"benchmark": "llama2-70b-99", "scenario": "Server", **workload}, top=50)
+    return advisor.recommend(
+        {"benchmark": "llama2-70b-99", "scenario": "Server", **workload}, top=50
+    )
 
 
 def test_a_mig_slice_has_its_profile_memory_not_a_share_of_the_board(kb_advisor: Any) -> None:
     out = recommend(kb_advisor)
     assert not any("MIG" in r.candidate.accelerator for r in out.recommendations)
     mig = [e for e in out.excluded_candidates if "1g.10gb MIG" in e.accelerator]
-    assert mig and all("one 1g.10gb instance (10 GB" in e.reason for e in mig), [e.reason for e in mig]
+    assert mig and all("one 1g.10gb instance (10 GB" in e.reason for e in mig), [
+        e.reason for e in mig
+    ]
 
 
 def test_stacks_that_cannot_run_the_model_are_excluded_with_the_reason(kb_advisor: Any) -> None:
@@ -98,8 +111,10 @@ def test_stacks_that_cannot_run_the_model_are_excluded_with_the_reason(kb_adviso
     assert not any(re.search(r"tensorrt [78]\.", label) for label in labels)
     assert not any("cuda 12.7" in label for label in labels)
     reasons = [e.reason for e in out.excluded_candidates]
-    assert any(r.startswith("stack cannot run the model: tensorrt 8.") and "needs tensorrt >=9.1" in r
-               for r in reasons), reasons
+    assert any(
+        r.startswith("stack cannot run the model: tensorrt 8.") and "needs tensorrt >=9.1" in r
+        for r in reasons
+    ), reasons
     assert any("CUDA 12.7 was never released as a toolkit" in r for r in reasons), reasons
 
 
@@ -108,12 +123,15 @@ def test_the_accelerator_asked_about_comes_first_in_excluded(kb_advisor: Any) ->
     assert out.recommendations == []
     first = out.excluded_candidates[0]
     assert first.accelerator == "T4" and first.reason.startswith("model does not fit in memory")
-    assert any(n.startswith("no candidate passed: T4: model does not fit") for n in out.notes), out.notes
+    assert any(n.startswith("no candidate passed: T4: model does not fit") for n in out.notes), (
+        out.notes
+    )
 
 
 def test_an_nvidia_driver_does_not_rank_other_vendors_parts(kb_advisor: Any) -> None:
-    out = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "Offline", "hardware": {"driver": "400"}},
-                               top=20)
+    out = kb_advisor.recommend(
+        {"benchmark": "resnet50", "scenario": "Offline", "hardware": {"driver": "400"}}, top=20
+    )
     for rec in out.recommendations:  # only CPU-only systems need no GPU driver
         assert rec.candidate.accelerator.startswith("CPU "), rec.candidate.accelerator
     assert out.excluded.get("driver does not apply", 0) > 0
@@ -129,40 +147,68 @@ def test_observed_figures_lie_inside_their_own_range_and_interval(kb_advisor: An
 
 def test_rows_that_differ_only_by_triton_say_so(kb_advisor: Any) -> None:
     out = recommend(kb_advisor)
-    twins = [w for r in out.recommendations for w in r.warnings if w.startswith("same accelerator, count")]
+    twins = [
+        w
+        for r in out.recommendations
+        for w in r.warnings
+        if w.startswith("same accelerator, count")
+    ]
     assert any("triton" in w for w in twins), twins
 
 
 def test_a_user_image_of_another_release_is_a_warning(kb_advisor: Any) -> None:
     out = recommend(kb_advisor, image="nvcr.io/nvidia/tensorrt:23.04-py3")
     top = out.recommendations[0]
-    assert top.snippet["metadata"]["annotations"]["stack-advisor/image-stack"] == "cuda 12.1, tensorrt 8.6"
+    assert (
+        top.snippet["metadata"]["annotations"]["stack-advisor/image-stack"]
+        == "cuda 12.1, tensorrt 8.6"
+    )
     assert any("ships cuda 12.1" in w and "tensorrt 8.6" in w for w in top.warnings), top.warnings
 
 
 def test_counts_beyond_any_published_system_are_refused(kb_advisor: Any) -> None:
-    from graph_schema.errors import InvalidInput
+    from stack_advisor.schema.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="beyond any published system"):
         kb_advisor.recommend({"benchmark": "resnet50", "hardware": {"count": 100000}})
-    [p] = kb_advisor.predict([{"benchmark": "resnet50", "scenario": "Offline", "metric": "samples_per_second",
-                               "accelerator": "A100-SXM4-80GB", "accelerator_count": 1_000_000}])
+    [p] = kb_advisor.predict(
+        [
+            {
+                "benchmark": "resnet50",
+                "scenario": "Offline",
+                "metric": "samples_per_second",
+                "accelerator": "A100-SXM4-80GB",
+                "accelerator_count": 1_000_000,
+            }
+        ]
+    )
     assert p.value is None and "beyond any published system" in (p.reason or "")
 
 
-@pytest.mark.parametrize(("image", "release", "cuda"), [
-    ("nvcr.io/nvidia/tensorrt:23.04-py3", "23.04", "12.1"),
-    ("nvcr.io/nvidia/pytorch:23.09-py3", "23.09", "12.2"),
-    ("nvidia/tritonserver:24.07-trtllm-python-py3", "24.07", "12.5"),
-])
+@pytest.mark.parametrize(
+    ("image", "release", "cuda"),
+    [
+        ("nvcr.io/nvidia/tensorrt:23.04-py3", "23.04", "12.1"),
+        ("nvcr.io/nvidia/pytorch:23.09-py3", "23.09", "12.2"),
+        ("nvidia/tritonserver:24.07-trtllm-python-py3", "24.07", "12.5"),
+    ],
+)
 def test_ngc_images_are_read_as_their_release(image: str, release: str, cuda: str) -> None:
     parsed = ngc_image(image)
-    assert parsed is not None and parsed[1] == release and parsed[2] is not None and parsed[2].cuda == cuda
+    assert (
+        parsed is not None
+        and parsed[1] == release
+        and parsed[2] is not None
+        and parsed[2].cuda == cuda
+    )
 
 
 def test_ngc_tags_are_tags_not_framework_versions() -> None:
     assert ngc_release_of("23.09") == "23.09" and ngc_release_of("2.1.0") is None
-    assert SoftwareStack(framework="pytorch", framework_version="23.09").label() == "pytorch 2.1 (NGC 23.09)"
+    assert (
+        SoftwareStack(framework="pytorch", framework_version="23.09").label()
+        == "pytorch 2.1 (NGC 23.09)"
+    )
     assert SoftwareStack(framework="pytorch", framework_version="2.1.0").label() == "pytorch 2.1.0"
 
 
@@ -172,22 +218,26 @@ def test_cuda_versions_that_never_shipped_are_named() -> None:
 
 
 def test_rule_messages_keep_the_published_driver() -> None:
-    from advisor.knowledge.rules import load_rules
+    from stack_advisor.advisor.knowledge.rules import load_rules
 
-    messages = [v.message for v in load_rules().check_components({"cuda": "12.0", "driver": "515.65.01"})]
+    messages = [
+        v.message for v in load_rules().check_components({"cuda": "12.0", "driver": "515.65.01"})
+    ]
     assert messages and all("driver 515.65.01 " in m for m in messages), messages
 
 
 def test_a_driver_that_is_not_an_nvidia_version_is_flagged() -> None:
-    from advisor.verbs.explain import plausible_driver
+    from stack_advisor.advisor.verbs.explain import plausible_driver
 
     assert plausible_driver("550.90.07") and plausible_driver("570.26") and plausible_driver("565")
     assert not plausible_driver("5252.85.12")
 
 
 def test_a_framework_constraint_reads_an_ngc_tag_as_its_release() -> None:
-    from advisor.verbs.candidates import shipped_version
+    from stack_advisor.advisor.verbs.candidates import shipped_version
 
-    assert shipped_version("pytorch", "23.09") == "2.1"  # not version 23.9, which ">=2.0" would pass
+    assert (
+        shipped_version("pytorch", "23.09") == "2.1"
+    )  # not version 23.9, which ">=2.0" would pass
     assert shipped_version("pytorch", "22.04") is None  # a release the catalogue does not list
     assert shipped_version("pytorch", "2.1.0") == "2.1.0"

@@ -13,15 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine import Advisor
-from advisor.knowledge.cache_folders import CacheFolders
-from advisor.knowledge.table import ObservationTable
-from advisor.workload import Workload
-from graph_schema.cypher_store import CypherStore
-from graph_schema.embedded_store import QUERY_TIMEOUT_S, EmbeddedStore
-from graph_schema.errors import StoreUnavailable
-from graph_schema.flat_read import RowReader
-from graph_schema.models import (
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
+from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.schema.errors import StoreUnavailable
+from stack_advisor.schema.models import (
     Accelerator,
     Benchmark,
     Failure,
@@ -34,33 +31,69 @@ from graph_schema.models import (
     SoftwareStack,
     SourceKind,
 )
-from graph_schema.starter import seed_store
-from graph_schema.store import Store
+from stack_advisor.store.base import Store
+from stack_advisor.store.cypher_store import CypherStore
+from stack_advisor.store.embedded_store import QUERY_TIMEOUT_S, EmbeddedStore
+from stack_advisor.store.flat_read import RowReader
+from stack_advisor.store.starter import seed_store
 from tests.support.tables import assert_same_table
 
 STACKS = (
-    SoftwareStack(driver="550.54.15", cuda="12.4", cudnn="9.1.0", framework="pytorch",
-                  framework_version="2.3.1", raw="pytorch 2.3.1 / cuda 12.4"),
-    SoftwareStack(driver="535.161.08", cuda="12.2", framework="tensorflow", framework_version="2.15.1",
-                  extra={"jax": "0.4.30"}, image="nvcr.io/nvidia/tensorflow:24.01-tf2-py3"),
+    SoftwareStack(
+        driver="550.54.15",
+        cuda="12.4",
+        cudnn="9.1.0",
+        framework="pytorch",
+        framework_version="2.3.1",
+        raw="pytorch 2.3.1 / cuda 12.4",
+    ),
+    SoftwareStack(
+        driver="535.161.08",
+        cuda="12.2",
+        framework="tensorflow",
+        framework_version="2.15.1",
+        extra={"jax": "0.4.30"},
+        image="nvcr.io/nvidia/tensorflow:24.01-tf2-py3",
+    ),
     SoftwareStack(),  # nothing known
 )
-ACCELERATORS = (Accelerator(model="H100-SXM5-80GB", count=8), Accelerator(model="L4"),
-                Accelerator(model="A100-SXM4-80GB", count=2))
-PLACEMENTS = (Placement(kind=PlacementKind.BARE_METAL),
-              Placement(kind=PlacementKind.VGPU, hypervisor="kvm", vgpu_profile="A100-4C",
-                        evidence=["nvidia-smi: vGPU"], consistent=False),
-              Placement())
+ACCELERATORS = (
+    Accelerator(model="H100-SXM5-80GB", count=8),
+    Accelerator(model="L4"),
+    Accelerator(model="A100-SXM4-80GB", count=2),
+)
+PLACEMENTS = (
+    Placement(kind=PlacementKind.BARE_METAL),
+    Placement(
+        kind=PlacementKind.VGPU,
+        hypervisor="kvm",
+        vgpu_profile="A100-4C",
+        evidence=["nvidia-smi: vGPU"],
+        consistent=False,
+    ),
+    Placement(),
+)
 BENCHMARKS = (
     Benchmark(family="mlperf-inference", name="resnet50", parameters={"scenario": "Offline"}),
-    Benchmark(family="mlperf-inference", name="bert-99",
-              parameters={"scenario": "Server", "division": "open"}),
+    Benchmark(
+        family="mlperf-inference",
+        name="bert-99",
+        parameters={"scenario": "Server", "division": "open"},
+    ),
     Benchmark(family="pi", name="gemm", parameters={"n": 4096, "dtype": "bf16"}),
 )
 HOSTS = (Host(name="gpu-node-1", cpu_model="EPYC 9654", cores=96), None)
-PUBLISHED = Provenance(kind=SourceKind.PUBLISHED, source="mlperf-inference",
-                       details={"round": "v4.0", "division": "closed", "submitter": "Acme",
-                                "nodes": "2", "accelerators_per_node": "8"})
+PUBLISHED = Provenance(
+    kind=SourceKind.PUBLISHED,
+    source="mlperf-inference",
+    details={
+        "round": "v4.0",
+        "division": "closed",
+        "submitter": "Acme",
+        "nodes": "2",
+        "accelerators_per_node": "8",
+    },
+)
 MEASURED = Provenance(kind=SourceKind.MEASURED, source="stack-advisor-collector")
 ODD_ROWS = 400
 
@@ -71,19 +104,38 @@ def odd_batch(n: int = ODD_ROWS) -> IngestBatch:
     observations = []
     for i in range(n):
         host = HOSTS[i % 2]
-        observations.append(Observation(
-            benchmark=BENCHMARKS[i % 3], metric=("throughput", "p90_latency_ms")[i % 5 == 0],
-            value=100.0 + i * 1.25, unit=("samples/s", "ms")[i % 5 == 0],
-            higher_is_better=i % 5 != 0, valid=i % 11 != 0,  # some are invalid: left out
-            timestamp=start + timedelta(hours=i, microseconds=i * 37),
-            stack=STACKS[i % 3], accelerator=ACCELERATORS[(i // 3) % 3], placement=PLACEMENTS[(i // 2) % 3],
-            host=host, run_id=None if i % 7 == 0 else f"run-{i // 40}",
-            provenance=PUBLISHED if i % 4 == 0 else MEASURED,
-            source_key=f"sys-{i % 13}" if i % 4 == 0 else None,
-        ))
-    failures = [Failure(benchmark=BENCHMARKS[j % 3], stage="run", error_class="OOM", message=f"failure {j}",
-                        stack=STACKS[j % 3], accelerator=ACCELERATORS[j % 3], placement=PLACEMENTS[0],
-                        host=HOSTS[0], provenance=MEASURED) for j in range(5)]
+        observations.append(
+            Observation(
+                benchmark=BENCHMARKS[i % 3],
+                metric=("throughput", "p90_latency_ms")[i % 5 == 0],
+                value=100.0 + i * 1.25,
+                unit=("samples/s", "ms")[i % 5 == 0],
+                higher_is_better=i % 5 != 0,
+                valid=i % 11 != 0,  # some are invalid: left out
+                timestamp=start + timedelta(hours=i, microseconds=i * 37),
+                stack=STACKS[i % 3],
+                accelerator=ACCELERATORS[(i // 3) % 3],
+                placement=PLACEMENTS[(i // 2) % 3],
+                host=host,
+                run_id=None if i % 7 == 0 else f"run-{i // 40}",
+                provenance=PUBLISHED if i % 4 == 0 else MEASURED,
+                source_key=f"sys-{i % 13}" if i % 4 == 0 else None,
+            )
+        )
+    failures = [
+        Failure(
+            benchmark=BENCHMARKS[j % 3],
+            stage="run",
+            error_class="OOM",
+            message=f"failure {j}",
+            stack=STACKS[j % 3],
+            accelerator=ACCELERATORS[j % 3],
+            placement=PLACEMENTS[0],
+            host=HOSTS[0],
+            provenance=MEASURED,
+        )
+        for j in range(5)
+    ]
     return IngestBatch(observations=observations, failures=failures)
 
 
@@ -92,9 +144,13 @@ def fill_odd(store: Store) -> int:
     no ingest makes one); returns how many Observation nodes the store holds."""
     store.ingest(odd_batch())
     assert isinstance(store, CypherStore)
-    store._write(lambda run: run(
-        "CREATE (o:Observation {key: 'obs-zz-orphan', metric: 'throughput', value: 1.0, unit: 'x', "
-        "higher_is_better: true, valid: true, timestamp: '2024-01-01T00:00:00+00:00'})", {}))
+    store._write(
+        lambda run: run(
+            "CREATE (o:Observation {key: 'obs-zz-orphan', metric: 'throughput', value: 1.0, unit: 'x', "
+            "higher_is_better: true, valid: true, timestamp: '2024-01-01T00:00:00+00:00'})",
+            {},
+        )
+    )
     return store.stats().counts["Observation"]
 
 
@@ -179,7 +235,8 @@ def _answers(store: Store) -> Iterator[str]:
 
 
 def test_answers_from_the_flat_read_are_the_same_bytes(
-        mlperf_store: Store, uncached: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    mlperf_store: Store, uncached: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     flat = list(_answers(mlperf_store))
     monkeypatch.setattr(type(mlperf_store), "_flat_observations", lambda self, progress: None)
     assert mlperf_store.flat_observations() is None  # the paged read, as the REST store has
@@ -187,7 +244,8 @@ def test_answers_from_the_flat_read_are_the_same_bytes(
 
 
 def test_the_embedded_store_serves_after_its_flat_read_reopens_the_engine(
-        embedded_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedded_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The flat read closes the engine and opens it again (to give the scan's pages back):
     afterwards reads, writes, the usual query timeout, the lock and close() work as before, and
     a reopen that fails is tried again by the next call."""
@@ -200,7 +258,12 @@ def test_the_embedded_store_serves_after_its_flat_read_reopens_the_engine(
     assert whole is not None and store._db is not engine and store._conn is not None
     assert store._query_timeout_s == QUERY_TIMEOUT_S
     assert [o.key for o in store.iter_observations(page=50)] == before
-    assert store.ingest(IngestBatch(observations=odd_batch(ODD_ROWS + 3).observations[-3:])).observations_new == 3
+    assert (
+        store.ingest(
+            IngestBatch(observations=odd_batch(ODD_ROWS + 3).observations[-3:])
+        ).observations_new
+        == 3
+    )
     again = store.flat_observations()
     assert again is not None and len(again.rows) == len(whole.rows) + 3
     assert_identical(flat_table(store), paged_table(store))

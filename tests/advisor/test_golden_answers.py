@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from graph_schema.errors import AdvisorError
+from stack_advisor.schema.errors import AdvisorError
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "golden"
 REQUESTS = HERE / "requests.json"
@@ -35,8 +35,8 @@ def requests() -> list[dict[str, Any]]:
 def answer(advisor: Any, request: dict[str, Any]) -> str:
     """One request's answer as text: the answer's JSON without its timing, or the error's class
     and message."""
-    from advisor.cluster.advice import ClusterAdvisor
-    from advisor.cluster.pools import group_pools, nodes_from_json
+    from stack_advisor.advisor.cluster.advice import ClusterAdvisor
+    from stack_advisor.advisor.cluster.pools import group_pools, nodes_from_json
     from tests.support.gfd_pools import POOL_NODES
 
     try:
@@ -45,8 +45,14 @@ def answer(advisor: Any, request: dict[str, Any]) -> str:
             return out.model_dump_json(exclude={"elapsed_ms"})
         if request["verb"] == "cluster":
             pools = group_pools(nodes_from_json(POOL_NODES))
-            extra = {k: request[k] for k in ("top", "per_pool", "gpus", "image", "what_if_driver") if k in request}
-            out = ClusterAdvisor(advisor).recommend(request["workload"], pools, source="golden", **extra)
+            extra = {
+                k: request[k]
+                for k in ("top", "per_pool", "gpus", "image", "what_if_driver")
+                if k in request
+            }
+            out = ClusterAdvisor(advisor).recommend(
+                request["workload"], pools, source="golden", **extra
+            )
             return out.model_dump_json(exclude={"elapsed_ms"})
         return json.dumps([p.model_dump(mode="json") for p in advisor.predict(request["queries"])])
     except AdvisorError as exc:
@@ -67,9 +73,9 @@ def recorded() -> list[str]:
 def golden_advisor(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """An advisor over a store of its own, seeded with the starter KB and never written to, so
     the answers' store generation is the recording's whatever other tests wrote to theirs."""
-    from advisor.engine import Advisor
-    from graph_schema.registry import open_store
-    from graph_schema.starter import seed_store
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.store.registry import open_store
+    from stack_advisor.store.starter import seed_store
 
     store = open_store(f"embedded:{tmp_path_factory.mktemp('golden-kb') / 'kb'}")
     seed_store(store)
@@ -82,7 +88,9 @@ def golden_advisor(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.mark.parametrize("i", range(len(requests())))
 def test_answer_is_byte_identical(golden_advisor: Any, recorded: list[str], i: int) -> None:
     request = requests()[i]
-    assert len(recorded) == len(requests()), "re-record the fixture: requests and answers differ in number"
+    assert len(recorded) == len(requests()), (
+        "re-record the fixture: requests and answers differ in number"
+    )
     got = answer(golden_advisor, request)
     assert got == recorded[i], f"request {i} ({json.dumps(request)}) answers differently"
 
@@ -100,16 +108,19 @@ def test_the_set_is_varied(recorded: list[str]) -> None:
 def _record() -> None:
     import tempfile
 
-    from advisor.engine import Advisor
-    from graph_schema.registry import open_store
-    from graph_schema.starter import seed_store
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.store.registry import open_store
+    from stack_advisor.store.starter import seed_store
 
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(f"embedded:{Path(tmp) / 'kb'}")
         seed_store(store)
         advisor = Advisor(store)
         advisor.warm()
-        lines = [json.dumps({"request": i, "answer": answer(advisor, r)}) for i, r in enumerate(requests())]
+        lines = [
+            json.dumps({"request": i, "answer": answer(advisor, r)})
+            for i, r in enumerate(requests())
+        ]
         store.close()
     ANSWERS.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"recorded {len(lines)} answers in {ANSWERS}")

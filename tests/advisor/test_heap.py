@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from advisor.knowledge.heap import return_free_heap
+from stack_advisor.advisor.knowledge.heap import return_free_heap
 
 
 def test_return_free_heap_trims_on_glibc_and_is_a_no_op_elsewhere() -> None:

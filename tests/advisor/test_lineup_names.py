@@ -1,4 +1,4 @@
-"""The issue-27 line-up as `recommend --accelerator` reads it (advisor.names): each name is one
+"""The issue-27 line-up as `recommend --accelerator` reads it (stack_advisor.advisor.names): each name is one
 catalogue part or a family of parts, never an unknown accelerator. bench/lineup_recommend.py
 runs the command itself over the starter knowledge base."""
 
@@ -6,16 +6,69 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.names import accelerator_selector
-from graph_schema.catalog import load_catalog
+from stack_advisor.advisor.names import accelerator_selector
+from stack_advisor.catalog import load_catalog
 
-LINEUP = ["V100", "T4", "A2", "A10", "A16", "A30", "A40", "A100", "A800", "H20", "H800", "H100", "H100 NVL",
-          "H200", "H200 NVL", "GH200", "L4", "L20", "L40", "L40S", "RTX 4090", "RTX 6000 Ada", "RTX PRO 4500",
-          "RTX PRO 6000", "RTX PRO 6000 Blackwell Server Edition", "B100", "B200", "B300", "GB200", "GB300",
-          "GB10", "Jetson AGX Orin", "Jetson Thor", "MI100", "MI210", "MI250", "MI250X", "MI300A", "MI300X",
-          "MI325X", "MI350X", "MI355X", "Radeon PRO W7900", "Gaudi 2", "Gaudi 3", "Data Center GPU Max 1100",
-          "Data Center GPU Max 1550", "Arc Pro B60", "Arc Pro B70", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e",
-          "TPU v7", "Inferentia2", "Trainium", "Trainium2", "Cloud AI 100"]
+LINEUP = [
+    "V100",
+    "T4",
+    "A2",
+    "A10",
+    "A16",
+    "A30",
+    "A40",
+    "A100",
+    "A800",
+    "H20",
+    "H800",
+    "H100",
+    "H100 NVL",
+    "H200",
+    "H200 NVL",
+    "GH200",
+    "L4",
+    "L20",
+    "L40",
+    "L40S",
+    "RTX 4090",
+    "RTX 6000 Ada",
+    "RTX PRO 4500",
+    "RTX PRO 6000",
+    "RTX PRO 6000 Blackwell Server Edition",
+    "B100",
+    "B200",
+    "B300",
+    "GB200",
+    "GB300",
+    "GB10",
+    "Jetson AGX Orin",
+    "Jetson Thor",
+    "MI100",
+    "MI210",
+    "MI250",
+    "MI250X",
+    "MI300A",
+    "MI300X",
+    "MI325X",
+    "MI350X",
+    "MI355X",
+    "Radeon PRO W7900",
+    "Gaudi 2",
+    "Gaudi 3",
+    "Data Center GPU Max 1100",
+    "Data Center GPU Max 1550",
+    "Arc Pro B60",
+    "Arc Pro B70",
+    "TPU v4",
+    "TPU v5e",
+    "TPU v5p",
+    "TPU v6e",
+    "TPU v7",
+    "Inferentia2",
+    "Trainium",
+    "Trainium2",
+    "Cloud AI 100",
+]
 
 
 @pytest.mark.parametrize("name", LINEUP)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.results import Basis
-from advisor.workload import Workload
-from graph_schema.catalog import resolve_accelerator
-from graph_schema.errors import InvalidInput
+from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.catalog import resolve_accelerator
+from stack_advisor.schema.errors import InvalidInput
 
 RESNET = {"benchmark": "resnet50", "scenario": "Offline", "metric": "samples_per_second"}
 
@@ -22,55 +22,93 @@ def test_a_misspelt_or_unknown_accelerator_is_refused_per_query(kb_advisor) -> N
     assert answered.query.accelerator == "A100-SXM4-80GB"
     assert typo_p.basis is Basis.UNSUPPORTED and typo_p.value is None
     assert "did you mean 'NVIDIA A100-SXM-80GB'" in typo_p.warnings[0]
-    assert foo_p.basis is Basis.UNSUPPORTED and foo_p.value is None and "Foo GPU 9000" in foo_p.warnings[0]
+    assert (
+        foo_p.basis is Basis.UNSUPPORTED
+        and foo_p.value is None
+        and "Foo GPU 9000" in foo_p.warnings[0]
+    )
 
 
 def test_lower_case_scenario_is_the_scenario_and_a_typo_is_an_error(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     lower = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "offline"}, top=3)
     exact = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "Offline"}, top=3)
-    assert [r.candidate for r in lower.recommendations] == [r.candidate for r in exact.recommendations]
+    assert [r.candidate for r in lower.recommendations] == [
+        r.candidate for r in exact.recommendations
+    ]
     assert lower.recommendations[0].basis is Basis.OBSERVED
     with pytest.raises(InvalidInput, match=r"scenario.*did you mean 'Offline'"):
         Workload.from_dict({"benchmark": "resnet50", "scenario": "Ofline"})
 
 
 def test_an_old_driver_excludes_hopper_and_newer(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    result = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "Offline",
-                                   "hardware": {"driver": "470.82.01"}}, top=10)
+    result = kb_advisor.recommend(
+        {"benchmark": "resnet50", "scenario": "Offline", "hardware": {"driver": "470.82.01"}},
+        top=10,
+    )
     assert result.recommendations
     for rec in result.recommendations:
         entry = resolve_accelerator(rec.candidate.accelerator).entry
-        assert entry is None or entry.generation not in ("hopper", "ada", "blackwell"), rec.candidate.accelerator
-    newer = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "Offline",
-                                  "hardware": {"driver": "535.104.05"}}, top=10)
-    assert any(resolve_accelerator(r.candidate.accelerator).entry.generation == "hopper"  # type: ignore[union-attr]
-               for r in newer.recommendations)
+        assert entry is None or entry.generation not in ("hopper", "ada", "blackwell"), (
+            rec.candidate.accelerator
+        )
+    newer = kb_advisor.recommend(
+        {"benchmark": "resnet50", "scenario": "Offline", "hardware": {"driver": "535.104.05"}},
+        top=10,
+    )
+    assert any(
+        resolve_accelerator(r.candidate.accelerator).entry.generation == "hopper"  # type: ignore[union-attr]
+        for r in newer.recommendations
+    )
 
 
 def test_framework_written_as_mlperf_writes_it_is_the_same_query(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    free_text = {**RESNET, "accelerator": "NVIDIA T4", "accelerator_count": 1,
-                 "framework": "TensorRT 8.6.0, CUDA 12.0", "components": {"driver": "525.999.1"}}
-    structured = {**RESNET, "accelerator": "T4", "accelerator_count": 1, "framework": "tensorrt",
-                  "components": {"tensorrt": "8.6.0", "cuda": "12.0", "driver": "525.999.1"}}
+    free_text = {
+        **RESNET,
+        "accelerator": "NVIDIA T4",
+        "accelerator_count": 1,
+        "framework": "TensorRT 8.6.0, CUDA 12.0",
+        "components": {"driver": "525.999.1"},
+    }
+    structured = {
+        **RESNET,
+        "accelerator": "T4",
+        "accelerator_count": 1,
+        "framework": "tensorrt",
+        "components": {"tensorrt": "8.6.0", "cuda": "12.0", "driver": "525.999.1"},
+    }
     a, b = kb_advisor.predict([free_text, structured])
     assert a.basis is b.basis and a.value == b.value
     assert a.query.framework == "tensorrt" and a.query.components["cuda"] == "12.0"
 
 
 def test_accelerator_filters_by_name_family_and_generation(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    by_alias = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "Offline",
-                                     "hardware": {"accelerators": ["NVIDIA A100-SXM-80GB"]}}, top=5)
-    assert {r.candidate.accelerator.split(" (")[0] for r in by_alias.recommendations} == {"A100-SXM4-80GB"}
-    family = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "Offline",
-                                   "hardware": {"accelerators": ["H100"]}}, top=5)
+    by_alias = kb_advisor.recommend(
+        {
+            "benchmark": "resnet50",
+            "scenario": "Offline",
+            "hardware": {"accelerators": ["NVIDIA A100-SXM-80GB"]},
+        },
+        top=5,
+    )
+    assert {r.candidate.accelerator.split(" (")[0] for r in by_alias.recommendations} == {
+        "A100-SXM4-80GB"
+    }
+    family = kb_advisor.recommend(
+        {"benchmark": "resnet50", "scenario": "Offline", "hardware": {"accelerators": ["H100"]}},
+        top=5,
+    )
     assert family.recommendations
     assert all(r.candidate.accelerator.startswith("H100") for r in family.recommendations)
     with pytest.raises(InvalidInput, match="did you mean"):
-        Workload.from_dict({"benchmark": "resnet50", "hardware": {"accelerators": ["NVIDIA A100-SXM-80G"]}})
+        Workload.from_dict(
+            {"benchmark": "resnet50", "hardware": {"accelerators": ["NVIDIA A100-SXM-80G"]}}
+        )
 
 
 def test_benchmark_aliases_resolve_in_workloads() -> None:
     assert Workload(benchmark="sdxl").benchmark == "stable-diffusion-xl"
     assert Workload(benchmark="resnet", scenario="server").scenario == "Server"
-    with pytest.raises(InvalidInput, match="unknown framework or component 'tensorflw'.*tensorflow"):
+    with pytest.raises(
+        InvalidInput, match="unknown framework or component 'tensorflw'.*tensorflow"
+    ):
         Workload.from_dict({"benchmark": "resnet50", "frameworks": [{"name": "tensorflw"}]})

@@ -12,13 +12,13 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from advisor.engine import Advisor
-from advisor.estimate import hardware, transfer
-from advisor.estimate.index import EvidenceIndex
-from advisor.estimate.query import Query
-from advisor.estimate.transferred import CROSS_VENDOR, kind_quantiles
-from advisor.results import Basis
-from graph_schema.models import (
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.estimate import hardware, transfer
+from stack_advisor.advisor.estimate.index import EvidenceIndex
+from stack_advisor.advisor.estimate.query import Query
+from stack_advisor.advisor.estimate.transferred import CROSS_VENDOR, kind_quantiles
+from stack_advisor.advisor.results import Basis
+from stack_advisor.schema.models import (
     Accelerator,
     Benchmark,
     IngestBatch,
@@ -30,10 +30,28 @@ from graph_schema.models import (
     SourceKind,
 )
 
-NVIDIA = ["NVIDIA A100-SXM4-80GB", "NVIDIA H100-SXM5-80GB", "NVIDIA T4", "NVIDIA A10", "NVIDIA A30", "NVIDIA L4",
-          "NVIDIA L40S", "NVIDIA A2", "NVIDIA L40", "NVIDIA H100-PCIe-80GB", "NVIDIA H200-SXM-141GB", "NVIDIA A40",
-          "NVIDIA A16", "NVIDIA H20", "NVIDIA RTX 4090", "NVIDIA B200-SXM-180GB", "NVIDIA RTX 6000 Ada",
-          "NVIDIA A100-PCIe-40GB", "NVIDIA Jetson AGX Orin", "NVIDIA A100-SXM4-40GB"]
+NVIDIA = [
+    "NVIDIA A100-SXM4-80GB",
+    "NVIDIA H100-SXM5-80GB",
+    "NVIDIA T4",
+    "NVIDIA A10",
+    "NVIDIA A30",
+    "NVIDIA L4",
+    "NVIDIA L40S",
+    "NVIDIA A2",
+    "NVIDIA L40",
+    "NVIDIA H100-PCIe-80GB",
+    "NVIDIA H200-SXM-141GB",
+    "NVIDIA A40",
+    "NVIDIA A16",
+    "NVIDIA H20",
+    "NVIDIA RTX 4090",
+    "NVIDIA B200-SXM-180GB",
+    "NVIDIA RTX 6000 Ada",
+    "NVIDIA A100-PCIe-40GB",
+    "NVIDIA Jetson AGX Orin",
+    "NVIDIA A100-SXM4-40GB",
+]
 AMD = ["AMD Instinct MI300X"]
 ROUNDS = (("v3.1", 0.95), ("v4.0", 1.0), ("v4.1", 1.1))  # the stack's drift between rounds
 SLICE = ("mlperf-inference", "resnet50", "Offline", "samples_per_second", "closed")
@@ -48,16 +66,24 @@ def _law(name: str) -> float:
 
 def _obs(name: str, vendor: str, rnd: str, value: float, i: int) -> Observation:
     return Observation(
-        benchmark=Benchmark(family="mlperf-inference", name="resnet50",
-                            parameters={"scenario": "Offline", "division": "closed"}),
-        metric="samples_per_second", value=value, unit="samples/s", higher_is_better=True,
+        benchmark=Benchmark(
+            family="mlperf-inference",
+            name="resnet50",
+            parameters={"scenario": "Offline", "division": "closed"},
+        ),
+        metric="samples_per_second",
+        value=value,
+        unit="samples/s",
+        higher_is_better=True,
         timestamp=datetime(2024, 1 + i % 12, 1, tzinfo=UTC),
         stack=SoftwareStack(framework="tensorrt", framework_version="10.2.0", cuda="12.4"),
         accelerator=Accelerator(model=name, vendor=vendor, count=1),
         placement=Placement(kind=PlacementKind.BARE_METAL),
-        provenance=Provenance(kind=SourceKind.PUBLISHED, source="mlperf-inference",
-                              details={"round": rnd, "division": "closed", "submitter": "Acme",
-                                       "system": f"sys-{i}"}),
+        provenance=Provenance(
+            kind=SourceKind.PUBLISHED,
+            source="mlperf-inference",
+            details={"round": rnd, "division": "closed", "submitter": "Acme", "system": f"sys-{i}"},
+        ),
         source_key=f"synthetic-{i}",
     )
 
@@ -96,12 +122,23 @@ def test_kinds_of_transfer_too_rarely_replayed_are_refused_with_the_reason(embed
     assert "no intel accelerator ever ran resnet50 Offline" in (est.reason or "")
     assert "too few cross-vendor transfers" in (est.reason or "")
     est = one_round.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
-    assert est.basis is Basis.UNSUPPORTED and "too few bandwidth only transfers" in (est.reason or "")
+    assert est.basis is Basis.UNSUPPORTED and "too few bandwidth only transfers" in (
+        est.reason or ""
+    )
 
 
 def _query(accelerator: str) -> Query:
-    return Query(family=SLICE[0], benchmark=SLICE[1], scenario=SLICE[2], metric=SLICE[3], division=SLICE[4],
-                 accelerator=hardware.figures(accelerator).name, raw_accelerator=accelerator, count=1, placement="bare-metal")
+    return Query(
+        family=SLICE[0],
+        benchmark=SLICE[1],
+        scenario=SLICE[2],
+        metric=SLICE[3],
+        division=SLICE[4],
+        accelerator=hardware.figures(accelerator).name,
+        raw_accelerator=accelerator,
+        count=1,
+        placement="bare-metal",
+    )
 
 
 def test_figures_follow_the_precision_policy_and_leave_unpublished_figures_empty() -> None:
@@ -114,13 +151,20 @@ def test_figures_follow_the_precision_policy_and_leave_unpublished_figures_empty
     # the catalogue publishes no compute figure for this edition: bandwidth only, never guessed
     rtx = hardware.figures("NVIDIA RTX PRO 6000 Blackwell Server Edition")
     assert rtx.compute is None and rtx.scaling() is None
-    assert hardware.bandwidth_figures("NVIDIA RTX PRO 6000 Blackwell Server Edition") == (1.0, rtx.bandwidth_gbs)
+    assert hardware.bandwidth_figures("NVIDIA RTX PRO 6000 Blackwell Server Edition") == (
+        1.0,
+        rtx.bandwidth_gbs,
+    )
     # ... but its generation runs fp4 (the Workstation Edition publishes it): at 4 bits it moves
     # twice the operands; a part without fp4 (Hopper) keeps its 8-bit count
     assert hardware.runs_fp4("NVIDIA RTX PRO 6000 Blackwell Server Edition")
     assert hardware.bandwidth_figures("NVIDIA RTX PRO 6000 Blackwell Server Edition", "4-bit") == (
-        1.0, 2 * rtx.bandwidth_gbs)
-    assert hardware.runs_fp4("NVIDIA B200-SXM-180GB") and not hardware.runs_fp4("NVIDIA H100-SXM5-80GB")
+        1.0,
+        2 * rtx.bandwidth_gbs,
+    )
+    assert hardware.runs_fp4("NVIDIA B200-SXM-180GB") and not hardware.runs_fp4(
+        "NVIDIA H100-SXM5-80GB"
+    )
     assert hardware.bandwidth_figures("NVIDIA H100-SXM5-80GB", "4-bit") == (1.0, 3350)
     with pytest.raises(ValueError, match="precision policy"):
         hardware.figures("NVIDIA T4", "2-bit")
@@ -135,24 +179,32 @@ def test_replicas_count_whole_parts_per_copy() -> None:
 def test_the_precision_policy_is_learned_where_it_predicts_better() -> None:
     # synthetic figures (a pure-function check): values follow the compute figure of the second
     # policy; under the first, half of the parts have their compute figure off by 2x
-    compute = {f"p{i}": 100.0 * 1.5 ** i for i in range(8)}
+    compute = {f"p{i}": 100.0 * 1.5**i for i in range(8)}
     values = {n: 3.0 * c for n, c in compute.items()}
     off = {n: (c * (2.0 if i % 2 else 1.0), 1000.0) for i, (n, c) in enumerate(compute.items())}
     right = {n: (c, 1000.0) for n, c in compute.items()}
-    refs = {"8-bit": {n: (values[n], off[n], "nvidia") for n in compute},
-            "4-bit": {n: (values[n], right[n], "nvidia") for n in compute}}
+    refs = {
+        "8-bit": {n: (values[n], off[n], "nvidia") for n in compute},
+        "4-bit": {n: (values[n], right[n], "nvidia") for n in compute},
+    }
     policy, alpha = transfer.learn_blend(refs, True)
     assert (policy, alpha) == ("4-bit", 1.0)
     # a tie keeps the first policy
-    assert transfer.learn_blend({"8-bit": refs["4-bit"], "4-bit": refs["4-bit"]}, True)[0] == "8-bit"
+    assert (
+        transfer.learn_blend({"8-bit": refs["4-bit"], "4-bit": refs["4-bit"]}, True)[0] == "8-bit"
+    )
     model = transfer.fit(refs[policy], True, alpha, "nvidia", precision=policy).model
     assert model.precision == "4-bit" and "at 4-bit" in model.describe()
     assert transfer.TransferModel.from_list(model.as_list()) == model
     # a model persisted before the policy existed reads as the default
-    assert transfer.TransferModel.from_list(model.as_list()[:6]).precision == hardware.DEFAULT_POLICY
+    assert (
+        transfer.TransferModel.from_list(model.as_list()[:6]).precision == hardware.DEFAULT_POLICY
+    )
 
 
-def test_same_vendor_transfer_shows_its_figures_and_holds_the_round_drift(index: EvidenceIndex) -> None:
+def test_same_vendor_transfer_shows_its_figures_and_holds_the_round_drift(
+    index: EvidenceIndex,
+) -> None:
     est = index.estimate(_query("NVIDIA H100-NVL-94GB"))
     assert est.basis is Basis.TRANSFERRED
     names = [f[0] for f in est.factors]
@@ -185,21 +237,29 @@ def test_cross_vendor_replays_fill_their_pool(index: EvidenceIndex) -> None:
 
 
 def test_a_part_with_unpublished_compute_is_refused_where_the_benchmark_is_compute_bound(
-        index: EvidenceIndex) -> None:
+    index: EvidenceIndex,
+) -> None:
     by_acc = index.slices[SLICE]
     assert index.blend(SLICE, by_acc)[1] > 0  # the synthetic law is compute-bound, and learned so
     est = index.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
     assert est.basis is Basis.UNSUPPORTED and (est.reason or "").startswith("compute unpublished")
-    assert "not memory-bound" in (est.reason or "") and "bandwidth alone would not predict it" in (est.reason or "")
+    assert "not memory-bound" in (est.reason or "") and "bandwidth alone would not predict it" in (
+        est.reason or ""
+    )
 
 
 def test_a_part_with_unpublished_compute_transfers_by_bandwidth_with_its_own_interval(
-        embedded_store) -> None:  # type: ignore[no-untyped-def]
+    embedded_store,
+) -> None:  # type: ignore[no-untyped-def]
     index = _index(embedded_store, law=_memory_law)
-    assert index.blend(SLICE, index.slices[SLICE])[1] == 0  # memory-bound: bandwidth alone may stand
+    assert (
+        index.blend(SLICE, index.slices[SLICE])[1] == 0
+    )  # memory-bound: bandwidth alone may stand
     est = index.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
     pools = index.residuals_for(SLICE[0])
-    assert len(pools[(Basis.TRANSFERRED, "closed", "samples_per_second", hardware.BANDWIDTH_ONLY)]) > 0
+    assert (
+        len(pools[(Basis.TRANSFERRED, "closed", "samples_per_second", hardware.BANDWIDTH_ONLY)]) > 0
+    )
     assert est.basis is Basis.TRANSFERRED
     assert ("transfer kind", hardware.BANDWIDTH_ONLY, 1.0) in est.factors
     assert any("no compute figure" in n for n in est.notes)
@@ -207,15 +267,19 @@ def test_a_part_with_unpublished_compute_transfers_by_bandwidth_with_its_own_int
 
 
 def test_a_mixed_system_is_the_sum_of_its_parts(embedded_store) -> None:  # type: ignore[no-untyped-def]
-    from advisor.snapshot import Knowledge
-    from advisor.verbs.predict import predict
+    from stack_advisor.advisor.snapshot import Knowledge
+    from stack_advisor.advisor.verbs.predict import predict
 
     knowledge = Knowledge.from_table(_index(embedded_store).table)
     base = {"benchmark": "resnet50", "scenario": "Offline", "metric": "samples_per_second"}
-    mixed, h100, mi300x = predict(knowledge, [
-        {**base, "accelerator": "mixed: 1x H100-SXM5-80GB + 1x MI300X", "accelerator_count": 2},
-        {**base, "accelerator": "NVIDIA H100-SXM5-80GB", "accelerator_count": 1},
-        {**base, "accelerator": "AMD Instinct MI300X", "accelerator_count": 1}])  # the table's systems are x1
+    mixed, h100, mi300x = predict(
+        knowledge,
+        [
+            {**base, "accelerator": "mixed: 1x H100-SXM5-80GB + 1x MI300X", "accelerator_count": 2},
+            {**base, "accelerator": "NVIDIA H100-SXM5-80GB", "accelerator_count": 1},
+            {**base, "accelerator": "AMD Instinct MI300X", "accelerator_count": 1},
+        ],
+    )  # the table's systems are x1
     assert h100.value is not None and mi300x.value is not None and h100.interval and mi300x.interval
     assert mixed.basis is Basis.OBSERVED or mixed.basis is Basis.INTERPOLATED
     assert mixed.value == pytest.approx(h100.value + mi300x.value)
@@ -224,23 +288,34 @@ def test_a_mixed_system_is_the_sum_of_its_parts(embedded_store) -> None:  # type
     assert [f.name for f in mixed.factors] == ["part", "part"]
     assert any("sum of its parts" in w for w in mixed.warnings)
     # a part that cannot be estimated refuses the whole system, with that part's reason
-    refused = predict(knowledge, [{**base, "accelerator": "mixed: 1x H100-SXM5-80GB + 1x B100",
-                                   "accelerator_count": 2}])[0]
+    refused = predict(
+        knowledge,
+        [{**base, "accelerator": "mixed: 1x H100-SXM5-80GB + 1x B100", "accelerator_count": 2}],
+    )[0]
     assert refused.basis is Basis.UNSUPPORTED and refused.value is None
     assert "mixed accelerators" in (refused.reason or "") and "B100" in (refused.reason or "")
     assert "no public specs" in (refused.reason or "")
 
 
 def test_recommend_ranks_a_catalogue_part_never_measured(embedded_store) -> None:  # type: ignore[no-untyped-def]
-    from advisor.workload import Workload
+    from stack_advisor.advisor.workload import Workload
 
     _index(embedded_store)
-    answer = Advisor(embedded_store).recommend(Workload.model_validate(
-        {"family": "mlperf-inference", "benchmark": "resnet50", "scenario": "Offline",
-         "hardware": {"accelerators": ["NVIDIA H100-NVL-94GB"]}}))
+    answer = Advisor(embedded_store).recommend(
+        Workload.model_validate(
+            {
+                "family": "mlperf-inference",
+                "benchmark": "resnet50",
+                "scenario": "Offline",
+                "hardware": {"accelerators": ["NVIDIA H100-NVL-94GB"]},
+            }
+        )
+    )
     assert [r.candidate.accelerator for r in answer.recommendations] == ["H100-NVL-94GB"]
     top = answer.recommendations[0]
-    assert top.basis is Basis.TRANSFERRED and top.candidate.published_names == ["NVIDIA H100 NVL 94GB"]
+    assert top.basis is Basis.TRANSFERRED and top.candidate.published_names == [
+        "NVIDIA H100 NVL 94GB"
+    ]
     assert any(f.name == "target" for f in top.factors)
 
 
@@ -249,9 +324,11 @@ def test_cross_vendor_intervals_centre_on_the_target_vendors_replays() -> None:
     rng = np.random.default_rng(0)
     to_a, to_b = np.log(0.6) + rng.normal(0, 0.05, 30), np.log(1.6) + rng.normal(0, 0.05, 30)
     level = ("closed", "samples_per_second")
-    pools = {(Basis.TRANSFERRED, *level, CROSS_VENDOR): np.concatenate([to_a, to_b]),
-             (Basis.TRANSFERRED, *level, f"{CROSS_VENDOR} to a"): to_a,
-             (Basis.TRANSFERRED, *level, f"{CROSS_VENDOR} to b"): to_b}
+    pools = {
+        (Basis.TRANSFERRED, *level, CROSS_VENDOR): np.concatenate([to_a, to_b]),
+        (Basis.TRANSFERRED, *level, f"{CROSS_VENDOR} to a"): to_a,
+        (Basis.TRANSFERRED, *level, f"{CROSS_VENDOR} to b"): to_b,
+    }
     lo, mid, hi = kind_quantiles(pools, SLICE, CROSS_VENDOR, "a", True, 40)
     assert mid == pytest.approx(np.median(to_a)) and lo < mid < hi and hi - lo < 0.3
     # a vendor with too few replays of its own: the whole (wide) pool
@@ -267,16 +344,20 @@ def test_cross_vendor_centre_comes_from_the_level_that_holds_the_target_vendors_
     rng = np.random.default_rng(1)
     to_a, to_b = np.log(0.6) + rng.normal(0, 0.05, 12), np.log(1.6) + rng.normal(0, 0.05, 30)
     cell, family = ("closed", "samples_per_second"), (None, "higher")
-    pools = {(Basis.TRANSFERRED, *cell, CROSS_VENDOR): np.concatenate([to_a[:5], to_b]),
-             (Basis.TRANSFERRED, *cell, f"{CROSS_VENDOR} to a"): to_a[:5],
-             (Basis.TRANSFERRED, *cell, f"{CROSS_VENDOR} to b"): to_b,
-             (Basis.TRANSFERRED, *family, CROSS_VENDOR): np.concatenate([to_a, to_b]),
-             (Basis.TRANSFERRED, *family, f"{CROSS_VENDOR} to a"): to_a,
-             (Basis.TRANSFERRED, *family, f"{CROSS_VENDOR} to b"): to_b}
+    pools = {
+        (Basis.TRANSFERRED, *cell, CROSS_VENDOR): np.concatenate([to_a[:5], to_b]),
+        (Basis.TRANSFERRED, *cell, f"{CROSS_VENDOR} to a"): to_a[:5],
+        (Basis.TRANSFERRED, *cell, f"{CROSS_VENDOR} to b"): to_b,
+        (Basis.TRANSFERRED, *family, CROSS_VENDOR): np.concatenate([to_a, to_b]),
+        (Basis.TRANSFERRED, *family, f"{CROSS_VENDOR} to a"): to_a,
+        (Basis.TRANSFERRED, *family, f"{CROSS_VENDOR} to b"): to_b,
+    }
     lo, mid, hi = kind_quantiles(pools, SLICE, CROSS_VENDOR, "a", True, 20)
     assert mid == pytest.approx(np.median(to_a)) and lo < mid < hi
     # b has enough in the cell: its own cell's centre
-    assert kind_quantiles(pools, SLICE, CROSS_VENDOR, "b", True, 20)[1] == pytest.approx(np.median(to_b))
+    assert kind_quantiles(pools, SLICE, CROSS_VENDOR, "b", True, 20)[1] == pytest.approx(
+        np.median(to_b)
+    )
 
 
 def _refs(compute: dict[str, float], doubled: set[str]) -> dict[str, transfer.References]:
@@ -284,12 +365,15 @@ def _refs(compute: dict[str, float], doubled: set[str]) -> dict[str, transfer.Re
     doubles the figures of the parts in ``doubled`` (as 4-bit doubles an fp4 part's) and one that
     does not."""
     values = {n: (3.0 * c, (c, 1000.0), "nvidia") for n, c in compute.items()}
-    moved = {n: (v, (c * 2, 2000.0) if n in doubled else (c, 1000.0), k) for n, (v, (c, _), k) in values.items()}
+    moved = {
+        n: (v, (c * 2, 2000.0) if n in doubled else (c, 1000.0), k)
+        for n, (v, (c, _), k) in values.items()
+    }
     return {"8-bit": values, "4-bit": moved}
 
 
 def test_only_parts_whose_figures_move_against_the_others_tell_policies_apart() -> None:
-    compute = {f"p{i}": 100.0 * 1.5 ** i for i in range(6)}
+    compute = {f"p{i}": 100.0 * 1.5**i for i in range(6)}
     refs = _refs(compute, {"p5"})
     assert transfer.telling_parts(refs["8-bit"], refs["4-bit"]) == ["p5"]
     # every part's figures doubled: scaling is unchanged, nothing tells
@@ -300,7 +384,7 @@ def test_only_parts_whose_figures_move_against_the_others_tell_policies_apart() 
 
 
 def test_a_policy_choice_resting_on_one_part_is_undetermined() -> None:
-    compute = {f"p{i}": 100.0 * 1.5 ** i for i in range(6)}
+    compute = {f"p{i}": 100.0 * 1.5**i for i in range(6)}
     one = transfer.choose_policy(_refs(compute, {"p5"}), True)
     assert one.policy == "8-bit" and one.undetermined == ("4-bit",)
     # two parts that move, each predicted across the groups: the evidence decides (values follow
@@ -308,13 +392,16 @@ def test_a_policy_choice_resting_on_one_part_is_undetermined() -> None:
     two = transfer.choose_policy(_refs(compute, {"p2", "p5"}), True)
     assert two.policy == "8-bit" and two.undetermined == ()
     # identical references: the later policy is undetermined, the first kept
-    same = transfer.choose_policy({"8-bit": _refs(compute, set())["8-bit"], "4-bit": _refs(compute, set())["8-bit"]},
-                                  True)
+    same = transfer.choose_policy(
+        {"8-bit": _refs(compute, set())["8-bit"], "4-bit": _refs(compute, set())["8-bit"]}, True
+    )
     assert same.policy == "8-bit" and same.undetermined == ("4-bit",)
     assert (same.policy, same.alpha) == transfer.learn_blend(_refs(compute, set()), True)
 
 
-def test_an_undetermined_precision_widens_the_interval_to_span_both_policies(index: EvidenceIndex) -> None:
+def test_an_undetermined_precision_widens_the_interval_to_span_both_policies(
+    index: EvidenceIndex,
+) -> None:
     # the fixture's only fp4 part is the B200: whether resnet50 runs at 4 or 8 bits is not
     # determined; a GB200 (fp4) transferred from the Hopper parts reads 2x its 8-bit figures at 4 bits
     choice = index.policy_choice(SLICE, index.slices[SLICE])

@@ -1,4 +1,4 @@
-"""The observation table persisted per store generation (advisor.knowledge.table_file): equal to what the
+"""The observation table persisted per store generation (stack_advisor.advisor.knowledge.table_file): equal to what the
 store gives, invalidated by any write, never trusted when damaged, and served to a fresh process
 without heavy imports."""
 
@@ -14,21 +14,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.engine import Advisor
-from advisor.knowledge import table_file
-from advisor.knowledge.cache_folders import CacheFolders
-from advisor.knowledge.table import ObservationTable
-from graph_schema.models import IngestBatch
-from graph_schema.starter import load_snapshot
-from graph_schema.store import Store
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.knowledge import table_file
+from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
+from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.base import Store
+from stack_advisor.store.starter import load_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(Advisor, "caches", CacheFolders(tables=tmp_path / "tables",
-                                                         calibration=tmp_path / "calibration"))
+    monkeypatch.setattr(
+        Advisor,
+        "caches",
+        CacheFolders(tables=tmp_path / "tables", calibration=tmp_path / "calibration"),
+    )
     return tmp_path
 
 
@@ -62,8 +65,9 @@ def _persisted(store: Store) -> Path:
     return path
 
 
-def test_persisted_table_equals_the_table_built_from_the_store(store: Store, caches: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_persisted_table_equals_the_table_built_from_the_store(
+    store: Store, caches: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store.ingest(_part(0, 400))
     generation = Advisor(store).store_generation()
     built = table_file.build_table(store, generation)
@@ -94,7 +98,8 @@ def test_a_write_invalidates_the_persisted_table(store: Store, caches: Path) -> 
 
 
 def test_a_store_emptied_and_refilled_to_the_same_generation_is_not_answered_from_the_old_file(
-        store: Store, caches: Path) -> None:
+    store: Store, caches: Path
+) -> None:
     store.ingest(_part(0, 200))
     old = _fresh_table(store)
     store.clear()  # type: ignore[attr-defined]
@@ -107,7 +112,8 @@ def test_a_store_emptied_and_refilled_to_the_same_generation_is_not_answered_fro
 
 
 def test_a_small_ingest_appends_to_the_table_instead_of_reading_the_store(
-        store: Store, caches: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store: Store, caches: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store.ingest(_part(0, 300))
     held = Advisor(store)
     before = held.table()  # read from the store, persisted
@@ -130,15 +136,22 @@ def test_a_small_ingest_appends_to_the_table_instead_of_reading_the_store(
         assert new.vocab[: len(old.vocab)] == old.vocab, name
         assert np.array_equal(new.codes[: before.n], old.codes), name
     assert in_memory.digest and in_memory.digest != before.digest
-    answer = {"family": "mlperf-inference", "benchmark": "resnet50", "parameters": {"scenario": "Offline"}}
+    answer = {
+        "family": "mlperf-inference",
+        "benchmark": "resnet50",
+        "parameters": {"scenario": "Offline"},
+    }
     appended = held.recommend(answer).recommendations
     # the same answer from a table read whole
     monkeypatch.setattr(Advisor, "caches", CacheFolders(calibration=Advisor.caches.calibration))
     assert [r.model_dump() for r in appended] == [
-        r.model_dump() for r in Advisor(store).recommend(answer).recommendations]
+        r.model_dump() for r in Advisor(store).recommend(answer).recommendations
+    ]
 
 
-def test_a_reset_store_is_read_again_whatever_table_a_process_holds(store: Store, caches: Path) -> None:
+def test_a_reset_store_is_read_again_whatever_table_a_process_holds(
+    store: Store, caches: Path
+) -> None:
     store.ingest(_part(0, 200))
     held = Advisor(store)
     old = held.table()
@@ -152,7 +165,9 @@ def test_a_reset_store_is_read_again_whatever_table_a_process_holds(store: Store
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "codes out of range"])
-def test_a_damaged_file_is_ignored_and_rebuilt(embedded_store: Store, caches: Path, damage: str) -> None:
+def test_a_damaged_file_is_ignored_and_rebuilt(
+    embedded_store: Store, caches: Path, damage: str
+) -> None:
     embedded_store.ingest(_part(0, 250))
     good = _fresh_table(embedded_store)
     path = _persisted(embedded_store)
@@ -174,8 +189,9 @@ def test_a_damaged_file_is_ignored_and_rebuilt(embedded_store: Store, caches: Pa
     assert_same_table(_fresh_table(embedded_store), good)
 
 
-def test_caching_off_reads_the_store_every_time(embedded_store: Store, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_caching_off_reads_the_store_every_time(
+    embedded_store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     off = CacheFolders.from_environ({table_file.CACHE_ENV: "0"})
     assert off.tables is None
     monkeypatch.setattr(Advisor, "caches", off)
@@ -186,13 +202,22 @@ def test_caching_off_reads_the_store_every_time(embedded_store: Store, tmp_path:
 
 # ---- a fresh process --------------------------------------------------------------------------
 
-HEAVY = ("scipy", "sklearn", "torch", "tensorflow", "matplotlib", "kubernetes", "fastapi", "uvicorn")
+HEAVY = (
+    "scipy",
+    "sklearn",
+    "torch",
+    "tensorflow",
+    "matplotlib",
+    "kubernetes",
+    "fastapi",
+    "uvicorn",
+)
 
 _RUN_CLI = (
     "import json, sys\n"
     "heavy_names = set(json.loads(sys.argv[2]))\n"
     "sys.argv = ['advisor'] + json.loads(sys.argv[1])\n"
-    "from cli.main import main\n"
+    "from stack_advisor.cli.main import main\n"
     "try:\n"
     "    main()\n"
     "except SystemExit as exc:\n"
@@ -206,19 +231,33 @@ from tests.support.tables import assert_same_table
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> tuple[dict[str, object], str, str]:
-    done = subprocess.run([sys.executable, "-c", _RUN_CLI, json.dumps(args), json.dumps(HEAVY)],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_CLI, json.dumps(args), json.dumps(HEAVY)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     return report, done.stdout, done.stderr
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-            "ADVISOR_TABLE_CACHE": str(tmp_path / "cache" / "tables"),
-            "ADVISOR_CALIBRATION_CACHE": str(tmp_path / "cache" / "calibration"), "PYTHONPATH": str(REPO)}
+    return {
+        **os.environ,
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "ADVISOR_TABLE_CACHE": str(tmp_path / "cache" / "tables"),
+        "ADVISOR_CALIBRATION_CACHE": str(tmp_path / "cache" / "calibration"),
+        "PYTHONPATH": str(REPO),
+    }
 
 
-@pytest.mark.parametrize("args", [["--help"], ["recommend", "--help"], ["db", "--help"], ["plot", "--help"]])
+@pytest.mark.parametrize(
+    "args", [["--help"], ["recommend", "--help"], ["db", "--help"], ["plot", "--help"]]
+)
 def test_help_imports_no_heavy_module(tmp_path: Path, args: list[str]) -> None:
     report, stdout, _ = run_cli(args, _env(tmp_path))
     assert report["code"] == 0
@@ -226,14 +265,25 @@ def test_help_imports_no_heavy_module(tmp_path: Path, args: list[str]) -> None:
     assert report["heavy"] == []
 
 
-def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(tmp_path: Path) -> None:
-    from graph_schema.registry import open_store
+def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(
+    tmp_path: Path,
+) -> None:
+    from stack_advisor.store.registry import open_store
 
     kb = tmp_path / "kb"
     with open_store(f"embedded:{kb}") as store:
         store.ingest(_part(0, 1500))
     env = _env(tmp_path)
-    args = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--json", "--store", f"embedded:{kb}"]
+    args = [
+        "recommend",
+        "--benchmark",
+        "resnet50",
+        "--scenario",
+        "Offline",
+        "--json",
+        "--store",
+        f"embedded:{kb}",
+    ]
     cold, cold_out, cold_err = run_cli(args, env)  # reads the store, calibrates, persists both
     assert cold["code"] == 0, cold_err
     warm, warm_out, warm_err = run_cli(args, env)
@@ -241,7 +291,9 @@ def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(tm
     assert warm["heavy"] == []
     drop = ("elapsed_ms",)
     a, b = json.loads(cold_out), json.loads(warm_out)
-    assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
+    assert {k: v for k, v in a.items() if k not in drop} == {
+        k: v for k, v in b.items() if k not in drop
+    }
     assert any(r["basis"] != "observed" for r in b["recommendations"]) or b["recommendations"]
     typo, typo_out, typo_err = run_cli([*args[:2], "resnet5O", *args[3:]], env)
     # the did-you-mean (JSON on stdout with --json), without the heavy imports
@@ -259,7 +311,11 @@ def test_first_use_says_what_it_is_doing_on_stderr_only(tmp_path: Path) -> None:
     assert first["code"] == 0, err
     json.loads(out)
     lines = [line for line in err.splitlines() if line.startswith("advisor: ")]
-    assert [line.split(":")[1].strip().split()[0] for line in lines] == ["first", "loading", "calibrating"], err
+    assert [line.split(":")[1].strip().split()[0] for line in lines] == [
+        "first",
+        "loading",
+        "calibrating",
+    ], err
     assert "seeding the default store" in lines[0]
     second, out2, err2 = run_cli(args, env)
     assert second["code"] == 0 and json.loads(out2)
@@ -268,7 +324,7 @@ def test_first_use_says_what_it_is_doing_on_stderr_only(tmp_path: Path) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_reporter() -> Iterator[None]:
-    from graph_schema import progress
+    from stack_advisor.runtime import progress
 
     previous = progress.set_reporter(None)
     yield
@@ -278,8 +334,8 @@ def _no_reporter() -> Iterator[None]:
 def test_progress_on_a_terminal_draws_a_transient_bar_and_elsewhere_one_line() -> None:
     import io
 
-    from cli.progress import StderrProgress
-    from graph_schema import progress
+    from stack_advisor.cli.progress import StderrProgress
+    from stack_advisor.runtime import progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

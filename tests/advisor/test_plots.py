@@ -12,13 +12,13 @@ import pytest
 from matplotlib.container import BarContainer
 from typer.testing import CliRunner
 
-from advisor.charts import data as plot_data
-from advisor.charts import figures as plots
-from advisor.charts.data import canonical_name
-from cli.main import app
-from graph_schema.models import IngestBatch, Observation
-from graph_schema.registry import open_store
-from graph_schema.starter import read_snapshot
+from stack_advisor.advisor.charts import data as plot_data
+from stack_advisor.advisor.charts import figures as plots
+from stack_advisor.advisor.charts.data import canonical_name
+from stack_advisor.cli.main import app
+from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import read_snapshot
 
 runner = CliRunner()
 
@@ -30,11 +30,28 @@ def published() -> list[Observation]:
     obs = [Observation.model_validate(o) for o in read_snapshot()["observations"]]
     virtual = [o for o in obs if o.placement.kind.value in ("vgpu", "passthrough")]
     physical = {canonical_name(o.accelerator.model) for o in virtual}
-    paired = {(o.benchmark.name, o.benchmark.parameters.get("scenario"), o.provenance.details.get("round"))
-              for o in virtual}
-    return [o for o in obs if (canonical_name(o.accelerator.model) in physical and (
-        o.benchmark.name, o.benchmark.parameters.get("scenario"), o.provenance.details.get("round")) in paired)
-        or (o.benchmark.name == "resnet50" and o.benchmark.parameters.get("scenario") == "Offline")]
+    paired = {
+        (
+            o.benchmark.name,
+            o.benchmark.parameters.get("scenario"),
+            o.provenance.details.get("round"),
+        )
+        for o in virtual
+    }
+    return [
+        o
+        for o in obs
+        if (
+            canonical_name(o.accelerator.model) in physical
+            and (
+                o.benchmark.name,
+                o.benchmark.parameters.get("scenario"),
+                o.provenance.details.get("round"),
+            )
+            in paired
+        )
+        or (o.benchmark.name == "resnet50" and o.benchmark.parameters.get("scenario") == "Offline")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -58,20 +75,34 @@ def _bars(fig: Any) -> list[tuple[float, float, float]]:
     for ax in fig.axes:
         for bars in (c for c in ax.containers if isinstance(c, BarContainer)):
             whiskers = bars.errorbar.lines[2][0].get_segments()
-            out.extend((p.get_height(), seg[0][1], seg[1][1]) for p, seg in zip(bars.patches, whiskers, strict=True))
+            out.extend(
+                (p.get_height(), seg[0][1], seg[1][1])
+                for p, seg in zip(bars.patches, whiskers, strict=True)
+            )
     return out
 
 
-@pytest.mark.parametrize("filters", [[], ["--accelerator", "A100"], ["--placement", "vgpu"],
-                                     ["--accelerator", "h100", "--placement", "vgpu"]])
-def test_plot_overhead_shows_what_compare_placement_shows(kb: str, tmp_path: Path, filters: list[str]) -> None:
+@pytest.mark.parametrize(
+    "filters",
+    [
+        [],
+        ["--accelerator", "A100"],
+        ["--placement", "vgpu"],
+        ["--accelerator", "h100", "--placement", "vgpu"],
+    ],
+)
+def test_plot_overhead_shows_what_compare_placement_shows(
+    kb: str, tmp_path: Path, filters: list[str]
+) -> None:
     """Reproducer: `plot overhead` showed one accelerator where `compare placement` showed four."""
     table = _json(["compare", "placement", "--json", "--store", kb, *filters])
     out = tmp_path / "overhead.png"
     plotted = _json(["plot", "overhead", "--out", str(out), "--json", "--store", kb, *filters])
     assert out.read_bytes()[:4] == b"\x89PNG"
     want = [(o["accelerator"], o["placement"], o["ratio"], o["pairs"]) for o in table]
-    assert [(r["accelerator"], r["placement"], r["ratio"], r["pairs"]) for r in plotted["rows"]] == want
+    assert [
+        (r["accelerator"], r["placement"], r["ratio"], r["pairs"]) for r in plotted["rows"]
+    ] == want
     if not filters:
         assert len(want) >= 4  # A10, A100-PCIE-40GB, A100-SXM4-80GB, H100-PCIE-80GB on vGPU
     # the figure's bars are those ratios, its whiskers the bootstrap interval
@@ -83,24 +114,50 @@ def test_plot_overhead_shows_what_compare_placement_shows(kb: str, tmp_path: Pat
             assert (r["low"], r["high"]) == (o["interval"]["low"], o["interval"]["high"])
 
 
-def test_plot_throughput_values_are_recommends_per_accelerator_values(kb: str, published: list[Observation]) -> None:
-    result = _json(["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--observed-only",
-                    "--top", "6", "--json", "--store", kb])
+def test_plot_throughput_values_are_recommends_per_accelerator_values(
+    kb: str, published: list[Observation]
+) -> None:
+    result = _json(
+        [
+            "recommend",
+            "--benchmark",
+            "resnet50",
+            "--scenario",
+            "Offline",
+            "--observed-only",
+            "--top",
+            "6",
+            "--json",
+            "--store",
+            kb,
+        ]
+    )
     recs = result["recommendations"]
     assert recs and all(r["per_accelerator"] for r in recs)
     for rec in recs:
         cand = rec["candidate"]
         # the candidate's own observations at the count its figure is for (recommend's observed
         # figure is the median of the latest round's results at that count)
-        mine = [o for o in published if canonical_name(o.accelerator.model) == cand["accelerator"]
-                and o.accelerator.count == cand["accelerator_count"] and o.placement.kind.value == cand["placement"]]
+        mine = [
+            o
+            for o in published
+            if canonical_name(o.accelerator.model) == cand["accelerator"]
+            and o.accelerator.count == cand["accelerator_count"]
+            and o.placement.kind.value == cand["placement"]
+        ]
         chart = plot_data.throughput_chart(mine, benchmark="resnet50", scenario="Offline", top=100)
         (row,) = [r for r in chart.rows if r["stack_id"] == cand["stack_id"]]
         # the same figure (median of the latest round's per-accelerator results); the whiskers
         # are the spread of those results, inside the observed range recommend reports
         assert row["value"] == pytest.approx(rec["value"])
         observed = rec["observed_range"]
-        assert observed["low"] - 1e-9 <= row["low"] <= row["value"] <= row["high"] <= observed["high"] + 1e-9
+        assert (
+            observed["low"] - 1e-9
+            <= row["low"]
+            <= row["value"]
+            <= row["high"]
+            <= observed["high"] + 1e-9
+        )
         assert row["observations"] <= rec["evidence"]["count"]  # evidence: every count of this row
 
 
@@ -115,12 +172,30 @@ def test_plot_throughput_from_the_store_with_a_scenario(kb: str, tmp_path: Path)
     message = str(result.exception)
     assert result.exit_code == 1 and "--scenario Offline --metric samples_per_second" in message
     assert "--benchmark mlperf-inference/resnet50/" in message
-    body = _json(["plot", "throughput", "--benchmark", "resnet50", "--scenario", "Offline",
-                  "--accelerator", "A100-SXM4-80GB", "--out", str(out), "--json", "--store", kb])
+    body = _json(
+        [
+            "plot",
+            "throughput",
+            "--benchmark",
+            "resnet50",
+            "--scenario",
+            "Offline",
+            "--accelerator",
+            "A100-SXM4-80GB",
+            "--out",
+            str(out),
+            "--json",
+            "--store",
+            kb,
+        ]
+    )
     assert body["series"]["scenario"] == "Offline" and body["series"]["per_accelerator"]
     assert "Offline" in body["title"] and "samples/s" in body["title"]
-    assert {r["accelerator"] for r in body["rows"]} <= {"A100-SXM4-80GB", "A100-SXM4-40GB",
-                                                       "A100-SXM4-80GB (1x1g.10gb MIG)",
-                                                       "A100-SXM4-80GB (7x1g.10gb MIG)"}
+    assert {r["accelerator"] for r in body["rows"]} <= {
+        "A100-SXM4-80GB",
+        "A100-SXM4-40GB",
+        "A100-SXM4-80GB (1x1g.10gb MIG)",
+        "A100-SXM4-80GB (7x1g.10gb MIG)",
+    }
     assert "A100-SXM4-80GB" in {r["accelerator"] for r in body["rows"]}
     assert out.read_bytes()[:4] == b"\x89PNG"

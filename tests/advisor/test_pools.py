@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cluster.manifests import pool_manifests
-from advisor.cluster.pools import group_pools, nodes_from_json, read_nodes_file, resolve_gfd_product
-from advisor.cluster.targets import job_shape, parse_what_if
-from graph_schema.errors import InvalidInput
-from graph_schema.models import PlacementKind, SoftwareStack
+from stack_advisor.advisor.cluster.manifests import pool_manifests
+from stack_advisor.advisor.cluster.pools import (
+    group_pools,
+    nodes_from_json,
+    read_nodes_file,
+    resolve_gfd_product,
+)
+from stack_advisor.advisor.cluster.targets import job_shape, parse_what_if
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import PlacementKind, SoftwareStack
 from tests.support.gfd_pools import POOL_NODES
 
 
@@ -21,38 +26,80 @@ def pools():  # type: ignore[no-untyped-def]
 
 
 def test_pools_are_grouped_by_pool_label_and_split_when_nodes_differ(pools) -> None:  # type: ignore[no-untyped-def]
-    assert set(pools) == {"a100-bm", "a100-mig", "gpupool/535.161.08", "gpupool/550.54.15",
-                          "h100-mig[mig-1g.10gb]", "h100-mig[mig-3g.40gb]", "kubevirt", "l4-vgpu", "t4-pool"}
+    assert set(pools) == {
+        "a100-bm",
+        "a100-mig",
+        "gpupool/535.161.08",
+        "gpupool/550.54.15",
+        "h100-mig[mig-1g.10gb]",
+        "h100-mig[mig-3g.40gb]",
+        "kubevirt",
+        "l4-vgpu",
+        "t4-pool",
+    }
     a100 = pools["a100-bm"]
     assert a100.nodes == ["p-a100-0", "p-a100-1"] and a100.schedulable_nodes == 2
     assert (a100.accelerator, a100.gpus_per_node, a100.driver, a100.placement) == (
-        "A100-SXM4-80GB", 8, "550.54.15", PlacementKind.BARE_METAL)
+        "A100-SXM4-80GB",
+        8,
+        "550.54.15",
+        PlacementKind.BARE_METAL,
+    )
     assert a100.node_selector == {"stack-advisor.io/pool": "a100-bm"}
-    assert a100.tolerations() == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present",
-                                   "effect": "NoSchedule"}]
+    assert a100.tolerations() == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
     # one agentpool label, two drivers: two pools, each selected by its GFD labels as well
     old, new = pools["gpupool/535.161.08"], pools["gpupool/550.54.15"]
     assert old.node_selector["nvidia.com/cuda.driver-version.full"] == "535.161.08"
-    assert new.node_selector["agentpool"] == "gpupool" and new.node_selector["nvidia.com/gpu.product"] == "NVIDIA-L4"
-    assert {"key": "feature.node.kubernetes.io/cpu-cpuid.HYPERVISOR", "operator": "DoesNotExist"} in new.match_expressions
+    assert (
+        new.node_selector["agentpool"] == "gpupool"
+        and new.node_selector["nvidia.com/gpu.product"] == "NVIDIA-L4"
+    )
+    assert {
+        "key": "feature.node.kubernetes.io/cpu-cpuid.HYPERVISOR",
+        "operator": "DoesNotExist",
+    } in new.match_expressions
     t4 = pools["t4-pool"]
-    assert (t4.driver, t4.placement, t4.pool_label) == ("470.82.01", PlacementKind.PASSTHROUGH,
-                                                         "cloud.google.com/gke-nodepool")
+    assert (t4.driver, t4.placement, t4.pool_label) == (
+        "470.82.01",
+        PlacementKind.PASSTHROUGH,
+        "cloud.google.com/gke-nodepool",
+    )
 
 
 def test_vgpu_and_mig_pools_get_their_resources(pools) -> None:  # type: ignore[no-untyped-def]
     vgpu = pools["l4-vgpu"]
     assert vgpu.placement is PlacementKind.VGPU and vgpu.resource == "nvidia.com/gpu"
     single = pools["a100-mig"]
-    assert (single.resource, single.mig_profile, single.gpus_per_node) == ("nvidia.com/gpu", "1g.5gb", 7)
-    assert single.kb_name == "NVIDIA A100 SXM4 40GB (1x1g.5gb MIG)" and single.accelerator == "A100-SXM4-40GB"
+    assert (single.resource, single.mig_profile, single.gpus_per_node) == (
+        "nvidia.com/gpu",
+        "1g.5gb",
+        7,
+    )
+    assert (
+        single.kb_name == "NVIDIA A100 SXM4 40GB (1x1g.5gb MIG)"
+        and single.accelerator == "A100-SXM4-40GB"
+    )
     small, large = pools["h100-mig[mig-1g.10gb]"], pools["h100-mig[mig-3g.40gb]"]
-    assert (small.resource, small.gpus_per_node, small.gpu_memory_mib) == ("nvidia.com/mig-1g.10gb", 4, 9856)
+    assert (small.resource, small.gpus_per_node, small.gpu_memory_mib) == (
+        "nvidia.com/mig-1g.10gb",
+        4,
+        9856,
+    )
     assert (large.resource, large.gpus_per_node) == ("nvidia.com/mig-3g.40gb", 1)
-    assert small.accelerator == "H100-SXM5-80GB" and small.node_selector == {"eks.amazonaws.com/nodegroup": "h100-mig"}
+    assert small.accelerator == "H100-SXM5-80GB" and small.node_selector == {
+        "eks.amazonaws.com/nodegroup": "h100-mig"
+    }
     stack = SoftwareStack(cuda="12.4", framework="torch", framework_version="2.5.1")
-    (pod,) = pool_manifests(pool=small, stack=stack, image="example.org/torch:2.5.1", workload_name="bert",
-                            units_per_pod=2, pods=1)
+    (pod,) = pool_manifests(
+        pool=small,
+        stack=stack,
+        image="example.org/torch:2.5.1",
+        workload_name="bert",
+        units_per_pod=2,
+        pods=1,
+    )
     assert pod["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/mig-1g.10gb": 2}}
     assert pod["spec"]["containers"][0]["image"] == "example.org/torch:2.5.1"
     assert pod["spec"]["nodeSelector"] == {"eks.amazonaws.com/nodegroup": "h100-mig"}
@@ -65,17 +112,38 @@ def test_vm_configured_gpus_are_not_offered_to_pods(pools) -> None:  # type: ign
 
 def test_job_shapes_and_gangs(pools) -> None:  # type: ignore[no-untyped-def]
     a100 = pools["a100-bm"]
-    assert job_shape(a100, None, None).model_dump() == {"units_per_pod": 8, "pods": 1, "total_units": 8}
-    assert job_shape(a100, 4, None).model_dump() == {"units_per_pod": 4, "pods": 1, "total_units": 4}
-    assert job_shape(a100, 16, None).model_dump() == {"units_per_pod": 8, "pods": 2, "total_units": 16}
+    assert job_shape(a100, None, None).model_dump() == {
+        "units_per_pod": 8,
+        "pods": 1,
+        "total_units": 8,
+    }
+    assert job_shape(a100, 4, None).model_dump() == {
+        "units_per_pod": 4,
+        "pods": 1,
+        "total_units": 4,
+    }
+    assert job_shape(a100, 16, None).model_dump() == {
+        "units_per_pod": 8,
+        "pods": 2,
+        "total_units": 16,
+    }
     assert "it has 2 schedulable" in job_shape(a100, 24, None)  # type: ignore[operator]
     assert "its nodes have 8" in job_shape(a100, 18, 2)  # type: ignore[operator]
     with pytest.raises(InvalidInput, match="does not split evenly"):
         job_shape(a100, 15, 2)
     stack = SoftwareStack(cuda="12.4", framework="torch", framework_version="2.5.1")
-    group, job = pool_manifests(pool=a100, stack=stack, image="example.org/torch:2.5.1", workload_name="llm",
-                                units_per_pod=8, pods=2)
-    assert group["kind"] == "PodGroup" and group["spec"] == {"minMember": 2, "minResources": {"nvidia.com/gpu": "16"}}
+    group, job = pool_manifests(
+        pool=a100,
+        stack=stack,
+        image="example.org/torch:2.5.1",
+        workload_name="llm",
+        units_per_pod=8,
+        pods=2,
+    )
+    assert group["kind"] == "PodGroup" and group["spec"] == {
+        "minMember": 2,
+        "minResources": {"nvidia.com/gpu": "16"},
+    }
     replicas = job["spec"]["pytorchReplicaSpecs"]
     assert replicas["Master"]["replicas"] == 1 and replicas["Worker"]["replicas"] == 1
     spec = replicas["Worker"]["template"]["spec"]
@@ -104,7 +172,9 @@ def test_bad_nodes_input_names_what_is_wrong(tmp_path: Path) -> None:
         nodes_from_json({"items": [{"metadata": 5}]})
     with pytest.raises(InvalidInput, match=r"items\.0 \(n1\): not a Node object"):
         nodes_from_json({"items": [{"metadata": {"name": "n1", "labels": ["not", "a", "map"]}}]})
-    with pytest.raises(InvalidInput, match=r"items\.0: neither a Node object nor a stored inventory node"):
+    with pytest.raises(
+        InvalidInput, match=r"items\.0: neither a Node object nor a stored inventory node"
+    ):
         nodes_from_json([{"name": 5}])
     bad = tmp_path / "nodes.json"
     bad.write_text("{not json")

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from advisor.results import PredictQuery
+from stack_advisor.advisor.results import PredictQuery
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -16,7 +16,13 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 def test_the_example_file_answers_as_documented(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     queries = json.loads((DOCS / "examples" / "queries.json").read_text())
     answers = kb_advisor.predict(queries)
-    assert [a.basis.value for a in answers] == ["observed", "interpolated", "observed", "observed", "unsupported"]
+    assert [a.basis.value for a in answers] == [
+        "observed",
+        "interpolated",
+        "observed",
+        "observed",
+        "unsupported",
+    ]
     assert all(a.value is not None and a.interval is not None for a in answers[:4])
     assert answers[4].value is None and "does not fit in memory" in (answers[4].reason or "")
 
@@ -25,4 +31,7 @@ def test_the_field_table_names_every_query_field() -> None:
     page = (DOCS / "predict.md").read_text()
     documented = set(re.findall(r"^\| `(\w+)` \|", page, re.MULTILINE))
     assert documented == set(PredictQuery.model_fields)
-    assert "advisor predict --query docs/examples/queries.json" in (DOCS.parent / "README.md").read_text()
+    assert (
+        "advisor predict --query docs/examples/queries.json"
+        in (DOCS.parent / "README.md").read_text()
+    )

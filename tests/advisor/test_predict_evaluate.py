@@ -6,31 +6,49 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from advisor.engine import Advisor
-from advisor.results import Basis
-from advisor.workload import Workload
-from graph_schema.errors import InvalidInput, NotFound
-from graph_schema.models import Observation
-from graph_schema.starter import read_snapshot
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.schema.errors import InvalidInput, NotFound
+from stack_advisor.schema.models import Observation
+from stack_advisor.store.starter import read_snapshot
 
 
 def _subset(names: set[str], limit: int | None = None) -> list[Observation]:
-    out = [Observation.model_validate(o) for o in read_snapshot()["observations"]
-           if o["benchmark"]["name"] in names and o["provenance"]["details"].get("division") == "closed"]
+    out = [
+        Observation.model_validate(o)
+        for o in read_snapshot()["observations"]
+        if o["benchmark"]["name"] in names
+        and o["provenance"]["details"].get("division") == "closed"
+    ]
     return out[:limit] if limit else out
 
 
 def test_predict_labels_observed_and_predicted(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    known = {"accelerator": "NVIDIA H100-SXM-80GB", "accelerator_count": 8, "placement": "bare-metal",
-             "components": {"tensorrt": "8.6.0", "cuda": "12.0"}, "benchmark": "bert-99",
-             "scenario": "Offline", "metric": "samples_per_second"}
-    unseen = {"accelerator": "NVIDIA L4", "accelerator_count": 2, "placement": "vgpu",
-              "components": {"cuda": "12.2", "driver": "535.54.03", "tensorrt": "8.6.1"},
-              "benchmark": "bert-99", "scenario": "Offline", "metric": "samples_per_second"}
+    known = {
+        "accelerator": "NVIDIA H100-SXM-80GB",
+        "accelerator_count": 8,
+        "placement": "bare-metal",
+        "components": {"tensorrt": "8.6.0", "cuda": "12.0"},
+        "benchmark": "bert-99",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    }
+    unseen = {
+        "accelerator": "NVIDIA L4",
+        "accelerator_count": 2,
+        "placement": "vgpu",
+        "components": {"cuda": "12.2", "driver": "535.54.03", "tensorrt": "8.6.1"},
+        "benchmark": "bert-99",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    }
     observed, predicted = kb_advisor.predict([known, unseen])
     assert observed.observed and observed.basis is Basis.OBSERVED and observed.evidence.count >= 1
     assert observed.evidence.rounds == ["v3.0"]
-    assert not predicted.observed and predicted.basis is Basis.INTERPOLATED  # L4 ran bert-99, other stacks
+    assert (
+        not predicted.observed and predicted.basis is Basis.INTERPOLATED
+    )  # L4 ran bert-99, other stacks
     assert predicted.factors
     for p in (observed, predicted):
         assert p.interval.low <= p.value <= p.interval.high
@@ -39,8 +57,16 @@ def test_predict_labels_observed_and_predicted(kb_advisor) -> None:  # type: ign
 
 def test_predict_rejects_bad_queries_naming_the_field(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InvalidInput, match=r"queries\.0\.accelerator_count"):
-        kb_advisor.predict([{"accelerator": "NVIDIA A30", "accelerator_count": 0, "benchmark": "resnet50",
-                             "metric": "samples_per_second"}])
+        kb_advisor.predict(
+            [
+                {
+                    "accelerator": "NVIDIA A30",
+                    "accelerator_count": 0,
+                    "benchmark": "resnet50",
+                    "metric": "samples_per_second",
+                }
+            ]
+        )
 
 
 def test_evaluate_by_round_through_predict_beside_the_lookup(kb_advisor) -> None:  # type: ignore[no-untyped-def]
@@ -96,7 +122,12 @@ def test_stale_evidence_is_never_served(embedded_store) -> None:  # type: ignore
 
 def test_recommend_on_each_backend(store) -> None:  # type: ignore[no-untyped-def]
     store.ingest_observations(_subset({"resnet50", "bert-99"}, 600))
-    result = Advisor(store).recommend(Workload(benchmark="resnet50", scenario="Offline", image="nvcr.io/nvidia/tensorrt:23.04-py3"), top=3)
+    result = Advisor(store).recommend(
+        Workload(
+            benchmark="resnet50", scenario="Offline", image="nvcr.io/nvidia/tensorrt:23.04-py3"
+        ),
+        top=3,
+    )
     assert result.recommendations
     assert result.recommendations[0].evidence.count >= 1
     assert result.recommendations[0].snippet["kind"] == "Pod"
@@ -105,17 +136,35 @@ def test_recommend_on_each_backend(store) -> None:  # type: ignore[no-untyped-de
 def test_an_unseen_faster_accelerator_is_predicted_faster(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     """Without any H100 PCIe result, a transfer through public specs must still place it above the
     A100 PCIe on BERT Offline, as v3.0 then measured."""
-    from advisor.estimate.facts import canonical_accelerator
-    from advisor.estimate.index import EvidenceIndex
-    from advisor.estimate.query import Query
-    from advisor.verbs.evaluate import subset
+    from stack_advisor.advisor.estimate.facts import canonical_accelerator
+    from stack_advisor.advisor.estimate.index import EvidenceIndex
+    from stack_advisor.advisor.estimate.query import Query
+    from stack_advisor.advisor.verbs.evaluate import subset
 
     table = kb_advisor.table()
-    keep = np.array([canonical_accelerator(table.accelerator.vocab[c]) != canonical_accelerator("NVIDIA H100-PCIe-80GB")
-                     for c in table.accelerator.codes])
+    keep = np.array(
+        [
+            canonical_accelerator(table.accelerator.vocab[c])
+            != canonical_accelerator("NVIDIA H100-PCIe-80GB")
+            for c in table.accelerator.codes
+        ]
+    )
     index = EvidenceIndex(subset(table, np.flatnonzero(keep)))
-    h100, a100 = (index.estimate(Query("mlperf-inference", "bert-99", "Offline", "samples_per_second", "closed",
-                                       canonical_accelerator(n), 1, "bare-metal", raw_accelerator=n))
-                  for n in ("NVIDIA H100-PCIe-80GB", "NVIDIA A100-PCIe-80GB"))
+    h100, a100 = (
+        index.estimate(
+            Query(
+                "mlperf-inference",
+                "bert-99",
+                "Offline",
+                "samples_per_second",
+                "closed",
+                canonical_accelerator(n),
+                1,
+                "bare-metal",
+                raw_accelerator=n,
+            )
+        )
+        for n in ("NVIDIA H100-PCIe-80GB", "NVIDIA A100-PCIe-80GB")
+    )
     assert h100.basis is Basis.TRANSFERRED and a100.basis is not Basis.TRANSFERRED
     assert h100.value > a100.value

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from advisor.results import Basis
-from advisor.workload import Workload
-from graph_schema.errors import InvalidInput, NotFound
-from graph_schema.models import PlacementKind
+from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.schema.errors import InvalidInput, NotFound
+from stack_advisor.schema.models import PlacementKind
 
 
 def _recommend(advisor, **fields):  # type: ignore[no-untyped-def]
@@ -44,18 +44,24 @@ def test_ranked_by_score_with_labels_and_evidence(kb_advisor) -> None:  # type: 
 def test_observed_value_is_the_median_of_the_candidates_results(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 
-    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Offline", hardware={"count": 8}, top=3)
+    result = _recommend(
+        kb_advisor, benchmark="bert-99", scenario="Offline", hardware={"count": 8}, top=3
+    )
     table = kb_advisor.table()
     rec = next(r for r in result.recommendations if r.basis is Basis.OBSERVED)
     c = rec.candidate
-    rows = [i for i in range(table.n)
-            if table.candidate.vocab[table.candidate.codes[i]][0] == c.stack_id
-            and table.accelerator.vocab[table.accelerator.codes[i]] in c.published_names
-            and table.count[i] == 8 and table.placement.vocab[table.placement.codes[i]] == c.placement.value
-            and table.bench_name.vocab[table.bench_name.codes[i]] == "bert-99"
-            and table.scenario.vocab[table.scenario.codes[i]] == "Offline"
-            and table.division.vocab[table.division.codes[i]] == "closed"
-            and table.metric.vocab[table.metric.codes[i]] == "samples_per_second"]
+    rows = [
+        i
+        for i in range(table.n)
+        if table.candidate.vocab[table.candidate.codes[i]][0] == c.stack_id
+        and table.accelerator.vocab[table.accelerator.codes[i]] in c.published_names
+        and table.count[i] == 8
+        and table.placement.vocab[table.placement.codes[i]] == c.placement.value
+        and table.bench_name.vocab[table.bench_name.codes[i]] == "bert-99"
+        and table.scenario.vocab[table.scenario.codes[i]] == "Offline"
+        and table.division.vocab[table.division.codes[i]] == "closed"
+        and table.metric.vocab[table.metric.codes[i]] == "samples_per_second"
+    ]
     latest = max(table.round.vocab[table.round.codes[i]] for i in rows)
     rows = [i for i in rows if table.round.vocab[table.round.codes[i]] == latest]
     assert rec.value == pytest.approx(float(np.median(table.value[rows])))
@@ -63,8 +69,13 @@ def test_observed_value_is_the_median_of_the_candidates_results(kb_advisor) -> N
 
 
 def test_latency_objective_ranks_lowest_latency_first(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    result = _recommend(kb_advisor, benchmark="resnet50", scenario="SingleStream", objective="latency",
-                        include_predicted=False)
+    result = _recommend(
+        kb_advisor,
+        benchmark="resnet50",
+        scenario="SingleStream",
+        objective="latency",
+        include_predicted=False,
+    )
     assert result.metric == "p90_latency_ms"
     values = [r.value for r in result.recommendations]
     assert values == sorted(values)
@@ -72,8 +83,14 @@ def test_latency_objective_ranks_lowest_latency_first(kb_advisor) -> None:  # ty
 
 
 def test_cost_objective_uses_the_price_table(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", objective="cost",
-                        include_predicted=False, hardware={"include_cpu": False})
+    result = _recommend(
+        kb_advisor,
+        benchmark="resnet50",
+        scenario="Offline",
+        objective="cost",
+        include_predicted=False,
+        hardware={"include_cpu": False},
+    )
     rec = result.recommendations[0]
     price, _ = kb_advisor.prices.price(rec.candidate.published_names[0], rec.candidate.placement)
     per_acc = rec.value if rec.per_accelerator else rec.value / rec.candidate.accelerator_count
@@ -82,9 +99,14 @@ def test_cost_objective_uses_the_price_table(kb_advisor) -> None:  # type: ignor
 
 
 def test_hardware_and_framework_constraints(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline",
-                        hardware={"accelerators": ["A30"], "placements": ["bare-metal"]},
-                        frameworks=[{"name": "tensorrt", "version": ">=8.4"}], top=10)
+    result = _recommend(
+        kb_advisor,
+        benchmark="resnet50",
+        scenario="Offline",
+        hardware={"accelerators": ["A30"], "placements": ["bare-metal"]},
+        frameworks=[{"name": "tensorrt", "version": ">=8.4"}],
+        top=10,
+    )
     assert result.recommendations
     for r in result.recommendations:
         assert "A30" in r.candidate.accelerator
@@ -94,8 +116,13 @@ def test_hardware_and_framework_constraints(kb_advisor) -> None:  # type: ignore
 
 
 def test_node_driver_excludes_stacks_whose_cuda_needs_a_newer_one(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", top=50,
-                        hardware={"driver": "470.57.02", "include_cpu": False})
+    result = _recommend(
+        kb_advisor,
+        benchmark="resnet50",
+        scenario="Offline",
+        top=50,
+        hardware={"driver": "470.57.02", "include_cpu": False},
+    )
     assert result.excluded.get("breaks a compatibility rule with the nodes' driver", 0) > 0
     for r in result.recommendations:
         cuda = r.candidate.stack.get("cuda")
@@ -103,8 +130,14 @@ def test_node_driver_excludes_stacks_whose_cuda_needs_a_newer_one(kb_advisor) ->
 
 
 def test_vgpu_candidates_carry_the_paired_overhead(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Offline", include_predicted=False,
-                        hardware={"placements": ["vgpu"]}, image="nvcr.io/nvidia/tensorrt:23.04-py3")
+    result = _recommend(
+        kb_advisor,
+        benchmark="bert-99",
+        scenario="Offline",
+        include_predicted=False,
+        hardware={"placements": ["vgpu"]},
+        image="nvcr.io/nvidia/tensorrt:23.04-py3",
+    )
     assert result.recommendations
     rec = result.recommendations[0]
     assert rec.candidate.placement is PlacementKind.VGPU
@@ -118,7 +151,13 @@ def test_snippets_are_valid_pods(kb_advisor) -> None:  # type: ignore[no-untyped
     import kubernetes_validate  # a dev dependency (pyproject.toml)
     import yaml
 
-    result = _recommend(kb_advisor, benchmark="bert-99", scenario="Server", top=5, image="nvcr.io/nvidia/tensorrt:23.04-py3")
+    result = _recommend(
+        kb_advisor,
+        benchmark="bert-99",
+        scenario="Server",
+        top=5,
+        image="nvcr.io/nvidia/tensorrt:23.04-py3",
+    )
     for rec in result.recommendations:
         manifest = yaml.safe_load(rec.snippet_yaml)
         assert manifest == rec.snippet
@@ -126,21 +165,37 @@ def test_snippets_are_valid_pods(kb_advisor) -> None:  # type: ignore[no-untyped
         spec = manifest["spec"]
         assert spec["containers"][0]["image"] == "nvcr.io/nvidia/tensorrt:23.04-py3"
         if rec.candidate.published_names[0].startswith("NVIDIA"):
-            assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == rec.candidate.accelerator_count
+            assert (
+                spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+                == rec.candidate.accelerator_count
+            )
             assert "nvidia.com/gpu.product" in spec["nodeSelector"]
-            terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-                "nodeSelectorTerms"]
+            terms = spec["affinity"]["nodeAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            ]["nodeSelectorTerms"]
             # ORed terms: major > M, or major = M and minor > m, or ... revision >= r; for the newer
             # GFD labels and for the older ones
-            driver_keys = {e["key"] for t in terms for e in t["matchExpressions"] if "driver" in e["key"]}
-            assert driver_keys == {"nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver-version.minor",
-                                   "nvidia.com/cuda.driver-version.revision", "nvidia.com/cuda.driver.major",
-                                   "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"}
+            driver_keys = {
+                e["key"] for t in terms for e in t["matchExpressions"] if "driver" in e["key"]
+            }
+            assert driver_keys == {
+                "nvidia.com/cuda.driver-version.major",
+                "nvidia.com/cuda.driver-version.minor",
+                "nvidia.com/cuda.driver-version.revision",
+                "nvidia.com/cuda.driver.major",
+                "nvidia.com/cuda.driver.minor",
+                "nvidia.com/cuda.driver.rev",
+            }
             assert len(terms) == 6
             for t in terms:
-                assert {"key": "nvidia.com/vgpu.present", "operator": "NotIn", "values": ["true"]} in t["matchExpressions"] \
-                    or rec.candidate.placement is PlacementKind.VGPU
-            assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+                assert {
+                    "key": "nvidia.com/vgpu.present",
+                    "operator": "NotIn",
+                    "values": ["true"],
+                } in t["matchExpressions"] or rec.candidate.placement is PlacementKind.VGPU
+            assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec[
+                "tolerations"
+            ]
 
 
 def test_no_image_means_no_snippet_and_says_so(kb_advisor) -> None:  # type: ignore[no-untyped-def]
@@ -153,21 +208,38 @@ def test_no_image_means_no_snippet_and_says_so(kb_advisor) -> None:  # type: ign
 
 def test_mig_candidates_request_the_mig_resource(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     """Reproducer: a MIG candidate asked for nvidia.com/gpu: 4 instead of the MIG resource."""
-    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", include_predicted=False, top=100,
-                        hardware={"accelerators": ["A100", "A30"]}, image="nvcr.io/nvidia/tensorrt:23.04-py3")
-    mig = [r for r in result.recommendations if "MIG)" in r.candidate.accelerator]  # catalogue names: "<id> (7x1g.10gb MIG)"
+    result = _recommend(
+        kb_advisor,
+        benchmark="resnet50",
+        scenario="Offline",
+        include_predicted=False,
+        top=100,
+        hardware={"accelerators": ["A100", "A30"]},
+        image="nvcr.io/nvidia/tensorrt:23.04-py3",
+    )
+    mig = [
+        r for r in result.recommendations if "MIG)" in r.candidate.accelerator
+    ]  # catalogue names: "<id> (7x1g.10gb MIG)"
     assert mig
     for rec in mig:
         per_gpu, profile = re.search(r"\((\d+)x(\S+) MIG\)", rec.candidate.accelerator).groups()  # type: ignore[union-attr]
         limits = rec.snippet["spec"]["containers"][0]["resources"]["limits"]
-        assert limits == {f"nvidia.com/mig-{profile}": int(per_gpu) * rec.candidate.accelerator_count}
+        assert limits == {
+            f"nvidia.com/mig-{profile}": int(per_gpu) * rec.candidate.accelerator_count
+        }
         assert rec.snippet["spec"]["nodeSelector"]["nvidia.com/mig.strategy"] == "mixed"
         assert "single-strategy" in rec.snippet["metadata"]["annotations"]["stack-advisor/mig"]
 
 
 def test_the_users_count_drives_the_request(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    result = _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", top=3,
-                        hardware={"count": 2, "include_cpu": False}, image="nvcr.io/nvidia/tensorrt:23.04-py3")
+    result = _recommend(
+        kb_advisor,
+        benchmark="resnet50",
+        scenario="Offline",
+        top=3,
+        hardware={"count": 2, "include_cpu": False},
+        image="nvcr.io/nvidia/tensorrt:23.04-py3",
+    )
     assert result.recommendations
     for rec in result.recommendations:
         assert rec.snippet["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2}
@@ -181,7 +253,9 @@ def test_unknown_benchmark_and_impossible_objective_are_clear_errors(kb_advisor)
 
 
 def test_predictions_off_keeps_only_observed(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    result = _recommend(kb_advisor, benchmark="rnnt", scenario="Offline", include_predicted=False, top=20)
+    result = _recommend(
+        kb_advisor, benchmark="rnnt", scenario="Offline", include_predicted=False, top=20
+    )
     assert result.recommendations
     assert all(r.basis is Basis.OBSERVED for r in result.recommendations)
     assert result.excluded.get("not observed (--observed-only)", 0) > 0
@@ -204,9 +278,14 @@ def test_recommend_for_our_own_measurements(kb_advisor) -> None:  # type: ignore
     if table.family.code("pi") < 0:
         pytest.skip("the starter knowledge base holds no PI results")
     # the H100 (our collectors measured an H200 too; which ranks first is not this test's point)
-    result = _recommend(kb_advisor, family="pi", benchmark="gemm", include_predicted=False,
-                        image="ghcr.io/stack-advisor/collector:torch2.5.1-cuda12.4.1",
-                        hardware={"accelerators": ["H100-SXM5-80GB"]})
+    result = _recommend(
+        kb_advisor,
+        family="pi",
+        benchmark="gemm",
+        include_predicted=False,
+        image="ghcr.io/stack-advisor/collector:torch2.5.1-cuda12.4.1",
+        hardware={"accelerators": ["H100-SXM5-80GB"]},
+    )
     assert result.metric == "tflops"
     rec = result.recommendations[0]
     assert rec.basis is Basis.OBSERVED

@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from advisor.estimate.query import Estimate
-from advisor.results import Basis
-from advisor.snapshot import Knowledge
-from advisor.verbs import scoring
-from advisor.verbs.candidates import Candidate, candidates, constraint, select_slice
-from advisor.verbs.explain import explain
-from advisor.verbs.predict import predict
-from advisor.verbs.recommend import recommend
-from advisor.workload import Workload
-from graph_schema.errors import NotFound
-from graph_schema.models import SoftwareStack
+from stack_advisor.advisor.estimate.query import Estimate
+from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs import scoring
+from stack_advisor.advisor.verbs.candidates import Candidate, candidates, constraint, select_slice
+from stack_advisor.advisor.verbs.explain import explain
+from stack_advisor.advisor.verbs.predict import predict
+from stack_advisor.advisor.verbs.recommend import recommend
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.schema.errors import NotFound
+from stack_advisor.schema.models import SoftwareStack
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,12 @@ def _offline(**extra: Any) -> Workload:
 
 def test_the_slice_names_metric_direction_and_division(knowledge: Knowledge) -> None:
     sl = select_slice(knowledge, _offline())
-    assert (sl.metric, sl.hib, sl.division, sl.scenario) == ("samples_per_second", True, "closed", "Offline")
+    assert (sl.metric, sl.hib, sl.division, sl.scenario) == (
+        "samples_per_second",
+        True,
+        "closed",
+        "Offline",
+    )
     assert len(sl.rows) and set(knowledge.table.metric.values(sl.rows)) == {"samples_per_second"}
     with pytest.raises(NotFound, match="similar: resnet50"):
         select_slice(knowledge, Workload(benchmark="resnet51"))
@@ -49,7 +54,9 @@ def test_candidates_are_observed_groups_then_unobserved_pairs(knowledge: Knowled
 
 
 def test_constraints_name_why(knowledge: Knowledge) -> None:
-    sl = select_slice(knowledge, _offline(hardware={"accelerators": ["H100"], "include_cpu": False}))
+    sl = select_slice(
+        knowledge, _offline(hardware={"accelerators": ["H100"], "include_cpu": False})
+    )
     reasons = {constraint(knowledge, sl, c) for c in candidates(knowledge, sl)}
     assert None in reasons and "accelerator not allowed" in reasons
 
@@ -65,21 +72,43 @@ def test_estimate_then_score_then_order(knowledge: Knowledge) -> None:
     best = ranked[0]
     assert best.low <= best.value <= best.high
     rec = explain(knowledge, sl, 1, best)
-    assert rec.rank == 1 and rec.value == best.value and rec.candidate.accelerator == best.accelerator
+    assert (
+        rec.rank == 1 and rec.value == best.value and rec.candidate.accelerator == best.accelerator
+    )
 
 
-def _scored(accelerator: str, value: float, score: float, basis: Basis = Basis.TRANSFERRED) -> Candidate:
+def _scored(
+    accelerator: str, value: float, score: float, basis: Basis = Basis.TRANSFERRED
+) -> Candidate:
     est = Estimate(basis, value, value * 0.5, value * 2)
-    return Candidate(accelerator, "bare-metal", "stk", SoftwareStack(), [], False, [accelerator], count=4, est=est,
-                     value=value, score=score)
+    return Candidate(
+        accelerator,
+        "bare-metal",
+        "stk",
+        SoftwareStack(),
+        [],
+        False,
+        [accelerator],
+        count=4,
+        est=est,
+        value=value,
+        score=score,
+    )
 
 
 def test_equal_scores_go_to_the_better_basis_then_the_better_central_figure_not_the_name() -> None:
     # two TTFT estimates whose pessimistic ends both sit at the 2,000 ms limit tie on the score:
     # the lower central TTFT ranks first, whatever the names; an observed figure before both
-    tied = [_scored("AAA-slow", 1500.0, -2000.0), _scored("ZZZ-fast", 600.0, -2000.0),
-            _scored("MMM-measured", 2000.0, -2000.0, Basis.OBSERVED)]
-    assert [c.accelerator for c in scoring.order(tied, lower_better=True)] == ["MMM-measured", "ZZZ-fast", "AAA-slow"]
+    tied = [
+        _scored("AAA-slow", 1500.0, -2000.0),
+        _scored("ZZZ-fast", 600.0, -2000.0),
+        _scored("MMM-measured", 2000.0, -2000.0, Basis.OBSERVED),
+    ]
+    assert [c.accelerator for c in scoring.order(tied, lower_better=True)] == [
+        "MMM-measured",
+        "ZZZ-fast",
+        "AAA-slow",
+    ]
     # higher is better (throughput): the higher central figure first
     up = [_scored("AAA-slow", 100.0, 50.0), _scored("ZZZ-fast", 300.0, 50.0)]
     assert [c.accelerator for c in scoring.order(up)] == ["ZZZ-fast", "AAA-slow"]
@@ -88,14 +117,20 @@ def test_equal_scores_go_to_the_better_basis_then_the_better_central_figure_not_
 def test_the_pipeline_is_recommend(knowledge: Knowledge, kb_advisor: Any) -> None:
     direct = recommend(knowledge, _offline(), top=3)
     through_engine = kb_advisor.recommend(_offline(), top=3)
-    assert direct.model_dump(exclude={"elapsed_ms"}) == through_engine.model_dump(exclude={"elapsed_ms"})
+    assert direct.model_dump(exclude={"elapsed_ms"}) == through_engine.model_dump(
+        exclude={"elapsed_ms"}
+    )
 
 
 def test_knowledge_is_immutable_and_builds_from_any_table(knowledge: Knowledge) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         knowledge.table = knowledge.table  # type: ignore[misc]
     fresh = Knowledge.from_table(knowledge.table)  # as evaluation builds one per training split
-    query = {"accelerator": "NVIDIA A100-SXM4-80GB", "benchmark": "resnet50", "scenario": "Offline",
-             "metric": "samples_per_second"}
+    query = {
+        "accelerator": "NVIDIA A100-SXM4-80GB",
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    }
     (a,), (b,) = predict(fresh, [query]), predict(knowledge, [query])
     assert a.basis is b.basis is Basis.OBSERVED and a.value == b.value

@@ -15,45 +15,72 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from advisor.engine import Advisor
-from advisor.estimate.stack_effect import MIN_PAIRS, effects_of, fit_factor
-from advisor.results import Basis
-from collectors.importers.mlperf import import_mlperf
-from graph_schema.catalog import FrameworkEntry, software_class
-from graph_schema.errors import InvalidInput
-from graph_schema.models import IngestBatch, SoftwareStack
-from graph_schema.registry import open_store
-from graph_schema.store import Store
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.estimate.stack_effect import MIN_PAIRS, effects_of, fit_factor
+from stack_advisor.advisor.results import Basis
+from stack_advisor.catalog import FrameworkEntry, software_class
+from stack_advisor.collectors.importers.mlperf import import_mlperf
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import IngestBatch, SoftwareStack
+from stack_advisor.store.base import Store
+from stack_advisor.store.registry import open_store
 from tests.support.mlperf import result_path, write
 from tests.support.samples import make_obs
 
 TRT8 = ("TensorRT 8.6.0, CUDA 12.0", "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0")
 TRT10 = ("TensorRT 10.2.0, CUDA 12.4", "TensorRT 10.2.0, CUDA 12.4, cuDNN 9.1.0")
 ORT = ("onnxruntime 1.14.0", "Python: 3.10.6, CUDA: 11.8")
-GPUS = {"a100": "NVIDIA A100-SXM-80GB", "h100": "NVIDIA H100-SXM-80GB", "l4": "NVIDIA L4", "t4": "NVIDIA T4"}
+GPUS = {
+    "a100": "NVIDIA A100-SXM-80GB",
+    "h100": "NVIDIA H100-SXM-80GB",
+    "l4": "NVIDIA L4",
+    "t4": "NVIDIA T4",
+}
 BASE = {"a100": 40000.0, "h100": 80000.0, "l4": 12000.0, "t4": 5800.0}
-UPGRADE = (1.10, 1.12, 1.08, 1.11)  # TensorRT 8.6 (v4.0) -> 10.2 (v4.1), consecutive rounds, per accelerator in GPUS order
+UPGRADE = (
+    1.10,
+    1.12,
+    1.08,
+    1.11,
+)  # TensorRT 8.6 (v4.0) -> 10.2 (v4.1), consecutive rounds, per accelerator in GPUS order
 
 
 def _offline(value: float) -> str:
-    return (f"MLPerf Results Summary\nSUT name : S\nScenario : Offline\nMode     : PerformanceOnly\n"
-            f"Samples per second: {value}\nResult is : VALID\n")
+    return (
+        f"MLPerf Results Summary\nSUT name : S\nScenario : Offline\nMode     : PerformanceOnly\n"
+        f"Samples per second: {value}\nResult is : VALID\n"
+    )
 
 
 def _round(root: Path, name: str, systems: list[tuple[str, str, tuple[str, str], float]]) -> Path:
     """A round's tree: (system id, accelerator, stack, resnet50 Offline samples/s on one accelerator)."""
     tree = root / f"inference_{name}"
     for system_id, accelerator, stack, value in systems:
-        write(tree, f"closed/Acme/systems/{system_id}.json", json.dumps({
-            "accelerator_model_name": accelerator, "accelerators_per_node": 1, "number_of_nodes": 1,
-            "host_processor_model_name": "AMD EPYC 7742", "host_processors_per_node": 2,
-            "framework": stack[0], "other_software_stack": stack[1], "operating_system": "Ubuntu 22.04",
-            "system_name": system_id, "system_type": "datacenter"}))
+        write(
+            tree,
+            f"closed/Acme/systems/{system_id}.json",
+            json.dumps(
+                {
+                    "accelerator_model_name": accelerator,
+                    "accelerators_per_node": 1,
+                    "number_of_nodes": 1,
+                    "host_processor_model_name": "AMD EPYC 7742",
+                    "host_processors_per_node": 2,
+                    "framework": stack[0],
+                    "other_software_stack": stack[1],
+                    "operating_system": "Ubuntu 22.04",
+                    "system_name": system_id,
+                    "system_type": "datacenter",
+                }
+            ),
+        )
         write(tree, result_path(system_id, "resnet50", "Offline"), _offline(value))
     return tree
 
 
-def _store(tmp_path: Path, rounds: dict[str, list[tuple[str, str, tuple[str, str], float]]]) -> Store:
+def _store(
+    tmp_path: Path, rounds: dict[str, list[tuple[str, str, tuple[str, str], float]]]
+) -> Store:
     store = open_store(f"embedded:{tmp_path / 'kb'}")
     for name, systems in rounds.items():
         import_mlperf(_round(tmp_path, name, systems), store)
@@ -61,8 +88,12 @@ def _store(tmp_path: Path, rounds: dict[str, list[tuple[str, str, tuple[str, str
 
 
 def _two_rounds() -> dict[str, list[tuple[str, str, tuple[str, str], float]]]:
-    return {"v4.0": [(f"{k}-trt8", acc, TRT8, BASE[k]) for k, acc in GPUS.items()],
-            "v4.1": [(f"{k}-trt10", acc, TRT10, BASE[k] * up) for (k, acc), up in zip(GPUS.items(), UPGRADE)]}
+    return {
+        "v4.0": [(f"{k}-trt8", acc, TRT8, BASE[k]) for k, acc in GPUS.items()],
+        "v4.1": [
+            (f"{k}-trt10", acc, TRT10, BASE[k] * up) for (k, acc), up in zip(GPUS.items(), UPGRADE)
+        ],
+    }
 
 
 @pytest.fixture()
@@ -73,14 +104,20 @@ def upgraded(tmp_path: Path) -> Iterator[Advisor]:
 
 
 def _ask(advisor: Advisor, accelerator: str, framework: str | None):  # type: ignore[no-untyped-def]
-    query = {"accelerator": accelerator, "accelerator_count": 1, "benchmark": "resnet50", "scenario": "Offline",
-             "metric": "samples_per_second"}
+    query = {
+        "accelerator": accelerator,
+        "accelerator_count": 1,
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    }
     if framework:
         query["framework"] = framework
     return advisor.predict([query])[0]
 
 
 # ---- no factor without pairs -------------------------------------------------------------------
+
 
 def test_no_factor_is_fitted_from_fewer_than_the_minimum_pairs() -> None:
     assert fit_factor("few", np.log(np.array([1.5] * (MIN_PAIRS - 1)))) is None
@@ -102,7 +139,10 @@ def test_pairs_of_one_change_are_resampled_together() -> None:
     # many clusters whose own medians disagree: wider than treating every pair as independent
     ratios = np.log(np.array([1.20] * 5 + [0.90] * 5 + [1.05] * 5 + [1.15] * 5))
     labels = [c for c in "abcd" for _ in range(5)]
-    independent, clustered = fit_factor("pairs", ratios), fit_factor("changes", ratios, clusters=labels)
+    independent, clustered = (
+        fit_factor("pairs", ratios),
+        fit_factor("changes", ratios, clusters=labels),
+    )
     assert independent is not None and clustered is not None
     assert clustered.high - clustered.low > independent.high - independent.low
 
@@ -127,19 +167,27 @@ def test_without_pairs_an_older_stack_is_used_as_is_and_the_answer_says_so(tmp_p
     assert pred.basis is Basis.INTERPOLATED
     assert pred.value == pytest.approx(BASE["h100"])  # not moved
     assert not [f for f in pred.factors if f.name == "stack"]
-    assert any("no pairs to carry tensorrt 8.6 forward to 10.8" in w for w in pred.warnings), pred.warnings
+    assert any("no pairs to carry tensorrt 8.6 forward to 10.8" in w for w in pred.warnings), (
+        pred.warnings
+    )
 
 
 # ---- carrying a result forward -------------------------------------------------------------------
 
-def test_an_older_result_is_carried_to_a_newer_stack_by_the_learned_factor_shown(upgraded: Advisor) -> None:
+
+def test_an_older_result_is_carried_to_a_newer_stack_by_the_learned_factor_shown(
+    upgraded: Advisor,
+) -> None:
     plain = _ask(upgraded, "NVIDIA H100-SXM-80GB", None)
     pred = _ask(upgraded, "NVIDIA H100-SXM-80GB", "TensorRT 10.8, CUDA 12.8")
     assert pred.basis is Basis.INTERPOLATED
     (stack,) = [f for f in pred.factors if f.name == "stack"]
     median_step = float(np.median(UPGRADE))
     assert stack.effect == pytest.approx(median_step, rel=1e-3)
-    assert "tensorrt 10.2 carried forward to 10.8" in stack.value and "median of 4 stack change(s), 4 pairs" in stack.value
+    assert (
+        "tensorrt 10.2 carried forward to 10.8" in stack.value
+        and "median of 4 stack change(s), 4 pairs" in stack.value
+    )
     assert pred.value == pytest.approx(plain.value * median_step, rel=1e-3)
     assert pred.interval is not None and pred.interval.low < pred.value < pred.interval.high
 
@@ -170,22 +218,45 @@ def test_a_factor_counts_per_round_its_pairs_span(tmp_path: Path) -> None:
 
 # ---- software class --------------------------------------------------------------------------
 
+
 def test_the_catalogue_gives_frameworks_a_class_with_a_source() -> None:
-    for name, cls in (("onnxruntime", "reference"), ("Pytorch", "reference"), ("TensorRT", "optimised"),
-                      ("trt-llm", "optimised"), ("vLLM", "optimised"), ("MIGraphX", "optimised")):
+    for name, cls in (
+        ("onnxruntime", "reference"),
+        ("Pytorch", "reference"),
+        ("TensorRT", "optimised"),
+        ("trt-llm", "optimised"),
+        ("vLLM", "optimised"),
+        ("MIGraphX", "optimised"),
+    ):
         found = software_class(name)
-        assert found is not None and found.software_class == cls and found.source.startswith("https://"), name
+        assert (
+            found is not None
+            and found.software_class == cls
+            and found.source.startswith("https://")
+        ), name
     assert software_class("cuda") is None  # a component has no class
     assert software_class("no such runtime") is None
     with pytest.raises(ValidationError, match="needs a class_source"):
-        FrameworkEntry(id="x", kind="framework", software_class="reference", source="https://example.org/")
+        FrameworkEntry(
+            id="x", kind="framework", software_class="reference", source="https://example.org/"
+        )
     with pytest.raises(ValidationError, match="for frameworks"):
-        FrameworkEntry(id="y", kind="component", software_class="optimised", class_source="https://example.org/",
-                       source="https://example.org/")
+        FrameworkEntry(
+            id="y",
+            kind="component",
+            software_class="optimised",
+            class_source="https://example.org/",
+            source="https://example.org/",
+        )
 
 
-def test_a_reference_implementation_is_refused_when_no_pairs_of_both_classes_exist(upgraded: Advisor) -> None:
-    for accelerator in ("NVIDIA L4", "NVIDIA A10"):  # interpolated and transferred from TensorRT results
+def test_a_reference_implementation_is_refused_when_no_pairs_of_both_classes_exist(
+    upgraded: Advisor,
+) -> None:
+    for accelerator in (
+        "NVIDIA L4",
+        "NVIDIA A10",
+    ):  # interpolated and transferred from TensorRT results
         pred = _ask(upgraded, accelerator, "onnxruntime")
         assert pred.basis is Basis.UNSUPPORTED and pred.value is None, accelerator
         assert "software class" in (pred.reason or "") and "reference" in (pred.reason or "")
@@ -193,34 +264,53 @@ def test_a_reference_implementation_is_refused_when_no_pairs_of_both_classes_exi
     assert _ask(upgraded, "NVIDIA L4", "TensorRT 10.2.0, CUDA 12.4").basis is Basis.OBSERVED
 
 
-def test_mlcommons_reference_code_is_the_reference_class_whatever_its_framework(tmp_path: Path) -> None:
+def test_mlcommons_reference_code_is_the_reference_class_whatever_its_framework(
+    tmp_path: Path,
+) -> None:
     """A results folder <system>-reference-<device>-<framework>-<config> (MLCommons' automation) ran
     the reference implementation: vLLM there is no optimised runtime. Its result and a query that
     says so are of the reference class; borrowing TensorRT results for it needs a learned factor."""
     vllm = ("vllm", "vllm 0.9.0, CUDA 12.8")
     rounds = _two_rounds()
-    rounds["v4.1"] += [("l4x1-reference-gpu-vllm-default_config", GPUS["l4"], vllm, 600.0),
-                       ("l4x1-nvidia-gpu-vllm-default_config", GPUS["l4"], vllm, 9000.0)]
+    rounds["v4.1"] += [
+        ("l4x1-reference-gpu-vllm-default_config", GPUS["l4"], vllm, 600.0),
+        ("l4x1-nvidia-gpu-vllm-default_config", GPUS["l4"], vllm, 9000.0),
+    ]
     (tmp_path / "mixed").mkdir()
     store = _store(tmp_path / "mixed", rounds)
     try:
         advisor = Advisor(store)
         effects = effects_of(advisor.evidence())
         table = advisor.table()
-        classes = {(table.value[r], effects.row_stack(r).software_class) for r in range(table.n)
-                   if effects.row_stack(r).framework == "vllm"}
+        classes = {
+            (table.value[r], effects.row_stack(r).software_class)
+            for r in range(table.n)
+            if effects.row_stack(r).framework == "vllm"
+        }
     finally:
         store.close()
     assert classes == {(600.0, "reference"), (9000.0, "optimised")}
     store = _store(tmp_path, _two_rounds())
     try:
-        query = {"accelerator": "NVIDIA A10", "accelerator_count": 1, "benchmark": "resnet50", "scenario": "Offline",
-                 "metric": "samples_per_second", "framework": "vllm"}
-        optimised, reference = Advisor(store).predict([query, {**query, "components": {"implementation": "reference"}}])
+        query = {
+            "accelerator": "NVIDIA A10",
+            "accelerator_count": 1,
+            "benchmark": "resnet50",
+            "scenario": "Offline",
+            "metric": "samples_per_second",
+            "framework": "vllm",
+        }
+        optimised, reference = Advisor(store).predict(
+            [query, {**query, "components": {"implementation": "reference"}}]
+        )
     finally:
         store.close()
-    assert optimised.basis is Basis.TRANSFERRED  # vLLM as an optimised runtime: from the TensorRT peers
-    assert reference.basis is Basis.UNSUPPORTED and (reference.reason or "").startswith("software class")
+    assert (
+        optimised.basis is Basis.TRANSFERRED
+    )  # vLLM as an optimised runtime: from the TensorRT peers
+    assert reference.basis is Basis.UNSUPPORTED and (reference.reason or "").startswith(
+        "software class"
+    )
     assert "MLCommons reference implementation" in (reference.reason or "")
 
 
@@ -228,8 +318,10 @@ def test_across_classes_only_through_a_learned_factor_with_a_wider_interval(tmp_
     rounds = _two_rounds()
     # three accelerators ran the reference code beside TensorRT in v4.1: about a tenth of the speed
     up = dict(zip(GPUS, UPGRADE))
-    rounds["v4.1"] += [(f"{k}-ort", GPUS[k], ORT, BASE[k] * up[k] * r)
-                       for k, r in (("a100", 0.09), ("h100", 0.10), ("t4", 0.12))]
+    rounds["v4.1"] += [
+        (f"{k}-ort", GPUS[k], ORT, BASE[k] * up[k] * r)
+        for k, r in (("a100", 0.09), ("h100", 0.10), ("t4", 0.12))
+    ]
     store = _store(tmp_path, rounds)
     try:
         advisor = Advisor(store)
@@ -254,33 +346,55 @@ def test_across_classes_only_through_a_learned_factor_with_a_wider_interval(tmp_
     # factor (1.14 carried to 1.15 by the vendor's pooled version step, shown)
     assert not [f for f in own.factors if f.name == "software class" and f.effect != 1.0]
     (step,) = [f for f in own.factors if f.name == "stack"]
-    assert "onnxruntime 1.14 carried forward to 1.15" in step.value and "nvidia * throughput" in step.value
+    assert (
+        "onnxruntime 1.14 carried forward to 1.15" in step.value
+        and "nvidia * throughput" in step.value
+    )
     assert own.value == pytest.approx(BASE["h100"] * up["h100"] * 0.10 * step.effect, rel=1e-3)
 
 
 # ---- compare ---------------------------------------------------------------------------------
 
+
 def test_compare_says_what_upgrading_was_worth_and_from_how_many_pairs(upgraded: Advisor) -> None:
-    result = upgraded.compare("tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50", accelerator="H100")
+    result = upgraded.compare(
+        "tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50", accelerator="H100"
+    )
     assert result.stack_effect is not None
-    assert result.stack_effect.startswith("upgrading tensorrt 8.6.0 to 10.2.0 on H100 for resnet50:")
+    assert result.stack_effect.startswith(
+        "upgrading tensorrt 8.6.0 to 10.2.0 on H100 for resnet50:"
+    )
     # one pair on H100 alone: too few for an interval, so the vendor's pooled step is said as such
     assert "1 pair(s) (+12%)" in result.stack_effect and "from 4 pairs" in result.stack_effect
     everywhere = upgraded.compare("tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50")
-    assert everywhere.stack_effect is not None and "throughput speed, from 4 pairs" in everywhere.stack_effect
+    assert (
+        everywhere.stack_effect is not None
+        and "throughput speed, from 4 pairs" in everywhere.stack_effect
+    )
     assert "+10%" in everywhere.stack_effect
     # as users write it: a major.minor selector, another spelling of the component and benchmark
-    short = upgraded.compare("trt=8.6", "tensorrt=10.2", benchmark="ResNet-50", scenario="offline", accelerator="H100")
-    assert (short.a_count, short.b_count, short.benchmark) == (result.a_count, result.b_count, "resnet50")
-    with pytest.raises(InvalidInput, match="unknown framework or component 'tensort'; did you mean 'tensorrt'"):
+    short = upgraded.compare(
+        "trt=8.6", "tensorrt=10.2", benchmark="ResNet-50", scenario="offline", accelerator="H100"
+    )
+    assert (short.a_count, short.b_count, short.benchmark) == (
+        result.a_count,
+        result.b_count,
+        "resnet50",
+    )
+    with pytest.raises(
+        InvalidInput, match="unknown framework or component 'tensort'; did you mean 'tensorrt'"
+    ):
         upgraded.compare("tensort=8.6", "tensorrt=10.2", benchmark="resnet50")
 
 
 def test_compare_says_so_where_there_are_no_pairs(tmp_path: Path) -> None:
-    store = _store(tmp_path, {"v4.0": _two_rounds()["v4.0"] + [("h100-trt10", GPUS["h100"], TRT10, 90000.0)]})
+    store = _store(
+        tmp_path, {"v4.0": _two_rounds()["v4.0"] + [("h100-trt10", GPUS["h100"], TRT10, 90000.0)]}
+    )
     try:
-        result = Advisor(store).compare("tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50",
-                                        accelerator="H100")
+        result = Advisor(store).compare(
+            "tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50", accelerator="H100"
+        )
     finally:
         store.close()
     assert result.stack_effect is not None and "no pairs" in result.stack_effect
@@ -288,20 +402,38 @@ def test_compare_says_so_where_there_are_no_pairs(tmp_path: Path) -> None:
 
 
 def test_rank_stacks_orders_one_accelerators_stacks_and_shows_the_carry(upgraded: Advisor) -> None:
-    rows = upgraded.rank_stacks(benchmark="resnet50", scenario="Offline", metric="samples_per_second",
-                                accelerator="H100-SXM-80GB")
-    assert [(r["framework"], r["version"]) for r in rows] == [("tensorrt", "10.2"), ("tensorrt", "8.6")]
+    rows = upgraded.rank_stacks(
+        benchmark="resnet50",
+        scenario="Offline",
+        metric="samples_per_second",
+        accelerator="H100-SXM-80GB",
+    )
+    assert [(r["framework"], r["version"]) for r in rows] == [
+        ("tensorrt", "10.2"),
+        ("tensorrt", "8.6"),
+    ]
     newest, older = rows
     assert newest["factor"] is None and newest["carried_forward"] == newest["value"]
-    assert older["carried_forward"] == pytest.approx(older["value"] * float(np.median(UPGRADE)), rel=1e-3)
+    assert older["carried_forward"] == pytest.approx(
+        older["value"] * float(np.median(UPGRADE)), rel=1e-3
+    )
     assert "4 pairs" in str(older["factor"])
 
 
 def test_rank_stacks_reads_names_as_users_write_them(upgraded: Advisor) -> None:
     """Any catalogue spelling of the benchmark and scenario; no metric: the slice's throughput."""
-    exact = upgraded.rank_stacks(benchmark="resnet50", scenario="Offline", metric="samples_per_second",
-                                 accelerator="H100-SXM-80GB")
-    assert upgraded.rank_stacks(benchmark="ResNet-50", scenario="offline", accelerator="NVIDIA H100 SXM") == exact
+    exact = upgraded.rank_stacks(
+        benchmark="resnet50",
+        scenario="Offline",
+        metric="samples_per_second",
+        accelerator="H100-SXM-80GB",
+    )
+    assert (
+        upgraded.rank_stacks(
+            benchmark="ResNet-50", scenario="offline", accelerator="NVIDIA H100 SXM"
+        )
+        == exact
+    )
     with pytest.raises(InvalidInput, match="scenario: name one"):
         upgraded.rank_stacks(benchmark="resnet50", accelerator="H100-SXM-80GB")
     with pytest.raises(InvalidInput, match="unknown scenario 'Ofline'.*did you mean 'Offline'"):
@@ -315,31 +447,58 @@ def test_rank_stacks_carries_no_stack_run_in_the_same_round_as_the_newest(tmp_pa
     rounds["v4.1"] = [*rounds["v4.1"], ("h100-other", GPUS["h100"], trt100, 70000.0)]
     store = _store(tmp_path, rounds)
     try:
-        rows = Advisor(store).rank_stacks(benchmark="resnet50", scenario="Offline", metric="samples_per_second",
-                                          accelerator="H100-SXM-80GB")
+        rows = Advisor(store).rank_stacks(
+            benchmark="resnet50",
+            scenario="Offline",
+            metric="samples_per_second",
+            accelerator="H100-SXM-80GB",
+        )
     finally:
         store.close()
     by_version = {r["version"]: r for r in rows}
-    assert by_version["10.0"]["carried_forward"] == by_version["10.0"]["value"] == pytest.approx(70000.0)
+    assert (
+        by_version["10.0"]["carried_forward"]
+        == by_version["10.0"]["value"]
+        == pytest.approx(70000.0)
+    )
     assert "same round" in str(by_version["10.0"]["factor"])
     assert by_version["8.6"]["carried_forward"] > by_version["8.6"]["value"]
 
 
 def test_our_own_sweeps_pair_versions_measured_on_one_host(tmp_path: Path) -> None:
     """Our measurements carry no round: versions measured side by side (``advisor sweep``) pair."""
-    old, new = (SoftwareStack(framework="pytorch", framework_version=v, cuda="12.4") for v in ("2.3.0", "2.4.0"))
+    old, new = (
+        SoftwareStack(framework="pytorch", framework_version=v, cuda="12.4")
+        for v in ("2.3.0", "2.4.0")
+    )
     rows = []
-    for i, (acc, base) in enumerate((("H100-SXM5-80GB", 400.0), ("A100-SXM4-80GB", 200.0), ("L4", 60.0))):
+    for i, (acc, base) in enumerate(
+        (("H100-SXM5-80GB", 400.0), ("A100-SXM4-80GB", 200.0), ("L4", 60.0))
+    ):
         for j, (stack, value) in enumerate(((old, base), (new, base * 1.2))):
-            obs = make_obs(8 * i + 4 * j, stack=stack, acc=acc, host=f"node-{i}")  # one GEMM size: one identity
-            rows.append(obs.model_copy(update={"value": value, "p10": value * 0.99, "p90": value * 1.01}))
+            obs = make_obs(
+                8 * i + 4 * j, stack=stack, acc=acc, host=f"node-{i}"
+            )  # one GEMM size: one identity
+            rows.append(
+                obs.model_copy(update={"value": value, "p10": value * 0.99, "p90": value * 1.01})
+            )
     store = open_store(f"embedded:{tmp_path / 'kb'}")
     try:
         store.ingest(IngestBatch(observations=rows))
         advisor = Advisor(store)
         effects = effects_of(advisor.evidence())
-        pred = advisor.predict([{"accelerator": "H100-SXM5-80GB", "accelerator_count": 1, "family": "pi",
-                                 "benchmark": "gemm", "metric": "tflops", "framework": "pytorch 2.5.1"}])[0]
+        pred = advisor.predict(
+            [
+                {
+                    "accelerator": "H100-SXM5-80GB",
+                    "accelerator_count": 1,
+                    "family": "pi",
+                    "benchmark": "gemm",
+                    "metric": "tflops",
+                    "framework": "pytorch 2.5.1",
+                }
+            ]
+        )[0]
     finally:
         store.close()
     assert sorted(round(math.exp(p.log_ratio), 3) for p in effects.upgrade_pairs) == [1.2, 1.2, 1.2]
@@ -349,24 +508,34 @@ def test_our_own_sweeps_pair_versions_measured_on_one_host(tmp_path: Path) -> No
     assert pred.value == pytest.approx(400.0 * 1.2 * 1.2)
 
 
-def test_the_held_out_check_scores_the_latest_rounds_upgrades_with_factors_learned_before(tmp_path: Path) -> None:
-    from advisor.estimate.stack_check import held_out_check
+def test_the_held_out_check_scores_the_latest_rounds_upgrades_with_factors_learned_before(
+    tmp_path: Path,
+) -> None:
+    from stack_advisor.advisor.estimate.stack_check import held_out_check
 
     trt108 = ("TensorRT 10.8.0, CUDA 12.8", "TensorRT 10.8.0, CUDA 12.8, cuDNN 9.7.0")
     later = (1.20, 1.25, 1.15, 1.30)  # TensorRT 10.2 (v4.1) -> 10.8 (v5.0), measured
-    rounds = {**_two_rounds(),
-              "v5.0": [(f"{k}-trt108", acc, trt108, BASE[k] * up * more)
-                       for (k, acc), up, more in zip(GPUS.items(), UPGRADE, later, strict=True)]}
+    rounds = {
+        **_two_rounds(),
+        "v5.0": [
+            (f"{k}-trt108", acc, trt108, BASE[k] * up * more)
+            for (k, acc), up, more in zip(GPUS.items(), UPGRADE, later, strict=True)
+        ],
+    }
     store = _store(tmp_path, rounds)
     try:
         (row,) = held_out_check(Advisor(store).table())
     finally:
         store.close()
-    assert row["held_out"] == 4 and row["scored"] == 4  # v4.1 -> v5.0 pairs, factor from v4.0 -> v4.1
+    assert (
+        row["held_out"] == 4 and row["scored"] == 4
+    )  # v4.1 -> v5.0 pairs, factor from v4.0 -> v4.1
     carried = float(np.median(UPGRADE))  # the factor learned before the latest round
     expected = float(np.mean([abs(carried / m - 1) for m in later])) * 100
     assert row["mape"] == pytest.approx(expected, rel=1e-3)
-    assert row["mape_unchanged"] == pytest.approx(float(np.mean([abs(1 / m - 1) for m in later])) * 100, rel=1e-3)
+    assert row["mape_unchanged"] == pytest.approx(
+        float(np.mean([abs(1 / m - 1) for m in later])) * 100, rel=1e-3
+    )
     assert 0.0 <= row["coverage"] <= 1.0
 
 
@@ -374,9 +543,9 @@ def test_a_sweep_pairs_each_benchmark_identity_apart(tmp_path: Path) -> None:
     """Real data: the H100 sweep of 2026-11-26 (data/results), CuPy 13.6.0 and 14.2.0 on one node.
     A PI slice holds several parameter sets (GEMM at fp16 and fp32): each is its own pair, so
     the fp16 GEMM's 3x (CuPy 14's fp16 path) is not a median across dtypes."""
-    from advisor.estimate.stack_compare import span_pairs
-    from advisor.verbs.sweep import sweep_report
-    from graph_schema.models import ResultDocument
+    from stack_advisor.advisor.estimate.stack_compare import span_pairs
+    from stack_advisor.advisor.verbs.sweep import sweep_report
+    from stack_advisor.schema.models import ResultDocument
 
     root = Path(__file__).resolve().parents[2] / "data" / "results"
     with open_store(f"embedded:{tmp_path}/kb") as kb:
@@ -385,9 +554,14 @@ def test_a_sweep_pairs_each_benchmark_identity_apart(tmp_path: Path) -> None:
                 kb.ingest_document(ResultDocument.model_validate(doc))
         effects = effects_of(Advisor(kb).evidence())
         pairs = span_pairs(effects, "pi", "cupy", "13.6", "14.2", benchmark="gemm")
-        direct = {r.parameters: r.ratio for r in sweep_report(kb, "h100-stacks", baseline="cupy-13").ratios
-                  if r.benchmark == "pi/gemm" and r.cell == "cupy-14"}
+        direct = {
+            r.parameters: r.ratio
+            for r in sweep_report(kb, "h100-stacks", baseline="cupy-13").ratios
+            if r.benchmark == "pi/gemm" and r.cell == "cupy-14"
+        }
     assert len(pairs) == len(direct) == 2  # fp16 and fp32
     by_dtype = {("fp16" if "dtype=fp16" in p else "fp32"): r for p, r in direct.items()}
-    assert sorted(math.exp(p.log_ratio) for p in pairs) == pytest.approx(sorted(by_dtype.values()), rel=0.02)
+    assert sorted(math.exp(p.log_ratio) for p in pairs) == pytest.approx(
+        sorted(by_dtype.values()), rel=0.02
+    )
     assert by_dtype["fp16"] > 2.5 > 1.3 > by_dtype["fp32"]

@@ -20,8 +20,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolate_cli(monkeypatch, tmp_path)
 
 
-def test_compare_sweep_sets_each_framework_build_against_the_baseline(capsys: pytest.CaptureFixture[str],
-                                                                      tmp_path: Path) -> None:
+def test_compare_sweep_sets_each_framework_build_against_the_baseline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     store = f"embedded:{tmp_path}/kb"
     files = [str(p) for p in sorted(RESULTS.glob("h100-20261126-sweep-stacks-*.json"))]
     assert len(files) == 2
@@ -31,12 +32,17 @@ def test_compare_sweep_sets_each_framework_build_against_the_baseline(capsys: py
     assert code == 0, err
     report = json.loads(out)
     assert report["baseline"] == "torch-installed" and report["host"]
-    fp16 = {r["cell"]: r for r in report["ratios"]
-            if r["benchmark"] == "pi/gemm" and "dtype=fp16," in r["parameters"]}
+    fp16 = {
+        r["cell"]: r
+        for r in report["ratios"]
+        if r["benchmark"] == "pi/gemm" and "dtype=fp16," in r["parameters"]
+    }
     assert set(fp16) == {"jax-installed", "cupy-14", "cupy-13"}  # the same GEMM through each build
     assert all("backend=" not in r["parameters"] for r in fp16.values())
     assert all(r["repeats"] == r["baseline_repeats"] == 4 for r in fp16.values())
-    assert fp16["cupy-13"]["ratio"] < 0.5 and fp16["cupy-13"]["verdict"] == "slower"  # CuPy 13's fp16 GEMM
+    assert (
+        fp16["cupy-13"]["ratio"] < 0.5 and fp16["cupy-13"]["verdict"] == "slower"
+    )  # CuPy 13's fp16 GEMM
     assert fp16["cupy-14"]["low"] <= 1.0 <= fp16["cupy-14"]["high"]  # CuPy 14 matches PyTorch's
     # LoadGen and the CNN benchmark ran in the PyTorch cell only: nothing to set against it
     assert not [r for r in report["ratios"] if not r["benchmark"].startswith("pi/")]

@@ -8,23 +8,40 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.verbs.sweep import compare_sweep
-from graph_schema.models import StoredObservation
+from stack_advisor.advisor.verbs.sweep import compare_sweep
+from stack_advisor.schema.models import StoredObservation
 
 
-def observation(cell: str, run: int, value: float, *, cv: float, samples: int = 20,
-                higher: bool = True) -> StoredObservation:
+def observation(
+    cell: str, run: int, value: float, *, cv: float, samples: int = 20, higher: bool = True
+) -> StoredObservation:
     doc: dict[str, Any] = {
-        "key": f"obs-{cell}-{run}", "run_id": f"sweep-{cell}-r{run}",
-        "benchmark": {"family": "pi", "name": "gemm", "parameters": {"m": 256, "n": 256, "k": 256, "dtype": "fp32"}},
-        "metric": "tflops" if higher else "latency_ms", "unit": "TFLOP/s" if higher else "ms",
-        "higher_is_better": higher, "value": value, "samples": samples, "cv": cv,
+        "key": f"obs-{cell}-{run}",
+        "run_id": f"sweep-{cell}-r{run}",
+        "benchmark": {
+            "family": "pi",
+            "name": "gemm",
+            "parameters": {"m": 256, "n": 256, "k": 256, "dtype": "fp32"},
+        },
+        "metric": "tflops" if higher else "latency_ms",
+        "unit": "TFLOP/s" if higher else "ms",
+        "higher_is_better": higher,
+        "value": value,
+        "samples": samples,
+        "cv": cv,
         "timestamp": f"2026-11-26T10:{10 + run + (10 if cell == 'new' else 0):02d}:00Z",
-        "stack": {"framework": "numpy", "framework_version": "2.1.3" if cell == "new" else "1.26.4"},
+        "stack": {
+            "framework": "numpy",
+            "framework_version": "2.1.3" if cell == "new" else "1.26.4",
+        },
         "accelerator": {"model": "CPU AMD EPYC", "vendor": "amd", "count": 1},
-        "placement": {"kind": "bare-metal"}, "host": {"name": "vm"},
-        "provenance": {"kind": "measured", "source": "stack-advisor-collector",
-                       "details": {"sweep": "s", "sweep_cell": cell}},
+        "placement": {"kind": "bare-metal"},
+        "host": {"name": "vm"},
+        "provenance": {
+            "kind": "measured",
+            "source": "stack-advisor-collector",
+            "details": {"sweep": "s", "sweep_cell": cell},
+        },
     }
     return StoredObservation.model_validate(doc)
 
@@ -41,8 +58,12 @@ def test_ratio_is_that_of_the_values_the_row_shows() -> None:
     assert (row.value, row.baseline_value) == (1.08, 1.10)
     assert abs(row.ratio - 1.08 / 1.10) < 1e-12
     assert row.low <= row.ratio <= row.high
-    assert row.high / row.low < 1000  # bounded by the data, not by a t quantile with one degree of freedom
-    slower = ratios([10.0, 11.0, 12.0], [20.0, 22.0, 24.0], cv=0.01, higher=False)  # latency doubled
+    assert (
+        row.high / row.low < 1000
+    )  # bounded by the data, not by a t quantile with one degree of freedom
+    slower = ratios(
+        [10.0, 11.0, 12.0], [20.0, 22.0, 24.0], cv=0.01, higher=False
+    )  # latency doubled
     assert abs(slower.ratio - 0.5) < 1e-12 and slower.verdict == "slower"
 
 

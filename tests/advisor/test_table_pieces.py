@@ -8,11 +8,13 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from advisor.knowledge.columns import Column, KeyList
-from advisor.knowledge.table import group_rows
+from stack_advisor.advisor.knowledge.columns import Column, KeyList
+from stack_advisor.advisor.knowledge.table import group_rows
 
 
-def _grouped_row_by_row(columns: list[np.ndarray], rows: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:
+def _grouped_row_by_row(
+    columns: list[np.ndarray], rows: np.ndarray
+) -> list[tuple[tuple[int, ...], list[int]]]:
     out: dict[tuple[int, ...], list[int]] = defaultdict(list)
     for i, row in enumerate(rows.tolist()):
         out[tuple(int(c[i]) for c in columns)].append(row)
@@ -23,7 +25,11 @@ def _grouped_row_by_row(columns: list[np.ndarray], rows: np.ndarray) -> list[tup
 def test_group_rows_gives_the_groups_and_order_of_a_row_by_row_dict(wide: bool) -> None:
     rng = np.random.default_rng(3)
     rows = np.sort(rng.choice(5000, size=3000, replace=False))
-    columns = [rng.integers(0, 4, size=3000), rng.integers(-2, 3, size=3000), rng.integers(0, 7, size=3000)]
+    columns = [
+        rng.integers(0, 4, size=3000),
+        rng.integers(-2, 3, size=3000),
+        rng.integers(0, 7, size=3000),
+    ]
     if wide:  # keys too wide for one integer: the fallback path
         columns.append(rng.integers(0, 2**40, size=3000) * 2**20)
     got = [(k, part.tolist()) for k, part in group_rows(columns, rows)]

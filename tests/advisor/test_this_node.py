@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from advisor.engine import Advisor
-from advisor.results import this_node
-from graph_schema.models import IngestBatch
-from graph_schema.registry import open_store
-from graph_schema.store import Store
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.results import this_node
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.base import Store
+from stack_advisor.store.registry import open_store
 from tests.support.cli import advisor, isolate_cli
 from tests.support.samples import make_obs
 
@@ -40,15 +40,17 @@ def test_this_node_reads_the_mapping_it_is_given() -> None:
 
 
 def test_the_advisor_says_measured_here_only_for_the_node_passed_in(
-        measured_on_node_a: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    measured_on_node_a: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert set(notes(Advisor(measured_on_node_a, node="node-a"))) == {"measured on this node"}
     assert set(notes(Advisor(measured_on_node_a, node="node-b"))) == {"measured on node node-a"}
     monkeypatch.setenv("NODE_NAME", "node-a")  # the advisor layer does not read it
     assert set(notes(Advisor(measured_on_node_a))) == {"measured on node node-a"}
 
 
-def test_the_cli_edge_passes_node_name_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_edge_passes_node_name_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     uri = f"embedded:{tmp_path / 'kb'}"
     with open_store(uri) as store:
         store.ingest(IngestBatch(observations=[make_obs(i, host="node-a") for i in range(4)]))

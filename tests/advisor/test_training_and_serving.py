@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from advisor.engine import Advisor
-from advisor.workload import Workload
-from collectors.importers.mlperf import import_mlperf
-from collectors.importers.mlperf_training import import_mlperf_training
-from graph_schema.errors import InvalidInput
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.collectors.importers.mlperf import import_mlperf
+from stack_advisor.collectors.importers.mlperf_training import import_mlperf_training
+from stack_advisor.schema.errors import InvalidInput
 from tests.support.mlperf import (
     SYSTEM,
     TRAINING_SYSTEM,
@@ -29,54 +29,95 @@ IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
 def _training_kb(store: Any, root: Path) -> None:
     tree = small_training_tree(root)
     # a faster but bigger system: 4 nodes x 8, so more accelerator-hours for less time
-    big = dict(TRAINING_SYSTEM, number_of_nodes="4", system_name="Acme 4x8 H100",
-               other_software_stack={"cuda_version": "12.4", "cuda_driver_version": "550.54.15"})
+    big = dict(
+        TRAINING_SYSTEM,
+        number_of_nodes="4",
+        system_name="Acme 4x8 H100",
+        other_software_stack={"cuda_version": "12.4", "cuda_driver_version": "550.54.15"},
+    )
     write(tree, "Acme/systems/h100x32.json", json.dumps(big))
     for i, minutes in enumerate([6.0, 6.5, 7.0]):
-        write(tree, f"Acme/results/h100x32/bert/result_{i}.txt", mllog(1_700_000_000_000 + i * 10**7, minutes))
+        write(
+            tree,
+            f"Acme/results/h100x32/bert/result_{i}.txt",
+            mllog(1_700_000_000_000 + i * 10**7, minutes),
+        )
     import_mlperf_training(tree, store)
 
 
-def test_training_ranks_by_time_to_train_then_by_accelerator_hours(embedded_store: Any, tmp_path: Path) -> None:
+def test_training_ranks_by_time_to_train_then_by_accelerator_hours(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     _training_kb(embedded_store, tmp_path)
     advisor = Advisor(embedded_store)
-    fastest = advisor.recommend(Workload(family="mlperf-training", benchmark="bert", include_predicted=False,
-                                         image=IMAGE), top=2)
+    fastest = advisor.recommend(
+        Workload(family="mlperf-training", benchmark="bert", include_predicted=False, image=IMAGE),
+        top=2,
+    )
     assert fastest.metric == "time_to_train_min"
     assert [r.candidate.accelerator_count for r in fastest.recommendations] == [32, 16]
     first, second = fastest.recommendations
     assert first.value == pytest.approx(6.5) and second.value == pytest.approx(11.0)
     assert first.higher_is_better is False and first.score > second.score
-    assert first.system == {"nodes": "4", "accelerators_per_node": "8", "interconnect": "NVLINK Gen4 900 GB/s"}
+    assert first.system == {
+        "nodes": "4",
+        "accelerators_per_node": "8",
+        "interconnect": "NVLINK Gen4 900 GB/s",
+    }
     assert any("RCP" in note for note in fastest.notes)
     job = first.snippet
-    assert (job["kind"], job["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"]) == ("PyTorchJob", 4)
+    assert (job["kind"], job["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"]) == (
+        "PyTorchJob",
+        4,
+    )
     replicas = job["spec"]["pytorchReplicaSpecs"]
     assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"]) == (1, 3)
     container = replicas["Worker"]["template"]["spec"]["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
     assert container["image"] == IMAGE
     # no image known and none given: no gang either, and the reason says how to get one
-    bare = advisor.recommend(Workload(family="mlperf-training", benchmark="bert", include_predicted=False), top=1)
-    assert bare.recommendations[0].snippet is None and "--image" in (bare.recommendations[0].snippet_missing or "")
+    bare = advisor.recommend(
+        Workload(family="mlperf-training", benchmark="bert", include_predicted=False), top=1
+    )
+    assert bare.recommendations[0].snippet is None and "--image" in (
+        bare.recommendations[0].snippet_missing or ""
+    )
 
     cheapest = advisor.recommend(
-        Workload(family="mlperf-training", benchmark="bert", objective="cost", include_predicted=False), top=2)
+        Workload(
+            family="mlperf-training", benchmark="bert", objective="cost", include_predicted=False
+        ),
+        top=2,
+    )
     assert cheapest.metric == "accelerator_hours"
     assert [r.candidate.accelerator_count for r in cheapest.recommendations] == [16, 32]
     assert cheapest.recommendations[0].value == pytest.approx(11.0 / 60 * 16)
 
 
 def test_training_cli_json(tmp_path: Path) -> None:
-    from cli.main import app
-    from graph_schema.registry import open_store
+    from stack_advisor.cli.main import app
+    from stack_advisor.store.registry import open_store
 
     uri = f"embedded:{tmp_path / 'kb'}"
     with open_store(uri) as store:
         store.ensure_schema()
         _training_kb(store, tmp_path / "src")
-    result = CliRunner().invoke(app, ["recommend", "--family", "mlperf-training", "--benchmark", "bert",
-                                      "--observed-only", "--image", IMAGE, "--store", uri, "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "recommend",
+            "--family",
+            "mlperf-training",
+            "--benchmark",
+            "bert",
+            "--observed-only",
+            "--image",
+            IMAGE,
+            "--store",
+            uri,
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["metric"] == "time_to_train_min"
@@ -99,8 +140,10 @@ Additional Stats
 
 # a stack that can run Llama 2 70B on every part below (TensorRT-LLM's TensorRT >= 9.1; CUDA 12.8 for
 # Blackwell): the shared SYSTEM's TensorRT 8.6 / CUDA 12.0 cannot, and feasibility would exclude it
-LLM_STACK = {"framework": "TensorRT 10.8.0, CUDA 12.8",
-             "other_software_stack": "TensorRT 10.8.0, CUDA 12.8, cuDNN 9.7.0, Driver 570.86.15"}
+LLM_STACK = {
+    "framework": "TensorRT 10.8.0, CUDA 12.8",
+    "other_software_stack": "TensorRT 10.8.0, CUDA 12.8, cuDNN 9.7.0, Driver 570.86.15",
+}
 
 
 def _serving_kb(store: Any, root: Path) -> None:
@@ -110,39 +153,85 @@ def _serving_kb(store: Any, root: Path) -> None:
         ("steady", "H100-SXM5-80GB", 20000, 900, 120),
         ("slow-tokens", "AMD Instinct MI300X", 25000, 800, 260),
     ):
-        write(tree, f"closed/Acme/systems/{name}.json", json.dumps(dict(SYSTEM, **LLM_STACK, accelerator_model_name=model)))
-        write(tree, result_path(name, "llama2-70b-99", "Server"),
-              LLM_SERVER.format(tokens=tokens, ttft_ns=ttft_ms * 10**6, tpot_ns=tpot_ms * 10**6))
-    write(tree, "closed/Acme/systems/offline-only.json", json.dumps(dict(SYSTEM, **LLM_STACK, accelerator_model_name="B200-SXM-180GB")))
-    write(tree, result_path("offline-only", "llama2-70b-99", "Offline"),
-          "Scenario : Offline\nTokens per second: 90000\nResult is : VALID\n")
+        write(
+            tree,
+            f"closed/Acme/systems/{name}.json",
+            json.dumps(dict(SYSTEM, **LLM_STACK, accelerator_model_name=model)),
+        )
+        write(
+            tree,
+            result_path(name, "llama2-70b-99", "Server"),
+            LLM_SERVER.format(tokens=tokens, ttft_ns=ttft_ms * 10**6, tpot_ns=tpot_ms * 10**6),
+        )
+    write(
+        tree,
+        "closed/Acme/systems/offline-only.json",
+        json.dumps(dict(SYSTEM, **LLM_STACK, accelerator_model_name="B200-SXM-180GB")),
+    )
+    write(
+        tree,
+        result_path("offline-only", "llama2-70b-99", "Offline"),
+        "Scenario : Offline\nTokens per second: 90000\nResult is : VALID\n",
+    )
     summary = import_mlperf(tree, store)
     assert summary.failed == 0
 
 
-def test_latency_limits_exclude_candidates_that_break_them(embedded_store: Any, tmp_path: Path) -> None:
+def test_latency_limits_exclude_candidates_that_break_them(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     _serving_kb(embedded_store, tmp_path)
     advisor = Advisor(embedded_store)
-    unlimited = advisor.recommend(Workload(benchmark="llama2-70b-99", scenario="Server", include_predicted=False,
-                                           per_accelerator=False), top=5)
+    unlimited = advisor.recommend(
+        Workload(
+            benchmark="llama2-70b-99",
+            scenario="Server",
+            include_predicted=False,
+            per_accelerator=False,
+        ),
+        top=5,
+    )
     assert unlimited.recommendations[0].candidate.accelerator == "H200-SXM-141GB"
-    limited = advisor.recommend(Workload(benchmark="llama2-70b-99", scenario="Server", include_predicted=False,
-                                         per_accelerator=False, max_ttft_ms=2000, max_tpot_ms=200), top=5)
+    limited = advisor.recommend(
+        Workload(
+            benchmark="llama2-70b-99",
+            scenario="Server",
+            include_predicted=False,
+            per_accelerator=False,
+            max_ttft_ms=2000,
+            max_tpot_ms=200,
+        ),
+        top=5,
+    )
     assert [r.candidate.accelerator for r in limited.recommendations] == ["H100-SXM5-80GB"]
     assert limited.excluded["observed time to first token p99 above max_ttft_ms=2000 ms"] == 1
     assert limited.excluded["observed time per output token p99 above max_tpot_ms=200 ms"] == 1
     kept = limited.recommendations[0]
     assert kept.metric == "tokens_per_second"
-    assert kept.system["limit_0"] == "time to first token p99 900 ms <= max_ttft_ms=2000 ms (observed)"
+    assert (
+        kept.system["limit_0"] == "time to first token p99 900 ms <= max_ttft_ms=2000 ms (observed)"
+    )
 
 
-def test_latency_limits_unchecked_are_warned_not_hidden(embedded_store: Any, tmp_path: Path) -> None:
+def test_latency_limits_unchecked_are_warned_not_hidden(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     _serving_kb(embedded_store, tmp_path)
     result = Advisor(embedded_store).recommend(
-        Workload(benchmark="llama2-70b-99", scenario="Offline", include_predicted=False, per_accelerator=False,
-                 max_ttft_ms=2000), top=5)
+        Workload(
+            benchmark="llama2-70b-99",
+            scenario="Offline",
+            include_predicted=False,
+            per_accelerator=False,
+            max_ttft_ms=2000,
+        ),
+        top=5,
+    )
     offline = next(r for r in result.recommendations if r.candidate.accelerator == "B200-SXM-180GB")
-    assert "max_ttft_ms not checked: no observed time to first token for this configuration" in offline.warnings
+    assert (
+        "max_ttft_ms not checked: no observed time to first token for this configuration"
+        in offline.warnings
+    )
 
 
 def test_latency_limits_must_be_positive() -> None:
@@ -151,16 +240,31 @@ def test_latency_limits_must_be_positive() -> None:
 
 
 def test_latency_limit_cli_flags(tmp_path: Path) -> None:
-    from cli.main import app
-    from graph_schema.registry import open_store
+    from stack_advisor.cli.main import app
+    from stack_advisor.store.registry import open_store
 
     uri = f"embedded:{tmp_path / 'kb'}"
     with open_store(uri) as store:
         store.ensure_schema()
         _serving_kb(store, tmp_path / "src")
-    result = CliRunner().invoke(app, ["recommend", "--benchmark", "llama2-70b-99", "--scenario", "Server",
-                                      "--max-ttft-ms", "2000", "--max-tpot-ms", "200", "--observed-only",
-                                      "--store", uri, "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "recommend",
+            "--benchmark",
+            "llama2-70b-99",
+            "--scenario",
+            "Server",
+            "--max-ttft-ms",
+            "2000",
+            "--max-tpot-ms",
+            "200",
+            "--observed-only",
+            "--store",
+            uri,
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [r["candidate"]["accelerator"] for r in data["recommendations"]] == ["H100-SXM5-80GB"]

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from advisor.engine import Advisor
-from advisor.estimate.training import CountScaling, budget_count, budget_refusal
-from advisor.workload import Workload
-from collectors.importers.mlperf_training import import_mlperf_training
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.estimate.training import CountScaling, budget_count, budget_refusal
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.collectors.importers.mlperf_training import import_mlperf_training
 from tests.support.mlperf import (
     TRAINING_DIR,
     TRAINING_SYSTEM,
@@ -32,13 +32,22 @@ def _kb(store: Any, root: Path) -> None:
     big = dict(TRAINING_SYSTEM, number_of_nodes="4", system_name="Acme 4x8 H100")
     write(tree, "Acme/systems/h100x32.json", json.dumps(big))
     for i, minutes in enumerate([6.0, 6.5, 7.0]):
-        write(tree, f"Acme/results/h100x32/bert/result_{i}.txt", mllog(1_700_000_000_000 + i * 10**7, minutes))
+        write(
+            tree,
+            f"Acme/results/h100x32/bert/result_{i}.txt",
+            mllog(1_700_000_000_000 + i * 10**7, minutes),
+        )
     import_mlperf_training(tree, store)
 
 
 def _query(accelerator: str, count: int) -> dict[str, Any]:
-    return {"family": "mlperf-training", "benchmark": "bert", "metric": "time_to_train_min",
-            "accelerator": accelerator, "accelerator_count": count}
+    return {
+        "family": "mlperf-training",
+        "benchmark": "bert",
+        "metric": "time_to_train_min",
+        "accelerator": accelerator,
+        "accelerator_count": count,
+    }
 
 
 def test_count_scaling_integrates_its_slope_and_never_leaves_the_seen_range() -> None:
@@ -60,11 +69,15 @@ def test_budget_takes_whole_nodes_and_refuses_beyond_any_published_system() -> N
     assert reason is not None and "3472" in reason and "6944" in reason
 
 
-def test_an_unpublished_count_is_interpolated_along_the_count_scaling(embedded_store: Any, tmp_path: Path) -> None:
+def test_an_unpublished_count_is_interpolated_along_the_count_scaling(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     _kb(embedded_store, tmp_path)
     # x24 lies between the published x16 and x32 (a count beyond every published system is refused:
-    # advisor.verbs.bounds)
-    [at24, at16] = Advisor(embedded_store).predict([_query("H100-SXM5-80GB", 24), _query("H100-SXM5-80GB", 16)])
+    # stack_advisor.advisor.verbs.bounds)
+    [at24, at16] = Advisor(embedded_store).predict(
+        [_query("H100-SXM5-80GB", 24), _query("H100-SXM5-80GB", 16)]
+    )
     assert at16.basis.value == "observed"
     assert at24.basis.value == "interpolated"
     assert at24.value is not None and at24.interval is not None
@@ -75,36 +88,60 @@ def test_an_unpublished_count_is_interpolated_along_the_count_scaling(embedded_s
     assert any(f.name == "interval" for f in at24.factors)
 
 
-def test_another_accelerator_is_transferred_or_refused_with_the_reason(embedded_store: Any, tmp_path: Path) -> None:
+def test_another_accelerator_is_transferred_or_refused_with_the_reason(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     _kb(embedded_store, tmp_path)
-    h200, tpu = Advisor(embedded_store).predict([_query("H200-SXM-141GB", 16), _query("TPU-v5p", 16)])
+    h200, tpu = Advisor(embedded_store).predict(
+        [_query("H200-SXM-141GB", 16), _query("TPU-v5p", 16)]
+    )
     assert h200.basis.value == "transferred" and h200.references == ["H100-SXM5-80GB"]
-    assert h200.value is not None and h200.interval is not None and h200.interval.low < h200.value < h200.interval.high
+    assert (
+        h200.value is not None
+        and h200.interval is not None
+        and h200.interval.low < h200.value < h200.interval.high
+    )
     assert h200.value < 11.0  # more peak compute and bandwidth than the H100 it is scaled from
     assert tpu.basis.value == "unsupported" and "no google accelerator" in (tpu.reason or "")
 
 
-def test_recommend_under_a_budget_ranks_what_fits_with_accelerator_hours(embedded_store: Any, tmp_path: Path) -> None:
+def test_recommend_under_a_budget_ranks_what_fits_with_accelerator_hours(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     _kb(embedded_store, tmp_path)
     answer = Advisor(embedded_store).recommend(
-        Workload(family="mlperf-training", benchmark="bert", hardware={"max_count": 24}), top=5)
+        Workload(family="mlperf-training", benchmark="bert", hardware={"max_count": 24}), top=5
+    )
     assert answer.recommendations
     for r in answer.recommendations:
         assert r.candidate.accelerator_count <= 24
         assert r.accelerator_hours is not None
-        assert r.accelerator_hours.low == pytest.approx(r.interval.low * r.candidate.accelerator_count / 60)
+        assert r.accelerator_hours.low == pytest.approx(
+            r.interval.low * r.candidate.accelerator_count / 60
+        )
 
 
 def _cli(store_uri: str, *args: str) -> Any:
-    from cli.main import app
+    from stack_advisor.cli.main import app
 
-    return CliRunner().invoke(app, ["recommend", "--family", "mlperf-training", "--benchmark", "bert",
-                                    "--store", store_uri, *args])
+    return CliRunner().invoke(
+        app,
+        [
+            "recommend",
+            "--family",
+            "mlperf-training",
+            "--benchmark",
+            "bert",
+            "--store",
+            store_uri,
+            *args,
+        ],
+    )
 
 
 @pytest.fixture
 def training_uri(tmp_path: Path) -> str:
-    from graph_schema.registry import open_store
+    from stack_advisor.store.registry import open_store
 
     uri = f"embedded:{tmp_path / 'kb'}"
     with open_store(uri) as store:
@@ -123,12 +160,26 @@ def test_cli_gpus_is_the_budget_for_training(training_uri: str) -> None:
     assert table.exit_code == 0 and "acc-hours" in table.stdout
 
 
-def test_cli_refuses_a_budget_no_system_offers(training_uri: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from cli.guard import run_guarded
-    from cli.main import app
+def test_cli_refuses_a_budget_no_system_offers(
+    training_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stack_advisor.cli.guard import run_guarded
+    from stack_advisor.cli.main import app
 
-    status = run_guarded(app, ["recommend", "--family", "mlperf-training", "--benchmark", "bert", "--store",
-                               training_uri, "--gpus", "100000"])
+    status = run_guarded(
+        app,
+        [
+            "recommend",
+            "--family",
+            "mlperf-training",
+            "--benchmark",
+            "bert",
+            "--store",
+            training_uri,
+            "--gpus",
+            "100000",
+        ],
+    )
     out, err = capsys.readouterr()
     assert status == 2 and not out
     assert "beyond every published bert system (the largest ran 32)" in err and "None ()" not in err
@@ -159,59 +210,89 @@ def test_training_by_round_on_the_published_rounds(embedded_store: Any) -> None:
     o = report.overall
     assert o.predictions / (o.predictions + o.refused) >= 0.9
     assert o.mape is not None and o.mape <= 15
-    assert report.unseen_benchmark_queries > 0 and report.unseen_benchmark_refused == report.unseen_benchmark_queries
+    assert (
+        report.unseen_benchmark_queries > 0
+        and report.unseen_benchmark_refused == report.unseen_benchmark_queries
+    )
     assert set(report.by_basis) >= {"observed", "interpolated", "transferred"}
 
 
 def test_a_latency_limit_is_checked_against_an_estimate_when_nothing_was_observed() -> None:
-    from advisor.estimate.latency import limit_verdict
-    from advisor.estimate.query import Estimate
-    from advisor.results import Basis
+    from stack_advisor.advisor.estimate.latency import limit_verdict
+    from stack_advisor.advisor.estimate.query import Estimate
+    from stack_advisor.advisor.results import Basis
 
     def est(value: float, low: float, high: float) -> Estimate:
         return Estimate(Basis.TRANSFERRED, value, low, high)
 
-    excluded, text = limit_verdict(2000, "max_ttft_ms", "time to first token", est(2600, 2100, 3400))
-    assert excluded is not None and excluded.startswith("estimated time to first token p99 above max_ttft_ms=2000 ms")
+    excluded, text = limit_verdict(
+        2000, "max_ttft_ms", "time to first token", est(2600, 2100, 3400)
+    )
+    assert excluded is not None and excluded.startswith(
+        "estimated time to first token p99 above max_ttft_ms=2000 ms"
+    )
     assert "80% 2100..3400, transferred" in text
-    kept, straddles = limit_verdict(2000, "max_ttft_ms", "time to first token", est(1500, 900, 2400))
+    kept, straddles = limit_verdict(
+        2000, "max_ttft_ms", "time to first token", est(1500, 900, 2400)
+    )
     assert kept is None and straddles.endswith("may exceed max_ttft_ms=2000 ms")
     fine, below = limit_verdict(2000, "max_ttft_ms", "time to first token", est(900, 700, 1200))
     assert fine is None and below.endswith("<= max_ttft_ms=2000 ms")
 
 
-def test_recommend_applies_latency_limits_to_unobserved_candidates(embedded_store: Any, tmp_path: Path) -> None:
+def test_recommend_applies_latency_limits_to_unobserved_candidates(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     """B200 ran llama2-70b Offline only: its Server TTFT is transferred from the H100 and H200
     Server runs, and the limit is checked against that estimate, shown with its basis."""
     from tests.advisor.test_training_and_serving import _serving_kb
 
     _serving_kb(embedded_store, tmp_path)
     answer = Advisor(embedded_store).recommend(
-        Workload(benchmark="llama2-70b-99", scenario="Server", per_accelerator=False, max_ttft_ms=2000), top=10)
+        Workload(
+            benchmark="llama2-70b-99", scenario="Server", per_accelerator=False, max_ttft_ms=2000
+        ),
+        top=10,
+    )
     b200 = [r for r in answer.recommendations if r.candidate.accelerator == "B200-SXM-180GB"]
     excluded = [e for e in answer.excluded_candidates if e.accelerator == "B200-SXM-180GB"]
     assert b200 or excluded
     if b200:
         said = [*b200[0].system.values(), *b200[0].warnings]
-        assert any("time to first token p99 estimated" in s and "transferred" in s for s in said), said
+        assert any("time to first token p99 estimated" in s and "transferred" in s for s in said), (
+            said
+        )
     else:
-        assert excluded[0].reason.startswith("estimated time to first token p99 above max_ttft_ms=2000 ms")
+        assert excluded[0].reason.startswith(
+            "estimated time to first token p99 above max_ttft_ms=2000 ms"
+        )
 
 
-def test_latency_protocol_scores_ttft_and_tpot_by_round(embedded_store: Any, tmp_path: Path) -> None:
+def test_latency_protocol_scores_ttft_and_tpot_by_round(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     """Two rounds of LLM Server results: the later one's p99 TTFT/TPOT asked through ``predict``
     from the earlier one, scored per metric."""
-    from collectors.importers.mlperf import import_mlperf
+    from stack_advisor.collectors.importers.mlperf import import_mlperf
     from tests.advisor.test_training_and_serving import LLM_SERVER
     from tests.support.mlperf import SYSTEM, result_path
 
-    for rnd, rows in (("v9.8", (("a", "H100-SXM5-80GB", 900, 120), ("b", "H200-SXM-141GB", 2600, 150))),
-                      ("v9.9", (("c", "H100-SXM5-80GB", 1000, 125), ("d", "H200-SXM-141GB", 2300, 140)))):
+    for rnd, rows in (
+        ("v9.8", (("a", "H100-SXM5-80GB", 900, 120), ("b", "H200-SXM-141GB", 2600, 150))),
+        ("v9.9", (("c", "H100-SXM5-80GB", 1000, 125), ("d", "H200-SXM-141GB", 2300, 140))),
+    ):
         tree = tmp_path / f"inference_{rnd}"
         for name, model, ttft, tpot in rows:
-            write(tree, f"closed/Acme/systems/{name}.json", json.dumps(dict(SYSTEM, accelerator_model_name=model)))
-            write(tree, result_path(name, "llama2-70b-99", "Server"),
-                  LLM_SERVER.format(tokens=20000, ttft_ns=ttft * 10**6, tpot_ns=tpot * 10**6))
+            write(
+                tree,
+                f"closed/Acme/systems/{name}.json",
+                json.dumps(dict(SYSTEM, accelerator_model_name=model)),
+            )
+            write(
+                tree,
+                result_path(name, "llama2-70b-99", "Server"),
+                LLM_SERVER.format(tokens=20000, ttft_ns=ttft * 10**6, tpot_ns=tpot * 10**6),
+            )
         assert import_mlperf(tree, embedded_store).failed == 0
     report = Advisor(embedded_store).evaluate("latency")
     assert report.description == "train rounds <= v9.8, test v9.9 closed-division LLM p99 TTFT/TPOT"
@@ -220,12 +301,14 @@ def test_latency_protocol_scores_ttft_and_tpot_by_round(embedded_store: Any, tmp
     assert ttft.predictions == 2 and ttft.mape == pytest.approx((100 / 1000 + 300 / 2300) / 2 * 100)
 
 
-def test_cluster_gpus_beyond_every_pool_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cluster_gpus_beyond_every_pool_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Issue 31: ``--gpus 100000`` on a cluster is refused with each pool's reason, never an empty
     table under a "None ()" header with exit 0."""
-    from cli.guard import run_guarded
-    from cli.main import app
-    from graph_schema.registry import open_store
+    from stack_advisor.cli.guard import run_guarded
+    from stack_advisor.cli.main import app
+    from stack_advisor.store.registry import open_store
     from tests.advisor.test_training_and_serving import _serving_kb
     from tests.support.gfd_pools import POOL_NODES
 
@@ -234,9 +317,25 @@ def test_cluster_gpus_beyond_every_pool_is_refused(tmp_path: Path, capsys: pytes
         store.ensure_schema()
         _serving_kb(store, tmp_path / "src")
     nodes = tmp_path / "nodes.json"
-    nodes.write_text(POOL_NODES if isinstance(POOL_NODES, str) else json.dumps(POOL_NODES), encoding="utf-8")
-    status = run_guarded(app, ["recommend", "--benchmark", "llama2-70b-99", "--scenario", "Server", "--store", uri,
-                               "--nodes", str(nodes), "--gpus", "100000"])
+    nodes.write_text(
+        POOL_NODES if isinstance(POOL_NODES, str) else json.dumps(POOL_NODES), encoding="utf-8"
+    )
+    status = run_guarded(
+        app,
+        [
+            "recommend",
+            "--benchmark",
+            "llama2-70b-99",
+            "--scenario",
+            "Server",
+            "--store",
+            uri,
+            "--nodes",
+            str(nodes),
+            "--gpus",
+            "100000",
+        ],
+    )
     out, err = capsys.readouterr()
     assert status == 2, (out, err)
     assert "--gpus 100000: no pool offers that many" in err and "needs 12500 nodes of 8" in err

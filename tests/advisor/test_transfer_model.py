@@ -1,4 +1,4 @@
-"""The transfer models (advisor.estimate.transfer): the scikit-learn model is kept for a slice only where
+"""The transfer models (stack_advisor.advisor.estimate.transfer): the scikit-learn model is kept for a slice only where
 its leave-one-accelerator-out error is lower than the roofline blend's; fitted models are
 persisted with the calibration, and a fresh process answers from them without importing
 scikit-learn."""
@@ -15,17 +15,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.engine import Advisor
-from advisor.estimate import calibration_file, transfer
-from advisor.estimate.facts import peak_figures
-from advisor.estimate.index import EvidenceIndex
-from graph_schema.models import IngestBatch
-from graph_schema.registry import open_store
-from graph_schema.starter import load_snapshot
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.estimate import calibration_file, transfer
+from stack_advisor.advisor.estimate.facts import peak_figures
+from stack_advisor.advisor.estimate.index import EvidenceIndex
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import load_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
-GPUS = ["NVIDIA A100-SXM4-80GB", "NVIDIA H100-SXM5-80GB", "NVIDIA T4", "NVIDIA A10", "NVIDIA A30",
-        "NVIDIA L4", "NVIDIA L40S", "NVIDIA A2", "NVIDIA L40", "NVIDIA H100-PCIe-80GB"]
+GPUS = [
+    "NVIDIA A100-SXM4-80GB",
+    "NVIDIA H100-SXM5-80GB",
+    "NVIDIA T4",
+    "NVIDIA A10",
+    "NVIDIA A30",
+    "NVIDIA L4",
+    "NVIDIA L40S",
+    "NVIDIA A2",
+    "NVIDIA L40",
+    "NVIDIA H100-PCIe-80GB",
+]
 
 
 def _refs(value_of) -> transfer.References:  # type: ignore[no-untyped-def]
@@ -63,35 +73,48 @@ def test_the_learned_model_is_kept_only_where_its_held_out_error_is_lower() -> N
     assert learned.method == transfer.LEARNED
     assert learned.learned_cv_error < learned.roofline_cv_error
     alpha = transfer.learn_alpha(steep, True)
-    assert learned.roofline_cv_error == pytest.approx(_roofline_error(steep, transfer.roofline(alpha, True)))
+    assert learned.roofline_cv_error == pytest.approx(
+        _roofline_error(steep, transfer.roofline(alpha, True))
+    )
     assert learned.compute_exp > 1.0  # it found the steeper law
     value, used = transfer.predict(learned, steep, peak_figures("NVIDIA H200-SXM-141GB"))  # type: ignore[arg-type]
-    assert used and value == pytest.approx(0.01 * 1979.0 ** 1.6, rel=0.15)
+    assert used and value == pytest.approx(0.01 * 1979.0**1.6, rel=0.15)
     assert "Ridge" in learned.describe() and "leave-one-accelerator-out" in learned.describe()
 
 
-def test_on_published_results_each_slice_keeps_the_model_with_the_lower_error(embedded_store) -> None:  # type: ignore[no-untyped-def]
-    rows = [o for o in load_snapshot().observations if o.benchmark.name in ("resnet50", "bert-99")][:3000]
+def test_on_published_results_each_slice_keeps_the_model_with_the_lower_error(
+    embedded_store,
+) -> None:  # type: ignore[no-untyped-def]
+    rows = [o for o in load_snapshot().observations if o.benchmark.name in ("resnet50", "bert-99")][
+        :3000
+    ]
     embedded_store.ingest(IngestBatch(observations=rows))
     index = EvidenceIndex(Advisor(embedded_store).table(), transfer_method="learned")
     models = index.calibration().transfers
     tried = [m for m in models.values() if not math.isnan(m.learned_cv_error)]
     assert tried, "no slice had enough accelerators to try the learned model"
     for model in tried:
-        assert (model.method == transfer.LEARNED) == (model.learned_cv_error < model.roofline_cv_error)
+        assert (model.method == transfer.LEARNED) == (
+            model.learned_cv_error < model.roofline_cv_error
+        )
     roofline = EvidenceIndex(index.table).calibration().transfers
     assert roofline.keys() == models.keys()
-    assert all(m.method == transfer.ROOFLINE and math.isnan(m.learned_cv_error) for m in roofline.values())
+    assert all(
+        m.method == transfer.ROOFLINE and math.isnan(m.learned_cv_error) for m in roofline.values()
+    )
     for key, model in models.items():  # where the blend stays, it is the very same blend
         if model.method == transfer.ROOFLINE:
-            assert (model.compute_exp, model.bandwidth_exp) == (roofline[key].compute_exp, roofline[key].bandwidth_exp)
+            assert (model.compute_exp, model.bandwidth_exp) == (
+                roofline[key].compute_exp,
+                roofline[key].bandwidth_exp,
+            )
 
 
 ANSWER = """
 import json, os, sys
-from advisor.engine import Advisor
-from advisor.knowledge.cache_folders import CacheFolders
-from graph_schema.registry import open_store
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
+from stack_advisor.store.registry import open_store
 
 with open_store(sys.argv[1]) as store:  # a fresh process, its caches from the environment as the CLI's
     advisor = Advisor(store, caches=CacheFolders.from_environ(os.environ))
@@ -104,8 +127,15 @@ print(json.dumps({"sklearn": "sklearn" in sys.modules,
 
 
 def _answer(uri: str, method: str, queries: list[dict[str, object]]) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", ANSWER, uri, method, json.dumps(queries)], check=False, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", ANSWER, uri, method, json.dumps(queries)],
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -114,17 +144,35 @@ def test_persisted_models_answer_in_a_fresh_process_without_scikit_learn(tmp_pat
     uri = f"embedded:{tmp_path / 'kb'}"
     with open_store(uri) as store:
         store.ensure_schema()
-        rows = [o for o in load_snapshot().observations if o.benchmark.name in ("resnet50", "bert-99")][:3000]
+        rows = [
+            o for o in load_snapshot().observations if o.benchmark.name in ("resnet50", "bert-99")
+        ][:3000]
         store.ingest(IngestBatch(observations=rows))
         table = Advisor(store).table()
     index = EvidenceIndex(table, transfer_method="learned")
-    learned = {k: m for k, m in index.calibration().transfers.items() if m.method == transfer.LEARNED}
+    learned = {
+        k: m for k, m in index.calibration().transfers.items() if m.method == transfer.LEARNED
+    }
     assert learned, "no slice of these results chose the learned model"
     family, benchmark, scenario, metric, division, _ = min(learned)
-    measured = {index.raw_names[a] for a in index.slices[(family, benchmark, scenario, metric, division)]}
-    target = next(n for n in ("NVIDIA B200-SXM-180GB", "NVIDIA H200-SXM-141GB", "NVIDIA L40S") if n not in measured)
-    queries = [{"accelerator": target, "accelerator_count": 1, "benchmark": benchmark, "scenario": scenario,
-                "metric": metric, "parameters": {"division": division}}]
+    measured = {
+        index.raw_names[a] for a in index.slices[(family, benchmark, scenario, metric, division)]
+    }
+    target = next(
+        n
+        for n in ("NVIDIA B200-SXM-180GB", "NVIDIA H200-SXM-141GB", "NVIDIA L40S")
+        if n not in measured
+    )
+    queries = [
+        {
+            "accelerator": target,
+            "accelerator_count": 1,
+            "benchmark": benchmark,
+            "scenario": scenario,
+            "metric": metric,
+            "parameters": {"division": division},
+        }
+    ]
 
     cold = _answer(uri, "learned", queries)  # calibrates: fits, and persists what it fitted
     assert cold["sklearn"] is True

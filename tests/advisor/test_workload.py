@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from advisor.knowledge.specs import load_prices, resolve_accelerator
-from advisor.workload import FrameworkConstraint, Objective, Workload
-from graph_schema.catalog import load_catalog
-from graph_schema.errors import InvalidInput
-from graph_schema.models import PlacementKind
+from stack_advisor.advisor.knowledge.specs import load_prices, resolve_accelerator
+from stack_advisor.advisor.workload import FrameworkConstraint, Objective, Workload
+from stack_advisor.catalog import load_catalog
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import PlacementKind
 
 
 def test_yaml_and_json_files_give_the_same_workload(tmp_path: Path) -> None:
@@ -19,11 +19,14 @@ def test_yaml_and_json_files_give_the_same_workload(tmp_path: Path) -> None:
     yaml_file.write_text(
         "benchmark: bert-99\nscenario: Server\nobjective: cost\nmin_evidence: 2\n"
         "frameworks:\n  - {name: TensorRT, version: '>=8.5'}\n"
-        "hardware:\n  accelerators: [A100, H100]\n  placements: [bare-metal, vgpu]\n  driver: '525.85.12'\n")
+        "hardware:\n  accelerators: [A100, H100]\n  placements: [bare-metal, vgpu]\n  driver: '525.85.12'\n"
+    )
     json_file = tmp_path / "w.json"
-    json_file.write_text('{"benchmark": "bert-99", "scenario": "Server", "objective": "cost", "min_evidence": 2,'
-                         ' "frameworks": [{"name": "tensorrt", "version": ">=8.5"}], "hardware": {"accelerators":'
-                         ' ["A100", "H100"], "placements": ["bare-metal", "vgpu"], "driver": "525.85.12"}}')
+    json_file.write_text(
+        '{"benchmark": "bert-99", "scenario": "Server", "objective": "cost", "min_evidence": 2,'
+        ' "frameworks": [{"name": "tensorrt", "version": ">=8.5"}], "hardware": {"accelerators":'
+        ' ["A100", "H100"], "placements": ["bare-metal", "vgpu"], "driver": "525.85.12"}}'
+    )
     a, b = Workload.from_file(yaml_file), Workload.from_file(json_file)
     assert a == b
     assert a.objective is Objective.COST
@@ -49,13 +52,21 @@ def test_task_and_model_resolve_to_a_benchmark() -> None:
         ({}, "name a benchmark"),
         ({"benchmark": "resnet50", "objective": "fastest"}, r"objective.*'fastest'"),
         ({"benchmark": "resnet50", "task": "juggling"}, r"task.*unknown task 'juggling'"),
-        ({"benchmark": "resnet50", "frameworks": [{"name": "tensorrt", "version": "8.5+"}]}, r"frameworks\.0\.version.*'8\.5\+'"),
+        (
+            {"benchmark": "resnet50", "frameworks": [{"name": "tensorrt", "version": "8.5+"}]},
+            r"frameworks\.0\.version.*'8\.5\+'",
+        ),
         ({"benchmark": "resnet50", "hardware": {"count": 0}}, r"hardware\.count"),
         ({"benchmark": "resnet50", "hardware": {"driver": "new"}}, r"hardware\.driver.*'new'"),
-        ({"benchmark": "resnet50", "hardware": {"min_count": 8, "max_count": 2}}, "min_count 8 is above max_count 2"),
+        (
+            {"benchmark": "resnet50", "hardware": {"min_count": 8, "max_count": 2}},
+            "min_count 8 is above max_count 2",
+        ),
         ({"benchmark": "resnet50", "colour": "blue"}, r"colour"),
-        ({"benchmark": "llama2-70b-interactive-99", "scenario": "Offline"},
-         "^workload: benchmark 'llama2-70b-interactive-99' is llama2-70b-99's Interactive scenario, not Offline$"),
+        (
+            {"benchmark": "llama2-70b-interactive-99", "scenario": "Offline"},
+            "^workload: benchmark 'llama2-70b-interactive-99' is llama2-70b-99's Interactive scenario, not Offline$",
+        ),
     ],
 )
 def test_bad_workloads_name_field_and_value(data: dict, message: str) -> None:  # type: ignore[type-arg]
@@ -73,14 +84,21 @@ def test_unreadable_files_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_framework_constraint_parsing() -> None:
-    assert FrameworkConstraint.parse("tensorrt>=8.4,<9") == FrameworkConstraint(name="tensorrt", version=">=8.4,<9")
+    assert FrameworkConstraint.parse("tensorrt>=8.4,<9") == FrameworkConstraint(
+        name="tensorrt", version=">=8.4,<9"
+    )
     assert FrameworkConstraint.parse("pytorch").version is None
 
 
 def test_price_table_override_and_validation(tmp_path: Path) -> None:
-    table = load_prices({"prices": {"default": {"default": 1.0}, "A30": {"default": 0.5, "vgpu": 0.7}}})
+    table = load_prices(
+        {"prices": {"default": {"default": 1.0}, "A30": {"default": 0.5, "vgpu": 0.7}}}
+    )
     assert table.price("NVIDIA A30", PlacementKind.VGPU) == (0.7, "A30/vgpu")
-    assert table.price("NVIDIA A30 (1x1g.6gb MIG)", PlacementKind.BARE_METAL) == (0.5, "A30/default")
+    assert table.price("NVIDIA A30 (1x1g.6gb MIG)", PlacementKind.BARE_METAL) == (
+        0.5,
+        "A30/default",
+    )
     assert table.price("NVIDIA L4", PlacementKind.BARE_METAL) == (1.0, "default/default")
     with pytest.raises(InvalidInput, match=r"prices\.A30\.cloud: unknown placement"):
         load_prices({"prices": {"A30": {"cloud": 1.0}}})

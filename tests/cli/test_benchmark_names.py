@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
+from stack_advisor.cli.guard import run_guarded
+from stack_advisor.cli.main import app
 from tests.support.mlperf import TRAINING_SYSTEM, mllog, write
 
 
@@ -34,25 +34,52 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]
     return code, json.loads(out) if out.strip().startswith(("{", "[")) else out, err
 
 
-@pytest.mark.parametrize(("typed", "expected"), [
-    ("llama2_70b_lora", "llama2_70b_lora"), ("llama2-70b-lora", "llama2_70b_lora"),
-    ("dlrm_dcnv2", "dlrm_dcnv2"), ("dlrm-dcnv2", "dlrm_dcnv2"), ("rgat", "rgat"), ("gnn", "rgat"),
-])
-def test_training_benchmarks_answer_under_every_spelling(typed: str, expected: str, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("llama2_70b_lora", "llama2_70b_lora"),
+        ("llama2-70b-lora", "llama2_70b_lora"),
+        ("dlrm_dcnv2", "dlrm_dcnv2"),
+        ("dlrm-dcnv2", "dlrm_dcnv2"),
+        ("rgat", "rgat"),
+        ("gnn", "rgat"),
+    ],
+)
+def test_training_benchmarks_answer_under_every_spelling(
+    typed: str, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     uri = f"embedded:{tmp_path / 'kb'}"
-    code, summary, _ = _cli(capsys, "import", "mlperf-training", str(_training_round(tmp_path)), "--store", uri, "--json")
+    code, summary, _ = _cli(
+        capsys,
+        "import",
+        "mlperf-training",
+        str(_training_round(tmp_path)),
+        "--store",
+        uri,
+        "--json",
+    )
     assert code == 0 and summary["scores"] == 3
-    code, answer, err = _cli(capsys, "recommend", "--family", "mlperf-training", "--benchmark", typed,
-                             "--store", uri, "--json")
+    code, answer, err = _cli(
+        capsys,
+        "recommend",
+        "--family",
+        "mlperf-training",
+        "--benchmark",
+        typed,
+        "--store",
+        uri,
+        "--json",
+    )
     assert code == 0, err
     assert answer["workload"]["benchmark"] == expected
     rows = answer["recommendations"]
-    assert rows and all(r["candidate"]["accelerator"] == "H100-SXM5-80GB" and r["basis"] == "observed" for r in rows)
+    assert rows and all(
+        r["candidate"]["accelerator"] == "H100-SXM5-80GB" and r["basis"] == "observed" for r in rows
+    )
 
 
 def test_imported_names_are_the_catalogue_ids(tmp_path: Path) -> None:
-    from collectors.importers.mlperf_training import read_training_tree, to_batch
+    from stack_advisor.collectors.importers.mlperf_training import read_training_tree, to_batch
 
     batch = to_batch(read_training_tree(_training_round(tmp_path)))
     names = {o.benchmark.name for o in batch.observations}
@@ -61,21 +88,30 @@ def test_imported_names_are_the_catalogue_ids(tmp_path: Path) -> None:
     assert gnn.provenance.details["benchmark_raw"] == "gnn"
 
 
-def test_a_store_written_before_is_migrated_to_the_ids_and_published_keys(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_written_before_is_migrated_to_the_ids_and_published_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A v6 store holds Training's raw names (``gnn``) and published results keyed with their stack;
     ``ensure_schema`` (v7) renames them and re-keys them, so a re-import adds nothing."""
-    import collectors.importers.mlperf_training as training
-    from collectors.importers.mlperf_training import import_mlperf_training
-    from graph_schema.catalog import canonical
-    from graph_schema.embedded_store import EmbeddedStore
-    from graph_schema.models import Observation, observation_key_of
+    import stack_advisor.collectors.importers.mlperf_training as training
+    from stack_advisor.catalog import canonical
+    from stack_advisor.collectors.importers.mlperf_training import import_mlperf_training
+    from stack_advisor.schema.models import Observation, observation_key_of
+    from stack_advisor.store.embedded_store import EmbeddedStore
 
     def old_key(self: Observation, benchmark_id: str, stack_id: str) -> str:
-        return observation_key_of(benchmark_id, self.metric, stack_id, self.accelerator.model,
-                                  self.accelerator.count, self.placement.placement_id,
-                                  self.host.name if self.host else None, self.run_id, self.provenance.source,
-                                  self.source_key)
+        return observation_key_of(
+            benchmark_id,
+            self.metric,
+            stack_id,
+            self.accelerator.model,
+            self.accelerator.count,
+            self.placement.placement_id,
+            self.host.name if self.host else None,
+            self.run_id,
+            self.provenance.source,
+            self.source_key,
+        )
 
     tree = _training_round(tmp_path)
     store = EmbeddedStore(str(tmp_path / "kb"))

@@ -58,15 +58,29 @@ def test_show_refuses_a_near_miss_with_did_you_mean(capsys: pytest.CaptureFixtur
 
 
 def test_show_finds_a_benchmark_without_kind_and_refuses_names_of_neither_kind(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, _ = advisor(capsys, "catalogue", "show", "GPT-OSS 120B", "--json")
     row = json.loads(out)
-    assert code == 0 and (row["id"], row["family"], row["active_params_b"]) == ("gpt-oss-120b", "mlperf-inference", 5.1)
-    assert row["source"].startswith("https://github.com/mlcommons/inference_policies/blob/") and row["reference"]
-    code, out, _ = advisor(capsys, "catalogue", "show", "deepseek-v3", "--family", "mlperf-training", "--json")
+    assert code == 0 and (row["id"], row["family"], row["active_params_b"]) == (
+        "gpt-oss-120b",
+        "mlperf-inference",
+        5.1,
+    )
+    assert (
+        row["source"].startswith("https://github.com/mlcommons/inference_policies/blob/")
+        and row["reference"]
+    )
+    code, out, _ = advisor(
+        capsys, "catalogue", "show", "deepseek-v3", "--family", "mlperf-training", "--json"
+    )
     assert code == 0 and json.loads(out)["id"] == "deepseekv3"
     code, out, err = advisor(capsys, "catalogue", "show", "gpt-oss-12b")
-    assert code == 1 and out == "" and "unknown accelerator or benchmark 'gpt-oss-12b'; did you mean 'gpt-oss-120b'" in err
+    assert (
+        code == 1
+        and out == ""
+        and "unknown accelerator or benchmark 'gpt-oss-12b'; did you mean 'gpt-oss-120b'" in err
+    )
     code, _, err = advisor(capsys, "catalogue", "show", "gpt-oss-120b", "--kind", "accelerators")
     assert code == 1 and "unknown accelerator 'gpt-oss-120b'" in err  # an explicit kind is kept
 

@@ -25,7 +25,9 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_quick_pi_run_reads_well(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     docs = tmp_path / "run.json"
-    code, out, err = advisor(capsys, "collect", *SMALL, "--no-store", "--out", str(docs), "--format", "table")
+    code, out, err = advisor(
+        capsys, "collect", *SMALL, "--no-store", "--out", str(docs), "--format", "table"
+    )
     assert code == 0, err
     measurements = [m for d in json.loads(docs.read_text()) for m in d["measurements"]]
     failures = [f for d in json.loads(docs.read_text()) for f in d["failures"]]
@@ -36,22 +38,32 @@ def test_quick_pi_run_reads_well(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert max(len(line) for line in lines) <= 80
     if all(m["value"] < 1 for m in measurements):
         assert "GFLOP/s" in out and "TFLOP/s" not in out
-    summary = {line.split("  ")[0]: line.split()[-1] for line in lines[lines.index("summary") + 3:]}
+    summary = {
+        line.split("  ")[0]: line.split()[-1] for line in lines[lines.index("summary") + 3 :]
+    }
     assert summary["failures"] == "0" and summary["unsupported"] == str(len(failures))
     assert summary["measurements"] == str(len(measurements)) and "{" not in out
     noisy = [m for m in measurements if m["cv"] is not None and m["cv"] > 0.1]
     assert ("measurements are noisy (CV > 0.1" in " ".join(err.split())) == bool(noisy)
-    assert len([line for line in err.splitlines() if line.startswith("warning:")]) == (1 if noisy else 0)
+    assert len([line for line in err.splitlines() if line.startswith("warning:")]) == (
+        1 if noisy else 0
+    )
 
 
 def test_json_counts_unsupported_apart(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = advisor(capsys, "collect", *SMALL, "--no-store", "--json")
     body = json.loads(out)
-    assert code == 0 and body["failures"] == 0 and body["unsupported"] >= 1 and body["measurements"] >= 1
+    assert (
+        code == 0
+        and body["failures"] == 0
+        and body["unsupported"] >= 1
+        and body["measurements"] >= 1
+    )
 
 
-def test_missing_extra_is_named_and_nothing_measured_fails(capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_extra_is_named_and_nothing_measured_fails(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = importlib.util.find_spec
 
     def without_loadgen(name: str, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -59,7 +71,9 @@ def test_missing_extra_is_named_and_nothing_measured_fails(capsys: pytest.Captur
 
     # mlcommons-loadgen is installed by the test script; make it look absent for this run
     monkeypatch.setattr(importlib.util, "find_spec", without_loadgen)
-    code, _, err = advisor(capsys, "collect", "--benchmark", "loadgen", "--profile", "quick", "--no-store")
+    code, _, err = advisor(
+        capsys, "collect", "--benchmark", "loadgen", "--profile", "quick", "--no-store"
+    )
     text = " ".join(err.split())
     assert code == 1
     assert "mlcommons-loadgen is not installed: pip install 'stack-advisor[loadgen]'" in text
@@ -68,16 +82,28 @@ def test_missing_extra_is_named_and_nothing_measured_fails(capsys: pytest.Captur
 
 
 @pytest.mark.slow
-def test_flush_fails_while_documents_stay_spooled(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from collectors.spool import pending
+def test_flush_fails_while_documents_stay_spooled(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from stack_advisor.collectors.spool import pending
 
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
-    api = ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, port=free_port(), log=tmp_path / "serve.log")
-    code, out, _ = advisor(capsys, "collect", *SMALL, "--api", api.url, "--token", tokens["write"], "--json")
-    assert code == 0 and json.loads(out)["delivery"][0]["status"] == "spooled" and len(pending()) == 1
+    api = ServedAPI(
+        f"embedded:{tmp_path / 'kb'}", tokens, port=free_port(), log=tmp_path / "serve.log"
+    )
+    code, out, _ = advisor(
+        capsys, "collect", *SMALL, "--api", api.url, "--token", tokens["write"], "--json"
+    )
+    assert (
+        code == 0 and json.loads(out)["delivery"][0]["status"] == "spooled" and len(pending()) == 1
+    )
     with api:
-        code, out, err = advisor(capsys, "collect", "--flush", "--api", api.url, "--token", tokens["read"])
+        code, out, err = advisor(
+            capsys, "collect", "--flush", "--api", api.url, "--token", tokens["read"]
+        )
         assert code == 1 and "1 document(s) still spooled" in " ".join(err.split())
         assert len(pending()) == 1
-        code, out, _ = advisor(capsys, "collect", "--flush", "--api", api.url, "--token", tokens["write"], "--json")
+        code, out, _ = advisor(
+            capsys, "collect", "--flush", "--api", api.url, "--token", tokens["write"], "--json"
+        )
         assert code == 0 and json.loads(out)["flush"]["sent"] == 1 and pending() == []

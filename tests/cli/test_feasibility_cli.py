@@ -14,8 +14,8 @@ from tests.support.cli import advisor, isolate_cli
 
 @pytest.fixture(scope="module")
 def kb_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from graph_schema.registry import open_store
-    from graph_schema.starter import seed_store
+    from stack_advisor.store.registry import open_store
+    from stack_advisor.store.starter import seed_store
 
     uri = f"embedded:{tmp_path_factory.mktemp('feas-kb') / 'kb'}"
     store = open_store(uri)
@@ -29,46 +29,104 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolate_cli(monkeypatch, tmp_path)
 
 
-def test_a_count_beyond_any_published_system_is_refused(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    code, _out, err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "resnet50", "--count", "100000")
+def test_a_count_beyond_any_published_system_is_refused(
+    capsys: pytest.CaptureFixture[str], kb_uri: str
+) -> None:
+    code, _out, err = advisor(
+        capsys, "recommend", "--store", kb_uri, "--benchmark", "resnet50", "--count", "100000"
+    )
     assert code == 2 and "100,000 accelerators is beyond any published system" in err, err
 
 
-def test_predict_at_a_million_accelerators_gives_no_figure(capsys: pytest.CaptureFixture[str], kb_uri: str,
-                                                           tmp_path: Path) -> None:
+def test_predict_at_a_million_accelerators_gives_no_figure(
+    capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
+) -> None:
     query = tmp_path / "q.json"
-    query.write_text(json.dumps([{"benchmark": "resnet50", "scenario": "Offline", "metric": "samples_per_second",
-                                  "accelerator": "A100-SXM4-80GB", "accelerator_count": 1_000_000}]))
+    query.write_text(
+        json.dumps(
+            [
+                {
+                    "benchmark": "resnet50",
+                    "scenario": "Offline",
+                    "metric": "samples_per_second",
+                    "accelerator": "A100-SXM4-80GB",
+                    "accelerator_count": 1_000_000,
+                }
+            ]
+        )
+    )
     code, out, _err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(query), "--json")
     [answer] = json.loads(out)
-    assert code == 0 and answer["value"] is None and "beyond any published system" in answer["reason"]
+    assert (
+        code == 0 and answer["value"] is None and "beyond any published system" in answer["reason"]
+    )
 
 
 def test_an_empty_answer_says_why(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    _code, out, err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "llama2-70b-99",
-                             "--scenario", "Server", "--accelerator", "T4", "--format", "plain")
+    _code, out, err = advisor(
+        capsys,
+        "recommend",
+        "--store",
+        kb_uri,
+        "--benchmark",
+        "llama2-70b-99",
+        "--scenario",
+        "Server",
+        "--accelerator",
+        "T4",
+        "--format",
+        "plain",
+    )
     assert "nothing ranked" in out and "()" not in out.splitlines()[0]
     assert "note: no candidate passed: T4: model does not fit in memory" in err, err
     excluded = [line for line in err.splitlines() if line.startswith("  ")]
     assert excluded[0].startswith("  T4 "), excluded[:3]
 
 
-def test_api_and_store_together_are_a_usage_error(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    code, _out, err = advisor(capsys, "--api", "http://127.0.0.1:9", "recommend", "--store", kb_uri,
-                             "--benchmark", "resnet50")
+def test_api_and_store_together_are_a_usage_error(
+    capsys: pytest.CaptureFixture[str], kb_uri: str
+) -> None:
+    code, _out, err = advisor(
+        capsys,
+        "--api",
+        "http://127.0.0.1:9",
+        "recommend",
+        "--store",
+        kb_uri,
+        "--benchmark",
+        "resnet50",
+    )
     assert code == 2 and "name two knowledge bases" in err, err
 
 
-def test_importing_an_empty_folder_is_an_error(capsys: pytest.CaptureFixture[str], kb_uri: str,
-                                               tmp_path: Path) -> None:
+def test_importing_an_empty_folder_is_an_error(
+    capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
+) -> None:
     empty = tmp_path / "results"
     empty.mkdir()
     code, _out, err = advisor(capsys, "import", "results", str(empty), "--store", kb_uri)
     assert code == 2 and "has no *.json result documents" in err, err
 
 
-def test_a_user_image_of_another_stack_warns_in_the_table(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    code, out, _err = advisor(capsys, "recommend", "--store", kb_uri, "--benchmark", "llama2-70b-99", "--scenario",
-                             "Server", "--top", "1", "--image", "nvcr.io/nvidia/tensorrt:23.04-py3", "--json")
+def test_a_user_image_of_another_stack_warns_in_the_table(
+    capsys: pytest.CaptureFixture[str], kb_uri: str
+) -> None:
+    code, out, _err = advisor(
+        capsys,
+        "recommend",
+        "--store",
+        kb_uri,
+        "--benchmark",
+        "llama2-70b-99",
+        "--scenario",
+        "Server",
+        "--top",
+        "1",
+        "--image",
+        "nvcr.io/nvidia/tensorrt:23.04-py3",
+        "--json",
+    )
     [row] = json.loads(out)["recommendations"]
-    assert code == 0 and any("(NGC 23.04) ships cuda 12.1" in w for w in row["warnings"]), row["warnings"]
+    assert code == 0 and any("(NGC 23.04) ships cuda 12.1" in w for w in row["warnings"]), row[
+        "warnings"
+    ]

@@ -26,13 +26,15 @@ def _round_tree(root: Path) -> Path:
     tree = root / "inference_v9.9"
     for s in range(SYSTEMS):
         system = f"box{s}"
-        write(tree, f"closed/Acme/systems/{system}.json",
-              json.dumps(SYSTEM | {"system_name": f"Test DGX A100 #{s}"}))
+        write(
+            tree,
+            f"closed/Acme/systems/{system}.json",
+            json.dumps(SYSTEM | {"system_name": f"Test DGX A100 #{s}"}),
+        )
         for b, benchmark in enumerate(BENCHMARKS):
             summary = SUMMARY_OFFLINE.replace("1234.5", f"{1000 + 10 * s + b}.5")
             write(tree, result_path(system, benchmark, "Offline"), summary)
     return tree
-
 
 
 def _observations(uri: str) -> int:
@@ -44,13 +46,28 @@ def _observations(uri: str) -> int:
 
 
 def _import(tree: Path, uri: str, env: dict[str, str], batch_size: int) -> subprocess.Popen[str]:
-    return subprocess.Popen([ADVISOR, "import", "mlperf", str(tree), "--store", uri,
-                             "--batch-size", str(batch_size), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [
+            ADVISOR,
+            "import",
+            "mlperf",
+            str(tree),
+            "--store",
+            uri,
+            "--batch-size",
+            str(batch_size),
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def test_kill_9_of_neo4j_mid_import_reports_commits_and_a_re_import_restores_all(
-        tmp_path: Path, local_neo4j: Any) -> None:
+    tmp_path: Path, local_neo4j: Any
+) -> None:
     tree = _round_tree(tmp_path / "src")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADVISOR_")}
     env["XDG_DATA_HOME"] = str(tmp_path / "data")
@@ -58,7 +75,9 @@ def test_kill_9_of_neo4j_mid_import_reports_commits_and_a_re_import_restores_all
     deadline = time.monotonic() + 300
     seen = 0
     while seen < 3:  # a few batches committed: kill the server under the running import
-        assert proc.poll() is None, f"the import ended before Neo4j was killed: {proc.communicate()}"
+        assert proc.poll() is None, (
+            f"the import ended before Neo4j was killed: {proc.communicate()}"
+        )
         assert time.monotonic() < deadline, "the import committed nothing in 300 s"
         time.sleep(0.05)
         try:

@@ -12,41 +12,67 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 
-from advisor.charts import data as plot_data
-from advisor.charts import figures as plots
-from graph_schema.errors import InvalidInput, NotFound
-from graph_schema.models import Observation
+from stack_advisor.advisor.charts import data as plot_data
+from stack_advisor.advisor.charts import figures as plots
+from stack_advisor.schema.errors import InvalidInput, NotFound
+from stack_advisor.schema.models import Observation
 
 
-def make_obs(model: str = "NVIDIA A100-SXM4-80GB", value: float = 100.0, *, count: int = 1,
-             scenario: str | None = "Offline", metric: str = "samples_per_second", unit: str = "samples/s",
-             tensorrt: str = "8.6.0", driver: str = "525.60.13", framework: str = "tensorrt",
-             placement: str = "bare-metal", name: str = "resnet50", division: str | None = "closed",
-             p10: float | None = None, p90: float | None = None, host: str = "sys",
-             higher_is_better: bool = True) -> Observation:
+def make_obs(
+    model: str = "NVIDIA A100-SXM4-80GB",
+    value: float = 100.0,
+    *,
+    count: int = 1,
+    scenario: str | None = "Offline",
+    metric: str = "samples_per_second",
+    unit: str = "samples/s",
+    tensorrt: str = "8.6.0",
+    driver: str = "525.60.13",
+    framework: str = "tensorrt",
+    placement: str = "bare-metal",
+    name: str = "resnet50",
+    division: str | None = "closed",
+    p10: float | None = None,
+    p90: float | None = None,
+    host: str = "sys",
+    higher_is_better: bool = True,
+) -> Observation:
     params: dict[str, Any] = {}
     if scenario:
         params["scenario"] = scenario
     if division:
         params["division"] = division
-    return Observation.model_validate({
-        "benchmark": {"family": "mlperf-inference", "name": name, "parameters": params},
-        "metric": metric, "value": value, "unit": unit, "p10": p10, "p90": p90,
-        "higher_is_better": higher_is_better,
-        "stack": {"tensorrt": tensorrt, "cuda": "12.0", "driver": driver, "framework": framework,
-                  "framework_version": tensorrt},
-        "accelerator": {"model": model, "count": count},
-        "placement": {"kind": placement},
-        "host": {"name": host},
-        "provenance": {"kind": "published", "source": "mlperf-inference"},
-    })
+    return Observation.model_validate(
+        {
+            "benchmark": {"family": "mlperf-inference", "name": name, "parameters": params},
+            "metric": metric,
+            "value": value,
+            "unit": unit,
+            "p10": p10,
+            "p90": p90,
+            "higher_is_better": higher_is_better,
+            "stack": {
+                "tensorrt": tensorrt,
+                "cuda": "12.0",
+                "driver": driver,
+                "framework": framework,
+                "framework_version": tensorrt,
+            },
+            "accelerator": {"model": model, "count": count},
+            "placement": {"kind": placement},
+            "host": {"name": host},
+            "provenance": {"kind": "published", "source": "mlperf-inference"},
+        }
+    )
 
 
 def test_whole_system_totals_become_per_accelerator_under_one_canonical_name() -> None:
     """Reproducer: 1-GPU and 8-GPU systems on one axis; the same GPU under several names."""
-    obs = [make_obs("NVIDIA A100-SXM-80GB", 800.0, count=8, host="a"),
-           make_obs("NVIDIA A100-SXM4-80GB CTS", 110.0, count=1, host="b"),
-           make_obs("NVIDIA A100-SXM-80GB", 820.0, count=8, host="c")]
+    obs = [
+        make_obs("NVIDIA A100-SXM-80GB", 800.0, count=8, host="a"),
+        make_obs("NVIDIA A100-SXM4-80GB CTS", 110.0, count=1, host="b"),
+        make_obs("NVIDIA A100-SXM-80GB", 820.0, count=8, host="c"),
+    ]
     chart = plot_data.throughput_chart(obs, benchmark="resnet50", scenario="Offline")
     (row,) = chart.rows
     assert row["accelerator"] == "A100-SXM4-80GB"
@@ -60,8 +86,16 @@ def test_whole_system_totals_become_per_accelerator_under_one_canonical_name() -
 
 
 def test_latencies_are_not_divided() -> None:
-    obs = [make_obs(value=2.0, count=8, scenario="SingleStream", metric="p90_latency_ms", unit="ms",
-                    higher_is_better=False)]
+    obs = [
+        make_obs(
+            value=2.0,
+            count=8,
+            scenario="SingleStream",
+            metric="p90_latency_ms",
+            unit="ms",
+            higher_is_better=False,
+        )
+    ]
     chart = plot_data.throughput_chart(obs)
     assert chart.rows[0]["value"] == 2.0
     assert chart.series is not None and not chart.series.per_accelerator
@@ -84,10 +118,17 @@ def test_title_and_axis_name_scenario_metric_and_unit(tmp_path: Path) -> None:
 
 def test_several_series_name_the_options_that_choose_one() -> None:
     """Reproducer: `plot throughput` with no filter matched 484 series named by hash ids."""
-    obs = [make_obs(scenario="Offline"), make_obs(scenario="Server", metric="queries_per_second", unit="queries/s")]
-    with pytest.raises(InvalidInput, match="--benchmark resnet50 --scenario Offline --metric samples_per_second"):
+    obs = [
+        make_obs(scenario="Offline"),
+        make_obs(scenario="Server", metric="queries_per_second", unit="queries/s"),
+    ]
+    with pytest.raises(
+        InvalidInput, match="--benchmark resnet50 --scenario Offline --metric samples_per_second"
+    ):
         plot_data.throughput_chart(obs)
-    with pytest.raises(InvalidInput, match="Benchmark: resnet50, Scenario: Offline, Metric: samples_per_second"):
+    with pytest.raises(
+        InvalidInput, match="Benchmark: resnet50, Scenario: Offline, Metric: samples_per_second"
+    ):
         plot_data.throughput_chart(obs, spelling=plot_data.FORM)  # the web form's fields
     chart = plot_data.throughput_chart(obs, scenario="Server")
     assert chart.series is not None and chart.series.metric == "queries_per_second"
@@ -108,23 +149,40 @@ def test_closed_division_is_kept_as_recommend_does() -> None:
 def test_accelerators_match_as_recommend_matches() -> None:
     """Reproducer: the plot took only exact names while `recommend` takes substrings."""
     obs = [make_obs("NVIDIA A100-SXM-80GB", 800.0, count=8), make_obs("NVIDIA L4", 30.0, host="l4")]
-    assert {r["accelerator"] for r in plot_data.throughput_chart(obs, accelerators=["a100"]).rows} == {"A100-SXM4-80GB"}
-    assert {r["accelerator"] for r in plot_data.throughput_chart(obs, accelerators=["A100-SXM4-80GB"]).rows} == {
-        "A100-SXM4-80GB"}
+    assert {
+        r["accelerator"] for r in plot_data.throughput_chart(obs, accelerators=["a100"]).rows
+    } == {"A100-SXM4-80GB"}
+    assert {
+        r["accelerator"]
+        for r in plot_data.throughput_chart(obs, accelerators=["A100-SXM4-80GB"]).rows
+    } == {"A100-SXM4-80GB"}
     assert len(plot_data.throughput_chart(obs, accelerators=["L4", "A100"]).rows) == 2
-    with pytest.raises(NotFound, match="matches no accelerator in the selection; did you mean: A100-SXM4-80GB"):
+    with pytest.raises(
+        NotFound, match="matches no accelerator in the selection; did you mean: A100-SXM4-80GB"
+    ):
         plot_data.throughput_chart(obs, accelerators=["A100-SXM4-40GB"])
-    with pytest.raises(InvalidInput, match="unknown accelerator 'A100-SXM5-80GB'; did you mean"):  # the catalogue's
+    with pytest.raises(
+        InvalidInput, match="unknown accelerator 'A100-SXM5-80GB'; did you mean"
+    ):  # the catalogue's
         plot_data.throughput_chart(obs, accelerators=["A100-SXM5-80GB"])
 
 
 def test_many_stacks_are_cut_to_top_n_with_a_note_and_at_most_ten_colours() -> None:
     """Reproducer: 36 series shared 20 colours."""
-    obs = [make_obs(value=100.0 + i, tensorrt=f"8.{i}.0", framework=("tensorrt", "onnxruntime")[i % 2], host=str(i))
-           for i in range(36)]
+    obs = [
+        make_obs(
+            value=100.0 + i,
+            tensorrt=f"8.{i}.0",
+            framework=("tensorrt", "onnxruntime")[i % 2],
+            host=str(i),
+        )
+        for i in range(36)
+    ]
     chart = plot_data.throughput_chart(obs, top=8)
     assert len(chart.rows) == 8
-    assert [r["value"] for r in chart.rows] == sorted((r["value"] for r in chart.rows), reverse=True)
+    assert [r["value"] for r in chart.rows] == sorted(
+        (r["value"] for r in chart.rows), reverse=True
+    )
     assert chart.rows[0]["value"] == 135.0
     assert any("best 8 of 36 stacks" in n for n in chart.notes)
     fig = plots.throughput_figure(chart)
@@ -134,9 +192,18 @@ def test_many_stacks_are_cut_to_top_n_with_a_note_and_at_most_ten_colours() -> N
 
 def test_figure_draws_the_rows_numbers_with_visible_whiskers() -> None:
     """The bars and whiskers read back from the axes are the rows' numbers; whiskers are black."""
-    obs = [make_obs(value=v, count=c, host=f"{v}-{c}", tensorrt=t)
-           for v, c, t in ((100.0, 1, "8.6.0"), (880.0, 8, "8.6.0"), (120.0, 1, "8.6.0"), (95.0, 1, "8.5.0"))]
-    obs.append(make_obs("NVIDIA L4", 40.0, p10=36.0, p90=43.0, host="l4"))  # one run with its own spread
+    obs = [
+        make_obs(value=v, count=c, host=f"{v}-{c}", tensorrt=t)
+        for v, c, t in (
+            (100.0, 1, "8.6.0"),
+            (880.0, 8, "8.6.0"),
+            (120.0, 1, "8.6.0"),
+            (95.0, 1, "8.5.0"),
+        )
+    ]
+    obs.append(
+        make_obs("NVIDIA L4", 40.0, p10=36.0, p90=43.0, host="l4")
+    )  # one run with its own spread
     chart = plot_data.throughput_chart(obs)
     fig = plots.throughput_figure(chart)
     drawn = []
@@ -147,9 +214,13 @@ def test_figure_draws_the_rows_numbers_with_visible_whiskers() -> None:
         whiskers = bars[0].errorbar.lines[2][0]
         assert to_hex(whiskers.get_colors()[0]) == "#000000"
         for patch, seg in zip(bars[0].patches, whiskers.get_segments(), strict=True):
-            drawn.append((ax.get_title(loc="left").split()[0], patch.get_width(), seg[0][0], seg[1][0]))
+            drawn.append(
+                (ax.get_title(loc="left").split()[0], patch.get_width(), seg[0][0], seg[1][0])
+            )
     expected = [(r["accelerator"], r["value"], r["low"], r["high"]) for r in chart.rows]
-    assert [(a, pytest.approx(v), pytest.approx(lo), pytest.approx(hi)) for a, v, lo, hi in drawn] == expected
+    assert [
+        (a, pytest.approx(v), pytest.approx(lo), pytest.approx(hi)) for a, v, lo, hi in drawn
+    ] == expected
     l4 = next(r for r in chart.rows if r["accelerator"] == "L4")
     assert (l4["low"], l4["high"], l4["interval"]) == (36.0, 43.0, "measured p10-p90 of the run")
     a100 = next(r for r in chart.rows if r["stack"].startswith("tensorrt 8.6.0"))
@@ -157,7 +228,10 @@ def test_figure_draws_the_rows_numbers_with_visible_whiskers() -> None:
 
 
 def test_trend_orders_versions_numerically_per_accelerator() -> None:
-    obs = [make_obs(value=float(v.split(".")[1]) * 8, count=8, tensorrt=v, host=v) for v in ("8.10.0", "8.9.1", "8.2.0")]
+    obs = [
+        make_obs(value=float(v.split(".")[1]) * 8, count=8, tensorrt=v, host=v)
+        for v in ("8.10.0", "8.9.1", "8.2.0")
+    ]
     chart = plot_data.trend_chart(obs, "tensorrt")
     assert [r["version"] for r in chart.rows] == ["8.2.0", "8.9.1", "8.10.0"]
     assert [r["value"] for r in chart.rows] == [2.0, 9.0, 10.0]
@@ -170,8 +244,12 @@ def test_trend_orders_versions_numerically_per_accelerator() -> None:
 
 def test_trend_keeps_the_best_evidenced_lines() -> None:
     names = [f"NVIDIA A{i}" for i in range(12)]
-    obs = [make_obs(n, 10.0, tensorrt=v, host=f"{n}{v}{k}") for i, n in enumerate(names)
-           for v in ("8.5.0", "8.6.0") for k in range(1 + i)]
+    obs = [
+        make_obs(n, 10.0, tensorrt=v, host=f"{n}{v}{k}")
+        for i, n in enumerate(names)
+        for v in ("8.5.0", "8.6.0")
+        for k in range(1 + i)
+    ]
     chart = plot_data.trend_chart(obs, "tensorrt", top=5)
     assert len({r["series"] for r in chart.rows}) == 5
     assert any("5 of 12 accelerators" in n for n in chart.notes)

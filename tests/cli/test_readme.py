@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
+from stack_advisor.cli.guard import run_guarded
+from stack_advisor.cli.main import app
 from tests.support.mlperf import (
     SYSTEM,
     result_path,
@@ -58,36 +58,76 @@ def _workspace(tmp_path: Path) -> Path:
     (work / "deploy" / "plans").mkdir(parents=True)
     shutil.copy(REPO / "deploy" / "plans" / "sample-plan.yaml", work / "deploy" / "plans")
     shutil.copytree(REPO / "deploy" / "sweeps", work / "deploy" / "sweeps")
-    shutil.copy(REPO / "tests" / "data" / "tf_cnn" / "measured_tf2.21_resnet50_cpu_train.log", work / "train.log")
-    shutil.copytree(REPO / "docs" / "examples", work / "docs" / "examples")  # predict's documented queries
+    shutil.copy(
+        REPO / "tests" / "data" / "tf_cnn" / "measured_tf2.21_resnet50_cpu_train.log",
+        work / "train.log",
+    )
+    shutil.copytree(
+        REPO / "docs" / "examples", work / "docs" / "examples"
+    )  # predict's documented queries
     mlperf = tmp_path / "shared" / "data" / "mlperf"
     mlperf.mkdir(parents=True)
     for name in ("inference_v2.1", "inference_v3.0"):
         tree = small_tree(tmp_path / "src" / name).rename(tmp_path / "src" / name / name)
         if name == "inference_v3.0":  # the README's serving-limit command: one LLM Server result
-            write(tree, "closed/Acme/systems/llm.json",
-                  json.dumps(dict(SYSTEM, accelerator_model_name="NVIDIA H100-SXM-80GB")))
+            write(
+                tree,
+                "closed/Acme/systems/llm.json",
+                json.dumps(dict(SYSTEM, accelerator_model_name="NVIDIA H100-SXM-80GB")),
+            )
             write(tree, result_path("llm", "llama2-70b-99", "Server"), LLM_SERVER)
         tar_gz(tree, mlperf / f"{name}.tar.gz")
     # the README's summary table: two rows in the v5.1 table's shape, one of them inferred
-    row = {"ID": "5.1-0001", "Submitter": "Acme", "Category": "closed", "System": "Acme box", "Platform": "llm",
-           "Accelerator": "NVIDIA H100-SXM-80GB", "a#": 8, "Nodes": 1, "Model": "llama2-70b-99",
-           "Scenario": "Offline", "Performance_Result": 21000.5, "Performance_Units": "Tokens/s",
-           "Software": "TensorRT 10.2", "Location": "closed/Acme/results/llm/llama2-70b-99/Offline", "inferred": 0}
-    (mlperf / "summary_results_v5.1.json.gz").write_bytes(gzip.compress(json.dumps(
-        [row, {**row, "ID": "5.1-0002", "Scenario": "Server", "inferred": 1,
-               "Location": "closed/Acme/results/llm/llama2-70b-99/Server"}]).encode()))
+    row = {
+        "ID": "5.1-0001",
+        "Submitter": "Acme",
+        "Category": "closed",
+        "System": "Acme box",
+        "Platform": "llm",
+        "Accelerator": "NVIDIA H100-SXM-80GB",
+        "a#": 8,
+        "Nodes": 1,
+        "Model": "llama2-70b-99",
+        "Scenario": "Offline",
+        "Performance_Result": 21000.5,
+        "Performance_Units": "Tokens/s",
+        "Software": "TensorRT 10.2",
+        "Location": "closed/Acme/results/llm/llama2-70b-99/Offline",
+        "inferred": 0,
+    }
+    (mlperf / "summary_results_v5.1.json.gz").write_bytes(
+        gzip.compress(
+            json.dumps(
+                [
+                    row,
+                    {
+                        **row,
+                        "ID": "5.1-0002",
+                        "Scenario": "Server",
+                        "inferred": 1,
+                        "Location": "closed/Acme/results/llm/llama2-70b-99/Server",
+                    },
+                ]
+            ).encode()
+        )
+    )
     training = tmp_path / "shared" / "data" / "mlperf-training"  # the README's training round
     training.mkdir(parents=True)
-    tar_gz(small_training_tree(tmp_path / "src-training").rename(tmp_path / "src-training" / "training_v4.1"),
-           training / "training_v4.1.tar.gz")
+    tar_gz(
+        small_training_tree(tmp_path / "src-training").rename(
+            tmp_path / "src-training" / "training_v4.1"
+        ),
+        training / "training_v4.1.tar.gz",
+    )
     return work
 
 
 def _serve(args: list[str], env: dict[str, str]) -> None:
     port = str(free_port())
     args = [port if a == "8080" else a for a in args]
-    proc = subprocess.Popen([ADVISOR, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [ADVISOR, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
@@ -104,8 +144,9 @@ def _serve(args: list[str], env: dict[str, str]) -> None:
 
 
 @pytest.mark.slow
-def test_every_readme_command_works_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_readme_command_works_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     commands = readme_commands()
     assert len(commands) >= 10
     work = _workspace(tmp_path)
@@ -116,7 +157,9 @@ def test_every_readme_command_works_as_written(tmp_path: Path, monkeypatch: pyte
     monkeypatch.chdir(work)
     for command in commands:
         args = shlex.split(command)[1:]
-        if " ".join(args[:2]) in ELSEWHERE | PUBLISHED_ROUNDS_ONLY or "--cluster" in args:  # need a synced cluster
+        if (
+            " ".join(args[:2]) in ELSEWHERE | PUBLISHED_ROUNDS_ONLY or "--cluster" in args
+        ):  # need a synced cluster
             continue
         if args[0] == "serve":
             _serve(args, {**os.environ, "PYTHONPATH": str(REPO)})

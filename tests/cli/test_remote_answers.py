@@ -17,18 +17,26 @@ from typing import Any
 import httpx
 import pytest
 
-from graph_schema.registry import open_store
-from graph_schema.starter import seed_store
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import seed_store
 from tests.support.servers import ADVISOR, ServedAPI
 
 pytestmark = pytest.mark.slow  # a real `advisor serve` process and CLI subprocesses
 
 RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline", "--top", "8"]
 WORKLOAD = {"benchmark": "resnet50", "scenario": "Offline"}
-QUERY = [{"accelerator": "NVIDIA L4", "accelerator_count": 1, "placement": "bare-metal",
-          "components": {"driver": "525.85.12", "cuda": "12.0", "tensorrt": "8.6.0"},
-          "framework": "tensorrt", "benchmark": "resnet50", "scenario": "Offline",
-          "metric": "samples_per_second"}]
+QUERY = [
+    {
+        "accelerator": "NVIDIA L4",
+        "accelerator_count": 1,
+        "placement": "bare-metal",
+        "components": {"driver": "525.85.12", "cuda": "12.0", "tensorrt": "8.6.0"},
+        "framework": "tensorrt",
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    }
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +54,12 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def api(kb: Path, tokens: dict[str, str]) -> Iterator[ServedAPI]:
-    with ServedAPI(f"embedded:{kb / 'kb'}", tokens, log=kb / "serve.log",
-                   XDG_CACHE_HOME=str(kb / "server-cache")) as served:
+    with ServedAPI(
+        f"embedded:{kb / 'kb'}",
+        tokens,
+        log=kb / "serve.log",
+        XDG_CACHE_HOME=str(kb / "server-cache"),
+    ) as served:
         yield served
 
 
@@ -56,8 +68,9 @@ def cli(*args: str, kb: Path, token: str | None = None) -> subprocess.CompletedP
     env.update({"XDG_CACHE_HOME": str(kb / "client-cache"), "ADVISOR_STARTER": "0"})
     if token:
         env["ADVISOR_TOKEN"] = token
-    return subprocess.run([ADVISOR, *args], capture_output=True, text=True, env=env, check=False,
-                          timeout=300)
+    return subprocess.run(
+        [ADVISOR, *args], capture_output=True, text=True, env=env, check=False, timeout=300
+    )
 
 
 def answer(done: subprocess.CompletedProcess[str]) -> Any:
@@ -68,21 +81,29 @@ def answer(done: subprocess.CompletedProcess[str]) -> Any:
 def without_elapsed(doc: Any) -> Any:
     """The answer without its timing (``elapsed_ms``/``elapsed_s`` differ between two runs)."""
     if isinstance(doc, dict):
-        return {k: without_elapsed(v) for k, v in doc.items() if k not in ("elapsed_ms", "elapsed_s")}
+        return {
+            k: without_elapsed(v) for k, v in doc.items() if k not in ("elapsed_ms", "elapsed_s")
+        }
     if isinstance(doc, list):
         return [without_elapsed(v) for v in doc]
     return doc
 
 
 def requests_by_route(api: ServedAPI, token: str) -> dict[str, float]:
-    text = httpx.get(api.url + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30).text
+    text = httpx.get(
+        api.url + "/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30
+    ).text
     out: dict[str, float] = {}
-    for route, value in re.findall(r'advisor_http_requests_total\{[^}]*route="([^"]+)"[^}]*\} (\S+)', text):
+    for route, value in re.findall(
+        r'advisor_http_requests_total\{[^}]*route="([^"]+)"[^}]*\} (\S+)', text
+    ):
         out[route] = out.get(route, 0.0) + float(value)
     return out
 
 
-def test_remote_answers_are_the_endpoints_answers(api: ServedAPI, kb: Path, tokens: dict[str, str]) -> None:
+def test_remote_answers_are_the_endpoints_answers(
+    api: ServedAPI, kb: Path, tokens: dict[str, str]
+) -> None:
     read = tokens["read"]
     auth = {"Authorization": f"Bearer {read}"}
     query_file = kb / "query.json"
@@ -90,14 +111,22 @@ def test_remote_answers_are_the_endpoints_answers(api: ServedAPI, kb: Path, toke
     before = requests_by_route(api, read)
 
     remote = answer(cli("--api", api.url, *RECOMMEND, "--json", kb=kb, token=read))
-    direct = httpx.post(api.url + "/v1/recommendations", json={"workload": WORKLOAD, "top": 8},
-                        headers=auth, timeout=120)
+    direct = httpx.post(
+        api.url + "/v1/recommendations",
+        json={"workload": WORKLOAD, "top": 8},
+        headers=auth,
+        timeout=120,
+    )
     assert direct.status_code == 200, direct.text
     assert remote == without_elapsed(direct.json())
     assert remote["recommendations"], "the starter knowledge base answers resnet50 Offline"
 
-    predicted = answer(cli("--api", api.url, "predict", "--query", str(query_file), "--json", kb=kb, token=read))
-    direct = httpx.post(api.url + "/v1/predictions", json={"queries": QUERY}, headers=auth, timeout=120)
+    predicted = answer(
+        cli("--api", api.url, "predict", "--query", str(query_file), "--json", kb=kb, token=read)
+    )
+    direct = httpx.post(
+        api.url + "/v1/predictions", json={"queries": QUERY}, headers=auth, timeout=120
+    )
     assert predicted == without_elapsed(direct.json())
     assert predicted[0]["basis"] in ("observed", "interpolated", "transferred")
 
@@ -115,13 +144,19 @@ def test_remote_answers_are_the_endpoints_answers(api: ServedAPI, kb: Path, toke
 def test_remote_evaluate_and_compare(api: ServedAPI, kb: Path, tokens: dict[str, str]) -> None:
     read = tokens["read"]
     auth = {"Authorization": f"Bearer {read}"}
-    evaluated = answer(cli("--api", api.url, "evaluate", "--protocol", "loao", "--json", kb=kb, token=read))
-    direct = httpx.get(api.url + "/v1/evaluation", params={"protocol": "loao"}, headers=auth, timeout=600)
+    evaluated = answer(
+        cli("--api", api.url, "evaluate", "--protocol", "loao", "--json", kb=kb, token=read)
+    )
+    direct = httpx.get(
+        api.url + "/v1/evaluation", params={"protocol": "loao"}, headers=auth, timeout=600
+    )
     assert direct.status_code == 200, direct.text
     assert evaluated == without_elapsed(direct.json())
     assert evaluated["overall"]["predictions"] > 0
 
-    refused = httpx.get(api.url + "/v1/evaluation", params={"protocol": "by-guess"}, headers=auth, timeout=60)
+    refused = httpx.get(
+        api.url + "/v1/evaluation", params={"protocol": "by-guess"}, headers=auth, timeout=60
+    )
     assert refused.status_code == 422 and "protocol" in refused.json()["message"]
 
     stacks = httpx.get(api.url + "/v1/compare/regressions", headers=auth, timeout=120)
@@ -131,15 +166,33 @@ def test_remote_evaluate_and_compare(api: ServedAPI, kb: Path, tokens: dict[str,
 
 
 def test_api_with_store_is_a_usage_error(api: ServedAPI, kb: Path, tokens: dict[str, str]) -> None:
-    done = cli("--api", api.url, *RECOMMEND, "--store", f"embedded:{kb / 'kb'}", kb=kb, token=tokens["read"])
+    done = cli(
+        "--api",
+        api.url,
+        *RECOMMEND,
+        "--store",
+        f"embedded:{kb / 'kb'}",
+        kb=kb,
+        token=tokens["read"],
+    )
     assert done.returncode == 2, done.stderr
     assert "--store" in done.stderr and "--api" in done.stderr and "not both" in done.stderr
-    done = cli("--api", api.url, *RECOMMEND, "--prices", str(kb / "prices.yaml"), kb=kb, token=tokens["read"])
+    done = cli(
+        "--api",
+        api.url,
+        *RECOMMEND,
+        "--prices",
+        str(kb / "prices.yaml"),
+        kb=kb,
+        token=tokens["read"],
+    )
     assert done.returncode == 2, done.stderr
     assert "--prices" in done.stderr and "its own price table" in done.stderr
 
 
-def test_remote_answer_is_the_local_answer(api: ServedAPI, kb: Path, tokens: dict[str, str]) -> None:
+def test_remote_answer_is_the_local_answer(
+    api: ServedAPI, kb: Path, tokens: dict[str, str]
+) -> None:
     """Last (it stops the server): the remote answer equals the local engine's on the same store."""
     remote = answer(cli("--api", api.url, *RECOMMEND, "--json", kb=kb, token=tokens["read"]))
     api.stop()  # the embedded store is the server's while it serves

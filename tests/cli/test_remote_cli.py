@@ -12,10 +12,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graph_schema import registry
-from graph_schema.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, Unauthorized
-from graph_schema.models import ObservationFilter, ResultDocument
-from graph_schema.settings import StoreSettings
+from stack_advisor.schema.errors import (
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
+    Unauthorized,
+)
+from stack_advisor.schema.models import ObservationFilter, ResultDocument
+from stack_advisor.store import registry
+from stack_advisor.store.settings import StoreSettings
 from tests.support.api import document
 from tests.support.servers import ADVISOR, ServedAPI, free_port
 
@@ -33,14 +39,24 @@ def api(tmp_path_factory: pytest.TempPathFactory, tokens: dict[str, str]) -> Ite
     with ServedAPI(f"embedded:{tmp / 'kb'}", tokens, log=tmp / "serve.log") as served:
         docs = [
             document("run-a100", accelerator="NVIDIA A100-SXM4-80GB", value=1000, n=2),
-            document("run-a100-vm", accelerator="NVIDIA A100-SXM4-80GB", placement="passthrough",
-                     value=950, n=2),
+            document(
+                "run-a100-vm",
+                accelerator="NVIDIA A100-SXM4-80GB",
+                placement="passthrough",
+                value=950,
+                n=2,
+            ),
             document("run-l4", accelerator="NVIDIA L4", value=300, n=2),
-            document("run-l4-new", accelerator="NVIDIA L4", value=320, n=2,
-                     framework_version="2.4.0"),
+            document(
+                "run-l4-new", accelerator="NVIDIA L4", value=320, n=2, framework_version="2.4.0"
+            ),
         ]
-        r = httpx.post(served.url + "/v1/observations", json=docs,
-                       headers={"Authorization": f"Bearer {tokens['write']}"}, timeout=30)
+        r = httpx.post(
+            served.url + "/v1/observations",
+            json=docs,
+            headers={"Authorization": f"Bearer {tokens['write']}"},
+            timeout=30,
+        )
         assert r.status_code == 200, r.text
         yield served
 
@@ -50,8 +66,9 @@ def run_cli(*args: str, token: str | None = None, **env: str) -> subprocess.Comp
     if token:
         environ["ADVISOR_TOKEN"] = token
     environ.update(env)
-    return subprocess.run([ADVISOR, *args], capture_output=True, text=True, env=environ, check=False,
-                          timeout=120)
+    return subprocess.run(
+        [ADVISOR, *args], capture_output=True, text=True, env=environ, check=False, timeout=120
+    )
 
 
 def test_rest_store_round_trip(api: ServedAPI, tokens: dict[str, str]) -> None:
@@ -84,13 +101,18 @@ def test_rest_store_round_trip(api: ServedAPI, tokens: dict[str, str]) -> None:
 
 def test_inventory_through_the_rest_store(api: ServedAPI, tokens: dict[str, str]) -> None:
     """`advisor nodes sync --api ...` writes through PUT /v1/inventory/{cluster}."""
-    from graph_schema.rest_store import RestStore
+    from stack_advisor.store.rest_store import RestStore
     from tests.support.samples import cluster_node
 
     writer = RestStore(api.url, token=tokens["write"])
     reader = RestStore(api.url, token=tokens["read"])
     try:
-        assert writer.sync_inventory("remote-lab", [cluster_node("g1"), cluster_node("g2", "NVIDIA L4")]) == 2
+        assert (
+            writer.sync_inventory(
+                "remote-lab", [cluster_node("g1"), cluster_node("g2", "NVIDIA L4")]
+            )
+            == 2
+        )
         assert [n["name"] for n in reader.list_inventory("remote-lab")] == ["g1", "g2"]
         assert reader.list_inventory("remote-lab")[1] == cluster_node("g2", "NVIDIA L4")
         assert writer.sync_inventory("remote-lab", [cluster_node("g3")]) == 1
@@ -135,19 +157,43 @@ def test_plot_in_client_mode(api: ServedAPI, tmp_path: Path, how: str) -> None:
 
 def test_plots_from_a_remote_store(api: ServedAPI, tmp_path: Path) -> None:
     bench = httpx.get(api.url + "/v1/benchmarks", timeout=10).json()["items"][0]["benchmark_id"]
-    for kind, extra in (("throughput", []), ("overhead", []),
-                        ("trend", ["--accelerator", "NVIDIA L4"])):
+    for kind, extra in (
+        ("throughput", []),
+        ("overhead", []),
+        ("trend", ["--accelerator", "NVIDIA L4"]),
+    ):
         out = tmp_path / f"{kind}.svg"
-        r = run_cli("plot", kind, "--benchmark", bench, "--out", str(out), "--api", api.url,
-                    "--json", *extra)
+        r = run_cli(
+            "plot",
+            kind,
+            "--benchmark",
+            bench,
+            "--out",
+            str(out),
+            "--api",
+            api.url,
+            "--json",
+            *extra,
+        )
         assert r.returncode == 0, r.stderr
         body = json.loads(r.stdout)
         assert body["out"] == str(out) and out.read_text().startswith("<?xml")
         assert body["rows"]
-    r = run_cli("plot", "overhead", "--benchmark", bench, "--out", str(tmp_path / "o.png"),
-                "--api", api.url, "--json")
+    r = run_cli(
+        "plot",
+        "overhead",
+        "--benchmark",
+        bench,
+        "--out",
+        str(tmp_path / "o.png"),
+        "--api",
+        api.url,
+        "--json",
+    )
     rows = json.loads(r.stdout)["rows"]
-    assert [(row["accelerator"], row["placement"]) for row in rows] == [("A100-SXM4-80GB", "passthrough")]
+    assert [(row["accelerator"], row["placement"]) for row in rows] == [
+        ("A100-SXM4-80GB", "passthrough")
+    ]
     # 1000 → 950 or 1001 → 951, whichever batch size the first benchmark is: 0.95x bare metal
     assert rows[0]["ratio"] == pytest.approx(0.95, abs=0.0001)
 
@@ -155,8 +201,14 @@ def test_plots_from_a_remote_store(api: ServedAPI, tmp_path: Path) -> None:
 def test_cli_errors_and_exit_codes(api: ServedAPI, tmp_path: Path) -> None:
     r = run_cli("plot", "throughput", "--out", str(tmp_path / "x.gif"), "--api", api.url)
     assert r.returncode == 2 and ".png or .svg" in r.stderr
-    r = run_cli("plot", "throughput", "--out", str(tmp_path / "x.png"),
-                "--api", f"http://127.0.0.1:{free_port()}")
+    r = run_cli(
+        "plot",
+        "throughput",
+        "--out",
+        str(tmp_path / "x.png"),
+        "--api",
+        f"http://127.0.0.1:{free_port()}",
+    )
     assert r.returncode == 1 and "cannot reach" in r.stderr
     r = run_cli("plot", "throughput", "--bogus")
     assert r.returncode == 2

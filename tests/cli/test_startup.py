@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import _invoked_name, app, invocation_app
+from stack_advisor.cli.main import _invoked_name, app, invocation_app
 
 runner = CliRunner()
 
@@ -17,17 +17,20 @@ def _both(args: list[str]) -> tuple[str, str, int, int]:
     return full.output, slim.output, full.exit_code, slim.exit_code
 
 
-@pytest.mark.parametrize("args", [
-    ["--help"],
-    [],
-    ["recommend", "--help"],
-    ["db", "stats", "--help"],
-    ["import", "--help"],
-    ["compare", "--help"],
-    ["--api", "http://127.0.0.1:9", "plot", "--help"],
-    ["recmend"],  # did you mean
-    ["db", "stat"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        [],
+        ["recommend", "--help"],
+        ["db", "stats", "--help"],
+        ["import", "--help"],
+        ["compare", "--help"],
+        ["--api", "http://127.0.0.1:9", "plot", "--help"],
+        ["recmend"],  # did you mean
+        ["db", "stat"],
+    ],
+)
 def test_the_slim_app_shows_what_the_full_one_shows(args: list[str]) -> None:
     full, slim, full_code, slim_code = _both(args)
     assert slim == full
@@ -36,10 +39,24 @@ def test_the_slim_app_shows_what_the_full_one_shows(args: list[str]) -> None:
 
 def test_the_top_level_help_lists_every_command_and_group() -> None:
     out = runner.invoke(invocation_app(["--help"]), ["--help"], terminal_width=120).output
-    for name in ("recommend", "predict", "evaluate", "collect", "serve", "compare", "import", "db",
-                 "schema", "plan", "nodes", "plot"):
+    for name in (
+        "recommend",
+        "predict",
+        "evaluate",
+        "collect",
+        "serve",
+        "compare",
+        "import",
+        "db",
+        "schema",
+        "plan",
+        "nodes",
+        "plot",
+    ):
         assert f"  {name} " in out
-    assert "Did you mean 'recommend'" in runner.invoke(invocation_app(["recmend"]), ["recmend"]).output
+    assert (
+        "Did you mean 'recommend'" in runner.invoke(invocation_app(["recmend"]), ["recmend"]).output
+    )
 
 
 def test_the_invoked_name_skips_root_options_and_their_values() -> None:

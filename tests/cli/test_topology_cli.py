@@ -7,10 +7,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cli.main import app
-from collectors.fingerprint.topology import topology_of_tree
-from graph_schema.models import Host, IngestBatch
-from graph_schema.registry import open_store
+from stack_advisor.cli.main import app
+from stack_advisor.collectors.fingerprint.topology import topology_of_tree
+from stack_advisor.schema.models import Host, IngestBatch
+from stack_advisor.store.registry import open_store
 from tests.support.samples import make_obs as _obs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topology"

@@ -10,15 +10,15 @@ import textwrap
 
 import pytest
 
-from collectors.runners import RunContext, get_runner
-from collectors.runners.allreduce import (
+from stack_advisor.collectors.runners import RunContext, get_runner
+from stack_advisor.collectors.runners.allreduce import (
     _free_port,
     algorithm_bandwidth,
     bus_bandwidth,
     distributed_env,
     params_for,
 )
-from graph_schema.errors import InvalidInput
+from stack_advisor.schema.errors import InvalidInput
 
 
 def test_bus_bandwidth_matches_nccl_tests() -> None:
@@ -32,9 +32,28 @@ def test_bus_bandwidth_matches_nccl_tests() -> None:
 
 
 def test_launcher_environments() -> None:
-    torchrun = distributed_env({"WORLD_SIZE": "8", "RANK": "3", "LOCAL_RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "29500"})
-    assert torchrun is not None and (torchrun.world_size, torchrun.rank, torchrun.local_rank, torchrun.launcher) == (8, 3, 1, "torchrun")
-    mpi = distributed_env({"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0"})
+    torchrun = distributed_env(
+        {
+            "WORLD_SIZE": "8",
+            "RANK": "3",
+            "LOCAL_RANK": "1",
+            "MASTER_ADDR": "h",
+            "MASTER_PORT": "29500",
+        }
+    )
+    assert torchrun is not None and (
+        torchrun.world_size,
+        torchrun.rank,
+        torchrun.local_rank,
+        torchrun.launcher,
+    ) == (8, 3, 1, "torchrun")
+    mpi = distributed_env(
+        {
+            "OMPI_COMM_WORLD_SIZE": "4",
+            "OMPI_COMM_WORLD_RANK": "2",
+            "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+        }
+    )
     assert mpi is not None and (mpi.world_size, mpi.rank, mpi.launcher) == (4, 2, "mpi")
     pmi = distributed_env({"PMI_SIZE": "2", "PMI_RANK": "1"})
     assert pmi is not None and pmi.launcher == "pmi"
@@ -46,7 +65,14 @@ def test_launcher_environments() -> None:
 
 
 def test_options() -> None:
-    assert params_for(RunContext(profile="quick")).sizes() == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert params_for(RunContext(profile="quick")).sizes() == [
+        1024,
+        4096,
+        16384,
+        65536,
+        262144,
+        1048576,
+    ]
     with pytest.raises(InvalidInput, match="min_bytes=4096 exceeds"):
         params_for(RunContext(options={"min_bytes": 4096, "max_bytes": 1024}))
     with pytest.raises(InvalidInput, match="processes=1"):
@@ -61,18 +87,23 @@ def test_local_spawn_two_ranks_gloo(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert result.failures == []
     busbw = [m for m in result.measurements if m.metric == "busbw_gbps"]
-    algbw = {m.benchmark.benchmark_id: m.value for m in result.measurements if m.metric == "algbw_gbps"}
+    algbw = {
+        m.benchmark.benchmark_id: m.value for m in result.measurements if m.metric == "algbw_gbps"
+    }
     assert [m.benchmark.parameters["size_bytes"] for m in busbw] == [1024, 4096, 16384, 65536]
     for m in busbw:
         assert m.value > 0 and m.unit == "GB/s"
-        assert m.benchmark.parameters["backend"] == "gloo" and m.benchmark.parameters["world_size"] == 2
+        assert (
+            m.benchmark.parameters["backend"] == "gloo"
+            and m.benchmark.parameters["world_size"] == 2
+        )
         assert m.value == pytest.approx(algbw[m.benchmark.benchmark_id])  # n=2: busbw = algbw
 
 
 _RANK_SCRIPT = textwrap.dedent(
     """
     import json
-    from collectors.runners import RunContext, get_runner
+    from stack_advisor.collectors.runners import RunContext, get_runner
     r = get_runner("allreduce").run(RunContext(profile="quick", device="cpu", options={"max_bytes": 4096}))
     print(json.dumps({"n": len(r.measurements), "failures": [f.message for f in r.failures],
                       "world": sorted({m.benchmark.parameters["world_size"] for m in r.measurements})}))
@@ -84,8 +115,19 @@ def test_launched_by_torchrun_env_only_rank0_reports() -> None:
     port = _free_port()
     procs = []
     for rank in range(2):
-        env = dict(os.environ, WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-        procs.append(subprocess.Popen([sys.executable, "-c", _RANK_SCRIPT], env=env, stdout=subprocess.PIPE, text=True))
+        env = dict(
+            os.environ,
+            WORLD_SIZE="2",
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=port,
+        )
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", _RANK_SCRIPT], env=env, stdout=subprocess.PIPE, text=True
+            )
+        )
     outputs = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
     assert outputs[0]["failures"] == [] and outputs[0]["n"] == 2 * 3 and outputs[0]["world"] == [2]
     assert outputs[1] == {"n": 0, "failures": [], "world": []}

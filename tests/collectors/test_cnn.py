@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from collectors.runners import RunContext, get_runner
-from collectors.runners.cnn import params_for, reported_spread, step_statistics
-from graph_schema.errors import InvalidInput, Unsupported
+from stack_advisor.collectors.runners import RunContext, get_runner
+from stack_advisor.collectors.runners.cnn import params_for, reported_spread, step_statistics
+from stack_advisor.schema.errors import InvalidInput, Unsupported
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_TF = importlib.util.find_spec("tensorflow") is not None
@@ -50,7 +50,11 @@ def test_options_are_validated() -> None:
 def test_torch_quick_run(mode: str) -> None:
     seen: list[float] = []
     result = get_runner("cnn").run(
-        RunContext(profile="quick", device="cpu", options={"framework": "torch", "mode": mode, "num_batches": 5}),
+        RunContext(
+            profile="quick",
+            device="cpu",
+            options={"framework": "torch", "mode": mode, "num_batches": 5},
+        ),
         lambda msg, f: seen.append(f),
     )
     assert result.failures == []
@@ -59,8 +63,14 @@ def test_torch_quick_run(mode: str) -> None:
     assert m.p10 is not None and m.p90 is not None and m.p10 <= m.p90
     p = m.benchmark.parameters
     assert p == {
-        "model": "small_cnn", "mode": mode, "batch_size": 8, "image_size": 64, "num_classes": 1000,
-        "precision": "fp32", "data": "synthetic", "device": "cpu",
+        "model": "small_cnn",
+        "mode": mode,
+        "batch_size": 8,
+        "image_size": 64,
+        "num_classes": 1000,
+        "precision": "fp32",
+        "data": "synthetic",
+        "device": "cpu",
     }
     assert "jitter" in (m.note or "")
     assert result.stack_extra["framework"] == "torch"
@@ -71,9 +81,16 @@ def test_torch_quick_run(mode: str) -> None:
 def test_torch_resnet50_shapes_run_one_step() -> None:
     result = get_runner("cnn").run(
         RunContext(
-            profile="quick", device="cpu",
-            options={"model": "resnet50", "mode": "forward-only", "batch_size": 1, "image_size": 64,
-                     "num_batches": 2, "num_warmup_batches": 0},
+            profile="quick",
+            device="cpu",
+            options={
+                "model": "resnet50",
+                "mode": "forward-only",
+                "batch_size": 1,
+                "image_size": 64,
+                "num_batches": 2,
+                "num_warmup_batches": 0,
+            },
         )
     )
     assert result.measurements[0].benchmark.name == "resnet50" and result.measurements[0].value > 0
@@ -82,7 +99,9 @@ def test_torch_resnet50_shapes_run_one_step() -> None:
 @pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
 def test_fp16_on_cpu_is_unsupported() -> None:
     with pytest.raises(Unsupported, match="fp16"):
-        get_runner("cnn").run(RunContext(profile="quick", device="cpu", options={"precision": "fp16"}))
+        get_runner("cnn").run(
+            RunContext(profile="quick", device="cpu", options={"precision": "fp16"})
+        )
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="torch not installed")
@@ -98,11 +117,15 @@ def test_cuda_without_gpu_is_unsupported() -> None:
 @pytest.mark.skipif(not HAS_TF, reason="TensorFlow not installed")
 def test_keras_quick_run_same_benchmark_as_torch() -> None:
     result = get_runner("cnn").run(
-        RunContext(profile="quick", device="cpu", options={"framework": "tensorflow", "num_batches": 4})
+        RunContext(
+            profile="quick", device="cpu", options={"framework": "tensorflow", "num_batches": 4}
+        )
     )
     (m,) = result.measurements
     assert m.value > 0 and result.stack_extra["framework"] == "tensorflow"
-    torch_params = params_for(RunContext(profile="quick", options={"framework": "torch"})).identity("cpu")
+    torch_params = params_for(RunContext(profile="quick", options={"framework": "torch"})).identity(
+        "cpu"
+    )
     assert m.benchmark.parameters == torch_params  # same workload, different stack
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from collectors.collect import collect, merge_stack
-from collectors.fingerprint import FileRoot, fingerprint_host
-from graph_schema.errors import InvalidInput
-from graph_schema.models import ObservationFilter, SoftwareStack
-from graph_schema.store import Store
+from stack_advisor.cli.main import app
+from stack_advisor.collectors.collect import collect, merge_stack
+from stack_advisor.collectors.fingerprint import FileRoot, fingerprint_host
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import ObservationFilter, SoftwareStack
+from stack_advisor.store.base import Store
 
 SMALL = {"pis": "gemm,mem_copy", "backends": "numpy"}
 
@@ -24,15 +24,22 @@ def fingerprint():  # type: ignore[no-untyped-def]
 
 
 def test_collect_stores_real_observations_once(store: Store, fingerprint) -> None:  # type: ignore[no-untyped-def]
-    outcome = collect(["pi"], run_id="run-test-1", options=SMALL, fingerprint=fingerprint, device="cpu")
+    outcome = collect(
+        ["pi"], run_id="run-test-1", options=SMALL, fingerprint=fingerprint, device="cpu"
+    )
     [doc] = outcome.documents
-    assert doc.provenance.source == "stack-advisor-collector" and doc.provenance.kind.value == "measured"
+    assert (
+        doc.provenance.source == "stack-advisor-collector"
+        and doc.provenance.kind.value == "measured"
+    )
     assert {m.benchmark.name for m in doc.measurements} == {"gemm", "mem_copy"}
     assert all(m.value > 0 and m.p10 is not None and m.cv is not None for m in doc.measurements)
     assert any(f.error_class == "Unsupported" for f in doc.failures)  # numpy bf16 GEMM
     first = store.ingest_document(doc)
     assert first.observations_new == len(doc.measurements) > 0
-    again = collect(["pi"], run_id="run-test-1", options=SMALL, fingerprint=fingerprint, device="cpu")
+    again = collect(
+        ["pi"], run_id="run-test-1", options=SMALL, fingerprint=fingerprint, device="cpu"
+    )
     assert store.ingest_document(again.documents[0]).observations_new == 0
     stored = store.query_observations(ObservationFilter(run_id="run-test-1", benchmark_family="pi"))
     assert len(stored) == len(doc.measurements) and stored[0].host is not None
@@ -57,12 +64,30 @@ def test_merge_stack_moves_the_fingerprint_framework_to_extra() -> None:
 def test_cli_json_summary_and_out_file(tmp_path: Path) -> None:
     out = tmp_path / "docs.json"
     store_path = tmp_path / "kb"
-    args = ["collect", "--device", "cpu", "--run-id", "cli-1", "-o", "pis=mem_copy", "-o", "backends=numpy",
-            "--store", f"embedded:{store_path}", "--out", str(out), "--json"]
+    args = [
+        "collect",
+        "--device",
+        "cpu",
+        "--run-id",
+        "cli-1",
+        "-o",
+        "pis=mem_copy",
+        "-o",
+        "backends=numpy",
+        "--store",
+        f"embedded:{store_path}",
+        "--out",
+        str(out),
+        "--json",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert summary["run_id"] == "cli-1" and summary["measurements"] == 1 and summary["stored"]["observations_new"] == 1
+    assert (
+        summary["run_id"] == "cli-1"
+        and summary["measurements"] == 1
+        and summary["stored"]["observations_new"] == 1
+    )
     assert json.loads(out.read_text())[0]["measurements"][0]["benchmark"]["name"] == "mem_copy"
     again = CliRunner().invoke(app, args)
     assert json.loads(again.stdout)["stored"]["observations_new"] == 0

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from stack_advisor.cli.main import app
 from tests.support.servers import ServedAPI, free_port
 
 pytestmark = pytest.mark.slow  # a real `advisor serve` process, stopped and started
@@ -31,11 +31,13 @@ def _invoke(*args: str) -> dict:  # type: ignore[type-arg]
 
 
 def test_spooled_while_down_then_flushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from collectors.spool import pending
+    from stack_advisor.collectors.spool import pending
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
-    api = ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, port=free_port(), log=tmp_path / "serve.log")
+    api = ServedAPI(
+        f"embedded:{tmp_path / 'kb'}", tokens, port=free_port(), log=tmp_path / "serve.log"
+    )
     auth = ["--api", api.url, "--token", tokens["write"]]
 
     down = _invoke(*SMALL, "--run-id", "api-1", *auth)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.importers.loadgen_summary import parse_summary, primary_result
-from graph_schema.errors import InvalidInput
+from stack_advisor.collectors.importers.loadgen_summary import parse_summary, primary_result
+from stack_advisor.schema.errors import InvalidInput
 
 DATA = Path(__file__).parents[1] / "data" / "loadgen"
 
@@ -22,11 +22,15 @@ def test_singlestream_90_0th_and_early_stopping() -> None:
     assert s["p90_latency_ns"] == 3701867
     assert s["result"] == "INVALID" and s["valid"] is False
     assert s["constraints"] == {
-        "min_duration_satisfied": False, "min_queries_satisfied": True, "early_stopping_satisfied": True,
+        "min_duration_satisfied": False,
+        "min_queries_satisfied": True,
+        "early_stopping_satisfied": True,
     }
     assert s["early_stopping"]["p90_estimate_ns"] == 5249642
     assert any("662 total queries" in n for n in s["early_stopping"]["notes"])
-    assert s["recommendations"] == ["Decrease the expected latency so the loadgen pre-generates more queries."]
+    assert s["recommendations"] == [
+        "Decrease the expected latency so the loadgen pre-generates more queries."
+    ]
     assert s["latency_ns"]["p99.9"] == 8987968 and s["qps_without_loadgen_overhead"] == 639.54
     assert s["test_parameters"]["min_duration (ms)"] == 500 and s["errors"] == 1 and s["complete"]
     assert primary_result(s) == ("p90_latency_ms", 3.701867, "ms", False)
@@ -50,7 +54,10 @@ def test_server_completed_and_scheduled() -> None:
 
 def test_server_scheduled_only_is_the_result_for_old_loadgen() -> None:
     text = (DATA / "published_v4.1_nvidia_h200x8_resnet50_server.txt").read_text()
-    old = text.replace("Completed samples per second    : 632229.06\n", "Scheduled samples per second : 632241.20\n")
+    old = text.replace(
+        "Completed samples per second    : 632229.06\n",
+        "Scheduled samples per second : 632241.20\n",
+    )
     s = parse_summary(old)
     assert "completed_samples_per_second" not in s
     assert primary_result(s) == ("scheduled_samples_per_second", 632241.20, "samples/s", True)
@@ -64,7 +71,9 @@ def test_offline() -> None:
 
 def test_tokens_and_token_latencies() -> None:
     s = load("published_v4.1_nvidia_h200x8_llama2-70b_server_tokens.txt")
-    assert s["completed_tokens_per_second"] == 29228.22 and s["completed_samples_per_second"] == 100.35
+    assert (
+        s["completed_tokens_per_second"] == 29228.22 and s["completed_samples_per_second"] == 100.35
+    )
     assert s["first_token_latency_ns"]["p99"] == 452744202
     assert s["time_per_output_token_ns"]["mean"] == 123263268
     assert s["latency_ns"]["p90"] == 65052046419  # not overwritten by the token stats

@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from collectors.importers.loadgen_summary import (
-    parse_summary,
-    published_headline,
-    token_latency_metrics,
-)
-from collectors.importers.mlperf import read_tree, to_observation, to_observations
-from collectors.importers.stack_text import (
+from stack_advisor.catalog.stack_text import (
     classify_placement,
     implementation_of,
     merge_stack_texts,
     parse_framework,
 )
-from graph_schema.errors import InvalidInput
-from graph_schema.models import PlacementKind, SourceKind
+from stack_advisor.collectors.importers.loadgen_summary import (
+    parse_summary,
+    published_headline,
+    token_latency_metrics,
+)
+from stack_advisor.collectors.importers.mlperf import read_tree, to_observation, to_observations
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import PlacementKind, SourceKind
 from tests.support.mlperf import (
     SUMMARY_OFFLINE,
     SUMMARY_SINGLESTREAM,
@@ -53,14 +53,20 @@ def test_singlestream_without_early_stopping_uses_the_90th_percentile() -> None:
 
 
 def test_later_loadgen_names_90_0th_percentile_and_completed_samples() -> None:
-    single = "Scenario : SingleStream\n90.0th percentile latency (ns) : 5000000\nResult is : VALID\n"
+    single = (
+        "Scenario : SingleStream\n90.0th percentile latency (ns) : 5000000\nResult is : VALID\n"
+    )
     assert published_headline(parse_summary(single)).value == pytest.approx(5.0)
     server = (
         "Scenario : Server\nMode : PerformanceOnly\nCompleted samples per second : 1337.82\nResult is : VALID\n"
         "=====\nAdditional Stats\n=====\nScheduled samples per second : 1339.5\n"
     )
     head = published_headline(parse_summary(server))
-    assert (head.metric, head.value, head.source_line) == ("queries_per_second", 1337.82, "Completed samples per second")
+    assert (head.metric, head.value, head.source_line) == (
+        "queries_per_second",
+        1337.82,
+        "Completed samples per second",
+    )
 
 
 def test_interactive_scenario_reads_like_server() -> None:
@@ -95,7 +101,10 @@ def test_multistream_uses_the_99th_percentile_estimate() -> None:
     [
         ("garbage without any lines", "no 'Scenario :' line"),
         ("Scenario : Warp\n", "unknown scenario 'Warp'"),
-        ("Scenario : Offline\nResult is : VALID\n", "none of the result figures 'tokens_per_second', 'samples_per_second'"),
+        (
+            "Scenario : Offline\nResult is : VALID\n",
+            "none of the result figures 'tokens_per_second', 'samples_per_second'",
+        ),
         ("Scenario : Offline\nSamples per second: lots\n", "'lots' is not a number"),
     ],
 )
@@ -109,7 +118,8 @@ def test_malformed_summaries_say_why(text: str, fragment: str) -> None:
 
 def test_stack_text_versions_kept_as_published() -> None:
     parsed = merge_stack_texts(
-        "TensorRT 8.6, CUDA 12.0", "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0, Driver 5252.85.12, DALI 1.17.0"
+        "TensorRT 8.6, CUDA 12.0",
+        "TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0, Driver 5252.85.12, DALI 1.17.0",
     )
     assert parsed.components["tensorrt"] == "8.6.0"  # the detailed field wins; 8.6 is no conflict
     assert parsed.components["driver"] == "5252.85.12"  # typo kept
@@ -118,17 +128,27 @@ def test_stack_text_versions_kept_as_published() -> None:
 
 
 def test_stack_text_conflict_is_noted() -> None:
-    parsed = merge_stack_texts("TensorRT 8.4.0, CUDA 11.6", "TensorRT 8.4.0, CUDA 11.7, Driver 515.48.07")
+    parsed = merge_stack_texts(
+        "TensorRT 8.4.0, CUDA 11.6", "TensorRT 8.4.0, CUDA 11.7, Driver 515.48.07"
+    )
     assert parsed.components["cuda"] == "11.7"
     assert parsed.conflicts == ["cuda: framework=11.6 stack=11.7"]
 
 
 def test_stack_text_json_list_and_colon_forms() -> None:
-    parsed = merge_stack_texts("NGC MLPerf v3.0.2", '[{"cuda_version": "12.0", "cuda_driver_version": "525.85.12"}]')
+    parsed = merge_stack_texts(
+        "NGC MLPerf v3.0.2", '[{"cuda_version": "12.0", "cuda_driver_version": "525.85.12"}]'
+    )
     assert (parsed.components["cuda"], parsed.components["driver"]) == ("12.0", "525.85.12")
-    parsed = merge_stack_texts("TensorRT v8.5.2.2", {"note": "Python: 3.10.6, GCC-11.3.0, CUDA: 11.8, cuDNN: 8.6.0"})
+    parsed = merge_stack_texts(
+        "TensorRT v8.5.2.2", {"note": "Python: 3.10.6, GCC-11.3.0, CUDA: 11.8, cuDNN: 8.6.0"}
+    )
     assert parsed.components == {
-        "tensorrt": "8.5.2.2", "cuda": "11.8", "cudnn": "8.6.0", "python": "3.10.6", "gcc": "11.3.0",
+        "tensorrt": "8.5.2.2",
+        "cuda": "11.8",
+        "cudnn": "8.6.0",
+        "python": "3.10.6",
+        "gcc": "11.3.0",
     }
 
 
@@ -164,13 +184,29 @@ def test_framework_name_and_version(text: str, expected: tuple[str | None, str |
 @pytest.mark.parametrize(
     "fields, kind, basis",
     [
-        ({"system_name": "Dell PowerEdge R750xa, VMware vSphere 8.0.1 (2x H100-80C, TensorRT)"}, "vgpu", "explicit"),
-        ({"accelerator_model_name": "NVIDIA A10-24Q", "system_name": "NV72ads_A10_v5 on Azure"}, "vgpu", "explicit"),
-        ({"system_name": "R7525 (3x GRID A100-40C)", "sw_notes": "VMware Submission"}, "vgpu", "explicit"),
+        (
+            {"system_name": "Dell PowerEdge R750xa, VMware vSphere 8.0.1 (2x H100-80C, TensorRT)"},
+            "vgpu",
+            "explicit",
+        ),
+        (
+            {"accelerator_model_name": "NVIDIA A10-24Q", "system_name": "NV72ads_A10_v5 on Azure"},
+            "vgpu",
+            "explicit",
+        ),
+        (
+            {"system_name": "R7525 (3x GRID A100-40C)", "sw_notes": "VMware Submission"},
+            "vgpu",
+            "explicit",
+        ),
         ({"sw_notes": "GPUs passed through with VMware DirectPath I/O"}, "passthrough", "explicit"),
         ({"operating_system": "Ubuntu 22.04 on VMware ESXi 8.0"}, "unknown", "hypervisor-unstated"),
         ({"system_name": "Azure NC96ads_A100_v4"}, "unknown", "cloud-unstated"),
-        ({"hw_notes": "QuantaGrid D54Q-2U", "system_name": "Cloud-ready server"}, "bare-metal", "default-no-mention"),
+        (
+            {"hw_notes": "QuantaGrid D54Q-2U", "system_name": "Cloud-ready server"},
+            "bare-metal",
+            "default-no-mention",
+        ),
         ({"system_name": "NVIDIA DGX A100 (8x A100-SXM-80GB)"}, "bare-metal", "default-no-mention"),
     ],
 )
@@ -209,11 +245,24 @@ def test_small_tree_two_results_compliance_and_accuracy_ignored(tmp_path: Path) 
     assert obs.provenance.details["round"] == "v9.9"
     assert obs.provenance.details["file"] == result_path("box8", "resnet50", "Offline")
     # the catalogue's name; the published one is kept as provenance
-    assert (obs.accelerator.model, obs.accelerator.count, obs.accelerator.vendor) == ("A100-SXM4-80GB", 8, "nvidia")
+    assert (obs.accelerator.model, obs.accelerator.count, obs.accelerator.vendor) == (
+        "A100-SXM4-80GB",
+        8,
+        "nvidia",
+    )
     assert obs.provenance.details["accelerator_raw"] == "NVIDIA A100-SXM-80GB"
-    assert (obs.stack.cuda, obs.stack.cudnn, obs.stack.tensorrt, obs.stack.driver) == ("12.0", "8.8.0", "8.6.0", "525.85.12")
+    assert (obs.stack.cuda, obs.stack.cudnn, obs.stack.tensorrt, obs.stack.driver) == (
+        "12.0",
+        "8.8.0",
+        "8.6.0",
+        "525.85.12",
+    )
     assert obs.stack.raw and "DALI 1.17.0" in obs.stack.raw
-    assert obs.host is not None and obs.host.name == "mlperf:Acme/box8" and obs.host.cpu_model == "AMD EPYC 7742"
+    assert (
+        obs.host is not None
+        and obs.host.name == "mlperf:Acme/box8"
+        and obs.host.cpu_model == "AMD EPYC 7742"
+    )
     assert obs.placement.kind is PlacementKind.BARE_METAL
     latency = to_observation(next(r for r in tree.records if r.scenario == "SingleStream"))
     assert latency.higher_is_better is False and latency.unit == "ms"
@@ -223,8 +272,11 @@ def test_tarball_with_long_names_reads_like_the_directory(tmp_path: Path) -> Non
     root = small_tree(tmp_path / "src")
     long_system = "box8-" + "x" * 120  # forces GNU long-name / pax records in the archive
     write(root, f"closed/Acme/systems/{long_system}.json", json.dumps(SYSTEM))
-    write(root, result_path(long_system, "bert-99", "Server"),
-          "Scenario : Server\nMode : PerformanceOnly\nScheduled samples per second : 77.5\nResult is : VALID\n")
+    write(
+        root,
+        result_path(long_system, "bert-99", "Server"),
+        "Scenario : Server\nMode : PerformanceOnly\nScheduled samples per second : 77.5\nResult is : VALID\n",
+    )
     from_dir = read_tree(root)
     for fmt in (tarfile.GNU_FORMAT, tarfile.PAX_FORMAT):
         archive = tar_gz(root, tmp_path / f"inference_v9.9_{fmt}.tar.gz", fmt)
@@ -237,22 +289,36 @@ def test_tarball_with_long_names_reads_like_the_directory(tmp_path: Path) -> Non
 
 def test_cpu_only_system_convention(tmp_path: Path) -> None:
     tree = tmp_path / "inference_v9.9"
-    system = dict(SYSTEM, accelerator_model_name="N/A", accelerators_per_node="0",
-                  host_processor_model_name="Intel(R) Xeon(R) Platinum 8380", host_processors_per_node=2,
-                  framework="OpenVINO 2022.1", other_software_stack="Python 3.8")
+    system = dict(
+        SYSTEM,
+        accelerator_model_name="N/A",
+        accelerators_per_node="0",
+        host_processor_model_name="Intel(R) Xeon(R) Platinum 8380",
+        host_processors_per_node=2,
+        framework="OpenVINO 2022.1",
+        other_software_stack="Python 3.8",
+    )
     write(tree, "closed/Acme/systems/cpu.json", json.dumps(system))
     write(tree, result_path("cpu", "resnet50", "Offline"), SUMMARY_OFFLINE)
     obs = to_observation(read_tree(tree).records[0])
     assert obs.accelerator.model == "CPU Intel Xeon Platinum 8380"
     assert obs.provenance.details["accelerator_raw"] == "CPU Intel(R) Xeon(R) Platinum 8380"
     assert (obs.accelerator.vendor, obs.accelerator.count) == ("cpu", 2)
-    assert (obs.stack.framework, obs.stack.framework_version, obs.stack.python) == ("openvino", "2022.1", "3.8")
+    assert (obs.stack.framework, obs.stack.framework_version, obs.stack.python) == (
+        "openvino",
+        "2022.1",
+        "3.8",
+    )
 
 
 def test_heterogeneous_multi_node_accelerator_count(tmp_path: Path) -> None:
     tree = tmp_path / "inference_v9.9"
-    system = dict(SYSTEM, accelerator_model_name="2 Nodes: NVIDIA A100-SXM-80GBx8, 4 Nodes: NVIDIA A30x4",
-                  accelerators_per_node="(8,4)", number_of_nodes=6)
+    system = dict(
+        SYSTEM,
+        accelerator_model_name="2 Nodes: NVIDIA A100-SXM-80GBx8, 4 Nodes: NVIDIA A30x4",
+        accelerators_per_node="(8,4)",
+        number_of_nodes=6,
+    )
     write(tree, "network/Acme/systems/mix.json", json.dumps(system))
     write(tree, result_path("mix", "resnet50", "Offline", division="network"), SUMMARY_OFFLINE)
     record = read_tree(tree).records[0]
@@ -264,11 +330,17 @@ def test_broken_files_are_reported_skipped_and_the_import_goes_on(tmp_path: Path
     tree = small_tree(tmp_path)
     write(tree, "closed/Acme/systems/badjson.json", "{not json")
     write(tree, result_path("badjson", "resnet50", "Offline"), SUMMARY_OFFLINE)
-    write(tree, result_path("box8", "bert-99", "Offline"), "Scenario : Offline\nResult is : VALID\n")
+    write(
+        tree, result_path("box8", "bert-99", "Offline"), "Scenario : Offline\nResult is : VALID\n"
+    )
     write(tree, result_path("box8", "rnnt", "Offline"), b"\xff\xfe\x00garbage")
     write(tree, result_path("ghost", "resnet50", "Offline"), SUMMARY_OFFLINE)
     write(tree, result_path("box8", "retinanet", "offline"), SUMMARY_SINGLESTREAM)  # inferred copy
-    write(tree, "closed/Acme/results/box8/resnet50/Server/Server/performance/run_1/mlperf_log_summary.txt", SUMMARY_OFFLINE)
+    write(
+        tree,
+        "closed/Acme/results/box8/resnet50/Server/Server/performance/run_1/mlperf_log_summary.txt",
+        SUMMARY_OFFLINE,
+    )
     write(tree, "closed/Acme/systems/list.json", "[1, 2]")
 
     parsed = read_tree(tree)
@@ -282,24 +354,38 @@ def test_broken_files_are_reported_skipped_and_the_import_goes_on(tmp_path: Path
         (result_path("box8", "rnnt", "Offline"), "failed", "malformed-summary"),
         (result_path("ghost", "resnet50", "Offline"), "failed", "missing-system"),
         (result_path("box8", "retinanet", "offline"), "skipped", "inferred-scenario"),
-        ("closed/Acme/results/box8/resnet50/Server/Server/performance/run_1/mlperf_log_summary.txt", "skipped", "unexpected-layout"),
+        (
+            "closed/Acme/results/box8/resnet50/Server/Server/performance/run_1/mlperf_log_summary.txt",
+            "skipped",
+            "unexpected-layout",
+        ),
     }
     reasons = {i.path: i.reason for i in parsed.issues}
     assert "none of the result figures" in reasons[result_path("box8", "bert-99", "Offline")]
-    assert "no system description closed/Acme/systems/ghost.json" in reasons[result_path("ghost", "resnet50", "Offline")]
-    assert "summary says Scenario SingleStream but the directory says offline" in reasons[
-        result_path("box8", "retinanet", "offline")
-    ]
+    assert (
+        "no system description closed/Acme/systems/ghost.json"
+        in reasons[result_path("ghost", "resnet50", "Offline")]
+    )
+    assert (
+        "summary says Scenario SingleStream but the directory says offline"
+        in reasons[result_path("box8", "retinanet", "offline")]
+    )
     assert "top level is a list" in reasons["closed/Acme/systems/list.json"]
 
 
 def test_bad_counts_in_a_system_fail_its_results_only(tmp_path: Path) -> None:
     tree = small_tree(tmp_path)
-    write(tree, "closed/Acme/systems/odd.json", json.dumps(dict(SYSTEM, accelerators_per_node="eight")))
+    write(
+        tree,
+        "closed/Acme/systems/odd.json",
+        json.dumps(dict(SYSTEM, accelerators_per_node="eight")),
+    )
     write(tree, result_path("odd", "resnet50", "Offline"), SUMMARY_OFFLINE)
     parsed = read_tree(tree)
     assert len(parsed.records) == 2
-    assert any("accelerators_per_node is not a whole number: 'eight'" in i.reason for i in parsed.failed)
+    assert any(
+        "accelerators_per_node is not a whole number: 'eight'" in i.reason for i in parsed.failed
+    )
 
 
 def test_unknown_round_needs_the_flag(tmp_path: Path) -> None:
@@ -371,15 +457,25 @@ A line no LoadGen wrote yet (ns)   : 42
 
 def test_interactive_directory_with_a_server_summary_is_a_result_of_its_own(tmp_path: Path) -> None:
     tree = small_tree(tmp_path)
-    write(tree, "closed/Acme/systems/box8.json", json.dumps(dict(SYSTEM, a_key_from_a_later_round={"x": [1]})))
-    write(tree, result_path("box8", "llama2-70b-99", "Server"), LLM_SERVER.replace("INVALID", "VALID"))
+    write(
+        tree,
+        "closed/Acme/systems/box8.json",
+        json.dumps(dict(SYSTEM, a_key_from_a_later_round={"x": [1]})),
+    )
+    write(
+        tree, result_path("box8", "llama2-70b-99", "Server"), LLM_SERVER.replace("INVALID", "VALID")
+    )
     write(tree, result_path("box8", "llama2-70b-99", "Interactive"), LLM_SERVER)
     parsed = read_tree(tree)
     assert parsed.issues == []  # unknown summary lines and system keys are not errors
     by_scenario = {r.scenario: r for r in parsed.records if r.benchmark == "llama2-70b-99"}
     assert set(by_scenario) == {"Server", "Interactive"}
     interactive = by_scenario["Interactive"]
-    assert (interactive.metric, interactive.value, interactive.valid) == ("tokens_per_second", 2520.27, False)
+    assert (interactive.metric, interactive.value, interactive.valid) == (
+        "tokens_per_second",
+        2520.27,
+        False,
+    )
     observations = to_observations(interactive)
     head = observations[0]
     assert head.valid is False and head.note == "LoadGen reported the run INVALID"
@@ -400,25 +496,40 @@ def test_a_benchmark_named_with_its_scenario_is_that_scenario(tmp_path: Path) ->
     (``llama2-70b-interactive-99/Server``); v5.1 as a directory (``llama2-70b-99/Interactive``):
     both are llama2-70b-99's Interactive result, under one key."""
     keys = []
-    for name, benchmark, scenario in (("v50", "llama2-70b-interactive-99", "Server"),
-                                      ("v51", "llama2-70b-99", "Interactive")):
+    for name, benchmark, scenario in (
+        ("v50", "llama2-70b-interactive-99", "Server"),
+        ("v51", "llama2-70b-99", "Interactive"),
+    ):
         tree = small_tree(tmp_path / name)
         write(tree, "closed/Acme/systems/box8.json", json.dumps(SYSTEM))
-        write(tree, result_path("box8", benchmark, scenario), LLM_SERVER.replace("INVALID", "VALID"))
+        write(
+            tree, result_path("box8", benchmark, scenario), LLM_SERVER.replace("INVALID", "VALID")
+        )
         parsed = read_tree(tree)
         (record,) = [r for r in parsed.records if r.benchmark_raw == benchmark]
-        assert (record.benchmark, record.scenario, record.benchmark_raw) == ("llama2-70b-99", "Interactive", benchmark)
+        assert (record.benchmark, record.scenario, record.benchmark_raw) == (
+            "llama2-70b-99",
+            "Interactive",
+            benchmark,
+        )
         keys.append(to_observations(record)[0].observation_key)
     assert keys[0] == keys[1]
 
 
-@pytest.mark.parametrize(("system_id", "implementation"), [
-    ("GATEOverflow_Intel_SPR_i9-reference-gpu-vllm-default_config", "reference"),
-    ("RTX4090x1-reference-gpu-pytorch_v2.7.1-cu126", "reference"),
-    ("rtx4090x2-nvidia-gpu-TensorRT-default_config", None),
-    ("GATEOverflow_AMD_AM5-mlcommons_cpp-gpu-onnxruntime-cu126", None),
-    ("reference_system_8xH100", None), ("1-node-2S-GNR_128C-PyTorch-INT8", None)])
-def test_mlcommons_automation_folders_name_their_implementation(system_id: str, implementation: str | None) -> None:
+@pytest.mark.parametrize(
+    ("system_id", "implementation"),
+    [
+        ("GATEOverflow_Intel_SPR_i9-reference-gpu-vllm-default_config", "reference"),
+        ("RTX4090x1-reference-gpu-pytorch_v2.7.1-cu126", "reference"),
+        ("rtx4090x2-nvidia-gpu-TensorRT-default_config", None),
+        ("GATEOverflow_AMD_AM5-mlcommons_cpp-gpu-onnxruntime-cu126", None),
+        ("reference_system_8xH100", None),
+        ("1-node-2S-GNR_128C-PyTorch-INT8", None),
+    ],
+)
+def test_mlcommons_automation_folders_name_their_implementation(
+    system_id: str, implementation: str | None
+) -> None:
     assert implementation_of(system_id) == implementation
 
 
@@ -429,7 +540,11 @@ def test_token_latency_metrics_of_a_summary_without_them_is_empty() -> None:
 def test_inferred_tokens_line_is_the_llm_headline() -> None:
     text = "Scenario : Offline\nSamples per second: 101.239\nTokens per second (inferred): 6985.51\nResult is : VALID\n"
     head = published_headline(parse_summary(text))
-    assert (head.metric, head.value, head.source_line) == ("tokens_per_second", 6985.51, "Tokens per second (inferred)")
+    assert (head.metric, head.value, head.source_line) == (
+        "tokens_per_second",
+        6985.51,
+        "Tokens per second (inferred)",
+    )
 
 
 def test_unknown_scenario_directory_is_reported_with_its_path(tmp_path: Path) -> None:
@@ -444,10 +559,17 @@ def test_unknown_scenario_directory_is_reported_with_its_path(tmp_path: Path) ->
 
 def test_virtualized_accelerator_name_is_placement_evidence(tmp_path: Path) -> None:
     tree = small_tree(tmp_path)
-    system = dict(SYSTEM, accelerator_model_name="Virtualized NVIDIA H200-SXM-141GB", accelerators_per_node=8)
+    system = dict(
+        SYSTEM, accelerator_model_name="Virtualized NVIDIA H200-SXM-141GB", accelerators_per_node=8
+    )
     write(tree, "closed/Acme/systems/vm8.json", json.dumps(system))
     write(tree, result_path("vm8", "resnet50", "Offline"), SUMMARY_OFFLINE)
     record = next(r for r in read_tree(tree).records if r.system_id == "vm8")
-    assert (record.placement, record.placement_basis) == (PlacementKind.UNKNOWN, "virtualized-unstated")
-    assert record.accelerator == "Virtualized NVIDIA H200-SXM-141GB"  # as published; the catalogue resolves it
+    assert (record.placement, record.placement_basis) == (
+        PlacementKind.UNKNOWN,
+        "virtualized-unstated",
+    )
+    assert (
+        record.accelerator == "Virtualized NVIDIA H200-SXM-141GB"
+    )  # as published; the catalogue resolves it
     assert any("Virtualized" in e for e in record.placement_evidence)

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from collectors.importers.mlperf import (
+from stack_advisor.catalog import resolve_benchmark
+from stack_advisor.collectors.importers.mlperf import (
     MlperfRecord,
     ParsedTree,
     metric_facts,
     read_tree,
     to_observations,
 )
-from graph_schema.catalog import resolve_benchmark
-from graph_schema.models import PlacementKind
+from stack_advisor.schema.models import PlacementKind
 from tests.support.mlperf import REFERENCE_CSVS, ROUNDS, require_shared_data
 
 Key = tuple[str, str, str, str, str, str]
@@ -45,8 +45,14 @@ def reference() -> dict[Key, dict[str, str]]:
     assert len(rows) == sum(REFERENCE_CSVS.values())
     return {
         # the importer names benchmarks as the catalogue does (the reference's "sdxl" is stable-diffusion-xl)
-        (r["round"].removeprefix("inference_"), r["division"], r["submitter"], r["system_id"],
-         resolve_benchmark(r["benchmark"]).id, r["scenario"]): r
+        (
+            r["round"].removeprefix("inference_"),
+            r["division"],
+            r["submitter"],
+            r["system_id"],
+            resolve_benchmark(r["benchmark"]).id,
+            r["scenario"],
+        ): r
         for r in rows
     }
 
@@ -67,7 +73,9 @@ def test_same_rows(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> 
     assert set(reference) - set(ours) == set()
 
 
-def test_values_within_half_a_percent(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> None:
+def test_values_within_half_a_percent(
+    reference: dict[Key, Any], ours: dict[Key, MlperfRecord]
+) -> None:
     off = []
     for key, row in reference.items():
         record = ours[key]
@@ -80,7 +88,12 @@ def test_values_within_half_a_percent(reference: dict[Key, Any], ours: dict[Key,
 
 
 def test_same_parsed_versions(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> None:
-    columns = {"cuda_version": "cuda", "cudnn_version": "cudnn", "tensorrt_version": "tensorrt", "driver_version": "driver"}
+    columns = {
+        "cuda_version": "cuda",
+        "cudnn_version": "cudnn",
+        "tensorrt_version": "tensorrt",
+        "driver_version": "driver",
+    }
     wrong = []
     for key, row in reference.items():
         record = ours[key]
@@ -88,11 +101,15 @@ def test_same_parsed_versions(reference: dict[Key, Any], ours: dict[Key, MlperfR
             if record.components.get(component, "") != row[column]:
                 wrong.append((key, column, row[column], record.components.get(component)))
         if "; ".join(record.version_conflicts) != row["version_conflicts"]:
-            wrong.append((key, "version_conflicts", row["version_conflicts"], record.version_conflicts))
+            wrong.append(
+                (key, "version_conflicts", row["version_conflicts"], record.version_conflicts)
+            )
     assert wrong == []
 
 
-def test_same_system_fields_and_placement(reference: dict[Key, Any], ours: dict[Key, MlperfRecord]) -> None:
+def test_same_system_fields_and_placement(
+    reference: dict[Key, Any], ours: dict[Key, MlperfRecord]
+) -> None:
     wrong = []
     for key, row in reference.items():
         r = ours[key]
@@ -119,10 +136,16 @@ def test_same_system_fields_and_placement(reference: dict[Key, Any], ours: dict[
 def test_counts_by_placement_match_the_readme(ours: dict[Key, MlperfRecord]) -> None:
     counts = Counter(r.placement for r in ours.values())
     assert counts[PlacementKind.VGPU] == 32
-    assert counts == {PlacementKind.BARE_METAL: 9350 + 875, PlacementKind.UNKNOWN: 619 + 62, PlacementKind.VGPU: 32}
+    assert counts == {
+        PlacementKind.BARE_METAL: 9350 + 875,
+        PlacementKind.UNKNOWN: 619 + 62,
+        PlacementKind.VGPU: 32,
+    }
 
 
-def test_skipped_files_are_inferred_scenarios_and_one_odd_path(trees: dict[str, ParsedTree]) -> None:
+def test_skipped_files_are_inferred_scenarios_and_one_odd_path(
+    trees: dict[str, ParsedTree],
+) -> None:
     by_round = {r: Counter(i.category for i in t.issues) for r, t in trees.items()}
     assert by_round == {
         "v1.1": {"inferred-scenario": 316, "unexpected-layout": 1},
@@ -142,10 +165,18 @@ def test_observation_conventions(ours: dict[Key, MlperfRecord]) -> None:
         obs = observations[0]
         assert obs.benchmark.family == "mlperf-inference"
         assert obs.benchmark.name == record.benchmark
-        assert obs.benchmark.parameters == {"scenario": record.scenario, "division": record.division}
-        assert obs.source_key == f"{record.round}/{record.division}/{record.submitter}/{record.system_id}"
+        assert obs.benchmark.parameters == {
+            "scenario": record.scenario,
+            "division": record.division,
+        }
+        assert (
+            obs.source_key
+            == f"{record.round}/{record.division}/{record.submitter}/{record.system_id}"
+        )
         assert obs.provenance.details["round"] == record.round
-        assert obs.provenance.url == f"https://github.com/mlcommons/inference_results_{record.round}"
+        assert (
+            obs.provenance.url == f"https://github.com/mlcommons/inference_results_{record.round}"
+        )
         assert obs.higher_is_better is metric_facts(obs.metric)[1]
         if record.accelerator:
             assert obs.accelerator.count == record.accelerator_count
@@ -166,7 +197,9 @@ def test_llm_results_carry_tokens_and_token_latencies(ours: dict[Key, MlperfReco
     for record in with_latency:
         metrics = {m: v for m, v, _ in record.latency_metrics}
         assert set(metrics) == {
-            f"{p}_{s}_ms" for p in ("ttft", "tpot") for s in ("mean", "p50", "p90", "p95", "p97", "p99", "p99_9")
+            f"{p}_{s}_ms"
+            for p in ("ttft", "tpot")
+            for s in ("mean", "p50", "p90", "p95", "p97", "p99", "p99_9")
         }
         assert 0 < metrics["ttft_p50_ms"] <= metrics["ttft_p99_ms"] <= metrics["ttft_p99_9_ms"]
         assert 0 < metrics["tpot_p50_ms"] <= metrics["tpot_p99_ms"]

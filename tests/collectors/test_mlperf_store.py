@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from collectors.importers.mlperf import import_mlperf
-from graph_schema.models import ObservationFilter
+from stack_advisor.collectors.importers.mlperf import import_mlperf
+from stack_advisor.schema.models import ObservationFilter
 from tests.support.mlperf import (
     ROUNDS,
     SUMMARY_OFFLINE,
@@ -30,7 +30,10 @@ def kb(embedded_store: Any) -> Any:
 def _values(store: Any) -> dict[tuple[str, str, str], tuple[float, str | None, str, int]]:
     return {
         (o.source_key or "", o.benchmark.benchmark_id, o.metric): (
-            o.value, o.stack.cuda, o.placement.kind.value, o.accelerator.count
+            o.value,
+            o.stack.cuda,
+            o.placement.kind.value,
+            o.accelerator.count,
         )
         for o in store.iter_observations(ObservationFilter(source="mlperf-inference"))
     }
@@ -41,14 +44,19 @@ def test_import_small_tree_then_reimport_adds_nothing(kb: Any, tmp_path: Path) -
     write(tree, "closed/Acme/systems/broken.json", "{")
     write(tree, result_path("broken", "resnet50", "Offline"), SUMMARY_OFFLINE)
     first = import_mlperf(tree, kb)
-    assert (first.results_found, first.imported, first.already_present, first.failed) == (2, 2, 0, 2)
+    assert (first.results_found, first.imported, first.already_present, first.failed) == (
+        2,
+        2,
+        0,
+        2,
+    )
     again = import_mlperf(tar_gz(tree, tmp_path / "inference_v9.9.tar.gz"), kb)
     assert (again.results_found, again.imported, again.already_present) == (2, 0, 2)
     assert kb.stats().observations_by_source == {"mlperf-inference": 2}
 
 
 def test_cli_folder_of_rounds_imports_each(tmp_path: Path) -> None:
-    from cli.main import app
+    from stack_advisor.cli.main import app
 
     folder = tmp_path / "mlperf"
     small_tree(folder)
@@ -63,7 +71,7 @@ def test_cli_folder_of_rounds_imports_each(tmp_path: Path) -> None:
 
 
 def test_cli_json_summary(tmp_path: Path) -> None:
-    from cli.main import app
+    from stack_advisor.cli.main import app
 
     tree = small_tree(tmp_path / "src")
     write(tree, result_path("ghost", "resnet50", "Offline"), SUMMARY_OFFLINE)
@@ -71,7 +79,12 @@ def test_cli_json_summary(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["import", "mlperf", str(tree), "--store", uri, "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert (summary["round"], summary["imported"], summary["skipped"], summary["failed"]) == ("v9.9", 2, 0, 1)
+    assert (summary["round"], summary["imported"], summary["skipped"], summary["failed"]) == (
+        "v9.9",
+        2,
+        0,
+        1,
+    )
     assert summary["issues"] == [
         {
             "path": result_path("ghost", "resnet50", "Offline"),
@@ -103,7 +116,9 @@ def test_five_rounds_into_the_embedded_store_idempotent(kb: Any, shared_rounds: 
     assert kb.stats().observations_by_source == {"mlperf-inference": ALL_OBSERVATIONS}
     again = import_mlperf(shared_rounds[0], kb)
     assert (again.imported, again.already_present) == (0, 1498)
-    vgpu = kb.query_observations(ObservationFilter(source="mlperf-inference", placement="vgpu"), limit=100)
+    vgpu = kb.query_observations(
+        ObservationFilter(source="mlperf-inference", placement="vgpu"), limit=100
+    )
     assert len(vgpu) == 32 and all(o.placement.evidence for o in vgpu)
 
 
@@ -116,7 +131,11 @@ def test_embedded_and_neo4j_hold_identical_counts_and_values(
         import_mlperf(path, kb)
         import_mlperf(path, neo4j_store)
     embedded_stats, neo_stats = kb.stats(), neo4j_store.stats()
-    assert embedded_stats.observations_by_source == neo_stats.observations_by_source == {"mlperf-inference": ALL_OBSERVATIONS}
+    assert (
+        embedded_stats.observations_by_source
+        == neo_stats.observations_by_source
+        == {"mlperf-inference": ALL_OBSERVATIONS}
+    )
     assert embedded_stats.counts == neo_stats.counts
     assert _values(kb) == _values(neo4j_store)
 
@@ -134,11 +153,20 @@ def test_import_through_the_http_api(tmp_path: Path) -> None:
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
     advisor = str(Path(sys.executable).with_name("advisor"))
     with ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, log=tmp_path / "serve.log") as api:
-        env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "HOME": str(tmp_path),
-               "ADVISOR_TOKEN": tokens["write"]}
+        env = {
+            "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "ADVISOR_TOKEN": tokens["write"],
+        }
         runs = [
-            subprocess.run([advisor, "import", "mlperf", str(tree), "--store", api.url, "--json"],
-                           env=env, capture_output=True, text=True, timeout=120, check=False)
+            subprocess.run(
+                [advisor, "import", "mlperf", str(tree), "--store", api.url, "--json"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
             for _ in range(2)
         ]
     assert runs[0].returncode == 0, runs[0].stderr
@@ -155,7 +183,9 @@ def test_v41_same_in_embedded_and_neo4j_idempotent(kb: Any, neo4j_store: Any) ->
         assert (first.results_found, first.imported, first.failed) == (937, 937 + 95 * 14, 0)
     again = import_mlperf(path, neo4j_store)
     assert (again.imported, again.already_present) == (0, 937 + 95 * 14)
-    assert kb.stats().observations_by_source == neo4j_store.stats().observations_by_source == {
-        "mlperf-inference": 937 + 95 * 14
-    }
+    assert (
+        kb.stats().observations_by_source
+        == neo4j_store.stats().observations_by_source
+        == {"mlperf-inference": 937 + 95 * 14}
+    )
     assert _values(kb) == _values(neo4j_store)

@@ -12,24 +12,30 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from collectors.importers.mlperf import read_tree, to_observations
-from collectors.importers.mlperf_summary import (
+from stack_advisor.catalog.canonical import canonical_observation
+from stack_advisor.collectors.importers.mlperf import read_tree, to_observations
+from stack_advisor.collectors.importers.mlperf_summary import (
     FIELD_ALIASES,
     import_summary,
     load_rows,
     read_summary,
 )
-from graph_schema.catalog.canonical import canonical_observation
-from graph_schema.errors import InvalidInput
-from graph_schema.models import Observation
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import Observation
 from tests.support.mlperf import require_shared_data
 
 SUMMARY = "summary_results_v5.1.json.gz"
 # v5.1 field → the name later rounds use (MLCommons' later summary tables), for the alias fixture.
 LATER_NAMES = {
-    "Submitter": "Organization", "Category": "Division", "Accelerator": "accelerator_model_name",
-    "a#": "accelerators_per_node", "Nodes": "number_of_nodes", "Model": "MlperfModel",
-    "Performance_Result": "Result", "Performance_Units": "Units", "Software": "framework",
+    "Submitter": "Organization",
+    "Category": "Division",
+    "Accelerator": "accelerator_model_name",
+    "a#": "accelerators_per_node",
+    "Nodes": "number_of_nodes",
+    "Model": "MlperfModel",
+    "Performance_Result": "Result",
+    "Performance_Units": "Units",
+    "Software": "framework",
     "Platform": "system_id",
 }
 
@@ -59,50 +65,91 @@ def test_v51_summary_equals_the_v51_results_tree() -> None:
     raw = _keys([to_observations(r)[0] for r in tree.records])
     observations, report = read_summary(data / SUMMARY)
     summary = _keys(observations)
-    assert (report.rows, report.results, dict(report.skipped_by_reason)) == (1448, 912, {"inferred": 536})
+    assert (report.rows, report.results, dict(report.skipped_by_reason)) == (
+        1448,
+        912,
+        {"inferred": 536},
+    )
     assert set(raw) - set(summary) == set()
     assert set(summary) - set(raw) == set()
     worst = max(abs(summary[k].value - raw[k].value) / raw[k].value for k in raw)
     assert worst <= 0.001
-    interactive = [o for o in summary.values() if o.benchmark.parameters["scenario"] == "Interactive"]
+    interactive = [
+        o for o in summary.values() if o.benchmark.parameters["scenario"] == "Interactive"
+    ]
     assert len(interactive) == 68 and {o.metric for o in interactive} == {"tokens_per_second"}
     latency = {o.metric for o in summary.values() if o.unit == "ms"}
-    assert latency == {"p90_latency_ms", "p99_latency_ms", "p99_9_latency_ms"}  # PointPainting: p99.9
+    assert latency == {
+        "p90_latency_ms",
+        "p99_latency_ms",
+        "p99_9_latency_ms",
+    }  # PointPainting: p99.9
     assert report.power_figures_ignored == 24
-    assert not report.unresolved_accelerators  # every v5.1 name resolves (an unknown one: test_rows_not_imported_are_counted_by_reason)
+    assert (
+        not report.unresolved_accelerators
+    )  # every v5.1 name resolves (an unknown one: test_rows_not_imported_are_counted_by_reason)
 
 
-def test_later_rounds_field_names_and_keyed_object_shape(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+def test_later_rounds_field_names_and_keyed_object_shape(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
     """A fixture in the later rounds' shape, made here by renaming the fields of real v5.1 rows
     (LATER_NAMES) and keying them "0", "1", ...: the same observations as the v5.1 rows."""
-    picked = [r for r in v51_rows if not r["inferred"]][:40] + [r for r in v51_rows if r["inferred"]][:3]
-    later = {str(i): {LATER_NAMES.get(k, k): v for k, v in row.items()} for i, row in enumerate(picked)}
+    picked = [r for r in v51_rows if not r["inferred"]][:40] + [
+        r for r in v51_rows if r["inferred"]
+    ][:3]
+    later = {
+        str(i): {LATER_NAMES.get(k, k): v for k, v in row.items()} for i, row in enumerate(picked)
+    }
     original, _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", picked))
     renamed, report = read_summary(_write(tmp_path / "results_v5.1.json", later))
     assert len(original) == 40 and report.skipped_by_reason == {"inferred": 3}
     assert set(_keys(renamed)) == set(_keys(original))
-    assert all(new in FIELD_ALIASES[ours] for ours, new in
-               {"submitter": "Organization", "benchmark": "MlperfModel", "value": "Result"}.items())
+    assert all(
+        new in FIELD_ALIASES[ours]
+        for ours, new in {
+            "submitter": "Organization",
+            "benchmark": "MlperfModel",
+            "value": "Result",
+        }.items()
+    )
 
 
-def test_a_benchmark_named_with_its_scenario_reads_as_that_scenario(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+def test_a_benchmark_named_with_its_scenario_reads_as_that_scenario(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
     """v5.0's tables name the Interactive scenario in the model ("llama2-70b-interactive-99",
     Scenario "Server"): made here from real v5.1 Interactive rows, the same observations."""
     picked = [r for r in v51_rows if r["Scenario"] == "Interactive" and not r["inferred"]][:6]
     assert picked
-    older = [{**r, "Model": r["Model"].replace("llama2-70b-", "llama2-70b-interactive-").replace(
-        "llama3.1-405b", "llama3.1-405b-interactive").replace("llama3.1-8b", "llama3.1-8b-interactive"),
-        "Scenario": "Server", "Location": ""} for r in picked]
+    older = [
+        {
+            **r,
+            "Model": r["Model"]
+            .replace("llama2-70b-", "llama2-70b-interactive-")
+            .replace("llama3.1-405b", "llama3.1-405b-interactive")
+            .replace("llama3.1-8b", "llama3.1-8b-interactive"),
+            "Scenario": "Server",
+            "Location": "",
+        }
+        for r in picked
+    ]
     original, _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", picked))
     renamed, report = read_summary(_write(tmp_path / "older_v5.1.json", older))
-    assert report.results == len(picked) and {o.benchmark.parameters["scenario"] for o in renamed} == {"Interactive"}
+    assert report.results == len(picked) and {
+        o.benchmark.parameters["scenario"] for o in renamed
+    } == {"Interactive"}
     assert set(_keys(renamed)) == set(_keys(original))
 
 
-def test_results_of_mlcommons_reference_code_say_so(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+def test_results_of_mlcommons_reference_code_say_so(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
     """A system folder <system>-reference-<device>-<framework>-... ran MLCommons' reference code
     (v5.1: GATEOverflow's vLLM whisper on RTX 4090): its stack says so, as the tree importer's does."""
-    picked = [r for r in v51_rows if not r["inferred"] and "-reference-gpu-vllm" in r["Location"]][:3]
+    picked = [r for r in v51_rows if not r["inferred"] and "-reference-gpu-vllm" in r["Location"]][
+        :3
+    ]
     picked += [r for r in v51_rows if not r["inferred"] and "-nvidia-gpu-" in r["Location"]][:3]
     observations, _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", picked))
     marked = [o.stack.extra.get("implementation") for o in observations]
@@ -114,8 +161,14 @@ def test_a_table_of_another_shape_gets_one_error_naming_what_it_lacks(tmp_path: 
     with pytest.raises(InvalidInput) as caught:
         read_summary(_write(tmp_path / "summary_v5.1.json", rows))
     message = str(caught.value)
-    for lacking in ("division (Category / Division", "system_id (Platform", "accelerator (Accelerator",
-                    "nodes (Nodes", "units (Performance_Units / Units", "a# / accelerators_per_node"):
+    for lacking in (
+        "division (Category / Division",
+        "system_id (Platform",
+        "accelerator (Accelerator",
+        "nodes (Nodes",
+        "units (Performance_Units / Units",
+        "a# / accelerators_per_node",
+    ):
         assert lacking in message
     assert "benchmark" not in message and "submitter" not in message
     with pytest.raises(InvalidInput, match="expected a list of result rows or an object keyed"):
@@ -133,30 +186,51 @@ def test_round_from_the_name_or_the_option(tmp_path: Path, v51_rows: list[dict[s
     assert report.round == "v5.1" and all(o.source_key.startswith("v5.1/") for o in observations)
 
 
-def test_rows_not_imported_are_counted_by_reason(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
-    ss = next(r for r in v51_rows if r["Performance_Units"] == "Latency (ms)" and not r["inferred"]
-              and r["Scenario"] == "SingleStream" and r["Model"] == "retinanet")
-    seconds = {**ss, "ID": "s", "Performance_Units": "Latency (s)", "Performance_Result": ss["Performance_Result"] / 1000}
+def test_rows_not_imported_are_counted_by_reason(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    ss = next(
+        r
+        for r in v51_rows
+        if r["Performance_Units"] == "Latency (ms)"
+        and not r["inferred"]
+        and r["Scenario"] == "SingleStream"
+        and r["Model"] == "retinanet"
+    )
+    seconds = {
+        **ss,
+        "ID": "s",
+        "Performance_Units": "Latency (s)",
+        "Performance_Result": ss["Performance_Result"] / 1000,
+    }
     energy = {**ss, "ID": "e", "Performance_Units": "millijoules", "Platform": "other"}
     odd = {**ss, "ID": "u", "Performance_Units": "Furlongs/s", "Platform": "odd"}
     stranger = {**ss, "ID": "x", "Accelerator": "Acme Hyperchip 9000", "a#": 4, "Platform": "acme"}
     blank = {**ss, "ID": "b", "Performance_Result": "", "Platform": "blank"}
     table = [ss, seconds, energy, odd, stranger, blank]
     observations, report = read_summary(_write(tmp_path / "summary_v5.1.json", table))
-    assert dict(report.skipped_by_reason) == {"energy-or-power": 1, "unknown-units": 1, "missing-field": 1}
+    assert dict(report.skipped_by_reason) == {
+        "energy-or-power": 1,
+        "unknown-units": 1,
+        "missing-field": 1,
+    }
     assert "Furlongs/s" in report.examples["unknown-units"]
     by_system = {o.provenance.details["system_id"]: o for o in observations}
-    assert by_system[ss["Platform"]].value == pytest.approx(ss["Performance_Result"])  # seconds → ms: same key
+    assert by_system[ss["Platform"]].value == pytest.approx(
+        ss["Performance_Result"]
+    )  # seconds → ms: same key
     assert len(_keys(observations)) == 2  # the Latency (s) row is the ms row's result
     acme = by_system["acme"]
     assert acme.accelerator.model == "Acme Hyperchip 9000" and acme.accelerator.count == 4
     assert report.unresolved_accelerators == {"Acme Hyperchip 9000": 1}
 
 
-def test_cli_imports_once_on_every_store(store: Any, tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+def test_cli_imports_once_on_every_store(
+    store: Any, tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
     """``advisor import mlperf-summary`` twice: the second adds nothing; the JSON counts."""
-    from cli.main import app
-    from graph_schema.models import ObservationFilter
+    from stack_advisor.cli.main import app
+    from stack_advisor.schema.models import ObservationFilter
 
     picked = [r for r in v51_rows if r["Category"] == "closed"][:60]
     file = _write(tmp_path / "summary_results_v5.1.json", picked)
@@ -170,20 +244,28 @@ def test_cli_imports_once_on_every_store(store: Any, tmp_path: Path, v51_rows: l
     if not store.uri.startswith("embedded:"):
         return
     runner = CliRunner()
-    result = runner.invoke(app, ["import", "mlperf-summary", str(file), "--store", store.uri, "--json"])
+    result = runner.invoke(
+        app, ["import", "mlperf-summary", str(file), "--store", store.uri, "--json"]
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["imported"] == 0
 
 
-def test_cli_bad_table_exits_with_the_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from cli.guard import run_guarded
-    from cli.main import app
+def test_cli_bad_table_exits_with_the_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stack_advisor.cli.guard import run_guarded
+    from stack_advisor.cli.main import app
 
     file = _write(tmp_path / "summary_v5.1.json", [{"Model": "resnet50"}])
-    code = run_guarded(app, ["import", "mlperf-summary", str(file), "--store", f"embedded:{tmp_path / 'kb'}"])
+    code = run_guarded(
+        app, ["import", "mlperf-summary", str(file), "--store", f"embedded:{tmp_path / 'kb'}"]
+    )
     out, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in out + err  # bad input: a usage error
-    assert err.count("missing required field(s)") == 1 and "submitter (Submitter / Organization" in err
+    assert (
+        err.count("missing required field(s)") == 1 and "submitter (Submitter / Organization" in err
+    )
 
 
 def test_gzip_tables_read_like_plain_ones(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:

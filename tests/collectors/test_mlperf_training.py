@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from collectors.importers.mlperf_training import (
+from stack_advisor.collectors.importers.mlperf_training import (
     RCP_NOTE,
     TrainingRun,
     import_mlperf_training,
@@ -19,8 +19,8 @@ from collectors.importers.mlperf_training import (
     system_context,
     to_batch,
 )
-from graph_schema.errors import InvalidInput
-from graph_schema.models import ObservationFilter
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import ObservationFilter
 from tests.support.mlperf import (
     TRAINING_SYSTEM,
     mllog,
@@ -44,10 +44,18 @@ def test_olympic_mean_drops_fastest_and_slowest() -> None:
         stop = None if minutes is None else int(minutes * 60_000)
         return TrainingRun("A", "s", "bert", "result_0", "p", 0, stop, status)
 
-    score = olympic_score([run(10), run(12), run(11), run(30), run(9), run(50, "aborted"), run(None, "no run_stop")])
+    score = olympic_score(
+        [run(10), run(12), run(11), run(30), run(9), run(50, "aborted"), run(None, "no run_stop")]
+    )
     assert score is not None
     assert score.minutes == pytest.approx(11.0)  # (10 + 12 + 11) / 3
-    assert (score.runs, score.used, score.failed, score.fastest, score.slowest) == (5, 3, 2, 9.0, 30.0)
+    assert (score.runs, score.used, score.failed, score.fastest, score.slowest) == (
+        5,
+        3,
+        2,
+        9.0,
+        30.0,
+    )
     assert olympic_score([run(4), run(6)]).minutes == pytest.approx(5.0)  # too few to drop any
     assert olympic_score([run(None, "no run_stop")]) is None
 
@@ -64,30 +72,57 @@ def test_small_tree_runs_failures_scores_and_provenance(tmp_path: Path) -> None:
     assert all(i.outcome == "failed" for i in tree.issues)
     batch = to_batch(tree)
     assert len(batch.runs) == 7
-    assert sorted(f.error_class for f in batch.failures) == ["training-aborted", "training-no-run_stop"]
+    assert sorted(f.error_class for f in batch.failures) == [
+        "training-aborted",
+        "training-no-run_stop",
+    ]
     by_metric = {o.metric: o for o in batch.observations if o.run_id is None}
     score = by_metric["time_to_train_min"]
-    assert score.value == pytest.approx(11.0) and score.higher_is_better is False and score.unit == "min"
+    assert (
+        score.value == pytest.approx(11.0)
+        and score.higher_is_better is False
+        and score.unit == "min"
+    )
     assert (score.samples, score.p10, score.p90) == (3, 9.0, 30.0)
     assert score.note == RCP_NOTE and "RCP" in score.note
     details = score.provenance.details
-    assert details["global_batch_size"] == "768" and details["runs"] == "5" and details["failed_runs"] == "2"
+    assert (
+        details["global_batch_size"] == "768"
+        and details["runs"] == "5"
+        and details["failed_runs"] == "2"
+    )
     assert (details["nodes"], details["accelerators_per_node"]) == ("2", "8")
     assert details["accelerator_interconnect"] == "NVLINK Gen4 900 GB/s"
-    assert (details["round"], details["submitter"], details["system_id"]) == ("v9.9", "Acme", "h100x16")
+    assert (details["round"], details["submitter"], details["system_id"]) == (
+        "v9.9",
+        "Acme",
+        "h100x16",
+    )
     assert score.source_key == "v9.9/closed/Acme/h100x16"
     assert (score.accelerator.model, score.accelerator.count) == ("NVIDIA H100-SXM5-80GB", 16)
-    assert (score.stack.cuda, score.stack.driver, score.stack.framework) == ("12.6", "560.35.03", "pytorch")
+    assert (score.stack.cuda, score.stack.driver, score.stack.framework) == (
+        "12.6",
+        "560.35.03",
+        "pytorch",
+    )
     assert by_metric["accelerator_hours"].value == pytest.approx(11.0 / 60 * 16)
     per_run = [o for o in batch.observations if o.metric == "run_time_to_train_min"]
     assert sorted(round(o.value, 3) for o in per_run) == [9.0, 10.0, 11.0, 12.0, 30.0]
     assert all(o.run_id and o.provenance.details["file"].endswith(".txt") for o in per_run)
 
 
-def test_import_is_idempotent_and_archive_reads_like_directory(embedded_store: Any, tmp_path: Path) -> None:
+def test_import_is_idempotent_and_archive_reads_like_directory(
+    embedded_store: Any, tmp_path: Path
+) -> None:
     root = small_training_tree(tmp_path / "src")
     first = import_mlperf_training(root, embedded_store)
-    assert (first.runs, first.failed_runs, first.scores, first.imported, first.failures_new) == (7, 2, 1, 7, 2)
+    assert (first.runs, first.failed_runs, first.scores, first.imported, first.failures_new) == (
+        7,
+        2,
+        1,
+        7,
+        2,
+    )
     again = import_mlperf_training(tar_gz(root, tmp_path / "training_v9.9.tar.gz"), embedded_store)
     assert (again.imported, again.already_present, again.failures_new) == (0, 7, 0)
     assert embedded_store.stats().observations_by_source == {"mlperf-training": 7}
@@ -102,16 +137,22 @@ def test_bad_paths_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_cli_json_says_rcp_is_not_applied(tmp_path: Path) -> None:
-    from cli.main import app
+    from stack_advisor.cli.main import app
 
     tree = small_training_tree(tmp_path / "src")
     uri = f"embedded:{tmp_path / 'kb'}"
-    result = CliRunner().invoke(app, ["import", "mlperf-training", str(tree), "--store", uri, "--json"])
+    result = CliRunner().invoke(
+        app, ["import", "mlperf-training", str(tree), "--store", uri, "--json"]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert (summary["round"], summary["runs"], summary["scores"]) == ("v9.9", 7, 1)
     assert "RCP" in summary["note"]
-    assert {i["category"] for i in summary["issues"]} == {"no-run-stop", "malformed-run", "missing-system"}
+    assert {i["category"] for i in summary["issues"]} == {
+        "no-run-stop",
+        "malformed-run",
+        "missing-system",
+    }
     human = CliRunner().invoke(app, ["import", "mlperf-training", str(tree), "--store", uri])
     assert human.exit_code == 0 and "RCP" in human.stderr and "ghost" in human.stderr
 
@@ -126,15 +167,27 @@ def shared_training() -> Path:
 
 def test_shared_round_every_run_read(shared_training: Path) -> None:
     tree = read_training_tree(shared_training)
-    assert (tree.round, tree.files_seen, len(tree.runs), len(tree.systems)) == ("v4.1", 1335, 1249, 86)
+    assert (tree.round, tree.files_seen, len(tree.runs), len(tree.systems)) == (
+        "v4.1",
+        1335,
+        1249,
+        86,
+    )
     assert [(i.path, i.category) for i in tree.issues] == [
         ("tinycorp/results/tinybox_green/bert/result_2.txt", "no-run-stop")
     ]
     counts: dict[str, int] = {}
     for run in tree.runs:
         counts[run.benchmark] = counts.get(run.benchmark, 0) + 1
-    assert counts == {"llama2_70b_lora": 270, "bert": 270, "stable_diffusion": 230, "gnn": 170,
-                      "dlrm_dcnv2": 140, "ssd": 130, "gpt3": 39}
+    assert counts == {
+        "llama2_70b_lora": 270,
+        "bert": 270,
+        "stable_diffusion": 230,
+        "gnn": 170,
+        "dlrm_dcnv2": 140,
+        "ssd": 130,
+        "gpt3": 39,
+    }
     assert sum(1 for r in tree.runs if r.status == "aborted") == 2
     batch = to_batch(tree)
     scores = [o for o in batch.observations if o.metric == "time_to_train_min"]
@@ -144,13 +197,17 @@ def test_shared_round_every_run_read(shared_training: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.neo4j
-def test_shared_round_same_in_embedded_and_neo4j(embedded_store: Any, neo4j_store: Any, shared_training: Path) -> None:
+def test_shared_round_same_in_embedded_and_neo4j(
+    embedded_store: Any, neo4j_store: Any, shared_training: Path
+) -> None:
     for store in (embedded_store, neo4j_store):
         summary = import_mlperf_training(shared_training, store)
         assert (summary.imported, summary.failures_new) == (1540, 3)
-    assert embedded_store.stats().observations_by_source == neo4j_store.stats().observations_by_source == {
-        "mlperf-training": 1540
-    }
+    assert (
+        embedded_store.stats().observations_by_source
+        == neo4j_store.stats().observations_by_source
+        == {"mlperf-training": 1540}
+    )
 
     def values(store: Any) -> dict[tuple[str, str, str, str | None], float]:
         return {
@@ -163,14 +220,17 @@ def test_shared_round_same_in_embedded_and_neo4j(embedded_store: Any, neo4j_stor
 
 # Oracle's v5.0 1xBM.GPU.B200.8: a 25.04 container beside a stale template's CUDA 12.2.1 (NVIDIA's own
 # v5.0 systems list CUDA 12.9.0.036 with their 25.04 containers, as the release notes say)
-STALE_TEMPLATE = dict(TRAINING_SYSTEM, accelerator_model_name="NVIDIA Blackwell GPU (B200-SXM-180GB)",
-                      framework="PyTorch NVIDIA Release 25.04",
-                      other_software_stack={"cuda_version": "12.2.1.020", "cuda_driver_version": "535.86.10"})
+STALE_TEMPLATE = dict(
+    TRAINING_SYSTEM,
+    accelerator_model_name="NVIDIA Blackwell GPU (B200-SXM-180GB)",
+    framework="PyTorch NVIDIA Release 25.04",
+    other_software_stack={"cuda_version": "12.2.1.020", "cuda_driver_version": "535.86.10"},
+)
 B200 = "NVIDIA Blackwell GPU (B200-SXM-180GB)"
 
 
 def test_a_cuda_that_cannot_have_run_beside_its_ngc_container_is_the_containers() -> None:
-    from graph_schema.catalog.stack_facts import ngc_releases
+    from stack_advisor.catalog.stack_facts import ngc_releases
 
     ctx = system_context("Oracle", "1xBM.GPU.B200.8", STALE_TEMPLATE)
     assert ngc_releases()["25.04"].cuda == "12.9"
@@ -182,21 +242,63 @@ def test_a_cuda_that_cannot_have_run_beside_its_ngc_container_is_the_containers(
     assert ctx.stack.label().startswith("pytorch 2.7 (NGC 25.04), cuda 12.9")
 
 
-@pytest.mark.parametrize(("accelerator", "framework", "stack", "cuda", "noted"), [
-    (B200, "NVIDIA PyTorch Release 25.04", {"cuda_version": "12.9.0.036"}, "12.9.0.036", False),  # agrees
-    # both could have run: which one did is not known, the published one stays, noted
-    (B200, "NGC Pytorch 25.04, NGC HugeCTR 25.04", {"cuda_version": "12.8.1.012"}, "12.8.1.012", True),
-    ("NVIDIA H100-SXM5-80GB", "PyTorch NVIDIA Release 23.04", {"cuda_version": "12.2.1"}, "12.2.1", True),
-    # the tag is the stale part (23.09 ships CUDA 12.2, older than Blackwell): the published one stays
-    (B200, "PyTorch NVIDIA Release 23.09", {"cuda_version": "12.8"}, "12.8", True),
-    (B200, "PyTorch NVIDIA Release 25.07", {"cuda_version": "12.2.1"}, "12.2.1", False),  # not catalogued
-    (B200, "PyTorch NVIDIA Release 25.04", {"cuda_driver_version": "575.51.02"}, None, False),  # none published
-    (B200, "JAX 0.4.30", {"cuda_version": "12.2.1"}, "12.2.1", False),  # not an NGC tag
-])
-def test_a_published_cuda_stays_unless_it_cannot_have_run(accelerator: str, framework: str, stack: dict[str, str],
-                                                          cuda: str | None, noted: bool) -> None:
-    ctx = system_context("Acme", "box", dict(TRAINING_SYSTEM, accelerator_model_name=accelerator,
-                                             framework=framework, other_software_stack=stack))
+@pytest.mark.parametrize(
+    ("accelerator", "framework", "stack", "cuda", "noted"),
+    [
+        (
+            B200,
+            "NVIDIA PyTorch Release 25.04",
+            {"cuda_version": "12.9.0.036"},
+            "12.9.0.036",
+            False,
+        ),  # agrees
+        # both could have run: which one did is not known, the published one stays, noted
+        (
+            B200,
+            "NGC Pytorch 25.04, NGC HugeCTR 25.04",
+            {"cuda_version": "12.8.1.012"},
+            "12.8.1.012",
+            True,
+        ),
+        (
+            "NVIDIA H100-SXM5-80GB",
+            "PyTorch NVIDIA Release 23.04",
+            {"cuda_version": "12.2.1"},
+            "12.2.1",
+            True,
+        ),
+        # the tag is the stale part (23.09 ships CUDA 12.2, older than Blackwell): the published one stays
+        (B200, "PyTorch NVIDIA Release 23.09", {"cuda_version": "12.8"}, "12.8", True),
+        (
+            B200,
+            "PyTorch NVIDIA Release 25.07",
+            {"cuda_version": "12.2.1"},
+            "12.2.1",
+            False,
+        ),  # not catalogued
+        (
+            B200,
+            "PyTorch NVIDIA Release 25.04",
+            {"cuda_driver_version": "575.51.02"},
+            None,
+            False,
+        ),  # none published
+        (B200, "JAX 0.4.30", {"cuda_version": "12.2.1"}, "12.2.1", False),  # not an NGC tag
+    ],
+)
+def test_a_published_cuda_stays_unless_it_cannot_have_run(
+    accelerator: str, framework: str, stack: dict[str, str], cuda: str | None, noted: bool
+) -> None:
+    ctx = system_context(
+        "Acme",
+        "box",
+        dict(
+            TRAINING_SYSTEM,
+            accelerator_model_name=accelerator,
+            framework=framework,
+            other_software_stack=stack,
+        ),
+    )
     assert ctx.stack.cuda == cuda
     assert ("version_conflicts" in ctx.details) == noted
 
@@ -212,8 +314,14 @@ def test_shared_v5_round_records_a_cuda_that_can_have_run(shared_training: Path)
     for o in to_batch(read_training_tree(archive)).observations:
         note = o.provenance.details.get("version_conflicts")
         if note:
-            systems[(str(o.provenance.details["submitter"]), str(o.provenance.details["system_id"]))] = (o.stack.cuda, note)
-    replaced = {k: cuda for k, (cuda, note) in systems.items() if "the container's is recorded" in note}
+            systems[
+                (str(o.provenance.details["submitter"]), str(o.provenance.details["system_id"]))
+            ] = (o.stack.cuda, note)
+    replaced = {
+        k: cuda for k, (cuda, note) in systems.items() if "the container's is recorded" in note
+    }
     assert replaced == {("Oracle", "1xBM.GPU.B200.8"): "12.9"}
-    assert systems[("Dell", "1xXE9712x4GB200")][0] == "12.8.1.012"  # both could have run: as published
+    assert (
+        systems[("Dell", "1xXE9712x4GB200")][0] == "12.8.1.012"
+    )  # both could have run: as published
     assert len(systems) >= 10

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from collectors.collect import UNSUPPORTED, collect
-from collectors.fingerprint import FileRoot, fingerprint_host
-from collectors.fingerprint.topology import read_topology
-from collectors.runners import RunContext, get_runner
-from collectors.runners.numa import NumaRunner, _child, farthest, plan_pairs, usable
-from graph_schema.errors import InvalidInput, Unsupported
+from stack_advisor.collectors.collect import UNSUPPORTED, collect
+from stack_advisor.collectors.fingerprint import FileRoot, fingerprint_host
+from stack_advisor.collectors.fingerprint.topology import read_topology
+from stack_advisor.collectors.runners import RunContext, get_runner
+from stack_advisor.collectors.runners.numa import NumaRunner, _child, farthest, plan_pairs, usable
+from stack_advisor.schema.errors import InvalidInput, Unsupported
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topology"
 
@@ -23,10 +23,13 @@ def test_pairs_on_a_two_socket_eight_gpu_node() -> None:
     topology = read_topology(FileRoot(DATA / "dgx-h100-8gpu"))
     first = plan_pairs(topology, "first")
     assert len(first) == 1 and first[0]["gpu"].index == 0
-    assert [n.node for n in first[0]["local"]] == [0, 0] and [n.node for n in first[0]["remote"]] == [1, 1]
+    assert [n.node for n in first[0]["local"]] == [0, 0] and [
+        n.node for n in first[0]["remote"]
+    ] == [1, 1]
     every = plan_pairs(topology, "all")
     assert [(p["gpu"].index, p["home"], p["remote"][0].node) for p in every] == [
-        (i, 0 if i < 4 else 1, 1 if i < 4 else 0) for i in range(8)]
+        (i, 0 if i < 4 else 1, 1 if i < 4 else 0) for i in range(8)
+    ]
 
 
 def test_a_cpuset_without_the_remote_nodes_cpus_is_not_applicable() -> None:
@@ -65,14 +68,22 @@ def test_vm_gpu_without_numa_node_is_not_applicable(tmp_path: Path) -> None:
         plan_pairs(read_topology(FileRoot(tmp_path), virtual=True), "first")
 
 
-def test_collect_on_a_single_node_records_not_applicable_and_no_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_collect_on_a_single_node_records_not_applicable_and_no_figure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     root = FileRoot(DATA / "single-gpu-1numa")
-    fp = fingerprint_host(root=root, nvml=None, env={}, hostname="ws", libraries=False, topo_text=None)
-    monkeypatch.setattr(get_runner("numa"), "root", root)  # the registered runner reads the recorded tree
+    fp = fingerprint_host(
+        root=root, nvml=None, env={}, hostname="ws", libraries=False, topo_text=None
+    )
+    monkeypatch.setattr(
+        get_runner("numa"), "root", root
+    )  # the registered runner reads the recorded tree
     outcome = collect(["numa"], fingerprint=fp)
     doc = outcome.documents[0]
     assert doc.measurements == []
-    assert [f.stage for f in doc.failures] == [UNSUPPORTED] and "not applicable" in doc.failures[0].message
+    assert [f.stage for f in doc.failures] == [UNSUPPORTED] and "not applicable" in doc.failures[
+        0
+    ].message
 
 
 def test_bad_options_are_named() -> None:
@@ -88,7 +99,7 @@ def test_bad_options_are_named() -> None:
 def _two_node_tree(tmp_path: Path) -> FileRoot:
     """Two NUMA nodes over this machine's own CPUs (one CPU each where there are two)."""
     cpus = sorted(os.sched_getaffinity(0))
-    halves = (cpus[: max(1, len(cpus) // 2)], cpus[len(cpus) // 2:] or cpus[:1])
+    halves = (cpus[: max(1, len(cpus) // 2)], cpus[len(cpus) // 2 :] or cpus[:1])
     for n, part in enumerate(halves):
         d = tmp_path / "sys" / "devices" / "system" / "node" / f"node{n}"
         d.mkdir(parents=True)
@@ -107,12 +118,18 @@ def test_real_bound_processes_measure_the_pipeline_local_and_remote(tmp_path: Pa
         return _child(args, method, cpu_node, mem_node.model_copy(update={"node": 0}))
 
     runner = NumaRunner(_two_node_tree(tmp_path), child)
-    result = runner.run(RunContext(options={"bind": "self", "batch": 4, "images": 8, "gpus": "first"}))
+    result = runner.run(
+        RunContext(options={"bind": "self", "batch": 4, "images": 8, "gpus": "first"})
+    )
     assert result.failures == []
     assert seen == [(0, 0), (0, 1)]  # no GPU: CPUs stay on node 0, memory local then remote
     by_binding = {m.benchmark.parameters["binding"]: m for m in result.measurements}
     assert set(by_binding) == {"local", "remote"}
     for m in by_binding.values():
-        assert m.benchmark.family == "numa" and m.benchmark.name == "input_pipeline" and m.unit == "images/s"
+        assert (
+            m.benchmark.family == "numa"
+            and m.benchmark.name == "input_pipeline"
+            and m.unit == "images/s"
+        )
         assert m.value > 0 and m.samples >= 5 and "CPUs on NUMA node 0" in (m.note or "")
     assert by_binding["remote"].benchmark.parameters["memory_node"] == 1

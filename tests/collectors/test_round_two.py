@@ -13,17 +13,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from cli.render import OutputFormat, render_text
-from collectors.inventory import parse_node
-from collectors.sweep.env import EnvCache
+from stack_advisor.cli.main import app
+from stack_advisor.cli.render import OutputFormat, render_text
+from stack_advisor.collectors.sweep.env import EnvCache
+from stack_advisor.schema.inventory import parse_node
 from tests.support.gfd_nodes import A100_BARE_METAL
 
 SAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "plans" / "sample-plan.yaml"
 
 
-def test_prune_never_touches_folders_the_sweep_did_not_make(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prune_never_touches_folders_the_sweep_did_not_make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--cache-dir ~/miniconda3``: its envs/ holds someone's environments, older than ours."""
     monkeypatch.setenv("ADVISOR_SWEEP_UV_CACHE", str(tmp_path / "uv"))
     cache = EnvCache(tmp_path, max_gb=0.5 / 1024)  # 0.5 MiB: everything is over
@@ -32,10 +33,14 @@ def test_prune_never_touches_folders_the_sweep_did_not_make(tmp_path: Path,
         (cache.envs / key / "lib.so").write_bytes(b"\0" * 2**20)
         os.utime(cache.envs / key, (1_000_000 - age * 100,) * 2)
     (cache.envs / "mine-new.lock").write_text("numpy==2.1.3\n")
-    (cache.envs / "mine-old" / ".stack-advisor-env").write_text("made by advisor sweep\n")  # half-made, ours
+    (cache.envs / "mine-old" / ".stack-advisor-env").write_text(
+        "made by advisor sweep\n"
+    )  # half-made, ours
     removed = cache.prune()
     assert sorted(removed) == ["mine-new", "mine-old"]
-    assert (cache.envs / "base" / "lib.so").exists() and (cache.envs / "torch-env" / "lib.so").exists()
+    assert (cache.envs / "base" / "lib.so").exists() and (
+        cache.envs / "torch-env" / "lib.so"
+    ).exists()
     assert sorted(cache.sizes()) == []
 
 
@@ -63,12 +68,21 @@ def test_gfd_revision_label_keeps_the_third_part_of_the_driver() -> None:
     old = copy.deepcopy(node)
     labels = old["metadata"]["labels"]
     for part, name in (("major", "major"), ("minor", "minor"), ("revision", "rev")):
-        labels[f"nvidia.com/cuda.driver.{name}"] = labels.pop(f"nvidia.com/cuda.driver-version.{part}")
+        labels[f"nvidia.com/cuda.driver.{name}"] = labels.pop(
+            f"nvidia.com/cuda.driver-version.{part}"
+        )
     assert parse_node(old).driver == "550.54.15"
 
 
-ROWS = [{"name": '=HYPERLINK("http://evil.example","x")', "note": "+cmd|' /C calc'!A0",
-         "who": "@SUM(A1)", "value": -1.5, "html": '<img src=x onerror="alert(1)">[a](javascript:x)'}]
+ROWS = [
+    {
+        "name": '=HYPERLINK("http://evil.example","x")',
+        "note": "+cmd|' /C calc'!A0",
+        "who": "@SUM(A1)",
+        "value": -1.5,
+        "html": '<img src=x onerror="alert(1)">[a](javascript:x)',
+    }
+]
 
 
 def test_cli_csv_neutralises_formulas_and_markdown_escapes_html() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from collectors.spool import deliver, flush, pending, spool
-from graph_schema.errors import InvalidInput
+from stack_advisor.collectors.spool import deliver, flush, pending, spool
+from stack_advisor.schema.errors import InvalidInput
 from tests.support.api import document
 from tests.support.servers import ServedAPI, free_port
 
@@ -77,13 +77,20 @@ def test_wrong_token_is_spooled_and_invalid_documents_are_kept_aside(
         assert flush(api.url, tokens["write"], spool_dir).sent == 1
 
         # the server rejects a document this client thought valid (too big here): kept aside
-        small = ServedAPI(f"embedded:{tmp_path / 'kb2'}", tokens, log=tmp_path / "serve2.log",
-                          ADVISOR_MAX_BODY_BYTES="2048")
+        small = ServedAPI(
+            f"embedded:{tmp_path / 'kb2'}",
+            tokens,
+            log=tmp_path / "serve2.log",
+            ADVISOR_MAX_BODY_BYTES="2048",
+        )
         with small:
             r = deliver(document("run-big", n=20), small.url, tokens["write"], spool_dir)
         assert r.status == "rejected" and r.http_status == 413
         kept = Path(str(r.path))
-        assert kept.parent.name == "rejected" and json.loads(kept.read_text())["run"]["run_id"] == "run-big"
+        assert (
+            kept.parent.name == "rejected"
+            and json.loads(kept.read_text())["run"]["run_id"] == "run-big"
+        )
         assert "413" in kept.with_suffix(".error.txt").read_text()
         assert pending(spool_dir) == []
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from collectors.sweep.env import EnvCache, sweep_cache_dir
-from collectors.sweep.matrix import parse_matrix
-from collectors.sweep.run import cuda_incompatibility
-from graph_schema.errors import InvalidInput
-from graph_schema.models import SoftwareStack
-from graph_schema.registry import open_store
+from stack_advisor.collectors.sweep.env import EnvCache, sweep_cache_dir
+from stack_advisor.collectors.sweep.matrix import parse_matrix
+from stack_advisor.collectors.sweep.run import cuda_incompatibility
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import SoftwareStack
+from stack_advisor.store.registry import open_store
 from tests.support.cli import advisor, isolate_cli
 from tests.support.sweep import MATRIX
 
@@ -42,37 +42,92 @@ def test_matrix_errors_name_the_field_and_value() -> None:
     with pytest.raises(InvalidInput, match=r"runner.*'pii'"):
         parse_matrix({**MATRIX, "benchmarks": [{"runner": "pii"}]})
     with pytest.raises(InvalidInput, match=r"packages.*'scipy 1.13'"):
-        parse_matrix({**MATRIX, "cells": [{"framework": "numpy", "version": "2.1.3", "packages": ["scipy 1.13"]}]})
+        parse_matrix(
+            {
+                **MATRIX,
+                "cells": [{"framework": "numpy", "version": "2.1.3", "packages": ["scipy 1.13"]}],
+            }
+        )
 
 
 def test_cell_requirements_pin_the_cuda_wheels() -> None:
-    matrix = parse_matrix({**MATRIX, "cells": [
-        {"framework": "torch", "version": "2.5.1", "cuda": "12.4.127", "cudnn": "9.1.0.70", "nccl": "2.21.5"},
-        {"framework": "cupy", "version": "13.3.0", "package": "cupy-cuda11x", "cuda": "11.8.89"}]})
+    matrix = parse_matrix(
+        {
+            **MATRIX,
+            "cells": [
+                {
+                    "framework": "torch",
+                    "version": "2.5.1",
+                    "cuda": "12.4.127",
+                    "cudnn": "9.1.0.70",
+                    "nccl": "2.21.5",
+                },
+                {
+                    "framework": "cupy",
+                    "version": "13.3.0",
+                    "package": "cupy-cuda11x",
+                    "cuda": "11.8.89",
+                },
+            ],
+        }
+    )
     torch, cupy = matrix.cells
-    assert torch.requirements() == ["torch==2.5.1", "nvidia-cuda-runtime-cu12==12.4.127",
-                                    "nvidia-cudnn-cu12==9.1.0.70", "nvidia-nccl-cu12==2.21.5"]
+    assert torch.requirements() == [
+        "torch==2.5.1",
+        "nvidia-cuda-runtime-cu12==12.4.127",
+        "nvidia-cudnn-cu12==9.1.0.70",
+        "nvidia-nccl-cu12==2.21.5",
+    ]
     assert cupy.requirements() == ["cupy-cuda11x==13.3.0", "nvidia-cuda-runtime-cu11==11.8.89"]
-    assert (torch.id, torch.import_names, matrix.baseline_cell) == ("torch-2.5.1", ["torch"], "torch-2.5.1")
+    assert (torch.id, torch.import_names, matrix.baseline_cell) == (
+        "torch-2.5.1",
+        ["torch"],
+        "torch-2.5.1",
+    )
 
 
 def test_runners_bring_what_they_need_into_each_cell() -> None:
-    matrix = parse_matrix({**MATRIX, "benchmarks": [{"runner": "tf-cnn"}, {"runner": "loadgen"}], "cells": [
-        {"framework": "tensorflow", "version": "2.20.0"},
-        {"framework": "tensorflow", "version": "2.15.1", "packages": ["mlcommons-loadgen==5.0"]}]})
+    matrix = parse_matrix(
+        {
+            **MATRIX,
+            "benchmarks": [{"runner": "tf-cnn"}, {"runner": "loadgen"}],
+            "cells": [
+                {"framework": "tensorflow", "version": "2.20.0"},
+                {
+                    "framework": "tensorflow",
+                    "version": "2.15.1",
+                    "packages": ["mlcommons-loadgen==5.0"],
+                },
+            ],
+        }
+    )
     new, old = matrix.cells
-    assert new.requirements() == ["tensorflow==2.20.0", "mlcommons-loadgen>=4.0", "tf-keras~=2.20.0"]
-    assert old.requirements() == ["tensorflow==2.15.1", "mlcommons-loadgen==5.0"]  # Keras 2 built in; pin kept
+    assert new.requirements() == [
+        "tensorflow==2.20.0",
+        "mlcommons-loadgen>=4.0",
+        "tf-keras~=2.20.0",
+    ]
+    assert old.requirements() == [
+        "tensorflow==2.15.1",
+        "mlcommons-loadgen==5.0",
+    ]  # Keras 2 built in; pin kept
     again = parse_matrix(matrix.model_dump(mode="json"))  # as a Kubernetes Job receives it
     assert [c.requirements() for c in again.cells] == [new.requirements(), old.requirements()]
 
 
 def test_cuda_runtime_newer_than_the_driver_is_a_compatibility_failure() -> None:
-    stack = SoftwareStack(framework="torch", framework_version="2.8.0", cuda="12.8", driver="535.104.05",
-                          extra={"cuda_driver_api": "12.2"})
+    stack = SoftwareStack(
+        framework="torch",
+        framework_version="2.8.0",
+        cuda="12.8",
+        driver="535.104.05",
+        extra={"cuda_driver_api": "12.2"},
+    )
     reason = cuda_incompatibility(stack, measured_on_cuda=False, has_gpu=True)
     assert reason and "12.8" in reason and "12.2" in reason and "535.104.05" in reason
-    assert cuda_incompatibility(stack, measured_on_cuda=True, has_gpu=True) is None  # minor compat: it ran
+    assert (
+        cuda_incompatibility(stack, measured_on_cuda=True, has_gpu=True) is None
+    )  # minor compat: it ran
     assert cuda_incompatibility(stack, measured_on_cuda=False, has_gpu=False) is None  # a CPU node
     older = stack.model_copy(update={"cuda": "12.1"})
     assert cuda_incompatibility(older, measured_on_cuda=False, has_gpu=True) is None
@@ -95,9 +150,15 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
     code, out, err = advisor(capsys, "sweep", str(matrix), *common, "--json")
     assert code == 0, err
     cells = {c["cell"]: c for c in json.loads(out)["cells"]}
-    assert "[1/4] numpy-1.26.4: environment" in err and "[4/4] pandas-abi" in err  # progress per cell
+    assert (
+        "[1/4] numpy-1.26.4: environment" in err and "[4/4] pandas-abi" in err
+    )  # progress per cell
     # repeats interleave: every cell's first run before any second one (load drift reaches both)
-    order = [err.index(f"[{i}/4] numpy-{v}: repeat {r}/2") for r in (1, 2) for i, v in ((1, "1.26.4"), (2, "2.1.3"))]
+    order = [
+        err.index(f"[{i}/4] numpy-{v}: repeat {r}/2")
+        for r in (1, 2)
+        for i, v in ((1, "1.26.4"), (2, "2.1.3"))
+    ]
     assert order == sorted(order), err
     for name, version in (("numpy-1.26.4", "1.26.4"), ("numpy-2.1.3", "2.1.3")):
         assert cells[name]["status"] == "measured", cells[name]
@@ -118,7 +179,9 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
     lock = observations[0].provenance.details["lock"]
     assert "numpy==" in lock and "pydantic==" in lock  # what was installed, kept with the results
 
-    code, out, err = advisor(capsys, "compare", "sweep", "numpy-cpu-test", "--store", str(store), "--json")
+    code, out, err = advisor(
+        capsys, "compare", "sweep", "numpy-cpu-test", "--store", str(store), "--json"
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["baseline"] == "numpy-1.26.4"
@@ -130,17 +193,40 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
         assert ratio["flagged"] == (ratio["verdict"] in ("faster", "slower"))
         assert ratio["basis"] == "measured on this node"
 
-    code, out, err = advisor(capsys, "recommend", "--family", "pi", "--benchmark", "mem_triad", "--store", str(store),
-                             "--format", "plain")
+    code, out, err = advisor(
+        capsys,
+        "recommend",
+        "--family",
+        "pi",
+        "--benchmark",
+        "mem_triad",
+        "--store",
+        str(store),
+        "--format",
+        "plain",
+    )
     assert code == 0, err
     assert out.count("observed (measured on this node)") == 2, out  # both numpy builds, this host
-    code, out, err = advisor(capsys, "recommend", "--family", "pi", "--benchmark", "mem_triad", "--store", str(store),
-                             "--json")
+    code, out, err = advisor(
+        capsys,
+        "recommend",
+        "--family",
+        "pi",
+        "--benchmark",
+        "mem_triad",
+        "--store",
+        str(store),
+        "--json",
+    )
     assert code == 0, err
-    assert [r["basis_note"] for r in json.loads(out)["recommendations"]] == ["measured on this node"] * 2
+    assert [r["basis_note"] for r in json.loads(out)["recommendations"]] == [
+        "measured on this node"
+    ] * 2
 
     png = tmp_path / "sweep.png"
-    code, out, err = advisor(capsys, "plot", "sweep", "numpy-cpu-test", "--out", str(png), "--store", str(store))
+    code, out, err = advisor(
+        capsys, "plot", "sweep", "numpy-cpu-test", "--out", str(png), "--store", str(store)
+    )
     assert code == 0, err
     assert png.read_bytes()[:4] == b"\x89PNG"
 
@@ -149,19 +235,32 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
     assert {c["status"] for c in json.loads(out)["cells"]} == {"skipped"}
 
 
-def test_bad_benchmark_option_stops_the_sweep(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    bad = {**MATRIX, "cells": MATRIX["cells"][:1],
-           "benchmarks": [{"runner": "pi", "options": {"backends": "numpy", "pis": ["stream"]}}]}
+def test_bad_benchmark_option_stops_the_sweep(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = {
+        **MATRIX,
+        "cells": MATRIX["cells"][:1],
+        "benchmarks": [{"runner": "pi", "options": {"backends": "numpy", "pis": ["stream"]}}],
+    }
     matrix = tmp_path / "bad.yaml"
     matrix.write_text(yaml.safe_dump(bad))
-    code, _out, err = advisor(capsys, "sweep", str(matrix), "--store", str(tmp_path / "kb"),
-                             "--cache-dir", str(tmp_path / "c"))
+    code, _out, err = advisor(
+        capsys,
+        "sweep",
+        str(matrix),
+        "--store",
+        str(tmp_path / "kb"),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    )
     assert code != 0 and "pis" in err and "stream" in err
 
 
 @pytest.mark.slow
-def test_sweep_through_the_api(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sweep_through_the_api(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same sweep against a remote store: documents posted to a real `advisor serve`."""
     import secrets
 
@@ -172,13 +271,26 @@ def test_sweep_through_the_api(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(yaml.safe_dump(one))
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
-    with ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, port=free_port(), log=tmp_path / "serve.log") as api:
-        args = ["sweep", str(matrix), "--api", api.url, "--token", tokens["write"], "--cache-dir", str(tmp_path / "c")]
+    with ServedAPI(
+        f"embedded:{tmp_path / 'kb'}", tokens, port=free_port(), log=tmp_path / "serve.log"
+    ) as api:
+        args = [
+            "sweep",
+            str(matrix),
+            "--api",
+            api.url,
+            "--token",
+            tokens["write"],
+            "--cache-dir",
+            str(tmp_path / "c"),
+        ]
         code, out, err = advisor(capsys, *args, "--json")
         assert code == 0, err
         assert [c["status"] for c in json.loads(out)["cells"]] == ["measured", "measured"]
         monkeypatch.setenv("ADVISOR_TOKEN", tokens["read"])
-        code, out, err = advisor(capsys, "compare", "sweep", "numpy-cpu-test", "--store", api.url, "--json")
+        code, out, err = advisor(
+            capsys, "compare", "sweep", "numpy-cpu-test", "--store", api.url, "--json"
+        )
         assert code == 0, err
         ratios = json.loads(out)["ratios"]
         assert ratios and all(r["interval_from"] == "samples within one run" for r in ratios)
@@ -187,7 +299,9 @@ def test_sweep_through_the_api(capsys: pytest.CaptureFixture[str], tmp_path: Pat
         assert {c["status"] for c in json.loads(out)["cells"]} == {"skipped"}
 
 
-def test_prune_keeps_the_cache_under_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prune_keeps_the_cache_under_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Least recently used environments go first; the one in use never does."""
     import os
 
@@ -205,8 +319,11 @@ def test_prune_keeps_the_cache_under_its_bound(tmp_path: Path, monkeypatch: pyte
 
 
 def test_one_sweep_per_cache(tmp_path: Path) -> None:
-    from collectors.sweep.run import _exclusive
+    from stack_advisor.collectors.sweep.run import _exclusive
 
-    with _exclusive(tmp_path), pytest.raises(InvalidInput, match="another sweep is using the cache"), \
-            _exclusive(tmp_path):
+    with (
+        _exclusive(tmp_path),
+        pytest.raises(InvalidInput, match="another sweep is using the cache"),
+        _exclusive(tmp_path),
+    ):
         pass

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli.guard import run_guarded
-from cli.main import app
+from stack_advisor.cli.guard import run_guarded
+from stack_advisor.cli.main import app
 from tests.support.cli import isolate_cli
 
 DIRECT = """
@@ -43,15 +43,28 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def direct_tflops(python: Path, reps: int = 40) -> float:
-    out = subprocess.run([str(python), "-c", DIRECT, str(reps)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(python), "-c", DIRECT, str(reps)], capture_output=True, text=True, check=True
+    )
     return float(out.stdout.strip())
 
 
 @pytest.mark.slow
-def test_sweep_interval_holds_the_direct_timing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    matrix = {"name": "gemm-direct", "device": "cpu", "repeats": 3,
-              "benchmarks": [{"runner": "pi", "profile": "quick", "options": {"backends": "numpy", "pis": ["gemm"]}}],
-              "cells": [{"framework": "numpy", "version": "1.26.4"}, {"framework": "numpy", "version": "2.1.3"}]}
+def test_sweep_interval_holds_the_direct_timing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    matrix = {
+        "name": "gemm-direct",
+        "device": "cpu",
+        "repeats": 3,
+        "benchmarks": [
+            {"runner": "pi", "profile": "quick", "options": {"backends": "numpy", "pis": ["gemm"]}}
+        ],
+        "cells": [
+            {"framework": "numpy", "version": "1.26.4"},
+            {"framework": "numpy", "version": "2.1.3"},
+        ],
+    }
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(matrix))
     store, cache = str(tmp_path / "kb"), tmp_path / "cache"
@@ -64,15 +77,19 @@ def test_sweep_interval_holds_the_direct_timing(capsys: pytest.CaptureFixture[st
 
     pythons = {}
     for lock in (cache / "envs").glob("*.lock"):
-        version = next(ln.split("==")[1] for ln in lock.read_text().splitlines() if ln.startswith("numpy=="))
+        version = next(
+            ln.split("==")[1] for ln in lock.read_text().splitlines() if ln.startswith("numpy==")
+        )
         pythons[version] = cache / "envs" / lock.stem / "bin" / "python"
     direct = []
     for _ in range(5):  # alternating: each pair sees the same load
         base = direct_tflops(pythons["1.26.4"])
         direct.append(direct_tflops(pythons["2.1.3"]) / base)
     middle = statistics.median(direct)
-    print(f"compare sweep: {row['ratio']:.3f} ({row['low']:.3f}..{row['high']:.3f}, {row['verdict']}); "
-          f"direct: median {middle:.3f}, range {min(direct):.3f}..{max(direct):.3f}")
+    print(
+        f"compare sweep: {row['ratio']:.3f} ({row['low']:.3f}..{row['high']:.3f}, {row['verdict']}); "
+        f"direct: median {middle:.3f}, range {min(direct):.3f}..{max(direct):.3f}"
+    )
     assert row["low"] <= max(direct) and min(direct) <= row["high"], (row, direct)
     if row["flagged"] and (min(direct) > 1 or max(direct) < 1):
         # the direction is checked where the direct timing shows one: every alternating pair agrees

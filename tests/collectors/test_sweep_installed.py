@@ -16,9 +16,9 @@ import numpy
 import pytest
 import yaml
 
-from collectors.sweep.matrix import parse_matrix
-from graph_schema.errors import InvalidInput
-from graph_schema.registry import open_store
+from stack_advisor.collectors.sweep.matrix import parse_matrix
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.store.registry import open_store
 from tests.support.cli import advisor, isolate_cli
 from tests.support.sweep import MATRIX
 
@@ -30,48 +30,113 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_an_installed_environment_installs_nothing() -> None:
-    with pytest.raises(InvalidInput, match=r"cudnn, packages: a cell with `environment` measures what is installed"):
-        parse_matrix({**MATRIX, "cells": [{"framework": "torch", "environment": "/opt/torch/.venv",
-                                           "cudnn": "9.5.1.17", "packages": ["scipy"]}]})
+    with pytest.raises(
+        InvalidInput, match=r"cudnn, packages: a cell with `environment` measures what is installed"
+    ):
+        parse_matrix(
+            {
+                **MATRIX,
+                "cells": [
+                    {
+                        "framework": "torch",
+                        "environment": "/opt/torch/.venv",
+                        "cudnn": "9.5.1.17",
+                        "packages": ["scipy"],
+                    }
+                ],
+            }
+        )
     with pytest.raises(InvalidInput, match=r"version: required .* unless `environment`"):
         parse_matrix({**MATRIX, "cells": [{"framework": "torch"}]})
-    matrix = parse_matrix({**MATRIX, "benchmarks": [{"runner": "loadgen"}],
-                           "cells": [{"framework": "torch", "environment": "/opt/torch/.venv"},
-                                     {"framework": "torch", "version": "2.11", "environment": "/opt/b"}]})
+    matrix = parse_matrix(
+        {
+            **MATRIX,
+            "benchmarks": [{"runner": "loadgen"}],
+            "cells": [
+                {"framework": "torch", "environment": "/opt/torch/.venv"},
+                {"framework": "torch", "version": "2.11", "environment": "/opt/b"},
+            ],
+        }
+    )
     first, second = matrix.cells
     assert (first.id, first.requirements(), first.packages) == ("torch-installed", [], [])
-    assert second.wish() == {"framework": "torch", "framework_version": "2.11", "environment": "/opt/b"}
+    assert second.wish() == {
+        "framework": "torch",
+        "framework_version": "2.11",
+        "environment": "/opt/b",
+    }
     # an environment may hold several frameworks: a cell runs only its own
-    pi, cnn = parse_matrix({**MATRIX, "benchmarks": [{"runner": "pi"}, {"runner": "cnn"}]}).benchmarks
-    assert (pi.cell_options("cupy"), cnn.cell_options("torch")) == ({"backends": "cupy"}, {"framework": "torch"})
+    pi, cnn = parse_matrix(
+        {**MATRIX, "benchmarks": [{"runner": "pi"}, {"runner": "cnn"}]}
+    ).benchmarks
+    assert (pi.cell_options("cupy"), cnn.cell_options("torch")) == (
+        {"backends": "cupy"},
+        {"framework": "torch"},
+    )
     assert cnn.unsupported_by("jax") == "cnn runs on torch or tensorflow, not jax"
     assert pi.unsupported_by("jax") is None and cnn.unsupported_by("tensorflow") is None
 
 
 @pytest.mark.slow
-def test_real_sweep_of_installed_environments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_real_sweep_of_installed_environments(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     bare = tmp_path / "bare-env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     cells = [
         {"framework": "numpy", "environment": sys.executable, "name": "here"},
         {"framework": "numpy", "environment": str(bare), "name": "bare"},
-        {"framework": "numpy", "environment": sys.executable, "version": "0.1", "name": "wrong-version"},
-        {"framework": "numpy", "environment": str(tmp_path / "nowhere" / "python"), "name": "missing"},
+        {
+            "framework": "numpy",
+            "environment": sys.executable,
+            "version": "0.1",
+            "name": "wrong-version",
+        },
+        {
+            "framework": "numpy",
+            "environment": str(tmp_path / "nowhere" / "python"),
+            "name": "missing",
+        },
     ]
     matrix = tmp_path / "matrix.yaml"
-    benchmarks = [*MATRIX["benchmarks"], {"runner": "loadgen", "profile": "quick"}]  # loadgen: torch only
-    matrix.write_text(yaml.safe_dump({**MATRIX, "name": "installed-test", "repeats": 1, "cells": cells,
-                                      "benchmarks": benchmarks}))
+    benchmarks = [
+        *MATRIX["benchmarks"],
+        {"runner": "loadgen", "profile": "quick"},
+    ]  # loadgen: torch only
+    matrix.write_text(
+        yaml.safe_dump(
+            {
+                **MATRIX,
+                "name": "installed-test",
+                "repeats": 1,
+                "cells": cells,
+                "benchmarks": benchmarks,
+            }
+        )
+    )
     store = tmp_path / "kb"
-    code, out, err = advisor(capsys, "sweep", str(matrix), "--store", str(store),
-                             "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "docs.json"), "--json")
+    code, out, err = advisor(
+        capsys,
+        "sweep",
+        str(matrix),
+        "--store",
+        str(store),
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--out",
+        str(tmp_path / "docs.json"),
+        "--json",
+    )
     assert code == 0, err
     outcome = {c["cell"]: c for c in json.loads(out)["cells"]}
     assert outcome["here"]["status"] == "measured", outcome["here"]
     assert outcome["here"]["framework"] == f"numpy {numpy.__version__}"  # the fingerprint inside it
     assert "environment checked (installed)" in err
     assert outcome["bare"]["status"] == "failed (install)"
-    assert "has no numpy installed" in outcome["bare"]["reason"] and str(bare) in outcome["bare"]["reason"]
+    assert (
+        "has no numpy installed" in outcome["bare"]["reason"]
+        and str(bare) in outcome["bare"]["reason"]
+    )
     reason = outcome["wrong-version"]["reason"]
     assert f"has numpy {numpy.__version__}, the cell asks for 0.1" in reason
     assert "no Python interpreter at" in outcome["missing"]["reason"]
@@ -85,7 +150,10 @@ def test_real_sweep_of_installed_environments(capsys: pytest.CaptureFixture[str]
     assert f"numpy=={numpy.__version__}" in details["lock"] and "pydantic==" in details["lock"]
     assert json.loads(details["sweep_requested"])["environment"] == sys.executable
     assert sorted(f.get("stage") for f in failures) == ["install"] * 6 + ["unsupported"]
-    assert "environment checked (installed)" in err and "loadgen: unsupported (loadgen runs on torch" in err
+    assert (
+        "environment checked (installed)" in err
+        and "loadgen: unsupported (loadgen runs on torch" in err
+    )
     # --out: every document the store took, as `advisor collect --out` writes them (to commit)
     documents = json.loads((tmp_path / "docs.json").read_text())
     assert sum(len(d.get("measurements") or []) for d in documents) == len(observations)

@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from collectors.importers.tf_cnn import import_tf_cnn_log, parse_tf_cnn_log, tf_cnn_outcome
-from graph_schema.errors import InvalidInput
-from graph_schema.models import Accelerator, Host, Placement, PlacementKind, SoftwareStack
+from stack_advisor.collectors.importers.tf_cnn import (
+    import_tf_cnn_log,
+    parse_tf_cnn_log,
+    tf_cnn_outcome,
+)
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import Accelerator, Host, Placement, PlacementKind, SoftwareStack
 
 DATA = Path(__file__).parents[1] / "data" / "tf_cnn"
 
@@ -39,7 +43,9 @@ def test_measured_resnet50_header_steps_and_total() -> None:
 
 
 def test_measured_resnet50_outcome_is_one_measurement() -> None:
-    measurements, failures = tf_cnn_outcome(parse_tf_cnn_log(read("measured_tf2.21_resnet50_cpu_train.log")))
+    measurements, failures = tf_cnn_outcome(
+        parse_tf_cnn_log(read("measured_tf2.21_resnet50_cpu_train.log"))
+    )
     assert failures == []
     (m,) = measurements
     assert m.metric == "images_per_sec" and m.unit == "images/s" and m.value == 2.01
@@ -65,7 +71,9 @@ def test_accuracy_columns_and_nan_loss() -> None:
 
 
 def test_forward_only_mode() -> None:
-    (m,), failures = tf_cnn_outcome(parse_tf_cnn_log(read("measured_tf2.21_alexnet_cpu_forward.log")))
+    (m,), failures = tf_cnn_outcome(
+        parse_tf_cnn_log(read("measured_tf2.21_alexnet_cpu_forward.log"))
+    )
     assert not failures
     assert m.benchmark.parameters["mode"] == "forward-only" and m.value == 25.24
 
@@ -73,7 +81,11 @@ def test_forward_only_mode() -> None:
 @pytest.mark.parametrize(
     ("name", "error_class", "text"),
     [
-        ("measured_tf2.21_crash_invalid_model.log", "ValueError", "Invalid model name 'nosuchmodel'"),
+        (
+            "measured_tf2.21_crash_invalid_model.log",
+            "ValueError",
+            "Invalid model name 'nosuchmodel'",
+        ),
         ("measured_tf2.21_crash_keras3.log", "AttributeError", "BasicLSTMCell"),
     ],
 )
@@ -94,7 +106,9 @@ def test_nonzero_exit_without_traceback_is_a_failure() -> None:
 
 
 def test_truncated_log_is_a_failure() -> None:
-    measurements, (failure,) = tf_cnn_outcome(parse_tf_cnn_log(read("truncated_resnet50_after_step6.log")))
+    measurements, (failure,) = tf_cnn_outcome(
+        parse_tf_cnn_log(read("truncated_resnet50_after_step6.log"))
+    )
     assert measurements == []
     assert failure.error_class == "TruncatedLog" and "step 6" in failure.message
     assert failure.benchmark is not None and failure.benchmark.name == "resnet50"
@@ -103,7 +117,9 @@ def test_truncated_log_is_a_failure() -> None:
 
 def test_total_cut_mid_line_is_not_read_as_a_number() -> None:
     """tensorflow/benchmarks#232 excerpt ends in "total images/sec: 5" (no newline)."""
-    log = parse_tf_cnn_log(read("published_tfbench232_tf1.10_alexnet_worker0_truncated_excerpt.log"))
+    log = parse_tf_cnn_log(
+        read("published_tfbench232_tf1.10_alexnet_worker0_truncated_excerpt.log")
+    )
     assert log.totals == [] and not log.ok
     assert log.header["layout_optimizer"] == "False" and log.header["sync"] == "False"
     assert log.per_device_batch == 1024.0 and log.global_batch == 4096
@@ -114,7 +130,9 @@ def test_total_cut_mid_line_is_not_read_as_a_number() -> None:
 
 
 def test_published_logs_without_header() -> None:
-    (m,), _ = tf_cnn_outcome(parse_tf_cnn_log(read("published_horovod466_resnet101_1gpu_no_header.log")))
+    (m,), _ = tf_cnn_outcome(
+        parse_tf_cnn_log(read("published_horovod466_resnet101_1gpu_no_header.log"))
+    )
     assert m.value == 204.75 and m.samples == 100 and m.benchmark.name == "unknown"
     log = parse_tf_cnn_log(read("published_tfbench63_resnet50_loss_column.log"))
     assert log.totals == [138.95] and log.steps[-1].loss == 7.917
@@ -169,7 +187,9 @@ def _context() -> dict:
 
 
 def test_import_document_fills_framework_and_round_trips() -> None:
-    doc = import_tf_cnn_log(read("measured_tf2.21_resnet50_cpu_train.log"), run_id="r1", **_context())
+    doc = import_tf_cnn_log(
+        read("measured_tf2.21_resnet50_cpu_train.log"), run_id="r1", **_context()
+    )
     assert doc.stack.framework == "tensorflow" and doc.stack.framework_version == "2.21"
     assert doc.run.run_id == "r1" and len(doc.measurements) == 1 and doc.failures == []
     batch = doc.to_batch()

@@ -10,24 +10,48 @@ from pathlib import Path
 
 import pytest
 
-from collectors.runners import RunContext, get_runner
-from collectors.runners.tf_cnn import SHARED_COPY, TfCnnParams, find_script, params_for
-from graph_schema.errors import InvalidInput, Unsupported
+from stack_advisor.collectors.runners import RunContext, get_runner
+from stack_advisor.collectors.runners.tf_cnn import (
+    SHARED_COPY,
+    TfCnnParams,
+    find_script,
+    params_for,
+)
+from stack_advisor.schema.errors import InvalidInput, Unsupported
 
 IN_CI = os.environ.get("CI") == "true"
 
 
 def test_argv_from_typed_parameters() -> None:
     params = TfCnnParams(
-        model="resnet50", batch_size=64, num_gpus=2, device="gpu", data_format="NCHW",
-        variable_update="replicated", forward_only=False, use_fp16=True, xla=True,
-        num_batches=50, num_warmup_batches=5, optimizer="momentum", local_parameter_device="gpu",
+        model="resnet50",
+        batch_size=64,
+        num_gpus=2,
+        device="gpu",
+        data_format="NCHW",
+        variable_update="replicated",
+        forward_only=False,
+        use_fp16=True,
+        xla=True,
+        num_batches=50,
+        num_warmup_batches=5,
+        optimizer="momentum",
+        local_parameter_device="gpu",
     )
     argv = params.argv()
     for flag in (
-        "--model=resnet50", "--batch_size=64", "--num_gpus=2", "--device=gpu", "--data_format=NCHW",
-        "--variable_update=replicated", "--forward_only=False", "--use_fp16=True", "--xla=True",
-        "--num_batches=50", "--num_warmup_batches=5", "--optimizer=momentum",
+        "--model=resnet50",
+        "--batch_size=64",
+        "--num_gpus=2",
+        "--device=gpu",
+        "--data_format=NCHW",
+        "--variable_update=replicated",
+        "--forward_only=False",
+        "--use_fp16=True",
+        "--xla=True",
+        "--num_batches=50",
+        "--num_warmup_batches=5",
+        "--optimizer=momentum",
         "--local_parameter_device=gpu",
     ):
         assert flag in argv
@@ -35,8 +59,15 @@ def test_argv_from_typed_parameters() -> None:
 
 
 def test_quick_profile_on_cpu_and_overrides() -> None:
-    p = params_for(RunContext(profile="quick", device="cpu", options={"model": "resnet50"}), cuda=False)
-    assert (p.model, p.device, p.data_format, p.local_parameter_device) == ("resnet50", "cpu", "NHWC", "cpu")
+    p = params_for(
+        RunContext(profile="quick", device="cpu", options={"model": "resnet50"}), cuda=False
+    )
+    assert (p.model, p.device, p.data_format, p.local_parameter_device) == (
+        "resnet50",
+        "cpu",
+        "NHWC",
+        "cpu",
+    )
     g = params_for(RunContext(profile="full", device="cuda"), cuda=True)
     assert (g.device, g.data_format, g.batch_size) == ("gpu", "NCHW", 64)
 
@@ -50,7 +81,9 @@ def test_invalid_option_names_field_and_value() -> None:
 
 def test_missing_script_is_unsupported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("TF_CNN_BENCHMARKS_SCRIPT", raising=False)
-    monkeypatch.setattr("collectors.runners.tf_cnn.CONVENTIONAL_PATHS", (tmp_path / "none.py",))
+    monkeypatch.setattr(
+        "stack_advisor.collectors.runners.tf_cnn.CONVENTIONAL_PATHS", (tmp_path / "none.py",)
+    )
     with pytest.raises(Unsupported, match="TF_CNN_BENCHMARKS_SCRIPT"):
         find_script()
     with pytest.raises(InvalidInput, match="no such file"):
@@ -78,8 +111,13 @@ def _skip_unless_runnable() -> Path:
     have_tf = importlib.util.find_spec("tensorflow") is not None
     have_keras2 = importlib.util.find_spec("tf_keras") is not None
     if script is None or not have_tf or not have_keras2:
-        why = ("tf_cnn_benchmarks.py not found" if script is None else
-               "TensorFlow not installed" if not have_tf else "tf-keras not installed")
+        why = (
+            "tf_cnn_benchmarks.py not found"
+            if script is None
+            else "TensorFlow not installed"
+            if not have_tf
+            else "tf-keras not installed"
+        )
         assert not IN_CI, f"{why}: scripts/test.sh installs what the real tf-cnn run needs"
         pytest.skip(why)
     return script
@@ -99,9 +137,11 @@ def test_real_script_quick_profile() -> None:
     assert m.benchmark.name == "trivial" and m.benchmark.parameters["device"] == "cpu"
     assert m.benchmark.parameters["use_fp16"] is False
     assert result.stack_extra["framework"] == "tensorflow"
-    from collectors.runners.tf_cnn import _tensorflow_version
+    from stack_advisor.collectors.runners.tf_cnn import _tensorflow_version
 
-    assert result.stack_extra["framework_version"] == _tensorflow_version()  # with the patch, as installed
+    assert (
+        result.stack_extra["framework_version"] == _tensorflow_version()
+    )  # with the patch, as installed
     assert seen and seen[-1] == 1.0
 
 

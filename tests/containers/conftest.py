@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 API_IMAGE = os.environ.get("API_IMAGE", "stack-advisor/api:dev")
 COLLECTOR_IMAGE = os.environ.get("COLLECTOR_IMAGE", "stack-advisor/collector:cpu-dev")
 BUILD_TIMEOUT_S = 1800
-# The manifests' container securityContext, as docker run options (deploy/base, collectors/plan).
+# The manifests' container securityContext, as docker run options (deploy/base, stack_advisor/collectors/plan).
 HARDENED: dict[str, Any] = {
     "network_mode": "host",
     "read_only": True,
@@ -65,8 +65,13 @@ def tier_missing(reason: str) -> None:
 def docker_engine() -> Iterator[str]:
     """DOCKER_HOST of our engine (started when needed); testcontainers' reaper is off (its image
     would be pulled), every container here is removed by its fixture or test."""
-    proc = subprocess.run(["bash", str(REPO / "deploy" / "docker" / "engine.sh")], capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        ["bash", str(REPO / "deploy" / "docker" / "engine.sh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if proc.returncode != 0:
         tier_missing(f"deploy/docker/engine.sh failed ({proc.returncode}): {proc.stderr[-2000:]}")
     host = proc.stdout.strip().rsplit("=", 1)[-1]
@@ -92,17 +97,27 @@ class Images:
 def images(docker_engine: str) -> Images:
     """Both images, built once per session (a warm layer cache makes this seconds)."""
     start = time.monotonic()
-    proc = subprocess.run(["bash", str(REPO / "deploy" / "docker" / "build.sh")], capture_output=True, text=True,
-                          timeout=BUILD_TIMEOUT_S, check=False,
-                          env={**os.environ, "API_IMAGE": API_IMAGE, "COLLECTOR_IMAGE": COLLECTOR_IMAGE})
+    proc = subprocess.run(
+        ["bash", str(REPO / "deploy" / "docker" / "build.sh")],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        check=False,
+        env={**os.environ, "API_IMAGE": API_IMAGE, "COLLECTOR_IMAGE": COLLECTOR_IMAGE},
+    )
     if proc.returncode != 0:
-        pytest.fail(f"deploy/docker/build.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}", pytrace=False)
+        pytest.fail(
+            f"deploy/docker/build.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}",
+            pytrace=False,
+        )
     print(f"\n{proc.stderr.strip()}\n[images] build.sh took {time.monotonic() - start:.0f} s")
     return Images(API_IMAGE, COLLECTOR_IMAGE, proc.stderr)
 
 
 def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 @dataclass
@@ -170,7 +185,7 @@ def start_api(images: Images, store: str, tokens_dir: Path, host: str = "127.0.0
 def api(images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     """The API image on the session's real Neo4j (the local server of tests/neo4j_server.py,
     reached over loopback). Its data is cleared first: the tier reads back what it sent."""
-    from graph_schema.registry import open_store
+    from stack_advisor.store.registry import open_store
 
     with open_store(neo4j_uri, migrate=False) as store:
         store.clear()  # type: ignore[attr-defined]
@@ -186,13 +201,23 @@ class Run:
     logs: str
 
 
-def run_collector(images: Images, args: list[str], *, env: dict[str, str] | None = None,
-                  spool: Path | None = None, timeout: float = 600) -> Run:
+def run_collector(
+    images: Images,
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    spool: Path | None = None,
+    timeout: float = 600,
+) -> Run:
     """Run the collector image to completion as the Job's pod runs it (read-only root, /tmp a
     tmpfs, non-root); ``spool`` is mounted as its state volume (XDG_STATE_HOME=/var/spool-state)."""
     run = container(images.collector, HARDENED).with_command(args)
-    for key, value in {"HOME": "/tmp", "XDG_CACHE_HOME": "/tmp/cache", "XDG_DATA_HOME": "/tmp/data",
-                       **(env or {})}.items():
+    for key, value in {
+        "HOME": "/tmp",
+        "XDG_CACHE_HOME": "/tmp/cache",
+        "XDG_DATA_HOME": "/tmp/data",
+        **(env or {}),
+    }.items():
         run = run.with_env(key, value)
     if spool is not None:
         spool.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,16 @@ def _now() -> str:
 
 
 class DockerNode:
-    def __init__(self, api_client: Any, name: str, labels: dict[str, str], *, apiserver_url: str,
-                 ca_file: Path, namespace: str) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        name: str,
+        labels: dict[str, str],
+        *,
+        apiserver_url: str,
+        ca_file: Path,
+        namespace: str,
+    ) -> None:
         from kubernetes import client
 
         self.core = client.CoreV1Api(api_client)
@@ -48,11 +56,24 @@ class DockerNode:
 
     def __enter__(self) -> DockerNode:
         self.core.create_node({"metadata": {"name": self.name, "labels": self.labels}})
-        self.core.patch_node_status(self.name, {"status": {
-            "conditions": [{"type": "Ready", "status": "True", "reason": "DockerNode",
-                            "lastHeartbeatTime": _now(), "lastTransitionTime": _now()}],
-            "capacity": {"cpu": "2", "memory": "8Gi", "pods": "20"},
-            "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "20"}}})
+        self.core.patch_node_status(
+            self.name,
+            {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "DockerNode",
+                            "lastHeartbeatTime": _now(),
+                            "lastTransitionTime": _now(),
+                        }
+                    ],
+                    "capacity": {"cpu": "2", "memory": "8Gi", "pods": "20"},
+                    "allocatable": {"cpu": "2", "memory": "8Gi", "pods": "20"},
+                }
+            },
+        )
         self._thread.start()
         return self
 
@@ -76,14 +97,19 @@ class DockerNode:
             return
         selector = spec.get("nodeSelector") or {}
         if spec.get("schedulerName", "default-scheduler") != "default-scheduler" or any(
-                self.labels.get(k) != v for k, v in selector.items()):
+            self.labels.get(k) != v for k, v in selector.items()
+        ):
             self.passed_over.add(name)
             return
         if not spec.get("nodeName"):
-            self.core.create_namespaced_binding(self.namespace, {
-                "metadata": {"name": name}, "target": {"kind": "Node", "name": self.name}},
-                _preload_content=False)
-            pod = self.core.api_client.sanitize_for_serialization(self.core.read_namespaced_pod(name, self.namespace))
+            self.core.create_namespaced_binding(
+                self.namespace,
+                {"metadata": {"name": name}, "target": {"kind": "Node", "name": self.name}},
+                _preload_content=False,
+            )
+            pod = self.core.api_client.sanitize_for_serialization(
+                self.core.read_namespaced_pod(name, self.namespace)
+            )
         self._running.add(name)
         threading.Thread(target=self._run, args=(pod,), daemon=True).start()
 
@@ -99,18 +125,43 @@ class DockerNode:
             except Exception as exc:
                 code, log = 128, f"docker node: {type(exc).__name__}: {exc}"
         self.logs[name], self.exit_codes[name] = log, code
-        terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                      "startedAt": started, "finishedAt": _now()}
+        terminated = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": started,
+            "finishedAt": _now(),
+        }
         self._status(name, "Succeeded" if code == 0 else "Failed", {"terminated": terminated}, pod)
 
     def _status(self, name: str, phase: str, state: dict[str, Any], pod: dict[str, Any]) -> None:
         [container] = pod["spec"]["containers"]
         ready = phase == "Running"
-        self.core.patch_namespaced_pod_status(name, self.namespace, {"status": {
-            "phase": phase, "hostIP": "127.0.0.1", "podIP": "127.0.0.1", "startTime": _now(),
-            "conditions": [{"type": "Ready", "status": str(ready), "lastTransitionTime": _now()}],
-            "containerStatuses": [{"name": container["name"], "image": container["image"], "imageID": "",
-                                   "ready": ready, "restartCount": 0, "started": ready, "state": state}]}})
+        self.core.patch_namespaced_pod_status(
+            name,
+            self.namespace,
+            {
+                "status": {
+                    "phase": phase,
+                    "hostIP": "127.0.0.1",
+                    "podIP": "127.0.0.1",
+                    "startTime": _now(),
+                    "conditions": [
+                        {"type": "Ready", "status": str(ready), "lastTransitionTime": _now()}
+                    ],
+                    "containerStatuses": [
+                        {
+                            "name": container["name"],
+                            "image": container["image"],
+                            "imageID": "",
+                            "ready": ready,
+                            "restartCount": 0,
+                            "started": ready,
+                            "state": state,
+                        }
+                    ],
+                }
+            },
+        )
 
     # ---- what a kubelet mounts and injects ------------------------------------------------------
     def _service_env(self) -> dict[str, str]:
@@ -122,15 +173,24 @@ class DockerNode:
         for volume in pod["spec"].get("volumes", []):
             target = tmp / volume["name"]
             if "configMap" in volume:
-                data = self.core.read_namespaced_config_map(volume["configMap"]["name"], self.namespace).data or {}
+                data = (
+                    self.core.read_namespaced_config_map(
+                        volume["configMap"]["name"], self.namespace
+                    ).data
+                    or {}
+                )
                 target.mkdir()
                 for key, value in data.items():
                     (target / key).write_text(value)
                 out[volume["name"]] = str(target)
-            elif "projected" in volume and any("serviceAccountToken" in s for s in volume["projected"]["sources"]):
+            elif "projected" in volume and any(
+                "serviceAccountToken" in s for s in volume["projected"]["sources"]
+            ):
                 token = self.core.create_namespaced_service_account_token(
-                    pod["spec"]["serviceAccountName"], self.namespace,
-                    {"spec": {"audiences": [], "expirationSeconds": 3600}}).status.token
+                    pod["spec"]["serviceAccountName"],
+                    self.namespace,
+                    {"spec": {"audiences": [], "expirationSeconds": 3600}},
+                ).status.token
                 target.mkdir()
                 (target / "token").write_text(token)
                 (target / "ca.crt").write_text(self.ca)

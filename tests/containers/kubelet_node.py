@@ -32,8 +32,8 @@ def kube_binary(name: str) -> Path | None:
 
 def containerd_config(d: Path, sock: Path, cni_bin: Path | None = None) -> str:
     return f"""version = 2
-root = "{d / 'root'}"
-state = "{d / 'state'}"
+root = "{d / "root"}"
+state = "{d / "state"}"
 [grpc]
   address = "{sock}"
 [ttrpc]
@@ -49,12 +49,14 @@ state = "{d / 'state'}"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{cni_bin or d / 'cni-bin'}"
-    conf_dir = "{d / 'cni-conf'}"
+    bin_dir = "{cni_bin or d / "cni-bin"}"
+    conf_dir = "{d / "cni-conf"}"
 """
 
 
-def kubelet_config(sock: Path, ca: Path, port: int, healthz: int, address: str = "127.0.0.1") -> str:
+def kubelet_config(
+    sock: Path, ca: Path, port: int, healthz: int, address: str = "127.0.0.1"
+) -> str:
     return f"""apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://{sock}
@@ -94,7 +96,9 @@ class KubeletNode:
     workdir: Path
     name: str
     labels: dict[str, str]
-    node_ip: str | None = None  # with a pod network (tests/containers/pod_network.py): its bridge address
+    node_ip: str | None = (
+        None  # with a pod network (tests/containers/pod_network.py): its bridge address
+    )
     cni_bin: Path | None = None
     sock: Path = field(default_factory=Path)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -111,9 +115,17 @@ class KubeletNode:
         self._spawn("containerd", ["containerd", "--config", str(d / "config.toml")])
         self._wait(lambda: self.ctr("version").returncode == 0, 60, "containerd")
 
-    def ctr(self, *args: str, stdin: object = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ctr", "--address", str(self.sock), "-n", "k8s.io", *args], stdin=stdin,
-                              capture_output=True, text=True, timeout=timeout, check=False)
+    def ctr(
+        self, *args: str, stdin: object = None, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["ctr", "--address", str(self.sock), "-n", "k8s.io", *args],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     def import_image(self, image: str) -> None:
         """`docker save` from our engine into this node's containerd (nothing is pulled)."""
@@ -126,13 +138,26 @@ class KubeletNode:
     def start_kubelet(self) -> None:
         d = self.workdir / "kubelet"
         d.mkdir(parents=True, exist_ok=True)
-        (d / "config.yaml").write_text(kubelet_config(self.sock, self.ca, free_port(), free_port(),
-                                                      self.node_ip or "127.0.0.1"))
+        (d / "config.yaml").write_text(
+            kubelet_config(
+                self.sock, self.ca, free_port(), free_port(), self.node_ip or "127.0.0.1"
+            )
+        )
         labels = ",".join(f"{k}={v}" for k, v in self.labels.items())
-        self._spawn("kubelet", [
-            str(self.kubelet), f"--config={d / 'config.yaml'}", f"--kubeconfig={self.kubeconfig}",
-            f"--root-dir={d / 'root'}", f"--cert-dir={d / 'pki'}", f"--hostname-override={self.name}",
-            f"--node-labels={labels}", "--v=1", *([f"--node-ip={self.node_ip}"] if self.node_ip else [])])
+        self._spawn(
+            "kubelet",
+            [
+                str(self.kubelet),
+                f"--config={d / 'config.yaml'}",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--root-dir={d / 'root'}",
+                f"--cert-dir={d / 'pki'}",
+                f"--hostname-override={self.name}",
+                f"--node-labels={labels}",
+                "--v=1",
+                *([f"--node-ip={self.node_ip}"] if self.node_ip else []),
+            ],
+        )
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         with open(self.workdir / f"{name}.log", "wb") as log:
@@ -147,7 +172,9 @@ class KubeletNode:
         while time.monotonic() < deadline:
             for proc in self._procs:
                 if proc.poll() is not None:
-                    raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}:\n{self.log(Path(str(proc.args[0])).name)}")
+                    raise RuntimeError(
+                        f"{proc.args[0]} exited with {proc.returncode}:\n{self.log(Path(str(proc.args[0])).name)}"
+                    )
             if ready():  # type: ignore[operator]
                 return
             time.sleep(0.5)
@@ -170,8 +197,11 @@ class KubeletNode:
         # the kubelet bind-mounts its root dir (and pods' volumes under it), containerd its
         # sandboxes' shm, and both leave them mounted when stopped with pods still running
         roots = (str(self.workdir / "kubelet" / "root"), str(self.workdir / "containerd"))
-        mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
-                  if line.split()[1].startswith(roots)]
+        mounts = [
+            line.split()[1]
+            for line in Path("/proc/self/mounts").read_text().splitlines()
+            if line.split()[1].startswith(roots)
+        ]
         for mount in sorted(mounts, key=len, reverse=True):
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
         if self.sock != Path():

@@ -55,25 +55,56 @@ class PodNetwork:
     def up(self, conf_dir: Path) -> None:
         """The bridge with the node's address, and the CNI config containerd loads."""
         _run("ip", "link", "del", self.bridge)  # a previous run killed before its teardown
-        for argv in (("ip", "link", "add", self.bridge, "type", "bridge"),
-                     ("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge),
-                     ("ip", "link", "set", self.bridge, "up")):
+        for argv in (
+            ("ip", "link", "add", self.bridge, "type", "bridge"),
+            ("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge),
+            ("ip", "link", "set", self.bridge, "up"),
+        ):
             proc = _run(*argv)
             if proc.returncode != 0:
                 raise RuntimeError(f"{' '.join(argv)}: {proc.stderr.strip()}")
         conf_dir.mkdir(parents=True, exist_ok=True)
-        (conf_dir / "10-sa-pods.conflist").write_text(json.dumps({
-            "cniVersion": "1.0.0", "name": "sa-pods",
-            "plugins": [{"type": "bridge", "bridge": self.bridge, "isGateway": True, "ipMasq": False,
-                         "hairpinMode": True,
-                         "ipam": {"type": "host-local", "dataDir": str(self.workdir / "ipam"),
-                                  "ranges": [[{"subnet": self.subnet, "gateway": self.gateway}]],
-                                  "routes": [{"dst": "0.0.0.0/0"}]}}],
-        }, indent=1))
+        (conf_dir / "10-sa-pods.conflist").write_text(
+            json.dumps(
+                {
+                    "cniVersion": "1.0.0",
+                    "name": "sa-pods",
+                    "plugins": [
+                        {
+                            "type": "bridge",
+                            "bridge": self.bridge,
+                            "isGateway": True,
+                            "ipMasq": False,
+                            "hairpinMode": True,
+                            "ipam": {
+                                "type": "host-local",
+                                "dataDir": str(self.workdir / "ipam"),
+                                "ranges": [[{"subnet": self.subnet, "gateway": self.gateway}]],
+                                "routes": [{"dst": "0.0.0.0/0"}],
+                            },
+                        }
+                    ],
+                },
+                indent=1,
+            )
+        )
 
     def service_rule(self, apiserver_port: int) -> list[str]:
-        return ["PREROUTING", "-s", self.subnet, "-d", f"{SERVICE_IP}/32", "-p", "tcp", "--dport", "443",
-                "-j", "DNAT", "--to-destination", f"{self.gateway}:{apiserver_port}"]
+        return [
+            "PREROUTING",
+            "-s",
+            self.subnet,
+            "-d",
+            f"{SERVICE_IP}/32",
+            "-p",
+            "tcp",
+            "--dport",
+            "443",
+            "-j",
+            "DNAT",
+            "--to-destination",
+            f"{self.gateway}:{apiserver_port}",
+        ]
 
     def route_service(self, apiserver_port: int) -> None:
         """kube-proxy's rule for the ``kubernetes`` Service, the only Service the pods use."""

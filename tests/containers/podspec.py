@@ -36,8 +36,11 @@ def expand(text: str, env: dict[str, str]) -> str:
 
 def _field(path: str, pod: dict[str, Any]) -> str:
     meta = pod["metadata"]
-    simple = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", ""),
-              "spec.nodeName": pod["spec"].get("nodeName", "")}
+    simple = {
+        "metadata.name": meta.get("name", ""),
+        "metadata.namespace": meta.get("namespace", ""),
+        "spec.nodeName": pod["spec"].get("nodeName", ""),
+    }
     if path in simple:
         return simple[path]
     match = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
@@ -62,12 +65,15 @@ def container_env(container: dict[str, Any], pod: dict[str, Any], core: Any) -> 
         elif "fieldRef" in source:
             env[item["name"]] = _field(source["fieldRef"]["fieldPath"], pod)
         else:
-            raise ValueError(f"env {item['name']!r}: valueFrom {sorted(source)} is not supported here")
+            raise ValueError(
+                f"env {item['name']!r}: valueFrom {sorted(source)} is not supported here"
+            )
     return env
 
 
-def docker_options(pod: dict[str, Any], container: dict[str, Any],
-                   host_dirs: dict[str, str] | None = None) -> dict[str, Any]:
+def docker_options(
+    pod: dict[str, Any], container: dict[str, Any], host_dirs: dict[str, str] | None = None
+) -> dict[str, Any]:
     """docker run options for the pod's securityContext and volumes (``host_dirs``: a host folder
     holding each configMap or service-account volume's files, as a kubelet writes them)."""
     spec = pod["spec"]
@@ -93,8 +99,10 @@ def docker_options(pod: dict[str, Any], container: dict[str, Any],
             binds[host_dirs[mount["name"]]] = {"bind": mount["mountPath"], "mode": "ro"}  # type: ignore[index]
             continue
         if "emptyDir" not in volume:
-            raise ValueError(f"volume {mount['name']!r}: only emptyDir, configMap and service-account "
-                             "volumes run here")
+            raise ValueError(
+                f"volume {mount['name']!r}: only emptyDir, configMap and service-account "
+                "volumes run here"
+            )
         size = volume["emptyDir"].get("sizeLimit", "1Gi").replace("Gi", "g").replace("Mi", "m")
         options["tmpfs"][mount["mountPath"]] = f"size={size},mode=1777"
     if binds:
@@ -102,8 +110,14 @@ def docker_options(pod: dict[str, Any], container: dict[str, Any],
     return options
 
 
-def run_pod(pod: dict[str, Any], core: Any, *, timeout: float = 600, extra_volumes: dict[str, str] | None = None,
-            extra_env: dict[str, str] | None = None) -> Any:
+def run_pod(
+    pod: dict[str, Any],
+    core: Any,
+    *,
+    timeout: float = 600,
+    extra_volumes: dict[str, str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Any:
     """Run the pod's single container to completion (a conftest.Run: exit code, log).
     ``extra_env`` comes first, as the kubelet's service variables do: the pod's own env wins."""
     from tests.containers.conftest import container, wait_exit

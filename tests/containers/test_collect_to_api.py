@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from stack_advisor.cli.main import app
 from tests.containers.conftest import Api, Images, free_port, run_collector
 
 pytestmark = [pytest.mark.containers, pytest.mark.neo4j, pytest.mark.slow]
@@ -19,7 +19,18 @@ ONE_PI = ["--option", "pis=mem_triad"]
 
 
 def _collect(api_url: str, token: str, *extra: str) -> list[str]:
-    return ["advisor", "collect", "--profile", "quick", "--api", api_url, "--token", token, "--json", *extra]
+    return [
+        "advisor",
+        "collect",
+        "--profile",
+        "quick",
+        "--api",
+        api_url,
+        "--token",
+        token,
+        "--json",
+        *extra,
+    ]
 
 
 def _summary(logs: str) -> dict:
@@ -28,13 +39,18 @@ def _summary(logs: str) -> dict:
 
 
 def _recommend(api: Api, *args: str) -> dict:
-    result = CliRunner().invoke(app, ["--api", api.url, "recommend", "--family", "pi", *args, "--json"],
-                                env={"ADVISOR_TOKEN": api.read_token})
+    result = CliRunner().invoke(
+        app,
+        ["--api", api.url, "recommend", "--family", "pi", *args, "--json"],
+        env={"ADVISOR_TOKEN": api.read_token},
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
 
-def test_collector_image_measures_and_the_api_image_stores_it(images: Images, api: Api, tmp_path: Path) -> None:
+def test_collector_image_measures_and_the_api_image_stores_it(
+    images: Images, api: Api, tmp_path: Path
+) -> None:
     run = run_collector(images, _collect(api.url, api.write_token), spool=tmp_path / "spool")
     assert run.code == 0, run.logs
     summary = _summary(run.logs)
@@ -50,17 +66,24 @@ def test_collector_image_measures_and_the_api_image_stores_it(images: Images, ap
     assert {r["candidate"]["stack"]["framework"] for r in rows} == {"numpy"}
 
 
-def test_api_down_spools_to_the_volume_and_the_next_run_resends(images: Images, api: Api, tmp_path: Path) -> None:
+def test_api_down_spools_to_the_volume_and_the_next_run_resends(
+    images: Images, api: Api, tmp_path: Path
+) -> None:
     spool = tmp_path / "spool"
     down = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    first = run_collector(images, _collect(down, api.write_token, *ONE_PI, "--run-id", "spool-test"), spool=spool)
+    first = run_collector(
+        images, _collect(down, api.write_token, *ONE_PI, "--run-id", "spool-test"), spool=spool
+    )
     assert first.code == 0, first.logs  # measured; delivery is deferred, not failed
     assert {d["status"] for d in _summary(first.logs)["delivery"]} == {"spooled"}
     waiting = sorted((spool / "stack-advisor" / "spool").glob("*.json"))
     assert waiting, f"nothing spooled in the volume: {list(spool.rglob('*'))}"
 
-    flushed = run_collector(images, ["advisor", "collect", "--flush", "--api", api.url, "--token", api.write_token,
-                                     "--json"], spool=spool)
+    flushed = run_collector(
+        images,
+        ["advisor", "collect", "--flush", "--api", api.url, "--token", api.write_token, "--json"],
+        spool=spool,
+    )
     assert flushed.code == 0, flushed.logs
     report = _summary(flushed.logs)["flush"]
     assert report["sent"] == len(waiting) and report["remaining"] == 0, report
@@ -76,6 +99,9 @@ def test_wrong_token_is_a_clear_error_in_the_log(images: Images, api: Api, tmp_p
     assert "HTTP 401" in run.logs and "spooled to /var/spool-state" in run.logs, run.logs
     # kept for a re-send once the token is fixed, never lost
     assert list((spool / "stack-advisor" / "spool").glob("*.json"))
-    fixed = run_collector(images, ["advisor", "collect", "--flush", "--api", api.url, "--token", api.write_token,
-                                   "--json"], spool=spool)
+    fixed = run_collector(
+        images,
+        ["advisor", "collect", "--flush", "--api", api.url, "--token", api.write_token, "--json"],
+        spool=spool,
+    )
     assert fixed.code == 0 and _summary(fixed.logs)["flush"]["remaining"] == 0, fixed.logs

@@ -20,22 +20,41 @@ def _checkout_version() -> str:
 
 
 def _run_hardened(image: str, *cmd: str) -> str:
-    proc = docker("run", "--rm", "--network", "host", "--read-only", "--cap-drop", "ALL",
-                  "--security-opt", "no-new-privileges", "--tmpfs", "/tmp:" + HARDENED["tmpfs"]["/tmp"],
-                  image, *cmd)
+    proc = docker(
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "--read-only",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--tmpfs",
+        "/tmp:" + HARDENED["tmpfs"]["/tmp"],
+        image,
+        *cmd,
+    )
     assert proc.returncode == 0, f"{image} {' '.join(cmd)}: {proc.stderr}"
     return proc.stdout
 
 
 @pytest.mark.parametrize("which", ["api", "collector"])
-def test_image_runs_non_root_read_only_with_the_checkouts_version(images: Images, which: str) -> None:
+def test_image_runs_non_root_read_only_with_the_checkouts_version(
+    images: Images, which: str
+) -> None:
     image = getattr(images, which)
-    assert _run_hardened(image, "advisor", "--version").strip() == f"advisor (stack-advisor) {_checkout_version()}"
+    assert (
+        _run_hardened(image, "advisor", "--version").strip()
+        == f"advisor (stack-advisor) {_checkout_version()}"
+    )
     assert _run_hardened(image, "id", "-u").strip() == "65532"  # the image's own user, not root
     config = json.loads(docker("image", "inspect", image).stdout)[0]["Config"]
     assert config["User"] == "65532:65532"
     # the root filesystem is read-only; HOME (/tmp, an emptyDir in the manifests) is where writes go
-    out = _run_hardened(image, "sh", "-c", "touch /x 2>/dev/null || echo ro; touch $HOME/x && echo home-ok")
+    out = _run_hardened(
+        image, "sh", "-c", "touch /x 2>/dev/null || echo ro; touch $HOME/x && echo home-ok"
+    )
     assert out.split() == ["ro", "home-ok"]
 
 

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from cli.main import app
+from stack_advisor.cli.main import app
 from tests.containers.conftest import Api, Images, docker, start_api, tier_missing
 from tests.containers.docker_node import wait_for
 from tests.containers.kubelet_node import PAUSE_IMAGE, KubeletNode, kube_binary
@@ -44,8 +44,10 @@ pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytes
 NODE = "kubelet-node-1"
 POOL = {"stack-advisor.io/pool": "cpu-pool"}
 NAMESPACE = "stack-advisor"
-CONTROLLERS = ("job-controller,cronjob-controller,serviceaccount-controller,node-lifecycle-controller,"
-               "persistentvolume-binder-controller,root-ca-certificate-publisher-controller")
+CONTROLLERS = (
+    "job-controller,cronjob-controller,serviceaccount-controller,node-lifecycle-controller,"
+    "persistentvolume-binder-controller,root-ca-certificate-publisher-controller"
+)
 
 
 @dataclass
@@ -63,34 +65,74 @@ class Cluster:
 
 def _binaries() -> tuple[Path, Path, Path, Path, Path, Path]:
     apiserver, etcd, why = find_binaries()
-    found = {"kubelet": kube_binary("kubelet"), "kube-scheduler": kube_binary("kube-scheduler"),
-             "kube-controller-manager": find_controller_manager()}
+    found = {
+        "kubelet": kube_binary("kubelet"),
+        "kube-scheduler": kube_binary("kube-scheduler"),
+        "kube-controller-manager": find_controller_manager(),
+    }
     cni = cni_bin_dir()
-    missing = [name for name, path in found.items() if path is None] + ([] if cni else ["CNI plugins"])
+    missing = [name for name, path in found.items() if path is None] + (
+        [] if cni else ["CNI plugins"]
+    )
     if apiserver is None or etcd is None or missing:
-        tier_missing(f"missing {', '.join(missing) or why}: run KUBE_COMPONENTS='kubelet kube-scheduler' "
-                     "deploy/kube-local/build.sh and deploy/kube-local/cni-plugins.sh")
+        tier_missing(
+            f"missing {', '.join(missing) or why}: run KUBE_COMPONENTS='kubelet kube-scheduler' "
+            "deploy/kube-local/build.sh and deploy/kube-local/cni-plugins.sh"
+        )
     assert apiserver and etcd and cni and all(found.values())
-    return (apiserver, etcd, found["kubelet"], found["kube-scheduler"],  # type: ignore[return-value]
-            found["kube-controller-manager"], cni)
+    return (
+        apiserver,
+        etcd,
+        found["kubelet"],
+        found["kube-scheduler"],  # type: ignore[return-value]
+        found["kube-controller-manager"],
+        cni,
+    )
 
 
 @pytest.fixture(scope="module")
-def cluster(images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    from graph_schema.registry import open_store
+def cluster(
+    images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    from stack_advisor.store.registry import open_store
 
     apiserver, etcd, kubelet, scheduler, manager, cni = _binaries()
-    base = next(line.split()[2].rstrip(":") for line in images.build_log.splitlines() if line.startswith("[images] base "))
+    base = next(
+        line.split()[2].rstrip(":")
+        for line in images.build_log.splitlines()
+        if line.startswith("[images] base ")
+    )
     created = docker("create", base).stdout.strip()
-    docker("commit", "--change", 'CMD ["/usr/bin/tini", "--", "/bin/sleep", "infinity"]', created, PAUSE_IMAGE)
+    docker(
+        "commit",
+        "--change",
+        'CMD ["/usr/bin/tini", "--", "/bin/sleep", "infinity"]',
+        created,
+        PAUSE_IMAGE,
+    )
     docker("rm", created)
     work = tmp_path_factory.mktemp("kubelet")
     net = PodNetwork(work)
-    cp = ControlPlane(apiserver=apiserver, etcd=etcd, workdir=work / "cp", controller_manager=manager,
-                      controllers=CONTROLLERS, advertise=net.gateway, scheduler=scheduler)
+    cp = ControlPlane(
+        apiserver=apiserver,
+        etcd=etcd,
+        workdir=work / "cp",
+        controller_manager=manager,
+        controllers=CONTROLLERS,
+        advertise=net.gateway,
+        scheduler=scheduler,
+    )
     (work / "cp").mkdir()
-    kn = KubeletNode(kubelet=kubelet, kubeconfig=work / "cp" / "kubeconfig", ca=work / "cp" / "pki" / "ca.crt",
-                     workdir=work, name=NODE, labels=POOL, node_ip=net.gateway, cni_bin=cni)
+    kn = KubeletNode(
+        kubelet=kubelet,
+        kubeconfig=work / "cp" / "kubeconfig",
+        ca=work / "cp" / "pki" / "ca.crt",
+        workdir=work,
+        name=NODE,
+        labels=POOL,
+        node_ip=net.gateway,
+        cni_bin=cni,
+    )
     api = None
     try:
         net.up(work / "containerd" / "cni-conf")
@@ -133,23 +175,61 @@ def test_the_node_turns_ready_with_the_pod_network(cluster: Cluster) -> None:
         raise AssertionError(f"{core.list_node().items}\n{cluster.node.log('kubelet')}") from None
     assert node.status.node_info.kubelet_version == "v1.35.4"
     assert node.metadata.labels["stack-advisor.io/pool"] == "cpu-pool"
-    assert {a.address for a in node.status.addresses if a.type == "InternalIP"} == {cluster.net.gateway}
+    assert {a.address for a in node.status.addresses if a.type == "InternalIP"} == {
+        cluster.net.gateway
+    }
 
 
 def _pod(images: Images, api: Api) -> dict[str, Any]:
-    return {"metadata": {"name": "collector-on-kubelet"}, "spec": {
-        "nodeName": NODE, "hostNetwork": True, "restartPolicy": "Never", "automountServiceAccountToken": False,
-        "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532},
-        "containers": [{
-            "name": "collector", "image": images.collector, "imagePullPolicy": "Never",
-            "command": ["advisor", "collect", "--profile", "quick", "--option", "pis=mem_triad", "--run-id", "kubelet-pod"],
-            "env": [{"name": "ADVISOR_API", "value": api.url},
-                    {"name": "ADVISOR_TOKEN", "valueFrom": {"secretKeyRef": {"name": "collector-token", "key": "token"}}},
-                    {"name": "HOME", "value": "/tmp"}],
-            "securityContext": {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]}},
-            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}]}],
-        "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}]}}
+    return {
+        "metadata": {"name": "collector-on-kubelet"},
+        "spec": {
+            "nodeName": NODE,
+            "hostNetwork": True,
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": 65532,
+                "runAsGroup": 65532,
+                "fsGroup": 65532,
+            },
+            "containers": [
+                {
+                    "name": "collector",
+                    "image": images.collector,
+                    "imagePullPolicy": "Never",
+                    "command": [
+                        "advisor",
+                        "collect",
+                        "--profile",
+                        "quick",
+                        "--option",
+                        "pis=mem_triad",
+                        "--run-id",
+                        "kubelet-pod",
+                    ],
+                    "env": [
+                        {"name": "ADVISOR_API", "value": api.url},
+                        {
+                            "name": "ADVISOR_TOKEN",
+                            "valueFrom": {
+                                "secretKeyRef": {"name": "collector-token", "key": "token"}
+                            },
+                        },
+                        {"name": "HOME", "value": "/tmp"},
+                    ],
+                    "securityContext": {
+                        "readOnlyRootFilesystem": True,
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                }
+            ],
+            "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
+        },
+    }
 
 
 def _finished(core: Any, name: str, namespace: str) -> Any:
@@ -157,31 +237,66 @@ def _finished(core: Any, name: str, namespace: str) -> Any:
     return pod if pod.status.phase in ("Succeeded", "Failed") else None
 
 
-def test_kubelet_runs_the_collector_pod_and_its_figure_lands(images: Images, cluster: Cluster) -> None:
+def test_kubelet_runs_the_collector_pod_and_its_figure_lands(
+    images: Images, cluster: Cluster
+) -> None:
     from kubernetes import client
 
     core = client.CoreV1Api(cluster.client())
-    wait_for("the default ServiceAccount", lambda: core.list_namespaced_service_account(
-        "default", field_selector="metadata.name=default").items, timeout=60)
-    core.create_namespaced_secret("default", {"metadata": {"name": "collector-token"},
-                                              "stringData": {"token": cluster.api.write_token}})
+    wait_for(
+        "the default ServiceAccount",
+        lambda: (
+            core.list_namespaced_service_account(
+                "default", field_selector="metadata.name=default"
+            ).items
+        ),
+        timeout=60,
+    )
+    core.create_namespaced_secret(
+        "default",
+        {"metadata": {"name": "collector-token"}, "stringData": {"token": cluster.api.write_token}},
+    )
     core.create_namespaced_pod("default", _pod(images, cluster.api))
-    pod = wait_for("the hostNetwork pod", lambda: _finished(core, "collector-on-kubelet", "default"), 300, 2)
+    pod = wait_for(
+        "the hostNetwork pod", lambda: _finished(core, "collector-on-kubelet", "default"), 300, 2
+    )
     terminated = pod.status.container_statuses[0].state.terminated
-    assert pod.status.phase == "Succeeded" and terminated.exit_code == 0, f"{pod.status}\n{cluster.node.log('kubelet')}"
+    assert pod.status.phase == "Succeeded" and terminated.exit_code == 0, (
+        f"{pod.status}\n{cluster.node.log('kubelet')}"
+    )
     rows = recommend(cluster.api, ["--family", "pi", "--benchmark", "mem_triad"])
-    assert any(r["basis"] == "observed" and r["basis_note"].startswith("measured on") for r in rows), rows
+    assert any(
+        r["basis"] == "observed" and r["basis_note"].startswith("measured on") for r in rows
+    ), rows
 
 
 # ---- the scheduled plan ---------------------------------------------------------------------------
 def _plan(api: Api, images: Images) -> dict[str, Any]:
     return {
-        "name": "cpu-minutely", "namespace": NAMESPACE,
-        "api": {"url": api.url, "token_secret": "stack-advisor-collector-token", "token_key": "token"},
-        "images": [{"name": "numpy-cpu", "image": images.collector, "pull_policy": "Never",
-                    "stack": {"framework": "numpy", "python": "3.11"}}],
+        "name": "cpu-minutely",
+        "namespace": NAMESPACE,
+        "api": {
+            "url": api.url,
+            "token_secret": "stack-advisor-collector-token",
+            "token_key": "token",
+        },
+        "images": [
+            {
+                "name": "numpy-cpu",
+                "image": images.collector,
+                "pull_policy": "Never",
+                "stack": {"framework": "numpy", "python": "3.11"},
+            }
+        ],
         "pools": [{"name": "cpu-pool", "selector": POOL, "placement": "unknown"}],
-        "benchmarks": [{"name": "pi-triad", "runner": "pi", "profile": "quick", "options": {"pis": "mem_triad"}}],
+        "benchmarks": [
+            {
+                "name": "pi-triad",
+                "runner": "pi",
+                "profile": "quick",
+                "options": {"pis": "mem_triad"},
+            }
+        ],
         "schedule": "* * * * *",
         # the node has 2 cores, and the planner's pod requests 100m of them while it waits
         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}},
@@ -200,9 +315,17 @@ def _namespace(api_client: Any, api: Api, spool: Path) -> None:
     core = client.CoreV1Api(api_client)
     spool.mkdir(parents=True)
     os.chown(spool, 65532, 65532)  # a hostPath volume gets no fsGroup; an NFS/CephFS class maps it
-    core.create_persistent_volume({"metadata": {"name": "collector-spool"}, "spec": {
-        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"],
-        "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(spool), "type": "Directory"}}})
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": "collector-spool"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "hostPath": {"path": str(spool), "type": "Directory"},
+            },
+        }
+    )
 
 
 def _create(api_client: Any, objects: list[dict[str, Any]]) -> str:
@@ -233,7 +356,8 @@ def _logs(core: Any) -> str:
 
 
 def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
-        images: Images, cluster: Cluster, neo4j_uri: str, tmp_path: Path) -> None:
+    images: Images, cluster: Cluster, neo4j_uri: str, tmp_path: Path
+) -> None:
     from kubernetes import client
 
     api_client = cluster.client()
@@ -265,16 +389,31 @@ def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
     assert pod.status.phase == "Succeeded" and finished.exit_code == 0, logs
     landed = (finished.finished_at - created).total_seconds()
 
-    sync = CliRunner().invoke(app, ["nodes", "sync", "--kubeconfig", str(cluster.cp.kubeconfig),
-                                    "--cluster", "kubelet-test", "--store", neo4j_uri])
+    sync = CliRunner().invoke(
+        app,
+        [
+            "nodes",
+            "sync",
+            "--kubeconfig",
+            str(cluster.cp.kubeconfig),
+            "--cluster",
+            "kubelet-test",
+            "--store",
+            neo4j_uri,
+        ],
+    )
     assert sync.exit_code == 0, sync.output
-    rows = recommend(cluster.api, ["--cluster", "kubelet-test", "--family", "pi", "--benchmark", "mem_triad"])
+    rows = recommend(
+        cluster.api, ["--cluster", "kubelet-test", "--family", "pi", "--benchmark", "mem_triad"]
+    )
     mine = [r for r in rows if r["pool"] == "cpu-pool"]
     assert mine and mine[0]["basis"] == "measured", rows
     assert NODE in mine[0]["evidence"]["submitters"], mine[0]  # measured on the pool's own node
-    print(f"\n[kubelet] CronJob created -> collector pod done (its figure posted): {landed:.0f} s; "
-          f"-> planner Job complete: {elapsed:.0f} s; recommend --cluster: cpu-pool {mine[0]['value']:.3g} "
-          f"{mine[0]['unit']} ({mine[0]['basis']})")
+    print(
+        f"\n[kubelet] CronJob created -> collector pod done (its figure posted): {landed:.0f} s; "
+        f"-> planner Job complete: {elapsed:.0f} s; recommend --cluster: cpu-pool {mine[0]['value']:.3g} "
+        f"{mine[0]['unit']} ({mine[0]['basis']})"
+    )
     assert elapsed < 180, f"CronJob to a measured figure took {elapsed:.0f} s (goal: 3 minutes)"
 
 
@@ -283,10 +422,18 @@ def _claim_volume(core: Any, namespace: str, path: Path) -> None:
     """A claim of the plan's name in ``namespace``, bound to a directory of this machine."""
     path.mkdir(parents=True)
     os.chown(path, 65532, 65532)
-    core.create_persistent_volume({"metadata": {"name": f"spool-{namespace}"}, "spec": {
-        "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "persistentVolumeReclaimPolicy": "Retain",
-        "claimRef": {"namespace": namespace, "name": "stack-advisor-collector-spool"},
-        "hostPath": {"path": str(path), "type": "Directory"}}})
+    core.create_persistent_volume(
+        {
+            "metadata": {"name": f"spool-{namespace}"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "claimRef": {"namespace": namespace, "name": "stack-advisor-collector-spool"},
+                "hostPath": {"path": str(path), "type": "Directory"},
+            },
+        }
+    )
 
 
 def test_gang_path_stops_at_the_volcano_scheduler(cluster: Cluster, tmp_path: Path) -> None:
@@ -304,38 +451,67 @@ def test_gang_path_stops_at_the_volcano_scheduler(cluster: Cluster, tmp_path: Pa
     core = client.CoreV1Api(api_client)
     wait_for("the node Ready and untainted", lambda: _ready(core), timeout=180, every=2)
     for group, version, kind in GANG_KINDS:
-        client.ApiextensionsV1Api(api_client).create_custom_resource_definition(served_kind(group, version, kind))
+        client.ApiextensionsV1Api(api_client).create_custom_resource_definition(
+            served_kind(group, version, kind)
+        )
     namespace = "gang"
     core.create_namespace({"metadata": {"name": namespace}})
     core.create_namespaced_service_account(
-        namespace, {"metadata": {"name": "stack-advisor-collector"}, "automountServiceAccountToken": False})
-    plan = {"name": "gang", "namespace": namespace,
-            "images": [{"name": "numpy-cpu", "image": "stack-advisor/collector:cpu-dev", "pull_policy": "Never"}],
-            "pools": [{"name": "cpu-pool", "selector": POOL, "placement": "unknown", "gang_scheduling": True}],
-            "benchmarks": [{"name": "allreduce-2x", "runner": "allreduce", "profile": "quick", "workers": 2}],
-            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+        namespace,
+        {"metadata": {"name": "stack-advisor-collector"}, "automountServiceAccountToken": False},
+    )
+    plan = {
+        "name": "gang",
+        "namespace": namespace,
+        "images": [
+            {
+                "name": "numpy-cpu",
+                "image": "stack-advisor/collector:cpu-dev",
+                "pull_policy": "Never",
+            }
+        ],
+        "pools": [
+            {"name": "cpu-pool", "selector": POOL, "placement": "unknown", "gang_scheduling": True}
+        ],
+        "benchmarks": [
+            {"name": "allreduce-2x", "runner": "allreduce", "profile": "quick", "workers": 2}
+        ],
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+    }
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(plan))
     objects = render_plan(plan_file, "--only", "jobs")
     assert [o["kind"] for o in objects] == ["PersistentVolumeClaim", "PodGroup", "PyTorchJob"]
     _claim_volume(core, namespace, tmp_path / "spool")
     core.create_namespaced_persistent_volume_claim(namespace, objects[0])
-    dyn = dynamic.DynamicClient(wait_for("CRDs served", lambda: gang_kinds_served(api_client), timeout=60))
+    dyn = dynamic.DynamicClient(
+        wait_for("CRDs served", lambda: gang_kinds_served(api_client), timeout=60)
+    )
     for obj in objects[1:]:
-        dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).create(body=obj, namespace=namespace)
+        dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).create(
+            body=obj, namespace=namespace
+        )
     master = objects[2]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
-    core.create_namespaced_pod(namespace, {"metadata": {"name": "gang-master-0", **master["metadata"]},
-                                           "spec": master["spec"]})
+    core.create_namespaced_pod(
+        namespace,
+        {"metadata": {"name": "gang-master-0", **master["metadata"]}, "spec": master["spec"]},
+    )
     time.sleep(15)  # kube-scheduler schedules a pod it owns within a second here
     seen = core.read_namespaced_pod("gang-master-0", namespace)
     assert seen.spec.scheduler_name == "volcano" and seen.spec.node_name is None
     assert seen.status.phase == "Pending"
-    assert not core.list_namespaced_pod(namespace, label_selector="training.kubeflow.org/job-name").items
+    assert not core.list_namespaced_pod(
+        namespace, label_selector="training.kubeflow.org/job-name"
+    ).items
 
     spec = {**master["spec"], "schedulerName": "default-scheduler"}
-    core.create_namespaced_pod(namespace, {"metadata": {"name": "gang-master-default", **master["metadata"]},
-                                           "spec": spec})
-    placed = wait_for("kube-scheduler to place the same pod", lambda: core.read_namespaced_pod(
-        "gang-master-default", namespace).spec.node_name, timeout=60)
+    core.create_namespaced_pod(
+        namespace, {"metadata": {"name": "gang-master-default", **master["metadata"]}, "spec": spec}
+    )
+    placed = wait_for(
+        "kube-scheduler to place the same pod",
+        lambda: core.read_namespaced_pod("gang-master-default", namespace).spec.node_name,
+        timeout=60,
+    )
     core.delete_namespaced_pod("gang-master-default", namespace, grace_period_seconds=0)
     assert placed == NODE

@@ -45,10 +45,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     if apiserver is None or etcd is None or manager is None:
         from tests.containers.conftest import tier_missing
 
-        tier_missing(f"no kube-apiserver/etcd/kube-controller-manager: {why or 'run deploy/kube-local/build.sh'}")
+        tier_missing(
+            f"no kube-apiserver/etcd/kube-controller-manager: {why or 'run deploy/kube-local/build.sh'}"
+        )
     assert apiserver is not None and etcd is not None
-    cp = ControlPlane(apiserver=apiserver, etcd=etcd, controller_manager=manager, controllers=CONTROLLERS,
-                      workdir=tmp_path_factory.mktemp("kube-containers"))
+    cp = ControlPlane(
+        apiserver=apiserver,
+        etcd=etcd,
+        controller_manager=manager,
+        controllers=CONTROLLERS,
+        workdir=tmp_path_factory.mktemp("kube-containers"),
+    )
     try:
         cp.start()
         yield cp
@@ -60,11 +67,28 @@ def _plan(api: Api, images: Images) -> dict[str, Any]:
     return {
         "name": "cpu-minutely",
         "namespace": NAMESPACE,
-        "api": {"url": api.url, "token_secret": "stack-advisor-collector-token", "token_key": "token"},
-        "images": [{"name": "numpy-cpu", "image": images.collector, "pull_policy": "Never",
-                    "stack": {"framework": "numpy", "python": "3.11"}}],
+        "api": {
+            "url": api.url,
+            "token_secret": "stack-advisor-collector-token",
+            "token_key": "token",
+        },
+        "images": [
+            {
+                "name": "numpy-cpu",
+                "image": images.collector,
+                "pull_policy": "Never",
+                "stack": {"framework": "numpy", "python": "3.11"},
+            }
+        ],
         "pools": [{"name": "cpu-pool", "selector": POOL_LABEL, "placement": "bare-metal"}],
-        "benchmarks": [{"name": "pi-triad", "runner": "pi", "profile": "quick", "options": {"pis": "mem_triad"}}],
+        "benchmarks": [
+            {
+                "name": "pi-triad",
+                "runner": "pi",
+                "profile": "quick",
+                "options": {"pis": "mem_triad"},
+            }
+        ],
         "schedule": "* * * * *",
         # the Docker node runs emptyDir, configMap and service-account volumes only; the spool claim
         # runs on the real kubelet (test_kubelet.py)
@@ -74,7 +98,8 @@ def _plan(api: Api, images: Images) -> dict[str, Any]:
 
 
 def test_cronjob_fires_and_its_collector_pod_lands_a_measured_figure(
-        images: Images, api: Api, cluster: ControlPlane, tmp_path: Path) -> None:
+    images: Images, api: Api, cluster: ControlPlane, tmp_path: Path
+) -> None:
     from kubernetes import client, config
 
     api_client = config.new_client_from_config(config_file=str(cluster.kubeconfig))
@@ -86,9 +111,14 @@ def test_cronjob_fires_and_its_collector_pod_lands_a_measured_figure(
     assert sorted(o["kind"] for o in objects) == ["ConfigMap", "CronJob"]
 
     start = time.monotonic()
-    with DockerNode(api_client, "cpu-node-1", {**POOL_LABEL, "kubernetes.io/hostname": "cpu-node-1"},
-                    apiserver_url=cluster.url, ca_file=cluster.workdir / "pki" / "ca.crt",
-                    namespace=NAMESPACE) as node:
+    with DockerNode(
+        api_client,
+        "cpu-node-1",
+        {**POOL_LABEL, "kubernetes.io/hostname": "cpu-node-1"},
+        apiserver_url=cluster.url,
+        ca_file=cluster.workdir / "pki" / "ca.crt",
+        namespace=NAMESPACE,
+    ) as node:
         for obj in objects:
             if obj["kind"] == "ConfigMap":
                 client.CoreV1Api(api_client).create_namespaced_config_map(NAMESPACE, obj)
@@ -98,7 +128,10 @@ def test_cronjob_fires_and_its_collector_pod_lands_a_measured_figure(
         planner_job = fire_once(batch, NAMESPACE, name)
         job = planner_finished(batch, NAMESPACE, planner_job, timeout=600)
         elapsed = time.monotonic() - start
-        logs = "\n".join(f"--- {pod}: exit {node.exit_codes.get(pod)}\n{log[-3000:]}" for pod, log in node.logs.items())
+        logs = "\n".join(
+            f"--- {pod}: exit {node.exit_codes.get(pod)}\n{log[-3000:]}"
+            for pod, log in node.logs.items()
+        )
         assert job.status.succeeded == 1, logs
     print(f"\nCronJob created -> collector figure stored, planner Job complete: {elapsed:.0f} s")
     collector_pods = [p for p in node.logs if not p.startswith(planner_job)]
@@ -108,7 +141,9 @@ def test_cronjob_fires_and_its_collector_pod_lands_a_measured_figure(
     answer = recommend(api, ["--family", "pi", "--benchmark", "mem_triad"])
     rows = [r for r in answer if images.collector in json.dumps(r)]
     assert rows, answer  # the plan's image, recorded with the figure (ADVISOR_IMAGE)
-    assert all(r["basis"] == "observed" and r["basis_note"].startswith("measured on") for r in rows), rows
+    assert all(
+        r["basis"] == "observed" and r["basis_note"].startswith("measured on") for r in rows
+    ), rows
     assert elapsed < 180, f"CronJob to a measured figure took {elapsed:.0f} s (goal: 3 minutes)"
 
 
@@ -126,25 +161,57 @@ def test_gang_path_stops_at_the_volcano_scheduler(cluster: ControlPlane, tmp_pat
     namespace = "gang"
     client.CoreV1Api(api_client).create_namespace({"metadata": {"name": namespace}})
     client.CoreV1Api(api_client).create_namespaced_service_account(
-        namespace, {"metadata": {"name": "stack-advisor-collector"}, "automountServiceAccountToken": False})
-    plan = {"name": "gang", "namespace": namespace,
-            "images": [{"name": "numpy-cpu", "image": "stack-advisor/collector:cpu-dev", "pull_policy": "Never"}],
-            "pools": [{"name": "cpu-pool", "selector": POOL_LABEL, "placement": "bare-metal", "gang_scheduling": True}],
-            "benchmarks": [{"name": "allreduce-2x", "runner": "allreduce", "profile": "quick", "workers": 2}]}
+        namespace,
+        {"metadata": {"name": "stack-advisor-collector"}, "automountServiceAccountToken": False},
+    )
+    plan = {
+        "name": "gang",
+        "namespace": namespace,
+        "images": [
+            {
+                "name": "numpy-cpu",
+                "image": "stack-advisor/collector:cpu-dev",
+                "pull_policy": "Never",
+            }
+        ],
+        "pools": [
+            {
+                "name": "cpu-pool",
+                "selector": POOL_LABEL,
+                "placement": "bare-metal",
+                "gang_scheduling": True,
+            }
+        ],
+        "benchmarks": [
+            {"name": "allreduce-2x", "runner": "allreduce", "profile": "quick", "workers": 2}
+        ],
+    }
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(plan))
     objects = render_plan(plan_file, "--only", "jobs")
     assert [o["kind"] for o in objects] == ["PersistentVolumeClaim", "PodGroup", "PyTorchJob"]
     objects = objects[1:]  # the collectors' spool claim: not part of the gang
-    dyn = dynamic.DynamicClient(wait_for("CRDs served", lambda: gang_kinds_served(api_client), timeout=60))
+    dyn = dynamic.DynamicClient(
+        wait_for("CRDs served", lambda: gang_kinds_served(api_client), timeout=60)
+    )
     for obj in objects:
-        dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).create(body=obj, namespace=namespace)
+        dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]).create(
+            body=obj, namespace=namespace
+        )
     master = objects[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
     pod = {"metadata": {"name": "gang-master-0", **master["metadata"]}, "spec": master["spec"]}
-    with DockerNode(api_client, "gang-node", POOL_LABEL, apiserver_url=cluster.url,
-                    ca_file=cluster.workdir / "pki" / "ca.crt", namespace=namespace) as node:
+    with DockerNode(
+        api_client,
+        "gang-node",
+        POOL_LABEL,
+        apiserver_url=cluster.url,
+        ca_file=cluster.workdir / "pki" / "ca.crt",
+        namespace=namespace,
+    ) as node:
         client.CoreV1Api(api_client).create_namespaced_pod(namespace, pod)
-        wait_for("the node to look at the pod", lambda: "gang-master-0" in node.passed_over, timeout=30)
+        wait_for(
+            "the node to look at the pod", lambda: "gang-master-0" in node.passed_over, timeout=30
+        )
         time.sleep(3)
         seen = client.CoreV1Api(api_client).read_namespaced_pod("gang-master-0", namespace)
     assert seen.spec.scheduler_name == "volcano" and seen.spec.node_name is None

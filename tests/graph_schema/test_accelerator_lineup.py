@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from graph_schema.catalog import AcceleratorEntry, Generation, load_catalog, resolve_accelerator
+from stack_advisor.catalog import AcceleratorEntry, Generation, load_catalog, resolve_accelerator
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,11 @@ def test_lineup_spellings_resolve_to_their_part(text: str, key: str) -> None:
     ("text", "refusal", "suggested"),
     [
         ("RTX PRO 6000", "family", {"RTX-PRO-6000-Blackwell-WS", "RTX-PRO-6000-Blackwell-Server"}),
-        ("RTX PRO 6000 Blackwell", "family", {"RTX-PRO-6000-Blackwell-WS", "RTX-PRO-6000-Blackwell-Server"}),
+        (
+            "RTX PRO 6000 Blackwell",
+            "family",
+            {"RTX-PRO-6000-Blackwell-WS", "RTX-PRO-6000-Blackwell-Server"},
+        ),
         ("H100", "family", {"H100-SXM5-80GB", "H100-PCIE-80GB", "H100-NVL-94GB"}),
         ("MI300", "family", {"MI300X", "MI300A"}),
         ("NVIDIA B200/B300", "ambiguous", {"B200-SXM-180GB", "B300-SXM-288GB"}),
@@ -100,7 +104,9 @@ def test_lineup_spellings_resolve_to_their_part(text: str, key: str) -> None:
         ("MI300X 128GB", "unknown", None),
     ],
 )
-def test_near_misses_are_refused_with_did_you_mean(text: str, refusal: str, suggested: set[str] | None) -> None:
+def test_near_misses_are_refused_with_did_you_mean(
+    text: str, refusal: str, suggested: set[str] | None
+) -> None:
     match = resolve_accelerator(text)
     assert not match.resolved and match.entry is None
     assert match.refusal == refusal
@@ -136,8 +142,12 @@ def test_a_neighbour_never_takes_the_name(text: str, not_this: str) -> None:
 def test_every_name_of_every_entry_resolves_to_that_entry() -> None:
     """No entry's pattern (or an earlier entry's) steals another entry's own spellings."""
     cat = load_catalog()
-    wrong = [(name, acc.id, resolve_accelerator(name).key) for acc in cat.accelerators.values()
-             for name in acc.names() if resolve_accelerator(name).key != acc.id]
+    wrong = [
+        (name, acc.id, resolve_accelerator(name).key)
+        for acc in cat.accelerators.values()
+        for name in acc.names()
+        if resolve_accelerator(name).key != acc.id
+    ]
     assert wrong == []
 
 
@@ -145,7 +155,10 @@ def test_a_system_listed_by_count_per_model_is_mixed() -> None:
     text = "AMD Instinct MI300X 192GB HBM3 (x32), AMD Instinct MI325X 256GB HBM3e (x16)"
     match = resolve_accelerator(text)
     assert match.kind == "mixed" and match.resolved
-    assert [(p.per_node, p.accelerator.key) for p in match.parts] == [(32, "MI300X"), (16, "MI325X")]
+    assert [(p.per_node, p.accelerator.key) for p in match.parts] == [
+        (32, "MI300X"),
+        (16, "MI325X"),
+    ]
     assert match.key == "mixed: 32x MI300X + 16x MI325X"
     again = resolve_accelerator(match.key)
     assert again.key == match.key and again.resolved
@@ -154,8 +167,20 @@ def test_a_system_listed_by_count_per_model_is_mixed() -> None:
 
 def test_superchips_and_multi_die_parts_say_what_one_accelerator_is() -> None:
     cat = load_catalog()
-    for ident in ("GB200", "GB300", "GH200-144GB", "GB10", "MI250X", "MI250", "Gaudi3", "TPU-v7",
-                  "TPU-v5p", "Arc-Pro-B60-Dual", "Max-1550", "MI300A"):
+    for ident in (
+        "GB200",
+        "GB300",
+        "GH200-144GB",
+        "GB10",
+        "MI250X",
+        "MI250",
+        "Gaudi3",
+        "TPU-v7",
+        "TPU-v5p",
+        "Arc-Pro-B60-Dual",
+        "Max-1550",
+        "MI300A",
+    ):
         assert cat.accelerators[ident].counted_as, ident
     assert "GPU" in (cat.accelerators["GB200"].counted_as or "")
 
@@ -178,13 +203,22 @@ def test_figures_are_dense_and_sourced() -> None:
         assert acc.source.startswith("https://"), acc.id
     gb200 = cat.accelerators["GB200"].peak_tflops
     assert (gb200.bf16, gb200.fp8, gb200.fp4) == (2500, 5000, 10000)
-    assert cat.accelerators["H200-NVL-141GB"].peak_tflops.fp8 == 1670.5  # the NVL column: 3,341 sparse, halved
-    assert cat.accelerators["B300-SXM-288GB"].peak_tflops.fp4 is None  # sources disagree: left empty
+    assert (
+        cat.accelerators["H200-NVL-141GB"].peak_tflops.fp8 == 1670.5
+    )  # the NVL column: 3,341 sparse, halved
+    assert (
+        cat.accelerators["B300-SXM-288GB"].peak_tflops.fp4 is None
+    )  # sources disagree: left empty
 
 
 _GOOD: dict[str, Any] = {
-    "id": "X1", "name": "Vendor X1", "vendor": "amd", "family": "X", "generation": "cdna3",
-    "form_factor": "oam", "source": "https://example.com/x1",
+    "id": "X1",
+    "name": "Vendor X1",
+    "vendor": "amd",
+    "family": "X",
+    "generation": "cdna3",
+    "form_factor": "oam",
+    "source": "https://example.com/x1",
 }
 
 
@@ -214,8 +248,9 @@ def test_malformed_entries_are_refused(change: dict[str, Any], words: str) -> No
 
 def test_a_driver_minimum_is_nvidia_only() -> None:
     with pytest.raises(ValidationError, match="NVIDIA"):
-        Generation.model_validate({"id": "cdna9", "vendor": "amd", "min_driver": "600.1",
-                                   "source": "https://example.com"})
+        Generation.model_validate(
+            {"id": "cdna9", "vendor": "amd", "min_driver": "600.1", "source": "https://example.com"}
+        )
 
 
 def test_a_summary_table_of_either_shape_gives_its_names(tmp_path: Any) -> None:
@@ -224,16 +259,37 @@ def test_a_summary_table_of_either_shape_gives_its_names(tmp_path: Any) -> None:
     import gzip
     import json
 
-    from graph_schema.catalog.coverage import scan_summary
+    from stack_advisor.catalog.coverage import scan_summary
 
-    listed = [{"Accelerator": "NVIDIA GB200", "a#": 4, "Processor": "NVIDIA Grace", "Model": "llama2-70b-99",
-               "Scenario": "Offline"},
-              {"Accelerator": "", "a#": "", "Processor": "INTEL(R) XEON(R) 6787P", "Model": "resnet",
-               "Scenario": "Server"}]
-    keyed = {"0": {"accelerator_model_name": "AMD Instinct MI355X 288GB HBM3e", "accelerators_per_node": 8,
-                   "host_processor_model_name": "AMD EPYC 9575F", "MlperfModel": "llama2-70b-99",
-                   "Scenario": "Interactive"}}
-    first, second = tmp_path / "summary_results_v5.1.json.gz", tmp_path / "summary_results_v6.0.json"
+    listed = [
+        {
+            "Accelerator": "NVIDIA GB200",
+            "a#": 4,
+            "Processor": "NVIDIA Grace",
+            "Model": "llama2-70b-99",
+            "Scenario": "Offline",
+        },
+        {
+            "Accelerator": "",
+            "a#": "",
+            "Processor": "INTEL(R) XEON(R) 6787P",
+            "Model": "resnet",
+            "Scenario": "Server",
+        },
+    ]
+    keyed = {
+        "0": {
+            "accelerator_model_name": "AMD Instinct MI355X 288GB HBM3e",
+            "accelerators_per_node": 8,
+            "host_processor_model_name": "AMD EPYC 9575F",
+            "MlperfModel": "llama2-70b-99",
+            "Scenario": "Interactive",
+        }
+    }
+    first, second = (
+        tmp_path / "summary_results_v5.1.json.gz",
+        tmp_path / "summary_results_v6.0.json",
+    )
     with gzip.open(first, "wt") as handle:
         json.dump(listed, handle)
     second.write_text(json.dumps(keyed))
@@ -242,4 +298,3 @@ def test_a_summary_table_of_either_shape_gives_its_names(tmp_path: Any) -> None:
     assert names.cpu_only_hosts == {"INTEL(R) XEON(R) 6787P"}
     assert names.benchmarks == {"llama2-70b-99", "resnet"}
     assert {resolve_accelerator(a).key for a in names.accelerators} == {"GB200", "MI355X"}
-

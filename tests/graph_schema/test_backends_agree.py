@@ -4,25 +4,34 @@ from __future__ import annotations
 
 import pytest
 
-from graph_schema.models import IngestBatch, ObservationFilter, PlacementKind
+from stack_advisor.schema.models import IngestBatch, ObservationFilter, PlacementKind
 from tests.support.samples import PUBLISHED, TF, make_obs
 
 pytestmark = pytest.mark.neo4j
 
 
 def _answers(store):
-    store.ingest(IngestBatch(observations=[
-        *[make_obs(i) for i in range(30)],
-        *[make_obs(i, stack=TF, placement=PlacementKind.VGPU) for i in range(30, 40)],
-        *[make_obs(i, source=PUBLISHED, host=None, run_id=None) for i in range(40, 45)],
-    ]))
+    store.ingest(
+        IngestBatch(
+            observations=[
+                *[make_obs(i) for i in range(30)],
+                *[make_obs(i, stack=TF, placement=PlacementKind.VGPU) for i in range(30, 40)],
+                *[make_obs(i, source=PUBLISHED, host=None, run_id=None) for i in range(40, 45)],
+            ]
+        )
+    )
     stats = store.stats()
     return {
         "all": [o.model_dump(mode="json") for o in store.query_observations(limit=1000)],
-        "vgpu": [o.key for o in store.query_observations(ObservationFilter(placement=PlacementKind.VGPU))],
+        "vgpu": [
+            o.key for o in store.query_observations(ObservationFilter(placement=PlacementKind.VGPU))
+        ],
         "counts": stats.counts,
         "by_source": stats.observations_by_source,
-        "entities": {k: store.list_entities(k) for k in ("stacks", "accelerators", "placements", "benchmarks", "hosts", "runs")},
+        "entities": {
+            k: store.list_entities(k)
+            for k in ("stacks", "accelerators", "placements", "benchmarks", "hosts", "runs")
+        },
     }
 
 

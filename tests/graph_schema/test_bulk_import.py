@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from advisor.engine import Advisor
-from advisor.workload import Workload
-from graph_schema.bulk_import import BulkFiles
-from graph_schema.errors import InvalidInput
-from graph_schema.models import (
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.graph import NODES
+from stack_advisor.schema.models import (
     Accelerator,
     Benchmark,
     EntityKind,
@@ -32,27 +32,55 @@ from graph_schema.models import (
     SoftwareStack,
     SourceKind,
 )
-from graph_schema.registry import open_store
-from graph_schema.schema import NODES
-from graph_schema.starter import read_snapshot
-from graph_schema.store import Store
+from stack_advisor.store.base import Store
+from stack_advisor.store.bulk_import import BulkFiles
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import read_snapshot
 
 WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-STACK = SoftwareStack(framework="torch", framework_version="2.5.1", cuda="12.4", cudnn="90100",
-                      driver="550.54.15", extra={"triton": "3.1.0"}, raw="pip freeze:\nA,B \"q\"")
-MEASURED = Provenance(kind=SourceKind.MEASURED, source="collector, \"night\"",
-                      details={"note": "a\nb"})
+STACK = SoftwareStack(
+    framework="torch",
+    framework_version="2.5.1",
+    cuda="12.4",
+    cudnn="90100",
+    driver="550.54.15",
+    extra={"triton": "3.1.0"},
+    raw='pip freeze:\nA,B "q"',
+)
+MEASURED = Provenance(
+    kind=SourceKind.MEASURED, source='collector, "night"', details={"note": "a\nb"}
+)
 
 
-def _obs(i: int, *, host: Host | None, run_id: str | None, value: float = 1.0,
-         note: str | None = None, acc: str = "NVIDIA H100 80GB HBM3") -> Observation:
+def _obs(
+    i: int,
+    *,
+    host: Host | None,
+    run_id: str | None,
+    value: float = 1.0,
+    note: str | None = None,
+    acc: str = "NVIDIA H100 80GB HBM3",
+) -> Observation:
     return Observation(
         benchmark=Benchmark(family="pi", name="gemm", parameters={"n": 1024 << (i % 3)}),
-        metric="tflops", value=value + i, unit="TFLOP/s", samples=5, p10=value, cv=0.02, note=note,
-        stack=STACK, accelerator=Accelerator(model=acc, count=8),
-        placement=Placement(kind=PlacementKind.PASSTHROUGH, hypervisor="kvm",
-                            evidence=["dmi: KVM", "ünïcode ✓"]),
-        host=host, run_id=run_id, provenance=MEASURED, source_key=f"cell-{i}", timestamp=WHEN)
+        metric="tflops",
+        value=value + i,
+        unit="TFLOP/s",
+        samples=5,
+        p10=value,
+        cv=0.02,
+        note=note,
+        stack=STACK,
+        accelerator=Accelerator(model=acc, count=8),
+        placement=Placement(
+            kind=PlacementKind.PASSTHROUGH, hypervisor="kvm", evidence=["dmi: KVM", "ünïcode ✓"]
+        ),
+        host=host,
+        run_id=run_id,
+        provenance=MEASURED,
+        source_key=f"cell-{i}",
+        timestamp=WHEN,
+    )
 
 
 def _batches() -> list[IngestBatch]:
@@ -61,26 +89,43 @@ def _batches() -> list[IngestBatch]:
     commas, line breaks, non-ASCII text, '' beside unknown (None), a catalogue name to resolve,
     duplicates inside a batch (the last wins) and across batches (the first wins), a host and a
     run that a later batch completes without erasing, failures with multi-line logs."""
-    published = [Observation.model_validate(o) for o in read_snapshot()["observations"]
-                 if o["benchmark"]["name"] == "resnet50" and o["provenance"]["details"].get("round") == "v1.1"]
+    published = [
+        Observation.model_validate(o)
+        for o in read_snapshot()["observations"]
+        if o["benchmark"]["name"] == "resnet50"
+        and o["provenance"]["details"].get("round") == "v1.1"
+    ]
     bare = Host(name="gpu-1")
     full = Host(name="gpu-1", cpu_model="EPYC 9654", cores=96, labels={"pool": "h100, big"})
     night1 = [_obs(i, host=bare, run_id="night-1", note="" if i == 0 else None) for i in range(6)]
     night1.append(_obs(0, host=bare, run_id="night-1", value=50.0, note='said "hi",\nthen left'))
     night2 = [_obs(i, host=full, run_id="night-2") for i in range(4)]
     night2.append(_obs(1, host=bare, run_id="night-1", value=999.0))  # sent again: the first stays
-    failure = Failure(stage="run", error_class="OOM", message="CUDA out of memory",
-                      log_tail="Traceback:\r\n  line 1\n  line 2", timestamp=WHEN, stack=STACK,
-                      accelerator=Accelerator(model="H100-SXM5-80GB", count=8),
-                      placement=Placement(kind=PlacementKind.BARE_METAL), host=bare,
-                      run_id="night-2", provenance=MEASURED,
-                      benchmark=Benchmark(family="cnn", name="resnet50", parameters={}))
-    no_host = [_obs(i, host=None, run_id=None, acc="CPU Intel Xeon Platinum 8380") for i in range(2)]
+    failure = Failure(
+        stage="run",
+        error_class="OOM",
+        message="CUDA out of memory",
+        log_tail="Traceback:\r\n  line 1\n  line 2",
+        timestamp=WHEN,
+        stack=STACK,
+        accelerator=Accelerator(model="H100-SXM5-80GB", count=8),
+        placement=Placement(kind=PlacementKind.BARE_METAL),
+        host=bare,
+        run_id="night-2",
+        provenance=MEASURED,
+        benchmark=Benchmark(family="cnn", name="resnet50", parameters={}),
+    )
+    no_host = [
+        _obs(i, host=None, run_id=None, acc="CPU Intel Xeon Platinum 8380") for i in range(2)
+    ]
     return [
         IngestBatch(observations=published[: len(published) // 2]),
         IngestBatch(observations=night1, runs=[Run(run_id="night-1", collector="sa")]),
-        IngestBatch(observations=night2 + no_host, failures=[failure],
-                    runs=[Run(run_id="night-1", started_at=WHEN), Run(run_id="night-2")]),
+        IngestBatch(
+            observations=night2 + no_host,
+            failures=[failure],
+            runs=[Run(run_id="night-1", started_at=WHEN), Run(run_id="night-2")],
+        ),
         IngestBatch(observations=published[len(published) // 2 :] + published[:3]),
     ]
 
@@ -98,16 +143,20 @@ def _graph(uri: str) -> tuple[dict[str, Any], dict[str, set[Any]]]:
         for spec in NODES:
             if spec.label == "SchemaInfo":
                 continue
-            records, _, _ = driver.execute_query(f"MATCH (n:{spec.label}) RETURN properties(n) AS p")
+            records, _, _ = driver.execute_query(
+                f"MATCH (n:{spec.label}) RETURN properties(n) AS p"
+            )
             props = [r["p"] for r in records]
             generations[spec.label] = {p.pop("generation", None) for p in props}
             out[spec.label] = sorted(props, key=lambda p: str(sorted(p.items())))
         records, _, _ = driver.execute_query(
             "MATCH (a)-[r]->(b) RETURN type(r) AS t, labels(a)[0] AS la, labels(b)[0] AS lb, "
-            "properties(a) AS pa, properties(b) AS pb")
+            "properties(a) AS pa, properties(b) AS pb"
+        )
         keys = {s.label: s.key for s in NODES}
-        out["relationships"] = sorted((r["t"], r["pa"][keys[r["la"]]], r["pb"][keys[r["lb"]]])
-                                      for r in records)
+        out["relationships"] = sorted(
+            (r["t"], r["pa"][keys[r["la"]]], r["pb"][keys[r["lb"]]]) for r in records
+        )
         for what in ("CONSTRAINTS", "INDEXES"):
             records, _, _ = driver.execute_query(f"SHOW {what} YIELD name RETURN name")
             out[what] = sorted(r["name"] for r in records)
@@ -120,8 +169,12 @@ def _answers(store: Store) -> dict[str, Any]:
     observations = [o.model_dump(exclude={"generation"}) for o in store.iter_observations()]
     workload = Workload(benchmark="resnet50", scenario="Offline", include_predicted=False)
     recommendation = Advisor(store, memo_answers=False).recommend(workload, top=3)
-    return {"stats": stats, "entities": entities, "observations": observations,
-            "recommendation": recommendation.model_dump(exclude={"generation", "elapsed_ms"})}
+    return {
+        "stats": stats,
+        "entities": entities,
+        "observations": observations,
+        "recommendation": recommendation.model_dump(exclude={"generation", "elapsed_ms"}),
+    }
 
 
 @pytest.fixture
@@ -143,16 +196,28 @@ def offline_neo4j() -> Iterator[Any]:
 @pytest.mark.neo4j
 @pytest.mark.slow
 def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
-        neo4j_store: Store, neo4j_uri: str, offline_neo4j: Any, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    neo4j_store: Store,
+    neo4j_uri: str,
+    offline_neo4j: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     batches = _batches()
     transactional = [neo4j_store.ingest(b) for b in batches]
     files = []
     for i, batch in enumerate(batches):  # what a user has: one JSON file per batch
         files.append(tmp_path / f"batch-{i}.json")
         files[-1].write_text(batch.model_dump_json(), encoding="utf-8")
-    command = ["db", "bulk-import", *map(str, files), "--neo4j-home", str(offline_neo4j.home),
-               "--neo4j-lib", str(offline_neo4j.lib), "--json"]
+    command = [
+        "db",
+        "bulk-import",
+        *map(str, files),
+        "--neo4j-home",
+        str(offline_neo4j.home),
+        "--neo4j-lib",
+        str(offline_neo4j.lib),
+        "--json",
+    ]
 
     code, out, _ = _advisor(capsys, *command)
     assert code == 0, out
@@ -181,12 +246,13 @@ def test_bulk_import_gives_the_graph_and_answers_of_a_transactional_load(
         assert bulk_store.ingest(fresh).observations_new == 1
         # what changed since the bulk load is that batch alone, not the bulk-loaded data again
         assert [(o.source_key, o.generation) for o in bulk_store.observations_since(0)] == [
-            ("cell-10000", 1)]
+            ("cell-10000", 1)
+        ]
 
 
 def _advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from cli.guard import run_guarded
-    from cli.main import app
+    from stack_advisor.cli.guard import run_guarded
+    from stack_advisor.cli.main import app
 
     code = run_guarded(app, list(args))
     out, err = capsys.readouterr()
@@ -195,7 +261,8 @@ def _advisor(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
 
 
 def test_files_count_what_a_transactional_load_finds_new_batch_by_batch(
-        embedded_store: Store, tmp_path: Path) -> None:
+    embedded_store: Store, tmp_path: Path
+) -> None:
     files = BulkFiles(tmp_path / "csv")
     for batch in _batches():
         assert files.add(batch) == embedded_store.ingest(batch)
@@ -206,10 +273,13 @@ def test_files_count_what_a_transactional_load_finds_new_batch_by_batch(
 
 
 def test_without_a_neo4j_home_the_files_and_the_command_are_the_result(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     batch = tmp_path / "b.json"
     batch.write_text(_batches()[1].model_dump_json(), encoding="utf-8")
-    code, out, _ = _advisor(capsys, "db", "bulk-import", str(batch), "--out", str(tmp_path / "csv"), "--json")
+    code, out, _ = _advisor(
+        capsys, "db", "bulk-import", str(batch), "--out", str(tmp_path / "csv"), "--json"
+    )
     assert code == 0
     report = json.loads(out)
     args = report["neo4j_admin_arguments"]
@@ -221,8 +291,9 @@ def test_without_a_neo4j_home_the_files_and_the_command_are_the_result(
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"observations": [{"value": "fast"}]}', encoding="utf-8")
-    code, out, _ = _advisor(capsys, "db", "bulk-import", str(batch), str(bad), "--out", str(tmp_path / "csv2"),
-                            "--json")
+    code, out, _ = _advisor(
+        capsys, "db", "bulk-import", str(batch), str(bad), "--out", str(tmp_path / "csv2"), "--json"
+    )
     message = json.loads(out)["error"]["message"]
     assert code == 2 and str(bad) in message and "observations.0.value" in message
     assert not (tmp_path / "csv2").exists()  # the files of a failed run are removed
@@ -230,7 +301,9 @@ def test_without_a_neo4j_home_the_files_and_the_command_are_the_result(
     keep.mkdir()
     (keep / "notes.txt").write_text("mine")
     code, _, _ = _advisor(capsys, "db", "bulk-import", str(bad), "--out", str(keep), "--json")
-    assert code == 2 and (keep / "notes.txt").read_text() == "mine"  # a folder in use is refused, kept
+    assert (
+        code == 2 and (keep / "notes.txt").read_text() == "mine"
+    )  # a folder in use is refused, kept
 
 
 def test_bad_input_names_the_field_and_writes_nothing(tmp_path: Path) -> None:

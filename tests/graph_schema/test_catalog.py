@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from collectors.importers.stack_text import parse_framework
-from graph_schema.catalog import (
+from stack_advisor.catalog import (
     cudnn_version,
     load_catalog,
     named_scenario,
@@ -20,9 +19,10 @@ from graph_schema.catalog import (
     resolve_metric,
     resolve_scenario,
 )
-from graph_schema.catalog.coverage import TreeNames, merge, scan_names, scan_reference_csv
-from graph_schema.catalog.rounds import round_date
-from graph_schema.errors import InvalidInput
+from stack_advisor.catalog.coverage import TreeNames, merge, scan_names, scan_reference_csv
+from stack_advisor.catalog.rounds import round_date
+from stack_advisor.catalog.stack_text import parse_framework
+from stack_advisor.schema.errors import InvalidInput
 from tests.support.mlperf import MLPERF_DIR
 
 
@@ -120,7 +120,9 @@ def test_generation_minimum_drivers() -> None:
 
 
 def test_cpus_resolve_by_model() -> None:
-    assert resolve_cpu("Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz").id == "Intel Xeon Platinum 8380"
+    assert (
+        resolve_cpu("Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz").id == "Intel Xeon Platinum 8380"
+    )
     assert resolve_cpu("Intel(R) Xeon(R) Platium 8380").id == "Intel Xeon Platinum 8380"
     assert resolve_cpu("AMD EPYC 74F3 24-Core Processor").id == "AMD EPYC 74F3"
     assert resolve_accelerator("CPU AMD EPYC 9654 96-Core Processor").key == "CPU AMD EPYC 9654"
@@ -132,14 +134,18 @@ def test_scenarios_are_case_blind_and_typos_get_suggestions() -> None:
     assert resolve_scenario("Interactive").id == "Interactive"
     typo = resolve_scenario("Ofline")
     assert not typo.resolved and typo.suggestions == ("Offline",)
-    with pytest.raises(InvalidInput, match=r"scenario: unknown scenario 'Ofline'; did you mean 'Offline'\?"):
+    with pytest.raises(
+        InvalidInput, match=r"scenario: unknown scenario 'Ofline'; did you mean 'Offline'\?"
+    ):
         typo.require()
 
 
 def test_benchmark_aliases_and_open_division_variants() -> None:
     assert resolve_benchmark("sdxl").id == "stable-diffusion-xl"
     assert resolve_benchmark("resnet").id == "resnet50"
-    assert resolve_benchmark("llama2-70b-lora").id == "llama2_70b_lora"  # MLPerf Training's own name
+    assert (
+        resolve_benchmark("llama2-70b-lora").id == "llama2_70b_lora"
+    )  # MLPerf Training's own name
 
 
 @pytest.mark.parametrize(
@@ -167,15 +173,32 @@ def test_benchmark_ids_by_family(text: str, family: str | None, expected: str) -
     assert load_catalog().benchmark(match.family, match.id) is not None
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("llama2-70b-interactive-99", "llama2-70b-99"), ("llama2-70b-interactive-99.9", "llama2-70b-99.9"),
-    ("llama3.1-405b-interactive", "llama3.1-405b"), ("llama3.1-8b-interactive", "llama3.1-8b"),
-    ("deepseek-r1_interactive", "deepseek-r1"), ("Interactive llama2-70b-99", "llama2-70b-99")])
-def test_a_scenario_in_a_benchmark_name_is_that_benchmarks_scenario(text: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("llama2-70b-interactive-99", "llama2-70b-99"),
+        ("llama2-70b-interactive-99.9", "llama2-70b-99.9"),
+        ("llama3.1-405b-interactive", "llama3.1-405b"),
+        ("llama3.1-8b-interactive", "llama3.1-8b"),
+        ("deepseek-r1_interactive", "deepseek-r1"),
+        ("Interactive llama2-70b-99", "llama2-70b-99"),
+    ],
+)
+def test_a_scenario_in_a_benchmark_name_is_that_benchmarks_scenario(
+    text: str, expected: str
+) -> None:
     """MLPerf's names for the Interactive scenario (a LoadGen Server run) before it had a directory."""
     match = resolve_benchmark(text)
-    assert (match.resolved, match.id, match.scenario, match.base) == (True, expected, "Interactive", None)
-    assert named_scenario(match, "Server") == "Interactive" and named_scenario(match, "Offline") == "Offline"
+    assert (match.resolved, match.id, match.scenario, match.base) == (
+        True,
+        expected,
+        "Interactive",
+        None,
+    )
+    assert (
+        named_scenario(match, "Server") == "Interactive"
+        and named_scenario(match, "Offline") == "Offline"
+    )
     plain = resolve_benchmark(expected)
     assert plain.scenario is None and named_scenario(plain, "Server") == "Server"
     # a scenario LoadGen runs as itself is no name part; an unknown rest is no benchmark
@@ -186,40 +209,73 @@ def test_a_scenario_in_a_benchmark_name_is_that_benchmarks_scenario(text: str, e
 # The MLPerf rounds after the data we hold (Inference v6.0/v6.1, Training v6.0/v6.1): each
 # benchmark as the submission checker names it and as users write it.
 _NEXT_ROUNDS = [
-    ("gpt-oss-120b", None, "gpt-oss-120b"), ("GPT-OSS 120B", None, "gpt-oss-120b"),
-    ("gpt_oss_120b", None, "gpt-oss-120b"), ("openai/gpt-oss-120b", None, "gpt-oss-120b"),
-    ("qwen3-vl-235b-a22b", None, "qwen3-vl-235b-a22b"), ("Qwen3-VL-235B-A22B", None, "qwen3-vl-235b-a22b"),
+    ("gpt-oss-120b", None, "gpt-oss-120b"),
+    ("GPT-OSS 120B", None, "gpt-oss-120b"),
+    ("gpt_oss_120b", None, "gpt-oss-120b"),
+    ("openai/gpt-oss-120b", None, "gpt-oss-120b"),
+    ("qwen3-vl-235b-a22b", None, "qwen3-vl-235b-a22b"),
+    ("Qwen3-VL-235B-A22B", None, "qwen3-vl-235b-a22b"),
     ("Qwen/Qwen3-VL-235B-A22B-Instruct", None, "qwen3-vl-235b-a22b"),
-    ("dlrm-v3", None, "dlrm-v3"), ("DLRMv3", None, "dlrm-v3"), ("dlrm_v3", None, "dlrm-v3"),
-    ("wan-2.2-t2v-a14b", None, "wan-2.2-t2v-a14b"), ("Wan2.2-T2V-A14B", None, "wan-2.2-t2v-a14b"),
+    ("dlrm-v3", None, "dlrm-v3"),
+    ("DLRMv3", None, "dlrm-v3"),
+    ("dlrm_v3", None, "dlrm-v3"),
+    ("wan-2.2-t2v-a14b", None, "wan-2.2-t2v-a14b"),
+    ("Wan2.2-T2V-A14B", None, "wan-2.2-t2v-a14b"),
     ("Wan 2.2 T2V A14B", None, "wan-2.2-t2v-a14b"),
-    ("yolo-95", None, "yolo-95"), ("YOLO_99", None, "yolo-99"),
-    ("qwen3.6-27b", None, "qwen3.6-27b"), ("Qwen/Qwen3.6-27B", None, "qwen3.6-27b"),
-    ("e2e-rag-qna", None, "e2e-rag-qna"), ("E2E-RAG", None, "e2e-rag-qna"), ("e2e-rag-db", None, "e2e-rag-db"),
-    ("gpt_oss_20b", "mlperf-training", "gpt_oss_20b"), ("gpt-oss-20b", "mlperf-training", "gpt_oss_20b"),
-    ("deepseekv3", "mlperf-training", "deepseekv3"), ("DeepSeek-V3", "mlperf-training", "deepseekv3"),
+    ("yolo-95", None, "yolo-95"),
+    ("YOLO_99", None, "yolo-99"),
+    ("qwen3.6-27b", None, "qwen3.6-27b"),
+    ("Qwen/Qwen3.6-27B", None, "qwen3.6-27b"),
+    ("e2e-rag-qna", None, "e2e-rag-qna"),
+    ("E2E-RAG", None, "e2e-rag-qna"),
+    ("e2e-rag-db", None, "e2e-rag-db"),
+    ("gpt_oss_20b", "mlperf-training", "gpt_oss_20b"),
+    ("gpt-oss-20b", "mlperf-training", "gpt_oss_20b"),
+    ("deepseekv3", "mlperf-training", "deepseekv3"),
+    ("DeepSeek-V3", "mlperf-training", "deepseekv3"),
     ("qwen35_397b_grpo", "mlperf-training", "qwen35_397b_grpo"),
     # Training v5.1's own spellings (no new benchmark in that round)
-    ("llama3.1_8b", "mlperf-training", "llama31_8b"), ("llama3.1_405b", "mlperf-training", "llama31_405b"),
+    ("llama3.1_8b", "mlperf-training", "llama31_8b"),
+    ("llama3.1_405b", "mlperf-training", "llama31_405b"),
     ("flux.1", "mlperf-training", "flux1"),
 ]
 
 
 @pytest.mark.parametrize(("text", "family", "expected"), _NEXT_ROUNDS)
-def test_the_next_rounds_benchmarks_resolve_as_written(text: str, family: str | None, expected: str) -> None:
+def test_the_next_rounds_benchmarks_resolve_as_written(
+    text: str, family: str | None, expected: str
+) -> None:
     match = resolve_benchmark(text, family)
-    assert (match.resolved, match.id, match.base, match.family) == (True, expected, None, family or "mlperf-inference")
+    assert (match.resolved, match.id, match.base, match.family) == (
+        True,
+        expected,
+        None,
+        family or "mlperf-inference",
+    )
 
 
-@pytest.mark.parametrize(("text", "suggested"), [
-    ("gpt-oss-12b", "gpt-oss-120b"), ("qwen3-vl-253b", "qwen3-vl-235b-a22b"), ("dlrm-v4", "dlrm-v3"),
-    ("wan-2.1-t2v-a14b", "wan-2.2-t2v-a14b"), ("yolo-90", "yolo-99"), ("yolo-99.9", "yolo-99"),
-    ("qwen3.5-27b", "qwen3.6-27b"), ("e2e-rag-kv", "e2e-rag-qna")])
-def test_near_misses_of_the_next_rounds_names_are_refused_with_did_you_mean(text: str, suggested: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "suggested"),
+    [
+        ("gpt-oss-12b", "gpt-oss-120b"),
+        ("qwen3-vl-253b", "qwen3-vl-235b-a22b"),
+        ("dlrm-v4", "dlrm-v3"),
+        ("wan-2.1-t2v-a14b", "wan-2.2-t2v-a14b"),
+        ("yolo-90", "yolo-99"),
+        ("yolo-99.9", "yolo-99"),
+        ("qwen3.5-27b", "qwen3.6-27b"),
+        ("e2e-rag-kv", "e2e-rag-qna"),
+    ],
+)
+def test_near_misses_of_the_next_rounds_names_are_refused_with_did_you_mean(
+    text: str, suggested: str
+) -> None:
     """A name never seen is no other benchmark (yolo-<number> was an open-division zoo variant)."""
     match = resolve_benchmark(text)
     assert not match.resolved and match.base is None and suggested in match.suggestions
-    with pytest.raises(InvalidInput, match=rf"unknown benchmark '{re.escape(text)}'; did you mean .*'{suggested}'"):
+    with pytest.raises(
+        InvalidInput, match=rf"unknown benchmark '{re.escape(text)}'; did you mean .*'{suggested}'"
+    ):
         match.require()
 
 
@@ -230,8 +286,17 @@ def test_yolo_open_variants_keep_their_base() -> None:
 
 def test_the_next_rounds_entries_carry_their_sources_and_published_facts() -> None:
     cat = load_catalog()
-    inference = ("gpt-oss-120b", "qwen3-vl-235b-a22b", "dlrm-v3", "wan-2.2-t2v-a14b", "yolo-95", "yolo-99",
-                 "qwen3.6-27b", "e2e-rag-qna", "e2e-rag-db")
+    inference = (
+        "gpt-oss-120b",
+        "qwen3-vl-235b-a22b",
+        "dlrm-v3",
+        "wan-2.2-t2v-a14b",
+        "yolo-95",
+        "yolo-99",
+        "qwen3.6-27b",
+        "e2e-rag-qna",
+        "e2e-rag-db",
+    )
     for bid in inference:
         entry = cat.benchmark("mlperf-inference", bid)
         assert entry.source.startswith("https://github.com/mlcommons/inference_policies/blob/"), bid
@@ -242,11 +307,21 @@ def test_the_next_rounds_entries_carry_their_sources_and_published_facts() -> No
         assert entry.source.startswith("https://github.com/mlcommons/training/blob/"), bid
         assert entry.reference.startswith("https://github.com/mlcommons/training/tree/"), bid
     gpt = cat.benchmark("mlperf-inference", "gpt-oss-120b")
-    assert (gpt.params_b, gpt.active_params_b, gpt.max_seq_len, gpt.max_output_tokens, gpt.tokens) == (
-        117, 5.1, 15330, 10000, True)
+    assert (
+        gpt.params_b,
+        gpt.active_params_b,
+        gpt.max_seq_len,
+        gpt.max_output_tokens,
+        gpt.tokens,
+    ) == (117, 5.1, 15330, 10000, True)
     assert gpt.precision is None and gpt.model_source  # the rules name no precision for it
     qwen = cat.benchmark("mlperf-inference", "qwen3-vl-235b-a22b")
-    assert (qwen.params_b, qwen.active_params_b, qwen.precision, qwen.tokens) == (235, 22, "bf16", False)
+    assert (qwen.params_b, qwen.active_params_b, qwen.precision, qwen.tokens) == (
+        235,
+        22,
+        "bf16",
+        False,
+    )
     wan = cat.benchmark("mlperf-inference", "wan-2.2-t2v-a14b")
     assert (wan.params_b, wan.active_params_b, wan.precision) == (27, 14, "bf16")
     dlrm = cat.benchmark("mlperf-inference", "dlrm-v3")
@@ -329,7 +404,9 @@ def test_every_name_in_the_shared_data_resolves() -> None:
     unresolved_bench = sorted(b for b in names.benchmarks if not resolve_benchmark(b).resolved)
     unresolved_scen = sorted(s for s in names.scenarios if not resolve_scenario(s).resolved)
     parsed = {f: parse_framework(f)[0] for f in names.frameworks}
-    unresolved_fw = sorted(f for f, name in parsed.items() if name and not resolve_framework_name(name).resolved)
+    unresolved_fw = sorted(
+        f for f, name in parsed.items() if name and not resolve_framework_name(name).resolved
+    )
     print("unresolved accelerators:", unresolved_acc)
     print("unresolved CPU-only hosts:", unresolved_cpu)
     print("unresolved benchmarks:", unresolved_bench)
@@ -340,7 +417,14 @@ def test_every_name_in_the_shared_data_resolves() -> None:
     # a canonical name resolves to itself (stored names survive re-resolution: db migrate)
     keys = {resolve_accelerator(a).key for a in names.accelerators}
     keys |= {resolve_accelerator("CPU " + c).key for c in names.cpu_only_hosts}
-    assert sorted(k for k in keys if resolve_accelerator(k).key != k or not resolve_accelerator(k).resolved) == []
+    assert (
+        sorted(
+            k
+            for k in keys
+            if resolve_accelerator(k).key != k or not resolve_accelerator(k).resolved
+        )
+        == []
+    )
     assert unresolved_cpu == []
     assert unresolved_bench == []
     assert unresolved_scen == []
@@ -348,22 +432,33 @@ def test_every_name_in_the_shared_data_resolves() -> None:
 
 
 def test_every_cpu_model_figure_has_a_source_and_derived_ones_their_formula() -> None:
-    from graph_schema.catalog.cpu_models import PUBLISHED, cpu_figures, load_cpu_models
+    from stack_advisor.catalog.cpu_models import PUBLISHED, cpu_figures, load_cpu_models
 
     cat = load_cpu_models()
-    assert {"Intel Xeon 6787P", "Intel Xeon 6980P", "AMD EPYC 9654", "AWS Graviton4"} <= set(cat.models)
+    assert {"Intel Xeon 6787P", "Intel Xeon 6980P", "AMD EPYC 9654", "AWS Graviton4"} <= set(
+        cat.models
+    )
     for model_id, model in cat.models.items():
         assert model.source.startswith("https://"), model_id
         assert resolve_cpu(model_id).id == model_id
         figures = cpu_figures(model_id)
         assert figures is not None
-        for figure in [*figures.peaks.values(), *([figures.bandwidth] if figures.bandwidth else [])]:
-            assert figure.sources and all(s.startswith("https://") for s in figure.sources), model_id
-            assert figure.how == PUBLISHED or (figure.how.startswith("derived: ") and " x " in figure.how), figure
+        for figure in [
+            *figures.peaks.values(),
+            *([figures.bandwidth] if figures.bandwidth else []),
+        ]:
+            assert figure.sources and all(s.startswith("https://") for s in figure.sources), (
+                model_id
+            )
+            assert figure.how == PUBLISHED or (
+                figure.how.startswith("derived: ") and " x " in figure.how
+            ), figure
     gnr = cpu_figures("Intel Xeon 6787P")
     assert gnr is not None and gnr.peak("int8") == pytest.approx(86 * 2.0 * 2048 / 1000)
     assert gnr.bandwidth is not None and gnr.bandwidth.value == pytest.approx(8 * 6400 * 8 / 1000)
     assert "86 cores x 2 GHz base x 2048 int8 ops/cycle (granite-rapids)" in gnr.peaks["int8"].how
     sierra = cpu_figures("Intel Xeon 6780E")  # no documented per-cycle rate: no peak, never guessed
     assert sierra is not None and sierra.peaks == {}
-    assert cpu_figures("Intel Xeon Platinum 9999") is None  # a model not in the catalogue has no figures
+    assert (
+        cpu_figures("Intel Xeon Platinum 9999") is None
+    )  # a model not in the catalogue has no figures

@@ -7,14 +7,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from graph_schema.catalog.canonical import canonical_observation
-from graph_schema.models import IngestBatch
+from stack_advisor.catalog.canonical import canonical_observation
+from stack_advisor.schema.models import IngestBatch
 from tests.support.samples import WRITERS, make_obs, overlapping_batches
 
 
 def test_overlapping_batches_written_at_once_store_each_observation_once(store):
-    batches = [IngestBatch(observations=[make_obs(i) for i in range(start, start + 40)])
-               for start in (0, 10, 20, 0)]
+    batches = [
+        IngestBatch(observations=[make_obs(i) for i in range(start, start + 40)])
+        for start in (0, 10, 20, 0)
+    ]
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(store.ingest, batches))
     assert sum(r.observations_new for r in results) == 60
@@ -24,13 +26,16 @@ def test_overlapping_batches_written_at_once_store_each_observation_once(store):
     assert len(store.query_observations(limit=1000)) == 60
 
 
-
-
 @pytest.mark.neo4j
 def test_eight_writers_on_neo4j_lose_and_duplicate_nothing(neo4j_store, record_property):
     batches = overlapping_batches()
     # the store keeps observations in catalogue names, so their keys are the canonical ones
-    expected = {canonical_observation(o).observation_key for mine in batches for b in mine for o in b.observations}
+    expected = {
+        canonical_observation(o).observation_key
+        for mine in batches
+        for b in mine
+        for o in b.observations
+    }
     barrier = threading.Barrier(WRITERS)
 
     def writer(mine: list[IngestBatch]) -> int:

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from graph_schema.gc_pause import gc_paused
+from stack_advisor.runtime.gc_pause import gc_paused
 
 
 def test_paused_inside_and_back_on_after_even_on_error() -> None:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from advisor.api import examples
-from graph_schema.errors import InvalidInput
-from graph_schema.models import EntityKind, ResultDocument
+from stack_advisor.api import examples
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import EntityKind, ResultDocument
 
 PAYLOADS = [
     "x'}) DETACH DELETE n //",
@@ -56,14 +56,27 @@ SKIP = frozenset({"kind", "timestamp", "started_at", "finished_at", "url"})
 
 def _document() -> dict[str, Any]:
     doc = copy.deepcopy(examples.RESULT_DOCUMENT)
-    doc["host"].update(cpu_model="Xeon", os="linux", kernel="6.1", labels={"pool": "a"},
-                       cpu_flags=["avx2"])
-    doc["stack"].update(nccl="2.21", tensorrt="10", python="3.11", image="img",
-                        raw="torch 2.3", extra={"jax": "0.4"})
+    doc["host"].update(
+        cpu_model="Xeon", os="linux", kernel="6.1", labels={"pool": "a"}, cpu_flags=["avx2"]
+    )
+    doc["stack"].update(
+        nccl="2.21",
+        tensorrt="10",
+        python="3.11",
+        image="img",
+        raw="torch 2.3",
+        extra={"jax": "0.4"},
+    )
     doc["measurements"][0]["note"] = "a note"
-    doc["failures"] = [{"benchmark": {"family": "tf_cnn", "name": "resnet50",
-                                      "parameters": {"batch_size": 64}},
-                        "stage": "run", "error_class": "E", "message": "m", "log_tail": "t"}]
+    doc["failures"] = [
+        {
+            "benchmark": {"family": "tf_cnn", "name": "resnet50", "parameters": {"batch_size": 64}},
+            "stage": "run",
+            "error_class": "E",
+            "message": "m",
+            "log_tail": "t",
+        }
+    ]
     doc["provenance"]["url"] = "https://example.org/x"
     return _inject(doc, [0], SKIP)
 
@@ -77,8 +90,18 @@ def test_payloads_in_every_field_round_trip_and_change_nothing_else(store) -> No
     assert len(stored) == 1
     expected = doc.to_batch().observations[0]
     got = stored[0]
-    for name in ("benchmark", "metric", "unit", "note", "stack", "placement", "host", "run_id",
-                 "provenance", "source_key"):
+    for name in (
+        "benchmark",
+        "metric",
+        "unit",
+        "note",
+        "stack",
+        "placement",
+        "host",
+        "run_id",
+        "provenance",
+        "source_key",
+    ):
         assert getattr(got, name) == getattr(expected, name), name
     assert got.accelerator.model == expected.accelerator.model
     assert got.accelerator.vendor == expected.accelerator.vendor
@@ -92,7 +115,7 @@ def test_payloads_in_every_field_round_trip_and_change_nothing_else(store) -> No
     # the same document again: idempotent, still exactly one of each
     again = store.ingest_document(doc)
     assert (again.observations_new, again.failures_new) == (0, 0)
-    # an inventory's name is a URL path segment (no '/'; graph_schema.store.cluster_name_problem):
+    # an inventory's name is a URL path segment (no '/'; stack_advisor.store.base.cluster_name_problem):
     # the payload with '/' is refused before any write, the others round-trip
     with pytest.raises(InvalidInput, match="cluster"):
         store.sync_inventory(PAYLOADS[0], [{"name": PAYLOADS[1]}])

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from graph_schema.errors import StoreUnavailable
-from graph_schema.registry import open_store
+from stack_advisor.schema.errors import StoreUnavailable
+from stack_advisor.store.registry import open_store
 from tests.support.api import document
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
@@ -37,14 +37,56 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 def _pki(d: Path) -> None:
     """A CA, and a server certificate for 127.0.0.1 signed by it."""
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-             "-days", "2", "-subj", "/CN=stack-advisor-test-ca", cwd=d)
-    (d / "server.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                                  "extendedKeyUsage=serverAuth\n")
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "private.key", "-out", "server.csr",
-             "-subj", "/CN=localhost", cwd=d)
-    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-             "-CAcreateserial", "-out", "public.crt", "-days", "2", "-extfile", "server.ext", cwd=d)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=stack-advisor-test-ca",
+        cwd=d,
+    )
+    (d / "server.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+    )
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "private.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+        cwd=d,
+    )
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "public.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+        cwd=d,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +109,7 @@ def tls_neo4j(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def _round_trip(uri: str) -> None:
-    from graph_schema.models import ResultDocument
+    from stack_advisor.schema.models import ResultDocument
 
     store = open_store(uri)
     try:
@@ -80,8 +122,9 @@ def _round_trip(uri: str) -> None:
         store.close()
 
 
-def test_bolt_s_verifies_the_server_against_the_mounted_ca(tls_neo4j: Any,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bolt_s_verifies_the_server_against_the_mounted_ca(
+    tls_neo4j: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", str(tls_neo4j.home / "certificates" / "bolt" / "ca.crt"))
     _round_trip(f"bolt+s://127.0.0.1:{tls_neo4j.port}")
 
@@ -91,9 +134,9 @@ def test_bolt_ssc_encrypts_without_verifying(tls_neo4j: Any) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["bolt", "bolt+s"])
-def test_plain_bolt_or_an_unknown_ca_is_refused(tls_neo4j: Any, scheme: str,
-                                               monkeypatch: pytest.MonkeyPatch,
-                                               tmp_path: Path) -> None:
+def test_plain_bolt_or_an_unknown_ca_is_refused(
+    tls_neo4j: Any, scheme: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     other = tmp_path / "other"
     other.mkdir()
     _pki(other)  # a CA that did not sign the server's certificate

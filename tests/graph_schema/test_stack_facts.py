@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from graph_schema.catalog import load_catalog
-from graph_schema.catalog import stack_facts as facts
+from stack_advisor.catalog import load_catalog
+from stack_advisor.catalog import stack_facts as facts
 
 
 def test_toolkit_drivers_rise_with_the_toolkit() -> None:
@@ -34,4 +34,7 @@ def test_architectures_are_catalogue_generations_and_releases_name_released_tool
         arch = facts.first_cuda(gen)
         assert arch is not None and arch.id in generations
     for release in facts.ngc_releases().values():
-        assert not isinstance(facts.cuda_toolkit(release.cuda), str) and facts.cuda_toolkit(release.cuda) is not None
+        assert (
+            not isinstance(facts.cuda_toolkit(release.cuda), str)
+            and facts.cuda_toolkit(release.cuda) is not None
+        )

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.importers.mlperf import read_tree, to_observations
-from collectors.importers.mlperf_training import read_training_tree, to_batch
-from graph_schema import starter
-from graph_schema.errors import InvalidInput
-from graph_schema.models import IngestBatch, SourceKind
+from stack_advisor.collectors.importers.mlperf import read_tree, to_observations
+from stack_advisor.collectors.importers.mlperf_training import read_training_tree, to_batch
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import IngestBatch, SourceKind
+from stack_advisor.store import starter
 from tests.support.mlperf import (
     ROUNDS,
     require_shared_data,
@@ -56,7 +56,9 @@ def test_snapshot_is_small_and_has_a_manifest() -> None:
     assert sorted(r["round"] for r in mlperf["rounds"]) == list(INFERENCE_ROUNDS)
     assert sum(r["observations"] for r in mlperf["rounds"]) == by_source["mlperf-inference"]
     training = next(s for s in manifest["sources"] if s["source"] == "mlperf-training")
-    assert [r["round"] for r in training["rounds"]] == list(TRAINING_ROUNDS) and "RCP" in training["note"]
+    assert [r["round"] for r in training["rounds"]] == list(TRAINING_ROUNDS) and "RCP" in training[
+        "note"
+    ]
     assert sum(r["observations"] for r in training["rounds"]) == by_source["mlperf-training"]
 
 
@@ -67,7 +69,10 @@ def test_every_published_observation_carries_its_provenance() -> None:
         assert obs.provenance.kind is SourceKind.PUBLISHED
         details = obs.provenance.details
         assert {"round", "division", "submitter", "system_id", "file"} <= set(details)
-        assert obs.source_key == f"{details['round']}/{details['division']}/{details['submitter']}/{details['system_id']}"
+        assert (
+            obs.source_key
+            == f"{details['round']}/{details['division']}/{details['submitter']}/{details['system_id']}"
+        )
 
 
 def test_snapshot_holds_only_what_the_sources_give() -> None:
@@ -76,7 +81,7 @@ def test_snapshot_holds_only_what_the_sources_give() -> None:
     rebuild)."""
     data = require_shared_data()
     cache: dict = {}
-    from graph_schema.catalog.canonical import canonical_batch, canonical_observation
+    from stack_advisor.catalog.canonical import canonical_batch, canonical_observation
 
     # in catalogue names, as a store keeps them
     published = {
@@ -85,16 +90,26 @@ def test_snapshot_holds_only_what_the_sources_give() -> None:
         for r in read_tree(data / f"inference_{rnd}.tar.gz").records
         for o in to_observations(r, cache)
     }
-    archives = [require_training_data().with_name(f"training_{rnd}.tar.gz") for rnd in TRAINING_ROUNDS]
-    training = canonical_batch(IngestBatch(observations=[
-        o for archive in archives
-        for o in build_starter_kb.starter_training(to_batch(read_training_tree(archive))).observations]))
+    archives = [
+        require_training_data().with_name(f"training_{rnd}.tar.gz") for rnd in TRAINING_ROUNDS
+    ]
+    training = canonical_batch(
+        IngestBatch(
+            observations=[
+                o
+                for archive in archives
+                for o in build_starter_kb.starter_training(
+                    to_batch(read_training_tree(archive))
+                ).observations
+            ]
+        )
+    )
     assert {o.metric for o in training.observations} == {"time_to_train_min", "accelerator_hours"}
     published |= {o.observation_key for o in training.observations}
     measured: set[str] = set()
     results = REPO / "data" / "results"
     if results.is_dir():
-        from collectors.importers.results import documents_batch, load_documents
+        from stack_advisor.collectors.importers.results import documents_batch, load_documents
 
         for file in sorted(results.glob("*.json")):
             batch = canonical_batch(documents_batch(load_documents(file)))
@@ -103,7 +118,9 @@ def test_snapshot_holds_only_what_the_sources_give() -> None:
     got_published = {o.observation_key for o in snapshot if o.provenance.source in PUBLISHED}
     got_measured = {o.observation_key for o in snapshot if o.provenance.source not in PUBLISHED}
     assert got_published == published, "rebuild the snapshot: python scripts/build_starter_kb.py"
-    assert got_measured <= measured, "the snapshot holds measured observations that no result file has"
+    assert got_measured <= measured, (
+        "the snapshot holds measured observations that no result file has"
+    )
 
 
 def test_build_script_from_a_small_tree_and_a_result_document(tmp_path: Path) -> None:
@@ -118,8 +135,12 @@ def test_build_script_from_a_small_tree_and_a_result_document(tmp_path: Path) ->
         "accelerator": {"model": "CPU Test", "vendor": "cpu"},
         "placement": {"kind": "bare-metal"},
         "measurements": [
-            {"benchmark": {"family": "pi", "name": "gemm", "parameters": {"n": 256}}, "metric": "gflops",
-             "value": 12.5, "unit": "GFLOP/s"}
+            {
+                "benchmark": {"family": "pi", "name": "gemm", "parameters": {"n": 256}},
+                "metric": "gflops",
+                "value": 12.5,
+                "unit": "GFLOP/s",
+            }
         ],
     }
     (results / "run.json").write_text(json.dumps([document]))
@@ -129,11 +150,19 @@ def test_build_script_from_a_small_tree_and_a_result_document(tmp_path: Path) ->
     manifest, batch = build_starter_kb.build(mlperf_dir, results, training_dir)
     build_starter_kb.write(manifest, batch, out)
     assert manifest["counts"]["observations_by_source"] == {
-        "mlperf-inference": 2, "mlperf-training": 2, "stack-advisor-collector": 1}
-    assert (manifest["counts"]["runs"], manifest["counts"]["failures"]) == (1 + 2, 2)  # failed runs only
+        "mlperf-inference": 2,
+        "mlperf-training": 2,
+        "stack-advisor-collector": 1,
+    }
+    assert (manifest["counts"]["runs"], manifest["counts"]["failures"]) == (
+        1 + 2,
+        2,
+    )  # failed runs only
     assert [s["kind"] for s in manifest["sources"]] == ["published", "published", "measured"]
     loaded = starter.load_snapshot(out)
-    assert sorted(o.observation_key for o in loaded.observations) == sorted(o.observation_key for o in batch.observations)
+    assert sorted(o.observation_key for o in loaded.observations) == sorted(
+        o.observation_key for o in batch.observations
+    )
     # gzip header carries no timestamp: same inputs, same bytes apart from the manifest date
     with gzip.open(out, "rt") as handle:
         assert json.load(handle)["manifest"]["version"] == starter.STARTER_VERSION
@@ -150,8 +179,8 @@ def test_unreadable_snapshot_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_seed_can_be_turned_off(tmp_path: Path) -> None:
     """ADVISOR_STARTER=0, read at the edge: a new default store is created empty."""
-    from graph_schema import registry
-    from graph_schema.settings import StoreSettings
+    from stack_advisor.store import registry
+    from stack_advisor.store.settings import StoreSettings
 
     settings = StoreSettings.from_environ({"ADVISOR_STARTER": "0", "XDG_DATA_HOME": str(tmp_path)})
     assert not settings.seed_starter
@@ -164,37 +193,56 @@ def test_seed_can_be_turned_off(tmp_path: Path) -> None:
 def test_fresh_install_default_store_answers_at_once(tmp_path: Path) -> None:
     """No configuration at all: a new process with an empty XDG_DATA_HOME opens the default store,
     which is created and seeded from the snapshot, and `advisor db stats` shows it by source."""
-    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "HOME": str(tmp_path / "home"),
-           "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    env = {
+        "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
+        "HOME": str(tmp_path / "home"),
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+    }
     code = (
         "import json, time\n"
         "t = time.perf_counter()\n"
         "import os\n"
-        "from graph_schema.registry import open_store\n"
-        "from graph_schema.settings import StoreSettings\n"
+        "from stack_advisor.store.registry import open_store\n"
+        "from stack_advisor.store.settings import StoreSettings\n"
         "with open_store(settings=StoreSettings.from_environ(os.environ)) as s:\n"
         "    st = s.stats()\n"
         "print(json.dumps({'by_source': st.observations_by_source, 'seconds': time.perf_counter() - t}))\n"
     )
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     expected = starter.manifest()["counts"]["observations_by_source"]
     assert result["by_source"] == expected
     assert time.perf_counter() - started < 240  # loose: 2 shared cores; the figure is in the report
-    stats = subprocess.run([sys.executable, "-m", "cli.main", "db", "stats", "--json"], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=120, check=False)
+    stats = subprocess.run(
+        [sys.executable, "-m", "stack_advisor.cli.main", "db", "stats", "--json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert stats.returncode == 0, stats.stderr
     assert json.loads(stats.stdout)["observations_by_source"] == expected
 
 
 def test_an_interrupted_first_seed_leaves_no_half_seeded_default_store(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Ctrl-C while the default store is seeded: no store (nor partial file) is left at the default
     path, so the next run seeds again instead of answering from a part of the knowledge base."""
-    from graph_schema import registry
-    from graph_schema.settings import StoreSettings
+    from stack_advisor.store import registry
+    from stack_advisor.store.settings import StoreSettings
 
     settings = StoreSettings(data_home=tmp_path / "xdg")
     real_seed = starter.seed_store
@@ -220,11 +268,12 @@ def test_an_interrupted_first_seed_leaves_no_half_seeded_default_store(
 
 
 def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """`advisor db migrate` on the default path makes an empty store: the first read replaces it
     with a seeded one; a store that was ever written to (generation > 0) is left as it is."""
-    from graph_schema import registry
-    from graph_schema.settings import StoreSettings
+    from stack_advisor.store import registry
+    from stack_advisor.store.settings import StoreSettings
 
     settings = StoreSettings(data_home=tmp_path / "xdg")
     path = registry.default_store_path(settings)
@@ -234,7 +283,9 @@ def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
     snapshot = starter.load_snapshot()
 
     def seed_part(store):  # type: ignore[no-untyped-def]
-        store.ingest(starter.IngestBatch(observations=snapshot.observations[:20], runs=snapshot.runs))
+        store.ingest(
+            starter.IngestBatch(observations=snapshot.observations[:20], runs=snapshot.runs)
+        )
 
     monkeypatch.setattr(registry, "_seed", seed_part)
     with registry.open_store(settings=settings) as store:
@@ -243,6 +294,8 @@ def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
     assert seeded == 20
     assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith(".")) == []
 
-    monkeypatch.setattr(registry, "_seed", lambda store: pytest.fail("a written store was re-seeded"))
+    monkeypatch.setattr(
+        registry, "_seed", lambda store: pytest.fail("a written store was re-seeded")
+    )
     with registry.open_store(settings=settings) as store:
         assert store.stats().counts.get("Observation", 0) == seeded

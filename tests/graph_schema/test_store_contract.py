@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from graph_schema.errors import InvalidInput, NotFound, SchemaMismatch
-from graph_schema.models import (
+from stack_advisor.schema.errors import InvalidInput, NotFound, SchemaMismatch
+from stack_advisor.schema.graph import SCHEMA_VERSION
+from stack_advisor.schema.models import (
     Accelerator,
     EntityKind,
     Failure,
@@ -22,8 +23,7 @@ from graph_schema.models import (
     Run,
     SourceKind,
 )
-from graph_schema.schema import SCHEMA_VERSION
-from graph_schema.store import Store
+from stack_advisor.store.base import Store
 from tests.support.samples import MEASURED, PUBLISHED, TF, TORCH, WHEN, make_obs
 from tests.support.stores import ALL_BACKENDS, StoreCreator, make_creator
 
@@ -58,7 +58,11 @@ def test_ingest_then_query_round_trips_every_field(store):
 
 
 def test_ingest_stores_catalogue_names_and_keeps_the_raw_one_as_provenance(store):
-    raw = make_obs(1, acc="NVIDIA H100 80GB HBM3", stack=TORCH.model_copy(update={"framework": "torch", "cudnn": "91900"}))
+    raw = make_obs(
+        1,
+        acc="NVIDIA H100 80GB HBM3",
+        stack=TORCH.model_copy(update={"framework": "torch", "cudnn": "91900"}),
+    )
     store.ingest(IngestBatch(observations=[raw]))
     [back] = store.query_observations()
     assert back.accelerator.model == "H100-SXM5-80GB" and back.accelerator.vendor == "nvidia"
@@ -69,7 +73,12 @@ def test_ingest_stores_catalogue_names_and_keeps_the_raw_one_as_provenance(store
     assert again.observations_new == 0
     store.ingest(IngestBatch(observations=[make_obs(2)]))
     [acc] = store.list_entities("accelerators")  # GET /v1/accelerators, advisor db stats
-    assert (acc["model"], acc["resolved"], acc["kind"], acc["generation"]) == ("H100-SXM5-80GB", True, "accelerator", "hopper")
+    assert (acc["model"], acc["resolved"], acc["kind"], acc["generation"]) == (
+        "H100-SXM5-80GB",
+        True,
+        "accelerator",
+        "hopper",
+    )
     assert acc["observations"] == 2
     assert acc["aliases_seen"] == {"H100-SXM5-80GB": 1, "NVIDIA H100 80GB HBM3": 1}
 
@@ -101,14 +110,26 @@ def test_bad_row_rejects_the_whole_batch_naming_field_and_value(store):
 
 
 def test_ingest_many_writes_each_batch_in_order_as_ingest_would(store):
-    batches = [IngestBatch(observations=[make_obs(i) for i in range(start, start + 7)]) for start in (0, 7, 14)]
-    batches.append(IngestBatch(observations=[make_obs(20), make_obs(21)]))  # 20: also in the batch before
+    batches = [
+        IngestBatch(observations=[make_obs(i) for i in range(start, start + 7)])
+        for start in (0, 7, 14)
+    ]
+    batches.append(
+        IngestBatch(observations=[make_obs(20), make_obs(21)])
+    )  # 20: also in the batch before
     gen = store.stats().generation
     results = list(store.ingest_many(batches))
-    assert [(r.observations_received, r.observations_new) for r in results] == [(7, 7), (7, 7), (7, 7), (2, 1)]
+    assert [(r.observations_received, r.observations_new) for r in results] == [
+        (7, 7),
+        (7, 7),
+        (7, 7),
+        (2, 1),
+    ]
     assert store.stats().counts["Observation"] == 22
     assert store.stats().generation == gen + 4  # one transaction per batch
-    again = list(store.ingest_many(b.model_dump(mode="json") for b in batches))  # dicts are validated too
+    again = list(
+        store.ingest_many(b.model_dump(mode="json") for b in batches)
+    )  # dicts are validated too
     assert [r.observations_new for r in again] == [0, 0, 0, 0]
     assert store.stats().generation == gen + 4
 
@@ -116,8 +137,11 @@ def test_ingest_many_writes_each_batch_in_order_as_ingest_would(store):
 def test_ingest_many_stops_at_a_bad_batch_after_writing_the_ones_before(store):
     rows = [make_obs(i).model_dump(mode="json") for i in range(10, 15)]
     rows[2]["samples"] = "many"
-    batches = [IngestBatch(observations=[make_obs(i) for i in range(5)]), {"observations": rows},
-               IngestBatch(observations=[make_obs(i) for i in range(20, 25)])]
+    batches = [
+        IngestBatch(observations=[make_obs(i) for i in range(5)]),
+        {"observations": rows},
+        IngestBatch(observations=[make_obs(i) for i in range(20, 25)]),
+    ]
     got = []
     with pytest.raises(InvalidInput) as err:
         for result in store.ingest_many(batches):
@@ -137,7 +161,7 @@ def test_ingest_many_stopped_early_writes_only_what_it_reported(store):
 
 def test_failed_write_leaves_nothing_half_written(store, monkeypatch):
     """A failure in the middle of the transaction (after nodes were created) rolls it all back."""
-    import graph_schema.queries as Q
+    import stack_advisor.store.queries as Q
 
     real = Q.create_linked
 
@@ -147,9 +171,15 @@ def test_failed_write_leaves_nothing_half_written(store, monkeypatch):
         return real(label, present, linked)
 
     monkeypatch.setattr(Q, "create_linked", broken)
-    fail = Failure(stage="run", error_class="Unsupported", message="fp8 needs sm_89",
-                   stack=TORCH, accelerator=Accelerator(model="cpu"), placement=Placement(),
-                   provenance=MEASURED)
+    fail = Failure(
+        stage="run",
+        error_class="Unsupported",
+        message="fp8 needs sm_89",
+        stack=TORCH,
+        accelerator=Accelerator(model="cpu"),
+        placement=Placement(),
+        provenance=MEASURED,
+    )
     with pytest.raises(Exception):
         store.ingest(IngestBatch(observations=[make_obs(i) for i in range(5)], failures=[fail]))
     monkeypatch.setattr(Q, "create_linked", real)
@@ -158,14 +188,23 @@ def test_failed_write_leaves_nothing_half_written(store, monkeypatch):
 
 
 def test_filters(store):
-    store.ingest(IngestBatch(observations=[
-        make_obs(1), make_obs(2, stack=TF), make_obs(3, acc="NVIDIA A100-SXM4-80GB"),
-        make_obs(4, placement=PlacementKind.VGPU), make_obs(5, source=PUBLISHED, host=None, run_id=None),
-        make_obs(6, metric="gbps"),
-    ]))
+    store.ingest(
+        IngestBatch(
+            observations=[
+                make_obs(1),
+                make_obs(2, stack=TF),
+                make_obs(3, acc="NVIDIA A100-SXM4-80GB"),
+                make_obs(4, placement=PlacementKind.VGPU),
+                make_obs(5, source=PUBLISHED, host=None, run_id=None),
+                make_obs(6, metric="gbps"),
+            ]
+        )
+    )
     q = store.query_observations
     assert len(q()) == 6
-    assert {o.stack.framework for o in q(ObservationFilter(framework="tensorflow"))} == {"tensorflow"}
+    assert {o.stack.framework for o in q(ObservationFilter(framework="tensorflow"))} == {
+        "tensorflow"
+    }
     assert len(q(ObservationFilter(accelerator="NVIDIA A100-SXM4-80GB"))) == 1
     assert len(q(ObservationFilter(placement=PlacementKind.VGPU))) == 1
     assert len(q(ObservationFilter(source="mlperf-inference"))) == 1
@@ -190,7 +229,11 @@ def test_pagination_is_stable_and_complete(store):
 
 
 def test_one_observation_by_key(store):
-    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(5)] + [make_obs(9, host=None, run_id=None)]))
+    store.ingest(
+        IngestBatch(
+            observations=[make_obs(i) for i in range(5)] + [make_obs(9, host=None, run_id=None)]
+        )
+    )
     every = {o.key: o for o in store.iter_observations()}
     for key, obs in every.items():
         assert store.get_observation(key) == obs  # every field, the host's too (or none)
@@ -209,8 +252,14 @@ def test_entities_stats_and_failures(store):
         placement=Placement(kind=PlacementKind.BARE_METAL),
         host=Host(name="node-b"),
         measurements=[make_obs(1).model_dump(include=set(Measurement.model_fields))],
-        failures=[{"stage": "run", "error_class": "Unsupported", "message": "fp8 needs sm_89",
-                   "benchmark": {"family": "pi", "name": "gemm", "parameters": {"dtype": "fp8"}}}],
+        failures=[
+            {
+                "stage": "run",
+                "error_class": "Unsupported",
+                "message": "fp8 needs sm_89",
+                "benchmark": {"family": "pi", "name": "gemm", "parameters": {"dtype": "fp8"}},
+            }
+        ],
     )
     result = store.ingest_document(doc)
     assert (result.observations_new, result.failures_new) == (1, 1)
@@ -231,18 +280,23 @@ def test_entities_stats_and_failures(store):
 
 def test_mutable_nodes_are_refreshed_not_erased(store):
     store.ingest(IngestBatch(observations=[make_obs(1)]))
-    later = make_obs(2).model_copy(update={"accelerator": Accelerator(model="NVIDIA H100 80GB HBM3", compute_capability="9.0")})
+    later = make_obs(2).model_copy(
+        update={"accelerator": Accelerator(model="NVIDIA H100 80GB HBM3", compute_capability="9.0")}
+    )
     store.ingest(IngestBatch(observations=[later]))
     [acc] = store.list_entities("accelerators")
     assert acc["compute_capability"] == "9.0" and acc["memory_mib"] == 81559
 
 
 def test_newer_schema_in_store_is_refused(store: Store, graph: Store) -> None:
-    import graph_schema.cypher_store as cs
+    import stack_advisor.store.cypher_store as cs
 
     assert isinstance(graph, cs.CypherStore)
-    graph._write(lambda run: run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $v",
-                                 {"v": SCHEMA_VERSION + 1}))
+    graph._write(
+        lambda run: run(
+            "MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $v", {"v": SCHEMA_VERSION + 1}
+        )
+    )
     with pytest.raises(SchemaMismatch, match="newer than this code"):
         store.ensure_schema()
 
@@ -250,11 +304,17 @@ def test_newer_schema_in_store_is_refused(store: Store, graph: Store) -> None:
 def test_observations_since_a_generation_are_what_later_batches_wrote(store):
     store.ingest(IngestBatch(observations=[make_obs(i) for i in range(6)]))
     first = store.stats().generation
-    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(6)]))  # nothing new: no generation
+    store.ingest(
+        IngestBatch(observations=[make_obs(i) for i in range(6)])
+    )  # nothing new: no generation
     assert store.stats().generation == first
     # new observations in the context the first batch created, and in a new context
-    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(4, 9)]
-                             + [make_obs(20, stack=TF, host="node-b")]))
+    store.ingest(
+        IngestBatch(
+            observations=[make_obs(i) for i in range(4, 9)]
+            + [make_obs(20, stack=TF, host="node-b")]
+        )
+    )
     second = store.stats().generation
     store.ingest(IngestBatch(observations=[make_obs(30, acc="A100-SXM4-80GB")]))
     third = store.stats().generation
@@ -283,10 +343,16 @@ def test_observations_since_a_generation_are_what_later_batches_wrote(store):
         ObservationFilter(until_generation=3)
 
 
-def _published(i: int, source: str, round_: str, submitter: str, system: str,
-               division: str = "closed") -> Observation:
-    details = {"round": round_, "division": division, "submitter": submitter,
-               "system_id": system, "file": f"{submitter}/results/{system}/{i}.json"}
+def _published(
+    i: int, source: str, round_: str, submitter: str, system: str, division: str = "closed"
+) -> Observation:
+    details = {
+        "round": round_,
+        "division": division,
+        "submitter": submitter,
+        "system_id": system,
+        "file": f"{submitter}/results/{system}/{i}.json",
+    }
     return make_obs(i, source=Provenance(kind=SourceKind.PUBLISHED, source=source, details=details))
 
 
@@ -310,14 +376,20 @@ def test_published_observations_link_to_their_submission(store: Store, graph: St
     ]
     dell = store.list_entities("submissions")[1]
     assert {k: dell[k] for k in ("source", "round", "division", "submitter", "system")} == {
-        "source": "mlperf-inference", "round": "v4.0", "division": "open", "submitter": "Dell",
-        "system": "xe9680"}
+        "source": "mlperf-inference",
+        "round": "v4.0",
+        "division": "open",
+        "submitter": "Dell",
+        "system": "xe9680",
+    }
     assert store.stats().counts["Submission"] == 4
     back = {o.source_key: o.provenance for o in store.query_observations()}
     assert all(back[o.source_key] == o.provenance for o in published)
     edges = graph._read(  # type: ignore[attr-defined]
         "MATCH (o:Observation)-[:IN_SUBMISSION]->(s:Submission) "
-        "RETURN o.source_key AS key, s.submission_id AS sid ORDER BY key", {})
+        "RETURN o.source_key AS key, s.submission_id AS sid ORDER BY key",
+        {},
+    )
     assert [e["key"] for e in edges] == ["1", "2", "3", "4", "5"]  # not 6, measured
     store.ingest(IngestBatch(observations=published))  # again: nothing new, no second edge
     assert len(graph._read("MATCH ()-[r:IN_SUBMISSION]->() RETURN r", {})) == 5  # type: ignore[attr-defined]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.fingerprint.topology import topology_of_tree
-from graph_schema.models import Host, IngestBatch
-from graph_schema.schema import SCHEMA_VERSION
+from stack_advisor.collectors.fingerprint.topology import topology_of_tree
+from stack_advisor.schema.graph import SCHEMA_VERSION
+from stack_advisor.schema.models import Host, IngestBatch
 from tests.support.samples import make_obs as _obs
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topology"
@@ -25,8 +25,11 @@ def test_topology_round_trips_and_is_replaced(store) -> None:
     stored = store.host_topology("node-a")
     assert stored == topology_of_tree(DATA / "dgx-h100-8gpu")
     assert [g.numa_node for g in stored.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
-    edges = store._read("MATCH (d:DeviceAttachment)-[:ATTACHED_TO]->(n:NumaNode {node: 1}) "
-                        "WHERE d.kind = 'gpu' RETURN count(d) AS c", {})
+    edges = store._read(
+        "MATCH (d:DeviceAttachment)-[:ATTACHED_TO]->(n:NumaNode {node: 1}) "
+        "WHERE d.kind = 'gpu' RETURN count(d) AS c",
+        {},
+    )
     assert edges[0]["c"] == 4
     # a document without a topology leaves the stored one alone
     store.ingest(IngestBatch(observations=[_obs(2, host="node-a")]))
@@ -40,8 +43,14 @@ def test_topology_round_trips_and_is_replaced(store) -> None:
 
 
 def test_two_hosts_keep_their_own_and_unknown_hosts_have_none(store) -> None:
-    store.ingest(IngestBatch(observations=[_with_topology(1, "dgx-h100-8gpu", "h100-a"),
-                                           _with_topology(2, "dgx-a100-2gpu-slurm", "a100-b")]))
+    store.ingest(
+        IngestBatch(
+            observations=[
+                _with_topology(1, "dgx-h100-8gpu", "h100-a"),
+                _with_topology(2, "dgx-a100-2gpu-slurm", "a100-b"),
+            ]
+        )
+    )
     a100 = store.host_topology("a100-b")
     assert len(a100.numa_nodes) == 8 and [g.index for g in a100.gpus][:2] == [0, 1]
     assert len(store.host_topology("h100-a").gpus) == 8

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from advisor.api import examples
-from graph_schema.models import Measurement, ResultDocument, Run
+from stack_advisor.api import examples
+from stack_advisor.schema.models import Measurement, ResultDocument, Run
 
 
 def _doc(**changes: Any) -> dict[str, Any]:
@@ -32,7 +32,9 @@ def _refused(doc: dict[str, Any], field: str, words: str) -> None:
         ResultDocument.model_validate(doc)
     errors = caught.value.errors()
     # a field's own check names it in loc; a check across fields (bounds by unit) in its message
-    assert any(field in ".".join(map(str, e["loc"])) or f"{field}:" in e["msg"] for e in errors), errors
+    assert any(field in ".".join(map(str, e["loc"])) or f"{field}:" in e["msg"] for e in errors), (
+        errors
+    )
     assert words.lower() in str(caught.value).lower(), str(caught.value)
 
 
@@ -40,41 +42,69 @@ def test_the_example_document_is_valid() -> None:
     ResultDocument.model_validate(_doc())
 
 
-@pytest.mark.parametrize(("path", "value", "words"), [
-    ("measurements.0.value", 1e308, "beyond any physical figure"),
-    ("measurements.0.value", 5e-324, "below any measurable figure"),
-    ("measurements.0.value", True, "must be a number"),
-    ("measurements.0.value", "12", "must be a number"),
-    ("measurements.0.higher_is_better", 1, "true or false"),
-    ("measurements.0.higher_is_better", "yes", "true or false"),
-    ("measurements.0.samples", True, "must be a number"),
-    ("measurements.0.metric", " ", "blank"),
-    ("measurements.0.unit", " ", "blank"),
-    ("measurements.0.benchmark.family", " ", "blank"),
-    ("measurements.0.timestamp", "0001-01-01T00:00:00Z", "before 2000"),
-    ("measurements.0.timestamp", 99999999999, "future"),
-    ("run.started_at", "1999-12-31T23:59:59Z", "before 2000"),
-    ("document_version", -5, "greater than or equal to 1"),
-    ("document_version", 0, "greater than or equal to 1"),
-    ("accelerator.model", "NVIDIA H100\u202egnp.exe", "invisible formatting"),
-    ("accelerator.model", "NVIDIA\u200bH100", "invisible formatting"),
-    ("host.name", "node\u2066a", "invisible formatting"),
-    ("accelerator.model", "A" * 1_000_000, "at most 256"),
-    ("run.run_id", "r\nx", "control character"),
-    ("stack.driver", "5" * 300, "at most 256"),
-])
+@pytest.mark.parametrize(
+    ("path", "value", "words"),
+    [
+        ("measurements.0.value", 1e308, "beyond any physical figure"),
+        ("measurements.0.value", 5e-324, "below any measurable figure"),
+        ("measurements.0.value", True, "must be a number"),
+        ("measurements.0.value", "12", "must be a number"),
+        ("measurements.0.higher_is_better", 1, "true or false"),
+        ("measurements.0.higher_is_better", "yes", "true or false"),
+        ("measurements.0.samples", True, "must be a number"),
+        ("measurements.0.metric", " ", "blank"),
+        ("measurements.0.unit", " ", "blank"),
+        ("measurements.0.benchmark.family", " ", "blank"),
+        ("measurements.0.timestamp", "0001-01-01T00:00:00Z", "before 2000"),
+        ("measurements.0.timestamp", 99999999999, "future"),
+        ("run.started_at", "1999-12-31T23:59:59Z", "before 2000"),
+        ("document_version", -5, "greater than or equal to 1"),
+        ("document_version", 0, "greater than or equal to 1"),
+        ("accelerator.model", "NVIDIA H100\u202egnp.exe", "invisible formatting"),
+        ("accelerator.model", "NVIDIA\u200bH100", "invisible formatting"),
+        ("host.name", "node\u2066a", "invisible formatting"),
+        ("accelerator.model", "A" * 1_000_000, "at most 256"),
+        ("run.run_id", "r\nx", "control character"),
+        ("stack.driver", "5" * 300, "at most 256"),
+    ],
+)
 def test_implausible_values_are_refused_naming_the_field(path: str, value: Any, words: str) -> None:
     field = path.split(".")[-1]
     _refused(_doc(**{path: value}), field, words)
 
 
 def test_a_value_outside_its_own_spread_is_refused() -> None:
-    _refused(_doc(**{"measurements.0.value": 50.0, "measurements.0.p10": 90.0,
-                     "measurements.0.p90": 110.0}), "measurements", "below its own p10")
-    _refused(_doc(**{"measurements.0.value": 150.0, "measurements.0.p10": 90.0,
-                     "measurements.0.p90": 110.0}), "measurements", "above its own p90")
-    ResultDocument.model_validate(_doc(**{"measurements.0.value": 100.0, "measurements.0.p10": 90.0,
-                                          "measurements.0.p90": 110.0}))
+    _refused(
+        _doc(
+            **{
+                "measurements.0.value": 50.0,
+                "measurements.0.p10": 90.0,
+                "measurements.0.p90": 110.0,
+            }
+        ),
+        "measurements",
+        "below its own p10",
+    )
+    _refused(
+        _doc(
+            **{
+                "measurements.0.value": 150.0,
+                "measurements.0.p10": 90.0,
+                "measurements.0.p90": 110.0,
+            }
+        ),
+        "measurements",
+        "above its own p90",
+    )
+    ResultDocument.model_validate(
+        _doc(
+            **{
+                "measurements.0.value": 100.0,
+                "measurements.0.p10": 90.0,
+                "measurements.0.p90": 110.0,
+            }
+        )
+    )
 
 
 def test_a_run_that_finished_before_it_started_is_refused() -> None:
@@ -90,13 +120,20 @@ def test_numeric_timestamps_are_unix_seconds() -> None:
 
 
 def test_names_may_hold_any_printable_text() -> None:
-    doc = _doc(**{"accelerator.model": "NVIDIA H100\u00a0SXM5 80GB (日本)", "host.name": "nœud-1",
-                  "measurements.0.metric": "p99 latency ms"})
+    doc = _doc(
+        **{
+            "accelerator.model": "NVIDIA H100\u00a0SXM5 80GB (日本)",
+            "host.name": "nœud-1",
+            "measurements.0.metric": "p99 latency ms",
+        }
+    )
     ResultDocument.model_validate(doc)
 
 
-@pytest.mark.parametrize(("unit", "value"), [("fraction", 1.5), ("%", 101.0), ("TFLOP/s", 1e9),
-                                              ("GB/s", 1e9), ("samples/s", 1e12)])
+@pytest.mark.parametrize(
+    ("unit", "value"),
+    [("fraction", 1.5), ("%", 101.0), ("TFLOP/s", 1e9), ("GB/s", 1e9), ("samples/s", 1e12)],
+)
 def test_figures_beyond_their_units_bound_are_refused(unit: str, value: float) -> None:
     base = examples.RESULT_DOCUMENT["measurements"][0]
     with pytest.raises(ValidationError, match="beyond any physical figure"):

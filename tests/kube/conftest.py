@@ -33,9 +33,15 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     assert apiserver is not None and etcd is not None
     manager = find_controller_manager()
     if manager is None and _ci():
-        pytest.fail("CI=true but kube-controller-manager is not built: run deploy/kube-local/build.sh")
-    cp = ControlPlane(apiserver=apiserver, etcd=etcd, controller_manager=manager,
-                      workdir=tmp_path_factory.mktemp("kube"))
+        pytest.fail(
+            "CI=true but kube-controller-manager is not built: run deploy/kube-local/build.sh"
+        )
+    cp = ControlPlane(
+        apiserver=apiserver,
+        etcd=etcd,
+        controller_manager=manager,
+        workdir=tmp_path_factory.mktemp("kube"),
+    )
     try:
         cp.start()
         yield cp
@@ -67,7 +73,9 @@ def overlay_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import secrets
 
     root = tmp_path_factory.mktemp("deploy") / "deploy"
-    shutil.copytree(REPO / "deploy", root, ignore=shutil.ignore_patterns("neo4j-local", "kube-local"))
+    shutil.copytree(
+        REPO / "deploy", root, ignore=shutil.ignore_patterns("neo4j-local", "kube-local")
+    )
     example = root / "overlays" / "example"
     password = secrets.token_urlsafe(18)
     token = secrets.token_urlsafe(24)
@@ -80,5 +88,3 @@ def overlay_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (example / "api-tokens.txt").write_text(f"{token} write collector\n{planner} read planner\n")
     pin_stand_in_digests(example / "kustomization.yaml")
     return root
-
-

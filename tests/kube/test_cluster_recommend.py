@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from stack_advisor.cli.main import app
 from tests.support.control_plane import ControlPlane
 from tests.support.gfd_pools import POOL_NODES, SELECTOR
 
@@ -22,21 +22,42 @@ pytestmark = pytest.mark.kube
 NAMESPACE = "cluster-advice"
 IMAGE = "registry.example.org/team/resnet50-trt:1"  # the user's image: MLPerf records none
 WORKLOAD = ["--benchmark", "resnet50", "--scenario", "Offline", "--image", IMAGE]
-CRDS = (("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
-        ("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"))
+CRDS = (
+    ("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"),
+    ("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
+)
 
 
 def _crd(group: str, version: str, kind: str, plural: str) -> dict[str, Any]:
     """A structural-minimum CRD: the apiserver serves the kind (the operators' own CRDs carry the
     full schemas; the Pod template inside is dry-run as a Pod separately)."""
     return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{group}"},
-        "spec": {"group": group, "scope": "Namespaced",
-                 "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-                 "versions": [{"name": version, "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {"type": "object",
-                                                              "x-kubernetes-preserve-unknown-fields": True}}}]},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {
+                "kind": kind,
+                "plural": plural,
+                "singular": kind.lower(),
+                "listKind": f"{kind}List",
+            },
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
     }
 
 
@@ -81,8 +102,8 @@ def pool_cluster(control_plane: ControlPlane, api_client: Any) -> ControlPlane:
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An embedded store seeded with the starter knowledge base (closed again: the CLI opens it)."""
-    from graph_schema.registry import open_store
-    from graph_schema.starter import seed_store
+    from stack_advisor.store.registry import open_store
+    from stack_advisor.store.starter import seed_store
 
     uri = f"embedded:{tmp_path_factory.mktemp('cluster-kb') / 'kb'}"
     store = open_store(uri)
@@ -104,8 +125,15 @@ def _nodes_file(api_client: Any, path: Path) -> Path:
     from kubernetes import client
 
     listed = client.CoreV1Api(api_client).list_node(label_selector=SELECTOR)
-    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List",
-                                "items": api_client.sanitize_for_serialization(listed)["items"]}))
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": api_client.sanitize_for_serialization(listed)["items"],
+            }
+        )
+    )
     return path
 
 
@@ -120,13 +148,20 @@ def _dry_run(api_client: Any, manifest: dict[str, Any]) -> None:
         return
     group, version = manifest["apiVersion"].split("/")
     plural = {"PyTorchJob": "pytorchjobs", "PodGroup": "podgroups"}[manifest["kind"]]
-    client.CustomObjectsApi(api_client).create_namespaced_custom_object(group, version, NAMESPACE, plural, manifest,
-                                                                        dry_run="All")
+    client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        group, version, NAMESPACE, plural, manifest, dry_run="All"
+    )
     for replica in (manifest["spec"].get("pytorchReplicaSpecs") or {}).values():
         template = replica["template"]
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": f"{manifest['metadata']['name']}-check", **{k: v for k, v in template["metadata"].items()}},
-               "spec": template["spec"]}
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{manifest['metadata']['name']}-check",
+                **{k: v for k, v in template["metadata"].items()},
+            },
+            "spec": template["spec"],
+        }
         pods.create(body=pod, namespace=NAMESPACE, dry_run="All")
 
 
@@ -134,16 +169,44 @@ def _without_timing(answer: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in answer.items() if k not in ("elapsed_ms", "source")}
 
 
-def test_cluster_pools_ranked_with_manifests_the_apiserver_accepts(pool_cluster: ControlPlane, api_client: Any,
-                                                                   kb: str, tmp_path: Path) -> None:
-    _cli("nodes", "sync", "--kubeconfig", str(pool_cluster.kubeconfig), "-l", SELECTOR, "--store", kb,
-         "--cluster", "prod", "--json")
-    answer = _cli("recommend", *WORKLOAD, "--cluster", "prod", "--store", kb, "--top", "100", "--json")
+def test_cluster_pools_ranked_with_manifests_the_apiserver_accepts(
+    pool_cluster: ControlPlane, api_client: Any, kb: str, tmp_path: Path
+) -> None:
+    _cli(
+        "nodes",
+        "sync",
+        "--kubeconfig",
+        str(pool_cluster.kubeconfig),
+        "-l",
+        SELECTOR,
+        "--store",
+        kb,
+        "--cluster",
+        "prod",
+        "--json",
+    )
+    answer = _cli(
+        "recommend", *WORKLOAD, "--cluster", "prod", "--store", kb, "--top", "100", "--json"
+    )
     pools = {p["name"]: p for p in answer["pools"]}
-    assert set(pools) == {"a100-bm", "a100-mig", "gpupool/535.161.08", "gpupool/550.54.15",
-                          "h100-mig[mig-1g.10gb]", "h100-mig[mig-3g.40gb]", "kubevirt", "l4-vgpu", "t4-pool"}
-    assert pools["a100-bm"]["nodes"] == ["p-a100-0", "p-a100-1"] and pools["t4-pool"]["nodes"] == ["p-t4-0", "p-t4-1"]
-    assert pools["l4-vgpu"]["placement"] == "vgpu" and pools["t4-pool"]["placement"] == "passthrough"
+    assert set(pools) == {
+        "a100-bm",
+        "a100-mig",
+        "gpupool/535.161.08",
+        "gpupool/550.54.15",
+        "h100-mig[mig-1g.10gb]",
+        "h100-mig[mig-3g.40gb]",
+        "kubevirt",
+        "l4-vgpu",
+        "t4-pool",
+    }
+    assert pools["a100-bm"]["nodes"] == ["p-a100-0", "p-a100-1"] and pools["t4-pool"]["nodes"] == [
+        "p-t4-0",
+        "p-t4-1",
+    ]
+    assert (
+        pools["l4-vgpu"]["placement"] == "vgpu" and pools["t4-pool"]["placement"] == "passthrough"
+    )
     assert answer["excluded_pools"].keys() == {"kubevirt"}
     recs = answer["recommendations"]
     assert {r["pool"] for r in recs} == set(pools) - {"kubevirt"}
@@ -160,30 +223,68 @@ def test_cluster_pools_ranked_with_manifests_the_apiserver_accepts(pool_cluster:
     assert by_pool["h100-mig[mig-3g.40gb]"]["resource"] == "nvidia.com/mig-3g.40gb"
     assert by_pool["l4-vgpu"]["resource"] == "nvidia.com/gpu"
     assert by_pool["a100-bm"]["manifests"][0]["spec"]["tolerations"] == [
-        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
 
     # the same nodes offline, from `kubectl get nodes -o json`: the same answer
-    offline = _cli("recommend", *WORKLOAD, "--nodes", str(_nodes_file(api_client, tmp_path / "nodes.json")),
-                   "--store", kb, "--top", "100", "--json")
+    offline = _cli(
+        "recommend",
+        *WORKLOAD,
+        "--nodes",
+        str(_nodes_file(api_client, tmp_path / "nodes.json")),
+        "--store",
+        kb,
+        "--top",
+        "100",
+        "--json",
+    )
     assert _without_timing(offline) == _without_timing(answer)
 
 
-def test_gang_and_what_if_on_the_real_apiserver(pool_cluster: ControlPlane, api_client: Any, kb: str,
-                                                tmp_path: Path) -> None:
+def test_gang_and_what_if_on_the_real_apiserver(
+    pool_cluster: ControlPlane, api_client: Any, kb: str, tmp_path: Path
+) -> None:
     nodes = str(_nodes_file(api_client, tmp_path / "nodes.json"))
-    answer = _cli("recommend", *WORKLOAD, "--nodes", nodes, "--store", kb, "--gpus", "16",
-                  "--what-if-driver", "t4-pool=550.54.15", "--json")
+    answer = _cli(
+        "recommend",
+        *WORKLOAD,
+        "--nodes",
+        nodes,
+        "--store",
+        kb,
+        "--gpus",
+        "16",
+        "--what-if-driver",
+        "t4-pool=550.54.15",
+        "--json",
+    )
     top = answer["recommendations"][0]
-    assert top["pool"] == "a100-bm" and top["shape"] == {"units_per_pod": 8, "pods": 2, "total_units": 16}
+    assert top["pool"] == "a100-bm" and top["shape"] == {
+        "units_per_pod": 8,
+        "pods": 2,
+        "total_units": 16,
+    }
     group, job = top["manifests"]
     assert group["kind"] == "PodGroup" and group["spec"]["minMember"] == 2
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1
     for manifest in top["manifests"]:
         _dry_run(api_client, manifest)
     (what_if,) = answer["what_if"]
-    assert what_if["summary"].startswith("t4-pool cannot take this job")  # 16 GPUs do not fit 2 T4 nodes
-    single = _cli("recommend", *WORKLOAD, "--nodes", "-", "--store", kb,  # `kubectl get nodes -o json |`
-                  "--what-if-driver", "t4-pool=550.54.15", "--json", stdin=Path(nodes).read_text())
+    assert what_if["summary"].startswith(
+        "t4-pool cannot take this job"
+    )  # 16 GPUs do not fit 2 T4 nodes
+    single = _cli(
+        "recommend",
+        *WORKLOAD,
+        "--nodes",
+        "-",
+        "--store",
+        kb,  # `kubectl get nodes -o json |`
+        "--what-if-driver",
+        "t4-pool=550.54.15",
+        "--json",
+        stdin=Path(nodes).read_text(),
+    )
     (what_if,) = single["what_if"]
     assert what_if["driver_from"] == "470.82.01" and what_if["unlocked_candidates"] > 0
     assert what_if["gain"] is not None and what_if["best_after"]["driver"] == "550.54.15"

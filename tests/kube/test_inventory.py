@@ -6,10 +6,15 @@ from typing import Any
 
 import pytest
 
-from collectors.inventory import ClusterNode, nodes_satisfying, parse_node, placement_from_labels
-from graph_schema.errors import InvalidInput
-from graph_schema.models import PlacementKind
-from graph_schema.store import Store
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.inventory import (
+    ClusterNode,
+    nodes_satisfying,
+    parse_node,
+    placement_from_labels,
+)
+from stack_advisor.schema.models import PlacementKind
+from stack_advisor.store.base import Store
 from tests.support.gfd_nodes import (
     A100_BARE_METAL,
     A100_MIG_SINGLE,
@@ -23,7 +28,11 @@ from tests.support.gfd_nodes import (
 def test_bare_metal_a100_with_current_gfd_labels() -> None:
     n = parse_node(A100_BARE_METAL)
     assert n.accelerator is not None
-    assert (n.accelerator.model, n.accelerator.count, n.accelerator.memory_mib) == ("NVIDIA-A100-SXM4-80GB", 8, 81920)
+    assert (n.accelerator.model, n.accelerator.count, n.accelerator.memory_mib) == (
+        "NVIDIA-A100-SXM4-80GB",
+        8,
+        81920,
+    )
     assert n.accelerator.compute_capability == "8.0"
     assert (n.driver, n.cuda_driver) == ("550.54.15", "12.4")
     assert n.placement.kind is PlacementKind.BARE_METAL
@@ -54,7 +63,11 @@ def test_passthrough_vm_with_pre_0_15_driver_labels() -> None:
 def test_mig_single_strategy() -> None:
     n = parse_node(A100_MIG_SINGLE)
     assert n.accelerator is not None and n.accelerator.model.endswith("-MIG-1g.5gb")
-    assert n.accelerator.count == 7 and n.mig["strategy"] == "single" and n.mig["mig.config"] == "all-1g.5gb"
+    assert (
+        n.accelerator.count == 7
+        and n.mig["strategy"] == "single"
+        and n.mig["mig.config"] == "all-1g.5gb"
+    )
     # NFD cpu-model labels but no HYPERVISOR label: bare metal, and the evidence says why.
     assert n.placement.kind is PlacementKind.BARE_METAL
     assert any("absent" in e for e in n.placement.evidence)
@@ -68,10 +81,13 @@ def test_cpu_node_without_nfd_is_unknown_not_guessed() -> None:
 
 
 def test_vgpu_label_contradicting_bare_metal_cpuid_is_flagged() -> None:
-    p = placement_from_labels({
-        "nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/vgpu.present": "true",
-        "feature.node.kubernetes.io/cpu-cpuid.HYPERVISOR": "false",
-    })
+    p = placement_from_labels(
+        {
+            "nvidia.com/gpu.product": "NVIDIA-L4",
+            "nvidia.com/vgpu.present": "true",
+            "feature.node.kubernetes.io/cpu-cpuid.HYPERVISOR": "false",
+        }
+    )
     assert p.kind is PlacementKind.VGPU and p.consistent is False
 
 
@@ -101,7 +117,9 @@ class _InventoryOnlyStore(Store):
     def _unused(self, *args: object) -> Any:
         raise AssertionError("not part of this test")
 
-    _ensure_schema = _schema_version = _ingest = _query_observations = _list_entities = _stats = _unused
+    _ensure_schema = _schema_version = _ingest = _query_observations = _list_entities = _stats = (
+        _unused
+    )
 
     def close(self) -> None:
         return None

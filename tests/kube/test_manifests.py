@@ -11,16 +11,23 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from collectors.plan import expand_plan, load_plan
-from collectors.plan.render import render_plan
+from stack_advisor.collectors.plan import expand_plan, load_plan
+from stack_advisor.collectors.plan.render import render_plan
 from tests.support.kube import K8S_VERSION, REPO, kustomize_build, validate_objects
 
 
 def test_crd_kinds_have_no_upstream_schema() -> None:
     """The CRD skip list is honest: kubernetes-validate really has no schema for them."""
-    for kind, api in (("PyTorchJob", "kubeflow.org/v1"), ("PodGroup", "scheduling.volcano.sh/v1beta1")):
+    for kind, api in (
+        ("PyTorchJob", "kubeflow.org/v1"),
+        ("PodGroup", "scheduling.volcano.sh/v1beta1"),
+    ):
         with pytest.raises(kubernetes_validate.SchemaNotFoundError):
-            kubernetes_validate.validate({"apiVersion": api, "kind": kind, "metadata": {"name": "x"}}, K8S_VERSION, strict=True)
+            kubernetes_validate.validate(
+                {"apiVersion": api, "kind": kind, "metadata": {"name": "x"}},
+                K8S_VERSION,
+                strict=True,
+            )
 
 
 def test_strict_validation_catches_a_typo() -> None:
@@ -45,12 +52,25 @@ def test_rendered_plan_validates(distributed_kind: str, tmp_path: Path) -> None:
 
 
 def test_kustomize_base_validates(kustomize: list[str]) -> None:
-    objects = [o for o in yaml.safe_load_all(kustomize_build(kustomize, REPO / "deploy" / "base")) if o]
+    objects = [
+        o for o in yaml.safe_load_all(kustomize_build(kustomize, REPO / "deploy" / "base")) if o
+    ]
     counts = validate_objects(objects)
-    for kind in ("Namespace", "StatefulSet", "Deployment", "Service", "ServiceAccount",
-                 "Role", "RoleBinding", "NetworkPolicy", "CronJob", "ConfigMap",
-                 "PodDisruptionBudget", "ValidatingAdmissionPolicy",
-                 "ValidatingAdmissionPolicyBinding"):
+    for kind in (
+        "Namespace",
+        "StatefulSet",
+        "Deployment",
+        "Service",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "NetworkPolicy",
+        "CronJob",
+        "ConfigMap",
+        "PodDisruptionBudget",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ):
         assert counts.get(kind), f"the base has no {kind}"
     assert not counts.get("Secret"), "the base must ship no Secret (no usable default)"
 
@@ -59,7 +79,9 @@ def _pod_specs(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]
     out = []
     for o in objects:
         spec = o.get("spec", {})
-        template = spec.get("template") or spec.get("jobTemplate", {}).get("spec", {}).get("template")
+        template = spec.get("template") or spec.get("jobTemplate", {}).get("spec", {}).get(
+            "template"
+        )
         if template:
             out.append((f"{o['kind']}/{o['metadata']['name']}", template["spec"]))
     return out
@@ -67,7 +89,9 @@ def _pod_specs(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]
 
 def test_base_is_least_privilege(kustomize: list[str]) -> None:
     """Issue 18 item 4, checked on the built manifests."""
-    objects = [o for o in yaml.safe_load_all(kustomize_build(kustomize, REPO / "deploy" / "base")) if o]
+    objects = [
+        o for o in yaml.safe_load_all(kustomize_build(kustomize, REPO / "deploy" / "base")) if o
+    ]
     by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
     for where, pod in _pod_specs(objects):
         for container in pod["containers"]:
@@ -90,8 +114,12 @@ def test_base_is_least_privilege(kustomize: list[str]) -> None:
     env = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"]
     token = next(e for e in env if e["name"] == "ADVISOR_TOKEN")
     assert token["valueFrom"]["secretKeyRef"]["name"] == "stack-advisor-planner-token"
-    api_env = {e["name"]: e.get("value") for e in
-               by_name[("Deployment", "stack-advisor-api")]["spec"]["template"]["spec"]["containers"][0]["env"]}
+    api_env = {
+        e["name"]: e.get("value")
+        for e in by_name[("Deployment", "stack-advisor-api")]["spec"]["template"]["spec"][
+            "containers"
+        ][0]["env"]
+    }
     assert api_env["ADVISOR_READ_AUTH"] == "token" and api_env["ADVISOR_METRICS_AUTH"] == "token"
     assert by_name[("PodDisruptionBudget", "stack-advisor-api")]["spec"]["maxUnavailable"] == 1
 
@@ -107,11 +135,16 @@ def test_kustomize_example_overlay_validates(kustomize: list[str], overlay_tree:
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     neo4j = by_name[("StatefulSet", "stack-advisor-neo4j")]
-    assert neo4j["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "50Gi"
+    assert (
+        neo4j["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"]
+        == "50Gi"
+    )
     secret = by_name[("Secret", "stack-advisor-collector-token")]
     token = base64.b64decode(secret["data"]["token"]).decode()
     assert "replace-me" not in token and len(token) >= 16
-    planner = base64.b64decode(by_name[("Secret", "stack-advisor-planner-token")]["data"]["token"]).decode()
+    planner = base64.b64decode(
+        by_name[("Secret", "stack-advisor-planner-token")]["data"]["token"]
+    ).decode()
     assert planner != token
     for where, pod in _pod_specs(objects):
         for c in pod["containers"]:
@@ -120,7 +153,12 @@ def test_kustomize_example_overlay_validates(kustomize: list[str], overlay_tree:
     role = by_name[("Role", "stack-advisor-planner")]
     resources = {r for rule in role["rules"] for r in rule["resources"]}
     assert resources == {"jobs", "pods", "pods/log", "persistentvolumeclaims"}  # claims: read only
-    assert [r["verbs"] for r in role["rules"] if r["resources"] == ["persistentvolumeclaims"]] == [["get"]]
+    assert [r["verbs"] for r in role["rules"] if r["resources"] == ["persistentvolumeclaims"]] == [
+        ["get"]
+    ]
     cluster_scoped = {"Namespace", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
-    assert all(o["metadata"].get("namespace") == "stack-advisor" for o in objects
-               if o["kind"] not in cluster_scoped)
+    assert all(
+        o["metadata"].get("namespace") == "stack-advisor"
+        for o in objects
+        if o["kind"] not in cluster_scoped
+    )

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from advisor.cluster.numa import kubelet_fragment
-from advisor.manifests.pod import to_yaml
-from cli.main import app
+from stack_advisor.advisor.cluster.numa import kubelet_fragment
+from stack_advisor.advisor.manifests.pod import to_yaml
+from stack_advisor.cli.main import app
 from tests.support.control_plane import ControlPlane, cache_dir
 from tests.support.numa_nodes import NRTS, NUMA_NODES, SELECTOR
 
@@ -26,17 +26,39 @@ NAMESPACE = "numa-advice"
 IMAGE = "registry.example.org/team/resnet50:1"
 WORKLOAD = ["--benchmark", "resnet50", "--scenario", "Offline", "--image", IMAGE]
 NRT_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     # a *.k8s.io group: the apiserver requires the API-review annotation (the upstream CRD carries it)
-    "metadata": {"name": "noderesourcetopologies.topology.node.k8s.io",
-                 "annotations": {"api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/1870"}},
-    "spec": {"group": "topology.node.k8s.io", "scope": "Cluster",
-             "names": {"kind": "NodeResourceTopology", "plural": "noderesourcetopologies",
-                       "singular": "noderesourcetopology", "listKind": "NodeResourceTopologyList",
-                       "shortNames": ["node-res-topo"]},
-             "versions": [{"name": "v1alpha2", "served": True, "storage": True,
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+    "metadata": {
+        "name": "noderesourcetopologies.topology.node.k8s.io",
+        "annotations": {
+            "api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/1870"
+        },
+    },
+    "spec": {
+        "group": "topology.node.k8s.io",
+        "scope": "Cluster",
+        "names": {
+            "kind": "NodeResourceTopology",
+            "plural": "noderesourcetopologies",
+            "singular": "noderesourcetopology",
+            "listKind": "NodeResourceTopologyList",
+            "shortNames": ["node-res-topo"],
+        },
+        "versions": [
+            {
+                "name": "v1alpha2",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
 }
 
 
@@ -66,8 +88,13 @@ def numa_cluster(control_plane: ControlPlane, api_client: Any) -> ControlPlane:
     for obj in NRTS:
         while True:
             try:
-                _exists_ok(custom.create_cluster_custom_object, "topology.node.k8s.io", "v1alpha2",
-                           "noderesourcetopologies", obj)
+                _exists_ok(
+                    custom.create_cluster_custom_object,
+                    "topology.node.k8s.io",
+                    "v1alpha2",
+                    "noderesourcetopologies",
+                    obj,
+                )
                 break
             except client.exceptions.ApiException:
                 assert time.monotonic() < deadline, "noderesourcetopologies not served after 30s"
@@ -77,8 +104,8 @@ def numa_cluster(control_plane: ControlPlane, api_client: Any) -> ControlPlane:
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from graph_schema.registry import open_store
-    from graph_schema.starter import seed_store
+    from stack_advisor.store.registry import open_store
+    from stack_advisor.store.starter import seed_store
 
     uri = f"embedded:{tmp_path_factory.mktemp('numa-kb') / 'kb'}"
     store = open_store(uri)
@@ -98,10 +125,18 @@ def _cli(*args: str) -> Any:
 def _pods_of(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     if manifest["kind"] == "Pod":
         return [manifest]
-    return [{"apiVersion": "v1", "kind": "Pod",
-             "metadata": {"name": f"{manifest['metadata']['name']}-{role.lower()}", **r["template"]["metadata"]},
-             "spec": r["template"]["spec"]}
-            for role, r in (manifest["spec"].get("pytorchReplicaSpecs") or {}).items()]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{manifest['metadata']['name']}-{role.lower()}",
+                **r["template"]["metadata"],
+            },
+            "spec": r["template"]["spec"],
+        }
+        for role, r in (manifest["spec"].get("pytorchReplicaSpecs") or {}).items()
+    ]
 
 
 def _dry_run_qos(api_client: Any, pod: dict[str, Any]) -> str:
@@ -113,27 +148,55 @@ def _dry_run_qos(api_client: Any, pod: dict[str, Any]) -> str:
     # but knows no fieldValidation parameter: it goes in as a raw query parameter.
     pods = dynamic.DynamicClient(api_client).resources.get(api_version="v1", kind="Pod")
     body = {**pod, "metadata": {**pod["metadata"], "namespace": NAMESPACE}}
-    created = pods.create(body=body, namespace=NAMESPACE, dry_run="All",
-                          query_params=[("fieldValidation", "Strict")])
+    created = pods.create(
+        body=body, namespace=NAMESPACE, dry_run="All", query_params=[("fieldValidation", "Strict")]
+    )
     return str(created.status.qosClass)
 
 
-def test_numa_pool_advice_and_guaranteed_pods_on_the_real_apiserver(numa_cluster: ControlPlane, api_client: Any,
-                                                                    kb: str) -> None:
-    synced = _cli("nodes", "sync", "--kubeconfig", str(numa_cluster.kubeconfig), "-l", SELECTOR, "--store", kb,
-                  "--cluster", "numa", "--json")
+def test_numa_pool_advice_and_guaranteed_pods_on_the_real_apiserver(
+    numa_cluster: ControlPlane, api_client: Any, kb: str
+) -> None:
+    synced = _cli(
+        "nodes",
+        "sync",
+        "--kubeconfig",
+        str(numa_cluster.kubeconfig),
+        "-l",
+        SELECTOR,
+        "--store",
+        kb,
+        "--cluster",
+        "numa",
+        "--json",
+    )
     by_name = {n["name"]: n for n in synced}
-    assert by_name["numa-h100-0"]["numa"]["source"] == "NodeResourceTopology"  # read from the served CRD
+    assert (
+        by_name["numa-h100-0"]["numa"]["source"] == "NodeResourceTopology"
+    )  # read from the served CRD
     assert by_name["numa-a100-0"]["numa"]["source"] == "NFD label"
     for gpus in ("1", "8", "16"):
-        answer = _cli("recommend", *WORKLOAD, "--cluster", "numa", "--store", kb, "--gpus", gpus, "--top", "50",
-                      "--json")
+        answer = _cli(
+            "recommend",
+            *WORKLOAD,
+            "--cluster",
+            "numa",
+            "--store",
+            kb,
+            "--gpus",
+            gpus,
+            "--top",
+            "50",
+            "--json",
+        )
         recs = [r for r in answer["recommendations"] if r["pool"] == "h100-numa"]
         assert recs, answer["excluded_pools"]
         for r in recs:
             numa = r["numa"]
             assert numa["applies"] and numa["kubelet_config"]["cpuManagerPolicy"] == "static"
-            assert numa["topology_manager_policy"] == ("single-numa-node" if gpus == "1" else "restricted")
+            assert numa["topology_manager_policy"] == (
+                "single-numa-node" if gpus == "1" else "restricted"
+            )
             assert numa["gain_note"].startswith("unknown")  # the starter knowledge base has no pair
             for manifest in r["manifests"]:
                 for pod in _pods_of(manifest):
@@ -143,11 +206,17 @@ def test_numa_pool_advice_and_guaranteed_pods_on_the_real_apiserver(numa_cluster
             assert r["numa"]["vm_pinning"] and r["numa"]["kubelet_config"] is None
 
 
-def test_strict_dry_run_refuses_an_unknown_field(numa_cluster: ControlPlane, api_client: Any) -> None:
+def test_strict_dry_run_refuses_an_unknown_field(
+    numa_cluster: ControlPlane, api_client: Any
+) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "typo"},
-           "spec": {"containers": [{"name": "c", "image": IMAGE, "resourcez": {}}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "typo"},
+        "spec": {"containers": [{"name": "c", "image": IMAGE, "resourcez": {}}]},
+    }
     with pytest.raises(ApiException) as caught:
         _dry_run_qos(api_client, pod)
     assert caught.value.status == 400 and "resourcez" in str(caught.value.body)
@@ -164,26 +233,38 @@ def kubelet_config_check() -> Path:
     path = _checker()
     if path is None:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but kubelet-config-check is not built: run deploy/kube-local/build.sh")
+            pytest.fail(
+                "CI=true but kubelet-config-check is not built: run deploy/kube-local/build.sh"
+            )
         pytest.skip("kubelet-config-check not built (deploy/kube-local/build.sh builds it)")
     assert path is not None
     return path
 
 
 @pytest.mark.parametrize("policy", ["single-numa-node", "restricted"])
-def test_kubelet_fragment_passes_the_kubelets_own_validation(kubelet_config_check: Path, tmp_path: Path,
-                                                            policy: str) -> None:
+def test_kubelet_fragment_passes_the_kubelets_own_validation(
+    kubelet_config_check: Path, tmp_path: Path, policy: str
+) -> None:
     path = tmp_path / "kubelet.yaml"
     path.write_text(to_yaml(kubelet_fragment(policy)))
-    done = subprocess.run([str(kubelet_config_check), str(path)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [str(kubelet_config_check), str(path)], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0 and done.stdout.strip() == "valid", done.stdout + done.stderr
 
 
 def test_the_validator_is_strict(kubelet_config_check: Path, tmp_path: Path) -> None:
     """A misspelt field and a policy the kubelet does not know are refused: the check is real."""
-    for bad, why in (({**kubelet_fragment("restricted"), "topologyManagerPolcy": "restricted"}, "unknown field"),
-                     ({**kubelet_fragment("restricted"), "topologyManagerPolicy": "numa-please"}, "must be one of")):
+    for bad, why in (
+        ({**kubelet_fragment("restricted"), "topologyManagerPolcy": "restricted"}, "unknown field"),
+        (
+            {**kubelet_fragment("restricted"), "topologyManagerPolicy": "numa-please"},
+            "must be one of",
+        ),
+    ):
         path = tmp_path / "bad.yaml"
         path.write_text(to_yaml(bad))
-        done = subprocess.run([str(kubelet_config_check), str(path)], capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [str(kubelet_config_check), str(path)], capture_output=True, text=True, check=False
+        )
         assert done.returncode == 1 and why in done.stdout, done.stdout + done.stderr

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
-from graph_schema.registry import open_store
-from graph_schema.starter import seed_store
+from stack_advisor.cli.guard import run_guarded
+from stack_advisor.cli.main import app
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import seed_store
 from tests.support.control_plane import ControlPlane
 from tests.support.gfd_nodes import ALL_NODES
 from tests.support.readme_commands import readme_commands
@@ -21,8 +21,13 @@ from tests.support.readme_commands import readme_commands
 pytestmark = pytest.mark.kube
 
 
-def test_readme_nodes_sync(control_plane: ControlPlane, api_client: Any, tmp_path: Path,
-                           monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_nodes_sync(
+    control_plane: ControlPlane,
+    api_client: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
@@ -47,9 +52,13 @@ def test_readme_nodes_sync(control_plane: ControlPlane, api_client: Any, tmp_pat
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert "Traceback" not in out + err and "synced" in err
-    cluster_commands = [c for c in readme_commands() if c.startswith("advisor recommend") and "--cluster" in c]
+    cluster_commands = [
+        c for c in readme_commands() if c.startswith("advisor recommend") and "--cluster" in c
+    ]
     assert cluster_commands
-    for cluster_command in cluster_commands:  # the inventory just recorded, ranked as the README says
+    for (
+        cluster_command
+    ) in cluster_commands:  # the inventory just recorded, ranked as the README says
         code = run_guarded(app, cluster_command.split()[1:])
         out, err = capsys.readouterr()
         assert code == 0, f"{cluster_command}\n{out}\n{err}"

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from collectors.plan import expand_plan, parse_plan
-from collectors.plan.render import SWEEP_MATRIX_ENV, render_plan
-from collectors.sweep.matrix import parse_matrix
-from graph_schema.errors import InvalidInput
+from stack_advisor.collectors.plan import expand_plan, parse_plan
+from stack_advisor.collectors.plan.render import SWEEP_MATRIX_ENV, render_plan
+from stack_advisor.collectors.sweep.matrix import parse_matrix
+from stack_advisor.schema.errors import InvalidInput
 from tests.support.kube import validate_objects
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,9 +43,13 @@ def test_sweep_expands_to_one_job_per_cell_and_pool(sample: dict) -> None:
     for job, cell in zip(jobs, cells):
         (container,) = job["spec"]["template"]["spec"]["containers"]
         assert container["image"] == sample["sweep"]["image"]
-        assert container["command"][:2] == ["advisor", "sweep"] and "--force" in container["command"]
+        assert (
+            container["command"][:2] == ["advisor", "sweep"] and "--force" in container["command"]
+        )
         assert container["command"][2] == f"env:{SWEEP_MATRIX_ENV}"
-        one = parse_matrix(json.loads(_env(job)[SWEEP_MATRIX_ENV]))  # the Job's matrix: its cell only
+        one = parse_matrix(
+            json.loads(_env(job)[SWEEP_MATRIX_ENV])
+        )  # the Job's matrix: its cell only
         assert [c.id for c in one.cells] == [cell.sweep_cell] and one.repeats == matrix["repeats"]
         assert job["spec"]["completions"] == 1  # the repeats run inside, in one environment
         volumes = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
@@ -86,9 +90,16 @@ def test_sweep_jobs_are_accepted_by_the_apiserver(sample: dict, api_client: Any)
             created.append(batch.create_namespaced_job(namespace, obj, dry_run="All"))
         elif obj["kind"] == "CronJob":
             created.append(batch.create_namespaced_cron_job(namespace, obj, dry_run="All"))
-        elif obj["kind"] == "PersistentVolumeClaim":  # the spool claim: another test may have made it for real
-            unique = {**obj, "metadata": {**obj["metadata"], "name": f"{obj['metadata']['name']}-dry-run"}}
-            created.append(core.create_namespaced_persistent_volume_claim(namespace, unique, dry_run="All"))
+        elif (
+            obj["kind"] == "PersistentVolumeClaim"
+        ):  # the spool claim: another test may have made it for real
+            unique = {
+                **obj,
+                "metadata": {**obj["metadata"], "name": f"{obj['metadata']['name']}-dry-run"},
+            }
+            created.append(
+                core.create_namespaced_persistent_volume_claim(namespace, unique, dry_run="All")
+            )
         else:
             created.append(core.create_namespaced_config_map(namespace, obj, dry_run="All"))
     jobs = [j for j in created if j.kind == "Job"]

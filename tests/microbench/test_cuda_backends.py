@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch  # the torch extra, which the README's test command installs
 
-from microbench import run_case
-from microbench.backends import get_backend, installed
-from microbench.timing import TimingPolicy
+from stack_advisor.microbench import run_case
+from stack_advisor.microbench.backends import get_backend, installed
+from stack_advisor.microbench.timing import TimingPolicy
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
@@ -20,7 +20,9 @@ GEMM = {"m": 1024, "n": 1024, "k": 1024}
 def test_torch_gemm_dtypes(dtype: str) -> None:
     result = run_case("gemm", {**GEMM, "dtype": dtype}, get_backend("torch"), "cuda", FAST)
     assert result.status == "ok", result.message
-    assert "CUDA events" in result.label and result.summary is not None and result.summary.median > 0
+    assert (
+        "CUDA events" in result.label and result.summary is not None and result.summary.median > 0
+    )
 
 
 def test_torch_fp8_follows_the_compute_capability() -> None:
@@ -40,13 +42,17 @@ def test_tf32_is_faster_than_full_fp32_on_tensor_cores() -> None:
     tf32 = run_case("gemm", {**big, "dtype": "tf32"}, get_backend("torch"), "cuda", FAST)
     assert fp32.summary and tf32.summary
     assert tf32.summary.median > 2 * fp32.summary.median  # the two modes are never confused
-    assert torch.backends.cuda.matmul.allow_tf32 is before  # the setting is restored after each case
+    assert (
+        torch.backends.cuda.matmul.allow_tf32 is before
+    )  # the setting is restored after each case
 
 
 @pytest.mark.parametrize("pi", ["mem_copy", "mem_triad", "elementwise", "reduction"])
 @pytest.mark.parametrize("flush", [False, True])
 def test_torch_memory_pis(pi: str, flush: bool) -> None:
-    result = run_case(pi, {"elements": 1 << 22, "flush_l2": flush}, get_backend("torch"), "cuda", FAST)
+    result = run_case(
+        pi, {"elements": 1 << 22, "flush_l2": flush}, get_backend("torch"), "cuda", FAST
+    )
     assert result.status == "ok", result.message
     assert result.timing is not None and result.timing.flushed is flush
     if flush:
@@ -59,14 +65,26 @@ def test_torch_transfers(direction: str, host: str) -> None:
     params = {"size_bytes": 16 << 20, "direction": direction, "host_memory": host}
     result = run_case("transfer", params, get_backend("torch"), "cuda", FAST)
     assert result.status == "ok", result.message
-    assert result.summary is not None and 0.1 < result.summary.median < 2000  # GB/s: PCIe/NVLink-C2C range
+    assert (
+        result.summary is not None and 0.1 < result.summary.median < 2000
+    )  # GB/s: PCIe/NVLink-C2C range
 
 
 def test_torch_conv_and_attention() -> None:
-    conv = {"batch": 8, "in_channels": 64, "height": 56, "width": 56, "out_channels": 64, "kernel": 3,
-            "padding": 1, "dtype": "fp16"}
+    conv = {
+        "batch": 8,
+        "in_channels": 64,
+        "height": 56,
+        "width": 56,
+        "out_channels": 64,
+        "kernel": 3,
+        "padding": 1,
+        "dtype": "fp16",
+    }
     for direction in ("forward", "backward"):
-        result = run_case("conv2d", {**conv, "direction": direction}, get_backend("torch"), "cuda", FAST)
+        result = run_case(
+            "conv2d", {**conv, "direction": direction}, get_backend("torch"), "cuda", FAST
+        )
         assert result.status == "ok", result.message
     sdpa = {"batch": 2, "heads": 8, "seq_len": 512, "head_dim": 64, "causal": True, "dtype": "bf16"}
     assert run_case("sdpa", sdpa, get_backend("torch"), "cuda", FAST).status == "ok"

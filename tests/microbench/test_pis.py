@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from microbench.pis import (
+from stack_advisor.microbench.pis import (
     PIS,
     AttentionParams,
     Conv2dParams,
@@ -22,7 +22,16 @@ def test_gemm_flops_is_2mnk() -> None:
 
 def test_conv2d_flops_forward_and_backward() -> None:
     # ResNet-50 conv1 at batch 1: 112x112 output, 2*64*112*112*3*7*7 FLOPs
-    p = Conv2dParams(batch=1, in_channels=3, height=224, width=224, out_channels=64, kernel=7, stride=2, padding=3)
+    p = Conv2dParams(
+        batch=1,
+        in_channels=3,
+        height=224,
+        width=224,
+        out_channels=64,
+        kernel=7,
+        stride=2,
+        padding=3,
+    )
     assert (p.out_height, p.out_width) == (112, 112)
     assert get_pi("conv2d").work(p) == 2 * 64 * 112 * 112 * 3 * 49
     back = p.model_copy(update={"direction": "backward"})
@@ -34,10 +43,16 @@ def test_conv2d_rejects_a_kernel_larger_than_the_input() -> None:
         Conv2dParams(batch=1, in_channels=1, height=2, width=2, out_channels=1, kernel=5)
 
 
-@pytest.mark.parametrize(("pi", "dtype", "expected"), [
-    ("mem_copy", "fp32", 2 * 10 * 4), ("mem_triad", "fp32", 3 * 10 * 4), ("elementwise", "fp16", 3 * 10 * 2),
-    ("reduction", "fp64", 10 * 8), ("mem_copy", "bf16", 2 * 10 * 2),
-])
+@pytest.mark.parametrize(
+    ("pi", "dtype", "expected"),
+    [
+        ("mem_copy", "fp32", 2 * 10 * 4),
+        ("mem_triad", "fp32", 3 * 10 * 4),
+        ("elementwise", "fp16", 3 * 10 * 2),
+        ("reduction", "fp64", 10 * 8),
+        ("mem_copy", "bf16", 2 * 10 * 2),
+    ],
+)
 def test_memory_byte_formulas(pi: str, dtype: str, expected: float) -> None:
     assert get_pi(pi).work(MemoryParams(elements=10, dtype=dtype)) == expected  # type: ignore[arg-type]
 
@@ -53,7 +68,9 @@ def test_rate_in_the_unit_and_bad_times() -> None:
     gemm = get_pi("gemm")
     p = GemmParams(m=1000, n=1000, k=1000)
     assert gemm.rate(p, 1e-3) == pytest.approx(2.0)  # 2e9 FLOP in 1 ms = 2 TFLOP/s
-    assert get_pi("mem_copy").rate(MemoryParams(elements=1 << 20), 1e-3) == pytest.approx(8 * (1 << 20) / 1e6)
+    assert get_pi("mem_copy").rate(MemoryParams(elements=1 << 20), 1e-3) == pytest.approx(
+        8 * (1 << 20) / 1e6
+    )
     with pytest.raises(ValueError, match="positive"):
         gemm.rate(p, 0.0)
 
@@ -68,6 +85,15 @@ def test_parameters_are_typed_and_named_in_errors() -> None:
 
 
 def test_every_pi_has_a_unit_and_version() -> None:
-    assert set(PIS) >= {"gemm", "conv2d", "mem_copy", "mem_triad", "transfer", "elementwise", "reduction", "sdpa"}
+    assert set(PIS) >= {
+        "gemm",
+        "conv2d",
+        "mem_copy",
+        "mem_triad",
+        "transfer",
+        "elementwise",
+        "reduction",
+        "sdpa",
+    }
     for pi in PIS.values():
         assert pi.version >= 1 and pi.unit.metric in ("tflops", "gbps")

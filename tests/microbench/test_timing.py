@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from microbench.timing import (
+from stack_advisor.microbench.timing import (
     Kernel,
     TimingPolicy,
     calibrate,
@@ -70,13 +70,19 @@ def test_stable_samples_stop_at_min_repeats() -> None:
 def test_noisy_samples_run_until_the_budget_on_a_fake_clock() -> None:
     kernel = FakeKernel([0.01, 0.02, 0.04])
     ticks = itertools.count(step=0.1)
-    timing = measure(kernel, TimingPolicy(min_repeats=5, budget_s=1.0, min_sample_s=0), clock=lambda: next(ticks))
+    timing = measure(
+        kernel, TimingPolicy(min_repeats=5, budget_s=1.0, min_sample_s=0), clock=lambda: next(ticks)
+    )
     assert timing.stop_reason == "budget" and 5 <= len(timing.seconds) < 20
 
 
 def test_max_repeats_caps_the_samples() -> None:
-    timing = measure(FakeKernel([0.01, 0.02, 0.03, 0.05]), TimingPolicy(min_repeats=3, max_repeats=7, budget_s=1e9,
-                                                            min_sample_s=0, target_rel_error=1e-9))
+    timing = measure(
+        FakeKernel([0.01, 0.02, 0.03, 0.05]),
+        TimingPolicy(
+            min_repeats=3, max_repeats=7, budget_s=1e9, min_sample_s=0, target_rel_error=1e-9
+        ),
+    )
     assert len(timing.seconds) == 7 and timing.stop_reason == "max_repeats"
 
 

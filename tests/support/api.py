@@ -7,11 +7,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from advisor.api import examples
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from advisor.api.settings import Settings
-from graph_schema.store import Store
+from stack_advisor.api import examples
+from stack_advisor.api.app import create_app
+from stack_advisor.api.deps import get_store
+from stack_advisor.api.settings import Settings
+from stack_advisor.store.base import Store
 
 
 def make_settings(tokens: dict[str, str], **overrides: Any) -> Settings:
@@ -21,7 +21,9 @@ def make_settings(tokens: dict[str, str], **overrides: Any) -> Settings:
 
 def make_app(store: Store, tokens: dict[str, str], read_auth: str = "token") -> FastAPI:
     spec = ";".join(f"{secret}:{scope}" for scope, secret in tokens.items())
-    app = create_app(Settings(environment="production", tokens=spec, read_auth=read_auth), store=store)  # type: ignore[arg-type]
+    app = create_app(
+        Settings(environment="production", tokens=spec, read_auth=read_auth), store=store
+    )  # type: ignore[arg-type]
     app.dependency_overrides[get_store] = lambda: store
     return app
 
@@ -30,9 +32,16 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def document(run_id: str = "run-test-1", *, value: float = 100.0, metric: str = "throughput",
-             accelerator: str = "NVIDIA A100-SXM4-80GB", placement: str = "bare-metal",
-             framework_version: str = "2.3.1", n: int = 1) -> dict[str, Any]:
+def document(
+    run_id: str = "run-test-1",
+    *,
+    value: float = 100.0,
+    metric: str = "throughput",
+    accelerator: str = "NVIDIA A100-SXM4-80GB",
+    placement: str = "bare-metal",
+    framework_version: str = "2.3.1",
+    n: int = 1,
+) -> dict[str, Any]:
     """A result document shaped like a collector's, with ``n`` measurements."""
     doc = copy.deepcopy(examples.RESULT_DOCUMENT)
     doc["run"]["run_id"] = run_id

@@ -22,19 +22,38 @@ class Api:
     def __init__(self, store: str, tokens: dict[str, str], log: Path, **env: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "PYTHONPATH": str(REPO), "ADVISOR_STORE": store,
-                    "ADVISOR_ENVIRONMENT": "production",
-                    "ADVISOR_TOKENS": ";".join(f"{t}:{s}" for s, t in tokens.items()), **env}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "ADVISOR_STORE": store,
+            "ADVISOR_ENVIRONMENT": "production",
+            "ADVISOR_TOKENS": ";".join(f"{t}:{s}" for s, t in tokens.items()),
+            **env,
+        }
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 90.0) -> Api:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "--factory",
-                 "advisor.api.app:app_from_environment", "--host", "127.0.0.1",
-                 "--port", str(self.port), "--log-level", "warning"],
-                cwd=REPO, env=self.env, stdout=out, stderr=out)
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "--factory",
+                    "stack_advisor.api.app:app_from_environment",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--log-level",
+                    "warning",
+                ],
+                cwd=REPO,
+                env=self.env,
+                stdout=out,
+                stderr=out,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log.read_text()[-3000:]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.guard import run_guarded
-from cli.main import app
+from stack_advisor.cli.guard import run_guarded
+from stack_advisor.cli.main import app
 
 # settings a developer's shell may carry that would point the CLI elsewhere
 CLI_ENV = ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_TOKEN", "ADVISOR_DEBUG")

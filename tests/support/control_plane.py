@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_VERSION = "v1.35.4"
-SERVICE_IP = "10.0.0.1"  # the `kubernetes` Service's ClusterIP: the first of --service-cluster-ip-range
+SERVICE_IP = (
+    "10.0.0.1"  # the `kubernetes` Service's ClusterIP: the first of --service-cluster-ip-range
+)
 
 
 def cache_dir() -> Path:
@@ -27,7 +29,12 @@ def cache_dir() -> Path:
 
 
 def find_controller_manager() -> Path | None:
-    path = cache_dir() / "kube" / os.environ.get("KUBE_VERSION", DEFAULT_VERSION) / "kube-controller-manager"
+    path = (
+        cache_dir()
+        / "kube"
+        / os.environ.get("KUBE_VERSION", DEFAULT_VERSION)
+        / "kube-controller-manager"
+    )
     return path if path.is_file() else None
 
 
@@ -41,7 +48,11 @@ def find_binaries() -> tuple[Path | None, Path | None, str]:
         missing.append(f"{apiserver} (run deploy/kube-local/build.sh)")
     if not etcd:
         missing.append("etcd (Debian package etcd-server; deploy/kube-local/build.sh installs it)")
-    return (apiserver if apiserver.is_file() else None, Path(etcd) if etcd else None, "; ".join(missing))
+    return (
+        apiserver if apiserver.is_file() else None,
+        Path(etcd) if etcd else None,
+        "; ".join(missing),
+    )
 
 
 def free_port() -> int:
@@ -56,11 +67,26 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 def make_pki(d: Path, extra_ips: tuple[str, ...] = ()) -> None:
     """CA, apiserver serving cert (127.0.0.1/localhost and ``extra_ips``), admin client cert, SA key pair."""
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-             "-days", "2", "-subj", "/CN=stack-advisor-test-ca", cwd=d)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=stack-advisor-test-ca",
+        cwd=d,
+    )
     (d / "serving.ext").write_text(
         "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc"
-        + "".join(f",IP:{ip}" for ip in extra_ips) + "\n"
+        + "".join(f",IP:{ip}" for ip in extra_ips)
+        + "\n"
         "extendedKeyUsage=serverAuth\n"
     )
     (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
@@ -68,10 +94,37 @@ def make_pki(d: Path, extra_ips: tuple[str, ...] = ()) -> None:
         ("serving", "/CN=kube-apiserver", "serving.ext"),
         ("admin", "/O=system:masters/CN=stack-advisor-admin", "client.ext"),
     ):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                 "-subj", subj, cwd=d)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.crt", "-days", "2", "-extfile", ext, cwd=d)
+        _openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            subj,
+            cwd=d,
+        )
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+            cwd=d,
+        )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
 
@@ -102,53 +155,89 @@ class ControlPlane:
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         self._spawn(
             "etcd",
-            [str(self.etcd), "--data-dir", str(self.workdir / "etcd"),
-             "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
-             "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
-             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
-             "--initial-cluster", f"default=http://127.0.0.1:{peer_port}",
-             "--unsafe-no-fsync", "--log-level", "error"],
+            [
+                str(self.etcd),
+                "--data-dir",
+                str(self.workdir / "etcd"),
+                "--listen-client-urls",
+                etcd_url,
+                "--advertise-client-urls",
+                etcd_url,
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer_port}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer_port}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{peer_port}",
+                "--unsafe-no-fsync",
+                "--log-level",
+                "error",
+            ],
         )
         self._spawn(
             "kube-apiserver",
-            [str(self.apiserver),
-             f"--etcd-servers={etcd_url}",
-             f"--bind-address={'0.0.0.0' if self.advertise else '127.0.0.1'}",
-             f"--advertise-address={self.advertise or '127.0.0.1'}", f"--secure-port={api_port}",
-             f"--cert-dir={pki}", f"--tls-cert-file={pki / 'serving.crt'}",
-             f"--tls-private-key-file={pki / 'serving.key'}", f"--client-ca-file={pki / 'ca.crt'}",
-             # logs and exec through a real kubelet (it trusts client certificates of this CA)
-             f"--kubelet-client-certificate={pki / 'admin.crt'}", f"--kubelet-client-key={pki / 'admin.key'}",
-             "--service-account-issuer=https://kubernetes.default.svc",
-             f"--service-account-key-file={pki / 'sa.pub'}",
-             f"--service-account-signing-key-file={pki / 'sa.key'}",
-             "--service-cluster-ip-range=10.0.0.0/24",
-             "--authorization-mode=RBAC", "--allow-privileged=true",
-             "--enable-priority-and-fairness=false",
-             "--v=0"],
+            [
+                str(self.apiserver),
+                f"--etcd-servers={etcd_url}",
+                f"--bind-address={'0.0.0.0' if self.advertise else '127.0.0.1'}",
+                f"--advertise-address={self.advertise or '127.0.0.1'}",
+                f"--secure-port={api_port}",
+                f"--cert-dir={pki}",
+                f"--tls-cert-file={pki / 'serving.crt'}",
+                f"--tls-private-key-file={pki / 'serving.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                # logs and exec through a real kubelet (it trusts client certificates of this CA)
+                f"--kubelet-client-certificate={pki / 'admin.crt'}",
+                f"--kubelet-client-key={pki / 'admin.key'}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--authorization-mode=RBAC",
+                "--allow-privileged=true",
+                "--enable-priority-and-fairness=false",
+                "--v=0",
+            ],
         )
         self.url = f"https://127.0.0.1:{api_port}"
         self._wait_ready(pki, timeout)
         self._write_kubeconfig(pki)
         self.port = api_port
         if self.scheduler is not None:
-            self._spawn("kube-scheduler", [str(self.scheduler), f"--kubeconfig={self.kubeconfig}",
-                                           "--leader-elect=false", "--secure-port=0", "--v=0"])
+            self._spawn(
+                "kube-scheduler",
+                [
+                    str(self.scheduler),
+                    f"--kubeconfig={self.kubeconfig}",
+                    "--leader-elect=false",
+                    "--secure-port=0",
+                    "--v=0",
+                ],
+            )
         if self.controller_manager is not None:
             self._spawn(
                 "kube-controller-manager",
-                [str(self.controller_manager), f"--kubeconfig={self.kubeconfig}",
-                 f"--controllers={self.controllers}",
-                 # what the root-ca-certificate-publisher-controller puts in every namespace's
-                 # kube-root-ca.crt (the CA a pod's projected service-account volume carries)
-                 f"--root-ca-file={pki / 'ca.crt'}",
-                 "--leader-elect=false", "--secure-port=0", "--v=0"],
+                [
+                    str(self.controller_manager),
+                    f"--kubeconfig={self.kubeconfig}",
+                    f"--controllers={self.controllers}",
+                    # what the root-ca-certificate-publisher-controller puts in every namespace's
+                    # kube-root-ca.crt (the CA a pod's projected service-account volume carries)
+                    f"--root-ca-file={pki / 'ca.crt'}",
+                    "--leader-elect=false",
+                    "--secure-port=0",
+                    "--v=0",
+                ],
             )
             time.sleep(1.0)
             proc = self._procs[-1]
             if proc.poll() is not None:
-                tail = (self.workdir / "kube-controller-manager.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"kube-controller-manager exited with {proc.returncode}:\n{tail}")
+                tail = (self.workdir / "kube-controller-manager.log").read_text(errors="replace")[
+                    -3000:
+                ]
+                raise RuntimeError(
+                    f"kube-controller-manager exited with {proc.returncode}:\n{tail}"
+                )
 
     @property
     def has_job_controller(self) -> bool:
@@ -163,12 +252,12 @@ clusters:
 - name: test
   cluster:
     server: {self.url}
-    certificate-authority: {pki / 'ca.crt'}
+    certificate-authority: {pki / "ca.crt"}
 users:
 - name: admin
   user:
-    client-certificate: {pki / 'admin.crt'}
-    client-key: {pki / 'admin.key'}
+    client-certificate: {pki / "admin.crt"}
+    client-key: {pki / "admin.key"}
 contexts:
 - name: test
   context: {{cluster: test, user: admin}}

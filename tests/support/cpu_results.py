@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from graph_schema.models import (
+from stack_advisor.schema.models import (
     Accelerator,
     Benchmark,
     IngestBatch,
@@ -18,7 +18,7 @@ from graph_schema.models import (
     SoftwareStack,
     SourceKind,
 )
-from graph_schema.store import Store
+from stack_advisor.store.base import Store
 
 # (round, CPU, scenario) → published per-socket samples/s of its results
 RESNET50: dict[tuple[str, str, str], list[float]] = {
@@ -29,7 +29,14 @@ RESNET50: dict[tuple[str, str, str], list[float]] = {
     ("v2.0", "Intel Xeon Platinum 8380", "Offline"): [1911.7, 1982.1],
     ("v3.0", "Intel Xeon Platinum 8480+", "Offline"): [10289.4, 10276.4],
     ("v4.1", "Intel Xeon 6980P", "Offline"): [22808.6],
-    ("v4.1", "Intel Xeon Platinum 8592+", "Offline"): [12678.4, 12741.4, 12552.9, 12602.2, 11837.1, 12821.8],
+    ("v4.1", "Intel Xeon Platinum 8592+", "Offline"): [
+        12678.4,
+        12741.4,
+        12552.9,
+        12602.2,
+        11837.1,
+        12821.8,
+    ],
     ("v1.1", "Intel Xeon Gold 6330", "Server"): [1030.2],
     ("v1.1", "Intel Xeon Platinum 8352M", "Server"): [1015.1],
     ("v1.1", "Intel Xeon Platinum 8360Y", "Server"): [1438.2],
@@ -49,18 +56,33 @@ def write_cpu_results(store: Store) -> int:
         for value in values:
             i = len(rows)
             metric = "samples_per_second" if scenario == "Offline" else "queries_per_second"
-            rows.append(Observation(
-                benchmark=Benchmark(family="mlperf-inference", name="resnet50",
-                                    parameters={"scenario": scenario, "division": "closed"}),
-                metric=metric, value=value * SOCKETS, unit="samples/s", higher_is_better=True,
-                timestamp=datetime(2021 + i % 4, 1 + i % 12, 1, tzinfo=UTC),
-                stack=SoftwareStack(framework="openvino", framework_version="2021.4"),
-                accelerator=Accelerator(model=f"CPU {cpu}", vendor="cpu", count=SOCKETS),
-                placement=Placement(kind=PlacementKind.BARE_METAL),
-                provenance=Provenance(kind=SourceKind.PUBLISHED, source="mlperf-inference",
-                                      details={"round": rnd, "division": "closed", "submitter": "Intel",
-                                               "system": f"cpu-{i}"}),
-                source_key=f"cpu-results-{i}",
-            ))
+            rows.append(
+                Observation(
+                    benchmark=Benchmark(
+                        family="mlperf-inference",
+                        name="resnet50",
+                        parameters={"scenario": scenario, "division": "closed"},
+                    ),
+                    metric=metric,
+                    value=value * SOCKETS,
+                    unit="samples/s",
+                    higher_is_better=True,
+                    timestamp=datetime(2021 + i % 4, 1 + i % 12, 1, tzinfo=UTC),
+                    stack=SoftwareStack(framework="openvino", framework_version="2021.4"),
+                    accelerator=Accelerator(model=f"CPU {cpu}", vendor="cpu", count=SOCKETS),
+                    placement=Placement(kind=PlacementKind.BARE_METAL),
+                    provenance=Provenance(
+                        kind=SourceKind.PUBLISHED,
+                        source="mlperf-inference",
+                        details={
+                            "round": rnd,
+                            "division": "closed",
+                            "submitter": "Intel",
+                            "system": f"cpu-{i}",
+                        },
+                    ),
+                    source_key=f"cpu-results-{i}",
+                )
+            )
     store.ingest(IngestBatch(observations=rows))
     return len(rows)

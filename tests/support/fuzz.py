@@ -22,8 +22,12 @@ from schemathesis.checks import (
 )
 
 CALL_TIMEOUT_S = 120  # the first advice call fits the models (seconds on a busy machine)
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 
 @dataclass
@@ -34,22 +38,30 @@ class FuzzResult:
     server_errors: int = 0
 
 
-def fuzz(app: FastAPI, headers: dict[str, str], positive: int, negative: int,
-         *, seed_offset: int = 0) -> FuzzResult:
+def fuzz(
+    app: FastAPI, headers: dict[str, str], positive: int, negative: int, *, seed_offset: int = 0
+) -> FuzzResult:
     """Run ``positive`` valid and ``negative`` invalid cases per operation."""
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     result = FuzzResult()
     for operation in (r.ok() for r in schema.get_all_operations()):
         result.operations += 1
-        for mode, examples in ((GenerationMode.POSITIVE, positive),
-                               (GenerationMode.NEGATIVE, negative)):
+        for mode, examples in (
+            (GenerationMode.POSITIVE, positive),
+            (GenerationMode.NEGATIVE, negative),
+        ):
             if examples < 1:
                 continue
             strategy = operation.as_strategy(generation_mode=mode)
 
             @given(case=strategy)
-            @settings(max_examples=examples, deadline=None, database=None,
-                      derandomize=seed_offset == 0, suppress_health_check=list(HealthCheck))
+            @settings(
+                max_examples=examples,
+                deadline=None,
+                database=None,
+                derandomize=seed_offset == 0,
+                suppress_health_check=list(HealthCheck),
+            )
             def check(case: schemathesis.Case) -> None:
                 result.cases += 1
                 response = case.call(headers=headers, timeout=CALL_TIMEOUT_S)
@@ -70,11 +82,17 @@ def fuzz(app: FastAPI, headers: dict[str, str], positive: int, negative: int,
 
 
 def summary(result: FuzzResult) -> dict[str, Any]:
-    return {"cases": result.cases, "operations": result.operations,
-            "failures": len(result.failures), "server_errors": result.server_errors}
+    return {
+        "cases": result.cases,
+        "operations": result.operations,
+        "failures": len(result.failures),
+        "server_errors": result.server_errors,
+    }
 
 
-def fuzz_stateful(app: FastAPI, headers: dict[str, str], examples: int, steps: int = 6) -> FuzzResult:
+def fuzz_stateful(
+    app: FastAPI, headers: dict[str, str], examples: int, steps: int = 6
+) -> FuzzResult:
     """Sequences of calls that follow the OpenAPI links (a write, then the reads that show what it
     wrote: ``syncInventory`` → ``listInventory``, ingest → ``listObservations`` →
     ``getObservation``), each response checked as in ``fuzz``; ``examples`` sequences of up to
@@ -89,20 +107,34 @@ def fuzz_stateful(app: FastAPI, headers: dict[str, str], examples: int, steps: i
         def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
             return {"headers": headers, "timeout": CALL_TIMEOUT_S}
 
-        def validate_response(self, response: Any, case: schemathesis.Case,
-                              additional_checks: Any = None, **kwargs: Any) -> None:
+        def validate_response(
+            self,
+            response: Any,
+            case: schemathesis.Case,
+            additional_checks: Any = None,
+            **kwargs: Any,
+        ) -> None:
             result.cases += 1
             if response.status_code >= 500:
                 result.server_errors += 1
             case.validate_response(response, checks=CHECKS)
 
     try:
-        run_state_machine_as_test(Machine, settings=settings(
-            max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-            derandomize=True, suppress_health_check=list(HealthCheck)))
+        run_state_machine_as_test(
+            Machine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=steps,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
     except (Exception, BaseExceptionGroup) as exc:
         inner = getattr(exc, "exceptions", None)
         shown = inner[0] if inner else exc
-        result.failures.append("stateful: " + " | ".join(
-            f"{type(shown).__name__}: {shown}".strip().splitlines()[:8]))
+        result.failures.append(
+            "stateful: " + " | ".join(f"{type(shown).__name__}: {shown}".strip().splitlines()[:8])
+        )
     return result

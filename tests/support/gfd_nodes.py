@@ -12,8 +12,15 @@ from typing import Any
 NFD = "feature.node.kubernetes.io/"
 
 
-def node(name: str, labels: dict[str, str], *, cpu: str = "64", memory: str = "528291220Ki",
-         gpus: str | None = None, taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def node(
+    name: str,
+    labels: dict[str, str],
+    *,
+    cpu: str = "64",
+    memory: str = "528291220Ki",
+    gpus: str | None = None,
+    taints: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
     capacity = {"cpu": cpu, "memory": memory, "pods": "110"}
     if gpus is not None:
         capacity["nvidia.com/gpu"] = gpus
@@ -29,12 +36,20 @@ def node(name: str, labels: dict[str, str], *, cpu: str = "64", memory: str = "5
             "capacity": capacity,
             "allocatable": dict(capacity),
             "nodeInfo": {
-                "osImage": "Ubuntu 22.04.4 LTS", "kernelVersion": "5.15.0-105-generic",
-                "machineID": "", "systemUUID": "", "bootID": "", "containerRuntimeVersion": "containerd://1.7.13",
-                "kubeletVersion": "v1.35.4", "kubeProxyVersion": "", "operatingSystem": "linux",
+                "osImage": "Ubuntu 22.04.4 LTS",
+                "kernelVersion": "5.15.0-105-generic",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+                "containerRuntimeVersion": "containerd://1.7.13",
+                "kubeletVersion": "v1.35.4",
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
                 "architecture": "amd64",
             },
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready"}],
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready"}
+            ],
         },
     }
 
@@ -129,7 +144,9 @@ A100_MIG_SINGLE = node(
     gpus="7",
 )
 
-CPU_ONLY_NO_NFD = node("cpu-0", {"node.kubernetes.io/instance-type": "m6i.4xlarge"}, cpu="16", memory="64Gi")
+CPU_ONLY_NO_NFD = node(
+    "cpu-0", {"node.kubernetes.io/instance-type": "m6i.4xlarge"}, cpu="16", memory="64Gi"
+)
 
 ALL_NODES = [A100_BARE_METAL, L4_VGPU, T4_PASSTHROUGH_OLD_LABELS, A100_MIG_SINGLE, CPU_ONLY_NO_NFD]
 
@@ -139,8 +156,17 @@ ALL_NODES = [A100_BARE_METAL, L4_VGPU, T4_PASSTHROUGH_OLD_LABELS, A100_MIG_SINGL
 SNIPPET_SUITE = {"stack-advisor.io/suite": "snippet"}
 
 
-def gpu_node(name: str, product: str, driver: str, *, labels: str = "new", gpus: int = 8,
-             hypervisor: bool = False, vgpu: bool = False, mig_mixed: dict[str, int] | None = None) -> dict[str, Any]:
+def gpu_node(
+    name: str,
+    product: str,
+    driver: str,
+    *,
+    labels: str = "new",
+    gpus: int = 8,
+    hypervisor: bool = False,
+    vgpu: bool = False,
+    mig_mixed: dict[str, int] | None = None,
+) -> dict[str, Any]:
     """A GPU node labelled as GFD and NFD label one. ``labels``: "new" (GFD >= 0.15:
     cuda.driver-version.{full,major,minor,revision}), "old" (cuda.driver.{major,minor,rev}) or
     "full-only". ``driver`` is written as GFD writes it, zero padding included ("470.82.01").
@@ -155,11 +181,22 @@ def gpu_node(name: str, product: str, driver: str, *, labels: str = "new", gpus:
         NFD + "cpu-cpuid.AVX2": "true",
     }
     if labels == "new":
-        out.update({"nvidia.com/cuda.driver-version.full": driver, "nvidia.com/cuda.driver-version.major": major,
-                    "nvidia.com/cuda.driver-version.minor": minor, "nvidia.com/cuda.driver-version.revision": rev})
+        out.update(
+            {
+                "nvidia.com/cuda.driver-version.full": driver,
+                "nvidia.com/cuda.driver-version.major": major,
+                "nvidia.com/cuda.driver-version.minor": minor,
+                "nvidia.com/cuda.driver-version.revision": rev,
+            }
+        )
     elif labels == "old":
-        out.update({"nvidia.com/cuda.driver.major": major, "nvidia.com/cuda.driver.minor": minor,
-                    "nvidia.com/cuda.driver.rev": rev})
+        out.update(
+            {
+                "nvidia.com/cuda.driver.major": major,
+                "nvidia.com/cuda.driver.minor": minor,
+                "nvidia.com/cuda.driver.rev": rev,
+            }
+        )
     else:
         out["nvidia.com/cuda.driver-version.full"] = driver
     if hypervisor:

@@ -31,7 +31,9 @@ SELECTOR = f"{TEST_LABEL}=pools"
 def _renamed(base: dict[str, Any], name: str, **labels: str) -> dict[str, Any]:
     out = copy.deepcopy(base)
     out["metadata"]["name"] = name
-    out["metadata"]["labels"].update({"kubernetes.io/hostname": name, TEST_LABEL: "pools", **labels})
+    out["metadata"]["labels"].update(
+        {"kubernetes.io/hostname": name, TEST_LABEL: "pools", **labels}
+    )
     return out
 
 
@@ -42,59 +44,72 @@ def _with_resources(n: dict[str, Any], resources: dict[str, str]) -> dict[str, A
     return n
 
 
-H100_MIXED = _with_resources(node(
-    "p-h100-mixed-0",
-    {
-        TEST_LABEL: "pools",
-        "eks.amazonaws.com/nodegroup": "h100-mig",
-        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-        "nvidia.com/gpu.count": "1",
-        "nvidia.com/gpu.memory": "81559",
-        "nvidia.com/mig.capable": "true",
-        "nvidia.com/mig.strategy": "mixed",
-        "nvidia.com/mig.config": "custom-4x1g-1x3g",
-        "nvidia.com/mig-1g.10gb.count": "4",
-        "nvidia.com/mig-1g.10gb.memory": "9856",
-        "nvidia.com/mig-1g.10gb.multiprocessors": "16",
-        "nvidia.com/mig-3g.40gb.count": "1",
-        "nvidia.com/mig-3g.40gb.memory": "40192",
-        "nvidia.com/mig-3g.40gb.multiprocessors": "60",
-        "nvidia.com/cuda.driver-version.full": "550.90.07",
-        "nvidia.com/cuda.driver-version.major": "550",
-        "nvidia.com/cuda.driver-version.minor": "90",
-        "nvidia.com/cuda.driver-version.revision": "07",
-        "nvidia.com/cuda.runtime-version.full": "12.4",
-        NFD + "cpu-model.vendor_id": "AMD",
-        NFD + "cpu-cpuid.AVX512F": "true",
-    },
-    gpus=None,
-), {"nvidia.com/mig-1g.10gb": "4", "nvidia.com/mig-3g.40gb": "1"})
+H100_MIXED = _with_resources(
+    node(
+        "p-h100-mixed-0",
+        {
+            TEST_LABEL: "pools",
+            "eks.amazonaws.com/nodegroup": "h100-mig",
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "1",
+            "nvidia.com/gpu.memory": "81559",
+            "nvidia.com/mig.capable": "true",
+            "nvidia.com/mig.strategy": "mixed",
+            "nvidia.com/mig.config": "custom-4x1g-1x3g",
+            "nvidia.com/mig-1g.10gb.count": "4",
+            "nvidia.com/mig-1g.10gb.memory": "9856",
+            "nvidia.com/mig-1g.10gb.multiprocessors": "16",
+            "nvidia.com/mig-3g.40gb.count": "1",
+            "nvidia.com/mig-3g.40gb.memory": "40192",
+            "nvidia.com/mig-3g.40gb.multiprocessors": "60",
+            "nvidia.com/cuda.driver-version.full": "550.90.07",
+            "nvidia.com/cuda.driver-version.major": "550",
+            "nvidia.com/cuda.driver-version.minor": "90",
+            "nvidia.com/cuda.driver-version.revision": "07",
+            "nvidia.com/cuda.runtime-version.full": "12.4",
+            NFD + "cpu-model.vendor_id": "AMD",
+            NFD + "cpu-cpuid.AVX512F": "true",
+        },
+        gpus=None,
+    ),
+    {"nvidia.com/mig-1g.10gb": "4", "nvidia.com/mig-3g.40gb": "1"},
+)
 
 
 def _l4_bare_metal(name: str, driver: str) -> dict[str, Any]:
     major, minor, rev = driver.split(".")
-    return node(name, {
+    return node(
+        name,
+        {
+            TEST_LABEL: "pools",
+            "agentpool": "gpupool",
+            "nvidia.com/gpu.product": "NVIDIA-L4",
+            "nvidia.com/gpu.count": "1",
+            "nvidia.com/gpu.memory": "23034",
+            "nvidia.com/cuda.driver-version.full": driver,
+            "nvidia.com/cuda.driver-version.major": major,
+            "nvidia.com/cuda.driver-version.minor": minor,
+            "nvidia.com/cuda.driver-version.revision": rev,
+            NFD + "cpu-model.vendor_id": "Intel",
+            NFD + "cpu-cpuid.AVX2": "true",
+        },
+        cpu="32",
+        memory="131891200Ki",
+        gpus="1",
+    )
+
+
+KUBEVIRT_PASSTHROUGH = node(
+    "p-kubevirt-0",
+    {
         TEST_LABEL: "pools",
-        "agentpool": "gpupool",
-        "nvidia.com/gpu.product": "NVIDIA-L4",
-        "nvidia.com/gpu.count": "1",
-        "nvidia.com/gpu.memory": "23034",
-        "nvidia.com/cuda.driver-version.full": driver,
-        "nvidia.com/cuda.driver-version.major": major,
-        "nvidia.com/cuda.driver-version.minor": minor,
-        "nvidia.com/cuda.driver-version.revision": rev,
+        "stack-advisor.io/pool": "kubevirt",
+        "nvidia.com/gpu.product": "NVIDIA-A100-PCIE-40GB",
+        "nvidia.com/gpu.workload.config": "vm-passthrough",
         NFD + "cpu-model.vendor_id": "Intel",
-        NFD + "cpu-cpuid.AVX2": "true",
-    }, cpu="32", memory="131891200Ki", gpus="1")
-
-
-KUBEVIRT_PASSTHROUGH = node("p-kubevirt-0", {
-    TEST_LABEL: "pools",
-    "stack-advisor.io/pool": "kubevirt",
-    "nvidia.com/gpu.product": "NVIDIA-A100-PCIE-40GB",
-    "nvidia.com/gpu.workload.config": "vm-passthrough",
-    NFD + "cpu-model.vendor_id": "Intel",
-}, gpus=None)
+    },
+    gpus=None,
+)
 
 POOL_NODES = [
     _renamed(A100_BARE_METAL, "p-a100-0"),

@@ -74,8 +74,12 @@ def validate_objects(objects: list[dict[str, Any]]) -> dict[str, int]:
         targets = [obj]
         if kind in CRD_KINDS:
             targets = [
-                {"apiVersion": "v1", "kind": "PodTemplate",
-                 "metadata": {"name": obj["metadata"]["name"]}, "template": t}
+                {
+                    "apiVersion": "v1",
+                    "kind": "PodTemplate",
+                    "metadata": {"name": obj["metadata"]["name"]},
+                    "template": t,
+                }
                 for t in _pod_templates(obj)
             ]
         for target in targets:
@@ -94,15 +98,35 @@ def validate_objects(objects: list[dict[str, Any]]) -> dict[str, int]:
 def served_kind(group: str, version: str, kind: str) -> dict[str, Any]:
     """A CRD that only makes the apiserver serve the kind (the operators' own CRDs carry the schemas)."""
     plural = kind.lower() + "s"
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
-            "spec": {"group": group, "scope": "Namespaced",
-                     "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-                     "versions": [{"name": version, "served": True, "storage": True, "schema": {
-                         "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
 
 
-GANG_KINDS = (("kubeflow.org", "v1", "PyTorchJob"), ("scheduling.volcano.sh", "v1beta1", "PodGroup"))
+GANG_KINDS = (
+    ("kubeflow.org", "v1", "PyTorchJob"),
+    ("scheduling.volcano.sh", "v1beta1", "PodGroup"),
+)
 
 
 def gang_kinds_served(api_client: Any) -> Any:

@@ -90,14 +90,25 @@ SYSTEM = {
 }
 
 
-def system_json(accelerator: str, count: int, stack: tuple[str, str], cpu: str = "AMD EPYC 7742") -> str:
+def system_json(
+    accelerator: str, count: int, stack: tuple[str, str], cpu: str = "AMD EPYC 7742"
+) -> str:
     """A published system description: ``count`` x ``accelerator`` on one node, ``stack`` as
     (framework, other software) free text."""
-    return json.dumps({
-        "accelerator_model_name": accelerator, "accelerators_per_node": count, "number_of_nodes": 1,
-        "host_processor_model_name": cpu, "host_processors_per_node": 2,
-        "framework": stack[0], "other_software_stack": stack[1], "operating_system": "Ubuntu 22.04",
-        "system_name": f"{count}x {accelerator}", "system_type": "datacenter"})
+    return json.dumps(
+        {
+            "accelerator_model_name": accelerator,
+            "accelerators_per_node": count,
+            "number_of_nodes": 1,
+            "host_processor_model_name": cpu,
+            "host_processors_per_node": 2,
+            "framework": stack[0],
+            "other_software_stack": stack[1],
+            "operating_system": "Ubuntu 22.04",
+            "system_name": f"{count}x {accelerator}",
+            "system_type": "datacenter",
+        }
+    )
 
 
 def write(root: Path, rel: str, content: str | bytes) -> Path:
@@ -110,7 +121,9 @@ def write(root: Path, rel: str, content: str | bytes) -> Path:
     return path
 
 
-def result_path(system: str, benchmark: str, scenario: str, division: str = "closed", submitter: str = "Acme") -> str:
+def result_path(
+    system: str, benchmark: str, scenario: str, division: str = "closed", submitter: str = "Acme"
+) -> str:
     return f"{division}/{submitter}/results/{system}/{benchmark}/{scenario}/performance/run_1/mlperf_log_summary.txt"
 
 
@@ -120,9 +133,21 @@ def small_tree(root: Path) -> Path:
     write(tree, "closed/Acme/systems/box8.json", json.dumps(SYSTEM))
     write(tree, result_path("box8", "resnet50", "Offline"), SUMMARY_OFFLINE)
     write(tree, result_path("box8", "resnet50", "SingleStream"), SUMMARY_SINGLESTREAM)
-    write(tree, "closed/Acme/compliance/box8/resnet50/Offline/TEST01/performance/run_1/mlperf_log_summary.txt", SUMMARY_OFFLINE)
-    write(tree, "closed/Acme/results/box8/resnet50/Offline/accuracy/mlperf_log_summary.txt", SUMMARY_OFFLINE)
-    write(tree, "closed/Acme/results/box8/resnet50/Offline/performance/ranging/mlperf_log_summary.txt", SUMMARY_OFFLINE)
+    write(
+        tree,
+        "closed/Acme/compliance/box8/resnet50/Offline/TEST01/performance/run_1/mlperf_log_summary.txt",
+        SUMMARY_OFFLINE,
+    )
+    write(
+        tree,
+        "closed/Acme/results/box8/resnet50/Offline/accuracy/mlperf_log_summary.txt",
+        SUMMARY_OFFLINE,
+    )
+    write(
+        tree,
+        "closed/Acme/results/box8/resnet50/Offline/performance/ranging/mlperf_log_summary.txt",
+        SUMMARY_OFFLINE,
+    )
     return tree
 
 
@@ -133,10 +158,16 @@ def tar_gz(tree: Path, out: Path, fmt: int = tarfile.GNU_FORMAT) -> Path:
 
 
 TRAINING_SYSTEM = {
-    "submitter": "Acme", "division": "closed", "system_name": "Acme 2x8 H100", "number_of_nodes": "2",
-    "accelerators_per_node": "8", "accelerator_model_name": "NVIDIA H100-SXM5-80GB",
-    "accelerator_interconnect": "NVLINK Gen4 900 GB/s", "host_networking": "8x ConnectX-7 IB NDR 400Gb/s",
-    "host_processor_model_name": "Intel Xeon 8480", "framework": "PyTorch NVIDIA Release 24.09",
+    "submitter": "Acme",
+    "division": "closed",
+    "system_name": "Acme 2x8 H100",
+    "number_of_nodes": "2",
+    "accelerators_per_node": "8",
+    "accelerator_model_name": "NVIDIA H100-SXM5-80GB",
+    "accelerator_interconnect": "NVLINK Gen4 900 GB/s",
+    "host_networking": "8x ConnectX-7 IB NDR 400Gb/s",
+    "host_processor_model_name": "Intel Xeon 8480",
+    "framework": "PyTorch NVIDIA Release 24.09",
     "other_software_stack": {"cuda_version": "12.6", "cuda_driver_version": "560.35.03"},
     "a_key_from_a_later_round": [1, 2],
 }
@@ -144,9 +175,16 @@ TRAINING_SYSTEM = {
 
 def mllog(start_ms: int, minutes: float, status: str | None = "success", batch: int = 768) -> str:
     """MLLOG lines of one run as result files hold them: rank prefixes, noise, a broken line."""
+
     def line(key: str, t: int, value: Any = None, **metadata: Any) -> str:
-        event = {"namespace": "", "time_ms": t, "event_type": "POINT_IN_TIME", "key": key, "value": value,
-                 "metadata": {"file": "train.py", **metadata}}
+        event = {
+            "namespace": "",
+            "time_ms": t,
+            "event_type": "POINT_IN_TIME",
+            "key": key,
+            "value": value,
+            "metadata": {"file": "train.py", **metadata},
+        }
         return ":::MLLOG " + json.dumps(event)
 
     stop = start_ms + int(minutes * 60_000)
@@ -170,9 +208,19 @@ def small_training_tree(root: Path) -> Path:
     tree = root / "training_v9.9"
     write(tree, "Acme/systems/h100x16.json", json.dumps(TRAINING_SYSTEM))
     for i, minutes in enumerate([10.0, 12.0, 11.0, 30.0, 9.0]):
-        write(tree, f"Acme/results/h100x16/bert/result_{i}.txt", mllog(1_700_000_000_000 + i * 10**7, minutes))
-    write(tree, "Acme/results/h100x16/bert/result_5.txt", mllog(1_700_100_000_000, 50.0, status="aborted"))
-    write(tree, "Acme/results/h100x16/bert/result_6.txt", mllog(1_700_200_000_000, 5.0, status=None))
+        write(
+            tree,
+            f"Acme/results/h100x16/bert/result_{i}.txt",
+            mllog(1_700_000_000_000 + i * 10**7, minutes),
+        )
+    write(
+        tree,
+        "Acme/results/h100x16/bert/result_5.txt",
+        mllog(1_700_100_000_000, 50.0, status="aborted"),
+    )
+    write(
+        tree, "Acme/results/h100x16/bert/result_6.txt", mllog(1_700_200_000_000, 5.0, status=None)
+    )
     write(tree, "Acme/results/h100x16/bert/result_7.txt", "no mllog here\n")
     write(tree, "Acme/results/ghost/bert/result_0.txt", mllog(1_700_000_000_000, 3.0))
     return tree

@@ -38,7 +38,7 @@ PAGECACHE = os.environ.get("NEO4J_LOCAL_PAGECACHE", "256m")
 
 # What Neo4j's own launcher adds from the default neo4j.conf (server.jvm.additional); one copy,
 # beside the bulk import that runs neo4j-admin from the same classpath.
-from graph_schema.bulk_import import NEO4J_JVM_FLAGS
+from stack_advisor.store.bulk_import import NEO4J_JVM_FLAGS
 
 
 def _die_with_parent() -> None:
@@ -73,8 +73,12 @@ def docker_engine_answers() -> bool:
 
 def image_present(image: str) -> bool:
     try:
-        return subprocess.run(["docker", "image", "inspect", image], check=False, capture_output=True,
-                              timeout=15).returncode == 0
+        return (
+            subprocess.run(
+                ["docker", "image", "inspect", image], check=False, capture_output=True, timeout=15
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -89,7 +93,11 @@ def pinned_version() -> str:
 def lib_dir() -> Path:
     """The cached classpath directory (assembled by setup.sh on first use)."""
     home = os.environ.get("NEO4J_LOCAL_HOME")
-    base = Path(home) if home else Path.home() / ".cache" / "stack-advisor" / f"neo4j-{pinned_version()}"
+    base = (
+        Path(home)
+        if home
+        else Path.home() / ".cache" / "stack-advisor" / f"neo4j-{pinned_version()}"
+    )
     return base / "lib"
 
 
@@ -102,7 +110,11 @@ def ensure_lib() -> Path:
         return lib
     try:
         out = subprocess.run(
-            ["bash", str(SETUP)], capture_output=True, text=True, check=True, timeout=SETUP_TIMEOUT_S
+            ["bash", str(SETUP)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=SETUP_TIMEOUT_S,
         )
     except subprocess.CalledProcessError as exc:
         raise Neo4jUnavailable(f"{SETUP} failed ({exc.returncode}): {exc.stderr[-2000:]}") from None
@@ -185,8 +197,9 @@ class LocalNeo4j:
     """A local server in its own home on a fixed loopback port that can be stopped, killed
     (``kill -9``) and started again on the same data: what the fault tests need."""
 
-    def __init__(self, lib: Path | None = None, *, extra_config: str = "",
-                 scheme: str = "bolt") -> None:
+    def __init__(
+        self, lib: Path | None = None, *, extra_config: str = "", scheme: str = "bolt"
+    ) -> None:
         """``extra_config``: more neo4j.conf lines (e.g. bolt TLS, ``home`` is in ``self.home``
         for paths); ``scheme``: the URI's (``bolt+ssc`` for a server that requires TLS)."""
         self.lib = lib or ensure_lib()
@@ -195,7 +208,8 @@ class LocalNeo4j:
             (self.home / sub).mkdir()
         self.port = _free_port()
         (self.home / "conf" / "neo4j.conf").write_text(
-            _config(self.home, self.port) + extra_config.replace("{home}", str(self.home)))
+            _config(self.home, self.port) + extra_config.replace("{home}", str(self.home))
+        )
         self.log = self.home / "console.log"
         self.uri = f"{scheme}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None

@@ -44,27 +44,72 @@ def _named(base: dict[str, Any], name: str, **labels: str) -> dict[str, Any]:
     return out
 
 
-def nrt(name: str, *, cpus: int = 112, memory: str = "1031912Mi", gpus: int = 4,
-        policy: str = "single-numa-node") -> dict[str, Any]:
+def nrt(
+    name: str,
+    *,
+    cpus: int = 112,
+    memory: str = "1031912Mi",
+    gpus: int = 4,
+    policy: str = "single-numa-node",
+) -> dict[str, Any]:
     """A NodeResourceTopology as nfd-topology-updater publishes it (v1alpha2)."""
+
     def zone(n: int) -> dict[str, Any]:
-        resources = [{"name": "cpu", "capacity": str(cpus), "allocatable": str(cpus - (1 if n == 0 else 0)),
-                      "available": str(cpus - (1 if n == 0 else 0))},
-                     {"name": "memory", "capacity": memory, "allocatable": memory, "available": memory},
-                     {"name": "nvidia.com/gpu", "capacity": str(gpus), "allocatable": str(gpus), "available": str(gpus)}]
-        return {"name": f"node-{n}", "type": "Node", "resources": resources,
-                "costs": [{"name": "node-0", "value": 10 if n == 0 else 21}, {"name": "node-1", "value": 21 if n == 0 else 10}]}
-    return {"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",
-            "metadata": {"name": name, "labels": {TEST_LABEL: "numa"}},
-            "topologyPolicies": [],
-            "attributes": [{"name": "topologyManagerPolicy", "value": policy},
-                           {"name": "topologyManagerScope", "value": "pod"}],
-            "zones": [zone(0), zone(1)]}
+        resources = [
+            {
+                "name": "cpu",
+                "capacity": str(cpus),
+                "allocatable": str(cpus - (1 if n == 0 else 0)),
+                "available": str(cpus - (1 if n == 0 else 0)),
+            },
+            {"name": "memory", "capacity": memory, "allocatable": memory, "available": memory},
+            {
+                "name": "nvidia.com/gpu",
+                "capacity": str(gpus),
+                "allocatable": str(gpus),
+                "available": str(gpus),
+            },
+        ]
+        return {
+            "name": f"node-{n}",
+            "type": "Node",
+            "resources": resources,
+            "costs": [
+                {"name": "node-0", "value": 10 if n == 0 else 21},
+                {"name": "node-1", "value": 21 if n == 0 else 10},
+            ],
+        }
+
+    return {
+        "apiVersion": "topology.node.k8s.io/v1alpha2",
+        "kind": "NodeResourceTopology",
+        "metadata": {"name": name, "labels": {TEST_LABEL: "numa"}},
+        "topologyPolicies": [],
+        "attributes": [
+            {"name": "topologyManagerPolicy", "value": policy},
+            {"name": "topologyManagerScope", "value": "pod"},
+        ],
+        "zones": [zone(0), zone(1)],
+    }
 
 
-H100_NODES = [_named(node(f"numa-h100-{i}", H100_LABELS, cpu="224", memory="2113560576Ki", gpus="8",
-                          taints=GPU_TAINT), f"numa-h100-{i}") for i in range(2)]
-A100_NFD_ONLY = _named(A100_BARE_METAL, "numa-a100-0", **{"stack-advisor.io/pool": "a100-nfd", MEMORY_NUMA: "true"})
+H100_NODES = [
+    _named(
+        node(
+            f"numa-h100-{i}",
+            H100_LABELS,
+            cpu="224",
+            memory="2113560576Ki",
+            gpus="8",
+            taints=GPU_TAINT,
+        ),
+        f"numa-h100-{i}",
+    )
+    for i in range(2)
+]
+A100_NFD_ONLY = _named(
+    A100_BARE_METAL, "numa-a100-0", **{"stack-advisor.io/pool": "a100-nfd", MEMORY_NUMA: "true"}
+)
 T4_VM = _named(T4_PASSTHROUGH_OLD_LABELS, "numa-t4-vm-0")
 NUMA_NODES = [*H100_NODES, A100_NFD_ONLY, T4_VM]
 NRTS = [nrt(n["metadata"]["name"]) for n in H100_NODES]

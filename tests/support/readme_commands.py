@@ -14,5 +14,8 @@ def readme_commands() -> list[str]:
     section = text.split("## Using it", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
     assert block, "README's 'Using it' has no sh block"
-    return [line.split(" #")[0].strip() for line in block.group(1).splitlines()
-            if line.strip().startswith("advisor ")]
+    return [
+        line.split(" #")[0].strip()
+        for line in block.group(1).splitlines()
+        if line.strip().startswith("advisor ")
+    ]

@@ -35,28 +35,51 @@ class ServedAPI:
     """``advisor serve`` in a subprocess; ``stop()`` and ``start()`` again on the same port and
     store (a real restart: the embedded store is closed and reopened)."""
 
-    def __init__(self, store_uri: str, tokens: dict[str, str], port: int | None = None,
-                 log: Path | None = None, **env: str) -> None:
+    def __init__(
+        self,
+        store_uri: str,
+        tokens: dict[str, str],
+        port: int | None = None,
+        log: Path | None = None,
+        **env: str,
+    ) -> None:
         self.store_uri = store_uri
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ,
-                    "ADVISOR_TOKENS": ";".join(f"{t}:{s}" for s, t in tokens.items()),
-                    "ADVISOR_ENVIRONMENT": "production", **env}
+        self.env = {
+            **os.environ,
+            "ADVISOR_TOKENS": ";".join(f"{t}:{s}" for s, t in tokens.items()),
+            "ADVISOR_ENVIRONMENT": "production",
+            **env,
+        }
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> ServedAPI:
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL
         self.proc = subprocess.Popen(
-            [ADVISOR, "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--store", self.store_uri, "--log-level", "warning"],
-            env=self.env, stdout=out, stderr=out,
+            [
+                ADVISOR,
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--store",
+                self.store_uri,
+                "--log-level",
+                "warning",
+            ],
+            env=self.env,
+            stdout=out,
+            stderr=out,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"advisor serve exited with {self.proc.returncode}; see {self.log}")
+                raise RuntimeError(
+                    f"advisor serve exited with {self.proc.returncode}; see {self.log}"
+                )
             try:
                 if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
                     return self

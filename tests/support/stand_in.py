@@ -45,9 +45,11 @@ class KubeletLogs:
                 if len(parts) == 4 and parts[0] == "containerLogs":
                     text = logs.get((parts[1], parts[2], parts[3]))
                     if text is not None:
-                        tail = dict(q.split("=", 1) for q in url.query.split("&") if "=" in q).get("tailLines")
+                        tail = dict(q.split("=", 1) for q in url.query.split("&") if "=" in q).get(
+                            "tailLines"
+                        )
                         lines = text.splitlines(keepends=True)
-                        body = "".join(lines[-int(tail):] if tail else lines).encode()
+                        body = "".join(lines[-int(tail) :] if tail else lines).encode()
                         self.send_response(200)
                         self.send_header("Content-Type", "text/plain")
                         self.send_header("Content-Length", str(len(body)))
@@ -81,14 +83,28 @@ class JobDriver:
     Job controller: one pod per Job and the Job's status conditions.
     """
 
-    def __init__(self, api_client: Any, namespace: str, node: str, outcome: Outcome,
-                 logs: KubeletLogs | None = None, selector: str = "", controller: bool = False) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        namespace: str,
+        node: str,
+        outcome: Outcome,
+        logs: KubeletLogs | None = None,
+        selector: str = "",
+        controller: bool = False,
+    ) -> None:
         from kubernetes import client
 
         self.api = api_client
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
-        self.namespace, self.node, self.outcome, self.logs, self.selector = namespace, node, outcome, logs, selector
+        self.namespace, self.node, self.outcome, self.logs, self.selector = (
+            namespace,
+            node,
+            outcome,
+            logs,
+            selector,
+        )
         self.controller = controller
         self.seen: set[str] = set()
         self.pods_run: list[str] = []
@@ -108,9 +124,17 @@ class JobDriver:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
-                jobs = self.batch.list_namespaced_job(self.namespace, label_selector=self.selector).items
-                active = [j for j in jobs if not any(c.status == "True" and c.type in ("Complete", "Failed")
-                                                     for c in (j.status.conditions or []))]
+                jobs = self.batch.list_namespaced_job(
+                    self.namespace, label_selector=self.selector
+                ).items
+                active = [
+                    j
+                    for j in jobs
+                    if not any(
+                        c.status == "True" and c.type in ("Complete", "Failed")
+                        for c in (j.status.conditions or [])
+                    )
+                ]
                 self.max_active = max(self.max_active, len(active))
                 if self.controller:
                     self._run_pods()
@@ -134,10 +158,16 @@ class JobDriver:
                 continue
             self.seen.add(name)
             if not pod.spec.node_name:
-                binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
-                           "target": {"apiVersion": "v1", "kind": "Node", "name": self.node}}
+                binding = {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": name},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": self.node},
+                }
                 # The generated client cannot deserialise the Status a Binding returns.
-                self.core.create_namespaced_pod_binding(name, self.namespace, binding, _preload_content=False)
+                self.core.create_namespaced_pod_binding(
+                    name, self.namespace, binding, _preload_content=False
+                )
             self._finish_pod(self.api.sanitize_for_serialization(pod))
 
     def _finish_pod(self, pod: dict[str, Any]) -> None:
@@ -147,17 +177,34 @@ class JobDriver:
         code, log_text = self.outcome(pod)
         if self.logs is not None:
             self.logs.logs[(self.namespace, name, container["name"])] = log_text
-        self.core.patch_namespaced_pod_status(name, self.namespace, {"status": {
-            "phase": "Succeeded" if code == 0 else "Failed",
-            "startTime": start,
-            "conditions": [{"type": "Ready", "status": "False", "reason": "PodCompleted"}],
-            "containerStatuses": [{
-                "name": container["name"], "image": container["image"], "imageID": "", "ready": False,
-                "restartCount": 0,
-                "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                                         "startedAt": start, "finishedAt": _now()}},
-            }],
-        }})
+        self.core.patch_namespaced_pod_status(
+            name,
+            self.namespace,
+            {
+                "status": {
+                    "phase": "Succeeded" if code == 0 else "Failed",
+                    "startTime": start,
+                    "conditions": [{"type": "Ready", "status": "False", "reason": "PodCompleted"}],
+                    "containerStatuses": [
+                        {
+                            "name": container["name"],
+                            "image": container["image"],
+                            "imageID": "",
+                            "ready": False,
+                            "restartCount": 0,
+                            "state": {
+                                "terminated": {
+                                    "exitCode": code,
+                                    "reason": "Completed" if code == 0 else "Error",
+                                    "startedAt": start,
+                                    "finishedAt": _now(),
+                                }
+                            },
+                        }
+                    ],
+                }
+            },
+        )
         self.pods_run.append(name)
 
     # ---- the Job controller's part, when kube-controller-manager is not built ----------------
@@ -172,13 +219,26 @@ class JobDriver:
             "metadata": {
                 "name": pod_name,
                 "namespace": self.namespace,
-                "labels": {**template["metadata"].get("labels", {}),
-                           "batch.kubernetes.io/job-name": name, "job-name": name,
-                           "batch.kubernetes.io/controller-uid": uid},
-                "annotations": {**template["metadata"].get("annotations", {}),
-                                "batch.kubernetes.io/job-completion-index": "0"},
-                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid,
-                                     "controller": True, "blockOwnerDeletion": True}],
+                "labels": {
+                    **template["metadata"].get("labels", {}),
+                    "batch.kubernetes.io/job-name": name,
+                    "job-name": name,
+                    "batch.kubernetes.io/controller-uid": uid,
+                },
+                "annotations": {
+                    **template["metadata"].get("annotations", {}),
+                    "batch.kubernetes.io/job-completion-index": "0",
+                },
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": name,
+                        "uid": uid,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
             },
             "spec": {**template["spec"], "nodeName": self.node},
         }
@@ -188,26 +248,50 @@ class JobDriver:
         done = _now()
         if code == 0:
             status = {
-                "startTime": start, "completionTime": done, "succeeded": 1, "completedIndexes": "0",
+                "startTime": start,
+                "completionTime": done,
+                "succeeded": 1,
+                "completedIndexes": "0",
                 "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached",
-                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": done,
-                     "lastProbeTime": done},
-                    {"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                     "message": "Reached expected number of succeeded pods", "lastTransitionTime": done,
-                     "lastProbeTime": done},
+                    {
+                        "type": "SuccessCriteriaMet",
+                        "status": "True",
+                        "reason": "CompletionsReached",
+                        "message": "Reached expected number of succeeded pods",
+                        "lastTransitionTime": done,
+                        "lastProbeTime": done,
+                    },
+                    {
+                        "type": "Complete",
+                        "status": "True",
+                        "reason": "CompletionsReached",
+                        "message": "Reached expected number of succeeded pods",
+                        "lastTransitionTime": done,
+                        "lastProbeTime": done,
+                    },
                 ],
             }
         else:
             status = {
-                "startTime": start, "failed": 1,
+                "startTime": start,
+                "failed": 1,
                 "conditions": [
-                    {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded",
-                     "message": "Job has reached the specified backoff limit", "lastTransitionTime": done,
-                     "lastProbeTime": done},
-                    {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                     "message": "Job has reached the specified backoff limit", "lastTransitionTime": done,
-                     "lastProbeTime": done},
+                    {
+                        "type": "FailureTarget",
+                        "status": "True",
+                        "reason": "BackoffLimitExceeded",
+                        "message": "Job has reached the specified backoff limit",
+                        "lastTransitionTime": done,
+                        "lastProbeTime": done,
+                    },
+                    {
+                        "type": "Failed",
+                        "status": "True",
+                        "reason": "BackoffLimitExceeded",
+                        "message": "Job has reached the specified backoff limit",
+                        "lastTransitionTime": done,
+                        "lastProbeTime": done,
+                    },
                 ],
             }
         self.batch.patch_namespaced_job_status(name, self.namespace, {"status": status})

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 import pytest
 
-from graph_schema.registry import open_store
-from graph_schema.settings import StoreSettings
-from graph_schema.store import Store
+from stack_advisor.store.base import Store
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.settings import StoreSettings
 
 
 class StoreCreator(Protocol):
@@ -80,8 +80,9 @@ class LoopbackServer:
     def __init__(self, app: Any) -> None:
         import uvicorn
 
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                lifespan="on", access_log=False)
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", access_log=False
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="loopback-api", daemon=True)
         self.url = ""
@@ -114,8 +115,8 @@ class RestCreator:
         self._store: Store | None = None
 
     def create(self) -> Store:
-        from advisor.api.app import create_app
-        from advisor.api.settings import Settings
+        from stack_advisor.api.app import create_app
+        from stack_advisor.api.settings import Settings
 
         graph = self._backing.create()
         admin = secrets.token_urlsafe(24)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.knowledge import table_file
-from advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.knowledge import table_file
+from stack_advisor.advisor.knowledge.table import ObservationTable
 
 
 def assert_same_table(a: ObservationTable, b: ObservationTable) -> None:
@@ -19,7 +19,11 @@ def assert_same_table(a: ObservationTable, b: ObservationTable) -> None:
         assert ca.vocab == cb.vocab and ca.index == cb.index, name
         assert np.array_equal(ca.codes, cb.codes), name
         assert ca.values() == cb.values(), name
-    assert {k: vars(v) for k, v in a.benchmarks.items()} == {k: vars(v) for k, v in b.benchmarks.items()}
-    assert {k: v.model_dump() for k, v in a.stacks.items()} == {k: v.model_dump() for k, v in b.stacks.items()}
+    assert {k: vars(v) for k, v in a.benchmarks.items()} == {
+        k: vars(v) for k, v in b.benchmarks.items()
+    }
+    assert {k: v.model_dump() for k, v in a.stacks.items()} == {
+        k: v.model_dump() for k, v in b.stacks.items()
+    }
     assert all(s.stack_id == k for k, s in a.stacks.items())
     assert a.images == b.images

@@ -11,10 +11,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from advisor.api.settings import Settings
-from graph_schema.store import Store
+from stack_advisor.api.app import create_app
+from stack_advisor.api.deps import get_store
+from stack_advisor.api.settings import Settings
+from stack_advisor.store.base import Store
 from tests.support.api import make_settings
 
 
@@ -39,5 +39,3 @@ def app(store: Store, settings: Settings) -> FastAPI:
 def client(app: FastAPI) -> Iterator[TestClient]:
     with TestClient(app, raise_server_exceptions=False) as c:
         yield c
-
-

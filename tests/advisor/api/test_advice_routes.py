@@ -11,12 +11,12 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from advisor.api.settings import Settings
-from graph_schema.models import IngestBatch, Observation
-from graph_schema.starter import read_snapshot
-from graph_schema.store import Store
+from stack_advisor.api.app import create_app
+from stack_advisor.api.deps import get_store
+from stack_advisor.api.settings import Settings
+from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.store.base import Store
+from stack_advisor.store.starter import read_snapshot
 from tests.support.api import auth
 
 BENCHMARKS = {"resnet50", "bert-99"}
@@ -39,7 +39,14 @@ def _recommend(client: TestClient, workload: dict[str, Any], top: int = 5) -> An
 
 
 def test_recommendations_are_ranked_labelled_and_placeable(advice: TestClient) -> None:
-    body = _recommend(advice, {"benchmark": "resnet50", "scenario": "Offline", "image": "nvcr.io/nvidia/tensorrt:23.04-py3"})
+    body = _recommend(
+        advice,
+        {
+            "benchmark": "resnet50",
+            "scenario": "Offline",
+            "image": "nvcr.io/nvidia/tensorrt:23.04-py3",
+        },
+    )
     recs = body["recommendations"]
     assert [r["rank"] for r in recs] == list(range(1, len(recs) + 1)) and len(recs) == 5
     scores = [r["score"] for r in recs]
@@ -57,15 +64,23 @@ def test_recommendations_are_ranked_labelled_and_placeable(advice: TestClient) -
 
 
 def test_constraints_are_applied(advice: TestClient) -> None:
-    body = _recommend(advice, {"benchmark": "bert-99", "scenario": "Server",
-                               "hardware": {"accelerators": ["A100"], "count": 8}})
+    body = _recommend(
+        advice,
+        {
+            "benchmark": "bert-99",
+            "scenario": "Server",
+            "hardware": {"accelerators": ["A100"], "count": 8},
+        },
+    )
     assert body["recommendations"]
     for r in body["recommendations"]:
         assert "A100" in r["candidate"]["accelerator"] and r["candidate"]["accelerator_count"] == 8
 
 
 def test_bad_workloads_are_clear_errors(advice: TestClient) -> None:
-    r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "resnet50", "objective": "fast"}})
+    r = advice.post(
+        "/v1/recommendations", json={"workload": {"benchmark": "resnet50", "objective": "fast"}}
+    )
     assert r.status_code == 422 and "objective" in r.json()["message"]
     r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "resnet50"}, "top": 0})
     assert r.status_code == 422 and "top" in r.json()["message"]
@@ -78,15 +93,25 @@ def test_predictions_label_observed_and_predicted(advice: TestClient) -> None:
     cand = best["recommendations"][0]["candidate"]
     stack = cand["stack"]
     components = {k: stack[k] for k in ("driver", "cuda", "cudnn", "tensorrt") if stack.get(k)}
-    query = {"accelerator": cand["accelerator"], "accelerator_count": cand["accelerator_count"],
-             "placement": cand["placement"], "components": components,
-             "framework": stack.get("framework"), "benchmark": "resnet50", "scenario": "Offline",
-             "metric": "samples_per_second"}
+    query = {
+        "accelerator": cand["accelerator"],
+        "accelerator_count": cand["accelerator_count"],
+        "placement": cand["placement"],
+        "components": components,
+        "framework": stack.get("framework"),
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    }
     unseen = {**query, "accelerator": "NVIDIA L40", "accelerator_count": 3}
     r = advice.post("/v1/predictions", json={"queries": [query, unseen]})
     assert r.status_code == 200, r.text
     seen_p, unseen_p = r.json()
-    assert seen_p["observed"] is True and seen_p["basis"] == "observed" and seen_p["evidence"]["count"] >= 1
+    assert (
+        seen_p["observed"] is True
+        and seen_p["basis"] == "observed"
+        and seen_p["evidence"]["count"] >= 1
+    )
     assert unseen_p["observed"] is False and unseen_p["basis"] in ("interpolated", "transferred")
     assert 0 < unseen_p["interval"]["low"] <= unseen_p["value"] <= unseen_p["interval"]["high"]
     r = advice.post("/v1/predictions", json={"queries": [{"accelerator": "x"}]})
@@ -94,38 +119,69 @@ def test_predictions_label_observed_and_predicted(advice: TestClient) -> None:
 
 
 def test_compare_routes(advice: TestClient) -> None:
-    r = advice.get("/v1/compare", params={"a": "tensorrt=8.5.0", "b": "tensorrt=8.6.0",
-                                          "benchmark": "resnet50", "scenario": "Offline"})
+    r = advice.get(
+        "/v1/compare",
+        params={
+            "a": "tensorrt=8.5.0",
+            "b": "tensorrt=8.6.0",
+            "benchmark": "resnet50",
+            "scenario": "Offline",
+        },
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["a_count"] > 0 and body["b_count"] > 0 and body["verdict"]
-    r = advice.get("/v1/compare", params={"a": "nonsense", "b": "tensorrt=8.6.0", "benchmark": "resnet50"})
+    r = advice.get(
+        "/v1/compare", params={"a": "nonsense", "b": "tensorrt=8.6.0", "benchmark": "resnet50"}
+    )
     assert r.status_code == 422 and "nonsense" in r.json()["message"]
     r = advice.get("/v1/compare/placement")
     assert r.status_code == 200
     for item in r.json():
-        assert item["pairs"] >= 1 and item["placement"] in ("vgpu", "passthrough") and item["ratio"] > 0
+        assert (
+            item["pairs"] >= 1
+            and item["placement"] in ("vgpu", "passthrough")
+            and item["ratio"] > 0
+        )
     r = advice.get("/v1/compare/regressions", params={"component": "tensorrt"})
     assert r.status_code == 200 and isinstance(r.json(), list)
 
 
 def test_unknown_names_are_422_naming_the_field_with_suggestions(advice: TestClient) -> None:
-    r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "resnet50", "scenario": "Ofline"}})
+    r = advice.post(
+        "/v1/recommendations", json={"workload": {"benchmark": "resnet50", "scenario": "Ofline"}}
+    )
     assert r.status_code == 422
     assert "scenario" in r.json()["message"] and "did you mean 'Offline'" in r.json()["message"]
-    r = advice.post("/v1/recommendations", json={"workload": {
-        "benchmark": "resnet50", "hardware": {"accelerators": ["NVIDIA A100-SXM-80G"]}}})
+    r = advice.post(
+        "/v1/recommendations",
+        json={
+            "workload": {
+                "benchmark": "resnet50",
+                "hardware": {"accelerators": ["NVIDIA A100-SXM-80G"]},
+            }
+        },
+    )
     assert r.status_code == 422 and "did you mean 'NVIDIA A100-SXM-80GB'" in r.json()["message"]
     body = _recommend(advice, {"benchmark": "resnet50", "scenario": "offline"}, top=1)
     assert body["recommendations"][0]["basis"] == "observed"
 
 
 def test_an_unknown_accelerator_refuses_its_query_not_the_batch(advice: TestClient) -> None:
-    good = {"accelerator": "NVIDIA A100-SXM-80GB", "accelerator_count": 8, "benchmark": "resnet50",
-            "scenario": "Offline", "metric": "samples_per_second"}
-    r = advice.post("/v1/predictions", json={"queries": [good, {**good, "accelerator": "Foo GPU 9000"}]})
+    good = {
+        "accelerator": "NVIDIA A100-SXM-80GB",
+        "accelerator_count": 8,
+        "benchmark": "resnet50",
+        "scenario": "Offline",
+        "metric": "samples_per_second",
+    }
+    r = advice.post(
+        "/v1/predictions", json={"queries": [good, {**good, "accelerator": "Foo GPU 9000"}]}
+    )
     assert r.status_code == 200, r.text
     answered, refused = r.json()
-    assert answered["basis"] in ("observed", "interpolated", "transferred") and answered["value"] > 0
+    assert (
+        answered["basis"] in ("observed", "interpolated", "transferred") and answered["value"] > 0
+    )
     assert refused["basis"] == "unsupported" and refused["value"] is None
     assert "Foo GPU 9000" in refused["warnings"][0]

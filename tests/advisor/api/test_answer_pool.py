@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.api import answer_worker
-from advisor.api.answer_pool import Admission, AnswerPool, Busy, OverShare
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from advisor.engine import Advisor
-from graph_schema.embedded_store import EmbeddedStore
-from graph_schema.errors import OverBudget
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.api import answer_worker
+from stack_advisor.api.answer_pool import Admission, AnswerPool, Busy, OverShare
+from stack_advisor.api.app import create_app
+from stack_advisor.api.deps import get_store
+from stack_advisor.schema.errors import OverBudget
+from stack_advisor.store.embedded_store import EmbeddedStore
 from tests.support.api import auth, document, make_settings
 
 QUERY = {"benchmark": "resnet50", "accelerator": "NVIDIA A100-SXM4-80GB", "metric": "throughput"}
@@ -68,7 +68,9 @@ def seeded(tmp_path: Path) -> Iterator[EmbeddedStore]:
     store = EmbeddedStore(tmp_path / "kb")
     store.ensure_schema()
     for i in range(3):
-        store.ingest_document(document(f"run-{i}", value=100.0 + 10 * i, framework_version=f"2.{i}.0"))
+        store.ingest_document(
+            document(f"run-{i}", value=100.0 + 10 * i, framework_version=f"2.{i}.0")
+        )
     try:
         yield store
     finally:
@@ -84,7 +86,8 @@ def _client(store: Any, tokens: dict[str, str], **overrides: Any) -> TestClient:
 
 
 def test_healthz_and_token_holders_are_answered_while_every_answer_slot_is_taken(
-        seeded: EmbeddedStore, tokens: dict[str, str]) -> None:
+    seeded: EmbeddedStore, tokens: dict[str, str]
+) -> None:
     expected = [p.model_dump(mode="json") for p in Advisor(seeded).predict([QUERY] * 3)]
     with _client(seeded, tokens) as client:
         admission: Admission = client.app.state.admission  # type: ignore[attr-defined]
@@ -116,19 +119,29 @@ def test_healthz_and_token_holders_are_answered_while_every_answer_slot_is_taken
 
 
 def test_a_malformed_body_is_a_422_naming_the_field_from_the_worker(
-        seeded: EmbeddedStore, tokens: dict[str, str]) -> None:
+    seeded: EmbeddedStore, tokens: dict[str, str]
+) -> None:
     with _client(seeded, tokens, max_predict_queries=2) as client:
-        r = client.post("/v1/predictions", json={"queries": [{**QUERY, "accelerator_count": "many"}]})
+        r = client.post(
+            "/v1/predictions", json={"queries": [{**QUERY, "accelerator_count": "many"}]}
+        )
         assert r.status_code == 422
         assert r.json()["details"][0]["field"] == "body.queries.0.accelerator_count"
         r = client.post("/v1/predictions", json={"queries": [QUERY] * 3})
-        assert r.status_code == 413 and r.json()["details"]["setting"] == "ADVISOR_MAX_PREDICT_QUERIES"
-        r = client.post("/v1/predictions", content=b"^b\x83", headers={"Content-Type": "application/json"})
-        assert r.status_code == 422 and r.json()["details"][0]["field"] == "body"  # found by the fuzzer
+        assert (
+            r.status_code == 413 and r.json()["details"]["setting"] == "ADVISOR_MAX_PREDICT_QUERIES"
+        )
+        r = client.post(
+            "/v1/predictions", content=b"^b\x83", headers={"Content-Type": "application/json"}
+        )
+        assert (
+            r.status_code == 422 and r.json()["details"][0]["field"] == "body"
+        )  # found by the fuzzer
 
 
 def test_a_dead_worker_is_a_503_and_the_pool_starts_again(
-        seeded: EmbeddedStore, tokens: dict[str, str]) -> None:
+    seeded: EmbeddedStore, tokens: dict[str, str]
+) -> None:
     with _client(seeded, tokens) as client:
         body = {"queries": [QUERY]}
         assert client.post("/v1/predictions", json=body).status_code == 200
@@ -146,7 +159,8 @@ def test_a_dead_worker_is_a_503_and_the_pool_starts_again(
 
 
 def test_the_worker_stops_when_its_client_has_gone_or_its_budget_is_spent(
-        seeded: EmbeddedStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded: EmbeddedStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pool = AnswerPool(workers=1, nice=0)
     try:
         path = pool.publish(Advisor(seeded).knowledge())
@@ -158,8 +172,14 @@ def test_the_worker_stops_when_its_client_has_gone_or_its_budget_is_spent(
         assert kind == "ok" and len(json.loads(answer)) == 250
         flags[2] = 1  # the server saw the client go
         assert answer_worker.predict_request(path, raw, 2, 600, 1000, 100) == ("gone",)
-        kind, error, _message, details = answer_worker.predict_request(path, raw, 1, 1e-9, 1000, 100)
-        assert kind == "error" and error is OverBudget and details["setting"] == "ADVISOR_ANSWER_BUDGET_S"
+        kind, error, _message, details = answer_worker.predict_request(
+            path, raw, 1, 1e-9, 1000, 100
+        )
+        assert (
+            kind == "error"
+            and error is OverBudget
+            and details["setting"] == "ADVISOR_ANSWER_BUDGET_S"
+        )
         # a body that is not UTF-8 JSON: pydantic's errors come back as a 422's details
         kind, errors = answer_worker.predict_request(path, b"^b\x83", 1, 600, 1000, 100)
         assert kind == "invalid" and errors[0]["type"] == "json_invalid"
@@ -175,7 +195,8 @@ def _until(condition: Any, limit_s: float = 60.0) -> None:
 
 
 def test_without_workers_predictions_are_answered_in_the_servers_threads(
-        seeded: EmbeddedStore, tokens: dict[str, str]) -> None:
+    seeded: EmbeddedStore, tokens: dict[str, str]
+) -> None:
     """``ADVISOR_ANSWER_WORKERS=0``: no process pool, the same answer."""
     expected = [p.model_dump(mode="json") for p in Advisor(seeded).predict([QUERY] * 2)]
     with _client(seeded, tokens, answer_workers=0) as client:

@@ -10,15 +10,18 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.api.app import create_app
-from advisor.api.settings import Settings
-from graph_schema.errors import InvalidInput
-from graph_schema.store import Store
+from stack_advisor.api.app import create_app
+from stack_advisor.api.settings import Settings
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.store.base import Store
 from tests.support.api import auth, document, make_settings
 
 DOC = document("run-auth")
-FAILURE = {**{k: DOC[k] for k in ("stack", "accelerator", "placement", "provenance")},
-           "stage": "run", "error_class": "OOM"}
+FAILURE = {
+    **{k: DOC[k] for k in ("stack", "accelerator", "placement", "provenance")},
+    "stage": "run",
+    "error_class": "OOM",
+}
 
 # (method, path, json body, scope needed; None = open by default)
 ENDPOINTS: list[tuple[str, str, Any, str | None]] = [
@@ -56,10 +59,18 @@ def matrix_client(store: Store, tokens: dict[str, str], read_auth: str) -> Any:
         yield c
 
 
-@pytest.mark.parametrize(("method", "path", "body", "needed"), ENDPOINTS,
-                         ids=[f"{m} {p}" for m, p, _, _ in ENDPOINTS])
-def test_auth_matrix(matrix_client: TestClient, tokens: dict[str, str], read_auth: str,
-                     method: str, path: str, body: Any, needed: str) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "body", "needed"), ENDPOINTS, ids=[f"{m} {p}" for m, p, _, _ in ENDPOINTS]
+)
+def test_auth_matrix(
+    matrix_client: TestClient,
+    tokens: dict[str, str],
+    read_auth: str,
+    method: str,
+    path: str,
+    body: Any,
+    needed: str,
+) -> None:
     open_read = needed == "read" and read_auth == "open"
     # no token: 401 with WWW-Authenticate, unless reads are open
     r = matrix_client.request(method, path, json=body)
@@ -124,6 +135,7 @@ def test_tokens_file_from_a_mounted_secret_and_rotation(
         # rotate: the old token stops working, the new one works, no restart
         secret_file.write_text(f"{second} write collector\n")
         import os
+
         os.utime(secret_file, (1, 1))
         assert c.post("/v1/observations", json=DOC, headers=auth(first)).status_code == 401
         assert c.post("/v1/observations", json=DOC, headers=auth(second)).status_code == 200

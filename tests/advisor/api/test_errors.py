@@ -9,9 +9,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from advisor.api.app import create_app
-from graph_schema.rest_store import RestStore
-from graph_schema.store import Store
+from stack_advisor.api.app import create_app
+from stack_advisor.store.base import Store
+from stack_advisor.store.rest_store import RestStore
 from tests.support.api import auth, document, make_settings
 from tests.support.servers import ServedAPI, free_port
 
@@ -27,8 +27,11 @@ def test_oversized_bodies_get_413_before_parsing(store: Store, tokens: dict[str,
         def chunks():  # no Content-Length: counted while streaming
             yield b"[" + b" " * 5000
 
-        r = c.post("/v1/observations", content=chunks(),
-                   headers={**auth(tokens["write"]), "content-type": "application/json"})
+        r = c.post(
+            "/v1/observations",
+            content=chunks(),
+            headers={**auth(tokens["write"]), "content-type": "application/json"},
+        )
         assert r.status_code == 413
         assert c.get("/v1/observations").json()["items"] == []  # nothing written
 
@@ -51,12 +54,15 @@ def test_503_while_the_store_is_down_then_recovers_without_restart(
     tmp_path: Path, tokens: dict[str, str]
 ) -> None:
     port = free_port()
-    upstream = ServedAPI(f"embedded:{tmp_path / 'kb'}", tokens, port=port,
-                         log=tmp_path / "upstream.log")
-    settings = make_settings(tokens, store=f"http://127.0.0.1:{port}", store_retry_interval_s=0,
-                             retry_after_s=7)
-    app = create_app(settings, store_opener=lambda uri: RestStore(str(uri), tokens["admin"],
-                                                                    timeout=2))
+    upstream = ServedAPI(
+        f"embedded:{tmp_path / 'kb'}", tokens, port=port, log=tmp_path / "upstream.log"
+    )
+    settings = make_settings(
+        tokens, store=f"http://127.0.0.1:{port}", store_retry_interval_s=0, retry_after_s=7
+    )
+    app = create_app(
+        settings, store_opener=lambda uri: RestStore(str(uri), tokens["admin"], timeout=2)
+    )
     with TestClient(app) as c:
         # the store is unreachable at start-up: the app starts anyway, alive but not ready
         assert c.get("/healthz").status_code == 200
@@ -67,8 +73,9 @@ def test_503_while_the_store_is_down_then_recovers_without_restart(
 
         with upstream:  # the store comes up: no restart needed
             assert c.get("/readyz").status_code == 200
-            r = c.post("/v1/observations", json=document("run-up", n=2),
-                       headers=auth(tokens["write"]))
+            r = c.post(
+                "/v1/observations", json=document("run-up", n=2), headers=auth(tokens["write"])
+            )
             assert r.status_code == 200 and r.json()["observations_new"] == 2
 
         # the store goes away while the app holds it: 503, then back again

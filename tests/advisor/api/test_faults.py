@@ -30,8 +30,12 @@ def api_tokens() -> dict[str, str]:
 
 def _post(api: Api, token: str, doc: dict[str, Any], timeout: float = 60) -> int:
     try:
-        return httpx.post(api.url + "/v1/observations", json=doc, timeout=timeout,
-                          headers={"Authorization": f"Bearer {token}"}).status_code
+        return httpx.post(
+            api.url + "/v1/observations",
+            json=doc,
+            timeout=timeout,
+            headers={"Authorization": f"Bearer {token}"},
+        ).status_code
     except httpx.TransportError:
         return -1
 
@@ -41,8 +45,12 @@ def _get(api: Api, token: str, params: dict[str, Any], patience: float = 180) ->
     crash recovers and warms up first; on a busy machine that takes a while)."""
     deadline = time.monotonic() + patience
     while True:
-        r = httpx.get(api.url + "/v1/observations", params=params, timeout=60,
-                      headers={"Authorization": f"Bearer {token}"})
+        r = httpx.get(
+            api.url + "/v1/observations",
+            params=params,
+            timeout=60,
+            headers={"Authorization": f"Bearer {token}"},
+        )
         if r.status_code != 503 or time.monotonic() > deadline:
             assert r.status_code == 200, r.text
             return r.json()
@@ -64,8 +72,9 @@ def _docs(n: int) -> list[dict[str, Any]]:
     return [document(f"run-fault-{i}", n=PER_DOCUMENT, value=10.0 + i) for i in range(n)]
 
 
-def _ingest_until_killed(api: Api, token: str, docs: list[dict[str, Any]],
-                         kill: Any, kill_after: int) -> list[int]:
+def _ingest_until_killed(
+    api: Api, token: str, docs: list[dict[str, Any]], kill: Any, kill_after: int
+) -> list[int]:
     """Post documents one after another; ``kill()`` once ``kill_after`` were acknowledged,
     while the next one is in flight. Returns each document's status (-1: no answer)."""
     statuses: list[int] = []
@@ -89,8 +98,9 @@ def _check_atomic(count: int, statuses: list[int]) -> None:
     assert acknowledged * PER_DOCUMENT <= count <= (acknowledged + unanswered) * PER_DOCUMENT
 
 
-def test_kill_9_of_the_api_mid_ingest_loses_and_splits_nothing(tmp_path: Path,
-                                                              api_tokens: dict[str, str]) -> None:
+def test_kill_9_of_the_api_mid_ingest_loses_and_splits_nothing(
+    tmp_path: Path, api_tokens: dict[str, str]
+) -> None:
     store = f"embedded:{tmp_path / 'kb'}"
     api = Api(store, api_tokens, tmp_path / "api.log").start()
     docs = _docs(12)
@@ -105,15 +115,16 @@ def test_kill_9_of_the_api_mid_ingest_loses_and_splits_nothing(tmp_path: Path,
         api.stop()
 
 
-
 @pytest.mark.neo4j
-def test_kill_9_of_neo4j_mid_ingest_loses_and_splits_nothing(tmp_path: Path, local_neo4j: Any,
-                                                             api_tokens: dict[str, str]) -> None:
+def test_kill_9_of_neo4j_mid_ingest_loses_and_splits_nothing(
+    tmp_path: Path, local_neo4j: Any, api_tokens: dict[str, str]
+) -> None:
     api = Api(local_neo4j.uri, api_tokens, tmp_path / "api.log").start()
     docs = _docs(8)
     try:
-        statuses = _ingest_until_killed(api, api_tokens["write"], docs, local_neo4j.kill,
-                                        kill_after=3)
+        statuses = _ingest_until_killed(
+            api, api_tokens["write"], docs, local_neo4j.kill, kill_after=3
+        )
         assert statuses[:3] == [200] * 3
         assert all(s in (200, 503) for s in statuses), statuses  # never a 500, never silence
         local_neo4j.start()  # same data directory and port; the API is not restarted
@@ -141,9 +152,9 @@ def _timed(client: httpx.Client, url: str) -> tuple[float, httpx.Response]:
 
 
 @pytest.mark.neo4j
-def test_neo4j_stopped_under_a_running_api(tmp_path: Path, local_neo4j: Any,
-                                           api_tokens: dict[str, str],
-                                           record_property: Any) -> None:
+def test_neo4j_stopped_under_a_running_api(
+    tmp_path: Path, local_neo4j: Any, api_tokens: dict[str, str], record_property: Any
+) -> None:
     """Probes answer within the probe timeout with the true reason, store routes answer 503 with
     Retry-After, and the API recovers by itself when Neo4j is back."""
     api = Api(local_neo4j.uri, api_tokens, tmp_path / "api.log", ADVISOR_READ_AUTH="open").start()
@@ -155,8 +166,10 @@ def test_neo4j_stopped_under_a_running_api(tmp_path: Path, local_neo4j: Any,
         # built before the clock starts (building 45 TLS-capable clients at once would hold
         # this process's GIL and time the test, not the server)
         shared, probes = httpx.Client(timeout=60), httpx.Client(timeout=30)
-        crowd = [threading.Thread(target=lambda: shared.get(api.url + "/v1/observations"))
-                 for _ in range(45)]
+        crowd = [
+            threading.Thread(target=lambda: shared.get(api.url + "/v1/observations"))
+            for _ in range(45)
+        ]
         for t in crowd:
             t.start()
         time.sleep(2.0)
@@ -185,8 +198,9 @@ def test_neo4j_stopped_under_a_running_api(tmp_path: Path, local_neo4j: Any,
 
 
 @pytest.mark.neo4j
-def test_reads_recover_within_the_hold_after_neo4j_restarts(tmp_path: Path, local_neo4j: Any,
-                                                            api_tokens: dict[str, str]) -> None:
+def test_reads_recover_within_the_hold_after_neo4j_restarts(
+    tmp_path: Path, local_neo4j: Any, api_tokens: dict[str, str]
+) -> None:
     """Issue 32: reads every 0.1 s across a kill -9 of Neo4j and its restart; the breaker's own
     503s never keep it open, so the API's first 200 comes within hold + 1 s of the moment the
     database answers the same read on a fresh connection (on main 7c8cd85 every read stayed 503
@@ -198,8 +212,13 @@ def test_reads_recover_within_the_hold_after_neo4j_restarts(tmp_path: Path, loca
     query already answered. That time is the database's; the API must add no more than the hold.
     While the database is down, every read gets its answer (a 503) quickly, never a hang."""
     hold_s = 1.0
-    api = Api(local_neo4j.uri, api_tokens, tmp_path / "api.log", ADVISOR_READ_AUTH="open",
-              ADVISOR_STORE_FAILURE_HOLD_S=str(hold_s)).start()
+    api = Api(
+        local_neo4j.uri,
+        api_tokens,
+        tmp_path / "api.log",
+        ADVISOR_READ_AUTH="open",
+        ADVISOR_STORE_FAILURE_HOLD_S=str(hold_s),
+    ).start()
     results: list[tuple[float, float, int]] = []  # (sent, answered, status)
     stop = threading.Event()
 
@@ -222,15 +241,22 @@ def test_reads_recover_within_the_hold_after_neo4j_restarts(tmp_path: Path, loca
         local_neo4j.kill()
         time.sleep(3.0)
         online: list[float] = []  # when a trivial query first answers on a fresh connection
-        watcher = threading.Thread(target=lambda: online.append(
-            _first_answer(local_neo4j.uri, lambda store: store.ping(), 240)), daemon=True)
+        watcher = threading.Thread(
+            target=lambda: online.append(
+                _first_answer(local_neo4j.uri, lambda store: store.ping(), 240)
+            ),
+            daemon=True,
+        )
         watcher.start()
         local_neo4j.start()  # returns once a trivial query answers
-        back = _first_answer(local_neo4j.uri, lambda store: store.query_observations(limit=100),
-                             180)
+        back = _first_answer(
+            local_neo4j.uri, lambda store: store.query_observations(limit=100), 180
+        )
         watcher.join(60)
         deadline = back + 30
-        while time.monotonic() < deadline and not [a for _, a, s in results if s == 200 and a > back]:
+        while time.monotonic() < deadline and not [
+            a for _, a, s in results if s == 200 and a > back
+        ]:
             time.sleep(0.1)
     finally:
         stop.set()
@@ -254,8 +280,8 @@ def _first_answer(uri: str, read: Any, timeout: float) -> float:
     """When ``read`` (given a store) first answers on a fresh connection: Bolt accepts
     connections before the database is online, and each query is planned again after a
     restart."""
-    from graph_schema.errors import AdvisorError
-    from graph_schema.neo4j_store import Neo4jStore
+    from stack_advisor.schema.errors import AdvisorError
+    from stack_advisor.store.neo4j_store import Neo4jStore
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

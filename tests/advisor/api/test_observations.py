@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from graph_schema.schema import SCHEMA_VERSION
+from stack_advisor.schema.graph import SCHEMA_VERSION
 from tests.support.api import auth, document
 
 
-def test_ingest_is_idempotent_and_counts_are_exact(client: TestClient, tokens: dict[str, str]) -> None:
+def test_ingest_is_idempotent_and_counts_are_exact(
+    client: TestClient, tokens: dict[str, str]
+) -> None:
     doc = document("run-a", n=3)
     first = client.post("/v1/observations", json=doc, headers=auth(tokens["write"]))
     assert first.status_code == 200, first.text
-    assert first.json() == {"documents": 1, "observations_received": 3, "observations_new": 3,
-                            "failures_received": 0, "failures_new": 0}
+    assert first.json() == {
+        "documents": 1,
+        "observations_received": 3,
+        "observations_new": 3,
+        "failures_received": 0,
+        "failures_new": 0,
+    }
     again = client.post("/v1/observations", json=[doc, doc], headers=auth(tokens["write"]))
     assert again.status_code == 200
     assert again.json()["observations_new"] == 0
@@ -37,12 +44,18 @@ def test_a_list_is_one_transaction(client: TestClient, tokens: dict[str, str]) -
 
 
 def test_filters_and_pagination(client: TestClient, tokens: dict[str, str]) -> None:
-    client.post("/v1/observations", headers=auth(tokens["write"]), json=[
-        document("run-1", accelerator="NVIDIA A100-SXM4-80GB", n=4),
-        document("run-2", accelerator="NVIDIA L4", placement="passthrough", n=3),
-    ])
+    client.post(
+        "/v1/observations",
+        headers=auth(tokens["write"]),
+        json=[
+            document("run-1", accelerator="NVIDIA A100-SXM4-80GB", n=4),
+            document("run-2", accelerator="NVIDIA L4", placement="passthrough", n=3),
+        ],
+    )
     l4 = client.get("/v1/observations", params={"accelerator": "NVIDIA L4"}).json()["items"]
-    assert len(l4) == 3 and {o["accelerator"]["model"] for o in l4} == {"L4"}  # stored in catalogue names
+    assert len(l4) == 3 and {o["accelerator"]["model"] for o in l4} == {
+        "L4"
+    }  # stored in catalogue names
     assert {o["provenance"]["details"]["accelerator_raw"] for o in l4} == {"NVIDIA L4"}
     vm = client.get("/v1/observations", params={"placement": "passthrough"}).json()["items"]
     assert {o["key"] for o in vm} == {o["key"] for o in l4}
@@ -87,7 +100,10 @@ def test_catalog_failures_stats_and_schema(client: TestClient, tokens: dict[str,
     assert stacks["total"] == 1 and stacks["items"][0]["framework"] == "pytorch"
     accels = client.get("/v1/accelerators").json()
     assert [a["model"] for a in accels["items"]] == ["A100-SXM4-80GB"]
-    assert list(accels["items"][0]["aliases_seen"]) == ["NVIDIA A100-SXM4-80GB"] and accels["items"][0]["resolved"]
+    assert (
+        list(accels["items"][0]["aliases_seen"]) == ["NVIDIA A100-SXM4-80GB"]
+        and accels["items"][0]["resolved"]
+    )
     assert client.get("/v1/benchmarks").json()["total"] == 2
     assert client.get("/v1/placements").json()["items"][0]["kind"] == "bare-metal"
     assert client.get("/v1/failures").json()["total"] == 1
@@ -95,8 +111,10 @@ def test_catalog_failures_stats_and_schema(client: TestClient, tokens: dict[str,
     stats = client.get("/v1/stats").json()
     assert stats["schema_version"] == SCHEMA_VERSION
     assert stats["observations_by_source"] == {"stack-advisor-collector": 2}
-    assert client.get("/v1/schema").json() == {"schema_version": SCHEMA_VERSION,
-                                               "code_schema_version": SCHEMA_VERSION}
+    assert client.get("/v1/schema").json() == {
+        "schema_version": SCHEMA_VERSION,
+        "code_schema_version": SCHEMA_VERSION,
+    }
     r = client.post("/v1/schema", headers=auth(tokens["admin"]))
     assert r.status_code == 200 and r.json()["schema_version"] == SCHEMA_VERSION
 
@@ -107,14 +125,18 @@ def test_health_ready_and_metrics(client: TestClient, tokens: dict[str, str]) ->
     assert ready.status_code == 200 and ready.json()["status"] == "ready"
     client.post("/v1/observations", json=document("run-m", n=2), headers=auth(tokens["write"]))
     text = client.get("/metrics").text
-    assert 'advisor_http_requests_total{method="POST",route="/v1/observations",status="200"} 1.0' in text
+    assert (
+        'advisor_http_requests_total{method="POST",route="/v1/observations",status="200"} 1.0'
+        in text
+    )
     assert 'advisor_observations_ingested_total{new="true"} 2.0' in text
     assert "advisor_store_up 1.0" in text
 
 
 def test_observations_since_a_generation_pass_through_the_rest_store(
-        client: TestClient, tokens: dict[str, str]) -> None:
-    from graph_schema.rest_store import RestStore
+    client: TestClient, tokens: dict[str, str]
+) -> None:
+    from stack_advisor.store.rest_store import RestStore
 
     client.post("/v1/observations", json=document("run-a", n=3), headers=auth(tokens["write"]))
     first = client.get("/v1/stats").json()["generation"]
@@ -123,7 +145,9 @@ def test_observations_since_a_generation_pass_through_the_rest_store(
     page = client.get("/v1/observations", params={"since_generation": first}).json()
     assert [o["run_id"] for o in page["items"]] == ["run-b", "run-b"]
     assert {o["generation"] for o in page["items"]} == {second}
-    bad = client.get("/v1/observations", params={"since_generation": second, "until_generation": first})
+    bad = client.get(
+        "/v1/observations", params={"since_generation": second, "until_generation": first}
+    )
     assert bad.status_code == 422 and "until_generation" in bad.text
     for name in ("since_generation", "until_generation"):  # past INT64 was a 500 (fuzz_api)
         past = client.get("/v1/observations", params={"since_generation": 0, name: 2**63})
@@ -135,17 +159,27 @@ def test_observations_since_a_generation_pass_through_the_rest_store(
 
 
 def test_failures_carry_their_class(client: TestClient, tokens: dict[str, str]) -> None:
-    """GET /v1/failures says whose fault each failure is (graph_schema.models.FailureClass): a
+    """GET /v1/failures says whose fault each failure is (stack_advisor.schema.models.FailureClass): a
     harness limitation sent the old way (stage "run", NotSupported) is classed on the way in."""
     doc = document("run-classes", n=1)
-    base = {k: doc[k] for k in ("stack", "accelerator", "placement", "provenance")} | {"run_id": "run-classes"}
-    sent = [base | {"stage": "run", "error_class": "OOM", "message": "out of memory"},
-            base | {"stage": "run", "error_class": "NotSupported", "message": "numpy has no bf16 GEMM"},
-            base | {"stage": "environment", "error_class": "MissingEnvironment", "message": "no torch extra"}]
+    base = {k: doc[k] for k in ("stack", "accelerator", "placement", "provenance")} | {
+        "run_id": "run-classes"
+    }
+    sent = [
+        base | {"stage": "run", "error_class": "OOM", "message": "out of memory"},
+        base | {"stage": "run", "error_class": "NotSupported", "message": "numpy has no bf16 GEMM"},
+        base
+        | {
+            "stage": "environment",
+            "error_class": "MissingEnvironment",
+            "message": "no torch extra",
+        },
+    ]
     r = client.post("/v1/failures", json=sent, headers=auth(tokens["write"]))
     assert r.status_code == 200 and r.json()["failures_new"] == 3
     items = client.get("/v1/failures").json()["items"]
     assert {(f["error_class"], f["stage"], f["failure_class"]) for f in items} == {
         ("OOM", "run", "stack failure"),
         ("NotSupported", "unsupported", "harness limitation"),
-        ("MissingEnvironment", "environment", "environment")}
+        ("MissingEnvironment", "environment", "environment"),
+    }

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from graph_schema.embedded_store import EmbeddedStore
-from graph_schema.store import MAX_OFFSET, Store
+from stack_advisor.api.app import create_app
+from stack_advisor.api.deps import get_store
+from stack_advisor.store.base import MAX_OFFSET, Store
+from stack_advisor.store.embedded_store import EmbeddedStore
 from tests.support.api import auth, document, make_settings
 
 
@@ -27,7 +27,9 @@ def _client(store: Store, tokens: dict[str, str], **overrides: Any) -> TestClien
 
 
 def _seed(client: TestClient, tokens: dict[str, str], n: int = 26) -> None:
-    r = client.post("/v1/observations", json=document("run-seed", n=n), headers=auth(tokens["write"]))
+    r = client.post(
+        "/v1/observations", json=document("run-seed", n=n), headers=auth(tokens["write"])
+    )
     assert r.status_code == 200, r.text
     assert r.json()["observations_new"] == n
 
@@ -36,8 +38,9 @@ def _seed(client: TestClient, tokens: dict[str, str], n: int = 26) -> None:
 
 
 @pytest.mark.parametrize("offset", [2**31, 182378316, 2**63 - 1, 2**63, 2**64 + 7, 10**30])
-def test_huge_offsets_are_a_422_naming_offset(client: TestClient, tokens: dict[str, str],
-                                              offset: int) -> None:
+def test_huge_offsets_are_a_422_naming_offset(
+    client: TestClient, tokens: dict[str, str], offset: int
+) -> None:
     _seed(client, tokens)
     r = client.get(f"/v1/observations?limit=3&offset={offset}")
     assert r.status_code == 422, r.text
@@ -47,8 +50,9 @@ def test_huge_offsets_are_a_422_naming_offset(client: TestClient, tokens: dict[s
 
 
 @pytest.mark.parametrize("offset", [25, 26, 60_000, MAX_OFFSET])
-def test_deep_offsets_within_the_bound_answer(client: TestClient, tokens: dict[str, str],
-                                              offset: int) -> None:
+def test_deep_offsets_within_the_bound_answer(
+    client: TestClient, tokens: dict[str, str], offset: int
+) -> None:
     # On a 26-row table the embedded engine died with SIGSEGV from SKIP 60000 on (and at random
     # from ~30000); the offset is now turned into a key, so no SKIP reaches the engine.
     _seed(client, tokens)
@@ -76,9 +80,13 @@ def test_keyset_cursor_walks_every_row_once(client: TestClient, tokens: dict[str
 def test_openapi_limit_maximum_is_the_servers_cap(store: Store, tokens: dict[str, str]) -> None:
     with _client(store, tokens, max_page=500) as client:
         spec = client.get("/openapi.json").json()
-        limits = [p["schema"]["maximum"] for item in spec["paths"].values()
-                  for op in item.values() for p in op.get("parameters", [])
-                  if p["name"] == "limit"]
+        limits = [
+            p["schema"]["maximum"]
+            for item in spec["paths"].values()
+            for op in item.values()
+            for p in op.get("parameters", [])
+            if p["name"] == "limit"
+        ]
         assert limits and set(limits) == {500}
         assert client.get("/v1/observations?limit=501").status_code == 422
         assert client.get("/v1/observations?limit=500").status_code == 200
@@ -97,20 +105,30 @@ BAD_DOCUMENTS = {
     "p10 > p90": (lambda d: d["measurements"][0].update(p10=9.0, p90=1.0), "p10"),
     "negative value": (lambda d: d["measurements"][0].update(value=-5.0), "value"),
     "count 0": (lambda d: d["accelerator"].update(count=0), "accelerator.count"),
-    "NUL in accelerator": (lambda d: d["accelerator"].update(model="A100\x00x"), "accelerator.model"),
-    "NUL in benchmark name": (lambda d: d["measurements"][0]["benchmark"].update(name="r\x00n"),
-                              "benchmark.name"),
-    "year 9999": (lambda d: d["measurements"][0].update(timestamp="9999-01-01T00:00:00Z"),
-                  "timestamp"),
-    "zone-less": (lambda d: d["measurements"][0].update(timestamp="2026-01-01T00:00:00"),
-                  "timestamp"),
+    "NUL in accelerator": (
+        lambda d: d["accelerator"].update(model="A100\x00x"),
+        "accelerator.model",
+    ),
+    "NUL in benchmark name": (
+        lambda d: d["measurements"][0]["benchmark"].update(name="r\x00n"),
+        "benchmark.name",
+    ),
+    "year 9999": (
+        lambda d: d["measurements"][0].update(timestamp="9999-01-01T00:00:00Z"),
+        "timestamp",
+    ),
+    "zone-less": (
+        lambda d: d["measurements"][0].update(timestamp="2026-01-01T00:00:00"),
+        "timestamp",
+    ),
     "zone-less run": (lambda d: d["run"].update(started_at="2026-01-01T00:00:00"), "started_at"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD_DOCUMENTS))
-def test_bad_values_are_a_422_naming_the_field(client: TestClient, tokens: dict[str, str],
-                                               case: str) -> None:
+def test_bad_values_are_a_422_naming_the_field(
+    client: TestClient, tokens: dict[str, str], case: str
+) -> None:
     mutate, field = BAD_DOCUMENTS[case]
     r = client.post("/v1/observations", json=_bad(mutate), headers=auth(tokens["write"]))
     assert r.status_code == 422, r.text
@@ -123,12 +141,17 @@ def test_cluster_names_with_a_slash_are_a_422(client: TestClient, tokens: dict[s
         r = client.put(path, json={"nodes": []}, headers=auth(tokens["write"]))
         assert r.status_code == 422, (path, r.status_code, r.text)
         assert "cluster" in r.json()["message"]
-    assert client.put("/v1/inventory/prod-1", json={"nodes": []},
-                      headers=auth(tokens["write"])).status_code == 200
+    assert (
+        client.put(
+            "/v1/inventory/prod-1", json={"nodes": []}, headers=auth(tokens["write"])
+        ).status_code
+        == 200
+    )
 
 
 def test_a_name_the_client_resolves_into_another_path_gets_a_documented_status(
-        client: TestClient, tokens: dict[str, str]) -> None:
+    client: TestClient, tokens: dict[str, str]
+) -> None:
     """'a/..' and 'a/../..' never reach the route (the client removes dot segments): 405 and
     404, both documented on syncInventory (fuzz_api found the 404 undocumented)."""
     documented = client.get("/openapi.json").json()["paths"]["/v1/inventory/{cluster}"]["put"]
@@ -147,16 +170,25 @@ def test_a_sweep_host_no_store_can_hold_is_a_422(client: TestClient) -> None:
 # Names a client or proxy turns into another path ('.', '..': an undocumented 404 or 405 before),
 # non-printing characters, and bytes that are not UTF-8 (the server decodes them as U+FFFD).
 UNUSABLE_CLUSTER_PATHS = {
-    "%2E": "path steps", "%2E%2E": "path steps", "%2e%2e": "path steps",
-    "%C2%85": "U+0085", "%E2%80%A8": "U+2028", "a%00b": "U+0000", "%1B%5B31m": "U+001B",
-    "%ff": "not UTF-8", "%C0%80": "not UTF-8", "%ED%A0%80": "not UTF-8", "%20%20": "blank",
+    "%2E": "path steps",
+    "%2E%2E": "path steps",
+    "%2e%2e": "path steps",
+    "%C2%85": "U+0085",
+    "%E2%80%A8": "U+2028",
+    "a%00b": "U+0000",
+    "%1B%5B31m": "U+001B",
+    "%ff": "not UTF-8",
+    "%C0%80": "not UTF-8",
+    "%ED%A0%80": "not UTF-8",
+    "%20%20": "blank",
     "x" * 254: "at most 253",
 }
 
 
 @pytest.mark.parametrize("path", sorted(UNUSABLE_CLUSTER_PATHS))
-def test_unusable_cluster_names_are_a_422_naming_the_field(client: TestClient,
-                                                          tokens: dict[str, str], path: str) -> None:
+def test_unusable_cluster_names_are_a_422_naming_the_field(
+    client: TestClient, tokens: dict[str, str], path: str
+) -> None:
     r = client.put(f"/v1/inventory/{path}", json={"nodes": []}, headers=auth(tokens["write"]))
     assert r.status_code == 422, (path, r.status_code, r.text)
     detail = r.json()["details"][0]
@@ -164,14 +196,31 @@ def test_unusable_cluster_names_are_a_422_naming_the_field(client: TestClient,
     assert client.get("/v1/inventory").json()["items"] == []
 
 
-@pytest.mark.parametrize("name", ["é-prod", "日本-gpu", "\U0001f680 rocket", "a..b", "...", "%", "?#;",
-                                  "\u200b zero width", "\ufeffbom", "ünïcødé \u202e rtl"])
-def test_any_printable_unicode_names_an_inventory(client: TestClient, tokens: dict[str, str],
-                                                  name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "é-prod",
+        "日本-gpu",
+        "\U0001f680 rocket",
+        "a..b",
+        "...",
+        "%",
+        "?#;",
+        "\u200b zero width",
+        "\ufeffbom",
+        "ünïcødé \u202e rtl",
+    ],
+)
+def test_any_printable_unicode_names_an_inventory(
+    client: TestClient, tokens: dict[str, str], name: str
+) -> None:
     from urllib.parse import quote
 
-    r = client.put(f"/v1/inventory/{quote(name, safe='')}", json={"nodes": [{"name": "n1"}]},
-                   headers=auth(tokens["write"]))
+    r = client.put(
+        f"/v1/inventory/{quote(name, safe='')}",
+        json={"nodes": [{"name": "n1"}]},
+        headers=auth(tokens["write"]),
+    )
     assert r.status_code == 200, r.text
     assert r.json() == {"cluster": name, "nodes": 1}
     listed = client.get("/v1/inventory", params={"cluster": name}).json()
@@ -182,7 +231,7 @@ def test_any_printable_unicode_names_an_inventory(client: TestClient, tokens: di
 def test_every_store_refuses_unusable_cluster_names_before_writing(store: Store, name: str) -> None:
     """The same rule in the store interface: the REST store refuses before sending (a '..'
     would otherwise reach another endpoint), the others before their transaction."""
-    from graph_schema.errors import InvalidInput
+    from stack_advisor.schema.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match=r"^cluster: .* cannot name an inventory"):
         store.sync_inventory(name, [{"name": "n1"}])
@@ -192,8 +241,8 @@ def test_every_store_refuses_unusable_cluster_names_before_writing(store: Store,
 def test_the_rest_store_refuses_before_sending_and_quotes_what_it_sends() -> None:
     import httpx
 
-    from graph_schema.errors import InvalidInput
-    from graph_schema.rest_store import RestStore
+    from stack_advisor.schema.errors import InvalidInput
+    from stack_advisor.store.rest_store import RestStore
 
     sent: list[bytes] = []
 
@@ -213,11 +262,13 @@ def test_the_rest_store_refuses_before_sending_and_quotes_what_it_sends() -> Non
 def test_ingest_requests_are_bounded(store: Store, tokens: dict[str, str]) -> None:
     with _client(store, tokens, max_batch_items=10) as client:
         # 10 measurements and the document's run: 11 items (issue 32: runs count too)
-        r = client.post("/v1/observations", json=document("run-big", n=10),
-                        headers=auth(tokens["write"]))
+        r = client.post(
+            "/v1/observations", json=document("run-big", n=10), headers=auth(tokens["write"])
+        )
         assert r.status_code == 413 and "ADVISOR_MAX_BATCH_ITEMS" in r.json()["message"]
-        ok = client.post("/v1/observations", json=document("run-ok", n=9),
-                         headers=auth(tokens["write"]))
+        ok = client.post(
+            "/v1/observations", json=document("run-ok", n=9), headers=auth(tokens["write"])
+        )
         assert ok.status_code == 200
 
 
@@ -231,9 +282,14 @@ def test_malformed_json_without_a_token_is_a_401(client: TestClient) -> None:
         assert r.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_malformed_json_with_a_read_token_is_a_403(client: TestClient, tokens: dict[str, str]) -> None:
-    r = client.post("/v1/observations", content=b"{not json",
-                    headers={"content-type": "application/json", **auth(tokens["read"])})
+def test_malformed_json_with_a_read_token_is_a_403(
+    client: TestClient, tokens: dict[str, str]
+) -> None:
+    r = client.post(
+        "/v1/observations",
+        content=b"{not json",
+        headers={"content-type": "application/json", **auth(tokens["read"])},
+    )
     assert r.status_code == 403
 
 
@@ -250,11 +306,20 @@ def test_an_unauthenticated_body_is_never_read(app: Any) -> None:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": "POST", "scheme": "http", "path": "/v1/observations", "raw_path": b"",
-             "root_path": "", "query_string": b"", "server": ("127.0.0.1", 8000),
-             "client": ("127.0.0.1", 1), "headers": [(b"content-type", b"application/json"),
-                                                       (b"content-length", b"14000000")]}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/observations",
+        "raw_path": b"",
+        "root_path": "",
+        "query_string": b"",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 1),
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"14000000")],
+    }
     asyncio.run(app(scope, receive, send))
     assert sent[0]["status"] == 401
     assert calls == 0
@@ -285,8 +350,9 @@ def busy_store(tmp_path: Path) -> Iterator[EmbeddedStore]:
     store.close()
 
 
-def test_probes_and_store_routes_while_the_store_is_busy(busy_store: EmbeddedStore,
-                                                         tokens: dict[str, str]) -> None:
+def test_probes_and_store_routes_while_the_store_is_busy(
+    busy_store: EmbeddedStore, tokens: dict[str, str]
+) -> None:
     with _client(busy_store, tokens, ready_timeout_s=0.5) as client:
         assert client.get("/healthz").json() == {"status": "ok"}
         ready = client.get("/readyz")
@@ -298,9 +364,13 @@ def test_probes_and_store_routes_while_the_store_is_busy(busy_store: EmbeddedSto
         assert int(r.headers["Retry-After"]) >= 1
 
 
-def test_a_second_document_waits_at_most_the_lock_wait(busy_store: EmbeddedStore,
-                                                       tokens: dict[str, str]) -> None:
+def test_a_second_document_waits_at_most_the_lock_wait(
+    busy_store: EmbeddedStore, tokens: dict[str, str]
+) -> None:
     with _client(busy_store, tokens) as client:
-        r = client.post("/v1/observations", json=copy.deepcopy(document("run-w", n=2)),
-                        headers=auth(tokens["write"]))
+        r = client.post(
+            "/v1/observations",
+            json=copy.deepcopy(document("run-w", n=2)),
+            headers=auth(tokens["write"]),
+        )
         assert r.status_code == 503 and "busy" in r.json()["message"]

@@ -15,8 +15,10 @@ import pytest
 from tests.support.api import document
 from tests.support.api_process import Api
 
-WORKLOAD = {"workload": {"family": "cnn", "benchmark": "resnet50-train",
-                         "parameters": {"batch_size": 64}}, "top": 5}
+WORKLOAD = {
+    "workload": {"family": "cnn", "benchmark": "resnet50-train", "parameters": {"batch_size": 64}},
+    "top": 5,
+}
 TTL_S = 0.5
 
 
@@ -27,8 +29,12 @@ def _accelerators(api: Api) -> set[str]:
 
 
 def _write(api: Api, token: str, run_id: str, accelerator: str) -> None:
-    r = httpx.post(api.url + "/v1/observations", json=[document(run_id, accelerator=accelerator, n=3)],
-                   headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    r = httpx.post(
+        api.url + "/v1/observations",
+        json=[document(run_id, accelerator=accelerator, n=3)],
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
     assert r.status_code == 200, r.text
 
 
@@ -37,7 +43,9 @@ def _generation(api: Api) -> int:
 
 
 @pytest.mark.neo4j
-def test_a_write_through_one_replica_is_answered_by_the_other(neo4j_store, neo4j_uri, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_write_through_one_replica_is_answered_by_the_other(
+    neo4j_store, neo4j_uri, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     tokens = {scope: secrets.token_urlsafe(24) for scope in ("read", "write", "admin")}
     env = {"ADVISOR_READ_AUTH": "open", "ADVISOR_GENERATION_TTL_S": str(TTL_S)}
     a = Api(neo4j_uri, tokens, tmp_path / "a.log", **env)

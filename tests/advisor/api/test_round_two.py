@@ -20,11 +20,11 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from advisor.api.settings import Settings
-from graph_schema.embedded_store import EmbeddedStore
-from graph_schema.errors import AdvisorError, InvalidInput, StoreUnavailable
+from stack_advisor.api.app import create_app
+from stack_advisor.api.deps import get_store
+from stack_advisor.api.settings import Settings
+from stack_advisor.schema.errors import AdvisorError, InvalidInput, StoreUnavailable
+from stack_advisor.store.embedded_store import EmbeddedStore
 from tests.support.api import auth, document, make_settings
 
 PLANTED = "Pl4nted-" + secrets.token_hex(8)
@@ -40,12 +40,15 @@ def _client(store: Any, tokens: dict[str, str], **overrides: Any) -> TestClient:
 
 
 def test_a_password_in_the_store_uri_is_refused_without_echoing_it() -> None:
-    from graph_schema.neo4j_store import Neo4jStore
-    from graph_schema.registry import open_store
+    from stack_advisor.store.neo4j_store import Neo4jStore
+    from stack_advisor.store.registry import open_store
 
     uri = f"neo4j://neo4j:{PLANTED}@127.0.0.1:1"
-    for attempt in (lambda: Neo4jStore(uri), lambda: open_store(uri),
-                    lambda: create_app(Settings(store=uri, read_auth="token"))):
+    for attempt in (
+        lambda: Neo4jStore(uri),
+        lambda: open_store(uri),
+        lambda: create_app(Settings(store=uri, read_auth="token")),
+    ):
         with pytest.raises(InvalidInput) as caught:
             attempt()
         assert PLANTED not in str(caught.value)
@@ -53,7 +56,7 @@ def test_a_password_in_the_store_uri_is_refused_without_echoing_it() -> None:
 
 
 def test_an_unreachable_api_uri_is_redacted() -> None:
-    from graph_schema.rest_store import RestStore
+    from stack_advisor.store.rest_store import RestStore
 
     store = RestStore(f"http://user:{PLANTED}@127.0.0.1:1", timeout=2)
     with pytest.raises(AdvisorError) as caught:
@@ -62,9 +65,12 @@ def test_an_unreachable_api_uri_is_redacted() -> None:
 
 
 @pytest.mark.parametrize("where", ["uri", "env"])
-def test_no_planted_password_in_any_answer_or_log_line(where: str, monkeypatch: pytest.MonkeyPatch,
-                                                       caplog: pytest.LogCaptureFixture,
-                                                       tokens: dict[str, str]) -> None:
+def test_no_planted_password_in_any_answer_or_log_line(
+    where: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tokens: dict[str, str],
+) -> None:
     """Neo4j unreachable on 127.0.0.1:1 with its password in the URI (refused, or on main
     served) or in NEO4J_PASSWORD: /readyz, every store route's 503 and every log line are free
     of it."""
@@ -87,8 +93,11 @@ def test_no_planted_password_in_any_answer_or_log_line(where: str, monkeypatch: 
                 for path in ("/readyz", "/v1/observations", "/v1/stats", "/", "/metrics"):
                     r = client.get(path, headers=auth(tokens["read"]))
                     seen.append(f"{r.status_code} {r.headers} {r.text}")
-                r = client.post("/v1/predictions", headers=auth(tokens["read"]),
-                                json={"queries": [{"benchmark": "resnet50"}]})
+                r = client.post(
+                    "/v1/predictions",
+                    headers=auth(tokens["read"]),
+                    json={"queries": [{"benchmark": "resnet50"}]},
+                )
                 seen.append(r.text)
             assert client.get("/readyz").status_code == 503
     seen += [record.getMessage() for record in caplog.records]
@@ -99,8 +108,12 @@ def test_no_planted_password_in_any_answer_or_log_line(where: str, monkeypatch: 
 
 @pytest.mark.parametrize("where", ["uri", "env"])
 def test_the_startup_banner_and_log_of_advisor_serve_hold_no_password(where: str) -> None:
-    env = {**os.environ, "ADVISOR_READ_AUTH": "open", "ADVISOR_ENVIRONMENT": "development",
-           "PYTHONPATH": str(Path.cwd())}
+    env = {
+        **os.environ,
+        "ADVISOR_READ_AUTH": "open",
+        "ADVISOR_ENVIRONMENT": "development",
+        "PYTHONPATH": str(Path.cwd()),
+    }
     env.pop("ADVISOR_TOKENS", None)
     env.pop("NEO4J_PASSWORD", None)
     if where == "env":
@@ -109,8 +122,22 @@ def test_the_startup_banner_and_log_of_advisor_serve_hold_no_password(where: str
     else:
         uri = f"neo4j://neo4j:{PLANTED}@127.0.0.1:1"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--store", uri, "--port", "0",
-         "--log-level", "debug"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "stack_advisor.cli.main",
+            "serve",
+            "--store",
+            uri,
+            "--port",
+            "0",
+            "--log-level",
+            "debug",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     lines: list[str] = []
     try:
         deadline = time.monotonic() + 90
@@ -139,7 +166,9 @@ def test_the_startup_banner_and_log_of_advisor_serve_hold_no_password(where: str
 # ---- 2. the breaker recovers under steady traffic --------------------------------------------
 
 
-def test_503s_end_within_the_hold_under_steady_traffic(tmp_path: Path, tokens: dict[str, str]) -> None:
+def test_503s_end_within_the_hold_under_steady_traffic(
+    tmp_path: Path, tokens: dict[str, str]
+) -> None:
     """Reads every 0.1 s while the embedded store's connection is held (a long write) for 2 s,
     and after: the first 200 comes within hold + 1 s of the release; the 503s never nest."""
     hold_s = 1.0
@@ -185,7 +214,8 @@ def test_503s_end_within_the_hold_under_steady_traffic(tmp_path: Path, tokens: d
 
 
 def test_a_probe_the_store_does_not_answer_costs_a_quick_503_not_a_hang(
-        tmp_path: Path, tokens: dict[str, str]) -> None:
+    tmp_path: Path, tokens: dict[str, str]
+) -> None:
     """The half-open probe finds the store taking connections but not answering (Neo4j holds a
     query for many seconds while its database recovers after a crash; here the embedded store's
     connection is held and a call waits up to 20 s for it): the request that started the probe
@@ -246,8 +276,9 @@ def test_made_up_methods_and_paths_do_not_grow_metrics(store: Any, tokens: dict[
 # ---- 6. tokens: fail closed, strong in production ----------------------------------------------
 
 
-def test_a_broken_or_deleted_tokens_file_revokes_its_tokens(tmp_path: Path, store: Any,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_a_broken_or_deleted_tokens_file_revokes_its_tokens(
+    tmp_path: Path, store: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     token = secrets.token_urlsafe(32)
     path = tmp_path / "tokens"
     path.write_text(f"{token} read,write collector\n")
@@ -271,8 +302,16 @@ def test_a_broken_or_deleted_tokens_file_revokes_its_tokens(tmp_path: Path, stor
     assert any(r.levelno == logging.ERROR and "revoked" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("weak", ["abcdabcdabcdabcd", "1234567890123456", "passwordpassword",
-                                  "abcdefghijklmnopqrstuvwxyz", "Aa1!Aa1!Aa1!Aa1!Aa1!Aa1!"])
+@pytest.mark.parametrize(
+    "weak",
+    [
+        "abcdabcdabcdabcd",
+        "1234567890123456",
+        "passwordpassword",
+        "abcdefghijklmnopqrstuvwxyz",
+        "Aa1!Aa1!Aa1!Aa1!Aa1!Aa1!",
+    ],
+)
 def test_production_refuses_tokens_under_128_bits(weak: str) -> None:
     with pytest.raises(InvalidInput, match="entropy|placeholder|distinct"):
         Settings(environment="production", tokens=f"{weak}:read").check()
@@ -296,8 +335,9 @@ def test_every_kind_of_item_counts_against_the_caps(tmp_path: Path, tokens: dict
     store.ensure_schema()
     w = auth(tokens["write"])
     try:
-        with _client(store, tokens, max_batch_items=5, max_predict_queries=3,
-                     max_recommend_nodes=2) as client:
+        with _client(
+            store, tokens, max_batch_items=5, max_predict_queries=3, max_recommend_nodes=2
+        ) as client:
             empty = {**document("run-empty"), "measurements": []}
             r = client.post("/v1/observations", json=[empty] * 6, headers=w)
             assert r.status_code == 413 and "ADVISOR_MAX_BATCH_ITEMS" in r.json()["message"]
@@ -307,19 +347,33 @@ def test_every_kind_of_item_counts_against_the_caps(tmp_path: Path, tokens: dict
             runs = [{"run_id": f"r{i}"} for i in range(6)]
             r = client.post("/v1/batches", json={"runs": runs}, headers=w)
             assert r.status_code == 413, r.text
-            query = {"benchmark": "resnet50", "accelerator": "NVIDIA L4", "metric": "samples_per_second"}
+            query = {
+                "benchmark": "resnet50",
+                "accelerator": "NVIDIA L4",
+                "metric": "samples_per_second",
+            }
             r = client.post("/v1/predictions", json={"queries": [query] * 4})
             assert r.status_code == 413 and "ADVISOR_MAX_PREDICT_QUERIES" in r.json()["message"]
             assert client.post("/v1/predictions", json={"queries": [query] * 3}).status_code == 200
-            r = client.post("/v1/recommendations", json={
-                "workload": {"benchmark": "resnet50"}, "nodes": [{"metadata": {"name": f"n{i}"}} for i in range(3)]})
+            r = client.post(
+                "/v1/recommendations",
+                json={
+                    "workload": {"benchmark": "resnet50"},
+                    "nodes": [{"metadata": {"name": f"n{i}"}} for i in range(3)],
+                },
+            )
             assert r.status_code == 413 and "ADVISOR_MAX_RECOMMEND_NODES" in r.json()["message"]
-            assert client.put("/v1/inventory/small", json={"nodes": nodes[:5]}, headers=w).status_code == 200
+            assert (
+                client.put("/v1/inventory/small", json={"nodes": nodes[:5]}, headers=w).status_code
+                == 200
+            )
     finally:
         store.close()
 
 
-def test_a_prediction_past_its_budget_is_a_503_naming_it(tmp_path: Path, tokens: dict[str, str]) -> None:
+def test_a_prediction_past_its_budget_is_a_503_naming_it(
+    tmp_path: Path, tokens: dict[str, str]
+) -> None:
     store = EmbeddedStore(tmp_path / "kb")
     store.ensure_schema()
     query = {"benchmark": "resnet50", "accelerator": "NVIDIA L4", "metric": "samples_per_second"}
@@ -333,17 +387,19 @@ def test_a_prediction_past_its_budget_is_a_503_naming_it(tmp_path: Path, tokens:
 
 
 def test_an_oversized_prediction_body_is_refused_before_it_is_parsed(
-        store: Any, tokens: dict[str, str]) -> None:
+    store: Any, tokens: dict[str, str]
+) -> None:
     """A body whose Content-Length cannot hold at most ADVISOR_MAX_PREDICT_QUERIES queries (2 KiB
     each) is a 413 naming the setting before a byte of it is parsed; a body of normal queries up
     to the cap is answered."""
-    from advisor.api.routes.advice import PREDICT_QUERY_BYTES
+    from stack_advisor.api.routes.advice import PREDICT_QUERY_BYTES
 
     query = {"benchmark": "resnet50", "accelerator": "NVIDIA L4", "metric": "samples_per_second"}
     with _client(store, tokens, max_predict_queries=3, read_auth="open") as client:
         oversized = b'{"queries": [' + b" " * (3 * PREDICT_QUERY_BYTES) + b"]}"
-        r = client.post("/v1/predictions", content=oversized,
-                        headers={"Content-Type": "application/json"})
+        r = client.post(
+            "/v1/predictions", content=oversized, headers={"Content-Type": "application/json"}
+        )
         assert r.status_code == 413, r.text
         assert r.json()["details"]["setting"] == "ADVISOR_MAX_PREDICT_QUERIES"
         assert "split them" in r.json()["message"]
@@ -367,14 +423,25 @@ class SlowTopologyStore(EmbeddedStore):
 
 
 def _gpu_nodes(n: int) -> list[dict[str, Any]]:
-    return [{"metadata": {"name": f"gpu-{i}", "labels": {
-        "nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.count": "1",
-        "nvidia.com/gpu.memory": "23034", "eks.amazonaws.com/nodegroup": "l4"}}}
-        for i in range(n)]
+    return [
+        {
+            "metadata": {
+                "name": f"gpu-{i}",
+                "labels": {
+                    "nvidia.com/gpu.product": "NVIDIA-L4",
+                    "nvidia.com/gpu.count": "1",
+                    "nvidia.com/gpu.memory": "23034",
+                    "eks.amazonaws.com/nodegroup": "l4",
+                },
+            }
+        }
+        for i in range(n)
+    ]
 
 
-def test_a_recommendation_past_its_budget_is_a_503_naming_it(tmp_path: Path,
-                                                            tokens: dict[str, str]) -> None:
+def test_a_recommendation_past_its_budget_is_a_503_naming_it(
+    tmp_path: Path, tokens: dict[str, str]
+) -> None:
     """Recommend has the prediction's budget: a 2,000-node cluster recommendation (10 s of
     topology reads here) stops at the budget with 503 naming ADVISOR_ANSWER_BUDGET_S, not after
     the last node; the breaker does not open for it."""
@@ -396,8 +463,9 @@ def test_a_recommendation_past_its_budget_is_a_503_naming_it(tmp_path: Path,
         store.close()
 
 
-def test_a_recommendation_stops_when_its_client_goes(tmp_path: Path,
-                                                     tokens: dict[str, str]) -> None:
+def test_a_recommendation_stops_when_its_client_goes(
+    tmp_path: Path, tokens: dict[str, str]
+) -> None:
     """The client of a 2,000-node cluster recommendation disconnects once the work has begun:
     the work stops at its next checkpoint (the client is looked at every 0.25 s), far short of
     the 2,000 topology reads it would otherwise make."""
@@ -424,12 +492,23 @@ def test_a_recommendation_stops_when_its_client_goes(tmp_path: Path,
             if message["type"] == "http.response.start":
                 statuses.append(message["status"])
 
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-                 "method": "POST", "path": "/v1/recommendations", "raw_path": b"/v1/recommendations",
-                 "query_string": b"", "root_path": "", "scheme": "http",
-                 "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1234),
-                 "headers": [(b"content-type", b"application/json"),
-                             (b"content-length", str(len(body)).encode())]}
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "path": "/v1/recommendations",
+            "raw_path": b"/v1/recommendations",
+            "query_string": b"",
+            "root_path": "",
+            "scheme": "http",
+            "server": ("127.0.0.1", 80),
+            "client": ("127.0.0.1", 1234),
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
         async with app.router.lifespan_context(app):
             await app(scope, receive, send)
 
@@ -444,7 +523,7 @@ def test_a_recommendation_stops_when_its_client_goes(tmp_path: Path,
 
 
 def test_work_stops_when_the_client_has_gone() -> None:
-    from advisor.api.limits import ClientGone, in_chunks
+    from stack_advisor.api.limits import ClientGone, in_chunks
 
     calls: list[int] = []
 
@@ -463,7 +542,7 @@ def test_work_stops_when_the_client_has_gone() -> None:
 
 def test_anonymous_requests_in_flight_are_limited() -> None:
     """The middleware itself, over an app whose requests wait until released."""
-    from advisor.api.limits import AnonymousLimit
+    from stack_advisor.api.limits import AnonymousLimit
 
     release = asyncio.Event
 

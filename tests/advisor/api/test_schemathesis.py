@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from fastapi import FastAPI
 
-from advisor.api.app import create_app
-from advisor.api.deps import get_store
-from graph_schema.store import Store
+from stack_advisor.api.app import create_app
+from stack_advisor.api.deps import get_store
+from stack_advisor.store.base import Store
 from tests.support.api import auth, document, make_settings
 from tests.support.fuzz import fuzz, summary
 
@@ -19,8 +19,9 @@ def _seeded(app: FastAPI, tokens: dict[str, str]) -> None:
     from fastapi.testclient import TestClient
 
     with TestClient(app) as client:
-        r = client.post("/v1/observations", json=document("run-fuzz", n=5),
-                        headers=auth(tokens["write"]))
+        r = client.post(
+            "/v1/observations", json=document("run-fuzz", n=5), headers=auth(tokens["write"])
+        )
         assert r.status_code == 200
         client.get("/v1/stacks", headers=auth(tokens["read"]))
 
@@ -36,8 +37,9 @@ def test_reads_open_with_a_write_token(app: FastAPI, tokens: dict[str, str]) -> 
 
 @pytest.mark.slow
 def test_reads_token_only(embedded_store: Store, tokens: dict[str, str]) -> None:
-    app = create_app(make_settings(tokens, read_auth="token", metrics_auth="token"),
-                     store=embedded_store)
+    app = create_app(
+        make_settings(tokens, read_auth="token", metrics_auth="token"), store=embedded_store
+    )
     app.dependency_overrides[get_store] = lambda: embedded_store
     _seeded(app, tokens)
     cases = 0

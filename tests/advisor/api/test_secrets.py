@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.api.app import create_app
-from advisor.api.settings import Settings
-from graph_schema.errors import InvalidInput
+from stack_advisor.api.app import create_app
+from stack_advisor.api.settings import Settings
+from stack_advisor.schema.errors import InvalidInput
 
 REPO = Path(__file__).resolve().parents[3]
 BASE_LINE = "replace-me-in-your-overlay write collector"
@@ -28,8 +28,16 @@ def test_the_old_base_secret_line_is_refused_from_the_tokens_file(tmp_path: Path
         create_app(Settings(environment="production", tokens_file=tokens))
 
 
-@pytest.mark.parametrize("secret", ["replace-me-in-your-overlay", "CHANGEME-please-0123456789",
-                                    "<generated token>", "short", "aaaaaaaaaaaaaaaaaaaaaaaa"])
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "replace-me-in-your-overlay",
+        "CHANGEME-please-0123456789",
+        "<generated token>",
+        "short",
+        "aaaaaaaaaaaaaaaaaaaaaaaa",
+    ],
+)
 def test_placeholder_or_weak_tokens_are_refused_from_the_environment(secret: str) -> None:
     with pytest.raises(InvalidInput, match="refusing to start"):
         Settings(environment="production", tokens=f"{secret}:write").check()
@@ -41,7 +49,9 @@ def test_the_same_secret_for_two_tokens_is_refused() -> None:
         Settings(environment="production", tokens=f"{shared}:read;{shared}:write").check()
 
 
-def test_a_token_that_is_also_the_neo4j_password_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_token_that_is_also_the_neo4j_password_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     shared = _strong()
     monkeypatch.setenv("NEO4J_PASSWORD", shared)
     with pytest.raises(InvalidInput, match="NEO4J_PASSWORD is also the secret"):
@@ -50,8 +60,9 @@ def test_a_token_that_is_also_the_neo4j_password_is_refused(monkeypatch: pytest.
 
 def test_a_placeholder_neo4j_password_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEO4J_PASSWORD", "replace-me-in-your-overlay")
-    settings = Settings(environment="production", store="bolt+s://neo4j:7687",
-                        tokens=f"{_strong()}:write")
+    settings = Settings(
+        environment="production", store="bolt+s://neo4j:7687", tokens=f"{_strong()}:write"
+    )
     with pytest.raises(InvalidInput, match="NEO4J_PASSWORD is a placeholder"):
         settings.check()
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
-from graph_schema.models import IngestBatch
-from graph_schema.registry import open_store
-from graph_schema.starter import load_snapshot
-from graph_schema.store import Store
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.base import Store
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import load_snapshot
 from tests.support.api import make_app
 
 BENCHMARKS = {"resnet50", "conv2d", "gemm", "llama2-70b-99"}  # llama: LLM columns, long refusals
@@ -24,8 +24,13 @@ BENCHMARKS = {"resnet50", "conv2d", "gemm", "llama2-70b-99"}  # llama: LLM colum
 def web_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     snapshot = load_snapshot()
     store = open_store(f"embedded:{tmp_path_factory.mktemp('web-kb') / 'kb'}")
-    store.ingest(IngestBatch(observations=[o for o in snapshot.observations if o.benchmark.name in BENCHMARKS],
-                             failures=snapshot.failures, runs=snapshot.runs))
+    store.ingest(
+        IngestBatch(
+            observations=[o for o in snapshot.observations if o.benchmark.name in BENCHMARKS],
+            failures=snapshot.failures,
+            runs=snapshot.runs,
+        )
+    )
     yield store
     store.close()
 
@@ -36,8 +41,8 @@ def sweep_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     tests/collectors/test_sweep.py, its two cells that install), through `advisor sweep`."""
     import yaml
 
-    from cli.guard import run_guarded
-    from cli.main import app
+    from stack_advisor.cli.guard import run_guarded
+    from stack_advisor.cli.main import app
     from tests.support.sweep import MATRIX
 
     tmp = tmp_path_factory.mktemp("sweep")
@@ -48,8 +53,19 @@ def sweep_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
             env.delenv(var, raising=False)
         env.setenv("XDG_DATA_HOME", str(tmp / "data"))
         env.setenv("ADVISOR_SWEEP_UV_CACHE", str(Path.home() / ".cache/stack-advisor/sweep/uv"))
-        code = run_guarded(app, ["sweep", str(matrix), "--store", str(tmp / "kb"), "--cache-dir", str(tmp / "cache"),
-                                 "--format", "plain"])
+        code = run_guarded(
+            app,
+            [
+                "sweep",
+                str(matrix),
+                "--store",
+                str(tmp / "kb"),
+                "--cache-dir",
+                str(tmp / "cache"),
+                "--format",
+                "plain",
+            ],
+        )
     assert code == 0
     store = open_store(str(tmp / "kb"))
     yield store

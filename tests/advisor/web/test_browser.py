@@ -22,9 +22,18 @@ from fastapi import FastAPI
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1366,900"]
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1366,900",
+]
 
 
 def _browser_or_reason() -> str | None:
@@ -41,8 +50,11 @@ def _browser_or_reason() -> str | None:
 _missing = _browser_or_reason()
 if _missing and os.environ.get("CI") == "true":
     pytest.fail(f"the browser tests must run under CI=true: {_missing}", pytrace=False)
-pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""), pytest.mark.browser,
-              pytest.mark.slow]
+pytestmark = [
+    pytest.mark.skipif(_missing is not None, reason=_missing or ""),
+    pytest.mark.browser,
+    pytest.mark.slow,
+]
 
 
 @pytest.fixture(scope="module")
@@ -76,22 +88,32 @@ def downloads(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def browser(server: str, web_tokens: dict[str, str], downloads: Path,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def browser(
+    server: str,
+    web_tokens: dict[str, str],
+    downloads: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    os.environ.setdefault("SE_OFFLINE", "true")  # chromedriver is given: Selenium Manager fetches nothing
+    os.environ.setdefault(
+        "SE_OFFLINE", "true"
+    )  # chromedriver is given: Selenium Manager fetches nothing
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                              "download.prompt_for_download": False})
+    options.add_experimental_option(
+        "prefs",
+        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
+    )
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(120)
-    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    driver.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
     try:
         driver.get(server + "/")
         assert "/login" in driver.current_url  # a token is needed: the login form, first
@@ -105,8 +127,9 @@ def browser(server: str, web_tokens: dict[str, str], downloads: Path,
 
 @pytest.fixture(scope="module")
 def api(server: str, web_tokens: dict[str, str]) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {web_tokens['read']}"},
-                      timeout=120) as client:
+    with httpx.Client(
+        base_url=server, headers={"Authorization": f"Bearer {web_tokens['read']}"}, timeout=120
+    ) as client:
         yield client
 
 
@@ -126,7 +149,8 @@ def _load(driver: Any, url: str) -> None:
 def _unlabelled(driver: Any) -> list[str]:
     return driver.execute_script(  # type: ignore[no-any-return]
         "return [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]"
-        ".filter(e => e.labels.length === 0).map(e => e.name || e.outerHTML)")
+        ".filter(e => e.labels.length === 0).map(e => e.name || e.outerHTML)"
+    )
 
 
 PAGES = {
@@ -141,8 +165,9 @@ PAGES = {
 
 
 @pytest.mark.parametrize("name", list(PAGES))
-def test_each_page_renders_with_labels_and_a_screenshot(browser: Any, server: str, artifacts: Path,
-                                                        name: str) -> None:
+def test_each_page_renders_with_labels_and_a_screenshot(
+    browser: Any, server: str, artifacts: Path, name: str
+) -> None:
     url = PAGES[name]
     if url is None:  # the evidence page: followed from the first row of Explore
         _load(browser, server + PAGES["explore"])
@@ -161,8 +186,9 @@ def test_each_page_renders_with_labels_and_a_screenshot(browser: Any, server: st
     assert (artifacts / f"{name}.png").stat().st_size > 10_000
 
 
-def test_compare_sweep_cells_form_gives_the_api_answer(browser: Any, sweep_store: Any, web_tokens: dict[str, str],
-                                                       artifacts: Path) -> None:
+def test_compare_sweep_cells_form_gives_the_api_answer(
+    browser: Any, sweep_store: Any, web_tokens: dict[str, str], artifacts: Path
+) -> None:
     """A second server over a store holding a real sweep (the login cookie is the host's, so the
     browser's session carries over: same tokens)."""
     from tests.support.api import make_app
@@ -172,10 +198,19 @@ def test_compare_sweep_cells_form_gives_the_api_answer(browser: Any, sweep_store
         browser.find_element("id", "f-sweep").send_keys("numpy-cpu-test")
         browser.find_element("id", "f-cell").send_keys("numpy-2.1.3")
         browser.find_element("id", "apply").click()
-        _wait(lambda: "sweep=numpy-cpu-test" in browser.current_url and browser.find_elements("id", "sweep-heading"))
+        _wait(
+            lambda: (
+                "sweep=numpy-cpu-test" in browser.current_url
+                and browser.find_elements("id", "sweep-heading")
+            )
+        )
         assert browser.find_elements("id", "error") == [] and _unlabelled(browser) == []
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {web_tokens['read']}"}, timeout=120) as api:
-            answer = api.get("/v1/compare/sweep", params={"sweep": "numpy-cpu-test", "cell": "numpy-2.1.3"}).json()
+        with httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {web_tokens['read']}"}, timeout=120
+        ) as api:
+            answer = api.get(
+                "/v1/compare/sweep", params={"sweep": "numpy-cpu-test", "cell": "numpy-2.1.3"}
+            ).json()
         shown = browser.find_elements("css selector", "#rows tbody tr")
         assert len(shown) == len(answer["ratios"]) > 0
         assert len(browser.find_elements("css selector", "svg.chart rect")) == len(answer["ratios"])
@@ -184,7 +219,9 @@ def test_compare_sweep_cells_form_gives_the_api_answer(browser: Any, sweep_store
         browser.save_screenshot(str(artifacts / "compare-sweep.png"))
 
 
-def test_filters_applied_in_the_form_match_the_api(browser: Any, server: str, api: httpx.Client) -> None:
+def test_filters_applied_in_the_form_match_the_api(
+    browser: Any, server: str, api: httpx.Client
+) -> None:
     from selenium.webdriver.support.ui import Select
 
     _load(browser, server + "/")
@@ -195,12 +232,20 @@ def test_filters_applied_in_the_form_match_the_api(browser: Any, server: str, ap
     Select(browser.find_element("id", "f-order")).select_by_value("desc")
     browser.find_element("id", "apply").click()
     _wait(lambda: "scenario=Server" in browser.current_url)
-    keys = [r.get_attribute("data-key") for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")]
+    keys = [
+        r.get_attribute("data-key")
+        for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")
+    ]
     total = int(browser.find_element("id", "summary").text.split()[0].replace(",", ""))
-    items = api.get("/v1/observations", params={"benchmark_name": "resnet50", "placement": "bare-metal",
-                                                "limit": 5000}).json()["items"]
-    server_rows = {o["key"]: o for o in items
-                   if o["valid"] and o["benchmark"]["parameters"].get("scenario") == "Server"}
+    items = api.get(
+        "/v1/observations",
+        params={"benchmark_name": "resnet50", "placement": "bare-metal", "limit": 5000},
+    ).json()["items"]
+    server_rows = {
+        o["key"]: o
+        for o in items
+        if o["valid"] and o["benchmark"]["parameters"].get("scenario") == "Server"
+    }
     assert total == len(server_rows) and keys
     assert set(keys) <= set(server_rows)
     values = [server_rows[k]["value"] for k in keys]
@@ -210,13 +255,22 @@ def test_filters_applied_in_the_form_match_the_api(browser: Any, server: str, ap
 def test_a_permalink_reproduces_the_view(browser: Any, server: str) -> None:
     from selenium.webdriver.support.ui import Select
 
-    _load(browser, server + "/?benchmark=resnet50&scenario=Offline&placement=bare-metal&sort=per_accelerator"
-                            "&order=desc&size=25&page=2")
+    _load(
+        browser,
+        server + "/?benchmark=resnet50&scenario=Offline&placement=bare-metal&sort=per_accelerator"
+        "&order=desc&size=25&page=2",
+    )
     link = browser.find_element("id", "permalink").get_attribute("href")
-    shown = [r.get_attribute("data-key") for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")]
+    shown = [
+        r.get_attribute("data-key")
+        for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")
+    ]
     _load(browser, server + "/")
     _load(browser, link)
-    assert [r.get_attribute("data-key") for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")] == shown
+    assert [
+        r.get_attribute("data-key")
+        for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")
+    ] == shown
     assert Select(browser.find_element("id", "f-scenario")).first_selected_option.text == "Offline"
     assert "page 2 of" in browser.find_element("id", "summary").text
 
@@ -225,7 +279,10 @@ def test_csv_export_downloads_what_is_shown(browser: Any, server: str, downloads
     import csv
 
     _load(browser, server + "/?benchmark=resnet50&scenario=SingleStream&size=25")
-    shown = [r.get_attribute("data-key") for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")]
+    shown = [
+        r.get_attribute("data-key")
+        for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")
+    ]
     browser.find_element("id", "export-csv").click()
     target = downloads / "observations.csv"
     _wait(lambda: target.exists() and target.stat().st_size > 0)
@@ -247,12 +304,26 @@ def test_recommend_form_gives_the_api_answer(browser: Any, server: str, api: htt
     browser.find_element("id", "f-pl-bare-metal").click()
     browser.find_element("id", "apply").click()
     _wait(lambda: "benchmark=resnet50" in browser.current_url)
-    cells = [r.find_elements("tag name", "td") for r in browser.find_elements("css selector", "#rows tbody tr")]
-    answer = api.post("/v1/recommendations", json={
-        "workload": {"benchmark": "resnet50", "scenario": "Offline", "image": image,
-                     "hardware": {"placements": ["bare-metal"]}}, "top": 3}).json()
-    expected = [(r["candidate"]["accelerator"], r["candidate"]["stack_label"], r["basis"])
-                for r in answer["recommendations"]]
+    cells = [
+        r.find_elements("tag name", "td")
+        for r in browser.find_elements("css selector", "#rows tbody tr")
+    ]
+    answer = api.post(
+        "/v1/recommendations",
+        json={
+            "workload": {
+                "benchmark": "resnet50",
+                "scenario": "Offline",
+                "image": image,
+                "hardware": {"placements": ["bare-metal"]},
+            },
+            "top": 3,
+        },
+    ).json()
+    expected = [
+        (r["candidate"]["accelerator"], r["candidate"]["stack_label"], r["basis"])
+        for r in answer["recommendations"]
+    ]
     assert [(c[1].text.rsplit(" ×", 1)[0], c[3].text, c[4].text) for c in cells] == expected
     copy = browser.find_element("css selector", "button.copy[data-copy-target='snippet-1']")
     copy.click()
@@ -273,30 +344,51 @@ def test_keyboard_reaches_the_skip_link_the_filters_and_the_rows(browser: Any, s
     seen = []
     for _ in range(40):
         browser.switch_to.active_element.send_keys(Keys.TAB)
-        seen.append(browser.switch_to.active_element.get_attribute("id")
-                    or browser.switch_to.active_element.get_attribute("href"))
+        seen.append(
+            browser.switch_to.active_element.get_attribute("id")
+            or browser.switch_to.active_element.get_attribute("href")
+        )
     assert seen[0] == "f-accelerator" and "f-benchmark" in seen and "apply" in seen
     # a filter changed and submitted from the keyboard alone
     field = browser.find_element("id", "f-accelerator")
     field.send_keys("NVIDIA A100-SXM-80GB", Keys.ENTER)
     _wait(lambda: "accelerator=NVIDIA+A100" in browser.current_url)
-    accelerators = {r.find_elements("tag name", "td")[0].text
-                    for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")}
+    accelerators = {
+        r.find_elements("tag name", "td")[0].text
+        for r in browser.find_elements("css selector", "#rows tbody tr[data-key]")
+    }
     assert accelerators == {"A100-SXM4-80GB"}
 
 
-def test_long_reasons_wrap_and_charts_keep_one_unit(browser: Any, server: str, artifacts: Path) -> None:
+def test_long_reasons_wrap_and_charts_keep_one_unit(
+    browser: Any, server: str, artifacts: Path
+) -> None:
     """Issue 31: a 141-character reason pushed the advisor's-figure column off screen; ticks read
     "1.13e+04"; time to train and samples/s shared an axis; the llama leaderboard opened with an
     error box and no TTFT/TPOT."""
     from urllib.parse import urlencode
 
-    _load(browser, server + "/?" + urlencode({"benchmark": "llama2-70b-99", "scenario": "Server", "sort": "accelerator",
-                                               "order": "desc", "advisor_figure": "true"}))  # "mixed: ..." first
+    _load(
+        browser,
+        server
+        + "/?"
+        + urlencode(
+            {
+                "benchmark": "llama2-70b-99",
+                "scenario": "Server",
+                "sort": "accelerator",
+                "order": "desc",
+                "advisor_figure": "true",
+            }
+        ),
+    )  # "mixed: ..." first
     cells = browser.find_elements("css selector", "#rows td.advisor-figure")
     assert cells and max(len(c.text) for c in cells) > 100, [c.text for c in cells[:3]]
     view = browser.execute_script("return document.documentElement.clientWidth")
-    rights = [browser.execute_script("return arguments[0].getBoundingClientRect().right", c) for c in cells]
+    rights = [
+        browser.execute_script("return arguments[0].getBoundingClientRect().right", c)
+        for c in cells
+    ]
     assert max(rights) <= view, (max(rights), view)  # on screen, without scrolling sideways
     browser.save_screenshot(str(artifacts / "explore-advisor-figure.png"))
     _load(browser, server + "/?benchmark=resnet50")

@@ -22,14 +22,34 @@ def _dgx_h100() -> dict:
     # one NIC). GPU PCI addresses: the DGX H100 user guide's nvidia-smi listing (1b, 43, 52, 61,
     # 9d, c3, d1, df). NIC addresses are not in the public output: placed beside their GPU's switch.
     s0, s1 = "0-55,112-167", "56-111,168-223"
-    gpus = [("0000:1b:00.0", 0), ("0000:43:00.0", 0), ("0000:52:00.0", 0), ("0000:61:00.0", 0),
-            ("0000:9d:00.0", 1), ("0000:c3:00.0", 1), ("0000:d1:00.0", 1), ("0000:df:00.0", 1)]
-    nics = [("0000:18:00.0", 0, "mlx5_0"), ("0000:40:00.0", 0, "mlx5_1"), ("0000:4f:00.0", 0, "mlx5_2"),
-            ("0000:5e:00.0", 0, "mlx5_3"), ("0000:9a:00.0", 1, "mlx5_4"), ("0000:c0:00.0", 1, "mlx5_5"),
-            ("0000:ce:00.0", 1, "mlx5_6"), ("0000:dc:00.0", 1, "mlx5_7"), ("0000:aa:00.0", 1, "mlx5_8"),
-            ("0000:aa:00.1", 1, "mlx5_9")]
-    return {"nodes": [(s0, 1031912, [10, 21]), (s1, 1032112, [21, 10])], "cpus_of": [s0, s1],
-            "gpus": gpus, "nics": nics}
+    gpus = [
+        ("0000:1b:00.0", 0),
+        ("0000:43:00.0", 0),
+        ("0000:52:00.0", 0),
+        ("0000:61:00.0", 0),
+        ("0000:9d:00.0", 1),
+        ("0000:c3:00.0", 1),
+        ("0000:d1:00.0", 1),
+        ("0000:df:00.0", 1),
+    ]
+    nics = [
+        ("0000:18:00.0", 0, "mlx5_0"),
+        ("0000:40:00.0", 0, "mlx5_1"),
+        ("0000:4f:00.0", 0, "mlx5_2"),
+        ("0000:5e:00.0", 0, "mlx5_3"),
+        ("0000:9a:00.0", 1, "mlx5_4"),
+        ("0000:c0:00.0", 1, "mlx5_5"),
+        ("0000:ce:00.0", 1, "mlx5_6"),
+        ("0000:dc:00.0", 1, "mlx5_7"),
+        ("0000:aa:00.0", 1, "mlx5_8"),
+        ("0000:aa:00.1", 1, "mlx5_9"),
+    ]
+    return {
+        "nodes": [(s0, 1031912, [10, 21]), (s1, 1032112, [21, 10])],
+        "cpus_of": [s0, s1],
+        "gpus": gpus,
+        "nics": nics,
+    }
 
 
 def _dgx_a100_slice() -> dict:
@@ -40,23 +60,42 @@ def _dgx_a100_slice() -> dict:
     # only the job's two: 07:00.0 and 0f:00.0.
     def cpus(k: int) -> str:
         return f"{16 * k}-{16 * k + 15},{128 + 16 * k}-{128 + 16 * k + 15}"
-    slit = [[10 if i == j else (12 if i // 4 == j // 4 else 32) for j in range(8)] for i in range(8)]
+
+    slit = [
+        [10 if i == j else (12 if i // 4 == j // 4 else 32) for j in range(8)] for i in range(8)
+    ]
     numa = {"07": 3, "0f": 3, "47": 1, "4e": 1, "87": 7, "90": 7, "b7": 5, "bd": 5}
     gpus = [(f"0000:{bus}:00.0", node) for bus, node in numa.items()]
-    nics = [("0000:0c:00.0", 3, "mlx5_0"), ("0000:12:00.0", 3, "mlx5_1"), ("0000:4b:00.0", 1, "mlx5_2"),
-            ("0000:54:00.0", 1, "mlx5_3")]
-    return {"nodes": [(cpus(k), 128845, slit[k]) for k in range(8)], "cpus_of": [cpus(k) for k in range(8)],
-            "gpus": gpus, "nics": nics}
+    nics = [
+        ("0000:0c:00.0", 3, "mlx5_0"),
+        ("0000:12:00.0", 3, "mlx5_1"),
+        ("0000:4b:00.0", 1, "mlx5_2"),
+        ("0000:54:00.0", 1, "mlx5_3"),
+    ]
+    return {
+        "nodes": [(cpus(k), 128845, slit[k]) for k in range(8)],
+        "cpus_of": [cpus(k) for k in range(8)],
+        "gpus": gpus,
+        "nics": nics,
+    }
 
 
 def _one_gpu() -> dict:
     # novitalabs/pegaflow pull request #72, "Machine 1 (Single NUMA)": 48 CPUs (0-47), GPU 0 on
     # NUMA 0. PCI address and memory are not in the public text: a typical single-socket board's.
-    return {"nodes": [("0-47", 257598, [10])], "cpus_of": ["0-47"], "gpus": [("0000:01:00.0", 0)],
-            "nics": [("0000:02:00.0", 0, "eno1")]}
+    return {
+        "nodes": [("0-47", 257598, [10])],
+        "cpus_of": ["0-47"],
+        "gpus": [("0000:01:00.0", 0)],
+        "nics": [("0000:02:00.0", 0, "eno1")],
+    }
 
 
-LAYOUTS = {"dgx-h100-8gpu": _dgx_h100, "dgx-a100-2gpu-slurm": _dgx_a100_slice, "single-gpu-1numa": _one_gpu}
+LAYOUTS = {
+    "dgx-h100-8gpu": _dgx_h100,
+    "dgx-a100-2gpu-slurm": _dgx_a100_slice,
+    "single-gpu-1numa": _one_gpu,
+}
 
 
 def _write(path: Path, text: str) -> None:
@@ -70,23 +109,38 @@ def build(name: str, layout: dict) -> None:
     for k, (cpus, mem_mib, dist) in enumerate(layout["nodes"]):
         base = sysfs / "devices" / "system" / "node" / f"node{k}"
         _write(base / "cpulist", cpus)
-        _write(base / "meminfo", f"Node {k} MemTotal:       {mem_mib * 1024} kB\nNode {k} MemFree:        0 kB")
+        _write(
+            base / "meminfo",
+            f"Node {k} MemTotal:       {mem_mib * 1024} kB\nNode {k} MemFree:        0 kB",
+        )
         _write(base / "distance", " ".join(map(str, dist)))
     pci = sysfs / "bus" / "pci" / "devices"
     for address, node in layout["gpus"]:
-        for f, v in (("class", "0x030200"), ("vendor", "0x10de"), ("numa_node", str(node)),
-                     ("local_cpulist", layout["cpus_of"][node])):
+        for f, v in (
+            ("class", "0x030200"),
+            ("vendor", "0x10de"),
+            ("numa_node", str(node)),
+            ("local_cpulist", layout["cpus_of"][node]),
+        ):
             _write(pci / address / f, v)
     for address, node, nic in layout["nics"]:
-        for f, v in (("class", "0x020700" if nic.startswith("mlx") else "0x020000"), ("vendor", "0x15b3"),
-                     ("numa_node", str(node)), ("local_cpulist", layout["cpus_of"][node])):
+        for f, v in (
+            ("class", "0x020700" if nic.startswith("mlx") else "0x020000"),
+            ("vendor", "0x15b3"),
+            ("numa_node", str(node)),
+            ("local_cpulist", layout["cpus_of"][node]),
+        ):
             _write(pci / address / f, v)
         sub = "infiniband" if nic.startswith("mlx") else "net"
         (pci / address / sub / nic).mkdir(parents=True, exist_ok=True)
         _write(pci / address / sub / nic / "uevent", f"NAME={nic}")
     # a host bridge: not a GPU or NIC, must be skipped
-    for f, v in (("class", "0x060000"), ("vendor", "0x8086"), ("numa_node", "0"),
-                 ("local_cpulist", layout["cpus_of"][0])):
+    for f, v in (
+        ("class", "0x060000"),
+        ("vendor", "0x8086"),
+        ("numa_node", "0"),
+        ("local_cpulist", layout["cpus_of"][0]),
+    ):
         _write(pci / "0000:00:00.0" / f, v)
 
 

@@ -1,5 +1,0 @@
-"""Collection plans: YAML in, a matrix of cells out, rendered as Kubernetes Jobs and CronJobs."""
-
-from collectors.plan.model import Cell, Plan, expand_plan, load_plan, parse_plan
-
-__all__ = ["Cell", "Plan", "expand_plan", "load_plan", "parse_plan"]

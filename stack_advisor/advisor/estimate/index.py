@@ -1,0 +1,642 @@
+"""Estimates from the nearest evidence outward, each labelled with how it was made.
+
+The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
+
+1. **observed** — this exact configuration (canonical accelerator, count, placement, the stack's
+   named components) was measured on this benchmark slice: the median of its latest round.
+2. **interpolated** — the same canonical accelerator ran this benchmark slice with another stack,
+   count or placement: the median per-accelerator value of its latest round, times the count
+   (the "simple lookup"), adjusted for placement only where paired bare-metal/virtualised results
+   support it.
+3. **transferred** — another accelerator ran it: the nearest accelerators of the same vendor are
+   scaled by published peak compute and memory bandwidth, ``(P_t/P_r)^a * (B_t/B_r)^(1-a)``, with
+   ``a`` (compute- vs memory-bound) and the precision the figures are read at learned per benchmark
+   by leaving one accelerator out (``stack_advisor.advisor.estimate.transfer``, which also holds the scikit-learn
+   challenger the accuracy report measures; ``stack_advisor.advisor.estimate.hardware``); other vendors' parts
+   where the target's vendor never ran it, bandwidth alone where its compute is unpublished, each
+   kind calibrated apart (``stack_advisor.advisor.estimate.transferred``); a CPU from other CPUs only, by
+   per-socket figures, calibrated apart too (``stack_advisor.advisor.estimate.cpu_transfer``).
+4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
+   that class ever seen on it, no public specs to scale by, the model does not fit in memory.
+
+Every estimate depends only on the rows of its own benchmark slice (family, benchmark, scenario,
+metric, division), so data about other benchmarks never moves it. Intervals are split-conformal
+per basis: log residuals of the same estimator replayed on the knowledge base's own history
+(every round predicted from the rounds before it; each accelerator from its peers of the same
+round), pooled per calibration cell: (family, division, metric) for transfers, (family, division,
+way the metric runs) for observed and interpolated figures; a transfer's bounds are scaled
+by its own benchmark's spread (locally weighted conformal). The calibration depends only on the
+table: ``stack_advisor.advisor.estimate.calibration_file`` persists it with the table's content digest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from stack_advisor.advisor.estimate import stack_adjust, transfer
+from stack_advisor.advisor.estimate.cpu_transfer import cpu_replay
+from stack_advisor.advisor.estimate.facts import (
+    accelerator_class,
+    canonical_accelerator,
+    memory_misfit,
+)
+from stack_advisor.advisor.estimate.hardware import (
+    BANDWIDTH_ONLY,
+    POLICIES,
+    bandwidth_figures,
+    scaling_figures,
+)
+from stack_advisor.advisor.estimate.latency import LatencyCalibration
+from stack_advisor.advisor.estimate.latency import applies as is_latency_slice
+from stack_advisor.advisor.estimate.latency_limit import capped, limit_share_estimate
+from stack_advisor.advisor.estimate.order_stats import median, quantile, quantiles
+from stack_advisor.advisor.estimate.query import (
+    Calibration,
+    Estimate,
+    PoolKey,
+    Query,
+    SliceKey,
+    group_slices,
+)
+from stack_advisor.advisor.estimate.scenario import derived_estimate, unrecorded_scenario
+from stack_advisor.advisor.estimate.training import TrainingEstimator
+from stack_advisor.advisor.estimate.training import applies as is_training_slice
+from stack_advisor.advisor.estimate.transfer import TransferModel
+from stack_advisor.advisor.estimate.transferred import kind_quantiles, replay, transferred_estimate
+from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
+from stack_advisor.advisor.results import Basis
+from stack_advisor.catalog import load_catalog
+from stack_advisor.catalog.rounds import round_date
+from stack_advisor.schema.errors import InvalidInput
+
+LEVEL = 0.8
+QUANTILES = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
+MIN_RESIDUALS = 40
+
+
+# ---- the evidence index ----------------------------------------------------------------------
+
+SHRINK = (
+    20  # pseudo-residuals pulling a slice's spread towards its cell's (few residuals: the cell's)
+)
+
+
+class EvidenceIndex:
+    """The observation table grouped by benchmark slice and canonical accelerator, with the
+    conformal residual quantiles per basis. Built once per table (store generation)."""
+
+    def __init__(
+        self,
+        table: ObservationTable,
+        overheads: dict[tuple[str, str], Any] | None = None,
+        transfer_method: str = "roofline",
+        slices: dict[SliceKey, dict[str, np.ndarray]] | None = None,
+    ) -> None:
+        """``slices``: the grouping computed earlier over this very table (same rows in the same
+        order: ``stack_advisor.advisor.estimate.calibration_file`` checks), else computed here."""
+        if transfer_method not in transfer.METHODS:
+            raise InvalidInput(
+                f"transfer method: {transfer_method!r} is not one of {', '.join(transfer.METHODS)}"
+            )
+        self.table = table
+        self.transfer_method = transfer_method
+        self.overheads = overheads or {}
+        canon = [canonical_accelerator(a) for a in table.accelerator.vocab]
+        self.accel = (
+            np.asarray(canon, dtype=object)[table.accelerator.codes]
+            if table.n
+            else np.empty(0, object)
+        )
+        self.raw_names: dict[str, str] = {}
+        for raw, key in zip(table.accelerator.vocab, canon):
+            self.raw_names.setdefault(key, raw)
+        counts = np.maximum(table.count, 1).astype(np.float64)
+        self.unit = np.where(table.higher_is_better, table.value / counts, table.value)
+        rounds = np.array([round_number(r) for r in table.round.vocab]) if table.n else np.empty(0)
+        self.round_no = (
+            np.nan_to_num(rounds[table.round.codes], nan=0.0) if table.n else np.empty(0)
+        )
+        self.slices = group_slices(table, canon) if slices is None else slices
+        self._alpha: dict[SliceKey, float] = {}
+        self._precision: dict[SliceKey, str] = {}
+        self._policy_choice: dict[SliceKey, transfer.PolicyChoice] = {}
+        self._medians: dict[int, tuple[np.ndarray, dict[float, float]]] = {}
+        # references per (slice rows, round filter, precision policy): the replays ask each many times
+        self._refs: dict[
+            tuple[Any, ...],
+            tuple[dict[str, np.ndarray], dict[str, tuple[float, tuple[float, float], str]]],
+        ] = {}
+        self._transfer: dict[tuple[str, ...], TransferModel] = {}
+        # the same models fitted without each accelerator (calibration time only: honest replays)
+        self._held_out: dict[tuple[str, ...], dict[str, TransferModel]] = {}
+        self._residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
+        # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices' spreads
+        self._scaled: dict[
+            tuple[Any, ...], tuple[float, float, float, float, dict[tuple[str, str], float]]
+        ] = {}
+        self._training: TrainingEstimator | None = None
+        self.cpu_blends: dict[
+            SliceKey, tuple[str, float]
+        ] = {}  # ``stack_advisor.advisor.estimate.cpu_transfer``
+        self.min_residuals = MIN_RESIDUALS
+        self._latency: LatencyCalibration | None = None
+
+    @property
+    def training(self) -> TrainingEstimator:
+        """The MLPerf Training estimator over this index (built on first use)."""
+        if self._training is None:
+            self._training = TrainingEstimator(self)
+        return self._training
+
+    # ---- what the knowledge base knows --------------------------------------------------------
+    def known_benchmarks(self) -> set[tuple[str, str]]:
+        return {(k[0], k[1]) for k in self.slices}
+
+    def benchmarks(self, family: str) -> list[str]:
+        return sorted({k[1] for k in self.slices if k[0] == family})
+
+    def scenarios(self, family: str, benchmark: str) -> list[str]:
+        return sorted({k[2] for k in self.slices if k[0] == family and k[1] == benchmark})
+
+    def metrics(self, family: str, benchmark: str, scenario: str | None = None) -> list[str]:
+        return sorted(
+            {
+                k[3]
+                for k in self.slices
+                if k[0] == family and k[1] == benchmark and (scenario is None or k[2] == scenario)
+            }
+        )
+
+    def divisions(self, family: str, benchmark: str) -> list[str]:
+        return sorted({k[4] for k in self.slices if k[0] == family and k[1] == benchmark})
+
+    def higher_is_better(self, key: SliceKey) -> bool:
+        rows = next(iter(self.slices[key].values()))
+        return bool(self.table.higher_is_better[rows[0]])
+
+    # ---- the hierarchy -----------------------------------------------------------------------
+    def estimate(self, q: Query) -> Estimate:
+        """The nearest evidence for one configuration (see the module docstring), made honest
+        about the query's named stack (``stack_advisor.advisor.estimate.stack_adjust.adjust``)."""
+        return capped(q, stack_adjust.adjust(self, q, self._nearest(q)))
+
+    def _nearest(self, q: Query) -> Estimate:
+        by_acc = self.slices.get(q.slice)
+        if by_acc is None:
+            return self._unrecorded(q)
+        hib = self.higher_is_better(q.slice)
+        rows = by_acc.get(q.accelerator)
+        training = is_training_slice(q.slice, hib)
+        exact = (
+            self._matching(rows, q)
+            if rows is not None and len(rows)
+            else np.empty(0, dtype=np.int64)
+        )
+        if (
+            len(exact) and not training
+        ):  # a published run is proof it ran, whatever the model's nominal size
+            return self._observed(q, exact)
+        misfit = memory_misfit(q.benchmark, q.accelerator, q.count)
+        if misfit:
+            return Estimate(Basis.UNSUPPORTED, reason=misfit)
+        if training:  # time to train: the count scaling (stack_advisor.advisor.estimate.training)
+            return self.training.estimate(q, by_acc, exact)
+        if rows is not None and len(rows):
+            return self._interpolated(q, rows, hib)
+        derived = derived_estimate(self, q, own_only=True)
+        if isinstance(derived, Estimate):
+            return derived
+        return limit_share_estimate(self, q) or self._transferred(q, by_acc, hib)
+
+    def _unrecorded(self, q: Query) -> Estimate:
+        """No results of the slice: a scenario run as another (Interactive as Server) derived from
+        it by a learned factor (``stack_advisor.advisor.estimate.scenario``), else refused saying what is missing."""
+        if q.benchmark in self.benchmarks(q.family) and q.scenario not in self.scenarios(
+            q.family, q.benchmark
+        ):
+            derived = derived_estimate(self, q)
+            if derived is not None:
+                return (
+                    derived
+                    if isinstance(derived, Estimate)
+                    else Estimate(Basis.UNSUPPORTED, reason=derived)
+                )
+        return Estimate(Basis.UNSUPPORTED, reason=self._missing_slice(q))
+
+    def _missing_slice(self, q: Query) -> str:
+        names = self.benchmarks(q.family)
+        if q.benchmark not in names:
+            return f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
+        if (
+            q.scenario not in self.scenarios(q.family, q.benchmark)
+            and q.scenario in load_catalog().scenarios
+        ):
+            return unrecorded_scenario(
+                q.scenario, q.benchmark, self.scenarios(q.family, q.benchmark)
+            )
+        if q.scenario not in self.scenarios(q.family, q.benchmark):
+            return (
+                f"unknown scenario: {q.scenario!r} never recorded for {q.benchmark}; recorded: "
+                f"{', '.join(self.scenarios(q.family, q.benchmark))}"
+            )
+        if q.division not in self.divisions(q.family, q.benchmark):
+            return f"unknown division: {q.division!r} never recorded for {q.benchmark}"
+        return (
+            f"unknown metric: {q.metric!r} never recorded for {q.benchmark} {q.scenario}; recorded: "
+            f"{', '.join(self.metrics(q.family, q.benchmark, q.scenario))}"
+        )
+
+    def _matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray:
+        t = self.table
+        keep: np.ndarray = rows[
+            ((t.count[rows] == q.count) | any_count)
+            & (t.placement.codes[rows] == t.placement.code(q.placement))
+        ]
+        if not q.components or not len(keep):
+            return keep
+        from stack_advisor.advisor.knowledge.rules import stack_components
+
+        codes = t.stack.codes[keep]
+        ok = []
+        # per stack, not per row (thousands at 1M); a set, not np.unique (which imports numpy.ma)
+        for code in sorted(set(codes.tolist())):
+            stack = t.stacks[t.stack.vocab[code]]
+            have = {k.lower(): str(v).lower() for k, v in stack_components(stack).items() if v}
+            if all(have.get(k) == v.lower() for k, v in q.components.items()):
+                ok.append(code)
+        kept: np.ndarray = keep[np.isin(codes, ok)].astype(np.int64)
+        return kept
+
+    def latest(self, rows: np.ndarray) -> np.ndarray:
+        return rows[self.round_no[rows] == self.round_no[rows].max()] if len(rows) else rows
+
+    def _observed(self, q: Query, rows: np.ndarray) -> Estimate:
+        latest = self.latest(rows)
+        value = median(self.unit[latest])
+        lo_q, _, hi_q = self.quantiles(q.slice, Basis.OBSERVED)
+        low, high = value * math.exp(lo_q), value * math.exp(hi_q)
+        if len(latest) >= 3:  # enough repeats to show their own spread
+            low = min(low, quantile(self.unit[latest], QUANTILES[0]))
+            high = max(high, quantile(self.unit[latest], QUANTILES[1]))
+        return Estimate(Basis.OBSERVED, value, low, high, rows=rows)
+
+    def _interpolated(self, q: Query, rows: np.ndarray, hib: bool) -> Estimate:
+        t = self.table
+        same_place = rows[t.placement.codes[rows] == t.placement.code(q.placement)]
+        factors: list[tuple[str, str, float]] = []
+        notes: list[str] = []
+        use = same_place if len(same_place) else rows
+        if q.components and len(same_place):
+            # this very stack at other counts beats the accelerator's other stacks
+            same_stack = self._matching(
+                same_place, Query(**{**q.__dict__, "count": -1}), any_count=True
+            )
+            if len(same_stack):
+                use = same_stack
+        latest = self.latest(use)
+        value = median(self.unit[latest])
+        if not len(same_place) and q.placement != "bare-metal":
+            overhead = self.overheads.get((q.accelerator, q.placement))
+            if overhead is not None:
+                ratio = float(overhead.ratio)
+                value = value * ratio if hib else value / ratio
+                factors.append(("placement", q.placement, ratio))
+            else:
+                notes.append(
+                    f"no paired results for {q.placement} on {q.accelerator}: "
+                    "placement overhead assumed none"
+                )
+        counts = sorted(set(t.count[latest].tolist()))
+        which = "this stack's" if use is not rows and use is not same_place else "its"
+        factors.append(
+            (
+                "reference",
+                f"{q.accelerator}: median of {len(latest)} of {which} result(s) of the latest "
+                f"round, counts {counts}" + (" (per accelerator x count)" if hib else ""),
+                1.0,
+            )
+        )
+        lo_q, _, hi_q = self.quantiles(q.slice, Basis.INTERPOLATED)
+        return Estimate(
+            Basis.INTERPOLATED,
+            value,
+            value * math.exp(lo_q),
+            value * math.exp(hi_q),
+            rows=use,
+            factors=factors,
+            notes=notes,
+        )
+
+    def _transferred(self, q: Query, by_acc: dict[str, np.ndarray], hib: bool) -> Estimate:
+        return transferred_estimate(self, q, by_acc, hib)
+
+    def references(
+        self,
+        by_acc: dict[str, np.ndarray],
+        *,
+        at: float | None = None,
+        exclude: str | None = None,
+        between: tuple[float, float] | None = None,
+        policy: str = POLICIES[0],
+        cpu: bool = False,
+    ) -> dict[str, tuple[float, tuple[float, float], str]]:
+        """accelerator → (median per-accelerator value of its latest round, peaks, class), for the
+        slice's accelerators with public peaks under the precision ``policy``
+        (``stack_advisor.advisor.estimate.hardware``; ``BANDWIDTH_ONLY``: bandwidth alone) (``at``: only results
+        of that round; ``between``: only results of rounds ``first <= round < last``). CPUs
+        (per-socket figures) only with ``cpu``, and then only CPUs: a CPU and an accelerator are
+        never each other's reference."""
+        memo_key = (id(by_acc), at, exclude, between, policy, cpu)
+        if memo_key in self._refs and self._refs[memo_key][0] is by_acc:
+            return self._refs[memo_key][1]
+        out = {}
+        for acc, rows in by_acc.items():
+            if acc == exclude:
+                continue
+            per_round = self._round_medians(rows)
+            if at is not None:
+                kept = [at] if at in per_round else []
+            elif between is not None:
+                kept = [r for r in per_round if between[0] <= r < between[1]]
+            else:
+                kept = list(per_round)
+            if not kept:
+                continue
+            raw = self.raw_names.get(acc, acc)
+            if (accelerator_class(raw) == "cpu") != cpu:
+                continue
+            peaks = (
+                bandwidth_figures(raw) if policy == BANDWIDTH_ONLY else scaling_figures(raw, policy)
+            )
+            if peaks is not None:
+                out[acc] = (per_round[max(kept)], peaks, accelerator_class(raw))
+        self._refs[memo_key] = (by_acc, out)  # by_acc kept: its id is not reused while held
+        return out
+
+    def _round_medians(self, rows: np.ndarray) -> dict[float, float]:
+        """round → median per-accelerator value of ``rows`` in it (computed once per rows array)."""
+        hit = self._medians.get(id(rows))
+        if hit is not None and hit[0] is rows:
+            return hit[1]
+        rounds = self.round_no[rows]
+        out = {r: median(self.unit[rows[rounds == r]]) for r in sorted(set(rounds.tolist()))}
+        self._medians[id(rows)] = (rows, out)
+        return out
+
+    def blend(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> tuple[str, float]:
+        """(precision policy, roofline blend) that best predict each accelerator of the slice
+        from the others (``transfer.learn_blend``)."""
+        if key not in self._alpha or key not in self._precision:
+            refs = {policy: self.references(by_acc, policy=policy) for policy in POLICIES}
+            self._precision[key], self._alpha[key] = transfer.learn_blend(
+                refs, self.higher_is_better(key)
+            )
+        return self._precision[key], self._alpha[key]
+
+    def policy_choice(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> transfer.PolicyChoice:
+        """The slice's precision policy with the policies its evidence could not tell from it
+        (``transfer.choose_policy``); recomputed per process (not persisted with the calibration)."""
+        if key not in self._policy_choice:
+            refs = {policy: self.references(by_acc, policy=policy) for policy in POLICIES}
+            self._policy_choice[key] = transfer.choose_policy(
+                refs, self.higher_is_better(key), chosen=self.blend(key, by_acc)
+            )
+        return self._policy_choice[key]
+
+    def held_out_model(self, key: SliceKey, cls: str, acc: str) -> TransferModel | None:
+        """The slice's learned model for ``cls`` fitted without ``acc`` (calibration only)."""
+        return self._held_out.get((*key, cls), {}).get(acc)
+
+    def transfer_model(
+        self, key: SliceKey, by_acc: dict[str, np.ndarray], cls: str
+    ) -> TransferModel:
+        """How the slice transfers to an accelerator of class ``cls`` (``stack_advisor.advisor.estimate.transfer``):
+        fitted once per table, at calibration, and persisted with it."""
+        model_key = (*key, cls)
+        if model_key not in self._transfer:
+            policy, alpha = self.blend(key, by_acc)
+            fitted = transfer.fit(
+                self.references(by_acc, policy=policy),
+                self.higher_is_better(key),
+                alpha,
+                cls,
+                self.transfer_method,
+                policy,
+            )
+            self._transfer[model_key], self._held_out[model_key] = fitted.model, fitted.held_out
+        return self._transfer[model_key]
+
+    # ---- calibration -------------------------------------------------------------------------
+    def quantiles(self, key: SliceKey, basis: Basis) -> tuple[float, float, float]:
+        """p10/p90 of the log residuals of ``basis`` replayed on the history of the slice's
+        calibration cell (family, division and metric for a transfer; family, division and the
+        way the metric runs for an observed or interpolated figure: an open-division latency
+        varies far more than a closed-division throughput); the whole family where the cell has
+        too few."""
+        family, division, metric = key[0], key[4], key[3]
+        pools = self.residuals_for(family)
+        own = pools.get((basis, division, metric))
+        if (
+            is_latency_slice(key)
+            and basis is not Basis.TRANSFERRED
+            and (own is None or len(own) < MIN_RESIDUALS)
+        ):
+            if (
+                self._latency is None
+            ):  # no round-to-round history of this latency: replay within rounds
+                self._latency = LatencyCalibration(self)
+            within = self._latency.quantiles(key, basis)
+            if within is not None:
+                return within
+        fallback = {
+            Basis.OBSERVED: (-0.25, 0.0, 0.25),
+            Basis.INTERPOLATED: (-0.25, 0.0, 0.25),
+            Basis.TRANSFERRED: (-0.6, 0.0, 0.5),
+        }
+        # observed and interpolated figures pool the division's metrics that run the same way
+        # (throughputs in queries, samples or tokens per second move alike between rounds; a
+        # metric new in the last round, tokens per second, has no history of its own); an
+        # observed configuration varies no more than its accelerator's other results
+        way = ("higher" if self.higher_is_better(key) else "lower") if key in self.slices else None
+        cells = {
+            Basis.OBSERVED: (
+                (Basis.OBSERVED, division, way),
+                (Basis.INTERPOLATED, division, way),
+                (Basis.OBSERVED, None, None),
+            ),
+            Basis.INTERPOLATED: (
+                (Basis.INTERPOLATED, division, way),
+                (Basis.INTERPOLATED, None, None),
+            ),
+            Basis.TRANSFERRED: (
+                (Basis.TRANSFERRED, division, metric),
+                (Basis.TRANSFERRED, None, None),
+            ),
+        }
+        for cell in cells[basis]:
+            values = pools.get(cell)
+            if values is not None and len(values) >= MIN_RESIDUALS:
+                if basis is Basis.TRANSFERRED and cell[1] is not None:
+                    return self._normalised(family, cell, key)
+                return _q(values)
+        return fallback[basis]
+
+    def transfer_quantiles(self, key: SliceKey, kind: str, cls: str) -> tuple[float, float, float]:
+        """p10/median/p90 of the log residuals of ``kind`` of transfer to a part of vendor ``cls``
+        (``stack_advisor.advisor.estimate.transferred.kind_quantiles``); NaN where too few to calibrate."""
+        if not kind:
+            return self.quantiles(key, Basis.TRANSFERRED)
+        return kind_quantiles(
+            self.residuals_for(key[0]),
+            key,
+            kind,
+            cls,
+            self.higher_is_better(key),
+            self.min_residuals,
+        )
+
+    def _normalised(self, family: str, cell: PoolKey, key: SliceKey) -> tuple[float, float, float]:
+        """Locally weighted split-conformal bounds of a transfer (Lei et al. 2018, sec. 5.2):
+        the cell's residuals, each divided by the spread of its own slice (median absolute
+        deviation, shrunk towards the cell's by ``SHRINK`` pseudo-residuals), give the p10/p90;
+        scaled back by this slice's spread. A benchmark whose transfers have always been close
+        gets a narrow interval, one whose transfers scatter a wide one; the centre (the cell's
+        median: the learned efficiency correction) is the same for both."""
+        memo_key = (family, *cell)
+        if memo_key not in self._scaled:
+            pools = self.residuals_for(family)
+            mid = median(pools[cell])
+            cell_spread = max(median(np.abs(pools[cell] - mid)), 1e-6)
+            spreads: dict[tuple[str, str], float] = {}
+            scaled = []
+            for k, values in pools.items():
+                if len(k) == 5 and k[:3] == cell:
+                    n = len(values)
+                    own = median(np.abs(values - mid))
+                    spreads[(k[3], k[4])] = max(
+                        (n * own + SHRINK * cell_spread) / (n + SHRINK), 1e-6
+                    )
+                    scaled.append((values - mid) / spreads[(k[3], k[4])])
+            lo, hi = quantiles(np.concatenate(scaled), QUANTILES)
+            self._scaled[memo_key] = (mid, cell_spread, float(lo), float(hi), spreads)
+        mid, cell_spread, lo, hi, spreads = self._scaled[memo_key]
+        spread = spreads.get((key[1], key[2]), cell_spread)
+        return mid + lo * spread, mid, mid + hi * spread
+
+    def residuals_for(self, family: str) -> dict[PoolKey, np.ndarray]:
+        """``residuals`` of the family, computed once."""
+        if family not in self._residuals:
+            self._residuals[family] = self.residuals(family)
+        return self._residuals[family]
+
+    def families(self) -> list[str]:
+        return sorted({k[0] for k in self.slices})
+
+    def calibration(self) -> Calibration:
+        """Every family's residual pools and every slice's transfer models (one per accelerator
+        class it has references of), computed now where not yet: what ``adopt`` restores in
+        another process over the same table, which then never fits anything."""
+        for family in self.families():
+            self.residuals_for(family)
+        for key, by_acc in self.slices.items():
+            policy, _ = self.blend(key, by_acc)
+            for cls in sorted({v[2] for v in self.references(by_acc, policy=policy).values()}):
+                self.transfer_model(key, by_acc, cls)
+        return Calibration(
+            residuals={f: dict(p) for f, p in self._residuals.items()},
+            alphas=dict(self._alpha),
+            transfers=dict(self._transfer),
+            precisions=dict(self._precision),
+        )
+
+    def adopt(self, calibration: Calibration) -> None:
+        """Use a calibration computed earlier over this very table (same content)."""
+        self._scaled.clear()
+        self._residuals.update(calibration.residuals)
+        self._alpha.update(calibration.alphas)
+        self._precision.update(calibration.precisions)
+        self._transfer.update(calibration.transfers)
+
+    def residuals(self, family: str) -> dict[PoolKey, np.ndarray]:
+        """Log residuals of each basis on the family's own history: every round predicted from
+        the rounds before it (observed: same configuration; interpolated: same accelerator; every
+        transition, not the last two: the spread differs from one transition to the next, and
+        one or two of them set intervals too narrow for ≤v3.0 → v4.1 and too wide for ≤v4.1 →
+        v5.1), and every accelerator from its peers of the same round (transferred: per slice,
+        and their cell as the union). Observed and interpolated cells are also pooled per
+        (division, "higher"/"lower"): the way the metric runs."""
+        t = self.table
+        out: dict[PoolKey, list[float]] = defaultdict(list)
+        for key, by_acc in self.slices.items():
+            if key[0] != family:
+                continue
+            cell = (key[4], key[3])
+            rounds = sorted(
+                {float(self.round_no[r]) for rows in by_acc.values() for r in rows.tolist()}
+            )
+            for acc, rows in by_acc.items():
+                for rnd in rounds[1:]:  # every transition: how rounds have moved, averaged
+                    now = rows[self.round_no[rows] == rnd]
+                    before = rows[self.round_no[rows] < rnd]
+                    if not len(now) or not len(before):
+                        continue
+                    ref = median(self.unit[self.latest(before)])
+                    out[(Basis.INTERPOLATED, *cell)].extend(np.log(self.unit[now] / ref).tolist())
+                    cand_before = t.candidate.codes[before]
+                    for r in now.tolist():
+                        same = before[cand_before == t.candidate.codes[r]]
+                        if len(same):
+                            ref_same = median(self.unit[self.latest(same)])
+                            out[(Basis.OBSERVED, *cell)].append(math.log(self.unit[r] / ref_same))
+            if len(by_acc) >= 2:
+                replay(self, key, by_acc, rounds, out)
+                cpu_replay(self, key, by_acc, out)
+        pooled: dict[PoolKey, np.ndarray] = {
+            k: np.asarray(v, dtype=np.float64) for k, v in out.items()
+        }
+        for k in [k for k in pooled if len(k) == 5]:  # the transfer cells, from their slices
+            cell_key = k[:3]
+            pooled[cell_key] = (
+                np.concatenate([pooled[cell_key], pooled[k]]) if cell_key in pooled else pooled[k]
+            )
+        ways = {
+            (key[4], key[3]): "higher" if self.higher_is_better(key) else "lower"
+            for key in self.slices
+            if key[0] == family
+        }
+        by_way: dict[PoolKey, list[np.ndarray]] = defaultdict(list)
+        for basis in (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED):
+            parts = [v for k, v in pooled.items() if k[0] is basis and len(k) == 3]
+            pooled[(basis, None, None)] = np.concatenate(parts) if parts else np.empty(0)
+            if basis is not Basis.TRANSFERRED:
+                for own in [
+                    c for c in pooled if c[0] is basis and len(c) == 3 and (c[1], c[2]) in ways
+                ]:
+                    by_way[(basis, own[1], ways[(own[1], own[2])])].append(pooled[own])
+        pooled.update({k: np.concatenate(v) for k, v in by_way.items()})
+        return pooled
+
+    def last_seen(self, rows: np.ndarray) -> datetime | None:
+        """The publication date of the newest round among ``rows`` (else the newest timestamp)."""
+        if not len(rows):
+            return None
+        t = self.table
+        dates = [
+            round_date(r)
+            for r in {t.round.vocab[int(c)] for c in set(t.round.codes[rows].tolist())}
+        ]
+        known = [d for d in dates if d is not None]
+        if known:
+            return max(known)
+        return datetime.fromtimestamp(float(t.timestamp[rows].max()), tz=UTC)
+
+
+def _q(values: np.ndarray) -> tuple[float, float, float]:
+    """(p10, median, p90)."""
+    lo, mid, hi = quantiles(values, (QUANTILES[0], 0.5, QUANTILES[1]))
+    return float(lo), float(mid), float(hi)

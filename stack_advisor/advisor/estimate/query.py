@@ -1,0 +1,102 @@
+"""The estimate's vocabulary: a ``Query`` in canonical terms, the ``Estimate`` it gets, the
+``Calibration`` an index computes, and the benchmark slices (family, benchmark, scenario, metric,
+division) every estimate stays inside."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stack_advisor.advisor.estimate.facts import canonical_accelerator
+from stack_advisor.advisor.estimate.transfer import TransferModel
+from stack_advisor.advisor.knowledge.table import ObservationTable, group_rows
+from stack_advisor.advisor.results import Basis
+
+SliceKey = tuple[str, str, str, str, str]  # family, benchmark, scenario, metric, division
+# a residual pool: (basis, division, metric) — a calibration cell, (basis, division, "higher" or
+# "lower") the division's metrics that run one way, (basis, None, None) the whole family — or
+# (basis, division, metric, benchmark, scenario), one slice's share of its cell
+PoolKey = tuple[Any, ...]
+
+
+@dataclass
+class Estimate:
+    """One figure and how it was made. ``value``/``low``/``high`` are per accelerator for
+    higher-is-better metrics (multiply by the count), as measured otherwise."""
+
+    basis: Basis
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    reason: str | None = None
+    references: list[str] = field(default_factory=list)
+    factors: list[tuple[str, str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # a transfer beyond the best (or below the worst) accelerator measured on the benchmark
+    extrapolated: bool = False
+
+    @property
+    def confidence(self) -> float:
+        """low/high of the 80% interval: 1 = exact, towards 0 = uninformative."""
+        if self.low is None or self.high is None or self.high <= 0:
+            return 0.0
+        return max(0.0, min(1.0, self.low / self.high))
+
+
+@dataclass
+class Calibration:
+    """What calibrating an evidence index computes: per family, the log residual pools per
+    ``PoolKey`` (cells, the whole family, and each slice's transfers); per slice, the learned
+    share of compute in the roofline blend and the transfer model of each accelerator class."""
+
+    residuals: dict[str, dict[PoolKey, np.ndarray]]
+    alphas: dict[SliceKey, float]
+    # (family, benchmark, scenario, metric, division, accelerator class) → its transfer model
+    transfers: dict[tuple[str, ...], TransferModel] = field(default_factory=dict)
+    precisions: dict[SliceKey, str] = field(default_factory=dict)  # each slice's precision policy
+
+
+@dataclass
+class Query:
+    """A configuration in canonical terms (names already resolved)."""
+
+    family: str
+    benchmark: str
+    scenario: str
+    metric: str
+    division: str
+    accelerator: str  # canonical
+    count: int
+    placement: str
+    components: dict[str, str] = field(default_factory=dict)  # lower-case name → version
+    raw_accelerator: str = ""
+    framework: str = ""  # the framework as the user wrote it (free text), for its software class
+
+    @property
+    def slice(self) -> SliceKey:
+        return (self.family, self.benchmark, self.scenario, self.metric, self.division)
+
+
+def group_slices(
+    table: ObservationTable, canon: list[str] | None = None
+) -> dict[SliceKey, dict[str, np.ndarray]]:
+    """The rows with a positive value grouped by benchmark slice, then by canonical accelerator
+    (``canon``: the canonical name of each of the table's accelerator names), slices and
+    accelerators in the order they first appear."""
+    if canon is None:
+        canon = [canonical_accelerator(a) for a in table.accelerator.vocab]
+    slices: dict[SliceKey, dict[str, np.ndarray]] = {}
+    cols = (table.family, table.bench_name, table.scenario, table.metric, table.division)
+    canon_names = sorted(set(canon))
+    canon_code = np.asarray([canon_names.index(c) for c in canon], dtype=np.int64)
+    rows = np.flatnonzero(table.value > 0)
+    columns = [c.codes[rows] for c in cols]
+    if table.n:
+        columns.append(canon_code[table.accelerator.codes[rows]])
+    for (*slice_codes, acc), members in group_rows(columns, rows):  # in order of appearance
+        key = tuple(col.vocab[c] for col, c in zip(cols, slice_codes))
+        slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)
+    return slices

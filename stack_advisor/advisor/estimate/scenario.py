@@ -1,0 +1,212 @@
+"""A scenario the knowledge base holds no results of for a benchmark, estimated from the scenario
+LoadGen runs it as, or refused saying why (issue 28).
+
+The Interactive scenario of the LLM benchmarks (first published in v5.0) is a Server run with
+tighter TTFT/TPOT limits (``stack_advisor/catalog/scenarios.yaml``: ``loadgen_mode: Server``). Its
+result for a configuration is the Server estimate times a factor learned from systems that ran
+both on the same benchmark: same submitter, accelerator, count, round, system, placement and
+stack. It is used for an accelerator with no results in the scenario but its own in the base
+scenario (its own measurement is nearer evidence than other accelerators' by specs), and for a
+benchmark with no results in the scenario at all. The factor is the median Interactive/Server
+ratio of those pairs; the interval widens the Server estimate's by the pairs' split-conformal 80%
+bounds. Throughput only. With fewer than ``MIN_PAIRS`` pairs the query is refused with the
+reason: never a Server figure passed off as an Interactive one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import replace
+from typing import Any, Protocol
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.results import Basis
+from stack_advisor.catalog import load_catalog
+
+
+class EvidenceIndex(Protocol):
+    """What this module reads of ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (a protocol, so that the
+    index can call ``derived_estimate`` without the two modules importing each other)."""
+
+    table: ObservationTable
+    accel: np.ndarray
+    unit: np.ndarray
+
+    def scenarios(self, family: str, benchmark: str) -> list[str]: ...
+
+    def estimate(self, q: Query) -> Estimate: ...
+
+
+MIN_PAIRS = 3
+
+
+def base_scenario(scenario: str) -> str | None:
+    """The recorded scenario a catalogue scenario is run as (Interactive → Server), None when it
+    is its own LoadGen mode or the catalogue does not know it."""
+    entry = load_catalog().scenarios.get(scenario)
+    if entry is None or entry.loadgen_mode == entry.id:
+        return None
+    return entry.loadgen_mode
+
+
+def first_published(scenario: str, benchmark: str) -> str | None:
+    """The first round whose rules set ``scenario``'s limits for ``benchmark`` (None: none)."""
+    entry = load_catalog().scenarios.get(scenario)
+    if entry is None:
+        return None
+    since = [lim.since for lim in entry.latency_limits if lim.benchmark == benchmark]
+    return min(since, key=lambda s: tuple(int(p) for p in s[1:].split("."))) if since else None
+
+
+def unrecorded_scenario(scenario: str, benchmark: str, recorded: list[str]) -> str:
+    """Why a scenario the catalogue knows has no results to answer from for ``benchmark``."""
+    first = first_published(scenario, benchmark)
+    when = f" (first published in {first})" if first else ""
+    base = base_scenario(scenario)
+    how = (
+        f"; estimating it from {base} needs at least {MIN_PAIRS} systems that ran both on "
+        f"{benchmark}"
+        if base
+        else ""
+    )
+    return (
+        f"no {scenario} results: none recorded for {benchmark} in the knowledge base{when}{how}; "
+        f"recorded: {', '.join(recorded) or 'none'}"
+    )
+
+
+_PAIRS: WeakKeyDictionary[EvidenceIndex, dict[tuple[str, ...], np.ndarray]] = WeakKeyDictionary()
+
+
+def pair_log_ratios(index: EvidenceIndex, q: Query, base: str) -> np.ndarray:
+    """log(q.scenario / base) per-accelerator results of the systems that ran both (once per
+    index and slice)."""
+    cache = _PAIRS.setdefault(index, {})
+    key = (*q.slice, base)
+    if key not in cache:
+        cache[key] = _pair_log_ratios(index, q, base)
+    return cache[key]
+
+
+def _pair_log_ratios(index: EvidenceIndex, q: Query, base: str) -> np.ndarray:
+    t = index.table
+    want, have = t.scenario.code(q.scenario), t.scenario.code(base)
+    if want < 0 or have < 0:
+        return np.empty(0)
+    sel = (
+        (t.family.codes == t.family.code(q.family))
+        & (t.bench_name.codes == t.bench_name.code(q.benchmark))
+        & (t.metric.codes == t.metric.code(q.metric))
+        & (t.division.codes == t.division.code(q.division))
+        & np.isin(t.scenario.codes, [want, have])
+        & (t.value > 0)
+    )
+    cells: dict[tuple[Any, ...], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in np.flatnonzero(sel).tolist():
+        key = (
+            t.submitter.codes[r],
+            index.accel[r],
+            t.count[r],
+            t.round.codes[r],
+            t.system.codes[r],
+            t.placement.codes[r],
+            t.stack.codes[r],
+        )
+        cells[key][int(t.scenario.codes[r])].append(float(index.unit[r]))
+    return np.array(
+        [
+            math.log(float(np.median(c[want])) / float(np.median(c[have])))
+            for c in cells.values()
+            if c.get(want) and c.get(have)
+        ]
+    )
+
+
+def _throughput(index: EvidenceIndex, metric: str) -> bool:
+    """Whether ``metric`` is a throughput (higher is better) in this knowledge base: latency
+    percentiles do not scale by one Interactive/Server ratio (leave-one-system-out on v5.1's
+    pairs: 28-95% MAPE for TTFT, 41-56% for llama3.1-8b's TPOT, against 4-13% for tokens/s)."""
+    t = index.table
+    rows = t.metric.codes == t.metric.code(metric)
+    return bool(rows.any() and t.higher_is_better[rows].all())
+
+
+def conformal_bounds(logs: np.ndarray, level: float = 0.8) -> tuple[float, float]:
+    """Split-conformal bounds of the next ratio from ``logs``: the k-th smallest and k-th largest,
+    k = floor((n + 1) * (1 - level) / 2) and at least 1 (few pairs: their min and max), so the
+    interval covers at least ``level`` of exchangeable ratios, not the sample p10..p90 (which
+    covered 62-76% of v5.1's pairs left out one at a time)."""
+    ordered = np.sort(logs)
+    k = max(1, math.floor((len(ordered) + 1) * (1 - level) / 2))
+    return float(ordered[k - 1]), float(ordered[-k])
+
+
+def derived_estimate(
+    index: EvidenceIndex, q: Query, *, own_only: bool = False
+) -> Estimate | str | None:
+    """``q`` from its base scenario's estimate times the learned factor, or the reason it cannot
+    be (a str); None when the scenario has no base scenario (the caller's own path applies).
+    ``own_only``: only from this accelerator's own base-scenario results (observed or
+    interpolated), else None: the scenario has results, other accelerators transfer as usual."""
+    base = base_scenario(q.scenario)
+    if base is None:
+        return None
+    why = unrecorded_scenario(q.scenario, q.benchmark, index.scenarios(q.family, q.benchmark))
+    if not _throughput(index, q.metric):
+        return (
+            None
+            if own_only
+            else f"{why}; {q.metric} is a latency: only throughput is estimated from {base}"
+        )
+    logs = pair_log_ratios(index, q, base)
+    if len(logs) < MIN_PAIRS:
+        return None if own_only else f"{why} ({len(logs)} such system(s) here)"
+    server = index.estimate(replace(q, scenario=base))
+    if own_only and server.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
+        return None
+    if (
+        server.basis is Basis.UNSUPPORTED
+        or server.value is None
+        or server.low is None
+        or server.high is None
+    ):
+        return f"no {q.scenario} results for {q.benchmark}, and its {base} estimate is refused: {server.reason}"
+    return _scaled(
+        q.scenario, base, q.benchmark, server, logs, (server.value, server.low, server.high)
+    )
+
+
+def _scaled(
+    scenario: str,
+    base: str,
+    benchmark: str,
+    server: Estimate,
+    logs: np.ndarray,
+    figures: tuple[float, float, float],
+) -> Estimate:
+    """``server`` scaled by the median of ``logs``; ``figures``: its value, low and high (all
+    known: the caller refuses an estimate without them)."""
+    value, low, high = figures
+    mid = float(np.median(logs))
+    lo, hi = conformal_bounds(logs)
+    how = (
+        f"{scenario}/{base}: median of {len(logs)} systems that ran both on {benchmark} "
+        f"(80% bounds {math.exp(lo):.3f}..{math.exp(hi):.3f})"
+    )
+    note = f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of {len(logs)} systems that ran both"
+    factors = [*server.factors, ("scenario", how, math.exp(mid))]
+    notes = [*server.notes, note]
+    return replace(
+        server,
+        basis=Basis.TRANSFERRED,
+        value=value * math.exp(mid),
+        low=low * math.exp(lo),
+        high=high * math.exp(hi),
+        factors=factors,
+        notes=notes,
+    )

@@ -1,0 +1,261 @@
+"""The hook where estimates pick their sources (``EvidenceIndex.estimate``): an estimate for a
+query that names its framework is held to the stack rules of ``stack_advisor.advisor.estimate.stack_effect``:
+never borrowed across software classes without a learned factor (else refused), carried forward
+from an older version of the same framework by the upgrade factor, shown (else a note says it
+was not)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from stack_advisor.advisor.estimate.facts import accelerator_class
+from stack_advisor.advisor.estimate.order_stats import median
+from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.estimate.stack_effect import (
+    CLASSED_FAMILIES,
+    MIN_PAIRS,
+    EvidenceIndex,
+    StackEffects,
+    StackFactor,
+    direction_of,
+    effects_of,
+    framework_id,
+    version_key,
+)
+from stack_advisor.advisor.results import Basis
+from stack_advisor.catalog import SoftwareClass, stack_class
+from stack_advisor.catalog.rounds import release_of
+from stack_advisor.catalog.stack_text import parse_framework
+
+
+def apply_factor(
+    est: Estimate, factor: StackFactor, hib: bool, kind: str, text: str, *, widen: bool = True
+) -> Estimate:
+    """``est`` moved by the factor's speed ratio, the factor shown; ``widen``: its interval
+    widened by the factor's pair spread (log half-widths added in quadrature), else moved as is."""
+    assert est.value is not None and est.low is not None and est.high is not None
+    r = factor.ratio if hib else 1 / factor.ratio
+    value = est.value * r
+    lo_w, hi_w = math.log(est.value / est.low), math.log(est.high / est.value)
+    s_lo, s_hi = (
+        math.log(factor.ratio / factor.spread_low),
+        math.log(factor.spread_high / factor.ratio),
+    )
+    if not hib:
+        s_lo, s_hi = s_hi, s_lo
+    if not widen:
+        s_lo = s_hi = 0.0
+    low = value * math.exp(-math.hypot(lo_w, s_lo))
+    high = value * math.exp(math.hypot(hi_w, s_hi))
+    return replace(
+        est,
+        value=value,
+        low=low,
+        high=high,
+        factors=[*est.factors, (kind, f"{text}: {factor.describe()}", r)],
+    )
+
+
+def query_stack(q: Query) -> tuple[str, str | None, SoftwareClass | None] | None:
+    """(canonical framework, major.minor version, class) of the framework a query names; None
+    when it names none the catalogue knows."""
+    if not q.framework:
+        return None
+    name, version = parse_framework(q.framework)
+    fw = framework_id(name or q.framework)
+    if fw is None:
+        return None
+    return (
+        fw,
+        version_key(version or q.components.get(fw)),
+        stack_class(fw, q.components.get("implementation")),
+    )
+
+
+def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:
+    """An estimate for a query that names its framework, made honest about the stack: borrowed
+    across software classes only through a learned factor (else refused; results of another
+    class are never "observed"), and an interpolation carried forward from an older version of
+    the same framework through the upgrade factor (else a note says it was not)."""
+    if est.basis is Basis.UNSUPPORTED or est.value is None or not len(est.rows):
+        return est
+    wanted = query_stack(q)
+    if wanted is None:
+        return est
+    effects = effects_of(index)
+    if est.basis is Basis.OBSERVED:
+        # a framework named without a version matches every stack of the configuration: results
+        # of another software class are not an observation of this one
+        return _observed_class(effects, q, _own_framework(effects, est, wanted[0]), wanted[2])
+    est = _cross_class(effects, q, est, wanted[2])
+    if est.basis is Basis.INTERPOLATED:
+        est = _carry_forward(effects, q, est, wanted[0], wanted[1])
+    return est
+
+
+def _own_framework(effects: StackEffects, est: Estimate, fw: str) -> Estimate:
+    """An observation of the named framework from its own results where the configuration also
+    ran others (a framework named without a version matches every stack)."""
+    own = np.asarray([effects.row_stack(r).framework == fw for r in est.rows.tolist()], dtype=bool)
+    if not own.any() or own.all():
+        return est
+    index = effects.index
+    rows = est.rows[own]
+    value = median(index.unit[index.latest(rows)])
+    scale = value / est.value  # type: ignore[operator]
+    return replace(est, value=value, low=est.low * scale, high=est.high * scale, rows=rows)  # type: ignore[operator]
+
+
+def _observed_class(
+    effects: StackEffects, q: Query, est: Estimate, wanted: SoftwareClass | None
+) -> Estimate:
+    if wanted is None or q.family not in CLASSED_FAMILIES:
+        return est
+    classes = {effects.row_stack(r).software_class for r in est.rows.tolist()} - {None}
+    if not classes or wanted.software_class in classes:
+        return est
+    return _cross_class(effects, q, replace(est, basis=Basis.INTERPOLATED), wanted)
+
+
+def _cross_class(
+    effects: StackEffects, q: Query, est: Estimate, wanted: SoftwareClass | None
+) -> Estimate:
+    index = effects.index
+    if wanted is None or q.family not in CLASSED_FAMILIES:
+        return est
+    rows = est.rows
+    classes = np.asarray(
+        [effects.row_stack(r).software_class or "" for r in rows.tolist()], dtype=object
+    )
+    known = set(classes.tolist()) - {""}
+    if not known or known == {wanted.software_class}:
+        return est
+    hib = index.higher_is_better(q.slice)
+    if wanted.software_class in known:
+        if est.basis is not Basis.INTERPOLATED:
+            return est
+        same = rows[classes == wanted.software_class]
+        value = median(index.unit[index.latest(same)])
+        scale = value / est.value  # type: ignore[operator]
+        return replace(
+            est,
+            value=value,
+            low=est.low * scale,
+            high=est.high * scale,
+            rows=same,  # type: ignore[operator]
+            factors=[
+                *est.factors,
+                (
+                    "software class",
+                    f"only its {wanted.software_class} results "
+                    f"(like {wanted.framework}): {len(same)} of {len(rows)}",
+                    1.0,
+                ),
+            ],
+        )
+    other = sorted(known)[0]
+    names = sorted({effects.row_stack(r).framework or "?" for r in rows.tolist()})
+    vendor = accelerator_class(q.raw_accelerator or q.accelerator)
+    factor = effects.crossing(
+        q.family, vendor, other, wanted.software_class, direction_of(q.family, q.benchmark, hib)
+    )
+    what = (
+        f"{wanted.framework} is a {wanted.software_class} implementation ({wanted.source}); the results this "
+        f"estimate borrows ran on {other} runtimes ({', '.join(names)})"
+    )
+    if factor is None:
+        return Estimate(
+            Basis.UNSUPPORTED,
+            reason=f"software class: {what}, and fewer than {MIN_PAIRS} pairs of both "
+            f"classes on the same accelerator, benchmark and round ({q.family}, {vendor} accelerators) "
+            "to learn the factor between them from",
+        )
+    moved = apply_factor(est, factor, hib, "software class", f"{other} -> {wanted.software_class}")
+    return replace(
+        moved, notes=[*moved.notes, f"software class: {what}; moved by a factor learned from pairs"]
+    )
+
+
+def _carry_forward(
+    effects: StackEffects, q: Query, est: Estimate, fw: str, version: str | None
+) -> Estimate:
+    index = effects.index
+    wanted = release_of(version)
+    if wanted is None:
+        return est
+    latest = index.latest(est.rows)
+    have = {
+        effects.row_stack(r).version
+        for r in latest.tolist()
+        if effects.row_stack(r).framework == fw
+    }
+    have.discard(None)
+    if not have:
+        return est
+    newest = max(have, key=lambda v: release_of(v) or ())
+    if (release_of(newest) or ()) >= wanted:
+        return est
+    vendor = accelerator_class(q.raw_accelerator or q.accelerator)
+    hib = index.higher_is_better(q.slice)
+    factor = effects.upgrade(q.family, vendor, fw, q.benchmark, q.metric, hib)
+    if factor is None:
+        return replace(
+            est,
+            notes=[
+                *est.notes,
+                f"stack: no pairs to carry {fw} {newest} forward to {version} on "
+                f"{vendor} ({q.family}); its {newest} results are used as they are",
+            ],
+        )
+    if not factor.significant:
+        return replace(
+            est,
+            notes=[
+                *est.notes,
+                f"stack: upgrading {fw} {newest} to {version} on {vendor}: "
+                f"{factor.percent()} from {factor.pairs} pairs ({factor.scope}), not told apart "
+                f"from no change; its {newest} results are used as they are",
+            ],
+        )
+
+    # from the newest version's own results where the versions are one host's measurements
+    # (``advisor sweep``: an upgrade); versions within one published round are submitters, not
+    # an upgrade (``upgrade_pair``), so there the median of every latest result stays: picking
+    # the newest version's (often one submitter's) moved by-round answers further from the next
+    # round (v3.0 -> v4.1 interpolated MAPE 6.2% -> 5.9%, median 4.3% -> 3.8%)
+    def is_newest(r: int) -> bool:
+        return effects.row_stack(r).framework == fw and effects.row_stack(r).version == newest
+
+    measured = not index.round_no[latest].any()
+    if measured and not all(is_newest(r) for r in latest.tolist()):
+        own = est.rows[[is_newest(r) for r in est.rows.tolist()]]
+        value = median(index.unit[index.latest(own)])
+        scale = value / est.value  # type: ignore[operator]
+        est = replace(
+            est,
+            value=value,
+            low=est.low * scale,
+            high=est.high * scale,
+            rows=own,  # type: ignore[operator]
+            factors=[
+                *est.factors,
+                (
+                    "stack version",
+                    f"only its {fw} {newest} results: {len(own)} of {len(est.rows)}",
+                    1.0,
+                ),
+            ],
+        )
+    # not widened: an interpolated interval is conformal on the same accelerator's moves from
+    # round to round, which hold its stack upgrades already
+    return apply_factor(
+        est,
+        factor,
+        hib,
+        "stack",
+        f"{fw} {newest} carried forward to {version} (one round's step)",
+        widen=False,
+    )

@@ -1,0 +1,410 @@
+"""Transfers: a benchmark slice's figure for an accelerator that never ran it, from the parts that
+did, scaled by catalogue figures (``stack_advisor.advisor.estimate.hardware``, ``stack_advisor.advisor.estimate.transfer``);
+and the replay of the same on the knowledge base's history that calibrates their intervals.
+
+A transfer draws on the nearest references of the target's own vendor. Where none ran the slice it
+draws on other vendors' (``cross-vendor``), and where the catalogue publishes no compute figure
+for the target it scales by memory bandwidth alone (``bandwidth only``) — only on a benchmark the
+slice's learned blend finds memory-bound (else refused: compute matters and is unknown), and in
+4-bit operands where the slice runs 4-bit and the part's generation has fp4. Each kind is replayed
+apart on the history (each accelerator of a recent round from its peers' results of the rounds
+before: the same kind of references, the round's drift included) and answers with its own
+residuals' p10..p90: wider where that kind of transfer has been worse, and spanning what each
+precision policy gives where the slice's parts cannot tell them apart (``policy_spread``). A kind with too few
+replays to calibrate an interval is refused, saying so. A CPU transfers from CPUs only
+(``stack_advisor.advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and accelerators.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from stack_advisor.advisor.estimate import transfer
+from stack_advisor.advisor.estimate.cpu_transfer import cpu_transferred
+from stack_advisor.advisor.estimate.facts import accelerator_class, model_weights_gb
+from stack_advisor.advisor.estimate.hardware import (
+    BANDWIDTH_ONLY,
+    bandwidth_figures,
+    figures,
+    replicas_per_node,
+    runs_fp4,
+    scaling_figures,
+)
+from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.results import Basis
+
+# ``index``: an ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (typed Any here: that module calls this one)
+EvidenceIndex = Any
+CROSS_VENDOR = "cross-vendor"
+SAME_VENDOR = ""
+KINDS = (SAME_VENDOR, CROSS_VENDOR, BANDWIDTH_ONLY, f"{CROSS_VENDOR}, {BANDWIDTH_ONLY}")
+
+
+def kind_of(cross_vendor: bool, bandwidth_only: bool) -> str:
+    return KINDS[int(cross_vendor) + 2 * int(bandwidth_only)]
+
+
+def transferred_estimate(
+    index: EvidenceIndex, q: Query, by_acc: dict[str, np.ndarray], hib: bool
+) -> Estimate:
+    """The transfer to ``q``'s accelerator (module docstring), or the reason it cannot be made."""
+    name = q.raw_accelerator or q.accelerator
+    cls = accelerator_class(name)
+    if cls == "cpu":  # from other CPUs only (stack_advisor.advisor.estimate.cpu_transfer)
+        return cpu_transferred(index, q, by_acc, hib)
+    scaling = _scaling(index, q, by_acc, name, cls, hib)
+    if isinstance(scaling, Estimate):
+        return scaling
+    model, target, policy, refs = scaling.model, scaling.target, scaling.policy, scaling.refs
+    bandwidth_only = model.precision == BANDWIDTH_ONLY
+    same = {a: v for a, v in refs.items() if v[2] == cls}
+    kind = kind_of(not same, bandwidth_only)
+    lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind, cls)
+    if math.isnan(lo_q):
+        seen = sorted({v[2] for v in refs.values()})
+        return Estimate(
+            Basis.UNSUPPORTED,
+            reason=f"no accelerator of this class measured: no {cls} accelerator "
+            f"ever ran {q.benchmark} {q.scenario} (seen: {', '.join(seen)}), and too few {kind} "
+            "transfers on this metric's history to calibrate an interval",
+        )
+    if kind:  # never narrower than a same-vendor transfer on this slice (whose replays hold a round's drift)
+        s_lo, s_mid, s_hi = index.quantiles(q.slice, Basis.TRANSFERRED)
+        lo_q, hi_q = (
+            mid_q + min(lo_q - mid_q, s_lo - s_mid),
+            mid_q + max(hi_q - mid_q, s_hi - s_mid),
+        )
+    raw_value, used = transfer.predict(model, same or refs, target)
+    factors: list[tuple[str, str, float]] = [
+        ("reference", f"{', '.join(used)} {model.describe()}", 1.0),
+        (
+            "target",
+            figures(name, model.precision if not bandwidth_only else "8-bit").describe(),
+            1.0,
+        ),
+    ]
+    notes = []
+    spread = {} if bandwidth_only else policy_spread(index, q.slice, by_acc, model, name, cls)
+    if spread:  # precision not determined: the interval spans what each candidate policy gives
+        factors.append(("precision", _spread_text(spread, model.precision), 1.0))
+        notes.append(factors[-1][1])
+    low, high = min(spread.values(), default=raw_value), max(spread.values(), default=raw_value)
+    # the median residual of this kind of transfer on the cell's history is a learned efficiency
+    # correction (the drift of a round included); the interval is their p10..p90 around the scaling
+    value = raw_value * math.exp(mid_q)
+    if bandwidth_only and policy == "4-bit" and runs_fp4(name):
+        factors.append(
+            (
+                "precision",
+                "fp4 (its generation has it): bandwidth counted in 4-bit operands, as for "
+                "the references that run fp4",
+                2.0,
+            )
+        )
+    if kind:
+        factors.append(("transfer kind", kind, 1.0))
+        notes.append(_kind_note(kind, cls, refs))
+    if abs(mid_q) > 0.01:
+        factors.append(
+            (
+                "efficiency",
+                f"median correction of {kind or 'same-vendor'} transfers on this metric's history",
+                math.exp(mid_q),
+            )
+        )
+    fit = _fit_note(q, name)
+    if fit:
+        notes.append(fit)
+    all_values = [v[0] for v in refs.values()]
+    extrapolated = value > max(all_values) * 1.05 if hib else value < min(all_values) * 0.95
+    if extrapolated:
+        notes.append(
+            "beyond the best measured accelerator on this benchmark: extrapolated from public specs"
+        )
+    rows = np.concatenate([by_acc[a] for a in used])
+    return Estimate(
+        Basis.TRANSFERRED,
+        value,
+        low * math.exp(lo_q),
+        high * math.exp(hi_q),
+        rows=rows,
+        references=used,
+        factors=factors,
+        notes=notes,
+        extrapolated=extrapolated,
+    )
+
+
+@dataclass(frozen=True)
+class _Scaling:
+    """What a transfer scales by: its model, the target's (compute, bandwidth), the precision
+    policy the figures are read under, and the references."""
+
+    model: transfer.TransferModel
+    target: tuple[float, float]
+    policy: str
+    refs: dict[str, Any]
+
+
+def _scaling(
+    index: EvidenceIndex, q: Query, by_acc: dict[str, np.ndarray], name: str, cls: str, hib: bool
+) -> _Scaling | Estimate:
+    """The slice's transfer model and figures for ``name`` (by bandwidth alone where the part
+    publishes no compute figure), or the refusal."""
+    model = index.transfer_model(q.slice, by_acc, cls)
+    target = scaling_figures(name, model.precision)
+    policy = model.precision
+    if target is None:
+        policy, alpha = index.blend(q.slice, by_acc)
+        target = bandwidth_figures(name, policy)
+        refused = _bandwidth_refusal(q, target is None, alpha)
+        if refused or target is None:
+            return Estimate(Basis.UNSUPPORTED, reason=refused)
+        model = transfer.by_bandwidth(hib, model.accelerators)
+    refs = index.references(by_acc, policy=model.precision)
+    if (
+        model.precision == BANDWIDTH_ONLY and policy == "4-bit"
+    ):  # the references' bandwidth in their operands
+        refs = {
+            a: (v, bandwidth_figures(index.raw_names.get(a, a), policy) or p, c)
+            for a, (v, p, c) in refs.items()
+        }
+    if not refs:
+        return Estimate(
+            Basis.UNSUPPORTED,
+            reason=f"no accelerator with public figures measured: none ran "
+            f"{q.benchmark} {q.scenario} with catalogue figures to scale by",
+        )
+    return _Scaling(model, target, policy, refs)
+
+
+def policy_spread(
+    index: EvidenceIndex,
+    key: tuple[str, ...],
+    by_acc: dict[str, np.ndarray],
+    model: transfer.TransferModel,
+    name: str,
+    cls: str,
+) -> dict[str, float]:
+    """policy → the figure ``model`` transfers to ``name`` under it, for the slice's policy and
+    those its evidence could not tell from it (``transfer.choose_policy``), where they differ by
+    more than 1% (the target's figures move against the references' between them); else empty."""
+    choice = index.policy_choice(key, by_acc)
+    if choice.policy != model.precision or not choice.undetermined:
+        return {}
+    out = {}
+    for policy in (model.precision, *choice.undetermined):
+        target = scaling_figures(name, policy)
+        refs = index.references(by_acc, policy=policy)
+        same = {a: v for a, v in refs.items() if v[2] == cls}
+        if target is not None and refs:
+            out[policy] = transfer.predict(replace(model, precision=policy), same or refs, target)[
+                0
+            ]
+    kept = out.get(model.precision)
+    moved = {
+        p: v
+        for p, v in out.items()
+        if kept is not None and p != model.precision and abs(math.log(v / kept)) > 0.01
+    }
+    return {model.precision: kept, **moved} if kept is not None and moved else {}
+
+
+def _spread_text(spread: dict[str, float], kept: str) -> str:
+    others = ", ".join(f"at {p} {v / spread[kept]:.2f}x it" for p, v in spread.items() if p != kept)
+    return (
+        f"precision not determined: the parts that ran this benchmark cannot tell {' and '.join(spread)} apart "
+        f"(fewer than {transfer.MIN_TELLING} whose figures move between them, or none predicted across them); "
+        f"at {kept} (kept) this figure, {others}; the interval spans them"
+    )
+
+
+def _bandwidth_refusal(q: Query, no_bandwidth: bool, alpha: float) -> str | None:
+    """Why a part without a compute figure is not transferred to: no bandwidth figure either, or
+    a benchmark that is not memory-bound (bandwidth alone stands for speed only where the
+    slice's learned blend gives compute no weight: on llama2-70b-99.9, blend 0.25, it was off by
+    3.4x where the 99 variant, blend 0, was within 1.1x)."""
+    if no_bandwidth:
+        return (
+            f"no public specs to transfer by: {q.accelerator} has neither a peak compute nor a memory "
+            f"bandwidth figure in the catalogue and was never measured on {q.benchmark} {q.scenario}"
+        )
+    if alpha <= 0:
+        return None
+    return (
+        f"compute unpublished: the catalogue has no peak compute figure for {q.accelerator}, and "
+        f"{q.benchmark} {q.scenario} is not memory-bound on the parts that ran it (learned blend: peak "
+        f"compute^{alpha:g} x bandwidth^{1 - alpha:g}): bandwidth alone would not predict it"
+    )
+
+
+def _kind_note(kind: str, cls: str, refs: dict[str, Any]) -> str:
+    parts = []
+    if CROSS_VENDOR in kind:
+        parts.append(
+            f"no {cls} accelerator ran this benchmark: transferred from "
+            f"{', '.join(sorted({v[2] for v in refs.values()}))} parts"
+        )
+    if BANDWIDTH_ONLY in kind:
+        parts.append(
+            "the catalogue publishes no compute figure for this part: scaled by memory bandwidth alone"
+        )
+    return "; ".join(parts) + " (interval from the same kind of transfer replayed on history)"
+
+
+def _fit_note(q: Query, name: str) -> str | None:
+    """How many copies of the model fit on the configuration (weights at 8 bits), where known."""
+    need = model_weights_gb(q.benchmark)
+    have = figures(name).memory_gb
+    if need is None or have is None or need[0] < 1:
+        return None
+    copies = replicas_per_node(need[0], have, q.count)
+    return f"memory: {copies} cop{'y' if copies == 1 else 'ies'} of the model's {need[0]:g} GB of weights (8 bits) fit on {q.count} x {have:g} GB"
+
+
+def replay(
+    index: EvidenceIndex,
+    key: tuple[str, ...],
+    by_acc: dict[str, np.ndarray],
+    rounds: list[float],
+    out: dict[tuple[Any, ...], list[float]],
+) -> None:
+    """Log residuals of every kind of transfer on the slice's recent rounds, into ``out`` (same
+    vendor per slice: ``(TRANSFERRED, division, metric, benchmark, scenario)``; the other kinds
+    per cell: ``(TRANSFERRED, division, metric, kind)``)."""
+    hib = index.higher_is_better(key)
+    policy, alpha = index.blend(key, by_acc)
+    base = transfer.roofline(alpha, hib, 0, policy)
+    bw_model = transfer.by_bandwidth(hib)
+    cell = (key[4], key[3])
+    family_level = (None, "higher" if hib else "lower")
+    _replay_same_vendor(index, key, by_acc, rounds, out)
+    # other vendors' parts on a benchmark are rare: every round of the slice, each accelerator
+    # from the other vendors' latest results up to and including its round
+    for i, rnd in enumerate(rounds):
+        window = (rounds[max(0, i - 2)], rnd + 1e-6)
+        for bandwidth_only in (False, True):
+            model = bw_model if bandwidth_only else base
+            kind = kind_of(True, bandwidth_only)
+            peers = index.references(
+                by_acc, between=window, policy=BANDWIDTH_ONLY if bandwidth_only else policy
+            )
+            current = index.references(
+                by_acc, at=rnd, policy=BANDWIDTH_ONLY if bandwidth_only else policy
+            )
+            for acc, (_, target, cls) in current.items():
+                other = {a: v for a, v in peers.items() if v[2] != cls}
+                if other:
+                    now = by_acc[acc][index.round_no[by_acc[acc]] == rnd]
+                    value, _ = transfer.predict(model, other, target)
+                    residuals = (np.log(index.unit[now]) - math.log(value)).tolist()
+                    for level in (cell, family_level):
+                        out[(Basis.TRANSFERRED, *level, kind)].extend(residuals)
+                        out[(Basis.TRANSFERRED, *level, f"{kind} to {cls}")].extend(residuals)
+
+
+def _replay_same_vendor(
+    index: EvidenceIndex,
+    key: tuple[str, ...],
+    by_acc: dict[str, np.ndarray],
+    rounds: list[float],
+    out: dict[tuple[Any, ...], list[float]],
+) -> None:
+    policy, _ = index.blend(key, by_acc)
+    bw_model = transfer.by_bandwidth(index.higher_is_better(key))
+    cell = (key[4], key[3])
+    for i in range(max(1, len(rounds) - 2), len(rounds)):
+        # each accelerator of a round from its peers' results of the two rounds before it (its
+        # own left out) — what a transfer does: its references ran the stacks of earlier rounds,
+        # the part it answers for runs the next one, so the residuals hold the round's drift as
+        # well as the specs' error. Older peers stay out: a benchmark redefined under the same
+        # name (3d-unet: BraTS, then KiTS19) would make their residuals an order of magnitude off
+        rnd, window = rounds[i], (rounds[max(0, i - 2)], rounds[i])
+        before = index.references(by_acc, between=window, policy=policy)
+        before_bw = index.references(by_acc, between=window, policy=BANDWIDTH_ONLY)
+        current = index.references(by_acc, at=rnd, policy=policy)
+        current_bw = index.references(by_acc, at=rnd, policy=BANDWIDTH_ONLY)
+        for acc, rows in by_acc.items():
+            now = rows[index.round_no[rows] == rnd]
+            if not len(now):
+                continue
+            actual = np.log(index.unit[now])
+            if acc in current:
+                target, cls = current[acc][1], current[acc][2]
+                same = {a: v for a, v in before.items() if a != acc and v[2] == cls}
+                if same:
+                    # a learned model as fitted without this accelerator; the blend is learned
+                    # with every accelerator in: a mild leak, far cheaper
+                    model = index.transfer_model(key, by_acc, cls)
+                    model = index.held_out_model(key, cls, acc) or model
+                    value, _ = transfer.predict(model, same, target)
+                    out[(Basis.TRANSFERRED, *cell, key[1], key[2])].extend(
+                        (actual - math.log(value)).tolist()
+                    )
+            if acc in current_bw:
+                target, cls = current_bw[acc][1], current_bw[acc][2]
+                refs = {a: v for a, v in before_bw.items() if a != acc and v[2] == cls}
+                if refs:
+                    value, _ = transfer.predict(bw_model, refs, target)
+                    for level in (
+                        cell,
+                        (None, "higher" if index.higher_is_better(key) else "lower"),
+                    ):
+                        out[(Basis.TRANSFERRED, *level, BANDWIDTH_ONLY)].extend(
+                            (actual - math.log(value)).tolist()
+                        )
+
+
+MIN_DIRECTION = (
+    10  # replays to one vendor's parts that set the centre of its cross-vendor transfers
+)
+
+
+def kind_quantiles(
+    pools: dict[tuple[Any, ...], np.ndarray],
+    key: tuple[str, ...],
+    kind: str,
+    cls: str,
+    hib: bool,
+    min_residuals: int,
+) -> tuple[float, float, float]:
+    """p10/median/p90 of the log residuals of ``kind`` of transfer (``KINDS``, not same-vendor)
+    replayed on the slice's cell (division, metric), else on every metric of the family that
+    runs the same way (higher or lower is better); NaN where neither holds ``min_residuals``.
+
+    A cross-vendor transfer is centred on the replays *to the target's vendor* where there are
+    ``MIN_DIRECTION`` of them (one vendor's parts may run under what another's scale to, and the
+    other way round: their pooled median would move both the wrong way), its bounds the p10/p90 of
+    every vendor's replays each centred on its own median; with fewer, on the whole pool's."""
+    from stack_advisor.advisor.estimate.order_stats import median, quantiles
+
+    levels = ((key[4], key[3]), (None, "higher" if hib else "lower"))
+    for i, level in enumerate(levels):
+        values = pools.get((Basis.TRANSFERRED, *level, kind))
+        if values is None or len(values) < min_residuals:
+            continue
+        own = pools.get((Basis.TRANSFERRED, *level, f"{kind} to {cls}"))
+        few = own is None or len(own) < MIN_DIRECTION
+        if CROSS_VENDOR in kind and few and i + 1 < len(levels):
+            # too few replays to the target's vendor here: the wider level may hold enough (this
+            # level's median is the other direction's, and moved MI300X TTFT 4x the wrong way)
+            wider = pools.get((Basis.TRANSFERRED, *levels[i + 1], f"{kind} to {cls}"))
+            if wider is not None and len(wider) >= MIN_DIRECTION:
+                continue
+        if CROSS_VENDOR not in kind or own is None or few:
+            lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
+            return float(lo), float(mid), float(hi)
+        whole = median(values)
+        centred = [
+            v - (median(v) if len(v) >= MIN_DIRECTION else whole)
+            for k, v in pools.items()
+            if len(k) == 4 and k[1:3] == level and str(k[3]).startswith(f"{kind} to ")
+        ]
+        lo, hi = quantiles(np.concatenate(centred), (0.1, 0.9))
+        mid = median(own)
+        return float(mid + lo), float(mid), float(mid + hi)
+    return math.nan, math.nan, math.nan

@@ -1,0 +1,322 @@
+"""What the advisor answers: pydantic models that serialise cleanly to JSON (snake_case keys).
+
+Every value says whether it was observed (aggregated from the knowledge base) or predicted (by
+the model trained on it); the two are never mixed silently.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stack_advisor.schema.models import PlacementKind
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Basis(str, Enum):
+    """How a number was made: this exact configuration measured; the same accelerator measured
+    with another stack, count or placement; another accelerator scaled by public specs; or
+    refused (with the reason)."""
+
+    OBSERVED = "observed"
+    INTERPOLATED = "interpolated"
+    TRANSFERRED = "transferred"
+    UNSUPPORTED = "unsupported"
+
+
+class Interval(_Out):
+    low: float
+    high: float
+    level: float = Field(default=0.8, description="nominal coverage (p10..p90 → 0.8)")
+
+
+class Evidence(_Out):
+    count: int = Field(description="observations behind the value (0 when predicted)")
+    sources: list[str] = Field(default_factory=list)
+    rounds: list[str] = Field(default_factory=list, description="MLPerf rounds, when any")
+    submitters: list[str] = Field(default_factory=list)
+    last_seen: datetime | None = None
+    measured_on: list[str] = Field(
+        default_factory=list,
+        description="nodes where stack-advisor's own collectors (a sweep, `advisor collect`) "
+        "measured this row, as their fingerprints name them",
+    )
+
+
+class Factor(_Out):
+    """Something that moved the value: a feature and how much it contributed (log-space share)."""
+
+    name: str
+    value: str
+    effect: float = Field(
+        description="approximate multiplicative effect on the metric (1.0 = none)"
+    )
+
+
+class PlacementOverhead(_Out):
+    accelerator: str
+    placement: PlacementKind
+    ratio: float = Field(
+        description="speed relative to bare metal (throughput ratio; 1/latency ratio)"
+    )
+    interval: Interval | None = None
+    pairs: int
+    benchmarks: list[str] = Field(default_factory=list)
+    text: str
+
+
+class Candidate(_Out):
+    stack_id: str
+    stack: dict[str, Any] = Field(
+        description="the software stack's fields (driver, cuda, framework...)"
+    )
+    stack_label: str
+    accelerator: str = Field(description="canonical accelerator")
+    accelerator_count: int = Field(
+        description="accelerators the snippet asks for: yours when given, "
+        "else one node's worth as observed"
+    )
+    placement: PlacementKind
+    published_names: list[str] = Field(
+        default_factory=list, description="accelerator names as published"
+    )
+
+
+class ExcludedCandidate(_Out):
+    accelerator: str
+    placement: PlacementKind
+    stack_label: str | None = None
+    reason: str
+
+
+class Recommendation(_Out):
+    rank: int
+    candidate: Candidate
+    metric: str
+    unit: str | None
+    higher_is_better: bool
+    basis: Basis
+    value: float = Field(description="expected metric value (per accelerator when per_accelerator)")
+    interval: Interval
+    per_accelerator: bool
+    score: float = Field(
+        description="the ranking key for the objective (higher is better): the value "
+        "for observed rows, the pessimistic end of the interval for others"
+    )
+    score_unit: str
+    confidence: float = Field(
+        description="low/high of the 80% interval (1 = exact, towards 0 = uninformative)"
+    )
+    observed_range: Interval | None = Field(
+        default=None,
+        description="lowest..highest observation of this row, same units as value (level 1.0)",
+    )
+    observed_counts: list[int] = Field(
+        default_factory=list, description="accelerator counts observed"
+    )
+    accelerator_hours: Interval | None = Field(
+        default=None,
+        description="for a time to train: the accelerator-hours it costs at the candidate's count "
+        "(minutes x count / 60; the interval's ends likewise)",
+    )
+    evidence: Evidence
+    basis_note: str | None = Field(
+        default=None,
+        description="'measured on this node' for an observed row our collectors measured on the "
+        "node that answers (NODE_NAME, else its host name: the CLI's own node with a local store, the API "
+        "server's node); 'measured on node X' for one measured on another node",
+    )
+    factors: list[Factor] = Field(default_factory=list)
+    placement_overhead: PlacementOverhead | None = None
+    warnings: list[str] = Field(default_factory=list)
+    snippet_yaml: str | None = Field(
+        default=None, description="the Kubernetes Pod as YAML; None when no image is known"
+    )
+    snippet: dict[str, Any] | None = None
+    snippet_missing: str | None = Field(
+        default=None,
+        description="why there is no snippet (no container image known: pass one as workload.image)",
+    )
+    system: dict[str, str] = Field(
+        default_factory=dict,
+        description="as published for the observed systems: nodes, accelerators_per_node, interconnect; "
+        "limit_N: a stated latency limit this candidate was checked against",
+    )
+
+
+COLLECTOR_SOURCE = "stack-advisor-collector"  # our collectors' observations (stack_advisor.schema.models.Provenance)
+
+
+NODE_NAME_ENV = "NODE_NAME"
+
+
+def this_node(environ: Mapping[str, str]) -> str:
+    """The name our collectors record as a node's host (the fingerprint's rule): ``NODE_NAME``
+    (Kubernetes' downward API) in ``environ``, else the host name. The edges (the CLI, the API's
+    start-up) call it with ``os.environ`` and pass the name in (``Advisor(node=...)``)."""
+    return environ.get(NODE_NAME_ENV) or socket.gethostname()
+
+
+def basis_note(basis: Basis, measured_on: list[str], here: str | None) -> str | None:
+    """``Recommendation.basis_note`` for a row with this basis and evidence, answered on node
+    ``here`` (None: not known)."""
+    if basis is not Basis.OBSERVED or not measured_on:
+        return None
+    if here in measured_on:
+        return "measured on this node"
+    return f"measured on node{'s' if len(measured_on) > 1 else ''} {', '.join(measured_on)}"
+
+
+class RecommendationSet(_Out):
+    workload: dict[str, Any]
+    metric: str
+    objective: str
+    generation: int
+    candidates_considered: int
+    excluded: dict[str, int] = Field(
+        default_factory=dict, description="reason → candidates dropped"
+    )
+    excluded_candidates: list[ExcludedCandidate] = Field(
+        default_factory=list, description="the candidates dropped, with the reason (the first 100)"
+    )
+    recommendations: list[Recommendation]
+    notes: list[str] = Field(default_factory=list)
+    elapsed_ms: float
+
+
+class PredictQuery(_Out):
+    """One configuration to predict: accelerator, count, placement, components, benchmark, metric."""
+
+    accelerator: str = Field(min_length=1)
+    accelerator_count: int = Field(default=1, ge=1)
+    placement: PlacementKind = PlacementKind.BARE_METAL
+    components: dict[str, str] = Field(
+        default_factory=dict,
+        description="component → version: driver, cuda, cudnn, tensorrt, and the framework by name",
+    )
+    framework: str | None = None
+    family: str = "mlperf-inference"
+    benchmark: str = Field(min_length=1)
+    scenario: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    metric: str = Field(min_length=1)
+
+
+class Prediction(_Out):
+    query: PredictQuery
+    value: float | None = Field(description="None when unsupported (see reason)")
+    interval: Interval | None
+    observed: bool
+    basis: Basis
+    reason: str | None = Field(
+        default=None, description="why the query was refused (basis unsupported)"
+    )
+    confidence: float = Field(default=0.0, description="low/high of the 80% interval")
+    accelerator: str | None = Field(
+        default=None, description="the canonical accelerator the query resolved to"
+    )
+    references: list[str] = Field(
+        default_factory=list, description="accelerators a transfer scaled from"
+    )
+    factors: list[Factor] = Field(default_factory=list)
+    evidence: Evidence
+    model_generation: int | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Comparison(_Out):
+    accelerator: str | None
+    benchmark: str
+    metric: str
+    stack_a: str
+    stack_b: str
+    pairs: int
+    ratio: float | None = Field(description="median B/A speed ratio over paired results")
+    interval: Interval | None = None
+    p_value: float | None = Field(default=None, description="Mann-Whitney U, two-sided")
+    a_count: int
+    b_count: int
+    a_median: float | None
+    b_median: float | None
+    verdict: str
+    stack_effect: str | None = Field(
+        default=None,
+        description="what upgrading A's framework version to B's was worth across rounds, from pairs "
+        "(stack_advisor.advisor.estimate.stack_effect); None where A and B are not one framework at two versions",
+    )
+
+
+class Regression(_Out):
+    component: str
+    older: str
+    newer: str
+    benchmark: str
+    scenario: str | None
+    metric: str
+    accelerator: str
+    older_median: float
+    newer_median: float
+    change: float = Field(description="newer/older speed ratio (<1 = slower)")
+    older_count: int
+    newer_count: int
+    p_value: float
+
+
+class EvaluationSlice(_Out):
+    predictions: int = Field(description="held-out results answered with a number")
+    refused: int = Field(default=0, description="held-out results refused (basis unsupported)")
+    mape: float | None = Field(description="mean absolute percentage error, percent")
+    median_ape: float | None = None
+    interval_coverage: float | None = Field(
+        default=None, description="share inside the 80% interval"
+    )
+    worst_ratio: float | None = Field(
+        default=None,
+        description="the farthest answer off: max of predicted/actual and actual/predicted",
+    )
+    off_3x: int = Field(default=0, description="answers off by 3x or more")
+    groups: int = Field(
+        default=0, description="groups (benchmark, scenario, metric) ranked for regret"
+    )
+    top1_regret: float | None = Field(
+        default=None,
+        description="mean top-1 regret, percent: the share of the best result's per-accelerator "
+        "speed lost by picking the predicted best",
+    )
+    lookup_rows: int = Field(default=0, description="rows the simple lookup covers")
+    mape_on_lookup_rows: float | None = None
+    median_ape_on_lookup_rows: float | None = None
+    top1_regret_on_lookup_rows: float | None = None
+    lookup_mape: float | None = None
+    lookup_median_ape: float | None = None
+    lookup_top1_regret: float | None = None
+
+
+class EvaluationReport(_Out):
+    protocol: str
+    description: str
+    train_count: int
+    holdout_count: int
+    overall: EvaluationSlice
+    by_basis: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_seen: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_kind: dict[str, EvaluationSlice] = Field(
+        default_factory=dict,
+        description="held-out rows by what they ask: an accelerator system, a CPU-only "
+        "system, or a scenario never recorded for the benchmark in training (those two apart)",
+    )
+    by_benchmark: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_metric: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    refused_reasons: dict[str, int] = Field(default_factory=dict)
+    unseen_benchmark_queries: int = 0
+    unseen_benchmark_refused: int = 0
+    notes: list[str] = Field(default_factory=list)
+    elapsed_s: float

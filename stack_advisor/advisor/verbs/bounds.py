@@ -1,0 +1,29 @@
+"""Bounds on what a request may ask: an accelerator count beyond every system the knowledge base
+holds has no evidence at any scale (a figure for it would be a straight-line extrapolation of
+per-accelerator throughput to a machine nobody has published), so it is refused, naming the
+largest published system."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stack_advisor.advisor.knowledge.table import ObservationTable
+
+
+def largest_system(table: ObservationTable) -> int:
+    """The largest accelerator count of any observation (every family, every round)."""
+    counts = np.asarray(table.count)
+    return int(counts.max()) if len(counts) else 0
+
+
+def count_beyond_published(
+    table: ObservationTable, count: int | None, field: str = "count"
+) -> str | None:
+    """Why ``count`` accelerators cannot be answered, or None."""
+    largest = largest_system(table)
+    if count is None or not largest or count <= largest:
+        return None
+    return (
+        f"{field}: {count:,} accelerators is beyond any published system (the largest in the knowledge "
+        f"base has {largest:,}); no result scales that far, so no figure is given; ask for at most {largest:,}"
+    )

@@ -1,0 +1,347 @@
+"""The first stages of ``recommend``: what slice is ranked, which candidates it has, and which of
+them the user's constraints, the compatibility rules or known failures rule out.
+
+A ``Candidate`` is one (canonical accelerator, placement, stack) with the knowledge-base rows
+behind it; the later stages (``stack_advisor.advisor.verbs.scoring``, ``stack_advisor.advisor.verbs.explain``) fill in its
+estimate and score. Each stage is a function of a ``Knowledge``, the workload and its inputs.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stack_advisor.advisor.estimate.facts import accelerator_class, generation_min_driver
+from stack_advisor.advisor.estimate.query import Estimate
+from stack_advisor.advisor.knowledge.rules import Severity, parse_version, stack_components
+from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs import serving
+from stack_advisor.advisor.verbs.catalogue_candidates import PLACEMENT as CATALOGUE_PLACEMENT
+from stack_advisor.advisor.verbs.catalogue_candidates import catalogue_parts
+from stack_advisor.advisor.workload import Objective, Workload
+from stack_advisor.catalog.stack_facts import ngc_release_of, ngc_releases
+from stack_advisor.schema.errors import InvalidInput, NotFound
+from stack_advisor.schema.models import NGC_FRAMEWORKS, SoftwareStack
+
+
+def mode(values: list[Any]) -> Any:
+    """The most common value (ties: the first seen)."""
+    return Counter(values).most_common(1)[0][0]
+
+
+def query_components(stack: SoftwareStack) -> dict[str, str]:
+    return {k.lower(): str(v) for k, v in stack_components(stack).items() if v}
+
+
+@dataclass(frozen=True)
+class Slice:
+    """What one ranking ranks on: the benchmark's rows, the chosen metric's rows, its unit and
+    direction, the scenario and division, and the observed latency limits broken."""
+
+    workload: Workload
+    bench_rows: np.ndarray
+    rows: np.ndarray
+    metric: str
+    unit: str | None
+    hib: bool
+    per_acc: bool
+    scenario: str
+    division: str
+    latest: str
+    over_limit: dict[int, str]
+    bench_ids: frozenset[str]  # the benchmark ids behind ``rows`` (known failures name one)
+    notes: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        w = self.workload
+        return (w.family, w.benchmark or "", self.scenario, self.metric, self.division)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One (canonical accelerator, placement, stack) and, once estimated and scored, its figure."""
+
+    accelerator: str
+    placement: str
+    stack_id: str
+    stack: SoftwareStack
+    rows: list[int]  # its own rows when observed here, else the family's rows of the pair
+    observed: bool  # measured on the ranked slice
+    published: list[str]  # accelerator names as published, sorted
+    count: int = 0
+    est: Estimate | None = None
+    value: float = 0.0
+    low: float = 0.0
+    high: float = 0.0
+    score: float = 0.0
+    capped: bool = False
+    group: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # serving limits checked against estimated TTFT/TPOT (``stack_advisor.advisor.verbs.serving.estimated_limits``)
+    latency_checks: tuple[str, ...] = ()
+
+
+# ---- stage 0: the slice ---------------------------------------------------------------------
+
+
+def benchmark_rows(knowledge: Knowledge, workload: Workload) -> tuple[np.ndarray, list[str]]:
+    """The rows of the workload's benchmark (closed division unless asked otherwise), and the
+    parameters the knowledge base does not record for it.
+
+    Raises:
+        NotFound: the family or benchmark is not in the knowledge base, or nothing matches.
+    """
+    table = knowledge.table
+    assert workload.benchmark is not None
+    params = workload.parameter_filters()
+    if "division" not in params:
+        # MLPerf's open division allows changed models: only closed results compare.
+        closed, unrecorded = table.benchmark_mask(
+            workload.family, workload.benchmark, {**params, "division": "closed"}
+        )
+        if "division" not in unrecorded and closed.any():
+            params["division"] = "closed"
+    mask, ignored = table.benchmark_mask(workload.family, workload.benchmark, params)
+    if not mask.any():
+        raise _not_found(knowledge, workload)
+    return np.flatnonzero(mask), ignored
+
+
+def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
+    benchmarks = knowledge.table.benchmarks.values()
+    names = sorted({b.name for b in benchmarks if b.family == workload.family})
+    if not names:
+        families = sorted({b.family for b in benchmarks})
+        return NotFound(
+            f"family: no benchmarks of family {workload.family!r} in the knowledge base; "
+            f"families: {', '.join(families) or 'none'}"
+        )
+    assert workload.benchmark is not None
+    if workload.benchmark not in names:
+        close = difflib.get_close_matches(workload.benchmark, names, n=6, cutoff=0.5)
+        return NotFound(
+            f"benchmark: {workload.benchmark!r} is not in the knowledge base for "
+            f"{workload.family}; similar: {', '.join(close) or ', '.join(names[:8])}"
+        )
+    return NotFound(
+        f"no observations of {workload.family}/{workload.benchmark} with "
+        f"{workload.parameter_filters()}"
+    )
+
+
+def choose_metric(knowledge: Knowledge, rows: np.ndarray, workload: Workload) -> str:
+    """The workload's metric, else the most common metric of the objective's direction.
+
+    Raises:
+        InvalidInput: the metric is not recorded, or none has the objective's direction.
+    """
+    table = knowledge.table
+    metrics = table.metric.codes[rows]
+    available = sorted({table.metric.vocab[m] for m in set(metrics.tolist())})
+    if workload.metric:
+        if table.metric.code(workload.metric) not in set(metrics.tolist()):
+            raise InvalidInput(
+                f"metric: {workload.metric!r} is not recorded for this benchmark; "
+                f"recorded: {', '.join(available) or 'none'}"
+            )
+        return workload.metric
+    want_hib = workload.objective is not Objective.LATENCY
+    ok = metrics[table.higher_is_better[rows] == want_hib]
+    if len(ok) == 0:
+        raise InvalidInput(
+            f"objective: {workload.objective.value!r} needs a "
+            f"{'higher' if want_hib else 'lower'}-is-better metric, and this benchmark/scenario "
+            f"records only {', '.join(available)}; pick another scenario or objective"
+        )
+    values, counts = np.unique(ok, return_counts=True)
+    metric: str = table.metric.vocab[int(values[np.argmax(counts)])]
+    return metric
+
+
+def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
+    """The slice ranked for this workload, with the notes on what was assumed."""
+    table = knowledge.table
+    notes: list[str] = []
+    bench_rows, ignored = benchmark_rows(knowledge, workload)
+    if ignored:
+        notes.append(
+            f"ignored parameters the knowledge base does not record for this benchmark: {', '.join(ignored)}"
+        )
+    metric = choose_metric(knowledge, bench_rows, workload)
+    over_limit = (
+        serving.latency_exclusions(table, bench_rows, workload) if workload.latency_limits() else {}
+    )
+    rows = bench_rows[table.metric.codes[bench_rows] == table.metric.code(metric)]
+    hib = bool(table.higher_is_better[rows[0]])
+    scenario = workload.scenario or mode(table.scenario.values(rows))
+    if workload.scenario is None and len(set(table.scenario.values(rows))) > 1:
+        notes.append(f"no scenario given: ranked on {scenario!r}, the most common for {metric}")
+    return Slice(
+        workload=workload,
+        bench_rows=bench_rows,
+        rows=rows,
+        metric=metric,
+        unit=table.unit.vocab[int(table.unit.codes[rows[0]])],
+        hib=hib,
+        per_acc=workload.rank_per_accelerator and hib,
+        scenario=scenario,
+        division=mode(table.division.values(rows)),
+        latest=table.latest_round(),
+        over_limit=over_limit,
+        notes=tuple(notes),
+        bench_ids=frozenset(
+            table.benchmark.vocab[int(c)] for c in set(table.benchmark.codes[rows].tolist())
+        ),
+    )
+
+
+# ---- stage 1: candidates --------------------------------------------------------------------
+
+
+def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
+    """Observed (accelerator, placement, stack) groups of the slice, then one candidate for each
+    (accelerator, placement) the family knows but the slice never saw, with its newest stack."""
+    table, index = knowledge.table, knowledge.index
+    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for acc, acc_rows in index.slices.get(sl.key, {}).items():
+        for r in acc_rows.tolist():
+            groups[
+                (
+                    acc,
+                    table.placement.vocab[int(table.placement.codes[r])],
+                    table.stack.vocab[int(table.stack.codes[r])],
+                )
+            ].append(r)
+    fam = np.flatnonzero(
+        (table.family.codes == table.family.code(sl.workload.family))
+        & (table.division.codes == table.division.code(sl.division))
+    )
+    pairs: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for r in fam.tolist():
+        pairs[(index.accel[r], table.placement.vocab[int(table.placement.codes[r])])].append(r)
+    out = [_candidate(knowledge, a, p, s, g, True) for (a, p, s), g in groups.items()]
+    observed_pairs = {(a, p) for a, p, _ in groups}
+    for (acc, place), fam_rows in sorted(pairs.items()):
+        if (acc, place) not in observed_pairs:
+            newest = index.latest(np.asarray(fam_rows))
+            out.append(
+                _candidate(knowledge, acc, place, mode(table.stack.values(newest)), fam_rows, False)
+            )
+    for acc, stack_id, name in catalogue_parts(
+        knowledge, sl.workload, sl.rows, {a for a, _ in pairs}
+    ):
+        out.append(
+            Candidate(
+                accelerator=acc,
+                placement=CATALOGUE_PLACEMENT,
+                stack_id=stack_id,
+                stack=table.stacks[stack_id],
+                rows=[],
+                observed=False,
+                published=[name],
+            )
+        )
+    return out
+
+
+def _candidate(
+    knowledge: Knowledge, acc: str, place: str, stack_id: str, rows: list[int], observed: bool
+) -> Candidate:
+    table = knowledge.table
+    published = sorted({table.accelerator.vocab[int(table.accelerator.codes[r])] for r in rows})
+    group = np.asarray(rows if observed else [], dtype=np.int64)
+    return Candidate(
+        accelerator=acc,
+        placement=place,
+        stack_id=stack_id,
+        stack=table.stacks[stack_id],
+        rows=rows,
+        observed=observed,
+        published=published,
+        group=group,
+    )
+
+
+# ---- stage 2: constraints -------------------------------------------------------------------
+
+
+def constraint(knowledge: Knowledge, sl: Slice, c: Candidate) -> str | None:
+    """Why the user's constraints, the compatibility rules, known failures, the latency limits or
+    ``--observed-only`` rule the candidate out; None when nothing does."""
+    workload = sl.workload
+    reason = (
+        _hardware(workload, c) or _frameworks(workload, c.stack) or _driver(knowledge, workload, c)
+    )
+    if reason is None and not c.observed and _failed(knowledge, sl, c):
+        reason = "known failure"
+    if reason is None and c.observed:
+        codes = knowledge.table.candidate.codes[np.asarray(c.rows)].tolist()
+        reason = next((sl.over_limit[code] for code in codes if code in sl.over_limit), None)
+    if reason is None and not c.observed and not workload.include_predicted:
+        reason = "not observed (--observed-only)"
+    return reason
+
+
+def _hardware(workload: Workload, c: Candidate) -> str | None:
+    hw = workload.hardware
+    if hw.accelerators and not any(hw.allows(n) for n in (c.accelerator, *c.published)):
+        return "accelerator not allowed"
+    if not hw.include_cpu and accelerator_class(c.published[0]) == "cpu":
+        return "CPU-only excluded"
+    if hw.placements and c.placement not in {p.value for p in hw.placements}:
+        return "placement not allowed"
+    return None
+
+
+def _frameworks(workload: Workload, stack: SoftwareStack) -> str | None:
+    for fc in workload.frameworks:
+        comps = query_components(stack)
+        names = set(comps) | ({stack.framework.lower()} if stack.framework else set())
+        if fc.name not in names:
+            return "framework constraint"
+        if fc.version:
+            version = parse_version(shipped_version(fc.name, comps.get(fc.name)))
+            if version is None:
+                return f"{fc.name} version not recorded (the version constraint cannot be checked)"
+            if not fc.specifier.contains(version, prereleases=True):
+                return "framework constraint"
+    return None
+
+
+def shipped_version(name: str, written: str | None) -> str | None:
+    """A component's version as a version: an NGC container tag written in its place ("pytorch
+    23.09") stands for what that release ships when the catalogue knows it, else for nothing
+    (a tag is never compared as if it were version 23.9)."""
+    if written is None or name not in NGC_FRAMEWORKS or ngc_release_of(written) is None:
+        return written
+    release = ngc_releases().get(ngc_release_of(written) or "")
+    return getattr(release, name, None) if release is not None else None
+
+
+def _driver(knowledge: Knowledge, workload: Workload, c: Candidate) -> str | None:
+    driver = workload.hardware.driver
+    if not driver:
+        return None
+    generation = generation_min_driver(c.published[0])
+    have = parse_version(driver)
+    if generation and have is not None and have < parse_version(generation[1]):  # type: ignore[operator]
+        return (
+            f"driver too old for the GPU generation: {generation[0]} needs >= {generation[1]}, "
+            f"the nodes have {driver}"
+        )
+    for v in knowledge.stack_violations(c.stack_id, c.stack, driver):
+        if v.severity is Severity.ERROR:
+            return f"breaks a compatibility rule with the nodes' driver: {v.message}"
+    return None
+
+
+def _failed(knowledge: Knowledge, sl: Slice, c: Candidate) -> bool:
+    return any(
+        (c.stack_id, n, c.placement, b) in knowledge.failures
+        for n in c.published
+        for b in (*sl.bench_ids, None)
+    )

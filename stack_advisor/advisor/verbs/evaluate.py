@@ -1,0 +1,560 @@
+"""How good are the advisor's numbers? Hold published results out, answer them through the same
+``predict`` a user calls (queries written as users write them: the published accelerator
+name, the framework as free text), and score per slice against the truth — next to the simple
+lookup (the median per-accelerator value of the same canonical accelerator, benchmark and
+scenario in its latest training round, times the count) on the rows it covers.
+
+Protocols:
+- ``by-round``: train on every round up to ``train_until`` (default: the one before the test
+  round), test on the closed-division throughput results of ``test_round`` (default: the latest)
+  whose benchmark was seen in training; results of benchmarks never seen are asked too, and must
+  all be refused.
+- ``training``: by round for MLPerf Training: train on every round up to ``train_until``, test on
+  the closed-division times to train of ``test_round`` (default: the latest round with Training
+  results) whose benchmark was seen; the lookup is the same accelerator at the same count in its
+  latest training round.
+- ``latency``: by round for LLM serving latency: the closed-division p99 time to first token
+  and time per output token of ``test_round`` (default: the latest round with them).
+- ``loao``: leave one accelerator out — each accelerator of the latest round in turn is removed
+  from the knowledge base and its closed-division throughput results of that round predicted
+  from everything else.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stack_advisor.advisor.estimate.facts import accelerator_class, canonical_accelerator
+from stack_advisor.advisor.estimate.index import EvidenceIndex
+from stack_advisor.advisor.estimate.transfer import METHODS
+from stack_advisor.advisor.knowledge.columns import Column
+from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
+from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs.predict import predict
+from stack_advisor.catalog.rounds import round_key
+from stack_advisor.schema.errors import InvalidInput
+
+PROTOCOLS = ("by-round", "loao", "training", "latency")
+LATENCY = ("ttft_p99_ms", "tpot_p99_ms")  # LLM serving: time to first token, time per output token
+TIME_TO_TRAIN = "time_to_train_min"  # the headline MLPerf Training figure a user asks for
+
+
+def subset(table: ObservationTable, rows: np.ndarray, generation: int = 0) -> ObservationTable:
+    """A table of ``rows`` only (vocabularies rebuilt, so e.g. the latest round is the subset's)."""
+
+    def col(c: Column) -> Column:
+        return Column.build(c.values(rows))
+
+    return ObservationTable(
+        generation=generation,
+        n=len(rows),
+        value=table.value[rows],
+        count=table.count[rows],
+        timestamp=table.timestamp[rows],
+        higher_is_better=table.higher_is_better[rows],
+        metric=col(table.metric),
+        unit=col(table.unit),
+        benchmark=col(table.benchmark),
+        family=col(table.family),
+        bench_name=col(table.bench_name),
+        scenario=col(table.scenario),
+        division=col(table.division),
+        round=col(table.round),
+        source=col(table.source),
+        submitter=col(table.submitter),
+        accelerator=col(table.accelerator),
+        physical=col(table.physical),
+        placement=col(table.placement),
+        stack=col(table.stack),
+        candidate=col(table.candidate),
+        system=col(table.system),
+        keys=[table.keys[i] for i in rows.tolist()],
+        benchmarks=table.benchmarks,
+        stacks=table.stacks,
+        images=table.images,
+    )
+
+
+def user_query(table: ObservationTable, r: int) -> dict[str, Any]:
+    """The query a user would write for row ``r``: the published accelerator name and the
+    framework field as published (free text), and the implementation where the result says it
+    ran MLCommons' reference code."""
+    stack = table.stacks[table.stack.vocab[int(table.stack.codes[r])]]
+    framework = None
+    raw = stack.raw or ""
+    for part in raw.split(" | "):
+        if part.startswith("framework:"):
+            framework = part.removeprefix("framework:").strip() or None
+    if framework is None and stack.framework:
+        framework = f"{stack.framework} {stack.framework_version or ''}".strip()
+    # a result of MLCommons' reference code says so (its system folder): as its user would ask
+    implementation = (
+        {"implementation": stack.extra["implementation"]} if "implementation" in stack.extra else {}
+    )
+    return {
+        "components": implementation,
+        "accelerator": table.accelerator.vocab[int(table.accelerator.codes[r])],
+        "accelerator_count": int(table.count[r]),
+        "placement": table.placement.vocab[int(table.placement.codes[r])],
+        "framework": framework,
+        "family": table.family.vocab[int(table.family.codes[r])],
+        "benchmark": table.bench_name.vocab[int(table.bench_name.codes[r])],
+        "scenario": table.scenario.vocab[int(table.scenario.codes[r])] or None,  # Training has none
+        "parameters": {"division": table.division.vocab[int(table.division.codes[r])]},
+        "metric": table.metric.vocab[int(table.metric.codes[r])],
+    }
+
+
+def simple_lookup(train: ObservationTable, table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """The baseline: median per-accelerator value of the same canonical accelerator, benchmark,
+    scenario, metric and division in its latest training round, times the count (NaN where the
+    training data has none)."""
+
+    def value(index: EvidenceIndex, r: int, acc_rows: np.ndarray) -> float:
+        unit = float(np.median(index.unit[index.latest(acc_rows)]))
+        return unit * float(table.count[r] if table.higher_is_better[r] else 1)
+
+    return _lookup(train, table, rows, value)
+
+
+def count_lookup(train: ObservationTable, table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """The Training baseline: the median time of the same canonical accelerator at the same count
+    in its latest training round (NaN where the training data has none)."""
+
+    def value(index: EvidenceIndex, r: int, acc_rows: np.ndarray) -> float:
+        same = acc_rows[train.count[acc_rows] == table.count[r]]
+        return float(np.median(train.value[index.latest(same)])) if len(same) else math.nan
+
+    return _lookup(train, table, rows, value)
+
+
+def _lookup(
+    train: ObservationTable,
+    table: ObservationTable,
+    rows: np.ndarray,
+    value: Callable[[EvidenceIndex, int, np.ndarray], float],
+) -> np.ndarray:
+    """``value(index, row, the training rows of its slice and canonical accelerator)`` for each of
+    ``rows`` of ``table``; NaN where the training data has no such rows."""
+    index = EvidenceIndex(train)
+    out = np.full(len(rows), np.nan)
+    for i, r in enumerate(rows.tolist()):
+        key = (
+            table.family.vocab[int(table.family.codes[r])],
+            table.bench_name.vocab[int(table.bench_name.codes[r])],
+            table.scenario.vocab[int(table.scenario.codes[r])],
+            table.metric.vocab[int(table.metric.codes[r])],
+            table.division.vocab[int(table.division.codes[r])],
+        )
+        acc_rows = index.slices.get(key, {}).get(
+            canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])])
+        )
+        if acc_rows is not None:
+            out[i] = value(index, r, acc_rows)
+    return out
+
+
+def _regret(
+    groups: np.ndarray, actual: np.ndarray, pred: np.ndarray, count: np.ndarray
+) -> tuple[float | None, int]:
+    """Mean share of the best per-accelerator result lost by picking the predicted best, over
+    groups (benchmark, scenario, metric) with at least two results."""
+    regrets = []
+    for g in np.unique(groups):
+        sel = np.flatnonzero(groups == g)
+        if len(sel) < 2:
+            continue
+        per_actual = actual[sel] / count[sel]
+        per_pred = pred[sel] / count[sel]
+        regrets.append(1 - per_actual[np.argmax(per_pred)] / per_actual.max())
+    return (float(np.mean(regrets) * 100) if regrets else None), len(regrets)
+
+
+def _slice(
+    sel: np.ndarray,
+    actual: np.ndarray,
+    pred: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    lookup: np.ndarray,
+    groups: np.ndarray,
+    count: np.ndarray,
+    speed: np.ndarray,
+) -> EvaluationSlice:
+    """``speed``: +1 where a higher value is better, -1 where lower (a time): regret ranks by
+    per-accelerator speed, value/count or 1/(value*count)."""
+    actual_speed, pred_speed = actual**speed, pred**speed
+    answered = sel & ~np.isnan(pred)
+    refused = int((sel & np.isnan(pred)).sum())
+    out: dict[str, Any] = {"predictions": int(answered.sum()), "refused": refused, "mape": None}
+    if answered.any():
+        ape = np.abs(pred[answered] - actual[answered]) / actual[answered] * 100
+        regret, n_groups = _regret(
+            groups[answered], actual_speed[answered], pred_speed[answered], count[answered]
+        )
+        ratio = np.maximum(pred[answered] / actual[answered], actual[answered] / pred[answered])
+        out.update(
+            mape=float(ape.mean()),
+            median_ape=float(np.median(ape)),
+            worst_ratio=float(ratio.max()),
+            off_3x=int((ratio >= 3).sum()),
+            interval_coverage=float(
+                np.mean((actual[answered] >= lo[answered]) & (actual[answered] <= hi[answered]))
+            ),
+            top1_regret=regret,
+            groups=n_groups,
+        )
+    covered = answered & ~np.isnan(lookup)
+    out["lookup_rows"] = int((sel & ~np.isnan(lookup)).sum())
+    if covered.any():
+        ape = np.abs(pred[covered] - actual[covered]) / actual[covered] * 100
+        lape = np.abs(lookup[covered] - actual[covered]) / actual[covered] * 100
+        regret, _ = _regret(
+            groups[covered], actual_speed[covered], pred_speed[covered], count[covered]
+        )
+        lregret, _ = _regret(
+            groups[covered],
+            actual_speed[covered],
+            lookup[covered] ** speed[covered],
+            count[covered],
+        )
+        out.update(
+            mape_on_lookup_rows=float(ape.mean()),
+            median_ape_on_lookup_rows=float(np.median(ape)),
+            top1_regret_on_lookup_rows=regret,
+            lookup_mape=float(lape.mean()),
+            lookup_median_ape=float(np.median(lape)),
+            lookup_top1_regret=lregret,
+        )
+    return EvaluationSlice(**out)
+
+
+def _row_kind(table: ObservationTable, r: int, scenarios: set[tuple[str, str, str]] | None) -> str:
+    """What a held-out row asks, for counting apart: a CPU-only system, a scenario the training
+    split never recorded for its benchmark, or an accelerator system on a recorded scenario."""
+    key = (
+        table.family.vocab[int(table.family.codes[r])],
+        table.bench_name.vocab[int(table.bench_name.codes[r])],
+        table.scenario.vocab[int(table.scenario.codes[r])],
+    )
+    if scenarios is not None and key not in scenarios:
+        return "scenario never seen in training"
+    if accelerator_class(table.accelerator.vocab[int(table.accelerator.codes[r])]) == "cpu":
+        return "CPU-only system"
+    return "accelerator system"
+
+
+class _Scored:
+    """Truth, prediction and slice labels of every held-out row, accumulated across folds."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = defaultdict(list)
+
+    def add(
+        self,
+        table: ObservationTable,
+        rows: np.ndarray,
+        predictions: list[Prediction],
+        lookup: np.ndarray,
+        seen: set[str],
+        scenarios: set[tuple[str, str, str]] | None = None,
+    ) -> None:
+        """``scenarios``: (family, benchmark, scenario) the training split holds (None: all)."""
+        for r, p, lk in zip(rows.tolist(), predictions, lookup.tolist()):
+            acc = canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])])
+            self.cols["kind"].append(_row_kind(table, r, scenarios))
+            self.cols["actual"].append(float(table.value[r]))
+            self.cols["pred"].append(np.nan if p.value is None else p.value)
+            self.cols["lo"].append(np.nan if p.interval is None else p.interval.low)
+            self.cols["hi"].append(np.nan if p.interval is None else p.interval.high)
+            self.cols["lookup"].append(lk)
+            self.cols["count"].append(float(table.count[r]))
+            self.cols["speed"].append(1.0 if table.higher_is_better[r] else -1.0)
+            self.cols["basis"].append(p.basis.value)
+            self.cols["reason"].append((p.reason or "").split(":")[0])
+            self.cols["seen"].append("seen accelerator" if acc in seen else "unseen accelerator")
+            self.cols["benchmark"].append(f"{p.query.benchmark} {p.query.scenario or ''}".strip())
+            self.cols["metric"].append(p.query.metric)
+            self.cols["group"].append(f"{p.query.benchmark}|{p.query.scenario}|{p.query.metric}")
+
+    def report(self) -> dict[str, Any]:
+        arrays = {
+            k: np.asarray(
+                v,
+                dtype=np.float64
+                if k in ("actual", "pred", "lo", "hi", "lookup", "count", "speed")
+                else object,
+            )
+            for k, v in self.cols.items()
+        }
+        if not arrays:
+            raise InvalidInput("evaluation: no held-out results to score")
+        args = (
+            arrays["actual"],
+            arrays["pred"],
+            arrays["lo"],
+            arrays["hi"],
+            arrays["lookup"],
+            arrays["group"],
+            arrays["count"],
+            arrays["speed"],
+        )
+        every = np.ones(len(arrays["actual"]), dtype=bool)
+
+        def by(name: str) -> dict[str, EvaluationSlice]:
+            return {
+                str(v): _slice(arrays[name] == v, *args) for v in sorted(set(arrays[name].tolist()))
+            }
+
+        reasons: dict[str, int] = defaultdict(int)
+        for b, reason in zip(arrays["basis"], arrays["reason"]):
+            if b == Basis.UNSUPPORTED.value:
+                reasons[str(reason)] += 1
+        return {
+            "overall": _slice(every, *args),
+            "by_basis": by("basis"),
+            "by_seen": by("seen"),
+            "by_kind": by("kind"),
+            "by_benchmark": by("benchmark"),
+            "by_metric": by("metric"),
+            "refused_reasons": dict(reasons),
+            "holdout_count": len(arrays["actual"]),
+        }
+
+
+def _closed_throughput(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    closed = table.division.codes[rows] == table.division.code("closed")
+    kept: np.ndarray = rows[closed & table.higher_is_better[rows] & (table.value[rows] > 0)]
+    return kept
+
+
+def _training_times(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """The closed-division MLPerf Training times to train among ``rows``."""
+    if TIME_TO_TRAIN not in table.metric.vocab or "mlperf-training" not in table.family.vocab:
+        return rows[:0]
+    keep = (
+        (table.division.codes[rows] == table.division.code("closed"))
+        & (table.family.codes[rows] == table.family.code("mlperf-training"))
+        & (table.metric.codes[rows] == table.metric.code(TIME_TO_TRAIN))
+        & (table.value[rows] > 0)
+    )
+    kept: np.ndarray = rows[keep]
+    return kept
+
+
+def _latency_rows(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
+    """The closed-division LLM p99 TTFT/TPOT results among ``rows``."""
+    codes = [table.metric.code(m) for m in LATENCY]
+    keep = (
+        (table.division.codes[rows] == table.division.code("closed"))
+        & np.isin(table.metric.codes[rows], codes)
+        & (table.value[rows] > 0)
+    )
+    kept: np.ndarray = rows[keep]
+    return kept
+
+
+SELECT = {"training": _training_times, "latency": _latency_rows}
+
+
+def scorable_rounds(table: ObservationTable, protocol: str = "by-round") -> list[str]:
+    """The rounds holding results the protocol scores (closed-division throughput; times to
+    train for ``training``; LLM TTFT/TPOT for ``latency``), oldest first."""
+    select = SELECT.get(protocol, _closed_throughput)
+    codes = set(table.round.codes[select(table, np.arange(table.n))].tolist())
+    return sorted(
+        (table.round.vocab[int(c)] for c in codes if table.round.vocab[int(c)]), key=round_key
+    )
+
+
+def evaluate(
+    table: ObservationTable,
+    protocol: str = "by-round",
+    *,
+    train_until: str | None = None,
+    test_round: str | None = None,
+    rules: Any = None,
+    prices: Any = None,
+    transfer_method: str = "roofline",
+) -> EvaluationReport:
+    """Score ``predict`` on held-out published results (see the module docstring), transferring
+    by ``transfer_method`` (``stack_advisor.advisor.estimate.transfer.METHODS``).
+
+    Raises:
+        InvalidInput: an unknown protocol or round, or a split with nothing to train or test on.
+    """
+    start = time.perf_counter()
+    if protocol not in PROTOCOLS:
+        raise InvalidInput(f"protocol: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+    if transfer_method not in METHODS:
+        raise InvalidInput(
+            f"transfer method: {transfer_method!r} is not one of {', '.join(METHODS)}"
+        )
+    rounds = sorted({r for r in table.round.vocab if r}, key=round_key)
+    if not rounds:
+        raise InvalidInput(
+            "evaluation needs published results with rounds (import MLPerf results first)"
+        )
+    # default: the latest round with closed-division throughput results to score (a newer
+    # training round holds times to train, which the protocols do not score)
+    select = SELECT.get(protocol, _closed_throughput)
+    scorable = {
+        table.round.vocab[int(c)] for c in table.round.codes[select(table, np.arange(table.n))]
+    }
+    test_round = test_round or max(
+        (r for r in rounds if r in scorable), key=round_key, default=rounds[-1]
+    )
+    if test_round not in rounds:
+        raise InvalidInput(
+            f"test round: {test_round!r} is not in the knowledge base; rounds: {', '.join(rounds)}"
+        )
+    split = _Split(
+        table, rounds, test_round, dict(rules=rules, prices=prices, transfer_method=transfer_method)
+    )
+    if protocol in ("by-round", "training", "latency"):
+        run = split.by_round(train_until, protocol=protocol)
+    else:
+        run = split.leave_one_accelerator_out()
+    parts = split.scored.report()
+    return EvaluationReport(
+        protocol=protocol,
+        description=run.description,
+        train_count=run.train_count,
+        holdout_count=parts["holdout_count"],
+        overall=parts["overall"],
+        by_basis=parts["by_basis"],
+        by_seen=parts["by_seen"],
+        by_kind=parts["by_kind"],
+        by_benchmark=parts["by_benchmark"],
+        by_metric=parts["by_metric"],
+        refused_reasons=parts["refused_reasons"],
+        unseen_benchmark_queries=run.unseen_asked,
+        unseen_benchmark_refused=run.unseen_refused,
+        notes=run.notes,
+        elapsed_s=time.perf_counter() - start,
+    )
+
+
+@dataclass
+class _Run:
+    description: str
+    train_count: int
+    unseen_asked: int = 0
+    unseen_refused: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class _Split:
+    """One evaluation's table, rounds and test round; each protocol fills ``scored``."""
+
+    def __init__(
+        self,
+        table: ObservationTable,
+        rounds: list[str],
+        test_round: str,
+        knowledge_args: dict[str, Any],
+    ) -> None:
+        self.table, self.rounds, self.test_round = table, rounds, test_round
+        self.knowledge_args = knowledge_args
+        self.scored = _Scored()
+        self.all_rows = np.arange(table.n)
+        round_of = [round_key(r) if r else (0,) for r in table.round.vocab]
+        self.keys = [round_of[int(c)] for c in table.round.codes]
+
+    def _knowledge(self, train: ObservationTable) -> Knowledge:
+        return Knowledge.from_table(train, **self.knowledge_args)
+
+    def by_round(self, train_until: str | None, *, protocol: str = "by-round") -> _Run:
+        """Train up to the previous round that has results of the protocol's kind (a round of
+        Training results only is no inference round); ``training``: test the closed-division
+        times to train (baseline: the same count's lookup); ``latency``: the LLM p99 TTFT/TPOT."""
+        table, rounds, test_round = self.table, self.rounds, self.test_round
+        select = SELECT.get(protocol, _closed_throughput)
+        lookup = count_lookup if protocol == "training" else simple_lookup
+        with_tests = {
+            table.round.vocab[int(c)] for c in table.round.codes[select(table, self.all_rows)]
+        }
+        earlier = [r for r in rounds if round_key(r) < round_key(test_round) and r in with_tests]
+        train_until = train_until or (earlier[-1] if earlier else None)
+        if (
+            train_until is None
+            or train_until not in rounds
+            or round_key(train_until) >= round_key(test_round)
+        ):
+            raise InvalidInput(
+                f"train_until: {train_until!r} must be a round before {test_round}; rounds: {', '.join(rounds)}"
+            )
+        limit = round_key(train_until)
+        train_rows = self.all_rows[np.array([k <= limit for k in self.keys], dtype=bool)]
+        test_rows = select(table, self.all_rows[table.round.codes == table.round.code(test_round)])
+        what = {
+            "training": "closed-division times to train (MLPerf Training)",
+            "latency": "closed-division LLM p99 TTFT/TPOT",
+        }.get(protocol, "closed-division throughput")
+        if not len(test_rows):
+            raise InvalidInput(f"test round {test_round} has no {what} results to score")
+        train = subset(table, train_rows)
+        # (family, name): Training's rgat is not Inference's rgat
+        every = np.arange(train.n)
+        known = set(zip(train.family.values(every), train.bench_name.values(every)))
+        recorded = set(
+            zip(
+                train.family.values(every),
+                train.bench_name.values(every),
+                train.scenario.values(every),
+            )
+        )
+        test_names = zip(table.family.values(test_rows), table.bench_name.values(test_rows))
+        seen_bench = np.array([n in known for n in test_names], dtype=bool)
+        unseen_rows = test_rows[~seen_bench]
+        test_rows = test_rows[seen_bench]
+        knowledge = self._knowledge(train)
+        predictions = predict(knowledge, [user_query(table, r) for r in test_rows.tolist()])
+        seen = {canonical_accelerator(a) for a in train.accelerator.vocab}
+        self.scored.add(
+            table, test_rows, predictions, lookup(train, table, test_rows), seen, recorded
+        )
+        unseen_preds = predict(knowledge, [user_query(table, r) for r in unseen_rows.tolist()])
+        unseen_refused = sum(p.basis is Basis.UNSUPPORTED for p in unseen_preds)
+        return _Run(
+            description=f"train rounds <= {train_until}, test {test_round} {what}",
+            train_count=len(train_rows),
+            unseen_asked=len(unseen_preds),
+            unseen_refused=unseen_refused,
+            notes=[
+                f"{len(unseen_preds)} results of benchmarks never seen in training asked: "
+                f"{unseen_refused} refused"
+            ],
+        )
+
+    def leave_one_accelerator_out(self) -> _Run:
+        table, test_round = self.table, self.test_round
+        in_round = self.all_rows[table.round.codes == table.round.code(test_round)]
+        candidates = _closed_throughput(table, in_round)
+        accs = np.array([canonical_accelerator(a) for a in table.accelerator.vocab], dtype=object)[
+            table.accelerator.codes
+        ]
+        upto = self.all_rows[np.array([k <= round_key(test_round) for k in self.keys], dtype=bool)]
+        train_count = 0
+        for acc in sorted(set(accs[candidates].tolist())):
+            held = candidates[accs[candidates] == acc]
+            train_rows = upto[accs[upto] != acc]
+            train = subset(table, train_rows)
+            predictions = predict(
+                self._knowledge(train), [user_query(table, r) for r in held.tolist()]
+            )
+            self.scored.add(table, held, predictions, simple_lookup(train, table, held), set())
+            train_count = max(train_count, len(train_rows))
+        return _Run(
+            description=f"leave one accelerator out: each accelerator of {test_round} held out, "
+            "closed-division throughput",
+            train_count=train_count,
+        )

@@ -1,0 +1,106 @@
+"""A system of several accelerator models ("mixed: 16x MI325X + 8x MI300X", as MLPerf publishes
+heterogeneous multi-node systems): its throughput is the sum of its parts', each part estimated
+through the same hierarchy with its own count, since each node serves its own share of the
+queries. The answer's basis is its weakest part's, its interval the sum of the parts' bounds (the
+parts' errors taken as moving together: the widest honest sum), and each part is a factor.
+
+A latency (lower is better) is not a sum of parts: refused, as is any system with a part that
+cannot be answered (the part's reason is kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from stack_advisor.advisor.estimate.index import EvidenceIndex
+from stack_advisor.advisor.knowledge.rules import RuleSet
+from stack_advisor.advisor.results import (
+    Basis,
+    Evidence,
+    Factor,
+    Interval,
+    Prediction,
+    PredictQuery,
+)
+from stack_advisor.catalog import AcceleratorMatch
+
+ORDER = (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED)
+PredictOne = Callable[[EvidenceIndex, RuleSet, PredictQuery], Prediction]
+
+
+def _refused(q: PredictQuery, reason: str) -> Prediction:
+    return Prediction(
+        query=q,
+        value=None,
+        interval=None,
+        observed=False,
+        basis=Basis.UNSUPPORTED,
+        reason=reason,
+        evidence=Evidence(count=0),
+        warnings=[reason],
+    )
+
+
+def mixed_prediction(
+    index: EvidenceIndex,
+    rules: RuleSet,
+    q: PredictQuery,
+    match: AcceleratorMatch,
+    predict_one: PredictOne,
+) -> Prediction:
+    """``q`` for the heterogeneous system ``match`` (kind ``mixed``) as the sum of its parts."""
+    head = f"mixed accelerators: {q.accelerator!r}"
+    answers: list[tuple[str, Prediction]] = []
+    for part in match.parts:
+        count = (part.nodes or 1) * part.per_node
+        one = predict_one(
+            index,
+            rules,
+            q.model_copy(update={"accelerator": part.accelerator.key, "accelerator_count": count}),
+        )
+        if one.basis is Basis.UNSUPPORTED or one.value is None or one.interval is None:
+            return _refused(
+                q,
+                f"{head}: its part {count}x {part.accelerator.key} cannot be estimated ({one.reason})",
+            )
+        answers.append((f"{count}x {part.accelerator.key}", one))
+    if any(p.query.metric and not _higher_is_better(index, p) for _, p in answers):
+        return _refused(
+            q,
+            f"{head}: a heterogeneous system's {q.metric} is not the sum of its parts' (only "
+            "throughput adds up across nodes)",
+        )
+    basis = max((p.basis for _, p in answers), key=ORDER.index)
+    factors = [
+        Factor(name="part", value=f"{label}: {p.basis.value} {p.value:.4g}", effect=1.0)
+        for label, p in answers
+    ]
+    warnings = [
+        "a heterogeneous system: the sum of its parts' estimates (each node serves its own share)"
+    ]
+    for label, p in answers:
+        warnings.extend(f"{label}: {w}" for w in p.warnings)
+    return Prediction(
+        query=q,
+        value=sum(p.value for _, p in answers if p.value is not None),
+        interval=Interval(
+            low=sum(p.interval.low for _, p in answers if p.interval),
+            high=sum(p.interval.high for _, p in answers if p.interval),
+        ),
+        observed=basis is Basis.OBSERVED,
+        basis=basis,
+        confidence=min(p.confidence for _, p in answers),
+        accelerator=match.key,
+        references=sorted({r for _, p in answers for r in p.references}),
+        factors=factors,
+        evidence=Evidence(count=sum(p.evidence.count for _, p in answers)),
+        warnings=warnings,
+    )
+
+
+def _higher_is_better(index: EvidenceIndex, p: Prediction) -> bool:
+    q = p.query
+    for key in index.slices:
+        if key[0] == q.family and key[1] == q.benchmark and key[3] == q.metric:
+            return index.higher_is_better(key)
+    return True

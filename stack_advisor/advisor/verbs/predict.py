@@ -1,0 +1,208 @@
+"""``predict``: a figure for each configuration a user names, through the estimate hierarchy.
+
+Queries arrive as users write them (published accelerator names, a framework as free text such as
+``"TensorRT 8.6.0, CUDA 12.0"``, a lower-case scenario); ``canonical_query`` turns them into
+canonical terms at this edge, and refuses — per query, never the whole batch — what cannot be
+resolved, with the closest known names.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from typing import Any
+
+from pydantic import ValidationError
+
+from stack_advisor.advisor.estimate.facts import canonical_accelerator
+from stack_advisor.advisor.estimate.index import EvidenceIndex
+from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.knowledge.rules import RuleSet
+from stack_advisor.advisor.results import (
+    Basis,
+    Evidence,
+    Factor,
+    Interval,
+    Prediction,
+    PredictQuery,
+)
+from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs.bounds import count_beyond_published
+from stack_advisor.advisor.verbs.explain import evidence_of
+from stack_advisor.advisor.verbs.mixed_system import mixed_prediction
+from stack_advisor.catalog import load_catalog, resolve_accelerator
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.store.base import validation_message
+
+
+def predict(
+    knowledge: Knowledge, queries: list[PredictQuery] | list[dict[str, Any]]
+) -> list[Prediction]:
+    """Value with interval for each configuration, from the nearest evidence outward
+    (``stack_advisor.advisor.estimate.index``), each labelled with its basis; a query that cannot be answered
+    is refused alone, with the reason.
+
+    Raises:
+        InvalidInput: a malformed query (the message names queries.N.field).
+    """
+    parsed: list[PredictQuery] = []
+    for i, q in enumerate(queries):
+        if isinstance(q, PredictQuery):
+            parsed.append(q)
+            continue
+        try:
+            parsed.append(PredictQuery.model_validate(q))
+        except ValidationError as exc:
+            raise InvalidInput(validation_message(exc, prefix=f"queries.{i}")) from None
+    return [predict_one(knowledge.index, knowledge.rules, q) for q in parsed]
+
+
+def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[str, str]:
+    """Component name → version from the query's components and its framework field, which may
+    be a bare name (``tensorrt``) or free text (``"TensorRT 8.6.0, CUDA 12.0"``)."""
+    out = {k.lower(): str(v) for k, v in components.items() if v not in (None, "")}
+    if not framework:
+        return out
+    from stack_advisor.catalog.stack_text import parse_components, parse_framework
+
+    for name, version in parse_components(framework).items():
+        out.setdefault(name, version)
+    framework_name, framework_version = parse_framework(framework)
+    if framework_name and framework_version:
+        out.setdefault(framework_name, framework_version)
+    return out
+
+
+def _closest(word: str, known: list[str]) -> str:
+    return _closest_cached(word, tuple(known))
+
+
+@lru_cache(maxsize=1024)
+def _closest_cached(word: str, known: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, known, n=3, cutoff=0.5) or difflib.get_close_matches(
+        word.lower(), [k.lower() for k in known], n=3, cutoff=0.5
+    )
+    return f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(known[:8])}"
+
+
+def _catalogue_scenario(scenario: str) -> list[str]:
+    """A scenario the catalogue knows but this benchmark has no results of (Interactive before
+    v5.0): passed on, so the estimate derives it or refuses saying what is missing."""
+    return [scenario] if scenario in load_catalog().scenarios else []
+
+
+def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
+    """The query in canonical terms, or why it cannot be answered."""
+    benchmarks = index.benchmarks(q.family)
+    if q.benchmark not in benchmarks:
+        return (
+            f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
+            + _closest(q.benchmark, benchmarks)
+        )
+    scenarios = index.scenarios(q.family, q.benchmark)
+    scenario = q.scenario if q.scenario is not None else q.parameters.get("scenario")
+    if scenario is None:
+        with_metric = [s for s in scenarios if q.metric in index.metrics(q.family, q.benchmark, s)]
+        if len(with_metric) != 1:
+            return (
+                f"scenario needed: name one for {q.benchmark} ({', '.join(with_metric or scenarios)} "
+                f"record {q.metric})"
+            )
+        scenario = with_metric[0]
+    match = [s for s in scenarios if s.lower() == str(scenario).lower()] or _catalogue_scenario(
+        str(scenario)
+    )
+    if not match:
+        return f"unknown scenario: {scenario!r} for {q.benchmark}" + _closest(
+            str(scenario), scenarios
+        )
+    divisions = index.divisions(q.family, q.benchmark)
+    division = str(
+        q.parameters.get("division") or ("closed" if "closed" in divisions else divisions[0])
+    )
+    return Query(
+        family=q.family,
+        benchmark=q.benchmark,
+        scenario=match[0],
+        metric=q.metric,
+        division=division,
+        accelerator=canonical_accelerator(q.accelerator),
+        count=q.accelerator_count,
+        placement=q.placement.value,
+        components=parse_stack_text(q.framework, q.components),
+        raw_accelerator=q.accelerator,
+        framework=q.framework or "",
+    )
+
+
+def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Prediction:
+    from stack_advisor.advisor.names import canonical_query as catalogue_names
+
+    system = resolve_accelerator(q.accelerator)
+    if system.kind == "mixed" and system.resolved:
+        return mixed_prediction(index, rules, q, system, predict_one)
+    named, problems = catalogue_names(q, index.known_benchmarks())
+    cq: Query | str = "; ".join(problems) if problems else canonical_query(index, named)
+    if isinstance(cq, str):
+        return Prediction(
+            query=q,
+            value=None,
+            interval=None,
+            observed=False,
+            basis=Basis.UNSUPPORTED,
+            reason=cq,
+            evidence=Evidence(count=0),
+            warnings=[cq],
+        )
+    q = named  # answers echo the query in catalogue names: what each name was resolved to
+    beyond = count_beyond_published(index.table, cq.count, "accelerator_count")
+    est = Estimate(Basis.UNSUPPORTED, reason=beyond) if beyond else index.estimate(cq)
+    warnings = list(est.notes)
+    if q.components or q.framework:
+        warnings.extend(v.message for v in rules.check_components(dict(cq.components)))
+    if est.basis is Basis.UNSUPPORTED:
+        return Prediction(
+            query=q,
+            value=None,
+            interval=None,
+            observed=False,
+            basis=est.basis,
+            reason=est.reason,
+            accelerator=cq.accelerator,
+            evidence=Evidence(count=0),
+            warnings=[est.reason or "unsupported", *warnings],
+        )
+    return _answer(index, q, cq, est, warnings)
+
+
+def _answer(
+    index: EvidenceIndex, q: PredictQuery, cq: Query, est: Estimate, warnings: list[str]
+) -> Prediction:
+    assert est.value is not None and est.low is not None and est.high is not None
+    hib = index.higher_is_better(cq.slice)
+    scale = cq.count if hib else 1
+    evidence = (
+        evidence_of(index.table, index, est.rows)
+        if est.basis is not Basis.TRANSFERRED
+        else Evidence(count=0, last_seen=index.last_seen(est.rows))
+    )
+    if est.basis is Basis.OBSERVED and evidence.count == 1:
+        warnings.append(
+            "a single observation: the interval is the measurement spread the knowledge base "
+            "shows for repeated configurations"
+        )
+    extra: dict[str, Any] = {}
+    return Prediction(
+        query=q,
+        value=est.value * scale,
+        interval=Interval(low=est.low * scale, high=est.high * scale),
+        observed=est.basis is Basis.OBSERVED,
+        basis=est.basis,
+        confidence=round(est.confidence, 3),
+        accelerator=cq.accelerator,
+        references=est.references,
+        factors=[Factor(name=n, value=v, effect=round(e, 4)) for n, v, e in est.factors],
+        evidence=evidence,
+        warnings=warnings,
+        **extra,
+    )

@@ -1,0 +1,237 @@
+"""``recommend``: rank candidates for a workload, one row per (canonical accelerator, placement,
+stack), as a pipeline over ``Candidate``s (SkyPilot's optimizer: launchable resources → estimate →
+optimisation):
+
+1. the slice and its candidates (``stack_advisor.advisor.verbs.candidates``): the rows measured on the
+   workload's benchmark slice, grouped so that one GPU and stack is one row whatever system sizes
+   published it, plus one row for each (accelerator, placement) the knowledge base knows in the
+   family but never saw on this slice (with that accelerator's most recent stack);
+2. constraints: the user's, the compatibility rules', known failures' (``candidates.constraint``);
+3. estimates (``stack_advisor.advisor.verbs.scoring.estimate``), each saying its basis; refused rows (the model
+   does not fit, no evidence of that class) are listed under ``excluded`` with the reason;
+4. the score (``scoring.score``): the figure for observed rows, the pessimistic end of the
+   interval for the others; ``scoring.order`` sorts;
+5. the explanation of each ranked row (``stack_advisor.advisor.verbs.explain``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from stack_advisor.advisor.budget import checkpoint
+from stack_advisor.advisor.estimate.training import budget_refusal
+from stack_advisor.advisor.results import (
+    ExcludedCandidate,
+    Recommendation,
+    RecommendationSet,
+    basis_note,
+)
+from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs import scoring
+from stack_advisor.advisor.verbs.bounds import count_beyond_published
+from stack_advisor.advisor.verbs.candidates import (
+    Candidate,
+    Slice,
+    candidates,
+    constraint,
+    select_slice,
+)
+from stack_advisor.advisor.verbs.explain import explain
+from stack_advisor.advisor.verbs.feasibility import infeasible
+from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import PlacementKind
+
+MAX_EXCLUDED_LISTED = 100
+
+
+def recommend(
+    knowledge: Knowledge, workload: Workload, top: int = 5, *, here: str | None = None
+) -> RecommendationSet:
+    """The ``top`` candidates for the workload, best first, with what was excluded and why.
+    ``here`` is the node that answers (``stack_advisor.advisor.results.this_node``): an observed row measured
+    on it says so (``basis_note``); None: no row is "measured on this node".
+
+    Raises:
+        InvalidInput: ``top`` below 1, or an objective or metric the benchmark has no data for.
+        NotFound: the benchmark is not in the knowledge base.
+    """
+    if top < 1:
+        raise InvalidInput(f"top must be >= 1, got {top}")
+    answer = rank(knowledge, workload, top)
+    for r in answer.recommendations:
+        r.basis_note = basis_note(r.basis, r.evidence.measured_on, here)
+    return answer
+
+
+# The user's own filters: counted, listed only after every other reason (they are what was asked).
+_FILTERS = (
+    "accelerator not allowed",
+    "placement not allowed",
+    "CPU-only excluded",
+    "not observed (--observed-only)",
+)
+# What the candidate cannot do (``stack_advisor.advisor.verbs.feasibility``): listed before refusals for want of evidence.
+_INFEASIBLE = (
+    "model does not fit in memory",
+    "stack cannot run the model",
+    "stack cannot be installed",
+    "stack cannot run on the accelerator",
+    "driver does not apply",
+)
+
+
+class _Exclusions:
+    """What was ruled out: counts per short reason, and the first ``MAX_EXCLUDED_LISTED`` rows,
+    ordered so that what the user asked about comes first: candidates of the accelerators the
+    user named, then the other reasons by how often they occur, the user's own filters last."""
+
+    def __init__(self, workload: Workload) -> None:
+        self.hardware = workload.hardware
+        self.counts: dict[str, int] = {}
+        self._all: list[tuple[Candidate, str]] = []
+
+    def add(self, c: Candidate, reason: str) -> None:
+        short = reason.split(":")[0]
+        self.counts[short] = self.counts.get(short, 0) + 1
+        self._all.append((c, reason))
+
+    def why_empty(self) -> str:
+        """Why nothing was ranked: the reasons of what the user asked about first."""
+        listed = self.listed()
+        if not listed:
+            return "no candidate: the knowledge base has none for this benchmark slice"
+        asked = [e for e in listed if e.reason.split(":")[0] not in _FILTERS]
+        head = "; ".join(dict.fromkeys(f"{e.accelerator}: {e.reason}" for e in asked[:3]))
+        filtered = sum(n for k, n in self.counts.items() if k in _FILTERS)
+        tail = f"; {filtered} more left out by the request's own filters" if filtered else ""
+        return f"no candidate passed: {head or 'every candidate was filtered out'}{tail} (see 'excluded')"
+
+    def listed(self) -> list[ExcludedCandidate]:
+        asked = self.hardware.accelerators
+
+        def key(item: tuple[Candidate, str]) -> tuple[int, int, int]:
+            c, reason = item
+            short = reason.split(":")[0]
+            named = bool(asked) and any(
+                self.hardware.allows(n) for n in (c.accelerator, *c.published)
+            )
+            kind = (
+                2
+                if short in _FILTERS
+                else 0
+                if short in _INFEASIBLE or short.startswith("driver")
+                else 1
+            )
+            return (0 if named else 1, kind, -self.counts[short])
+
+        ordered = sorted(self._all, key=key)  # stable: candidates keep their order within a key
+        return [
+            ExcludedCandidate(
+                accelerator=c.accelerator,
+                placement=PlacementKind(c.placement),
+                stack_label=c.stack.label(),
+                reason=reason,
+            )
+            for c, reason in ordered[:MAX_EXCLUDED_LISTED]
+        ]
+
+
+def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSet:
+    """The pipeline: slice → candidates → constraints → estimates → score → explanation."""
+    start = time.perf_counter()
+    hw = workload.hardware
+    for field, count in (("count", hw.count), ("min_count", hw.min_count)):
+        beyond = count_beyond_published(knowledge.table, count, field)
+        if beyond:
+            raise InvalidInput(beyond)
+    sl = select_slice(knowledge, workload)
+    budget = (
+        workload.hardware.max_count
+        if workload.family == MLPERF_TRAINING and workload.hardware.count is None
+        else None
+    )
+    refusal = (
+        budget_refusal(
+            budget, knowledge.table.count[sl.rows].astype(int).tolist(), workload.benchmark or ""
+        )
+        if budget is not None
+        else None
+    )
+    if refusal:
+        raise InvalidInput(refusal)
+    found = candidates(knowledge, sl)
+    excluded = _Exclusions(workload)
+    scored: list[Candidate] = []
+    for c in found:
+        checkpoint("the recommendation")
+        reason = constraint(knowledge, sl, c) or infeasible(
+            sl, c, scoring.snippet_count(workload, [int(n) for n in knowledge.table.count[c.rows]])
+        )
+        estimated = scoring.estimate(knowledge, sl, c) if reason is None else reason
+        if isinstance(estimated, str):
+            excluded.add(c, estimated)
+            continue
+        scored.append(scoring.score(knowledge, sl, estimated))
+    ranked = scoring.order(scored, scoring.lower_better(sl))[:top]
+    recs = [explain(knowledge, sl, rank_no, c) for rank_no, c in enumerate(ranked, start=1)]
+    _mark_twins(ranked, recs)
+    return RecommendationSet(
+        workload=workload.model_dump(mode="json", exclude_none=True),
+        metric=sl.metric,
+        objective=workload.objective.value,
+        generation=knowledge.table.generation,
+        candidates_considered=len(found),
+        excluded=excluded.counts,
+        excluded_candidates=excluded.listed(),
+        recommendations=recs,
+        notes=_notes(knowledge, sl, bool(recs), excluded),
+        elapsed_ms=(time.perf_counter() - start) * 1000,
+    )
+
+
+def _mark_twins(ranked: list[Candidate], recs: list[Recommendation]) -> None:
+    """Rows that read alike (accelerator, count, placement and stack label) but are different
+    stacks say how they differ (e.g. one served through Triton), so they do not look like duplicates."""
+    seen: dict[tuple[str, int, str, str], list[int]] = {}
+    for i, c in enumerate(ranked):
+        seen.setdefault((c.accelerator, c.count, c.placement, c.stack.label()), []).append(i)
+    for members in seen.values():
+        for i in members:
+            for j in members:
+                if i == j:
+                    continue
+                mine, theirs = ranked[i].stack.components(), ranked[j].stack.components()
+                diff = [
+                    f"{k} {mine.get(k, 'none')} here, {theirs.get(k, 'none')} there"
+                    for k in sorted(set(mine) | set(theirs))
+                    if mine.get(k) != theirs.get(k)
+                ]
+                what = "; ".join(diff) or "the image or other fields the label leaves out"
+                recs[i].warnings.append(
+                    f"same accelerator, count and stack label as #{recs[j].rank}; "
+                    f"the stacks differ in: {what}"
+                )
+
+
+def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool, excluded: _Exclusions) -> list[str]:
+    workload = sl.workload
+    notes = list(sl.notes)
+    if workload.objective is Objective.COST and sl.hib:
+        notes.append(
+            f"cost from the price table ({knowledge.prices.note or 'packaged'}; "
+            f"{knowledge.prices.currency} per accelerator-hour)"
+        )
+    if not any_ranked:
+        notes.append(excluded.why_empty())
+    if workload.family == MLPERF_TRAINING:
+        notes.append(
+            "MLPerf Training scores are olympic means of the published runs (fastest and slowest "
+            "dropped); MLCommons' RCP normalisation is not in the result files and is not applied"
+        )
+    if workload.latency_limits():
+        notes.append(
+            "latency limits are checked against each configuration's observed p99 (TTFT/TPOT) on "
+            "this benchmark; configurations without such observations are kept with a warning"
+        )
+    return notes

@@ -1,0 +1,137 @@
+"""The middle stages of ``recommend``: each candidate's estimate (``stack_advisor.advisor.estimate``) at the
+count the workload asks for, the refusals the workload's evidence bars make, and the score the
+ranking sorts by (the figure for observed rows, the pessimistic end of the interval for the
+others; per accelerator-hour price for the cost objective)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from stack_advisor.advisor.estimate.query import Query
+from stack_advisor.advisor.estimate.training import budget_count
+from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs import serving
+from stack_advisor.advisor.verbs.candidates import Candidate, Slice, mode, query_components
+from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
+from stack_advisor.schema.models import PlacementKind
+
+BASIS_ORDER = {Basis.OBSERVED: 0, Basis.INTERPOLATED: 1, Basis.TRANSFERRED: 2}
+
+
+def snippet_count(workload: Workload, observed_counts: list[int]) -> int:
+    """The user's count; for MLPerf Training under a budget (``max_count``), the most whole nodes
+    that fit it; else one node's worth as observed (the most common count), within the
+    user's bounds."""
+    hw = workload.hardware
+    if hw.count is not None:
+        return hw.count
+    if (
+        workload.family == MLPERF_TRAINING and hw.max_count is not None
+    ):  # a budget: use what fits of it
+        return budget_count(hw.max_count, observed_counts)
+    count = mode(observed_counts) if observed_counts else 1
+    if hw.min_count is not None:
+        count = max(count, hw.min_count)
+    if hw.max_count is not None:
+        count = min(count, hw.max_count)
+    return int(count)
+
+
+# ---- stage 3: estimates ---------------------------------------------------------------------
+
+
+def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
+    """The candidate with its count and estimate, or why it is refused (no estimate, too little
+    evidence, too low a confidence)."""
+    workload, table = sl.workload, knowledge.table
+    count = snippet_count(workload, [int(n) for n in table.count[c.rows]])
+    q = Query(
+        workload.family,
+        workload.benchmark or "",
+        sl.scenario,
+        sl.metric,
+        sl.division,
+        c.accelerator,
+        count,
+        c.placement,
+        components=query_components(c.stack),
+        raw_accelerator=c.published[0],
+    )
+    est = knowledge.index.estimate(q)
+    if est.basis is Basis.UNSUPPORTED:
+        return est.reason or "unsupported"
+    if est.basis is Basis.OBSERVED and len(est.rows) < workload.min_evidence:
+        return f"fewer than min_evidence={workload.min_evidence} observations"
+    if est.confidence < workload.min_confidence:
+        return f"confidence {est.confidence:.2f} below --min-confidence {workload.min_confidence:g}"
+    checks: list[str] = []
+    if workload.latency_limits():  # limits apply to unobserved latencies through their estimates
+        code = int(table.candidate.codes[c.group[0]]) if len(c.group) else -1
+        excluded, checks = serving.estimated_limits(knowledge.index, workload, q, code)
+        if excluded:
+            return excluded
+    return dataclasses.replace(c, count=count, est=est, latency_checks=tuple(checks))
+
+
+# ---- stage 4: score -------------------------------------------------------------------------
+
+
+def score(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate:
+    """The candidate's figure at its count and the score it ranks by (higher ranks first)."""
+    est = c.est
+    assert (
+        est is not None and est.value is not None and est.low is not None and est.high is not None
+    )
+    scale = 1 if (sl.per_acc or not sl.hib) else c.count
+    value, low, high = est.value * scale, est.low * scale, est.high * scale
+    if est.basis is Basis.OBSERVED:  # a measured figure lies inside its own interval
+        low, high = min(low, value), max(high, value)
+    objective = sl.workload.objective
+    if lower_better(sl):  # latency, time to train
+        key = -(value if est.basis is Basis.OBSERVED else high)
+    else:
+        basis_value = est.value if est.basis is Basis.OBSERVED else est.low
+        if objective is Objective.COST:
+            price, _ = knowledge.prices.price(c.published[0], PlacementKind(c.placement))
+            key = basis_value * (c.count if not sl.hib else 1) * 3600.0 / price
+        else:
+            key = basis_value * scale
+    return dataclasses.replace(c, value=value, low=low, high=high, score=key)
+
+
+def order(scored: list[Candidate], lower_better: bool = False) -> list[Candidate]:
+    """Best first. An extrapolation beyond every accelerator measured on the benchmark does not
+    outrank the measurements on specs alone: its score is capped at the best observed one's.
+    Equal scores (two pessimistic ends both at a published latency limit) go to the better
+    basis, then the better central figure (lower where ``lower_better``), and only then by
+    name; capped extrapolations keep to name order among themselves (their central figures are
+    the specs alone the cap keeps from ranking)."""
+    best = max((c.score for c in scored if _basis(c) is Basis.OBSERVED), default=None)
+    capped = [
+        dataclasses.replace(c, score=best, capped=True)
+        if best is not None and c.est is not None and c.est.extrapolated and c.score > best
+        else c
+        for c in scored
+    ]
+    sign = 1.0 if lower_better else -1.0
+    return sorted(
+        capped,
+        key=lambda c: (
+            -c.score,
+            BASIS_ORDER[_basis(c)],
+            0.0 if c.capped else sign * c.value,
+            c.accelerator,
+            c.stack_id,
+        ),
+    )
+
+
+def lower_better(sl: Slice) -> bool:
+    """Whether the slice's ranked figure is better lower (a latency objective, a time)."""
+    return sl.workload.objective is Objective.LATENCY or not sl.hib
+
+
+def _basis(c: Candidate) -> Basis:
+    assert c.est is not None
+    return c.est.basis

@@ -1,0 +1,111 @@
+"""What runs inside an answer worker process (``stack_advisor.api.answer_pool``): a prediction request
+from its raw body to its JSON answer, over a ``Knowledge`` snapshot the server wrote to a file.
+
+The server's process keeps its interpreter lock for the event loop (``/healthz``, refusals, the
+I/O of every request) and for short answers; parsing and answering thousands of queries happens
+here, at a lower CPU priority. The worker checks, between chunks of queries, the answer's
+deadline and a flag the server sets when the client has gone (a shared byte per request slot).
+
+Every outcome is a plain tuple (pickled back to the server): ``("ok", json)``, ``("invalid",
+errors)`` (pydantic's errors, the server raises them as a 422), ``("gone",)`` or ``("error",
+AdvisorError subclass, message, details)``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from threadpoolctl import threadpool_limits
+
+from stack_advisor.advisor.budget import AnswerBudget, ClientGone
+from stack_advisor.advisor.results import Prediction
+from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs.predict import predict
+from stack_advisor.api.limits import check_cap
+from stack_advisor.api.schemas import PredictionRequest
+from stack_advisor.schema.errors import AdvisorError
+
+Outcome = tuple[Any, ...]
+_PREDICTIONS = TypeAdapter(list[Prediction])
+
+# this process's state: the cancel flags shared with the server, and the snapshot last loaded
+_flags: Any = None
+_loaded: tuple[str, Knowledge] | None = None
+
+
+def start(flags: Any, nice: int) -> None:
+    """The worker's initializer: keep the flags, lower the priority (the server's own work and
+    the rest of the machine come first), one BLAS thread, and leave Ctrl-C to the server."""
+    global _flags
+    _flags = flags
+    if nice > 0:
+        os.nice(nice)
+    threadpool_limits(limits=1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _knowledge(path: str) -> Knowledge:
+    global _loaded
+    if _loaded is None or _loaded[0] != path:
+        with Path(path).open("rb") as handle:
+            knowledge = pickle.load(handle)
+        _loaded = (path, knowledge)
+    return _loaded[1]
+
+
+def load(path: str) -> int:
+    """Load the snapshot ahead of the first request (the server's warm-up); its generation."""
+    return _knowledge(path).generation
+
+
+def predict_request(
+    path: str, raw: bytes, slot: int, budget_s: float, max_queries: int, chunk: int
+) -> Outcome:
+    """Parse ``raw`` (a ``PredictionRequest``), refuse more than ``max_queries`` queries, and
+    predict a ``chunk`` at a time until done, past ``budget_s`` from the start of the work, or
+    once the server raises flag ``slot``."""
+    try:
+        request = PredictionRequest.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        return ("invalid", [_plain(e) for e in exc.errors(include_url=False)])
+    queries = request.queries
+    try:
+        check_cap(len(queries), max_queries, "queries", "ADVISOR_MAX_PREDICT_QUERIES")
+        knowledge = _knowledge(path)
+        budget = AnswerBudget(budget_s)  # from now: a worker's start and load are not counted
+        out: list[Prediction] = []
+        with budget.applied():
+            for first in range(0, len(queries), chunk):
+                if _flags is not None and _flags[slot]:
+                    budget.cancel()
+                if first:
+                    budget.check(f"the answer, after {first} of {len(queries)} queries,")
+                out.extend(predict(knowledge, queries[first : first + chunk]))
+    except ClientGone:
+        return ("gone",)
+    except AdvisorError as exc:
+        return ("error", type(exc), exc.message, exc.details)
+    return ("ok", _PREDICTIONS.dump_json(out))
+
+
+def _plain(error: Any) -> dict[str, Any]:
+    """One of pydantic's errors with only what the 422 shows (field, message, type, what was
+    sent), in values that pickle whatever was sent (bytes that are not UTF-8, odd objects)."""
+    sent = error.get("input")
+    if isinstance(sent, dict):
+        sent = {}  # the 422 names only the kind of a container
+    elif isinstance(sent, list):
+        sent = []
+    elif not isinstance(sent, (str, bytes, int, float, bool, type(None))):
+        sent = repr(sent)
+    return {
+        "type": error.get("type"),
+        "loc": tuple(error.get("loc", ())),
+        "msg": error.get("msg"),
+        "input": sent,
+    }

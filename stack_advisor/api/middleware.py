@@ -1,0 +1,175 @@
+"""Pure ASGI middleware: a body-size limit checked before parsing, and Prometheus metrics."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from starlette.exceptions import HTTPException
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class _TooLarge(HTTPException):
+    """Raised from ``receive``; an HTTPException so FastAPI's body parsing re-raises it as is."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(
+            413,
+            f"request body is larger than the limit of {max_bytes} bytes "
+            "(ADVISOR_MAX_BODY_BYTES); split the batch into smaller ones",
+        )
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+class BodySizeLimit:
+    """413 for a body over ``max_bytes``: refused from Content-Length before anything is read,
+    and counted while streaming for chunked bodies (so nothing oversized is ever parsed)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _refusal(self, size: int | None) -> dict[str, Any]:
+        got = f"{size} bytes" if size is not None else "more"
+        return {
+            "error": "payload_too_large",
+            "message": f"request body is {got}; the limit is {self.max_bytes} bytes "
+            "(ADVISOR_MAX_BODY_BYTES); split the batch into smaller ones",
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    size = int(value)
+                except ValueError:
+                    await _send_json(
+                        send,
+                        400,
+                        {"error": "bad_request", "message": "Content-Length is not a number"},
+                    )
+                    return
+                if size > self.max_bytes:
+                    await _send_json(send, 413, self._refusal(size))
+                    return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge(self.max_bytes)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await _send_json(send, 413, self._refusal(None))
+
+
+class Metrics:
+    """Request counts and latencies per route template (never per raw path: bounded labels)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "advisor_http_requests_total",
+            "HTTP requests by method, route and status",
+            ("method", "route", "status"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "advisor_http_request_duration_seconds",
+            "HTTP request latency by method and route",
+            ("method", "route"),
+            buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=self.registry,
+        )
+        self.store_up = Gauge(
+            "advisor_store_up",
+            "1 when the store answered the last readiness check",
+            registry=self.registry,
+        )
+        self.observations_ingested = Counter(
+            "advisor_observations_ingested_total",
+            "observations received by POST /v1/observations and /v1/batches, and how many were new",
+            ("new",),
+            registry=self.registry,
+        )
+
+
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def method_label(method: str) -> str:
+    """A fixed set of labels: a made-up method is ``other``, never a new time series."""
+    return method if method in KNOWN_METHODS else "other"
+
+
+def status_label(status: int) -> str:
+    return str(status) if 100 <= status <= 599 else "other"
+
+
+class MetricsMiddleware:
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+        start = time.perf_counter()
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            # a route template of this app (a fixed set), else one label for everything else
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            method = method_label(scope.get("method", ""))
+            self.metrics.requests.labels(method, template, status_label(status)).inc()
+            self.metrics.latency.labels(method, template).observe(time.perf_counter() - start)

@@ -1,0 +1,36 @@
+"""Failures: a benchmark that could not run or crashed on a stack/accelerator/placement."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body
+
+from stack_advisor.api import examples, services
+from stack_advisor.api.deps import ResourcesDep, SettingsDep, StoreDep, WriteCaller
+from stack_advisor.api.routes import WRITE_ERRORS
+from stack_advisor.api.schemas import FailuresIn, IngestReport
+
+router = APIRouter(prefix="/v1/failures", tags=["failures"])
+
+
+@router.post(
+    "",
+    operation_id="recordFailures",
+    response_model=IngestReport,
+    responses=WRITE_ERRORS,
+    summary="Record one failure or a list of them (idempotent)",
+)
+def record_failures(
+    failures: Annotated[
+        FailuresIn,
+        Body(openapi_examples={"one failure": {"value": examples.FAILURE}}),
+    ],
+    store: StoreDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+    _: WriteCaller,
+) -> IngestReport:
+    items = failures if isinstance(failures, list) else [failures]
+    services.check_batch_size(len(items), settings.max_batch_items)
+    return IngestReport.of(services.record_failures(store, items, resources), 0)

@@ -1,0 +1,499 @@
+"""The answers the server gives, shared by the JSON routes (``stack_advisor.api.routes``) and the web
+pages (``stack_advisor.web``): each takes the app's advisor (or store) and plain arguments and returns
+result models or rows. Routes and pages only parse their input (a JSON body, a query string, a
+form) and render the answer (JSON, HTML, CSV), so a page and the API cannot answer differently.
+
+Answers that read many observations from the store (the leaderboard, the known-bad list, the
+sweeps) are kept in the advisor's one answer cache (``Advisor.memoised``), per store generation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from stack_advisor.advisor import results
+from stack_advisor.advisor.cluster.results import ClusterRecommendationSet
+from stack_advisor.advisor.verbs.sweep import SweepComparison, sweep_names, sweep_report
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.api.limits import check_cap
+from stack_advisor.schema.errors import AdvisorError, InvalidInput, NotFound
+from stack_advisor.schema.models import (
+    Failure,
+    FailureClass,
+    IngestBatch,
+    IngestResult,
+    ObservationFilter,
+    PlacementKind,
+    failure_class,
+)
+from stack_advisor.store.base import Store
+
+if TYPE_CHECKING:
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.api.middleware import Metrics
+    from stack_advisor.api.resources import Resources
+    from stack_advisor.api.schemas import RecommendationRequest
+
+
+# ---- the advisor's verbs -----------------------------------------------------------------------
+
+
+def recommend(
+    advisor: Advisor, request: RecommendationRequest
+) -> results.RecommendationSet | ClusterRecommendationSet:
+    """Ranked stacks and placements for the request's workload; with ``cluster`` (a recorded
+    inventory) or ``nodes`` (Node objects), ranked (node pool, stack) pairs of that cluster."""
+    if not (request.cluster or request.nodes):
+        return advisor.recommend(request.workload, top=request.top)
+    from stack_advisor.advisor.cluster.advice import recommend_nodes
+    from stack_advisor.advisor.cluster.pools import nodes_from_inventory, nodes_from_json
+
+    if request.cluster:
+        nodes, source = (
+            nodes_from_inventory(advisor.store, request.cluster),
+            f"cluster {request.cluster}",
+        )
+    else:
+        nodes, source = (
+            nodes_from_json(request.nodes, where="nodes"),
+            f"{len(request.nodes or [])} nodes",
+        )
+    return recommend_nodes(
+        advisor,
+        request.workload,
+        nodes,
+        source=source,
+        pool_label=request.pool_label,
+        top=request.top,
+        per_pool=request.per_pool,
+        gpus=request.gpus,
+        nodes_count=request.nodes_count,
+        image=request.image,
+        what_if_driver=request.what_if_driver,
+    )
+
+
+def recommend_workload(
+    advisor: Advisor, workload: Workload | dict[str, Any], top: int
+) -> results.RecommendationSet:
+    """``recommend`` for a workload alone (the web form's fields)."""
+    return advisor.recommend(workload, top=top)
+
+
+def predict(
+    advisor: Advisor, queries: list[results.PredictQuery] | list[dict[str, Any]]
+) -> list[results.Prediction]:
+    return advisor.predict(queries)
+
+
+def evaluate(
+    advisor: Advisor, protocol: str, *, train_until: str | None, test_round: str | None
+) -> results.EvaluationReport:
+    """``predict``'s accuracy on held-out published results (``stack_advisor.advisor.verbs.evaluate``)."""
+    return advisor.memoised(
+        ("evaluate", protocol, train_until, test_round),
+        lambda: advisor.evaluate(protocol, train_until=train_until, test_round=test_round),
+    )
+
+
+def compare_stacks(
+    advisor: Advisor,
+    a: str,
+    b: str,
+    *,
+    benchmark: str,
+    accelerator: str | None = None,
+    scenario: str | None = None,
+    metric: str | None = None,
+    family: str = "mlperf-inference",
+) -> results.Comparison:
+    return advisor.compare(
+        a,
+        b,
+        benchmark=benchmark,
+        accelerator=accelerator,
+        scenario=scenario,
+        metric=metric,
+        family=family,
+    )
+
+
+def compare_benchmarks(
+    advisor: Advisor,
+    a: str,
+    b: str,
+    *,
+    accelerator: str | None,
+    benchmark: str | None,
+    scenario: str | None,
+) -> list[dict[str, Any]]:
+    """``compare_stacks`` for each benchmark and scenario both stacks ran on (or the one asked
+    for); benchmarks where neither stack has a result are left out.
+
+    Raises:
+        NotFound: a stack selector matching no stack, or no benchmark with results of either.
+    """
+    table = advisor.table()
+    combos = sorted(
+        {
+            (info.family, info.name, info.scenario or "")
+            for info in table.benchmarks.values()
+            if (benchmark is None or info.name == benchmark)
+            and (scenario is None or info.scenario == scenario)
+        }
+    )
+    if not combos:
+        raise NotFound(
+            f"benchmark: nothing recorded for {benchmark or 'any benchmark'}"
+            f"{' in scenario ' + scenario if scenario else ''}"
+        )
+    out: list[dict[str, Any]] = []
+    last: AdvisorError | None = None
+    for family, name, scen in combos:
+        try:
+            c = compare_stacks(
+                advisor,
+                a,
+                b,
+                benchmark=name,
+                accelerator=accelerator,
+                scenario=scen or None,
+                family=family,
+            )
+        except NotFound as exc:
+            if exc.message.startswith("stack:"):
+                raise
+            last = exc
+            continue
+        if c.a_count or c.b_count:
+            out.append(
+                {
+                    "benchmark": name,
+                    "scenario": scen,
+                    **c.model_dump(mode="json"),
+                    "low": c.interval.low if c.interval else None,
+                    "high": c.interval.high if c.interval else None,
+                }
+            )
+    if not out:
+        raise last or NotFound("neither stack has results on the chosen benchmarks")
+    out.sort(key=lambda c: (c["pairs"] == 0, c["benchmark"], c["scenario"]))
+    return out
+
+
+def placement_overheads(
+    advisor: Advisor, accelerator: str | None = None, placement: PlacementKind | str | None = None
+) -> list[results.PlacementOverhead]:
+    return advisor.placement_overhead(accelerator, placement)
+
+
+def regressions(
+    advisor: Advisor,
+    component: str,
+    *,
+    accelerator: str | None,
+    benchmark: str | None,
+    alpha: float,
+) -> list[results.Regression]:
+    return advisor.regressions(component, accelerator=accelerator, benchmark=benchmark, alpha=alpha)
+
+
+def sweep(
+    store: Store,
+    name: str,
+    *,
+    host: str | None,
+    baseline: str | None,
+    cell: str | None,
+    flagged_only: bool,
+) -> SweepComparison:
+    """What each cell of a sweep changed on its node (``stack_advisor.advisor.verbs.sweep``)."""
+    return sweep_report(
+        store,
+        name,
+        host=host or None,
+        baseline=baseline or None,
+        cell=cell or None,
+        flagged_only=flagged_only,
+    )
+
+
+def sweeps(advisor: Advisor, store: Store) -> list[str]:
+    return advisor.memoised(("sweeps",), lambda: sweep_names(store))
+
+
+# ---- rows read from the store ------------------------------------------------------------------
+
+
+def leaderboard(
+    advisor: Advisor,
+    store: Store,
+    *,
+    benchmark: str,
+    scenario: str | None,
+    metric: str | None,
+    accelerator: str | None,
+    placement: str | None,
+) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """Best stack per (canonical accelerator, placement), best first: ``advisor plot throughput``'s
+    rows (``plot_data.throughput_chart``, top 1 stack) for each placement, over the observations
+    ``GET /v1/observations?benchmark_name=...`` returns."""
+    return advisor.memoised(
+        ("leaderboard", benchmark, scenario, metric, accelerator, placement),
+        lambda: _leaderboard(
+            store,
+            benchmark=benchmark,
+            scenario=scenario,
+            metric=metric,
+            accelerator=accelerator,
+            placement=placement,
+        ),
+    )
+
+
+def _leaderboard(
+    store: Store,
+    *,
+    benchmark: str,
+    scenario: str | None,
+    metric: str | None,
+    accelerator: str | None,
+    placement: str | None,
+) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    from stack_advisor.advisor.charts import data as plot_data
+
+    kind = plot_data.parse_placement(placement, plot_data.FORM) if placement else None
+    parts = benchmark.split("/")  # a name, family/name, or an id (family/name/hash: one series)
+    flt = (
+        ObservationFilter(benchmark_id=benchmark, placement=kind)
+        if len(parts) == 3
+        else ObservationFilter(benchmark_name=parts[-1], placement=kind)
+    )
+    by_place: dict[str, list[Any]] = {}
+    for obs in store.iter_observations(flt):
+        by_place.setdefault(obs.placement.kind.value, []).append(obs)
+    if not by_place:
+        raise NotFound(
+            f"Benchmark: no observations of {benchmark!r}"
+            f"{' in placement ' + placement if placement else ''}"
+        )
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    series, first_error = None, None
+    if metric is None:  # the board opens on the benchmark's throughput metric, saying so
+        scenario, metric, notes = default_series(
+            [o for obs in by_place.values() for o in obs], scenario
+        )
+    for place in sorted(by_place):
+        observations = by_place[place]
+        if (
+            series is not None
+        ):  # chosen on an earlier placement: this one's results of it, where it has some
+            observations = [
+                o for o in observations if plot_data.in_series(o, series)
+            ] or observations
+        try:  # an InvalidInput (several series match) goes to the user: one choice for every placement
+            chart = plot_data.throughput_chart(
+                observations,
+                benchmark=benchmark,
+                scenario=scenario,
+                metric=metric,
+                accelerators=[accelerator] if accelerator else None,
+                top=1,
+                spelling=plot_data.FORM,
+            )
+        except NotFound as exc:
+            first_error = first_error or exc
+            notes.append(f"{place}: {exc.message}")
+            continue
+        except InvalidInput as exc:  # only other series here, several of them
+            if series is None:
+                raise
+            notes.append(f"{place}: left out, its results are other series ({exc.message})")
+            continue
+        series = series or chart.series
+        if chart.series != series:
+            notes.append(
+                f"{place}: left out, its results are another series ({chart.series.heading if chart.series else ''})"
+            )
+            continue
+        notes.extend(f"{place}: {n}" for n in chart.notes if "stacks shown" not in n)
+        rows.extend({**r, "placement": place} for r in chart.rows)
+    if series is None:
+        assert first_error is not None
+        raise first_error
+    sign = -1 if series.higher_is_better else 1
+    rows.sort(key=lambda r: (sign * r["value"], r["accelerator"], r["placement"]))
+    for i, r in enumerate(rows, 1):
+        r["rank"] = i
+    token_latencies = add_token_latencies(
+        rows, [o for obs in by_place.values() for o in obs], series.scenario
+    )
+    return (
+        rows,
+        notes,
+        series.as_dict()
+        | {
+            "heading": series.heading,
+            "value_label": series.value_label,
+            "token_latencies": token_latencies,
+        },
+    )
+
+
+TOKEN_LATENCIES = (("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"))
+
+
+def default_series(
+    observations: list[Any], scenario: str | None
+) -> tuple[str | None, str | None, list[str]]:
+    """The scenario and metric a leaderboard opens on when none is chosen: the benchmark's
+    throughput (the most-recorded higher-is-better metric, as ``recommend`` ranks by), in its
+    most-recorded scenario; with a note saying so. (None, None) when nothing is higher-is-better."""
+    counts: dict[tuple[str, str], int] = {}
+    for o in observations:
+        scen = str(o.benchmark.parameters.get("scenario") or "")
+        if (
+            o.valid
+            and o.higher_is_better
+            and (scenario is None or scen.lower() == scenario.lower())
+        ):
+            counts[(scen, o.metric)] = counts.get((scen, o.metric), 0) + 1
+    if not counts:
+        return scenario, None, []
+    (scen, metric), _ = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    chosen = scenario or scen or None
+    return (
+        chosen,
+        metric,
+        [
+            f"showing {metric}{' in ' + scen if scen and not scenario else ''}: the benchmark's "
+            "throughput metric (most recorded); choose another metric or scenario above"
+        ],
+    )
+
+
+def add_token_latencies(
+    rows: list[dict[str, Any]], observations: list[Any], scenario: str | None
+) -> list[str]:
+    """TTFT and TPOT (p99, ms) of each row's accelerator, placement and stack in the same scenario,
+    where the results record them (LLM benchmarks): the median over the matching results. Returns
+    the columns added (none when the benchmark records no token latencies)."""
+    from stack_advisor.advisor.charts.data import canonical_name
+
+    wanted = {m for m, _ in TOKEN_LATENCIES}
+    found: dict[tuple[str, str, str, str], list[float]] = {}
+    for o in observations:
+        scen = str(o.benchmark.parameters.get("scenario") or "")
+        if (
+            o.metric in wanted
+            and o.valid
+            and (scenario is None or scen.lower() == scenario.lower())
+        ):
+            key = (
+                o.metric,
+                canonical_name(o.accelerator.model),
+                o.placement.kind.value,
+                o.stack.stack_id,
+            )
+            found.setdefault(key, []).append(o.value)
+    columns = [m for m, _ in TOKEN_LATENCIES if any(k[0] == m for k in found)]
+    for r in rows:
+        for m in columns:
+            values = found.get((m, r["accelerator"], r["placement"], r["stack_id"]))
+            r[m] = float(np.median(values)) if values else None
+    return columns
+
+
+def known_bad(advisor: Advisor, store: Store) -> list[dict[str, Any]]:
+    """Recorded stack failures (``GET /v1/failures``'s list, less harness limitations and
+    environment failures: ``stack_advisor.schema.models.failure_class``) and the stacks of the knowledge base
+    that break a compatibility rule (what ``recommend`` excludes or warns about)."""
+    return advisor.memoised(("known-bad",), lambda: _known_bad(advisor, store))
+
+
+def _known_bad(advisor: Advisor, store: Store) -> list[dict[str, Any]]:
+    table = advisor.table()
+    try:
+        failures = store.list_entities("failures")
+    except NotImplementedError:
+        failures = []
+    labels = {sid: st.label() for sid, st in table.stacks.items()}
+    # only a stack failure is known-bad: harness limitations and what a node lacked are not
+    failures = [
+        f
+        for f in failures
+        if failure_class(f.get("stage"), f.get("error_class")) is FailureClass.STACK
+    ]
+    rows = [
+        {
+            "kind": "failure",
+            "severity": "error",
+            "what": f"{f.get('stage', '')}: {f.get('error_class', '')}",
+            "stack": labels.get(str(f.get("stack_id")), f.get("stack_id")),
+            "accelerator": f.get("accelerator"),
+            "placement": str(f.get("placement_id") or "").split("|")[0],
+            "benchmark": f.get("benchmark_id"),
+            "message": f.get("message", ""),
+            "when": f.get("timestamp"),
+        }
+        for f in failures
+    ]
+    for sid, stack in table.stacks.items():
+        for v in advisor.rules.check_stack(stack):
+            used = table.stack.codes == table.stack.code(sid)
+            accels = sorted(
+                {table.accelerator.vocab[c] for c in np.unique(table.accelerator.codes[used])}
+            )
+            rows.append(
+                {
+                    "kind": "rule",
+                    "severity": v.severity.value,
+                    "what": v.rule,
+                    "stack": labels[sid],
+                    "accelerator": ", ".join(accels[:6]) + (" …" if len(accels) > 6 else ""),
+                    "placement": "",
+                    "benchmark": "",
+                    "message": v.message,
+                    "when": "",
+                }
+            )
+    return rows
+
+
+# ---- writes ------------------------------------------------------------------------------------
+
+
+def ingest(
+    store: Store, batch: IngestBatch, resources: Resources, metrics: Metrics
+) -> IngestResult:
+    """Write a batch (observations, failures, runs) in one transaction; then the advisor reads the
+    store's generation again on its next answer, and the ingest counters move."""
+    result = store.ingest(batch)
+    resources.written()
+    metrics.observations_ingested.labels("true").inc(result.observations_new)
+    metrics.observations_ingested.labels("false").inc(
+        result.observations_received - result.observations_new
+    )
+    return result
+
+
+def record_failures(store: Store, failures: list[Failure], resources: Resources) -> IngestResult:
+    result = store.record_failures(failures)
+    resources.written()
+    return result
+
+
+def check_batch_size(items: int, cap: int) -> None:
+    """One request is one transaction, and the embedded store serves one at a time: a bounded
+    batch keeps every other request's wait bounded too. Everything written counts: measurements,
+    failures, runs (a document's run is one), inventory nodes.
+
+    Raises:
+        PayloadTooLarge: 413 naming ``ADVISOR_MAX_BATCH_ITEMS``.
+    """
+    check_cap(
+        items, cap, "items (measurements, failures, runs or nodes)", "ADVISOR_MAX_BATCH_ITEMS"
+    )

@@ -1,0 +1,805 @@
+"""One resolver: free text in, canonical entity (plus placement hints) out.
+
+Order, as kubectl resolves kinds: the exact id or name, then declared aliases (both compared
+case- and punctuation-blind, with or without a leading vendor word), then patterns. Text nothing
+matches keeps its raw name, marked unresolved, with the closest known names as suggestions.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from stack_advisor.catalog.entries import (
+    AcceleratorEntry,
+    BenchmarkEntry,
+    CpuEntry,
+    FrameworkEntry,
+    Generation,
+    MetricEntry,
+    ScenarioEntry,
+)
+from stack_advisor.schema.errors import InvalidInput
+
+_VENDOR_WORDS = re.compile(r"^(?:nvidia|amd|qualcomm|google|intel|aws|arm)[\s_-]+", re.IGNORECASE)
+MLPERF_INFERENCE = "mlperf-inference"
+NOT_AN_ACCELERATOR = frozenset({"", "-", "n/a", "na", "none", "null", "cpu"})
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def normalize(text: str) -> str:
+    """The comparison key of a name: lower case, only letters, digits, '.' and '+'."""
+    return re.sub(r"[^a-z0-9.+]", "", text.lower())
+
+
+def _keys(text: str) -> list[str]:
+    """Comparison keys of a name: as written and without a leading vendor word."""
+    stripped = _VENDOR_WORDS.sub("", text.strip())
+    keys = [normalize(text)]
+    if stripped != text.strip():
+        keys.append(normalize(stripped))
+    return [k for k in keys if k]
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+
+# libyaml's safe loader parses the catalogue about 10x faster than the pure-Python one (most of a
+# warm `advisor recommend` otherwise); same safety, same result.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _load(file: str, key: str, model: type[T]) -> list[T]:
+    try:
+        text = (resources.files("stack_advisor.catalog") / file).read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=_SAFE_LOADER)
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidInput(f"catalogue file {file}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise InvalidInput(f"catalogue file {file}: expected a mapping with a list {key!r}")
+    out: list[T] = []
+    for i, item in enumerate(data[key]):
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            name = item.get("id", f"#{i}") if isinstance(item, dict) else f"#{i}"
+            raise InvalidInput(
+                f"catalogue file {file}: entry {name}: {where}: {first['msg']}"
+            ) from None
+    return out
+
+
+def load_entries(file: str, key: str, model: type[T]) -> list[T]:
+    """The validated entries of the list ``key`` in the catalogue file ``file`` (for catalogue
+    modules with their own file, e.g. ``rounds``).
+
+    Raises:
+        InvalidInput: the file is unreadable or an entry is malformed (named with its field).
+    """
+    return _load(file, key, model)
+
+
+class _Index:
+    """Exact names (normalised) → entry id; a key claimed by two entries is a load error."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.by_key: dict[str, str] = {}
+        self.how: dict[str, str] = {}
+        self.spellings: dict[str, str] = {}  # every written name → entry id (for suggestions)
+
+    def add(self, entry_id: str, name: str, how: str) -> None:
+        self.spellings.setdefault(name, entry_id)
+        for key in _keys(name):
+            owner = self.by_key.get(key)
+            if owner is not None and owner != entry_id:
+                raise InvalidInput(
+                    f"catalogue: {self.what} name {name!r} belongs to both {owner} and {entry_id}"
+                )
+            if owner is None:
+                self.by_key[key] = entry_id
+                self.how[key] = how
+
+    def find(self, text: str) -> tuple[str, str] | None:
+        for key in _keys(text):
+            if key in self.by_key:
+                return self.by_key[key], self.how[key]
+        return None
+
+    def suggest(self, text: str, n: int = 3, *, canonical: bool = False) -> list[str]:
+        """Closest written names (one per entry), best first; with ``canonical`` the entries'
+        ids instead of the spellings that came close."""
+        names = list(self.spellings)
+        lowered = {name.lower(): name for name in names}
+        out: list[str] = []
+        seen: set[str] = set()
+        query = text.strip().lower()
+        candidates = difflib.get_close_matches(query, list(lowered), n=12, cutoff=0.6)
+        stripped = _VENDOR_WORDS.sub("", query)
+        if stripped != query:
+            bare = {_VENDOR_WORDS.sub("", k): k for k in lowered}
+            candidates += [
+                bare[c] for c in difflib.get_close_matches(stripped, list(bare), n=12, cutoff=0.6)
+            ]
+        for low in candidates:
+            name = lowered[low]
+            owner = self.spellings[name]
+            if owner in seen:
+                continue
+            seen.add(owner)
+            out.append(owner if canonical else name)
+            if len(out) == n:
+                break
+        return out
+
+
+@dataclass
+class Catalog:
+    generations: dict[str, Generation]
+    accelerators: dict[str, AcceleratorEntry]
+    cpus: list[CpuEntry]
+    benchmarks: dict[str, BenchmarkEntry]  # "<family>/<id>" → entry (an id is unique in its family)
+    scenarios: dict[str, ScenarioEntry]
+    metrics: dict[str, MetricEntry]
+    frameworks: dict[str, FrameworkEntry]
+    accelerator_index: _Index = field(default_factory=lambda: _Index("accelerator"))
+    benchmark_index: dict[str, _Index] = field(default_factory=dict)  # family → its names
+    scenario_index: _Index = field(default_factory=lambda: _Index("scenario"))
+    metric_index: _Index = field(default_factory=lambda: _Index("metric"))
+    framework_index: _Index = field(default_factory=lambda: _Index("framework"))
+    accelerator_patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
+    benchmark_variants: dict[str, list[tuple[re.Pattern[str], str]]] = field(default_factory=dict)
+    cpu_patterns: list[tuple[re.Pattern[str], CpuEntry]] = field(default_factory=list)
+    vgpu_prefixes: dict[str, str] = field(default_factory=dict)
+
+    def benchmark(self, family: str, benchmark_id: str) -> BenchmarkEntry | None:
+        return self.benchmarks.get(f"{family}/{benchmark_id}")
+
+    def min_driver(self, accelerator_id: str) -> str | None:
+        entry = self.accelerators.get(accelerator_id)
+        if entry is None:
+            return None
+        gen = self.generations.get(entry.generation)
+        return gen.min_driver if gen else None
+
+
+def _unique(items: list[T], what: str, key: Any = None) -> dict[str, T]:
+    out: dict[str, T] = {}
+    for item in items:
+        ident = key(item) if key else item.id  # type: ignore[attr-defined]
+        if ident in out:
+            raise InvalidInput(f"catalogue: {what} {ident!r} is defined twice")
+        out[ident] = item
+    return out
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    """The packaged catalogue, loaded and validated once.
+
+    Raises:
+        InvalidInput: a malformed file or entry (the message names file, entry and field), a
+            name claimed by two entries, or an accelerator naming an unknown generation.
+    """
+    cat = Catalog(
+        generations=_unique(_load("generations.yaml", "generations", Generation), "generation"),
+        accelerators=_unique(
+            _load("accelerators.yaml", "accelerators", AcceleratorEntry), "accelerator"
+        ),
+        cpus=_load("cpus.yaml", "cpus", CpuEntry),
+        benchmarks=_unique(
+            _load("benchmarks.yaml", "benchmarks", BenchmarkEntry),
+            "benchmark",
+            key=lambda b: f"{b.family}/{b.id}",
+        ),
+        scenarios=_unique(_load("scenarios.yaml", "scenarios", ScenarioEntry), "scenario"),
+        metrics=_unique(_load("metrics.yaml", "metrics", MetricEntry), "metric"),
+        frameworks=_unique(_load("frameworks.yaml", "frameworks", FrameworkEntry), "framework"),
+    )
+    for acc in cat.accelerators.values():
+        if acc.generation not in cat.generations:
+            raise InvalidInput(
+                f"catalogue: accelerator {acc.id}: unknown generation {acc.generation!r}"
+            )
+        cat.accelerator_index.add(acc.id, acc.id, "id")
+        cat.accelerator_index.add(acc.id, acc.name, "id")
+        for name in (*acc.nvml_names, *acc.gfd_products, *acc.aliases):
+            cat.accelerator_index.add(acc.id, name, "alias")
+        cat.accelerator_patterns += [(re.compile(p, re.IGNORECASE), acc.id) for p in acc.patterns]
+        for prefix in acc.vgpu_prefixes:
+            if prefix.lower() in cat.vgpu_prefixes:
+                raise InvalidInput(f"catalogue: vGPU prefix {prefix!r} claimed twice")
+            cat.vgpu_prefixes[prefix.lower()] = acc.id
+    for cpu in cat.cpus:
+        cat.cpu_patterns += [(re.compile(p, re.IGNORECASE), cpu) for p in cpu.patterns]
+    for bench in cat.benchmarks.values():
+        index = cat.benchmark_index.setdefault(bench.family, _Index(f"{bench.family} benchmark"))
+        index.add(bench.id, bench.id, "id")
+        for name in bench.aliases:
+            index.add(bench.id, name, "alias")
+        cat.benchmark_variants.setdefault(bench.family, []).extend(
+            (re.compile(p, re.IGNORECASE), bench.id) for p in bench.variant_patterns
+        )
+    for scen in cat.scenarios.values():
+        for limit in scen.latency_limits:
+            if cat.benchmark(MLPERF_INFERENCE, limit.benchmark) is None:
+                raise InvalidInput(
+                    f"catalogue: scenario {scen.id}: latency limit for unknown benchmark "
+                    f"{limit.benchmark!r}"
+                )
+    for scen in cat.scenarios.values():
+        cat.scenario_index.add(scen.id, scen.id, "id")
+        for name in scen.aliases:
+            cat.scenario_index.add(scen.id, name, "alias")
+    for metric in cat.metrics.values():
+        cat.metric_index.add(metric.id, metric.id, "id")
+        for name in metric.aliases:
+            cat.metric_index.add(metric.id, name, "alias")
+    for fw in cat.frameworks.values():
+        cat.framework_index.add(fw.id, fw.id, "id")
+        for name in fw.aliases:
+            cat.framework_index.add(fw.id, name, "alias")
+    return cat
+
+
+# ---- accelerators ----------------------------------------------------------------------------
+
+_MIG_MLPERF = re.compile(r"\s*\((\d+)\s*x\s*(\d+)g\.(\d+)gb\s+mig\)\s*$", re.IGNORECASE)
+_MIG_GFD = re.compile(r"[-\s]mig[-\s](\d+)g\.(\d+)gb\s*$", re.IGNORECASE)
+_SHARED = re.compile(r"-shared$", re.IGNORECASE)
+_CTS = re.compile(r"[\s-]cts$", re.IGNORECASE)
+_VIRTUALIZED = re.compile(r"^virtuali[sz]ed\s+", re.IGNORECASE)
+_VGPU = re.compile(
+    r"^(?P<prefix>[a-z0-9]+(?:-[a-z]+\d?)?)-(?P<gb>\d{1,3})(?P<series>[abcq])$", re.IGNORECASE
+)
+_MIXED_PART = re.compile(r"^(\d+)x\((\d+)x (.+)\)$")
+_HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)\s*(?:,|$)", re.IGNORECASE)
+# "<model> (x32), <model> (x16)": a heterogeneous system by total count per model (MLPerf v5.1)
+_COUNTED = re.compile(r"\s*([^,]+?)\s*\(x\s*(\d+)\)\s*(?:,|$)", re.IGNORECASE)
+_COUNTED_PART = re.compile(r"^(\d+)x (.+)$")
+
+
+@dataclass(frozen=True)
+class AcceleratorPart:
+    """One part of a heterogeneous system: ``nodes`` nodes with ``per_node`` of ``accelerator``;
+    ``nodes`` None when the text gives only the part's total count (then in ``per_node``)."""
+
+    nodes: int | None
+    per_node: int
+    accelerator: AcceleratorMatch
+
+    @property
+    def key(self) -> str:
+        if self.nodes is None:
+            return f"{self.per_node}x {self.accelerator.key}"
+        return f"{self.nodes}x({self.per_node}x {self.accelerator.key})"
+
+
+@dataclass(frozen=True)
+class AcceleratorMatch:
+    """What an accelerator name stands for.
+
+    kind: ``accelerator`` (a catalogue entry, possibly a MIG slice or vGPU profile of it),
+    ``cpu`` (no accelerator: the host CPU), ``mixed`` (a heterogeneous system, see ``parts``),
+    ``none`` (the text says there is no accelerator). ``key`` is the canonical name the
+    knowledge base stores: the entry id, "<id> (<partition>)" for a slice, "CPU <model>" for a
+    CPU; the raw text, stripped, when unresolved. An unresolved name says why in ``refusal``:
+    ``unknown`` (nothing matches), ``ambiguous`` (the patterns of several parts match) or
+    ``family`` (it names a family of parts, e.g. "H100"); ``suggestions`` are the closest
+    names, or the candidate parts' ids for the last two."""
+
+    raw: str
+    kind: str
+    resolved: bool
+    entry: AcceleratorEntry | None = None
+    cpu: str | None = None
+    fraction: float = 1.0
+    partition: str | None = None
+    placement: str | None = None  # "vgpu" | "vm" when the name says so
+    vgpu_profile: str | None = None
+    matched_by: str | None = None  # "id" | "alias" | "pattern"
+    parts: tuple[AcceleratorPart, ...] = ()
+    suggestions: tuple[str, ...] = ()
+    refusal: str | None = None
+
+    @property
+    def key(self) -> str:
+        if self.kind == "cpu":
+            return "CPU " + (self.cpu or self.raw.strip().removeprefix("CPU ").strip() or "unknown")
+        if self.kind == "mixed":
+            return "mixed: " + " + ".join(p.key for p in self.parts)
+        if self.entry is None:
+            return " ".join(self.raw.split())
+        return self.entry.id + (f" ({self.partition})" if self.partition else "")
+
+    @property
+    def vendor(self) -> str | None:
+        if self.kind == "cpu":
+            return "cpu"
+        return self.entry.vendor if self.entry else None
+
+    def figure(self, name: str) -> float | None:
+        """A datasheet figure scaled to the share of the board (MIG slice, vGPU profile):
+        ``memory_gb``, ``memory_bw_gbs``, ``tdp_w`` or a precision of ``peak_tflops``."""
+        if self.entry is None:
+            return None
+        value = (
+            getattr(self.entry.peak_tflops, name, None)
+            if name not in ("memory_gb", "memory_bw_gbs", "tdp_w")
+            else getattr(self.entry, name)
+        )
+        return None if value is None else float(value) * self.fraction
+
+    def message(self, field_name: str = "accelerator") -> str:
+        """Why this name did not resolve, with the closest known names."""
+        hint = (
+            f"; did you mean {' or '.join(repr(s) for s in self.suggestions)}?"
+            if self.suggestions
+            else ""
+        )
+        if self.refusal == "family":
+            return f"{field_name}: {self.raw!r} names a family of several parts, not one{hint}"
+        if self.refusal == "ambiguous":
+            return f"{field_name}: {self.raw!r} could be any of several parts{hint}"
+        return (
+            f"{field_name}: unknown accelerator {self.raw!r}{hint} "
+            "(`advisor catalogue search` and GET /v1/catalogue/accelerators list the known ones)"
+        )
+
+
+def _board_match(text: str, cat: Catalog) -> tuple[AcceleratorEntry, str] | list[str] | None:
+    """The entry a board name stands for and how it matched; the candidates' ids (two or more)
+    when the patterns of several entries match; None when nothing does."""
+    found = cat.accelerator_index.find(text)
+    if found:
+        return cat.accelerators[found[0]], found[1]
+    lowered = " ".join(text.lower().split())
+    bare = _VENDOR_WORDS.sub("", lowered)
+    hits = list(
+        dict.fromkeys(
+            acc_id
+            for pattern, acc_id in cat.accelerator_patterns
+            if pattern.search(lowered) or pattern.search(bare)
+        )
+    )
+    written = [int(m) for m in _MEMORY.findall(lowered)]
+    if written:  # "H100 SXM5 94GB" is not the 80 GB board a pattern for "H100 SXM" finds
+        hits = [h for h in hits if _memory_fits(cat.accelerators[h].memory_gb, written)]
+    if len(hits) == 1:
+        return cat.accelerators[hits[0]], "pattern"
+    return hits or None
+
+
+_MEMORY = re.compile(r"(?<![\d.])(\d{2,3})\s*gb?\b")
+# marketing and usable capacities differ by a few percent (B200 192 / 180 GB, H100 NVL 96 / 94 GB)
+_MEMORY_SLACK = 0.07
+
+
+def _memory_fits(memory_gb: float | None, written: list[int]) -> bool:
+    """Whether a memory size written in a name could be this part's (no size known: yes)."""
+    if memory_gb is None:
+        return True
+    return any(abs(w - memory_gb) <= _MEMORY_SLACK * memory_gb for w in written)
+
+
+def _family_members(text: str, cat: Catalog) -> list[str]:
+    """The ids of the parts whose family the text names ("H100", "NVIDIA RTX PRO 6000"), or
+    which one family's several parts all begin with ("RTX PRO 6000 Blackwell", "MI300")."""
+    keys = set(_keys(text))
+    named = [a.id for a in cat.accelerators.values() if normalize(a.family) in keys]
+    if named:
+        return named
+    prefixed = [
+        a
+        for a in cat.accelerators.values()
+        if any(
+            k.startswith(key) for key in keys if len(key) >= 4 for n in a.names() for k in _keys(n)
+        )
+    ]
+    if len(prefixed) >= 2 and len({a.family for a in prefixed}) == 1:
+        return [a.id for a in prefixed]
+    return []
+
+
+def _counted_parts(name: str) -> tuple[AcceleratorPart, ...] | None:
+    """ "A (x32), B (x16)" → the parts by total count; None when the text is not of that form."""
+    pieces = _COUNTED.findall(name)
+    if len(pieces) < 2 or "".join(f"{m} (x{n})" for m, n in pieces).replace(
+        " ", ""
+    ) != name.replace(",", "").replace(" ", ""):
+        return None
+    return tuple(AcceleratorPart(None, int(n), resolve_accelerator(model)) for model, n in pieces)
+
+
+def _mixed_parts(name: str) -> tuple[tuple[AcceleratorPart, ...], str] | None:
+    """The parts of a heterogeneous system and how they were read: a key this resolver made
+    ("mixed: 1x(8x A) + 2x(4x B)", "mixed: 32x A + 16x B"), MLPerf's "1 Node: Ax8, 2 Nodes: Bx4"
+    or "A (x32), B (x16)"; None when the name is one part."""
+    if name.lower().startswith("mixed: "):
+        parts = []
+        for piece in name[len("mixed: ") :].split(" + "):
+            m = _MIXED_PART.match(piece)
+            c = None if m else _COUNTED_PART.match(piece)
+            if m is not None:
+                parts.append(
+                    AcceleratorPart(
+                        int(m.group(1)), int(m.group(2)), resolve_accelerator(m.group(3))
+                    )
+                )
+            elif c is not None:
+                parts.append(
+                    AcceleratorPart(None, int(c.group(1)), resolve_accelerator(c.group(2)))
+                )
+            else:
+                break
+        else:
+            return tuple(parts), "id"
+    hetero = _HETERO.findall(name)
+    if len(hetero) >= 2 or (hetero and re.match(r"^\d+\s*nodes?\s*:", name, re.IGNORECASE)):
+        return tuple(
+            AcceleratorPart(int(n), int(k), resolve_accelerator(model)) for n, model, k in hetero
+        ), "pattern"
+    counted = _counted_parts(name)
+    return (counted, "pattern") if counted is not None else None
+
+
+@lru_cache(maxsize=8192)
+def resolve_accelerator(text: str) -> AcceleratorMatch:
+    """The canonical accelerator a name stands for (see ``AcceleratorMatch``); never raises."""
+    cat = load_catalog()
+    raw = text
+    name = " ".join(str(text).split())
+    if name.lower() in NOT_AN_ACCELERATOR:
+        return AcceleratorMatch(raw=raw, kind="none", resolved=True)
+    if name.lower().startswith("cpu "):
+        cpu = resolve_cpu(name[4:])
+        return AcceleratorMatch(
+            raw=raw,
+            kind="cpu",
+            resolved=cpu.resolved,
+            cpu=cpu.id,
+            matched_by=cpu.matched_by,
+            suggestions=cpu.suggestions,
+        )
+    parts = _mixed_parts(name)
+    if parts is not None:
+        return AcceleratorMatch(
+            raw=raw,
+            kind="mixed",
+            resolved=all(p.accelerator.resolved for p in parts[0]),
+            parts=parts[0],
+            matched_by=parts[1],
+        )
+    placement = None
+    if _VIRTUALIZED.search(name):
+        placement, name = "vm", _VIRTUALIZED.sub("", name)
+    partition = None
+    slices: tuple[int, int] | None = None  # (instances, compute slices each)
+    mig = _MIG_MLPERF.search(name)
+    if mig:
+        slices = (int(mig.group(1)), int(mig.group(2)))
+        partition = f"{mig.group(1)}x{mig.group(2)}g.{mig.group(3)}gb MIG"
+        name = name[: mig.start()]
+    else:
+        mig = _MIG_GFD.search(name)
+        if mig:
+            slices = (1, int(mig.group(1)))
+            partition = f"1x{mig.group(1)}g.{mig.group(2)}gb MIG"
+            name = name[: mig.start()]
+    name = _SHARED.sub("", name)
+    name = _CTS.sub("", name).strip()
+    found = _board_match(name, cat)
+    if isinstance(found, list):
+        return AcceleratorMatch(
+            raw=raw,
+            kind="accelerator",
+            resolved=False,
+            placement=placement,
+            suggestions=tuple(found),
+            refusal="ambiguous",
+        )
+    if found is not None:
+        entry, how = found
+        fraction = 1.0
+        if slices and entry.mig_slices:
+            fraction = min(1.0, slices[0] * slices[1] / entry.mig_slices)
+        return AcceleratorMatch(
+            raw=raw,
+            kind="accelerator",
+            resolved=True,
+            entry=entry,
+            fraction=fraction,
+            partition=partition,
+            placement=placement,
+            matched_by=how,
+        )
+    vgpu = _VGPU.match(_VENDOR_WORDS.sub("", name))
+    if vgpu and vgpu.group("prefix").lower() in cat.vgpu_prefixes:
+        entry = cat.accelerators[cat.vgpu_prefixes[vgpu.group("prefix").lower()]]
+        profile = f"{vgpu.group('prefix')}-{vgpu.group('gb')}{vgpu.group('series').upper()}"
+        fraction = min(1.0, int(vgpu.group("gb")) / entry.memory_gb) if entry.memory_gb else 1.0
+        return AcceleratorMatch(
+            raw=raw,
+            kind="accelerator",
+            resolved=True,
+            entry=entry,
+            fraction=fraction,
+            partition=None if fraction >= 1.0 else f"vGPU {profile}",
+            placement="vgpu",
+            vgpu_profile=profile,
+            matched_by="pattern",
+        )
+    members = _family_members(name, cat)
+    if members:
+        return AcceleratorMatch(
+            raw=raw,
+            kind="accelerator",
+            resolved=False,
+            placement=placement,
+            suggestions=tuple(members),
+            refusal="family",
+        )
+    return AcceleratorMatch(
+        raw=raw,
+        kind="accelerator",
+        resolved=False,
+        placement=placement,
+        suggestions=tuple(cat.accelerator_index.suggest(raw)),
+        refusal="unknown",
+    )
+
+
+# ---- CPUs ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NameMatch:
+    """A resolved (or unresolved) name: ``id`` is canonical, or the raw text when unresolved."""
+
+    raw: str
+    id: str
+    resolved: bool
+    what: str
+    matched_by: str | None = None
+    base: str | None = None  # for a benchmark variant: the catalogue entry it is a variant of
+    family: str | None = None  # for a benchmark: the family whose catalogue answered
+    suggestions: tuple[str, ...] = ()
+    # for a benchmark whose name carries a scenario (MLPerf v5.0's "llama2-70b-interactive-99",
+    # run in LoadGen's Server mode, is llama2-70b-99's Interactive scenario): that scenario
+    scenario: str | None = None
+
+    def message(self, field_name: str | None = None) -> str:
+        hint = (
+            f"; did you mean {' or '.join(repr(s) for s in self.suggestions)}?"
+            if self.suggestions
+            else ""
+        )
+        return f"{field_name or self.what}: unknown {self.what} {self.raw!r}{hint}"
+
+    def require(self, field_name: str | None = None) -> str:
+        """The canonical id; raises InvalidInput (with suggestions) when unresolved."""
+        if not self.resolved:
+            raise InvalidInput(self.message(field_name))
+        return self.id
+
+
+def _model_case(model: str) -> str:
+    def token(t: str) -> str:
+        if re.fullmatch(r"[iv]\d", t):
+            return t
+        return t.upper() if re.search(r"\d", t) else t.capitalize()
+
+    return re.sub(r"[A-Za-z0-9+.,]+", lambda m: token(m.group(0)), model.strip())
+
+
+@lru_cache(maxsize=4096)
+def resolve_cpu(text: str) -> NameMatch:
+    """A host CPU model as "<Vendor> <Family> <model>" (e.g. "Intel Xeon Platinum 8380")."""
+    cat = load_catalog()
+    name = " ".join(str(text).split())
+    for pattern, cpu in cat.cpu_patterns:
+        match = pattern.search(name)
+        if match:
+            groups = {k: _model_case(v or "") for k, v in match.groupdict().items()}
+            if groups.get("tier", "").lower() == "platium":
+                groups["tier"] = "Platinum"
+            return NameMatch(
+                raw=text,
+                id=cpu.id.format(**groups).strip(),
+                resolved=True,
+                what="cpu",
+                matched_by="pattern",
+            )
+    return NameMatch(raw=text, id=name or "unknown", resolved=False, what="cpu")
+
+
+# ---- benchmarks, scenarios, metrics, frameworks ----------------------------------------------
+
+
+def _names(text: str, index: _Index, what: str) -> NameMatch:
+    found = index.find(text)
+    if found:
+        return NameMatch(raw=text, id=found[0], resolved=True, what=what, matched_by=found[1])
+    return NameMatch(
+        raw=text,
+        id=" ".join(str(text).split()),
+        resolved=False,
+        what=what,
+        suggestions=tuple(index.suggest(text, canonical=True)),
+    )
+
+
+@lru_cache(maxsize=8192)
+def resolve_benchmark(text: str, family: str | None = None) -> NameMatch:
+    """A benchmark name: the canonical id (``sdxl`` → ``stable-diffusion-xl``,
+    ``llama2_70b_lora`` → ``llama2_70b_lora`` in mlperf-training, ``gnn`` → ``rgat``), or for an
+    open-division variant its own name (lower case) with ``base`` the benchmark it varies.
+
+    Names are looked up in ``family`` (one family may reuse another's name: Training's
+    ``retinanet`` is not Inference's); without one, in every family, MLPerf Inference first.
+    ``NameMatch.family`` says which family answered."""
+    cat = load_catalog()
+    families = [family] if family is not None else _family_order(cat)
+    for fam in families:
+        index = cat.benchmark_index.get(fam)
+        match = _names(text, index, "benchmark") if index else None
+        if match is not None and match.resolved:
+            return replace(match, family=fam)
+    named = _scenario_in_name(text, families)
+    if named is not None:
+        return named
+    lowered = " ".join(str(text).split()).lower()
+    for fam in families:
+        for pattern, bench_id in cat.benchmark_variants.get(fam, ()):
+            if pattern.search(lowered):
+                return NameMatch(
+                    raw=text,
+                    id=lowered,
+                    resolved=True,
+                    what="benchmark",
+                    matched_by="pattern",
+                    base=bench_id,
+                    family=fam,
+                )
+    suggestions: list[str] = []
+    for fam in families:
+        index = cat.benchmark_index.get(fam)
+        if index:
+            suggestions += [s for s in index.suggest(text, canonical=True) if s not in suggestions]
+    return NameMatch(
+        raw=text,
+        id=" ".join(str(text).split()),
+        resolved=False,
+        what="benchmark",
+        suggestions=tuple(suggestions[:3]),
+        family=family,
+    )
+
+
+def _scenario_in_name(text: str, families: list[str]) -> NameMatch | None:
+    """A benchmark named with a scenario LoadGen runs in another mode ("llama2-70b-interactive-99",
+    "llama3.1-8b-interactive": MLPerf's names for the Interactive scenario, a Server run, before
+    the results tree gave it a directory of its own): the benchmark the rest of the name resolves
+    to (a catalogue entry, not a variant), with that scenario. None when no such token is there."""
+    cat = load_catalog()
+    tokens = re.split(r"([-_ ]+)", str(text).strip())
+    for i in range(0, len(tokens), 2):
+        scenario = cat.scenario_index.find(tokens[i]) if tokens[i] else None
+        if not scenario or cat.scenarios[scenario[0]].loadgen_mode == scenario[0]:
+            continue
+        rest = "".join(tokens[: max(0, i - 1)] + tokens[i + 1 :] if i else tokens[i + 2 :]).strip(
+            "-_ "
+        )
+        for fam in families:
+            index = cat.benchmark_index.get(fam)
+            found = index.find(rest) if index and rest else None
+            if found:
+                return NameMatch(
+                    raw=text,
+                    id=found[0],
+                    resolved=True,
+                    what="benchmark",
+                    matched_by="scenario in name",
+                    family=fam,
+                    scenario=scenario[0],
+                )
+    return None
+
+
+def named_scenario(bench: NameMatch, scenario: str) -> str:
+    """The scenario of a result of benchmark ``bench`` run as ``scenario``: the scenario its name
+    carries (``NameMatch.scenario``) where the run is that scenario's LoadGen mode
+    ("llama2-70b-interactive-99" run as Server is Interactive), else ``scenario``."""
+    if bench.scenario is None or bench.scenario == scenario:
+        return scenario
+    cat = load_catalog()
+    return bench.scenario if cat.scenarios[bench.scenario].loadgen_mode == scenario else scenario
+
+
+def _family_order(cat: Catalog) -> list[str]:
+    return sorted(
+        cat.benchmark_index, key=lambda f: (f != MLPERF_INFERENCE, f != "mlperf-training", f)
+    )
+
+
+@lru_cache(maxsize=256)
+def resolve_scenario(text: str) -> NameMatch:
+    """``offline`` → ``Offline``, ``single-stream`` → ``SingleStream``; ``Ofline`` unresolved
+    with the suggestion ``Offline``."""
+    return _names(text, load_catalog().scenario_index, "scenario")
+
+
+@lru_cache(maxsize=256)
+def resolve_metric(text: str) -> NameMatch:
+    return _names(text, load_catalog().metric_index, "metric")
+
+
+@dataclass(frozen=True)
+class FrameworkMatch:
+    """A framework written as free text ("TensorRT 8.6.0, CUDA 12.0"): its canonical name and
+    version, plus the other components the text names (cuda, cudnn, driver, ...)."""
+
+    raw: str
+    name: NameMatch
+    version: str | None
+    components: dict[str, str]
+
+    @property
+    def resolved(self) -> bool:
+        return self.name.resolved
+
+
+@lru_cache(maxsize=4096)
+def resolve_framework_name(text: str) -> NameMatch:
+    return _names(text, load_catalog().framework_index, "framework")
+
+
+def resolve_framework(
+    text: str,
+    parsed: tuple[str | None, str | None] | None = None,
+    components: dict[str, str] | None = None,
+) -> FrameworkMatch:
+    """Resolve a framework from free text. ``parsed`` (name, version) and ``components`` come
+    from the importers' stack parser (``stack_advisor.catalog.stack_text``), which this layer
+    cannot import; without them the text is taken as "<name> [<version>]"."""
+    if parsed is None:
+        m = re.match(r"^\s*(.*?)(?:[\s:=/-]+v?(\d+(?:\.\d+)*\S*))?\s*$", str(text))
+        parsed = (m.group(1) if m else str(text), m.group(2) if m else None)
+    name, version = parsed
+    match = resolve_framework_name(name or str(text))
+    return FrameworkMatch(
+        raw=str(text), name=match, version=version, components=dict(components or {})
+    )
+
+
+# ---- cuDNN versions --------------------------------------------------------------------------
+
+
+def cudnn_version(value: Any) -> str | None:
+    """cuDNN's integer version (``CUDNN_VERSION``/``torch.backends.cudnn.version()``: 91900,
+    8902) as the dotted release (9.19.0, 8.9.2); a dotted string is returned as given.
+
+    cuDNN 9 encodes major*10000 + minor*100 + patch; cuDNN 8 and older major*1000 + minor*100 +
+    patch."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not re.fullmatch(r"\d{4,6}", text):
+        return text or None
+    number = int(text)
+    if number >= 90000:
+        major, rest = divmod(number, 10000)
+    else:
+        major, rest = divmod(number, 1000)
+    minor, patch = divmod(rest, 100)
+    return f"{major}.{minor}.{patch}"

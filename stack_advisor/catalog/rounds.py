@@ -1,0 +1,69 @@
+"""Rounds and versions in order: the publication date of each benchmark round
+(``rounds.yaml``), and the one ordering of round names and of version strings every layer sorts
+by (drivers, CUDA, frameworks, rounds)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+from stack_advisor.catalog.entries import RoundEntry
+
+
+@lru_cache(maxsize=1)
+def load_rounds() -> tuple[RoundEntry, ...]:
+    """Every round in ``rounds.yaml``, validated.
+
+    Raises:
+        InvalidInput: the file is unreadable or an entry is malformed.
+    """
+    from stack_advisor.catalog.resolve import load_entries
+
+    return tuple(load_entries("rounds.yaml", "rounds", RoundEntry))
+
+
+@lru_cache(maxsize=256)
+def round_date(round_name: str, family: str = "mlperf-inference") -> datetime | None:
+    """When the round's results were published (UTC midnight), None when the catalogue has no date."""
+    for entry in load_rounds():
+        if entry.id == round_name and entry.family == family:
+            return datetime(
+                entry.published.year, entry.published.month, entry.published.day, tzinfo=UTC
+            )
+    return None
+
+
+def round_key(value: str) -> tuple[int, ...]:
+    """A round name's order: 'v2.1' → (2, 1), 'v4.0' → (4, 0); (0,) when it has no number."""
+    digits = "".join(ch if ch.isdigit() or ch == "." else "" for ch in value)
+    try:
+        return tuple(int(p) for p in digits.split(".") if p)
+    except ValueError:
+        return (0,)
+
+
+def release_key(text: str) -> tuple[int, ...]:
+    """The numeric parts of a dotted version: '535.104.05' → (535, 104, 5); text parts ignored."""
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def display_key(version: str) -> tuple[Any, ...]:
+    """Sort versions numerically where they are numbers (2.10 after 2.9), text parts after."""
+    return tuple(
+        (0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.\-+_]", version)
+    )
+
+
+def release_of(text: str | None) -> tuple[int, ...] | None:
+    """A PEP 440 version's release numbers ('v12.1' → (12, 1), '2.3.1+cu121' → (2, 3, 1)); None
+    when the text is no version."""
+    from packaging.version import InvalidVersion, Version
+
+    if not text:
+        return None
+    try:
+        return tuple(Version(text.strip().lstrip("vV").split("+")[0]).release)
+    except InvalidVersion:
+        return None

@@ -1,0 +1,61 @@
+"""The software class of a framework: whether results run on it come from a reference
+implementation or an optimised runtime (``frameworks.yaml``'s ``software_class``, with its
+source), looked up through the one framework resolver."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from stack_advisor.catalog.resolve import load_catalog, resolve_framework_name
+
+
+@dataclass(frozen=True)
+class SoftwareClass:
+    """A framework's class and where the catalogue has it from."""
+
+    framework: str  # the canonical framework id
+    software_class: str  # "reference" or "optimised" (``entries.SOFTWARE_CLASSES``)
+    source: str
+
+    def describe(self) -> str:
+        return f"{self.framework} ({self.software_class}; {self.source})"
+
+
+@lru_cache(maxsize=1024)
+def software_class(framework: str | None) -> SoftwareClass | None:
+    """The class of the framework ``framework`` names (an id, alias or published spelling);
+    None when the name is unresolved or the catalogue gives the framework no class (a framework
+    used both ways, or a component)."""
+    if not framework or not framework.strip():
+        return None
+    match = resolve_framework_name(framework.strip())
+    if not match.resolved:
+        return None
+    entry = load_catalog().frameworks.get(match.id)
+    if entry is None or entry.software_class is None or entry.class_source is None:
+        return None
+    return SoftwareClass(entry.id, entry.software_class, entry.class_source)
+
+
+REFERENCE_IMPLEMENTATION = (
+    "reference"  # the ``implementation`` component's value for MLCommons' reference code
+)
+
+
+def stack_class(framework: str | None, implementation: str | None) -> SoftwareClass | None:
+    """The class of a result: the reference class where MLCommons' reference implementation ran
+    it (the ``implementation`` component), whatever its framework; else the framework's class."""
+    if implementation and implementation.strip().lower() == REFERENCE_IMPLEMENTATION:
+        entry = load_catalog().frameworks.get("implementation")
+        fw = (
+            resolve_framework_name(framework.strip()).id
+            if framework and framework.strip()
+            else "unknown"
+        )
+        return SoftwareClass(
+            f"{fw} (MLCommons reference implementation)",
+            "reference",
+            entry.source if entry is not None else "https://github.com/mlcommons/inference",
+        )
+    return software_class(framework)

@@ -1,0 +1,358 @@
+"""Parse free-text system descriptions: software versions and how the accelerator is placed.
+
+MLPerf system descriptions (and hand-written notes elsewhere) state their stack as free text:
+``"TensorRT 8.6.0, CUDA 12.0, cuDNN 8.8.0, Driver 525.85.12"``, ``"Python: 3.10.6, CUDA: 11.8"``,
+a JSON object, or a JSON list of objects. Versions are kept exactly as written (typos included,
+``Driver 5252.85.12`` exists); nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import Version
+
+from stack_advisor.catalog import resolve_accelerator
+from stack_advisor.catalog.stack_facts import first_cuda, major_minor, ngc_release_of, ngc_releases
+from stack_advisor.schema.models import NGC_FRAMEWORKS, PlacementKind
+
+_VERSION = r"v?(\d+(?:\.\d+)*[a-z0-9]*)"
+
+# name → pattern; the version is group 1. The word must be followed by an optional ':' and the
+# version, so "CUDA-X AI" or "OpenCL driver OpenCL 2.1" yield nothing.
+_COMPONENT_PATTERNS: dict[str, re.Pattern[str]] = {
+    "driver": re.compile(r"\bdriver\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "cuda": re.compile(r"\bcuda\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "cudnn": re.compile(r"\bcudnn\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "tensorrt": re.compile(r"\btensorrt\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "nccl": re.compile(r"\bnccl\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "python": re.compile(r"\bpython\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+}
+_EXTRA_PATTERNS: dict[str, re.Pattern[str]] = {
+    "dali": re.compile(r"\bdali\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "triton": re.compile(r"\btriton\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "jetpack": re.compile(r"\bjetpack\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "rocm": re.compile(r"\brocm\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "gcc": re.compile(r"\bgcc\s*[-:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+}
+# Keys used by JSON-shaped stacks (``[{"cuda_version": "12.0", "cuda_driver_version": ...}]``).
+_JSON_KEYS: dict[str, str] = {
+    "cuda_version": "cuda",
+    "cuda": "cuda",
+    "cuda_driver_version": "driver",
+    "driver_version": "driver",
+    "driver": "driver",
+    "cudnn_version": "cudnn",
+    "cudnn": "cudnn",
+    "tensorrt_version": "tensorrt",
+    "tensorrt": "tensorrt",
+    "nccl_version": "nccl",
+    "python_version": "python",
+    "python": "python",
+}
+
+# Framework names as they appear in descriptions → canonical name. Searched in this order, so
+# "Triton ... TensorRT" is a Triton stack and "ArmNN TFLite" an ArmNN one.
+_FRAMEWORKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # LLM serving engines run on a framework they name after themselves ("vLLM 0.4.3, PyTorch
+    # 2.3.0"): the engine is the framework of the stack.
+    ("vllm", re.compile(r"\bvllm\b", re.IGNORECASE)),
+    ("tensorrt-llm", re.compile(r"tensor\s*rt[\s_-]*llm|\btrt[\s_-]*llm", re.IGNORECASE)),
+    ("pytorch", re.compile(r"py\s*torch", re.IGNORECASE)),
+    ("tensorflow", re.compile(r"tensor\s*flow", re.IGNORECASE)),
+    ("armnn", re.compile(r"arm\s*nn", re.IGNORECASE)),
+    ("tflite", re.compile(r"tf\s*lite|tensorflow\s*lite", re.IGNORECASE)),
+    ("onnxruntime", re.compile(r"onnx\s*(?:run[\s-]*time)|onnxruntime", re.IGNORECASE)),
+    ("openvino", re.compile(r"openvino", re.IGNORECASE)),
+    ("deepsparse", re.compile(r"deep\s*sparse", re.IGNORECASE)),
+    ("tvm", re.compile(r"\btvm\b", re.IGNORECASE)),
+    ("triton", re.compile(r"\btriton\b", re.IGNORECASE)),
+    ("tensorrt", re.compile(r"tensor\s*rt", re.IGNORECASE)),
+    ("qualcomm-cloud-ai-sdk", re.compile(r"qualcomm\s+cloud\s+ai\s+sdk", re.IGNORECASE)),
+)
+
+
+def flatten_text(value: Any) -> str:
+    """A string, JSON object or list (or a string holding JSON) as one line of text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {flatten_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(flatten_text(v) for v in value)
+    return str(value)
+
+
+def _json_components(value: Any) -> dict[str, str]:
+    """Components from a JSON-shaped description (dict, list of dicts, or a string of either)."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.startswith(("{", "[")):
+            return {}
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return {}
+    items = value if isinstance(value, list) else [value]
+    out: dict[str, str] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        for key, raw in item.items():
+            name = _JSON_KEYS.get(str(key).strip().lower())
+            if name and raw not in (None, "") and name not in out:
+                out[name] = str(raw).strip()
+    return out
+
+
+def parse_components(value: Any) -> dict[str, str]:
+    """Component versions named in one description: driver, cuda, cudnn, tensorrt, nccl, python
+    plus extras (dali, triton, jetpack, rocm, gcc). The first mention of each wins."""
+    out = _json_components(value)
+    text = flatten_text(value)
+    for name, pattern in {**_COMPONENT_PATTERNS, **_EXTRA_PATTERNS}.items():
+        if name in out:
+            continue
+        match = pattern.search(text)
+        if match:
+            out[name] = match.group(1)
+    return out
+
+
+def parse_framework(value: Any) -> tuple[str | None, str | None]:
+    """(canonical framework name, version) from a ``framework`` field; (None, None) when empty.
+
+    The version is the first version-like token in the same comma/semicolon-separated part as
+    the name; a name we do not know is kept as written (lower-cased, version removed)."""
+    text = flatten_text(value)
+    if not text:
+        return None, None
+    parts = [p.strip() for p in re.split(r"[,;]", text) if p.strip()]
+    for name, pattern in _FRAMEWORKS:
+        for part in parts:
+            match = pattern.search(part)
+            if match:
+                version = re.search(r"\bv?(\d+(?:\.\d+)+|\d+)\b", part[match.end() :])
+                return name, version.group(1) if version else None
+    first = parts[0] if parts else text
+    version = re.search(r"\bv?(\d+(?:\.\d+)+)\b", first)
+    name = first[: version.start()].strip() if version else first
+    name = re.sub(r"\s+", "-", name.strip(" -:").lower()) or first.lower()
+    return name, version.group(1) if version else None
+
+
+@dataclass
+class ParsedStack:
+    components: dict[str, str]
+    conflicts: list[str] = field(default_factory=list)
+
+
+def merge_stack_texts(framework: Any, software_stack: Any) -> ParsedStack:
+    """Versions from the ``framework`` and ``other_software_stack`` fields of one system.
+
+    The software-stack field is the detailed one and wins; a framework-field version that
+    disagrees (and is not a shorter form of it: ``8.6`` vs ``8.6.0``) is noted as a conflict."""
+    from_framework = parse_components(framework)
+    from_stack = parse_components(software_stack)
+    merged = dict(from_framework)
+    conflicts: list[str] = []
+    for name, version in from_stack.items():
+        other = from_framework.get(name)
+        if other is not None and other != version:
+            if not (version.startswith(other) or other.startswith(version)):
+                conflicts.append(f"{name}: framework={other} stack={version}")
+        merged[name] = version
+    return ParsedStack(components=merged, conflicts=conflicts)
+
+
+# MLCommons' automation names a result's system folder <system>-<implementation>-<device>-<framework>-
+# <config> (v5.1: "GATEOverflow_Intel_SPR_i9-reference-gpu-vllm-default_config"); "reference" is
+# MLCommons' own reference code, whatever framework it runs on.
+_IMPLEMENTATION = re.compile(r"-(reference)-(?:gpu|cpu|cuda|rocm|tpu|npu)-", re.IGNORECASE)
+
+
+def implementation_of(system_id: str | None) -> str | None:
+    """ "reference" where a published system folder says the MLCommons reference implementation
+    ran (``_IMPLEMENTATION``); None where it says nothing (a vendor's own system names)."""
+    match = _IMPLEMENTATION.search(system_id or "")
+    return match.group(1).lower() if match else None
+
+
+def container_cuda(
+    framework: str | None, version: str | None, published: str | None, accelerator: str | None
+) -> tuple[str | None, str | None]:
+    """(the CUDA to record, a note or None) for a system whose framework version is an NGC container
+    release ("PyTorch NVIDIA Release 25.04") that the catalogue lists (``ngc_containers.yaml``).
+
+    A published CUDA whose major.minor contradicts what the release ships is noted. It is replaced
+    by the release's only when it predates the accelerator's architecture (it cannot have run
+    there) and the release's does not: a submitter's stale template, CUDA 12.2.1 beside a 25.04
+    container on a B200. When both could have run (or the tag is the stale part), which one did is
+    not known, so the published one stays, noted."""
+    tag = ngc_release_of(version) if (framework or "").lower() in NGC_FRAMEWORKS else None
+    release = ngc_releases().get(tag) if tag else None
+    if release is None or not published or major_minor(published) in (None, release.cuda):
+        return published, None
+    note = (
+        f"cuda: published {published}, but NGC {tag} ships CUDA {release.cuda} ({release.source})"
+    )
+    entry = resolve_accelerator(accelerator).entry if accelerator else None
+    arch = first_cuda(str(getattr(entry, "generation", "") or ""))
+    if (
+        arch is not None
+        and _older(published, arch.first_cuda)
+        and not _older(release.cuda, arch.first_cuda)
+    ):
+        return release.cuda, (
+            f"{note}; {published} predates {arch.id} (first CUDA {arch.first_cuda}), so "
+            "the container's is recorded"
+        )
+    return published, note
+
+
+def _older(version: str, than: str) -> bool:
+    """Whether ``version``'s major.minor is below ``than`` (False when unreadable)."""
+    mm = major_minor(version)
+    return mm is not None and Version(mm) < Version(than)
+
+
+# ---- placement -------------------------------------------------------------------------------
+
+# NVIDIA vGPU profiles: A100-40C, A100-SXM-80C, H100-80C, A10-24Q, T4-16Q, L40-48Q ...
+_VGPU_PROFILE = re.compile(
+    r"\b((?:[AHLTVM]\d{1,3}[A-Za-z]?)(?:-(?:SXM\d?|PCIE|PCIe))?-\d{1,3}[CQAB])\b"
+)
+_VGPU_WORDS = re.compile(r"\bv\s?GPU\b|\bGRID\b", re.IGNORECASE)
+_PASSTHROUGH = re.compile(r"pass[\s-]?through|direct\s?path|\bDDA\b|vfio", re.IGNORECASE)
+# Most specific first: "VMware vSphere 8.0.1" names the hypervisor better than "ESXi".
+_HYPERVISORS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(VMware\s+vSphere(?:\s+\d+(?:\.\d+)*)?)", re.IGNORECASE),
+    re.compile(r"(VMware\s+ESXi(?:,?\s+\d+(?:\.\d+)*)?)", re.IGNORECASE),
+    re.compile(r"(vSphere(?:\s+\d+(?:\.\d+)*)?|ESXi(?:\s+\d+(?:\.\d+)*)?)", re.IGNORECASE),
+    re.compile(r"\b(VMware|KVM|Hyper-V|Xen)\b", re.IGNORECASE),
+)
+# "Virtualized NVIDIA H200-SXM-141GB" (later rounds): a VM that does not say how the GPU reaches it.
+_VIRTUALIZED = re.compile(r"\bvirtuali[sz]ed\b", re.IGNORECASE)
+_CLOUDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("AWS", re.compile(r"\baws|amazon", re.IGNORECASE)),
+    ("Azure", re.compile(r"azure", re.IGNORECASE)),
+    ("Google Cloud", re.compile(r"google\s+cloud|\bgcp", re.IGNORECASE)),
+    ("Alibaba Cloud", re.compile(r"alibaba\s+cloud|aliyun", re.IGNORECASE)),
+    ("Oracle Cloud (OCI)", re.compile(r"oracle\s+cloud|\boci\b|^oracle$", re.IGNORECASE)),
+    # Google's own submissions run on Google Cloud (TPUs exist nowhere else).
+    ("Google Cloud", re.compile(r"^google$", re.IGNORECASE)),
+    ("Crusoe Cloud", re.compile(r"\bcrusoe\b", re.IGNORECASE)),
+    ("Sustainable Metal Cloud", re.compile(r"sustainable[\s_]+metal[\s_]+cloud", re.IGNORECASE)),
+)
+_VCPU = re.compile(r"\bvCPUs?\b", re.IGNORECASE)
+
+
+@dataclass
+class PlacementEvidence:
+    kind: PlacementKind
+    basis: str
+    evidence: list[str]
+    hypervisor: str | None = None
+    vgpu_profile: str | None = None
+    cloud_provider: str | None = None
+
+
+def _snippet(field_name: str, text: str, match: re.Match[str], width: int = 40) -> str:
+    start = max(0, match.start() - width)
+    end = min(len(text), match.end() + width)
+    return (
+        f"{field_name}: …{text[start:end]}…"
+        if (start or end < len(text))
+        else f"{field_name}: {text}"
+    )
+
+
+def classify_placement(
+    fields: dict[str, Any], *, has_accelerator: bool = True
+) -> PlacementEvidence:
+    """How the accelerator reaches the workload, from a system description's fields.
+
+    vGPU profile or the words vGPU/GRID → vgpu; passthrough/DirectPath → passthrough; a named
+    hypervisor or a cloud VM that states no mode → unknown; nothing said → bare-metal (which for
+    most descriptions only means that they say nothing about virtualization)."""
+    texts = {name: flatten_text(value) for name, value in fields.items() if value not in (None, "")}
+
+    def first(pattern: re.Pattern[str]) -> tuple[str, str, re.Match[str]] | None:
+        for name, text in texts.items():
+            match = pattern.search(text)
+            if match:
+                return name, text, match
+        return None
+
+    hyper = None
+    for pattern in _HYPERVISORS:
+        hyper = first(pattern)
+        if hyper:
+            break
+    hypervisor = hyper[2].group(1).strip().rstrip(",") if hyper else None
+    cloud = None
+    cloud_hit = None
+    for provider, pattern in _CLOUDS:
+        cloud_hit = first(pattern)
+        if cloud_hit:
+            cloud = provider
+            break
+
+    profile = first(_VGPU_PROFILE)
+    words = first(_VGPU_WORDS)
+    if profile or words:
+        evidence = [_snippet(*hit) for hit in (profile, words, hyper) if hit]
+        return PlacementEvidence(
+            PlacementKind.VGPU,
+            "explicit",
+            evidence,
+            hypervisor=hypervisor,
+            vgpu_profile=profile[2].group(1) if profile else None,
+            cloud_provider=cloud,
+        )
+    passthrough = first(_PASSTHROUGH)
+    if passthrough:
+        evidence = [_snippet(*hit) for hit in (passthrough, hyper) if hit]
+        return PlacementEvidence(
+            PlacementKind.PASSTHROUGH,
+            "explicit",
+            evidence,
+            hypervisor=hypervisor,
+            cloud_provider=cloud,
+        )
+    if hyper:
+        return PlacementEvidence(
+            PlacementKind.UNKNOWN,
+            "hypervisor-unstated",
+            [_snippet(*hyper)],
+            hypervisor=hypervisor,
+            cloud_provider=cloud,
+        )
+    virtualized = first(_VIRTUALIZED)
+    if virtualized:
+        return PlacementEvidence(
+            PlacementKind.UNKNOWN,
+            "virtualized-unstated",
+            [_snippet(*virtualized)],
+            hypervisor="VM (unnamed hypervisor)",
+            cloud_provider=cloud,
+        )
+    if cloud_hit:
+        vcpu = first(_VCPU)
+        if vcpu and not has_accelerator:
+            return PlacementEvidence(
+                PlacementKind.UNKNOWN,
+                "vm-no-accelerator",
+                [_snippet(*cloud_hit), _snippet(*vcpu)],
+                hypervisor="VM (unnamed hypervisor)",
+                cloud_provider=cloud,
+            )
+        return PlacementEvidence(
+            PlacementKind.UNKNOWN, "cloud-unstated", [_snippet(*cloud_hit)], cloud_provider=cloud
+        )
+    return PlacementEvidence(PlacementKind.BARE_METAL, "default-no-mention", [])

@@ -1,0 +1,318 @@
+"""`advisor collect`: fingerprint this node, run benchmarks, store or send the results."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from stack_advisor.cli.options import ApiOpt, FormatOpt, JsonOpt, StoreOpt
+from stack_advisor.cli.render import OutputFormat, note, output_format, print_json, render, warning
+from stack_advisor.schema.errors import InvalidInput
+
+BENCHMARK_HELP = (
+    "Benchmark to run (repeatable): pi, cnn, tf-cnn, loadgen, allreduce, numa. Default: pi."
+)
+
+
+def parse_options(pairs: list[str]) -> dict[str, str]:
+    """``k=v`` strings → dict. Raises InvalidInput naming the malformed one."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"--option {pair!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def check_out(path: Path) -> None:
+    """Refuse an --out the documents could not be written to, before the (long) run."""
+    if path.is_dir():
+        raise InvalidInput(
+            f"--out: {str(path)!r} is a folder; name a file in it (e.g. {path / 'run.json'})"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InvalidInput(
+            f"--out: cannot write {str(path)!r} ({exc.strerror or exc}); nothing was run"
+        ) from None
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    """Write atomically: a crash never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class _Bars:
+    """One Rich progress bar per runner, on stderr."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("{task.fields[runner]:>9}"),
+            BarColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> _Bars:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def for_runner(self, name: str) -> Callable[[str, float], None]:
+        task = self.progress.add_task("starting", total=1.0, runner=name)
+
+        def update(message: str, fraction: float) -> None:
+            self.progress.update(task, completed=max(0.0, min(1.0, fraction)), description=message)
+
+        return update
+
+
+NOISY_CV = 0.1
+"""A measurement whose coefficient of variation exceeds this is flagged as noisy."""
+
+# Display scaling: (unit, below this value) → (smaller unit, factor).
+SMALLER_UNIT = {"TFLOP/s": ("GFLOP/s", 1e3), "TB/s": ("GB/s", 1e3), "GB/s": ("MB/s", 1e3)}
+
+
+def display_unit(values: list[float | None], unit: str) -> tuple[str, float]:
+    """The unit to show ``values`` in, and the factor: GFLOP/s rather than 0.0016 TFLOP/s."""
+    finite = [abs(v) for v in values if v is not None]
+    if unit in SMALLER_UNIT and finite and max(finite) < 1:
+        smaller, factor = SMALLER_UNIT[unit]
+        return smaller, factor
+    return unit, 1.0
+
+
+def _short(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def _summary_rows(documents: list[Any]) -> list[dict[str, Any]]:
+    rows = []
+    for doc in documents:
+        for m in doc.measurements:
+            params = {k: v for k, v in m.benchmark.parameters.items() if k not in ("pi_version",)}
+            backend = " ".join(str(params.pop(k)) for k in ("backend", "device") if k in params)
+            unit, factor = display_unit([m.value], m.unit)
+            scaled = [None if v is None else v * factor for v in (m.value, m.p10, m.p90)]
+            rows.append(
+                {
+                    "benchmark": f"{m.benchmark.family}/{m.benchmark.name}",
+                    "backend": backend or None,
+                    "value": f"{_short(scaled[0])} {unit}",
+                    "p10..p90": f"{_short(scaled[1])}..{_short(scaled[2])}",
+                    "cv": None if m.cv is None else round(m.cv, 2),
+                    "parameters": ", ".join(f"{k}={v}" for k, v in params.items()) or None,
+                }
+            )
+    return rows
+
+
+def _counts(documents: list[Any]) -> dict[str, int]:
+    from stack_advisor.schema.models import FailureClass
+
+    classes = [f.failure_class for d in documents for f in d.failures]
+    return {
+        "measurements": sum(len(d.measurements) for d in documents),
+        "failures": classes.count(FailureClass.STACK),
+        "unsupported": classes.count(FailureClass.HARNESS),
+        "environment": classes.count(FailureClass.ENVIRONMENT),
+    }
+
+
+def _noisy(documents: list[Any]) -> list[Any]:
+    return [m for d in documents for m in d.measurements if m.cv is not None and m.cv > NOISY_CV]
+
+
+def collect_command(
+    benchmark: Annotated[
+        list[str] | None, typer.Option("--benchmark", "-b", help=BENCHMARK_HELP)
+    ] = None,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="quick (a short pass: seconds to a minute or two per benchmark on a small CPU) or full "
+            "(longer, steadier figures)."
+        ),
+    ] = "quick",
+    device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
+    run_id: Annotated[
+        str | None, typer.Option("--run-id", help="Reuse to make a re-run add nothing twice.")
+    ] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="Runner option k=v (repeatable).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Also write the result documents (JSON) here.")
+    ] = None,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not write to a store.")] = False,
+    store: StoreOpt = None,
+    api: ApiOpt = None,
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")
+    ] = None,
+    flush: Annotated[
+        bool, typer.Option("--flush", help="Send spooled documents to --api (alone: only that).")
+    ] = False,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Fingerprint this node and run benchmarks; store the observations (or send them to --api).
+
+    Exits 1 when nothing was measured, or when documents stay spooled after --flush."""
+    from stack_advisor.collectors.collect import collect
+
+    chosen = output_format(fmt, as_json)
+
+    if flush and not api:
+        raise InvalidInput("--flush needs --api URL (spooled documents are sent to the API)")
+    if out is not None:
+        check_out(out)
+    flushed = None
+    if api:
+        from stack_advisor.collectors import spool
+
+        flushed = spool.flush(api, token)
+        if flushed.sent or flushed.remaining or flushed.rejected:
+            note(
+                f"spool: sent {flushed.sent}, rejected {flushed.rejected}, still waiting {flushed.remaining}"
+            )
+        if flush and not benchmark:
+            _report({"flush": flushed.model_dump()}, [], chosen)
+            _exit_if_spooled(flushed)
+            return
+    with _Bars() as bars:
+        outcome = collect(
+            benchmark or ["pi"],
+            profile=profile,
+            device=device,
+            run_id=run_id,
+            options=parse_options(option or []),
+            progress_for=bars.for_runner,
+        )
+    docs = outcome.documents
+    summary: dict[str, Any] = {
+        "run_id": outcome.run_id,
+        "documents": len(docs),
+        **_counts(docs),
+        "accelerator": outcome.fingerprint.accelerator.model,
+        "placement": outcome.fingerprint.placement.kind.value,
+        "placement_consistent": outcome.fingerprint.placement.consistent,
+        "host": outcome.fingerprint.host.name,
+        "runner_errors": outcome.runner_errors,
+    }
+    if out:
+        _write_json(out, [d.model_dump(mode="json") for d in docs])
+        summary["out"] = str(out)
+    if api:
+        from stack_advisor.collectors import spool
+
+        results = [spool.deliver(d, api, token) for d in docs]
+        summary["delivery"] = [r.model_dump() for r in results]
+        if flushed is not None:
+            summary["flush"] = flushed.model_dump()
+    elif not no_store:
+        from stack_advisor.cli.stores import open_store
+
+        with open_store(store) as kb:
+            ingested = [kb.ingest_document(d) for d in docs]
+        summary["stored"] = {
+            "observations_new": sum(r.observations_new for r in ingested),
+            "observations_received": sum(r.observations_received for r in ingested),
+            "failures_new": sum(r.failures_new for r in ingested),
+        }
+    noisy = _noisy(docs)
+    summary["noisy"] = len(noisy)
+    _report(summary, _summary_rows(docs), chosen)
+    if noisy and chosen is not OutputFormat.json:
+        worst = max(m.cv for m in noisy)
+        warning(
+            f"{len(noisy)} of {summary['measurements']} measurements are noisy (CV > {NOISY_CV}, "
+            f"up to {worst:.2f}): the node was busy or the run too short; re-run on an idle node "
+            "or with --profile full before trusting them"
+        )
+    if flushed is not None and flush:
+        _exit_if_spooled(flushed)
+    if summary["measurements"] == 0:
+        raise typer.Exit(1)
+
+
+def _exit_if_spooled(flushed: Any) -> None:
+    """--flush fails while documents stay in the spool (API down, a 403, a rejected document)."""
+    if flushed.remaining or flushed.rejected:
+        why = (
+            "; ".join(dict.fromkeys(flushed.errors))
+            or "a token without write scope? the API unreachable?"
+        )
+        note(
+            f"{flushed.remaining} document(s) still spooled, {flushed.rejected} rejected: {why}",
+            prefix="error: ",
+        )
+        raise typer.Exit(1)
+
+
+def _summary_table(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run summary as (field, value) rows: nested results flattened to short text."""
+    rows = []
+    for key, value in summary.items():
+        if key == "runner_errors" or value in (None, [], {}):
+            continue
+        if key == "delivery":
+            outcomes: dict[str, int] = {}
+            for item in value:
+                outcomes[str(item.get("status"))] = outcomes.get(str(item.get("status")), 0) + 1
+            value = outcomes
+        rows.append({"field": key.replace("_", " "), "value": value})
+    return rows
+
+
+def _report(summary: dict[str, Any], rows: list[dict[str, Any]], fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.json:
+        print_json(summary)
+        return
+    if rows:
+        render(
+            rows,
+            fmt=fmt,
+            title=f"run {summary.get('run_id')}",
+            columns=["benchmark", "backend", "value", "p10..p90", "cv"],
+            details=["parameters"],
+        )
+        sys.stdout.write("\n")
+    render(_summary_table(summary), fmt=fmt, title="summary", columns=["field", "value"])
+    for err in summary.get("runner_errors", []):
+        warning(err)
+    if summary.get("measurements") == 0:
+        note("nothing was measured (see the warnings above)", prefix="error: ")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("collect", rich_help_panel="Collect")(collect_command)

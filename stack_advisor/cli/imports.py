@@ -1,0 +1,524 @@
+"""``advisor import``: published results (MLPerf), collector result documents, saved logs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from stack_advisor.cli.options import FormatOpt, JsonOpt, StoreOpt
+
+import_app = typer.Typer(
+    name="import",
+    help="Import published results, collector result documents or saved benchmark logs.",
+    no_args_is_help=True,
+)
+
+
+def _open_store(uri: str | None) -> Any:
+    from stack_advisor.cli.stores import open_store
+
+    return open_store(uri)
+
+
+@import_app.command("mlperf")
+def import_mlperf_cmd(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="MLPerf Inference results tree(s): a round directory or a .tar.gz of one, or a "
+            "folder of them."
+        ),
+    ],
+    round_name: Annotated[
+        str | None,
+        typer.Option("--round", help="Round (e.g. v3.0) when the path's name does not say it."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Import MLPerf Inference published results; re-importing adds nothing twice."""
+    from stack_advisor.cli.render import output_format
+
+    output_format(fmt, as_json)  # a contradictory --json/--format fails before any work
+    summaries: list[Any] = []
+    committed: dict[str, Any] = {"source": None, "observations": 0, "batches": 0, "of": None}
+    try:
+        _import_sources(paths, store, round_name, batch_size, summaries, committed)
+    except Exception as exc:
+        wrapped = _interrupted(exc, committed, summaries)
+        if wrapped is exc:
+            raise
+        raise wrapped from exc
+    _report_mlperf(summaries, as_json, fmt)
+
+
+def _interrupted(exc: Exception, committed: dict[str, Any], summaries: list[Any]) -> Exception:
+    """The error that stopped an import, with what was committed before it (imports are
+    idempotent: running it again adds only the rest)."""
+    from stack_advisor.schema.errors import AdvisorError
+
+    if not summaries and not committed["batches"]:
+        return exc
+    if isinstance(exc, AdvisorError):
+        message, code = exc.message, exc.code
+    else:
+        from stack_advisor.cli.guard import describe
+
+        code, message, _ = describe(exc)
+    done = [s.to_dict() for s in summaries]
+    for d in done:
+        d.pop("issues", None)
+    where = f" of {committed['source']}" if committed["source"] else ""
+    err = AdvisorError(
+        f"{message}; the import stopped after committing {committed['observations']} observation(s) "
+        f"in {committed['batches']} batch(es){where} (and {len(summaries)} complete source(s)); "
+        "run it again to add the rest: imports are idempotent",
+        details={"committed": committed, "completed_sources": done},
+    )
+    err.code = code
+    return err
+
+
+def _import_sources(
+    paths: list[Path],
+    store: str | None,
+    round_name: str | None,
+    batch_size: int,
+    summaries: list[Any],
+    committed: dict[str, Any],
+) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from stack_advisor.cli.render import stderr
+    from stack_advisor.collectors.importers.mlperf import expand_sources, import_mlperf
+
+    with _open_store(store) as db:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=stderr,
+            transient=True,
+            disable=not stderr.is_terminal,
+        ) as progress:
+            for path in [p for given in paths for p in expand_sources(given)]:
+                task = progress.add_task(f"reading {path.name}", total=None)
+
+                def step(done: int, total: int, task: Any = task, name: str = path.name) -> None:
+                    progress.update(
+                        task, description=f"importing {name}", completed=done, total=total
+                    )
+                    if done:  # called after each committed batch
+                        committed.update(
+                            source=name,
+                            observations=done,
+                            of=total,
+                            batches=committed["batches"] + 1,
+                        )
+
+                committed.update(source=path.name, observations=0, batches=0, of=None)
+
+                summaries.append(
+                    import_mlperf(
+                        path, db, round_name=round_name, batch_size=batch_size, progress=step
+                    )
+                )
+                committed.update(source=None, observations=0, batches=0, of=None)
+                progress.remove_task(task)
+
+
+def _report_mlperf(summaries: list[Any], as_json: bool, fmt: Any) -> None:
+    from stack_advisor.cli.render import (
+        OutputFormat,
+        error,
+        info,
+        output_format,
+        print_json,
+        render,
+    )
+
+    chosen = output_format(fmt, as_json)
+    failed = sum(s.failed for s in summaries)
+    if chosen is OutputFormat.json:
+        data = [s.to_dict() for s in summaries]
+        print_json(data[0] if len(data) == 1 else data)
+    else:
+        for s in summaries:
+            for issue in s.issues:
+                if issue.outcome == "failed":
+                    error(f"{issue.path}: {issue.reason}")
+            for category, count in sorted(s.skipped_by_reason.items()):
+                example = next(
+                    i for i in s.issues if i.outcome == "skipped" and i.category == category
+                )
+                info(
+                    f"{s.round}: skipped {count} {category}, e.g. {example.path}: {example.reason}"
+                )
+        render(
+            [
+                {
+                    "source": Path(s.path).name,
+                    "round": s.round,
+                    "results": s.results_found,
+                    "imported": s.imported,
+                    "present": s.already_present,
+                    "skipped": s.skipped,
+                    "failed": s.failed,
+                    "seconds": round(s.seconds, 1),
+                }
+                for s in summaries
+            ],
+            fmt=chosen,
+            title="MLPerf import",
+        )
+    if failed and not any(s.results_found for s in summaries):
+        raise typer.Exit(1)
+
+
+@import_app.command("mlperf-summary")
+def import_mlperf_summary_cmd(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="MLCommons' published results table of a round: summary_results[_vX.Y].json[.gz]."
+        ),
+    ],
+    round_name: Annotated[
+        str | None,
+        typer.Option("--round", help="Round (e.g. v5.1) when the file's name does not say it."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Import an MLPerf Inference round from its published results table alone; results already
+    imported from the round's results tree are not added twice. Rows not imported are counted
+    by reason; accelerators the catalogue does not know are imported under their published name
+    and listed as unresolved."""
+    from stack_advisor.cli.render import (
+        OutputFormat,
+        info,
+        output_format,
+        print_json,
+        render,
+        warning,
+    )
+    from stack_advisor.collectors.importers.mlperf_summary import import_summary
+
+    chosen = output_format(fmt, as_json)
+    with _open_store(store) as db:
+        report = import_summary(file, db, round_name=round_name, batch_size=batch_size)
+    if chosen is OutputFormat.json:
+        print_json(report.to_dict())
+        return
+    for reason, count in sorted(report.skipped_by_reason.items()):
+        info(f"{report.round}: skipped {count} row(s): {reason}, e.g. {report.examples[reason]}")
+    if report.power_figures_ignored:
+        info(
+            f"{report.round}: {report.power_figures_ignored} power figure(s) beside results not imported"
+        )
+    for name, count in report.unresolved_accelerators.most_common():
+        warning(
+            f"unresolved accelerator {name!r}: {count} result(s) imported under this published name"
+        )
+    render(
+        [
+            {
+                "source": file.name,
+                "round": report.round,
+                "rows": report.rows,
+                "results": report.results,
+                "imported": report.imported,
+                "present": report.already_present,
+                "skipped": sum(report.skipped_by_reason.values()),
+                "unresolved": sum(report.unresolved_accelerators.values()),
+                "seconds": round(report.seconds, 1),
+            }
+        ],
+        fmt=chosen,
+        title="MLPerf summary import",
+    )
+
+
+@import_app.command("mlperf-training")
+def import_mlperf_training_cmd(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="MLPerf Training results tree(s): a round directory or a .tar.gz of one."
+        ),
+    ],
+    round_name: Annotated[
+        str | None,
+        typer.Option("--round", help="Round (e.g. v4.1) when the path's name does not say it."),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Import MLPerf Training results: each run's time to train, aborted runs as failures, and
+    per system × benchmark the olympic mean (MLCommons' RCP normalisation is not in the files)."""
+    from stack_advisor.cli.render import (
+        OutputFormat,
+        error,
+        info,
+        output_format,
+        print_json,
+        render,
+    )
+    from stack_advisor.collectors.importers.mlperf_training import RCP_NOTE, import_mlperf_training
+
+    with _open_store(store) as db:
+        summaries = [
+            import_mlperf_training(p, db, round_name=round_name, batch_size=batch_size)
+            for p in paths
+        ]
+    chosen = output_format(fmt, as_json)
+    if chosen is OutputFormat.json:
+        data = [s.to_dict() for s in summaries]
+        print_json(data[0] if len(data) == 1 else data)
+    else:
+        for s in summaries:
+            for issue in s.issues:
+                (error if issue.outcome == "failed" else info)(f"{issue.path}: {issue.reason}")
+        render(
+            [
+                {
+                    "source": Path(s.path).name,
+                    "round": s.round,
+                    "runs": s.runs,
+                    "failed_runs": s.failed_runs,
+                    "scores": s.scores,
+                    "imported": s.imported,
+                    "present": s.already_present,
+                    "seconds": round(s.seconds, 1),
+                }
+                for s in summaries
+            ],
+            fmt=chosen,
+            title="MLPerf Training import",
+        )
+        info(f"scores: {RCP_NOTE}")
+    if not any(s.runs for s in summaries):
+        raise typer.Exit(1)
+
+
+@import_app.command("results")
+def import_results_cmd(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="JSON file(s), each one result document or a list; a directory means its *.json."
+        ),
+    ],
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Import collector result documents (validated first: one bad document writes nothing).
+
+    The error names the file, the document's index and the field."""
+    from stack_advisor.cli.render import output_format, render
+    from stack_advisor.collectors.importers.results import import_result_files
+
+    chosen = output_format(fmt, as_json)
+
+    paths: list[Path] = []
+    for path in files:
+        found = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        if not found:
+            from stack_advisor.schema.errors import InvalidInput
+
+            raise InvalidInput(
+                f"files: the folder {str(path)!r} has no *.json result documents; "
+                "give the files `advisor collect --out` wrote, or their folder"
+            )
+        paths.extend(found)
+    with _open_store(store) as db:
+        documents, result = import_result_files(paths, db)
+    row = {"files": len(paths), "documents": documents, **result.model_dump()}
+    render([row], fmt=chosen, json_data=row, title="Result documents imported")
+
+
+def _load_json_file(path: Path, what: str, *, documents: bool = False) -> dict[str, Any]:
+    """A JSON object from ``path``; with ``documents``, also the list of result documents that
+    `advisor collect --out` writes (the document run on TensorFlow if there is one, else the
+    first: they share the node's accelerator, placement and host)."""
+    from stack_advisor.schema.errors import InvalidInput
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInput(f"{what}: no such file {str(path)!r}") from None
+    except (OSError, ValueError) as exc:
+        raise InvalidInput(f"{what}: cannot read {str(path)!r} as JSON ({exc})") from None
+    if documents and isinstance(data, list):
+        docs = [d for d in data if isinstance(d, dict)]
+        if not docs:
+            raise InvalidInput(f"{what}: {str(path)!r} is a list without result documents")
+        tf = [
+            d
+            for d in docs
+            if isinstance(d.get("stack"), dict) and d["stack"].get("framework") == "tensorflow"
+        ]
+        data = dict((tf or docs)[0])
+        if not tf and isinstance(
+            data.get("stack"), dict
+        ):  # another framework's run: keep the node's
+            data["stack"] = {
+                k: v
+                for k, v in data["stack"].items()  # drivers, not its framework
+                if k not in ("framework", "framework_version", "extra")
+            }
+    if not isinstance(data, dict):
+        raise InvalidInput(
+            f"{what}: {str(path)!r} must hold a JSON object, got {type(data).__name__}"
+        )
+    return data
+
+
+def tf_cnn_context(
+    *,
+    stack_json: Path | None,
+    fingerprint: Path | None,
+    overrides: dict[str, Any],
+) -> dict[str, Any]:
+    """stack / accelerator / placement / host for a saved log, from a stack JSON (a
+    ``SoftwareStack`` object, or a document with a ``stack`` key), a fingerprint (a document
+    with ``stack``, ``accelerator``, ``placement`` and ``host`` keys, e.g. a result document)
+    and flags, later ones winning. The fingerprint may also be the list `advisor collect --out` writes.
+
+    Raises:
+        InvalidInput: a file or value that does not fit; the message names the field.
+    """
+    from pydantic import ValidationError
+
+    from stack_advisor.schema.errors import InvalidInput
+    from stack_advisor.schema.models import Accelerator, Host, Placement, SoftwareStack
+    from stack_advisor.store.base import validation_message
+
+    parts: dict[str, dict[str, Any]] = {"stack": {}, "accelerator": {}, "placement": {}, "host": {}}
+    if fingerprint is not None:
+        data = _load_json_file(fingerprint, "--fingerprint", documents=True)
+        for key in parts:
+            if isinstance(data.get(key), dict):
+                parts[key].update(data[key])
+    if stack_json is not None:
+        data = _load_json_file(stack_json, "--stack-json")
+        parts["stack"].update(data["stack"] if isinstance(data.get("stack"), dict) else data)
+    for (part, name), value in overrides.items():
+        if value is not None:
+            parts[part][name] = value
+    if not parts["accelerator"].get("model"):
+        raise InvalidInput(
+            "accelerator: unknown; name it with --accelerator (e.g. 'NVIDIA A100-SXM4-40GB' or "
+            "'CPU Intel Xeon ...') or pass --fingerprint"
+        )
+    models = {
+        "stack": SoftwareStack,
+        "accelerator": Accelerator,
+        "placement": Placement,
+        "host": Host,
+    }
+    out: dict[str, Any] = {}
+    for key, model in models.items():
+        if key == "host" and not parts[key]:
+            out[key] = None
+            continue
+        try:
+            out[key] = model.model_validate(parts[key])
+        except ValidationError as exc:
+            raise InvalidInput(validation_message(exc, prefix=key)) from None
+    return out
+
+
+@import_app.command("tf-cnn")
+def import_tf_cnn_cmd(
+    log: Annotated[Path, typer.Argument(help="A saved tf_cnn_benchmarks output ('-' for stdin).")],
+    stack_json: Annotated[
+        Path | None, typer.Option("--stack-json", help="JSON of the software stack.")
+    ] = None,
+    fingerprint: Annotated[
+        Path | None,
+        typer.Option("--fingerprint", help="Fingerprint / result document JSON of the node."),
+    ] = None,
+    framework_version: Annotated[str | None, typer.Option(help="TensorFlow version.")] = None,
+    cuda: Annotated[str | None, typer.Option(help="CUDA version.")] = None,
+    cudnn: Annotated[str | None, typer.Option(help="cuDNN version.")] = None,
+    driver: Annotated[str | None, typer.Option(help="NVIDIA driver version.")] = None,
+    accelerator: Annotated[
+        str | None, typer.Option(help="Accelerator model (or 'CPU <model>').")
+    ] = None,
+    accelerator_count: Annotated[int | None, typer.Option(min=0, help="Accelerators used.")] = None,
+    placement: Annotated[
+        str | None, typer.Option(help="bare-metal | passthrough | vgpu | unknown.")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Host name.")] = None,
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: a new one).")] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the result document (JSON) that would be stored; write nothing.",
+        ),
+    ] = False,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+) -> None:
+    """Import a saved tf_cnn_benchmarks log (a crash becomes a recorded failure)."""
+    from stack_advisor.cli.render import output_format, print_json, render
+    from stack_advisor.schema.errors import InvalidInput
+
+    chosen = output_format(fmt, as_json)
+
+    try:
+        from stack_advisor.collectors.importers.tf_cnn import import_tf_cnn_log
+    except ImportError as exc:  # the parser belongs to another module; say so plainly
+        raise InvalidInput(f"the tf_cnn_benchmarks log parser is not available: {exc}") from None
+    if str(log) == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = log.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            raise InvalidInput(f"no such log file: {str(log)!r}") from None
+    overrides: dict[Any, Any] = {
+        ("stack", "framework_version"): framework_version,
+        ("stack", "cuda"): cuda,
+        ("stack", "cudnn"): cudnn,
+        ("stack", "driver"): driver,
+        ("accelerator", "model"): accelerator,
+        ("accelerator", "count"): accelerator_count,
+        ("placement", "kind"): placement,
+        ("host", "name"): host,
+    }
+    if framework_version is not None:
+        overrides[("stack", "framework")] = "tensorflow"
+    context = tf_cnn_context(stack_json=stack_json, fingerprint=fingerprint, overrides=overrides)
+    document = import_tf_cnn_log(text, run_id=run_id, **context)
+    row: dict[str, Any] = {
+        "run_id": document.run.run_id,
+        "measurements": len(document.measurements),
+        "failures": len(document.failures),
+    }
+    if dry_run:  # the document itself (what would be stored), whatever the format
+        print_json(document)
+        return
+    with _open_store(store) as db:
+        result = db.ingest_document(document)
+    row.update(result.model_dump())
+    render([row], fmt=chosen, json_data=row, title="tf_cnn log imported")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(import_app, name="import", rich_help_panel="Knowledge")

@@ -1,0 +1,687 @@
+"""``advisor sweep``'s engine: for each cell, make its environment, run the collector inside it,
+record what it measured (or why it could not), and hand the documents to the same sink
+``advisor collect`` uses (a store, or the API with spooling).
+
+Resumable: each finished cell leaves a ledger entry (``results/<host>/<matrix>/<store>/<cell>.json``
+under the sweep cache, per store) holding its status, run ids, lock, timings and stack; a re-run skips a cell
+whose entry matches the matrix's benchmarks and device (and, for measured cells, whose run is in
+the store) unless ``force``. With ``force`` the cell runs again under new run ids, so its repeats
+add up instead of replacing each other.
+
+Repeats interleave across cells (repeat 1 of every cell, then repeat 2, ...; over the cells whose
+environments fit the cache bound together), each repeat one collector process in the cell's
+environment: a change of machine load during the sweep reaches every cell alike instead of
+looking like one cell's speed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from stack_advisor.collectors.collect import SOURCE, collector_version
+from stack_advisor.collectors.sweep.env import CellEnv, EnvCache, cell_process_env
+from stack_advisor.collectors.sweep.matrix import Cell, SweepBenchmark, SweepMatrix
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import (
+    FailureIn,
+    Provenance,
+    ResultDocument,
+    Run,
+    SoftwareStack,
+    SourceKind,
+    utcnow,
+)
+
+LEDGER_VERSION = 1
+Progress = Callable[[str, str], None]
+"""progress(cell id, message)."""
+
+
+@dataclass
+class CellOutcome:
+    """What one cell did; also its ledger entry."""
+
+    cell: str
+    status: str  # measured | failed | skipped
+    stage: str | None = None  # install | import | run | compatibility (for failed)
+    reason: str | None = None
+    run_ids: list[str] = field(default_factory=list)
+    stack: dict[str, Any] = field(default_factory=dict)
+    stack_id: str | None = None
+    requested: dict[str, str] = field(default_factory=dict)
+    env_key: str | None = None
+    env_cached: bool = False
+    env_seconds: float = 0.0
+    import_seconds: float = 0.0
+    benchmark_seconds: float = 0.0
+    process_seconds: float = 0.0  # the collector process inside the cell, start to exit
+    deliver_seconds: float = 0.0  # parsing and storing (or posting) its documents
+    cell_seconds: float = 0.0
+    env_bytes: int = 0
+    measurements: int = 0
+    failures: int = 0
+    observations_new: int = 0
+    lock: str = ""
+    signature: str = ""
+    finished_at: str = ""
+    runner_errors: list[str] = field(
+        default_factory=list
+    )  # what the runners said, when they measured nothing
+
+    @property
+    def overhead_seconds(self) -> float:
+        """Wall time of the cell beyond its environment and the benchmarks themselves."""
+        return max(0.0, self.cell_seconds - self.env_seconds - self.benchmark_seconds)
+
+
+@dataclass
+class _Pending:
+    """A cell whose environment is ready, between its repeats."""
+
+    cell: Cell
+    tag: str
+    out: CellOutcome
+    env: CellEnv
+    stopped: bool = False  # crashed or failed to import: no further repeats
+
+
+class Sink:
+    """Where documents go: ``deliver`` one; ``has_run`` says whether a run id is already stored;
+    ``identity`` keeps the ledgers of two stores apart (a sweep into a new store runs again)."""
+
+    identity: str = ""
+
+    def deliver(self, document: ResultDocument) -> int:
+        raise NotImplementedError(type(self).__name__)
+
+    def has_run(self, run_id: str, host: str) -> bool:
+        raise NotImplementedError(type(self).__name__)
+
+
+class StoreSink(Sink):
+    def __init__(self, store: Any, uri: str | None = None) -> None:
+        self.store = store
+        self.identity = store.cache_identity() or f"{type(store).__name__}:{uri or 'default'}"
+
+    def deliver(self, document: ResultDocument) -> int:
+        return self.store.ingest_document(document).observations_new
+
+    def has_run(self, run_id: str, host: str) -> bool:
+        from stack_advisor.schema.models import ObservationFilter
+
+        return bool(
+            self.store.query_observations(ObservationFilter(run_id=run_id, host=host), limit=1)
+        )
+
+
+class NoSink(Sink):
+    """No store (``--no-store``): the documents only go where a ``CopySink`` around it writes them;
+    whether a run is stored cannot be asked, so the ledger is trusted."""
+
+    identity = "no-store"
+
+    def deliver(self, document: ResultDocument) -> int:
+        return 0
+
+    def has_run(self, run_id: str, host: str) -> bool:
+        return True
+
+
+class CopySink(Sink):
+    """Another sink, with every document it takes also written to a JSON file (the list ``advisor
+    collect --out`` writes): the sweep's result documents to commit or carry to another store."""
+
+    def __init__(self, inner: Sink, path: Path) -> None:
+        self.inner, self.path, self.identity = inner, path, inner.identity
+        self.texts: list[str] = []  # each document serialised once; the file is their list
+
+    def deliver(self, document: ResultDocument) -> int:
+        new = self.inner.deliver(document)
+        self.texts.append(json.dumps(document.model_dump(mode="json"), indent=1))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text("[\n" + ",\n".join(self.texts) + "\n]")
+        os.replace(tmp, self.path)  # a crash never leaves half a file
+        return new
+
+    def has_run(self, run_id: str, host: str) -> bool:
+        return self.inner.has_run(run_id, host)
+
+
+class ApiSink(Sink):
+    """The API, as ``advisor collect --api`` sends: unreachable → spooled, re-sent later."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url, self.token = url, token
+        self.identity = f"api:{url.rstrip('/')}"
+
+    def deliver(self, document: ResultDocument) -> int:
+        from stack_advisor.collectors import spool
+
+        result = spool.deliver(document, self.url, self.token)
+        return result.observations_new or 0
+
+    def has_run(self, run_id: str, host: str) -> bool:
+        from stack_advisor.schema.errors import AdvisorError
+        from stack_advisor.schema.models import ObservationFilter
+        from stack_advisor.store.rest_store import RestStore
+
+        store = RestStore(self.url, self.token)
+        try:
+            return bool(
+                store.query_observations(ObservationFilter(run_id=run_id, host=host), limit=1)
+            )
+        except AdvisorError:
+            return True  # cannot ask (unreachable, no read scope): trust the ledger, do not measure twice
+        finally:
+            store.close()
+
+
+def ledger_path(cache: EnvCache, host: str, matrix: str, cell: str, sink: str = "") -> Path:
+    where = hashlib.sha256(sink.encode()).hexdigest()[:10]
+    return cache.root / "results" / host / matrix / where / f"{cell}.json"
+
+
+def read_ledger(path: Path) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return (
+        entry if isinstance(entry, dict) and entry.get("ledger_version") == LEDGER_VERSION else None
+    )
+
+
+def _write_ledger(path: Path, outcome: CellOutcome) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"ledger_version": LEDGER_VERSION, **asdict(outcome)}, indent=1))
+    os.replace(tmp, path)
+
+
+def cuda_incompatibility(stack: SoftwareStack, measured_on_cuda: bool, has_gpu: bool) -> str | None:
+    """Why a cell's CUDA runtime cannot run on this driver, or None. Only when the node has a GPU,
+    the framework did not use it, and its runtime is newer than the CUDA version the driver
+    supports (what ``cudaErrorInsufficientDriver`` means); newer minors under CUDA's minor-version
+    compatibility that did run are not failures."""
+    driver_api = stack.extra.get("cuda_driver_api")
+    if not (has_gpu and stack.cuda and driver_api) or measured_on_cuda:
+        return None
+
+    def major_minor(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
+
+    if major_minor(stack.cuda) > major_minor(driver_api):
+        return (
+            f"CUDA runtime {stack.cuda} (bundled with {stack.framework} {stack.framework_version}) is newer "
+            f"than CUDA {driver_api}, the newest the driver {stack.driver or '?'} supports: the framework "
+            "saw no GPU; upgrade the driver or pick a build for an older CUDA"
+        )
+    return None
+
+
+class Sweep:
+    """Runs a matrix on this node."""
+
+    def __init__(
+        self,
+        matrix: SweepMatrix,
+        cache: EnvCache,
+        sink: Sink,
+        *,
+        force: bool = False,
+        progress: Progress | None = None,
+        cell_timeout_s: float = 3600.0,
+        host: str | None = None,
+    ) -> None:
+        self.matrix, self.cache, self.sink, self.force = matrix, cache, sink, force
+        self.progress = progress or (lambda cell, message: None)
+        self.cell_timeout_s = cell_timeout_s
+        self._host = host
+        self._fingerprint: Any = None
+
+    @property
+    def fingerprint(self) -> Any:
+        """The node as seen from the sweeping process (frameworks not imported): for the failure
+        documents of cells that never got as far as fingerprinting themselves."""
+        if self._fingerprint is None:
+            from stack_advisor.collectors.fingerprint import fingerprint_host
+
+            self._fingerprint = fingerprint_host(libraries=False, hostname=self._host)
+        return self._fingerprint
+
+    @property
+    def host(self) -> str:
+        # the fingerprint's rule: the Kubernetes node name, else the host name
+        return self._host or os.environ.get("NODE_NAME") or socket.gethostname()
+
+    def run(self, cells: list[str] | None = None) -> list[CellOutcome]:
+        """Run the chosen cells (default: all); outcomes in matrix order. Repeats interleave:
+        each repeat runs every cell once before the next repeat starts (over the cells whose
+        environments fit the cache bound together), so load that changes during a sweep reaches
+        every cell alike instead of one cell's repeats.
+
+        Raises:
+            InvalidInput: an unknown cell; another sweep holds the cache; a benchmark option
+                that no cell can run.
+        """
+        chosen = [self.matrix.cell(c) for c in cells] if cells else self.matrix.cells
+        host = self._host = self.host
+        outcomes: dict[str, CellOutcome] = {}
+        batch: list[_Pending] = []
+        with _exclusive(self.cache.root):
+            for index, cell in enumerate(chosen, 1):
+                prepared = self._prepare(cell, host, f"[{index}/{len(chosen)}] {cell.id}")
+                if isinstance(prepared, CellOutcome):
+                    outcomes[cell.id] = prepared
+                    continue
+                batch.append(prepared)
+                if sum(p.out.env_bytes for p in batch) >= self.cache.max_bytes:
+                    outcomes.update((p.cell.id, p.out) for p in self._run_batch(batch, host))
+                    batch = []
+            outcomes.update((p.cell.id, p.out) for p in self._run_batch(batch, host))
+        return [outcomes[cell.id] for cell in chosen]
+
+    def _run_ids(self, cell: Cell, host: str) -> list[str]:
+        base = f"sweep-{self.matrix.name}-{cell.id}-{self.matrix.signature()}-{host}"
+        if self.force:
+            base += "-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        return [f"{base}-r{i + 1}" for i in range(self.matrix.repeats)]
+
+    def _already_done(self, cell: Cell, host: str) -> CellOutcome | None:
+        entry = read_ledger(
+            ledger_path(self.cache, host, self.matrix.name, cell.id, self.sink.identity)
+        )
+        if self.force or not entry or entry.get("signature") != self.matrix.signature():
+            return None
+        if entry.get("requested") != cell.wish():
+            return None
+        if entry.get("status") == "measured" and not self.sink.has_run(entry["run_ids"][0], host):
+            return None  # the store lost it (or it is another store): measure again
+        return CellOutcome(
+            cell=cell.id,
+            status="skipped",
+            reason=f"already {entry.get('status')} on {host} "
+            f"at {entry.get('finished_at')} (--force re-runs it)",
+            run_ids=entry.get("run_ids", []),
+            stack_id=entry.get("stack_id"),
+            requested=entry.get("requested", {}),
+        )
+
+    def _prepare(self, cell: Cell, host: str, tag: str) -> CellOutcome | _Pending:
+        """The cell's environment made, ready to measure; or its finished outcome (skipped as
+        done before, or failed to install)."""
+        done = self._already_done(cell, host)
+        if done:
+            self.progress(tag, f"skipped: {done.reason}")
+            return done
+        out = CellOutcome(
+            cell=cell.id,
+            status="measured",
+            run_ids=self._run_ids(cell, host),
+            requested=cell.wish(),
+            signature=self.matrix.signature(),
+        )
+        self.progress(tag, f"environment: {cell.environment or ' '.join(cell.requirements())}")
+        env = self.cache.create(cell, self.matrix.python)
+        out.env_key, out.env_cached, out.env_seconds, out.lock = (
+            env.key,
+            env.cached,
+            env.seconds,
+            env.lock,
+        )
+        pending = _Pending(cell, tag, out, env)
+        if not env.ok:
+            what = (
+                f"cannot use {cell.environment}"
+                if env.installed
+                else f"cannot install {' '.join(cell.requirements())}"
+            )
+            self._fail(
+                out,
+                cell,
+                "install",
+                "InstallError",
+                f"{what}: {_gist(env.error or '')}",
+                env.error or "",
+                installed_version=env.framework_version,
+            )
+            self._finish(pending, host, keep={env.key})
+            return out
+        out.env_bytes = self.cache.sizes().get(env.key, 0)
+        state = "checked (installed)" if env.installed else "cached" if env.cached else "created"
+        self.progress(
+            tag,
+            f"environment {state} in {env.seconds:.1f} s; "
+            f"will run {', '.join(b.runner for b in self.matrix.benchmarks)}",
+        )
+        return pending
+
+    def _run_batch(self, batch: list[_Pending], host: str) -> list[_Pending]:
+        """Each repeat over every cell of ``batch`` in turn, then each cell finished."""
+        repeats = self.matrix.repeats
+        for repeat in range(repeats):
+            for p in batch:
+                if not p.stopped:
+                    if repeats > 1:
+                        self.progress(p.tag, f"repeat {repeat + 1}/{repeats}")
+                    p.stopped = not self._measure(p.out, p.cell, p.env, repeat)
+        keep = {p.env.key for p in batch}
+        for p in batch:
+            if p.out.measurements == 0 and p.out.status == "measured":
+                p.out.status, p.out.stage = "failed", "run"
+                p.out.reason = "; ".join(p.out.runner_errors) or "nothing was measured"
+            self._finish(p, host, keep)
+        return batch
+
+    def _finish(self, p: _Pending, host: str, keep: set[str]) -> None:
+        out = p.out
+        # its own time (its repeats interleave with other cells' in the sweep's wall time)
+        out.cell_seconds = out.env_seconds + out.process_seconds + out.deliver_seconds
+        out.finished_at = utcnow().isoformat()
+        _write_ledger(
+            ledger_path(self.cache, host, self.matrix.name, p.cell.id, self.sink.identity), out
+        )
+        removed = self.cache.prune(keep=keep)
+        if removed:
+            self.progress(
+                p.tag, f"pruned {len(removed)} cached environment(s) to stay under the disk bound"
+            )
+        self.progress(
+            p.tag,
+            f"{out.status}: {out.measurements} measurement(s), {out.failures} failure(s)"
+            + (f" [{out.stage}] {out.reason}" if out.status == "failed" else "")
+            + f" in {out.cell_seconds:.1f} s",
+        )
+
+    def _details(self, out: CellOutcome, env_key: str | None) -> dict[str, str]:
+        return {
+            "sweep": self.matrix.name,
+            "sweep_cell": out.cell,
+            "sweep_signature": out.signature,
+            "sweep_env": env_key or "",
+            "sweep_requested": json.dumps(out.requested, sort_keys=True),
+            "lock": out.lock,
+        }
+
+    def _measure(self, out: CellOutcome, cell: Cell, env: CellEnv, repeat: int) -> bool:
+        """One repeat of the cell in its environment, its documents delivered; False when the cell
+        cannot go on (the collector crashed or the framework did not import)."""
+        run_id = out.run_ids[repeat]
+        runnable = [b for b in self.matrix.benchmarks if not b.unsupported_by(cell.framework)]
+        if repeat == 0:
+            self._unsupported(out, cell, env)
+        if not runnable:
+            return False
+        request = {
+            "imports": cell.import_names,
+            "device": self.matrix.device,
+            "run_ids": [run_id],
+            "details": self._details(out, env.key),
+            "benchmarks": [
+                {
+                    "runner": b.runner,
+                    "profile": b.profile,
+                    "options": b.cell_options(cell.framework),
+                }
+                for b in runnable
+            ],
+        }
+        with _scratch() as scratch:
+            req, result_file = scratch / "request.json", scratch / "result.json"
+            req.write_text(json.dumps(request))
+            t0 = time.monotonic()
+            try:
+                proc = subprocess.run(
+                    [
+                        str(env.python),
+                        "-m",
+                        "stack_advisor.collectors.sweep.cell",
+                        str(req),
+                        str(result_file),
+                    ],
+                    env=cell_process_env(env, self.cache),
+                    capture_output=True,
+                    text=True,
+                    timeout=self.cell_timeout_s,
+                    cwd=scratch,
+                    check=False,
+                )
+                crashed = proc.returncode != 0 or not result_file.is_file()
+                log_tail = (proc.stderr or proc.stdout)[-4000:]
+            except subprocess.TimeoutExpired as exc:
+                crashed, log_tail = True, f"killed after {self.cell_timeout_s:.0f} s: {exc}"
+            out.process_seconds += time.monotonic() - t0
+            if crashed:
+                first = next(
+                    (ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()),
+                    "no output",
+                )
+                self._fail(
+                    out,
+                    cell,
+                    "run",
+                    "CollectorCrashed",
+                    f"the collector inside the cell failed: {first}",
+                    log_tail,
+                    run_id,
+                )
+                return False
+            result = json.loads(result_file.read_text())
+        out.import_seconds += result.get("import_seconds", 0.0)
+        out.benchmark_seconds += result.get("benchmark_seconds", 0.0)
+        if result["status"] == "invalid":
+            raise InvalidInput(f"sweep matrix {self.matrix.name}: {result['error']}")
+        if result["status"] == "import_failed":
+            self._fail(
+                out,
+                cell,
+                "import",
+                "ImportError",
+                result["error"],
+                result.get("log_tail") or "",
+                run_id,
+            )
+            return False
+        self._deliver(out, cell, result)
+        return True
+
+    def _deliver(self, out: CellOutcome, cell: Cell, result: dict[str, Any]) -> None:
+        """One repeat's documents checked for CUDA compatibility and handed to the sink."""
+        t0 = time.monotonic()
+        documents = [ResultDocument.model_validate(d) for d in result["documents"]]
+        for doc in documents:
+            on_cuda = any(
+                m.benchmark.parameters.get("device") in ("cuda", "gpu") for m in doc.measurements
+            )
+            reason = cuda_incompatibility(
+                doc.stack, on_cuda, has_gpu=doc.accelerator.vendor == "NVIDIA"
+            )
+            if reason:
+                doc.failures.append(
+                    FailureIn(stage="compatibility", error_class="CudaDriverTooOld", message=reason)
+                )
+                out.status, out.stage, out.reason = "failed", "compatibility", reason
+        framework_docs = [d for d in documents if d.stack.framework == cell.framework] or documents
+        if framework_docs and not out.stack:
+            out.stack = framework_docs[0].stack.model_dump(exclude_none=True)
+            out.stack_id = framework_docs[0].stack.stack_id
+        for doc in documents:
+            out.observations_new += self.sink.deliver(doc)
+        out.deliver_seconds += time.monotonic() - t0
+        out.measurements += sum(len(d.measurements) for d in documents)
+        out.failures += sum(len(d.failures) for d in documents)
+        out.runner_errors.extend(
+            e for e in result.get("runner_errors") or [] if e not in out.runner_errors
+        )
+
+    def _unsupported(self, out: CellOutcome, cell: Cell, env: CellEnv) -> None:
+        """The matrix's benchmarks this cell's framework cannot run, recorded once as
+        ``unsupported`` (not a failure of the stack: a benchmark that cannot run says so)."""
+        skipped = [
+            (b, why) for b in self.matrix.benchmarks if (why := b.unsupported_by(cell.framework))
+        ]
+        if not skipped:
+            return
+        for b, why in skipped:
+            self.progress(f"{cell.id}", f"{b.runner}: unsupported ({why})")
+        doc = self._failure_document(
+            out,
+            cell,
+            [b for b, _ in skipped],
+            "unsupported",
+            "Unsupported",
+            [why for _, why in skipped],
+            "",
+            None,
+            env.framework_version,
+        )
+        self.sink.deliver(doc)
+        out.failures += len(doc.failures)
+
+    def _fail(
+        self,
+        out: CellOutcome,
+        cell: Cell,
+        stage: str,
+        error_class: str,
+        message: str,
+        log_tail: str,
+        run_id: str | None = None,
+        installed_version: str | None = None,
+    ) -> None:
+        """Record a cell that never ran: a document on the node as the sweeper sees it, with the
+        stack the matrix asked for (marked as requested: nothing of it was measured)."""
+        doc = self._failure_document(
+            out,
+            cell,
+            self.matrix.benchmarks,
+            stage,
+            error_class,
+            message,
+            log_tail,
+            run_id,
+            installed_version,
+        )
+        self.sink.deliver(doc)
+        out.status, out.stage, out.reason = "failed", stage, message
+        out.stack, out.stack_id, out.failures = (
+            doc.stack.model_dump(exclude_none=True),
+            doc.stack.stack_id,
+            len(doc.failures),
+        )
+
+    def _failure_document(
+        self,
+        out: CellOutcome,
+        cell: Cell,
+        benchmarks: list[SweepBenchmark],
+        stage: str,
+        error_class: str,
+        message: str | list[str],
+        log_tail: str,
+        run_id: str | None,
+        installed_version: str | None,
+    ) -> ResultDocument:
+        """One document of failures of ``benchmarks`` in this cell, on the node as the sweeper sees
+        it, with the stack the matrix asked for (or the version installed in its environment)."""
+        fp = self.fingerprint
+        stack = SoftwareStack(
+            driver=fp.stack.driver,
+            framework=cell.framework,
+            framework_version=installed_version or cell.version,
+            cuda=cell.cuda,
+            cudnn=cell.cudnn,
+            nccl=cell.nccl,
+            raw=f"requested by sweep {self.matrix.name} cell {cell.id}; "
+            + ("not run" if stage == "unsupported" else "not installed or not importable"),
+        )
+        from stack_advisor.collectors.plan.model import RUNNER_FAMILIES
+        from stack_advisor.schema.models import Benchmark
+
+        now = utcnow()  # one clock reading: a run never finishes before it starts
+        run = Run(
+            run_id=run_id or out.run_ids[0],
+            collector=SOURCE,
+            collector_version=collector_version(),
+            profile=self.matrix.benchmarks[0].profile,
+            started_at=now,
+            finished_at=now,
+        )
+        details = {
+            **self._details(out, out.env_key),
+            "host": fp.host.name,
+            "device": self.matrix.device,
+        }
+        failures = [
+            FailureIn(
+                benchmark=Benchmark(
+                    family=RUNNER_FAMILIES[b.runner],
+                    name=b.runner,
+                    parameters={"profile": b.profile, **b.runner_options()},
+                ),
+                stage=stage,
+                error_class=error_class,
+                message=text[:1000],
+                log_tail=log_tail[-4000:] or None,
+            )
+            for b, text in zip(
+                benchmarks,
+                [message] * len(benchmarks) if isinstance(message, str) else message,
+                strict=True,
+            )
+        ]
+        return ResultDocument(
+            run=run,
+            provenance=Provenance(kind=SourceKind.MEASURED, source=SOURCE, details=details),
+            stack=stack,
+            accelerator=fp.accelerator,
+            placement=fp.placement,
+            host=fp.host,
+            fingerprint={},
+            failures=failures,
+        )
+
+
+def _gist(tool_output: str) -> str:
+    """uv's explanation in one line (its last lines say why), without the box-drawing marks."""
+    lines = [ln.strip(" ×╰─▶│├┬┴╭╮╯") for ln in tool_output.strip().splitlines()]
+    lines = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("hint:")]
+    return " ".join(lines[-3:])[:600] or "no output"
+
+
+@contextmanager
+def _exclusive(root: Path) -> Iterator[None]:
+    """One sweep per cache at a time: a second would rebuild environments the first is using."""
+    import fcntl
+
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".sweep.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InvalidInput(
+                f"another sweep is using the cache {root}; wait for it or pass another --cache-dir"
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _scratch() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="advisor-sweep-") as tmp:
+        yield Path(tmp)

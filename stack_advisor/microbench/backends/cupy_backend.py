@@ -1,0 +1,115 @@
+"""CuPy on CUDA: GEMM (fp64/fp32/fp16), memory, elementwise, reduction and transfers, timed with
+CUDA events. CuPy has no convolution or attention primitive and no bf16/fp8 GEMM: unsupported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import cupy
+import numpy as np
+
+from stack_advisor.microbench.timing import Kernel, NotSupported
+
+DTYPES = {"fp64": np.float64, "fp32": np.float32, "fp16": np.float16}
+
+
+def _dtype(name: str) -> Any:
+    if name not in DTYPES:
+        raise NotSupported(f"cupy has no {name} path for this PI (supported: {', '.join(DTYPES)})")
+    return DTYPES[name]
+
+
+def _event_timer(run: Callable[[], object]) -> Callable[[int], float]:
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+
+    def timer(number: int) -> float:
+        start.record()
+        for _ in range(number):
+            run()
+        end.record()
+        end.synchronize()
+        return float(cupy.cuda.get_elapsed_time(start, end)) / 1e3
+
+    return timer
+
+
+def _sync() -> None:
+    cupy.cuda.Device().synchronize()
+
+
+class CupyBackend:
+    name = "cupy"
+
+    def version(self) -> str:
+        return str(cupy.__version__)
+
+    def devices(self) -> list[str]:
+        try:
+            return ["cuda"] if cupy.cuda.runtime.getDeviceCount() > 0 else []
+        except Exception:  # no driver / no GPU
+            return []
+
+    def prepare(self, pi: str, p: Any, device: str) -> Kernel:
+        if device != "cuda" or "cuda" not in self.devices():
+            raise NotSupported(f"cupy runs on CUDA only; no usable {device!r} device")
+        rng = cupy.random.default_rng(0)
+        flush: Callable[[], object] | None = None
+        if pi == "gemm":
+            dt = _dtype(p.dtype)
+            a = rng.standard_normal((p.m, p.k), dtype=cupy.float32).astype(dt)
+            b = rng.standard_normal((p.k, p.n), dtype=cupy.float32).astype(dt)
+            c = cupy.empty((p.m, p.n), dtype=dt)
+            run: Callable[[], object] = lambda: cupy.matmul(a, b, out=c)
+            label = "cupy.matmul"
+        elif pi in ("mem_copy", "mem_triad", "elementwise", "reduction"):
+            dt = _dtype(p.dtype)
+            x = rng.standard_normal(p.elements, dtype=cupy.float32).astype(dt)
+            y = rng.standard_normal(p.elements, dtype=cupy.float32).astype(dt)
+            out = cupy.empty_like(x)
+            if p.flush_l2:
+                l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 64 << 20))
+                scratch = cupy.empty(2 * l2, dtype=cupy.uint8)
+                flush = lambda: scratch.fill(1)
+            if pi == "mem_copy":
+                run, label = (lambda: cupy.copyto(out, x)), "cupy.copyto"
+            elif pi == "mem_triad":
+                triad = cupy.ElementwiseKernel(
+                    "T x, T y, T s", "T z", "z = x + s * y", "stream_triad"
+                )
+                s = dt(3.0)
+                run, label = (lambda: triad(x, y, s, out)), "cupy ElementwiseKernel triad"
+            elif pi == "elementwise":
+                run, label = (lambda: cupy.multiply(x, y, out=out)), "cupy.multiply"
+            else:
+                run, label = (lambda: x.sum()), "cupy.ndarray.sum"
+        elif pi == "transfer":
+            n = p.size_bytes
+            if p.host_memory == "pinned":
+                import cupyx
+
+                host = cupyx.empty_pinned((n,), dtype=np.uint8)
+            else:
+                host = np.empty(n, dtype=np.uint8)
+            host.fill(1)
+            dev = cupy.empty(n, dtype=cupy.uint8)
+            if p.direction == "h2d":
+                run, label = (lambda: dev.set(host)), f"ndarray.set {p.host_memory}"
+            else:
+                run, label = (lambda: dev.get(out=host)), f"ndarray.get {p.host_memory}"
+        elif pi == "conv2d":
+            raise NotSupported("cupy has no convolution primitive")
+        elif pi == "sdpa":
+            raise NotSupported("cupy has no scaled-dot-product attention primitive")
+        else:
+            raise NotSupported(f"cupy backend does not implement PI {pi!r}")
+        return Kernel(
+            run=run,
+            sync=_sync,
+            flush=flush,
+            timer=_event_timer(run),
+            label=label + " (CUDA events)",
+        )
+
+
+BACKEND = CupyBackend()

@@ -1,0 +1,139 @@
+"""JAX (XLA) on CPU or GPU. Functions are jitted and compiled during warm-up; each timed run is
+synchronised with ``block_until_ready`` around a wall clock (JAX exposes no CUDA events)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+# Do not let XLA grab 75% of the GPU when other backends share the process.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from stack_advisor.microbench.timing import Kernel, NotSupported
+
+DTYPES = {"fp32": jnp.float32, "tf32": jnp.float32, "fp16": jnp.float16, "bf16": jnp.bfloat16}
+MATMUL_PRECISION = {"fp32": "float32", "tf32": "tensorfloat32"}
+
+
+def _platform(device: str) -> str:
+    return "gpu" if device == "cuda" else "cpu"
+
+
+def _dtype(name: str, device: str) -> Any:
+    if name == "tf32" and device != "cuda":
+        raise NotSupported("tf32 is a CUDA tensor-core mode; not available on the CPU")
+    if name not in DTYPES:
+        raise NotSupported(f"jax backend has no {name} path for this PI")
+    return DTYPES[name]
+
+
+class JaxBackend:
+    name = "jax"
+
+    def version(self) -> str:
+        return str(jax.__version__)
+
+    def devices(self) -> list[str]:
+        out = ["cpu"]
+        try:
+            if jax.devices("gpu"):
+                out.append("cuda")
+        except RuntimeError:
+            pass
+        return out
+
+    def prepare(self, pi: str, p: Any, device: str) -> Kernel:
+        if device not in self.devices():
+            raise NotSupported(f"jax sees no {device!r} device here")
+        dev = jax.devices(_platform(device))[0]
+        key = jax.random.PRNGKey(0)
+
+        def randn(shape: tuple[int, ...], dt: Any) -> Any:
+            return jax.device_put(jax.random.normal(key, shape, dtype=jnp.float32).astype(dt), dev)
+
+        session: Callable[[], AbstractContextManager[Any]] = lambda: jax.default_matmul_precision(
+            MATMUL_PRECISION.get(getattr(p, "dtype", ""), "default")
+        )
+        flush: Callable[[], object] | None = None
+        if pi == "gemm":
+            dt = _dtype(p.dtype, device)
+            a, b = randn((p.m, p.k), dt), randn((p.k, p.n), dt)
+            f = jax.jit(jnp.matmul)
+            call, label = (lambda: f(a, b)), "jnp.matmul (jit)"
+        elif pi == "conv2d":
+            dt = _dtype(p.dtype, device)
+            x = randn((p.batch, p.in_channels, p.height, p.width), dt)
+            w = randn((p.out_channels, p.in_channels, p.kernel, p.kernel), dt)
+
+            def conv(x: Any, w: Any) -> Any:
+                return jax.lax.conv_general_dilated(
+                    x,
+                    w,
+                    (p.stride, p.stride),
+                    [(p.padding, p.padding)] * 2,
+                    dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                )
+
+            if p.direction == "forward":
+                f = jax.jit(conv)
+                call, label = (lambda: f(x, w)), "lax.conv_general_dilated (jit)"
+            else:
+                y, vjp = jax.vjp(conv, x, w)
+                g = jnp.ones_like(y)
+                back = jax.jit(vjp)
+                call, label = (lambda: back(g)), "jax.vjp of conv (input + weight gradients, jit)"
+        elif pi in ("mem_copy", "mem_triad", "elementwise", "reduction"):
+            dt = _dtype(p.dtype, device)
+            x, y = randn((p.elements,), dt), randn((p.elements,), dt)
+            if p.flush_l2:
+                scratch = jnp.zeros(128 << 20, dtype=jnp.uint8, device=dev)
+                fill = jax.jit(lambda s: s + 1)
+                flush = lambda: fill(scratch).block_until_ready()
+            fns = {
+                "mem_copy": (lambda x, y: jnp.copy(x), "jnp.copy"),
+                "mem_triad": (lambda x, y: x + 3.0 * y, "x + s*y (jit, fused)"),
+                "elementwise": (lambda x, y: x * y, "x * y (jit)"),
+                "reduction": (lambda x, y: jnp.sum(x), "jnp.sum (jit)"),
+            }
+            fn, label = fns[pi]
+            f = jax.jit(fn)
+            call = lambda: f(x, y)
+        elif pi == "transfer":
+            if device != "cuda":
+                raise NotSupported("host<->device transfer needs a CUDA device")
+            if p.direction != "h2d" or p.host_memory != "pageable":
+                raise NotSupported(
+                    "jax controls neither pinned host memory nor uncached device->host copies; "
+                    "only pageable h2d (jax.device_put) is measured"
+                )
+            host = np.ones(p.size_bytes, dtype=np.uint8)
+            call, label = (lambda: jax.device_put(host, dev)), "jax.device_put pageable"
+        elif pi == "sdpa":
+            if not hasattr(jax.nn, "dot_product_attention"):
+                raise NotSupported(f"jax {jax.__version__} has no jax.nn.dot_product_attention")
+            dt = _dtype(p.dtype, device)
+            shape = (p.batch, p.seq_len, p.heads, p.head_dim)  # JAX's [B, T, N, H] layout
+            q, k, v = randn(shape, dt), randn(shape, dt)[::-1], randn(shape, dt)
+            f = jax.jit(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=p.causal))
+            call, label = (lambda: f(q, k, v)), "jax.nn.dot_product_attention (jit)"
+        else:
+            raise NotSupported(f"jax backend does not implement PI {pi!r}")
+        last: list[Any] = []
+
+        def run() -> None:
+            last[:] = [call()]
+
+        def sync() -> None:
+            if last:
+                jax.block_until_ready(last[0])
+
+        return Kernel(run=run, sync=sync, flush=flush, session=session, label=label)
+
+
+BACKEND = JaxBackend()

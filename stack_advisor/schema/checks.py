@@ -1,0 +1,130 @@
+"""Checks of single values that the domain model applies to what it accepts: names, figures
+within physical bounds, strict numbers and booleans, and timestamps in a plausible range.
+
+Each check raises ``ValueError`` with what is wrong and the value (pydantic turns it into a 422
+naming the field).
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from datetime import UTC, datetime
+from typing import Any
+
+MAX_NAME = 256
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+
+# Unicode categories a name must not hold: controls, format characters (bidi overrides and
+# isolates, zero-width spaces and joiners, the BOM), private use, surrogates, unassigned, line and
+# paragraph separators. Spaces (Zs, the no-break space too) are allowed.
+_REFUSED = {
+    "Cc": "a control character",
+    "Cf": "an invisible formatting character (bidi override or zero-width)",
+    "Co": "a private-use character",
+    "Cs": "a surrogate",
+    "Cn": "an unassigned code point",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+
+
+def checked_name(value: str) -> str:
+    """A name (metric, unit, family, model, host, run id, version ...): 1 to ``MAX_NAME``
+    printable characters, not only spaces, no invisible or direction-changing characters."""
+    if len(value) > MAX_NAME:
+        raise ValueError(f"must be at most {MAX_NAME} characters, got {len(value)}")
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if not value.isprintable():
+        for i, char in enumerate(value):
+            why = _REFUSED.get(unicodedata.category(char))
+            if why:
+                raise ValueError(
+                    f"holds {why} (U+{ord(char):04X}) at position {i}; names are printable text"
+                )
+    return value
+
+
+def checked_optional_name(value: str | None) -> str | None:
+    return None if value is None else checked_name(value)
+
+
+# The widest a figure in each unit can physically be: orders of magnitude beyond the largest
+# published result (MLPerf Inference's largest Offline systems reach ~1e7 samples/s, Training's
+# slowest results days, nccl-tests' bandwidths ~1e3 GB/s), so only a typo or a forged value trips
+# it. Unknown units get the generic bound. Nonzero figures below SMALLEST are no measurement.
+UPPER_BOUNDS = {
+    "samples/s": 1e10,
+    "queries/s": 1e10,
+    "tokens/s": 1e10,
+    "images/s": 1e10,
+    "ms": 1e9,
+    "s": 1e7,
+    "us": 1e12,
+    "min": 1e6,
+    "h": 1e5,
+    "gflop/s": 1e10,
+    "tflop/s": 1e7,
+    "gb/s": 1e7,
+    "fraction": 1.0,
+    "%": 100.0,
+}
+GENERIC_UPPER = 1e15
+SMALLEST = 1e-12
+
+
+def checked_figure(value: float, unit: str) -> None:
+    """``value`` (already finite and not negative) within the physical bounds of ``unit``."""
+    upper = UPPER_BOUNDS.get(unit.strip().lower(), GENERIC_UPPER)
+    if value > upper:
+        raise ValueError(
+            f"{value!r} {unit} is beyond any physical figure in that unit "
+            f"(at most {upper:g}); check the collector or the source"
+        )
+    if 0 < value < SMALLEST:
+        raise ValueError(
+            f"{value!r} {unit} is below any measurable figure (nonzero values are "
+            f"at least {SMALLEST:g})"
+        )
+
+
+def strict_number(value: Any) -> Any:
+    """Numbers only: ``true`` is not 1.0 and ``"12"`` is not 12."""
+    if isinstance(value, (bool, str, bytes)):
+        raise ValueError(f"must be a number, got {type(value).__name__} {value!r:.40}")
+    return value
+
+
+def strict_bool(value: Any) -> Any:
+    """``true`` or ``false`` only, not 1, ``"yes"`` or ``"on"``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, got {type(value).__name__} {value!r:.40}")
+    return value
+
+
+def timestamp_in(value: Any) -> Any:
+    """A number is Unix seconds (never milliseconds: ``99999999999`` is year 5138, not 1973);
+    anything else goes on to pydantic's parsing."""
+    if isinstance(value, bool):
+        raise ValueError("must be a timestamp, got a boolean")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"must be a timestamp, got {value!r}")
+        try:
+            return datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(
+                f"{value!r} seconds since 1970 is no date; send ISO 8601 such as "
+                "'2026-01-31T12:00:00Z'"
+            ) from None
+    return value
+
+
+def not_before_2000(value: datetime) -> datetime:
+    if value < EARLIEST:
+        raise ValueError(
+            f"is before 2000 ({value.isoformat()}); no result in this knowledge base "
+            "is that old: check the date's format or the collector's clock"
+        )
+    return value
