@@ -14,12 +14,11 @@ SCRATCH=$(mktemp -d /tmp/sa-images-bench.XXXXXX)
 
 copy_checkout() {  # a copy of the checkout's build inputs, so the one-line change never touches it
   mkdir -p "$SCRATCH/repo"
-  tar -C "$REPO" -cf - --exclude=__pycache__ pyproject.toml README.md .dockerignore advisor cli collectors \
-    graph_schema microbench deploy | tar -C "$SCRATCH/repo" -xf -
+  tar -C "$REPO" -cf - --exclude=__pycache__ pyproject.toml README.md .dockerignore stack_advisor deploy | tar -C "$SCRATCH/repo" -xf -
 }
 
 one_line_change() {
-  echo "# bench/images.sh: a one-line change $(date +%s%N)" >> "$SCRATCH/repo/advisor/__init__.py"
+  echo "# bench/images.sh: a one-line change $(date +%s%N)" >> "$SCRATCH/repo/stack_advisor/advisor/__init__.py"
 }
 
 timed_build() {  # label, env...

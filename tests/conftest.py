@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from stack_advisor.store.base import Store
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import seed_store
 from tests.support.ci import IN_CI
 from tests.support.stores import (
     GRAPH_BACKENDS,
@@ -138,3 +140,23 @@ def local_neo4j() -> Iterator[Any]:
         pytest.skip(f"no Neo4j server: {exc}")
     yield server
     server.remove()
+
+
+# The starter knowledge base in a real embedded store, seeded once per session, and an Advisor
+# over it (the advisor, API and web tests).
+
+@pytest.fixture(scope="session")
+def mlperf_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    store = open_store(f"embedded:{tmp_path_factory.mktemp('mlperf-kb') / 'kb'}")
+    seed_store(store)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def kb_advisor(mlperf_store: Store):  # type: ignore[no-untyped-def]
+    from stack_advisor.advisor.engine import Advisor
+
+    advisor = Advisor(mlperf_store)
+    advisor.warm()
+    return advisor

@@ -32,7 +32,7 @@ from stack_advisor.schema.numa_labels import (
     quantity,
 )
 from tests.collectors.test_topology import DATA
-from tests.graph_schema.test_store_contract import MEASURED, TORCH
+from tests.store.test_store_contract import MEASURED, TORCH
 from tests.support.numa_nodes import A100_NFD_ONLY, H100_NODES, NRTS, T4_VM, nrt
 
 

@@ -16,7 +16,7 @@ from stack_advisor.store.registry import open_store
 from tests.support.api import make_app
 from tests.support.samples import make_obs as _obs
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "topology"
+DATA = Path(__file__).resolve().parents[1] / "data" / "topology"
 
 
 @pytest.fixture(scope="module")

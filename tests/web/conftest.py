@@ -85,6 +85,6 @@ def web_app(web_store: Store, web_tokens: dict[str, str]) -> FastAPI:
 @pytest.fixture(scope="package")
 def artifacts() -> Path:
     """Screenshots and downloads of the browser tests (test-artifacts/ is not committed)."""
-    folder = Path(__file__).resolve().parents[3] / "test-artifacts" / "web"
+    folder = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
     folder.mkdir(parents=True, exist_ok=True)
     return folder

@@ -23,7 +23,7 @@ PAYLOADS = [
     "{{7*7}} ${jndi:ldap://127.0.0.1/x} <script>alert(1)</script>",
     "CALL dbms.killQueries([]) YIELD queryId RETURN queryId",
     # names refuse bidi overrides, zero-width and control characters (issue 32: tests in
-    # tests/graph_schema/test_validation.py); right-to-left text itself is printable
+    # tests/store/test_validation.py); right-to-left text itself is printable
     "ünïcødé ✓ عربي right-to-left",
     "quote ' double \" backslash \\ end",
 ]

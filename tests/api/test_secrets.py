@@ -13,7 +13,7 @@ from stack_advisor.api.app import create_app
 from stack_advisor.api.settings import Settings
 from stack_advisor.schema.errors import InvalidInput
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 BASE_LINE = "replace-me-in-your-overlay write collector"
 
 

@@ -138,7 +138,7 @@ def test_spreadsheet_safe_keeps_numbers() -> None:
 def test_no_inline_script_or_handler_in_any_template() -> None:
     import re
 
-    folder = Path(__file__).resolve().parents[3] / "stack_advisor" / "web" / "templates"
+    folder = Path(__file__).resolve().parents[2] / "stack_advisor" / "web" / "templates"
     for template in folder.glob("*.html"):
         text = template.read_text()
         assert not re.search(r"<script(?![^>]*\bsrc=)", text), template.name
