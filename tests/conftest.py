@@ -145,6 +145,7 @@ def local_neo4j() -> Iterator[Any]:
 # The starter knowledge base in a real embedded store, seeded once per session, and an Advisor
 # over it (the advisor, API and web tests).
 
+
 @pytest.fixture(scope="session")
 def mlperf_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     store = open_store(f"embedded:{tmp_path_factory.mktemp('mlperf-kb') / 'kb'}")

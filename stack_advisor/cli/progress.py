@@ -12,7 +12,7 @@ from typing import Any
 
 
 class StderrProgress:
-    """A ``stack_advisor.runtime.progress.Reporter`` drawing on stderr; Rich is imported on first use."""
+    """A ``runtime.progress.Reporter`` drawing on stderr; Rich is imported on first use."""
 
     def __init__(self, stream: Any = None) -> None:
         self.stream = stream if stream is not None else sys.stderr

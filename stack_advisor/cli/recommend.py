@@ -1,7 +1,7 @@
-"""``advisor recommend | predict | evaluate`` (and the ``compare`` group, ``stack_advisor.cli.compare``): the
+"""``advisor recommend | predict | evaluate`` (and the ``compare`` group, ``cli.compare``): the
 advisor engine on the command line.
 
-Thin: flags become a ``Workload`` (or queries), the engine answers, ``stack_advisor.cli.render`` prints a table
+Thin: flags become a ``Workload`` (or queries), the engine answers, ``cli.render`` prints a table
 or JSON. The JSON is the pydantic result's ``model_dump`` — a contract scripts parse.
 """
 

@@ -5,7 +5,7 @@ so in-process runs do not leak one into the next; it is never written into the e
 every command opens its store through ``open_store`` here, which passes the settings in
 (``stack_advisor.store.settings.StoreSettings``). ``--api`` with a command's ``--store`` is a usage
 error (two places to read from). ``answering`` picks who answers the advisor's verbs: over a
-served API, the API's own answer endpoints (``stack_advisor.advisor.remote``), else the engine over the store.
+served API, the API's own answer endpoints (``advisor.remote``), else the engine over the store.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Neo4j constraints/indexes and the embedded engine's DDL are both generated from ``NODES`` and
 ``RELATIONSHIPS`` below; queries use only the labels, properties and relationship types named
-here. Bump ``SCHEMA_VERSION`` and add a migration in ``stack_advisor.store.migrations`` when this changes.
+here. Bump ``SCHEMA_VERSION`` and add a migration in ``store.migrations`` when this changes.
 """
 
 from __future__ import annotations

@@ -114,11 +114,12 @@ def numa_from_nrt(
             for r in zone.get("resources") or []
             if isinstance(r, dict)
         }
+        cpu, memory = res.get("cpu"), res.get("memory")
         zones.append(
             NumaZone(
                 node=int(number.group(1)),
-                cpus=int(res["cpu"]) if res.get("cpu") is not None else None,
-                memory_mib=int(res["memory"] / 2**20) if res.get("memory") is not None else None,
+                cpus=int(cpu) if cpu is not None else None,
+                memory_mib=int(memory / 2**20) if memory is not None else None,
                 gpus=int(res.get(GPU_RESOURCE) or 0),
             )
         )
@@ -182,9 +183,6 @@ def list_nrt(api_client: Any) -> dict[str, dict[str, Any]]:
             if exc.status in (404, 403):  # no CRD (or not readable): the labels still count
                 continue
             raise
-        return {
-            item["metadata"]["name"]: item
-            for item in listed.get("items") or []
-            if item.get("metadata")
-        }
+        items = listed.get("items") if isinstance(listed, dict) else None
+        return {item["metadata"]["name"]: item for item in items or [] if item.get("metadata")}
     return {}

@@ -339,7 +339,7 @@ class Store(ABC):
 
     def list_entities(self, kind: EntityKind | str) -> list[dict[str, Any]]:
         """Every node of one kind as plain dicts (properties as the schema names them). Failures
-        carry their class too (``failure_class``: ``stack_advisor.schema.models.FailureClass``'s value,
+        carry their class too (``failure_class``: ``schema.models.FailureClass``'s value,
         from the stage, or the exception class for rows stored before the classes).
 
         Raises:
@@ -446,7 +446,7 @@ class Store(ABC):
 
         Args:
             cluster: the inventory's name; one store may hold several clusters.
-            nodes: one JSON object per node (``stack_advisor.schema.inventory.ClusterNode`` dumped), each
+            nodes: one JSON object per node (``schema.inventory.ClusterNode`` dumped), each
                 with a unique, non-empty ``name``; kept as given.
         Returns:
             How many nodes the cluster's inventory holds now.

@@ -67,7 +67,7 @@ def chunks(rows: list[Any]) -> Iterable[list[Any]]:
 
 class BatchRows:
     """The rows one batch writes, deduplicated per label: what the transactional ingest
-    (``CypherStore``) and the bulk import's files (``stack_advisor.store.bulk_import``) both write."""
+    (``CypherStore``) and the bulk import's files (``store.bulk_import``) both write."""
 
     def __init__(self) -> None:
         self._stack_ids: dict[Any, str] = {}

@@ -1,6 +1,6 @@
 """Versioned migrations, applied in order and idempotently by ``Store.ensure_schema``.
 
-Version 1 is the generated schema itself (``stack_advisor.schema.ddl``). A later version lists the Cypher
+Version 1 is the generated schema itself (``schema.ddl``). A later version lists the Cypher
 statements (in the subset both engines run) that move data from the previous version; the
 generated DDL (``IF NOT EXISTS``) is re-applied first on every migrate, so new tables, constraints
 and indexes need no statements of their own. A migration whose change needs code (``data``: the

@@ -90,7 +90,7 @@ class RestStore(Store):
         raise self._error(response)
 
     def call(self, method: str, path: str, *, timeout: float | None = None, **kwargs: Any) -> Any:
-        """Any other endpoint of the API (the advisor's answers, ``stack_advisor.advisor.remote``) with this
+        """Any other endpoint of the API (the advisor's answers, ``advisor.remote``) with this
         store's token, retry and error mapping; returns the decoded JSON body.
 
         Args:

@@ -143,9 +143,9 @@ def _cross_class(
         return replace(
             est,
             value=value,
-            low=est.low * scale,
-            high=est.high * scale,
-            rows=same,  # type: ignore[operator]
+            low=est.low * scale,  # type: ignore[operator]
+            high=est.high * scale,  # type: ignore[operator]
+            rows=same,
             factors=[
                 *est.factors,
                 (
@@ -237,9 +237,9 @@ def _carry_forward(
         est = replace(
             est,
             value=value,
-            low=est.low * scale,
-            high=est.high * scale,
-            rows=own,  # type: ignore[operator]
+            low=est.low * scale,  # type: ignore[operator]
+            high=est.high * scale,  # type: ignore[operator]
+            rows=own,
             factors=[
                 *est.factors,
                 (

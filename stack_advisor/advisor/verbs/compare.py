@@ -271,8 +271,8 @@ def find_regressions(
                 for v in by_version
                 if release_of(v) is not None and len(by_version[v]) >= min_count
             ),
-            key=lambda v: release_of(v),
-        )  # type: ignore[arg-type, return-value]
+            key=lambda v: release_of(v),  # type: ignore[arg-type, return-value]
+        )
         hib = bool(table.higher_is_better[idx[0]])
         for old, new in pairwise(ordered):
             a, b = np.asarray(by_version[old]), np.asarray(by_version[new])

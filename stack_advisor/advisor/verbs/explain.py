@@ -160,8 +160,8 @@ def stack_agreement(c: Candidate, driver: str | None, manifest: dict[str, Any] |
     elif (
         recorded
         and (floor := generation_min_driver(c.published[0]))
-        and (parse_version(recorded) or 0) < (parse_version(floor[1]) or 0)
-    ):  # type: ignore[operator]
+        and (parse_version(recorded) or 0) < (parse_version(floor[1]) or 0)  # type: ignore[operator]
+    ):
         out.append(
             f"recorded driver {recorded} is below {floor[0]}'s first supporting driver {floor[1]} (a "
             f"pre-release driver of a preview system); the snippet asks nodes for >= {driver or floor[1]}"
@@ -195,8 +195,8 @@ def min_driver(knowledge: Knowledge, c: Candidate) -> str | None:
     found = knowledge.min_driver(c.stack)
     generation = generation_min_driver(c.published[0])
     if generation and (
-        found is None or (parse_version(generation[1]) or 0) > (parse_version(found) or 0)
-    ):  # type: ignore[operator]
+        found is None or (parse_version(generation[1]) or 0) > (parse_version(found) or 0)  # type: ignore[operator]
+    ):
         found = generation[1]
     return found
 

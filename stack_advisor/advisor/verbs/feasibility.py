@@ -54,8 +54,8 @@ def stack_incapable(benchmark: str, c: Candidate) -> str | None:
     if (
         toolkit is not None
         and arch is not None
-        and parse_version(toolkit.id) < parse_version(arch.first_cuda)
-    ):  # type: ignore[operator]
+        and parse_version(toolkit.id) < parse_version(arch.first_cuda)  # type: ignore[operator]
+    ):
         measured = (
             "; it was measured there, so the record's CUDA is wrong and the stack cannot be told"
             if c.observed
@@ -88,8 +88,8 @@ def _foreign_driver(sl: Slice, c: Candidate) -> str | None:
         and not isinstance(toolkit, str)
         and have is not None
         and int(toolkit.id.split(".")[0]) < 11
-        and have < parse_version(toolkit.driver)
-    ):  # type: ignore[operator]
+        and have < parse_version(toolkit.driver)  # type: ignore[operator]
+    ):
         return (
             f"driver too old for the stack's CUDA: CUDA {c.stack.cuda} needs driver >= {toolkit.driver} "
             f"({toolkit.source}), the nodes have {driver}"

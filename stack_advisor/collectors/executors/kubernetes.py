@@ -2,7 +2,7 @@
 
 Per pool at most ``concurrency`` cells run at once. Jobs are watched with list + watch on the
 submission's label; a finished Job is ``done`` (every repeat completed) or ``failed``, and a
-failure is turned into a ``stack_advisor.schema.models.Failure``: the Job's condition, each failed pod's
+failure is turned into a ``schema.models.Failure``: the Job's condition, each failed pod's
 phase and reason, the collector container's exit code, and the tail of its log when a kubelet
 can serve it.
 """

@@ -1,5 +1,5 @@
-"""``python -m stack_advisor.collectors.fingerprint [--record-nvml FILE]``: print this machine's fingerprint
-as JSON; optionally record NVML's answers for replay in tests."""
+"""``python -m stack_advisor.collectors.fingerprint [--record-nvml FILE]``: print this machine's
+fingerprint as JSON; optionally record NVML's answers for replay in tests."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ mean step time, ± the standard error of the per-step speeds, with jitter = 1.48
 absolute deviation (``step_statistics``, the formula of tf_cnn_benchmarks' ``get_perf_timing``).
 
 PyTorch (CPU, CUDA) and TensorFlow/Keras (when installed) run the same architectures from
-``stack_advisor.collectors.models``, so any stack can be compared on the same workload. The quick profile uses
+``collectors.models``, so any stack can be compared on the same workload. The quick profile uses
 a small CNN, small batch and 64-pixel images; every such choice is in the Benchmark's parameters
 so quick and full figures are never mixed up.
 """

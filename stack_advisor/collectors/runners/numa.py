@@ -5,7 +5,7 @@ Local: the process's CPUs and memory on the GPU's NUMA node. Remote: both on the
 farthest from it (SLIT distance), so the pipeline's batches cross the socket interconnect before
 the copy. Without a GPU the pipeline alone runs, CPUs on node 0, memory on node 0 (local) or the
 farthest node (remote). Each pair runs in fresh processes bound by ``numactl`` when installed, else
-by ``os.sched_setaffinity`` + ``set_mempolicy(MPOL_BIND)`` (``stack_advisor.collectors.runners.numa_bind``); the
+by ``os.sched_setaffinity`` + ``set_mempolicy(MPOL_BIND)`` (``collectors.runners.numa_bind``); the
 binding is in the benchmark's parameters, so the two figures are separate observations.
 
 On a node with one NUMA node (most VMs and single-socket machines) local and remote are the same:

@@ -1,4 +1,5 @@
-"""What runs inside a cell's environment: ``python -m stack_advisor.collectors.sweep.cell REQUEST.json OUT.json``.
+"""What runs inside a cell's environment:
+``python -m stack_advisor.collectors.sweep.cell REQUEST.json OUT.json``.
 
 The request names the modules to import, the benchmarks, the device, the run ids (one
 per repeat) and the provenance details to attach. It first imports the framework (an import that
@@ -9,7 +10,7 @@ this environment and runs ``stack_advisor.collectors.collect.collect`` once per 
      "benchmark_seconds": s, "import_seconds": s}
 
 Only the standard library, the collector's small requirements and the framework are importable
-here (see ``stack_advisor.collectors.sweep.env``); nothing of the sweeping process's environment leaks in.
+here (see ``collectors.sweep.env``); nothing of the sweeping process's environment leaks in.
 """
 
 from __future__ import annotations

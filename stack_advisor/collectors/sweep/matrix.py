@@ -2,7 +2,7 @@
 packages) × benchmarks, measured on one node.
 
 A matrix is YAML validated by pydantic; every error names the field path and the value. Each cell
-turns into a list of pip requirements (``Cell.requirements``) that ``stack_advisor.collectors.sweep.env``
+turns into a list of pip requirements (``Cell.requirements``) that ``collectors.sweep.env``
 installs into the cell's own environment. What a cell *asks for* is only a wish: the stack a
 result is recorded under is the fingerprint taken inside the cell's environment.
 """
