@@ -1,9 +1,9 @@
 """Latency of POST /v1/recommendations under concurrent load on loopback.
 
 Fills a fresh store (never yours: a temp directory, and a throwaway local Neo4j server, or the
-Neo4j you name, which is wiped first only with --wipe) with N synthetic observations (source ``bench-synthetic``: load for the
-benchmark, not knowledge), starts ``advisor serve`` on a free loopback port, and drives it with
-C concurrent clients. Prints p50/p99/max and throughput per store.
+Neo4j you name, which is wiped first only with --wipe) with N synthetic observations (source
+``bench-synthetic``: load for the benchmark, not knowledge), starts ``advisor serve`` on a free
+loopback port, and drives it with C concurrent clients. Prints p50/p99/max and throughput per store.
 
     python bench/api_latency.py                       # both stores, 100k observations, 8 clients
     python bench/api_latency.py --neo4j bolt://127.0.0.1:7687 --wipe
@@ -31,8 +31,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stack_advisor.schema.models import (
     Accelerator,
@@ -45,6 +44,8 @@ from stack_advisor.schema.models import (
     SoftwareStack,
     SourceKind,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ACCELERATORS = [
     "NVIDIA A100-SXM4-80GB",

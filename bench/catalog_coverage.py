@@ -64,7 +64,8 @@ def main() -> int:
     )
     if not archives:
         print(
-            f"no inference_v*.tar.gz / training_v*.tar.gz under {args.mlperf_dir} or {args.training}",
+            f"no inference_v*.tar.gz / training_v*.tar.gz under {args.mlperf_dir} or "
+            f"{args.training}",
             file=sys.stderr,
         )
         return 1
@@ -98,19 +99,23 @@ def main() -> int:
     print("archives:", ", ".join(Path(s).name for s in report["sources"]))
     acc = report["accelerators"]
     print(
-        f"accelerators: {acc['raw_names']} distinct raw names -> {acc['canonical']} canonical accelerators "
-        f"({acc['boards']} boards; MIG/vGPU slices kept apart), {len(acc['mixed_systems'])} mixed systems "
+        f"accelerators: {acc['raw_names']} distinct raw names -> {acc['canonical']} "
+        "canonical accelerators "
+        f"({acc['boards']} boards; MIG/vGPU slices kept apart), "
+        f"{len(acc['mixed_systems'])} mixed systems "
         f"parsed into parts, {len(acc['unresolved'])} unresolved {acc['unresolved']}"
     )
     for kind in ("cpu_only_hosts", "benchmarks", "scenarios", "frameworks"):
         part = report[kind]
         print(
-            f"{kind.replace('_', ' ')}: {part['raw_names']} distinct raw names -> {part['canonical']} canonical, "
+            f"{kind.replace('_', ' ')}: {part['raw_names']} distinct raw names -> "
+            f"{part['canonical']} canonical, "
             f"{len(part['unresolved'])} unresolved {part['unresolved']}"
         )
     cat = report["catalogue"]
     print(
-        f"catalogue: {cat['accelerators']} accelerators ({cat['families']} families, {cat['vendors']} vendors); "
+        f"catalogue: {cat['accelerators']} accelerators ({cat['families']} families, "
+        f"{cat['vendors']} vendors); "
         "entries with a figure: " + ", ".join(f"{k} {v}" for k, v in cat["with_figure"].items())
     )
     print(f"({report['seconds']} s)")

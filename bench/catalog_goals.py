@@ -164,17 +164,22 @@ def _pct(v: float | None, scale: float = 1.0) -> str:
 
 def print_by_round(rnd: dict[str, Any], train_until: str) -> None:
     print(
-        f"3. by round (train <= {train_until}, test v5.1 closed-division throughput of known benchmarks, "
+        f"3. by round (train <= {train_until}, test v5.1 closed-division throughput of "
+        "known benchmarks, "
         f"advisor evaluate -> predict): {rnd['answered']}/{rnd['asked']} answered "
-        f"({rnd['answered_pct']:.1f}%), {rnd['refused']} refused; MAPE of the answered {_pct(rnd['mape'])}, "
+        f"({rnd['answered_pct']:.1f}%), {rnd['refused']} refused; MAPE of the answered "
+        f"{_pct(rnd['mape'])}, "
         f"80% interval coverage {_pct(rnd['interval_coverage'], 100)}"
     )
     never = rnd["by_kind"].get("scenario never seen in training", {"asked": 0, "answered": 0})
     seen_asked, seen_answered = rnd["asked"] - never["asked"], rnd["answered"] - never["answered"]
     print(
-        f"   over results whose (benchmark, scenario) was seen in training: {seen_answered}/{seen_asked} answered "
-        f"({100.0 * seen_answered / seen_asked if seen_asked else 0.0:.1f}%); the other {never['asked']} ask a "
-        "scenario never recorded for their benchmark up to the training round (nothing to learn a factor from)"
+        "   over results whose (benchmark, scenario) was seen in training: "
+        f"{seen_answered}/{seen_asked} answered "
+        f"({100.0 * seen_answered / seen_asked if seen_asked else 0.0:.1f}%); the other "
+        f"{never['asked']} ask a "
+        "scenario never recorded for their benchmark up to the training round (nothing "
+        "to learn a factor from)"
     )
     for kind, p in sorted(rnd["by_kind"].items()):
         print(
@@ -218,17 +223,21 @@ def main() -> int:
             print("imported (new observations per source):", json.dumps(imported))
         names = unresolved(store)
         print(
-            f"1. unresolved after importing all shared data: {names['unresolved_accelerators']} accelerators, "
-            f"{names['unresolved_accelerator_observations']} of {names['observations']} observations "
+            "1. unresolved after importing all shared data: "
+            f"{names['unresolved_accelerators']} accelerators, "
+            f"{names['unresolved_accelerator_observations']} of {names['observations']} "
+            "observations "
             f"(CPU-only hosts unresolved: {names['unresolved_cpu_only_hosts']})"
         )
         for model, count in names["names"]:
             print(f"   UNRESOLVED {model}: {count}")
         eq = summary_vs_raw(args.data)
         print(
-            f"2. v5.1 summary table vs results tree: {eq['table_results']} vs {eq['raw_results']} results, "
+            f"2. v5.1 summary table vs results tree: {eq['table_results']} vs "
+            f"{eq['raw_results']} results, "
             f"missing {eq['missing']}, extra {eq['extra']}, max relative difference "
-            f"{eq['max_relative_difference'] * 100:.3f}%; table rows skipped: {eq['skipped_by_reason']}"
+            f"{eq['max_relative_difference'] * 100:.3f}%; table rows skipped: "
+            f"{eq['skipped_by_reason']}"
         )
         for train_until in args.train_until:
             print_by_round(by_round(store, train_until), train_until)

@@ -272,7 +272,8 @@ def existing(uri: str, cache: Path | None, repeat: int) -> None:
     wall, cpu, code = run_cli(args, env, ROOT)
     print(f"advisor {' '.join(args)}; load avg {load}", flush=True)
     print(
-        f"  first call (primes the caches when empty): wall {wall:.2f} s, cpu {cpu:.2f} s, exit {code}"
+        f"  first call (primes the caches when empty): wall {wall:.2f} s, cpu {cpu:.2f} "
+        f"s, exit {code}"
     )
     show("warm, persisted table + calibration", timed(args, env, ROOT, repeat))
     print(f"  load avg at end {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
@@ -376,9 +377,11 @@ def main() -> None:
                 show("now: typo'd benchmark", typo, base_typo, "the baseline")
             figures = in_process(uri)
             print(
-                f"  in-process, {figures['n']:,} rows: table from the store {figures['build_s']:.2f} s, "
+                f"  in-process, {figures['n']:,} rows: table from the store "
+                f"{figures['build_s']:.2f} s, "
                 f"from the persisted file {figures['load_s'] * 1000:.0f} ms "
-                f"({figures['build_s'] / figures['load_s']:.0f}x; file {figures['file_mb']:.1f} MB); "
+                f"({figures['build_s'] / figures['load_s']:.0f}x; file "
+                f"{figures['file_mb']:.1f} MB); "
                 f"calibration {figures['calibrate_s']:.1f} s, slices + placement overheads "
                 f"{figures['prepare_s'] * 1000:.0f} ms; the calibration file with both loaded in "
                 f"{figures['calibration_load_s'] * 1000:.0f} ms",
@@ -387,8 +390,10 @@ def main() -> None:
         if args.tile:
             t = tiled_load(uri, args.tile)
             print(
-                f"persisted table at {args.tile:,} rows (the store's table tiled, keys made unique): "
-                f"write {t['write_s']:.2f} s, load {t['load_s']:.2f} s (median of 3), file {t['file_mb']:.0f} MB"
+                f"persisted table at {args.tile:,} rows (the store's table tiled, keys "
+                "made unique): "
+                f"write {t['write_s']:.2f} s, load {t['load_s']:.2f} s (median of 3), "
+                f"file {t['file_mb']:.0f} MB"
             )
         print(json.dumps({"load_average_end": os.getloadavg()[0]}))
 

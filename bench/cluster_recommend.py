@@ -190,7 +190,10 @@ def synthetic_nodes(n: int) -> list[dict[str, Any]]:
 
 def _percentiles(ms: list[float]) -> str:
     arr = np.asarray(ms)
-    return f"p50 {np.percentile(arr, 50):7.1f} ms  p90 {np.percentile(arr, 90):7.1f} ms  max {arr.max():7.1f} ms"
+    return (
+        f"p50 {np.percentile(arr, 50):7.1f} ms  p90 {np.percentile(arr, 90):7.1f} ms  max "
+        f"{arr.max():7.1f} ms"
+    )
 
 
 def main() -> None:
@@ -228,14 +231,16 @@ def main() -> None:
             pools = group_pools(nodes_from_json({"items": items}))
             group_ms = (time.perf_counter() - t0) * 1000
             print(f"{len(items)} nodes → {len(pools)} pools in {group_ms:.1f} ms (parse + group)")
-            # as the API runs it: the store's generation trusted for ADVISOR_GENERATION_TTL_S (default 1 s)
+            # as the API runs it: the store's generation trusted for ADVISOR_GENERATION_TTL_S
+            # (default 1 s)
             advisor = Advisor(store, memo_answers=False, generation_ttl=1.0)
             cluster = ClusterAdvisor(advisor)
             t0 = time.perf_counter()
             first = cluster.recommend(workloads[0], pools, source="bench", top=20)
             print(
                 f"first answer (table load + model): {time.perf_counter() - t0:.1f} s, "
-                f"{len(first.recommendations)} (pool, stack) pairs, {len(first.excluded_pools)} pools excluded"
+                f"{len(first.recommendations)} (pool, stack) pairs, "
+                f"{len(first.excluded_pools)} pools excluded"
             )
             for w in workloads:  # each once, so warm means warm
                 cluster.recommend(w, pools, source="bench", top=20)
@@ -253,7 +258,8 @@ def main() -> None:
                 )
                 ms.append((time.perf_counter() - t0) * 1000)
             print(
-                f"warm, end to end (parse + group + answer, memo on): {_percentiles(ms)} (n={len(ms)})"
+                f"warm, end to end (parse + group + answer, memo on): {_percentiles(ms)} "
+                f"(n={len(ms)})"
             )
             advisor.memo_answers = False
             for memo in (False, True):
@@ -269,7 +275,8 @@ def main() -> None:
                     verdict = "meets" if np.percentile(np.asarray(ms), 90) <= 1000 else "misses"
                     mode = "memoised" if memo else "computed"
                     print(
-                        f"warm, {mode}{label:15s}: {_percentiles(ms)} (n={len(ms)}; {verdict} the <= 1 s goal)"
+                        f"warm, {mode}{label:15s}: {_percentiles(ms)} (n={len(ms)}; "
+                        f"{verdict} the <= 1 s goal)"
                     )
 
 

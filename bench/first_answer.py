@@ -72,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     path = starter.snapshot_path()
     counts = starter.manifest()["counts"]
     print(
-        f"snapshot {path.name}: {path.stat().st_size / 1e6:.2f} MB, {counts['observations']} observations "
-        f"{json.dumps(counts['observations_by_source'])}, {counts['runs']} runs, {counts['failures']} failures"
+        f"snapshot {path.name}: {path.stat().st_size / 1e6:.2f} MB, "
+        f"{counts['observations']} observations "
+        f"{json.dumps(counts['observations_by_source'])}, {counts['runs']} runs, "
+        f"{counts['failures']} failures"
     )
     command = args.command or DEFAULT
     firsts: list[tuple[float, float]] = []
@@ -85,14 +87,16 @@ def main(argv: list[str] | None = None) -> int:
         firsts.append(first)
         seconds.append(second)
         print(
-            f"#{attempt + 1}: first answer {first[0]:6.2f} s wall, {first[1]:5.2f} s CPU (fresh XDG home: "
+            f"#{attempt + 1}: first answer {first[0]:6.2f} s wall, {first[1]:5.2f} s CPU "
+            "(fresh XDG home: "
             f"create, seed, answer); next answer {second[0]:6.2f} s wall, {second[1]:5.2f} s CPU"
         )
     print(
         f"first answer median {statistics.median(f[0] for f in firsts):.2f} s wall, "
         f"{statistics.median(f[1] for f in firsts):.2f} s CPU over {len(firsts)}; goal <= 20 s; "
         f"next answer median {statistics.median(s[0] for s in seconds):.2f} s wall, "
-        f"{statistics.median(s[1] for s in seconds):.2f} s CPU; load average {os.getloadavg()[0]:.1f}"
+        f"{statistics.median(s[1] for s in seconds):.2f} s CPU; load average "
+        f"{os.getloadavg()[0]:.1f}"
     )
     return 0
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Time the import of the shared MLPerf data sets into the embedded store and into Neo4j.
 
-    python bench/import_mlperf.py [MLPERF_DIR] [--training DIR] [--neo4j bolt://localhost:7687] [--batch-size N]
+    python bench/import_mlperf.py [MLPERF_DIR] [--training DIR] [--neo4j bolt://localhost:7687]
+    [--batch-size N]
 
 Data sets: every ``inference_v*.tar.gz`` in MLPERF_DIR and every ``training_v*.tar.gz`` in the
 training directory (default ../shared/data/mlperf-training; --skip-training skips it). Each store
@@ -22,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stack_advisor.collectors.importers import mlperf_training
 from stack_advisor.collectors.importers.mlperf import (
@@ -33,6 +33,8 @@ from stack_advisor.collectors.importers.mlperf import (
     to_observations,
 )
 from stack_advisor.schema.models import IngestBatch
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse(path: Path) -> tuple[IngestBatch, float]:

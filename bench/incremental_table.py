@@ -30,9 +30,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from api_latency import fill, synthetic
 
@@ -42,6 +41,8 @@ from stack_advisor.advisor.knowledge import table_file
 from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
 from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
 
 WORKLOAD = {
     "family": "cnn",
@@ -122,20 +123,25 @@ def measure(uri: str, add: int, folder: Path, full: bool = True) -> None:
             flush=True,
         )
         print(
-            f"  first answer, fresh process, incremental: {fresh:7.2f} s (table {fresh_table:.2f} s; "
+            f"  first answer, fresh process, incremental: {fresh:7.2f} s (table "
+            f"{fresh_table:.2f} s; "
             f"{fresh_cpu:.2f} CPU s)"
         )
         print(
-            f"  first answer, held table,    incremental: {held_s:7.2f} s (table {held_table:.2f} s; "
+            f"  first answer, held table,    incremental: {held_s:7.2f} s (table "
+            f"{held_table:.2f} s; "
             f"{held_cpu:.2f} CPU s)"
         )
         print(
-            f"  first answer, fresh process, full read:   {full_s:7.2f} s (table {full_table:.2f} s; "
+            f"  first answer, fresh process, full read:   {full_s:7.2f} s (table "
+            f"{full_table:.2f} s; "
             f"{full_cpu:.2f} CPU s)"
         )
         print(
-            f"  -> incremental x{full_s / fresh:.1f} faster (fresh process), x{full_s / held_s:.1f} "
-            f"(held table); table alone x{full_table / fresh_table:.0f} / x{full_table / held_table:.0f}; "
+            f"  -> incremental x{full_s / fresh:.1f} faster (fresh process), "
+            f"x{full_s / held_s:.1f} "
+            f"(held table); table alone x{full_table / fresh_table:.0f} / "
+            f"x{full_table / held_table:.0f}; "
             f"CPU x{full_cpu / fresh_cpu:.1f} / x{full_cpu / held_cpu:.1f}; load avg {load()}",
             flush=True,
         )

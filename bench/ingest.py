@@ -43,17 +43,21 @@ import time
 from io import BytesIO
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if "--code-root" in sys.argv:  # the child of --against: that revision's code, this generator
-    sys.path.insert(0, sys.argv[sys.argv.index("--code-root") + 1])
-else:
-    sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "bench"))
+# the child of --against imports that revision's code (--code-root) and this generator
+sys.path.insert(
+    0,
+    sys.argv[sys.argv.index("--code-root") + 1]
+    if "--code-root" in sys.argv
+    else str(Path(__file__).resolve().parents[1]),
+)
+sys.path.insert(1, str(Path(__file__).resolve().parent))
 
 import fleet
 
 from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
 
 WARMUP = 10_000
 GROUP = 10  # batches generated ahead of each timed part (and passed to one ingest_many)
@@ -215,13 +219,17 @@ def bulk_line(b: dict[str, float], got: dict[str, float] | None = None) -> str:
     line = (
         f"{'':9s} bulk: files {b['csv_s']:.1f} s + neo4j-admin {b['import_s']:.1f} s + "
         f"constraints {b['schema_s']:.1f} s -> {b['rate']:7.0f} obs/s (with the server start, "
-        f"{b['start_s']:.1f} s: {b['rate_with_start']:7.0f} obs/s)  {b['per_cpu_s']:7.0f} obs per CPU-s "
-        f"(CPU s: files {b['csv_cpu']:.1f}, neo4j-admin {b['admin_cpu']:.1f}, constraints {b['schema_cpu']:.1f})"
+        f"{b['start_s']:.1f} s: {b['rate_with_start']:7.0f} obs/s)  "
+        f"{b['per_cpu_s']:7.0f} obs per CPU-s "
+        f"(CPU s: files {b['csv_cpu']:.1f}, neo4j-admin {b['admin_cpu']:.1f}, "
+        f"constraints {b['schema_cpu']:.1f})"
     )
     if got is not None:
         line += (
-            f"  -> bulk/transactional x{b['rate'] / got['rate']:.1f} (steady x{b['rate'] / got['steady']:.1f}, "
-            f"with start x{b['rate_with_start'] / got['rate']:.1f}, per CPU-s x{b['per_cpu_s'] / got['per_cpu_s']:.1f})"
+            f"  -> bulk/transactional x{b['rate'] / got['rate']:.1f} (steady "
+            f"x{b['rate'] / got['steady']:.1f}, "
+            f"with start x{b['rate_with_start'] / got['rate']:.1f}, per CPU-s "
+            f"x{b['per_cpu_s'] / got['per_cpu_s']:.1f})"
         )
     return line + f"  load avg {os.getloadavg()[0]:.1f}"
 
@@ -295,7 +303,8 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     if not args.json:
         print(
-            f"cores={os.cpu_count()} batch={args.batch} fleet runs of {fleet.PER_RUN} observations; "
+            f"cores={os.cpu_count()} batch={args.batch} fleet runs of {fleet.PER_RUN} "
+            "observations; "
             f"load avg {os.getloadavg()[0]:.1f}",
             flush=True,
         )
@@ -316,8 +325,10 @@ def main() -> None:
                 if args.json:
                     continue
                 line = (
-                    f"{name:9s} n={size:>8d}  ingest {got['rate']:7.0f} obs/s  steady {got['steady']:7.0f} obs/s  "
-                    f"re-send (no-op) {got['resend']:7.0f} obs/s  {got['per_cpu_s']:7.0f} obs per CPU-s  "
+                    f"{name:9s} n={size:>8d}  ingest {got['rate']:7.0f} obs/s  steady "
+                    f"{got['steady']:7.0f} obs/s  "
+                    f"re-send (no-op) {got['resend']:7.0f} obs/s  "
+                    f"{got['per_cpu_s']:7.0f} obs per CPU-s  "
                     f"load avg {os.getloadavg()[0]:.1f}"
                 )
                 print(line, flush=True)
@@ -327,10 +338,13 @@ def main() -> None:
                         store, size, args.batch, pipelined=True
                     )
                     print(
-                        f"{'':9s} pipelined (ingest_many): ingest {pipe['rate']:7.0f} obs/s  steady "
+                        f"{'':9s} pipelined (ingest_many): ingest {pipe['rate']:7.0f} "
+                        "obs/s  steady "
                         f"{pipe['steady']:7.0f} obs/s  re-send {pipe['resend']:7.0f} obs/s  "
-                        f"{pipe['per_cpu_s']:7.0f} obs per CPU-s  -> pipelined/per-batch x{pipe['rate'] / got['rate']:.2f} "
-                        f"(steady x{pipe['steady'] / got['steady']:.2f})  load avg {os.getloadavg()[0]:.1f}",
+                        f"{pipe['per_cpu_s']:7.0f} obs per CPU-s  -> pipelined/per-batch "
+                        f"x{pipe['rate'] / got['rate']:.2f} "
+                        f"(steady x{pipe['steady'] / got['steady']:.2f})  load avg "
+                        f"{os.getloadavg()[0]:.1f}",
                         flush=True,
                     )
                 if args.bulk and name == "neo4j":
@@ -338,9 +352,12 @@ def main() -> None:
                 if args.against:
                     old = against(args, name, size)
                     print(
-                        f"{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  steady {old['steady']:7.0f} "
-                        f"obs/s  re-send {old['resend']:7.0f} obs/s  {old['per_cpu_s']:7.0f} obs per CPU-s  -> new/old "
-                        f"x{got['rate'] / old['rate']:.1f} (steady x{got['steady'] / old['steady']:.1f}, "
+                        f"{'':9s} {args.against}: ingest {old['rate']:7.0f} obs/s  "
+                        f"steady {old['steady']:7.0f} "
+                        f"obs/s  re-send {old['resend']:7.0f} obs/s  "
+                        f"{old['per_cpu_s']:7.0f} obs per CPU-s  -> new/old "
+                        f"x{got['rate'] / old['rate']:.1f} (steady "
+                        f"x{got['steady'] / old['steady']:.1f}, "
                         f"per CPU-s x{got['per_cpu_s'] / old['per_cpu_s']:.1f})",
                         flush=True,
                     )

@@ -1,7 +1,7 @@
-"""How well Interactive throughput follows from Server (stack_advisor/advisor/estimate/scenario.py), measured on
-the systems that published both: each system left out in turn, its Interactive result predicted
-as its own Server result x the median Interactive/Server ratio of the other systems, with the
-split-conformal 80% bounds of those ratios. Prints MAPE and interval coverage per benchmark.
+"""How well Interactive throughput follows from Server (stack_advisor/advisor/estimate/scenario.py),
+measured on the systems that published both: each system left out in turn, its Interactive result
+predicted as its own Server result x the median Interactive/Server ratio of the other systems, with
+the split-conformal 80% bounds of those ratios. Prints MAPE and interval coverage per benchmark.
 
     python bench/interactive_from_server.py --store embedded:PATH   (a store with v5.0+ imported)
 """
@@ -83,7 +83,8 @@ def main() -> int:
             covered.append(server * math.exp(lo) <= actual <= server * math.exp(hi))
         print(
             f"{benchmark} {metric}: {len(found)} systems ran both; Interactive/Server median "
-            f"{math.exp(float(np.median(logs))):.3f}; leave-one-system-out MAPE {np.mean(apes):.1f}% "
+            f"{math.exp(float(np.median(logs))):.3f}; leave-one-system-out MAPE "
+            f"{np.mean(apes):.1f}% "
             f"(median {np.median(apes):.1f}%), 80% bounds cover {np.mean(covered) * 100:.0f}%"
         )
     return 0

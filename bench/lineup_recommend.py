@@ -194,7 +194,8 @@ def main() -> int:
             )
             print(f"{r['name']:<42} -> {r['catalogue']:<32} {what}")
         print(
-            f"{len(rows)} names: {with_rows} answered with rows, {len(rows) - with_rows - len(bad)} refused for "
+            f"{len(rows)} names: {with_rows} answered with rows, "
+            f"{len(rows) - with_rows - len(bad)} refused for "
             f"another reason, {len(bad)} refused as an unknown accelerator {bad} ({seconds:.0f} s)"
         )
     if tmp is not None:

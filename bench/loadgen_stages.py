@@ -1,17 +1,18 @@
 """Where a LoadGen Server query's time goes: each stage of the runner's SUT timed, per query.
 
-Runs the collector's own SUT (``stack_advisor.collectors.runners.loadgen.TorchSut``, warmed up as the runner
-does) under the real LoadGen in Server mode and stamps every query: issued by LoadGen, taken off
-the SUT's queue, forward launched, device done, completed back to LoadGen. Prints the latency
-percentiles, the median of each stage over the slowest 1% of queries, the host's launch time and
-the device wait per served batch, the slowest batches (when, size, launch ms, device ms), and the
-stalls of a thread that sleeps 1 ms at a time (a host hiccup shows there whatever its cause).
+Runs the collector's own SUT (``stack_advisor.collectors.runners.loadgen.TorchSut``, warmed up as
+the runner does) under the real LoadGen in Server mode and stamps every query: issued by LoadGen,
+taken off the SUT's queue, forward launched, device done, completed back to LoadGen. Prints the
+latency percentiles, the median of each stage over the slowest 1% of queries, the host's launch time
+and the device wait per served batch, the slowest batches (when, size, launch ms, device ms), and
+the stalls of a thread that sleeps 1 ms at a time (a host hiccup shows there whatever its cause).
 
 On an H100 (2026-11-27) it showed that the ~100 ms tails were each new batch size's first pass in
 the serving thread (cuDNN plans and cuBLAS handles are per thread), and that what remains is
 the eager forward's launch cost on the host, not the device (docs/sweep.md).
 
-    python bench/loadgen_stages.py [--qps 100] [--device cuda] [--min-duration-ms 10000] [--no-warmup] [--sut cuda-graph]
+    python bench/loadgen_stages.py [--qps 100] [--device cuda] [--min-duration-ms 10000]
+    [--no-warmup] [--sut cuda-graph]
 """
 
 from __future__ import annotations
@@ -117,9 +118,11 @@ def run(qps: float, device: str, min_duration_ms: int, warmup: bool, sut: str = 
     latency = sorted((v[4] - v[0], k) for k, v in served.items())
     n = len(latency)
     print(
-        f"{params.model} {params.image_size}px on {device} ({params.sut}), {qps:g} q/s target, warm-up "
+        f"{params.model} {params.image_size}px on {device} ({params.sut}), {qps:g} q/s "
+        "target, warm-up "
         f"{'1-' + str(sut_impl.warmed) if sut_impl.warmed else 'off'}: {n} queries in "
-        f"{len(sut_impl.batches)} batches (mean size {statistics.mean(b[1] for b in sut_impl.batches):.2f})"
+        f"{len(sut_impl.batches)} batches (mean size "
+        f"{statistics.mean(b[1] for b in sut_impl.batches):.2f})"
     )
     print(
         "latency ms: "
@@ -139,8 +142,10 @@ def run(qps: float, device: str, min_duration_ms: int, warmup: bool, sut: str = 
     launch = [b[2] for b in sut_impl.batches]
     wait = [b[3] for b in sut_impl.batches]
     print(
-        f"per batch ms: host launch p50 {_pct(launch, 50) * 1e3:.2f} p99 {_pct(launch, 99) * 1e3:.2f} "
-        f"max {max(launch) * 1e3:.2f}; device wait p50 {_pct(wait, 50) * 1e3:.2f} p99 {_pct(wait, 99) * 1e3:.2f} "
+        f"per batch ms: host launch p50 {_pct(launch, 50) * 1e3:.2f} p99 "
+        f"{_pct(launch, 99) * 1e3:.2f} "
+        f"max {max(launch) * 1e3:.2f}; device wait p50 {_pct(wait, 50) * 1e3:.2f} p99 "
+        f"{_pct(wait, 99) * 1e3:.2f} "
         f"max {max(wait) * 1e3:.2f}"
     )
     t0 = sut_impl.batches[0][0]
@@ -163,7 +168,8 @@ def run(qps: float, device: str, min_duration_ms: int, warmup: bool, sut: str = 
     )
     summary = parse_summary((Path(outdir) / "mlperf_log_summary.txt").read_text())
     print(
-        f"LoadGen: {summary.get('result')}, completed samples/s {summary.get('completed_samples_per_second')}"
+        f"LoadGen: {summary.get('result')}, completed samples/s "
+        f"{summary.get('completed_samples_per_second')}"
     )
 
 

@@ -55,9 +55,12 @@ def main() -> None:
         if local is None or remote is None:
             continue
         print(
-            f"{name:15s} GPU{local.benchmark.parameters.get('gpu_index')}: local {local.value:.4g} "  # type: ignore[attr-defined]
-            f"(cv {local.cv:.3f}, node {local.benchmark.parameters['cpu_node']}) vs remote {remote.value:.4g} "  # type: ignore[attr-defined]
-            f"(cv {remote.cv:.3f}, node {remote.benchmark.parameters['cpu_node']}) {local.unit}: "  # type: ignore[attr-defined]
+            f"{name:15s} GPU{local.benchmark.parameters.get('gpu_index')}: local "
+            f"{local.value:.4g} "
+            f"(cv {local.cv:.3f}, node {local.benchmark.parameters['cpu_node']}) vs "
+            f"remote {remote.value:.4g} "
+            f"(cv {remote.cv:.3f}, node {remote.benchmark.parameters['cpu_node']}) "
+            f"{local.unit}: "
             f"local/remote {local.value / remote.value:.3f}"
         )  # type: ignore[attr-defined]
     if args.out:

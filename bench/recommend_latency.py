@@ -1,12 +1,13 @@
 """Latency of ``Advisor.recommend`` over a large knowledge base, warm, in both graph stores.
 
 Fills a fresh store (a temp embedded store; a throwaway local Neo4j from
-``tests/support/neo4j_server.start_local()``, or the URI you give, wiped first only with --wipe) with N
-synthetic observations (source ``bench-synthetic``, the same generator as bench/api_latency.py:
-load for the benchmark, not knowledge), then times: the first call (table load + model fit), and
-R warm calls cycling through several workloads (different benchmarks, parameters, objectives and
-constraints). Prints p50/p90/max per store twice: every answer computed (the advisor's answer
-memo off), and with the memo on (what a repeated question costs: the generation read + a copy).
+``tests/support/neo4j_server.start_local()``, or the URI you give, wiped first only with --wipe)
+with N synthetic observations (source ``bench-synthetic``, the same generator as
+bench/api_latency.py: load for the benchmark, not knowledge), then times: the first call (table
+load and model fit), and R warm calls cycling through several workloads (different benchmarks,
+parameters, objectives and constraints). Prints p50/p90/max per store twice: every answer computed
+(the advisor's answer memo off), and with the memo on (what a repeated question costs: the
+generation read + a copy).
 
     python bench/recommend_latency.py                   # embedded + local Neo4j, 100k observations
     python bench/recommend_latency.py --skip-neo4j
@@ -147,10 +148,12 @@ def main() -> None:
         f"{len(WORKLOADS)} workloads cycled"
     )
     if not args.skip_embedded:
-        with tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp:
-            with open_store(args.embedded or f"embedded:{Path(tmp) / 'kb'}") as store:
-                store.ensure_schema()
-                measure("embedded", store, args.observations, args.repeats)
+        with (
+            tempfile.TemporaryDirectory(prefix="advisor-bench-") as tmp,
+            open_store(args.embedded or f"embedded:{Path(tmp) / 'kb'}") as store,
+        ):
+            store.ensure_schema()
+            measure("embedded", store, args.observations, args.repeats)
     if not args.skip_neo4j:
         with neo4j_uri(args.neo4j) as uri, open_store(uri) as store:
             store.ensure_schema()

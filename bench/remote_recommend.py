@@ -37,10 +37,11 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.servers import free_port, stop_process
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cli_latency() -> Any:
@@ -234,7 +235,8 @@ def main() -> None:
             n = store.stats().counts.get("Observation", 0)
         local_uri, base_uri = copy_store(tmp, "local"), copy_store(tmp, "base")
         print(
-            f"remote_recommend: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
+            f"remote_recommend: {os.cpu_count()} CPUs, load average "
+            f"{os.getloadavg()[0]:.1f} at start; "
             f"starter knowledge base, {n:,} observations; repeat {args.repeat}, interleaved",
             flush=True,
         )
@@ -286,7 +288,8 @@ def main() -> None:
             latency = api_rounds(servers, token, args.clients, args.requests)
             for label, lat in latency.items():
                 print(
-                    f"  {label}: API POST /v1/recommendations, {args.clients} clients, {lat['n']} requests: "
+                    f"  {label}: API POST /v1/recommendations, {args.clients} clients, "
+                    f"{lat['n']} requests: "
                     f"p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms",
                     flush=True,
                 )

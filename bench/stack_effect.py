@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Print issue 28's stack-effect checks, on pairs held out (items 1 and 2).
 
-The stack effects (``stack_advisor.advisor.estimate.stack_effect``) are learned from the pairs of rounds up to
-``--train-until`` and checked on the pairs whose newer side is ``--test-round``:
+The stack effects (``stack_advisor.advisor.estimate.stack_effect``) are learned from the pairs of
+rounds up to ``--train-until`` and checked on the pairs whose newer side is ``--test-round``:
 
 1. Upgrades: each held-out pair (the same accelerator and benchmark slice, an older version of
    the framework in a training round, a newer one in the test round) carried forward by the
@@ -22,7 +22,8 @@ The stack effects (``stack_advisor.advisor.estimate.stack_effect``) are learned 
    everything imported, applied to the issue's own prediction, against the issue's measured figures.
 5. (``--evaluate``) ``advisor evaluate --protocol by-round`` with and without the stack rules.
 
-    python bench/stack_effect.py [--store embedded:PATH] [--train-until v4.1] [--test-round v5.1] [--evaluate]
+    python bench/stack_effect.py [--store embedded:PATH] [--train-until v4.1] [--test-round v5.1]
+    [--evaluate]
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.estimate.index import EvidenceIndex
@@ -44,9 +44,12 @@ from stack_advisor.advisor.estimate.stack_effect import StackEffects, StackFacto
 from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.store.registry import open_store
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def ape(pred_log: np.ndarray, actual_log: np.ndarray) -> np.ndarray:
-    """|predicted - actual| / actual of a figure carried by exp(pred_log) where it moved by exp(actual_log)."""
+    """|predicted - actual| / actual of a figure carried by exp(pred_log) where it moved by
+    exp(actual_log)."""
     return np.abs(np.exp(pred_log - actual_log) - 1) * 100
 
 
@@ -61,7 +64,8 @@ def summary(name: str, pairs: list[StackPair], factors: list[StackFactor | None]
     if has.any():
         f_ape, n_ape = ape(pred[has], actual[has]), ape(np.zeros(int(has.sum())), actual[has])
         print(
-            f"  MAPE factor {f_ape.mean():6.1f}% vs none {n_ape.mean():6.1f}%  median {np.median(f_ape):5.1f}% vs "
+            f"  MAPE factor {f_ape.mean():6.1f}% vs none {n_ape.mean():6.1f}%  median "
+            f"{np.median(f_ape):5.1f}% vs "
             f"{np.median(n_ape):5.1f}%  p10..p90 held {held[has].mean():.2f}"
         )
     else:
@@ -70,7 +74,8 @@ def summary(name: str, pairs: list[StackPair], factors: list[StackFactor | None]
 
 def upgrades(train: StackEffects, held: list[StackPair]) -> None:
     print(
-        f"1. upgrades carried forward: {len(held)} held-out pairs (learned on {len(train.upgrade_pairs)} pairs)"
+        f"1. upgrades carried forward: {len(held)} held-out pairs (learned on "
+        f"{len(train.upgrade_pairs)} pairs)"
     )
     factors = [
         train.upgrade(
@@ -134,11 +139,14 @@ def learned(
             verdict = (
                 "the learned model wins"
                 if r.mean() < m.mean() and np.median(r) < np.median(m)
-                else "the pooled median is kept (the learned model does not win on both MAPE and median)"
+                else "the pooled median is kept (the learned model does not win on both MAPE "
+                "and median)"
             )
             print(
-                f"  scikit-learn Ridge (one-hot vendor/framework/benchmark/metric/scenario), {name}, same "
-                f"{int(sel.sum())} rows: MAPE {r.mean():.1f}% (median {np.median(r):.1f}%) vs pooled median "
+                "  scikit-learn Ridge (one-hot "
+                f"vendor/framework/benchmark/metric/scenario), {name}, same "
+                f"{int(sel.sum())} rows: MAPE {r.mean():.1f}% (median "
+                f"{np.median(r):.1f}%) vs pooled median "
                 f"{m.mean():.1f}% (median {np.median(m):.1f}%): {verdict}"
             )
 
@@ -157,7 +165,8 @@ def crossings(train: StackEffects, held: list[StackPair]) -> None:
             else "refused: no pairs to learn from"
         )
         print(
-            f"    {p.accelerator:<18} {p.benchmark:<14} {p.scenario:<12} {p.metric:<20} {p.framework:<24} "
+            f"    {p.accelerator:<18} {p.benchmark:<14} {p.scenario:<12} {p.metric:<20} "
+            f"{p.framework:<24} "
             f"measured {math.exp(p.log_ratio):.3f}x  factor {got}"
         )
 
@@ -165,7 +174,8 @@ def crossings(train: StackEffects, held: list[StackPair]) -> None:
 def example_kind(train: StackEffects, held: list[StackPair]) -> None:
     big = [p for p in held if p.direction.startswith("throughput") and p.log_ratio >= math.log(1.5)]
     print(
-        f"3. the issue's example kind: {len(big)} held-out throughput pairs at least 1.5x faster through the stack"
+        f"3. the issue's example kind: {len(big)} held-out throughput pairs at least "
+        "1.5x faster through the stack"
     )
     for p in sorted(big, key=lambda p: -p.log_ratio):
         f = train.upgrade(
@@ -178,8 +188,10 @@ def example_kind(train: StackEffects, held: list[StackPair]) -> None:
         )
         share = f"{math.log(f.ratio) / p.log_ratio:5.0%} of the change" if f else "no factor"
         print(
-            f"    {p.accelerator:<18} {p.benchmark:<16} {p.scenario:<8} {p.framework} {p.old}->{p.new}: "
-            f"measured {math.exp(p.log_ratio):.2f}x, factor {f.ratio if f else float('nan'):.2f}x ({share})"
+            f"    {p.accelerator:<18} {p.benchmark:<16} {p.scenario:<8} {p.framework} "
+            f"{p.old}->{p.new}: "
+            f"measured {math.exp(p.log_ratio):.2f}x, factor "
+            f"{f.ratio if f else float('nan'):.2f}x ({share})"
         )
 
 
@@ -205,9 +217,11 @@ def next_round(everything: StackEffects) -> None:
         carried = predicted * factor.ratio
         share = math.log(factor.ratio) / math.log(math.sqrt(low * high) / predicted)
         print(
-            f"    B200 deepseek-r1 {scenario:<8} issue's prediction {predicted / 1e3:.1f}k tokens/s, carried "
+            f"    B200 deepseek-r1 {scenario:<8} issue's prediction "
+            f"{predicted / 1e3:.1f}k tokens/s, carried "
             f"{carried / 1e3:.1f}k (pairs p10..p90 {predicted * factor.spread_low / 1e3:.1f}k.."
-            f"{predicted * factor.spread_high / 1e3:.1f}k), measured {low / 1e3:.1f}k..{high / 1e3:.1f}k: "
+            f"{predicted * factor.spread_high / 1e3:.1f}k), measured "
+            f"{low / 1e3:.1f}k..{high / 1e3:.1f}k: "
             f"{share:.0%} of the (log) change"
         )
 
@@ -218,7 +232,8 @@ def by_round(store: str, train_until: str, test_round: str) -> None:
     from stack_advisor.advisor.estimate import stack_adjust
 
     print(
-        f"5. by round {train_until} -> {test_round} through advisor evaluate (closed-division throughput)"
+        f"5. by round {train_until} -> {test_round} through advisor evaluate "
+        "(closed-division throughput)"
     )
     keep = stack_adjust.adjust
     for label, adjust in (("with the stack rules", keep), ("without", lambda index, q, est: est)):
@@ -239,8 +254,10 @@ def by_round(store: str, train_until: str, test_round: str) -> None:
         }
         for name, part in parts.items():
             print(
-                f"  {label:<22} {name:<13} answered {part.predictions:>4} refused {part.refused:>4}  "
-                f"MAPE {part.mape or float('nan'):5.1f}%  median {part.median_ape or float('nan'):5.1f}%  "
+                f"  {label:<22} {name:<13} answered {part.predictions:>4} refused "
+                f"{part.refused:>4}  "
+                f"MAPE {part.mape or float('nan'):5.1f}%  median "
+                f"{part.median_ape or float('nan'):5.1f}%  "
                 f"80% coverage {part.interval_coverage or float('nan'):.3f}"
             )
 
@@ -261,7 +278,8 @@ def main() -> None:
     until, test = round_number(args.train_until), round_number(args.test_round)
     train, everything = StackEffects(index, until=until), StackEffects(index)
     print(
-        f"stack effects, learned up to {args.train_until}, checked on {args.test_round} ({table.n} observations)"
+        f"stack effects, learned up to {args.train_until}, checked on {args.test_round} "
+        f"({table.n} observations)"
     )
     held_up = [p for p in everything.upgrade_pairs if p.round_new == test and p.round_old <= until]
     upgrades(train, held_up)

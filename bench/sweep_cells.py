@@ -78,7 +78,8 @@ def main() -> None:
             f"cells: numpy {', '.join(args.versions)}; PI suite numpy mem_triad, quick profile, CPU"
         )
         print(
-            f"{'pass':40s} {'env s':>8s} {'overhead s':>11s} {'bench s':>8s} {'cell s':>8s}   overhead: "
+            f"{'pass':40s} {'env s':>8s} {'overhead s':>11s} {'bench s':>8s} "
+            f"{'cell s':>8s}   overhead: "
             "process start+imports+fingerprint / deliver / other"
         )
         for label, uv_cache, root, force in passes:

@@ -6,8 +6,9 @@ the knowledge base the advisor learns from, the later half is held out. Then, pe
 of one framework at two versions (an upgrade measured on one node):
 
 - **per benchmark identity**: the ratio ``advisor compare sweep`` measures on the learning half
-  (what a pair of ``stack_advisor.advisor.estimate.stack_effect`` is) against the held-out half's ratio and its
-  95% interval (``stack_advisor.advisor.verbs.sweep.sweep_report``, the path of ``compare sweep``);
+  (what a pair of ``stack_advisor.advisor.estimate.stack_effect`` is) against the held-out half's
+  ratio and its 95% interval (``stack_advisor.advisor.verbs.sweep.sweep_report``, the path of
+  ``compare sweep``);
 - **the pooled factor**: what a carry-forward applies (``StackEffects.upgrade``: the median of the
   pairs in the scope family / vendor / framework / direction, with its interval), learned from the
   learning half's store through ``Advisor.evidence``, applied to every held-out identity, judged
@@ -31,8 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import itertools
 
@@ -41,6 +41,8 @@ from stack_advisor.advisor.estimate.stack_effect import effects_of
 from stack_advisor.advisor.verbs.sweep import sweep_report
 from stack_advisor.schema.models import ResultDocument
 from stack_advisor.store.registry import open_store
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def split_documents(
@@ -131,7 +133,8 @@ def check_sweep(sweep: str, learn: Any, held: Any, effects: Any) -> None:
         }
         rows = [r for r in sweep_report(held, sweep, baseline=old).ratios if r.cell == new]
         print(
-            "| benchmark | parameters | learned (first half) | held out (second half) | 95% interval | off by | held |"
+            "| benchmark | parameters | learned (first half) | held out (second half) | "
+            "95% interval | off by | held |"
         )
         print("|---|---|---|---|---|---|---|")
         inside, off = 0, []
@@ -143,13 +146,16 @@ def check_sweep(sweep: str, learn: Any, held: Any, effects: Any) -> None:
             inside += ok
             off.append(abs(seen.ratio / r.ratio - 1))
             print(
-                f"| {r.benchmark} | {r.parameters} | {seen.ratio:.3f} | {r.ratio:.3f} | {r.low:.3f}..{r.high:.3f} | "
+                f"| {r.benchmark} | {r.parameters} | {seen.ratio:.3f} | {r.ratio:.3f} | "
+                f"{r.low:.3f}..{r.high:.3f} | "
                 f"{off[-1]:.1%} | {'yes' if ok else 'no'} |"
             )
         if off:
             print(
-                f"per identity: learned ratio off the held-out one by median {statistics.median(off):.1%}, "
-                f"at most {max(off):.1%}; inside the held-out 95% interval for {inside} of {len(off)}"
+                "per identity: learned ratio off the held-out one by median "
+                f"{statistics.median(off):.1%}, "
+                f"at most {max(off):.1%}; inside the held-out 95% interval for {inside} "
+                f"of {len(off)}"
             )
         pooled_check(effects, rows, fw)
 
@@ -170,7 +176,8 @@ def pooled_check(effects: Any, rows: list[Any], fw: str) -> None:
         print(
             f"  on {len(rows)} held-out identities: mean |log error| {statistics.mean(err):.3f} "
             f"(no change: {statistics.mean(base):.3f}); median {statistics.median(err):.3f} "
-            f"(no change: {statistics.median(base):.3f}); pairs' p10..p90 holds {held} of {len(rows)}"
+            f"(no change: {statistics.median(base):.3f}); pairs' p10..p90 holds {held} "
+            f"of {len(rows)}"
         )
 
 

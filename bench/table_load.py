@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import fleet
 import numpy as np
@@ -33,6 +32,8 @@ from stack_advisor.advisor.knowledge import table_file
 from stack_advisor.advisor.knowledge.columns import Column
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.schema.models import StoredObservation
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def base_table(n: int = 10_000) -> ObservationTable:
@@ -59,7 +60,8 @@ def tiled(base: ObservationTable, rows: int) -> ObservationTable:
 
 
 def old_module(rev: str, folder: Path) -> Any:
-    # the module's path at that revision (it moved into stack_advisor/advisor/knowledge/ after 7c8cd85)
+    # the module's path at that revision (it moved into stack_advisor/advisor/knowledge/ after
+    # 7c8cd85)
     for where in ("stack_advisor/advisor/knowledge/table_file.py", "advisor/table_file.py"):
         shown = subprocess.run(
             ["git", "-C", str(ROOT), "show", f"{rev}:{where}"], capture_output=True, text=True
@@ -119,8 +121,10 @@ def main() -> None:
             new = timed(table_file, table, folder / "new.tbl")
             was = timed(old, table, folder / "old.npz")
             print(
-                f"n={rows:>8d}  load {new['load_s']:6.3f} s (keys when used +{new['keys_s']:.3f} s)  "
-                f"write {new['write_s']:5.2f} s  {new['mb']:6.1f} MB   |  format {old.FORMAT}: load "
+                f"n={rows:>8d}  load {new['load_s']:6.3f} s (keys when used "
+                f"+{new['keys_s']:.3f} s)  "
+                f"write {new['write_s']:5.2f} s  {new['mb']:6.1f} MB   |  format "
+                f"{old.FORMAT}: load "
                 f"{was['load_s']:6.3f} s  write {was['write_s']:5.2f} s  {was['mb']:6.1f} MB   "
                 f"-> load x{was['load_s'] / new['load_s']:.1f} faster",
                 flush=True,

@@ -12,7 +12,8 @@ Embedded by default (a temporary database); ``--backends neo4j`` uses a scratch 
 server (or the one NEO4J_URI names: it is emptied first, so never point it at real data), and
 adds the server's CPU seconds during the read.
 
-    python bench/table_read.py [--sizes 10000 100000] [--backends embedded neo4j] [--ways flat paged]
+    python bench/table_read.py [--sizes 10000 100000] [--backends embedded neo4j] [--ways flat
+    paged]
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import fleet
 import ingest
 
 from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BATCH = 10_000
 
@@ -98,7 +100,8 @@ def measure(uri: str, way: str) -> dict[str, float | int | str]:
 def line(name: str, size: int, way: str, got: dict[str, float | int | str]) -> str:
     server = f" (+{got['server_cpu_s']:.1f} server)" if got["server_cpu_s"] else ""
     return (
-        f"{name:9s} n={size:>8d}  {way:5s} {got['wall_s']:8.1f} s wall  {got['cpu_s']:8.1f} CPU s{server}  "
+        f"{name:9s} n={size:>8d}  {way:5s} {got['wall_s']:8.1f} s wall  "
+        f"{got['cpu_s']:8.1f} CPU s{server}  "
         f"peak RSS {got['rss_mb']:6.0f} MB  rows {got['n']}  load avg {os.getloadavg()[0]:.1f}"
     )
 
@@ -151,7 +154,8 @@ def main() -> None:
                     flat, paged = got["flat"], got["paged"]
                     assert flat["digest"] == paged["digest"], "the two reads gave different tables"
                     print(
-                        f"{'':9s} {'':10s}  paged/flat: wall x{paged['wall_s'] / flat['wall_s']:.1f}  "
+                        f"{'':9s} {'':10s}  paged/flat: wall "
+                        f"x{paged['wall_s'] / flat['wall_s']:.1f}  "
                         f"CPU x{paged['cpu_s'] / flat['cpu_s']:.1f}  peak RSS "
                         f"{paged['rss_mb']:.0f} vs {flat['rss_mb']:.0f} MB; same table",
                         flush=True,

@@ -78,13 +78,16 @@ def _print(title: str, rows: list[tuple[str, float, Any]], seen: list[bool] | No
         sub = [r for r, s in zip(rows, seen) if s]
         ok = sum(p.value is not None for _, _, p in sub)
         print(
-            f"   over results whose (benchmark, scenario) was seen in training: {ok}/{len(sub)} answered "
-            f"({100 * ok / max(len(sub), 1):.1f}%); never seen: {len(rows) - len(sub)} (refused: nothing to "
+            "   over results whose (benchmark, scenario) was seen in training: "
+            f"{ok}/{len(sub)} answered "
+            f"({100 * ok / max(len(sub), 1):.1f}%); never seen: {len(rows) - len(sub)} "
+            "(refused: nothing to "
             "learn a factor from)"
         )
     for name, s in _score(rows).items():
         print(
-            f"   {name}: {s['n']} rows, MAPE {s['mape']:.1f}%, median {s['median_ape']:.1f}%, 80% coverage "
+            f"   {name}: {s['n']} rows, MAPE {s['mape']:.1f}%, median "
+            f"{s['median_ape']:.1f}%, 80% coverage "
             f"{s['coverage']:.3f}, off by >= 3x: {s['off_3x']} (worst {s['worst_ratio']:.2f}x)"
         )
     worst = sorted(
@@ -93,7 +96,8 @@ def _print(title: str, rows: list[tuple[str, float, Any]], seen: list[bool] | No
     )[:WORST]
     for acc, actual, p in worst:
         print(
-            f"   worst transfer: {acc} {p.query.benchmark} {p.query.scenario} x{p.query.accelerator_count}: "
+            f"   worst transfer: {acc} {p.query.benchmark} {p.query.scenario} "
+            f"x{p.query.accelerator_count}: "
             f"{p.value / actual:.2f}x the result ({_kind(p)})"
         )
     reasons = Counter((p.reason or "").split(":")[0] for _, _, p in rows if p.value is None)
@@ -151,7 +155,8 @@ def by_round(table: Any, train_until: str, test_round: str, method: str = "roofl
         for r in test.tolist()
     ]
     _print(
-        f"by round (train <= {train_until}, test {test_round} closed-division throughput of known benchmarks)",
+        f"by round (train <= {train_until}, test {test_round} closed-division throughput "
+        "of known benchmarks)",
         rows,
         seen,
     )
@@ -166,7 +171,8 @@ def by_round(table: Any, train_until: str, test_round: str, method: str = "roofl
             else f"refused: {p.reason}"
         )
         print(
-            f"   CPU row: {acc} {p.query.benchmark} {p.query.scenario} x{p.query.accelerator_count}: {shown}"
+            f"   CPU row: {acc} {p.query.benchmark} {p.query.scenario} "
+            f"x{p.query.accelerator_count}: {shown}"
         )
 
 
@@ -205,7 +211,8 @@ def leave_one_accelerator_out(table: Any, test_round: str, method: str = "roofli
         )
         rows.extend((acc, float(table.value[r]), p) for r, p in zip(held.tolist(), preds))
     _print(
-        f"leave one accelerator out ({test_round} closed-division throughput, each accelerator's history "
+        f"leave one accelerator out ({test_round} closed-division throughput, each "
+        "accelerator's history "
         "held out)",
         rows,
     )

@@ -1,5 +1,6 @@
 """p99 TTFT of an accelerator never measured on a benchmark: the specs transfer against the share
-of the published limit (stack_advisor/advisor/estimate/latency_limit.py), on the rounds up to ``--until``.
+of the published limit (stack_advisor/advisor/estimate/latency_limit.py), on the rounds up to
+``--until``.
 
 Each (accelerator, model and scenario) cell of the latest latency round is left out in turn (its
 rows on the model's accuracy variants removed, nothing else), and its results predicted from
@@ -87,7 +88,8 @@ def score(name: str, got: list[tuple[float, Estimate]]) -> None:
     ratio = np.maximum(pred / actual, actual / pred)
     inside = np.mean([(e.low or 0) <= a <= (e.high or math.inf) for a, e in got])
     print(
-        f"  {name:<12} n={len(got):3d}  MAPE {ape.mean():5.1f}%  median APE {np.median(ape):5.1f}%  "
+        f"  {name:<12} n={len(got):3d}  MAPE {ape.mean():5.1f}%  median APE "
+        f"{np.median(ape):5.1f}%  "
         f"off 3x+ {int((ratio >= 3).sum())}  80% coverage {inside:.2f}"
     )
 
@@ -115,7 +117,8 @@ def vendor_terms(found: LimitShares) -> None:
             if len(pairs) > 2
         ]
         print(
-            f"  {name:<8} n={len(ape):3d}  MAPE {np.mean(ape):5.1f}%  median APE {np.median(ape):5.1f}%  "
+            f"  {name:<8} n={len(ape):3d}  MAPE {np.mean(ape):5.1f}%  median APE "
+            f"{np.median(ape):5.1f}%  "
             f"rank correlation: {', '.join(rhos) or '-'}"
         )
 
@@ -143,7 +146,8 @@ def main() -> None:
         ttft = (t.metric.codes == t.metric.code(METRIC)) & (base.accel == acc)
         gone = ttft & np.isin(
             [
-                f"{model_of(t.family.vocab[int(f)], t.bench_name.vocab[int(b)])} {t.scenario.vocab[int(s)]}"
+                f"{model_of(t.family.vocab[int(f)], t.bench_name.vocab[int(b)])} "
+                f"{t.scenario.vocab[int(s)]}"
                 for f, b, s in zip(t.family.codes, t.bench_name.codes, t.scenario.codes)
             ],
             [model],
@@ -163,10 +167,12 @@ def main() -> None:
                 both["limit share"].append((float(t.value[r]), share))
                 line.append(f"{t.value[r]:.0f}: {specs.value:.0f} / {share.value:.0f}")
         print(
-            f"{model:<32} {acc:<24} actual: specs / limit share  {'; '.join(line) or 'not both answered'}"
+            f"{model:<32} {acc:<24} actual: specs / limit share  "
+            f"{'; '.join(line) or 'not both answered'}"
         )
     print(
-        f"p99 TTFT, rounds <= {args.until}, each cell of the latest round left out (rows both methods answer):"
+        f"p99 TTFT, rounds <= {args.until}, each cell of the latest round left out (rows "
+        "both methods answer):"
     )
     for name, got in both.items():
         if got:
