@@ -25,10 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 GOALS = (
-    "throughput by round (the latest round, and the round before it within a few points): MAPE <= 12%, "
-    "median APE <= 7%, no worse than the previous-round lookup on the rows it covers, transferred MAPE <= 25% "
-    "with no result off by 3x or more, 80% intervals covering 0.75-0.85 for each basis; Training by round: "
-    ">= 90% of known-benchmark results answered, MAPE <= 15%, coverage 0.75-0.85; LLM TTFT/TPOT: MAPE <= 20% "
+    "throughput by round (the latest round, and the round before it within a few "
+    "points): MAPE <= 12%, "
+    "median APE <= 7%, no worse than the previous-round lookup on the rows it covers, "
+    "transferred MAPE <= 25% "
+    "with no result off by 3x or more, 80% intervals covering 0.75-0.85 for each basis; "
+    "Training by round: "
+    ">= 90% of known-benchmark results answered, MAPE <= 15%, coverage 0.75-0.85; LLM "
+    "TTFT/TPOT: MAPE <= 20% "
     "where answered; results of benchmarks never seen in training: 100% refused (issue 28)."
 )
 
@@ -39,8 +43,10 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 
 def table(report) -> list[str]:  # type: ignore[no-untyped-def]
     head = (
-        "| slice | answered | refused | MAPE % | median APE % | 80% coverage | worst x | off >= 3x | top-1 regret % | "
-        "lookup rows | MAPE % on lookup rows | lookup MAPE % | median % on lookup rows | lookup median % | "
+        "| slice | answered | refused | MAPE % | median APE % | 80% coverage | worst x | "
+        "off >= 3x | top-1 regret % | "
+        "lookup rows | MAPE % on lookup rows | lookup MAPE % | median % on lookup rows | "
+        "lookup median % | "
         "regret % on lookup rows | lookup regret % |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -53,9 +59,12 @@ def table(report) -> list[str]:  # type: ignore[no-untyped-def]
     for name, s in slices:
         lines.append(
             f"| {name} | {s.predictions} | {s.refused} | {_fmt(s.mape)} | {_fmt(s.median_ape)} | "
-            f"{_fmt(s.interval_coverage, 2)} | {_fmt(s.worst_ratio, 2)} | {s.off_3x} | {_fmt(s.top1_regret)} | {s.lookup_rows} | "
-            f"{_fmt(s.mape_on_lookup_rows)} | {_fmt(s.lookup_mape)} | {_fmt(s.median_ape_on_lookup_rows)} | "
-            f"{_fmt(s.lookup_median_ape)} | {_fmt(s.top1_regret_on_lookup_rows)} | {_fmt(s.lookup_top1_regret)} |"
+            f"{_fmt(s.interval_coverage, 2)} | {_fmt(s.worst_ratio, 2)} | {s.off_3x} | "
+            f"{_fmt(s.top1_regret)} | {s.lookup_rows} | "
+            f"{_fmt(s.mape_on_lookup_rows)} | {_fmt(s.lookup_mape)} | "
+            f"{_fmt(s.median_ape_on_lookup_rows)} | "
+            f"{_fmt(s.lookup_median_ape)} | {_fmt(s.top1_regret_on_lookup_rows)} | "
+            f"{_fmt(s.lookup_top1_regret)} |"
         )
     return lines
 
@@ -81,8 +90,10 @@ def throughput_goals(name: str, rep) -> list[str]:  # type: ignore[no-untyped-de
         _check(
             out,
             o.mape_on_lookup_rows <= o.lookup_mape + 1e-9,
-            f"{name}: on the {o.lookup_rows} rows the previous-round lookup covers, MAPE {_fmt(o.mape_on_lookup_rows, 2)}% "
-            f"vs lookup {_fmt(o.lookup_mape, 2)}% (median {_fmt(o.median_ape_on_lookup_rows, 2)}% vs {_fmt(o.lookup_median_ape, 2)}%)",
+            f"{name}: on the {o.lookup_rows} rows the previous-round lookup covers, MAPE "
+            f"{_fmt(o.mape_on_lookup_rows, 2)}% "
+            f"vs lookup {_fmt(o.lookup_mape, 2)}% (median "
+            f"{_fmt(o.median_ape_on_lookup_rows, 2)}% vs {_fmt(o.lookup_median_ape, 2)}%)",
         )
     t = rep.by_basis.get("transferred")
     if t is not None and t.mape is not None:
@@ -102,12 +113,14 @@ def throughput_goals(name: str, rep) -> list[str]:  # type: ignore[no-untyped-de
     _check(
         out,
         rep.unseen_benchmark_refused == rep.unseen_benchmark_queries,
-        f"{name}: results of benchmarks never seen in training refused: {rep.unseen_benchmark_refused} of "
+        f"{name}: results of benchmarks never seen in training refused: "
+        f"{rep.unseen_benchmark_refused} of "
         f"{rep.unseen_benchmark_queries}",
     )
     total = o.predictions + o.refused
     out.append(
-        f"- {name}: {o.predictions} of {total} results answered ({o.predictions / total * 100 if total else 0:.0f}%); "
+        f"- {name}: {o.predictions} of {total} results answered "
+        f"({o.predictions / total * 100 if total else 0:.0f}%); "
         "refused: " + ", ".join(f"{k} ({v})" for k, v in sorted(rep.refused_reasons.items()))
     )
     unseen = rep.by_kind.get("scenario never seen in training")
@@ -115,8 +128,10 @@ def throughput_goals(name: str, rep) -> list[str]:  # type: ignore[no-untyped-de
         known = total - unseen.predictions - unseen.refused
         answered = o.predictions - unseen.predictions
         out.append(
-            f"- {name}: of the {known} results whose benchmark and scenario training holds, {answered} answered "
-            f"({answered / known * 100 if known else 0:.1f}%); the other {unseen.predictions + unseen.refused} "
+            f"- {name}: of the {known} results whose benchmark and scenario training "
+            f"holds, {answered} answered "
+            f"({answered / known * 100 if known else 0:.1f}%); the other "
+            f"{unseen.predictions + unseen.refused} "
             "are of a scenario no training round has (Interactive before v5.0)"
         )
     return out
@@ -131,7 +146,8 @@ def goals(runs: dict) -> list[str]:  # type: ignore[type-arg]
     _check(
         out,
         lo.mape is not None and lo.mape <= 25,
-        f"leave one accelerator out: MAPE {_fmt(lo.mape)}% (goal <= 25%) on {lo.predictions} answered",
+        f"leave one accelerator out: MAPE {_fmt(lo.mape)}% (goal <= 25%) on "
+        f"{lo.predictions} answered",
     )
     tr = runs.get("training")
     if tr is not None:
@@ -159,7 +175,8 @@ def goals(runs: dict) -> list[str]:  # type: ignore[type-arg]
             _check(
                 out,
                 s.mape is not None and s.mape <= 20,
-                f"LLM latency {metric}: MAPE {_fmt(s.mape)}% (goal <= 20%) on {s.predictions} answered, "
+                f"LLM latency {metric}: MAPE {_fmt(s.mape)}% (goal <= 20%) on "
+                f"{s.predictions} answered, "
                 f"{s.refused} refused; coverage {_fmt(s.interval_coverage, 2)}",
             )
     return out
@@ -169,20 +186,33 @@ CHALLENGER = "learned"
 
 
 def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]:  # type: ignore[type-arg]
-    """What scikit-learn does, and the transferred figures of answers and challenger side by side."""
-    head = "| protocol | transfers by | transferred answered | MAPE % | median APE % | 80% coverage | top-1 regret % |"
+    """What scikit-learn does, and the transferred figures of answers and challenger side by
+    side."""
+    head = (
+        "| protocol | transfers by | transferred answered | MAPE % | median APE % | 80% "
+        "coverage | top-1 regret % |"
+    )
     lines = [
         (
-            "**What scikit-learn does: the transfer challenger.** A transfer scales the nearest measured "
-            "accelerators of the same vendor by published peak compute and bandwidth. Answers use the "
-            "roofline blend (compute^a x bandwidth^(1-a), `a` picked from a grid by leaving one accelerator out). "
-            "The challenger (`stack_advisor/advisor/estimate/transfer.py`, method `learned`) is fitted per benchmark slice and accelerator "
-            "class at calibration time: scikit-learn's `Ridge` fits the log of the percent-of-roofline "
+            "**What scikit-learn does: the transfer challenger.** A transfer scales the "
+            "nearest measured "
+            "accelerators of the same vendor by published peak compute and bandwidth. "
+            "Answers use the "
+            "roofline blend (compute^a x bandwidth^(1-a), `a` picked from a grid by "
+            "leaving one accelerator out). "
+            "The challenger (`stack_advisor/advisor/estimate/transfer.py`, method "
+            "`learned`) is fitted per benchmark slice and accelerator "
+            "class at calibration time: scikit-learn's `Ridge` fits the log of the "
+            "percent-of-roofline "
             "efficiency on log peak compute and log bandwidth (shrunk towards the blend), "
-            "`LeaveOneGroupOut` (one group per accelerator) scores it against the blend on the same held-out "
-            "accelerators, and it is kept only for the slices where its error is lower. The fitted exponents "
-            "are persisted with the calibration and applied with numpy (`advisor recommend` and `predict` "
-            "never import scikit-learn). The report runs both protocols with each, on the same rows:"
+            "`LeaveOneGroupOut` (one group per accelerator) scores it against the blend "
+            "on the same held-out "
+            "accelerators, and it is kept only for the slices where its error is lower. "
+            "The fitted exponents "
+            "are persisted with the calibration and applied with numpy (`advisor "
+            "recommend` and `predict` "
+            "never import scikit-learn). The report runs both protocols with each, on "
+            "the same rows:"
         ),
         "",
         head,
@@ -198,7 +228,8 @@ def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]: 
             if s is None:
                 continue
             lines.append(
-                f"| {protocol} | {name} | {s.predictions} | {_fmt(s.mape)} | {_fmt(s.median_ape)} | "
+                f"| {protocol} | {name} | {s.predictions} | {_fmt(s.mape)} | "
+                f"{_fmt(s.median_ape)} | "
                 f"{_fmt(s.interval_coverage, 2)} | {_fmt(s.top1_regret)} |"
             )
         a, c = (
@@ -215,7 +246,8 @@ def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]: 
     lines += [
         "",
         (
-            "The rule for letting the challenger answer: no worse on both protocols' transferred MAPE "
+            "The rule for letting the challenger answer: no worse on both protocols' "
+            "transferred MAPE "
             "and median APE, and its coverage in 0.75-0.85. "
             + (
                 "**It now is: switch `Advisor.transfer_method` to `learned`.**"
@@ -227,25 +259,36 @@ def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]: 
     lines += [
         "",
         (
-            "Variants measured once on 2026-11-23, each as transferred MAPE / median APE / coverage by "
-            "round, then leaving accelerators out (the blend: 20.6 / 17.1 / 0.77, 18.5 / 12.0 / 0.83): "
-            "a log-linear model of all of a slice's references answering on its own, for every slice, "
-            "instead of scaling the nearest references: ridge 47.4 / 28.9 / 0.63, 22.9 / 13.5 / 0.68, least squares 49.4 / 29.5 / "
-            "0.57, 24.4 / 15.2 / 0.65; the challenger chosen by median instead of mean error 21.5 / "
+            "Variants measured once on 2026-11-23, each as transferred MAPE / median APE "
+            "/ coverage by "
+            "round, then leaving accelerators out (the blend: 20.6 / 17.1 / 0.77, 18.5 / "
+            "12.0 / 0.83): "
+            "a log-linear model of all of a slice's references answering on its own, for "
+            "every slice, "
+            "instead of scaling the nearest references: ridge 47.4 / 28.9 / 0.63, 22.9 / "
+            "13.5 / 0.68, least squares 49.4 / 29.5 / "
+            "0.57, 24.4 / 15.2 / 0.65; the challenger chosen by median instead of mean "
+            "error 21.5 / "
             "20.0 / 0.67, 17.6 / 12.1 / 0.82; `RidgeCV` choosing the penalty 21.5 / 19.8 / 0.75, "
-            "18.1 / 12.5 / 0.81; penalty 3: 21.8 / 19.4 / 0.78, 18.0 / 12.7 / 0.81; kept only where it "
-            "beats the blend by a standard error 20.6 / 17.8 / 0.77, 17.8 / 12.7 / 0.81 (penalty 0.3: "
-            "20.0 / 18.2 / 0.77, 17.6 / 12.5 / 0.80); kept only where both its mean and median error "
-            "are lower 20.6 / 17.1 / 0.77, 17.8 / 12.2 / 0.81. `HuberRegressor` was too slow to refit "
+            "18.1 / 12.5 / 0.81; penalty 3: 21.8 / 19.4 / 0.78, 18.0 / 12.7 / 0.81; kept "
+            "only where it "
+            "beats the blend by a standard error 20.6 / 17.8 / 0.77, 17.8 / 12.7 / 0.81 "
+            "(penalty 0.3: "
+            "20.0 / 18.2 / 0.77, 17.6 / 12.5 / 0.80); kept only where both its mean and "
+            "median error "
+            "are lower 20.6 / 17.1 / 0.77, 17.8 / 12.2 / 0.81. `HuberRegressor` was too "
+            "slow to refit "
             "per held-out accelerator. None is better on every figure."
         ),
     ]
     lines += [
         "",
         (
-            "Before it, a gradient-boosted model (`advisor/predictor.py`, removed on 2026-11-23) was "
+            "Before it, a gradient-boosted model (`advisor/predictor.py`, removed on "
+            "2026-11-23) was "
             "measured once on the same by-round rows: MAPE 12.1% (median 11.8%) where the nearest "
-            "evidence interpolates (5.7%, median 3.3%) and 143.8% (median 22.5%) where it transfers "
+            "evidence interpolates (5.7%, median 3.3%) and 143.8% (median 22.5%) where "
+            "it transfers "
             "(20.6%, median 17.1%)."
         ),
     ]
@@ -326,16 +369,20 @@ def training_challenger(table, train_until: str = "v4.1", test_round: str = "v5.
 
 
 def stack_effect_section() -> list[str]:
-    """The stack-effect factors checked on held-out pairs (``stack_advisor.advisor.estimate.stack_check``)."""
+    """The stack-effect factors checked on held-out pairs
+    (``stack_advisor.advisor.estimate.stack_check``)."""
     from stack_advisor.advisor.estimate.stack_check import held_out_check
 
     rows = held_out_check(STATE["table"])
     lines = [
         "## Stack-effect factors on held-out pairs",
         "",
-        "Upgrade factors (`advisor compare stacks`, carried-forward estimates) learned from the rounds before the "
-        "latest and applied to the upgrade pairs whose newer result is in the latest round: MAPE of the carried "
-        "figure with the factor, and carrying the older figure unchanged, on the pairs a factor exists for; "
+        "Upgrade factors (`advisor compare stacks`, carried-forward estimates) learned "
+        "from the rounds before the "
+        "latest and applied to the upgrade pairs whose newer result is in the latest "
+        "round: MAPE of the carried "
+        "figure with the factor, and carrying the older figure unchanged, on the pairs a "
+        "factor exists for; "
         "coverage: the pairs' own p10..p90 spread holding the measured ratio.",
         "",
     ]
@@ -343,10 +390,12 @@ def stack_effect_section() -> list[str]:
         return [*lines, "No upgrade pairs span the latest round.", ""]
     return [
         *lines,
-        "| pool | pairs learned from | held out | with a factor | MAPE % | MAPE % unchanged | coverage |",
+        "| pool | pairs learned from | held out | with a factor | MAPE % | MAPE % "
+        "unchanged | coverage |",
         "|---|---|---|---|---|---|---|",
         *(
-            f"| {r['factor']} | {r['pairs']} | {r['held_out']} | {r['scored']} | {_fmt(r['mape'])} | "
+            f"| {r['factor']} | {r['pairs']} | {r['held_out']} | {r['scored']} | "
+            f"{_fmt(r['mape'])} | "
             f"{_fmt(r['mape_unchanged'])} | {_fmt(r['coverage'], 2)} |"
             for r in rows
         ),
@@ -365,7 +414,8 @@ def _import(store, mlperf_dir: Path, training_dir: Path) -> None:  # type: ignor
         started = time.perf_counter()
         summary = import_mlperf(path, store)
         print(
-            f"imported {path.name}: {summary.imported} results in {time.perf_counter() - started:.0f} s",
+            f"imported {path.name}: {summary.imported} results in "
+            f"{time.perf_counter() - started:.0f} s",
             file=sys.stderr,
         )
     for path in sorted(training_dir.glob("training_v*.tar.gz")):
@@ -418,51 +468,91 @@ def split_section(title: str, rep, extra: str = "") -> list[str]:  # type: ignor
 
 
 TRAINING_TEXT = (
-    "**How Training estimates are made** (`stack_advisor/advisor/estimate/training.py`). A time to train depends on the "
-    "accelerator count, and not in proportion. Each benchmark's count scaling is learned from the published "
-    "sizes: the same accelerator in the same round at two counts is a pair, whose slope d log(time) / d log(count) "
-    "sits at the pair's midpoint; a line in log count fitted to a benchmark's pairs (shrunk towards the family's, "
-    "clipped to the slopes pairs have shown) moves a figure from the nearest published count to the one asked. "
-    "Another accelerator of the same vendor is moved to the count, then scaled by 16-bit peak compute and bandwidth "
-    "with a share and gain chosen by predicting each accelerator of a round from its peers. Intervals are "
-    "split-conformal on those replays combined with the round-to-round movement of the same accelerator and "
-    "count; where the knowledge base has one round of Training, that movement is borrowed from the other "
-    "families' closed-division throughput (signed as a time), and the answer says so. The lookup beside it: "
-    "the same accelerator at the same count in its latest round. No scikit-learn model is used here: the "
+    "**How Training estimates are made** (`stack_advisor/advisor/estimate/training.py`). "
+    "A time to train depends on the "
+    "accelerator count, and not in proportion. Each benchmark's count scaling is learned "
+    "from the published "
+    "sizes: the same accelerator in the same round at two counts is a pair, whose slope "
+    "d log(time) / d log(count) "
+    "sits at the pair's midpoint; a line in log count fitted to a benchmark's pairs "
+    "(shrunk towards the family's, "
+    "clipped to the slopes pairs have shown) moves a figure from the nearest published "
+    "count to the one asked. "
+    "Another accelerator of the same vendor is moved to the count, then scaled by 16-bit "
+    "peak compute and bandwidth "
+    "with a share and gain chosen by predicting each accelerator of a round from its "
+    "peers. Intervals are "
+    "split-conformal on those replays combined with the round-to-round movement of the "
+    "same accelerator and "
+    "count; where the knowledge base has one round of Training, that movement is "
+    "borrowed from the other "
+    "families' closed-division throughput (signed as a time), and the answer says so. "
+    "The lookup beside it: "
+    "the same accelerator at the same count in its latest round. No scikit-learn model "
+    "is used here: the "
     "count scaling is a weighted least-squares line in numpy."
 )
 
 LATENCY_TEXT = (
-    "**How TTFT/TPOT estimates are made.** The same hierarchy as throughput (observed, interpolated from the "
-    "accelerator's other results, transferred, refused). A p99 latency under a Server limit is mostly a tuning "
-    "choice (TPOT is the binding limit; p99 TTFT lands where the submitter's load and serving stack put it), so "
-    "observed and interpolated intervals come from replays within each round (the same accelerator's other "
-    "systems) where there is no round-to-round latency history (`stack_advisor/advisor/estimate/latency.py`), and the answer "
-    "says so. An accelerator never measured on the benchmark gets its p99 TTFT as a share of the published "
-    "limit, not scaled by specs: log(TTFT/limit) split into a term per model and scenario and one per "
-    "accelerator (its own results on other models, else its vendor's median moved for the part's peak compute "
-    "against the vendor's measured parts, by a slope learned on them, each vendor centred on its own: faster "
-    "parts run a little further below the limit, and a vendor's unmeasured parts do not tie), the interval "
+    "**How TTFT/TPOT estimates are made.** The same hierarchy as throughput (observed, "
+    "interpolated from the "
+    "accelerator's other results, transferred, refused). A p99 latency under a Server "
+    "limit is mostly a tuning "
+    "choice (TPOT is the binding limit; p99 TTFT lands where the submitter's load and "
+    "serving stack put it), so "
+    "observed and interpolated intervals come from replays within each round (the same "
+    "accelerator's other "
+    "systems) where there is no round-to-round latency history "
+    "(`stack_advisor/advisor/estimate/latency.py`), and the answer "
+    "says so. An accelerator never measured on the benchmark gets its p99 TTFT as a "
+    "share of the published "
+    "limit, not scaled by specs: log(TTFT/limit) split into a term per model and "
+    "scenario and one per "
+    "accelerator (its own results on other models, else its vendor's median moved for "
+    "the part's peak compute "
+    "against the vendor's measured parts, by a slope learned on them, each vendor "
+    "centred on its own: faster "
+    "parts run a little further below the limit, and a vendor's unmeasured parts do not "
+    "tie), the interval "
     "split-conformal on "
-    "cells replayed left out (`stack_advisor/advisor/estimate/latency_limit.py`; `bench/ttft_limit_share.py`: on rounds <= "
-    "v4.1 left out cell by cell it matches the specs transfer, 37.5% vs 37.9% MAPE, coverage 0.68 vs 0.49; on "
-    "rounds <= v5.1 41% vs 82%, coverage 0.86 vs 0.43; each accelerator of rounds <= v4.1 left out whole, the "
-    "move for peak compute takes MAPE 26.3% -> 25.2% and the rank correlation on llama2-70b Server -0.69 -> "
-    "+0.40; on rounds <= v5.1 it is about neutral, 34.3% -> 35.3%). `recommend` breaks equal scores (two "
-    "pessimistic ends at the limit) by the lower central estimate, not by name. The top-1 TTFT regret left "
-    "below comes from a part of a vendor with no LLM latency at all (Intel's Arc Pro B60 in v5.1): the share "
-    "has nothing to read, so the cross-vendor specs transfer answers (343-395 ms against 1,850 measured) and "
-    "its point estimate can rank first; `recommend` scores it by its interval's pessimistic end, the 2,000 "
-    "ms limit, below every part whose interval stays under it. Closed-division estimates are cut at the published "
-    "p99 limit (a valid result meets it); one wholly above it is kept, saying no valid run is expected. "
-    "Interactive is estimated from Server only for throughput (a ratio learned from systems that ran both); "
-    "its latencies are refused: one ratio predicted them at 28-95% MAPE (`stack_advisor/advisor/estimate/scenario.py`). "
-    "What is left of the TTFT error is round-to-round drift on the accelerators measured before: the same "
-    "accelerator's median llama2-70b Server p99 TTFT moved from v4.1 to v5.1 by 1.2x (B200, MI300X), 1.8x "
-    "(H200) and 3.6x (H100, multi-node systems) with no hardware change, which one round of latency history "
-    "cannot foretell (a per-accelerator constant fitted on v5.1 itself would score 9.5% on the rows answered). "
-    "`recommend --max-ttft-ms/--max-tpot-ms` checks a candidate without an observed latency against this "
-    "estimate: excluded when the interval's low end is above the limit, kept with a warning when the interval "
+    "cells replayed left out (`stack_advisor/advisor/estimate/latency_limit.py`; "
+    "`bench/ttft_limit_share.py`: on rounds <= "
+    "v4.1 left out cell by cell it matches the specs transfer, 37.5% vs 37.9% MAPE, "
+    "coverage 0.68 vs 0.49; on "
+    "rounds <= v5.1 41% vs 82%, coverage 0.86 vs 0.43; each accelerator of rounds <= "
+    "v4.1 left out whole, the "
+    "move for peak compute takes MAPE 26.3% -> 25.2% and the rank correlation on "
+    "llama2-70b Server -0.69 -> "
+    "+0.40; on rounds <= v5.1 it is about neutral, 34.3% -> 35.3%). `recommend` breaks "
+    "equal scores (two "
+    "pessimistic ends at the limit) by the lower central estimate, not by name. The "
+    "top-1 TTFT regret left "
+    "below comes from a part of a vendor with no LLM latency at all (Intel's Arc Pro B60 "
+    "in v5.1): the share "
+    "has nothing to read, so the cross-vendor specs transfer answers (343-395 ms against "
+    "1,850 measured) and "
+    "its point estimate can rank first; `recommend` scores it by its interval's "
+    "pessimistic end, the 2,000 "
+    "ms limit, below every part whose interval stays under it. Closed-division estimates "
+    "are cut at the published "
+    "p99 limit (a valid result meets it); one wholly above it is kept, saying no valid "
+    "run is expected. "
+    "Interactive is estimated from Server only for throughput (a ratio learned from "
+    "systems that ran both); "
+    "its latencies are refused: one ratio predicted them at 28-95% MAPE "
+    "(`stack_advisor/advisor/estimate/scenario.py`). "
+    "What is left of the TTFT error is round-to-round drift on the accelerators measured "
+    "before: the same "
+    "accelerator's median llama2-70b Server p99 TTFT moved from v4.1 to v5.1 by 1.2x "
+    "(B200, MI300X), 1.8x "
+    "(H200) and 3.6x (H100, multi-node systems) with no hardware change, which one round "
+    "of latency history "
+    "cannot foretell (a per-accelerator constant fitted on v5.1 itself would score 9.5% "
+    "on the rows answered). "
+    "`recommend --max-ttft-ms/--max-tpot-ms` checks a candidate without an observed "
+    "latency against this "
+    "estimate: excluded when the interval's low end is above the limit, kept with a "
+    "warning when the interval "
     "straddles it."
 )
 
@@ -508,23 +598,34 @@ def main() -> int:
         "# Accuracy of the advisor's predictions",
         "",
         (
-            f"Regenerated by `python scripts/accuracy_report.py` on {datetime.now(UTC):%Y-%m-%d} from the MLPerf "
+            "Regenerated by `python scripts/accuracy_report.py` on "
+            f"{datetime.now(UTC):%Y-%m-%d} from the MLPerf "
             f"Inference and Training results in `../shared/data/` ({source}). Every held-out "
-            "result is asked through `Advisor.predict` — the path `advisor predict` and `POST /v1/predictions` "
-            "use — with the query a user would write: the published accelerator name and the framework as "
-            "published free text (e.g. `TensorRT 8.6.0, CUDA 12.0`), with `implementation: reference` where the "
-            "result's system folder says MLCommons' reference code ran (`<system>-reference-<device>-<framework>-...`). "
+            "result is asked through `Advisor.predict` — the path `advisor predict` and "
+            "`POST /v1/predictions` "
+            "use — with the query a user would write: the published accelerator name and "
+            "the framework as "
+            "published free text (e.g. `TensorRT 8.6.0, CUDA 12.0`), with "
+            "`implementation: reference` where the "
+            "result's system folder says MLCommons' reference code ran "
+            "(`<system>-reference-<device>-<framework>-...`). "
             "`advisor evaluate --protocol "
             "by-round|loao|training|latency` runs each split alone."
         ),
         "",
         (
-            "The **simple lookup** (previous-round lookup) is the median per-accelerator value of the same canonical "
-            "accelerator, benchmark, scenario and metric in its latest training round, times the accelerator count "
-            "(Training: the same accelerator at the same count). Its columns are on the rows it covers, beside the "
-            "advisor's figures on the same rows. APE: absolute percentage error. Worst x: the farthest answer off, "
-            "as a ratio. Top-1 regret: the share of the best result's per-accelerator speed lost by picking the "
-            "predicted best within a (benchmark, scenario, metric) group. Coverage: the share of true values inside "
+            "The **simple lookup** (previous-round lookup) is the median per-accelerator "
+            "value of the same canonical "
+            "accelerator, benchmark, scenario and metric in its latest training round, "
+            "times the accelerator count "
+            "(Training: the same accelerator at the same count). Its columns are on the "
+            "rows it covers, beside the "
+            "advisor's figures on the same rows. APE: absolute percentage error. Worst "
+            "x: the farthest answer off, "
+            "as a ratio. Top-1 regret: the share of the best result's per-accelerator "
+            "speed lost by picking the "
+            "predicted best within a (benchmark, scenario, metric) group. Coverage: the "
+            "share of true values inside "
             "the 80% interval."
         ),
         "",
@@ -535,36 +636,60 @@ def main() -> int:
         *goals(runs),
         "",
         (
-            "**What the latest round's misses are made of** (measured once on 2026-11-27 on the by-round rows "
-            "below, through `Advisor.predict`). The 112 interpolated LLM results (tokens/s) of v5.1 came out a "
-            "median 1.131x their v4.1 evidence, nearly all of them faster: TensorRT and vLLM got faster "
-            "between the rounds. Training up to v4.1 holds no pair to learn that from: llama2-70b's only round "
-            "there is v4.1 (v4.0, its first, and v3.1 are not in `../shared/data`), no other LLM benchmark has "
-            "two rounds, so the carry-forward says it has no pairs and applies nothing (never a silent "
-            "factor). With that one factor known (taken from the test round, so not an answer: a diagnostic) "
-            "the split reads MAPE 8.4% and median APE 5.1%, interpolated 4.1% / 2.5%: the LLM runtimes' drift "
-            "is the gap to the median goal. The same holds for p99 TTFT: the 55 interpolated ones of v5.1 came "
-            "out a median 1.26x their v4.1 evidence (the runtimes ran closer to the scenario's limit), and with "
-            "each basis' drift known TTFT MAPE would be 19.4% (median 9.1%) instead of 25.3%. Trained up to v5.1 the knowledge base holds those pairs (NVIDIA "
-            "TensorRT LLM throughput: 1.055x per round from 3 stack changes, 14 pairs; AMD vLLM from 4 pairs), "
-            "so on the next round the carry-forward applies them. A factor is the median over stack changes, "
-            "each change counted once however many benchmarks showed it: over pairs, H100's one TensorRT 9.3 "
-            "-> 10.8 step (8 pairs at 1.49x) made it 1.219x per round, where these rounds' LLM results moved "
-            "1.06x per round; on the held-out upgrade pairs of `bench/stack_effect.py` the two agree within "
+            "**What the latest round's misses are made of** (measured once on 2026-11-27 "
+            "on the by-round rows "
+            "below, through `Advisor.predict`). The 112 interpolated LLM results "
+            "(tokens/s) of v5.1 came out a "
+            "median 1.131x their v4.1 evidence, nearly all of them faster: TensorRT and "
+            "vLLM got faster "
+            "between the rounds. Training up to v4.1 holds no pair to learn that from: "
+            "llama2-70b's only round "
+            "there is v4.1 (v4.0, its first, and v3.1 are not in `../shared/data`), no "
+            "other LLM benchmark has "
+            "two rounds, so the carry-forward says it has no pairs and applies nothing "
+            "(never a silent "
+            "factor). With that one factor known (taken from the test round, so not an "
+            "answer: a diagnostic) "
+            "the split reads MAPE 8.4% and median APE 5.1%, interpolated 4.1% / 2.5%: "
+            "the LLM runtimes' drift "
+            "is the gap to the median goal. The same holds for p99 TTFT: the 55 "
+            "interpolated ones of v5.1 came "
+            "out a median 1.26x their v4.1 evidence (the runtimes ran closer to the "
+            "scenario's limit), and with "
+            "each basis' drift known TTFT MAPE would be 19.4% (median 9.1%) instead of "
+            "25.3%. Trained up to v5.1 the knowledge base holds those pairs (NVIDIA "
+            "TensorRT LLM throughput: 1.055x per round from 3 stack changes, 14 pairs; "
+            "AMD vLLM from 4 pairs), "
+            "so on the next round the carry-forward applies them. A factor is the median "
+            "over stack changes, "
+            "each change counted once however many benchmarks showed it: over pairs, "
+            "H100's one TensorRT 9.3 "
+            "-> 10.8 step (8 pairs at 1.49x) made it 1.219x per round, where these "
+            "rounds' LLM results moved "
+            "1.06x per round; on the held-out upgrade pairs of `bench/stack_effect.py` "
+            "the two agree within "
             "0.2 points (v4.1 -> v5.1 median APE 1.2% vs 1.3%, v3.0 -> v4.1 4.7% vs 4.5%)."
         ),
         "",
         (
-            "**How the intervals are made.** Split-conformal per basis, on log residuals of the same "
-            "estimator replayed on the training data's own history: observed and interpolated figures "
-            "as every round predicted from the rounds before it, pooled per division and the way the "
+            "**How the intervals are made.** Split-conformal per basis, on log residuals "
+            "of the same "
+            "estimator replayed on the training data's own history: observed and "
+            "interpolated figures "
+            "as every round predicted from the rounds before it, pooled per division and "
+            "the way the "
             "metric runs (throughputs together: tokens per second has no history of its own); "
             "transferred figures as "
-            "each accelerator of a round predicted from its peers of that same round (peers last measured "
-            "in older rounds stay out: a benchmark redefined under one name, 3d-unet BraTS then KiTS19, "
-            "made those residuals an order of magnitude off). Transfers are locally weighted (Lei et al., "
-            "2018): each residual is divided by its benchmark's own spread (shrunk towards its cell's). "
-            "Transfer pools are per family, division and metric; the calibration is a function of the data, persisted "
+            "each accelerator of a round predicted from its peers of that same round "
+            "(peers last measured "
+            "in older rounds stay out: a benchmark redefined under one name, 3d-unet "
+            "BraTS then KiTS19, "
+            "made those residuals an order of magnitude off). Transfers are locally "
+            "weighted (Lei et al., "
+            "2018): each residual is divided by its benchmark's own spread (shrunk "
+            "towards its cell's). "
+            "Transfer pools are per family, division and metric; the calibration is a "
+            "function of the data, persisted "
             "with it (`stack_advisor.advisor.estimate.calibration_file`)."
         ),
         "",
@@ -574,7 +699,8 @@ def main() -> int:
         *split_section("By round, the round before", runs["by-round-previous"]),
         f"## {loao.description[0].upper()}{loao.description[1:]}",
         "",
-        f"{loao.holdout_count} held out in all; each fold trains on up to {loao.train_count} results.",
+        f"{loao.holdout_count} held out in all; each fold trains on up to "
+        f"{loao.train_count} results.",
         "",
         *table(loao),
         "",
@@ -588,10 +714,14 @@ def main() -> int:
             wins = r[0] is not None and a[0] is not None and r[0] < a[0]
             lines += [
                 (
-                    "**scikit-learn for Training** (`training_challenger` in this script): `Ridge` on log time "
-                    "to train over the benchmark (one-hot), log count and its square and log 16-bit peaks, fitted "
-                    f"on the same training rounds: MAPE {_fmt(r[0])}% against the advisor's {_fmt(a[0])}% on the "
-                    f"same {r[1]} results; on the {rl[1]} the lookup covers, {_fmt(rl[0])}% against the lookup's "
+                    "**scikit-learn for Training** (`training_challenger` in this "
+                    "script): `Ridge` on log time "
+                    "to train over the benchmark (one-hot), log count and its square and "
+                    "log 16-bit peaks, fitted "
+                    f"on the same training rounds: MAPE {_fmt(r[0])}% against the "
+                    f"advisor's {_fmt(a[0])}% on the "
+                    f"same {r[1]} results; on the {rl[1]} the lookup covers, "
+                    f"{_fmt(rl[0])}% against the lookup's "
                     f"{_fmt(lk[0])}% and the advisor's {_fmt(al[0])}%. "
                     + (
                         "It wins: consider it for answers."

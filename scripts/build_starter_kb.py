@@ -7,7 +7,8 @@ Sources:
     ``stack_advisor.collectors.importers.mlperf`` exactly as ``advisor import mlperf`` does;
   * MLPerf Training published results: every ``training_v*.tar.gz`` (or round directory) in
     TRAINING_DIR (default ../shared/data/mlperf-training), imported with
-    ``stack_advisor.collectors.importers.mlperf_training`` exactly as ``advisor import mlperf-training`` does;
+    ``stack_advisor.collectors.importers.mlperf_training`` exactly as ``advisor import
+    mlperf-training`` does;
   * the project's own measured runs: every collector result document in ``data/results/*.json``.
 
 Writes stack_advisor/store/data/starter-kb-v<N>.json.gz (gzip'd JSON: a manifest plus IngestBatch
@@ -28,8 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stack_advisor.catalog.canonical import canonical_batch
 from stack_advisor.collectors.importers import mlperf_training
@@ -42,6 +42,8 @@ from stack_advisor.collectors.importers.mlperf import (
 from stack_advisor.collectors.importers.results import documents_batch, load_documents
 from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.starter import SNAPSHOT_NAME, STARTER_VERSION
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _sha256(path: Path) -> str:
@@ -72,7 +74,8 @@ def training_sources(directory: Path | None) -> list[Path]:
 def starter_training(batch: IngestBatch) -> IngestBatch:
     """What of a Training round the starter KB ships: the per system × benchmark scores (time to
     train, accelerator-hours) and the failed runs with their Run; each successful run's own time
-    stays with ``advisor import mlperf-training`` (1,249 runs would slow a fresh install's seeding)."""
+    stays with ``advisor import mlperf-training`` (1,249 runs would slow a fresh install's
+    seeding)."""
     failed = {f.run_id for f in batch.failures}
     return IngestBatch(
         observations=[o for o in batch.observations if o.run_id is None],
@@ -185,7 +188,8 @@ def build(
             }
         )
         print(
-            f"{results_dir}: {len(documents)} documents, {len(measured.observations)} observations, "
+            f"{results_dir}: {len(documents)} documents, {len(measured.observations)} "
+            "observations, "
             f"{len(measured.failures)} failures",
             file=sys.stderr,
         )
