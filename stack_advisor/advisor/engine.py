@@ -1,14 +1,15 @@
-"""The advisor engine: builds and caches what the advisor knows (``stack_advisor.advisor.snapshot.Knowledge``),
-one snapshot per store generation, and answers each verb by calling the verb's function
-(``stack_advisor.advisor.verbs``) on the snapshot of the store's current generation.
+"""The advisor engine: builds and caches what the advisor knows
+(``stack_advisor.advisor.snapshot.Knowledge``), one snapshot per store generation, and answers each
+verb by calling the verb's function (``stack_advisor.advisor.verbs``) on the snapshot of the store's
+current generation.
 
 It answers from memory: a columnar table of every observation (``ObservationTable``) and its
-evidence index (``stack_advisor.advisor.estimate.index``) are built once per store generation and rebuilt when
-the store's generation moves, so stale evidence is never served silently. Both are persisted on
-disk (``stack_advisor.advisor.knowledge.table_file``, keyed by store and generation;
-``stack_advisor.advisor.estimate.calibration_file``, the index's calibration keyed by the table's content) in the
-folders it is given (``CacheFolders``: the CLI and the API build them from the environment), so a
-fresh CLI process neither rereads the store nor replays its history.
+evidence index (``stack_advisor.advisor.estimate.index``) are built once per store generation and
+rebuilt when the store's generation moves, so stale evidence is never served silently. Both are
+persisted on disk (``stack_advisor.advisor.knowledge.table_file``, keyed by store and generation;
+``stack_advisor.advisor.estimate.calibration_file``, the index's calibration keyed by the table's
+content) in the folders it is given (``CacheFolders``: the CLI and the API build them from the
+environment), so a fresh CLI process neither rereads the store nor replays its history.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class Advisor:
         rules: compatibility rules (directory, file, list or ``RuleSet``); default: packaged.
         memo_answers: False computes every answer (benchmarks of the path).
         caches: where tables and calibrations are persisted (default ``Advisor.caches``: none).
-        node: the name of the node that answers (``stack_advisor.advisor.results.this_node``, read at the
+        node: the name of the node that answers (``stack_advisor.advisor.results.this_node``, read
+        at the
             edge); an observed row measured on it says so. None: no row is "measured on this node".
     """
 
@@ -75,7 +77,8 @@ class Advisor:
     persist_calibration = True
     # where tables and calibrations persist when the constructor is given none (none: in memory)
     caches = CacheFolders()
-    # how a benchmark transfers to an accelerator that never ran it (``stack_advisor.advisor.estimate.transfer.METHODS``)
+    # how a benchmark transfers to an accelerator that never ran it
+    # (``stack_advisor.advisor.estimate.transfer.METHODS``)
     transfer_method = "roofline"
 
     def __init__(
@@ -152,8 +155,8 @@ class Advisor:
     def knowledge(self, generation: int | None = None) -> Knowledge:
         """The snapshot of the store's current generation (``generation``: one just read),
         built once per table: the index calibrated from the calibration persisted with the
-        table's content (``stack_advisor.advisor.estimate.calibration_file``) when there is one, else
-        calibrated now and persisted. Not counted against an answer's time budget (built once,
+        table's content (``stack_advisor.advisor.estimate.calibration_file``) when there is one,
+        else calibrated now and persisted. Not counted against an answer's time budget (built once,
         for every answer after it)."""
         with shared_work():
             table = self.table(generation)
@@ -220,7 +223,8 @@ class Advisor:
         return self.knowledge().index
 
     def overheads(self) -> dict[tuple[str, str], PlacementOverhead]:
-        """(physical accelerator, placement) → overhead against bare metal, of the current snapshot."""
+        """(physical accelerator, placement) → overhead against bare metal, of the current
+        snapshot."""
         return self.knowledge().overheads
 
     def warm(self) -> None:
@@ -229,8 +233,8 @@ class Advisor:
 
     # ---- the verbs ---------------------------------------------------------------------------
     def recommend(self, workload: Workload | dict[str, Any], top: int = 5) -> RecommendationSet:
-        """``stack_advisor.advisor.verbs.recommend.recommend`` on the current snapshot, memoised per store
-        generation (read on every call, so new data is never answered from the memo).
+        """``stack_advisor.advisor.verbs.recommend.recommend`` on the current snapshot, memoised per
+        store generation (read on every call, so new data is never answered from the memo).
 
         Raises:
             InvalidInput: a malformed workload or an objective the benchmark has no metric for.
@@ -352,8 +356,9 @@ class Advisor:
         test_round: str | None = None,
         transfer_method: str | None = None,
     ) -> EvaluationReport:
-        """Accuracy of ``predict`` on held-out published results (``stack_advisor.advisor.verbs.evaluate``);
-        ``transfer_method``: another than this advisor's (the accuracy report's challenger)."""
+        """Accuracy of ``predict`` on held-out published results
+        (``stack_advisor.advisor.verbs.evaluate``); ``transfer_method``: another than this advisor's
+        (the accuracy report's challenger)."""
         with _one_thread():
             return evaluate_verb.evaluate(
                 self.table(),

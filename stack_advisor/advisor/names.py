@@ -31,7 +31,8 @@ class AcceleratorSelector:
     """Which stored accelerators a user's filter text stands for."""
 
     text: str
-    kind: str  # "key" (one board with its slices, or one slice) | "family" | "generation" | "vendor" | "cpu"
+    # "key" (one board with its slices, or one slice) | "family" | "generation" | "vendor" | "cpu"
+    kind: str
     value: str
 
     def matches(self, key: str) -> bool:
@@ -151,7 +152,8 @@ def _not_one_accelerator(raw: str, kind: str) -> str:
     one that names no accelerator. The reason's head says which (reports count by it)."""
     if kind == "mixed":
         return (
-            f"mixed accelerators: {raw!r} is one system of several accelerator models; predictions are "
+            f"mixed accelerators: {raw!r} is one system of several accelerator models; "
+            "predictions are "
             "per accelerator model (ask for each part with its count)"
         )
     return f"no accelerator: {raw!r} names none (for a CPU-only system, name its CPU model)"

@@ -30,7 +30,8 @@ EVALUATE_TIMEOUT_S = (
 
 
 class RemoteAdvisor:
-    """The verbs of ``stack_advisor.advisor.engine.Advisor`` over the API behind ``store`` (its URL and token).
+    """The verbs of ``stack_advisor.advisor.engine.Advisor`` over the API behind ``store`` (its URL
+    and token).
 
     Args:
         store: the REST store of the API (the CLI's ``--api URL``); it stays the caller's to close.
@@ -59,8 +60,8 @@ class RemoteAdvisor:
         **options: Any,
     ) -> ClusterRecommendationSet:
         """The cluster mode of ``recommend``: a recorded inventory (``cluster``) or Node objects
-        (``nodes``); ``options``: the request's ``top``, ``pool_label``, ``what_if_driver``, ``gpus``,
-        ``nodes_count``, ``image``, ``per_pool`` (None: the server's default)."""
+        (``nodes``); ``options``: the request's ``top``, ``pool_label``, ``what_if_driver``,
+        ``gpus``, ``nodes_count``, ``image``, ``per_pool`` (None: the server's default)."""
         body = {
             "workload": _workload_json(workload),
             "cluster": cluster,

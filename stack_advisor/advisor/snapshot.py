@@ -41,8 +41,8 @@ class Knowledge:
     """One generation's table, evidence index (with its calibration and placement overheads),
     compatibility rules, prices and known failures.
 
-    Build one with ``Knowledge.from_table`` (a table in hand), or let ``stack_advisor.advisor.engine.Advisor``
-    build it from a store.
+    Build one with ``Knowledge.from_table`` (a table in hand), or let
+    ``stack_advisor.advisor.engine.Advisor`` build it from a store.
     """
 
     table: ObservationTable
@@ -137,7 +137,8 @@ def _version_key(text: str) -> Any:
 
 def known_failures(rows: Iterable[dict[str, Any]]) -> frozenset[Failure]:
     """The failures that rule a stack out: a store's ``failures`` entities that are stack failures
-    (not harness limitations nor what the node lacked: ``stack_advisor.schema.models.failure_class``)."""
+    (not harness limitations nor what the node lacked:
+    ``stack_advisor.schema.models.failure_class``)."""
     out = set()
     for f in rows:
         if failure_class(f.get("stage"), f.get("error_class")) is not FailureClass.STACK:

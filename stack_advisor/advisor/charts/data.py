@@ -1,11 +1,13 @@
 """What each chart shows, as plain rows: the numbers ``advisor plot ... --json`` prints and the
-figure draws (``stack_advisor/advisor/charts/figures.py``), so a test can hold one against the other.
+figure draws (``stack_advisor/advisor/charts/figures.py``), so a test can hold one against the
+other.
 
 Conventions shared with ``recommend``:
 
 - accelerators appear under the catalogue's canonical name (``stack_advisor.catalog``; MIG
-  slices kept apart) and a filter text is matched by ``stack_advisor.advisor.names.accelerator_selector``, as
-  ``recommend`` matches it (one board or slice, a family, a generation or a vendor);
+  slices kept apart) and a filter text is matched by
+  ``stack_advisor.advisor.names.accelerator_selector``, as ``recommend`` matches it (one board or
+  slice, a family, a generation or a vendor);
 - throughput-like figures (higher is better) are per accelerator: a published result is a
   whole-system total, so it is divided by the system's accelerator count (``recommend`` ranks
   the same way); latencies are not divided;
@@ -42,7 +44,8 @@ MAX_FACETS = 8  # accelerators per throughput chart
 @dataclass(frozen=True)
 class Spelling:
     """How an error message names the inputs that choose a series: the CLI's options
-    (``--benchmark resnet50 --metric ...``) or a web form's fields (``Benchmark: resnet50, ...``)."""
+    (``--benchmark resnet50 --metric ...``) or a web form's fields (``Benchmark: resnet50,
+    ...``)."""
 
     form: bool = False
 
@@ -61,7 +64,8 @@ FORM = Spelling(form=True)
 
 @dataclass(frozen=True)
 class Series:
-    """The one benchmark, scenario and metric a chart shows (a chart of mixed units means nothing)."""
+    """The one benchmark, scenario and metric a chart shows (a chart of mixed units means
+    nothing)."""
 
     family: str
     benchmark: str
@@ -156,7 +160,8 @@ def filter_accelerators(
 
     Raises:
         InvalidInput: a name the catalogue does not know (with the closest names).
-        NotFound: one of the names matches nothing in the selection; the message suggests close names.
+        NotFound: one of the names matches nothing in the selection; the message suggests close
+        names.
     """
     if not accelerators:
         return list(observations)
@@ -175,7 +180,8 @@ def filter_accelerators(
                 f"did you mean: {', '.join(close)}" if close else f"known: {', '.join(known[:12])}"
             )
             raise NotFound(
-                f"{spelling.field('accelerator')}: {query!r} matches no accelerator in the selection; {hint}"
+                f"{spelling.field('accelerator')}: {query!r} matches no accelerator in "
+                f"the selection; {hint}"
             )
     return [
         o
@@ -229,7 +235,8 @@ def select_series(
         left = len([o for o in chosen if o.benchmark.parameters.get("division") != "closed"])
         chosen = [o for o in chosen if o.benchmark.parameters.get("division") == "closed"]
         notes.append(
-            f"closed division only, as recommend ranks ({left} open/other-division results left out)"
+            f"closed division only, as recommend ranks ({left} open/other-division "
+            "results left out)"
         )
         division = "closed"
     elif len(divisions) == 1 and divisions != {""}:
@@ -280,8 +287,13 @@ def _filtered(
         if not chosen:
             close = difflib.get_close_matches(benchmark, names, n=5, cutoff=0.5)
             raise NotFound(
-                f"{spelling.field('benchmark')}: {benchmark!r} matches no benchmark in the selection; "
-                f"{'did you mean: ' + ', '.join(close) if close else 'known: ' + ', '.join(names[:12])}"
+                f"{spelling.field('benchmark')}: {benchmark!r} matches no benchmark in "
+                "the selection; "
+                + (
+                    "did you mean: " + ", ".join(close)
+                    if close
+                    else "known: " + ", ".join(names[:12])
+                )
             )
     if scenario:
         scenarios = sorted(
@@ -298,7 +310,8 @@ def _filtered(
         ]
         if not chosen:
             raise NotFound(
-                f"{spelling.field('scenario')}: no observation of {benchmark or 'the selection'} in scenario "
+                f"{spelling.field('scenario')}: no observation of "
+                f"{benchmark or 'the selection'} in scenario "
                 f"{scenario!r}; recorded: {', '.join(scenarios) or 'none'}"
             )
     if metric:
@@ -306,7 +319,8 @@ def _filtered(
         chosen = [o for o in chosen if o.metric == metric]
         if not chosen:
             raise NotFound(
-                f"{spelling.field('metric')}: no {metric!r} observations in the selection; recorded: {', '.join(metrics)}"
+                f"{spelling.field('metric')}: no {metric!r} observations in the "
+                f"selection; recorded: {', '.join(metrics)}"
             )
     if not chosen:
         raise NotFound("no valid observations match; `advisor plot ... --help` shows the filters")
@@ -375,9 +389,10 @@ def _round_of(obs: Observation) -> float:
 
 def spread(group: Sequence[Observation], series: Series) -> dict[str, Any]:
     """Median, p10 and p90 of a group's latest round (for one system size this is ``recommend``'s
-    observed figure; a row mixing sizes takes the median of their per-accelerator values), and how the interval was made: across those observations when there are several,
-    else the one observation's own measured p10–p90 (published results have none: the interval
-    is then the point itself, and says so)."""
+    observed figure; a row mixing sizes takes the median of their per-accelerator values), and how
+    the interval was made: across those observations when there are several, else the one
+    observation's own measured p10–p90 (published results have none: the interval is then the point
+    itself, and says so)."""
     newest = max(_round_of(o) for o in group)
     latest = [o for o in group if _round_of(o) == newest]
     scaled = [per_accelerator(o, series) for o in latest]
@@ -457,7 +472,8 @@ def throughput_chart(
     if len(order) > MAX_FACETS:
         notes.append(
             f"{len(order) - MAX_FACETS} more accelerators left out (best {MAX_FACETS} shown): "
-            f"{', '.join(order[MAX_FACETS : MAX_FACETS + 6])}{' ...' if len(order) > MAX_FACETS + 6 else ''}; "
+            f"{', '.join(order[MAX_FACETS : MAX_FACETS + 6])}"
+            f"{' ...' if len(order) > MAX_FACETS + 6 else ''}; "
             "choose with --accelerator"
         )
         order = order[:MAX_FACETS]

@@ -1,4 +1,5 @@
-"""Figures from chart rows (``stack_advisor/advisor/charts/data.py``): matplotlib, Agg backend, PNG or SVG.
+"""Figures from chart rows (``stack_advisor/advisor/charts/data.py``): matplotlib, Agg backend, PNG
+or SVG.
 
 Each chart is a ``*_figure(chart)`` that returns the figure (tests read its axes back) and a
 ``draw_*(chart, out)`` that writes it. Readability rules: at most ten colours per figure
@@ -139,7 +140,8 @@ def throughput_figure(chart: Chart, title: str | None = None) -> Figure:
     _footnote(
         fig,
         [
-            f"bars: median; whiskers: p10–p90 (across observations; a run's own p10–p90 when n=1){per}",
+            "bars: median; whiskers: p10–p90 (across observations; a run's own p10–p90 "
+            f"when n=1){per}",
             *chart.notes,
         ],
     )
@@ -186,8 +188,10 @@ def overhead_figure(chart: Chart, title: str | None = None) -> Figure:
     ax.set_axisbelow(True)
     ax.legend(title="placement", loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     how = (
-        "bars: median over paired results (same round, benchmark, metric, accelerator, count; n pairs); "
-        "whiskers: bootstrap p10–p90 of that median; the same figures as `advisor compare placement`"
+        "bars: median over paired results (same round, benchmark, metric, accelerator, "
+        "count; n pairs); "
+        "whiskers: bootstrap p10–p90 of that median; the same figures as `advisor "
+        "compare placement`"
     )
     _footnote(fig, [how, *chart.notes])
     fig.tight_layout()

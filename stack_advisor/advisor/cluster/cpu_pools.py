@@ -28,7 +28,8 @@ from stack_advisor.advisor.results import Recommendation
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.schema.inventory import GFD, POOL_LABELS, ClusterNode
 
-# A CPU pool's unit: a whole node (its benchmarks measure the node; a Pod requests no extended resource).
+# A CPU pool's unit: a whole node (its benchmarks measure the node; a Pod requests no extended
+# resource).
 CPU_POOL_RESOURCE = "node"
 CPU_PRODUCT = "CPU-only"
 UNMEASURED = "not measured on the pool's nodes"

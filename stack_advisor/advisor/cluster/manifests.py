@@ -1,6 +1,7 @@
 """A manifest that lands a workload on exactly one node pool.
 
-Built on the generic placement snippet (``stack_advisor.advisor.manifests.pod.placement_snippet``: container, image,
+Built on the generic placement snippet (``stack_advisor.advisor.manifests.pod.placement_snippet``:
+container, image,
 annotations), then narrowed to the pool: its nodeSelector (pool label, or GFD labels when the
 pool has none or its label mixes node shapes), node affinity (VM exclusion, MIG profile),
 tolerations for its taints, and the resource its MIG strategy exposes. A job larger than one node

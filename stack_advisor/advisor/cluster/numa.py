@@ -27,7 +27,10 @@ from stack_advisor.schema.topology import NodeNuma
 KUBELET_API = "kubelet.config.k8s.io/v1beta1"
 MEMORY_SHARE = 0.9  # of the GPU's share of its NUMA node's memory: the rest stays for the system
 PAIR_KEYS = ("binding", "cpu_node", "memory_node")
-UNKNOWN_GAIN = "unknown: the knowledge base holds no NUMA-local/remote pair (run `advisor collect --benchmark numa` on a node with more than one NUMA node)"
+UNKNOWN_GAIN = (
+    "unknown: the knowledge base holds no NUMA-local/remote pair (run `advisor collect "
+    "--benchmark numa` on a node with more than one NUMA node)"
+)
 
 
 class NumaGain(BaseModel):
@@ -112,7 +115,8 @@ def measured_gains(store: Any, accelerator: str | None = None) -> list[NumaGain]
                 host=host,
                 accelerator=acc,
                 note=(
-                    f"measured on {host or 'an unnamed host'} ({acc}): local {local.value:.4g} vs remote "
+                    f"measured on {host or 'an unnamed host'} ({acc}): local "
+                    f"{local.value:.4g} vs remote "
                     f"{remote.value:.4g} {unit}"
                     + ("" if same else "; another GPU: transferred, not this pool's")
                 ),
@@ -147,7 +151,8 @@ def size_pod(numa: NodeNuma, units: int, gpus_per_node: int) -> PodSizing | None
         mem = [z.memory_mib / z.gpus for z in zones if z.memory_mib]
         memory = int(min(mem) * units * MEMORY_SHARE) if len(mem) == len(zones) else None
         rule = (
-            f"{per_gpu} CPUs per GPU: the fewest CPUs per GPU of a NUMA node that has GPUs ({numa.source})"
+            f"{per_gpu} CPUs per GPU: the fewest CPUs per GPU of a NUMA node that has "
+            f"GPUs ({numa.source})"
             + (
                 f"; memory {MEMORY_SHARE:.0%} of the GPUs' share of their node's memory"
                 if memory
@@ -162,8 +167,10 @@ def size_pod(numa: NodeNuma, units: int, gpus_per_node: int) -> PodSizing | None
             else None
         )
         rule = (
-            f"{per_gpu} CPUs per GPU: the node's {numa.node_cpus} CPUs over its {gpus_per_node} GPUs; the per-NUMA "
-            f"sizes are not published ({numa.source}), so this assumes the GPUs spread evenly over the NUMA nodes"
+            f"{per_gpu} CPUs per GPU: the node's {numa.node_cpus} CPUs over its "
+            f"{gpus_per_node} GPUs; the per-NUMA "
+            f"sizes are not published ({numa.source}), so this assumes the GPUs spread "
+            "evenly over the NUMA nodes"
         )
     else:
         return None
@@ -206,18 +213,25 @@ def _vm_pinning(pool_placement: PlacementKind, numa: NodeNuma | None) -> list[st
     )
     return [
         (
-            f"These nodes are VMs with {device}; {guest}. Whether the vCPUs and memory sit on the GPU's host NUMA "
+            f"These nodes are VMs with {device}; {guest}. Whether the vCPUs and memory "
+            "sit on the GPU's host NUMA "
             "node is decided by the hypervisor, not the kubelet: pin them there."
         ),
         (
-            "OpenStack flavor extra specs: hw:cpu_policy=dedicated (vCPUs pinned to host CPUs), hw:numa_nodes=1 "
-            "(one guest NUMA node, placed on one host NUMA node) when the VM's vCPUs and memory fit one host NUMA "
-            "node, and hw:pci_numa_affinity_policy=required (or numa_policy in the PCI alias) so the GPU comes "
-            "from that same host NUMA node; hw:mem_page_size=large backs the guest memory with huge pages on that node."
+            "OpenStack flavor extra specs: hw:cpu_policy=dedicated (vCPUs pinned to host "
+            "CPUs), hw:numa_nodes=1 "
+            "(one guest NUMA node, placed on one host NUMA node) when the VM's vCPUs and "
+            "memory fit one host NUMA "
+            "node, and hw:pci_numa_affinity_policy=required (or numa_policy in the PCI "
+            "alias) so the GPU comes "
+            "from that same host NUMA node; hw:mem_page_size=large backs the guest "
+            "memory with huge pages on that node."
         ),
         (
-            "Other hypervisors: pin the vCPUs (libvirt <vcpupin>/<numatune mode='strict'>, VMware NUMA affinity) to "
-            "the host NUMA node of the GPU's PCI address (/sys/bus/pci/devices/<address>/numa_node on the host)."
+            "Other hypervisors: pin the vCPUs (libvirt <vcpupin>/<numatune "
+            "mode='strict'>, VMware NUMA affinity) to "
+            "the host NUMA node of the GPU's PCI address "
+            "(/sys/bus/pci/devices/<address>/numa_node on the host)."
         ),
     ]
 
@@ -233,7 +247,8 @@ def advise(pool: Any, units: int, gains: list[NumaGain]) -> NumaAdvice:
         evidence.extend(pool.placement_evidence)
     if numa is None or not numa.multi:
         why = (
-            "the NUMA layout of these nodes is unknown (no NodeResourceTopology, no NFD memory-numa label, "
+            "the NUMA layout of these nodes is unknown (no NodeResourceTopology, no NFD "
+            "memory-numa label, "
             "no stored fingerprint)"
             if numa is None or numa.multi is None
             else "one NUMA node per node: nothing to align inside the node"
@@ -249,9 +264,11 @@ def advise(pool: Any, units: int, gains: list[NumaGain]) -> NumaAdvice:
     policy, why = _policy(numa, units)
     sizing = size_pod(numa, units, pool.gpus_per_node)
     steps = [
-        f"kubelet on the pool's nodes: merge the fragment (topologyManagerPolicy={policy}, cpuManagerPolicy=static)",
+        "kubelet on the pool's nodes: merge the fragment "
+        f"(topologyManagerPolicy={policy}, cpuManagerPolicy=static)",
         (
-            "changing cpuManagerPolicy needs each node drained, /var/lib/kubelet/cpu_manager_state removed and the "
+            "changing cpuManagerPolicy needs each node drained, "
+            "/var/lib/kubelet/cpu_manager_state removed and the "
             "kubelet restarted"
         ),
         "the GPU device plugin must report NUMA hints (the NVIDIA device plugin does, from NVML)",
@@ -262,7 +279,8 @@ def advise(pool: Any, units: int, gains: list[NumaGain]) -> NumaAdvice:
             f"the nodes' kubelet reports topologyManagerPolicy={numa.topology_manager_policy} now",
         )
     summary = (
-        f"{numa.numa_nodes or 'several'} NUMA nodes per node: Topology Manager {policy} + CPU Manager static; "
+        f"{numa.numa_nodes or 'several'} NUMA nodes per node: Topology Manager {policy} "
+        "+ CPU Manager static; "
         f"{why}"
         + (
             f"; Guaranteed pod with {sizing.cpus} CPUs"

@@ -42,7 +42,8 @@ WORKLOAD_CONFIG_LABEL = GFD + "gpu.workload.config"
 # The GPU Operator's per-node workload: containers get nvidia.com/gpu; the VM configurations hand
 # the GPU to KubeVirt VMs (passthrough or vGPU) and expose nothing a Pod can request.
 CONTAINER_WORKLOAD = "container"
-# AKS names its pools with this label (the inventory's list also has kubernetes.azure.com/agentpool).
+# AKS names its pools with this label (the inventory's list also has
+# kubernetes.azure.com/agentpool).
 EXTRA_POOL_LABELS = ("agentpool",)
 _MIG_SUFFIX = re.compile(r"-MIG-(\d+g\.\d+gb)$", re.IGNORECASE)
 _MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+g\.\d+gb)$")
@@ -137,7 +138,8 @@ class NodePool(BaseModel):
     )
     gpu_memory_mib: int | None = None
     resource: str = Field(
-        description="the extended resource a Pod requests: nvidia.com/gpu or nvidia.com/mig-<profile>"
+        description="the extended resource a Pod requests: nvidia.com/gpu or "
+        "nvidia.com/mig-<profile>"
     )
     driver: str | None = None
     cuda_driver: str | None = Field(

@@ -31,7 +31,10 @@ def job_shape(pool: NodePool, gpus: int | None, nodes_count: int | None) -> JobS
     if per > slots:
         return f"needs {per} x {pool.resource} per node; its nodes have {slots}"
     if pods > pool.schedulable_nodes:
-        return f"needs {pods} nodes of {per} x {pool.resource}; it has {pool.schedulable_nodes} schedulable"
+        return (
+            f"needs {pods} nodes of {per} x {pool.resource}; it has {pool.schedulable_nodes} "
+            "schedulable"
+        )
     return JobShape(units_per_pod=per, pods=pods, total_units=per * pods)
 
 
@@ -65,7 +68,11 @@ def checked_what_if(
             close = difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.4)
             raise InvalidInput(
                 f"what_if_driver: no pool named {name!r}; "
-                f"{'did you mean ' + ', '.join(close) + '?' if close else 'pools: ' + ', '.join(sorted(by_name))}"
+                + (
+                    "did you mean " + ", ".join(close) + "?"
+                    if close
+                    else "pools: " + ", ".join(sorted(by_name))
+                )
             )
         parsed = parse_version(version)
         if parsed is None:
@@ -106,7 +113,8 @@ def pool_targets(
             continue
         if pool.accelerator is None and pool.kind == "gpu":
             notes.append(
-                f"pool {pool.name}: GPU product {pool.product!r} is not in the accelerator catalogue; "
+                f"pool {pool.name}: GPU product {pool.product!r} is not in the "
+                "accelerator catalogue; "
                 "its figures are transferred from the name alone"
             )
         shape = job_shape(pool, gpus, nodes_count)

@@ -92,7 +92,8 @@ def placement_overheads(table: ObservationTable) -> dict[tuple[str, str], Placem
             interval=bootstrap_interval(arr),
             pairs=len(arr),
             benchmarks=sorted(benches[(acc, p)]),
-            text=f"{label} {ratio:.2f}x bare metal on {name}, {len(arr)} paired result{'s' * (len(arr) != 1)}",
+            text=f"{label} {ratio:.2f}x bare metal on {name}, {len(arr)} paired "
+            f"result{'s' * (len(arr) != 1)}",
         )
     return out
 

@@ -2,13 +2,14 @@
 process (every CLI call, an API start) does not replay the knowledge base's history again (1–4 s
 per process at the starter knowledge base's size).
 
-The calibration (``stack_advisor.advisor.estimate.query.Calibration``: residual pools per basis and cell, the learned
-roofline blends, each slice's fitted transfer models as plain floats, so answering never imports
-scikit-learn) is a function of the table's content, of the transfer method and of the code that
-computes it, and nothing else. A file is keyed by both: the table's content digest (observation keys and values,
-``table_file.content_digest``) and ``table_file.code_digest`` (the same rule that invalidates
-persisted tables and models), plus this file's format. Files live in the folder the caller
-passes in (``stack_advisor.advisor.knowledge.cache_folders``: ``$ADVISOR_CALIBRATION_CACHE`` or
+The calibration (``stack_advisor.advisor.estimate.query.Calibration``: residual pools per basis and
+cell, the learned roofline blends, each slice's fitted transfer models as plain floats, so answering
+never imports scikit-learn) is a function of the table's content, of the transfer method and of the
+code that computes it, and nothing else. A file is keyed by both: the table's content digest
+(observation keys and values, ``table_file.content_digest``) and ``table_file.code_digest`` (the
+same rule that invalidates persisted tables and models), plus this file's format. Files live in the
+folder the caller passes in (``stack_advisor.advisor.knowledge.cache_folders``:
+``$ADVISOR_CALIBRATION_CACHE`` or
 ``$XDG_CACHE_HOME/stack-advisor/calibration`` at the CLI and API edge; None: off), are
 uncompressed ``.npz`` read without pickles, written to a temporary file and renamed, and only the
 newest ``KEEP`` are kept. A missing, truncated or corrupt file is ignored (and computed over).
@@ -75,7 +76,8 @@ class Prepared:
 
 
 def calibration_key(table: ObservationTable, transfer_method: str = "roofline") -> str:
-    """The file's key: format, the code's digest, the table's content digest, the transfer method."""
+    """The file's key: format, the code's digest, the table's content digest, the transfer
+    method."""
     if not table.digest:
         table.digest = content_digest(table)
     text = f"calibration-v{FORMAT}:{code_digest()}:{table.digest}:{transfer_method}"

@@ -1,7 +1,8 @@
 """The CPU transfer: a benchmark slice's figure for a CPU that never ran it, from the CPUs that
 did, scaled by the catalogue's per-socket figures (``stack_advisor.catalog.cpu_models``: peak
 compute derived from cores x base clock x the core's documented ops per cycle, and peak memory
-bandwidth), as the accelerator transfer scales by its roofline blend (``stack_advisor.advisor.estimate.transfer``).
+bandwidth), as the accelerator transfer scales by its roofline blend
+(``stack_advisor.advisor.estimate.transfer``).
 
 MLPerf counts a CPU-only system's sockets (host processors per node x nodes), so a result per
 "accelerator" is per socket, like the figures. Only CPUs are references, and only those whose
@@ -35,7 +36,8 @@ from stack_advisor.catalog.cpu_models import cpu_figures
 CPU_KIND = "cpu"
 SAME_CORE = "cpu, same core"  # every reference of the target's own microarchitecture
 CPU_POLICY = DEFAULT_POLICY  # int8, else bf16/fp16, else fp32: a CPU's narrowest published peak
-# ``index``: an ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (typed Any: that module calls this one)
+# ``index``: an ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (typed Any: that module calls
+# this one)
 EvidenceIndex = Any
 References = dict[str, tuple[float, tuple[float, float], str]]
 
@@ -59,7 +61,8 @@ def _precision(index: EvidenceIndex, acc: str, policy: str) -> str | None:
 
 
 def _core(name: str) -> str | None:
-    """The microarchitecture of a CPU name (``CPU <model>``), None where the catalogue has no model."""
+    """The microarchitecture of a CPU name (``CPU <model>``), None where the catalogue has no
+    model."""
     match = resolve_accelerator(name).match
     found = cpu_figures(match.cpu) if match.cpu and match.resolved else None
     return found.model.core if found else None
@@ -76,7 +79,8 @@ def _same_precision(index: EvidenceIndex, refs: References, target: str, policy:
 
 
 def kind_of(index: EvidenceIndex, refs: References, target: str) -> str:
-    """``CPU_KIND``, or ``SAME_CORE`` where every reference shares the target's microarchitecture."""
+    """``CPU_KIND``, or ``SAME_CORE`` where every reference shares the target's
+    microarchitecture."""
     core = _core(index.raw_names.get(target, target))
     return (
         SAME_CORE
@@ -109,7 +113,8 @@ def cpu_transferred(
         return Estimate(
             Basis.UNSUPPORTED,
             reason=f"no published CPU figures: the catalogue has no {missing} for "
-            f"{q.accelerator} (per-model cores, base clock, the core's documented ops per cycle, memory "
+            f"{q.accelerator} (per-model cores, base clock, the core's documented ops "
+            "per cycle, memory "
             f"channels and speed) to scale other CPUs' results by; it never ran {where}",
         )
     rounds = _cpu_rounds(index, by_acc)
@@ -131,7 +136,8 @@ def cpu_transferred(
             Basis.UNSUPPORTED,
             reason=f"CPU never measured on this benchmark at {target.precision}: the "
             f"CPUs that ran {where} ({', '.join(sorted(measured))}) have peak figures at "
-            f"{', '.join(theirs)}; {q.accelerator} only at {target.precision} (no matrix or vector unit "
+            f"{', '.join(theirs)}; {q.accelerator} only at {target.precision} (no matrix "
+            "or vector unit "
             "in common to scale by)",
         )
     kind = kind_of(index, refs, name)
@@ -160,8 +166,10 @@ def cpu_transferred(
             )
         )
     notes = [
-        f"CPU transfer (kind {kind}) from {', '.join(used)}: their per-socket results scaled by catalogue "
-        "figures derived from cores x base clock x the core's ops per cycle and memory channels x speed "
+        f"CPU transfer (kind {kind}) from {', '.join(used)}: their per-socket results "
+        "scaled by catalogue "
+        "figures derived from cores x base clock x the core's ops per cycle and memory "
+        "channels x speed "
         "(interval from CPU transfers replayed on history)"
     ]
     values = [v[0] for v in refs.values()]
@@ -191,7 +199,8 @@ def cpu_replay(
     out: dict[tuple[Any, ...], list[float]],
 ) -> None:
     """Log residuals of the CPU transfer on the slice's history, into ``out`` under
-    ``(TRANSFERRED, division, metric, "cpu")`` and ``(TRANSFERRED, None, "higher"|"lower", "cpu")``."""
+    ``(TRANSFERRED, division, metric, "cpu")`` and ``(TRANSFERRED, None, "higher"|"lower",
+    "cpu")``."""
     rounds = _cpu_rounds(index, by_acc)
     if not rounds:
         return

@@ -1,6 +1,6 @@
 """Facts about accelerators and models an estimate reads, through the catalogue
-(``stack_advisor.catalog`` via ``stack_advisor.advisor.knowledge.specs``): the canonical accelerator a name
-stands for, its class, peak figures and memory, the memory a benchmark's model needs, and the
+(``stack_advisor.catalog`` via ``stack_advisor.advisor.knowledge.specs``): the canonical accelerator
+a name stands for, its class, peak figures and memory, the memory a benchmark's model needs, and the
 first driver its generation runs on."""
 
 from __future__ import annotations

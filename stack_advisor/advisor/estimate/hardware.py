@@ -4,10 +4,11 @@ precision, its memory and scale-up interconnect; and what to fall back to where 
 leaves a figure empty (never guessed).
 
 Which precision a benchmark runs at is not published per result, so it is a *policy* chosen per
-benchmark slice by leaving each accelerator out (``stack_advisor.advisor.estimate.transfer.learn_blend``), among
-the three below. Only parts whose figures move against the others' between two policies can tell
-them apart (one fp4 part among Hopper parts); where fewer than two do, the choice is not
-determined (``transfer.choose_policy``) and a transfer's interval spans what each policy gives
+benchmark slice by leaving each accelerator out
+(``stack_advisor.advisor.estimate.transfer.learn_blend``), among the three below. Only parts whose
+figures move against the others' between two policies can tell them apart (one fp4 part among Hopper
+parts); where fewer than two do, the choice is not determined (``transfer.choose_policy``) and a
+transfer's interval spans what each policy gives
 (``stack_advisor.advisor.estimate.transferred.policy_spread``), saying so in a ``precision`` factor:
 
 - ``8-bit``: the quantised numerics of the closed division (int8 or fp8), else fp16/bf16, else fp32;
@@ -20,7 +21,8 @@ half the bytes per weight of one at 8 bits. A part whose catalogue entry has no 
 at all (or none on the ladder) transfers by bandwidth alone (``BANDWIDTH_ONLY``), calibrated
 apart with its own (wider) residuals. A CPU's figures are per socket, derived by the catalogue
 (``stack_advisor.catalog.cpu_models``); they are read on the same ladders (int8 from AMX or VNNI,
-bf16/fp16 from AMX, else fp32) and used only by the CPU transfer (``stack_advisor.advisor.estimate.cpu_transfer``).
+bf16/fp16 from AMX, else fp32) and used only by the CPU transfer
+(``stack_advisor.advisor.estimate.cpu_transfer``).
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
 3. **transferred** — another accelerator ran it: the nearest accelerators of the same vendor are
    scaled by published peak compute and memory bandwidth, ``(P_t/P_r)^a * (B_t/B_r)^(1-a)``, with
    ``a`` (compute- vs memory-bound) and the precision the figures are read at learned per benchmark
-   by leaving one accelerator out (``stack_advisor.advisor.estimate.transfer``, which also holds the scikit-learn
-   challenger the accuracy report measures; ``stack_advisor.advisor.estimate.hardware``); other vendors' parts
-   where the target's vendor never ran it, bandwidth alone where its compute is unpublished, each
-   kind calibrated apart (``stack_advisor.advisor.estimate.transferred``); a CPU from other CPUs only, by
-   per-socket figures, calibrated apart too (``stack_advisor.advisor.estimate.cpu_transfer``).
+   by leaving one accelerator out (``stack_advisor.advisor.estimate.transfer``, which also holds the
+   scikit-learn challenger the accuracy report measures;
+   ``stack_advisor.advisor.estimate.hardware``); other vendors' parts where the target's vendor
+   never ran it, bandwidth alone where its compute is unpublished, each kind calibrated apart
+   (``stack_advisor.advisor.estimate.transferred``); a CPU from other CPUs only, by per-socket
+   figures, calibrated apart too (``stack_advisor.advisor.estimate.cpu_transfer``).
 4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
    that class ever seen on it, no public specs to scale by, the model does not fit in memory.
 
@@ -26,7 +27,8 @@ per basis: log residuals of the same estimator replayed on the knowledge base's 
 round), pooled per calibration cell: (family, division, metric) for transfers, (family, division,
 way the metric runs) for observed and interpolated figures; a transfer's bounds are scaled
 by its own benchmark's spread (locally weighted conformal). The calibration depends only on the
-table: ``stack_advisor.advisor.estimate.calibration_file`` persists it with the table's content digest.
+table: ``stack_advisor.advisor.estimate.calibration_file`` persists it with the table's content
+digest.
 """
 
 from __future__ import annotations
@@ -126,7 +128,8 @@ class EvidenceIndex:
         self._precision: dict[SliceKey, str] = {}
         self._policy_choice: dict[SliceKey, transfer.PolicyChoice] = {}
         self._medians: dict[int, tuple[np.ndarray, dict[float, float]]] = {}
-        # references per (slice rows, round filter, precision policy): the replays ask each many times
+        # references per (slice rows, round filter, precision policy): the replays ask each many
+        # times
         self._refs: dict[
             tuple[Any, ...],
             tuple[dict[str, np.ndarray], dict[str, tuple[float, tuple[float, float], str]]],
@@ -135,7 +138,8 @@ class EvidenceIndex:
         # the same models fitted without each accelerator (calibration time only: honest replays)
         self._held_out: dict[tuple[str, ...], dict[str, TransferModel]] = {}
         self._residuals: dict[str, dict[PoolKey, np.ndarray]] = {}
-        # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices' spreads
+        # (family, basis, division, metric) → the cell's median, spread, scaled p10/p90, slices'
+        # spreads
         self._scaled: dict[
             tuple[Any, ...], tuple[float, float, float, float, dict[tuple[str, str], float]]
         ] = {}
@@ -215,7 +219,8 @@ class EvidenceIndex:
 
     def _unrecorded(self, q: Query) -> Estimate:
         """No results of the slice: a scenario run as another (Interactive as Server) derived from
-        it by a learned factor (``stack_advisor.advisor.estimate.scenario``), else refused saying what is missing."""
+        it by a learned factor (``stack_advisor.advisor.estimate.scenario``), else refused saying
+        what is missing."""
         if q.benchmark in self.benchmarks(q.family) and q.scenario not in self.scenarios(
             q.family, q.benchmark
         ):
@@ -247,7 +252,8 @@ class EvidenceIndex:
         if q.division not in self.divisions(q.family, q.benchmark):
             return f"unknown division: {q.division!r} never recorded for {q.benchmark}"
         return (
-            f"unknown metric: {q.metric!r} never recorded for {q.benchmark} {q.scenario}; recorded: "
+            f"unknown metric: {q.metric!r} never recorded for {q.benchmark} "
+            f"{q.scenario}; recorded: "
             f"{', '.join(self.metrics(q.family, q.benchmark, q.scenario))}"
         )
 
@@ -347,7 +353,8 @@ class EvidenceIndex:
     ) -> dict[str, tuple[float, tuple[float, float], str]]:
         """accelerator → (median per-accelerator value of its latest round, peaks, class), for the
         slice's accelerators with public peaks under the precision ``policy``
-        (``stack_advisor.advisor.estimate.hardware``; ``BANDWIDTH_ONLY``: bandwidth alone) (``at``: only results
+        (``stack_advisor.advisor.estimate.hardware``; ``BANDWIDTH_ONLY``: bandwidth alone) (``at``:
+        only results
         of that round; ``between``: only results of rounds ``first <= round < last``). CPUs
         (per-socket figures) only with ``cpu``, and then only CPUs: a CPU and an accelerator are
         never each other's reference."""
@@ -400,7 +407,8 @@ class EvidenceIndex:
 
     def policy_choice(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> transfer.PolicyChoice:
         """The slice's precision policy with the policies its evidence could not tell from it
-        (``transfer.choose_policy``); recomputed per process (not persisted with the calibration)."""
+        (``transfer.choose_policy``); recomputed per process (not persisted with the
+        calibration)."""
         if key not in self._policy_choice:
             refs = {policy: self.references(by_acc, policy=policy) for policy in POLICIES}
             self._policy_choice[key] = transfer.choose_policy(
@@ -415,8 +423,9 @@ class EvidenceIndex:
     def transfer_model(
         self, key: SliceKey, by_acc: dict[str, np.ndarray], cls: str
     ) -> TransferModel:
-        """How the slice transfers to an accelerator of class ``cls`` (``stack_advisor.advisor.estimate.transfer``):
-        fitted once per table, at calibration, and persisted with it."""
+        """How the slice transfers to an accelerator of class ``cls``
+        (``stack_advisor.advisor.estimate.transfer``): fitted once per table, at calibration, and
+        persisted with it."""
         model_key = (*key, cls)
         if model_key not in self._transfer:
             policy, alpha = self.blend(key, by_acc)
@@ -488,7 +497,8 @@ class EvidenceIndex:
 
     def transfer_quantiles(self, key: SliceKey, kind: str, cls: str) -> tuple[float, float, float]:
         """p10/median/p90 of the log residuals of ``kind`` of transfer to a part of vendor ``cls``
-        (``stack_advisor.advisor.estimate.transferred.kind_quantiles``); NaN where too few to calibrate."""
+        (``stack_advisor.advisor.estimate.transferred.kind_quantiles``); NaN where too few to
+        calibrate."""
         if not kind:
             return self.quantiles(key, Basis.TRANSFERRED)
         return kind_quantiles(
@@ -579,7 +589,7 @@ class EvidenceIndex:
             rounds = sorted(
                 {float(self.round_no[r]) for rows in by_acc.values() for r in rows.tolist()}
             )
-            for acc, rows in by_acc.items():
+            for rows in by_acc.values():
                 for rnd in rounds[1:]:  # every transition: how rounds have moved, averaged
                     now = rows[self.round_no[rows] == rnd]
                     before = rows[self.round_no[rows] < rnd]

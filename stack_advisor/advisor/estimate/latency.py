@@ -1,16 +1,16 @@
 """LLM serving latency (p99 time to first token, time per output token): how sure an estimate is,
 and whether a candidate meets a stated limit.
 
-Estimates of TTFT/TPOT come from the same hierarchy as every figure (``stack_advisor.advisor.estimate.index``:
-observed, interpolated from the accelerator's other results, transferred from its peers by
-specs, refused). What differs is the interval. A p99 latency under a Server or Interactive limit
-is mostly a serving-configuration choice (how close to the limit the submitter tuned the load),
-so two systems with the same accelerator differ by up to 4x within one round. The index
-calibrates observed and interpolated figures on round-to-round replays, which a knowledge base
-with one round of latency results does not have; it would then borrow the whole family's
-throughput residuals, far narrower than latency's. Here instead, each latency result is replayed
-within its round: as the median of the same accelerator's other systems (interpolated) and of
-its own configuration's other results (observed). The index uses these where its own cell has
+Estimates of TTFT/TPOT come from the same hierarchy as every figure
+(``stack_advisor.advisor.estimate.index``: observed, interpolated from the accelerator's other
+results, transferred from its peers by specs, refused). What differs is the interval. A p99 latency
+under a Server or Interactive limit is mostly a serving-configuration choice (how close to the limit
+the submitter tuned the load), so two systems with the same accelerator differ by up to 4x within
+one round. The index calibrates observed and interpolated figures on round-to-round replays, which a
+knowledge base with one round of latency results does not have; it would then borrow the whole
+family's throughput residuals, far narrower than latency's. Here instead, each latency result is
+replayed within its round: as the median of the same accelerator's other systems (interpolated) and
+of its own configuration's other results (observed). The index uses these where its own cell has
 fewer than ``MIN_RESIDUALS``.
 """
 

@@ -18,9 +18,9 @@ other models, else the median of its vendor's accelerators moved for its peak co
 theirs (a slope of the terms on log peak compute, learned on the measured accelerators with each
 vendor centred on its own: on rounds <= v4.1, -0.31, faster parts a little further below the
 limit; without it a vendor's unmeasured parts all tie, and a ranking among them is list order);
-with neither, None (the specs transfer applies). The 80% interval is split-conformal on per-result residuals of the same
-estimator replayed on every cell of the knowledge base left out in turn, and never above the
-limit (a valid result meets it).
+with neither, None (the specs transfer applies). The 80% interval is split-conformal on per-result
+residuals of the same estimator replayed on every cell of the knowledge base left out in turn, and
+never above the limit (a valid result meets it).
 """
 
 from __future__ import annotations
@@ -275,11 +275,13 @@ def limit_share_estimate(index: EvidenceIndex, q: Query) -> Estimate | None:
     lo, hi = conformal_bounds(residuals)
     value = min(limit, limit * math.exp(log_share))
     how = (
-        f"{q.metric} / its {q.scenario} limit {limit:g} ms: model term from the accelerators that ran "
+        f"{q.metric} / its {q.scenario} limit {limit:g} ms: model term from the "
+        "accelerators that ran "
         f"{q.benchmark}, accelerator term from {source} (replayed on {len(residuals)} results)"
     )
     note = (
-        f"p99 TTFT under a {q.scenario} load is set by the submitter's load and serving stack, not the "
+        f"p99 TTFT under a {q.scenario} load is set by the submitter's load and serving "
+        "stack, not the "
         "hardware's speed: read as a share of the published limit, not scaled by specs"
     )
     return Estimate(

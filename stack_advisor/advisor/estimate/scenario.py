@@ -30,8 +30,9 @@ from stack_advisor.catalog import load_catalog
 
 
 class EvidenceIndex(Protocol):
-    """What this module reads of ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (a protocol, so that the
-    index can call ``derived_estimate`` without the two modules importing each other)."""
+    """What this module reads of ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (a protocol,
+    so that the index can call ``derived_estimate`` without the two modules importing each
+    other)."""
 
     table: ObservationTable
     accel: np.ndarray
@@ -175,7 +176,10 @@ def derived_estimate(
         or server.low is None
         or server.high is None
     ):
-        return f"no {q.scenario} results for {q.benchmark}, and its {base} estimate is refused: {server.reason}"
+        return (
+            f"no {q.scenario} results for {q.benchmark}, and its {base} estimate is refused: "
+            f"{server.reason}"
+        )
     return _scaled(
         q.scenario, base, q.benchmark, server, logs, (server.value, server.low, server.high)
     )
@@ -198,7 +202,10 @@ def _scaled(
         f"{scenario}/{base}: median of {len(logs)} systems that ran both on {benchmark} "
         f"(80% bounds {math.exp(lo):.3f}..{math.exp(hi):.3f})"
     )
-    note = f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of {len(logs)} systems that ran both"
+    note = (
+        f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of "
+        f"{len(logs)} systems that ran both"
+    )
     factors = [*server.factors, ("scenario", how, math.exp(mid))]
     notes = [*server.notes, note]
     return replace(

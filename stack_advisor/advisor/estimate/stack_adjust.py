@@ -1,8 +1,8 @@
 """The hook where estimates pick their sources (``EvidenceIndex.estimate``): an estimate for a
-query that names its framework is held to the stack rules of ``stack_advisor.advisor.estimate.stack_effect``:
-never borrowed across software classes without a learned factor (else refused), carried forward
-from an older version of the same framework by the upgrade factor, shown (else a note says it
-was not)."""
+query that names its framework is held to the stack rules of
+``stack_advisor.advisor.estimate.stack_effect``: never borrowed across software classes without a
+learned factor (else refused), carried forward from an older version of the same framework by the
+upgrade factor, shown (else a note says it was not)."""
 
 from __future__ import annotations
 
@@ -163,14 +163,16 @@ def _cross_class(
         q.family, vendor, other, wanted.software_class, direction_of(q.family, q.benchmark, hib)
     )
     what = (
-        f"{wanted.framework} is a {wanted.software_class} implementation ({wanted.source}); the results this "
+        f"{wanted.framework} is a {wanted.software_class} implementation "
+        f"({wanted.source}); the results this "
         f"estimate borrows ran on {other} runtimes ({', '.join(names)})"
     )
     if factor is None:
         return Estimate(
             Basis.UNSUPPORTED,
             reason=f"software class: {what}, and fewer than {MIN_PAIRS} pairs of both "
-            f"classes on the same accelerator, benchmark and round ({q.family}, {vendor} accelerators) "
+            f"classes on the same accelerator, benchmark and round ({q.family}, {vendor} "
+            "accelerators) "
             "to learn the factor between them from",
         )
     moved = apply_factor(est, factor, hib, "software class", f"{other} -> {wanted.software_class}")

@@ -1,6 +1,7 @@
 """What upgrading a framework from one version to another was worth on the same hardware, for
 ``compare``: pairs of exactly those versions (``span_pairs``), else the vendor's pooled version
-step of ``stack_advisor.advisor.estimate.stack_effect``, said as such, else that there are no pairs."""
+step of ``stack_advisor.advisor.estimate.stack_effect``, said as such, else that there are no
+pairs."""
 
 from __future__ import annotations
 
@@ -92,7 +93,10 @@ def upgrade_text(
     """ "upgrading tensorrt 9.3 to 10.8 on H100 for llama2-70b-99 Server: +49% (...), from 6 pairs",
     from the throughput pairs of exactly these versions; else the vendor's pooled version step,
     said as such; else that there are no pairs."""
-    what = f"upgrading {framework} {old} to {new} on {where} for {benchmark}{' ' + scenario if scenario else ''}"
+    what = (
+        f"upgrading {framework} {old} to {new} on {where} for "
+        f"{benchmark}{' ' + scenario if scenario else ''}"
+    )
     pairs = span_pairs(
         effects,
         family,
@@ -126,7 +130,8 @@ def upgrade_text(
     )
     if pooled is None:
         return (
-            f"{what}: {few} (the same accelerator, count and benchmark in an older and a newer round, or in "
+            f"{what}: {few} (the same accelerator, count and benchmark in an older and a "
+            "newer round, or in "
             f"one node's sweep); no estimate"
         )
     return (

@@ -25,12 +25,13 @@ and the same canonical accelerator:
 A factor (``StackFactor``) is the median of its changes (pairs of one accelerator's change
 between the same two rounds are one change however many benchmarks it ran: the median of each
 change's pairs, then the median over changes) with two intervals: the cluster-bootstrap
-interval of that median (changes resampled whole; what ``compare`` reports as the effect) and the pairs' own p10..p90 (what an
-estimate that applies the factor is widened by: one more result is as uncertain as one more
-pair; applied to class crossings only: an interpolation's interval is already conformal on
-its accelerator's moves from round to round). Fewer than ``MIN_PAIRS`` pairs give no factor,
-and then nothing is applied: the estimate says so (``stack_advisor.advisor.estimate.stack_adjust``) or, across classes, is refused
-with the reason. ``bench/stack_effect.py`` checks the factors on pairs held out.
+interval of that median (changes resampled whole; what ``compare`` reports as the effect) and the
+pairs' own p10..p90 (what an estimate that applies the factor is widened by: one more result is as
+uncertain as one more pair; applied to class crossings only: an interpolation's interval is already
+conformal on its accelerator's moves from round to round). Fewer than ``MIN_PAIRS`` pairs give no
+factor, and then nothing is applied: the estimate says so
+(``stack_advisor.advisor.estimate.stack_adjust``) or, across classes, is refused with the reason.
+``bench/stack_effect.py`` checks the factors on pairs held out.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ from stack_advisor.catalog.rounds import load_rounds, release_of
 
 
 class EvidenceIndex(Protocol):
-    """What the stack effects read of ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (a protocol, so
-    that the index can call ``adjust`` without the two modules importing each other)."""
+    """What the stack effects read of ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (a
+    protocol, so that the index can call ``adjust`` without the two modules importing each
+    other)."""
 
     table: ObservationTable
     slices: dict[SliceKey, dict[str, np.ndarray]]
@@ -91,7 +93,8 @@ class StackPair:
     benchmark: str
     scenario: str
     metric: str
-    direction: str  # "throughput" (higher is better) or "latency" (lower is better), then "/llm" or "/other"
+    # "throughput" (higher is better) or "latency" (lower is better), then "/llm" or "/other"
+    direction: str
     accelerator: str
     framework: str  # canonical framework id; for a class crossing, the frameworks of both sides
     old: str  # a version (upgrade) or a software class (crossing)
@@ -117,7 +120,8 @@ class StackPair:
 @dataclass(frozen=True)
 class StackFactor:
     """A speed ratio learned from pairs: ``ratio`` (new over old: > 1 faster), the bootstrap
-    interval of that median (``low``..``high``) and the pairs' own spread (``spread_low``..``spread_high``)."""
+    interval of that median (``low``..``high``) and the pairs' own spread
+    (``spread_low``..``spread_high``)."""
 
     scope: str
     ratio: float
@@ -149,7 +153,8 @@ class StackFactor:
         )
         return (
             f"{self.ratio:.3f}x speed, {of} ({self.scope}); interval of the median "
-            f"{self.low:.3f}..{self.high:.3f}, pairs p10..p90 {self.spread_low:.3f}..{self.spread_high:.3f}"
+            f"{self.low:.3f}..{self.high:.3f}, pairs p10..p90 "
+            f"{self.spread_low:.3f}..{self.spread_high:.3f}"
         )
 
 

@@ -71,8 +71,10 @@ def budget_refusal(budget: int, published_counts: list[int], benchmark: str) -> 
     largest = max(published_counts, default=0)
     if largest and budget > 2 * largest:
         return (
-            f"a budget of {budget} accelerators is beyond every published {benchmark} system (the largest ran "
-            f"{largest}); the count scaling is not extrapolated past twice that. Name a budget up to {2 * largest}"
+            f"a budget of {budget} accelerators is beyond every published {benchmark} "
+            "system (the largest ran "
+            f"{largest}); the count scaling is not extrapolated past twice that. Name a "
+            f"budget up to {2 * largest}"
         )
     return None
 
@@ -202,9 +204,11 @@ class TrainingEstimator:
             seen = pooled.slope or [f0]
             low, high = float(np.percentile(seen, 5)), float(np.percentile(seen, 95))
             source = (
-                f"{k} pairs of published sizes of {key[1]}, shrunk towards {len(pooled.slope)} of the family"
+                f"{k} pairs of published sizes of {key[1]}, shrunk towards "
+                f"{len(pooled.slope)} of the family"
                 if k
-                else f"{len(pooled.slope)} pairs of published sizes across the family ({key[1]} has none)"
+                else f"{len(pooled.slope)} pairs of published sizes across the family "
+                f"({key[1]} has none)"
             )
             self._curves[key] = CountScaling(c0, c1, min(low, high), max(low, high), k, source)
         return self._curves[key]
@@ -348,7 +352,8 @@ class TrainingEstimator:
             (
                 "reference",
                 f"{', '.join(used)} moved to x{q.count} by the count scaling "
-                f"({self.scaling(q.slice).source}), scaled by (peak compute^{a:g} x bandwidth^{1 - a:g})^{g:g}, "
+                f"({self.scaling(q.slice).source}), scaled by (peak compute^{a:g} x "
+                f"bandwidth^{1 - a:g})^{g:g}, "
                 "learned by predicting each accelerator of a round from its peers",
                 1.0,
             )
@@ -444,7 +449,8 @@ class TrainingEstimator:
                 self._drift = (
                     borrowed,
                     f"the family has {len(own)} round-to-round movements; the interval borrows "
-                    f"{len(borrowed)} of the other benchmark families' (same accelerator, next round)",
+                    f"{len(borrowed)} of the other benchmark families' (same "
+                    "accelerator, next round)",
                 )
         return self._drift
 

@@ -59,7 +59,8 @@ class TransferModel:
 
     @property
     def alpha(self) -> float:
-        """The share of compute, |a| / (|a| + |b|): what the factor calls compute- or memory-bound."""
+        """The share of compute, |a| / (|a| + |b|): what the factor calls compute- or
+        memory-bound."""
         total = abs(self.compute_exp) + abs(self.bandwidth_exp)
         return abs(self.compute_exp) / total if total else 0.5
 
@@ -74,14 +75,18 @@ class TransferModel:
         )
         if self.method == ROOFLINE:
             return (
-                f"scaled by peak compute^{self.alpha:g} x bandwidth^{1 - self.alpha:g} at {self.precision} "
+                f"scaled by peak compute^{self.alpha:g} x bandwidth^{1 - self.alpha:g} "
+                f"at {self.precision} "
                 f"({bound}-bound, learned on {self.accelerators} accelerators)"
             )
         return (
-            f"scaled by peak compute^{self.compute_exp:.2f} x bandwidth^{self.bandwidth_exp:.2f} at "
+            f"scaled by peak compute^{self.compute_exp:.2f} x "
+            f"bandwidth^{self.bandwidth_exp:.2f} at "
             f"{self.precision} ({LEARNED}: "
-            f"scikit-learn Ridge on log peak compute and log bandwidth over {self.accelerators} accelerators; "
-            f"leave-one-accelerator-out error {self.learned_cv_error:.3f} vs {self.roofline_cv_error:.3f} for the "
+            "scikit-learn Ridge on log peak compute and log bandwidth over "
+            f"{self.accelerators} accelerators; "
+            f"leave-one-accelerator-out error {self.learned_cv_error:.3f} vs "
+            f"{self.roofline_cv_error:.3f} for the "
             f"roofline blend)"
         )
 

@@ -1,6 +1,7 @@
 """Transfers: a benchmark slice's figure for an accelerator that never ran it, from the parts that
-did, scaled by catalogue figures (``stack_advisor.advisor.estimate.hardware``, ``stack_advisor.advisor.estimate.transfer``);
-and the replay of the same on the knowledge base's history that calibrates their intervals.
+did, scaled by catalogue figures (``stack_advisor.advisor.estimate.hardware``,
+``stack_advisor.advisor.estimate.transfer``); and the replay of the same on the knowledge base's
+history that calibrates their intervals.
 
 A transfer draws on the nearest references of the target's own vendor. Where none ran the slice it
 draws on other vendors' (``cross-vendor``), and where the catalogue publishes no compute figure
@@ -10,9 +11,10 @@ slice's learned blend finds memory-bound (else refused: compute matters and is u
 apart on the history (each accelerator of a recent round from its peers' results of the rounds
 before: the same kind of references, the round's drift included) and answers with its own
 residuals' p10..p90: wider where that kind of transfer has been worse, and spanning what each
-precision policy gives where the slice's parts cannot tell them apart (``policy_spread``). A kind with too few
-replays to calibrate an interval is refused, saying so. A CPU transfers from CPUs only
-(``stack_advisor.advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and accelerators.
+precision policy gives where the slice's parts cannot tell them apart (``policy_spread``). A kind
+with too few replays to calibrate an interval is refused, saying so. A CPU transfers from CPUs only
+(``stack_advisor.advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and
+accelerators.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from stack_advisor.advisor.estimate.hardware import (
 from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.results import Basis
 
-# ``index``: an ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (typed Any here: that module calls this one)
+# ``index``: an ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (typed Any here: that module
+# calls this one)
 EvidenceIndex = Any
 CROSS_VENDOR = "cross-vendor"
 SAME_VENDOR = ""
@@ -72,7 +75,8 @@ def transferred_estimate(
             f"ever ran {q.benchmark} {q.scenario} (seen: {', '.join(seen)}), and too few {kind} "
             "transfers on this metric's history to calibrate an interval",
         )
-    if kind:  # never narrower than a same-vendor transfer on this slice (whose replays hold a round's drift)
+    # never narrower than a same-vendor transfer on this slice (whose replays hold a round's drift)
+    if kind:
         s_lo, s_mid, s_hi = index.quantiles(q.slice, Basis.TRANSFERRED)
         lo_q, hi_q = (
             mid_q + min(lo_q - mid_q, s_lo - s_mid),
@@ -217,8 +221,10 @@ def policy_spread(
 def _spread_text(spread: dict[str, float], kept: str) -> str:
     others = ", ".join(f"at {p} {v / spread[kept]:.2f}x it" for p, v in spread.items() if p != kept)
     return (
-        f"precision not determined: the parts that ran this benchmark cannot tell {' and '.join(spread)} apart "
-        f"(fewer than {transfer.MIN_TELLING} whose figures move between them, or none predicted across them); "
+        "precision not determined: the parts that ran this benchmark cannot tell "
+        f"{' and '.join(spread)} apart "
+        f"(fewer than {transfer.MIN_TELLING} whose figures move between them, or none "
+        "predicted across them); "
         f"at {kept} (kept) this figure, {others}; the interval spans them"
     )
 
@@ -230,14 +236,17 @@ def _bandwidth_refusal(q: Query, no_bandwidth: bool, alpha: float) -> str | None
     3.4x where the 99 variant, blend 0, was within 1.1x)."""
     if no_bandwidth:
         return (
-            f"no public specs to transfer by: {q.accelerator} has neither a peak compute nor a memory "
-            f"bandwidth figure in the catalogue and was never measured on {q.benchmark} {q.scenario}"
+            f"no public specs to transfer by: {q.accelerator} has neither a peak compute "
+            "nor a memory "
+            f"bandwidth figure in the catalogue and was never measured on {q.benchmark} "
+            f"{q.scenario}"
         )
     if alpha <= 0:
         return None
     return (
         f"compute unpublished: the catalogue has no peak compute figure for {q.accelerator}, and "
-        f"{q.benchmark} {q.scenario} is not memory-bound on the parts that ran it (learned blend: peak "
+        f"{q.benchmark} {q.scenario} is not memory-bound on the parts that ran it "
+        "(learned blend: peak "
         f"compute^{alpha:g} x bandwidth^{1 - alpha:g}): bandwidth alone would not predict it"
     )
 
@@ -251,7 +260,8 @@ def _kind_note(kind: str, cls: str, refs: dict[str, Any]) -> str:
         )
     if BANDWIDTH_ONLY in kind:
         parts.append(
-            "the catalogue publishes no compute figure for this part: scaled by memory bandwidth alone"
+            "the catalogue publishes no compute figure for this part: scaled by memory "
+            "bandwidth alone"
         )
     return "; ".join(parts) + " (interval from the same kind of transfer replayed on history)"
 
@@ -263,7 +273,10 @@ def _fit_note(q: Query, name: str) -> str | None:
     if need is None or have is None or need[0] < 1:
         return None
     copies = replicas_per_node(need[0], have, q.count)
-    return f"memory: {copies} cop{'y' if copies == 1 else 'ies'} of the model's {need[0]:g} GB of weights (8 bits) fit on {q.count} x {have:g} GB"
+    return (
+        f"memory: {copies} cop{'y' if copies == 1 else 'ies'} of the model's {need[0]:g} GB "
+        f"of weights (8 bits) fit on {q.count} x {have:g} GB"
+    )
 
 
 def replay(

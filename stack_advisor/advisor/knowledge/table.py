@@ -277,9 +277,12 @@ class ObservationTable:
     stacks: dict[str, SoftwareStack] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
     load_seconds: float = 0.0
-    digest: str = ""  # content digest (keys and values), set when persisted (stack_advisor.advisor.knowledge.table_file)
+    # content digest (keys and values), set when persisted
+    # (stack_advisor.advisor.knowledge.table_file)
+    digest: str = ""
     # the persisted-table key of the store lineage this table was read from, less the
-    # generation (``stack_advisor.advisor.knowledge.table_file.lineage``); None when it came from elsewhere
+    # generation (``stack_advisor.advisor.knowledge.table_file.lineage``); None when it came from
+    # elsewhere
     lineage: dict[str, Any] | None = None
 
     @classmethod

@@ -1,20 +1,21 @@
 """The observation table persisted per store generation, so a fresh process (every CLI call, an
 API start) loads it in milliseconds instead of reading every observation from the store.
 
-One file per store, in the folder the caller passes in (``stack_advisor.advisor.knowledge.cache_folders``:
-``$ADVISOR_TABLE_CACHE`` or ``$XDG_CACHE_HOME/stack-advisor/tables`` at the CLI and API edge;
-None turns it off), in a flat columnar layout read in one call: a
-magic, a JSON header (the key, vocabularies, benchmarks, stacks, and where each array lies), then
-the numeric columns, the categorical codes and the observation keys (one UTF-8 blob plus offsets)
-as raw little-endian arrays, each 64-byte aligned. Loading reads the file into one buffer and
-points numpy at it: no parsing per array, and the keys are split into strings only when used
-(format 2 was an ``.npz``, whose zip reader copied and checksummed every member and split a
-million keys into strings: see ``bench/table_load.py`` for both at 100k and 1M). Never a pickle. The file records its key: the store's URI and identity (``Store.cache_identity``: it
-changes when a store is emptied and recreated), the data generation, this file format and the
-code that shapes the table. A file whose key differs, or that is truncated or corrupt, is
-ignored and rewritten; it is written to a temporary file and renamed into place, so concurrent
-writers and readers never see half a file. A table is only written when the store's generation
-did not move while it was read, so a concurrent write never gets persisted under the old label.
+One file per store, in the folder the caller passes in
+(``stack_advisor.advisor.knowledge.cache_folders``: ``$ADVISOR_TABLE_CACHE`` or
+``$XDG_CACHE_HOME/stack-advisor/tables`` at the CLI and API edge; None turns it off), in a flat
+columnar layout read in one call: a magic, a JSON header (the key, vocabularies, benchmarks, stacks,
+and where each array lies), then the numeric columns, the categorical codes and the observation keys
+(one UTF-8 blob plus offsets) as raw little-endian arrays, each 64-byte aligned. Loading reads the
+file into one buffer and points numpy at it: no parsing per array, and the keys are split into
+strings only when used (format 2 was an ``.npz``, whose zip reader copied and checksummed every
+member and split a million keys into strings: see ``bench/table_load.py`` for both at 100k and 1M).
+Never a pickle. The file records its key: the store's URI and identity (``Store.cache_identity``: it
+changes when a store is emptied and recreated), the data generation, this file format and the code
+that shapes the table. A file whose key differs, or that is truncated or corrupt, is ignored and
+rewritten; it is written to a temporary file and renamed into place, so concurrent writers and
+readers never see half a file. A table is only written when the store's generation did not move
+while it was read, so a concurrent write never gets persisted under the old label.
 """
 
 from __future__ import annotations

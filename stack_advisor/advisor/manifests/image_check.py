@@ -25,7 +25,8 @@ def image_stack(image: str) -> dict[str, str] | None:
 
 
 def image_mismatch(image: str, stack: SoftwareStack) -> str | None:
-    """Why ``image`` does not run ``stack`` (a component both name at another major.minor), or None."""
+    """Why ``image`` does not run ``stack`` (a component both name at another major.minor), or
+    None."""
     ships = image_stack(image)
     if ships is None:
         return None
@@ -46,6 +47,7 @@ def image_mismatch(image: str, stack: SoftwareStack) -> str | None:
     release = ngc_image(image)
     assert release is not None
     return (
-        f"image {image} (NGC {release[1]}) ships {', '.join(differ)}: the snippet would run another "
+        f"image {image} (NGC {release[1]}) ships {', '.join(differ)}: the snippet would "
+        "run another "
         "stack than the one ranked; pick an image of the ranked stack's release"
     )

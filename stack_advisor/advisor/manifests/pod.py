@@ -234,10 +234,13 @@ def _nvidia(
         where.selector["nvidia.com/mig.capable"] = "true"
         where.selector["nvidia.com/mig.strategy"] = "mixed"
         annotations["stack-advisor/mig"] = (
-            f"measured on {per_gpu} MIG {profile} instance(s) per GPU x {count} GPU(s); this Pod asks the "
+            f"measured on {per_gpu} MIG {profile} instance(s) per GPU x {count} GPU(s); "
+            "this Pod asks the "
             f"mixed strategy's {resource}. On single-strategy nodes GFD names the product "
-            f"{product or '<gpu.product>'}-MIG-{profile} and the device plugin offers the instances as "
-            f"{GPU_RESOURCE}: select nvidia.com/gpu.product={product or '<gpu.product>'}-MIG-{profile} "
+            f"{product or '<gpu.product>'}-MIG-{profile} and the device plugin offers "
+            "the instances as "
+            f"{GPU_RESOURCE}: select "
+            f"nvidia.com/gpu.product={product or '<gpu.product>'}-MIG-{profile} "
             f"and request {GPU_RESOURCE}: {amount} instead"
         )
     elif count > 1:

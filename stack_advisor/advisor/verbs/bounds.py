@@ -24,6 +24,8 @@ def count_beyond_published(
     if count is None or not largest or count <= largest:
         return None
     return (
-        f"{field}: {count:,} accelerators is beyond any published system (the largest in the knowledge "
-        f"base has {largest:,}); no result scales that far, so no figure is given; ask for at most {largest:,}"
+        f"{field}: {count:,} accelerators is beyond any published system (the largest in "
+        "the knowledge "
+        f"base has {largest:,}); no result scales that far, so no figure is given; ask "
+        f"for at most {largest:,}"
     )

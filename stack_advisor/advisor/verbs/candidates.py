@@ -2,8 +2,9 @@
 them the user's constraints, the compatibility rules or known failures rule out.
 
 A ``Candidate`` is one (canonical accelerator, placement, stack) with the knowledge-base rows
-behind it; the later stages (``stack_advisor.advisor.verbs.scoring``, ``stack_advisor.advisor.verbs.explain``) fill in its
-estimate and score. Each stage is a function of a ``Knowledge``, the workload and its inputs.
+behind it; the later stages (``stack_advisor.advisor.verbs.scoring``,
+``stack_advisor.advisor.verbs.explain``) fill in its estimate and score. Each stage is a function of
+a ``Knowledge``, the workload and its inputs.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class Candidate:
     score: float = 0.0
     capped: bool = False
     group: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    # serving limits checked against estimated TTFT/TPOT (``stack_advisor.advisor.verbs.serving.estimated_limits``)
+    # serving limits checked against estimated TTFT/TPOT
+    # (``stack_advisor.advisor.verbs.serving.estimated_limits``)
     latency_checks: tuple[str, ...] = ()
 
 
@@ -169,7 +171,8 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
     bench_rows, ignored = benchmark_rows(knowledge, workload)
     if ignored:
         notes.append(
-            f"ignored parameters the knowledge base does not record for this benchmark: {', '.join(ignored)}"
+            "ignored parameters the knowledge base does not record for this benchmark: "
+            f"{', '.join(ignored)}"
         )
     metric = choose_metric(knowledge, bench_rows, workload)
     over_limit = (

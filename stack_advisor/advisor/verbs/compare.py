@@ -102,8 +102,9 @@ def upgrade_effect(
     scenario: str | None,
     family: str,
 ) -> str | None:
-    """What upgrading from A to B was worth across rounds (``stack_advisor.advisor.estimate.stack_compare``),
-    where A and B name one framework at two versions; None where they do not."""
+    """What upgrading from A to B was worth across rounds
+    (``stack_advisor.advisor.estimate.stack_compare``), where A and B name one framework at two
+    versions; None where they do not."""
     a, b = _selector_components(stack_a), _selector_components(stack_b)
     if not a or not b:
         return None
@@ -190,7 +191,7 @@ def compare_stacks(
         keep = table.metric.codes[rows] == table.metric.code(metric)
         rows, in_a, in_b = rows[keep], in_a[keep], in_b[keep]
     ratios, norm_a, norm_b = [], [], []
-    for idx in groups(table, rows[in_a | in_b], PAIR_KEY + ("placement",)).values():
+    for idx in groups(table, rows[in_a | in_b], (*PAIR_KEY, "placement")).values():
         sa = np.isin(table.stack.codes[idx], list(a_codes))
         sb = np.isin(table.stack.codes[idx], list(b_codes))
         if not sa.any() or not sb.any():
@@ -211,7 +212,10 @@ def compare_stacks(
     if ratio is None:
         verdict = "no paired results (same round, benchmark, metric, accelerator, count, placement)"
     elif p is not None and p < 0.05:
-        verdict = f"B is {'faster' if ratio > 1 else 'slower'}: {ratio:.3f}x A over {len(ratios)} pairs (p={p:.3g})"
+        verdict = (
+            f"B is {'faster' if ratio > 1 else 'slower'}: {ratio:.3f}x A over {len(ratios)} "
+            f"pairs (p={p:.3g})"
+        )
     else:
         verdict = f"no significant difference: {ratio:.3f}x over {len(ratios)} pairs" + (
             f" (p={p:.3g})" if p is not None else ""
@@ -311,8 +315,8 @@ def stack_ranking(
     division: str = "closed",
 ) -> list[dict[str, Any]]:
     """The stacks one accelerator ran a benchmark with, fastest first, older versions carried
-    forward by the upgrade factor (``stack_advisor.advisor.estimate.stack_compare.rank_stacks``). Names as
-    users write them (``sdxl``, ``offline``, ``llama2-70b-interactive-99``); no metric: the
+    forward by the upgrade factor (``stack_advisor.advisor.estimate.stack_compare.rank_stacks``).
+    Names as users write them (``sdxl``, ``offline``, ``llama2-70b-interactive-99``); no metric: the
     slice's throughput (or its only metric).
 
     Raises:
@@ -359,6 +363,7 @@ def _slice_metric(index: EvidenceIndex, prefix: tuple[str, str, str], division: 
     if len(keys) == 1 or len(throughput) == 1:
         return (keys if len(keys) == 1 else throughput)[0][3]
     raise NotFound(
-        f"no observations of {'/'.join(prefix[:2])} {prefix[2]} ({division} division) with one metric to "
+        f"no observations of {'/'.join(prefix[:2])} {prefix[2]} ({division} division) "
+        "with one metric to "
         f"rank by; name one of: {', '.join(sorted(k[3] for k in keys)) or 'none recorded'}"
     )

@@ -490,7 +490,8 @@ class _Split:
             or round_key(train_until) >= round_key(test_round)
         ):
             raise InvalidInput(
-                f"train_until: {train_until!r} must be a round before {test_round}; rounds: {', '.join(rounds)}"
+                f"train_until: {train_until!r} must be a round before {test_round}; "
+                f"rounds: {', '.join(rounds)}"
             )
         limit = round_key(train_until)
         train_rows = self.all_rows[np.array([k <= limit for k in self.keys], dtype=bool)]

@@ -62,7 +62,8 @@ def stack_incapable(benchmark: str, c: Candidate) -> str | None:
             else ""
         )
         return (
-            f"stack cannot run on the accelerator: CUDA {c.stack.cuda} predates {generation.title()} "
+            f"stack cannot run on the accelerator: CUDA {c.stack.cuda} predates "
+            f"{generation.title()} "
             f"(its first toolkit is CUDA {arch.first_cuda}; {arch.source}){measured}"
         )
     return None
@@ -91,7 +92,8 @@ def _foreign_driver(sl: Slice, c: Candidate) -> str | None:
         and have < parse_version(toolkit.driver)  # type: ignore[operator]
     ):
         return (
-            f"driver too old for the stack's CUDA: CUDA {c.stack.cuda} needs driver >= {toolkit.driver} "
+            f"driver too old for the stack's CUDA: CUDA {c.stack.cuda} needs driver >= "
+            f"{toolkit.driver} "
             f"({toolkit.source}), the nodes have {driver}"
         )
     return None

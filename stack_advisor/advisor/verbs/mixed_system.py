@@ -61,7 +61,8 @@ def mixed_prediction(
         if one.basis is Basis.UNSUPPORTED or one.value is None or one.interval is None:
             return _refused(
                 q,
-                f"{head}: its part {count}x {part.accelerator.key} cannot be estimated ({one.reason})",
+                f"{head}: its part {count}x {part.accelerator.key} cannot be estimated "
+                f"({one.reason})",
             )
         answers.append((f"{count}x {part.accelerator.key}", one))
     if any(p.query.metric and not _higher_is_better(index, p) for _, p in answers):

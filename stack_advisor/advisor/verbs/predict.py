@@ -39,8 +39,8 @@ def predict(
     knowledge: Knowledge, queries: list[PredictQuery] | list[dict[str, Any]]
 ) -> list[Prediction]:
     """Value with interval for each configuration, from the nearest evidence outward
-    (``stack_advisor.advisor.estimate.index``), each labelled with its basis; a query that cannot be answered
-    is refused alone, with the reason.
+    (``stack_advisor.advisor.estimate.index``), each labelled with its basis; a query that cannot be
+    answered is refused alone, with the reason.
 
     Raises:
         InvalidInput: a malformed query (the message names queries.N.field).
@@ -105,7 +105,8 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
         with_metric = [s for s in scenarios if q.metric in index.metrics(q.family, q.benchmark, s)]
         if len(with_metric) != 1:
             return (
-                f"scenario needed: name one for {q.benchmark} ({', '.join(with_metric or scenarios)} "
+                f"scenario needed: name one for {q.benchmark} "
+                f"({', '.join(with_metric or scenarios)} "
                 f"record {q.metric})"
             )
         scenario = with_metric[0]

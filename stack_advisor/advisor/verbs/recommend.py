@@ -2,13 +2,14 @@
 stack), as a pipeline over ``Candidate``s (SkyPilot's optimizer: launchable resources → estimate →
 optimisation):
 
-1. the slice and its candidates (``stack_advisor.advisor.verbs.candidates``): the rows measured on the
-   workload's benchmark slice, grouped so that one GPU and stack is one row whatever system sizes
-   published it, plus one row for each (accelerator, placement) the knowledge base knows in the
-   family but never saw on this slice (with that accelerator's most recent stack);
+1. the slice and its candidates (``stack_advisor.advisor.verbs.candidates``): the rows measured on
+   the workload's benchmark slice, grouped so that one GPU and stack is one row whatever system
+   sizes published it, plus one row for each (accelerator, placement) the knowledge base knows in
+   the family but never saw on this slice (with that accelerator's most recent stack);
 2. constraints: the user's, the compatibility rules', known failures' (``candidates.constraint``);
-3. estimates (``stack_advisor.advisor.verbs.scoring.estimate``), each saying its basis; refused rows (the model
-   does not fit, no evidence of that class) are listed under ``excluded`` with the reason;
+3. estimates (``stack_advisor.advisor.verbs.scoring.estimate``), each saying its basis; refused rows
+   (the model does not fit, no evidence of that class) are listed under ``excluded`` with the
+   reason;
 4. the score (``scoring.score``): the figure for observed rows, the pessimistic end of the
    interval for the others; ``scoring.order`` sorts;
 5. the explanation of each ranked row (``stack_advisor.advisor.verbs.explain``).
@@ -49,8 +50,8 @@ def recommend(
     knowledge: Knowledge, workload: Workload, top: int = 5, *, here: str | None = None
 ) -> RecommendationSet:
     """The ``top`` candidates for the workload, best first, with what was excluded and why.
-    ``here`` is the node that answers (``stack_advisor.advisor.results.this_node``): an observed row measured
-    on it says so (``basis_note``); None: no row is "measured on this node".
+    ``here`` is the node that answers (``stack_advisor.advisor.results.this_node``): an observed row
+    measured on it says so (``basis_note``); None: no row is "measured on this node".
 
     Raises:
         InvalidInput: ``top`` below 1, or an objective or metric the benchmark has no data for.
@@ -71,7 +72,8 @@ _FILTERS = (
     "CPU-only excluded",
     "not observed (--observed-only)",
 )
-# What the candidate cannot do (``stack_advisor.advisor.verbs.feasibility``): listed before refusals for want of evidence.
+# What the candidate cannot do (``stack_advisor.advisor.verbs.feasibility``): listed before refusals
+# for want of evidence.
 _INFEASIBLE = (
     "model does not fit in memory",
     "stack cannot run the model",
@@ -105,7 +107,10 @@ class _Exclusions:
         head = "; ".join(dict.fromkeys(f"{e.accelerator}: {e.reason}" for e in asked[:3]))
         filtered = sum(n for k, n in self.counts.items() if k in _FILTERS)
         tail = f"; {filtered} more left out by the request's own filters" if filtered else ""
-        return f"no candidate passed: {head or 'every candidate was filtered out'}{tail} (see 'excluded')"
+        return (
+            f"no candidate passed: {head or 'every candidate was filtered out'}{tail} (see "
+            "'excluded')"
+        )
 
     def listed(self) -> list[ExcludedCandidate]:
         asked = self.hardware.accelerators
@@ -192,7 +197,8 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
 
 def _mark_twins(ranked: list[Candidate], recs: list[Recommendation]) -> None:
     """Rows that read alike (accelerator, count, placement and stack label) but are different
-    stacks say how they differ (e.g. one served through Triton), so they do not look like duplicates."""
+    stacks say how they differ (e.g. one served through Triton), so they do not look like
+    duplicates."""
     seen: dict[tuple[str, int, str, str], list[int]] = {}
     for i, c in enumerate(ranked):
         seen.setdefault((c.accelerator, c.count, c.placement, c.stack.label()), []).append(i)

@@ -56,7 +56,8 @@ def latency_evidence(
         )
         if len(rows):
             checked.append(
-                f"{what} p99 {float(table.value[rows].max()):.0f} ms <= {name}={limit:g} ms (observed)"
+                f"{what} p99 {float(table.value[rows].max()):.0f} ms <= {name}={limit:g} "
+                "ms (observed)"
             )
         else:
             unchecked.append(f"{name} not checked: no observed {what} for this configuration")
@@ -68,8 +69,8 @@ def estimated_limits(
 ) -> tuple[str | None, list[str]]:
     """For a configuration without an observed TTFT/TPOT on this benchmark (``candidate``: its
     code, -1 when never observed): each stated limit checked against the latency estimated for
-    it by the same hierarchy (``stack_advisor.advisor.estimate.latency``). Returns (why it is excluded, or None;
-    what was checked or why it could not be)."""
+    it by the same hierarchy (``stack_advisor.advisor.estimate.latency``). Returns (why it is
+    excluded, or None; what was checked or why it could not be)."""
     table = index.table
     checks: list[str] = []
     for name, (limit, metric, what) in workload.latency_limits().items():

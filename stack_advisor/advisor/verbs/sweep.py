@@ -75,7 +75,8 @@ def sweep_observations(
     if not rows:
         where = f" on host {host!r}" if host else ""
         raise NotFound(
-            f"sweep: no observations of sweep {sweep!r}{where}; run `advisor sweep MATRIX.yaml` first"
+            f"sweep: no observations of sweep {sweep!r}{where}; run `advisor sweep "
+            "MATRIX.yaml` first"
         )
     hosts = sorted({o.host.name for o in rows if o.host})
     if len(hosts) > 1:
@@ -117,7 +118,8 @@ def compare_sweep(
     observations: list[StoredObservation], baseline: str | None = None
 ) -> list[CellRatio]:
     """Each cell against ``baseline`` (default: the matrix's first cell that was measured), per
-    benchmark identity (less the parameter naming the cell's own framework: ``_work``) and metric. Raises NotFound when the baseline cell has no observations."""
+    benchmark identity (less the parameter naming the cell's own framework: ``_work``) and metric.
+    Raises NotFound when the baseline cell has no observations."""
     by_bench: dict[tuple[str, str, str, str], dict[str, list[StoredObservation]]] = defaultdict(
         lambda: defaultdict(list)
     )
@@ -265,7 +267,8 @@ def sweep_report(
     for field, name in (("baseline", baseline), ("cell", cell)):
         if name is not None and name not in names:
             raise NotFound(
-                f"{field}: sweep {sweep!r} has no measured cell {name!r}; cells measured: {', '.join(names)}"
+                f"{field}: sweep {sweep!r} has no measured cell {name!r}; cells "
+                f"measured: {', '.join(names)}"
             )
     ratios = compare_sweep(observations, baseline)
     shown = [

@@ -1,4 +1,5 @@
-"""Compatibility rules: data (``stack_advisor/advisor/knowledge/rules/*.yaml``), validated when loaded.
+"""Compatibility rules: data (``stack_advisor/advisor/knowledge/rules/*.yaml``), validated when
+loaded.
 
 A rule says: when a configuration's components match ``when`` (PEP 440 specifiers per
 component), they must also match ``require`` (and, with ``same_major``, two components must share
@@ -84,7 +85,10 @@ class Rule(BaseModel):
             version = components.get(name)
             if version is not None and not satisfies(spec, version):
                 cond = ", ".join(f"{k} {v}" for k, v in self.when.items())
-                return f"{self.id}: {name} {shown[name]} does not satisfy {spec} (needed for {cond}): {self.description}"
+                return (
+                    f"{self.id}: {name} {shown[name]} does not satisfy {spec} (needed for "
+                    f"{cond}): {self.description}"
+                )
         if self.same_major:
             a, b = (components.get(n) for n in self.same_major)
             if a is not None and b is not None and a.major != b.major:
@@ -145,7 +149,8 @@ def _cudnn_integer(text: str) -> Version | None:
 
 
 def component_versions(components: dict[str, str | None]) -> dict[str, Version]:
-    """Component name → parsed version (unparseable ones left out), with ``framework_build_cuda``."""
+    """Component name → parsed version (unparseable ones left out), with
+    ``framework_build_cuda``."""
     out: dict[str, Version] = {}
     for name, text in components.items():
         if not text:
