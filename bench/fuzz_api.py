@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
+from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from stack_advisor.store.registry import open_store
 from tests.support.api import auth, document, make_settings

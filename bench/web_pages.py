@@ -72,9 +72,9 @@ def main() -> None:
     )
     from fastapi.testclient import TestClient
 
-    from stack_advisor.api.app import create_app
     from stack_advisor.api.settings import Settings
     from stack_advisor.schema.models import Benchmark
+    from stack_advisor.server import create_app
     from stack_advisor.store.registry import open_store
 
     folder = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="web-bench-")) / "kb"

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from stack_advisor.schema.errors import OverBudget
+from stack_advisor.schema.errors import OverBudget, PayloadTooLarge
 
 
 class ClientGone(Exception):
@@ -97,3 +97,13 @@ def checkpoint(doing: str = "the answer") -> None:
     budget = _CURRENT.get()
     if budget is not None:
         budget.check(doing)
+
+
+def check_cap(items: int, cap: int, what: str, setting: str) -> None:
+    """413 naming ``setting`` when one request asks for more than ``cap`` ``what``."""
+    if items > cap:
+        raise PayloadTooLarge(
+            f"{items} {what} in one request, the limit is {cap} ({setting}); split them over "
+            "several requests",
+            details={"limit": cap, "setting": setting, "got": items},
+        )

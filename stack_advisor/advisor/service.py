@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stack_advisor.advisor import results
+from stack_advisor.advisor.budget import check_cap
 from stack_advisor.advisor.cluster.results import ClusterRecommendationSet
 from stack_advisor.advisor.verbs.sweep import SweepComparison, sweep_names, sweep_report
 from stack_advisor.advisor.workload import Workload
-from stack_advisor.api.limits import check_cap
 from stack_advisor.schema.errors import AdvisorError, InvalidInput, NotFound
 from stack_advisor.schema.models import (
     Failure,

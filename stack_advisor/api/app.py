@@ -1,4 +1,6 @@
-"""The FastAPI application: ``create_app()`` for tests and embedding, ``app`` for uvicorn."""
+"""The HTTP API's FastAPI application: ``create_api()`` builds it. The API knows nothing of the
+web explorer: ``stack_advisor.server`` builds the served app, the API with the pages mounted
+through ``create_api``'s ``pages`` hook."""
 
 from __future__ import annotations
 
@@ -33,8 +35,6 @@ from stack_advisor.api.routes import (
 )
 from stack_advisor.api.settings import Settings, get_settings
 from stack_advisor.store.base import Store
-from stack_advisor.web import install_web
-from stack_advisor.web.session import COOKIE as SESSION_COOKIE
 
 log = logging.getLogger("stack_advisor.api")
 
@@ -68,13 +68,19 @@ def _warm_in_background(resources: Resources, answers: AnswerPool | None) -> Non
     threading.Thread(target=warm, name="advisor-warm-up", daemon=True).start()
 
 
-def create_app(
+Pages = Callable[[FastAPI], None]
+"""Mounts a face beside the API (the web explorer) once the API's routers are in."""
+
+
+def create_api(
     settings: Settings | None = None,
     *,
     store: Store | None = None,
     store_opener: Callable[[str | None], Store] | None = None,
+    pages: Pages | None = None,
+    session_cookie: str | None = None,
 ) -> FastAPI:
-    """Build the app.
+    """Build the API.
 
     Args:
         settings: overrides ``get_settings()`` (tests, ``advisor serve``).
@@ -82,6 +88,9 @@ def create_app(
             app does not close it.
         store_opener: how to open a store from a URI (default ``stack_advisor.store.registry`` with
             ``settings.store_settings()``).
+        pages: mounts other routes over the same store, advisor and tokens (the web explorer).
+        session_cookie: the cookie that carries a token for ``pages`` (the anonymous limit
+            looks at it).
     Raises:
         InvalidInput: malformed or (outside development) placeholder tokens.
     """
@@ -116,12 +125,13 @@ def create_app(
     install_error_handlers(app)
     install_docs(app)
     _include_routers(app)
-    install_web(app)  # the web explorer at /, over the same store, advisor and tokens
+    if pages is not None:
+        pages(app)
 
     # The last added is the outermost: metrics see every response, 401s and 413s included;
     # authorization and the size limit both refuse before anything reads the body.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    install_limits(app, settings, cookie=SESSION_COOKIE)
+    install_limits(app, settings, cookie=session_cookie)
     app.add_middleware(AuthBeforeBody, tokens=tokens, settings=settings)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     _document_server_caps(app, settings)
@@ -255,6 +265,7 @@ def _document_links(schema: dict[str, Any]) -> None:
                 }
 
 
-def app_from_environment() -> FastAPI:
-    """Factory for ``uvicorn --factory stack_advisor.api.app:app_from_environment``."""
-    return create_app()
+def api_from_environment() -> FastAPI:
+    """Factory for ``uvicorn --factory stack_advisor.api.app:api_from_environment`` (the API
+    without the web explorer; ``stack_advisor.server:app_from_environment`` serves both)."""
+    return create_api()

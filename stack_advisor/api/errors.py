@@ -19,15 +19,11 @@ from stack_advisor.schema.errors import AdvisorError, StoreUnavailable
 from stack_advisor.schema.errors import (
     Forbidden as Forbidden,  # re-exported: one hierarchy, with the
 )
+from stack_advisor.schema.errors import PayloadTooLarge as PayloadTooLarge  # re-exported
 from stack_advisor.schema.errors import Unauthorized as Unauthorized  # REST store turning them back
 from stack_advisor.store.uris import scrub
 
 log = logging.getLogger("stack_advisor.api")
-
-
-class PayloadTooLarge(AdvisorError):
-    status_code = 413
-    code = "payload_too_large"
 
 
 _HTTP_CODES = {

@@ -15,8 +15,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from stack_advisor.advisor.budget import AnswerBudget, ClientGone
-from stack_advisor.api.errors import PayloadTooLarge
+from stack_advisor.advisor.budget import AnswerBudget, ClientGone, check_cap
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -38,16 +37,6 @@ UNLIMITED_PATHS = (
 GIL_SWITCH_INTERVAL_S = 0.0005
 DISCONNECT_POLL_S = 0.25  # how often an answer in progress looks whether its client is there
 __all__ = ["AnswerBudget", "ClientGone", "answer_budget", "check_cap", "in_chunks"]
-
-
-def check_cap(items: int, cap: int, what: str, setting: str) -> None:
-    """413 naming ``setting`` when one request asks for more than ``cap`` ``what``."""
-    if items > cap:
-        raise PayloadTooLarge(
-            f"{items} {what} in one request, the limit is {cap} ({setting}); split them over "
-            "several requests",
-            details={"limit": cap, "setting": setting, "got": items},
-        )
 
 
 async def in_chunks(
@@ -108,19 +97,26 @@ class AnonymousLimit:
     with credentials is not counted (an unknown token is refused with 401 before any work)."""
 
     def __init__(
-        self, app: Callable[..., Awaitable[None]], *, limit: int, retry_after_s: int, cookie: str
+        self,
+        app: Callable[..., Awaitable[None]],
+        *,
+        limit: int,
+        retry_after_s: int,
+        cookie: str | None,
     ) -> None:
         self.app = app
         self.limit = limit
         self.retry_after = str(retry_after_s).encode()
-        self.cookie = cookie.encode() + b"="
+        self.cookie = cookie.encode() + b"=" if cookie else None
         self.in_flight = 0
 
     def _anonymous(self, scope: Scope) -> bool:
         if scope.get("path", "").startswith(UNLIMITED_PATHS):
             return False
         for name, value in scope.get("headers", ()):
-            if name == b"authorization" or (name == b"cookie" and self.cookie in value):
+            if name == b"authorization" or (
+                name == b"cookie" and self.cookie is not None and self.cookie in value
+            ):
                 return False
         return True
 
@@ -162,7 +158,7 @@ async def _refuse(send: Send, limit: int, retry_after: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def install_limits(app: Any, settings: Any, cookie: str) -> None:
+def install_limits(app: Any, settings: Any, cookie: str | None) -> None:
     """The anonymous limit (inside the metrics middleware, so its 503s are counted) and the
     handler for a client that went away (499, nginx's code; nobody reads it)."""
     from fastapi.responses import Response

@@ -24,9 +24,9 @@ def serve(
     """Serve the API (auth, tokens and limits come from ADVISOR_* variables; see docs/api.md)."""
     import uvicorn
 
-    from stack_advisor.api.app import create_app
     from stack_advisor.api.settings import get_settings
     from stack_advisor.cli.render import info, print_json
+    from stack_advisor.server import create_app
 
     settings = get_settings().model_copy(update={"store": store} if store else {})
     app = create_app(settings)

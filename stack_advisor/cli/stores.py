@@ -21,8 +21,7 @@ from stack_advisor.store.settings import StoreSettings
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from stack_advisor.advisor.engine import Advisor
-    from stack_advisor.advisor.remote import RemoteAdvisor
+    from stack_advisor.advisor.answerer import Answerer
     from stack_advisor.store.base import Store
 
 _invocation: dict[str, str | None] = {"api": None}
@@ -78,7 +77,7 @@ def _one_source(uri: str | None) -> str | None:
 
 def answering(
     store: Store, *, prices: Path | None = None, rules: Path | None = None
-) -> Advisor | RemoteAdvisor:
+) -> Answerer:
     """Who answers the advisor's verbs over ``store``: for a served API (``--api URL`` or an
     ``http(s)://`` store) its answer endpoints, one request each, instead of reading every
     observation and fitting again here; else the engine over the store.
@@ -119,7 +118,7 @@ def answering(
 @contextmanager
 def answering_store(
     store_uri: str | None, prices: Path | None = None, rules: Path | None = None
-) -> Iterator[Advisor | RemoteAdvisor]:
+) -> Iterator[Answerer]:
     """``answering`` over the store ``store_uri`` names, closed afterwards."""
     store = open_store(store_uri, create=False)
     try:

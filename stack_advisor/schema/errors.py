@@ -82,6 +82,13 @@ class OverBudget(AdvisorError):
     code = "over_budget"
 
 
+class PayloadTooLarge(AdvisorError):
+    """One request asks for more items than a configured cap allows."""
+
+    status_code = 413
+    code = "payload_too_large"
+
+
 class SchemaMismatch(AdvisorError):
     """The database was written by a newer schema than this code knows."""
 

@@ -164,9 +164,9 @@ def test_what_if_driver_upgrade_unlocks_cuda_12_stacks(kb_advisor, pools) -> Non
 
 
 def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> None:  # type: ignore[no-untyped-def]
-    from stack_advisor.api.app import create_app
     from stack_advisor.api.deps import get_advisor, get_store
     from stack_advisor.api.settings import Settings
+    from stack_advisor.server import create_app
 
     app = create_app(Settings(environment="development", read_auth="open"), store=mlperf_store)
     app.dependency_overrides[get_store] = lambda: mlperf_store

@@ -11,9 +11,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
 from stack_advisor.api.settings import Settings
+from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from tests.support.api import make_settings
 

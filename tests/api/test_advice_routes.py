@@ -11,10 +11,10 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
 from stack_advisor.api.settings import Settings
 from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from stack_advisor.store.starter import read_snapshot
 from tests.support.api import auth

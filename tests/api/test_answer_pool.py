@@ -20,9 +20,9 @@ from fastapi.testclient import TestClient
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.api import answer_worker
 from stack_advisor.api.answer_pool import Admission, AnswerPool, Busy, OverShare
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
 from stack_advisor.schema.errors import OverBudget
+from stack_advisor.server import create_app
 from stack_advisor.store.embedded_store import EmbeddedStore
 from tests.support.api import auth, document, make_settings
 

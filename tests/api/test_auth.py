@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.settings import Settings
 from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from tests.support.api import auth, document, make_settings
 

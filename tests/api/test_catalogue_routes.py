@@ -7,8 +7,8 @@ from urllib.parse import quote
 
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
+from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from tests.support.api import auth, make_settings
 

@@ -9,7 +9,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
+from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from stack_advisor.store.rest_store import RestStore
 from tests.support.api import auth, document, make_settings

@@ -7,7 +7,7 @@ import time
 
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
+from stack_advisor.server import create_app
 from tests.support.api import auth, document, make_settings
 
 WORKLOAD = {

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
+from stack_advisor.server import create_app
 from stack_advisor.store.base import MAX_OFFSET, Store
 from stack_advisor.store.embedded_store import EmbeddedStore
 from tests.support.api import auth, document, make_settings

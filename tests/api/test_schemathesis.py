@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from fastapi import FastAPI
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
+from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from tests.support.api import auth, document, make_settings
 from tests.support.fuzz import fuzz, summary

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.settings import Settings
 from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.server import create_app
 
 REPO = Path(__file__).resolve().parents[2]
 BASE_LINE = "replace-me-in-your-overlay write collector"

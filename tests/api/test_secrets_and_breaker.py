@@ -20,10 +20,10 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
 from stack_advisor.api.settings import Settings
 from stack_advisor.schema.errors import AdvisorError, InvalidInput, StoreUnavailable
+from stack_advisor.server import create_app
 from stack_advisor.store.embedded_store import EmbeddedStore
 from tests.support.api import auth, document, make_settings
 

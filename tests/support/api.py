@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import FastAPI
 
 from stack_advisor.api import examples
-from stack_advisor.api.app import create_app
 from stack_advisor.api.deps import get_store
 from stack_advisor.api.settings import Settings
+from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 
 

@@ -41,7 +41,7 @@ class Api:
                     "-m",
                     "uvicorn",
                     "--factory",
-                    "stack_advisor.api.app:app_from_environment",
+                    "stack_advisor.server:app_from_environment",
                     "--host",
                     "127.0.0.1",
                     "--port",

@@ -115,8 +115,8 @@ class RestCreator:
         self._store: Store | None = None
 
     def create(self) -> Store:
-        from stack_advisor.api.app import create_app
         from stack_advisor.api.settings import Settings
+        from stack_advisor.server import create_app
 
         graph = self._backing.create()
         admin = secrets.token_urlsafe(24)

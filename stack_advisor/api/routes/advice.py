@@ -11,6 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from stack_advisor.advisor import service
 from stack_advisor.advisor.cluster.results import ClusterRecommendationSet
 from stack_advisor.advisor.results import (
     Comparison,
@@ -21,7 +22,6 @@ from stack_advisor.advisor.results import (
     Regression,
 )
 from stack_advisor.advisor.verbs.sweep import SweepComparison
-from stack_advisor.api import services
 from stack_advisor.api.answer_pool import Admission, AnswerPool
 from stack_advisor.api.auth import ANONYMOUS, Caller
 from stack_advisor.api.deps import AdvisorDep, ReadCaller, SettingsDep, StoreDep
@@ -97,7 +97,7 @@ def recommend(
     )
     # Serialised by pydantic directly: FastAPI's generic response path costs more than the
     # (memoised) answer itself; the schema is still documented by response_model.
-    answer = services.recommend(advisor, body)
+    answer = service.recommend(advisor, body)
     return Response(answer.model_dump_json(), media_type="application/json")
 
 
@@ -146,7 +146,7 @@ async def predict(
     predictions = await in_chunks(
         request,
         body.queries,
-        lambda part: services.predict(advisor, part),
+        lambda part: service.predict(advisor, part),
         chunk=PREDICT_CHUNK,
         budget_s=settings.answer_budget_s,
     )
@@ -218,7 +218,7 @@ def compare_stacks(
     metric: Annotated[str | None, Query()] = None,
     family: Annotated[str, Query()] = "mlperf-inference",
 ) -> Comparison:
-    return services.compare_stacks(
+    return service.compare_stacks(
         advisor,
         a,
         b,
@@ -243,7 +243,7 @@ def compare_placements(
     accelerator: Annotated[str | None, Query()] = None,
     placement: Annotated[PlacementKind | None, Query()] = None,
 ) -> list[PlacementOverhead]:
-    return services.placement_overheads(advisor, accelerator, placement)
+    return service.placement_overheads(advisor, accelerator, placement)
 
 
 @compare.get(
@@ -263,7 +263,7 @@ def find_regressions(
     accelerator: Annotated[str | None, Query()] = None,
     alpha: Annotated[float, Query(gt=0, lt=1)] = 0.05,
 ) -> list[Regression]:
-    return services.regressions(
+    return service.regressions(
         advisor, component, accelerator=accelerator, benchmark=benchmark, alpha=alpha
     )
 
@@ -292,7 +292,7 @@ def compare_sweep_cells(
         bool, Query(description="only changes beyond the run-to-run spread")
     ] = False,
 ) -> SweepComparison:
-    return services.sweep(
+    return service.sweep(
         store, sweep, host=host, baseline=baseline, cell=cell, flagged_only=flagged_only
     )
 
@@ -324,7 +324,7 @@ def evaluate(
         str | None, Query(min_length=1, description="round to test on (default: the latest)")
     ] = None,
 ) -> Response:
-    report = services.evaluate(advisor, protocol, train_until=train_until, test_round=test_round)
+    report = service.evaluate(advisor, protocol, train_until=train_until, test_round=test_round)
     return Response(report.model_dump_json(), media_type="application/json")
 
 

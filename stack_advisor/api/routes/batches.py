@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body
 
-from stack_advisor.api import services
+from stack_advisor.advisor import service
 from stack_advisor.api.deps import MetricsDep, ResourcesDep, SettingsDep, StoreDep, WriteCaller
 from stack_advisor.api.routes import WRITE_ERRORS
 from stack_advisor.api.schemas import IngestReport
@@ -30,7 +30,7 @@ def ingest_batch(
     metrics: MetricsDep,
     _: WriteCaller,
 ) -> IngestReport:
-    services.check_batch_size(
+    service.check_batch_size(
         len(batch.observations) + len(batch.failures) + len(batch.runs), settings.max_batch_items
     )
-    return IngestReport.of(services.ingest(store, batch, resources, metrics), 0)
+    return IngestReport.of(service.ingest(store, batch, resources, metrics), 0)

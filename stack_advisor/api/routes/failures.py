@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body
 
-from stack_advisor.api import examples, services
+from stack_advisor.advisor import service
+from stack_advisor.api import examples
 from stack_advisor.api.deps import ResourcesDep, SettingsDep, StoreDep, WriteCaller
 from stack_advisor.api.routes import WRITE_ERRORS
 from stack_advisor.api.schemas import FailuresIn, IngestReport
@@ -32,5 +33,5 @@ def record_failures(
     _: WriteCaller,
 ) -> IngestReport:
     items = failures if isinstance(failures, list) else [failures]
-    services.check_batch_size(len(items), settings.max_batch_items)
-    return IngestReport.of(services.record_failures(store, items, resources), 0)
+    service.check_batch_size(len(items), settings.max_batch_items)
+    return IngestReport.of(service.record_failures(store, items, resources), 0)

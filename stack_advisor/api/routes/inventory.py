@@ -7,10 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Query
 from pydantic import AfterValidator, BaseModel, Field
 
+from stack_advisor.advisor.service import check_batch_size
 from stack_advisor.api.deps import ReadCaller, ResourcesDep, SettingsDep, StoreDep, WriteCaller
 from stack_advisor.api.routes import READ_ERRORS, WRITE_ERRORS
 from stack_advisor.api.schemas import ErrorBody
-from stack_advisor.api.services import check_batch_size
 from stack_advisor.store.base import MAX_CLUSTER_NAME, cluster_name_problem
 
 router = APIRouter(prefix="/v1/inventory", tags=["inventory"])

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Query
 
-from stack_advisor.api import examples, services
+from stack_advisor.advisor import service
+from stack_advisor.api import examples
 from stack_advisor.api.deps import (
     MetricsDep,
     ReadCaller,
@@ -101,11 +102,11 @@ def ingest_result_documents(
     _: WriteCaller,
 ) -> IngestReport:
     docs = documents if isinstance(documents, list) else [documents]
-    services.check_batch_size(
+    service.check_batch_size(
         sum(len(d.measurements) + len(d.failures) + 1 for d in docs), settings.max_batch_items
     )
     return IngestReport.of(
-        services.ingest(store, merge_documents(docs), resources, metrics), len(docs)
+        service.ingest(store, merge_documents(docs), resources, metrics), len(docs)
     )
 
 
