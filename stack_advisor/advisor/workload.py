@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from stack_advisor.advisor.manifests.target_kind import SnippetTarget
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import PlacementKind
 from stack_advisor.store.base import validation_message
@@ -203,6 +204,11 @@ class Workload(_Spec):
         default=None,
         description="container image for the Kubernetes snippets of stacks the knowledge base records no "
         "image for (none known and none given: no snippet)",
+    )
+    target: SnippetTarget = Field(
+        default=SnippetTarget.POD,
+        description="what each Kubernetes snippet is: pod, deployment, dra (ResourceClaimTemplate "
+        "+ consumer), kueue, lws, trainjob, jobset, kubevirt (docs/placement.md)",
     )
     max_ttft_ms: float | None = Field(
         default=None,

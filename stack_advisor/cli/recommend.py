@@ -49,6 +49,7 @@ from stack_advisor.cli.recommend_options import (
     RulesOpt,
     ScenarioOpt,
     SnippetsOpt,
+    TargetOpt,
     TaskOpt,
     TopOpt,
     WhatIfDriverOpt,
@@ -110,6 +111,7 @@ def recommend(
     gpus: GpusOpt = None,
     nodes_count: NodesCountOpt = None,
     image: ImageOpt = None,
+    target: TargetOpt = None,
     per_pool: PerPoolOpt = 3,
     prices: PricesOpt = None,
     rules: RulesOpt = None,
@@ -161,6 +163,8 @@ def recommend(
                 "driver": driver,
             },
         )
+    if target is not None:
+        workload = workload.model_copy(update={"target": target})
     if not in_cluster:
         _refuse_cluster_flags(
             {

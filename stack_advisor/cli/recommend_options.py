@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from stack_advisor.advisor.manifests.target_kind import SnippetTarget
+
 BenchmarkOpt = Annotated[str | None, typer.Option(help="Benchmark name, e.g. resnet50, bert-99.")]
 FamilyOpt = Annotated[
     str, typer.Option(help="Benchmark family: mlperf-inference, mlperf-training, cnn, pi, ...")
@@ -136,6 +138,15 @@ ImageOpt = Annotated[
         help="Container image for the Kubernetes snippets, for stacks the knowledge base "
         "records "
         "none for (without one there is no snippet).",
+    ),
+]
+TargetOpt = Annotated[
+    SnippetTarget | None,
+    typer.Option(
+        "--target",
+        case_sensitive=False,
+        help="What each Kubernetes snippet is: pod (default), deployment, dra, kueue, lws, "
+        "trainjob, jobset, kubevirt (docs/placement.md). A multi-node row never becomes one Pod.",
     ),
 ]
 PerPoolOpt = Annotated[

@@ -29,7 +29,9 @@ import yaml
 
 from stack_advisor.advisor.knowledge.specs import mig_profile, resolve_accelerator
 from stack_advisor.advisor.manifests.image_check import image_stack
+from stack_advisor.advisor.manifests.vendor import vendor_scheduling
 from stack_advisor.catalog.architectures import cpu_architecture
+from stack_advisor.catalog.device_plugins import device_facts
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import PlacementKind, SoftwareStack
 
@@ -172,10 +174,16 @@ def placement_snippet(
             where, annotations, resolved.spec.gfd_product, accelerator, count, placement, min_driver
         )
     else:
-        annotations["stack-advisor/device"] = (
-            f"{accelerator}: no NVIDIA GPU feature discovery labels are known for this device; "
-            "select its nodes with your device plugin's labels"
-        )
+        facts = device_facts(resolved.spec) if resolved.spec is not None else None
+        if facts is None:
+            annotations["stack-advisor/device"] = (
+                f"{accelerator}: the catalogue knows no Kubernetes device plugin for this device; "
+                "request its resource and select its nodes with your device plugin's labels"
+            )
+        else:
+            container["resources"] = vendor_scheduling(
+                facts, accelerator, count, where.selector, where.exprs, annotations
+            )
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -272,4 +280,7 @@ class _NoAliases(_BaseDumper):  # type: ignore[misc]
 
 
 def to_yaml(manifest: dict[str, Any]) -> str:
+    """YAML for ``kubectl apply -f``: a ``v1`` List as one document per object."""
+    if manifest.get("kind") == "List" and manifest.get("apiVersion") == "v1":
+        return "---\n".join(to_yaml(item) for item in manifest["items"])
     return yaml.dump(manifest, Dumper=_NoAliases, sort_keys=False, default_flow_style=False)

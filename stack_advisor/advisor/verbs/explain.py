@@ -13,9 +13,13 @@ from stack_advisor.advisor.estimate.facts import accelerator_class, generation_m
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.knowledge.rules import Severity, parse_version
 from stack_advisor.advisor.knowledge.table import ObservationTable
-from stack_advisor.advisor.manifests.gang import gang_snippet
 from stack_advisor.advisor.manifests.image_check import image_mismatch
 from stack_advisor.advisor.manifests.pod import image_for, missing_image, placement_snippet, to_yaml
+from stack_advisor.advisor.manifests.recommended import (
+    published_nodes,
+    snippet_name,
+    target_snippet,
+)
 from stack_advisor.advisor.results import (
     COLLECTOR_SOURCE,
     Basis,
@@ -64,7 +68,8 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
         system.update({f"limit_{i}": text for i, text in enumerate(checked)})
         warnings.extend(unchecked)
     driver = min_driver(knowledge, c)
-    manifest, snippet_missing = _snippet(knowledge, sl, rank_no, c, driver, gang)
+    shape = gang or published_nodes(system, c.count)
+    manifest, snippet_missing = _snippet(knowledge, sl, rank_no, c, driver, shape)
     warnings.extend(stack_agreement(c, driver, manifest))
     overhead = (
         knowledge.overheads.get((c.accelerator, c.placement))
@@ -234,16 +239,19 @@ def _snippet(
     driver: str | None,
     gang: tuple[int, int] | None,
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """(manifest, None), or (None, why not) when no image is known. The image is the one the
-    knowledge base records for the stack, else the user's (``workload.image``); a training gang
-    (nodes, per node) becomes a PyTorchJob whose workers each take one node's worth."""
+    """(manifest, None), or (None, why not) when no image is known or the workload's target
+    cannot hold the row. The image is the one the knowledge base records for the stack, else the
+    user's (``workload.image``); a multi-node row (nodes, per node) becomes the target's
+    multi-node object (``stack_advisor.advisor.manifests.targets``)."""
     found = image_for(c.stack, knowledge.images)
     if found is None and sl.workload.image:
         found = (sl.workload.image, "given (--image)")
     if found is None:
         return None, missing_image(c.stack)
     manifest = placement_snippet(
-        workload_name=f"{sl.workload.benchmark}-{rank_no}",
+        workload_name=snippet_name(
+            sl.workload.benchmark, rank_no, c.stack_id, c.accelerator, c.count, c.placement
+        ),
         stack=c.stack,
         accelerator=c.published[0],
         count=gang[1] if gang else c.count,
@@ -252,11 +260,17 @@ def _snippet(
         image_source=found[1],
         min_driver=driver,
     )
-    if gang:
-        manifest = gang_snippet(
-            manifest, nodes=gang[0], per_node=gang[1], name=manifest["metadata"]["name"]
-        )
-    return manifest, None
+    return target_snippet(
+        manifest,
+        target=sl.workload.target,
+        accelerator=c.published[0],
+        nodes=gang[0] if gang else 1,
+        per_node=gang[1] if gang else c.count,
+        training=sl.workload.family == MLPERF_TRAINING,
+        placement=PlacementKind(c.placement),
+        min_driver=driver,
+        framework=c.stack.framework,
+    )
 
 
 def evidence_of(table: ObservationTable, index: EvidenceIndex, rows: np.ndarray) -> Evidence:
