@@ -1,5 +1,5 @@
 """The web explorer's pages. Each page answers through the services the ``/v1`` routes call
-(``stack_advisor.api.services``: recommend, predict, compare, placement overheads, sweeps, the
+(``stack_advisor.advisor.service``: recommend, predict, compare, placement overheads, sweeps, the
 leaderboard and known-bad rows) and the same rows ``advisor plot`` draws (``stack_advisor.advisor.charts.data``),
 so a page and the API cannot disagree; a page only parses its form and renders. Every form is a GET form: the URL
 holds every field (a permalink), and ``format=csv`` or ``format=json`` exports what is shown.
@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
-from stack_advisor.api import services
+from stack_advisor.advisor import service
 from stack_advisor.api.deps import AdvisorDep, StoreDep
 from stack_advisor.api.errors import Forbidden, Unauthorized
 from stack_advisor.schema.errors import AdvisorError, InvalidInput, NotFound
@@ -166,7 +166,7 @@ def _add_advisor_figures(advisor: Any, rows: list[dict[str, Any]]) -> None:
     ]
     if not queries:
         return
-    for row, pred in zip(rows, services.predict(advisor, queries), strict=True):
+    for row, pred in zip(rows, service.predict(advisor, queries), strict=True):
         row["advisor_value"] = pred.value
         row["advisor_basis"] = pred.basis.value
         row["advisor_low"] = pred.interval.low if pred.interval else None
@@ -243,7 +243,7 @@ def leaderboard_page(
         error, series = None, None
         if benchmark:
             try:
-                rows, notes, series = services.leaderboard(
+                rows, notes, series = service.leaderboard(
                     advisor,
                     store,
                     benchmark=benchmark,
@@ -317,7 +317,7 @@ def leaderboard_page(
             facets=facets(table),
             placements=PLACEMENTS,
             columns=columns,
-            latency_labels=dict(services.TOKEN_LATENCIES),
+            latency_labels=dict(service.TOKEN_LATENCIES),
         )
 
     return session.guarded(request, format, build)
@@ -412,7 +412,7 @@ def recommend_page(request: Request, advisor: AdvisorDep, format: str = "html") 
         if asked:
             try:
                 workload, top = workload_from_form(request)
-                answer = services.recommend_workload(advisor, workload, top)
+                answer = service.recommend_workload(advisor, workload, top)
             except AdvisorError as exc:
                 if format != "html":
                     raise
@@ -511,7 +511,7 @@ def compare_page(request: Request, advisor: AdvisorDep, format: str = "html") ->
         comparisons, error, overheads, overhead_note = [], None, [], None
         if a and b:
             try:
-                comparisons = services.compare_benchmarks(
+                comparisons = service.compare_benchmarks(
                     advisor,
                     a,
                     b,
@@ -526,7 +526,7 @@ def compare_page(request: Request, advisor: AdvisorDep, format: str = "html") ->
         try:
             from stack_advisor.advisor.charts.data import overhead_chart
 
-            overheads = overhead_chart(services.placement_overheads(advisor, accelerator)).rows
+            overheads = overhead_chart(service.placement_overheads(advisor, accelerator)).rows
         except NotFound as exc:
             overhead_note = exc.message
         except InvalidInput as exc:
@@ -629,7 +629,7 @@ def compare_sweep_page(
         report, error = None, None
         if sweep:
             try:
-                report = services.sweep(
+                report = service.sweep(
                     store,
                     sweep,
                     host=f.get("host"),
@@ -667,7 +667,7 @@ def compare_sweep_page(
             if doc and rows
             else ""
         )
-        sweeps = services.sweeps(advisor, store)
+        sweeps = service.sweeps(advisor, store)
         return page(
             request,
             "compare_sweep.html",
@@ -714,7 +714,7 @@ def known_bad_page(
     request: Request, store: StoreDep, advisor: AdvisorDep, q: str = "", format: str = "html"
 ) -> Response:
     def build() -> Response:
-        rows = services.known_bad(advisor, store)
+        rows = service.known_bad(advisor, store)
         if q.strip():
             words = q.lower().split()
             rows = [
