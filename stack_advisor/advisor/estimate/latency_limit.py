@@ -28,16 +28,15 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class, peak_figures
 from stack_advisor.advisor.estimate.order_stats import median
-from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
+from stack_advisor.advisor.estimate.protocols import EvidenceIndex
+from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.estimate.scenario import conformal_bounds
-from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog import load_catalog
 
@@ -56,16 +55,6 @@ LOAD_NOTE = (
 SWEEPS = 8
 
 Cell = tuple[str, str]  # (model and scenario, canonical accelerator)
-Slices = dict[SliceKey, dict[str, np.ndarray]]
-
-
-class EvidenceIndex(Protocol):
-    """What this module reads of ``stack_advisor.advisor.estimate.index.EvidenceIndex``."""
-
-    table: ObservationTable
-    round_no: np.ndarray
-    slices: Slices
-    raw_names: dict[str, str]
 
 
 def limit_ms(

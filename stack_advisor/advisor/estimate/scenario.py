@@ -18,30 +18,15 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.protocols import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Estimate, Query
-from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog import load_catalog
-
-
-class EvidenceIndex(Protocol):
-    """What this module reads of ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (a protocol,
-    so that the index can call ``derived_estimate`` without the two modules importing each
-    other)."""
-
-    table: ObservationTable
-    accel: np.ndarray
-    unit: np.ndarray
-
-    def scenarios(self, family: str, benchmark: str) -> list[str]: ...
-
-    def estimate(self, q: Query) -> Estimate: ...
-
 
 MIN_PAIRS = 3
 

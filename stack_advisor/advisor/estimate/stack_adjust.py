@@ -13,11 +13,11 @@ import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median
+from stack_advisor.advisor.estimate.protocols import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.estimate.stack_effect import (
     CLASSED_FAMILIES,
     MIN_PAIRS,
-    EvidenceIndex,
     StackEffects,
     StackFactor,
     direction_of,

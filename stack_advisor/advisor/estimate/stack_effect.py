@@ -43,14 +43,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from itertools import pairwise
-from typing import Protocol
 
 import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
-from stack_advisor.advisor.estimate.query import SliceKey
-from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
+from stack_advisor.advisor.estimate.protocols import EvidenceIndex
+from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.catalog import (
     load_catalog,
     resolve_benchmark,
@@ -58,23 +57,6 @@ from stack_advisor.catalog import (
     stack_class,
 )
 from stack_advisor.catalog.rounds import load_rounds, release_of
-
-
-class EvidenceIndex(Protocol):
-    """What the stack effects read of ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (a
-    protocol, so that the index can call ``adjust`` without the two modules importing each
-    other)."""
-
-    table: ObservationTable
-    slices: dict[SliceKey, dict[str, np.ndarray]]
-    unit: np.ndarray
-    round_no: np.ndarray
-    raw_names: dict[str, str]
-
-    def higher_is_better(self, key: SliceKey) -> bool: ...
-
-    def latest(self, rows: np.ndarray) -> np.ndarray: ...
-
 
 MIN_PAIRS = 3
 MIN_CLUSTERS = 3  # independent stack changes (``StackPair.cluster``) a cluster bootstrap needs

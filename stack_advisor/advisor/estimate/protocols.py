@@ -1,0 +1,34 @@
+"""What the estimate modules read of ``index.EvidenceIndex``: one Protocol, so the index can call
+the scenario, stack-effect, latency-limit and drift estimates without those modules importing
+the index (and the index them, in a circle)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
+from stack_advisor.advisor.knowledge.table import ObservationTable
+
+Slices = dict[SliceKey, dict[str, np.ndarray]]
+"""Each slice's row arrays by name (``rows``, ``accel``, ...), as the index builds them."""
+
+
+class EvidenceIndex(Protocol):
+    """The index's columns and the few answers other estimate modules ask of it."""
+
+    table: ObservationTable
+    slices: Slices
+    accel: np.ndarray
+    unit: np.ndarray
+    round_no: np.ndarray
+    raw_names: dict[str, str]
+
+    def higher_is_better(self, key: SliceKey) -> bool: ...
+
+    def latest(self, rows: np.ndarray) -> np.ndarray: ...
+
+    def scenarios(self, family: str, benchmark: str) -> list[str]: ...
+
+    def estimate(self, q: Query) -> Estimate: ...
