@@ -29,6 +29,7 @@ class Basis(str, Enum):
     OBSERVED = "observed"
     INTERPOLATED = "interpolated"
     TRANSFERRED = "transferred"
+    PROXY = "proxy"  # a model without results, from the nearest published models (advisor.proxy)
     UNSUPPORTED = "unsupported"
 
 
@@ -131,11 +132,17 @@ class Recommendation(_Out):
     basis_note: str | None = Field(
         default=None,
         description="'measured on this node' for an observed row our collectors measured on the "
-        "node that answers (NODE_NAME, else its host name: the CLI's own node with a local store, the API "
+        "node that answers (NODE_NAME, else its host name: the CLI's own node with a "
+        "local store, the API "
         "server's node); 'measured on node X' for one measured on another node",
     )
     factors: list[Factor] = Field(default_factory=list)
     placement_overhead: PlacementOverhead | None = None
+    more_results: int = Field(
+        default=0,
+        description="ranked rows of the same accelerator, count, placement and stack family "
+        "folded into this one (workload.all: every row)",
+    )
     warnings: list[str] = Field(default_factory=list)
     snippet_yaml: str | None = Field(
         default=None, description="the Kubernetes Pod as YAML; None when no image is known"
@@ -143,16 +150,19 @@ class Recommendation(_Out):
     snippet: dict[str, Any] | None = None
     snippet_missing: str | None = Field(
         default=None,
-        description="why there is no snippet (no container image known: pass one as workload.image)",
+        description="why there is no snippet (no container image known: pass one as "
+        "workload.image)",
     )
     system: dict[str, str] = Field(
         default_factory=dict,
-        description="as published for the observed systems: nodes, accelerators_per_node, interconnect; "
+        description="as published for the observed systems: nodes, accelerators_per_node, "
+        "interconnect; "
         "limit_N: a stated latency limit this candidate was checked against",
     )
 
 
-COLLECTOR_SOURCE = "stack-advisor-collector"  # our collectors' observations (stack_advisor.schema.models.Provenance)
+# our collectors' observations (stack_advisor.schema.models.Provenance)
+COLLECTOR_SOURCE = "stack-advisor-collector"
 
 
 NODE_NAME_ENV = "NODE_NAME"
@@ -193,7 +203,8 @@ class RecommendationSet(_Out):
 
 
 class PredictQuery(_Out):
-    """One configuration to predict: accelerator, count, placement, components, benchmark, metric."""
+    """One configuration to predict: accelerator, count, placement, components, benchmark,
+    metric."""
 
     accelerator: str = Field(min_length=1)
     accelerator_count: int = Field(default=1, ge=1)
@@ -208,6 +219,11 @@ class PredictQuery(_Out):
     scenario: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
     metric: str = Field(min_length=1)
+    as_of: str = Field(
+        default="now",
+        description="the round the answer is for: 'now' (the newest round holding the benchmark), "
+        "'next' (a forecast one round ahead) or a round name such as 'v6.0'",
+    )
 
 
 class Prediction(_Out):
@@ -230,6 +246,9 @@ class Prediction(_Out):
     evidence: Evidence
     model_generation: int | None = None
     warnings: list[str] = Field(default_factory=list)
+    round: str | None = Field(
+        default=None, description="the benchmark round the figure is for (its 'as of')"
+    )
 
 
 class Comparison(_Out):
@@ -250,7 +269,8 @@ class Comparison(_Out):
     stack_effect: str | None = Field(
         default=None,
         description="what upgrading A's framework version to B's was worth across rounds, from pairs "
-        "(stack_advisor.advisor.estimate.stack_effect); None where A and B are not one framework at two versions",
+        "(stack_advisor.advisor.estimate.stack_effect); None where A and B are not one "
+        "framework at two versions",
     )
 
 
@@ -315,6 +335,13 @@ class EvaluationReport(_Out):
     )
     by_benchmark: dict[str, EvaluationSlice] = Field(default_factory=dict)
     by_metric: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_group: dict[str, EvaluationSlice] = Field(
+        default_factory=dict,
+        description="by benchmark group: llm, vision, recommendation, speech, graph, training",
+    )
+    by_step: dict[str, EvaluationSlice] = Field(
+        default_factory=dict, description="by round-ahead step ('v4.1 -> v5.1'); loao: ''"
+    )
     refused_reasons: dict[str, int] = Field(default_factory=dict)
     unseen_benchmark_queries: int = 0
     unseen_benchmark_refused: int = 0
