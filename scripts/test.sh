@@ -73,4 +73,4 @@ fi
 chromium --version 2>/dev/null | sed -n 1p >&2
 
 echo "== running the test suite" >&2
-exec .venv/bin/python -m pytest -q -ra "$@"
+exec .venv/bin/python -m pytest -q -ra --durations=30 "$@"
