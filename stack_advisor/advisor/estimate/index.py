@@ -42,6 +42,7 @@ import numpy as np
 
 from stack_advisor.advisor.estimate import stack_adjust, transfer
 from stack_advisor.advisor.estimate.cpu_transfer import cpu_replay
+from stack_advisor.advisor.estimate.drift import RoundDrift, carry
 from stack_advisor.advisor.estimate.facts import (
     accelerator_class,
     canonical_accelerator,
@@ -149,6 +150,7 @@ class EvidenceIndex:
         ] = {}  # ``stack_advisor.advisor.estimate.cpu_transfer``
         self.min_residuals = MIN_RESIDUALS
         self._latency: LatencyCalibration | None = None
+        self._drift: RoundDrift | None = None
 
     @property
     def training(self) -> TrainingEstimator:
@@ -187,7 +189,15 @@ class EvidenceIndex:
     def estimate(self, q: Query) -> Estimate:
         """The nearest evidence for one configuration (see the module docstring), made honest
         about the query's named stack (``stack_advisor.advisor.estimate.stack_adjust.adjust``)."""
-        return capped(q, stack_adjust.adjust(self, q, self._nearest(q)))
+        adjusted = stack_adjust.adjust(self, q, self._nearest(q))
+        return capped(q, carry(self.round_drift, q, adjusted, q.as_of))
+
+    @property
+    def round_drift(self) -> RoundDrift:
+        """How the slices moved between rounds (``stack_advisor.advisor.estimate.drift``)."""
+        if self._drift is None:
+            self._drift = RoundDrift(self)
+        return self._drift
 
     def _nearest(self, q: Query) -> Estimate:
         by_acc = self.slices.get(q.slice)

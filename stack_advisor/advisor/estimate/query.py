@@ -74,6 +74,7 @@ class Query:
     components: dict[str, str] = field(default_factory=dict)  # lower-case name → version
     raw_accelerator: str = ""
     framework: str = ""  # the framework as the user wrote it (free text), for its software class
+    as_of: str = "now"  # the round the answer is for: "now", "next" or a round name (drift)
 
     @property
     def slice(self) -> SliceKey:

@@ -15,6 +15,10 @@ Protocols:
   latest training round.
 - ``latency``: by round for LLM serving latency: the closed-division p99 time to first token
   and time per output token of ``test_round`` (default: the latest round with them).
+- ``forecast``: every held round-ahead step (train on rounds <= k, test the next round with
+  results), closed-division throughput and times to train, scored per step and benchmark group.
+  By-round protocols ask each result as of its test round (``as_of``: a forecast carried by the
+  round drift of ``stack_advisor.advisor.estimate.drift``).
 - ``loao``: leave one accelerator out — each accelerator of the latest round in turn is removed
   from the knowledge base and its closed-division throughput results of that round predicted
   from everything else.
@@ -27,10 +31,12 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.drift import benchmark_group
 from stack_advisor.advisor.estimate.facts import accelerator_class, canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.transfer import METHODS
@@ -42,7 +48,7 @@ from stack_advisor.advisor.verbs.predict import predict
 from stack_advisor.catalog.rounds import round_key
 from stack_advisor.schema.errors import InvalidInput
 
-PROTOCOLS = ("by-round", "loao", "training", "latency")
+PROTOCOLS = ("by-round", "loao", "training", "latency", "forecast")
 LATENCY = ("ttft_p99_ms", "tpot_p99_ms")  # LLM serving: time to first token, time per output token
 TIME_TO_TRAIN = "time_to_train_min"  # the headline MLPerf Training figure a user asks for
 
@@ -266,6 +272,7 @@ class _Scored:
         lookup: np.ndarray,
         seen: set[str],
         scenarios: set[tuple[str, str, str]] | None = None,
+        step: str = "",
     ) -> None:
         """``scenarios``: (family, benchmark, scenario) the training split holds (None: all)."""
         for r, p, lk in zip(rows.tolist(), predictions, lookup.tolist()):
@@ -284,6 +291,8 @@ class _Scored:
             self.cols["benchmark"].append(f"{p.query.benchmark} {p.query.scenario or ''}".strip())
             self.cols["metric"].append(p.query.metric)
             self.cols["group"].append(f"{p.query.benchmark}|{p.query.scenario}|{p.query.metric}")
+            self.cols["bench_group"].append(benchmark_group(p.query.family, p.query.benchmark))
+            self.cols["step"].append(step)
 
     def report(self) -> dict[str, Any]:
         arrays = {
@@ -325,6 +334,8 @@ class _Scored:
             "by_kind": by("kind"),
             "by_benchmark": by("benchmark"),
             "by_metric": by("metric"),
+            "by_group": by("bench_group"),
+            "by_step": by("step"),
             "refused_reasons": dict(reasons),
             "holdout_count": len(arrays["actual"]),
         }
@@ -419,7 +430,9 @@ def evaluate(
     split = _Split(
         table, rounds, test_round, dict(rules=rules, prices=prices, transfer_method=transfer_method)
     )
-    if protocol in ("by-round", "training", "latency"):
+    if protocol == "forecast":
+        run = split.every_step()
+    elif protocol in ("by-round", "training", "latency"):
         run = split.by_round(train_until, protocol=protocol)
     else:
         run = split.leave_one_accelerator_out()
@@ -435,6 +448,8 @@ def evaluate(
         by_kind=parts["by_kind"],
         by_benchmark=parts["by_benchmark"],
         by_metric=parts["by_metric"],
+        by_group=parts["by_group"],
+        by_step=parts["by_step"],
         refused_reasons=parts["refused_reasons"],
         unseen_benchmark_queries=run.unseen_asked,
         unseen_benchmark_refused=run.unseen_refused,
@@ -518,10 +533,18 @@ class _Split:
         unseen_rows = test_rows[~seen_bench]
         test_rows = test_rows[seen_bench]
         knowledge = self._knowledge(train)
-        predictions = predict(knowledge, [user_query(table, r) for r in test_rows.tolist()])
+        # asked for the test round: a forecast from the training's newest rounds
+        asked = [{**user_query(table, r), "as_of": test_round} for r in test_rows.tolist()]
+        predictions = predict(knowledge, asked)
         seen = {canonical_accelerator(a) for a in train.accelerator.vocab}
         self.scored.add(
-            table, test_rows, predictions, lookup(train, table, test_rows), seen, recorded
+            table,
+            test_rows,
+            predictions,
+            lookup(train, table, test_rows),
+            seen,
+            recorded,
+            step=f"{train_until} -> {test_round}",
         )
         unseen_preds = predict(knowledge, [user_query(table, r) for r in unseen_rows.tolist()])
         unseen_refused = sum(p.basis is Basis.UNSUPPORTED for p in unseen_preds)
@@ -534,6 +557,26 @@ class _Split:
                 f"{len(unseen_preds)} results of benchmarks never seen in training asked: "
                 f"{unseen_refused} refused"
             ],
+        )
+
+    def every_step(self) -> _Run:
+        """``forecast``: every held round-ahead step (train on rounds <= k, ask the next round
+        with results as of that round), closed-division throughput and times to train."""
+        runs = []
+        for protocol in ("by-round", "training"):
+            held = scorable_rounds(self.table, protocol)
+            for old, new in pairwise(held):
+                self.test_round = new
+                runs.append(self.by_round(old, protocol=protocol))
+        if not runs:
+            raise InvalidInput("forecast: the knowledge base holds no two rounds to step between")
+        return _Run(
+            description="round ahead, every step: train on rounds <= k, each result of the next "
+            "round asked as of that round (closed-division throughput; times to train)",
+            train_count=max(r.train_count for r in runs),
+            unseen_asked=sum(r.unseen_asked for r in runs),
+            unseen_refused=sum(r.unseen_refused for r in runs),
+            notes=[f"{len(runs)} steps"],
         )
 
     def leave_one_accelerator_out(self) -> _Run:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from stack_advisor.advisor.estimate.drift import answer_round, as_of_error
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Estimate, Query
@@ -117,6 +118,9 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
         return f"unknown scenario: {scenario!r} for {q.benchmark}" + _closest(
             str(scenario), scenarios
         )
+    as_of_problem = as_of_error(q.as_of)
+    if as_of_problem:
+        return as_of_problem
     divisions = index.divisions(q.family, q.benchmark)
     division = str(
         q.parameters.get("division") or ("closed" if "closed" in divisions else divisions[0])
@@ -133,6 +137,7 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
         components=parse_stack_text(q.framework, q.components),
         raw_accelerator=q.accelerator,
         framework=q.framework or "",
+        as_of=q.as_of,
     )
 
 
@@ -205,5 +210,6 @@ def _answer(
         factors=[Factor(name=n, value=v, effect=round(e, 4)) for n, v, e in est.factors],
         evidence=evidence,
         warnings=warnings,
+        round=answer_round(index.round_drift, cq, cq.as_of),
         **extra,
     )
