@@ -10,8 +10,8 @@ from stack_advisor.advisor.results import (
     Comparison,
     EvaluationReport,
     PlacementOverhead,
-    PredictQuery,
     Prediction,
+    PredictQuery,
     RecommendationSet,
     Regression,
 )

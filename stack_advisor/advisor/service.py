@@ -1,7 +1,7 @@
-"""The answers the server gives, shared by the JSON routes (``stack_advisor.api.routes``) and the web
-pages (``stack_advisor.web``): each takes the app's advisor (or store) and plain arguments and returns
-result models or rows. Routes and pages only parse their input (a JSON body, a query string, a
-form) and render the answer (JSON, HTML, CSV), so a page and the API cannot answer differently.
+"""The answers the server gives, shared by the JSON routes (``stack_advisor.api.routes``) and the
+web pages (``stack_advisor.web``): each takes the app's advisor (or store) and plain arguments and
+returns result models or rows. Routes and pages only parse their input (a JSON body, a query string,
+a form) and render the answer (JSON, HTML, CSV), so a page and the API cannot answer differently.
 
 Answers that read many observations from the store (the leaderboard, the known-bad list, the
 sweeps) are kept in the advisor's one answer cache (``Advisor.memoised``), per store generation.
@@ -91,7 +91,8 @@ def predict(
 def evaluate(
     advisor: Advisor, protocol: str, *, train_until: str | None, test_round: str | None
 ) -> results.EvaluationReport:
-    """``predict``'s accuracy on held-out published results (``stack_advisor.advisor.verbs.evaluate``)."""
+    """``predict``'s accuracy on held-out published results
+    (``stack_advisor.advisor.verbs.evaluate``)."""
     return advisor.memoised(
         ("evaluate", protocol, train_until, test_round),
         lambda: advisor.evaluate(protocol, train_until=train_until, test_round=test_round),
@@ -294,7 +295,8 @@ def _leaderboard(
             observations = [
                 o for o in observations if plot_data.in_series(o, series)
             ] or observations
-        try:  # an InvalidInput (several series match) goes to the user: one choice for every placement
+        # an InvalidInput (several series match) goes to the user: one choice for every placement
+        try:
             chart = plot_data.throughput_chart(
                 observations,
                 benchmark=benchmark,
@@ -316,7 +318,8 @@ def _leaderboard(
         series = series or chart.series
         if chart.series != series:
             notes.append(
-                f"{place}: left out, its results are another series ({chart.series.heading if chart.series else ''})"
+                f"{place}: left out, its results are another series "
+                f"({chart.series.heading if chart.series else ''})"
             )
             continue
         notes.extend(f"{place}: {n}" for n in chart.notes if "stacks shown" not in n)
@@ -409,8 +412,8 @@ def add_token_latencies(
 
 def known_bad(advisor: Advisor, store: Store) -> list[dict[str, Any]]:
     """Recorded stack failures (``GET /v1/failures``'s list, less harness limitations and
-    environment failures: ``stack_advisor.schema.models.failure_class``) and the stacks of the knowledge base
-    that break a compatibility rule (what ``recommend`` excludes or warns about)."""
+    environment failures: ``stack_advisor.schema.models.failure_class``) and the stacks of the
+    knowledge base that break a compatibility rule (what ``recommend`` excludes or warns about)."""
     return advisor.memoised(("known-bad",), lambda: _known_bad(advisor, store))
 
 

@@ -175,7 +175,12 @@ class Workload(_Spec):
     task: str | None = Field(default=None, description="a task name standing for a benchmark")
     scenario: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
-    model: str | None = None
+    model: str | dict[str, Any] | None = Field(
+        default=None,
+        description="a benchmark parameter by name, or a model to estimate by proxy: a catalogued "
+        "LLM's name alone ({name: gpt-oss-120b}), a Hugging Face config.json's fields, or the short "
+        "form (name, architecture, parameters, active_parameters, precision); see docs/proxy.md",
+    )
     batch_size: int | None = Field(default=None, ge=1)
     precision: str | None = None
     metric: str | None = Field(
@@ -220,6 +225,26 @@ class Workload(_Spec):
         gt=0,
         description="serving limit: candidates whose observed p99 time per output token is above it are excluded",
     )
+
+    isl: int | None = Field(default=None, ge=1, le=10_000_000, description="proxy: input tokens")
+    osl: int | None = Field(default=None, ge=1, le=10_000_000, description="proxy: output tokens")
+    concurrency: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="proxy: concurrent requests per replica"
+    )
+
+    @field_validator("model")
+    @classmethod
+    def _model_description(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        from stack_advisor.advisor.proxy.model import model_from_mapping
+        from stack_advisor.schema.errors import InvalidInput as Invalid
+
+        try:
+            model_from_mapping(value)
+        except Invalid as exc:
+            raise ValueError(exc.message) from None
+        return value
 
     @field_validator("image")
     @classmethod
@@ -271,8 +296,10 @@ class Workload(_Spec):
     def _resolve(self) -> Workload:
         if self.benchmark is None and self.task is not None:
             self.family, self.benchmark = TASKS[self.task]
+        if self.benchmark is None and isinstance(self.model, dict):
+            self.benchmark = str(self.model["name"])  # answered by proxy
         if self.benchmark is None and self.model is not None and self.family == MLPERF_INFERENCE:
-            self.benchmark = self.model
+            self.benchmark = str(self.model)
         if self.benchmark is None:
             raise ValueError("name a benchmark (benchmark=...), a task (task=...) or a model")
         if self.family == MLPERF_TRAINING and self.scenario is not None:
@@ -300,7 +327,7 @@ class Workload(_Spec):
         out: dict[str, Any] = dict(self.parameters)
         if self.scenario is not None:
             out["scenario"] = self.scenario
-        if self.model is not None and not (
+        if isinstance(self.model, str) and not (
             self.family == MLPERF_INFERENCE and self.model == self.benchmark
         ):
             out["model"] = self.model

@@ -1,5 +1,6 @@
-"""What runs inside an answer worker process (``stack_advisor.api.answer_pool``): a prediction request
-from its raw body to its JSON answer, over a ``Knowledge`` snapshot the server wrote to a file.
+"""What runs inside an answer worker process (``stack_advisor.api.answer_pool``): a prediction
+request from its raw body to its JSON answer, over a ``Knowledge`` snapshot the server wrote to a
+file.
 
 The server's process keeps its interpreter lock for the event loop (``/healthz``, refusals, the
 I/O of every request) and for short answers; parsing and answering thousands of queries happens

@@ -1,7 +1,8 @@
 """One place that turns every failure into JSON ``{"error", "message", "details"}``.
 
 ``AdvisorError`` subclasses carry their own status; the REST store turns the same JSON back into
-the same exception (``stack_advisor.schema.errors.error_from_dict``). Clients never see a stack trace.
+the same exception (``stack_advisor.schema.errors.error_from_dict``). Clients never see a stack
+trace.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ _BRANCH_MISMATCH = {"list_type", "model_type", "dict_type", "model_attributes_ty
 
 
 def _is_tag(part: Any) -> bool:
-    """pydantic names union branches in ``loc`` (``list[ResultDocument]``, ``function-after[...]``)."""
+    """pydantic names union branches in ``loc`` (``list[ResultDocument]``,
+    ``function-after[...]``)."""
     return isinstance(part, str) and "[" in part
 
 

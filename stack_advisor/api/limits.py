@@ -67,10 +67,10 @@ async def in_chunks(
 
 async def answer_budget(request: Request) -> AsyncIterator[AnswerBudget]:
     """A dependency: the request's answer gets ``ADVISOR_ANSWER_BUDGET_S``, checked by the
-    work's own checkpoints (``stack_advisor.advisor.budget.checkpoint``) in the worker thread, and is stopped
-    at the next checkpoint once the client has gone (looked at every ``DISCONNECT_POLL_S``).
-    Async, so the budget is set in the request's context, which the endpoint's worker thread
-    copies."""
+    work's own checkpoints (``stack_advisor.advisor.budget.checkpoint``) in the worker thread, and
+    is stopped at the next checkpoint once the client has gone (looked at every
+    ``DISCONNECT_POLL_S``). Async, so the budget is set in the request's context, which the
+    endpoint's worker thread copies."""
     budget = AnswerBudget(request.app.state.settings.answer_budget_s)
     watcher = asyncio.create_task(_watch_client(request, budget))
     try:

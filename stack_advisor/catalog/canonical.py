@@ -5,9 +5,10 @@ catalogue key ("NVIDIA A100-SXM-80GB" → "A100-SXM4-80GB", "NVIDIA H100 80GB HB
 "H100-SXM5-80GB", a host CPU → "CPU Intel Xeon Platinum 8380"), the name as written is kept in
 the observation's provenance (``details.accelerator_raw``), a cuDNN integer version (91900)
 becomes its release (9.19.0), a benchmark its catalogue id within its family (Training's
-``gnn`` → ``rgat``; the name as written kept as ``details.benchmark_raw``), and a metric its catalogue name (our LoadGen runner's
-``completed_samples_per_second`` is MLPerf's Server ``queries_per_second``). Unresolved names are kept as written (and stay visible as
-unresolved: see ``resolve_accelerator``). Idempotent: a canonical observation comes back as is.
+``gnn`` → ``rgat``; the name as written kept as ``details.benchmark_raw``), and a metric its
+catalogue name (our LoadGen runner's ``completed_samples_per_second`` is MLPerf's Server
+``queries_per_second``). Unresolved names are kept as written (and stay visible as unresolved: see
+``resolve_accelerator``). Idempotent: a canonical observation comes back as is.
 """
 
 from __future__ import annotations

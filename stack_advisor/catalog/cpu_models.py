@@ -106,7 +106,8 @@ def cpu_figures(cpu_id: str) -> CpuFigures | None:
             if ops:
                 peaks[precision] = CpuFigure(
                     model.cores * model.base_ghz * ops / 1000,
-                    f"derived: {model.cores} cores x {model.base_ghz:g} GHz base x {ops} {precision} ops/cycle "
+                    f"derived: {model.cores} cores x {model.base_ghz:g} GHz base x "
+                    f"{ops} {precision} ops/cycle "
                     f"({core.id}) / 1000",
                     (model.source, core.source),
                 )
@@ -119,7 +120,8 @@ def _bandwidth(model: CpuModelEntry) -> CpuFigure | None:
     if model.memory_channels and model.memory_mts:
         return CpuFigure(
             model.memory_channels * model.memory_mts * 8 / 1000,
-            f"derived: {model.memory_channels} channels x {model.memory_type or 'DDR'}-{model.memory_mts} "
+            f"derived: {model.memory_channels} channels x "
+            f"{model.memory_type or 'DDR'}-{model.memory_mts} "
             "x 8 bytes / 1000",
             (model.source,),
         )

@@ -26,7 +26,8 @@ def load_rounds() -> tuple[RoundEntry, ...]:
 
 @lru_cache(maxsize=256)
 def round_date(round_name: str, family: str = "mlperf-inference") -> datetime | None:
-    """When the round's results were published (UTC midnight), None when the catalogue has no date."""
+    """When the round's results were published (UTC midnight), None when the catalogue has no
+    date."""
     for entry in load_rounds():
         if entry.id == round_name and entry.family == family:
             return datetime(

@@ -96,7 +96,8 @@ def cuda_toolkit(version: str | None) -> CudaToolkit | str | None:
     if Version(ordered[0]) < Version(mm) < Version(ordered[-1]):
         return (
             f"CUDA {version} was never released as a toolkit (NVIDIA released "
-            f"{_neighbours(ordered, mm)}); a preview submission's pre-release software cannot be installed"
+            f"{_neighbours(ordered, mm)}); a preview submission's pre-release "
+            "software cannot be installed"
         )
     return None
 
@@ -147,8 +148,9 @@ NGC_TAG = re.compile(r"^(?P<release>(1[7-9]|2\d)\.(0[1-9]|1[0-2]))(?:[.-].*)?$")
 
 
 def ngc_release_of(tag: str | None) -> str | None:
-    """The YY.MM release an NGC container tag names ("23.09", "23.04-py3", "24.07-trtllm-python-py3"),
-    else None: such a tag is a container release, never a framework version."""
+    """The YY.MM release an NGC container tag names ("23.09", "23.04-py3",
+    "24.07-trtllm-python-py3"), else None: such a tag is a container release, never a framework
+    version."""
     if not tag:
         return None
     found = NGC_TAG.match(str(tag).strip())

@@ -163,15 +163,19 @@ def merge_stack_texts(framework: Any, software_stack: Any) -> ParsedStack:
     conflicts: list[str] = []
     for name, version in from_stack.items():
         other = from_framework.get(name)
-        if other is not None and other != version:
-            if not (version.startswith(other) or other.startswith(version)):
-                conflicts.append(f"{name}: framework={other} stack={version}")
+        if (
+            other is not None
+            and other != version
+            and not (version.startswith(other) or other.startswith(version))
+        ):
+            conflicts.append(f"{name}: framework={other} stack={version}")
         merged[name] = version
     return ParsedStack(components=merged, conflicts=conflicts)
 
 
-# MLCommons' automation names a result's system folder <system>-<implementation>-<device>-<framework>-
-# <config> (v5.1: "GATEOverflow_Intel_SPR_i9-reference-gpu-vllm-default_config"); "reference" is
+# MLCommons' automation names a result's system folder
+# <system>-<implementation>-<device>-<framework>- <config> (v5.1:
+# "GATEOverflow_Intel_SPR_i9-reference-gpu-vllm-default_config"); "reference" is
 # MLCommons' own reference code, whatever framework it runs on.
 _IMPLEMENTATION = re.compile(r"-(reference)-(?:gpu|cpu|cuda|rocm|tpu|npu)-", re.IGNORECASE)
 

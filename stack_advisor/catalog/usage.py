@@ -1,5 +1,6 @@
 """Stored accelerators described through the catalogue: what each is, how many observations it
-has and under which published names they arrived (``GET /v1/accelerators``, ``advisor db stats``)."""
+has and under which published names they arrived (``GET /v1/accelerators``, ``advisor db
+stats``)."""
 
 from __future__ import annotations
 

@@ -92,7 +92,8 @@ def show(
         str | None,
         typer.Option(
             "--family",
-            help="A benchmark's family (mlperf-inference, mlperf-training); default: Inference first.",
+            help="A benchmark's family (mlperf-inference, mlperf-training); default: "
+            "Inference first.",
         ),
     ] = None,
     as_json: JsonOpt = False,

@@ -1,5 +1,6 @@
 """``advisor recommend --cluster NAME | --nodes FILE``: rank the user's node pools and the stacks
-each can run. Thin: nodes in, ``stack_advisor.advisor.cluster.advice`` answers, ``stack_advisor.cli.render`` prints."""
+each can run. Thin: nodes in, ``stack_advisor.advisor.cluster.advice`` answers,
+``stack_advisor.cli.render`` prints."""
 
 from __future__ import annotations
 
@@ -164,7 +165,8 @@ def print_cluster(result: Any, snippets: bool) -> None:
                 from stack_advisor.advisor.manifests.pod import to_yaml
 
                 stdout.print(
-                    f"# --- #{r.rank} {r.pool}: KubeletConfiguration fragment for the pool's nodes ---"
+                    f"# --- #{r.rank} {r.pool}: KubeletConfiguration fragment for "
+                    "the pool's nodes ---"
                 )
                 stdout.print(to_yaml(r.numa.kubelet_config), highlight=False, markup=False)
 

@@ -159,7 +159,8 @@ def collect_command(
     profile: Annotated[
         str,
         typer.Option(
-            help="quick (a short pass: seconds to a minute or two per benchmark on a small CPU) or full "
+            help="quick (a short pass: seconds to a minute or two per benchmark on a "
+            "small CPU) or full "
             "(longer, steadier figures)."
         ),
     ] = "quick",
@@ -203,7 +204,8 @@ def collect_command(
         flushed = spool.flush(api, token)
         if flushed.sent or flushed.remaining or flushed.rejected:
             note(
-                f"spool: sent {flushed.sent}, rejected {flushed.rejected}, still waiting {flushed.remaining}"
+                f"spool: sent {flushed.sent}, rejected {flushed.rejected}, still "
+                f"waiting {flushed.remaining}"
             )
         if flush and not benchmark:
             _report({"flush": flushed.model_dump()}, [], chosen)

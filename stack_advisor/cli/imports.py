@@ -76,7 +76,8 @@ def _interrupted(exc: Exception, committed: dict[str, Any], summaries: list[Any]
         d.pop("issues", None)
     where = f" of {committed['source']}" if committed["source"] else ""
     err = AdvisorError(
-        f"{message}; the import stopped after committing {committed['observations']} observation(s) "
+        f"{message}; the import stopped after committing {committed['observations']} "
+        "observation(s) "
         f"in {committed['batches']} batch(es){where} (and {len(summaries)} complete source(s)); "
         "run it again to add the rest: imports are idempotent",
         details={"committed": committed, "completed_sources": done},
@@ -98,8 +99,9 @@ def _import_sources(
     from stack_advisor.cli.render import stderr
     from stack_advisor.collectors.importers.mlperf import expand_sources, import_mlperf
 
-    with _open_store(store) as db:
-        with Progress(
+    with (
+        _open_store(store) as db,
+        Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -107,31 +109,28 @@ def _import_sources(
             console=stderr,
             transient=True,
             disable=not stderr.is_terminal,
-        ) as progress:
-            for path in [p for given in paths for p in expand_sources(given)]:
-                task = progress.add_task(f"reading {path.name}", total=None)
+        ) as progress,
+    ):
+        for path in [p for given in paths for p in expand_sources(given)]:
+            task = progress.add_task(f"reading {path.name}", total=None)
 
-                def step(done: int, total: int, task: Any = task, name: str = path.name) -> None:
-                    progress.update(
-                        task, description=f"importing {name}", completed=done, total=total
+            def step(done: int, total: int, task: Any = task, name: str = path.name) -> None:
+                progress.update(task, description=f"importing {name}", completed=done, total=total)
+                if done:  # called after each committed batch
+                    committed.update(
+                        source=name,
+                        observations=done,
+                        of=total,
+                        batches=committed["batches"] + 1,
                     )
-                    if done:  # called after each committed batch
-                        committed.update(
-                            source=name,
-                            observations=done,
-                            of=total,
-                            batches=committed["batches"] + 1,
-                        )
 
-                committed.update(source=path.name, observations=0, batches=0, of=None)
+            committed.update(source=path.name, observations=0, batches=0, of=None)
 
-                summaries.append(
-                    import_mlperf(
-                        path, db, round_name=round_name, batch_size=batch_size, progress=step
-                    )
-                )
-                committed.update(source=None, observations=0, batches=0, of=None)
-                progress.remove_task(task)
+            summaries.append(
+                import_mlperf(path, db, round_name=round_name, batch_size=batch_size, progress=step)
+            )
+            committed.update(source=None, observations=0, batches=0, of=None)
+            progress.remove_task(task)
 
 
 def _report_mlperf(summaries: list[Any], as_json: bool, fmt: Any) -> None:
@@ -223,7 +222,8 @@ def import_mlperf_summary_cmd(
         info(f"{report.round}: skipped {count} row(s): {reason}, e.g. {report.examples[reason]}")
     if report.power_figures_ignored:
         info(
-            f"{report.round}: {report.power_figures_ignored} power figure(s) beside results not imported"
+            f"{report.round}: {report.power_figures_ignored} power figure(s) beside "
+            "results not imported"
         )
     for name, count in report.unresolved_accelerators.most_common():
         warning(
@@ -395,7 +395,8 @@ def tf_cnn_context(
     """stack / accelerator / placement / host for a saved log, from a stack JSON (a
     ``SoftwareStack`` object, or a document with a ``stack`` key), a fingerprint (a document
     with ``stack``, ``accelerator``, ``placement`` and ``host`` keys, e.g. a result document)
-    and flags, later ones winning. The fingerprint may also be the list `advisor collect --out` writes.
+    and flags, later ones winning. The fingerprint may also be the list `advisor collect --out`
+    writes.
 
     Raises:
         InvalidInput: a file or value that does not fit; the message names the field.

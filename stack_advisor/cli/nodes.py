@@ -131,7 +131,8 @@ def sync(
     finally:
         kb.close()
     info(
-        f"synced {len(nodes)} node(s) of cluster {cluster!r} to {getattr(kb, 'uri', '') or 'the store'}"
+        f"synced {len(nodes)} node(s) of cluster {cluster!r} to "
+        f"{getattr(kb, 'uri', '') or 'the store'}"
     )
     render(
         [n.row() for n in nodes],

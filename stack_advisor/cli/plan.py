@@ -117,8 +117,10 @@ def render_cmd(
         from stack_advisor.cli.guard import CannotWrite
 
         raise CannotWrite(
-            f"--out {out}: {', '.join(foreign)} exist(s) there and were not written by plan render; "
-            "nothing was written. Choose another folder, move them away, or pass --force to replace them"
+            f"--out {out}: {', '.join(foreign)} exist(s) there and were not written "
+            "by plan render; "
+            "nothing was written. Choose another folder, move them away, or pass "
+            "--force to replace them"
         )
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -180,7 +182,8 @@ def submit(
         if dry_run:
             count = preflight(plan, cells, executor, new_submission_id())
             info(
-                f"the cluster accepts all {count} object(s) of {len(cells)} cell(s) (dry run; nothing created)"
+                f"the cluster accepts all {count} object(s) of {len(cells)} cell(s) "
+                "(dry run; nothing created)"
             )
             render(
                 [c.row() for c in cells],

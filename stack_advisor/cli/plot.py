@@ -1,7 +1,8 @@
 """``advisor plot``: PNG/SVG charts from the store's observations.
 
-Thin: the rows come from ``stack_advisor.advisor.charts.data`` (the same numbers ``--json`` prints), the figure
-from ``stack_advisor.advisor.charts.figures``. ``plot overhead`` shows exactly what ``compare placement`` reports.
+Thin: the rows come from ``stack_advisor.advisor.charts.data`` (the same numbers ``--json`` prints),
+the figure from ``stack_advisor.advisor.charts.figures``. ``plot overhead`` shows exactly what
+``compare placement`` reports.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ MetricOpt = Annotated[str | None, typer.Option(help="Metric, e.g. samples_per_se
 AcceleratorOpt = Annotated[
     list[str] | None,
     typer.Option(
-        help="Only this accelerator: part of its name or its canonical name, as recommend takes it (repeatable)."
+        help="Only this accelerator: part of its name or its canonical name, as recommend "
+        "takes it (repeatable)."
     ),
 ]
 FrameworkOpt = Annotated[str | None, typer.Option(help="Only this framework.")]
@@ -61,8 +63,8 @@ TopOpt = Annotated[
 
 
 def _observations(store_uri: str | None, api: str | None, **filters: Any) -> list[Any]:
-    from stack_advisor.schema.models import ObservationFilter
     from stack_advisor.cli.stores import open_store
+    from stack_advisor.schema.models import ObservationFilter
 
     flt = ObservationFilter(**{k: v for k, v in filters.items() if v is not None})
     with open_store(api or store_uri, create=False) as store:
@@ -100,7 +102,8 @@ def throughput(
     as_json: JsonOpt = False,
 ) -> None:
     """A metric per accelerator by software stack: one panel per accelerator, p10–p90 whiskers."""
-    from stack_advisor.advisor.charts import data as plot_data, figures as plots
+    from stack_advisor.advisor.charts import data as plot_data
+    from stack_advisor.advisor.charts import figures as plots
 
     plots.check_out(out)
     kind = plot_data.parse_placement(choose(placement, PLACEMENTS, "--placement"))
@@ -137,8 +140,9 @@ def overhead(
 ) -> None:
     """Speed in passthrough and vGPU VMs relative to bare metal, per accelerator: the figures of
     `advisor compare placement` (the other filters narrow the observations paired first)."""
+    from stack_advisor.advisor.charts import data as plot_data
+    from stack_advisor.advisor.charts import figures as plots
     from stack_advisor.advisor.estimate import analysis
-    from stack_advisor.advisor.charts import data as plot_data, figures as plots
     from stack_advisor.advisor.knowledge.table import ObservationTable
 
     plots.check_out(out)
@@ -170,7 +174,8 @@ def trend(
     as_json: JsonOpt = False,
 ) -> None:
     """A metric per accelerator across versions of one component, one line per accelerator."""
-    from stack_advisor.advisor.charts import data as plot_data, figures as plots
+    from stack_advisor.advisor.charts import data as plot_data
+    from stack_advisor.advisor.charts import figures as plots
 
     plots.check_out(out)
     obs = _observations(store, api, framework=framework, source=source)

@@ -1,4 +1,5 @@
-"""Rendering: plain rows in; a table, plain columns, CSV, Markdown or JSON out. Independent of Typer.
+"""Rendering: plain rows in; a table, plain columns, CSV, Markdown or JSON out. Independent of
+Typer.
 
 Commands build rows (dicts of plain values) and call :func:`render` with the format the user
 chose (:func:`output_format`). Layouts:
@@ -126,7 +127,8 @@ def _wrap(text: str, size: int) -> list[str]:
 
 
 KEY_COLUMNS = 2
-"""The first columns name the row (rank, accelerator, node): shrunk only when nothing else can be."""
+"""The first columns name the row (rank, accelerator, node): shrunk only when nothing else can
+be."""
 
 
 def _fit(natural: list[int], floors: list[int], room: int) -> list[int]:

@@ -55,7 +55,8 @@ def sweep_command(
         str,
         typer.Argument(
             metavar="MATRIX.yaml",
-            help="The sweep matrix (docs/sweep.md), or env:NAME (the matrix in an environment variable).",
+            help="The sweep matrix (docs/sweep.md), or env:NAME (the matrix in an "
+            "environment variable).",
         ),
     ],
     cell: Annotated[
@@ -187,7 +188,8 @@ def compare_sweep_command(
     fmt: FormatOpt = None,
 ) -> None:
     """What each cell of a sweep changed on one node: per benchmark, its speed relative to the
-    baseline cell with a 95% interval (from the repeats), flagged only beyond the run-to-run spread."""
+    baseline cell with a 95% interval (from the repeats), flagged only beyond the run-to-run
+    spread."""
     from stack_advisor.advisor.verbs.sweep import sweep_report
     from stack_advisor.cli.stores import open_store
 

@@ -98,13 +98,14 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-# The third part of a driver version is ``rev`` in GFD's older labels and ``revision`` in GFD >= 0.15
-# (``nvidia.com/cuda.driver-version.revision``); either is read under either prefix.
+# The third part of a driver version is ``rev`` in GFD's older labels and ``revision`` in GFD >=
+# 0.15 (``nvidia.com/cuda.driver-version.revision``); either is read under either prefix.
 _PART_SPELLINGS = {"rev": ("rev", "revision"), "revision": ("revision", "rev")}
 
 
 def _version(labels: dict[str, str], *prefixes: str, parts: tuple[str, ...]) -> str | None:
-    """``<prefix>full`` if present, else ``major.minor[.rev]`` from the first prefix that has a major."""
+    """``<prefix>full`` if present, else ``major.minor[.rev]`` from the first prefix that has a
+    major."""
     for prefix in prefixes:
         if labels.get(prefix + "full"):
             return labels[prefix + "full"]

@@ -39,7 +39,7 @@ def bar_chart(
     finite = [
         v for b in bars for v in (b.value, b.low, b.high) if v is not None and math.isfinite(v)
     ]
-    hi = max(finite + [reference or 0.0, 0.0]) or 1.0
+    hi = max([*finite, reference or 0.0, 0.0]) or 1.0
     step = nice_step(hi * 1.05 / 4)
     top_tick = step * math.ceil(hi * 1.05 / step)
     scale = plot_w / top_tick
@@ -78,7 +78,8 @@ def bar_chart(
             w, (b.high or 0.0) * scale if b.high is not None and math.isfinite(b.high) else 0.0
         )
         out.append(
-            f'<text x="{label_w + end + 5:.1f}" y="{y + 15}" class="val">{figure(b.value)}</text></g>'
+            f'<text x="{label_w + end + 5:.1f}" y="{y + 15}" '
+            f'class="val">{figure(b.value)}</text></g>'
         )
     axis_y = top + row_h * len(bars) + 4
     out.append(
@@ -88,7 +89,8 @@ def bar_chart(
         v = k * step
         x = label_w + v * scale
         out.append(
-            f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" class="tick">{figure(v, 3)}</text>'
+            f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" '
+            f'class="tick">{figure(v, 3)}</text>'
         )
     out.append(
         f'<text x="{label_w + plot_w / 2:.1f}" y="{axis_y + 28}" text-anchor="middle" '

@@ -3,8 +3,9 @@ table (the one ``recommend``, ``compare`` and ``predict`` answer from), so 100k 
 sort in milliseconds and what the page shows is what the advisor reasons over.
 
 An accelerator that names one board is matched exactly, as the observations API matches it; a
-family, generation or vendor as ``recommend`` matches it (``stack_advisor.advisor.names``). Every other filter is
-an exact value, and a value the knowledge base never recorded is refused with the closest ones.
+family, generation or vendor as ``recommend`` matches it (``stack_advisor.advisor.names``). Every
+other filter is an exact value, and a value the knowledge base never recorded is refused with the
+closest ones.
 """
 
 from __future__ import annotations
@@ -279,7 +280,8 @@ def accelerator_figures(
 
 
 def explore(table: ObservationTable, q: ExploreQuery) -> ExplorePage:
-    """One page of the selection, sorted, with the per-accelerator figures of the whole selection."""
+    """One page of the selection, sorted, with the per-accelerator figures of the whole
+    selection."""
     rows = sort_rows(table, matching_rows(table, q), q.sort, q.order)
     pages = max(1, -(-len(rows) // q.size))
     page = min(q.page, pages)

@@ -1,8 +1,9 @@
 """The web explorer's pages. Each page answers through the services the ``/v1`` routes call
 (``stack_advisor.advisor.service``: recommend, predict, compare, placement overheads, sweeps, the
-leaderboard and known-bad rows) and the same rows ``advisor plot`` draws (``stack_advisor.advisor.charts.data``),
-so a page and the API cannot disagree; a page only parses its form and renders. Every form is a GET form: the URL
-holds every field (a permalink), and ``format=csv`` or ``format=json`` exports what is shown.
+leaderboard and known-bad rows) and the same rows ``advisor plot`` draws
+(``stack_advisor.advisor.charts.data``), so a page and the API cannot disagree; a page only parses
+its form and renders. Every form is a GET form: the URL holds every field (a permalink), and
+``format=csv`` or ``format=json`` exports what is shown.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ def explore_charts(figures: list[dict[str, Any]]) -> str:
                 for f in group
             ],
             title=f"{metric}: median per accelerator of the selection, with p10–p90",
-            unit=f"{metric} ({unit}{', per accelerator' if group[0].get('per_accelerator') else ''})",
+            unit=f"{metric} "
+            f"({unit}{', per accelerator' if group[0].get('per_accelerator') else ''})",
         )
         for (metric, unit), group in by_metric.items()
     )
@@ -656,11 +658,13 @@ def compare_sweep_page(
                         r["low"],
                         r["high"],
                         group=r["cell"],
-                        note=f"{r['parameters']}; {r['verdict']}; 95% interval from {r['interval_from']}",
+                        note=f"{r['parameters']}; {r['verdict']}; 95% interval from "
+                        f"{r['interval_from']}",
                     )
                     for r in rows
                 ],
-                title=f"Speed of each cell relative to {doc['baseline']} (>1 is faster; 1.0 dashed)",
+                title=f"Speed of each cell relative to {doc['baseline']} (>1 is faster; "
+                "1.0 dashed)",
                 unit="speed ratio to the baseline cell",
                 reference=1.0,
             )

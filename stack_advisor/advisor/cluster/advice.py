@@ -56,8 +56,9 @@ DRIVER_EXCLUSION = "breaks a compatibility rule with the nodes' driver"
 def _image(
     stack: SoftwareStack, given: str | None, index: dict[tuple[str | None, ...], str]
 ) -> tuple[str | None, str | None]:
-    """(image, where it came from): the knowledge base's (``stack_advisor.advisor.manifests.pod.image_for``), else the
-    user's; (None, None) when neither names one."""
+    """(image, where it came from): the knowledge base's
+    (``stack_advisor.advisor.manifests.pod.image_for``), else the user's; (None, None) when neither
+    names one."""
     found = image_for(stack, index)
     if found is not None:
         return found
@@ -181,7 +182,8 @@ class ClusterAdvisor:
         per_pool: int,
         image: str | None,
     ) -> list[tuple[list[PoolRecommendation], dict[str, int], str | None]]:
-        """``evaluate_pool`` for several (pool, shape, driver) targets, with one model call for all."""
+        """``evaluate_pool`` for several (pool, shape, driver) targets, with one model call for
+        all."""
         results: list[tuple[list[PoolRecommendation], dict[str, int], str | None]] = []
         pending: list[tuple[int, Recommendation, PredictQuery, PoolBasis]] = []
         table = self.advisor.table() if targets else None
@@ -259,7 +261,8 @@ class ClusterAdvisor:
         top: int,
         per_pool: int,
     ) -> tuple[list[PoolRecommendation], dict[str, int], str | None]:
-        """A CPU-only pool: only what our collectors measured on its nodes (``stack_advisor.advisor.cluster.cpu_pools``)."""
+        """A CPU-only pool: only what our collectors measured on its nodes
+        (``stack_advisor.advisor.cluster.cpu_pools``)."""
         ranked = self.advisor.recommend(cpu_workload(workload), top=top)
         recs = _one_per_stack(measured_on(ranked.recommendations, pool), per_pool)
         skipped = dict(ranked.excluded)
@@ -304,7 +307,8 @@ class ClusterAdvisor:
             how = (
                 f"observed as {q.accelerator} x{units} {pool.placement.value}"
                 if p.basis is Basis.OBSERVED
-                else f"{basis.value}: figure for {pool.kb_name} x{units} {pool.placement.value} from the model; the "
+                else f"{basis.value}: figure for {pool.kb_name} x{units} "
+                f"{pool.placement.value} from the model; the "
                 f"ranked candidate was {r.candidate.accelerator} x{r.candidate.accelerator_count} "
                 f"{r.candidate.placement.value}"
             )
@@ -504,7 +508,8 @@ class ClusterAdvisor:
         what_if = checked_what_if(what_if_driver, by_name)
         if not pools:
             raise NotFound(
-                "no node pools: no node carries GPU feature discovery's nvidia.com/gpu.product label, "
+                "no node pools: no node carries GPU feature discovery's "
+                "nvidia.com/gpu.product label, "
                 "nor (a CPU-only node) a pool label such as stack-advisor.io/pool"
             )
         notes, excluded, shapes, targets = pool_targets(pools, by_name, what_if, gpus, nodes_count)
@@ -526,7 +531,10 @@ class ClusterAdvisor:
             elif not recs:
                 why = "no stack in the knowledge base runs on it"
                 if skipped.get(DRIVER_EXCLUSION):
-                    why += f" ({skipped[DRIVER_EXCLUSION]} candidates need a newer driver than {driver})"
+                    why += (
+                        f" ({skipped[DRIVER_EXCLUSION]} candidates need a newer driver "
+                        f"than {driver})"
+                    )
                 if skipped.get(REFUSED):
                     why += f"; the model refused {skipped[REFUSED]} stacks on it"
                 excluded[pool.name] = why
@@ -621,7 +629,10 @@ class ClusterAdvisor:
         if workload.objective is Objective.LATENCY and a and b:
             gain = b.score / a.score  # scores are negated latencies: >1 means faster
         if a is None:
-            summary = f"driver {version} on {pool.name} runs no stack the knowledge base has for this workload"
+            summary = (
+                f"driver {version} on {pool.name} runs no stack the knowledge base has "
+                "for this workload"
+            )
         elif b is None:
             summary = (
                 f"driver {version} on {pool.name} makes it usable: best {a.stack_label} at "
@@ -629,7 +640,8 @@ class ClusterAdvisor:
             )
         else:
             summary = (
-                f"driver {pool.driver} → {version} on {pool.name}: {len(unlocked)} of the top stacks unlocked, "
+                f"driver {pool.driver} → {version} on {pool.name}: {len(unlocked)} "
+                "of the top stacks unlocked, "
                 f"{count} candidates no longer excluded; best {b.stack_label} {b.value:,.4g} → "
                 f"{a.stack_label} {a.value:,.4g} {a.unit} (x{gain:.2f}, {a.basis.value})"
                 if gain

@@ -21,7 +21,7 @@ def _quantity_gb(gb: float) -> str:
 
 
 def _semver(version: str) -> str:
-    parts = (version.split(".") + ["0", "0"])[:3]
+    parts = [*version.split("."), "0", "0"][:3]
     return ".".join(str(int(p)) for p in parts)
 
 

@@ -20,7 +20,8 @@ def vendor_scheduling(
     exprs: list[dict[str, Any]],
     annotations: dict[str, str],
 ) -> dict[str, Any]:
-    """Fill ``selector``/``exprs``/``annotations`` for the part; return the container's resources."""
+    """Fill ``selector``/``exprs``/``annotations`` for the part; return the container's
+    resources."""
     plugin = facts.plugin
     if plugin.product_label and facts.product_value:
         selector[plugin.product_label] = facts.product_value

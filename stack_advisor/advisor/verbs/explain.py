@@ -143,7 +143,8 @@ def _warnings(knowledge: Knowledge, sl: Slice, c: Candidate, evidence: Evidence)
             )
     elif len(c.group):
         warnings.append(
-            f"no result at x{c.count}: per-accelerator figure of this stack's other counts x{c.count}"
+            f"no result at x{c.count}: per-accelerator figure of this stack's other "
+            f"counts x{c.count}"
         )
     for v in knowledge.stack_violations(c.stack_id, c.stack, None):
         if v.severity is Severity.ERROR:
@@ -159,7 +160,8 @@ def stack_agreement(c: Candidate, driver: str | None, manifest: dict[str, Any] |
     recorded = c.stack.driver if accelerator_class(c.published[0]) == "nvidia" else None
     if recorded and not plausible_driver(recorded):
         out.append(
-            f"recorded driver {recorded!r} is not an NVIDIA driver version as published (a typo in the "
+            f"recorded driver {recorded!r} is not an NVIDIA driver version as "
+            "published (a typo in the "
             "submission?); it is not checked and the snippet does not use it"
         )
     elif (
@@ -168,8 +170,10 @@ def stack_agreement(c: Candidate, driver: str | None, manifest: dict[str, Any] |
         and (parse_version(recorded) or 0) < (parse_version(floor[1]) or 0)  # type: ignore[operator]
     ):
         out.append(
-            f"recorded driver {recorded} is below {floor[0]}'s first supporting driver {floor[1]} (a "
-            f"pre-release driver of a preview system); the snippet asks nodes for >= {driver or floor[1]}"
+            f"recorded driver {recorded} is below {floor[0]}'s first supporting "
+            f"driver {floor[1]} (a "
+            "pre-release driver of a preview system); the snippet asks nodes for >= "
+            f"{driver or floor[1]}"
         )
     for image in sorted(set(_images(manifest))):
         mismatch = image_mismatch(image, c.stack)

@@ -1,7 +1,8 @@
-"""The middle stages of ``recommend``: each candidate's estimate (``stack_advisor.advisor.estimate``) at the
-count the workload asks for, the refusals the workload's evidence bars make, and the score the
-ranking sorts by (the figure for observed rows, the pessimistic end of the interval for the
-others; per accelerator-hour price for the cost objective)."""
+"""The middle stages of ``recommend``: each candidate's estimate
+(``stack_advisor.advisor.estimate``) at the count the workload asks for, the refusals the workload's
+evidence bars make, and the score the ranking sorts by (the figure for observed rows, the
+pessimistic end of the interval for the others; per accelerator-hour price for the cost
+objective)."""
 
 from __future__ import annotations
 

@@ -76,8 +76,10 @@ evaluation = APIRouter(prefix="/v1/evaluation", tags=["advice"])
     "confidence, observed range and counts, evidence (last_seen: the round's publication date), "
     "placement overhead against bare metal where paired results exist, warnings, and a Kubernetes "
     "Pod snippet for your accelerator count; refused candidates are listed under excluded with the "
-    "reason. With `cluster` or `nodes` the answer ranks (node pool, stack) pairs: each with its basis "
-    "(measured / observed / interpolated / transferred), an image and manifests that target exactly "
+    "reason. With `cluster` or `nodes` the answer ranks (node pool, stack) pairs: "
+    "each with its basis "
+    "(measured / observed / interpolated / transferred), an image and manifests that "
+    "target exactly "
     "that pool; `what_if_driver` re-ranks as if a pool ran another driver.",
 )
 def recommend(
@@ -106,7 +108,8 @@ def recommend(
     operation_id="predict",
     response_model=list[Prediction],
     responses={**READ_ERRORS, **error_responses(400, 404, 413, 429)},
-    summary="Predict a metric for configurations; each answer says its basis (observed, interpolated, "
+    summary="Predict a metric for configurations; each answer says its basis (observed, "
+    "interpolated, "
     "transferred) or is refused as unsupported with the reason",
     openapi_extra={
         "requestBody": {
@@ -211,7 +214,8 @@ def compare_stacks(
     accelerator: Annotated[
         str | None,
         Query(
-            description="only this accelerator: any name the catalogue knows, or a family (H100), generation (hopper) or vendor"
+            description="only this accelerator: any name the catalogue knows, or a family "
+            "(H100), generation (hopper) or vendor"
         ),
     ] = None,
     scenario: Annotated[str | None, Query()] = None,
@@ -273,7 +277,8 @@ def find_regressions(
     operation_id="compareSweepCells",
     response_model=SweepComparison,
     responses={**READ_ERRORS, **error_responses(404)},
-    summary="What each cell of a sweep changed on its node: speed relative to the baseline cell per "
+    summary="What each cell of a sweep changed on its node: speed relative to the baseline "
+    "cell per "
     "benchmark, with a 95% interval, flagged only beyond the run-to-run spread",
 )
 def compare_sweep_cells(
@@ -302,8 +307,10 @@ def compare_sweep_cells(
     operation_id="evaluatePredictions",
     response_model=EvaluationReport,
     responses={**READ_ERRORS, **error_responses(404)},
-    summary="Accuracy of predict on held-out published results, per slice, against the simple lookup",
-    description="Holds published results out (by round, or leaving one accelerator out), answers them "
+    summary="Accuracy of predict on held-out published results, per slice, against the "
+    "simple lookup",
+    description="Holds published results out (by round, or leaving one accelerator out), answers "
+    "them "
     "through predict and scores MAPE, median APE, 80% interval coverage and top-1 regret per slice "
     "(`advisor evaluate`). Kept per store generation: the first call fits, later ones are read.",
 )

@@ -51,11 +51,11 @@ def open_nvml() -> tuple[Nvml | None, str | None]:
 
 def fingerprint_host(
     root: FileRoot | None = None,
-    nvml: Nvml | None | str = "auto",
+    nvml: Nvml | str | None = "auto",
     env: Mapping[str, str] | None = None,
     hostname: str | None = None,
     libraries: bool = True,
-    topo_text: str | None | bool = True,
+    topo_text: str | bool | None = True,
 ) -> Fingerprint:
     """Read this machine (or the recorded one). ``nvml="auto"`` opens the real NVML; ``None``
     means there is none. ``libraries=False`` skips importing frameworks (CUDA/cuDNN/NCCL).
@@ -133,7 +133,8 @@ def _accelerator(raw: dict[str, Any]) -> Accelerator:
     gpus = raw["nvidia"]["gpus"]
     if gpus and known(gpus[0]["model"]):
         g = gpus[0]
-        # The runners measure one device, so count is 1; gpu_count in the raw fingerprint says how many.
+        # The runners measure one device, so count is 1; gpu_count in the raw fingerprint says how
+        # many.
         return Accelerator(
             model=known(g["model"]),
             vendor="nvidia",

@@ -71,33 +71,35 @@ def read_gpus(nvml: Nvml | None, nvml_error: str | None = None) -> dict[str, Any
         out["gpus"] = []
         return out
     out["gpu_count"] = fact(count, "nvmlDeviceGetCount")
-    out["gpus"] = [
-        {
-            "index": i,
-            "model": _read("nvmlDeviceGetName", lambda: nvml.name(i)),
-            "memory_mib": _read(
-                "nvmlDeviceGetMemoryInfo.total",
-                lambda: nvml.memory_total_bytes(i),
-                lambda v: v // (1 << 20),
-            ),
-            "compute_capability": _read(
-                "nvmlDeviceGetCudaComputeCapability",
-                lambda: nvml.compute_capability(i),
-                lambda v: f"{v[0]}.{v[1]}",
-            ),
-            "mig_mode": _mig_field(nvml, i),
-            "pcie_link": _read(
-                "nvmlDeviceGetCurr/MaxPcieLinkGeneration/Width", lambda: nvml.pcie_link(i)
-            ),
-            "nvlink_active_links": _not_supported_ok(
-                "nvmlDeviceGetNvLinkState", lambda: nvml.nvlink_active(i)
-            ),
-            "virtualization_mode": _read(
-                "nvmlDeviceGetVirtualizationMode",
-                lambda: nvml.virtualization_mode(i),
-                lambda v: VIRTUALIZATION_MODES.get(v, f"UNKNOWN({v})"),
-            ),
-        }
-        for i in range(count)
-    ]
+    out["gpus"] = [_gpu_facts(nvml, i) for i in range(count)]
     return out
+
+
+def _gpu_facts(nvml: Nvml, i: int) -> dict[str, Any]:
+    """One device's facts; each getter is called at once, inside ``_read``."""
+    return {
+        "index": i,
+        "model": _read("nvmlDeviceGetName", lambda: nvml.name(i)),
+        "memory_mib": _read(
+            "nvmlDeviceGetMemoryInfo.total",
+            lambda: nvml.memory_total_bytes(i),
+            lambda v: v // (1 << 20),
+        ),
+        "compute_capability": _read(
+            "nvmlDeviceGetCudaComputeCapability",
+            lambda: nvml.compute_capability(i),
+            lambda v: f"{v[0]}.{v[1]}",
+        ),
+        "mig_mode": _mig_field(nvml, i),
+        "pcie_link": _read(
+            "nvmlDeviceGetCurr/MaxPcieLinkGeneration/Width", lambda: nvml.pcie_link(i)
+        ),
+        "nvlink_active_links": _not_supported_ok(
+            "nvmlDeviceGetNvLinkState", lambda: nvml.nvlink_active(i)
+        ),
+        "virtualization_mode": _read(
+            "nvmlDeviceGetVirtualizationMode",
+            lambda: nvml.virtualization_mode(i),
+            lambda v: VIRTUALIZATION_MODES.get(v, f"UNKNOWN({v})"),
+        ),
+    }

@@ -3,7 +3,8 @@
 Layout read (a directory, or a ``.tar.gz`` of one, read in place with ``tarfile``)::
 
     [<round dir>/]<division>/<submitter>/systems/<system_id>.json
-    [<round dir>/]<division>/<submitter>/results/<system_id>/<benchmark>/<scenario>/performance/run_1/mlperf_log_summary.txt
+    [<round dir>/]<division>/<submitter>/results/<system_id>/<benchmark>/<scenario>/
+        performance/run_1/mlperf_log_summary.txt
 
 Compliance runs (``compliance/.../TEST0x``) and accuracy runs are not results and are ignored.
 A summary whose ``Scenario`` line disagrees with its directory (submitters copy a SingleStream
@@ -20,8 +21,8 @@ first token and time per output token figures (mean and percentiles, ms), one ob
 A scenario that LoadGen runs in another mode (``Interactive``: Server with tighter latency
 bounds, so its summary says ``Scenario : Server``) is a result of its own under its directory's
 name. INVALID results are kept, marked invalid (rankings leave them out). Summaries are read by
-the one LoadGen parser, ``stack_advisor.collectors.importers.loadgen_summary``; lines and system keys it does not
-know are ignored, never an error.
+the one LoadGen parser, ``stack_advisor.collectors.importers.loadgen_summary``; lines and system
+keys it does not know are ignored, never an error.
 """
 
 from __future__ import annotations
@@ -448,7 +449,8 @@ def _record(
         tree.issues.append(
             Issue(
                 item.path,
-                "unexpected layout: expected results/<system>/<benchmark>/<scenario>/performance/run_1/mlperf_log_summary.txt",
+                "unexpected layout: expected "
+                "results/<system>/<benchmark>/<scenario>/performance/run_1/mlperf_log_summary.txt",
                 "skipped",
                 "unexpected-layout",
             )

@@ -8,12 +8,12 @@ raw results tree. Its field names drift between rounds (v5.1: ``Submitter``, ``C
 "1", ...): both are read through ``FIELD_ALIASES``, a table, not code branches. A file of another
 shape gets one error naming every required field it lacks.
 
-The observations are the ones the results-tree importer (``stack_advisor.collectors.importers.mlperf``) makes
-of the same results, with the same keys (a published result is keyed by where it was published:
-round, division, submitter, system, benchmark, scenario, metric), so importing a round both ways
-stores each result once. What the table cannot say stays unsaid: the stack is the ``Software``
-text only (the tree's ``other_software_stack`` is not in the table), and there are no TTFT/TPOT
-figures.
+The observations are the ones the results-tree importer
+(``stack_advisor.collectors.importers.mlperf``) makes of the same results, with the same keys (a
+published result is keyed by where it was published: round, division, submitter, system, benchmark,
+scenario, metric), so importing a round both ways stores each result once. What the table cannot say
+stays unsaid: the stack is the ``Software`` text only (the tree's ``other_software_stack`` is not in
+the table), and there are no TTFT/TPOT figures.
 
 Rows not imported are counted by reason and reported: ``inferred`` (a result derived from another
 scenario's run, as the tree importer skips them), ``energy-or-power`` (a row whose figure is

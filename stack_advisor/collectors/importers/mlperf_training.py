@@ -171,7 +171,8 @@ def parse_mllog(
 
 
 def read_run(path: str, text: str) -> TrainingRun:
-    """One run from its result file; ``path`` is ``<submitter>/results/<system>/<benchmark>/result_N.txt``.
+    """One run from its result file; ``path`` is
+    ``<submitter>/results/<system>/<benchmark>/result_N.txt``.
 
     Raises:
         ValueError: no ``run_start`` event, or times that are not numbers.
@@ -255,7 +256,10 @@ def read_training_tree(
                     )
                     continue
                 if not isinstance(loaded, dict):
-                    why = f"malformed system description: top level is a {type(loaded).__name__}, not an object"
+                    why = (
+                        "malformed system description: top level is a "
+                        f"{type(loaded).__name__}, not an object"
+                    )
                     tree.issues.append(Issue(rel, why, "failed", "malformed-system"))
                     continue
                 tree.systems[(parts[at - 1], parts[-1].removesuffix(".json"))] = loaded
@@ -265,7 +269,8 @@ def read_training_tree(
                     tree.issues.append(
                         Issue(
                             rel,
-                            "unexpected layout: expected <submitter>/results/<system>/<benchmark>/result_<N>.txt",
+                            "unexpected layout: expected "
+                            "<submitter>/results/<system>/<benchmark>/result_<N>.txt",
                             "skipped",
                             "unexpected-layout",
                         )

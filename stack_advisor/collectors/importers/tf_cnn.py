@@ -66,7 +66,8 @@ _STEP = re.compile(
 )
 _TOTAL = re.compile(rf"^total images/sec:\s*(?P<value>{_NUM})\s*$", re.IGNORECASE)
 _ACCURACY = re.compile(
-    rf"Accuracy @ 1 = (?P<top1>{_NUM})\s+Accuracy @ 5 = (?P<top5>{_NUM})(?:\s+\[(?P<n>\d+) examples\])?"
+    rf"Accuracy @ 1 = (?P<top1>{_NUM})\s+Accuracy @ 5 = "
+    rf"(?P<top5>{_NUM})(?:\s+\[(?P<n>\d+) examples\])?"
 )
 _TRACEBACK = "Traceback (most recent call last):"
 _EXCEPTION_LINE = re.compile(

@@ -2,9 +2,10 @@
 
 The system under test runs a real forward pass of one of the project's CNNs (PyTorch, CPU or
 CUDA) per query sample; a worker thread serves the queries LoadGen issues, batching Offline
-samples and the Server queries that arrived while the device was busy (up to ``max_batch``). LoadGen writes its own ``mlperf_log_summary.txt``; we read that with
-``stack_advisor.collectors.importers.loadgen_summary.parse_summary`` and record its headline figure —
-SingleStream p90 latency, Server completed samples/s at the latency bound, Offline samples/s —
+samples and the Server queries that arrived while the device was busy (up to ``max_batch``). LoadGen
+writes its own ``mlperf_log_summary.txt``; we read that with
+``stack_advisor.collectors.importers.loadgen_summary.parse_summary`` and record its headline figure
+— SingleStream p90 latency, Server completed samples/s at the latency bound, Offline samples/s —
 with LoadGen's VALID/INVALID verdict on the measurement (``valid`` and ``note``).
 """
 
@@ -462,7 +463,8 @@ class LoadgenRunner:
             )
         if importlib.util.find_spec("torch") is None:
             raise MissingEnvironment(
-                "loadgen: its SUT needs PyTorch, which is not installed: pip install 'stack-advisor[torch]'"
+                "loadgen: its SUT needs PyTorch, which is not installed: pip install "
+                "'stack-advisor[torch]'"
             )
         params = params_for(ctx)
         from stack_advisor.collectors.models.torch_bench import resolve_device, stack_facts

@@ -1,10 +1,12 @@
 """A cell's own Python environment, created with uv from the package registry, cached and pruned.
 
-Layout under the sweep cache (``$ADVISOR_SWEEP_CACHE``, else ``$XDG_CACHE_HOME/stack-advisor/sweep``)::
+Layout under the sweep cache (``$ADVISOR_SWEEP_CACHE``, else
+``$XDG_CACHE_HOME/stack-advisor/sweep``)::
 
-    uv/              uv's download and build cache (shared by every cell: a re-run downloads nothing)
-    envs/<key>/      one virtual environment per distinct (requirements, interpreter, indexes)
-    envs/<key>.lock  what was installed (``uv pip freeze``), written last: an env without it is
+    uv/              uv's download and build cache (shared by every cell: a re-run downloads
+    nothing) envs/<key>/      one virtual environment per distinct (requirements, interpreter,
+    indexes) envs/<key>.lock  what was installed (``uv pip freeze``), written last: an env without
+    it is
                      half-made and is rebuilt
     envs/<key>/.stack-advisor-env  written when the env is made: ``prune`` and the rebuild of a
                      half-made env remove only folders that carry it or a ``.lock`` (never a
@@ -45,7 +47,8 @@ UV_CACHE_ENV = "ADVISOR_SWEEP_UV_CACHE"
 DEFAULT_MAX_GB = 20.0
 
 COLLECTOR_REQUIREMENTS = ("pydantic>=2.6,<3", "pyyaml>=6", "psutil>=5.9", "nvidia-ml-py>=12")
-"""What ``stack_advisor.collectors.sweep.cell`` imports besides the framework (fingerprint, runners, models)."""
+"""What ``stack_advisor.collectors.sweep.cell`` imports besides the framework (fingerprint,
+runners, models)."""
 
 COLLECTOR_PACKAGES = ("stack_advisor",)
 """Our one top-level package (the cell imports its collectors, schema, catalogue and microbench
@@ -252,7 +255,9 @@ _PROBE = """
 import importlib, importlib.metadata as md, json, sys
 module, wanted = sys.argv[1], sys.argv[2:]
 dists = md.packages_distributions().get(module, [])
-lock = sorted({f"{d.metadata['Name']}=={d.version}" for d in md.distributions() if d.metadata['Name']})
+lock = sorted(
+    {f"{d.metadata['Name']}=={d.version}" for d in md.distributions() if d.metadata['Name']}
+)
 missing = []
 for name in wanted:
     try:

@@ -3,10 +3,10 @@ record what it measured (or why it could not), and hand the documents to the sam
 ``advisor collect`` uses (a store, or the API with spooling).
 
 Resumable: each finished cell leaves a ledger entry (``results/<host>/<matrix>/<store>/<cell>.json``
-under the sweep cache, per store) holding its status, run ids, lock, timings and stack; a re-run skips a cell
-whose entry matches the matrix's benchmarks and device (and, for measured cells, whose run is in
-the store) unless ``force``. With ``force`` the cell runs again under new run ids, so its repeats
-add up instead of replacing each other.
+under the sweep cache, per store) holding its status, run ids, lock, timings and stack; a re-run
+skips a cell whose entry matches the matrix's benchmarks and device (and, for measured cells, whose
+run is in the store) unless ``force``. With ``force`` the cell runs again under new run ids, so its
+repeats add up instead of replacing each other.
 
 Repeats interleave across cells (repeat 1 of every cell, then repeat 2, ...; over the cells whose
 environments fit the cache bound together), each repeat one collector process in the cell's
@@ -184,7 +184,8 @@ class ApiSink(Sink):
                 store.query_observations(ObservationFilter(run_id=run_id, host=host), limit=1)
             )
         except AdvisorError:
-            return True  # cannot ask (unreachable, no read scope): trust the ledger, do not measure twice
+            # cannot ask (unreachable, no read scope): trust the ledger, do not measure twice
+            return True
         finally:
             store.close()
 
@@ -225,8 +226,10 @@ def cuda_incompatibility(stack: SoftwareStack, measured_on_cuda: bool, has_gpu: 
 
     if major_minor(stack.cuda) > major_minor(driver_api):
         return (
-            f"CUDA runtime {stack.cuda} (bundled with {stack.framework} {stack.framework_version}) is newer "
-            f"than CUDA {driver_api}, the newest the driver {stack.driver or '?'} supports: the framework "
+            f"CUDA runtime {stack.cuda} (bundled with {stack.framework} "
+            f"{stack.framework_version}) is newer "
+            f"than CUDA {driver_api}, the newest the driver {stack.driver or '?'} "
+            "supports: the framework "
             "saw no GPU; upgrade the driver or pick a build for an older CUDA"
         )
     return None

@@ -57,9 +57,11 @@ class JaxBackend:
         def randn(shape: tuple[int, ...], dt: Any) -> Any:
             return jax.device_put(jax.random.normal(key, shape, dtype=jnp.float32).astype(dt), dev)
 
-        session: Callable[[], AbstractContextManager[Any]] = lambda: jax.default_matmul_precision(
-            MATMUL_PRECISION.get(getattr(p, "dtype", ""), "default")
-        )
+        def session() -> AbstractContextManager[Any]:
+            return jax.default_matmul_precision(
+                MATMUL_PRECISION.get(getattr(p, "dtype", ""), "default")
+            )
+
         flush: Callable[[], object] | None = None
         if pi == "gemm":
             dt = _dtype(p.dtype, device)
@@ -94,7 +96,11 @@ class JaxBackend:
             if p.flush_l2:
                 scratch = jnp.zeros(128 << 20, dtype=jnp.uint8, device=dev)
                 fill = jax.jit(lambda s: s + 1)
-                flush = lambda: fill(scratch).block_until_ready()
+
+                def fill_scratch() -> object:
+                    return fill(scratch).block_until_ready()
+
+                flush = fill_scratch
             fns = {
                 "mem_copy": (lambda x, y: jnp.copy(x), "jnp.copy"),
                 "mem_triad": (lambda x, y: x + 3.0 * y, "x + s*y (jit, fused)"),
@@ -103,7 +109,11 @@ class JaxBackend:
             }
             fn, label = fns[pi]
             f = jax.jit(fn)
-            call = lambda: f(x, y)
+
+            def call_jit() -> Any:
+                return f(x, y)
+
+            call = call_jit
         elif pi == "transfer":
             if device != "cuda":
                 raise NotSupported("host<->device transfer needs a CUDA device")

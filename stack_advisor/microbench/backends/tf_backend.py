@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from stack_advisor.microbench.frameworks import load_tensorflow
+from stack_advisor.microbench.timing import Kernel, NotSupported
 
 tf = load_tensorflow()
-
-from stack_advisor.microbench.timing import Kernel, NotSupported
 
 DTYPES = {
     "fp64": tf.float64,
@@ -144,13 +143,21 @@ class TensorflowBackend:
             dt = _dtype(p.dtype, device)
             x, y = randn((p.elements,), dt), randn((p.elements,), dt)
             s = tf.constant(3.0, dtype=dt)
-            flush = None
+            flush: Callable[[], object] | None = None
             if p.flush_l2:
                 if device == "cuda":
-                    flush = lambda: tf.fill([FLUSH_BYTES // 4], 1.0)
+
+                    def fill_device() -> object:
+                        return tf.fill([FLUSH_BYTES // 4], 1.0)
+
+                    flush = fill_device
                 else:
                     scratch = np.empty(FLUSH_BYTES // 8, dtype=np.float64)
-                    flush = lambda: scratch.fill(1.0)
+
+                    def fill_host() -> object:
+                        return scratch.fill(1.0)
+
+                    flush = fill_host
             if pi == "mem_copy":
                 return (lambda: tf.raw_ops.DeepCopy(x=x)), flush, "tf.raw_ops.DeepCopy"
             if pi == "mem_triad":
