@@ -121,6 +121,10 @@ class AcceleratorEntry(_Entry):
     pci_ids: list[str] = Field(default_factory=list)
     aliases: list[str] = Field(default_factory=list)
     patterns: list[str] = Field(default_factory=list)
+    # the parts closest in design (same architecture, a generation apart or another edition),
+    # nearest first: what a transfer to this part should draw on before parts that are only
+    # close in peak figures (B300 from B200 / GB300, MI355X from MI350X / MI325X)
+    siblings: list[str] = Field(default_factory=list)
     note: str | None = None
 
     _patterns = field_validator("patterns")(classmethod(lambda cls, v: _check_patterns(v)))

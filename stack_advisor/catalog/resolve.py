@@ -7,8 +7,8 @@ matches keeps its raw name, marked unresolved, with the closest known names as s
 
 from __future__ import annotations
 
-import difflib
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
@@ -26,6 +26,8 @@ from stack_advisor.catalog.entries import (
     MetricEntry,
     ScenarioEntry,
 )
+from stack_advisor.catalog.spelling import ranked, strip_marks
+from stack_advisor.catalog.spelling import words as spelling_words
 from stack_advisor.schema.errors import InvalidInput
 
 _VENDOR_WORDS = re.compile(r"^(?:nvidia|amd|qualcomm|google|intel|aws|arm)[\s_-]+", re.IGNORECASE)
@@ -41,7 +43,9 @@ def normalize(text: str) -> str:
 
 
 def _keys(text: str) -> list[str]:
-    """Comparison keys of a name: as written and without a leading vendor word."""
+    """Comparison keys of a name: as written and without a leading vendor word, trademark
+    marks dropped ("Intel(R) Arc(TM) Pro B70" is "Intel Arc Pro B70")."""
+    text = strip_marks(text)
     stripped = _VENDOR_WORDS.sub("", text.strip())
     keys = [normalize(text)]
     if stripped != text.strip():
@@ -117,22 +121,12 @@ class _Index:
         return None
 
     def suggest(self, text: str, n: int = 3, *, canonical: bool = False) -> list[str]:
-        """Closest written names (one per entry), best first; with ``canonical`` the entries'
-        ids instead of the spellings that came close."""
-        names = list(self.spellings)
-        lowered = {name.lower(): name for name in names}
+        """Closest written names (one per entry), best first (``spelling.ranked``: every written
+        word held in any order, then edit similarity with O/0 and l/I/1 read alike); with
+        ``canonical`` the entries' ids instead of the spellings that came close."""
         out: list[str] = []
         seen: set[str] = set()
-        query = text.strip().lower()
-        candidates = difflib.get_close_matches(query, list(lowered), n=12, cutoff=0.6)
-        stripped = _VENDOR_WORDS.sub("", query)
-        if stripped != query:
-            bare = {_VENDOR_WORDS.sub("", k): k for k in lowered}
-            candidates += [
-                bare[c] for c in difflib.get_close_matches(stripped, list(bare), n=12, cutoff=0.6)
-            ]
-        for low in candidates:
-            name = lowered[low]
+        for name in ranked(text, self.spellings):
             owner = self.spellings[name]
             if owner in seen:
                 continue
@@ -216,6 +210,9 @@ def load_catalog() -> Catalog:
         for name in (*acc.nvml_names, *acc.gfd_products, *acc.aliases):
             cat.accelerator_index.add(acc.id, name, "alias")
         cat.accelerator_patterns += [(re.compile(p, re.IGNORECASE), acc.id) for p in acc.patterns]
+        unknown = [s for s in acc.siblings if s not in cat.accelerators or s == acc.id]
+        if unknown:
+            raise InvalidInput(f"catalogue: accelerator {acc.id}: unknown sibling(s) {unknown}")
         for prefix in acc.vgpu_prefixes:
             if prefix.lower() in cat.vgpu_prefixes:
                 raise InvalidInput(f"catalogue: vGPU prefix {prefix!r} claimed twice")
@@ -399,6 +396,9 @@ def _family_members(text: str, cat: Catalog) -> list[str]:
     named = [a.id for a in cat.accelerators.values() if normalize(a.family) in keys]
     if named:
         return named
+    named = _family_in_other_words(text, cat)
+    if named:
+        return named
     prefixed = [
         a
         for a in cat.accelerators.values()
@@ -408,6 +408,35 @@ def _family_members(text: str, cat: Catalog) -> list[str]:
     ]
     if len(prefixed) >= 2 and len({a.family for a in prefixed}) == 1:
         return [a.id for a in prefixed]
+    return []
+
+
+# what a name may add to a family's name and still name the whole family: the bus, the
+# architecture, a memory size every member has ("RTX PRO 4500 Blackwell-PCIe-32GB")
+_FAMILY_FILLER = re.compile(
+    r"^(?:pcie|pci|gen\d|blackwell|hopper|ada|gpu|card|\d{1,3}gb?|gddr\d|hbm\d?e?)$"
+)
+
+
+def _family_in_other_words(text: str, cat: Catalog) -> list[str]:
+    """The members of a family the text names with its words in another order ("RTX 6000 PRO")
+    or followed only by words every member shares (bus, architecture, a memory size all have);
+    [] unless two or more members remain."""
+    asked = spelling_words(_VENDOR_WORDS.sub("", text.strip()), folded=False)
+    families: dict[str, list[AcceleratorEntry]] = {}
+    for acc in cat.accelerators.values():
+        families.setdefault(acc.family, []).append(acc)
+    written = [int(m) for m in _MEMORY.findall(text.lower())]
+    for family, members in families.items():
+        own = spelling_words(family, folded=False)
+        if len(members) < 2 or not own:
+            continue
+        need, have = Counter(own), Counter(asked)
+        if need - have or not all(_FAMILY_FILLER.match(w) for w in (have - need).elements()):
+            continue
+        fit = [m.id for m in members if not written or _memory_fits(m.memory_gb, written)]
+        if len(fit) >= 2:
+            return fit
     return []
 
 
@@ -471,6 +500,7 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
             matched_by=cpu.matched_by,
             suggestions=cpu.suggestions,
         )
+    name = strip_marks(name)  # after the CPU path: CPU patterns read "Intel(R) Xeon(R) ..."
     parts = _mixed_parts(name)
     if parts is not None:
         return AcceleratorMatch(
@@ -759,9 +789,24 @@ class FrameworkMatch:
         return self.name.resolved
 
 
+# words a vendor's container adds to the framework it ships ("NeMo Framework NVIDIA Release",
+# "nemo-framework-nvidia-release", "NGC PyTorch"): the container is of that framework
+_CONTAINER_WORDS = re.compile(r"\b(?:nvidia|ngc|release|framework|container)\b", re.IGNORECASE)
+
+
 @lru_cache(maxsize=4096)
 def resolve_framework_name(text: str) -> NameMatch:
-    return _names(text, load_catalog().framework_index, "framework")
+    """A framework's canonical id; a vendor container's name (``nemo-framework-nvidia-release``)
+    resolves to the framework it ships, matched by "container"."""
+    cat = load_catalog()
+    match = _names(text, cat.framework_index, "framework")
+    if match.resolved:
+        return match
+    bare = " ".join(_CONTAINER_WORDS.sub(" ", re.sub(r"[-_]+", " ", str(text))).split())
+    found = cat.framework_index.find(bare) if bare and bare != text.strip() else None
+    if found is None:
+        return match
+    return NameMatch(raw=text, id=found[0], resolved=True, what="framework", matched_by="container")
 
 
 def resolve_framework(

@@ -39,12 +39,12 @@ from typing import Any
 from stack_advisor.catalog import (
     load_catalog,
     named_scenario,
-    resolve_accelerator,
     resolve_benchmark,
     resolve_cpu,
     resolve_metric,
     resolve_scenario,
 )
+from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
     classify_placement,
     implementation_of,
@@ -608,7 +608,7 @@ def _system_context(record: MlperfRecord) -> SystemContext:
     )
     vgpu_profile = record.vgpu_profile
     if record.accelerator:
-        match = resolve_accelerator(record.accelerator)
+        match = resolve_in_context(record.accelerator, record.system_name, record.system_id)
         accelerator = Accelerator(
             model=match.key,
             vendor=match.vendor,

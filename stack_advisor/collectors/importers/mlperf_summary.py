@@ -38,11 +38,11 @@ from typing import Any
 from stack_advisor.catalog import (
     load_catalog,
     named_scenario,
-    resolve_accelerator,
     resolve_benchmark,
     resolve_cpu,
     resolve_scenario,
 )
+from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
     classify_placement,
     implementation_of,
@@ -391,7 +391,7 @@ def _observation(
     host_cpu = flat_text(r.get("host_cpu"))
     software = flat_text(r.get("software"))
     if model:
-        match = resolve_accelerator(model)
+        match = resolve_in_context(model, flat_text(r.get("system_name")), system_id)
         if not match.resolved:
             report.unresolved_accelerators[model] += 1
         accelerator = Accelerator(model=match.key, vendor=match.vendor, count=count)

@@ -1,0 +1,110 @@
+"""Names as vendors and submitters publish them (issue 41 item 4, issue 43's name items):
+trademark marks, digit/letter confusions, words in another order, a family named with its bus
+and memory, an edition told by the system's other fields; today's parts carry published
+figures with their sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from stack_advisor.catalog import load_catalog, resolve_accelerator
+from stack_advisor.catalog.editions import resolve_in_context
+from stack_advisor.catalog.spelling import closeness, fold, strip_marks
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("Intel(R) Arc(TM) Pro B70", "Arc-Pro-B70"),
+        ("Intel® Arc™ Pro B70", "Arc-Pro-B70"),
+        ("AMD Instinct™ MI355X", "MI355X"),
+        ("AMD Instinct MI350P", "MI350P"),
+        ("NVIDIA RTX Pro 6000 SE PCIe 96GB", "RTX-PRO-6000-Blackwell-Server"),
+        ("Intel(R) Arc(TM) 140T GPU", "Arc-140T"),
+    ],
+)
+def test_published_spellings_resolve(text: str, key: str) -> None:
+    match = resolve_accelerator(text)
+    assert match.resolved and match.key == key
+
+
+def test_marks_and_confusions_are_read_as_written() -> None:
+    assert strip_marks("Intel(R) Xeon(R) Platinum") == "Intel Xeon Platinum"
+    assert fold("H1OO") == fold("H100") == "h100"
+    assert fold("H10O") == "h100"
+    # every written word held, in any order, ranks above a closer-looking name missing one
+    assert closeness("RTX 6000 PRO", "RTX PRO 6000 Blackwell")[0] == 1.0
+    assert closeness("RTX 6000 PRO", "RTX 6000 Ada")[0] < 1.0
+
+
+@pytest.mark.parametrize("typed", ["H1OO", "H10O", "h1oo"])
+def test_letters_for_digits_suggest_the_part(typed: str) -> None:
+    match = resolve_accelerator(typed)
+    assert not match.resolved
+    assert match.suggestions and all("H100" in s for s in match.suggestions)
+    assert "H100" in match.message()
+
+
+def test_words_in_another_order_name_the_family_not_a_neighbour() -> None:
+    for typed in ("RTX 6000 PRO", "NVIDIA RTX 6000 PRO"):
+        match = resolve_accelerator(typed)
+        assert match.refusal == "family"
+        assert all(s.startswith("RTX-PRO-6000-Blackwell") for s in match.suggestions)
+        assert "RTX-6000-Ada" not in match.suggestions
+
+
+def test_a_family_with_its_bus_and_memory_is_answered_with_both_editions() -> None:
+    match = resolve_accelerator("NVIDIA RTX PRO 4500 Blackwell-PCIe-32GB")
+    assert not match.resolved and match.refusal == "family"
+    assert set(match.suggestions) == {"RTX-PRO-4500-Blackwell-WS", "RTX-PRO-4500-Blackwell-Server"}
+    # a memory size no member has is not the family ("H100 SXM5 94GB" stays refused)
+    assert resolve_accelerator("H100 SXM5 94GB").refusal == "unknown"
+
+
+def test_the_systems_own_words_tell_the_edition() -> None:
+    name = "NVIDIA RTX PRO 4500 Blackwell-PCIe-32GB"
+    server = resolve_in_context(name, "ACME R760 (4x RTX PRO 4500 Blackwell Server Edition)")
+    assert server.resolved and server.key == "RTX-PRO-4500-Blackwell-Server"
+    assert server.matched_by == "context"
+    ws = resolve_in_context("RTX PRO 6000 Blackwell", "Precision 7960 Workstation, Max-Q")
+    assert ws.resolved and ws.key == "RTX-PRO-6000-Blackwell-MaxQ"
+    unsaid = resolve_in_context(name, "ACME R760", None)
+    assert not unsaid.resolved and len(unsaid.suggestions) == 2
+    both = resolve_in_context(name, "server or workstation")
+    assert not both.resolved
+
+
+def test_todays_parts_have_the_figures_their_benchmarks_run_at() -> None:
+    """Memory, bandwidth and the precision each part's MLPerf results run at, with a source;
+    a figure no published source gives stays empty (and the note says so)."""
+    cat = load_catalog().accelerators
+    for part, precision in [
+        ("B300-SXM-288GB", "fp4"),
+        ("GB300", "fp4"),
+        ("B200-SXM-180GB", "fp4"),
+        ("GB200", "fp4"),
+        ("MI355X", "fp4"),
+        ("MI350X", "fp4"),
+        ("MI350P", "fp8"),
+        ("H200-NVL-141GB", "fp8"),
+        ("Arc-Pro-B70", "int8"),
+    ]:
+        entry = cat[part]
+        assert entry.memory_gb and entry.memory_bw_gbs, part
+        assert getattr(entry.peak_tflops, precision), (part, precision)
+        assert entry.source.startswith("https://"), part
+    # B300 runs below GB300 at fp4 (HGX 105 PF dense / 8 against NVL72 1.1 EF / 72)
+    assert cat["B300-SXM-288GB"].peak_tflops.fp4 < cat["GB300"].peak_tflops.fp4
+    assert cat["H20"].peak_tflops.fp8 is None and "fp8" in (cat["H20"].note or "")
+    for part in ("RTX-PRO-6000-Blackwell-Server", "RTX-PRO-4500-Blackwell-Server"):
+        assert cat[part].memory_bw_gbs and not cat[part].peak_tflops.as_dict()
+        assert "left empty" in (cat[part].note or "")
+
+
+def test_siblings_are_known_parts_of_the_same_vendor() -> None:
+    cat = load_catalog().accelerators
+    assert cat["B300-SXM-288GB"].siblings[:2] == ["B200-SXM-180GB", "GB300"]
+    assert "MI325X" in cat["MI355X"].siblings
+    for entry in cat.values():
+        for sibling in entry.siblings:
+            assert cat[sibling].vendor == entry.vendor, (entry.id, sibling)
