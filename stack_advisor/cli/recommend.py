@@ -324,6 +324,15 @@ def predict(
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="the round answers are for: now (the newest round holding each benchmark), "
+            "next (a forecast one round ahead) or a round name such as v6.0; a query's own "
+            "as_of wins",
+        ),
+    ] = None,
 ) -> None:
     """Predict (or report the observed) metric for configurations given as a JSON list."""
     from stack_advisor.cli.render import output_format
@@ -335,6 +344,13 @@ def predict(
         text = sys.stdin.read() if query == "-" else Path(query).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidInput(f"--query: cannot read {query!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"--query: {query!r} is not text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start} is not UTF-8); give a JSON list of configurations"
+        ) from None
+    if not text.strip():
+        raise InvalidInput(f"--query: {query!r} is empty; give a JSON list of configurations")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -343,6 +359,8 @@ def predict(
         data = data.get("queries", [data])
     if not isinstance(data, list):
         raise InvalidInput("--query: expected a JSON list of configurations")
+    if as_of is not None:
+        data = [{"as_of": as_of, **q} if isinstance(q, dict) else q for q in data]
     with answering_store(store) as adv:
         predictions = adv.predict(data)
     from stack_advisor.cli.render import render
@@ -360,6 +378,7 @@ def predict(
             ),
             "conf": f"{p.confidence:.2f}" if p.value is not None else None,
             "metric": p.query.metric,
+            "round": p.round,
             "warnings": "; ".join(p.warnings) or None,
         }
         for p in predictions
