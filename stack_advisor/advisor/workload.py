@@ -274,6 +274,13 @@ class Workload(_Spec):
 
         return canonical_scenario(value)
 
+    @field_validator("metric")
+    @classmethod
+    def _catalogue_metric(cls, value: str | None) -> str | None:
+        from stack_advisor.advisor.names import canonical_metric
+
+        return canonical_metric(value)
+
     @model_validator(mode="before")
     @classmethod
     def _scenario_in_benchmark_name(cls, data: Any) -> Any:
@@ -379,6 +386,17 @@ class Workload(_Spec):
             text = file.read_text(encoding="utf-8")
         except OSError as exc:
             raise InvalidInput(f"cannot read workload file {str(file)!r}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"workload file {str(file)!r} is not text (byte 0x{exc.object[exc.start]:02x} at "
+                f"offset {exc.start} is not UTF-8); give a YAML or JSON workload, e.g. "
+                "'benchmark: resnet50'"
+            ) from None
+        if not text.strip():
+            raise InvalidInput(
+                f"workload file {str(file)!r} is empty; give a YAML or JSON workload, e.g. "
+                "'benchmark: resnet50'"
+            )
         if file.suffix == ".json":
             try:
                 return cls.from_dict(json.loads(text), where=str(file))

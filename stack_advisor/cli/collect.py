@@ -16,6 +16,11 @@ from stack_advisor.cli.options import ApiOpt, FormatOpt, JsonOpt, StoreOpt
 from stack_advisor.cli.render import OutputFormat, note, output_format, print_json, render, warning
 from stack_advisor.schema.errors import InvalidInput
 
+# Exit statuses of `advisor collect --api` (docs/deploy.md): 0 delivered, 1 refused or failed,
+# EXIT_SPOOLED (sysexits' EX_TEMPFAIL) when the documents wait in the spool for the next run.
+EXIT_SPOOLED = 75
+REFUSED_STATUS = frozenset({401, 403})
+
 BENCHMARK_HELP = (
     "Benchmark to run (repeatable): pi, cnn, tf-cnn, loadgen, allreduce, numa. Default: pi."
 )
@@ -265,6 +270,32 @@ def collect_command(
         _exit_if_spooled(flushed)
     if summary["measurements"] == 0:
         raise typer.Exit(1)
+    if api:
+        _exit_for_delivery(results)
+
+
+def _exit_for_delivery(results: list[Any]) -> None:
+    """The exit status a Job acts on: 1 when the API refused a document (401/403: a token
+    without write scope; 4xx such as 422: a document it will never take), with the reason;
+    EXIT_SPOOLED when the API could not take it now (unreachable, 5xx, 408/425/429): spooled
+    for the next run. Refused documents stay on disk too (the spool, or its rejected/ folder)."""
+    refused = [r for r in results if r.status == "rejected" or r.http_status in REFUSED_STATUS]
+    if refused:
+        why = "; ".join(dict.fromkeys(str(r.message) for r in refused))
+        note(
+            f"delivery refused for {len(refused)} of {len(results)} document(s): {why}",
+            prefix="error: ",
+        )
+        raise typer.Exit(1)
+    spooled = [r for r in results if r.status == "spooled"]
+    if spooled:
+        why = "; ".join(dict.fromkeys(str(r.message) for r in spooled))
+        note(
+            f"{len(spooled)} document(s) spooled, the API cannot take them now ({why}); the "
+            f"next run or `advisor collect --flush` re-sends them (exit {EXIT_SPOOLED})",
+            prefix="warning: ",
+        )
+        raise typer.Exit(EXIT_SPOOLED)
 
 
 def _exit_if_spooled(flushed: Any) -> None:

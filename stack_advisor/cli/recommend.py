@@ -14,19 +14,24 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from stack_advisor.advisor.proxy.model import model_file
 from stack_advisor.cli.compare import compare_app
 from stack_advisor.cli.options import PLACEMENTS, FormatOpt, JsonOpt, StoreOpt, choose
+from stack_advisor.cli.proxy import ALL_ROWS as PROXY_ROWS
+from stack_advisor.cli.proxy import as_predictions, proxy_fields, proxy_workload
 from stack_advisor.cli.recommend_options import (
     AcceleratorOpt,
     BatchSizeOpt,
     BenchmarkOpt,
     ClusterOpt,
+    ConcurrencyOpt,
     CountOpt,
     DriverOpt,
     FamilyOpt,
     FrameworkOpt,
     GpusOpt,
     ImageOpt,
+    IslOpt,
     MaxCountOpt,
     MaxTpotOpt,
     MaxTtftOpt,
@@ -40,6 +45,7 @@ from stack_advisor.cli.recommend_options import (
     NodesFileOpt,
     ObjectiveOpt,
     ObservedOnlyOpt,
+    OslOpt,
     ParamOpt,
     PerPoolOpt,
     PlacementOpt,
@@ -59,7 +65,7 @@ from stack_advisor.cli.recommend_table import BASIS_MARK, print_recommendations,
 from stack_advisor.cli.stores import answering_store
 
 if TYPE_CHECKING:
-    from stack_advisor.advisor.results import RecommendationSet
+    from stack_advisor.advisor.results import Prediction, RecommendationSet
     from stack_advisor.advisor.workload import Workload
     from stack_advisor.cli.render import OutputFormat
 
@@ -83,6 +89,9 @@ def recommend(
     task: TaskOpt = None,
     scenario: ScenarioOpt = None,
     model: ModelOpt = None,
+    isl: IslOpt = None,
+    osl: OslOpt = None,
+    concurrency: ConcurrencyOpt = None,
     batch_size: BatchSizeOpt = None,
     precision: PrecisionOpt = None,
     param: ParamOpt = None,
@@ -140,7 +149,8 @@ def recommend(
             benchmark=benchmark,
             task=task,
             scenario=scenario,
-            model=model,
+            model=None if model_file(model) else model,
+            proxy=proxy_fields(model, isl, osl, concurrency),
             batch_size=batch_size,
             precision=precision,
             param=param,
@@ -259,6 +269,7 @@ def _flags_workload(
     min_confidence: float,
     framework: list[str] | None,
     hardware: dict[str, Any],
+    proxy: dict[str, Any] | None = None,
 ) -> Workload:
     """The workload the flags describe (a flag left out is left to the workload's default)."""
     from stack_advisor.advisor.workload import Workload
@@ -282,6 +293,7 @@ def _flags_workload(
         "min_confidence": min_confidence,
         "frameworks": [_framework(f) for f in framework or []],
         "hardware": hardware,
+        **(proxy or {}),
     }
     return Workload.from_dict({k: v for k, v in data.items() if v is not None}, where="flags")
 
@@ -319,8 +331,19 @@ def _framework(text: str) -> dict[str, Any]:
 
 def predict(
     query: Annotated[
-        str, typer.Option("--query", help="JSON list of configurations: a file, or - for stdin.")
-    ],
+        str | None,
+        typer.Option(
+            "--query",
+            help="JSON list of configurations: a file, or - for stdin (or --model instead).",
+        ),
+    ] = None,
+    model: ModelOpt = None,
+    benchmark: BenchmarkOpt = None,
+    scenario: ScenarioOpt = None,
+    isl: IslOpt = None,
+    osl: OslOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    accelerator: AcceleratorOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
@@ -339,6 +362,20 @@ def predict(
     from stack_advisor.schema.errors import InvalidInput
 
     chosen = output_format(fmt, as_json)
+    if query is None:  # a described model, by proxy (stack_advisor.cli.proxy)
+        spec = proxy_workload(
+            model=model,
+            benchmark=benchmark,
+            scenario=scenario,
+            isl=isl,
+            osl=osl,
+            concurrency=concurrency,
+            accelerators=accelerator,
+        )
+        with answering_store(store) as adv:
+            answer = adv.recommend(spec, top=PROXY_ROWS)
+        _show_predictions(as_predictions(answer, spec["scenario"]), chosen)
+        return
 
     try:
         text = sys.stdin.read() if query == "-" else Path(query).read_text(encoding="utf-8")
@@ -363,6 +400,10 @@ def predict(
         data = [{"as_of": as_of, **q} if isinstance(q, dict) else q for q in data]
     with answering_store(store) as adv:
         predictions = adv.predict(data)
+    _show_predictions(predictions, chosen)
+
+
+def _show_predictions(predictions: list[Prediction], chosen: OutputFormat) -> None:
     from stack_advisor.cli.render import render
 
     rows = [

@@ -20,7 +20,19 @@ TaskOpt = Annotated[
 ScenarioOpt = Annotated[
     str | None, typer.Option(help="Offline, Server, SingleStream, MultiStream.")
 ]
-ModelOpt = Annotated[str | None, typer.Option(help="Model (benchmark parameter).")]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Model: a benchmark parameter by name, or a description to estimate by proxy: a "
+        "Hugging Face config.json or a short YAML (docs/proxy.md)."
+    ),
+]
+IslOpt = Annotated[int | None, typer.Option(min=1, help="Proxy: input tokens per request.")]
+OslOpt = Annotated[int | None, typer.Option(min=1, help="Proxy: output tokens per request.")]
+ConcurrencyOpt = Annotated[
+    int | None,
+    typer.Option(min=1, help="Proxy: concurrent requests per replica (default: as memory holds)."),
+]
 BatchSizeOpt = Annotated[int | None, typer.Option(help="Batch size (benchmark parameter).")]
 PrecisionOpt = Annotated[str | None, typer.Option(help="Precision (benchmark parameter).")]
 ParamOpt = Annotated[

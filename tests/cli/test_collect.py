@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from stack_advisor.cli.collect import EXIT_SPOOLED
 from tests.support.cli import advisor, isolate_cli
 from tests.support.servers import ServedAPI, free_port
 
@@ -95,7 +96,9 @@ def test_flush_fails_while_documents_stay_spooled(
         capsys, "collect", *SMALL, "--api", api.url, "--token", tokens["write"], "--json"
     )
     assert (
-        code == 0 and json.loads(out)["delivery"][0]["status"] == "spooled" and len(pending()) == 1
+        code == EXIT_SPOOLED  # measured; delivery deferred: the distinct status a Job acts on
+        and json.loads(out)["delivery"][0]["status"] == "spooled"
+        and len(pending()) == 1
     )
     with api:
         code, out, err = advisor(
@@ -107,3 +110,8 @@ def test_flush_fails_while_documents_stay_spooled(
             capsys, "collect", "--flush", "--api", api.url, "--token", tokens["write"], "--json"
         )
         assert code == 0 and json.loads(out)["flush"]["sent"] == 1 and pending() == []
+        # a token without write scope is a refusal, not a delay: the run fails with the reason
+        code, out, err = advisor(
+            capsys, "collect", *SMALL, "--api", api.url, "--token", tokens["read"], "--json"
+        )
+        assert code == 1 and "delivery refused" in err and "HTTP 403" in err, err

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from stack_advisor.cli.collect import EXIT_SPOOLED
 from stack_advisor.cli.main import app
 from tests.support.servers import ServedAPI, free_port
 
@@ -24,9 +25,9 @@ def _observations(api: ServedAPI) -> int:
     return int(body["counts"].get("Observation", 0))
 
 
-def _invoke(*args: str) -> dict:  # type: ignore[type-arg]
+def _invoke(*args: str, code: int = 0) -> dict:  # type: ignore[type-arg]
     result = CliRunner().invoke(app, ["collect", *args, "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == code, result.output
     return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
@@ -40,7 +41,7 @@ def test_spooled_while_down_then_flushed(tmp_path: Path, monkeypatch: pytest.Mon
     )
     auth = ["--api", api.url, "--token", tokens["write"]]
 
-    down = _invoke(*SMALL, "--run-id", "api-1", *auth)
+    down = _invoke(*SMALL, "--run-id", "api-1", *auth, code=EXIT_SPOOLED)
     [delivery] = down["delivery"]
     assert delivery["status"] == "spooled" and down["measurements"] == 1
     assert len(pending()) == 1

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from stack_advisor.cli.collect import EXIT_SPOOLED
 from stack_advisor.cli.main import app
 from tests.containers.conftest import Api, Images, free_port, run_collector
 
@@ -74,7 +75,7 @@ def test_api_down_spools_to_the_volume_and_the_next_run_resends(
     first = run_collector(
         images, _collect(down, api.write_token, *ONE_PI, "--run-id", "spool-test"), spool=spool
     )
-    assert first.code == 0, first.logs  # measured; delivery is deferred, not failed
+    assert first.code == EXIT_SPOOLED, first.logs  # measured; delivery deferred, not failed
     assert {d["status"] for d in _summary(first.logs)["delivery"]} == {"spooled"}
     waiting = sorted((spool / "stack-advisor" / "spool").glob("*.json"))
     assert waiting, f"nothing spooled in the volume: {list(spool.rglob('*'))}"

@@ -21,6 +21,7 @@ import time
 
 from stack_advisor.advisor.budget import checkpoint
 from stack_advisor.advisor.estimate.training import budget_refusal
+from stack_advisor.advisor.proxy.ranking import by_proxy
 from stack_advisor.advisor.results import (
     ExcludedCandidate,
     Recommendation,
@@ -59,7 +60,7 @@ def recommend(
     """
     if top < 1:
         raise InvalidInput(f"top must be >= 1, got {top}")
-    answer = rank(knowledge, workload, top)
+    answer = by_proxy(knowledge, workload, top) or rank(knowledge, workload, top)
     for r in answer.recommendations:
         r.basis_note = basis_note(r.basis, r.evidence.measured_on, here)
     return answer
