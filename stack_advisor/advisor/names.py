@@ -21,6 +21,7 @@ from stack_advisor.catalog import (
     resolve_accelerator,
     resolve_benchmark,
     resolve_framework_name,
+    resolve_metric,
     resolve_scenario,
 )
 from stack_advisor.catalog.stack_text import parse_components, parse_framework
@@ -92,6 +93,15 @@ def canonical_scenario(text: str | None) -> str | None:
     if not match.resolved:
         raise ValueError(match.message().removeprefix("scenario: "))
     return match.id
+
+
+def canonical_metric(text: str | None) -> str | None:
+    """``ttft_ms`` → ``ttft_p99_ms`` (a catalogue alias); a name the catalogue does not know is
+    kept (our collectors record metrics of their own: the engine names those it has)."""
+    if text is None:
+        return None
+    match = resolve_metric(text)
+    return match.id if match.resolved and match.id else text
 
 
 def canonical_benchmark(text: str | None, family: str | None = None) -> str | None:
@@ -193,6 +203,7 @@ def canonical_query(
             + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else "")
         )
     update["benchmark"] = name
+    update["metric"] = canonical_metric(query.metric)
     if bench.resolved and bench.scenario is not None:
         _scenario_from_name(query, update, problems)
     components = dict(query.components)

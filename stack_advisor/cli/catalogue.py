@@ -15,10 +15,14 @@ catalogue_app = typer.Typer(
     no_args_is_help=True,
 )
 
-KindOpt = Annotated[
-    str,
-    typer.Option("--kind", "-k", help="accelerators or benchmarks."),
-]
+
+def _list_kind(argument: str | None, option: str | None) -> str:
+    """KIND written as an argument (`catalogue list benchmarks`) or as --kind; both must agree."""
+    if argument is not None and option is not None and _kind(argument) != _kind(option):
+        from stack_advisor.schema.errors import InvalidInput
+
+        raise InvalidInput(f"KIND {argument!r} and --kind {option!r} disagree; give one")
+    return _kind(argument or option or "accelerators")
 
 
 def _kind(value: str) -> str:
@@ -28,9 +32,39 @@ def _kind(value: str) -> str:
     return choose(value, KINDS, "--kind") or "accelerators"
 
 
+def _filter_value(value: str | None, known: set[str], option: str) -> None:
+    """An unknown ``--vendor``/``--family`` is a usage error with the closest names, never an
+    empty table."""
+    if value is None:
+        return
+    from difflib import get_close_matches
+
+    from stack_advisor.catalog import normalize
+    from stack_advisor.schema.errors import InvalidInput
+
+    by_key = {normalize(k): k for k in known if k}
+    if normalize(value) in by_key:
+        return
+    close = get_close_matches(normalize(value), list(by_key), n=3, cutoff=0.6)
+    hint = (
+        f"did you mean {' or '.join(repr(by_key[c]) for c in close)}?"
+        if close
+        else f"known: {', '.join(sorted(by_key.values()))}"
+    )
+    raise InvalidInput(f"{option}: no catalogue entry has {value!r}; {hint}")
+
+
 @catalogue_app.command("list")
 def list_cmd(
-    kind: KindOpt = "accelerators",
+    kind_arg: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[KIND]", help="accelerators (default) or benchmarks; the same as --kind."
+        ),
+    ] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", "-k", help="accelerators or benchmarks.")
+    ] = None,
     vendor: Annotated[
         str | None, typer.Option("--vendor", help="Only this vendor's parts (nvidia, amd, ...).")
     ] = None,
@@ -45,7 +79,11 @@ def list_cmd(
     from stack_advisor.catalog.browse import ACCELERATOR_COLUMNS, list_entries
 
     chosen = output_format(fmt, as_json)
-    which = _kind(kind)
+    which = _list_kind(kind_arg, kind)
+    if which == "accelerators" and (vendor or family):
+        every = list_entries("accelerators")
+        _filter_value(vendor, {str(r.get("vendor") or "") for r in every}, "--vendor")
+        _filter_value(family, {str(r.get("family") or "") for r in every}, "--family")
     rows = list_entries(which, vendor=vendor, family=family)  # type: ignore[arg-type]
     if chosen is OutputFormat.json:
         render(rows, fmt=chosen)

@@ -81,6 +81,7 @@ FAILURE_CLASSES = (
     "stack",
     "harness",
     "environment",
+    "outcome",
 )  # stack_advisor.schema.models.FailureClass, by name
 
 
@@ -92,7 +93,9 @@ def failures(
         typer.Option(
             "--class",
             help="Only this class: stack (a known-bad stack), harness (a harness "
-            "limitation: 'unsupported') or environment (something the node lacked).",
+            "limitation: 'unsupported'), environment (something the node lacked) or outcome "
+            "(a run the benchmark's rules expect some of to end unscored: a Training seed that "
+            "did not converge).",
         ),
     ] = None,
     as_json: JsonOpt = False,

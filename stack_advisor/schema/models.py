@@ -374,6 +374,9 @@ class FailureClass(str, Enum):
     STACK = "stack failure"  # the stack is broken: it crashed, would not install or import
     HARNESS = "harness limitation"  # the benchmark cannot run on this backend ("unsupported")
     ENVIRONMENT = "environment"  # a missing pip extra, script or device on the node that ran it
+    # a run that ended without a score in a way the benchmark's rules expect of some runs: an
+    # MLPerf Training seed that did not reach the target quality (olympic scoring drops it)
+    OUTCOME = "run outcome"
 
 
 HARNESS_STAGE = "unsupported"
@@ -381,6 +384,9 @@ ENVIRONMENT_STAGE = "environment"
 # exception class names a harness limitation is raised as (microbench's NotSupported, our
 # Unsupported); documents written before the stages were classed carry them at stage "run"
 HARNESS_ERROR_CLASSES = frozenset({"Unsupported", "NotSupported"})
+# error classes of run outcomes begin with it: the Training importer's "training-<status>"
+# ("training-aborted": the seed did not converge; "training-no-run_stop": the log ends early)
+OUTCOME_ERROR_PREFIX = "training-"
 
 
 def failure_class(stage: str | None, error_class: str | None = None) -> FailureClass:
@@ -390,6 +396,8 @@ def failure_class(stage: str | None, error_class: str | None = None) -> FailureC
         return FailureClass.ENVIRONMENT
     if stage == HARNESS_STAGE or error_class in HARNESS_ERROR_CLASSES:
         return FailureClass.HARNESS
+    if error_class is not None and error_class.startswith(OUTCOME_ERROR_PREFIX):
+        return FailureClass.OUTCOME
     return FailureClass.STACK
 
 
@@ -420,7 +428,7 @@ class FailureIn(_Model):
         here, where every failure enters (collectors, importers, the API)."""
         if isinstance(data, dict) and data.get("stage") not in (HARNESS_STAGE, ENVIRONMENT_STAGE):
             kind = failure_class(data.get("stage"), data.get("error_class"))
-            if kind is not FailureClass.STACK:
+            if kind in (FailureClass.HARNESS, FailureClass.ENVIRONMENT):
                 stage = HARNESS_STAGE if kind is FailureClass.HARNESS else ENVIRONMENT_STAGE
                 data = {**data, "stage": stage}
         return data

@@ -264,3 +264,30 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
         plot_data.trend_chart([make_obs()], "kernel")
     with pytest.raises(InvalidInput, match="--top: must be >= 1"):
         plot_data.throughput_chart([make_obs()], top=0)
+
+
+def test_a_named_benchmark_run_with_several_parameter_sets_plots_the_best_evidenced() -> None:
+    """Reproducer: the README's `plot throughput --benchmark resnet50 --scenario Offline` met
+    MLPerf's results and our own runs (other parameters) and answered "3 series match"."""
+    ours = make_obs(value=90.0, host="own", division=None)
+    ours = ours.model_copy(
+        update={
+            "benchmark": ours.benchmark.model_copy(
+                update={"parameters": {"scenario": "Offline", "max_batch": 32}}
+            )
+        }
+    )
+    obs = [make_obs(value=100.0, host="a"), make_obs(value=120.0, host="b"), ours]
+    chart = plot_data.throughput_chart(obs, benchmark="resnet50", scenario="Offline")
+    assert [r["value"] for r in chart.rows] == [110.0]  # the median of the kept two, not 90
+    (note,) = [n for n in chart.notes if "other series" in n]
+    assert "1 other series of resnet50" in note and "(1 obs)" in note
+    with pytest.raises(InvalidInput, match="choose one"):  # nothing named: the user chooses
+        plot_data.throughput_chart(obs, scenario="Offline")
+
+
+def test_unknown_benchmark_lists_benchmarks_not_scenario_named_runs() -> None:
+    obs = [make_obs(), make_obs(name="Offline", host="loadgen")]
+    with pytest.raises(NotFound) as caught:
+        plot_data.throughput_chart(obs, benchmark="nothing-like-it")
+    assert "known: resnet50" in str(caught.value) and "Offline" not in str(caught.value)

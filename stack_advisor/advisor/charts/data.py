@@ -31,7 +31,7 @@ from typing import Any
 from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.advisor.names import accelerator_selector
 from stack_advisor.advisor.results import PlacementOverhead
-from stack_advisor.catalog import resolve_accelerator
+from stack_advisor.catalog import resolve_accelerator, resolve_scenario
 from stack_advisor.catalog.rounds import display_key
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import Observation, PlacementKind
@@ -207,7 +207,8 @@ def select_series(
     """Narrow to one benchmark, scenario and metric; errors name the inputs as ``spelling`` says.
 
     ``benchmark`` matches a benchmark id, ``family/name`` or a name (case-insensitive).
-    Returns the observations, the series and notes (e.g. the division kept).
+    Returns the observations, the series and notes (e.g. the division kept, or the series kept
+    where the named benchmark's scenario and metric were run with several parameter sets).
     Raises:
         NotFound: nothing matches (with close names). InvalidInput: several series match; the
         message lists each as the options that choose it.
@@ -216,6 +217,9 @@ def select_series(
     by_key: dict[tuple[Any, ...], list[Observation]] = defaultdict(list)
     for obs in chosen:
         by_key[_series_key(obs)].append(obs)
+    notes: list[str] = []
+    if benchmark:
+        by_key = _best_variant(by_key, benchmark, spelling, notes)
     if len(by_key) > 1:
         ranked = sorted(by_key.items(), key=lambda kv: -len(kv[1]))
         listed = "; ".join(
@@ -228,7 +232,6 @@ def select_series(
         )
     (((family, name, params, metric_name, unit), chosen),) = by_key.items()
     scen = dict(params).get("scenario")
-    notes = []
     divisions = {str(o.benchmark.parameters.get("division", "")) for o in chosen}
     division = None
     if "closed" in divisions and len(divisions) > 1:
@@ -252,6 +255,29 @@ def select_series(
         parameters=tuple((k, v) for k, v in params if k != "scenario"),
     )
     return chosen, series, notes
+
+
+def _best_variant(
+    by_key: dict[tuple[Any, ...], list[Observation]],
+    benchmark: str,
+    spelling: Spelling,
+    notes: list[str],
+) -> dict[tuple[Any, ...], list[Observation]]:
+    """Where the series are one named benchmark, scenario and metric run with different
+    parameters (batch size, data, SUT), the one with the most results answers; a note says how
+    to choose the others. Any other mix is left for the caller to refuse."""
+    firsts = {(f, n, dict(p).get("scenario"), m, u) for f, n, p, m, u in by_key}
+    if len(by_key) < 2 or len(firsts) != 1:
+        return by_key
+    ranked = sorted(by_key.items(), key=lambda kv: -len(kv[1]))
+    others = "; ".join(
+        f"{_how_to_choose(k, g, by_key, spelling)} ({len(g)} obs)" for k, g in ranked[1:4]
+    )
+    notes.append(
+        f"{len(ranked) - 1} other series of {benchmark} with other parameters left out (the one "
+        f"with the most results, {len(ranked[0][1])}, kept); choose another with {others}"
+    )
+    return dict(ranked[:1])
 
 
 def in_series(obs: Observation, series: Series) -> bool:
@@ -282,7 +308,8 @@ def _filtered(
         NotFound: nothing matches a filter (with the names recorded) or no observation is left.
     """
     if benchmark:
-        names = sorted({o.benchmark.name for o in chosen})
+        # a LoadGen run of our own is named by its scenario: not a benchmark to suggest
+        names = sorted({o.benchmark.name for o in chosen} - _scenario_names(chosen))
         chosen = [o for o in chosen if benchmark_matches(benchmark, o)]
         if not chosen:
             close = difflib.get_close_matches(benchmark, names, n=5, cutoff=0.5)
@@ -325,6 +352,12 @@ def _filtered(
     if not chosen:
         raise NotFound("no valid observations match; `advisor plot ... --help` shows the filters")
     return chosen
+
+
+def _scenario_names(observations: Iterable[Observation]) -> set[str]:
+    """Benchmark names that are scenario names (``Offline``, ``SingleStream``)."""
+    names = {o.benchmark.name for o in observations}
+    return {n for n in names if resolve_scenario(n).resolved}
 
 
 def _series_key(obs: Observation) -> tuple[Any, ...]:

@@ -447,8 +447,14 @@ class ObservationTable:
         ids = [b.benchmark_id for b in matching if ok(b)]
         return self.benchmark.mask(ids), ignored
 
-    def latest_round(self) -> str:
-        rounds = [r for r in self.round.vocab if r]
+    def latest_round(self, family: str | None = None) -> str:
+        """The newest round in the table, or among ``family``'s rows (Training's rounds are
+        numbered apart from Inference's: v5.0 can be Training's newest while Inference has v5.1)."""
+        if family is None:
+            rounds = [r for r in self.round.vocab if r]
+        else:
+            codes = np.unique(self.round.codes[self.family.codes == self.family.code(family)])
+            rounds = [r for r in (self.round.vocab[int(c)] for c in codes) if r]
         return max(rounds, key=round_key) if rounds else ""
 
 

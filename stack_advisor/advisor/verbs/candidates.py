@@ -24,6 +24,7 @@ from stack_advisor.advisor.verbs import serving
 from stack_advisor.advisor.verbs.catalogue_candidates import PLACEMENT as CATALOGUE_PLACEMENT
 from stack_advisor.advisor.verbs.catalogue_candidates import catalogue_parts
 from stack_advisor.advisor.workload import Objective, Workload
+from stack_advisor.catalog import resolve_benchmark
 from stack_advisor.catalog.stack_facts import ngc_release_of, ngc_releases
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import NGC_FRAMEWORKS, SoftwareStack
@@ -124,6 +125,13 @@ def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
         )
     assert workload.benchmark is not None
     if workload.benchmark not in names:
+        if _catalogued(workload.benchmark, workload.family):
+            return NotFound(
+                f"benchmark: no results yet for {workload.benchmark} in {workload.family}: the "
+                "catalogue knows the model (`advisor catalogue show "
+                f"{workload.benchmark}`), and the knowledge base holds no observation of it; "
+                "import a round that has it (`advisor import ...`)"
+            )
         close = difflib.get_close_matches(workload.benchmark, names, n=6, cutoff=0.5)
         return NotFound(
             f"benchmark: {workload.benchmark!r} is not in the knowledge base for "
@@ -133,6 +141,12 @@ def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
         f"no observations of {workload.family}/{workload.benchmark} with "
         f"{workload.parameter_filters()}"
     )
+
+
+def _catalogued(benchmark: str, family: str) -> bool:
+    """Whether the catalogue has ``benchmark`` as a benchmark of ``family`` (by its id)."""
+    match = resolve_benchmark(benchmark, family)
+    return match.resolved and match.id == benchmark
 
 
 def choose_metric(knowledge: Knowledge, rows: np.ndarray, workload: Workload) -> str:
@@ -193,7 +207,7 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
         per_acc=workload.rank_per_accelerator and hib,
         scenario=scenario,
         division=mode(table.division.values(rows)),
-        latest=table.latest_round(),
+        latest=table.latest_round(workload.family),
         over_limit=over_limit,
         notes=tuple(notes),
         bench_ids=frozenset(

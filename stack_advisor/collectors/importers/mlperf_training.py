@@ -65,6 +65,7 @@ from stack_advisor.schema.models import (
     Benchmark,
     Failure,
     Host,
+    OUTCOME_ERROR_PREFIX,
     IngestBatch,
     Observation,
     Placement,
@@ -561,7 +562,7 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
                     Failure(
                         benchmark=bench,
                         stage="run",
-                        error_class="training-" + run.status.replace(" ", "-"),
+                        error_class=OUTCOME_ERROR_PREFIX + run.status.replace(" ", "-"),
                         message=f"{run.path}: {why}",
                         timestamp=started,
                         run_id=run_id,
