@@ -268,7 +268,8 @@ class Comparison(_Out):
     verdict: str
     stack_effect: str | None = Field(
         default=None,
-        description="what upgrading A's framework version to B's was worth across rounds, from pairs "
+        description="what upgrading A's framework version to B's was worth across rounds, from "
+        "pairs "
         "(stack_advisor.advisor.estimate.stack_effect); None where A and B are not one "
         "framework at two versions",
     )

@@ -110,7 +110,8 @@ class HardwareConstraint(_Spec):
 
     accelerators: list[str] | None = Field(
         default=None,
-        description="accelerators by any name the catalogue knows (NVIDIA A100-SXM-80GB, A100-SXM4-80GB), "
+        description="accelerators by any name the catalogue knows (NVIDIA A100-SXM-80GB, "
+        "A100-SXM4-80GB), "
         "or a family (H100), generation (hopper), vendor (amd) or 'cpu'",
     )
     count: int | None = Field(default=None, ge=1, description="exact accelerator count")
@@ -120,7 +121,8 @@ class HardwareConstraint(_Spec):
     include_cpu: bool = Field(default=True, description="allow CPU-only systems")
     driver: str | None = Field(
         default=None,
-        description="driver version installed on the target nodes; stacks whose CUDA needs a newer one are excluded",
+        description="driver version installed on the target nodes; stacks whose CUDA needs a newer "
+        "one are excluded",
     )
 
     @field_validator("driver")
@@ -178,7 +180,8 @@ class Workload(_Spec):
     model: str | dict[str, Any] | None = Field(
         default=None,
         description="a benchmark parameter by name, or a model to estimate by proxy: a catalogued "
-        "LLM's name alone ({name: gpt-oss-120b}), a Hugging Face config.json's fields, or the short "
+        "LLM's name alone ({name: gpt-oss-120b}), a Hugging Face config.json's fields, or the "
+        "short "
         "form (name, architecture, parameters, active_parameters, precision); see docs/proxy.md",
     )
     batch_size: int | None = Field(default=None, ge=1)
@@ -207,7 +210,8 @@ class Workload(_Spec):
     )
     image: str | None = Field(
         default=None,
-        description="container image for the Kubernetes snippets of stacks the knowledge base records no "
+        description="container image for the Kubernetes snippets of stacks the knowledge base "
+        "records no "
         "image for (none known and none given: no snippet)",
     )
     target: SnippetTarget = Field(
@@ -218,12 +222,14 @@ class Workload(_Spec):
     max_ttft_ms: float | None = Field(
         default=None,
         gt=0,
-        description="serving limit: candidates whose observed p99 time to first token is above it are excluded",
+        description="serving limit: candidates whose observed p99 time to first token is above it "
+        "are excluded",
     )
     max_tpot_ms: float | None = Field(
         default=None,
         gt=0,
-        description="serving limit: candidates whose observed p99 time per output token is above it are excluded",
+        description="serving limit: candidates whose observed p99 time per output token is "
+        "above it are excluded",
     )
 
     isl: int | None = Field(default=None, ge=1, le=10_000_000, description="proxy: input tokens")
@@ -254,7 +260,8 @@ class Workload(_Spec):
         value = value.strip()
         if not value or any(c.isspace() for c in value):
             raise ValueError(
-                f"not a container image reference: {value!r} (e.g. nvcr.io/nvidia/pytorch:24.05-py3)"
+                f"not a container image reference: {value!r} (e.g. "
+                "nvcr.io/nvidia/pytorch:24.05-py3)"
             )
         return value
 
@@ -311,7 +318,8 @@ class Workload(_Spec):
             raise ValueError("name a benchmark (benchmark=...), a task (task=...) or a model")
         if self.family == MLPERF_TRAINING and self.scenario is not None:
             raise ValueError(
-                f"scenario: MLPerf Training has no scenarios ({self.scenario!r} is an MLPerf Inference "
+                f"scenario: MLPerf Training has no scenarios ({self.scenario!r} is an "
+                "MLPerf Inference "
                 "scenario); leave the scenario out and give the accelerator budget as max_count "
                 "(--gpus N)"
             )

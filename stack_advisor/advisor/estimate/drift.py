@@ -294,7 +294,7 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Est
     if not (rounds > 0).any() or target <= 0:
         return est
     by_ref: dict[float, int] = defaultdict(int)
-    for acc, rows in index.slices.get(q.slice, {}).items():
+    for rows in index.slices.get(q.slice, {}).values():
         mine = np.intersect1d(rows, est.rows, assume_unique=False)
         if len(mine):
             by_ref[float(index.round_no[mine].max())] += 1

@@ -15,7 +15,8 @@ from stack_advisor.catalog import load_catalog
 from stack_advisor.catalog.entries import AcceleratorEntry
 from stack_advisor.schema.errors import InvalidInput
 
-# vLLM's default gpu_memory_utilization: https://docs.vllm.ai/en/latest/serving/engine_args.html (--gpu-memory-utilization)
+# vLLM's default gpu_memory_utilization: https://docs.vllm.ai/en/latest/serving/engine_args.html
+# (--gpu-memory-utilization)
 USABLE_SHARE = 0.9
 # narrowest first: the weights' format a part runs when the user names none
 _NARROWEST = ("fp4", "fp8", "int8", "fp16", "bf16", "fp32")
