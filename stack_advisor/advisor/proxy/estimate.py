@@ -43,6 +43,7 @@ class Reference:
     value: float  # tokens/s per accelerator, median of the latest round's results
     round: str
     results: int
+    stack: str = ""  # the stack id of one of those results (its snippet's stack)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def references(table: ObservationTable, scenario: str) -> list[Reference]:
     results in ``scenario``: the latest round's median per accelerator."""
     known = set(llm_benchmarks())
     parts = load_catalog().accelerators
-    groups: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+    groups: dict[tuple[str, str, str], dict[str, list[tuple[float, str]]]] = {}
     for i in np.flatnonzero(table.value > 0):
         if table.metric.vocab[table.metric.codes[i]] != METRIC:
             continue
@@ -86,13 +87,15 @@ def references(table: ObservationTable, scenario: str) -> list[Reference]:
         count = max(1.0, float(table.count[i]))
         rnd = table.round.vocab[table.round.codes[i]]
         groups.setdefault((bench, acc, framework), {}).setdefault(rnd, []).append(
-            float(table.value[i]) / count
+            (float(table.value[i]) / count, table.stack.vocab[table.stack.codes[i]])
         )
     out = []
     for (bench, acc, framework), by_round in groups.items():
         latest = max(by_round, key=_round_order)
-        vals = by_round[latest]
-        out.append(Reference(bench, acc, framework, float(np.median(vals)), latest, len(vals)))
+        vals = [v for v, _ in by_round[latest]]
+        stack_id = by_round[latest][0][1]
+        value = float(np.median(vals))
+        out.append(Reference(bench, acc, framework, value, latest, len(vals), stack_id))
     return sorted(out, key=lambda r: (r.benchmark, r.accelerator, r.framework))
 
 

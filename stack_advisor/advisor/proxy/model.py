@@ -304,14 +304,48 @@ def load_model(text: str, family: str = "mlperf-inference") -> ModelSpec:
         if path.suffix in (".json", ".yaml", ".yml"):
             raise InvalidInput(f"model: no such file {text!r}")
         return from_catalogue(text, family)
+    return model_from_mapping(read_model_file(path), where=str(path), family=family)
+
+
+def model_file(text: str | None) -> bool:
+    """Whether a ``--model`` value names a description file (else a benchmark parameter)."""
+    return text is not None and Path(text).suffix in (".json", ".yaml", ".yml")
+
+
+def read_model_file(path: str | Path) -> dict[str, Any]:
+    """A description file's fields, named after the file unless it names itself.
+
+    Raises:
+        InvalidInput: missing, unreadable, or not a mapping.
+    """
+    file = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
-        data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise InvalidInput(f"model: cannot read {text!r}: {exc}") from None
+        raw = file.read_text(encoding="utf-8")
+        data = json.loads(raw) if file.suffix == ".json" else yaml.safe_load(raw)
+    except OSError as exc:
+        raise InvalidInput(f"model: cannot read {str(file)!r}: {exc.strerror}") from None
+    except (ValueError, yaml.YAMLError) as exc:
+        raise InvalidInput(f"model: {str(file)!r} is not valid JSON or YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise InvalidInput(f"model: {text!r} is not a mapping of fields")
-    name = str(data.get("name") or data.get("_name_or_path") or path.stem)
+        raise InvalidInput(f"model: {str(file)!r} is not a mapping of fields")
+    stem = file.stem if file.stem != "config" else file.parent.name or file.stem
+    return {"name": stem, **data}
+
+
+def model_from_mapping(
+    data: dict[str, Any], *, where: str = "model", family: str = "mlperf-inference"
+) -> ModelSpec:
+    """A model from its fields: ``{"name": <catalogued benchmark>}`` alone, the short form
+    (``architecture``/``parameters``), or a config.json's fields.
+
+    Raises:
+        InvalidInput: as ``from_hf_config`` / ``from_short_yaml``; a mapping without a name.
+    """
+    name = str(data.get("name") or data.get("_name_or_path") or "")
+    if not name:
+        raise InvalidInput(f"{where}: name is missing (what to call the model in answers)")
+    if set(data) <= {"name"}:
+        return from_catalogue(name, family)
     if "architecture" in data or "parameters" in data:
-        return from_short_yaml(data, name=name, where=str(path))
-    return from_hf_config(data, name=name, where=str(path))
+        return from_short_yaml(data, name=name, where=where)
+    return from_hf_config(data, name=name, where=where)

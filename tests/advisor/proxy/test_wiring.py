@@ -1,0 +1,105 @@
+"""``advisor recommend|predict --model`` and the workload's model object, on a real embedded
+store holding the starter knowledge base's published LLM tokens/s results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from stack_advisor.advisor.proxy.estimate import llm_benchmarks
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.cli.main import app
+from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import read_snapshot
+
+runner = CliRunner()
+QWEN = yaml.safe_load((Path(__file__).parent / "data" / "published.yaml").read_text())["models"][3]
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
+    uri = f"embedded:{tmp_path_factory.mktemp('proxy-kb') / 'kb'}"
+    rows = [
+        o
+        for o in read_snapshot()["observations"]
+        if o["benchmark"]["name"] in llm_benchmarks() and o["metric"] == "tokens_per_second"
+    ]
+    with open_store(uri) as store:
+        store.ensure_schema()
+        store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+    return uri
+
+
+def _json(args: list[str]) -> Any:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.slow
+def test_catalogued_llm_without_results_answers_by_proxy(kb: str) -> None:
+    got = _json(
+        [
+            "recommend",
+            "--benchmark",
+            "gpt-oss-120b",
+            "--scenario",
+            "Offline",
+            "--top",
+            "3",
+            "--json",
+            "--store",
+            kb,
+        ]
+    )
+    recs = got["recommendations"]
+    assert recs and {r["basis"] for r in recs} == {"proxy"}
+    for r in recs:
+        assert r["interval"]["low"] < r["value"] < r["interval"]["high"]
+        assert r["evidence"]["sources"] and r["factors"]
+    assert [r["score"] for r in recs] == sorted((r["score"] for r in recs), reverse=True)
+
+
+@pytest.mark.slow
+def test_predict_model_file(kb: str, tmp_path: Path) -> None:
+    config = tmp_path / "Qwen3-30B-A3B" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps(QWEN["config"]))
+    args = [
+        "predict",
+        "--model",
+        str(config),
+        "--isl",
+        "2048",
+        "--osl",
+        "512",
+        "--concurrency",
+        "64",
+        "--accelerator",
+        "H100-SXM5-80GB",
+        "--json",
+        "--store",
+        kb,
+    ]
+    got = _json(args)
+    assert got and all(p["basis"] == "proxy" for p in got)
+    assert {p["query"]["benchmark"] for p in got} == {"Qwen3-30B-A3B"}
+    assert {p["accelerator"] for p in got} == {"H100-SXM5-80GB"}
+    assert all("fits" in p["warnings"][-1] for p in got)
+
+
+def test_workload_model_object_errors_name_the_field() -> None:
+    bad = {**QWEN["config"], "num_experts_per_tok": 200, "name": "q"}
+    with pytest.raises(InvalidInput, match="num_experts_per_tok"):
+        Workload.from_dict({"model": bad, "isl": 10, "osl": 10})
+    with pytest.raises(InvalidInput, match="isl"):
+        Workload.from_dict({"model": {**QWEN["config"], "name": "q"}, "isl": 0})
+    ok = Workload.from_dict({"model": {**QWEN["config"], "name": "q"}, "isl": 10, "osl": 5})
+    assert ok.benchmark == "q" and ok.parameter_filters() == {}
