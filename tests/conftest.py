@@ -127,8 +127,8 @@ def neo4j_uri() -> Iterator[str]:
 
 @pytest.fixture
 def local_neo4j() -> Iterator[Any]:
-    """A Neo4j server of the test's own (tests/support/neo4j_server.py's LocalNeo4j), for tests that kill
-    and restart it; removed afterwards."""
+    """A Neo4j server of the test's own (tests/support/neo4j_server.py's LocalNeo4j), for tests that
+    kill and restart it; removed afterwards."""
     from tests.support.neo4j_server import LocalNeo4j, Neo4jUnavailable
 
     try:

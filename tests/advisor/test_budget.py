@@ -1,5 +1,6 @@
-"""The answer budget (stack_advisor.advisor.budget): checkpoints stop the work past the budget or once the
-client has gone; shared work (the knowledge snapshot every later answer reuses) is not counted."""
+"""The answer budget (stack_advisor.advisor.budget): checkpoints stop the work past the budget or
+once the client has gone; shared work (the knowledge snapshot every later answer reuses) is not
+counted."""
 
 from __future__ import annotations
 
@@ -38,9 +39,9 @@ def test_a_cancelled_budget_stops_at_the_next_checkpoint() -> None:
 
 def test_shared_work_is_not_counted_even_nested() -> None:
     with AnswerBudget(0.15).applied():
-        with shared_work():
-            with shared_work():  # knowledge() loads the table inside: counted once, not twice
-                time.sleep(0.2)
+        # nested: knowledge() loads the table inside shared work, counted once, not twice
+        with shared_work(), shared_work():
+            time.sleep(0.2)
         checkpoint()  # 0.2 s of shared work did not spend the 0.15 s budget
         time.sleep(0.2)
         with pytest.raises(OverBudget):

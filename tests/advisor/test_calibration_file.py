@@ -1,6 +1,7 @@
-"""The evidence index's calibration persisted with the table's content (stack_advisor.advisor.estimate.calibration_file):
-a fresh process reuses it instead of replaying the history, answers exactly as the process that
-computed it, never trusts a damaged file, and a change of data gets a calibration of its own."""
+"""The evidence index's calibration persisted with the table's content
+(stack_advisor.advisor.estimate.calibration_file): a fresh process reuses it instead of replaying
+the history, answers exactly as the process that computed it, never trusts a damaged file, and a
+change of data gets a calibration of its own."""
 
 from __future__ import annotations
 

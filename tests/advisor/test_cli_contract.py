@@ -41,7 +41,8 @@ def _json(args: list[str], stdin: str | None = None) -> Any:
 
 
 def _message(result: Any) -> str:
-    """What the user sees: output, or the AdvisorError that ``stack_advisor.cli.main.main`` prints."""
+    """What the user sees: output, or the AdvisorError that ``stack_advisor.cli.main.main``
+    prints."""
     return f"{result.output} {result.exception or ''}"
 
 

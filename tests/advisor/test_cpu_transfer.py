@@ -49,7 +49,8 @@ def test_a_cpu_of_a_measured_core_transfers_from_it_by_its_figures(index: Eviden
     assert est.references == ["CPU Intel Xeon 6980P"]  # the one measured Granite Rapids part
     assert "352.256 T at int8" in factors["target"] and "409.6 GB/s" in factors["target"]
     measured = RESNET50[("v4.1", "Intel Xeon 6980P", "Offline")][0]
-    # fewer cores and channels than the 6980P: below it per socket, and within the spec ratio's reach
+    # fewer cores and channels than the 6980P: below it per socket, and within the spec ratio's
+    # reach
     assert est.value is not None and est.low is not None and est.high is not None
     assert 0.4 * measured < est.value < measured
     assert est.low < est.value < est.high

@@ -42,7 +42,8 @@ def _server(value: float) -> str:
 
 def _single_stream(ms: float) -> str:
     return (
-        f"MLPerf Results Summary\nSUT name : S\nScenario : SingleStream\nMode     : PerformanceOnly\n"
+        "MLPerf Results Summary\nSUT name : S\nScenario : SingleStream\nMode     : "
+        "PerformanceOnly\n"
         f"90th percentile latency (ns) : {int(ms * 1e6)}\nResult is : VALID\n"
         f"Early Stopping Result:\n * Early stopping 90th percentile estimate: {int(ms * 1e6)}\n"
     )
@@ -502,8 +503,9 @@ def test_a_system_mixing_accelerator_models_is_refused_saying_so(store: Store) -
             }
         ]
     )[0]
-    # a heterogeneous system is the sum of its parts (stack_advisor.advisor.verbs.mixed_system); here no AMD part
-    # ever ran resnet50, so its part cannot be estimated, and the system is refused saying which
+    # a heterogeneous system is the sum of its parts (stack_advisor.advisor.verbs.mixed_system);
+    # here no AMD part ever ran resnet50, so its part cannot be estimated, and the system is refused
+    # saying which
     assert mixed.basis is Basis.UNSUPPORTED and mixed.value is None
     assert (mixed.reason or "").startswith(
         "mixed accelerators: 'mixed: 4x MI325X + 4x MI300X': its part "

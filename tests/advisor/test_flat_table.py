@@ -146,7 +146,8 @@ def fill_odd(store: Store) -> int:
     assert isinstance(store, CypherStore)
     store._write(
         lambda run: run(
-            "CREATE (o:Observation {key: 'obs-zz-orphan', metric: 'throughput', value: 1.0, unit: 'x', "
+            "CREATE (o:Observation {key: 'obs-zz-orphan', metric: 'throughput', "
+            "value: 1.0, unit: 'x', "
             "higher_is_better: true, valid: true, timestamp: '2024-01-01T00:00:00+00:00'})",
             {},
         )

@@ -1,6 +1,6 @@
-"""The issue-27 line-up as `recommend --accelerator` reads it (stack_advisor.advisor.names): each name is one
-catalogue part or a family of parts, never an unknown accelerator. bench/lineup_recommend.py
-runs the command itself over the starter knowledge base."""
+"""The issue-27 line-up as `recommend --accelerator` reads it (stack_advisor.advisor.names): each
+name is one catalogue part or a family of parts, never an unknown accelerator.
+bench/lineup_recommend.py runs the command itself over the starter knowledge base."""
 
 from __future__ import annotations
 

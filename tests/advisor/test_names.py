@@ -109,6 +109,6 @@ def test_benchmark_aliases_resolve_in_workloads() -> None:
     assert Workload(benchmark="sdxl").benchmark == "stable-diffusion-xl"
     assert Workload(benchmark="resnet", scenario="server").scenario == "Server"
     with pytest.raises(
-        InvalidInput, match="unknown framework or component 'tensorflw'.*tensorflow"
+        InvalidInput, match=r"unknown framework or component 'tensorflw'.*tensorflow"
     ):
         Workload.from_dict({"benchmark": "resnet50", "frameworks": [{"name": "tensorflw"}]})

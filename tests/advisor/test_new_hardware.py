@@ -403,7 +403,8 @@ def test_an_undetermined_precision_widens_the_interval_to_span_both_policies(
     index: EvidenceIndex,
 ) -> None:
     # the fixture's only fp4 part is the B200: whether resnet50 runs at 4 or 8 bits is not
-    # determined; a GB200 (fp4) transferred from the Hopper parts reads 2x its 8-bit figures at 4 bits
+    # determined; a GB200 (fp4) transferred from the Hopper parts reads 2x its 8-bit figures at 4
+    # bits
     choice = index.policy_choice(SLICE, index.slices[SLICE])
     assert choice.policy == "8-bit" and "4-bit" in choice.undetermined
     est = index.estimate(_query("NVIDIA GB200"))

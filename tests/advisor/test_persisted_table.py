@@ -1,6 +1,6 @@
-"""The observation table persisted per store generation (stack_advisor.advisor.knowledge.table_file): equal to what the
-store gives, invalidated by any write, never trusted when damaged, and served to a fresh process
-without heavy imports."""
+"""The observation table persisted per store generation
+(stack_advisor.advisor.knowledge.table_file): equal to what the store gives, invalidated by any
+write, never trusted when damaged, and served to a fresh process without heavy imports."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.base import Store
 from stack_advisor.store.starter import load_snapshot
+from tests.support.tables import assert_same_table
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -227,7 +228,6 @@ _RUN_CLI = (
     "heavy = sorted({m.split('.')[0] for m in sys.modules} & heavy_names)\n"
     "print(json.dumps({'code': code, 'heavy': heavy}), file=sys.stderr)\n"
 )
-from tests.support.tables import assert_same_table
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> tuple[dict[str, object], str, str]:

@@ -1,4 +1,5 @@
-"""Node pools from GFD/NFD labels: grouping, splitting, resources, targeting, job shapes, input errors."""
+"""Node pools from GFD/NFD labels: grouping, splitting, resources, targeting, job shapes, input
+errors."""
 
 from __future__ import annotations
 

@@ -246,9 +246,11 @@ def test_the_users_count_drives_the_request(kb_advisor) -> None:  # type: ignore
 
 
 def test_unknown_benchmark_and_impossible_objective_are_clear_errors(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(NotFound, match="benchmark: 'resnet5000'.*similar: .*resnet50"):
+    with pytest.raises(NotFound, match=r"benchmark: 'resnet5000'.*similar: .*resnet50"):
         _recommend(kb_advisor, benchmark="resnet5000")
-    with pytest.raises(InvalidInput, match="objective: 'latency'.*records only samples_per_second"):
+    with pytest.raises(
+        InvalidInput, match=r"objective: 'latency'.*records only samples_per_second"
+    ):
         _recommend(kb_advisor, benchmark="resnet50", scenario="Offline", objective="latency")
 
 

@@ -28,43 +28,53 @@ DOCUMENTED = [
     ),
     (
         {"cuda": "11.2.0", "driver": "460.27.04"},
-        "https://developer.nvidia.com/cuda-11.2.0-download-archive (cuda_11.2.0_460.27.04_linux.run)",
+        "https://developer.nvidia.com/cuda-11.2.0-download-archive "
+        "(cuda_11.2.0_460.27.04_linux.run)",
     ),
     (
         {"cuda": "12.1.0", "driver": "530.30.02"},
-        "https://developer.nvidia.com/cuda-12-1-0-download-archive (cuda_12.1.0_530.30.02_linux.run)",
+        "https://developer.nvidia.com/cuda-12-1-0-download-archive "
+        "(cuda_12.1.0_530.30.02_linux.run)",
     ),
     (
         {"cuda": "12.2.0", "driver": "535.54.03"},
-        "https://developer.nvidia.com/cuda-12-2-0-download-archive (cuda_12.2.0_535.54.03_linux.run)",
+        "https://developer.nvidia.com/cuda-12-2-0-download-archive "
+        "(cuda_12.2.0_535.54.03_linux.run)",
     ),
     (
         {"cuda": "12.3.0", "driver": "545.23.06"},
-        "https://developer.nvidia.com/cuda-12-3-0-download-archive (cuda_12.3.0_545.23.06_linux.run)",
+        "https://developer.nvidia.com/cuda-12-3-0-download-archive "
+        "(cuda_12.3.0_545.23.06_linux.run)",
     ),
     (
         {"cuda": "12.4.0", "driver": "550.54.14"},
-        "https://developer.nvidia.com/cuda-12-4-0-download-archive (cuda_12.4.0_550.54.14_linux.run)",
+        "https://developer.nvidia.com/cuda-12-4-0-download-archive "
+        "(cuda_12.4.0_550.54.14_linux.run)",
     ),
     (
         {"cuda": "12.5.0", "driver": "555.42.02"},
-        "https://developer.nvidia.com/cuda-12-5-0-download-archive (cuda_12.5.0_555.42.02_linux.run)",
+        "https://developer.nvidia.com/cuda-12-5-0-download-archive "
+        "(cuda_12.5.0_555.42.02_linux.run)",
     ),
     (
         {"cuda": "12.6.0", "driver": "560.28.03"},
-        "https://developer.nvidia.com/cuda-12-6-0-download-archive (cuda_12.6.0_560.28.03_linux.run)",
+        "https://developer.nvidia.com/cuda-12-6-0-download-archive "
+        "(cuda_12.6.0_560.28.03_linux.run)",
     ),
     (
         {"cuda": "12.8.0", "driver": "570.86.10"},
-        "https://developer.nvidia.com/cuda-12-8-0-download-archive (cuda_12.8.0_570.86.10_linux.run)",
+        "https://developer.nvidia.com/cuda-12-8-0-download-archive "
+        "(cuda_12.8.0_570.86.10_linux.run)",
     ),
     (
         {"cuda": "12.9.0", "driver": "575.51.03"},
-        "https://developer.nvidia.com/cuda-12-9-0-download-archive (cuda_12.9.0_575.51.03_linux.run)",
+        "https://developer.nvidia.com/cuda-12-9-0-download-archive "
+        "(cuda_12.9.0_575.51.03_linux.run)",
     ),
     (
         {"cuda": "13.0.0", "driver": "580.65.06"},
-        "https://developer.nvidia.com/cuda-13-0-0-download-archive (cuda_13.0.0_580.65.06_linux.run)",
+        "https://developer.nvidia.com/cuda-13-0-0-download-archive "
+        "(cuda_13.0.0_580.65.06_linux.run)",
     ),
     # torch 2.4.0+cu121 wheels depend on nvidia-cudnn-cu12==9.1.0.70 and the CUDA 12.1 runtime
     ({"pytorch": "2.4.0+cu121", "cudnn": "9.1.0.70"}, "https://pypi.org/project/torch/2.4.0/"),
@@ -119,7 +129,8 @@ def test_real_violation_cuda12_on_an_r515_driver() -> None:
 
 
 def test_real_good_configuration_passes() -> None:
-    # MLPerf Inference v1.1, Alibaba A100-SXM-80GBx1_TRT: TensorRT 8.0.1.6, CUDA 11.3, cuDNN 8.2.1.32, driver 470.57.02
+    # MLPerf Inference v1.1, Alibaba A100-SXM-80GBx1_TRT: TensorRT 8.0.1.6, CUDA 11.3, cuDNN
+    # 8.2.1.32, driver 470.57.02
     assert (
         RULES.check_components(
             {"cuda": "11.3", "driver": "470.57.02", "cudnn": "8.2.1.32", "tensorrt": "8.0.1.6"}
@@ -129,7 +140,8 @@ def test_real_good_configuration_passes() -> None:
 
 
 def test_minor_version_compatibility_is_a_warning_not_an_error() -> None:
-    # MLPerf v2.1 H100-SXM-80GBx1_TRT: CUDA 11.8 with driver 520.48 (below 11.8 GA's 520.61.05, above 450.80.02)
+    # MLPerf v2.1 H100-SXM-80GBx1_TRT: CUDA 11.8 with driver 520.48 (below 11.8 GA's 520.61.05,
+    # above 450.80.02)
     found = RULES.check_components({"cuda": "11.8", "driver": "520.48"})
     assert [v.rule for v in found] == ["cuda11-8-release-driver"]
     assert found[0].severity is Severity.WARNING

@@ -53,7 +53,8 @@ def _offline(value: float) -> str:
 
 
 def _round(root: Path, name: str, systems: list[tuple[str, str, tuple[str, str], float]]) -> Path:
-    """A round's tree: (system id, accelerator, stack, resnet50 Offline samples/s on one accelerator)."""
+    """A round's tree: (system id, accelerator, stack, resnet50 Offline samples/s on one
+    accelerator)."""
     tree = root / f"inference_{name}"
     for system_id, accelerator, stack, value in systems:
         write(
@@ -201,7 +202,8 @@ def test_the_upgrade_pairs_are_the_same_accelerator_across_rounds(upgraded: Advi
 
 def test_a_factor_counts_per_round_its_pairs_span(tmp_path: Path) -> None:
     """v3.0 -> v4.1 spans three published rounds (v3.1, v4.0, v4.1): the factor carried to the
-    next round is the per-round rate, and says so; the held-out check raises it to each pair's span."""
+    next round is the per-round rate, and says so; the held-out check raises it to each pair's
+    span."""
     rounds = _two_rounds()
     store = _store(tmp_path, {"v3.0": rounds["v4.0"], "v4.1": rounds["v4.1"]})
     try:
@@ -436,7 +438,7 @@ def test_rank_stacks_reads_names_as_users_write_them(upgraded: Advisor) -> None:
     )
     with pytest.raises(InvalidInput, match="scenario: name one"):
         upgraded.rank_stacks(benchmark="resnet50", accelerator="H100-SXM-80GB")
-    with pytest.raises(InvalidInput, match="unknown scenario 'Ofline'.*did you mean 'Offline'"):
+    with pytest.raises(InvalidInput, match=r"unknown scenario 'Ofline'.*did you mean 'Offline'"):
         upgraded.rank_stacks(benchmark="resnet50", scenario="Ofline", accelerator="H100-SXM-80GB")
 
 

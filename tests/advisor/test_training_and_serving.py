@@ -138,8 +138,9 @@ Additional Stats
 """
 
 
-# a stack that can run Llama 2 70B on every part below (TensorRT-LLM's TensorRT >= 9.1; CUDA 12.8 for
-# Blackwell): the shared SYSTEM's TensorRT 8.6 / CUDA 12.0 cannot, and feasibility would exclude it
+# a stack that can run Llama 2 70B on every part below (TensorRT-LLM's TensorRT >= 9.1; CUDA 12.8
+# for Blackwell): the shared SYSTEM's TensorRT 8.6 / CUDA 12.0 cannot, and feasibility would exclude
+# it
 LLM_STACK = {
     "framework": "TensorRT 10.8.0, CUDA 12.8",
     "other_software_stack": "TensorRT 10.8.0, CUDA 12.8, cuDNN 9.7.0, Driver 570.86.15",

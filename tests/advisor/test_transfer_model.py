@@ -1,6 +1,6 @@
-"""The transfer models (stack_advisor.advisor.estimate.transfer): the scikit-learn model is kept for a slice only where
-its leave-one-accelerator-out error is lower than the roofline blend's; fitted models are
-persisted with the calibration, and a fresh process answers from them without importing
+"""The transfer models (stack_advisor.advisor.estimate.transfer): the scikit-learn model is kept for
+a slice only where its leave-one-accelerator-out error is lower than the roofline blend's; fitted
+models are persisted with the calibration, and a fresh process answers from them without importing
 scikit-learn."""
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
 from stack_advisor.store.registry import open_store
 
-with open_store(sys.argv[1]) as store:  # a fresh process, its caches from the environment as the CLI's
+# a fresh process, its caches from the environment as the CLI's
+with open_store(sys.argv[1]) as store:
     advisor = Advisor(store, caches=CacheFolders.from_environ(os.environ))
     advisor.transfer_method = sys.argv[2]
     answers = advisor.predict(json.loads(sys.argv[3]))

@@ -1,7 +1,7 @@
 """p99 TTFT of an accelerator never measured on a benchmark, read as a share of the scenario's
-published limit (``stack_advisor.advisor.estimate.latency_limit``): the split into model and accelerator
-terms, and answers through ``predict`` on a small LLM round imported by the real importer into
-a real embedded store."""
+published limit (``stack_advisor.advisor.estimate.latency_limit``): the split into model and
+accelerator terms, and answers through ``predict`` on a small LLM round imported by the real
+importer into a real embedded store."""
 
 from __future__ import annotations
 

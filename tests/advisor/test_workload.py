@@ -19,7 +19,8 @@ def test_yaml_and_json_files_give_the_same_workload(tmp_path: Path) -> None:
     yaml_file.write_text(
         "benchmark: bert-99\nscenario: Server\nobjective: cost\nmin_evidence: 2\n"
         "frameworks:\n  - {name: TensorRT, version: '>=8.5'}\n"
-        "hardware:\n  accelerators: [A100, H100]\n  placements: [bare-metal, vgpu]\n  driver: '525.85.12'\n"
+        "hardware:\n  accelerators: [A100, H100]\n  placements: [bare-metal, vgpu]\n "
+        " driver: '525.85.12'\n"
     )
     json_file = tmp_path / "w.json"
     json_file.write_text(
@@ -65,7 +66,8 @@ def test_task_and_model_resolve_to_a_benchmark() -> None:
         ({"benchmark": "resnet50", "colour": "blue"}, r"colour"),
         (
             {"benchmark": "llama2-70b-interactive-99", "scenario": "Offline"},
-            "^workload: benchmark 'llama2-70b-interactive-99' is llama2-70b-99's Interactive scenario, not Offline$",
+            "^workload: benchmark 'llama2-70b-interactive-99' is llama2-70b-99's "
+            "Interactive scenario, not Offline$",
         ),
     ],
 )

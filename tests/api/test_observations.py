@@ -159,7 +159,8 @@ def test_observations_since_a_generation_pass_through_the_rest_store(
 
 
 def test_failures_carry_their_class(client: TestClient, tokens: dict[str, str]) -> None:
-    """GET /v1/failures says whose fault each failure is (stack_advisor.schema.models.FailureClass): a
+    """GET /v1/failures says whose fault each failure is (stack_advisor.schema.models.FailureClass):
+    a
     harness limitation sent the old way (stage "run", NotSupported) is classed on the way in."""
     doc = document("run-classes", n=1)
     base = {k: doc[k] for k in ("stack", "accelerator", "placement", "provenance")} | {

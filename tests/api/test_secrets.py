@@ -24,7 +24,7 @@ def _strong() -> str:
 def test_the_old_base_secret_line_is_refused_from_the_tokens_file(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text(BASE_LINE + "\n")
-    with pytest.raises(InvalidInput, match="collector.*placeholder"):
+    with pytest.raises(InvalidInput, match=r"collector.*placeholder"):
         create_app(Settings(environment="production", tokens_file=tokens))
 
 

@@ -313,7 +313,7 @@ def test_a_broken_or_deleted_tokens_file_revokes_its_tokens(
     ],
 )
 def test_production_refuses_tokens_under_128_bits(weak: str) -> None:
-    with pytest.raises(InvalidInput, match="entropy|placeholder|distinct"):
+    with pytest.raises(InvalidInput, match=r"entropy|placeholder|distinct"):
         Settings(environment="production", tokens=f"{weak}:read").check()
     Settings(environment="development", tokens=f"{weak}:read").check()  # dev stays easy
 

@@ -187,7 +187,8 @@ def test_benchmark_ids_by_family(text: str, family: str | None, expected: str) -
 def test_a_scenario_in_a_benchmark_name_is_that_benchmarks_scenario(
     text: str, expected: str
 ) -> None:
-    """MLPerf's names for the Interactive scenario (a LoadGen Server run) before it had a directory."""
+    """MLPerf's names for the Interactive scenario (a LoadGen Server run) before it had a
+    directory."""
     match = resolve_benchmark(text)
     assert (match.resolved, match.id, match.scenario, match.base) == (
         True,

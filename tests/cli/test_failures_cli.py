@@ -1,4 +1,5 @@
-"""`advisor db failures`: the recorded failures with their class, as `GET /v1/failures` gives them."""
+"""`advisor db failures`: the recorded failures with their class, as `GET /v1/failures` gives
+them."""
 
 from __future__ import annotations
 

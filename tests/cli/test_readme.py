@@ -36,8 +36,9 @@ from tests.support.servers import ADVISOR, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ELSEWHERE = {"nodes sync"}  # tests/kube/test_readme_nodes.py
-# ask for H100 llama2-70b results of named TensorRT versions, which the published rounds hold and this
-# test's small workspace does not; the same verbs run on imported rounds in tests/advisor/test_stack_effect.py
+# ask for H100 llama2-70b results of named TensorRT versions, which the published rounds hold and
+# this test's small workspace does not; the same verbs run on imported rounds in
+# tests/advisor/test_stack_effect.py
 PUBLISHED_ROUNDS_ONLY = {"compare stacks", "compare rank-stacks"}
 LLM_SERVER = """Scenario : Server
 Mode     : PerformanceOnly

@@ -128,9 +128,11 @@ def test_inventory_through_the_rest_store(api: ServedAPI, tokens: dict[str, str]
 
 
 def test_unreachable_api_is_store_unavailable() -> None:
-    with registry.open_store(f"http://127.0.0.1:{free_port()}") as store:
-        with pytest.raises(StoreUnavailable, match="cannot reach"):
-            store.stats()
+    with (
+        registry.open_store(f"http://127.0.0.1:{free_port()}") as store,
+        pytest.raises(StoreUnavailable, match="cannot reach"),
+    ):
+        store.stats()
 
 
 @pytest.mark.parametrize("how", ["--api", "--store", "ADVISOR_API"])

@@ -1,5 +1,5 @@
-"""stack_advisor.cli.render: tables that fit 80 columns without cutting a value, piped output on one line per
-row, CSV and Markdown with every column, and the --json / --format choice."""
+"""stack_advisor.cli.render: tables that fit 80 columns without cutting a value, piped output on one
+line per row, CSV and Markdown with every column, and the --json / --format choice."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import pytest
 
 from stack_advisor.cli.render import FormatConflict, OutputFormat, output_format, render_text
 
-STACK = "tensorrt 8.6.0, cuda 12.0, cudnn 8.8.0, driver 525.85.12, pytorch 2.1.0, python 3.10.12, nccl 2.18.3"
+STACK = (
+    "tensorrt 8.6.0, cuda 12.0, cudnn 8.8.0, driver 525.85.12, pytorch 2.1.0, python "
+    "3.10.12, nccl 2.18.3"
+)
 ROWS = [
     {
         "#": i,

@@ -104,9 +104,11 @@ _RANK_SCRIPT = textwrap.dedent(
     """
     import json
     from stack_advisor.collectors.runners import RunContext, get_runner
-    r = get_runner("allreduce").run(RunContext(profile="quick", device="cpu", options={"max_bytes": 4096}))
-    print(json.dumps({"n": len(r.measurements), "failures": [f.message for f in r.failures],
-                      "world": sorted({m.benchmark.parameters["world_size"] for m in r.measurements})}))
+    context = RunContext(profile="quick", device="cpu", options={"max_bytes": 4096})
+    r = get_runner("allreduce").run(context)
+    world = sorted({m.benchmark.parameters["world_size"] for m in r.measurements})
+    failures = [f.message for f in r.failures]
+    print(json.dumps({"n": len(r.measurements), "failures": failures, "world": world}))
     """
 )
 

@@ -1,8 +1,8 @@
 """Fingerprint parsers and placement, fed recorded /proc, DMI and NVML answers.
 
 ``h100-firecracker`` was recorded on a real H100 VM (Firecracker) with
-``python -m stack_advisor.collectors.fingerprint --record-nvml``; the other placements use answers in the
-same recorded format with the values NVML gives on such machines.
+``python -m stack_advisor.collectors.fingerprint --record-nvml``; the other placements use answers
+in the same recorded format with the values NVML gives on such machines.
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def test_tf_cnn_context_from_files_and_flags(tmp_path: Path) -> None:
     assert ctx["placement"].kind.value == "vgpu" and ctx["host"].name == "node-a"
     with pytest.raises(InvalidInput, match="--accelerator"):
         tf_cnn_context(stack_json=None, fingerprint=None, overrides={})
-    with pytest.raises(InvalidInput, match="placement.kind"):
+    with pytest.raises(InvalidInput, match=r"placement.kind"):
         tf_cnn_context(
             stack_json=None,
             fingerprint=None,

@@ -46,7 +46,10 @@ def test_singlestream_prefers_the_early_stopping_estimate() -> None:
 
 
 def test_singlestream_without_early_stopping_uses_the_90th_percentile() -> None:
-    text = "Scenario : SingleStream\nMode : PerformanceOnly\n90th percentile latency (ns) : 286313\nResult is : VALID\n"
+    text = (
+        "Scenario : SingleStream\nMode : PerformanceOnly\n90th percentile latency (ns) : "
+        "286313\nResult is : VALID\n"
+    )
     head = published_headline(parse_summary(text))
     assert head.source_line == "90th percentile latency (ns)"
     assert head.value == pytest.approx(0.286313)
@@ -58,7 +61,8 @@ def test_later_loadgen_names_90_0th_percentile_and_completed_samples() -> None:
     )
     assert published_headline(parse_summary(single)).value == pytest.approx(5.0)
     server = (
-        "Scenario : Server\nMode : PerformanceOnly\nCompleted samples per second : 1337.82\nResult is : VALID\n"
+        "Scenario : Server\nMode : PerformanceOnly\nCompleted samples per second : "
+        "1337.82\nResult is : VALID\n"
         "=====\nAdditional Stats\n=====\nScheduled samples per second : 1339.5\n"
     )
     head = published_headline(parse_summary(server))
@@ -82,7 +86,10 @@ def test_older_server_result_is_scheduled_samples() -> None:
 
 
 def test_llm_offline_reports_tokens_per_second() -> None:
-    text = "Scenario : Offline\nSamples per second: 10.5\nTokens per second: 2950.1\nResult is : VALID\n"
+    text = (
+        "Scenario : Offline\nSamples per second: 10.5\nTokens per second: 2950.1\nResult "
+        "is : VALID\n"
+    )
     head = published_headline(parse_summary(text))
     assert (head.metric, head.value) == ("tokens_per_second", 2950.1)
 
@@ -275,7 +282,8 @@ def test_tarball_with_long_names_reads_like_the_directory(tmp_path: Path) -> Non
     write(
         root,
         result_path(long_system, "bert-99", "Server"),
-        "Scenario : Server\nMode : PerformanceOnly\nScheduled samples per second : 77.5\nResult is : VALID\n",
+        "Scenario : Server\nMode : PerformanceOnly\nScheduled samples per second : "
+        "77.5\nResult is : VALID\n",
     )
     from_dir = read_tree(root)
     for fmt in (tarfile.GNU_FORMAT, tarfile.PAX_FORMAT):
@@ -394,7 +402,7 @@ def test_unknown_round_needs_the_flag(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="--round"):
         read_tree(renamed)
     assert read_tree(renamed, round_name="v4.0").round == "v4.0"
-    with pytest.raises(InvalidInput, match="round must look like v3.0"):
+    with pytest.raises(InvalidInput, match=r"round must look like v3.0"):
         read_tree(renamed, round_name="2024")
 
 
@@ -538,7 +546,10 @@ def test_token_latency_metrics_of_a_summary_without_them_is_empty() -> None:
 
 
 def test_inferred_tokens_line_is_the_llm_headline() -> None:
-    text = "Scenario : Offline\nSamples per second: 101.239\nTokens per second (inferred): 6985.51\nResult is : VALID\n"
+    text = (
+        "Scenario : Offline\nSamples per second: 101.239\nTokens per second (inferred): "
+        "6985.51\nResult is : VALID\n"
+    )
     head = published_headline(parse_summary(text))
     assert (head.metric, head.value, head.source_line) == (
         "tokens_per_second",

@@ -44,7 +44,8 @@ def reference() -> dict[Key, dict[str, str]]:
             rows += list(csv.DictReader(handle))
     assert len(rows) == sum(REFERENCE_CSVS.values())
     return {
-        # the importer names benchmarks as the catalogue does (the reference's "sdxl" is stable-diffusion-xl)
+        # the importer names benchmarks as the catalogue does (the reference's "sdxl" is
+        # stable-diffusion-xl)
         (
             r["round"].removeprefix("inference_"),
             r["division"],

@@ -146,7 +146,8 @@ def test_results_of_mlcommons_reference_code_say_so(
     tmp_path: Path, v51_rows: list[dict[str, Any]]
 ) -> None:
     """A system folder <system>-reference-<device>-<framework>-... ran MLCommons' reference code
-    (v5.1: GATEOverflow's vLLM whisper on RTX 4090): its stack says so, as the tree importer's does."""
+    (v5.1: GATEOverflow's vLLM whisper on RTX 4090): its stack says so, as the tree importer's
+    does."""
     picked = [r for r in v51_rows if not r["inferred"] and "-reference-gpu-vllm" in r["Location"]][
         :3
     ]

@@ -218,8 +218,8 @@ def test_shared_round_same_in_embedded_and_neo4j(
     assert values(embedded_store) == values(neo4j_store)
 
 
-# Oracle's v5.0 1xBM.GPU.B200.8: a 25.04 container beside a stale template's CUDA 12.2.1 (NVIDIA's own
-# v5.0 systems list CUDA 12.9.0.036 with their 25.04 containers, as the release notes say)
+# Oracle's v5.0 1xBM.GPU.B200.8: a 25.04 container beside a stale template's CUDA 12.2.1 (NVIDIA's
+# own v5.0 systems list CUDA 12.9.0.036 with their 25.04 containers, as the release notes say)
 STALE_TEMPLATE = dict(
     TRAINING_SYSTEM,
     accelerator_model_name="NVIDIA Blackwell GPU (B200-SXM-180GB)",
@@ -267,7 +267,8 @@ def test_a_cuda_that_cannot_have_run_beside_its_ngc_container_is_the_containers(
             "12.2.1",
             True,
         ),
-        # the tag is the stale part (23.09 ships CUDA 12.2, older than Blackwell): the published one stays
+        # the tag is the stale part (23.09 ships CUDA 12.2, older than Blackwell): the published one
+        # stays
         (B200, "PyTorch NVIDIA Release 23.09", {"cuda_version": "12.8"}, "12.8", True),
         (
             B200,
@@ -304,9 +305,9 @@ def test_a_published_cuda_stays_unless_it_cannot_have_run(
 
 
 def test_shared_v5_round_records_a_cuda_that_can_have_run(shared_training: Path) -> None:
-    """On the published v5.0 round: the one system whose published CUDA could not have run beside its
-    catalogued container (Oracle's B200, 12.2.1 with 25.04) records the container's; the others that
-    contradict their container are kept as published and noted."""
+    """On the published v5.0 round: the one system whose published CUDA could not have run beside
+    its catalogued container (Oracle's B200, 12.2.1 with 25.04) records the container's; the others
+    that contradict their container are kept as published and noted."""
     archive = shared_training.with_name("training_v5.0.tar.gz")
     if not archive.exists():
         pytest.skip(f"{archive} not found")

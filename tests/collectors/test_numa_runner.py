@@ -36,7 +36,7 @@ def test_a_cpuset_without_the_remote_nodes_cpus_is_not_applicable() -> None:
     topology = read_topology(FileRoot(DATA / "dgx-h100-8gpu"))
     inside = usable(topology, set(range(56)))  # a container given socket 0's cores only
     assert inside.node(0).cpus == "0-55" and inside.node(1).cpus == ""
-    with pytest.raises(Unsupported, match="1 NUMA node.s. with CPUs this process may use"):
+    with pytest.raises(Unsupported, match=r"1 NUMA node.s. with CPUs this process may use"):
         plan_pairs(inside, "first")
     pair = plan_pairs(usable(topology, {0, 1, 56, 57}), "first")[0]
     assert (pair["local"][0].cpus, pair["remote"][0].cpus) == ("0-1", "56-57")

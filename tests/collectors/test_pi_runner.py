@@ -37,7 +37,8 @@ def test_quick_run_gives_measurements_and_failures() -> None:
     result = get_runner("pi").run(ctx, lambda message, fraction: seen.append((message, fraction)))
 
     # quick/cpu has 3 GEMMs (fp32 square, fp32 llm-decode, bf16) and one copy, on 2 backends;
-    # NumPy has no bf16: 7 figures, 1 "unsupported" (kept as a failure record, not a failure of the stack).
+    # NumPy has no bf16: 7 figures, 1 "unsupported" (kept as a failure record, not a failure of the
+    # stack).
     assert len(result.measurements) == 7 and len(result.failures) == 1
     for m in result.measurements:
         p = m.benchmark.parameters

@@ -1,5 +1,5 @@
-"""`compare sweep` against a direct timing: a real CPU sweep of two numpy builds (GEMM 256³ fp32, the
-PI suite's numpy backend), then the same kernel timed directly with each cell's own interpreter,
+"""`compare sweep` against a direct timing: a real CPU sweep of two numpy builds (GEMM 256³ fp32,
+the PI suite's numpy backend), then the same kernel timed directly with each cell's own interpreter,
 the two environments alternating so both see the same machine load. The sweep's interval must hold
 what the direct timing sees, and a flagged change must point the way the direct timing does
 (issue 31: 0.016x "slower" with interval 0.016..0.016 where direct timing gave 0.38–1.27x)."""
@@ -87,7 +87,8 @@ def test_sweep_interval_holds_the_direct_timing(
         direct.append(direct_tflops(pythons["2.1.3"]) / base)
     middle = statistics.median(direct)
     print(
-        f"compare sweep: {row['ratio']:.3f} ({row['low']:.3f}..{row['high']:.3f}, {row['verdict']}); "
+        f"compare sweep: {row['ratio']:.3f} ({row['low']:.3f}..{row['high']:.3f}, "
+        f"{row['verdict']}); "
         f"direct: median {middle:.3f}, range {min(direct):.3f}..{max(direct):.3f}"
     )
     assert row["low"] <= max(direct) and min(direct) <= row["high"], (row, direct)

@@ -98,7 +98,8 @@ def _real_script() -> Path | None:
 
 
 def test_shared_copy_is_found_by_default_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A source checkout finds the pinned shared copy with no setup (scripts/test.sh relies on it)."""
+    """A source checkout finds the pinned shared copy with no setup (scripts/test.sh relies on
+    it)."""
     if not SHARED_COPY.is_file():
         assert not IN_CI, f"the shared tf_cnn_benchmarks copy is missing under CI: {SHARED_COPY}"
         pytest.skip(f"no shared third-party copy at {SHARED_COPY}")

@@ -1,7 +1,7 @@
-"""Fixtures for the container tier: our own Docker engine (deploy/docker/engine.sh), the images built
-once per session (deploy/docker/build.sh: nothing pulled from a registry), the API image serving on
-the session's real Neo4j, and a runner for the collector image. Everything talks over the host's
-loopback (host networking: there is no bridge or CNI here).
+"""Fixtures for the container tier: our own Docker engine (deploy/docker/engine.sh), the images
+built once per session (deploy/docker/build.sh: nothing pulled from a registry), the API image
+serving on the session's real Neo4j, and a runner for the collector image. Everything talks over the
+host's loopback (host networking: there is no bridge or CNI here).
 
 Outside CI a missing engine skips with the reason; under CI=true it must run."""
 
@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 API_IMAGE = os.environ.get("API_IMAGE", "stack-advisor/api:dev")
 COLLECTOR_IMAGE = os.environ.get("COLLECTOR_IMAGE", "stack-advisor/collector:cpu-dev")
 BUILD_TIMEOUT_S = 1800
-# The manifests' container securityContext, as docker run options (deploy/base, stack_advisor/collectors/plan).
+# The manifests' container securityContext, as docker run options (deploy/base,
+# stack_advisor/collectors/plan).
 HARDENED: dict[str, Any] = {
     "network_mode": "host",
     "read_only": True,
@@ -189,7 +190,8 @@ def api(images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory
 
     with open_store(neo4j_uri, migrate=False) as store:
         store.clear()  # type: ignore[attr-defined]
-        store.ensure_schema()  # as a deployment's first start leaves it: no schema work in the first POST
+        # as a deployment's first start leaves it: no schema work in the first POST
+        store.ensure_schema()
     server = start_api(images, neo4j_uri, tmp_path_factory.mktemp("api-tokens"))
     yield server
     server.container.stop()

@@ -7,7 +7,8 @@ The settings this sandbox needs (see docs/deploy.md, "A real kubelet here"): con
 "runc create failed: can't get final child's PID from pipe"), a local sandbox image; the kubelet on
 cgroup v1 with cgroupfs, no QoS cgroups, no node-allocatable enforcement, swap allowed, no local
 storage isolation. Without a pod network only ``hostNetwork: true`` pods run and the node stays
-NotReady; with one (``node_ip`` and ``cni_bin``: tests/containers/pod_network.py) it is an ordinary node.
+NotReady; with one (``node_ip`` and ``cni_bin``: tests/containers/pod_network.py) it is an ordinary
+node.
 """
 
 from __future__ import annotations
@@ -173,7 +174,8 @@ class KubeletNode:
             for proc in self._procs:
                 if proc.poll() is not None:
                     raise RuntimeError(
-                        f"{proc.args[0]} exited with {proc.returncode}:\n{self.log(Path(str(proc.args[0])).name)}"
+                        f"{proc.args[0]} exited with "
+                        f"{proc.returncode}:\n{self.log(Path(str(proc.args[0])).name)}"
                     )
             if ready():  # type: ignore[operator]
                 return

@@ -17,7 +17,8 @@ VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
 def expand(text: str, env: dict[str, str]) -> str:
-    """The kubelet's ``$(VAR)`` expansion: a known name is replaced, an unknown one kept, ``$$`` escapes."""
+    """The kubelet's ``$(VAR)`` expansion: a known name is replaced, an unknown one kept, ``$$``
+    escapes."""
     out, i = [], 0
     while i < len(text):
         if text.startswith("$$", i):

@@ -37,7 +37,8 @@ def render_plan(plan_file: Path, *options: str, out: Path | None = None) -> list
 
 
 def setup_namespace(api_client: Any, api: Api, namespace: str) -> None:
-    """The namespace as deploy/base makes it: its RBAC and the collector's and planner's token Secrets."""
+    """The namespace as deploy/base makes it: its RBAC and the collector's and planner's token
+    Secrets."""
     from kubernetes import client, dynamic
 
     core = client.CoreV1Api(api_client)

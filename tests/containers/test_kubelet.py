@@ -5,11 +5,12 @@ lifecycle and volume binding controllers). The node turns Ready, so the schedule
 
 1. the CPU collector image as a hostNetwork pod bound to the node by name (the smallest path);
 2. the scheduled plan end to end: `advisor plan render --only schedule` (ConfigMap, CronJob, the
-   collectors' spool claim); the CronJob fires; its planner pod (the API image: `advisor plan submit`
-   as the planner ServiceAccount, reaching the apiserver at the `kubernetes` Service's IP) creates the
-   collector Job; the scheduler places its pod on the node labelled as the pool; the pod, in its own
-   network namespace, runs the CPU collector image and posts to the API image; `advisor nodes sync`
-   records the node and `advisor recommend --cluster` labels that pool's figure `measured`.
+   collectors' spool claim); the CronJob fires; its planner pod (the API image: `advisor plan
+   submit` as the planner ServiceAccount, reaching the apiserver at the `kubernetes` Service's IP)
+   creates the collector Job; the scheduler places its pod on the node labelled as the pool; the
+   pod, in its own network namespace, runs the CPU collector image and posts to the API image;
+   `advisor nodes sync` records the node and `advisor recommend --cluster` labels that pool's figure
+   `measured`.
 """
 
 from __future__ import annotations
@@ -270,7 +271,8 @@ def test_kubelet_runs_the_collector_pod_and_its_figure_lands(
     ), rows
 
 
-# ---- the scheduled plan ---------------------------------------------------------------------------
+# ---- the scheduled plan
+# ---------------------------------------------------------------------------
 def _plan(api: Api, images: Images) -> dict[str, Any]:
     return {
         "name": "cpu-minutely",
@@ -411,13 +413,15 @@ def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
     assert NODE in mine[0]["evidence"]["submitters"], mine[0]  # measured on the pool's own node
     print(
         f"\n[kubelet] CronJob created -> collector pod done (its figure posted): {landed:.0f} s; "
-        f"-> planner Job complete: {elapsed:.0f} s; recommend --cluster: cpu-pool {mine[0]['value']:.3g} "
+        f"-> planner Job complete: {elapsed:.0f} s; recommend --cluster: cpu-pool "
+        f"{mine[0]['value']:.3g} "
         f"{mine[0]['unit']} ({mine[0]['basis']})"
     )
     assert elapsed < 180, f"CronJob to a measured figure took {elapsed:.0f} s (goal: 3 minutes)"
 
 
-# ---- the gang path ---------------------------------------------------------------------------------
+# ---- the gang path
+# ---------------------------------------------------------------------------------
 def _claim_volume(core: Any, namespace: str, path: Path) -> None:
     """A claim of the plan's name in ``namespace``, bound to a directory of this machine."""
     path.mkdir(parents=True)
@@ -437,12 +441,12 @@ def _claim_volume(core: Any, namespace: str, path: Path) -> None:
 
 
 def test_gang_path_stops_at_the_volcano_scheduler(cluster: Cluster, tmp_path: Path) -> None:
-    """How far a gang-scheduled (PodGroup) cell goes with a real scheduler and node: the PodGroup and
-    PyTorchJob are created (their kinds served as the operators' CRDs would); nothing turns the
-    PyTorchJob into pods (no Kubeflow training operator). A pod made from its Master template, as the
-    operator would make it, names ``schedulerName: volcano``: kube-scheduler leaves it alone and it
-    stays Pending, unbound. The same pod for the default scheduler is placed on the pool's node at
-    once: Volcano's scheduler is the one missing piece."""
+    """How far a gang-scheduled (PodGroup) cell goes with a real scheduler and node: the PodGroup
+    and PyTorchJob are created (their kinds served as the operators' CRDs would); nothing turns the
+    PyTorchJob into pods (no Kubeflow training operator). A pod made from its Master template, as
+    the operator would make it, names ``schedulerName: volcano``: kube-scheduler leaves it alone and
+    it stays Pending, unbound. The same pod for the default scheduler is placed on the pool's node
+    at once: Volcano's scheduler is the one missing piece."""
     from kubernetes import client, dynamic
 
     from tests.support.kube import GANG_KINDS, gang_kinds_served, served_kind

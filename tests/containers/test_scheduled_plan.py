@@ -46,7 +46,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
         from tests.containers.conftest import tier_missing
 
         tier_missing(
-            f"no kube-apiserver/etcd/kube-controller-manager: {why or 'run deploy/kube-local/build.sh'}"
+            "no kube-apiserver/etcd/kube-controller-manager: "
+            f"{why or 'run deploy/kube-local/build.sh'}"
         )
     assert apiserver is not None and etcd is not None
     cp = ControlPlane(

@@ -1,4 +1,5 @@
-"""Fixtures for the Kubernetes tier: a real kube-apiserver + etcd (see tests/support/control_plane.py).
+"""Fixtures for the Kubernetes tier: a real kube-apiserver + etcd (see
+tests/support/control_plane.py).
 
 Outside CI a missing build skips with the reason; under CI=true it must run."""
 

@@ -140,7 +140,8 @@ def _nodes_file(api_client: Any, path: Path) -> Path:
 def _dry_run(api_client: Any, manifest: dict[str, Any]) -> None:
     from kubernetes import client, dynamic
 
-    # The dynamic client sends Pods as written (the typed client coerces, and rejects int quantities).
+    # The dynamic client sends Pods as written (the typed client coerces, and rejects int
+    # quantities).
     pods = dynamic.DynamicClient(api_client).resources.get(api_version="v1", kind="Pod")
     manifest = {**manifest, "metadata": {**manifest["metadata"], "namespace": NAMESPACE}}
     if manifest["kind"] == "Pod":

@@ -28,7 +28,8 @@ WORKLOAD = ["--benchmark", "resnet50", "--scenario", "Offline", "--image", IMAGE
 NRT_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
-    # a *.k8s.io group: the apiserver requires the API-review annotation (the upstream CRD carries it)
+    # a *.k8s.io group: the apiserver requires the API-review annotation (the upstream CRD carries
+    # it)
     "metadata": {
         "name": "noderesourcetopologies.topology.node.k8s.io",
         "annotations": {

@@ -275,7 +275,8 @@ def test_cli_expand_json_and_render_files(tmp_path: Path) -> None:
 
 
 def test_committed_collector_cronjob_matches_a_fresh_render(tmp_path: Path, monkeypatch) -> None:
-    """deploy/base/collectors is `advisor plan render deploy/plans/sample-plan.yaml --only schedule`."""
+    """deploy/base/collectors is `advisor plan render deploy/plans/sample-plan.yaml --only
+    schedule`."""
     monkeypatch.chdir(REPO)
     out = tmp_path / "collectors"
     result = CliRunner().invoke(

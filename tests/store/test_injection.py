@@ -115,8 +115,9 @@ def test_payloads_in_every_field_round_trip_and_change_nothing_else(store) -> No
     # the same document again: idempotent, still exactly one of each
     again = store.ingest_document(doc)
     assert (again.observations_new, again.failures_new) == (0, 0)
-    # an inventory's name is a URL path segment (no '/'; stack_advisor.store.base.cluster_name_problem):
-    # the payload with '/' is refused before any write, the others round-trip
+    # an inventory's name is a URL path segment (no '/';
+    # stack_advisor.store.base.cluster_name_problem): the payload with '/' is refused before any
+    # write, the others round-trip
     with pytest.raises(InvalidInput, match="cluster"):
         store.sync_inventory(PAYLOADS[0], [{"name": PAYLOADS[1]}])
     cluster = PAYLOADS[4]

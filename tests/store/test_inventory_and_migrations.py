@@ -107,7 +107,9 @@ def _as_v4(store) -> None:
     properties and five edges), no Context nodes — what a store written before v5 holds."""
     from stack_advisor.schema.graph import CONTEXT, LEGACY_OBSERVATION_PROPERTIES
 
-    run = lambda q: store._write(lambda r: r(q, {}))
+    def run(q: str) -> object:
+        return store._write(lambda r: r(q, {}))
+
     if store.uri.startswith("embedded:"):  # the v4 tables had these columns and relationships
         for prop in LEGACY_OBSERVATION_PROPERTIES:
             ptype = CONTEXT.properties.get(prop, "STRING")
@@ -121,7 +123,9 @@ def _as_v4(store) -> None:
     run("MATCH (o:Observation)-[:OF_BENCHMARK]->(b:Benchmark) SET o.benchmark_id = b.benchmark_id")
     for rel, (new, target) in _LEGACY_EDGES.items():
         run(
-            f"MATCH (o:Observation)-[:MEASURED_IN]->(:Context)-[:{new}]->(x:{target}) CREATE (o)-[:{rel}]->(x)"
+            "MATCH "
+            f"(o:Observation)-[:MEASURED_IN]->(:Context)-[:{new}]->(x:{target}) "
+            f"CREATE (o)-[:{rel}]->(x)"
         )
     run("MATCH (c:Context) DETACH DELETE c")
     run("MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = 4")
@@ -169,7 +173,10 @@ def test_v6_adds_generation_stamps_to_a_v5_store_and_stamps_what_comes_after(sto
 
     store.ingest(IngestBatch(observations=[make_obs(1), make_obs(2, stack=TF)]))
     before = [o.model_dump(exclude={"generation"}) for o in store.query_observations()]
-    run = lambda q: store._write(lambda r: r(q, {}))
+
+    def run(q: str) -> object:
+        return store._write(lambda r: r(q, {}))
+
     if store.uri.startswith("embedded:"):  # the v5 tables had no such columns
         run("ALTER TABLE Observation DROP generation")
         run("ALTER TABLE Context DROP generation")
@@ -217,7 +224,10 @@ def test_v9_links_published_observations_of_an_older_store_to_submissions(store)
         )
     )
     before = [o.model_dump() for o in store.query_observations()]
-    run = lambda q: store._write(lambda r: r(q, {}))
+
+    def run(q: str) -> object:
+        return store._write(lambda r: r(q, {}))
+
     if store.uri.startswith("embedded:"):  # the v7 schema had no such tables
         run("DROP TABLE IN_SUBMISSION")
         run("DROP TABLE Submission")

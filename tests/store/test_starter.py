@@ -70,8 +70,8 @@ def test_every_published_observation_carries_its_provenance() -> None:
         details = obs.provenance.details
         assert {"round", "division", "submitter", "system_id", "file"} <= set(details)
         assert (
-            obs.source_key
-            == f"{details['round']}/{details['division']}/{details['submitter']}/{details['system_id']}"
+            obs.source_key == f"{details['round']}/{details['division']}/{details['submitter']}/"
+            f"{details['system_id']}"
         )
 
 
@@ -206,7 +206,8 @@ def test_fresh_install_default_store_answers_at_once(tmp_path: Path) -> None:
         "from stack_advisor.store.settings import StoreSettings\n"
         "with open_store(settings=StoreSettings.from_environ(os.environ)) as s:\n"
         "    st = s.stats()\n"
-        "print(json.dumps({'by_source': st.observations_by_source, 'seconds': time.perf_counter() - t}))\n"
+        "print(json.dumps({'by_source': st.observations_by_source, 'seconds': "
+        "time.perf_counter() - t}))\n"
     )
     started = time.perf_counter()
     done = subprocess.run(

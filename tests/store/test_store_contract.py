@@ -180,7 +180,8 @@ def test_failed_write_leaves_nothing_half_written(store, monkeypatch):
         placement=Placement(),
         provenance=MEASURED,
     )
-    with pytest.raises(Exception):
+    # each backend raises its own driver's error for the broken statement; what is left is the test
+    with pytest.raises(Exception):  # noqa: B017
         store.ingest(IngestBatch(observations=[make_obs(i) for i in range(5)], failures=[fail]))
     monkeypatch.setattr(Q, "create_linked", real)
     counts = store.stats().counts

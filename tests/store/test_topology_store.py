@@ -59,7 +59,10 @@ def test_two_hosts_keep_their_own_and_unknown_hosts_have_none(store) -> None:
 
 def test_v8_migrates_an_older_store(store) -> None:
     store.ingest(IngestBatch(observations=[_obs(1)]))
-    run = lambda q: store._write(lambda r: r(q, {}))
+
+    def run(q: str) -> object:
+        return store._write(lambda r: r(q, {}))
+
     if store.uri.startswith("embedded:"):  # v6 had neither the tables nor the column
         for rel in ("HAS_NUMA_NODE", "HAS_DEVICE", "ATTACHED_TO"):
             run(f"DROP TABLE {rel}")

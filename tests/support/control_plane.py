@@ -66,7 +66,8 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 
 def make_pki(d: Path, extra_ips: tuple[str, ...] = ()) -> None:
-    """CA, apiserver serving cert (127.0.0.1/localhost and ``extra_ips``), admin client cert, SA key pair."""
+    """CA, apiserver serving cert (127.0.0.1/localhost and ``extra_ips``), admin client cert, SA key
+    pair."""
     _openssl(
         "req",
         "-x509",

@@ -96,7 +96,8 @@ def validate_objects(objects: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def served_kind(group: str, version: str, kind: str) -> dict[str, Any]:
-    """A CRD that only makes the apiserver serve the kind (the operators' own CRDs carry the schemas)."""
+    """A CRD that only makes the apiserver serve the kind (the operators' own CRDs carry the
+    schemas)."""
     plural = kind.lower() + "s"
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -124,7 +124,10 @@ def write(root: Path, rel: str, content: str | bytes) -> Path:
 def result_path(
     system: str, benchmark: str, scenario: str, division: str = "closed", submitter: str = "Acme"
 ) -> str:
-    return f"{division}/{submitter}/results/{system}/{benchmark}/{scenario}/performance/run_1/mlperf_log_summary.txt"
+    return (
+        f"{division}/{submitter}/results/{system}/{benchmark}/{scenario}"
+        "/performance/run_1/mlperf_log_summary.txt"
+    )
 
 
 def small_tree(root: Path) -> Path:

@@ -3,10 +3,11 @@
 ``neo4j_server()`` follows the suite's policy: ``NEO4J_URI`` when set; else testcontainers'
 ``neo4j:5.26-community`` when a Docker *engine* answers (``docker info`` succeeds; the CLI alone
 is not enough) and already holds that image (nothing is pulled: an engine with no registry, like
-the one deploy/docker/engine.sh starts, must not send the suite to a pull that fails); else a local server assembled from Maven Central by
-``deploy/neo4j-local/setup.sh`` and launched from that bare classpath (Bolt on a free loopback
-port, HTTP and auth off, small memory), stopped with SIGTERM (then SIGKILL) when the context ends.
-Anything that prevents a server raises :class:`Neo4jUnavailable` with the reason.
+the one deploy/docker/engine.sh starts, must not send the suite to a pull that fails); else a local
+server assembled from Maven Central by ``deploy/neo4j-local/setup.sh`` and launched from that bare
+classpath (Bolt on a free loopback port, HTTP and auth off, small memory), stopped with SIGTERM
+(then SIGKILL) when the context ends. Anything that prevents a server raises
+:class:`Neo4jUnavailable` with the reason.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+# NEO4J_JVM_FLAGS: what Neo4j's own launcher adds from the default neo4j.conf
+# (server.jvm.additional); one copy, beside the bulk import that runs neo4j-admin from the same
+# classpath.
+from stack_advisor.store.bulk_import import NEO4J_JVM_FLAGS
+
 REPO = Path(__file__).resolve().parents[2]
 SETUP = REPO / "deploy" / "neo4j-local" / "setup.sh"
 POM = REPO / "deploy" / "neo4j-local" / "pom.xml"
@@ -34,11 +40,6 @@ STOP_TIMEOUT_S = 60
 # give it more.
 HEAP = os.environ.get("NEO4J_LOCAL_HEAP", "1g")
 PAGECACHE = os.environ.get("NEO4J_LOCAL_PAGECACHE", "256m")
-
-
-# What Neo4j's own launcher adds from the default neo4j.conf (server.jvm.additional); one copy,
-# beside the bulk import that runs neo4j-admin from the same classpath.
-from stack_advisor.store.bulk_import import NEO4J_JVM_FLAGS
 
 
 def _die_with_parent() -> None:
@@ -215,7 +216,8 @@ class LocalNeo4j:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> str:
-        # server.jvm.additional is not read when launching the entry point directly: JVM flags go here.
+        # server.jvm.additional is not read when launching the entry point directly: JVM flags go
+        # here.
         cmd = [
             "java",
             f"-Xms{HEAP}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -56,24 +57,27 @@ class ServedAPI:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> ServedAPI:
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL
-        self.proc = subprocess.Popen(
-            [
-                ADVISOR,
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--store",
-                self.store_uri,
-                "--log-level",
-                "warning",
-            ],
-            env=self.env,
-            stdout=out,
-            stderr=out,
-        )
+        # the child keeps its own copy of the log's descriptor; ours is closed once it started
+        with (
+            open(self.log, "ab") if self.log else contextlib.nullcontext(subprocess.DEVNULL) as out
+        ):
+            self.proc = subprocess.Popen(
+                [
+                    ADVISOR,
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--store",
+                    self.store_uri,
+                    "--log-level",
+                    "warning",
+                ],
+                env=self.env,
+                stdout=out,
+                stderr=out,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -16,13 +16,14 @@ MATRIX = {
         {"framework": "numpy", "version": "2.1.3"},
         {"framework": "numpy", "version": "0.0.1", "name": "numpy-missing"},
         # pandas built against numpy 1 with no upper bound on numpy: with numpy 2 it installs, then
-        # fails to import ("numpy.dtype size changed"); the first such release with wheels for this Python
+        # fails to import ("numpy.dtype size changed"); the first such release with wheels for this
+        # Python
         {
             "framework": "numpy",
             "version": "2.1.3",
             "name": "pandas-abi",
             "packages": [
-                f"pandas=={ {(3, 11): '2.0.3', (3, 12): '2.1.1'}.get(sys.version_info[:2], '2.1.1') }"
+                "pandas==" + {(3, 11): "2.0.3", (3, 12): "2.1.1"}.get(sys.version_info[:2], "2.1.1")
             ],
             "imports": ["numpy", "pandas"],
         },

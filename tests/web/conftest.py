@@ -1,6 +1,7 @@
 """Web explorer fixtures: one small embedded store for the whole package (a slice of the starter
-knowledge base: resnet50 and llama2-70b-99 in every round and scenario, the H100 micro-benchmarks measured on bare
-metal and in VMs, and the recorded failures), an app that needs a read token, and its tokens."""
+knowledge base: resnet50 and llama2-70b-99 in every round and scenario, the H100 micro-benchmarks
+measured on bare metal and in VMs, and the recorded failures), an app that needs a read token, and
+its tokens."""
 
 from __future__ import annotations
 

@@ -43,7 +43,10 @@ def _browser_or_reason() -> str | None:
         return "selenium is not installed (pip install -e '.[dev]')"
     for path in (CHROMIUM, CHROMEDRIVER):
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            return f"{path} is missing (apt-get install chromium chromium-driver; scripts/test.sh does)"
+            return (
+                f"{path} is missing (apt-get install chromium chromium-driver; "
+                "scripts/test.sh does)"
+            )
     return None
 
 
@@ -157,7 +160,8 @@ PAGES = {
     "explore": "/?benchmark=resnet50&scenario=Offline&sort=per_accelerator&order=desc",
     "evidence": None,
     "leaderboard": "/leaderboard?benchmark=resnet50&scenario=Offline&metric=samples_per_second",
-    "recommend": "/recommend?benchmark=resnet50&scenario=Offline&image=nvcr.io%2Fnvidia%2Ftritonserver%3A24.01-py3",
+    "recommend": "/recommend?benchmark=resnet50&scenario=Offline"
+    "&image=nvcr.io%2Fnvidia%2Ftritonserver%3A24.01-py3",
     "compare": "/compare?a=driver%3D510.39.01&b=driver%3D510.47.03&benchmark=resnet50",
     "known-bad": "/known-bad?q=H100",
     "catalogue": "/catalogue?q=blackwell",

@@ -190,7 +190,10 @@ def test_recommend_page_is_the_api_answer(client: TestClient, api_headers: dict[
             "top": 4,
         },
     ).json()
-    drop = lambda d: {k: v for k, v in d.items() if k != "elapsed_ms"}
+
+    def drop(d: dict[str, object]) -> dict[str, object]:
+        return {k: v for k, v in d.items() if k != "elapsed_ms"}
+
     assert drop({k: v for k, v in doc.items() if k != "request"}) == drop(api)
     page = client.get("/recommend?" + urlencode(form))
     for rec in api["recommendations"]:

@@ -180,9 +180,50 @@ def size_pod(numa: NodeNuma, units: int, gpus_per_node: int) -> PodSizing | None
     return PodSizing(cpus=cpus, memory_mib=max(1, memory) if memory else None, rule=rule)
 
 
-def _policy(numa: NodeNuma, units: int) -> tuple[str, str]:
+def one_numa_cpus(numa: NodeNuma) -> tuple[int, str] | None:
+    """(CPUs of the smallest NUMA node, how that is known), or None without CPU counts. Where
+    only "more than one NUMA node" is known, the node's CPUs over two: no NUMA node of a node
+    split evenly holds more."""
+    sizes = [z.cpus for z in numa.zones if z.cpus]
+    if sizes:
+        return min(sizes), "its smallest NUMA node's CPUs"
+    if numa.node_cpus:
+        split = numa.numa_nodes or 2
+        over = f"{split}" if numa.numa_nodes else "at least 2"
+        return numa.node_cpus // split, f"the node's {numa.node_cpus} CPUs over {over} NUMA nodes"
+    return None
+
+
+def fit_one_numa(numa: NodeNuma, sizing: PodSizing) -> PodSizing:
+    """Under ``single-numa-node`` the kubelet admits a Guaranteed pod only when its exclusive
+    CPUs come from one NUMA node: the request is capped at one NUMA node's CPUs (one left for
+    the system), memory scaled with it."""
+    found = one_numa_cpus(numa)
+    if found is None or sizing.cpus <= max(1, found[0] - 1):
+        return sizing
+    cpus = max(1, found[0] - 1)
+    memory = int(sizing.memory_mib * cpus / sizing.cpus) if sizing.memory_mib else None
+    return PodSizing(
+        cpus=cpus,
+        memory_mib=max(1, memory) if memory else None,
+        rule=f"{sizing.rule}; capped at {cpus} CPUs: single-numa-node admits only a pod whose "
+        f"CPUs fit one NUMA node ({found[1]}, one left for the system)",
+    )
+
+
+def _policy(numa: NodeNuma, units: int, gpus_per_node: int = 0) -> tuple[str, str]:
     zones = _gpu_zones(numa)
     most = max((z.gpus or 0 for z in zones), default=None)
+    if most is None and gpus_per_node:
+        split = numa.numa_nodes or 2
+        even = max(1, gpus_per_node // split)
+        if units > even:
+            return "restricted", (
+                f"the per-NUMA GPU count is not published; {gpus_per_node} GPUs spread evenly "
+                f"over {numa.numa_nodes or 'at least 2'} NUMA nodes put {even} on each, fewer "
+                f"than the pod's {units}: single-numa-node would reject it; restricted admits "
+                "the narrowest alignment"
+            )
     if most is not None and units > most:
         return "restricted", (
             f"the pod's {units} GPUs span NUMA nodes (at most {most} per node): single-numa-node "
@@ -261,8 +302,10 @@ def advise(pool: Any, units: int, gains: list[NumaGain]) -> NumaAdvice:
             gain_note=gain_note,
             evidence=evidence,
         )
-    policy, why = _policy(numa, units)
+    policy, why = _policy(numa, units, pool.gpus_per_node)
     sizing = size_pod(numa, units, pool.gpus_per_node)
+    if sizing is not None and policy == "single-numa-node":
+        sizing = fit_one_numa(numa, sizing)
     steps = [
         "kubelet on the pool's nodes: merge the fragment "
         f"(topologyManagerPolicy={policy}, cpuManagerPolicy=static)",

@@ -61,11 +61,11 @@ from stack_advisor.collectors.importers.mlperf_system import (
 from stack_advisor.collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
+    OUTCOME_ERROR_PREFIX,
     Accelerator,
     Benchmark,
     Failure,
     Host,
-    OUTCOME_ERROR_PREFIX,
     IngestBatch,
     Observation,
     Placement,
