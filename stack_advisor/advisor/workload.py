@@ -208,6 +208,12 @@ class Workload(_Spec):
         default=None,
         description="rank throughput per accelerator; default: yes unless an exact count is set",
     )
+    all_rows: bool = Field(
+        default=False,
+        alias="all",
+        description="every ranked row; default: one row per (accelerator, count, placement, "
+        "stack family), its best evidence, with how many more results it folds in",
+    )
     image: str | None = Field(
         default=None,
         description="container image for the Kubernetes snippets of stacks the knowledge base "

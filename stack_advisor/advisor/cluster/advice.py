@@ -41,6 +41,7 @@ from stack_advisor.advisor.cluster.targets import checked_what_if, job_shape, po
 from stack_advisor.advisor.knowledge.rules import Severity, stack_components
 from stack_advisor.advisor.manifests.pod import check_image, image_for, to_yaml
 from stack_advisor.advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
+from stack_advisor.advisor.verbs import ordering
 from stack_advisor.advisor.workload import Objective, Workload
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.inventory import ClusterNode
@@ -157,7 +158,11 @@ class ClusterAdvisor:
                 "max_count": units,
             }
         )
-        return workload.model_copy(update={"hardware": hw, "per_accelerator": None})
+        return workload.model_copy(
+            # every stack ranked: a pool's rows are (pool, stack) pairs, not the default view's one
+            # row per stack family
+            update={"hardware": hw, "per_accelerator": None, "all_rows": True}
+        )
 
     def evaluate_pool(
         self,
@@ -386,17 +391,15 @@ class ClusterAdvisor:
         div = units if hib else 1
         value, low, high = mid / div, lo / div, hi / div
         observed = basis in (PoolBasis.MEASURED, PoolBasis.OBSERVED)
-        if workload.objective is Objective.LATENCY:
-            score, score_unit = -(value if observed else high), f"-{rec.unit}"
-        elif workload.objective is Objective.COST:
+        # one rule with recommend's (``stack_advisor.advisor.verbs.ordering``): the pessimistic
+        # end in the metric's direction; a time to train is not "per unit" of anything
+        score = ordering.score(value, low, high, observed=observed, hib=hib)
+        score_unit = ordering.score_unit(rec.unit, hib=hib)
+        if hib and workload.objective is Objective.COST:
             price, _ = self.advisor.prices.price(pool.kb_name, pool.placement)
-            score = (value if observed else low) * 3600.0 / price
+            score = ordering.pessimistic_end(value, low, high, observed=observed, hib=hib)
+            score *= 3600.0 / price
             score_unit = f"{(rec.unit or '').split('/')[0]} per {self.advisor.prices.currency}"
-        else:
-            score, score_unit = (
-                (value if observed else low),
-                f"{rec.unit} per unit of {pool.resource}",
-            )
         stack = SoftwareStack.model_validate(rec.candidate.stack)
         image_ref, image_source = _image(stack, image, self._images)
         if shape.pods > 1 and hib:

@@ -110,7 +110,11 @@ def cpu_workload(workload: Workload) -> Workload:
             "max_count": None,
         }
     )
-    return workload.model_copy(update={"hardware": hw, "per_accelerator": None})
+    return workload.model_copy(
+        # every stack ranked: a pool's rows are (pool, stack) pairs, not the default view's one
+        # row per stack family
+        update={"hardware": hw, "per_accelerator": None, "all_rows": True}
+    )
 
 
 def measured_on(recs: Iterable[Recommendation], pool: NodePool) -> list[Recommendation]:

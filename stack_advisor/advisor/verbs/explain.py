@@ -30,7 +30,7 @@ from stack_advisor.advisor.results import (
 )
 from stack_advisor.advisor.results import Candidate as CandidateOut
 from stack_advisor.advisor.snapshot import Knowledge
-from stack_advisor.advisor.verbs import serving
+from stack_advisor.advisor.verbs import ordering, serving
 from stack_advisor.advisor.verbs.candidates import Candidate, Slice
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective
 from stack_advisor.catalog.rounds import round_key
@@ -225,14 +225,12 @@ def _gang(sl: Slice, c: Candidate, system: dict[str, str]) -> tuple[int, int] | 
 
 def _score_unit(knowledge: Knowledge, sl: Slice) -> str:
     unit = sl.unit or ""
-    if not sl.hib:
-        return f"-{sl.unit}"
-    return {
-        Objective.THROUGHPUT: unit + (" per accelerator" if sl.per_acc else ""),
-        Objective.LATENCY: f"-{sl.unit}",
-        Objective.COST: f"{unit.split('/')[0]} per {knowledge.prices.currency} "
-        "(x3600/price per accelerator-hour)",
-    }[sl.workload.objective]
+    if sl.hib and sl.workload.objective is Objective.COST:
+        return (
+            f"{unit.split('/')[0]} per {knowledge.prices.currency} "
+            "(x3600/price per accelerator-hour)"
+        )
+    return ordering.score_unit(sl.unit, hib=sl.hib, per=" per accelerator" if sl.per_acc else "")
 
 
 def _snippet(

@@ -11,7 +11,8 @@ optimisation):
    (the model does not fit, no evidence of that class) are listed under ``excluded`` with the
    reason;
 4. the score (``scoring.score``): the figure for observed rows, the pessimistic end of the
-   interval for the others; ``scoring.order`` sorts;
+   interval for the others; ``scoring.order`` sorts; unless ``workload.all``, the default view
+   keeps one row per (accelerator, count, placement, stack family) (``default_view.fold``);
 5. the explanation of each ranked row (``stack_advisor.advisor.verbs.explain``).
 """
 
@@ -29,7 +30,7 @@ from stack_advisor.advisor.results import (
     basis_note,
 )
 from stack_advisor.advisor.snapshot import Knowledge
-from stack_advisor.advisor.verbs import scoring
+from stack_advisor.advisor.verbs import default_view, scoring
 from stack_advisor.advisor.verbs.bounds import count_beyond_published
 from stack_advisor.advisor.verbs.candidates import (
     Candidate,
@@ -179,8 +180,12 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
             excluded.add(c, estimated)
             continue
         scored.append(scoring.score(knowledge, sl, estimated))
-    ranked = scoring.order(scored, scoring.lower_better(sl))[:top]
+    ordered = scoring.order(scored, scoring.lower_better(sl))
+    shown = [(c, 0) for c in ordered] if workload.all_rows else default_view.fold(ordered)
+    ranked = [c for c, _ in shown[:top]]
     recs = [explain(knowledge, sl, rank_no, c) for rank_no, c in enumerate(ranked, start=1)]
+    for rec, (_, more) in zip(recs, shown):
+        rec.more_results = more
     _mark_twins(ranked, recs)
     return RecommendationSet(
         workload=workload.model_dump(mode="json", exclude_none=True),
@@ -191,9 +196,20 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
         excluded=excluded.counts,
         excluded_candidates=excluded.listed(),
         recommendations=recs,
-        notes=_notes(knowledge, sl, bool(recs), excluded),
+        notes=_notes(knowledge, sl, bool(recs), excluded) + _folded_note(shown),
         elapsed_ms=(time.perf_counter() - start) * 1000,
     )
+
+
+def _folded_note(shown: list[tuple[Candidate, int]]) -> list[str]:
+    folded = sum(more for _, more in shown)
+    if not folded:
+        return []
+    return [
+        f"one row per (accelerator, count, placement, stack family), its best evidence: "
+        f"{folded} more results folded in (each row's more_results; all=true / --all lists "
+        "every row)"
+    ]
 
 
 def _mark_twins(ranked: list[Candidate], recs: list[Recommendation]) -> None:

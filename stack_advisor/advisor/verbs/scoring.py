@@ -12,7 +12,7 @@ from stack_advisor.advisor.estimate.query import Query
 from stack_advisor.advisor.estimate.training import budget_count
 from stack_advisor.advisor.results import Basis
 from stack_advisor.advisor.snapshot import Knowledge
-from stack_advisor.advisor.verbs import serving
+from stack_advisor.advisor.verbs import ordering, serving
 from stack_advisor.advisor.verbs.candidates import Candidate, Slice, mode, query_components
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
 from stack_advisor.schema.models import PlacementKind
@@ -88,16 +88,13 @@ def score(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate:
     value, low, high = est.value * scale, est.low * scale, est.high * scale
     if est.basis is Basis.OBSERVED:  # a measured figure lies inside its own interval
         low, high = min(low, value), max(high, value)
-    objective = sl.workload.objective
-    if lower_better(sl):  # latency, time to train
-        key = -(value if est.basis is Basis.OBSERVED else high)
-    else:
-        basis_value = est.value if est.basis is Basis.OBSERVED else est.low
-        if objective is Objective.COST:
-            price, _ = knowledge.prices.price(c.published[0], PlacementKind(c.placement))
-            key = basis_value * (c.count if not sl.hib else 1) * 3600.0 / price
-        else:
-            key = basis_value * scale
+    observed = est.basis is Basis.OBSERVED
+    hib = not lower_better(sl)
+    key = ordering.score(value, low, high, observed=observed, hib=hib)
+    if hib and sl.workload.objective is Objective.COST:  # per accelerator-hour's price
+        price, _ = knowledge.prices.price(c.published[0], PlacementKind(c.placement))
+        end = est.value if observed else est.low
+        key = end * 3600.0 / price
     return dataclasses.replace(c, value=value, low=low, high=high, score=key)
 
 
@@ -129,8 +126,9 @@ def order(scored: list[Candidate], lower_better: bool = False) -> list[Candidate
 
 
 def lower_better(sl: Slice) -> bool:
-    """Whether the slice's ranked figure is better lower (a latency objective, a time)."""
-    return sl.workload.objective is Objective.LATENCY or not sl.hib
+    """Whether the slice's ranked figure is better lower (a time to train, a latency): the
+    metric's own direction (the objective chose the metric, ``candidates.choose_metric``)."""
+    return not sl.hib
 
 
 def _basis(c: Candidate) -> Basis:
