@@ -146,8 +146,7 @@ def _notes(result: Any, snippets: bool) -> None:
         note(
             ", ".join(f"{k}: {v}" for k, v in sorted(result.excluded.items())), prefix="excluded: "
         )
-        for e in result.excluded_candidates[:10]:
-            note(f"{e.accelerator} ({e.placement.value}): {e.reason}", prefix="  ")
+        _excluded_each(result)
     note(
         f"{result.candidates_considered} candidates, generation {result.generation}, "
         f"{result.elapsed_ms:.0f} ms"
@@ -158,6 +157,23 @@ def _notes(result: Any, snippets: bool) -> None:
             f"no Kubernetes snippet for #{', #'.join(map(str, missing))}: the knowledge base "
             "records no container image for those stacks; pass --image IMAGE",
             prefix="note: ",
+        )
+
+
+def _excluded_each(result: Any) -> None:
+    """Each excluded candidate with its reason where the user named accelerators (they asked
+    about those parts); otherwise the counts above answer, and a hint says where each is."""
+    from stack_advisor.cli.render import note
+
+    hardware = result.workload.get("hardware") or {}
+    if hardware.get("accelerators"):
+        for e in result.excluded_candidates[:10]:
+            note(f"{e.accelerator} ({e.placement.value}): {e.reason}", prefix="  ")
+    elif result.excluded_candidates:
+        note(
+            "each excluded candidate with its reason: --json (excluded_candidates), or "
+            "--accelerator NAME for one part",
+            prefix="  ",
         )
 
 

@@ -130,3 +130,20 @@ def test_a_user_image_of_another_stack_warns_in_the_table(
     assert code == 0 and any("(NGC 23.04) ships cuda 12.1" in w for w in row["warnings"]), row[
         "warnings"
     ]
+
+
+def test_a_first_answer_counts_exclusions_and_lists_none_it_was_not_asked_about(
+    capsys: pytest.CaptureFixture[str], kb_uri: str
+) -> None:
+    """Reproducer: the first `recommend --benchmark resnet50` listed ten excluded
+    Raspberry-Pi-class CPUs under the answer."""
+    args = ("recommend", "--store", kb_uri, "--benchmark", "resnet50", "--scenario", "Offline")
+    code, _out, err = advisor(capsys, *args, "--top", "3", "--format", "plain")
+    assert code == 0 and "excluded: " in err, err
+    each = [line for line in err.splitlines() if line.startswith("  ")]
+    assert each == [
+        "  each excluded candidate with its reason: --json (excluded_candidates), or "
+        "--accelerator NAME for one part"
+    ], each
+    code, out, _ = advisor(capsys, *args, "--top", "3", "--json")
+    assert code == 0 and json.loads(out)["excluded_candidates"]  # still there for who asks
