@@ -17,6 +17,7 @@ from stack_advisor.catalog import resolve_accelerator
 from stack_advisor.catalog.rounds import release_key
 from stack_advisor.schema.models import Accelerator, Host, Placement, PlacementKind
 from stack_advisor.schema.numa_labels import list_nrt, numa_from_labels, numa_from_nrt
+from stack_advisor.schema.resource_slices import devices_by_node, list_resource_slices, with_dra
 from stack_advisor.schema.topology import NodeNuma
 
 GFD = "nvidia.com/"
@@ -314,10 +315,15 @@ def list_cluster_nodes(api_client: Any, selector: str | None = None) -> list[Clu
     items = api_client.sanitize_for_serialization(raw).get("items") or []
     try:
         topologies = list_nrt(api_client)
+        dra = devices_by_node(list_resource_slices(api_client))
     except (ApiException, HTTPError) as exc:
-        raise api_error(exc, "listing NodeResourceTopology objects") from None
+        raise api_error(exc, "listing NodeResourceTopology objects and ResourceSlices") from None
     return sorted(
-        (parse_node(item, topologies.get(item["metadata"]["name"])) for item in items),
+        (
+            with_dra(parse_node(item, topologies.get(item["metadata"]["name"])), dra.get(name, []))
+            for item in items
+            if (name := item["metadata"]["name"])
+        ),
         key=lambda n: n.name,
     )
 

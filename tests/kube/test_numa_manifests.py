@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,9 @@ def _exists_ok(call: Any, *args: Any, **kwargs: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def numa_cluster(control_plane: ControlPlane, api_client: Any) -> ControlPlane:
+def numa_cluster(control_plane: ControlPlane, api_client: Any) -> Iterator[ControlPlane]:
+    """The numa-* nodes and their NodeResourceTopologies, removed afterwards: the apiserver is
+    shared by the whole session, and other modules list every node (issue 44: file order)."""
     from kubernetes import client
 
     core = client.CoreV1Api(api_client)
@@ -100,7 +103,13 @@ def numa_cluster(control_plane: ControlPlane, api_client: Any) -> ControlPlane:
             except client.exceptions.ApiException:
                 assert time.monotonic() < deadline, "noderesourcetopologies not served after 30s"
                 time.sleep(0.5)
-    return control_plane
+    yield control_plane
+    for obj in NRTS:
+        custom.delete_cluster_custom_object(
+            "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", obj["metadata"]["name"]
+        )
+    for node in NUMA_NODES:
+        core.delete_node(node["metadata"]["name"])
 
 
 @pytest.fixture(scope="module")

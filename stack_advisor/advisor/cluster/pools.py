@@ -35,6 +35,8 @@ from stack_advisor.schema.inventory import (
     parse_node,
 )
 from stack_advisor.schema.models import PlacementKind
+from stack_advisor.schema.resource_slices import KIND as RESOURCE_SLICE
+from stack_advisor.schema.resource_slices import devices_by_node, with_dra
 from stack_advisor.schema.topology import NodeNuma
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -248,7 +250,8 @@ class _Shape:
 
 def _shapes(node: ClusterNode) -> list[_Shape]:
     labels = node.host.labels
-    product = labels.get(GFD + "gpu.product")
+    # a DRA-only node has no GFD label: its accelerator comes from its ResourceSlices
+    product = labels.get(GFD + "gpu.product") or (node.accelerator and node.accelerator.model)
     if not product:
         return []
     strategy = node.mig.get("strategy")
@@ -473,6 +476,7 @@ def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
             f"got {type(data).__name__}"
         )
     topologies = nrt_items(items)
+    dra = devices_by_node(items)  # `kubectl get nodes,resourceslices -o json`: DRA-only GPUs
     out = []
     for i, item in enumerate(items):
         checkpoint("reading the nodes")
@@ -480,7 +484,7 @@ def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
             raise InvalidInput(
                 f"{where}: items.{i}: expected a Node object, got {type(item).__name__}"
             )
-        if item.get("kind") == "NodeResourceTopology":
+        if item.get("kind") in ("NodeResourceTopology", RESOURCE_SLICE):
             continue
         if "metadata" in item:
             if item.get("kind", "Node") != "Node":
@@ -493,7 +497,8 @@ def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
             ):
                 raise InvalidInput(f"{where}: items.{i}.metadata.name: a Node needs a name")
             try:
-                out.append(parse_node(item, topologies.get(meta["name"])))
+                node = parse_node(item, topologies.get(meta["name"]))
+                out.append(with_dra(node, dra.get(meta["name"], [])))
             except (
                 TypeError,
                 AttributeError,
