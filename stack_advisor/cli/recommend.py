@@ -112,6 +112,14 @@ def recommend(
     min_confidence: MinConfidenceOpt = 0.0,
     workload_file: WorkloadFileOpt = None,
     top: TopOpt = 5,
+    all_rows: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Every ranked row; default: one per (accelerator, count, placement, stack "
+            "family), its best evidence, with how many more results it folds in.",
+        ),
+    ] = False,
     snippets: SnippetsOpt = False,
     cluster: ClusterOpt = None,
     nodes_file: NodesFileOpt = None,
@@ -175,6 +183,8 @@ def recommend(
         )
     if target is not None:
         workload = workload.model_copy(update={"target": target})
+    if all_rows:
+        workload = workload.model_copy(update={"all_rows": True})
     if not in_cluster:
         _refuse_cluster_flags(
             {

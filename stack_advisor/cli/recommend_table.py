@@ -102,7 +102,15 @@ def recommendation_row(r: Any, *, with_hours: bool, with_system: bool) -> dict[s
         if r.observed_range
         else None,
         **hours,
-        "evidence": evidence if r.evidence.count else None,
+        "evidence": "; ".join(
+            part
+            for part in (
+                evidence if r.evidence.count else "",
+                f"{r.more_results} more results" if getattr(r, "more_results", 0) else "",
+            )
+            if part
+        )
+        or None,
         "conf": f"{r.confidence:.2f}",
         "stack": c.stack_label,
         "overhead": r.placement_overhead.text if r.placement_overhead else None,
