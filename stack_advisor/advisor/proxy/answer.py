@@ -96,7 +96,7 @@ def _answer(
     concurrency: int | None,
 ) -> ProxyAnswer | None:
     target = point_work(model, acc, isl, osl, concurrency)
-    got = proxy_value(target, pool, learned.memory_weight) if target else None
+    got = proxy_value(target, pool, learned.knobs) if target else None
     if target is None or got is None:
         return None
     value, chosen = got
@@ -117,7 +117,8 @@ def _answer(
         ("work per token", f"{r.benchmark} -> {model.name}", round(moved / r.value, 4))
         for r, moved, _ in chosen
     ]
-    factors.append(("memory-term weight (learned)", f"{learned.memory_weight:.3g}", 1.0))
+    k = learned.knobs
+    factors.append(("memory-term weight (learned)", f"{k.memory_weight:.3g}", 1.0))
     factors.append(("batch per replica", str(target.traffic.batch), 1.0))
     notes = [
         f"basis proxy: {model.name} has no results; moved from the nearest published model on "

@@ -4,7 +4,7 @@ the models nearest to it on the same accelerator and stack family.
 Each reference is one (benchmark, accelerator, framework) median throughput per accelerator in
 MLPerf's latest round that holds it. A reference's figure is moved by the ratio of modelled time
 per output token (``stack_advisor.advisor.proxy.work``: FLOPs at the part's peak plus bytes at its
-bandwidth, the bytes term weighted by ``memory_weight``, the one efficiency ratio learned from
+bandwidth, the bytes term weighted by ``Knobs.memory_weight``, the efficiency ratio learned from
 the references themselves). The nearest references (active parameters, dense or MoE, context)
 are combined in a weighted geometric mean. The interval is the spread of the same procedure's
 errors on benchmarks held out (``stack_advisor.advisor.proxy.validation``).
@@ -29,8 +29,26 @@ FAMILY = "mlperf-inference"
 METRIC = "tokens_per_second"
 NEAREST = 1  # references an answer is moved from (1: the nearest; held-out error chose it)
 KV_SHARE = 0.5  # a replica's degree leaves at least this share of its memory to the KV cache
-# the memory term's weight is chosen on this grid (log-spaced) by held-out error
-WEIGHT_GRID = tuple(float(w) for w in np.geomspace(0.05, 20.0, 17))
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What the proxy learns, each by held-out error on the grids below: the memory term's
+    weight against the FLOP term (the ratio of the two efficiencies), and how far a dense model
+    is from a MoE one and one context from another when picking the nearest reference."""
+
+    memory_weight: float
+    moe_penalty: float
+    context_weight: float
+
+
+# log-spaced memory weights, and the nearness terms tried with each
+KNOB_GRID = tuple(
+    Knobs(float(w), moe, ctx)
+    for w in np.geomspace(0.05, 20.0, 9)
+    for moe in (0.0, 0.7)
+    for ctx in (0.3, 1.0)
+)
 
 
 @dataclass(frozen=True)
@@ -146,12 +164,12 @@ def point_work(
     )
 
 
-def distance(a: ModelSpec, b: ModelSpec, context_a: int, context_b: int) -> float:
+def distance(a: Workload, b: Workload, knobs: Knobs) -> float:
     """How far two models are for the proxy: active parameters (log), dense vs MoE, context."""
     return (
-        abs(math.log(a.active_params / b.active_params))
-        + (0.7 if a.moe != b.moe else 0.0)
-        + 0.3 * abs(math.log(context_a / context_b))
+        abs(math.log(a.model.active_params / b.model.active_params))
+        + (knobs.moe_penalty if a.model.moe != b.model.moe else 0.0)
+        + knobs.context_weight * abs(math.log(a.traffic.context / b.traffic.context))
     )
 
 
@@ -163,7 +181,7 @@ def benchmark_work(benchmark: str, accelerator: str) -> Workload | None:
 def proxy_value(
     target: Workload,
     refs: list[Reference],
-    memory_weight: float,
+    knobs: Knobs,
 ) -> tuple[float, list[tuple[Reference, float, float]]] | None:
     """The target's throughput per accelerator from ``refs`` (one part), or None without any:
     (value, [(reference, its moved value, its weight)])."""
@@ -172,8 +190,8 @@ def proxy_value(
         work = benchmark_work(ref.benchmark, ref.accelerator)
         if work is None:
             continue
-        d = distance(target.model, work.model, target.traffic.context, work.traffic.context)
-        value = ref.value * work.time(memory_weight) / target.time(memory_weight)
+        d = distance(target, work, knobs)
+        value = ref.value * work.time(knobs.memory_weight) / target.time(knobs.memory_weight)
         moved.append((ref, value, 1.0 / (0.05 + d)))
     if not moved:
         return None

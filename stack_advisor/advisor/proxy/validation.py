@@ -1,7 +1,7 @@
 """Leave one model out: each MLPerf LLM's results estimated by proxy from the others only.
 
 A model is held out with every benchmark of it (llama2-70b-99 and -99.9 go together: the same
-model's results would otherwise answer for it). The memory term's weight is chosen without the
+model's results would otherwise answer for it). The knobs (``estimate.Knobs``) are chosen without the
 held-out model (inner leave-one-out over the rest), so its errors are what a user's unseen model
 would get; the 80% interval of a held-out model is the p10..p90 of the other models' errors.
 """
@@ -16,7 +16,8 @@ import numpy as np
 
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.proxy.estimate import (
-    WEIGHT_GRID,
+    KNOB_GRID,
+    Knobs,
     Reference,
     benchmark_work,
     proxy_value,
@@ -54,7 +55,7 @@ class Fit:
     """What the proxy learns from a set of references: the memory term's weight and the
     p10/p90 of its held-out log errors (ln actual/predicted)."""
 
-    memory_weight: float
+    knobs: Knobs
     q10: float
     q90: float
     models: int
@@ -65,7 +66,7 @@ def model_of(benchmark: str) -> str:
     return catalogue_configs()[benchmark][1]
 
 
-def _predict_all(refs: list[Reference], weight: float, held: str) -> list[HeldOut]:
+def _predict_all(refs: list[Reference], knobs: Knobs, held: str) -> list[HeldOut]:
     """Predictions for every reference of the model ``held`` from the other models' refs on
     the same part and framework (any framework of the part when it has none)."""
     pool: dict[tuple[str, str], list[Reference]] = defaultdict(list)
@@ -80,21 +81,21 @@ def _predict_all(refs: list[Reference], weight: float, held: str) -> list[HeldOu
             continue
         target = benchmark_work(r.benchmark, r.accelerator)
         candidates = pool.get((r.accelerator, r.framework)) or by_part.get(r.accelerator, [])
-        got = proxy_value(target, candidates, weight) if target and candidates else None
+        got = proxy_value(target, candidates, knobs) if target and candidates else None
         if got is not None:
             out.append(HeldOut(r.benchmark, r.accelerator, r.framework, r.value, got[0]))
     return out
 
 
-def choose_weight(refs: list[Reference]) -> float:
-    """The grid weight with the least median |log error| over leave-one-model-out of ``refs``."""
+def choose_knobs(refs: list[Reference]) -> Knobs:
+    """The grid's knobs with the least median |log error| over leave-one-model-out of ``refs``."""
     models = sorted({model_of(r.benchmark) for r in refs})
 
-    def score(weight: float) -> float:
-        errors = [abs(h.log_error) for m in models for h in _predict_all(refs, weight, m)]
+    def score(knobs: Knobs) -> float:
+        errors = [abs(h.log_error) for m in models for h in _predict_all(refs, knobs, m)]
         return float(np.median(errors)) if errors else math.inf
 
-    return min(WEIGHT_GRID, key=score)
+    return min(KNOB_GRID, key=score)
 
 
 def fit(refs: list[Reference]) -> Fit:
@@ -110,7 +111,7 @@ def fit(refs: list[Reference]) -> Fit:
         )
     )
     models = len({model_of(r.benchmark) for r in refs})
-    return Fit(memory_weight=choose_weight(refs), q10=q10, q90=q90, models=models)
+    return Fit(knobs=choose_knobs(refs), q10=q10, q90=q90, models=models)
 
 
 def leave_one_model_out(refs: list[Reference], *, intervals: bool = True) -> list[HeldOut]:
@@ -120,8 +121,7 @@ def leave_one_model_out(refs: list[Reference], *, intervals: bool = True) -> lis
     per_model: dict[str, list[HeldOut]] = {}
     for m in models:
         rest = [r for r in refs if model_of(r.benchmark) != m]
-        weight = choose_weight(rest)
-        per_model[m] = _predict_all(refs, weight, m)
+        per_model[m] = _predict_all(refs, choose_knobs(rest), m)
     if not intervals:
         return [h for hs in per_model.values() for h in hs]
     out = []
