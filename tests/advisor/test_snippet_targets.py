@@ -16,6 +16,7 @@ from stack_advisor.advisor.manifests.target_kind import SnippetTarget
 from stack_advisor.advisor.manifests.targets import KUEUE_PREFERRED, KUEUE_REQUIRED
 from stack_advisor.catalog import load_catalog
 from stack_advisor.catalog.device_plugins import device_facts, plugins
+from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import PlacementKind
 from tests.support.snippet_targets import PARTS, PLACEHOLDER, Case, build, cases, objects
 
@@ -205,3 +206,32 @@ def test_names_are_unique_per_row() -> None:
         names.add(objects(manifest)[-1]["metadata"]["name"])
         assert len(objects(manifest)[-1]["metadata"]["name"]) <= 63
     assert len(names) == sum(1 for c in cases() if c.target is SnippetTarget.POD)
+
+
+def test_the_workloads_target_goes_through_the_engine(tmp_path: Any) -> None:
+    """The path users call (Advisor.recommend with workload.target) on a real embedded store."""
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.schema.models import ResultDocument
+    from stack_advisor.store.registry import open_store
+    from tests.support.api import document
+
+    store = open_store(f"embedded:{tmp_path / 'kb'}")
+    store.ensure_schema()
+    store.ingest_document(ResultDocument.model_validate(document("run-x", value=1000.0)))
+    try:
+        workload = {
+            "family": "cnn",
+            "benchmark": "resnet50-train",
+            "include_predicted": False,
+            "image": "registry.example/train:1.0",
+        }
+        advisor = Advisor(store)
+        for target, kinds in (("pod", ["Pod"]), ("dra", ["ResourceClaimTemplate", "Pod"])):
+            (row,) = advisor.recommend({**workload, "target": target}).recommendations
+            assert row.snippet is not None
+            assert [o["kind"] for o in objects(row.snippet)] == kinds
+            assert row.snippet_yaml is not None and row.snippet_yaml.count("kind:") >= len(kinds)
+        with pytest.raises(InvalidInput, match="target: Input should be 'pod'.*statefulset"):
+            advisor.recommend({**workload, "target": "statefulset"})
+    finally:
+        store.close()
