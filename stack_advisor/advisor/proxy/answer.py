@@ -70,6 +70,12 @@ def proxy_answers(
     Raises:
         InvalidInput: no LLM results in the scenario.
     """
+    if not model.kv_elems_per_token and concurrency is None:
+        raise InvalidInput(
+            f"concurrency: {model.name}'s KV cache size is unknown (its description has no "
+            "num_hidden_layers / hidden_size / heads), so memory cannot bound the batch: give "
+            "the concurrent requests (--concurrency N, workload.concurrency) or the shape"
+        )
     refs, learned = fitted(table, scenario)
     own = {model.source}
     pools: dict[tuple[str, str], list[Reference]] = defaultdict(list)
@@ -119,6 +125,13 @@ def _answer(
     ]
     k = learned.knobs
     factors.append(("memory-term weight (learned)", f"{k.memory_weight:.3g}", 1.0))
+    factors.append(
+        (
+            "nearness: MoE penalty, context weight (learned)",
+            f"{k.moe_penalty:g}, {k.context_weight:g}",
+            1.0,
+        )
+    )
     factors.append(("batch per replica", str(target.traffic.batch), 1.0))
     notes = [
         f"basis proxy: {model.name} has no results; moved from the nearest published model on "

@@ -21,6 +21,7 @@ USABLE_SHARE = 0.9
 # narrowest first: the weights' format a part runs when the user names none
 _NARROWEST = ("fp4", "fp8", "int8", "fp16", "bf16", "fp32")
 TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
+UNBOUNDED = 2**31  # a batch memory does not bound: the model's KV cache size is unknown
 
 
 @dataclass(frozen=True)
@@ -125,10 +126,10 @@ def usable_bytes(entry: AcceleratorEntry) -> float:
 
 def max_batch(model: ModelSpec, accelerator: str, tp: int, context: int, precision: str) -> int:
     """Sequences of ``context`` tokens one replica of ``tp`` GPUs holds beside its weights
-    (0: the weights alone do not fit; unbounded shapes without a KV size count 1)."""
+    (0: the weights alone do not fit; ``UNBOUNDED`` for a model without a known KV size)."""
     usable = float(part(accelerator).memory_gb or 0) * 1e9 * USABLE_SHARE * tp
     free = usable - model.weight_bytes(precision)
     per_seq = kv_cache_bytes(model, context, 1, precision)
     if free <= 0:
         return 0
-    return max(1, int(free // per_seq)) if per_seq > 0 else 1
+    return max(1, int(free // per_seq)) if per_seq > 0 else UNBOUNDED

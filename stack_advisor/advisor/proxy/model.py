@@ -333,7 +333,7 @@ def read_model_file(path: str | Path) -> dict[str, Any]:
 
 
 def model_from_mapping(
-    data: dict[str, Any], *, where: str = "model", family: str = "mlperf-inference"
+    data: dict[str, Any], *, where: str = "workload.model", family: str = "mlperf-inference"
 ) -> ModelSpec:
     """A model from its fields: ``{"name": <catalogued benchmark>}`` alone, the short form
     (``architecture``/``parameters``), or a config.json's fields.

@@ -103,3 +103,16 @@ def test_workload_model_object_errors_name_the_field() -> None:
         Workload.from_dict({"model": {**QWEN["config"], "name": "q"}, "isl": 0})
     ok = Workload.from_dict({"model": {**QWEN["config"], "name": "q"}, "isl": 10, "osl": 5})
     assert ok.benchmark == "q" and ok.parameter_filters() == {}
+
+
+@pytest.mark.slow
+def test_short_form_needs_concurrency_or_shape(kb: str, tmp_path: Path) -> None:
+    short = tmp_path / "my-moe.yaml"
+    short.write_text("architecture: moe\nparameters: 30B\nactive_parameters: 3B\nprecision: fp8\n")
+    base = ["recommend", "--model", str(short), "--isl", "2048", "--osl", "512", "--store", kb]
+    refused = runner.invoke(app, base)
+    assert isinstance(refused.exception, InvalidInput)
+    assert str(refused.exception).startswith("concurrency:")
+    got = _json([*base, "--concurrency", "64", "--json", "--top", "2"])
+    assert [r["basis"] for r in got["recommendations"]] == ["proxy", "proxy"]
+    assert "my-moe" in got["notes"][0]
