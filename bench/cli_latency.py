@@ -1,6 +1,7 @@
-"""Wall time of the `advisor` command as a user meets it: `--help`, and `recommend` cold (the
-first call after a write: the store is read, the evidence calibrated, both persisted) and warm
-(the persisted table and calibration loaded), plus a typo'd benchmark, each in a fresh process.
+"""Wall time of the `advisor` command as a user meets it: `--version`, `--help`, and `recommend`
+cold (the first call after a write: the store is read, the evidence calibrated, both persisted) and warm
+(the persisted table and calibration loaded), plus a typo'd benchmark, each in a fresh process;
+warm `recommend` over `--version` as a ratio (issue 43: at most 3x).
 
 Ratios against the previous behaviour in the same run:
 - the table reread from the store on every call (``ADVISOR_TABLE_CACHE=0``) against the table
@@ -101,6 +102,19 @@ def show(
             f" (wall; cpu {against['cpu']['median'] / c['median']:.1f}x)"
         )
     print(text, flush=True)
+
+
+def ratio(warm: dict[str, Any], version: dict[str, Any]) -> None:
+    """Warm `recommend` against `advisor --version` measured in the same run (issue 43's goal:
+    at most 3x, wall), on wall and CPU medians."""
+    wall = warm["wall"]["median"] / version["wall"]["median"]
+    cpu = warm["cpu"]["median"] / version["cpu"]["median"]
+    print(
+        f"  warm recommend / --version: {wall:.1f}x wall ({warm['wall']['median']:.2f} s / "
+        f"{version['wall']['median']:.2f} s), {cpu:.1f}x cpu ({warm['cpu']['median']:.2f} s / "
+        f"{version['cpu']['median']:.2f} s); goal <= 3x",
+        flush=True,
+    )
 
 
 def _synthetic(n: int) -> list[Any]:
@@ -337,6 +351,9 @@ def main() -> None:
             flush=True,
         )
 
+        print("advisor --version")
+        version_now = timed(["--version"], env, ROOT, args.repeat)
+        show("now", version_now)
         print("advisor --help")
         help_now = timed(["--help"], env, ROOT, args.repeat)
         if baseline is not None:
@@ -365,6 +382,7 @@ def main() -> None:
             reread = timed(store_args, {**env, "ADVISOR_TABLE_CACHE": "0"}, ROOT, args.repeat)
             show("warm, table reread from the store", reread)
             show("warm, persisted table + calibration", warm, reread, "rereading the table")
+            ratio(warm, version_now)
             typo = timed(typo_args, env, ROOT, args.repeat)
             show("typo'd benchmark, warm", typo)
             if baseline is not None:
