@@ -1,6 +1,6 @@
 """Wall time of the `advisor` command as a user meets it: `--version`, `--help`, and `recommend`
-cold (the first call after a write: the store is read, the evidence calibrated, both persisted) and warm
-(the persisted table and calibration loaded), plus a typo'd benchmark, each in a fresh process;
+cold (the first call after a write: the store is read, the evidence calibrated, both persisted) and
+warm (the persisted table and calibration loaded), plus a typo'd benchmark, each in a fresh process;
 warm `recommend` over `--version` as a ratio (issue 43: at most 3x).
 
 Ratios against the previous behaviour in the same run:

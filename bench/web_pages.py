@@ -94,7 +94,8 @@ def main() -> None:
         ).benchmark_id
         pages = {
             "explore (no filter)": "/",
-            "explore filtered+sorted": "/?benchmark=resnet50&placement=bare-metal&framework=pytorch&sort=value&order=desc",
+            "explore filtered+sorted": "/?benchmark=resnet50&placement=bare-metal"
+            "&framework=pytorch&sort=value&order=desc",
             "explore page 200, 200 rows": "/?sort=per_accelerator&order=desc&size=200&page=200",
             "explore + advisor figure": "/?benchmark=vgg16&advisor_figure=true&size=50",
             "explore CSV export": "/?benchmark=resnet50&size=200&format=csv",
@@ -114,7 +115,8 @@ def main() -> None:
             f"{args.repeats} requests per page, in-process ASGI (server time, no network)"
         )
         print(
-            f"{'page':30s} {'first ms':>9s} {'p50 ms':>9s} {'p99 ms':>9s} {'max ms':>9s} {'bytes':>9s}"
+            f"{'page':30s} {'first ms':>9s} {'p50 ms':>9s} {'p99 ms':>9s} "
+            f"{'max ms':>9s} {'bytes':>9s}"
         )
         for name, url in pages.items():
             t = time.perf_counter()
@@ -132,12 +134,14 @@ def main() -> None:
                 answer.text[answer.text.find('role="alert"') :][:300],
             )
             print(
-                f"{name:30s} {first_ms:9.1f} {statistics.median(times):9.1f} {quantile(times, 0.99):9.1f} "
+                f"{name:30s} {first_ms:9.1f} {statistics.median(times):9.1f} "
+                f"{quantile(times, 0.99):9.1f} "
                 f"{max(times):9.1f} {len(answer.content):9,d}"
             )
         static = sum(len(client.get(f"/static/{f}").content) for f in ("app.css", "app.js"))
         print(
-            f"static assets (app.css + app.js, cached by the browser): {static:,d} bytes; no other request"
+            f"static assets (app.css + app.js, cached by the browser): {static:,d} "
+            "bytes; no other request"
         )
     store.close()
 

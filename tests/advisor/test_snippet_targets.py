@@ -231,7 +231,7 @@ def test_the_workloads_target_goes_through_the_engine(tmp_path: Any) -> None:
             assert row.snippet is not None
             assert [o["kind"] for o in objects(row.snippet)] == kinds
             assert row.snippet_yaml is not None and row.snippet_yaml.count("kind:") >= len(kinds)
-        with pytest.raises(InvalidInput, match="target: Input should be 'pod'.*statefulset"):
+        with pytest.raises(InvalidInput, match=r"target: Input should be 'pod'.*statefulset"):
             advisor.recommend({**workload, "target": "statefulset"})
     finally:
         store.close()

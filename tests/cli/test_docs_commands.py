@@ -143,11 +143,15 @@ ELSEWHERE = {
     "advisor nodes sync": "a kube-apiserver: tests/kube/test_readme_nodes.py",
     "advisor collect --profile quick --api": "a served API with a write token: tests/api/",
     "advisor --api": "a served API: tests/cli/test_remote_cli.py",
-    "advisor plot throughput --benchmark cnn/": "a served API's CNN runs: tests/cli/test_remote_cli.py",
+    "advisor plot throughput --benchmark cnn/": (
+        "a served API's CNN runs: tests/cli/test_remote_cli.py"
+    ),
     "advisor sweep": "uv environments from PyPI (and a GPU for torch-cuda): tests/collectors/",
     "advisor compare sweep": "a sweep's results in the store: tests/advisor/test_sweep*.py",
     "advisor plot sweep": "a sweep's results in the store: tests/cli/test_plot.py",
-    "advisor nodes topology --host": "a host a collector fingerprinted: tests/cli/test_topology_cli.py",
+    "advisor nodes topology --host": (
+        "a host a collector fingerprinted: tests/cli/test_topology_cli.py"
+    ),
 }
 
 

@@ -1,8 +1,8 @@
 """Leave one model out: each MLPerf LLM's results estimated by proxy from the others only.
 
 A model is held out with every benchmark of it (llama2-70b-99 and -99.9 go together: the same
-model's results would otherwise answer for it). The knobs (``estimate.Knobs``) are chosen without the
-held-out model (inner leave-one-out over the rest), so its errors are what a user's unseen model
+model's results would otherwise answer for it). The knobs (``estimate.Knobs``) are chosen without
+the held-out model (inner leave-one-out over the rest), so its errors are what a user's unseen model
 would get; the 80% interval of a held-out model is the p10..p90 of the other models' errors.
 """
 
