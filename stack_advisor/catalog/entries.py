@@ -269,6 +269,9 @@ class FrameworkEntry(_Entry):
     note: str | None = None
     software_class: Literal["reference", "optimised"] | None = None
     class_source: str | None = Field(default=None, pattern=_SOURCE)
+    # a serving engine for generative models only (vLLM, TensorRT-LLM, SGLang): in a stack text
+    # that lists several runtimes it is never the one that ran a vision or recommendation model
+    llm_engine: bool = False
 
     @model_validator(mode="after")
     def _class_has_source(self) -> FrameworkEntry:

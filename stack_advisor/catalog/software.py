@@ -43,9 +43,23 @@ REFERENCE_IMPLEMENTATION = (
 )
 
 
+VENDOR_IMPLEMENTATION = "vendor"  # the accelerator vendor's own closed-division submission
+
+
 def stack_class(framework: str | None, implementation: str | None) -> SoftwareClass | None:
     """The class of a result: the reference class where MLCommons' reference implementation ran
-    it (the ``implementation`` component), whatever its framework; else the framework's class."""
+    it (the ``implementation`` component), whatever its framework; the optimised class where the
+    accelerator's vendor submitted it in the closed division (``implementation: vendor``, from
+    ``stack_text.implementation_evidence``: AMD's PyTorch + ROCm LLM stack is not reference
+    code); else the framework's class."""
+    if implementation and implementation.strip().lower() == VENDOR_IMPLEMENTATION:
+        fw = framework.strip() if framework and framework.strip() else "unknown"
+        return SoftwareClass(
+            f"{resolve_framework_name(fw).id} (the accelerator vendor's own closed-division stack)",
+            "optimised",
+            "https://github.com/mlcommons/inference_policies (closed division: the submitter's "
+            "own optimised implementation)",
+        )
     if implementation and implementation.strip().lower() == REFERENCE_IMPLEMENTATION:
         entry = load_catalog().frameworks.get("implementation")
         fw = (

@@ -8,6 +8,7 @@ a JSON object, or a JSON list of objects. Versions are kept exactly as written (
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -16,8 +17,11 @@ from typing import Any
 from packaging.version import Version
 
 from stack_advisor.catalog import resolve_accelerator
+from stack_advisor.catalog.resolve import MLPERF_INFERENCE, normalize
+from stack_advisor.catalog.software import software_class
 from stack_advisor.catalog.stack_facts import first_cuda, major_minor, ngc_release_of, ngc_releases
-from stack_advisor.schema.models import NGC_FRAMEWORKS, PlacementKind
+from stack_advisor.catalog.stack_runtime import attribute, version_after
+from stack_advisor.schema.models import NGC_FRAMEWORKS, PlacementKind, SoftwareStack
 
 _VERSION = r"v?(\d+(?:\.\d+)*[a-z0-9]*)"
 
@@ -56,7 +60,7 @@ _JSON_KEYS: dict[str, str] = {
 
 # Framework names as they appear in descriptions → canonical name. Searched in this order, so
 # "Triton ... TensorRT" is a Triton stack and "ArmNN TFLite" an ArmNN one.
-_FRAMEWORKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+FRAMEWORK_ORDER: tuple[tuple[str, re.Pattern[str]], ...] = (
     # LLM serving engines run on a framework they name after themselves ("vLLM 0.4.3, PyTorch
     # 2.3.0"): the engine is the framework of the stack.
     ("vllm", re.compile(r"\bvllm\b", re.IGNORECASE)),
@@ -124,26 +128,80 @@ def parse_components(value: Any) -> dict[str, str]:
     return out
 
 
-def parse_framework(value: Any) -> tuple[str | None, str | None]:
+def parse_framework(
+    value: Any, benchmark: str | None = None, family: str = MLPERF_INFERENCE
+) -> tuple[str | None, str | None]:
     """(canonical framework name, version) from a ``framework`` field; (None, None) when empty.
 
-    The version is the first version-like token in the same comma/semicolon-separated part as
-    the name; a name we do not know is kept as written (lower-cased, version removed)."""
+    With ``benchmark`` (a catalogue id of ``family``), the runtime of that benchmark where the
+    text lists several (``stack_runtime.attribute``); without, the engine the text names first
+    in ``FRAMEWORK_ORDER``. The version is a version-shaped word after the name in the same
+    comma/semicolon-separated part, never a branch or tag (``feat/1.2-mlpinf``,
+    ``CentML:mlperf-inf-...-v6.0``); a name we do not know is kept as written (lower-cased,
+    version removed)."""
     text = flatten_text(value)
     if not text:
         return None, None
+    if benchmark:
+        found = attribute(text, benchmark, FRAMEWORK_ORDER, family)
+        if found is not None:
+            return found.runtime, found.version
     parts = [p.strip() for p in re.split(r"[,;]", text) if p.strip()]
-    for name, pattern in _FRAMEWORKS:
+    for name, pattern in FRAMEWORK_ORDER:
         for part in parts:
             match = pattern.search(part)
             if match:
-                version = re.search(r"\bv?(\d+(?:\.\d+)+|\d+)\b", part[match.end() :])
-                return name, version.group(1) if version else None
-    first = parts[0] if parts else text
-    version = re.search(r"\bv?(\d+(?:\.\d+)+)\b", first)
-    name = first[: version.start()].strip() if version else first
-    name = re.sub(r"\s+", "-", name.strip(" -:").lower()) or first.lower()
-    return name, version.group(1) if version else None
+                return name, version_after(part[match.end() :].split())[0]
+    words = (parts[0] if parts else text).split()
+    lead = list(itertools.takewhile(lambda w: not _VERSION_OR_REF.search(w), words))
+    name = re.sub(r"\s+", "-", " ".join(lead).strip(" -:").lower()) or words[0].lower()
+    return name, version_after(words[len(lead) :])[0]
+
+
+_VERSION_OR_REF = re.compile(r"^[(\[-]?v?\d|[/:=]")
+
+
+def implementation_evidence(
+    framework: str | None, division: str | None, submitter: str | None, vendor: str | None
+) -> str | None:
+    """ "vendor" where a closed-division result on a framework the catalogue calls a reference
+    one (PyTorch, TensorFlow, ONNX Runtime) was submitted by the accelerator's own vendor (AMD's
+    ``PyTorch 2.10.0+git..., ROCm 7.2.2`` LLM results: AMD's optimised stack, not MLCommons'
+    reference code); None otherwise. The word "pytorch" alone decides nothing."""
+    cls = software_class(framework) if framework else None
+    if cls is None or cls.software_class != "reference":
+        return None
+    if (division or "").strip().lower() != "closed" or not vendor or not submitter:
+        return None
+    return "vendor" if normalize(vendor) and normalize(vendor) in normalize(submitter) else None
+
+
+def benchmark_stack(
+    stack: SoftwareStack,
+    framework_text: str | None,
+    benchmark: str,
+    *,
+    division: str | None = None,
+    submitter: str | None = None,
+    vendor: str | None = None,
+    family: str = MLPERF_INFERENCE,
+) -> SoftwareStack:
+    """A system's stack as one of its results ran it: the runtime (and version) that ran
+    ``benchmark`` where the framework text lists several (``parse_framework``), and the
+    ``implementation`` evidence of ``implementation_evidence`` where the system folder gave
+    none. The stack itself when nothing changes (importers share one stack per system)."""
+    name, version = (
+        parse_framework(framework_text, benchmark, family)
+        if framework_text
+        else (stack.framework, stack.framework_version)
+    )
+    update: dict[str, Any] = {}
+    if (name, version) != (stack.framework, stack.framework_version):
+        update = {"framework": name, "framework_version": version}
+    evidence = implementation_evidence(name, division, submitter, vendor)
+    if evidence and "implementation" not in stack.extra:
+        update["extra"] = {**stack.extra, "implementation": evidence}
+    return stack.model_copy(update=update) if update else stack
 
 
 @dataclass

@@ -46,6 +46,7 @@ from stack_advisor.catalog import (
 )
 from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
+    benchmark_stack,
     classify_placement,
     implementation_of,
     merge_stack_texts,
@@ -684,6 +685,15 @@ def to_observation(
         if context is None:
             context = cache[record.source_key] = _system_context(record)
         stack, accelerator, placement, host = context
+    # one system lists every runtime it used: the one that ran this benchmark, as published
+    stack = benchmark_stack(
+        stack,
+        record.framework,
+        record.benchmark,
+        division=record.division,
+        submitter=record.submitter,
+        vendor=accelerator.vendor,
+    )
     details = {
         "round": record.round,
         "division": record.division,

@@ -44,6 +44,7 @@ from stack_advisor.catalog import (
 )
 from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
+    benchmark_stack,
     classify_placement,
     implementation_of,
     merge_stack_texts,
@@ -415,6 +416,14 @@ def _observation(
         framework_version=fw_version,
         raw=f"framework: {software}" if software else None,
         extra=_implementation(row, system_id),
+    )
+    stack = benchmark_stack(
+        stack,
+        software,
+        benchmark,
+        division=division,
+        submitter=submitter,
+        vendor=accelerator.vendor,
     )
     system_name = flat_text(r.get("system_name"))
     evidence = {
