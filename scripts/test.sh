@@ -22,8 +22,10 @@ if [ "${1:-}" = "--fast" ]; then
 fi
 
 lint() {
-  echo "== ruff (the rule set and its scope: pyproject.toml [tool.ruff])" >&2
+  echo "== ruff (the rule set and its scope: pyproject.toml [tool.ruff]; no per-file exemptions)" >&2
   .venv/bin/ruff check .
+  echo "== ruff format --check (the formatter's verdict; fix with: ruff format <files>)" >&2
+  .venv/bin/ruff format --check .
   echo "== mypy --strict (the checked packages: pyproject.toml [tool.mypy])" >&2
   .venv/bin/mypy
 }
