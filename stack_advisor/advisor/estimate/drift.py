@@ -234,6 +234,21 @@ class RoundDrift:
             )
         return self.prior.forecast(q, old, new)
 
+    def shift(self, key: SliceKey, acc: str, old: float, new: float) -> float:
+        """The log drift a carry from ``old`` to ``new`` would apply to ``acc`` on the slice,
+        learned without it: the other parts' pairs, else the prior of the steps before ``new``
+        (0 for our own measurements). The residual replays take it out, so an interval measures
+        what is left once the drift is carried."""
+        if old <= 0 or new <= old:
+            return 0.0
+        others = [v for a, v in self.pairs(key, old, new) if a != acc]
+        if others:
+            return median(np.asarray(others))
+        vendor = accelerator_class(self.index.raw_names.get(acc, acc))
+        group = benchmark_group(key[0], key[1])
+        mid, _, _, pairs, _ = self.prior.cell(group, self.age(key, old), vendor, until=new)
+        return mid * rounds_between(key[0], old, new) if pairs else 0.0
+
     def target(self, q: Query, as_of: str) -> float:
         """The round number an answer is for: the slice's newest held round ("now"), one
         published round beyond it ("next"), or a named round.
@@ -300,6 +315,10 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Est
             by_ref[float(index.round_no[mine].max())] += 1
     if not by_ref:  # evidence of another slice (a scenario derived): carried where it was made
         return est
+    if est.basis is Basis.TRANSFERRED:
+        # a transfer's efficiency is learned on references of their own rounds (its replays):
+        # it stands for the slice's newest round; only a forecast beyond it moves it
+        by_ref = {drift.rounds(q.slice)[-1]: 1}
     moves = [(d, n) for old, n in by_ref.items() if (d := drift.between(q, old, target))]
     if not moves:
         return est

@@ -599,20 +599,31 @@ class EvidenceIndex:
             rounds = sorted(
                 {float(self.round_no[r]) for rows in by_acc.values() for r in rows.tolist()}
             )
-            for rows in by_acc.values():
+            for acc, rows in by_acc.items():
                 for rnd in rounds[1:]:  # every transition: how rounds have moved, averaged
                     now = rows[self.round_no[rows] == rnd]
                     before = rows[self.round_no[rows] < rnd]
                     if not len(now) or not len(before):
                         continue
-                    ref = median(self.unit[self.latest(before)])
-                    out[(Basis.INTERPOLATED, *cell)].extend(np.log(self.unit[now] / ref).tolist())
+                    last = self.latest(before)
+                    ref = median(self.unit[last])
+                    # less the round drift a carry would apply (``estimate.drift``)
+                    shift = self.round_drift.shift(key, acc, float(self.round_no[last[0]]), rnd)
+                    out[(Basis.INTERPOLATED, *cell)].extend(
+                        (np.log(self.unit[now] / ref) - shift).tolist()
+                    )
                     cand_before = t.candidate.codes[before]
                     for r in now.tolist():
                         same = before[cand_before == t.candidate.codes[r]]
                         if len(same):
-                            ref_same = median(self.unit[self.latest(same)])
-                            out[(Basis.OBSERVED, *cell)].append(math.log(self.unit[r] / ref_same))
+                            last_same = self.latest(same)
+                            ref_same = median(self.unit[last_same])
+                            moved = self.round_drift.shift(
+                                key, acc, float(self.round_no[last_same[0]]), rnd
+                            )
+                            out[(Basis.OBSERVED, *cell)].append(
+                                math.log(self.unit[r] / ref_same) - moved
+                            )
             if len(by_acc) >= 2:
                 replay(self, key, by_acc, rounds, out)
                 cpu_replay(self, key, by_acc, out)

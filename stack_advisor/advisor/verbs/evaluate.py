@@ -19,6 +19,8 @@ Protocols:
   results), closed-division throughput and times to train, scored per step and benchmark group.
   By-round protocols ask each result as of its test round (``as_of``: a forecast carried by the
   round drift of ``stack_advisor.advisor.estimate.drift``).
+- ``within-round``: as ``loao``, but only the accelerator's results of the latest round are held
+  out; its older results stay (carried to the round by the drift the other parts show).
 - ``loao``: leave one accelerator out — each accelerator of the latest round in turn is removed
   from the knowledge base and its closed-division throughput results of that round predicted
   from everything else.
@@ -48,7 +50,7 @@ from stack_advisor.advisor.verbs.predict import predict
 from stack_advisor.catalog.rounds import round_key
 from stack_advisor.schema.errors import InvalidInput
 
-PROTOCOLS = ("by-round", "loao", "training", "latency", "forecast")
+PROTOCOLS = ("by-round", "loao", "training", "latency", "forecast", "within-round")
 LATENCY = ("ttft_p99_ms", "tpot_p99_ms")  # LLM serving: time to first token, time per output token
 TIME_TO_TRAIN = "time_to_train_min"  # the headline MLPerf Training figure a user asks for
 
@@ -435,7 +437,7 @@ def evaluate(
     elif protocol in ("by-round", "training", "latency"):
         run = split.by_round(train_until, protocol=protocol)
     else:
-        run = split.leave_one_accelerator_out()
+        run = split.leave_one_accelerator_out(keep_older=protocol == "within-round")
     parts = split.scored.report()
     return EvaluationReport(
         protocol=protocol,
@@ -579,7 +581,9 @@ class _Split:
             notes=[f"{len(runs)} steps"],
         )
 
-    def leave_one_accelerator_out(self) -> _Run:
+    def leave_one_accelerator_out(self, *, keep_older: bool = False) -> _Run:
+        """``keep_older`` (``within-round``): only the accelerator's results of the test round
+        are held out, its older rounds stay (what the round drift carries forward)."""
         table, test_round = self.table, self.test_round
         in_round = self.all_rows[table.round.codes == table.round.code(test_round)]
         candidates = _closed_throughput(table, in_round)
@@ -590,15 +594,18 @@ class _Split:
         train_count = 0
         for acc in sorted(set(accs[candidates].tolist())):
             held = candidates[accs[candidates] == acc]
-            train_rows = upto[accs[upto] != acc]
+            out = accs[upto] == acc
+            if keep_older:
+                out &= table.round.codes[upto] == table.round.code(test_round)
+            train_rows = upto[~out]
             train = subset(table, train_rows)
-            predictions = predict(
-                self._knowledge(train), [user_query(table, r) for r in held.tolist()]
-            )
+            asked = [{**user_query(table, r), "as_of": test_round} for r in held.tolist()]
+            predictions = predict(self._knowledge(train), asked)
             self.scored.add(table, held, predictions, simple_lookup(train, table, held), set())
             train_count = max(train_count, len(train_rows))
         return _Run(
-            description=f"leave one accelerator out: each accelerator of {test_round} held out, "
-            "closed-division throughput",
+            description=f"leave one accelerator out: each accelerator of {test_round} held out"
+            + (" (its older rounds kept)" if keep_older else "")
+            + ", closed-division throughput",
             train_count=train_count,
         )
