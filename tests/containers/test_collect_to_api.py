@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from stack_advisor.cli.collect import EXIT_SPOOLED
 from stack_advisor.cli.main import app
-from tests.containers.conftest import Api, Images, free_port, run_collector
+from tests.support.containers import Api, Images, free_port, run_collector
 
 pytestmark = [pytest.mark.containers, pytest.mark.neo4j, pytest.mark.slow]
 # One PI keeps the delivery tests short; the first test runs the whole quick suite.

@@ -9,7 +9,7 @@ import tomllib
 
 import pytest
 
-from tests.containers.conftest import HARDENED, REPO, Images, docker
+from tests.support.containers import HARDENED, REPO, Images, docker
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 MAX_COLLECTOR_BYTES = 1.5e9

@@ -1,5 +1,5 @@
 """A real node: kubelet v1.35.4 (built from the Go module proxy) on Debian's containerd, with a
-bridge pod network (CNI plugins built from the Go module proxy: tests/containers/pod_network.py),
+bridge pod network (CNI plugins built from the Go module proxy: tests/support/pod_network.py),
 joins a real kube-apiserver with kube-scheduler and kube-controller-manager (Job, CronJob, node
 lifecycle and volume binding controllers). The node turns Ready, so the scheduler places pods on it.
 
@@ -28,18 +28,18 @@ import yaml
 from typer.testing import CliRunner
 
 from stack_advisor.cli.main import app
-from tests.containers.conftest import Api, Images, docker, start_api, tier_missing
-from tests.containers.docker_node import wait_for
-from tests.containers.kubelet_node import PAUSE_IMAGE, KubeletNode, kube_binary
-from tests.containers.pod_network import PodNetwork, cni_bin_dir
-from tests.containers.scheduled import (
+from tests.support.containers import Api, Images, docker, start_api, tier_missing
+from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
+from tests.support.docker_node import wait_for
+from tests.support.kubelet_node import PAUSE_IMAGE, KubeletNode, kube_binary
+from tests.support.pod_network import PodNetwork, cni_bin_dir
+from tests.support.scheduled import (
     fire_once,
     planner_finished,
     recommend,
     render_plan,
     setup_namespace,
 )
-from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 NODE = "kubelet-node-1"

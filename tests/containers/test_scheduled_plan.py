@@ -4,7 +4,7 @@ planner pod (the API image: `advisor plan submit` as the planner ServiceAccount 
 RBAC) creates the collector Job; that pod runs the CPU collector image on the node labelled as the
 pool, posts to the API image (on the real Neo4j), and `advisor recommend` shows the figure measured.
 
-The pods run on tests/containers/docker_node.py (the Docker engine): the path for a machine where
+The pods run on tests/support/docker_node.py (the Docker engine): the path for a machine where
 a kubelet cannot run. The same plan on a real kubelet, kube-scheduler and pod network, with the
 spool claim and `recommend --cluster`: test_kubelet.py (docs/deploy.md, "A real kubelet")."""
 
@@ -19,17 +19,17 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.containers.conftest import Api, Images
-from tests.containers.docker_node import DockerNode, wait_for
-from tests.containers.scheduled import (
+from tests.support.containers import Api, Images
+from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
+from tests.support.docker_node import DockerNode, wait_for
+from tests.support.kube import GANG_KINDS, gang_kinds_served, served_kind
+from tests.support.scheduled import (
     fire_once,
     planner_finished,
     recommend,
     render_plan,
     setup_namespace,
 )
-from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
-from tests.support.kube import GANG_KINDS, gang_kinds_served, served_kind
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 NAMESPACE = "stack-advisor"
@@ -43,7 +43,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     apiserver, etcd, why = find_binaries()
     manager = find_controller_manager()
     if apiserver is None or etcd is None or manager is None:
-        from tests.containers.conftest import tier_missing
+        from tests.support.containers import tier_missing
 
         tier_missing(
             "no kube-apiserver/etcd/kube-controller-manager: "

@@ -7,7 +7,7 @@ The settings this sandbox needs (see docs/deploy.md, "A real kubelet here"): con
 "runc create failed: can't get final child's PID from pipe"), a local sandbox image; the kubelet on
 cgroup v1 with cgroupfs, no QoS cgroups, no node-allocatable enforcement, swap allowed, no local
 storage isolation. Without a pod network only ``hostNetwork: true`` pods run and the node stays
-NotReady; with one (``node_ip`` and ``cni_bin``: tests/containers/pod_network.py) it is an ordinary
+NotReady; with one (``node_ip`` and ``cni_bin``: tests/support/pod_network.py) it is an ordinary
 node.
 """
 
@@ -98,7 +98,7 @@ class KubeletNode:
     name: str
     labels: dict[str, str]
     node_ip: str | None = (
-        None  # with a pod network (tests/containers/pod_network.py): its bridge address
+        None  # with a pod network (tests/support/pod_network.py): its bridge address
     )
     cni_bin: Path | None = None
     sock: Path = field(default_factory=Path)

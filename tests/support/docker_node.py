@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.containers.podspec import run_pod
+from tests.support.podspec import run_pod
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 

@@ -13,8 +13,8 @@ import yaml
 from typer.testing import CliRunner
 
 from stack_advisor.cli.main import app
-from tests.containers.conftest import Api
-from tests.containers.docker_node import wait_for
+from tests.support.containers import Api
+from tests.support.docker_node import wait_for
 from tests.support.kube import REPO
 
 

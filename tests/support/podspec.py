@@ -121,7 +121,7 @@ def run_pod(
 ) -> Any:
     """Run the pod's single container to completion (a conftest.Run: exit code, log).
     ``extra_env`` comes first, as the kubelet's service variables do: the pod's own env wins."""
-    from tests.containers.conftest import container, wait_exit
+    from tests.support.containers import container, wait_exit
 
     [spec] = pod["spec"]["containers"]
     env = {**(extra_env or {}), **container_env(spec, pod, core)}
