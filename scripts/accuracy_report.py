@@ -137,6 +137,41 @@ def throughput_goals(name: str, rep) -> list[str]:  # type: ignore[no-untyped-de
     return out
 
 
+def drift_goals(runs: dict) -> list[str]:  # type: ignore[type-arg]
+    """Issue 41's goals: round-ahead coverage per basis and step, the newest round within."""
+    out: list[str] = []
+    fc = runs.get("forecast")
+    if fc is not None:
+        for name, sl in fc.by_step_basis.items():
+            if sl.interval_coverage is not None:
+                _check(
+                    out,
+                    0.75 <= sl.interval_coverage <= 0.85,
+                    f"round ahead {name}: 80% coverage {_fmt(sl.interval_coverage, 2)} "
+                    f"(goal 0.75-0.85) on {sl.predictions}",
+                )
+    wr = runs.get("within-round")
+    if wr is not None and wr.overall.median_ape is not None:
+        _check(
+            out,
+            wr.overall.median_ape <= 12,
+            f"within the newest round, one accelerator out (older rounds kept): median APE "
+            f"{_fmt(wr.overall.median_ape)}% (goal <= 12%), coverage "
+            f"{_fmt(wr.overall.interval_coverage, 2)}",
+        )
+    tr = runs.get("training")
+    if tr is not None:
+        o = tr.overall
+        total = o.predictions + o.refused
+        _check(
+            out,
+            total > 0 and o.predictions / total >= 0.95,
+            f"Training {tr.description.split(', ')[0]}: {o.predictions} of {total} answered "
+            "(goal >= 95%)",
+        )
+    return out
+
+
 def goals(runs: dict) -> list[str]:  # type: ignore[type-arg]
     out = [
         *throughput_goals("by round, latest", runs["by-round"]),
@@ -169,6 +204,7 @@ def goals(runs: dict) -> list[str]:  # type: ignore[type-arg]
             o.interval_coverage is not None and 0.75 <= o.interval_coverage <= 0.85,
             f"Training: 80% coverage {_fmt(o.interval_coverage, 2)} (goal 0.75-0.85)",
         )
+    out.extend(drift_goals(runs))
     lat = runs.get("latency")
     if lat is not None:
         for metric, s in lat.by_metric.items():
@@ -442,6 +478,8 @@ def run_all(advisor) -> tuple[dict, dict]:  # type: ignore[no-untyped-def,type-a
     for protocol in ("training", "latency"):
         if len(scorable_rounds(table, protocol)) >= 2:
             runs[protocol] = advisor.evaluate(protocol)
+    runs["forecast"] = advisor.evaluate("forecast")
+    runs["within-round"] = advisor.evaluate("within-round")
     print(
         f"evaluated ({advisor.transfer_method}) in {time.perf_counter() - started:.0f} s",
         file=sys.stderr,
@@ -450,6 +488,36 @@ def run_all(advisor) -> tuple[dict, dict]:  # type: ignore[no-untyped-def,type-a
     challenger = {p: advisor.evaluate(p, transfer_method=CHALLENGER) for p in ("by-round", "loao")}
     print(f"evaluated ({CHALLENGER}) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return runs, challenger
+
+
+def forecast_section(rep) -> list[str]:  # type: ignore[no-untyped-def]
+    """Round ahead, every step (issue 41): per step, per benchmark group and per basis; each row
+    asked as of its test round, beside the previous-round lookup on the rows it covers."""
+    head = (
+        "| slice | answered | refused | MAPE % | median APE % | 80% coverage | lookup rows | "
+        "MAPE % on lookup rows | lookup MAPE % | median % on lookup rows | lookup median % |"
+    )
+    lines = [
+        f"## Forecast: {rep.description}",
+        "",
+        "Goal: 80% coverage 0.75-0.85 per basis, every step.",
+        "",
+        head,
+        "|" + "---|" * (head.count("|") - 1),
+    ]
+    groups = [("**overall**", rep.overall)]
+    for group in ("by_step", "by_group", "by_basis", "by_step_basis"):
+        groups.extend(
+            (f"{group.removeprefix('by_')}: {k}", v) for k, v in getattr(rep, group).items()
+        )
+    for name, sl in groups:
+        lines.append(
+            f"| {name} | {sl.predictions} | {sl.refused} | {_fmt(sl.mape)} | "
+            f"{_fmt(sl.median_ape)} | {_fmt(sl.interval_coverage, 2)} | {sl.lookup_rows} | "
+            f"{_fmt(sl.mape_on_lookup_rows)} | {_fmt(sl.lookup_mape)} | "
+            f"{_fmt(sl.median_ape_on_lookup_rows)} | {_fmt(sl.lookup_median_ape)} |"
+        )
+    return [*lines, ""]
 
 
 def split_section(title: str, rep, extra: str = "") -> list[str]:  # type: ignore[no-untyped-def]
@@ -466,6 +534,13 @@ def split_section(title: str, rep, extra: str = "") -> list[str]:  # type: ignor
         "",
     ]
 
+
+WITHIN_TEXT = (
+    "Each accelerator's results of the newest round are held out in turn, its older results kept: "
+    "the answer is its own older evidence carried to the round by the drift the other parts show "
+    "(the `round drift` factor), or a transfer; goal: median APE <= 12%. The lookup beside it is "
+    "the same accelerator's previous-round results, on the same rows."
+)
 
 TRAINING_TEXT = (
     "**How Training estimates are made** (`stack_advisor/advisor/estimate/training.py`). "
@@ -735,6 +810,14 @@ def main() -> int:
         lines += [
             *split_section("LLM latency (TTFT/TPOT) by round", runs["latency"]),
             LATENCY_TEXT,
+            "",
+        ]
+    if "forecast" in runs:
+        lines += forecast_section(runs["forecast"])
+    if "within-round" in runs:
+        lines += [
+            *split_section("Within the newest round", runs["within-round"]),
+            WITHIN_TEXT,
             "",
         ]
     lines += stack_lines

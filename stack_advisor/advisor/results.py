@@ -343,6 +343,9 @@ class EvaluationReport(_Out):
     by_step: dict[str, EvaluationSlice] = Field(
         default_factory=dict, description="by round-ahead step ('v4.1 -> v5.1'); loao: ''"
     )
+    by_step_basis: dict[str, EvaluationSlice] = Field(
+        default_factory=dict, description="by step and basis ('v4.1 -> v5.1, interpolated')"
+    )
     refused_reasons: dict[str, int] = Field(default_factory=dict)
     unseen_benchmark_queries: int = 0
     unseen_benchmark_refused: int = 0

@@ -295,6 +295,7 @@ class _Scored:
             self.cols["group"].append(f"{p.query.benchmark}|{p.query.scenario}|{p.query.metric}")
             self.cols["bench_group"].append(benchmark_group(p.query.family, p.query.benchmark))
             self.cols["step"].append(step)
+            self.cols["step_basis"].append(f"{step}, {p.basis.value}" if step else "")
 
     def report(self) -> dict[str, Any]:
         arrays = {
@@ -338,6 +339,7 @@ class _Scored:
             "by_metric": by("metric"),
             "by_group": by("bench_group"),
             "by_step": by("step"),
+            "by_step_basis": by("step_basis"),
             "refused_reasons": dict(reasons),
             "holdout_count": len(arrays["actual"]),
         }
@@ -452,6 +454,7 @@ def evaluate(
         by_metric=parts["by_metric"],
         by_group=parts["by_group"],
         by_step=parts["by_step"],
+        by_step_basis=parts["by_step_basis"],
         refused_reasons=parts["refused_reasons"],
         unseen_benchmark_queries=run.unseen_asked,
         unseen_benchmark_refused=run.unseen_refused,
