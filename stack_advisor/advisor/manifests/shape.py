@@ -27,7 +27,9 @@ class JobShape:
     def clique_label(self) -> str | None:
         """The node label of a multi-node NVLink domain that holds the whole job, else None."""
         facts = self.facts
-        if facts is None or not facts.nvlink_domain_gpus or not facts.plugin.clique_label:
+        if self.nodes < 2 or facts is None or not facts.nvlink_domain_gpus:
+            return None  # one node: its GPUs share the node; nothing to keep together
+        if not facts.plugin.clique_label:
             return None
         if self.nodes * self.per_node > facts.nvlink_domain_gpus:
             return None

@@ -22,8 +22,19 @@ from stack_advisor.advisor.manifests.shape import (
 LWS_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 JOBSET_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 GANG = "stack-advisor/gang"
-# Kubeflow Trainer's published ClusterTrainingRuntime for PyTorch, and its one replicated job
-TRAINER_RUNTIME = "torch-distributed"
+# The ClusterTrainingRuntimes Kubeflow Trainer v2 publishes (manifests/base/runtimes), by the
+# frameworks that launch on them (NeMo and Megatron train through torchrun), and their one
+# replicated job
+TRAINER_RUNTIMES = {
+    "pytorch": "torch-distributed",
+    "torch": "torch-distributed",
+    "nemo": "torch-distributed",
+    "megatron": "torch-distributed",
+    "megatron-lm": "torch-distributed",
+    "deepspeed": "deepspeed-distributed",
+    "mlx": "mlx-distributed",
+}
+TRAINER_RUNTIME = TRAINER_RUNTIMES["pytorch"]
 TRAINER_JOB = "node"
 
 
@@ -118,19 +129,16 @@ def job_set(
 def train_job(
     pod: dict[str, Any], shape: JobShape, framework: str | None, holes: Placeholders
 ) -> dict[str, Any]:
-    """A Kubeflow Trainer v2 TrainJob on ``shape.nodes`` nodes. PyTorch runs on the runtime the
-    Trainer publishes; another framework's runtime is a named placeholder. Node selector and
+    """A Kubeflow Trainer v2 TrainJob on ``shape.nodes`` nodes, on the runtime the Trainer
+    publishes for the framework; a framework without one is a named placeholder. Node selector and
     tolerations go in ``podSpecOverrides``; node affinity (minimum driver, VM exclusion) has no
     field there and is said in an annotation."""
     meta = object_meta(pod)
     spec = pod["spec"]
     container = spec["containers"][0]
-    runtime = TRAINER_RUNTIME
-    if framework and framework.lower() not in ("pytorch", "torch"):
-        runtime = holes.add(
-            "training_runtime",
-            f"the ClusterTrainingRuntime for {framework} in your cluster",
-        )
+    runtime = TRAINER_RUNTIMES.get((framework or "pytorch").lower()) or holes.add(
+        "training_runtime", f"the ClusterTrainingRuntime for {framework} in your cluster"
+    )
     trainer: dict[str, Any] = {"image": container["image"], "numNodes": shape.nodes}
     if container.get("resources"):
         trainer["resourcesPerNode"] = copy.deepcopy(container["resources"])
