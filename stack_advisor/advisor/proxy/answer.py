@@ -106,14 +106,9 @@ def _answer(
     if target is None or got is None:
         return None
     value, chosen = got
-    verdict = feasibility(model, acc, count=1, context=isl + osl, concurrency=target.traffic.batch)
-    verdict = feasibility(
-        model,
-        acc,
-        count=verdict.min_count or 1,
-        context=isl + osl,
-        concurrency=target.traffic.batch,
-    )
+    context, batch = isl + osl, target.traffic.batch
+    smallest = feasibility(model, acc, count=1, context=context, concurrency=batch).min_count
+    verdict = feasibility(model, acc, count=smallest or 1, context=context, concurrency=batch)
     refs = [
         f"{r.benchmark} {scenario} on {r.accelerator} ({r.framework}, {r.round}): "
         f"{r.value:,.0f} tokens/s per accelerator"
@@ -123,16 +118,7 @@ def _answer(
         ("work per token", f"{r.benchmark} -> {model.name}", round(moved / r.value, 4))
         for r, moved, _ in chosen
     ]
-    k = learned.knobs
-    factors.append(("memory-term weight (learned)", f"{k.memory_weight:.3g}", 1.0))
-    factors.append(
-        (
-            "nearness: MoE penalty, context weight (learned)",
-            f"{k.moe_penalty:g}, {k.context_weight:g}",
-            1.0,
-        )
-    )
-    factors.append(("batch per replica", str(target.traffic.batch), 1.0))
+    factors += _learned(learned, batch)
     notes = [
         f"basis proxy: {model.name} has no results; moved from the nearest published model on "
         f"{acc} by modelled time per output token ({target.precision})",
@@ -151,3 +137,17 @@ def _answer(
         factors=factors,
         notes=notes,
     )
+
+
+def _learned(learned: Fit, batch: int) -> list[tuple[str, str, float]]:
+    """The knobs the answer was made with, as factors of no effect of their own."""
+    k = learned.knobs
+    return [
+        ("memory-term weight (learned)", f"{k.memory_weight:.3g}", 1.0),
+        (
+            "nearness: MoE penalty, context weight (learned)",
+            f"{k.moe_penalty:g}, {k.context_weight:g}",
+            1.0,
+        ),
+        ("batch per replica", str(batch), 1.0),
+    ]
