@@ -3,6 +3,7 @@ the advice (policy, sizing, VM pinning) and the expected gain from measured pair
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,9 +32,11 @@ from stack_advisor.schema.numa_labels import (
     numa_from_topology,
     quantity,
 )
-from tests.collectors.test_topology import DATA
-from tests.store.test_store_contract import MEASURED, TORCH
 from tests.support.numa_nodes import A100_NFD_ONLY, H100_NODES, NRTS, T4_VM, nrt
+from tests.support.samples import MEASURED, TORCH
+
+# the sysfs trees the topology reader tests use (tests/collectors/test_topology.py)
+DATA = Path(__file__).resolve().parents[1] / "data" / "topology"
 
 
 def _pools(items: list[dict[str, Any]]) -> dict[str, Any]:

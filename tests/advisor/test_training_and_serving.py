@@ -11,17 +11,15 @@ from typer.testing import CliRunner
 
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.workload import Workload
-from stack_advisor.collectors.importers.mlperf import import_mlperf
 from stack_advisor.collectors.importers.mlperf_training import import_mlperf_training
 from stack_advisor.schema.errors import InvalidInput
 from tests.support.mlperf import (
-    SYSTEM,
     TRAINING_SYSTEM,
     mllog,
-    result_path,
     small_training_tree,
     write,
 )
+from tests.support.serving import serving_kb
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.05-py3"
 
@@ -125,63 +123,10 @@ def test_training_cli_json(tmp_path: Path) -> None:
     assert "PyTorchJob" in data["recommendations"][0]["snippet_yaml"]
 
 
-LLM_SERVER = """Scenario : Server
-Mode     : PerformanceOnly
-Completed samples per second    : 8.5
-Completed tokens per second: {tokens}
-Result is : VALID
-================================================
-Additional Stats
-================================================
-99.00 percentile first token latency (ns)   : {ttft_ns}
-99.00 percentile time to output token (ns)   : {tpot_ns}
-"""
-
-
-# a stack that can run Llama 2 70B on every part below (TensorRT-LLM's TensorRT >= 9.1; CUDA 12.8
-# for Blackwell): the shared SYSTEM's TensorRT 8.6 / CUDA 12.0 cannot, and feasibility would exclude
-# it
-LLM_STACK = {
-    "framework": "TensorRT 10.8.0, CUDA 12.8",
-    "other_software_stack": "TensorRT 10.8.0, CUDA 12.8, cuDNN 9.7.0, Driver 570.86.15",
-}
-
-
-def _serving_kb(store: Any, root: Path) -> None:
-    tree = root / "inference_v9.9"
-    for name, model, tokens, ttft_ms, tpot_ms in (
-        ("fast-but-slow-first-token", "H200-SXM-141GB", 30000, 2600, 150),
-        ("steady", "H100-SXM5-80GB", 20000, 900, 120),
-        ("slow-tokens", "AMD Instinct MI300X", 25000, 800, 260),
-    ):
-        write(
-            tree,
-            f"closed/Acme/systems/{name}.json",
-            json.dumps(dict(SYSTEM, **LLM_STACK, accelerator_model_name=model)),
-        )
-        write(
-            tree,
-            result_path(name, "llama2-70b-99", "Server"),
-            LLM_SERVER.format(tokens=tokens, ttft_ns=ttft_ms * 10**6, tpot_ns=tpot_ms * 10**6),
-        )
-    write(
-        tree,
-        "closed/Acme/systems/offline-only.json",
-        json.dumps(dict(SYSTEM, **LLM_STACK, accelerator_model_name="B200-SXM-180GB")),
-    )
-    write(
-        tree,
-        result_path("offline-only", "llama2-70b-99", "Offline"),
-        "Scenario : Offline\nTokens per second: 90000\nResult is : VALID\n",
-    )
-    summary = import_mlperf(tree, store)
-    assert summary.failed == 0
-
-
 def test_latency_limits_exclude_candidates_that_break_them(
     embedded_store: Any, tmp_path: Path
 ) -> None:
-    _serving_kb(embedded_store, tmp_path)
+    serving_kb(embedded_store, tmp_path)
     advisor = Advisor(embedded_store)
     unlimited = advisor.recommend(
         Workload(
@@ -217,7 +162,7 @@ def test_latency_limits_exclude_candidates_that_break_them(
 def test_latency_limits_unchecked_are_warned_not_hidden(
     embedded_store: Any, tmp_path: Path
 ) -> None:
-    _serving_kb(embedded_store, tmp_path)
+    serving_kb(embedded_store, tmp_path)
     result = Advisor(embedded_store).recommend(
         Workload(
             benchmark="llama2-70b-99",
@@ -247,7 +192,7 @@ def test_latency_limit_cli_flags(tmp_path: Path) -> None:
     uri = f"embedded:{tmp_path / 'kb'}"
     with open_store(uri) as store:
         store.ensure_schema()
-        _serving_kb(store, tmp_path / "src")
+        serving_kb(store, tmp_path / "src")
     result = CliRunner().invoke(
         app,
         [

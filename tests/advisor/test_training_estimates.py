@@ -245,9 +245,9 @@ def test_recommend_applies_latency_limits_to_unobserved_candidates(
 ) -> None:
     """B200 ran llama2-70b Offline only: its Server TTFT is transferred from the H100 and H200
     Server runs, and the limit is checked against that estimate, shown with its basis."""
-    from tests.advisor.test_training_and_serving import _serving_kb
+    from tests.support.serving import serving_kb
 
-    _serving_kb(embedded_store, tmp_path)
+    serving_kb(embedded_store, tmp_path)
     answer = Advisor(embedded_store).recommend(
         Workload(
             benchmark="llama2-70b-99", scenario="Server", per_accelerator=False, max_ttft_ms=2000
@@ -274,8 +274,8 @@ def test_latency_protocol_scores_ttft_and_tpot_by_round(
     """Two rounds of LLM Server results: the later one's p99 TTFT/TPOT asked through ``predict``
     from the earlier one, scored per metric."""
     from stack_advisor.collectors.importers.mlperf import import_mlperf
-    from tests.advisor.test_training_and_serving import LLM_SERVER
     from tests.support.mlperf import SYSTEM, result_path
+    from tests.support.serving import LLM_SERVER
 
     for rnd, rows in (
         ("v9.8", (("a", "H100-SXM5-80GB", 900, 120), ("b", "H200-SXM-141GB", 2600, 150))),
@@ -309,13 +309,13 @@ def test_cluster_gpus_beyond_every_pool_is_refused(
     from stack_advisor.cli.guard import run_guarded
     from stack_advisor.cli.main import app
     from stack_advisor.store.registry import open_store
-    from tests.advisor.test_training_and_serving import _serving_kb
     from tests.support.gfd_pools import POOL_NODES
+    from tests.support.serving import serving_kb
 
     uri = f"embedded:{tmp_path / 'kb'}"
     with open_store(uri) as store:
         store.ensure_schema()
-        _serving_kb(store, tmp_path / "src")
+        serving_kb(store, tmp_path / "src")
     nodes = tmp_path / "nodes.json"
     nodes.write_text(
         POOL_NODES if isinstance(POOL_NODES, str) else json.dumps(POOL_NODES), encoding="utf-8"
