@@ -112,6 +112,7 @@ def _shape(cfg: dict[str, Any], where: str) -> _Shape:
     experts = _int(cfg, where, "num_local_experts", "n_routed_experts", "num_experts", default=0)
     per_token = _int(cfg, where, "num_experts_per_tok", "experts_per_token", default=0)
     _bounded(where, "vocab_size", vocab, 1, 10 * MAX_WIDTH)
+    _bounded(where, "num_local_experts", experts, 0, 100_000)
     _bounded(where, "intermediate_size", inter, 1, 100 * MAX_WIDTH)
     if experts and not 1 <= per_token <= experts:
         raise InvalidInput(
@@ -151,6 +152,9 @@ def from_hf_config(cfg: dict[str, Any], *, name: str, where: str) -> ModelSpec:
     moe_inter = _int(cfg, where, "moe_intermediate_size", default=s.inter)
     shared = _int(cfg, where, "n_shared_experts", "num_shared_experts", default=0)
     dense_layers = _int(cfg, where, "first_k_dense_replace", default=0) if s.experts else s.layers
+    _bounded(where, "moe_intermediate_size", moe_inter, 1, 100 * MAX_WIDTH)
+    _bounded(where, "n_shared_experts", shared, 0, 1000)
+    _bounded(where, "first_k_dense_replace", dense_layers, 0, s.layers)
     moe_layers = s.layers - dense_layers
     expert = mats * s.hidden * moe_inter
     routed = moe_layers * s.experts * expert
@@ -231,8 +235,9 @@ def from_short_yaml(data: dict[str, Any], *, name: str, where: str) -> ModelSpec
         raise InvalidInput(
             f"{where}: active_parameters = {active:g} is above parameters = {params:g}"
         )
-    flops = float(data.get("flops_per_sample") or 0.0)
+    flops = 0.0
     if arch == "cnn":
+        flops = _count(data, "flops_per_sample", where) or 0.0
         _bounded(where, "flops_per_sample", flops, 1e3, 1e16)
     spec = ModelSpec(
         name=name,
@@ -341,6 +346,8 @@ def model_from_mapping(
     Raises:
         InvalidInput: as ``from_hf_config`` / ``from_short_yaml``; a mapping without a name.
     """
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{where}: expected a mapping of fields, got {type(data).__name__}")
     name = str(data.get("name") or data.get("_name_or_path") or "")
     if not name:
         raise InvalidInput(f"{where}: name is missing (what to call the model in answers)")

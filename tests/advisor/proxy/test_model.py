@@ -95,3 +95,28 @@ def test_unknown_name_and_missing_file() -> None:
         load_model("no-such-model")
     with pytest.raises(InvalidInput, match="no such file"):
         load_model("/nonexistent/config.json")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"name": "x", "architecture": "cnn", "parameters": "25M", "flops_per_sample": {"a": 1}},
+        {"name": "x", "num_hidden_layers": "many"},
+        {"name": "x", **LLAMA, "num_local_experts": -3, "num_experts_per_tok": 1},
+        {
+            "name": "x",
+            **LLAMA,
+            "moe_intermediate_size": -1,
+            "num_local_experts": 8,
+            "num_experts_per_tok": 2,
+        },
+        {"name": "x", "parameters": [], "architecture": "dense"},
+        {"name": "no-such-benchmark"},
+        {},
+    ],
+)
+def test_odd_mappings_are_refused_cleanly(data: dict[str, Any]) -> None:
+    from stack_advisor.advisor.proxy.model import model_from_mapping
+
+    with pytest.raises(InvalidInput):
+        model_from_mapping(data)
