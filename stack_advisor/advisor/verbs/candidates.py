@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from stack_advisor.advisor.estimate.facts import accelerator_class, generation_min_driver
+from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.query import Estimate
-from stack_advisor.advisor.knowledge.rules import Severity, parse_version, stack_components
+from stack_advisor.advisor.knowledge.rules import parse_version, stack_components
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import serving
 from stack_advisor.advisor.verbs.catalogue_candidates import PLACEMENT as CATALOGUE_PLACEMENT
@@ -287,12 +287,11 @@ def _candidate(
 
 
 def constraint(knowledge: Knowledge, sl: Slice, c: Candidate) -> str | None:
-    """Why the user's constraints, the compatibility rules, known failures, the latency limits or
-    ``--observed-only`` rule the candidate out; None when nothing does."""
+    """Why the user's constraints, known failures, the latency limits or ``--observed-only``
+    rule the candidate out; None when nothing does (what the nodes' driver and the stack cannot
+    run: ``stack_advisor.advisor.verbs.feasibility.refusal``)."""
     workload = sl.workload
-    reason = (
-        _hardware(workload, c) or _frameworks(workload, c.stack) or _driver(knowledge, workload, c)
-    )
+    reason = _hardware(workload, c) or _frameworks(workload, c.stack)
     if reason is None and not c.observed and _failed(knowledge, sl, c):
         reason = "known failure"
     if reason is None and c.observed:
@@ -337,23 +336,6 @@ def shipped_version(name: str, written: str | None) -> str | None:
         return written
     release = ngc_releases().get(ngc_release_of(written) or "")
     return getattr(release, name, None) if release is not None else None
-
-
-def _driver(knowledge: Knowledge, workload: Workload, c: Candidate) -> str | None:
-    driver = workload.hardware.driver
-    if not driver:
-        return None
-    generation = generation_min_driver(c.published[0])
-    have = parse_version(driver)
-    if generation and have is not None and have < parse_version(generation[1]):  # type: ignore[operator]
-        return (
-            f"driver too old for the GPU generation: {generation[0]} needs >= {generation[1]}, "
-            f"the nodes have {driver}"
-        )
-    for v in knowledge.stack_violations(c.stack_id, c.stack, driver):
-        if v.severity is Severity.ERROR:
-            return f"breaks a compatibility rule with the nodes' driver: {v.message}"
-    return None
 
 
 def _failed(knowledge: Knowledge, sl: Slice, c: Candidate) -> bool:

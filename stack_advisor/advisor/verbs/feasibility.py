@@ -8,9 +8,13 @@ A candidate is infeasible (and goes to ``excluded`` with the reason, never to th
 - its stack cannot run it: a runtime older than the first release that runs the model family, a
   CUDA version that was never released as a toolkit, a toolkit older than the accelerator's
   architecture (``stack_advisor.catalog.stack_facts``);
-- the user's ``--driver`` does not apply: below the generation's minimum or the stack's CUDA
-  minimum (``candidates.constraint``), or the part is not an NVIDIA one, whose driver facts the
-  version says nothing about.
+- the nodes' driver (``--driver``; a predict query's ``driver`` component) does not apply:
+  below the generation's minimum, breaking a compatibility rule with the stack (its CUDA's
+  minimum driver), or the part is not an NVIDIA one, whose driver facts the version says
+  nothing about.
+
+``recommend`` excludes and ``predict`` refuses through the same ``refusal``, so the two never
+disagree on a configuration.
 
 Facts come from the catalogue with their sources; a fact the catalogue does not hold decides
 nothing (unknown is never infeasible).
@@ -18,23 +22,89 @@ nothing (unknown is never infeasible).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol
 
-from stack_advisor.advisor.estimate.facts import accelerator_class, accelerator_spec, memory_misfit
-from stack_advisor.advisor.knowledge.rules import parse_version
+from stack_advisor.advisor.estimate.facts import (
+    accelerator_class,
+    accelerator_spec,
+    generation_min_driver,
+    memory_misfit,
+)
+from stack_advisor.advisor.knowledge.rules import (
+    RuleSet,
+    Severity,
+    Violation,
+    parse_version,
+    stack_components,
+)
+from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs.candidates import Candidate, Slice, query_components
 from stack_advisor.catalog import load_catalog, resolve_benchmark
 from stack_advisor.catalog.stack_facts import cuda_toolkit, first_cuda, runtime_too_old
+from stack_advisor.schema.models import SoftwareStack
 
 
-def infeasible(sl: Slice, c: Candidate, count: int) -> str | None:
-    """Why ``count`` x the candidate cannot run the slice's workload, or None."""
-    benchmark = sl.workload.benchmark or ""
+class StackRules(Protocol):
+    """What the verdict reads the compatibility rules through (``Knowledge`` memoises it)."""
+
+    def stack_violations(
+        self, stack_id: str, stack: SoftwareStack, driver: str | None
+    ) -> list[Violation]: ...
+
+
+@dataclass(frozen=True)
+class RuleCheck:
+    """The compatibility rules as ``StackRules`` without a snapshot (``predict``'s queries)."""
+
+    rules: RuleSet
+
+    def stack_violations(
+        self, stack_id: str, stack: SoftwareStack, driver: str | None
+    ) -> list[Violation]:
+        comps = stack_components(stack)
+        if driver:
+            comps["driver"] = driver
+        return self.rules.check_components(comps)
+
+
+def infeasible(knowledge: Knowledge, sl: Slice, c: Candidate, count: int) -> str | None:
+    """Why ``count`` x the candidate cannot run the slice's workload on the user's nodes, or
+    None (``refusal`` with the workload's ``--driver``)."""
+    return refusal(knowledge, sl.workload.benchmark or "", c, count, sl.workload.hardware.driver)
+
+
+def refusal(
+    knowledge: StackRules, benchmark: str, c: Candidate, count: int, driver: str | None
+) -> str | None:
+    """The one verdict ``recommend`` (an exclusion) and ``predict`` (a refusal) give on a
+    configuration: why ``count`` x the candidate's part with its stack cannot run the
+    benchmark on nodes running ``driver`` (None: not known), or None."""
     return (
-        _foreign_driver(sl, c)
+        driver_refusal(knowledge, c, driver)
+        or _foreign_driver(c, driver)
         or memory_misfit(benchmark, c.published[0], count)
         or stack_incapable(benchmark, c)
     )
+
+
+def driver_refusal(knowledge: StackRules, c: Candidate, driver: str | None) -> str | None:
+    """Why the nodes' driver cannot run the candidate: below its GPU generation's first driver,
+    or breaking a compatibility rule (error severity) with the stack; None when it can."""
+    if not driver:
+        return None
+    generation = generation_min_driver(c.published[0])
+    have = parse_version(driver)
+    if generation and have is not None and have < parse_version(generation[1]):  # type: ignore[operator]
+        return (
+            f"driver too old for the GPU generation: {generation[0]} needs >= {generation[1]}, "
+            f"the nodes have {driver}"
+        )
+    for v in knowledge.stack_violations(c.stack_id, c.stack, driver):
+        if v.severity is Severity.ERROR:
+            return f"breaks a compatibility rule with the nodes' driver: {v.message}"
+    return None
 
 
 def stack_incapable(benchmark: str, c: Candidate) -> str | None:
@@ -69,8 +139,7 @@ def stack_incapable(benchmark: str, c: Candidate) -> str | None:
     return None
 
 
-def _foreign_driver(sl: Slice, c: Candidate) -> str | None:
-    driver = sl.workload.hardware.driver
+def _foreign_driver(c: Candidate, driver: str | None) -> str | None:
     if not driver:
         return None
     kind = accelerator_class(c.published[0])

@@ -9,6 +9,7 @@ resolved, with the closest known names.
 from __future__ import annotations
 
 import difflib
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -29,10 +30,13 @@ from stack_advisor.advisor.results import (
 )
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs.bounds import count_beyond_published
+from stack_advisor.advisor.verbs.candidates import Candidate
 from stack_advisor.advisor.verbs.explain import evidence_of
+from stack_advisor.advisor.verbs.feasibility import RuleCheck, refusal
 from stack_advisor.advisor.verbs.mixed_system import mixed_prediction
 from stack_advisor.catalog import load_catalog, resolve_accelerator
 from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.models import SoftwareStack
 from stack_advisor.store.base import validation_message
 
 
@@ -46,7 +50,7 @@ def predict(
     Raises:
         InvalidInput: a malformed query (the message names queries.N.field).
     """
-    parsed: list[PredictQuery] = []
+    parsed: list[PredictQuery | Prediction] = []
     for i, q in enumerate(queries):
         if isinstance(q, PredictQuery):
             parsed.append(q)
@@ -54,8 +58,45 @@ def predict(
         try:
             parsed.append(PredictQuery.model_validate(q))
         except ValidationError as exc:
-            raise InvalidInput(validation_message(exc, prefix=f"queries.{i}")) from None
-    return [predict_one(knowledge.index, knowledge.rules, q) for q in parsed]
+            refused = _invalid_query(i, q, exc)
+            if refused is None:  # no query left to answer: the request itself is malformed
+                raise InvalidInput(validation_message(exc, prefix=f"queries.{i}")) from None
+            parsed.append(refused)
+    return [
+        q if isinstance(q, Prediction) else predict_one(knowledge.index, knowledge.rules, q)
+        for q in parsed
+    ]
+
+
+def _invalid_query(i: int, raw: Any, exc: ValidationError) -> Prediction | None:
+    """A query with a bad optional field (a placement ``vgp``) refused alone, naming the field,
+    the value and the closest valid ones; None when what is left is no query (a required field
+    is the bad one, or the query is not a mapping)."""
+    if not isinstance(raw, dict):
+        return None
+    errors = exc.errors()
+    bad = {str(e["loc"][0]) for e in errors if e.get("loc")}
+    try:
+        query = PredictQuery.model_validate({k: v for k, v in raw.items() if k not in bad})
+    except ValidationError:
+        return None
+    hints = []
+    for e in errors:
+        expected = re.findall(r"'([^']*)'", str((e.get("ctx") or {}).get("expected", "")))
+        close = difflib.get_close_matches(str(e.get("input")), expected, n=2, cutoff=0.5)
+        if close:
+            hints.append(f"{'.'.join(map(str, e['loc']))}: did you mean {' or '.join(close)}?")
+    reason = "; ".join([validation_message(exc, prefix=f"queries.{i}"), *hints])
+    return Prediction(
+        query=query,
+        value=None,
+        interval=None,
+        observed=False,
+        basis=Basis.UNSUPPORTED,
+        reason=reason,
+        evidence=Evidence(count=0),
+        warnings=[reason],
+    )
 
 
 def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[str, str]:
@@ -142,6 +183,41 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
 
 
 def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Prediction:
+    """One query's answer. A family name (``H100``), which ``recommend`` takes as every part of
+    the family, is answered for the member the knowledge base holds most results of on the
+    benchmark, and the answer says so."""
+    member = _family_member(index, q)
+    if member is None:
+        return _predict_named(index, rules, q)
+    answer = _predict_named(index, rules, q.model_copy(update={"accelerator": member[0]}))
+    answer.warnings.insert(
+        0,
+        f"accelerator: {q.accelerator!r} names a family; answered for {member[0]}, the member "
+        f"with the most results on {q.benchmark} (others: {', '.join(member[1]) or 'none'})",
+    )
+    return answer
+
+
+def _family_member(index: EvidenceIndex, q: PredictQuery) -> tuple[str, list[str]] | None:
+    """(the family member to answer for, the other members), or None when the query names one
+    part (or nothing the catalogue knows: refused later with its suggestions)."""
+    match = resolve_accelerator(q.accelerator)
+    if match.resolved or match.refusal != "family" or not match.suggestions:
+        return None
+
+    def held(name: str) -> tuple[int, int]:
+        acc = canonical_accelerator(name)
+        on_bench = sum(
+            len(by.get(acc, ())) for k, by in index.slices.items() if k[1] == q.benchmark
+        )
+        return on_bench, sum(len(by.get(acc, ())) for by in index.slices.values())
+
+    members = list(match.suggestions)
+    best = max(members, key=held)  # ties: the catalogue's order
+    return best, [m for m in members if m != best]
+
+
+def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Prediction:
     from stack_advisor.advisor.names import canonical_query as catalogue_names
 
     system = resolve_accelerator(q.accelerator)
@@ -161,7 +237,13 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
             warnings=[cq],
         )
     q = named  # answers echo the query in catalogue names: what each name was resolved to
-    beyond = count_beyond_published(index.table, cq.count, "accelerator_count")
+    beyond = count_beyond_published(index.table, cq.count, "accelerator_count") or refusal(
+        RuleCheck(rules),
+        cq.benchmark,
+        configuration(cq, q.accelerator),
+        cq.count,
+        cq.components.get("driver"),
+    )
     est = Estimate(Basis.UNSUPPORTED, reason=beyond) if beyond else index.estimate(cq)
     warnings = list(est.notes)
     if q.components or q.framework:
@@ -179,6 +261,33 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
             warnings=[est.reason or "unsupported", *warnings],
         )
     return _answer(index, q, cq, est, warnings)
+
+
+def configuration(cq: Query, published: str) -> Candidate:
+    """The query as the candidate ``recommend`` would judge: the part as named, its stack from
+    the components (the runtime the framework field names, else the first one that is not a
+    base component, as the framework); a ``driver`` component is the nodes' driver, as
+    ``--driver`` is recommend's, not part of the stack."""
+    comps = {k: v for k, v in cq.components.items() if k != "driver"}
+    base = {k: comps[k] for k in ("cuda", "cudnn", "nccl", "tensorrt", "python") if k in comps}
+    named = cq.framework.split()[0].lower() if cq.framework.split() else ""
+    others = [k for k in comps if k not in base]
+    framework = named if named in others else next(iter(others), None)
+    stack = SoftwareStack(
+        **base,
+        framework=framework,
+        framework_version=comps.get(framework) if framework else None,
+        extra={k: v for k, v in comps.items() if k not in base and k != framework},
+    )
+    return Candidate(
+        accelerator=cq.accelerator,
+        placement=cq.placement,
+        stack_id=stack.stack_id,
+        stack=stack,
+        rows=[],
+        observed=False,
+        published=[published],
+    )
 
 
 def _answer(

@@ -173,7 +173,10 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
     for c in found:
         checkpoint("the recommendation")
         reason = constraint(knowledge, sl, c) or infeasible(
-            sl, c, scoring.snippet_count(workload, [int(n) for n in knowledge.table.count[c.rows]])
+            knowledge,
+            sl,
+            c,
+            scoring.snippet_count(workload, [int(n) for n in knowledge.table.count[c.rows]]),
         )
         estimated = scoring.estimate(knowledge, sl, c) if reason is None else reason
         if isinstance(estimated, str):

@@ -1,0 +1,153 @@
+"""predict is as strict as recommend (issue 43): the same feasibility and compatibility verdict
+for the same configuration (part, count, stack, the nodes' driver), names resolved the same way,
+each query of a batch judged on its own. Over the starter knowledge base."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from stack_advisor.advisor.knowledge.rules import stack_components
+from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.workload import Workload
+from stack_advisor.schema.models import SoftwareStack
+
+LLAMA = {"benchmark": "llama2-70b-99", "scenario": "Offline", "metric": "tokens_per_second"}
+# what a configuration cannot do (``stack_advisor.advisor.verbs.feasibility.refusal``)
+VERDICTS = (
+    "driver too old",
+    "breaks a compatibility rule",
+    "driver does not apply",
+    "model does not fit in memory",
+    "stack cannot",
+)
+
+
+# the user's own filters, judged before feasibility: such a row has no feasibility verdict
+FILTERS = (
+    "accelerator not allowed",
+    "placement not allowed",
+    "CPU-only excluded",
+    "not observed",
+    "known failure",
+    "framework constraint",
+)
+
+
+def _verdict(reason: str | None) -> str | None:
+    return reason if reason and reason.startswith(VERDICTS) else None
+
+
+def test_the_issues_configurations(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    b200, h100_old, bad, good = kb_advisor.predict(
+        [
+            {
+                **LLAMA,
+                "accelerator": "B200-SXM-180GB",
+                "accelerator_count": 8,
+                "components": {"driver": "550.54.15", "cuda": "12.4"},
+            },
+            {
+                **LLAMA,
+                "accelerator": "H100",
+                "accelerator_count": 8,
+                "components": {"driver": "470.82.01", "cuda": "12.8"},
+            },
+            {**LLAMA, "accelerator": "H100-SXM5-80GB", "accelerator_count": 8, "placement": "vgp"},
+            {**LLAMA, "accelerator": "H100", "accelerator_count": 8},
+        ]
+    )
+    assert b200.basis is Basis.UNSUPPORTED and "needs >= 570.26" in (b200.reason or "")
+    assert h100_old.basis is Basis.UNSUPPORTED and "the nodes have 470.82.01" in (
+        h100_old.reason or ""
+    )
+    assert bad.basis is Basis.UNSUPPORTED and "did you mean vgpu" in (bad.reason or "")
+    assert "placement" in (bad.reason or "") and "'vgp'" in (bad.reason or "")
+    assert good.value is not None and good.accelerator == "H100-SXM5-80GB"
+    assert "names a family" in good.warnings[0]
+    # recommend takes the same name and excludes the same B200 configuration, same reason
+    ranked = kb_advisor.recommend(
+        Workload(
+            benchmark="llama2-70b-99",
+            scenario="Offline",
+            hardware={"accelerators": ["B200-SXM-180GB"], "count": 8, "driver": "550.54.15"},
+        )
+    )
+    assert not ranked.recommendations
+    assert any("needs >= 570.26" in e.reason for e in ranked.excluded_candidates)
+    assert kb_advisor.recommend(
+        Workload(benchmark="llama2-70b-99", scenario="Offline", hardware={"accelerators": ["H100"]})
+    ).recommendations
+
+
+def _configurations(kb_advisor, benchmark: str, acc: str, count: int, driver: str):  # type: ignore[no-untyped-def]
+    """recommend's verdict on each (placement, stack) of ``acc``, and the predict query of it."""
+    answer = kb_advisor.recommend(
+        Workload(
+            benchmark=benchmark,
+            scenario="Offline",
+            all=True,
+            hardware={"accelerators": [acc], "count": count, "driver": driver},
+        ),
+        top=100,
+    )
+    stacks = {s.label(): s for s in kb_advisor.table().stacks.values()}
+    rows: list[tuple[str, str, SoftwareStack, str | None]] = [
+        (
+            r.candidate.published_names[0],
+            r.candidate.placement.value,
+            SoftwareStack.model_validate(r.candidate.stack),
+            None,
+        )
+        for r in answer.recommendations
+    ]
+    rows += [
+        (e.accelerator, e.placement.value, stacks[e.stack_label], _verdict(e.reason))
+        for e in answer.excluded_candidates
+        if e.stack_label in stacks and not e.reason.startswith(FILTERS)
+    ]
+    out = []
+    for name, placement, stack, verdict in rows:
+        comps: dict[str, Any] = {
+            k: v for k, v in stack_components(stack).items() if v and k != "driver"
+        }
+        comps["driver"] = driver
+        query = {
+            "accelerator": name,
+            "accelerator_count": count,
+            "placement": placement,
+            "benchmark": benchmark,
+            "scenario": "Offline",
+            "metric": answer.metric,
+            "components": comps,
+            "framework": stack.framework,
+        }
+        out.append((verdict, query))
+    return out
+
+
+@pytest.mark.slow
+def test_predict_and_recommend_agree_on_every_verdict(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    configs = []
+    for benchmark, acc, count, driver in itertools.product(
+        ("llama2-70b-99", "resnet50"),
+        ("H100-SXM5-80GB", "A100-SXM4-80GB", "B200-SXM-180GB", "L4", "MI300X"),
+        (1, 8),
+        ("470.82.01", "535.104.05", "570.26"),
+    ):
+        configs += _configurations(kb_advisor, benchmark, acc, count, driver)
+    answers = kb_advisor.predict([q for _, q in configs])
+    disagree = [
+        (q, want, a.reason)
+        for (want, q), a in zip(configs, answers)
+        if want != _verdict(a.reason if a.basis is Basis.UNSUPPORTED else None)
+    ]
+    refused = sum(1 for want, _ in configs if want)
+    print(
+        f"\npredict/recommend feasibility agreement: {len(configs) - len(disagree)}/"
+        f"{len(configs)} configurations ({refused} refused by both)"
+    )
+    assert len(configs) >= 200 and refused > 0
+    assert disagree == []
