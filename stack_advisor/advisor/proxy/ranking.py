@@ -34,6 +34,11 @@ def described_model(
     catalogued LLM benchmark (``benchmark`` or ``model`` by name) without results (``known``:
     the benchmarks the knowledge base holds)."""
     if isinstance(model, dict):
+        if family != "mlperf-inference":
+            raise InvalidInput(
+                f"model: a described model is estimated for serving (mlperf-inference) only, "
+                f"not {family}"
+            )
         return model_from_mapping(model, family=family)
     name = benchmark or model
     if family != "mlperf-inference" or name is None or name in known:

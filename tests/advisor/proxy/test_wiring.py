@@ -116,3 +116,14 @@ def test_short_form_needs_concurrency_or_shape(kb: str, tmp_path: Path) -> None:
     got = _json([*base, "--concurrency", "64", "--json", "--top", "2"])
     assert [r["basis"] for r in got["recommendations"]] == ["proxy", "proxy"]
     assert "my-moe" in got["notes"][0]
+
+
+def test_described_model_is_for_serving_only() -> None:
+    from stack_advisor.advisor.proxy.ranking import described_model
+
+    with pytest.raises(InvalidInput, match="serving"):
+        described_model({"name": "gpt-oss-120b"}, None, [], "mlperf-training")
+    assert described_model("llama2-70b-99", None, ["llama2-70b-99"], "mlperf-inference") is None
+    assert described_model(None, "resnet50", [], "mlperf-inference") is None
+    spec = described_model(None, "gpt-oss-120b", ["llama2-70b-99"], "mlperf-inference")
+    assert spec is not None and spec.moe
