@@ -103,6 +103,38 @@ def _tail(text: str, lines: int = 25) -> str:
 
 
 MARKER = ".stack-advisor-env"
+UV_MARKER = ".stack-advisor-uv-cache"
+
+# What a cell (and the interpreter of an ``environment:``) may see of the sweep's environment:
+# locale, home and temp, the accelerators' and libraries' settings. Nothing else: no
+# ADVISOR_TOKEN, NEO4J_PASSWORD, cloud keys or other secrets reach code that a cell installs.
+CELL_NAMES = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "SHELL",
+        "TMPDIR", "TMP", "TEMP", "LD_LIBRARY_PATH", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
+        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    }
+)  # fmt: skip
+CELL_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "ROCR_", "HIP_", "HSA_", "ROCM_", "PYTORCH_")
+UV_PREFIXES = ("UV_", "PIP_", "SSL_CERT_", "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY")
+UV_PREFIXES += ("NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy")
+# Never passed on, whatever the allow-list says (a prefix above could match one).
+SECRET_WORDS = ("TOKEN", "PASSWORD", "SECRET", "CREDENTIAL", "API_KEY", "ACCESS_KEY")
+
+
+def allowed_environment(extra_prefixes: tuple[str, ...] = ()) -> dict[str, str]:
+    """The sweep's environment reduced to the allow-list (and ``extra_prefixes``), without any
+    variable whose name says it holds a secret, except uv's own index credentials
+    (``UV_INDEX_*``) where ``extra_prefixes`` lets uv have them."""
+    out: dict[str, str] = {}
+    for name, value in os.environ.items():
+        upper = name.upper()
+        uv_own = "UV_" in extra_prefixes and upper.startswith("UV_INDEX_")
+        if any(word in upper for word in SECRET_WORDS) and not uv_own:
+            continue
+        if name in CELL_NAMES or name.startswith(CELL_PREFIXES + extra_prefixes):
+            out[name] = value
+    return out
 
 
 class EnvCache:
@@ -127,10 +159,21 @@ class EnvCache:
         return self.root / "envs"
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        """uv's environment: the allow-list, its own settings (``UV_*``, ``PIP_*``: index and
+        credentials it needs) and proxies; never our tokens or the store's password."""
+        env = allowed_environment(UV_PREFIXES)
         env.update(UV_CACHE_DIR=str(self.uv_cache), UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1")
-        env.pop("VIRTUAL_ENV", None)
         return env
+
+    def own_uv_cache(self) -> None:
+        """Make the sweep's uv cache folder, marked as the sweep's, when it does not exist yet
+        (or is empty): only a marked folder is ever pruned."""
+        if os.environ.get(UV_CACHE_ENV):
+            return
+        folder = self.uv_cache
+        if not folder.exists() or (folder.is_dir() and not any(folder.iterdir())):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / UV_MARKER).write_text("made by advisor sweep; pruned by it\n")
 
     def _uv(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -185,6 +228,7 @@ class EnvCache:
             )
             return env
         shutil.rmtree(path, ignore_errors=True)  # a half-made one from an interrupted run
+        self.own_uv_cache()
         made = self._uv("venv", "--quiet", "--python", _interpreter(python), str(path))
         if made.returncode == 0:
             (path / MARKER).write_text("made by advisor sweep; pruned by it when unused\n")
@@ -246,8 +290,8 @@ class EnvCache:
             shutil.rmtree(self.envs / key, ignore_errors=True)
             total -= sizes[key]
             removed.append(key)
-        if total > self.max_bytes and self.uv_cache.is_dir():
-            self._uv("cache", "prune")
+        if total > self.max_bytes and (self.uv_cache / UV_MARKER).is_file():
+            self._uv("cache", "prune")  # only a uv cache the sweep made (see own_uv_cache)
         return removed
 
 
@@ -312,6 +356,7 @@ def installed_env(cell: Cell, timeout_s: float = 120.0) -> CellEnv:
         proc = subprocess.run(
             [str(python), "-I", "-c", _PROBE, module, *COLLECTOR_MODULES],
             capture_output=True,
+            env=allowed_environment(),
             text=True,
             timeout=timeout_s,
             check=False,
@@ -381,9 +426,7 @@ def collector_source(cache: EnvCache) -> Path:
 def cell_process_env(env: CellEnv, cache: EnvCache) -> dict[str, str]:
     """Environment of the collector process inside the cell: our packages (only) on PYTHONPATH,
     nothing of the sweeping interpreter's site-packages."""
-    out = {
-        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
-    }
+    out = allowed_environment()
     out["PYTHONPATH"] = str(collector_source(cache))
     if not env.installed or (env.path / "pyvenv.cfg").is_file():
         out["VIRTUAL_ENV"] = str(env.path)
