@@ -11,9 +11,29 @@ from __future__ import annotations
 
 import re
 
-# scheme://userinfo@ — userinfo is everything up to the last '@' before the first '/', '?', '#'
-# or whitespace/quote (a password may itself contain '@' or ':').
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#\s'\"<>]*)@")
+# A URI starts at its scheme and runs to whitespace, a quote or an angle bracket.
+_URI = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]*")
+# What follows the userinfo's '@': a host name, IPv4 or [IPv6] address, an optional port, then
+# the end (in free text, after a sentence's punctuation) or a path, query or fragment.
+_HOST = re.compile(r"(?:[A-Za-z0-9_.\-]+|\[[0-9A-Fa-f:.]+\])(?::\d*)?(?:[/?#]|[.,;:)\]]*$)")
+
+
+def split_userinfo(uri: str) -> tuple[str, str | None, str]:
+    """(scheme with ``://``, userinfo or None, the rest) of one URI.
+
+    The userinfo runs to the last '@' that a host follows, not to the first '/', '?' or '#':
+    a password may hold any of ``#/?@:%``, and a store URI has no use for an '@' after its host,
+    so reading too much as userinfo hides a little more than needed and never shows a secret.
+    """
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return "", None, uri
+    at = rest.rfind("@")
+    while at >= 0:
+        if _HOST.match(rest, at + 1):
+            return scheme + sep, rest[:at], rest[at + 1 :]
+        at = rest.rfind("@", 0, at)
+    return scheme + sep, None, rest
 
 
 def redact_uri(uri: str | None) -> str:
@@ -23,21 +43,22 @@ def redact_uri(uri: str | None) -> str:
     return scrub(uri)
 
 
+def _redact_one(uri: str) -> str:
+    scheme, userinfo, rest = split_userinfo(uri)
+    return uri if userinfo is None else scheme + rest
+
+
 def scrub(text: str) -> str:
     """``text`` with the userinfo of every ``scheme://user:password@host`` in it removed."""
     if "@" not in text or "://" not in text:
         return text
-    return _USERINFO.sub(lambda m: m.group("scheme"), text)
+    return _URI.sub(lambda m: _redact_one(m.group(0)), text)
 
 
 def password_in_uri(uri: str) -> bool:
     """True when ``uri`` carries a password (``scheme://user:password@host``)."""
-    _, sep, rest = uri.partition("://")
-    if not sep:
-        return False
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    userinfo, at, _ = authority.rpartition("@")
-    return bool(at) and ":" in userinfo
+    _, userinfo, _ = split_userinfo(uri.strip())
+    return userinfo is not None and ":" in userinfo
 
 
 def refuse_password_in_uri(uri: str, *, user_var: str, password_var: str) -> str | None:
