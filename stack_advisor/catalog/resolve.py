@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -682,9 +682,16 @@ def resolve_benchmark(text: str, family: str | None = None) -> NameMatch:
     families = [family] if family is not None else _family_order(cat)
     for fam in families:
         index = cat.benchmark_index.get(fam)
-        match = _names(text, index, "benchmark") if index else None
-        if match is not None and match.resolved:
-            return replace(match, family=fam)
+        found = index.find(text) if index else None  # suggestions only once nothing resolves
+        if found:
+            return NameMatch(
+                raw=text,
+                id=found[0],
+                resolved=True,
+                what="benchmark",
+                matched_by=found[1],
+                family=fam,
+            )
     named = _scenario_in_name(text, families)
     if named is not None:
         return named
