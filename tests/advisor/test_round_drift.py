@@ -10,7 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stack_advisor.advisor.estimate.drift import benchmark_group, next_round, round_label
+from stack_advisor.advisor.estimate.drift import (
+    as_of_error,
+    benchmark_group,
+    next_round,
+    round_label,
+)
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import SliceKey
 
@@ -113,3 +118,20 @@ def test_the_prior_band_is_calibrated_on_its_round_ahead_replays(kb_advisor: Any
             total += 1
             inside += mid - prior.scale * (mid - lo) <= value <= mid + prior.scale * (hi - mid)
     assert total and 0.78 <= inside / total <= 0.9
+
+
+def test_benchmarks_pool_by_what_they_run() -> None:
+    assert benchmark_group("mlperf-inference", "llama2-70b-99") == "llm"
+    assert benchmark_group("mlperf-inference", "deepseek-r1") == "llm"
+    assert benchmark_group("mlperf-inference", "resnet50") == "vision"
+    assert benchmark_group("mlperf-inference", "dlrm-v2-99") == "recommendation"
+    assert benchmark_group("mlperf-inference", "whisper") == "speech"
+    assert benchmark_group("mlperf-inference", "rgat") == "graph"
+    assert benchmark_group("mlperf-training", "rgat") == "training"
+
+
+def test_rounds_ahead_follow_the_catalogue() -> None:
+    assert next_round("mlperf-inference", 5.1) == pytest.approx(6.0)
+    assert next_round("mlperf-inference", 4.1) == pytest.approx(5.0)
+    assert as_of_error("next") is None and as_of_error("v6.0") is None
+    assert "as_of: 'soon'" in (as_of_error("soon") or "")
