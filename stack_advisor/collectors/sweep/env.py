@@ -113,6 +113,9 @@ CELL_NAMES = frozenset(
         "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "SHELL",
         "TMPDIR", "TMP", "TEMP", "LD_LIBRARY_PATH", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR",
         "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+        # what the fingerprint reads of the pod it runs in (collectors.fingerprint.kube)
+        "NODE_NAME", "POD_NAME", "POD_NAMESPACE", "ADVISOR_NODE_LABELS", "ADVISOR_LABELS_FILE",
+        "ADVISOR_IMAGE",
     }
 )  # fmt: skip
 CELL_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "ROCR_", "HIP_", "HSA_", "ROCM_", "PYTORCH_")
