@@ -27,7 +27,6 @@ keys it does not know are ignored, never an error.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -52,6 +51,8 @@ from stack_advisor.catalog.stack_text import (
     merge_stack_texts,
     parse_framework,
 )
+from stack_advisor.collectors.importers.archive_stream import MemberBudget
+from stack_advisor.collectors.importers.limits import ImportLimitExceeded, ImportLimits, load_json
 from stack_advisor.collectors.importers.loadgen_summary import (
     parse_summary,
     published_headline,
@@ -61,6 +62,12 @@ from stack_advisor.collectors.importers.mlperf_system import accelerators as _ac
 from stack_advisor.collectors.importers.mlperf_system import flat_text as _text
 from stack_advisor.collectors.importers.mlperf_system import memory_mib as _memory_mib
 from stack_advisor.collectors.importers.mlperf_system import whole_number as _int
+from stack_advisor.collectors.importers.row_checks import (
+    RowRejected,
+    check_plausible,
+    name_text,
+    result_number,
+)
 from stack_advisor.collectors.importers.tar_reader import ArchiveTruncated, iter_archive
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
@@ -88,6 +95,8 @@ ATTRIBUTION = (
 _ROUND = re.compile(r"v(\d+\.\d+)")
 
 
+# Fields of a system description read as names: a list or an object there is refused.
+SYSTEM_NAME_FIELDS = ("accelerator_model_name", "system_name", "host_processor_model_name")
 EXTRA_COMPONENTS = ("dali", "triton", "jetpack", "rocm", "gcc")
 
 
@@ -128,26 +137,38 @@ def _relevant(parts: list[str]) -> bool:
     )
 
 
-def _iter_files(root: Path) -> Iterator[tuple[str, TreeFile | None]]:
-    """(relative path, file) for every file under a directory or in a .tar(.gz); the file is
-    None for those an importer never reads (compliance, accuracy, logs)."""
+def _iter_files(
+    root: Path, on_skipped: Callable[[str, str], None], limits: ImportLimits
+) -> Iterator[tuple[str, TreeFile | None]]:
+    """(relative path, file) for every file under a directory or in a .tar(.gz), within
+    ``limits``; the file is None for those an importer never reads (compliance, accuracy, logs),
+    and links (never followed) go to ``on_skipped``."""
     if root.is_dir():
+        budget = MemberBudget(str(root), limits)
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames.sort()
             for name in sorted(filenames):
                 full = Path(dirpath) / name
                 rel = full.relative_to(root).as_posix()
+                budget.member()
+                if full.is_symlink():
+                    on_skipped(rel, "a symbolic link inside the tree is never followed or read")
+                    continue
                 if not _relevant(rel.split("/")):
                     yield rel, None
                     continue
+                budget.reading(rel, full.stat().st_size)
                 yield rel, TreeFile(rel, full.read_bytes(), full.stat().st_mtime)
         return
-    for name, content, mtime in iter_archive(root):
+    archive = iter_archive(
+        root,
+        wanted=lambda name: _relevant(name.removeprefix("./").split("/")),
+        limits=limits,
+        on_skipped=lambda name, why: on_skipped(name.removeprefix("./"), why),
+    )
+    for name, content, mtime in archive:
         rel = name.removeprefix("./")
-        if not _relevant(rel.split("/")):
-            yield rel, None
-            continue
-        yield rel, TreeFile(rel, content, mtime)
+        yield rel, None if content is None else TreeFile(rel, content, mtime)
 
 
 DIVISIONS = ("closed", "open", "network")
@@ -348,12 +369,18 @@ def _sort_file(
         results_raw.append(item)
 
 
-def read_tree(path: str | os.PathLike[str], *, round_name: str | None = None) -> ParsedTree:
+def read_tree(
+    path: str | os.PathLike[str],
+    *,
+    round_name: str | None = None,
+    limits: ImportLimits | None = None,
+) -> ParsedTree:
     """Parse an MLPerf Inference results tree into records, reporting what does not fit.
 
     Raises:
         InvalidInput: the path does not exist or is not a tree/archive; the round cannot be
             told from its name and none was given.
+        ImportLimitExceeded: the tree or archive is over a limit (default: from the environment).
     """
     root = Path(path)
     if not root.exists():
@@ -363,8 +390,13 @@ def read_tree(path: str | os.PathLike[str], *, round_name: str | None = None) ->
     prefixes: set[str] = set()
     tree = ParsedTree(round="")
     training_logs = 0  # an MLPerf Training round's files: the wrong importer
+    limits = limits or ImportLimits.from_env()
+
+    def link(rel: str, why: str) -> None:
+        tree.issues.append(Issue(rel, why, "skipped", "link"))
+
     try:
-        for rel, item in _iter_files(root):
+        for rel, item in _iter_files(root, link, limits):
             _sort_file(tree, rel, item, systems_raw, results_raw, prefixes)
             training_logs += bool(_TRAINING_RESULT.fullmatch(rel.rsplit("/", 1)[-1]))
     except ArchiveTruncated as exc:
@@ -401,12 +433,14 @@ def read_tree(path: str | os.PathLike[str], *, round_name: str | None = None) ->
         division, submitter, _, name = rel.split("/")
         system = SystemInfo(division, submitter, name[: -len(".json")], rel, {})
         try:
-            loaded = json.loads(item.data.decode("utf-8-sig"))
+            loaded = load_json(item.data, rel, limits)
             if not isinstance(loaded, dict):
                 raise ValueError(f"top level is a {type(loaded).__name__}, not an object")
+            for name in SYSTEM_NAME_FIELDS:
+                name_text(loaded.get(name), name)
             system.fields = loaded
             systems[(division, submitter, system.system_id)] = _system_record_fields(system)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, ImportLimitExceeded) as exc:
             systems[(division, submitter, system.system_id)] = exc
             tree.issues.append(
                 Issue(rel, f"malformed system description: {exc}", "failed", "malformed-system")
@@ -547,6 +581,11 @@ def _record(
             )
         )
         return None
+    try:
+        _check_result(headline.metric, headline.value, system)
+    except RowRejected as exc:
+        tree.issues.append(Issue(item.path, str(exc), "failed", "implausible-value"))
+        return None
     return MlperfRecord(
         round=tree.round,
         division=division,
@@ -564,6 +603,12 @@ def _record(
         mtime=item.mtime,
         **system,
     )
+
+
+def _check_result(metric: str, value: float, system: dict[str, Any]) -> None:
+    """A headline must be finite, positive and plausible for its unit and accelerators."""
+    number = result_number(value, metric)
+    check_plausible(metric, metric_facts(metric)[0], number, int(system["accelerator_count"]))
 
 
 # ---- observations ----------------------------------------------------------------------------

@@ -24,8 +24,6 @@ counted as unresolved, never dropped or mapped to another part.
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import time
 from collections import Counter
@@ -50,6 +48,8 @@ from stack_advisor.catalog.stack_text import (
     merge_stack_texts,
     parse_framework,
 )
+from stack_advisor.collectors.importers.archive_stream import ArchiveStream
+from stack_advisor.collectors.importers.limits import ImportLimits, limit_error, load_json
 from stack_advisor.collectors.importers.mlperf import (
     ATTRIBUTION,
     DEFAULT_BATCH,
@@ -61,6 +61,13 @@ from stack_advisor.collectors.importers.mlperf import (
 )
 from stack_advisor.collectors.importers.mlperf_system import accelerators as system_accelerators
 from stack_advisor.collectors.importers.mlperf_system import flat_text, whole_number
+from stack_advisor.collectors.importers.row_checks import (
+    TEXT_CHARS,
+    RowRejected,
+    check_plausible,
+    name_text,
+    result_number,
+)
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
     Accelerator,
@@ -130,7 +137,11 @@ SKIP_REASONS = {
     "unknown-scenario": "a scenario the catalogue does not know",
     "missing-field": "a required field is empty",
     "bad-value": "the result is not a positive number or a count is not a whole number",
+    "not-a-row": "a row that is not a JSON object",
 }
+BAD_ROWS_SHOWN = 1000
+NAME_FIELDS = ("submitter", "division", "system_id", "system_name", "accelerator", "benchmark")
+TEXT_FIELDS = ("scenario", "units", "software", "location", "host_cpu", "operating_system")
 
 
 @dataclass
@@ -148,6 +159,17 @@ class SummaryImport:
     unresolved_accelerators: Counter[str] = field(default_factory=Counter)
     power_figures_ignored: int = 0
     seconds: float = 0.0
+    # (file, row, field, why) of the rows refused for a bad value, the first BAD_ROWS_SHOWN
+    bad_rows: list[dict[str, str]] = field(default_factory=list)
+
+    def reject(self, row: _Row, exc: RowRejected) -> None:
+        """Skip a row for one bad field, and say which row, field and why."""
+        self.skip("bad-value", row.values, str(exc))
+        if len(self.bad_rows) < BAD_ROWS_SHOWN:
+            where = row.values.get("row_id") or row.values.get("location") or f"#{row.index}"
+            self.bad_rows.append(
+                {"file": row.file, "row": str(where)[:200], "field": exc.field, "why": exc.why}
+            )
 
     def skip(self, reason: str, row: dict[str, Any], detail: str = "") -> None:
         self.skipped_by_reason[reason] += 1
@@ -170,6 +192,7 @@ class SummaryImport:
             "skip_examples": dict(sorted(self.examples.items())),
             "unresolved_accelerators": dict(self.unresolved_accelerators.most_common()),
             "power_figures_ignored": self.power_figures_ignored,
+            "bad_rows": self.bad_rows,
             "seconds": round(self.seconds, 3),
         }
 
@@ -177,26 +200,59 @@ class SummaryImport:
 # ---- reading the table -----------------------------------------------------------------------
 
 
-def load_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The table's rows as published (a list, or an object keyed "0", "1", ...).
+def _table_bytes(file: Path, limits: ImportLimits) -> bytes:
+    """The table's JSON text, inflated a megabyte at a time and never past ``json_bytes``."""
+    with ArchiveStream(file, limits) as stream:
+        if file.name.endswith(".gz") and not stream.gzip:
+            raise InvalidInput(
+                f"summary table {str(file)!r} is not gzip-compressed although its name ends in "
+                ".gz; pass the summary_results JSON (or .json.gz) as published"
+            )
+        data = stream.read(limits.json_bytes + 1)
+        if len(data) > limits.json_bytes:
+            raise limit_error(str(file), "JSON of more bytes", "json_bytes", limits.json_bytes)
+        if not stream.complete:
+            raise InvalidInput(f"summary table {str(file)!r} is cut short or corrupt (gzip)")
+    return data
+
+
+def table_rows(file: Path, limits: ImportLimits) -> list[Any]:
+    """Every row of the table as published (a list, or an object keyed "0", "1", ...), objects
+    or not: ``read_summary`` reports those that are not.
 
     Raises:
         InvalidInput: no such file, not JSON, or neither shape.
+        ImportLimitExceeded: the file is over a limit (size, depth, objects, rows).
     """
-    file = Path(path)
     if not file.is_file():
         raise InvalidInput(
             f"no such summary table: {str(file)!r} (give MLCommons' summary_results.json[.gz])"
         )
-    try:
-        opener = gzip.open if file.name.endswith(".gz") else open
-        with opener(file, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
-            data = json.load(handle)
-    except gzip.BadGzipFile:
+    data = _table_json(file, limits)
+    if isinstance(data, dict) and data and all(str(k).isdigit() for k in data):
+        data = [data[k] for k in sorted(data, key=lambda k: int(k))]
+    if not isinstance(data, list) or not any(isinstance(r, dict) for r in data):
+        shape = type(data).__name__
         raise InvalidInput(
-            f"summary table {str(file)!r} is not gzip-compressed although its name ends in .gz; "
-            "pass the summary_results JSON (or .json.gz) as published"
-        ) from None
+            f"summary table {str(file)!r}: expected a list of result rows or an object keyed "
+            f'"0", "1", ... of rows; got a {shape}' + (" of no objects" if data else "")
+        )
+    if len(data) > limits.rows:
+        raise limit_error(str(file), f"{len(data):,} rows", "rows", limits.rows)
+    return data
+
+
+def load_rows(
+    path: str | os.PathLike[str], limits: ImportLimits | None = None
+) -> list[dict[str, Any]]:
+    """The table's rows that are objects (see ``table_rows``)."""
+    rows = table_rows(Path(path), limits or ImportLimits.from_env())
+    return [r for r in rows if isinstance(r, dict)]
+
+
+def _table_json(file: Path, limits: ImportLimits) -> Any:
+    try:
+        return load_json(_table_bytes(file, limits), str(file), limits)
     except UnicodeDecodeError as exc:
         raise InvalidInput(
             f"summary table {str(file)!r} is not text (byte {exc.start} is not UTF-8): not the "
@@ -204,15 +260,6 @@ def load_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         ) from None
     except (OSError, ValueError, EOFError) as exc:
         raise InvalidInput(f"summary table {str(file)!r} is not readable JSON: {exc}") from None
-    if isinstance(data, dict) and data and all(str(k).isdigit() for k in data):
-        data = [data[k] for k in sorted(data, key=lambda k: int(k))]
-    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-        shape = type(data).__name__
-        raise InvalidInput(
-            f"summary table {str(file)!r}: expected a list of result rows or an object keyed "
-            f'"0", "1", ... of rows; got a {shape}'
-        )
-    return data
 
 
 def field_map(rows: Iterable[dict[str, Any]]) -> dict[str, str]:
@@ -303,11 +350,35 @@ class _Row:
     file: str
     mtime: float
     values: dict[str, Any]
+    index: int = -1  # where the row is in the table
+
+
+def _check_texts(r: dict[str, Any]) -> None:
+    """Names are text of a name's length; free text is text within TEXT_CHARS."""
+    for name in NAME_FIELDS:
+        name_text(r.get(name), name)
+    for name in TEXT_FIELDS:
+        name_text(r.get(name), name, TEXT_CHARS)
+
+
+def _nodes(raw: Any) -> int:
+    """The node count: 1 where blank, else a whole number of at least 1."""
+    if raw is None or raw == "":
+        return 1
+    nodes = whole_number(raw)
+    if nodes is None or nodes < 1:
+        raise RowRejected("nodes", f"{raw!r} is not a whole number of nodes (1 or more)")
+    return nodes
 
 
 def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
     """The observation of one table row, or None (counted in ``report`` by reason)."""
     r = row.values
+    try:
+        _check_texts(r)
+    except RowRejected as exc:
+        report.reject(row, exc)
+        return None
     if str(r.get("inferred") or "0").strip().lower() not in ("0", "false", "no", ""):
         report.skip("inferred", r)
         return None
@@ -331,9 +402,9 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
         report.skip("unknown-scenario", r, repr(r.get("scenario")))
         return None
     try:
-        value = float(r["value"])
+        value = result_number(r["value"], "value")
         per_node = flat_text(r.get("accelerators_per_node"))
-        nodes = whole_number(r.get("nodes")) or 1
+        nodes = _nodes(r.get("nodes"))
         if not per_node and whole_number(r.get("total_accelerators")):
             per_node = str(int(r["total_accelerators"]) // nodes)
         # A blank count is how the table writes a CPU-only system.
@@ -344,11 +415,11 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
                 "number_of_nodes": r.get("nodes"),
             }
         )
+    except RowRejected as exc:
+        report.reject(row, exc)
+        return None
     except (TypeError, ValueError) as exc:
         report.skip("bad-value", r, str(exc))
-        return None
-    if not value > 0:
-        report.skip("bad-value", r, f"result {r['value']!r}")
         return None
     kind, unit_metric, to_ms = UNITS[units]
     where = _location_parts(r.get("location") or "")
@@ -356,6 +427,12 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
     bench = resolve_benchmark(benchmark_raw, FAMILY)
     scenario = named_scenario(bench, scenario)  # v5.0: "llama2-70b-interactive-99", Server
     metric = _metric(bench.id, bench.base, scenario, kind, unit_metric)
+    value = value * (to_ms if kind == "latency" else 1.0)
+    try:
+        check_plausible(metric, metric_facts(metric)[0], value, count)
+    except RowRejected as exc:
+        report.reject(row, exc)
+        return None
     report.results += 1
     return _observation(
         row,
@@ -363,7 +440,7 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
         bench.id,
         benchmark_raw,
         metric,
-        value * (to_ms if kind == "latency" else 1.0),
+        value,
         model,
         per_node_text,
         count,
@@ -492,7 +569,10 @@ def _observation(
 
 
 def read_summary(
-    path: str | os.PathLike[str], *, round_name: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    round_name: str | None = None,
+    limits: ImportLimits | None = None,
 ) -> tuple[list[Observation], SummaryImport]:
     """The observations of one summary table and what was skipped (nothing is written).
 
@@ -501,8 +581,8 @@ def read_summary(
             no round (neither in the file name nor given).
     """
     file = Path(path)
-    rows = load_rows(file)
-    names = field_map(rows)
+    every = table_rows(file, limits or ImportLimits.from_env())
+    names = field_map(r for r in every if isinstance(r, dict))
     round_ = round_name or detect_round(file) or ""
     if not round_:
         raise InvalidInput(
@@ -510,14 +590,18 @@ def read_summary(
         )
     if not round_.startswith("v"):
         round_ = "v" + round_
-    report = SummaryImport(path=str(file), round=round_, rows=len(rows))
+    report = SummaryImport(path=str(file), round=round_, rows=len(every))
     mtime = file.stat().st_mtime
     observations = []
-    for raw in rows:
+    for index, raw in enumerate(every):
+        if not isinstance(raw, dict):
+            why = f"a {type(raw).__name__}, not an object"
+            report.reject(_Row(round_, file.name, mtime, {}, index), RowRejected("row", why))
+            continue
         values = _normalised(raw, names)
         if flat_text(values.get("power_result")):
             report.power_figures_ignored += 1  # a power figure beside the result: not kept
-        obs = row_observation(_Row(round_, file.name, mtime, values), report)
+        obs = row_observation(_Row(round_, file.name, mtime, values, index), report)
         if obs is not None:
             observations.append(obs)
     return observations, report

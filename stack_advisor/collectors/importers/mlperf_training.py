@@ -33,7 +33,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ from stack_advisor.catalog.stack_text import (
     merge_stack_texts,
     parse_framework,
 )
+from stack_advisor.collectors.importers.archive_stream import MemberBudget
+from stack_advisor.collectors.importers.limits import ImportLimitExceeded, ImportLimits, load_json
 from stack_advisor.collectors.importers.mlperf import (
     DEFAULT_BATCH,
     Issue,
@@ -159,7 +161,7 @@ def parse_mllog(
             continue
         try:
             event = json.loads(line[at + len(_MLLOG) :])
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # a hostile nesting is a bad line too
             bad += 1
             continue
         if (
@@ -204,38 +206,82 @@ def read_run(path: str, text: str) -> TrainingRun:
     )
 
 
-def _iter_files(root: Path) -> Iterator[tuple[str, bytes]]:
+def _wanted(rel: str) -> bool:
+    """A file the Training importer reads: a system description or a run's result."""
+    parts = rel.removeprefix("./").split("/")
+    return ("systems" in parts and rel.endswith(".json")) or (
+        "results" in parts and parts[-1].startswith("result_") and rel.endswith(".txt")
+    )
+
+
+def _iter_files(
+    root: Path, on_skipped: Callable[[str, str], None], limits: ImportLimits
+) -> Iterator[tuple[str, bytes | None]]:
+    """(relative path, content) of every file, within ``limits``; content is None for files
+    the importer never reads, and links (never followed) go to ``on_skipped``."""
     if root.is_dir():
+        budget = MemberBudget(str(root), limits)
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames.sort()
             for name in sorted(filenames):
                 full = Path(dirpath) / name
-                yield full.relative_to(root).as_posix(), full.read_bytes()
+                rel = full.relative_to(root).as_posix()
+                budget.member()
+                if full.is_symlink():
+                    on_skipped(rel, "a symbolic link inside the tree is never followed or read")
+                elif not _wanted(rel):
+                    yield rel, None
+                else:
+                    budget.reading(rel, full.stat().st_size)
+                    yield rel, full.read_bytes()
         return
-    for name, content, _ in iter_archive(root):
+    archive = iter_archive(root, wanted=_wanted, limits=limits, on_skipped=on_skipped)
+    for name, content, _ in archive:
         yield name.removeprefix("./"), content
 
 
+def _read_run(rel: str, data: bytes) -> TrainingRun | ValueError:
+    """The run of one result file, read as it streams by (so no log is held), or why not."""
+    try:
+        return read_run(rel, data.decode("utf-8", errors="replace"))
+    except ValueError as exc:
+        return exc
+
+
 def read_training_tree(
-    path: str | os.PathLike[str], *, round_name: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    round_name: str | None = None,
+    limits: ImportLimits | None = None,
 ) -> TrainingTree:
     """Parse a Training results tree into runs and system descriptions, reporting what does not fit.
 
     Raises:
         InvalidInput: no such path, nothing readable in it, or a round that cannot be told.
+        ImportLimitExceeded: the tree or archive is over a limit (default: from the environment).
     """
     root = Path(path)
     if not root.exists():
         raise InvalidInput(f"no such results tree: {str(root)!r} (give a directory or a .tar.gz)")
     tree = TrainingTree(round="")
     prefixes: set[str] = set()
-    results: list[tuple[str, bytes]] = []
+    results: list[tuple[str, TrainingRun | ValueError]] = []
     inference_logs = 0  # an MLPerf Inference round's files: the wrong importer
+    # Each log is parsed as it streams by and dropped, so what is kept is bounded by the
+    # expanded size; each log still by member_bytes.
+    limits = limits or ImportLimits.from_env()
+    limits = replace(limits, held_bytes=limits.expanded_bytes)
+
+    def link(rel: str, why: str) -> None:
+        tree.issues.append(Issue(rel, why, "skipped", "link"))
+
     try:
-        for rel, data in _iter_files(root):
+        for rel, data in _iter_files(root, link, limits):
             tree.files_seen += 1
             parts = rel.split("/")
             inference_logs += parts[-1] == "mlperf_log_summary.txt"
+            if data is None:
+                continue
             if "systems" in parts and rel.endswith(".json"):
                 at = parts.index("systems")
                 if at < 1:
@@ -245,8 +291,8 @@ def read_training_tree(
                     continue
                 prefixes.add("/".join(parts[: at - 1]))
                 try:
-                    loaded = json.loads(data.decode("utf-8-sig"))
-                except (ValueError, UnicodeDecodeError) as exc:
+                    loaded = load_json(data, rel, limits)
+                except (ValueError, ImportLimitExceeded) as exc:
                     tree.issues.append(
                         Issue(
                             rel,
@@ -278,7 +324,8 @@ def read_training_tree(
                     )
                     continue
                 prefixes.add("/".join(parts[: at - 1]))
-                results.append(("/".join(parts[at - 1 :]), data))
+                run_path = "/".join(parts[at - 1 :])
+                results.append((run_path, _read_run(run_path, data)))
     except ArchiveTruncated as exc:
         after = f" after {exc.after}" if exc.after else ""
         tree.issues.append(
@@ -308,10 +355,9 @@ def read_training_tree(
         raise InvalidInput(
             f"cannot tell the MLPerf round of {str(root)!r} from its name; pass --round (e.g. v4.1)"
         )
-    for rel, data in sorted(results):
-        try:
-            run = read_run(rel, data.decode("utf-8", errors="replace"))
-        except ValueError as exc:
+    for rel, run in sorted(results, key=lambda r: r[0]):
+        if isinstance(run, ValueError):
+            exc = run
             tree.issues.append(
                 Issue(rel, f"unreadable training run: {exc}", "failed", "malformed-run")
             )

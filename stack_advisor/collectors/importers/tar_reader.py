@@ -1,18 +1,27 @@
-"""Read a tar archive (plain or gzip) held in memory, fast, keeping what precedes a cut.
+"""Read a tar archive (plain or gzip) as a stream, fast, within limits, keeping what precedes a
+cut.
 
-``tarfile`` parses each header in Python objects and seeks through the gzip stream; on result
-trees of tens of thousands of small files that costs seconds per archive. This reader inflates
-the whole archive once and walks the 512-byte headers (ustar, GNU long names, pax path
-records), about five times faster. Other compressions go through ``tarfile``.
+``tarfile`` parses each header in Python objects; on result trees of tens of thousands of small
+files that costs seconds per archive. This reader inflates the archive a megabyte at a time and
+walks the 512-byte headers (ustar, GNU long names, pax path records). Nothing is held but the
+member being read: members the caller does not want are inflated and dropped, and every byte is
+counted against ``ImportLimits`` as it arrives (stored size, expanded size and ratio, members,
+bytes per member read and in all), so a bomb is an error within a fraction of a second. Other
+compressions go through ``tarfile`` in stream mode, under the same limits.
 """
 
 from __future__ import annotations
 
 import tarfile
-import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from stack_advisor.collectors.importers.archive_stream import (
+    ArchiveStream,
+    MemberBudget,
+    check_expansion,
+)
+from stack_advisor.collectors.importers.limits import ImportLimits
 from stack_advisor.schema.errors import InvalidInput
 
 
@@ -37,13 +46,16 @@ def _checksum_holds(header: bytes) -> bool:
     except ValueError:
         return False
     rest = header[:148] + b" " * 8 + header[156:]
-    return want in (sum(rest), sum(b - 256 if b > 127 else b for b in rest))
+    unsigned = sum(rest)
+    if want == unsigned:
+        return True
+    return want == unsigned - 256 * sum(1 for b in rest if b > 127)
 
 
 def _octal(field: bytes, member: str) -> int:
+    if field and field[0] & 0x80:  # GNU base-256: sizes of 8 GiB and more
+        return int.from_bytes(bytes([field[0] & 0x7F]) + field[1:], "big")
     text = field.split(b"\0", 1)[0].strip()
-    if text and text[0] & 0x80:
-        raise InvalidInput(f"tar member {member!r}: base-256 header numbers are not supported")
     try:
         return int(text or b"0", 8)
     except ValueError:
@@ -57,7 +69,12 @@ def _pax_records(body: bytes) -> dict[str, str]:
         space = body.find(b" ", pos)
         if space < 0:
             break
-        length = int(body[pos:space])
+        try:
+            length = int(body[pos:space])
+        except ValueError:
+            break
+        if length <= space - pos:
+            break
         record = body[space + 1 : pos + length - 1].decode("utf-8", "replace")
         key, _, value = record.partition("=")
         out[key] = value
@@ -65,106 +82,184 @@ def _pax_records(body: bytes) -> dict[str, str]:
     return out
 
 
-def _iter_tar_bytes(data: bytes) -> Iterator[tuple[str, bytes, float]]:
-    """(name, content, mtime) of each regular file of an uncompressed tar held in memory.
+Member = tuple[str, bytes | None, float]
 
-    Five times faster than ``tarfile`` on trees of many small files (ustar, GNU long names and
-    pax path records). Raises ArchiveTruncated when the data ends inside a member."""
-    pos, end = 0, len(data)
+
+def _header_name(header: bytes) -> str:
+    name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+    if header[257:262] == b"ustar":
+        prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "replace")
+        if prefix:
+            name = prefix + "/" + name
+    return name
+
+
+_KINDS = {
+    b"1": "a hard link",
+    b"2": "a symbolic link",
+    b"3": "a device",
+    b"4": "a device",
+    b"6": "a FIFO",
+}
+Skipped = Callable[[str, str], None]
+
+
+def _link_target(header: bytes) -> str:
+    return header[157:257].split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def _iter_tar_stream(
+    stream: ArchiveStream,
+    budget: MemberBudget,
+    wanted: Callable[[str], bool],
+    on_skipped: Skipped,
+) -> Iterator[Member]:
+    """(name, content or None when not wanted, mtime) of each regular file of a tar stream;
+    links, devices and FIFOs are passed to ``on_skipped``, never read.
+
+    Raises ArchiveTruncated when the data ends inside a member, NotATar when the first block is
+    no tar header."""
     long_name: str | None = None
     pax: dict[str, str] = {}
     last: str | None = None
+    first = True
     while True:
-        if pos + 512 > end:
+        header = stream.read(512)
+        if len(header) < 512:
             raise ArchiveTruncated(last)
-        header = data[pos : pos + 512]
         if not any(header):
             return
         if not _checksum_holds(header):
-            if last is None and pos == 0:
+            if first:
                 raise NotATar
             raise ArchiveTruncated(last)
-        name = header[0:100].split(b"\0", 1)[0].decode("utf-8", "replace")
-        if header[257:262] == b"ustar":
-            prefix = header[345:500].split(b"\0", 1)[0].decode("utf-8", "replace")
-            if prefix:
-                name = prefix + "/" + name
+        first = False
+        name = _header_name(header)
         size = _octal(header[124:136], name)
-        mtime = _octal(header[136:148], name)
+        mtime = float(_octal(header[136:148], name))
         kind = header[156:157]
-        body = pos + 512
-        pos = body + (size + 511) // 512 * 512
-        if body + size > end:
-            raise ArchiveTruncated(last)
-        if kind == b"L":
-            long_name = data[body : body + size].split(b"\0", 1)[0].decode("utf-8", "replace")
-            continue
-        if kind == b"x":
-            pax = _pax_records(data[body : body + size])
-            continue
-        if kind == b"g":
+        padded = (size + 511) // 512 * 512
+        if kind in (b"L", b"x"):
+            budget.reading(name, size)
+            body = stream.read(padded)
+            if len(body) < size:
+                raise ArchiveTruncated(last)
+            if kind == b"L":
+                long_name = body[:size].split(b"\0", 1)[0].decode("utf-8", "replace")
+            else:
+                pax = _pax_records(body[:size])
             continue
         full = pax.get("path") or long_name or name
+        target = pax.get("linkpath") or _link_target(header)
         long_name, pax = None, {}
-        last = full
-        if kind in (b"0", b"\0", b"7"):
-            yield full, data[body : body + size], float(mtime)
+        regular = kind in (b"0", b"\0", b"7")
+        if regular:
+            budget.member()
+        if regular and wanted(full):
+            budget.reading(full, size)
+            body = stream.read(padded)
+            if len(body) < size:
+                raise ArchiveTruncated(last)
+            last = full
+            yield full, body[:size], mtime
+            continue
+        if stream.skip(padded) < padded:
+            raise ArchiveTruncated(last)
+        if regular:
+            last = full
+            yield full, None, mtime
+        elif kind in _KINDS:
+            budget.member()
+            on_skipped(
+                full,
+                f"{_KINDS[kind]}"
+                + (f" to {target!r}" if target else "")
+                + " inside the archive is never followed or read",
+            )
 
 
-def _gunzip(raw: bytes) -> tuple[bytes, bool]:
-    """Decompress every gzip member; (data, complete). Incomplete data is kept, not dropped."""
-    out: list[bytes] = []
-    while raw:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            out.append(inflater.decompress(raw))
-        except zlib.error:
-            return b"".join(out), False
-        if not inflater.eof:
-            return b"".join(out), False
-        raw = inflater.unused_data
-    return b"".join(out), True
+def _not_a_tar(root: Path, kinds: str) -> InvalidInput:
+    return InvalidInput(
+        f"cannot read {str(root)!r}: it is not a tar archive ({kinds}) nor a results folder; "
+        "pass the round's .tar.gz as published, or its unpacked folder"
+    )
 
 
-def iter_archive(root: Path) -> Iterator[tuple[str, bytes, float]]:
-    """(name, content, mtime) of every regular file in the archive at ``root``.
+def _ignore(_name: str, _why: str) -> None:
+    return None
+
+
+def iter_archive(
+    root: Path,
+    *,
+    wanted: Callable[[str], bool] | None = None,
+    limits: ImportLimits | None = None,
+    on_skipped: Skipped = _ignore,
+) -> Iterator[Member]:
+    """(name, content, mtime) of every regular file of the archive at ``root``; content is None
+    for those ``wanted`` refuses (inflated and dropped, never held). Links, devices and FIFOs are
+    passed to ``on_skipped(name, why)`` so that a caller can report them.
 
     Raises:
         InvalidInput: not an archive at all.
+        ImportLimitExceeded: a limit of ``limits`` (default: from the environment) is exceeded.
         ArchiveTruncated: after yielding what could be read, when the archive is cut short.
     """
-    raw = root.read_bytes()
-    complete = True
-    data = raw
-    if raw[:2] == b"\x1f\x8b":
-        data, complete = _gunzip(raw)
-    if len(data) >= 512 and (
-        data[257:262] == b"ustar" or root.name.endswith((".tar", ".tar.gz", ".tgz"))
-    ):
-        try:
-            yield from _iter_tar_bytes(data)
-        except NotATar:
-            raise InvalidInput(
-                f"cannot read {str(root)!r}: it is not a tar archive (its first block is no tar "
-                "header); pass the round's .tar.gz as published, or its unpacked folder"
-            ) from None
-        if not complete:
-            raise ArchiveTruncated(None)
-        return
-    try:  # bzip2, xz, old formats: the general reader
-        archive = tarfile.open(root, mode="r:*")
+    limits = limits or ImportLimits.from_env()
+    choose = wanted or (lambda _name: True)
+    budget = MemberBudget(str(root), limits)
+    with ArchiveStream(root, limits) as stream:
+        peek = stream.peek(512)
+        is_tar = len(peek) == 512 and (
+            peek[257:262] == b"ustar" or root.name.endswith((".tar", ".tar.gz", ".tgz"))
+        )
+        if stream.gzip or is_tar:
+            if not is_tar:
+                raise _not_a_tar(root, "plain or gzip")
+            try:
+                yield from _iter_tar_stream(stream, budget, choose, on_skipped)
+            except NotATar:
+                raise _not_a_tar(root, "its first block is no tar header") from None
+            stream.drain()
+            if not stream.complete:
+                raise ArchiveTruncated(None)
+            return
+    yield from _iter_tarfile(root, budget, choose, on_skipped)
+
+
+def _iter_tarfile(
+    root: Path, budget: MemberBudget, wanted: Callable[[str], bool], on_skipped: Skipped
+) -> Iterator[Member]:
+    """bzip2, xz and old formats, through ``tarfile`` in stream mode, under the same limits."""
+    try:
+        archive = tarfile.open(root, mode="r|*")
     except (tarfile.TarError, OSError):
-        raise InvalidInput(
-            f"cannot read {str(root)!r}: it is not a tar archive (plain, gzip, bzip2 or xz) nor "
-            "a results folder; pass the round's .tar.gz as published, or its unpacked folder"
-        ) from None
+        raise _not_a_tar(root, "plain, gzip, bzip2 or xz") from None
     last: str | None = None
+    expanded = 0
+    stored = root.stat().st_size
     try:
         with archive:
             for member in archive:
-                if member.isfile():
-                    handle = archive.extractfile(member)
-                    yield member.name, handle.read() if handle else b"", float(member.mtime)
-                    last = member.name
+                expanded += member.size + 512
+                check_expansion(str(root), stored, expanded, budget.limits)
+                if member.issym() or member.islnk() or member.isdev() or member.isfifo():
+                    budget.member()
+                    on_skipped(
+                        member.name,
+                        f"a link or device to {member.linkname!r} inside the archive is never "
+                        "followed or read",
+                    )
+                    continue
+                if not member.isfile():
+                    continue
+                budget.member()
+                if not wanted(member.name):
+                    yield member.name, None, float(member.mtime)
+                    continue
+                budget.reading(member.name, member.size)
+                handle = archive.extractfile(member)
+                yield member.name, handle.read() if handle else b"", float(member.mtime)
+                last = member.name
     except (tarfile.TarError, OSError, EOFError):
         raise ArchiveTruncated(last) from None
