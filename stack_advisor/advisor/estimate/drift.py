@@ -332,8 +332,11 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Est
     factor = math.exp(mid)
     assert est.low is not None and est.high is not None
     value = est.value * factor
-    low = value * math.exp(-math.hypot(math.log(est.value / est.low), lo_w))
-    high = value * math.exp(math.hypot(math.log(est.high / est.value), hi_w))
+    # Training intervals hold one round's movement of the same part already (its estimator's
+    # replays): the drift's band stands beside it, not on top; elsewhere the two add
+    add = max if q.family == "mlperf-training" else math.hypot
+    low = value * math.exp(-add(math.log(est.value / est.low), lo_w))
+    high = value * math.exp(add(math.log(est.high / est.value), hi_w))
     text = "; ".join(d.describe() for d, _ in moves)
     if still > 1e-9:
         text += f"; {still:.0%} of the references are of {round_label(target)} already"
