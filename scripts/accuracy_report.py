@@ -535,6 +535,23 @@ def split_section(title: str, rep, extra: str = "") -> list[str]:  # type: ignor
     ]
 
 
+DRIFT_TEXT = (
+    "**How answers are carried to a round** (`stack_advisor/advisor/estimate/drift.py`). Every "
+    "answer names its round. Evidence of an older round is carried to the benchmark's newest "
+    "round by the median log ratio of the parts measured in both rounds (same benchmark and "
+    "scenario, same accelerators per node, single or multi-node; Training times at the same "
+    "count), their spread added to the interval; where no part is in both rounds, and for a round"
+    " beyond the newest (`as_of`: `next` or a round name), by a prior of per-round drift learned "
+    "from every held round-to-round step, by benchmark group, age (held rounds since its first; a"
+    " benchmark in the oldest held round counts as mature) and vendor, with coarser cells where "
+    "one has fewer than 8 pairs. The prior's band is scaled so that it covers 80% of the pairs of"
+    " every step when each step is predicted from the steps before it (one scale for all steps); "
+    "the observed and interpolated residual replays take out the drift a carry applies. Each row "
+    "above is asked as of its test round. A forecast cannot foresee a move its history never "
+    "showed: the prior for LLMs in their first rounds is learned from llama2-70b's v4.1 -> v5.1 "
+    "step (1.13x over two published rounds)."
+)
+
 WITHIN_TEXT = (
     "Each accelerator's results of the newest round are held out in turn, its older results kept: "
     "the answer is its own older evidence carried to the round by the drift the other parts show "
@@ -813,7 +830,7 @@ def main() -> int:
             "",
         ]
     if "forecast" in runs:
-        lines += forecast_section(runs["forecast"])
+        lines += [*forecast_section(runs["forecast"]), DRIFT_TEXT, ""]
     if "within-round" in runs:
         lines += [
             *split_section("Within the newest round", runs["within-round"]),
