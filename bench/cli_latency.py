@@ -21,10 +21,12 @@ runs; CPU seconds (user+sys of the child) beside wall time, since the machine ma
 from __future__ import annotations
 
 import argparse
+import compileall
 import importlib.util
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -148,7 +150,7 @@ def write_one(uri: str, tag: int) -> None:
     from stack_advisor.schema.models import IngestBatch
     from stack_advisor.store.registry import open_store
 
-    obs = _synthetic(1)[0].model_copy(update={"value": 1000.0 + tag, "run_id": f"bench-cold-{tag}"})
+    obs = _synthetic(1)[0].model_copy(update={"run_id": f"bench-cold-{tag}"})
     with open_store(uri) as store:
         store.ingest(IngestBatch(observations=[obs]))
 
@@ -248,6 +250,18 @@ def tiled_load(uri: str, rows: int) -> dict[str, float]:
     }
 
 
+def snapshot(into: Path) -> Path:
+    """The package as it is now, copied: edits made while the bench runs (a shared checkout)
+    neither mix code versions nor invalidate the persisted table and calibration, whose keys
+    hold a digest of the code's files."""
+    shutil.copytree(
+        ROOT / "stack_advisor", into / "stack_advisor", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(ROOT / "pyproject.toml", into / "pyproject.toml")
+    compileall.compile_dir(into / "stack_advisor", quiet=1)  # as pip leaves an install
+    return into
+
+
 def extract(rev: str, into: Path) -> Path:
     data = subprocess.run(
         ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True
@@ -344,6 +358,7 @@ def main() -> None:
             env.pop(name, None)
         os.environ.update({k: env[k] for k in ("XDG_CACHE_HOME",)})
         baseline = extract(args.baseline_rev, root / "baseline") if args.baseline_rev else None
+        code = snapshot(root / "now")
         base_env = {**env, "XDG_CACHE_HOME": str(root / "baseline-cache")}
         print(
             f"cli_latency: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
@@ -352,10 +367,10 @@ def main() -> None:
         )
 
         print("advisor --version")
-        version_now = timed(["--version"], env, ROOT, args.repeat)
+        version_now = timed(["--version"], env, code, args.repeat)
         show("now", version_now)
         print("advisor --help")
-        help_now = timed(["--help"], env, ROOT, args.repeat)
+        help_now = timed(["--help"], env, code, args.repeat)
         if baseline is not None:
             help_base = timed(["--help"], base_env, baseline, args.repeat)
             show(f"baseline {args.baseline_rev}", help_base)
@@ -375,15 +390,15 @@ def main() -> None:
             colds = []
             for i in range(max(2, args.repeat // 2)):
                 write_one(uri, size + i)
-                colds.append(run_cli(store_args, env, ROOT)[:2])
+                colds.append(run_cli(store_args, env, code)[:2])
             cold = {"wall": summary([w for w, _ in colds]), "cpu": summary([c for _, c in colds])}
             show("cold: first call after a write (read+calibrate)", cold)
-            warm = timed(store_args, env, ROOT, args.repeat)
-            reread = timed(store_args, {**env, "ADVISOR_TABLE_CACHE": "0"}, ROOT, args.repeat)
+            warm = timed(store_args, env, code, args.repeat)
+            reread = timed(store_args, {**env, "ADVISOR_TABLE_CACHE": "0"}, code, args.repeat)
             show("warm, table reread from the store", reread)
             show("warm, persisted table + calibration", warm, reread, "rereading the table")
             ratio(warm, version_now)
-            typo = timed(typo_args, env, ROOT, args.repeat)
+            typo = timed(typo_args, env, code, args.repeat)
             show("typo'd benchmark, warm", typo)
             if baseline is not None:
                 run_cli(store_args, base_env, baseline)  # the baseline fills its caches once
