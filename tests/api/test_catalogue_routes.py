@@ -24,7 +24,7 @@ def test_lists_every_accelerator_with_figures_and_sources(
     assert all(a["source"].startswith("https://") for a in body["items"])
     assert by_id["MI325X"]["memory_gb"] == 256 and by_id["MI325X"]["bf16"] == 1307.4
     assert "GPU" in by_id["GB200"]["counted_as"]
-    assert by_id["B300-SXM-288GB"]["fp4"] is None  # not published consistently: empty, not guessed
+    assert by_id["B300-SXM-288GB"]["fp4"] == 13125  # HGX B300's 105 PF dense FP4 / 8
     amd = client.get(
         "/v1/catalogue/accelerators", params={"vendor": "AMD"}, headers=auth(tokens["read"])
     ).json()
