@@ -8,7 +8,7 @@ Prints the snapshot's size and counts, then per attempt the wall time of the fir
 (create + seed + read the table + calibrate + answer) and of a second one on the now-seeded store
 (persisted table and calibration), each with the CPU seconds it used (user + sys of the child:
 the machine may be shared, and wall time then says more about the neighbours than the code).
-Goal: first answer <= 20 s.
+Goal: first answer <= 15 s (issue 43).
 """
 
 from __future__ import annotations
