@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         f"first answer median {statistics.median(f[0] for f in firsts):.2f} s wall, "
-        f"{statistics.median(f[1] for f in firsts):.2f} s CPU over {len(firsts)}; goal <= 20 s; "
+        f"{statistics.median(f[1] for f in firsts):.2f} s CPU over {len(firsts)}; goal <= 15 s; "
         f"next answer median {statistics.median(s[0] for s in seconds):.2f} s wall, "
         f"{statistics.median(s[1] for s in seconds):.2f} s CPU; load average "
         f"{os.getloadavg()[0]:.1f}"
