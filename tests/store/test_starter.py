@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 build_starter_kb = importlib.import_module("build_starter_kb")
 # What the shipped snapshot was built from: every round in ../shared/data.
 INFERENCE_ROUNDS = (*ROUNDS, "v5.1")
-TRAINING_ROUNDS = ("v4.1", "v5.0")
+TRAINING_ROUNDS = ("v4.1", "v5.0", "v5.1")
 
 
 def test_snapshot_is_small_and_has_a_manifest() -> None:
