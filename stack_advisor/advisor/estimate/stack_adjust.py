@@ -64,7 +64,8 @@ def query_stack(q: Query) -> tuple[str, str | None, SoftwareClass | None] | None
     when it names none the catalogue knows."""
     if not q.framework:
         return None
-    name, version = parse_framework(q.framework)
+    # the runtime that ran this benchmark where the text lists several (a system's framework field)
+    name, version = parse_framework(q.framework, q.benchmark, q.family)
     fw = framework_id(name or q.framework)
     if fw is None:
         return None
