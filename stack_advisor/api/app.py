@@ -20,7 +20,12 @@ from stack_advisor.api.auth import AuthBeforeBody, TokenTable
 from stack_advisor.api.docs import install_docs
 from stack_advisor.api.errors import install_error_handlers
 from stack_advisor.api.limits import install_limits
-from stack_advisor.api.middleware import BodySizeLimit, Metrics, MetricsMiddleware
+from stack_advisor.api.middleware import (
+    BodySizeLimit,
+    ControlCharacters,
+    Metrics,
+    MetricsMiddleware,
+)
 from stack_advisor.api.resources import Resources, store_opener_for
 from stack_advisor.api.routes import (
     advice,
@@ -131,7 +136,10 @@ def create_api(
     # The last added is the outermost: metrics see every response, 401s and 413s included;
     # authorization and the size limit both refuse before anything reads the body.
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    install_limits(app, settings, cookie=session_cookie)
+    app.add_middleware(ControlCharacters)
+    install_limits(
+        app, settings, cookie=session_cookie, verify=lambda t: tokens.lookup(t) is not None
+    )
     app.add_middleware(AuthBeforeBody, tokens=tokens, settings=settings)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     _document_server_caps(app, settings)

@@ -16,6 +16,7 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from stack_advisor.advisor.budget import AnswerBudget, ClientGone, check_cap
+from stack_advisor.api.middleware import REFUSAL_HEADERS
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -91,10 +92,11 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class AnonymousLimit:
-    """Pure ASGI middleware: at most ``limit`` requests without credentials (no Authorization
-    header, no session cookie) in flight at once; more get 503 with Retry-After at once, so a
-    flood of anonymous reads cannot take every worker from token holders and probes. A request
-    with credentials is not counted (an unknown token is refused with 401 before any work)."""
+    """Pure ASGI middleware: at most ``limit`` requests without a verified token in flight at
+    once; more get 503 with Retry-After at once, so a flood of anonymous reads cannot take every
+    worker from token holders and probes. A request counts as authenticated only when the token
+    it carries (``Authorization: Bearer``, or the session cookie) is one ``verify`` accepts: a
+    made-up cookie or header is as anonymous as none."""
 
     def __init__(
         self,
@@ -103,20 +105,26 @@ class AnonymousLimit:
         limit: int,
         retry_after_s: int,
         cookie: str | None,
+        verify: Callable[[str], bool],
     ) -> None:
         self.app = app
         self.limit = limit
         self.retry_after = str(retry_after_s).encode()
-        self.cookie = cookie.encode() + b"=" if cookie else None
+        self.cookie = cookie
+        self.verify = verify
         self.in_flight = 0
 
     def _anonymous(self, scope: Scope) -> bool:
         if scope.get("path", "").startswith(UNLIMITED_PATHS):
             return False
         for name, value in scope.get("headers", ()):
-            if name == b"authorization" or (
-                name == b"cookie" and self.cookie is not None and self.cookie in value
-            ):
+            token = None
+            if name == b"authorization":
+                scheme, _, token = value.decode("latin-1").partition(" ")
+                token = token.strip() if scheme.lower() == "bearer" else None
+            elif name == b"cookie" and self.cookie is not None:
+                token = _cookie_value(value.decode("latin-1"), self.cookie)
+            if token and self.verify(token):
                 return False
         return True
 
@@ -132,6 +140,15 @@ class AnonymousLimit:
             await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+
+def _cookie_value(header: str, name: str) -> str | None:
+    """The value of cookie ``name`` in a ``Cookie`` header, or None."""
+    for part in header.split(";"):
+        key, eq, value = part.strip().partition("=")
+        if eq and key == name:
+            return value.strip().strip('"')
+    return None
 
 
 async def _refuse(send: Send, limit: int, retry_after: bytes) -> None:
@@ -152,13 +169,16 @@ async def _refuse(send: Send, limit: int, retry_after: bytes) -> None:
                 (b"content-length", str(len(body)).encode()),
                 (b"retry-after", retry_after),
                 (b"connection", b"close"),
+                *REFUSAL_HEADERS,
             ],
         }
     )
     await send({"type": "http.response.body", "body": body})
 
 
-def install_limits(app: Any, settings: Any, cookie: str | None) -> None:
+def install_limits(
+    app: Any, settings: Any, cookie: str | None, verify: Callable[[str], bool]
+) -> None:
     """The anonymous limit (inside the metrics middleware, so its 503s are counted) and the
     handler for a client that went away (499, nginx's code; nobody reads it)."""
     from fastapi.responses import Response
@@ -178,4 +198,5 @@ def install_limits(app: Any, settings: Any, cookie: str | None) -> None:
         limit=settings.max_anonymous_concurrency,
         retry_after_s=settings.retry_after_s,
         cookie=cookie,
+        verify=verify,
     )

@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.exceptions import HTTPException
@@ -28,6 +29,16 @@ class _TooLarge(HTTPException):
         )
 
 
+# The security headers of a JSON answer, on the refusals these middlewares send themselves
+# (outside the app's own header middleware): never framed, never sniffed, nothing loaded.
+REFUSAL_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
+]
+
+
 async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
     payload = json.dumps(body).encode()
     await send(
@@ -38,6 +49,7 @@ async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
                 (b"connection", b"close"),
+                *REFUSAL_HEADERS,
             ],
         }
     )
@@ -101,6 +113,44 @@ class BodySizeLimit:
         except _TooLarge:
             if not started:
                 await _send_json(send, 413, self._refusal(None))
+
+
+def _control(text: str) -> str | None:
+    """The first control character in ``text`` (as U+XXXX), or None."""
+    for char in text:
+        if ord(char) < 32 or ord(char) == 127:
+            return f"U+{ord(char):04X}"
+    return None
+
+
+class ControlCharacters:
+    """400 for a path or query parameter holding ``%00`` or another control character: no
+    handler, store or page sees one (a NUL reached a query as a 500). The answer names the
+    parameter and the character, never echoes the value (it could be someone's token)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            problem = _control_in(scope)
+            if problem:
+                await _send_json(send, 400, {"error": "bad_request", "message": problem})
+                return
+        await self.app(scope, receive, send)
+
+
+def _control_in(scope: Scope) -> str | None:
+    found = _control(scope.get("path", ""))
+    if found:
+        return f"the path holds a control character ({found}); remove it"
+    query = scope.get("query_string", b"").decode("latin-1")
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        found = _control(name) or _control(value)
+        if found:
+            shown = name if not _control(name) else "(unnamed)"
+            return f"query parameter {shown[:40]!r} holds a control character ({found}); remove it"
+    return None
 
 
 class Metrics:

@@ -1,0 +1,88 @@
+"""Issue 46's API reproducers: a made-up token is anonymous to the anonymous limit, refusals
+carry the security headers, and control characters in a query are a 400, not a 500."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from stack_advisor.api.deps import get_store
+from stack_advisor.api.limits import AnonymousLimit
+from stack_advisor.server import create_app
+from stack_advisor.store.embedded_store import EmbeddedStore
+from tests.support.api import auth, make_settings
+
+SECURITY = ("x-content-type-options", "x-frame-options", "content-security-policy")
+
+
+@pytest.fixture
+def api(tmp_path: Path, tokens: dict[str, str]) -> Iterator[TestClient]:
+    store = EmbeddedStore(tmp_path / "kb")
+    app = create_app(make_settings(tokens, read_auth="open", max_body_bytes=4096), store=store)
+    app.dependency_overrides[get_store] = lambda: store
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+async def _ok(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def test_only_a_verified_token_escapes_the_anonymous_limit(
+    api: TestClient, tokens: dict[str, str]
+) -> None:
+    table = api.app.state.tokens  # type: ignore[attr-defined]
+    limited = AnonymousLimit(
+        _ok,
+        limit=0,  # every anonymous request is over the limit
+        retry_after_s=1,
+        cookie="advisor_token",
+        verify=lambda token: table.lookup(token) is not None,
+    )
+    client = TestClient(limited)
+    statuses = {
+        "none": client.get("/v1/x").status_code,
+        "made-up cookie": client.get("/v1/x", headers={"Cookie": "advisor_token=not-a-token"}),
+        "made-up bearer": client.get("/v1/x", headers=auth("not-a-token")),
+        "real cookie": client.get(
+            "/v1/x", headers={"Cookie": f"a=b; advisor_token={tokens['read']}"}
+        ),
+        "real bearer": client.get("/v1/x", headers=auth(tokens["read"])),
+    }
+    codes = {k: v if isinstance(v, int) else v.status_code for k, v in statuses.items()}
+    assert codes == {
+        "none": 503,
+        "made-up cookie": 503,
+        "made-up bearer": 503,
+        "real cookie": 200,
+        "real bearer": 200,
+    }
+    refused = client.get("/v1/x")
+    assert all(refused.headers.get(h) for h in SECURITY)
+
+
+def test_a_413_carries_the_security_headers(api: TestClient, tokens: dict[str, str]) -> None:
+    answer = api.post("/v1/observations", headers=auth(tokens["write"]), content=b"x" * 10_000)
+    assert answer.status_code == 413
+    assert all(answer.headers.get(h) for h in SECURITY), answer.headers
+
+
+@pytest.mark.parametrize(
+    "query", ["benchmark=%00", "benchmark=res%0Anet", "%01=x", "benchmark=%7F"]
+)
+def test_control_characters_in_a_query_are_a_400_naming_the_parameter(
+    api: TestClient, query: str
+) -> None:
+    for path in ("/leaderboard", "/v1/observations"):
+        answer = api.get(f"{path}?{query}")
+        assert answer.status_code == 400, (path, answer.status_code, answer.text)
+        assert "control character" in answer.json()["message"]
+        assert all(answer.headers.get(h) for h in SECURITY)
+    assert "'benchmark'" in api.get("/v1/observations?benchmark=%00").json()["message"]
+    for path in ("/leaderboard", "/v1/observations"):  # the same without: not this refusal
+        assert api.get(f"{path}?benchmark=resnet50").status_code not in (400, 500)
