@@ -112,7 +112,7 @@ def test_every_published_framework_field_attributes_without_reading_tags() -> No
             assert word.search(text), (text, version)
             assert not re.search(rf"mlperf[-_]?v?{re.escape(version)}", text, re.I), text
     print(
-        f"{len(pairs)} (field, benchmark) pairs: {attributed} to a runtime, {versioned} with a version"
+        f"{len(pairs)} (field, benchmark) pairs: {attributed} to a runtime, {versioned} versioned"
     )
     assert len(pairs) > 1500 and versioned > 0.8 * len(pairs)
 
