@@ -19,7 +19,7 @@ from stack_advisor.advisor.manifests.target_kind import SnippetTarget
 from tests.support.crds import SCHEMALESS, crds_for_targets
 from tests.support.snippet_targets import build, cases, objects
 
-pytestmark = pytest.mark.kube
+pytestmark = [pytest.mark.kube, pytest.mark.slow]  # CRDs fetched and installed: ~2 min
 
 
 @pytest.fixture(scope="module")

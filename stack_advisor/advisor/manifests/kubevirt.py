@@ -37,12 +37,16 @@ def virtual_machine(
     if facts is not None:
         plugin = facts.plugin
         if plugin.workload_config_label:
+            # the GPU Operator runs no feature discovery on VM nodes: the GPU model is pinned by
+            # the permittedHostDevices resource name instead of a product label
             selector[plugin.workload_config_label] = _CONFIG[placement]
-        if plugin.product_label and facts.product_value:
+        elif plugin.product_label and facts.product_value:
             selector[plugin.product_label] = facts.product_value
     spec: dict[str, Any] = {
         "domain": {
-            "memory": {"guest": holes.add("guest_memory", "the VM's memory, e.g. 256Gi")},
+            "memory": {
+                "guest": holes.add("guest_memory", "the VM's memory, a Kubernetes quantity")
+            },
             "devices": {
                 "gpus": [{"name": f"gpu{i}", "deviceName": device} for i in range(per_node)],
                 "disks": [{"name": "root", "disk": {"bus": "virtio"}}],
