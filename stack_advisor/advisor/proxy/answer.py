@@ -13,7 +13,7 @@ from stack_advisor.advisor.proxy.estimate import Reference, point_work, proxy_va
 from stack_advisor.advisor.proxy.memory import MemoryVerdict, feasibility
 from stack_advisor.advisor.proxy.model import ModelSpec
 from stack_advisor.advisor.proxy.validation import Fit, fit, model_of
-from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.errors import InvalidInput, NotFound
 
 # id(table) -> (the table, weakly; scenario -> references and fit): tables are unhashable
 _FITS: dict[int, tuple[weakref.ref[ObservationTable], dict[str, tuple[list[Reference], Fit]]]] = {}
@@ -46,7 +46,7 @@ def fitted(table: ObservationTable, scenario: str) -> tuple[list[Reference], Fit
     if scenario not in memo:
         refs = references(table, scenario)
         if not refs:
-            raise InvalidInput(
+            raise NotFound(  # a gap in the knowledge base, not the user's bad input
                 f"scenario {scenario!r}: the knowledge base holds no LLM tokens/s results to "
                 "estimate by proxy from"
             )
@@ -68,7 +68,8 @@ def proxy_answers(
     out; the references exclude the model's own benchmarks when it is a catalogued one.
 
     Raises:
-        InvalidInput: no LLM results in the scenario.
+        InvalidInput: no concurrency where the model's KV cache size is unknown.
+        NotFound: no LLM results in the scenario.
     """
     if not model.kv_elems_per_token and concurrency is None:
         raise InvalidInput(

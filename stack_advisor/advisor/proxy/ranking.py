@@ -21,7 +21,7 @@ from stack_advisor.advisor.results import (
 )
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.workload import Workload
-from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import PlacementKind, SoftwareStack
 
 METRIC, UNIT = "tokens_per_second", "tokens/s"
@@ -165,14 +165,22 @@ def by_proxy(knowledge: Knowledge, workload: Workload, top: int) -> Recommendati
     spec = described_model(workload.model, workload.benchmark, known, workload.family)
     if spec is None:
         return None
-    return proxy_recommendations(
-        knowledge.table,
-        spec,
-        workload.model_dump(mode="json", exclude_none=True),
-        scenario=workload.scenario or "Offline",
-        isl=workload.isl,
-        osl=workload.osl,
-        concurrency=workload.concurrency,
-        allows=workload.hardware.allows,
-        top=top,
-    )
+    try:
+        return proxy_recommendations(
+            knowledge.table,
+            spec,
+            workload.model_dump(mode="json", exclude_none=True),
+            scenario=workload.scenario or "Offline",
+            isl=workload.isl,
+            osl=workload.osl,
+            concurrency=workload.concurrency,
+            allows=workload.hardware.allows,
+            top=top,
+        )
+    except NotFound as exc:
+        if workload.model is not None:  # the user's own description: its error is the answer
+            raise
+        raise NotFound(  # a catalogued benchmark asked by name: say first that it has no results
+            f"benchmark: no results yet for {workload.benchmark} in {workload.family}, and no "
+            f"proxy estimate either ({exc.message})"
+        ) from None
