@@ -17,7 +17,7 @@ from stack_advisor.catalog import resolve_accelerator
 from stack_advisor.catalog.rounds import release_key
 from stack_advisor.schema.models import Accelerator, Host, Placement, PlacementKind
 from stack_advisor.schema.numa_labels import list_nrt, numa_from_labels, numa_from_nrt
-from stack_advisor.schema.resource_slices import devices_by_node, list_resource_slices, with_dra
+from stack_advisor.schema.resource_slices import DraDevices, devices_by_node, list_resource_slices
 from stack_advisor.schema.topology import NodeNuma
 
 GFD = "nvidia.com/"
@@ -297,6 +297,28 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
         numa=numa_from_nrt(nrt, host.cores, host.memory_mib)
         if nrt
         else numa_from_labels(labels, host.cores, host.memory_mib),
+    )
+
+
+def with_dra(node: ClusterNode, devices: list[DraDevices]) -> ClusterNode:
+    """The node with its DRA devices as its accelerator, where its labels name none."""
+    if node.accelerator is not None or not devices:
+        return node
+    main = max(devices, key=lambda d: d.count)
+    cc = main.compute_capability
+    accelerator = Accelerator(
+        model=(main.product or main.driver).replace(" ", "-"),  # as GFD writes product names
+        vendor=main.driver,
+        count=main.count,
+        memory_mib=main.memory_mib,
+        compute_capability=".".join(cc.split(".")[:2]) if cc else None,
+    )
+    return node.model_copy(
+        update={
+            "accelerator": accelerator,
+            "allocatable_gpus": main.count,
+            "driver": node.driver or main.driver_version,
+        }
     )
 
 

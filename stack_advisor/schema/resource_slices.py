@@ -10,12 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from stack_advisor.schema.models import Accelerator
-
-if TYPE_CHECKING:  # inventory reads slices through this module
-    from stack_advisor.schema.inventory import ClusterNode
+from typing import Any
 
 GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "resourceslices"
 KIND = "ResourceSlice"
@@ -93,28 +88,6 @@ def devices_by_node(items: list[Any]) -> dict[str, list[DraDevices]]:
             )
         )
     return out
-
-
-def with_dra(node: ClusterNode, devices: list[DraDevices]) -> ClusterNode:
-    """The node with its DRA devices as its accelerator, where its labels name none."""
-    if node.accelerator is not None or not devices:
-        return node
-    main = max(devices, key=lambda d: d.count)
-    cc = main.compute_capability
-    accelerator = Accelerator(
-        model=(main.product or main.driver).replace(" ", "-"),  # as GFD writes product names
-        vendor=main.driver,
-        count=main.count,
-        memory_mib=main.memory_mib,
-        compute_capability=".".join(cc.split(".")[:2]) if cc else None,
-    )
-    return node.model_copy(
-        update={
-            "accelerator": accelerator,
-            "allocatable_gpus": main.count,
-            "driver": node.driver or main.driver_version,
-        }
-    )
 
 
 def list_resource_slices(api_client: Any) -> list[dict[str, Any]]:

@@ -33,10 +33,11 @@ from stack_advisor.schema.inventory import (
     VGPU_LABEL,
     ClusterNode,
     parse_node,
+    with_dra,
 )
 from stack_advisor.schema.models import PlacementKind
 from stack_advisor.schema.resource_slices import KIND as RESOURCE_SLICE
-from stack_advisor.schema.resource_slices import devices_by_node, with_dra
+from stack_advisor.schema.resource_slices import devices_by_node
 from stack_advisor.schema.topology import NodeNuma
 
 GPU_RESOURCE = "nvidia.com/gpu"
