@@ -37,6 +37,7 @@ from stack_advisor.schema.errors import InvalidInput
 
 LEVEL_Q = (0.1, 0.9)
 MIN_PRIOR_PAIRS = 8  # a prior cell with fewer pairs gives way to the coarser one
+RECENCY = 0.5  # an older round's steps weigh this much of the next newer round's
 AS_OF_WORDS = ("now", "next")
 
 
@@ -405,18 +406,17 @@ class DriftPrior:
         )
         out = (0.0, 0.0, 0.0, 0, "no history")
         for (g, a, v), name in tries:
-            values = [
-                s[4]
+            chosen = [
+                (s[3], s[4])
                 for s in self.steps
                 if s[3] < until
                 and (g is None or s[0] == g)
                 and (a is None or s[1] == a)
                 and (v is None or s[2] == v)
             ]
-            if len(values) >= MIN_PRIOR_PAIRS:
-                arr = np.asarray(values)
-                lo, hi = quantiles(arr, LEVEL_Q)
-                out = (median(arr), float(lo), float(hi), len(values), name)
+            if len(chosen) >= MIN_PRIOR_PAIRS:
+                mid, lo, hi = recent_quantiles(chosen)
+                out = (mid, lo, hi, len(chosen), name)
                 break
         self._cache[memo] = out
         return out
@@ -453,6 +453,23 @@ class DriftPrior:
         if len(z) < MIN_PRIOR_PAIRS:
             return 1.0
         return max(1.0, float(np.quantile(np.asarray(z), 0.8)))
+
+
+def recent_quantiles(steps: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Weighted median, p10 and p90 of (round, value) pairs, each older round's pairs weighing
+    ``RECENCY`` times the next newer round's: how fields drift changes with their era (the early
+    rounds' software gains are not today's), so the prior follows the latest steps it holds."""
+    order = sorted({r for r, _ in steps}, reverse=True)
+    rank = {r: i for i, r in enumerate(order)}
+    values = np.asarray([v for _, v in steps])
+    weights = np.asarray([RECENCY ** rank[r] for r, _ in steps])
+    idx = np.argsort(values)
+    cum = np.cumsum(weights[idx]) / weights.sum()
+
+    def at(p: float) -> float:
+        return float(values[idx][min(int(np.searchsorted(cum, p)), len(idx) - 1)])
+
+    return at(0.5), at(LEVEL_Q[0]), at(LEVEL_Q[1])
 
 
 def age_bucket(held_before: int) -> str:
