@@ -121,10 +121,9 @@ def test_kinds_of_transfer_too_rarely_replayed_are_refused_with_the_reason(embed
     assert est.basis is Basis.UNSUPPORTED
     assert "no intel accelerator ever ran resnet50 Offline" in (est.reason or "")
     assert "too few cross-vendor transfers" in (est.reason or "")
+    # a part without a compute figure: bandwidth alone never stands (every blend weighs compute)
     est = one_round.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
-    assert est.basis is Basis.UNSUPPORTED and "too few bandwidth only transfers" in (
-        est.reason or ""
-    )
+    assert est.basis is Basis.UNSUPPORTED and (est.reason or "").startswith("compute unpublished")
 
 
 def _query(accelerator: str) -> Query:
@@ -188,7 +187,7 @@ def test_the_precision_policy_is_learned_where_it_predicts_better() -> None:
         "4-bit": {n: (values[n], right[n], "nvidia") for n in compute},
     }
     policy, alpha = transfer.learn_blend(refs, True)
-    assert (policy, alpha) == ("4-bit", 1.0)
+    assert (policy, alpha) == ("4-bit", max(transfer.ALPHAS))  # compute's share, bandwidth kept
     # a tie keeps the first policy
     assert (
         transfer.learn_blend({"8-bit": refs["4-bit"], "4-bit": refs["4-bit"]}, True)[0] == "8-bit"
@@ -212,7 +211,8 @@ def test_same_vendor_transfer_shows_its_figures_and_holds_the_round_drift(
     # the latest round's law, carried one round on by the drift the replays saw (+5%, then +10%)
     drift = dict((f[0], f[2]) for f in est.factors)["efficiency"]
     assert 1.05 <= drift <= 1.1
-    assert est.value == pytest.approx(1.1 * _law("NVIDIA H100-NVL-94GB") * drift, rel=1e-6)
+    # the compute-only law through a blend that keeps a quarter on bandwidth: within 10%
+    assert est.value == pytest.approx(1.1 * _law("NVIDIA H100-NVL-94GB") * drift, rel=0.1)
     assert est.low <= est.value <= est.high
 
 
@@ -248,22 +248,15 @@ def test_a_part_with_unpublished_compute_is_refused_where_the_benchmark_is_compu
     )
 
 
-def test_a_part_with_unpublished_compute_transfers_by_bandwidth_with_its_own_interval(
+def test_a_part_with_unpublished_compute_is_refused_even_where_the_benchmark_is_memory_bound(
     embedded_store,
 ) -> None:  # type: ignore[no-untyped-def]
+    # issue 43: a figure moves with both compute and bandwidth; the blend keeps compute's share
+    # at its smallest even on a memory-bound law, so a part without a compute figure is refused
     index = _index(embedded_store, law=_memory_law)
-    assert (
-        index.blend(SLICE, index.slices[SLICE])[1] == 0
-    )  # memory-bound: bandwidth alone may stand
+    assert index.blend(SLICE, index.slices[SLICE])[1] == min(transfer.ALPHAS)
     est = index.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
-    pools = index.residuals_for(SLICE[0])
-    assert (
-        len(pools[(Basis.TRANSFERRED, "closed", "samples_per_second", hardware.BANDWIDTH_ONLY)]) > 0
-    )
-    assert est.basis is Basis.TRANSFERRED
-    assert ("transfer kind", hardware.BANDWIDTH_ONLY, 1.0) in est.factors
-    assert any("no compute figure" in n for n in est.notes)
-    assert est.low < est.value < est.high
+    assert est.basis is Basis.UNSUPPORTED and (est.reason or "").startswith("compute unpublished")
 
 
 def test_a_mixed_system_is_the_sum_of_its_parts(embedded_store) -> None:  # type: ignore[no-untyped-def]
@@ -400,8 +393,11 @@ def test_a_policy_choice_resting_on_one_part_is_undetermined() -> None:
 
 
 def test_an_undetermined_precision_widens_the_interval_to_span_both_policies(
-    index: EvidenceIndex,
+    index: EvidenceIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the spread on its own: at 4 bits the Hopper references are of another device class than
+    # the GB200 (``transfer.within_span``), which would leave the fixture's B200 alone to draw on
+    monkeypatch.setattr(transfer, "MAX_SPAN", math.inf)
     # the fixture's only fp4 part is the B200: whether resnet50 runs at 4 or 8 bits is not
     # determined; a GB200 (fp4) transferred from the Hopper parts reads 2x its 8-bit figures at 4
     # bits

@@ -161,7 +161,9 @@ def test_persisted_models_answer_in_a_fresh_process_without_scikit_learn(tmp_pat
     }
     target = next(
         n
-        for n in ("NVIDIA B200-SXM-180GB", "NVIDIA H200-SXM-141GB", "NVIDIA L40S")
+        # a part of the references' device class (an A100-era slice: B200 is 28x apart in peak
+        # compute times bandwidth, refused by ``transfer.within_span``)
+        for n in ("NVIDIA H200-SXM-141GB", "NVIDIA L40S", "NVIDIA B200-SXM-180GB")
         if n not in measured
     )
     queries = [

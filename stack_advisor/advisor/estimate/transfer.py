@@ -8,8 +8,12 @@ per-accelerator figure of the reference's latest round, ``P`` peak compute, ``B`
 Two methods choose ``a`` and ``b``:
 
 - ``roofline`` (what answers use): ``a = α``, ``b = 1 − α``, the share of compute in the roofline
-  blend picked from ``ALPHAS`` by leaving one accelerator out (smallest median |log error|);
-  signs flipped for lower-is-better metrics.
+  blend picked from ``ALPHAS`` (0.25..0.75: a figure moves with both) by leaving one accelerator
+  out (smallest median |log error|); signs flipped for lower-is-better metrics.
+
+References whose compute and bandwidth ratios to the target multiply past ``MAX_SPAN`` are
+another device class and are not drawn on while closer ones exist (``nearest``); answers refuse a
+target with none (``transferred``), and no figure's interval reaches beyond ``peak_bound``.
 - ``learned`` (the challenger ``scripts/accuracy_report.py`` measures beside it): per slice and
   accelerator class, scikit-learn's ``Ridge`` fits the log of the percent-of-roofline efficiency
   ``log u − α·log P − (1 − α)·log B`` on ``log P`` and ``log B`` — the literature's
@@ -29,7 +33,15 @@ import numpy as np
 from stack_advisor.advisor.estimate.hardware import DEFAULT_POLICY
 from stack_advisor.advisor.estimate.order_stats import median
 
-ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the roofline blend
+# share of compute in the roofline blend: never 0 or 1 — every benchmark both reads its weights
+# and activations (bandwidth) and computes on them, so a part's figure moves with both (a blend
+# of bandwidth alone had made 8x H20, 4.0 TB/s and a seventh of H100's compute, out-serve H100
+# on llama2-70b)
+ALPHAS = (0.25, 0.5, 0.75)
+# a reference whose peak compute and bandwidth ratios to the target's multiply past this is of
+# another device class (Arc Pro B60 Dual for Gaudi 3: 4.7x x 4.0x), not a reference for it (H100
+# NVL for H20: 5.6x x 1.03x still is: one memory system, a seventh of the compute)
+MAX_SPAN = 8.0
 NEAREST = 3  # reference accelerators a transfer draws on
 MIN_LEARN = 5  # accelerators of the class a learned model needs (fitted on 4, 1 held out)
 MIN_TELLING = 2  # parts whose figures move between two precision policies that a choice needs
@@ -136,8 +148,32 @@ def _distance(a: tuple[float, float], b: tuple[float, float]) -> float:
     return abs(math.log(a[0] / b[0])) + abs(math.log(a[1] / b[1]))
 
 
+def within_span(figures: tuple[float, float], target: tuple[float, float]) -> bool:
+    """Whether a reference's (compute, bandwidth) is of the target's device class: the two
+    ratios between them (each >= 1) multiply to at most ``MAX_SPAN``."""
+    return math.prod(max(a / b, b / a) for a, b in zip(figures, target) if a > 0 and b > 0) <= (
+        MAX_SPAN
+    )
+
+
 def nearest(refs: References, target: tuple[float, float]) -> list[str]:
-    return sorted(refs, key=lambda a: (_distance(refs[a][1], target), a))[:NEAREST]
+    """The ``NEAREST`` references closest by peak figures, those of the target's device class
+    (``within_span``) only where it has any."""
+    ordered = sorted(refs, key=lambda a: (_distance(refs[a][1], target), a))
+    close = [a for a in ordered if within_span(refs[a][1], target)]
+    return (close or ordered)[:NEAREST]
+
+
+def peak_bound(refs: References, used: list[str], target: tuple[float, float], hib: bool) -> float:
+    """The best figure the target's peaks allow from the references ``used``: each reference
+    scaled by the larger of its compute and bandwidth ratios (a roofline part is at most as much
+    faster as its faster resource), the best of them; for a lower-is-better figure, the lowest
+    with the ratios inverted."""
+    scaled = [
+        refs[a][0] * max(target[0] / refs[a][1][0], target[1] / refs[a][1][1]) ** (1 if hib else -1)
+        for a in used
+    ]
+    return max(scaled) if hib else min(scaled)
 
 
 def predict(

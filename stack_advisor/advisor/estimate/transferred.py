@@ -6,7 +6,8 @@ history that calibrates their intervals.
 A transfer draws on the nearest references of the target's own vendor. Where none ran the slice it
 draws on other vendors' (``cross-vendor``), and where the catalogue publishes no compute figure
 for the target it scales by memory bandwidth alone (``bandwidth only``) — only on a benchmark the
-slice's learned blend finds memory-bound (else refused: compute matters and is unknown), and in
+slice's learned blend finds memory-bound (else refused: compute matters and is unknown; every
+blend now weighs compute, ``transfer.ALPHAS``, so such a part is refused), and in
 4-bit operands where the slice runs 4-bit and the part's generation has fp4. Each kind is replayed
 apart on the history (each accelerator of a recent round from its peers' results of the rounds
 before: the same kind of references, the round's drift included) and answers with its own
@@ -82,7 +83,10 @@ def transferred_estimate(
             mid_q + min(lo_q - mid_q, s_lo - s_mid),
             mid_q + max(hi_q - mid_q, s_hi - s_mid),
         )
-    raw_value, used = transfer.predict(model, same or refs, target)
+    pool = same or refs
+    raw_value, used = transfer.predict(model, pool, target)
+    if not any(transfer.within_span(pool[a][1], target) for a in used):
+        return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
     factors: list[tuple[str, str, float]] = [
         ("reference", f"{', '.join(used)} {model.describe()}", 1.0),
         (
@@ -130,16 +134,50 @@ def transferred_estimate(
             "beyond the best measured accelerator on this benchmark: extrapolated from public specs"
         )
     rows = np.concatenate([by_acc[a] for a in used])
+    # the widest precision the interval spans moves the peaks the bound reads; the learned
+    # efficiency correction (a round's drift, from the history) may carry it further
+    widest = (max if hib else min)(spread.values()) / raw_value if spread else 1.0
+    learned = max(1.0, math.exp(mid_q)) if hib else min(1.0, math.exp(mid_q))
+    bound = transfer.peak_bound(pool, used, target, hib) * widest * learned
+    value, low, high = _bounded(value, low * math.exp(lo_q), high * math.exp(hi_q), bound, hib)
+    if (high if hib else low) == bound:
+        notes.append(f"held to what its peak figures allow ({bound:,.4g} at best)")
     return Estimate(
         Basis.TRANSFERRED,
         value,
-        low * math.exp(lo_q),
-        high * math.exp(hi_q),
+        low,
+        high,
         rows=rows,
         references=used,
         factors=factors,
         notes=notes,
         extrapolated=extrapolated,
+    )
+
+
+def _bounded(
+    value: float, low: float, high: float, bound: float, hib: bool
+) -> tuple[float, float, float]:
+    """(value, low, high) with no end better than ``bound`` (``transfer.peak_bound``), the
+    interval still holding the value."""
+    if hib and high > bound:
+        high, value = bound, min(value, bound)
+    elif not hib and low < bound:
+        low, value = bound, max(value, bound)
+    return value, min(low, value), max(high, value)
+
+
+def _span_refusal(
+    q: Query, name: str, pool: dict[str, Any], used: list[str], target: tuple[float, float]
+) -> str:
+    ref = used[0]
+    compute, bandwidth = pool[ref][1]
+    return (
+        f"no reference of its device class: the measured part nearest {name} on {q.benchmark} "
+        f"{q.scenario}, {ref}, is more than {transfer.MAX_SPAN:g}x apart in peak compute "
+        f"({compute:,.4g} vs {target[0]:,.4g}) times bandwidth ({bandwidth:,.4g} vs "
+        f"{target[1]:,.4g} GB/s): another device class, and no factor has been learned "
+        "across that span"
     )
 
 

@@ -1,0 +1,88 @@
+"""Transfers bounded by physics (issue 43): a figure moves with both peak compute and bandwidth,
+no reference across device classes, no interval end beyond what the part's peaks allow. Over the
+starter knowledge base and the catalogue's published figures."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from stack_advisor.advisor.estimate import transfer
+from stack_advisor.advisor.estimate.hardware import scaling_figures
+from stack_advisor.advisor.results import Basis
+
+LLAMA = {"benchmark": "llama2-70b-99", "scenario": "Offline", "metric": "tokens_per_second"}
+
+
+def test_every_blend_weighs_both_compute_and_bandwidth() -> None:
+    assert transfer.ALPHAS and all(0 < a < 1 for a in transfer.ALPHAS)
+
+
+def test_a_workstation_card_is_not_of_an_accelerators_device_class() -> None:
+    gaudi = scaling_figures("Intel Gaudi 3", "8-bit")
+    b60 = scaling_figures("Intel Arc Pro B60 Dual 48GB", "8-bit")
+    h100 = scaling_figures("H100-SXM5-80GB", "8-bit")
+    h200 = scaling_figures("H200-SXM-141GB", "8-bit")
+    assert gaudi and b60 and h100 and h200
+    assert not transfer.within_span(b60, gaudi)
+    assert transfer.within_span(h100, h200)
+
+
+def test_the_peak_bound_is_the_faster_resources_ratio() -> None:
+    h100 = scaling_figures("H100-SXM5-80GB", "8-bit")
+    b200 = scaling_figures("B200-SXM-180GB", "8-bit")
+    assert h100 and b200
+    refs = {"H100": (100.0, h100, "nvidia")}
+    ratio = max(b200[0] / h100[0], b200[1] / h100[1])
+    assert transfer.peak_bound(refs, ["H100"], b200, True) == pytest.approx(100.0 * ratio)
+    assert transfer.peak_bound(refs, ["H100"], b200, False) == pytest.approx(100.0 / ratio)
+
+
+def test_a_part_with_a_seventh_of_the_compute_does_not_outserve_h100(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    h20, h100 = kb_advisor.predict(
+        [
+            {**LLAMA, "accelerator": "H20", "accelerator_count": 8},
+            {**LLAMA, "accelerator": "H100-SXM5-80GB", "accelerator_count": 8},
+        ]
+    )
+    assert h100.value is not None
+    if h20.value is not None:  # transferred: it must move with compute too
+        assert h20.interval is not None and h20.interval.high < h100.value
+        assert any(f.name == "reference" and "compute^0 " not in f.value for f in h20.factors)
+
+
+def test_no_transfer_across_device_classes(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    (gaudi,) = kb_advisor.predict(
+        [
+            {
+                **LLAMA,
+                "benchmark": "llama2-70b-99.9",
+                "accelerator": "Intel Gaudi 3",
+                "accelerator_count": 8,
+            }
+        ]
+    )
+    refs = " ".join(gaudi.references)
+    assert "Arc" not in refs, gaudi
+    if gaudi.basis is Basis.UNSUPPORTED:
+        assert "device class" in (gaudi.reason or "")
+
+
+def test_no_upper_end_beyond_the_parts_peaks(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    (b200,) = kb_advisor.predict(
+        [
+            {
+                "benchmark": "resnet50",
+                "scenario": "Offline",
+                "metric": "samples_per_second",
+                "accelerator": "B200-SXM-180GB",
+                "accelerator_count": 1,
+            }
+        ]
+    )
+    assert b200.basis is Basis.TRANSFERRED and b200.interval is not None
+    held = [w for w in b200.warnings if "peak figures allow" in w]
+    if held:  # the note states the bound the upper end was held to
+        bound = float(re.search(r"\(([\d.e+]+) at best\)", held[0]).group(1))  # type: ignore[union-attr]
+        assert b200.interval.high <= bound * 1.001
