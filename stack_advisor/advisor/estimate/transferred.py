@@ -15,7 +15,9 @@ residuals' p10..p90: wider where that kind of transfer has been worse, and spann
 precision policy gives where the slice's parts cannot tell them apart (``policy_spread``). A kind
 with too few replays to calibrate an interval is refused, saying so. A CPU transfers from CPUs only
 (``stack_advisor.advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and
-accelerators.
+accelerators, nor between device classes (``transfer.within_span``), and no end of an interval
+goes beyond what the target's peak figures allow from its references (``transfer.peak_bound``,
+carried by the precision spread and the learned efficiency correction).
 """
 
 from __future__ import annotations
