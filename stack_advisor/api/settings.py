@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -76,6 +77,34 @@ PLACEHOLDER_MARKERS = (
 )
 MIN_TOKEN_LENGTH = 16
 MIN_TOKEN_BITS = 128
+# Pieces people build "random-looking" secrets from: common password words, hex-speak, years and
+# keyboard rows. A secret is judged by the entropy of what is left once they are taken out (each
+# piece credited a few bits, as a guesser's dictionary would), so ``Password2024Password2024!``
+# or ``deadbeefdeadbeefcafebabecafebabe1`` score low however long they are.
+WEAK_PIECES = re.compile(
+    r"password|passwd|secret|admin|letmein|welcome|qwerty|asdf|zxcv|dragon|monkey|master|"
+    r"login|token|advisor|neo4j|summer|winter|spring|autumn|iloveyou|trustno1|"
+    r"dead|beef|cafe|babe|face|feed|f00d|c0de|b00b|d00d|fade|bead|decade|"
+    r"(?:19|20)\d\d|0123|1234|2345|3456|4567|5678|6789|7890|abcd",
+    re.IGNORECASE,
+)
+BITS_PER_PIECE = 10.0
+
+
+def known_weak(secret: str, min_bits: int) -> str | None:
+    """Why ``secret`` is guessable from common pieces, or None."""
+    pieces = WEAK_PIECES.findall(secret)
+    if not pieces:
+        return None
+    rest = WEAK_PIECES.sub("", secret)
+    bits = estimated_bits(rest) + BITS_PER_PIECE * len(set(p.lower() for p in pieces))
+    if bits >= min_bits:
+        return None
+    named = ", ".join(sorted({p.lower() for p in pieces})[:4])
+    return (
+        f"is made of common words and patterns ({named}): about {bits:.0f} bits of estimated "
+        f"entropy, under the {min_bits} required"
+    )
 
 
 def _period(text: str) -> int:
@@ -129,7 +158,7 @@ def weak_secret(secret: str, *, min_bits: int | None = None) -> str | None:
     bits = estimated_bits(secret)
     if min_bits is not None and bits < min_bits:
         return f"has about {bits:.0f} bits of estimated entropy, under the {min_bits} required"
-    return None
+    return known_weak(secret, min_bits) if min_bits is not None else None
 
 
 @dataclass(frozen=True)
@@ -155,7 +184,14 @@ def _parse_scopes(text: str, where: str) -> frozenset[Scope]:
             scopes |= _IMPLIED[Scope(part)]
         except ValueError:
             valid = ", ".join(s.value for s in Scope)
-            raise InvalidInput(f"{where}: unknown scope {part!r}; valid: {valid}") from None
+            # A token in the scopes' column (columns swapped) must not be echoed anywhere.
+            shown = (
+                repr(part)
+                if len(part) < MIN_TOKEN_LENGTH and part.isalpha()
+                else f"of {len(part)} characters (not shown: it may be a token; are the token "
+                "and scope columns swapped?)"
+            )
+            raise InvalidInput(f"{where}: unknown scope {shown}; valid: {valid}") from None
     if not scopes:
         raise InvalidInput(f"{where}: a token needs at least one scope (read, write, admin)")
     return frozenset(scopes)
@@ -235,6 +271,12 @@ class Settings(BaseSettings):
     metrics_auth: Literal["open", "token"] = "open"
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     retry_after_s: int = Field(default=5, ge=1)
+    trusted_proxies: str = Field(
+        default="",
+        description="comma-separated addresses of the reverse proxies whose X-Forwarded-For "
+        "and X-Forwarded-Proto are believed (ADVISOR_TRUSTED_PROXIES); none by default, so "
+        "a client cannot pick the address the login limiter counts",
+    )
     store_retry_interval_s: float = Field(
         default=2.0, ge=0, description="how often a request may retry opening an unreachable store"
     )

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from stack_advisor.cli.options import JsonOpt, StoreOpt
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from stack_advisor.api.settings import Settings
 
 
 def serve(
@@ -31,7 +36,7 @@ def serve(
     settings = get_settings().model_copy(update={"store": store} if store else {})
     app = create_app(settings)
     logging.getLogger("advisor").setLevel(log_level.upper())
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
+    config = uvicorn_config(app, settings, host=host, port=port, log_level=log_level)
     server = uvicorn.Server(config)
 
     announced = False
@@ -92,3 +97,22 @@ def serve(
 
 def register(app: typer.Typer) -> None:
     app.command("serve", rich_help_panel="Service")(serve)
+
+
+def uvicorn_config(
+    app: Any, settings: Settings, *, host: str, port: int, log_level: str
+) -> uvicorn.Config:
+    """uvicorn's settings for the app: X-Forwarded-For and -Proto believed only from the proxies
+    in ADVISOR_TRUSTED_PROXIES (uvicorn's own default trusts loopback, so a client on the same
+    host could choose the address the login limiter counts)."""
+    import uvicorn
+
+    trusted = settings.trusted_proxies.strip()
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        proxy_headers=bool(trusted),
+        forwarded_allow_ips=trusted or None,
+    )

@@ -86,3 +86,51 @@ def test_control_characters_in_a_query_are_a_400_naming_the_parameter(
     assert "'benchmark'" in api.get("/v1/observations?benchmark=%00").json()["message"]
     for path in ("/leaderboard", "/v1/observations"):  # the same without: not this refusal
         assert api.get(f"{path}?benchmark=resnet50").status_code not in (400, 500)
+
+
+@pytest.mark.parametrize("weak", ["Password2024Password2024!", "deadbeefdeadbeefcafebabecafebabe1"])
+def test_production_refuses_tokens_built_from_known_weak_pieces(weak: str) -> None:
+    from stack_advisor.api.settings import Settings
+    from stack_advisor.schema.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="common words and patterns") as caught:
+        Settings(environment="production", tokens=f"{weak}:read").check()
+    assert weak not in str(caught.value)
+
+
+def test_a_tokens_file_with_swapped_columns_never_echoes_the_token(
+    tmp_path: Path, tokens: dict[str, str]
+) -> None:
+    from stack_advisor.api.settings import parse_tokens_file
+    from stack_advisor.schema.errors import InvalidInput
+
+    file = tmp_path / "tokens"
+    file.write_text(f"read {tokens['read']}\n")
+    with pytest.raises(InvalidInput, match="swapped") as caught:
+        parse_tokens_file(file)
+    assert tokens["read"] not in str(caught.value)
+
+
+def test_forwarded_headers_are_believed_only_from_configured_proxies() -> None:
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    from stack_advisor.api.settings import Settings
+    from stack_advisor.cli.serve import uvicorn_config
+
+    def built(trusted: str) -> object:
+        config = uvicorn_config(
+            _ok, Settings(trusted_proxies=trusted), host="127.0.0.1", port=0, log_level="error"
+        )
+        config.load()
+        return config.loaded_app
+
+    assert not _wraps(built(""), ProxyHeadersMiddleware)  # loopback not trusted by default
+    assert _wraps(built("10.0.0.1"), ProxyHeadersMiddleware)
+
+
+def _wraps(app: object, kind: type) -> bool:
+    while app is not None:
+        if isinstance(app, kind):
+            return True
+        app = getattr(app, "app", None)
+    return False
