@@ -7,6 +7,7 @@ import pytest
 from stack_advisor.microbench import cases, run_case
 from stack_advisor.microbench.backends import get_backend
 from stack_advisor.microbench.timing import TimingPolicy
+from tests.support.extras import needs_torch
 
 FAST = TimingPolicy(warmup=1, min_repeats=3, max_repeats=5, budget_s=0.05, min_sample_s=0)
 SMALL = {
@@ -20,7 +21,7 @@ SMALL = {
 }
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("torch", marks=needs_torch)])
 @pytest.mark.parametrize("pi", sorted(SMALL))
 def test_small_cases_measure_or_say_unsupported(backend: str, pi: str) -> None:
     result = run_case(pi, SMALL[pi], get_backend(backend), "cpu", FAST)
@@ -34,6 +35,7 @@ def test_small_cases_measure_or_say_unsupported(backend: str, pi: str) -> None:
     assert result.identity["backend"] == backend and result.identity["pi_version"] == 1
 
 
+@needs_torch
 def test_unsupported_dtypes_and_devices() -> None:
     assert (
         run_case(

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import tensorflow as tf  # the tensorflow extra, which the README's test command installs
 
 from stack_advisor.microbench import run_case
 from stack_advisor.microbench.backends import get_backend
 from stack_advisor.microbench.timing import TimingPolicy
+
+# the tensorflow extra, which the full test command installs; a `.[dev]` install skips this module
+tf = pytest.importorskip(
+    "tensorflow", reason="needs the tensorflow extra: pip install -e '.[tensorflow]'"
+)
 
 FAST = TimingPolicy(warmup=1, min_repeats=3, max_repeats=5, budget_s=0.05, min_sample_s=0)
 CONV = {
