@@ -1,5 +1,6 @@
 """Micro-benchmarks (performance indicators): pure measurement kernels, parameters in, numbers
-out. No I/O and nothing from the collectors or the store; ``collectors.runners.pi`` stores results."""
+out. No I/O and nothing from the collectors or the store; ``collectors.runners.pi`` stores
+results."""
 
 from stack_advisor.microbench.pis import PIS, PerformanceIndicator, get_pi
 from stack_advisor.microbench.profiles import Case, cases, policy
