@@ -40,6 +40,53 @@ if [ "$FAST" = 1 ]; then
   exec .venv/bin/python -m pytest -q -ra -m "not neo4j and not kube and not browser and not containers and not gpu and not slow" "$@"
 fi
 
+# Debian packages first, in one apt transaction (the steps below find them and skip their own
+# apt-get: two apt-gets at once would fight over dpkg's lock): etcd for the kube tier, docker.io,
+# containerd and mmdebstrap for the container tier, chromium and chromedriver for the browser tier.
+apt_missing=()
+command -v etcd >/dev/null 2>&1 || apt_missing+=(etcd-server)
+command -v dockerd >/dev/null 2>&1 || apt_missing+=(docker.io)
+command -v containerd >/dev/null 2>&1 || apt_missing+=(containerd)
+command -v mmdebstrap >/dev/null 2>&1 || apt_missing+=(mmdebstrap)
+command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || apt_missing+=(chromium-driver)
+if [ ${#apt_missing[@]} -gt 0 ]; then
+  echo "== installing from Debian: ${apt_missing[*]}" >&2
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${apt_missing[@]}" >/dev/null
+  # etcd-server's package starts a system etcd on 2379; the tests run their own on loopback ports.
+  $sudo systemctl disable --now etcd >/dev/null 2>&1 || true
+fi
+
+# The Go builds (kube-apiserver, kube-controller-manager, kubelet, kube-scheduler, CNI plugins:
+# CPU-bound, ~20 minutes on 2 cores from an empty cache) and the Neo4j assembly (Maven downloads)
+# run in the background while pip downloads and installs the Python side (network-bound).
+SETUP_LOGS=$(mktemp -d)
+echo "== preparing kube-apiserver, etcd, the kubelet, kube-scheduler and CNI plugins (background; log $SETUP_LOGS/kube.log)" >&2
+# Each in a process group of its own (setsid), so an early exit stops the whole build.
+setsid bash -c 'bash deploy/kube-local/build.sh \
+  && KUBE_COMPONENTS="kubelet kube-scheduler" bash deploy/kube-local/build.sh \
+  && bash deploy/kube-local/cni-plugins.sh' >"$SETUP_LOGS/kube.log" 2>&1 &
+KUBE_PID=$!
+echo "== preparing the local Neo4j 5.26 server (background; log $SETUP_LOGS/neo4j.log)" >&2
+setsid bash deploy/neo4j-local/setup.sh >"$SETUP_LOGS/neo4j.log" 2>&1 &
+NEO4J_PID=$!
+# exec (the test run) drops this trap; an exit before it (a failed install or lint) runs it
+trap 'kill -- "-$KUBE_PID" "-$NEO4J_PID" 2>/dev/null || true' EXIT
+
+finish_background() {  # name pid: wait for a background step; its log, and a failure, on stderr
+  local name=$1 pid=$2
+  if wait "$pid"; then
+    tail -n 3 "$SETUP_LOGS/$name.log" >&2
+  else
+    echo "== $name setup failed; its log:" >&2
+    cat "$SETUP_LOGS/$name.log" >&2
+    exit 1
+  fi
+}
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
@@ -54,25 +101,14 @@ TF_MINOR=$(.venv/bin/python -c 'from importlib.metadata import version; print(".
 
 lint
 
-echo "== preparing the local Neo4j 5.26 server" >&2
-bash deploy/neo4j-local/setup.sh >&2
-echo "== preparing kube-apiserver and etcd" >&2
-bash deploy/kube-local/build.sh >&2
-echo "== preparing the kubelet, kube-scheduler and CNI plugins (the container tier's real node)" >&2
-KUBE_COMPONENTS="kubelet kube-scheduler" bash deploy/kube-local/build.sh >&2
-bash deploy/kube-local/cni-plugins.sh >&2
 echo "== preparing a Docker engine of ours (the container tier builds its images in it)" >&2
-# installs docker.io, containerd and mmdebstrap from Debian when missing; data under ~/.cache
+# data under ~/.cache; the packages were installed above
 bash deploy/docker/engine.sh >/dev/null
-
-echo "== preparing Chromium and chromedriver for the web explorer's browser tests" >&2
-if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
-fi
 chromium --version 2>/dev/null | sed -n 1p >&2
+
+echo "== waiting for Neo4j and the Kubernetes builds" >&2
+finish_background neo4j "$NEO4J_PID"
+finish_background kube "$KUBE_PID"
 
 echo "== running the test suite" >&2
 exec .venv/bin/python -m pytest -q -ra --durations=30 "$@"
