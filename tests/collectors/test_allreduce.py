@@ -19,6 +19,7 @@ from stack_advisor.collectors.runners.allreduce import (
     params_for,
 )
 from stack_advisor.schema.errors import InvalidInput
+from tests.support.extras import needs_torch
 
 
 def test_bus_bandwidth_matches_nccl_tests() -> None:
@@ -79,6 +80,7 @@ def test_options() -> None:
         params_for(RunContext(options={"processes": 1}))
 
 
+@needs_torch
 def test_local_spawn_two_ranks_gloo(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("WORLD_SIZE", "RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
         monkeypatch.delenv(key, raising=False)
@@ -113,6 +115,7 @@ _RANK_SCRIPT = textwrap.dedent(
 )
 
 
+@needs_torch
 def test_launched_by_torchrun_env_only_rank0_reports() -> None:
     port = _free_port()
     procs = []

@@ -17,6 +17,7 @@ from stack_advisor.microbench import run_case
 from stack_advisor.microbench.backends import get_backend
 from stack_advisor.microbench.timing import TimingPolicy
 from stack_advisor.schema.errors import InvalidInput, Unsupported
+from tests.support.extras import needs_torch
 
 FAST = TimingPolicy(warmup=1, min_repeats=3, max_repeats=5, budget_s=0.05, min_sample_s=0)
 
@@ -26,6 +27,7 @@ def test_the_runner_is_registered() -> None:
     assert isinstance(runner, PiRunner) and runner.name == "pi"
 
 
+@needs_torch
 def test_quick_run_gives_measurements_and_failures() -> None:
     seen: list[tuple[str, float]] = []
     ctx = RunContext(
@@ -61,6 +63,7 @@ def test_quick_run_gives_measurements_and_failures() -> None:
     assert [f for _, f in seen] == sorted(f for _, f in seen)
 
 
+@needs_torch
 def test_canonical_parameters_separate_dtypes_backends_and_versions() -> None:
     ctx = RunContext(profile="quick", device="cpu", options={"pis": "gemm", "backends": "torch"})
     result = get_runner("pi").run(ctx)
