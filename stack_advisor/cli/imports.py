@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -353,14 +352,13 @@ def _load_json_file(path: Path, what: str, *, documents: bool = False) -> dict[s
     """A JSON object from ``path``; with ``documents``, also the list of result documents that
     `advisor collect --out` writes (the document run on TensorFlow if there is one, else the
     first: they share the node's accelerator, placement and host)."""
+    from stack_advisor.collectors.importers.results import read_json_file
     from stack_advisor.schema.errors import InvalidInput
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInput(f"{what}: no such file {str(path)!r}") from None
-    except (OSError, ValueError) as exc:
-        raise InvalidInput(f"{what}: cannot read {str(path)!r} as JSON ({exc})") from None
+        data = read_json_file(path)  # within the import limits: size, depth, repeated keys
+    except InvalidInput as exc:
+        raise InvalidInput(f"{what}: {exc.message}") from None
     if documents and isinstance(data, list):
         docs = [d for d in data if isinstance(d, dict)]
         if not docs:

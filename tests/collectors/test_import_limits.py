@@ -160,3 +160,16 @@ def test_the_shared_summary_json_fits_the_default_limits() -> None:
     data = zlib.decompress(table.read_bytes(), wbits=31)
     assert isinstance(load_json(data, str(table), ImportLimits()), (list, dict))
     assert json.loads(data) == load_json(data, str(table), ImportLimits())
+
+
+def test_a_deep_result_document_file_is_an_error_naming_the_limit(tmp_path: Path) -> None:
+    from stack_advisor.collectors.importers.results import load_documents
+
+    deep = tmp_path / "result.json"
+    deep.write_text("[" * 200_000)
+    with pytest.raises(ImportLimitExceeded, match="result.json.*json_depth=64"):
+        load_documents(deep)
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"document_version": 1, "document_version": 2}')
+    with pytest.raises(InvalidInput, match="appears twice"):
+        load_documents(twice)

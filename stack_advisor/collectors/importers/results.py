@@ -7,13 +7,13 @@ file, the document's index and the field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from stack_advisor.collectors.importers.limits import ImportLimits, limit_error, load_json
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import IngestBatch, IngestResult, ResultDocument
 from stack_advisor.store.base import Store, validation_message
@@ -30,17 +30,32 @@ def load_documents(path: str | Path) -> list[ResultDocument]:
     return _documents(_read_json(file), file)
 
 
-def _read_json(file: Path) -> Any:
+def read_json_file(file: Path, limits: ImportLimits | None = None) -> Any:
+    """One JSON file within the import limits (size checked before reading, depth and objects
+    before parsing, a key given two values refused).
+
+    Raises:
+        InvalidInput: missing, unreadable or not JSON (naming the file).
+        ImportLimitExceeded: over a limit (naming the file and the limit).
+    """
+    limits = limits or ImportLimits.from_env()
     try:
-        text = file.read_text(encoding="utf-8")
+        size = file.stat().st_size
+        if size > limits.json_bytes:
+            raise limit_error(str(file), f"JSON of {size:,} bytes", "json_bytes", limits.json_bytes)
+        data = file.read_bytes()
     except FileNotFoundError:
         raise InvalidInput(f"no such file: {str(file)!r}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise InvalidInput(f"cannot read {str(file)!r}: {exc}") from None
     try:
-        return json.loads(text)
+        return load_json(data, str(file), limits)
     except ValueError as exc:
         raise InvalidInput(f"{file}: not JSON ({exc})") from None
+
+
+def _read_json(file: Path) -> Any:
+    return read_json_file(file)
 
 
 def _documents(data: Any, file: Path) -> list[ResultDocument]:
