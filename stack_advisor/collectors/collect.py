@@ -126,7 +126,7 @@ def collect(
     if device not in ("auto", "cpu", "cuda"):
         raise InvalidInput(f"device must be auto, cpu or cuda, got {device!r}")
     runners = [get_runner(name) for name in dict.fromkeys(benchmarks)]  # validates names first
-    ctx_args = dict(profile=profile, device=device, options=dict(options or {}))
+    ctx_args: dict[str, Any] = dict(profile=profile, device=device, options=dict(options or {}))
     RunContext(**ctx_args)  # validates the profile before the (slow) fingerprint
     fp = fingerprint or fingerprint_host()
     run_id = run_id or new_run_id(fp.host.name)
@@ -138,7 +138,7 @@ def collect(
     groups: dict[str, tuple[SoftwareStack, RunnerResult]] = {}
     errors: list[str] = []
     for runner in runners:
-        ctx = RunContext(run_id=run_id, **ctx_args)  # type: ignore[arg-type]
+        ctx = RunContext(run_id=run_id, **ctx_args)
         progress = progress_for(runner.name) if progress_for else None
         try:
             result = runner.run(ctx, progress)

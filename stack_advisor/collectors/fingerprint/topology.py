@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from stack_advisor.collectors.fingerprint.nvml import Nvml, NvmlError
 from stack_advisor.collectors.fingerprint.sources import FileRoot
@@ -65,6 +65,7 @@ def _net_name(root: FileRoot, base: str) -> str | None:
 def read_pci_devices(root: FileRoot) -> list[DeviceAttachment]:
     """NVIDIA GPUs and network devices on the PCI bus, with their NUMA node and local CPUs."""
     out = []
+    kind: Literal["gpu", "nic"]
     for path in root.glob(PCI_DIR, "*"):
         base = f"{PCI_DIR}/{path.name}"
         cls = (root.first_line(f"{base}/class") or "").lower()
@@ -277,7 +278,9 @@ def read_topology(
     elif nvml is not None and gpus and any(bus_ids):
         links = nvml_links(nvml, len(bus_ids))
         devices = [
-            d.model_copy(update={"links": links.get(d.index, {})}) if d.kind == "gpu" else d
+            d.model_copy(update={"links": links.get(d.index, {}) if d.index is not None else {}})
+            if d.kind == "gpu"
+            else d
             for d in devices
         ]
         if links:

@@ -104,7 +104,7 @@ class TorchStepTimer:
         self.step()
         end.record()
         end.synchronize()
-        return begin.elapsed_time(end) / 1000.0
+        return float(begin.elapsed_time(end)) / 1000.0
 
 
 def prepare(params: CnnParams, device: str) -> TorchStepTimer:

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 
-class Bottleneck(nn.Module):
+class Bottleneck(nn.Module):  # type: ignore[misc]
     """1x1 → 3x3 (carries the stride: v1.5) → 1x1 ×4, with a projection shortcut when needed."""
 
     expansion = 4
@@ -35,7 +35,7 @@ class Bottleneck(nn.Module):
         return self.relu(out + self.shortcut(x))
 
 
-class ResNet50(nn.Module):
+class ResNet50(nn.Module):  # type: ignore[misc]
     STAGES = ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2))  # width, blocks, stride
 
     def __init__(self, num_classes: int = 1000) -> None:
@@ -64,7 +64,7 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
-class SmallCNN(nn.Module):
+class SmallCNN(nn.Module):  # type: ignore[misc]
     """Three conv-BN-ReLU blocks (32, 64, 128 channels, stride 2) and a classifier: a CNN that
     trains in milliseconds per step on a CPU, for quick profiles and tests."""
 

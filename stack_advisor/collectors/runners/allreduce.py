@@ -249,7 +249,8 @@ def run_local(params: AllreduceParams, world_size: int, device_kind: str) -> lis
                 p.kill()
     if status != "ok":
         raise RuntimeError(payload)
-    return payload
+    rows: list[dict[str, Any]] = payload
+    return rows
 
 
 class AllreduceRunner:

@@ -38,7 +38,11 @@ log = logging.getLogger(__name__)
 # the family of runs of a model the catalogue has no benchmark for (``benchmark_of``)
 FAMILY = "loadgen"
 # the LoadGen modes this runner drives (catalogue scenario ids; MultiStream is not implemented)
-SCENARIOS = ("SingleStream", "Server", "Offline")
+SCENARIOS: tuple[Literal["SingleStream", "Server", "Offline"], ...] = (
+    "SingleStream",
+    "Server",
+    "Offline",
+)
 
 
 def benchmark_of(model: str) -> tuple[str, str]:

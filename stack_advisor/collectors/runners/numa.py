@@ -86,18 +86,15 @@ def plan_pairs(topology: HostTopology, gpus: str) -> list[dict[str, Any]]:
         return [{"gpu": None, "home": home.node, "local": (home, home), "remote": (home, far)}]
     pairs = []
     for gpu in chosen:
-        if (
-            gpu.numa_node is None
-            or topology.node(gpu.numa_node) is None
-            or not topology.node(gpu.numa_node).cpus
-        ):
+        node = None if gpu.numa_node is None else topology.node(gpu.numa_node)
+        if gpu.numa_node is None or node is None or not node.cpus:
             raise Unsupported(
                 f"numa: {NOT_APPLICABLE}: GPU{gpu.index} ({gpu.pci_address}) reports no NUMA node "
                 "with CPUs this process may use (numa_node -1: a VM without PCI NUMA affinity or "
                 "firmware that gives none; or a cpuset without its node's CPUs), so local and "
                 "remote cannot be told apart"
             )
-        home = topology.node(gpu.numa_node)
+        home = node
         far = farthest(topology, gpu.numa_node)
         assert home is not None and far is not None
         pairs.append({"gpu": gpu, "home": home.node, "local": (home, home), "remote": (far, far)})
@@ -142,7 +139,8 @@ def _child(
         raise RuntimeError(
             f"bound run ({' '.join(cmd[:3])} ...) exited {done.returncode}: {tail[0][:300]}"
         )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def _options(ctx: RunContext, topology: HostTopology) -> dict[str, Any]:

@@ -116,7 +116,7 @@ class StoreSink(Sink):
         self.identity = store.cache_identity() or f"{type(store).__name__}:{uri or 'default'}"
 
     def deliver(self, document: ResultDocument) -> int:
-        return self.store.ingest_document(document).observations_new
+        return int(self.store.ingest_document(document).observations_new)
 
     def has_run(self, run_id: str, host: str) -> bool:
         from stack_advisor.schema.models import ObservationFilter

@@ -154,8 +154,8 @@ class TensorflowBackend:
                 else:
                     scratch = np.empty(FLUSH_BYTES // 8, dtype=np.float64)
 
-                    def fill_host() -> object:
-                        return scratch.fill(1.0)
+                    def fill_host() -> None:
+                        scratch.fill(1.0)
 
                     flush = fill_host
             if pi == "mem_copy":

@@ -83,7 +83,7 @@ class TorchBackend:
     name = "torch"
 
     def version(self) -> str:
-        return torch.__version__.split("+")[0]
+        return str(torch.__version__).split("+")[0]
 
     def devices(self) -> list[str]:
         return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
