@@ -22,9 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from stack_advisor.collectors.sinks import StoreSink
 from stack_advisor.collectors.sweep.env import EnvCache
 from stack_advisor.collectors.sweep.matrix import parse_matrix
-from stack_advisor.collectors.sweep.run import StoreSink, Sweep
+from stack_advisor.collectors.sweep.run import Sweep
 from stack_advisor.store.registry import open_store
 
 

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from stack_advisor.cli.options import ApiOpt, FormatOpt, JsonOpt, StoreOpt
 from stack_advisor.cli.render import OutputFormat, note, output_format, print_json, render, warning
 from stack_advisor.schema.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from stack_advisor.collectors.sinks import Sink
 
 # Exit statuses of `advisor collect --api` (docs/deploy.md): 0 delivered, 1 refused or failed,
 # EXIT_SPOOLED (sysexits' EX_TEMPFAIL) when the documents wait in the spool for the next run.
@@ -52,19 +55,6 @@ def check_out(path: Path) -> None:
         raise InvalidInput(
             f"--out: cannot write {str(path)!r} ({exc.strerror or exc}); nothing was run"
         ) from None
-
-
-def _write_json(path: Path, payload: Any) -> None:
-    """Write atomically: a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class _Bars:
@@ -236,26 +226,12 @@ def collect_command(
         "host": outcome.fingerprint.host.name,
         "runner_errors": outcome.runner_errors,
     }
-    if out:
-        _write_json(out, [d.model_dump(mode="json") for d in docs])
-        summary["out"] = str(out)
-    if api:
-        from stack_advisor.collectors import spool
-
-        results = [spool.deliver(d, api, token) for d in docs]
-        summary["delivery"] = [r.model_dump() for r in results]
-        if flushed is not None:
-            summary["flush"] = flushed.model_dump()
-    elif not no_store:
-        from stack_advisor.cli.stores import open_store
-
-        with open_store(store) as kb:
-            ingested = [kb.ingest_document(d) for d in docs]
-        summary["stored"] = {
-            "observations_new": sum(r.observations_new for r in ingested),
-            "observations_received": sum(r.observations_received for r in ingested),
-            "failures_new": sum(r.failures_new for r in ingested),
-        }
+    with _destination(out, api, token, no_store, store) as sink:
+        for d in docs:
+            sink.deliver(d)
+    summary.update(sink.summary())
+    if api and flushed is not None:
+        summary["flush"] = flushed.model_dump()
     noisy = _noisy(docs)
     summary["noisy"] = len(noisy)
     _report(summary, _summary_rows(docs), chosen)
@@ -270,8 +246,34 @@ def collect_command(
         _exit_if_spooled(flushed)
     if summary["measurements"] == 0:
         raise typer.Exit(1)
+    from stack_advisor.collectors.sinks import ApiSink, CopySink
+
+    api_sink = sink.inner if isinstance(sink, CopySink) else sink
+    if isinstance(api_sink, ApiSink):
+        _exit_for_delivery(api_sink.results)
+
+
+@contextmanager
+def _destination(
+    out: Path | None, api: str | None, token: str | None, no_store: bool, store: str | None
+) -> Iterator[Sink]:
+    """Where ``collect`` sends its documents: the API (``--api``, spooled when it cannot take them
+    now), else the store (opened for the deliveries) unless ``--no-store``; ``--out`` also writes
+    them to a file, first (``collectors.sinks``, the sweep's seam too)."""
+    from stack_advisor.collectors.sinks import ApiSink, CopySink, NoSink, StoreSink
+
+    def also_out(sink: Sink) -> Sink:
+        return CopySink(sink, out) if out else sink
+
     if api:
-        _exit_for_delivery(results)
+        yield also_out(ApiSink(api, token))
+    elif no_store:
+        yield also_out(NoSink())
+    else:
+        from stack_advisor.cli.stores import open_store
+
+        with open_store(store) as kb:
+            yield also_out(StoreSink(kb, store))
 
 
 def _exit_for_delivery(results: list[Any]) -> None:

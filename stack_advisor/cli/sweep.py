@@ -117,9 +117,10 @@ def sweep_command(
     (or --api). Progress per cell on stderr; a re-run skips finished cells unless --force.
 
     Exits 1 when no cell was measured."""
+    from stack_advisor.collectors.sinks import ApiSink, CopySink, NoSink, Sink, StoreSink
     from stack_advisor.collectors.sweep.env import EnvCache
     from stack_advisor.collectors.sweep.matrix import load_matrix
-    from stack_advisor.collectors.sweep.run import ApiSink, CopySink, NoSink, Sink, StoreSink, Sweep
+    from stack_advisor.collectors.sweep.run import Sweep
 
     chosen = output_format(fmt, as_json)
     matrix = load_matrix(matrix_file)

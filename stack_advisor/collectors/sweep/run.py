@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stack_advisor.collectors.collect import SOURCE, collector_version
+from stack_advisor.collectors.sinks import Sink
 from stack_advisor.collectors.sweep.env import CellEnv, EnvCache, cell_process_env
 from stack_advisor.collectors.sweep.matrix import Cell, SweepBenchmark, SweepMatrix
 from stack_advisor.schema.errors import InvalidInput
@@ -95,99 +96,6 @@ class _Pending:
     out: CellOutcome
     env: CellEnv
     stopped: bool = False  # crashed or failed to import: no further repeats
-
-
-class Sink:
-    """Where documents go: ``deliver`` one; ``has_run`` says whether a run id is already stored;
-    ``identity`` keeps the ledgers of two stores apart (a sweep into a new store runs again)."""
-
-    identity: str = ""
-
-    def deliver(self, document: ResultDocument) -> int:
-        raise NotImplementedError(type(self).__name__)
-
-    def has_run(self, run_id: str, host: str) -> bool:
-        raise NotImplementedError(type(self).__name__)
-
-
-class StoreSink(Sink):
-    def __init__(self, store: Any, uri: str | None = None) -> None:
-        self.store = store
-        self.identity = store.cache_identity() or f"{type(store).__name__}:{uri or 'default'}"
-
-    def deliver(self, document: ResultDocument) -> int:
-        return int(self.store.ingest_document(document).observations_new)
-
-    def has_run(self, run_id: str, host: str) -> bool:
-        from stack_advisor.schema.models import ObservationFilter
-
-        return bool(
-            self.store.query_observations(ObservationFilter(run_id=run_id, host=host), limit=1)
-        )
-
-
-class NoSink(Sink):
-    """No store (``--no-store``): the documents only go where a ``CopySink`` around it writes them;
-    whether a run is stored cannot be asked, so the ledger is trusted."""
-
-    identity = "no-store"
-
-    def deliver(self, document: ResultDocument) -> int:
-        return 0
-
-    def has_run(self, run_id: str, host: str) -> bool:
-        return True
-
-
-class CopySink(Sink):
-    """Another sink, with every document it takes also written to a JSON file (the list ``advisor
-    collect --out`` writes): the sweep's result documents to commit or carry to another store."""
-
-    def __init__(self, inner: Sink, path: Path) -> None:
-        self.inner, self.path, self.identity = inner, path, inner.identity
-        self.texts: list[str] = []  # each document serialised once; the file is their list
-
-    def deliver(self, document: ResultDocument) -> int:
-        new = self.inner.deliver(document)
-        self.texts.append(json.dumps(document.model_dump(mode="json"), indent=1))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text("[\n" + ",\n".join(self.texts) + "\n]")
-        os.replace(tmp, self.path)  # a crash never leaves half a file
-        return new
-
-    def has_run(self, run_id: str, host: str) -> bool:
-        return self.inner.has_run(run_id, host)
-
-
-class ApiSink(Sink):
-    """The API, as ``advisor collect --api`` sends: unreachable → spooled, re-sent later."""
-
-    def __init__(self, url: str, token: str | None) -> None:
-        self.url, self.token = url, token
-        self.identity = f"api:{url.rstrip('/')}"
-
-    def deliver(self, document: ResultDocument) -> int:
-        from stack_advisor.collectors import spool
-
-        result = spool.deliver(document, self.url, self.token)
-        return result.observations_new or 0
-
-    def has_run(self, run_id: str, host: str) -> bool:
-        from stack_advisor.schema.errors import AdvisorError
-        from stack_advisor.schema.models import ObservationFilter
-        from stack_advisor.store.rest_store import RestStore
-
-        store = RestStore(self.url, self.token)
-        try:
-            return bool(
-                store.query_observations(ObservationFilter(run_id=run_id, host=host), limit=1)
-            )
-        except AdvisorError:
-            # cannot ask (unreachable, no read scope): trust the ledger, do not measure twice
-            return True
-        finally:
-            store.close()
 
 
 def ledger_path(cache: EnvCache, host: str, matrix: str, cell: str, sink: str = "") -> Path:
