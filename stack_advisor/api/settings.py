@@ -288,6 +288,17 @@ class Settings(BaseSettings):
         description="items in one write request (one transaction): measurements, failures and "
         "runs (a document's run counts one), and the nodes of an inventory",
     )
+    max_nested_entries: int = Field(
+        default=1_024,
+        ge=16,
+        description="entries of any list or mapping inside one written item (stack.extra, "
+        "provenance details, parameters, cpu_flags, labels, evidence)",
+    )
+    max_text_chars: int = Field(
+        default=16_384,
+        ge=256,
+        description="characters of any text inside one written item (notes, URLs, details)",
+    )
     max_predict_queries: int = Field(
         default=1_000, ge=1, le=10_000, description="queries in one POST /v1/predictions"
     )

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body
 
 from stack_advisor.advisor import service
 from stack_advisor.api.deps import MetricsDep, ResourcesDep, SettingsDep, StoreDep, WriteCaller
+from stack_advisor.api.document_bounds import check_item_bounds
 from stack_advisor.api.routes import WRITE_ERRORS
 from stack_advisor.api.schemas import IngestReport
 from stack_advisor.schema.models import IngestBatch
@@ -30,7 +31,17 @@ def ingest_batch(
     metrics: MetricsDep,
     _: WriteCaller,
 ) -> IngestReport:
+    extra = check_item_bounds(
+        (
+            (f"{kind}[{i}]", item)
+            for kind in ("observations", "failures", "runs")
+            for i, item in enumerate(getattr(batch, kind))
+        ),
+        settings.max_nested_entries,
+        settings.max_text_chars,
+    )
     service.check_batch_size(
-        len(batch.observations) + len(batch.failures) + len(batch.runs), settings.max_batch_items
+        len(batch.observations) + len(batch.failures) + len(batch.runs) + extra,
+        settings.max_batch_items,
     )
     return IngestReport.of(service.ingest(store, batch, resources, metrics), 0)

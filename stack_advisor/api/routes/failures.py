@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body
 from stack_advisor.advisor import service
 from stack_advisor.api import examples
 from stack_advisor.api.deps import ResourcesDep, SettingsDep, StoreDep, WriteCaller
+from stack_advisor.api.document_bounds import check_item_bounds
 from stack_advisor.api.routes import WRITE_ERRORS
 from stack_advisor.api.schemas import FailuresIn, IngestReport
 
@@ -33,5 +34,10 @@ def record_failures(
     _: WriteCaller,
 ) -> IngestReport:
     items = failures if isinstance(failures, list) else [failures]
-    service.check_batch_size(len(items), settings.max_batch_items)
+    extra = check_item_bounds(
+        ((f"failures[{i}]", f) for i, f in enumerate(items)),
+        settings.max_nested_entries,
+        settings.max_text_chars,
+    )
+    service.check_batch_size(len(items) + extra, settings.max_batch_items)
     return IngestReport.of(service.record_failures(store, items, resources), 0)

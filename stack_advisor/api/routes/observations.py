@@ -16,6 +16,7 @@ from stack_advisor.api.deps import (
     StoreDep,
     WriteCaller,
 )
+from stack_advisor.api.document_bounds import check_item_bounds
 from stack_advisor.api.routes import READ_ERRORS, WRITE_ERRORS, error_responses
 from stack_advisor.api.schemas import (
     IngestReport,
@@ -102,8 +103,14 @@ def ingest_result_documents(
     _: WriteCaller,
 ) -> IngestReport:
     docs = documents if isinstance(documents, list) else [documents]
+    extra = check_item_bounds(
+        ((f"documents[{i}]", d) for i, d in enumerate(docs)),
+        settings.max_nested_entries,
+        settings.max_text_chars,
+    )
     service.check_batch_size(
-        sum(len(d.measurements) + len(d.failures) + 1 for d in docs), settings.max_batch_items
+        sum(len(d.measurements) + len(d.failures) + 1 for d in docs) + extra,
+        settings.max_batch_items,
     )
     return IngestReport.of(
         service.ingest(store, merge_documents(docs), resources, metrics), len(docs)
