@@ -86,6 +86,7 @@ class Resources:
         self._open_until = float("-inf")  # the breaker: open while monotonic() < this
         self._probing = threading.Lock()  # guards starting the one half-open probe
         self._probe: Future[None] | None = None  # the probe in flight, or the last one
+        self._probe_started = float("-inf")
         self.breaker_opened = 0  # how often the breaker opened (tests, /metrics)
 
     def open(self) -> None:
@@ -152,6 +153,11 @@ class Resources:
         )
 
     @property
+    def probe_stale_s(self) -> float:
+        """How long a probe may hang before the next request starts another one."""
+        return 2 * self.probe_wait_s
+
+    @property
     def probe_wait_s(self) -> float:
         """How long the request that starts a half-open probe waits for its answer."""
         return max(self.failure_hold_s, PROBE_WAIT_MIN_S)
@@ -165,8 +171,12 @@ class Resources:
                 raise self._refuse()  # another probe just failed
             if self._open_until == float("-inf"):
                 return  # another probe just closed it
-            if self._probe is not None and not self._probe.done():
+            in_flight = self._probe is not None and not self._probe.done()
+            if in_flight and time.monotonic() - self._probe_started < self.probe_stale_s:
                 raise self._refuse()  # one probe at a time
+            # none, or one hung past probe_stale_s (a dead connection the driver still waits
+            # on): a fresh probe, whose answer alone counts from now on
+            self._probe_started = time.monotonic()
             probe = self._probe = self._start_probe(store)
         try:
             probe.result(timeout=self.probe_wait_s)
@@ -186,8 +196,9 @@ class Resources:
             try:
                 store.ping()  # one attempt, no retries
             except StoreUnavailable as exc:
-                self._open_until = float("-inf")
-                self.store_failed(exc)  # a fresh hold from now
+                if self._probe is done:  # a probe given up on (hung) decides nothing
+                    self._open_until = float("-inf")
+                    self.store_failed(exc)  # a fresh hold from now
                 done.set_exception(exc)
             except BaseException as exc:
                 done.set_exception(exc)
@@ -195,6 +206,7 @@ class Resources:
                 self.store_answered()
                 done.set_result(None)
 
+        self._probe = done  # before it runs: its answer is checked against this
         threading.Thread(target=ping, name="store-probe", daemon=True).start()
         return done
 

@@ -3,6 +3,7 @@ carry the security headers, and control characters in a query are a 400, not a 5
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,47 @@ def _wraps(app: object, kind: type) -> bool:
             return True
         app = getattr(app, "app", None)
     return False
+
+
+def test_a_hung_probe_is_replaced_so_recovery_does_not_wait_for_it(tmp_path: Path) -> None:
+    """A probe stuck on a dead connection (Neo4j after kill -9) must not hold every request at
+    503 until it ends: past ``probe_stale_s`` the next request probes again, and that answer
+    closes the breaker."""
+    import threading
+
+    from stack_advisor.api.resources import Resources
+    from stack_advisor.schema.errors import StoreUnavailable
+
+    store = EmbeddedStore(tmp_path / "kb", lock_wait_s=30)
+    store.ensure_schema()
+    resources = Resources(None, opener=lambda _uri: store)
+    resources.failure_hold_s = 0.2
+    resources.open()
+    release, held = threading.Event(), threading.Event()
+
+    def hold_connection() -> None:
+        with store._locked():
+            held.set()
+            release.wait(30)
+
+    try:
+        resources.store_failed(StoreUnavailable("the store went away"))
+        threading.Thread(target=hold_connection, daemon=True).start()
+        held.wait(5)
+        time.sleep(0.3)
+        with pytest.raises(StoreUnavailable, match="did not answer a probe"):
+            resources.store()  # the first probe hangs on the held connection
+        with pytest.raises(StoreUnavailable, match="failed in the last"):
+            resources.store()  # one probe at a time, while it is fresh
+        time.sleep(resources.probe_stale_s + 0.1)
+        with pytest.raises(StoreUnavailable, match="did not answer a probe"):
+            resources.store()  # past probe_stale_s: a fresh probe was started and waited for
+        release.set()
+        deadline = time.monotonic() + 5
+        while resources.breaker_state != "closed":
+            assert time.monotonic() < deadline, "no probe closed the breaker"
+            time.sleep(0.01)
+        assert resources.store() is store
+    finally:
+        release.set()
+        store.close()
