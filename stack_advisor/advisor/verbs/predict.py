@@ -34,6 +34,7 @@ from stack_advisor.advisor.verbs.candidates import Candidate
 from stack_advisor.advisor.verbs.explain import evidence_of
 from stack_advisor.advisor.verbs.feasibility import RuleCheck, refusal
 from stack_advisor.advisor.verbs.mixed_system import mixed_prediction
+from stack_advisor.advisor.verbs.placement import held_to_bare_metal
 from stack_advisor.catalog import load_catalog, resolve_accelerator
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import SoftwareStack
@@ -245,6 +246,8 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
         cq.components.get("driver"),
     )
     est = Estimate(Basis.UNSUPPORTED, reason=beyond) if beyond else index.estimate(cq)
+    if est.basis is not Basis.UNSUPPORTED:
+        est = held_to_bare_metal(index, cq, est, index.higher_is_better(cq.slice))
     warnings = list(est.notes)
     if q.components or q.framework:
         warnings.extend(v.message for v in rules.check_components(dict(cq.components)))

@@ -14,6 +14,7 @@ from stack_advisor.advisor.results import Basis
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import ordering, serving
 from stack_advisor.advisor.verbs.candidates import Candidate, Slice, mode, query_components
+from stack_advisor.advisor.verbs.placement import held_to_bare_metal
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
 from stack_advisor.schema.models import PlacementKind
 
@@ -59,7 +60,7 @@ def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
         components=query_components(c.stack),
         raw_accelerator=c.published[0],
     )
-    est = knowledge.index.estimate(q)
+    est = held_to_bare_metal(knowledge.index, q, knowledge.index.estimate(q), sl.hib)
     if est.basis is Basis.UNSUPPORTED:
         return est.reason or "unsupported"
     if est.basis is Basis.OBSERVED and len(est.rows) < workload.min_evidence:
