@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import typer.main
+import yaml
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from stack_advisor.cli.main import app
@@ -172,12 +173,28 @@ def _runnable() -> list[DocCommand]:
     ]
 
 
+def _models(work: Path) -> None:
+    """The models docs/proxy.md describes, as a user would bring them: its short YAML (the
+    fields its API example gives) and Qwen3-30B-A3B's published config.json (as
+    tests/advisor/proxy/data/published.yaml records it, with its source)."""
+    (work / "my-moe.yaml").write_text(
+        "name: my-moe\narchitecture: moe\nparameters: 30B\nactive_parameters: 3B\nprecision: fp8\n"
+    )
+    published = yaml.safe_load(
+        (REPO / "tests" / "advisor" / "proxy" / "data" / "published.yaml").read_text()
+    )
+    (qwen,) = [m for m in published["models"] if m["name"] == "Qwen3-30B-A3B"]
+    (work / "Qwen3-30B-A3B").mkdir()
+    (work / "Qwen3-30B-A3B" / "config.json").write_text(json.dumps(qwen["config"]))
+
+
 @pytest.mark.slow
 def test_docs_code_blocks_run_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """On the starter knowledge base, from a folder laid out as the docs assume (the plan the
-    deploy guide writes as my-plan.yaml / cpu-plan.yaml: the sample plan)."""
+    deploy guide writes as my-plan.yaml / cpu-plan.yaml: the sample plan; the proxy guide's
+    models)."""
     from stack_advisor.store.registry import open_store
     from stack_advisor.store.starter import seed_store
 
@@ -194,6 +211,7 @@ def test_docs_code_blocks_run_as_written(
     for plan in ("my-plan.yaml", "cpu-plan.yaml"):
         shutil.copy(REPO / "deploy" / "plans" / "sample-plan.yaml", work / plan)
     (work / "deploy" / "overlays" / "mycluster").mkdir(parents=True)
+    _models(work)
     monkeypatch.chdir(work)
     failed: dict[str, Any] = {}
     for doc in commands:
