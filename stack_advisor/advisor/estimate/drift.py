@@ -333,9 +333,12 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Est
     factor = math.exp(mid)
     assert est.low is not None and est.high is not None
     value = est.value * factor
-    # Training intervals hold one round's movement of the same part already (its estimator's
-    # replays): the drift's band stands beside it, not on top; elsewhere the two add
-    add = max if q.family == "mlperf-training" else math.hypot
+    # observed, interpolated and every Training interval are replays of the same part from round
+    # to round (less the median drift): they hold how far one part strays from the others'
+    # drift already, so the drift's band stands beside them, not on top; an inference transfer's
+    # (replayed within one round) and the drift's add
+    within = est.basis is Basis.TRANSFERRED and q.family != "mlperf-training"
+    add = math.hypot if within else max
     low = value * math.exp(-add(math.log(est.value / est.low), lo_w))
     high = value * math.exp(add(math.log(est.high / est.value), hi_w))
     text = "; ".join(d.describe() for d, _ in moves)
