@@ -3,7 +3,7 @@
 The knowledge base's "now" for a benchmark slice is the newest round holding it. Evidence from an
 older round is carried to now through the drift the parts present in both rounds show (same
 slice, comparable system class: accelerators per node, single or multi-node): the median of
-those pairs' log ratios, their spread added to the interval, the pairs and rounds shown in the
+those pairs' log ratios, their spread in the interval, the pairs and rounds shown in the
 answer (``carry``). Where no part is in both rounds, and for a round beyond the newest (``as_of``
 "next" or a round name: a forecast that many published rounds ahead), the drift comes from a
 prior learned on every held round-to-round step of every slice: the per-round log drift of the
