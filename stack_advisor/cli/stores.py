@@ -75,9 +75,7 @@ def _one_source(uri: str | None) -> str | None:
     return uri
 
 
-def answering(
-    store: Store, *, prices: Path | None = None, rules: Path | None = None
-) -> Answerer:
+def answering(store: Store, *, prices: Path | None = None, rules: Path | None = None) -> Answerer:
     """Who answers the advisor's verbs over ``store``: for a served API (``--api URL`` or an
     ``http(s)://`` store) its answer endpoints, one request each, instead of reading every
     observation and fitting again here; else the engine over the store.

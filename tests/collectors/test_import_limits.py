@@ -86,7 +86,7 @@ def test_the_same_limits_hold_for_an_unpacked_tree(tmp_path: Path) -> None:
 def test_limits_are_configured_from_the_environment() -> None:
     limits = ImportLimits.from_env({"ADVISOR_IMPORT_MAX_MEMBER_BYTES": "1_024"})
     assert limits.member_bytes == 1024 and limits.members == ImportLimits().members
-    with pytest.raises(InvalidInput, match="ADVISOR_IMPORT_MAX_JSON_DEPTH.*'deep'"):
+    with pytest.raises(InvalidInput, match=r"ADVISOR_IMPORT_MAX_JSON_DEPTH.*'deep'"):
         ImportLimits.from_env({"ADVISOR_IMPORT_MAX_JSON_DEPTH": "deep"})
 
 
@@ -167,7 +167,7 @@ def test_a_deep_result_document_file_is_an_error_naming_the_limit(tmp_path: Path
 
     deep = tmp_path / "result.json"
     deep.write_text("[" * 200_000)
-    with pytest.raises(ImportLimitExceeded, match="result.json.*json_depth=64"):
+    with pytest.raises(ImportLimitExceeded, match=r"result.json.*json_depth=64"):
         load_documents(deep)
     twice = tmp_path / "twice.json"
     twice.write_text('{"document_version": 1, "document_version": 2}')

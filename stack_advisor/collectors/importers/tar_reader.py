@@ -227,19 +227,23 @@ def iter_archive(
     yield from _iter_tarfile(root, budget, choose, on_skipped)
 
 
+def _open_stream(root: Path) -> tarfile.TarFile:
+    """``tarfile`` in stream mode; a file it cannot open is no archive (InvalidInput)."""
+    try:
+        return tarfile.open(root, mode="r|*")
+    except (tarfile.TarError, OSError):
+        raise _not_a_tar(root, "plain, gzip, bzip2 or xz") from None
+
+
 def _iter_tarfile(
     root: Path, budget: MemberBudget, wanted: Callable[[str], bool], on_skipped: Skipped
 ) -> Iterator[Member]:
     """bzip2, xz and old formats, through ``tarfile`` in stream mode, under the same limits."""
-    try:
-        archive = tarfile.open(root, mode="r|*")
-    except (tarfile.TarError, OSError):
-        raise _not_a_tar(root, "plain, gzip, bzip2 or xz") from None
     last: str | None = None
     expanded = 0
     stored = root.stat().st_size
     try:
-        with archive:
+        with _open_stream(root) as archive:
             for member in archive:
                 expanded += member.size + 512
                 check_expansion(str(root), stored, expanded, budget.limits)
