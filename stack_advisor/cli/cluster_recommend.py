@@ -58,7 +58,7 @@ def run(
     from stack_advisor.advisor.cluster.targets import parse_what_if
     from stack_advisor.advisor.remote import RemoteAdvisor
 
-    options = {
+    options: dict[str, Any] = {
         "pool_label": pool_label,
         "top": top,
         "per_pool": per_pool,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from stack_advisor.cli.options import PLACEMENTS, FormatOpt, JsonOpt, StoreOpt, choose
 from stack_advisor.cli.render import info, output_format, render
+
+if TYPE_CHECKING:
+    from stack_advisor.schema.inventory import ClusterNode
 
 nodes_app = typer.Typer(
     help="Node inventory from GPU feature discovery and NFD labels.", no_args_is_help=True
@@ -26,7 +29,7 @@ COLUMNS = ["node", "gpu", "gpus", "driver", "placement", "ready"]
 INLINE = ["pool", "gpu_memory_mib", "cuda_driver", "mig", "cpu", "numa"]
 
 
-def _nodes(kubeconfig: str | None, selector: str | None):  # -> list[ClusterNode]
+def _nodes(kubeconfig: str | None, selector: str | None) -> list[ClusterNode]:
     from stack_advisor.collectors.executors.kubernetes import load_api_client
     from stack_advisor.schema.inventory import list_cluster_nodes
 

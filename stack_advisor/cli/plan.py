@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from stack_advisor.cli.options import FormatOpt, JsonOpt, StoreOpt
 from stack_advisor.cli.render import OutputFormat, info, output_format, print_json, render
+
+if TYPE_CHECKING:
+    from stack_advisor.store.base import Store
 
 plan_app = typer.Typer(
     help="Collection plans: cells, Kubernetes Jobs and CronJobs.", no_args_is_help=True
@@ -23,7 +27,7 @@ KubeconfigOpt = Annotated[
 ]
 
 
-def open_store_uri(uri: str | None):  # -> Store
+def open_store_uri(uri: str | None) -> Store:
     from stack_advisor.cli.stores import open_store
 
     return open_store(uri)
@@ -228,7 +232,7 @@ def submit(
         raise typer.Exit(1)
 
 
-def _observed_cells(kb, cells):  # type: ignore[no-untyped-def]
+def _observed_cells(kb: Any, cells: list[Any]) -> list[Any]:
     """The cells the knowledge base already has (``--skip-observed``), said on stderr."""
     from stack_advisor.collectors.plan.observed import is_observed
 
@@ -285,11 +289,11 @@ def _watch(plan, cells, executor, kb, *, poll: int, timeout: float | None, trans
             raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 1) from None
 
 
-def _progress_updater(progress, task):  # type: ignore[no-untyped-def]
+def _progress_updater(progress: Any, task: Any) -> Callable[[Any], None]:
     """``submit_plan``'s on_change: counts running, done and failed cells; a failure is printed."""
     counts = {"running": 0, "done": 0, "failed": 0}
 
-    def on_change(outcome) -> None:  # type: ignore[no-untyped-def]
+    def on_change(outcome: Any) -> None:
         if outcome.status == "running":
             counts["running"] += 1
         else:
@@ -304,12 +308,12 @@ def _progress_updater(progress, task):  # type: ignore[no-untyped-def]
     return on_change
 
 
-def _failure_recorder(kb, progress):  # type: ignore[no-untyped-def]
+def _failure_recorder(kb: Any, progress: Any) -> Callable[[Any], None]:
     """``submit_plan``'s record: failures to the store; one that cannot be written is said, and
     the watch goes on (the table still shows the failure)."""
     from stack_advisor.schema.errors import AdvisorError
 
-    def record(failures) -> None:  # type: ignore[no-untyped-def]
+    def record(failures: Any) -> None:
         try:
             kb.record_failures(failures)
         except AdvisorError as exc:

@@ -357,9 +357,8 @@ def read_training_tree(
         )
     for rel, run in sorted(results, key=lambda r: r[0]):
         if isinstance(run, ValueError):
-            exc = run
             tree.issues.append(
-                Issue(rel, f"unreadable training run: {exc}", "failed", "malformed-run")
+                Issue(rel, f"unreadable training run: {run}", "failed", "malformed-run")
             )
             continue
         if (run.submitter, run.system_id) not in tree.systems:

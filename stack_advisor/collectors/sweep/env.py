@@ -119,7 +119,14 @@ CELL_NAMES = frozenset(
     }
 )  # fmt: skip
 CELL_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "ROCR_", "HIP_", "HSA_", "ROCM_", "PYTORCH_")
-UV_PREFIXES = ("UV_", "PIP_", "SSL_CERT_", "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY")
+UV_PREFIXES: tuple[str, ...] = (
+    "UV_",
+    "PIP_",
+    "SSL_CERT_",
+    "REQUESTS_CA_BUNDLE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+)
 UV_PREFIXES += ("NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy")
 # Never passed on, whatever the allow-list says (a prefix above could match one).
 SECRET_WORDS = ("TOKEN", "PASSWORD", "SECRET", "CREDENTIAL", "API_KEY", "ACCESS_KEY")

@@ -58,11 +58,13 @@ class JaxBackend:
             return jax.device_put(jax.random.normal(key, shape, dtype=jnp.float32).astype(dt), dev)
 
         def session() -> AbstractContextManager[Any]:
-            return jax.default_matmul_precision(
+            precision: AbstractContextManager[Any] = jax.default_matmul_precision(
                 MATMUL_PRECISION.get(getattr(p, "dtype", ""), "default")
             )
+            return precision
 
         flush: Callable[[], object] | None = None
+        call: Callable[[], Any]
         if pi == "gemm":
             dt = _dtype(p.dtype, device)
             a, b = randn((p.m, p.k), dt), randn((p.k, p.n), dt)
