@@ -829,6 +829,20 @@ class ImportSummary:
 DEFAULT_BATCH = 2000
 
 
+def _batches(observations: list[Observation], batch_size: int) -> Iterator[IngestBatch]:
+    """Batches of at most ``batch_size`` items, an observation's ``stack.extra`` entries counted
+    as the API's batch cap counts them (so a batch sent to a REST store is never refused)."""
+    start = weight = 0
+    for end, observation in enumerate(observations):
+        cost = 1 + len(observation.stack.extra) if observation.stack else 1
+        if weight and weight + cost > batch_size:
+            yield IngestBatch(observations=observations[start:end])
+            start, weight = end, 0
+        weight += cost
+    if start < len(observations):
+        yield IngestBatch(observations=observations[start:])
+
+
 def ingest_observations(
     store: Store,
     observations: list[Observation],
@@ -839,11 +853,7 @@ def ingest_observations(
     """Ingest in batches (one transaction each; the next one prepared while the store writes
     the one before, see ``Store.ingest_many``). Returns (new, received)."""
     new = received = 0
-    chunks = (
-        IngestBatch(observations=observations[start : start + batch_size])
-        for start in range(0, len(observations), batch_size)
-    )
-    for result in store.ingest_many(chunks):
+    for result in store.ingest_many(_batches(observations, batch_size)):
         new += result.observations_new
         received += result.observations_received
         if progress:
