@@ -388,7 +388,7 @@ def tf_cnn_context(
     *,
     stack_json: Path | None,
     fingerprint: Path | None,
-    overrides: dict[str, Any],
+    overrides: dict[tuple[str, str], Any],
 ) -> dict[str, Any]:
     """stack / accelerator / placement / host for a saved log, from a stack JSON (a
     ``SoftwareStack`` object, or a document with a ``stack`` key), a fingerprint (a document
@@ -399,7 +399,7 @@ def tf_cnn_context(
     Raises:
         InvalidInput: a file or value that does not fit; the message names the field.
     """
-    from pydantic import ValidationError
+    from pydantic import BaseModel, ValidationError
 
     from stack_advisor.schema.errors import InvalidInput
     from stack_advisor.schema.models import Accelerator, Host, Placement, SoftwareStack
@@ -422,7 +422,7 @@ def tf_cnn_context(
             "accelerator: unknown; name it with --accelerator (e.g. 'NVIDIA A100-SXM4-40GB' or "
             "'CPU Intel Xeon ...') or pass --fingerprint"
         )
-    models = {
+    models: dict[str, type[BaseModel]] = {
         "stack": SoftwareStack,
         "accelerator": Accelerator,
         "placement": Placement,

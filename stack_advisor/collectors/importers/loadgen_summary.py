@@ -195,7 +195,7 @@ def parse_summary(text: str) -> dict[str, Any]:
                 sources[name] = (section, key)
         else:
             pct = _PCT_LINE.match(key)
-            group = _stat_group(key)
+            stat_group = _stat_group(key)
             if pct and section == "results":
                 # The result line: "90th" (LoadGen < 4) or "90.0th" (LoadGen >= 4).
                 name = f"{_pct_key(pct.group('pct'))}_latency_ns"
@@ -204,17 +204,17 @@ def parse_summary(text: str) -> dict[str, Any]:
                     sources[name] = (section, key)
             else:
                 stat = None
-                if pct and group:
+                if pct and stat_group:
                     stat = _pct_key(pct.group("pct"))
                 elif (
-                    group
+                    stat_group
                     and key_lower.split(" ", 1)[0] in ("min", "max", "mean")
                     and "(ns)" in key_lower
                 ):
                     stat = key_lower.split(" ", 1)[0]
-                if group and stat and stat not in out.get(group, {}):
-                    out.setdefault(group, {})[stat] = _number(value, line)
-                    sources[f"{group}.{stat}"] = (section, key)
+                if stat_group and stat and stat not in out.get(stat_group, {}):
+                    out.setdefault(stat_group, {})[stat] = _number(value, line)
+                    sources[f"{stat_group}.{stat}"] = (section, key)
     if "scenario" not in out:
         raise InvalidInput("not a LoadGen mlperf_log_summary.txt: no 'Scenario :' line found")
     scenario = resolve_scenario(out["scenario"])
