@@ -9,10 +9,12 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
+from tests.support.crd_dry_run import serve_target_crds
 from tests.support.kube import REPO, kustomize_command, pin_stand_in_digests
 
 
@@ -89,3 +91,10 @@ def overlay_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (example / "api-tokens.txt").write_text(f"{token} write collector\n{planner} read planner\n")
     pin_stand_in_digests(example / "kustomization.yaml")
     return root
+
+
+@pytest.fixture(scope="module")
+def served(api_client: Any) -> Iterator[tuple[Any, str]]:
+    """(dynamic client, namespace) with the snippet targets' CRDs Established; what the module
+    created is removed afterwards (tests/support/crd_dry_run.py)."""
+    yield from serve_target_crds(api_client)

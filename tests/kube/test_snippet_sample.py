@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from stack_advisor.advisor.manifests.target_kind import SnippetTarget
-from tests.kube.test_snippet_targets import _dry_run, served  # noqa: F401 - the fixture
+from tests.support.crd_dry_run import dry_run
 from tests.support.snippet_targets import PLACEHOLDER, objects
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]
@@ -50,9 +50,9 @@ def starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         store.close()
 
 
-def test_snippets_of_real_recommendations_pass_dry_run(
+def test_snippets_of_real_recommendations_passdry_run(
     starter: Any,
-    served: tuple[Any, str],  # noqa: F811 - the fixture imported above
+    served: tuple[Any, str],
 ) -> None:
     from kubernetes.client.rest import ApiException
 
@@ -71,7 +71,7 @@ def test_snippets_of_real_recommendations_pass_dry_run(
                     assert not PLACEHOLDER.findall(str(row.snippet)), (target, row.rank)
                 for obj in objects(row.snippet):
                     try:
-                        _dry_run(dyn, namespace, obj)
+                        dry_run(dyn, namespace, obj)
                     except ApiException as exc:
                         errors.append(f"{target} {workload} #{row.rank} {obj['kind']}: {exc.body}")
                     checked += 1

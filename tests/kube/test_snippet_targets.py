@@ -8,93 +8,19 @@ templates are dry-run as Pods too."""
 
 from __future__ import annotations
 
-import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from stack_advisor.advisor.manifests.target_kind import SnippetTarget
-from tests.support.crds import SCHEMALESS, crds_for_targets
+from tests.support.crd_dry_run import dry_run
 from tests.support.snippet_targets import build, cases, objects
 
 pytestmark = [pytest.mark.kube, pytest.mark.slow]  # CRDs fetched and installed: ~2 min
 
 
-@pytest.fixture(scope="module")
-def served(api_client: Any) -> Iterator[tuple[Any, str]]:
-    """(dynamic client, namespace) once the CRDs are Established; CRDs this module created and
-    its namespace are removed afterwards, so other modules see the apiserver as before."""
-    from kubernetes import client, dynamic
-    from kubernetes.client.rest import ApiException
-
-    try:
-        crds, _ = crds_for_targets()
-    except RuntimeError as exc:
-        pytest.skip(f"published CRDs not reachable: {exc}")
-    ext = client.ApiextensionsV1Api(api_client)
-    created = []
-    for crd in crds:
-        try:
-            ext.create_custom_resource_definition(crd)
-            created.append(crd["metadata"]["name"])
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-    deadline = time.monotonic() + 30
-    for name in created:
-        while not any(
-            c.type == "Established" and c.status == "True"
-            for c in (ext.read_custom_resource_definition(name).status.conditions or [])
-        ):
-            assert time.monotonic() < deadline, f"CRD {name} not Established"
-            time.sleep(0.2)
-    core = client.CoreV1Api(api_client)
-    namespace = f"targets-{uuid.uuid4().hex[:6]}"
-    core.create_namespace(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    )
-    core.create_namespaced_service_account(
-        namespace, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
-    )
-    try:
-        yield dynamic.DynamicClient(api_client), namespace
-    finally:
-        core.delete_namespace(namespace)
-        for name in created:
-            ext.delete_custom_resource_definition(name)
-
-
-def _dry_run(dyn: Any, namespace: str, obj: dict[str, Any]) -> None:
-    resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-    resource.create(
-        body=obj,
-        namespace=namespace,
-        dry_run="All",
-        query_params=[("fieldValidation", "Strict")],
-    )
-    if obj["kind"] in SCHEMALESS:  # no schema: its pods are checked as Pods
-        _pods_of(dyn, namespace, obj)
-
-
-def _pods_of(dyn: Any, namespace: str, obj: dict[str, Any]) -> None:
-    pods = dyn.resources.get(api_version="v1", kind="Pod")
-    if obj["kind"] == "VirtualMachineInstance":
-        return  # a VM is not a pod spec; its node selector and tolerations are Pod fields
-    for i, replica in enumerate((obj["spec"].get("pytorchReplicaSpecs") or {}).values()):
-        template = replica["template"]
-        pod = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{obj['metadata']['name']}-{i}"},
-            "spec": template["spec"],
-        }
-        pods.create(body=pod, namespace=namespace, dry_run="All")
-
-
 @pytest.mark.parametrize("target", list(SnippetTarget), ids=str)
-def test_every_vendor_snippet_passes_server_side_dry_run(
+def test_every_vendor_snippet_passes_server_sidedry_run(
     served: tuple[Any, str], target: SnippetTarget
 ) -> None:
     from kubernetes.client.rest import ApiException
@@ -109,7 +35,7 @@ def test_every_vendor_snippet_passes_server_side_dry_run(
             continue
         for obj in objects(manifest):
             try:
-                _dry_run(dyn, namespace, obj)
+                dry_run(dyn, namespace, obj)
             except ApiException as exc:
                 errors.append(f"{case.label} {obj['kind']}: {exc.body}")
             checked += 1
@@ -143,7 +69,7 @@ def test_the_dry_run_is_strict_for_published_schemas_and_cel(served: tuple[Any, 
     typo = copy.deepcopy(jobset)
     typo["spec"]["replicatedJobz"] = typo["spec"].pop("replicatedJobs")
     with pytest.raises(ApiException, match="replicatedJobz"):
-        _dry_run(dyn, namespace, typo)
+        dry_run(dyn, namespace, typo)
     dra, _ = build(
         Case(
             "H100-SXM5-80GB",
@@ -160,4 +86,4 @@ def test_the_dry_run_is_strict_for_published_schemas_and_cel(served: tuple[Any, 
     selectors = claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
     selectors[0]["cel"]["expression"] = "device.driver ==="
     with pytest.raises(ApiException, match=r"compil|[Ss]yntax"):
-        _dry_run(dyn, namespace, claim)
+        dry_run(dyn, namespace, claim)
