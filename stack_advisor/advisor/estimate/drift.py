@@ -323,13 +323,7 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Est
     moves = [(d, n) for old, n in by_ref.items() if (d := drift.between(q, old, target))]
     if not moves:
         return est
-    # transferred from references of several rounds: each carried, weighted by references
-    total = sum(by_ref.values())
-    weights = [n / total for _, n in moves]
-    still = 1 - sum(weights)
-    mid = sum(w * d.log_mid for (d, _), w in zip(moves, weights))
-    lo_w = math.sqrt(sum(w * (d.log_mid - d.log_lo) ** 2 for (d, _), w in zip(moves, weights)))
-    hi_w = math.sqrt(sum(w * (d.log_hi - d.log_mid) ** 2 for (d, _), w in zip(moves, weights)))
+    mid, lo_w, hi_w, still = weighted_move(moves, sum(by_ref.values()))
     factor = math.exp(mid)
     assert est.low is not None and est.high is not None
     value = est.value * factor
@@ -360,6 +354,16 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Est
         factors=[*est.factors, (kind, text, factor)],
         notes=notes,
     )
+
+
+def weighted_move(moves: list[tuple[Drift, int]], total: int) -> tuple[float, float, float, float]:
+    """(log centre, low and high band half-widths, share not moved) of evidence of several
+    rounds, each round's drift weighted by its share of the ``total`` references."""
+    weights = [n / total for _, n in moves]
+    mid = sum(w * d.log_mid for (d, _), w in zip(moves, weights))
+    lo_w = math.sqrt(sum(w * (d.log_mid - d.log_lo) ** 2 for (d, _), w in zip(moves, weights)))
+    hi_w = math.sqrt(sum(w * (d.log_hi - d.log_mid) ** 2 for (d, _), w in zip(moves, weights)))
+    return mid, lo_w, hi_w, 1 - sum(weights)
 
 
 def answer_round(drift: RoundDrift, q: Query, as_of: str = "now") -> str | None:
