@@ -650,6 +650,21 @@ LATENCY_TEXT = (
 )
 
 
+def kept_sections(path: Path) -> str:
+    """The sections other scripts write into the same file between ``<!-- NAME-section:start
+    -->`` and ``<!-- NAME-section:end -->`` (``scripts/proxy_accuracy.py``): kept as they are."""
+    import re
+
+    if not path.is_file():
+        return ""
+    found = re.finditer(
+        r"<!-- ([\w-]+)-section:start -->.*?<!-- \1-section:end -->",
+        path.read_text(encoding="utf-8"),
+        flags=re.S,
+    )
+    return "".join("\n\n" + m.group(0) for m in found)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -839,7 +854,7 @@ def main() -> int:
             "",
         ]
     lines += stack_lines
-    text = "\n".join(lines)
+    text = "\n".join(lines) + kept_sections(Path(args.out))
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)
     return 0
