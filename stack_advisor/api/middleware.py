@@ -140,18 +140,12 @@ class ControlCharacters:
         await self.app(scope, receive, send)
 
 
-# a form's textarea (the recommend page's pasted model): its line breaks and tabs are text
-MULTILINE_PARAMETERS = frozenset({"model_yaml"})
-
-
 def _control_in(scope: Scope) -> str | None:
     found = _control(scope.get("path", ""))
     if found:
         return f"the path holds a control character ({found}); remove it"
     query = scope.get("query_string", b"").decode("latin-1")
     for name, value in parse_qsl(query, keep_blank_values=True):
-        if name in MULTILINE_PARAMETERS:
-            value = value.replace("\r\n", "").replace("\n", "").replace("\t", "")
         found = _control(name) or _control(value)
         if found:
             shown = name if not _control(name) else "(unnamed)"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 # pydantic looks for plugins by scanning every installed distribution's entry points when the first
 # model is built (~30 ms of each command); the project uses none. A user's own setting wins.
@@ -95,7 +96,8 @@ def _invoked_name(argv: list[str]) -> str | None:
 
 
 def _command_name(info: typer.models.CommandInfo) -> str:
-    return info.name or typer.main.get_command_name(info.callback.__name__)
+    callback_name = info.callback.__name__ if info.callback is not None else ""
+    return info.name or typer.main.get_command_name(callback_name)
 
 
 def _group_name(info: typer.models.TyperInfo) -> str | None:
@@ -133,21 +135,22 @@ def invocation_app(argv: list[str], full: typer.Typer = app) -> typer.Typer:
         if name == wanted:
             slim.registered_commands.append(info)
         else:
-            help_text = info.help or typer.main.inspect.getdoc(info.callback) or ""
+            help_text = info.help or inspect.getdoc(info.callback) or ""
             slim.command(name, help=help_text, short_help=info.short_help, hidden=info.hidden)(
                 _listing_only
             )
-    for info in full.registered_groups:
-        name = _group_name(info)
-        if name == wanted:
-            slim.registered_groups.append(info)
+    for group in full.registered_groups:
+        group_name = _group_name(group)
+        if group_name == wanted:
+            slim.registered_groups.append(group)
         else:
-            hidden = info.hidden
+            # typer keeps an unset option as a DefaultPlaceholder whatever its annotation says
+            hidden: Any = group.hidden
             if isinstance(hidden, typer.models.DefaultPlaceholder):
                 hidden = hidden.value
-            slim.command(name, help=typer.main.solve_typer_info_help(info), hidden=bool(hidden))(
-                _listing_only
-            )
+            slim.command(
+                group_name, help=typer.main.solve_typer_info_help(group), hidden=bool(hidden)
+            )(_listing_only)
     return slim
 
 

@@ -219,11 +219,13 @@ class KubernetesExecutor:
         try:
             if kind == "Job":
                 raw = self.batch.read_namespaced_job(name, self.namespace)
-                return self.api_client.sanitize_for_serialization(raw)
+                job: dict[str, Any] = self.api_client.sanitize_for_serialization(raw)
+                return job
             group, version, plural = _CUSTOM[kind]
-            return self.custom.get_namespaced_custom_object(
+            custom: dict[str, Any] = self.custom.get_namespaced_custom_object(
                 group, version, self.namespace, plural, name
             )
+            return custom
         except (ApiException, HTTPError) as exc:
             raise api_error(exc, f"reading {kind} {self.namespace}/{name}") from None
 
