@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from stack_advisor.microbench.frameworks import load_tensorflow
 
 tf = load_tensorflow()
 
+# after load_tensorflow(), which sets TensorFlow's log level before anything imports it (Keras
+# models import keras at their top)
 from stack_advisor.collectors.models.keras_models import build  # noqa: E402
 from stack_advisor.schema.errors import MissingEnvironment, Unsupported  # noqa: E402
 
@@ -60,22 +63,22 @@ class KerasStepTimer:
         loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         model, optimizer = self.model, self.optimizer
 
-        @tf.function
-        def train_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        def train_step(x: Any, y: Any) -> Any:
             with tf.GradientTape() as tape:
                 loss = loss_fn(y, model(x, training=True))
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
             return loss
 
-        @tf.function
-        def forward(x: tf.Tensor) -> tf.Tensor:
+        def forward(x: Any) -> Any:
             return tf.reduce_sum(model(x, training=False))
 
-        self._run = (
-            (lambda: train_step(self.images, self.labels))
+        # graph-compiled once, as the decorator would
+        train_graph, forward_graph = tf.function(train_step), tf.function(forward)
+        self._run: Callable[[], Any] = (
+            (lambda: train_graph(self.images, self.labels))
             if params.mode == "training"
-            else (lambda: forward(self.images))
+            else (lambda: forward_graph(self.images))
         )
         self.label = f"tensorflow {tf.__version__} {device}, fp32"
 
