@@ -124,9 +124,10 @@ def _control(text: str) -> str | None:
 
 
 class ControlCharacters:
-    """400 for a path or query parameter holding ``%00`` or another control character: no
-    handler, store or page sees one (a NUL reached a query as a 500). The answer names the
-    parameter and the character, never echoes the value (it could be someone's token)."""
+    """422 for a query parameter holding ``%00`` or another control character, before any
+    handler, store or page sees it (a NUL reached a query as a 500). The answer names the
+    parameter and the character, never echoes the value (it could be someone's token). Path
+    segments are the routes' own to check (a cluster name says what is wrong with it)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -135,21 +136,29 @@ class ControlCharacters:
         if scope["type"] == "http":
             problem = _control_in(scope)
             if problem:
-                await _send_json(send, 400, {"error": "bad_request", "message": problem})
+                name, message = problem
+                body = {"error": "invalid_input", "message": message, "details": {"field": name}}
+                await _send_json(send, 422, body)
                 return
         await self.app(scope, receive, send)
 
 
-def _control_in(scope: Scope) -> str | None:
-    found = _control(scope.get("path", ""))
-    if found:
-        return f"the path holds a control character ({found}); remove it"
+# a form's textarea (the recommend page's pasted model): its line breaks and tabs are text
+MULTILINE_PARAMETERS = frozenset({"model_yaml"})
+
+
+def _control_in(scope: Scope) -> tuple[str, str] | None:
     query = scope.get("query_string", b"").decode("latin-1")
     for name, value in parse_qsl(query, keep_blank_values=True):
+        if name in MULTILINE_PARAMETERS:
+            value = value.replace("\r\n", "").replace("\n", "").replace("\t", "")
         found = _control(name) or _control(value)
         if found:
-            shown = name if not _control(name) else "(unnamed)"
-            return f"query parameter {shown[:40]!r} holds a control character ({found}); remove it"
+            shown = name[:40] if not _control(name) else "(a parameter name)"
+            what = (
+                "NUL or another control character" if found == "U+0000" else "a control character"
+            )
+            return shown, f"{shown}: must not contain {what} ({found}); remove it"
     return None
 
 
