@@ -269,7 +269,7 @@ def _system_record_fields(system: SystemInfo) -> dict[str, Any]:
     stack_text = _text(f.get("other_software_stack"))
     parsed = merge_stack_texts(f.get("framework"), f.get("other_software_stack"))
     fw_name, fw_version = parse_framework(f.get("framework"))
-    evidence_fields = {"system_id": system.system_id}
+    evidence_fields: dict[str, Any] = {"system_id": system.system_id}
     evidence_fields.update({k: v for k, v in f.items() if isinstance(v, (str, list, dict))})
     placement = classify_placement(evidence_fields, has_accelerator=bool(model))
     return dict(
