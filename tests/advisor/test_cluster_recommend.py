@@ -237,6 +237,7 @@ def test_measured_on_the_pool_beats_observed_elsewhere(kb_advisor) -> None:  # t
     )
 
 
+@pytest.mark.slow  # ~16 s: two full cluster answers over the starter knowledge base
 def test_a_recorded_inventory_and_a_nodes_file_give_the_same_answer(
     kb_advisor, mlperf_store, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]

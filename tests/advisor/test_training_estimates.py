@@ -196,6 +196,7 @@ def test_workload_refuses_a_training_scenario() -> None:
         Workload(family="mlperf-training", benchmark="bert", scenario="Offline")
 
 
+@pytest.mark.slow  # ~22 s: every published training round imported and evaluated
 def test_training_by_round_on_the_published_rounds(embedded_store: Any) -> None:
     """v4.1 → v5.0 through ``predict``: most results answered, every benchmark v4.1 never ran
     (llama3.1-405b) refused, and the answered figures near the truth."""
