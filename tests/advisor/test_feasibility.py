@@ -142,7 +142,12 @@ def test_observed_figures_lie_inside_their_own_range_and_interval(kb_advisor: An
     for rec in out.recommendations:
         if rec.basis.value == "observed":
             assert rec.interval.low <= rec.value <= rec.interval.high, rec.rank
-            assert rec.observed_range.low <= rec.value <= rec.observed_range.high, rec.rank
+            # the range is what was measured; a value of an older round is carried to the
+            # benchmark's newest by the round drift it names (issue 41)
+            carried = [f.effect for f in rec.factors if f.name == "round drift"]
+            measured = rec.value / (carried[0] if carried else 1.0)
+            low, high = rec.observed_range.low, rec.observed_range.high
+            assert low * (1 - 1e-4) <= measured <= high * (1 + 1e-4), rec.rank  # effect: 4 places
 
 
 def test_rows_that_differ_only_by_triton_say_so(kb_advisor: Any) -> None:
