@@ -287,7 +287,16 @@ def test_latency_protocol_scores_ttft_and_tpot_by_round(
             write(
                 tree,
                 f"closed/Acme/systems/{name}.json",
-                json.dumps(dict(SYSTEM, accelerator_model_name=model)),
+                json.dumps(
+                    dict(
+                        SYSTEM,
+                        accelerator_model_name=model,
+                        # a stack that runs an LLM on both parts (H200 needs a 535+ driver)
+                        framework="TensorRT-LLM 0.12.0, TensorRT 10.2.0, CUDA 12.4",
+                        other_software_stack="TensorRT 10.2.0, CUDA 12.4, cuDNN 9.1.0, "
+                        "Driver 550.54.15",
+                    )
+                ),
             )
             write(
                 tree,
