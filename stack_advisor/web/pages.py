@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import yaml
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
@@ -350,6 +351,36 @@ class _Form:
         return {"yes": True, "no": False}.get(self.text(name) or "")
 
 
+def _described_model(form: _Form) -> dict[str, Any] | None:
+    """The workload's model object from the form: a pasted short YAML or config.json
+    (``model_yaml``), or the model field's catalogue name when no benchmark or task is asked.
+
+    Raises:
+        InvalidInput: pasted text that is not a YAML/JSON mapping (named ``model_yaml``).
+    """
+    pasted = form.text("model_yaml")
+    if pasted is not None:
+        try:
+            data = yaml.safe_load(pasted)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            raise InvalidInput(
+                f"model_yaml: not YAML or JSON{where}; paste the short form "
+                "or a config.json (docs/proxy.md)"
+            ) from None
+        if not isinstance(data, dict):
+            raise InvalidInput(
+                f"model_yaml: expected a mapping of fields, got {type(data).__name__}"
+            )
+        name = form.text("model")
+        return {"name": name, **data} if name and "name" not in data else data
+    name = form.text("model")
+    if name and not (form.text("benchmark") or form.text("task")):
+        return {"name": name}
+    return None
+
+
 def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
     """The workload body ``POST /v1/recommendations`` takes, from the form's fields.
 
@@ -397,7 +428,11 @@ def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
         )
     )
     fields += [(workload, name, form.number(name, int)) for name in ("batch_size", "min_evidence")]
+    fields += [(workload, name, form.number(name, int)) for name in ("isl", "osl", "concurrency")]
     fields.append((workload, "include_predicted", form.choice("include_predicted")))
+    described = _described_model(form)
+    if described is not None:  # a model to estimate by proxy (docs/proxy.md)
+        fields.append((workload, "model", described))
     for into, name, value in fields:
         if value is not None and value != {}:
             into[name] = value
@@ -408,7 +443,9 @@ def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
 @router.get("/recommend")
 def recommend_page(request: Request, advisor: AdvisorDep, format: str = "html") -> Response:
     def build() -> Response:
-        asked = bool(request.query_params.get("benchmark") or request.query_params.get("task"))
+        asked = any(
+            request.query_params.get(k) for k in ("benchmark", "task", "model", "model_yaml")
+        )
         answer, error, top = None, None, 5
         workload: dict[str, Any] = {}
         if asked:
@@ -422,7 +459,9 @@ def recommend_page(request: Request, advisor: AdvisorDep, format: str = "html") 
         rows = [_recommend_row(r) for r in answer.recommendations] if answer else []
         if format != "html":
             if answer is None:
-                raise InvalidInput("benchmark: give a benchmark or a task to recommend for")
+                raise InvalidInput(
+                    "benchmark: give a benchmark, a task or a model to recommend for"
+                )
             return export(
                 format,
                 "recommendations",

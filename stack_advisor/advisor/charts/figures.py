@@ -93,34 +93,7 @@ def throughput_figure(chart: Chart, title: str | None = None) -> Figure:
         gridspec_kw={"height_ratios": heights},
     )
     for ax, accel in zip(axes[:, 0], accels, strict=True):
-        rows = by_accel[accel]
-        ys = list(range(len(rows)))
-        ax.barh(
-            ys,
-            [r["value"] for r in rows],
-            xerr=_whiskers(rows),
-            height=0.7,
-            color=[colour[r["framework"]] for r in rows],
-            error_kw=WHISKER,
-        )
-        ax.set_yticks(ys)
-        ax.set_yticklabels(
-            [textwrap.shorten(r["label"], 80, placeholder="…") for r in rows], fontsize=8
-        )
-        ax.invert_yaxis()
-        for y, r in zip(ys, rows, strict=True):
-            ax.annotate(
-                f" n={r['observations']}", (r["high"], y), va="center", fontsize=7, color="#333333"
-            )
-        counts = sorted({c for r in rows for c in r["accelerator_counts"]})
-        ax.set_title(
-            f"{accel}  (systems of {', '.join(map(str, counts))} accelerator"
-            f"{'s' if counts != [1] else ''})",
-            fontsize=9.5,
-            loc="left",
-        )
-        ax.grid(axis="x", alpha=0.3)
-        ax.set_axisbelow(True)
+        _stack_panel(ax, accel, by_accel[accel], colour)
     axes[-1, 0].set_xlabel(chart.series.value_label)
     handles = [Rectangle((0, 0), 1, 1, color=colour[f]) for f in frameworks]
     fig.legend(
@@ -147,6 +120,37 @@ def throughput_figure(chart: Chart, title: str | None = None) -> Figure:
     )
     fig.tight_layout()
     return fig
+
+
+def _stack_panel(ax: Any, accel: str, rows: list[dict[str, Any]], colour: dict[str, Any]) -> None:
+    """One accelerator's panel: a bar per stack with its whiskers and observation count."""
+    ys = list(range(len(rows)))
+    ax.barh(
+        ys,
+        [r["value"] for r in rows],
+        xerr=_whiskers(rows),
+        height=0.7,
+        color=[colour[r["framework"]] for r in rows],
+        error_kw=WHISKER,
+    )
+    ax.set_yticks(ys)
+    ax.set_yticklabels(
+        [textwrap.shorten(r["label"], 80, placeholder="…") for r in rows], fontsize=8
+    )
+    ax.invert_yaxis()
+    for y, r in zip(ys, rows, strict=True):
+        ax.annotate(
+            f" n={r['observations']}", (r["high"], y), va="center", fontsize=7, color="#333333"
+        )
+    counts = sorted({c for r in rows for c in r["accelerator_counts"]})
+    ax.set_title(
+        f"{accel}  (systems of {', '.join(map(str, counts))} accelerator"
+        f"{'s' if counts != [1] else ''})",
+        fontsize=9.5,
+        loc="left",
+    )
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
 
 
 def overhead_figure(chart: Chart, title: str | None = None) -> Figure:

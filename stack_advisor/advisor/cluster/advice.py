@@ -40,6 +40,7 @@ from stack_advisor.advisor.cluster.results import (
 from stack_advisor.advisor.cluster.targets import checked_what_if, job_shape, pool_targets
 from stack_advisor.advisor.knowledge.rules import Severity, stack_components
 from stack_advisor.advisor.manifests.pod import check_image, image_for, to_yaml
+from stack_advisor.advisor.proxy.ranking import answered_by_proxy
 from stack_advisor.advisor.results import Basis, Evidence, Interval, PredictQuery, Recommendation
 from stack_advisor.advisor.verbs import ordering
 from stack_advisor.advisor.workload import Objective, Workload
@@ -49,8 +50,13 @@ from stack_advisor.schema.models import SoftwareStack
 
 _BY_ADVISOR: weakref.WeakKeyDictionary[Any, ClusterAdvisor] = weakref.WeakKeyDictionary()
 # the engine's model bases (its labels for a number the model made) in pool terms
-_BASIS_OF = {"interpolated": PoolBasis.INTERPOLATED, "transferred": PoolBasis.TRANSFERRED}
+_BASIS_OF = {
+    "interpolated": PoolBasis.INTERPOLATED,
+    "transferred": PoolBasis.TRANSFERRED,
+    "proxy": PoolBasis.PROXY,
+}
 REFUSED = "refused by the model on this pool"
+PROXY_NONE = "no proxy estimate"  # a pool the proxy cannot answer on (the reason follows)
 DRIVER_EXCLUSION = "breaks a compatibility rule with the nodes' driver"
 
 
@@ -194,6 +200,7 @@ class ClusterAdvisor:
         table = self.advisor.table() if targets else None
         if table is not None:
             self._images = self.advisor.knowledge().images  # read once per answer; _build uses it
+        proxy = bool(targets) and answered_by_proxy(self.advisor.knowledge(), workload)
         for pool, shape, driver in targets:
             checkpoint("the cluster recommendation")
             top = max(per_pool * 6, 12)
@@ -202,6 +209,11 @@ class ClusterAdvisor:
                 continue
             names = self.kb_names(pool, table)
             units = shape.units_per_pod
+            if proxy:
+                results.append(
+                    self._proxy_pool(workload, pool, shape, driver, image, names, per_pool)
+                )
+                continue
             ranked = self.advisor.recommend(
                 self._pool_workload(workload, pool, driver, units, names), top=top
             )
@@ -256,6 +268,63 @@ class ClusterAdvisor:
             if refusals.get(i):
                 skipped[REFUSED] = len(refusals[i])
         return results
+
+    def _proxy_pool(
+        self,
+        workload: Workload,
+        pool: NodePool,
+        shape: JobShape,
+        driver: str | None,
+        image: str | None,
+        names: list[str],
+        per_pool: int,
+    ) -> tuple[list[PoolRecommendation], dict[str, int], str | None]:
+        """A described model on one pool, by proxy (``stack_advisor.advisor.proxy``): the
+        proxy's figure per accelerator on the pool's part, times the accelerators the pod's
+        replicas use (a replica needs the count memory asks for); no other part's figure is
+        moved here, so a part the proxy has no reference on is excluded, saying so."""
+        units = shape.units_per_pod
+        ranked = self.advisor.recommend(
+            self._pool_workload(workload, pool, driver, units, names), top=max(12, units)
+        )
+        exact = set(names)
+        recs = [r for r in ranked.recommendations if r.candidate.accelerator in exact]
+        if not recs:
+            why = "no LLM reference result on this part" if names else "no result on this part"
+            return [], {f"{PROXY_NONE}: {why}": 1}, ranked.metric
+        out, too_small = [], 0
+        for r in _one_per_stack(recs, per_pool):
+            count = r.candidate.accelerator_count
+            replicas = units // count
+            if replicas < 1:
+                too_small += 1
+                continue
+            used = replicas * count
+            warnings = list(r.warnings)
+            if used < units:
+                warnings.append(
+                    f"{replicas} replica(s) of {count} use {used} of the pod's {units} units"
+                )
+            total = (r.value * used, r.interval.low * used, r.interval.high * used)
+            out.append(
+                self._build(
+                    pool=pool,
+                    shape=shape,
+                    driver=driver,
+                    image=image,
+                    workload=workload,
+                    rec=r,
+                    basis=PoolBasis.PROXY,
+                    total=total,
+                    evidence=r.evidence,
+                    warnings=warnings,
+                )
+            )
+        if out or not too_small:
+            return out, {}, ranked.metric
+        need = min(r.candidate.accelerator_count for r in recs)
+        why = f"{PROXY_NONE}: the model's weights and cache need {need} units, a pod has {units}"
+        return [], {why: too_small}, ranked.metric
 
     def _cpu_pool(
         self,
@@ -529,7 +598,10 @@ class ClusterAdvisor:
         before_of = {pool.name: e for (pool, _, _), e in zip(baseline, evaluated[len(targets) :])}
         for (pool, _, driver), (recs, skipped, metric_used) in zip(targets, evaluated):
             metric = metric or metric_used
-            if not recs and skipped.get(UNMEASURED):
+            proxy_why = next((k for k in skipped if k.startswith(PROXY_NONE)), None)
+            if not recs and proxy_why:
+                excluded[pool.name] = proxy_why
+            elif not recs and skipped.get(UNMEASURED):
                 excluded[pool.name] = UNMEASURED_REASON
             elif not recs:
                 why = "no stack in the knowledge base runs on it"

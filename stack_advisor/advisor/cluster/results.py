@@ -24,6 +24,7 @@ class PoolBasis(str, Enum):
     OBSERVED = "observed"  # this configuration observed elsewhere (same device and placement)
     INTERPOLATED = "interpolated"  # same device, other stack/count/placement: the model adjusts
     TRANSFERRED = "transferred"  # a device the knowledge base never observed: from its specs
+    PROXY = "proxy"  # a model the knowledge base has no results for: from its nearest model
 
 
 class JobShape(_Out):

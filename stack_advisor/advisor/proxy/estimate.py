@@ -15,8 +15,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 
 import numpy as np
+import yaml
 
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.proxy.memory import default_precision, max_batch, part, usable_bytes
@@ -122,12 +124,44 @@ def _round_order(name: str) -> tuple[float, ...]:
     return tuple(digits)
 
 
+@dataclass(frozen=True)
+class PublishedTraffic:
+    """A benchmark's dataset means as MLCommons publishes them (``traffic.yaml``)."""
+
+    mean_output_tokens: float
+    mean_input_tokens: float | None
+    source: str
+
+
+@lru_cache(maxsize=1)
+def published_traffic() -> dict[str, PublishedTraffic]:
+    """Each benchmark's published means with their source; benchmarks without any are absent."""
+    text = (resources.files("stack_advisor.advisor.proxy") / "traffic.yaml").read_text()
+    out: dict[str, PublishedTraffic] = {}
+    for entry in yaml.safe_load(text)["benchmarks"]:
+        mean_in = entry.get("mean_input_tokens")
+        got = PublishedTraffic(
+            float(entry["mean_output_tokens"]),
+            float(mean_in) if mean_in is not None else None,
+            str(entry["source"]),
+        )
+        for bench in entry["benchmarks"]:
+            out[bench] = got
+    return out
+
+
 def benchmark_traffic(benchmark: str) -> tuple[int, int]:
-    """A benchmark's input and output tokens as the catalogue publishes them (the rules'
-    maximum input and the reference's generation limit)."""
+    """A benchmark's input and output tokens per request: the dataset's means where MLCommons
+    publishes both (``traffic.yaml``), else the rules' maximum input and the reference's
+    generation limit. A mean output alone is not used: beside a maximum input it multiplies the
+    prefill each output token carries (llama3.1-405b: 20,000 / 685), which measured worse
+    (Server median APE 29.8% -> 48.3%, docs/proxy.md)."""
     entry = load_catalog().benchmark(FAMILY, benchmark)
     if entry is None or not entry.max_seq_len or not entry.max_output_tokens:
         raise InvalidInput(f"benchmark {benchmark!r}: the catalogue has no sequence lengths")
+    mean = published_traffic().get(entry.id)
+    if mean is not None and mean.mean_input_tokens is not None:
+        return max(1, round(mean.mean_input_tokens)), max(1, round(mean.mean_output_tokens))
     return entry.max_seq_len, entry.max_output_tokens
 
 

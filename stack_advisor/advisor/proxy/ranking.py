@@ -158,6 +158,12 @@ def _reference_stacks(table: ObservationTable, scenario: str) -> dict[tuple[str,
     return {(r.accelerator, r.framework): r.stack for r in refs}
 
 
+def answered_by_proxy(knowledge: Knowledge, workload: Workload) -> bool:
+    """Whether ``recommend`` answers ``workload`` by proxy (``by_proxy`` is not None)."""
+    known = knowledge.index.benchmarks(workload.family)
+    return described_model(workload.model, workload.benchmark, known, workload.family) is not None
+
+
 def by_proxy(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSet | None:
     """``recommend``'s hook: the proxy's answer for a described model or a catalogued LLM the
     knowledge base has no results for; None for everything else."""

@@ -114,7 +114,14 @@ def classify(
             evidence=[*evidence, "GPUs disagree or a mode is unreadable"],
             consistent=False,
         )
-    mode = modes[0]
+    return _from_mode(modes[0], hv, gpu_names, evidence)
+
+
+def _from_mode(
+    mode: str | None, hv: HypervisorEvidence, gpu_names: list[str | None], evidence: list[str]
+) -> Placement:
+    """The placement from the one mode every GPU reports, checked against the hypervisor
+    evidence."""
     if mode == "VGPU":
         profile = gpu_names[0] or None
         if not hv.present:

@@ -91,62 +91,72 @@ def read_libraries(frameworks: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "torch" in frameworks:
         try:
-            import torch
-
-            t: dict[str, Any] = {
-                "cuda_available": fact(torch.cuda.is_available(), "torch.cuda.is_available()")
-            }
-            t["cuda"] = (
-                fact(torch.version.cuda, "torch.version.cuda")
-                if torch.version.cuda
-                else unknown("torch.version.cuda", "torch built without CUDA")
-            )
-            cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-            t["cudnn"] = (
-                fact(cudnn_version(cudnn), "torch.backends.cudnn.version()")
-                if cudnn
-                else unknown("torch.backends.cudnn.version()", "cuDNN not available to torch")
-            )
-            try:
-                nccl = torch.cuda.nccl.version()
-                t["nccl"] = fact(
-                    ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl),
-                    "torch.cuda.nccl.version()",
-                )
-            except (RuntimeError, AttributeError) as exc:
-                t["nccl"] = unknown("torch.cuda.nccl.version()", str(exc) or type(exc).__name__)
-            out["torch"] = t
+            out["torch"] = _torch_libraries()
         except Exception as exc:  # a broken install must not stop the fingerprint
             out["torch"] = {"error": unknown("import torch", str(exc))}
     if "tensorflow" in frameworks:
-        if "tensorflow" in sys.modules:
-            info = dict(sys.modules["tensorflow"].sysconfig.get_build_info())
-            src = "tf.sysconfig.get_build_info()"
-            out["tensorflow"] = {
-                "cuda": fact(info["cuda_version"], src)
-                if info.get("cuda_version")
-                else unknown(src, "no cuda_version"),
-                "cudnn": fact(info["cudnn_version"], src)
-                if info.get("cudnn_version")
-                else unknown(src, "no cudnn_version"),
-            }
-        else:
-            reason = "TensorFlow not imported (importing it only to fingerprint is too slow)"
-            out["tensorflow"] = {"cuda": unknown("tf.sysconfig.get_build_info()", reason)}
+        out["tensorflow"] = _tensorflow_libraries()
     if "cupy" in frameworks and importlib.util.find_spec("cupy") is not None:
-        try:
-            import cupy
-
-            v = int(cupy.cuda.runtime.runtimeGetVersion())
-            out["cupy"] = {
-                "cuda": fact(
-                    f"{v // 1000}.{v % 1000 // 10}", "cupy.cuda.runtime.runtimeGetVersion()"
-                )
-            }
-        except Exception as exc:
-            out["cupy"] = {
-                "cuda": unknown(
-                    "cupy.cuda.runtime.runtimeGetVersion()", str(exc).splitlines()[0][:200]
-                )
-            }
+        out["cupy"] = _cupy_libraries()
     return out
+
+
+def _torch_libraries() -> dict[str, Any]:
+    """What PyTorch was built with and finds: CUDA availability, CUDA, cuDNN, NCCL."""
+    import torch
+
+    t: dict[str, Any] = {
+        "cuda_available": fact(torch.cuda.is_available(), "torch.cuda.is_available()")
+    }
+    t["cuda"] = (
+        fact(torch.version.cuda, "torch.version.cuda")
+        if torch.version.cuda
+        else unknown("torch.version.cuda", "torch built without CUDA")
+    )
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    t["cudnn"] = (
+        fact(cudnn_version(cudnn), "torch.backends.cudnn.version()")
+        if cudnn
+        else unknown("torch.backends.cudnn.version()", "cuDNN not available to torch")
+    )
+    try:
+        nccl = torch.cuda.nccl.version()
+        t["nccl"] = fact(
+            ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl),
+            "torch.cuda.nccl.version()",
+        )
+    except (RuntimeError, AttributeError) as exc:
+        t["nccl"] = unknown("torch.cuda.nccl.version()", str(exc) or type(exc).__name__)
+    return t
+
+
+def _tensorflow_libraries() -> dict[str, Any]:
+    """TensorFlow's build info, when TensorFlow is already imported."""
+    if "tensorflow" not in sys.modules:
+        reason = "TensorFlow not imported (importing it only to fingerprint is too slow)"
+        return {"cuda": unknown("tf.sysconfig.get_build_info()", reason)}
+    info = dict(sys.modules["tensorflow"].sysconfig.get_build_info())
+    src = "tf.sysconfig.get_build_info()"
+    return {
+        "cuda": fact(info["cuda_version"], src)
+        if info.get("cuda_version")
+        else unknown(src, "no cuda_version"),
+        "cudnn": fact(info["cudnn_version"], src)
+        if info.get("cudnn_version")
+        else unknown(src, "no cudnn_version"),
+    }
+
+
+def _cupy_libraries() -> dict[str, Any]:
+    """The CUDA runtime CuPy loads."""
+    try:
+        import cupy
+
+        v = int(cupy.cuda.runtime.runtimeGetVersion())
+        return {
+            "cuda": fact(f"{v // 1000}.{v % 1000 // 10}", "cupy.cuda.runtime.runtimeGetVersion()")
+        }
+    except Exception as exc:
+        return {
+            "cuda": unknown("cupy.cuda.runtime.runtimeGetVersion()", str(exc).splitlines()[0][:200])
+        }

@@ -253,6 +253,42 @@ def run_local(params: AllreduceParams, world_size: int, device_kind: str) -> lis
     return rows
 
 
+def _device_kind(device: str, torch: Any) -> str:
+    """``cuda`` or ``cpu``: what the run's ``device`` asks for, ``auto`` taking CUDA when there.
+
+    Raises:
+        MissingEnvironment: CUDA asked for and not available.
+    """
+    cuda = torch.cuda.is_available()
+    if device == "cuda" and not cuda:
+        raise MissingEnvironment(
+            "allreduce: device 'cuda' requested but torch.cuda.is_available() is False"
+        )
+    return "cuda" if (device == "cuda" or (device == "auto" and cuda)) else "cpu"
+
+
+def _world(
+    params: AllreduceParams, env: DistEnv | None, device_kind: str, torch: Any
+) -> tuple[int, str]:
+    """The process group's size and who launched it: the launcher's environment, else the
+    processes spawned here (on CUDA at most one per GPU).
+
+    Raises:
+        MissingEnvironment: a local CUDA run on a node with fewer than 2 GPUs.
+    """
+    if env is not None:
+        return env.world_size, env.launcher
+    world = params.processes
+    if device_kind == "cuda" and torch.cuda.device_count() < world:
+        world = torch.cuda.device_count()
+        if world < 2:
+            raise MissingEnvironment(
+                "allreduce on CUDA needs at least 2 GPUs in one process group; this node "
+                "has 1 (use device=cpu, or launch across nodes with torchrun)"
+            )
+    return world, "local-spawn"
+
+
 class AllreduceRunner:
     name = "allreduce"
     description = (
@@ -271,12 +307,7 @@ class AllreduceRunner:
         if not dist.is_available():
             raise Unsupported("this PyTorch build has no torch.distributed")
         params = params_for(ctx)
-        cuda = torch.cuda.is_available()
-        if ctx.device == "cuda" and not cuda:
-            raise MissingEnvironment(
-                "allreduce: device 'cuda' requested but torch.cuda.is_available() is False"
-            )
-        device_kind = "cuda" if (ctx.device == "cuda" or (ctx.device == "auto" and cuda)) else "cpu"
+        device_kind = _device_kind(ctx.device, torch)
         backend = "nccl" if device_kind == "cuda" else "gloo"
         env = distributed_env()
         result = RunnerResult(
@@ -284,17 +315,7 @@ class AllreduceRunner:
         )
         if device_kind == "cuda" and torch.cuda.nccl.is_available(torch.zeros(1, device="cuda")):
             result.stack_extra["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
-        if env is not None:
-            world, launcher = env.world_size, env.launcher
-        else:
-            world, launcher = params.processes, "local-spawn"
-            if device_kind == "cuda" and torch.cuda.device_count() < world:
-                world = torch.cuda.device_count()
-                if world < 2:
-                    raise MissingEnvironment(
-                        "allreduce on CUDA needs at least 2 GPUs in one process group; this node "
-                        "has 1 (use device=cpu, or launch across nodes with torchrun)"
-                    )
+        world, launcher = _world(params, env, device_kind, torch)
         if progress:
             progress(f"allreduce {backend} x{world}", 0.0)
         try:

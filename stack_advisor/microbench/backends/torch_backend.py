@@ -116,56 +116,11 @@ class TorchBackend:
             c = torch.empty((p.m, p.n), dtype=dt, device=device)
             return (lambda: torch.matmul(a, b, out=c)), None, "torch.matmul"
         if pi == "conv2d":
-            dt = _dtype(p.dtype, device)
-            x = _randn((p.batch, p.in_channels, p.height, p.width), dt, device)
-            w = _randn((p.out_channels, p.in_channels, p.kernel, p.kernel), dt, device) * 0.05
-            if p.direction == "forward":
-                return (
-                    (lambda: F.conv2d(x, w, stride=p.stride, padding=p.padding)),
-                    None,
-                    "torch conv2d forward",
-                )
-            x.requires_grad_(True)
-            w.requires_grad_(True)
-            y = F.conv2d(x, w, stride=p.stride, padding=p.padding)
-            grad = torch.randn_like(y)
-            return (
-                (lambda: torch.autograd.grad(y, (x, w), grad, retain_graph=True)),
-                None,
-                "torch conv2d backward (input + weight gradients)",
-            )
+            return _conv2d(p, device)
         if pi in ("mem_copy", "mem_triad", "elementwise", "reduction"):
-            dt = _dtype(p.dtype, device)
-            x, y = _randn((p.elements,), dt, device), _randn((p.elements,), dt, device)
-            out = torch.empty_like(x)
-            flush = _flusher(device) if p.flush_l2 else None
-            if pi == "mem_copy":
-                return (lambda: out.copy_(x)), flush, "Tensor.copy_"
-            if pi == "mem_triad":
-                return (lambda: torch.add(x, y, alpha=3.0, out=out)), flush, "torch.add(alpha=s)"
-            if pi == "elementwise":
-                return (lambda: torch.mul(x, y, out=out)), flush, "torch.mul"
-            return (lambda: x.sum()), flush, "Tensor.sum"
+            return _memory(pi, p, device)
         if pi == "transfer":
-            if device != "cuda":
-                raise NotSupported("host<->device transfer needs a CUDA device")
-            host = torch.empty(
-                p.size_bytes, dtype=torch.uint8, pin_memory=p.host_memory == "pinned"
-            )
-            host.fill_(1)
-            dev = torch.empty(p.size_bytes, dtype=torch.uint8, device="cuda")
-            blocking = p.host_memory == "pageable"
-            if p.direction == "h2d":
-                return (
-                    (lambda: dev.copy_(host, non_blocking=not blocking)),
-                    None,
-                    f"copy_ h2d {p.host_memory}",
-                )
-            return (
-                (lambda: host.copy_(dev, non_blocking=not blocking)),
-                None,
-                f"copy_ d2h {p.host_memory}",
-            )
+            return _transfer(p, device)
         if pi == "sdpa":
             dt = _dtype(p.dtype, device)
             shape = (p.batch, p.heads, p.seq_len, p.head_dim)
@@ -196,6 +151,66 @@ class TorchBackend:
             None,
             "torch._scaled_mm e4m3 -> bf16",
         )
+
+
+def _conv2d(p: Any, device: str) -> tuple[Callable[[], object], Callable[[], object] | None, str]:
+    """A conv2d forward pass, or its input and weight gradients."""
+    dt = _dtype(p.dtype, device)
+    x = _randn((p.batch, p.in_channels, p.height, p.width), dt, device)
+    w = _randn((p.out_channels, p.in_channels, p.kernel, p.kernel), dt, device) * 0.05
+    if p.direction == "forward":
+        return (
+            (lambda: F.conv2d(x, w, stride=p.stride, padding=p.padding)),
+            None,
+            "torch conv2d forward",
+        )
+    x.requires_grad_(True)
+    w.requires_grad_(True)
+    y = F.conv2d(x, w, stride=p.stride, padding=p.padding)
+    grad = torch.randn_like(y)
+    return (
+        (lambda: torch.autograd.grad(y, (x, w), grad, retain_graph=True)),
+        None,
+        "torch conv2d backward (input + weight gradients)",
+    )
+
+
+def _memory(
+    pi: str, p: Any, device: str
+) -> tuple[Callable[[], object], Callable[[], object] | None, str]:
+    """A memory-bound kernel: copy, triad, elementwise product or sum."""
+    dt = _dtype(p.dtype, device)
+    x, y = _randn((p.elements,), dt, device), _randn((p.elements,), dt, device)
+    out = torch.empty_like(x)
+    flush = _flusher(device) if p.flush_l2 else None
+    if pi == "mem_copy":
+        return (lambda: out.copy_(x)), flush, "Tensor.copy_"
+    if pi == "mem_triad":
+        return (lambda: torch.add(x, y, alpha=3.0, out=out)), flush, "torch.add(alpha=s)"
+    if pi == "elementwise":
+        return (lambda: torch.mul(x, y, out=out)), flush, "torch.mul"
+    return (lambda: x.sum()), flush, "Tensor.sum"
+
+
+def _transfer(p: Any, device: str) -> tuple[Callable[[], object], Callable[[], object] | None, str]:
+    """A host<->device copy from pinned or pageable host memory."""
+    if device != "cuda":
+        raise NotSupported("host<->device transfer needs a CUDA device")
+    host = torch.empty(p.size_bytes, dtype=torch.uint8, pin_memory=p.host_memory == "pinned")
+    host.fill_(1)
+    dev = torch.empty(p.size_bytes, dtype=torch.uint8, device="cuda")
+    blocking = p.host_memory == "pageable"
+    if p.direction == "h2d":
+        return (
+            (lambda: dev.copy_(host, non_blocking=not blocking)),
+            None,
+            f"copy_ h2d {p.host_memory}",
+        )
+    return (
+        (lambda: host.copy_(dev, non_blocking=not blocking)),
+        None,
+        f"copy_ d2h {p.host_memory}",
+    )
 
 
 BACKEND = TorchBackend()

@@ -49,3 +49,20 @@ def test_model_object_is_answered_by_proxy(client: TestClient) -> None:
     bad = {**workload, "model": {**model, "num_hidden_layers": 0}}
     r = client.post("/v1/recommendations", json={"workload": bad})
     assert r.status_code == 422 and "num_hidden_layers" in r.text
+
+
+@pytest.mark.slow
+def test_cluster_request_with_a_model_is_answered_by_proxy_per_pool(client: TestClient) -> None:
+    from tests.advisor.proxy.test_cluster import h100_nodes
+    from tests.support.gfd_pools import POOL_NODES
+
+    model = {"name": "Qwen3-30B-A3B", **QWEN["config"]}
+    workload = {"model": model, "isl": 2048, "osl": 512, "concurrency": 64}
+    body = {"workload": workload, "nodes": [*POOL_NODES, *h100_nodes(1)], "top": 3}
+    r = client.post("/v1/recommendations", json=body)
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["recommendations"], answer["excluded_pools"]
+    assert {x["pool"] for x in answer["recommendations"]} == {"h100-train"}
+    assert {x["basis"] for x in answer["recommendations"]} == {"proxy"}
+    assert answer["excluded_pools"]["t4-pool"].startswith("no proxy estimate")

@@ -94,3 +94,20 @@ def test_leave_one_model_out_and_answers(table: ObservationTable) -> None:
     # the model's own results never answer for it
     own = proxy_answers(table, from_catalogue("llama2-70b-99"), isl=1024, osl=1024)
     assert own and not any("llama2-70b" in r for a in own for r in a.references)
+
+
+def test_published_traffic_has_sources_and_stays_unused_without_a_mean_input() -> None:
+    """Every published mean output cites MLCommons; with no mean input published, a benchmark
+    keeps the catalogue's maxima (a mean output beside a maximum input measured worse)."""
+    from stack_advisor.advisor.proxy.estimate import benchmark_traffic, published_traffic
+
+    published = published_traffic()
+    assert published["llama3.1-405b"].mean_output_tokens == pytest.approx(684.68)
+    assert published["deepseek-r1"].mean_output_tokens == pytest.approx(3886.2274)
+    for bench, got in published.items():
+        assert "github.com/mlcommons/inference" in got.source, bench
+        assert bench in llm_benchmarks()
+        if got.mean_input_tokens is None:
+            entry = load_catalog().benchmark("mlperf-inference", bench)
+            assert entry is not None
+            assert benchmark_traffic(bench) == (entry.max_seq_len, entry.max_output_tokens)
