@@ -30,13 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from stack_advisor.collectors.importers.loadgen_summary import parse_summary
 from stack_advisor.collectors.runners import loadgen
+from stack_advisor.collectors.runners.loadgen_params import LoadgenParams
 from stack_advisor.runtime.gc_pause import gc_paused
 
 
 class StagedSut(loadgen.TorchSut):
     """The runner's SUT, serving one batch at a time as it does, with every stage stamped."""
 
-    def __init__(self, params: loadgen.LoadgenParams, device: str) -> None:
+    def __init__(self, params: LoadgenParams, device: str) -> None:
         self.stamps: dict[int, list[float]] = {}
         self.batches: list[tuple[float, int, float, float]] = []  # start, size, launch s, device s
         super().__init__(params, device)
@@ -87,7 +88,7 @@ def _pct(values: list[float], p: float) -> float:
 def run(qps: float, device: str, min_duration_ms: int, warmup: bool, sut: str = "eager") -> None:
     import mlperf_loadgen as lg
 
-    params = loadgen.LoadgenParams(
+    params = LoadgenParams(
         scenarios=["Server"],
         server_target_qps=qps,
         min_duration_ms=min_duration_ms,

@@ -3,7 +3,7 @@ serve, so they pair with MLPerf's published results of that benchmark."""
 
 from __future__ import annotations
 
-from stack_advisor.collectors.runners.loadgen import FAMILY, benchmark_of
+from stack_advisor.collectors.runners.loadgen_params import FAMILY, benchmark_of
 
 
 def test_a_catalogue_model_is_recorded_as_its_mlperf_benchmark() -> None:

@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from stack_advisor.collectors.runners import RunContext, get_runner
-from stack_advisor.collectors.runners.loadgen import params_for
+from stack_advisor.collectors.runners.loadgen_params import params_for
 from stack_advisor.schema.errors import InvalidInput
 
 pytestmark = pytest.mark.skipif(
@@ -83,7 +83,7 @@ def test_calibration_sizes_the_run_to_fill_min_duration() -> None:
 
 
 def test_calibration_keeps_what_the_user_gave() -> None:
-    from stack_advisor.collectors.runners.loadgen import Calibration
+    from stack_advisor.collectors.runners.loadgen_params import Calibration
 
     params = params_for(RunContext(profile="full", options={"offline_expected_qps": 7.0}))
     tuned = Calibration(single_latency_ms=2.0, batch_qps=400.0).apply(

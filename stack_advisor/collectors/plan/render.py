@@ -10,12 +10,15 @@ ConfigMap, so the pools' concurrency limits and ``--skip-observed`` hold for sch
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from stack_advisor.collectors.plan.model import GPU_RESOURCE, Cell, Plan, ResourceSpec
+from stack_advisor.collectors.plan.planner import planner_configmap, planner_cronjob
+from stack_advisor.collectors.plan.security import container_security, pod_security
 
 PART_OF = "stack-advisor"
 LABEL_PLAN = "stack-advisor.io/plan"
@@ -28,7 +31,6 @@ ANNOTATION_STACK = "stack-advisor.io/stack"
 ANNOTATION_ACCELERATOR = "stack-advisor.io/accelerator"
 ANNOTATION_PLACEMENT = "stack-advisor.io/placement"
 CONTAINER = "collector"
-PLAN_MOUNT = "/etc/stack-advisor/plan"
 
 
 def cell_labels(cell: Cell, submission: str | None = None) -> dict[str, str]:
@@ -190,27 +192,6 @@ def collect_command(cell: Cell, run_id: str) -> list[str]:
     return cmd + options
 
 
-def _container_security() -> dict[str, Any]:
-    return {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
-def _pod_security(plan: Plan) -> dict[str, Any]:
-    uid = plan.job.run_as_user
-    return {
-        "runAsNonRoot": True,
-        "runAsUser": uid,
-        "runAsGroup": uid,
-        "fsGroup": uid,
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-
-
 def pod_spec(
     plan: Plan, cell: Cell, run_id: str, container_name: str = CONTAINER
 ) -> dict[str, Any]:
@@ -221,14 +202,14 @@ def pod_spec(
         "command": collect_command(cell, run_id),
         "env": _env(plan, cell),
         "resources": _resources(cell, plan),
-        "securityContext": _container_security(),
+        "securityContext": container_security(),
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "serviceAccountName": plan.job.service_account,
         "automountServiceAccountToken": False,
-        "securityContext": _pod_security(plan),
+        "securityContext": pod_security(plan),
         "nodeSelector": dict(cell.pool.selector),
         "containers": [container],
         "volumes": [
@@ -314,17 +295,7 @@ def render_distributed(
         "cleanPodPolicy": "None",
     }
     if cell.pool.gang_scheduling:
-        min_resources = {GPU_RESOURCE: str(cell.gpus * bench.workers)} if cell.gpus else {}
-        podgroup = {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": plan.namespace, "labels": labels},
-            "spec": {
-                "minMember": bench.workers,
-                **({"minResources": min_resources} if min_resources else {}),
-            },
-        }
-        objects.append(podgroup)
+        objects.append(_podgroup(plan, cell, name, labels))
         run_policy["schedulingPolicy"] = {"minAvailable": bench.workers}
 
     def template(container: str) -> dict[str, Any]:
@@ -343,62 +314,85 @@ def render_distributed(
         "annotations": cell_annotations(cell),
     }
     if bench.distributed_kind == "PyTorchJob":
-        replicas = {
-            "Master": {"replicas": 1, "restartPolicy": "Never", "template": template("pytorch")}
-        }
-        if bench.workers > 1:
-            replicas["Worker"] = {
-                "replicas": bench.workers - 1,
-                "restartPolicy": "Never",
-                "template": template("pytorch"),
-            }
-        objects.append(
-            {
-                "apiVersion": "kubeflow.org/v1",
-                "kind": "PyTorchJob",
-                "metadata": meta,
-                "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": replicas},
-            }
-        )
+        objects.append(_pytorch_job(meta, run_policy, bench.workers, template))
     else:
-        objects.append(
-            {
-                "apiVersion": "kubeflow.org/v2beta1",
-                "kind": "MPIJob",
-                "metadata": meta,
-                "spec": {
-                    "slotsPerWorker": max(cell.gpus, 1),
-                    "runPolicy": run_policy,
-                    "mpiReplicaSpecs": {
-                        "Launcher": {
-                            "replicas": 1,
-                            "restartPolicy": "Never",
-                            "template": template("launcher"),
-                        },
-                        "Worker": {
-                            "replicas": bench.workers,
-                            "restartPolicy": "Never",
-                            "template": template("worker"),
-                        },
-                    },
-                },
-            }
-        )
+        objects.append(_mpi_job(meta, run_policy, cell, template))
     return objects
+
+
+def _podgroup(plan: Plan, cell: Cell, name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The Volcano PodGroup that makes a distributed cell's pods start together or not at all."""
+    bench = cell.benchmark
+    min_resources = {GPU_RESOURCE: str(cell.gpus * bench.workers)} if cell.gpus else {}
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": plan.namespace, "labels": labels},
+        "spec": {
+            "minMember": bench.workers,
+            **({"minResources": min_resources} if min_resources else {}),
+        },
+    }
+
+
+def _pytorch_job(
+    meta: dict[str, Any],
+    run_policy: dict[str, Any],
+    workers: int,
+    template: Callable[[str], dict[str, Any]],
+) -> dict[str, Any]:
+    """A PyTorchJob: one master, ``workers - 1`` workers."""
+    replicas = {
+        "Master": {"replicas": 1, "restartPolicy": "Never", "template": template("pytorch")}
+    }
+    if workers > 1:
+        replicas["Worker"] = {
+            "replicas": workers - 1,
+            "restartPolicy": "Never",
+            "template": template("pytorch"),
+        }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": meta,
+        "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": replicas},
+    }
+
+
+def _mpi_job(
+    meta: dict[str, Any],
+    run_policy: dict[str, Any],
+    cell: Cell,
+    template: Callable[[str], dict[str, Any]],
+) -> dict[str, Any]:
+    """An MPIJob: one launcher, ``workers`` workers with a slot per GPU."""
+    return {
+        "apiVersion": "kubeflow.org/v2beta1",
+        "kind": "MPIJob",
+        "metadata": meta,
+        "spec": {
+            "slotsPerWorker": max(cell.gpus, 1),
+            "runPolicy": run_policy,
+            "mpiReplicaSpecs": {
+                "Launcher": {
+                    "replicas": 1,
+                    "restartPolicy": "Never",
+                    "template": template("launcher"),
+                },
+                "Worker": {
+                    "replicas": cell.benchmark.workers,
+                    "restartPolicy": "Never",
+                    "template": template("worker"),
+                },
+            },
+        },
+    }
 
 
 def render_cell(plan: Plan, cell: Cell, submission: str | None = None) -> list[dict[str, Any]]:
     if cell.benchmark.distributed:
         return render_distributed(plan, cell, submission)
     return [render_job(plan, cell, submission)]
-
-
-def plan_document(plan: Plan) -> str:
-    """The plan as canonical YAML (what the scheduled planner reads from its ConfigMap)."""
-    data = plan.model_dump(mode="json", by_alias=True, exclude_none=True)
-    if plan.job.spool_claim is None:  # an explicit null (no claim), not the default claim
-        data["job"]["spool_claim"] = None
-    return yaml.safe_dump(data, sort_keys=False)
 
 
 def render_schedule(plan: Plan) -> list[dict[str, Any]]:
@@ -413,95 +407,11 @@ def render_schedule(plan: Plan) -> list[dict[str, Any]]:
         "app.kubernetes.io/part-of": PART_OF,
         LABEL_PLAN: plan.name,
     }
-    configmap = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": f"{name}-plan", "namespace": plan.namespace, "labels": labels},
-        "data": {"plan.yaml": plan_document(plan)},
-    }
-    command = [
-        "advisor",
-        "plan",
-        "submit",
-        f"{PLAN_MOUNT}/plan.yaml",
-        "--namespace",
-        plan.namespace,
+    return [
+        planner_configmap(plan, name, labels),
+        planner_cronjob(plan, name, labels),
+        *render_spool_claim(plan),
     ]
-    if plan.planner.skip_observed:
-        command += ["--skip-observed", "--store", "$(ADVISOR_API)"]
-    container = {
-        "name": "planner",
-        "image": plan.planner.image,
-        "imagePullPolicy": "IfNotPresent",
-        "command": command,
-        "env": [
-            {"name": "ADVISOR_API", "value": plan.api.url},
-            {
-                "name": "ADVISOR_TOKEN",
-                "valueFrom": {
-                    "secretKeyRef": {
-                        "name": plan.planner.token_secret,
-                        "key": plan.planner.token_key,
-                    }
-                },
-            },
-            {"name": "HOME", "value": "/tmp"},
-        ],
-        "resources": {
-            "requests": {"cpu": "100m", "memory": "256Mi"},
-            "limits": {"memory": "512Mi"},
-        },
-        "securityContext": _container_security(),
-        "volumeMounts": [
-            {"name": "plan", "mountPath": PLAN_MOUNT, "readOnly": True},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
-    }
-    # The planner waits for every cell; its deadline covers them all, pool by pool.
-    cells_per_pool = len(plan.images) * len(plan.benchmarks)
-    if plan.sweep:  # one Job per sweep cell, its repeats inside
-        cells_per_pool += len(plan.sweep.matrix.cells) * plan.sweep.matrix.repeats
-    slowest = max(
-        [
-            plan.job.active_deadline_seconds,
-            *(b.active_deadline_seconds or 0 for b in plan.benchmarks),
-        ]
-    )
-    waves = max(-(-cells_per_pool // pool.concurrency) for pool in plan.pools)
-    cronjob = {
-        "apiVersion": "batch/v1",
-        "kind": "CronJob",
-        "metadata": {"name": name, "namespace": plan.namespace, "labels": labels},
-        "spec": {
-            "schedule": plan.schedule,
-            "concurrencyPolicy": "Forbid",
-            "startingDeadlineSeconds": 3600,
-            "successfulJobsHistoryLimit": 3,
-            "failedJobsHistoryLimit": 3,
-            "jobTemplate": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "backoffLimit": 0,
-                    "activeDeadlineSeconds": slowest * plan.repeats * waves + 3600,
-                    "ttlSecondsAfterFinished": plan.job.ttl_seconds_after_finished,
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "serviceAccountName": plan.planner.service_account,
-                            "securityContext": _pod_security(plan),
-                            "containers": [container],
-                            "volumes": [
-                                {"name": "plan", "configMap": {"name": f"{name}-plan"}},
-                                {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
-                            ],
-                        },
-                    },
-                },
-            },
-        },
-    }
-    return [configmap, cronjob, *render_spool_claim(plan)]
 
 
 def render_plan(
