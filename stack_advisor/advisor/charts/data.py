@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stack_advisor.advisor.charts.series import CLI, Series, Spelling, one_series, series_key
 from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.advisor.names import accelerator_selector
 from stack_advisor.advisor.results import PlacementOverhead
@@ -41,75 +42,7 @@ DEFAULT_TOP = 8  # stacks per accelerator, or lines per trend chart: tab10 gives
 MAX_FACETS = 8  # accelerators per throughput chart
 
 
-@dataclass(frozen=True)
-class Spelling:
-    """How an error message names the inputs that choose a series: the CLI's options
-    (``--benchmark resnet50 --metric ...``) or a web form's fields (``Benchmark: resnet50,
-    ...``)."""
-
-    form: bool = False
-
-    def field(self, name: str) -> str:
-        return name.capitalize() if self.form else f"--{name}"
-
-    def choice(self, pairs: list[tuple[str, str]]) -> str:
-        if self.form:
-            return ", ".join(f"{self.field(k)}: {v}" for k, v in pairs)
-        return " ".join(f"{self.field(k)} {v}" for k, v in pairs)
-
-
-CLI = Spelling()
-FORM = Spelling(form=True)
-
-
-@dataclass(frozen=True)
-class Series:
-    """The one benchmark, scenario and metric a chart shows (a chart of mixed units means
-    nothing)."""
-
-    family: str
-    benchmark: str
-    scenario: str | None
-    division: str | None
-    metric: str
-    unit: str
-    higher_is_better: bool
-    parameters: tuple[tuple[str, str], ...] = ()  # the benchmark's others, e.g. batch size
-
-    @property
-    def per_accelerator(self) -> bool:
-        return self.higher_is_better
-
-    @property
-    def value_label(self) -> str:
-        per = " per accelerator" if self.per_accelerator else ""
-        arrow = "higher is better" if self.higher_is_better else "lower is better"
-        return f"{self.metric}{per} ({self.unit}) — {arrow}"
-
-    @property
-    def heading(self) -> str:
-        parts = [f"{self.family}/{self.benchmark}"]
-        if self.scenario:
-            parts.append(self.scenario)
-        if self.division:
-            parts.append(f"{self.division} division")
-        if self.parameters:
-            text = " ".join(f"{k}={v}" for k, v in self.parameters)
-            parts.append(text if len(text) <= 60 else text[:59] + "…")
-        return ", ".join(parts)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "family": self.family,
-            "benchmark": self.benchmark,
-            "scenario": self.scenario,
-            "division": self.division,
-            "metric": self.metric,
-            "unit": self.unit,
-            "higher_is_better": self.higher_is_better,
-            "per_accelerator": self.per_accelerator,
-            "parameters": dict(self.parameters),
-        }
+FORM = Spelling(form=True)  # a web form's fields (the CLI's options: CLI)
 
 
 @dataclass
@@ -214,75 +147,12 @@ def select_series(
         message lists each as the options that choose it.
     """
     chosen = _filtered([o for o in observations if o.valid], benchmark, scenario, metric, spelling)
-    by_key: dict[tuple[Any, ...], list[Observation]] = defaultdict(list)
-    for obs in chosen:
-        by_key[_series_key(obs)].append(obs)
-    notes: list[str] = []
-    if benchmark:
-        by_key = _best_variant(by_key, benchmark, spelling, notes)
-    if len(by_key) > 1:
-        ranked = sorted(by_key.items(), key=lambda kv: -len(kv[1]))
-        listed = "; ".join(
-            f"{_how_to_choose(key, group, by_key, spelling)} ({len(group)} obs)"
-            for key, group in ranked[:8]
-        )
-        more = f" (and {len(ranked) - 8} more)" if len(ranked) > 8 else ""
-        raise InvalidInput(
-            f"{len(by_key)} benchmark/scenario/metric series match; choose one: {listed}{more}"
-        )
-    (((family, name, params, metric_name, unit), chosen),) = by_key.items()
-    scen = dict(params).get("scenario")
-    divisions = {str(o.benchmark.parameters.get("division", "")) for o in chosen}
-    division = None
-    if "closed" in divisions and len(divisions) > 1:
-        left = len([o for o in chosen if o.benchmark.parameters.get("division") != "closed"])
-        chosen = [o for o in chosen if o.benchmark.parameters.get("division") == "closed"]
-        notes.append(
-            f"closed division only, as recommend ranks ({left} open/other-division "
-            "results left out)"
-        )
-        division = "closed"
-    elif len(divisions) == 1 and divisions != {""}:
-        division = divisions.pop()
-    series = Series(
-        family=family,
-        benchmark=name,
-        scenario=scen or None,
-        division=division,
-        metric=metric_name,
-        unit=unit,
-        higher_is_better=chosen[0].higher_is_better,
-        parameters=tuple((k, v) for k, v in params if k != "scenario"),
-    )
-    return chosen, series, notes
-
-
-def _best_variant(
-    by_key: dict[tuple[Any, ...], list[Observation]],
-    benchmark: str,
-    spelling: Spelling,
-    notes: list[str],
-) -> dict[tuple[Any, ...], list[Observation]]:
-    """Where the series are one named benchmark, scenario and metric run with different
-    parameters (batch size, data, SUT), the one with the most results answers; a note says how
-    to choose the others. Any other mix is left for the caller to refuse."""
-    firsts = {(f, n, dict(p).get("scenario"), m, u) for f, n, p, m, u in by_key}
-    if len(by_key) < 2 or len(firsts) != 1:
-        return by_key
-    ranked = sorted(by_key.items(), key=lambda kv: -len(kv[1]))
-    others = "; ".join(
-        f"{_how_to_choose(k, g, by_key, spelling)} ({len(g)} obs)" for k, g in ranked[1:4]
-    )
-    notes.append(
-        f"{len(ranked) - 1} other series of {benchmark} with other parameters left out (the one "
-        f"with the most results, {len(ranked[0][1])}, kept); choose another with {others}"
-    )
-    return dict(ranked[:1])
+    return one_series(chosen, benchmark, spelling)
 
 
 def in_series(obs: Observation, series: Series) -> bool:
     """Whether ``obs`` belongs to ``series`` (the key ``select_series`` groups by)."""
-    family, name, params, metric, unit = _series_key(obs)
+    family, name, params, metric, unit = series_key(obs)
     scenario = dict(params).get("scenario")
     others = tuple((k, v) for k, v in params if k != "scenario")
     return (family, name, scenario or None, others, metric, unit) == (
@@ -358,40 +228,6 @@ def _scenario_names(observations: Iterable[Observation]) -> set[str]:
     """Benchmark names that are scenario names (``Offline``, ``SingleStream``)."""
     names = {o.benchmark.name for o in observations}
     return {n for n in names if resolve_scenario(n).resolved}
-
-
-def _series_key(obs: Observation) -> tuple[Any, ...]:
-    """What makes two observations one series: benchmark, its parameters (the division aside:
-    it is chosen after), metric and unit."""
-    b = obs.benchmark
-    params = tuple(sorted((k, str(v)) for k, v in b.parameters.items() if k != "division"))
-    return (b.family, b.name, params, obs.metric, obs.unit)
-
-
-def _how_to_choose(
-    key: tuple[Any, ...],
-    group: list[Observation],
-    all_keys: dict[tuple[Any, ...], list[Observation]],
-    spelling: Spelling = CLI,
-) -> str:
-    """The options that pick this series: name, scenario and metric when they are enough, else
-    the benchmark id."""
-    _family, name, params, metric, _unit = key
-    scenario = dict(params).get("scenario")
-    same = [
-        k
-        for k in all_keys
-        if k[1] == name and dict(k[2]).get("scenario") == scenario and k[3] == metric
-    ]
-    if len(same) == 1:
-        return spelling.choice(
-            [
-                ("benchmark", name),
-                *([("scenario", scenario)] if scenario else []),
-                ("metric", metric),
-            ]
-        )
-    return spelling.choice([("benchmark", group[0].benchmark.benchmark_id), ("metric", metric)])
 
 
 # ---- values --------------------------------------------------------------------------------
@@ -481,6 +317,27 @@ def throughput_chart(
         metric=metric,
         spelling=spelling,
     )
+    by_accel = _stack_rows(chosen, series)
+    key = _better(series)
+    order = sorted(by_accel, key=lambda a: (key(by_accel[a][0]["value"]), a))
+    if len(order) > MAX_FACETS:
+        notes.append(
+            f"{len(order) - MAX_FACETS} more accelerators left out (best {MAX_FACETS} shown): "
+            f"{', '.join(order[MAX_FACETS : MAX_FACETS + 6])}"
+            f"{' ...' if len(order) > MAX_FACETS + 6 else ''}; "
+            "choose with --accelerator"
+        )
+        order = order[:MAX_FACETS]
+    rows = []
+    for accel in order:
+        rows.extend(_best_stacks(accel, by_accel[accel], top, notes))
+    per = " per accelerator" if series.per_accelerator else ""
+    title = f"{series.heading}: {series.metric}{per} ({series.unit}) by software stack"
+    return Chart(title=title, rows=rows, series=series, notes=notes)
+
+
+def _stack_rows(chosen: Sequence[Observation], series: Series) -> dict[str, list[dict[str, Any]]]:
+    """Rows per canonical accelerator, one per stack, best first."""
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
     for obs in chosen:
         groups[(canonical_name(obs.accelerator.model), obs.stack.stack_id)].append(obs)
@@ -501,33 +358,24 @@ def throughput_chart(
     key = _better(series)
     for rows in by_accel.values():
         rows.sort(key=lambda r: (key(r["value"]), r["stack"]))
-    order = sorted(by_accel, key=lambda a: (key(by_accel[a][0]["value"]), a))
-    if len(order) > MAX_FACETS:
-        notes.append(
-            f"{len(order) - MAX_FACETS} more accelerators left out (best {MAX_FACETS} shown): "
-            f"{', '.join(order[MAX_FACETS : MAX_FACETS + 6])}"
-            f"{' ...' if len(order) > MAX_FACETS + 6 else ''}; "
-            "choose with --accelerator"
+    return by_accel
+
+
+def _best_stacks(
+    accel: str, ranked: list[dict[str, Any]], top: int, notes: list[str]
+) -> list[dict[str, Any]]:
+    """One accelerator's best ``top`` rows, labelled (noted when some are left out)."""
+    kept = ranked[:top]
+    seen: dict[str, int] = defaultdict(int)
+    for row in kept:
+        seen[row["stack"]] += 1
+    for row in kept:  # two stacks alike in the label's components: tell them apart
+        row["label"] = row["stack"] + (
+            f" [{row['stack_id'][4:10]}]" if seen[row["stack"]] > 1 else ""
         )
-        order = order[:MAX_FACETS]
-    rows = []
-    for accel in order:
-        kept = by_accel[accel][:top]
-        seen: dict[str, int] = defaultdict(int)
-        for row in kept:
-            seen[row["stack"]] += 1
-        for row in kept:  # two stacks alike in the label's components: tell them apart
-            row["label"] = row["stack"] + (
-                f" [{row['stack_id'][4:10]}]" if seen[row["stack"]] > 1 else ""
-            )
-        if len(by_accel[accel]) > top:
-            notes.append(
-                f"{accel}: best {top} of {len(by_accel[accel])} stacks shown (--top to change)"
-            )
-        rows.extend(kept)
-    per = " per accelerator" if series.per_accelerator else ""
-    title = f"{series.heading}: {series.metric}{per} ({series.unit}) by software stack"
-    return Chart(title=title, rows=rows, series=series, notes=notes)
+    if len(ranked) > top:
+        notes.append(f"{accel}: best {top} of {len(ranked)} stacks shown (--top to change)")
+    return kept
 
 
 def trend_chart(
@@ -560,6 +408,31 @@ def trend_chart(
             f"framework versions of different frameworks do not share an axis; choose one with "
             f"--framework ({', '.join(frameworks)})"
         )
+    groups = _version_groups(chosen, component, series)
+    lines = _top_lines(groups, top, notes)
+    rows = [
+        {"series": line, "component": component, "version": version, **spread(group, series)}
+        for (line, version), group in sorted(
+            groups.items(), key=lambda kv: (kv[0][0], display_key(kv[0][1]))
+        )
+        if line in lines
+    ]
+    label = (
+        f"{frameworks[0]} versions" if component == "framework_version" else f"{component} versions"
+    )
+    per = " per accelerator" if series.per_accelerator else ""
+    title = f"{series.heading}: {series.metric}{per} ({series.unit}) across {label}"
+    return Chart(title=title, rows=rows, series=series, notes=notes)
+
+
+def _version_groups(
+    chosen: Sequence[Observation], component: str, series: Series
+) -> dict[tuple[str, str], list[Observation]]:
+    """Observations per (canonical accelerator, version of ``component``).
+
+    Raises:
+        NotFound: no observation records a version of the component.
+    """
     groups: dict[tuple[str, str], list[Observation]] = defaultdict(list)
     for obs in chosen:
         version = getattr(obs.stack, component)
@@ -569,6 +442,13 @@ def trend_chart(
         raise NotFound(
             f"no observation of {series.heading} {series.metric} records a {component} version"
         )
+    return groups
+
+
+def _top_lines(
+    groups: dict[tuple[str, str], list[Observation]], top: int, notes: list[str]
+) -> list[str]:
+    """The ``top`` accelerators with the most observations (noted when some are left out)."""
     evidence: dict[str, int] = defaultdict(int)
     for (line, _v), group in groups.items():
         evidence[line] += len(group)
@@ -580,25 +460,7 @@ def trend_chart(
             f"{' ...' if len(lines) > top + 6 else ''}"
         )
         lines = lines[:top]
-    rows = []
-    for (line, version), group in sorted(
-        groups.items(), key=lambda kv: (kv[0][0], display_key(kv[0][1]))
-    ):
-        if line in lines:
-            rows.append(
-                {
-                    "series": line,
-                    "component": component,
-                    "version": version,
-                    **spread(group, series),
-                }
-            )
-    label = (
-        f"{frameworks[0]} versions" if component == "framework_version" else f"{component} versions"
-    )
-    per = " per accelerator" if series.per_accelerator else ""
-    title = f"{series.heading}: {series.metric}{per} ({series.unit}) across {label}"
-    return Chart(title=title, rows=rows, series=series, notes=notes)
+    return lines
 
 
 def overhead_chart(overheads: Iterable[PlacementOverhead]) -> Chart:
