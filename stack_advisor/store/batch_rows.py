@@ -12,7 +12,7 @@ from typing import Any
 
 from stack_advisor.runtime.gc_pause import gc_paused
 from stack_advisor.schema.graph import NODE_BY_LABEL
-from stack_advisor.schema.models import IngestBatch, Submission
+from stack_advisor.schema.models import IngestBatch, Observation, Submission
 from stack_advisor.store import queries as Q
 from stack_advisor.store.topology_store import host_json
 
@@ -257,56 +257,8 @@ class BatchRows:
                 "collector_version": run.collector_version,
                 "run_profile": run.profile,
             }
-        contexts = rows.nodes["Context"]
         for obs in batch.observations:
-            ctx = rows.add_context(obs)
-            prov = obs.provenance
-            context_id = rows.context_id(obs, ctx)
-            if context_id not in contexts:
-                contexts[context_id] = {
-                    "context_id": context_id,
-                    "stack_id": ctx["stack_id"],
-                    "accelerator": ctx["accelerator"],
-                    "accelerator_count": obs.accelerator.count,
-                    "placement_id": ctx["placement_id"],
-                    "placement_kind": obs.placement.kind.value,
-                    "host": ctx["host"],
-                    "run_id": obs.run_id,
-                    "source_kind": prov.kind.value,
-                    "source": prov.source,
-                    "placement_evidence_json": rows._by_object(
-                        "evidence", obs.placement, lambda p: compact_json(p.evidence)
-                    ),
-                    "placement_consistent": obs.placement.consistent,
-                }
-            key = obs.key_with(ctx["benchmark_id"], ctx["stack_id"])
-            rows.observations[key] = {
-                "key": key,
-                "metric": obs.metric,
-                "value": float(obs.value),
-                "unit": obs.unit,
-                # stored only where they differ from the default (True, True, no details):
-                # each property costs Neo4j ~1.3 µs of CPU per observation (docs/scale.md)
-                "higher_is_better": None if obs.higher_is_better else False,
-                "samples": obs.samples,
-                "p10": obs.p10,
-                "p90": obs.p90,
-                "stddev": obs.stddev,
-                "cv": obs.cv,
-                "valid": None if obs.valid else False,
-                "note": obs.note,
-                "timestamp": iso_utc(obs.timestamp),
-                "source_url": prov.url,
-                "source_key": obs.source_key,
-                "provenance_json": rows._by_object(
-                    "details", prov, lambda p: compact_json(p.details) if p.details else None
-                ),
-                "context_id": context_id,
-                "benchmark_id": ctx["benchmark_id"],
-                "submission_id": rows.submission_id(prov),
-            }
-            if obs.run_id and obs.run_id not in rows.nodes["Run"]:
-                rows.nodes["Run"][obs.run_id] = {"run_id": obs.run_id}
+            rows._add_observation(obs)
         for fail in batch.failures:
             ctx = rows.add_context(fail)
             rows.failures[fail.failure_key] = {
@@ -321,6 +273,58 @@ class BatchRows:
                 **ctx,
             }
         return rows
+
+    def _add_observation(self, obs: Observation) -> None:
+        """The observation's row, its context's (the first time it is seen) and its run's."""
+        ctx = self.add_context(obs)
+        prov = obs.provenance
+        context_id = self.context_id(obs, ctx)
+        contexts = self.nodes["Context"]
+        if context_id not in contexts:
+            contexts[context_id] = {
+                "context_id": context_id,
+                "stack_id": ctx["stack_id"],
+                "accelerator": ctx["accelerator"],
+                "accelerator_count": obs.accelerator.count,
+                "placement_id": ctx["placement_id"],
+                "placement_kind": obs.placement.kind.value,
+                "host": ctx["host"],
+                "run_id": obs.run_id,
+                "source_kind": prov.kind.value,
+                "source": prov.source,
+                "placement_evidence_json": self._by_object(
+                    "evidence", obs.placement, lambda p: compact_json(p.evidence)
+                ),
+                "placement_consistent": obs.placement.consistent,
+            }
+        key = obs.key_with(ctx["benchmark_id"], ctx["stack_id"])
+        self.observations[key] = {
+            "key": key,
+            "metric": obs.metric,
+            "value": float(obs.value),
+            "unit": obs.unit,
+            # stored only where they differ from the default (True, True, no details):
+            # each property costs Neo4j ~1.3 µs of CPU per observation (docs/scale.md)
+            "higher_is_better": None if obs.higher_is_better else False,
+            "samples": obs.samples,
+            "p10": obs.p10,
+            "p90": obs.p90,
+            "stddev": obs.stddev,
+            "cv": obs.cv,
+            "valid": None if obs.valid else False,
+            "note": obs.note,
+            "timestamp": iso_utc(obs.timestamp),
+            "source_url": prov.url,
+            "source_key": obs.source_key,
+            "provenance_json": self._by_object(
+                "details", prov, lambda p: compact_json(p.details) if p.details else None
+            ),
+            "context_id": context_id,
+            "benchmark_id": ctx["benchmark_id"],
+            "submission_id": self.submission_id(prov),
+        }
+        if obs.run_id and obs.run_id not in self.nodes["Run"]:
+            self.nodes["Run"][obs.run_id] = {"run_id": obs.run_id}
 
 
 def shape_rows(

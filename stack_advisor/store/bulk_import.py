@@ -423,20 +423,7 @@ def run_import(
     tail = output[-3000:]
     match = _DONE.search(output)
     if done.returncode or match is None:
-        # a database that exists or a server that holds it: the usual reasons; else its message
-        if re.search(r"already exist|in use|lock", output, re.IGNORECASE):
-            raise Conflict(
-                f"neo4j-admin database import into {database!r} at {home} refused (exit "
-                f"{done.returncode}); nothing was imported (stop the server; a database that "
-                f"exists is only replaced with --overwrite). Its output ends:\n{tail}"
-            )
-        target = re.search(r"Importing the contents of these files into (.+):", output)
-        where = target.group(1) if target else f"the {database!r} database folder under {home}"
-        raise AdvisorError(
-            f"neo4j-admin database import into {database!r} at {home} failed (exit "
-            f"{done.returncode}); the partial store files in {where} are unusable: delete them "
-            f"or import again with --overwrite. Its output ends:\n{tail}"
-        )
+        raise _import_failure(output, done.returncode, database, home)
     nodes, rels, props = (int(g) for g in match.groups())
     if (nodes, rels) != (plan.nodes, plan.relationships):
         raise AdvisorError(
@@ -444,3 +431,22 @@ def run_import(
             f"{plan.nodes} and {plan.relationships}; do not use database {database!r}"
         )
     return ImportReport(nodes, rels, props, seconds, command, tail)
+
+
+def _import_failure(output: str, returncode: int, database: str, home: Path) -> AdvisorError:
+    """What a failed neo4j-admin import means: a database that exists or a server that holds it
+    (the usual reasons: Conflict), else its message (the partial files are unusable)."""
+    tail = output[-3000:]
+    if re.search(r"already exist|in use|lock", output, re.IGNORECASE):
+        return Conflict(
+            f"neo4j-admin database import into {database!r} at {home} refused (exit "
+            f"{returncode}); nothing was imported (stop the server; a database that "
+            f"exists is only replaced with --overwrite). Its output ends:\n{tail}"
+        )
+    target = re.search(r"Importing the contents of these files into (.+):", output)
+    where = target.group(1) if target else f"the {database!r} database folder under {home}"
+    return AdvisorError(
+        f"neo4j-admin database import into {database!r} at {home} failed (exit "
+        f"{returncode}); the partial store files in {where} are unusable: delete them "
+        f"or import again with --overwrite. Its output ends:\n{tail}"
+    )

@@ -162,59 +162,18 @@ class CypherStore(Store):
     def _write_rows(self, batch: IngestBatch, rows: BatchRows) -> IngestResult:
         """One transaction: the rows of ``batch`` not yet in the store, and its result."""
 
-        def existing(run: Run, label: str, keys: list[str]) -> set[str]:
-            found: set[str] = set()
-            for part in chunks(keys):
-                found.update(r["key"] for r in run(Q.EXISTING_KEYS[label], {"keys": part}))
-            return found
-
-        def create(run: Run, label: str, items: list[dict[str, Any]]) -> None:
-            for part in chunks(items):
-                present, shaped = shape_rows(label, part)
-                run(Q.create_nodes(label, present), {"rows": shaped})
-
-        def link(run: Run, rel: str, pairs: list[dict[str, str]]) -> None:
-            for part in chunks(pairs):
-                run(Q.LINK[rel], {"rows": part})
-
         def work(run: Run) -> IngestResult:
             # first: the rows carry the generation they make (see queries.UNBUMP_GENERATION)
             generation = int(run(Q.BUMP_GENERATION, {})[0]["generation"])
-            old_obs = existing(run, "Observation", list(rows.observations))
-            old_fail = existing(run, "Failure", list(rows.failures))
+            old_obs = _existing(run, "Observation", list(rows.observations))
+            old_fail = _existing(run, "Failure", list(rows.failures))
             new_obs = [r for k, r in rows.observations.items() if k not in old_obs]
             new_fail = [r for k, r in rows.failures.items() if k not in old_fail]
-            changed = bool(new_obs or new_fail)
-            new_stacks: list[str] = []
             for row in new_obs:
                 row["generation"] = generation
             grown = {r["context_id"] for r in new_obs}  # contexts that get observations now
-            for label in DIMENSIONS:
-                items = rows.nodes[label]
-                if not items:
-                    continue
-                old = existing(run, label, list(items))
-                fresh = [r for k, r in items.items() if k not in old]
-                if label == "Context":
-                    for row in fresh:
-                        row["generation"] = generation
-                    stamp = sorted(grown & old)
-                    for part in chunks(stamp):
-                        run(Q.STAMP_CONTEXTS, {"keys": part, "generation": generation})
-                if fresh and label in Q.LINKS:
-                    create_rows(run, label, fresh, Q.LINKS[label])
-                    changed = True
-                elif fresh:
-                    create(run, label, fresh)
-                    changed = True
-                    if label == "Stack":
-                        new_stacks = [r["stack_id"] for r in fresh]
-                if label in MUTABLE:
-                    stale = [r for k, r in items.items() if k in old]
-                    for part in chunks(stale):
-                        present, shaped = shape_rows(label, part)
-                        run(Q.refresh_nodes(label, present), {"rows": shaped})
-            link(
+            dims_changed, new_stacks = _write_dimensions(run, rows, grown, generation)
+            _link(
                 run,
                 "HAS_COMPONENT",
                 [{"src": s, "dst": c} for s in new_stacks for c in rows.stack_components[s]],
@@ -225,7 +184,7 @@ class CypherStore(Store):
                 run, "Observation", new_obs, Q.OBSERVATION_LINKS, by_position=self.links_by_position
             )
             create_rows(run, "Failure", new_fail, Q.FAILURE_LINKS)
-            if not changed:
+            if not (new_obs or new_fail or dims_changed):
                 run(Q.UNBUMP_GENERATION, {})
             return IngestResult(
                 observations_received=len(batch.observations),
@@ -394,6 +353,61 @@ class CypherStore(Store):
                 pass
 
 
+def _existing(run: Run, label: str, keys: list[str]) -> set[str]:
+    """Those of ``keys`` already stored as ``label`` nodes."""
+    found: set[str] = set()
+    for part in chunks(keys):
+        found.update(r["key"] for r in run(Q.EXISTING_KEYS[label], {"keys": part}))
+    return found
+
+
+def _create(run: Run, label: str, items: list[dict[str, Any]]) -> None:
+    for part in chunks(items):
+        present, shaped = shape_rows(label, part)
+        run(Q.create_nodes(label, present), {"rows": shaped})
+
+
+def _link(run: Run, rel: str, pairs: list[dict[str, str]]) -> None:
+    for part in chunks(pairs):
+        run(Q.LINK[rel], {"rows": part})
+
+
+def _write_dimensions(
+    run: Run, rows: BatchRows, grown: set[str], generation: int
+) -> tuple[bool, list[str]]:
+    """Create the dimension nodes (stacks, accelerators, contexts, ...) not yet stored, stamp the
+    contexts that get observations now with ``generation`` and refresh the mutable ones; whether
+    any node was created, and the ids of the new stacks."""
+    changed = False
+    new_stacks: list[str] = []
+    for label in DIMENSIONS:
+        items = rows.nodes[label]
+        if not items:
+            continue
+        old = _existing(run, label, list(items))
+        fresh = [r for k, r in items.items() if k not in old]
+        if label == "Context":
+            for row in fresh:
+                row["generation"] = generation
+            stamp = sorted(grown & old)
+            for part in chunks(stamp):
+                run(Q.STAMP_CONTEXTS, {"keys": part, "generation": generation})
+        if fresh and label in Q.LINKS:
+            create_rows(run, label, fresh, Q.LINKS[label])
+            changed = True
+        elif fresh:
+            _create(run, label, fresh)
+            changed = True
+            if label == "Stack":
+                new_stacks = [r["stack_id"] for r in fresh]
+        if label in MUTABLE:
+            stale = [r for k, r in items.items() if k in old]
+            for part in chunks(stale):
+                present, shaped = shape_rows(label, part)
+                run(Q.refresh_nodes(label, present), {"rows": shaped})
+    return changed, new_stacks
+
+
 def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> StoredObservation:
     details = loads(r["provenance_json"], {})
     return StoredObservation.model_validate(
@@ -431,19 +445,7 @@ def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> Sto
                 "evidence": loads(r["placement_evidence_json"], []),
                 "consistent": r["placement_consistent"],
             },
-            "host": None
-            if host is None
-            else {
-                "name": host["name"],
-                "cpu_model": host["cpu_model"],
-                "cores": host["cores"],
-                "cpu_flags": loads(host["cpu_flags_json"], []),
-                "numa_nodes": host["numa_nodes"],
-                "memory_mib": host["memory_mib"],
-                "os": host["os"],
-                "kernel": host["kernel"],
-                "labels": loads(host["labels_json"], {}),
-            },
+            "host": None if host is None else _host_fields(host),
             "run_id": r["run_id"],
             "provenance": {
                 "kind": r["source_kind"],
@@ -455,3 +457,18 @@ def _observation_from_row(r: dict[str, Any], host: dict[str, Any] | None) -> Sto
             "generation": r["generation"],
         }
     )
+
+
+def _host_fields(host: dict[str, Any]) -> dict[str, Any]:
+    """A stored Host node's row as the model's fields."""
+    return {
+        "name": host["name"],
+        "cpu_model": host["cpu_model"],
+        "cores": host["cores"],
+        "cpu_flags": loads(host["cpu_flags_json"], []),
+        "numa_nodes": host["numa_nodes"],
+        "memory_mib": host["memory_mib"],
+        "os": host["os"],
+        "kernel": host["kernel"],
+        "labels": loads(host["labels_json"], {}),
+    }

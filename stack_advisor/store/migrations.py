@@ -121,8 +121,7 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
     removed. No re-import is needed.
     """
     from stack_advisor.catalog.canonical import canonical_observation
-    from stack_advisor.catalog.resolve import resolve_accelerator
-    from stack_advisor.schema.models import IngestBatch, Observation, SoftwareStack
+    from stack_advisor.schema.models import IngestBatch, Observation
 
     memo: dict[int, Any] = {}
     changed: list[Observation] = []
@@ -146,6 +145,20 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
         store._write(lambda run, keys=part: run(_DELETE_OBSERVATIONS, {"keys": keys}))
     if stale:
         store._write(lambda run: run(_DELETE_ORPHAN_CONTEXTS, {}))
+    removed = _remove_renamed_accelerators(store, raw_models)
+    labels = _relabel_stacks(store)
+    return {
+        "observations_rewritten": len(changed),
+        "accelerators_removed": removed,
+        "stack_labels": labels,
+    }
+
+
+def _remove_renamed_accelerators(store: Any, raw_models: set[str]) -> int:
+    """Delete the Accelerator nodes under names the catalogue now spells otherwise that no edge
+    reaches any more; how many."""
+    from stack_advisor.catalog.resolve import resolve_accelerator
+
     models = raw_models | {
         r["model"]
         for r in store.list_entities("accelerators")
@@ -158,6 +171,13 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
         if int(store._read(_ACCELERATOR_EDGES, {"model": model})[0]["c"]) == 0:
             store._write(lambda run, m=model: run(_DELETE_ACCELERATOR, {"model": m}))
             removed += 1
+    return removed
+
+
+def _relabel_stacks(store: Any) -> int:
+    """Rewrite the stored stack labels the code now writes otherwise; how many."""
+    from stack_advisor.schema.models import SoftwareStack
+
     labels = 0
     for row in store._read(_STACK_LABELS, {}):
         fields = {
@@ -169,11 +189,7 @@ def reresolve_names(store: Any, batch_size: int = 2000) -> dict[str, int]:
             params = {"stack_id": row["stack_id"], "label": label}
             store._write(lambda run, p=params: run(_SET_STACK_LABEL, p))
             labels += 1
-    return {
-        "observations_rewritten": len(changed),
-        "accelerators_removed": removed,
-        "stack_labels": labels,
-    }
+    return labels
 
 
 # ---- v5: observation contexts ------------------------------------------------------------------
@@ -208,7 +224,7 @@ def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
     """
     from stack_advisor.schema.errors import InvalidInput
     from stack_advisor.store import queries as Q
-    from stack_advisor.store.batch_rows import context_id_of, create_rows
+    from stack_advisor.store.batch_rows import create_rows
 
     moved = contexts_new = 0
     after = ""
@@ -219,24 +235,7 @@ def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
             break
         if not rows:
             break
-        contexts: dict[str, dict[str, Any]] = {}
-        links = []
-        for r in rows:
-            ctx = {p: r[p] for p in LEGACY_OBSERVATION_PROPERTIES if p != "benchmark_id"}
-            cid = context_id_of(
-                ctx["stack_id"],
-                ctx["accelerator"],
-                ctx["accelerator_count"],
-                ctx["placement_id"],
-                ctx["host"],
-                ctx["run_id"],
-                ctx["source_kind"],
-                ctx["source"],
-                ctx["placement_evidence_json"],
-                ctx["placement_consistent"],
-            )
-            contexts.setdefault(cid, {"context_id": cid, **ctx})
-            links.append({"key": r["key"], "context_id": cid})
+        contexts, links = _page_contexts(rows)
         keys = [r["key"] for r in rows]
 
         def work(
@@ -258,6 +257,34 @@ def move_to_contexts(store: Any, page: int = 5000) -> dict[str, int]:
         moved += len(rows)
         after = keys[-1]
     return {"observations_moved_to_contexts": moved, "contexts_created": contexts_new}
+
+
+def _page_contexts(
+    rows: list[dict[str, Any]],
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """A page's Contexts (by id, from the observations' legacy properties) and the observation →
+    context links."""
+    from stack_advisor.store.batch_rows import context_id_of
+
+    contexts: dict[str, dict[str, Any]] = {}
+    links = []
+    for r in rows:
+        ctx = {p: r[p] for p in LEGACY_OBSERVATION_PROPERTIES if p != "benchmark_id"}
+        cid = context_id_of(
+            ctx["stack_id"],
+            ctx["accelerator"],
+            ctx["accelerator_count"],
+            ctx["placement_id"],
+            ctx["host"],
+            ctx["run_id"],
+            ctx["source_kind"],
+            ctx["source"],
+            ctx["placement_evidence_json"],
+            ctx["placement_consistent"],
+        )
+        contexts.setdefault(cid, {"context_id": cid, **ctx})
+        links.append({"key": r["key"], "context_id": cid})
+    return contexts, links
 
 
 # ---- v8: submissions ---------------------------------------------------------------------------

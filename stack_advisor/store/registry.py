@@ -105,6 +105,32 @@ def open_store(
         raise InvalidInput(
             f"{API_ENV} (--api) must be an http(s):// URL, got {redact_uri(resolved)!r}"
         )
+    builder, target = _builder_for(resolved)
+    fresh = is_default and not default_path.exists()
+    missing = not Path(target).expanduser().exists()
+    if builder is _embedded and not create and not is_default and missing:
+        raise NotFound(
+            f"no store at {Path(target).expanduser()} (a typo?); commands that write create it "
+            f"(`advisor db migrate --store {resolved}` makes an empty one)",
+            details={"reason": "missing", "path": str(Path(target).expanduser())},
+        )
+    if fresh:
+        _create_seeded_default(default_path, settings)
+    store = builder(target, settings)
+    # A remote API owns its store's schema; a client only reads it, and lazily.
+    if migrate and builder is not _rest:
+        store.ensure_schema()
+    if is_default and not fresh and settings.seed_starter and builder is _embedded:
+        store = _reseed_if_empty(store, default_path, settings, migrate=migrate)
+    return store
+
+
+def _builder_for(resolved: str) -> tuple[Callable[[str, StoreSettings], Store], str]:
+    """The builder of a resolved URI's scheme, and what it opens (the URI, or a path).
+
+    Raises:
+        InvalidInput: an unknown scheme; the message lists the valid ones.
+    """
     scheme, sep, _ = resolved.partition("://")
     builder: Callable[[str, StoreSettings], Store] | None
     if sep:
@@ -121,35 +147,22 @@ def open_store(
             f"{s}://" for s in BUILDERS if s != "embedded"
         )
         raise InvalidInput(f"unknown store URI {redact_uri(resolved)!r}; valid forms: {valid}")
-    fresh = is_default and not default_path.exists()
-    missing = not Path(target).expanduser().exists()
-    if builder is _embedded and not create and not is_default and missing:
-        raise NotFound(
-            f"no store at {Path(target).expanduser()} (a typo?); commands that write create it "
-            f"(`advisor db migrate --store {resolved}` makes an empty one)",
-            details={"reason": "missing", "path": str(Path(target).expanduser())},
-        )
-    if fresh:
-        _create_seeded_default(default_path, settings)
-    store = builder(target, settings)
-    # A remote API owns its store's schema; a client only reads it, and lazily.
-    if migrate and builder is not _rest:
+    return builder, target
+
+
+def _reseed_if_empty(
+    store: Store, default_path: Path, settings: StoreSettings, *, migrate: bool
+) -> Store:
+    """The default embedded store, replaced by a seeded one where nothing was ever written to it
+    (made by `db migrate`, or left by an older version that seeded in place and was interrupted):
+    replacing it loses nothing."""
+    if store.generation() != 0:
+        return store
+    store.close()
+    _create_seeded_default(default_path, settings, replace=True)
+    store = _embedded(str(default_path), settings)
+    if migrate:
         store.ensure_schema()
-    if (
-        is_default
-        and not fresh
-        and settings.seed_starter
-        and builder is _embedded
-        and store.generation() == 0
-    ):
-        # An empty default store (made by `db migrate`, or left by an older version that seeded in
-        # place and was interrupted): nothing was ever written to it, so replacing it with a
-        # seeded one loses nothing.
-        store.close()
-        _create_seeded_default(default_path, settings, replace=True)
-        store = builder(target, settings)
-        if migrate:
-            store.ensure_schema()
     return store
 
 
