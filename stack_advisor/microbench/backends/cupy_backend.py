@@ -67,44 +67,9 @@ class CupyBackend:
             run: Callable[[], object] = matmul
             label = "cupy.matmul"
         elif pi in ("mem_copy", "mem_triad", "elementwise", "reduction"):
-            dt = _dtype(p.dtype)
-            x = rng.standard_normal(p.elements, dtype=cupy.float32).astype(dt)
-            y = rng.standard_normal(p.elements, dtype=cupy.float32).astype(dt)
-            out = cupy.empty_like(x)
-            if p.flush_l2:
-                l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 64 << 20))
-                scratch = cupy.empty(2 * l2, dtype=cupy.uint8)
-
-                def fill_scratch() -> object:
-                    return scratch.fill(1)
-
-                flush = fill_scratch
-            if pi == "mem_copy":
-                run, label = (lambda: cupy.copyto(out, x)), "cupy.copyto"
-            elif pi == "mem_triad":
-                triad = cupy.ElementwiseKernel(
-                    "T x, T y, T s", "T z", "z = x + s * y", "stream_triad"
-                )
-                s = dt(3.0)
-                run, label = (lambda: triad(x, y, s, out)), "cupy ElementwiseKernel triad"
-            elif pi == "elementwise":
-                run, label = (lambda: cupy.multiply(x, y, out=out)), "cupy.multiply"
-            else:
-                run, label = (lambda: x.sum()), "cupy.ndarray.sum"
+            run, label, flush = _memory(pi, p, rng)
         elif pi == "transfer":
-            n = p.size_bytes
-            if p.host_memory == "pinned":
-                import cupyx
-
-                host = cupyx.empty_pinned((n,), dtype=np.uint8)
-            else:
-                host = np.empty(n, dtype=np.uint8)
-            host.fill(1)
-            dev = cupy.empty(n, dtype=cupy.uint8)
-            if p.direction == "h2d":
-                run, label = (lambda: dev.set(host)), f"ndarray.set {p.host_memory}"
-            else:
-                run, label = (lambda: dev.get(out=host)), f"ndarray.get {p.host_memory}"
+            run, label = _transfer(p)
         elif pi == "conv2d":
             raise NotSupported("cupy has no convolution primitive")
         elif pi == "sdpa":
@@ -118,6 +83,51 @@ class CupyBackend:
             timer=_event_timer(run),
             label=label + " (CUDA events)",
         )
+
+
+def _memory(
+    pi: str, p: Any, rng: Any
+) -> tuple[Callable[[], object], str, Callable[[], object] | None]:
+    """A memory-bound kernel (copy, triad, elementwise product or sum), and the L2 flush when
+    asked for."""
+    dt = _dtype(p.dtype)
+    x = rng.standard_normal(p.elements, dtype=cupy.float32).astype(dt)
+    y = rng.standard_normal(p.elements, dtype=cupy.float32).astype(dt)
+    out = cupy.empty_like(x)
+    flush: Callable[[], object] | None = None
+    if p.flush_l2:
+        l2 = int(cupy.cuda.runtime.getDeviceProperties(0).get("l2CacheSize", 64 << 20))
+        scratch = cupy.empty(2 * l2, dtype=cupy.uint8)
+
+        def fill_scratch() -> object:
+            return scratch.fill(1)
+
+        flush = fill_scratch
+    if pi == "mem_copy":
+        return (lambda: cupy.copyto(out, x)), "cupy.copyto", flush
+    if pi == "mem_triad":
+        triad = cupy.ElementwiseKernel("T x, T y, T s", "T z", "z = x + s * y", "stream_triad")
+        s = dt(3.0)
+        return (lambda: triad(x, y, s, out)), "cupy ElementwiseKernel triad", flush
+    if pi == "elementwise":
+        return (lambda: cupy.multiply(x, y, out=out)), "cupy.multiply", flush
+    return (lambda: x.sum()), "cupy.ndarray.sum", flush
+
+
+def _transfer(p: Any) -> tuple[Callable[[], object], str]:
+    """A host<->device copy from pinned or pageable host memory."""
+    n = p.size_bytes
+    if p.host_memory == "pinned":
+        import cupyx
+
+        host = cupyx.empty_pinned((n,), dtype=np.uint8)
+    else:
+        host = np.empty(n, dtype=np.uint8)
+    host.fill(1)
+    dev = cupy.empty(n, dtype=cupy.uint8)
+    if p.direction == "h2d":
+        return (lambda: dev.set(host)), f"ndarray.set {p.host_memory}"
+    return (lambda: dev.get(out=host)), f"ndarray.get {p.host_memory}"
 
 
 BACKEND = CupyBackend()
