@@ -51,6 +51,17 @@ class Answerer(Protocol):
         alpha: float = 0.05,
     ) -> list[Regression]: ...
 
+    def rank_stacks(
+        self,
+        *,
+        benchmark: str,
+        scenario: str | None = None,
+        metric: str | None = None,
+        accelerator: str,
+        family: str = "mlperf-inference",
+        division: str = "closed",
+    ) -> list[dict[str, Any]]: ...
+
     def evaluate(
         self,
         protocol: str = "by-round",

@@ -139,6 +139,25 @@ class RemoteAdvisor:
             self.store.call("GET", "/v1/compare/regressions", params=params)
         )
 
+    def rank_stacks(
+        self,
+        *,
+        benchmark: str,
+        scenario: str | None = None,
+        metric: str | None = None,
+        accelerator: str,
+        family: str = "mlperf-inference",
+        division: str = "closed",
+    ) -> list[dict[str, Any]]:
+        """Not served: the API has no route for it (``advisor compare rank-stacks`` answers from
+        a local store)."""
+        from stack_advisor.schema.errors import Unsupported
+
+        raise Unsupported(
+            f"compare rank-stacks is answered from a store, and {self.store.uri} is a served "
+            "API without that route: use --store (a local or Neo4j store) for it"
+        )
+
     def evaluate(
         self,
         protocol: str = "by-round",
