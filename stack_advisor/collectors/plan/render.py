@@ -84,42 +84,37 @@ def _env(plan: Plan, cell: Cell) -> list[dict[str, Any]]:
     def field(path: str) -> dict[str, Any]:
         return {"valueFrom": {"fieldRef": {"fieldPath": path}}}
 
-    return (
-        [
-            {"name": "ADVISOR_API", "value": plan.api.url},
-            {
-                "name": "ADVISOR_TOKEN",
-                "valueFrom": {
-                    "secretKeyRef": {"name": plan.api.token_secret, "key": plan.api.token_key}
-                },
+    env: list[dict[str, Any]] = [
+        {"name": "ADVISOR_API", "value": plan.api.url},
+        {
+            "name": "ADVISOR_TOKEN",
+            "valueFrom": {
+                "secretKeyRef": {"name": plan.api.token_secret, "key": plan.api.token_key}
             },
-            {"name": "NODE_NAME", **field("spec.nodeName")},
-            {"name": "POD_NAME", **field("metadata.name")},
-            {"name": "POD_NAMESPACE", **field("metadata.namespace")},
-            {"name": "JOB_NAME", **field("metadata.labels['batch.kubernetes.io/job-name']")},
-            {
-                "name": "JOB_COMPLETION_INDEX",
-                **field("metadata.annotations['batch.kubernetes.io/job-completion-index']"),
-            },
-            {"name": "ADVISOR_PLAN", "value": plan.name},
-            # recorded with the stack, so the advisor's placement snippets can name this image
-            {"name": "ADVISOR_IMAGE", "value": cell.image.image},
-            {"name": "ADVISOR_CELL", "value": cell.cell_id},
-            # A read-only root filesystem: everything writable lives under the /tmp emptyDir.
-            {"name": "HOME", "value": "/tmp"},
-            {"name": "XDG_CACHE_HOME", "value": "/tmp/cache"},
-            {"name": "XDG_DATA_HOME", "value": "/tmp/data"},
-        ]
-        + ([{"name": "XDG_STATE_HOME", "value": SPOOL_MOUNT}] if plan.job.spool_claim else [])
-        + (
-            [
-                {"name": SWEEP_MATRIX_ENV, "value": sweep_matrix_of(plan, cell)},
-                {"name": "ADVISOR_SWEEP_CACHE", "value": "/tmp/sweep"},
-            ]
-            if cell.sweep_cell
-            else []
-        )
-    )
+        },
+        {"name": "NODE_NAME", **field("spec.nodeName")},
+        {"name": "POD_NAME", **field("metadata.name")},
+        {"name": "POD_NAMESPACE", **field("metadata.namespace")},
+        {"name": "JOB_NAME", **field("metadata.labels['batch.kubernetes.io/job-name']")},
+        {
+            "name": "JOB_COMPLETION_INDEX",
+            **field("metadata.annotations['batch.kubernetes.io/job-completion-index']"),
+        },
+        {"name": "ADVISOR_PLAN", "value": plan.name},
+        # recorded with the stack, so the advisor's placement snippets can name this image
+        {"name": "ADVISOR_IMAGE", "value": cell.image.image},
+        {"name": "ADVISOR_CELL", "value": cell.cell_id},
+        # A read-only root filesystem: everything writable lives under the /tmp emptyDir.
+        {"name": "HOME", "value": "/tmp"},
+        {"name": "XDG_CACHE_HOME", "value": "/tmp/cache"},
+        {"name": "XDG_DATA_HOME", "value": "/tmp/data"},
+    ]
+    if plan.job.spool_claim:
+        env.append({"name": "XDG_STATE_HOME", "value": SPOOL_MOUNT})
+    if cell.sweep_cell:
+        env.append({"name": SWEEP_MATRIX_ENV, "value": sweep_matrix_of(plan, cell)})
+        env.append({"name": "ADVISOR_SWEEP_CACHE", "value": "/tmp/sweep"})
+    return env
 
 
 SWEEP_MATRIX_ENV = "ADVISOR_SWEEP_MATRIX"
@@ -195,7 +190,8 @@ def collect_command(cell: Cell, run_id: str) -> list[str]:
 def pod_spec(
     plan: Plan, cell: Cell, run_id: str, container_name: str = CONTAINER
 ) -> dict[str, Any]:
-    container = {
+    mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": "/tmp"}]
+    container: dict[str, Any] = {
         "name": container_name,
         "image": cell.image.image,
         "imagePullPolicy": cell.image.pull_policy,
@@ -203,7 +199,7 @@ def pod_spec(
         "env": _env(plan, cell),
         "resources": _resources(cell, plan),
         "securityContext": container_security(),
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": mounts,
     }
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
@@ -222,7 +218,7 @@ def pod_spec(
         ],
     }
     if plan.job.spool_claim:
-        container["volumeMounts"].append({"name": "spool", "mountPath": SPOOL_MOUNT})
+        mounts.append({"name": "spool", "mountPath": SPOOL_MOUNT})
         spec["volumes"].append(
             {"name": "spool", "persistentVolumeClaim": {"claimName": plan.job.spool_claim}}
         )
