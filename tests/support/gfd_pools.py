@@ -125,3 +125,21 @@ POOL_NODES = [
     _renamed(CPU_ONLY_NO_NFD, "p-cpu-0"),
 ]
 assert GPU_TAINT  # A100 nodes keep the GPU taint of their base
+
+
+def h100_nodes(count: int) -> list[dict[str, Any]]:
+    """``count`` 8-GPU H100 SXM nodes, labelled as GPU feature discovery labels them."""
+    out = []
+    for i in range(count):
+        n = copy.deepcopy(A100_BARE_METAL)
+        n["metadata"]["name"] = f"p-h100-{i}"
+        n["metadata"]["labels"].update(
+            {
+                "kubernetes.io/hostname": f"p-h100-{i}",
+                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                "nvidia.com/gpu.memory": "81559",
+                "stack-advisor.io/pool": "h100-train",
+            }
+        )
+        out.append(n)
+    return out

@@ -53,8 +53,7 @@ def test_model_object_is_answered_by_proxy(client: TestClient) -> None:
 
 @pytest.mark.slow
 def test_cluster_request_with_a_model_is_answered_by_proxy_per_pool(client: TestClient) -> None:
-    from tests.advisor.proxy.test_cluster import h100_nodes
-    from tests.support.gfd_pools import POOL_NODES
+    from tests.support.gfd_pools import POOL_NODES, h100_nodes
 
     model = {"name": "Qwen3-30B-A3B", **QWEN["config"]}
     workload = {"model": model, "isl": 2048, "osl": 512, "concurrency": 64}

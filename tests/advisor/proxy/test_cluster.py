@@ -4,7 +4,6 @@ no reference on is excluded, saying why (the starter knowledge base)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -12,28 +11,9 @@ import pytest
 from stack_advisor.advisor.cluster.advice import ClusterAdvisor
 from stack_advisor.advisor.cluster.pools import group_pools, nodes_from_json
 from stack_advisor.advisor.cluster.results import PoolBasis
-from tests.support.gfd_nodes import A100_BARE_METAL
-from tests.support.gfd_pools import POOL_NODES
+from tests.support.gfd_pools import POOL_NODES, h100_nodes
 
 WORKLOAD = {"model": {"name": "gpt-oss-120b"}, "scenario": "Offline", "isl": 2048, "osl": 512}
-
-
-def h100_nodes(count: int) -> list[dict[str, Any]]:
-    """``count`` 8-GPU H100 SXM nodes, labelled as GPU feature discovery labels them."""
-    out = []
-    for i in range(count):
-        n = copy.deepcopy(A100_BARE_METAL)
-        n["metadata"]["name"] = f"p-h100-{i}"
-        n["metadata"]["labels"].update(
-            {
-                "kubernetes.io/hostname": f"p-h100-{i}",
-                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-                "nvidia.com/gpu.memory": "81559",
-                "stack-advisor.io/pool": "h100-train",
-            }
-        )
-        out.append(n)
-    return out
 
 
 @pytest.mark.slow
