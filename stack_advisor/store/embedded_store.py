@@ -82,6 +82,13 @@ FLAT_TIMEOUT_S = 1800.0  # the flat read's one statement (a million observations
 FLAT_CHUNK = 20_000  # rows taken from the engine's result at a time
 
 
+MAX_DB_BYTES = 1 << 40
+"""The address space each open database reserves (1 TiB; the engine's default is 8 TiB). A
+process's 128 TiB of address space then holds 128 open stores instead of 15: a server, a test
+session or a bench that opens many stores failed at the 16th with "Mmap ... failed"
+(``tests/store/test_embedded_many.py``). One store can still grow to 1 TiB."""
+
+
 class EmbeddedStore(CypherStore):
     """One database directory, one process. A lock serialises use of the single connection.
 
@@ -127,7 +134,7 @@ class EmbeddedStore(CypherStore):
         import ladybug
 
         try:
-            db = ladybug.Database(str(self.path))
+            db = ladybug.Database(str(self.path), max_db_size=MAX_DB_BYTES)
             conn = ladybug.Connection(db)
         except RuntimeError as exc:
             self._conn = self._db = None
