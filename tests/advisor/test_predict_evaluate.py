@@ -3,6 +3,8 @@ and staleness: a model is never served for an older generation of the knowledge 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -38,7 +40,8 @@ def test_predict_labels_observed_and_predicted(kb_advisor) -> None:  # type: ign
         "accelerator": "NVIDIA L4",
         "accelerator_count": 2,
         "placement": "vgpu",
-        "components": {"cuda": "12.2", "driver": "535.54.03", "tensorrt": "8.6.1"},
+        # a stack the compatibility rules accept (TensorRT 8.6 supports CUDA 12.0-12.1)
+        "components": {"cuda": "12.1", "driver": "535.54.03", "tensorrt": "8.6.1"},
         "benchmark": "bert-99",
         "scenario": "Offline",
         "metric": "samples_per_second",
@@ -56,17 +59,27 @@ def test_predict_labels_observed_and_predicted(kb_advisor) -> None:  # type: ign
 
 
 def test_predict_rejects_bad_queries_naming_the_field(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(InvalidInput, match=r"queries\.0\.accelerator_count"):
-        kb_advisor.predict(
-            [
-                {
-                    "accelerator": "NVIDIA A30",
-                    "accelerator_count": 0,
-                    "benchmark": "resnet50",
-                    "metric": "samples_per_second",
-                }
-            ]
-        )
+    """A malformed query is refused on its own, naming its field; the rest of the batch answers
+    (issue 43: each query of a batch judged on its own)."""
+    bad, good = kb_advisor.predict(
+        [
+            {
+                "accelerator": "NVIDIA A30",
+                "accelerator_count": 0,
+                "benchmark": "resnet50",
+                "metric": "samples_per_second",
+            },
+            {
+                "accelerator": "NVIDIA A30",
+                "benchmark": "resnet50",
+                "scenario": "Offline",
+                "metric": "samples_per_second",
+            },
+        ]
+    )
+    assert bad.basis is Basis.UNSUPPORTED and bad.value is None
+    assert bad.reason and re.search(r"queries\.0\.accelerator_count", bad.reason)
+    assert good.value is not None and good.value > 0
 
 
 def test_evaluate_by_round_through_predict_beside_the_lookup(kb_advisor) -> None:  # type: ignore[no-untyped-def]

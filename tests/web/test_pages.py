@@ -331,7 +331,9 @@ def test_rows_measured_here_say_so_in_the_api_and_the_page(
         "/v1/recommendations", headers=api_headers, json={"workload": workload}
     ).json()
     observed = [r for r in api["recommendations"] if r["basis"] == "observed"]
-    assert len(observed) == 2  # both numpy builds, measured by the sweep on this machine
+    # both numpy builds, measured by the sweep on this machine: one row per accelerator, count,
+    # placement and stack family, the other build folded in (issue 43's default view)
+    assert len(observed) == 1 and observed[0]["more_results"] >= 1
     for r in observed:
         assert r["evidence"]["measured_on"] == [here] and r["basis_note"] == "measured on this node"
     doc = sweep_client.get("/recommend?" + urlencode({**workload, "format": "json"})).json()
@@ -339,7 +341,7 @@ def test_rows_measured_here_say_so_in_the_api_and_the_page(
         r["basis_note"] for r in api["recommendations"]
     ]
     page = sweep_client.get("/recommend?" + urlencode(workload))
-    assert page.text.count('class="basis-note">measured on this node<') == 2
+    assert page.text.count('class="basis-note">measured on this node<') == 1
     assert basis_note(Basis.OBSERVED, ["gpu-7"], "laptop") == "measured on node gpu-7"
     assert basis_note(Basis.INTERPOLATED, [here], here) is None
 
@@ -358,7 +360,9 @@ def test_leaderboard_ranks_canonical_accelerators_per_placement(client: TestClie
     # the board keeps the series it chose on bare metal and says what it left out there
     assert doc["series"]["parameters"] == {} and {r["placement"] for r in rows} >= {"bare-metal"}
     assert any(
-        n.startswith("passthrough: left out, its results are other series") for n in doc["notes"]
+        # (a plot now picks the best-evidenced of several series, so it is "another series")
+        n.startswith("passthrough: left out, its results are another series")
+        for n in doc["notes"]
     )
     unchosen = client.get("/leaderboard?benchmark=resnet50")  # opens on the throughput, saying so
     assert (
