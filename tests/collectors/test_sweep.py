@@ -204,6 +204,7 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
         str(store),
         "--format",
         "plain",
+        "--all",  # the default view folds the two builds into one numpy row
     )
     assert code == 0, err
     assert out.count("observed (measured on this node)") == 2, out  # both numpy builds, this host

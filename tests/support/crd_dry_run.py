@@ -46,9 +46,14 @@ def serve_target_crds(api_client: Any) -> Iterator[tuple[Any, str]]:
     core.create_namespace(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     )
-    core.create_namespaced_service_account(
-        namespace, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
-    )
+    try:  # where a kube-controller-manager runs, it has made the namespace's default already
+        core.create_namespaced_service_account(
+            namespace,
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+        )
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
     try:
         yield dynamic.DynamicClient(api_client), namespace
     finally:
