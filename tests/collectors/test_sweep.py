@@ -218,6 +218,7 @@ def test_real_cpu_sweep_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path:
         "--store",
         str(store),
         "--json",
+        "--all",
     )
     assert code == 0, err
     assert [r["basis_note"] for r in json.loads(out)["recommendations"]] == [
