@@ -27,19 +27,13 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stack_advisor.catalog import (
-    load_catalog,
-    named_scenario,
-    resolve_benchmark,
-    resolve_cpu,
-    resolve_scenario,
-)
+from stack_advisor.catalog import load_catalog, named_scenario, resolve_benchmark
 from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
     benchmark_stack,
@@ -48,24 +42,34 @@ from stack_advisor.catalog.stack_text import (
     merge_stack_texts,
     parse_framework,
 )
-from stack_advisor.collectors.importers.archive_stream import ArchiveStream
-from stack_advisor.collectors.importers.limits import ImportLimits, limit_error, load_json
-from stack_advisor.collectors.importers.mlperf import (
-    ATTRIBUTION,
+from stack_advisor.collectors.importers.limits import ImportLimits
+from stack_advisor.collectors.importers.mlperf_common import (
     DEFAULT_BATCH,
-    FAMILY,
-    SOURCE,
+    cpu_accelerator,
     detect_round,
-    ingest_observations,
+    inference_stack,
+    ingest_counted,
     metric_facts,
+    placement_of,
+)
+from stack_advisor.collectors.importers.mlperf_inference_tree import ATTRIBUTION, FAMILY, SOURCE
+from stack_advisor.collectors.importers.mlperf_summary_table import (
+    FIELD_ALIASES,
+    REQUIRED,
+    check_texts,
+    field_map,
+    load_rows,
+    location_parts,
+    normalised,
+    row_nodes,
+    row_scenario,
+    table_rows,
 )
 from stack_advisor.collectors.importers.mlperf_system import accelerators as system_accelerators
 from stack_advisor.collectors.importers.mlperf_system import flat_text, whole_number
 from stack_advisor.collectors.importers.row_checks import (
-    TEXT_CHARS,
     RowRejected,
     check_plausible,
-    name_text,
     result_number,
 )
 from stack_advisor.schema.errors import InvalidInput
@@ -74,49 +78,11 @@ from stack_advisor.schema.models import (
     Benchmark,
     Host,
     Observation,
-    Placement,
     Provenance,
     SoftwareStack,
     SourceKind,
 )
 from stack_advisor.store.base import Store
-
-# Our field → the names rounds have given it, in the order they are tried.
-FIELD_ALIASES: dict[str, tuple[str, ...]] = {
-    "submitter": ("Submitter", "Organization", "submitter", "organization"),
-    "division": ("Category", "Division", "division", "category"),
-    "system_id": ("Platform", "system_id", "SystemId", "platform"),
-    "system_name": ("System", "system_name", "SystemName"),
-    "accelerator": ("Accelerator", "accelerator_model_name", "accelerator"),
-    "accelerators_per_node": ("a#", "accelerators_per_node"),
-    "total_accelerators": ("total_accelerators", "Total_Accelerators"),
-    "nodes": ("Nodes", "number_of_nodes", "nodes"),
-    "benchmark": ("Model", "MlperfModel", "mlperf_model", "model"),
-    "scenario": ("Scenario", "scenario"),
-    "value": ("Performance_Result", "Result", "result"),
-    "units": ("Performance_Units", "Units", "units"),
-    "software": ("Software", "framework", "Framework"),
-    "location": ("Location", "location"),
-    "inferred": ("inferred", "Inferred"),
-    "host_cpu": ("Processor", "host_processor_model_name"),
-    "host_processors_per_node": ("host_processors_per_node", "p#"),
-    "operating_system": ("operating_system", "OperatingSystem"),
-    "row_id": ("ID", "id"),
-    "power_result": ("Power_Result", "power_result"),
-}
-# A row cannot be placed without these (the accelerator's count may come from either field).
-REQUIRED = (
-    "submitter",
-    "division",
-    "system_id",
-    "accelerator",
-    "nodes",
-    "benchmark",
-    "scenario",
-    "value",
-    "units",
-)
-COUNT_FIELDS = ("accelerators_per_node", "total_accelerators")
 
 # Units as tables print them (compared lower case) → (kind, metric for throughput, factor to ms
 # for latency). Energy and power rows are counted and skipped: the store keeps performance.
@@ -140,8 +106,6 @@ SKIP_REASONS = {
     "not-a-row": "a row that is not a JSON object",
 }
 BAD_ROWS_SHOWN = 1000
-NAME_FIELDS = ("submitter", "division", "system_id", "system_name", "accelerator", "benchmark")
-TEXT_FIELDS = ("scenario", "units", "software", "location", "host_cpu", "operating_system")
 
 
 @dataclass
@@ -197,136 +161,15 @@ class SummaryImport:
         }
 
 
-# ---- reading the table -----------------------------------------------------------------------
-
-
-def _table_bytes(file: Path, limits: ImportLimits) -> bytes:
-    """The table's JSON text, inflated a megabyte at a time and never past ``json_bytes``."""
-    with ArchiveStream(file, limits) as stream:
-        if file.name.endswith(".gz") and not stream.gzip:
-            raise InvalidInput(
-                f"summary table {str(file)!r} is not gzip-compressed although its name ends in "
-                ".gz; pass the summary_results JSON (or .json.gz) as published"
-            )
-        data = stream.read(limits.json_bytes + 1)
-        if len(data) > limits.json_bytes:
-            raise limit_error(str(file), "JSON of more bytes", "json_bytes", limits.json_bytes)
-        if not stream.complete:
-            raise InvalidInput(f"summary table {str(file)!r} is cut short or corrupt (gzip)")
-    return data
-
-
-def table_rows(file: Path, limits: ImportLimits) -> list[Any]:
-    """Every row of the table as published (a list, or an object keyed "0", "1", ...), objects
-    or not: ``read_summary`` reports those that are not.
-
-    Raises:
-        InvalidInput: no such file, not JSON, or neither shape.
-        ImportLimitExceeded: the file is over a limit (size, depth, objects, rows).
-    """
-    if not file.is_file():
-        raise InvalidInput(
-            f"no such summary table: {str(file)!r} (give MLCommons' summary_results.json[.gz])"
-        )
-    data = _table_json(file, limits)
-    if isinstance(data, dict) and data and all(str(k).isdigit() for k in data):
-        data = [data[k] for k in sorted(data, key=lambda k: int(k))]
-    if not isinstance(data, list) or not any(isinstance(r, dict) for r in data):
-        shape = type(data).__name__
-        raise InvalidInput(
-            f"summary table {str(file)!r}: expected a list of result rows or an object keyed "
-            f'"0", "1", ... of rows; got a {shape}' + (" of no objects" if data else "")
-        )
-    if len(data) > limits.rows:
-        raise limit_error(str(file), f"{len(data):,} rows", "rows", limits.rows)
-    return data
-
-
-def load_rows(
-    path: str | os.PathLike[str], limits: ImportLimits | None = None
-) -> list[dict[str, Any]]:
-    """The table's rows that are objects (see ``table_rows``)."""
-    rows = table_rows(Path(path), limits or ImportLimits.from_env())
-    return [r for r in rows if isinstance(r, dict)]
-
-
-def _table_json(file: Path, limits: ImportLimits) -> Any:
-    try:
-        return load_json(_table_bytes(file, limits), str(file), limits)
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(
-            f"summary table {str(file)!r} is not text (byte {exc.start} is not UTF-8): not the "
-            "summary_results JSON"
-        ) from None
-    except (OSError, ValueError, EOFError) as exc:
-        raise InvalidInput(f"summary table {str(file)!r} is not readable JSON: {exc}") from None
-
-
-def field_map(rows: Iterable[dict[str, Any]]) -> dict[str, str]:
-    """Our field → the table's name for it (the first alias any row carries).
-
-    Raises:
-        InvalidInput: the table lacks required fields; the message names each with the names
-            it would be accepted under.
-    """
-    present: set[str] = set()
-    for row in rows:
-        present.update(row)
-    found = {
-        ours: next(a for a in aliases if a in present)
-        for ours, aliases in FIELD_ALIASES.items()
-        if any(a in present for a in aliases)
-    }
-    missing = [f for f in REQUIRED if f not in found]
-    if not any(f in found for f in COUNT_FIELDS):
-        missing.append(" or ".join(COUNT_FIELDS))
-    if missing:
-        named = "; ".join(
-            f"{m} ({' / '.join(FIELD_ALIASES[m])})"
-            if m in FIELD_ALIASES
-            else f"{m} ({' / '.join(a for f in COUNT_FIELDS for a in FIELD_ALIASES[f])})"
-            for m in missing
-        )
-        raise InvalidInput(
-            f"not an MLPerf results summary table: missing required field(s) {named}"
-        )
-    return found
-
-
-def _normalised(row: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    return {ours: row.get(theirs) for ours, theirs in names.items()}
-
-
 # ---- one row → one observation ---------------------------------------------------------------
 
 
 def _implementation(row: _Row, system_id: str) -> dict[str, str]:
     """{"implementation": "reference"} where the result's system folder (its location, else the
     system id) says the MLCommons reference code ran, as the tree importer records it."""
-    where = _location_parts(row.values.get("location") or "")
+    where = location_parts(row.values.get("location") or "")
     implementation = implementation_of(where[0] if where else system_id)
     return {"implementation": implementation} if implementation else {}
-
-
-def _location_parts(location: str) -> tuple[str, str, str] | None:
-    """(system, benchmark and scenario directories) from
-    ``<division>/<submitter>/results/<system>/<benchmark>/<scenario>``."""
-    parts = [p for p in str(location or "").split("/") if p]
-    if len(parts) >= 6 and parts[2] == "results":
-        return parts[3], parts[4], parts[5]
-    return None
-
-
-def _scenario(row: dict[str, Any]) -> str | None:
-    """The directory's scenario where the row names one (the tree importer's, and the one that
-    keeps Interactive apart from Server), else the Scenario field's."""
-    where = _location_parts(row.get("location") or "")
-    if where:
-        directory = resolve_scenario(where[2])
-        if directory.resolved:
-            return directory.id
-    match = resolve_scenario(flat_text(row.get("scenario")))
-    return match.id if match.resolved else None
 
 
 def _metric(
@@ -353,42 +196,39 @@ class _Row:
     index: int = -1  # where the row is in the table
 
 
-def _check_texts(r: dict[str, Any]) -> None:
-    """Names are text of a name's length; free text is text within TEXT_CHARS."""
-    for name in NAME_FIELDS:
-        name_text(r.get(name), name)
-    for name in TEXT_FIELDS:
-        name_text(r.get(name), name, TEXT_CHARS)
+@dataclass
+class _Figure:
+    """What a row publishes, read and checked: the result and the system it ran on."""
+
+    scenario: str
+    benchmark: str
+    benchmark_raw: str
+    metric: str
+    value: float
+    model: str
+    per_node_text: str
+    count: int
+    nodes: int
 
 
-def _nodes(raw: Any) -> int:
-    """The node count: 1 where blank, else a whole number of at least 1."""
-    if raw is None or raw == "":
-        return 1
-    nodes = whole_number(raw)
-    if nodes is None or nodes < 1:
-        raise RowRejected("nodes", f"{raw!r} is not a whole number of nodes (1 or more)")
-    return nodes
-
-
-def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
-    """The observation of one table row, or None (counted in ``report`` by reason)."""
+def _refused(row: _Row, report: SummaryImport) -> bool:
+    """Whether the row is one the importer does not take (counted in ``report`` by reason)."""
     r = row.values
     try:
-        _check_texts(r)
+        check_texts(r)
     except RowRejected as exc:
         report.reject(row, exc)
-        return None
+        return True
     if str(r.get("inferred") or "0").strip().lower() not in ("0", "false", "no", ""):
         report.skip("inferred", r)
-        return None
+        return True
     units = flat_text(r.get("units")).lower()
     if any(word in units for word in ENERGY_WORDS):
         report.skip("energy-or-power", r, units)
-        return None
+        return True
     if units not in UNITS:
         report.skip("unknown-units", r, repr(r.get("units")))
-        return None
+        return True
     empty = [
         f
         for f in ("submitter", "division", "system_id", "benchmark", "scenario", "value")
@@ -396,33 +236,52 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
     ]
     if empty:
         report.skip("missing-field", r, ", ".join(empty))
+        return True
+    return False
+
+
+def _counts(r: dict[str, Any]) -> tuple[float, tuple[str, str, int, int]]:
+    """The row's result and its (model, per-node text, count, nodes).
+
+    Raises:
+        RowRejected: a bad field, named.
+        TypeError, ValueError: a count that cannot be read.
+    """
+    value = result_number(r["value"], "value")
+    per_node = flat_text(r.get("accelerators_per_node"))
+    nodes = row_nodes(r.get("nodes"))
+    if not per_node and whole_number(r.get("total_accelerators")):
+        per_node = str(int(r["total_accelerators"]) // nodes)
+    # A blank count is how the table writes a CPU-only system.
+    system = system_accelerators(
+        {
+            "accelerator_model_name": r.get("accelerator"),
+            "accelerators_per_node": per_node or "0",
+            "number_of_nodes": r.get("nodes"),
+        }
+    )
+    return value, system
+
+
+def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
+    """The observation of one table row, or None (counted in ``report`` by reason)."""
+    r = row.values
+    if _refused(row, report):
         return None
-    scenario = _scenario(r)
+    scenario = row_scenario(r)
     if scenario is None:
         report.skip("unknown-scenario", r, repr(r.get("scenario")))
         return None
     try:
-        value = result_number(r["value"], "value")
-        per_node = flat_text(r.get("accelerators_per_node"))
-        nodes = _nodes(r.get("nodes"))
-        if not per_node and whole_number(r.get("total_accelerators")):
-            per_node = str(int(r["total_accelerators"]) // nodes)
-        # A blank count is how the table writes a CPU-only system.
-        model, per_node_text, count, nodes = system_accelerators(
-            {
-                "accelerator_model_name": r.get("accelerator"),
-                "accelerators_per_node": per_node or "0",
-                "number_of_nodes": r.get("nodes"),
-            }
-        )
+        value, (model, per_node_text, count, nodes) = _counts(r)
     except RowRejected as exc:
         report.reject(row, exc)
         return None
     except (TypeError, ValueError) as exc:
         report.skip("bad-value", r, str(exc))
         return None
-    kind, unit_metric, to_ms = UNITS[units]
-    where = _location_parts(r.get("location") or "")
+    kind, unit_metric, to_ms = UNITS[flat_text(r.get("units")).lower()]
+    where = location_parts(r.get("location") or "")
     benchmark_raw = where[1] if where else flat_text(r["benchmark"])
     bench = resolve_benchmark(benchmark_raw, FAMILY)
     scenario = named_scenario(bench, scenario)  # v5.0: "llama2-70b-interactive-99", Server
@@ -434,124 +293,103 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
         report.reject(row, exc)
         return None
     report.results += 1
-    return _observation(
-        row,
-        scenario,
-        bench.id,
-        benchmark_raw,
-        metric,
-        value,
-        model,
-        per_node_text,
-        count,
-        nodes,
-        report,
+    figure = _Figure(
+        scenario, bench.id, benchmark_raw, metric, value, model, per_node_text, count, nodes
     )
+    return _observation(row, figure, report)
 
 
-def _observation(
-    row: _Row,
-    scenario: str,
-    benchmark: str,
-    benchmark_raw: str,
-    metric: str,
-    value: float,
-    model: str,
-    per_node_text: str,
-    count: int,
-    nodes: int,
-    report: SummaryImport,
-) -> Observation:
+def _accelerator(row: _Row, figure: _Figure, report: SummaryImport) -> Accelerator:
+    """The row's accelerator through the catalogue (an unknown one counted as unresolved), or
+    its CPU, one per socket."""
+    r = row.values
+    if figure.model:
+        system_id = flat_text(r["system_id"])
+        match = resolve_in_context(figure.model, flat_text(r.get("system_name")), system_id)
+        if not match.resolved:
+            report.unresolved_accelerators[figure.model] += 1
+        return Accelerator(model=match.key, vendor=match.vendor, count=figure.count)
+    sockets = (whole_number(r.get("host_processors_per_node")) or 1) * figure.nodes
+    return cpu_accelerator(flat_text(r.get("host_cpu")), sockets)
+
+
+def _stack(row: _Row, benchmark: str, vendor: str | None) -> SoftwareStack:
+    """The stack the row's ``Software`` text names, as the benchmark ran it."""
     r = row.values
     division, submitter, system_id = (
         flat_text(r[k]) for k in ("division", "submitter", "system_id")
     )
-    host_cpu = flat_text(r.get("host_cpu"))
     software = flat_text(r.get("software"))
-    if model:
-        match = resolve_in_context(model, flat_text(r.get("system_name")), system_id)
-        if not match.resolved:
-            report.unresolved_accelerators[model] += 1
-        accelerator = Accelerator(model=match.key, vendor=match.vendor, count=count)
-    else:
-        sockets = (whole_number(r.get("host_processors_per_node")) or 1) * nodes
-        cpu = resolve_cpu(host_cpu) if host_cpu else None
-        accelerator = Accelerator(
-            model="CPU " + (cpu.id if cpu else "unknown"), vendor="cpu", count=sockets
-        )
-    parsed = merge_stack_texts(software, None)
-    fw_name, fw_version = parse_framework(software)
-    c = parsed.components
-    stack = SoftwareStack(
-        driver=c.get("driver"),
-        cuda=c.get("cuda"),
-        cudnn=c.get("cudnn"),
-        nccl=c.get("nccl"),
-        tensorrt=c.get("tensorrt"),
-        python=c.get("python"),
-        framework=fw_name,
-        framework_version=fw_version,
-        raw=f"framework: {software}" if software else None,
-        extra=_implementation(row, system_id),
+    stack = inference_stack(
+        merge_stack_texts(software, None).components,
+        parse_framework(software),
+        _implementation(row, system_id),
+        f"framework: {software}" if software else None,
     )
-    stack = benchmark_stack(
-        stack,
-        software,
-        benchmark,
-        division=division,
-        submitter=submitter,
-        vendor=accelerator.vendor,
+    return benchmark_stack(
+        stack, software, benchmark, division=division, submitter=submitter, vendor=vendor
     )
-    system_name = flat_text(r.get("system_name"))
-    evidence = {
-        "system_id": system_id,
-        "system_name": system_name,
-        "framework": software,
-        "accelerator_model_name": model,
-    }
-    placement = classify_placement(
-        {k: v for k, v in evidence.items() if v}, has_accelerator=bool(model)
-    )
-    unit, higher = metric_facts(metric)
+
+
+def _details(row: _Row, figure: _Figure, basis: str) -> dict[str, str]:
+    """The provenance details of one row: where it was published and what it said."""
+    r = row.values
     details = {
         "round": row.round,
-        "division": division,
-        "submitter": submitter,
-        "system_id": system_id,
-        "system_name": system_name,
+        "division": flat_text(r["division"]),
+        "submitter": flat_text(r["submitter"]),
+        "system_id": flat_text(r["system_id"]),
+        "system_name": flat_text(r.get("system_name")),
         "file": row.file,
         "table_row": flat_text(r.get("row_id")),
         "location": flat_text(r.get("location")),
         "metric_source": f"{row.file}: result {r['value']} {flat_text(r.get('units'))}",
-        "benchmark_raw": benchmark_raw,
-        "accelerator_raw": model or f"CPU {host_cpu}",
-        "accelerators_per_node": per_node_text,
-        "nodes": str(nodes),
-        "placement_basis": placement.basis,
+        "benchmark_raw": figure.benchmark_raw,
+        "accelerator_raw": figure.model or f"CPU {flat_text(r.get('host_cpu'))}",
+        "accelerators_per_node": figure.per_node_text,
+        "nodes": str(figure.nodes),
+        "placement_basis": basis,
         "license": "Apache-2.0",
         "attribution": "MLCommons MLPerf Inference " + row.round,
         "imported_from": "results summary table",
     }
+    return {k: v for k, v in details.items() if v}
+
+
+def _observation(row: _Row, figure: _Figure, report: SummaryImport) -> Observation:
+    r = row.values
+    division, submitter, system_id = (
+        flat_text(r[k]) for k in ("division", "submitter", "system_id")
+    )
+    accelerator = _accelerator(row, figure, report)
+    system_name = flat_text(r.get("system_name"))
+    evidence = {
+        "system_id": system_id,
+        "system_name": system_name,
+        "framework": flat_text(r.get("software")),
+        "accelerator_model_name": figure.model,
+    }
+    placement = classify_placement(
+        {k: v for k, v in evidence.items() if v}, has_accelerator=bool(figure.model)
+    )
+    unit, higher = metric_facts(figure.metric)
     return Observation(
         benchmark=Benchmark(
-            family=FAMILY, name=benchmark, parameters={"scenario": scenario, "division": division}
+            family=FAMILY,
+            name=figure.benchmark,
+            parameters={"scenario": figure.scenario, "division": division},
         ),
-        metric=metric,
-        value=value,
+        metric=figure.metric,
+        value=figure.value,
         unit=unit,
         higher_is_better=higher,
         timestamp=datetime.fromtimestamp(row.mtime, tz=UTC),
-        stack=stack,
+        stack=_stack(row, figure.benchmark, accelerator.vendor),
         accelerator=accelerator,
-        placement=Placement(
-            kind=placement.kind,
-            hypervisor=placement.hypervisor,
-            vgpu_profile=placement.vgpu_profile,
-            evidence=[f"basis: {placement.basis}", *placement.evidence],
-        ),
+        placement=placement_of(placement),
         host=Host(
             name=f"mlperf:{submitter}/{system_id}",
-            cpu_model=host_cpu or None,
+            cpu_model=flat_text(r.get("host_cpu")) or None,
             os=flat_text(r.get("operating_system")) or None,
             labels={"system_name": system_name} if system_name else {},
         ),
@@ -559,7 +397,7 @@ def _observation(
             kind=SourceKind.PUBLISHED,
             source=SOURCE,
             url=f"https://github.com/mlcommons/inference_results_{row.round}",
-            details={k: v for k, v in details.items() if v},
+            details=_details(row, figure, placement.basis),
         ),
         source_key=f"{row.round}/{division}/{submitter}/{system_id}",
     )
@@ -598,7 +436,7 @@ def read_summary(
             why = f"a {type(raw).__name__}, not an object"
             report.reject(_Row(round_, file.name, mtime, {}, index), RowRejected("row", why))
             continue
-        values = _normalised(raw, names)
+        values = normalised(raw, names)
         if flat_text(values.get("power_result")):
             report.power_figures_ignored += 1  # a power figure beside the result: not kept
         obs = row_observation(_Row(round_, file.name, mtime, values, index), report)
@@ -619,15 +457,7 @@ def import_summary(
     for results already imported from the round's results tree."""
     started = time.perf_counter()
     observations, report = read_summary(path, round_name=round_name)
-    done = 0
-
-    def step(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress:
-            progress(done, len(observations))
-
-    new, received = ingest_observations(store, observations, batch_size=batch_size, progress=step)
+    new, received = ingest_counted(store, observations, batch_size, progress)
     report.imported, report.already_present = new, received - new
     report.seconds = time.perf_counter() - started
     return report

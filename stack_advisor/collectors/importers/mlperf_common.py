@@ -1,0 +1,238 @@
+"""What the MLPerf importers share: reading a results tree (a directory or an archive), the issue
+each file that does not fit becomes, system descriptions, the placement, host and CPU "accelerator"
+of a published system, and writing observations to a store in batches.
+
+The Inference tree importer (``mlperf``), the Training importer (``mlperf_training``) and the
+summary-table importer (``mlperf_summary``) build on these, so that one published result reads the
+same whichever way it arrives.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stack_advisor.catalog import load_catalog, resolve_cpu, resolve_metric
+from stack_advisor.catalog.stack_text import PlacementEvidence
+from stack_advisor.collectors.importers.archive_stream import MemberBudget
+from stack_advisor.collectors.importers.limits import ImportLimits, load_json
+from stack_advisor.collectors.importers.tar_reader import ArchiveTruncated, iter_archive
+from stack_advisor.schema.models import (
+    Accelerator,
+    IngestBatch,
+    Observation,
+    Placement,
+    SoftwareStack,
+)
+from stack_advisor.store.base import Store
+
+ROUND = re.compile(r"v(\d+\.\d+)")
+DEFAULT_BATCH = 2000
+LINK_SKIPPED = "a symbolic link inside the tree is never followed or read"
+
+
+@dataclass
+class Issue:
+    """A file (or row) an importer did not take, and why."""
+
+    path: str
+    reason: str
+    outcome: str  # "skipped" | "failed"
+    category: str = "other"  # short name to group issues by
+
+
+def issue_dicts(issues: Iterable[Issue]) -> list[dict[str, str]]:
+    """Issues as an import summary's JSON lists them."""
+    return [
+        {"path": i.path, "outcome": i.outcome, "category": i.category, "reason": i.reason}
+        for i in issues
+    ]
+
+
+def truncated_issue(root: Path, exc: ArchiveTruncated) -> Issue:
+    """The issue of an archive cut short: what came before it was read."""
+    after = f" after {exc.after}" if exc.after else ""
+    return Issue(
+        str(root),
+        f"archive is truncated or corrupt{after}; what came before was read",
+        "failed",
+        "truncated-archive",
+    )
+
+
+def metric_facts(metric: str) -> tuple[str, bool]:
+    """(unit, higher is better) of a metric, from the catalogue.
+
+    Raises:
+        InvalidInput: the catalogue does not know the metric (with the closest names).
+    """
+    entry = load_catalog().metrics[resolve_metric(metric).require("metric")]
+    return entry.unit, entry.higher_is_better
+
+
+def detect_round(path: Path, first_parts: Iterable[str] = ()) -> str | None:
+    """``v3.0`` from a name such as ``inference_v3.0.tar.gz`` or ``inference_results_v3.0``."""
+    for text in (*first_parts, path.name, path.resolve().name):
+        match = ROUND.search(text)
+        if match:
+            return "v" + match.group(1)
+    return None
+
+
+# ---- reading a tree --------------------------------------------------------------------------
+
+
+def iter_tree_files(
+    root: Path,
+    wanted: Callable[[str], bool],
+    on_skipped: Callable[[str, str], None],
+    limits: ImportLimits,
+) -> Iterator[tuple[str, bytes | None, float]]:
+    """(relative path, content, mtime) of every file under a directory or in a .tar(.gz), within
+    ``limits``; content is None for files ``wanted`` refuses (the importer never reads them), and
+    links (never followed) go to ``on_skipped``."""
+    if root.is_dir():
+        yield from _iter_directory(root, wanted, on_skipped, limits)
+        return
+    archive = iter_archive(
+        root,
+        wanted=lambda name: wanted(name.removeprefix("./")),
+        limits=limits,
+        on_skipped=lambda name, why: on_skipped(name.removeprefix("./"), why),
+    )
+    for name, content, mtime in archive:
+        yield name.removeprefix("./"), content, mtime
+
+
+def _iter_directory(
+    root: Path,
+    wanted: Callable[[str], bool],
+    on_skipped: Callable[[str, str], None],
+    limits: ImportLimits,
+) -> Iterator[tuple[str, bytes | None, float]]:
+    budget = MemberBudget(str(root), limits)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = full.relative_to(root).as_posix()
+            budget.member()
+            if full.is_symlink():
+                on_skipped(rel, LINK_SKIPPED)
+            elif not wanted(rel):
+                yield rel, None, 0.0
+            else:
+                budget.reading(rel, full.stat().st_size)
+                yield rel, full.read_bytes(), full.stat().st_mtime
+
+
+def load_system(data: bytes, rel: str, limits: ImportLimits) -> dict[str, Any]:
+    """One system description's fields.
+
+    Raises:
+        ValueError: not JSON, or a top level that is not an object.
+        ImportLimitExceeded: the JSON is over a limit.
+    """
+    loaded = load_json(data, rel, limits)
+    if not isinstance(loaded, dict):
+        raise ValueError(f"top level is a {type(loaded).__name__}, not an object")
+    return loaded
+
+
+# ---- what a published system is --------------------------------------------------------------
+
+
+def placement_of(where: PlacementEvidence) -> Placement:
+    """The store's placement of a classified system description, its basis first in evidence."""
+    return Placement(
+        kind=where.kind,
+        hypervisor=where.hypervisor,
+        vgpu_profile=where.vgpu_profile,
+        evidence=[f"basis: {where.basis}", *where.evidence],
+    )
+
+
+def cpu_accelerator(host_cpu: str, sockets: int) -> Accelerator:
+    """A CPU-only system's "accelerator": its catalogued processor, one per socket."""
+    cpu = resolve_cpu(host_cpu) if host_cpu else None
+    return Accelerator(model="CPU " + (cpu.id if cpu else "unknown"), vendor="cpu", count=sockets)
+
+
+def inference_stack(
+    components: dict[str, str],
+    framework: tuple[str | None, str | None],
+    extra: dict[str, str],
+    raw: str | None,
+) -> SoftwareStack:
+    """The stack an Inference result names (tree or summary table alike)."""
+    c = components
+    return SoftwareStack(
+        driver=c.get("driver"),
+        cuda=c.get("cuda"),
+        cudnn=c.get("cudnn"),
+        nccl=c.get("nccl"),
+        tensorrt=c.get("tensorrt"),
+        python=c.get("python"),
+        framework=framework[0],
+        framework_version=framework[1],
+        extra=extra,
+        raw=raw,
+    )
+
+
+# ---- writing to a store ----------------------------------------------------------------------
+
+
+def batches(observations: list[Observation], batch_size: int) -> Iterator[IngestBatch]:
+    """Batches of at most ``batch_size`` items, an observation's ``stack.extra`` entries counted
+    as the API's batch cap counts them (so a batch sent to a REST store is never refused)."""
+    start = weight = 0
+    for end, observation in enumerate(observations):
+        cost = 1 + len(observation.stack.extra) if observation.stack else 1
+        if weight and weight + cost > batch_size:
+            yield IngestBatch(observations=observations[start:end])
+            start, weight = end, 0
+        weight += cost
+    if start < len(observations):
+        yield IngestBatch(observations=observations[start:])
+
+
+def ingest_observations(
+    store: Store,
+    observations: list[Observation],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[int, int]:
+    """Ingest in batches (one transaction each; the next one prepared while the store writes
+    the one before, see ``Store.ingest_many``). Returns (new, received)."""
+    new = received = 0
+    for result in store.ingest_many(batches(observations, batch_size)):
+        new += result.observations_new
+        received += result.observations_received
+        if progress:
+            progress(result.observations_received)
+    return new, received
+
+
+def ingest_counted(
+    store: Store,
+    observations: list[Observation],
+    batch_size: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[int, int]:
+    """``ingest_observations`` reporting ``progress(done, total)`` after each batch."""
+    total = len(observations)
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress(done, total)
+
+    return ingest_observations(store, observations, batch_size=batch_size, progress=step)
