@@ -12,9 +12,13 @@ Sources:
   * the project's own measured runs: every collector result document in ``data/results/*.json``.
 
 Writes stack_advisor/store/data/starter-kb-v<N>.json.gz (gzip'd JSON: a manifest plus IngestBatch
-fields), deterministic for the same inputs apart from the build date.
+fields), deterministic for the same inputs apart from the build date, and beside it the embedded
+store that snapshot seeds, ``starter-kb-v<N>.kb.gz`` with its stamp ``starter-kb-v<N>.kb.json``
+(``stack_advisor.store.starter_store``: a fresh install copies it instead of ingesting);
+``--store-only`` rebuilds just those two from the snapshot already at --out.
 
     python scripts/build_starter_kb.py [MLPERF_DIR] [--training DIR] [--results DIR] [--out FILE]
+    python scripts/build_starter_kb.py --store-only
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from stack_advisor.collectors.importers.mlperf import (
 )
 from stack_advisor.collectors.importers.results import documents_batch, load_documents
 from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store import starter_store
 from stack_advisor.store.starter import SNAPSHOT_NAME, STARTER_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -255,12 +260,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "stack_advisor" / "store" / "data" / SNAPSHOT_NAME
     )
+    parser.add_argument(
+        "--store-only",
+        action="store_true",
+        help="only rebuild the prebuilt starter store from the snapshot at --out",
+    )
     args = parser.parse_args(argv)
-    if not args.mlperf_dir.is_dir():
-        parser.error(f"MLPerf directory {str(args.mlperf_dir)!r} does not exist")
-    manifest, batch = build(args.mlperf_dir, args.results, args.training)
-    size = write(manifest, batch, args.out)
-    print(json.dumps({"out": str(args.out), "bytes": size, **manifest["counts"]}, indent=2))
+    if not args.store_only:
+        if not args.mlperf_dir.is_dir():
+            parser.error(f"MLPerf directory {str(args.mlperf_dir)!r} does not exist")
+        manifest, batch = build(args.mlperf_dir, args.results, args.training)
+        size = write(manifest, batch, args.out)
+        print(json.dumps({"out": str(args.out), "bytes": size, **manifest["counts"]}, indent=2))
+    # the snapshot seeded into an embedded store, as a first run would: shipped beside it so a
+    # fresh install copies it (stack_advisor.store.starter_store)
+    store = starter_store.build(args.out.parent, args.out)
+    print(json.dumps({"store": str(store), "bytes": store.stat().st_size}))
     return 0
 
 

@@ -41,12 +41,14 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             "ADVISOR_STORE",
             "ADVISOR_TABLE_CACHE",
             "ADVISOR_CALIBRATION_CACHE",
+            "ADVISOR_CATALOG_CACHE",
         )
     }
     os.environ["XDG_DATA_HOME"] = str(root / "data")
     os.environ["XDG_STATE_HOME"] = str(root / "state")
     os.environ["ADVISOR_TABLE_CACHE"] = str(root / "tables")  # persisted observation tables
     os.environ["ADVISOR_CALIBRATION_CACHE"] = str(root / "calibration")  # and their calibrations
+    os.environ["ADVISOR_CATALOG_CACHE"] = str(root / "catalogue")  # the parsed catalogue
     os.environ.pop("ADVISOR_STORE", None)
     from stack_advisor.advisor.engine import Advisor
     from stack_advisor.advisor.knowledge.cache_folders import CacheFolders

@@ -3,250 +3,29 @@
 Order, as kubectl resolves kinds: the exact id or name, then declared aliases (both compared
 case- and punctuation-blind, with or without a leading vendor word), then patterns. Text nothing
 matches keeps its raw name, marked unresolved, with the closest known names as suggestions.
+The catalogue itself is loaded and indexed by ``stack_advisor.catalog.loading``.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from typing import Any, TypeVar
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ValidationError
-
-from stack_advisor.catalog.entries import (
-    AcceleratorEntry,
-    BenchmarkEntry,
-    CpuEntry,
-    FrameworkEntry,
-    Generation,
-    MetricEntry,
-    ScenarioEntry,
-)
-from stack_advisor.catalog.spelling import ranked, strip_marks
+from stack_advisor.catalog.entries import AcceleratorEntry
+from stack_advisor.catalog.loading import MLPERF_INFERENCE as MLPERF_INFERENCE
+from stack_advisor.catalog.loading import VENDOR_WORDS, NameIndex, name_keys
+from stack_advisor.catalog.loading import Catalog as Catalog
+from stack_advisor.catalog.loading import load_catalog as load_catalog
+from stack_advisor.catalog.loading import load_entries as load_entries
+from stack_advisor.catalog.loading import normalize as normalize
+from stack_advisor.catalog.spelling import strip_marks
 from stack_advisor.catalog.spelling import words as spelling_words
 from stack_advisor.schema.errors import InvalidInput
 
-_VENDOR_WORDS = re.compile(r"^(?:nvidia|amd|qualcomm|google|intel|aws|arm)[\s_-]+", re.IGNORECASE)
-MLPERF_INFERENCE = "mlperf-inference"
 NOT_AN_ACCELERATOR = frozenset({"", "-", "n/a", "na", "none", "null", "cpu"})
-
-T = TypeVar("T", bound=BaseModel)
-
-
-def normalize(text: str) -> str:
-    """The comparison key of a name: lower case, only letters, digits, '.' and '+'."""
-    return re.sub(r"[^a-z0-9.+]", "", text.lower())
-
-
-def _keys(text: str) -> list[str]:
-    """Comparison keys of a name: as written and without a leading vendor word, trademark
-    marks dropped ("Intel(R) Arc(TM) Pro B70" is "Intel Arc Pro B70")."""
-    text = strip_marks(text)
-    stripped = _VENDOR_WORDS.sub("", text.strip())
-    keys = [normalize(text)]
-    if stripped != text.strip():
-        keys.append(normalize(stripped))
-    return [k for k in keys if k]
-
-
-# ---- loading ---------------------------------------------------------------------------------
-
-
-# libyaml's safe loader parses the catalogue about 10x faster than the pure-Python one (most of a
-# warm `advisor recommend` otherwise); same safety, same result.
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _load(file: str, key: str, model: type[T]) -> list[T]:
-    try:
-        text = (resources.files("stack_advisor.catalog") / file).read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=_SAFE_LOADER)
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidInput(f"catalogue file {file}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get(key), list):
-        raise InvalidInput(f"catalogue file {file}: expected a mapping with a list {key!r}")
-    out: list[T] = []
-    for i, item in enumerate(data[key]):
-        try:
-            out.append(model.model_validate(item))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            name = item.get("id", f"#{i}") if isinstance(item, dict) else f"#{i}"
-            raise InvalidInput(
-                f"catalogue file {file}: entry {name}: {where}: {first['msg']}"
-            ) from None
-    return out
-
-
-def load_entries(file: str, key: str, model: type[T]) -> list[T]:
-    """The validated entries of the list ``key`` in the catalogue file ``file`` (for catalogue
-    modules with their own file, e.g. ``rounds``).
-
-    Raises:
-        InvalidInput: the file is unreadable or an entry is malformed (named with its field).
-    """
-    return _load(file, key, model)
-
-
-class _Index:
-    """Exact names (normalised) → entry id; a key claimed by two entries is a load error."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self.by_key: dict[str, str] = {}
-        self.how: dict[str, str] = {}
-        self.spellings: dict[str, str] = {}  # every written name → entry id (for suggestions)
-
-    def add(self, entry_id: str, name: str, how: str) -> None:
-        self.spellings.setdefault(name, entry_id)
-        for key in _keys(name):
-            owner = self.by_key.get(key)
-            if owner is not None and owner != entry_id:
-                raise InvalidInput(
-                    f"catalogue: {self.what} name {name!r} belongs to both {owner} and {entry_id}"
-                )
-            if owner is None:
-                self.by_key[key] = entry_id
-                self.how[key] = how
-
-    def find(self, text: str) -> tuple[str, str] | None:
-        for key in _keys(text):
-            if key in self.by_key:
-                return self.by_key[key], self.how[key]
-        return None
-
-    def suggest(self, text: str, n: int = 3, *, canonical: bool = False) -> list[str]:
-        """Closest written names (one per entry), best first (``spelling.ranked``: every written
-        word held in any order, then edit similarity with O/0 and l/I/1 read alike); with
-        ``canonical`` the entries' ids instead of the spellings that came close."""
-        out: list[str] = []
-        seen: set[str] = set()
-        for name in ranked(text, self.spellings):
-            owner = self.spellings[name]
-            if owner in seen:
-                continue
-            seen.add(owner)
-            out.append(owner if canonical else name)
-            if len(out) == n:
-                break
-        return out
-
-
-@dataclass
-class Catalog:
-    generations: dict[str, Generation]
-    accelerators: dict[str, AcceleratorEntry]
-    cpus: list[CpuEntry]
-    benchmarks: dict[str, BenchmarkEntry]  # "<family>/<id>" → entry (an id is unique in its family)
-    scenarios: dict[str, ScenarioEntry]
-    metrics: dict[str, MetricEntry]
-    frameworks: dict[str, FrameworkEntry]
-    accelerator_index: _Index = field(default_factory=lambda: _Index("accelerator"))
-    benchmark_index: dict[str, _Index] = field(default_factory=dict)  # family → its names
-    scenario_index: _Index = field(default_factory=lambda: _Index("scenario"))
-    metric_index: _Index = field(default_factory=lambda: _Index("metric"))
-    framework_index: _Index = field(default_factory=lambda: _Index("framework"))
-    accelerator_patterns: list[tuple[re.Pattern[str], str]] = field(default_factory=list)
-    benchmark_variants: dict[str, list[tuple[re.Pattern[str], str]]] = field(default_factory=dict)
-    cpu_patterns: list[tuple[re.Pattern[str], CpuEntry]] = field(default_factory=list)
-    vgpu_prefixes: dict[str, str] = field(default_factory=dict)
-
-    def benchmark(self, family: str, benchmark_id: str) -> BenchmarkEntry | None:
-        return self.benchmarks.get(f"{family}/{benchmark_id}")
-
-    def min_driver(self, accelerator_id: str) -> str | None:
-        entry = self.accelerators.get(accelerator_id)
-        if entry is None:
-            return None
-        gen = self.generations.get(entry.generation)
-        return gen.min_driver if gen else None
-
-
-def _unique(items: list[T], what: str, key: Any = None) -> dict[str, T]:
-    out: dict[str, T] = {}
-    for item in items:
-        ident = key(item) if key else item.id  # type: ignore[attr-defined]
-        if ident in out:
-            raise InvalidInput(f"catalogue: {what} {ident!r} is defined twice")
-        out[ident] = item
-    return out
-
-
-@lru_cache(maxsize=1)
-def load_catalog() -> Catalog:
-    """The packaged catalogue, loaded and validated once.
-
-    Raises:
-        InvalidInput: a malformed file or entry (the message names file, entry and field), a
-            name claimed by two entries, or an accelerator naming an unknown generation.
-    """
-    cat = Catalog(
-        generations=_unique(_load("generations.yaml", "generations", Generation), "generation"),
-        accelerators=_unique(
-            _load("accelerators.yaml", "accelerators", AcceleratorEntry), "accelerator"
-        ),
-        cpus=_load("cpus.yaml", "cpus", CpuEntry),
-        benchmarks=_unique(
-            _load("benchmarks.yaml", "benchmarks", BenchmarkEntry),
-            "benchmark",
-            key=lambda b: f"{b.family}/{b.id}",
-        ),
-        scenarios=_unique(_load("scenarios.yaml", "scenarios", ScenarioEntry), "scenario"),
-        metrics=_unique(_load("metrics.yaml", "metrics", MetricEntry), "metric"),
-        frameworks=_unique(_load("frameworks.yaml", "frameworks", FrameworkEntry), "framework"),
-    )
-    for acc in cat.accelerators.values():
-        if acc.generation not in cat.generations:
-            raise InvalidInput(
-                f"catalogue: accelerator {acc.id}: unknown generation {acc.generation!r}"
-            )
-        cat.accelerator_index.add(acc.id, acc.id, "id")
-        cat.accelerator_index.add(acc.id, acc.name, "id")
-        for name in (*acc.nvml_names, *acc.gfd_products, *acc.aliases):
-            cat.accelerator_index.add(acc.id, name, "alias")
-        cat.accelerator_patterns += [(re.compile(p, re.IGNORECASE), acc.id) for p in acc.patterns]
-        unknown = [s for s in acc.siblings if s not in cat.accelerators or s == acc.id]
-        if unknown:
-            raise InvalidInput(f"catalogue: accelerator {acc.id}: unknown sibling(s) {unknown}")
-        for prefix in acc.vgpu_prefixes:
-            if prefix.lower() in cat.vgpu_prefixes:
-                raise InvalidInput(f"catalogue: vGPU prefix {prefix!r} claimed twice")
-            cat.vgpu_prefixes[prefix.lower()] = acc.id
-    for cpu in cat.cpus:
-        cat.cpu_patterns += [(re.compile(p, re.IGNORECASE), cpu) for p in cpu.patterns]
-    for bench in cat.benchmarks.values():
-        index = cat.benchmark_index.setdefault(bench.family, _Index(f"{bench.family} benchmark"))
-        index.add(bench.id, bench.id, "id")
-        for name in bench.aliases:
-            index.add(bench.id, name, "alias")
-        cat.benchmark_variants.setdefault(bench.family, []).extend(
-            (re.compile(p, re.IGNORECASE), bench.id) for p in bench.variant_patterns
-        )
-    for scen in cat.scenarios.values():
-        for limit in scen.latency_limits:
-            if cat.benchmark(MLPERF_INFERENCE, limit.benchmark) is None:
-                raise InvalidInput(
-                    f"catalogue: scenario {scen.id}: latency limit for unknown benchmark "
-                    f"{limit.benchmark!r}"
-                )
-    for scen in cat.scenarios.values():
-        cat.scenario_index.add(scen.id, scen.id, "id")
-        for name in scen.aliases:
-            cat.scenario_index.add(scen.id, name, "alias")
-    for metric in cat.metrics.values():
-        cat.metric_index.add(metric.id, metric.id, "id")
-        for name in metric.aliases:
-            cat.metric_index.add(metric.id, name, "alias")
-    for fw in cat.frameworks.values():
-        cat.framework_index.add(fw.id, fw.id, "id")
-        for name in fw.aliases:
-            cat.framework_index.add(fw.id, name, "alias")
-    return cat
 
 
 # ---- accelerators ----------------------------------------------------------------------------
@@ -361,7 +140,7 @@ def _board_match(text: str, cat: Catalog) -> tuple[AcceleratorEntry, str] | list
     if found:
         return cat.accelerators[found[0]], found[1]
     lowered = " ".join(text.lower().split())
-    bare = _VENDOR_WORDS.sub("", lowered)
+    bare = VENDOR_WORDS.sub("", lowered)
     hits = list(
         dict.fromkeys(
             acc_id
@@ -392,7 +171,7 @@ def _memory_fits(memory_gb: float | None, written: list[int]) -> bool:
 def _family_members(text: str, cat: Catalog) -> list[str]:
     """The ids of the parts whose family the text names ("H100", "NVIDIA RTX PRO 6000"), or
     which one family's several parts all begin with ("RTX PRO 6000 Blackwell", "MI300")."""
-    keys = set(_keys(text))
+    keys = set(name_keys(text))
     named = [a.id for a in cat.accelerators.values() if normalize(a.family) in keys]
     if named:
         return named
@@ -403,7 +182,11 @@ def _family_members(text: str, cat: Catalog) -> list[str]:
         a
         for a in cat.accelerators.values()
         if any(
-            k.startswith(key) for key in keys if len(key) >= 4 for n in a.names() for k in _keys(n)
+            k.startswith(key)
+            for key in keys
+            if len(key) >= 4
+            for n in a.names()
+            for k in name_keys(n)
         )
     ]
     if len(prefixed) >= 2 and len({a.family for a in prefixed}) == 1:
@@ -422,7 +205,7 @@ def _family_in_other_words(text: str, cat: Catalog) -> list[str]:
     """The members of a family the text names with its words in another order ("RTX 6000 PRO")
     or followed only by words every member shares (bus, architecture, a memory size all have);
     [] unless two or more members remain."""
-    asked = spelling_words(_VENDOR_WORDS.sub("", text.strip()), folded=False)
+    asked = spelling_words(VENDOR_WORDS.sub("", text.strip()), folded=False)
     families: dict[str, list[AcceleratorEntry]] = {}
     for acc in cat.accelerators.values():
         families.setdefault(acc.family, []).append(acc)
@@ -553,7 +336,7 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
             placement=placement,
             matched_by=how,
         )
-    vgpu = _VGPU.match(_VENDOR_WORDS.sub("", name))
+    vgpu = _VGPU.match(VENDOR_WORDS.sub("", name))
     if vgpu and vgpu.group("prefix").lower() in cat.vgpu_prefixes:
         entry = cat.accelerators[cat.vgpu_prefixes[vgpu.group("prefix").lower()]]
         profile = f"{vgpu.group('prefix')}-{vgpu.group('gb')}{vgpu.group('series').upper()}"
@@ -656,7 +439,7 @@ def resolve_cpu(text: str) -> NameMatch:
 # ---- benchmarks, scenarios, metrics, frameworks ----------------------------------------------
 
 
-def _names(text: str, index: _Index, what: str) -> NameMatch:
+def _names(text: str, index: NameIndex, what: str) -> NameMatch:
     found = index.find(text)
     if found:
         return NameMatch(raw=text, id=found[0], resolved=True, what=what, matched_by=found[1])

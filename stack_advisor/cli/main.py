@@ -67,11 +67,15 @@ def _root(
         ),
     ] = False,
 ) -> None:
+    from stack_advisor.advisor.knowledge.cache_folders import configured_folder
+    from stack_advisor.catalog.parsed_cache import CATALOGUE_CACHE_ENV, use_folder
     from stack_advisor.cli.stores import use_api
 
     use_api(
         api
     )  # for this invocation's commands (stack_advisor.cli.stores), not written into the environment
+    # the parsed catalogue kept between runs: $ADVISOR_CATALOG_CACHE (0: off), else the user's cache
+    use_folder(configured_folder(os.environ, CATALOGUE_CACHE_ENV, "catalogue"))
 
 
 for _name in COMMAND_MODULES:

@@ -9,13 +9,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from stack_advisor.advisor.proxy.model import model_file, read_model_file
 from stack_advisor.schema.errors import InvalidInput
 
 if TYPE_CHECKING:
     from stack_advisor.advisor.results import Prediction, RecommendationSet
 
 ALL_ROWS = 1000
+
+
+def described_model(model: str | None) -> bool:
+    """Whether ``--model`` names a description file (``advisor.proxy.model.model_file``); the
+    proxy's module is imported only when a model is given (a plain recommend never needs it)."""
+    if model is None:
+        return False
+    from stack_advisor.advisor.proxy.model import model_file
+
+    return model_file(model)
 
 
 def proxy_fields(
@@ -28,8 +37,9 @@ def proxy_fields(
         InvalidInput: --isl/--osl/--concurrency without --model or --benchmark to apply to.
     """
     out: dict[str, Any] = {"isl": isl, "osl": osl, "concurrency": concurrency}
-    if model_file(model):
-        assert model is not None
+    if model is not None and described_model(model):
+        from stack_advisor.advisor.proxy.model import read_model_file
+
         out["model"] = read_model_file(model)
     return {k: v for k, v in out.items() if v is not None}
 

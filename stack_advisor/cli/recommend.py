@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from stack_advisor.advisor.proxy.model import model_file
 from stack_advisor.cli.compare import compare_app
 from stack_advisor.cli.options import PLACEMENTS, FormatOpt, JsonOpt, StoreOpt, choose
 from stack_advisor.cli.proxy import ALL_ROWS as PROXY_ROWS
-from stack_advisor.cli.proxy import as_predictions, proxy_fields, proxy_workload
+from stack_advisor.cli.proxy import as_predictions, described_model, proxy_fields, proxy_workload
 from stack_advisor.cli.recommend_options import (
     AcceleratorOpt,
     BatchSizeOpt,
@@ -157,7 +156,7 @@ def recommend(
             benchmark=benchmark,
             task=task,
             scenario=scenario,
-            model=None if model_file(model) else model,
+            model=None if described_model(model) else model,
             proxy=proxy_fields(model, isl, osl, concurrency),
             batch_size=batch_size,
             precision=precision,

@@ -180,15 +180,16 @@ def _create_seeded_default(final: Path, settings: StoreSettings, *, replace: boo
     partial = final.with_name(f".{final.name}.seeding-{os.getpid()}")
     _remove_store_files(partial)
     try:
-        # A private store no request waits on: the per-query timeout that protects the API from
-        # runaway reads must not fail a first run on a busy machine.
-        store = EmbeddedStore(str(partial), query_timeout_s=SEED_QUERY_TIMEOUT_S)
-        try:
-            store.ensure_schema()
-            if settings.seed_starter:
-                _seed(store)
-        finally:
-            store.close()
+        if not (settings.seed_starter and _restore_prebuilt(partial)):
+            # A private store no request waits on: the per-query timeout that protects the API
+            # from runaway reads must not fail a first run on a busy machine.
+            store = EmbeddedStore(str(partial), query_timeout_s=SEED_QUERY_TIMEOUT_S)
+            try:
+                store.ensure_schema()
+                if settings.seed_starter:
+                    _seed(store)
+            finally:
+                store.close()
         if final.exists() and not replace:  # another process finished first: keep its store
             return
         for sidecar in _store_files(partial):
@@ -206,6 +207,16 @@ def _store_files(path: Path) -> list[Path]:
 def _remove_store_files(path: Path) -> None:
     for file in _store_files(path):
         file.unlink(missing_ok=True)
+
+
+def _restore_prebuilt(path: Path) -> bool:
+    """The shipped starter store copied to ``path`` where it matches this install
+    (``stack_advisor.store.starter_store``): seconds instead of ingesting the snapshot."""
+    from stack_advisor.runtime import progress
+    from stack_advisor.store.starter_store import restore
+
+    with progress.phase("first use: unpacking the starter knowledge base (once)"):
+        return restore(path)
 
 
 def _seed(store: Store) -> None:

@@ -254,6 +254,8 @@ def test_an_interrupted_first_seed_leaves_no_half_seeded_default_store(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(starter, "seed_store", seed_then_interrupt)
+    # seeding from the snapshot (the shipped prebuilt store is tested in test_starter_store)
+    monkeypatch.setattr(registry, "_restore_prebuilt", lambda path: False)
     with pytest.raises(KeyboardInterrupt):
         registry.open_store(settings=settings)
     folder = registry.default_store_path(settings).parent
@@ -289,6 +291,7 @@ def test_an_empty_default_store_is_seeded_and_a_written_one_is_not(
         )
 
     monkeypatch.setattr(registry, "_seed", seed_part)
+    monkeypatch.setattr(registry, "_restore_prebuilt", lambda path: False)
     with registry.open_store(settings=settings) as store:
         assert store.generation() > 0
         seeded = store.stats().counts.get("Observation", 0)
