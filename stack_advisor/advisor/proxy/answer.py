@@ -9,12 +9,23 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from stack_advisor.advisor.knowledge.table import ObservationTable
-from stack_advisor.advisor.proxy.estimate import Reference, point_work, proxy_value, references
+from stack_advisor.advisor.proxy.efficiency import Efficiency
+from stack_advisor.advisor.proxy.estimate import (
+    Moved,
+    Reference,
+    Workload,
+    point_work,
+    prior_efficiency,
+    proxy_value,
+    references,
+)
+from stack_advisor.advisor.proxy.indicators import Indicators, pi_factors
 from stack_advisor.advisor.proxy.memory import MemoryVerdict, feasibility
 from stack_advisor.advisor.proxy.model import ModelSpec
 from stack_advisor.advisor.proxy.validation import Fit, fit, model_of
 from stack_advisor.schema.errors import InvalidInput, NotFound
 
+Factor = tuple[str, str, float]  # (name, value as text, effect on the figure)
 # id(table) -> (the table, weakly; scenario -> references and fit): tables are unhashable
 _FITS: dict[int, tuple[weakref.ref[ObservationTable], dict[str, tuple[list[Reference], Fit]]]] = {}
 
@@ -31,7 +42,7 @@ class ProxyAnswer:
     high: float
     memory: MemoryVerdict
     references: list[str] = field(default_factory=list)
-    factors: list[tuple[str, str, float]] = field(default_factory=list)
+    factors: list[Factor] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -78,51 +89,69 @@ def proxy_answers(
             "the concurrent requests (--concurrency N, workload.concurrency) or the shape"
         )
     refs, learned = fitted(table, scenario)
-    own = {model.source}
+    rest = [r for r in refs if model_of(r.benchmark) != model.source]
+    prior = learned.prior if len(rest) == len(refs) else prior_efficiency(rest)
     pools: dict[tuple[str, str], list[Reference]] = defaultdict(list)
-    for r in refs:
-        if model_of(r.benchmark) not in own and (not accelerators or r.accelerator in accelerators):
+    for r in rest:
+        if not accelerators or r.accelerator in accelerators:
             pools[(r.accelerator, r.framework)].append(r)
     out = []
     for (acc, framework), pool in sorted(pools.items()):
-        answer = _answer(model, acc, framework, pool, learned, scenario, isl, osl, concurrency)
-        if answer is not None:
-            out.append(answer)
+        target = point_work(model, acc, isl, osl, concurrency)
+        if target is None:
+            continue
+        (c, m), ind = pi_factors(table, acc, target.precision, framework)
+        got = proxy_value(target, pool, prior.scaled(c, m), learned.strength)
+        if got is None:
+            continue
+        plain = proxy_value(target, pool, prior, learned.strength) if ind else got
+        pi_effect = got.value / plain.value if plain else 1.0
+        answer = _answer(model, acc, framework, got, learned, scenario, isl, osl, target)
+        answer.factors.append(_pi_factor(ind, acc, framework, pi_effect))
+        out.append(answer)
     return sorted(out, key=lambda a: -a.value)
+
+
+def _pi_factor(ind: Indicators | None, acc: str, framework: str, effect: float) -> Factor:
+    if ind is None:
+        return (
+            "performance indicators",
+            f"none in the knowledge base for {acc} ({framework}): efficiency from MLPerf "
+            "references only",
+            1.0,
+        )
+    return ("performance indicators (prior efficiency moved)", ind.text, round(effect, 4))
 
 
 def _answer(
     model: ModelSpec,
     acc: str,
     framework: str,
-    pool: list[Reference],
+    got: Moved,
     learned: Fit,
     scenario: str,
     isl: int,
     osl: int,
-    concurrency: int | None,
-) -> ProxyAnswer | None:
-    target = point_work(model, acc, isl, osl, concurrency)
-    got = proxy_value(target, pool, learned.knobs) if target else None
-    if target is None or got is None:
-        return None
-    value, chosen = got
+    target: Workload,
+) -> ProxyAnswer:
+    value = got.value
     context, batch = isl + osl, target.traffic.batch
     smallest = feasibility(model, acc, count=1, context=context, concurrency=batch).min_count
     verdict = feasibility(model, acc, count=smallest or 1, context=context, concurrency=batch)
     refs = [
         f"{r.benchmark} {scenario} on {r.accelerator} ({r.framework}, {r.round}): "
         f"{r.value:,.0f} tokens/s per accelerator"
-        for r, _, _ in chosen
+        for r, _ in got.references
     ]
     factors = [
         ("work per token", f"{r.benchmark} -> {model.name}", round(moved / r.value, 4))
-        for r, moved, _ in chosen
+        for r, moved in got.references
     ]
-    factors += _learned(learned, batch)
+    factors += _learned(got.efficiency, got.prior, learned, batch)
     notes = [
-        f"basis proxy: {model.name} has no results; moved from the nearest published model on "
-        f"{acc} by modelled time per output token ({target.precision})",
+        f"basis proxy: {model.name} has no results; its work per output token on {acc} "
+        f"({target.precision}: prefill and decode FLOPs, weight and KV-cache bytes) at the "
+        f"compute and memory efficiency fitted to {len(refs)} published model(s) there",
         f"interval: p10..p90 of leave-one-model-out errors over {learned.models} MLPerf LLMs",
         verdict.text,
     ]
@@ -140,14 +169,17 @@ def _answer(
     )
 
 
-def _learned(learned: Fit, batch: int) -> list[tuple[str, str, float]]:
-    """The knobs the answer was made with, as factors of no effect of their own."""
-    k = learned.knobs
+def _learned(eff: Efficiency, prior: Efficiency, learned: Fit, batch: int) -> list[Factor]:
+    """What the answer was made with, as factors of no effect of their own."""
     return [
-        ("memory-term weight (learned)", f"{k.memory_weight:.3g}", 1.0),
         (
-            "nearness: MoE penalty, context weight (learned)",
-            f"{k.moe_penalty:g}, {k.context_weight:g}",
+            "efficiency on this part (fitted): compute, memory",
+            f"{eff.compute:.3g} of peak, {eff.memory:.3g} of bandwidth",
+            1.0,
+        ),
+        (
+            "prior efficiency (every part), shrinkage strength (learned)",
+            f"{prior.compute:.3g}, {prior.memory:.3g}; {learned.strength:g}",
             1.0,
         ),
         ("batch per replica", str(batch), 1.0),

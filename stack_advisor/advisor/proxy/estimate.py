@@ -1,18 +1,17 @@
 """Basis ``proxy``: a model the knowledge base has no results for, from the published results of
-the models nearest to it on the same accelerator and stack family.
+the other models on the same accelerator and stack family.
 
 Each reference is one (benchmark, accelerator, framework) median throughput per accelerator in
-MLPerf's latest round that holds it. A reference's figure is moved by the ratio of modelled time
-per output token (``stack_advisor.advisor.proxy.work``: FLOPs at the part's peak plus bytes at its
-bandwidth, the bytes term weighted by ``Knobs.memory_weight``, the efficiency ratio learned from
-the references themselves). The nearest references (active parameters, dense or MoE, context)
-are combined in a weighted geometric mean. The interval is the spread of the same procedure's
-errors on benchmarks held out (``stack_advisor.advisor.proxy.validation``).
+MLPerf's latest round that holds it. A point's time per output token is its work
+(``stack_advisor.advisor.proxy.work``: prefill and decode FLOPs at the part's peak, weight and KV
+bytes at its bandwidth) over a compute and a memory efficiency fitted to the part's references and
+shrunk toward every part's (``stack_advisor.advisor.proxy.efficiency``); the shrinkage's strength is
+learned by held-out error. The interval is the spread of the same procedure's errors on models
+held out (``stack_advisor.advisor.proxy.validation``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -21,6 +20,7 @@ import numpy as np
 import yaml
 
 from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.proxy.efficiency import Efficiency, Point, fit_efficiency
 from stack_advisor.advisor.proxy.memory import default_precision, max_batch, part, usable_bytes
 from stack_advisor.advisor.proxy.model import ModelSpec, catalogue_configs, from_catalogue
 from stack_advisor.advisor.proxy.work import Traffic, token_work
@@ -29,28 +29,7 @@ from stack_advisor.schema.errors import InvalidInput
 
 FAMILY = "mlperf-inference"
 METRIC = "tokens_per_second"
-NEAREST = 1  # references an answer is moved from (1: the nearest; held-out error chose it)
 KV_SHARE = 0.5  # a replica's degree leaves at least this share of its memory to the KV cache
-
-
-@dataclass(frozen=True)
-class Knobs:
-    """What the proxy learns, each by held-out error on the grids below: the memory term's
-    weight against the FLOP term (the ratio of the two efficiencies), and how far a dense model
-    is from a MoE one and one context from another when picking the nearest reference."""
-
-    memory_weight: float
-    moe_penalty: float
-    context_weight: float
-
-
-# log-spaced memory weights, and the nearness terms tried with each
-KNOB_GRID = tuple(
-    Knobs(float(w), moe, ctx)
-    for w in np.geomspace(0.05, 20.0, 9)
-    for moe in (0.0, 0.7)
-    for ctx in (0.3, 1.0)
-)
 
 
 @dataclass(frozen=True)
@@ -76,8 +55,8 @@ class Workload:
     flop_seconds: float  # FLOPs / peak
     byte_seconds: float  # bytes / bandwidth
 
-    def time(self, memory_weight: float) -> float:
-        return self.flop_seconds + memory_weight * self.byte_seconds
+    def seconds(self, eff: Efficiency) -> float:
+        return eff.seconds(self.flop_seconds, self.byte_seconds)
 
 
 def llm_benchmarks() -> list[str]:
@@ -198,39 +177,54 @@ def point_work(
     )
 
 
-def distance(a: Workload, b: Workload, knobs: Knobs) -> float:
-    """How far two models are for the proxy: active parameters (log), dense vs MoE, context."""
-    return (
-        abs(math.log(a.model.active_params / b.model.active_params))
-        + (knobs.moe_penalty if a.model.moe != b.model.moe else 0.0)
-        + knobs.context_weight * abs(math.log(a.traffic.context / b.traffic.context))
-    )
-
-
 def benchmark_work(benchmark: str, accelerator: str) -> Workload | None:
     isl, osl = benchmark_traffic(benchmark)
     return point_work(from_catalogue(benchmark), accelerator, isl, osl, None)
 
 
-def proxy_value(
-    target: Workload,
-    refs: list[Reference],
-    knobs: Knobs,
-) -> tuple[float, list[tuple[Reference, float, float]]] | None:
-    """The target's throughput per accelerator from ``refs`` (one part), or None without any:
-    (value, [(reference, its moved value, its weight)])."""
-    moved = []
+@dataclass(frozen=True)
+class Moved:
+    """A proxy figure and how it was made: the part's efficiencies, the prior they were shrunk
+    toward, and what each reference alone implies for the target (its value x its time over the
+    target's)."""
+
+    value: float
+    efficiency: Efficiency
+    prior: Efficiency
+    references: list[tuple[Reference, float]]
+
+
+def points(refs: list[Reference]) -> list[tuple[Reference, Workload, Point]]:
+    """The references whose work the proxy can count (a published peak and bandwidth)."""
+    out = []
     for ref in refs:
         work = benchmark_work(ref.benchmark, ref.accelerator)
-        if work is None:
-            continue
-        d = distance(target, work, knobs)
-        value = ref.value * work.time(knobs.memory_weight) / target.time(knobs.memory_weight)
-        moved.append((ref, value, 1.0 / (0.05 + d)))
-    if not moved:
+        if work is not None:
+            out.append((ref, work, Point(work.flop_seconds, work.byte_seconds, ref.value)))
+    return out
+
+
+def prior_efficiency(refs: list[Reference]) -> Efficiency:
+    """The efficiencies that fit every reference on every part at once (the shrinkage target).
+
+    Raises:
+        InvalidInput: no reference with countable work.
+    """
+    got = [p for _, _, p in points(refs)]
+    if not got:
+        raise InvalidInput("references: none with a published peak and bandwidth to learn from")
+    return fit_efficiency(got)
+
+
+def proxy_value(
+    target: Workload, refs: list[Reference], prior: Efficiency, strength: float
+) -> Moved | None:
+    """The target's throughput per accelerator from ``refs`` (one part), or None without any:
+    the part's efficiencies fitted to them, shrunk toward ``prior`` by ``strength``."""
+    got = points(refs)
+    if not got:
         return None
-    moved.sort(key=lambda m: -m[2])
-    chosen = moved[:NEAREST]
-    total = sum(w for _, _, w in chosen)
-    log_value = sum(w * math.log(v) for _, v, w in chosen) / total
-    return math.exp(log_value), chosen
+    eff = fit_efficiency([p for _, _, p in got], prior, strength)
+    time = target.seconds(eff)
+    moved = [(ref, ref.value * work.seconds(eff) / time) for ref, work, _ in got]
+    return Moved(1.0 / time, eff, prior, moved)

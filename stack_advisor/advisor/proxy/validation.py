@@ -1,29 +1,38 @@
 """Leave one model out: each MLPerf LLM's results estimated by proxy from the others only.
 
 A model is held out with every benchmark of it (llama2-70b-99 and -99.9 go together: the same
-model's results would otherwise answer for it). The knobs (``estimate.Knobs``) are chosen without
-the held-out model (inner leave-one-out over the rest), so its errors are what a user's unseen model
-would get; the 80% interval of a held-out model is the p10..p90 of the other models' errors.
+model's results would otherwise answer for it). The prior efficiency and the shrinkage strength
+(``estimate.proxy_value``) are learned without the held-out model (the strength by an inner
+leave-one-out over the rest), so its errors are what a user's unseen model would get; the 80%
+interval of a held-out model is the p10..p90 of the other models' errors.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.proxy.efficiency import Efficiency
 from stack_advisor.advisor.proxy.estimate import (
-    KNOB_GRID,
-    Knobs,
     Reference,
     benchmark_work,
+    prior_efficiency,
     proxy_value,
     references,
 )
+from stack_advisor.advisor.proxy.indicators import pi_factors
 from stack_advisor.advisor.proxy.model import catalogue_configs
+
+# how strongly a part's efficiencies are held to the prior (one unit: like one reference a tenth
+# of a decade off); chosen per fit by held-out error
+STRENGTHS = (0.1, 0.3, 1.0, 3.0)
+# (accelerator, precision) -> (compute, memory) factors on the prior (the part's indicators)
+PiFactors = Callable[[str, str], tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -52,10 +61,11 @@ class HeldOut:
 
 @dataclass(frozen=True)
 class Fit:
-    """What the proxy learns from a set of references: the memory term's weight and the
-    p10/p90 of its held-out log errors (ln actual/predicted)."""
+    """What the proxy learns from a set of references: the prior efficiency, the shrinkage
+    strength and the p10/p90 of its held-out log errors (ln actual/predicted)."""
 
-    knobs: Knobs
+    prior: Efficiency
+    strength: float
     q10: float
     q90: float
     models: int
@@ -66,62 +76,68 @@ def model_of(benchmark: str) -> str:
     return catalogue_configs()[benchmark][1]
 
 
-def _predict_all(refs: list[Reference], knobs: Knobs, held: str) -> list[HeldOut]:
+def _predict_all(
+    refs: list[Reference], strength: float, held: str, pi: PiFactors | None = None
+) -> list[HeldOut]:
     """Predictions for every reference of the model ``held`` from the other models' refs on
     the same part and framework (any framework of the part when it has none)."""
     pool: dict[tuple[str, str], list[Reference]] = defaultdict(list)
     by_part: dict[str, list[Reference]] = defaultdict(list)
-    for r in refs:
-        if model_of(r.benchmark) != held:
-            pool[(r.accelerator, r.framework)].append(r)
-            by_part[r.accelerator].append(r)
+    rest = [r for r in refs if model_of(r.benchmark) != held]
+    for r in rest:
+        pool[(r.accelerator, r.framework)].append(r)
+        by_part[r.accelerator].append(r)
+    prior = prior_efficiency(rest)
     out = []
     for r in refs:
         if model_of(r.benchmark) != held:
             continue
         target = benchmark_work(r.benchmark, r.accelerator)
         candidates = pool.get((r.accelerator, r.framework)) or by_part.get(r.accelerator, [])
-        got = proxy_value(target, candidates, knobs) if target and candidates else None
+        if target is None or not candidates:
+            continue
+        part_prior = prior.scaled(*pi(r.accelerator, target.precision)) if pi else prior
+        got = proxy_value(target, candidates, part_prior, strength)
         if got is not None:
-            out.append(HeldOut(r.benchmark, r.accelerator, r.framework, r.value, got[0]))
+            out.append(HeldOut(r.benchmark, r.accelerator, r.framework, r.value, got.value))
     return out
 
 
-def choose_knobs(refs: list[Reference]) -> Knobs:
-    """The grid's knobs with the least median |log error| over leave-one-model-out of ``refs``."""
+def choose_strength(refs: list[Reference], pi: PiFactors | None = None) -> float:
+    """The strength with the least median |log error| over leave-one-model-out of ``refs``."""
     models = sorted({model_of(r.benchmark) for r in refs})
 
-    def score(knobs: Knobs) -> float:
-        errors = [abs(h.log_error) for m in models for h in _predict_all(refs, knobs, m)]
+    def score(strength: float) -> float:
+        errors = [abs(h.log_error) for m in models for h in _predict_all(refs, strength, m, pi)]
         return float(np.median(errors)) if errors else math.inf
 
-    return min(KNOB_GRID, key=score)
+    return min(STRENGTHS, key=score)
 
 
 def fit(refs: list[Reference]) -> Fit:
-    """The weight over all of ``refs`` and the spread of held-out errors (each model's errors
-    with the weight chosen without it)."""
+    """The prior and strength over all of ``refs`` and the spread of held-out errors (each
+    model's errors with what was learned without it)."""
     errors = [h.log_error for h in leave_one_model_out(refs, intervals=False)]
     q10, q90 = (
         (float(np.quantile(errors, 0.1)), float(np.quantile(errors, 0.9)))
         if errors
-        else (
-            -math.log(2.0),
-            math.log(2.0),
-        )
+        else (-math.log(2.0), math.log(2.0))
     )
     models = len({model_of(r.benchmark) for r in refs})
-    return Fit(knobs=choose_knobs(refs), q10=q10, q90=q90, models=models)
+    return Fit(prior_efficiency(refs), choose_strength(refs), q10, q90, models)
 
 
-def leave_one_model_out(refs: list[Reference], *, intervals: bool = True) -> list[HeldOut]:
+def leave_one_model_out(
+    refs: list[Reference], *, intervals: bool = True, pi: PiFactors | None = None
+) -> list[HeldOut]:
     """Every model held out in turn; with ``intervals``, each held-out prediction carries the
-    80% interval from the other models' held-out errors."""
+    80% interval from the other models' held-out errors. ``pi`` moves each part's prior by its
+    performance indicators (``indicators.pi_factors``)."""
     models = sorted({model_of(r.benchmark) for r in refs})
     per_model: dict[str, list[HeldOut]] = {}
     for m in models:
         rest = [r for r in refs if model_of(r.benchmark) != m]
-        per_model[m] = _predict_all(refs, choose_knobs(rest), m)
+        per_model[m] = _predict_all(refs, choose_strength(rest, pi), m, pi)
     if not intervals:
         return [h for hs in per_model.values() for h in hs]
     out = []
@@ -152,6 +168,50 @@ def summary(held: list[HeldOut]) -> dict[str, float]:
     }
 
 
-def validate(table: ObservationTable, scenario: str) -> tuple[list[HeldOut], dict[str, float]]:
-    held = leave_one_model_out(references(table, scenario))
+def table_pi(table: ObservationTable) -> PiFactors:
+    """The table's performance indicators as factors on each part's prior."""
+
+    def factors(accelerator: str, precision: str) -> tuple[float, float]:
+        return pi_factors(table, accelerator, precision)[0]
+
+    return factors
+
+
+def validate(
+    table: ObservationTable, scenario: str, *, with_pi: bool = False
+) -> tuple[list[HeldOut], dict[str, float]]:
+    pi = table_pi(table) if with_pi else None
+    held = leave_one_model_out(references(table, scenario), pi=pi)
     return held, summary(held)
+
+
+def baseline(refs: list[Reference]) -> list[HeldOut]:
+    """The simplest proxy on the same rows, to judge the model against: each held-out result
+    is the nearest model's (active parameters, same part and framework pool) scaled by the
+    ratio of active parameters; its interval from the other models' errors likewise."""
+    per_model: dict[str, list[HeldOut]] = defaultdict(list)
+    for r in refs:
+        held = model_of(r.benchmark)
+        target = benchmark_work(r.benchmark, r.accelerator)
+        rest = [c for c in refs if model_of(c.benchmark) != held and c.accelerator == r.accelerator]
+        pool = [c for c in rest if c.framework == r.framework] or rest
+        works = [(c, w) for c in pool if (w := benchmark_work(c.benchmark, c.accelerator))]
+        if target is None or not works:
+            continue
+        active = target.model.active_params
+        c, w = min(works, key=lambda cw: abs(math.log(active / cw[1].model.active_params)))
+        value = c.value * w.model.active_params / active
+        per_model[held].append(HeldOut(r.benchmark, r.accelerator, r.framework, r.value, value))
+    out = []
+    for m, held_out in per_model.items():
+        others = [h.log_error for k, hs in per_model.items() if k != m for h in hs]
+        q10, q90 = float(np.quantile(others, 0.1)), float(np.quantile(others, 0.9))
+        out += [
+            HeldOut(*_key(h), h.predicted * math.exp(q10), h.predicted * math.exp(q90))
+            for h in held_out
+        ]
+    return out
+
+
+def _key(h: HeldOut) -> tuple[str, str, str, float, float]:
+    return h.benchmark, h.accelerator, h.framework, h.actual, h.predicted

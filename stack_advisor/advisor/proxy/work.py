@@ -1,16 +1,19 @@
-"""The work of one generated token: FLOPs and bytes, from a model's shape and the traffic.
+"""The work of one generated token: FLOPs and bytes, prefill and decode apart, from a model's
+shape and the traffic.
 
 Serving throughput counts output tokens (MLPerf's tokens/s), so the prefill of a request's input
 is shared among its output tokens. Per output token:
 
-- FLOPs: 2 x active parameters x (input + output) / output tokens, plus attention's
-  4 x layers x attention width x mean context per processed token;
-- bytes (decode): the weights a step reads, shared by the batch (a MoE step reads the experts
-  the batch's tokens touch: E x (1 - (1 - k/E)^batch) of E per layer), plus the KV cache of the
-  sequence at its mean decode context.
+- prefill FLOPs: (2 x active parameters x input tokens + causal attention's
+  4 x layers x attention width x input^2 / 2) / output tokens;
+- decode FLOPs: 2 x active parameters + 4 x layers x attention width x the mean decode context
+  (input + output / 2);
+- weight bytes: the weights a decode step reads, shared by the batch (a MoE step reads the experts
+  the batch's tokens touch: E x (1 - (1 - k/E)^batch) of E per layer);
+- KV bytes: the KV cache of the sequence at its mean decode context.
 
-The time model is a roofline sum, ``FLOPs / peak + bytes / bandwidth`` up to each term's
-efficiency; ``stack_advisor.advisor.proxy.estimate`` learns the ratio of the two efficiencies.
+``stack_advisor.advisor.proxy.efficiency`` turns them into time with a compute and a memory
+efficiency learned from the references.
 """
 
 from __future__ import annotations
@@ -43,8 +46,21 @@ class Traffic:
 
 @dataclass(frozen=True)
 class TokenWork:
-    flops: float
-    bytes: float
+    """One output token's work, by part: FLOPs of prefill and decode, bytes of weights and of
+    the KV cache."""
+
+    prefill_flops: float
+    decode_flops: float
+    weight_bytes: float
+    kv_bytes: float
+
+    @property
+    def flops(self) -> float:
+        return self.prefill_flops + self.decode_flops
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes
 
 
 def weights_read_per_step(model: ModelSpec, batch: int) -> float:
@@ -58,12 +74,12 @@ def weights_read_per_step(model: ModelSpec, batch: int) -> float:
 
 def token_work(model: ModelSpec, traffic: Traffic, precision: str) -> TokenWork:
     """FLOPs and bytes of one output token (see the module's docstring)."""
-    processed = traffic.context / traffic.osl
-    mean_context = traffic.isl / 2 + traffic.osl / 2
-    attn = 4.0 * model.layers * model.attn_dim * mean_context
-    flops = (2.0 * model.active_params + attn) * processed
+    isl, osl = traffic.isl, traffic.osl
+    attn_width = 4.0 * model.layers * model.attn_dim
+    prefill = (2.0 * model.active_params * isl + attn_width * isl * isl / 2) / osl
+    decode = 2.0 * model.active_params + attn_width * (isl + osl / 2)
     width = PRECISION_BYTES[precision]
     kv_width = max(width, PRECISION_BYTES["fp8"])
     weights = weights_read_per_step(model, traffic.batch) * width / traffic.batch
-    kv = model.kv_elems_per_token * (traffic.isl + traffic.osl / 2) * kv_width
-    return TokenWork(flops=flops, bytes=weights + kv)
+    kv = model.kv_elems_per_token * (isl + osl / 2) * kv_width
+    return TokenWork(prefill_flops=prefill, decode_flops=decode, weight_bytes=weights, kv_bytes=kv)
