@@ -47,12 +47,7 @@ def _row(name: str, s: dict[str, float]) -> str:
 
 def section(table, source: str) -> tuple[str, list[str]]:  # type: ignore[no-untyped-def]
     from stack_advisor.advisor.proxy.estimate import references
-    from stack_advisor.advisor.proxy.validation import (
-        baseline,
-        leave_one_model_out,
-        summary,
-        table_pi,
-    )
+    from stack_advisor.advisor.proxy.validation import leave_one_model_out, summary
 
     head = "| held out | results | MAPE % | median APE % | 80% coverage |\n|---|---|---|---|---|"
     lines, goals = [], []
@@ -64,15 +59,7 @@ def section(table, source: str) -> tuple[str, list[str]]:  # type: ignore[no-unt
         refs = references(table, scenario)
         held = leave_one_model_out(refs)
         total = summary(held)
-        with_pi = leave_one_model_out(refs, pi=table_pi(table))
-        for name, rows in (
-            ("baseline: nearest model x active-parameter ratio", baseline(refs)),
-            ("proxy (fitted efficiencies)", held),
-            ("proxy with performance indicators", with_pi),
-            ("proxy, rows on parts with indicators", [h for h in held if _indicated(table, h)]),
-            ("... with indicators, same rows", [h for h in with_pi if _indicated(table, h)]),
-        ):
-            compare.append(f"| {scenario} {_row(name, summary(rows))[2:]}")
+        compare += _compare(table, scenario, refs, held)
         by_model: dict[str, list] = defaultdict(list)  # type: ignore[type-arg]
         for h in held:
             by_model[h.benchmark].append(h)
@@ -117,6 +104,28 @@ def section(table, source: str) -> tuple[str, list[str]]:  # type: ignore[no-unt
         ]
     )
     return text, goals
+
+
+def _compare(table, scenario: str, refs, held) -> list[str]:  # type: ignore[no-untyped-def]
+    """The baseline and the PI-informed proxy on the same rows as ``held``."""
+    from stack_advisor.advisor.proxy.validation import (
+        baseline,
+        leave_one_model_out,
+        summary,
+        table_pi,
+    )
+
+    with_pi = leave_one_model_out(refs, pi=table_pi(table))
+    return [
+        f"| {scenario} {_row(name, summary(rows))[2:]}"
+        for name, rows in (
+            ("baseline: nearest model x active-parameter ratio", baseline(refs)),
+            ("proxy (fitted efficiencies)", held),
+            ("proxy with performance indicators", with_pi),
+            ("proxy, rows on parts with indicators", [h for h in held if _indicated(table, h)]),
+            ("... with indicators, same rows", [h for h in with_pi if _indicated(table, h)]),
+        )
+    ]
 
 
 def _indicated(table, h) -> bool:  # type: ignore[no-untyped-def]
