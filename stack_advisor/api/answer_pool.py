@@ -9,8 +9,12 @@ cores). A worker process has its own lock and runs at a lower CPU priority
 
 The workers answer from the advisor's current ``Knowledge`` snapshot, which the server pickles to
 a private file once per store generation (the embedded store serves one process, so a worker
-cannot open the store itself). Each request gets a slot in a shared byte array: the server raises
-its flag when the client disconnects and the worker stops at its next chunk of queries.
+cannot open the store itself), in a temp folder named after the server's pid. The workers end
+with the server, even one killed with SIGKILL, and remove that folder on their way out
+(``answer_worker.end_with_parent``); a folder whose server is gone all the same is removed when
+the next pool makes its own (``sweep_stale_snapshots``). Each request gets a slot in a shared
+byte array: the server raises its flag when the client disconnects and the worker stops at its
+next chunk of queries.
 
 Admission (``Admission``): anonymous heavy answers run at most ``ADVISOR_ANSWER_WORKERS`` at once
 with at most ``ADVISOR_ANSWER_QUEUE`` waiting; beyond that 503 with Retry-After at once, and 429
@@ -26,6 +30,7 @@ import multiprocessing
 import os
 import pickle
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -56,6 +61,7 @@ PREDICT_CHUNK = 100  # queries between two looks at the deadline and the client
 DISCONNECT_POLL_S = 0.25
 MAX_REQUESTS = 256  # requests in the pool at once (each holds a cancel flag)
 PICKLE_TRIES = 3  # a snapshot's memo may change while it is pickled: try again
+SNAPSHOT_PREFIX = "advisor-answers-"  # then the server's pid, "-", mkdtemp's random part
 
 
 class Busy(AdvisorError):
@@ -171,9 +177,17 @@ class AnswerPool:
                     self.workers,
                     mp_context=self._context,
                     initializer=answer_worker.start,
-                    initargs=(self._flags, self.nice),
+                    initargs=(self._flags, self.nice, os.getpid(), str(self._snapshots())),
                 )
             return self._executor
+
+    def _snapshots(self) -> Path:
+        """The folder of this server's snapshot files, made on first use (under the lock);
+        folders that servers now gone left behind are removed first."""
+        if self._folder is None:
+            sweep_stale_snapshots()
+            self._folder = Path(tempfile.mkdtemp(prefix=f"{SNAPSHOT_PREFIX}{os.getpid()}-"))
+        return self._folder
 
     def worker_pids(self) -> list[int]:
         """The worker processes running now (none before the first use)."""
@@ -188,9 +202,8 @@ class AnswerPool:
             for held, written in self._published:
                 if held() is knowledge:
                     return written
-            if self._folder is None:
-                self._folder = Path(tempfile.mkdtemp(prefix="advisor-answers-"))
-            path = self._folder / f"knowledge-{knowledge.generation}-{time.monotonic_ns()}.pickle"
+            name = f"knowledge-{knowledge.generation}-{time.monotonic_ns()}.pickle"
+            path = self._snapshots() / name
             data = _pickled(knowledge)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as handle:
@@ -259,6 +272,37 @@ class AnswerPool:
             executor.shutdown(wait=False, cancel_futures=True)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def sweep_stale_snapshots(root: Path | None = None) -> list[Path]:
+    """Remove the snapshot folders in ``root`` (the temp folder) that this user's servers left
+    when they ended without their clean-up (SIGKILL, a crash) and their workers could not
+    remove either: those named after a pid that no longer runs. Folders of running servers,
+    of other users and of other names stay. Returns the folders removed."""
+    removed = []
+    for folder in Path(root or tempfile.gettempdir()).glob(f"{SNAPSHOT_PREFIX}*-*"):
+        pid = folder.name.removeprefix(SNAPSHOT_PREFIX).split("-", 1)[0]
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if not pid.isdigit() or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        if not _running(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+            log.info("removed %s, left by server process %s that is gone", folder, pid)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _pickled(knowledge: Knowledge) -> bytes:

@@ -14,9 +14,13 @@ AdvisorError subclass, message, details)``.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
+import shutil
 import signal
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,9 @@ from stack_advisor.api.schemas import PredictionRequest
 from stack_advisor.schema.errors import AdvisorError
 
 Outcome = tuple[Any, ...]
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_DEATH_SIGNAL = signal.SIGUSR1  # not SIGTERM: the pool's own terminate() must still work
+PARENT_POLL_S = 0.5  # how often the fallback looks at the parent
 _PREDICTIONS = TypeAdapter(list[Prediction])
 
 # this process's state: the cancel flags shared with the server, and the snapshot last loaded
@@ -39,15 +46,56 @@ _flags: Any = None
 _loaded: tuple[str, Knowledge] | None = None
 
 
-def start(flags: Any, nice: int) -> None:
+def start(flags: Any, nice: int, parent: int | None = None, folder: str | None = None) -> None:
     """The worker's initializer: keep the flags, lower the priority (the server's own work and
-    the rest of the machine come first), one BLAS thread, and leave Ctrl-C to the server."""
+    the rest of the machine come first), one BLAS thread, leave Ctrl-C to the server, and end
+    with the server ``parent`` (removing its snapshot ``folder``) however the server ends."""
     global _flags
     _flags = flags
     if nice > 0:
         os.nice(nice)
     threadpool_limits(limits=1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:
+        end_with_parent(parent, folder)
+
+
+def end_with_parent(parent: int, folder: str | None) -> None:
+    """Exit once process ``parent`` has gone, even killed with SIGKILL (which runs none of its
+    clean-up): the worker would otherwise live on as an orphan, and with it multiprocessing's
+    ``resource_tracker``, which waits for every process holding its pipe. The worker removes the
+    snapshot ``folder`` on its way out.
+
+    Linux tells the worker with a parent-death signal (``prctl(PR_SET_PDEATHSIG)``). That signal
+    also comes when the *thread* that started the worker ends (the server's warm-up thread), so
+    the handler exits only when the parent really is gone (the worker has been handed to another
+    parent); a thread that looks at the parent every ``PARENT_POLL_S`` covers the rest (a
+    signal already spent on a thread, a platform without prctl)."""
+
+    def gone() -> None:
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+        os._exit(0)
+
+    def on_signal(signum: int, frame: object) -> None:
+        if os.getppid() != parent:
+            gone()
+
+    signal.signal(PARENT_DEATH_SIGNAL, on_signal)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the thread alone
+        pass
+    if os.getppid() != parent:  # gone before the signal was asked for
+        gone()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        gone()
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _knowledge(path: str) -> Knowledge:
