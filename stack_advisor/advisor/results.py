@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
 
 from stack_advisor.schema.models import PlacementKind
 
@@ -220,9 +220,11 @@ class PredictQuery(_Out):
     parameters: dict[str, Any] = Field(default_factory=dict)
     metric: str = Field(min_length=1)
     as_of: str = Field(
-        default="now",
-        description="the round the answer is for: 'now' (the newest round holding the benchmark), "
-        "'next' (a forecast one round ahead) or a round name such as 'v6.0'",
+        default="today",
+        description="the round the answer is for: 'today' (the newest round published by today's "
+        "date: a forecast where the knowledge base lacks it), 'now' (the newest round holding the "
+        "benchmark), 'next' (a forecast one round ahead), a date such as 2026-05-01 or a round "
+        "name such as 'v6.0'",
     )
 
 
@@ -249,6 +251,16 @@ class Prediction(_Out):
     round: str | None = Field(
         default=None, description="the benchmark round the figure is for (its 'as of')"
     )
+
+    @field_serializer("query", mode="wrap")
+    def _query_as_asked(self, query: PredictQuery, handler: SerializerFunctionWrapHandler) -> Any:
+        """A refused query echoes what was asked (in catalogue names) and nothing else: the
+        defaults it was never answered with (a count of 1, bare metal, today's round) are not
+        shown as if the user had given them; the reason says what was wrong."""
+        out = handler(query)
+        if self.basis is Basis.UNSUPPORTED and isinstance(out, dict):
+            return {k: v for k, v in out.items() if k in query.model_fields_set}
+        return out
 
 
 class Comparison(_Out):

@@ -360,9 +360,10 @@ def predict(
         str | None,
         typer.Option(
             "--as-of",
-            help="the round answers are for: now (the newest round holding each benchmark), "
-            "next (a forecast one round ahead) or a round name such as v6.0; a query's own "
-            "as_of wins",
+            help="the round answers are for: today (default: the newest round published by "
+            "today, a forecast where the knowledge base lacks it), now (the newest round holding "
+            "each benchmark), next (one round ahead), a date such as 2026-05-01 or a round name "
+            "such as v6.0; a query's own as_of wins",
         ),
     ] = None,
 ) -> None:
@@ -412,13 +413,20 @@ def predict(
     _show_predictions(predictions, chosen)
 
 
+def _asked(p: Prediction, field: str) -> bool:
+    """Whether a prediction's row shows ``field``: an answer shows what it answered for, a
+    refusal only what the query gave (not the defaults it was never answered with)."""
+    return p.basis.value != "unsupported" or field in p.query.model_fields_set
+
+
 def _show_predictions(predictions: list[Prediction], chosen: OutputFormat) -> None:
     from stack_advisor.cli.render import render
 
     rows = [
         {
-            "accelerator": f"{p.accelerator or p.query.accelerator} x{p.query.accelerator_count}",
-            "placement": p.query.placement.value,
+            "accelerator": f"{p.accelerator or p.query.accelerator}"
+            + (f" x{p.query.accelerator_count}" if _asked(p, "accelerator_count") else ""),
+            "placement": p.query.placement.value if _asked(p, "placement") else None,
             "benchmark": f"{p.query.benchmark} {p.query.scenario or ''}".strip(),
             "basis": BASIS_MARK.get(p.basis.value, p.basis.value),
             "value": with_interval(

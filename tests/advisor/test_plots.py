@@ -5,6 +5,7 @@ throughput` against `recommend`'s observed per-accelerator values. Commands run 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +151,10 @@ def test_plot_throughput_values_are_recommends_per_accelerator_values(
         # the same figure (median of the latest round's per-accelerator results), which
         # recommend carries to the benchmark's newest round by the drift it names (issue 41);
         # the whiskers are the spread of those results, inside the observed range it reports
-        carried = [f["effect"] for f in rec["factors"] if f["name"] == "round drift"]
-        effect = carried[0] if carried else 1.0
+        # (and on to today's round by the forecast it names)
+        effect = math.prod(
+            f["effect"] for f in rec["factors"] if f["name"] in ("round drift", "forecast")
+        )
         assert row["value"] * effect == pytest.approx(rec["value"], rel=1e-4)
         observed = rec["observed_range"]
         assert (

@@ -1,122 +1,78 @@
 """Round drift: what time an estimate is for.
 
-The knowledge base's "now" for a benchmark slice is the newest round holding it. Evidence from an
-older round is carried to now through the drift the parts present in both rounds show (same
-slice, comparable system class: accelerators per node, single or multi-node): the median of
-those pairs' log ratios, their spread in the interval, the pairs and rounds shown in the
-answer (``carry``). Where no part is in both rounds, and for a round beyond the newest (``as_of``
-"next" or a round name: a forecast that many published rounds ahead), the drift comes from a
-prior learned on every held round-to-round step of every slice: the per-round log drift of the
-pairs, pooled by benchmark group (LLM, vision, recommendation, speech, graph, training), the
-benchmark's age (held rounds since its first) and the part's vendor, falling back to coarser
-cells where a cell has few pairs (``DriftPrior``). The prior's 80% band is calibrated on its own
-round-ahead replays: every step of the history predicted from the steps before it, one scale for
-all steps (``DriftPrior.scale``).
+An answer is for the newest round published by today's date (``as_of`` "today", the default: the
+catalogue's round dates, ``ADVISOR_TODAY`` to replay another day), or for the knowledge base's
+"now" (the newest round holding the benchmark slice), the round after it ("next"), a date or a
+named round. Evidence from an older round is carried to that round through the drift the parts
+present in both rounds show (same slice, comparable system class: accelerators per node, single or
+multi-node): the median of those pairs' log ratios, their spread in the interval, the pairs and
+rounds shown in the answer (``carry``). Where no part is in both rounds, and for a round beyond the
+newest held (a forecast: today's round where the knowledge base lacks it, "next", a later round),
+the drift comes from a prior learned on every held round-to-round step of every closed-division
+slice: the per-round log improvement of the pairs, kept apart by what the figures are (throughput,
+latency, time to train: a p99 latency at a scenario's limit moves apart from its throughput),
+pooled by benchmark group (LLM, vision, recommendation, speech, graph, training), the benchmark's
+age (held rounds since its first; a forecast several rounds ahead takes each step at the age it
+will have) and the part's vendor, falling back to coarser cells where a cell has few pairs, its
+band at least as wide as every group's at that age (``DriftPrior``). The prior's 80% band is
+calibrated per group on its own round-ahead replays: every step of the history predicted from the
+steps before it, one scale for all steps (``DriftPrior.scale``).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import replace
 from itertools import pairwise
-from typing import Protocol
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.as_of import (
+    AS_OF_WORDS,
+    as_of_error,
+    next_round,
+    published_on,
+    round_at,
+    target_round,
+    today,
+)
+from stack_advisor.advisor.estimate.drift_prior import (
+    LEVEL_Q,
+    MATURE,
+    Drift,
+    DriftIndex,
+    DriftPrior,
+    age_bucket,
+    benchmark_group,
+    metric_kind,
+    orientation,
+    round_label,
+)
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
-from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
+from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
-from stack_advisor.catalog import load_catalog, resolve_benchmark
-from stack_advisor.catalog.rounds import load_rounds
-from stack_advisor.schema.errors import InvalidInput
 
-LEVEL_Q = (0.1, 0.9)
-MIN_PRIOR_PAIRS = 8  # a prior cell with fewer pairs gives way to the coarser one
-RECENCY = 0.5  # an older round's steps weigh this much of the next newer round's
-AS_OF_WORDS = ("now", "next")
-
-
-class DriftIndex(Protocol):
-    """What the drift reads of ``stack_advisor.advisor.estimate.index.EvidenceIndex``."""
-
-    table: ObservationTable
-    slices: dict[SliceKey, dict[str, np.ndarray]]
-    unit: np.ndarray
-    round_no: np.ndarray
-    raw_names: dict[str, str]
-
-    def higher_is_better(self, key: SliceKey) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Drift:
-    """A value multiplier from round ``old`` to ``new`` with its 80% band (log p10/p90 of the
-    value ratio), from ``pairs`` parts in both rounds or from the learned prior (``cell``)."""
-
-    log_mid: float
-    log_lo: float
-    log_hi: float
-    pairs: int
-    old: str
-    new: str
-    cell: str = ""  # the prior cell; "" when from this slice's own pairs
-    parts: tuple[str, ...] = ()  # the steps a chained drift is made of, described
-
-    def describe(self) -> str:
-        if self.parts:
-            whole = f"{self.old} -> {self.new}: {math.exp(self.log_mid):.3f}x"
-            band = f"80% {math.exp(self.log_lo):.2f}-{math.exp(self.log_hi):.2f}x"
-            return f"{whole} ({band}) = " + " then ".join(self.parts)
-        ratio = math.exp(self.log_mid)
-        band = f"80% {math.exp(self.log_lo):.2f}-{math.exp(self.log_hi):.2f}x"
-        if self.cell:
-            return (
-                f"{self.old} -> {self.new}: {ratio:.3f}x ({band}), learned prior ({self.cell}; "
-                f"{self.pairs} pairs of earlier rounds)"
-            )
-        return (
-            f"{self.old} -> {self.new}: {ratio:.3f}x ({band}) from {self.pairs} parts "
-            "in both rounds on this benchmark"
-        )
-
-
-def round_label(number: float) -> str:
-    return f"v{number:.1f}" if number > 0 else "measured"
-
-
-@lru_cache(maxsize=64)
-def benchmark_group(family: str, benchmark: str) -> str:
-    """The prior's benchmark group: training, llm, vision, recommendation, speech, graph, other."""
-    if family == "mlperf-training":
-        return "training"
-    match = resolve_benchmark(benchmark)
-    entry = (
-        load_catalog().benchmark(match.family or family, match.base or match.id)
-        if match.resolved
-        else None
-    )
-    if entry is None:
-        return "other"
-    task = (entry.task or "").lower()
-    if entry.tokens and "speech" not in task:
-        return "llm"
-    for word, group in (
-        ("speech", "speech"),
-        ("recommend", "recommendation"),
-        ("graph", "graph"),
-        ("image", "vision"),
-        ("detection", "vision"),
-        ("segmentation", "vision"),
-        ("video", "vision"),
-    ):
-        if word in task:
-            return group
-    return "other"
+__all__ = [
+    "AS_OF_WORDS",
+    "Drift",
+    "DriftIndex",
+    "DriftPrior",
+    "RoundDrift",
+    "answer_round",
+    "as_of_error",
+    "benchmark_group",
+    "carry",
+    "metric_kind",
+    "next_round",
+    "orientation",
+    "round_at",
+    "round_label",
+    "system_class",
+]
 
 
 def system_class(table: ObservationTable, row: int) -> tuple[int, bool]:
@@ -172,6 +128,11 @@ class RoundDrift:
     def age(self, key: SliceKey, at: float) -> str:
         """The benchmark's age at round ``at``: its held rounds before it (``age_bucket``). A
         benchmark already in the family's oldest held round began earlier: counted as mature."""
+        return age_bucket(self.age_count(key, at))
+
+    def age_count(self, key: SliceKey, at: float) -> int:
+        """The benchmark's held rounds before round ``at`` (``MATURE`` where it is in the
+        family's oldest held round: it began earlier)."""
         if self._first is None:
             first: dict[tuple[str, ...], float] = {}
             for k in self.index.slices:
@@ -181,9 +142,9 @@ class RoundDrift:
             self._first = first
         begun = self._first.get(key[:2], at)
         if begun <= self._first.get(key[:1], 0.0):
-            return "2+"
+            return MATURE
         seen = {r for k in self.index.slices if k[:2] == key[:2] for r in self.rounds(k)}
-        return age_bucket(sum(1 for r in seen if r < at))
+        return sum(1 for r in seen if r < at)
 
     def rounds(self, key: SliceKey) -> list[float]:
         if key not in self._rounds:
@@ -247,45 +208,24 @@ class RoundDrift:
             return median(np.asarray(others))
         vendor = accelerator_class(self.index.raw_names.get(acc, acc))
         group = benchmark_group(key[0], key[1])
-        mid, _, _, pairs, _ = self.prior.cell(group, self.age(key, old), vendor, until=new)
-        return mid * rounds_between(key[0], old, new) if pairs else 0.0
+        kind = metric_kind(key[0], self.index.higher_is_better(key))
+        mid, _, _, pairs, _ = self.prior.cell(kind, group, self.age(key, old), vendor, until=new)
+        if not pairs:
+            return 0.0
+        return (
+            orientation(self.index.higher_is_better(key)) * mid * rounds_between(key[0], old, new)
+        )
 
     def target(self, q: Query, as_of: str) -> float:
-        """The round number an answer is for: the slice's newest held round ("now"), one
-        published round beyond it ("next"), or a named round.
+        """The round number an answer is for: the newest round published by today (the
+        catalogue's round dates; "today", the default) or by a given ISO date, the slice's newest
+        held round ("now"), one published round beyond it ("next"), or a named round.
 
         Raises:
-            InvalidInput: ``as_of`` is neither a word nor a round name.
+            InvalidInput: ``as_of`` is neither a word, a date nor a round name.
         """
         held = self.rounds(q.slice)
-        now = held[-1] if held else 0.0
-        text = (as_of or "now").strip().lower()
-        if text == "now":
-            return now
-        if text == "next":
-            return next_round(q.family, now)
-        number = round_number(text)
-        if math.isnan(number):
-            raise InvalidInput(
-                f"as_of: {as_of!r} is not 'now', 'next' or a round name such as 'v6.0'"
-            )
-        return number
-
-
-def as_of_error(as_of: str) -> str | None:
-    """Why ``as_of`` names no round (None when it does): for a query's refusal."""
-    text = (as_of or "now").strip().lower()
-    if text in AS_OF_WORDS or not math.isnan(round_number(text)):
-        return None
-    return f"as_of: {as_of!r} is not 'now', 'next' or a round name such as 'v6.0'"
-
-
-def next_round(family: str, after: float) -> float:
-    """The published round after ``after`` (the catalogue's rounds), else the next minor one."""
-    listed = sorted(
-        n for n in (round_number(r.id) for r in load_rounds() if r.family == family) if n > after
-    )
-    return listed[0] if listed else round(after + 0.1, 1)
+        return target_round(q.family, as_of, held[-1] if held else 0.0)
 
 
 def combine(a: Drift, b: Drift) -> Drift:
@@ -297,7 +237,7 @@ def combine(a: Drift, b: Drift) -> Drift:
     return Drift(mid, lo, hi, a.pairs + b.pairs, a.old, b.new, b.cell or a.cell, parts)
 
 
-def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Estimate:
+def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> Estimate:
     """``est`` moved from the round(s) of its evidence to the round ``as_of`` names, the factor
     shown; unchanged where its evidence is of that round or of our own measurements."""
     if est.basis is Basis.UNSUPPORTED or est.value is None or not len(est.rows):
@@ -342,10 +282,7 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Est
     kind = "forecast" if ahead else "round drift"
     notes = list(est.notes)
     if ahead:
-        notes.append(
-            f"a forecast for {round_label(target)}, beyond the newest round the knowledge base "
-            "holds for this benchmark: the interval is widened by the learned round-ahead spread"
-        )
+        notes.append(forecast_note(q, target))
     return replace(
         est,
         value=value,
@@ -353,6 +290,18 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "now") -> Est
         high=high,
         factors=[*est.factors, (kind, text, factor)],
         notes=notes,
+    )
+
+
+def forecast_note(q: Query, target: float) -> str:
+    """Why an answer is a forecast: the round it is for lies beyond what the knowledge base holds
+    (published by then, per the catalogue's dates, or asked for by name)."""
+    day = published_on(q.family, target)
+    when = f" (published {day.isoformat()}, not imported)" if day and day <= today() else ""
+    return (
+        f"a forecast for {round_label(target)}{when}, beyond the newest round the knowledge base "
+        "holds for this benchmark: the interval is widened by the learned round-ahead spread; "
+        "as_of 'now' answers for the newest round held"
     )
 
 
@@ -366,119 +315,8 @@ def weighted_move(moves: list[tuple[Drift, int]], total: int) -> tuple[float, fl
     return mid, lo_w, hi_w, 1 - sum(weights)
 
 
-def answer_round(drift: RoundDrift, q: Query, as_of: str = "now") -> str | None:
+def answer_round(drift: RoundDrift, q: Query, as_of: str = "today") -> str | None:
     """The round an answer for ``q`` is of (its label: 'v5.1'), for the answer to say so; None
     where the slice holds no published round."""
     target = drift.target(q, as_of)
     return round_label(target) if target > 0 else None
-
-
-class DriftPrior:
-    """Per-round log drift of parts between consecutive held rounds of every slice, pooled by
-    (group, age, vendor) with coarser fallbacks, and the band's calibrated scale."""
-
-    def __init__(self, drift: RoundDrift) -> None:
-        self.drift = drift
-        # (group, age bucket, vendor, new round number, per-round log drift)
-        self.steps: list[tuple[str, str, str, float, float]] = []
-        self._collect()
-        self._cache: dict[tuple[str, str, str, float], tuple[float, float, float, int, str]] = {}
-        self.scale = self._calibrate()
-
-    def _collect(self) -> None:
-        idx = self.drift.index
-        for key in idx.slices:
-            held = self.drift.rounds(key)
-            group = benchmark_group(key[0], key[1])
-            for old, new in pairwise(held):
-                n = rounds_between(key[0], old, new)
-                age = self.drift.age(key, old)
-                for acc, log_ratio in self.drift.pairs(key, old, new):
-                    vendor = accelerator_class(idx.raw_names.get(acc, acc))
-                    self.steps.append((group, age, vendor, new, log_ratio / n))
-
-    def cell(
-        self, group: str, age: str, vendor: str, until: float = math.inf
-    ) -> tuple[float, float, float, int, str]:
-        """(median, p10, p90, pairs, cell name) of the per-round drift of steps ending before
-        ``until``, narrowest cell with enough pairs first."""
-        memo = (group, age, vendor, until)
-        if memo in self._cache:
-            return self._cache[memo]
-        tries = (
-            ((group, age, vendor), f"{group}, age {age}, {vendor}"),
-            ((group, age, None), f"{group}, age {age}"),
-            ((group, None, None), group),
-            ((None, None, None), "every benchmark"),
-        )
-        out = (0.0, 0.0, 0.0, 0, "no history")
-        for (g, a, v), name in tries:
-            chosen = [
-                (s[3], s[4])
-                for s in self.steps
-                if s[3] < until
-                and (g is None or s[0] == g)
-                and (a is None or s[1] == a)
-                and (v is None or s[2] == v)
-            ]
-            if len(chosen) >= MIN_PRIOR_PAIRS:
-                mid, lo, hi = recent_quantiles(chosen)
-                out = (mid, lo, hi, len(chosen), name)
-                break
-        self._cache[memo] = out
-        return out
-
-    def forecast(self, q: Query, old: float, new: float, until: float = math.inf) -> Drift:
-        """The prior's drift of ``q``'s slice from round ``old`` to ``new``."""
-        n = rounds_between(q.family, old, new) if new > old else 1
-        group = benchmark_group(q.family, q.benchmark)
-        age = self.drift.age(q.slice, old)
-        vendor = accelerator_class(q.raw_accelerator or q.accelerator)
-        mid, lo, hi, pairs, name = self.cell(group, age, vendor, until)
-        sign = 1.0 if new >= old else -1.0
-        s = self.scale if until == math.inf else 1.0
-        return Drift(
-            sign * mid * n,
-            sign * mid * n - s * (mid - lo) * math.sqrt(n),
-            sign * mid * n + s * (hi - mid) * math.sqrt(n),
-            pairs,
-            round_label(old),
-            round_label(new),
-            cell=name,
-        )
-
-    def _calibrate(self) -> float:
-        """The scale of the prior's band that covers 80% of the pairs of every held step when
-        each step is predicted from the steps before it (one scale for all steps)."""
-        z: list[float] = []
-        for group, age, vendor, new, value in self.steps:
-            mid, lo, hi, pairs, _ = self.cell(group, age, vendor, until=new)
-            if not pairs:
-                continue
-            width = (mid - lo) if value < mid else (hi - mid)
-            z.append(abs(value - mid) / max(width, 1e-3))
-        if len(z) < MIN_PRIOR_PAIRS:
-            return 1.0
-        return max(1.0, float(np.quantile(np.asarray(z), 0.8)))
-
-
-def recent_quantiles(steps: list[tuple[float, float]]) -> tuple[float, float, float]:
-    """Weighted median, p10 and p90 of (round, value) pairs, each older round's pairs weighing
-    ``RECENCY`` times the next newer round's: how fields drift changes with their era (the early
-    rounds' software gains are not today's), so the prior follows the latest steps it holds."""
-    order = sorted({r for r, _ in steps}, reverse=True)
-    rank = {r: i for i, r in enumerate(order)}
-    values = np.asarray([v for _, v in steps])
-    weights = np.asarray([RECENCY ** rank[r] for r, _ in steps])
-    idx = np.argsort(values)
-    cum = np.cumsum(weights[idx]) / weights.sum()
-
-    def at(p: float) -> float:
-        return float(values[idx][min(int(np.searchsorted(cum, p)), len(idx) - 1)])
-
-    return at(0.5), at(LEVEL_Q[0]), at(LEVEL_Q[1])
-
-
-def age_bucket(held_before: int) -> str:
-    """A benchmark's age at a step: its first held round, its second, or older."""
-    return "0" if held_before <= 0 else ("1" if held_before == 1 else "2+")

@@ -74,7 +74,9 @@ class Query:
     components: dict[str, str] = field(default_factory=dict)  # lower-case name → version
     raw_accelerator: str = ""
     framework: str = ""  # the framework as the user wrote it (free text), for its software class
-    as_of: str = "now"  # the round the answer is for: "now", "next" or a round name (drift)
+    # the round the answer is for: "today" (the newest round published by today's date), "now"
+    # (the newest round held), "next", a date or a round name (drift)
+    as_of: str = "today"
 
     @property
     def slice(self) -> SliceKey:

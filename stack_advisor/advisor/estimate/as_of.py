@@ -1,0 +1,112 @@
+"""What round an answer is for: ``as_of`` words ("today", "now", "next"), dates and round
+names, read against the catalogue's round dates (``stack_advisor.catalog.rounds``)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from datetime import UTC, date, datetime
+
+from stack_advisor.advisor.knowledge.table import round_number
+from stack_advisor.catalog.rounds import load_rounds
+from stack_advisor.schema.errors import InvalidInput
+
+AS_OF_WORDS = ("today", "now", "next")
+DATE_SHAPE = r"\d{4}-\d{2}-\d{2}"
+TODAY_ENV = "ADVISOR_TODAY"  # an ISO date standing for today (a replay of an earlier day)
+
+
+def as_of_problem(as_of: str) -> str:
+    return (
+        f"as_of: {as_of!r} is not 'today', 'now', 'next', a date such as 2026-05-01 or a round "
+        "name such as 'v6.0'"
+    )
+
+
+def today() -> date:
+    """Today's date (UTC), or the ISO date ``ADVISOR_TODAY`` gives.
+
+    Raises:
+        InvalidInput: ``ADVISOR_TODAY`` is not an ISO date.
+    """
+    given = os.environ.get(TODAY_ENV, "").strip()
+    if not given:
+        return datetime.now(UTC).date()
+    try:
+        return date.fromisoformat(given)
+    except ValueError:
+        raise InvalidInput(f"{TODAY_ENV}: {given!r} is not a date such as 2026-05-01") from None
+
+
+def as_of_day(text: str) -> date | None:
+    """The day ``text`` names: today for "today", an ISO date; None for anything else."""
+    if text == "today":
+        return today()
+    if not re.fullmatch(DATE_SHAPE, text):
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def round_at(family: str, day: date, now: float) -> float:
+    """The newest round of ``family`` published by ``day`` (the catalogue's dates), or the
+    knowledge base's own newest round ``now`` where it is newer and published by then (or
+    has no listed date)."""
+    listed = {round_number(r.id): r.published for r in load_rounds() if r.family == family}
+    by_then = [n for n, published in listed.items() if published <= day and not math.isnan(n)]
+    newest = max(by_then, default=0.0)
+    if now > 0 and (now not in listed or listed[now] <= day):
+        newest = max(newest, now)
+    return newest or now
+
+
+def published_on(family: str, number: float) -> date | None:
+    """The day the catalogue says round ``number`` of ``family`` was published."""
+    for r in load_rounds():
+        if r.family == family and round_number(r.id) == number:
+            return r.published
+    return None
+
+
+def as_of_error(as_of: str) -> str | None:
+    """Why ``as_of`` names no round (None when it does): for a query's refusal."""
+    text = (as_of or "today").strip().lower()
+    if re.fullmatch(DATE_SHAPE, text):
+        return None if as_of_day(text) is not None else as_of_problem(as_of)
+    if text in AS_OF_WORDS or not math.isnan(round_number(text)):
+        return None
+    return as_of_problem(as_of)
+
+
+def next_round(family: str, after: float) -> float:
+    """The published round after ``after`` (the catalogue's rounds), else the next minor one."""
+    listed = sorted(
+        n for n in (round_number(r.id) for r in load_rounds() if r.family == family) if n > after
+    )
+    return listed[0] if listed else round(after + 0.1, 1)
+
+
+def target_round(family: str, as_of: str, now: float) -> float:
+    """The round number an answer is for, the knowledge base's newest round of the slice being
+    ``now``: the newest round published by today (the catalogue's round dates; "today", the
+    default) or by a given ISO date, ``now`` itself ("now"), one published round beyond it
+    ("next"), or a named round.
+
+    Raises:
+        InvalidInput: ``as_of`` is neither a word, a date nor a round name.
+    """
+    text = (as_of or "today").strip().lower()
+    if text == "now":
+        return now
+    if text == "next":
+        return next_round(family, now)
+    day = as_of_day(text)
+    if day is not None:
+        return round_at(family, day, now)
+    number = round_number(text)
+    if math.isnan(number) or re.fullmatch(DATE_SHAPE, text):
+        raise InvalidInput(as_of_problem(as_of))
+    return number

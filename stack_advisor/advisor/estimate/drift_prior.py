@@ -1,0 +1,295 @@
+"""The round drift's prior: how far parts moved from one held round to the next, pooled by
+what the figures are, benchmark group, age and vendor (``DriftPrior``), and the ``Drift`` a carry
+or a forecast applies. See ``stack_advisor.advisor.estimate.drift``."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+from typing import Protocol
+
+import numpy as np
+
+from stack_advisor.advisor.estimate.facts import accelerator_class
+from stack_advisor.advisor.estimate.query import Query, SliceKey
+from stack_advisor.advisor.estimate.stack_effect import rounds_between
+from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.catalog import load_catalog, resolve_benchmark
+
+LEVEL_Q = (0.1, 0.9)
+MIN_PRIOR_PAIRS = 8  # a prior cell with fewer pairs gives way to the coarser one
+MATURE = 99  # a benchmark's held rounds before a step where it began before the oldest held
+RECENCY = 0.5  # an older round's steps weigh this much of the next newer round's
+
+
+class DriftIndex(Protocol):
+    """What the drift reads of ``stack_advisor.advisor.estimate.index.EvidenceIndex``."""
+
+    table: ObservationTable
+    slices: dict[SliceKey, dict[str, np.ndarray]]
+    unit: np.ndarray
+    round_no: np.ndarray
+    raw_names: dict[str, str]
+
+    def higher_is_better(self, key: SliceKey) -> bool: ...
+
+
+class PriorSource(Protocol):
+    """What the prior reads of ``stack_advisor.advisor.estimate.drift.RoundDrift``."""
+
+    @property
+    def index(self) -> DriftIndex: ...
+
+    def rounds(self, key: SliceKey) -> list[float]: ...
+
+    def pairs(self, key: SliceKey, old: float, new: float) -> list[tuple[str, float]]: ...
+
+    def age(self, key: SliceKey, at: float) -> str: ...
+
+    def age_count(self, key: SliceKey, at: float) -> int: ...
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A value multiplier from round ``old`` to ``new`` with its 80% band (log p10/p90 of the
+    value ratio), from ``pairs`` parts in both rounds or from the learned prior (``cell``)."""
+
+    log_mid: float
+    log_lo: float
+    log_hi: float
+    pairs: int
+    old: str
+    new: str
+    cell: str = ""  # the prior cell; "" when from this slice's own pairs
+    parts: tuple[str, ...] = ()  # the steps a chained drift is made of, described
+
+    def describe(self) -> str:
+        if self.parts:
+            whole = f"{self.old} -> {self.new}: {math.exp(self.log_mid):.3f}x"
+            band = f"80% {math.exp(self.log_lo):.2f}-{math.exp(self.log_hi):.2f}x"
+            return f"{whole} ({band}) = " + " then ".join(self.parts)
+        ratio = math.exp(self.log_mid)
+        band = f"80% {math.exp(self.log_lo):.2f}-{math.exp(self.log_hi):.2f}x"
+        if self.cell:
+            return (
+                f"{self.old} -> {self.new}: {ratio:.3f}x ({band}), learned prior ({self.cell}; "
+                f"{self.pairs} pairs of earlier rounds)"
+            )
+        return (
+            f"{self.old} -> {self.new}: {ratio:.3f}x ({band}) from {self.pairs} parts "
+            "in both rounds on this benchmark"
+        )
+
+
+def round_label(number: float) -> str:
+    return f"v{number:.1f}" if number > 0 else "measured"
+
+
+@lru_cache(maxsize=64)
+def benchmark_group(family: str, benchmark: str) -> str:
+    """The prior's benchmark group: training, llm, vision, recommendation, speech, graph, other."""
+    if family == "mlperf-training":
+        return "training"
+    match = resolve_benchmark(benchmark)
+    entry = (
+        load_catalog().benchmark(match.family or family, match.base or match.id)
+        if match.resolved
+        else None
+    )
+    if entry is None:
+        return "other"
+    task = (entry.task or "").lower()
+    if entry.tokens and "speech" not in task:
+        return "llm"
+    for word, group in (
+        ("speech", "speech"),
+        ("recommend", "recommendation"),
+        ("graph", "graph"),
+        ("image", "vision"),
+        ("detection", "vision"),
+        ("segmentation", "vision"),
+        ("video", "vision"),
+    ):
+        if word in task:
+            return group
+    return "other"
+
+
+def metric_kind(family: str, higher_is_better: bool) -> str:
+    """What a slice's figures are, for the prior: throughputs, times to train, or latencies
+    (a latency at a scenario's limit moves apart from the throughput it was measured with)."""
+    if higher_is_better:
+        return "throughput"
+    return "time to train" if family == "mlperf-training" else "latency"
+
+
+def orientation(higher_is_better: bool) -> float:
+    """+1 where a larger figure is better: the prior holds improvements, a lower-is-better
+    figure moves by their inverse."""
+    return 1.0 if higher_is_better else -1.0
+
+
+class DriftPrior:
+    """Per-round log improvement of parts between consecutive held rounds of every slice, pooled
+    by (metric kind, group, age, vendor) with coarser fallbacks within the kind, and the band's
+    calibrated scale."""
+
+    def __init__(self, drift: PriorSource) -> None:
+        self.drift = drift
+        # (kind, group, age bucket, vendor, new round number, per-round log improvement)
+        self.steps: list[tuple[str, str, str, str, float, float]] = []
+        self._collect()
+        self._cache: dict[tuple[str, str, str, str, float], Cell] = {}
+        self.scale = self._calibrate()
+
+    def _collect(self) -> None:
+        idx = self.drift.index
+        for key in idx.slices:
+            if key[4] not in ("closed", ""):
+                continue  # an open division's model changes with its rounds: no drift to learn
+            held = self.drift.rounds(key)
+            group = benchmark_group(key[0], key[1])
+            hib = idx.higher_is_better(key)
+            kind, sign = metric_kind(key[0], hib), orientation(hib)
+            for old, new in pairwise(held):
+                n = rounds_between(key[0], old, new)
+                age = self.drift.age(key, old)
+                for acc, log_ratio in self.drift.pairs(key, old, new):
+                    vendor = accelerator_class(idx.raw_names.get(acc, acc))
+                    self.steps.append((kind, group, age, vendor, new, sign * log_ratio / n))
+
+    def cell(self, kind: str, group: str, age: str, vendor: str, until: float = math.inf) -> Cell:
+        """(median, p10, p90, pairs, cell name) of the per-round improvement of ``kind`` figures
+        in steps ending before ``until``, narrowest cell with enough pairs first."""
+        memo = (kind, group, age, vendor, until)
+        if memo in self._cache:
+            return self._cache[memo]
+        if group == "*":  # every group at one age, for the width of a group's band
+            tries: tuple[tuple[tuple[str | None, ...], str], ...] = (
+                ((None, age, None), f"age {age}"),
+            )
+        else:
+            tries = (
+                ((group, age, vendor), f"{group}, age {age}, {vendor}"),
+                ((group, age, None), f"{group}, age {age}"),
+                ((group, None, None), group),
+                ((None, None, None), "every benchmark"),
+            )
+        out: Cell = (0.0, 0.0, 0.0, 0, "no history")
+        for (g, a, v), name in tries:
+            chosen = [
+                (s[4], s[5])
+                for s in self.steps
+                if s[0] == kind
+                and s[4] < until
+                and (g is None or s[1] == g)
+                and (a is None or s[2] == a)
+                and (v is None or s[3] == v)
+            ]
+            if len(chosen) >= MIN_PRIOR_PAIRS:
+                mid, lo, hi = recent_quantiles(chosen)
+                out = (mid, lo, hi, len(chosen), f"{name}; {kind}")
+                break
+        if out[3] and group != "*":
+            # a benchmark's own group holds few benchmarks of its age: its band is at least as
+            # wide as every group's at that age (how far benchmarks of that age have moved)
+            wide = self.cell(kind, "*", age, "*", until)
+            if wide[3]:
+                mid = out[0]
+                out = (
+                    mid,
+                    min(out[1], mid - (wide[0] - wide[1])),
+                    max(out[2], mid + (wide[2] - wide[0])),
+                    *out[3:],
+                )
+        self._cache[memo] = out
+        return out
+
+    def forecast(self, q: Query, old: float, new: float, until: float = math.inf) -> Drift:
+        """The prior's drift of ``q``'s slice from round ``old`` to ``new``: each published
+        round between them one step of the benchmark's age then (a young benchmark's first
+        steps move most), centres added, band half-widths in quadrature."""
+        n = rounds_between(q.family, old, new) if new > old else 1
+        group = benchmark_group(q.family, q.benchmark)
+        held = self.drift.age_count(q.slice, old)
+        vendor = accelerator_class(q.raw_accelerator or q.accelerator)
+        hib = self.drift.index.higher_is_better(q.slice)
+        kind = metric_kind(q.family, hib)
+        s = self.scale_for(group) if until == math.inf else 1.0
+        centre = down2 = up2 = 0.0
+        names: list[str] = []
+        pairs = 0
+        for step in range(max(n, 1)):
+            age = age_bucket(held + step)
+            mid, lo, hi, count, name = self.cell(kind, group, age, vendor, until)
+            centre += mid
+            down2 += (s * (mid - lo)) ** 2
+            up2 += (s * (hi - mid)) ** 2
+            pairs = max(pairs, count)
+            names += [name] if name not in names else []
+        down, up = math.sqrt(down2), math.sqrt(up2)
+        # the value moves by the improvement (its inverse for a lower-is-better figure), and
+        # backwards for a round before ``old``: the band's ends swap with each flip
+        if orientation(hib) * (1.0 if new >= old else -1.0) < 0:
+            centre, down, up = -centre, up, down
+        return Drift(
+            centre,
+            centre - down,
+            centre + up,
+            pairs,
+            round_label(old),
+            round_label(new),
+            cell=" then ".join(names),
+        )
+
+    def _calibrate(self) -> dict[str, float]:
+        """The scale of the prior's band, per benchmark group (key "" for all): the one that
+        covers 80% of the group's pairs of every held step when each step is predicted from the
+        steps before it (one scale for all steps; a group with few replays takes the pooled one)."""
+        z: dict[str, list[float]] = defaultdict(list)
+        for kind, group, age, vendor, new, value in self.steps:
+            mid, lo, hi, pairs, _ = self.cell(kind, group, age, vendor, until=new)
+            if not pairs:
+                continue
+            width = (mid - lo) if value < mid else (hi - mid)
+            score = abs(value - mid) / max(width, 1e-3)
+            z[group].append(score)
+            z[""].append(score)
+        scales = {
+            group: max(1.0, float(np.quantile(np.asarray(scores), 0.8)))
+            for group, scores in z.items()
+            if len(scores) >= MIN_PRIOR_PAIRS
+        }
+        scales.setdefault("", 1.0)
+        return scales
+
+    def scale_for(self, group: str) -> float:
+        return self.scale.get(group, self.scale[""])
+
+
+Cell = tuple[float, float, float, int, str]
+
+
+def recent_quantiles(steps: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Weighted median, p10 and p90 of (round, value) pairs, each older round's pairs weighing
+    ``RECENCY`` times the next newer round's: how fields drift changes with their era (the early
+    rounds' software gains are not today's), so the prior follows the latest steps it holds."""
+    order = sorted({r for r, _ in steps}, reverse=True)
+    rank = {r: i for i, r in enumerate(order)}
+    values = np.asarray([v for _, v in steps])
+    weights = np.asarray([RECENCY ** rank[r] for r, _ in steps])
+    idx = np.argsort(values)
+    cum = np.cumsum(weights[idx]) / weights.sum()
+
+    def at(p: float) -> float:
+        return float(values[idx][min(int(np.searchsorted(cum, p)), len(idx) - 1)])
+
+    return at(0.5), at(LEVEL_Q[0]), at(LEVEL_Q[1])
+
+
+def age_bucket(held_before: int) -> str:
+    """A benchmark's age at a step: its first held round, its second, or older."""
+    return "0" if held_before <= 0 else ("1" if held_before == 1 else "2+")
