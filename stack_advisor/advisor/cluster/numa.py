@@ -25,6 +25,9 @@ from stack_advisor.schema.numa_labels import numa_from_topology
 from stack_advisor.schema.topology import NodeNuma
 
 KUBELET_API = "kubelet.config.k8s.io/v1beta1"
+# The kubelet's default hard eviction threshold, memory.available<100Mi
+# (https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/)
+EVICTION_MEMORY_MIB = 100
 MEMORY_SHARE = 0.9  # of the GPU's share of its NUMA node's memory: the rest stays for the system
 PAIR_KEYS = ("binding", "cpu_node", "memory_node")
 UNKNOWN_GAIN = (
@@ -126,9 +129,10 @@ def measured_gains(store: Any, accelerator: str | None = None) -> list[NumaGain]
 
 
 # ---- the kubelet ------------------------------------------------------------------------------
-def kubelet_fragment(policy: str) -> dict[str, Any]:
-    """The KubeletConfiguration fields that align a pod's CPUs, memory and GPUs."""
-    return {
+def kubelet_fragment(policy: str, numa_nodes: list[int] | None = None) -> dict[str, Any]:
+    """The KubeletConfiguration fields that align a pod's CPUs, memory and GPUs; with the NUMA
+    nodes' ids, the Memory Manager's too (``memory_manager``)."""
+    fragment: dict[str, Any] = {
         "apiVersion": KUBELET_API,
         "kind": "KubeletConfiguration",
         "cpuManagerPolicy": "static",
@@ -137,6 +141,34 @@ def kubelet_fragment(policy: str) -> dict[str, Any]:
         "topologyManagerPolicy": policy,
         "topologyManagerScope": "pod",
     }
+    if numa_nodes:
+        fragment.update(memory_manager(numa_nodes))
+    return fragment
+
+
+def memory_manager(numa_nodes: list[int]) -> dict[str, Any]:
+    """Memory Manager ``Static``: a Guaranteed pod's memory comes from the NUMA node the Topology
+    Manager chose for its CPUs and GPUs. The kubelet starts only when ``reservedMemory`` summed
+    over the NUMA nodes equals kubeReserved + systemReserved memory + the hard eviction threshold
+    of ``memory.available``; this fragment reserves no kube or system memory and keeps the
+    kubelet's default threshold (100Mi), so the reservations sum to 100Mi, split over the nodes
+    (the remainder on the first)."""
+    share, rest = divmod(EVICTION_MEMORY_MIB, len(numa_nodes))
+    return {
+        "memoryManagerPolicy": "Static",
+        "reservedMemory": [
+            {"numaNode": node, "limits": {"memory": f"{share + (rest if i == 0 else 0)}Mi"}}
+            for i, node in enumerate(numa_nodes)
+        ],
+    }
+
+
+def numa_node_ids(numa: NodeNuma) -> list[int]:
+    """The NUMA nodes' ids: the zones', else 0..n-1; [0] where only "more than one" is known
+    (all of the reservation on node 0 still sums right)."""
+    if numa.zones:
+        return sorted({z.node for z in numa.zones})
+    return list(range(numa.numa_nodes)) if numa.numa_nodes else [0]
 
 
 def _gpu_zones(numa: NodeNuma) -> list[Any]:
@@ -306,27 +338,17 @@ def advise(pool: Any, units: int, gains: list[NumaGain]) -> NumaAdvice:
     sizing = size_pod(numa, units, pool.gpus_per_node)
     if sizing is not None and policy == "single-numa-node":
         sizing = fit_one_numa(numa, sizing)
-    steps = [
-        "kubelet on the pool's nodes: merge the fragment "
-        f"(topologyManagerPolicy={policy}, cpuManagerPolicy=static)",
-        (
-            "changing cpuManagerPolicy needs each node drained, "
-            "/var/lib/kubelet/cpu_manager_state removed and the "
-            "kubelet restarted"
-        ),
-        "the GPU device plugin must report NUMA hints (the NVIDIA device plugin does, from NVML)",
-    ]
-    if numa.topology_manager_policy:
-        steps.insert(
-            0,
-            f"the nodes' kubelet reports topologyManagerPolicy={numa.topology_manager_policy} now",
-        )
+    # memory follows the GPUs' node only where the pod is Guaranteed with a memory request and
+    # the Topology Manager keeps it on one NUMA node
+    pinned = policy == "single-numa-node" and sizing is not None and bool(sizing.memory_mib)
     summary = (
         f"{numa.numa_nodes or 'several'} NUMA nodes per node: Topology Manager {policy} "
-        "+ CPU Manager static; "
-        f"{why}"
+        "+ CPU Manager static"
+        + (" + Memory Manager Static" if pinned else "")
+        + f"; {why}"
         + (
             f"; Guaranteed pod with {sizing.cpus} CPUs"
+            + (f" and {sizing.memory_mib}Mi memory" if sizing.memory_mib else "")
             if sizing
             else "; CPU request not sized (no CPU counts published)"
         )
@@ -335,34 +357,82 @@ def advise(pool: Any, units: int, gains: list[NumaGain]) -> NumaAdvice:
         applies=True,
         summary=summary,
         topology_manager_policy=policy,
-        kubelet_config=kubelet_fragment(policy),
+        kubelet_config=kubelet_fragment(policy, numa_node_ids(numa) if pinned else None),
         sizing=sizing,
         vm_pinning=vm_text,
         expected_gain=gains,
         gain_note=gain_note,
         evidence=evidence,
-        steps=steps,
+        steps=_steps(numa, policy, pinned),
     )
+
+
+def _steps(numa: NodeNuma, policy: str, pinned: bool) -> list[str]:
+    """What the cluster's operator does to apply the kubelet fragment."""
+    steps = [
+        "kubelet on the pool's nodes: merge the fragment "
+        f"(topologyManagerPolicy={policy}, cpuManagerPolicy=static"
+        + (", memoryManagerPolicy=Static" if pinned else "")
+        + ")",
+        (
+            "changing cpuManagerPolicy needs each node drained, "
+            "/var/lib/kubelet/cpu_manager_state removed and the "
+            "kubelet restarted"
+        ),
+        "the GPU device plugin must report NUMA hints (the NVIDIA device plugin does, from NVML)",
+    ]
+    if pinned:
+        steps += [
+            "changing memoryManagerPolicy likewise needs /var/lib/kubelet/memory_manager_state "
+            "removed before the kubelet restarts",
+            f"reservedMemory sums to {EVICTION_MEMORY_MIB}Mi, the kubelet's default hard "
+            "eviction threshold: where the nodes set kubeReserved or systemReserved memory or "
+            "another evictionHard memory.available, raise it to their sum or the kubelet "
+            "refuses to start",
+        ]
+    if numa.topology_manager_policy:
+        steps.insert(
+            0,
+            f"the nodes' kubelet reports topologyManagerPolicy={numa.topology_manager_policy} now",
+        )
+    return steps
+
+
+def _pod_specs(obj: Any) -> list[dict[str, Any]]:
+    """Every pod spec inside an object: a Pod's, a template's (Deployment, Job), a PyTorchJob
+    replica's, a LeaderWorkerSet's leader and worker, a JobSet's jobs'."""
+    if isinstance(obj, list):
+        return [spec for item in obj for spec in _pod_specs(item)]
+    if not isinstance(obj, dict):
+        return []
+    if isinstance(obj.get("containers"), list):
+        return [obj]
+    return [spec for value in obj.values() for spec in _pod_specs(value)]
+
+
+def _guaranteed(resources: dict[str, Any], sizing: PodSizing) -> dict[str, Any]:
+    """Limits and equal requests: integer CPUs, memory, the devices as they were (DRA claims
+    kept)."""
+    limits = dict(resources.get("limits") or {})
+    limits["cpu"] = str(sizing.cpus)
+    if sizing.memory_mib:
+        limits["memory"] = f"{sizing.memory_mib}Mi"
+    out: dict[str, Any] = {"limits": limits, "requests": dict(limits)}
+    if resources.get("claims"):
+        out["claims"] = resources["claims"]
+    return out
 
 
 def guarantee(manifest: dict[str, Any], sizing: PodSizing) -> None:
-    """Make every container of a Pod (or of a PyTorchJob's replica templates) Guaranteed QoS:
-    integer CPU and memory requests equal to their limits, the GPUs as they were."""
-    specs = (
-        [manifest.get("spec") or {}]
-        if manifest.get("kind") == "Pod"
-        else [
-            r["template"]["spec"]
-            for r in ((manifest.get("spec") or {}).get("pytorchReplicaSpecs") or {}).values()
-        ]
-    )
-    for spec in specs:
+    """Make every container of every pod the manifest makes Guaranteed QoS (a TrainJob's
+    ``resourcesPerNode`` too): integer CPU and memory requests equal to their limits, the GPUs
+    (or DRA claims) as they were. Memory the Memory Manager can pin to the GPUs' NUMA node."""
+    for spec in _pod_specs(manifest.get("spec") or {}):
         for container in spec.get("containers") or []:
-            limits = dict((container.get("resources") or {}).get("limits") or {})
-            limits["cpu"] = str(sizing.cpus)
-            if sizing.memory_mib:
-                limits["memory"] = f"{sizing.memory_mib}Mi"
-            container["resources"] = {"limits": limits, "requests": dict(limits)}
+            container["resources"] = _guaranteed(container.get("resources") or {}, sizing)
+    trainer = (manifest.get("spec") or {}).get("trainer")
+    if isinstance(trainer, dict) and "resourcesPerNode" in trainer:
+        trainer["resourcesPerNode"] = _guaranteed(trainer["resourcesPerNode"], sizing)
     annotations = manifest.setdefault("metadata", {}).setdefault("annotations", {})
     annotations["stack-advisor/numa-sizing"] = sizing.rule
 

@@ -13,31 +13,29 @@ nodes, the tolerations its taints need, and the extended resource its MIG strate
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from stack_advisor.advisor.budget import checkpoint
+# Where nodes come from lives in node_source; these names stay importable from here.
+from stack_advisor.advisor.cluster.node_source import nodes_from_inventory as nodes_from_inventory
+from stack_advisor.advisor.cluster.node_source import nodes_from_json as nodes_from_json
+from stack_advisor.advisor.cluster.node_source import nrt_items as nrt_items
+from stack_advisor.advisor.cluster.node_source import read_nodes_file as read_nodes_file
+from stack_advisor.advisor.cluster.pool_devices import dra_device_class, vm_device
 from stack_advisor.advisor.knowledge.specs import resolve_accelerator
 from stack_advisor.catalog import AcceleratorEntry
-from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.inventory import (
     GFD,
     HYPERVISOR_LABEL,
     POOL_LABELS,
     VGPU_LABEL,
     ClusterNode,
-    parse_node,
-    with_dra,
 )
 from stack_advisor.schema.models import PlacementKind
-from stack_advisor.schema.resource_slices import KIND as RESOURCE_SLICE
-from stack_advisor.schema.resource_slices import devices_by_node
 from stack_advisor.schema.topology import NodeNuma
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -142,7 +140,8 @@ class NodePool(BaseModel):
     gpu_memory_mib: int | None = None
     resource: str = Field(
         description="the extended resource a Pod requests: nvidia.com/gpu or "
-        "nvidia.com/mig-<profile>"
+        "nvidia.com/mig-<profile>; a name without '/' is the DRA DeviceClass of a pool whose "
+        "devices only ResourceSlices publish (requested through a ResourceClaim)"
     )
     driver: str | None = None
     cuda_driver: str | None = Field(
@@ -267,6 +266,11 @@ def _shapes(node: ClusterNode) -> list[_Shape]:
     else:
         resource = GPU_RESOURCE
     units = node.gpu_resources.get(resource)
+    special = vm_device(node) if units is None else None
+    if units is None and (device_class := dra_device_class(node)):
+        special = (device_class, node.allocatable_gpus or 0)  # requested through a ResourceClaim
+    if special is not None:
+        resource, units = special
     if units is None:
         units = (
             node.allocatable_gpus
@@ -356,26 +360,10 @@ def _pool(
         name += f"[{first.resource.removeprefix('nvidia.com/')}]"
     selector, expressions = _selector(first, key_label, key_value, split)
     workload_config = labels.get(WORKLOAD_CONFIG_LABEL)
-    usable, reason = True, None
-    if workload_config and workload_config != CONTAINER_WORKLOAD:
-        usable, reason = (
-            False,
-            (
-                f"{WORKLOAD_CONFIG_LABEL}={workload_config}: the GPU Operator hands these GPUs "
-                "to virtual machines; Pods cannot request them"
-            ),
-        )
-    min_driver = generation_min_driver(
-        GfdProduct(first.product, resolved.base, resolved.spec, profile, resolved.shared)
-    )
-    if usable and min_driver and node.driver and _older(node.driver, min_driver):
-        usable, reason = (
-            False,
-            (f"driver {node.driver} is below {min_driver}, the oldest its GPU generation runs on"),
-        )
+    gfd = GfdProduct(first.product, resolved.base, resolved.spec, profile, resolved.shared)
+    min_driver = generation_min_driver(gfd)
+    usable, reason = _usable(shapes, workload_config, min_driver)
     units = min(s.units for s in shapes)
-    if usable and units < 1:
-        usable, reason = False, f"no allocatable {first.resource} on its nodes"
     memory = node.accelerator.memory_mib if node.accelerator else None
     if first.resource.startswith("nvidia.com/mig-"):
         mem_label = labels.get(f"{GFD}mig-{profile}.memory")
@@ -390,9 +378,7 @@ def _pool(
         ),
         product=first.product,
         accelerator=resolved.spec.id if resolved.spec else None,
-        kb_name=GfdProduct(
-            first.product, resolved.base, resolved.spec, profile, resolved.shared
-        ).kb_name,
+        kb_name=gfd.kb_name,
         mig_profile=profile,
         mig_strategy=node.mig.get("strategy"),
         gpus_per_node=units,
@@ -412,6 +398,26 @@ def _pool(
         reason=reason,
         numa=node.numa,
     )
+
+
+def _usable(
+    shapes: list[_Shape], workload_config: str | None, min_driver: str | None
+) -> tuple[bool, str | None]:
+    """Whether Pods can use the pool's GPUs, and why not: GPUs handed to VMs, a driver older
+    than the generation runs on, or nothing allocatable."""
+    first = shapes[0]
+    driver = first.node.driver
+    if workload_config and workload_config != CONTAINER_WORKLOAD:
+        return False, (
+            f"{WORKLOAD_CONFIG_LABEL}={workload_config}: the GPU Operator hands these GPUs "
+            "to virtual machines; Pods cannot request them"
+        )
+    if min_driver and driver and _older(driver, min_driver):
+        why = f"driver {driver} is below {min_driver}, the oldest its GPU generation runs on"
+        return False, why
+    if min(s.units for s in shapes) < 1:
+        return False, f"no allocatable {first.resource} on its nodes"
+    return True, None
 
 
 def _selector(
@@ -458,120 +464,3 @@ def node_taints(nodes: Iterable[ClusterNode]) -> list[dict[str, str]]:
                 continue
             taints[(t["key"], t["value"], t["effect"])] = t
     return sorted(taints.values(), key=lambda t: (t["key"], t["value"], t["effect"]))
-
-
-# ---- where nodes come from ---------------------------------------------------------------------
-def nodes_from_json(data: Any, *, where: str = "--nodes") -> list[ClusterNode]:
-    """``kubectl get nodes -o json`` (a NodeList or a List of Nodes), a list of Node objects, or
-    a list of stored inventory documents (``ClusterNode``) → parsed nodes.
-
-    Raises:
-        InvalidInput: not a node list; the message names the item and what is missing.
-    """
-    items = data.get("items") if isinstance(data, dict) else data
-    if isinstance(data, dict) and data.get("kind") == "Node":
-        items = [data]
-    if not isinstance(items, list):
-        raise InvalidInput(
-            f"{where}: expected `kubectl get nodes -o json` output (a NodeList with items), "
-            f"got {type(data).__name__}"
-        )
-    topologies = nrt_items(items)
-    dra = devices_by_node(items)  # `kubectl get nodes,resourceslices -o json`: DRA-only GPUs
-    out = []
-    for i, item in enumerate(items):
-        checkpoint("reading the nodes")
-        if not isinstance(item, dict):
-            raise InvalidInput(
-                f"{where}: items.{i}: expected a Node object, got {type(item).__name__}"
-            )
-        if item.get("kind") in ("NodeResourceTopology", RESOURCE_SLICE):
-            continue
-        if "metadata" in item:
-            if item.get("kind", "Node") != "Node":
-                raise InvalidInput(f"{where}: items.{i}: kind {item.get('kind')!r} is not a Node")
-            meta = item.get("metadata")
-            if (
-                not isinstance(meta, dict)
-                or not isinstance(meta.get("name"), str)
-                or not meta["name"]
-            ):
-                raise InvalidInput(f"{where}: items.{i}.metadata.name: a Node needs a name")
-            try:
-                node = parse_node(item, topologies.get(meta["name"]))
-                out.append(with_dra(node, dra.get(meta["name"], [])))
-            except (
-                TypeError,
-                AttributeError,
-                KeyError,
-                ValueError,
-            ) as exc:  # pydantic's errors are ValueErrors
-                raise InvalidInput(
-                    f"{where}: items.{i} ({meta['name']}): not a Node object as the API returns "
-                    f"it: {str(exc).splitlines()[0]}"
-                ) from None
-        else:
-            try:
-                out.append(ClusterNode.model_validate(item))
-            except ValidationError as exc:
-                from stack_advisor.store.base import validation_message
-
-                raise InvalidInput(
-                    f"{where}: items.{i}: neither a Node object nor a stored inventory node: "
-                    f"{validation_message(exc)}"
-                ) from None
-    return out
-
-
-def nrt_items(items: list[Any]) -> dict[str, dict[str, Any]]:
-    """NodeResourceTopology objects given with the nodes (``kubectl get nodes,noderesourcetopologies
-    -o json``), by node name."""
-    return {
-        item["metadata"]["name"]: item
-        for item in items
-        if isinstance(item, dict)
-        and item.get("kind") == "NodeResourceTopology"
-        and isinstance(item.get("metadata"), dict)
-        and item["metadata"].get("name")
-    }
-
-
-def read_nodes_file(path: str, stdin_text: str | None = None) -> list[ClusterNode]:
-    """Nodes from a file (or ``-`` with the text read from stdin)."""
-    if path == "-":
-        text = stdin_text or ""
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidInput(f"--nodes: cannot read {path!r}: {exc.strerror}") from None
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(
-                f"--nodes: {path!r} is not a text file (byte {exc.start} is not UTF-8); pass "
-                "the JSON `kubectl get nodes -o json` writes"
-            ) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            f"--nodes: {path!r} is not JSON (write it with `kubectl get nodes -o json`): {exc}"
-        ) from None
-    return nodes_from_json(data)
-
-
-def nodes_from_inventory(store: Any, cluster: str) -> list[ClusterNode]:
-    """The nodes ``advisor nodes sync --cluster NAME`` recorded.
-
-    Raises:
-        NotFound: no inventory under that name; the message lists the ones there are.
-    """
-    try:
-        docs = store.list_inventory(cluster)
-    except NotImplementedError as exc:
-        raise InvalidInput(f"--cluster: {exc}; pass the nodes with --nodes FILE instead") from None
-    if not docs:
-        raise NotFound(
-            f"cluster: no inventory named {cluster!r} in this store "
-            "(record one with `advisor nodes sync --cluster NAME`, or pass --nodes FILE)"
-        )
-    return nodes_from_json(docs, where="--cluster")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import math
 
+from stack_advisor.advisor.cluster.pool_snippets import vm_pool
 from stack_advisor.advisor.cluster.pools import NodePool
 from stack_advisor.advisor.cluster.results import JobShape
 from stack_advisor.advisor.knowledge.rules import parse_version
+from stack_advisor.advisor.manifests.target_kind import SnippetTarget
 from stack_advisor.schema.errors import InvalidInput
 
 
@@ -94,17 +96,25 @@ def pool_targets(
     what_if: dict[str, str],
     gpus: int | None,
     nodes_count: int | None,
+    snippet: SnippetTarget = SnippetTarget.POD,
 ) -> tuple[
     list[str], dict[str, str], dict[str, JobShape], list[tuple[NodePool, JobShape, str | None]]
 ]:
     """(notes, excluded pools with the reason, the job's shape per pool, the (pool, shape, driver)
     targets to rank): usable pools on their driver (or the what-if one), and pools unusable on
-    their driver that the what-if driver makes usable."""
+    their driver that the what-if driver makes usable. A ``kubevirt`` snippet places VMs: the
+    pools the GPU Operator gave to VMs are the ones ranked (``pool_snippets.vm_pool``)."""
     notes: list[str] = []
     excluded: dict[str, str] = {}
     shapes: dict[str, JobShape] = {}
     targets: list[tuple[NodePool, JobShape, str | None]] = []
     for pool in pools:
+        if snippet is SnippetTarget.KUBEVIRT and pool.kind == "gpu":
+            as_vm, why = vm_pool(pool)
+            if as_vm is None:
+                excluded[pool.name] = why
+                continue
+            pool = as_vm
         if not pool.usable:
             excluded[pool.name] = str(pool.reason)
             continue

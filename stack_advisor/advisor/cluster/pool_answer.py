@@ -1,0 +1,250 @@
+"""One (pool, stack) answer of the cluster ``recommend``: its figure per unit and for the job, its
+score in the ranking's one rule, the image and the manifests that land it on exactly that pool (with
+the NUMA advice), built from a ranked ``Recommendation`` or a prediction for the pool."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from stack_advisor.advisor.cluster.manifests import pool_manifests
+from stack_advisor.advisor.cluster.numa import NumaAdvice, guarantee, pool_advice
+from stack_advisor.advisor.cluster.pools import NodePool
+from stack_advisor.advisor.cluster.results import JobShape, PoolBasis, PoolRecommendation
+from stack_advisor.advisor.manifests.pod import check_image, image_for, to_yaml
+from stack_advisor.advisor.results import Basis, Evidence, Interval, Recommendation
+from stack_advisor.advisor.verbs import ordering
+from stack_advisor.advisor.workload import Objective, Workload
+from stack_advisor.schema.models import SoftwareStack
+
+# the engine's model bases (its labels for a number the model made) in pool terms
+BASIS_OF = {
+    "interpolated": PoolBasis.INTERPOLATED,
+    "transferred": PoolBasis.TRANSFERRED,
+    "proxy": PoolBasis.PROXY,
+}
+_SNIPPETS_HELD = 4096
+_NO_IMAGE = (
+    "no manifests: the knowledge base records no container image for this stack; "
+    "pass --image IMAGE (API: image) to get them"
+)
+
+Manifests = tuple[list[dict[str, Any]], str]
+
+
+def image_of(
+    stack: SoftwareStack, given: str | None, index: dict[tuple[str | None, ...], str]
+) -> tuple[str | None, str | None]:
+    """(image, where it came from): the knowledge base's
+    (``stack_advisor.advisor.manifests.pod.image_for``), else the user's; (None, None) when neither
+    names one."""
+    found = image_for(stack, index)
+    if found is not None:
+        return found
+    if given:
+        return check_image(given), "given (--image)"
+    return None, None
+
+
+def observed_basis(evidence: Evidence, pool: NodePool) -> PoolBasis:
+    """Measured when our collectors ran it on one of the pool's nodes (the knowledge base names
+    a collector's host where a published result names its submitter), else observed."""
+    ours = any(source != "mlperf-inference" for source in evidence.sources)
+    return (
+        PoolBasis.MEASURED
+        if ours and set(evidence.submitters) & set(pool.nodes)
+        else PoolBasis.OBSERVED
+    )
+
+
+def one_per_stack(recs: list[Recommendation], most: int) -> list[Recommendation]:
+    """The best ``most`` recommendations, one per stack."""
+    picked: list[Recommendation] = []
+    seen: set[str] = set()
+    for r in recs:
+        if r.candidate.stack_id not in seen and len(picked) < most:
+            seen.add(r.candidate.stack_id)
+            picked.append(r)
+    return picked
+
+
+class PoolAnswers:
+    """Builds the answers of one ``Advisor`` (its prices, its store's NUMA topologies), with the
+    memos that live as long as it: manifests per (pool, stack, image, shape), images per stack
+    (the snapshot's, read once per answer) and NUMA gains."""
+
+    def __init__(self, advisor: Any) -> None:
+        self.advisor = advisor
+        self.snippets: dict[tuple[Any, ...], Manifests] = {}
+        self.images: dict[tuple[str | None, ...], str] = {}
+        self.numa_gains: dict[Any, Any] = {}
+
+    def from_recommendation(
+        self,
+        r: Recommendation,
+        pool: NodePool,
+        shape: JobShape,
+        driver: str | None,
+        image: str | None,
+        workload: Workload,
+        generation: int | None,
+    ) -> PoolRecommendation:
+        """A ranked candidate that is the pool's exact configuration: its figure stands."""
+        count = r.candidate.accelerator_count
+        scale = count if r.per_accelerator else 1
+        basis = (
+            observed_basis(r.evidence, pool)
+            if r.basis is Basis.OBSERVED
+            else BASIS_OF.get(r.basis.value, PoolBasis.INTERPOLATED)
+        )
+        return self.build(
+            pool=pool,
+            shape=shape,
+            driver=driver,
+            image=image,
+            workload=workload,
+            rec=r,
+            basis=basis,
+            total=(r.value * scale, r.interval.low * scale, r.interval.high * scale),
+            evidence=r.evidence,
+            warnings=list(r.warnings),
+            generation=generation,
+        )
+
+    def _scored(
+        self,
+        pool: NodePool,
+        workload: Workload,
+        rec: Recommendation,
+        figure: tuple[float, float, float],
+        observed: bool,
+    ) -> tuple[float, str]:
+        """(score, its unit) of a figure per unit (value, low, high), by the ranking's one rule
+        (``stack_advisor.advisor.verbs.ordering``): the pessimistic end in the metric's direction;
+        a time to train is not "per unit" of anything. The cost objective divides by the price."""
+        value, low, high = figure
+        hib = rec.higher_is_better
+        score = ordering.score(value, low, high, observed=observed, hib=hib)
+        score_unit = ordering.score_unit(rec.unit, hib=hib)
+        if hib and workload.objective is Objective.COST:
+            price, _ = self.advisor.prices.price(pool.kb_name, pool.placement)
+            score = ordering.pessimistic_end(value, low, high, observed=observed, hib=hib)
+            score *= 3600.0 / price
+            score_unit = f"{(rec.unit or '').split('/')[0]} per {self.advisor.prices.currency}"
+        return score, score_unit
+
+    def _manifests(
+        self,
+        pool: NodePool,
+        stack: SoftwareStack,
+        rec: Recommendation,
+        image: tuple[str | None, str | None],
+        shape: JobShape,
+        name: str,
+    ) -> Manifests:
+        """The pool's manifests for the stack and their YAML, memoised; none without an image."""
+        image_ref, image_source = image
+        if image_ref is None:
+            return [], ""
+        units = shape.units_per_pod
+        key = (pool.model_dump_json(), rec.candidate.stack_id, image_ref, units, shape.pods, name)
+        memo = self.snippets.get(key)
+        if memo is None:
+            if len(self.snippets) > _SNIPPETS_HELD:
+                self.snippets.clear()
+            manifests = pool_manifests(
+                pool=pool,
+                stack=stack,
+                image=image_ref,
+                workload_name=name,
+                units_per_pod=units,
+                pods=shape.pods,
+                image_source=image_source,
+            )
+            memo = self.snippets[key] = (manifests, "---\n".join(to_yaml(m) for m in manifests))
+        return memo
+
+    def _numa(
+        self, pool: NodePool, units: int, memo: Manifests, generation: int | None
+    ) -> tuple[NumaAdvice, Manifests]:
+        """The pool's NUMA advice, and the manifests made a Guaranteed pod sized to the GPUs'
+        node where the kubelet aligns it (copies: the memo stays as it was)."""
+        manifests = copy.deepcopy(memo[0])
+        numa = pool_advice(
+            getattr(self.advisor, "store", None), pool, units, self.numa_gains, generation
+        )
+        if numa.kubelet_config and numa.sizing:
+            for m in manifests:
+                guarantee(m, numa.sizing)
+            return numa, (manifests, "---\n".join(to_yaml(m) for m in manifests))
+        return numa, (manifests, memo[1])
+
+    def build(
+        self,
+        *,
+        pool: NodePool,
+        shape: JobShape,
+        driver: str | None,
+        image: str | None,
+        workload: Workload,
+        rec: Recommendation,
+        basis: PoolBasis,
+        total: tuple[float, float, float],
+        evidence: Evidence,
+        warnings: list[str],
+        generation: int | None,
+    ) -> PoolRecommendation:
+        """The answer for the pool from a figure for the pod (``total``: value, low, high)."""
+        units = shape.units_per_pod
+        hib = rec.higher_is_better
+        div = units if hib else 1
+        value, low, high = (t / div for t in total)
+        observed = basis in (PoolBasis.MEASURED, PoolBasis.OBSERVED)
+        score, score_unit = self._scored(pool, workload, rec, (value, low, high), observed)
+        stack = SoftwareStack.model_validate(rec.candidate.stack)
+        found_image = image_of(stack, image, self.images)
+        if shape.pods > 1 and hib:
+            warnings.append(
+                f"job figure scales one node's figure over {shape.pods} nodes linearly; "
+                "no multi-node evidence"
+            )
+        name = f"{workload.benchmark}-{pool.name}"
+        memo = self._manifests(pool, stack, rec, found_image, shape, name)
+        if found_image[0] is None:
+            warnings.append(_NO_IMAGE)
+        numa, (manifests, snippet) = self._numa(pool, units, memo, generation)
+        return PoolRecommendation(
+            rank=0,
+            pool=pool.name,
+            stack_id=rec.candidate.stack_id,
+            stack_label=stack.model_copy(update={"driver": None}).label(),
+            stack=rec.candidate.stack,
+            image=found_image[0],
+            image_source=found_image[1],
+            accelerator=pool.product,
+            resource=pool.resource,
+            shape=shape,
+            placement=pool.placement.value,
+            driver=driver,
+            metric=rec.metric,
+            unit=rec.unit,
+            higher_is_better=hib,
+            basis=basis,
+            value=value,
+            interval=Interval(low=low, high=high),
+            job_value=value * shape.total_units if hib else None,
+            score=score,
+            score_unit=score_unit,
+            evidence=evidence,
+            based_on={
+                "accelerator": rec.candidate.accelerator,
+                "accelerator_count": rec.candidate.accelerator_count,
+                "placement": rec.candidate.placement.value,
+                "basis": rec.basis.value,
+                "recorded_driver": stack.driver,
+            },
+            warnings=warnings,
+            manifests=manifests,
+            snippet_yaml=snippet,
+            numa=numa,
+        )
