@@ -221,7 +221,8 @@ def canonical_query(
                 components[framework] = version
         except ValueError as exc:
             problems.append(f"framework: {exc}")
-    update["components"] = components
+    if components or "components" in query.model_fields_set:  # else none were given or named
+        update["components"] = components
     return query.model_copy(update=update), problems
 
 

@@ -30,9 +30,9 @@ from threadpoolctl import threadpool_limits
 from stack_advisor.advisor.budget import AnswerBudget, ClientGone
 from stack_advisor.advisor.results import Prediction
 from stack_advisor.advisor.snapshot import Knowledge
-from stack_advisor.advisor.verbs.predict import predict
+from stack_advisor.advisor.verbs.predict import in_order, judge_queries, predict, to_answer
 from stack_advisor.api.limits import check_cap
-from stack_advisor.api.schemas import PredictionRequest
+from stack_advisor.api.schemas import PredictionBatch
 from stack_advisor.schema.errors import AdvisorError
 
 Outcome = tuple[Any, ...]
@@ -115,16 +115,17 @@ def load(path: str) -> int:
 def predict_request(
     path: str, raw: bytes, slot: int, budget_s: float, max_queries: int, chunk: int
 ) -> Outcome:
-    """Parse ``raw`` (a ``PredictionRequest``), refuse more than ``max_queries`` queries, and
-    predict a ``chunk`` at a time until done, past ``budget_s`` from the start of the work, or
-    once the server raises flag ``slot``."""
+    """Parse ``raw`` (a ``PredictionBatch``: each query judged on its own), refuse more than
+    ``max_queries`` queries, and predict a ``chunk`` at a time until done, past ``budget_s``
+    from the start of the work, or once the server raises flag ``slot``."""
     try:
-        request = PredictionRequest.model_validate_json(raw or b"null")
+        request = PredictionBatch.model_validate_json(raw or b"null")
     except ValidationError as exc:
         return ("invalid", [_plain(e) for e in exc.errors(include_url=False)])
-    queries = request.queries
     try:
-        check_cap(len(queries), max_queries, "queries", "ADVISOR_MAX_PREDICT_QUERIES")
+        check_cap(len(request.queries), max_queries, "queries", "ADVISOR_MAX_PREDICT_QUERIES")
+        judged = judge_queries(request.queries)  # a bad field refuses its query alone
+        queries = to_answer(judged)
         knowledge = _knowledge(path)
         budget = AnswerBudget(budget_s)  # from now: a worker's start and load are not counted
         out: list[Prediction] = []
@@ -139,7 +140,7 @@ def predict_request(
         return ("gone",)
     except AdvisorError as exc:
         return ("error", type(exc), exc.message, exc.details)
-    return ("ok", _PREDICTIONS.dump_json(out))
+    return ("ok", _PREDICTIONS.dump_json(in_order(judged, out)))
 
 
 def _plain(error: Any) -> dict[str, Any]:

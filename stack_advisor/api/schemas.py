@@ -159,7 +159,24 @@ class RecommendationRequest(BaseModel):
         return self
 
 
+MAX_PREDICT_QUERIES = 10_000
+
+
 class PredictionRequest(BaseModel):
+    """The documented body of ``POST /v1/predictions`` (the OpenAPI schema)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    queries: list[PredictQuery] = Field(min_length=1, max_length=10_000)
+    queries: list[PredictQuery] = Field(min_length=1, max_length=MAX_PREDICT_QUERIES)
+
+
+class PredictionBatch(BaseModel):
+    """``POST /v1/predictions`` as parsed: the envelope only. Each query is judged on its own by
+    the one ``predict`` the CLI calls too (``advisor.verbs.predict``): a bad field (a placement
+    ``vgp``, a count ``"eight"``) refuses that query, naming the field, the value and the
+    closest valid ones, and the others are answered. A query that is not an object, or lacks a
+    required field, leaves no query to answer: 422 naming ``queries.N.field``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queries: list[Any] = Field(min_length=1, max_length=MAX_PREDICT_QUERIES)

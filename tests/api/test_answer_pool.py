@@ -125,8 +125,13 @@ def test_a_malformed_body_is_a_422_naming_the_field_from_the_worker(
         r = client.post(
             "/v1/predictions", json={"queries": [{**QUERY, "accelerator_count": "many"}]}
         )
+        assert r.status_code == 200  # a bad field refuses its query alone (issue 43)
+        (refused,) = r.json()
+        assert refused["basis"] == "unsupported"
+        assert "queries.0.accelerator_count" in refused["reason"]
+        r = client.post("/v1/predictions", json={"queries": {"accelerator": "H100"}})
         assert r.status_code == 422
-        assert r.json()["details"][0]["field"] == "body.queries.0.accelerator_count"
+        assert r.json()["details"][0]["field"] == "body.queries"
         r = client.post("/v1/predictions", json={"queries": [QUERY] * 3})
         assert (
             r.status_code == 413 and r.json()["details"]["setting"] == "ADVISOR_MAX_PREDICT_QUERIES"

@@ -51,22 +51,49 @@ def predict(
     Raises:
         InvalidInput: a malformed query (the message names queries.N.field).
     """
-    parsed: list[PredictQuery | Prediction] = []
+    return [
+        q if isinstance(q, Prediction) else predict_one(knowledge.index, knowledge.rules, q)
+        for q in judge_queries(queries)
+    ]
+
+
+def judge_queries(queries: list[PredictQuery] | list[Any]) -> list[PredictQuery | Prediction]:
+    """Each query of a batch validated on its own, as users write them (the CLI's ``--query``
+    file, the API's body): a query with a bad optional field (a placement ``vgp``, a count
+    ``"eight"``) becomes its refusal, naming ``queries.N.field``, the value and the closest valid
+    ones; the others stay queries to answer (``predict``, or in chunks with ``in_order``).
+
+    Raises:
+        InvalidInput: a query that is not a mapping or lacks a valid required field (no query
+            is left to answer; the message names queries.N.field).
+    """
+    judged: list[PredictQuery | Prediction] = []
     for i, q in enumerate(queries):
         if isinstance(q, PredictQuery):
-            parsed.append(q)
+            judged.append(q)
             continue
         try:
-            parsed.append(PredictQuery.model_validate(q))
+            judged.append(PredictQuery.model_validate(q))
         except ValidationError as exc:
             refused = _invalid_query(i, q, exc)
             if refused is None:  # no query left to answer: the request itself is malformed
                 raise InvalidInput(validation_message(exc, prefix=f"queries.{i}")) from None
-            parsed.append(refused)
-    return [
-        q if isinstance(q, Prediction) else predict_one(knowledge.index, knowledge.rules, q)
-        for q in parsed
-    ]
+            judged.append(refused)
+    return judged
+
+
+def to_answer(judged: list[PredictQuery | Prediction]) -> list[PredictQuery]:
+    """The queries ``judge_queries`` left to answer, in order."""
+    return [q for q in judged if isinstance(q, PredictQuery)]
+
+
+def in_order(
+    judged: list[PredictQuery | Prediction], answers: list[Prediction]
+) -> list[Prediction]:
+    """The batch's predictions in its order: its refusals where ``judge_queries`` made them, the
+    ``answers`` to ``to_answer(judged)`` in the other places."""
+    left = iter(answers)
+    return [q if isinstance(q, Prediction) else next(left) for q in judged]
 
 
 def _invalid_query(i: int, raw: Any, exc: ValidationError) -> Prediction | None:

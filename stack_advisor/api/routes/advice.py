@@ -21,6 +21,7 @@ from stack_advisor.advisor.results import (
     RecommendationSet,
     Regression,
 )
+from stack_advisor.advisor.verbs.predict import in_order, judge_queries, to_answer
 from stack_advisor.advisor.verbs.sweep import SweepComparison
 from stack_advisor.api.answer_pool import Admission, AnswerPool
 from stack_advisor.api.auth import ANONYMOUS, Caller
@@ -28,7 +29,7 @@ from stack_advisor.api.deps import AdvisorDep, ReadCaller, SettingsDep, StoreDep
 from stack_advisor.api.errors import PayloadTooLarge
 from stack_advisor.api.limits import AnswerBudget, answer_budget, check_cap, in_chunks
 from stack_advisor.api.routes import READ_ERRORS, error_responses
-from stack_advisor.api.schemas import PredictionRequest, RecommendationRequest
+from stack_advisor.api.schemas import PredictionBatch, PredictionRequest, RecommendationRequest
 from stack_advisor.schema.models import PlacementKind
 
 RECOMMEND_EXAMPLE = {
@@ -146,14 +147,18 @@ async def predict(
     check_cap(
         len(body.queries), settings.max_predict_queries, "queries", "ADVISOR_MAX_PREDICT_QUERIES"
     )
-    predictions = await in_chunks(
+    # each query judged on its own, as the CLI does: a bad field refuses that query alone
+    judged = await run_in_threadpool(judge_queries, body.queries)
+    answers = await in_chunks(
         request,
-        body.queries,
+        to_answer(judged),
         lambda part: service.predict(advisor, part),
         chunk=PREDICT_CHUNK,
         budget_s=settings.answer_budget_s,
     )
-    return Response(_PREDICTIONS.dump_json(predictions), media_type="application/json")
+    return Response(
+        _PREDICTIONS.dump_json(in_order(judged, answers)), media_type="application/json"
+    )
 
 
 def _admitted(request: Request, caller: Caller) -> AbstractAsyncContextManager[None]:
@@ -187,10 +192,11 @@ def _refuse_oversized(request: Request, max_queries: int) -> None:
         )
 
 
-def _prediction_request(raw: bytes) -> PredictionRequest:
-    """The body as FastAPI would validate it: a 422 naming ``body.queries.N.field``."""
+def _prediction_request(raw: bytes) -> PredictionBatch:
+    """The body's envelope as FastAPI would validate it (a 422 naming ``body.queries``); its
+    queries are judged one by one when answered (``PredictionBatch``)."""
     try:
-        return PredictionRequest.model_validate_json(raw or b"null")
+        return PredictionBatch.model_validate_json(raw or b"null")
     except ValidationError as exc:
         errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
         raise RequestValidationError(errors) from None

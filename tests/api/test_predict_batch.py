@@ -1,0 +1,103 @@
+"""POST /v1/predictions judges each query of a batch on its own (issue 43), in the server's
+threads and in the answer workers alike: a bad field refuses its query, naming the field, the
+value and the closest valid ones, and the other queries are answered; a refusal echoes only
+what the query gave, never the defaults it was not answered with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from stack_advisor.api.deps import get_store
+from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.server import create_app
+from stack_advisor.store.base import Store
+from stack_advisor.store.starter import read_snapshot
+from tests.support.api import auth, make_settings
+
+GOOD = {
+    "accelerator": "NVIDIA A100-SXM4-80GB",
+    "benchmark": "resnet50",
+    "scenario": "Offline",
+    "metric": "samples_per_second",
+}
+
+
+@pytest.fixture(params=[0, 1], ids=["threads", "workers"])
+def client(
+    request: pytest.FixtureRequest, embedded_store: Store, tokens: dict[str, str]
+) -> Iterator[TestClient]:
+    rows = [o for o in read_snapshot()["observations"] if o["benchmark"]["name"] == "resnet50"]
+    embedded_store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+    app = create_app(make_settings(tokens, answer_workers=request.param), store=embedded_store)
+    app.dependency_overrides[get_store] = lambda: embedded_store
+    with TestClient(app, raise_server_exceptions=False, headers=auth(tokens["read"])) as c:
+        yield c
+
+
+def _predict(client: TestClient, queries: list[Any]) -> list[dict[str, Any]]:
+    r = client.post("/v1/predictions", json={"queries": queries})
+    assert r.status_code == 200, r.text
+    body: list[dict[str, Any]] = r.json()
+    assert len(body) == len(queries)
+    return body
+
+
+def test_a_bad_field_refuses_its_query_and_the_others_are_answered(client: TestClient) -> None:
+    queries = [
+        GOOD,
+        {**GOOD, "placement": "vgp"},
+        {**GOOD, "accelerator_count": "eight"},
+    ]
+    answered, bad_placement, bad_count = _predict(client, queries)
+    assert answered["basis"] in ("observed", "interpolated", "transferred")
+    assert answered["value"] > 0
+    for refused in (bad_placement, bad_count):
+        assert refused["basis"] == "unsupported" and refused["value"] is None
+    reason = bad_placement["reason"]
+    assert "queries.1.placement" in reason and "'vgp'" in reason
+    assert "did you mean vgpu" in reason
+    assert "queries.2.accelerator_count" in bad_count["reason"]
+    assert "'eight'" in bad_count["reason"]
+
+
+def test_a_refusal_echoes_only_what_the_query_gave(client: TestClient) -> None:
+    answered, bad_placement, unknown = _predict(
+        client,
+        [GOOD, {**GOOD, "placement": "vgp"}, {**GOOD, "accelerator": "Foo GPU 9000"}],
+    )
+    # an answer says what it was answered for, defaults included
+    assert answered["query"]["placement"] == "bare-metal"
+    assert answered["query"]["accelerator_count"] == 1
+    # a refusal: no count of 1 and no bare metal the user never asked for
+    assert set(bad_placement["query"]) == set(GOOD)
+    assert bad_placement["query"]["accelerator"] == GOOD["accelerator"]
+    assert set(unknown["query"]) == set(GOOD)
+    assert unknown["query"]["accelerator"] == "Foo GPU 9000"
+    assert "Foo GPU 9000" in unknown["reason"]
+    # what was given stays, as given (in catalogue names)
+    given = {**GOOD, "accelerator": "Foo GPU 9000", "accelerator_count": 4, "placement": "vgpu"}
+    (refused,) = _predict(client, [given])
+    assert refused["basis"] == "unsupported"
+    assert refused["query"]["accelerator_count"] == 4 and refused["query"]["placement"] == "vgpu"
+
+
+def test_a_refusal_past_the_first_chunk_names_its_own_index(client: TestClient) -> None:
+    """Queries are answered a chunk (100) at a time; a refusal names its place in the batch."""
+    queries: list[Any] = [GOOD] * 120
+    queries[110] = {**GOOD, "placement": "bare metal"}
+    out = _predict(client, queries)
+    assert [i for i, p in enumerate(out) if p["basis"] == "unsupported"] == [110]
+    assert "queries.110.placement" in out[110]["reason"]
+    assert "did you mean bare-metal" in out[110]["reason"]
+
+
+def test_a_query_with_no_required_field_left_is_a_422_naming_it(client: TestClient) -> None:
+    r = client.post("/v1/predictions", json={"queries": [GOOD, {**GOOD, "benchmark": 5}]})
+    assert r.status_code == 422, r.text
+    assert "queries.1.benchmark" in r.json()["message"]
+    r = client.post("/v1/predictions", json={"queries": [GOOD], "extra": 1})
+    assert r.status_code == 422 and "extra" in r.text
