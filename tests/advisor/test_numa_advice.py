@@ -105,13 +105,24 @@ def test_advice_for_a_two_socket_pool() -> None:
     h100 = _pools([*H100_NODES, *NRTS])["h100-numa"]
     one = advise(h100, 1, [])
     assert one.applies and one.topology_manager_policy == "single-numa-node"
-    assert one.kubelet_config == kubelet_fragment("single-numa-node")
+    # memory follows the GPU's node: Memory Manager Static, reservedMemory on each NUMA node
+    # summing to the kubelet's default hard eviction threshold (100Mi)
+    assert one.kubelet_config == kubelet_fragment("single-numa-node", [0, 1])
+    assert one.kubelet_config["memoryManagerPolicy"] == "Static"
+    assert one.kubelet_config["reservedMemory"] == [
+        {"numaNode": 0, "limits": {"memory": "50Mi"}},
+        {"numaNode": 1, "limits": {"memory": "50Mi"}},
+    ]
+    assert "Memory Manager Static" in one.summary
+    assert any("memory_manager_state" in step for step in one.steps)
     assert one.sizing.cpus == 27 and one.sizing.memory_mib == int(
         1031912 / 4 * 0.9
     )  # 112/4 CPUs, one for the kubelet
     assert one.gain_note == UNKNOWN_GAIN and one.expected_gain == []
     eight = advise(h100, 8, [])
     assert eight.topology_manager_policy == "restricted" and eight.sizing.cpus == 8 * 28 - 1
+    # restricted may spread the pod over NUMA nodes: its memory is not pinned to one
+    assert "memoryManagerPolicy" not in eight.kubelet_config
     assert "span NUMA nodes" in eight.summary
 
 

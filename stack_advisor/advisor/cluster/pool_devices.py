@@ -28,9 +28,10 @@ def dra_device_class(node: ClusterNode) -> str | None:
     accelerator = node.accelerator
     if accelerator is None or node.host.labels.get(GFD + "gpu.product"):
         return None
-    if GPU_RESOURCE in node.gpu_resources or "." not in accelerator.vendor:
+    vendor = accelerator.vendor or ""
+    if GPU_RESOURCE in node.gpu_resources or "." not in vendor:
         return None
-    return accelerator.vendor
+    return vendor
 
 
 def vm_device(node: ClusterNode) -> tuple[str, int] | None:

@@ -24,11 +24,13 @@ def virtual_machine(
     placement: PlacementKind,
     facts: DeviceFacts | None,
     holes: Placeholders,
+    device_name: str | None = None,
 ) -> dict[str, Any]:
-    """One VM with ``per_node`` GPUs of the recommendation's part."""
+    """One VM with ``per_node`` GPUs of the recommendation's part; ``device_name``: the resource
+    the nodes' sandbox device plugin advertises (a cluster's own fact), else a placeholder."""
     meta = object_meta(pod)
     kind = "vGPU type" if placement is PlacementKind.VGPU else "passthrough GPU"
-    device = holes.add(
+    device = device_name or holes.add(
         "vgpu_resource_name" if placement is PlacementKind.VGPU else "gpu_resource_name",
         f"the resourceName your KubeVirt CR's permittedHostDevices gives the {kind} of "
         f"{meta['annotations'].get('stack-advisor/accelerator', 'this part')}",
