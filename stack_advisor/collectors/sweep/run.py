@@ -16,7 +16,6 @@ looking like one cell's speed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -25,66 +24,31 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stack_advisor.collectors.collect import SOURCE, collector_version
 from stack_advisor.collectors.sinks import Sink
 from stack_advisor.collectors.sweep.env import CellEnv, EnvCache, cell_process_env
-from stack_advisor.collectors.sweep.matrix import Cell, SweepBenchmark, SweepMatrix
+from stack_advisor.collectors.sweep.failure_docs import failure_document, sweep_details
+from stack_advisor.collectors.sweep.matrix import Cell, SweepMatrix
+from stack_advisor.collectors.sweep.outcome import (
+    CellOutcome,
+    cuda_incompatibility,
+    ledger_path,
+    read_ledger,
+    write_ledger,
+)
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
     FailureIn,
-    Provenance,
     ResultDocument,
-    Run,
-    SoftwareStack,
-    SourceKind,
     utcnow,
 )
 
-LEDGER_VERSION = 1
 Progress = Callable[[str, str], None]
 """progress(cell id, message)."""
-
-
-@dataclass
-class CellOutcome:
-    """What one cell did; also its ledger entry."""
-
-    cell: str
-    status: str  # measured | failed | skipped
-    stage: str | None = None  # install | import | run | compatibility (for failed)
-    reason: str | None = None
-    run_ids: list[str] = field(default_factory=list)
-    stack: dict[str, Any] = field(default_factory=dict)
-    stack_id: str | None = None
-    requested: dict[str, str] = field(default_factory=dict)
-    env_key: str | None = None
-    env_cached: bool = False
-    env_seconds: float = 0.0
-    import_seconds: float = 0.0
-    benchmark_seconds: float = 0.0
-    process_seconds: float = 0.0  # the collector process inside the cell, start to exit
-    deliver_seconds: float = 0.0  # parsing and storing (or posting) its documents
-    cell_seconds: float = 0.0
-    env_bytes: int = 0
-    measurements: int = 0
-    failures: int = 0
-    observations_new: int = 0
-    lock: str = ""
-    signature: str = ""
-    finished_at: str = ""
-    runner_errors: list[str] = field(
-        default_factory=list
-    )  # what the runners said, when they measured nothing
-
-    @property
-    def overhead_seconds(self) -> float:
-        """Wall time of the cell beyond its environment and the benchmarks themselves."""
-        return max(0.0, self.cell_seconds - self.env_seconds - self.benchmark_seconds)
 
 
 @dataclass
@@ -96,51 +60,6 @@ class _Pending:
     out: CellOutcome
     env: CellEnv
     stopped: bool = False  # crashed or failed to import: no further repeats
-
-
-def ledger_path(cache: EnvCache, host: str, matrix: str, cell: str, sink: str = "") -> Path:
-    where = hashlib.sha256(sink.encode()).hexdigest()[:10]
-    return cache.root / "results" / host / matrix / where / f"{cell}.json"
-
-
-def read_ledger(path: Path) -> dict[str, Any] | None:
-    try:
-        entry = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return (
-        entry if isinstance(entry, dict) and entry.get("ledger_version") == LEDGER_VERSION else None
-    )
-
-
-def _write_ledger(path: Path, outcome: CellOutcome) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"ledger_version": LEDGER_VERSION, **asdict(outcome)}, indent=1))
-    os.replace(tmp, path)
-
-
-def cuda_incompatibility(stack: SoftwareStack, measured_on_cuda: bool, has_gpu: bool) -> str | None:
-    """Why a cell's CUDA runtime cannot run on this driver, or None. Only when the node has a GPU,
-    the framework did not use it, and its runtime is newer than the CUDA version the driver
-    supports (what ``cudaErrorInsufficientDriver`` means); newer minors under CUDA's minor-version
-    compatibility that did run are not failures."""
-    driver_api = stack.extra.get("cuda_driver_api")
-    if not (has_gpu and stack.cuda and driver_api) or measured_on_cuda:
-        return None
-
-    def major_minor(text: str) -> tuple[int, ...]:
-        return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
-
-    if major_minor(stack.cuda) > major_minor(driver_api):
-        return (
-            f"CUDA runtime {stack.cuda} (bundled with {stack.framework} "
-            f"{stack.framework_version}) is newer "
-            f"than CUDA {driver_api}, the newest the driver {stack.driver or '?'} "
-            "supports: the framework "
-            "saw no GPU; upgrade the driver or pick a build for an older CUDA"
-        )
-    return None
 
 
 class Sweep:
@@ -302,7 +221,7 @@ class Sweep:
         # its own time (its repeats interleave with other cells' in the sweep's wall time)
         out.cell_seconds = out.env_seconds + out.process_seconds + out.deliver_seconds
         out.finished_at = utcnow().isoformat()
-        _write_ledger(
+        write_ledger(
             ledger_path(self.cache, host, self.matrix.name, p.cell.id, self.sink.identity), out
         )
         removed = self.cache.prune(keep=keep)
@@ -317,16 +236,6 @@ class Sweep:
             + f" in {out.cell_seconds:.1f} s",
         )
 
-    def _details(self, out: CellOutcome, env_key: str | None) -> dict[str, str]:
-        return {
-            "sweep": self.matrix.name,
-            "sweep_cell": out.cell,
-            "sweep_signature": out.signature,
-            "sweep_env": env_key or "",
-            "sweep_requested": json.dumps(out.requested, sort_keys=True),
-            "lock": out.lock,
-        }
-
     def _measure(self, out: CellOutcome, cell: Cell, env: CellEnv, repeat: int) -> bool:
         """One repeat of the cell in its environment, its documents delivered; False when the cell
         cannot go on (the collector crashed or the framework did not import)."""
@@ -340,7 +249,7 @@ class Sweep:
             "imports": cell.import_names,
             "device": self.matrix.device,
             "run_ids": [run_id],
-            "details": self._details(out, env.key),
+            "details": sweep_details(self.matrix, out, env.key),
             "benchmarks": [
                 {
                     "runner": b.runner,
@@ -350,19 +259,38 @@ class Sweep:
                 for b in runnable
             ],
         }
+        result, log_tail = self._run_cell(out, env, request)
+        if result is None:
+            first = next(
+                (ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()),
+                "no output",
+            )
+            why = f"the collector inside the cell failed: {first}"
+            self._fail(out, cell, "run", "CollectorCrashed", why, log_tail, run_id)
+            return False
+        out.import_seconds += result.get("import_seconds", 0.0)
+        out.benchmark_seconds += result.get("benchmark_seconds", 0.0)
+        if result["status"] == "invalid":
+            raise InvalidInput(f"sweep matrix {self.matrix.name}: {result['error']}")
+        if result["status"] == "import_failed":
+            log = result.get("log_tail") or ""
+            self._fail(out, cell, "import", "ImportError", result["error"], log, run_id)
+            return False
+        self._deliver(out, cell, result)
+        return True
+
+    def _run_cell(
+        self, out: CellOutcome, env: CellEnv, request: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, str]:
+        """(the collector process's result, or None when it crashed; its log's tail)."""
         with _scratch() as scratch:
             req, result_file = scratch / "request.json", scratch / "result.json"
             req.write_text(json.dumps(request))
             t0 = time.monotonic()
+            command = [str(env.python), "-m", "stack_advisor.collectors.sweep.cell"]
             try:
                 proc = subprocess.run(
-                    [
-                        str(env.python),
-                        "-m",
-                        "stack_advisor.collectors.sweep.cell",
-                        str(req),
-                        str(result_file),
-                    ],
+                    [*command, str(req), str(result_file)],
                     env=cell_process_env(env, self.cache),
                     capture_output=True,
                     text=True,
@@ -376,38 +304,9 @@ class Sweep:
                 crashed, log_tail = True, f"killed after {self.cell_timeout_s:.0f} s: {exc}"
             out.process_seconds += time.monotonic() - t0
             if crashed:
-                first = next(
-                    (ln for ln in reversed(log_tail.strip().splitlines()) if ln.strip()),
-                    "no output",
-                )
-                self._fail(
-                    out,
-                    cell,
-                    "run",
-                    "CollectorCrashed",
-                    f"the collector inside the cell failed: {first}",
-                    log_tail,
-                    run_id,
-                )
-                return False
-            result = json.loads(result_file.read_text())
-        out.import_seconds += result.get("import_seconds", 0.0)
-        out.benchmark_seconds += result.get("benchmark_seconds", 0.0)
-        if result["status"] == "invalid":
-            raise InvalidInput(f"sweep matrix {self.matrix.name}: {result['error']}")
-        if result["status"] == "import_failed":
-            self._fail(
-                out,
-                cell,
-                "import",
-                "ImportError",
-                result["error"],
-                result.get("log_tail") or "",
-                run_id,
-            )
-            return False
-        self._deliver(out, cell, result)
-        return True
+                return None, log_tail
+            result: dict[str, Any] = json.loads(result_file.read_text())
+        return result, log_tail
 
     def _deliver(self, out: CellOutcome, cell: Cell, result: dict[str, Any]) -> None:
         """One repeat's documents checked for CUDA compatibility and handed to the sink."""
@@ -448,14 +347,13 @@ class Sweep:
             return
         for b, why in skipped:
             self.progress(f"{cell.id}", f"{b.runner}: unsupported ({why})")
-        doc = self._failure_document(
+        doc = failure_document(
+            self.matrix,
+            self.fingerprint,
             out,
             cell,
             [b for b, _ in skipped],
-            "unsupported",
-            "Unsupported",
-            [why for _, why in skipped],
-            "",
+            ("unsupported", "Unsupported", [why for _, why in skipped], ""),
             None,
             env.framework_version,
         )
@@ -475,14 +373,13 @@ class Sweep:
     ) -> None:
         """Record a cell that never ran: a document on the node as the sweeper sees it, with the
         stack the matrix asked for (marked as requested: nothing of it was measured)."""
-        doc = self._failure_document(
+        doc = failure_document(
+            self.matrix,
+            self.fingerprint,
             out,
             cell,
             self.matrix.benchmarks,
-            stage,
-            error_class,
-            message,
-            log_tail,
+            (stage, error_class, message, log_tail),
             run_id,
             installed_version,
         )
@@ -492,77 +389,6 @@ class Sweep:
             doc.stack.model_dump(exclude_none=True),
             doc.stack.stack_id,
             len(doc.failures),
-        )
-
-    def _failure_document(
-        self,
-        out: CellOutcome,
-        cell: Cell,
-        benchmarks: list[SweepBenchmark],
-        stage: str,
-        error_class: str,
-        message: str | list[str],
-        log_tail: str,
-        run_id: str | None,
-        installed_version: str | None,
-    ) -> ResultDocument:
-        """One document of failures of ``benchmarks`` in this cell, on the node as the sweeper sees
-        it, with the stack the matrix asked for (or the version installed in its environment)."""
-        fp = self.fingerprint
-        stack = SoftwareStack(
-            driver=fp.stack.driver,
-            framework=cell.framework,
-            framework_version=installed_version or cell.version,
-            cuda=cell.cuda,
-            cudnn=cell.cudnn,
-            nccl=cell.nccl,
-            raw=f"requested by sweep {self.matrix.name} cell {cell.id}; "
-            + ("not run" if stage == "unsupported" else "not installed or not importable"),
-        )
-        from stack_advisor.collectors.plan.model import RUNNER_FAMILIES
-        from stack_advisor.schema.models import Benchmark
-
-        now = utcnow()  # one clock reading: a run never finishes before it starts
-        run = Run(
-            run_id=run_id or out.run_ids[0],
-            collector=SOURCE,
-            collector_version=collector_version(),
-            profile=self.matrix.benchmarks[0].profile,
-            started_at=now,
-            finished_at=now,
-        )
-        details = {
-            **self._details(out, out.env_key),
-            "host": fp.host.name,
-            "device": self.matrix.device,
-        }
-        failures = [
-            FailureIn(
-                benchmark=Benchmark(
-                    family=RUNNER_FAMILIES[b.runner],
-                    name=b.runner,
-                    parameters={"profile": b.profile, **b.runner_options()},
-                ),
-                stage=stage,
-                error_class=error_class,
-                message=text[:1000],
-                log_tail=log_tail[-4000:] or None,
-            )
-            for b, text in zip(
-                benchmarks,
-                [message] * len(benchmarks) if isinstance(message, str) else message,
-                strict=True,
-            )
-        ]
-        return ResultDocument(
-            run=run,
-            provenance=Provenance(kind=SourceKind.MEASURED, source=SOURCE, details=details),
-            stack=stack,
-            accelerator=fp.accelerator,
-            placement=fp.placement,
-            host=fp.host,
-            fingerprint={},
-            failures=failures,
         )
 
 
