@@ -16,15 +16,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stack_advisor.collectors.executors.job_failures import job_failures
 from stack_advisor.collectors.plan.model import Cell, Plan
 from stack_advisor.collectors.plan.render import LABEL_SUBMISSION, render_cell
 from stack_advisor.schema.errors import AdvisorError, InvalidInput
-from stack_advisor.schema.models import Failure, Host, Placement, Provenance, SourceKind
+from stack_advisor.schema.models import Failure
 
 log = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 50
-PROVENANCE_SOURCE = "stack-advisor-planner"
 _CUSTOM = {
     "PyTorchJob": ("kubeflow.org", "v1", "pytorchjobs"),
     "MPIJob": ("kubeflow.org", "v2beta1", "mpijobs"),
@@ -303,88 +303,8 @@ class KubernetesExecutor:
     def explain_failure(self, cell: Cell, job: dict[str, Any], reason: str | None) -> list[Failure]:
         """One Failure per failed pod (or one for the Job when no pod ran)."""
         name = job["metadata"]["name"]
-        placement = Placement(kind=cell.pool.placement)
-        provenance = Provenance(
-            kind=SourceKind.MEASURED,
-            source=PROVENANCE_SOURCE,
-            details={
-                "plan": cell.plan,
-                "cell": cell.cell_id,
-                "job": name,
-                "namespace": self.namespace,
-            },
-        )
-        base: dict[str, Any] = {
-            "stack": cell.stack(),
-            "accelerator": cell.pool.accelerator_model(),
-            "placement": placement,
-            "provenance": provenance,
-            "benchmark": cell.benchmark.benchmark_model(),
-        }
-        failures: list[Failure] = []
-        for pod in self.pods_of(name, job.get("kind") or "Job"):
-            status = pod.get("status") or {}
-            if status.get("phase") != "Failed":
-                continue
-            meta = pod["metadata"]
-            index = (meta.get("annotations") or {}).get(
-                "batch.kubernetes.io/job-completion-index", "0"
-            )
-            node = (pod.get("spec") or {}).get("nodeName")
-            stage, error_class, parts = "run", status.get("reason") or "PodFailed", []
-            parts.append(f"job {name} failed ({reason or 'no reason given'})")
-            parts.append(
-                f"pod {meta['name']} phase Failed"
-                + (f" ({status['reason']})" if status.get("reason") else "")
-            )
-            if status.get("message"):
-                parts.append(status["message"])
-            container = None
-            for cs in status.get("containerStatuses") or []:
-                state = cs.get("state") or {}
-                if "terminated" in state:
-                    term = state["terminated"]
-                    container = cs["name"]
-                    error_class = term.get("reason") or "Error"
-                    parts.append(f"container {cs['name']} exited with code {term.get('exitCode')}")
-                    if term.get("message"):
-                        parts.append(term["message"].strip())
-                elif "waiting" in state:
-                    wait = state["waiting"]
-                    stage, error_class = "setup", wait.get("reason") or "Waiting"
-                    parts.append(
-                        f"container {cs['name']} waiting: {wait.get('reason')} "
-                        f"{wait.get('message') or ''}".strip()
-                    )
-            tail = None
-            if container:
-                tail, why = self.log_tail(meta["name"], container)
-                if why:
-                    parts.append(why)
-            failures.append(
-                Failure(
-                    **base,
-                    host=Host(name=node) if node else None,
-                    run_id=f"{name}-r{index}",
-                    stage=stage,
-                    error_class=error_class,
-                    message="; ".join(parts),
-                    log_tail=tail,
-                )
-            )
-        if not failures:
-            stage = "schedule" if reason and "Deadline" in reason else "run"
-            failures.append(
-                Failure(
-                    **base,
-                    run_id=f"{name}-r0",
-                    stage=stage,
-                    error_class=(reason or "JobFailed").split(":")[0],
-                    message=f"job {name} failed ({reason or 'no reason given'}); no failed pod "
-                    "found",
-                )
-            )
-        return failures
+        pods = self.pods_of(name, job.get("kind") or "Job")
+        return job_failures(cell, job, reason, pods, self.namespace, self.log_tail)
 
 
 ProgressHook = Callable[[CellOutcome], None]
@@ -405,6 +325,73 @@ def preflight(plan: Plan, cells: list[Cell], executor: KubernetesExecutor, submi
             count += 1
     executor.check_claim(plan.job.spool_claim)
     return count
+
+
+class _Submission:
+    """The cells of one submission: queued per pool, running (by Job name), and their outcomes."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        cells: list[Cell],
+        executor: KubernetesExecutor,
+        submission: str,
+        hooks: tuple[Callable[[list[Failure]], None] | None, ProgressHook | None],
+    ) -> None:
+        self.plan, self.executor, self.submission = plan, executor, submission
+        self.record, self.on_change = hooks
+        self.outcomes = {c.cell_id: CellOutcome(c, "", "pending") for c in cells}
+        self.queue: dict[str, list[Cell]] = {}
+        for cell in cells:
+            self.queue.setdefault(cell.pool.name, []).append(cell)
+        self.running: dict[str, CellOutcome] = {}  # job name -> outcome
+
+    def notify(self, outcome: CellOutcome) -> None:
+        if self.on_change:
+            self.on_change(outcome)
+
+    def start_more(self) -> None:
+        """Start queued cells while their pool runs fewer than its concurrency."""
+        for pool in self.plan.pools:
+            active = sum(1 for o in self.running.values() if o.cell.pool.name == pool.name)
+            waiting = self.queue.get(pool.name, [])
+            while waiting and active < pool.concurrency:
+                cell = waiting.pop(0)
+                objects = render_cell(self.plan, cell, self.submission)
+                for obj in objects:
+                    self.executor.create(obj)
+                main = objects[-1]
+                out = self.outcomes[cell.cell_id]
+                out.job, out.status, out.started = (
+                    main["metadata"]["name"],
+                    "running",
+                    time.monotonic(),
+                )
+                out.kind = main["kind"]
+                self.running[out.job] = out
+                active += 1
+                self.notify(out)
+
+    def settle(self, job: dict[str, Any]) -> None:
+        """A running Job that finished: its outcome, and its failures explained and recorded."""
+        name = job["metadata"]["name"]
+        out = self.running.get(name)
+        if out is None:
+            return
+        state, reason = job_state(job)
+        if state == "running":
+            return
+        out.status, out.reason, out.finished = state, reason, time.monotonic()
+        if state == "failed":
+            out.failures = self.executor.explain_failure(out.cell, job, reason)
+            if self.record:
+                self.record(out.failures)
+        del self.running[name]
+        self.notify(out)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.running) or any(self.queue.values())
 
 
 def submit_plan(
@@ -429,73 +416,27 @@ def submit_plan(
     """
     submission = submission or new_submission_id()
     selector = f"{LABEL_SUBMISSION}={submission}"
-    outcomes = {c.cell_id: CellOutcome(c, "", "pending") for c in cells}
-    queue: dict[str, list[Cell]] = {}
-    for cell in cells:
-        queue.setdefault(cell.pool.name, []).append(cell)
-    running: dict[str, CellOutcome] = {}  # job name -> outcome
+    run = _Submission(plan, cells, executor, submission, (record, on_change))
     deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
-
-    def notify(outcome: CellOutcome) -> None:
-        if on_change:
-            on_change(outcome)
-
-    def start_more() -> None:
-        for pool in plan.pools:
-            active = sum(1 for o in running.values() if o.cell.pool.name == pool.name)
-            waiting = queue.get(pool.name, [])
-            while waiting and active < pool.concurrency:
-                cell = waiting.pop(0)
-                objects = render_cell(plan, cell, submission)
-                for obj in objects:
-                    executor.create(obj)
-                main = objects[-1]
-                out = outcomes[cell.cell_id]
-                out.job, out.status, out.started = (
-                    main["metadata"]["name"],
-                    "running",
-                    time.monotonic(),
-                )
-                out.kind = main["kind"]
-                running[out.job] = out
-                active += 1
-                notify(out)
-
-    def settle(job: dict[str, Any]) -> None:
-        name = job["metadata"]["name"]
-        out = running.get(name)
-        if out is None:
-            return
-        state, reason = job_state(job)
-        if state == "running":
-            return
-        out.status, out.reason, out.finished = state, reason, time.monotonic()
-        if state == "failed":
-            out.failures = executor.explain_failure(out.cell, job, reason)
-            if record:
-                record(out.failures)
-        del running[name]
-        notify(out)
-
     preflight(plan, cells, executor, submission)
-    start_more()
-    while running or any(queue.values()):
+    run.start_more()
+    while run.busy:
         if deadline and time.monotonic() > deadline:
-            names = ", ".join(sorted(running))
+            names = ", ".join(sorted(run.running))
             raise SubmitTimeout(
                 f"plan {plan.name}: still running after {timeout_seconds}s: {names}"
             )
         jobs, rv = executor.list_jobs(selector)
         for job in jobs:
-            settle(job)
-        for out in [o for o in running.values() if o.kind != "Job"]:
-            settle(executor.get_job(out.kind, out.job))
-        start_more()
-        if not running:
+            run.settle(job)
+        for out in [o for o in run.running.values() if o.kind != "Job"]:
+            run.settle(executor.get_job(out.kind, out.job))
+        run.start_more()
+        if not run.running:
             continue
         for job in executor.watch_jobs(selector, rv, poll_seconds):
-            settle(job)
-            if not running or any(queue.values()):
+            run.settle(job)
+            if not run.running or any(run.queue.values()):
                 break
-        start_more()
-    return [outcomes[c.cell_id] for c in cells]
+        run.start_more()
+    return [run.outcomes[c.cell_id] for c in cells]
