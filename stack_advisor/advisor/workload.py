@@ -238,11 +238,29 @@ class Workload(_Spec):
         "above it are excluded",
     )
 
+    as_of: str = Field(
+        default="today",
+        max_length=32,
+        description="the round the figures are for: 'today' (the newest round published by "
+        "today's date: a forecast where the knowledge base lacks it), 'now' (the newest round "
+        "holding the benchmark), 'next', a date such as 2026-05-01 or a round name such as 'v6.0'",
+    )
+
     isl: int | None = Field(default=None, ge=1, le=10_000_000, description="proxy: input tokens")
     osl: int | None = Field(default=None, ge=1, le=10_000_000, description="proxy: output tokens")
     concurrency: int | None = Field(
         default=None, ge=1, le=1_000_000, description="proxy: concurrent requests per replica"
     )
+
+    @field_validator("as_of")
+    @classmethod
+    def _as_of(cls, value: str) -> str:
+        from stack_advisor.advisor.estimate.as_of import as_of_error
+
+        problem = as_of_error(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("model")
     @classmethod

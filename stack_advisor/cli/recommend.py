@@ -20,6 +20,7 @@ from stack_advisor.cli.proxy import ALL_ROWS as PROXY_ROWS
 from stack_advisor.cli.proxy import as_predictions, described_model, proxy_fields, proxy_workload
 from stack_advisor.cli.recommend_options import (
     AcceleratorOpt,
+    AsOfOpt,
     BatchSizeOpt,
     BenchmarkOpt,
     ClusterOpt,
@@ -59,6 +60,7 @@ from stack_advisor.cli.recommend_options import (
     TopOpt,
     WhatIfDriverOpt,
     WorkloadFileOpt,
+    checked_as_of,
 )
 from stack_advisor.cli.recommend_table import BASIS_MARK, print_recommendations, with_interval
 from stack_advisor.cli.stores import answering_store
@@ -134,6 +136,7 @@ def recommend(
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
+    as_of: AsOfOpt = None,
 ) -> None:
     """Rank software stacks and placements for a workload, with evidence and a Kubernetes snippet.
 
@@ -182,6 +185,8 @@ def recommend(
         )
     if target is not None:
         workload = workload.model_copy(update={"target": target})
+    if as_of is not None:
+        workload = workload.model_copy(update={"as_of": checked_as_of(as_of)})
     if all_rows:
         workload = workload.model_copy(update={"all_rows": True})
     if not in_cluster:
@@ -356,16 +361,7 @@ def predict(
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
-    as_of: Annotated[
-        str | None,
-        typer.Option(
-            "--as-of",
-            help="the round answers are for: today (default: the newest round published by "
-            "today, a forecast where the knowledge base lacks it), now (the newest round holding "
-            "each benchmark), next (one round ahead), a date such as 2026-05-01 or a round name "
-            "such as v6.0; a query's own as_of wins",
-        ),
-    ] = None,
+    as_of: AsOfOpt = None,
 ) -> None:
     """Predict (or report the observed) metric for configurations given as a JSON list."""
     from stack_advisor.cli.render import output_format

@@ -178,3 +178,29 @@ RulesOpt = Annotated[
         help="Compatibility rules: a YAML file or a directory of them (default: packaged).",
     ),
 ]
+
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        help="the round figures are for: today (default: the newest round published by today, "
+        "a forecast where the knowledge base lacks it), now (the newest round holding each "
+        "benchmark), next (one round ahead), a date such as 2026-05-01 or a round name such as "
+        "v6.0; for predict, a query's own as_of wins",
+    ),
+]
+
+
+def checked_as_of(text: str) -> str:
+    """``--as-of`` as given, when it names a round.
+
+    Raises:
+        InvalidInput: it names none (the message says what would).
+    """
+    from stack_advisor.advisor.estimate.as_of import as_of_error
+    from stack_advisor.schema.errors import InvalidInput
+
+    problem = as_of_error(text)
+    if problem:
+        raise InvalidInput(f"--{problem.replace('as_of', 'as-of', 1)}")
+    return text

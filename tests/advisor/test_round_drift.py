@@ -23,7 +23,9 @@ from stack_advisor.advisor.estimate.drift import (
 )
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import SliceKey
+from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.knowledge.table import round_number
+from stack_advisor.advisor.workload import Workload
 from stack_advisor.catalog.rounds import load_rounds
 from stack_advisor.schema.errors import InvalidInput
 
@@ -213,3 +215,42 @@ def test_rounds_ahead_follow_the_catalogue() -> None:
     assert "as_of: '2026-13-01'" in (as_of_error("2026-13-01") or "")
     assert round_at("mlperf-inference", date(2025, 10, 1), 4.1) == pytest.approx(5.1)
     assert round_at("mlperf-inference", date(2025, 10, 1), 5.1) == pytest.approx(5.1)
+
+
+def test_recommend_answers_for_the_round_its_workload_names(
+    kb_advisor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """recommend (and the cluster mode, through the same scoring) takes ``as_of`` as predict
+    does: today's round by default, the newest round held with "now"; a bad one is refused
+    naming the field."""
+    newest = max(
+        (r for r in load_rounds() if r.family == "mlperf-inference"), key=lambda r: r.published
+    )
+    monkeypatch.setenv("ADVISOR_TODAY", (newest.published + timedelta(days=1)).isoformat())
+    asked = {"benchmark": "llama2-70b-99", "scenario": "Offline"}
+    today = kb_advisor.recommend(Workload.from_dict(asked, where="test"), top=3)
+    held = kb_advisor.recommend(Workload.from_dict({**asked, "as_of": "now"}, where="test"), top=3)
+
+    def key(r: Any) -> tuple[str, int, str, str]:
+        c = r.candidate
+        return c.accelerator, c.accelerator_count, c.stack_id, c.placement.value
+
+    by_key = {key(r): r for r in held.recommendations}
+    compared = 0
+    for rec in today.recommendations:
+        same = by_key.get(key(rec))
+        if same is None or same.value is None or rec.value is None:
+            continue
+        forecast = [f for f in rec.factors if f.name == "forecast"]
+        assert forecast and f"-> {newest.id}" in forecast[0].value
+        assert not [f for f in same.factors if f.name == "forecast"]
+        assert rec.value == pytest.approx(same.value * forecast[0].effect, rel=1e-3)
+        compared += 1
+    assert compared
+    with pytest.raises(InvalidInput, match="as_of"):
+        Workload.from_dict({**asked, "as_of": "someday"}, where="test")
+
+
+def test_rounds_beyond_the_catalogue_follow_the_cadence() -> None:
+    assert rounds_between("mlperf-inference", 5.1, 9.0) == 7  # v6.0 .. v9.0, two a year
+    assert rounds_between("mlperf-inference", 3.0, 4.1) == 3

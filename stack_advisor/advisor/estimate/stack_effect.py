@@ -421,11 +421,20 @@ class StackEffects:
 @lru_cache(maxsize=256)
 def rounds_between(family: str, old: float, new: float) -> int:
     """Published rounds of ``family`` after round number ``old`` up to ``new`` (the catalogue's
-    ``rounds.yaml``; v3.0 -> v4.1 is 3: v3.1, v4.0, v4.1); 1 for our own measurements (no
-    round), for consecutive rounds and where the catalogue lists none between."""
+    ``rounds.yaml``; v3.0 -> v4.1 is 3: v3.1, v4.0, v4.1; beyond the newest listed, an x.0 and
+    an x.1 round a year); 1 for our own measurements (no round), for consecutive rounds and where
+    the catalogue lists none between."""
     if old <= 0 or new <= old:
         return 1
     listed = {round_number(r.id) for r in load_rounds() if r.family == family}
+    # beyond the newest listed round, MLCommons' cadence: an x.0 and an x.1 round a year
+    last = max(listed, default=old)
+    listed |= {
+        major + minor / 10
+        for major in range(int(last), int(new) + 1)
+        for minor in (0, 1)
+        if last + 1e-9 < major + minor / 10
+    }
     return max(1, sum(1 for n in listed if old + 1e-9 < n <= new + 1e-9))
 
 

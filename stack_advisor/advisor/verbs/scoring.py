@@ -59,6 +59,7 @@ def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
         c.placement,
         components=query_components(c.stack),
         raw_accelerator=c.published[0],
+        as_of=workload.as_of,
     )
     est = held_to_bare_metal(knowledge.index, q, knowledge.index.estimate(q), sl.hib)
     if est.basis is Basis.UNSUPPORTED:
