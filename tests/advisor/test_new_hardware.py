@@ -137,6 +137,7 @@ def _query(accelerator: str) -> Query:
         raw_accelerator=accelerator,
         count=1,
         placement="bare-metal",
+        as_of="now",  # the synthetic rounds' newest: no forecast to today's round on top
     )
 
 
