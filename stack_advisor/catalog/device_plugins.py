@@ -25,7 +25,7 @@ _LABEL_KEY = r"^([a-z0-9.-]+/)?[A-Za-z0-9._-]+$"
 class DevicePlugin(BaseModel):
     """One vendor's (or one vendor generation's) Kubernetes facts."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str = Field(min_length=1)
     vendor: str = Field(min_length=1)
@@ -62,7 +62,7 @@ class DevicePlugin(BaseModel):
 class PartFacts(BaseModel):
     """What one accelerator (a catalogue id) adds to its vendor's facts."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     accelerator: str = Field(min_length=1)
     product_label_value: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,63}$")
@@ -71,7 +71,7 @@ class PartFacts(BaseModel):
 
 
 class _File(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     version: int
     plugins: list[DevicePlugin]

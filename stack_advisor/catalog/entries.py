@@ -35,7 +35,7 @@ _SOURCE = r"^(https://\S+|project:\S+)$"
 
 
 class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     source: str = Field(pattern=_SOURCE)
 
@@ -67,7 +67,7 @@ class Generation(_Entry):
 class PeakFigures(BaseModel):
     """Dense peak throughput per precision, TFLOP/s (TOPS for int8)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     fp64: float | None = Field(default=None, gt=0)
     fp32: float | None = Field(default=None, gt=0)
@@ -216,7 +216,7 @@ class LatencyLimit(BaseModel):
     """A scenario's published latency constraint for one benchmark: time to first token and
     time per output token (LLMs) or the per-query latency bound, in ms, from round ``since`` on."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     benchmark: str = Field(min_length=1)
     ttft_ms: float | None = Field(default=None, gt=0)

@@ -20,7 +20,7 @@ _VERSION = r"^\d+\.\d+$"
 
 
 class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     source: str = Field(pattern=r"^https://\S+$")
 
