@@ -52,6 +52,37 @@ def name_keys(text: str) -> list[str]:
     return [k for k in keys if k]
 
 
+@dataclass(frozen=True)
+class NameMatch:
+    """A resolved (or unresolved) name: ``id`` is canonical, or the raw text when unresolved."""
+
+    raw: str
+    id: str
+    resolved: bool
+    what: str
+    matched_by: str | None = None
+    base: str | None = None  # for a benchmark variant: the catalogue entry it is a variant of
+    family: str | None = None  # for a benchmark: the family whose catalogue answered
+    suggestions: tuple[str, ...] = ()
+    # for a benchmark whose name carries a scenario (MLPerf v5.0's "llama2-70b-interactive-99",
+    # run in LoadGen's Server mode, is llama2-70b-99's Interactive scenario): that scenario
+    scenario: str | None = None
+
+    def message(self, field_name: str | None = None) -> str:
+        hint = (
+            f"; did you mean {' or '.join(repr(s) for s in self.suggestions)}?"
+            if self.suggestions
+            else ""
+        )
+        return f"{field_name or self.what}: unknown {self.what} {self.raw!r}{hint}"
+
+    def require(self, field_name: str | None = None) -> str:
+        """The canonical id; raises InvalidInput (with suggestions) when unresolved."""
+        if not self.resolved:
+            raise InvalidInput(self.message(field_name))
+        return self.id
+
+
 def catalogue_folder() -> Path:
     """The folder of the packaged catalogue files."""
     return Path(str(resources.files("stack_advisor.catalog")))
