@@ -302,7 +302,7 @@ def test_a_warm_recommend_imports_no_heavy_module_and_answers_as_the_cold_one(
 
 
 def test_first_use_says_what_it_is_doing_on_stderr_only(tmp_path: Path) -> None:
-    """A fresh home: the default store is seeded (one line on a non-terminal stderr), the table
+    """A fresh home: the default store is made (one line on a non-terminal stderr), the table
     read and the intervals calibrated, each said once; stdout is the JSON alone. The next call
     is quiet (table and calibration persisted)."""
     env = _env(tmp_path)
@@ -316,7 +316,7 @@ def test_first_use_says_what_it_is_doing_on_stderr_only(tmp_path: Path) -> None:
         "loading",
         "calibrating",
     ], err
-    assert "seeding the default store" in lines[0]
+    assert "the starter knowledge base" in lines[0]  # unpacked (the shipped store) or seeded
     second, out2, err2 = run_cli(args, env)
     assert second["code"] == 0 and json.loads(out2)
     assert not [line for line in err2.splitlines() if line.startswith("advisor: ")], err2
