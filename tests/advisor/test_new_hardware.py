@@ -415,3 +415,22 @@ def test_an_undetermined_precision_widens_the_interval_to_span_both_policies(
     # a Hopper part whose nearest references are Hopper parts moves with them: no spread
     h100 = index.estimate(_query("NVIDIA H100-NVL-94GB"))
     assert not [f for f in h100.factors if f[0] == "precision"]
+
+
+def test_a_transfer_prefers_the_parts_siblings() -> None:
+    """The catalogue's siblings (the parts closest in design) come first among the references,
+    then the nearest by peak figures; a sibling outside the target's device class stays out."""
+    target = hardware.figures("NVIDIA B300")
+    assert hardware.siblings("NVIDIA B300") == ("B200-SXM-180GB", "GB300")
+    assert hardware.siblings("no such part") == ()
+    names = ["B200-SXM-180GB", "GB300", "GB200", "H200-SXM-141GB", "H100-SXM5-80GB"]
+    refs = {n: (1.0, hardware.scaling_figures(n, "4-bit") or (1.0, 1.0), "nvidia") for n in names}
+    peaks = hardware.scaling_figures("NVIDIA B300", "4-bit")
+    assert peaks is not None and target.name == "B300-SXM-288GB"
+    plain = transfer.nearest(refs, peaks)
+    preferred = transfer.nearest(refs, peaks, hardware.siblings("NVIDIA B300"))
+    assert preferred[:2] == ["B200-SXM-180GB", "GB300"] and len(preferred) == transfer.NEAREST
+    assert set(preferred) - {"B200-SXM-180GB", "GB300"} <= set(plain)
+    # a workstation sibling far outside the accelerator's span is not drawn on
+    far = {"tiny": (1.0, (1.0, 1.0), "nvidia"), **refs}
+    assert "tiny" not in transfer.nearest(far, peaks, ("tiny",))

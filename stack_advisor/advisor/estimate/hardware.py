@@ -142,6 +142,14 @@ def bandwidth_figures(name: str, policy: str = DEFAULT_POLICY) -> tuple[float, f
 
 
 @lru_cache(maxsize=4096)
+def siblings(name: str) -> tuple[str, ...]:
+    """The parts closest in design to ``name`` (the catalogue's ``siblings``, nearest first):
+    what a transfer to it prefers to draw on; () for a part the catalogue does not know."""
+    spec = resolve_accelerator(name).spec
+    return tuple(spec.siblings) if spec is not None else ()
+
+
+@lru_cache(maxsize=4096)
 def runs_fp4(name: str) -> bool:
     """Whether the part has fp4: its own catalogue entry publishes an fp4 peak, or, where its
     entry publishes no compute figure at all, another part of its generation (the same tensor

@@ -156,12 +156,16 @@ def within_span(figures: tuple[float, float], target: tuple[float, float]) -> bo
     )
 
 
-def nearest(refs: References, target: tuple[float, float]) -> list[str]:
-    """The ``NEAREST`` references closest by peak figures, those of the target's device class
-    (``within_span``) only where it has any."""
+def nearest(
+    refs: References, target: tuple[float, float], prefer: tuple[str, ...] = ()
+) -> list[str]:
+    """The ``NEAREST`` references: the target's siblings among them first (``prefer``, the
+    catalogue's parts closest in design, nearest first), then the closest by peak figures; those
+    of the target's device class (``within_span``) only where it has any."""
     ordered = sorted(refs, key=lambda a: (_distance(refs[a][1], target), a))
-    close = [a for a in ordered if within_span(refs[a][1], target)]
-    return (close or ordered)[:NEAREST]
+    close = [a for a in ordered if within_span(refs[a][1], target)] or ordered
+    first = [a for a in prefer if a in close]
+    return [*first, *(a for a in close if a not in first)][:NEAREST]
 
 
 def peak_bound(refs: References, used: list[str], target: tuple[float, float], hib: bool) -> float:
@@ -177,11 +181,15 @@ def peak_bound(refs: References, used: list[str], target: tuple[float, float], h
 
 
 def predict(
-    model: TransferModel, refs: References, target: tuple[float, float]
+    model: TransferModel,
+    refs: References,
+    target: tuple[float, float],
+    prefer: tuple[str, ...] = (),
 ) -> tuple[float, list[str]]:
     """The figure ``model`` transfers to ``target`` (peak compute, bandwidth) from ``refs``
-    (accelerators of the target's class), and the references it used. No scikit-learn."""
-    used = nearest(refs, target)
+    (accelerators of the target's class; its siblings, ``prefer``, first), and the references
+    it used. No scikit-learn."""
+    used = nearest(refs, target, prefer)
     scaled = [
         refs[a][0]
         * (target[0] / refs[a][1][0]) ** model.compute_exp

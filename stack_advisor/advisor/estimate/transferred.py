@@ -38,6 +38,7 @@ from stack_advisor.advisor.estimate.hardware import (
     replicas_per_node,
     runs_fp4,
     scaling_figures,
+    siblings,
 )
 from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.results import Basis
@@ -86,7 +87,7 @@ def transferred_estimate(
             mid_q + max(hi_q - mid_q, s_hi - s_mid),
         )
     pool = same or refs
-    raw_value, used = transfer.predict(model, pool, target)
+    raw_value, used = transfer.predict(model, pool, target, siblings(name))
     if not any(transfer.within_span(pool[a][1], target) for a in used):
         return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
     factors: list[tuple[str, str, float]] = [
@@ -394,7 +395,7 @@ def _replay_same_vendor(
                     # with every accelerator in: a mild leak, far cheaper
                     model = index.transfer_model(key, by_acc, cls)
                     model = index.held_out_model(key, cls, acc) or model
-                    value, _ = transfer.predict(model, same, target)
+                    value, _ = transfer.predict(model, same, target, siblings(acc))
                     out[(Basis.TRANSFERRED, *cell, key[1], key[2])].extend(
                         (actual - math.log(value)).tolist()
                     )
