@@ -1,0 +1,67 @@
+"""`advisor predict` (issue 43): a refused query shows only what it gave, in the table and in the
+JSON; the count and placement it was never answered with are not echoed as if asked for."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import read_snapshot
+from tests.support.cli import advisor, isolate_cli
+
+GOOD = {
+    "accelerator": "NVIDIA A100-SXM4-80GB",
+    "benchmark": "resnet50",
+    "scenario": "Offline",
+    "metric": "samples_per_second",
+}
+
+
+@pytest.fixture(scope="module")
+def kb_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    uri = f"embedded:{tmp_path_factory.mktemp('echo-kb') / 'kb'}"
+    rows = [
+        o
+        for o in read_snapshot()["observations"]
+        if o["benchmark"]["name"] == "resnet50" and "A100" in json.dumps(o["accelerator"])
+    ]
+    with open_store(uri) as store:
+        store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+    yield uri
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_cli(monkeypatch, tmp_path)
+
+
+def test_a_refused_query_shows_only_what_it_gave(
+    capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
+) -> None:
+    query = tmp_path / "q.json"
+    queries = [GOOD, {**GOOD, "placement": "vgp"}, {**GOOD, "accelerator": "Foo GPU 9000"}]
+    query.write_text(json.dumps(queries))
+    code, out, err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(query), "--json")
+    assert code == 0, err
+    answered, bad_placement, unknown = json.loads(out)
+    assert answered["query"]["placement"] == "bare-metal"
+    assert answered["query"]["accelerator_count"] == 1
+    assert set(bad_placement["query"]) == set(unknown["query"]) == set(GOOD)
+
+    code, out, err = advisor(
+        capsys, "predict", "--store", kb_uri, "--query", str(query), "--format", "csv"
+    )
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["basis"].split()[-1] for r in rows] == ["observed", "unsupported", "unsupported"]
+    assert rows[0]["accelerator"].endswith(" x1") and rows[0]["placement"] == "bare-metal"
+    for row in rows[1:]:
+        assert not row["accelerator"].endswith(" x1"), row
+        assert row["placement"] in ("", "-"), row
