@@ -17,11 +17,20 @@ from typing import Any
 import numpy as np
 
 from stack_advisor.advisor.knowledge.columns import Column, KeyList
+from stack_advisor.advisor.knowledge.table_rows import (
+    BenchmarkInfo,
+    BenchPart,
+    ContextPart,
+    RowBuilder,
+    flat_context,
+)
+from stack_advisor.advisor.knowledge.table_rows import physical_key as physical_key
 from stack_advisor.catalog.rounds import round_key
-from stack_advisor.schema.models import Benchmark, Observation, SoftwareStack, StoredObservation
+from stack_advisor.schema.models import Observation, SoftwareStack, StoredObservation
 from stack_advisor.store.base import FlatObservations
 
 log = logging.getLogger(__name__)
+_UNSEEN: Any = object()
 
 CATEGORICAL = (
     "metric",
@@ -51,199 +60,6 @@ def content_digest(table: ObservationTable) -> str:
     digest.update("\n".join(sorted(table.keys)).encode())
     digest.update(table.value.tobytes())
     return digest.hexdigest()[:32]
-
-
-@dataclass
-class BenchmarkInfo:
-    benchmark_id: str
-    family: str
-    name: str
-    parameters: dict[str, Any]
-
-    @property
-    def scenario(self) -> str | None:
-        s = self.parameters.get("scenario")
-        return None if s is None else str(s)
-
-
-@dataclass(frozen=True, slots=True)
-class _BenchPart:
-    """What a row takes from its benchmark, worked out once per benchmark."""
-
-    info: BenchmarkInfo
-    scenario: str
-    division: str | None  # the benchmark's own division parameter; None: the provenance's
-
-    @classmethod
-    def of(cls, bench: Benchmark) -> _BenchPart:
-        info = BenchmarkInfo(bench.benchmark_id, bench.family, bench.name, dict(bench.parameters))
-        params = info.parameters
-        return cls(
-            info,
-            str(params.get("scenario", "")),
-            str(params["division"]) if "division" in params else None,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _ContextPart:
-    """What a row takes from where it was measured, worked out once per context."""
-
-    stack_id: str
-    stack: SoftwareStack
-    accelerator: str
-    count: int
-    placement: str
-    source: str
-    host: str  # "" when none
-    candidate: tuple[str, str, int, str]
-
-    @classmethod
-    def of(
-        cls,
-        stack_id: str,
-        stack: SoftwareStack,
-        accelerator: str,
-        count: int,
-        placement: str,
-        source: str,
-        host: str,
-    ) -> _ContextPart:
-        count = max(1, count)
-        return cls(
-            stack_id,
-            stack,
-            accelerator,
-            count,
-            placement,
-            source,
-            host,
-            (stack_id, accelerator, count, placement),
-        )
-
-
-_UNSEEN: Any = object()
-
-
-def _flat_context(
-    flat: FlatObservations, context_id: str, stack_ids: dict[str, str]
-) -> _ContextPart | None:
-    ctx = flat.contexts.get(context_id)
-    stack = None if ctx is None else flat.stacks.get(ctx.stack_id)
-    if ctx is None or stack is None:
-        return None
-    sid = stack_ids.get(ctx.stack_id)
-    if sid is None:  # the id the paged read computes from the stack (not the node's key)
-        sid = stack_ids[ctx.stack_id] = stack.stack_id
-    return _ContextPart.of(
-        sid,
-        stack,
-        ctx.accelerator,
-        ctx.accelerator_count,
-        ctx.placement_kind,
-        ctx.source,
-        ctx.host or "",
-    )
-
-
-class _RowBuilder:
-    """The rows of a table being built, one ``add`` per valid observation: the one place that
-    decides what a row holds, whether the observations come as models or from the flat read."""
-
-    def __init__(self) -> None:
-        self.values: list[float] = []
-        self.counts: list[int] = []
-        self.stamps: list[float] = []
-        self.hib: list[bool] = []
-        self.cols: dict[str, list[Any]] = {
-            k: []
-            for k in (
-                "metric",
-                "unit",
-                "benchmark",
-                "family",
-                "bench_name",
-                "scenario",
-                "division",
-                "round",
-                "source",
-                "submitter",
-                "accelerator",
-                "placement",
-                "stack",
-                "candidate",
-                "system",
-            )
-        }
-        self.keys: list[str] = []
-        self.benchmarks: dict[str, BenchmarkInfo] = {}
-        self.stacks: dict[str, SoftwareStack] = {}
-
-    def add(
-        self,
-        key: str,
-        metric: str,
-        unit: str,
-        value: float,
-        stamp: float,
-        hib: bool,
-        details: dict[str, str],
-        bench: _BenchPart,
-        ctx: _ContextPart,
-    ) -> None:
-        info = bench.info
-        bid, sid = info.benchmark_id, ctx.stack_id
-        if bid not in self.benchmarks:
-            self.benchmarks[bid] = info
-        if sid not in self.stacks:
-            self.stacks[sid] = ctx.stack
-        self.values.append(value)
-        self.counts.append(ctx.count)
-        self.stamps.append(stamp)
-        self.hib.append(hib)
-        cols = self.cols
-        cols["metric"].append(metric)
-        cols["unit"].append(unit)
-        cols["benchmark"].append(bid)
-        cols["family"].append(info.family)
-        cols["bench_name"].append(info.name)
-        cols["scenario"].append(bench.scenario)
-        cols["division"].append(
-            bench.division if bench.division is not None else str(details.get("division", ""))
-        )
-        cols["round"].append(details.get("round", ""))
-        cols["source"].append(ctx.source)
-        cols["submitter"].append(details.get("submitter", ctx.host))
-        cols["accelerator"].append(ctx.accelerator)
-        cols["placement"].append(ctx.placement)
-        cols["stack"].append(sid)
-        cols["candidate"].append(ctx.candidate)
-        cols["system"].append(
-            (
-                details.get("nodes", ""),
-                details.get("accelerators_per_node", ""),
-                details.get("accelerator_interconnect", ""),
-            )
-        )
-        self.keys.append(key)
-
-    def table(self, generation: int) -> ObservationTable:
-        stacks, cols = self.stacks, self.cols
-        columns: dict[str, Any] = {name: Column.build(vals) for name, vals in cols.items()}
-        return ObservationTable(
-            generation=generation,
-            n=len(self.values),
-            value=np.asarray(self.values, dtype=np.float64),
-            count=np.asarray(self.counts, dtype=np.int64),
-            timestamp=np.asarray(self.stamps, dtype=np.float64),
-            higher_is_better=np.asarray(self.hib, dtype=bool),
-            keys=self.keys,
-            benchmarks=self.benchmarks,
-            stacks=stacks,
-            images={sid: s.image for sid, s in stacks.items() if s.image},
-            physical=Column.build(_mapped(cols["accelerator"], physical_key)),
-            **columns,
-        )
 
 
 @dataclass
@@ -290,11 +106,11 @@ class ObservationTable:
         cls, observations: Iterable[Observation], generation: int = 0
     ) -> ObservationTable:
         start = time.perf_counter()
-        rows = _RowBuilder()
+        rows = RowBuilder()
         # ids are content hashes: memoise them on cheap tuples of the content
-        benches: dict[tuple[str, str, str], _BenchPart] = {}
+        benches: dict[tuple[str, str, str], BenchPart] = {}
         stack_memo: dict[tuple[Any, ...], str] = {}
-        contexts: dict[tuple[Any, ...], _ContextPart] = {}
+        contexts: dict[tuple[Any, ...], ContextPart] = {}
         for obs in observations:
             if not obs.valid:
                 continue
@@ -302,7 +118,7 @@ class ObservationTable:
             bkey = (bench.family, bench.name, repr(sorted(bench.parameters.items())))
             bpart = benches.get(bkey)
             if bpart is None:
-                bpart = benches[bkey] = _BenchPart.of(bench)
+                bpart = benches[bkey] = BenchPart.of(bench)
             st = obs.stack
             skey = (
                 st.driver,
@@ -330,7 +146,7 @@ class ObservationTable:
             )
             cpart = contexts.get(ckey)
             if cpart is None:
-                cpart = contexts[ckey] = _ContextPart.of(sid, st, *ckey[1:])
+                cpart = contexts[ckey] = ContextPart.of(sid, st, *ckey[1:])
             rows.add(
                 obs.key if isinstance(obs, StoredObservation) else "",
                 obs.metric,
@@ -342,7 +158,7 @@ class ObservationTable:
                 bpart,
                 cpart,
             )
-        table = rows.table(generation)
+        table = cls(generation=generation, **rows.columns())
         table.load_seconds = time.perf_counter() - start
         return table
 
@@ -352,9 +168,9 @@ class ObservationTable:
         ``from_observations`` of the same store's observations in key order, row for row, in the
         same order, vocabularies included (one row builder decides both)."""
         start = time.perf_counter()
-        rows = _RowBuilder()
-        benches: dict[str, _BenchPart | None] = {}
-        contexts: dict[str, _ContextPart | None] = {}
+        rows = RowBuilder()
+        benches: dict[str, BenchPart | None] = {}
+        contexts: dict[str, ContextPart | None] = {}
         stack_ids: dict[str, str] = {}
         for row in flat.rows:
             if not row.valid:
@@ -362,10 +178,10 @@ class ObservationTable:
             bpart = benches.get(row.benchmark_id, _UNSEEN)
             if bpart is _UNSEEN:
                 bench = flat.benchmarks.get(row.benchmark_id)
-                bpart = benches[row.benchmark_id] = None if bench is None else _BenchPart.of(bench)
+                bpart = benches[row.benchmark_id] = None if bench is None else BenchPart.of(bench)
             cpart = contexts.get(row.context_id, _UNSEEN)
             if cpart is _UNSEEN:
-                cpart = contexts[row.context_id] = _flat_context(flat, row.context_id, stack_ids)
+                cpart = contexts[row.context_id] = flat_context(flat, row.context_id, stack_ids)
             if bpart is None or cpart is None:  # the paged read's joins drop it too
                 continue
             rows.add(
@@ -379,7 +195,7 @@ class ObservationTable:
                 bpart,
                 cpart,
             )
-        table = rows.table(generation)
+        table = cls(generation=generation, **rows.columns())
         table.load_seconds = time.perf_counter() - start
         return table
 
@@ -493,20 +309,6 @@ def group_rows(
     out = [(tuple(int(c[i[0]]) for c in cols), part) for part, i in zip(parts, starts)]
     appearance = np.argsort(first, kind="stable")
     return [out[g] for g in appearance.tolist()]
-
-
-def _mapped(values: list[str], fn: Any) -> list[str]:
-    memo: dict[str, str] = {}
-    return [memo[v] if v in memo else memo.setdefault(v, fn(v)) for v in values]
-
-
-def physical_key(accelerator: str) -> str:
-    """The physical device a KB accelerator name stands for: its spec id (a vGPU profile such as
-    ``A100-SXM-80C`` resolves to its GPU), MIG slices kept apart; the name itself when unknown."""
-    from stack_advisor.catalog import resolve_accelerator
-
-    match = resolve_accelerator(accelerator)
-    return match.key if match.resolved and match.kind == "accelerator" else accelerator
 
 
 def round_number(value: str) -> float:

@@ -39,10 +39,10 @@ from stack_advisor.advisor.knowledge.heap import return_free_heap
 from stack_advisor.advisor.knowledge.table import (
     CATEGORICAL,
     NUMERIC,
-    BenchmarkInfo,
     ObservationTable,
     content_digest,
 )
+from stack_advisor.advisor.knowledge.table_rows import BenchmarkInfo
 from stack_advisor.runtime import progress
 from stack_advisor.schema.models import SoftwareStack, StoredObservation
 from stack_advisor.store.base import Store
