@@ -43,6 +43,11 @@ from stack_advisor.advisor.results import (
 from stack_advisor.advisor.snapshot import Knowledge, known_failures
 from stack_advisor.advisor.verbs import compare as compare_verb
 from stack_advisor.advisor.verbs import evaluate as evaluate_verb
+from stack_advisor.advisor.verbs.compare_requests import (
+    RegressionsRequest,
+    StackComparisonRequest,
+    StackRankingRequest,
+)
 from stack_advisor.advisor.verbs.predict import predict
 from stack_advisor.advisor.verbs.recommend import recommend
 from stack_advisor.advisor.workload import Workload
@@ -298,17 +303,16 @@ class Advisor:
         metric: str | None = None,
         family: str = "mlperf-inference",
     ) -> Comparison:
-        return compare_verb.compare_stacks(
-            self.table(),
-            stack_a,
-            stack_b,
+        request = StackComparisonRequest(
+            stack_a=stack_a,
+            stack_b=stack_b,
             benchmark=benchmark,
             accelerator=accelerator,
             scenario=scenario,
             metric=metric,
             family=family,
-            index=self.evidence(),
         )
+        return compare_verb.compare_stacks(self.knowledge(), request)
 
     def rank_stacks(
         self,
@@ -320,8 +324,7 @@ class Advisor:
         family: str = "mlperf-inference",
         division: str = "closed",
     ) -> list[dict[str, Any]]:
-        return compare_verb.stack_ranking(
-            self.evidence(),
+        request = StackRankingRequest(
             family=family,
             benchmark=benchmark,
             scenario=scenario,
@@ -329,6 +332,7 @@ class Advisor:
             accelerator=accelerator,
             division=division,
         )
+        return [r.model_dump() for r in compare_verb.stack_ranking(self.knowledge(), request)]
 
     def regressions(
         self,
@@ -339,14 +343,14 @@ class Advisor:
         alpha: float = 0.05,
         min_count: int = 3,
     ) -> list[Regression]:
-        return compare_verb.find_regressions(
-            self.table(),
-            component,
+        request = RegressionsRequest(
+            component=component,
             accelerator=accelerator,
             benchmark=benchmark,
             alpha=alpha,
             min_count=min_count,
         )
+        return compare_verb.find_regressions(self.knowledge(), request)
 
     def evaluate(
         self,

@@ -1,5 +1,7 @@
 """Stack A against stack B (paired within a round, and what upgrading A's framework version to
-B's was worth across rounds), and regressions across component versions."""
+B's was worth across rounds), the stacks one accelerator ran a benchmark with, and regressions
+across component versions. Each verb takes ``(Knowledge, typed request)`` as ``recommend`` and
+``predict`` do (``stack_advisor.advisor.verbs.compare_requests``)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,14 @@ from stack_advisor.advisor.names import (
     scenario_in_name,
 )
 from stack_advisor.advisor.results import Comparison, Regression
+from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs.compare_requests import (
+    RegressionsRequest,
+    StackComparisonRequest,
+    StackRank,
+    StackRankingRequest,
+    StackSelector,
+)
 from stack_advisor.catalog.rounds import release_of
 from stack_advisor.schema.errors import InvalidInput, NotFound
 
@@ -132,43 +142,73 @@ def upgrade_effect(
     )
 
 
-def compare_stacks(
-    table: ObservationTable,
-    stack_a: str | dict[str, str],
-    stack_b: str | dict[str, str],
-    *,
-    benchmark: str,
-    accelerator: str | None,
-    scenario: str | None,
-    metric: str | None,
-    family: str,
-    index: EvidenceIndex | None = None,
-) -> Comparison:
-    """A against B paired within a round; with ``index``, also what upgrading A's framework
-    version to B's was worth across rounds (``upgrade_effect``). Names as users write them.
+def compare_stacks(knowledge: Knowledge, request: StackComparisonRequest) -> Comparison:
+    """A against B paired within a round, and what upgrading A's framework version to B's was
+    worth across rounds (``upgrade_effect``). Names as users write them.
 
     Raises:
         InvalidInput: an unknown scenario or stack component, or a scenario the benchmark's name
             contradicts.
         NotFound: no stack or no observation matches.
     """
-    benchmark, scenario = _slice_names(benchmark, scenario, family)
-    a_codes, b_codes = _stack_matches(table, stack_a), _stack_matches(table, stack_b)
-    effect = (
-        upgrade_effect(
-            index,
-            stack_a,
-            stack_b,
-            benchmark=benchmark,
-            accelerator=accelerator,
-            scenario=scenario,
-            family=family,
-        )
-        if index is not None
-        else None
+    table, rq = knowledge.table, request
+    benchmark, scenario = _slice_names(rq.benchmark, rq.scenario, rq.family)
+    a_codes, b_codes = _stack_matches(table, rq.stack_a), _stack_matches(table, rq.stack_b)
+    effect = upgrade_effect(
+        knowledge.index,
+        rq.stack_a,
+        rq.stack_b,
+        benchmark=benchmark,
+        accelerator=rq.accelerator,
+        scenario=scenario,
+        family=rq.family,
     )
+    rows, metric = _compared_rows(table, rq, benchmark, scenario, (a_codes, b_codes))
+    in_a = np.isin(table.stack.codes[rows], list(a_codes))
+    in_b = np.isin(table.stack.codes[rows], list(b_codes))
+    ratios, norm_a, norm_b = _paired_ratios(table, rows[in_a | in_b], a_codes, b_codes)
+    a_all, b_all = table.value[rows[in_a]], table.value[rows[in_b]]
+    ratio = float(np.median(ratios)) if ratios else None
+    p = mann_whitney(np.asarray(norm_a), np.asarray(norm_b)) if ratios else None
+    return Comparison(
+        accelerator=rq.accelerator,
+        benchmark=benchmark,
+        metric=metric,
+        stack_a=_label(rq.stack_a),
+        stack_b=_label(rq.stack_b),
+        pairs=len(ratios),
+        ratio=ratio,
+        interval=bootstrap_interval(np.asarray(ratios)) if ratios else None,
+        p_value=p,
+        a_count=len(a_all),
+        b_count=len(b_all),
+        a_median=float(np.median(a_all)) if len(a_all) else None,
+        b_median=float(np.median(b_all)) if len(b_all) else None,
+        verdict=_verdict(ratio, p, len(ratios)),
+        stack_effect=effect,
+    )
+
+
+def _label(sel: StackSelector) -> str:
+    return sel if isinstance(sel, str) else ",".join(f"{k}={v}" for k, v in sel.items())
+
+
+def _compared_rows(
+    table: ObservationTable,
+    rq: StackComparisonRequest,
+    benchmark: str,
+    scenario: str | None,
+    codes: tuple[set[int], set[int]],
+) -> tuple[np.ndarray, str]:
+    """The rows of the benchmark (on the accelerator) in one metric: the one asked, else the one
+    most of A's and B's rows are in.
+
+    Raises:
+        NotFound: no observation of the benchmark (on the accelerator).
+    """
     params: dict[str, Any] = {"scenario": scenario} if scenario else {}
-    mask, _ = table.benchmark_mask(family, benchmark, params)
+    mask, _ = table.benchmark_mask(rq.family, benchmark, params)
+    accelerator, metric = rq.accelerator, rq.metric
     if accelerator:
         mask &= table.accelerator.mask(matching_accelerators(table.accelerator.vocab, accelerator))
     if metric:
@@ -176,22 +216,26 @@ def compare_stacks(
     rows = np.flatnonzero(mask)
     if not len(rows):
         raise NotFound(
-            f"no observations of {family}/{benchmark} {params or ''} "
+            f"no observations of {rq.family}/{benchmark} {params or ''} "
             f"{'on ' + accelerator if accelerator else ''}".strip()
         )
-    in_a = np.isin(table.stack.codes[rows], list(a_codes))
-    in_b = np.isin(table.stack.codes[rows], list(b_codes))
-    if metric is None:
-        cand = rows[in_a | in_b]
-        metric = (
-            table.metric.vocab[int(np.bincount(table.metric.codes[cand]).argmax())]
-            if len(cand)
-            else table.metric.vocab[int(np.bincount(table.metric.codes[rows]).argmax())]
-        )
-        keep = table.metric.codes[rows] == table.metric.code(metric)
-        rows, in_a, in_b = rows[keep], in_a[keep], in_b[keep]
-    ratios, norm_a, norm_b = [], [], []
-    for idx in groups(table, rows[in_a | in_b], (*PAIR_KEY, "placement")).values():
+    if metric is not None:
+        return rows, metric
+    either = np.isin(table.stack.codes[rows], list(codes[0] | codes[1]))
+    cand = rows[either] if either.any() else rows
+    metric = table.metric.vocab[int(np.bincount(table.metric.codes[cand]).argmax())]
+    return rows[table.metric.codes[rows] == table.metric.code(metric)], metric
+
+
+def _paired_ratios(
+    table: ObservationTable, rows: np.ndarray, a_codes: set[int], b_codes: set[int]
+) -> tuple[list[float], list[float], list[float]]:
+    """B's speed over A's in each group both ran in (same round, benchmark, metric, accelerator,
+    count, placement), and each side's figures normalised by A's median there."""
+    ratios: list[float] = []
+    norm_a: list[float] = []
+    norm_b: list[float] = []
+    for idx in groups(table, rows, (*PAIR_KEY, "placement")).values():
         sa = np.isin(table.stack.codes[idx], list(a_codes))
         sb = np.isin(table.stack.codes[idx], list(b_codes))
         if not sa.any() or not sb.any():
@@ -202,55 +246,31 @@ def compare_stacks(
         ref = float(np.median(va))
         norm_a.extend((va / ref) if hib else (ref / va))
         norm_b.extend((vb / ref) if hib else (ref / vb))
-    a_all, b_all = table.value[rows[in_a]], table.value[rows[in_b]]
+    return ratios, norm_a, norm_b
 
-    def label(sel: str | dict[str, str]) -> str:
-        return sel if isinstance(sel, str) else ",".join(f"{k}={v}" for k, v in sel.items())
 
-    ratio = float(np.median(ratios)) if ratios else None
-    p = mann_whitney(np.asarray(norm_a), np.asarray(norm_b)) if ratios else None
+def _verdict(ratio: float | None, p: float | None, pairs: int) -> str:
     if ratio is None:
-        verdict = "no paired results (same round, benchmark, metric, accelerator, count, placement)"
-    elif p is not None and p < 0.05:
-        verdict = (
-            f"B is {'faster' if ratio > 1 else 'slower'}: {ratio:.3f}x A over {len(ratios)} "
+        return "no paired results (same round, benchmark, metric, accelerator, count, placement)"
+    if p is not None and p < 0.05:
+        return (
+            f"B is {'faster' if ratio > 1 else 'slower'}: {ratio:.3f}x A over {pairs} "
             f"pairs (p={p:.3g})"
         )
-    else:
-        verdict = f"no significant difference: {ratio:.3f}x over {len(ratios)} pairs" + (
-            f" (p={p:.3g})" if p is not None else ""
-        )
-    return Comparison(
-        accelerator=accelerator,
-        benchmark=benchmark,
-        metric=metric,
-        stack_a=label(stack_a),
-        stack_b=label(stack_b),
-        pairs=len(ratios),
-        ratio=ratio,
-        interval=bootstrap_interval(np.asarray(ratios)) if ratios else None,
-        p_value=p,
-        a_count=len(a_all),
-        b_count=len(b_all),
-        a_median=float(np.median(a_all)) if len(a_all) else None,
-        b_median=float(np.median(b_all)) if len(b_all) else None,
-        verdict=verdict,
-        stack_effect=effect,
+    return f"no significant difference: {ratio:.3f}x over {pairs} pairs" + (
+        f" (p={p:.3g})" if p is not None else ""
     )
 
 
-def find_regressions(
-    table: ObservationTable,
-    component: str,
-    *,
-    accelerator: str | None,
-    benchmark: str | None,
-    alpha: float,
-    min_count: int,
-) -> list[Regression]:
+def find_regressions(knowledge: Knowledge, request: RegressionsRequest) -> list[Regression]:
     """Within each (round, benchmark, metric, accelerator, count) group, compare consecutive
-    versions of ``component``; report where the newer one is slower with Mann-Whitney p < alpha."""
-    component = component.lower()
+    versions of the component; report where the newer one is slower with Mann-Whitney p < alpha.
+
+    Raises:
+        NotFound: no stack records the component.
+    """
+    table, rq = knowledge.table, request
+    component = rq.component.lower()
     versions = []
     for sid in table.stack.vocab:
         comps = {k.lower(): v for k, v in stack_components(table.stacks[sid]).items() if v}
@@ -258,10 +278,11 @@ def find_regressions(
     if not any(versions):
         raise NotFound(f"component: no stack in the knowledge base records {component!r}")
     mask = np.ones(table.n, dtype=bool)
-    if accelerator:
-        mask &= table.accelerator.mask(matching_accelerators(table.accelerator.vocab, accelerator))
-    if benchmark:
-        mask &= table.bench_name.codes == table.bench_name.code(benchmark)
+    if rq.accelerator:
+        vocab = table.accelerator.vocab
+        mask &= table.accelerator.mask(matching_accelerators(vocab, rq.accelerator))
+    if rq.benchmark:
+        mask &= table.bench_name.codes == table.bench_name.code(rq.benchmark)
     out = []
     for key, idx in groups(table, np.flatnonzero(mask), PAIR_KEY).items():
         by_version: dict[str, list[float]] = defaultdict(list)
@@ -269,51 +290,53 @@ def find_regressions(
             v = versions[table.stack.codes[r]]
             if v:
                 by_version[v].append(float(table.value[r]))
-        ordered = sorted(
-            (
-                v
-                for v in by_version
-                if release_of(v) is not None and len(by_version[v]) >= min_count
-            ),
-            key=lambda v: release_of(v),  # type: ignore[arg-type, return-value]
-        )
-        hib = bool(table.higher_is_better[idx[0]])
-        for old, new in pairwise(ordered):
-            a, b = np.asarray(by_version[old]), np.asarray(by_version[new])
-            change = speed_ratio(float(np.median(b)), float(np.median(a)), hib)
-            p = mann_whitney(a, b)
-            if change < 1 and p is not None and p < alpha:
-                bench = table.benchmarks[table.benchmark.vocab[key[1]]]
-                out.append(
-                    Regression(
-                        component=component,
-                        older=old,
-                        newer=new,
-                        benchmark=bench.name,
-                        scenario=bench.scenario,
-                        metric=table.metric.vocab[key[2]],
-                        accelerator=table.accelerator.vocab[key[3]],
-                        older_median=float(np.median(a)),
-                        newer_median=float(np.median(b)),
-                        change=change,
-                        older_count=len(a),
-                        newer_count=len(b),
-                        p_value=p,
-                    )
-                )
+        out.extend(_group_regressions(table, rq, component, key, idx, by_version))
     return sorted(out, key=lambda r: r.change)
 
 
-def stack_ranking(
-    index: EvidenceIndex,
-    *,
-    family: str,
-    benchmark: str,
-    scenario: str | None,
-    metric: str | None,
-    accelerator: str,
-    division: str = "closed",
-) -> list[dict[str, Any]]:
+def _group_regressions(
+    table: ObservationTable,
+    rq: RegressionsRequest,
+    component: str,
+    key: tuple[int, ...],
+    idx: np.ndarray,
+    by_version: dict[str, list[float]],
+) -> list[Regression]:
+    """The regressions between consecutive versions (with ``min_count`` results each) of one
+    group."""
+    ordered = sorted(
+        (v for v in by_version if release_of(v) is not None and len(by_version[v]) >= rq.min_count),
+        key=lambda v: release_of(v),  # type: ignore[arg-type, return-value]
+    )
+    hib = bool(table.higher_is_better[idx[0]])
+    out = []
+    for old, new in pairwise(ordered):
+        a, b = np.asarray(by_version[old]), np.asarray(by_version[new])
+        change = speed_ratio(float(np.median(b)), float(np.median(a)), hib)
+        p = mann_whitney(a, b)
+        if change < 1 and p is not None and p < rq.alpha:
+            bench = table.benchmarks[table.benchmark.vocab[key[1]]]
+            out.append(
+                Regression(
+                    component=component,
+                    older=old,
+                    newer=new,
+                    benchmark=bench.name,
+                    scenario=bench.scenario,
+                    metric=table.metric.vocab[key[2]],
+                    accelerator=table.accelerator.vocab[key[3]],
+                    older_median=float(np.median(a)),
+                    newer_median=float(np.median(b)),
+                    change=change,
+                    older_count=len(a),
+                    newer_count=len(b),
+                    p_value=p,
+                )
+            )
+    return out
+
+
+def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[StackRank]:
     """The stacks one accelerator ran a benchmark with, fastest first, older versions carried
     forward by the upgrade factor (``stack_advisor.advisor.estimate.stack_compare.rank_stacks``).
     Names as users write them (``sdxl``, ``offline``, ``llama2-70b-interactive-99``); no metric: the
@@ -323,13 +346,15 @@ def stack_ranking(
         InvalidInput: an unknown scenario, or one the benchmark's name contradicts.
         NotFound: the accelerator never ran that benchmark slice (the message lists what did).
     """
-    benchmark, scenario = _slice_names(benchmark, scenario, family)
+    index, rq = knowledge.index, request
+    family, division, accelerator = rq.family, rq.division, rq.accelerator
+    benchmark, scenario = _slice_names(rq.benchmark, rq.scenario, family)
     if scenario is None:
         raise InvalidInput(
             f"scenario: name one (the scenarios {benchmark} ran: "
             f"{', '.join(sorted({k[2] for k in index.slices if k[:2] == (family, benchmark)}))})"
         )
-    metric = metric or _slice_metric(index, (family, benchmark, scenario), division)
+    metric = rq.metric or _slice_metric(index, (family, benchmark, scenario), division)
     acc = canonical_accelerator(accelerator)
     key = (family, benchmark, scenario, metric, division)
     by_acc = index.slices.get(key)
@@ -342,7 +367,7 @@ def stack_ranking(
             f"accelerator: {accelerator!r} ({acc}) never ran {benchmark} {scenario}; ran it: "
             f"{', '.join(sorted(by_acc)[:12])}"
         )
-    return rank_stacks(effects_of(index), key, acc)
+    return [StackRank.model_validate(row) for row in rank_stacks(effects_of(index), key, acc)]
 
 
 def _slice_names(benchmark: str, scenario: str | None, family: str) -> tuple[str, str | None]:

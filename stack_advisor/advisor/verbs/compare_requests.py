@@ -1,0 +1,64 @@
+"""The typed requests and answers of the comparison verbs (``stack_advisor.advisor.verbs.compare``):
+each verb takes ``(Knowledge, request)`` as ``recommend`` and ``predict`` do, names as users write
+them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+StackSelector = str | dict[str, str]
+"""A stack id (``stk-...``), or component=version pairs (``'tensorrt=8.6.0,cuda=12.0'`` or a
+dict)."""
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StackComparisonRequest(_Request):
+    """Stack A against stack B on one benchmark (and scenario, accelerator, metric)."""
+
+    stack_a: StackSelector
+    stack_b: StackSelector
+    benchmark: str
+    accelerator: str | None = None
+    scenario: str | None = None
+    metric: str | None = None
+    family: str = "mlperf-inference"
+
+
+class RegressionsRequest(_Request):
+    """Consecutive versions of one component, compared within each group of results."""
+
+    component: str = "driver"
+    accelerator: str | None = None
+    benchmark: str | None = None
+    alpha: float = 0.05
+    min_count: int = 3
+
+
+class StackRankingRequest(_Request):
+    """The stacks one accelerator ran a benchmark slice with."""
+
+    benchmark: str
+    accelerator: str
+    scenario: str | None = None
+    metric: str | None = None
+    family: str = "mlperf-inference"
+    division: str = "closed"
+
+
+class StackRank(BaseModel):
+    """One stack of a ranking: its latest round's median per-accelerator figure, and that figure
+    carried forward to the newest version of its framework (``factor`` says how; None: as is)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    framework: str
+    version: str
+    software_class: str | None
+    round: str
+    results: int
+    value: float
+    carried_forward: float
+    factor: str | None
