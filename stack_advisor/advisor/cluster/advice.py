@@ -136,10 +136,7 @@ class ClusterAdvisor(PoolRanking):
         start = time.perf_counter()
         if not isinstance(workload, Workload):
             workload = Workload.from_dict(workload)
-        sizes = {"top": top, "per_pool": per_pool, "gpus": gpus, "nodes_count": nodes_count}
-        for flag, v in sizes.items():
-            if v is not None and v < 1:
-                raise InvalidInput(f"{flag} must be >= 1, got {v}")
+        _check_sizes({"top": top, "per_pool": per_pool, "gpus": gpus, "nodes_count": nodes_count})
         by_name = {p.name: p for p in pools}
         what_if = checked_what_if(what_if_driver, by_name)
         if not pools:
@@ -155,7 +152,7 @@ class ClusterAdvisor(PoolRanking):
         candidates, metric = _gather(targets, evaluated, excluded)
         ranked = [r.model_copy(update={"rank": i}) for i, r in enumerate(candidates[:top], start=1)]
         after_of = {pool.name: e for (pool, _, _), e in zip(targets, evaluated)}
-        before_of = {pool.name: e for (pool, _, _), e in zip(baseline, evaluated[len(targets) :])}
+        before_of = {p.name: e for (p, _, _), e in zip(baseline, evaluated[len(targets) :])}
         reports = [
             self._what_if(
                 workload,
@@ -170,10 +167,7 @@ class ClusterAdvisor(PoolRanking):
             for name, version in sorted(what_if.items())
         ]
         if what_if:
-            notes.append(
-                "ranked as if "
-                + ", ".join(f"{n} ran driver {v}" for n, v in sorted(what_if.items()))
-            )
+            notes.append(_what_if_note(what_if))
         return ClusterRecommendationSet(
             workload=workload.model_dump(mode="json", exclude_none=True),
             metric=metric,
@@ -213,6 +207,17 @@ class ClusterAdvisor(PoolRanking):
             )
         knowledge = self.advisor.knowledge()
         return driver_what_if(knowledge, workload, pool, version, before_run, after_run)
+
+
+def _check_sizes(sizes: dict[str, int | None]) -> None:
+    """Raises: InvalidInput naming the first size below 1."""
+    for flag, v in sizes.items():
+        if v is not None and v < 1:
+            raise InvalidInput(f"{flag} must be >= 1, got {v}")
+
+
+def _what_if_note(what_if: dict[str, str]) -> str:
+    return "ranked as if " + ", ".join(f"{n} ran driver {v}" for n, v in sorted(what_if.items()))
 
 
 def _excluded_why(skipped: dict[str, int], driver: str | None) -> str:

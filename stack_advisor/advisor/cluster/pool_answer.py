@@ -68,6 +68,21 @@ def one_per_stack(recs: list[Recommendation], most: int) -> list[Recommendation]
     return picked
 
 
+def _based_on(rec: Recommendation, stack: SoftwareStack) -> dict[str, Any]:
+    """The ranked candidate an answer was made from."""
+    return {
+        "accelerator": rec.candidate.accelerator,
+        "accelerator_count": rec.candidate.accelerator_count,
+        "placement": rec.candidate.placement.value,
+        "basis": rec.basis.value,
+        "recorded_driver": stack.driver,
+    }
+
+
+def _linear_scaling(pods: int) -> str:
+    return f"job figure scales one node's figure over {pods} nodes linearly; no multi-node evidence"
+
+
 class PoolAnswers:
     """Builds the answers of one ``Advisor`` (its prices, its store's NUMA topologies), with the
     memos that live as long as it: manifests per (pool, stack, image, shape), images per stack
@@ -204,10 +219,7 @@ class PoolAnswers:
         stack = SoftwareStack.model_validate(rec.candidate.stack)
         found_image = image_of(stack, image, self.images)
         if shape.pods > 1 and hib:
-            warnings.append(
-                f"job figure scales one node's figure over {shape.pods} nodes linearly; "
-                "no multi-node evidence"
-            )
+            warnings.append(_linear_scaling(shape.pods))
         name = f"{workload.benchmark}-{pool.name}"
         memo = self._manifests(pool, stack, rec, found_image, shape, name)
         if found_image[0] is None:
@@ -236,13 +248,7 @@ class PoolAnswers:
             score=score,
             score_unit=score_unit,
             evidence=evidence,
-            based_on={
-                "accelerator": rec.candidate.accelerator,
-                "accelerator_count": rec.candidate.accelerator_count,
-                "placement": rec.candidate.placement.value,
-                "basis": rec.basis.value,
-                "recorded_driver": stack.driver,
-            },
+            based_on=_based_on(rec, stack),
             warnings=warnings,
             manifests=manifests,
             snippet_yaml=snippet,
