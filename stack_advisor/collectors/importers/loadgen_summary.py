@@ -101,90 +101,105 @@ def _stat_group(what: str) -> str | None:
     return None
 
 
-def parse_summary(text: str) -> dict[str, Any]:
-    """Parse an mlperf_log_summary.txt; see the module docstring for the keys."""
-    out: dict[str, Any] = {"constraints": {}, "recommendations": [], "test_parameters": {}}
-    sources: dict[str, tuple[str, str]] = {}
-    early: dict[str, Any] = {"notes": []}
-    section = "results"
-    block: str | None = None  # "recommendations" | "early_stopping"
-    estimate_prefix = ""  # "ttft_" / "tpot_" inside an LLM's per-token early-stopping block
-    lines = text.replace("\r\n", "\n").split("\n")
-    # A file cut mid-write ends without a newline: its last line may hold half a number.
-    for raw in lines[:-1] if lines[-1].strip() else lines:
+class _SummaryParser:
+    """The state of one summary being read line by line: the section (results, stats,
+    parameters), the block of bullet lines it is in, and what has been read."""
+
+    def __init__(self) -> None:
+        self.out: dict[str, Any] = {"constraints": {}, "recommendations": [], "test_parameters": {}}
+        self.sources: dict[str, tuple[str, str]] = {}
+        self.early: dict[str, Any] = {"notes": []}
+        self.section = "results"
+        self.block: str | None = None  # "recommendations" | "early_stopping"
+        self.estimate_prefix = ""  # "ttft_" / "tpot_" inside an LLM's per-token block
+
+    def line(self, raw: str) -> None:
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped or set(stripped) == {"="}:
-            continue
+            return
+        if self._heading(stripped) or self._count(stripped) or self._early_line(stripped, line):
+            return
+        if self._bullet(raw, stripped):
+            return
+        kv = _KV.match(stripped)
+        if kv:
+            self._key_value(kv.group("key"), kv.group("value"), line, stripped)
+
+    def _heading(self, stripped: str) -> bool:
+        """A section's or a block's heading (the section or block it starts is set)."""
         lower = stripped.lower()
         if lower == "additional stats":
-            section, block = "stats", None
-            continue
-        if lower == "test parameters used":
-            section, block = "parameters", None
-            continue
-        if lower == "mlperf results summary":
-            continue
-        count = _COUNT_LINE.match(stripped)
-        if count:
-            n = 0 if count.group("n").lower() == "no" else int(count.group("n"))
-            out["warnings" if count.group("what").lower().startswith("warning") else "errors"] = n
-            if count.group("what").lower().startswith("error"):
-                out["complete"] = True
-            continue
-        if lower.startswith("recommendations"):
-            block = "recommendations"
-            continue
-        if "early stopping result" in lower:
-            block = "early_stopping"
+            self.section, self.block = "stats", None
+        elif lower == "test parameters used":
+            self.section, self.block = "parameters", None
+        elif lower.startswith("recommendations"):
+            self.block = "recommendations"
+        elif "early stopping result" in lower:
+            self.block = "early_stopping"
             # LLM runs report one block per token latency ("TTFT Early Stopping Result:"):
             # their estimates are the token latency's, not the query latency's.
             group = lower.split("early stopping result", 1)[0].strip()
-            estimate_prefix = f"{group}_" if group else ""
-            continue
+            self.estimate_prefix = f"{group}_" if group else ""
+        elif lower != "mlperf results summary":
+            return False
+        return True
+
+    def _count(self, stripped: str) -> bool:
+        count = _COUNT_LINE.match(stripped)
+        if not count:
+            return False
+        n = 0 if count.group("n").lower() == "no" else int(count.group("n"))
+        what = count.group("what").lower()
+        self.out["warnings" if what.startswith("warning") else "errors"] = n
+        if what.startswith("error"):
+            self.out["complete"] = True
+        return True
+
+    def _early_line(self, stripped: str, line: str) -> bool:
         estimate = _EARLY_ESTIMATE.search(stripped)
-        if estimate:
-            name = f"{estimate_prefix}{_pct_key(estimate.group('pct'))}_estimate_ns"
-            early[name] = _number(estimate.group("value"), line)
-            label = stripped.lstrip("* ").split(":", 1)[0].strip()
-            sources.setdefault(f"early_stopping.{name}", (section, label))
-            early["notes"].append(stripped.lstrip("* "))
-            continue
-        if block and (
+        if not estimate:
+            return False
+        name = f"{self.estimate_prefix}{_pct_key(estimate.group('pct'))}_estimate_ns"
+        self.early[name] = _number(estimate.group("value"), line)
+        label = stripped.lstrip("* ").split(":", 1)[0].strip()
+        self.sources.setdefault(f"early_stopping.{name}", (self.section, label))
+        self.early["notes"].append(stripped.lstrip("* "))
+        return True
+
+    def _bullet(self, raw: str, stripped: str) -> bool:
+        """A bullet of the recommendations or early-stopping block, or its wrapped continuation."""
+        block = self.block
+        if not block or not (
             stripped.startswith("*")
             or (block == "early_stopping" and raw.startswith(" ") and ":" not in stripped)
         ):
-            target = out["recommendations"] if block == "recommendations" else early["notes"]
-            if stripped.startswith("*"):
-                target.append(stripped.lstrip("* ").strip())
-            elif target:  # a wrapped continuation line
-                target[-1] = f"{target[-1]} {stripped}"
-            continue
-        kv = _KV.match(stripped)
-        if not kv:
-            continue
-        key, value = kv.group("key"), kv.group("value")
+            return False
+        target = self.out["recommendations"] if block == "recommendations" else self.early["notes"]
+        if stripped.startswith("*"):
+            target.append(stripped.lstrip("* ").strip())
+        elif target:  # a wrapped continuation line
+            target[-1] = f"{target[-1]} {stripped}"
+        return True
+
+    def _key_value(self, key: str, value: str, line: str, stripped: str) -> None:
+        out = self.out
         key_lower = key.lower()
         # "Tokens per second (inferred)": LoadGen's estimate fills the same figure.
         known_lower = key_lower.removesuffix(" (inferred)")
-        if section == "parameters":
+        if self.section == "parameters":
             try:
                 out["test_parameters"][key] = _number(value, line)
             except InvalidInput:
                 out["test_parameters"][key] = value
-            continue
-        if key_lower == "sut name":
-            out.setdefault("sut_name", value)
-        elif key_lower == "scenario":
-            out.setdefault("scenario", value)
-        elif key_lower == "mode":
-            out.setdefault("mode", value)
+        elif key_lower in ("sut name", "scenario", "mode"):
+            out.setdefault(key_lower.replace(" ", "_"), value)
         elif key_lower == "result is":
             if value not in ("VALID", "INVALID"):
                 raise InvalidInput(f"LoadGen summary line {stripped!r}: expected VALID or INVALID")
             out.setdefault("result", value)
             out.setdefault("valid", value == "VALID")
-            block = None
+            self.block = None
         elif key_lower.endswith("satisfied"):
             name = re.sub(r"\W+", "_", key_lower).strip("_")
             out["constraints"][name] = value.lower() == "yes"
@@ -192,42 +207,61 @@ def parse_summary(text: str) -> dict[str, Any]:
             name = _RESULT_LINES[known_lower]
             if name not in out:
                 out[name] = _number(value, line)
-                sources[name] = (section, key)
+                self.sources[name] = (self.section, key)
         else:
-            pct = _PCT_LINE.match(key)
-            stat_group = _stat_group(key)
-            if pct and section == "results":
-                # The result line: "90th" (LoadGen < 4) or "90.0th" (LoadGen >= 4).
-                name = f"{_pct_key(pct.group('pct'))}_latency_ns"
-                if name not in out:
-                    out[name] = _number(value, line)
-                    sources[name] = (section, key)
-            else:
-                stat = None
-                if pct and stat_group:
-                    stat = _pct_key(pct.group("pct"))
-                elif (
-                    stat_group
-                    and key_lower.split(" ", 1)[0] in ("min", "max", "mean")
-                    and "(ns)" in key_lower
-                ):
-                    stat = key_lower.split(" ", 1)[0]
-                if stat_group and stat and stat not in out.get(stat_group, {}):
-                    out.setdefault(stat_group, {})[stat] = _number(value, line)
-                    sources[f"{stat_group}.{stat}"] = (section, key)
-    if "scenario" not in out:
-        raise InvalidInput("not a LoadGen mlperf_log_summary.txt: no 'Scenario :' line found")
-    scenario = resolve_scenario(out["scenario"])
-    if not scenario.resolved:
-        raise InvalidInput(
-            f"LoadGen summary: {scenario.message('Scenario line')}; valid: {', '.join(SCENARIOS)}"
-        )
-    out["scenario"] = scenario.id
-    if len(early) > 1 or early["notes"]:
-        out["early_stopping"] = early
-    out.setdefault("complete", False)
-    out["sources"] = sources
-    return out
+            self._percentile(key, key_lower, value, line)
+
+    def _percentile(self, key: str, key_lower: str, value: str, line: str) -> None:
+        """A latency line: the result's percentile, or a statistic of a latency group."""
+        out = self.out
+        pct = _PCT_LINE.match(key)
+        stat_group = _stat_group(key)
+        if pct and self.section == "results":
+            # The result line: "90th" (LoadGen < 4) or "90.0th" (LoadGen >= 4).
+            name = f"{_pct_key(pct.group('pct'))}_latency_ns"
+            if name not in out:
+                out[name] = _number(value, line)
+                self.sources[name] = (self.section, key)
+            return
+        stat = None
+        if pct and stat_group:
+            stat = _pct_key(pct.group("pct"))
+        elif (
+            stat_group
+            and key_lower.split(" ", 1)[0] in ("min", "max", "mean")
+            and "(ns)" in key_lower
+        ):
+            stat = key_lower.split(" ", 1)[0]
+        if stat_group and stat and stat not in out.get(stat_group, {}):
+            out.setdefault(stat_group, {})[stat] = _number(value, line)
+            self.sources[f"{stat_group}.{stat}"] = (self.section, key)
+
+    def finish(self) -> dict[str, Any]:
+        out = self.out
+        if "scenario" not in out:
+            raise InvalidInput("not a LoadGen mlperf_log_summary.txt: no 'Scenario :' line found")
+        scenario = resolve_scenario(out["scenario"])
+        if not scenario.resolved:
+            raise InvalidInput(
+                f"LoadGen summary: {scenario.message('Scenario line')}; "
+                f"valid: {', '.join(SCENARIOS)}"
+            )
+        out["scenario"] = scenario.id
+        if len(self.early) > 1 or self.early["notes"]:
+            out["early_stopping"] = self.early
+        out.setdefault("complete", False)
+        out["sources"] = self.sources
+        return out
+
+
+def parse_summary(text: str) -> dict[str, Any]:
+    """Parse an mlperf_log_summary.txt; see the module docstring for the keys."""
+    parser = _SummaryParser()
+    lines = text.replace("\r\n", "\n").split("\n")
+    # A file cut mid-write ends without a newline: its last line may hold half a number.
+    for raw in lines[:-1] if lines[-1].strip() else lines:
+        parser.line(raw)
+    return parser.finish()
 
 
 def primary_result(summary: dict[str, Any]) -> tuple[str, float, str, bool] | None:
