@@ -165,6 +165,61 @@ def _tail(lines: list[str]) -> str:
     return "\n".join(lines[-LOG_TAIL_LINES:])[-LOG_TAIL_CHARS:]
 
 
+def _header_line(log: TfCnnLog, line: str, last_key: str | None) -> tuple[bool, str | None]:
+    """(whether ``line`` was a header field, the header key last read)."""
+    per_device = _PER_DEVICE.match(line)
+    if per_device and last_key == "batch_size":
+        log.per_device_batch = float(per_device.group("n"))
+        return True, last_key
+    header = _HEADER.match(line.strip())
+    if not (header and header.group("key") in _HEADER_KEYS):
+        return False, last_key
+    key = _HEADER_KEYS[header.group("key")]
+    # Multi-worker logs repeat the header once per worker: keep the first.
+    log.header.setdefault(key, header.group("value"))
+    if key == "batch_size":
+        match = _GLOBAL.match(header.group("value"))
+        if match and log.global_batch is None:
+            log.global_batch = int(float(match.group("n")))
+    return True, key
+
+
+def _body_line(log: TfCnnLog, stripped: str, worker: int | None) -> None:
+    """A step, a total, the accuracy, or a traceback's lines."""
+    step = _STEP.match(stripped)
+    if step:
+        log.steps.append(
+            TfCnnStep(
+                step=int(step.group("step")),
+                images_per_sec=float(step.group("speed")),
+                stderr=_num(step.group("se")),
+                jitter=_num(step.group("jitter")),
+                loss=_num(step.group("loss")),
+                top_1=_num(step.group("top1")),
+                top_5=_num(step.group("top5")),
+                worker=worker,
+            )
+        )
+        return
+    total = _TOTAL.match(stripped)
+    if total:
+        log.totals.append(float(total.group("value")))
+        return
+    accuracy = _ACCURACY.search(stripped)
+    if accuracy:
+        log.eval_top_1 = float(accuracy.group("top1"))
+        log.eval_top_5 = float(accuracy.group("top5"))
+        return
+    if stripped.startswith(_TRACEBACK):
+        log.traceback = True
+        log.error_class, log.error_message = "Traceback", None
+        return
+    exc = _EXCEPTION_LINE.match(stripped)
+    if exc and log.traceback:
+        log.error_class = exc.group("cls").rsplit(".", 1)[-1]
+        log.error_message = (exc.group("msg") or "").strip() or None
+
+
 def parse_tf_cnn_log(text: str) -> TfCnnLog:
     """Parse tf_cnn_benchmarks output (any version since 2017). Never raises on odd content:
     what cannot be read is left out, and ``ok`` says whether a total was printed without a crash."""
@@ -172,10 +227,9 @@ def parse_tf_cnn_log(text: str) -> TfCnnLog:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     # The last line of a log cut mid-write has no newline: it may be half a number
     # ("total images/sec: 5" of 512.3), so it is kept for the tail but not parsed.
-    parsed = lines[:-1]
     in_header = False
     last_key: str | None = None
-    for raw in parsed:
+    for raw in lines[:-1]:
         worker: int | None = None
         tag = _MPI_TAG.match(raw)
         if tag:
@@ -189,53 +243,10 @@ def parse_tf_cnn_log(text: str) -> TfCnnLog:
             if stripped.startswith("=========="):
                 in_header = False
                 continue
-            per_device = _PER_DEVICE.match(line)
-            if per_device and last_key == "batch_size":
-                log.per_device_batch = float(per_device.group("n"))
+            was_header, last_key = _header_line(log, line, last_key)
+            if was_header:
                 continue
-            header = _HEADER.match(stripped)
-            if header and header.group("key") in _HEADER_KEYS:
-                key = _HEADER_KEYS[header.group("key")]
-                # Multi-worker logs repeat the header once per worker: keep the first.
-                log.header.setdefault(key, header.group("value"))
-                last_key = key
-                if key == "batch_size":
-                    match = _GLOBAL.match(header.group("value"))
-                    if match and log.global_batch is None:
-                        log.global_batch = int(float(match.group("n")))
-                continue
-        step = _STEP.match(stripped)
-        if step:
-            log.steps.append(
-                TfCnnStep(
-                    step=int(step.group("step")),
-                    images_per_sec=float(step.group("speed")),
-                    stderr=_num(step.group("se")),
-                    jitter=_num(step.group("jitter")),
-                    loss=_num(step.group("loss")),
-                    top_1=_num(step.group("top1")),
-                    top_5=_num(step.group("top5")),
-                    worker=worker,
-                )
-            )
-            continue
-        total = _TOTAL.match(stripped)
-        if total:
-            log.totals.append(float(total.group("value")))
-            continue
-        accuracy = _ACCURACY.search(stripped)
-        if accuracy:
-            log.eval_top_1 = float(accuracy.group("top1"))
-            log.eval_top_5 = float(accuracy.group("top5"))
-            continue
-        if stripped.startswith(_TRACEBACK):
-            log.traceback = True
-            log.error_class, log.error_message = "Traceback", None
-            continue
-        exc = _EXCEPTION_LINE.match(stripped)
-        if exc and log.traceback:
-            log.error_class = exc.group("cls").rsplit(".", 1)[-1]
-            log.error_message = (exc.group("msg") or "").strip() or None
+        _body_line(log, stripped, worker)
     if "devices" in log.header:
         log.devices = re.findall(r"'([^']+)'", log.header["devices"])
     nonblank = [line for line in lines if line.strip()]
@@ -277,49 +288,40 @@ def benchmark_for(log: TfCnnLog, extra: dict[str, Any] | None = None) -> Benchma
     return Benchmark(family=FAMILY, name=h.get("model") or "unknown", parameters=parameters)
 
 
-def tf_cnn_outcome(
-    log: TfCnnLog,
-    *,
-    extra_parameters: dict[str, Any] | None = None,
-    returncode: int | None = None,
-) -> tuple[list[Measurement], list[FailureIn]]:
-    """Measurements of a successful log, or exactly one failure (with the log's tail)."""
-    benchmark = benchmark_for(log, extra_parameters) if log.header.get("model") else None
-    crashed = log.traceback or (returncode not in (None, 0))
-    if crashed or not log.totals:
-        if crashed:
-            error_class = log.error_class or f"ExitCode{returncode}"
-            message = log.error_message or (
-                f"tf_cnn_benchmarks exited with status {returncode}"
-                if returncode not in (None, 0)
-                else "tf_cnn_benchmarks crashed"
-            )
-        elif log.steps:
-            error_class, message = (
-                "TruncatedLog",
-                (f"log ends after step {log.steps[-1].step} without a 'total images/sec' line"),
-            )
-        elif log.header:
-            error_class, message = "TruncatedLog", "log has a header but no step and no total"
-        else:
-            error_class, message = (
-                "NotATfCnnLog",
-                "no tf_cnn_benchmarks header, steps or total found",
-            )
-        stage = "run" if crashed or log.header else "parse"
-        return [], [
-            FailureIn(
-                benchmark=benchmark,
-                stage=stage,
-                error_class=error_class,
-                message=message,
-                log_tail=log.tail or None,
-            )
-        ]
-    if benchmark is None:
-        benchmark = Benchmark(
-            family=FAMILY, name="unknown", parameters=dict(extra_parameters or {})
+def _failure(
+    log: TfCnnLog, benchmark: Benchmark | None, crashed: bool, returncode: int | None
+) -> FailureIn:
+    """The one failure of a log that crashed or printed no total."""
+    if crashed:
+        error_class = log.error_class or f"ExitCode{returncode}"
+        message = log.error_message or (
+            f"tf_cnn_benchmarks exited with status {returncode}"
+            if returncode not in (None, 0)
+            else "tf_cnn_benchmarks crashed"
         )
+    elif log.steps:
+        error_class, message = (
+            "TruncatedLog",
+            (f"log ends after step {log.steps[-1].step} without a 'total images/sec' line"),
+        )
+    elif log.header:
+        error_class, message = "TruncatedLog", "log has a header but no step and no total"
+    else:
+        error_class, message = (
+            "NotATfCnnLog",
+            "no tf_cnn_benchmarks header, steps or total found",
+        )
+    return FailureIn(
+        benchmark=benchmark,
+        stage="run" if crashed or log.header else "parse",
+        error_class=error_class,
+        message=message,
+        log_tail=log.tail or None,
+    )
+
+
+def _throughput(log: TfCnnLog, benchmark: Benchmark) -> Measurement:
+    """images/s: the mean of the totals printed, its spread from the last step's standard error."""
     totals = log.totals
     value = sum(totals) / len(totals)
     notes = []
@@ -346,19 +348,35 @@ def tf_cnn_outcome(
         notes.append("loss is nan")
     if log.header.get("num_batches"):
         notes.append(f"num_batches={log.header['num_batches']}")
-    measurements = [
-        Measurement(
-            benchmark=benchmark,
-            metric="images_per_sec",
-            value=value,
-            unit="images/s",
-            higher_is_better=True,
-            samples=samples,
-            stddev=stddev,
-            cv=cv,
-            note="; ".join(notes) or None,
+    return Measurement(
+        benchmark=benchmark,
+        metric="images_per_sec",
+        value=value,
+        unit="images/s",
+        higher_is_better=True,
+        samples=samples,
+        stddev=stddev,
+        cv=cv,
+        note="; ".join(notes) or None,
+    )
+
+
+def tf_cnn_outcome(
+    log: TfCnnLog,
+    *,
+    extra_parameters: dict[str, Any] | None = None,
+    returncode: int | None = None,
+) -> tuple[list[Measurement], list[FailureIn]]:
+    """Measurements of a successful log, or exactly one failure (with the log's tail)."""
+    benchmark = benchmark_for(log, extra_parameters) if log.header.get("model") else None
+    crashed = log.traceback or (returncode not in (None, 0))
+    if crashed or not log.totals:
+        return [], [_failure(log, benchmark, crashed, returncode)]
+    if benchmark is None:
+        benchmark = Benchmark(
+            family=FAMILY, name="unknown", parameters=dict(extra_parameters or {})
         )
-    ]
+    measurements = [_throughput(log, benchmark)]
     for metric, acc in (("top_1_accuracy", log.eval_top_1), ("top_5_accuracy", log.eval_top_5)):
         if acc is not None and math.isfinite(acc):
             measurements.append(
