@@ -208,9 +208,17 @@ def test_numa_pool_advice_and_guaranteed_pods_on_the_real_apiserver(
                 "single-numa-node" if gpus == "1" else "restricted"
             )
             assert numa["gain_note"].startswith("unknown")  # the starter knowledge base has no pair
+            pinned = gpus == "1"  # memory follows the GPU's node under single-numa-node only
+            kubelet = numa["kubelet_config"]
+            assert (kubelet.get("memoryManagerPolicy") == "Static") is pinned, kubelet
+            if pinned:
+                assert [m["numaNode"] for m in kubelet["reservedMemory"]] == [0, 1]
             for manifest in r["manifests"]:
                 for pod in _pods_of(manifest):
                     assert _dry_run_qos(api_client, pod) == "Guaranteed"
+                    for container in pod["spec"]["containers"]:
+                        resources = container["resources"]
+                        assert resources["requests"]["memory"] == resources["limits"]["memory"]
         t4 = [r for r in answer["recommendations"] if r["pool"] == "t4-pool"]
         for r in t4:
             assert r["numa"]["vm_pinning"] and r["numa"]["kubelet_config"] is None
@@ -251,12 +259,19 @@ def kubelet_config_check() -> Path:
     return path
 
 
-@pytest.mark.parametrize("policy", ["single-numa-node", "restricted"])
+@pytest.mark.parametrize(
+    ("policy", "numa_nodes"),
+    [("single-numa-node", None), ("single-numa-node", [0, 1]), ("restricted", None)],
+)
 def test_kubelet_fragment_passes_the_kubelets_own_validation(
-    kubelet_config_check: Path, tmp_path: Path, policy: str
+    kubelet_config_check: Path, tmp_path: Path, policy: str, numa_nodes: list[int] | None
 ) -> None:
+    """With NUMA node ids the fragment carries the Memory Manager (Static, reservedMemory per
+    NUMA node); the kubelet's own validation accepts it. (That validation does not check the
+    Memory Manager's policy name or the reservations' sum: the kubelet checks those when it
+    starts, and tests/advisor/test_numa_advice.py holds the sum to the 100Mi eviction default.)"""
     path = tmp_path / "kubelet.yaml"
-    path.write_text(to_yaml(kubelet_fragment(policy)))
+    path.write_text(to_yaml(kubelet_fragment(policy, numa_nodes)))
     done = subprocess.run(
         [str(kubelet_config_check), str(path)], capture_output=True, text=True, check=False
     )

@@ -2,9 +2,10 @@
 i915 and xe, Gaudi; one node and several; training and serving; bare metal and passthrough) passes
 server-side dry-run with strict field validation. DRA is built in (``resource.k8s.io/v1``: the
 apiserver compiles each CEL selector); LeaderWorkerSet, JobSet and Trainer's TrainJob are checked
-against the CRDs their projects publish (fetched through the Go module proxy); KubeVirt's and the
-training operator's kinds are served without a schema (tests.support.crds says why), so their pod
-templates are dry-run as Pods too."""
+against the CRDs their projects publish (fetched through the Go module proxy), KubeVirt's
+VirtualMachineInstance against the OpenAPI schema virt-operator installs (kubevirt.io/kubevirt's
+generated validations, through the same proxy); the training operator's kind is served without a
+schema (tests.support.crds says why), so its pod templates are dry-run as Pods too."""
 
 from __future__ import annotations
 
@@ -87,3 +88,37 @@ def test_the_dry_run_is_strict_for_published_schemas_and_cel(served: tuple[Any, 
     selectors[0]["cel"]["expression"] = "device.driver ==="
     with pytest.raises(ApiException, match=r"compil|[Ss]yntax"):
         dry_run(dyn, namespace, claim)
+
+
+def test_the_kubevirt_schema_is_the_published_one(served: tuple[Any, str]) -> None:
+    """The VirtualMachineInstance kind is served with the schema virt-operator installs (not
+    schema-less): a misspelt device list and a guest memory that is no quantity are refused."""
+    import copy
+
+    from kubernetes.client.rest import ApiException
+
+    from stack_advisor.schema.models import PlacementKind
+    from tests.support.snippet_targets import Case
+
+    dyn, namespace = served
+    vm, why = build(
+        Case(
+            "H100-SXM5-80GB",
+            "nvidia.com/gpu",
+            SnippetTarget.KUBEVIRT,
+            1,
+            2,
+            False,
+            PlacementKind.PASSTHROUGH,
+        )
+    )
+    assert vm is not None, why
+    dry_run(dyn, namespace, vm)
+    typo = copy.deepcopy(vm)
+    typo["spec"]["domain"]["devices"]["gpuz"] = typo["spec"]["domain"]["devices"].pop("gpus")
+    with pytest.raises(ApiException, match="gpuz"):
+        dry_run(dyn, namespace, typo)
+    guessed = copy.deepcopy(vm)
+    guessed["spec"]["domain"]["memory"] = {"guest": "REPLACE_GUEST_MEMORY"}
+    with pytest.raises(ApiException, match=r"spec\.domain\.memory\.guest"):
+        dry_run(dyn, namespace, guessed)

@@ -141,7 +141,9 @@ class ClusterAdvisor(PoolRanking):
         what_if = checked_what_if(what_if_driver, by_name)
         if not pools:
             raise NotFound(_NO_POOLS)
-        notes, excluded, shapes, targets = pool_targets(pools, by_name, what_if, gpus, nodes_count)
+        notes, excluded, shapes, targets = pool_targets(
+            pools, by_name, what_if, gpus, nodes_count, workload.target
+        )
         # what-if pools are also evaluated on their current driver, in the same batch
         baseline = [
             (pool, shape, pool.driver) for pool, shape, _ in targets if pool.name in what_if

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from stack_advisor.advisor.cluster.pool_devices import dra_device_class
 from stack_advisor.advisor.cluster.pools import (
     EXTRA_POOL_LABELS,
     NodePool,
@@ -55,12 +56,13 @@ def _pool_label(node: ClusterNode, configured: str | None) -> tuple[str, str] | 
 
 
 def cpu_pools(nodes: Iterable[ClusterNode], *, pool_label: str | None = None) -> list[NodePool]:
-    """Nodes without GFD's GPU product label, grouped by their pool label (nodes without one are
-    left out), as ``NodePool(kind="cpu")``: one node is one unit, selected by the pool label."""
+    """Nodes without GPUs (no GFD product label, no DRA devices), grouped by their pool label
+    (nodes without one are left out), as ``NodePool(kind="cpu")``: one node is one unit,
+    selected by the pool label."""
     groups: dict[tuple[str, str], list[ClusterNode]] = {}
     for node in nodes:
-        if node.host.labels.get(GFD + "gpu.product"):
-            continue
+        if node.host.labels.get(GFD + "gpu.product") or dra_device_class(node):
+            continue  # a GPU node (labelled by GFD, or known from its ResourceSlices)
         key = _pool_label(node, pool_label)
         if key is not None:
             groups.setdefault(key, []).append(node)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from stack_advisor.advisor.cluster.manifests import pool_manifests
 from stack_advisor.advisor.cluster.numa import NumaAdvice, guarantee, pool_advice
+from stack_advisor.advisor.cluster.pool_snippets import pool_snippet
 from stack_advisor.advisor.cluster.pools import NodePool
 from stack_advisor.advisor.cluster.results import JobShape, PoolBasis, PoolRecommendation
 from stack_advisor.advisor.manifests.pod import check_image, image_for, to_yaml
 from stack_advisor.advisor.results import Basis, Evidence, Interval, Recommendation
 from stack_advisor.advisor.verbs import ordering
-from stack_advisor.advisor.workload import Objective, Workload
+from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
 from stack_advisor.schema.models import SoftwareStack
 
 # the engine's model bases (its labels for a number the model made) in pool terms
@@ -90,7 +90,7 @@ class PoolAnswers:
 
     def __init__(self, advisor: Any) -> None:
         self.advisor = advisor
-        self.snippets: dict[tuple[Any, ...], Manifests] = {}
+        self.snippets: dict[tuple[Any, ...], tuple[Manifests, str | None]] = {}
         self.images: dict[tuple[str | None, ...], str] = {}
         self.numa_gains: dict[Any, Any] = {}
 
@@ -155,28 +155,44 @@ class PoolAnswers:
         rec: Recommendation,
         image: tuple[str | None, str | None],
         shape: JobShape,
-        name: str,
-    ) -> Manifests:
-        """The pool's manifests for the stack and their YAML, memoised; none without an image."""
+        workload: Workload,
+    ) -> tuple[Manifests, str | None]:
+        """The pool's manifests for the stack in the workload's ``target`` and their YAML,
+        memoised, and the warning when there are none (no image, or why the target cannot
+        place the job)."""
         image_ref, image_source = image
         if image_ref is None:
-            return [], ""
-        units = shape.units_per_pod
-        key = (pool.model_dump_json(), rec.candidate.stack_id, image_ref, units, shape.pods, name)
+            return ([], ""), _NO_IMAGE
+        name = f"{workload.benchmark}-{pool.name}"
+        training = workload.family == MLPERF_TRAINING
+        key = (
+            pool.model_dump_json(),
+            rec.candidate.stack_id,
+            image_ref,
+            shape.units_per_pod,
+            shape.pods,
+            name,
+            workload.target,
+            training,
+        )
         memo = self.snippets.get(key)
         if memo is None:
             if len(self.snippets) > _SNIPPETS_HELD:
                 self.snippets.clear()
-            manifests = pool_manifests(
+            manifests, why = pool_snippet(
                 pool=pool,
                 stack=stack,
                 image=image_ref,
                 workload_name=name,
-                units_per_pod=units,
-                pods=shape.pods,
+                shape=shape,
+                target=workload.target,
+                training=training,
+                framework=stack.framework,
                 image_source=image_source,
             )
-            memo = self.snippets[key] = (manifests, "---\n".join(to_yaml(m) for m in manifests))
+            yaml_text = "---\n".join(to_yaml(m) for m in manifests)
+            note = f"no manifests for --target {workload.target.value}: {why}" if why else None
+            memo = self.snippets[key] = ((manifests, yaml_text), note)
         return memo
 
     def _numa(
@@ -220,10 +236,9 @@ class PoolAnswers:
         found_image = image_of(stack, image, self.images)
         if shape.pods > 1 and hib:
             warnings.append(_linear_scaling(shape.pods))
-        name = f"{workload.benchmark}-{pool.name}"
-        memo = self._manifests(pool, stack, rec, found_image, shape, name)
-        if found_image[0] is None:
-            warnings.append(_NO_IMAGE)
+        memo, note = self._manifests(pool, stack, rec, found_image, shape, workload)
+        if note:
+            warnings.append(note)
         numa, (manifests, snippet) = self._numa(pool, units, memo, generation)
         return PoolRecommendation(
             rank=0,

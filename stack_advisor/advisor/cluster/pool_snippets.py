@@ -41,13 +41,19 @@ Answer = tuple[list[dict[str, Any]], str | None]
 VM_PLACEMENT = {"vm-passthrough": PlacementKind.PASSTHROUGH, "vm-vgpu": PlacementKind.VGPU}
 
 
+def claims_only(pool: NodePool) -> bool:
+    """Whether the pool's GPUs are requested through a ResourceClaim only (a CPU pool's unit,
+    the node, has no ``/`` either but requests nothing)."""
+    return pool.kind == "gpu" and is_device_class(pool.resource)
+
+
 def pool_facts(pool: NodePool) -> DeviceFacts | None:
     """The catalogue's facts of the pool's part; on a DRA pool, its DRA driver is the one its
     ResourceSlices name (the catalogue's vendor entry for that driver where the part is
     unknown)."""
     spec = resolve_accelerator(pool.accelerator).spec if pool.accelerator else None
     facts = device_facts(spec) if spec is not None else None
-    if not is_device_class(pool.resource):
+    if not claims_only(pool):
         return facts
     driver = pool.resource
     if facts is not None:
@@ -93,7 +99,7 @@ def pool_snippet(
     image_source: str | None = None,
 ) -> Answer:
     """(the objects to apply, None), or ([], why the target cannot place the job on the pool)."""
-    dra = is_device_class(pool.resource)
+    dra = claims_only(pool)
     if target is SnippetTarget.POD and not dra:
         return pool_manifests(
             pool=pool,
@@ -149,13 +155,11 @@ def _claimed(
     claim, consumer = claim_template(f"{name}-devices", pod, job.facts, None)
     # the pool's labels were read from its nodes; GFD's are absent where only DRA publishes GPUs
     selector = {
-        k: v
-        for k, v in pool.node_selector.items()
-        if not (is_device_class(pool.resource) and k.startswith(GFD))
+        k: v for k, v in pool.node_selector.items() if not (claims_only(pool) and k.startswith(GFD))
     }
     if selector:
         consumer["spec"]["nodeSelector"] = selector
-    if not is_device_class(pool.resource) and pool.affinity():
+    if not claims_only(pool) and pool.affinity():
         consumer["spec"]["affinity"] = pool.affinity()
     if target is SnippetTarget.DRA:  # as the catalogue's dra target: one Pod, or the group
         single = SnippetTarget.POD

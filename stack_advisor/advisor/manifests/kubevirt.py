@@ -3,8 +3,10 @@ it may run on (NVIDIA GPU Operator's ``nvidia.com/gpu.workload.config`` = ``vm-p
 ``vm-vgpu``, the part's product label) and one ``gpus`` entry per accelerator.
 
 What a recommendation cannot know is a named placeholder: the resource name the cluster's
-``permittedHostDevices`` gives the GPU (or the vGPU type's mediated device), the guest memory and
-the VM disk image (the recommended container image is not a bootable disk)."""
+``permittedHostDevices`` gives the GPU (or the vGPU type's mediated device), the guest memory (a
+quantity field, so only named in the placeholders annotation) and the VM disk image (the
+recommended container image is not a bootable disk). The object is checked against the schema
+KubeVirt's virt-operator installs (tests/kube/test_snippet_targets.py)."""
 
 from __future__ import annotations
 
@@ -35,20 +37,16 @@ def virtual_machine(
         f"the resourceName your KubeVirt CR's permittedHostDevices gives the {kind} of "
         f"{meta['annotations'].get('stack-advisor/accelerator', 'this part')}",
     )
-    selector: dict[str, str] = {}
-    if facts is not None:
-        plugin = facts.plugin
-        if plugin.workload_config_label:
-            # the GPU Operator runs no feature discovery on VM nodes: the GPU model is pinned by
-            # the permittedHostDevices resource name instead of a product label
-            selector[plugin.workload_config_label] = _CONFIG[placement]
-        elif plugin.product_label and facts.product_value:
-            selector[plugin.product_label] = facts.product_value
+    selector = _node_selector(facts, placement)
+    # the guest's memory is the user's to size; a placeholder in a quantity field fails
+    # KubeVirt's schema, so the field is left out and named among the placeholders
+    holes.add(
+        "guest_memory",
+        "the VM's memory: set spec.domain.memory.guest (or resources.requests.memory) to a "
+        "Kubernetes quantity; KubeVirt admits no VM without it",
+    )
     spec: dict[str, Any] = {
         "domain": {
-            "memory": {
-                "guest": holes.add("guest_memory", "the VM's memory, a Kubernetes quantity")
-            },
             "devices": {
                 "gpus": [{"name": f"gpu{i}", "deviceName": device} for i in range(per_node)],
                 "disks": [{"name": "root", "disk": {"bus": "virtio"}}],
@@ -77,3 +75,17 @@ def virtual_machine(
         "metadata": meta,
         "spec": spec,
     }
+
+
+def _node_selector(facts: DeviceFacts | None, placement: PlacementKind) -> dict[str, str]:
+    """The GPU Operator's VM configuration label, else the part's product label."""
+    if facts is None:
+        return {}
+    plugin = facts.plugin
+    if plugin.workload_config_label:
+        # the GPU Operator runs no feature discovery on VM nodes: the GPU model is pinned by
+        # the permittedHostDevices resource name instead of a product label
+        return {plugin.workload_config_label: _CONFIG[placement]}
+    if plugin.product_label and facts.product_value:
+        return {plugin.product_label: facts.product_value}
+    return {}
