@@ -18,7 +18,7 @@ from importlib import metadata
 from typing import Any
 
 from stack_advisor.collectors.fingerprint import Fingerprint, fingerprint_host
-from stack_advisor.collectors.runners import RunContext, RunnerResult, get_runner
+from stack_advisor.collectors.runners import RunContext, Runner, RunnerResult, get_runner
 from stack_advisor.schema.errors import InvalidInput, MissingEnvironment, Unsupported
 from stack_advisor.schema.models import (
     ENVIRONMENT_STAGE,
@@ -107,6 +107,39 @@ def _failed(name: str, exc: BaseException, stage: str) -> RunnerResult:
     )
 
 
+def _run_runner(
+    runner: Runner,
+    ctx: RunContext,
+    progress: Callable[[str, float], None] | None,
+    errors: list[str],
+) -> RunnerResult:
+    """One runner's result; a runner that cannot run or crashes gives a failure instead (its
+    error added to ``errors``), so the others' results are kept.
+
+    Raises:
+        InvalidInput: the runner refused its options.
+    """
+    try:
+        return runner.run(ctx, progress)
+    except InvalidInput:
+        raise
+    except MissingEnvironment as exc:  # a pip extra, a script or a device this node lacks
+        log.info("%s: %s", runner.name, exc)
+        text = str(exc)
+        errors.append(text if text.startswith(f"{runner.name}:") else f"{runner.name}: {text}")
+        return _failed(runner.name, exc, ENVIRONMENT_STAGE)
+    except Unsupported as exc:  # the caller reports runner_errors; logging it too printed it twice
+        log.info("%s: %s", runner.name, exc)
+        errors.append(
+            str(exc) if str(exc).startswith(f"{runner.name}:") else f"{runner.name}: {exc}"
+        )
+        return _failed(runner.name, exc, UNSUPPORTED)
+    except Exception as exc:  # a crashing runner must not lose the others' results
+        log.exception("runner %s crashed", runner.name)
+        errors.append(f"{runner.name}: {type(exc).__name__}: {exc}")
+        return _failed(runner.name, exc, "run")
+
+
 def collect(
     benchmarks: list[str],
     profile: str = "quick",
@@ -140,27 +173,7 @@ def collect(
     for runner in runners:
         ctx = RunContext(run_id=run_id, **ctx_args)
         progress = progress_for(runner.name) if progress_for else None
-        try:
-            result = runner.run(ctx, progress)
-        except InvalidInput:
-            raise
-        except MissingEnvironment as exc:  # a pip extra, a script or a device this node lacks
-            log.info("%s: %s", runner.name, exc)
-            text = str(exc)
-            errors.append(text if text.startswith(f"{runner.name}:") else f"{runner.name}: {text}")
-            result = _failed(runner.name, exc, ENVIRONMENT_STAGE)
-        except (
-            Unsupported
-        ) as exc:  # the caller reports runner_errors; logging it too printed it twice
-            log.info("%s: %s", runner.name, exc)
-            errors.append(
-                str(exc) if str(exc).startswith(f"{runner.name}:") else f"{runner.name}: {exc}"
-            )
-            result = _failed(runner.name, exc, UNSUPPORTED)
-        except Exception as exc:  # a crashing runner must not lose the others' results
-            log.exception("runner %s crashed", runner.name)
-            errors.append(f"{runner.name}: {type(exc).__name__}: {exc}")
-            result = _failed(runner.name, exc, "run")
+        result = _run_runner(runner, ctx, progress, errors)
         stack = merge_stack(fp.stack, result.stack_extra)
         key = stack.stack_id
         if key in groups:
