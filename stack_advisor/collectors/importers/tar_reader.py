@@ -124,15 +124,9 @@ def _iter_tar_stream(
     last: str | None = None
     first = True
     while True:
-        header = stream.read(512)
-        if len(header) < 512:
-            raise ArchiveTruncated(last)
-        if not any(header):
+        header = _next_header(stream, last, first)
+        if header is None:
             return
-        if not _checksum_holds(header):
-            if first:
-                raise NotATar
-            raise ArchiveTruncated(last)
         first = False
         name = _header_name(header)
         size = _octal(header[124:136], name)
@@ -141,13 +135,11 @@ def _iter_tar_stream(
         padded = (size + 511) // 512 * 512
         if kind in (b"L", b"x"):
             budget.reading(name, size)
-            body = stream.read(padded)
-            if len(body) < size:
-                raise ArchiveTruncated(last)
+            body = _body(stream, padded, size, last)
             if kind == b"L":
-                long_name = body[:size].split(b"\0", 1)[0].decode("utf-8", "replace")
+                long_name = body.split(b"\0", 1)[0].decode("utf-8", "replace")
             else:
-                pax = _pax_records(body[:size])
+                pax = _pax_records(body)
             continue
         full = pax.get("path") or long_name or name
         target = pax.get("linkpath") or _link_target(header)
@@ -157,11 +149,9 @@ def _iter_tar_stream(
             budget.member()
         if regular and wanted(full):
             budget.reading(full, size)
-            body = stream.read(padded)
-            if len(body) < size:
-                raise ArchiveTruncated(last)
+            body = _body(stream, padded, size, last)
             last = full
-            yield full, body[:size], mtime
+            yield full, body, mtime
             continue
         if stream.skip(padded) < padded:
             raise ArchiveTruncated(last)
@@ -170,12 +160,40 @@ def _iter_tar_stream(
             yield full, None, mtime
         elif kind in _KINDS:
             budget.member()
-            on_skipped(
-                full,
-                f"{_KINDS[kind]}"
-                + (f" to {target!r}" if target else "")
-                + " inside the archive is never followed or read",
-            )
+            on_skipped(full, _never_read(kind, target))
+
+
+def _next_header(stream: ArchiveStream, last: str | None, first: bool) -> bytes | None:
+    """The next member's header block; None at the end-of-archive block.
+
+    Raises ArchiveTruncated (after ``last``) when the data ends or the block is no header,
+    NotATar when that is the first block."""
+    header = stream.read(512)
+    if len(header) < 512:
+        raise ArchiveTruncated(last)
+    if not any(header):
+        return None
+    if not _checksum_holds(header):
+        if first:
+            raise NotATar
+        raise ArchiveTruncated(last)
+    return header
+
+
+def _body(stream: ArchiveStream, padded: int, size: int, last: str | None) -> bytes:
+    """A member's ``size`` bytes (its ``padded`` blocks read). Raises ArchiveTruncated."""
+    body = stream.read(padded)
+    if len(body) < size:
+        raise ArchiveTruncated(last)
+    return body[:size]
+
+
+def _never_read(kind: bytes, target: str) -> str:
+    return (
+        f"{_KINDS[kind]}"
+        + (f" to {target!r}" if target else "")
+        + " inside the archive is never followed or read"
+    )
 
 
 def _not_a_tar(root: Path, kinds: str) -> InvalidInput:
