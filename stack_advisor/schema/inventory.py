@@ -234,6 +234,27 @@ def _cpu_model(labels: dict[str, str]) -> str | None:
     )
 
 
+def _node_host(
+    name: str, labels: dict[str, str], info: dict[str, Any], capacity: dict[str, Any]
+) -> Host:
+    """The node as a host: CPU (NFD's model and flags), cores, memory, OS and kernel."""
+    flags = sorted(
+        k[len(NFD + "cpu-cpuid.") :]
+        for k, v in labels.items()
+        if k.startswith(NFD + "cpu-cpuid.") and v == "true"
+    )
+    return Host(
+        name=name,
+        cpu_model=_cpu_model(labels),
+        cores=_int(capacity.get("cpu")),
+        cpu_flags=flags,
+        memory_mib=_memory_mib(capacity.get("memory")),
+        os=info.get("osImage") or None,
+        kernel=info.get("kernelVersion") or labels.get(NFD + "kernel-version.full"),
+        labels=labels,
+    )
+
+
 def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> ClusterNode:
     """A Node object (as the API returns it, camelCase JSON) → ``ClusterNode``; ``nrt`` is the
     node's NodeResourceTopology object where the cluster has one."""
@@ -244,26 +265,15 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
     info = status.get("nodeInfo") or {}
     capacity = status.get("capacity") or {}
     allocatable = status.get("allocatable") or {}
-    flags = sorted(
-        k[len(NFD + "cpu-cpuid.") :]
-        for k, v in labels.items()
-        if k.startswith(NFD + "cpu-cpuid.") and v == "true"
-    )
-    host = Host(
-        name=meta["name"],
-        cpu_model=_cpu_model(labels),
-        cores=_int(capacity.get("cpu")),
-        cpu_flags=flags,
-        memory_mib=_memory_mib(capacity.get("memory")),
-        os=info.get("osImage") or None,
-        kernel=info.get("kernelVersion") or labels.get(NFD + "kernel-version.full"),
-        labels=labels,
-    )
+    host = _node_host(meta["name"], labels, info, capacity)
     pool_label = next((k for k in POOL_LABELS if labels.get(k)), None)
     ready = None
     for cond in status.get("conditions") or []:
         if cond.get("type") == "Ready":
             ready = cond.get("status") == "True"
+    taints = [
+        f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}" for t in spec.get("taints") or []
+    ]
     return ClusterNode(
         name=meta["name"],
         pool=labels.get(pool_label) if pool_label else None,
@@ -290,10 +300,7 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
         },
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),
-        taints=[
-            f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}"
-            for t in spec.get("taints") or []
-        ],
+        taints=taints,
         numa=numa_from_nrt(nrt, host.cores, host.memory_mib)
         if nrt
         else numa_from_labels(labels, host.cores, host.memory_mib),
