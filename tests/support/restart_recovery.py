@@ -275,5 +275,8 @@ def _restart(neo4j: LocalNeo4j, recovery: Recovery, log: Callable[[str], None]) 
     log("Neo4j restarting")
     neo4j.start()
     watcher.join(300)
-    recovery.database_back, recovery.database_read = back
+    if not back:
+        raise AssertionError(f"Neo4j at {neo4j.uri} did not answer RETURN 1 after its restart")
+    recovery.database_back = back[0]
+    recovery.database_read = back[1] if len(back) > 1 else float("nan")  # the read failed
     log(f"database answered {recovery.database_back - recovery.restarted:.1f} s after restart")
