@@ -100,6 +100,13 @@ def pool_manifests(
         pod["metadata"]["namespace"] = namespace
     if pods <= 1:
         return [pod]
+    return _gang(pod, pool, units_per_pod, pods, namespace)
+
+
+def _gang(
+    pod: dict[str, Any], pool: NodePool, units_per_pod: int, pods: int, namespace: str | None
+) -> list[dict[str, Any]]:
+    """A Volcano PodGroup and a PyTorchJob of ``pods`` replicas (one master) made of ``pod``."""
     name = pod["metadata"]["name"]
     meta: dict[str, Any] = {
         "name": name,

@@ -165,25 +165,10 @@ def placement_snippet(
         ships is not None
     ):  # what the image runs, beside the ranked stack (explain warns when they part)
         annotations["stack-advisor/image-stack"] = ", ".join(f"{k} {v}" for k, v in ships.items())
-    resolved = resolve_accelerator(accelerator)
     where = _Scheduling()
-    if resolved.is_cpu:
-        where.selector["kubernetes.io/arch"] = cpu_architecture(accelerator)
-    elif resolved.spec is not None and resolved.spec.vendor == "nvidia":
-        container["resources"] = _nvidia(
-            where, annotations, resolved.spec.gfd_product, accelerator, count, placement, min_driver
-        )
-    else:
-        facts = device_facts(resolved.spec) if resolved.spec is not None else None
-        if facts is None:
-            annotations["stack-advisor/device"] = (
-                f"{accelerator}: the catalogue knows no Kubernetes device plugin for this device; "
-                "request its resource and select its nodes with your device plugin's labels"
-            )
-        else:
-            container["resources"] = vendor_scheduling(
-                facts, accelerator, count, where.selector, where.exprs, annotations
-            )
+    resources = _resources(where, annotations, accelerator, count, placement, min_driver)
+    if resources is not None:
+        container["resources"] = resources
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -194,6 +179,37 @@ def placement_snippet(
         },
         "spec": where.spec(container),
     }
+
+
+def _resources(
+    where: _Scheduling,
+    annotations: dict[str, str],
+    accelerator: str,
+    count: int,
+    placement: PlacementKind,
+    min_driver: str | None,
+) -> dict[str, Any] | None:
+    """The container's resources for the accelerator, its node selection set in ``where``; None
+    for a CPU, or a device whose plugin the catalogue does not know (an annotation says so)."""
+    resolved = resolve_accelerator(accelerator)
+    if resolved.is_cpu:
+        where.selector["kubernetes.io/arch"] = cpu_architecture(accelerator)
+        return None
+    if resolved.spec is not None and resolved.spec.vendor == "nvidia":
+        return _nvidia(
+            where, annotations, resolved.spec.gfd_product, accelerator, count, placement, min_driver
+        )
+    facts = device_facts(resolved.spec) if resolved.spec is not None else None
+    if facts is None:
+        annotations["stack-advisor/device"] = (
+            f"{accelerator}: the catalogue knows no Kubernetes device plugin for this device; "
+            "request its resource and select its nodes with your device plugin's labels"
+        )
+        return None
+    resources: dict[str, Any] = vendor_scheduling(
+        facts, accelerator, count, where.selector, where.exprs, annotations
+    )
+    return resources
 
 
 @dataclass
