@@ -80,7 +80,7 @@ def proxy_answers(
 
     Raises:
         InvalidInput: no concurrency where the model's KV cache size is unknown.
-        NotFound: no LLM results in the scenario.
+        NotFound: no LLM results in the scenario, or only the model's own.
     """
     if not model.kv_elems_per_token and concurrency is None:
         raise InvalidInput(
@@ -90,6 +90,11 @@ def proxy_answers(
         )
     refs, learned = fitted(table, scenario)
     rest = [r for r in refs if model_of(r.benchmark) != model.source]
+    if not rest:
+        raise NotFound(
+            f"model {model.name!r}: the knowledge base's only LLM results in {scenario!r} are "
+            "its own benchmarks', so there is no other model to estimate it by proxy from"
+        )
     prior = learned.prior if len(rest) == len(refs) else prior_efficiency(rest)
     pools: dict[tuple[str, str], list[Reference]] = defaultdict(list)
     for r in rest:
@@ -152,7 +157,7 @@ def _answer(
         f"basis proxy: {model.name} has no results; its work per output token on {acc} "
         f"({target.precision}: prefill and decode FLOPs, weight and KV-cache bytes) at the "
         f"compute and memory efficiency fitted to {len(refs)} published model(s) there",
-        f"interval: p10..p90 of leave-one-model-out errors over {learned.models} MLPerf LLMs",
+        _interval_note(learned),
         verdict.text,
     ]
     return ProxyAnswer(
@@ -166,6 +171,18 @@ def _answer(
         references=refs,
         factors=factors,
         notes=notes,
+    )
+
+
+def _interval_note(learned: Fit) -> str:
+    if learned.held_out:
+        return (
+            f"interval: p10..p90 of {learned.held_out} leave-one-model-out errors over "
+            f"{learned.models} MLPerf LLMs"
+        )
+    return (
+        f"interval: a factor of 2 either way, not measured: the knowledge base holds "
+        f"{learned.models} MLPerf LLM(s) with countable work, none to hold out and test on"
     )
 
 

@@ -212,7 +212,11 @@ def prior_efficiency(refs: list[Reference]) -> Efficiency:
     """
     got = [p for _, _, p in points(refs)]
     if not got:
-        raise InvalidInput("references: none with a published peak and bandwidth to learn from")
+        names = sorted({f"{r.benchmark} on {r.accelerator}" for r in refs})[:5]
+        raise InvalidInput(
+            f"references: none of {len(refs)} ({', '.join(names) or 'none given'}) has countable "
+            "work (a part with a published peak and bandwidth whose memory holds the model)"
+        )
     return fit_efficiency(got)
 
 

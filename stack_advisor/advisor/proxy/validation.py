@@ -21,6 +21,7 @@ from stack_advisor.advisor.proxy.efficiency import Efficiency
 from stack_advisor.advisor.proxy.estimate import (
     Reference,
     benchmark_work,
+    points,
     prior_efficiency,
     proxy_value,
     references,
@@ -62,13 +63,16 @@ class HeldOut:
 @dataclass(frozen=True)
 class Fit:
     """What the proxy learns from a set of references: the prior efficiency, the shrinkage
-    strength and the p10/p90 of its held-out log errors (ln actual/predicted)."""
+    strength and the p10/p90 of its held-out log errors (ln actual/predicted) over ``held_out``
+    predictions; with none (one model in the knowledge base, nothing to hold it out against)
+    the interval is a factor of two either way, unmeasured, and the answer says so."""
 
     prior: Efficiency
     strength: float
     q10: float
     q90: float
     models: int
+    held_out: int = 0
 
 
 def model_of(benchmark: str) -> str:
@@ -84,6 +88,8 @@ def _predict_all(
     pool: dict[tuple[str, str], list[Reference]] = defaultdict(list)
     by_part: dict[str, list[Reference]] = defaultdict(list)
     rest = [r for r in refs if model_of(r.benchmark) != held]
+    if not points(rest):  # the held-out model is the only one with countable work
+        return []
     for r in rest:
         pool[(r.accelerator, r.framework)].append(r)
         by_part[r.accelerator].append(r)
@@ -124,7 +130,7 @@ def fit(refs: list[Reference]) -> Fit:
         else (-math.log(2.0), math.log(2.0))
     )
     models = len({model_of(r.benchmark) for r in refs})
-    return Fit(prior_efficiency(refs), choose_strength(refs), q10, q90, models)
+    return Fit(prior_efficiency(refs), choose_strength(refs), q10, q90, models, len(errors))
 
 
 def leave_one_model_out(
