@@ -140,6 +140,30 @@ def _run_runner(
         return _failed(runner.name, exc, "run")
 
 
+def _documents(
+    run: Run,
+    fp: Fingerprint,
+    details: dict[str, str],
+    groups: dict[str, tuple[SoftwareStack, RunnerResult]],
+) -> list[ResultDocument]:
+    """One document per stack the runners ran with, all of one run on one node."""
+    provenance = Provenance(kind=SourceKind.MEASURED, source=SOURCE, details=details)
+    return [
+        ResultDocument(
+            run=run,
+            provenance=provenance,
+            stack=stack,
+            accelerator=fp.accelerator,
+            placement=fp.placement,
+            host=fp.host,
+            fingerprint=fp.raw,
+            measurements=res.measurements,
+            failures=res.failures,
+        )
+        for stack, res in groups.values()
+    ]
+
+
 def collect(
     benchmarks: list[str],
     profile: str = "quick",
@@ -182,29 +206,12 @@ def collect(
         else:
             groups[key] = (stack, RunnerResult(list(result.measurements), list(result.failures)))
     run.finished_at = utcnow()
-    provenance = Provenance(
-        kind=SourceKind.MEASURED,
-        source=SOURCE,
-        details={
-            "collector_version": run.collector_version,
-            "host": fp.host.name,
-            "profile": profile,
-            "device": device,
-            "benchmarks": ",".join(r.name for r in runners),
-        },
-    )
-    documents = [
-        ResultDocument(
-            run=run,
-            provenance=provenance,
-            stack=stack,
-            accelerator=fp.accelerator,
-            placement=fp.placement,
-            host=fp.host,
-            fingerprint=fp.raw,
-            measurements=res.measurements,
-            failures=res.failures,
-        )
-        for stack, res in groups.values()
-    ]
+    details = {
+        "collector_version": run.collector_version,
+        "host": fp.host.name,
+        "profile": profile,
+        "device": device,
+        "benchmarks": ",".join(r.name for r in runners),
+    }
+    documents = _documents(run, fp, details, groups)
     return CollectOutcome(documents=documents, fingerprint=fp, run_id=run_id, runner_errors=errors)
