@@ -139,8 +139,7 @@ class ClusterAdvisor(PoolRanking):
         _check_sizes({"top": top, "per_pool": per_pool, "gpus": gpus, "nodes_count": nodes_count})
         by_name = {p.name: p for p in pools}
         what_if = checked_what_if(what_if_driver, by_name)
-        if not pools:
-            raise NotFound(_NO_POOLS)
+        _check_pools(pools)
         notes, excluded, shapes, targets = pool_targets(
             pools, by_name, what_if, gpus, nodes_count, workload.target
         )
@@ -153,21 +152,12 @@ class ClusterAdvisor(PoolRanking):
         )
         candidates, metric = _gather(targets, evaluated, excluded)
         ranked = [r.model_copy(update={"rank": i}) for i, r in enumerate(candidates[:top], start=1)]
-        after_of = {pool.name: e for (pool, _, _), e in zip(targets, evaluated)}
-        before_of = {p.name: e for (p, _, _), e in zip(baseline, evaluated[len(targets) :])}
-        reports = [
-            self._what_if(
-                workload,
-                by_name[name],
-                version,
-                shapes.get(name),
-                (gpus, nodes_count, per_pool),
-                image,
-                before_of.get(name),
-                after_of.get(name),
-            )
-            for name, version in sorted(what_if.items())
-        ]
+        runs = (
+            {pool.name: e for (pool, _, _), e in zip(baseline, evaluated[len(targets) :])},
+            {pool.name: e for (pool, _, _), e in zip(targets, evaluated)},
+        )
+        sizes = (gpus, nodes_count, per_pool)
+        reports = self._what_ifs(workload, what_if, by_name, shapes, sizes, image, runs)
         if what_if:
             notes.append(_what_if_note(what_if))
         return ClusterRecommendationSet(
@@ -182,6 +172,31 @@ class ClusterAdvisor(PoolRanking):
             notes=notes,
             elapsed_ms=(time.perf_counter() - start) * 1000,
         )
+
+    def _what_ifs(
+        self,
+        workload: Workload,
+        what_if: dict[str, str],
+        by_name: dict[str, NodePool],
+        shapes: dict[str, JobShape],
+        sizes: tuple[int | None, int | None, int],
+        image: str | None,
+        runs: tuple[dict[str, PoolRun], dict[str, PoolRun]],
+    ) -> list[DriverWhatIf]:
+        """The report of each what-if pool, from its runs on its driver and on the asked one."""
+        return [
+            self._what_if(
+                workload,
+                by_name[name],
+                version,
+                shapes.get(name),
+                sizes,
+                image,
+                runs[0].get(name),
+                runs[1].get(name),
+            )
+            for name, version in sorted(what_if.items())
+        ]
 
     def _what_if(
         self,
@@ -209,6 +224,12 @@ class ClusterAdvisor(PoolRanking):
             )
         knowledge = self.advisor.knowledge()
         return driver_what_if(knowledge, workload, pool, version, before_run, after_run)
+
+
+def _check_pools(pools: list[NodePool]) -> None:
+    """Raises: NotFound when there are no pools, saying what makes a pool."""
+    if not pools:
+        raise NotFound(_NO_POOLS)
 
 
 def _check_sizes(sizes: dict[str, int | None]) -> None:
