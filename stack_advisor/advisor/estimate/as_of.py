@@ -7,6 +7,7 @@ import math
 import os
 import re
 from datetime import UTC, date, datetime
+from functools import lru_cache
 
 from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.catalog.rounds import load_rounds
@@ -51,6 +52,7 @@ def as_of_day(text: str) -> date | None:
         return None
 
 
+@lru_cache(maxsize=1024)
 def round_at(family: str, day: date, now: float) -> float:
     """The newest round of ``family`` published by ``day`` (the catalogue's dates), or the
     knowledge base's own newest round ``now`` where it is newer and published by then (or
@@ -63,6 +65,7 @@ def round_at(family: str, day: date, now: float) -> float:
     return newest or now
 
 
+@lru_cache(maxsize=256)
 def published_on(family: str, number: float) -> date | None:
     """The day the catalogue says round ``number`` of ``family`` was published."""
     for r in load_rounds():

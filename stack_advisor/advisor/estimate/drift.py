@@ -93,6 +93,9 @@ class RoundDrift:
         self._cells: dict[SliceKey, dict[tuple[str, int, bool], dict[float, float]]] = {}
         self._rounds: dict[SliceKey, list[float]] = {}
         self._first: dict[tuple[str, ...], float] | None = None
+        self._held: dict[tuple[str, ...], list[float]] = {}
+        self._owners: dict[SliceKey, tuple[np.ndarray, np.ndarray]] = {}
+        self._systems: dict[tuple[int, int], tuple[int, bool]] = {}
         self._prior: DriftPrior | None = None
 
     @property
@@ -120,7 +123,10 @@ class RoundDrift:
     def _class(self, key: SliceKey, row: int) -> tuple[int, bool]:
         """A row's system class; a time (lower is better) compares at the same count only."""
         t = self.index.table
-        per, multi = system_class(t, row)
+        memo = (int(t.system.codes[row]), int(t.count[row]))
+        if memo not in self._systems:
+            self._systems[memo] = system_class(t, row)
+        per, multi = self._systems[memo]
         if not self.index.higher_is_better(key):
             return int(t.count[row]), multi
         return per, multi
@@ -143,13 +149,39 @@ class RoundDrift:
         begun = self._first.get(key[:2], at)
         if begun <= self._first.get(key[:1], 0.0):
             return MATURE
-        seen = {r for k in self.index.slices if k[:2] == key[:2] for r in self.rounds(k)}
-        return sum(1 for r in seen if r < at)
+        if not self._held:
+            held: dict[tuple[str, ...], set[float]] = defaultdict(set)
+            for k in self.index.slices:
+                held[k[:2]].update(self.rounds(k))
+            self._held = {k: sorted(v) for k, v in held.items()}
+        return sum(1 for r in self._held.get(key[:2], []) if r < at)
 
     def rounds(self, key: SliceKey) -> list[float]:
         if key not in self._rounds:
             self._rounds[key] = sorted({r for c in self.cells(key).values() for r in c})
         return self._rounds[key]
+
+    def reference_rounds(self, key: SliceKey, rows: np.ndarray) -> dict[float, int]:
+        """Round → how many of the slice's accelerators have ``rows`` as their newest among
+        them (each accelerator's evidence counted at its newest round)."""
+        if key not in self._owners:
+            by_acc = self.index.slices.get(key, {})
+            every = [r for r in by_acc.values()]
+            self._owners[key] = (
+                np.concatenate(every) if every else np.empty(0, dtype=np.int64),
+                np.repeat(np.arange(len(every)), [len(r) for r in every]),
+            )
+        members, owner = self._owners[key]
+        hit = np.isin(members, rows)
+        if not hit.any():
+            return {}
+        newest: dict[int, float] = {}
+        for acc, rnd in zip(owner[hit].tolist(), self.index.round_no[members[hit]].tolist()):
+            newest[acc] = max(newest.get(acc, -math.inf), float(rnd))
+        out: dict[float, int] = defaultdict(int)
+        for rnd in newest.values():
+            out[rnd] += 1
+        return dict(out)
 
     def pairs(self, key: SliceKey, old: float, new: float) -> list[tuple[str, float]]:
         """(accelerator, log value ratio new/old) of each system class in both rounds."""
@@ -249,11 +281,7 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
     rounds = index.round_no[est.rows]
     if not (rounds > 0).any() or target <= 0:
         return est
-    by_ref: dict[float, int] = defaultdict(int)
-    for rows in index.slices.get(q.slice, {}).values():
-        mine = np.intersect1d(rows, est.rows, assume_unique=False)
-        if len(mine):
-            by_ref[float(index.round_no[mine].max())] += 1
+    by_ref = drift.reference_rounds(q.slice, est.rows)
     if not by_ref:  # evidence of another slice (a scenario derived): carried where it was made
         return est
     if est.basis is Basis.TRANSFERRED:
