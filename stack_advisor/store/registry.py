@@ -178,6 +178,7 @@ def _create_seeded_default(final: Path, settings: StoreSettings, *, replace: boo
     from stack_advisor.store.embedded_store import EmbeddedStore
 
     partial = final.with_name(f".{final.name}.seeding-{os.getpid()}")
+    _ensure_folder(final)
     _remove_store_files(partial)
     try:
         if not (settings.seed_starter and _restore_prebuilt(partial)):
@@ -196,6 +197,22 @@ def _create_seeded_default(final: Path, settings: StoreSettings, *, replace: boo
             os.replace(sidecar, final.with_name(final.name + sidecar.name[len(partial.name) :]))
     finally:
         _remove_store_files(partial)
+
+
+def _ensure_folder(final: Path) -> None:
+    """The default store's folder made, or the store's own error for an unwritable one (the
+    shipped store is copied there before the store opens it)."""
+    from stack_advisor.schema.errors import StoreUnavailable
+
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise StoreUnavailable(
+            f"cannot create the directory of the embedded store {final}: {reason}; choose "
+            "another --store path (or XDG_DATA_HOME)",
+            details={"reason": "unwritable", "path": str(final)},
+        ) from None
 
 
 def _store_files(path: Path) -> list[Path]:
