@@ -16,15 +16,20 @@ import numpy as np
 from stack_advisor.advisor import results
 from stack_advisor.advisor.budget import check_cap
 from stack_advisor.advisor.cluster.results import ClusterRecommendationSet
+from stack_advisor.advisor.leaderboard import (  # re-exported: the leaderboard's home moved
+    TOKEN_LATENCIES as TOKEN_LATENCIES,
+)
+from stack_advisor.advisor.leaderboard import add_token_latencies as add_token_latencies
+from stack_advisor.advisor.leaderboard import default_series as default_series
+from stack_advisor.advisor.leaderboard import leaderboard as leaderboard
 from stack_advisor.advisor.verbs.sweep import SweepComparison, sweep_names, sweep_report
 from stack_advisor.advisor.workload import Workload
-from stack_advisor.schema.errors import AdvisorError, InvalidInput, NotFound
+from stack_advisor.schema.errors import AdvisorError, NotFound
 from stack_advisor.schema.models import (
     Failure,
     FailureClass,
     IngestBatch,
     IngestResult,
-    ObservationFilter,
     PlacementKind,
     failure_class,
 )
@@ -121,6 +126,27 @@ def compare_stacks(
     )
 
 
+def _benchmark_combos(
+    advisor: Advisor, benchmark: str | None, scenario: str | None
+) -> list[tuple[str, str, str]]:
+    """(family, name, scenario) of every benchmark recorded, or of the one asked for; NotFound
+    when there is none."""
+    combos = sorted(
+        {
+            (info.family, info.name, info.scenario or "")
+            for info in advisor.table().benchmarks.values()
+            if (benchmark is None or info.name == benchmark)
+            and (scenario is None or info.scenario == scenario)
+        }
+    )
+    if not combos:
+        raise NotFound(
+            f"benchmark: nothing recorded for {benchmark or 'any benchmark'}"
+            f"{' in scenario ' + scenario if scenario else ''}"
+        )
+    return combos
+
+
 def compare_benchmarks(
     advisor: Advisor,
     a: str,
@@ -136,23 +162,9 @@ def compare_benchmarks(
     Raises:
         NotFound: a stack selector matching no stack, or no benchmark with results of either.
     """
-    table = advisor.table()
-    combos = sorted(
-        {
-            (info.family, info.name, info.scenario or "")
-            for info in table.benchmarks.values()
-            if (benchmark is None or info.name == benchmark)
-            and (scenario is None or info.scenario == scenario)
-        }
-    )
-    if not combos:
-        raise NotFound(
-            f"benchmark: nothing recorded for {benchmark or 'any benchmark'}"
-            f"{' in scenario ' + scenario if scenario else ''}"
-        )
     out: list[dict[str, Any]] = []
     last: AdvisorError | None = None
-    for family, name, scen in combos:
+    for family, name, scen in _benchmark_combos(advisor, benchmark, scenario):
         try:
             c = compare_stacks(
                 advisor,
@@ -225,189 +237,7 @@ def sweeps(advisor: Advisor, store: Store) -> list[str]:
     return advisor.memoised(("sweeps",), lambda: sweep_names(store))
 
 
-# ---- rows read from the store ------------------------------------------------------------------
-
-
-def leaderboard(
-    advisor: Advisor,
-    store: Store,
-    *,
-    benchmark: str,
-    scenario: str | None,
-    metric: str | None,
-    accelerator: str | None,
-    placement: str | None,
-) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
-    """Best stack per (canonical accelerator, placement), best first: ``advisor plot throughput``'s
-    rows (``plot_data.throughput_chart``, top 1 stack) for each placement, over the observations
-    ``GET /v1/observations?benchmark_name=...`` returns."""
-    return advisor.memoised(
-        ("leaderboard", benchmark, scenario, metric, accelerator, placement),
-        lambda: _leaderboard(
-            store,
-            benchmark=benchmark,
-            scenario=scenario,
-            metric=metric,
-            accelerator=accelerator,
-            placement=placement,
-        ),
-    )
-
-
-def _leaderboard(
-    store: Store,
-    *,
-    benchmark: str,
-    scenario: str | None,
-    metric: str | None,
-    accelerator: str | None,
-    placement: str | None,
-) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
-    from stack_advisor.advisor.charts import data as plot_data
-
-    kind = plot_data.parse_placement(placement, plot_data.FORM) if placement else None
-    parts = benchmark.split("/")  # a name, family/name, or an id (family/name/hash: one series)
-    flt = (
-        ObservationFilter(benchmark_id=benchmark, placement=kind)
-        if len(parts) == 3
-        else ObservationFilter(benchmark_name=parts[-1], placement=kind)
-    )
-    by_place: dict[str, list[Any]] = {}
-    for obs in store.iter_observations(flt):
-        by_place.setdefault(obs.placement.kind.value, []).append(obs)
-    if not by_place:
-        raise NotFound(
-            f"Benchmark: no observations of {benchmark!r}"
-            f"{' in placement ' + placement if placement else ''}"
-        )
-    rows: list[dict[str, Any]] = []
-    notes: list[str] = []
-    series, first_error = None, None
-    if metric is None:  # the board opens on the benchmark's throughput metric, saying so
-        scenario, metric, notes = default_series(
-            [o for obs in by_place.values() for o in obs], scenario
-        )
-    for place in sorted(by_place):
-        observations = by_place[place]
-        if (
-            series is not None
-        ):  # chosen on an earlier placement: this one's results of it, where it has some
-            observations = [
-                o for o in observations if plot_data.in_series(o, series)
-            ] or observations
-        # an InvalidInput (several series match) goes to the user: one choice for every placement
-        try:
-            chart = plot_data.throughput_chart(
-                observations,
-                benchmark=benchmark,
-                scenario=scenario,
-                metric=metric,
-                accelerators=[accelerator] if accelerator else None,
-                top=1,
-                spelling=plot_data.FORM,
-            )
-        except NotFound as exc:
-            first_error = first_error or exc
-            notes.append(f"{place}: {exc.message}")
-            continue
-        except InvalidInput as exc:  # only other series here, several of them
-            if series is None:
-                raise
-            notes.append(f"{place}: left out, its results are other series ({exc.message})")
-            continue
-        series = series or chart.series
-        if chart.series != series:
-            notes.append(
-                f"{place}: left out, its results are another series "
-                f"({chart.series.heading if chart.series else ''})"
-            )
-            continue
-        notes.extend(f"{place}: {n}" for n in chart.notes if "stacks shown" not in n)
-        rows.extend({**r, "placement": place} for r in chart.rows)
-    if series is None:
-        assert first_error is not None
-        raise first_error
-    sign = -1 if series.higher_is_better else 1
-    rows.sort(key=lambda r: (sign * r["value"], r["accelerator"], r["placement"]))
-    for i, r in enumerate(rows, 1):
-        r["rank"] = i
-    token_latencies = add_token_latencies(
-        rows, [o for obs in by_place.values() for o in obs], series.scenario
-    )
-    return (
-        rows,
-        notes,
-        series.as_dict()
-        | {
-            "heading": series.heading,
-            "value_label": series.value_label,
-            "token_latencies": token_latencies,
-        },
-    )
-
-
-TOKEN_LATENCIES = (("ttft_p99_ms", "TTFT p99 (ms)"), ("tpot_p99_ms", "TPOT p99 (ms)"))
-
-
-def default_series(
-    observations: list[Any], scenario: str | None
-) -> tuple[str | None, str | None, list[str]]:
-    """The scenario and metric a leaderboard opens on when none is chosen: the benchmark's
-    throughput (the most-recorded higher-is-better metric, as ``recommend`` ranks by), in its
-    most-recorded scenario; with a note saying so. (None, None) when nothing is higher-is-better."""
-    counts: dict[tuple[str, str], int] = {}
-    for o in observations:
-        scen = str(o.benchmark.parameters.get("scenario") or "")
-        if (
-            o.valid
-            and o.higher_is_better
-            and (scenario is None or scen.lower() == scenario.lower())
-        ):
-            counts[(scen, o.metric)] = counts.get((scen, o.metric), 0) + 1
-    if not counts:
-        return scenario, None, []
-    (scen, metric), _ = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
-    chosen = scenario or scen or None
-    return (
-        chosen,
-        metric,
-        [
-            f"showing {metric}{' in ' + scen if scen and not scenario else ''}: the benchmark's "
-            "throughput metric (most recorded); choose another metric or scenario above"
-        ],
-    )
-
-
-def add_token_latencies(
-    rows: list[dict[str, Any]], observations: list[Any], scenario: str | None
-) -> list[str]:
-    """TTFT and TPOT (p99, ms) of each row's accelerator, placement and stack in the same scenario,
-    where the results record them (LLM benchmarks): the median over the matching results. Returns
-    the columns added (none when the benchmark records no token latencies)."""
-    from stack_advisor.advisor.charts.data import canonical_name
-
-    wanted = {m for m, _ in TOKEN_LATENCIES}
-    found: dict[tuple[str, str, str, str], list[float]] = {}
-    for o in observations:
-        scen = str(o.benchmark.parameters.get("scenario") or "")
-        if (
-            o.metric in wanted
-            and o.valid
-            and (scenario is None or scen.lower() == scenario.lower())
-        ):
-            key = (
-                o.metric,
-                canonical_name(o.accelerator.model),
-                o.placement.kind.value,
-                o.stack.stack_id,
-            )
-            found.setdefault(key, []).append(o.value)
-    columns = [m for m, _ in TOKEN_LATENCIES if any(k[0] == m for k in found)]
-    for r in rows:
-        for m in columns:
-            values = found.get((m, r["accelerator"], r["placement"], r["stack_id"]))
-            r[m] = float(np.median(values)) if values else None
-    return columns
+# ---- rows read from the store (the leaderboard: stack_advisor.advisor.leaderboard) -------------
 
 
 def known_bad(advisor: Advisor, store: Store) -> list[dict[str, Any]]:

@@ -32,18 +32,22 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from stack_advisor.advisor.estimate.facts import accelerator_class, accelerator_spec
+from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
+from stack_advisor.advisor.estimate.training_scaling import FAMILY as FAMILY
+from stack_advisor.advisor.estimate.training_scaling import CountScaling as CountScaling
+from stack_advisor.advisor.estimate.training_scaling import Pairs, fit_line
+from stack_advisor.advisor.estimate.training_scaling import applies as applies
+from stack_advisor.advisor.estimate.training_scaling import budget_count as budget_count
+from stack_advisor.advisor.estimate.training_scaling import budget_refusal as budget_refusal
+from stack_advisor.advisor.estimate.training_scaling import peaks as peaks
 from stack_advisor.advisor.results import Basis
 
-FAMILY = "mlperf-training"
-X0 = math.log(8.0)  # the line's centre: a node of 8
 PRIOR_PAIRS = 4.0  # pseudo-pairs pulling a benchmark's line towards its family's
 NEAREST = (1, 2, 3)  # how many of the closest references a transfer averages (learned)
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the peak scaling
@@ -57,88 +61,6 @@ FALLBACK = {
 }
 
 
-def budget_count(budget: int, published_counts: list[int]) -> int:
-    """The count a candidate runs at under a budget of ``budget`` accelerators: the most whole
-    nodes that fit, a node being the smallest size its systems were published at (a budget
-    below one node: the budget itself)."""
-    node = min((n for n in published_counts if n > 0), default=1)
-    return budget if budget < node else budget // node * node
-
-
-def budget_refusal(budget: int, published_counts: list[int], benchmark: str) -> str | None:
-    """Why a budget cannot be answered: beyond twice the largest system ever published on the
-    benchmark, where the count scaling would be extrapolated past anything seen."""
-    largest = max(published_counts, default=0)
-    if largest and budget > 2 * largest:
-        return (
-            f"a budget of {budget} accelerators is beyond every published {benchmark} "
-            "system (the largest ran "
-            f"{largest}); the count scaling is not extrapolated past twice that. Name a "
-            f"budget up to {2 * largest}"
-        )
-    return None
-
-
-def applies(key: SliceKey, higher_is_better: bool) -> bool:
-    """Whether a slice is estimated here: MLPerf Training figures, which fall (time) or rise
-    (accelerator-hours) with the count in a way the count scaling learns."""
-    return key[0] == FAMILY and not higher_is_better
-
-
-@dataclass(frozen=True)
-class CountScaling:
-    """``d log(value) / d log(count) = clip(c0 + c1·(log n − X0), low, high)``."""
-
-    c0: float
-    c1: float
-    low: float
-    high: float
-    pairs: int
-    source: str  # what it was learned from, for the factor's text
-
-    def slope(self, x: np.ndarray) -> np.ndarray:
-        return np.clip(self.c0 + self.c1 * (x - X0), self.low, self.high)
-
-    def log_ratio(self, n_from: float, n_to: float) -> float:
-        """log(value at n_to / value at n_from)."""
-        if n_from == n_to:
-            return 0.0
-        grid = np.linspace(math.log(n_from), math.log(n_to), 64)
-        s = self.slope(grid)
-        return float(np.sum((s[1:] + s[:-1]) / 2 * np.diff(grid)))
-
-
-@dataclass
-class _Pairs:
-    x: list[float] = field(default_factory=list)  # midpoint log count
-    slope: list[float] = field(default_factory=list)
-    weight: list[float] = field(default_factory=list)
-
-    def extend(self, other: _Pairs) -> None:
-        self.x += other.x
-        self.slope += other.slope
-        self.weight += other.weight
-
-
-def _fit_line(p: _Pairs) -> tuple[float, float]:
-    w = np.asarray(p.weight)
-    x = np.asarray(p.x) - X0
-    y = np.asarray(p.slope)
-    if len(set(p.x)) < 2:
-        return float(np.average(y, weights=w)), 0.0
-    design = np.stack([np.ones_like(x), x], axis=1) * np.sqrt(w)[:, None]
-    coef, *_ = np.linalg.lstsq(design, y * np.sqrt(w), rcond=None)
-    return float(coef[0]), float(coef[1])
-
-
-def peaks(name: str) -> tuple[float, float] | None:
-    """(16-bit peak compute, bandwidth): training runs in bf16/fp16, not int8."""
-    spec = accelerator_spec(name)
-    compute = spec.figure("bf16_tflops") or spec.figure("fp16_tflops")
-    bandwidth = spec.figure("memory_bw_gbs")
-    return (float(compute), float(bandwidth)) if compute and bandwidth else None
-
-
 class TrainingEstimator:
     """Count scaling, estimates and their calibration over one evidence index's training slices.
     Built lazily by the index; everything is computed once per table."""
@@ -147,7 +69,7 @@ class TrainingEstimator:
         self.index = index
         self.table = index.table
         self._curves: dict[SliceKey, CountScaling] = {}
-        self._pooled: dict[str, tuple[_Pairs, float, float]] = {}
+        self._pooled: dict[str, tuple[Pairs, float, float]] = {}
         self._alpha: dict[str, tuple[float, float, int]] = {}
         self._residuals: dict[tuple[Basis, str], np.ndarray] | None = None
         self._quantiles: dict[tuple[Basis, str], tuple[float, float, float]] = {}
@@ -167,8 +89,8 @@ class TrainingEstimator:
             out[(rnd, acc)][n] = median(np.asarray(values))
         return out
 
-    def _pairs(self, key: SliceKey) -> _Pairs:
-        p = _Pairs()
+    def _pairs(self, key: SliceKey) -> Pairs:
+        p = Pairs()
         rows = np.concatenate(list(self.index.slices[key].values()))
         for by_count in self._per_count(rows).values():
             counts = sorted(c for c in by_count if c > 0)
@@ -179,14 +101,14 @@ class TrainingEstimator:
                 p.weight.append(gap)
         return p
 
-    def _family_line(self, metric: str) -> tuple[_Pairs, float, float]:
+    def _family_line(self, metric: str) -> tuple[Pairs, float, float]:
         if metric not in self._pooled:
-            pooled = _Pairs()
+            pooled = Pairs()
             for key in self.index.slices:
                 if key[0] == FAMILY and key[3] == metric:
                     pooled.extend(self._pairs(key))
             if pooled.slope:
-                c0, c1 = _fit_line(pooled)
+                c0, c1 = fit_line(pooled)
             else:  # no pair anywhere: time in inverse proportion (accelerator-hours constant)
                 c0, c1 = (-1.0 if "time" in metric else 0.0), 0.0
             self._pooled[metric] = (pooled, c0, c1)
@@ -198,7 +120,7 @@ class TrainingEstimator:
             pooled, f0, f1 = self._family_line(key[3])
             own = self._pairs(key)
             k = len(own.slope)
-            c0, c1 = _fit_line(own) if k else (f0, f1)
+            c0, c1 = fit_line(own) if k else (f0, f1)
             c0 = (k * c0 + PRIOR_PAIRS * f0) / (k + PRIOR_PAIRS)
             c1 = (k * c1 + PRIOR_PAIRS * f1) / (k + PRIOR_PAIRS)
             seen = pooled.slope or [f0]
