@@ -172,6 +172,16 @@ class CpuEntry(_Entry):
     _patterns = field_validator("patterns")(classmethod(lambda cls, v: _check_patterns(v)))
 
 
+class PublishedFigure(BaseModel):
+    """A figure with where it was published and, where the page says it in passing, where on it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    value: float = Field(gt=0)
+    source: str = Field(pattern=_SOURCE)
+    note: str | None = None
+
+
 class BenchmarkEntry(_Entry):
     """A benchmark and the facts of its model, each as published (``source``: the benchmark's
     rules; ``reference``: its reference implementation; ``model_source``: the model's own card
@@ -200,6 +210,8 @@ class BenchmarkEntry(_Entry):
         default=None, gt=0, description="the reference's generation limit"
     )
     dataset: str | None = None
+    mean_input_tokens: PublishedFigure | None = None  # the dataset's, per request, as published
+    mean_output_tokens: PublishedFigure | None = None
     memory_gb: float | None = Field(default=None, gt=0)
     bound: Literal["compute", "memory"] | None = None
     tokens: bool = False

@@ -153,6 +153,7 @@ def _answer(
         for r, moved in got.references
     ]
     factors += _learned(got.efficiency, got.prior, learned, batch)
+    factors.append(_link_factor(target, got.efficiency))
     notes = [
         f"basis proxy: {model.name} has no results; its work per output token on {acc} "
         f"({target.precision}: prefill and decode FLOPs, weight and KV-cache bytes) at the "
@@ -172,6 +173,20 @@ def _answer(
         factors=factors,
         notes=notes,
     )
+
+
+def _link_factor(target: Workload, eff: Efficiency) -> Factor:
+    """The tensor-parallel all-reduce's share of the token's time (published link bandwidth,
+    not fitted); its effect is already in the figure."""
+    share = target.link_seconds / target.seconds(eff)
+    text = (
+        f"TP{target.tp}: {100 * share:.0f}% of the time (hidden-state all-reduces at the "
+        "link's published bandwidth)"
+        if target.link_seconds
+        else f"TP{target.tp}: none counted"
+        + ("" if target.tp == 1 else " (the part publishes no scale-up link bandwidth)")
+    )
+    return ("tensor-parallel link", text, 1.0)
 
 
 def _interval_note(learned: Fit) -> str:

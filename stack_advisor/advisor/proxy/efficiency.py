@@ -1,7 +1,8 @@
 """The two efficiencies that turn a token's work into time, learned from published results.
 
 A token on a part takes ``FLOPs / (peak x compute) + bytes / (bandwidth x memory)``: the roofline
-sum with a compute and a memory efficiency (shares of the part's published peak and bandwidth).
+sum with a compute and a memory efficiency (shares of the part's published peak and bandwidth),
+plus the tensor-parallel link's time, which is counted, not fitted (``Point.link_seconds``).
 On a part, both are fitted to its references (least squares of ln(published x modelled time)),
 shrunk toward the efficiencies of every reference on every part (the prior) by ``strength``: a
 part with one reference keeps the prior's balance of the two and moves its level; a part with
@@ -48,6 +49,7 @@ class Point:
     flop_seconds: float
     byte_seconds: float
     value: float  # tokens/s per accelerator
+    link_seconds: float = 0.0  # tensor-parallel traffic at the link's bandwidth (not fitted)
 
 
 def fit_efficiency(
@@ -63,7 +65,7 @@ def fit_efficiency(
         raise ValueError("fit_efficiency: no points and no prior to fit from")
     loss = np.zeros_like(_LOG_C)
     for p in points:
-        modelled = p.flop_seconds * _INV_C + p.byte_seconds * _INV_M
+        modelled = p.flop_seconds * _INV_C + p.byte_seconds * _INV_M + p.link_seconds
         loss += np.log(p.value * modelled) ** 2
     if prior is not None and strength > 0:
         dc = _LOG_C - math.log(prior.compute)

@@ -12,6 +12,11 @@ is shared among its output tokens. Per output token:
   the batch's tokens touch: E x (1 - (1 - k/E)^batch) of E per layer);
 - KV bytes: the KV cache of the sequence at its mean decode context.
 
+A replica split over ``tp`` ranks also sends its hidden state between them: two all-reduces
+per layer for every token processed (``link_bytes``); that time is counted at the part's published
+scale-up link bandwidth, not fitted (measured: LOO median APE Offline 25.2% -> 19.8%, Server
+20.1% -> 22.8%; llama3.1-405b, the one model on 8-16 ranks, Offline 75.4% -> 46.0%, docs/proxy.md).
+
 ``stack_advisor.advisor.proxy.efficiency`` turns them into time with a compute and a memory
 efficiency learned from the references.
 """
@@ -83,3 +88,18 @@ def token_work(model: ModelSpec, traffic: Traffic, precision: str) -> TokenWork:
     weights = weights_read_per_step(model, traffic.batch) * width / traffic.batch
     kv = model.kv_elems_per_token * (isl + osl / 2) * kv_width
     return TokenWork(prefill_flops=prefill, decode_flops=decode, weight_bytes=weights, kv_bytes=kv)
+
+
+ACTIVATION_BYTES = 2.0  # the hidden state tensor-parallel ranks all-reduce, in bf16
+
+
+def link_bytes(model: ModelSpec, traffic: Traffic, tp: int) -> float:
+    """Bytes one of ``tp`` tensor-parallel ranks sends per output token: two all-reduces of the
+    hidden state per layer (after attention and after the MLP) for every token processed (the
+    request's input shared among its output tokens, and the token itself); a ring all-reduce
+    sends 2 (tp - 1) / tp of the message. 0 on one rank or where the width is unknown."""
+    if tp <= 1 or not model.hidden:
+        return 0.0
+    tokens = traffic.isl / traffic.osl + 1.0
+    message = 2.0 * model.layers * model.hidden * ACTIVATION_BYTES
+    return tokens * message * 2.0 * (tp - 1) / tp

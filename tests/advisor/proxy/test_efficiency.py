@@ -38,6 +38,30 @@ def test_one_reference_keeps_the_prior_balance_and_moves_its_level() -> None:
         fit_efficiency([])
 
 
+def test_tensor_parallel_link_time_is_counted_not_fitted() -> None:
+    from stack_advisor.advisor.proxy.estimate import point_work
+    from stack_advisor.advisor.proxy.work import Traffic, link_bytes
+
+    model = from_catalogue("llama3.1-405b")
+    # 126 layers x 16,384 wide: two bf16 all-reduces a layer, (1,000/100 + 1) tokens an output
+    # token, a ring sends 2 x 7/8 of the message from each of 8 ranks
+    expected = 11 * 2 * 126 * 16384 * 2.0 * 2 * 7 / 8
+    assert link_bytes(model, Traffic(isl=1000, osl=100, batch=8), 8) == pytest.approx(expected)
+    assert link_bytes(model, Traffic(isl=1000, osl=100, batch=8), 1) == 0.0
+    # on H100 SXM (NVLink 4, 900 GB/s both ways) the link's time rides beside the fitted terms
+    work = point_work(model, "H100-SXM5-80GB", 1000, 100, 8)
+    assert work is not None and work.tp > 1 and work.link_seconds > 0
+    eff = Efficiency(0.5, 0.5)
+    assert work.seconds(eff) == pytest.approx(
+        eff.seconds(work.flop_seconds, work.byte_seconds) + work.link_seconds
+    )
+    offset = Point(1e-5, 1e-5, 1.0 / (eff.seconds(1e-5, 1e-5) + 1e-5), link_seconds=1e-5)
+    got = fit_efficiency([offset, _point(eff, 1e-4, 1e-6), _point(eff, 1e-6, 1e-4)])
+    assert got.compute == pytest.approx(0.5, rel=0.06) and got.memory == pytest.approx(
+        0.5, rel=0.06
+    )
+
+
 @pytest.fixture(scope="module")
 def table() -> ObservationTable:
     return ObservationTable.from_observations(load_snapshot().observations)
