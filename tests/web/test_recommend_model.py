@@ -69,6 +69,8 @@ def test_pasted_model_is_the_api_answer_by_proxy(
 def test_a_catalogued_name_alone_and_a_bad_paste(client: TestClient) -> None:
     page = client.get("/recommend?" + urlencode({"model": "gpt-oss-120b", "scenario": "Offline"}))
     assert page.status_code == 200 and "basis proxy: gpt-oss-120b" in page.text
+    # one LLM (llama2-70b) in this store: nothing to hold out, so the interval says it is unmeasured
+    assert "not measured" in page.text
     bad = client.get("/recommend?" + urlencode({"model_yaml": "- just\n- a list"}))
     assert "model_yaml: expected a mapping of fields, got list" in bad.text
     zero = client.get(
