@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from stack_advisor.cli.options import FormatOpt, JsonOpt, StoreOpt
+from stack_advisor.cli.tf_cnn_context import tf_cnn_context as tf_cnn_context
 
 import_app = typer.Typer(
     name="import",
@@ -201,19 +202,19 @@ def import_mlperf_summary_cmd(
     imported from the round's results tree are not added twice. Rows not imported are counted
     by reason; accelerators the catalogue does not know are imported under their published name
     and listed as unresolved."""
-    from stack_advisor.cli.render import (
-        OutputFormat,
-        info,
-        output_format,
-        print_json,
-        render,
-        warning,
-    )
+    from stack_advisor.cli.render import output_format
     from stack_advisor.collectors.importers.mlperf_summary import import_summary
 
     chosen = output_format(fmt, as_json)
     with _open_store(store) as db:
         report = import_summary(file, db, round_name=round_name, batch_size=batch_size)
+    _report_summary(report, file, chosen)
+
+
+def _report_summary(report: Any, file: Path, chosen: Any) -> None:
+    """The summary import's report: JSON, or notes on what was skipped and a one-row table."""
+    from stack_advisor.cli.render import OutputFormat, info, print_json, render, warning
+
     if chosen is OutputFormat.json:
         print_json(report.to_dict())
         return
@@ -266,22 +267,24 @@ def import_mlperf_training_cmd(
 ) -> None:
     """Import MLPerf Training results: each run's time to train, aborted runs as failures, and
     per system × benchmark the olympic mean (MLCommons' RCP normalisation is not in the files)."""
-    from stack_advisor.cli.render import (
-        OutputFormat,
-        error,
-        info,
-        output_format,
-        print_json,
-        render,
-    )
-    from stack_advisor.collectors.importers.mlperf_training import RCP_NOTE, import_mlperf_training
+    from stack_advisor.cli.render import output_format
+    from stack_advisor.collectors.importers.mlperf_training import import_mlperf_training
 
     with _open_store(store) as db:
         summaries = [
             import_mlperf_training(p, db, round_name=round_name, batch_size=batch_size)
             for p in paths
         ]
-    chosen = output_format(fmt, as_json)
+    _report_training(summaries, output_format(fmt, as_json))
+    if not any(s.runs for s in summaries):
+        raise typer.Exit(1)
+
+
+def _report_training(summaries: list[Any], chosen: Any) -> None:
+    """The training import's report: JSON, or its issues, a table per source and the RCP note."""
+    from stack_advisor.cli.render import OutputFormat, error, info, print_json, render
+    from stack_advisor.collectors.importers.mlperf_training import RCP_NOTE
+
     if chosen is OutputFormat.json:
         data = [s.to_dict() for s in summaries]
         print_json(data[0] if len(data) == 1 else data)
@@ -307,8 +310,6 @@ def import_mlperf_training_cmd(
             title="MLPerf Training import",
         )
         info(f"scores: {RCP_NOTE}")
-    if not any(s.runs for s in summaries):
-        raise typer.Exit(1)
 
 
 @import_app.command("results")
@@ -348,96 +349,27 @@ def import_results_cmd(
     render([row], fmt=chosen, json_data=row, title="Result documents imported")
 
 
-def _load_json_file(path: Path, what: str, *, documents: bool = False) -> dict[str, Any]:
-    """A JSON object from ``path``; with ``documents``, also the list of result documents that
-    `advisor collect --out` writes (the document run on TensorFlow if there is one, else the
-    first: they share the node's accelerator, placement and host)."""
-    from stack_advisor.collectors.importers.results import read_json_file
+def _tf_cnn_parser() -> Any:
+    """``import_tf_cnn_log``, or an InvalidInput saying the parser is not available."""
     from stack_advisor.schema.errors import InvalidInput
 
     try:
-        data = read_json_file(path)  # within the import limits: size, depth, repeated keys
-    except InvalidInput as exc:
-        raise InvalidInput(f"{what}: {exc.message}") from None
-    if documents and isinstance(data, list):
-        docs = [d for d in data if isinstance(d, dict)]
-        if not docs:
-            raise InvalidInput(f"{what}: {str(path)!r} is a list without result documents")
-        tf = [
-            d
-            for d in docs
-            if isinstance(d.get("stack"), dict) and d["stack"].get("framework") == "tensorflow"
-        ]
-        data = dict((tf or docs)[0])
-        if not tf and isinstance(
-            data.get("stack"), dict
-        ):  # another framework's run: keep the node's
-            data["stack"] = {
-                k: v
-                for k, v in data["stack"].items()  # drivers, not its framework
-                if k not in ("framework", "framework_version", "extra")
-            }
-    if not isinstance(data, dict):
-        raise InvalidInput(
-            f"{what}: {str(path)!r} must hold a JSON object, got {type(data).__name__}"
-        )
-    return data
+        from stack_advisor.collectors.importers.tf_cnn import import_tf_cnn_log
+    except ImportError as exc:  # the parser belongs to another module; say so plainly
+        raise InvalidInput(f"the tf_cnn_benchmarks log parser is not available: {exc}") from None
+    return import_tf_cnn_log
 
 
-def tf_cnn_context(
-    *,
-    stack_json: Path | None,
-    fingerprint: Path | None,
-    overrides: dict[tuple[str, str], Any],
-) -> dict[str, Any]:
-    """stack / accelerator / placement / host for a saved log, from a stack JSON (a
-    ``SoftwareStack`` object, or a document with a ``stack`` key), a fingerprint (a document
-    with ``stack``, ``accelerator``, ``placement`` and ``host`` keys, e.g. a result document)
-    and flags, later ones winning. The fingerprint may also be the list `advisor collect --out`
-    writes.
-
-    Raises:
-        InvalidInput: a file or value that does not fit; the message names the field.
-    """
-    from pydantic import BaseModel, ValidationError
-
+def _read_log(log: Path) -> str:
+    """The saved log's text ('-': stdin); InvalidInput naming a missing file."""
     from stack_advisor.schema.errors import InvalidInput
-    from stack_advisor.schema.models import Accelerator, Host, Placement, SoftwareStack
-    from stack_advisor.store.base import validation_message
 
-    parts: dict[str, dict[str, Any]] = {"stack": {}, "accelerator": {}, "placement": {}, "host": {}}
-    if fingerprint is not None:
-        data = _load_json_file(fingerprint, "--fingerprint", documents=True)
-        for key in parts:
-            if isinstance(data.get(key), dict):
-                parts[key].update(data[key])
-    if stack_json is not None:
-        data = _load_json_file(stack_json, "--stack-json")
-        parts["stack"].update(data["stack"] if isinstance(data.get("stack"), dict) else data)
-    for (part, name), value in overrides.items():
-        if value is not None:
-            parts[part][name] = value
-    if not parts["accelerator"].get("model"):
-        raise InvalidInput(
-            "accelerator: unknown; name it with --accelerator (e.g. 'NVIDIA A100-SXM4-40GB' or "
-            "'CPU Intel Xeon ...') or pass --fingerprint"
-        )
-    models: dict[str, type[BaseModel]] = {
-        "stack": SoftwareStack,
-        "accelerator": Accelerator,
-        "placement": Placement,
-        "host": Host,
-    }
-    out: dict[str, Any] = {}
-    for key, model in models.items():
-        if key == "host" and not parts[key]:
-            out[key] = None
-            continue
-        try:
-            out[key] = model.model_validate(parts[key])
-        except ValidationError as exc:
-            raise InvalidInput(validation_message(exc, prefix=key)) from None
-    return out
+    if str(log) == "-":
+        return sys.stdin.read()
+    try:
+        return log.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise InvalidInput(f"no such log file: {str(log)!r}") from None
 
 
 @import_app.command("tf-cnn")
@@ -475,22 +407,10 @@ def import_tf_cnn_cmd(
     fmt: FormatOpt = None,
 ) -> None:
     """Import a saved tf_cnn_benchmarks log (a crash becomes a recorded failure)."""
-    from stack_advisor.cli.render import output_format, print_json, render
-    from stack_advisor.schema.errors import InvalidInput
+    from stack_advisor.cli.render import output_format, print_json
 
     chosen = output_format(fmt, as_json)
-
-    try:
-        from stack_advisor.collectors.importers.tf_cnn import import_tf_cnn_log
-    except ImportError as exc:  # the parser belongs to another module; say so plainly
-        raise InvalidInput(f"the tf_cnn_benchmarks log parser is not available: {exc}") from None
-    if str(log) == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = log.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            raise InvalidInput(f"no such log file: {str(log)!r}") from None
+    import_tf_cnn_log, text = _tf_cnn_parser(), _read_log(log)
     overrides: dict[Any, Any] = {
         ("stack", "framework_version"): framework_version,
         ("stack", "cuda"): cuda,
@@ -500,22 +420,28 @@ def import_tf_cnn_cmd(
         ("accelerator", "count"): accelerator_count,
         ("placement", "kind"): placement,
         ("host", "name"): host,
+        ("stack", "framework"): "tensorflow" if framework_version is not None else None,
     }
-    if framework_version is not None:
-        overrides[("stack", "framework")] = "tensorflow"
     context = tf_cnn_context(stack_json=stack_json, fingerprint=fingerprint, overrides=overrides)
     document = import_tf_cnn_log(text, run_id=run_id, **context)
+    if dry_run:  # the document itself (what would be stored), whatever the format
+        print_json(document)
+        return
+    _store_document(document, store, chosen)
+
+
+def _store_document(document: Any, store: str | None, chosen: Any) -> None:
+    """Ingest the log's result document and print what was stored."""
+    from stack_advisor.cli.render import render
+
+    with _open_store(store) as db:
+        result = db.ingest_document(document)
     row: dict[str, Any] = {
         "run_id": document.run.run_id,
         "measurements": len(document.measurements),
         "failures": len(document.failures),
+        **result.model_dump(),
     }
-    if dry_run:  # the document itself (what would be stored), whatever the format
-        print_json(document)
-        return
-    with _open_store(store) as db:
-        result = db.ingest_document(document)
-    row.update(result.model_dump())
     render([row], fmt=chosen, json_data=row, title="tf_cnn log imported")
 
 
