@@ -313,7 +313,11 @@ class PoolRanking:
                     basis=basis,
                     total=(p.value, p.interval.low, p.interval.high),
                     evidence=p.evidence,
-                    warnings=[*r.warnings, *(w for w in p.warnings if w not in recorded), how],
+                    warnings=[
+                        *r.warnings,
+                        *(w for w in p.warnings if w not in recorded and w not in r.warnings),
+                        how,
+                    ],
                     generation=self._generation(),
                 )
             )
