@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -38,14 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from stack_advisor.advisor.estimate.drift import benchmark_group
-from stack_advisor.advisor.estimate.facts import accelerator_class, canonical_accelerator
+from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.transfer import METHODS
 from stack_advisor.advisor.knowledge.columns import Column
 from stack_advisor.advisor.knowledge.table import ObservationTable
-from stack_advisor.advisor.results import Basis, EvaluationReport, EvaluationSlice, Prediction
+from stack_advisor.advisor.results import Basis, EvaluationReport
 from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs.evaluate_scoring import Scored
 from stack_advisor.advisor.verbs.predict import predict
 from stack_advisor.catalog.rounds import round_key
 from stack_advisor.schema.errors import InvalidInput
@@ -170,181 +169,6 @@ def _lookup(
     return out
 
 
-def _regret(
-    groups: np.ndarray, actual: np.ndarray, pred: np.ndarray, count: np.ndarray
-) -> tuple[float | None, int]:
-    """Mean share of the best per-accelerator result lost by picking the predicted best, over
-    groups (benchmark, scenario, metric) with at least two results."""
-    regrets = []
-    for g in np.unique(groups):
-        sel = np.flatnonzero(groups == g)
-        if len(sel) < 2:
-            continue
-        per_actual = actual[sel] / count[sel]
-        per_pred = pred[sel] / count[sel]
-        regrets.append(1 - per_actual[np.argmax(per_pred)] / per_actual.max())
-    return (float(np.mean(regrets) * 100) if regrets else None), len(regrets)
-
-
-def _slice(
-    sel: np.ndarray,
-    actual: np.ndarray,
-    pred: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    lookup: np.ndarray,
-    groups: np.ndarray,
-    count: np.ndarray,
-    speed: np.ndarray,
-) -> EvaluationSlice:
-    """``speed``: +1 where a higher value is better, -1 where lower (a time): regret ranks by
-    per-accelerator speed, value/count or 1/(value*count)."""
-    actual_speed, pred_speed = actual**speed, pred**speed
-    answered = sel & ~np.isnan(pred)
-    refused = int((sel & np.isnan(pred)).sum())
-    out: dict[str, Any] = {"predictions": int(answered.sum()), "refused": refused, "mape": None}
-    if answered.any():
-        ape = np.abs(pred[answered] - actual[answered]) / actual[answered] * 100
-        regret, n_groups = _regret(
-            groups[answered], actual_speed[answered], pred_speed[answered], count[answered]
-        )
-        ratio = np.maximum(pred[answered] / actual[answered], actual[answered] / pred[answered])
-        out.update(
-            mape=float(ape.mean()),
-            median_ape=float(np.median(ape)),
-            worst_ratio=float(ratio.max()),
-            off_3x=int((ratio >= 3).sum()),
-            interval_coverage=float(
-                np.mean((actual[answered] >= lo[answered]) & (actual[answered] <= hi[answered]))
-            ),
-            top1_regret=regret,
-            groups=n_groups,
-        )
-    covered = answered & ~np.isnan(lookup)
-    out["lookup_rows"] = int((sel & ~np.isnan(lookup)).sum())
-    if covered.any():
-        ape = np.abs(pred[covered] - actual[covered]) / actual[covered] * 100
-        lape = np.abs(lookup[covered] - actual[covered]) / actual[covered] * 100
-        regret, _ = _regret(
-            groups[covered], actual_speed[covered], pred_speed[covered], count[covered]
-        )
-        lregret, _ = _regret(
-            groups[covered],
-            actual_speed[covered],
-            lookup[covered] ** speed[covered],
-            count[covered],
-        )
-        out.update(
-            mape_on_lookup_rows=float(ape.mean()),
-            median_ape_on_lookup_rows=float(np.median(ape)),
-            top1_regret_on_lookup_rows=regret,
-            lookup_mape=float(lape.mean()),
-            lookup_median_ape=float(np.median(lape)),
-            lookup_top1_regret=lregret,
-        )
-    return EvaluationSlice(**out)
-
-
-def _row_kind(table: ObservationTable, r: int, scenarios: set[tuple[str, str, str]] | None) -> str:
-    """What a held-out row asks, for counting apart: a CPU-only system, a scenario the training
-    split never recorded for its benchmark, or an accelerator system on a recorded scenario."""
-    key = (
-        table.family.vocab[int(table.family.codes[r])],
-        table.bench_name.vocab[int(table.bench_name.codes[r])],
-        table.scenario.vocab[int(table.scenario.codes[r])],
-    )
-    if scenarios is not None and key not in scenarios:
-        return "scenario never seen in training"
-    if accelerator_class(table.accelerator.vocab[int(table.accelerator.codes[r])]) == "cpu":
-        return "CPU-only system"
-    return "accelerator system"
-
-
-class _Scored:
-    """Truth, prediction and slice labels of every held-out row, accumulated across folds."""
-
-    def __init__(self) -> None:
-        self.cols: dict[str, list[Any]] = defaultdict(list)
-
-    def add(
-        self,
-        table: ObservationTable,
-        rows: np.ndarray,
-        predictions: list[Prediction],
-        lookup: np.ndarray,
-        seen: set[str],
-        scenarios: set[tuple[str, str, str]] | None = None,
-        step: str = "",
-    ) -> None:
-        """``scenarios``: (family, benchmark, scenario) the training split holds (None: all)."""
-        for r, p, lk in zip(rows.tolist(), predictions, lookup.tolist()):
-            acc = canonical_accelerator(table.accelerator.vocab[int(table.accelerator.codes[r])])
-            self.cols["kind"].append(_row_kind(table, r, scenarios))
-            self.cols["actual"].append(float(table.value[r]))
-            self.cols["pred"].append(np.nan if p.value is None else p.value)
-            self.cols["lo"].append(np.nan if p.interval is None else p.interval.low)
-            self.cols["hi"].append(np.nan if p.interval is None else p.interval.high)
-            self.cols["lookup"].append(lk)
-            self.cols["count"].append(float(table.count[r]))
-            self.cols["speed"].append(1.0 if table.higher_is_better[r] else -1.0)
-            self.cols["basis"].append(p.basis.value)
-            self.cols["reason"].append((p.reason or "").split(":")[0])
-            self.cols["seen"].append("seen accelerator" if acc in seen else "unseen accelerator")
-            self.cols["benchmark"].append(f"{p.query.benchmark} {p.query.scenario or ''}".strip())
-            self.cols["metric"].append(p.query.metric)
-            self.cols["group"].append(f"{p.query.benchmark}|{p.query.scenario}|{p.query.metric}")
-            self.cols["bench_group"].append(benchmark_group(p.query.family, p.query.benchmark))
-            self.cols["step"].append(step)
-            self.cols["step_basis"].append(f"{step}, {p.basis.value}" if step else "")
-
-    def report(self) -> dict[str, Any]:
-        arrays = {
-            k: np.asarray(
-                v,
-                dtype=np.float64
-                if k in ("actual", "pred", "lo", "hi", "lookup", "count", "speed")
-                else object,
-            )
-            for k, v in self.cols.items()
-        }
-        if not arrays:
-            raise InvalidInput("evaluation: no held-out results to score")
-        args = (
-            arrays["actual"],
-            arrays["pred"],
-            arrays["lo"],
-            arrays["hi"],
-            arrays["lookup"],
-            arrays["group"],
-            arrays["count"],
-            arrays["speed"],
-        )
-        every = np.ones(len(arrays["actual"]), dtype=bool)
-
-        def by(name: str) -> dict[str, EvaluationSlice]:
-            return {
-                str(v): _slice(arrays[name] == v, *args) for v in sorted(set(arrays[name].tolist()))
-            }
-
-        reasons: dict[str, int] = defaultdict(int)
-        for b, reason in zip(arrays["basis"], arrays["reason"]):
-            if b == Basis.UNSUPPORTED.value:
-                reasons[str(reason)] += 1
-        return {
-            "overall": _slice(every, *args),
-            "by_basis": by("basis"),
-            "by_seen": by("seen"),
-            "by_kind": by("kind"),
-            "by_benchmark": by("benchmark"),
-            "by_metric": by("metric"),
-            "by_group": by("bench_group"),
-            "by_step": by("step"),
-            "by_step_basis": by("step_basis"),
-            "refused_reasons": dict(reasons),
-            "holdout_count": len(arrays["actual"]),
-        }
-
-
 def _closed_throughput(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     closed = table.division.codes[rows] == table.division.code("closed")
     kept: np.ndarray = rows[closed & table.higher_is_better[rows] & (table.value[rows] > 0)]
@@ -390,6 +214,31 @@ def scorable_rounds(table: ObservationTable, protocol: str = "by-round") -> list
     )
 
 
+def _rounds(
+    table: ObservationTable, protocol: str, test_round: str | None
+) -> tuple[list[str], str]:
+    """The table's rounds, oldest first, and the test round: the one asked, or by default the
+    latest round with results the protocol scores (a newer training round holds times to train,
+    which the throughput protocols do not score)."""
+    rounds = sorted({r for r in table.round.vocab if r}, key=round_key)
+    if not rounds:
+        raise InvalidInput(
+            "evaluation needs published results with rounds (import MLPerf results first)"
+        )
+    select = SELECT.get(protocol, _closed_throughput)
+    scorable = {
+        table.round.vocab[int(c)] for c in table.round.codes[select(table, np.arange(table.n))]
+    }
+    test_round = test_round or max(
+        (r for r in rounds if r in scorable), key=round_key, default=rounds[-1]
+    )
+    if test_round not in rounds:
+        raise InvalidInput(
+            f"test round: {test_round!r} is not in the knowledge base; rounds: {', '.join(rounds)}"
+        )
+    return rounds, test_round
+
+
 def evaluate(
     table: ObservationTable,
     protocol: str = "by-round",
@@ -413,24 +262,7 @@ def evaluate(
         raise InvalidInput(
             f"transfer method: {transfer_method!r} is not one of {', '.join(METHODS)}"
         )
-    rounds = sorted({r for r in table.round.vocab if r}, key=round_key)
-    if not rounds:
-        raise InvalidInput(
-            "evaluation needs published results with rounds (import MLPerf results first)"
-        )
-    # default: the latest round with closed-division throughput results to score (a newer
-    # training round holds times to train, which the protocols do not score)
-    select = SELECT.get(protocol, _closed_throughput)
-    scorable = {
-        table.round.vocab[int(c)] for c in table.round.codes[select(table, np.arange(table.n))]
-    }
-    test_round = test_round or max(
-        (r for r in rounds if r in scorable), key=round_key, default=rounds[-1]
-    )
-    if test_round not in rounds:
-        raise InvalidInput(
-            f"test round: {test_round!r} is not in the knowledge base; rounds: {', '.join(rounds)}"
-        )
+    rounds, test_round = _rounds(table, protocol, test_round)
     split = _Split(
         table, rounds, test_round, dict(rules=rules, prices=prices, transfer_method=transfer_method)
     )
@@ -440,27 +272,34 @@ def evaluate(
         run = split.by_round(train_until, protocol=protocol)
     else:
         run = split.leave_one_accelerator_out(keep_older=protocol == "within-round")
-    parts = split.scored.report()
     return EvaluationReport(
         protocol=protocol,
         description=run.description,
         train_count=run.train_count,
-        holdout_count=parts["holdout_count"],
-        overall=parts["overall"],
-        by_basis=parts["by_basis"],
-        by_seen=parts["by_seen"],
-        by_kind=parts["by_kind"],
-        by_benchmark=parts["by_benchmark"],
-        by_metric=parts["by_metric"],
-        by_group=parts["by_group"],
-        by_step=parts["by_step"],
-        by_step_basis=parts["by_step_basis"],
-        refused_reasons=parts["refused_reasons"],
+        **split.scored.report(),  # holdout count, overall, by_* slices, refused reasons
         unseen_benchmark_queries=run.unseen_asked,
         unseen_benchmark_refused=run.unseen_refused,
         notes=run.notes,
         elapsed_s=time.perf_counter() - start,
     )
+
+
+def _seen_benchmarks(
+    train: ObservationTable, table: ObservationTable, test_rows: np.ndarray
+) -> tuple[np.ndarray, set[tuple[str, str, str]]]:
+    """Which test rows' benchmarks (family, name: Training's rgat is not Inference's rgat) the
+    training split holds, and the (family, benchmark, scenario) it recorded."""
+    every = np.arange(train.n)
+    known = set(zip(train.family.values(every), train.bench_name.values(every)))
+    recorded = set(
+        zip(
+            train.family.values(every),
+            train.bench_name.values(every),
+            train.scenario.values(every),
+        )
+    )
+    test_names = zip(table.family.values(test_rows), table.bench_name.values(test_rows))
+    return np.array([n in known for n in test_names], dtype=bool), recorded
 
 
 @dataclass
@@ -484,7 +323,7 @@ class _Split:
     ) -> None:
         self.table, self.rounds, self.test_round = table, rounds, test_round
         self.knowledge_args = knowledge_args
-        self.scored = _Scored()
+        self.scored = Scored()
         self.all_rows = np.arange(table.n)
         round_of = [round_key(r) if r else (0,) for r in table.round.vocab]
         self.keys = [round_of[int(c)] for c in table.round.codes]
@@ -492,13 +331,12 @@ class _Split:
     def _knowledge(self, train: ObservationTable) -> Knowledge:
         return Knowledge.from_table(train, **self.knowledge_args)
 
-    def by_round(self, train_until: str | None, *, protocol: str = "by-round") -> _Run:
-        """Train up to the previous round that has results of the protocol's kind (a round of
-        Training results only is no inference round); ``training``: test the closed-division
-        times to train (baseline: the same count's lookup); ``latency``: the LLM p99 TTFT/TPOT."""
+    def _train_until(
+        self, train_until: str | None, select: Callable[[ObservationTable, np.ndarray], np.ndarray]
+    ) -> str:
+        """The last training round: the one asked, or by default the round before the test round
+        that has results of the protocol's kind; InvalidInput naming a round not before it."""
         table, rounds, test_round = self.table, self.rounds, self.test_round
-        select = SELECT.get(protocol, _closed_throughput)
-        lookup = count_lookup if protocol == "training" else simple_lookup
         with_tests = {
             table.round.vocab[int(c)] for c in table.round.codes[select(table, self.all_rows)]
         }
@@ -513,6 +351,16 @@ class _Split:
                 f"train_until: {train_until!r} must be a round before {test_round}; "
                 f"rounds: {', '.join(rounds)}"
             )
+        return train_until
+
+    def by_round(self, train_until: str | None, *, protocol: str = "by-round") -> _Run:
+        """Train up to the previous round that has results of the protocol's kind (a round of
+        Training results only is no inference round); ``training``: test the closed-division
+        times to train (baseline: the same count's lookup); ``latency``: the LLM p99 TTFT/TPOT."""
+        table, test_round = self.table, self.test_round
+        select = SELECT.get(protocol, _closed_throughput)
+        lookup = count_lookup if protocol == "training" else simple_lookup
+        train_until = self._train_until(train_until, select)
         limit = round_key(train_until)
         train_rows = self.all_rows[np.array([k <= limit for k in self.keys], dtype=bool)]
         test_rows = select(table, self.all_rows[table.round.codes == table.round.code(test_round)])
@@ -523,18 +371,7 @@ class _Split:
         if not len(test_rows):
             raise InvalidInput(f"test round {test_round} has no {what} results to score")
         train = subset(table, train_rows)
-        # (family, name): Training's rgat is not Inference's rgat
-        every = np.arange(train.n)
-        known = set(zip(train.family.values(every), train.bench_name.values(every)))
-        recorded = set(
-            zip(
-                train.family.values(every),
-                train.bench_name.values(every),
-                train.scenario.values(every),
-            )
-        )
-        test_names = zip(table.family.values(test_rows), table.bench_name.values(test_rows))
-        seen_bench = np.array([n in known for n in test_names], dtype=bool)
+        seen_bench, recorded = _seen_benchmarks(train, table, test_rows)
         unseen_rows = test_rows[~seen_bench]
         test_rows = test_rows[seen_bench]
         knowledge = self._knowledge(train)

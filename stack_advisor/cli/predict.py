@@ -1,0 +1,223 @@
+"""``advisor predict | evaluate`` (registered by ``cli.recommend``): a figure for given
+configurations, and the held-out evaluation of those figures.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from stack_advisor.cli.options import FormatOpt, JsonOpt, StoreOpt
+from stack_advisor.cli.proxy import ALL_ROWS as PROXY_ROWS
+from stack_advisor.cli.proxy import as_predictions, proxy_workload
+from stack_advisor.cli.recommend_options import (
+    AcceleratorOpt,
+    AsOfOpt,
+    BenchmarkOpt,
+    ConcurrencyOpt,
+    IslOpt,
+    ModelOpt,
+    OslOpt,
+    ScenarioOpt,
+)
+from stack_advisor.cli.recommend_table import BASIS_MARK, with_interval
+from stack_advisor.cli.stores import answering_store
+
+if TYPE_CHECKING:
+    from stack_advisor.advisor.results import Prediction
+    from stack_advisor.cli.render import OutputFormat
+
+
+def predict(
+    query: Annotated[
+        str | None,
+        typer.Option(
+            "--query",
+            help="JSON list of configurations: a file, or - for stdin (or --model instead).",
+        ),
+    ] = None,
+    model: ModelOpt = None,
+    benchmark: BenchmarkOpt = None,
+    scenario: ScenarioOpt = None,
+    isl: IslOpt = None,
+    osl: OslOpt = None,
+    concurrency: ConcurrencyOpt = None,
+    accelerator: AcceleratorOpt = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+    store: StoreOpt = None,
+    as_of: AsOfOpt = None,
+) -> None:
+    """Predict (or report the observed) metric for configurations given as a JSON list."""
+    from stack_advisor.cli.render import output_format
+
+    chosen = output_format(fmt, as_json)
+    if query is None:  # a described model, by proxy (stack_advisor.cli.proxy)
+        spec = proxy_workload(
+            model=model,
+            benchmark=benchmark,
+            scenario=scenario,
+            isl=isl,
+            osl=osl,
+            concurrency=concurrency,
+            accelerators=accelerator,
+        )
+        with answering_store(store) as adv:
+            answer = adv.recommend(spec, top=PROXY_ROWS)
+        _show_predictions(as_predictions(answer, spec["scenario"]), chosen)
+        return
+
+    data = _read_queries(query)
+    if as_of is not None:
+        data = [{"as_of": as_of, **q} if isinstance(q, dict) else q for q in data]
+    with answering_store(store) as adv:
+        predictions = adv.predict(data)
+    _show_predictions(predictions, chosen)
+
+
+def _read_queries(query: str) -> list[Any]:
+    """The configurations in ``--query`` (a file, or - for stdin): a JSON list, one object, or
+    an object with a ``queries`` list; InvalidInput naming what is wrong with the file."""
+    from stack_advisor.schema.errors import InvalidInput
+
+    try:
+        text = sys.stdin.read() if query == "-" else Path(query).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"--query: cannot read {query!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"--query: {query!r} is not text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start} is not UTF-8); give a JSON list of configurations"
+        ) from None
+    if not text.strip():
+        raise InvalidInput(f"--query: {query!r} is empty; give a JSON list of configurations")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--query: not valid JSON: {exc}") from None
+    if isinstance(data, dict):
+        data = data.get("queries", [data])
+    if not isinstance(data, list):
+        raise InvalidInput("--query: expected a JSON list of configurations")
+    return data
+
+
+def _asked(p: Prediction, field: str) -> bool:
+    """Whether a prediction's row shows ``field``: an answer shows what it answered for, a
+    refusal only what the query gave (not the defaults it was never answered with)."""
+    return p.basis.value != "unsupported" or field in p.query.model_fields_set
+
+
+def _show_predictions(predictions: list[Prediction], chosen: OutputFormat) -> None:
+    from stack_advisor.cli.render import render
+
+    rows = [
+        {
+            "accelerator": f"{p.accelerator or p.query.accelerator}"
+            + (f" x{p.query.accelerator_count}" if _asked(p, "accelerator_count") else ""),
+            "placement": p.query.placement.value if _asked(p, "placement") else None,
+            "benchmark": f"{p.query.benchmark} {p.query.scenario or ''}".strip(),
+            "basis": BASIS_MARK.get(p.basis.value, p.basis.value),
+            "value": with_interval(
+                p.value,
+                p.interval.low if p.interval else None,
+                p.interval.high if p.interval else None,
+            ),
+            "conf": f"{p.confidence:.2f}" if p.value is not None else None,
+            "metric": p.query.metric,
+            "round": p.round,
+            "warnings": "; ".join(p.warnings) or None,
+        }
+        for p in predictions
+    ]
+    render(
+        rows,
+        fmt=chosen,
+        title="predictions",
+        json_data=predictions,
+        columns=["accelerator", "placement", "benchmark", "value", "basis"],
+        details=["metric", "warnings"],
+    )
+
+
+def evaluate(
+    protocol: Annotated[
+        str,
+        typer.Option(
+            help="by-round (train on earlier rounds, test the latest), loao (leave one "
+            "accelerator out), training (MLPerf Training times by round) or latency (LLM "
+            "TTFT/TPOT by round)."
+        ),
+    ] = "by-round",
+    train_until: Annotated[
+        str | None,
+        typer.Option(
+            help="Last training round (by-round; default: the one before the test round)."
+        ),
+    ] = None,
+    test_round: Annotated[
+        str | None, typer.Option(help="Round to test on (default: the latest).")
+    ] = None,
+    as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
+    store: StoreOpt = None,
+) -> None:
+    """Hold published results out, answer them through predict, and score per slice against the
+    simple lookup (MAPE, median APE, 80% coverage, top-1 regret)."""
+    from stack_advisor.cli.render import OutputFormat, note, output_format, print_json, render
+
+    chosen = output_format(fmt, as_json)
+    with answering_store(store) as adv:
+        report = adv.evaluate(protocol, train_until=train_until, test_round=test_round)
+    if chosen is OutputFormat.json:
+        print_json(report)
+        return
+    render(evaluation_rows(report), fmt=chosen, title=f"evaluation: {report.description}")
+    for text in report.notes:
+        note(text, prefix="note: ")
+    if report.refused_reasons:
+        note(
+            ", ".join(f"{k}: {v}" for k, v in sorted(report.refused_reasons.items())),
+            prefix="refused: ",
+        )
+    note(
+        f"trained on {report.train_count}, held out {report.holdout_count}; {report.elapsed_s:.1f} "
+        "s"
+    )
+
+
+def evaluation_rows(report: Any) -> list[dict[str, Any]]:
+    """One row per slice: the advisor's figures, then the simple lookup's on the rows it covers."""
+
+    def pct(v: float | None) -> str:
+        return "" if v is None else f"{v:.1f}"
+
+    rows = []
+    slices = [("overall", report.overall)]
+    for group in ("by_basis", "by_seen", "by_kind", "by_metric", "by_benchmark"):
+        slices.extend(
+            (f"{group.removeprefix('by_')}: {name}", s)
+            for name, s in getattr(report, group).items()
+        )
+    for name, s in slices:
+        rows.append(
+            {
+                "slice": name,
+                "answered": s.predictions,
+                "refused": s.refused,
+                "MAPE %": pct(s.mape),
+                "median APE %": pct(s.median_ape),
+                "80% cov": "" if s.interval_coverage is None else f"{s.interval_coverage:.2f}",
+                "top-1 regret %": pct(s.top1_regret),
+                "lookup rows": s.lookup_rows,
+                "MAPE % (lookup rows)": pct(s.mape_on_lookup_rows),
+                "lookup MAPE %": pct(s.lookup_mape),
+                "median (lookup rows)": pct(s.median_ape_on_lookup_rows),
+                "lookup median": pct(s.lookup_median_ape),
+            }
+        )
+    return rows
