@@ -34,14 +34,12 @@ digest.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from stack_advisor.advisor.estimate import stack_adjust, transfer
-from stack_advisor.advisor.estimate.cpu_transfer import cpu_replay
 from stack_advisor.advisor.estimate.drift import RoundDrift, carry
 from stack_advisor.advisor.estimate.facts import (
     accelerator_class,
@@ -54,10 +52,11 @@ from stack_advisor.advisor.estimate.hardware import (
     bandwidth_figures,
     scaling_figures,
 )
+from stack_advisor.advisor.estimate.interpolated import interpolated_estimate, missing_slice
 from stack_advisor.advisor.estimate.latency import LatencyCalibration
 from stack_advisor.advisor.estimate.latency import applies as is_latency_slice
 from stack_advisor.advisor.estimate.latency_limit import capped, limit_share_estimate
-from stack_advisor.advisor.estimate.order_stats import median, quantile, quantiles
+from stack_advisor.advisor.estimate.order_stats import median, quantile
 from stack_advisor.advisor.estimate.query import (
     Calibration,
     Estimate,
@@ -66,27 +65,30 @@ from stack_advisor.advisor.estimate.query import (
     SliceKey,
     group_slices,
 )
-from stack_advisor.advisor.estimate.scenario import derived_estimate, unrecorded_scenario
+from stack_advisor.advisor.estimate.residuals import (
+    FALLBACK,
+    calibration_cells,
+    history_residuals,
+    residual_quantiles,
+    scaled_cell,
+)
+from stack_advisor.advisor.estimate.residuals import LEVEL as LEVEL
+from stack_advisor.advisor.estimate.residuals import QUANTILES as QUANTILES
+from stack_advisor.advisor.estimate.residuals import SHRINK as SHRINK
+from stack_advisor.advisor.estimate.scenario import derived_estimate
 from stack_advisor.advisor.estimate.training import TrainingEstimator
 from stack_advisor.advisor.estimate.training import applies as is_training_slice
 from stack_advisor.advisor.estimate.transfer import TransferModel
-from stack_advisor.advisor.estimate.transferred import kind_quantiles, replay, transferred_estimate
+from stack_advisor.advisor.estimate.transferred import kind_quantiles, transferred_estimate
 from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
 from stack_advisor.advisor.results import Basis
-from stack_advisor.catalog import load_catalog
 from stack_advisor.catalog.rounds import round_date
 from stack_advisor.schema.errors import InvalidInput
 
-LEVEL = 0.8
-QUANTILES = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
 MIN_RESIDUALS = 40
 
 
 # ---- the evidence index ----------------------------------------------------------------------
-
-SHRINK = (
-    20  # pseudo-residuals pulling a slice's spread towards its cell's (few residuals: the cell's)
-)
 
 
 class EvidenceIndex:
@@ -145,9 +147,8 @@ class EvidenceIndex:
             tuple[Any, ...], tuple[float, float, float, float, dict[tuple[str, str], float]]
         ] = {}
         self._training: TrainingEstimator | None = None
-        self.cpu_blends: dict[
-            SliceKey, tuple[str, float]
-        ] = {}  # ``stack_advisor.advisor.estimate.cpu_transfer``
+        # ``stack_advisor.advisor.estimate.cpu_transfer``
+        self.cpu_blends: dict[SliceKey, tuple[str, float]] = {}
         self.min_residuals = MIN_RESIDUALS
         self._latency: LatencyCalibration | None = None
         self._drift: RoundDrift | None = None
@@ -207,7 +208,7 @@ class EvidenceIndex:
         rows = by_acc.get(q.accelerator)
         training = is_training_slice(q.slice, hib)
         exact = (
-            self._matching(rows, q)
+            self.matching(rows, q)
             if rows is not None and len(rows)
             else np.empty(0, dtype=np.int64)
         )
@@ -244,30 +245,9 @@ class EvidenceIndex:
         return Estimate(Basis.UNSUPPORTED, reason=self._missing_slice(q))
 
     def _missing_slice(self, q: Query) -> str:
-        names = self.benchmarks(q.family)
-        if q.benchmark not in names:
-            return f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
-        if (
-            q.scenario not in self.scenarios(q.family, q.benchmark)
-            and q.scenario in load_catalog().scenarios
-        ):
-            return unrecorded_scenario(
-                q.scenario, q.benchmark, self.scenarios(q.family, q.benchmark)
-            )
-        if q.scenario not in self.scenarios(q.family, q.benchmark):
-            return (
-                f"unknown scenario: {q.scenario!r} never recorded for {q.benchmark}; recorded: "
-                f"{', '.join(self.scenarios(q.family, q.benchmark))}"
-            )
-        if q.division not in self.divisions(q.family, q.benchmark):
-            return f"unknown division: {q.division!r} never recorded for {q.benchmark}"
-        return (
-            f"unknown metric: {q.metric!r} never recorded for {q.benchmark} "
-            f"{q.scenario}; recorded: "
-            f"{', '.join(self.metrics(q.family, q.benchmark, q.scenario))}"
-        )
+        return missing_slice(self, q)
 
-    def _matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray:
+    def matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray:
         t = self.table
         keep: np.ndarray = rows[
             ((t.count[rows] == q.count) | any_count)
@@ -302,51 +282,7 @@ class EvidenceIndex:
         return Estimate(Basis.OBSERVED, value, low, high, rows=rows)
 
     def _interpolated(self, q: Query, rows: np.ndarray, hib: bool) -> Estimate:
-        t = self.table
-        same_place = rows[t.placement.codes[rows] == t.placement.code(q.placement)]
-        factors: list[tuple[str, str, float]] = []
-        notes: list[str] = []
-        use = same_place if len(same_place) else rows
-        if q.components and len(same_place):
-            # this very stack at other counts beats the accelerator's other stacks
-            same_stack = self._matching(
-                same_place, Query(**{**q.__dict__, "count": -1}), any_count=True
-            )
-            if len(same_stack):
-                use = same_stack
-        latest = self.latest(use)
-        value = median(self.unit[latest])
-        if not len(same_place) and q.placement != "bare-metal":
-            overhead = self.overheads.get((q.accelerator, q.placement))
-            if overhead is not None:
-                ratio = float(overhead.ratio)
-                value = value * ratio if hib else value / ratio
-                factors.append(("placement", q.placement, ratio))
-            else:
-                notes.append(
-                    f"no paired results for {q.placement} on {q.accelerator}: "
-                    "placement overhead assumed none"
-                )
-        counts = sorted(set(t.count[latest].tolist()))
-        which = "this stack's" if use is not rows and use is not same_place else "its"
-        factors.append(
-            (
-                "reference",
-                f"{q.accelerator}: median of {len(latest)} of {which} result(s) of the latest "
-                f"round, counts {counts}" + (" (per accelerator x count)" if hib else ""),
-                1.0,
-            )
-        )
-        lo_q, _, hi_q = self.quantiles(q.slice, Basis.INTERPOLATED)
-        return Estimate(
-            Basis.INTERPOLATED,
-            value,
-            value * math.exp(lo_q),
-            value * math.exp(hi_q),
-            rows=use,
-            factors=factors,
-            notes=notes,
-        )
+        return interpolated_estimate(self, q, rows, hib)
 
     def _transferred(self, q: Query, by_acc: dict[str, np.ndarray], hib: bool) -> Estimate:
         return transferred_estimate(self, q, by_acc, hib)
@@ -472,38 +408,14 @@ class EvidenceIndex:
             within = self._latency.quantiles(key, basis)
             if within is not None:
                 return within
-        fallback = {
-            Basis.OBSERVED: (-0.25, 0.0, 0.25),
-            Basis.INTERPOLATED: (-0.25, 0.0, 0.25),
-            Basis.TRANSFERRED: (-0.6, 0.0, 0.5),
-        }
-        # observed and interpolated figures pool the division's metrics that run the same way
-        # (throughputs in queries, samples or tokens per second move alike between rounds; a
-        # metric new in the last round, tokens per second, has no history of its own); an
-        # observed configuration varies no more than its accelerator's other results
         way = ("higher" if self.higher_is_better(key) else "lower") if key in self.slices else None
-        cells = {
-            Basis.OBSERVED: (
-                (Basis.OBSERVED, division, way),
-                (Basis.INTERPOLATED, division, way),
-                (Basis.OBSERVED, None, None),
-            ),
-            Basis.INTERPOLATED: (
-                (Basis.INTERPOLATED, division, way),
-                (Basis.INTERPOLATED, None, None),
-            ),
-            Basis.TRANSFERRED: (
-                (Basis.TRANSFERRED, division, metric),
-                (Basis.TRANSFERRED, None, None),
-            ),
-        }
-        for cell in cells[basis]:
+        for cell in calibration_cells(basis, division, metric, way):
             values = pools.get(cell)
             if values is not None and len(values) >= MIN_RESIDUALS:
                 if basis is Basis.TRANSFERRED and cell[1] is not None:
                     return self._normalised(family, cell, key)
-                return _q(values)
-        return fallback[basis]
+                return residual_quantiles(values)
+        return FALLBACK[basis]
 
     def transfer_quantiles(self, key: SliceKey, kind: str, cls: str) -> tuple[float, float, float]:
         """p10/median/p90 of the log residuals of ``kind`` of transfer to a part of vendor ``cls``
@@ -529,21 +441,7 @@ class EvidenceIndex:
         median: the learned efficiency correction) is the same for both."""
         memo_key = (family, *cell)
         if memo_key not in self._scaled:
-            pools = self.residuals_for(family)
-            mid = median(pools[cell])
-            cell_spread = max(median(np.abs(pools[cell] - mid)), 1e-6)
-            spreads: dict[tuple[str, str], float] = {}
-            scaled = []
-            for k, values in pools.items():
-                if len(k) == 5 and k[:3] == cell:
-                    n = len(values)
-                    own = median(np.abs(values - mid))
-                    spreads[(k[3], k[4])] = max(
-                        (n * own + SHRINK * cell_spread) / (n + SHRINK), 1e-6
-                    )
-                    scaled.append((values - mid) / spreads[(k[3], k[4])])
-            lo, hi = quantiles(np.concatenate(scaled), QUANTILES)
-            self._scaled[memo_key] = (mid, cell_spread, float(lo), float(hi), spreads)
+            self._scaled[memo_key] = scaled_cell(self.residuals_for(family), cell)
         mid, cell_spread, lo, hi, spreads = self._scaled[memo_key]
         spread = spreads.get((key[1], key[2]), cell_spread)
         return mid + lo * spread, mid, mid + hi * spread
@@ -583,74 +481,9 @@ class EvidenceIndex:
         self._transfer.update(calibration.transfers)
 
     def residuals(self, family: str) -> dict[PoolKey, np.ndarray]:
-        """Log residuals of each basis on the family's own history: every round predicted from
-        the rounds before it (observed: same configuration; interpolated: same accelerator; every
-        transition, not the last two: the spread differs from one transition to the next, and
-        one or two of them set intervals too narrow for ≤v3.0 → v4.1 and too wide for ≤v4.1 →
-        v5.1), and every accelerator from its peers of the same round (transferred: per slice,
-        and their cell as the union). Observed and interpolated cells are also pooled per
-        (division, "higher"/"lower"): the way the metric runs."""
-        t = self.table
-        out: dict[PoolKey, list[float]] = defaultdict(list)
-        for key, by_acc in self.slices.items():
-            if key[0] != family:
-                continue
-            cell = (key[4], key[3])
-            rounds = sorted(
-                {float(self.round_no[r]) for rows in by_acc.values() for r in rows.tolist()}
-            )
-            for acc, rows in by_acc.items():
-                for rnd in rounds[1:]:  # every transition: how rounds have moved, averaged
-                    now = rows[self.round_no[rows] == rnd]
-                    before = rows[self.round_no[rows] < rnd]
-                    if not len(now) or not len(before):
-                        continue
-                    last = self.latest(before)
-                    ref = median(self.unit[last])
-                    # less the round drift a carry would apply (``estimate.drift``)
-                    shift = self.round_drift.shift(key, acc, float(self.round_no[last[0]]), rnd)
-                    out[(Basis.INTERPOLATED, *cell)].extend(
-                        (np.log(self.unit[now] / ref) - shift).tolist()
-                    )
-                    cand_before = t.candidate.codes[before]
-                    for r in now.tolist():
-                        same = before[cand_before == t.candidate.codes[r]]
-                        if len(same):
-                            last_same = self.latest(same)
-                            ref_same = median(self.unit[last_same])
-                            moved = self.round_drift.shift(
-                                key, acc, float(self.round_no[last_same[0]]), rnd
-                            )
-                            out[(Basis.OBSERVED, *cell)].append(
-                                math.log(self.unit[r] / ref_same) - moved
-                            )
-            if len(by_acc) >= 2:
-                replay(self, key, by_acc, rounds, out)
-                cpu_replay(self, key, by_acc, out)
-        pooled: dict[PoolKey, np.ndarray] = {
-            k: np.asarray(v, dtype=np.float64) for k, v in out.items()
-        }
-        for k in [k for k in pooled if len(k) == 5]:  # the transfer cells, from their slices
-            cell_key = k[:3]
-            pooled[cell_key] = (
-                np.concatenate([pooled[cell_key], pooled[k]]) if cell_key in pooled else pooled[k]
-            )
-        ways = {
-            (key[4], key[3]): "higher" if self.higher_is_better(key) else "lower"
-            for key in self.slices
-            if key[0] == family
-        }
-        by_way: dict[PoolKey, list[np.ndarray]] = defaultdict(list)
-        for basis in (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED):
-            parts = [v for k, v in pooled.items() if k[0] is basis and len(k) == 3]
-            pooled[(basis, None, None)] = np.concatenate(parts) if parts else np.empty(0)
-            if basis is not Basis.TRANSFERRED:
-                for own in [
-                    c for c in pooled if c[0] is basis and len(c) == 3 and (c[1], c[2]) in ways
-                ]:
-                    by_way[(basis, own[1], ways[(own[1], own[2])])].append(pooled[own])
-        pooled.update({k: np.concatenate(v) for k, v in by_way.items()})
-        return pooled
+        """Log residuals of each basis on the family's own history
+        (``stack_advisor.advisor.estimate.residuals.history_residuals``)."""
+        return history_residuals(self, family)
 
     def last_seen(self, rows: np.ndarray) -> datetime | None:
         """The publication date of the newest round among ``rows`` (else the newest timestamp)."""
@@ -665,9 +498,3 @@ class EvidenceIndex:
         if known:
             return max(known)
         return datetime.fromtimestamp(float(t.timestamp[rows].max()), tz=UTC)
-
-
-def _q(values: np.ndarray) -> tuple[float, float, float]:
-    """(p10, median, p90)."""
-    lo, mid, hi = quantiles(values, (QUANTILES[0], 0.5, QUANTILES[1]))
-    return float(lo), float(mid), float(hi)

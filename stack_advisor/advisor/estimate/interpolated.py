@@ -1,0 +1,96 @@
+"""The interpolated basis of ``stack_advisor.advisor.estimate.index`` (the same canonical
+accelerator ran the slice with another stack, count or placement) and the refusal that names what
+an unrecorded slice lacks.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from stack_advisor.advisor.estimate.order_stats import median
+from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.estimate.scenario import unrecorded_scenario
+from stack_advisor.advisor.results import Basis
+from stack_advisor.catalog import load_catalog
+
+# ``index``: an ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (typed Any here: that module
+# calls this one)
+EvidenceIndex = Any
+
+
+def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib: bool) -> Estimate:
+    """The same accelerator's latest round at another stack, count or placement: the median
+    per-accelerator value times the count, moved by a paired placement overhead where one is
+    known."""
+    t = index.table
+    same_place = rows[t.placement.codes[rows] == t.placement.code(q.placement)]
+    factors: list[tuple[str, str, float]] = []
+    notes: list[str] = []
+    use = same_place if len(same_place) else rows
+    if q.components and len(same_place):
+        # this very stack at other counts beats the accelerator's other stacks
+        same_stack = index.matching(
+            same_place, Query(**{**q.__dict__, "count": -1}), any_count=True
+        )
+        if len(same_stack):
+            use = same_stack
+    latest = index.latest(use)
+    value = median(index.unit[latest])
+    if not len(same_place) and q.placement != "bare-metal":
+        overhead = index.overheads.get((q.accelerator, q.placement))
+        if overhead is not None:
+            ratio = float(overhead.ratio)
+            value = value * ratio if hib else value / ratio
+            factors.append(("placement", q.placement, ratio))
+        else:
+            notes.append(
+                f"no paired results for {q.placement} on {q.accelerator}: "
+                "placement overhead assumed none"
+            )
+    counts = sorted(set(t.count[latest].tolist()))
+    which = "this stack's" if use is not rows and use is not same_place else "its"
+    factors.append(
+        (
+            "reference",
+            f"{q.accelerator}: median of {len(latest)} of {which} result(s) of the latest "
+            f"round, counts {counts}" + (" (per accelerator x count)" if hib else ""),
+            1.0,
+        )
+    )
+    lo_q, _, hi_q = index.quantiles(q.slice, Basis.INTERPOLATED)
+    return Estimate(
+        Basis.INTERPOLATED,
+        value,
+        value * math.exp(lo_q),
+        value * math.exp(hi_q),
+        rows=use,
+        factors=factors,
+        notes=notes,
+    )
+
+
+def missing_slice(index: EvidenceIndex, q: Query) -> str:
+    """Why a slice has no results: the benchmark, scenario, division or metric never recorded."""
+    names = index.benchmarks(q.family)
+    if q.benchmark not in names:
+        return f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
+    if (
+        q.scenario not in index.scenarios(q.family, q.benchmark)
+        and q.scenario in load_catalog().scenarios
+    ):
+        return unrecorded_scenario(q.scenario, q.benchmark, index.scenarios(q.family, q.benchmark))
+    if q.scenario not in index.scenarios(q.family, q.benchmark):
+        return (
+            f"unknown scenario: {q.scenario!r} never recorded for {q.benchmark}; recorded: "
+            f"{', '.join(index.scenarios(q.family, q.benchmark))}"
+        )
+    if q.division not in index.divisions(q.family, q.benchmark):
+        return f"unknown division: {q.division!r} never recorded for {q.benchmark}"
+    return (
+        f"unknown metric: {q.metric!r} never recorded for {q.benchmark} "
+        f"{q.scenario}; recorded: "
+        f"{', '.join(index.metrics(q.family, q.benchmark, q.scenario))}"
+    )
