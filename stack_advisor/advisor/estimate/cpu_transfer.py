@@ -99,6 +99,69 @@ def _cpu_rounds(index: EvidenceIndex, by_acc: dict[str, np.ndarray]) -> list[flo
     return sorted(set(index.round_no[np.concatenate(cpus)].tolist())) if cpus else []
 
 
+def _cpu_references(
+    index: EvidenceIndex,
+    q: Query,
+    by_acc: dict[str, np.ndarray],
+    policy: str,
+    precision: str | None,
+    where: str,
+) -> tuple[dict[str, Any], dict[str, Any]] | Estimate:
+    """(measured, refs): the CPUs of the slice's two latest CPU rounds, as replayed (a benchmark
+    redefined under the same name, 3d-unet: BraTS, then KiTS19, or a generation of matrix units
+    ago scales badly), and those with figures at the target's precision; else the refusal."""
+    name = q.raw_accelerator or q.accelerator
+    rounds = _cpu_rounds(index, by_acc)
+    recent = (rounds[-2] if len(rounds) > 1 else -math.inf, math.inf)
+    measured = index.references(by_acc, between=recent, policy=policy, cpu=True)
+    if not measured:
+        return Estimate(
+            Basis.UNSUPPORTED,
+            reason=f"CPU never measured on this benchmark: no CPU with catalogue "
+            f"figures ran {where}; accelerators' results are not transferred to a CPU (they do not "
+            "scale alike)",
+        )
+    refs = _same_precision(index, measured, name, policy)
+    if not refs:
+        theirs = sorted({str(_precision(index, a, policy)) for a in measured})
+        return Estimate(
+            Basis.UNSUPPORTED,
+            reason=f"CPU never measured on this benchmark at {precision}: the "
+            f"CPUs that ran {where} ({', '.join(sorted(measured))}) have peak figures at "
+            f"{', '.join(theirs)}; {q.accelerator} only at {precision} (no matrix "
+            "or vector unit "
+            "in common to scale by)",
+        )
+    return measured, refs
+
+
+def _cpu_factors(
+    used: list[str], model: str, target: str, kind: str, mid_q: float
+) -> tuple[list[tuple[str, str, float]], list[str]]:
+    """The factors and first note of a CPU transfer (``model``, ``target``: their descriptions)."""
+    factors: list[tuple[str, str, float]] = [
+        ("reference", f"{', '.join(used)} {model}", 1.0),
+        ("target", target + " per socket", 1.0),
+        ("transfer kind", kind, 1.0),
+    ]
+    if abs(mid_q) > 0.01:
+        factors.append(
+            (
+                "efficiency",
+                "median correction of CPU transfers on this metric's history",
+                math.exp(mid_q),
+            )
+        )
+    notes = [
+        f"CPU transfer (kind {kind}) from {', '.join(used)}: their per-socket results "
+        "scaled by catalogue "
+        "figures derived from cores x base clock x the core's ops per cycle and memory "
+        "channels x speed "
+        "(interval from CPU transfers replayed on history)"
+    ]
+    return factors, notes
+
+
 def cpu_transferred(
     index: EvidenceIndex, q: Query, by_acc: dict[str, np.ndarray], hib: bool
 ) -> Estimate:
@@ -117,29 +180,10 @@ def cpu_transferred(
             "per cycle, memory "
             f"channels and speed) to scale other CPUs' results by; it never ran {where}",
         )
-    rounds = _cpu_rounds(index, by_acc)
-    # the CPUs of the slice's two latest CPU rounds, as replayed: a benchmark redefined under the
-    # same name (3d-unet: BraTS, then KiTS19) or a generation of matrix units ago scales badly
-    recent = (rounds[-2] if len(rounds) > 1 else -math.inf, math.inf)
-    measured = index.references(by_acc, between=recent, policy=policy, cpu=True)
-    if not measured:
-        return Estimate(
-            Basis.UNSUPPORTED,
-            reason=f"CPU never measured on this benchmark: no CPU with catalogue "
-            f"figures ran {where}; accelerators' results are not transferred to a CPU (they do not "
-            "scale alike)",
-        )
-    refs = _same_precision(index, measured, name, policy)
-    if not refs:
-        theirs = sorted({str(_precision(index, a, policy)) for a in measured})
-        return Estimate(
-            Basis.UNSUPPORTED,
-            reason=f"CPU never measured on this benchmark at {target.precision}: the "
-            f"CPUs that ran {where} ({', '.join(sorted(measured))}) have peak figures at "
-            f"{', '.join(theirs)}; {q.accelerator} only at {target.precision} (no matrix "
-            "or vector unit "
-            "in common to scale by)",
-        )
+    found = _cpu_references(index, q, by_acc, policy, target.precision, where)
+    if isinstance(found, Estimate):
+        return found
+    measured, refs = found
     kind = kind_of(index, refs, name)
     lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind, CPU_KIND)
     if math.isnan(lo_q):
@@ -152,26 +196,7 @@ def cpu_transferred(
     model = transfer.roofline(alpha, hib, len(measured), policy)
     raw_value, used = transfer.predict(model, refs, scaling)
     value = raw_value * math.exp(mid_q)
-    factors: list[tuple[str, str, float]] = [
-        ("reference", f"{', '.join(used)} {model.describe()}", 1.0),
-        ("target", target.describe() + " per socket", 1.0),
-        ("transfer kind", kind, 1.0),
-    ]
-    if abs(mid_q) > 0.01:
-        factors.append(
-            (
-                "efficiency",
-                "median correction of CPU transfers on this metric's history",
-                math.exp(mid_q),
-            )
-        )
-    notes = [
-        f"CPU transfer (kind {kind}) from {', '.join(used)}: their per-socket results "
-        "scaled by catalogue "
-        "figures derived from cores x base clock x the core's ops per cycle and memory "
-        "channels x speed "
-        "(interval from CPU transfers replayed on history)"
-    ]
+    factors, notes = _cpu_factors(used, model.describe(), target.describe(), kind, mid_q)
     values = [v[0] for v in refs.values()]
     extrapolated = value > max(values) * 1.05 if hib else value < min(values) * 0.95
     if extrapolated:

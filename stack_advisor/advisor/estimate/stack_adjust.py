@@ -182,6 +182,42 @@ def _cross_class(
     )
 
 
+def _newest_only(
+    effects: StackEffects, est: Estimate, fw: str, newest: str | None, latest: np.ndarray
+) -> Estimate:
+    """The estimate from the newest version's own results where the versions are one host's
+    measurements (``advisor sweep``: an upgrade); versions within one published round are
+    submitters, not an upgrade (``upgrade_pair``), so there the median of every latest result
+    stays: picking the newest version's (often one submitter's) moved by-round answers further
+    from the next round (v3.0 -> v4.1 interpolated MAPE 6.2% -> 5.9%, median 4.3% -> 3.8%)."""
+    index = effects.index
+
+    def is_newest(r: int) -> bool:
+        return effects.row_stack(r).framework == fw and effects.row_stack(r).version == newest
+
+    measured = not index.round_no[latest].any()
+    if measured and not all(is_newest(r) for r in latest.tolist()):
+        own = est.rows[[is_newest(r) for r in est.rows.tolist()]]
+        value = median(index.unit[index.latest(own)])
+        scale = value / est.value  # type: ignore[operator]
+        est = replace(
+            est,
+            value=value,
+            low=est.low * scale,  # type: ignore[operator]
+            high=est.high * scale,  # type: ignore[operator]
+            rows=own,
+            factors=[
+                *est.factors,
+                (
+                    "stack version",
+                    f"only its {fw} {newest} results: {len(own)} of {len(est.rows)}",
+                    1.0,
+                ),
+            ],
+        )
+    return est
+
+
 def _carry_forward(
     effects: StackEffects, q: Query, est: Estimate, fw: str, version: str | None
 ) -> Estimate:
@@ -223,35 +259,7 @@ def _carry_forward(
                 f"from no change; its {newest} results are used as they are",
             ],
         )
-
-    # from the newest version's own results where the versions are one host's measurements
-    # (``advisor sweep``: an upgrade); versions within one published round are submitters, not
-    # an upgrade (``upgrade_pair``), so there the median of every latest result stays: picking
-    # the newest version's (often one submitter's) moved by-round answers further from the next
-    # round (v3.0 -> v4.1 interpolated MAPE 6.2% -> 5.9%, median 4.3% -> 3.8%)
-    def is_newest(r: int) -> bool:
-        return effects.row_stack(r).framework == fw and effects.row_stack(r).version == newest
-
-    measured = not index.round_no[latest].any()
-    if measured and not all(is_newest(r) for r in latest.tolist()):
-        own = est.rows[[is_newest(r) for r in est.rows.tolist()]]
-        value = median(index.unit[index.latest(own)])
-        scale = value / est.value  # type: ignore[operator]
-        est = replace(
-            est,
-            value=value,
-            low=est.low * scale,  # type: ignore[operator]
-            high=est.high * scale,  # type: ignore[operator]
-            rows=own,
-            factors=[
-                *est.factors,
-                (
-                    "stack version",
-                    f"only its {fw} {newest} results: {len(own)} of {len(est.rows)}",
-                    1.0,
-                ),
-            ],
-        )
+    est = _newest_only(effects, est, fw, newest, latest)
     # not widened: an interpolated interval is conformal on the same accelerator's moves from
     # round to round, which hold its stack upgrades already
     return apply_factor(
