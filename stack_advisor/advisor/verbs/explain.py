@@ -37,6 +37,38 @@ from stack_advisor.catalog.rounds import round_key
 from stack_advisor.schema.models import PlacementKind
 
 
+def _observed_range(knowledge: Knowledge, sl: Slice, c: Candidate) -> Interval | None:
+    """The range of the published results behind the row: the candidate's group and the rows the
+    figure was made from (stacks that differ only in components the estimate does not match on,
+    e.g. Triton, pool), so that the figure lies inside its own range; None without results."""
+    est, group = c.est, c.group
+    assert est is not None
+    if not len(group):
+        return None
+    behind = est.rows if est.basis is Basis.OBSERVED and len(est.rows) else group
+    per = knowledge.index.unit[np.concatenate([group, behind])] * (
+        1 if (sl.per_acc or not sl.hib) else c.count
+    )
+    return Interval(low=float(per.min()), high=float(per.max()), level=1.0)
+
+
+def _latency_limits(
+    knowledge: Knowledge, sl: Slice, c: Candidate, system: dict[str, Any]
+) -> list[str]:
+    """The workload's latency limits: those the results (or, with none observed, the estimate)
+    meet go into ``system`` as ``limit_<i>``; returned, the warnings for those not checked."""
+    table, group = knowledge.table, c.group
+    candidate = int(table.candidate.codes[group[0]]) if len(group) else -1
+    checked, unchecked = serving.latency_evidence(table, sl.bench_rows, sl.workload, candidate)
+    if c.latency_checks:  # no observation: checked against the estimate instead
+        names = {n for n in sl.workload.latency_limits() if any(n in e for e in c.latency_checks)}
+        unchecked = [u for u in unchecked if u.split()[0] not in names]
+        for e in c.latency_checks:
+            (unchecked if "may exceed" in e else checked).append(e)
+    system.update({f"limit_{i}": text for i, text in enumerate(checked)})
+    return unchecked
+
+
 def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Recommendation:
     """The answer row for the candidate ranked ``rank_no``."""
     est = c.est
@@ -44,29 +76,11 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
     table, group = knowledge.table, c.group
     evidence = evidence_of(table, knowledge.index, group)
     warnings = _warnings(knowledge, sl, c, evidence)
-    observed_range = None
-    if len(group):
-        # the rows the figure was made from (stacks that differ only in components the estimate
-        # does not match on, e.g. Triton, pool), so that the figure lies inside its own range
-        behind = est.rows if est.basis is Basis.OBSERVED and len(est.rows) else group
-        per = knowledge.index.unit[np.concatenate([group, behind])] * (
-            1 if (sl.per_acc or not sl.hib) else c.count
-        )
-        observed_range = Interval(low=float(per.min()), high=float(per.max()), level=1.0)
+    observed_range = _observed_range(knowledge, sl, c)
     system = serving.system_details(table, group) if est.basis is Basis.OBSERVED else {}
     gang = _gang(sl, c, system)
     if sl.workload.latency_limits():
-        candidate = int(table.candidate.codes[group[0]]) if len(group) else -1
-        checked, unchecked = serving.latency_evidence(table, sl.bench_rows, sl.workload, candidate)
-        if c.latency_checks:  # no observation: checked against the estimate instead
-            names = {
-                n for n in sl.workload.latency_limits() if any(n in e for e in c.latency_checks)
-            }
-            unchecked = [u for u in unchecked if u.split()[0] not in names]
-            for e in c.latency_checks:
-                (unchecked if "may exceed" in e else checked).append(e)
-        system.update({f"limit_{i}": text for i, text in enumerate(checked)})
-        warnings.extend(unchecked)
+        warnings.extend(_latency_limits(knowledge, sl, c, system))
     driver = min_driver(knowledge, c)
     shape = gang or published_nodes(system, c.count)
     manifest, snippet_missing = _snippet(knowledge, sl, rank_no, c, driver, shape)
