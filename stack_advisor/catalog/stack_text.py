@@ -334,6 +334,18 @@ def _snippet(field_name: str, text: str, match: re.Match[str], width: int = 40) 
     )
 
 
+_Hit = tuple[str, str, re.Match[str]]
+
+
+def _first(texts: dict[str, str], pattern: re.Pattern[str]) -> _Hit | None:
+    """(field, its text, the match) of the first field ``pattern`` matches."""
+    for name, text in texts.items():
+        match = pattern.search(text)
+        if match:
+            return name, text, match
+    return None
+
+
 def classify_placement(
     fields: dict[str, Any], *, has_accelerator: bool = True
 ) -> PlacementEvidence:
@@ -343,30 +355,31 @@ def classify_placement(
     hypervisor or a cloud VM that states no mode → unknown; nothing said → bare-metal (which for
     most descriptions only means that they say nothing about virtualization)."""
     texts = {name: flatten_text(value) for name, value in fields.items() if value not in (None, "")}
-
-    def first(pattern: re.Pattern[str]) -> tuple[str, str, re.Match[str]] | None:
-        for name, text in texts.items():
-            match = pattern.search(text)
-            if match:
-                return name, text, match
-        return None
-
     hyper = None
     for pattern in _HYPERVISORS:
-        hyper = first(pattern)
+        hyper = _first(texts, pattern)
         if hyper:
             break
     hypervisor = hyper[2].group(1).strip().rstrip(",") if hyper else None
     cloud = None
     cloud_hit = None
     for provider, pattern in _CLOUDS:
-        cloud_hit = first(pattern)
+        cloud_hit = _first(texts, pattern)
         if cloud_hit:
             cloud = provider
             break
+    stated = _mode_stated(texts, hyper, hypervisor, cloud)
+    if stated is not None:
+        return stated
+    return _unstated(texts, hyper, hypervisor, cloud, cloud_hit, has_accelerator)
 
-    profile = first(_VGPU_PROFILE)
-    words = first(_VGPU_WORDS)
+
+def _mode_stated(
+    texts: dict[str, str], hyper: _Hit | None, hypervisor: str | None, cloud: str | None
+) -> PlacementEvidence | None:
+    """vgpu (a vGPU profile or the words) or passthrough, where the description says so."""
+    profile = _first(texts, _VGPU_PROFILE)
+    words = _first(texts, _VGPU_WORDS)
     if profile or words:
         evidence = [_snippet(*hit) for hit in (profile, words, hyper) if hit]
         return PlacementEvidence(
@@ -377,7 +390,7 @@ def classify_placement(
             vgpu_profile=profile[2].group(1) if profile else None,
             cloud_provider=cloud,
         )
-    passthrough = first(_PASSTHROUGH)
+    passthrough = _first(texts, _PASSTHROUGH)
     if passthrough:
         evidence = [_snippet(*hit) for hit in (passthrough, hyper) if hit]
         return PlacementEvidence(
@@ -387,6 +400,18 @@ def classify_placement(
             hypervisor=hypervisor,
             cloud_provider=cloud,
         )
+    return None
+
+
+def _unstated(
+    texts: dict[str, str],
+    hyper: _Hit | None,
+    hypervisor: str | None,
+    cloud: str | None,
+    cloud_hit: _Hit | None,
+    has_accelerator: bool,
+) -> PlacementEvidence:
+    """No mode stated: unknown behind a named hypervisor, a VM or a cloud; else bare-metal."""
     if hyper:
         return PlacementEvidence(
             PlacementKind.UNKNOWN,
@@ -395,7 +420,7 @@ def classify_placement(
             hypervisor=hypervisor,
             cloud_provider=cloud,
         )
-    virtualized = first(_VIRTUALIZED)
+    virtualized = _first(texts, _VIRTUALIZED)
     if virtualized:
         return PlacementEvidence(
             PlacementKind.UNKNOWN,
@@ -405,7 +430,7 @@ def classify_placement(
             cloud_provider=cloud,
         )
     if cloud_hit:
-        vcpu = first(_VCPU)
+        vcpu = _first(texts, _VCPU)
         if vcpu and not has_accelerator:
             return PlacementEvidence(
                 PlacementKind.UNKNOWN,
