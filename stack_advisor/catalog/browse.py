@@ -161,6 +161,31 @@ def _haystack(entry: AcceleratorEntry | BenchmarkEntry) -> list[str]:
     return [t.lower() for t in out if t]
 
 
+def _containing(text: str, hits: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """Add the accelerators and benchmarks whose names, family, vendor, generation, task or note
+    contain ``text`` (as written or normalised) to ``hits``, each once."""
+    cat = load_catalog()
+    lowered, key = text.lower(), normalize(text)
+    pools: list[tuple[str, dict[str, Any]]] = [
+        ("accelerators", cat.accelerators),
+        ("benchmarks", cat.benchmarks),
+    ]
+    for kind, entries in pools:
+        for ident, entry in entries.items():  # benchmarks are keyed "<family>/<id>"
+            if (kind, ident) in hits:
+                continue
+            found = next(
+                (t for t in _haystack(entry) if lowered in t or (key and key in normalize(t))), None
+            )
+            if found is not None:
+                hits[(kind, ident)] = {
+                    "kind": kind[:-1],
+                    "id": entry.id,
+                    "name": getattr(entry, "name", ident),
+                    "why": f"contains {text!r}: {found}",
+                }
+
+
 def search(query: str, *, limit: int = 50) -> list[dict[str, Any]]:
     """Entries whose names, family, vendor, generation, task or note contain the query, the
     part the resolver picks for it first; each hit as ``{kind, id, name, why}``.
@@ -190,25 +215,7 @@ def search(query: str, *, limit: int = 50) -> list[dict[str, Any]]:
             "name": f"{bench.family}/{bid}",
             "why": f"resolves ({bench.matched_by})",
         }
-    lowered, key = text.lower(), normalize(text)
-    pools: list[tuple[str, dict[str, Any]]] = [
-        ("accelerators", cat.accelerators),
-        ("benchmarks", cat.benchmarks),
-    ]
-    for kind, entries in pools:
-        for ident, entry in entries.items():  # benchmarks are keyed "<family>/<id>"
-            if (kind, ident) in hits:
-                continue
-            found = next(
-                (t for t in _haystack(entry) if lowered in t or (key and key in normalize(t))), None
-            )
-            if found is not None:
-                hits[(kind, ident)] = {
-                    "kind": kind[:-1],
-                    "id": entry.id,
-                    "name": getattr(entry, "name", ident),
-                    "why": f"contains {text!r}: {found}",
-                }
+    _containing(text, hits)
     if not hits:
         for suggestion in match.suggestions:
             entry_id = (
