@@ -438,6 +438,12 @@ class Settings(BaseSettings):
                     f"every token must be its own. {fix}"
                 )
             seen[entry.secret] = entry.name
+        self._check_password(seen, fix)
+        return entries
+
+    def _check_password(self, seen: dict[str, str], fix: str) -> None:
+        """Refuse a weak Neo4j password (where the store is Neo4j) and one that is also a token's
+        secret (``seen``: secret → token name)."""
         password = self.neo4j_password.get_secret_value()
         uses_neo4j = (self.store or "").split("://", 1)[0] in (
             "bolt",
@@ -459,7 +465,6 @@ class Settings(BaseSettings):
                 f"NEO4J_PASSWORD is also the secret of token {seen[password]!r}; a leaked token "
                 f"would open the database. {fix}"
             )
-        return entries
 
 
 @lru_cache
