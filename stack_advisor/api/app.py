@@ -113,18 +113,7 @@ def create_api(
         docs_url=None,  # served by install_docs, from local assets
         redoc_url=None,
     )
-    app.state.settings = settings
-    app.state.tokens = tokens
-    app.state.resources = resources
-    app.state.metrics = Metrics()
-    app.state.answers = (
-        AnswerPool(workers=settings.answer_workers, nice=settings.answer_worker_nice)
-        if settings.answer_workers
-        else None
-    )
-    app.state.admission = Admission(
-        max(1, settings.answer_workers), settings.answer_queue, settings.answer_client_share
-    )
+    _set_state(app, settings, tokens, resources)
     app.dependency_overrides[get_settings] = lambda: settings
 
     install_error_handlers(app)
@@ -144,6 +133,23 @@ def create_api(
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     _document_server_caps(app, settings)
     return app
+
+
+def _set_state(app: FastAPI, settings: Settings, tokens: TokenTable, resources: Resources) -> None:
+    """What the routes read from ``app.state``: settings, tokens, the store's resources, metrics,
+    the answer workers (none when ``answer_workers`` is 0) and their admission queue."""
+    app.state.settings = settings
+    app.state.tokens = tokens
+    app.state.resources = resources
+    app.state.metrics = Metrics()
+    app.state.answers = (
+        AnswerPool(workers=settings.answer_workers, nice=settings.answer_worker_nice)
+        if settings.answer_workers
+        else None
+    )
+    app.state.admission = Admission(
+        max(1, settings.answer_workers), settings.answer_queue, settings.answer_client_share
+    )
 
 
 def _resources(
