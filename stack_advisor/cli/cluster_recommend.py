@@ -39,6 +39,35 @@ def load_pools(
     return pools_of(nodes, kb, pool_label=pool_label), source
 
 
+def _answer(
+    adv: Any,
+    workload: Any,
+    cluster: str | None,
+    nodes_file: str | None,
+    options: dict[str, Any],
+) -> Any:
+    """The cluster recommendation: a served API reads its own inventory, or the nodes sent; a
+    local advisor reads the nodes from the store, the cluster or the file."""
+    from stack_advisor.advisor.remote import RemoteAdvisor
+
+    if isinstance(adv, RemoteAdvisor):
+        nodes = (
+            None
+            if cluster and not nodes_file
+            else load_nodes(None, cluster=cluster, nodes_file=nodes_file)[0]
+        )
+        return adv.recommend_cluster(
+            workload,
+            cluster=cluster if nodes is None else None,
+            nodes=None if nodes is None else [n.model_dump(mode="json") for n in nodes],
+            **options,
+        )
+    from stack_advisor.advisor.cluster.advice import recommend_nodes
+
+    nodes, source = load_nodes(adv.store, cluster=cluster, nodes_file=nodes_file)
+    return recommend_nodes(adv, workload, nodes, source=source, **options)
+
+
 def run(
     adv: Any,
     workload: Any,
@@ -56,7 +85,6 @@ def run(
     snippets: bool,
 ) -> None:
     from stack_advisor.advisor.cluster.targets import parse_what_if
-    from stack_advisor.advisor.remote import RemoteAdvisor
 
     options: dict[str, Any] = {
         "pool_label": pool_label,
@@ -67,23 +95,7 @@ def run(
         "image": image,
         "what_if_driver": parse_what_if(what_if),
     }
-    if isinstance(adv, RemoteAdvisor):  # the served API reads its own inventory, or the nodes sent
-        nodes = (
-            None
-            if cluster and not nodes_file
-            else load_nodes(None, cluster=cluster, nodes_file=nodes_file)[0]
-        )
-        result = adv.recommend_cluster(
-            workload,
-            cluster=cluster if nodes is None else None,
-            nodes=None if nodes is None else [n.model_dump(mode="json") for n in nodes],
-            **options,
-        )
-    else:
-        from stack_advisor.advisor.cluster.advice import recommend_nodes
-
-        nodes, source = load_nodes(adv.store, cluster=cluster, nodes_file=nodes_file)
-        result = recommend_nodes(adv, workload, nodes, source=source, **options)
+    result = _answer(adv, workload, cluster, nodes_file, options)
     if (
         not result.recommendations
         and gpus is not None

@@ -202,6 +202,12 @@ def compare_sweep_command(
     if chosen is OutputFormat.json:
         print_json(report.model_dump(mode="json"))
         return
+    _show_comparison(report, sweep, chosen, flagged_only)
+
+
+def _show_comparison(report: Any, sweep: str, chosen: OutputFormat, flagged_only: bool) -> None:
+    """The sweep comparison as a table: one row per benchmark and cell, with a note when no row
+    is left."""
     node, shown = report.host, report.ratios
     rows = [
         {
