@@ -10,9 +10,43 @@ import typer
 from stack_advisor.cli.options import JsonOpt, StoreOpt
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import uvicorn
 
     from stack_advisor.api.settings import Settings
+
+
+def _announce(
+    server: uvicorn.Server, settings: Settings, host: str, port: int, as_json: bool
+) -> Path | None:
+    """Once the server listens: the marker that lets local commands find it (an embedded store
+    only; returned, to withdraw at shutdown) and the URL, store and read access printed."""
+    from stack_advisor.cli import served
+    from stack_advisor.cli.render import info, print_json
+    from stack_advisor.store.registry import resolve_store_uri
+    from stack_advisor.store.uris import redact_uri
+
+    bound = port
+    for srv in getattr(server, "servers", []) or []:
+        for sock in srv.sockets:
+            bound = sock.getsockname()[1]
+    url = f"http://{host}:{bound}"
+    served_marker = None
+    store_file = served.embedded_path(resolve_store_uri(None, settings.store_settings()))
+    if store_file is not None:
+        reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        served_marker = served.announce(store_file, f"http://{reach}:{bound}")
+    if as_json:
+        print_json(
+            {"url": url, "store": redact_uri(settings.store), "read_auth": settings.read_auth}
+        )
+    else:
+        info(
+            f"stack-advisor API on {url}  (docs: {url}/docs, store: "
+            f"{redact_uri(settings.store)}, reads: {settings.read_auth})"
+        )
+    return served_marker
 
 
 def serve(
@@ -30,7 +64,6 @@ def serve(
     import uvicorn
 
     from stack_advisor.api.settings import get_settings
-    from stack_advisor.cli.render import info, print_json
     from stack_advisor.server import create_app
 
     settings = get_settings().model_copy(update={"store": store} if store else {})
@@ -47,28 +80,7 @@ def serve(
         if announced or not server.started:
             return
         announced = True
-        bound = port
-        for srv in getattr(server, "servers", []) or []:
-            for sock in srv.sockets:
-                bound = sock.getsockname()[1]
-        url = f"http://{host}:{bound}"
-        from stack_advisor.cli import served
-        from stack_advisor.store.registry import resolve_store_uri
-        from stack_advisor.store.uris import redact_uri
-
-        store_file = served.embedded_path(resolve_store_uri(None, settings.store_settings()))
-        if store_file is not None:
-            reach = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-            served_marker = served.announce(store_file, f"http://{reach}:{bound}")
-        if as_json:
-            print_json(
-                {"url": url, "store": redact_uri(settings.store), "read_auth": settings.read_auth}
-            )
-        else:
-            info(
-                f"stack-advisor API on {url}  (docs: {url}/docs, store: "
-                f"{redact_uri(settings.store)}, reads: {settings.read_auth})"
-            )
+        served_marker = _announce(server, settings, host, port, as_json)
 
     original_startup = server.startup
 
