@@ -156,56 +156,64 @@ def reset(
     render([data], fmt=output_format(fmt, as_json), json_data=data)
 
 
+# ``bulk_import``'s options
+FilesArg = Annotated[
+    list[Path],
+    typer.Argument(
+        help="JSON file(s): result documents (as `advisor import results` reads them) or "
+        "ingest "
+        'batches ({"observations": [...]}, as POST /v1/batches takes them); a directory means '
+        "its *.json."
+    ),
+]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Folder for the CSV files (new or empty); kept. Default: a temporary one, "
+        "removed after the import. Required without --neo4j-home.",
+    ),
+]
+Neo4jHomeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--neo4j-home",
+        help="Home of the stopped Neo4j to import into (its conf/neo4j.conf names the "
+        "data folder). Without it, only the files are written and the neo4j-admin command "
+        "printed.",
+    ),
+]
+DatabaseOpt = Annotated[str, typer.Option(help="Database to create (Community: the default one).")]
+Neo4jAdminOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--neo4j-admin",
+        help="A Neo4j installation's bin/neo4j-admin. Default: the Maven-assembled "
+        "classpath (deploy/neo4j-local/setup.sh) run with java.",
+    ),
+]
+Neo4jLibOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--neo4j-lib",
+        help="That classpath folder (default: $NEO4J_LOCAL_HOME/lib or "
+        "~/.cache/stack-advisor/neo4j-*/lib).",
+    ),
+]
+OverwriteOpt = Annotated[
+    bool, typer.Option("--overwrite", help="Replace an existing database (its data is lost).")
+]
+
+
 @db_app.command("bulk-import")
 def bulk_import(
-    files: Annotated[
-        list[Path],
-        typer.Argument(
-            help="JSON file(s): result documents (as `advisor import results` reads them) or "
-            "ingest "
-            'batches ({"observations": [...]}, as POST /v1/batches takes them); a directory means '
-            "its *.json."
-        ),
-    ],
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Folder for the CSV files (new or empty); kept. Default: a temporary one, "
-            "removed after the import. Required without --neo4j-home.",
-        ),
-    ] = None,
-    neo4j_home: Annotated[
-        Path | None,
-        typer.Option(
-            "--neo4j-home",
-            help="Home of the stopped Neo4j to import into (its conf/neo4j.conf names the "
-            "data folder). Without it, only the files are written and the neo4j-admin command "
-            "printed.",
-        ),
-    ] = None,
-    database: Annotated[
-        str, typer.Option(help="Database to create (Community: the default one).")
-    ] = "neo4j",
-    neo4j_admin: Annotated[
-        Path | None,
-        typer.Option(
-            "--neo4j-admin",
-            help="A Neo4j installation's bin/neo4j-admin. Default: the Maven-assembled "
-            "classpath (deploy/neo4j-local/setup.sh) run with java.",
-        ),
-    ] = None,
-    neo4j_lib: Annotated[
-        Path | None,
-        typer.Option(
-            "--neo4j-lib",
-            help="That classpath folder (default: $NEO4J_LOCAL_HOME/lib or "
-            "~/.cache/stack-advisor/neo4j-*/lib).",
-        ),
-    ] = None,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace an existing database (its data is lost).")
-    ] = False,
+    files: FilesArg,
+    out: OutOpt = None,
+    neo4j_home: Neo4jHomeOpt = None,
+    database: DatabaseOpt = "neo4j",
+    neo4j_admin: Neo4jAdminOpt = None,
+    neo4j_lib: Neo4jLibOpt = None,
+    overwrite: OverwriteOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:

@@ -50,48 +50,36 @@ def expand(plan_file: PlanFile, as_json: JsonOpt = False, fmt: FormatOpt = None)
     )
 
 
-@plan_app.command("render")
-def render_cmd(
-    plan_file: PlanFile,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write one YAML file per object here.")
-    ] = None,
-    only: Annotated[
-        str,
-        typer.Option("--only", help="all | jobs (one per cell) | schedule (ConfigMap + CronJob)."),
-    ] = "all",
-    as_json: Annotated[
-        bool,
-        typer.Option("--json", help="The objects as JSON (or, with --out, the files written)."),
-    ] = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="With --out: replace files there that plan render did not write."
-        ),
-    ] = False,
-) -> None:
-    """Write the plan's Jobs (one per cell) and its CronJob as YAML (stdout, or files in --out).
-    With --out, files that an earlier render wrote are replaced; any other file of the same name
-    (a hand-written kustomization.yaml) is left alone and the render refused, unless --force."""
-    import yaml
+# ``render_cmd``'s options
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Write one YAML file per object here.")]
+OnlyOpt = Annotated[
+    str,
+    typer.Option("--only", help="all | jobs (one per cell) | schedule (ConfigMap + CronJob)."),
+]
+AsJsonOpt = Annotated[
+    bool,
+    typer.Option("--json", help="The objects as JSON (or, with --out, the files written)."),
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option("--force", help="With --out: replace files there that plan render did not write."),
+]
 
+
+def _plan_objects(plan_file: Path, only: str) -> list[dict[str, Any]]:
+    """The plan's objects ``--only`` asks for: the Jobs (one per cell), the CronJob, and the
+    collectors' spool claim (with the schedule when there is one, else with the jobs)."""
     from stack_advisor.collectors.plan import expand_plan, load_plan
     from stack_advisor.collectors.plan.render import (
-        foreign_files,
-        generated_header,
-        object_filename,
         render_cell,
         render_schedule,
         render_spool_claim,
-        to_yaml,
     )
     from stack_advisor.schema.errors import InvalidInput
 
     if only not in ("all", "jobs", "schedule"):
         raise InvalidInput(f"--only must be all, jobs or schedule, got {only!r}")
     plan = load_plan(plan_file)
-    # the collectors' spool claim comes with the schedule when there is one, else with the jobs
     objects = render_spool_claim(plan) if only in ("all", "jobs") and not plan.schedule else []
     if only in ("all", "jobs"):
         for cell in expand_plan(plan):
@@ -102,6 +90,47 @@ def render_cmd(
                 f"{plan_file}: schedule is not set, so there is no CronJob to render"
             )
         objects.extend(render_schedule(plan))
+    return objects
+
+
+def _write_files(out: Path, files: dict[str, str], force: bool) -> None:
+    """Write the rendered files into ``out``; refused (nothing written) where a file of the same
+    name that no render wrote is there, unless ``force``."""
+    from stack_advisor.cli.guard import CannotWrite, os_error_message
+    from stack_advisor.collectors.plan.render import foreign_files
+
+    foreign = [] if force else foreign_files(out, list(files))
+    if foreign:
+        raise CannotWrite(
+            f"--out {out}: {', '.join(foreign)} exist(s) there and were not written "
+            "by plan render; "
+            "nothing was written. Choose another folder, move them away, or pass "
+            "--force to replace them"
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out / name).write_text(text)
+    except OSError as exc:
+        raise CannotWrite(f"--out {out}: cannot write there: {os_error_message(exc)}") from None
+
+
+@plan_app.command("render")
+def render_cmd(
+    plan_file: PlanFile,
+    out: OutOpt = None,
+    only: OnlyOpt = "all",
+    as_json: AsJsonOpt = False,
+    force: ForceOpt = False,
+) -> None:
+    """Write the plan's Jobs (one per cell) and its CronJob as YAML (stdout, or files in --out).
+    With --out, files that an earlier render wrote are replaced; any other file of the same name
+    (a hand-written kustomization.yaml) is left alone and the render refused, unless --force."""
+    import yaml
+
+    from stack_advisor.collectors.plan.render import generated_header, object_filename, to_yaml
+
+    objects = _plan_objects(plan_file, only)
     if out is None:
         if as_json:
             print_json(objects)
@@ -116,24 +145,7 @@ def render_cmd(
         "resources": list(files),
     }
     files["kustomization.yaml"] = header + yaml.safe_dump(kustomization, sort_keys=False)
-    foreign = [] if force else foreign_files(out, list(files))
-    if foreign:
-        from stack_advisor.cli.guard import CannotWrite
-
-        raise CannotWrite(
-            f"--out {out}: {', '.join(foreign)} exist(s) there and were not written "
-            "by plan render; "
-            "nothing was written. Choose another folder, move them away, or pass "
-            "--force to replace them"
-        )
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            (out / name).write_text(text)
-    except OSError as exc:
-        from stack_advisor.cli.guard import CannotWrite, os_error_message
-
-        raise CannotWrite(f"--out {out}: cannot write there: {os_error_message(exc)}") from None
+    _write_files(out, files, force)
     names = list(files)[:-1]
     if as_json:
         print_json({"out": str(out), "files": list(files)})
@@ -141,35 +153,35 @@ def render_cmd(
     info(f"wrote {len(names)} object(s) and a kustomization.yaml to {out}")
 
 
+# ``submit``'s options
+NamespaceOpt = Annotated[str | None, typer.Option("--namespace", "-n", help="Default: the plan's.")]
+SkipObservedOpt = Annotated[
+    bool, typer.Option("--skip-observed", help="Skip cells the knowledge base already has.")
+]
+TimeoutOpt = Annotated[
+    float | None, typer.Option("--timeout", help="Give up waiting after this many seconds.")
+]
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Have the cluster validate every object; create nothing."),
+]
+
+
 @plan_app.command("submit")
 def submit(
     plan_file: PlanFile,
     kubeconfig: KubeconfigOpt = None,
-    namespace: Annotated[
-        str | None, typer.Option("--namespace", "-n", help="Default: the plan's.")
-    ] = None,
-    skip_observed: Annotated[
-        bool, typer.Option("--skip-observed", help="Skip cells the knowledge base already has.")
-    ] = False,
+    namespace: NamespaceOpt = None,
+    skip_observed: SkipObservedOpt = False,
     store: StoreOpt = None,
     poll: Annotated[int, typer.Option("--poll", min=1, help="Seconds between status checks.")] = 5,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Give up waiting after this many seconds.")
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", help="Have the cluster validate every object; create nothing."),
-    ] = False,
+    timeout: TimeoutOpt = None,
+    dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
     """Create the plan's Jobs, watch them to completion and record failures in the store."""
-    from stack_advisor.collectors.executors.kubernetes import (
-        KubernetesExecutor,
-        load_api_client,
-        new_submission_id,
-        preflight,
-    )
+    from stack_advisor.collectors.executors.kubernetes import KubernetesExecutor, load_api_client
     from stack_advisor.collectors.plan import expand_plan, load_plan
 
     chosen = output_format(fmt, as_json)
@@ -184,17 +196,7 @@ def submit(
         cells = [c for c in cells if c not in skipped]
         executor = KubernetesExecutor(load_api_client(kubeconfig), plan.namespace)
         if dry_run:
-            count = preflight(plan, cells, executor, new_submission_id())
-            info(
-                f"the cluster accepts all {count} object(s) of {len(cells)} cell(s) "
-                "(dry run; nothing created)"
-            )
-            render(
-                [c.row() for c in cells],
-                fmt=chosen,
-                title=f"plan {plan.name}: would submit",
-                columns=["cell", "image", "pool", "benchmark", "gpus", "workers"],
-            )
+            _dry_run(plan, cells, executor, chosen)
             return
         outcomes = _watch(
             plan,
@@ -207,6 +209,30 @@ def submit(
         )
     finally:
         kb.close()
+    _report(plan, outcomes, skipped, chosen)
+    if any(o.status == "failed" for o in outcomes):
+        raise typer.Exit(1)
+
+
+def _dry_run(plan: Any, cells: list[Any], executor: Any, chosen: OutputFormat) -> None:
+    """Have the cluster validate every object of the cells (creating nothing) and list them."""
+    from stack_advisor.collectors.executors.kubernetes import new_submission_id, preflight
+
+    count = preflight(plan, cells, executor, new_submission_id())
+    info(
+        f"the cluster accepts all {count} object(s) of {len(cells)} cell(s) "
+        "(dry run; nothing created)"
+    )
+    render(
+        [c.row() for c in cells],
+        fmt=chosen,
+        title=f"plan {plan.name}: would submit",
+        columns=["cell", "image", "pool", "benchmark", "gpus", "workers"],
+    )
+
+
+def _report(plan: Any, outcomes: list[Any], skipped: list[Any], chosen: OutputFormat) -> None:
+    """One row per cell: its Job's outcome, or skipped as already observed."""
     rows = [o.row() for o in outcomes] + [
         {
             "cell": c.cell_id,
@@ -228,8 +254,6 @@ def submit(
         columns=["cell", "job", "status", "failures_recorded", "seconds"],
         details=["reason"],
     )
-    if any(o.status == "failed" for o in outcomes):
-        raise typer.Exit(1)
 
 
 def _observed_cells(kb: Any, cells: list[Any]) -> list[Any]:
