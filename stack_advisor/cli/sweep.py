@@ -50,65 +50,72 @@ def _row(outcome: Any) -> dict[str, Any]:
     }
 
 
+# ``sweep_command``'s options
+MatrixFileArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="MATRIX.yaml",
+        help="The sweep matrix (docs/sweep.md), or env:NAME (the matrix in an "
+        "environment variable).",
+    ),
+]
+CellOpt = Annotated[
+    list[str] | None, typer.Option("--cell", help="Run only this cell (repeatable).")
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Re-run cells already measured on this node (their results add up as more repeats).",
+    ),
+]
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Environments, uv's cache and the ledger. Default: $ADVISOR_SWEEP_CACHE, "
+        "else ~/.cache/stack-advisor/sweep.",
+    ),
+]
+MaxCacheGbOpt = Annotated[
+    float,
+    typer.Option(
+        "--max-cache-gb",
+        help="Disk bound of the cache: least recently used environments are pruned beyond it.",
+    ),
+]
+CellTimeoutOpt = Annotated[float, typer.Option("--cell-timeout", help="Seconds one cell may run.")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Also write every result document of this "
+        "sweep (JSON, as `advisor collect --out`) to this file.",
+    ),
+]
+NoStoreOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-store",
+        help="Write to no store (with --out: the "
+        "documents only to that file, e.g. on a node cut off from the API).",
+    ),
+]
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")]
+
+
 def sweep_command(
-    matrix_file: Annotated[
-        str,
-        typer.Argument(
-            metavar="MATRIX.yaml",
-            help="The sweep matrix (docs/sweep.md), or env:NAME (the matrix in an "
-            "environment variable).",
-        ),
-    ],
-    cell: Annotated[
-        list[str] | None, typer.Option("--cell", help="Run only this cell (repeatable).")
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Re-run cells already measured on this node "
-            "(their results add up as more repeats).",
-        ),
-    ] = False,
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--cache-dir",
-            help="Environments, uv's cache and the ledger. Default: $ADVISOR_SWEEP_CACHE, "
-            "else ~/.cache/stack-advisor/sweep.",
-        ),
-    ] = None,
-    max_cache_gb: Annotated[
-        float,
-        typer.Option(
-            "--max-cache-gb",
-            help="Disk bound of the cache: least recently used environments are pruned beyond it.",
-        ),
-    ] = 20.0,
-    cell_timeout: Annotated[
-        float, typer.Option("--cell-timeout", help="Seconds one cell may run.")
-    ] = 3600.0,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Also write every result document of this "
-            "sweep (JSON, as `advisor collect --out`) to this file.",
-        ),
-    ] = None,
-    no_store: Annotated[
-        bool,
-        typer.Option(
-            "--no-store",
-            help="Write to no store (with --out: the "
-            "documents only to that file, e.g. on a node cut off from the API).",
-        ),
-    ] = False,
+    matrix_file: MatrixFileArg,
+    cell: CellOpt = None,
+    force: ForceOpt = False,
+    cache_dir: CacheDirOpt = None,
+    max_cache_gb: MaxCacheGbOpt = 20.0,
+    cell_timeout: CellTimeoutOpt = 3600.0,
+    out: OutOpt = None,
+    no_store: NoStoreOpt = False,
     store: StoreOpt = None,
     api: ApiOpt = None,
-    token: Annotated[
-        str | None, typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")
-    ] = None,
+    token: TokenOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -150,6 +157,13 @@ def sweep_command(
 
         with open_store(store) as kb:
             outcomes = run(StoreSink(kb, store))
+    _show_sweep(matrix, cache, outcomes, chosen)
+    if not any(o.status in ("measured", "skipped") for o in outcomes):
+        raise typer.Exit(1)
+
+
+def _show_sweep(matrix: Any, cache: Any, outcomes: list[Any], chosen: OutputFormat) -> None:
+    """One row per cell (JSON: with the matrix, its baseline and the ledger's folder)."""
     rows = [_row(o) for o in outcomes]
     if chosen is OutputFormat.json:
         print_json(
@@ -163,8 +177,6 @@ def sweep_command(
     else:
         render(rows, fmt=chosen, title=f"sweep {matrix.name}", columns=COLUMNS, details=["reason"])
         note(f"compare the cells: advisor compare sweep {matrix.name}")
-    if not any(o.status in ("measured", "skipped") for o in outcomes):
-        raise typer.Exit(1)
 
 
 def compare_sweep_command(
