@@ -147,37 +147,76 @@ def _noisy(documents: list[Any]) -> list[Any]:
     return [m for d in documents for m in d.measurements if m.cv is not None and m.cv > NOISY_CV]
 
 
+def _note_spool(flushed: Any) -> None:
+    """Say what flushing the spool did, when it did anything."""
+    if flushed.sent or flushed.remaining or flushed.rejected:
+        note(
+            f"spool: sent {flushed.sent}, rejected {flushed.rejected}, still "
+            f"waiting {flushed.remaining}"
+        )
+
+
+def _run_summary(outcome: Any) -> dict[str, Any]:
+    """The run's summary row before delivery: its documents, counts, node and runner errors."""
+    docs = outcome.documents
+    return {
+        "run_id": outcome.run_id,
+        "documents": len(docs),
+        **_counts(docs),
+        "accelerator": outcome.fingerprint.accelerator.model,
+        "placement": outcome.fingerprint.placement.kind.value,
+        "placement_consistent": outcome.fingerprint.placement.consistent,
+        "host": outcome.fingerprint.host.name,
+        "runner_errors": outcome.runner_errors,
+    }
+
+
+def _warn_noisy(noisy: list[Any], measurements: int) -> None:
+    worst = max(m.cv for m in noisy)
+    warning(
+        f"{len(noisy)} of {measurements} measurements are noisy (CV > {NOISY_CV}, "
+        f"up to {worst:.2f}): the node was busy or the run too short; re-run on an idle node "
+        "or with --profile full before trusting them"
+    )
+
+
+# ``collect_command``'s options
+BenchmarkOpt = Annotated[list[str] | None, typer.Option("--benchmark", "-b", help=BENCHMARK_HELP)]
+ProfileOpt = Annotated[
+    str,
+    typer.Option(
+        help="quick (a short pass: seconds to a minute or two per benchmark on a "
+        "small CPU) or full "
+        "(longer, steadier figures)."
+    ),
+]
+RunIdOpt = Annotated[
+    str | None, typer.Option("--run-id", help="Reuse to make a re-run add nothing twice.")
+]
+OptionOpt = Annotated[
+    list[str] | None, typer.Option("--option", "-o", help="Runner option k=v (repeatable).")
+]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", help="Also write the result documents (JSON) here.")
+]
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")]
+FlushOpt = Annotated[
+    bool, typer.Option("--flush", help="Send spooled documents to --api (alone: only that).")
+]
+
+
 def collect_command(
-    benchmark: Annotated[
-        list[str] | None, typer.Option("--benchmark", "-b", help=BENCHMARK_HELP)
-    ] = None,
-    profile: Annotated[
-        str,
-        typer.Option(
-            help="quick (a short pass: seconds to a minute or two per benchmark on a "
-            "small CPU) or full "
-            "(longer, steadier figures)."
-        ),
-    ] = "quick",
+    benchmark: BenchmarkOpt = None,
+    profile: ProfileOpt = "quick",
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
-    run_id: Annotated[
-        str | None, typer.Option("--run-id", help="Reuse to make a re-run add nothing twice.")
-    ] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-o", help="Runner option k=v (repeatable).")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Also write the result documents (JSON) here.")
-    ] = None,
+    run_id: RunIdOpt = None,
+    option: OptionOpt = None,
+    out: OutOpt = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not write to a store.")] = False,
     store: StoreOpt = None,
     api: ApiOpt = None,
-    token: Annotated[
-        str | None, typer.Option("--token", envvar="ADVISOR_TOKEN", help="API token.")
-    ] = None,
-    flush: Annotated[
-        bool, typer.Option("--flush", help="Send spooled documents to --api (alone: only that).")
-    ] = False,
+    token: TokenOpt = None,
+    flush: FlushOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
 ) -> None:
@@ -197,11 +236,7 @@ def collect_command(
         from stack_advisor.collectors import spool
 
         flushed = spool.flush(api, token)
-        if flushed.sent or flushed.remaining or flushed.rejected:
-            note(
-                f"spool: sent {flushed.sent}, rejected {flushed.rejected}, still "
-                f"waiting {flushed.remaining}"
-            )
+        _note_spool(flushed)
         if flush and not benchmark:
             _report({"flush": flushed.model_dump()}, [], chosen)
             _exit_if_spooled(flushed)
@@ -216,16 +251,7 @@ def collect_command(
             progress_for=bars.for_runner,
         )
     docs = outcome.documents
-    summary: dict[str, Any] = {
-        "run_id": outcome.run_id,
-        "documents": len(docs),
-        **_counts(docs),
-        "accelerator": outcome.fingerprint.accelerator.model,
-        "placement": outcome.fingerprint.placement.kind.value,
-        "placement_consistent": outcome.fingerprint.placement.consistent,
-        "host": outcome.fingerprint.host.name,
-        "runner_errors": outcome.runner_errors,
-    }
+    summary = _run_summary(outcome)
     with _destination(out, api, token, no_store, store) as sink:
         for d in docs:
             sink.deliver(d)
@@ -236,18 +262,19 @@ def collect_command(
     summary["noisy"] = len(noisy)
     _report(summary, _summary_rows(docs), chosen)
     if noisy and chosen is not OutputFormat.json:
-        worst = max(m.cv for m in noisy)
-        warning(
-            f"{len(noisy)} of {summary['measurements']} measurements are noisy (CV > {NOISY_CV}, "
-            f"up to {worst:.2f}): the node was busy or the run too short; re-run on an idle node "
-            "or with --profile full before trusting them"
-        )
-    if flushed is not None and flush:
-        _exit_if_spooled(flushed)
-    if summary["measurements"] == 0:
-        raise typer.Exit(1)
+        _warn_noisy(noisy, summary["measurements"])
+    _exit_status(sink, summary["measurements"], flushed if flush else None)
+
+
+def _exit_status(sink: Any, measurements: int, flushed: Any) -> None:
+    """Exit 1 when documents stay spooled after --flush (``flushed``), when nothing was
+    measured, or as the API's delivery says."""
     from stack_advisor.collectors.sinks import ApiSink, CopySink
 
+    if flushed is not None:
+        _exit_if_spooled(flushed)
+    if measurements == 0:
+        raise typer.Exit(1)
     api_sink = sink.inner if isinstance(sink, CopySink) else sink
     if isinstance(api_sink, ApiSink):
         _exit_for_delivery(api_sink.results)
