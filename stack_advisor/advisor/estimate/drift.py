@@ -309,6 +309,9 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
     ahead = target > (drift.rounds(q.slice) or [0.0])[-1]
     kind = "forecast" if ahead else "round drift"
     notes = list(est.notes)
+    low, high, notes = held_bound(
+        drift.index.higher_is_better(q.slice), est, factor, (low, high), notes
+    )
     if ahead:
         notes.append(forecast_note(q, target))
     return replace(
@@ -319,6 +322,30 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
         factors=[*est.factors, (kind, text, factor)],
         notes=notes,
     )
+
+
+HELD = "held to what its peak figures allow ("
+
+
+def held_bound(
+    hib: bool, est: Estimate, factor: float, ends: tuple[float, float], notes: list[str]
+) -> tuple[float, float, list[str]]:
+    """An interval a transfer held to the part's peaks (``transferred``): the bound moves with
+    the drift's centre (the references' software carried to the round), never with its band."""
+    held = [n for n in notes if n.startswith(HELD)]
+    if not held or est.low is None or est.high is None:
+        return ends[0], ends[1], notes
+    low, high = ends
+    bound = (est.high if hib else est.low) * factor
+    if hib:
+        high = min(high, bound)
+    else:
+        low = max(low, bound)
+    text = (
+        f"{HELD}{bound:,.4g} at best), the references' {est.high if hib else est.low:,.4g} "
+        "carried by the round's software drift"
+    )
+    return low, high, [text if n in held else n for n in notes]
 
 
 def forecast_note(q: Query, target: float) -> str:
