@@ -8,7 +8,8 @@ or JSON. The JSON is the pydantic result's ``model_dump`` — a contract scripts
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -19,6 +20,7 @@ from stack_advisor.cli.predict import evaluation_rows as evaluation_rows
 from stack_advisor.cli.proxy import described_model, proxy_fields
 from stack_advisor.cli.recommend_options import (
     AcceleratorOpt,
+    AllRowsOpt,
     AsOfOpt,
     BatchSizeOpt,
     BenchmarkOpt,
@@ -112,14 +114,7 @@ def recommend(
     min_confidence: MinConfidenceOpt = 0.0,
     workload_file: WorkloadFileOpt = None,
     top: TopOpt = 5,
-    all_rows: Annotated[
-        bool,
-        typer.Option(
-            "--all",
-            help="Every ranked row; default: one per (accelerator, count, placement, stack "
-            "family), its best evidence, with how many more results it folds in.",
-        ),
-    ] = False,
+    all_rows: AllRowsOpt = False,
     snippets: SnippetsOpt = False,
     cluster: ClusterOpt = None,
     nodes_file: NodesFileOpt = None,
@@ -140,84 +135,101 @@ def recommend(
     """Rank software stacks and placements for a workload, with evidence and a Kubernetes snippet.
 
     With --cluster or --nodes, rank (node pool, stack) pairs of your own cluster instead."""
+    _recommend(SimpleNamespace(**locals()))
+
+
+def _recommend(f: SimpleNamespace) -> None:
+    """The recommend command on its flags (``recommend``'s parameters)."""
     from stack_advisor.cli.render import output_format
 
-    chosen = output_format(fmt, as_json)
-    for p in placement or []:
+    chosen = output_format(f.fmt, f.as_json)
+    for p in f.placement or []:
         choose(p, PLACEMENTS, "--placement")
-    in_cluster = cluster is not None or nodes_file is not None
-    training = family == "mlperf-training" and workload_file is None
-    max_count, gpus = _training_budget(
-        training, scenario, gpus=gpus, count=count, max_count=max_count, in_cluster=in_cluster
+    in_cluster = f.cluster is not None or f.nodes_file is not None
+    training = f.family == "mlperf-training" and f.workload_file is None
+    f.max_count, f.gpus = _training_budget(
+        training,
+        f.scenario,
+        gpus=f.gpus,
+        count=f.count,
+        max_count=f.max_count,
+        in_cluster=in_cluster,
     )
-    if workload_file is not None:
-        workload = _file_workload(workload_file, image)
-    else:
-        workload = _flags_workload(
-            family=family,
-            benchmark=benchmark,
-            task=task,
-            scenario=scenario,
-            model=None if described_model(model) else model,
-            proxy=proxy_fields(model, isl, osl, concurrency),
-            batch_size=batch_size,
-            precision=precision,
-            param=param,
-            metric=metric,
-            objective=objective,
-            min_evidence=min_evidence,
-            observed_only=observed_only,
-            image=image,
-            max_ttft_ms=max_ttft_ms,
-            max_tpot_ms=max_tpot_ms,
-            min_confidence=min_confidence,
-            framework=framework,
-            hardware={
-                "accelerators": accelerator or None,
-                "count": count,
-                "min_count": min_count,
-                "max_count": max_count,
-                "placements": placement or None,
-                "include_cpu": not no_cpu,
-                "driver": driver,
-            },
-        )
-    if target is not None:
-        workload = workload.model_copy(update={"target": target})
-    if as_of is not None:
-        workload = workload.model_copy(update={"as_of": checked_as_of(as_of)})
-    if all_rows:
-        workload = workload.model_copy(update={"all_rows": True})
+    workload = _recommend_workload(f)
     if not in_cluster:
         _refuse_cluster_flags(
             {
-                "--pool-label": pool_label,
-                "--what-if-driver": what_if_driver,
-                "--gpus": gpus,
-                "--nodes-count": nodes_count,
+                "--pool-label": f.pool_label,
+                "--what-if-driver": f.what_if_driver,
+                "--gpus": f.gpus,
+                "--nodes-count": f.nodes_count,
             }
         )
-        with answering_store(store, prices, rules) as adv:
-            _show(adv.recommend(workload, top=top), chosen, snippets)
+        with answering_store(f.store, f.prices, f.rules) as adv:
+            _show(adv.recommend(workload, top=f.top), chosen, f.snippets)
         return
     from stack_advisor.cli.cluster_recommend import run
 
-    with answering_store(store, prices, rules) as adv:
+    with answering_store(f.store, f.prices, f.rules) as adv:
         run(
             adv,
             workload,
-            cluster=cluster,
-            nodes_file=nodes_file,
-            pool_label=pool_label,
-            what_if=what_if_driver,
-            gpus=gpus,
-            nodes_count=nodes_count,
-            image=image,
-            per_pool=per_pool,
-            top=top,
-            as_json=as_json,
-            snippets=snippets,
+            cluster=f.cluster,
+            nodes_file=f.nodes_file,
+            pool_label=f.pool_label,
+            what_if=f.what_if_driver,
+            gpus=f.gpus,
+            nodes_count=f.nodes_count,
+            image=f.image,
+            per_pool=f.per_pool,
+            top=f.top,
+            as_json=f.as_json,
+            snippets=f.snippets,
         )
+
+
+def _recommend_workload(f: SimpleNamespace) -> Workload:
+    """The workload ``recommend``'s flags describe (or its --workload file), with --target,
+    --as-of and --all applied."""
+    if f.workload_file is not None:
+        workload = _file_workload(f.workload_file, f.image)
+    else:
+        workload = _flags_workload(
+            family=f.family,
+            benchmark=f.benchmark,
+            task=f.task,
+            scenario=f.scenario,
+            model=None if described_model(f.model) else f.model,
+            proxy=proxy_fields(f.model, f.isl, f.osl, f.concurrency),
+            batch_size=f.batch_size,
+            precision=f.precision,
+            param=f.param,
+            metric=f.metric,
+            objective=f.objective,
+            min_evidence=f.min_evidence,
+            observed_only=f.observed_only,
+            image=f.image,
+            max_ttft_ms=f.max_ttft_ms,
+            max_tpot_ms=f.max_tpot_ms,
+            min_confidence=f.min_confidence,
+            framework=f.framework,
+            hardware={
+                "accelerators": f.accelerator or None,
+                "count": f.count,
+                "min_count": f.min_count,
+                "max_count": f.max_count,
+                "placements": f.placement or None,
+                "include_cpu": not f.no_cpu,
+                "driver": f.driver,
+            },
+        )
+    if f.target is not None:
+        workload = workload.model_copy(update={"target": f.target})
+    if f.as_of is not None:
+        workload = workload.model_copy(update={"as_of": checked_as_of(f.as_of)})
+    if f.all_rows:
+        workload = workload.model_copy(update={"all_rows": True})
+    return workload
 
 
 def _training_budget(

@@ -204,3 +204,13 @@ def checked_as_of(text: str) -> str:
     if problem:
         raise InvalidInput(f"--{problem.replace('as_of', 'as-of', 1)}")
     return text
+
+
+AllRowsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        help="Every ranked row; default: one per (accelerator, count, placement, stack "
+        "family), its best evidence, with how many more results it folds in.",
+    ),
+]
