@@ -178,6 +178,7 @@ def neo4j_starter(neo4j_store: Store) -> Store:
     return neo4j_store
 
 
+@pytest.mark.slow  # ~50 s: the whole starter knowledge base read both ways
 def test_flat_table_equals_paged_table_on_the_starter_kb(mlperf_store: Store) -> None:
     flat = flat_table(mlperf_store)
     assert flat.n > 10_000
