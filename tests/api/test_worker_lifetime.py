@@ -71,8 +71,9 @@ def test_kill_9_of_advisor_serve_ends_its_workers_and_removes_its_snapshot(
             90,
         )
         children = [p.pid for p in server.children(recursive=True)]
-        names = " / ".join(" ".join(p.cmdline())[:80] for p in server.children(recursive=True))
-        assert "resource_tracker" in names, names
+        # whole command lines: a long interpreter path would cut the module name off
+        names = " / ".join(" ".join(p.cmdline()) for p in server.children(recursive=True))
+        assert "resource_tracker" in names, names[:400]
         assert f"{SNAPSHOT_PREFIX}{api.proc.pid}-" in str(list(temp.iterdir())), (
             "the snapshot folder is named after its server"
         )
