@@ -350,3 +350,36 @@ def test_cluster_gpus_beyond_every_pool_is_refused(
     assert status == 2, (out, err)
     assert "--gpus 100000: no pool offers that many" in err and "needs 12500 nodes of 8" in err
     assert "None ()" not in out + err
+
+
+def test_transfer_replays_ask_a_part_new_to_a_round_from_the_rounds_before() -> None:
+    """The replay a transfer is calibrated on: a part in its first round of the benchmark, asked
+    from its same-class peers as the earlier rounds knew them (each peer's latest earlier round),
+    never from its own round's results."""
+    from types import SimpleNamespace
+
+    from stack_advisor.advisor.estimate.training import TrainingEstimator
+
+    # (round, accelerator, count, minutes)
+    results = [
+        (1.0, "H100-SXM5-80GB", 8, 30.0),
+        (2.0, "H100-SXM5-80GB", 8, 27.0),
+        (2.0, "B200-SXM-180GB", 8, 15.0),
+        (3.0, "B200-SXM-180GB", 8, 14.0),
+    ]
+    table = SimpleNamespace(
+        count=np.array([r[2] for r in results]), value=np.array([r[3] for r in results])
+    )
+    index = SimpleNamespace(
+        table=table,
+        round_no=np.array([r[0] for r in results]),
+        accel=np.array([r[1] for r in results]),
+        raw_names={},
+    )
+    by_acc = {
+        "H100-SXM5-80GB": np.array([0, 1]),
+        "B200-SXM-180GB": np.array([2, 3]),
+    }
+    estimator = TrainingEstimator(index)
+    replays = list(estimator._next_round_peers(("mlperf-training", "bert", "", "t"), by_acc))
+    assert replays == [((2.0, "B200-SXM-180GB"), {8: 15.0}, {"H100-SXM5-80GB": {8: 30.0}})]

@@ -17,14 +17,18 @@ The bases are the hierarchy's (``stack_advisor.advisor.estimate.index``):
   median at the nearest count, moved along the count scaling.
 - **transferred** — another accelerator of the same vendor ran it: each of the ``NEAREST``
   references closest by peak figures is moved to the count, then scaled by peak compute and
-  bandwidth, ``(P_r/P_t)^a (B_r/B_t)^(1−a)``, ``a`` chosen for the family by leaving each
-  accelerator out; the geometric mean of the references.
+  bandwidth, ``((P_r/P_t)^a (B_r/B_t)^(1−a))^g``, ``a``, ``g`` and how many references chosen
+  for the family by leaving each accelerator out (within its round, and in its first round from
+  the rounds before); the geometric mean of the references.
 - **unsupported** — a CPU, no public specs, or no accelerator of the vendor ever ran it.
 
 Intervals are split-conformal per basis and metric, on log residuals of the same estimators
 replayed on the training data: every result as its configuration's other results (observed),
 as the accelerator's other counts of the same round and as its earlier rounds (interpolated),
-and as the other accelerators of the same round (transferred).
+and as the other accelerators (transferred): where the history holds ``MIN_RESIDUALS`` replays of
+parts new to a round, asked from the rounds before theirs, those (the task a transfer answers: a
+part before it ran; generation steps come out faster than their peaks' ratio within a round says),
+else the other accelerators of the same round.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ NEAREST = (1, 2, 3)  # how many of the closest references a transfer averages (l
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the peak scaling
 GAINS = (0.25, 0.5, 0.75, 1.0)  # how much of a peak ratio shows in time to train
 MIN_RESIDUALS = 12
+NEXT = "next round"  # the residual pool of parts replayed from the rounds before theirs
 LEVEL_Q = (0.1, 0.5, 0.9)
 FALLBACK = {
     Basis.OBSERVED: (-0.1, 0.0, 0.1),
@@ -156,7 +161,7 @@ class TrainingEstimator:
             for key, by_acc in self.index.slices.items():
                 if key[0] != FAMILY or key[3] != metric:
                     continue
-                for (_rnd, acc), by_count, refs in self._round_peers(key, by_acc):
+                for _, ((_rnd, acc), by_count, refs) in self._replays(key, by_acc):
                     for ag in grid:
                         for n, v in by_count.items():
                             got = self._transfer(key, acc, n, refs, ag)
@@ -186,6 +191,33 @@ class TrainingEstimator:
             }
             if refs:
                 yield (rnd, acc), by_count, refs
+
+    def _next_round_peers(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> Any:
+        """For each accelerator's first round in the slice (a part new to the benchmark): its
+        per-count medians there and its same-class peers as the rounds before knew them (each
+        peer's latest earlier round): the task a transfer answers, a part asked before it ran."""
+        rows = np.concatenate(list(by_acc.values()))
+        per = self._per_count(rows)
+        first: dict[str, float] = {}
+        for rnd, acc in per:
+            first[acc] = min(first.get(acc, rnd), rnd)
+        for acc, rnd in first.items():
+            cls = accelerator_class(self.index.raw_names.get(acc, acc))
+            refs: dict[str, dict[int, float]] = {}
+            for (r2, a), by_count in sorted(per.items()):
+                same_class = accelerator_class(self.index.raw_names.get(a, a)) == cls
+                if r2 < rnd and a != acc and same_class:
+                    refs[a] = by_count  # sorted: the latest earlier round wins
+            if refs:
+                yield (rnd, acc), per[(rnd, acc)], refs
+
+    def _replays(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> Any:
+        """Every transfer replay: within each round (``_round_peers``) and parts new to the
+        benchmark from the rounds before (``_next_round_peers``), tagged "within" / "next"."""
+        for peers in self._round_peers(key, by_acc):
+            yield "within", peers
+        for peers in self._next_round_peers(key, by_acc):
+            yield "next", peers
 
     def _transfer(
         self,
@@ -404,6 +436,13 @@ class TrainingEstimator:
                 if key[0] == FAMILY and applies(key, self.index.higher_is_better(key)):
                     self._replay(key, by_acc, out)
             pooled = {k: np.asarray(v) for k, v in out.items()}
+            for (basis, pool), values in list(pooled.items()):
+                # a transfer answers a part before it ran: where the history has enough parts
+                # new to a round, their replays (bias and spread) stand for the transfer's
+                if pool.endswith(f" {NEXT}"):
+                    del pooled[(basis, pool)]
+                    if len(values) >= MIN_RESIDUALS:
+                        pooled[(basis, pool.removesuffix(f" {NEXT}"))] = values
             for basis in FALLBACK:
                 parts = [v for k, v in pooled.items() if k[0] is basis and k[1] != "drift"]
                 pooled[(basis, "")] = np.concatenate(parts) if parts else np.empty(0)
@@ -442,8 +481,9 @@ class TrainingEstimator:
                     if n in previous:  # the next round, same accelerator and count
                         out[(Basis.OBSERVED, "drift")].append(math.log(v / previous[n]))
         alpha = self.alpha(metric)
-        for (_rnd, acc), by_count, refs in self._round_peers(key, by_acc):
+        for kind, ((_rnd, acc), by_count, refs) in self._replays(key, by_acc):
             for n, v in by_count.items():
                 got = self._transfer(key, acc, n, refs, alpha)
                 if got is not None:
-                    out[(Basis.TRANSFERRED, metric)].append(math.log(v / got[0]))
+                    pool = metric if kind == "within" else f"{metric} {NEXT}"
+                    out[(Basis.TRANSFERRED, pool)].append(math.log(v / got[0]))
