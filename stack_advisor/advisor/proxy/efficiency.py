@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -40,6 +41,23 @@ class Efficiency:
 
     def scaled(self, compute: float, memory: float) -> Efficiency:
         return Efficiency(self.compute * compute, self.memory * memory)
+
+
+class Work(Protocol):
+    """What one unit of a metric costs on a part (an LLM's output token, a vision model's
+    sample, a training run): its time at the part's peak FLOP rate and full bandwidth, and the
+    counted (not fitted) link time."""
+
+    @property
+    def flop_seconds(self) -> float: ...
+
+    @property
+    def byte_seconds(self) -> float: ...
+
+    @property
+    def link_seconds(self) -> float: ...
+
+    def seconds(self, eff: Efficiency) -> float: ...
 
 
 @dataclass(frozen=True)

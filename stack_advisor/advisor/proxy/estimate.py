@@ -12,13 +12,14 @@ held out (``stack_advisor.advisor.proxy.validation``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from stack_advisor.advisor.knowledge.table import ObservationTable
-from stack_advisor.advisor.proxy.efficiency import Efficiency, Point, fit_efficiency
+from stack_advisor.advisor.proxy.efficiency import Efficiency, Point, Work, fit_efficiency
 from stack_advisor.advisor.proxy.memory import default_precision, max_batch, part, usable_bytes
 from stack_advisor.advisor.proxy.model import ModelSpec, catalogue_configs, from_catalogue
 from stack_advisor.advisor.proxy.work import Traffic, link_bytes, token_work
@@ -59,6 +60,10 @@ class Workload:
         return eff.seconds(self.flop_seconds, self.byte_seconds) + self.link_seconds
 
 
+# (benchmark, accelerator) -> the work of one unit of its metric there (None: not countable)
+WorkOf = Callable[[str, str], Work | None]
+
+
 def llm_benchmarks() -> list[str]:
     """MLPerf LLM benchmarks whose model's published config the proxy holds."""
     return sorted(catalogue_configs())
@@ -67,11 +72,30 @@ def llm_benchmarks() -> list[str]:
 def references(table: ObservationTable, scenario: str) -> list[Reference]:
     """Every (LLM benchmark, accelerator, framework) of the closed division with tokens/s
     results in ``scenario``: the latest round's median per accelerator."""
-    known = set(llm_benchmarks())
+    return collect(table, scenario, set(llm_benchmarks()), METRIC, FAMILY)
+
+
+def collect(
+    table: ObservationTable,
+    scenario: str,
+    known: set[str],
+    metric: str,
+    family: str,
+    *,
+    per_count: bool = True,
+    invert: bool = False,
+    scale: float = 1.0,
+) -> list[Reference]:
+    """Every (benchmark of ``known``, accelerator, framework) of ``family``'s closed division
+    with ``metric`` results in ``scenario``: the latest round's median per accelerator (the
+    value over the result's accelerator count with ``per_count``; 1 / value with ``invert``, so
+    a cost such as accelerator-hours becomes a rate), times ``scale``."""
     parts = load_catalog().accelerators
     groups: dict[tuple[str, str, str], dict[str, list[tuple[float, str]]]] = {}
     for i in np.flatnonzero(table.value > 0):
-        if table.metric.vocab[table.metric.codes[i]] != METRIC:
+        if table.metric.vocab[table.metric.codes[i]] != metric:
+            continue
+        if table.family.vocab[table.family.codes[i]] != family:
             continue
         bench = table.bench_name.vocab[table.bench_name.codes[i]]
         if bench not in known or table.scenario.vocab[table.scenario.codes[i]] != scenario:
@@ -83,10 +107,14 @@ def references(table: ObservationTable, scenario: str) -> list[Reference]:
             continue
         stack = table.stacks.get(table.stack.vocab[table.stack.codes[i]])
         framework = (stack.framework if stack else None) or "unknown"
-        count = max(1.0, float(table.count[i]))
+        count = max(1.0, float(table.count[i])) if per_count else 1.0
+        value = float(table.value[i])
         rnd = table.round.vocab[table.round.codes[i]]
         groups.setdefault((bench, acc, framework), {}).setdefault(rnd, []).append(
-            (float(table.value[i]) / count, table.stack.vocab[table.stack.codes[i]])
+            (
+                scale * (1.0 / value if invert else value) / count,
+                table.stack.vocab[table.stack.codes[i]],
+            )
         )
     out = []
     for (bench, acc, framework), by_round in groups.items():
@@ -186,24 +214,27 @@ class Moved:
     references: list[tuple[Reference, float]]
 
 
-def points(refs: list[Reference]) -> list[tuple[Reference, Workload, Point]]:
-    """The references whose work the proxy can count (a published peak and bandwidth)."""
+def points(
+    refs: list[Reference], work_of: WorkOf | None = None
+) -> list[tuple[Reference, Work, Point]]:
+    """The references whose work the proxy can count (a published peak and bandwidth);
+    ``work_of`` (benchmark, accelerator) -> its work, the LLMs' ``benchmark_work`` by default."""
     out = []
     for ref in refs:
-        work = benchmark_work(ref.benchmark, ref.accelerator)
+        work = (work_of or benchmark_work)(ref.benchmark, ref.accelerator)
         if work is not None:
             point = Point(work.flop_seconds, work.byte_seconds, ref.value, work.link_seconds)
             out.append((ref, work, point))
     return out
 
 
-def prior_efficiency(refs: list[Reference]) -> Efficiency:
+def prior_efficiency(refs: list[Reference], work_of: WorkOf | None = None) -> Efficiency:
     """The efficiencies that fit every reference on every part at once (the shrinkage target).
 
     Raises:
         InvalidInput: no reference with countable work.
     """
-    got = [p for _, _, p in points(refs)]
+    got = [p for _, _, p in points(refs, work_of)]
     if not got:
         names = sorted({f"{r.benchmark} on {r.accelerator}" for r in refs})[:5]
         raise InvalidInput(
@@ -214,11 +245,15 @@ def prior_efficiency(refs: list[Reference]) -> Efficiency:
 
 
 def proxy_value(
-    target: Workload, refs: list[Reference], prior: Efficiency, strength: float
+    target: Work,
+    refs: list[Reference],
+    prior: Efficiency,
+    strength: float,
+    work_of: WorkOf | None = None,
 ) -> Moved | None:
     """The target's throughput per accelerator from ``refs`` (one part), or None without any:
     the part's efficiencies fitted to them, shrunk toward ``prior`` by ``strength``."""
-    got = points(refs)
+    got = points(refs, work_of)
     if not got:
         return None
     eff = fit_efficiency([p for _, _, p in got], prior, strength)

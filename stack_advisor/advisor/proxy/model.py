@@ -25,6 +25,8 @@ MAX_PARAMS = 1e13
 MAX_LAYERS = 1000
 MAX_WIDTH = 1_000_000
 ARCHITECTURES = ("dense", "moe", "cnn")
+MAX_FLOPS_PER_SAMPLE = 1e16
+MAX_TRAIN_TOKENS = 1e15
 PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": 0.5}
 
 
@@ -337,6 +339,62 @@ def read_model_file(path: str | Path) -> dict[str, Any]:
     return {"name": stem, **data}
 
 
+@dataclass(frozen=True)
+class Described:
+    """A vision model's or training run's work as published: FLOPs of one unit, its source."""
+
+    name: str
+    kind: str  # "vision" or "training"
+    flops: float  # a vision sample's forward FLOPs; a training run's total FLOPs
+    parameters: float
+    source: str
+    note: str = ""
+
+
+def described_flops(data: dict[str, Any], where: str) -> Described:
+    """A user's vision model or training run from its fields: ``flops_per_sample`` (a CNN), or
+    ``parameters`` with ``train_tokens`` (or ``train_samples`` x ``sequence_length``) and
+    optionally ``flops_per_token`` (6; 4 for LoRA).
+
+    Raises:
+        InvalidInput: a field missing, not a number, or out of range (named).
+    """
+    name = str(data.get("name") or "model")
+    params = _number(data, "parameters", where, 1e3, 1e13)
+    if "flops_per_sample" in data:
+        flops = _number(data, "flops_per_sample", where, 1e3, MAX_FLOPS_PER_SAMPLE)
+        return Described(name, "vision", flops, params, where)
+    if "train_tokens" in data:
+        tokens = _number(data, "train_tokens", where, 1.0, MAX_TRAIN_TOKENS)
+    elif "train_samples" in data:
+        samples = _number(data, "train_samples", where, 1.0, MAX_TRAIN_TOKENS)
+        tokens = samples * _number(data, "sequence_length", where, 1.0, 1e7)
+    else:
+        raise InvalidInput(
+            f"{where}: flops_per_sample (a vision model) or train_tokens / train_samples "
+            "(a training run) is missing"
+        )
+    per_token = (
+        _number(data, "flops_per_token", where, 2.0, 8.0) if "flops_per_token" in data else 6.0
+    )
+    return Described(name, "training", per_token * params * tokens, params, where)
+
+
+def _number(data: dict[str, Any], field: str, where: str, low: float, high: float) -> float:
+    value = data.get(field)
+    if value is None:
+        raise InvalidInput(f"{where}: {field} is missing")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{where}: {field} = {value!r} is not a number") from None
+    if isinstance(value, bool) or not math.isfinite(number) or not low <= number <= high:
+        raise InvalidInput(
+            f"{where}: {field} = {value!r} is out of range (expected {low:g}..{high:g})"
+        )
+    return number
+
+
 def model_from_mapping(
     data: dict[str, Any], *, where: str = "workload.model", family: str = "mlperf-inference"
 ) -> ModelSpec:
@@ -353,6 +411,9 @@ def model_from_mapping(
         raise InvalidInput(f"{where}: name is missing (what to call the model in answers)")
     if set(data) <= {"name"}:
         return from_catalogue(name, family)
+    if "train_tokens" in data or "train_samples" in data:  # a training run (samples.py)
+        run = described_flops(data, where)
+        return ModelSpec(name, "dense", run.parameters, run.parameters, where)
     if "architecture" in data or "parameters" in data:
         return from_short_yaml(data, name=name, where=where)
     return from_hf_config(data, name=name, where=where)

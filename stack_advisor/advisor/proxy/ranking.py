@@ -10,6 +10,7 @@ from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.proxy.answer import ProxyAnswer, proxy_answers
 from stack_advisor.advisor.proxy.estimate import benchmark_traffic
 from stack_advisor.advisor.proxy.model import ModelSpec, catalogue_configs, model_from_mapping
+from stack_advisor.advisor.proxy.sample_answer import flops_described, sample_recommendations
 from stack_advisor.advisor.results import (
     Basis,
     Candidate,
@@ -166,7 +167,18 @@ def answered_by_proxy(knowledge: Knowledge, workload: Workload) -> bool:
 
 def by_proxy(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSet | None:
     """``recommend``'s hook: the proxy's answer for a described model or a catalogued LLM the
-    knowledge base has no results for; None for everything else."""
+    knowledge base has no results for; None for everything else. A vision model
+    (``flops_per_sample``) or a training run (family mlperf-training) is answered by
+    ``sample_answer``."""
+    if isinstance(workload.model, dict) and flops_described(workload.model, workload.family):
+        return sample_recommendations(
+            knowledge.table,
+            workload.model,
+            workload.model_dump(mode="json", exclude_none=True),
+            scenario=workload.scenario or "Offline",
+            allows=workload.hardware.allows,
+            top=top,
+        )
     known = knowledge.index.benchmarks(workload.family)
     spec = described_model(workload.model, workload.benchmark, known, workload.family)
     if spec is None:

@@ -20,6 +20,8 @@ from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.proxy.efficiency import Efficiency
 from stack_advisor.advisor.proxy.estimate import (
     Reference,
+    Workload,
+    WorkOf,
     benchmark_work,
     points,
     prior_efficiency,
@@ -27,7 +29,15 @@ from stack_advisor.advisor.proxy.estimate import (
     references,
 )
 from stack_advisor.advisor.proxy.indicators import pi_factors
-from stack_advisor.advisor.proxy.model import catalogue_configs
+from stack_advisor.advisor.proxy.model import catalogue_configs, from_catalogue
+from stack_advisor.advisor.proxy.samples import (
+    training_model_of,
+    training_runs,
+    training_work,
+    vision_model_of,
+    vision_models,
+    vision_work,
+)
 
 # how strongly a part's efficiencies are held to the prior (one unit: like one reference a tenth
 # of a decade off); chosen per fit by held-out error
@@ -80,70 +90,109 @@ def model_of(benchmark: str) -> str:
     return catalogue_configs()[benchmark][1]
 
 
+def _active_params(benchmark: str) -> float:
+    return from_catalogue(benchmark).active_params
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What is estimated by proxy: how a benchmark's work is counted (``work_of``), which
+    benchmarks share a model (held out together), and the size the baseline scales by."""
+
+    name: str
+    work_of: WorkOf
+    model_of: Callable[[str], str]
+    size: Callable[[str], float]
+
+
+LLM = Kind("LLM serving", benchmark_work, model_of, _active_params)
+VISION = Kind("vision", vision_work, vision_model_of, lambda b: vision_models()[b].flops)
+TRAINING = Kind("training", training_work, training_model_of, lambda b: training_runs()[b].flops)
+
+
 def _predict_all(
-    refs: list[Reference], strength: float, held: str, pi: PiFactors | None = None
+    refs: list[Reference],
+    strength: float,
+    held: str,
+    pi: PiFactors | None = None,
+    kind: Kind = LLM,
 ) -> list[HeldOut]:
     """Predictions for every reference of the model ``held`` from the other models' refs on
     the same part and framework (any framework of the part when it has none)."""
     pool: dict[tuple[str, str], list[Reference]] = defaultdict(list)
     by_part: dict[str, list[Reference]] = defaultdict(list)
-    rest = [r for r in refs if model_of(r.benchmark) != held]
-    if not points(rest):  # the held-out model is the only one with countable work
+    rest = [r for r in refs if kind.model_of(r.benchmark) != held]
+    if not points(rest, kind.work_of):  # the held-out model is the only one with countable work
         return []
     for r in rest:
         pool[(r.accelerator, r.framework)].append(r)
         by_part[r.accelerator].append(r)
-    prior = prior_efficiency(rest)
+    prior = prior_efficiency(rest, kind.work_of)
     out = []
     for r in refs:
-        if model_of(r.benchmark) != held:
+        if kind.model_of(r.benchmark) != held:
             continue
-        target = benchmark_work(r.benchmark, r.accelerator)
+        target = kind.work_of(r.benchmark, r.accelerator)
         candidates = pool.get((r.accelerator, r.framework)) or by_part.get(r.accelerator, [])
         if target is None or not candidates:
             continue
-        part_prior = prior.scaled(*pi(r.accelerator, target.precision)) if pi else prior
-        got = proxy_value(target, candidates, part_prior, strength)
+        part_prior = prior
+        if pi and isinstance(target, Workload):  # indicators are read at an LLM's precision
+            part_prior = prior.scaled(*pi(r.accelerator, target.precision))
+        got = proxy_value(target, candidates, part_prior, strength, kind.work_of)
         if got is not None:
             out.append(HeldOut(r.benchmark, r.accelerator, r.framework, r.value, got.value))
     return out
 
 
-def choose_strength(refs: list[Reference], pi: PiFactors | None = None) -> float:
+def choose_strength(refs: list[Reference], pi: PiFactors | None = None, kind: Kind = LLM) -> float:
     """The strength with the least median |log error| over leave-one-model-out of ``refs``."""
-    models = sorted({model_of(r.benchmark) for r in refs})
+    models = sorted({kind.model_of(r.benchmark) for r in refs})
 
     def score(strength: float) -> float:
-        errors = [abs(h.log_error) for m in models for h in _predict_all(refs, strength, m, pi)]
+        errors = [
+            abs(h.log_error) for m in models for h in _predict_all(refs, strength, m, pi, kind)
+        ]
         return float(np.median(errors)) if errors else math.inf
 
     return min(STRENGTHS, key=score)
 
 
-def fit(refs: list[Reference]) -> Fit:
+def fit(refs: list[Reference], kind: Kind = LLM) -> Fit:
     """The prior and strength over all of ``refs`` and the spread of held-out errors (each
     model's errors with what was learned without it)."""
-    errors = [h.log_error for h in leave_one_model_out(refs, intervals=False)]
+    errors = [h.log_error for h in leave_one_model_out(refs, intervals=False, kind=kind)]
     q10, q90 = (
         (float(np.quantile(errors, 0.1)), float(np.quantile(errors, 0.9)))
         if errors
         else (-math.log(2.0), math.log(2.0))
     )
-    models = len({model_of(r.benchmark) for r in refs})
-    return Fit(prior_efficiency(refs), choose_strength(refs), q10, q90, models, len(errors))
+    models = len({kind.model_of(r.benchmark) for r in refs})
+    return Fit(
+        prior_efficiency(refs, kind.work_of),
+        choose_strength(refs, kind=kind),
+        q10,
+        q90,
+        models,
+        len(errors),
+    )
 
 
 def leave_one_model_out(
-    refs: list[Reference], *, intervals: bool = True, pi: PiFactors | None = None
+    refs: list[Reference],
+    *,
+    intervals: bool = True,
+    pi: PiFactors | None = None,
+    kind: Kind = LLM,
 ) -> list[HeldOut]:
     """Every model held out in turn; with ``intervals``, each held-out prediction carries the
     80% interval from the other models' held-out errors. ``pi`` moves each part's prior by its
     performance indicators (``indicators.pi_factors``)."""
-    models = sorted({model_of(r.benchmark) for r in refs})
+    models = sorted({kind.model_of(r.benchmark) for r in refs})
     per_model: dict[str, list[HeldOut]] = {}
     for m in models:
-        rest = [r for r in refs if model_of(r.benchmark) != m]
-        per_model[m] = _predict_all(refs, choose_strength(rest, pi), m, pi)
+        rest = [r for r in refs if kind.model_of(r.benchmark) != m]
+        per_model[m] = _predict_all(refs, choose_strength(rest, pi, kind), m, pi, kind)
     if not intervals:
         return [h for hs in per_model.values() for h in hs]
     out = []
@@ -160,14 +209,14 @@ def leave_one_model_out(
     return out
 
 
-def summary(held: list[HeldOut]) -> dict[str, float]:
+def summary(held: list[HeldOut], kind: Kind = LLM) -> dict[str, float]:
     """MAPE, median APE, 80% coverage and counts of held-out predictions."""
     if not held:
         return {"n": 0}
     apes = np.array([h.ape for h in held])
     return {
         "n": len(held),
-        "models": len({model_of(h.benchmark) for h in held}),
+        "models": len({kind.model_of(h.benchmark) for h in held}),
         "mape": float(apes.mean()),
         "median_ape": float(np.median(apes)),
         "coverage": float(np.mean([h.covered for h in held])),
@@ -191,22 +240,26 @@ def validate(
     return held, summary(held)
 
 
-def baseline(refs: list[Reference]) -> list[HeldOut]:
+def baseline(refs: list[Reference], kind: Kind = LLM) -> list[HeldOut]:
     """The simplest proxy on the same rows, to judge the model against: each held-out result
     is the nearest model's (active parameters, same part and framework pool) scaled by the
     ratio of active parameters; its interval from the other models' errors likewise."""
     per_model: dict[str, list[HeldOut]] = defaultdict(list)
     for r in refs:
-        held = model_of(r.benchmark)
-        target = benchmark_work(r.benchmark, r.accelerator)
-        rest = [c for c in refs if model_of(c.benchmark) != held and c.accelerator == r.accelerator]
+        held = kind.model_of(r.benchmark)
+        target = kind.work_of(r.benchmark, r.accelerator)
+        rest = [
+            c for c in refs if kind.model_of(c.benchmark) != held and c.accelerator == r.accelerator
+        ]
         pool = [c for c in rest if c.framework == r.framework] or rest
-        works = [(c, w) for c in pool if (w := benchmark_work(c.benchmark, c.accelerator))]
-        if target is None or not works:
+        sized = [
+            (c, kind.size(c.benchmark)) for c in pool if kind.work_of(c.benchmark, c.accelerator)
+        ]
+        if target is None or not sized:
             continue
-        active = target.model.active_params
-        c, w = min(works, key=lambda cw: abs(math.log(active / cw[1].model.active_params)))
-        value = c.value * w.model.active_params / active
+        active = kind.size(r.benchmark)
+        c, size = min(sized, key=lambda cs: abs(math.log(active / cs[1])))
+        value = c.value * size / active
         per_model[held].append(HeldOut(r.benchmark, r.accelerator, r.framework, r.value, value))
     out = []
     for m, held_out in per_model.items():
