@@ -9,7 +9,9 @@ rebuilt when the store's generation moves, so stale evidence is never served sil
 persisted on disk (``stack_advisor.advisor.knowledge.table_file``, keyed by store and generation;
 ``stack_advisor.advisor.estimate.calibration_file``, the index's calibration keyed by the table's
 content) in the folders it is given (``CacheFolders``: the CLI and the API build them from the
-environment), so a fresh CLI process neither rereads the store nor replays its history.
+environment), so a fresh CLI process neither rereads the store nor replays its history. The verbs
+other than ``recommend`` (predict, compare, evaluate) are imported by their methods: a CLI call
+answers one.
 """
 
 from __future__ import annotations
@@ -41,14 +43,6 @@ from stack_advisor.advisor.results import (
     Regression,
 )
 from stack_advisor.advisor.snapshot import Knowledge, known_failures
-from stack_advisor.advisor.verbs import compare as compare_verb
-from stack_advisor.advisor.verbs import evaluate as evaluate_verb
-from stack_advisor.advisor.verbs.compare_requests import (
-    RegressionsRequest,
-    StackComparisonRequest,
-    StackRankingRequest,
-)
-from stack_advisor.advisor.verbs.predict import predict
 from stack_advisor.advisor.verbs.recommend import recommend
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.runtime import progress
@@ -196,6 +190,7 @@ class Advisor:
         slices = prepared.slices if prepared is not None else None
         index = EvidenceIndex(table, overheads, self.transfer_method, slices=slices)
         if self.persist_calibration and table.n:
+            index.round_drift.shelf = calibration_file.PriorFile(table, folder)
             if prepared is None:
                 start = time.perf_counter()
                 with progress.phase("calibrating the intervals on the knowledge base's history"):
@@ -283,6 +278,8 @@ class Advisor:
         Raises:
             InvalidInput: a malformed query (the message names queries.N.field).
         """
+        from stack_advisor.advisor.verbs.predict import predict
+
         with _one_thread():
             return predict(self.knowledge(), queries)
 
@@ -303,6 +300,9 @@ class Advisor:
         metric: str | None = None,
         family: str = "mlperf-inference",
     ) -> Comparison:
+        from stack_advisor.advisor.verbs import compare as compare_verb
+        from stack_advisor.advisor.verbs.compare_requests import StackComparisonRequest
+
         request = StackComparisonRequest(
             stack_a=stack_a,
             stack_b=stack_b,
@@ -324,6 +324,9 @@ class Advisor:
         family: str = "mlperf-inference",
         division: str = "closed",
     ) -> list[dict[str, Any]]:
+        from stack_advisor.advisor.verbs import compare as compare_verb
+        from stack_advisor.advisor.verbs.compare_requests import StackRankingRequest
+
         request = StackRankingRequest(
             family=family,
             benchmark=benchmark,
@@ -343,6 +346,9 @@ class Advisor:
         alpha: float = 0.05,
         min_count: int = 3,
     ) -> list[Regression]:
+        from stack_advisor.advisor.verbs import compare as compare_verb
+        from stack_advisor.advisor.verbs.compare_requests import RegressionsRequest
+
         request = RegressionsRequest(
             component=component,
             accelerator=accelerator,
@@ -363,6 +369,8 @@ class Advisor:
         """Accuracy of ``predict`` on held-out published results
         (``stack_advisor.advisor.verbs.evaluate``); ``transfer_method``: another than this advisor's
         (the accuracy report's challenger)."""
+        from stack_advisor.advisor.verbs import evaluate as evaluate_verb
+
         with _one_thread():
             return evaluate_verb.evaluate(
                 self.table(),

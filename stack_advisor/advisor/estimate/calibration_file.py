@@ -20,6 +20,11 @@ overheads. Those name rows by position, so they are trusted only for a table who
 inputs (the columns they read, in row order: ``layout_digest``) are the ones they were computed
 from; another table of the same content (rows in another order) reuses the calibration and
 recomputes them.
+
+The round drift's learned prior (``drift_prior.PriorState``: its steps in the order collected and
+its band's scales) is kept in a file of its own beside it (``PriorFile``), learned on the first
+answer that carries evidence between rounds: its steps follow the slices' order and the system
+column, so its key holds those (``prior_digest``) as well as the table's content and the code.
 """
 
 from __future__ import annotations
@@ -29,11 +34,13 @@ import json
 import logging
 import zipfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.drift_prior import PriorState
 from stack_advisor.advisor.estimate.query import Calibration, PoolKey, SliceKey
 from stack_advisor.advisor.estimate.transfer import TransferModel
 from stack_advisor.advisor.knowledge.cache_folders import CALIBRATION_CACHE_ENV
@@ -240,3 +247,69 @@ def _prune(folder: Path) -> None:
     files = sorted(folder.glob("calibration-*.npz"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in files[KEEP:]:
         old.unlink(missing_ok=True)
+
+
+PRIOR_FORMAT = 1
+
+
+def prior_digest(table: ObservationTable) -> str:
+    """The drift prior's key: format, the code's digest, the table's content and row layout
+    (``layout_digest``), and its system column (a step pairs parts of one system class)."""
+    if not table.digest:
+        table.digest = content_digest(table)
+    digest = hashlib.sha256(
+        f"drift-prior-v{PRIOR_FORMAT}:{code_digest()}:{table.digest}:{layout_digest(table)}".encode()
+    )
+    digest.update(json.dumps(table.system.vocab, default=str).encode())
+    digest.update(np.ascontiguousarray(table.system.codes, dtype=np.int32).tobytes())
+    return digest.hexdigest()[:32]
+
+
+@dataclass
+class PriorFile:
+    """The round drift's prior of ``table`` kept in ``folder`` (``drift_prior.PriorShelf``):
+    JSON (floats as Python writes them back exactly), written to a temporary file and renamed,
+    the newest ``KEEP`` kept; a missing, foreign or unreadable file is learned over."""
+
+    table: ObservationTable
+    folder: Path | None
+
+    @cached_property
+    def path(self) -> Path | None:
+        return (
+            None
+            if self.folder is None
+            else self.folder / f"drift-prior-{prior_digest(self.table)}.json"
+        )
+
+    def load(self) -> PriorState | None:
+        path = self.path
+        if path is None:
+            return None
+        try:
+            data = json.loads(path.read_bytes())
+            if data.get("key") != path.stem:
+                return None
+            steps = tuple(
+                (str(k), str(g), str(a), str(v), float(new), float(value))
+                for k, g, a, v, new, value in data["steps"]
+            )
+            return PriorState(steps, {str(g): float(x) for g, x in data["scale"].items()})
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("ignoring the unreadable drift prior %s (%s)", path, type(exc).__name__)
+            return None
+
+    def save(self, state: PriorState) -> None:
+        path = self.path
+        if path is None:
+            return
+        text = json.dumps({"key": path.stem, "steps": state.steps, "scale": state.scale})
+        try:
+            write_atomically(path, lambda handle: handle.write(text.encode()))
+            files = sorted(path.parent.glob("drift-prior-*.json"), key=lambda p: p.stat().st_mtime)
+            for old in files[:-KEEP]:
+                old.unlink(missing_ok=True)
+        except OSError as exc:
+            log.warning("could not persist the drift prior in %s: %s", path.parent, exc)

@@ -43,6 +43,7 @@ from stack_advisor.advisor.estimate.drift_prior import (
     Drift,
     DriftIndex,
     DriftPrior,
+    PriorShelf,
     age_bucket,
     benchmark_group,
     metric_kind,
@@ -88,8 +89,11 @@ def system_class(table: ObservationTable, row: int) -> tuple[int, bool]:
 class RoundDrift:
     """The drift of one index's table: per-slice pairs, the prior, carrying and forecasting."""
 
-    def __init__(self, index: DriftIndex) -> None:
+    def __init__(self, index: DriftIndex, shelf: PriorShelf | None = None) -> None:
+        """``shelf``: where the prior of this table is kept between processes (None: learned
+        in each)."""
         self.index = index
+        self.shelf = shelf
         self._cells: dict[SliceKey, dict[tuple[str, int, bool], dict[float, float]]] = {}
         self._rounds: dict[SliceKey, list[float]] = {}
         self._first: dict[tuple[str, ...], float] | None = None
@@ -101,7 +105,7 @@ class RoundDrift:
     @property
     def prior(self) -> DriftPrior:
         if self._prior is None:
-            self._prior = DriftPrior(self)
+            self._prior = DriftPrior.kept(self, self.shelf)
         return self._prior
 
     def cells(self, key: SliceKey) -> dict[tuple[str, int, bool], dict[float, float]]:
@@ -157,8 +161,12 @@ class RoundDrift:
         return sum(1 for r in self._held.get(key[:2], []) if r < at)
 
     def rounds(self, key: SliceKey) -> list[float]:
+        """The published rounds the slice holds (those of its ``cells``, read off its rows
+        without grouping them: ``age_count`` asks it of every slice)."""
         if key not in self._rounds:
-            self._rounds[key] = sorted({r for c in self.cells(key).values() for r in c})
+            every = list(self.index.slices.get(key, {}).values())
+            held = self.index.round_no[np.concatenate(every)] if every else np.empty(0)
+            self._rounds[key] = [float(r) for r in np.unique(held[held > 0])]
         return self._rounds[key]
 
     def reference_rounds(self, key: SliceKey, rows: np.ndarray) -> dict[float, int]:

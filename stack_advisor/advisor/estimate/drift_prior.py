@@ -52,6 +52,30 @@ class PriorSource(Protocol):
     def age_count(self, key: SliceKey, at: float) -> int: ...
 
 
+# (kind, group, age bucket, vendor, new round number, per-round log improvement)
+Step = tuple[str, str, str, str, float, float]
+
+
+@dataclass(frozen=True)
+class PriorState:
+    """What a learned prior is (its steps in the order collected, its band's scales per group):
+    a function of the table, persisted beside the calibration
+    (``stack_advisor.advisor.estimate.calibration_file.PriorFile``) so that a fresh process does
+    not pair every slice's rounds again."""
+
+    steps: tuple[Step, ...]
+    scale: dict[str, float]
+
+
+class PriorShelf(Protocol):
+    """Where a prior is kept between processes: ``load`` gives the state persisted for this
+    table (None: none yet, off, unreadable), ``save`` keeps one."""
+
+    def load(self) -> PriorState | None: ...
+
+    def save(self, state: PriorState) -> None: ...
+
+
 @dataclass(frozen=True)
 class Drift:
     """A value multiplier from round ``old`` to ``new`` with its 80% band (log p10/p90 of the
@@ -137,13 +161,32 @@ class DriftPrior:
     by (metric kind, group, age, vendor) with coarser fallbacks within the kind, and the band's
     calibrated scale."""
 
-    def __init__(self, drift: PriorSource) -> None:
+    def __init__(self, drift: PriorSource, state: PriorState | None = None) -> None:
+        """Learned from ``drift``'s slices, or restored from ``state`` (learned earlier from the
+        same table: the same steps in the same order, the same scales)."""
         self.drift = drift
-        # (kind, group, age bucket, vendor, new round number, per-round log improvement)
-        self.steps: list[tuple[str, str, str, str, float, float]] = []
-        self._collect()
         self._cache: dict[tuple[str, str, str, str, float], Cell] = {}
+        self.steps: list[Step] = []
+        if state is not None:
+            self.steps = list(state.steps)
+            self.scale = dict(state.scale)
+            return
+        self._collect()
         self.scale = self._calibrate()
+
+    @classmethod
+    def kept(cls, drift: PriorSource, shelf: PriorShelf | None) -> DriftPrior:
+        """The prior of ``drift``'s table: restored from ``shelf`` when it holds one, else
+        learned and put there."""
+        state = shelf.load() if shelf is not None else None
+        prior = cls(drift, state)
+        if shelf is not None and state is None:
+            shelf.save(prior.state())
+        return prior
+
+    def state(self) -> PriorState:
+        """What ``DriftPrior(drift, state)`` restores this prior from."""
+        return PriorState(tuple(self.steps), dict(self.scale))
 
     def _collect(self) -> None:
         idx = self.drift.index
