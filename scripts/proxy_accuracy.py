@@ -140,6 +140,32 @@ def _hours(held):  # type: ignore[no-untyped-def]
     ]
 
 
+OTHER_INTRO = [
+    "",
+    "### Vision models and MLPerf Training, each model held out",
+    "",
+    "Described by their published work (stack_advisor/advisor/proxy/workloads.yaml, each "
+    "figure with its source): a vision sample by MLCommons' FLOPs per sample (resnet50, "
+    "3d-unet, stable-diffusion-xl; retinanet publishes none and is not estimated), a training "
+    "run by flops_per_token x parameters x the tokens of MLCommons' reference convergence "
+    "points (gpt3, llama31_405b, llama2_70b_lora, bert). One compute efficiency per part, "
+    "fitted to the other models' results there and shrunk toward every part's, as for LLMs; "
+    "the baseline is the nearest model's figure on the part scaled by the work ratio.",
+    "",
+]
+OTHER_OUTRO = [
+    "",
+    "Vision misses by far: MLCommons' FLOPs per sample do not count one LoadGen sample alike "
+    "for every model. By them, resnet50 reaches about 17% of an H100's INT8 peak and "
+    "stable-diffusion-xl about 0.2%, 3d-unet about 0.1% of an A100's, so no per-part "
+    "efficiency carries from one model to another (SDXL's figure is presumably one UNet "
+    "pass, not its denoising steps; 3d-unet's one window, not a whole KiTS volume: "
+    "neither is published per sample). Training is nearer (median 33.6%, coverage 0.54): "
+    "the tokens to train are the reference's at its smallest batch, while submitters "
+    "train at larger ones.",
+]
+
+
 def other_families(table) -> tuple[list[str], list[str]]:  # type: ignore[no-untyped-def]
     """Vision (samples/s, Offline and Server) and MLPerf Training (accelerator-hours to train),
     each benchmark's model held out in turn, with the baseline on the same rows."""
@@ -177,31 +203,7 @@ def other_families(table) -> tuple[list[str], list[str]]:  # type: ignore[no-unt
                 else "no held-out rows"
             )
         )
-    text = [
-        "",
-        "### Vision models and MLPerf Training, each model held out",
-        "",
-        "Described by their published work (stack_advisor/advisor/proxy/workloads.yaml, each "
-        "figure with its source): a vision sample by MLCommons' FLOPs per sample (resnet50, "
-        "3d-unet, stable-diffusion-xl; retinanet publishes none and is not estimated), a training "
-        "run by flops_per_token x parameters x the tokens of MLCommons' reference convergence "
-        "points (gpt3, llama31_405b, llama2_70b_lora, bert). One compute efficiency per part, "
-        "fitted to the other models' results there and shrunk toward every part's, as for LLMs; "
-        "the baseline is the nearest model's figure on the part scaled by the work ratio.",
-        "",
-        *rows,
-        *per_bench,
-        "",
-        "Vision misses by far: MLCommons' FLOPs per sample do not count one LoadGen sample alike "
-        "for every model. By them, resnet50 reaches about 17% of an H100's INT8 peak and "
-        "stable-diffusion-xl about 0.2%, 3d-unet about 0.1% of an A100's, so no per-part "
-        "efficiency carries from one model to another (SDXL's figure is presumably one UNet "
-        "pass, not its denoising steps; 3d-unet's one window, not a whole KiTS volume: "
-        "neither is published per sample). Training is nearer (median 33.6%, coverage 0.54): "
-        "the tokens to train are the reference's at its smallest batch, while submitters "
-        "train at larger ones.",
-    ]
-    return text, goals
+    return [*OTHER_INTRO, *rows, *per_bench, *OTHER_OUTRO], goals
 
 
 def _compare(table, scenario: str, refs, held) -> list[str]:  # type: ignore[no-untyped-def]
