@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -27,6 +25,9 @@ from stack_advisor.advisor.manifests.target_kind import SnippetTarget
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import PlacementKind
 from stack_advisor.store.base import validation_message
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 MLPERF_INFERENCE = "mlperf-inference"
 MLPERF_TRAINING = "mlperf-training"
@@ -83,6 +84,8 @@ class FrameworkConstraint(_Spec):
     def _specifier(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # a constraint's only
+
         try:
             SpecifierSet(value)
         except InvalidSpecifier:
@@ -93,6 +96,8 @@ class FrameworkConstraint(_Spec):
 
     @property
     def specifier(self) -> SpecifierSet:
+        from packaging.specifiers import SpecifierSet
+
         return SpecifierSet(self.version or "")
 
     @classmethod
@@ -400,6 +405,8 @@ class Workload(_Spec):
     @classmethod
     def from_text(cls, text: str, *, where: str = "workload") -> Workload:
         """Parse YAML or JSON text (JSON is YAML)."""
+        import yaml  # a workload file's only: flags need no parser
+
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
