@@ -101,6 +101,7 @@ class RoundDrift:
         self._owners: dict[SliceKey, tuple[np.ndarray, np.ndarray]] = {}
         self._systems: dict[tuple[int, int], tuple[int, bool]] = {}
         self._prior: DriftPrior | None = None
+        self._pairs: dict[tuple[SliceKey, float, float], list[tuple[str, float]]] = {}
 
     @property
     def prior(self) -> DriftPrior:
@@ -192,12 +193,16 @@ class RoundDrift:
         return dict(out)
 
     def pairs(self, key: SliceKey, old: float, new: float) -> list[tuple[str, float]]:
-        """(accelerator, log value ratio new/old) of each system class in both rounds."""
-        return [
-            (cell[0], math.log(by[new] / by[old]))
-            for cell, by in self.cells(key).items()
-            if old in by and new in by and by[old] > 0
-        ]
+        """(accelerator, log value ratio new/old) of each system class in both rounds (kept:
+        every candidate of a slice asks the same; callers do not change the list)."""
+        memo = (key, old, new)
+        if memo not in self._pairs:
+            self._pairs[memo] = [
+                (cell[0], math.log(by[new] / by[old]))
+                for cell, by in self.cells(key).items()
+                if old in by and new in by and by[old] > 0
+            ]
+        return self._pairs[memo]
 
     def between(self, q: Query, old: float, new: float) -> Drift | None:
         """The drift of the query's slice from round ``old`` to ``new`` (``new`` may be beyond
