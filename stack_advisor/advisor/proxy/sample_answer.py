@@ -32,6 +32,10 @@ from stack_advisor.advisor.results import (
 from stack_advisor.schema.errors import NotFound
 from stack_advisor.schema.models import PlacementKind, SoftwareStack
 
+# A proxy whose held-out errors span more than this at 80% gives no figure: an interval wider than
+# an order of magnitude answers nothing a platform team could act on.
+MAX_SPREAD = 10.0
+
 
 def flops_described(model: Any, family: str) -> bool:
     """Whether a workload's model object is a vision model (``flops_per_sample``) or a
@@ -73,6 +77,15 @@ def sample_recommendations(
             "described model to estimate it by proxy from"
         )
     learned = fit(refs, kind)
+    spread = math.exp(learned.q90 - learned.q10)
+    if spread > MAX_SPREAD:
+        raise NotFound(
+            f"model {spec.name!r}: no {kind.name} figure by proxy - the described models held "
+            f"out in turn ({learned.held_out} results) came back within a {spread:,.0f}-fold "
+            f"band at 80% (more than {MAX_SPREAD:g}-fold): their published work per "
+            f"{'run' if training else 'sample'} does not carry from one model to another "
+            "(docs/accuracy.md, the proxy section)"
+        )
     pools: dict[tuple[str, str], list[Reference]] = defaultdict(list)
     for r in refs:
         pools[(r.accelerator, r.framework)].append(r)
