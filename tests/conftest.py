@@ -13,8 +13,8 @@ import pytest
 
 from stack_advisor.store.base import Store
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import seed_store
 from tests.support.ci import IN_CI
+from tests.support.starter_kb import copy_starter_kb, make_starter_kb
 from tests.support.stores import (
     GRAPH_BACKENDS,
     EmbeddedCreator,
@@ -144,14 +144,19 @@ def local_neo4j() -> Iterator[Any]:
     server.remove()
 
 
-# The starter knowledge base in a real embedded store, seeded once per session, and an Advisor
-# over it (the advisor, API and web tests).
+# The starter knowledge base: its store file made once per session (tests/support/starter_kb.py;
+# never opened: copy it with copy_starter_kb for a store of your own), a real embedded store over
+# one copy, and an Advisor over that (the advisor, API and web tests).
 
 
 @pytest.fixture(scope="session")
-def mlperf_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    store = open_store(f"embedded:{tmp_path_factory.mktemp('mlperf-kb') / 'kb'}")
-    seed_store(store)
+def starter_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_starter_kb(tmp_path_factory.mktemp("starter-kb"))
+
+
+@pytest.fixture(scope="session")
+def mlperf_store(tmp_path_factory: pytest.TempPathFactory, starter_kb: Path) -> Iterator[Store]:
+    store = open_store(copy_starter_kb(starter_kb, tmp_path_factory.mktemp("mlperf-kb") / "kb"))
     yield store
     store.close()
 

@@ -70,15 +70,14 @@ def recorded() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def golden_advisor(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """An advisor over a store of its own, seeded with the starter KB and never written to, so
-    the answers' store generation is the recording's whatever other tests wrote to theirs."""
+def golden_advisor(tmp_path_factory: pytest.TempPathFactory, starter_kb: Path) -> Any:
+    """An advisor over a store of its own, a copy of the starter KB never written to, so the
+    answers' store generation is the recording's whatever other tests wrote to theirs."""
     from stack_advisor.advisor.engine import Advisor
     from stack_advisor.store.registry import open_store
-    from stack_advisor.store.starter import seed_store
+    from tests.support.starter_kb import copy_starter_kb
 
-    store = open_store(f"embedded:{tmp_path_factory.mktemp('golden-kb') / 'kb'}")
-    seed_store(store)
+    store = open_store(copy_starter_kb(starter_kb, tmp_path_factory.mktemp("golden-kb") / "kb"))
     advisor = Advisor(store)
     advisor.warm()
     yield advisor

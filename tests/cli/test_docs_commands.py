@@ -190,20 +190,20 @@ def _models(work: Path) -> None:
 
 @pytest.mark.slow
 def test_docs_code_blocks_run_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    starter_kb: Path,
 ) -> None:
     """On the starter knowledge base, from a folder laid out as the docs assume (the plan the
     deploy guide writes as my-plan.yaml / cpu-plan.yaml: the sample plan; the proxy guide's
     models)."""
-    from stack_advisor.store.registry import open_store
-    from stack_advisor.store.starter import seed_store
+    from tests.support.starter_kb import copy_starter_kb
 
     commands = _runnable()
     assert len(commands) >= 10, [str(c) for c in commands]
     isolate_cli(monkeypatch, tmp_path)
-    uri = f"embedded:{tmp_path / 'kb'}"
-    with open_store(uri) as store:
-        seed_store(store)
+    uri = copy_starter_kb(starter_kb, tmp_path / "kb")
     monkeypatch.setenv("ADVISOR_STORE", uri)
     work = tmp_path / "work"
     shutil.copytree(REPO / "docs" / "examples", work / "docs" / "examples")

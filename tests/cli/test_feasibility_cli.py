@@ -13,15 +13,10 @@ from tests.support.cli import advisor, isolate_cli
 
 
 @pytest.fixture(scope="module")
-def kb_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from stack_advisor.store.registry import open_store
-    from stack_advisor.store.starter import seed_store
+def kb_uri(tmp_path_factory: pytest.TempPathFactory, starter_kb: Path) -> Iterator[str]:
+    from tests.support.starter_kb import copy_starter_kb
 
-    uri = f"embedded:{tmp_path_factory.mktemp('feas-kb') / 'kb'}"
-    store = open_store(uri)
-    seed_store(store)
-    store.close()
-    yield uri
+    yield copy_starter_kb(starter_kb, tmp_path_factory.mktemp("feas-kb") / "kb")
 
 
 @pytest.fixture(autouse=True)

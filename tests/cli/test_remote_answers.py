@@ -17,9 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import seed_store
 from tests.support.servers import ADVISOR, ServedAPI
+from tests.support.starter_kb import copy_starter_kb
 
 pytestmark = pytest.mark.slow  # a real `advisor serve` process and CLI subprocesses
 
@@ -45,10 +44,9 @@ def tokens() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def kb(tmp_path_factory: pytest.TempPathFactory, starter_kb: Path) -> Path:
     root = tmp_path_factory.mktemp("remote-answers")
-    with open_store(f"embedded:{root / 'kb'}") as store:
-        seed_store(store)
+    copy_starter_kb(starter_kb, root / "kb")
     return root
 
 

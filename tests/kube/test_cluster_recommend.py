@@ -100,18 +100,11 @@ def pool_cluster(control_plane: ControlPlane, api_client: Any) -> ControlPlane:
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An embedded store seeded with the starter knowledge base (closed again: the CLI opens it)."""
-    from stack_advisor.store.registry import open_store
-    from stack_advisor.store.starter import seed_store
+def kb(tmp_path_factory: pytest.TempPathFactory, starter_kb: Path) -> Iterator[str]:
+    """An embedded store holding the starter knowledge base (a copy, closed: the CLI opens it)."""
+    from tests.support.starter_kb import copy_starter_kb
 
-    uri = f"embedded:{tmp_path_factory.mktemp('cluster-kb') / 'kb'}"
-    store = open_store(uri)
-    try:
-        seed_store(store)
-    finally:
-        store.close()
-    yield uri
+    yield copy_starter_kb(starter_kb, tmp_path_factory.mktemp("cluster-kb") / "kb")
 
 
 def _cli(*args: str, stdin: str | None = None) -> Any:

@@ -113,17 +113,10 @@ def numa_cluster(control_plane: ControlPlane, api_client: Any) -> Iterator[Contr
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from stack_advisor.store.registry import open_store
-    from stack_advisor.store.starter import seed_store
+def kb(tmp_path_factory: pytest.TempPathFactory, starter_kb: Path) -> str:
+    from tests.support.starter_kb import copy_starter_kb
 
-    uri = f"embedded:{tmp_path_factory.mktemp('numa-kb') / 'kb'}"
-    store = open_store(uri)
-    try:
-        seed_store(store)
-    finally:
-        store.close()
-    return uri
+    return copy_starter_kb(starter_kb, tmp_path_factory.mktemp("numa-kb") / "kb")
 
 
 def _cli(*args: str) -> Any:

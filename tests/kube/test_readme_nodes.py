@@ -12,11 +12,10 @@ import pytest
 
 from stack_advisor.cli.guard import run_guarded
 from stack_advisor.cli.main import app
-from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import seed_store
 from tests.support.control_plane import ControlPlane
 from tests.support.gfd_nodes import ALL_NODES
 from tests.support.readme_commands import readme_commands
+from tests.support.starter_kb import copy_starter_kb
 
 pytestmark = pytest.mark.kube
 
@@ -27,6 +26,7 @@ def test_readme_nodes_sync(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    starter_kb: Path,
 ) -> None:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -43,10 +43,7 @@ def test_readme_nodes_sync(
     [command] = [c for c in readme_commands() if c.startswith("advisor nodes sync")]
     monkeypatch.delenv("ADVISOR_API", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    uri = f"embedded:{tmp_path / 'kb'}"
-    with open_store(uri) as store:  # the starter knowledge base, as the default store has it
-        store.ensure_schema()
-        seed_store(store)
+    uri = copy_starter_kb(starter_kb, tmp_path / "kb")  # the starter KB, as the default store is
     monkeypatch.setenv("ADVISOR_STORE", uri)
     code = run_guarded(app, command.split()[1:])
     out, err = capsys.readouterr()

@@ -36,14 +36,12 @@ KNOWN_EVERYWHERE = (
 
 
 @pytest.fixture(scope="module")
-def starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def starter(tmp_path_factory: pytest.TempPathFactory, starter_kb: Path) -> Iterator[Any]:
     from stack_advisor.advisor.engine import Advisor
     from stack_advisor.store.registry import open_store
-    from stack_advisor.store.starter import seed_store
+    from tests.support.starter_kb import copy_starter_kb
 
-    path: Path = tmp_path_factory.mktemp("starter") / "kb"
-    store = open_store(f"embedded:{path}")
-    seed_store(store)
+    store = open_store(copy_starter_kb(starter_kb, tmp_path_factory.mktemp("starter") / "kb"))
     try:
         yield Advisor(store)
     finally:

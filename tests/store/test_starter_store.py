@@ -75,3 +75,22 @@ def test_a_truncated_store_file_falls_back_to_seeding(
     target = tmp_path / "kb"
     assert not starter_store.restore(target)
     assert not target.exists()
+
+
+@pytest.mark.slow  # seeds the whole snapshot (18,000 observations: ~10 CPU-seconds)
+def test_the_shipped_store_holds_what_seeding_the_snapshot_writes(tmp_path: Path) -> None:
+    """Row for row: the tests' starter stores are copies of the shipped store
+    (tests/support/starter_kb.py), so the answers they pin are those of a seeded store."""
+    from stack_advisor.advisor.knowledge.table_file import build_table
+    from tests.support.tables import assert_same_table
+
+    assert starter_store.restore(tmp_path / "shipped")
+    with (
+        registry.open_store(f"embedded:{tmp_path / 'shipped'}") as shipped,
+        registry.open_store(f"embedded:{tmp_path / 'seeded'}") as seeded,
+    ):
+        starter.seed_store(seeded)
+        assert shipped.stats() == seeded.stats()
+        assert_same_table(
+            build_table(shipped, shipped.generation()), build_table(seeded, seeded.generation())
+        )
