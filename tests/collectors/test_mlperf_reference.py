@@ -20,19 +20,22 @@ from stack_advisor.collectors.importers.mlperf import (
     MlperfRecord,
     ParsedTree,
     metric_facts,
-    read_tree,
     to_observations,
 )
 from stack_advisor.schema.models import PlacementKind
-from tests.support.mlperf import REFERENCE_CSVS, ROUNDS, require_shared_data
+from tests.support.mlperf import (
+    REFERENCE_CSVS,
+    ROUNDS,
+    require_shared_data,
+    shared_inference_tree,
+)
 
 Key = tuple[str, str, str, str, str, str]
 
 
 @pytest.fixture(scope="module")
 def trees() -> dict[str, ParsedTree]:
-    data = require_shared_data()
-    return {r: read_tree(data / f"inference_{r}.tar.gz") for r in ROUNDS}
+    return {r: shared_inference_tree(r) for r in ROUNDS}
 
 
 @pytest.fixture(scope="module")

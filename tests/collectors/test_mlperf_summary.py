@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from stack_advisor.catalog.canonical import canonical_observation
-from stack_advisor.collectors.importers.mlperf import read_tree, to_observations
+from stack_advisor.collectors.importers.mlperf import to_observations
 from stack_advisor.collectors.importers.mlperf_summary import (
     FIELD_ALIASES,
     import_summary,
@@ -22,7 +22,7 @@ from stack_advisor.collectors.importers.mlperf_summary import (
 )
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import Observation
-from tests.support.mlperf import require_shared_data
+from tests.support.mlperf import require_shared_data, shared_inference_tree
 
 SUMMARY = "summary_results_v5.1.json.gz"
 # v5.1 field → the name later rounds use (MLCommons' later summary tables), for the alias fixture.
@@ -61,7 +61,7 @@ def test_v51_summary_equals_the_v51_results_tree() -> None:
     """Every result of the round's table is the tree's result with the same key (0 missing, 0
     extra) and the same value within 0.1%; the 536 inferred rows are counted, not imported."""
     data = require_shared_data()
-    tree = read_tree(data / "inference_v5.1.tar.gz")
+    tree = shared_inference_tree("v5.1")
     raw = _keys([to_observations(r)[0] for r in tree.records])
     observations, report = read_summary(data / SUMMARY)
     summary = _keys(observations)

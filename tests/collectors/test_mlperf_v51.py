@@ -14,9 +14,9 @@ import pytest
 
 from stack_advisor.catalog import load_catalog, resolve_benchmark, resolve_scenario
 from stack_advisor.collectors.importers.loadgen_summary import parse_summary
-from stack_advisor.collectors.importers.mlperf import MlperfRecord, read_tree
+from stack_advisor.collectors.importers.mlperf import MlperfRecord
 from stack_advisor.collectors.importers.tar_reader import iter_archive
-from tests.support.mlperf import require_shared_data
+from tests.support.mlperf import require_shared_data, shared_inference_tree
 
 ARCHIVE = "inference_v5.1.tar.gz"
 
@@ -30,7 +30,7 @@ def _bench_key(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def records() -> dict[tuple[str, ...], MlperfRecord]:
-    tree = read_tree(require_shared_data() / ARCHIVE)
+    tree = shared_inference_tree("v5.1")
     assert tree.round == "v5.1" and Counter(i.category for i in tree.issues) == {
         "inferred-scenario": 537
     }

@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import os
 import tarfile
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from stack_advisor.collectors.importers.mlperf import ParsedTree
+    from stack_advisor.collectors.importers.mlperf_training import TrainingTree
 
 REPO = Path(__file__).resolve().parents[2]
 MLPERF_DIR = Path(os.environ.get("ADVISOR_MLPERF_DATA", REPO.parent / "shared" / "data" / "mlperf"))
@@ -38,6 +43,30 @@ def require_shared_data() -> Path:
             pytest.fail(f"shared MLPerf data missing at {MLPERF_DIR} (CI has it beside the clone)")
         pytest.skip(f"shared MLPerf data not found at {MLPERF_DIR}")
     return MLPERF_DIR
+
+
+# Each shared round parsed once per test session (seconds each; the importer tests, the snapshot's
+# provenance test and the reference comparisons read the same archives). Read them only: the
+# trees are shared by every test that asks.
+
+
+@cache
+def shared_inference_tree(round_name: str) -> ParsedTree:
+    """The shared inference round ``round_name`` (``inference_<round>.tar.gz``), parsed."""
+    from stack_advisor.collectors.importers.mlperf import read_tree
+
+    return read_tree(require_shared_data() / f"inference_{round_name}.tar.gz")
+
+
+@cache
+def shared_training_tree(round_name: str) -> TrainingTree:
+    """The shared training round ``round_name`` (``training_<round>.tar.gz``), parsed."""
+    from stack_advisor.collectors.importers.mlperf_training import read_training_tree
+
+    archive = require_training_data().with_name(f"training_{round_name}.tar.gz")
+    if not archive.exists():
+        pytest.skip(f"{archive} not found")
+    return read_training_tree(archive)
 
 
 SUMMARY_OFFLINE = """================================================
