@@ -24,6 +24,8 @@ from tests.support.containers import (
     start_api,
     tier_missing,
 )
+from tests.support.kubelet_cluster import Cluster
+from tests.support.kubelet_cluster import kubelet_cluster as start_kubelet_cluster
 
 
 @pytest.fixture(scope="session")
@@ -85,3 +87,13 @@ def api(images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory
     server = start_api(images, neo4j_uri, tmp_path_factory.mktemp("api-tokens"))
     yield server
     server.container.stop()
+
+
+@pytest.fixture(scope="session")
+def kubelet_cluster(
+    images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """The one-node cluster of tests/support/kubelet_cluster.py, started once for the modules
+    that run pods on the real kubelet (its image import is most of its start)."""
+    with start_kubelet_cluster(images, neo4j_uri, tmp_path_factory.mktemp("kubelet")) as cluster:
+        yield cluster

@@ -18,8 +18,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +26,10 @@ import yaml
 from typer.testing import CliRunner
 
 from stack_advisor.cli.main import app
-from tests.support.containers import Api, Images, docker, start_api, tier_missing
-from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
+from tests.support.containers import Api, Images
 from tests.support.docker_node import wait_for
-from tests.support.kubelet_node import PAUSE_IMAGE, KubeletNode, kube_binary
-from tests.support.pod_network import PodNetwork, cni_bin_dir
+from tests.support.kubelet_cluster import NODE, POOL, Cluster
+from tests.support.kubelet_cluster import ready_node as _ready
 from tests.support.scheduled import (
     fire_once,
     planner_finished,
@@ -42,128 +39,12 @@ from tests.support.scheduled import (
 )
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
-NODE = "kubelet-node-1"
-POOL = {"stack-advisor.io/pool": "cpu-pool"}
-NAMESPACE = "stack-advisor"
-CONTROLLERS = (
-    "job-controller,cronjob-controller,serviceaccount-controller,node-lifecycle-controller,"
-    "persistentvolume-binder-controller,root-ca-certificate-publisher-controller"
-)
-
-
-@dataclass
-class Cluster:
-    cp: ControlPlane
-    node: KubeletNode
-    net: PodNetwork
-    api: Api  # the API image on the bridge address: reachable from pods and from here
-
-    def client(self) -> Any:
-        from kubernetes import config
-
-        return config.new_client_from_config(config_file=str(self.cp.kubeconfig))
-
-
-def _binaries() -> tuple[Path, Path, Path, Path, Path, Path]:
-    apiserver, etcd, why = find_binaries()
-    found = {
-        "kubelet": kube_binary("kubelet"),
-        "kube-scheduler": kube_binary("kube-scheduler"),
-        "kube-controller-manager": find_controller_manager(),
-    }
-    cni = cni_bin_dir()
-    missing = [name for name, path in found.items() if path is None] + (
-        [] if cni else ["CNI plugins"]
-    )
-    if apiserver is None or etcd is None or missing:
-        tier_missing(
-            f"missing {', '.join(missing) or why}: run KUBE_COMPONENTS='kubelet kube-scheduler' "
-            "deploy/kube-local/build.sh and deploy/kube-local/cni-plugins.sh"
-        )
-    assert apiserver and etcd and cni and all(found.values())
-    return (
-        apiserver,
-        etcd,
-        found["kubelet"],
-        found["kube-scheduler"],  # type: ignore[return-value]
-        found["kube-controller-manager"],
-        cni,
-    )
+NAMESPACE = "stack-advisor-kubelet"  # deploy/base's own namespace is test_deploy_base.py's
 
 
 @pytest.fixture(scope="module")
-def cluster(
-    images: Images, neo4j_uri: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Cluster]:
-    from stack_advisor.store.registry import open_store
-
-    apiserver, etcd, kubelet, scheduler, manager, cni = _binaries()
-    base = next(
-        line.split()[2].rstrip(":")
-        for line in images.build_log.splitlines()
-        if line.startswith("[images] base ")
-    )
-    created = docker("create", base).stdout.strip()
-    docker(
-        "commit",
-        "--change",
-        'CMD ["/usr/bin/tini", "--", "/bin/sleep", "infinity"]',
-        created,
-        PAUSE_IMAGE,
-    )
-    docker("rm", created)
-    work = tmp_path_factory.mktemp("kubelet")
-    net = PodNetwork(work)
-    cp = ControlPlane(
-        apiserver=apiserver,
-        etcd=etcd,
-        workdir=work / "cp",
-        controller_manager=manager,
-        controllers=CONTROLLERS,
-        advertise=net.gateway,
-        scheduler=scheduler,
-    )
-    (work / "cp").mkdir()
-    kn = KubeletNode(
-        kubelet=kubelet,
-        kubeconfig=work / "cp" / "kubeconfig",
-        ca=work / "cp" / "pki" / "ca.crt",
-        workdir=work,
-        name=NODE,
-        labels=POOL,
-        node_ip=net.gateway,
-        cni_bin=cni,
-    )
-    api = None
-    try:
-        net.up(work / "containerd" / "cni-conf")
-        cp.start()
-        net.route_service(cp.port)
-        with open_store(neo4j_uri, migrate=False) as store:
-            store.ensure_schema()
-        api = start_api(images, neo4j_uri, work / "api-tokens", host=net.gateway)
-        kn.start_containerd()
-        start = time.monotonic()
-        for image in (PAUSE_IMAGE, images.collector, images.api):
-            kn.import_image(image)
-        print(f"\n[kubelet] images imported into containerd in {time.monotonic() - start:.0f} s")
-        kn.start_kubelet()
-        yield Cluster(cp, kn, net, api)
-    finally:
-        kn.stop()
-        if api is not None:
-            api.container.stop()
-        cp.stop()
-        net.down(cp.port)
-
-
-def _ready(core: Any) -> Any:
-    nodes = core.list_node().items
-    if not nodes:
-        return None
-    ready = [c for c in nodes[0].status.conditions or [] if c.type == "Ready"]
-    taints = [t.key for t in nodes[0].spec.taints or []]
-    return nodes[0] if ready and ready[0].status == "True" and not taints else None
+def cluster(kubelet_cluster: Cluster) -> Cluster:
+    return kubelet_cluster
 
 
 def test_the_node_turns_ready_with_the_pod_network(cluster: Cluster) -> None:

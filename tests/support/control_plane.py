@@ -190,6 +190,8 @@ class ControlPlane:
                 # logs and exec through a real kubelet (it trusts client certificates of this CA)
                 f"--kubelet-client-certificate={pki / 'admin.crt'}",
                 f"--kubelet-client-key={pki / 'admin.key'}",
+                # the node's name resolves nowhere here: reach the kubelet at its address
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-account-key-file={pki / 'sa.pub'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",

@@ -128,13 +128,13 @@ class KubeletNode:
             check=False,
         )
 
-    def import_image(self, image: str) -> None:
+    def import_image(self, *images: str) -> None:
         """`docker save` from our engine into this node's containerd (nothing is pulled)."""
-        save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+        save = subprocess.Popen(["docker", "save", *images], stdout=subprocess.PIPE)
         proc = self.ctr("images", "import", "-", stdin=save.stdout, timeout=600)
         save.wait()
         if save.returncode != 0 or proc.returncode != 0:
-            raise RuntimeError(f"importing {image} into containerd failed: {proc.stderr}")
+            raise RuntimeError(f"importing {images} into containerd failed: {proc.stderr}")
 
     def start_kubelet(self) -> None:
         d = self.workdir / "kubelet"
