@@ -567,3 +567,35 @@ def test_a_sweep_pairs_each_benchmark_identity_apart(tmp_path: Path) -> None:
         sorted(by_dtype.values()), rel=0.02
     )
     assert by_dtype["fp16"] > 2.5 > 1.3 > by_dtype["fp32"]
+
+
+def test_a_framework_name_alone_does_not_make_a_result_reference_code(tmp_path: Path) -> None:
+    """ "pytorch" is MLCommons' reference code and vendors' optimised stacks alike: a result named
+    only by it is classed by its level beside the optimised results of its part and round, and a
+    query naming it takes the class its results showed (said in a warning), not the name's."""
+    torch = ("PyTorch 2.5.0, ROCm 6.3", "PyTorch 2.5.0, ROCm 6.3")
+    rounds = _two_rounds()
+    rounds["v4.1"] += [
+        ("h100-torch-fast", GPUS["h100"], torch, BASE["h100"] * UPGRADE[1] * 0.95),
+        ("a100-torch-slow", GPUS["a100"], torch, BASE["a100"] * UPGRADE[0] * 0.08),
+    ]
+    store = _store(tmp_path, rounds)
+    try:
+        advisor = Advisor(store)
+        effects = effects_of(advisor.evidence())
+        table = advisor.table()
+        classes = {
+            effects.row_stack(r).software_class
+            for r in range(table.n)
+            if effects.row_stack(r).framework == "pytorch"
+            and table.accelerator.vocab[int(table.accelerator.codes[r])].startswith("H100")
+        }
+        on_l4 = _ask(advisor, "NVIDIA L4", "PyTorch 2.5.0, ROCm 6.3")
+    finally:
+        store.close()
+    assert classes == {"optimised"}
+    levelled = [effects.row_stack(r).software_class for r in effects.leveled_rows("pytorch")]
+    assert sorted(levelled) == ["optimised", "reference"]
+    # one of two pytorch results ran at optimised level: no majority for reference code, so the
+    # L4 query (TensorRT evidence only) is answered, not refused for a class crossing
+    assert on_l4.basis is not Basis.UNSUPPORTED, on_l4.reason

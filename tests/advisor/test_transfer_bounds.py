@@ -86,3 +86,21 @@ def test_no_upper_end_beyond_the_parts_peaks(kb_advisor) -> None:  # type: ignor
     if held:  # the note states the bound the upper end was held to
         bound = float(re.search(r"\(([\d.e+]+) at best\)", held[0]).group(1))  # type: ignore[union-attr]
         assert b200.interval.high <= bound * 1.001
+
+
+def test_a_generation_step_is_one_device_class_whatever_precision_each_runs() -> None:
+    """MI355X counted in fp4 (bandwidth in 4-bit operands) beside MI325X in fp8 is more than
+    ``MAX_SPAN`` apart, but the parts are one class on their hardware (16-bit compute, memory
+    bandwidth); a workstation card stays another class than a data-centre accelerator."""
+    from stack_advisor.advisor.estimate import hardware, transfer
+    from stack_advisor.advisor.estimate.transferred import same_device_class
+
+    new = hardware.scaling_figures("AMD Instinct MI355X", "4-bit")
+    old = hardware.scaling_figures("AMD Instinct MI325X", "4-bit")
+    assert new is not None and old is not None
+    assert not transfer.within_span(old, new)  # what the scaled figures alone would say
+    assert same_device_class("AMD Instinct MI325X", "AMD Instinct MI355X", old, new)
+    card = hardware.scaling_figures("NVIDIA L4", "8-bit")
+    b200 = hardware.scaling_figures("NVIDIA B200-SXM-180GB", "8-bit")
+    assert card is not None and b200 is not None
+    assert not same_device_class("NVIDIA L4", "NVIDIA B200-SXM-180GB", card, b200)

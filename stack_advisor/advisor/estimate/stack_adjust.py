@@ -25,6 +25,7 @@ from stack_advisor.advisor.estimate.stack_effect import (
     framework_id,
     version_key,
 )
+from stack_advisor.advisor.estimate.stack_level import REFERENCE
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog import SoftwareClass, stack_class
 from stack_advisor.catalog.rounds import release_of
@@ -87,6 +88,14 @@ def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:
     if wanted is None:
         return est
     effects = effects_of(index)
+    named, decided = wanted[2], _query_class(effects, q, est, wanted)
+    if named is not None and decided is not None and decided != named:
+        note = (
+            f"software class: {named.framework} runs as MLCommons' reference code and as "
+            f"optimised stacks; taken as {decided.software_class}: {decided.source}"
+        )
+        est = replace(est, notes=[*est.notes, note])
+    wanted = (*wanted[:2], decided)
     if est.basis is Basis.OBSERVED:
         # a framework named without a version matches every stack of the configuration: results
         # of another software class are not an observation of this one
@@ -95,6 +104,37 @@ def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:
     if est.basis is Basis.INTERPOLATED:
         est = _carry_forward(effects, q, est, wanted[0], wanted[1])
     return est
+
+
+def _query_class(
+    effects: StackEffects,
+    q: Query,
+    est: Estimate,
+    wanted: tuple[str, str | None, SoftwareClass | None],
+) -> SoftwareClass | None:
+    """The class a query asks for. Where only the framework's name gave it (a reference-class
+    name, no ``implementation`` component: "PyTorch 2.10.0, ROCm 7.2.2"), the class its results
+    show (``stack_level``): those on the estimate's evidence, else every result the knowledge
+    base could level of that framework (reference only where most ran at its level); the
+    name's class where none shows one."""
+    fw, _, cls = wanted
+    if cls is None or cls.software_class != REFERENCE or q.components.get("implementation"):
+        return cls
+    rows = [r for r in est.rows.tolist() if effects.row_stack(r).framework == fw]
+    where = "on this evidence"
+    if not rows:
+        rows, where = effects.leveled_rows(fw), "in the knowledge base, beside optimised peers"
+    shown = [effects.row_stack(r).software_class for r in rows]
+    known = sorted({c for c in shown if c is not None})
+    majority = max(known, key=shown.count, default=None)
+    if majority is None or majority == cls.software_class:
+        return cls
+    return SoftwareClass(
+        fw,
+        majority,
+        f"{shown.count(majority)} of its {len(shown)} results {where} ran at {majority} level "
+        "(stack_advisor.advisor.estimate.stack_level)",
+    )
 
 
 def _own_framework(effects: StackEffects, est: Estimate, fw: str) -> Estimate:

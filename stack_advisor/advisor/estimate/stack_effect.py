@@ -49,6 +49,7 @@ import numpy as np
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.protocols import EvidenceIndex
+from stack_advisor.advisor.estimate.stack_level import REFERENCE, RowStack, leveled
 from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.catalog import (
     load_catalog,
@@ -185,15 +186,6 @@ def fit_factor(
     )
 
 
-@dataclass(frozen=True)
-class RowStack:
-    """What an estimate needs of a row's stack: canonical framework, major.minor version, class."""
-
-    framework: str | None
-    version: str | None
-    software_class: str | None
-
-
 def version_key(version: str | None) -> str | None:
     """A version's major.minor ('10.2.0.19' → '10.2'); None when the text is no version."""
     release = release_of(version)
@@ -216,15 +208,21 @@ class StackEffects:
         self.until = until
         table = index.table
         self.stack_of: list[RowStack] = []
+        by_word: list[bool] = []  # the class comes from the framework's name alone
         for sid in table.stack.vocab:
             stack = table.stacks[sid]
             fw = framework_id(stack.framework)
-            cls = stack_class(fw, stack.extra.get("implementation"))
+            implementation = stack.extra.get("implementation")
+            cls = stack_class(fw, implementation)
             self.stack_of.append(
                 RowStack(
                     fw, version_key(stack.framework_version), cls.software_class if cls else None
                 )
             )
+            by_word.append(
+                not implementation and cls is not None and cls.software_class == REFERENCE
+            )
+        self._by_word = np.asarray(by_word, dtype=bool)
 
     # the pairs and factors are found on first use: most answers need only the rows' stacks
     @cached_property
@@ -248,7 +246,22 @@ class StackEffects:
         return self._fit(self.class_pairs, crossing_scopes)
 
     def row_stack(self, row: int) -> RowStack:
-        return self.stack_of[int(self.index.table.stack.codes[row])]
+        leveled = self._leveled.get(row)
+        return (
+            leveled
+            if leveled is not None
+            else self.stack_of[int(self.index.table.stack.codes[row])]
+        )
+
+    def leveled_rows(self, framework: str) -> list[int]:
+        """The rows of ``framework`` whose class their level decided (``_leveled``)."""
+        return [r for r, st in self._leveled.items() if st.framework == framework]
+
+    @cached_property
+    def _leveled(self) -> dict[int, RowStack]:
+        """The class of each result that only its framework's name classed, from its level
+        (``stack_level.leveled``)."""
+        return leveled(self.index, self.stack_of, self._by_word, CLASSED_FAMILIES)
 
     # ---- the pairs -------------------------------------------------------------------------
     def _pairs(self) -> tuple[list[StackPair], list[StackPair]]:

@@ -171,7 +171,8 @@ def transferred_estimate(
     lo_q, mid_q, hi_q = calibrated
     pool = same or refs
     raw_value, used = transfer.predict(model, pool, target, siblings(name))
-    if not any(transfer.within_span(pool[a][1], target) for a in used):
+    raw = index.raw_names
+    if not any(same_device_class(raw.get(a, a), name, pool[a][1], target) for a in used):
         return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
     factors, notes, spread = _scaled_factors(index, q, by_acc, model, name, cls, used)
     low, high = min(spread.values(), default=raw_value), max(spread.values(), default=raw_value)
@@ -218,6 +219,23 @@ def _bounded(
     elif not hib and low < bound:
         low, value = bound, max(value, bound)
     return value, min(low, value), max(high, value)
+
+
+def same_device_class(
+    reference: str, name: str, scaled: tuple[float, float], target: tuple[float, float]
+) -> bool:
+    """Whether two parts are of one device class (``transfer.within_span``), read on their
+    hardware: 16-bit compute and memory bandwidth as published. The figures a transfer scales by
+    (``scaled``, ``target``) count each part at the precision it runs (fp4, bandwidth in 4-bit
+    operands, where its generation has it), which would set a part a generation on (MI355X in
+    fp4 beside MI325X in fp8) as far apart as a workstation card; they decide only where a part
+    publishes no 16-bit figures."""
+    ref, tgt = figures(reference, "16-bit"), figures(name, "16-bit")
+    if ref.compute and tgt.compute and ref.bandwidth_gbs and tgt.bandwidth_gbs:
+        return transfer.within_span(
+            (ref.compute, ref.bandwidth_gbs), (tgt.compute, tgt.bandwidth_gbs)
+        )
+    return transfer.within_span(scaled, target)
 
 
 def _span_refusal(
