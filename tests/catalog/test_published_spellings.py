@@ -21,6 +21,21 @@ from stack_advisor.catalog.spelling import closeness, fold, strip_marks
         ("AMD Instinct MI350P", "MI350P"),
         ("NVIDIA RTX Pro 6000 SE PCIe 96GB", "RTX-PRO-6000-Blackwell-Server"),
         ("Intel(R) Arc(TM) 140T GPU", "Arc-140T"),
+        ("Intel® Arc™ Pro B70 Graphics", "Arc-Pro-B70"),
+        ("AMD Instinct(TM) MI355X", "MI355X"),
+        ("AMD Instinct™ MI350X", "MI350X"),
+        ("AMD Instinct™ MI350P", "MI350P"),
+        ("NVIDIA® H200 NVL", "H200-NVL-141GB"),
+        ("NVIDIA(R) H20", "H20"),
+        ("NVIDIA® B300", "B300-SXM-288GB"),
+        ("NVIDIA® GB300", "GB300"),
+        ("NVIDIA(R) B200", "B200-SXM-180GB"),
+        ("NVIDIA® GB200", "GB200"),
+        ("NVIDIA® RTX PRO™ 6000 Blackwell Server Edition", "RTX-PRO-6000-Blackwell-Server"),
+        ("NVIDIA® RTX PRO™ 6000 Blackwell Workstation Edition", "RTX-PRO-6000-Blackwell-WS"),
+        ("NVIDIA RTX PRO(TM) 6000 Blackwell Max-Q Workstation", "RTX-PRO-6000-Blackwell-MaxQ"),
+        ("NVIDIA RTX PRO(TM) 4500 Blackwell Server Edition", "RTX-PRO-4500-Blackwell-Server"),
+        ("NVIDIA RTX PRO 4500 Blackwell Workstation Edition", "RTX-PRO-4500-Blackwell-WS"),
     ],
 )
 def test_published_spellings_resolve(text: str, key: str) -> None:
@@ -74,6 +89,53 @@ def test_the_systems_own_words_tell_the_edition() -> None:
     assert not both.resolved
 
 
+@pytest.mark.parametrize(
+    ("name", "system", "key"),
+    [
+        (
+            "NVIDIA RTX PRO 4500 Blackwell-PCIe-32GB",
+            "Dell PowerEdge R770 (4x RTX PRO 4500 Blackwell)",
+            "RTX-PRO-4500-Blackwell-Server",
+        ),
+        (
+            "NVIDIA RTX PRO 6000 Blackwell",
+            "HPE ProLiant Compute DL380a Gen12 (8x RTX Pro 6000 Blackwell)",
+            "RTX-PRO-6000-Blackwell-Server",
+        ),
+        ("NVIDIA RTX PRO 6000 Blackwell", "Cisco UCS C845A M8", "RTX-PRO-6000-Blackwell-Server"),
+        (
+            "NVIDIA RTX PRO 4500 Blackwell-PCIe-32GB",
+            "Lenovo ThinkStation P8",
+            "RTX-PRO-4500-Blackwell-WS",
+        ),
+    ],
+)
+def test_a_server_or_workstation_line_tells_the_edition(name: str, system: str, key: str) -> None:
+    """No edition written, but the system is a vendor's rack-server (or workstation) line: the
+    one edition sold for that class of machine."""
+    match = resolve_in_context(name, system)
+    assert match.resolved and match.key == key and match.matched_by == "context"
+
+
+@pytest.mark.parametrize(
+    ("name", "system", "candidates"),
+    [
+        # a workstation line takes either 6000 workstation edition (600 W or Max-Q): neither
+        ("NVIDIA RTX PRO 6000 Blackwell", "Dell Precision 7960 Tower", 3),
+        # "precision" as a word is not the Dell line
+        ("NVIDIA RTX PRO 4500 Blackwell-PCIe-32GB", "ACME box, FP8 precision", 2),
+        # a server and a workstation line both named: neither class
+        ("NVIDIA RTX PRO 4500 Blackwell-PCIe-32GB", "Dell PowerEdge or Precision 7960", 2),
+    ],
+)
+def test_a_class_that_names_no_one_edition_answers_with_every_candidate(
+    name: str, system: str, candidates: int
+) -> None:
+    match = resolve_in_context(name, system)
+    assert not match.resolved and match.refusal == "family"
+    assert len(match.suggestions) == candidates
+
+
 def test_todays_parts_have_the_figures_their_benchmarks_run_at() -> None:
     """Memory, bandwidth and the precision each part's MLPerf results run at, with a source;
     a figure no published source gives stays empty (and the note says so)."""
@@ -95,10 +157,28 @@ def test_todays_parts_have_the_figures_their_benchmarks_run_at() -> None:
         assert entry.source.startswith("https://"), part
     # B300 runs below GB300 at fp4 (HGX 105 PF dense / 8 against NVL72 1.1 EF / 72)
     assert cat["B300-SXM-288GB"].peak_tflops.fp4 < cat["GB300"].peak_tflops.fp4
-    assert cat["H20"].peak_tflops.fp8 is None and "fp8" in (cat["H20"].note or "")
+    # H20: fp8 296 dense (as int8, twice the dense fp16), a press source named in the note
+    h20 = cat["H20"]
+    assert (h20.peak_tflops.fp8, h20.peak_tflops.int8, h20.peak_tflops.fp16) == (296, 296, 148)
+    assert "1cnz.cn" in (h20.note or "")
     for part in ("RTX-PRO-6000-Blackwell-Server", "RTX-PRO-4500-Blackwell-Server"):
         assert cat[part].memory_bw_gbs and not cat[part].peak_tflops.as_dict()
         assert "left empty" in (cat[part].note or "")
+
+
+def test_todays_parts_have_their_scale_up_link() -> None:
+    """Scale-up bandwidth per accelerator, both directions (NVIDIA's convention; AMD's MI300X and
+    MI325X counted as links x per-link rate): MI350-series OAM 7 x 153.6 GB/s; NVLink 5 1.8 TB/s;
+    the PCIe-only MI350P and RTX PRO boards have none."""
+    cat = load_catalog().accelerators
+    for part in ("MI355X", "MI350X"):
+        assert cat[part].interconnect_gbs == pytest.approx(7 * 153.6), part
+        assert "servethehome" in (cat[part].note or ""), part
+    for part in ("B300-SXM-288GB", "GB300", "B200-SXM-180GB", "GB200"):
+        assert cat[part].interconnect_gbs == 1800, part
+    assert (cat["H20"].interconnect_gbs, cat["H200-NVL-141GB"].interconnect_gbs) == (900, 900)
+    for part in ("MI350P", "RTX-PRO-6000-Blackwell-Server", "RTX-PRO-4500-Blackwell-Server"):
+        assert cat[part].interconnect_gbs is None, part
 
 
 def test_siblings_are_known_parts_of_the_same_vendor() -> None:
