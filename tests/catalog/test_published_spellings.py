@@ -134,6 +134,7 @@ def test_a_class_that_names_no_one_edition_answers_with_every_candidate(
     match = resolve_in_context(name, system)
     assert not match.resolved and match.refusal == "family"
     assert len(match.suggestions) == candidates
+    assert all(repr(s) in match.message() for s in match.suggestions)  # did you mean each one
 
 
 def test_todays_parts_have_the_figures_their_benchmarks_run_at() -> None:
