@@ -42,7 +42,7 @@ from tests.support.docker_node import wait_for
 from tests.support.kubelet_cluster import Cluster, ready_node
 from tests.support.service_proxy import ServiceProxy
 
-pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.slow]
+pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
 COLLECTOR = "app.kubernetes.io/component=collector"
 API_PODS = "app.kubernetes.io/component=api"
 
@@ -278,7 +278,7 @@ def test_cronjob_delivers_through_the_service_and_a_killed_api_pod_loses_nothing
     assert again.status_code < 300 and again.json()["observations_new"] == 0, again.text
     assert _landed(deployed.creds, run_id) == (measured, measured)
     took = time.monotonic() - start
-    print(f"[deploy/base] run {run_id}: {measured} observations landed once ({took:.0f} s)")
+    print(f"[deploy/base] run {run_id}: {measured} observation(s) landed once ({took:.0f} s)")
 
 
 # ---- a refused delivery fails its Job; a recommended snippet runs to completion
@@ -296,7 +296,19 @@ RESTRICTED_POD = {
 }
 
 
-def _collect_job(name: str, image: str, token: str) -> dict[str, Any]:
+MEASURE = ["advisor", "collect", "--profile", "quick", "--option", "pis=mem_triad"]
+# A document the API will never take (no run, no provenance, ...), left in the spool by an
+# earlier run, then sent by `advisor collect --flush`.
+FLUSH_INVALID = [
+    "/bin/sh",
+    "-c",
+    "mkdir -p /tmp/state/stack-advisor/spool && "
+    "echo '{\"document_version\": 1}' > /tmp/state/stack-advisor/spool/0001-invalid.json && "
+    "exec advisor collect --flush",
+]
+
+
+def _collect_job(name: str, image: str, token: str, command: list[str] = MEASURE) -> dict[str, Any]:
     """A collector Job as the plan renders one, posting to the API Service with ``token``."""
     env = {
         "ADVISOR_API": API_URL,
@@ -308,7 +320,7 @@ def _collect_job(name: str, image: str, token: str) -> dict[str, Any]:
         "name": "collector",
         "image": image,
         "imagePullPolicy": "Never",
-        "command": ["advisor", "collect", "--profile", "quick", "--option", "pis=mem_triad"],
+        "command": command,
         "env": [{"name": k, "value": v} for k, v in env.items()],
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "securityContext": RESTRICTED_CONTAINER,
@@ -337,20 +349,31 @@ def _job_failed(batch: Any, name: str) -> Any:
 
 
 def test_a_refused_delivery_fails_its_job(deployed: Deployed) -> None:
-    """401 (an unknown token) and 403 (a read-only token): the pod exits 1 with the reason, so
-    the Job is Failed, not Succeeded with nothing stored."""
+    """401 (an unknown token), 403 (a read-only token) and 422 (a spooled document the API will
+    never take, sent by `advisor collect --flush`): the pod exits 1 with the reason, so the Job
+    is Failed, not Succeeded with nothing stored."""
     from kubernetes import client
 
     batch = client.BatchV1Api(deployed.api_client)
     core = client.CoreV1Api(deployed.api_client)
     image = deployed.images.collector
+    write = deployed.creds.write
     cases = {
-        "refused-401": ("not-a-token", "HTTP 401"),
-        "refused-403": (deployed.creds.read, "HTTP 403"),
+        "refused-401": (
+            "not-a-token",
+            MEASURE,
+            "delivery refused for 1 of 1 document(s): HTTP 401",
+        ),
+        "refused-403": (
+            deployed.creds.read,
+            MEASURE,
+            "delivery refused for 1 of 1 document(s): HTTP 403",
+        ),
+        "refused-422": (write, FLUSH_INVALID, "0 document(s) still spooled, 1 rejected"),
     }
-    for name, (token, _) in cases.items():
-        batch.create_namespaced_job(NAMESPACE, _collect_job(name, image, token))
-    for name, (_, reason) in cases.items():
+    for name, (token, command, _) in cases.items():
+        batch.create_namespaced_job(NAMESPACE, _collect_job(name, image, token, command))
+    for name, (_, _, reason) in cases.items():
         job = wait_for(f"Job {name} finished", lambda n=name: _job_failed(batch, n), 300, 2)
         pod = core.list_namespaced_pod(
             NAMESPACE, label_selector=f"batch.kubernetes.io/job-name={name}"
@@ -358,7 +381,7 @@ def test_a_refused_delivery_fails_its_job(deployed: Deployed) -> None:
         log = core.read_namespaced_pod_log(pod.metadata.name, NAMESPACE)
         assert (job.status.failed, job.status.succeeded) == (1, None), (job.status, log[-2000:])
         assert pod.status.container_statuses[0].state.terminated.exit_code == 1, log[-2000:]
-        assert "delivery refused" in log and reason in log, log[-2000:]
+        assert reason in log and f"HTTP {name.rsplit('-', 1)[1]}" in log, log[-2000:]
 
 
 def _recommended_pod(image: str, read_token: str) -> dict[str, Any]:

@@ -73,7 +73,10 @@ def secret_objects(creds: Credentials) -> list[dict[str, Any]]:
 
 
 def new_credentials() -> Credentials:
-    return Credentials(*(secrets.token_urlsafe(24) for _ in range(3)))
+    """Random tokens; the password starts with "-" (a random one may: neo4j-start.sh must not
+    take it for an option)."""
+    write, read, password = (secrets.token_urlsafe(24) for _ in range(3))
+    return Credentials(write, read, "-" + password)
 
 
 def _volume(name: str, claim: str, path: Path, size: str, mode: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ FLAGS="-XX:-OmitStackTraceInFastThrow -XX:+UnlockExperimentalVMOptions -XX:+Trus
 export NEO4J_HOME=$HOME_DIR NEO4J_CONF=$CONF
 if [ ! -e /data/dbms/auth.ini ]; then
   "$JAVA" -Xmx128m $FLAGS -cp '/opt/neo4j/lib/*' org.neo4j.cli.AdminTool \
-    dbms set-initial-password "${NEO4J_AUTH#*/}"
+    dbms set-initial-password -- "${NEO4J_AUTH#*/}"  # --: a password may start with "-"
 fi
 exec "$JAVA" -Xms"$NEO4J_server_memory_heap_max__size" -Xmx"$NEO4J_server_memory_heap_max__size" \
   -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError $FLAGS -cp '/opt/neo4j/lib/*' \
