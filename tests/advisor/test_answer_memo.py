@@ -7,15 +7,14 @@ from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.schema.models import Observation
 from stack_advisor.store.base import Store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 
 
 def _resnet50(round_: str) -> list[Observation]:
     return [
-        Observation.model_validate(o)
-        for o in read_snapshot()["observations"]
-        if o["benchmark"]["name"] == "resnet50"
-        and o["provenance"]["details"].get("round") == round_
+        o
+        for o in load_snapshot().observations
+        if o.benchmark.name == "resnet50" and o.provenance.details.get("round") == round_
     ]
 
 

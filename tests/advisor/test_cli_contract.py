@@ -13,9 +13,9 @@ import yaml
 from typer.testing import CliRunner
 
 from stack_advisor.cli.main import app
-from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 
 runner = CliRunner()
 
@@ -23,14 +23,10 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
     uri = f"embedded:{tmp_path_factory.mktemp('cli-kb') / 'kb'}"
-    rows = [
-        o
-        for o in read_snapshot()["observations"]
-        if o["benchmark"]["name"] in ("resnet50", "bert-99")
-    ]
+    rows = [o for o in load_snapshot().observations if o.benchmark.name in ("resnet50", "bert-99")]
     with open_store(uri) as store:
         store.ensure_schema()
-        store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+        store.ingest(IngestBatch(observations=rows))
     return uri
 
 

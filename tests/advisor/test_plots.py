@@ -19,7 +19,7 @@ from stack_advisor.advisor.charts.data import canonical_name
 from stack_advisor.cli.main import app
 from stack_advisor.schema.models import IngestBatch, Observation
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 
 runner = CliRunner()
 
@@ -28,7 +28,7 @@ runner = CliRunner()
 def published() -> list[Observation]:
     """Every result on an accelerator that was also measured in a VM (for the same benchmark and
     round), and resnet50 Offline: a few hundred observations."""
-    obs = [Observation.model_validate(o) for o in read_snapshot()["observations"]]
+    obs = load_snapshot().observations
     virtual = [o for o in obs if o.placement.kind.value in ("vgpu", "passthrough")]
     physical = {canonical_name(o.accelerator.model) for o in virtual}
     paired = {

@@ -13,15 +13,14 @@ from stack_advisor.advisor.results import Basis
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import Observation
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 
 
 def _subset(names: set[str], limit: int | None = None) -> list[Observation]:
     out = [
-        Observation.model_validate(o)
-        for o in read_snapshot()["observations"]
-        if o["benchmark"]["name"] in names
-        and o["provenance"]["details"].get("division") == "closed"
+        o
+        for o in load_snapshot().observations
+        if o.benchmark.name in names and o.provenance.details.get("division") == "closed"
     ]
     return out[:limit] if limit else out
 

@@ -14,8 +14,7 @@ from stack_advisor.advisor.knowledge.rules import (
     stack_components,
 )
 from stack_advisor.schema.errors import InvalidInput
-from stack_advisor.schema.models import SoftwareStack
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 
 # Documented real configurations for rules the MLPerf v1.1-v3.0 data does not exercise. Each is
 # a configuration a vendor ships: NVIDIA's CUDA runfiles bundle a driver and are named
@@ -88,8 +87,8 @@ DOCUMENTED = [
 
 def _real_cases() -> list[dict[str, str | None]]:
     seen: dict[str, dict[str, str | None]] = {}
-    for obs in read_snapshot()["observations"]:
-        stack = SoftwareStack.model_validate(obs["stack"])
+    for obs in load_snapshot().observations:
+        stack = obs.stack
         seen.setdefault(stack.stack_id, stack_components(stack))
     return [*seen.values(), *(comps for comps, _ in DOCUMENTED)]
 

@@ -13,21 +13,34 @@ from fastapi.testclient import TestClient
 
 from stack_advisor.api.deps import get_store
 from stack_advisor.api.settings import Settings
-from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.schema.models import IngestBatch
 from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 from tests.support.api import auth
+from tests.support.stores import GRAPH_BACKENDS, make_creator
 
 BENCHMARKS = {"resnet50", "bert-99"}
 
 
+@pytest.fixture(scope="module", params=GRAPH_BACKENDS)
+def advice_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Store]:
+    """The slice in one store per backend for the whole module (ingested once: the advice routes
+    only read)."""
+    creator = make_creator(request, tmp_path_factory.mktemp("advice"))
+    store = creator.create()
+    rows = [o for o in load_snapshot().observations if o.benchmark.name in BENCHMARKS]
+    store.ingest(IngestBatch(observations=rows))
+    yield store
+    creator.teardown()
+
+
 @pytest.fixture
-def advice(store: Store, settings: Settings, tokens: dict[str, str]) -> Iterator[TestClient]:
-    rows = [o for o in read_snapshot()["observations"] if o["benchmark"]["name"] in BENCHMARKS]
-    store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
-    app = create_app(settings, store=store)
-    app.dependency_overrides[get_store] = lambda: store
+def advice(advice_store: Store, settings: Settings, tokens: dict[str, str]) -> Iterator[TestClient]:
+    app = create_app(settings, store=advice_store)
+    app.dependency_overrides[get_store] = lambda: advice_store
     with TestClient(app, raise_server_exceptions=False, headers=auth(tokens["read"])) as client:
         yield client
 

@@ -12,10 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from stack_advisor.api.deps import get_store
-from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.schema.models import IngestBatch
 from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import load_snapshot
 from tests.support.api import auth, make_settings
 
 GOOD = {
@@ -26,14 +27,26 @@ GOOD = {
 }
 
 
+@pytest.fixture(scope="module")
+def resnet50_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """Every resnet50 result of the starter snapshot, ingested once for the module (the tests
+    only read)."""
+    store = open_store(f"embedded:{tmp_path_factory.mktemp('batch-kb') / 'kb'}")
+    store.ingest(
+        IngestBatch(
+            observations=[o for o in load_snapshot().observations if o.benchmark.name == "resnet50"]
+        )
+    )
+    yield store
+    store.close()
+
+
 @pytest.fixture(params=[0, 1], ids=["threads", "workers"])
 def client(
-    request: pytest.FixtureRequest, embedded_store: Store, tokens: dict[str, str]
+    request: pytest.FixtureRequest, resnet50_store: Store, tokens: dict[str, str]
 ) -> Iterator[TestClient]:
-    rows = [o for o in read_snapshot()["observations"] if o["benchmark"]["name"] == "resnet50"]
-    embedded_store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
-    app = create_app(make_settings(tokens, answer_workers=request.param), store=embedded_store)
-    app.dependency_overrides[get_store] = lambda: embedded_store
+    app = create_app(make_settings(tokens, answer_workers=request.param), store=resnet50_store)
+    app.dependency_overrides[get_store] = lambda: resnet50_store
     with TestClient(app, raise_server_exceptions=False, headers=auth(tokens["read"])) as c:
         yield c
 

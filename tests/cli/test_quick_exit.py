@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 from tests.support.cli import CLI_ENV
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,10 +31,10 @@ TIMINGS = re.compile(r'("elapsed_ms": )[0-9.e+-]+|\d+( ms\b)')  # timings read a
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
     uri = f"embedded:{tmp_path_factory.mktemp('quick-exit-kb') / 'kb'}"
-    rows = [o for o in read_snapshot()["observations"] if o["benchmark"]["name"] == "resnet50"]
+    rows = [o for o in load_snapshot().observations if o.benchmark.name == "resnet50"]
     with open_store(uri) as store:
         store.ensure_schema()
-        store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+        store.ingest(IngestBatch(observations=rows))
     return uri
 
 

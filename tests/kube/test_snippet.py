@@ -20,9 +20,9 @@ import pytest
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.manifests.pod import placement_snippet
 from stack_advisor.catalog import resolve_accelerator
-from stack_advisor.schema.models import IngestBatch, Observation, PlacementKind, SoftwareStack
+from stack_advisor.schema.models import IngestBatch, PlacementKind, SoftwareStack
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 from tests.support.gfd_nodes import DRIVER_NODES, SNIPPET_NODES, SNIPPET_SUITE
 
 pytestmark = pytest.mark.kube
@@ -75,10 +75,10 @@ def advisor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Advisor]:
     MIG, vGPU) and the project's own H100 GEMM runs in a passthrough VM."""
     keep = {("mlperf-inference", "resnet50"), ("mlperf-inference", "bert-99"), ("pi", "gemm")}
     rows = [
-        Observation.model_validate(o)
-        for o in read_snapshot()["observations"]
-        if (o["benchmark"]["family"], o["benchmark"]["name"]) in keep
-        and o["benchmark"]["parameters"].get("scenario") in (None, "Offline")
+        o
+        for o in load_snapshot().observations
+        if (o.benchmark.family, o.benchmark.name) in keep
+        and o.benchmark.parameters.get("scenario") in (None, "Offline")
     ]
     store = open_store(f"embedded:{tmp_path_factory.mktemp('snippet-kb') / 'kb'}")
     store.ensure_schema()

@@ -35,7 +35,7 @@ from stack_advisor.schema.models import (
 from stack_advisor.store.base import Store
 from stack_advisor.store.bulk_import import BulkFiles
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 
 WHEN = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 STACK = SoftwareStack(
@@ -90,10 +90,9 @@ def _batches() -> list[IngestBatch]:
     duplicates inside a batch (the last wins) and across batches (the first wins), a host and a
     run that a later batch completes without erasing, failures with multi-line logs."""
     published = [
-        Observation.model_validate(o)
-        for o in read_snapshot()["observations"]
-        if o["benchmark"]["name"] == "resnet50"
-        and o["provenance"]["details"].get("round") == "v1.1"
+        o
+        for o in load_snapshot().observations
+        if o.benchmark.name == "resnet50" and o.provenance.details.get("round") == "v1.1"
     ]
     bare = Host(name="gpu-1")
     full = Host(name="gpu-1", cpu_model="EPYC 9654", cores=96, labels={"pool": "h100, big"})

@@ -13,10 +13,10 @@ from fastapi.testclient import TestClient
 
 from stack_advisor.advisor.proxy.estimate import llm_benchmarks
 from stack_advisor.api.deps import get_store
-from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.schema.models import IngestBatch
 from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 from tests.support.api import auth, make_settings
 
 QWEN = yaml.safe_load((Path(__file__).parent / "data" / "published.yaml").read_text())["models"][3]
@@ -26,10 +26,10 @@ QWEN = yaml.safe_load((Path(__file__).parent / "data" / "published.yaml").read_t
 def client(embedded_store: Store) -> Iterator[TestClient]:
     rows = [
         o
-        for o in read_snapshot()["observations"]
-        if o["benchmark"]["name"] in llm_benchmarks() and o["metric"] == "tokens_per_second"
+        for o in load_snapshot().observations
+        if o.benchmark.name in llm_benchmarks() and o.metric == "tokens_per_second"
     ]
-    embedded_store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+    embedded_store.ingest(IngestBatch(observations=rows))
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
     app = create_app(make_settings(tokens), store=embedded_store)
     app.dependency_overrides[get_store] = lambda: embedded_store

@@ -30,9 +30,9 @@ from stack_advisor.advisor.proxy.validation import (
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.cli.main import app
 from stack_advisor.schema.errors import InvalidInput
-from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import load_snapshot, read_snapshot
+from stack_advisor.store.starter import load_snapshot
 
 runner = CliRunner()
 RUN = {"name": "t", "parameters": 8e9, "train_tokens": 1e9}
@@ -115,13 +115,11 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
     keep = {*vision_models(), *training_runs()}
     metrics = {"samples_per_second", "accelerator_hours"}
     rows = [
-        o
-        for o in read_snapshot()["observations"]
-        if o["benchmark"]["name"] in keep and o["metric"] in metrics
+        o for o in load_snapshot().observations if o.benchmark.name in keep and o.metric in metrics
     ]
     with open_store(uri) as store:
         store.ensure_schema()
-        store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+        store.ingest(IngestBatch(observations=rows))
     return uri
 
 

@@ -15,9 +15,9 @@ from stack_advisor.advisor.proxy.estimate import llm_benchmarks
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.cli.main import app
 from stack_advisor.schema.errors import InvalidInput
-from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 
 runner = CliRunner()
 QWEN = yaml.safe_load((Path(__file__).parent / "data" / "published.yaml").read_text())["models"][3]
@@ -28,12 +28,12 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
     uri = f"embedded:{tmp_path_factory.mktemp('proxy-kb') / 'kb'}"
     rows = [
         o
-        for o in read_snapshot()["observations"]
-        if o["benchmark"]["name"] in llm_benchmarks() and o["metric"] == "tokens_per_second"
+        for o in load_snapshot().observations
+        if o.benchmark.name in llm_benchmarks() and o.metric == "tokens_per_second"
     ]
     with open_store(uri) as store:
         store.ensure_schema()
-        store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+        store.ingest(IngestBatch(observations=rows))
     return uri
 
 
