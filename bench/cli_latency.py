@@ -2,7 +2,9 @@
 cold (the first call after a write: the store is read, the evidence calibrated, both persisted) and
 warm (the persisted table and calibration loaded), plus a typo'd benchmark, each in a fresh process;
 warm `recommend` over `--version` as a ratio (issue 43: at most 3x), and the warm run's CPU by
-phase (imports, opening the store, the answer and the round drift within it).
+phase (imports, opening the store, the answer and the round drift within it). Commands compared
+with each other run in turn (a, b, a, b, ...: ``interleaved``), so a shared machine's changing load
+moves both alike.
 
 Ratios against the previous behaviour in the same run:
 - the table reread from the store on every call (``ADVISOR_TABLE_CACHE=0``) against the table
@@ -40,6 +42,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from cli_latency_in_process import show_in_process, show_tiled  # noqa: E402 (beside this file)
 
 RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
 TYPO = ["recommend", "--benchmark", "resnet5O", "--scenario", "Offline"]
@@ -217,101 +221,6 @@ def write_one(uri: str, tag: int) -> None:
         store.ingest(IngestBatch(observations=[obs]))
 
 
-def in_process(uri: str) -> dict[str, float]:
-    """Table from the store vs from its persisted file; calibration, the index's slices and the
-    placement overheads computed vs loaded from the calibration file."""
-    from stack_advisor.advisor.engine import Advisor, _one_thread
-    from stack_advisor.advisor.estimate import analysis, calibration_file
-    from stack_advisor.advisor.estimate.index import EvidenceIndex
-    from stack_advisor.advisor.estimate.query import group_slices
-    from stack_advisor.advisor.knowledge import table_file
-    from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
-    from stack_advisor.store.registry import open_store
-
-    with open_store(uri) as store:
-        generation = Advisor(store).store_generation()
-        t0 = time.perf_counter()
-        built = table_file.build_table(store, generation)
-        build_s = time.perf_counter() - t0
-        key = table_file.table_key(store, generation)
-        folders = CacheFolders.from_environ(
-            os.environ
-        )  # a bench is an edge: it reads the environment
-        path = table_file.table_path(store.uri, folders.tables)
-        assert key is not None and path is not None
-        table_file.write_table(path, built, key)
-        t0 = time.perf_counter()
-        loaded = table_file.read_table(path, key)
-        load_s = time.perf_counter() - t0
-        assert loaded is not None and loaded.n == built.n
-        t0 = time.perf_counter()
-        with _one_thread():  # as the advisor calibrates
-            calibration = EvidenceIndex(loaded).calibration()
-        calibrate_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        slices, overheads = group_slices(loaded), analysis.placement_overheads(loaded)
-        prepare_s = time.perf_counter() - t0
-        calibration_file.save(
-            loaded, calibration, slices=slices, overheads=overheads, folder=folders.calibration
-        )
-        t0 = time.perf_counter()
-        prepared = calibration_file.load_prepared(loaded, folder=folders.calibration)
-        calibration_load_s = time.perf_counter() - t0
-        assert prepared is not None and prepared.slices is not None
-    return {
-        "n": built.n,
-        "build_s": build_s,
-        "load_s": load_s,
-        "calibrate_s": calibrate_s,
-        "prepare_s": prepare_s,
-        "calibration_load_s": calibration_load_s,
-        "file_mb": path.stat().st_size / 1e6,
-    }
-
-
-def tiled_load(uri: str, rows: int) -> dict[str, float]:
-    """Persisted-table load at ``rows`` rows: the store's table tiled (keys made unique) to that
-    size, written and read back. It measures the file format, not a store of that size."""
-    import dataclasses
-
-    import numpy as np
-
-    from stack_advisor.advisor.engine import Advisor
-    from stack_advisor.advisor.knowledge import table_file
-    from stack_advisor.advisor.knowledge.columns import Column
-    from stack_advisor.store.registry import open_store
-
-    with open_store(uri) as store:
-        base = table_file.build_table(store, Advisor(store).store_generation())
-    reps = -(-rows // base.n)
-    fields: dict[str, Any] = {}
-    for name in table_file.NUMERIC:
-        fields[name] = np.tile(getattr(base, name), reps)[:rows]
-    for name in table_file.COLUMNS:
-        col = getattr(base, name)
-        fields[name] = Column(
-            codes=np.tile(col.codes, reps)[:rows], vocab=col.vocab, index=col.index
-        )
-    keys = [f"{k}-{r}" for r in range(reps) for k in base.keys][:rows]
-    big = dataclasses.replace(base, n=rows, keys=keys, digest="", **fields)
-    key = {"bench": "tiled", "rows": rows}
-    path = Path(os.environ["XDG_CACHE_HOME"]) / "tiled.npz"
-    t0 = time.perf_counter()
-    table_file.write_table(path, big, key)
-    write_s = time.perf_counter() - t0
-    loads = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        loaded = table_file.read_table(path, key)
-        loads.append(time.perf_counter() - t0)
-        assert loaded is not None and loaded.n == rows
-    return {
-        "write_s": write_s,
-        "load_s": statistics.median(loads),
-        "file_mb": path.stat().st_size / 1e6,
-    }
-
-
 def snapshot(into: Path) -> Path:
     """The package as it is now, copied: edits made while the bench runs (a shared checkout)
     neither mix code versions nor invalidate the persisted table and calibration, whose keys
@@ -369,7 +278,76 @@ def existing(uri: str, cache: Path | None, repeat: int) -> None:
     print(f"  load avg at end {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
 
 
-def main() -> None:
+def interleaved(
+    runs: dict[str, tuple[list[str], dict[str, str], Path]], repeat: int
+) -> dict[str, dict[str, Any]]:
+    """Each named ``advisor ARGS`` (env, code root) ``repeat`` times, in turn (a, b, c, a, b, c,
+    ...): a shared machine's load then moves all of them alike, so their ratios hold even where
+    their times do not."""
+    walls: dict[str, list[float]] = {name: [] for name in runs}
+    cpus: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, (args, env, root) in runs.items():
+            wall, cpu, _ = run_cli(args, env, root)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return {name: {"wall": summary(walls[name]), "cpu": summary(cpus[name])} for name in runs}
+
+
+def recommend_figures(
+    uri: str, size: int, env: dict[str, str], code: Path, repeat: int
+) -> dict[str, Any]:
+    """Cold, warm, table reread and typo'd ``recommend`` on the store at ``uri``; warm over
+    ``--version`` measured in turn with it (``interleaved``), and the warm run's phases."""
+    store_args = [*RECOMMEND, "--store", uri]
+    colds = []
+    for i in range(max(2, repeat // 2)):
+        write_one(uri, size + i)
+        colds.append(run_cli(store_args, env, code)[:2])
+    cold = {"wall": summary([w for w, _ in colds]), "cpu": summary([c for _, c in colds])}
+    show("cold: first call after a write (read+calibrate)", cold)
+    runs = {
+        "version": (["--version"], env, code),
+        "warm": (store_args, env, code),
+        "reread": (store_args, {**env, "ADVISOR_TABLE_CACHE": "0"}, code),
+        "typo": ([*TYPO, "--store", uri], env, code),
+    }
+    fig = interleaved(runs, repeat)
+    show("warm, table reread from the store", fig["reread"])
+    show("warm, persisted table + calibration", fig["warm"], fig["reread"], "rereading the table")
+    show("--version, in turn with them", fig["version"])
+    ratio(fig["warm"], fig["version"])
+    show_phases(store_args, env, code, repeat)
+    show("typo'd benchmark, warm", fig["typo"])
+    return fig
+
+
+def against_baseline(
+    uri: str,
+    now: tuple[dict[str, str], Path],
+    base: tuple[dict[str, str], Path],
+    args: argparse.Namespace,
+) -> None:
+    """Warm and typo'd ``recommend`` of this code and of ``--baseline-rev``'s, run in turn."""
+    store_args = [*RECOMMEND, "--store", uri]
+    typo_args = [*TYPO, "--store", uri]
+    run_cli(store_args, *base)  # the baseline fills its caches once
+    fig = interleaved(
+        {
+            "warm": (store_args, *now),
+            "base_warm": (store_args, *base),
+            "typo": (typo_args, *now),
+            "base_typo": (typo_args, *base),
+        },
+        args.repeat,
+    )
+    show(f"baseline {args.baseline_rev}: warm (in turn with now)", fig["base_warm"])
+    show(f"baseline {args.baseline_rev}: typo'd benchmark", fig["base_typo"])
+    show("now: warm", fig["warm"], fig["base_warm"], "the baseline")
+    show("now: typo'd benchmark", fig["typo"], fig["base_typo"], "the baseline")
+
+
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -396,28 +374,37 @@ def main() -> None:
     parser.add_argument(
         "--cache", type=Path, help="with --existing: the cache folder (tables/, calibration/)"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def bench_env(root: Path) -> dict[str, str]:
+    """The commands' environment: data and caches under ``root``, as installed (bytecode cached:
+    pip compiles it at install), whatever this shell says."""
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(root / "data"),
+        "XDG_CACHE_HOME": str(root / "cache"),
+        "ADVISOR_STARTER": "0",
+    }
+    for name in (
+        "ADVISOR_STORE",
+        "ADVISOR_API",
+        "ADVISOR_TABLE_CACHE",
+        "ADVISOR_CALIBRATION_CACHE",
+        "PYTHONDONTWRITEBYTECODE",
+    ):
+        env.pop(name, None)
+    return env
+
+
+def main() -> None:
+    args = arguments()
     if args.existing:
         existing(args.existing, args.cache, args.repeat)
         return
-
     with tempfile.TemporaryDirectory(prefix="cli-latency-") as tmp:
         root = Path(tmp)
-        env = {
-            **os.environ,
-            "XDG_DATA_HOME": str(root / "data"),
-            "XDG_CACHE_HOME": str(root / "cache"),
-            "ADVISOR_STARTER": "0",
-        }
-        # as installed: bytecode cached (pip compiles it at install), whatever this shell says
-        for name in (
-            "ADVISOR_STORE",
-            "ADVISOR_API",
-            "ADVISOR_TABLE_CACHE",
-            "ADVISOR_CALIBRATION_CACHE",
-            "PYTHONDONTWRITEBYTECODE",
-        ):
-            env.pop(name, None)
+        env = bench_env(root)
         os.environ.update({k: env[k] for k in ("XDG_CACHE_HOME",)})
         baseline = extract(args.baseline_rev, root / "baseline") if args.baseline_rev else None
         code = snapshot(root / "now")
@@ -427,10 +414,8 @@ def main() -> None:
             f"python {sys.version.split()[0]}; repeat {args.repeat}",
             flush=True,
         )
-
         print("advisor --version")
-        version_now = timed(["--version"], env, code, args.repeat)
-        show("now", version_now)
+        show("now", timed(["--version"], env, code, args.repeat))
         print("advisor --help")
         help_now = timed(["--help"], env, code, args.repeat)
         if baseline is not None:
@@ -439,7 +424,6 @@ def main() -> None:
             show("now", help_now, help_base, "the baseline")
         else:
             show("now", help_now)
-
         uri = f"embedded:{root / 'kb'}"
         for size in (int(s) for s in args.sizes.split(",")):
             n = fill(uri, size)
@@ -447,50 +431,12 @@ def main() -> None:
                 f"advisor recommend --benchmark resnet50 --scenario Offline, {n:,} observations "
                 f"(embedded store)"
             )
-            store_args = [*RECOMMEND, "--store", uri]
-            typo_args = [*TYPO, "--store", uri]
-            colds = []
-            for i in range(max(2, args.repeat // 2)):
-                write_one(uri, size + i)
-                colds.append(run_cli(store_args, env, code)[:2])
-            cold = {"wall": summary([w for w, _ in colds]), "cpu": summary([c for _, c in colds])}
-            show("cold: first call after a write (read+calibrate)", cold)
-            warm = timed(store_args, env, code, args.repeat)
-            reread = timed(store_args, {**env, "ADVISOR_TABLE_CACHE": "0"}, code, args.repeat)
-            show("warm, table reread from the store", reread)
-            show("warm, persisted table + calibration", warm, reread, "rereading the table")
-            ratio(warm, version_now)
-            show_phases(store_args, env, code, args.repeat)
-            typo = timed(typo_args, env, code, args.repeat)
-            show("typo'd benchmark, warm", typo)
+            recommend_figures(uri, size, env, code, args.repeat)
             if baseline is not None:
-                run_cli(store_args, base_env, baseline)  # the baseline fills its caches once
-                base_warm = timed(store_args, base_env, baseline, args.repeat)
-                base_typo = timed(typo_args, base_env, baseline, args.repeat)
-                show(f"baseline {args.baseline_rev}: warm", base_warm)
-                show(f"baseline {args.baseline_rev}: typo'd benchmark", base_typo)
-                show("now: warm", warm, base_warm, "the baseline")
-                show("now: typo'd benchmark", typo, base_typo, "the baseline")
-            figures = in_process(uri)
-            print(
-                f"  in-process, {figures['n']:,} rows: table from the store "
-                f"{figures['build_s']:.2f} s, "
-                f"from the persisted file {figures['load_s'] * 1000:.0f} ms "
-                f"({figures['build_s'] / figures['load_s']:.0f}x; file "
-                f"{figures['file_mb']:.1f} MB); "
-                f"calibration {figures['calibrate_s']:.1f} s, slices + placement overheads "
-                f"{figures['prepare_s'] * 1000:.0f} ms; the calibration file with both loaded in "
-                f"{figures['calibration_load_s'] * 1000:.0f} ms",
-                flush=True,
-            )
+                against_baseline(uri, (env, code), (base_env, baseline), args)
+            show_in_process(uri)
         if args.tile:
-            t = tiled_load(uri, args.tile)
-            print(
-                f"persisted table at {args.tile:,} rows (the store's table tiled, keys "
-                "made unique): "
-                f"write {t['write_s']:.2f} s, load {t['load_s']:.2f} s (median of 3), "
-                f"file {t['file_mb']:.0f} MB"
-            )
+            show_tiled(uri, args.tile)
         print(json.dumps({"load_average_end": os.getloadavg()[0]}))
 
 
