@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,11 @@ from stack_advisor.advisor.estimate import query as estimate
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.knowledge import table_file
 from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
-from stack_advisor.schema.models import IngestBatch
+from stack_advisor.schema.models import IngestBatch, Observation
 from stack_advisor.store.base import Store
+from stack_advisor.store.registry import open_store
 from stack_advisor.store.starter import load_snapshot
+from tests.support.starter_kb import copy_starter_kb
 
 QUERIES = [  # observed, interpolated (another count) and transferred (never measured) figures
     {
@@ -174,17 +177,32 @@ def test_transfer_intervals_follow_their_benchmarks_own_spread(store: Store, fol
 # ---- the index's slices and the placement overheads, persisted beside the calibration ----------
 
 
-@pytest.fixture
-def paired_store(embedded_store: Store) -> Store:
+def _paired_rows() -> list[Observation]:
     """resnet50 results plus every virtualised result of the snapshot with the bare-metal
     results of its benchmarks: paired placements, so overheads exist."""
     snapshot = load_snapshot().observations
     virtual = [o for o in snapshot if o.placement.kind.value in ("vgpu", "passthrough")]
     benches = {o.benchmark.name for o in virtual}
     rows = [o for o in snapshot if o.benchmark.name == "resnet50"][:600]
-    rows += [o for o in snapshot if o.benchmark.name in benches and o.benchmark.name != "resnet50"]
-    embedded_store.ingest(IngestBatch(observations=rows))
-    return embedded_store
+    return rows + [
+        o for o in snapshot if o.benchmark.name in benches and o.benchmark.name != "resnet50"
+    ]
+
+
+@pytest.fixture(scope="module")
+def paired_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An embedded store file holding the paired rows, ingested once for the module."""
+    path = tmp_path_factory.mktemp("paired") / "kb"
+    with open_store(f"embedded:{path}") as store:
+        store.ingest(IngestBatch(observations=_paired_rows()))
+    return path
+
+
+@pytest.fixture
+def paired_store(paired_kb: Path, tmp_path: Path) -> Iterator[Store]:
+    """A copy of the paired rows' store of the test's own."""
+    with open_store(copy_starter_kb(paired_kb, tmp_path / "paired" / "kb")) as store:
+        yield store
 
 
 def _everything(advisor: Advisor) -> tuple[Any, ...]:
@@ -257,15 +275,38 @@ def test_rows_in_another_order_reuse_the_calibration_not_the_slices(
     assert calibration_file.load_prepared(table, folder=Advisor.caches.calibration).slices is None  # type: ignore[union-attr]
 
 
+@pytest.fixture(scope="module")
+def undamaged(
+    tmp_path_factory: pytest.TempPathFactory, paired_kb: Path
+) -> tuple[tuple[Any, ...], str, bytes]:
+    """The answers over the paired rows and the calibration file they leave (its name and
+    bytes), computed once for the damage cases: each case starts from a copy of the file."""
+    root = tmp_path_factory.mktemp("undamaged")
+    caches = CacheFolders(tables=Advisor.caches.tables, calibration=root / "calibration")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Advisor, "caches", caches)
+        with open_store(copy_starter_kb(paired_kb, root / "kb")) as store:
+            computed = _everything(Advisor(store))
+    (path,) = (root / "calibration").glob("calibration-*.npz")
+    return computed, path.name, path.read_bytes()
+
+
 @pytest.mark.parametrize(
     "damage",
     ["row out of range", "listing longer than the rows", "not a list", "bad overhead", "truncated"],
 )
 def test_damaged_slices_or_overheads_are_computed_over(
-    paired_store: Store, folder: Path, damage: str
+    paired_store: Store, folder: Path, damage: str, undamaged: tuple[tuple[Any, ...], str, bytes]
 ) -> None:
-    computed = _everything(Advisor(paired_store))
-    (path,) = folder.glob("calibration-*.npz")
+    computed, name, data = undamaged
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(data)
+    # the copy stands for this store's table: what follows fails for the damage alone
+    prepared = calibration_file.load_prepared(
+        Advisor(paired_store).table(), folder=Advisor.caches.calibration
+    )
+    assert prepared is not None and prepared.slices is not None
     with np.load(path, allow_pickle=False) as data:
         arrays = {name: np.asarray(data[name]) for name in data.files}
     meta = json.loads(bytes(arrays["meta"]).decode())

@@ -80,6 +80,7 @@ def test_options() -> None:
         params_for(RunContext(options={"processes": 1}))
 
 
+@pytest.mark.slow  # ~10 s: two spawned ranks, each importing torch
 @needs_torch
 def test_local_spawn_two_ranks_gloo(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("WORLD_SIZE", "RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):

@@ -30,8 +30,8 @@ def make_starter_kb(folder: Path) -> Path:
 
 
 def copy_starter_kb(source: Path, target: Path) -> str:
-    """Copy the store file ``source`` (from ``make_starter_kb``; closed) and any sidecar of it
-    (``kb.wal``, ...) to ``target``; the copy's URI."""
+    """Copy the closed embedded store file ``source`` (from ``make_starter_kb``, or any store a
+    module ingested once) and any sidecar of it (``kb.wal``, ...) to ``target``; the copy's URI."""
     target.parent.mkdir(parents=True, exist_ok=True)
     for sidecar in source.parent.glob(source.name + ".*"):
         shutil.copyfile(sidecar, target.with_name(target.name + sidecar.name[len(source.name) :]))
