@@ -61,12 +61,22 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "calibration"
 
 
-@pytest.fixture
-def store(embedded_store: Store) -> Store:
-    """Real published resnet50 results of the starter snapshot (every round it holds)."""
+@pytest.fixture(scope="module")
+def resnet50_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real published resnet50 results of the starter snapshot (every round it holds), in an
+    embedded store file ingested once for the module."""
+    path = tmp_path_factory.mktemp("resnet50") / "kb"
     rows = [o for o in load_snapshot().observations if o.benchmark.name == "resnet50"][:600]
-    embedded_store.ingest(IngestBatch(observations=rows))
-    return embedded_store
+    with open_store(f"embedded:{path}") as store:
+        store.ingest(IngestBatch(observations=rows))
+    return path
+
+
+@pytest.fixture
+def store(resnet50_kb: Path, tmp_path: Path) -> Iterator[Store]:
+    """A copy of the resnet50 store of the test's own (tests write to it)."""
+    with open_store(copy_starter_kb(resnet50_kb, tmp_path / "resnet50" / "kb")) as store:
+        yield store
 
 
 def _answers(advisor: Advisor) -> list[tuple[str, float | None, float | None, float | None]]:
