@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from stack_advisor.advisor.knowledge.columns import Column, KeyList
+from stack_advisor.advisor.knowledge.table_rows import CATEGORICAL as CATEGORICAL
 from stack_advisor.advisor.knowledge.table_rows import (
     BenchmarkInfo,
     BenchPart,
@@ -32,24 +33,6 @@ from stack_advisor.store.base import FlatObservations
 log = logging.getLogger(__name__)
 _UNSEEN: Any = object()
 
-CATEGORICAL = (
-    "metric",
-    "unit",
-    "benchmark",
-    "family",
-    "bench_name",
-    "scenario",
-    "division",
-    "round",
-    "source",
-    "submitter",
-    "accelerator",
-    "physical",
-    "placement",
-    "stack",
-    "candidate",
-    "system",
-)
 NUMERIC = ("value", "count", "timestamp", "higher_is_better")
 
 

@@ -13,6 +13,28 @@ from stack_advisor.advisor.knowledge.columns import Column
 from stack_advisor.schema.models import Benchmark, SoftwareStack
 from stack_advisor.store.base import FlatObservations
 
+CATEGORICAL = (
+    "metric",
+    "unit",
+    "benchmark",
+    "family",
+    "bench_name",
+    "scenario",
+    "division",
+    "round",
+    "source",
+    "submitter",
+    "accelerator",
+    "physical",
+    "placement",
+    "stack",
+    "candidate",
+    "system",
+)
+"""The table's string columns, each a ``Column``; every one is filled row by row but those in
+``DERIVED``."""
+DERIVED = ("physical",)  # from the accelerator column, once per distinct name (``columns``)
+
 
 @dataclass
 class BenchmarkInfo:
@@ -113,26 +135,7 @@ class RowBuilder:
         self.counts: list[int] = []
         self.stamps: list[float] = []
         self.hib: list[bool] = []
-        self.cols: dict[str, list[Any]] = {
-            k: []
-            for k in (
-                "metric",
-                "unit",
-                "benchmark",
-                "family",
-                "bench_name",
-                "scenario",
-                "division",
-                "round",
-                "source",
-                "submitter",
-                "accelerator",
-                "placement",
-                "stack",
-                "candidate",
-                "system",
-            )
-        }
+        self.cols: dict[str, list[Any]] = {k: [] for k in CATEGORICAL if k not in DERIVED}
         self.keys: list[str] = []
         self.benchmarks: dict[str, BenchmarkInfo] = {}
         self.stacks: dict[str, SoftwareStack] = {}
