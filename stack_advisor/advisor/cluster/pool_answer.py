@@ -5,6 +5,7 @@ the NUMA advice), built from a ranked ``Recommendation`` or a prediction for the
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 from stack_advisor.advisor.cluster.numa import NumaAdvice, guarantee, pool_advice
@@ -30,6 +31,19 @@ _NO_IMAGE = (
 )
 
 Manifests = tuple[list[dict[str, Any]], str]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSite:
+    """Where an answer lands: the pool, the job's shape on it, the pool's driver, the image the
+    user gave, the workload asked and the table generation the pool's names were read at."""
+
+    pool: NodePool
+    shape: JobShape
+    driver: str | None
+    image: str | None
+    workload: Workload
+    generation: int | None
 
 
 def image_of(
@@ -94,37 +108,17 @@ class PoolAnswers:
         self.images: dict[tuple[str | None, ...], str] = {}
         self.numa_gains: dict[Any, Any] = {}
 
-    def from_recommendation(
-        self,
-        r: Recommendation,
-        pool: NodePool,
-        shape: JobShape,
-        driver: str | None,
-        image: str | None,
-        workload: Workload,
-        generation: int | None,
-    ) -> PoolRecommendation:
+    def from_recommendation(self, r: Recommendation, site: PoolSite) -> PoolRecommendation:
         """A ranked candidate that is the pool's exact configuration: its figure stands."""
         count = r.candidate.accelerator_count
         scale = count if r.per_accelerator else 1
         basis = (
-            observed_basis(r.evidence, pool)
+            observed_basis(r.evidence, site.pool)
             if r.basis is Basis.OBSERVED
             else BASIS_OF.get(r.basis.value, PoolBasis.INTERPOLATED)
         )
-        return self.build(
-            pool=pool,
-            shape=shape,
-            driver=driver,
-            image=image,
-            workload=workload,
-            rec=r,
-            basis=basis,
-            total=(r.value * scale, r.interval.low * scale, r.interval.high * scale),
-            evidence=r.evidence,
-            warnings=list(r.warnings),
-            generation=generation,
-        )
+        total = (r.value * scale, r.interval.low * scale, r.interval.high * scale)
+        return self.build(site, r, basis, total, r.evidence, list(r.warnings))
 
     def _scored(
         self,
@@ -212,20 +206,15 @@ class PoolAnswers:
 
     def build(
         self,
-        *,
-        pool: NodePool,
-        shape: JobShape,
-        driver: str | None,
-        image: str | None,
-        workload: Workload,
+        site: PoolSite,
         rec: Recommendation,
         basis: PoolBasis,
         total: tuple[float, float, float],
         evidence: Evidence,
         warnings: list[str],
-        generation: int | None,
     ) -> PoolRecommendation:
         """The answer for the pool from a figure for the pod (``total``: value, low, high)."""
+        pool, shape, workload = site.pool, site.shape, site.workload
         units = shape.units_per_pod
         hib = rec.higher_is_better
         div = units if hib else 1
@@ -233,13 +222,13 @@ class PoolAnswers:
         observed = basis in (PoolBasis.MEASURED, PoolBasis.OBSERVED)
         score, score_unit = self._scored(pool, workload, rec, (value, low, high), observed)
         stack = SoftwareStack.model_validate(rec.candidate.stack)
-        found_image = image_of(stack, image, self.images)
+        found_image = image_of(stack, site.image, self.images)
         if shape.pods > 1 and hib:
             warnings.append(_linear_scaling(shape.pods))
         memo, note = self._manifests(pool, stack, rec, found_image, shape, workload)
         if note:
             warnings.append(note)
-        numa, (manifests, snippet) = self._numa(pool, units, memo, generation)
+        numa, (manifests, snippet) = self._numa(pool, units, memo, site.generation)
         return PoolRecommendation(
             rank=0,
             pool=pool.name,
@@ -252,7 +241,7 @@ class PoolAnswers:
             resource=pool.resource,
             shape=shape,
             placement=pool.placement.value,
-            driver=driver,
+            driver=site.driver,
             metric=rec.metric,
             unit=rec.unit,
             higher_is_better=hib,

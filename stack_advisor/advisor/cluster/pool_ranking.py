@@ -13,6 +13,7 @@ from stack_advisor.advisor.cluster.cpu_pools import UNMEASURED, cpu_workload, me
 from stack_advisor.advisor.cluster.pool_answer import (
     BASIS_OF,
     PoolAnswers,
+    PoolSite,
     observed_basis,
     one_per_stack,
 )
@@ -168,11 +169,8 @@ class PoolRanking:
         for r in one_per_stack(recs, per_pool):
             c = r.candidate
             if on_pool(c) and c.placement is pool.placement and c.accelerator_count == units:
-                out.append(
-                    self.answers.from_recommendation(
-                        r, pool, shape, driver, image, workload, self._generation()
-                    )
-                )
+                site = self._site(workload, (pool, shape, driver), image)
+                out.append(self.answers.from_recommendation(r, site))
                 continue
             accelerator = c.accelerator if on_pool(c) else pool.kb_name
             query = _pool_query(workload, r, accelerator, units, pool)
@@ -203,6 +201,7 @@ class PoolRanking:
             why = "no LLM reference result on this part" if names else "no result on this part"
             return [], {f"{PROXY_NONE}: {why}": 1}, ranked.metric
         out, too_small = [], 0
+        site = self._site(workload, (pool, shape, driver), image)
         for r in one_per_stack(recs, per_pool):
             count = r.candidate.accelerator_count
             replicas = units // count
@@ -216,21 +215,7 @@ class PoolRanking:
                     f"{replicas} replica(s) of {count} use {used} of the pod's {units} units"
                 )
             total = (r.value * used, r.interval.low * used, r.interval.high * used)
-            out.append(
-                self.answers.build(
-                    pool=pool,
-                    shape=shape,
-                    driver=driver,
-                    image=image,
-                    workload=workload,
-                    rec=r,
-                    basis=PoolBasis.PROXY,
-                    total=total,
-                    evidence=r.evidence,
-                    warnings=warnings,
-                    generation=self._generation(),
-                )
-            )
+            out.append(self.answers.build(site, r, PoolBasis.PROXY, total, r.evidence, warnings))
         if out or not too_small:
             return out, {}, ranked.metric
         need = min(r.candidate.accelerator_count for r in recs)
@@ -253,16 +238,8 @@ class PoolRanking:
         skipped = dict(ranked.excluded)
         if not recs:
             skipped[UNMEASURED] = 1
-        return (
-            [
-                self.answers.from_recommendation(
-                    r, pool, shape, None, image, workload, self._generation()
-                )
-                for r in recs
-            ],
-            skipped,
-            ranked.metric,
-        )
+        site = self._site(workload, (pool, shape, None), image)
+        return [self.answers.from_recommendation(r, site) for r in recs], skipped, ranked.metric
 
     def _predicted(
         self,
@@ -277,8 +254,8 @@ class PoolRanking:
         predictions = self.advisor.predict([q for _, _, q, _ in pending]) if pending else []
         refusals: dict[int, list[str]] = {}
         for (i, r, q, model_basis), p in zip(pending, predictions):
-            pool, shape, driver = targets[i]
-            units = shape.units_per_pod
+            site = self._site(workload, targets[i], image)
+            pool, units = site.pool, site.shape.units_per_pod
             # predict checks the recorded components (the submitter's driver); the ranking
             # already checked the stack against the pool's driver
             recorded = self._rule_messages(q.components)
@@ -302,25 +279,13 @@ class PoolRanking:
                 f"ranked candidate was {r.candidate.accelerator} x{r.candidate.accelerator_count} "
                 f"{r.candidate.placement.value}"
             )
-            results[i][0].append(
-                self.answers.build(
-                    pool=pool,
-                    shape=shape,
-                    driver=driver,
-                    image=image,
-                    workload=workload,
-                    rec=r,
-                    basis=basis,
-                    total=(p.value, p.interval.low, p.interval.high),
-                    evidence=p.evidence,
-                    warnings=[
-                        *r.warnings,
-                        *(w for w in p.warnings if w not in recorded and w not in r.warnings),
-                        how,
-                    ],
-                    generation=self._generation(),
-                )
-            )
+            warnings = [
+                *r.warnings,
+                *(w for w in p.warnings if w not in recorded and w not in r.warnings),
+                how,
+            ]
+            total = (p.value, p.interval.low, p.interval.high)
+            results[i][0].append(self.answers.build(site, r, basis, total, p.evidence, warnings))
         return refusals
 
     def _rule_messages(self, components: dict[str, str]) -> set[str]:
@@ -331,6 +296,11 @@ class PoolRanking:
                 v.message for v in self.advisor.rules.check_components(dict(components))
             }
         return hit
+
+    def _site(self, workload: Workload, target: Target, image: str | None) -> PoolSite:
+        """Where the answers for one target land (the table's generation as now read)."""
+        pool, shape, driver = target
+        return PoolSite(pool, shape, driver, image, workload, self._generation())
 
     def _generation(self) -> int | None:
         """The table's generation the names were read at: new data, new (pool, stack) pairs."""
