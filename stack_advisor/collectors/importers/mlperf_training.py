@@ -237,6 +237,18 @@ class _Group:
             kind=SourceKind.PUBLISHED, source=SOURCE, url=url, details={**self.base, **details}
         )
 
+    def observation(self, details: dict[str, str], **figure: Any) -> Observation:
+        """One of the group's figures (``figure``: metric, value, unit, note, ...); every figure
+        of a training result is a time or a cost, so lower is better."""
+        return Observation(
+            benchmark=self.bench,
+            higher_is_better=False,
+            source_key=self.source_key,
+            provenance=self.provenance(details),
+            **figure,
+            **self.common,
+        )
+
 
 def _context(
     tree: TrainingTree, contexts: dict[tuple[str, str], SystemContext | None], key: tuple[str, str]
@@ -304,18 +316,14 @@ def _add_run(batch: IngestBatch, group: _Group, run: TrainingRun) -> None:
     details = {"file": run.path, **run.keys, "status": run.status}
     if run.succeeded and run.minutes is not None:
         batch.observations.append(
-            Observation(
-                benchmark=group.bench,
+            group.observation(
+                details,
                 metric="run_time_to_train_min",
                 value=run.minutes,
                 unit="min",
-                higher_is_better=False,
                 timestamp=started,
                 run_id=run_id,
-                source_key=group.source_key,
                 note="one run's time to train (run_start to run_stop)",
-                provenance=group.provenance(details),
-                **group.common,
             )
         )
         return
@@ -358,46 +366,33 @@ def _add_score(batch: IngestBatch, group: _Group, runs: list[TrainingRun]) -> No
     details = _score_details(group, runs, score)
     cv = score.stddev / score.minutes if score.stddev is not None else None
     when = datetime.fromtimestamp(min(r.start_ms for r in runs) / 1000, tz=UTC)
-    batch.observations.append(
-        Observation(
-            benchmark=group.bench,
-            metric="time_to_train_min",
-            value=score.minutes,
-            unit="min",
-            higher_is_better=False,
-            note=RCP_NOTE,
-            timestamp=when,
-            source_key=group.source_key,
-            provenance=group.provenance(details),
-            samples=score.used,
-            p10=score.fastest,
-            p90=score.slowest,
-            stddev=score.stddev,
-            cv=cv,
-            **group.common,
-        )
-    )
     accelerators = group.ctx.accelerators
-    hours = accelerators / 60
-    batch.observations.append(
-        Observation(
-            benchmark=group.bench,
-            metric="accelerator_hours",
-            value=score.minutes * hours,
-            unit="accelerator-h",
-            higher_is_better=False,
-            note=f"time to train × {accelerators} accelerators; {RCP_NOTE}",
-            timestamp=when,
-            source_key=group.source_key,
-            provenance=group.provenance(details),
-            samples=score.used,
-            p10=score.fastest * hours,
-            p90=score.slowest * hours,
-            stddev=score.stddev * hours if score.stddev is not None else None,
-            cv=cv,
-            **group.common,
-        )
+    # (metric, unit, per minute of training, note): the time itself, and the accelerators' time
+    figures = (
+        ("time_to_train_min", "min", 1.0, RCP_NOTE),
+        (
+            "accelerator_hours",
+            "accelerator-h",
+            accelerators / 60,
+            f"time to train × {accelerators} accelerators; {RCP_NOTE}",
+        ),
     )
+    for metric, unit, scale, note in figures:
+        batch.observations.append(
+            group.observation(
+                details,
+                metric=metric,
+                value=score.minutes * scale,
+                unit=unit,
+                note=note,
+                timestamp=when,
+                samples=score.used,
+                p10=score.fastest * scale,
+                p90=score.slowest * scale,
+                stddev=score.stddev * scale if score.stddev is not None else None,
+                cv=cv,
+            )
+        )
 
 
 def to_batch(tree: TrainingTree) -> IngestBatch:
