@@ -28,7 +28,14 @@ ORDER = (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED)
 PredictOne = Callable[[EvidenceIndex, RuleSet, PredictQuery], Prediction]
 
 
-def _refused(q: PredictQuery, reason: str) -> Prediction:
+def refused_prediction(
+    q: PredictQuery,
+    reason: str | None,
+    warnings: list[str] | None = None,
+    accelerator: str | None = None,
+) -> Prediction:
+    """The answer to a query the hierarchy refuses: no figure, the reason (the first warning
+    unless ``warnings`` are given), and the canonical ``accelerator`` when it was resolved."""
     return Prediction(
         query=q,
         value=None,
@@ -36,8 +43,9 @@ def _refused(q: PredictQuery, reason: str) -> Prediction:
         observed=False,
         basis=Basis.UNSUPPORTED,
         reason=reason,
+        accelerator=accelerator,
         evidence=Evidence(count=0),
-        warnings=[reason],
+        warnings=warnings if warnings is not None else [reason or "unsupported"],
     )
 
 
@@ -59,14 +67,14 @@ def mixed_prediction(
             q.model_copy(update={"accelerator": part.accelerator.key, "accelerator_count": count}),
         )
         if one.basis is Basis.UNSUPPORTED or one.value is None or one.interval is None:
-            return _refused(
+            return refused_prediction(
                 q,
                 f"{head}: its part {count}x {part.accelerator.key} cannot be estimated "
                 f"({one.reason})",
             )
         answers.append((f"{count}x {part.accelerator.key}", one))
     if any(p.query.metric and not _higher_is_better(index, p) for _, p in answers):
-        return _refused(
+        return refused_prediction(
             q,
             f"{head}: a heterogeneous system's {q.metric} is not the sum of its parts' (only "
             "throughput adds up across nodes)",

@@ -33,7 +33,7 @@ from stack_advisor.advisor.verbs.bounds import count_beyond_published
 from stack_advisor.advisor.verbs.candidates import Candidate
 from stack_advisor.advisor.verbs.explain import evidence_of
 from stack_advisor.advisor.verbs.feasibility import RuleCheck, refusal
-from stack_advisor.advisor.verbs.mixed_system import mixed_prediction
+from stack_advisor.advisor.verbs.mixed_system import mixed_prediction, refused_prediction
 from stack_advisor.advisor.verbs.placement import held_to_bare_metal
 from stack_advisor.catalog import load_catalog, resolve_accelerator
 from stack_advisor.schema.errors import InvalidInput
@@ -115,16 +115,7 @@ def _invalid_query(i: int, raw: Any, exc: ValidationError) -> Prediction | None:
         if close:
             hints.append(f"{'.'.join(map(str, e['loc']))}: did you mean {' or '.join(close)}?")
     reason = "; ".join([validation_message(exc, prefix=f"queries.{i}"), *hints])
-    return Prediction(
-        query=query,
-        value=None,
-        interval=None,
-        observed=False,
-        basis=Basis.UNSUPPORTED,
-        reason=reason,
-        evidence=Evidence(count=0),
-        warnings=[reason],
-    )
+    return refused_prediction(query, reason)
 
 
 def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[str, str]:
@@ -254,16 +245,7 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
     named, problems = catalogue_names(q, index.known_benchmarks())
     cq: Query | str = "; ".join(problems) if problems else canonical_query(index, named)
     if isinstance(cq, str):
-        return Prediction(
-            query=q,
-            value=None,
-            interval=None,
-            observed=False,
-            basis=Basis.UNSUPPORTED,
-            reason=cq,
-            evidence=Evidence(count=0),
-            warnings=[cq],
-        )
+        return refused_prediction(q, cq)
     q = named  # answers echo the query in catalogue names: what each name was resolved to
     beyond = count_beyond_published(index.table, cq.count, "accelerator_count") or refusal(
         RuleCheck(rules),
@@ -279,17 +261,8 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
     if q.components or q.framework:
         warnings.extend(v.message for v in rules.check_components(dict(cq.components)))
     if est.basis is Basis.UNSUPPORTED:
-        return Prediction(
-            query=q,
-            value=None,
-            interval=None,
-            observed=False,
-            basis=est.basis,
-            reason=est.reason,
-            accelerator=cq.accelerator,
-            evidence=Evidence(count=0),
-            warnings=[est.reason or "unsupported", *warnings],
-        )
+        why = [est.reason or "unsupported", *warnings]
+        return refused_prediction(q, est.reason, why, cq.accelerator)
     return _answer(index, q, cq, est, warnings)
 
 
