@@ -13,7 +13,7 @@ from stack_advisor.api.deps import AdvisorDep, StoreDep
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.web import charts, session
 from stack_advisor.web.explore import facets
-from stack_advisor.web.pages.common import query_fields
+from stack_advisor.web.pages.common import given, query_fields, row_bars
 from stack_advisor.web.render import export, page
 
 router = APIRouter(include_in_schema=False)
@@ -49,12 +49,7 @@ def _comparisons(
         return [], None
     try:
         comparisons = service.compare_benchmarks(
-            advisor,
-            a,
-            b,
-            accelerator=f.get("accelerator") or None,
-            benchmark=f.get("benchmark") or None,
-            scenario=f.get("scenario") or None,
+            advisor, a, b, **given(f, "accelerator", "benchmark", "scenario")
         )
     except (InvalidInput, NotFound) as exc:
         if format != "html":
@@ -82,16 +77,12 @@ def _ratio_chart(comparisons: list[dict[str, Any]]) -> str:
     if not shown:
         return ""
     return charts.bar_chart(
-        [
-            charts.Bar(
-                f"{c['benchmark']} {c['scenario']}".strip(),
-                c["ratio"],
-                c["low"],
-                c["high"],
-                note=c["verdict"],
-            )
-            for c in shown
-        ],
+        row_bars(
+            shown,
+            lambda c: f"{c['benchmark']} {c['scenario']}".strip(),
+            lambda c: c["verdict"],
+            value="ratio",
+        ),
         title="B against A per benchmark (speed ratio, >1 means B is faster; 1.0 dashed)",
         unit="B/A speed ratio",
         reference=1.0,
@@ -102,17 +93,13 @@ def _overhead_chart(overheads: list[dict[str, Any]]) -> str:
     if not overheads:
         return ""
     return charts.bar_chart(
-        [
-            charts.Bar(
-                o["accelerator"],
-                o["ratio"],
-                o["low"],
-                o["high"],
-                group=o["placement"],
-                note=o["summary"],
-            )
-            for o in overheads
-        ],
+        row_bars(
+            overheads,
+            lambda o: o["accelerator"],
+            lambda o: o["summary"],
+            value="ratio",
+            group="placement",
+        ),
         title="Speed in VMs relative to bare metal (1.0 dashed)",
         unit="ratio to bare metal",
         reference=1.0,
@@ -156,17 +143,13 @@ def _sweep_chart(doc: dict[str, Any] | None, rows: list[dict[str, Any]]) -> str:
     if not (doc and rows):
         return ""
     return charts.bar_chart(
-        [
-            charts.Bar(
-                f"{r['benchmark']} · {r['cell']}",
-                r["ratio"],
-                r["low"],
-                r["high"],
-                group=r["cell"],
-                note=f"{r['parameters']}; {r['verdict']}; 95% interval from {r['interval_from']}",
-            )
-            for r in rows
-        ],
+        row_bars(
+            rows,
+            lambda r: f"{r['benchmark']} · {r['cell']}",
+            lambda r: f"{r['parameters']}; {r['verdict']}; 95% interval from {r['interval_from']}",
+            value="ratio",
+            group="cell",
+        ),
         title=f"Speed of each cell relative to {doc['baseline']} (>1 is faster; 1.0 dashed)",
         unit="speed ratio to the baseline cell",
         reference=1.0,

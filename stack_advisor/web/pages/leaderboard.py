@@ -13,7 +13,7 @@ from stack_advisor.api.deps import AdvisorDep, StoreDep
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.web import charts, session
 from stack_advisor.web.explore import facets
-from stack_advisor.web.pages.common import PLACEMENTS, query_fields
+from stack_advisor.web.pages.common import PLACEMENTS, given, query_fields, row_bars
 from stack_advisor.web.render import export, page
 
 router = APIRouter(include_in_schema=False)
@@ -35,10 +35,7 @@ def _board(
             advisor,
             store,
             benchmark=benchmark,
-            scenario=f.get("scenario") or None,
-            metric=f.get("metric") or None,
-            accelerator=f.get("accelerator") or None,
-            placement=f.get("placement") or None,
+            **given(f, "scenario", "metric", "accelerator", "placement"),
         )
     except (InvalidInput, NotFound) as exc:
         if format != "html":
@@ -51,17 +48,12 @@ def _chart(rows: list[dict[str, Any]], series: dict[str, Any] | None) -> str:
     if not rows:
         return ""
     return charts.bar_chart(
-        [
-            charts.Bar(
-                r["accelerator"],
-                r["value"],
-                r["low"],
-                r["high"],
-                group=r["placement"],
-                note=f"{r['stack']}; interval: {r['interval']}",
-            )
-            for r in rows
-        ],
+        row_bars(
+            rows,
+            lambda r: r["accelerator"],
+            lambda r: f"{r['stack']}; interval: {r['interval']}",
+            group="placement",
+        ),
         title=f"Leaderboard: {series['heading'] if series else ''}",
         unit=series["value_label"] if series else "",
     )

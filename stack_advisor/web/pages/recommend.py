@@ -14,7 +14,7 @@ from stack_advisor.api.deps import AdvisorDep
 from stack_advisor.schema.errors import AdvisorError, InvalidInput
 from stack_advisor.web import charts, session
 from stack_advisor.web.explore import facets
-from stack_advisor.web.pages.common import PLACEMENTS, GetForm
+from stack_advisor.web.pages.common import PLACEMENTS, GetForm, row_bars
 from stack_advisor.web.render import export, page
 
 router = APIRouter(include_in_schema=False)
@@ -133,17 +133,12 @@ def _chart(rows: list[dict[str, Any]], answer: Any) -> str:
     if not rows:
         return ""
     return charts.bar_chart(
-        [
-            charts.Bar(
-                f"{r['rank']}. {r['accelerator']} x{r['count']}",
-                r["value"],
-                r["low"],
-                r["high"],
-                group=r["basis"],
-                note=r["stack"],
-            )
-            for r in rows
-        ],
+        row_bars(
+            rows,
+            lambda r: f"{r['rank']}. {r['accelerator']} x{r['count']}",
+            lambda r: r["stack"],
+            group="basis",
+        ),
         title="Expected value of each recommendation with its 80% interval",
         unit=f"{answer.metric}" if answer else "",
     )
