@@ -238,6 +238,13 @@ def _logs(core: Any) -> str:
     return "\n".join(out)
 
 
+def _sync_nodes(cluster: Cluster, store: str) -> None:
+    """`advisor nodes sync`: the node and its pool recorded as cluster ``kubelet-test``."""
+    args = ["nodes", "sync", "--kubeconfig", str(cluster.cp.kubeconfig)]
+    sync = CliRunner().invoke(app, [*args, "--cluster", "kubelet-test", "--store", store])
+    assert sync.exit_code == 0, sync.output
+
+
 def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
     images: Images, cluster: Cluster, neo4j_uri: str, tmp_path: Path
 ) -> None:
@@ -272,20 +279,7 @@ def test_cronjob_pod_runs_on_the_kubelet_and_the_pool_is_measured(
     assert pod.status.phase == "Succeeded" and finished.exit_code == 0, logs
     landed = (finished.finished_at - created).total_seconds()
 
-    sync = CliRunner().invoke(
-        app,
-        [
-            "nodes",
-            "sync",
-            "--kubeconfig",
-            str(cluster.cp.kubeconfig),
-            "--cluster",
-            "kubelet-test",
-            "--store",
-            neo4j_uri,
-        ],
-    )
-    assert sync.exit_code == 0, sync.output
+    _sync_nodes(cluster, neo4j_uri)
     rows = recommend(
         cluster.api, ["--cluster", "kubelet-test", "--family", "pi", "--benchmark", "mem_triad"]
     )
@@ -321,31 +315,9 @@ def _claim_volume(core: Any, namespace: str, path: Path) -> None:
     )
 
 
-def test_gang_path_stops_at_the_volcano_scheduler(cluster: Cluster, tmp_path: Path) -> None:
-    """How far a gang-scheduled (PodGroup) cell goes with a real scheduler and node: the PodGroup
-    and PyTorchJob are created (their kinds served as the operators' CRDs would); nothing turns the
-    PyTorchJob into pods (no Kubeflow training operator). A pod made from its Master template, as
-    the operator would make it, names ``schedulerName: volcano``: kube-scheduler leaves it alone and
-    it stays Pending, unbound. The same pod for the default scheduler is placed on the pool's node
-    at once: Volcano's scheduler is the one missing piece."""
-    from kubernetes import client, dynamic
-
-    from tests.support.kube import GANG_KINDS, gang_kinds_served, served_kind
-
-    api_client = cluster.client()
-    core = client.CoreV1Api(api_client)
-    wait_for("the node Ready and untainted", lambda: _ready(core), timeout=180, every=2)
-    for group, version, kind in GANG_KINDS:
-        client.ApiextensionsV1Api(api_client).create_custom_resource_definition(
-            served_kind(group, version, kind)
-        )
-    namespace = "gang"
-    core.create_namespace({"metadata": {"name": namespace}})
-    core.create_namespaced_service_account(
-        namespace,
-        {"metadata": {"name": "stack-advisor-collector"}, "automountServiceAccountToken": False},
-    )
-    plan = {
+def _gang_plan(namespace: str) -> dict[str, Any]:
+    """One gang-scheduled pool and a two-worker allreduce: a PodGroup and a PyTorchJob."""
+    return {
         "name": "gang",
         "namespace": namespace,
         "images": [
@@ -363,6 +335,44 @@ def test_gang_path_stops_at_the_volcano_scheduler(cluster: Cluster, tmp_path: Pa
         ],
         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
     }
+
+
+def _gang_namespace(api_client: Any, namespace: str) -> None:
+    """The Kubeflow and Volcano kinds served (as their operators' CRDs would be), the namespace
+    and its collector ServiceAccount."""
+    from kubernetes import client
+
+    from tests.support.kube import GANG_KINDS, served_kind
+
+    for group, version, kind in GANG_KINDS:
+        client.ApiextensionsV1Api(api_client).create_custom_resource_definition(
+            served_kind(group, version, kind)
+        )
+    core = client.CoreV1Api(api_client)
+    core.create_namespace({"metadata": {"name": namespace}})
+    core.create_namespaced_service_account(
+        namespace,
+        {"metadata": {"name": "stack-advisor-collector"}, "automountServiceAccountToken": False},
+    )
+
+
+def test_gang_path_stops_at_the_volcano_scheduler(cluster: Cluster, tmp_path: Path) -> None:
+    """How far a gang-scheduled (PodGroup) cell goes with a real scheduler and node: the PodGroup
+    and PyTorchJob are created (their kinds served as the operators' CRDs would); nothing turns the
+    PyTorchJob into pods (no Kubeflow training operator). A pod made from its Master template, as
+    the operator would make it, names ``schedulerName: volcano``: kube-scheduler leaves it alone and
+    it stays Pending, unbound. The same pod for the default scheduler is placed on the pool's node
+    at once: Volcano's scheduler is the one missing piece."""
+    from kubernetes import client, dynamic
+
+    from tests.support.kube import gang_kinds_served
+
+    api_client = cluster.client()
+    core = client.CoreV1Api(api_client)
+    wait_for("the node Ready and untainted", lambda: _ready(core), timeout=180, every=2)
+    namespace = "gang"
+    _gang_namespace(api_client, namespace)
+    plan = _gang_plan(namespace)
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(yaml.safe_dump(plan))
     objects = render_plan(plan_file, "--only", "jobs")
