@@ -152,7 +152,6 @@ timed(engine.Advisor, "recommend", "answer")
 if hasattr(index, "carry"):  # where the estimate applies the round drift today
     timed(index, "carry", "drift")
 sys.argv = ["advisor", *json.loads(sys.argv[1])]
-cli.QUICK_EXIT = frozenset()  # the phases are printed after the command: no os._exit at its end
 with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
     cli.main()
 print(json.dumps({"imports": imported, **spent, "total": time.process_time()}))

@@ -158,40 +158,6 @@ def invocation_app(argv: list[str], full: typer.Typer = app) -> typer.Typer:
     return slim
 
 
-# Commands that answer and hold nothing open once answered: their process ends as soon as the
-# answer is out (``quick_exit``) instead of tearing the interpreter down object by object (numpy,
-# pydantic, the engine and its snapshot: ~0.1 s of a warm `advisor recommend`).
-QUICK_EXIT = frozenset({"recommend", "predict"})
-
-
-def quick_exit(code: int) -> None:
-    """End the process with ``code`` now: the exit handlers run (logging's flush, finalizers),
-    stdout and stderr are flushed, then ``os._exit``. Returns (and the caller exits as usual)
-    where a thread of the command's is still running or the output cannot be flushed (a closed
-    pipe: Python's own exit reports it as it always did)."""
-    import atexit
-    import threading
-
-    if any(
-        t.is_alive() and not t.daemon
-        for t in threading.enumerate()
-        if t is not threading.main_thread()
-    ):
-        return
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        return
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        os._exit(120)  # what Python's own exit returns when its last flush fails
-    os._exit(code)
-
-
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from stack_advisor.cli.guard import run_guarded
@@ -200,10 +166,7 @@ def main() -> None:
     install()  # seeding, reading the store, fitting: progress on stderr
 
     argv = sys.argv[1:]
-    code = run_guarded(invocation_app(argv), argv)
-    if _invoked_name(argv) in QUICK_EXIT:
-        quick_exit(code)
-    sys.exit(code)
+    sys.exit(run_guarded(invocation_app(argv), argv))
 
 
 if __name__ == "__main__":
