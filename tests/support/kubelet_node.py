@@ -13,8 +13,10 @@ node.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -183,19 +185,21 @@ class KubeletNode:
         raise RuntimeError(f"{what} not ready in {timeout:.0f} s:\n{self.log(what)}")
 
     def stop(self) -> None:
-        if self.sock != Path() and self._procs:
-            # sandboxes' shims outlive containerd: kill the tasks first
-            for task in self.ctr("tasks", "ls", "-q").stdout.split():
-                self.ctr("tasks", "kill", "-s", "SIGKILL", task)
+        # the kubelet first: running, it restarts the containers whose tasks are killed below
         for proc in reversed(self._procs):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            if Path(str(proc.args[0])).name == "kubelet":
+                _terminate(proc)
+        if self.sock != Path() and self._procs:
+            # sandboxes' shims outlive containerd: kill and delete the tasks first
+            tasks = self.ctr("tasks", "ls", "-q").stdout.split()
+            for task in tasks:
+                self.ctr("tasks", "kill", "-s", "SIGKILL", task)
+            for task in tasks:
+                self.ctr("tasks", "delete", "--force", task)
+        for proc in reversed(self._procs):
+            _terminate(proc)
         self._procs.clear()
+        self._kill_shims()
         # the kubelet bind-mounts its root dir (and pods' volumes under it), containerd its
         # sandboxes' shm, and both leave them mounted when stopped with pods still running
         roots = (str(self.workdir / "kubelet" / "root"), str(self.workdir / "containerd"))
@@ -209,3 +213,27 @@ class KubeletNode:
         if self.sock != Path():
             # the sandboxes' and containers' shims outlive containerd: stop them by their tasks
             shutil.rmtree(self.sock.parent, ignore_errors=True)
+
+    def _kill_shims(self) -> None:
+        """Shims of this node's containerd left after it stopped (those of tasks created while
+        it was stopping): each names its containerd's socket."""
+        if self.sock == Path():
+            return
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"containerd-shim" in argv[0] and str(self.sock).encode() in argv:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(cmdline.parent.name), signal.SIGKILL)
+
+
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
