@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -218,8 +217,10 @@ def test_keyset_pages_across_their_boundaries(engine: str, request: pytest.Fixtu
 
 
 @pytest.fixture
-def uncached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Advisor, "caches", CacheFolders(calibration=tmp_path / "calibration"))
+def uncached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No persisted table, so each answer reads the store; the session's calibrations (keyed by
+    the table's content, so a table that reads differently gets its own)."""
+    monkeypatch.setattr(Advisor, "caches", CacheFolders(calibration=Advisor.caches.calibration))
 
 
 WORKLOADS = (

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from stack_advisor.schema.models import IngestBatch, Observation
+from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import read_snapshot
+from stack_advisor.store.starter import load_snapshot
 from tests.support.cli import advisor, isolate_cli
 
 GOOD = {
@@ -29,11 +29,11 @@ def kb_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     uri = f"embedded:{tmp_path_factory.mktemp('echo-kb') / 'kb'}"
     rows = [
         o
-        for o in read_snapshot()["observations"]
-        if o["benchmark"]["name"] == "resnet50" and "A100" in json.dumps(o["accelerator"])
+        for o in load_snapshot().observations
+        if o.benchmark.name == "resnet50" and "A100" in o.accelerator.model_dump_json()
     ]
     with open_store(uri) as store:
-        store.ingest(IngestBatch(observations=[Observation.model_validate(o) for o in rows]))
+        store.ingest(IngestBatch(observations=rows))
     yield uri
 
 
