@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from stack_advisor.cli.options import FormatOpt, JsonOpt, StoreOpt
-from stack_advisor.cli.proxy import ALL_ROWS as PROXY_ROWS
-from stack_advisor.cli.proxy import as_predictions, proxy_workload
+from stack_advisor.cli.proxy import proxy_predictions, proxy_workload
 from stack_advisor.cli.recommend_options import (
     AcceleratorOpt,
     AsOfOpt,
     BenchmarkOpt,
     ConcurrencyOpt,
+    CountOpt,
+    FamilyOpt,
     IslOpt,
     ModelOpt,
     OslOpt,
@@ -41,12 +42,14 @@ def predict(
         ),
     ] = None,
     model: ModelOpt = None,
+    family: FamilyOpt = "mlperf-inference",
     benchmark: BenchmarkOpt = None,
     scenario: ScenarioOpt = None,
     isl: IslOpt = None,
     osl: OslOpt = None,
     concurrency: ConcurrencyOpt = None,
     accelerator: AcceleratorOpt = None,
+    count: CountOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
@@ -65,10 +68,11 @@ def predict(
             osl=osl,
             concurrency=concurrency,
             accelerators=accelerator,
+            family=family,
         )
         with answering_store(store) as adv:
-            answer = adv.recommend(spec, top=PROXY_ROWS)
-        _show_predictions(as_predictions(answer, spec["scenario"]), chosen)
+            predictions = proxy_predictions(adv, spec, count=count, asked=accelerator)
+        _show_predictions(predictions, chosen)
         return
 
     data = _read_queries(query)

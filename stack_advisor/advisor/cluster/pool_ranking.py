@@ -198,7 +198,7 @@ class PoolRanking:
         exact = set(names)
         recs = [r for r in ranked.recommendations if r.candidate.accelerator in exact]
         if not recs:
-            why = "no LLM reference result on this part" if names else "no result on this part"
+            why = "no described model's result on this part" if names else "no result on this part"
             return [], {f"{PROXY_NONE}: {why}": 1}, ranked.metric
         out, too_small = [], 0
         site = self._site(workload, (pool, shape, driver), image)
@@ -214,7 +214,10 @@ class PoolRanking:
                 warnings.append(
                     f"{replicas} replica(s) of {count} use {used} of the pod's {units} units"
                 )
-            total = (r.value * used, r.interval.low * used, r.interval.high * used)
+            scale = used if r.higher_is_better else 1  # accelerator-hours: the run's, any count
+            if not r.higher_is_better:
+                warnings.append(_training_hours(r.value, shape.total_units))
+            total = (r.value * scale, r.interval.low * scale, r.interval.high * scale)
             out.append(self.answers.build(site, r, PoolBasis.PROXY, total, r.evidence, warnings))
         if out or not too_small:
             return out, {}, ranked.metric
@@ -305,6 +308,13 @@ class PoolRanking:
     def _generation(self) -> int | None:
         """The table's generation the names were read at: new data, new (pool, stack) pairs."""
         return self._names[0] if self._names else None
+
+
+def _training_hours(accelerator_hours: float, units: int) -> str:
+    return (
+        f"{accelerator_hours / units:.3g} h to train on the job's {units} units if the run "
+        "scales linearly to them (the proxy's figure is accelerator-hours; no scaling evidence)"
+    )
 
 
 def _pool_query(

@@ -160,7 +160,10 @@ def _reference_stacks(table: ObservationTable, scenario: str) -> dict[tuple[str,
 
 
 def answered_by_proxy(knowledge: Knowledge, workload: Workload) -> bool:
-    """Whether ``recommend`` answers ``workload`` by proxy (``by_proxy`` is not None)."""
+    """Whether ``recommend`` answers ``workload`` by proxy (``by_proxy`` is not None): a vision
+    model or training run is (its refusal included), as is a described or catalogued LLM."""
+    if flops_described(workload.model, workload.family):
+        return True
     known = knowledge.index.benchmarks(workload.family)
     return described_model(workload.model, workload.benchmark, known, workload.family) is not None
 
