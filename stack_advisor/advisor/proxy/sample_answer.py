@@ -89,17 +89,7 @@ def sample_recommendations(
     pools: dict[tuple[str, str], list[Reference]] = defaultdict(list)
     for r in refs:
         pools[(r.accelerator, r.framework)].append(r)
-    rows = []
-    for (acc, framework), pool in sorted(pools.items()):
-        target = flops_work(spec.flops, acc, peaks)
-        if target is None or not allows(acc):
-            continue
-        got = proxy_value(target, pool, learned.prior, learned.strength, kind.work_of)
-        if got is not None:
-            rows.append(_row(table, spec, acc, framework, got, learned, training))
-    rows.sort(key=lambda row: -row.score)
-    for i, row in enumerate(rows, start=1):
-        row.rank = i
+    rows = _ranked(table, spec, pools, (kind, peaks, learned), allows, training)
     unit = "accelerator-hours to train" if training else "samples/s per accelerator"
     return RecommendationSet(
         workload=workload,
@@ -116,6 +106,30 @@ def sample_recommendations(
         ],
         elapsed_ms=(time.perf_counter() - start) * 1000,
     )
+
+
+def _ranked(
+    table: ObservationTable,
+    spec: Described,
+    pools: dict[tuple[str, str], list[Reference]],
+    how: tuple[Kind, tuple[str, ...], Fit],
+    allows: Any,
+    training: bool,
+) -> list[Recommendation]:
+    """A row per (part, framework) the workload allows and the proxy answers on, best first."""
+    kind, peaks, learned = how
+    rows = []
+    for (acc, framework), pool in sorted(pools.items()):
+        target = flops_work(spec.flops, acc, peaks)
+        if target is None or not allows(acc):
+            continue
+        got = proxy_value(target, pool, learned.prior, learned.strength, kind.work_of)
+        if got is not None:
+            rows.append(_row(table, spec, acc, framework, got, learned, training))
+    rows.sort(key=lambda row: -row.score)
+    for i, row in enumerate(rows, start=1):
+        row.rank = i
+    return rows
 
 
 def _row(

@@ -189,3 +189,39 @@ def test_web_form_takes_a_training_description(client: tuple[TestClient, str]) -
     assert page.status_code == 200 and "basis proxy: run" in page.text
     cnn = c.get("/recommend?" + urlencode({"model": "cnn", "model_yaml": json.dumps(CNN)}))
     assert cnn.status_code == 200 and BAND in cnn.text
+
+
+@pytest.mark.slow
+def test_predict_count_for_an_llm_is_replicas_of_what_memory_needs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """``--count`` on a described LLM: the figure of the replicas of the count memory asks for
+    that the count holds; fewer than one replica is refused naming the count."""
+    from stack_advisor.advisor.proxy.estimate import llm_benchmarks
+
+    folder = tmp_path_factory.mktemp("llm-count")
+    uri = f"embedded:{folder / 'kb'}"
+    rows = [
+        o
+        for o in load_snapshot().observations
+        if o.benchmark.name in llm_benchmarks() and o.metric == "tokens_per_second"
+    ]
+    with open_store(uri) as store:
+        store.ensure_schema()
+        store.ingest(IngestBatch(observations=rows))
+    config = folder / "big.yaml"  # 810 GB of BF16 weights: more than one H100 by far
+    config.write_text("architecture: dense\nparameters: 405B\nprecision: bf16\n")
+    base = ["predict", "--model", str(config), "--isl", "2048", "--osl", "512"]
+    base += ["--concurrency", "64", "--accelerator", "H100-SXM5-80GB", "--store", uri]
+    own = _cli(*base)[0]
+    need = own["query"]["accelerator_count"]
+    assert need > 1, own
+    count = 2 * need + 1  # two replicas, one accelerator left idle
+    replicas = 2
+    more = _cli(*base, "--count", str(count))[0]
+    assert more["basis"] == "proxy" and more["query"]["accelerator_count"] == count
+    assert more["value"] == pytest.approx(replicas * own["value"])
+    assert more["interval"]["low"] == pytest.approx(replicas * own["interval"]["low"])
+    assert any("2 replica(s)" in w for w in more["warnings"])
+    fewer = _cli(*base, "--count", str(need - 1))[0]
+    assert fewer["basis"] == "unsupported" and f"accelerator_count: {need - 1}" in fewer["reason"]
