@@ -98,3 +98,35 @@ def served(api_client: Any) -> Iterator[tuple[Any, str]]:
     """(dynamic client, namespace) with the snippet targets' CRDs Established; what the module
     created is removed afterwards (tests/support/crd_dry_run.py)."""
     yield from serve_target_crds(api_client)
+
+
+# ---- order --------------------------------------------------------------------------------------
+# The tier shares one apiserver, so a test that leaves objects behind can break a later file. Each
+# run takes the tier's files in a shuffled order (tests within a file keep theirs: module fixtures
+# stay built once); the seed is in the report header, and KUBE_ORDER_SEED=N replays an order.
+ORDER_SEED = int(os.environ.get("KUBE_ORDER_SEED") or int.from_bytes(os.urandom(2), "big"))
+
+
+def pytest_report_header() -> str:
+    return f"tests/kube file order: shuffled with KUBE_ORDER_SEED={ORDER_SEED}"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    import random
+
+    here = Path(__file__).parent
+    ours = [i for i in items if Path(str(i.path)).parent == here]
+    if len(ours) < 2:
+        return
+    files = sorted({str(i.path) for i in ours})
+    random.Random(ORDER_SEED).shuffle(files)
+    rank = {f: n for n, f in enumerate(files)}
+    ordered = iter(sorted(ours, key=lambda i: rank[str(i.path)]))  # stable: keeps in-file order
+    items[:] = [next(ordered) if Path(str(i.path)).parent == here else i for i in items]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The seed again at the end (``-q`` hides the header): a failure's order can be replayed."""
+    if terminalreporter.stats.get("failed"):
+        terminalreporter.write_line(f"tests/kube file order: KUBE_ORDER_SEED={ORDER_SEED}")
