@@ -160,7 +160,9 @@ OTHER_OUTRO = [
     "stable-diffusion-xl about 0.2%, 3d-unet about 0.1% of an A100's, so no per-part "
     "efficiency carries from one model to another (SDXL's figure is presumably one UNet "
     "pass, not its denoising steps; 3d-unet's one window, not a whole KiTS volume: "
-    "neither is published per sample). Training is nearer (median 33.6%, coverage 0.54): "
+    "neither is published per sample); so a described vision model gets no figure (its "
+    "held-out band is wider than 10-fold: docs/proxy.md). Training is nearer (median 33.6%, "
+    "coverage 0.54): "
     "the tokens to train are the reference's at its smallest batch, while submitters "
     "train at larger ones.",
 ]
