@@ -174,9 +174,10 @@ def _runnable() -> list[DocCommand]:
 
 
 def _models(work: Path) -> None:
-    """The models docs/proxy.md describes, as a user would bring them: its short YAML (the
-    fields its API example gives) and Qwen3-30B-A3B's published config.json (as
+    """The models docs/proxy.md describes, as a user would bring them: its short YAMLs (the
+    fields its examples give) and Qwen3-30B-A3B's published config.json (as
     tests/advisor/proxy/data/published.yaml records it, with its source)."""
+    (work / "my-run.yaml").write_text("parameters: 8e9\ntrain_tokens: 1.0e9\n")
     (work / "my-moe.yaml").write_text(
         "name: my-moe\narchitecture: moe\nparameters: 30B\nactive_parameters: 3B\nprecision: fp8\n"
     )

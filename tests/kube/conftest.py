@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,47 @@ def served(api_client: Any) -> Iterator[tuple[Any, str]]:
     """(dynamic client, namespace) with the snippet targets' CRDs Established; what the module
     created is removed afterwards (tests/support/crd_dry_run.py)."""
     yield from serve_target_crds(api_client)
+
+
+# ---- isolation ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module", autouse=True)
+def _leaves_no_nodes_or_crds(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Nodes and CRDs a module registers on the shared apiserver are removed when it ends (the
+    CRDs waited out), so the next module, in whatever order, sees the apiserver as before.
+    Modules that use no apiserver start none."""
+    uses = any(
+        item.path == request.path and "control_plane" in getattr(item, "fixturenames", ())
+        for item in request.session.items
+    )
+    if not uses:
+        yield
+        return
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    api_client = request.getfixturevalue("api_client")
+    core, ext = client.CoreV1Api(api_client), client.ApiextensionsV1Api(api_client)
+    nodes = {n.metadata.name for n in core.list_node().items}
+    crds = {c.metadata.name for c in ext.list_custom_resource_definition().items}
+    yield
+    for node in core.list_node().items:
+        if node.metadata.name not in nodes:
+            try:
+                core.delete_node(node.metadata.name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+    added = {c.metadata.name for c in ext.list_custom_resource_definition().items} - crds
+    for name in added:
+        try:
+            ext.delete_custom_resource_definition(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    deadline = time.monotonic() + 60
+    while added & {c.metadata.name for c in ext.list_custom_resource_definition().items}:
+        assert time.monotonic() < deadline, f"CRDs not gone after 60 s: {sorted(added)}"
+        time.sleep(0.2)
 
 
 # ---- order --------------------------------------------------------------------------------------
