@@ -130,14 +130,20 @@ def canonical_framework(text: str) -> str:
     return match.id
 
 
-def framework_from_text(text: str) -> tuple[str, str | None, dict[str, str]]:
+def framework_from_text(
+    text: str, benchmark: str | None = None, family: str | None = None
+) -> tuple[str, str | None, dict[str, str]]:
     """A framework written as MLPerf writes it ("TensorRT 8.6.0, CUDA 12.0"): (canonical name,
-    version, the other components the text names).
+    version, the other components the text names). With ``benchmark``, a text that lists
+    several runtimes is read as that benchmark's result ran it (``parse_framework``).
 
     Raises:
         ValueError: the framework is unknown.
     """
-    name, version = parse_framework(text)
+    if benchmark and family:
+        name, version = parse_framework(text, benchmark, family)
+    else:
+        name, version = parse_framework(text)
     components = parse_components(text)
     canonical = canonical_framework(name or text)
     components.pop(canonical, None)
@@ -213,7 +219,7 @@ def canonical_query(
         problems.append(f"components: {exc}")
     if query.framework:
         try:
-            framework, version, named = framework_from_text(query.framework)
+            framework, version, named = framework_from_text(query.framework, name, query.family)
             update["framework"] = framework
             for key, value in named.items():
                 components.setdefault(key, value)

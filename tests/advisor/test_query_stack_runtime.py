@@ -42,3 +42,19 @@ def test_the_vendors_own_pytorch_is_optimised_the_word_alone_reference() -> None
     assert own is not None and own[2] is not None and own[2].software_class == "optimised"
     bare = query_stack(_query("llama2-70b-99", text))
     assert bare is not None and bare[2] is not None and bare[2].software_class == "reference"
+
+
+def test_a_predicted_querys_stack_is_its_benchmarks_runtime(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """Through ``predict``: the multi-runtime text of a next-round system, asked for a model that
+    is not generative (rgat), is read as TensorRT 10.14 in the answer's query and components,
+    not as the vLLM branch tag the same text names for another benchmark."""
+    base = {"scenario": "Offline", "accelerator": "B200", "accelerator_count": 8}
+    asked = [
+        {**base, "benchmark": "rgat", "metric": "samples_per_second", "framework": NEXT_ROUND},
+        {**base, "benchmark": "llama2-70b-99", "metric": "tokens_per_second"},
+    ]
+    asked[1]["framework"] = NEXT_ROUND
+    gnn, llm = kb_advisor.predict(asked)
+    assert (gnn.query.framework, gnn.query.components.get("tensorrt")) == ("tensorrt", "10.14")
+    assert "vllm" not in gnn.query.components
+    assert llm.query.framework == "tensorrt-llm"

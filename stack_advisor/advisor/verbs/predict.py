@@ -118,9 +118,15 @@ def _invalid_query(i: int, raw: Any, exc: ValidationError) -> Prediction | None:
     return refused_prediction(query, reason)
 
 
-def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[str, str]:
+def parse_stack_text(
+    framework: str | None,
+    components: dict[str, str],
+    benchmark: str | None = None,
+    family: str | None = None,
+) -> dict[str, str]:
     """Component name → version from the query's components and its framework field, which may
-    be a bare name (``tensorrt``) or free text (``"TensorRT 8.6.0, CUDA 12.0"``)."""
+    be a bare name (``tensorrt``) or free text (``"TensorRT 8.6.0, CUDA 12.0"``); a text that
+    lists several runtimes is read as ``benchmark``'s result ran it."""
     out = {k.lower(): str(v) for k, v in components.items() if v not in (None, "")}
     if not framework:
         return out
@@ -128,7 +134,11 @@ def parse_stack_text(framework: str | None, components: dict[str, str]) -> dict[
 
     for name, version in parse_components(framework).items():
         out.setdefault(name, version)
-    framework_name, framework_version = parse_framework(framework)
+    framework_name, framework_version = (
+        parse_framework(framework, benchmark, family)
+        if benchmark and family
+        else parse_framework(framework)
+    )
     if framework_name and framework_version:
         out.setdefault(framework_name, framework_version)
     return out
@@ -194,7 +204,7 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
         accelerator=canonical_accelerator(q.accelerator),
         count=q.accelerator_count,
         placement=q.placement.value,
-        components=parse_stack_text(q.framework, q.components),
+        components=parse_stack_text(q.framework, q.components, q.benchmark, q.family),
         raw_accelerator=q.accelerator,
         framework=q.framework or "",
         as_of=q.as_of,
