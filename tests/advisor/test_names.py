@@ -29,6 +29,13 @@ def test_a_misspelt_or_unknown_accelerator_is_refused_per_query(kb_advisor) -> N
     )
 
 
+def test_a_misspelt_metric_is_refused_with_the_recorded_one_it_resembles(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    typo = {**RESNET, "metric": "samples_per_s", "accelerator": "A100-SXM4-80GB"}
+    (answer,) = kb_advisor.predict([typo])
+    assert answer.basis is Basis.UNSUPPORTED and answer.value is None
+    assert "did you mean 'samples_per_second'?" in (answer.reason or "")
+
+
 def test_lower_case_scenario_is_the_scenario_and_a_typo_is_an_error(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     lower = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "offline"}, top=3)
     exact = kb_advisor.recommend({"benchmark": "resnet50", "scenario": "Offline"}, top=3)

@@ -5,6 +5,8 @@ an unrecorded slice lacks.
 
 from __future__ import annotations
 
+import difflib
+
 import math
 from typing import Any
 
@@ -89,8 +91,10 @@ def missing_slice(index: EvidenceIndex, q: Query) -> str:
         )
     if q.division not in index.divisions(q.family, q.benchmark):
         return f"unknown division: {q.division!r} never recorded for {q.benchmark}"
+    recorded = index.metrics(q.family, q.benchmark, q.scenario)
+    close = difflib.get_close_matches(q.metric, recorded, n=1, cutoff=0.6)
     return (
-        f"unknown metric: {q.metric!r} never recorded for {q.benchmark} "
-        f"{q.scenario}; recorded: "
-        f"{', '.join(index.metrics(q.family, q.benchmark, q.scenario))}"
+        f"unknown metric: {q.metric!r} never recorded for {q.benchmark} {q.scenario}"
+        + (f"; did you mean {close[0]!r}?" if close else "")
+        + f"; recorded: {', '.join(recorded)}"
     )
