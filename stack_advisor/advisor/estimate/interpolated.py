@@ -6,7 +6,6 @@ an unrecorded slice lacks.
 from __future__ import annotations
 
 import difflib
-
 import math
 from typing import Any
 
