@@ -30,8 +30,15 @@ from threadpoolctl import threadpool_limits
 from stack_advisor.advisor.budget import AnswerBudget, ClientGone
 from stack_advisor.advisor.results import Prediction
 from stack_advisor.advisor.snapshot import Knowledge
-from stack_advisor.advisor.verbs.predict import in_order, judge_queries, predict, to_answer
+from stack_advisor.advisor.verbs.predict import predict
 from stack_advisor.api.limits import check_cap
+from stack_advisor.api.prediction_batch import (
+    SnapshotRecommender,
+    answer_queries,
+    in_order,
+    judge_batch,
+    to_answer,
+)
 from stack_advisor.api.schemas import PredictionBatch
 from stack_advisor.schema.errors import AdvisorError
 
@@ -124,9 +131,10 @@ def predict_request(
         return ("invalid", [_plain(e) for e in exc.errors(include_url=False)])
     try:
         check_cap(len(request.queries), max_queries, "queries", "ADVISOR_MAX_PREDICT_QUERIES")
-        judged = judge_queries(request.queries)  # a bad field refuses its query alone
+        judged = judge_batch(request.queries)  # a bad field refuses its query alone
         queries = to_answer(judged)
         knowledge = _knowledge(path)
+        recommender = SnapshotRecommender(knowledge)  # a described model's, by proxy
         budget = AnswerBudget(budget_s)  # from now: a worker's start and load are not counted
         out: list[Prediction] = []
         with budget.applied():
@@ -135,7 +143,9 @@ def predict_request(
                     budget.cancel()
                 if first:
                     budget.check(f"the answer, after {first} of {len(queries)} queries,")
-                out.extend(predict(knowledge, queries[first : first + chunk]))
+                part = queries[first : first + chunk]
+                plain = lambda qs: predict(knowledge, qs)  # noqa: E731
+                out.extend(answer_queries(part, plain, recommender))
     except ClientGone:
         return ("gone",)
     except AdvisorError as exc:

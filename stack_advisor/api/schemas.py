@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from stack_advisor.advisor.proxy.model_query import ModelQuery
 from stack_advisor.advisor.results import PredictQuery
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.schema.models import (
@@ -163,11 +164,12 @@ MAX_PREDICT_QUERIES = 10_000
 
 
 class PredictionRequest(BaseModel):
-    """The documented body of ``POST /v1/predictions`` (the OpenAPI schema)."""
+    """The documented body of ``POST /v1/predictions`` (the OpenAPI schema): configurations,
+    and described models (a query with a ``model``: answered by proxy, docs/proxy.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    queries: list[PredictQuery] = Field(min_length=1, max_length=MAX_PREDICT_QUERIES)
+    queries: list[PredictQuery | ModelQuery] = Field(min_length=1, max_length=MAX_PREDICT_QUERIES)
 
 
 class PredictionBatch(BaseModel):

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from stack_advisor.advisor.proxy.predictions import proxy_predictions
 from stack_advisor.cli.options import FormatOpt, JsonOpt, StoreOpt
-from stack_advisor.cli.proxy import proxy_predictions, proxy_workload
+from stack_advisor.cli.proxy import proxy_workload
 from stack_advisor.cli.recommend_options import (
     AcceleratorOpt,
     AsOfOpt,

@@ -1,21 +1,14 @@
-"""``advisor predict --model``: a described model's figures by proxy, in predict's shapes.
-
-The answer comes through ``recommend`` (locally or from a served API, one path), every part and
-framework the proxy answers for; each row becomes a ``Prediction`` at the smallest count that
-holds the model, so the table and the JSON read as any other prediction's.
+"""``advisor recommend|predict --model``: the proxy flags as a workload. The figures, in
+predict's shapes, are ``stack_advisor.advisor.proxy.predictions``'s (the API's model queries
+answer through them too).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from stack_advisor.schema.errors import InvalidInput, NotFound
-
-if TYPE_CHECKING:
-    from stack_advisor.advisor.results import Prediction, Recommendation, RecommendationSet
-
-ALL_ROWS = 1000
-MLPERF_INFERENCE = "mlperf-inference"
+from stack_advisor.advisor.proxy.predictions import MLPERF_INFERENCE
+from stack_advisor.schema.errors import InvalidInput
 
 
 def described_model(model: str | None) -> bool:
@@ -43,65 +36,6 @@ def proxy_fields(
 
         out["model"] = read_model_file(model)
     return {k: v for k, v in out.items() if v is not None}
-
-
-def as_predictions(
-    answer: RecommendationSet, scenario: str | None, count: int | None = None
-) -> list[Prediction]:
-    """Each proxy recommendation as a prediction: at its own count (the smallest that holds an
-    LLM), or at ``count`` where given."""
-    return [_prediction(answer, r, scenario, count) for r in answer.recommendations]
-
-
-def _prediction(
-    answer: RecommendationSet, r: Recommendation, scenario: str | None, count: int | None
-) -> Prediction:
-    """One row at ``count`` (default: its own). A figure per accelerator (tokens/s, samples/s)
-    scales with the replicas of the row's count that ``count`` holds; accelerator-hours to train
-    are the run's on any count."""
-    from stack_advisor.advisor.results import Interval, Prediction, PredictQuery
-    from stack_advisor.advisor.verbs.mixed_system import refused_prediction
-
-    need = r.candidate.accelerator_count
-    n = count or need
-    query = PredictQuery(
-        accelerator=r.candidate.accelerator,
-        accelerator_count=n,
-        framework=str(r.candidate.stack.get("framework") or "") or None,
-        family=str(answer.workload.get("family") or MLPERF_INFERENCE),
-        benchmark=str(answer.workload.get("benchmark") or "model"),
-        scenario=scenario,
-        metric=r.metric,
-    )
-    if n < need:
-        why = (
-            f"accelerator_count: {n} is fewer than the {need} x {r.candidate.accelerator} the "
-            "model's weights and cache need"
-        )
-        return refused_prediction(query, why, accelerator=r.candidate.accelerator)
-    warnings, scale = list(r.warnings), float(n // need * need)
-    if not (r.higher_is_better and r.per_accelerator):
-        scale = 1.0
-        if count:
-            warnings.append(
-                f"{r.value / n:.3g} h to train on {n} accelerators if the run scales linearly to "
-                "them (the figure is accelerator-hours; no scaling evidence)"
-            )
-    elif scale < n:
-        warnings.append(f"{n // need} replica(s) of {need} use {scale:g} of the {n} accelerators")
-    return Prediction(
-        query=query,
-        value=r.value * scale,
-        interval=Interval(low=r.interval.low * scale, high=r.interval.high * scale),
-        observed=False,
-        basis=r.basis,
-        confidence=r.confidence,
-        accelerator=r.candidate.accelerator,
-        references=r.evidence.sources,
-        factors=r.factors,
-        evidence=r.evidence,
-        warnings=warnings,
-    )
 
 
 def proxy_workload(
@@ -133,55 +67,3 @@ def proxy_workload(
         **proxy_fields(model, isl, osl, concurrency),
     }
     return {k: v for k, v in data.items() if v is not None}
-
-
-def proxy_predictions(
-    adv: Any, spec: dict[str, Any], *, count: int | None, asked: list[str] | None
-) -> list[Prediction]:
-    """``predict --model``: the proxy's rows as predictions (``as_predictions``). A vision
-    model or training run gets one per accelerator (its best framework's) and, for each asked
-    accelerator the proxy has no figure on, a refused prediction saying why; a refusal of the
-    whole description (a vision band over ``MAX_SPREAD``) is one refused prediction per asked
-    accelerator (none asked: the error, as ``recommend`` gives it)."""
-    from stack_advisor.advisor.names import accelerator_selector
-    from stack_advisor.advisor.proxy.sample_answer import flops_described
-
-    family = str(spec.get("family") or MLPERF_INFERENCE)
-    if not flops_described(spec.get("model"), family):
-        return as_predictions(adv.recommend(spec, top=ALL_ROWS), spec.get("scenario"), count)
-    try:
-        answer = adv.recommend(spec, top=ALL_ROWS)
-    except NotFound as exc:
-        if not asked:
-            raise
-        return [_refused(spec, text, count, exc.message) for text in asked]
-    best: dict[str, Prediction] = {}
-    for p in as_predictions(answer, spec.get("scenario"), count):
-        best.setdefault(p.accelerator or p.query.accelerator, p)  # rows come best first
-    out = list(best.values())
-    for text in asked or []:
-        selector = accelerator_selector(text)
-        if not any(selector.matches(name) for name in best):
-            why = (
-                f"accelerator {text!r}: the knowledge base holds no result of a described "
-                "model on it to estimate by proxy from"
-            )
-            out.append(_refused(spec, text, count, why))
-    return out
-
-
-def _refused(spec: dict[str, Any], accelerator: str, count: int | None, why: str) -> Prediction:
-    from stack_advisor.advisor.results import PredictQuery
-    from stack_advisor.advisor.verbs.mixed_system import refused_prediction
-
-    family = str(spec.get("family") or MLPERF_INFERENCE)
-    asked: dict[str, Any] = {"accelerator_count": count} if count else {}
-    query = PredictQuery(
-        accelerator=accelerator,
-        family=family,
-        benchmark=str(spec["model"].get("name") or "model"),
-        scenario=spec.get("scenario"),
-        metric="samples_per_second" if family == MLPERF_INFERENCE else "accelerator_hours",
-        **asked,
-    )
-    return refused_prediction(query, why)

@@ -21,13 +21,13 @@ from stack_advisor.advisor.results import (
     RecommendationSet,
     Regression,
 )
-from stack_advisor.advisor.verbs.predict import in_order, judge_queries, to_answer
 from stack_advisor.advisor.verbs.sweep import SweepComparison
 from stack_advisor.api.answer_pool import Admission, AnswerPool
 from stack_advisor.api.auth import ANONYMOUS, Caller
 from stack_advisor.api.deps import AdvisorDep, ReadCaller, SettingsDep, StoreDep
 from stack_advisor.api.errors import PayloadTooLarge
 from stack_advisor.api.limits import AnswerBudget, answer_budget, check_cap, in_chunks
+from stack_advisor.api.prediction_batch import answer_queries, in_order, judge_batch, to_answer
 from stack_advisor.api.routes import READ_ERRORS, error_responses
 from stack_advisor.api.schemas import PredictionBatch, PredictionRequest, RecommendationRequest
 from stack_advisor.schema.models import PlacementKind
@@ -147,12 +147,13 @@ async def predict(
     check_cap(
         len(body.queries), settings.max_predict_queries, "queries", "ADVISOR_MAX_PREDICT_QUERIES"
     )
-    # each query judged on its own, as the CLI does: a bad field refuses that query alone
-    judged = await run_in_threadpool(judge_queries, body.queries)
+    # each query judged on its own, as the CLI does: a bad field refuses that query alone; a
+    # described model (a query with a ``model``) is answered by proxy as ``predict --model``
+    judged = await run_in_threadpool(judge_batch, body.queries)
     answers = await in_chunks(
         request,
         to_answer(judged),
-        lambda part: service.predict(advisor, part),
+        lambda part: answer_queries(part, lambda plain: service.predict(advisor, plain), advisor),
         chunk=PREDICT_CHUNK,
         budget_s=settings.answer_budget_s,
     )
