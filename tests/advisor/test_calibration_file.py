@@ -24,6 +24,8 @@ from stack_advisor.schema.models import IngestBatch, Observation
 from stack_advisor.store.base import Store
 from stack_advisor.store.registry import open_store
 from stack_advisor.store.starter import load_snapshot
+from tests.support import calibration_kb
+from tests.support.calibration_kb import first_results_kb, ingested_kb
 from tests.support.starter_kb import copy_starter_kb
 
 QUERIES = [  # observed, interpolated (another count) and transferred (never measured) figures
@@ -51,32 +53,15 @@ QUERIES = [  # observed, interpolated (another count) and transferred (never mea
 ]
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(
-        Advisor,
-        "caches",
-        CacheFolders(tables=Advisor.caches.tables, calibration=tmp_path / "calibration"),
-    )
-    return tmp_path / "calibration"
+folder = calibration_kb.calibration_folder  # the test's own calibration folder
+store = calibration_kb.results_store  # a copy of results_kb of the test's own
 
 
 @pytest.fixture(scope="module")
-def resnet50_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def results_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Real published resnet50 results of the starter snapshot (every round it holds), in an
     embedded store file ingested once for the module."""
-    path = tmp_path_factory.mktemp("resnet50") / "kb"
-    rows = [o for o in load_snapshot().observations if o.benchmark.name == "resnet50"][:600]
-    with open_store(f"embedded:{path}") as store:
-        store.ingest(IngestBatch(observations=rows))
-    return path
-
-
-@pytest.fixture
-def store(resnet50_kb: Path, tmp_path: Path) -> Iterator[Store]:
-    """A copy of the resnet50 store of the test's own (tests write to it)."""
-    with open_store(copy_starter_kb(resnet50_kb, tmp_path / "resnet50" / "kb")) as store:
-        yield store
+    return first_results_kb(tmp_path_factory.mktemp("resnet50"), {"resnet50": 600})
 
 
 def _answers(advisor: Advisor) -> list[tuple[str, float | None, float | None, float | None]]:
@@ -202,10 +187,7 @@ def _paired_rows() -> list[Observation]:
 @pytest.fixture(scope="module")
 def paired_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An embedded store file holding the paired rows, ingested once for the module."""
-    path = tmp_path_factory.mktemp("paired") / "kb"
-    with open_store(f"embedded:{path}") as store:
-        store.ingest(IngestBatch(observations=_paired_rows()))
-    return path
+    return ingested_kb(tmp_path_factory.mktemp("paired"), _paired_rows())
 
 
 @pytest.fixture

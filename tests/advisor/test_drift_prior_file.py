@@ -6,7 +6,6 @@ caching off), learns over a damaged file, and a change of data learns a prior of
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,9 @@ from stack_advisor.advisor.estimate.drift_prior import DriftPrior, PriorState
 from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
 from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.base import Store
-from stack_advisor.store.registry import open_store
 from stack_advisor.store.starter import load_snapshot
-from tests.support.starter_kb import copy_starter_kb
+from tests.support import calibration_kb
+from tests.support.calibration_kb import first_results_kb
 
 # evidence of older rounds carried to today's round and forecasts beyond the knowledge base: both
 # read the prior (its cells and its calibrated scales)
@@ -38,34 +37,16 @@ QUERIES = [
 ]
 
 
-@pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(
-        Advisor,
-        "caches",
-        CacheFolders(tables=Advisor.caches.tables, calibration=tmp_path / "calibration"),
-    )
-    return tmp_path / "calibration"
+folder = calibration_kb.calibration_folder  # the test's own calibration folder
+store = calibration_kb.results_store  # a copy of results_kb of the test's own
 
 
 @pytest.fixture(scope="module")
 def results_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Real published resnet50 and bert-99 results of the starter snapshot (several rounds), in
     an embedded store file ingested once for the module."""
-    snapshot = load_snapshot().observations
-    rows = [o for o in snapshot if o.benchmark.name == "resnet50"][:600]
-    rows += [o for o in snapshot if o.benchmark.name == "bert-99"][:300]
-    path = tmp_path_factory.mktemp("drift-prior") / "kb"
-    with open_store(f"embedded:{path}") as store:
-        store.ingest(IngestBatch(observations=rows))
-    return path
-
-
-@pytest.fixture
-def store(results_kb: Path, tmp_path: Path) -> Iterator[Store]:
-    """A copy of those results' store of the test's own (tests write to it)."""
-    with open_store(copy_starter_kb(results_kb, tmp_path / "results" / "kb")) as store:
-        yield store
+    counts = {"resnet50": 600, "bert-99": 300}
+    return first_results_kb(tmp_path_factory.mktemp("drift-prior"), counts)
 
 
 def _answers(advisor: Advisor) -> list[str]:

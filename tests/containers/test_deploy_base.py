@@ -39,7 +39,12 @@ from tests.support.deploy_tier import (
     volume_objects,
 )
 from tests.support.docker_node import wait_for
-from tests.support.kubelet_cluster import Cluster, ready_node
+from tests.support.kubelet_cluster import (
+    Cluster,
+    default_service_account,
+    finished_pod,
+    ready_node,
+)
 from tests.support.service_proxy import ServiceProxy
 
 pytestmark = [pytest.mark.containers, pytest.mark.kube, pytest.mark.neo4j, pytest.mark.slow]
@@ -412,11 +417,6 @@ def _recommended_pod(image: str, read_token: str) -> dict[str, Any]:
     return dict(snippets[0])
 
 
-def _pod_done(core: Any, name: str) -> Any:
-    pod = core.read_namespaced_pod(name, "default")
-    return pod if pod.status.phase in ("Succeeded", "Failed") else None
-
-
 def test_a_recommended_snippet_runs_to_completion(deployed: Deployed) -> None:
     """The Pod `advisor recommend --target pod` writes for the CPU row the collectors measured,
     created as written (in ``default``: it sets no securityContext, which the namespace's
@@ -428,15 +428,7 @@ def test_a_recommended_snippet_runs_to_completion(deployed: Deployed) -> None:
     core = client.CoreV1Api(deployed.api_client)
     snippet = _recommended_pod(deployed.images.collector, deployed.creds.read)
     assert snippet["spec"]["containers"][0]["image"] == deployed.images.collector, snippet
-    wait_for(
-        "the default ServiceAccount",
-        lambda: (
-            core.list_namespaced_service_account(
-                "default", field_selector="metadata.name=default"
-            ).items
-        ),
-        timeout=60,
-    )
+    default_service_account(core)
     measuring = json.loads(json.dumps(snippet))
     measuring["metadata"]["name"] = snippet["metadata"]["name"] + "-measure"
     measuring["spec"]["containers"][0]["command"] = [
@@ -451,7 +443,7 @@ def test_a_recommended_snippet_runs_to_completion(deployed: Deployed) -> None:
         core.create_namespaced_pod("default", pod)
     for pod, expected in ((snippet, "Usage"), (measuring, "mem_triad")):
         name = pod["metadata"]["name"]
-        done = wait_for(f"pod {name} finished", lambda n=name: _pod_done(core, n), 300, 2)
+        done = finished_pod(core, name)
         log = core.read_namespaced_pod_log(name, "default")
         assert done.status.phase == "Succeeded", (done.status, log[-2000:])
         assert done.spec.node_name == ready_node(core).metadata.name

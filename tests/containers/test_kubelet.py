@@ -28,7 +28,13 @@ from typer.testing import CliRunner
 from stack_advisor.cli.main import app
 from tests.support.containers import Api, Images
 from tests.support.docker_node import wait_for
-from tests.support.kubelet_cluster import NODE, POOL, Cluster
+from tests.support.kubelet_cluster import (
+    NODE,
+    POOL,
+    Cluster,
+    default_service_account,
+    finished_pod,
+)
 from tests.support.kubelet_cluster import ready_node as _ready
 from tests.support.scheduled import (
     fire_once,
@@ -114,34 +120,19 @@ def _pod(images: Images, api: Api) -> dict[str, Any]:
     }
 
 
-def _finished(core: Any, name: str, namespace: str) -> Any:
-    pod = core.read_namespaced_pod(name, namespace)
-    return pod if pod.status.phase in ("Succeeded", "Failed") else None
-
-
 def test_kubelet_runs_the_collector_pod_and_its_figure_lands(
     images: Images, cluster: Cluster
 ) -> None:
     from kubernetes import client
 
     core = client.CoreV1Api(cluster.client())
-    wait_for(
-        "the default ServiceAccount",
-        lambda: (
-            core.list_namespaced_service_account(
-                "default", field_selector="metadata.name=default"
-            ).items
-        ),
-        timeout=60,
-    )
+    default_service_account(core)
     core.create_namespaced_secret(
         "default",
         {"metadata": {"name": "collector-token"}, "stringData": {"token": cluster.api.write_token}},
     )
     core.create_namespaced_pod("default", _pod(images, cluster.api))
-    pod = wait_for(
-        "the hostNetwork pod", lambda: _finished(core, "collector-on-kubelet", "default"), 300, 2
-    )
+    pod = finished_pod(core, "collector-on-kubelet")  # the hostNetwork pod
     terminated = pod.status.container_statuses[0].state.terminated
     assert pod.status.phase == "Succeeded" and terminated.exit_code == 0, (
         f"{pod.status}\n{cluster.node.log('kubelet')}"

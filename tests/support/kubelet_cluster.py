@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.support.containers import Api, Images, docker, start_api, tier_missing
 from tests.support.control_plane import ControlPlane, find_binaries, find_controller_manager
+from tests.support.docker_node import wait_for
 from tests.support.kubelet_node import PAUSE_IMAGE, KubeletNode, kube_binary
 from tests.support.pod_network import PodNetwork, cni_bin_dir
 
@@ -149,3 +150,28 @@ def ready_node(core: Any) -> Any:
     ready = [c for c in nodes[0].status.conditions or [] if c.type == "Ready"]
     taints = [t.key for t in nodes[0].spec.taints or []]
     return nodes[0] if ready and ready[0].status == "True" and not taints else None
+
+
+def default_service_account(core: Any) -> None:
+    """Wait (60 s at most) for the ``default`` namespace's ServiceAccount, which the controller
+    manager makes after the cluster starts: a Pod created before it is refused."""
+    wait_for(
+        "the default ServiceAccount",
+        lambda: (
+            core.list_namespaced_service_account(
+                "default", field_selector="metadata.name=default"
+            ).items
+        ),
+        timeout=60,
+    )
+
+
+def finished_pod(core: Any, name: str, namespace: str = "default", timeout: float = 300) -> Any:
+    """The Pod ``name`` once it has Succeeded or Failed (polled every 2 s, ``timeout`` s at
+    most)."""
+
+    def done() -> Any:
+        pod = core.read_namespaced_pod(name, namespace)
+        return pod if pod.status.phase in ("Succeeded", "Failed") else None
+
+    return wait_for(f"pod {namespace}/{name} finished", done, timeout, 2)

@@ -12,11 +12,14 @@ its store never changes another's.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
+from stack_advisor.schema.models import IngestBatch, Observation
 from stack_advisor.store import starter_store
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import seed_store
+from stack_advisor.store.starter import load_snapshot, seed_store
 
 
 def make_starter_kb(folder: Path) -> Path:
@@ -37,3 +40,37 @@ def copy_starter_kb(source: Path, target: Path) -> str:
         shutil.copyfile(sidecar, target.with_name(target.name + sidecar.name[len(source.name) :]))
     shutil.copyfile(source, target)
     return f"embedded:{target}"
+
+
+def snapshot_store(folder: Path, keep: Callable[[Observation], bool]) -> str:
+    """An embedded store in ``folder`` holding the starter snapshot's observations that ``keep``
+    accepts (real published results, ingested once); its URI."""
+    uri = f"embedded:{folder / 'kb'}"
+    rows = [o for o in load_snapshot().observations if keep(o)]
+    with open_store(uri) as store:
+        store.ensure_schema()
+        store.ingest(IngestBatch(observations=rows))
+    return uri
+
+
+@cache
+def _names(kind: str) -> frozenset[str]:
+    """The benchmark names a ``keep`` below accepts (read once: a predicate runs per row)."""
+    from stack_advisor.advisor.proxy.estimate import llm_benchmarks
+    from stack_advisor.advisor.proxy.samples import training_runs, vision_models
+
+    if kind == "llm":
+        return frozenset(llm_benchmarks())
+    return frozenset({*vision_models(), *training_runs()})
+
+
+def llm_tokens_per_second(o: Observation) -> bool:
+    """``keep`` for ``snapshot_store``: the published LLM tokens/s results (proxy evidence)."""
+    return o.benchmark.name in _names("llm") and o.metric == "tokens_per_second"
+
+
+def vision_and_training(o: Observation) -> bool:
+    """``keep`` for ``snapshot_store``: the vision models' samples/s and the training runs'
+    accelerator-hours (the described-model samples' evidence)."""
+    metrics = ("samples_per_second", "accelerator_hours")
+    return o.benchmark.name in _names("samples") and o.metric in metrics

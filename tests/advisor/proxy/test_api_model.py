@@ -11,24 +11,20 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from stack_advisor.advisor.proxy.estimate import llm_benchmarks
 from stack_advisor.api.deps import get_store
 from stack_advisor.schema.models import IngestBatch
 from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from stack_advisor.store.starter import load_snapshot
 from tests.support.api import auth, make_settings
+from tests.support.starter_kb import llm_tokens_per_second
 
 QWEN = yaml.safe_load((Path(__file__).parent / "data" / "published.yaml").read_text())["models"][3]
 
 
 @pytest.fixture
 def client(embedded_store: Store) -> Iterator[TestClient]:
-    rows = [
-        o
-        for o in load_snapshot().observations
-        if o.benchmark.name in llm_benchmarks() and o.metric == "tokens_per_second"
-    ]
+    rows = [o for o in load_snapshot().observations if llm_tokens_per_second(o)]
     embedded_store.ingest(IngestBatch(observations=rows))
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write", "admin")}
     app = create_app(make_settings(tokens), store=embedded_store)

@@ -30,9 +30,8 @@ from stack_advisor.advisor.proxy.validation import (
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.cli.main import app
 from stack_advisor.schema.errors import InvalidInput
-from stack_advisor.schema.models import IngestBatch
-from stack_advisor.store.registry import open_store
 from stack_advisor.store.starter import load_snapshot
+from tests.support.starter_kb import snapshot_store, vision_and_training
 
 runner = CliRunner()
 RUN = {"name": "t", "parameters": 8e9, "train_tokens": 1e9}
@@ -111,16 +110,7 @@ def test_vision_held_out_is_reported_as_it_is() -> None:
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
-    uri = f"embedded:{tmp_path_factory.mktemp('sample-kb') / 'kb'}"
-    keep = {*vision_models(), *training_runs()}
-    metrics = {"samples_per_second", "accelerator_hours"}
-    rows = [
-        o for o in load_snapshot().observations if o.benchmark.name in keep and o.metric in metrics
-    ]
-    with open_store(uri) as store:
-        store.ensure_schema()
-        store.ingest(IngestBatch(observations=rows))
-    return uri
+    return snapshot_store(tmp_path_factory.mktemp("sample-kb"), vision_and_training)
 
 
 @pytest.mark.parametrize(

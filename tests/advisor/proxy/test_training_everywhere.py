@@ -16,13 +16,11 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from stack_advisor.advisor.proxy.samples import training_runs, vision_models
 from stack_advisor.cli.main import app
-from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import load_snapshot
 from tests.support.api import auth, make_app
 from tests.support.gfd_pools import POOL_NODES, h100_nodes
+from tests.support.starter_kb import llm_tokens_per_second, snapshot_store, vision_and_training
 
 runner = CliRunner()
 RUN = {"parameters": 8e9, "train_tokens": 1.0e9}
@@ -32,16 +30,7 @@ BAND = "fold band at 80%"  # the vision refusal (sample_answer.MAX_SPREAD)
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
-    uri = f"embedded:{tmp_path_factory.mktemp('everywhere-kb') / 'kb'}"
-    keep = {*vision_models(), *training_runs()}
-    metrics = {"samples_per_second", "accelerator_hours"}
-    rows = [
-        o for o in load_snapshot().observations if o.benchmark.name in keep and o.metric in metrics
-    ]
-    with open_store(uri) as store:
-        store.ensure_schema()
-        store.ingest(IngestBatch(observations=rows))
-    return uri
+    return snapshot_store(tmp_path_factory.mktemp("everywhere-kb"), vision_and_training)
 
 
 @pytest.fixture(scope="module")
@@ -197,18 +186,8 @@ def test_predict_count_for_an_llm_is_replicas_of_what_memory_needs(
 ) -> None:
     """``--count`` on a described LLM: the figure of the replicas of the count memory asks for
     that the count holds; fewer than one replica is refused naming the count."""
-    from stack_advisor.advisor.proxy.estimate import llm_benchmarks
-
     folder = tmp_path_factory.mktemp("llm-count")
-    uri = f"embedded:{folder / 'kb'}"
-    rows = [
-        o
-        for o in load_snapshot().observations
-        if o.benchmark.name in llm_benchmarks() and o.metric == "tokens_per_second"
-    ]
-    with open_store(uri) as store:
-        store.ensure_schema()
-        store.ingest(IngestBatch(observations=rows))
+    uri = snapshot_store(folder, llm_tokens_per_second)
     config = folder / "big.yaml"  # 810 GB of BF16 weights: more than one H100 by far
     config.write_text("architecture: dense\nparameters: 405B\nprecision: bf16\n")
     base = ["predict", "--model", str(config), "--isl", "2048", "--osl", "512"]

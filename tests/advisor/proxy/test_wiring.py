@@ -11,13 +11,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from stack_advisor.advisor.proxy.estimate import llm_benchmarks
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.cli.main import app
 from stack_advisor.schema.errors import InvalidInput
-from stack_advisor.schema.models import IngestBatch
-from stack_advisor.store.registry import open_store
-from stack_advisor.store.starter import load_snapshot
+from tests.support.starter_kb import llm_tokens_per_second, snapshot_store
 
 runner = CliRunner()
 QWEN = yaml.safe_load((Path(__file__).parent / "data" / "published.yaml").read_text())["models"][3]
@@ -25,16 +22,7 @@ QWEN = yaml.safe_load((Path(__file__).parent / "data" / "published.yaml").read_t
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> str:
-    uri = f"embedded:{tmp_path_factory.mktemp('proxy-kb') / 'kb'}"
-    rows = [
-        o
-        for o in load_snapshot().observations
-        if o.benchmark.name in llm_benchmarks() and o.metric == "tokens_per_second"
-    ]
-    with open_store(uri) as store:
-        store.ensure_schema()
-        store.ingest(IngestBatch(observations=rows))
-    return uri
+    return snapshot_store(tmp_path_factory.mktemp("proxy-kb"), llm_tokens_per_second)
 
 
 def _json(args: list[str]) -> Any:
