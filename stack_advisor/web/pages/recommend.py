@@ -22,14 +22,101 @@ router = APIRouter(include_in_schema=False)
 # ---- recommend -------------------------------------------------------------------------------
 
 
+# a described training run's fields (docs/proxy.md): the size, and tokens or steps to train
+RUN_FIELDS = ("parameters", "train_tokens", "train_steps", "global_batch", "sequence_length")
+MLPERF_TRAINING = "mlperf-training"
+
+
+def _at_least_one(form: GetForm, name: str, kind: type[int] | type[float]) -> Any:
+    value = form.number(name, kind)
+    if value is not None and not value >= 1:
+        raise InvalidInput(f"{name}: must be at least 1, got {form.text(name)!r}")
+    return value
+
+
+def training_run(form: GetForm, pasted: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The model object's fields of a training run given in the form's own fields: its
+    ``parameters`` and ``train_tokens``, or ``train_steps`` x ``global_batch`` samples of
+    ``sequence_length`` tokens (``proxy.model.described_flops``); none given: empty. The
+    ``pasted`` description may hold what the fields leave out (the tokens).
+
+    Raises:
+        InvalidInput: a field not a number or below 1, steps without the batch or the sequence
+            length, tokens and steps both, or a family other than mlperf-training (each named).
+    """
+    given = {name: _at_least_one(form, name, float) for name in RUN_FIELDS}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        return {}
+    family = form.text("family")
+    if family not in (None, MLPERF_TRAINING):
+        raise InvalidInput(
+            f"family: a training run ({', '.join(given)}) is estimated for {MLPERF_TRAINING}, "
+            f"not {family}"
+        )
+    for name in ("train_steps", "global_batch", "sequence_length"):
+        if name in given and given[name] != int(given[name]):
+            raise InvalidInput(f"{name}: must be a whole number, got {form.text(name)!r}")
+    if "train_steps" in given:
+        if "train_tokens" in given:
+            raise InvalidInput("train_steps: give train_tokens or train_steps, not both")
+        for needed in ("global_batch", "sequence_length"):
+            if needed not in given:
+                raise InvalidInput(
+                    f"{needed}: needed with train_steps (tokens to train = train_steps x "
+                    "global_batch x sequence_length)"
+                )
+        steps, batch = given.pop("train_steps"), given.pop("global_batch")
+        return {**given, "train_samples": steps * batch}
+    if "train_tokens" not in given and not {"train_tokens", "train_samples"} & set(pasted or {}):
+        raise InvalidInput(
+            f"train_tokens: a training run ({', '.join(given)} given) needs train_tokens, or "
+            "train_steps with global_batch and sequence_length"
+        )
+    if "global_batch" in given:
+        raise InvalidInput(
+            "global_batch: counts only with train_steps (give train_tokens alone, or "
+            "train_steps with global_batch and sequence_length)"
+        )
+    return given
+
+
+def _same(pasted: Any, value: float) -> bool:
+    try:
+        return float(pasted) == value
+    except (TypeError, ValueError):
+        return False
+
+
 def _described_model(form: GetForm) -> dict[str, Any] | None:
     """The workload's model object from the form: a pasted short YAML or config.json
-    (``model_yaml``), or the model field's catalogue name when no benchmark or task is asked.
+    (``model_yaml``), the training run's own fields (``training_run``: beside a paste they
+    complete it, and may not contradict it), or the model field's catalogue name when no
+    benchmark or task is asked.
+
+    Raises:
+        InvalidInput: pasted text that is not a YAML/JSON mapping (named ``model_yaml``); a
+            training field that is bad or that the paste gives otherwise (named).
+    """
+    described = _pasted_model(form, form.text("model_yaml"))
+    run = training_run(form, described)
+    if not run:
+        return described
+    for name, value in run.items():
+        if described is not None and name in described and not _same(described[name], value):
+            raise InvalidInput(
+                f"{name}: {value:g} in the form but {described[name]!r} in model_yaml; give it once"
+            )
+    return {"name": form.text("model") or "training run", **(described or {}), **run}
+
+
+def _pasted_model(form: GetForm, pasted: str | None) -> dict[str, Any] | None:
+    """``model_yaml`` as a model object, named by the model field unless it names itself; with
+    no paste, the model field's catalogue name when no benchmark or task is asked.
 
     Raises:
         InvalidInput: pasted text that is not a YAML/JSON mapping (named ``model_yaml``).
     """
-    pasted = form.text("model_yaml")
     if pasted is not None:
         try:
             data = yaml.safe_load(pasted)
@@ -104,6 +191,8 @@ def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
     described = _described_model(form)
     if described is not None:  # a model to estimate by proxy (docs/proxy.md)
         fields.append((workload, "model", described))
+        if any(form.text(name) for name in RUN_FIELDS):
+            workload["family"] = MLPERF_TRAINING
     for into, name, value in fields:
         if value is not None and value != {}:
             into[name] = value
@@ -116,7 +205,10 @@ def _answer(
 ) -> tuple[Any, str | None, dict[str, Any], int]:
     """(answer, error, workload, top) for the form; no answer when nothing is asked. An HTML page
     shows the error, an export raises it."""
-    asked = any(request.query_params.get(k) for k in ("benchmark", "task", "model", "model_yaml"))
+    asked = any(
+        request.query_params.get(k)
+        for k in ("benchmark", "task", "model", "model_yaml", "train_tokens", "train_steps")
+    )
     workload: dict[str, Any] = {}
     if not asked:
         return None, None, workload, 5
