@@ -42,8 +42,12 @@ def _isolated_dirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             "ADVISOR_TABLE_CACHE",
             "ADVISOR_CALIBRATION_CACHE",
             "ADVISOR_CATALOG_CACHE",
+            "ADVISOR_RESIDENT",
         )
     }
+    # no resident answerer (stack_advisor.cli.resident) from any CLI call of the tests, in-process
+    # or in a subprocess (they inherit it); tests/cli/test_resident.py turns it on for its own
+    os.environ["ADVISOR_RESIDENT"] = "0"
     os.environ["XDG_DATA_HOME"] = str(root / "data")
     os.environ["XDG_STATE_HOME"] = str(root / "state")
     os.environ["ADVISOR_TABLE_CACHE"] = str(root / "tables")  # persisted observation tables

@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "stack_advisor.cli.serve",
     "stack_advisor.cli.plot",
     "stack_advisor.cli.sweep",
+    "stack_advisor.cli.resident_commands",
 )
 
 

@@ -104,13 +104,45 @@ def answering(store: Store, *, prices: Path | None = None, rules: Path | None = 
     from stack_advisor.advisor.knowledge.cache_folders import CacheFolders
     from stack_advisor.advisor.results import this_node
 
-    return Advisor(
-        store,
-        prices=prices,
-        rules=rules,
-        caches=CacheFolders.from_environ(os.environ),
-        node=this_node(os.environ),
-    )
+    caches = CacheFolders.from_environ(os.environ)
+    node = this_node(os.environ)
+    kept = _kept_advisor(store, caches, node) if prices is None and rules is None else None
+    if kept is not None:
+        return kept
+    return Advisor(store, prices=prices, rules=rules, caches=caches, node=node)
+
+
+# The resident answerer (``stack_advisor.cli.resident_server``) keeps one advisor per store
+# between requests (its table, calibration and answers, each per store generation, which the
+# advisor reads on every answer); the store itself is opened and closed per request, as here.
+_kept: dict[tuple[Any, ...], Any] | None = None
+KEPT_ADVISORS = 4
+
+
+def keep_advisors(on: bool) -> None:
+    """Keep advisors between commands of this process (the resident answerer), or stop."""
+    global _kept
+    _kept = {} if on else None
+
+
+def _kept_advisor(store: Store, caches: Any, node: str) -> Answerer | None:
+    """The kept advisor of ``store`` (made now if none), bound to this ``store`` object; None
+    when advisors are not kept or the store has no identity to key them by."""
+    if _kept is None:
+        return None
+    from stack_advisor.advisor.engine import Advisor
+
+    identity = store.cache_identity()
+    if identity is None:
+        return None
+    key = (store.uri, identity, repr(caches), node)
+    advisor = _kept.get(key)
+    if advisor is None:
+        if len(_kept) >= KEPT_ADVISORS:
+            _kept.clear()
+        advisor = _kept[key] = Advisor(store, caches=caches, node=node)
+    advisor.store = store
+    return advisor
 
 
 @contextmanager

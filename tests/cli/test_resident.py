@@ -1,0 +1,268 @@
+"""The resident answerer (stack_advisor.cli.resident, resident_server): through it, `recommend`,
+`predict` and `compare` print and exit exactly as the in-process CLI does; a store write between
+two calls is seen by the next; a change to the code makes the client answer itself and the old
+answerer exit; ADVISOR_RESIDENT=0 never starts one; `advisor resident stop` leaves no process.
+
+The CLI runs in subprocesses on a copy of the package (the shared checkout's files change while
+the tests run, and each change is a new code fingerprint), with its own runtime folder, store and
+caches. Every answerer started here is stopped by the module fixture's finalizer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from stack_advisor.cli import resident
+from stack_advisor.schema.models import IngestBatch
+from stack_advisor.store.registry import open_store
+from stack_advisor.store.starter import load_snapshot
+from tests.support.starter_kb import make_starter_kb
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRY = "import sys; from stack_advisor.cli.resident import main; main()"
+RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
+CASES = {
+    "recommend": RECOMMEND,
+    "recommend --json": [*RECOMMEND, "--json"],
+    "predict (a relative --query)": ["predict", "--query", "queries.json", "--json"],
+    "compare": [
+        "compare",
+        "rank-stacks",
+        "--benchmark",
+        "llama2-70b-99",
+        "--scenario",
+        "Offline",
+        "--metric",
+        "tokens_per_second",
+        "--accelerator",
+        "H100-SXM-80GB",
+    ],
+    "bad benchmark": ["recommend", "--benchmark", "resnet5O", "--scenario", "Offline"],
+    "bad benchmark --json": ["recommend", "--benchmark", "resnet5O", "--json"],
+}
+
+
+@dataclass
+class Resident:
+    """The CLI of a package copy, its runtime folder, store and environment."""
+
+    code: Path
+    cwd: Path
+    folder: Path
+    store: str
+    env: dict[str, str]
+    pids: set[int] = field(default_factory=set)
+
+    def run(self, *args: str, on: bool = True) -> subprocess.CompletedProcess[bytes]:
+        env = {**self.env, "ADVISOR_RESIDENT": "1" if on else "0"}
+        argv = [*args, "--store", self.store] if args[0] != "resident" else list(args)
+        return subprocess.run(
+            [sys.executable, "-c", ENTRY, *argv],
+            cwd=self.cwd,
+            env=env,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+
+    def statuses(self) -> list[dict[str, object]]:
+        found = []
+        for sock in resident.answerer_sockets(self.folder):
+            try:
+                found.append(resident.ask(sock, "status"))
+            except OSError:
+                continue
+        self.pids.update(int(str(s["pid"])) for s in found)
+        return found
+
+    def served(self) -> int:
+        return sum(int(str(s["requests"])) for s in self.statuses())
+
+    def wait_listening(self, limit_s: float = 90.0) -> dict[str, object]:
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            found = self.statuses()
+            if found:
+                return found[0]
+            time.sleep(0.2)
+        logs = "".join(p.read_text() for p in self.folder.glob("*.log"))
+        raise AssertionError(f"no answerer listening in {self.folder} after {limit_s} s:\n{logs}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def gone(pid: int, limit_s: float) -> bool:
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def masked(output: bytes) -> bytes:
+    """Output less the answer's own timing ("283 candidates, generation 5, 12 ms", and
+    ``elapsed_ms`` in JSON): the one thing two runs of one answer differ by."""
+    output = re.sub(rb'"elapsed_ms": [0-9.e-]+', b'"elapsed_ms": N', output)
+    return re.sub(rb"\d+ ms\b", b"N ms", output)
+
+
+@pytest.fixture(scope="module")
+def answering(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Resident]:
+    root = tmp_path_factory.mktemp("resident")
+    code = root / "code"
+    shutil.copytree(
+        ROOT / "stack_advisor", code / "stack_advisor", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(code)], check=True)
+    cwd = root / "cwd"
+    cwd.mkdir()
+    shutil.copy(ROOT / "docs" / "examples" / "queries.json", cwd / "queries.json")
+    run_dir = root / "run"
+    run_dir.mkdir(mode=0o700)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(code),
+        "XDG_RUNTIME_DIR": str(run_dir),
+        "XDG_CACHE_HOME": str(root / "cache"),
+        "ADVISOR_TABLE_CACHE": str(root / "tables"),
+        "ADVISOR_CALIBRATION_CACHE": str(root / "calibration"),
+        "ADVISOR_CATALOG_CACHE": str(root / "catalogue"),
+        "ADVISOR_RESIDENT_IDLE_S": "120",  # a backstop: the finalizer stops them
+    }
+    for name in ("ADVISOR_API", "ADVISOR_STORE", "ADVISOR_DEBUG", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
+    store = f"embedded:{make_starter_kb(root)}"
+    found = Resident(code, cwd, run_dir / "stack-advisor", store, env)
+    try:
+        assert found.run(*RECOMMEND, on=False).returncode == 0  # the persisted caches primed
+        assert found.run(*RECOMMEND).returncode == 0  # answered here; starts the answerer
+        found.wait_listening()
+        yield found
+    finally:
+        stop_all(found)
+
+
+def stop_all(found: Resident, limit_s: float = 90.0) -> None:
+    """Stop every answerer of the folder, those still starting too (they hold their key's lock
+    before they listen), and check that none outlives it."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        found.statuses()
+        found.run("resident", "stop")
+        if not any(resident.is_locked(lock) for lock in found.folder.glob("*.lock")):
+            break
+        time.sleep(0.5)
+    left = [pid for pid in found.pids if not gone(pid, 15)]
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left, f"answerers {left} outlived `advisor resident stop`"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_answers_as_the_in_process_cli(answering: Resident, case: str) -> None:
+    args = CASES[case]
+    before = answering.served()
+    through = answering.run(*args)
+    assert answering.served() == before + 1, "the answerer did not answer it"
+    alone = answering.run(*args, on=False)
+    assert through.returncode == alone.returncode
+    assert masked(through.stdout) == masked(alone.stdout)
+    assert masked(through.stderr) == masked(alone.stderr)
+    if case.startswith("bad benchmark"):
+        assert through.returncode == 1
+        assert b"resnet5O" in through.stdout + through.stderr
+
+
+def test_a_write_between_two_calls_is_seen(answering: Resident) -> None:
+    first = answering.run(*RECOMMEND, "--json")
+    generation = json.loads(first.stdout)["generation"]
+    obs = next(o for o in load_snapshot().observations if o.benchmark.name == "resnet50")
+    with open_store(answering.store) as store:  # the answerer does not hold the store
+        store.ingest(IngestBatch(observations=[obs.model_copy(update={"run_id": "resident-w"})]))
+    before = answering.served()
+    second = answering.run(*RECOMMEND, "--json")
+    assert answering.served() == before + 1
+    assert json.loads(second.stdout)["generation"] > generation
+    alone = answering.run(*RECOMMEND, "--json", on=False)
+    assert masked(second.stdout) == masked(alone.stdout)
+
+
+def test_stop_leaves_no_process(answering: Resident) -> None:
+    pids = [int(str(s["pid"])) for s in answering.statuses()]
+    assert pids
+    stopped = answering.run("resident", "stop", "--json")
+    assert stopped.returncode == 0, stopped.stderr
+    assert [r["pid"] for r in json.loads(stopped.stdout)] == pids
+    assert all(r["stopped"] for r in json.loads(stopped.stdout))
+    assert not any(alive(pid) for pid in pids)
+    assert not resident.answerer_sockets(answering.folder)
+    answering.run(*RECOMMEND)  # the next call starts one again
+    assert answering.wait_listening()["requests"] == 0
+
+
+def test_a_code_change_falls_back_and_ends_the_old_answerer(answering: Resident) -> None:
+    old = answering.wait_listening()
+    touched = answering.code / "stack_advisor" / "cli" / "render.py"
+    later = time.time() + 10
+    os.utime(touched, (later, later))
+    before = answering.served()
+    through = answering.run(*RECOMMEND)
+    assert through.returncode == 0
+    assert answering.served() == before  # answered by the client itself
+    assert gone(int(str(old["pid"])), 20), "the answerer of the old code still runs"
+    assert masked(through.stdout) == masked(answering.run(*RECOMMEND, on=False).stdout)
+
+
+def test_off_never_starts_one(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    env = {
+        **os.environ,
+        "ADVISOR_RESIDENT": "0",
+        "XDG_RUNTIME_DIR": str(run_dir),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    store = f"embedded:{make_starter_kb(tmp_path)}"
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", ENTRY, *RECOMMEND, "--store", store],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    assert not list(run_dir.rglob("answerer-*")), list(run_dir.rglob("*"))
+
+
+def test_only_the_answering_verbs_are_forwarded() -> None:
+    on = {"ADVISOR_RESIDENT": "1"}
+    assert resident.forwarded_verb(["recommend", "--benchmark", "x"], on) == "recommend"
+    assert resident.forwarded_verb(["compare", "stacks"], on) == "compare"
+    assert resident.forwarded_verb(["predict", "--query", "-"], on) is None  # stdin
+    assert resident.forwarded_verb(["compare", "sweep", "x"], on) is None
+    assert resident.forwarded_verb(["db", "stats"], on) is None
+    assert resident.forwarded_verb(["--api", "http://x", "recommend"], on) is None
+    assert resident.forwarded_verb(["recommend"], {**on, "ADVISOR_API": "http://x"}) is None
+    assert resident.forwarded_verb(["recommend"], {"ADVISOR_RESIDENT": "0"}) is None
