@@ -2,7 +2,10 @@
 cold (the first call after a write: the store is read, the evidence calibrated, both persisted) and
 warm (the persisted table and calibration loaded), plus a typo'd benchmark, each in a fresh process;
 warm `recommend` over `--version` as a ratio (issue 43: at most 3x), and the warm run's CPU by
-phase (imports, opening the store, the answer and the round drift within it). Commands compared
+phase (imports, opening the store, the answer and the round drift within it). Then, through the
+`advisor` entry point (``bench/cli_latency_resident.py``): `--version`, warm `recommend` answered
+by the resident answerer and answered in-process (``ADVISOR_RESIDENT=0``), in turn, with both
+ratios to `--version`. Commands compared
 with each other run in turn (a, b, a, b, ...: ``interleaved``), so a shared machine's changing load
 moves both alike.
 
@@ -44,17 +47,21 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cli_latency_in_process import show_in_process, show_tiled  # noqa: E402 (beside this file)
+from cli_latency_resident import resident_figures  # noqa: E402 (beside this file)
 
 RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
 TYPO = ["recommend", "--benchmark", "resnet5O", "--scenario", "Offline"]
 
 
-def run_cli(args: list[str], env: dict[str, str], code_root: Path) -> tuple[float, float, int]:
-    """(wall s, cpu s, exit code) of one `advisor ARGS` in a fresh process."""
+def run_cli(
+    args: list[str], env: dict[str, str], code_root: Path, module: str = "stack_advisor.cli.main"
+) -> tuple[float, float, int]:
+    """(wall s, cpu s, exit code) of one `advisor ARGS` in a fresh process (``module``: the
+    in-process CLI, or ``stack_advisor.cli.resident``, the entry point with the answerer)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "stack_advisor.cli.main", *args],
+        [sys.executable, "-m", module, *args],
         cwd=code_root,
         env={**env, "PYTHONPATH": str(code_root)},
         capture_output=True,
@@ -277,17 +284,15 @@ def existing(uri: str, cache: Path | None, repeat: int) -> None:
     print(f"  load avg at end {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
 
 
-def interleaved(
-    runs: dict[str, tuple[list[str], dict[str, str], Path]], repeat: int
-) -> dict[str, dict[str, Any]]:
-    """Each named ``advisor ARGS`` (env, code root) ``repeat`` times, in turn (a, b, c, a, b, c,
-    ...): a shared machine's load then moves all of them alike, so their ratios hold even where
-    their times do not."""
+def interleaved(runs: dict[str, tuple[Any, ...]], repeat: int) -> dict[str, dict[str, Any]]:
+    """Each named ``advisor ARGS`` (env, code root[, entry module]) ``repeat`` times, in turn
+    (a, b, c, a, b, c, ...): a shared machine's load then moves all of them alike, so their
+    ratios hold even where their times do not."""
     walls: dict[str, list[float]] = {name: [] for name in runs}
     cpus: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeat):
-        for name, (args, env, root) in runs.items():
-            wall, cpu, _ = run_cli(args, env, root)
+        for name, (args, env, root, *module) in runs.items():
+            wall, cpu, _ = run_cli(args, env, root, *module)
             walls[name].append(wall)
             cpus[name].append(cpu)
     return {name: {"wall": summary(walls[name]), "cpu": summary(cpus[name])} for name in runs}
@@ -383,11 +388,14 @@ def bench_env(root: Path) -> dict[str, str]:
         **os.environ,
         "XDG_DATA_HOME": str(root / "data"),
         "XDG_CACHE_HOME": str(root / "cache"),
+        "XDG_RUNTIME_DIR": str(root / "run"),  # the resident answerer's socket: this run's own
         "ADVISOR_STARTER": "0",
     }
+    (root / "run").mkdir(mode=0o700, exist_ok=True)
     for name in (
         "ADVISOR_STORE",
         "ADVISOR_API",
+        "ADVISOR_RESIDENT",
         "ADVISOR_TABLE_CACHE",
         "ADVISOR_CALIBRATION_CACHE",
         "PYTHONDONTWRITEBYTECODE",
@@ -431,6 +439,7 @@ def main() -> None:
                 f"(embedded store)"
             )
             recommend_figures(uri, size, env, code, args.repeat)
+            resident_figures(uri, env, code, args.repeat)
             if baseline is not None:
                 against_baseline(uri, (env, code), (base_env, baseline), args)
             show_in_process(uri)

@@ -20,17 +20,17 @@ in-process CLI, silently. ``ADVISOR_RESIDENT=0`` turns all of it off.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import socket
 import stat
 import struct
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+if TYPE_CHECKING:
+    import socket
 
 import stack_advisor
 
@@ -84,6 +84,8 @@ def package_root() -> Path:
 
 def code_fingerprint(root: Path | None = None) -> str:
     """A digest of the package's files (relative names, sizes, modification times)."""
+    import hashlib
+
     root = root or package_root()
     digest = hashlib.sha256()
     for folder, dirs, files in os.walk(root):
@@ -129,6 +131,8 @@ def answerer_key(
 
 
 def key_digest(key: dict[str, Any]) -> str:
+    import hashlib
+
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -246,6 +250,8 @@ def request_body(argv: list[str], digest: str, key: dict[str, Any]) -> dict[str,
 
 def call(sock_path: Path, body: dict[str, Any], timeout: float) -> socket.socket:
     """A connected socket with ``body`` sent (its response to be read)."""
+    import socket
+
     data = json.dumps(body).encode()
     if len(data) > MAX_REQUEST_BYTES:
         raise ValueError(f"request of {len(data)} bytes over {MAX_REQUEST_BYTES}")
@@ -361,6 +367,8 @@ def answerer_environ(key: dict[str, Any]) -> dict[str, str]:
 def start_answerer(where: dict[str, Path], key: dict[str, Any], digest: str) -> None:
     """Start the answerer for ``key``, detached (its own session, stdio to its log, no inherited
     descriptors); it waits for this process to end before it warms up. Never raises."""
+    import subprocess
+
     if is_locked(where["lock"]):
         return
     try:
@@ -394,3 +402,7 @@ def main() -> None:
     from stack_advisor.cli.main import main as in_process
 
     in_process()
+
+
+if __name__ == "__main__":
+    main()
