@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from stack_advisor.advisor.budget import checkpoint
 from stack_advisor.advisor.proxy.model_query import (
     ModelQuery,
     answer_model_query,
@@ -55,10 +56,14 @@ def answer_queries(
     in a worker)."""
     plain = [q for q in queries if isinstance(q, PredictQuery)]
     answered = iter(predict(plain) if plain else [])
-    return [
-        answer_model_query(recommender, q) if isinstance(q, ModelQuery) else next(answered)
-        for q in queries
-    ]
+    out = []
+    for q in queries:
+        if isinstance(q, ModelQuery):
+            checkpoint("the answer's model queries")  # each is a recommend of its own
+            out.append(answer_model_query(recommender, q))
+        else:
+            out.append(next(answered))
+    return out
 
 
 def in_order(judged: list[Judged], answers: list[Prediction]) -> list[Prediction]:
