@@ -69,7 +69,11 @@ def cli_answers(starter_kb: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     return out
 
 
-@pytest.fixture(scope="module", params=[0, 1], ids=["threads", "workers"])
+# the answer workers: a process of the pool's own (slow)
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(0, id="threads"), pytest.param(1, id="workers", marks=pytest.mark.slow)],
+)
 def client(
     request: pytest.FixtureRequest, starter_kb: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TestClient]:
