@@ -78,6 +78,9 @@ def test_training_fields_answer_as_the_api(client: tuple[TestClient, str]) -> No
             {"model_yaml": "parameters: 7e9\ntrain_tokens: 1e9", "parameters": "8e9"},
             "parameters: 8e+09 in the form but &#39;7e9&#39; in model_yaml",
         ),
+        # the serving shape's fields are checked the same way
+        ({"model": "gpt-oss-120b", "isl": "0"}, "isl: Input should be greater than or equal to 1"),
+        ({"model": "gpt-oss-120b", "concurrency": "many"}, "concurrency: must be a whole number"),
     ],
     ids=[
         "no-batch",
@@ -89,6 +92,8 @@ def test_training_fields_answer_as_the_api(client: tuple[TestClient, str]) -> No
         "no-tokens",
         "absurd",
         "clash",
+        "isl",
+        "concurrency",
     ],
 )
 def test_a_bad_training_field_is_named_on_the_page(
