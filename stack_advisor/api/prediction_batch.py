@@ -73,6 +73,17 @@ def in_order(judged: list[Judged], answers: list[Prediction]) -> list[Prediction
     return [q if isinstance(q, Prediction) else next(left) for q in judged]
 
 
+def predict_batch(adv: Any, queries: list[Any]) -> list[Prediction]:
+    """A batch as ``POST /v1/predictions`` answers it, through ``adv`` (an ``Advisor`` or a
+    served API's client): ``advisor predict --query`` with model queries in its file.
+
+    Raises:
+        InvalidInput: as ``judge_batch``.
+    """
+    judged = judge_batch(queries)
+    return in_order(judged, answer_queries(to_answer(judged), adv.predict, adv))
+
+
 class SnapshotRecommender:
     """``recommend`` over one knowledge snapshot (an answer worker's: no store, no memo)."""
 

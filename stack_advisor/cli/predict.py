@@ -77,10 +77,19 @@ def predict(
         return
 
     data = _read_queries(query)
+    described = [isinstance(q, dict) and "model" in q for q in data]  # by proxy, as the API
     if as_of is not None:
-        data = [{"as_of": as_of, **q} if isinstance(q, dict) else q for q in data]
+        data = [
+            {"as_of": as_of, **q} if isinstance(q, dict) and not d else q
+            for q, d in zip(data, described)
+        ]
     with answering_store(store) as adv:
-        predictions = adv.predict(data)
+        if any(described):
+            from stack_advisor.api.prediction_batch import predict_batch
+
+            predictions = predict_batch(adv, data)
+        else:
+            predictions = adv.predict(data)
     _show_predictions(predictions, chosen)
 
 

@@ -61,11 +61,14 @@ def cli_answers(starter_kb: Path, tmp_path_factory: pytest.TempPathFactory) -> d
             *("--accelerator", H100, "--count", "8"),
         ],
     }
+    (folder / "queries.json").write_text(json.dumps([LLM_QUERY, PLAIN]))
+    runs["batch"] = ["--query", str(folder / "queries.json")]  # the API's body, on the CLI
     out = {}
     for key, args in runs.items():
         result = CliRunner().invoke(cli, ["predict", *args, "--store", uri, "--json"])
         assert result.exit_code == 0, result.output
-        out[key] = json.loads(result.stdout)[0]  # the best row on the accelerator
+        answers = json.loads(result.stdout)
+        out[key] = answers if key == "batch" else answers[0]  # the best row on the accelerator
     return out
 
 
@@ -109,6 +112,7 @@ def test_model_queries_answer_as_the_cli(client: TestClient, cli_answers: dict[s
     assert run["query"]["family"] == "mlperf-training"
     assert any("h to train on 8 accelerators" in w for w in run["warnings"])
     assert plain["basis"] in ("observed", "interpolated", "transferred") and plain["value"] > 0
+    assert [p["value"] for p in cli_answers["batch"]] == [llm["value"], plain["value"]]
 
 
 @pytest.mark.slow
