@@ -118,7 +118,11 @@ def answerer_key(
     argv: list[str], environ: dict[str, str] | os._Environ[str], cwd: str, fingerprint: str
 ) -> dict[str, Any]:
     """Everything that changes what the answerer answers for this invocation."""
-    settings = {k: v for k, v in environ.items() if k.startswith(KEY_PREFIXES) or k in KEY_NAMES}
+    settings = {
+        k: v
+        for k, v in environ.items()
+        if (k.startswith(KEY_PREFIXES) or k in KEY_NAMES) and k != ENABLE_ENV
+    }
     return {
         "version": stack_advisor.__version__,
         "code": fingerprint,
@@ -396,7 +400,14 @@ def start_answerer(where: dict[str, Path], key: dict[str, Any], digest: str) -> 
 
 def main() -> None:
     """``advisor``: through the resident answerer where it can, else the in-process CLI."""
-    code = forward(sys.argv[1:])
+    try:
+        code = forward(sys.argv[1:])
+    except KeyboardInterrupt:  # as the CLI's guard reports an interrupted command
+        sys.stderr.write("error: aborted\n")
+        sys.exit(1)
+    except BrokenPipeError:  # the reader went away (``advisor ... | head``)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     if code is not None:
         sys.exit(code)
     from stack_advisor.cli.main import main as in_process

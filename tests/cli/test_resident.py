@@ -10,12 +10,18 @@ caches. Every answerer started here is stopped by the module fixture's finalizer
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import pty
 import re
 import shutil
+import socket
+import struct
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,6 +39,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = "import sys; from stack_advisor.cli.resident import main; main()"
+SERVER = "stack_advisor.cli.resident_server"
 RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
 CASES = {
     "recommend": RECOMMEND,
@@ -90,6 +97,19 @@ class Resident:
 
     def served(self) -> int:
         return sum(int(str(s["requests"])) for s in self.statuses())
+
+    def wait_listening_on(self, sock: Path, limit_s: float = 90.0) -> dict[str, object]:
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            try:
+                status = resident.ask(sock, "status")
+            except OSError:
+                time.sleep(0.2)
+                continue
+            self.pids.add(int(str(status["pid"])))
+            return status
+        logs = "".join(p.read_text() for p in self.folder.glob("*.log"))
+        raise AssertionError(f"no answerer listening on {sock} after {limit_s} s:\n{logs}")
 
     def wait_listening(self, limit_s: float = 90.0) -> dict[str, object]:
         end = time.monotonic() + limit_s
@@ -193,6 +213,48 @@ def test_answers_as_the_in_process_cli(answering: Resident, case: str) -> None:
         assert b"resnet5O" in through.stdout + through.stderr
 
 
+def on_a_terminal(found: Resident, args: list[str], on: bool) -> tuple[int, bytes]:
+    """``advisor ARGS`` on a 132x40 pseudo-terminal (stdin, stdout and stderr): its exit status
+    and what the terminal showed, stdout and stderr as they interleaved."""
+    env = {**found.env, "ADVISOR_RESIDENT": "1" if on else "0"}
+    for name in ("COLUMNS", "LINES"):
+        env.pop(name, None)
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 132, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, *args, "--store", found.store],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        cwd=found.cwd,
+        env=env,
+    )
+    os.close(follower)
+    shown = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's last writer is gone
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    return proc.wait(timeout=300), bytes(shown)
+
+
+@pytest.mark.parametrize("case", ["recommend", "bad benchmark"])
+def test_on_a_terminal_as_the_in_process_cli(answering: Resident, case: str) -> None:
+    before = answering.served()
+    code, through = on_a_terminal(answering, CASES[case], on=True)
+    assert answering.served() == before + 1, "the answerer did not answer it"
+    alone_code, alone = on_a_terminal(answering, CASES[case], on=False)
+    assert code == alone_code
+    assert masked(through) == masked(alone)
+    if case == "recommend":
+        assert "─".encode() in through  # the terminal's table, not the piped plain columns
+
+
 def test_a_write_between_two_calls_is_seen(answering: Resident) -> None:
     first = answering.run(*RECOMMEND, "--json")
     generation = json.loads(first.stdout)["generation"]
@@ -205,6 +267,64 @@ def test_a_write_between_two_calls_is_seen(answering: Resident) -> None:
     assert json.loads(second.stdout)["generation"] > generation
     alone = answering.run(*RECOMMEND, "--json", on=False)
     assert masked(second.stdout) == masked(alone.stdout)
+
+
+KEY_OF = (
+    "import json, os, sys; from stack_advisor.cli import resident; "
+    "print(json.dumps(resident.answerer_key(sys.argv[1:], os.environ, os.getcwd(), "
+    "resident.code_fingerprint())))"
+)
+
+
+def test_one_answerer_per_key_and_a_stale_socket_replaced(answering: Resident) -> None:
+    env = {**answering.env, "ADVISOR_RESIDENT": "1", "ADVISOR_RESIDENT_IDLE_S": "119"}  # own key
+    argv = [*RECOMMEND, "--store", answering.store]
+    key = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", KEY_OF, *argv],
+            cwd=answering.cwd,
+            env=env,
+            capture_output=True,
+            check=True,
+        ).stdout
+    )
+    digest = resident.key_digest(key)
+    where = resident.paths(answering.folder, digest)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(where["socket"]))  # a socket file nobody listens on
+    stale.close()
+    ended = subprocess.Popen(["true"])  # the call that started them, ended already
+    ended.wait()
+    log = where["log"].open("ab")
+    starters = [
+        subprocess.Popen(
+            [sys.executable, "-m", SERVER, str(answering.folder), digest, str(ended.pid)],
+            env={**env, "ADVISOR_RESIDENT_KEY": json.dumps(key)},
+            cwd="/",  # as the client starts it: the package copy comes from PYTHONPATH
+            stdout=log,
+            stderr=log,
+        )
+        for _ in range(2)
+    ]
+    log.close()
+    try:
+        status = answering.wait_listening_on(where["socket"])
+        loser = next(p for p in starters if p.pid != status["pid"])
+        assert loser.wait(timeout=30) == 0  # it found the key's lock held and gave way
+        done = subprocess.run(
+            [sys.executable, "-c", ENTRY, *argv], cwd=answering.cwd, env=env, capture_output=True
+        )
+        assert done.returncode == 0
+        assert resident.ask(where["socket"], "status")["requests"] == 1
+    finally:  # started here, so ended (and reaped) here
+        with contextlib.suppress(OSError):
+            resident.ask(where["socket"], "stop")
+        for starter in starters:
+            try:
+                starter.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                starter.kill()
+                starter.wait()
 
 
 def test_stop_leaves_no_process(answering: Resident) -> None:
