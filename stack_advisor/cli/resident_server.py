@@ -174,7 +174,6 @@ class Answerer:
                 conn, _ = self.server.accept()
                 with conn:
                     self.handle(conn)
-                self.last = time.monotonic()
             elif time.monotonic() - self.last > self.idle_s:
                 self.stopping = f"idle for {self.idle_s:g} s"
             elif client.code_fingerprint() != self.key["code"]:
@@ -229,6 +228,7 @@ class Answerer:
             if client.code_fingerprint() != self.key["code"]:
                 self.stopping = "its code changed"
             return
+        self.last = time.monotonic()  # a status or stop request does not keep it alive
         try:
             record, code = self.timed(body)
         except RequestTimeout:
@@ -236,6 +236,7 @@ class Answerer:
             self.stopping = f"a request ran past {self.timeout_s:g} s"
             return
         self.served += 1
+        self.last = time.monotonic()
         for kind, payload in record:
             client.send_frame(conn, kind, payload)
         client.send_frame(conn, client.EXIT, json.dumps({"code": code}).encode())

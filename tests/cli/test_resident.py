@@ -40,6 +40,12 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = "import sys; from stack_advisor.cli.resident import main; main()"
 SERVER = "stack_advisor.cli.resident_server"
+# the key the client computes (run with the package copy, in the client's folder and environment)
+KEY_OF = (
+    "import json, os, sys; from stack_advisor.cli import resident; "
+    "print(json.dumps(resident.answerer_key(sys.argv[1:], os.environ, os.getcwd(), "
+    "resident.code_fingerprint())))"
+)
 RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
 CASES = {
     "recommend": RECOMMEND,
@@ -73,8 +79,10 @@ class Resident:
     env: dict[str, str]
     pids: set[int] = field(default_factory=set)
 
-    def run(self, *args: str, on: bool = True) -> subprocess.CompletedProcess[bytes]:
-        env = {**self.env, "ADVISOR_RESIDENT": "1" if on else "0"}
+    def run(
+        self, *args: str, on: bool = True, extra: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        env = {**self.env, **(extra or {}), "ADVISOR_RESIDENT": "1" if on else "0"}
         argv = [*args, "--store", self.store] if args[0] != "resident" else list(args)
         return subprocess.run(
             [sys.executable, "-c", ENTRY, *argv],
@@ -84,6 +92,17 @@ class Resident:
             timeout=300,
             check=False,
         )
+
+    def socket_of(self, extra: dict[str, str]) -> Path:
+        """The answerer's socket for ``RECOMMEND`` on this store with ``extra`` settings."""
+        done = subprocess.run(
+            [sys.executable, "-c", KEY_OF, *RECOMMEND, "--store", self.store],
+            cwd=self.cwd,
+            env={**self.env, **extra},
+            capture_output=True,
+            check=True,
+        )
+        return resident.paths(self.folder, resident.key_digest(json.loads(done.stdout)))["socket"]
 
     def statuses(self) -> list[dict[str, object]]:
         found = []
@@ -269,13 +288,6 @@ def test_a_write_between_two_calls_is_seen(answering: Resident) -> None:
     assert masked(second.stdout) == masked(alone.stdout)
 
 
-KEY_OF = (
-    "import json, os, sys; from stack_advisor.cli import resident; "
-    "print(json.dumps(resident.answerer_key(sys.argv[1:], os.environ, os.getcwd(), "
-    "resident.code_fingerprint())))"
-)
-
-
 def test_one_answerer_per_key_and_a_stale_socket_replaced(answering: Resident) -> None:
     env = {**answering.env, "ADVISOR_RESIDENT": "1", "ADVISOR_RESIDENT_IDLE_S": "119"}  # own key
     argv = [*RECOMMEND, "--store", answering.store]
@@ -325,6 +337,28 @@ def test_one_answerer_per_key_and_a_stale_socket_replaced(answering: Resident) -
             except subprocess.TimeoutExpired:
                 starter.kill()
                 starter.wait()
+
+
+def test_an_idle_answerer_exits(answering: Resident) -> None:
+    env = {"ADVISOR_RESIDENT_IDLE_S": "4"}  # a key of its own
+    assert answering.run(*RECOMMEND, extra=env).returncode == 0  # starts it
+    sock = answering.socket_of(env)
+    pid = int(str(answering.wait_listening_on(sock)["pid"]))
+    assert gone(pid, 30), "the answerer outlived its idle limit"
+    assert not sock.exists()
+
+
+def test_a_request_past_its_limit_is_answered_here_and_ends_the_answerer(
+    answering: Resident,
+) -> None:
+    env = {"ADVISOR_RESIDENT_TIMEOUT_S": "0.1"}  # the first answer builds the snapshot: longer
+    assert answering.run(*RECOMMEND, extra=env).returncode == 0  # starts it
+    sock = answering.socket_of(env)
+    pid = int(str(answering.wait_listening_on(sock)["pid"]))
+    through = answering.run(*RECOMMEND, extra=env)
+    assert through.returncode == 0
+    assert masked(through.stdout) == masked(answering.run(*RECOMMEND, on=False).stdout)
+    assert gone(pid, 30), "the answerer outlived a request past its limit"
 
 
 def test_stop_leaves_no_process(answering: Resident) -> None:
