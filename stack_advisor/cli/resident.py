@@ -339,6 +339,21 @@ def forward(argv: list[str]) -> int | None:
     return code
 
 
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
 def is_locked(lock: Path) -> bool:
     """Whether an answerer holds ``lock`` (running or starting)."""
     import fcntl

@@ -46,12 +46,8 @@ def ended(pid: int, limit_s: float) -> bool:
     """Whether process ``pid`` ended within ``limit_s`` seconds."""
     end = time.monotonic() + limit_s
     while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not resident.running(pid):
             return True
-        except PermissionError:
-            return False
         time.sleep(0.05)
     return False
 

@@ -45,6 +45,15 @@ class RequestTimeout(BaseException):
     """A request ran past its limit (a BaseException: the CLI's guard must not report it)."""
 
 
+class Terminated(BaseException):
+    """SIGTERM: end now, the socket removed (a BaseException: the CLI's guard must not report
+    it, nor the request runner take it for the command's exit)."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
 class Recorder(io.RawIOBase):
     """The raw end of a stand-in stream: records each write as (kind, bytes), in order."""
 
@@ -264,13 +273,7 @@ def _seconds(key: dict[str, Any], name: str, default: float) -> float:
 def wait_for(pid: int, limit_s: float) -> None:
     """Until process ``pid`` has ended (the call that started us), at most ``limit_s``."""
     end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            return
+    while time.monotonic() < end and client.running(pid):
         time.sleep(0.05)
 
 
@@ -312,10 +315,13 @@ def main(argv: list[str]) -> int:
     wait_for(parent, START_WAIT_S)
     warm_up()
     answerer = Answerer(folder, digest, key)
+    signal.signal(signal.SIGTERM, _terminate)
     answerer.listen()
     log.warning("answerer %s (pid %d) on %s", digest, os.getpid(), answerer.where["socket"])
     try:
         reason = answerer.serve()
+    except Terminated:  # a request in progress is dropped: its client answers it itself
+        reason = "terminated (SIGTERM)"
     finally:
         answerer.close()
     log.warning("answerer %s: stopped after %d requests: %s", digest, answerer.served, reason)

@@ -17,6 +17,7 @@ import os
 import pty
 import re
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -142,11 +143,8 @@ class Resident:
 
 
 def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    """Running (an ended answerer whose reaper has not collected it yet does not count)."""
+    return resident.running(pid)
 
 
 def gone(pid: int, limit_s: float) -> bool:
@@ -359,6 +357,16 @@ def test_a_request_past_its_limit_is_answered_here_and_ends_the_answerer(
     assert through.returncode == 0
     assert masked(through.stdout) == masked(answering.run(*RECOMMEND, on=False).stdout)
     assert gone(pid, 30), "the answerer outlived a request past its limit"
+
+
+def test_sigterm_ends_it_and_removes_its_socket(answering: Resident) -> None:
+    env = {"ADVISOR_RESIDENT_IDLE_S": "117"}  # a key of its own
+    assert answering.run(*RECOMMEND, extra=env).returncode == 0  # starts it
+    sock = answering.socket_of(env)
+    pid = int(str(answering.wait_listening_on(sock)["pid"]))
+    os.kill(pid, signal.SIGTERM)
+    assert gone(pid, 30)
+    assert not sock.exists()
 
 
 def test_stop_leaves_no_process(answering: Resident) -> None:
