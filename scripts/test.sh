@@ -73,8 +73,18 @@ KUBE_PID=$!
 echo "== preparing the local Neo4j 5.26 server (background; log $SETUP_LOGS/neo4j.log)" >&2
 setsid bash deploy/neo4j-local/setup.sh >"$SETUP_LOGS/neo4j.log" 2>&1 &
 NEO4J_PID=$!
+# The container tier's images (deploy/docker/build.sh: the Debian base by mmdebstrap, then the API
+# and collector images with their pip installs; mostly downloads, ~100 s) are built now too, in our
+# own Docker engine (started here, in the foreground: a few seconds), so the tier's `images` fixture
+# later re-runs build.sh on a warm layer cache (seconds) instead of building inside the test run.
+# Same image names as the fixture's (API_IMAGE, COLLECTOR_IMAGE; tests/support/containers.py).
 # exec (the test run) drops this trap; an exit before it (a failed install or lint) runs it
-trap 'kill -- "-$KUBE_PID" "-$NEO4J_PID" 2>/dev/null || true' EXIT
+IMAGES_PID=""
+trap 'kill -- "-$KUBE_PID" "-$NEO4J_PID" ${IMAGES_PID:+"-$IMAGES_PID"} 2>/dev/null || true' EXIT
+echo "== preparing a Docker engine of ours and building the container tier's images (background; log $SETUP_LOGS/images.log)" >&2
+bash deploy/docker/engine.sh >/dev/null
+setsid bash deploy/docker/build.sh >"$SETUP_LOGS/images.log" 2>&1 &
+IMAGES_PID=$!
 
 finish_background() {  # name pid: wait for a background step; its log, and a failure, on stderr
   local name=$1 pid=$2
@@ -101,14 +111,19 @@ TF_MINOR=$(.venv/bin/python -c 'from importlib.metadata import version; print(".
 
 lint
 
-echo "== preparing a Docker engine of ours (the container tier builds its images in it)" >&2
-# data under ~/.cache; the packages were installed above
-bash deploy/docker/engine.sh >/dev/null
 chromium --version 2>/dev/null | sed -n 1p >&2
 
-echo "== waiting for Neo4j and the Kubernetes builds" >&2
+echo "== waiting for Neo4j, the Kubernetes builds and the images" >&2
 finish_background neo4j "$NEO4J_PID"
 finish_background kube "$KUBE_PID"
+# A failed image build does not stop the run here: the container tier's fixture runs build.sh again
+# and fails its tests with the build's own message (as before this step ran early).
+if ! wait "$IMAGES_PID"; then
+  echo "== the early image build failed (the container tier will build again); its log tail:" >&2
+  tail -n 20 "$SETUP_LOGS/images.log" >&2
+else
+  tail -n 3 "$SETUP_LOGS/images.log" >&2
+fi
 
 echo "== running the test suite" >&2
 exec .venv/bin/python -m pytest -q -ra --durations=30 "$@"
