@@ -239,10 +239,13 @@ def terminal_sizes() -> dict[str, list[int] | None]:
 def request_body(argv: list[str], digest: str, key: dict[str, Any]) -> dict[str, Any]:
     """The request for ``argv``: its cwd, environment, streams and terminal, and the key it
     expects the answerer to hold."""
+    umask = os.umask(0o022)  # read it: files the command writes get this process's modes
+    os.umask(umask)
     return {
         "op": "run",
         "argv": argv,
         "cwd": os.getcwd(),
+        "umask": umask,
         "environ": dict(os.environ),
         "key": key,
         "digest": digest,

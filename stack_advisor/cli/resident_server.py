@@ -100,8 +100,10 @@ def terminal_sizes(sizes: dict[str, Any]) -> Any:
 
 @contextlib.contextmanager
 def client_context(body: dict[str, Any], record: list[tuple[int, bytes]]) -> Any:
-    """The process as the client's: environment, cwd, streams, terminal; restored after."""
+    """The process as the client's: environment, cwd, umask, streams, terminal; restored
+    after."""
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_umask = os.umask(int(body.get("umask", 0o022)) & 0o777)
     saved = (sys.stdout, sys.stderr, sys.stdin, os.get_terminal_size)
     out = stand_in(client.OUT, record, body.get("stdout") or {})
     err = stand_in(client.ERR, record, body.get("stderr") or {})
@@ -121,6 +123,7 @@ def client_context(body: dict[str, Any], record: list[tuple[int, bytes]]) -> Any
         os.environ.clear()
         os.environ.update(saved_env)
         os.chdir(saved_cwd)
+        os.umask(saved_umask)
 
 
 def run_request(body: dict[str, Any]) -> tuple[list[tuple[int, bytes]], int]:
