@@ -32,7 +32,7 @@ def _answerer(folder: Path, limit_s: float = 120.0) -> dict[str, Any]:
             except OSError:
                 pass
         time.sleep(0.2)
-    logs = "".join(p.read_text() for p in folder.glob("*.log"))
+    logs = "".join(p.read_text() for p in resident.cache_folder(os.environ).glob("*.log"))
     raise SystemExit(f"no resident answerer listening in {folder} after {limit_s} s:\n{logs}")
 
 

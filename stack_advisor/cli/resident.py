@@ -140,18 +140,21 @@ def key_digest(key: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def cache_folder(environ: dict[str, str] | os._Environ[str]) -> Path:
+    """``$XDG_CACHE_HOME/stack-advisor/resident`` (``~/.cache`` by default): the answerers'
+    logs, and their sockets where there is no ``$XDG_RUNTIME_DIR``."""
+    cache = environ.get("XDG_CACHE_HOME") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".cache"
+    )
+    return Path(cache) / "stack-advisor" / "resident"
+
+
 def resident_folder(environ: dict[str, str] | os._Environ[str]) -> Path | None:
     """Where answerers' sockets live: ``$XDG_RUNTIME_DIR/stack-advisor``, else
     ``$XDG_CACHE_HOME/stack-advisor/resident``; a folder of this user's alone (0700), created
     if missing. None: no such folder can be had (then nothing is forwarded)."""
     runtime = environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        folder = Path(runtime) / "stack-advisor"
-    else:
-        cache = environ.get("XDG_CACHE_HOME") or os.path.join(
-            environ.get("HOME") or os.path.expanduser("~"), ".cache"
-        )
-        folder = Path(cache) / "stack-advisor" / "resident"
+    folder = Path(runtime) / "stack-advisor" if runtime else cache_folder(environ)
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = folder.stat()
@@ -167,12 +170,13 @@ def resident_folder(environ: dict[str, str] | os._Environ[str]) -> Path | None:
     return folder
 
 
-def paths(folder: Path, digest: str) -> dict[str, Path]:
-    """The socket, lock and log file of the answerer ``digest``."""
+def paths(folder: Path, digest: str, logs: Path | None = None) -> dict[str, Path]:
+    """The socket and lock (in ``folder``) and the log file (in ``logs``, the cache folder;
+    default ``folder``) of the answerer ``digest``."""
     return {
         "socket": folder / f"answerer-{digest}.sock",
         "lock": folder / f"answerer-{digest}.lock",
-        "log": folder / f"answerer-{digest}.log",
+        "log": (logs or folder) / f"answerer-{digest}.log",
     }
 
 
@@ -322,7 +326,7 @@ def forward(argv: list[str]) -> int | None:
         return None
     key = answerer_key(argv, os.environ, os.getcwd(), code_fingerprint())
     digest = key_digest(key)
-    where = paths(folder, digest)
+    where = paths(folder, digest, cache_folder(os.environ))
     if len(str(where["socket"])) > SOCKET_PATH_MAX:
         return None
     try:
@@ -394,6 +398,7 @@ def start_answerer(where: dict[str, Path], key: dict[str, Any], digest: str) -> 
     if is_locked(where["lock"]):
         return
     try:
+        where["log"].parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with open(where["log"], "ab") as log:
             subprocess.Popen(
                 [

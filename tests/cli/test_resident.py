@@ -94,6 +94,11 @@ class Resident:
             check=False,
         )
 
+    @property
+    def logs(self) -> Path:
+        """The answerers' logs: the cache folder's."""
+        return resident.cache_folder(self.env)
+
     def socket_of(self, extra: dict[str, str]) -> Path:
         """The answerer's socket for ``RECOMMEND`` on this store with ``extra`` settings."""
         done = subprocess.run(
@@ -128,7 +133,7 @@ class Resident:
                 continue
             self.pids.add(int(str(status["pid"])))
             return status
-        logs = "".join(p.read_text() for p in self.folder.glob("*.log"))
+        logs = "".join(p.read_text() for p in self.logs.glob("*.log"))
         raise AssertionError(f"no answerer listening on {sock} after {limit_s} s:\n{logs}")
 
     def wait_listening(self, limit_s: float = 90.0) -> dict[str, object]:
@@ -138,7 +143,7 @@ class Resident:
             if found:
                 return found[0]
             time.sleep(0.2)
-        logs = "".join(p.read_text() for p in self.folder.glob("*.log"))
+        logs = "".join(p.read_text() for p in self.logs.glob("*.log"))
         raise AssertionError(f"no answerer listening in {self.folder} after {limit_s} s:\n{logs}")
 
 
@@ -305,7 +310,8 @@ def test_one_answerer_per_key_and_a_stale_socket_replaced(answering: Resident) -
     stale.close()
     ended = subprocess.Popen(["true"])  # the call that started them, ended already
     ended.wait()
-    log = where["log"].open("ab")
+    answering.logs.mkdir(parents=True, exist_ok=True)
+    log = (answering.logs / where["log"].name).open("ab")
     starters = [
         subprocess.Popen(
             [sys.executable, "-m", SERVER, str(answering.folder), digest, str(ended.pid)],
