@@ -49,6 +49,7 @@ FORWARDED = frozenset({"recommend", "predict", "compare"})
 # arguments the answerer does not take: stdin ("-"), a live cluster (kubeconfig clients keep
 # state), a remote API (answered by the API), and subcommands that run or write
 REFUSED_TOKENS = frozenset({"-", "--cluster", "--api", "sweep", "--install-completion"})
+REMOTE = ("http://", "https://")
 # environment that changes an answer beyond the argv: a different value is a different answerer
 KEY_PREFIXES = ("ADVISOR_", "XDG_", "NEO4J_")
 KEY_NAMES = ("HOME", "PYTHONPATH", "TZ", "PYTHONHASHSEED", "PYTHONUTF8")
@@ -73,6 +74,9 @@ def forwarded_verb(argv: list[str], environ: dict[str, str] | os._Environ[str]) 
         return None
     if any(key.endswith("_COMPLETE") for key in environ):  # shell completion
         return None
+    stores = [environ.get("ADVISOR_STORE") or "", *argv]
+    if any(t.removeprefix("--store=").startswith(REMOTE) for t in stores):
+        return None  # a served API answers it (``cli.stores.answering``): nothing to keep warm
     verb = argv[0]  # root options (--api, --version) before the verb: in-process
     return verb if verb in FORWARDED else None
 

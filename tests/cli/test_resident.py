@@ -434,3 +434,6 @@ def test_only_the_answering_verbs_are_forwarded() -> None:
     assert resident.forwarded_verb(["--api", "http://x", "recommend"], on) is None
     assert resident.forwarded_verb(["recommend"], {**on, "ADVISOR_API": "http://x"}) is None
     assert resident.forwarded_verb(["recommend"], {"ADVISOR_RESIDENT": "0"}) is None
+    assert resident.forwarded_verb(["recommend", "--store", "https://kb.example"], on) is None
+    assert resident.forwarded_verb(["recommend"], {**on, "ADVISOR_STORE": "http://kb:8000"}) is None
+    assert resident.forwarded_verb(["recommend", "--store", "embedded:/kb"], on) == "recommend"
