@@ -8,14 +8,17 @@ advisor) are forwarded to a per-user process that has imported everything alread
 cwd and environment and sends back its stdout, stderr and exit status, replayed here as they were
 written. This module imports only the standard library: it is what every ``advisor`` call pays.
 
-The answerer is keyed by everything that changes an answer (``answerer_key``): the code (package
-version and a fingerprint of its files' names, sizes and modification times), the Python
-executable, the store the command names, the settings in the environment (``ADVISOR_*``, the XDG
-folders, ``HOME``, ``PYTHONPATH``, ``TZ``) and today's date. The first forwardable call with no
-answerer for its key starts one, detached, and answers itself in-process; the answerer waits for
-that call to end before it warms up, so the first answer is not slowed. Anything unexpected (no
-socket, refused, another key, a timeout, a verb or argument it does not take) falls back to the
-in-process CLI, silently. ``ADVISOR_RESIDENT=0`` turns all of it off.
+The answerer is keyed by what changes the process that answers (``answerer_key``): the code
+(package version and a fingerprint of its files' names, sizes and modification times), the Python
+executable, the settings in the environment (``ADVISOR_*`` but ``ADVISOR_RESIDENT*``, the XDG
+folders, ``HOME``, ``PYTHONPATH``, ``TZ``) and today's date; the store is opened per request from
+the argv, cwd and environment sent, so one answerer serves every store. At most
+``MAX_ANSWERERS`` run per folder (the least recently used is stopped for a new one). The first
+forwardable call with no answerer for its key starts one, detached, and answers itself
+in-process; the answerer waits for that call to end before it warms up, so the first answer is
+not slowed. Anything unexpected (no socket, refused, another key, a timeout, a verb or argument
+it does not take, any error here) falls back to the in-process CLI, silently.
+``ADVISOR_RESIDENT=0`` turns all of it off.
 """
 
 from __future__ import annotations
@@ -33,6 +36,13 @@ if TYPE_CHECKING:
     import socket
 
 import stack_advisor
+from stack_advisor.cli.resident_files import answerer_sockets as answerer_sockets
+from stack_advisor.cli.resident_files import cache_folder as cache_folder
+from stack_advisor.cli.resident_files import is_locked as is_locked
+from stack_advisor.cli.resident_files import paths as paths
+from stack_advisor.cli.resident_files import prune
+from stack_advisor.cli.resident_files import resident_folder as resident_folder
+from stack_advisor.cli.resident_files import running as running
 
 ENABLE_ENV = "ADVISOR_RESIDENT"
 IDLE_ENV = "ADVISOR_RESIDENT_IDLE_S"
@@ -43,14 +53,18 @@ CONNECT_TIMEOUT_S = 0.5
 MAX_REQUEST_BYTES = 1 << 20
 MAX_RESPONSE_BYTES = 256 << 20
 SOCKET_PATH_MAX = 100  # AF_UNIX paths hold 107 bytes on Linux, 103 on macOS
+MAX_ANSWERERS = 3  # live answerers per folder (each holds ~150 MB): the least recently used stops
 
 # the verbs forwarded: they only read, through the local advisor (``cli.stores.answering_store``)
 FORWARDED = frozenset({"recommend", "predict", "compare"})
-# arguments the answerer does not take: stdin ("-"), a live cluster (kubeconfig clients keep
-# state), a remote API (answered by the API), and subcommands that run or write
-REFUSED_TOKENS = frozenset({"-", "--cluster", "--api", "sweep", "--install-completion"})
+# arguments the answerer does not take: a live cluster (kubeconfig clients keep state), a remote
+# API (answered by the API), and subcommands that run or write; and any argument naming what only
+# this process can read (``client_bound``: its stdin, a descriptor, a pipe or device)
+REFUSED_TOKENS = frozenset({"--cluster", "--api", "sweep", "--install-completion"})
+CLIENT_PATHS = ("/dev/", "/proc/")
 REMOTE = ("http://", "https://")
 # environment that changes an answer beyond the argv: a different value is a different answerer
+# (the answerer's own settings, ``ADVISOR_RESIDENT*``, are not: they change no answer)
 KEY_PREFIXES = ("ADVISOR_", "XDG_", "NEO4J_")
 KEY_NAMES = ("HOME", "PYTHONPATH", "TZ", "PYTHONHASHSEED", "PYTHONUTF8")
 # the package's files whose change changes the code that answers
@@ -58,6 +72,7 @@ CODE_SUFFIXES = (".py", ".yaml", ".yml", ".json", ".html", ".css", ".js", ".toml
 
 # frames of a response: kind (1 byte) and length (4 bytes), then the payload
 FRAME = struct.Struct(">BI")
+PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 OUT, ERR, EXIT, REFUSE = 1, 2, 3, 4
 
 
@@ -72,6 +87,8 @@ def forwarded_verb(argv: list[str], environ: dict[str, str] | os._Environ[str]) 
         return None
     if any(t in REFUSED_TOKENS or t.startswith(("--api=", "--cluster=")) for t in argv):
         return None
+    if any(client_bound(t) for t in argv):
+        return None
     if any(key.endswith("_COMPLETE") for key in environ):  # shell completion
         return None
     stores = [environ.get("ADVISOR_STORE") or "", *argv]
@@ -79,6 +96,26 @@ def forwarded_verb(argv: list[str], environ: dict[str, str] | os._Environ[str]) 
         return None  # a served API answers it (``cli.stores.answering``): nothing to keep warm
     verb = argv[0]  # root options (--api, --version) before the verb: in-process
     return verb if verb in FORWARDED else None
+
+
+def client_bound(token: str) -> bool:
+    """Whether ``token`` (or the value of ``--option=VALUE``) names what only this process can
+    read: ``-`` (its stdin), a path under ``/dev/`` or ``/proc/`` (``/dev/stdin``, ``<(cmd)``'s
+    ``/dev/fd/63``), or an existing file that is neither a regular file nor a folder (a pipe,
+    a device, a socket)."""
+    values = [token]
+    if token.startswith("--") and "=" in token:
+        values.append(token.partition("=")[2])
+    for value in values:
+        if value == "-" or value.startswith(CLIENT_PATHS):
+            return True
+        try:
+            mode = os.stat(value).st_mode
+        except (OSError, ValueError):
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            return True
+    return False
 
 
 def package_root() -> Path:
@@ -103,36 +140,19 @@ def code_fingerprint(root: Path | None = None) -> str:
     return digest.hexdigest()[:24]
 
 
-def _store_argument(argv: list[str], cwd: str) -> str | None:
-    """The ``--store`` value of ``argv``, a path made absolute (a relative one names another
-    store from another folder)."""
-    value = None
-    for i, token in enumerate(argv):
-        if token == "--store" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif token.startswith("--store="):
-            value = token.partition("=")[2]
-    if value is None or "://" in value:
-        return value
-    prefix = "embedded:" if value.startswith("embedded:") else ""
-    return prefix + os.path.abspath(os.path.join(cwd, value.removeprefix("embedded:")))
-
-
-def answerer_key(
-    argv: list[str], environ: dict[str, str] | os._Environ[str], cwd: str, fingerprint: str
-) -> dict[str, Any]:
-    """Everything that changes what the answerer answers for this invocation."""
+def answerer_key(environ: dict[str, str] | os._Environ[str], fingerprint: str) -> dict[str, Any]:
+    """Everything that changes the process that answers (not the store: each request opens the
+    one its argv, cwd and environment name)."""
     settings = {
         k: v
         for k, v in environ.items()
-        if (k.startswith(KEY_PREFIXES) or k in KEY_NAMES) and k != ENABLE_ENV
+        if (k.startswith(KEY_PREFIXES) or k in KEY_NAMES) and not k.startswith(ENABLE_ENV)
     }
     return {
         "version": stack_advisor.__version__,
         "code": fingerprint,
         "package": str(package_root()),
         "python": sys.executable,
-        "store": _store_argument(argv, cwd),
         "environment": dict(sorted(settings.items())),
         "today": time.strftime("%Y-%m-%d"),
     }
@@ -142,46 +162,6 @@ def key_digest(key: dict[str, Any]) -> str:
     import hashlib
 
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def cache_folder(environ: dict[str, str] | os._Environ[str]) -> Path:
-    """``$XDG_CACHE_HOME/stack-advisor/resident`` (``~/.cache`` by default): the answerers'
-    logs, and their sockets where there is no ``$XDG_RUNTIME_DIR``."""
-    cache = environ.get("XDG_CACHE_HOME") or os.path.join(
-        environ.get("HOME") or os.path.expanduser("~"), ".cache"
-    )
-    return Path(cache) / "stack-advisor" / "resident"
-
-
-def resident_folder(environ: dict[str, str] | os._Environ[str]) -> Path | None:
-    """Where answerers' sockets live: ``$XDG_RUNTIME_DIR/stack-advisor``, else
-    ``$XDG_CACHE_HOME/stack-advisor/resident``; a folder of this user's alone (0700), created
-    if missing. None: no such folder can be had (then nothing is forwarded)."""
-    runtime = environ.get("XDG_RUNTIME_DIR")
-    folder = Path(runtime) / "stack-advisor" if runtime else cache_folder(environ)
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = folder.stat()
-    except OSError:
-        return None
-    if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
-        try:
-            folder.chmod(0o700)
-        except OSError:
-            return None
-        if stat.S_IMODE(folder.stat().st_mode) & 0o077:
-            return None
-    return folder
-
-
-def paths(folder: Path, digest: str, logs: Path | None = None) -> dict[str, Path]:
-    """The socket and lock (in ``folder``) and the log file (in ``logs``, the cache folder;
-    default ``folder``) of the answerer ``digest``."""
-    return {
-        "socket": folder / f"answerer-{digest}.sock",
-        "lock": folder / f"answerer-{digest}.lock",
-        "log": (logs or folder) / f"answerer-{digest}.log",
-    }
 
 
 def send_frame(sock: socket.socket, kind: int, payload: bytes) -> None:
@@ -263,8 +243,24 @@ def request_body(argv: list[str], digest: str, key: dict[str, Any]) -> dict[str,
     }
 
 
+def peer_uid(sock: socket.socket) -> int | None:
+    """The user id of the process at the other end of ``sock`` (None: the platform does not
+    say; the 0700 folder still keeps other users out)."""
+    import socket
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, option, PEERCRED.size)
+    return int(PEERCRED.unpack(creds)[1])
+
+
 def call(sock_path: Path, body: dict[str, Any], timeout: float) -> socket.socket:
-    """A connected socket with ``body`` sent (its response to be read)."""
+    """A connected socket with ``body`` sent (its response to be read).
+
+    Raises:
+        PermissionError: another user's process listens there.
+    """
     import socket
 
     data = json.dumps(body).encode()
@@ -274,6 +270,9 @@ def call(sock_path: Path, body: dict[str, Any], timeout: float) -> socket.socket
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)
         sock.connect(str(sock_path))
+        uid = peer_uid(sock)
+        if uid is not None and uid != os.getuid():
+            raise PermissionError(f"{sock_path}: held by user {uid}, not {os.getuid()}")
         sock.settimeout(timeout)
         send_frame(sock, 0, data)
     except BaseException:
@@ -282,14 +281,25 @@ def call(sock_path: Path, body: dict[str, Any], timeout: float) -> socket.socket
     return sock
 
 
-def replay(frames: list[tuple[int, bytes]]) -> None:
-    """Write the answerer's output here, in the order it was written."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    for kind, payload in frames:
-        stream: BinaryIO = sys.stdout.buffer if kind == OUT else sys.stderr.buffer
-        stream.write(payload)
-        stream.flush()
+def replay(frames: list[tuple[int, bytes]], code: int) -> int:
+    """Write the answerer's output here, in the order it was written; its exit status, or the
+    CLI's for an output that cannot be written (``error: no space left on device``)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for kind, payload in frames:
+            stream: BinaryIO = sys.stdout.buffer if kind == OUT else sys.stderr.buffer
+            stream.write(payload)
+            stream.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        from stack_advisor.cli.guard import describe, report
+
+        problem, message, status = describe(exc)
+        report(problem, message, as_json=False)
+        return status
+    return code
 
 
 def ask(sock_path: Path, op: str, timeout: float = 5.0) -> dict[str, Any]:
@@ -302,14 +312,9 @@ def ask(sock_path: Path, op: str, timeout: float = 5.0) -> dict[str, Any]:
     with sock:
         kind, length = FRAME.unpack(read_exact(sock, FRAME.size))
         reply = json.loads(read_exact(sock, length))
-    if kind != EXIT or not isinstance(reply.get("status"), dict):
+    if kind != EXIT or not isinstance(reply, dict) or not isinstance(reply.get("status"), dict):
         raise ConnectionError(f"{sock_path}: not an answerer's reply")
     return reply["status"]  # type: ignore[no-any-return]
-
-
-def answerer_sockets(folder: Path) -> list[Path]:
-    """The answerers' sockets in ``folder`` (live or stale)."""
-    return sorted(folder.glob("answerer-*.sock"))
 
 
 def timeout_s(environ: dict[str, str] | os._Environ[str]) -> float:
@@ -319,67 +324,44 @@ def timeout_s(environ: dict[str, str] | os._Environ[str]) -> float:
         return DEFAULT_TIMEOUT_S
 
 
-def forward(argv: list[str]) -> int | None:
-    """The exit status of ``argv`` answered by the resident answerer (its output written here),
-    or None when it was not: then the caller answers in-process. Starts an answerer for this
-    key when none runs."""
-    if forwarded_verb(argv, os.environ) is None:
+def exchange(argv: list[str]) -> tuple[list[tuple[int, bytes]], int] | None:
+    """The answerer's output frames and exit status for ``argv``, or None when it did not
+    answer (then the caller answers in-process). Starts an answerer for this key when none
+    runs."""
+    if forwarded_verb(argv, os.environ) is None or sys.stdout is None or sys.stderr is None:
         return None
     folder = resident_folder(os.environ)
     if folder is None:
         return None
-    key = answerer_key(argv, os.environ, os.getcwd(), code_fingerprint())
+    key = answerer_key(os.environ, code_fingerprint())
     digest = key_digest(key)
     where = paths(folder, digest, cache_folder(os.environ))
     if len(str(where["socket"])) > SOCKET_PATH_MAX:
         return None
     try:
         sock = call(where["socket"], request_body(argv, digest, key), timeout_s(os.environ) + 5)
+    except PermissionError:
+        return None
     except (OSError, ValueError):
         start_answerer(where, key, digest)
         return None
+    with sock:
+        return read_frames(sock)
+
+
+def forward(argv: list[str]) -> int | None:
+    """The exit status of ``argv`` answered by the resident answerer (its output written here),
+    or None when it was not: then the caller answers in-process."""
     try:
-        with sock:
-            answered = read_frames(sock)
-    except (OSError, ValueError, KeyError, struct.error):
+        answered = exchange(argv)
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except Exception:  # anything unexpected here (a vanished cwd or file): answer in-process
         return None
     if answered is None:
         return None
     frames, code = answered
-    replay(frames)
-    return code
-
-
-def running(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, ended but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
-
-
-def is_locked(lock: Path) -> bool:
-    """Whether an answerer holds ``lock`` (running or starting)."""
-    import fcntl
-
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
-        return True  # cannot tell: do not start another
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # closing releases a lock taken here
-    return False
+    return replay(frames, code)
 
 
 def answerer_environ(key: dict[str, Any]) -> dict[str, str]:
@@ -394,44 +376,61 @@ def answerer_environ(key: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def make_room(folder: Path, limit: int = MAX_ANSWERERS) -> None:
+    """Stop the least recently used answerers of ``folder`` until fewer than ``limit`` run
+    (one busy answering does not reply in time and is left alone)."""
+    live = []
+    for sock in answerer_sockets(folder):
+        try:
+            live.append((sock, ask(sock, "status", timeout=CONNECT_TIMEOUT_S)))
+        except (OSError, ValueError):
+            continue
+    live.sort(key=lambda found: -float(found[1].get("idle_s") or 0))
+    for sock, _ in live[: max(0, len(live) - limit + 1)]:
+        try:
+            ask(sock, "stop", timeout=CONNECT_TIMEOUT_S)
+        except (OSError, ValueError):
+            continue
+
+
 def start_answerer(where: dict[str, Path], key: dict[str, Any], digest: str) -> None:
     """Start the answerer for ``key``, detached (its own session, stdio to its log, no inherited
-    descriptors); it waits for this process to end before it warms up. Never raises."""
+    descriptors), after removing what ended answerers left and stopping the least recently used
+    when ``MAX_ANSWERERS`` run; it waits for this process to end before it warms up."""
     import subprocess
 
     if is_locked(where["lock"]):
         return
-    try:
-        where["log"].parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(where["log"], "ab") as log:
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "stack_advisor.cli.resident_server",
-                    str(where["socket"].parent),
-                    digest,
-                    str(os.getpid()),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                close_fds=True,
-                start_new_session=True,
-                cwd="/",
-                env=answerer_environ(key),
-            )
-    except OSError:
-        return
+    folder = where["socket"].parent
+    prune(folder, where["log"].parent)
+    make_room(folder)
+    where["log"].parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(where["log"], "ab") as log:
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "stack_advisor.cli.resident_server",
+                str(folder),
+                digest,
+                str(os.getpid()),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            close_fds=True,
+            start_new_session=True,
+            cwd="/",
+            env=answerer_environ(key),
+        )
 
 
 def main() -> None:
     """``advisor``: through the resident answerer where it can, else the in-process CLI."""
     try:
         code = forward(sys.argv[1:])
-    except KeyboardInterrupt:  # as the CLI's guard reports an interrupted command
-        sys.stderr.write("error: aborted\n")
-        sys.exit(1)
+    except KeyboardInterrupt:  # as the in-process CLI ends on Ctrl-C: status 130, no message
+        sys.exit(130)
     except BrokenPipeError:  # the reader went away (``advisor ... | head``)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)

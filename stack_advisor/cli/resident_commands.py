@@ -13,6 +13,7 @@ import typer
 
 from stack_advisor.cli import resident
 from stack_advisor.cli.options import FormatOpt, JsonOpt
+from stack_advisor.cli.resident_files import cache_folder, prune
 
 resident_app = typer.Typer(
     name="resident",
@@ -20,7 +21,7 @@ resident_app = typer.Typer(
     no_args_is_help=True,
 )
 
-COLUMNS = ["pid", "store", "requests", "idle_s", "idle_limit_s", "code", "socket"]
+COLUMNS = ["pid", "requests", "idle_s", "idle_limit_s", "code", "socket"]
 STOP_WAIT_S = 10.0
 
 
@@ -29,16 +30,12 @@ def _folder() -> Path | None:
 
 
 def answerers(folder: Path) -> list[dict[str, Any]]:
-    """Each live answerer's status; stale sockets (no answerer holds their lock) removed."""
+    """Each live answerer's status; what ended ones left (sockets, locks, old logs) removed."""
     found = []
     for sock in resident.answerer_sockets(folder):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             found.append(resident.ask(sock, "status"))
-        except (OSError, ValueError):
-            lock = sock.with_suffix(".lock")
-            if not resident.is_locked(lock):
-                with contextlib.suppress(OSError):
-                    sock.unlink()
+    prune(folder, cache_folder(os.environ))
     return found
 
 
@@ -54,7 +51,7 @@ def ended(pid: int, limit_s: float) -> bool:
 
 @resident_app.command("status")
 def status(as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
-    """The answerers running for this user: store, requests served, idle time, code digest.
+    """The answerers running for this user: requests served, idle time, code digest.
 
     ADVISOR_RESIDENT=0 keeps the CLI from starting one."""
     from stack_advisor.cli.render import output_format, render
@@ -86,8 +83,8 @@ def stop(as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
         info["stopped"] = ended(int(info["pid"]), STOP_WAIT_S)
         rows.append(info)
     if folder is not None:
-        answerers(folder)  # removes what stale sockets remain
-    render(rows, fmt=chosen, title="stopped", columns=["pid", "stopped", "store"], json_data=rows)
+        answerers(folder)  # removes what ended answerers left
+    render(rows, fmt=chosen, title="stopped", columns=["pid", "stopped", "socket"], json_data=rows)
     still = [str(r["pid"]) for r in rows if not r["stopped"]]
     if still:
         raise AdvisorError(

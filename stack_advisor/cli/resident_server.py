@@ -12,15 +12,20 @@ terminal facts and record what is written, in order. The store is opened and clo
 requests); the advisor kept between requests (``cli.stores.keep_advisors``) reads the store's
 generation on every answer, so a write is seen by the next one.
 
+A request whose client hung up (Ctrl-C, ``timeout``, a client that gave up waiting) is not run,
+or is interrupted where it runs (``ClientGone``), so the store it opened is closed at once: the
+next writer or in-process call finds it free. Only this user's processes are answered
+(``SO_PEERCRED``), and a client that stops reading is given ``SEND_TIMEOUT_S``.
+
 It exits after ``ADVISOR_RESIDENT_IDLE_S`` (600) seconds without a request, when its code's
 fingerprint no longer matches its key, on ``advisor resident stop``, and after a request that ran
 past ``ADVISOR_RESIDENT_TIMEOUT_S`` (120; that request is refused: the client answers it itself).
+Ending cleanly, it removes its socket, lock and log.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import json
 import logging
@@ -29,20 +34,64 @@ import select
 import signal
 import socket
 import sys
+import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 from stack_advisor.cli import resident as client
+from stack_advisor.cli import resident_files as files
 
 log = logging.getLogger("stack_advisor.resident")
 CHECK_S = 2.0  # how often an idle answerer checks its idle time and its code
 START_WAIT_S = 60.0  # the longest it waits for the starting call to end before warming up
 READ_TIMEOUT_S = 5.0  # a client has this long to send its request
+SEND_TIMEOUT_S = 15.0  # and this long to take each frame of the response
+WATCH_MS = 100  # how often a running request's connection is checked for a hung-up client
 
 
 class RequestTimeout(BaseException):
     """A request ran past its limit (a BaseException: the CLI's guard must not report it)."""
+
+
+class ClientGone(BaseException):
+    """The client of the request in progress hung up (a BaseException: the CLI's guard must not
+    report it; the stores it opened close as it unwinds)."""
+
+
+class Window:
+    """Whether the command of a request runs now: the only place ``RequestTimeout`` and
+    ``ClientGone`` are raised. One signalled before it opens is raised as it opens; one after it
+    closed, while the process is restored, is ignored."""
+
+    open = False
+    pending: type[BaseException] | None = None
+
+    @classmethod
+    @contextlib.contextmanager
+    def opened(cls) -> Any:
+        if cls.pending is not None:
+            raise cls.pending
+        cls.open = True
+        try:
+            yield
+        finally:
+            cls.open = False
+
+    @classmethod
+    def signalled(cls, exc: type[BaseException]) -> None:
+        if cls.open:
+            raise exc
+        cls.pending = exc
+
+
+def _expired(signum: int, frame: Any) -> None:
+    Window.signalled(RequestTimeout)
+
+
+def _hung_up(signum: int, frame: Any) -> None:
+    Window.signalled(ClientGone)
 
 
 class Terminated(BaseException):
@@ -107,6 +156,9 @@ def client_context(body: dict[str, Any], record: list[tuple[int, bytes]]) -> Any
     saved = (sys.stdout, sys.stderr, sys.stdin, os.get_terminal_size)
     out = stand_in(client.OUT, record, body.get("stdout") or {})
     err = stand_in(client.ERR, record, body.get("stderr") or {})
+    caught = warnings.catch_warnings()  # "once" and "default" warnings print again
+    caught.__enter__()
+    getattr(warnings, "onceregistry", {}).clear()
     try:
         os.environ.clear()
         os.environ.update(body["environ"])
@@ -124,6 +176,7 @@ def client_context(body: dict[str, Any], record: list[tuple[int, bytes]]) -> Any
         os.environ.update(saved_env)
         os.chdir(saved_cwd)
         os.umask(saved_umask)
+        caught.__exit__(None, None, None)
 
 
 def run_request(body: dict[str, Any]) -> tuple[list[tuple[int, bytes]], int]:
@@ -141,7 +194,8 @@ def run_request(body: dict[str, Any]) -> tuple[list[tuple[int, bytes]], int]:
         handlers = [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]
         previous = [h.setStream(sys.stderr) for h in handlers]
         try:
-            code = run_guarded(invocation_app(argv), argv)
+            with Window.opened():
+                code = run_guarded(invocation_app(argv), argv)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         finally:
@@ -154,10 +208,9 @@ class Answerer:
     """The listening answerer of one key."""
 
     def __init__(self, folder: Path, digest: str, key: dict[str, Any]) -> None:
-        self.where = client.paths(folder, digest)
+        self.where = files.paths(folder, digest, files.cache_folder(os.environ))
         self.digest, self.key = digest, key
-        self.idle_s = _seconds(key, client.IDLE_ENV, client.DEFAULT_IDLE_S)
-        self.timeout_s = _seconds(key, client.TIMEOUT_ENV, client.DEFAULT_TIMEOUT_S)
+        self.idle_s = _seconds(os.environ, client.IDLE_ENV, client.DEFAULT_IDLE_S)
         self.started = time.time()
         self.last = time.monotonic()
         self.served = 0
@@ -200,16 +253,25 @@ class Answerer:
             self.where["socket"].unlink()
 
     def handle(self, conn: socket.socket) -> None:
+        """Read one request and answer it; whatever goes wrong drops it (logged), never the
+        answerer."""
         try:
+            uid = client.peer_uid(conn)
+            if uid is not None and uid != os.getuid():
+                log.warning("request dropped: from user %d, not %d", uid, os.getuid())
+                return
             conn.settimeout(READ_TIMEOUT_S)
             _, length = client.FRAME.unpack(client.read_exact(conn, client.FRAME.size))
             if length > client.MAX_REQUEST_BYTES:
                 client.send_frame(conn, client.REFUSE, b"request too large")
                 return
             body = json.loads(client.read_exact(conn, length))
-            conn.settimeout(None)
+            conn.settimeout(SEND_TIMEOUT_S)  # each frame sent: a client that stops reading
+            if not isinstance(body, dict):
+                client.send_frame(conn, client.REFUSE, b"not a request")
+                return
             self.respond(conn, body)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except Exception as exc:
             log.warning("request dropped: %s: %s", type(exc).__name__, exc)
 
     def status(self) -> dict[str, Any]:
@@ -217,7 +279,6 @@ class Answerer:
             "pid": os.getpid(),
             "socket": str(self.where["socket"]),
             "digest": self.digest,
-            "store": self.key.get("store"),
             "code": self.key.get("code"),
             "version": self.key.get("version"),
             "today": self.key.get("today"),
@@ -241,11 +302,21 @@ class Answerer:
                 self.stopping = "its code changed"
             return
         self.last = time.monotonic()  # a status or stop request does not keep it alive
+        if hung_up(conn):
+            log.warning("request dropped: its client hung up before it ran")
+            return
+        limit_s = _seconds(body.get("environ") or {}, client.TIMEOUT_ENV, client.DEFAULT_TIMEOUT_S)
         try:
-            record, code = self.timed(body)
+            record, code = timed(conn, body, limit_s)
         except RequestTimeout:
             client.send_frame(conn, client.REFUSE, b"timed out")
-            self.stopping = f"a request ran past {self.timeout_s:g} s"
+            self.stopping = f"a request ran past {limit_s:g} s"
+            return
+        except ClientGone:  # its stores closed as it unwound; what it had built is dropped
+            from stack_advisor.cli.stores import keep_advisors
+
+            keep_advisors(True)
+            log.warning("request interrupted: its client hung up")
             return
         self.served += 1
         self.last = time.monotonic()
@@ -253,23 +324,57 @@ class Answerer:
             client.send_frame(conn, kind, payload)
         client.send_frame(conn, client.EXIT, json.dumps({"code": code}).encode())
 
-    def timed(self, body: dict[str, Any]) -> tuple[list[tuple[int, bytes]], int]:
-        def expired(signum: int, frame: Any) -> None:
-            raise RequestTimeout
 
-        previous = signal.signal(signal.SIGALRM, expired)
-        signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+def hung_up(conn: socket.socket, wait_ms: int = 0) -> bool:
+    """Whether the client of ``conn`` closed its end (it sends nothing after its request)."""
+    poller = select.poll()
+    rdhup = getattr(select, "POLLRDHUP", 0)
+    poller.register(conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR | rdhup)
+    events = sum(e for _, e in poller.poll(wait_ms))
+    if events & (select.POLLHUP | select.POLLERR | rdhup):
+        return True
+    if events & select.POLLIN:
         try:
-            return run_request(body)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+    return False
 
 
-def _seconds(key: dict[str, Any], name: str, default: float) -> float:
+def watch(conn: socket.socket, done: threading.Event, main: int) -> None:
+    """Until ``done``: when the client of ``conn`` hangs up, interrupt the main thread."""
+    while not done.is_set():
+        if hung_up(conn, WATCH_MS):
+            if not done.is_set():
+                signal.pthread_kill(main, signal.SIGUSR1)
+            return
+
+
+def timed(
+    conn: socket.socket, body: dict[str, Any], limit_s: float
+) -> tuple[list[tuple[int, bytes]], int]:
+    """``run_request`` ended by ``RequestTimeout`` past ``limit_s`` and by ``ClientGone`` when
+    the client hangs up."""
+    done = threading.Event()
+    watcher = threading.Thread(
+        target=watch, args=(conn, done, threading.main_thread().ident), daemon=True
+    )
+    Window.pending = None
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
+    watcher.start()
     try:
-        return max(0.1, float(key.get("environment", {}).get(name, default)))
-    except (TypeError, ValueError):
+        return run_request(body)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        done.set()
+        watcher.join()
+        Window.pending = None
+
+
+def _seconds(environ: Any, name: str, default: float) -> float:
+    try:
+        return max(0.1, float(environ.get(name, default)))
+    except (TypeError, ValueError, AttributeError):
         return default
 
 
@@ -310,15 +415,14 @@ def main(argv: list[str]) -> int:
     ):
         log.error("answerer %s: its key does not describe this process; not started", digest)
         return 1
-    lock = os.open(client.paths(folder, digest)["lock"], os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if files.take_lock(files.paths(folder, digest)["lock"]) is None:
         return 0  # another answerer holds this key
     wait_for(parent, START_WAIT_S)
     warm_up()
     answerer = Answerer(folder, digest, key)
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGALRM, _expired)
+    signal.signal(signal.SIGUSR1, _hung_up)
     answerer.listen()
     log.warning("answerer %s (pid %d) on %s", digest, os.getpid(), answerer.where["socket"])
     try:
@@ -328,6 +432,8 @@ def main(argv: list[str]) -> int:
     finally:
         answerer.close()
     log.warning("answerer %s: stopped after %d requests: %s", digest, answerer.served, reason)
+    if not reason.startswith("a request ran past"):  # a clean end: nothing left behind
+        files.remove_own(answerer.where)
     return 0
 
 

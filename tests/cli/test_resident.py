@@ -23,6 +23,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,8 +45,7 @@ SERVER = "stack_advisor.cli.resident_server"
 # the key the client computes (run with the package copy, in the client's folder and environment)
 KEY_OF = (
     "import json, os, sys; from stack_advisor.cli import resident; "
-    "print(json.dumps(resident.answerer_key(sys.argv[1:], os.environ, os.getcwd(), "
-    "resident.code_fingerprint())))"
+    "print(json.dumps(resident.answerer_key(os.environ, resident.code_fingerprint())))"
 )
 RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
 CASES = {
@@ -292,7 +292,7 @@ def test_a_write_between_two_calls_is_seen(answering: Resident) -> None:
 
 
 def test_one_answerer_per_key_and_a_stale_socket_replaced(answering: Resident) -> None:
-    env = {**answering.env, "ADVISOR_RESIDENT": "1", "ADVISOR_RESIDENT_IDLE_S": "119"}  # own key
+    env = {**answering.env, "ADVISOR_RESIDENT": "1", "ADVISOR_TEST_KEY": "one"}  # own key
     argv = [*RECOMMEND, "--store", answering.store]
     key = json.loads(
         subprocess.run(
@@ -344,18 +344,21 @@ def test_one_answerer_per_key_and_a_stale_socket_replaced(answering: Resident) -
 
 
 def test_an_idle_answerer_exits(answering: Resident) -> None:
-    env = {"ADVISOR_RESIDENT_IDLE_S": "4"}  # a key of its own
+    env = {"ADVISOR_RESIDENT_IDLE_S": "4", "ADVISOR_TEST_KEY": "idle"}  # a key of its own
     assert answering.run(*RECOMMEND, extra=env).returncode == 0  # starts it
     sock = answering.socket_of(env)
     pid = int(str(answering.wait_listening_on(sock)["pid"]))
     assert gone(pid, 30), "the answerer outlived its idle limit"
     assert not sock.exists()
+    where = resident.paths(answering.folder, sock.stem.removeprefix("answerer-"), answering.logs)
+    assert not where["lock"].exists() and not where["log"].exists()  # a clean end leaves none
 
 
 def test_a_request_past_its_limit_is_answered_here_and_ends_the_answerer(
     answering: Resident,
 ) -> None:
-    env = {"ADVISOR_RESIDENT_TIMEOUT_S": "0.1"}  # the first answer builds the snapshot: longer
+    # the first answer builds the snapshot: longer (a key of its own)
+    env = {"ADVISOR_RESIDENT_TIMEOUT_S": "0.1", "ADVISOR_TEST_KEY": "timeout"}
     assert answering.run(*RECOMMEND, extra=env).returncode == 0  # starts it
     sock = answering.socket_of(env)
     pid = int(str(answering.wait_listening_on(sock)["pid"]))
@@ -366,7 +369,7 @@ def test_a_request_past_its_limit_is_answered_here_and_ends_the_answerer(
 
 
 def test_sigterm_ends_it_and_removes_its_socket(answering: Resident) -> None:
-    env = {"ADVISOR_RESIDENT_IDLE_S": "117"}  # a key of its own
+    env = {"ADVISOR_TEST_KEY": "sigterm"}  # a key of its own
     assert answering.run(*RECOMMEND, extra=env).returncode == 0  # starts it
     sock = answering.socket_of(env)
     pid = int(str(answering.wait_listening_on(sock)["pid"]))
@@ -437,3 +440,329 @@ def test_only_the_answering_verbs_are_forwarded() -> None:
     assert resident.forwarded_verb(["recommend", "--store", "https://kb.example"], on) is None
     assert resident.forwarded_verb(["recommend"], {**on, "ADVISOR_STORE": "http://kb:8000"}) is None
     assert resident.forwarded_verb(["recommend", "--store", "embedded:/kb"], on) == "recommend"
+
+
+# the request the client sends for sys.argv[1:] (run with the package copy, as the client would)
+REQUEST_OF = (
+    "import json, os, sys; from stack_advisor.cli import resident as r; "
+    "k = r.answerer_key(os.environ, r.code_fingerprint()); "
+    "print(json.dumps(r.request_body(sys.argv[1:], r.key_digest(k), k)))"
+)
+
+
+CD_GONE = ["sh", "-c", 'cd "$0" && rmdir "$0" && exec "$@"']  # a cwd deleted under the CLI
+CLOSED_STDOUT = ["sh", "-c", 'exec "$@" >&-', "sh"]
+
+
+def entry(
+    found: Resident, args: list[str], on: bool, **kwargs: object
+) -> subprocess.CompletedProcess[bytes]:
+    """``advisor ARGS --store STORE`` with ``kwargs`` for ``subprocess.run`` (stdin, stdout)."""
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-c", ENTRY, *args, "--store", found.store],
+        cwd=found.cwd,
+        env={**found.env, "ADVISOR_RESIDENT": "1" if on else "0"},
+        capture_output="stdout" not in kwargs,
+        timeout=300,
+        check=False,
+        **kwargs,
+    )
+
+
+def test_arguments_only_the_client_can_read_are_not_forwarded(tmp_path: Path) -> None:
+    on = {"ADVISOR_RESIDENT": "1"}
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "queries.json").write_text("[]")
+    for argv in (
+        ["predict", "--query=-"],
+        ["predict", "--query", "/dev/stdin"],
+        ["predict", "--query", "/dev/fd/63"],  # <(cat queries.json)
+        ["predict", "--query=/proc/self/fd/0"],
+        ["recommend", "--nodes=-"],
+        ["predict", "--query", str(fifo)],
+        ["predict", f"--query={fifo}"],
+    ):
+        assert resident.forwarded_verb(argv, on) is None, argv
+    assert resident.forwarded_verb(["predict", "--query", str(tmp_path / "queries.json")], on)
+
+
+def test_a_query_on_stdin_by_path_is_answered_as_in_process(answering: Resident) -> None:
+    queries = (answering.cwd / "queries.json").read_bytes()
+    args = ["predict", "--query", "/dev/stdin", "--json"]
+    before = answering.served()
+    through = entry(answering, args, on=True, input=queries)
+    assert answering.served() == before  # the client answered it itself
+    alone = entry(answering, args, on=False, input=queries)
+    assert through.returncode == alone.returncode == 0, through.stderr
+    assert masked(through.stdout) == masked(alone.stdout)
+
+
+def test_any_client_error_falls_back_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def vanished(root: Path | None = None) -> str:
+        raise FileNotFoundError(2, "No such file or directory", "gone.py")
+
+    monkeypatch.setenv("ADVISOR_RESIDENT", "1")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.setattr(resident, "code_fingerprint", vanished)
+    assert resident.forward(RECOMMEND) is None
+    assert not list(tmp_path.rglob("answerer-*"))
+
+
+def test_from_a_deleted_folder_as_in_process(answering: Resident, tmp_path: Path) -> None:
+    store = answering.store
+
+    def run(on: bool) -> subprocess.CompletedProcess[bytes]:
+        gone_dir = tmp_path / f"gone-{on}"
+        gone_dir.mkdir()
+        return subprocess.run(
+            [*CD_GONE, str(gone_dir), sys.executable, "-c", ENTRY, *RECOMMEND, "--store", store],
+            env={**answering.env, "ADVISOR_RESIDENT": "1" if on else "0"},
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+
+    through, alone = run(True), run(False)
+    assert b"Traceback" not in through.stderr, through.stderr
+    assert through.returncode == alone.returncode
+    assert masked(through.stdout) == masked(alone.stdout)
+    assert masked(through.stderr) == masked(alone.stderr)
+
+
+def test_ctrl_c_ends_the_client_with_130_and_no_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(argv: list[str]) -> int | None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(resident, "forward", interrupted)
+    with pytest.raises(SystemExit) as ended:
+        resident.main()
+    assert ended.value.code == 130  # as the in-process CLI (typer) ends on Ctrl-C
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("how", ["a full device", "a closed stdout"])
+def test_an_unwritable_stdout_as_in_process(answering: Resident, how: str) -> None:
+    store = answering.store
+
+    def run(on: bool) -> subprocess.CompletedProcess[bytes]:
+        if how == "a closed stdout":
+            return subprocess.run(
+                [*CLOSED_STDOUT, sys.executable, "-c", ENTRY, *RECOMMEND, "--store", store],
+                cwd=answering.cwd,
+                env={**answering.env, "ADVISOR_RESIDENT": "1" if on else "0"},
+                stderr=subprocess.PIPE,
+                timeout=300,
+                check=False,
+            )
+        with open("/dev/full", "wb") as full:
+            return entry(answering, RECOMMEND, on=on, stdout=full, stderr=subprocess.PIPE)
+
+    through, alone = run(True), run(False)
+    assert b"Traceback" not in through.stderr, through.stderr
+    assert through.returncode == alone.returncode == 1
+    assert masked(through.stderr) == masked(alone.stderr)
+    if how == "a full device":
+        assert b"no space left on device" in through.stderr
+
+
+def test_a_client_that_hung_up_is_not_answered_and_holds_no_store(answering: Resident) -> None:
+    body = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", REQUEST_OF, *RECOMMEND, "--store", answering.store],
+            cwd=answering.cwd,
+            env={**answering.env, "ADVISOR_RESIDENT": "1"},
+            capture_output=True,
+            check=True,
+        ).stdout
+    )
+    sock = resident.paths(answering.folder, body["digest"])["socket"]
+    answering.wait_listening_on(sock)
+    log = answering.logs / f"answerer-{body['digest']}.log"
+    before, logged = answering.served(), log.read_text().count("hung up")
+    resident.call(sock, body, 30).close()  # as a client killed while it waits
+    end = time.monotonic() + 30
+    while log.read_text().count("hung up") == logged and time.monotonic() < end:
+        time.sleep(0.1)
+    assert log.read_text().count("hung up") == logged + 1, log.read_text()[-2000:]
+    assert answering.served() == before
+    with open_store(answering.store) as store:  # not held by the answerer
+        assert store.stats().counts["Observation"] > 0
+
+
+def test_a_running_request_is_interrupted_when_its_client_hangs_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stack_advisor.cli import resident_server as server
+
+    uri = f"embedded:{tmp_path / 'kb'}"
+    closed: list[bool] = []
+
+    def slow(body: dict[str, object]) -> tuple[list[tuple[int, bytes]], int]:
+        store = open_store(uri)
+        try:
+            with server.Window.opened():
+                for _ in range(400):
+                    time.sleep(0.05)
+        finally:
+            store.close()
+            closed.append(True)
+        return [], 0
+
+    monkeypatch.setattr(server, "run_request", slow)
+    handlers = {signal.SIGUSR1: server._hung_up, signal.SIGALRM: server._expired}
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    ours, theirs = socket.socketpair()
+    hang_up = threading.Timer(0.3, theirs.close)
+    hang_up.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(server.ClientGone):
+            server.timed(ours, {}, 60.0)
+    finally:
+        hang_up.cancel()
+        ours.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    assert time.monotonic() - start < 5, "the request ran on after its client hung up"
+    assert closed == [True]
+
+
+def test_a_malformed_request_leaves_the_answerer_running(answering: Resident) -> None:
+    status = answering.wait_listening()
+    sock = Path(str(status["socket"]))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(30)
+        conn.connect(str(sock))
+        resident.send_frame(conn, 0, b"[1]")
+        kind, length = resident.FRAME.unpack(resident.read_exact(conn, resident.FRAME.size))
+        assert (kind, resident.read_exact(conn, length)) == (resident.REFUSE, b"not a request")
+    assert resident.ask(sock, "status")["pid"] == status["pid"]
+
+
+def test_one_answerer_for_every_store_and_answerer_settings() -> None:
+    base = {"HOME": "/home/x", "ADVISOR_TABLE_CACHE": "/t"}
+    key = resident.answerer_key(base, "f")
+    assert "store" not in key
+    own = {
+        "ADVISOR_RESIDENT_IDLE_S": "4",
+        "ADVISOR_RESIDENT_TIMEOUT_S": "9",
+        "ADVISOR_RESIDENT": "1",
+    }
+    assert resident.answerer_key({**base, **own}, "f") == key
+    assert resident.answerer_key({**base, "ADVISOR_TABLE_CACHE": "/u"}, "f") != key
+
+
+def test_another_store_is_answered_by_the_same_answerer(answering: Resident) -> None:
+    sockets = resident.answerer_sockets(answering.folder)
+    before = answering.served()
+    path = answering.store.removeprefix("embedded:")
+    through = subprocess.run(
+        [sys.executable, "-c", ENTRY, *RECOMMEND, "--store", path],
+        cwd=answering.cwd,
+        env={**answering.env, "ADVISOR_RESIDENT": "1"},
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert through.returncode == 0, through.stderr
+    assert answering.served() == before + 1
+    assert resident.answerer_sockets(answering.folder) == sockets
+
+
+def fake_answerer(path: Path, idle_s: float, stopped: list[float]) -> socket.socket:
+    """A socket answering ``status`` and ``stop`` as an answerer idle for ``idle_s`` does."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = server.accept()
+                with conn:
+                    _, n = resident.FRAME.unpack(resident.read_exact(conn, resident.FRAME.size))
+                    op = json.loads(resident.read_exact(conn, n))["op"]
+                    status = {"pid": 0, "idle_s": idle_s}
+                    reply = json.dumps({"code": 0, "status": status}).encode()
+                    resident.send_frame(conn, resident.EXIT, reply)
+                if op == "stop":
+                    stopped.append(idle_s)
+                    return
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+def test_the_least_recently_used_answerer_makes_room(tmp_path: Path) -> None:
+    stopped: list[float] = []
+    servers = [
+        fake_answerer(tmp_path / f"answerer-{n}.sock", idle, stopped)
+        for n, idle in enumerate([5.0, 50.0])
+    ]
+    try:
+        resident.make_room(tmp_path, limit=3)
+        assert stopped == []  # two run: room for a third
+        servers.append(fake_answerer(tmp_path / "answerer-2.sock", 1.0, stopped))
+        resident.make_room(tmp_path, limit=3)
+        assert stopped == [50.0]
+    finally:
+        for server in servers:
+            server.close()
+
+
+def test_another_users_folder_or_process_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stack_advisor.cli import resident_server as server
+
+    folder = tmp_path / "stack-advisor"
+    folder.mkdir()
+    folder.chmod(0o755)
+    me = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: me + 1)  # the folder and sockets: another user's
+    assert resident.resident_folder({"XDG_RUNTIME_DIR": str(tmp_path)}) is None
+    assert folder.stat().st_mode & 0o777 == 0o755  # never changed
+    listening = fake_answerer(tmp_path / "answerer-x.sock", 0.0, [])
+    try:
+        with pytest.raises(PermissionError, match=f"user {me}"):
+            resident.call(tmp_path / "answerer-x.sock", {"op": "status"}, 5)
+    finally:
+        listening.close()
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        resident.send_frame(theirs, 0, b'{"op": "stop"}')
+        answerer = server.Answerer(tmp_path, "x", {"code": "c"})
+        answerer.handle(ours)
+        ours.close()
+        try:
+            got = theirs.recv(100)
+        except ConnectionResetError:  # closed with the request unread
+            got = b""
+        assert got == b""  # dropped unanswered
+        assert not answerer.stopping
+
+
+def test_prune_removes_what_ended_answerers_left(tmp_path: Path) -> None:
+    from stack_advisor.cli import resident_files
+
+    stale = resident.paths(tmp_path, "stale")
+    for path in stale.values():
+        path.write_text("")
+    old = time.time() - 2 * resident_files.LOG_KEEP_S
+    os.utime(stale["log"], (old, old))
+    live = resident.paths(tmp_path, "live")
+    held = resident_files.take_lock(live["lock"])
+    assert held is not None
+    live["log"].write_text("")
+    os.utime(live["log"], (old, old))
+    try:
+        resident_files.prune(tmp_path, tmp_path)
+        assert not any(p.exists() for p in stale.values())
+        assert live["lock"].exists() and live["log"].exists()
+    finally:
+        os.close(held)
