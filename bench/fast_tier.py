@@ -1,15 +1,18 @@
 """CPU-minutes and wall time of the fast test tier (issue 45: at most 5 CPU-minutes).
 
-Runs the tier exactly as `scripts/test.sh --fast` does (without its lint step) in a child process
-and prints the child's CPU time (user + sys of pytest and every process it waited for, from
+Runs the tier as `scripts/test.sh --fast` does (without its lint step; no .pytest_cache) in a child
+process and prints its CPU time (user + sys of pytest and every process it waited for, from
 ``getrusage(RUSAGE_CHILDREN)``) beside the wall time, since the machine may be shared: CPU time
-moves far less than wall time under another process's load. The last line of pytest's summary
-(passed, failed, skipped) is printed with it, so a faster run that tests less shows.
+moves less than wall time under another process's load (on the shared 2-core machine, single runs
+of the same tree still spread by ~0.5 CPU-minutes: compare runs made in turn). The last line of
+pytest's summary (passed, failed, skipped) is printed with it, so a faster run that tests less
+shows.
 
-``--env KEY=VALUE`` (repeatable) sets a variable for the run, ``--unset KEY`` removes one (e.g.
-``--unset OMP_NUM_THREADS`` after tests/conftest.py's default, to see what the default saves);
-``--repeat N`` runs the tier N times in turn. Further arguments after ``--`` go to pytest (e.g.
-``-- --durations=40`` or a folder).
+``--env KEY=VALUE`` (repeatable) sets a variable for the run, ``--unset KEY`` removes one;
+``--repeat N`` runs the tier N times in turn. tests/__init__.py sets ``OMP_NUM_THREADS=1`` where
+it is unset: ``--env OMP_NUM_THREADS=<cores>`` runs the tier as it ran before that (OpenBLAS's
+default is one thread per core), to compare the two in turn. Further arguments after ``--`` go
+to pytest (e.g. ``-- --durations=40`` or a folder).
 
     python bench/fast_tier.py
     python bench/fast_tier.py --repeat 2 -- --durations=40
