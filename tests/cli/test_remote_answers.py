@@ -64,6 +64,7 @@ def api(kb: Path, tokens: dict[str, str]) -> Iterator[ServedAPI]:
 def cli(*args: str, kb: Path, token: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADVISOR_")}
     env.update({"XDG_CACHE_HOME": str(kb / "client-cache"), "ADVISOR_STARTER": "0"})
+    env["ADVISOR_RESIDENT"] = "0"  # no resident answerer left behind by a local answer
     if token:
         env["ADVISOR_TOKEN"] = token
     return subprocess.run(

@@ -63,6 +63,7 @@ def api(tmp_path_factory: pytest.TempPathFactory, tokens: dict[str, str]) -> Ite
 
 def run_cli(*args: str, token: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("ADVISOR_")}
+    environ["ADVISOR_RESIDENT"] = "0"  # no resident answerer left behind
     if token:
         environ["ADVISOR_TOKEN"] = token
     environ.update(env)

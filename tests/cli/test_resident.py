@@ -15,7 +15,6 @@ import fcntl
 import json
 import os
 import pty
-import re
 import shutil
 import signal
 import socket
@@ -23,10 +22,8 @@ import struct
 import subprocess
 import sys
 import termios
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -35,19 +32,22 @@ from stack_advisor.cli import resident
 from stack_advisor.schema.models import IngestBatch
 from stack_advisor.store.registry import open_store
 from stack_advisor.store.starter import load_snapshot
+from tests.support.resident import (
+    ENTRY,
+    KEY_OF,
+    RECOMMEND,
+    SERVER,
+    Resident,
+    alive,
+    gone,
+    masked,
+    stop_all,
+)
 from tests.support.starter_kb import make_starter_kb
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-ENTRY = "import sys; from stack_advisor.cli.resident import main; main()"
-SERVER = "stack_advisor.cli.resident_server"
-# the key the client computes (run with the package copy, in the client's folder and environment)
-KEY_OF = (
-    "import json, os, sys; from stack_advisor.cli import resident; "
-    "print(json.dumps(resident.answerer_key(os.environ, resident.code_fingerprint())))"
-)
-RECOMMEND = ["recommend", "--benchmark", "resnet50", "--scenario", "Offline"]
 CASES = {
     "recommend": RECOMMEND,
     "recommend --json": [*RECOMMEND, "--json"],
@@ -67,105 +67,6 @@ CASES = {
     "bad benchmark": ["recommend", "--benchmark", "resnet5O", "--scenario", "Offline"],
     "bad benchmark --json": ["recommend", "--benchmark", "resnet5O", "--json"],
 }
-
-
-@dataclass
-class Resident:
-    """The CLI of a package copy, its runtime folder, store and environment."""
-
-    code: Path
-    cwd: Path
-    folder: Path
-    store: str
-    env: dict[str, str]
-    pids: set[int] = field(default_factory=set)
-
-    def run(
-        self, *args: str, on: bool = True, extra: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[bytes]:
-        env = {**self.env, **(extra or {}), "ADVISOR_RESIDENT": "1" if on else "0"}
-        argv = [*args, "--store", self.store] if args[0] != "resident" else list(args)
-        return subprocess.run(
-            [sys.executable, "-c", ENTRY, *argv],
-            cwd=self.cwd,
-            env=env,
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
-
-    @property
-    def logs(self) -> Path:
-        """The answerers' logs: the cache folder's."""
-        return resident.cache_folder(self.env)
-
-    def socket_of(self, extra: dict[str, str]) -> Path:
-        """The answerer's socket for ``RECOMMEND`` on this store with ``extra`` settings."""
-        done = subprocess.run(
-            [sys.executable, "-c", KEY_OF, *RECOMMEND, "--store", self.store],
-            cwd=self.cwd,
-            env={**self.env, **extra},
-            capture_output=True,
-            check=True,
-        )
-        return resident.paths(self.folder, resident.key_digest(json.loads(done.stdout)))["socket"]
-
-    def statuses(self) -> list[dict[str, object]]:
-        found = []
-        for sock in resident.answerer_sockets(self.folder):
-            try:
-                found.append(resident.ask(sock, "status"))
-            except OSError:
-                continue
-        self.pids.update(int(str(s["pid"])) for s in found)
-        return found
-
-    def served(self) -> int:
-        return sum(int(str(s["requests"])) for s in self.statuses())
-
-    def wait_listening_on(self, sock: Path, limit_s: float = 90.0) -> dict[str, object]:
-        end = time.monotonic() + limit_s
-        while time.monotonic() < end:
-            try:
-                status = resident.ask(sock, "status")
-            except OSError:
-                time.sleep(0.2)
-                continue
-            self.pids.add(int(str(status["pid"])))
-            return status
-        logs = "".join(p.read_text() for p in self.logs.glob("*.log"))
-        raise AssertionError(f"no answerer listening on {sock} after {limit_s} s:\n{logs}")
-
-    def wait_listening(self, limit_s: float = 90.0) -> dict[str, object]:
-        end = time.monotonic() + limit_s
-        while time.monotonic() < end:
-            found = self.statuses()
-            if found:
-                return found[0]
-            time.sleep(0.2)
-        logs = "".join(p.read_text() for p in self.logs.glob("*.log"))
-        raise AssertionError(f"no answerer listening in {self.folder} after {limit_s} s:\n{logs}")
-
-
-def alive(pid: int) -> bool:
-    """Running (an ended answerer whose reaper has not collected it yet does not count)."""
-    return resident.running(pid)
-
-
-def gone(pid: int, limit_s: float) -> bool:
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        if not alive(pid):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def masked(output: bytes) -> bytes:
-    """Output less the answer's own timing ("283 candidates, generation 5, 12 ms", and
-    ``elapsed_ms`` in JSON): the one thing two runs of one answer differ by."""
-    output = re.sub(rb'"elapsed_ms": [0-9.e-]+', b'"elapsed_ms": N', output)
-    return re.sub(rb"\d+ ms\b", b"N ms", output)
 
 
 @pytest.fixture(scope="module")
@@ -202,22 +103,6 @@ def answering(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Resident]:
         yield found
     finally:
         stop_all(found)
-
-
-def stop_all(found: Resident, limit_s: float = 90.0) -> None:
-    """Stop every answerer of the folder, those still starting too (they hold their key's lock
-    before they listen), and check that none outlives it."""
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        found.statuses()
-        found.run("resident", "stop")
-        if not any(resident.is_locked(lock) for lock in found.folder.glob("*.lock")):
-            break
-        time.sleep(0.5)
-    left = [pid for pid in found.pids if not gone(pid, 15)]
-    for pid in left:
-        os.kill(pid, 9)
-    assert not left, f"answerers {left} outlived `advisor resident stop`"
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -427,21 +312,6 @@ def test_off_never_starts_one(tmp_path: Path) -> None:
     assert not list(run_dir.rglob("answerer-*")), list(run_dir.rglob("*"))
 
 
-def test_only_the_answering_verbs_are_forwarded() -> None:
-    on = {"ADVISOR_RESIDENT": "1"}
-    assert resident.forwarded_verb(["recommend", "--benchmark", "x"], on) == "recommend"
-    assert resident.forwarded_verb(["compare", "stacks"], on) == "compare"
-    assert resident.forwarded_verb(["predict", "--query", "-"], on) is None  # stdin
-    assert resident.forwarded_verb(["compare", "sweep", "x"], on) is None
-    assert resident.forwarded_verb(["db", "stats"], on) is None
-    assert resident.forwarded_verb(["--api", "http://x", "recommend"], on) is None
-    assert resident.forwarded_verb(["recommend"], {**on, "ADVISOR_API": "http://x"}) is None
-    assert resident.forwarded_verb(["recommend"], {"ADVISOR_RESIDENT": "0"}) is None
-    assert resident.forwarded_verb(["recommend", "--store", "https://kb.example"], on) is None
-    assert resident.forwarded_verb(["recommend"], {**on, "ADVISOR_STORE": "http://kb:8000"}) is None
-    assert resident.forwarded_verb(["recommend", "--store", "embedded:/kb"], on) == "recommend"
-
-
 # the request the client sends for sys.argv[1:] (run with the package copy, as the client would)
 REQUEST_OF = (
     "import json, os, sys; from stack_advisor.cli import resident as r; "
@@ -469,24 +339,6 @@ def entry(
     )
 
 
-def test_arguments_only_the_client_can_read_are_not_forwarded(tmp_path: Path) -> None:
-    on = {"ADVISOR_RESIDENT": "1"}
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    (tmp_path / "queries.json").write_text("[]")
-    for argv in (
-        ["predict", "--query=-"],
-        ["predict", "--query", "/dev/stdin"],
-        ["predict", "--query", "/dev/fd/63"],  # <(cat queries.json)
-        ["predict", "--query=/proc/self/fd/0"],
-        ["recommend", "--nodes=-"],
-        ["predict", "--query", str(fifo)],
-        ["predict", f"--query={fifo}"],
-    ):
-        assert resident.forwarded_verb(argv, on) is None, argv
-    assert resident.forwarded_verb(["predict", "--query", str(tmp_path / "queries.json")], on)
-
-
 def test_a_query_on_stdin_by_path_is_answered_as_in_process(answering: Resident) -> None:
     queries = (answering.cwd / "queries.json").read_bytes()
     args = ["predict", "--query", "/dev/stdin", "--json"]
@@ -496,19 +348,6 @@ def test_a_query_on_stdin_by_path_is_answered_as_in_process(answering: Resident)
     alone = entry(answering, args, on=False, input=queries)
     assert through.returncode == alone.returncode == 0, through.stderr
     assert masked(through.stdout) == masked(alone.stdout)
-
-
-def test_any_client_error_falls_back_in_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def vanished(root: Path | None = None) -> str:
-        raise FileNotFoundError(2, "No such file or directory", "gone.py")
-
-    monkeypatch.setenv("ADVISOR_RESIDENT", "1")
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    monkeypatch.setattr(resident, "code_fingerprint", vanished)
-    assert resident.forward(RECOMMEND) is None
-    assert not list(tmp_path.rglob("answerer-*"))
 
 
 def test_from_a_deleted_folder_as_in_process(answering: Resident, tmp_path: Path) -> None:
@@ -530,19 +369,6 @@ def test_from_a_deleted_folder_as_in_process(answering: Resident, tmp_path: Path
     assert through.returncode == alone.returncode
     assert masked(through.stdout) == masked(alone.stdout)
     assert masked(through.stderr) == masked(alone.stderr)
-
-
-def test_ctrl_c_ends_the_client_with_130_and_no_message(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    def interrupted(argv: list[str]) -> int | None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(resident, "forward", interrupted)
-    with pytest.raises(SystemExit) as ended:
-        resident.main()
-    assert ended.value.code == 130  # as the in-process CLI (typer) ends on Ctrl-C
-    assert capsys.readouterr() == ("", "")
 
 
 @pytest.mark.parametrize("how", ["a full device", "a closed stdout"])
@@ -594,44 +420,6 @@ def test_a_client_that_hung_up_is_not_answered_and_holds_no_store(answering: Res
         assert store.stats().counts["Observation"] > 0
 
 
-def test_a_running_request_is_interrupted_when_its_client_hangs_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from stack_advisor.cli import resident_server as server
-
-    uri = f"embedded:{tmp_path / 'kb'}"
-    closed: list[bool] = []
-
-    def slow(body: dict[str, object]) -> tuple[list[tuple[int, bytes]], int]:
-        store = open_store(uri)
-        try:
-            with server.Window.opened():
-                for _ in range(400):
-                    time.sleep(0.05)
-        finally:
-            store.close()
-            closed.append(True)
-        return [], 0
-
-    monkeypatch.setattr(server, "run_request", slow)
-    handlers = {signal.SIGUSR1: server._hung_up, signal.SIGALRM: server._expired}
-    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
-    ours, theirs = socket.socketpair()
-    hang_up = threading.Timer(0.3, theirs.close)
-    hang_up.start()
-    start = time.monotonic()
-    try:
-        with pytest.raises(server.ClientGone):
-            server.timed(ours, {}, 60.0)
-    finally:
-        hang_up.cancel()
-        ours.close()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    assert time.monotonic() - start < 5, "the request ran on after its client hung up"
-    assert closed == [True]
-
-
 def test_a_malformed_request_leaves_the_answerer_running(answering: Resident) -> None:
     status = answering.wait_listening()
     sock = Path(str(status["socket"]))
@@ -642,19 +430,6 @@ def test_a_malformed_request_leaves_the_answerer_running(answering: Resident) ->
         kind, length = resident.FRAME.unpack(resident.read_exact(conn, resident.FRAME.size))
         assert (kind, resident.read_exact(conn, length)) == (resident.REFUSE, b"not a request")
     assert resident.ask(sock, "status")["pid"] == status["pid"]
-
-
-def test_one_answerer_for_every_store_and_answerer_settings() -> None:
-    base = {"HOME": "/home/x", "ADVISOR_TABLE_CACHE": "/t"}
-    key = resident.answerer_key(base, "f")
-    assert "store" not in key
-    own = {
-        "ADVISOR_RESIDENT_IDLE_S": "4",
-        "ADVISOR_RESIDENT_TIMEOUT_S": "9",
-        "ADVISOR_RESIDENT": "1",
-    }
-    assert resident.answerer_key({**base, **own}, "f") == key
-    assert resident.answerer_key({**base, "ADVISOR_TABLE_CACHE": "/u"}, "f") != key
 
 
 def test_another_store_is_answered_by_the_same_answerer(answering: Resident) -> None:
@@ -672,97 +447,3 @@ def test_another_store_is_answered_by_the_same_answerer(answering: Resident) -> 
     assert through.returncode == 0, through.stderr
     assert answering.served() == before + 1
     assert resident.answerer_sockets(answering.folder) == sockets
-
-
-def fake_answerer(path: Path, idle_s: float, stopped: list[float]) -> socket.socket:
-    """A socket answering ``status`` and ``stop`` as an answerer idle for ``idle_s`` does."""
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen()
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = server.accept()
-                with conn:
-                    _, n = resident.FRAME.unpack(resident.read_exact(conn, resident.FRAME.size))
-                    op = json.loads(resident.read_exact(conn, n))["op"]
-                    status = {"pid": 0, "idle_s": idle_s}
-                    reply = json.dumps({"code": 0, "status": status}).encode()
-                    resident.send_frame(conn, resident.EXIT, reply)
-                if op == "stop":
-                    stopped.append(idle_s)
-                    return
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server
-
-
-def test_the_least_recently_used_answerer_makes_room(tmp_path: Path) -> None:
-    stopped: list[float] = []
-    servers = [
-        fake_answerer(tmp_path / f"answerer-{n}.sock", idle, stopped)
-        for n, idle in enumerate([5.0, 50.0])
-    ]
-    try:
-        resident.make_room(tmp_path, limit=3)
-        assert stopped == []  # two run: room for a third
-        servers.append(fake_answerer(tmp_path / "answerer-2.sock", 1.0, stopped))
-        resident.make_room(tmp_path, limit=3)
-        assert stopped == [50.0]
-    finally:
-        for server in servers:
-            server.close()
-
-
-def test_another_users_folder_or_process_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from stack_advisor.cli import resident_server as server
-
-    folder = tmp_path / "stack-advisor"
-    folder.mkdir()
-    folder.chmod(0o755)
-    me = os.getuid()
-    monkeypatch.setattr(os, "getuid", lambda: me + 1)  # the folder and sockets: another user's
-    assert resident.resident_folder({"XDG_RUNTIME_DIR": str(tmp_path)}) is None
-    assert folder.stat().st_mode & 0o777 == 0o755  # never changed
-    listening = fake_answerer(tmp_path / "answerer-x.sock", 0.0, [])
-    try:
-        with pytest.raises(PermissionError, match=f"user {me}"):
-            resident.call(tmp_path / "answerer-x.sock", {"op": "status"}, 5)
-    finally:
-        listening.close()
-    ours, theirs = socket.socketpair()
-    with ours, theirs:
-        resident.send_frame(theirs, 0, b'{"op": "stop"}')
-        answerer = server.Answerer(tmp_path, "x", {"code": "c"})
-        answerer.handle(ours)
-        ours.close()
-        try:
-            got = theirs.recv(100)
-        except ConnectionResetError:  # closed with the request unread
-            got = b""
-        assert got == b""  # dropped unanswered
-        assert not answerer.stopping
-
-
-def test_prune_removes_what_ended_answerers_left(tmp_path: Path) -> None:
-    from stack_advisor.cli import resident_files
-
-    stale = resident.paths(tmp_path, "stale")
-    for path in stale.values():
-        path.write_text("")
-    old = time.time() - 2 * resident_files.LOG_KEEP_S
-    os.utime(stale["log"], (old, old))
-    live = resident.paths(tmp_path, "live")
-    held = resident_files.take_lock(live["lock"])
-    assert held is not None
-    live["log"].write_text("")
-    os.utime(live["log"], (old, old))
-    try:
-        resident_files.prune(tmp_path, tmp_path)
-        assert not any(p.exists() for p in stale.values())
-        assert live["lock"].exists() and live["log"].exists()
-    finally:
-        os.close(held)
