@@ -134,7 +134,10 @@ def code_fingerprint(root: Path | None = None) -> str:
         for name in sorted(files):
             if name.endswith(CODE_SUFFIXES):
                 path = os.path.join(folder, name)
-                st = os.stat(path)
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:  # removed while walked: the next walk sees it gone
+                    continue
                 rel = os.path.relpath(path, root)
                 digest.update(f"{rel}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:24]

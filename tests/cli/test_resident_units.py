@@ -144,11 +144,12 @@ def fake_answerer(path: Path, idle_s: float, stopped: list[float]) -> socket.soc
                 with conn:
                     _, n = resident.FRAME.unpack(resident.read_exact(conn, resident.FRAME.size))
                     op = json.loads(resident.read_exact(conn, n))["op"]
+                    if op == "stop":  # counted before the reply: the caller reads it next
+                        stopped.append(idle_s)
                     status = {"pid": 0, "idle_s": idle_s}
                     reply = json.dumps({"code": 0, "status": status}).encode()
                     resident.send_frame(conn, resident.EXIT, reply)
                 if op == "stop":
-                    stopped.append(idle_s)
                     return
 
     threading.Thread(target=serve, daemon=True).start()
@@ -223,3 +224,43 @@ def test_prune_removes_what_ended_answerers_left(tmp_path: Path) -> None:
         assert live["lock"].exists() and live["log"].exists()
     finally:
         os.close(held)
+
+
+def test_a_client_that_stops_reading_does_not_hold_the_answerer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stack_advisor.cli import resident_server as server
+
+    big = [(resident.OUT, b"x" * (64 << 20))]  # far over what the socket buffers hold
+    monkeypatch.setattr(server, "SEND_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(resident, "code_fingerprint", lambda root=None: "c")
+    monkeypatch.setattr(server, "timed", lambda conn, body, limit_s: (big, 0))
+    answerer = server.Answerer(tmp_path, "x", {"code": "c"})
+    ours, theirs = socket.socketpair()
+    with ours, theirs:  # theirs sends its request, then never reads (a suspended client)
+        resident.send_frame(theirs, 0, json.dumps({"op": "run", "key": {"code": "c"}}).encode())
+        start = time.monotonic()
+        answerer.handle(ours)
+        assert time.monotonic() - start < 10
+    assert answerer.served == 1 and not answerer.stopping
+
+
+def test_a_file_removed_while_fingerprinted_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(name)
+    kept = resident.code_fingerprint(tmp_path)
+    real_stat = os.stat
+
+    def vanishing(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        if str(path).endswith("b.py"):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return real_stat(path)
+
+    monkeypatch.setattr(os, "stat", vanishing)
+    changed = resident.code_fingerprint(tmp_path)
+    monkeypatch.undo()
+    (tmp_path / "b.py").unlink()
+    assert changed != kept
+    assert changed == resident.code_fingerprint(tmp_path)
