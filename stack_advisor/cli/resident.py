@@ -50,6 +50,7 @@ TIMEOUT_ENV = "ADVISOR_RESIDENT_TIMEOUT_S"
 DEFAULT_IDLE_S = 600.0
 DEFAULT_TIMEOUT_S = 120.0  # one request's limit in the answerer; the client waits a little more
 CONNECT_TIMEOUT_S = 0.5
+HANG_UP_WAIT_S = 2.0  # how long an interrupted client waits for the answerer to let go
 MAX_REQUEST_BYTES = 1 << 20
 MAX_RESPONSE_BYTES = 256 << 20
 SOCKET_PATH_MAX = 100  # AF_UNIX paths hold 107 bytes on Linux, 103 on macOS
@@ -349,7 +350,26 @@ def exchange(argv: list[str]) -> tuple[list[tuple[int, bytes]], int] | None:
         start_answerer(where, key, digest)
         return None
     with sock:
-        return read_frames(sock)
+        try:
+            return read_frames(sock)
+        except KeyboardInterrupt:
+            hang_up(sock)
+            raise
+
+
+def hang_up(sock: socket.socket) -> None:
+    """Tell the answerer this client is gone (Ctrl-C) and wait, at most ``HANG_UP_WAIT_S``,
+    for it to close its end: its request interrupted, the store it opened closed, as the
+    in-process CLI closes it before it exits."""
+    import socket
+
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(HANG_UP_WAIT_S)
+        while sock.recv(1 << 16):
+            pass
+    except OSError:
+        return
 
 
 def forward(argv: list[str]) -> int | None:

@@ -26,6 +26,7 @@ Ending cleanly, it removes its socket, lock and log.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import logging
@@ -67,6 +68,7 @@ class Window:
 
     open = False
     pending: type[BaseException] | None = None
+    raised: type[BaseException] | None = None  # Python may wrap it (``__set_name__``) or drop it
 
     @classmethod
     @contextlib.contextmanager
@@ -82,6 +84,7 @@ class Window:
     @classmethod
     def signalled(cls, exc: type[BaseException]) -> None:
         if cls.open:
+            cls.raised = exc
             raise exc
         cls.pending = exc
 
@@ -316,6 +319,9 @@ class Answerer:
             from stack_advisor.cli.stores import keep_advisors
 
             keep_advisors(True)
+            # a store interrupted while it opened is closed by its collection: collected now,
+            # before the client is told (by the connection's close) that the store is free
+            gc.collect()
             log.warning("request interrupted: its client hung up")
             return
         self.served += 1
@@ -359,11 +365,14 @@ def timed(
     watcher = threading.Thread(
         target=watch, args=(conn, done, threading.main_thread().ident), daemon=True
     )
-    Window.pending = None
+    Window.pending = Window.raised = None
     signal.setitimer(signal.ITIMER_REAL, limit_s)
     watcher.start()
     try:
-        return run_request(body)
+        answered = run_request(body)
+        if Window.raised is not None:  # caught as another error, or swallowed: not an answer
+            raise Window.raised
+        return answered
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         done.set()

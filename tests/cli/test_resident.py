@@ -447,3 +447,37 @@ def test_another_store_is_answered_by_the_same_answerer(answering: Resident) -> 
     assert through.returncode == 0, through.stderr
     assert answering.served() == before + 1
     assert resident.answerer_sockets(answering.folder) == sockets
+
+
+def hang_ups(found: Resident) -> int:
+    """How many requests the answerers dropped or interrupted, their clients gone."""
+    return sum(log.read_text().count("hung up") for log in found.logs.glob("*.log"))
+
+
+def test_ctrl_c_exits_130_and_leaves_the_store_free(answering: Resident, tmp_path: Path) -> None:
+    """A request interrupted in the answerer: a store it has not answered before (its first
+    answer builds the evidence: long enough to be interrupted), Ctrl-C after ``delay``."""
+    env = {**answering.env, "ADVISOR_RESIDENT": "1"}
+    kb = Path(answering.store.removeprefix("embedded:"))
+    for attempt, delay in enumerate((0.5, 0.3, 0.15)):
+        copy = tmp_path / f"kb-{attempt}"
+        shutil.copy(kb, copy)
+        client = subprocess.Popen(
+            [sys.executable, "-c", ENTRY, *RECOMMEND, "--store", f"embedded:{copy}"],
+            cwd=answering.cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        heard = hang_ups(answering)
+        time.sleep(delay)
+        client.send_signal(signal.SIGINT)
+        err = client.communicate(timeout=60)[1]
+        assert client.returncode in (0, 130), err
+        if client.returncode == 0 or hang_ups(answering) == heard:
+            continue  # answered before the interrupt, or interrupted before it asked: again
+        assert err == b""  # as the in-process CLI
+        with open_store(f"embedded:{copy}") as store:  # at once: the answerer let go of it
+            assert store.stats().counts["Observation"] > 0
+        return
+    pytest.skip("every answer came before its interrupt")

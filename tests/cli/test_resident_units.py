@@ -264,3 +264,54 @@ def test_a_file_removed_while_fingerprinted_is_left_out(
     (tmp_path / "b.py").unlink()
     assert changed != kept
     assert changed == resident.code_fingerprint(tmp_path)
+
+
+def test_an_interrupted_client_waits_for_the_answerer_to_let_go() -> None:
+    ours, theirs = socket.socketpair()
+    heard: list[bytes] = []
+
+    def answerer() -> None:  # hears the hang-up, unwinds its request, then closes its end
+        heard.append(theirs.recv(10))
+        time.sleep(0.3)
+        theirs.close()
+
+    unwinding = threading.Thread(target=answerer)
+    unwinding.start()
+    start = time.monotonic()
+    with ours:
+        resident.hang_up(ours)
+    waited = time.monotonic() - start
+    unwinding.join()
+    assert heard == [b""]
+    assert 0.25 <= waited < resident.HANG_UP_WAIT_S
+
+
+def test_an_interrupt_the_command_swallowed_is_still_no_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stack_advisor.cli import resident_server as server
+
+    def swallowing(body: dict[str, object]) -> tuple[list[tuple[int, bytes]], int]:
+        with server.Window.opened():
+            try:  # as Python 3.11 wraps an error raised in __set_name__ into a RuntimeError
+                time.sleep(5)
+            except server.RequestTimeout as exc:
+                raise RuntimeError("Error calling __set_name__") from exc
+        return [], 0
+
+    def guarded(body: dict[str, object]) -> tuple[list[tuple[int, bytes]], int]:
+        try:
+            return swallowing(body)
+        except RuntimeError:  # the CLI's guard reports it: an answer that is not the command's
+            return [(resident.ERR, b"error: unexpected RuntimeError\n")], 1
+
+    monkeypatch.setattr(server, "run_request", guarded)
+    previous = signal.signal(signal.SIGALRM, server._expired)
+    ours, theirs = socket.socketpair()
+    try:
+        with pytest.raises(server.RequestTimeout):
+            server.timed(ours, {}, 0.2)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+        ours.close()
+        theirs.close()
