@@ -17,7 +17,7 @@ from stack_advisor.server import create_app
 from stack_advisor.store.base import Store
 from stack_advisor.store.registry import open_store
 from stack_advisor.store.starter import load_snapshot
-from tests.support.api import auth, make_settings
+from tests.support.api import auth, make_settings, post_predictions
 
 GOOD = {
     "accelerator": "NVIDIA A100-SXM4-80GB",
@@ -51,21 +51,13 @@ def client(
         yield c
 
 
-def _predict(client: TestClient, queries: list[Any]) -> list[dict[str, Any]]:
-    r = client.post("/v1/predictions", json={"queries": queries})
-    assert r.status_code == 200, r.text
-    body: list[dict[str, Any]] = r.json()
-    assert len(body) == len(queries)
-    return body
-
-
 def test_a_bad_field_refuses_its_query_and_the_others_are_answered(client: TestClient) -> None:
     queries = [
         GOOD,
         {**GOOD, "placement": "vgp"},
         {**GOOD, "accelerator_count": "eight"},
     ]
-    answered, bad_placement, bad_count = _predict(client, queries)
+    answered, bad_placement, bad_count = post_predictions(client, queries)
     assert answered["basis"] in ("observed", "interpolated", "transferred")
     assert answered["value"] > 0
     for refused in (bad_placement, bad_count):
@@ -78,7 +70,7 @@ def test_a_bad_field_refuses_its_query_and_the_others_are_answered(client: TestC
 
 
 def test_a_refusal_echoes_only_what_the_query_gave(client: TestClient) -> None:
-    answered, bad_placement, unknown = _predict(
+    answered, bad_placement, unknown = post_predictions(
         client,
         [GOOD, {**GOOD, "placement": "vgp"}, {**GOOD, "accelerator": "Foo GPU 9000"}],
     )
@@ -93,7 +85,7 @@ def test_a_refusal_echoes_only_what_the_query_gave(client: TestClient) -> None:
     assert "Foo GPU 9000" in unknown["reason"]
     # what was given stays, as given (in catalogue names)
     given = {**GOOD, "accelerator": "Foo GPU 9000", "accelerator_count": 4, "placement": "vgpu"}
-    (refused,) = _predict(client, [given])
+    (refused,) = post_predictions(client, [given])
     assert refused["basis"] == "unsupported"
     assert refused["query"]["accelerator_count"] == 4 and refused["query"]["placement"] == "vgpu"
 
@@ -102,7 +94,7 @@ def test_a_refusal_past_the_first_chunk_names_its_own_index(client: TestClient) 
     """Queries are answered a chunk (100) at a time; a refusal names its place in the batch."""
     queries: list[Any] = [GOOD] * 120
     queries[110] = {**GOOD, "placement": "bare metal"}
-    out = _predict(client, queries)
+    out = post_predictions(client, queries)
     assert [i for i, p in enumerate(out) if p["basis"] == "unsupported"] == [110]
     assert "queries.110.placement" in out[110]["reason"]
     assert "did you mean bare-metal" in out[110]["reason"]

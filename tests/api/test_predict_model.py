@@ -20,7 +20,7 @@ from stack_advisor.api.deps import get_store
 from stack_advisor.cli.main import app as cli
 from stack_advisor.server import create_app
 from stack_advisor.store.registry import open_store
-from tests.support.api import auth, make_settings
+from tests.support.api import auth, make_settings, post_predictions
 from tests.support.starter_kb import copy_starter_kb
 
 MOE = {
@@ -89,17 +89,9 @@ def client(
             yield c
 
 
-def _predict(client: TestClient, queries: list[Any]) -> list[dict[str, Any]]:
-    r = client.post("/v1/predictions", json={"queries": queries})
-    assert r.status_code == 200, r.text
-    body: list[dict[str, Any]] = r.json()
-    assert len(body) == len(queries)
-    return body
-
-
 @pytest.mark.slow
 def test_model_queries_answer_as_the_cli(client: TestClient, cli_answers: dict[str, Any]) -> None:
-    llm, run, plain = _predict(client, [LLM_QUERY, RUN_QUERY, PLAIN])
+    llm, run, plain = post_predictions(client, [LLM_QUERY, RUN_QUERY, PLAIN])
     for got, key in ((llm, "llm"), (run, "run")):
         want = cli_answers[key]
         assert got["basis"] == want["basis"] == "proxy"
@@ -134,7 +126,7 @@ def test_a_bad_description_refuses_its_query_alone(client: TestClient) -> None:
         {**RUN_QUERY, "accelerator": "T4"},
         {**LLM_QUERY, "accelerator_count": 1, "metric": "samples_per_second"},
     ]
-    good, layers, params, count, t4, metric = _predict(client, queries)
+    good, layers, params, count, t4, metric = post_predictions(client, queries)
     assert good["basis"] == "proxy" and good["value"] > 0
     assert layers["basis"] == "unsupported" and layers["value"] is None
     assert layers["reason"].startswith("queries.1.model: num_hidden_layers = 0 is out of range")

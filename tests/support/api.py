@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 
 from stack_advisor.api import examples
 from stack_advisor.api.deps import get_store
@@ -26,6 +27,15 @@ def make_app(store: Store, tokens: dict[str, str], read_auth: str = "token") -> 
     )  # type: ignore[arg-type]
     app.dependency_overrides[get_store] = lambda: store
     return app
+
+
+def post_predictions(client: TestClient, queries: list[Any]) -> list[dict[str, Any]]:
+    """``POST /v1/predictions`` of ``queries``: one answer per query (a 200 asserted)."""
+    r = client.post("/v1/predictions", json={"queries": queries})
+    assert r.status_code == 200, r.text
+    body: list[dict[str, Any]] = r.json()
+    assert len(body) == len(queries)
+    return body
 
 
 def auth(token: str) -> dict[str, str]:
