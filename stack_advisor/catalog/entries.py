@@ -284,6 +284,10 @@ class FrameworkEntry(_Entry):
     # a serving engine for generative models only (vLLM, TensorRT-LLM, SGLang): in a stack text
     # that lists several runtimes it is never the one that ran a vision or recommendation model
     llm_engine: bool = False
+    # a library that trains or serves through another framework of this catalogue (NeMo through
+    # PyTorch, MaxText through JAX): a ranking's default view counts its results as that
+    # framework's stack family (``stack_advisor.catalog.software.stack_family_of``)
+    runs_on: str | None = None
 
     @model_validator(mode="after")
     def _class_has_source(self) -> FrameworkEntry:

@@ -301,6 +301,8 @@ def _index_names(cat: Catalog) -> None:
         for name in metric.aliases:
             cat.metric_index.add(metric.id, name, "alias")
     for fw in cat.frameworks.values():
+        if fw.runs_on is not None and fw.runs_on not in cat.frameworks:
+            raise InvalidInput(f"catalogue: framework {fw.id}: runs on unknown {fw.runs_on!r}")
         cat.framework_index.add(fw.id, fw.id, "id")
         for name in fw.aliases:
             cat.framework_index.add(fw.id, name, "alias")

@@ -73,3 +73,19 @@ def stack_class(framework: str | None, implementation: str | None) -> SoftwareCl
             entry.source if entry is not None else "https://github.com/mlcommons/inference",
         )
     return software_class(framework)
+
+
+@lru_cache(maxsize=1024)
+def stack_family_of(framework: str) -> str:
+    """The stack family a framework's results belong to when a ranking folds its rows: the
+    framework a library runs on (``frameworks.yaml``'s ``runs_on``: NeMo's results are PyTorch
+    stacks, as NVIDIA's own submissions name the same container either way), else the
+    framework's canonical id; an unresolved name stays as written, lower-cased."""
+    name = framework.strip()
+    match = resolve_framework_name(name) if name else None
+    if match is None or not match.resolved:
+        return name.lower()
+    entry = load_catalog().frameworks.get(match.id)
+    if entry is not None and entry.runs_on is not None:
+        return entry.runs_on
+    return match.id

@@ -30,6 +30,16 @@ def test_stack_family_is_the_runtime_whatever_its_version() -> None:
     assert stack_family(SoftwareStack(cuda="12.4")) == "unspecified"
 
 
+def test_a_library_counts_as_the_framework_it_runs_on() -> None:
+    # NVIDIA's training submissions name one NeMo container "NVIDIA NeMo Framework Release" or
+    # "PyTorch NVIDIA Release": both are PyTorch stacks, one choice for a platform team
+    nemo = SoftwareStack(framework="nemo", framework_version="25.09")
+    assert stack_family(nemo) == stack_family(SoftwareStack(framework="pytorch")) == "pytorch"
+    assert stack_family(SoftwareStack(framework="maxtext")) == "jax"
+    assert stack_family(SoftwareStack(framework="tensorrt-llm")) == "tensorrt-llm"
+    assert stack_family(SoftwareStack(framework="Some Vendor SDK")) == "some vendor sdk"
+
+
 def test_one_row_per_choice_with_the_rest_folded_in(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     folded = kb_advisor.recommend(Workload(**LLAMA_SERVER), top=200)
     every = kb_advisor.recommend(Workload(**LLAMA_SERVER, all=True), top=200)
@@ -57,6 +67,8 @@ def test_top_five_names_several_accelerators(kb_advisor) -> None:  # type: ignor
         {"benchmark": "stable-diffusion-xl", "scenario": "Offline"},
         {"benchmark": "whisper", "scenario": "Offline"},
         {"benchmark": "resnet50", "scenario": "Offline"},
+        # training at every scale: NeMo- and PyTorch-named runs of one part and count are one row
+        {"family": "mlperf-training", "benchmark": "llama2_70b_lora", "objective": "latency"},
     ):
         answer = kb_advisor.recommend(Workload(**fields), top=5)
         named = Counter(r.candidate.accelerator for r in answer.recommendations)

@@ -4,7 +4,10 @@ and requests that must fail), answered as main at 7c8cd85 answered them — but 
 21, 23 and 27, re-recorded when model sizes came from the catalogue's ``params_b`` (their
 "model does not fit in memory" refusals changed; see that commit). All 50 were re-recorded
 on 2026-11-26 after the merge that brought the knowledge base to Inference v5.1 / Training v5.0,
-the line-up catalogue and the H200 runs (the data changed, not the code path).
+the line-up catalogue and the H200 runs (the data changed, not the code path). Requests 26 and 27
+were re-recorded on 2026-11-29 when the default view began to count NeMo (and MaxText) results in
+the stack family of the framework they run on (PyTorch, JAX): only their "N more results" counts
+moved.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from stack_advisor.advisor.results import Basis
 from stack_advisor.advisor.verbs.candidates import Candidate
 from stack_advisor.advisor.verbs.scoring import BASIS_ORDER
+from stack_advisor.catalog.software import stack_family_of
 from stack_advisor.schema.models import SoftwareStack
 
 UNKNOWN_PLACEMENT = "unknown"
@@ -24,10 +25,11 @@ Choice = tuple[str, int, str, str]
 
 def stack_family(stack: SoftwareStack) -> str:
     """The runtime that served or trained the model (TensorRT, vLLM, PyTorch ...), whatever
-    its version: the framework when named, else TensorRT when it is a component, else the
-    first extra component; "unspecified" when the record names none."""
+    its version: the framework when named (a library as the framework it runs on: NeMo is a
+    PyTorch stack), else TensorRT when it is a component, else the first extra component;
+    "unspecified" when the record names none."""
     if stack.framework:
-        return stack.framework.lower()
+        return stack_family_of(stack.framework)
     if stack.tensorrt:
         return "tensorrt"
     return next(iter(sorted(stack.extra)), "unspecified").lower()
