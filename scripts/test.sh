@@ -11,7 +11,8 @@
 #                                  see pyproject's markers); installs and builds nothing (run the
 #                                  full tier once first, or `pip install -e '.[dev]'`).
 #
-# Further arguments go to pytest (a file, -k EXPR, ...). The lint step fails the run.
+# Further arguments go to pytest (a file, -k EXPR, ...; the full tier then runs one pytest process
+# over them instead of its two side by side). The lint step fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -78,7 +79,7 @@ NEO4J_PID=$!
 # own Docker engine (started here, in the foreground: a few seconds), so the tier's `images` fixture
 # later re-runs build.sh on a warm layer cache (seconds) instead of building inside the test run.
 # Same image names as the fixture's (API_IMAGE, COLLECTOR_IMAGE; tests/support/containers.py).
-# exec (the test run) drops this trap; an exit before it (a failed install or lint) runs it
+# the EXIT trap also runs after the test run (the background steps have ended by then: a no-op)
 IMAGES_PID=""
 trap 'kill -- "-$KUBE_PID" "-$NEO4J_PID" ${IMAGES_PID:+"-$IMAGES_PID"} 2>/dev/null || true' EXIT
 echo "== preparing a Docker engine of ours and building the container tier's images (background; log $SETUP_LOGS/images.log)" >&2
@@ -125,5 +126,37 @@ else
   tail -n 3 "$SETUP_LOGS/images.log" >&2
 fi
 
-echo "== running the test suite" >&2
-exec .venv/bin/python -m pytest -q -ra --durations=30 "$@"
+if [ $# -gt 0 ]; then  # a file, -k EXPR ...: one pytest process, as asked
+  echo "== running the test suite" >&2
+  exec .venv/bin/python -m pytest -q -ra --durations=30 "$@"
+fi
+
+# The whole suite as two pytest processes side by side: the server tiers (Neo4j, Kubernetes,
+# containers, browser: most of their time is spent waiting on those servers, pods and images) and
+# the rest (CPU-bound Python). On a 2-core machine one process's waits leave a core idle that the
+# other fills. Each has its own base temp folder and no cache folder (nothing shared between them
+# but the read-only caches under ~/.cache); each prints its log whole when it ends, and the run
+# fails when either does.
+SERVER_TIERS="neo4j or kube or containers or browser"
+PARTS=$(mktemp -d /tmp/t.XXXXXX)
+run_part() {  # name marker-expression
+  local name=$1 marks=$2 started=$SECONDS rc=0
+  .venv/bin/python -m pytest -q -ra --durations=20 -p no:cacheprovider \
+    --basetemp "$PARTS/$name" -m "$marks" >"$PARTS/$name.log" 2>&1 || rc=$?
+  {
+    echo "== $name: exit $rc after $((SECONDS - started)) s (-m \"$marks\")"
+    cat "$PARTS/$name.log"
+  } >&2
+  return "$rc"
+}
+echo "== running the test suite: the server tiers and the rest side by side (each log printed whole when it ends)" >&2
+run_part servers "$SERVER_TIERS" &
+SERVERS_PID=$!
+run_part rest "not ($SERVER_TIERS)" &
+REST_PID=$!
+trap 'kill "$SERVERS_PID" "$REST_PID" 2>/dev/null || true' INT TERM
+rc=0
+wait "$REST_PID" || rc=$?
+wait "$SERVERS_PID" || rc=$?
+rm -rf "$PARTS"
+exit "$rc"
