@@ -95,7 +95,15 @@ def test_lineup_spellings_resolve_to_their_part(text: str, key: str) -> None:
         ("GB400", "unknown", None),
         ("H300 NVL", "unknown", None),
         ("Gaudi 4", "unknown", None),
-        ("NVIDIA GeForce RTX 5090", "unknown", None),
+        # the China-market 5090 D and the 24 GB laptop GPU are other parts than the RTX 5090
+        ("NVIDIA GeForce RTX 5090 D", "unknown", None),
+        ("NVIDIA GeForce RTX 5090D", "unknown", None),
+        ("NVIDIA GeForce RTX 5090 Laptop GPU", "unknown", None),
+        ("NVIDIA RTX PRO 500 Blackwell", "unknown", None),  # a laptop GPU, not the 5000
+        ("NVIDIA RTX PRO 4000 Blackwell SFF Edition", "unknown", None),  # 70 W, 432 GB/s
+        ("NVIDIA Jetson Orin Nano 4GB", "unknown", None),  # half the 8 GB module's GPU
+        ("Tenstorrent Wormhole n150s", "unknown", None),
+        ("RTX PRO 5000", "family", {"RTX-PRO-5000-Blackwell", "RTX-PRO-5000-Blackwell-72GB"}),
         ("NVIDIA B200A", "unknown", None),
         ("Trainium3", "unknown", None),
         ("Tesla V100", "family", {"V100-SXM2-32GB", "V100-PCIE-16GB"}),

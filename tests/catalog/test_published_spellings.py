@@ -36,6 +36,36 @@ from stack_advisor.catalog.spelling import closeness, fold, strip_marks
         ("NVIDIA RTX PRO(TM) 6000 Blackwell Max-Q Workstation", "RTX-PRO-6000-Blackwell-MaxQ"),
         ("NVIDIA RTX PRO(TM) 4500 Blackwell Server Edition", "RTX-PRO-4500-Blackwell-Server"),
         ("NVIDIA RTX PRO 4500 Blackwell Workstation Edition", "RTX-PRO-4500-Blackwell-WS"),
+        # parts the next rounds publish on (issue 41 item 4, today's parts)
+        ("NVIDIA GeForce RTX 5090", "RTX-5090"),
+        ("NVIDIA® GeForce RTX™ 5090", "RTX-5090"),
+        ("RTX5090", "RTX-5090"),
+        ("NVIDIA-GeForce-RTX-5090", "RTX-5090"),  # GFD
+        ("NVIDIA GeForce RTX 5090 32GB", "RTX-5090"),
+        ("NVIDIA(R) GeForce RTX(TM) 5080", "RTX-5080"),
+        ("NVIDIA RTX PRO 5000 Blackwell", "RTX-PRO-5000-Blackwell"),
+        ("NVIDIA RTX PRO™ 5000 Blackwell", "RTX-PRO-5000-Blackwell"),
+        ("NVIDIA RTX PRO 5000 Blackwell-PCIe-48GB", "RTX-PRO-5000-Blackwell"),
+        ("NVIDIA RTX PRO 5000 Blackwell 72GB", "RTX-PRO-5000-Blackwell-72GB"),
+        ("NVIDIA RTX PRO 5000 72GB Blackwell", "RTX-PRO-5000-Blackwell-72GB"),
+        ("NVIDIA RTX PRO 4000 Blackwell", "RTX-PRO-4000-Blackwell"),
+        ("NVIDIA RTX PRO(TM) 4000 Blackwell", "RTX-PRO-4000-Blackwell"),
+        ("NVIDIA RTX PRO 2000 Blackwell", "RTX-PRO-2000-Blackwell"),
+        ("AMD Radeon AI PRO R9700", "Radeon-AI-PRO-R9700"),
+        ("AMD Radeon AI PRO R9700 32GB", "Radeon-AI-PRO-R9700"),
+        ("AMD Radeon™ AI PRO R9700", "Radeon-AI-PRO-R9700"),
+        ("AMD Radeon(TM) AI PRO R9700 32GB", "Radeon-AI-PRO-R9700"),
+        ("Intel Arc Pro B50", "Arc-Pro-B50"),
+        ("Intel(R) Arc(TM) Pro B50 Graphics", "Arc-Pro-B50"),
+        ("NVIDIA Jetson Orin Nano", "Jetson-Orin-Nano"),
+        ("NVIDIA Jetson Orin Nano 8GB", "Jetson-Orin-Nano"),
+        ("NVIDIA Jetson Orin Nano Super", "Jetson-Orin-Nano-Super"),
+        ("NVIDIA® Jetson Orin™ Nano Super Developer Kit", "Jetson-Orin-Nano-Super"),
+        ("FuriosaAI RNGD", "FuriosaAI-RNGD"),
+        ("Tenstorrent Blackhole p150a", "Tenstorrent-Blackhole-p150"),
+        ("Tenstorrent Blackhole™ p150b", "Tenstorrent-Blackhole-p150"),
+        ("Tenstorrent Wormhole n300s", "Tenstorrent-Wormhole-n300"),
+        ("Tenstorrent Wormhole™ n300", "Tenstorrent-Wormhole-n300"),
     ],
 )
 def test_published_spellings_resolve(text: str, key: str) -> None:
@@ -189,3 +219,47 @@ def test_siblings_are_known_parts_of_the_same_vendor() -> None:
     for entry in cat.values():
         for sibling in entry.siblings:
             assert cat[sibling].vendor == entry.vendor, (entry.id, sibling)
+
+
+@pytest.mark.parametrize(
+    ("part", "memory_gb", "memory_bw_gbs", "precision", "dense"),
+    [
+        # NVIDIA's "AI TOPS" are FP4 with sparsity: the dense figure is half
+        ("RTX-5090", 32, 1792, "fp4", 1676),
+        ("RTX-5080", 16, 960, "fp4", 900.5),
+        ("RTX-PRO-5000-Blackwell", 48, 1344, "fp4", 1032),
+        ("RTX-PRO-5000-Blackwell-72GB", 72, 1344, "fp4", 1032),
+        # Jetson TOPS are INT8 with sparsity (GPU only on Orin Nano): half
+        ("Jetson-Orin-Nano", 8, 68, "int8", 20),
+        ("Jetson-Orin-Nano-Super", 8, 102, "int8", 33.5),
+        ("FuriosaAI-RNGD", 48, 1500, "fp8", 512),
+        ("Tenstorrent-Wormhole-n300", 24, 576, "fp8", 466),
+    ],
+)
+def test_new_parts_carry_their_published_figures(
+    part: str, memory_gb: float, memory_bw_gbs: float, precision: str, dense: float
+) -> None:
+    entry = load_catalog().accelerators[part]
+    assert (entry.memory_gb, entry.memory_bw_gbs) == (memory_gb, memory_bw_gbs)
+    assert getattr(entry.peak_tflops, precision) == dense
+    assert entry.source.startswith("https://") and entry.note
+
+
+def test_new_parts_without_a_published_compute_figure_leave_it_empty() -> None:
+    """Memory (and bandwidth where a source gives it) with its source; compute that only a
+    spec database derives from clocks, or that sources disagree on, stays empty and the note
+    says so."""
+    cat = load_catalog().accelerators
+    for part, memory_gb in [
+        ("RTX-PRO-4000-Blackwell", 24),
+        ("RTX-PRO-2000-Blackwell", 16),
+        ("Radeon-AI-PRO-R9700", 32),
+        ("Arc-Pro-B50", 16),
+        ("Tenstorrent-Blackhole-p150", 32),
+    ]:
+        entry = cat[part]
+        assert entry.memory_gb == memory_gb, part
+        assert not entry.peak_tflops.as_dict(), part
+        assert "left empty" in (entry.note or ""), part
+    assert cat["Radeon-AI-PRO-R9700"].generation == "rdna4"
+    assert cat["Tenstorrent-Wormhole-n300"].counted_as  # one card of two ASICs
