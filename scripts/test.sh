@@ -79,7 +79,7 @@ NEO4J_PID=$!
 # own Docker engine (started here, in the foreground: a few seconds), so the tier's `images` fixture
 # later re-runs build.sh on a warm layer cache (seconds) instead of building inside the test run.
 # Same image names as the fixture's (API_IMAGE, COLLECTOR_IMAGE; tests/support/containers.py).
-# the EXIT trap also runs after the test run (the background steps have ended by then: a no-op)
+# (the test run below widens this trap to its own pytest processes)
 IMAGES_PID=""
 trap 'kill -- "-$KUBE_PID" "-$NEO4J_PID" ${IMAGES_PID:+"-$IMAGES_PID"} 2>/dev/null || true' EXIT
 echo "== preparing a Docker engine of ours and building the container tier's images (background; log $SETUP_LOGS/images.log)" >&2
@@ -114,49 +114,63 @@ lint
 
 chromium --version 2>/dev/null | sed -n 1p >&2
 
-echo "== waiting for Neo4j, the Kubernetes builds and the images" >&2
-finish_background neo4j "$NEO4J_PID"
-finish_background kube "$KUBE_PID"
-# A failed image build does not stop the run here: the container tier's fixture runs build.sh again
-# and fails its tests with the build's own message (as before this step ran early).
-if ! wait "$IMAGES_PID"; then
-  echo "== the early image build failed (the container tier will build again); its log tail:" >&2
-  tail -n 20 "$SETUP_LOGS/images.log" >&2
-else
-  tail -n 3 "$SETUP_LOGS/images.log" >&2
-fi
+images_done() {  # a failed image build does not stop the run: the container tier's fixture runs
+  # build.sh again and fails its tests with the build's own message
+  if ! wait "$IMAGES_PID"; then
+    echo "== the early image build failed (the container tier will build again); its log tail:" >&2
+    tail -n 20 "$SETUP_LOGS/images.log" >&2
+  else
+    tail -n 3 "$SETUP_LOGS/images.log" >&2
+  fi
+}
 
-if [ $# -gt 0 ]; then  # a file, -k EXPR ...: one pytest process, as asked
+if [ $# -gt 0 ]; then  # a file, -k EXPR ...: one pytest process, as asked, once everything is built
+  echo "== waiting for Neo4j, the Kubernetes builds and the images" >&2
+  finish_background neo4j "$NEO4J_PID"
+  finish_background kube "$KUBE_PID"
+  images_done
   echo "== running the test suite" >&2
   exec .venv/bin/python -m pytest -q -ra --durations=30 "$@"
 fi
 
-# The whole suite as two pytest processes side by side: the server tiers (Neo4j, Kubernetes,
-# containers, browser: most of their time is spent waiting on those servers, pods and images) and
-# the rest (CPU-bound Python). On a 2-core machine one process's waits leave a core idle that the
-# other fills. Each has its own base temp folder and no cache folder (nothing shared between them
+# The whole suite as three pytest processes, each started as soon as what it needs is ready: the
+# tests that need no server at once (while the Kubernetes builds still run), the Neo4j, container
+# and browser tiers once Neo4j and the images are ready, the Kubernetes tier once its binaries are
+# built. On a 2-core machine the waits of one (servers, pods, a Go link step) leave a core that
+# another fills. Each has its own base temp folder and no cache folder (nothing shared between them
 # but the read-only caches under ~/.cache); each prints its log whole when it ends, and the run
-# fails when either does.
-SERVER_TIERS="neo4j or kube or containers or browser"
+# fails when any does.
 PARTS=$(mktemp -d /tmp/t.XXXXXX)
-run_part() {  # name marker-expression
-  local name=$1 marks=$2 started=$SECONDS rc=0
-  .venv/bin/python -m pytest -q -ra --durations=20 -p no:cacheprovider \
+PART_PIDS=()
+trap 'kill -- "-$KUBE_PID" "-$NEO4J_PID" ${IMAGES_PID:+"-$IMAGES_PID"} 2>/dev/null || true
+  pkill -TERM -f -- "--basetemp $PARTS/" 2>/dev/null || true' EXIT
+run_part() {  # name label marker-expression
+  local name=$1 label=$2 marks=$3 started=$SECONDS rc=0
+  .venv/bin/python -m pytest -q -ra --durations=15 -p no:cacheprovider \
     --basetemp "$PARTS/$name" -m "$marks" >"$PARTS/$name.log" 2>&1 || rc=$?
   {
-    echo "== $name: exit $rc after $((SECONDS - started)) s (-m \"$marks\")"
+    echo "== $label: exit $rc after $((SECONDS - started)) s (-m \"$marks\")"
     cat "$PARTS/$name.log"
   } >&2
   return "$rc"
 }
-echo "== running the test suite: the server tiers and the rest side by side (each log printed whole when it ends)" >&2
-run_part servers "$SERVER_TIERS" &
-SERVERS_PID=$!
-run_part rest "not ($SERVER_TIERS)" &
-REST_PID=$!
-trap 'kill "$SERVERS_PID" "$REST_PID" 2>/dev/null || true' INT TERM
+start_part() {  # name label marker-expression
+  echo "== starting the tests of $2 (-m \"$3\"; its log is printed whole when it ends)" >&2
+  run_part "$1" "$2" "$3" &
+  PART_PIDS+=($!)
+}
+SERVER_TIERS="neo4j or kube or containers or browser"
+start_part plain "no server" "not ($SERVER_TIERS)"
+echo "== waiting for Neo4j and the images" >&2
+finish_background neo4j "$NEO4J_PID"
+images_done
+start_part servers "Neo4j, containers, browser" "($SERVER_TIERS) and not kube"
+echo "== waiting for the Kubernetes builds" >&2
+finish_background kube "$KUBE_PID"
+start_part kube "Kubernetes" "kube"
 rc=0
-wait "$REST_PID" || rc=$?
-wait "$SERVERS_PID" || rc=$?
+for pid in "${PART_PIDS[@]}"; do
+  wait "$pid" || rc=$?
+done
 rm -rf "$PARTS"
 exit "$rc"
