@@ -12,7 +12,7 @@
 #                                  full tier once first, or `pip install -e '.[dev]'`).
 #
 # Further arguments go to pytest (a file, -k EXPR, ...; the full tier then runs one pytest process
-# over them instead of its two side by side). The lint step fails the run.
+# over them, once everything is built, instead of its three parts). The lint step fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -94,7 +94,7 @@ finish_background() {  # name pid: wait for a background step; its log, and a fa
   else
     echo "== $name setup failed; its log:" >&2
     cat "$SETUP_LOGS/$name.log" >&2
-    exit 1
+    return 1
   fi
 }
 
@@ -137,13 +137,28 @@ fi
 # tests that need no server at once (while the Kubernetes builds still run), the Neo4j, container
 # and browser tiers once Neo4j and the images are ready, the Kubernetes tier once its binaries are
 # built. On a 2-core machine the waits of one (servers, pods, a Go link step) leave a core that
-# another fills. Each has its own base temp folder and no cache folder (nothing shared between them
-# but the read-only caches under ~/.cache); each prints its log whole when it ends, and the run
-# fails when any does.
+# another fills. Each has its own base temp folder, its own Neo4j server and no cache folder
+# (nothing shared between them but the read-only caches under ~/.cache; deploy/docker/build.sh
+# takes a lock); each prints its log whole when it ends, and the run fails when any does. A setup
+# step that fails skips the parts that need it; the others run to their end. With NEO4J_URI set
+# (one external database, which the tests clear) the Kubernetes part waits for the Neo4j part.
 PARTS=$(mktemp -d /tmp/t.XXXXXX)
 PART_PIDS=()
+stop_parts() {  # each part's process group: an interrupt (pytest tears its fixtures down), then
+  # a kill of what is left after 60 s
+  local pid
+  for pid in ${PART_PIDS[@]+"${PART_PIDS[@]}"}; do kill -INT -- "-$pid" 2>/dev/null || true; done
+  for _ in $(seq 60); do
+    pgrep -f -- "--basetemp $PARTS/" >/dev/null || return 0
+    sleep 1
+  done
+  for pid in ${PART_PIDS[@]+"${PART_PIDS[@]}"}; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+}
 trap 'kill -- "-$KUBE_PID" "-$NEO4J_PID" ${IMAGES_PID:+"-$IMAGES_PID"} 2>/dev/null || true
-  pkill -TERM -f -- "--basetemp $PARTS/" 2>/dev/null || true' EXIT
+  stop_parts' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+set -m  # job control: each part in a process group of its own (stop_parts signals it)
 run_part() {  # name label marker-expression
   local name=$1 label=$2 marks=$3 started=$SECONDS rc=0
   .venv/bin/python -m pytest -q -ra --durations=15 -p no:cacheprovider \
@@ -159,16 +174,35 @@ start_part() {  # name label marker-expression
   run_part "$1" "$2" "$3" &
   PART_PIDS+=($!)
 }
+rc=0
 SERVER_TIERS="neo4j or kube or containers or browser"
 start_part plain "no server" "not ($SERVER_TIERS)"
 echo "== waiting for Neo4j and the images" >&2
-finish_background neo4j "$NEO4J_PID"
+neo4j_ok=1
+finish_background neo4j "$NEO4J_PID" || { neo4j_ok=0; rc=1; }
 images_done
-start_part servers "Neo4j, containers, browser" "($SERVER_TIERS) and not kube"
+if [ "$neo4j_ok" = 1 ]; then
+  start_part servers "Neo4j, containers, browser" "($SERVER_TIERS) and not kube"
+  SERVERS_PART=$!
+else
+  echo "== skipping the Neo4j, container and browser tiers: Neo4j's setup failed" >&2
+fi
 echo "== waiting for the Kubernetes builds" >&2
-finish_background kube "$KUBE_PID"
-start_part kube "Kubernetes" "kube"
-rc=0
+if ! finish_background kube "$KUBE_PID"; then
+  echo "== skipping the Kubernetes tier: its build failed" >&2
+  rc=1
+elif [ "$neo4j_ok" = 0 ]; then
+  echo "== skipping the Kubernetes tier: it needs Neo4j, whose setup failed" >&2
+else
+  if [ -n "${NEO4J_URI:-}" ]; then
+    echo "== NEO4J_URI is set: the Kubernetes tier waits for the Neo4j tier (one database)" >&2
+    wait "$SERVERS_PART" || rc=$?
+    keep=()  # waited for: not again below
+    for pid in "${PART_PIDS[@]}"; do [ "$pid" = "$SERVERS_PART" ] || keep+=("$pid"); done
+    PART_PIDS=("${keep[@]}")
+  fi
+  start_part kube "Kubernetes" "kube"
+fi
 for pid in "${PART_PIDS[@]}"; do
   wait "$pid" || rc=$?
 done

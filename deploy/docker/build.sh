@@ -22,6 +22,12 @@ CA_BUNDLE=${CA_BUNDLE:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}
 log() { echo "[images] $*" >&2; }
 
 eval "$(bash deploy/docker/engine.sh)"
+# One build at a time per cache (two test sessions may run this at once, scripts/test.sh): the base
+# tarball and the build logs below are shared paths.
+LOCK_DIR=${STACK_ADVISOR_CACHE:-$HOME/.cache/stack-advisor}/docker
+mkdir -p "$LOCK_DIR"
+exec 9>"$LOCK_DIR/build.lock"
+flock 9
 # Debian's docker CLI (20.10) carries BuildKit's client; a newer CLI without the buildx plugin
 # would fall back to the legacy builder, which knows neither secrets nor cache mounts.
 DOCKER=docker

@@ -301,8 +301,12 @@ def _index_names(cat: Catalog) -> None:
         for name in metric.aliases:
             cat.metric_index.add(metric.id, name, "alias")
     for fw in cat.frameworks.values():
-        if fw.runs_on is not None and fw.runs_on not in cat.frameworks:
-            raise InvalidInput(f"catalogue: framework {fw.id}: runs on unknown {fw.runs_on!r}")
+        base = cat.frameworks.get(fw.runs_on) if fw.runs_on is not None else None
+        if fw.runs_on is not None and (base is None or base.id == fw.id or base.runs_on):
+            raise InvalidInput(  # one hop to a framework of its own: the family is its id
+                f"catalogue: framework {fw.id}: runs_on {fw.runs_on!r} is not a framework "
+                "of the catalogue that runs on none"
+            )
         cat.framework_index.add(fw.id, fw.id, "id")
         for name in fw.aliases:
             cat.framework_index.add(fw.id, name, "alias")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from stack_advisor.catalog.resolve import load_catalog, resolve_framework_name
+from stack_advisor.catalog.resolve import load_catalog, resolve_framework, resolve_framework_name
 
 
 @dataclass(frozen=True)
@@ -80,11 +80,15 @@ def stack_family_of(framework: str) -> str:
     """The stack family a framework's results belong to when a ranking folds its rows: the
     framework a library runs on (``frameworks.yaml``'s ``runs_on``: NeMo's results are PyTorch
     stacks, as NVIDIA's own submissions name the same container either way), else the
-    framework's canonical id; an unresolved name stays as written, lower-cased."""
-    name = framework.strip()
-    match = resolve_framework_name(name) if name else None
-    if match is None or not match.resolved:
-        return name.lower()
+    framework's canonical id, whatever version the text carries ("NeMo 24.05" is PyTorch's);
+    an unresolved name stays as written without its version, lower-cased; "unspecified" for no
+    name at all."""
+    text = framework.strip()
+    if not text:
+        return "unspecified"
+    match = resolve_framework(text).name
+    if not match.resolved:
+        return (match.raw.strip() or text).lower()
     entry = load_catalog().frameworks.get(match.id)
     if entry is not None and entry.runs_on is not None:
         return entry.runs_on

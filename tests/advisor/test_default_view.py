@@ -38,6 +38,10 @@ def test_a_library_counts_as_the_framework_it_runs_on() -> None:
     assert stack_family(SoftwareStack(framework="maxtext")) == "jax"
     assert stack_family(SoftwareStack(framework="tensorrt-llm")) == "tensorrt-llm"
     assert stack_family(SoftwareStack(framework="Some Vendor SDK")) == "some vendor sdk"
+    # whatever version the name carries
+    assert stack_family(SoftwareStack(framework="NeMo 24.05")) == "pytorch"
+    assert stack_family(SoftwareStack(framework="vLLM 0.6.3")) == "vllm"
+    assert stack_family(SoftwareStack(framework="Some Vendor SDK 1.2")) == "some vendor sdk"
 
 
 def test_one_row_per_choice_with_the_rest_folded_in(kb_advisor) -> None:  # type: ignore[no-untyped-def]

@@ -463,3 +463,13 @@ def test_every_cpu_model_figure_has_a_source_and_derived_ones_their_formula() ->
     assert (
         cpu_figures("Intel Xeon Platinum 9999") is None
     )  # a model not in the catalogue has no figures
+
+
+def test_a_library_runs_on_a_framework_of_its_own() -> None:
+    """``runs_on`` is one hop to a framework that runs on none (the loader refuses anything else):
+    the stack family a ranking folds a library's results into is that framework's id."""
+    frameworks = load_catalog().frameworks
+    libraries = {f.id: f.runs_on for f in frameworks.values() if f.runs_on}
+    assert libraries["nemo"] == "pytorch"
+    for name, base in libraries.items():
+        assert base in frameworks and base != name and frameworks[base].runs_on is None

@@ -51,6 +51,7 @@ def test_rendered_plan_validates(distributed_kind: str, tmp_path: Path) -> None:
     assert counts["PodTemplate"] >= 4
 
 
+@pytest.mark.kube  # kustomize: installed by deploy/kube-local/build.sh with the kube binaries
 def test_kustomize_base_validates(kustomize: list[str]) -> None:
     objects = [
         o for o in yaml.safe_load_all(kustomize_build(kustomize, REPO / "deploy" / "base")) if o
@@ -87,6 +88,7 @@ def _pod_specs(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]
     return out
 
 
+@pytest.mark.kube  # kustomize: installed by deploy/kube-local/build.sh with the kube binaries
 def test_base_is_least_privilege(kustomize: list[str]) -> None:
     """Issue 18 item 4, checked on the built manifests."""
     objects = [
@@ -124,6 +126,7 @@ def test_base_is_least_privilege(kustomize: list[str]) -> None:
     assert by_name[("PodDisruptionBudget", "stack-advisor-api")]["spec"]["maxUnavailable"] == 1
 
 
+@pytest.mark.kube  # kustomize: installed by deploy/kube-local/build.sh with the kube binaries
 def test_kustomize_example_overlay_validates(kustomize: list[str], overlay_tree: Path) -> None:
     text = kustomize_build(kustomize, overlay_tree / "overlays" / "example")
     objects = [o for o in yaml.safe_load_all(text) if o]
