@@ -60,6 +60,9 @@ def predict(
     from stack_advisor.cli.render import output_format
 
     chosen = output_format(fmt, as_json)
+    if query is None and model is None and benchmark and accelerator and count:
+        asked = benchmark_queries(family, benchmark, scenario, accelerator, count, as_of)
+        return _show_predictions(_predict_benchmark(store, asked), chosen)
     if query is None:  # a described model, by proxy (stack_advisor.cli.proxy)
         spec = proxy_workload(
             model=model,
@@ -91,6 +94,36 @@ def predict(
         else:
             predictions = adv.predict(data)
     _show_predictions(predictions, chosen)
+
+
+def _predict_benchmark(store: str | None, queries: list[dict[str, Any]]) -> list[Prediction]:
+    """``benchmark_queries`` answered as ``--query`` answers them, in the metric a ranking of
+    the benchmark reports (the queries need one; the flags name none)."""
+    first = queries[0]
+    spec: dict[str, Any] = {k: first[k] for k in ("family", "benchmark", "scenario") if k in first}
+    with answering_store(store) as adv:
+        metric = adv.recommend(spec, top=1).metric
+        return adv.predict([{**q, "metric": metric} for q in queries])
+
+
+def benchmark_queries(
+    family: str,
+    benchmark: str,
+    scenario: str | None,
+    accelerators: list[str],
+    count: int,
+    as_of: str | None,
+) -> list[dict[str, Any]]:
+    """``predict --benchmark B --accelerator A [--accelerator ...] --count N`` as the queries
+    ``--query`` takes: one per accelerator, at that count (the rows of a ranking come at the
+    counts their evidence has, which is not the count asked); an inference scenario defaults to
+    Offline, as ``predict --model`` takes it."""
+    base: dict[str, Any] = {"family": family, "benchmark": benchmark, "accelerator_count": count}
+    if scenario or family == "mlperf-inference":
+        base["scenario"] = scenario or "Offline"  # as predict --model takes it
+    if as_of is not None:
+        base["as_of"] = as_of
+    return [{**base, "accelerator": name} for name in accelerators]
 
 
 def _read_queries(query: str) -> list[Any]:

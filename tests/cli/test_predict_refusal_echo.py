@@ -65,3 +65,25 @@ def test_a_refused_query_shows_only_what_it_gave(
     for row in rows[1:]:
         assert not row["accelerator"].endswith(" x1"), row
         assert row["placement"] in ("", "-"), row
+
+
+def test_benchmark_flags_with_a_count_answer_as_the_query_file(
+    capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
+) -> None:
+    """`predict --benchmark B --accelerator A --count N` answers at N through the --query path
+    (it once ranked first and refused N below the count of the part's published systems)."""
+    flags = ("--benchmark", "resnet50", "--scenario", "Offline", "--accelerator", "A100")
+    code, out, err = advisor(
+        capsys, "predict", "--store", kb_uri, *flags, "--count", "8", "--as-of", "now", "--json"
+    )
+    assert code == 0, err
+    (by_flags,) = json.loads(out)
+    query = tmp_path / "q.json"
+    asked = {**GOOD, "accelerator": "A100", "accelerator_count": 8, "as_of": "now"}
+    query.write_text(json.dumps([asked]))
+    code, out, err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(query), "--json")
+    assert code == 0, err
+    (by_file,) = json.loads(out)
+    assert by_flags["query"]["accelerator_count"] == 8
+    assert by_flags["query"]["metric"] == "samples_per_second"
+    assert by_flags == by_file
