@@ -302,7 +302,7 @@ def _index_names(cat: Catalog) -> None:
             cat.metric_index.add(metric.id, name, "alias")
     for fw in cat.frameworks.values():
         base = cat.frameworks.get(fw.runs_on) if fw.runs_on is not None else None
-        if fw.runs_on is not None and (base is None or base.id == fw.id or base.runs_on):
+        if fw.runs_on is not None and (base is None or base.runs_on):  # itself included
             raise InvalidInput(  # one hop to a framework of its own: the family is its id
                 f"catalogue: framework {fw.id}: runs_on {fw.runs_on!r} is not a framework "
                 "of the catalogue that runs on none"

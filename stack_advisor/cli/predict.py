@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from stack_advisor.advisor.proxy.predictions import proxy_predictions
+from stack_advisor.advisor.proxy.predictions import proxy_predictions, serving_scenario
 from stack_advisor.cli.options import FormatOpt, JsonOpt, StoreOpt
 from stack_advisor.cli.proxy import proxy_workload
 from stack_advisor.cli.recommend_options import (
@@ -119,8 +119,9 @@ def benchmark_queries(
     counts their evidence has, which is not the count asked); an inference scenario defaults to
     Offline, as ``predict --model`` takes it."""
     base: dict[str, Any] = {"family": family, "benchmark": benchmark, "accelerator_count": count}
-    if scenario or family == "mlperf-inference":
-        base["scenario"] = scenario or "Offline"  # as predict --model takes it
+    asked = serving_scenario(family, scenario)
+    if asked:
+        base["scenario"] = asked
     if as_of is not None:
         base["as_of"] = as_of
     return [{**base, "accelerator": name} for name in accelerators]

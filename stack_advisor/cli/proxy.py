@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stack_advisor.advisor.proxy.predictions import MLPERF_INFERENCE
+from stack_advisor.advisor.proxy.predictions import MLPERF_INFERENCE, serving_scenario
 from stack_advisor.schema.errors import InvalidInput
 
 
@@ -62,7 +62,7 @@ def proxy_workload(
         "family": family,
         "benchmark": benchmark,
         "model": model,
-        "scenario": scenario or ("Offline" if family == MLPERF_INFERENCE else None),
+        "scenario": serving_scenario(family, scenario),
         "hardware": {"accelerators": accelerators or None},
         **proxy_fields(model, isl, osl, concurrency),
     }

@@ -16,6 +16,7 @@ from stack_advisor.advisor.proxy.predictions import (
     Recommender,
     proxy_predictions,
     refused,
+    serving_scenario,
 )
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.store.base import validation_message
@@ -85,11 +86,10 @@ class ModelQuery(BaseModel):
     def workload(self) -> dict[str, Any]:
         """The workload ``advisor predict --model`` asks ``recommend`` (``cli.proxy``'s
         ``proxy_workload``): a training run has no scenario."""
-        serving = self.family == MLPERF_INFERENCE
         data: dict[str, Any] = {
             "family": self.family,
             "model": self.description(),
-            "scenario": self.scenario or ("Offline" if serving else None),
+            "scenario": serving_scenario(self.family, self.scenario),
             "hardware": {"accelerators": [self.accelerator]},
             "isl": self.isl,
             "osl": self.osl,
@@ -133,13 +133,13 @@ def _refused_raw(i: int, raw: dict[str, Any], why: str) -> Prediction:
         )
     count = raw.get("accelerator_count")
     model = raw.get("model")
+    family = "mlperf-training" if raw.get("family") == "mlperf-training" else MLPERF_INFERENCE
+    given = raw.get("scenario")
     spec = {
-        "family": raw.get("family") if raw.get("family") == "mlperf-training" else MLPERF_INFERENCE,
+        "family": family,
         "model": model if isinstance(model, dict) else {"name": str(model or "model")},
-        "scenario": raw.get("scenario") if isinstance(raw.get("scenario"), str) else None,
+        "scenario": serving_scenario(family, given if isinstance(given, str) else None),
     }
-    if spec["family"] == MLPERF_INFERENCE and spec["scenario"] is None:
-        spec["scenario"] = "Offline"
     valid_count = (
         count if isinstance(count, int) and not isinstance(count, bool) and count >= 1 else None
     )

@@ -20,6 +20,12 @@ ALL_ROWS = 1000
 MLPERF_INFERENCE = "mlperf-inference"
 
 
+def serving_scenario(family: str, scenario: str | None) -> str | None:
+    """The scenario a proxy or flag query is asked in: the one given, else Offline for serving;
+    a training run has none."""
+    return scenario or ("Offline" if family == MLPERF_INFERENCE else None)
+
+
 class Recommender(Protocol):
     """What answers a workload: ``Advisor.recommend`` and its remote and snapshot kin."""
 
