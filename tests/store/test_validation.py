@@ -138,3 +138,33 @@ def test_figures_beyond_their_units_bound_are_refused(unit: str, value: float) -
     base = examples.RESULT_DOCUMENT["measurements"][0]
     with pytest.raises(ValidationError, match="beyond any physical figure"):
         Measurement.model_validate({**base, "unit": unit, "value": value, "p10": None, "p90": None})
+
+
+NUL_PLACES = {
+    "a text field": ("measurements.0.note", "ok\x00"),
+    "a dict's key": ("stack.extra", {"dali": "1.17", "k\x00": "v"}),
+    "a dict's value": ("stack.extra", {"dali": "1.17\x00"}),
+    "a list's item": ("placement.evidence", ["basis: lspci", "x\x00"]),
+    "a key beside numbers": ("measurements.0.benchmark.parameters", {"batch": 8, "s\x00": 1}),
+    "a nested dict's key": ("fingerprint", {"gpus": [{"name": "H100", "bus\x00": 3}]}),
+    "a nested list's item": ("measurements.0.benchmark.parameters", {"b": [1, ("x", "y\x00")]}),
+}
+
+
+@pytest.mark.parametrize(("path", "value"), NUL_PLACES.values(), ids=NUL_PLACES.keys())
+def test_a_nul_anywhere_in_a_field_is_refused_naming_it(path: str, value: Any) -> None:
+    """Every field's check (``DomainModel._no_nul``) looks into dicts and lists, keys included,
+    however they are mixed with numbers or nested."""
+    _refused(_doc(**{path: value}), path.split(".")[-1], "must not contain NUL")
+    clean = copy.deepcopy(value)
+    ResultDocument.model_validate(_doc(**{path: _without_nul(clean)}))
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_nul(v) for v in value]
+    return value
