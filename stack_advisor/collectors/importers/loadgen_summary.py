@@ -49,6 +49,9 @@ from stack_advisor.schema.errors import InvalidInput
 SCENARIOS = tuple(load_catalog().scenarios)
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_NUMBER_TEXT = re.compile(_NUMBER)  # compiled once: a round's summaries hold ~150k figures
+_INTEGER_TEXT = re.compile(r"[-+]?\d+")
+_NON_WORD = re.compile(r"\W+")
 _KV = re.compile(r"^\s*(?P<key>[^:]+?)\s*:\s*(?P<value>.*?)\s*$")
 _PCT_LINE = re.compile(
     r"^(?P<pct>\d+(?:\.\d+)?)(?:th)? percentile (?P<what>.+?) \(ns\)$", re.IGNORECASE
@@ -86,11 +89,11 @@ def _pct_key(pct: str) -> str:
 
 
 def _number(value: str, line: str) -> float | int:
-    match = re.fullmatch(_NUMBER, value.strip())
-    if not match:
+    text = value.strip()
+    if not _NUMBER_TEXT.fullmatch(text):
         raise InvalidInput(f"LoadGen summary line {line.strip()!r}: {value!r} is not a number")
     number = float(value)
-    return int(number) if re.fullmatch(r"[-+]?\d+", value.strip()) else number
+    return int(number) if _INTEGER_TEXT.fullmatch(text) else number
 
 
 def _stat_group(what: str) -> str | None:
@@ -116,7 +119,7 @@ class _SummaryParser:
     def line(self, raw: str) -> None:
         line = raw.rstrip()
         stripped = line.strip()
-        if not stripped or set(stripped) == {"="}:
+        if not stripped.strip("="):  # blank, or a rule of "="
             return
         if self._heading(stripped) or self._count(stripped) or self._early_line(stripped, line):
             return
@@ -201,7 +204,7 @@ class _SummaryParser:
             out.setdefault("valid", value == "VALID")
             self.block = None
         elif key_lower.endswith("satisfied"):
-            name = re.sub(r"\W+", "_", key_lower).strip("_")
+            name = _NON_WORD.sub("_", key_lower).strip("_")
             out["constraints"][name] = value.lower() == "yes"
         elif known_lower in _RESULT_LINES:
             name = _RESULT_LINES[known_lower]
