@@ -182,6 +182,18 @@ class PublishedFigure(BaseModel):
     note: str | None = None
 
 
+class Redefinition(BaseModel):
+    """The round from which a benchmark's name stands for another workload (a new dataset or
+    model under the same name), with where that shows: results of earlier rounds measure the old
+    workload and are no evidence for the current one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    round: str = Field(pattern=r"^v\d+(\.\d+)*$")
+    source: str = Field(pattern=_SOURCE)
+    note: str = Field(min_length=1)
+
+
 class BenchmarkEntry(_Entry):
     """A benchmark and the facts of its model, each as published (``source``: the benchmark's
     rules; ``reference``: its reference implementation; ``model_source``: the model's own card
@@ -220,6 +232,7 @@ class BenchmarkEntry(_Entry):
     variant_patterns: list[str] = Field(default_factory=list)
     reference: str | None = Field(default=None, pattern=_SOURCE)
     model_source: str | None = Field(default=None, pattern=_SOURCE)
+    redefined: Redefinition | None = None
 
     _patterns = field_validator("variant_patterns")(classmethod(lambda cls, v: _check_patterns(v)))
 

@@ -7,7 +7,10 @@ on 2026-11-26 after the merge that brought the knowledge base to Inference v5.1 
 the line-up catalogue and the H200 runs (the data changed, not the code path). Requests 26 and 27
 were re-recorded on 2026-11-29 when the default view began to count NeMo (and MaxText) results in
 the stack family of the framework they run on (PyTorch, JAX): only their "N more results" counts
-moved.
+moved. 36 of the 50 were re-recorded on 2026-11-29 when 3d-unet's results from before its
+redefinition (BraTS 2019 until v1.1, KiTS 2019 since v2.0) stopped counting as its evidence
+(the round-drift prior no longer learns a x0.06 "step" from them, so forecasts to today's round
+moved) and same-vendor transfers took their bounds from parts' first results on the cell.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

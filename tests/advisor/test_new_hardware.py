@@ -16,6 +16,7 @@ from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.estimate import hardware, transfer
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Query
+from stack_advisor.advisor.estimate.transfer_replay import FIRST_RESULTS
 from stack_advisor.advisor.estimate.transferred import CROSS_VENDOR, kind_quantiles
 from stack_advisor.advisor.results import Basis
 from stack_advisor.schema.models import (
@@ -434,3 +435,33 @@ def test_a_transfer_prefers_the_parts_siblings() -> None:
     # a workstation sibling far outside the accelerator's span is not drawn on
     far = {"tiny": (1.0, (1.0, 1.0), "nvidia"), **refs}
     assert "tiny" not in transfer.nearest(far, peaks, ("tiny",))
+
+
+def test_a_same_vendor_transfer_is_as_wide_as_parts_first_results_landed(embedded_store) -> None:  # type: ignore[no-untyped-def]
+    # the first ten parts run from the first round on the law; the next ten each appear first in
+    # a later round, 1.3x or 0.8x what the law scales from their peers: what a transfer answers
+    first, later = NVIDIA[:10], NVIDIA[10:19]
+    debut = {name: 1 + j % 2 for j, name in enumerate(later)}  # the round each later part joins
+    offset = {name: 1.3 if j < 5 else 0.8 for j, name in enumerate(later)}
+    rows, i = [], 0
+    for r, (rnd, drift) in enumerate(ROUNDS):
+        for name in first + [n for n in later if debut[n] <= r]:
+            value = _law(name) * drift * (offset[name] if debut.get(name) == r else 1.0)
+            for k in range(6):  # six systems each, within 1% of one another
+                rows.append(_obs(name, "nvidia", rnd, value * (1 + k / 600), i))
+                i += 1
+    embedded_store.ingest(IngestBatch(observations=rows))
+    index = EvidenceIndex(Advisor(embedded_store).table())
+    pool = index.residuals_for(SLICE[0])[
+        (Basis.TRANSFERRED, "closed", "samples_per_second", FIRST_RESULTS)
+    ]
+    assert len(pool) == 6 * len(later)  # each later part's first round, every system
+    p10, mid, p90 = np.quantile(pool, (0.1, 0.5, 0.9))
+    assert p90 - p10 > math.log(1.3 / 0.8) * 0.8  # the new parts' own offsets, both ways
+    est = index.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
+    if est.basis is Basis.UNSUPPORTED:  # no compute figure for it: ask a part that has one
+        est = index.estimate(_query("NVIDIA GH200-96GB"))
+    assert est.basis is Basis.TRANSFERRED and est.low is not None and est.high is not None
+    # below the centre the interval reaches as far as the first results fell below their median
+    # (its top may be held to what the part's peaks allow)
+    assert math.log(est.value / est.low) == pytest.approx(mid - p10, abs=0.03)

@@ -52,7 +52,7 @@ from stack_advisor.advisor.estimate.drift_prior import (
 )
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
-from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
+from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey, model_name
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
@@ -143,15 +143,17 @@ class RoundDrift:
 
     def age_count(self, key: SliceKey, at: float) -> int:
         """The benchmark's held rounds before round ``at`` (``MATURE`` where it is in the
-        family's oldest held round: it began earlier)."""
+        family's oldest held round: it began earlier). A redefined benchmark counts from its
+        former workload's first round: the same model on another dataset, its software as old."""
         if self._first is None:
             first: dict[tuple[str, ...], float] = {}
             for k in self.index.slices:
                 for r in self.rounds(k)[:1]:
-                    first[k[:2]] = min(first.get(k[:2], r), r)
+                    model = (k[0], model_name(k[1]))
+                    first[model] = min(first.get(model, r), r)
                     first[k[:1]] = min(first.get(k[:1], r), r)
             self._first = first
-        begun = self._first.get(key[:2], at)
+        begun = self._first.get((key[0], model_name(key[1])), at)
         if begun <= self._first.get(key[:1], 0.0):
             return MATURE
         if not self._held:

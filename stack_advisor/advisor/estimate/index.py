@@ -25,8 +25,11 @@ metric, division), so data about other benchmarks never moves it. Intervals are 
 per basis: log residuals of the same estimator replayed on the knowledge base's own history
 (every round predicted from the rounds before it; each accelerator from its peers of the same
 round), pooled per calibration cell: (family, division, metric) for transfers, (family, division,
-way the metric runs) for observed and interpolated figures; a transfer's bounds are scaled
-by its own benchmark's spread (locally weighted conformal). The calibration depends only on the
+way the metric runs) for observed and interpolated figures; a same-vendor transfer's bounds are
+those of parts' first results on the cell's benchmarks, each predicted from the rounds before
+(``transfer_replay.first_results``), other kinds' scaled by their own benchmark's spread (locally
+weighted conformal). Results from before a benchmark's redefinition (the catalogue's
+``redefined``) form a slice of their own. The calibration depends only on the
 table: ``stack_advisor.advisor.estimate.calibration_file`` persists it with the table's content
 digest.
 """

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from stack_advisor.advisor.estimate.order_stats import median
-from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.estimate.query import Estimate, Query, redefined_reason
 from stack_advisor.advisor.estimate.scenario import unrecorded_scenario
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog import load_catalog
@@ -77,6 +77,9 @@ def missing_slice(index: EvidenceIndex, q: Query) -> str:
     """Why a slice has no results: the benchmark, scenario, division or metric never recorded."""
     names = index.benchmarks(q.family)
     if q.benchmark not in names:
+        redefined = redefined_reason(q.family, q.benchmark)
+        if redefined:
+            return redefined
         return f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
     if (
         q.scenario not in index.scenarios(q.family, q.benchmark)

@@ -13,12 +13,15 @@ from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.transfer import TransferModel
 from stack_advisor.advisor.knowledge.table import ObservationTable, group_rows
 from stack_advisor.advisor.results import Basis
+from stack_advisor.catalog.loading import load_catalog
+from stack_advisor.catalog.rounds import round_key
 
 SliceKey = tuple[str, str, str, str, str]  # family, benchmark, scenario, metric, division
 # a residual pool: (basis, division, metric) — a calibration cell, (basis, division, "higher" or
 # "lower") the division's metrics that run one way, (basis, None, None) the whole family — or
 # (basis, division, metric, benchmark, scenario), one slice's share of its cell
 PoolKey = tuple[Any, ...]
+FORMER = " (before"  # a redefined benchmark's results before its redefinition: ``former_name``
 
 
 @dataclass
@@ -96,10 +99,64 @@ def group_slices(
     canon_names = sorted(set(canon))
     canon_code = np.asarray([canon_names.index(c) for c in canon], dtype=np.int64)
     rows = np.flatnonzero(table.value > 0)
+    old = superseded(table)[rows].astype(np.int64)
     columns = [c.codes[rows] for c in cols]
     if table.n:
+        columns.append(old)
         columns.append(canon_code[table.accelerator.codes[rows]])
-    for (*slice_codes, acc), members in group_rows(columns, rows):  # in order of appearance
+    for (*slice_codes, before, acc), members in group_rows(columns, rows):  # in appearance order
         key = tuple(col.vocab[c] for col, c in zip(cols, slice_codes))
+        if before:  # the old workload: a slice of its own, never the benchmark's evidence
+            key = (key[0], former_name(key[0], key[1]), *key[2:])
         slices.setdefault(key, {})[canon_names[acc]] = members.astype(np.int64)
     return slices
+
+
+def former_name(family: str, benchmark: str) -> str:
+    """The slice name of a redefined benchmark's results from before its redefinition."""
+    entry = load_catalog().benchmark(family, benchmark)
+    since = entry.redefined.round if entry is not None and entry.redefined is not None else "?"
+    return f"{benchmark}{FORMER} {since})"
+
+
+def model_name(benchmark: str) -> str:
+    """The benchmark a slice name stands for, a redefined one's former workload included (the
+    same model on another dataset: its software has the same age)."""
+    return benchmark.split(FORMER, 1)[0]
+
+
+def superseded(table: ObservationTable) -> np.ndarray:
+    """Rows measured before their benchmark was redefined (``BenchmarkEntry.redefined``: the name
+    stands for another workload since that round): no evidence for the benchmark as it is now
+    (``group_slices`` keeps them as a slice of their own: replays within their rounds still
+    calibrate the intervals)."""
+    out = np.zeros(table.n, dtype=bool)
+    if not table.n:
+        return out
+    cat = load_catalog()
+    round_keys = [round_key(r or "") for r in table.round.vocab]
+    for code, name in enumerate(table.bench_name.vocab):
+        for fcode, family in enumerate(table.family.vocab):
+            entry = cat.benchmark(family or "", name or "")
+            if entry is None or entry.redefined is None:
+                continue
+            since = round_key(entry.redefined.round)
+            old = np.asarray([k < since for k in round_keys], dtype=bool)
+            out |= (
+                (table.bench_name.codes == code)
+                & (table.family.codes == fcode)
+                & old[table.round.codes]
+            )
+    return out
+
+
+def redefined_reason(family: str, benchmark: str) -> str | None:
+    """Why a benchmark the catalogue redefined has no evidence here: only results of earlier
+    rounds (or none) are held; None where the benchmark was never redefined."""
+    entry = load_catalog().benchmark(family, benchmark)
+    if entry is None or entry.redefined is None:
+        return None
+    return (
+        f"no result of {benchmark} since {entry.redefined.round}, when it was redefined "
+        f"({entry.redefined.note}): results of earlier rounds measure another workload"
+    )

@@ -19,6 +19,9 @@ EvidenceIndex = Any
 CROSS_VENDOR = "cross-vendor"
 SAME_VENDOR = ""
 KINDS = (SAME_VENDOR, CROSS_VENDOR, BANDWIDTH_ONLY, f"{CROSS_VENDOR}, {BANDWIDTH_ONLY}")
+# the pool of parts' first results on a benchmark, each transferred from its same-vendor peers of
+# the rounds before (``first_results``)
+FIRST_RESULTS = "first results"
 
 
 def kind_of(cross_vendor: bool, bandwidth_only: bool) -> str:
@@ -42,6 +45,7 @@ def replay(
     cell = (key[4], key[3])
     family_level = (None, "higher" if hib else "lower")
     _replay_same_vendor(index, key, by_acc, rounds, out)
+    _replay_first_results(index, key, by_acc, rounds, out)
     # other vendors' parts on a benchmark are rare: every round of the slice, each accelerator
     # from the other vendors' latest results up to and including its round
     for i, rnd in enumerate(rounds):
@@ -116,6 +120,57 @@ def _replay_same_vendor(
                         out[(Basis.TRANSFERRED, *level, BANDWIDTH_ONLY)].extend(
                             (actual - math.log(value)).tolist()
                         )
+
+
+def _replay_first_results(
+    index: EvidenceIndex,
+    key: tuple[str, ...],
+    by_acc: dict[str, np.ndarray],
+    rounds: list[float],
+    out: dict[tuple[Any, ...], list[float]],
+) -> None:
+    """Each part's first results on the slice, in any round after the slice's first, transferred
+    from its same-vendor peers of the two rounds before: what a transfer answers (a part never
+    measured on the benchmark), the drift of a round and a new part's own software included.
+    Pooled per cell (division, metric) and per way the metric runs; ``first_results`` reads them."""
+    policy, _ = index.blend(key, by_acc)
+    way = (None, "higher" if index.higher_is_better(key) else "lower")
+    for i in range(1, len(rounds)):
+        rnd, window = rounds[i], (rounds[max(0, i - 2)], rounds[i])
+        before: dict[str, Any] | None = None
+        current = index.references(by_acc, at=rnd, policy=policy)
+        for acc, rows in by_acc.items():
+            if acc not in current or float(index.round_no[rows].min()) != rnd:
+                continue
+            if before is None:
+                before = index.references(by_acc, between=window, policy=policy)
+            target, cls = current[acc][1], current[acc][2]
+            same = {a: v for a, v in before.items() if v[2] == cls}
+            if not same:
+                continue
+            model = index.held_out_model(key, cls, acc) or index.transfer_model(key, by_acc, cls)
+            value, _ = transfer.predict(model, same, target, siblings(acc))
+            now = rows[index.round_no[rows] == rnd]
+            residuals = (np.log(index.unit[now]) - math.log(value)).tolist()
+            for level in ((key[4], key[3]), way):
+                out[(Basis.TRANSFERRED, *level, FIRST_RESULTS)].extend(residuals)
+
+
+def first_results(
+    pools: dict[tuple[Any, ...], np.ndarray], key: tuple[str, ...], hib: bool, min_residuals: int
+) -> tuple[float, float] | None:
+    """How far below and above their median parts' first results on the slice's cell landed
+    from their transfers (p10 - median, p90 - median of ``_replay_first_results``' pool), else on
+    every metric of the family that runs the same way; None where neither holds
+    ``min_residuals``."""
+    from stack_advisor.advisor.estimate.order_stats import quantiles
+
+    for level in ((key[4], key[3]), (None, "higher" if hib else "lower")):
+        values = pools.get((Basis.TRANSFERRED, *level, FIRST_RESULTS))
+        if values is not None and len(values) >= min_residuals:
+            lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
+            return float(lo - mid), float(hi - mid)
+    return None
 
 
 MIN_DIRECTION = (

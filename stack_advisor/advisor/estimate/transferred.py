@@ -45,7 +45,7 @@ from stack_advisor.advisor.estimate.transfer_replay import CROSS_VENDOR as CROSS
 from stack_advisor.advisor.estimate.transfer_replay import KINDS as KINDS
 from stack_advisor.advisor.estimate.transfer_replay import MIN_DIRECTION as MIN_DIRECTION
 from stack_advisor.advisor.estimate.transfer_replay import SAME_VENDOR as SAME_VENDOR
-from stack_advisor.advisor.estimate.transfer_replay import kind_of
+from stack_advisor.advisor.estimate.transfer_replay import first_results, kind_of
 from stack_advisor.advisor.estimate.transfer_replay import kind_quantiles as kind_quantiles
 from stack_advisor.advisor.estimate.transfer_replay import replay as replay
 from stack_advisor.advisor.results import Basis
@@ -64,7 +64,9 @@ def _calibrated(
 ) -> tuple[float, float, float] | Estimate:
     """(p10, median, p90) log residuals of this kind of transfer, never narrower than a
     same-vendor transfer on the slice (whose replays hold a round's drift); a refusal where too
-    few transfers of the kind were replayed to calibrate an interval."""
+    few transfers of the kind were replayed to calibrate an interval. A same-vendor transfer's
+    bounds are those of parts' first results on the cell (``first_results``: what a transfer
+    answers, measured round ahead); another kind's are never narrower than them."""
     lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind, cls)
     if math.isnan(lo_q):
         seen = sorted({v[2] for v in refs.values()})
@@ -80,6 +82,18 @@ def _calibrated(
             mid_q + min(lo_q - mid_q, s_lo - s_mid),
             mid_q + max(hi_q - mid_q, s_hi - s_mid),
         )
+    # a part's first results on a benchmark, predicted from the rounds before, are what a
+    # transfer answers: their spread is a same-vendor transfer's, and the floor of other kinds'
+    first = first_results(
+        index.residuals_for(q.family),
+        q.slice,
+        index.higher_is_better(q.slice),
+        index.min_residuals,
+    )
+    if first is not None and not kind:
+        lo_q, hi_q = mid_q + first[0], mid_q + first[1]
+    elif first is not None:
+        lo_q, hi_q = mid_q + min(lo_q - mid_q, first[0]), mid_q + max(hi_q - mid_q, first[1])
     return lo_q, mid_q, hi_q
 
 

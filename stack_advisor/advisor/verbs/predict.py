@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from stack_advisor.advisor.estimate.drift import answer_round, as_of_error
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
-from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.estimate.query import Estimate, Query, redefined_reason
 from stack_advisor.advisor.knowledge.rules import RuleSet
 from stack_advisor.advisor.results import (
     Basis,
@@ -166,7 +166,7 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     """The query in canonical terms, or why it cannot be answered."""
     benchmarks = index.benchmarks(q.family)
     if q.benchmark not in benchmarks:
-        return (
+        return redefined_reason(q.family, q.benchmark) or (
             f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
             + _closest(q.benchmark, benchmarks)
         )
