@@ -799,7 +799,10 @@ def main() -> int:
             "never narrower than those first results. A benchmark the catalogue says was "
             "redefined under its name (`redefined` in benchmarks.yaml: 3d-unet ran BraTS 2019 "
             "until v1.1, KiTS 2019 from v2.0) keeps its older results apart, as a slice of their "
-            "own: never evidence, pairs or peers for the new workload. Transfer pools are per "
+            "own: never evidence, pairs or peers for the new workload. A transfer reads its "
+            "references from results of the query's system class (one node for up to eight "
+            "accelerators, several beyond) where a part of its vendor ran in that class, else "
+            "from every result, saying so. Transfer pools are per "
             "family, division and metric; the calibration is a function of the data, persisted "
             "with it (`stack_advisor.advisor.estimate.calibration_file`)."
         ),

@@ -10,7 +10,9 @@ the stack family of the framework they run on (PyTorch, JAX): only their "N more
 moved. 36 of the 50 were re-recorded on 2026-11-29 when 3d-unet's results from before its
 redefinition (BraTS 2019 until v1.1, KiTS 2019 since v2.0) stopped counting as its evidence
 (the round-drift prior no longer learns a x0.06 "step" from them, so forecasts to today's round
-moved) and same-vendor transfers took their bounds from parts' first results on the cell.
+moved) and same-vendor transfers took their bounds from parts' first results on the cell; 10 of
+them again when transfers began to read references of the query's system class (one node or
+several).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

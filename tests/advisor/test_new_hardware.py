@@ -7,6 +7,7 @@ catalogue's real figures), never presented as published results."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -465,3 +466,33 @@ def test_a_same_vendor_transfer_is_as_wide_as_parts_first_results_landed(embedde
     # below the centre the interval reaches as far as the first results fell below their median
     # (its top may be held to what the part's peaks allow)
     assert math.log(est.value / est.low) == pytest.approx(mid - p10, abs=0.03)
+
+
+def test_a_transfer_reads_references_of_the_querys_system_class(embedded_store) -> None:  # type: ignore[no-untyped-def]
+    # H200 ran only in one server (8 per node); H100 only in 9-node racks, at twice the per-GPU
+    # figure the law gives: 8 x H100 NVL scale from the H200 alone, 72 from the racks alone
+    rows, i = [], 0
+    for name, nodes, factor in (
+        ("NVIDIA H200-SXM-141GB", 1, 1.0),
+        ("NVIDIA H100-SXM5-80GB", 9, 2.0),
+    ):
+        for rnd, drift in ROUNDS:
+            obs = _obs(name, "nvidia", rnd, _law(name) * drift * factor, i)
+            details = {**obs.provenance.details, "nodes": str(nodes), "accelerators_per_node": "8"}
+            rows.append(
+                obs.model_copy(
+                    update={"provenance": obs.provenance.model_copy(update={"details": details})}
+                )
+            )
+            i += 1
+    embedded_store.ingest(IngestBatch(observations=rows))
+    index = EvidenceIndex(Advisor(embedded_store).table())
+    one_node = index.estimate(_query("NVIDIA H100-NVL-94GB"))
+    racks = index.estimate(replace(_query("NVIDIA H100-NVL-94GB"), count=72))
+    assert one_node.basis is Basis.TRANSFERRED, one_node.reason
+    assert racks.basis is Basis.TRANSFERRED, racks.reason
+    assert one_node.references == ["H200-SXM-141GB"] and racks.references == ["H100-SXM5-80GB"]
+    assert not any("other system sizes" in n for n in one_node.notes + racks.notes)
+    # per accelerator, the racks' doubled figure carries into the 72-GPU answer only
+    assert racks.value is not None and one_node.value is not None
+    assert racks.value > 1.5 * one_node.value

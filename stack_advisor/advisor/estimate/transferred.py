@@ -17,7 +17,10 @@ with too few replays to calibrate an interval is refused, saying so. A CPU trans
 (``stack_advisor.advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and
 accelerators, nor between device classes (``transfer.within_span``), and no end of an interval
 goes beyond what the target's peak figures allow from its references (``transfer.peak_bound``,
-carried by the precision spread and the learned efficiency correction).
+carried by the precision spread and the learned efficiency correction). References are read from
+results of the query's system class (one node for up to eight accelerators, several beyond:
+``references_class``) where a part of the target's vendor ran in that class, else from every
+result, saying so: a rack's per-accelerator figure is not one server's.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from stack_advisor.advisor.estimate.hardware import (
     siblings,
 )
 from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.estimate.references_class import of_class
 from stack_advisor.advisor.estimate.transfer_replay import CROSS_VENDOR as CROSS_VENDOR
 from stack_advisor.advisor.estimate.transfer_replay import KINDS as KINDS
 from stack_advisor.advisor.estimate.transfer_replay import MIN_DIRECTION as MIN_DIRECTION
@@ -143,6 +147,7 @@ def _scaled_factors(
     name: str,
     cls: str,
     used: list[str],
+    source: dict[str, np.ndarray],
 ) -> tuple[list[tuple[str, str, float]], list[str], dict[str, float]]:
     """(factors, notes, spread): the references and the target's figures, and where the
     precision is not determined, the value each candidate policy gives (the interval spans
@@ -157,7 +162,9 @@ def _scaled_factors(
         ),
     ]
     notes: list[str] = []
-    spread = {} if bandwidth_only else policy_spread(index, q.slice, by_acc, model, name, cls)
+    spread = (
+        {} if bandwidth_only else policy_spread(index, q.slice, by_acc, model, name, cls, source)
+    )
     if spread:  # precision not determined: the interval spans what each candidate policy gives
         factors.append(("precision", _spread_text(spread, model.precision), 1.0))
         notes.append(factors[-1][1])
@@ -188,7 +195,11 @@ def transferred_estimate(
     raw = index.raw_names
     if not any(same_device_class(raw.get(a, a), name, pool[a][1], target) for a in used):
         return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
-    factors, notes, spread = _scaled_factors(index, q, by_acc, model, name, cls, used)
+    factors, notes, spread = _scaled_factors(
+        index, q, by_acc, model, name, cls, used, scaling.source
+    )
+    if scaling.note:
+        notes.append(scaling.note)
     low, high = min(spread.values(), default=raw_value), max(spread.values(), default=raw_value)
     # the median residual of this kind of transfer on the cell's history is a learned efficiency
     # correction (the drift of a round included); the interval is their p10..p90 around the scaling
@@ -201,7 +212,7 @@ def transferred_estimate(
         notes.append(
             "beyond the best measured accelerator on this benchmark: extrapolated from public specs"
         )
-    rows = np.concatenate([by_acc[a] for a in used])
+    rows = np.concatenate([scaling.source[a] for a in used])
     # the widest precision the interval spans moves the peaks the bound reads; the learned
     # efficiency correction (a round's drift, from the history) may carry it further
     widest = (max if hib else min)(spread.values()) / raw_value if spread else 1.0
@@ -275,6 +286,8 @@ class _Scaling:
     target: tuple[float, float]
     policy: str
     refs: dict[str, Any]
+    source: dict[str, np.ndarray]  # the slice's rows the references were read from
+    note: str | None = None
 
 
 def _scaling(
@@ -292,7 +305,8 @@ def _scaling(
         if refused or target is None:
             return Estimate(Basis.UNSUPPORTED, reason=refused)
         model = transfer.by_bandwidth(hib, model.accelerators)
-    refs = index.references(by_acc, policy=model.precision)
+    source, note = _class_source(index, q, by_acc, cls, model.precision)
+    refs = index.references(source, policy=model.precision)
     if (
         model.precision == BANDWIDTH_ONLY and policy == "4-bit"
     ):  # the references' bandwidth in their operands
@@ -306,7 +320,28 @@ def _scaling(
             reason=f"no accelerator with public figures measured: none ran "
             f"{q.benchmark} {q.scenario} with catalogue figures to scale by",
         )
-    return _Scaling(model, target, policy, refs)
+    return _Scaling(model, target, policy, refs, source, note)
+
+
+def _class_source(
+    index: EvidenceIndex, q: Query, by_acc: dict[str, np.ndarray], cls: str, policy: str
+) -> tuple[dict[str, np.ndarray], str | None]:
+    """The rows a transfer reads its references from: those of the query's system class (one
+    node, or several) where a reference of the target's vendor (else of any vendor, where none
+    of its vendor ran the benchmark) ran in that class; else every row, saying so."""
+    classed, multi = of_class(index, q.slice, by_acc, q.count)
+    if len(classed) == len(by_acc) and all(len(classed[a]) == len(by_acc[a]) for a in classed):
+        return by_acc, None  # every result is of the query's class
+    every = index.references(by_acc, policy=policy)
+    own = index.references(classed, policy=policy)
+    vendor_ran = any(v[2] == cls for v in every.values())
+    if own and (any(v[2] == cls for v in own.values()) or not vendor_ran):
+        return classed, None
+    kind = "multi-node" if multi else "single-node"
+    return by_acc, (
+        f"no reference part has a {kind} result on {q.benchmark} {q.scenario}: scaled from "
+        "results of other system sizes (their per-accelerator figures as published)"
+    )
 
 
 def policy_spread(
@@ -316,6 +351,7 @@ def policy_spread(
     model: transfer.TransferModel,
     name: str,
     cls: str,
+    source: dict[str, np.ndarray] | None = None,
 ) -> dict[str, float]:
     """policy → the figure ``model`` transfers to ``name`` under it, for the slice's policy and
     those its evidence could not tell from it (``transfer.choose_policy``), where they differ by
@@ -326,7 +362,7 @@ def policy_spread(
     out = {}
     for policy in (model.precision, *choice.undetermined):
         target = scaling_figures(name, policy)
-        refs = index.references(by_acc, policy=policy)
+        refs = index.references(by_acc if source is None else source, policy=policy)
         same = {a: v for a, v in refs.items() if v[2] == cls}
         if target is not None and refs:
             out[policy] = transfer.predict(replace(model, precision=policy), same or refs, target)[
