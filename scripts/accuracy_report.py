@@ -802,7 +802,8 @@ def main() -> int:
             "own: never evidence, pairs or peers for the new workload. A transfer reads its "
             "references from results of the query's system class (one node for up to eight "
             "accelerators, several beyond) where a part of its vendor ran in that class, else "
-            "from every result, saying so. Transfer pools are per "
+            "from every result, saying so (the replays that calibrate transfers read every "
+            "system size). Transfer pools are per "
             "family, division and metric; the calibration is a function of the data, persisted "
             "with it (`stack_advisor.advisor.estimate.calibration_file`)."
         ),

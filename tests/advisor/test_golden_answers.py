@@ -12,7 +12,8 @@ redefinition (BraTS 2019 until v1.1, KiTS 2019 since v2.0) stopped counting as i
 (the round-drift prior no longer learns a x0.06 "step" from them, so forecasts to today's round
 moved) and same-vendor transfers took their bounds from parts' first results on the cell; 10 of
 them again when transfers began to read references of the query's system class (one node or
-several).
+several), and 7 when a result without a published node count began to span nodes beyond eight
+accelerators (GB300 x 72 on resnet50 now says it scales from other system sizes).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -17,7 +17,7 @@ from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.estimate import hardware, transfer
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Query
-from stack_advisor.advisor.estimate.transfer_replay import FIRST_RESULTS
+from stack_advisor.advisor.estimate.transfer_replay import FIRST_RESULTS, first_results
 from stack_advisor.advisor.estimate.transferred import CROSS_VENDOR, kind_quantiles
 from stack_advisor.advisor.results import Basis
 from stack_advisor.schema.models import (
@@ -459,23 +459,17 @@ def test_a_same_vendor_transfer_is_as_wide_as_parts_first_results_landed(embedde
     assert len(pool) == 6 * len(later)  # each later part's first round, every system
     p10, mid, p90 = np.quantile(pool, (0.1, 0.5, 0.9))
     assert p90 - p10 > math.log(1.3 / 0.8) * 0.8  # the new parts' own offsets, both ways
-    est = index.estimate(_query("NVIDIA RTX PRO 6000 Blackwell Server Edition"))
-    if est.basis is Basis.UNSUPPORTED:  # no compute figure for it: ask a part that has one
-        est = index.estimate(_query("NVIDIA GH200-96GB"))
-    assert est.basis is Basis.TRANSFERRED and est.low is not None and est.high is not None
+    est = index.estimate(_query("NVIDIA GH200-96GB"))  # a part that never ran the slice
+    assert est.basis is Basis.TRANSFERRED and est.value is not None and est.low is not None
     # below the centre the interval reaches as far as the first results fell below their median
     # (its top may be held to what the part's peaks allow)
     assert math.log(est.value / est.low) == pytest.approx(mid - p10, abs=0.03)
 
 
-def test_a_transfer_reads_references_of_the_querys_system_class(embedded_store) -> None:  # type: ignore[no-untyped-def]
-    # H200 ran only in one server (8 per node); H100 only in 9-node racks, at twice the per-GPU
-    # figure the law gives: 8 x H100 NVL scale from the H200 alone, 72 from the racks alone
+def _in_systems(parts: tuple[tuple[str, int, float], ...]) -> list[Observation]:
+    """Each (part, nodes, factor on the law) in every round, its system's node count published."""
     rows, i = [], 0
-    for name, nodes, factor in (
-        ("NVIDIA H200-SXM-141GB", 1, 1.0),
-        ("NVIDIA H100-SXM5-80GB", 9, 2.0),
-    ):
+    for name, nodes, factor in parts:
         for rnd, drift in ROUNDS:
             obs = _obs(name, "nvidia", rnd, _law(name) * drift * factor, i)
             details = {**obs.provenance.details, "nodes": str(nodes), "accelerators_per_node": "8"}
@@ -485,6 +479,13 @@ def test_a_transfer_reads_references_of_the_querys_system_class(embedded_store) 
                 )
             )
             i += 1
+    return rows
+
+
+def test_a_transfer_reads_references_of_the_querys_system_class(embedded_store) -> None:  # type: ignore[no-untyped-def]
+    # H200 ran only in one server (8 per node); H100 only in 9-node racks, at twice the per-GPU
+    # figure the law gives: 8 x H100 NVL scale from the H200 alone, 72 from the racks alone
+    rows = _in_systems((("NVIDIA H200-SXM-141GB", 1, 1.0), ("NVIDIA H100-SXM5-80GB", 9, 2.0)))
     embedded_store.ingest(IngestBatch(observations=rows))
     index = EvidenceIndex(Advisor(embedded_store).table())
     one_node = index.estimate(_query("NVIDIA H100-NVL-94GB"))
@@ -496,3 +497,28 @@ def test_a_transfer_reads_references_of_the_querys_system_class(embedded_store) 
     # per accelerator, the racks' doubled figure carries into the 72-GPU answer only
     assert racks.value is not None and one_node.value is not None
     assert racks.value > 1.5 * one_node.value
+
+
+def test_a_transfer_from_other_system_sizes_says_so(embedded_store) -> None:  # type: ignore[no-untyped-def]
+    # every result came from racks: one server's answer scales them, and says it did
+    rows = _in_systems((("NVIDIA H200-SXM-141GB", 9, 1.0), ("NVIDIA H100-SXM5-80GB", 9, 1.0)))
+    embedded_store.ingest(IngestBatch(observations=rows))
+    est = EvidenceIndex(Advisor(embedded_store).table()).estimate(_query("NVIDIA H100-NVL-94GB"))
+    assert est.basis is Basis.TRANSFERRED, est.reason
+    assert any("no reference part has a single-node result" in n for n in est.notes)
+
+
+def test_first_results_fall_back_to_every_metric_that_runs_the_same_way() -> None:
+    rng = np.random.default_rng(2)
+    cell, family = ("closed", "samples_per_second"), (None, "higher")
+    narrow, wide = rng.normal(0, 0.05, 10), rng.normal(0, 0.4, 60)
+    pools = {
+        (Basis.TRANSFERRED, *cell, FIRST_RESULTS): narrow,
+        (Basis.TRANSFERRED, *family, FIRST_RESULTS): wide,
+    }
+    # the cell holds 10, fewer than asked: the family's way of the metric answers
+    below, above = first_results(pools, SLICE, True, 40) or (0.0, 0.0)
+    assert below < -0.3 and above > 0.3
+    below, above = first_results(pools, SLICE, True, 10) or (0.0, 0.0)
+    assert -0.2 < below < 0 < above < 0.2
+    assert first_results(pools, SLICE, True, 100) is None

@@ -5,12 +5,24 @@ published trees and imported by the real importer."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog.loading import load_catalog
 from stack_advisor.collectors.importers.mlperf import import_mlperf
+from stack_advisor.schema.models import (
+    Accelerator,
+    Benchmark,
+    IngestBatch,
+    Observation,
+    Placement,
+    PlacementKind,
+    Provenance,
+    SoftwareStack,
+    SourceKind,
+)
 from stack_advisor.store.registry import open_store
 from tests.support.mlperf import result_path, system_json, write
 
@@ -63,3 +75,45 @@ def test_results_before_the_redefinition_are_no_evidence(tmp_path: Path) -> None
         assert answer.basis is not Basis.OBSERVED
         assert answer.value is None or answer.value < 100.0
         assert all("v1.1" not in r for r in answer.evidence.rounds)
+
+
+def test_the_former_workload_is_not_offered_and_nothing_held_is_plainly_unknown(
+    tmp_path: Path,
+) -> None:
+    with open_store(f"embedded:{tmp_path / 'empty'}") as store:
+        (unknown,) = Advisor(store).predict([QUERY])
+        assert "redefined" not in (unknown.reason or "")
+    with open_store(f"embedded:{tmp_path / 'kb'}") as store:
+        old = {"a100": ("NVIDIA A100-SXM-80GB", 200.0)}
+        import_mlperf(_round(tmp_path, "v1.1", old), store)
+        advisor = Advisor(store)
+        former = "3d-unet-99 (before v2.0)"
+        assert former not in advisor.knowledge().index.benchmarks("mlperf-inference")
+        (asked,) = advisor.predict([{**QUERY, "benchmark": former}])
+        assert asked.basis is Basis.UNSUPPORTED and asked.value is None
+
+
+def test_a_result_with_no_round_is_of_todays_workload(tmp_path: Path) -> None:
+    # a local run records no MLPerf round: it measured the benchmark as it is now
+    local = Observation(
+        benchmark=Benchmark(
+            family="mlperf-inference",
+            name="3d-unet-99",
+            parameters={"scenario": "Offline", "division": "closed"},
+        ),
+        metric="samples_per_second",
+        value=50.0,
+        unit="samples/s",
+        higher_is_better=True,
+        timestamp=datetime(2026, 11, 1, tzinfo=UTC),
+        stack=SoftwareStack(framework="tensorrt", framework_version="10.2.0", cuda="12.4"),
+        accelerator=Accelerator(model="NVIDIA A100-SXM-80GB", vendor="nvidia", count=1),
+        placement=Placement(kind=PlacementKind.BARE_METAL),
+        provenance=Provenance(kind=SourceKind.MEASURED, source="advisor collect"),
+        source_key="local-3d-unet",
+    )
+    with open_store(f"embedded:{tmp_path / 'kb'}") as store:
+        import_mlperf(_round(tmp_path, "v1.1", {"a100": ("NVIDIA A100-SXM-80GB", 200.0)}), store)
+        store.ingest(IngestBatch(observations=[local]))
+        (answer,) = Advisor(store).predict([QUERY])
+        assert answer.basis is Basis.OBSERVED and answer.value == 50.0

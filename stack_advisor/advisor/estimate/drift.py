@@ -159,9 +159,9 @@ class RoundDrift:
         if not self._held:
             held: dict[tuple[str, ...], set[float]] = defaultdict(set)
             for k in self.index.slices:
-                held[k[:2]].update(self.rounds(k))
+                held[(k[0], model_name(k[1]))].update(self.rounds(k))
             self._held = {k: sorted(v) for k, v in held.items()}
-        return sum(1 for r in self._held.get(key[:2], []) if r < at)
+        return sum(1 for r in self._held.get((key[0], model_name(key[1])), []) if r < at)
 
     def rounds(self, key: SliceKey) -> list[float]:
         """The published rounds the slice holds (those of its ``cells``, read off its rows

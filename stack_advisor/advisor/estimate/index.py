@@ -21,17 +21,10 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
    that class ever seen on it, no public specs to scale by, the model does not fit in memory.
 
 Every estimate depends only on the rows of its own benchmark slice (family, benchmark, scenario,
-metric, division), so data about other benchmarks never moves it. Intervals are split-conformal
-per basis: log residuals of the same estimator replayed on the knowledge base's own history
-(every round predicted from the rounds before it; each accelerator from its peers of the same
-round), pooled per calibration cell: (family, division, metric) for transfers, (family, division,
-way the metric runs) for observed and interpolated figures; a same-vendor transfer's bounds are
-those of parts' first results on the cell's benchmarks, each predicted from the rounds before
-(``transfer_replay.first_results``), other kinds' scaled by their own benchmark's spread (locally
-weighted conformal). Results from before a benchmark's redefinition (the catalogue's
-``redefined``) form a slice of their own. The calibration depends only on the
-table: ``stack_advisor.advisor.estimate.calibration_file`` persists it with the table's content
-digest.
+metric, division). Intervals are split-conformal per basis: log residuals of the same estimator
+replayed on the knowledge base's own history, pooled per calibration cell (``residuals``,
+``transferred``), persisted with the table's content digest (``calibration_file``). Results from
+before a benchmark's redefinition are a slice of their own, not offered to users (``benchmarks``).
 """
 
 from __future__ import annotations
@@ -61,6 +54,7 @@ from stack_advisor.advisor.estimate.latency import applies as is_latency_slice
 from stack_advisor.advisor.estimate.latency_limit import capped, limit_share_estimate
 from stack_advisor.advisor.estimate.order_stats import median, quantile
 from stack_advisor.advisor.estimate.query import (
+    FORMER,
     Calibration,
     Estimate,
     PoolKey,
@@ -165,10 +159,10 @@ class EvidenceIndex:
 
     # ---- what the knowledge base knows --------------------------------------------------------
     def known_benchmarks(self) -> set[tuple[str, str]]:
-        return {(k[0], k[1]) for k in self.slices}
+        return {(k[0], k[1]) for k in self.slices if FORMER not in k[1]}
 
     def benchmarks(self, family: str) -> list[str]:
-        return sorted({k[1] for k in self.slices if k[0] == family})
+        return sorted({k[1] for k in self.slices if k[0] == family and FORMER not in k[1]})
 
     def scenarios(self, family: str, benchmark: str) -> list[str]:
         return sorted({k[2] for k in self.slices if k[0] == family and k[1] == benchmark})

@@ -77,7 +77,7 @@ def missing_slice(index: EvidenceIndex, q: Query) -> str:
     """Why a slice has no results: the benchmark, scenario, division or metric never recorded."""
     names = index.benchmarks(q.family)
     if q.benchmark not in names:
-        redefined = redefined_reason(q.family, q.benchmark)
+        redefined = redefined_reason(q.family, q.benchmark, index.slices)
         if redefined:
             return redefined
         return f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"

@@ -18,8 +18,9 @@ from stack_advisor.catalog.rounds import round_key
 
 SliceKey = tuple[str, str, str, str, str]  # family, benchmark, scenario, metric, division
 # a residual pool: (basis, division, metric) — a calibration cell, (basis, division, "higher" or
-# "lower") the division's metrics that run one way, (basis, None, None) the whole family — or
-# (basis, division, metric, benchmark, scenario), one slice's share of its cell
+# "lower") the division's metrics that run one way, (basis, None, None) the whole family,
+# (basis, division, metric, benchmark, scenario) one slice's share of its cell, or (basis,
+# division or None, metric or way, kind) a kind of transfer's ("cross-vendor", "first results")
 PoolKey = tuple[Any, ...]
 FORMER = " (before"  # a redefined benchmark's results before its redefinition: ``former_name``
 
@@ -91,7 +92,8 @@ def group_slices(
 ) -> dict[SliceKey, dict[str, np.ndarray]]:
     """The rows with a positive value grouped by benchmark slice, then by canonical accelerator
     (``canon``: the canonical name of each of the table's accelerator names), slices and
-    accelerators in the order they first appear."""
+    accelerators in the order they first appear. Results from before their benchmark's
+    redefinition form a slice of their own, named ``former_name`` ("3d-unet-99 (before v2.0)")."""
     if canon is None:
         canon = [canonical_accelerator(a) for a in table.accelerator.vocab]
     slices: dict[SliceKey, dict[str, np.ndarray]] = {}
@@ -141,7 +143,8 @@ def superseded(table: ObservationTable) -> np.ndarray:
             if entry is None or entry.redefined is None:
                 continue
             since = round_key(entry.redefined.round)
-            old = np.asarray([k < since for k in round_keys], dtype=bool)
+            # a result with no published round (a local run) is of today's workload
+            old = np.asarray([k not in ((), (0,)) and k < since for k in round_keys], dtype=bool)
             out |= (
                 (table.bench_name.codes == code)
                 & (table.family.codes == fcode)
@@ -150,13 +153,19 @@ def superseded(table: ObservationTable) -> np.ndarray:
     return out
 
 
-def redefined_reason(family: str, benchmark: str) -> str | None:
-    """Why a benchmark the catalogue redefined has no evidence here: only results of earlier
-    rounds (or none) are held; None where the benchmark was never redefined."""
+def redefined_reason(
+    family: str, benchmark: str, slices: dict[SliceKey, dict[str, np.ndarray]]
+) -> str | None:
+    """Why a benchmark the catalogue redefined has no evidence here: only results from before
+    its redefinition are held (``slices`` hold its former workload); else None."""
     entry = load_catalog().benchmark(family, benchmark)
     if entry is None or entry.redefined is None:
         return None
+    former = former_name(family, benchmark)
+    if not any(k[0] == family and k[1] == former for k in slices):
+        return None
+    now = f", {entry.dataset} since" if entry.dataset else " in"
     return (
-        f"no result of {benchmark} since {entry.redefined.round}, when it was redefined "
-        f"({entry.redefined.note}): results of earlier rounds measure another workload"
+        f"no result of {benchmark} since it was redefined{now} {entry.redefined.round}: the "
+        f"knowledge base holds only results of its earlier workload ({former!r})"
     )

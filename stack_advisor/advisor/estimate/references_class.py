@@ -3,7 +3,10 @@ one node, multi-node results for one that does not (issue 41: never a multi-node
 one node without a factor). A rack-scale system's per-accelerator figure is not what the same
 part does alone in one server (GB300's deepseek-r1 Server results are 72-GPU racks), so where
 the slice holds references of the query's class, only they are scaled; where it holds none, every
-result is, and the answer says so.
+result is, and the answer says so. A query fits one node when its count is at most the largest
+count the slice's single-node systems held (ten A30s and eighteen Cloud AI 100s have run in one
+server), and at least eight; a result without a published node count spans nodes beyond eight.
+The replays that calibrate transfer intervals read every system size.
 """
 
 from __future__ import annotations
@@ -16,43 +19,56 @@ import numpy as np
 # ``index``: an ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (typed Any here: that module
 # calls this one)
 EvidenceIndex = Any
-# the most accelerators one node of the catalogue's systems holds: a larger count spans nodes
+# one node's accelerators where the slice holds no single-node system to say more
 NODE_MAX = 8
 _CACHE: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
 
 
-def multi_node_rows(index: EvidenceIndex) -> np.ndarray:
-    """Per table row: whether its system spans several nodes (as published)."""
+def node_counts(index: EvidenceIndex) -> np.ndarray:
+    """Per table row: its system's published node count (0 where not published, as
+    ``drift.system_class`` reads the column)."""
     memo = _CACHE.setdefault(index, {})
-    if "multi" not in memo:
+    if "nodes" not in memo:
         table = index.table
         by_code = np.asarray(
             [
-                bool(v) and str(v[0]).isdigit() and int(v[0]) > 1
+                int(v[0]) if v and str(v[0]).isdigit() else 0
                 for v in (table.system.vocab if table.n else [])
             ],
-            dtype=bool,
+            dtype=np.int64,
         )
-        memo["multi"] = by_code[table.system.codes] if table.n else np.empty(0, dtype=bool)
-    result: np.ndarray = memo["multi"]
+        memo["nodes"] = by_code[table.system.codes] if table.n else np.empty(0, dtype=np.int64)
+    result: np.ndarray = memo["nodes"]
     return result
 
 
 def of_class(
     index: EvidenceIndex, key: tuple[str, ...], by_acc: dict[str, np.ndarray], count: int
 ) -> tuple[dict[str, np.ndarray], bool]:
-    """(the slice's accelerators restricted to rows of the query's class, multi-node or not),
-    the same dict object for the same slice and class (the index memoises references by it)."""
-    multi = count > NODE_MAX
+    """(``by_acc`` restricted to rows of the query's class, whether that class spans nodes); for
+    the index's own slice the same dict object each time (the index memoises references by it).
+    A row without a published node count spans nodes where its count exceeds ``NODE_MAX``."""
+    nodes = node_counts(index)
+    counts = index.table.count
+    own = by_acc is index.slices.get(key)
     memo = _CACHE.setdefault(index, {})
-    cache_key = (key, multi)
-    if cache_key not in memo:
-        flags = multi_node_rows(index)
-        kept = {}
-        for acc, rows in by_acc.items():
-            own = rows[flags[rows] == multi]
-            if len(own):
-                kept[acc] = own
-        memo[cache_key] = kept
-    found: dict[str, np.ndarray] = memo[cache_key]
-    return found, multi
+    most = memo.get((key, "one node")) if own else None
+    if most is None:
+        single = [rows[nodes[rows] == 1] for rows in by_acc.values()]
+        held = np.concatenate(single) if single else np.empty(0, dtype=np.int64)
+        most = max(int(counts[held].max()) if len(held) else 0, NODE_MAX)
+        if own:
+            memo[(key, "one node")] = most
+    multi = count > most
+    if own and (key, multi) in memo:
+        cached: dict[str, np.ndarray] = memo[(key, multi)]
+        return cached, multi
+    kept = {}
+    for acc, rows in by_acc.items():
+        spans = np.where(nodes[rows] > 0, nodes[rows] > 1, counts[rows] > NODE_MAX)
+        rows_of_class = rows[spans == multi]
+        if len(rows_of_class):
+            kept[acc] = rows_of_class
+    if own:
+        memo[(key, multi)] = kept
+    return kept, multi

@@ -11,6 +11,7 @@ import numpy as np
 
 from stack_advisor.advisor.estimate import transfer
 from stack_advisor.advisor.estimate.hardware import BANDWIDTH_ONLY, siblings
+from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.results import Basis
 
 # ``index``: an ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (typed Any here: that module
@@ -163,8 +164,6 @@ def first_results(
     from their transfers (p10 - median, p90 - median of ``_replay_first_results``' pool), else on
     every metric of the family that runs the same way; None where neither holds
     ``min_residuals``."""
-    from stack_advisor.advisor.estimate.order_stats import quantiles
-
     for level in ((key[4], key[3]), (None, "higher" if hib else "lower")):
         values = pools.get((Basis.TRANSFERRED, *level, FIRST_RESULTS))
         if values is not None and len(values) >= min_residuals:
@@ -194,7 +193,6 @@ def kind_quantiles(
     ``MIN_DIRECTION`` of them (one vendor's parts may run under what another's scale to, and the
     other way round: their pooled median would move both the wrong way), its bounds the p10/p90 of
     every vendor's replays each centred on its own median; with fewer, on the whole pool's."""
-    from stack_advisor.advisor.estimate.order_stats import median, quantiles
 
     levels = ((key[4], key[3]), (None, "higher" if hib else "lower"))
     for i, level in enumerate(levels):

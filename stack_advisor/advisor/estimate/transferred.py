@@ -143,15 +143,15 @@ def _scaled_factors(
     index: EvidenceIndex,
     q: Query,
     by_acc: dict[str, np.ndarray],
-    model: Any,
+    scaling: _Scaling,
     name: str,
     cls: str,
     used: list[str],
-    source: dict[str, np.ndarray],
 ) -> tuple[list[tuple[str, str, float]], list[str], dict[str, float]]:
     """(factors, notes, spread): the references and the target's figures, and where the
     precision is not determined, the value each candidate policy gives (the interval spans
-    them)."""
+    them); the note where the references are of other system sizes than the query's."""
+    model, source = scaling.model, scaling.source
     bandwidth_only = model.precision == BANDWIDTH_ONLY
     factors: list[tuple[str, str, float]] = [
         ("reference", f"{', '.join(used)} {model.describe()}", 1.0),
@@ -161,7 +161,7 @@ def _scaled_factors(
             1.0,
         ),
     ]
-    notes: list[str] = []
+    notes: list[str] = [scaling.note] if scaling.note else []
     spread = (
         {} if bandwidth_only else policy_spread(index, q.slice, by_acc, model, name, cls, source)
     )
@@ -195,11 +195,7 @@ def transferred_estimate(
     raw = index.raw_names
     if not any(same_device_class(raw.get(a, a), name, pool[a][1], target) for a in used):
         return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
-    factors, notes, spread = _scaled_factors(
-        index, q, by_acc, model, name, cls, used, scaling.source
-    )
-    if scaling.note:
-        notes.append(scaling.note)
+    factors, notes, spread = _scaled_factors(index, q, by_acc, scaling, name, cls, used)
     low, high = min(spread.values(), default=raw_value), max(spread.values(), default=raw_value)
     # the median residual of this kind of transfer on the cell's history is a learned efficiency
     # correction (the drift of a round included); the interval is their p10..p90 around the scaling

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class
-from stack_advisor.advisor.estimate.query import Estimate, redefined_reason
+from stack_advisor.advisor.estimate.query import Estimate
 from stack_advisor.advisor.knowledge.rules import parse_version, stack_components
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import serving
@@ -125,9 +125,6 @@ def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
         )
     assert workload.benchmark is not None
     if workload.benchmark not in names:
-        redefined = redefined_reason(workload.family, workload.benchmark)
-        if redefined:
-            return NotFound(f"benchmark: {redefined}")
         if _catalogued(workload.benchmark, workload.family):
             return NotFound(
                 f"benchmark: no results yet for {workload.benchmark} in {workload.family}: the "

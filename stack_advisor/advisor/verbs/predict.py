@@ -166,7 +166,7 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     """The query in canonical terms, or why it cannot be answered."""
     benchmarks = index.benchmarks(q.family)
     if q.benchmark not in benchmarks:
-        return redefined_reason(q.family, q.benchmark) or (
+        return redefined_reason(q.family, q.benchmark, index.slices) or (
             f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
             + _closest(q.benchmark, benchmarks)
         )
