@@ -5,26 +5,16 @@ published trees and imported by the real importer."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog.loading import load_catalog
 from stack_advisor.collectors.importers.mlperf import import_mlperf
-from stack_advisor.schema.models import (
-    Accelerator,
-    Benchmark,
-    IngestBatch,
-    Observation,
-    Placement,
-    PlacementKind,
-    Provenance,
-    SoftwareStack,
-    SourceKind,
-)
+from stack_advisor.schema.models import Benchmark, IngestBatch
 from stack_advisor.store.registry import open_store
 from tests.support.mlperf import result_path, system_json, write
+from tests.support.samples import make_obs
 
 TRT = ("TensorRT 8.2.0, CUDA 11.4", "TensorRT 8.2.0, CUDA 11.4, cuDNN 8.2.4, Driver 470.57.02")
 
@@ -95,22 +85,20 @@ def test_the_former_workload_is_not_offered_and_nothing_held_is_plainly_unknown(
 
 def test_a_result_with_no_round_is_of_todays_workload(tmp_path: Path) -> None:
     # a local run records no MLPerf round: it measured the benchmark as it is now
-    local = Observation(
-        benchmark=Benchmark(
-            family="mlperf-inference",
-            name="3d-unet-99",
-            parameters={"scenario": "Offline", "division": "closed"},
-        ),
-        metric="samples_per_second",
-        value=50.0,
-        unit="samples/s",
-        higher_is_better=True,
-        timestamp=datetime(2026, 11, 1, tzinfo=UTC),
-        stack=SoftwareStack(framework="tensorrt", framework_version="10.2.0", cuda="12.4"),
-        accelerator=Accelerator(model="NVIDIA A100-SXM-80GB", vendor="nvidia", count=1),
-        placement=Placement(kind=PlacementKind.BARE_METAL),
-        provenance=Provenance(kind=SourceKind.MEASURED, source="advisor collect"),
-        source_key="local-3d-unet",
+    local = make_obs(0, acc="NVIDIA A100-SXM-80GB", metric="samples_per_second")
+    local = local.model_copy(
+        update={
+            "benchmark": Benchmark(
+                family="mlperf-inference",
+                name="3d-unet-99",
+                parameters={"scenario": "Offline", "division": "closed"},
+            ),
+            "value": 50.0,
+            "unit": "samples/s",
+            "p10": None,
+            "p90": None,
+            "source_key": "local-3d-unet",
+        }
     )
     with open_store(f"embedded:{tmp_path / 'kb'}") as store:
         import_mlperf(_round(tmp_path, "v1.1", {"a100": ("NVIDIA A100-SXM-80GB", 200.0)}), store)

@@ -135,21 +135,16 @@ def superseded(table: ObservationTable) -> np.ndarray:
     out = np.zeros(table.n, dtype=bool)
     if not table.n:
         return out
-    cat = load_catalog()
-    round_keys = [round_key(r or "") for r in table.round.vocab]
-    for code, name in enumerate(table.bench_name.vocab):
-        for fcode, family in enumerate(table.family.vocab):
-            entry = cat.benchmark(family or "", name or "")
-            if entry is None or entry.redefined is None:
-                continue
-            since = round_key(entry.redefined.round)
-            # a result with no published round (a local run) is of today's workload
-            old = np.asarray([k not in ((), (0,)) and k < since for k in round_keys], dtype=bool)
-            out |= (
-                (table.bench_name.codes == code)
-                & (table.family.codes == fcode)
-                & old[table.round.codes]
-            )
+    # a result with no published round (a local run) is of today's workload
+    keys = [round_key(r or "") for r in table.round.vocab]
+    for entry in load_catalog().benchmarks.values():
+        bench, family = table.bench_name.code(entry.id), table.family.code(entry.family)
+        if entry.redefined is None or bench < 0 or family < 0:
+            continue
+        since = round_key(entry.redefined.round)
+        old = np.asarray([k not in ((), (0,)) and k < since for k in keys], dtype=bool)
+        mine = (table.bench_name.codes == bench) & (table.family.codes == family)
+        out |= mine & old[table.round.codes]
     return out
 
 
