@@ -194,6 +194,16 @@ class Redefinition(BaseModel):
     note: str = Field(min_length=1)
 
 
+class Introduced(BaseModel):
+    """The round whose results first hold a benchmark (``source``: that round's results, the
+    round before's holding none): the benchmark's age is counted in published rounds from it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    round: str = Field(pattern=r"^v\d+(\.\d+)*$")
+    source: str = Field(pattern=_SOURCE)
+
+
 class BenchmarkEntry(_Entry):
     """A benchmark and the facts of its model, each as published (``source``: the benchmark's
     rules; ``reference``: its reference implementation; ``model_source``: the model's own card
@@ -233,6 +243,7 @@ class BenchmarkEntry(_Entry):
     reference: str | None = Field(default=None, pattern=_SOURCE)
     model_source: str | None = Field(default=None, pattern=_SOURCE)
     redefined: Redefinition | None = None
+    introduced: Introduced | None = None
 
     _patterns = field_validator("variant_patterns")(classmethod(lambda cls, v: _check_patterns(v)))
 

@@ -13,7 +13,11 @@ redefinition (BraTS 2019 until v1.1, KiTS 2019 since v2.0) stopped counting as i
 moved) and same-vendor transfers took their bounds from parts' first results on the cell; 10 of
 them again when transfers began to read references of the query's system class (one node or
 several), and 7 when a result without a published node count began to span nodes beyond eight
-accelerators (GB300 x 72 on resnet50 now says it scales from other system sizes).
+accelerators (GB300 x 72 on resnet50 now says it scales from other system sizes). 40 were
+re-recorded on 2026-11-29 when the drift prior began to count a benchmark's age in published
+rounds since the round the catalogue says introduced it (llama2-70b's first held round, v4.1, is
+its second) and a group with few steps at an age took every group's steps at that age: the
+forecasts to today's round moved, nothing else.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -20,6 +20,13 @@ from stack_advisor.advisor.estimate.drift import (
     next_round,
     round_at,
     round_label,
+)
+from stack_advisor.advisor.estimate.drift_prior import (
+    MIN_PRIOR_PAIRS,
+    DriftPrior,
+    PriorState,
+    introduced_round,
+    rounds_since,
 )
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import SliceKey
@@ -254,3 +261,41 @@ def test_recommend_answers_for_the_round_its_workload_names(
 def test_rounds_beyond_the_catalogue_follow_the_cadence() -> None:
     assert rounds_between("mlperf-inference", 5.1, 9.0) == 7  # v6.0 .. v9.0, two a year
     assert rounds_between("mlperf-inference", 3.0, 4.1) == 3
+
+
+def test_age_counts_published_rounds_since_the_catalogue_introduced_it(kb_advisor: Any) -> None:
+    """A benchmark's age is its published rounds since the round whose results first hold it
+    (the catalogue's ``introduced``), not its rounds held here: llama2-70b's first held round
+    (v4.1) is its second published one (v4.0 introduced it); Training's undated rounds follow
+    the x.0 / x.1 cadence."""
+    assert introduced_round("mlperf-inference", "llama2-70b-99") == pytest.approx(4.0)
+    assert introduced_round("mlperf-inference", "deepseek-r1") == pytest.approx(5.1)
+    assert rounds_since("mlperf-inference", 4.0, 4.1) == 1
+    assert rounds_since("mlperf-inference", 0.7, 1.1) == 2  # v1.0, v1.1
+    assert rounds_since("mlperf-training", 4.0, 5.0) == 2  # v4.1, v5.0
+    assert rounds_since("mlperf-inference", 5.1, 5.1) == 0
+    index = kb_advisor.evidence()
+    drift = index.round_drift
+    llama = [k for k in index.slices if k[0] == "mlperf-inference" and k[1] == "llama2-70b-99"]
+    assert llama and min(r for k in llama for r in drift.rounds(k)) == pytest.approx(4.1)
+    assert drift.age_count(llama[0], 4.1) == 1 and drift.age(llama[0], 4.1) == "1"
+    assert drift.age(llama[0], 5.1) == "2+"
+
+
+def test_a_group_with_few_young_steps_learns_from_every_group_at_that_age() -> None:
+    """Where a group holds fewer than ``MIN_PRIOR_PAIRS`` steps of a benchmark's age, the prior
+    takes every group's steps at that age before its own of every age: a young benchmark moves
+    as young benchmarks have, not as its group's mature ones."""
+    young_vision = [("throughput", "vision", "0", "nvidia", 3.0, math.log(1.3))] * MIN_PRIOR_PAIRS
+    young_llm = [("throughput", "llm", "0", "nvidia", 5.1, math.log(1.02))] * 2
+    mature_llm = [("throughput", "llm", "2+", "nvidia", 5.1, math.log(1.01))] * 20
+    state = PriorState(tuple(young_vision + young_llm + mature_llm), {"": 1.0})
+    prior = DriftPrior(cast(Any, None), state)
+    mid, lo, hi, pairs, name = prior.cell("throughput", "llm", "0", "nvidia")
+    assert name == "every group, age 0; throughput"
+    assert pairs == MIN_PRIOR_PAIRS + 2 and lo <= mid <= hi
+    assert math.exp(mid) == pytest.approx(1.3)
+    # with enough steps of its own at that age, the group's own cell answers
+    own = [("throughput", "llm", "0", "nvidia", 5.1, math.log(1.05))] * MIN_PRIOR_PAIRS
+    prior = DriftPrior(cast(Any, None), PriorState(tuple(young_vision + own), {"": 1.0}))
+    assert prior.cell("throughput", "llm", "0", "nvidia")[4] == "llm, age 0, nvidia; throughput"

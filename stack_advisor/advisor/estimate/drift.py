@@ -12,9 +12,11 @@ the drift comes from a prior learned on every held round-to-round step of every 
 slice: the per-round log improvement of the pairs, kept apart by what the figures are (throughput,
 latency, time to train: a p99 latency at a scenario's limit moves apart from its throughput),
 pooled by benchmark group (LLM, vision, recommendation, speech, graph, training), the benchmark's
-age (held rounds since its first; a forecast several rounds ahead takes each step at the age it
-will have) and the part's vendor, falling back to coarser cells where a cell has few pairs, its
-band at least as wide as every group's at that age (``DriftPrior``). The prior's 80% band is
+age (published rounds since the round the catalogue says introduced it, else held rounds since
+its first; a forecast several rounds ahead takes each step at the age it will have) and the part's
+vendor, falling back to coarser cells where a cell has few pairs (every group's steps at the
+benchmark's age before its own group's of every age), its band at least as wide as every group's
+at that age (``DriftPrior``). The prior's 80% band is
 calibrated per group on its own round-ahead replays: every step of the history predicted from the
 steps before it, one scale for all steps (``DriftPrior.scale``).
 """
@@ -46,9 +48,11 @@ from stack_advisor.advisor.estimate.drift_prior import (
     PriorShelf,
     age_bucket,
     benchmark_group,
+    introduced_round,
     metric_kind,
     orientation,
     round_label,
+    rounds_since,
 )
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
@@ -137,14 +141,18 @@ class RoundDrift:
         return per, multi
 
     def age(self, key: SliceKey, at: float) -> str:
-        """The benchmark's age at round ``at``: its held rounds before it (``age_bucket``). A
-        benchmark already in the family's oldest held round began earlier: counted as mature."""
+        """The benchmark's age at round ``at`` (``age_count``, bucketed by ``age_bucket``)."""
         return age_bucket(self.age_count(key, at))
 
     def age_count(self, key: SliceKey, at: float) -> int:
-        """The benchmark's held rounds before round ``at`` (``MATURE`` where it is in the
-        family's oldest held round: it began earlier). A redefined benchmark counts from its
-        former workload's first round: the same model on another dataset, its software as old."""
+        """The benchmark's published rounds since the one that introduced it (the catalogue's
+        ``introduced``) up to round ``at``; where the catalogue does not say, its held rounds
+        before ``at`` (``MATURE`` where it is in the family's oldest held round: it began
+        earlier). A redefined benchmark counts from its former workload's first round: the same
+        model on another dataset, its software as old."""
+        introduced = introduced_round(key[0], model_name(key[1]))
+        if introduced is not None:
+            return rounds_since(key[0], introduced, at)
         if self._first is None:
             first: dict[tuple[str, ...], float] = {}
             for k in self.index.slices:

@@ -16,8 +16,9 @@ import numpy as np
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.query import Query, SliceKey
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
-from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
 from stack_advisor.catalog import load_catalog, resolve_benchmark
+from stack_advisor.catalog.rounds import load_rounds
 
 LEVEL_Q = (0.1, 0.9)
 MIN_PRIOR_PAIRS = 8  # a prior cell with fewer pairs gives way to the coarser one
@@ -142,6 +143,32 @@ def benchmark_group(family: str, benchmark: str) -> str:
     return "other"
 
 
+@lru_cache(maxsize=256)
+def introduced_round(family: str, benchmark: str) -> float | None:
+    """The round number whose results first hold ``benchmark`` (the catalogue's ``introduced``;
+    None where it does not say)."""
+    match = resolve_benchmark(benchmark)
+    entry = (
+        load_catalog().benchmark(match.family or family, match.base or match.id)
+        if match.resolved
+        else None
+    )
+    if entry is None or entry.introduced is None:
+        return None
+    return round_number(entry.introduced.round)
+
+
+def rounds_since(family: str, first: float, at: float) -> int:
+    """Published rounds of ``family`` after round ``first`` up to ``at`` (0 at ``first``): the
+    catalogue's dated rounds and, from v1.0 on, MLCommons' cadence of an x.0 and an x.1 round a
+    year (Training's older rounds are not dated in the catalogue)."""
+    if at <= first:
+        return 0
+    held = {round_number(r.id) for r in load_rounds() if r.family == family}
+    held |= {major + minor / 10 for major in range(1, int(at) + 1) for minor in (0, 1)}
+    return sum(1 for n in held if first + 1e-9 < n <= at + 1e-9)
+
+
 def metric_kind(family: str, higher_is_better: bool) -> str:
     """What a slice's figures are, for the prior: throughputs, times to train, or latencies
     (a latency at a scenario's limit moves apart from the throughput it was measured with)."""
@@ -215,9 +242,12 @@ class DriftPrior:
                 ((None, age, None), f"age {age}"),
             )
         else:
+            # a group with few steps at this age takes every group's at it before its own
+            # steps of every age: how benchmarks move at an age is the prior's first lesson
             tries = (
                 ((group, age, vendor), f"{group}, age {age}, {vendor}"),
                 ((group, age, None), f"{group}, age {age}"),
+                ((None, age, None), f"every group, age {age}"),
                 ((group, None, None), group),
                 ((None, None, None), "every benchmark"),
             )
@@ -334,5 +364,5 @@ def recent_quantiles(steps: list[tuple[float, float]]) -> tuple[float, float, fl
 
 
 def age_bucket(held_before: int) -> str:
-    """A benchmark's age at a step: its first held round, its second, or older."""
+    """A benchmark's age at a step: its first round, its second, or older."""
     return "0" if held_before <= 0 else ("1" if held_before == 1 else "2+")
