@@ -34,8 +34,9 @@ FAST = "not neo4j and not kube and not browser and not containers and not gpu an
 GOAL_CPU_MINUTES = 5.0
 
 
-def run_tier(env: dict[str, str], extra: list[str]) -> tuple[float, float, int, str]:
-    """(CPU s, wall s, exit code, pytest's summary line) of one fast-tier run."""
+def run_tier(env: dict[str, str], extra: list[str]) -> tuple[float, float, int, str, float]:
+    """(CPU s, wall s, exit code, pytest's summary line, peak RSS in MiB of the largest process
+    run so far: pytest itself, or a child it waited for) of one fast-tier run."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", FAST]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -53,7 +54,7 @@ def run_tier(env: dict[str, str], extra: list[str]) -> tuple[float, float, int, 
     if done.returncode != 0:  # the failures' tracebacks (head), then pytest's own summary
         failures = done.stdout.partition("= FAILURES =")[2] or done.stdout[-4000:]
         print(failures[:8000], done.stderr[-2000:], sep="\n", file=sys.stderr)
-    return cpu, wall, done.returncode, summary.strip("= ")
+    return cpu, wall, done.returncode, summary.strip("= "), after.ru_maxrss / 1024
 
 
 def main() -> int:
@@ -71,11 +72,11 @@ def main() -> int:
         env[key] = value
     worst = 0
     for run in range(1, args.repeat + 1):
-        cpu, wall, code, summary = run_tier(env, args.pytest_args)
+        cpu, wall, code, summary, rss = run_tier(env, args.pytest_args)
         verdict = "meets" if cpu / 60 <= GOAL_CPU_MINUTES else "misses"
         print(
             f"run {run}: {cpu / 60:.2f} CPU-minutes ({verdict} the {GOAL_CPU_MINUTES:g} goal), "
-            f"wall {wall / 60:.2f} min, exit {code}: {summary}",
+            f"wall {wall / 60:.2f} min, peak RSS {rss:,.0f} MiB, exit {code}: {summary}",
             flush=True,
         )
         worst = max(worst, code)

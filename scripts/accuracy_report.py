@@ -286,7 +286,9 @@ def sklearn_section(method: str, answers: dict, challenger: dict) -> list[str]: 
             "transferred MAPE "
             "and median APE, and its coverage in 0.75-0.85. "
             + (
-                "**It now is: switch `Advisor.transfer_method` to `learned`.**"
+                "**It now is** on these rows; the default (`Advisor.transfer_method`) stays "
+                "`roofline` until the challenger is also measured on the round-ahead steps "
+                "below, which the rule does not read: a switch moves every transfer's answer."
                 if wins
                 else "It is not, so answers keep the roofline blend."
             )

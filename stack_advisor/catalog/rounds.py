@@ -45,6 +45,22 @@ def round_key(value: str) -> tuple[int, ...]:
         return (0,)
 
 
+def rounds_after(family: str, old: float, new: float) -> int:
+    """Published rounds of ``family`` after round number ``old`` up to ``new`` (0 where ``new``
+    is not after ``old``): the catalogue's dated rounds and, from v1.0 on, MLCommons' cadence of
+    an x.0 and an x.1 round a year (rounds beyond the newest dated one, and Training's older
+    rounds, which the catalogue does not date). v3.0 -> v4.1 is 3: v3.1, v4.0, v4.1."""
+    if new <= old:
+        return 0
+    known = set()
+    for entry in load_rounds():
+        parts = round_key(entry.id)
+        if entry.family == family and parts != (0,):
+            known.add(parts[0] + (parts[1] / 10 if len(parts) > 1 else 0.0))
+    known |= {major + minor / 10 for major in range(1, int(new) + 1) for minor in (0, 1)}
+    return sum(1 for n in known if old + 1e-9 < n <= new + 1e-9)
+
+
 def release_key(text: str) -> tuple[int, ...]:
     """The numeric parts of a dotted version: '535.104.05' → (535, 104, 5); text parts ignored."""
     return tuple(int(p) for p in text.split(".") if p.isdigit())

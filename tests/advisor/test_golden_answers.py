@@ -17,7 +17,8 @@ accelerators (GB300 x 72 on resnet50 now says it scales from other system sizes)
 re-recorded on 2026-11-29 when the drift prior began to count a benchmark's age in published
 rounds since the round the catalogue says introduced it (llama2-70b's first held round, v4.1, is
 its second) and a group with few steps at an age took every group's steps at that age: the
-forecasts to today's round moved, nothing else.
+forecasts to today's round moved, nothing else; 4 Training ones (25-27, 48) again when
+Training's rgat and retinanet took Training's introduced round, not Inference's of the same name.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -26,14 +26,13 @@ from stack_advisor.advisor.estimate.drift_prior import (
     DriftPrior,
     PriorState,
     introduced_round,
-    rounds_since,
 )
 from stack_advisor.advisor.estimate.index import EvidenceIndex
-from stack_advisor.advisor.estimate.query import SliceKey
+from stack_advisor.advisor.estimate.query import SliceKey, model_name
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.advisor.workload import Workload
-from stack_advisor.catalog.rounds import load_rounds
+from stack_advisor.catalog.rounds import load_rounds, rounds_after
 from stack_advisor.schema.errors import InvalidInput
 
 
@@ -270,16 +269,27 @@ def test_age_counts_published_rounds_since_the_catalogue_introduced_it(kb_adviso
     the x.0 / x.1 cadence."""
     assert introduced_round("mlperf-inference", "llama2-70b-99") == pytest.approx(4.0)
     assert introduced_round("mlperf-inference", "deepseek-r1") == pytest.approx(5.1)
-    assert rounds_since("mlperf-inference", 4.0, 4.1) == 1
-    assert rounds_since("mlperf-inference", 0.7, 1.1) == 2  # v1.0, v1.1
-    assert rounds_since("mlperf-training", 4.0, 5.0) == 2  # v4.1, v5.0
-    assert rounds_since("mlperf-inference", 5.1, 5.1) == 0
+    # a name both families use is looked up in the slice's own: Training's rgat is v4.0's
+    assert introduced_round("mlperf-training", "rgat") == pytest.approx(4.0)
+    assert introduced_round("mlperf-training", "retinanet") == pytest.approx(2.0)
+    assert rounds_after("mlperf-inference", 4.0, 4.1) == 1
+    assert rounds_after("mlperf-inference", 0.7, 1.1) == 2  # v1.0, v1.1
+    assert rounds_after("mlperf-training", 4.0, 5.0) == 2  # v4.1, v5.0
+    assert rounds_after("mlperf-inference", 5.1, 5.1) == 0
     index = kb_advisor.evidence()
     drift = index.round_drift
     llama = [k for k in index.slices if k[0] == "mlperf-inference" and k[1] == "llama2-70b-99"]
     assert llama and min(r for k in llama for r in drift.rounds(k)) == pytest.approx(4.1)
     assert drift.age_count(llama[0], 4.1) == 1 and drift.age(llama[0], 4.1) == "1"
     assert drift.age(llama[0], 5.1) == "2+"
+    # Training's undated rounds count as Inference's dated ones do (one counter for both)
+    assert rounds_between("mlperf-training", 4.1, 6.0) == 3
+    # no held result predates the round the catalogue says introduced its benchmark
+    for key in index.slices:
+        first = introduced_round(key[0], model_name(key[1]))
+        held = drift.rounds(key)
+        if first is not None and held:
+            assert held[0] >= first - 1e-9, (key, held[0], first)
 
 
 def test_a_group_with_few_young_steps_learns_from_every_group_at_that_age() -> None:

@@ -52,7 +52,6 @@ from stack_advisor.advisor.estimate.drift_prior import (
     metric_kind,
     orientation,
     round_label,
-    rounds_since,
 )
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
@@ -60,6 +59,7 @@ from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey, mode
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
+from stack_advisor.catalog.rounds import rounds_after
 
 __all__ = [
     "AS_OF_WORDS",
@@ -151,8 +151,8 @@ class RoundDrift:
         earlier). A redefined benchmark counts from its former workload's first round: the same
         model on another dataset, its software as old."""
         introduced = introduced_round(key[0], model_name(key[1]))
-        if introduced is not None:
-            return rounds_since(key[0], introduced, at)
+        if introduced is not None and at > 0:  # a row with no round: as below
+            return rounds_after(key[0], introduced, at)
         if self._first is None:
             first: dict[tuple[str, ...], float] = {}
             for k in self.index.slices:

@@ -18,7 +18,6 @@ from stack_advisor.advisor.estimate.query import Query, SliceKey
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
 from stack_advisor.catalog import load_catalog, resolve_benchmark
-from stack_advisor.catalog.rounds import load_rounds
 
 LEVEL_Q = (0.1, 0.9)
 MIN_PRIOR_PAIRS = 8  # a prior cell with fewer pairs gives way to the coarser one
@@ -147,7 +146,7 @@ def benchmark_group(family: str, benchmark: str) -> str:
 def introduced_round(family: str, benchmark: str) -> float | None:
     """The round number whose results first hold ``benchmark`` (the catalogue's ``introduced``;
     None where it does not say)."""
-    match = resolve_benchmark(benchmark)
+    match = resolve_benchmark(benchmark, family)
     entry = (
         load_catalog().benchmark(match.family or family, match.base or match.id)
         if match.resolved
@@ -156,17 +155,6 @@ def introduced_round(family: str, benchmark: str) -> float | None:
     if entry is None or entry.introduced is None:
         return None
     return round_number(entry.introduced.round)
-
-
-def rounds_since(family: str, first: float, at: float) -> int:
-    """Published rounds of ``family`` after round ``first`` up to ``at`` (0 at ``first``): the
-    catalogue's dated rounds and, from v1.0 on, MLCommons' cadence of an x.0 and an x.1 round a
-    year (Training's older rounds are not dated in the catalogue)."""
-    if at <= first:
-        return 0
-    held = {round_number(r.id) for r in load_rounds() if r.family == family}
-    held |= {major + minor / 10 for major in range(1, int(at) + 1) for minor in (0, 1)}
-    return sum(1 for n in held if first + 1e-9 < n <= at + 1e-9)
 
 
 def metric_kind(family: str, higher_is_better: bool) -> str:

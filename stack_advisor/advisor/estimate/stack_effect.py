@@ -50,14 +50,13 @@ from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.protocols import EvidenceIndex
 from stack_advisor.advisor.estimate.stack_level import REFERENCE, RowStack, leveled
-from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.catalog import (
     load_catalog,
     resolve_benchmark,
     resolve_framework_name,
     stack_class,
 )
-from stack_advisor.catalog.rounds import load_rounds, release_of
+from stack_advisor.catalog.rounds import release_of, rounds_after
 
 MIN_PAIRS = 3
 MIN_CLUSTERS = 3  # independent stack changes (``StackPair.cluster``) a cluster bootstrap needs
@@ -433,22 +432,12 @@ class StackEffects:
 
 @lru_cache(maxsize=256)
 def rounds_between(family: str, old: float, new: float) -> int:
-    """Published rounds of ``family`` after round number ``old`` up to ``new`` (the catalogue's
-    ``rounds.yaml``; v3.0 -> v4.1 is 3: v3.1, v4.0, v4.1; beyond the newest listed, an x.0 and
-    an x.1 round a year); 1 for our own measurements (no round), for consecutive rounds and where
-    the catalogue lists none between."""
+    """Published rounds of ``family`` after round number ``old`` up to ``new``
+    (``catalog.rounds.rounds_after``); 1 for our own measurements (no round), for consecutive
+    rounds and where the catalogue and the cadence know none between."""
     if old <= 0 or new <= old:
         return 1
-    listed = {round_number(r.id) for r in load_rounds() if r.family == family}
-    # beyond the newest listed round, MLCommons' cadence: an x.0 and an x.1 round a year
-    last = max(listed, default=old)
-    listed |= {
-        major + minor / 10
-        for major in range(int(last), int(new) + 1)
-        for minor in (0, 1)
-        if last + 1e-9 < major + minor / 10
-    }
-    return max(1, sum(1 for n in listed if old + 1e-9 < n <= new + 1e-9))
+    return max(1, rounds_after(family, old, new))
 
 
 def upgrade_pair(pair: StackPair) -> bool:
