@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog.loading import load_catalog
 from stack_advisor.collectors.importers.mlperf import import_mlperf
+from stack_advisor.schema.errors import NotFound
 from stack_advisor.schema.models import Benchmark, IngestBatch
 from stack_advisor.store.registry import open_store
 from tests.support.mlperf import result_path, system_json, write
@@ -81,6 +84,11 @@ def test_the_former_workload_is_not_offered_and_nothing_held_is_plainly_unknown(
         assert former not in advisor.knowledge().index.benchmarks("mlperf-inference")
         (asked,) = advisor.predict([{**QUERY, "benchmark": former}])
         assert asked.basis is Basis.UNSUPPORTED and asked.value is None
+        # the stacks an accelerator ran the benchmark with: none since it was redefined, said so
+        with pytest.raises(NotFound, match=r"redefined, KiTS 2019 since v2\.0"):
+            advisor.rank_stacks(
+                benchmark="3d-unet-99", scenario="Offline", accelerator="NVIDIA A100-SXM-80GB"
+            )
 
 
 def test_a_result_with_no_round_is_of_todays_workload(tmp_path: Path) -> None:

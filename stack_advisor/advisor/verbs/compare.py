@@ -20,6 +20,7 @@ from stack_advisor.advisor.estimate.analysis import (
 )
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
+from stack_advisor.advisor.estimate.query import redefined_reason
 from stack_advisor.advisor.estimate.stack_compare import rank_stacks, upgrade_text, version_matches
 from stack_advisor.advisor.estimate.stack_effect import effects_of, framework_id
 from stack_advisor.advisor.knowledge.rules import stack_components
@@ -349,6 +350,10 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     index, rq = knowledge.index, request
     family, division, accelerator = rq.family, rq.division, rq.accelerator
     benchmark, scenario = _slice_names(rq.benchmark, rq.scenario, family)
+    held = any(k[:2] == (family, benchmark) for k in index.slices)
+    redefined = None if held else redefined_reason(family, benchmark, index.slices)
+    if redefined:
+        raise NotFound(redefined)
     if scenario is None:
         raise InvalidInput(
             f"scenario: name one (the scenarios {benchmark} ran: "
