@@ -61,6 +61,7 @@ from stack_advisor.advisor.estimate.query import (
     Query,
     SliceKey,
     group_slices,
+    slice_direction,
 )
 from stack_advisor.advisor.estimate.residuals import (
     FALLBACK,
@@ -180,8 +181,7 @@ class EvidenceIndex:
         return sorted({k[4] for k in self.slices if k[0] == family and k[1] == benchmark})
 
     def higher_is_better(self, key: SliceKey) -> bool:
-        rows = next(iter(self.slices[key].values()))
-        return bool(self.table.higher_is_better[rows[0]])
+        return slice_direction(self.table, self.slices, key)
 
     # ---- the hierarchy -----------------------------------------------------------------------
     def estimate(self, q: Query) -> Estimate:

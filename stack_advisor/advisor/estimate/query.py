@@ -114,6 +114,20 @@ def group_slices(
     return slices
 
 
+def slice_direction(
+    table: ObservationTable, slices: dict[SliceKey, dict[str, np.ndarray]], key: SliceKey
+) -> bool:
+    """Whether a larger figure is better in a slice; in a slice no part ran (a scenario derived
+    from another: ``stack_advisor.advisor.estimate.scenario``), its metric's direction."""
+    by_acc = slices.get(key)
+    rows = (
+        next(iter(by_acc.values()))
+        if by_acc
+        else np.flatnonzero(table.metric.codes == table.metric.code(key[3]))
+    )
+    return bool(table.higher_is_better[rows[0]]) if len(rows) else True
+
+
 def former_name(family: str, benchmark: str) -> str:
     """The slice name of a redefined benchmark's results from before its redefinition."""
     entry = load_catalog().benchmark(family, benchmark)

@@ -9,8 +9,13 @@ stack. It is used for an accelerator with no results in the scenario but its own
 scenario (its own measurement is nearer evidence than other accelerators' by specs), and for a
 benchmark with no results in the scenario at all. The factor is the median Interactive/Server
 ratio of those pairs; the interval widens the Server estimate's by the pairs' split-conformal 80%
-bounds. Throughput only. With fewer than ``MIN_PAIRS`` pairs the query is refused with the
-reason: never a Server figure passed off as an Interactive one.
+bounds. Throughput only. A benchmark with fewer than ``MIN_PAIRS`` such pairs (its scenario new in
+a round the knowledge base lacks: deepseek-r1's Interactive, first published in v6.0) takes the
+ratio other benchmarks of its group show, one per model, where at least ``MIN_BENCHMARKS`` hold
+``MIN_PAIRS`` pairs: the median of their medians, the bounds the pooled pairs' split-conformal
+ones widened to every benchmark's median (models differ more than systems of one model), and
+the answer names them. With neither the query is refused with the reason: never a Server figure
+passed off as an Interactive one.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.drift_prior import benchmark_group
 from stack_advisor.advisor.estimate.protocols import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog import load_catalog
 
 MIN_PAIRS = 3
+MIN_BENCHMARKS = 2  # other benchmarks whose ratios a benchmark with no pairs of its own takes
 
 
 def base_scenario(scenario: str) -> str | None:
@@ -150,8 +157,18 @@ def derived_estimate(
             else f"{why}; {q.metric} is a latency: only throughput is estimated from {base}"
         )
     logs = pair_log_ratios(index, q, base)
+    others: dict[str, np.ndarray] = {}
     if len(logs) < MIN_PAIRS:
-        return None if own_only else f"{why} ({len(logs)} such system(s) here)"
+        if own_only:
+            return None
+        if first_published(q.scenario, q.benchmark) is None:  # the rules set it no limits
+            return f"{why} ({len(logs)} such system(s) here); the rules set it no {q.scenario}"
+        others = other_benchmarks(index, q, base)
+        if len(others) < MIN_BENCHMARKS:
+            return (
+                f"{why} ({len(logs)} such system(s) here); fewer than {MIN_BENCHMARKS} other "
+                f"{q.scenario} benchmarks hold {MIN_PAIRS}"
+            )
     server = index.estimate(replace(q, scenario=base))
     if own_only and server.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
         return None
@@ -165,31 +182,65 @@ def derived_estimate(
             f"no {q.scenario} results for {q.benchmark}, and its {base} estimate is refused: "
             f"{server.reason}"
         )
-    return _scaled(
-        q.scenario, base, q.benchmark, server, logs, (server.value, server.low, server.high)
+    ratio, source = learned_ratio(q.benchmark, logs, others)
+    return _scaled(q.scenario, base, server, ratio, source, (server.value, server.low, server.high))
+
+
+def learned_ratio(
+    benchmark: str, logs: np.ndarray, others: dict[str, np.ndarray]
+) -> tuple[tuple[float, float, float], str]:
+    """The log ratio (middle, 80% low, 80% high) and what it was learned from: the benchmark's
+    own pairs, or where it has too few, the other benchmarks' (``others``: the median of their
+    medians, the pooled pairs' bounds widened to every benchmark's median)."""
+    if not others:
+        source = f"{len(logs)} systems that ran both on {benchmark}"
+        return (float(np.median(logs)), *conformal_bounds(logs)), source
+    pooled = np.concatenate(list(others.values()))
+    medians = [float(np.median(v)) for v in others.values()]
+    lo, hi = conformal_bounds(pooled)
+    source = (
+        f"{len(pooled)} systems that ran both on {', '.join(others)} (the median of their "
+        f"medians; none ran both on {benchmark})"
     )
+    return (float(np.median(medians)), min(lo, *medians), max(hi, *medians)), source
+
+
+def other_benchmarks(index: EvidenceIndex, q: Query, base: str) -> dict[str, np.ndarray]:
+    """log(q.scenario / base) pairs of the other benchmarks of ``q``'s group (LLM) that hold at
+    least ``MIN_PAIRS``, one benchmark per model (llama2-70b-99 and -99.9 run the same one)."""
+    group = benchmark_group(q.family, q.benchmark)
+    models: set[str] = set()
+    out: dict[str, np.ndarray] = {}
+    for name in index.benchmarks(q.family):
+        if name == q.benchmark or benchmark_group(q.family, name) != group:
+            continue
+        entry = load_catalog().benchmark(q.family, name)
+        model = entry.model if entry is not None and entry.model else name
+        if model in models or q.scenario not in index.scenarios(q.family, name):
+            continue
+        logs = pair_log_ratios(index, replace(q, benchmark=name), base)
+        if len(logs) >= MIN_PAIRS:
+            models.add(model)
+            out[name] = logs
+    return out
 
 
 def _scaled(
     scenario: str,
     base: str,
-    benchmark: str,
     server: Estimate,
-    logs: np.ndarray,
+    ratio: tuple[float, float, float],
+    source: str,
     figures: tuple[float, float, float],
 ) -> Estimate:
-    """``server`` scaled by the median of ``logs``; ``figures``: its value, low and high (all
-    known: the caller refuses an estimate without them)."""
+    """``server`` scaled by the log ``ratio`` (middle, 80% low, 80% high) of the pairs that
+    ``source`` describes; ``figures``: its value, low and high (all known: the caller refuses
+    an estimate without them)."""
     value, low, high = figures
-    mid = float(np.median(logs))
-    lo, hi = conformal_bounds(logs)
-    how = (
-        f"{scenario}/{base}: median of {len(logs)} systems that ran both on {benchmark} "
-        f"(80% bounds {math.exp(lo):.3f}..{math.exp(hi):.3f})"
-    )
+    mid, lo, hi = ratio
+    how = f"{scenario}/{base}: {source} (80% bounds {math.exp(lo):.3f}..{math.exp(hi):.3f})"
     note = (
-        f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of "
-        f"{len(logs)} systems that ran both"
+        f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of {source}"
     )
     factors = [*server.factors, ("scenario", how, math.exp(mid))]
     notes = [*server.notes, note]

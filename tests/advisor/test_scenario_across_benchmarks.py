@@ -1,0 +1,98 @@
+"""A scenario no system ran beside its base scenario on a benchmark (deepseek-r1's Interactive,
+first published in v6.0) takes the Interactive/Server ratio of the other LLM benchmarks, one per
+model, and says so; a benchmark the rules give no such scenario is refused (issue 41: the next
+round's known benchmarks answered). Results written as published trees, imported by the real
+importer."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.results import Basis
+from stack_advisor.collectors.importers.mlperf import import_mlperf
+from stack_advisor.store.registry import open_store
+from tests.support.mlperf import result_path, system_json, write
+
+TRT10 = ("TensorRT 10.2.0, CUDA 12.4", "TensorRT 10.2.0, CUDA 12.4, cuDNN 9.1.0, Driver 550.54.15")
+B200 = "NVIDIA B200-SXM-180GB"
+
+
+def _server_summary(value: float) -> str:
+    return (
+        "MLPerf Results Summary\nSUT name : S\nScenario : Server\nMode     : PerformanceOnly\n"
+        f"Completed tokens per second : {value}\nResult is : VALID\n"
+    )
+
+
+def _round(root: Path, systems: list[tuple[str, str, str, dict[str, float]]]) -> Path:
+    """A v5.1 tree: (system id, accelerator, benchmark, scenario -> tokens/s) on 8 parts each;
+    an Interactive run is a Server run (its summary says Server, its directory Interactive)."""
+    tree = root / "inference_v5.1"
+    for system_id, accelerator, benchmark, results in systems:
+        write(tree, f"closed/Acme/systems/{system_id}.json", system_json(accelerator, 8, TRT10))
+        for scenario, value in results.items():
+            write(tree, result_path(system_id, benchmark, scenario), _server_summary(value))
+    return tree
+
+
+def _both(
+    benchmark: str, ratios: tuple[float, ...]
+) -> list[tuple[str, str, str, dict[str, float]]]:
+    parts = ("NVIDIA H100-SXM-80GB", "NVIDIA H200-SXM-141GB", B200)
+    return [
+        (
+            f"{benchmark}-{i}",
+            acc,
+            benchmark,
+            {"Server": 1000.0 * (i + 1), "Interactive": r * 1000.0 * (i + 1)},
+        )
+        for i, (acc, r) in enumerate(zip(parts, ratios))
+    ]
+
+
+def _ask(advisor: Advisor, benchmark: str) -> object:
+    query = {
+        "accelerator": B200,
+        "accelerator_count": 8,
+        "benchmark": benchmark,
+        "scenario": "Interactive",
+        "metric": "tokens_per_second",
+        "as_of": "now",
+    }
+    return advisor.predict([query])[0]
+
+
+def test_a_benchmark_no_system_ran_both_on_takes_the_other_benchmarks_ratio(
+    tmp_path: Path,
+) -> None:
+    server_only = [
+        ("ds", B200, "deepseek-r1", {"Server": 15000.0}),
+        ("mx", B200, "mixtral-8x7b", {"Server": 30000.0}),
+    ]
+    llama70 = _both("llama2-70b-99", (0.60, 0.64, 0.65))
+    with open_store(f"embedded:{tmp_path / 'kb'}") as store:
+        import_mlperf(_round(tmp_path / "one", server_only + llama70), store)
+        alone = _ask(Advisor(store), "deepseek-r1")  # one other benchmark: not enough
+        assert alone.basis is Basis.UNSUPPORTED and alone.value is None
+        assert "fewer than 2 other Interactive benchmarks hold 3" in (alone.reason or "")
+
+        import_mlperf(_round(tmp_path / "two", _both("llama3.1-8b", (0.80, 0.82, 0.85))), store)
+        advisor = Advisor(store)
+        derived = _ask(advisor, "deepseek-r1")
+        assert derived.basis is Basis.TRANSFERRED and not derived.observed
+        # the median of the two benchmarks' medians (0.64, 0.82): their geometric mean
+        assert derived.value == pytest.approx(15000.0 * math.sqrt(0.64 * 0.82), rel=0.01)
+        # bounds at least as wide as every benchmark's median and the pooled pairs' extremes
+        assert derived.interval.low <= 15000.0 * 0.60 and derived.interval.high >= 15000.0 * 0.85
+        (factor,) = [f for f in derived.factors if f.name == "scenario"]
+        assert "llama2-70b-99, llama3.1-8b" in factor.value
+        assert "none ran both on deepseek-r1" in factor.value
+
+        # mixtral-8x7b has no Interactive scenario in the rules: no other benchmark's ratio
+        refused = _ask(advisor, "mixtral-8x7b")
+        assert refused.basis is Basis.UNSUPPORTED and refused.value is None
+        assert "the rules set it no Interactive" in (refused.reason or "")
