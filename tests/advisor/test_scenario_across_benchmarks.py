@@ -54,14 +54,14 @@ def _both(
     ]
 
 
-def _ask(advisor: Advisor, benchmark: str) -> object:
+def _ask(advisor: Advisor, benchmark: str, as_of: str = "v6.0") -> object:
     query = {
         "accelerator": B200,
         "accelerator_count": 8,
         "benchmark": benchmark,
         "scenario": "Interactive",
         "metric": "tokens_per_second",
-        "as_of": "now",
+        "as_of": as_of,
     }
     return advisor.predict([query])[0]
 
@@ -82,15 +82,24 @@ def test_a_benchmark_no_system_ran_both_on_takes_the_other_benchmarks_ratio(
 
         import_mlperf(_round(tmp_path / "two", _both("llama3.1-8b", (0.80, 0.82, 0.85))), store)
         advisor = Advisor(store)
-        derived = _ask(advisor, "deepseek-r1")
+        derived = _ask(advisor, "deepseek-r1")  # for v6.0, the round that added it
         assert derived.basis is Basis.TRANSFERRED and not derived.observed
-        # the median of the two benchmarks' medians (0.64, 0.82): their geometric mean
-        assert derived.value == pytest.approx(15000.0 * math.sqrt(0.64 * 0.82), rel=0.01)
-        # bounds: each benchmark's pairs predicted from the other's median (0.53..0.96 here)
-        assert derived.interval.low <= 15000.0 * 0.60 and derived.interval.high >= 15000.0 * 0.85
         (factor,) = [f for f in derived.factors if f.name == "scenario"]
+        # the median of the two benchmarks' medians (0.64, 0.82): their geometric mean; bounds:
+        # each benchmark's pairs predicted from the other's median
+        assert factor.effect == pytest.approx(math.sqrt(0.64 * 0.82), rel=0.01)
         assert "llama2-70b-99, llama3.1-8b" in factor.value
-        assert "none ran both on deepseek-r1" in factor.value
+        assert "none ran both on deepseek-r1; bounds 0.530..0.962" in factor.value
+        server = [f for f in derived.factors if f.name != "scenario"]
+        assert derived.interval.low < derived.value < derived.interval.high and server
+
+        # as of v5.1 (the newest round held) deepseek-r1 had no Interactive scenario
+        before = _ask(advisor, "deepseek-r1", as_of="now")
+        assert before.basis is Basis.UNSUPPORTED and before.value is None
+        assert (
+            "the answer is for v5.1, before the rules set Interactive for deepseek-r1 (v6.0)"
+            in (before.reason or "")
+        )
 
         # mixtral-8x7b has no Interactive scenario in the rules: no other benchmark's ratio
         refused = _ask(advisor, "mixtral-8x7b")

@@ -15,6 +15,12 @@ Slices = dict[SliceKey, dict[str, np.ndarray]]
 """Each slice's row arrays by name (``rows``, ``accel``, ...), as the index builds them."""
 
 
+class RoundTarget(Protocol):
+    """What the scenario estimate reads of the round drift: the round an answer is for."""
+
+    def target(self, q: Query, as_of: str) -> float: ...
+
+
 class EvidenceIndex(Protocol):
     """The index's columns and the few answers other estimate modules ask of it."""
 
@@ -32,5 +38,8 @@ class EvidenceIndex(Protocol):
     def scenarios(self, family: str, benchmark: str) -> list[str]: ...
 
     def benchmarks(self, family: str) -> list[str]: ...
+
+    @property
+    def round_drift(self) -> RoundTarget: ...
 
     def estimate(self, q: Query) -> Estimate: ...

@@ -125,7 +125,7 @@ def slice_direction(
         if by_acc
         else np.flatnonzero(table.metric.codes == table.metric.code(key[3]))
     )
-    return bool(table.higher_is_better[rows[0]]) if len(rows) else True
+    return bool(table.higher_is_better[rows].all()) if len(rows) else True
 
 
 def former_name(family: str, benchmark: str) -> str:

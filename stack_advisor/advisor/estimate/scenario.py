@@ -31,6 +31,7 @@ import numpy as np
 from stack_advisor.advisor.estimate.drift_prior import benchmark_group
 from stack_advisor.advisor.estimate.protocols import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog import load_catalog
 
@@ -163,6 +164,13 @@ def derived_estimate(
             return None
         if first_published(q.scenario, q.benchmark) is None:  # the rules set it no limits
             return f"{why} ({len(logs)} such system(s) here); the rules set it no {q.scenario}"
+        asked = index.round_drift.target(replace(q, scenario=base), q.as_of)
+        since = first_published(q.scenario, q.benchmark) or ""
+        if asked + 1e-9 < round_number(since):
+            return (
+                f"{why} ({len(logs)} such system(s) here); the answer is for v{asked:.1f}, "
+                f"before the rules set {q.scenario} for {q.benchmark} ({since})"
+            )
         others = other_benchmarks(index, q, base)
         if len(others) < MIN_BENCHMARKS:
             return (
@@ -183,7 +191,9 @@ def derived_estimate(
             f"{server.reason}"
         )
     ratio, source = learned_ratio(q.benchmark, logs, others)
-    return _scaled(q.scenario, base, server, ratio, source, (server.value, server.low, server.high))
+    return _scaled(
+        q.scenario, base, server, (ratio, source), (server.value, server.low, server.high)
+    )
 
 
 def learned_ratio(
@@ -196,8 +206,12 @@ def learned_ratio(
     v5.1's three LLM benchmarks with Interactive, each held out in turn, they held 28 of its 40
     pairs where the pooled pairs' own bounds held 19)."""
     if not others:
-        source = f"{len(logs)} systems that ran both on {benchmark}"
-        return (float(np.median(logs)), *conformal_bounds(logs)), source
+        lo, hi = conformal_bounds(logs)
+        source = (
+            f"{len(logs)} systems that ran both on {benchmark} (80% bounds "
+            f"{math.exp(lo):.3f}..{math.exp(hi):.3f})"
+        )
+        return (float(np.median(logs)), lo, hi), source
     medians = {name: float(np.median(v)) for name, v in others.items()}
     held_out = [
         v - float(np.median([m for other, m in medians.items() if other != name]))
@@ -207,7 +221,9 @@ def learned_ratio(
     mid = float(np.median(list(medians.values())))
     source = (
         f"{sum(len(v) for v in others.values())} systems that ran both on {', '.join(others)} "
-        f"(the median of their medians; none ran both on {benchmark})"
+        f"(the median of their medians; none ran both on {benchmark}; bounds "
+        f"{math.exp(mid + lo):.3f}..{math.exp(mid + hi):.3f}: each of them predicted from the "
+        "others, not an 80% level, with so few models)"
     )
     return (mid, mid + lo, mid + hi), source
 
@@ -236,18 +252,18 @@ def _scaled(
     scenario: str,
     base: str,
     server: Estimate,
-    ratio: tuple[float, float, float],
-    source: str,
+    learned: tuple[tuple[float, float, float], str],
     figures: tuple[float, float, float],
 ) -> Estimate:
-    """``server`` scaled by the log ``ratio`` (middle, 80% low, 80% high) of the pairs that
-    ``source`` describes; ``figures``: its value, low and high (all known: the caller refuses
-    an estimate without them)."""
+    """``server`` scaled by the ``learned`` log ratio (middle, low, high) with what it was
+    learned from; ``figures``: its value, low and high (all known: the caller refuses an
+    estimate without them)."""
     value, low, high = figures
-    mid, lo, hi = ratio
-    how = f"{scenario}/{base}: {source} (80% bounds {math.exp(lo):.3f}..{math.exp(hi):.3f})"
+    (mid, lo, hi), source = learned
+    how = f"{scenario}/{base}: {source}"
     note = (
-        f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of {source}"
+        f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of "
+        f"{source.split(' (', 1)[0]}"
     )
     factors = [*server.factors, ("scenario", how, math.exp(mid))]
     notes = [*server.notes, note]
