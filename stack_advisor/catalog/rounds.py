@@ -45,6 +45,7 @@ def round_key(value: str) -> tuple[int, ...]:
         return (0,)
 
 
+@lru_cache(maxsize=1024)
 def rounds_after(family: str, old: float, new: float) -> int:
     """Published rounds of ``family`` after round number ``old`` up to ``new`` (0 where ``new``
     is not after ``old``): the catalogue's dated rounds and, from v1.0 on, MLCommons' cadence of

@@ -56,6 +56,7 @@ from stack_advisor.advisor.estimate.drift_prior import (
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey, model_name
+from stack_advisor.advisor.estimate.references_class import published_nodes
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
@@ -82,8 +83,8 @@ __all__ = [
 
 def system_class(table: ObservationTable, row: int) -> tuple[int, bool]:
     """(accelerators per node, multi-node) of a row: as published, else its count on one node."""
-    nodes, per_node, _ = (table.system.vocab[int(table.system.codes[row])] or ("", "", ""))[:3]
-    n_nodes = int(nodes) if str(nodes).isdigit() else 1
+    system = table.system.vocab[int(table.system.codes[row])] or ("", "", "")
+    per_node, n_nodes = system[1], published_nodes(system) or 1
     per = int(per_node) if str(per_node).isdigit() and int(per_node) > 0 else 0
     if not per:
         per = max(int(table.count[row]) // max(n_nodes, 1), 1)

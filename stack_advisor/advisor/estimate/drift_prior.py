@@ -18,6 +18,7 @@ from stack_advisor.advisor.estimate.query import Query, SliceKey
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
 from stack_advisor.catalog import load_catalog, resolve_benchmark
+from stack_advisor.catalog.entries import BenchmarkEntry
 
 LEVEL_Q = (0.1, 0.9)
 MIN_PRIOR_PAIRS = 8  # a prior cell with fewer pairs gives way to the coarser one
@@ -112,17 +113,21 @@ def round_label(number: float) -> str:
     return f"v{number:.1f}" if number > 0 else "measured"
 
 
+def catalogue_benchmark(family: str, benchmark: str) -> BenchmarkEntry | None:
+    """The catalogue's entry of ``benchmark`` as ``family`` names it (an open-division variant:
+    its base's), None where the catalogue does not know it."""
+    match = resolve_benchmark(benchmark, family)
+    if not match.resolved:
+        return None
+    return load_catalog().benchmark(match.family or family, match.base or match.id)
+
+
 @lru_cache(maxsize=64)
 def benchmark_group(family: str, benchmark: str) -> str:
     """The prior's benchmark group: training, llm, vision, recommendation, speech, graph, other."""
     if family == "mlperf-training":
         return "training"
-    match = resolve_benchmark(benchmark)
-    entry = (
-        load_catalog().benchmark(match.family or family, match.base or match.id)
-        if match.resolved
-        else None
-    )
+    entry = catalogue_benchmark(family, benchmark)
     if entry is None:
         return "other"
     task = (entry.task or "").lower()
@@ -146,12 +151,7 @@ def benchmark_group(family: str, benchmark: str) -> str:
 def introduced_round(family: str, benchmark: str) -> float | None:
     """The round number whose results first hold ``benchmark`` (the catalogue's ``introduced``;
     None where it does not say)."""
-    match = resolve_benchmark(benchmark, family)
-    entry = (
-        load_catalog().benchmark(match.family or family, match.base or match.id)
-        if match.resolved
-        else None
-    )
+    entry = catalogue_benchmark(family, benchmark)
     if entry is None or entry.introduced is None:
         return None
     return round_number(entry.introduced.round)

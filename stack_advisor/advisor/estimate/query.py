@@ -166,12 +166,14 @@ def redefined_reason(
     family: str, benchmark: str, slices: dict[SliceKey, dict[str, np.ndarray]]
 ) -> str | None:
     """Why a benchmark the catalogue redefined has no evidence here: only results from before
-    its redefinition are held (``slices`` hold its former workload); else None."""
+    its redefinition are held (``slices`` hold its former workload, none of it since); else
+    None."""
     entry = load_catalog().benchmark(family, benchmark)
     if entry is None or entry.redefined is None:
         return None
     former = former_name(family, benchmark)
-    if not any(k[0] == family and k[1] == former for k in slices):
+    held = {k[1] for k in slices if k[0] == family}
+    if former not in held or benchmark in held:
         return None
     now = f", {entry.dataset} since" if entry.dataset else " in"
     return (

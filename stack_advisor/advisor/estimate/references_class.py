@@ -24,17 +24,19 @@ NODE_MAX = 8
 _CACHE: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
 
 
+def published_nodes(system: tuple[Any, ...] | None) -> int:
+    """A system column value's published node count (its first field); 0 where not published."""
+    nodes = system[0] if system else ""
+    return int(nodes) if str(nodes).isdigit() else 0
+
+
 def node_counts(index: EvidenceIndex) -> np.ndarray:
-    """Per table row: its system's published node count (0 where not published, as
-    ``drift.system_class`` reads the column)."""
+    """Per table row: its system's published node count (``published_nodes``)."""
     memo = _CACHE.setdefault(index, {})
     if "nodes" not in memo:
         table = index.table
         by_code = np.asarray(
-            [
-                int(v[0]) if v and str(v[0]).isdigit() else 0
-                for v in (table.system.vocab if table.n else [])
-            ],
+            [published_nodes(v) for v in (table.system.vocab if table.n else [])],
             dtype=np.int64,
         )
         memo["nodes"] = by_code[table.system.codes] if table.n else np.empty(0, dtype=np.int64)

@@ -350,8 +350,7 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     index, rq = knowledge.index, request
     family, division, accelerator = rq.family, rq.division, rq.accelerator
     benchmark, scenario = _slice_names(rq.benchmark, rq.scenario, family)
-    held = any(k[:2] == (family, benchmark) for k in index.slices)
-    redefined = None if held else redefined_reason(family, benchmark, index.slices)
+    redefined = redefined_reason(family, benchmark, index.slices)
     if redefined:
         raise NotFound(redefined)
     if scenario is None:
