@@ -54,8 +54,8 @@ def _both(
     ]
 
 
-def _ask(advisor: Advisor, benchmark: str, as_of: str = "v6.0") -> object:
-    query = {
+def _query(benchmark: str, as_of: str) -> dict[str, object]:
+    return {
         "accelerator": B200,
         "accelerator_count": 8,
         "benchmark": benchmark,
@@ -63,7 +63,10 @@ def _ask(advisor: Advisor, benchmark: str, as_of: str = "v6.0") -> object:
         "metric": "tokens_per_second",
         "as_of": as_of,
     }
-    return advisor.predict([query])[0]
+
+
+def _ask(advisor: Advisor, benchmark: str, as_of: str = "v6.0") -> object:
+    return advisor.predict([_query(benchmark, as_of)])[0]
 
 
 def test_a_benchmark_no_system_ran_both_on_takes_the_other_benchmarks_ratio(
@@ -100,6 +103,25 @@ def test_a_benchmark_no_system_ran_both_on_takes_the_other_benchmarks_ratio(
             "the answer is for v5.1, before the rules set Interactive for deepseek-r1 (v6.0)"
             in (before.reason or "")
         )
+
+        # recommend ranks the parts that ran Server, each by the same derived estimate (the
+        # fixture's B200 stack, CUDA 12.4, cannot run there: H200 is ranked)
+        ranked = advisor.recommend(
+            {"benchmark": "deepseek-r1", "scenario": "Interactive", "as_of": "v6.0"}
+        )
+        (top,) = ranked.recommendations
+        assert top.candidate.accelerator == "H200-SXM-141GB" and top.basis is Basis.TRANSFERRED
+        asked = advisor.predict(
+            [{**_query("deepseek-r1", "v6.0"), "accelerator": "NVIDIA H200-SXM-141GB"}]
+        )[0]
+        assert top.value * 8 == pytest.approx(asked.value)  # ranked per accelerator
+        assert any("no Interactive results of deepseek-r1 are held" in n for n in ranked.notes)
+        # as of v5.1 every candidate is refused, saying why
+        none = advisor.recommend(
+            {"benchmark": "deepseek-r1", "scenario": "Interactive", "as_of": "now"}
+        )
+        assert not none.recommendations
+        assert any("before the rules set Interactive" in n for n in none.notes)
 
         # mixtral-8x7b has no Interactive scenario in the rules: no other benchmark's ratio
         refused = _ask(advisor, "mixtral-8x7b")

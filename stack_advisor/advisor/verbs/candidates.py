@@ -18,6 +18,7 @@ import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.query import Estimate
+from stack_advisor.advisor.estimate.scenario import base_scenario
 from stack_advisor.advisor.knowledge.rules import parse_version, stack_components
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import serving
@@ -57,11 +58,27 @@ class Slice:
     over_limit: dict[int, str]
     bench_ids: frozenset[str]  # the benchmark ids behind ``rows`` (known failures name one)
     notes: tuple[str, ...]
+    # the scenario ``rows`` were recorded in: ``scenario`` itself, or where the knowledge base
+    # holds none of it, the scenario it is run as (Interactive: Server), each candidate then
+    # estimated by the learned ratio (``stack_advisor.advisor.estimate.scenario``)
+    recorded_scenario: str = ""
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
         w = self.workload
         return (w.family, w.benchmark or "", self.scenario, self.metric, self.division)
+
+    @property
+    def recorded_key(self) -> tuple[str, str, str, str, str]:
+        """The slice the candidates come from (``key`` unless the scenario is derived)."""
+        w = self.workload
+        scenario = self.recorded_scenario or self.scenario
+        return (w.family, w.benchmark or "", scenario, self.metric, self.division)
+
+    @property
+    def derived(self) -> bool:
+        """Whether no result of the ranked scenario is held (each candidate is an estimate)."""
+        return bool(self.recorded_scenario) and self.recorded_scenario != self.scenario
 
 
 @dataclass(frozen=True)
@@ -182,7 +199,22 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
     """The slice ranked for this workload, with the notes on what was assumed."""
     table = knowledge.table
     notes: list[str] = []
-    bench_rows, ignored = benchmark_rows(knowledge, workload)
+    try:
+        bench_rows, ignored = benchmark_rows(knowledge, workload)
+        recorded = workload.scenario or ""
+    except NotFound:
+        base = _derivable_scenario(knowledge, workload)
+        if base is None:
+            raise
+        bench_rows, ignored = benchmark_rows(
+            knowledge, workload.model_copy(update={"scenario": base})
+        )
+        recorded = base
+        notes.append(
+            f"no {workload.scenario} results of {workload.benchmark} are held: the candidates "
+            f"are the parts that ran {base}, each estimated from its {base} figure by the "
+            f"learned {workload.scenario}/{base} ratio (see how each was made)"
+        )
     if ignored:
         notes.append(
             "ignored parameters the knowledge base does not record for this benchmark: "
@@ -195,6 +227,7 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
     rows = bench_rows[table.metric.codes[bench_rows] == table.metric.code(metric)]
     hib = bool(table.higher_is_better[rows[0]])
     scenario = workload.scenario or mode(table.scenario.values(rows))
+    recorded = recorded or scenario
     if workload.scenario is None and len(set(table.scenario.values(rows))) > 1:
         notes.append(f"no scenario given: ranked on {scenario!r}, the most common for {metric}")
     return Slice(
@@ -213,7 +246,20 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
         bench_ids=frozenset(
             table.benchmark.vocab[int(c)] for c in set(table.benchmark.codes[rows].tolist())
         ),
+        recorded_scenario=recorded,
     )
+
+
+def _derivable_scenario(knowledge: Knowledge, workload: Workload) -> str | None:
+    """The scenario ``workload.scenario`` is run as (``stack_advisor.catalog``'s scenarios:
+    Interactive is a Server run) where the knowledge base holds the benchmark in that one and
+    never in the scenario asked; None otherwise (the slice is simply missing)."""
+    index, scenario = knowledge.index, workload.scenario
+    if scenario is None or workload.benchmark is None:
+        return None
+    base = base_scenario(scenario)
+    held = index.scenarios(workload.family, workload.benchmark)
+    return base if base is not None and base in held and scenario not in held else None
 
 
 # ---- stage 1: candidates --------------------------------------------------------------------
@@ -224,7 +270,7 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
     (accelerator, placement) the family knows but the slice never saw, with its newest stack."""
     table, index = knowledge.table, knowledge.index
     groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for acc, acc_rows in index.slices.get(sl.key, {}).items():
+    for acc, acc_rows in index.slices.get(sl.recorded_key, {}).items():
         for r in acc_rows.tolist():
             groups[
                 (
@@ -240,7 +286,7 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
     pairs: dict[tuple[str, str], list[int]] = defaultdict(list)
     for r in fam.tolist():
         pairs[(index.accel[r], table.placement.vocab[int(table.placement.codes[r])])].append(r)
-    out = [_candidate(knowledge, a, p, s, g, True) for (a, p, s), g in groups.items()]
+    out = [_candidate(knowledge, a, p, s, g, not sl.derived) for (a, p, s), g in groups.items()]
     observed_pairs = {(a, p) for a, p, _ in groups}
     for (acc, place), fam_rows in sorted(pairs.items()):
         if (acc, place) not in observed_pairs:
