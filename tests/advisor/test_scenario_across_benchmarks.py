@@ -14,6 +14,7 @@ import pytest
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.results import Basis
 from stack_advisor.collectors.importers.mlperf import import_mlperf
+from stack_advisor.schema.errors import NotFound
 from stack_advisor.store.registry import open_store
 from tests.support.mlperf import result_path, system_json, write
 
@@ -116,6 +117,9 @@ def test_a_benchmark_no_system_ran_both_on_takes_the_other_benchmarks_ratio(
         )[0]
         assert top.value * 8 == pytest.approx(asked.value)  # ranked per accelerator
         assert any("no Interactive results of deepseek-r1 are held" in n for n in ranked.notes)
+        # a stack ranking reads measured results only, and says where the estimate is
+        with pytest.raises(NotFound, match=r"its Server results are held .*estimate Interactive"):
+            advisor.rank_stacks(benchmark="deepseek-r1", scenario="Interactive", accelerator=B200)
         # as of v5.1 every candidate is refused, saying why
         none = advisor.recommend(
             {"benchmark": "deepseek-r1", "scenario": "Interactive", "as_of": "now"}

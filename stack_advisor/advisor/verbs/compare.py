@@ -21,6 +21,7 @@ from stack_advisor.advisor.estimate.analysis import (
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import redefined_reason
+from stack_advisor.advisor.estimate.scenario import base_scenario
 from stack_advisor.advisor.estimate.stack_compare import rank_stacks, upgrade_text, version_matches
 from stack_advisor.advisor.estimate.stack_effect import effects_of, framework_id
 from stack_advisor.advisor.knowledge.rules import stack_components
@@ -365,6 +366,7 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     if by_acc is None:
         raise NotFound(
             f"no observations of {family}/{benchmark} {scenario} {metric} ({division} division)"
+            + _derived_hint(index, family, benchmark, scenario)
         )
     if acc not in by_acc:
         raise NotFound(
@@ -372,6 +374,19 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
             f"{', '.join(sorted(by_acc)[:12])}"
         )
     return [StackRank.model_validate(row) for row in rank_stacks(effects_of(index), key, acc)]
+
+
+def _derived_hint(index: EvidenceIndex, family: str, benchmark: str, scenario: str) -> str:
+    """Where the scenario is run as another one the benchmark holds (Interactive as Server): a
+    ranking needs measured results of the scenario itself, and predict/recommend estimate it."""
+    base = base_scenario(scenario)
+    if base is None or base not in index.scenarios(family, benchmark):
+        return ""
+    return (
+        f"; a stack ranking reads measured {scenario} results only: its {base} results are held "
+        f"(`advisor compare rank-stacks --scenario {base}`), and `advisor predict` / `advisor "
+        f"recommend` estimate {scenario} from them"
+    )
 
 
 def _slice_names(benchmark: str, scenario: str | None, family: str) -> tuple[str, str | None]:
@@ -395,4 +410,5 @@ def _slice_metric(index: EvidenceIndex, prefix: tuple[str, str, str], division: 
         f"no observations of {'/'.join(prefix[:2])} {prefix[2]} ({division} division) "
         "with one metric to "
         f"rank by; name one of: {', '.join(sorted(k[3] for k in keys)) or 'none recorded'}"
+        + ("" if keys else _derived_hint(index, *prefix))
     )
