@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,8 @@ import pytest
 from pydantic import ValidationError
 
 from stack_advisor.advisor.engine import Advisor
+from stack_advisor.advisor.estimate import stack_adjust
+from stack_advisor.advisor.estimate.query import Query
 from stack_advisor.advisor.estimate.stack_effect import MIN_PAIRS, effects_of, fit_factor
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog import FrameworkEntry, software_class
@@ -331,8 +334,28 @@ def test_across_classes_only_through_a_learned_factor_with_a_wider_interval(tmp_
         pred = _ask(advisor, "NVIDIA L4", "onnxruntime")
         own = _ask(advisor, "NVIDIA H100-SXM-80GB", "onnxruntime 1.15")
         observed_ort = _ask(advisor, "NVIDIA H100-SXM-80GB", "onnxruntime")
+        # a scenario derived from this estimate (Interactive from Server) takes it as made: the
+        # class factor once, not again on the derived figure
+        index = advisor.evidence()
+        query = Query(
+            "mlperf-inference",
+            "resnet50",
+            "Offline",
+            "samples_per_second",
+            "closed",
+            "L4",
+            1,
+            "bare-metal",
+            raw_accelerator="NVIDIA L4",
+            framework="onnxruntime",
+        )
+        crossed = index.estimate(query)
+        derived = replace(crossed, factors=[*crossed.factors, ("scenario", "derived", 1.0)])
+        again = stack_adjust.adjust(index, query, derived)
     finally:
         store.close()
+    assert [f[0] for f in crossed.factors].count("software class") == 1
+    assert again.value == crossed.value and again.factors == derived.factors
     assert pred.basis is Basis.INTERPOLATED
     (cls,) = [f for f in pred.factors if f.name == "software class"]
     assert cls.effect == pytest.approx(0.10, rel=0.05) and "3 pairs" in cls.value
