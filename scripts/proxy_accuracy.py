@@ -238,11 +238,14 @@ def _indicated(table, h) -> bool:  # type: ignore[no-untyped-def]
     return work is not None and indicators(table, h.accelerator, work.precision) is not None
 
 
-def write(out: Path, text: str) -> None:
+def write(out: Path, text: str, name: str = "proxy") -> None:
+    """``text`` (which opens and closes with the ``name`` section's markers) in place of that
+    section of ``out``, else appended: the sections ``scripts/accuracy_report.py`` keeps."""
+    start, end = f"<!-- {name}-section:start -->", f"<!-- {name}-section:end -->"
     doc = out.read_text(encoding="utf-8") if out.exists() else ""
-    if START in doc and END in doc:
-        before, rest = doc.split(START, 1)
-        doc = before + text + rest.split(END, 1)[1]
+    if start in doc and end in doc:
+        before, rest = doc.split(start, 1)
+        doc = before + text + rest.split(end, 1)[1]
     else:
         doc = doc.rstrip("\n") + "\n\n" + text + "\n"
     out.write_text(doc, encoding="utf-8")
