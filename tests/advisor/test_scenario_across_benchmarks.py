@@ -105,27 +105,36 @@ def test_a_benchmark_no_system_ran_both_on_takes_the_other_benchmarks_ratio(
             in (before.reason or "")
         )
 
-        # recommend ranks the parts that ran Server, each by the same derived estimate (the
-        # fixture's B200 stack, CUDA 12.4, cannot run there: H200 is ranked)
-        ranked = advisor.recommend(
-            {"benchmark": "deepseek-r1", "scenario": "Interactive", "as_of": "v6.0"}
-        )
+        # recommend ranks the parts as for Server, each by the same derived estimate (the
+        # fixture's B200 stack, CUDA 12.4, cannot run there: H200 is ranked); never as observed
+        workload = {"benchmark": "deepseek-r1", "scenario": "Interactive", "as_of": "v6.0"}
+        ranked = advisor.recommend(workload)
         (top,) = ranked.recommendations
         assert top.candidate.accelerator == "H200-SXM-141GB" and top.basis is Basis.TRANSFERRED
         asked = advisor.predict(
             [{**_query("deepseek-r1", "v6.0"), "accelerator": "NVIDIA H200-SXM-141GB"}]
         )[0]
         assert top.value * 8 == pytest.approx(asked.value)  # ranked per accelerator
+        assert top.observed_range is None  # its Server results are no Interactive range
         assert any("no Interactive results of deepseek-r1 are held" in n for n in ranked.notes)
+        observed_only = advisor.recommend({**workload, "include_predicted": False})
+        assert not observed_only.recommendations
         # a stack ranking reads measured results only, and says where the estimate is
-        with pytest.raises(NotFound, match=r"its Server results are held .*estimate Interactive"):
+        with pytest.raises(NotFound, match=r"its Server results are held .*estimate its Inter"):
             advisor.rank_stacks(benchmark="deepseek-r1", scenario="Interactive", accelerator=B200)
-        # as of v5.1 every candidate is refused, saying why
-        none = advisor.recommend(
-            {"benchmark": "deepseek-r1", "scenario": "Interactive", "as_of": "now"}
-        )
-        assert not none.recommendations
-        assert any("before the rules set Interactive" in n for n in none.notes)
+        # what holds for every part is said once: as of v5.1 the scenario did not exist
+        with pytest.raises(NotFound, match=r"for v5\.1, before the rules set Interactive"):
+            advisor.recommend({**workload, "as_of": "now"})
+        # a benchmark the rules give no Interactive: the slice is missing, as before
+        for ask in (
+            lambda: advisor.recommend({**workload, "benchmark": "mixtral-8x7b"}),
+            lambda: advisor.rank_stacks(
+                benchmark="mixtral-8x7b", scenario="Interactive", accelerator=B200
+            ),
+        ):
+            with pytest.raises(NotFound) as missing:
+                ask()
+            assert "estimate" not in str(missing.value)
 
         # mixtral-8x7b has no Interactive scenario in the rules: no other benchmark's ratio
         refused = _ask(advisor, "mixtral-8x7b")

@@ -150,33 +150,9 @@ def derived_estimate(
     base = base_scenario(q.scenario)
     if base is None:
         return None
-    why = unrecorded_scenario(q.scenario, q.benchmark, index.scenarios(q.family, q.benchmark))
-    if not _throughput(index, q.metric):
-        return (
-            None
-            if own_only
-            else f"{why}; {q.metric} is a latency: only throughput is estimated from {base}"
-        )
-    logs = pair_log_ratios(index, q, base)
-    others: dict[str, np.ndarray] = {}
-    if len(logs) < MIN_PAIRS:
-        if own_only:
-            return None
-        if first_published(q.scenario, q.benchmark) is None:  # the rules set it no limits
-            return f"{why} ({len(logs)} such system(s) here); the rules set it no {q.scenario}"
-        asked = index.round_drift.target(replace(q, scenario=base), q.as_of)
-        since = first_published(q.scenario, q.benchmark) or ""
-        if asked + 1e-9 < round_number(since):
-            return (
-                f"{why} ({len(logs)} such system(s) here); the answer is for v{asked:.1f}, "
-                f"before the rules set {q.scenario} for {q.benchmark} ({since})"
-            )
-        others = other_benchmarks(index, q, base)
-        if len(others) < MIN_BENCHMARKS:
-            return (
-                f"{why} ({len(logs)} such system(s) here); fewer than {MIN_BENCHMARKS} other "
-                f"{q.scenario} benchmarks hold {MIN_PAIRS}"
-            )
+    learned = derivable(index, q, base, own_only=own_only)
+    if learned is None or isinstance(learned, str):
+        return learned
     server = index.estimate(replace(q, scenario=base))
     if own_only and server.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
         return None
@@ -186,14 +162,52 @@ def derived_estimate(
         or server.low is None
         or server.high is None
     ):
+        # the part's own refusal first (what ``recommend`` counts it under), then the derivation
         return (
-            f"no {q.scenario} results for {q.benchmark}, and its {base} estimate is refused: "
-            f"{server.reason}"
+            f"{server.reason} (the {base} estimate {q.scenario} would be derived from: no "
+            f"{q.scenario} results for {q.benchmark})"
         )
-    ratio, source = learned_ratio(q.benchmark, logs, others)
+    ratio, source = learned_ratio(q.benchmark, *learned)
     return _scaled(
         q.scenario, base, server, (ratio, source), (server.value, server.low, server.high)
     )
+
+
+def derivable(
+    index: EvidenceIndex, q: Query, base: str, *, own_only: bool = False
+) -> tuple[np.ndarray, dict[str, np.ndarray]] | str | None:
+    """What ``q``'s scenario/``base`` ratio is learned from (the benchmark's own pairs, and where
+    it has too few, the other benchmarks' of its group), or why no part's figure can be derived
+    (a str: the same for every accelerator of the slice, so ``recommend`` can say it once); None
+    with ``own_only`` where only the other benchmarks would answer."""
+    why = unrecorded_scenario(q.scenario, q.benchmark, index.scenarios(q.family, q.benchmark))
+    if not _throughput(index, q.metric):
+        return (
+            None
+            if own_only
+            else f"{why}; {q.metric} is a latency: only throughput is estimated from {base}"
+        )
+    logs = pair_log_ratios(index, q, base)
+    if len(logs) >= MIN_PAIRS:
+        return logs, {}
+    if own_only:
+        return None
+    if first_published(q.scenario, q.benchmark) is None:  # the rules set it no limits
+        return f"{why} ({len(logs)} such system(s) here); the rules set it no {q.scenario}"
+    asked = index.round_drift.target(replace(q, scenario=base), q.as_of)
+    since = first_published(q.scenario, q.benchmark) or ""
+    if asked + 1e-9 < round_number(since):
+        return (
+            f"{why} ({len(logs)} such system(s) here); the answer is for v{asked:.1f}, "
+            f"before the rules set {q.scenario} for {q.benchmark} ({since})"
+        )
+    others = other_benchmarks(index, q, base)
+    if len(others) < MIN_BENCHMARKS:
+        return (
+            f"{why} ({len(logs)} such system(s) here); fewer than {MIN_BENCHMARKS} other "
+            f"{q.scenario} benchmarks hold {MIN_PAIRS}"
+        )
+    return logs, others
 
 
 def learned_ratio(

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class
-from stack_advisor.advisor.estimate.query import Estimate
-from stack_advisor.advisor.estimate.scenario import base_scenario
+from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.estimate.scenario import base_scenario, derivable, first_published
 from stack_advisor.advisor.knowledge.rules import parse_version, stack_components
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import serving
@@ -28,7 +28,7 @@ from stack_advisor.advisor.workload import Objective, Workload
 from stack_advisor.catalog import resolve_benchmark
 from stack_advisor.catalog.stack_facts import ngc_release_of, ngc_releases
 from stack_advisor.schema.errors import InvalidInput, NotFound
-from stack_advisor.schema.models import NGC_FRAMEWORKS, SoftwareStack
+from stack_advisor.schema.models import NGC_FRAMEWORKS, PlacementKind, SoftwareStack
 
 
 def mode(values: list[Any]) -> Any:
@@ -65,12 +65,8 @@ class Slice:
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
-        w = self.workload
-        return (w.family, w.benchmark or "", self.scenario, self.metric, self.division)
-
-    @property
-    def recorded_key(self) -> tuple[str, str, str, str, str]:
-        """The slice the candidates come from (``key`` unless the scenario is derived)."""
+        """The slice the candidates come from: the one ranked, or where its scenario is derived,
+        the slice of the scenario it is run as."""
         w = self.workload
         scenario = self.recorded_scenario or self.scenario
         return (w.family, w.benchmark or "", scenario, self.metric, self.division)
@@ -202,18 +198,21 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
     try:
         bench_rows, ignored = benchmark_rows(knowledge, workload)
         recorded = workload.scenario or ""
-    except NotFound:
+    except NotFound as missing:
         base = _derivable_scenario(knowledge, workload)
         if base is None:
             raise
-        bench_rows, ignored = benchmark_rows(
-            knowledge, workload.model_copy(update={"scenario": base})
-        )
+        try:
+            bench_rows, ignored = benchmark_rows(
+                knowledge, workload.model_copy(update={"scenario": base})
+            )
+        except NotFound:
+            raise missing from None
         recorded = base
         notes.append(
-            f"no {workload.scenario} results of {workload.benchmark} are held: the candidates "
-            f"are the parts that ran {base}, each estimated from its {base} figure by the "
-            f"learned {workload.scenario}/{base} ratio (see how each was made)"
+            f"no {workload.scenario} results of {workload.benchmark} are held: each part is "
+            f"ranked as for {base} (measured or estimated there), scaled by the learned "
+            f"{workload.scenario}/{base} ratio (see how each was made)"
         )
     if ignored:
         notes.append(
@@ -228,6 +227,9 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
     hib = bool(table.higher_is_better[rows[0]])
     scenario = workload.scenario or mode(table.scenario.values(rows))
     recorded = recorded or scenario
+    division = mode(table.division.values(rows))
+    if recorded != scenario:
+        _refuse_derived(knowledge, workload, (metric, division), recorded)
     if workload.scenario is None and len(set(table.scenario.values(rows))) > 1:
         notes.append(f"no scenario given: ranked on {scenario!r}, the most common for {metric}")
     return Slice(
@@ -239,7 +241,7 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
         hib=hib,
         per_acc=workload.rank_per_accelerator and hib,
         scenario=scenario,
-        division=mode(table.division.values(rows)),
+        division=division,
         latest=table.latest_round(workload.family),
         over_limit=over_limit,
         notes=tuple(notes),
@@ -252,14 +254,38 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
 
 def _derivable_scenario(knowledge: Knowledge, workload: Workload) -> str | None:
     """The scenario ``workload.scenario`` is run as (``stack_advisor.catalog``'s scenarios:
-    Interactive is a Server run) where the knowledge base holds the benchmark in that one and
-    never in the scenario asked; None otherwise (the slice is simply missing)."""
-    index, scenario = knowledge.index, workload.scenario
-    if scenario is None or workload.benchmark is None:
+    Interactive is a Server run) where the rules set the scenario for the benchmark and the
+    knowledge base holds the benchmark in the one it is run as, never in the scenario asked;
+    None otherwise (the slice is simply missing)."""
+    index, scenario, benchmark = knowledge.index, workload.scenario, workload.benchmark
+    if scenario is None or benchmark is None or first_published(scenario, benchmark) is None:
         return None
     base = base_scenario(scenario)
-    held = index.scenarios(workload.family, workload.benchmark)
+    held = index.scenarios(workload.family, benchmark)
     return base if base is not None and base in held and scenario not in held else None
+
+
+def _refuse_derived(
+    knowledge: Knowledge, workload: Workload, ranked: tuple[str, str], base: str
+) -> None:
+    """NotFound with the reason where no part's figure of the derived scenario can be made (a
+    latency, a round before the rules set the scenario, too few systems that ran both): said
+    once for the slice, not as each candidate's exclusion."""
+    metric, division = ranked
+    q = Query(
+        workload.family,
+        workload.benchmark or "",
+        workload.scenario or "",
+        metric,
+        division,
+        "",  # no part: what is asked holds for every one
+        1,
+        PlacementKind.BARE_METAL.value,
+        as_of=workload.as_of,
+    )
+    why = derivable(knowledge.index, q, base)
+    if isinstance(why, str):
+        raise NotFound(why)
 
 
 # ---- stage 1: candidates --------------------------------------------------------------------
@@ -270,7 +296,7 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
     (accelerator, placement) the family knows but the slice never saw, with its newest stack."""
     table, index = knowledge.table, knowledge.index
     groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for acc, acc_rows in index.slices.get(sl.recorded_key, {}).items():
+    for acc, acc_rows in index.slices.get(sl.key, {}).items():
         for r in acc_rows.tolist():
             groups[
                 (

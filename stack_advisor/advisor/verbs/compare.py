@@ -21,7 +21,7 @@ from stack_advisor.advisor.estimate.analysis import (
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import redefined_reason
-from stack_advisor.advisor.estimate.scenario import base_scenario
+from stack_advisor.advisor.estimate.scenario import base_scenario, first_published
 from stack_advisor.advisor.estimate.stack_compare import rank_stacks, upgrade_text, version_matches
 from stack_advisor.advisor.estimate.stack_effect import effects_of, framework_id
 from stack_advisor.advisor.knowledge.rules import stack_components
@@ -366,7 +366,7 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     if by_acc is None:
         raise NotFound(
             f"no observations of {family}/{benchmark} {scenario} {metric} ({division} division)"
-            + _derived_hint(index, family, benchmark, scenario)
+            + _derived_hint(index, (family, benchmark, scenario), metric, division)
         )
     if acc not in by_acc:
         raise NotFound(
@@ -376,16 +376,24 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     return [StackRank.model_validate(row) for row in rank_stacks(effects_of(index), key, acc)]
 
 
-def _derived_hint(index: EvidenceIndex, family: str, benchmark: str, scenario: str) -> str:
-    """Where the scenario is run as another one the benchmark holds (Interactive as Server): a
-    ranking needs measured results of the scenario itself, and predict/recommend estimate it."""
+def _derived_hint(
+    index: EvidenceIndex, prefix: tuple[str, str, str], metric: str | None, division: str
+) -> str:
+    """Where the scenario is one the rules set for the benchmark and run as another the
+    benchmark holds (Interactive as Server), and its throughput is asked (a latency is not
+    derived): a ranking needs measured results of the scenario itself, predict/recommend
+    estimate it."""
+    family, benchmark, scenario = prefix
     base = base_scenario(scenario)
-    if base is None or base not in index.scenarios(family, benchmark):
+    if base is None or first_published(scenario, benchmark) is None:
+        return ""
+    held = [k for k in index.slices if k[:3] == (family, benchmark, base) and k[4] == division]
+    if not any(index.higher_is_better(k) and metric in (None, k[3]) for k in held):
         return ""
     return (
         f"; a stack ranking reads measured {scenario} results only: its {base} results are held "
         f"(`advisor compare rank-stacks --scenario {base}`), and `advisor predict` / `advisor "
-        f"recommend` estimate {scenario} from them"
+        f"recommend` estimate its {scenario} throughput from them"
     )
 
 
@@ -410,5 +418,5 @@ def _slice_metric(index: EvidenceIndex, prefix: tuple[str, str, str], division: 
         f"no observations of {'/'.join(prefix[:2])} {prefix[2]} ({division} division) "
         "with one metric to "
         f"rank by; name one of: {', '.join(sorted(k[3] for k in keys)) or 'none recorded'}"
-        + ("" if keys else _derived_hint(index, *prefix))
+        + ("" if keys else _derived_hint(index, prefix, None, division))
     )

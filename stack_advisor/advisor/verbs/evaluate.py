@@ -201,7 +201,8 @@ def _latency_rows(table: ObservationTable, rows: np.ndarray) -> np.ndarray:
     return kept
 
 
-SELECT = {"training": _training_times, "latency": _latency_rows}
+# the held-out rows each protocol scores (by-round, loao, forecast, within-round: throughputs)
+SELECT = {"by-round": _closed_throughput, "training": _training_times, "latency": _latency_rows}
 
 
 def scorable_rounds(table: ObservationTable, protocol: str = "by-round") -> list[str]:
