@@ -19,6 +19,7 @@ from stack_advisor.store.registry import open_store
 from tests.support.mlperf import result_path, system_json, write
 
 TRT10 = ("TensorRT 10.2.0, CUDA 12.4", "TensorRT 10.2.0, CUDA 12.4, cuDNN 9.1.0, Driver 550.54.15")
+TRT108 = ("TensorRT 10.8.0, CUDA 12.8", "TensorRT 10.8.0, CUDA 12.8, cuDNN 9.7.0, Driver 570.86.15")
 B200 = "NVIDIA B200-SXM-180GB"
 
 
@@ -31,10 +32,12 @@ def _server_summary(value: float) -> str:
 
 def _round(root: Path, systems: list[tuple[str, str, str, dict[str, float]]]) -> Path:
     """A v5.1 tree: (system id, accelerator, benchmark, scenario -> tokens/s) on 8 parts each;
-    an Interactive run is a Server run (its summary says Server, its directory Interactive)."""
+    an Interactive run is a Server run (its summary says Server, its directory Interactive).
+    A system id ending in -cuda128 runs a CUDA 12.8 stack (Blackwell's first)."""
     tree = root / "inference_v5.1"
     for system_id, accelerator, benchmark, results in systems:
-        write(tree, f"closed/Acme/systems/{system_id}.json", system_json(accelerator, 8, TRT10))
+        stack = TRT108 if system_id.endswith("-cuda128") else TRT10
+        write(tree, f"closed/Acme/systems/{system_id}.json", system_json(accelerator, 8, stack))
         for scenario, value in results.items():
             write(tree, result_path(system_id, benchmark, scenario), _server_summary(value))
     return tree
@@ -140,3 +143,29 @@ def test_a_benchmark_no_system_ran_both_on_takes_the_other_benchmarks_ratio(
         refused = _ask(advisor, "mixtral-8x7b")
         assert refused.basis is Basis.UNSUPPORTED and refused.value is None
         assert "the rules set it no Interactive" in (refused.reason or "")
+
+
+def test_a_derived_ranking_caps_an_extrapolation_at_the_best_part_derived_from_its_own_run(
+    tmp_path: Path,
+) -> None:
+    """No part ran Interactive: a part transferred beyond every one measured on the benchmark's
+    Server (B200 from H200) ranks no higher than the best one derived from its own Server run."""
+    blackwell = [
+        (f"{s}-cuda128", a, b, r) if a == B200 else (s, a, b, r)
+        for s, a, b, r in _both("llama2-70b-99", (0.60, 0.64, 0.65))
+        + _both("llama3.1-8b", (0.80, 0.82, 0.85))
+    ]
+    h200 = ("ds", "NVIDIA H200-SXM-141GB", "deepseek-r1", {"Server": 5000.0})
+    with open_store(f"embedded:{tmp_path / 'kb'}") as store:
+        import_mlperf(_round(tmp_path, [*blackwell, h200]), store)
+        ranked = Advisor(store).recommend(
+            {"benchmark": "deepseek-r1", "scenario": "Interactive", "as_of": "v6.0"}, top=10
+        )
+    first, second = ranked.recommendations
+    assert first.candidate.accelerator == "H200-SXM-141GB"
+    assert second.candidate.accelerator == "B200-SXM-180GB" and second.value > first.value
+    assert second.score == first.score  # its own pessimistic end was higher: capped
+    assert any(
+        "ranked no higher than the best candidate derived from its own Server measurement" in w
+        for w in second.warnings
+    )

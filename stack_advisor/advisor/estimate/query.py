@@ -41,6 +41,8 @@ class Estimate:
     notes: list[str] = field(default_factory=list)
     # a transfer beyond the best (or below the worst) accelerator measured on the benchmark
     extrapolated: bool = False
+    # a scenario derived from another one's estimate (Interactive from Server): that one's basis
+    derived_from: Basis | None = None
 
     @property
     def confidence(self) -> float:

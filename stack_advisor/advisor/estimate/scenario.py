@@ -284,6 +284,7 @@ def _scaled(
     return replace(
         server,
         basis=Basis.TRANSFERRED,
+        derived_from=server.basis,
         value=value * math.exp(mid),
         low=low * math.exp(lo),
         high=high * math.exp(hi),

@@ -140,9 +140,14 @@ def _warnings(knowledge: Knowledge, sl: Slice, c: Candidate, evidence: Evidence)
     assert c.est is not None
     warnings = list(c.est.notes)
     if c.capped:
+        best = (
+            f"the best candidate derived from its own {sl.recorded_scenario} measurement"
+            if sl.derived
+            else "the best measured candidate"
+        )
         warnings.append(
-            "ranked no higher than the best measured candidate: its estimate is an extrapolation "
-            "beyond every accelerator measured on this benchmark"
+            f"ranked no higher than {best}: its estimate is an extrapolation beyond every "
+            "accelerator measured on this benchmark"
         )
     if c.est.basis is Basis.OBSERVED:
         if evidence.count == 1:

@@ -106,8 +106,11 @@ def order(scored: list[Candidate], lower_better: bool = False) -> list[Candidate
     Equal scores (two pessimistic ends both at a published latency limit) go to the better
     basis, then the better central figure (lower where ``lower_better``), and only then by
     name; capped extrapolations keep to name order among themselves (their central figures are
-    the specs alone the cap keeps from ranking)."""
+    the specs alone the cap keeps from ranking). In a ranking of a derived scenario (no part
+    measured in it) the measurements are the parts whose figure was derived from their own."""
     best = max((c.score for c in scored if _basis(c) is Basis.OBSERVED), default=None)
+    if best is None:  # a derived scenario's ranking
+        best = max((c.score for c in scored if _derived_from_measured(c)), default=None)
     capped = [
         dataclasses.replace(c, score=best, capped=True)
         if best is not None and c.est is not None and c.est.extrapolated and c.score > best
@@ -131,6 +134,11 @@ def lower_better(sl: Slice) -> bool:
     """Whether the slice's ranked figure is better lower (a time to train, a latency): the
     metric's own direction (the objective chose the metric, ``candidates.choose_metric``)."""
     return not sl.hib
+
+
+def _derived_from_measured(c: Candidate) -> bool:
+    assert c.est is not None
+    return c.est.derived_from is Basis.OBSERVED
 
 
 def _basis(c: Candidate) -> Basis:
