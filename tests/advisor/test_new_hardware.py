@@ -172,6 +172,27 @@ def test_figures_follow_the_precision_policy_and_leave_unpublished_figures_empty
         hardware.figures("NVIDIA T4", "2-bit")
 
 
+def test_a_matrix_peak_published_at_fewer_bits_is_read_at_the_policys_by_the_bit_ratio() -> None:
+    """RTX PRO 6000 Blackwell publishes fp4 2,000 T and the vector units' fp32 125 T: at 8 and
+    16 bits it is read off its fp4 (1,000, 500), not its fp32 (an 8x understatement against
+    parts read at their matrix peaks); never towards fewer bits; a part with no matrix figure
+    keeps its fp32."""
+    ws = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
+    at8, at16 = hardware.figures(ws, "8-bit"), hardware.figures(ws, "16-bit")
+    assert (at8.precision, at8.compute, at8.derived_from) == ("int8", 1000, ("fp4", 2000))
+    assert (at16.precision, at16.compute) == ("fp16", 500)
+    assert at8.effective_bandwidth == 1792  # 8-bit operands
+    assert "from its fp4 2000 T" in at8.describe()
+    assert hardware.figures(ws, "4-bit").derived_from is None  # its own fp4
+    ada = hardware.figures("NVIDIA RTX 4000 Ada Generation", "16-bit")
+    assert (ada.precision, ada.compute) == ("fp16", pytest.approx(163.8 / 2))
+    assert hardware.figures("NVIDIA RTX 4000 Ada Generation", "4-bit").precision == "fp8"
+    b200 = hardware.figures("NVIDIA B200-SXM-180GB", "16-bit")  # published: read as published
+    assert (b200.compute, b200.derived_from) == (2250, None)
+    a5000 = hardware.figures("NVIDIA RTX A5000", "8-bit")
+    assert (a5000.precision, a5000.compute) == ("fp32", 27.8)
+
+
 def test_replicas_count_whole_parts_per_copy() -> None:
     assert hardware.replicas_per_node(70, 80, 8) == 8
     assert hardware.replicas_per_node(70, 48, 8) == 4

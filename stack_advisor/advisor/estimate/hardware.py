@@ -17,7 +17,12 @@ transfer's interval spans what each policy gives
 
 Under a policy, an accelerator's figures are (peak at the first precision of the ladder it
 publishes, memory bandwidth x 8 / that precision's bits): a part that runs a model at 4 bits reads
-half the bytes per weight of one at 8 bits. A part whose catalogue entry has no compute figure
+half the bytes per weight of one at 8 bits. Where the ladder would reach only the vector units'
+fp32 (or nothing) and the part publishes a matrix peak at fewer bits, the ladder's precision is
+read off that one at half the rate per doubling of bits (``matrix_rate``: RTX PRO 6000 Blackwell
+publishes fp4 and fp32 only, so its 8-bit peak is its fp4 / 2, not its fp32; until 2026-11-29
+the fp32 answered, a 4-8x understatement against parts read at their matrix peaks), the answer
+saying so. A part whose catalogue entry has no compute figure
 at all (or none on the ladder) transfers by bandwidth alone (``BANDWIDTH_ONLY``), calibrated
 apart with its own (wider) residuals. A CPU's figures are per socket, derived by the catalogue
 (``stack_advisor.catalog.cpu_models``); they are read on the same ladders (int8 from AMX or VNNI,
@@ -42,6 +47,8 @@ LADDERS: dict[str, tuple[str, ...]] = {
     "16-bit": ("fp16", "bf16", "fp32"),
 }
 BITS = {"fp4": 4, "fp6": 6, "fp8": 8, "int8": 8, "fp16": 16, "bf16": 16, "fp32": 32}
+# the matrix units' precisions (an fp32 figure is the vector units', another kind of peak)
+MATRIX = ("fp4", "fp6", "int8", "fp8", "fp16", "bf16")
 BANDWIDTH_ONLY = "bandwidth only"  # how a part with no published compute figure transfers
 
 
@@ -55,6 +62,9 @@ class Figures:
     bandwidth_gbs: float | None
     memory_gb: float | None
     interconnect_gbs: float | None
+    # where ``compute`` is read off the part's published peak at fewer bits (``matrix_rate``):
+    # that precision and figure
+    derived_from: tuple[str, float] | None = None
 
     @property
     def effective_bandwidth(self) -> float | None:
@@ -71,8 +81,12 @@ class Figures:
         return (self.compute, bandwidth) if self.compute and bandwidth else None
 
     def describe(self) -> str:
+        at = f"{self.compute:g} T at {self.precision}" if self.compute else "compute unpublished"
+        if self.derived_from:
+            source, peak = self.derived_from
+            at += f" (from its {source} {peak:g} T: the rate halves as operand bits double)"
         parts = [
-            f"{self.compute:g} T at {self.precision}" if self.compute else "compute unpublished",
+            at,
             f"{self.bandwidth_gbs:g} GB/s" if self.bandwidth_gbs else "bandwidth unpublished",
         ]
         if self.memory_gb:
@@ -94,12 +108,19 @@ def figures(name: str, policy: str = DEFAULT_POLICY) -> Figures:
     resolved = resolve_accelerator(name)
     if resolved.match.kind == "cpu":
         return cpu_scaling(resolved.key, resolved.match.cpu if resolved.resolved else None, policy)
-    precision, compute = None, None
+    precision, compute, derived = None, None, None
     for candidate in LADDERS[policy]:
         value = resolved.match.figure(candidate) if resolved.spec is not None else None
         if value:
             precision, compute = candidate, value
             break
+    if precision in (None, "fp32") and resolved.spec is not None:
+        # no matrix figure on the ladder: read one off the part's peak at fewer bits, not the
+        # vector units' fp32 (RTX PRO 6000 Blackwell publishes fp4 and fp32 only)
+        published = {p: v for p in MATRIX if (v := resolved.match.figure(p))}
+        found = matrix_rate(published, LADDERS[policy])
+        if found is not None:
+            precision, compute, derived = found
     spec = resolved.spec
     link = spec.interconnect_gbs if spec is not None else None
     return Figures(
@@ -109,7 +130,32 @@ def figures(name: str, policy: str = DEFAULT_POLICY) -> Figures:
         resolved.figure("memory_bw_gbs"),
         resolved.figure("memory_gb"),
         float(link) if link else None,
+        derived,
     )
+
+
+def matrix_rate(
+    published: dict[str, float], ladder: tuple[str, ...]
+) -> tuple[str, float, tuple[str, float]] | None:
+    """The ladder's first matrix precision at the rate a published peak at fewer bits implies
+    (precision, peak, (the published precision, its peak)), or None where the part publishes
+    none at fewer bits. A matrix unit's dense rate halves as its operands' bits double (NVIDIA
+    Hopper, Ada and Blackwell tensor cores: fp4 = 2x fp8 = 4x fp16; AMD CDNA 3/4: fp8 = 2x
+    fp16; Intel Xe2 XMX: int8 = 2x fp16), so a part's peak at more bits is read off its
+    nearest published one below; never towards fewer bits (a part without fp4 units has no fp4
+    rate)."""
+    for target in ladder:
+        if target not in MATRIX:
+            continue
+        below = [p for p in published if BITS[p] <= BITS[target]]
+        if below:
+            source = max(below, key=lambda p: (BITS[p], p == target))
+            return (
+                target,
+                published[source] * BITS[source] / BITS[target],
+                (source, published[source]),
+            )
+    return None
 
 
 def cpu_scaling(key: str, cpu_id: str | None, policy: str) -> Figures:
