@@ -125,6 +125,11 @@ class AcceleratorEntry(_Entry):
     # nearest first: what a transfer to this part should draw on before parts that are only
     # close in peak figures (B300 from B200 / GB300, MI355X from MI350X / MI325X)
     siblings: list[str] = Field(default_factory=list)
+    # precisions whose peak may not be read off a published one at fewer bits by the bit ratio
+    # (``stack_advisor.advisor.estimate.hardware.matrix_rate``) because this part's figures do
+    # not follow it: the note says why (a Jetson module's int8 counts its DLAs; a GeForce card's
+    # 16-bit rate depends on an accumulate mode its maker does not state)
+    not_derived: list[Literal["int8", "fp8", "fp6", "fp16", "bf16"]] = Field(default_factory=list)
     note: str | None = None
 
     _patterns = field_validator("patterns")(classmethod(lambda cls, v: _check_patterns(v)))

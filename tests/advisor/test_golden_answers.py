@@ -19,11 +19,12 @@ rounds since the round the catalogue says introduced it (llama2-70b's first held
 its second) and a group with few steps at an age took every group's steps at that age: the
 forecasts to today's round moved, nothing else; 4 Training ones (25-27, 48) again when
 Training's rgat and retinanet took Training's introduced round, not Inference's of the same name.
-19 were re-recorded on 2026-11-29 (session 22) when a part publishing a matrix peak only at fewer
-bits than a precision policy's (RTX PRO 6000 Blackwell: fp4; RTX 4000/6000 Ada: fp8; Jetson,
-Arc Pro: int8) was read at that policy's precision by the bit ratio instead of its vector fp32
-(``hardware.matrix_rate``): the transfer calibrations and learned blends moved a little, fewer
-candidates are refused as "compute unpublished" or "no reference of its device class".
+6 (2, 16, 23, 29, 30, 44) were re-recorded on 2026-11-29 (session 22) when a part publishing a
+matrix peak only at fewer bits than a precision policy's (RTX PRO 6000 Blackwell: fp4; RTX
+4000/6000 Ada: fp8; Arc Pro: int8) was read at that policy's precision by the bit ratio instead
+of its vector fp32 (``hardware.matrix_rate``; not where the catalogue's ``not_derived`` says the
+part's figures do not follow it): a few transfers and blends moved, fewer candidates are refused
+as "compute unpublished" or "no reference of its device class".
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -191,6 +191,12 @@ def test_a_matrix_peak_published_at_fewer_bits_is_read_at_the_policys_by_the_bit
     assert (b200.compute, b200.derived_from) == (2250, None)
     a5000 = hardware.figures("NVIDIA RTX A5000", "8-bit")
     assert (a5000.precision, a5000.compute) == ("fp32", 27.8)
+    # where the catalogue says a part's figures do not follow the rule (``not_derived``): a
+    # GeForce card's 16-bit rate (accumulate mode unstated), a Jetson module's int8 with its DLAs
+    assert hardware.figures("NVIDIA GeForce RTX 5090", "8-bit").compute == 838
+    assert hardware.figures("NVIDIA GeForce RTX 5090", "16-bit").precision == "fp32"
+    assert hardware.figures("NVIDIA Jetson AGX Orin", "16-bit").compute is None
+    assert hardware.figures("NVIDIA Jetson Orin Nano", "16-bit").compute == 10  # GPU only
 
 
 def test_replicas_count_whole_parts_per_copy() -> None:

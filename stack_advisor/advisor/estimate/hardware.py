@@ -57,7 +57,8 @@ class Figures:
     """An accelerator's published figures under one precision policy (None: not published)."""
 
     name: str
-    precision: str | None  # the ladder's first precision the part publishes a peak for
+    precision: str | None  # the ladder's first precision the part has a peak for (published,
+    # or read off a published one at fewer bits: ``derived_from``)
     compute: float | None  # dense peak at ``precision``, TFLOP/s (TOPS for int8)
     bandwidth_gbs: float | None
     memory_gb: float | None
@@ -118,7 +119,8 @@ def figures(name: str, policy: str = DEFAULT_POLICY) -> Figures:
         # no matrix figure on the ladder: read one off the part's peak at fewer bits, not the
         # vector units' fp32 (RTX PRO 6000 Blackwell publishes fp4 and fp32 only)
         published = {p: v for p in MATRIX if (v := resolved.match.figure(p))}
-        found = matrix_rate(published, LADDERS[policy])
+        kept = tuple(p for p in LADDERS[policy] if p not in resolved.spec.not_derived)
+        found = matrix_rate(published, kept)
         if found is not None:
             precision, compute, derived = found
     spec = resolved.spec
@@ -142,19 +144,18 @@ def matrix_rate(
     none at fewer bits. A matrix unit's dense rate halves as its operands' bits double (NVIDIA
     Hopper, Ada and Blackwell tensor cores: fp4 = 2x fp8 = 4x fp16; AMD CDNA 3/4: fp8 = 2x
     fp16; Intel Xe2 XMX: int8 = 2x fp16), so a part's peak at more bits is read off its
-    nearest published one below; never towards fewer bits (a part without fp4 units has no fp4
-    rate)."""
+    nearest published one below (of two at the same bits, the lower); never towards fewer bits
+    (a part without fp4 units has no fp4 rate). A part whose figures do not follow the rule
+    leaves those precisions out of ``ladder`` (the catalogue's ``not_derived``)."""
     for target in ladder:
         if target not in MATRIX:
             continue
         below = [p for p in published if BITS[p] <= BITS[target]]
         if below:
-            source = max(below, key=lambda p: (BITS[p], p == target))
-            return (
-                target,
-                published[source] * BITS[source] / BITS[target],
-                (source, published[source]),
-            )
+            bits = max(BITS[p] for p in below)
+            source = min((p for p in below if BITS[p] == bits), key=lambda p: published[p])
+            peak = published[source]
+            return target, peak * BITS[source] / BITS[target], (source, peak)
     return None
 
 

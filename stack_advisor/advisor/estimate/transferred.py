@@ -246,7 +246,8 @@ def same_device_class(
     reference: str, name: str, scaled: tuple[float, float], target: tuple[float, float]
 ) -> bool:
     """Whether two parts are of one device class (``transfer.within_span``), read on their
-    hardware: 16-bit compute and memory bandwidth as published. The figures a transfer scales by
+    hardware: 16-bit compute (as published, else read off a matrix peak at fewer bits:
+    ``hardware.matrix_rate``) and memory bandwidth. The figures a transfer scales by
     (``scaled``, ``target``) count each part at the precision it runs (fp4, bandwidth in 4-bit
     operands, where its generation has it), which would set a part a generation on (MI355X in
     fp4 beside MI325X in fp8) as far apart as a workstation card; they decide only where a part

@@ -183,7 +183,7 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
             excluded.add(c, estimated)
             continue
         scored.append(scoring.score(knowledge, sl, estimated))
-    ordered = scoring.order(scored, scoring.lower_better(sl))
+    ordered = scoring.order(scored, scoring.lower_better(sl), derived=sl.derived)
     shown = [(c, 0) for c in ordered] if workload.all_rows else default_view.fold(ordered)
     ranked = [c for c, _ in shown[:top]]
     recs = [explain(knowledge, sl, rank_no, c) for rank_no, c in enumerate(ranked, start=1)]

@@ -100,17 +100,18 @@ def score(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate:
     return dataclasses.replace(c, value=value, low=low, high=high, score=key)
 
 
-def order(scored: list[Candidate], lower_better: bool = False) -> list[Candidate]:
+def order(
+    scored: list[Candidate], lower_better: bool = False, derived: bool = False
+) -> list[Candidate]:
     """Best first. An extrapolation beyond every accelerator measured on the benchmark does not
     outrank the measurements on specs alone: its score is capped at the best observed one's.
     Equal scores (two pessimistic ends both at a published latency limit) go to the better
     basis, then the better central figure (lower where ``lower_better``), and only then by
     name; capped extrapolations keep to name order among themselves (their central figures are
-    the specs alone the cap keeps from ranking). In a ranking of a derived scenario (no part
-    measured in it) the measurements are the parts whose figure was derived from their own."""
-    best = max((c.score for c in scored if _basis(c) is Basis.OBSERVED), default=None)
-    if best is None:  # a derived scenario's ranking
-        best = max((c.score for c in scored if _derived_from_measured(c)), default=None)
+    the specs alone the cap keeps from ranking). In the ranking of a ``derived`` scenario (no
+    part measured in it) the measurements are the parts whose figure was derived from their own."""
+    measured = _derived_from_measured if derived else (lambda c: _basis(c) is Basis.OBSERVED)
+    best = max((c.score for c in scored if measured(c)), default=None)
     capped = [
         dataclasses.replace(c, score=best, capped=True)
         if best is not None and c.est is not None and c.est.extrapolated and c.score > best
