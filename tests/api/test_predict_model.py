@@ -83,7 +83,11 @@ def client(
     tokens = {s: secrets.token_urlsafe(24) for s in ("read", "write")}
     uri = copy_starter_kb(starter_kb, tmp_path_factory.mktemp("api-model") / "kb")
     with open_store(uri) as store:
-        app = create_app(make_settings(tokens, answer_workers=request.param), store=store)
+        # this module pins the API's answers to the CLI's, not the budget (tests of their own):
+        # a fresh answer worker loads the knowledge base within its first request, which on a
+        # loaded 2-core machine once took more than the default 10 s (fresh check, 2026-11-29)
+        settings = make_settings(tokens, answer_workers=request.param, answer_budget_s=120)
+        app = create_app(settings, store=store)
         app.dependency_overrides[get_store] = lambda: store
         with TestClient(app, raise_server_exceptions=False, headers=auth(tokens["read"])) as c:
             yield c
