@@ -350,7 +350,11 @@ def test_across_classes_only_through_a_learned_factor_with_a_wider_interval(tmp_
             framework="onnxruntime",
         )
         crossed = index.estimate(query)
-        derived = replace(crossed, factors=[*crossed.factors, ("scenario", "derived", 1.0)])
+        derived = replace(
+            crossed,
+            derived_from=crossed.basis,
+            factors=[*crossed.factors, ("scenario", "derived", 1.0)],
+        )
         again = stack_adjust.adjust(index, query, derived)
     finally:
         store.close()

@@ -57,6 +57,18 @@ def first_published(scenario: str, benchmark: str) -> str | None:
     return min(since, key=lambda s: tuple(int(p) for p in s[1:].split("."))) if since else None
 
 
+def derived_base(index: EvidenceIndex, family: str, benchmark: str, scenario: str) -> str | None:
+    """The scenario ``scenario`` is run as (Interactive: Server) where the rules set it for
+    ``benchmark`` and the knowledge base holds the benchmark in that one but never in
+    ``scenario`` (``recommend`` then ranks the base's parts, ``compare`` points there); None
+    otherwise (the slice is simply missing)."""
+    base = base_scenario(scenario)
+    if base is None or first_published(scenario, benchmark) is None:
+        return None
+    held = index.scenarios(family, benchmark)
+    return base if base in held and scenario not in held else None
+
+
 def unrecorded_scenario(scenario: str, benchmark: str, recorded: list[str]) -> str:
     """Why a scenario the catalogue knows has no results to answer from for ``benchmark``."""
     first = first_published(scenario, benchmark)

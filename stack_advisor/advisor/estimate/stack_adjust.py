@@ -84,7 +84,7 @@ def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:
     the same framework through the upgrade factor (else a note says it was not)."""
     if est.basis is Basis.UNSUPPORTED or est.value is None or not len(est.rows):
         return est
-    if any(kind == "scenario" for kind, _, _ in est.factors):
+    if est.derived_from is not None:
         return est  # from another scenario's estimate, made honest about the stack there
     wanted = query_stack(q)
     if wanted is None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.query import Estimate, Query
-from stack_advisor.advisor.estimate.scenario import base_scenario, derivable, first_published
+from stack_advisor.advisor.estimate.scenario import derivable, derived_base
 from stack_advisor.advisor.knowledge.rules import parse_version, stack_components
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import serving
@@ -61,20 +61,19 @@ class Slice:
     # the scenario ``rows`` were recorded in: ``scenario`` itself, or where the knowledge base
     # holds none of it, the scenario it is run as (Interactive: Server), each candidate then
     # estimated by the learned ratio (``stack_advisor.advisor.estimate.scenario``)
-    recorded_scenario: str = ""
+    recorded_scenario: str
 
     @property
     def key(self) -> tuple[str, str, str, str, str]:
         """The slice the candidates come from: the one ranked, or where its scenario is derived,
         the slice of the scenario it is run as."""
         w = self.workload
-        scenario = self.recorded_scenario or self.scenario
-        return (w.family, w.benchmark or "", scenario, self.metric, self.division)
+        return (w.family, w.benchmark or "", self.recorded_scenario, self.metric, self.division)
 
     @property
     def derived(self) -> bool:
         """Whether no result of the ranked scenario is held (each candidate is an estimate)."""
-        return bool(self.recorded_scenario) and self.recorded_scenario != self.scenario
+        return self.recorded_scenario != self.scenario
 
 
 @dataclass(frozen=True)
@@ -195,9 +194,9 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
     """The slice ranked for this workload, with the notes on what was assumed."""
     table = knowledge.table
     notes: list[str] = []
+    recorded = None  # the scenario asked (or chosen), unless derived from another
     try:
         bench_rows, ignored = benchmark_rows(knowledge, workload)
-        recorded = workload.scenario or ""
     except NotFound as missing:
         base = _derivable_scenario(knowledge, workload)
         if base is None:
@@ -226,9 +225,8 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
     rows = bench_rows[table.metric.codes[bench_rows] == table.metric.code(metric)]
     hib = bool(table.higher_is_better[rows[0]])
     scenario = workload.scenario or mode(table.scenario.values(rows))
-    recorded = recorded or scenario
     division = mode(table.division.values(rows))
-    if recorded != scenario:
+    if recorded is not None:
         _refuse_derived(knowledge, workload, (metric, division), recorded)
     if workload.scenario is None and len(set(table.scenario.values(rows))) > 1:
         notes.append(f"no scenario given: ranked on {scenario!r}, the most common for {metric}")
@@ -248,21 +246,15 @@ def select_slice(knowledge: Knowledge, workload: Workload) -> Slice:
         bench_ids=frozenset(
             table.benchmark.vocab[int(c)] for c in set(table.benchmark.codes[rows].tolist())
         ),
-        recorded_scenario=recorded,
+        recorded_scenario=recorded or scenario,
     )
 
 
 def _derivable_scenario(knowledge: Knowledge, workload: Workload) -> str | None:
-    """The scenario ``workload.scenario`` is run as (``stack_advisor.catalog``'s scenarios:
-    Interactive is a Server run) where the rules set the scenario for the benchmark and the
-    knowledge base holds the benchmark in the one it is run as, never in the scenario asked;
-    None otherwise (the slice is simply missing)."""
-    index, scenario, benchmark = knowledge.index, workload.scenario, workload.benchmark
-    if scenario is None or benchmark is None or first_published(scenario, benchmark) is None:
+    """``scenario.derived_base`` of the workload's slice (None without a scenario)."""
+    if workload.scenario is None or workload.benchmark is None:
         return None
-    base = base_scenario(scenario)
-    held = index.scenarios(workload.family, benchmark)
-    return base if base is not None and base in held and scenario not in held else None
+    return derived_base(knowledge.index, workload.family, workload.benchmark, workload.scenario)
 
 
 def _refuse_derived(

@@ -21,7 +21,7 @@ from stack_advisor.advisor.estimate.analysis import (
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import redefined_reason
-from stack_advisor.advisor.estimate.scenario import base_scenario, first_published
+from stack_advisor.advisor.estimate.scenario import derived_base
 from stack_advisor.advisor.estimate.stack_compare import rank_stacks, upgrade_text, version_matches
 from stack_advisor.advisor.estimate.stack_effect import effects_of, framework_id
 from stack_advisor.advisor.knowledge.rules import stack_components
@@ -383,10 +383,10 @@ def _derived_hint(
     benchmark holds (Interactive as Server), and its throughput is asked (a latency is not
     derived): a ranking needs measured results of the scenario itself, predict/recommend
     estimate it."""
-    family, benchmark, scenario = prefix
-    base = base_scenario(scenario)
-    if base is None or first_published(scenario, benchmark) is None:
+    base = derived_base(index, *prefix)
+    if base is None:
         return ""
+    family, benchmark, scenario = prefix
     held = [k for k in index.slices if k[:3] == (family, benchmark, base) and k[4] == division]
     if not any(index.higher_is_better(k) and metric in (None, k[3]) for k in held):
         return ""
