@@ -5,6 +5,7 @@ importer into a real embedded store."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -229,3 +230,23 @@ def test_a_faster_unmeasured_part_of_a_measured_vendor_is_estimated_faster(store
     nvl = _ask(store, "NVIDIA H100-NVL-94GB", "llama2-70b-99")
     assert b200.value is not None and nvl.value is not None and b200.value < nvl.value
     assert any(f.name == "limit share" and "peak compute" in f.value for f in b200.factors)
+
+
+def test_the_compute_a_latency_moves_by_is_the_one_a_transfer_reads() -> None:
+    """``log_compute`` reads the default policy's figure (``hardware.figures``): a part that
+    publishes fp8 but no int8 (GB300) is not read at its 16-bit rate beside B200's int8, and a
+    part publishing only fp4 (RTX PRO 6000 Blackwell Workstation) or fp8 (MI350P) has one."""
+    from stack_advisor.advisor.estimate.hardware import figures
+    from stack_advisor.advisor.estimate.latency_limit import log_compute
+
+    for name in ("NVIDIA GB300", "NVIDIA B200-SXM-180GB", "AMD Instinct MI350P"):
+        read = figures(name)
+        assert read.compute is not None and read.precision in ("int8", "fp8"), name
+        assert log_compute(name) == pytest.approx(math.log(read.compute)), name
+    gb300, b200 = log_compute("NVIDIA GB300"), log_compute("NVIDIA B200-SXM-180GB")
+    assert gb300 is not None and b200 is not None and gb300 > b200
+    workstation = figures("NVIDIA RTX PRO 6000 Blackwell Workstation Edition")
+    assert workstation.derived_from is not None and workstation.derived_from[0] == "fp4"
+    assert log_compute("NVIDIA RTX PRO 6000 Blackwell Workstation Edition") is not None
+    # a part whose only compute figure is the vector units' fp32 has none
+    assert figures("K80").precision == "fp32" and log_compute("K80") is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from stack_advisor.advisor.estimate.hardware import figures
 from stack_advisor.advisor.knowledge.specs import ResolvedAccelerator, resolve_accelerator
 from stack_advisor.advisor.knowledge.table import physical_key
 
@@ -31,14 +32,16 @@ def accelerator_class(name: str) -> str:
 
 @lru_cache(maxsize=4096)
 def peak_figures(name: str) -> tuple[float, float] | None:
-    """(peak compute, memory bandwidth) from the public specs: INT8 TOPS (else FP16 TFLOP/s) and
-    GB/s, MIG share applied; None when either is unknown."""
-    spec = accelerator_spec(name)
-    compute = spec.figure("int8_tops") or spec.figure("fp16_tflops")
-    bandwidth = spec.figure("memory_bw_gbs")
-    if not compute or not bandwidth:
+    """(peak compute, memory bandwidth) from the public specs as a transfer reads them under the
+    default 8-bit policy (``hardware.figures``: int8 or fp8 as published, else read off a matrix
+    peak at fewer bits, else fp16/bf16) and GB/s, MIG share applied; None when either is unknown
+    or the only compute figure is the vector units' fp32. (It read INT8 else FP16 alone: GB300
+    and B300, which publish fp8 but no int8, were read at half their 8-bit rate beside B200's
+    int8, and parts publishing only fp8 or fp4 had none.)"""
+    found = figures(name)
+    if not found.compute or not found.bandwidth_gbs or found.precision == "fp32":
         return None
-    return float(compute), float(bandwidth)
+    return float(found.compute), float(found.bandwidth_gbs)
 
 
 def memory_gb(name: str) -> float | None:

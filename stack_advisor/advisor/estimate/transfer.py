@@ -264,6 +264,13 @@ def choose_policy(
     parts alone, with the kept default where fewer than two parts tell, was measured worse
     leaving one accelerator out on v5.1 (MAPE 32.3% against 28.7%; v4.1 to v5.1 by round 14.9%
     against 13.7%): one fp4 part's evidence was right more often than the 8-bit default.
+    Reading an undetermined slice's policy off its benchmark group's determined slices instead
+    (the one most of them chose; measured 2026-11-29 on the shared rounds, not adopted) agreed
+    with the precision the v5.1 table publishes (``weight_data_types``) on deepseek-r1 and
+    llama3.1-8b but not mixtral-8x7b (fp8 on RTX PRO 6000 Blackwell), and though it took
+    deepseek-r1 within the newest round from MAPE 49.8% / 52.1% (Offline / Server) to 29.9% /
+    34.9%, llama3.1-8b's at 4 bits went from MAPE 6.6-14.8% to 44.5-84.6%: within-round MAPE
+    18.5% -> 21.5%, coverage 0.74 -> 0.69; leaving one accelerator out 20.2% -> 21.2%.
     """
     policy, alpha = chosen or learn_blend(refs_by_policy, hib)
     if policy not in refs_by_policy:
