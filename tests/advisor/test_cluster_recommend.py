@@ -265,3 +265,34 @@ def test_a_recorded_inventory_and_a_nodes_file_give_the_same_answer(
     assert a == b
     with pytest.raises(InvalidInput, match="give one"):
         load_pools(mlperf_store, cluster="prod", nodes_file=str(path), pool_label=None)
+
+
+def test_a_pool_figure_derived_from_another_scenario_says_so_once(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """deepseek-r1's Interactive (set by the rules from v6.0; the starter knowledge base holds its
+    Server) is derived from Server on the pool too: the answer carries the pool figure's own note
+    of how it was derived, not also the ranked candidate's (which named another basis)."""
+    from stack_advisor.advisor.estimate.scenario import is_derived_note
+    from tests.support.gfd_nodes import node
+
+    nodes = [
+        node(
+            f"b200-{i}",
+            {
+                "stack-advisor.io/pool": "b200",
+                "nvidia.com/gpu.product": "NVIDIA-B200",
+                "nvidia.com/gpu.count": "8",
+                "nvidia.com/cuda.driver-version.full": "580.65.06",
+            },
+            gpus="8",
+        )
+        for i in range(2)
+    ]
+    result = ClusterAdvisor(kb_advisor).recommend(
+        {"benchmark": "deepseek-r1", "scenario": "Interactive"},
+        group_pools(nodes_from_json(nodes)),
+        source="test",
+    )
+    assert result.recommendations
+    for rec in result.recommendations:
+        notes = [w for w in rec.warnings if is_derived_note(w)]
+        assert len(notes) == 1 and "by the Interactive/Server ratio of" in notes[0], rec.warnings

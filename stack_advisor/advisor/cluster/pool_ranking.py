@@ -20,6 +20,7 @@ from stack_advisor.advisor.cluster.pool_answer import (
 from stack_advisor.advisor.cluster.pools import NodePool, kb_accelerator_key
 from stack_advisor.advisor.cluster.results import JobShape, PoolBasis, PoolRecommendation
 from stack_advisor.advisor.cluster.what_if import PoolRun
+from stack_advisor.advisor.estimate.scenario import is_derived_note
 from stack_advisor.advisor.knowledge.rules import stack_components
 from stack_advisor.advisor.proxy.ranking import answered_by_proxy
 from stack_advisor.advisor.results import Basis, PredictQuery, Recommendation
@@ -282,9 +283,13 @@ class PoolRanking:
                 f"ranked candidate was {r.candidate.accelerator} x{r.candidate.accelerator_count} "
                 f"{r.candidate.placement.value}"
             )
+            # the figure shown is the pool's own: where it was derived from another scenario,
+            # its note replaces the ranked candidate's (which names the candidate's basis)
+            derived = any(is_derived_note(w) for w in p.warnings)
+            kept = [w for w in r.warnings if not (derived and is_derived_note(w))]
             warnings = [
-                *r.warnings,
-                *(w for w in p.warnings if w not in recorded and w not in r.warnings),
+                *kept,
+                *(w for w in p.warnings if w not in recorded and w not in kept),
                 how,
             ]
             total = (p.value, p.interval.low, p.interval.high)

@@ -274,6 +274,14 @@ def other_benchmarks(index: EvidenceIndex, q: Query, base: str) -> dict[str, np.
     return out
 
 
+DERIVED_NOTE = "estimated from "  # how the note of a figure derived from another scenario opens
+
+
+def is_derived_note(text: str) -> bool:
+    """Whether ``text`` is the note of a figure derived from another scenario (``_scaled``)."""
+    return text.startswith(DERIVED_NOTE) and " ratio of " in text
+
+
 def _scaled(
     scenario: str,
     base: str,
@@ -288,7 +296,7 @@ def _scaled(
     (mid, lo, hi), source = learned
     how = f"{scenario}/{base}: {source}"
     note = (
-        f"estimated from {base} ({server.basis.value}) by the {scenario}/{base} ratio of "
+        f"{DERIVED_NOTE}{base} ({server.basis.value}) by the {scenario}/{base} ratio of "
         f"{source.split(' (', 1)[0]}"
     )
     factors = [*server.factors, ("scenario", how, math.exp(mid))]
