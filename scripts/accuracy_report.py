@@ -539,7 +539,10 @@ def split_section(title: str, rep, extra: str = "") -> list[str]:  # type: ignor
 
 DRIFT_TEXT = (
     "**How answers are carried to a round** (`stack_advisor/advisor/estimate/drift.py`). Every "
-    "answer names its round. Evidence of an older round is carried to the benchmark's newest "
+    "answer names its round. A query naming the very stack a result ran is answered with that "
+    "stack's own results, as measured in their round (the drift is newer software, which that "
+    "stack is not), and a held round asked is answered from its own results. "
+    "Evidence of an older round is carried to the benchmark's newest "
     "round by the median log ratio of the parts measured in both rounds (same benchmark and "
     "scenario, same accelerators per node, single or multi-node; Training times at the same "
     "count), their spread in the interval (added to a transfer's; beside, as the wider of the "

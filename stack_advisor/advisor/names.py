@@ -91,7 +91,8 @@ def canonical_scenario(text: str | None) -> str | None:
         return None
     match = resolve_scenario(text)
     if not match.resolved:
-        raise ValueError(match.message().removeprefix("scenario: "))
+        known = "" if match.suggestions else f"; known: {', '.join(load_catalog().scenarios)}"
+        raise ValueError(match.message().removeprefix("scenario: ") + known)
     return match.id
 
 

@@ -55,9 +55,9 @@ AcceleratorOpt = Annotated[
         "(hopper) or vendor; repeatable."
     ),
 ]
-CountOpt = Annotated[int | None, typer.Option(help="Exact accelerator count.")]
-MinCountOpt = Annotated[int | None, typer.Option(help="Minimum accelerator count.")]
-MaxCountOpt = Annotated[int | None, typer.Option(help="Maximum accelerator count.")]
+CountOpt = Annotated[int | None, typer.Option(help="Exact accelerator count.", min=1)]
+MinCountOpt = Annotated[int | None, typer.Option(help="Minimum accelerator count.", min=1)]
+MaxCountOpt = Annotated[int | None, typer.Option(help="Maximum accelerator count.", min=1)]
 PlacementOpt = Annotated[
     list[str] | None,
     typer.Option(help="Allowed placement: bare-metal, passthrough, vgpu, unknown (repeatable)."),

@@ -24,7 +24,14 @@ matrix peak only at fewer bits than a precision policy's (RTX PRO 6000 Blackwell
 4000/6000 Ada: fp8; Arc Pro: int8) was read at that policy's precision by the bit ratio instead
 of its vector fp32 (``hardware.matrix_rate``; not where the catalogue's ``not_derived`` says the
 part's figures do not follow it): a few transfers and blends moved, fewer candidates are refused
-as "compute unpublished" or "no reference of its device class".
+as "compute unpublished" or "no reference of its device class". 35 (0-14, 16-27, 29, 30, 36-40,
+43) were re-recorded on 2026-11-29 (session 23) when a candidate or query naming the very stack a
+result ran began to be answered as that stack measured, in its round, not carried by the rounds'
+drift (newer software: an H200's TensorRT 10.2 of v4.1 had been ranked above its own TensorRT
+10.11 of v5.1), a held round asked began to be answered from its own results, ``--observed-only``
+began to leave out figures measured only at another count, and cluster answers stopped repeating
+a derived scenario's note: observed and own-stack interpolated rows lost their forecast factor
+and gained the "as measured" note; rankings moved accordingly.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -62,7 +62,8 @@ def round_at(family: str, day: date, now: float) -> float:
     newest = max(by_then, default=0.0)
     if now > 0 and (now not in listed or listed[now] <= day):
         newest = max(newest, now)
-    return newest or now
+    # none published by then: 0 (``drift.carry`` refuses it), where the catalogue dates any
+    return newest if listed else newest or now
 
 
 @lru_cache(maxsize=256)
@@ -85,11 +86,16 @@ def as_of_error(as_of: str) -> str | None:
 
 
 def next_round(family: str, after: float) -> float:
-    """The published round after ``after`` (the catalogue's rounds), else the next minor one."""
+    """The published round after ``after`` (the catalogue's rounds), else the one MLPerf's
+    naming gives: two rounds a year since v1.0, X.0 then X.1, then (X+1).0 (Inference and
+    Training alike: v5.1 is followed by v6.0, never v5.2)."""
     listed = sorted(
         n for n in (round_number(r.id) for r in load_rounds() if r.family == family) if n > after
     )
-    return listed[0] if listed else round(after + 0.1, 1)
+    if listed:
+        return listed[0]
+    major = math.floor(after + 1e-9)
+    return float(major + 1) if after - major > 0.05 else round(after + 0.1, 1)
 
 
 def target_round(family: str, as_of: str, now: float) -> float:

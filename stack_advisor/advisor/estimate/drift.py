@@ -303,8 +303,13 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
     index = drift.index
     target = drift.target(q, as_of)
     rounds = index.round_no[est.rows]
-    if not (rounds > 0).any() or target <= 0:
-        return est
+    if not (rounds > 0).any():
+        return est  # our own measurements: of no round
+    held = drift.rounds(q.slice)
+    if target <= 0 or (held and target < held[0]):
+        return Estimate(Basis.UNSUPPORTED, reason=before_first(q, as_of, target, held))
+    if own_stack(index, q, est):
+        return as_measured(est, float(rounds.max()), target)
     by_ref = drift.reference_rounds(q.slice, est.rows)
     if not by_ref:  # evidence of another slice (a scenario derived): carried where it was made
         return est
@@ -346,6 +351,48 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
         factors=[*est.factors, (kind, text, factor)],
         notes=notes,
     )
+
+
+def before_first(q: Query, as_of: str, target: float, held: list[float]) -> str:
+    """Why no figure is given for a round before the slice's first held one (or a date before
+    every round the catalogue dates): results are carried between rounds, never back before the
+    benchmark's first."""
+    if target <= 0:
+        return f"as_of {as_of!r}: no round of {q.family} was published by then"
+    return (
+        f"as_of {as_of!r} names {round_label(target)}, before {q.benchmark} {q.scenario}'s "
+        f"first round in the knowledge base ({round_label(held[0])}): no figure for a round "
+        "before it"
+    )
+
+
+def own_stack(index: DriftIndex, q: Query, est: Estimate) -> bool:
+    """Whether ``est`` is made of results of the very stack ``q`` names (observed, or
+    interpolated from its own results at other counts)."""
+    if not q.components or est.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
+        return False
+    return len(index.matching(est.rows, q, any_count=True)) == len(est.rows)
+
+
+def as_measured(est: Estimate, measured: float, target: float) -> Estimate:
+    """A query naming the stack a result ran (its observed basis): that stack's own result, as
+    measured in its round. The rounds' drift is newer software, which this stack is not, so it
+    is not applied (carried, an H200's TensorRT 10.2 result of v4.1 ranked above its own
+    TensorRT 10.11 result of v5.1); the note says so where the round asked is another."""
+    if measured == target:
+        return replace(est, measured_round=measured)
+    when = (
+        f"as measured with this stack in {round_label(measured)}"
+        if measured < target
+        else f"as measured with this stack in {round_label(measured)}, after the round asked "
+        f"({round_label(target)})"
+    )
+    note = (
+        f"{when}: a stack's own result is not moved by the rounds' drift, which newer software "
+        "makes; name no stack, or a newer one, for what the part does in "
+        f"{round_label(target)}"
+    )
+    return replace(est, notes=[*est.notes, note], measured_round=measured)
 
 
 HELD = "held to what its peak figures allow ("
@@ -392,8 +439,13 @@ def weighted_move(moves: list[tuple[Drift, int]], total: int) -> tuple[float, fl
     return mid, lo_w, hi_w, 1 - sum(weights)
 
 
-def answer_round(drift: RoundDrift, q: Query, as_of: str = "today") -> str | None:
-    """The round an answer for ``q`` is of (its label: 'v5.1'), for the answer to say so; None
-    where the slice holds no published round."""
+def answer_round(
+    drift: RoundDrift, q: Query, as_of: str = "today", est: Estimate | None = None
+) -> str | None:
+    """The round an answer for ``q`` is of (its label: 'v5.1'), for the answer to say so: the
+    round a stack's own result was measured in (``as_measured``), else the one ``as_of``
+    names; None where the slice holds no published round."""
+    if est is not None and est.measured_round:
+        return round_label(est.measured_round)
     target = drift.target(q, as_of)
     return round_label(target) if target > 0 else None

@@ -37,6 +37,8 @@ class DriftIndex(Protocol):
 
     def higher_is_better(self, key: SliceKey) -> bool: ...
 
+    def matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray: ...
+
 
 class PriorSource(Protocol):
     """What the prior reads of ``stack_advisor.advisor.estimate.drift.RoundDrift``."""

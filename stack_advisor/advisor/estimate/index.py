@@ -158,7 +158,6 @@ class EvidenceIndex:
             self._training = TrainingEstimator(self)
         return self._training
 
-    # ---- what the knowledge base knows --------------------------------------------------------
     def known_benchmarks(self) -> set[tuple[str, str]]:
         return {(k[0], k[1]) for k in self.slices if FORMER not in k[1]}
 
@@ -265,18 +264,22 @@ class EvidenceIndex:
         kept: np.ndarray = keep[np.isin(codes, ok)].astype(np.int64)
         return kept
 
-    def latest(self, rows: np.ndarray) -> np.ndarray:
+    def latest(self, rows: np.ndarray, upto: float = math.inf) -> np.ndarray:
+        """The rows of the newest round among ``rows`` up to ``upto`` where any are, else newest."""
+        held = rows[self.round_no[rows] <= upto] if len(rows) else rows
+        rows = held if len(held) else rows
         return rows[self.round_no[rows] == self.round_no[rows].max()] if len(rows) else rows
 
     def _observed(self, q: Query, rows: np.ndarray) -> Estimate:
-        latest = self.latest(rows)
+        latest = self.latest(rows, self.round_drift.target(q, q.as_of))
         value = median(self.unit[latest])
         lo_q, _, hi_q = self.quantiles(q.slice, Basis.OBSERVED)
         low, high = value * math.exp(lo_q), value * math.exp(hi_q)
         if len(latest) >= 3:  # enough repeats to show their own spread
             low = min(low, quantile(self.unit[latest], QUANTILES[0]))
             high = max(high, quantile(self.unit[latest], QUANTILES[1]))
-        return Estimate(Basis.OBSERVED, value, low, high, rows=rows)
+        shown = rows[self.round_no[rows] <= self.round_no[latest].max()]  # up to the round used
+        return Estimate(Basis.OBSERVED, value, low, high, rows=shown)
 
     def _interpolated(self, q: Query, rows: np.ndarray, hib: bool) -> Estimate:
         return interpolated_estimate(self, q, rows, hib)

@@ -43,6 +43,9 @@ class Estimate:
     extrapolated: bool = False
     # a scenario derived from another one's estimate (Interactive from Server): that one's basis
     derived_from: Basis | None = None
+    # the round a stack's own result was measured in, answered as measured (``drift.carry``:
+    # a stack's figure does not move with the rounds); None: the round ``as_of`` names
+    measured_round: float | None = None
 
     @property
     def confidence(self) -> float:

@@ -166,10 +166,11 @@ def _carry(
 def rank_stacks(
     effects: StackEffects, key: tuple[str, str, str, str, str], accelerator: str
 ) -> list[dict[str, object]]:
-    """The stacks ``accelerator`` ran the benchmark slice ``key`` with, fastest first: each
-    stack's median per-accelerator figure of its latest round and, for a stack older than the
-    newest version of its framework seen there, that figure carried forward by the vendor's
-    upgrade factor (``carried``, with the factor's text; the figure as is where no factor)."""
+    """The stacks ``accelerator`` ran the benchmark slice ``key`` with, fastest first by what
+    each measured: its median per-accelerator figure of its latest round and, for a stack older
+    than the newest version of its framework seen there, beside it that figure carried forward
+    by the vendor's upgrade factor (``carried``, with the factor's text; the figure as is where
+    no factor)."""
     index = effects.index
     rows = index.slices.get(key, {}).get(accelerator)
     if rows is None or not len(rows):
@@ -218,7 +219,7 @@ def rank_stacks(
                 "factor": factor_text,
             }
         )
-    return sorted(
-        out,
-        key=lambda row: -float(row["carried_forward"]) if hib else float(row["carried_forward"]),
-    )
+    # ranked by what each stack measured: an older version's carried figure says what the
+    # vendor's typical upgrade would have made of it, not what it runs at (ranked on it, an
+    # H200's TensorRT 10.2 of v4.1 came before its own TensorRT 10.11 of v5.1)
+    return sorted(out, key=lambda row: -float(row["value"]) if hib else float(row["value"]))

@@ -332,6 +332,6 @@ def _answer(
         factors=[Factor(name=n, value=v, effect=round(e, 4)) for n, v, e in est.factors],
         evidence=evidence,
         warnings=warnings,
-        round=answer_round(index.round_drift, cq, cq.as_of),
+        round=answer_round(index.round_drift, cq, cq.as_of, est),
         **extra,
     )

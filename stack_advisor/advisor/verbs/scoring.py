@@ -64,6 +64,9 @@ def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
     est = held_to_bare_metal(knowledge.index, q, knowledge.index.estimate(q), sl.hib)
     if est.basis is Basis.UNSUPPORTED:
         return est.reason or "unsupported"
+    if not workload.include_predicted and est.basis is not Basis.OBSERVED:
+        # measured, but not at this count or placement: an estimate, which --observed-only drops
+        return f"not observed as asked (--observed-only): {est.basis.value} from its results"
     if est.basis is Basis.OBSERVED and len(est.rows) < workload.min_evidence:
         return f"fewer than min_evidence={workload.min_evidence} observations"
     if est.confidence < workload.min_confidence:

@@ -277,8 +277,8 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
     except RowRejected as exc:
         report.reject(row, exc)
         return None
-    except (TypeError, ValueError) as exc:
-        report.skip("bad-value", r, str(exc))
+    except (TypeError, ValueError) as exc:  # a count that is no whole number: named, listed
+        report.reject(row, RowRejected("accelerators_per_node / nodes", str(exc)))
         return None
     kind, unit_metric, to_ms = UNITS[flat_text(r.get("units")).lower()]
     where = location_parts(r.get("location") or "")

@@ -28,6 +28,9 @@ PLAUSIBLE: dict[str, tuple[float, float]] = {
     "min": (1e-3, 1e6),
 }
 PER_ACCELERATOR = {"samples/s", "queries/s", "tokens/s"}
+# the most accelerators one published system may have: about 100 times the largest we hold
+# (MLPerf Training, 11,616), so a typo or a hostile 1e9 is reported, not stored
+MAX_ACCELERATORS = 1_000_000
 
 
 class RowRejected(ValueError):
@@ -75,7 +78,14 @@ def name_text(value: Any, field: str, limit: int = NAME_CHARS) -> str:
 
 
 def check_plausible(metric: str, unit: str, value: float, accelerators: int) -> None:
-    """Raise RowRejected when ``value`` is beyond the plausibility bound of ``unit``."""
+    """Raise RowRejected when ``value`` is beyond the plausibility bound of ``unit``, or the
+    system's ``accelerators`` beyond ``MAX_ACCELERATORS``."""
+    if accelerators > MAX_ACCELERATORS:
+        raise RowRejected(
+            "accelerators",
+            f"{accelerators:,} in one system is beyond the plausible {MAX_ACCELERATORS:,}; "
+            "reported, not stored",
+        )
     low, high = PLAUSIBLE.get(unit, (0.0, math.inf))
     per = max(accelerators, 1) if unit in PER_ACCELERATOR else 1
     share = value / per
@@ -94,6 +104,7 @@ def _shown(value: Any) -> str:
 
 
 __all__ = [
+    "MAX_ACCELERATORS",
     "NAME_CHARS",
     "PLAUSIBLE",
     "TEXT_CHARS",
