@@ -220,7 +220,9 @@ def canonical_query(
         problems.append(f"components: {exc}")
     if query.framework:
         try:
-            framework, version, named = framework_from_text(query.framework, name, query.family)
+            # pinned as a workload constraint writes it (tensorrt==10.2.0): the version it names
+            text = query.framework.replace("==", " ")
+            framework, version, named = framework_from_text(text, name, query.family)
             update["framework"] = framework
             for key, value in named.items():
                 components.setdefault(key, value)

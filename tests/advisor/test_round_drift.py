@@ -396,3 +396,22 @@ def test_a_held_round_is_answered_from_its_own_results(kb_advisor: Any) -> None:
         early.reason
     )
     assert dawn.basis.value == "unsupported" and "no round of mlperf-inference" in str(dawn.reason)
+
+
+def test_a_named_framework_is_read_as_written_and_never_observed_from_another(
+    kb_advisor: Any,
+) -> None:
+    """``tensorrt==10.2.0`` (a workload constraint's spelling) names that version; ``vllm``,
+    which never ran llama2-70b on an H200 in the shared rounds, gets no observation of
+    TensorRT's results: an interpolation saying whose figure it is."""
+    pinned, vllm = kb_advisor.predict(
+        [
+            {**LLAMA, "accelerator_count": 8, "framework": "tensorrt==10.2.0", "as_of": "now"},
+            {**LLAMA, "accelerator_count": 8, "framework": "vllm", "as_of": "now"},
+        ]
+    )
+    assert pinned.query.components == {"tensorrt": "10.2.0"} and pinned.round == "v4.1"
+    assert min(_published("v4.1")) <= pinned.value <= max(_published("v4.1"))
+    assert vllm.basis.value == "interpolated" and not vllm.observed
+    assert any("no result of vllm on this configuration" in w for w in vllm.warnings)
+    assert any("tensorrt" in w for w in vllm.warnings if "no result of vllm" in w)

@@ -10,6 +10,7 @@ import numpy as np
 
 from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
 from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.results import Basis
 
 Slices = dict[SliceKey, dict[str, np.ndarray]]
 """Each slice's row arrays by name (``rows``, ``accel``, ...), as the index builds them."""
@@ -33,7 +34,9 @@ class EvidenceIndex(Protocol):
 
     def higher_is_better(self, key: SliceKey) -> bool: ...
 
-    def latest(self, rows: np.ndarray) -> np.ndarray: ...
+    def latest(self, rows: np.ndarray, upto: float = ...) -> np.ndarray: ...
+
+    def quantiles(self, key: SliceKey, basis: Basis) -> tuple[float, float, float]: ...
 
     def scenarios(self, family: str, benchmark: str) -> list[str]: ...
 

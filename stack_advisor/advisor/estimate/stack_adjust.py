@@ -101,7 +101,7 @@ def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:
     if est.basis is Basis.OBSERVED:
         # a framework named without a version matches every stack of the configuration: results
         # of another software class are not an observation of this one
-        return _observed_class(effects, q, _own_framework(effects, est, wanted[0]), wanted[2])
+        return _observed_class(effects, q, _own_framework(effects, q, est, wanted[0]), wanted[2])
     est = _cross_class(effects, q, est, wanted[2])
     if est.basis is Basis.INTERPOLATED:
         est = _carry_forward(effects, q, est, wanted[0], wanted[1])
@@ -139,13 +139,30 @@ def _query_class(
     )
 
 
-def _own_framework(effects: StackEffects, est: Estimate, fw: str) -> Estimate:
+def _own_framework(effects: StackEffects, q: Query, est: Estimate, fw: str) -> Estimate:
     """An observation of the named framework from its own results where the configuration also
-    ran others (a framework named without a version matches every stack)."""
+    ran others (a framework named without a version matches every stack); where it ran none,
+    no observation of it: the others' figure as an interpolation, saying so (its interval at
+    least an interpolation's)."""
     own = np.asarray([effects.row_stack(r).framework == fw for r in est.rows.tolist()], dtype=bool)
-    if not own.any() or own.all():
-        return est
     index = effects.index
+    if not own.any():
+        ran = sorted({effects.row_stack(r).framework or "unknown" for r in est.rows.tolist()})
+        lo_q, _, hi_q = index.quantiles(q.slice, Basis.INTERPOLATED)
+        assert est.value is not None and est.low is not None and est.high is not None
+        note = (
+            f"no result of {fw} on this configuration: the figure is of {', '.join(ran)} "
+            "(its software class alike), not an observation of it"
+        )
+        return replace(
+            est,
+            basis=Basis.INTERPOLATED,
+            low=min(est.low, est.value * math.exp(lo_q)),
+            high=max(est.high, est.value * math.exp(hi_q)),
+            notes=[*est.notes, note],
+        )
+    if own.all():
+        return est
     rows = est.rows[own]
     value = median(index.unit[index.latest(rows)])
     scale = value / est.value  # type: ignore[operator]
