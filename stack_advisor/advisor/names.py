@@ -24,7 +24,8 @@ from stack_advisor.catalog import (
     resolve_metric,
     resolve_scenario,
 )
-from stack_advisor.catalog.stack_text import parse_components, parse_framework
+from stack_advisor.catalog.stack_text import classify_placement, parse_components, parse_framework
+from stack_advisor.schema.models import PlacementKind
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,14 @@ def canonical_components(components: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _named_placement(name: str, default: PlacementKind) -> PlacementKind:
+    """The placement an accelerator's published name states ("Virtualized NVIDIA H200-SXM-141GB":
+    a VM of unstated kind, as the importers store its results; a vGPU profile such as
+    ``A100-SXM-80C``: vGPU), else ``default``."""
+    where = classify_placement({"accelerator_model_name": name}, has_accelerator=True)
+    return default if where.kind is PlacementKind.BARE_METAL else where.kind
+
+
 def _not_one_accelerator(raw: str, kind: str) -> str:
     """Why a resolved name cannot be predicted for: a system of several accelerator models, or
     one that names no accelerator. The reason's head says which (reports count by it)."""
@@ -195,6 +204,8 @@ def canonical_query(
         )
     else:
         update["accelerator"] = acc.key
+        if "placement" not in query.model_fields_set:  # a name as published may say where it ran
+            update["placement"] = _named_placement(query.accelerator, query.placement)
     if query.scenario is not None:
         try:
             update["scenario"] = canonical_scenario(query.scenario)

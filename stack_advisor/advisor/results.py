@@ -137,6 +137,11 @@ class Recommendation(_Out):
         "server's node); 'measured on node X' for one measured on another node",
     )
     factors: list[Factor] = Field(default_factory=list)
+    round: str | None = Field(
+        default=None,
+        description="the benchmark round the figure is for: the round asked (its 'as of'), or "
+        "the round a stack's own result was measured in, answered as measured",
+    )
     placement_overhead: PlacementOverhead | None = None
     more_results: int = Field(
         default=0,

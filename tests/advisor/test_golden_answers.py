@@ -31,7 +31,9 @@ drift (newer software: an H200's TensorRT 10.2 of v4.1 had been ranked above its
 10.11 of v5.1), a held round asked began to be answered from its own results, ``--observed-only``
 began to leave out figures measured only at another count, and cluster answers stopped repeating
 a derived scenario's note: observed and own-stack interpolated rows lost their forecast factor
-and gained the "as measured" note; rankings moved accordingly.
+and gained the "as measured" note; rankings moved accordingly. The 29 with recommendation rows
+again (session 23) when each row began to name its ``round`` (the round asked, or the round a
+stack's own result was measured in): only that field was added.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

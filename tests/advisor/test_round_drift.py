@@ -257,8 +257,10 @@ def test_recommend_answers_for_the_round_its_workload_names(
         if rec.basis.value == "transferred":
             assert forecast and f"-> {newest.id}" in forecast[0].value
             assert rec.value == pytest.approx(same.value * forecast[0].effect, rel=1e-3)
+            assert rec.round == newest.id  # every row names its round
         else:
             assert not forecast and rec.value == pytest.approx(same.value, rel=1e-9)
+            assert rec.round == same.round and rec.round in {r.id for r in load_rounds()}
             assert any("as measured with this stack in" in w for w in rec.warnings), rec.warnings
         compared += 1
     assert compared >= 2

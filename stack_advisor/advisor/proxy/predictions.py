@@ -88,6 +88,7 @@ def _prediction(
         factors=r.factors,
         evidence=r.evidence,
         warnings=warnings,
+        round=r.round,
     )
 
 
