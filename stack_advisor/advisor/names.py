@@ -169,8 +169,14 @@ def _named_placement(name: str, default: PlacementKind) -> PlacementKind:
     """The placement an accelerator's published name states ("Virtualized NVIDIA H200-SXM-141GB":
     a VM of unstated kind, as the importers store its results; a vGPU profile such as
     ``A100-SXM-80C``: vGPU), else ``default``."""
-    where = classify_placement({"accelerator_model_name": name}, has_accelerator=True)
-    return default if where.kind is PlacementKind.BARE_METAL else where.kind
+    kind = _placement_in_name(name)
+    return default if kind is PlacementKind.BARE_METAL else kind
+
+
+@lru_cache(maxsize=4096)
+def _placement_in_name(name: str) -> PlacementKind:
+    """``classify_placement`` of a name alone, read once per name (every query asks)."""
+    return classify_placement({"accelerator_model_name": name}, has_accelerator=True).kind
 
 
 def _not_one_accelerator(raw: str, kind: str) -> str:

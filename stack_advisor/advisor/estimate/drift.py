@@ -77,6 +77,7 @@ __all__ = [
     "orientation",
     "round_at",
     "round_label",
+    "slice_round",
     "system_class",
 ]
 
@@ -280,8 +281,12 @@ class RoundDrift:
         Raises:
             InvalidInput: ``as_of`` is neither a word, a date nor a round name.
         """
-        held = self.rounds(q.slice)
-        return target_round(q.family, as_of, held[-1] if held else 0.0)
+        return self.slice_target(q.slice, as_of)
+
+    def slice_target(self, key: SliceKey, as_of: str) -> float:
+        """``target`` for the slice ``key`` (its family first)."""
+        held = self.rounds(key)
+        return target_round(key[0], as_of, held[-1] if held else 0.0)
 
 
 def combine(a: Drift, b: Drift) -> Drift:
@@ -367,10 +372,13 @@ def before_first(q: Query, as_of: str, target: float, held: list[float]) -> str:
 
 
 def own_stack(index: DriftIndex, q: Query, est: Estimate) -> bool:
-    """Whether ``est`` is made of results of the very stack ``q`` names (observed, or
-    interpolated from its own results at other counts)."""
+    """Whether ``est`` is made of results of the very stack ``q`` names: observed (its rows are
+    those ``matching`` kept for the query, so nothing to check again), or interpolated from its
+    own results at other counts."""
     if not q.components or est.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
         return False
+    if est.basis is Basis.OBSERVED:
+        return True
     return len(index.matching(est.rows, q, any_count=True)) == len(est.rows)
 
 
@@ -445,7 +453,14 @@ def answer_round(
     """The round an answer for ``q`` is of (its label: 'v5.1'), for the answer to say so: the
     round a stack's own result was measured in (``as_measured``), else the one ``as_of``
     names; None where the slice holds no published round."""
+    return slice_round(drift, q.slice, as_of, est)
+
+
+def slice_round(
+    drift: RoundDrift, key: SliceKey, as_of: str, est: Estimate | None = None
+) -> str | None:
+    """``answer_round`` for the slice ``key`` (a ranking's rows, which keep no query)."""
     if est is not None and est.measured_round:
         return round_label(est.measured_round)
-    target = drift.target(q, as_of)
+    target = drift.slice_target(key, as_of)
     return round_label(target) if target > 0 else None

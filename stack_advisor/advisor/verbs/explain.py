@@ -9,11 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from stack_advisor.advisor.estimate.as_of import target_round
-from stack_advisor.advisor.estimate.drift_prior import round_label
+from stack_advisor.advisor.estimate.drift import slice_round
 from stack_advisor.advisor.estimate.facts import accelerator_class, generation_min_driver
 from stack_advisor.advisor.estimate.index import EvidenceIndex
-from stack_advisor.advisor.estimate.query import Estimate
 from stack_advisor.advisor.knowledge.rules import Severity, parse_version
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.manifests.image_check import image_mismatch
@@ -110,7 +108,7 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
         observed_counts=sorted({int(n) for n in table.count[group]}),
         evidence=evidence,
         factors=[Factor(name=n, value=v, effect=round(e, 4)) for n, v, e in est.factors],
-        round=_round(knowledge, sl, est),
+        round=slice_round(knowledge.index.round_drift, sl.key, sl.workload.as_of, est),
         placement_overhead=overhead,
         warnings=warnings,
         snippet_yaml=to_yaml(manifest) if manifest else None,
@@ -119,18 +117,6 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
         system=system,
         accelerator_hours=_accelerator_hours(sl, c),
     )
-
-
-def _round(knowledge: Knowledge, sl: Slice, est: Estimate) -> str | None:
-    """The round a row's figure is for (``drift.answer_round``: a stack's own result, answered
-    as measured, is of its round)."""
-    if est.measured_round:
-        return round_label(est.measured_round)
-    w = sl.workload
-    key = (w.family, w.benchmark or "", sl.scenario, sl.metric, sl.division)
-    held = knowledge.index.round_drift.rounds(key)
-    target = target_round(w.family, w.as_of, held[-1] if held else 0.0)
-    return round_label(target) if target > 0 else None
 
 
 def _accelerator_hours(sl: Slice, c: Candidate) -> Interval | None:
