@@ -60,6 +60,7 @@ class Answerer(Protocol):
         accelerator: str,
         family: str = "mlperf-inference",
         division: str = "closed",
+        as_of: str | None = None,
     ) -> list[dict[str, Any]]: ...
 
     def evaluate(

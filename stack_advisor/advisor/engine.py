@@ -323,6 +323,7 @@ class Advisor:
         accelerator: str,
         family: str = "mlperf-inference",
         division: str = "closed",
+        as_of: str | None = None,
     ) -> list[dict[str, Any]]:
         from stack_advisor.advisor.verbs import compare as compare_verb
         from stack_advisor.advisor.verbs.compare_requests import StackRankingRequest
@@ -334,6 +335,7 @@ class Advisor:
             metric=metric,
             accelerator=accelerator,
             division=division,
+            as_of=as_of,
         )
         return [r.model_dump() for r in compare_verb.stack_ranking(self.knowledge(), request)]
 

@@ -148,6 +148,7 @@ class RemoteAdvisor:
         accelerator: str,
         family: str = "mlperf-inference",
         division: str = "closed",
+        as_of: str | None = None,
     ) -> list[dict[str, Any]]:
         """Not served: the API has no route for it (``advisor compare rank-stacks`` answers from
         a local store)."""

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from stack_advisor.cli.options import PLACEMENTS, FormatOpt, JsonOpt, StoreOpt, choose
+from stack_advisor.cli.recommend_options import checked_as_of
 from stack_advisor.cli.stores import answering_store
 
 compare_app = typer.Typer(
@@ -71,6 +72,14 @@ def compare_rank_stacks(
     ] = None,
     family: Annotated[str, typer.Option()] = "mlperf-inference",
     division: Annotated[str, typer.Option()] = "closed",
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="The stacks as of a round: its results and older ones (a round name, a date, "
+            "today, now or next; a stack's figure does not move with the rounds).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
@@ -88,6 +97,7 @@ def compare_rank_stacks(
             accelerator=accelerator,
             family=family,
             division=division,
+            as_of=None if as_of is None else checked_as_of(as_of),
         )
     render(
         rows,

@@ -33,7 +33,9 @@ began to leave out figures measured only at another count, and cluster answers s
 a derived scenario's note: observed and own-stack interpolated rows lost their forecast factor
 and gained the "as measured" note; rankings moved accordingly. The 29 with recommendation rows
 again (session 23) when each row began to name its ``round`` (the round asked, or the round a
-stack's own result was measured in): only that field was added.
+stack's own result was measured in): only that field was added. Predictions 42 and 46 (session
+24) when ``observed`` began to say false for an observed configuration carried to another round
+(a forecast to today's): their basis, value and interval are unchanged.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

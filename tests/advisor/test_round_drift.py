@@ -33,7 +33,7 @@ from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.knowledge.table import round_number
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.catalog.rounds import load_rounds, rounds_after
-from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.schema.errors import InvalidInput, NotFound
 
 
 def _older_accelerator(index: EvidenceIndex) -> tuple[SliceKey, str, float, float]:
@@ -111,6 +111,22 @@ def test_a_named_round_beyond_the_newest_counts_its_rounds(kb_advisor: Any) -> N
     )
     assert (a.round, b.round) == (round_label(one), round_label(two))
     assert b.interval.high / b.interval.low >= a.interval.high / a.interval.low > 1
+
+
+def test_a_measured_figure_carried_to_another_round_is_not_observed(kb_advisor: Any) -> None:
+    """Basis observed says what the figure was made from; ``observed`` says the number is as
+    measured: a forecast of an observed configuration is not (issue 41's review: forecast rows
+    said ``observed: true``)."""
+    index = kb_advisor.evidence()
+    key, _, _, now = _older_accelerator(index)
+    newest = [a for a, rows in index.slices[key].items() if index.round_no[rows].max() == now]
+    as_measured, ahead = kb_advisor.predict(
+        [_query(index, key, newest[0], as_of="now"), _query(index, key, newest[0], as_of="next")]
+    )
+    assert as_measured.basis.value == "observed" and as_measured.observed is True
+    assert not [f for f in as_measured.factors if f.name in ("forecast", "round drift")]
+    assert ahead.basis.value == "observed" and ahead.observed is False
+    assert [f for f in ahead.factors if f.name == "forecast"]
 
 
 def test_an_unknown_as_of_is_refused_naming_the_field(kb_advisor: Any) -> None:
@@ -417,3 +433,26 @@ def test_a_named_framework_is_read_as_written_and_never_observed_from_another(
     assert vllm.basis.value == "interpolated" and not vllm.observed
     assert any("no result of vllm on this configuration" in w for w in vllm.warnings)
     assert any("tensorrt" in w for w in vllm.warnings if "no result of vllm" in w)
+
+
+def test_stacks_are_ranked_as_of_a_held_round(kb_advisor: Any) -> None:
+    """``compare rank-stacks --as-of`` reads the results up to that round (the stacks a user had
+    then); before the accelerator's first result there is nothing to rank, said so."""
+    every = kb_advisor.rank_stacks(benchmark="llama2-70b-99", scenario="Offline", accelerator=H200)
+    then = kb_advisor.rank_stacks(
+        benchmark="llama2-70b-99", scenario="Offline", accelerator=H200, as_of="v4.1"
+    )
+    assert {r["round"] for r in then} == {"v4.1"} and len(then) < len(every)
+    assert all(r["carried_forward"] == r["value"] for r in then)  # nothing newer to carry to
+    ahead = kb_advisor.rank_stacks(
+        benchmark="llama2-70b-99", scenario="Offline", accelerator=H200, as_of="next"
+    )
+    assert ahead == every  # a stack's figure does not move with the rounds
+    with pytest.raises(NotFound, match=r"first ran llama2-70b-99 Offline in v4\.1"):
+        kb_advisor.rank_stacks(
+            benchmark="llama2-70b-99", scenario="Offline", accelerator=H200, as_of="v3.0"
+        )
+    with pytest.raises(InvalidInput, match="as_of"):
+        kb_advisor.rank_stacks(
+            benchmark="llama2-70b-99", scenario="Offline", accelerator=H200, as_of="someday"
+        )

@@ -358,6 +358,12 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
     )
 
 
+def moved(est: Estimate) -> bool:
+    """Whether ``carry`` moved ``est`` off the figures it was made from (a round drift or a
+    forecast): an observed figure so moved is no longer what was measured."""
+    return any(kind in ("forecast", "round drift") for kind, _, _ in est.factors)
+
+
 def before_first(q: Query, as_of: str, target: float, held: list[float]) -> str:
     """Why no figure is given for a round before the slice's first held one (or a date before
     every round the catalogue dates): results are carried between rounds, never back before the

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.node_scaling import class_factor
 from stack_advisor.advisor.estimate.order_stats import median
 from stack_advisor.advisor.estimate.query import Estimate, Query, redefined_reason
+from stack_advisor.advisor.estimate.references_class import of_class, spans_nodes
 from stack_advisor.advisor.estimate.scenario import unrecorded_scenario
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog import load_catalog
@@ -38,6 +40,7 @@ def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib:
         )
         if len(same_stack):
             use = same_stack
+    use, crossed = _of_query_class(index, q, use)
     latest = index.latest(use)
     value = median(index.unit[latest])
     if not len(same_place) and q.placement != "bare-metal":
@@ -62,6 +65,8 @@ def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib:
         )
     )
     lo_q, _, hi_q = index.quantiles(q.slice, Basis.INTERPOLATED)
+    if crossed is not None and hib:
+        value, (lo_q, hi_q) = _cross_class(index, q, value, (lo_q, hi_q), crossed, factors, notes)
     return Estimate(
         Basis.INTERPOLATED,
         value,
@@ -71,6 +76,45 @@ def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib:
         factors=factors,
         notes=notes,
     )
+
+
+def _of_query_class(
+    index: EvidenceIndex, q: Query, rows: np.ndarray
+) -> tuple[np.ndarray, bool | None]:
+    """(``rows`` of the query's system class (one node, or several) where the part has any, else
+    all of them; None, else whether the query spans nodes: its rows are of the other class)."""
+    multi = of_class(index, q.slice, index.slices[q.slice], q.count)[1]
+    spans = spans_nodes(index, rows)
+    if (spans == multi).all():
+        return rows, None  # the same object: the reference text tells a stack's own rows by it
+    same = rows[spans == multi]
+    return (same, None) if len(same) else (rows, multi)
+
+
+def _cross_class(
+    index: EvidenceIndex,
+    q: Query,
+    value: float,
+    band: tuple[float, float],
+    to_multi: bool,
+    factors: list[tuple[str, str, float]],
+    notes: list[str],
+) -> tuple[float, tuple[float, float]]:
+    """A per-accelerator ``value`` of the other system class moved to the query's by the learned
+    factor (``node_scaling``), its spread added to the log ``band``; as is, said so, without one."""
+    found = class_factor(index, q.family)
+    if found is None:
+        kind = "single-node" if to_multi else "multi-node"
+        notes.append(
+            f"{q.accelerator}'s results of {q.benchmark} {q.scenario} are all of {kind} systems "
+            "and too few parts ran both to learn what spanning nodes changes: per accelerator "
+            "as published"
+        )
+        return value, band
+    ratio = found.ratio(to_multi)
+    down, up = found.spread()
+    factors.append(("system class", found.describe(to_multi), ratio))
+    return value * ratio, (-math.hypot(band[0], down), math.hypot(band[1], up))
 
 
 def missing_slice(index: EvidenceIndex, q: Query) -> str:

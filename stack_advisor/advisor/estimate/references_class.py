@@ -67,10 +67,17 @@ def of_class(
         return cached, multi
     kept = {}
     for acc, rows in by_acc.items():
-        spans = np.where(nodes[rows] > 0, nodes[rows] > 1, counts[rows] > NODE_MAX)
-        rows_of_class = rows[spans == multi]
+        rows_of_class = rows[spans_nodes(index, rows) == multi]
         if len(rows_of_class):
             kept[acc] = rows_of_class
     if own:
         memo[(key, multi)] = kept
     return kept, multi
+
+
+def spans_nodes(index: EvidenceIndex, rows: np.ndarray) -> np.ndarray:
+    """Per row of ``rows``: whether its system spans nodes (its published node count, else a
+    count beyond ``NODE_MAX``)."""
+    nodes = node_counts(index)[rows]
+    spans: np.ndarray = np.where(nodes > 0, nodes > 1, index.table.count[rows] > NODE_MAX)
+    return spans

@@ -5,6 +5,7 @@ pairs."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -164,16 +165,20 @@ def _carry(
 
 
 def rank_stacks(
-    effects: StackEffects, key: tuple[str, str, str, str, str], accelerator: str
+    effects: StackEffects,
+    key: tuple[str, str, str, str, str],
+    accelerator: str,
+    upto: float = math.inf,
 ) -> list[dict[str, object]]:
     """The stacks ``accelerator`` ran the benchmark slice ``key`` with, fastest first by what
     each measured: its median per-accelerator figure of its latest round and, for a stack older
     than the newest version of its framework seen there, beside it that figure carried forward
     by the vendor's upgrade factor (``carried``, with the factor's text; the figure as is where
-    no factor)."""
+    no factor). ``upto``: the newest round read (as of a held round: its results and older)."""
     index = effects.index
-    rows = index.slices.get(key, {}).get(accelerator)
-    if rows is None or not len(rows):
+    rows = index.slices.get(key, {}).get(accelerator, np.empty(0, dtype=np.int64))
+    rows = rows[index.round_no[rows] <= upto]
+    if not len(rows):
         return []
     hib = index.higher_is_better(key)
     vendor = accelerator_class(index.raw_names.get(accelerator, accelerator))

@@ -5,6 +5,7 @@ across component versions. Each verb takes ``(Knowledge, typed request)`` as ``r
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from itertools import pairwise
 from typing import Any
@@ -18,9 +19,10 @@ from stack_advisor.advisor.estimate.analysis import (
     mann_whitney,
     speed_ratio,
 )
+from stack_advisor.advisor.estimate.drift import as_of_error, round_label
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
-from stack_advisor.advisor.estimate.query import redefined_reason
+from stack_advisor.advisor.estimate.query import SliceKey, redefined_reason
 from stack_advisor.advisor.estimate.scenario import derived_base
 from stack_advisor.advisor.estimate.stack_compare import rank_stacks, upgrade_text, version_matches
 from stack_advisor.advisor.estimate.stack_effect import effects_of, framework_id
@@ -373,7 +375,34 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
             f"accelerator: {accelerator!r} ({acc}) never ran {benchmark} {scenario}; ran it: "
             f"{', '.join(sorted(by_acc)[:12])}"
         )
-    return [StackRank.model_validate(row) for row in rank_stacks(effects_of(index), key, acc)]
+    upto = _as_of_round(index, key, acc, rq.as_of)
+    return [StackRank.model_validate(row) for row in rank_stacks(effects_of(index), key, acc, upto)]
+
+
+def _as_of_round(index: EvidenceIndex, key: SliceKey, acc: str, as_of: str | None) -> float:
+    """The newest round a ranking ``as_of`` reads (``drift``'s words, dates and round names; a
+    round beyond the newest held reads every result: a stack's figure does not move with the
+    rounds).
+
+    Raises:
+        InvalidInput: ``as_of`` is no round, date or word.
+        NotFound: the accelerator had not run the slice by then.
+    """
+    if as_of is None:
+        return math.inf
+    problem = as_of_error(as_of)
+    if problem:
+        raise InvalidInput(problem)
+    target = index.round_drift.slice_target(key, as_of)
+    rows = index.slices[key][acc]
+    first = float(index.round_no[rows].min())
+    if target < first:
+        when = round_label(target) if target > 0 else "no round published by then"
+        named = "" if when == as_of else f" ({when})"
+        raise NotFound(
+            f"as_of {as_of!r}{named}: {acc} first ran {key[1]} {key[2]} in {round_label(first)}"
+        )
+    return target
 
 
 def _derived_hint(

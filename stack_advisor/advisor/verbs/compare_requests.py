@@ -46,6 +46,7 @@ class StackRankingRequest(_Request):
     metric: str | None = None
     family: str = "mlperf-inference"
     division: str = "closed"
+    as_of: str | None = None  # the stacks as of a round: only its results and older ones
 
 
 class StackRank(BaseModel):

@@ -96,7 +96,7 @@ def mixed_prediction(
             low=sum(p.interval.low for _, p in answers if p.interval),
             high=sum(p.interval.high for _, p in answers if p.interval),
         ),
-        observed=basis is Basis.OBSERVED,
+        observed=basis is Basis.OBSERVED and all(p.observed for _, p in answers),
         basis=basis,
         confidence=min(p.confidence for _, p in answers),
         accelerator=match.key,

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from stack_advisor.advisor.estimate.drift import answer_round, as_of_error
+from stack_advisor.advisor.estimate.drift import answer_round, as_of_error, moved
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Estimate, Query, redefined_reason
@@ -324,7 +324,8 @@ def _answer(
         query=q,
         value=est.value * scale,
         interval=Interval(low=est.low * scale, high=est.high * scale),
-        observed=est.basis is Basis.OBSERVED,
+        # a measured figure carried to another round (a drift, a forecast) is not as measured
+        observed=est.basis is Basis.OBSERVED and not moved(est),
         basis=est.basis,
         confidence=round(est.confidence, 3),
         accelerator=cq.accelerator,

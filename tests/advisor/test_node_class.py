@@ -1,0 +1,80 @@
+"""An interpolation reads the part's results of the query's system class (one node, or several)
+and moves a figure of the other class by a learned factor, said in the answer (issue 41: never a
+multi-node result scaled to one node without a factor). On the starter knowledge base."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stack_advisor.advisor.estimate.node_scaling import class_factor
+from stack_advisor.advisor.estimate.query import SliceKey
+from stack_advisor.advisor.estimate.references_class import spans_nodes
+
+
+def _parts(index: Any, *, both: bool) -> tuple[SliceKey, str, np.ndarray]:
+    """A closed inference throughput slice and a GPU whose rows span nodes only (``both``:
+    single-node rows beside multi-node ones)."""
+    for key, by_acc in index.slices.items():
+        if key[0] != "mlperf-inference" or key[4] != "closed" or not index.higher_is_better(key):
+            continue
+        for acc, rows in by_acc.items():
+            if acc.startswith(("mixed", "CPU")):
+                continue
+            spans = spans_nodes(index, rows)
+            if (spans.any() and not spans.all()) if both else spans.all():
+                return key, acc, rows
+    pytest.skip("the starter knowledge base holds no such part")
+
+
+def _ask(advisor: Any, key: SliceKey, acc: str, count: int) -> Any:
+    [answer] = advisor.predict(
+        [
+            {
+                "accelerator": acc,
+                "accelerator_count": count,
+                "family": key[0],
+                "benchmark": key[1],
+                "scenario": key[2],
+                "metric": key[3],
+                "as_of": "now",
+            }
+        ]
+    )
+    return answer
+
+
+def test_a_part_that_ran_only_multi_node_is_moved_to_one_node_by_a_factor(
+    kb_advisor: Any,
+) -> None:
+    index = kb_advisor.evidence()
+    key, acc, rows = _parts(index, both=False)
+    answer = _ask(kb_advisor, key, acc, 4)
+    assert answer.basis.value == "interpolated"
+    learned = class_factor(index, key[0])
+    latest = rows[index.round_no[rows] == index.round_no[rows].max()]
+    as_published = float(np.median(index.unit[latest])) * 4
+    if learned is None:
+        assert any("all of multi-node systems" in w for w in answer.warnings)
+        assert answer.value == pytest.approx(as_published)
+        return
+    [factor] = [f for f in answer.factors if f.name == "system class"]
+    assert "multi-node" in factor.value and f"{learned.pairs} parts" in factor.value
+    assert factor.effect == pytest.approx(math.exp(-learned.log_mid), rel=1e-3)
+    assert answer.value == pytest.approx(as_published * math.exp(-learned.log_mid), rel=1e-6)
+    assert answer.interval.low < answer.value < answer.interval.high
+
+
+def test_a_single_node_query_reads_the_parts_single_node_results(kb_advisor: Any) -> None:
+    index = kb_advisor.evidence()
+    key, acc, rows = _parts(index, both=True)
+    answer = _ask(kb_advisor, key, acc, 3)  # no published system of three: interpolated
+    assert answer.basis.value == "interpolated"
+    assert not [f for f in answer.factors if f.name == "system class"]
+    [reference] = [f for f in answer.factors if f.name == "reference"]
+    counts = reference.value.split("counts [")[1].split("]")[0]
+    single = rows[~spans_nodes(index, rows)]
+    assert {int(c) for c in counts.split(", ")} <= set(index.table.count[single].tolist())
