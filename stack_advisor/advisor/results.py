@@ -118,7 +118,9 @@ class Recommendation(_Out):
     )
     observed_range: Interval | None = Field(
         default=None,
-        description="lowest..highest observation of this row, same units as value (level 1.0)",
+        description="lowest..highest observation of this row, same units as value (level 1.0): "
+        "a throughput measured at other counts (observed_counts) is its per-accelerator figure "
+        "times the row's count, as the value is",
     )
     observed_counts: list[int] = Field(
         default_factory=list, description="accelerator counts observed"

@@ -78,6 +78,7 @@ from stack_advisor.advisor.estimate.training import TrainingEstimator
 from stack_advisor.advisor.estimate.training import applies as is_training_slice
 from stack_advisor.advisor.estimate.transfer import TransferModel
 from stack_advisor.advisor.estimate.transferred import kind_quantiles, transferred_estimate
+from stack_advisor.advisor.estimate.variants import blend_with_variants
 from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog.rounds import round_date
@@ -343,12 +344,10 @@ class EvidenceIndex:
 
     def blend(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> tuple[str, float]:
         """(precision policy, roofline blend) that best predict each accelerator of the slice
-        from the others (``transfer.learn_blend``)."""
+        from the others (``variants.blend_with_variants``)."""
         if key not in self._alpha or key not in self._precision:
             refs = {policy: self.references(by_acc, policy=policy) for policy in POLICIES}
-            self._precision[key], self._alpha[key] = transfer.learn_blend(
-                refs, self.higher_is_better(key)
-            )
+            self._precision[key], self._alpha[key] = blend_with_variants(self, key, refs)
         return self._precision[key], self._alpha[key]
 
     def policy_choice(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> transfer.PolicyChoice:

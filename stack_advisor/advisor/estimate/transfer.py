@@ -219,6 +219,23 @@ def _alpha_and_error(refs: References, hib: bool) -> tuple[float, float]:
     return best, best_err
 
 
+def pooled_alpha(refs_list: list[References], hib: bool) -> float:
+    """``learn_alpha`` over several slices at once (a benchmark's accuracy variants,
+    ``stack_advisor.advisor.estimate.variants``): the blend with the smallest median |log error|
+    of every slice's parts, each predicted from the others of its slice and class (0.5 where no
+    slice has three parts)."""
+    usable = [refs for refs in refs_list if len(refs) >= 3]
+    best, best_err = 0.5, math.inf
+    for alpha in ALPHAS:
+        errs = [e for refs in usable for e in _held_out_errors(refs, roofline(alpha, hib))]
+        if not errs:
+            return 0.5
+        err = median(errs)
+        if err < best_err - 1e-9:
+            best, best_err = alpha, err
+    return best
+
+
 def learn_blend(refs_by_policy: dict[str, References], hib: bool) -> tuple[str, float]:
     """(precision policy, roofline blend) that best predicts each accelerator from the others of
     its class: the blend learned under each policy's figures (``hardware.POLICIES``, in order), the
