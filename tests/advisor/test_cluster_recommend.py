@@ -296,3 +296,21 @@ def test_a_pool_figure_derived_from_another_scenario_says_so_once(kb_advisor) ->
     for rec in result.recommendations:
         notes = [w for w in rec.warnings if is_derived_note(w)]
         assert len(notes) == 1 and "by the Interactive/Server ratio of" in notes[0], rec.warnings
+
+
+def test_every_pool_row_answers_for_the_round_asked(kb_advisor, pools) -> None:  # type: ignore[no-untyped-def]
+    """The workload's ``as_of`` reaches every figure of the cluster mode, the pool's own
+    predictions included (issue 41: they had been asked for today's round whatever was asked),
+    and each row names its round."""
+    cluster = ClusterAdvisor(kb_advisor)
+    held = cluster.recommend({**WORKLOAD, "as_of": "now"}, pools, source="test", top=100)
+    ahead = cluster.recommend({**WORKLOAD, "as_of": "v7.0"}, pools, source="test", top=100)
+    assert held.recommendations and ahead.recommendations
+    rounds = set(kb_advisor.table().round.vocab)
+    assert {r.round for r in held.recommendations} <= rounds
+    assert not [w for r in held.recommendations for w in r.warnings if "a forecast for" in w]
+    for r in ahead.recommendations:
+        forecasts = {w.split(",")[0] for w in r.warnings if w.startswith("a forecast for")}
+        assert forecasts <= {"a forecast for v7.0"}
+        assert r.round in {"v7.0", *rounds}  # a stack's own result: its round
+    assert any(r.round == "v7.0" for r in ahead.recommendations)

@@ -38,7 +38,9 @@ stack's own result was measured in): only that field was added. Predictions 42 a
 (a forecast to today's): their basis, value and interval are unchanged. 6 (12, 16, 20-23) when a
 benchmark's accuracy variants (llama2-70b-99 and -99.9, bert-99 and -99.9: one model, one
 dataset) began to learn one roofline blend over both slices' parts (``variants``): their
-transfers moved.
+transfers moved. 25, 27 and 48 (Training, session 24) when a forecast to a round the knowledge
+base holds without the benchmark began to say so instead of "not imported"; the cluster answers
+37-40 when each pool row began to name its ``round`` (only that field was added).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

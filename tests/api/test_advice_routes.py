@@ -128,7 +128,9 @@ def test_predictions_label_observed_and_predicted(advice: TestClient) -> None:
     assert unseen_p["observed"] is False and unseen_p["basis"] in ("interpolated", "transferred")
     assert 0 < unseen_p["interval"]["low"] <= unseen_p["value"] <= unseen_p["interval"]["high"]
     r = advice.post("/v1/predictions", json={"queries": [{"accelerator": "x"}]})
-    assert r.status_code == 422 and "benchmark" in r.json()["message"]
+    [refused] = r.json()
+    assert r.status_code == 200 and refused["basis"] == "unsupported"
+    assert "queries.0.benchmark" in refused["reason"] and "queries.0.metric" in refused["reason"]
 
 
 def test_compare_routes(advice: TestClient) -> None:

@@ -212,8 +212,10 @@ class PoolAnswers:
         total: tuple[float, float, float],
         evidence: Evidence,
         warnings: list[str],
+        answer_round: str | None = None,
     ) -> PoolRecommendation:
-        """The answer for the pool from a figure for the pod (``total``: value, low, high)."""
+        """The answer for the pool from a figure for the pod (``total``: value, low, high), for
+        ``answer_round`` (default: the ranked row's round)."""
         pool, shape, workload = site.pool, site.shape, site.workload
         units = shape.units_per_pod
         hib = rec.higher_is_better
@@ -257,4 +259,5 @@ class PoolAnswers:
             manifests=manifests,
             snippet_yaml=snippet,
             numa=numa,
+            round=answer_round or rec.round,
         )

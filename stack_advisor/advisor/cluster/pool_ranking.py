@@ -293,7 +293,8 @@ class PoolRanking:
                 how,
             ]
             total = (p.value, p.interval.low, p.interval.high)
-            results[i][0].append(self.answers.build(site, r, basis, total, p.evidence, warnings))
+            answer = self.answers.build(site, r, basis, total, p.evidence, warnings, p.round)
+            results[i][0].append(answer)
         return refusals
 
     def _rule_messages(self, components: dict[str, str]) -> set[str]:
@@ -339,4 +340,5 @@ def _pool_query(
         scenario=workload.scenario,
         parameters=dict(workload.parameters),
         metric=r.metric,
+        as_of=workload.as_of,  # the round the workload asks for, as the ranking answered it
     )

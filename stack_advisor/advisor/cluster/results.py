@@ -71,6 +71,11 @@ class PoolRecommendation(_Out):
         description="the knowledge-base candidate the figure starts from"
     )
     warnings: list[str] = Field(default_factory=list)
+    round: str | None = Field(
+        default=None,
+        description="the benchmark round the figure is for (the workload's as_of; a stack's own "
+        "result answered as measured: its round)",
+    )
     manifests: list[dict[str, Any]] = Field(
         description="the objects to apply: a Pod, or a PodGroup and a PyTorchJob"
     )

@@ -108,6 +108,15 @@ class RoundDrift:
         self._systems: dict[tuple[int, int], tuple[int, bool]] = {}
         self._prior: DriftPrior | None = None
         self._pairs: dict[tuple[SliceKey, float, float], list[tuple[str, float]]] = {}
+        self._families: dict[str, set[float]] = {}
+
+    def family_rounds(self, family: str) -> set[float]:
+        """The rounds the knowledge base holds any result of ``family`` from."""
+        if family not in self._families:
+            t = self.index.table
+            mine = t.family.codes == t.family.code(family) if family in t.family.vocab else []
+            self._families[family] = set(self.index.round_no[mine].tolist())
+        return self._families[family]
 
     @property
     def prior(self) -> DriftPrior:
@@ -347,7 +356,7 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
         drift.index.higher_is_better(q.slice), est, factor, (low, high), notes
     )
     if ahead:
-        notes.append(forecast_note(q, target))
+        notes.append(forecast_note(q, target, target in drift.family_rounds(q.family)))
     return replace(
         est,
         value=value,
@@ -431,11 +440,18 @@ def held_bound(
     return ends[0], ends[1], [text if n in held else n for n in notes]
 
 
-def forecast_note(q: Query, target: float) -> str:
+def forecast_note(q: Query, target: float, held: bool = False) -> str:
     """Why an answer is a forecast: the round it is for lies beyond what the knowledge base holds
-    (published by then, per the catalogue's dates, or asked for by name)."""
+    for the benchmark (published by then, per the catalogue's dates, or asked for by name);
+    ``held``: the knowledge base holds that round's results of other benchmarks of the family
+    (this one did not run in it, as far as it knows)."""
     day = published_on(q.family, target)
-    when = f" (published {day.isoformat()}, not imported)" if day and day <= today() else ""
+    when = ""
+    if held:
+        what = " ".join(filter(None, (q.benchmark, q.scenario)))
+        when = f" (the knowledge base holds it, without {what} results)"
+    elif day and day <= today():
+        when = f" (published {day.isoformat()}, not imported)"
     return (
         f"a forecast for {round_label(target)}{when}, beyond the newest round the knowledge base "
         "holds for this benchmark: the interval is widened by the learned round-ahead spread; "

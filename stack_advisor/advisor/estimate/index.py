@@ -48,7 +48,11 @@ from stack_advisor.advisor.estimate.hardware import (
     bandwidth_figures,
     scaling_figures,
 )
-from stack_advisor.advisor.estimate.interpolated import interpolated_estimate, missing_slice
+from stack_advisor.advisor.estimate.interpolated import (
+    interpolated_estimate,
+    missing_slice,
+    observed_then,
+)
 from stack_advisor.advisor.estimate.latency import LatencyCalibration
 from stack_advisor.advisor.estimate.latency import applies as is_latency_slice
 from stack_advisor.advisor.estimate.latency_limit import capped, limit_share_estimate
@@ -202,15 +206,11 @@ class EvidenceIndex:
         if by_acc is None:
             return self._unrecorded(q)
         hib = self.higher_is_better(q.slice)
-        rows = by_acc.get(q.accelerator)
+        rows = by_acc.get(q.accelerator, np.empty(0, dtype=np.int64))
         training = is_training_slice(q.slice, hib)
-        exact = (
-            self.matching(rows, q)
-            if rows is not None and len(rows)
-            else np.empty(0, dtype=np.int64)
-        )
+        exact = self.matching(rows, q) if len(rows) else rows
         if (
-            len(exact) and not training
+            len(exact) and not training and observed_then(self, q, rows, exact)
         ):  # a published run is proof it ran, whatever the model's nominal size
             return self._observed(q, exact)
         misfit = memory_misfit(q.benchmark, q.accelerator, q.count)
@@ -218,8 +218,8 @@ class EvidenceIndex:
             return Estimate(Basis.UNSUPPORTED, reason=misfit)
         if training:  # time to train: the count scaling (stack_advisor.advisor.estimate.training)
             return self.training.estimate(q, by_acc, exact)
-        if rows is not None and len(rows):
-            return self._interpolated(q, rows, hib)
+        if len(rows):
+            return interpolated_estimate(self, q, rows, hib)
         derived = derived_estimate(self, q, own_only=True)
         if isinstance(derived, Estimate):
             return derived
@@ -239,10 +239,7 @@ class EvidenceIndex:
                     if isinstance(derived, Estimate)
                     else Estimate(Basis.UNSUPPORTED, reason=derived)
                 )
-        return Estimate(Basis.UNSUPPORTED, reason=self._missing_slice(q))
-
-    def _missing_slice(self, q: Query) -> str:
-        return missing_slice(self, q)
+        return Estimate(Basis.UNSUPPORTED, reason=missing_slice(self, q))
 
     def matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray:
         t = self.table
@@ -281,9 +278,6 @@ class EvidenceIndex:
             high = max(high, quantile(self.unit[latest], QUANTILES[1]))
         shown = rows[self.round_no[rows] <= self.round_no[latest].max()]  # up to the round used
         return Estimate(Basis.OBSERVED, value, low, high, rows=shown)
-
-    def _interpolated(self, q: Query, rows: np.ndarray, hib: bool) -> Estimate:
-        return interpolated_estimate(self, q, rows, hib)
 
     def _transferred(self, q: Query, by_acc: dict[str, np.ndarray], hib: bool) -> Estimate:
         return transferred_estimate(self, q, by_acc, hib)

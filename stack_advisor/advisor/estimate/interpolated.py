@@ -33,14 +33,19 @@ def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib:
     factors: list[tuple[str, str, float]] = []
     notes: list[str] = []
     use = same_place if len(same_place) else rows
+    own = False  # read from this very stack's results
     if q.components and len(same_place):
         # this very stack at other counts beats the accelerator's other stacks
         same_stack = index.matching(
             same_place, Query(**{**q.__dict__, "count": -1}), any_count=True
         )
         if len(same_stack):
-            use = same_stack
+            use, own = same_stack, True
     use, crossed = _of_query_class(index, q, use)
+    # as of a held round: its results and older ones where the part has any (never a later
+    # round's carried back over its own)
+    held = use[index.round_no[use] <= index.round_drift.target(q, q.as_of)]
+    use = held if len(held) else use
     latest = index.latest(use)
     value = median(index.unit[latest])
     if not len(same_place) and q.placement != "bare-metal":
@@ -55,7 +60,7 @@ def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib:
                 "placement overhead assumed none"
             )
     counts = sorted(set(t.count[latest].tolist()))
-    which = "this stack's" if use is not rows and use is not same_place else "its"
+    which = "this stack's" if own else "its"
     factors.append(
         (
             "reference",
@@ -78,6 +83,19 @@ def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib:
     )
 
 
+def observed_then(index: EvidenceIndex, q: Query, rows: np.ndarray, exact: np.ndarray) -> bool:
+    """Whether the exact configuration's results (``exact``, among the part's ``rows``) answer
+    ``q``: not where it asks, naming no stack, for a held round by which the part had run the
+    slice otherwise but not so (a held round is answered from its own results: interpolated from
+    them, not this configuration's later result carried back). A named stack is answered as it
+    measured, in its round (``drift.as_measured`` says when that is after the round asked)."""
+    if q.components:
+        return True
+    target = index.round_drift.target(q, q.as_of)
+    then = index.round_no[rows] <= target
+    return not then.any() or bool((index.round_no[exact] <= target).any())
+
+
 def _of_query_class(
     index: EvidenceIndex, q: Query, rows: np.ndarray
 ) -> tuple[np.ndarray, bool | None]:
@@ -85,8 +103,6 @@ def _of_query_class(
     all of them; None, else whether the query spans nodes: its rows are of the other class)."""
     multi = of_class(index, q.slice, index.slices[q.slice], q.count)[1]
     spans = spans_nodes(index, rows)
-    if (spans == multi).all():
-        return rows, None  # the same object: the reference text tells a stack's own rows by it
     same = rows[spans == multi]
     return (same, None) if len(same) else (rows, multi)
 

@@ -16,6 +16,27 @@ def largest_system(table: ObservationTable) -> int:
     return int(counts.max()) if len(counts) else 0
 
 
+def family_largest(table: ObservationTable, family: str) -> int:
+    """The largest accelerator count of any observation of ``family`` (0: none)."""
+    if family not in table.family.vocab:
+        return 0
+    counts = np.asarray(table.count)[table.family.codes == table.family.code(family)]
+    return int(counts.max()) if len(counts) else 0
+
+
+def beyond_family_note(table: ObservationTable, family: str, count: int) -> str | None:
+    """The warning for a count beyond every published system of the query's family (answered:
+    the figure scales per accelerator past any result that shows it does), or None."""
+    largest = family_largest(table, family)
+    if not largest or count <= largest:
+        return None
+    return (
+        f"{count:,} accelerators is beyond every {family} system in the knowledge base (the "
+        f"largest has {largest:,}): the figure scales per accelerator past any result that "
+        "shows it does"
+    )
+
+
 def count_beyond_published(
     table: ObservationTable, count: int | None, field: str = "count"
 ) -> str | None:

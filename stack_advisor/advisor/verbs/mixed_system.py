@@ -1,8 +1,11 @@
 """A system of several accelerator models ("mixed: 16x MI325X + 8x MI300X", as MLPerf publishes
 heterogeneous multi-node systems): its throughput is the sum of its parts', each part estimated
 through the same hierarchy with its own count, since each node serves its own share of the
-queries. The answer's basis is its weakest part's, its interval the sum of the parts' bounds (the
-parts' errors taken as moving together: the widest honest sum), and each part is a factor.
+queries. The answer's basis is its weakest part's, and at best interpolated (a sum of parts
+measured elsewhere is no measurement of this system: ``observed`` is false), its interval the sum
+of the parts' bounds (the parts' errors taken as moving together: the widest honest sum), and each
+part is a factor, with the parts' own factors. A system the knowledge base holds as published (the
+same parts, counts and nodes) is answered from its own results by ``predict`` first.
 
 A latency (lower is better) is not a sum of parts: refused, as is any system with a part that
 cannot be answered (the part's reason is kept).
@@ -23,6 +26,7 @@ from stack_advisor.advisor.results import (
     PredictQuery,
 )
 from stack_advisor.catalog import AcceleratorMatch
+from stack_advisor.catalog.rounds import round_key
 
 ORDER = (Basis.OBSERVED, Basis.INTERPOLATED, Basis.TRANSFERRED)
 PredictOne = Callable[[EvidenceIndex, RuleSet, PredictQuery], Prediction]
@@ -79,11 +83,17 @@ def mixed_prediction(
             f"{head}: a heterogeneous system's {q.metric} is not the sum of its parts' (only "
             "throughput adds up across nodes)",
         )
-    basis = max((p.basis for _, p in answers), key=ORDER.index)
+    basis = max((Basis.INTERPOLATED, *(p.basis for _, p in answers)), key=ORDER.index)
     factors = [
         Factor(name="part", value=f"{label}: {p.basis.value} {p.value:.4g}", effect=1.0)
         for label, p in answers
     ]
+    factors += [
+        f.model_copy(update={"value": f"{label}: {f.value}"})
+        for label, p in answers
+        for f in p.factors
+    ]
+    rounds = sorted({p.round for _, p in answers if p.round}, key=round_key)
     warnings = [
         "a heterogeneous system: the sum of its parts' estimates (each node serves its own share)"
     ]
@@ -96,7 +106,7 @@ def mixed_prediction(
             low=sum(p.interval.low for _, p in answers if p.interval),
             high=sum(p.interval.high for _, p in answers if p.interval),
         ),
-        observed=basis is Basis.OBSERVED and all(p.observed for _, p in answers),
+        observed=False,
         basis=basis,
         confidence=min(p.confidence for _, p in answers),
         accelerator=match.key,
@@ -104,6 +114,7 @@ def mixed_prediction(
         factors=factors,
         evidence=Evidence(count=sum(p.evidence.count for _, p in answers)),
         warnings=warnings,
+        round=rounds[-1] if rounds else None,  # the round asked (a stack's own: its newest)
     )
 
 

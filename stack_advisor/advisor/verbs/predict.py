@@ -29,7 +29,7 @@ from stack_advisor.advisor.results import (
     PredictQuery,
 )
 from stack_advisor.advisor.snapshot import Knowledge
-from stack_advisor.advisor.verbs.bounds import count_beyond_published
+from stack_advisor.advisor.verbs.bounds import beyond_family_note, count_beyond_published
 from stack_advisor.advisor.verbs.candidates import Candidate
 from stack_advisor.advisor.verbs.explain import evidence_of
 from stack_advisor.advisor.verbs.feasibility import RuleCheck, refusal
@@ -64,8 +64,7 @@ def judge_queries(queries: list[PredictQuery] | list[Any]) -> list[PredictQuery 
     ones; the others stay queries to answer (``predict``, or in chunks with ``in_order``).
 
     Raises:
-        InvalidInput: a query that is not a mapping or lacks a valid required field (no query
-            is left to answer; the message names queries.N.field).
+        InvalidInput: a query that is not a mapping (the message names queries.N).
     """
     judged: list[PredictQuery | Prediction] = []
     for i, q in enumerate(queries):
@@ -96,16 +95,21 @@ def in_order(
     return [q if isinstance(q, Prediction) else next(left) for q in judged]
 
 
+INVALID = "(invalid)"  # stands for a required field given a bad value in a refused query's echo
+
+
 def _invalid_query(i: int, raw: Any, exc: ValidationError) -> Prediction | None:
-    """A query with a bad optional field (a placement ``vgp``) refused alone, naming the field,
-    the value and the closest valid ones; None when what is left is no query (a required field
-    is the bad one, or the query is not a mapping)."""
+    """A query with a bad field (a placement ``vgp``, an accelerator ``""``) refused alone,
+    naming the field, the value and the closest valid ones (a bad or missing required field
+    echoed as ``INVALID``); None when the query is not a mapping."""
     if not isinstance(raw, dict):
         return None
     errors = exc.errors()
     bad = {str(e["loc"][0]) for e in errors if e.get("loc")}
+    required = {k for k, f in PredictQuery.model_fields.items() if f.is_required()}
+    kept = {k: v for k, v in raw.items() if k not in bad}
     try:
-        query = PredictQuery.model_validate({k: v for k, v in raw.items() if k not in bad})
+        query = PredictQuery.model_validate({**kept, **dict.fromkeys(bad & required, INVALID)})
     except ValidationError:
         return None
     hints = []
@@ -250,9 +254,16 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
     from stack_advisor.advisor.names import canonical_query as catalogue_names
 
     system = resolve_accelerator(q.accelerator)
-    if system.kind == "mixed" and system.resolved:
-        return mixed_prediction(index, rules, q, system, predict_one)
     named, problems = catalogue_names(q, index.known_benchmarks())
+    if system.kind == "mixed" and system.resolved:
+        # the system in the catalogue's name, at its own count where the query gives none
+        named = named.model_copy(update={"accelerator": system.key})
+        if "accelerator_count" not in q.model_fields_set:
+            total = sum((part.nodes or 1) * part.per_node for part in system.parts)
+            named = named.model_copy(update={"accelerator_count": total})
+        return _published_system(index, named) or mixed_prediction(
+            index, rules, q, system, predict_one
+        )
     cq: Query | str = "; ".join(problems) if problems else canonical_query(index, named)
     if isinstance(cq, str):
         return refused_prediction(q, cq)
@@ -273,7 +284,24 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
     if est.basis is Basis.UNSUPPORTED:
         why = [est.reason or "unsupported", *warnings]
         return refused_prediction(q, est.reason, why, cq.accelerator)
+    if cq.count > 8 and index.higher_is_better(cq.slice):  # more than one usual node
+        warnings.extend(filter(None, [beyond_family_note(index.table, cq.family, cq.count)]))
     return _answer(index, q, cq, est, warnings)
+
+
+def _published_system(index: EvidenceIndex, named: PredictQuery) -> Prediction | None:
+    """A heterogeneous system the knowledge base holds as published, asked as it ran: answered
+    from its own results (observed), not as the sum of its parts; None otherwise."""
+    cq = canonical_query(index, named)
+    if isinstance(cq, str):
+        return None
+    rows = index.slices.get(cq.slice, {}).get(cq.accelerator)
+    if rows is None or not len(index.matching(rows, cq)):
+        return None
+    est = index.estimate(cq)
+    if est.basis is not Basis.OBSERVED:
+        return None
+    return _answer(index, named, cq, est, list(est.notes))
 
 
 def configuration(cq: Query, published: str) -> Candidate:
