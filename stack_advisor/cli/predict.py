@@ -169,7 +169,9 @@ def _show_predictions(predictions: list[Prediction], chosen: OutputFormat) -> No
             + (f" x{p.query.accelerator_count}" if _asked(p, "accelerator_count") else ""),
             "placement": p.query.placement.value if _asked(p, "placement") else None,
             "benchmark": f"{p.query.benchmark} {p.query.scenario or ''}".strip(),
-            "basis": BASIS_MARK.get(p.basis.value, p.basis.value),
+            "basis": BASIS_MARK.get(p.basis.value, p.basis.value)
+            # a measured figure carried to another round (a drift, a forecast): not as measured
+            + (", carried" if p.basis.value == "observed" and not p.observed else ""),
             "value": with_interval(
                 p.value,
                 p.interval.low if p.interval else None,
@@ -187,7 +189,7 @@ def _show_predictions(predictions: list[Prediction], chosen: OutputFormat) -> No
         fmt=chosen,
         title="predictions",
         json_data=predictions,
-        columns=["accelerator", "placement", "benchmark", "value", "basis"],
+        columns=["accelerator", "placement", "benchmark", "value", "basis", "round"],
         details=["metric", "warnings"],
     )
 

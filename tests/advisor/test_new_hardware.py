@@ -573,3 +573,19 @@ def test_a_published_mixed_system_is_answered_from_its_own_results(kb_advisor) -
     count = int(index.table.count[rows[0]])
     assert answer.value == pytest.approx(published * count, rel=1e-6)
     assert answer.query.accelerator_count == count
+
+
+def test_a_device_class_refusal_shows_the_figures_it_compared(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """The refusal names the figures the span was judged on (16-bit where both parts publish
+    them), not the transfer's own (review finding: "1,670 vs 1,676 ... more than 8x apart")."""
+    from stack_advisor.advisor.estimate.hardware import figures
+
+    base = {"benchmark": "llama2-70b-99", "scenario": "Offline", "metric": "tokens_per_second"}
+    [answer] = kb_advisor.predict([{**base, "accelerator": "NVIDIA GB10", "accelerator_count": 8}])
+    if answer.basis is not Basis.UNSUPPORTED or "device class" not in (answer.reason or ""):
+        pytest.skip("GB10 is not refused for its device class on this knowledge base")
+    reason = answer.reason or ""
+    nearest = reason.split(" Offline, ")[1].split(",")[0]
+    own, ref = figures("GB10", "16-bit"), figures(nearest, "16-bit")
+    assert f"({ref.compute:,.4g} vs {own.compute:,.4g} T" in reason
+    assert f"({ref.bandwidth_gbs:,.4g} vs {own.bandwidth_gbs:,.4g} GB/s)" in reason

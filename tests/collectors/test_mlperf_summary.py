@@ -275,3 +275,26 @@ def test_gzip_tables_read_like_plain_ones(tmp_path: Path, v51_rows: list[dict[st
     with gzip.open(packed, "wt", encoding="utf-8") as handle:
         json.dump(v51_rows[:5], handle)
     assert set(_keys(read_summary(plain)[0])) == set(_keys(read_summary(packed)[0]))
+
+
+def test_a_row_contradicting_itself_is_reported_not_stored(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """A closed row whose Model names another benchmark than its Location, or that names a
+    discrete accelerator with none counted (a blank count is how the table writes a CPU-only
+    system), is listed among the bad rows with its field; not stored as some other result (an
+    H200 row with a# 0 had become a CPU result that ranked first). An integrated GPU with a
+    blank count is the processor's, as published (v5.1's Arc 140T rows)."""
+    good = next(
+        r
+        for r in v51_rows
+        if r["Category"] == "closed" and "H200" in str(r["Accelerator"]) and not r["inferred"]
+    )
+    uncounted = {**good, "ID": "zero", "a#": 0, "Platform": "zero"}
+    other = {**good, "ID": "model", "Model": "resnet50", "Platform": "model"}
+    table = [good, uncounted, other]
+    observations, report = read_summary(_write(tmp_path / "summary_v5.1.json", table))
+    assert [o.provenance.details["system_id"] for o in observations] == [good["Platform"]]
+    bad = {b["row"]: b for b in report.to_dict()["bad_rows"]}
+    assert bad["zero"]["field"] == "a#" and "no accelerator counted" in bad["zero"]["why"]
+    assert bad["model"]["field"] == "Model" and "Location" in bad["model"]["why"]

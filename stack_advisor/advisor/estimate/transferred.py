@@ -252,24 +252,35 @@ def same_device_class(
     operands, where its generation has it), which would set a part a generation on (MI355X in
     fp4 beside MI325X in fp8) as far apart as a workstation card; they decide only where a part
     publishes no 16-bit figures."""
+    return transfer.within_span(*_class_figures(reference, name, scaled, target)[:2])
+
+
+def _class_figures(
+    reference: str, name: str, scaled: tuple[float, float], target: tuple[float, float]
+) -> tuple[tuple[float, float], tuple[float, float], str]:
+    """(reference's, target's (compute, bandwidth), the precisions read) that
+    ``same_device_class`` compares: the figures ``hardware.figures`` gives for 16 bits where both
+    parts have them (a part publishing no 16-bit rate is read at its vector fp32, as the RTX 5090
+    is), else the figures the transfer scales by."""
     ref, tgt = figures(reference, "16-bit"), figures(name, "16-bit")
     if ref.compute and tgt.compute and ref.bandwidth_gbs and tgt.bandwidth_gbs:
-        return transfer.within_span(
-            (ref.compute, ref.bandwidth_gbs), (tgt.compute, tgt.bandwidth_gbs)
-        )
-    return transfer.within_span(scaled, target)
+        read = "/".join(dict.fromkeys((ref.precision or "16-bit", tgt.precision or "16-bit")))
+        return (ref.compute, ref.bandwidth_gbs), (tgt.compute, tgt.bandwidth_gbs), read
+    return scaled, target, "the transfer's precision"
 
 
 def _span_refusal(
     q: Query, name: str, pool: dict[str, Any], used: list[str], target: tuple[float, float]
 ) -> str:
     ref = used[0]
-    compute, bandwidth = pool[ref][1]
+    (compute, bandwidth), (t_compute, t_bandwidth), read = _class_figures(
+        ref, name, pool[ref][1], target
+    )
     return (
         f"no reference of its device class: the measured part nearest {name} on {q.benchmark} "
         f"{q.scenario}, {ref}, is more than {transfer.MAX_SPAN:g}x apart in peak compute "
-        f"({compute:,.4g} vs {target[0]:,.4g}) times bandwidth ({bandwidth:,.4g} vs "
-        f"{target[1]:,.4g} GB/s): another device class, and no factor has been learned "
+        f"({compute:,.4g} vs {t_compute:,.4g} T at {read}) times bandwidth ({bandwidth:,.4g} vs "
+        f"{t_bandwidth:,.4g} GB/s): another device class, and no factor has been learned "
         "across that span"
     )
 

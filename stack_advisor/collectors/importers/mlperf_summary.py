@@ -33,7 +33,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stack_advisor.catalog import load_catalog, named_scenario, resolve_benchmark
+from stack_advisor.catalog import (
+    load_catalog,
+    named_scenario,
+    resolve_accelerator,
+    resolve_benchmark,
+)
 from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
     benchmark_stack,
@@ -240,6 +245,15 @@ def _refused(row: _Row, report: SummaryImport) -> bool:
     return False
 
 
+def _discrete(name: str) -> bool:
+    """Whether ``name`` is a catalogue part and no integrated GPU (a CPU-only row names none)."""
+    if not name:
+        return False
+    match = resolve_accelerator(name)
+    entry = load_catalog().accelerators.get(match.key) if match.resolved else None
+    return entry is not None and entry.form_factor != "integrated"
+
+
 def _counts(r: dict[str, Any]) -> tuple[float, tuple[str, str, int, int]]:
     """The row's result and its (model, per-node text, count, nodes).
 
@@ -252,6 +266,14 @@ def _counts(r: dict[str, Any]) -> tuple[float, tuple[str, str, int, int]]:
     nodes = row_nodes(r.get("nodes"))
     if not per_node and whole_number(r.get("total_accelerators")):
         per_node = str(int(r["total_accelerators"]) // nodes)
+    named = flat_text(r.get("accelerator"))
+    if _discrete(named) and (not per_node or whole_number(per_node) == 0):
+        # a blank count is how the table writes a CPU-only system, which names no discrete
+        # accelerator (an integrated GPU is the processor's: Core Ultra's Arc 140T)
+        raise RowRejected(
+            "a#",
+            f"no accelerator counted for a system naming {named!r} (a CPU-only system names none)",
+        )
     # A blank count is how the table writes a CPU-only system.
     system = system_accelerators(
         {
@@ -284,6 +306,24 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
     where = location_parts(r.get("location") or "")
     benchmark_raw = where[1] if where else flat_text(r["benchmark"])
     bench = resolve_benchmark(benchmark_raw, FAMILY)
+    named = resolve_benchmark(flat_text(r["benchmark"]), FAMILY)
+    closed = flat_text(r.get("division")).lower() == "closed"  # open: a variant of the Model
+    if (
+        closed
+        and bench.resolved
+        and named.resolved
+        and (bench.base or bench.id) != (named.base or named.id)
+    ):
+        # the Model field names another benchmark than the result's directory: which ran?
+        report.reject(
+            row,
+            RowRejected(
+                "Model",
+                f"{flat_text(r['benchmark'])!r} is not the benchmark of its Location "
+                f"({benchmark_raw!r})",
+            ),
+        )
+        return None
     scenario = named_scenario(bench, scenario)  # v5.0: "llama2-70b-interactive-99", Server
     metric = _metric(bench.id, bench.base, scenario, kind, unit_metric)
     value = value * (to_ms if kind == "latency" else 1.0)
