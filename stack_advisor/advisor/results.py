@@ -12,7 +12,14 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+)
 
 from stack_advisor.schema.models import PlacementKind
 
@@ -220,6 +227,13 @@ class PredictQuery(_Out):
         default_factory=dict,
         description="component → version: driver, cuda, cudnn, tensorrt, and the framework by name",
     )
+
+    @field_validator("placement", mode="before")
+    @classmethod
+    def _placement_any_case(cls, value: Any) -> Any:
+        """``VGPU``, ``Bare-Metal``: a placement in any case, as scenarios and names are."""
+        return value.strip().lower() if isinstance(value, str) else value
+
     framework: str | None = None
     family: str = "mlperf-inference"
     benchmark: str = Field(min_length=1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from stack_advisor.catalog.entries import AcceleratorEntry
@@ -290,7 +290,11 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
             parts=parts[0],
             matched_by=parts[1],
         )
-    return _one_part(raw, _Written.of(name), load_catalog())
+    match = _one_part(raw, _Written.of(name), load_catalog())
+    if not match.resolved and not match.suggestions and resolve_cpu(name).resolved:
+        # a host CPU written without the "CPU " that asks for a CPU-only system: say so
+        return replace(match, suggestions=(f"CPU {resolve_cpu(name).id}",))
+    return match
 
 
 @dataclass(frozen=True)

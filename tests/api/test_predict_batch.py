@@ -117,3 +117,13 @@ def test_a_query_with_a_bad_required_field_is_refused_alone(client: TestClient) 
     assert r.status_code == 422 and "queries.1" in r.json()["message"]
     r = client.post("/v1/predictions", json={"queries": [GOOD], "extra": 1})
     assert r.status_code == 422 and "extra" in r.text
+
+
+def test_a_placement_is_read_in_any_case(client: TestClient) -> None:
+    """``VGPU`` is vgpu, as ``OFFLINE`` is Offline (a probe found the one refused, the other
+    accepted); a misspelt one is still refused with its hint."""
+    upper, typo = post_predictions(
+        client, [{**GOOD, "placement": "VGPU"}, {**GOOD, "placement": "VGP"}]
+    )
+    assert upper["query"]["placement"] == "vgpu" and upper["basis"] != "unsupported"
+    assert typo["basis"] == "unsupported" and "did you mean vgpu" in typo["reason"]

@@ -305,3 +305,14 @@ def test_a_summary_table_of_either_shape_gives_its_names(tmp_path: Any) -> None:
     assert names.cpu_only_hosts == {"INTEL(R) XEON(R) 6787P"}
     assert names.benchmarks == {"llama2-70b-99", "resnet"}
     assert {resolve_accelerator(a).key for a in names.accelerators} == {"GB200", "MI355X"}
+
+
+def test_a_host_cpu_written_without_its_prefix_is_pointed_to_it() -> None:
+    """A CPU-only system is asked as "CPU <model>"; the model alone (as MLPerf's host_cpu field
+    spells it) is unknown as an accelerator, and the answer says what to write."""
+    from stack_advisor.catalog import resolve_accelerator
+
+    match = resolve_accelerator("Intel(R) Xeon(R) Platinum 8480+")
+    assert not match.resolved and match.suggestions == ("CPU Intel Xeon Platinum 8480+",)
+    assert resolve_accelerator("CPU Intel(R) Xeon(R) Platinum 8480+").kind == "cpu"
+    assert resolve_accelerator("Foo GPU 9000").suggestions == ()

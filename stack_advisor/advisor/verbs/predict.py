@@ -176,12 +176,21 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
         )
     scenarios = index.scenarios(q.family, q.benchmark)
     scenario = q.scenario if q.scenario is not None else q.parameters.get("scenario")
+    if scenarios == [""] and scenario:  # MLPerf Training: one figure per benchmark
+        return f"scenario: {q.benchmark} ({q.family}) has no scenarios ({scenario!r}); leave it out"
     if scenario is None:
         with_metric = [s for s in scenarios if q.metric in index.metrics(q.family, q.benchmark, s)]
+        if not with_metric:
+            recorded = sorted(
+                {m for s in scenarios for m in index.metrics(q.family, q.benchmark, s)}
+            )
+            return (
+                f"unknown metric: {q.metric!r} never recorded for {q.benchmark}; recorded: "
+                + ", ".join(recorded)
+            )
         if len(with_metric) != 1:
             return (
-                f"scenario needed: name one for {q.benchmark} "
-                f"({', '.join(with_metric or scenarios)} "
+                f"scenario needed: name one for {q.benchmark} ({', '.join(with_metric)} "
                 f"record {q.metric})"
             )
         scenario = with_metric[0]
