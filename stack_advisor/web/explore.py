@@ -231,6 +231,8 @@ def row_dict(table: ObservationTable, r: int) -> dict[str, Any]:
         "tensorrt": stack.tensorrt,
         "framework": stack.framework,
         "framework_version": stack.framework_version,
+        # MLCommons' reference code ran (the system folder says so): asked as such
+        "implementation": stack.extra.get("implementation"),
         "stack_id": table.stack.vocab[table.stack.codes[r]],
         "source": col("source"),
         "round": col("round"),

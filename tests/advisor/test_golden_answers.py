@@ -43,7 +43,8 @@ base holds without the benchmark began to say so instead of "not imported"; the 
 37-40 when each pool row began to name its ``round`` (only that field was added). 7 (2, 16,
 22-24, 29, 30) when a "no reference of its device class" refusal began to show the figures the
 span was judged on (16-bit where both parts publish them) instead of the transfer's own: only the
-reason's numbers moved.
+reason's numbers moved. 48 when a host CPU written without "CPU " began to be pointed to it ("did
+you mean 'CPU Intel Xeon Platinum 8380'?" added to the refusal).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -505,3 +505,25 @@ def test_a_round_held_without_the_benchmark_is_not_called_not_imported(kb_adviso
             assert "the knowledge base holds it, without" in note and "not imported" not in note
             return
     pytest.skip("every slice holds its family's newest round")
+
+
+def test_recommend_as_of_a_held_round_ranks_what_was_measured_by_then(kb_advisor: Any) -> None:
+    """As of a held round, a candidate whose every result came later (the stack, or the part,
+    was not published by then) is left out, saying so (a probe found GB200 of v5.1 ranked first
+    as of v4.1); a round before the benchmark's first, or a date before every round, ranks
+    nothing and says why."""
+    asked = {"benchmark": "llama2-70b-99", "scenario": "Offline", "as_of": "v4.1"}
+    then = kb_advisor.recommend(Workload.from_dict(asked, where="test"), top=20)
+    assert then.recommendations
+    for rec in then.recommendations:
+        if rec.basis.value == "observed":
+            assert rec.evidence.rounds and max(rec.evidence.rounds) <= "v4.1", rec.evidence
+    assert any("after the round asked (v4.1)" in e.reason for e in then.excluded_candidates)
+    # a part first measured (GB300, v5.1) or launched after the round is no candidate of v4.1
+    assert not [r for r in then.recommendations if r.candidate.accelerator in ("GB300", "B300")]
+    for early, why in (
+        ("v3.0", "before llama2-70b-99 Offline's first round"),
+        ("2019-01-01", "no round"),
+    ):
+        with pytest.raises(NotFound, match=why):
+            kb_advisor.recommend(Workload.from_dict({**asked, "as_of": early}, where="test"), top=3)

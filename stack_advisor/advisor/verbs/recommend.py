@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from stack_advisor.advisor.budget import checkpoint
+from stack_advisor.advisor.estimate.as_of import published_on
+from stack_advisor.advisor.estimate.drift import round_label
 from stack_advisor.advisor.estimate.training import budget_refusal
 from stack_advisor.advisor.proxy.ranking import by_proxy
 from stack_advisor.advisor.results import (
@@ -42,7 +46,8 @@ from stack_advisor.advisor.verbs.candidates import (
 from stack_advisor.advisor.verbs.explain import explain
 from stack_advisor.advisor.verbs.feasibility import infeasible
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
-from stack_advisor.schema.errors import InvalidInput
+from stack_advisor.catalog import load_catalog
+from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import PlacementKind
 
 MAX_EXCLUDED_LISTED = 100
@@ -144,6 +149,43 @@ class _Exclusions:
         ]
 
 
+def _before_the_slice(knowledge: Knowledge, sl: Slice) -> str | None:
+    """Why nothing is ranked for the round the workload asks (before the slice's first held
+    round, or a date before every dated round), or None: results are carried between rounds,
+    never back before a benchmark's first (every candidate would be refused alike)."""
+    drift, key, as_of = knowledge.index.round_drift, sl.key, sl.workload.as_of
+    target, held = drift.slice_target(key, as_of), drift.rounds(key)
+    if not held:
+        return None  # our own measurements: of no round
+    if target <= 0:
+        return f"as_of {as_of!r}: no round of {key[0]} was published by then"
+    if held and target < held[0]:
+        what = " ".join(filter(None, (key[1], key[2])))
+        return (
+            f"as_of {as_of!r} names {round_label(target)}, before {what}'s first round in the "
+            f"knowledge base ({round_label(held[0])}): nothing to rank for it"
+        )
+    return None
+
+
+def _measured_after(knowledge: Knowledge, c: Candidate, target: float, family: str) -> str | None:
+    """Why a candidate is not ranked as of a held round: every result it was made from came
+    after that round (the stack, or the part, was not published by then), or a part of the
+    catalogue launched in a year after the round's; else None."""
+    if target <= 0 or target >= max(knowledge.index.round_drift.family_rounds(family), default=0):
+        return None  # the newest round held, or beyond it: nothing is later
+    if not len(c.rows):
+        entry = load_catalog().accelerators.get(c.accelerator)
+        day = published_on(family, target)
+        if entry and entry.launch_year and day and entry.launch_year > day.year:
+            return f"launched in {entry.launch_year}, after the round asked ({round_label(target)})"
+        return None
+    first = float(knowledge.index.round_no[np.asarray(c.rows)].min())
+    if not first > target:
+        return None
+    return f"first measured in {round_label(first)}, after the round asked ({round_label(target)})"
+
+
 def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSet:
     """The pipeline: slice → candidates → constraints → estimates → score → explanation."""
     start = time.perf_counter()
@@ -153,6 +195,9 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
         if beyond:
             raise InvalidInput(beyond)
     sl = select_slice(knowledge, workload)
+    early = _before_the_slice(knowledge, sl)
+    if early:
+        raise NotFound(early)
     budget = (
         workload.hardware.max_count
         if workload.family == MLPERF_TRAINING and workload.hardware.count is None
@@ -170,13 +215,18 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
     found = candidates(knowledge, sl)
     excluded = _Exclusions(workload)
     scored: list[Candidate] = []
+    target = knowledge.index.round_drift.slice_target(sl.key, workload.as_of)
     for c in found:
         checkpoint("the recommendation")
-        reason = constraint(knowledge, sl, c) or infeasible(
-            knowledge,
-            sl,
-            c,
-            scoring.snippet_count(workload, [int(n) for n in knowledge.table.count[c.rows]]),
+        reason = (
+            _measured_after(knowledge, c, target, workload.family)
+            or constraint(knowledge, sl, c)
+            or infeasible(
+                knowledge,
+                sl,
+                c,
+                scoring.snippet_count(workload, [int(n) for n in knowledge.table.count[c.rows]]),
+            )
         )
         estimated = scoring.estimate(knowledge, sl, c) if reason is None else reason
         if isinstance(estimated, str):

@@ -142,7 +142,8 @@ def _add_advisor_figures(advisor: Any, rows: list[dict[str, Any]]) -> None:
                 {r["framework"]: r["framework_version"]}
                 if r["framework"] and r["framework_version"]
                 else {}
-            ),
+            )
+            | ({"implementation": r["implementation"]} if r.get("implementation") else {}),
             "framework": r["framework"],
             "family": r["family"],
             "benchmark": r["benchmark"],
