@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from stack_advisor.advisor import service
+from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.api.deps import AdvisorDep, StoreDep
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.store.base import Store, validation_message
@@ -137,7 +138,13 @@ def _add_advisor_figures(advisor: Any, rows: list[dict[str, Any]]) -> None:
             "accelerator": r["accelerator"],
             "accelerator_count": r["count"],
             "placement": r["placement"],
-            "components": {c: r[c] for c in ("driver", "cuda", "cudnn", "tensorrt") if r[c]}
+            # a driver is asked as the nodes' NVIDIA driver: another vendor's (a Neuchips card's
+            # "1.0") is its own runtime's, not one to judge the part by
+            "components": {
+                c: r[c]
+                for c in ("driver", "cuda", "cudnn", "tensorrt")
+                if r[c] and (c != "driver" or accelerator_class(r["accelerator"]) == "nvidia")
+            }
             | (
                 {r["framework"]: r["framework_version"]}
                 if r["framework"] and r["framework_version"]
