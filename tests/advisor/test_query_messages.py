@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 TRAINING = {
     "family": "mlperf-training",
     "accelerator": "NVIDIA H100-SXM5-80GB",
@@ -27,3 +29,44 @@ def test_a_scenario_asked_of_training_is_refused_saying_it_has_none(kb_advisor: 
     )
     assert answer.basis.value == "unsupported"
     assert "has no scenarios ('Offline'); leave it out" in answer.reason
+
+
+def test_a_reference_implementation_asked_as_published_is_observed(kb_advisor: Any) -> None:
+    """A result of MLCommons' reference code (its system folder says so: ``implementation:
+    reference``) asked with that implementation is its own observation, not refused as the
+    framework's optimised class (the explorer's advisor figure for such a row had been)."""
+    index = kb_advisor.evidence()
+    table = index.table
+    for key, by_acc in index.slices.items():
+        if key[0] != "mlperf-inference" or not index.higher_is_better(key):
+            continue
+        for acc, rows in by_acc.items():
+            for r in rows.tolist():
+                stack = table.stacks[table.stack.vocab[int(table.stack.codes[r])]]
+                if stack.extra.get("implementation") != "reference" or not stack.framework:
+                    continue
+                if not stack.framework_version:
+                    continue
+                query = {
+                    "accelerator": index.raw_names.get(acc, acc),
+                    "accelerator_count": int(table.count[r]),
+                    "placement": table.placement.vocab[int(table.placement.codes[r])],
+                    "components": {
+                        stack.framework: stack.framework_version,
+                        "implementation": "reference",
+                    },
+                    "framework": stack.framework,
+                    "benchmark": key[1],
+                    "scenario": key[2],
+                    "metric": key[3],
+                    "parameters": {"division": key[4]},
+                    "as_of": "now",
+                }
+                [answer] = kb_advisor.predict([query])
+                if answer.basis.value == "unsupported" and "software class" in (
+                    answer.reason or ""
+                ):
+                    raise AssertionError(answer.reason)
+                assert answer.basis.value == "observed", answer
+                return
+    pytest.skip("the starter knowledge base holds no reference-implementation result")

@@ -257,6 +257,7 @@ class EvidenceIndex:
         for code in sorted(set(codes.tolist())):
             stack = t.stacks[t.stack.vocab[code]]
             have = {k.lower(): str(v).lower() for k, v in stack_components(stack).items() if v}
+            have.setdefault("implementation", str(stack.extra.get("implementation", "")).lower())
             if all(have.get(k) == v.lower() for k, v in q.components.items()):
                 ok.append(code)
         kept: np.ndarray = keep[np.isin(codes, ok)].astype(np.int64)

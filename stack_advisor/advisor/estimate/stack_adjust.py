@@ -223,7 +223,8 @@ def _cross_class(
         q.family, vendor, other, wanted.software_class, direction_of(q.family, q.benchmark, hib)
     )
     what = (
-        f"{wanted.framework} is a {wanted.software_class} implementation "
+        f"{wanted.framework} is {'an' if (wanted.software_class or 'x')[0] in 'aeiou' else 'a'} "
+        f"{wanted.software_class} implementation "
         f"({wanted.source}); the results this "
         f"estimate borrows ran on {other} runtimes ({', '.join(names)})"
     )
