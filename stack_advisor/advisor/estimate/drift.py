@@ -321,7 +321,7 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
         return est  # our own measurements: of no round
     held = drift.rounds(q.slice)
     if target <= 0 or (held and target < held[0]):
-        return Estimate(Basis.UNSUPPORTED, reason=before_first(q, as_of, target, held))
+        return Estimate(Basis.UNSUPPORTED, reason=before_first(q.slice, as_of, target, held))
     if own_stack(index, q, est):
         return as_measured(est, float(rounds.max()), target)
     by_ref = drift.reference_rounds(q.slice, est.rows)
@@ -373,16 +373,16 @@ def moved(est: Estimate) -> bool:
     return any(kind in ("forecast", "round drift") for kind, _, _ in est.factors)
 
 
-def before_first(q: Query, as_of: str, target: float, held: list[float]) -> str:
-    """Why no figure is given for a round before the slice's first held one (or a date before
-    every round the catalogue dates): results are carried between rounds, never back before the
-    benchmark's first."""
+def before_first(key: SliceKey, as_of: str, target: float, held: list[float]) -> str:
+    """Why no figure is given for a round before the slice ``key``'s first held one (or a date
+    before every round the catalogue dates): results are carried between rounds, never back
+    before the benchmark's first."""
     if target <= 0:
-        return f"as_of {as_of!r}: no round of {q.family} was published by then"
+        return f"as_of {as_of!r}: no round of {key[0]} was published by then"
+    what = " ".join(filter(None, key[1:3]))  # a Training slice has no scenario
     return (
-        f"as_of {as_of!r} names {round_label(target)}, before {q.benchmark} {q.scenario}'s "
-        f"first round in the knowledge base ({round_label(held[0])}): no figure for a round "
-        "before it"
+        f"as_of {as_of!r} names {round_label(target)}, before {what}'s first round in the "
+        f"knowledge base ({round_label(held[0])}): no figure for a round before it"
     )
 
 

@@ -5,9 +5,14 @@ largest published system."""
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 import numpy as np
 
 from stack_advisor.advisor.knowledge.table import ObservationTable
+
+_LARGEST: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
 
 
 def largest_system(table: ObservationTable) -> int:
@@ -16,18 +21,24 @@ def largest_system(table: ObservationTable) -> int:
     return int(counts.max()) if len(counts) else 0
 
 
-def family_largest(table: ObservationTable, family: str) -> int:
-    """The largest accelerator count of any observation of ``family`` (0: none)."""
-    if family not in table.family.vocab:
-        return 0
-    counts = np.asarray(table.count)[table.family.codes == table.family.code(family)]
-    return int(counts.max()) if len(counts) else 0
+def family_largest(index: Any, family: str) -> int:
+    """The largest accelerator count of any observation of ``family`` in the table of ``index``
+    (an ``EvidenceIndex``; 0: none), read once per index."""
+    held = _LARGEST.setdefault(index, {})
+    if family not in held:
+        table = index.table
+        largest = 0
+        if family in table.family.vocab:
+            mine = np.asarray(table.count)[table.family.codes == table.family.code(family)]
+            largest = int(mine.max()) if len(mine) else 0
+        held[family] = largest
+    return held[family]
 
 
-def beyond_family_note(table: ObservationTable, family: str, count: int) -> str | None:
+def beyond_family_note(index: Any, family: str, count: int) -> str | None:
     """The warning for a count beyond every published system of the query's family (answered:
     the figure scales per accelerator past any result that shows it does), or None."""
-    largest = family_largest(table, family)
+    largest = family_largest(index, family)
     if not largest or count <= largest:
         return None
     return (

@@ -19,6 +19,7 @@ from stack_advisor.advisor.estimate.drift import answer_round, as_of_error, move
 from stack_advisor.advisor.estimate.facts import canonical_accelerator
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Estimate, Query, redefined_reason
+from stack_advisor.advisor.estimate.references_class import NODE_MAX
 from stack_advisor.advisor.knowledge.rules import RuleSet
 from stack_advisor.advisor.results import (
     Basis,
@@ -293,8 +294,8 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
     if est.basis is Basis.UNSUPPORTED:
         why = [est.reason or "unsupported", *warnings]
         return refused_prediction(q, est.reason, why, cq.accelerator)
-    if cq.count > 8 and index.higher_is_better(cq.slice):  # more than one usual node
-        warnings.extend(filter(None, [beyond_family_note(index.table, cq.family, cq.count)]))
+    if cq.count > NODE_MAX and index.higher_is_better(cq.slice):  # more than one usual node
+        warnings.extend(filter(None, [beyond_family_note(index, cq.family, cq.count)]))
     return _answer(index, q, cq, est, warnings)
 
 
@@ -302,12 +303,9 @@ def _published_system(index: EvidenceIndex, named: PredictQuery) -> Prediction |
     """A heterogeneous system the knowledge base holds as published, asked as it ran: answered
     from its own results (observed), not as the sum of its parts; None otherwise."""
     cq = canonical_query(index, named)
-    if isinstance(cq, str):
+    if isinstance(cq, str) or cq.accelerator not in index.slices.get(cq.slice, {}):
         return None
-    rows = index.slices.get(cq.slice, {}).get(cq.accelerator)
-    if rows is None or not len(index.matching(rows, cq)):
-        return None
-    est = index.estimate(cq)
+    est = index.estimate(cq)  # observed only where its own results match the query
     if est.basis is not Basis.OBSERVED:
         return None
     return _answer(index, named, cq, est, list(est.notes))

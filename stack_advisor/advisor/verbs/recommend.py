@@ -24,7 +24,7 @@ import numpy as np
 
 from stack_advisor.advisor.budget import checkpoint
 from stack_advisor.advisor.estimate.as_of import published_on
-from stack_advisor.advisor.estimate.drift import round_label
+from stack_advisor.advisor.estimate.drift import before_first, round_label
 from stack_advisor.advisor.estimate.training import budget_refusal
 from stack_advisor.advisor.proxy.ranking import by_proxy
 from stack_advisor.advisor.results import (
@@ -150,30 +150,27 @@ class _Exclusions:
 
 
 def _before_the_slice(knowledge: Knowledge, sl: Slice) -> str | None:
-    """Why nothing is ranked for the round the workload asks (before the slice's first held
-    round, or a date before every dated round), or None: results are carried between rounds,
-    never back before a benchmark's first (every candidate would be refused alike)."""
+    """Why nothing is ranked for the round the workload asks (``drift.before_first``: before the
+    slice's first held round, or a date before every dated round; every candidate would be
+    refused alike), or None; our own measurements are of no round."""
     drift, key, as_of = knowledge.index.round_drift, sl.key, sl.workload.as_of
     target, held = drift.slice_target(key, as_of), drift.rounds(key)
-    if not held:
-        return None  # our own measurements: of no round
-    if target <= 0:
-        return f"as_of {as_of!r}: no round of {key[0]} was published by then"
-    if held and target < held[0]:
-        what = " ".join(filter(None, (key[1], key[2])))
-        return (
-            f"as_of {as_of!r} names {round_label(target)}, before {what}'s first round in the "
-            f"knowledge base ({round_label(held[0])}): nothing to rank for it"
-        )
+    if held and (target <= 0 or target < held[0]):
+        return before_first(key, as_of, target, held)
     return None
 
 
+def _past_round(knowledge: Knowledge, target: float, family: str) -> float | None:
+    """``target`` where it is a held round before the family's newest (candidates may have come
+    later), else None: at the newest round or beyond it, nothing is later."""
+    newest = max(knowledge.index.round_drift.family_rounds(family), default=0.0)
+    return target if 0 < target < newest else None
+
+
 def _measured_after(knowledge: Knowledge, c: Candidate, target: float, family: str) -> str | None:
-    """Why a candidate is not ranked as of a held round: every result it was made from came
-    after that round (the stack, or the part, was not published by then), or a part of the
-    catalogue launched in a year after the round's; else None."""
-    if target <= 0 or target >= max(knowledge.index.round_drift.family_rounds(family), default=0):
-        return None  # the newest round held, or beyond it: nothing is later
+    """Why a candidate is not ranked as of the held round ``target`` (``_past_round``): every
+    result it was made from came after it (the stack, or the part, was not published by then),
+    or a part of the catalogue launched in a year after the round's; else None."""
     if not len(c.rows):
         entry = load_catalog().accelerators.get(c.accelerator)
         day = published_on(family, target)
@@ -215,11 +212,13 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
     found = candidates(knowledge, sl)
     excluded = _Exclusions(workload)
     scored: list[Candidate] = []
-    target = knowledge.index.round_drift.slice_target(sl.key, workload.as_of)
+    past = _past_round(
+        knowledge, knowledge.index.round_drift.slice_target(sl.key, workload.as_of), workload.family
+    )
     for c in found:
         checkpoint("the recommendation")
         reason = (
-            _measured_after(knowledge, c, target, workload.family)
+            (_measured_after(knowledge, c, past, workload.family) if past else None)
             or constraint(knowledge, sl, c)
             or infeasible(
                 knowledge,

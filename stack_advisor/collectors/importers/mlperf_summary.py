@@ -267,14 +267,13 @@ def _counts(r: dict[str, Any]) -> tuple[float, tuple[str, str, int, int]]:
     if not per_node and whole_number(r.get("total_accelerators")):
         per_node = str(int(r["total_accelerators"]) // nodes)
     named = flat_text(r.get("accelerator"))
+    # a blank count is how the table writes a CPU-only system, which names no discrete
+    # accelerator (an integrated GPU is the processor's: Core Ultra's Arc 140T)
     if _discrete(named) and (not per_node or whole_number(per_node) == 0):
-        # a blank count is how the table writes a CPU-only system, which names no discrete
-        # accelerator (an integrated GPU is the processor's: Core Ultra's Arc 140T)
         raise RowRejected(
             "a#",
             f"no accelerator counted for a system naming {named!r} (a CPU-only system names none)",
         )
-    # A blank count is how the table writes a CPU-only system.
     system = system_accelerators(
         {
             "accelerator_model_name": r.get("accelerator"),
