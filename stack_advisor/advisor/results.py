@@ -239,7 +239,12 @@ class PredictQuery(_Out):
     benchmark: str = Field(min_length=1)
     scenario: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
-    metric: str = Field(min_length=1)
+    metric: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the metric to answer in; none: the slice's throughput (its only metric; "
+        "MLPerf Training: time to train), and the answer says so",
+    )
     as_of: str = Field(
         default="today",
         description="the round the answer is for: 'today' (the newest round published by today's "

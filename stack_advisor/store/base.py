@@ -116,6 +116,9 @@ def validation_message(exc: ValidationError, prefix: str = "") -> str:
             message = str(err["msg"]).removeprefix("Value error, ")
             lines.append(f"{prefix}: {message}" if prefix else message)
             continue
+        if err.get("type") == "missing":  # its input is the object it is missing from
+            lines.append(f"{where}: {err['msg']}")
+            continue
         shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
         if len(shown) > 80:  # a whole file read as one string, say
             shown = f"{shown[:60]}... ({len(str(got))} characters)"

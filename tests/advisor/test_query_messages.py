@@ -70,3 +70,46 @@ def test_a_reference_implementation_asked_as_published_is_observed(kb_advisor: A
                 assert answer.basis.value == "observed", answer
                 return
     pytest.skip("the starter knowledge base holds no reference-implementation result")
+
+
+def test_a_query_without_a_metric_is_answered_in_the_slice_s_throughput(kb_advisor: Any) -> None:
+    """A query names a benchmark and scenario and leaves the metric out, as the CLI's flags do:
+    answered in the throughput most of the slice's results record, and the answer says so; the
+    same query with that metric named gives the same figure."""
+    asked = {"accelerator": "H200", "accelerator_count": 8, "benchmark": "llama2-70b-99"}
+    left_out, named = kb_advisor.predict(
+        [
+            {**asked, "scenario": "Server"},
+            {**asked, "scenario": "Server", "metric": "tokens_per_second"},
+        ]
+    )
+    assert left_out.basis.value != "unsupported", left_out.reason
+    assert left_out.query.metric == "tokens_per_second"
+    assert left_out.value == named.value
+    assert left_out.warnings[0].startswith("metric: none named; answered in tokens_per_second")
+    assert "ttft_p99_ms" in left_out.warnings[0]  # the others it could have asked for
+    [training] = kb_advisor.predict([TRAINING])
+    assert training.query.metric == "time_to_train_min"
+    assert "its time to train" in training.warnings[0]
+
+
+def test_no_metric_and_no_scenario_names_the_scenarios(kb_advisor: Any) -> None:
+    [answer] = kb_advisor.predict(
+        [{"accelerator": "H200", "accelerator_count": 8, "benchmark": "llama2-70b-99"}]
+    )
+    assert answer.basis.value == "unsupported"
+    assert answer.reason.startswith("scenario needed: llama2-70b-99 has several; name one of")
+    assert "Offline" in answer.reason and "Server" in answer.reason
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [("count", "accelerator_count"), ("gpus", "accelerator_count"), ("model", "benchmark")],
+)
+def test_a_field_spelled_as_the_cli_flag_says_which_field_it_meant(
+    kb_advisor: Any, written: str, meant: str
+) -> None:
+    query = {"accelerator": "H200", "benchmark": "llama2-70b-99", "scenario": "Offline"}
+    [answer] = kb_advisor.predict([{**query, written: 8}])
+    assert answer.basis.value == "unsupported"
+    assert f"{written}: did you mean {meant}?" in answer.reason

@@ -102,16 +102,19 @@ def test_a_refusal_past_the_first_chunk_names_its_own_index(client: TestClient) 
 
 def test_a_query_with_a_bad_required_field_is_refused_alone(client: TestClient) -> None:
     """A bad row is reported, not fatal to the rest: a query whose benchmark is no name, or
-    missing, is refused naming the field (its echo says ``(invalid)``); the others answer. A
+    whose accelerator is missing, is refused naming the field (its echo says ``(invalid)``); the
+    others answer (a metric left out is the slice's throughput: ``query_metric``). A
     query that is no mapping, or a bad request field, is still the request's 422."""
     out = post_predictions(
-        client, [GOOD, {**GOOD, "benchmark": 5}, {k: v for k, v in GOOD.items() if k != "metric"}]
+        client,
+        [GOOD, {**GOOD, "benchmark": 5}, {k: v for k, v in GOOD.items() if k != "accelerator"}],
     )
     assert out[0]["basis"] != "unsupported"
     assert out[1]["basis"] == "unsupported" and "queries.1.benchmark" in out[1]["reason"]
     assert out[1]["query"]["benchmark"] == "(invalid)"
     assert (
-        out[2]["basis"] == "unsupported" and "queries.2.metric: Field required" in out[2]["reason"]
+        out[2]["basis"] == "unsupported"
+        and "queries.2.accelerator: Field required" in out[2]["reason"]
     )
     r = client.post("/v1/predictions", json={"queries": [GOOD, 7]})
     assert r.status_code == 422 and "queries.1" in r.json()["message"]

@@ -36,6 +36,7 @@ from stack_advisor.advisor.verbs.explain import evidence_of
 from stack_advisor.advisor.verbs.feasibility import RuleCheck, refusal
 from stack_advisor.advisor.verbs.mixed_system import mixed_prediction, refused_prediction
 from stack_advisor.advisor.verbs.placement import held_to_bare_metal
+from stack_advisor.advisor.verbs.query_metric import default_metric, field_hint
 from stack_advisor.catalog import load_catalog, resolve_accelerator
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import SoftwareStack
@@ -119,6 +120,10 @@ def _invalid_query(i: int, raw: Any, exc: ValidationError) -> Prediction | None:
         close = difflib.get_close_matches(str(e.get("input")), expected, n=2, cutoff=0.5)
         if close:
             hints.append(f"{'.'.join(map(str, e['loc']))}: did you mean {' or '.join(close)}?")
+        elif e["type"] == "extra_forbidden" and e.get("loc"):
+            meant = field_hint(str(e["loc"][0]))
+            if meant:
+                hints.append(f"{e['loc'][0]}: did you mean {meant}?")
     reason = "; ".join([validation_message(exc, prefix=f"queries.{i}"), *hints])
     return refused_prediction(query, reason)
 
@@ -179,6 +184,8 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     scenario = q.scenario if q.scenario is not None else q.parameters.get("scenario")
     if scenarios == [""] and scenario:  # MLPerf Training: one figure per benchmark
         return f"scenario: {q.benchmark} ({q.family}) has no scenarios ({scenario!r}); leave it out"
+    if q.metric is None:  # predict names one before it asks (``query_metric.default_metric``)
+        return f"metric needed: name one of {', '.join(index.metrics(q.family, q.benchmark))}"
     if scenario is None:
         with_metric = [s for s in scenarios if q.metric in index.metrics(q.family, q.benchmark, s)]
         if not with_metric:
@@ -265,6 +272,14 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
 
     system = resolve_accelerator(q.accelerator)
     named, problems = catalogue_names(q, index.known_benchmarks())
+    if named.metric is None and not problems:
+        metric, said = default_metric(index, named)
+        if metric is None and said:
+            return refused_prediction(q, said)
+        if metric is not None:
+            answer = _predict_named(index, rules, q.model_copy(update={"metric": metric}))
+            answer.warnings.insert(0, said)
+            return answer
     if system.kind == "mixed" and system.resolved:
         # the system in the catalogue's name, at its own count where the query gives none
         named = named.model_copy(update={"accelerator": system.key})
