@@ -222,9 +222,18 @@ def canonical_query(
     if (query.family, name) not in known_benchmarks and not bench.resolved:
         close = [n for f, n in known_benchmarks if f == query.family]
         hint = bench.suggestions or tuple(difflib.get_close_matches(name, close, n=3, cutoff=0.5))
+        elsewhere = sorted(f for f, n in known_benchmarks if n == name and f != query.family)
         problems.append(
             f"benchmark: unknown benchmark {query.benchmark!r} in {query.family}"
-            + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else "")
+            + (
+                f"; it is a benchmark of {' and '.join(elsewhere)}: add "
+                f'"family": "{elsewhere[0]}"'
+                + (f" (or did you mean {' or '.join(repr(h) for h in hint)}?)" if hint else "")
+                if elsewhere
+                else f"; did you mean {' or '.join(repr(h) for h in hint)}?"
+                if hint
+                else ""
+            )
         )
     update["benchmark"] = name
     update["metric"] = canonical_metric(query.metric)

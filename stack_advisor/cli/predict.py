@@ -199,8 +199,10 @@ def evaluate(
         str,
         typer.Option(
             help="by-round (train on earlier rounds, test the latest), loao (leave one "
-            "accelerator out), training (MLPerf Training times by round) or latency (LLM "
-            "TTFT/TPOT by round)."
+            "accelerator out), training (MLPerf Training times by round), latency (LLM "
+            "TTFT/TPOT by round), forecast (every round ahead: train on rounds <= k, ask k+1 as "
+            "of its round) or within-round (each accelerator of the newest round held out, its "
+            "older rounds kept)."
         ),
     ] = "by-round",
     train_until: Annotated[

@@ -44,7 +44,17 @@ base holds without the benchmark began to say so instead of "not imported"; the 
 22-24, 29, 30) when a "no reference of its device class" refusal began to show the figures the
 span was judged on (16-bit where both parts publish them) instead of the transfer's own: only the
 reason's numbers moved. 48 when a host CPU written without "CPU " began to be pointed to it ("did
-you mean 'CPU Intel Xeon Platinum 8380'?" added to the refusal).
+you mean 'CPU Intel Xeon Platinum 8380'?" added to the refusal). Session 25: 8 and 44 when a
+VM answer held to the bare-metal answer began to carry that answer's factors, rows and round (it
+had listed the VM estimate's, its placement factor twice, and a forecast the value never had):
+values unchanged; 37, 39 and 40 when the nodes' driver stopped picking results (it is judged for
+whether the stack runs, as ``recommend --driver`` judges it): a T4 pool's figure is the median of
+3 results instead of the 2 that named driver 550.54.15. 0, 1, 3-5, 7, 8, 10, 13, 14, 17-19, 24,
+37-40 and 44 when the note of a transfer held to its peaks began to say its bound is per
+accelerator (only that text moved: the value it was set beside is the system's). 0, 1, 3-5, 7,
+10, 12, 13, 16-25, 27, 29, 30, 37, 40, 42, 44-46 and 48 when the drift prior's band began to be
+widened by a pad added to each side instead of a multiplied scale (``DriftPrior._calibrate``): the
+forecast intervals' ends moved 0.83-1.88x (median 1.00); values unchanged.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -113,3 +113,70 @@ def test_a_field_spelled_as_the_cli_flag_says_which_field_it_meant(
     [answer] = kb_advisor.predict([{**query, written: 8}])
     assert answer.basis.value == "unsupported"
     assert f"{written}: did you mean {meant}?" in answer.reason
+
+
+def test_the_nodes_driver_alone_picks_no_results(kb_advisor: Any) -> None:
+    """A driver is the nodes' (judged for whether the stack runs, as ``recommend --driver``): a
+    query naming only a driver the GPU supports is answered as the same query without it (a
+    probe found it turned an observed answer interpolated, or picked the one result that named
+    that driver)."""
+    asked = {
+        "accelerator": "B200",
+        "accelerator_count": 8,
+        "benchmark": "llama2-70b-99",
+        "scenario": "Offline",
+    }
+    plain, *with_driver = kb_advisor.predict(
+        [asked, *({**asked, "components": {"driver": d}} for d in ("580.65.06", "575.57.08"))]
+    )
+    assert plain.basis.value == "observed"
+    for answer in with_driver:
+        assert (answer.basis, answer.value, answer.interval) == (
+            plain.basis,
+            plain.value,
+            plain.interval,
+        )
+    [old] = kb_advisor.predict([{**asked, "components": {"driver": "450.80.02"}}])
+    assert old.basis.value == "unsupported"  # still judged: too old for the part
+
+
+def test_a_vm_answer_held_to_bare_metal_lists_the_placement_once(kb_advisor: Any) -> None:
+    [answer] = kb_advisor.predict(
+        [
+            {
+                "accelerator": "H100-PCIE-80GB",
+                "placement": "vgpu",
+                "benchmark": "resnet50",
+                "scenario": "Offline",
+            }
+        ]
+    )
+    names = [f.name for f in answer.factors]
+    assert names.count("placement") + names.count("placement held to bare metal") == 1
+    [bare] = kb_advisor.predict(
+        [{"accelerator": "H100-PCIE-80GB", "benchmark": "resnet50", "scenario": "Offline"}]
+    )
+    assert answer.value < bare.value
+
+
+def test_a_training_benchmark_asked_without_its_family_says_which_family(kb_advisor: Any) -> None:
+    [answer] = kb_advisor.predict(
+        [{"accelerator": "H100", "accelerator_count": 8, "benchmark": "llama2_70b_lora"}]
+    )
+    assert answer.basis.value == "unsupported"
+    assert 'add "family": "mlperf-training"' in answer.reason
+    assert answer.query.accelerator == "H100"  # echoed as asked, not the member tried
+
+
+def test_rank_stacks_says_what_to_name(kb_advisor: Any) -> None:
+    """A family name lists its members that ran the slice; MLPerf Training, whose times are whole
+    systems' of every size, is refused with where to ask instead (not 'name a scenario')."""
+    from stack_advisor.schema.errors import InvalidInput, NotFound
+
+    with pytest.raises(NotFound, match="'H100' names a family; name the member") as family:
+        kb_advisor.rank_stacks(benchmark="llama2-70b-99", scenario="Offline", accelerator="H100")
+    assert "H100-SXM5-80GB" in str(family.value)
+    with pytest.raises(InvalidInput, match="a time to train is a whole system's"):
+        kb_advisor.rank_stacks(
+            family="mlperf-training", benchmark="bert", accelerator="H100-SXM5-80GB"
+        )

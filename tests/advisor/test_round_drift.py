@@ -139,18 +139,38 @@ def test_an_unknown_as_of_is_refused_naming_the_field(kb_advisor: Any) -> None:
 
 def test_the_prior_band_is_calibrated_on_its_round_ahead_replays(kb_advisor: Any) -> None:
     prior = kb_advisor.evidence().round_drift.prior
-    assert all(scale >= 1.0 for scale in prior.scale.values())
+    assert all(pad >= 0.0 for pad in prior.pad.values())  # widened, never narrowed
     groups = {s[1] for s in prior.steps}
     assert {"llm", "vision", "training"} <= groups
     # every step predicted from the steps before it: the calibrated band covers 80% of them
     inside = total = 0
     for kind, group, age, vendor, new, value in prior.steps:
-        mid, lo, hi, pairs, _ = prior.cell(kind, group, age, vendor, until=new)
+        _, lo, hi, pairs, _ = prior.cell(kind, group, age, vendor, until=new)
         if pairs:
-            scale = prior.scale_for(group)
+            pad = prior.pad_for(group)
             total += 1
-            inside += mid - scale * (mid - lo) <= value <= mid + scale * (hi - mid)
+            inside += lo - pad <= value <= hi + pad
     assert total and 0.78 <= inside / total <= 0.9
+
+
+def test_a_step_far_beyond_a_narrow_band_widens_bands_by_its_distance_not_a_ratio() -> None:
+    """A pad is added to each side of every cell's band (log units): a step that landed far
+    outside a narrow band (young LLMs moving 2-4x after rounds of 1.05x) widens a wide cell by
+    that distance, not by the ratio of distance to narrow width (a multiplied scale had made an
+    80% band of 0.13-395x)."""
+    from stack_advisor.advisor.estimate.drift_prior import DriftPrior, PriorState
+
+    steps = [
+        ("throughput", "llm", "2+", "nvidia", float(r), 0.05 + 0.001 * i)
+        for r in (1, 2, 3)
+        for i in range(10)
+    ]
+    steps += [("throughput", "llm", "2+", "nvidia", 4.0, 1.1)] * 10  # one round moved 3x
+    prior = DriftPrior(None, PriorState(tuple(steps), {}))  # type: ignore[arg-type]
+    pads = prior._calibrate()
+    mid, _, hi, _, _ = prior.cell("throughput", "llm", "2+", "nvidia", until=4.0)
+    assert hi - mid < 0.01  # the narrow band the far step landed outside
+    assert 0.5 < pads["llm"] <= 1.1 - hi  # widened by the distance, not x100
 
 
 def test_the_prior_learns_throughput_apart_from_latency_and_closed_only(kb_advisor: Any) -> None:

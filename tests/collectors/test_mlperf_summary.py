@@ -179,12 +179,38 @@ def test_a_table_of_another_shape_gets_one_error_naming_what_it_lacks(tmp_path: 
         read_summary(tmp_path / "broken_v5.1.json")
 
 
-def test_round_from_the_name_or_the_option(tmp_path: Path, v51_rows: list[dict[str, Any]]) -> None:
+def test_round_from_the_name_the_rows_or_the_option(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """A table as MLCommons publishes it (``summary_results.json``) is of the round its rows'
+    ``version`` names; rows of no round, or of several, need ``--round``."""
     file = _write(tmp_path / "summary_results.json", v51_rows[:2])
-    with pytest.raises(InvalidInput, match="pass --round"):
-        read_summary(file)
-    observations, report = read_summary(file, round_name="v5.1")
+    observations, report = read_summary(file)
     assert report.round == "v5.1" and all(o.source_key.startswith("v5.1/") for o in observations)
+    mixed = [v51_rows[0], {**v51_rows[1], "version": "v6.0"}]
+    with pytest.raises(InvalidInput, match=r"its rows name v5\.1, v6\.0; pass --round"):
+        read_summary(_write(tmp_path / "summary_results.json", mixed))
+    unnamed = [{k: v for k, v in r.items() if k != "version"} for r in v51_rows[:2]]
+    with pytest.raises(InvalidInput, match="from its name; pass --round"):
+        read_summary(_write(tmp_path / "summary_results.json", unnamed))
+    observations, report = read_summary(
+        _write(tmp_path / "summary_results.json", unnamed), round_name="v5.1"
+    )
+    assert report.round == "v5.1" and all(o.source_key.startswith("v5.1/") for o in observations)
+
+
+def test_one_result_twice_in_a_table_is_reported(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """Two rows giving one result (one system, benchmark, scenario and metric: a benchmark under
+    two names) keep the first and list the second among ``bad_rows``, never silently."""
+    row = next(r for r in v51_rows if not r["inferred"])
+    twice = [row, {**row, "ID": "again", "Performance_Result": row["Performance_Result"] * 2}]
+    observations, report = read_summary(_write(tmp_path / "summary_results_v5.1.json", twice))
+    assert [o.value for o in observations] == [row["Performance_Result"]]
+    [bad] = report.bad_rows
+    assert bad["row"] == "again" and bad["field"] == "benchmark"
+    assert bad["why"].startswith(f"the same result as row {row['ID']} {row['Location']} (#0)")
 
 
 def test_rows_not_imported_are_counted_by_reason(
@@ -214,7 +240,9 @@ def test_rows_not_imported_are_counted_by_reason(
         "energy-or-power": 1,
         "unknown-units": 1,
         "missing-field": 1,
+        "bad-value": 1,  # the Latency (s) row: the ms row's result again, reported as such
     }
+    assert [b["row"] for b in report.bad_rows] == ["s"]
     assert "Furlongs/s" in report.examples["unknown-units"]
     by_system = {o.provenance.details["system_id"]: o for o in observations}
     assert by_system[ss["Platform"]].value == pytest.approx(

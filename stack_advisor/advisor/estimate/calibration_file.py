@@ -22,7 +22,7 @@ from; another table of the same content (rows in another order) reuses the calib
 recomputes them.
 
 The round drift's learned prior (``drift_prior.PriorState``: its steps in the order collected and
-its band's scales) is kept in a file of its own beside it (``PriorFile``), learned on the first
+its band's pads) is kept in a file of its own beside it (``PriorFile``), learned on the first
 answer that carries evidence between rounds: its steps follow the slices' order and the system
 column, so its key holds those (``prior_digest``) as well as the table's content and the code.
 """
@@ -294,7 +294,7 @@ class PriorFile:
                 (str(k), str(g), str(a), str(v), float(new), float(value))
                 for k, g, a, v, new, value in data["steps"]
             )
-            return PriorState(steps, {str(g): float(x) for g, x in data["scale"].items()})
+            return PriorState(steps, {str(g): float(x) for g, x in data["pad"].items()})
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -305,7 +305,7 @@ class PriorFile:
         path = self.path
         if path is None:
             return
-        text = json.dumps({"key": path.stem, "steps": state.steps, "scale": state.scale})
+        text = json.dumps({"key": path.stem, "steps": state.steps, "pad": state.pad})
         try:
             write_atomically(path, lambda handle: handle.write(text.encode()))
             files = sorted(path.parent.glob("drift-prior-*.json"), key=lambda p: p.stat().st_mtime)

@@ -18,7 +18,7 @@ vendor, falling back to coarser cells where a cell has few pairs (every group's 
 benchmark's age before its own group's of every age), its band at least as wide as every group's
 at that age (``DriftPrior``). The prior's 80% band is
 calibrated per group on its own round-ahead replays: every step of the history predicted from the
-steps before it, one scale for all steps (``DriftPrior.scale``).
+steps before it, one pad (log units added to each side) for all steps (``DriftPrior.pad``).
 """
 
 from __future__ import annotations
@@ -433,9 +433,10 @@ def held_bound(
     if not held or est.low is None or est.high is None:
         return ends[0], ends[1], notes
     before, after = (est.high, ends[1]) if hib else (est.low, ends[0])
+    each = " per accelerator" if hib else ""  # a throughput's bound: per accelerator
     text = (
-        f"{HELD}{after:,.4g} at best), the references' {before:,.4g} at its peaks carried by "
-        f"the round's software drift (centre {factor:.3g}x and its 80% band)"
+        f"{HELD}{after:,.4g}{each} at best), the references' {before:,.4g} at its peaks carried "
+        f"by the round's software drift (centre {factor:.3g}x and its 80% band)"
     )
     return ends[0], ends[1], [text if n in held else n for n in notes]
 

@@ -61,13 +61,13 @@ Step = tuple[str, str, str, str, float, float]
 
 @dataclass(frozen=True)
 class PriorState:
-    """What a learned prior is (its steps in the order collected, its band's scales per group):
+    """What a learned prior is (its steps in the order collected, its band's pads per group):
     a function of the table, persisted beside the calibration
     (``stack_advisor.advisor.estimate.calibration_file.PriorFile``) so that a fresh process does
     not pair every slice's rounds again."""
 
     steps: tuple[Step, ...]
-    scale: dict[str, float]
+    pad: dict[str, float]  # log units added to each side of a group's band (``_calibrate``)
 
 
 class PriorShelf(Protocol):
@@ -176,20 +176,20 @@ def orientation(higher_is_better: bool) -> float:
 class DriftPrior:
     """Per-round log improvement of parts between consecutive held rounds of every slice, pooled
     by (metric kind, group, age, vendor) with coarser fallbacks within the kind, and the band's
-    calibrated scale."""
+    calibrated pad."""
 
     def __init__(self, drift: PriorSource, state: PriorState | None = None) -> None:
         """Learned from ``drift``'s slices, or restored from ``state`` (learned earlier from the
-        same table: the same steps in the same order, the same scales)."""
+        same table: the same steps in the same order, the same pads)."""
         self.drift = drift
         self._cache: dict[tuple[str, str, str, str, float], Cell] = {}
         self.steps: list[Step] = []
         if state is not None:
             self.steps = list(state.steps)
-            self.scale = dict(state.scale)
+            self.pad = dict(state.pad)
             return
         self._collect()
-        self.scale = self._calibrate()
+        self.pad = self._calibrate()
 
     @classmethod
     def kept(cls, drift: PriorSource, shelf: PriorShelf | None) -> DriftPrior:
@@ -203,7 +203,7 @@ class DriftPrior:
 
     def state(self) -> PriorState:
         """What ``DriftPrior(drift, state)`` restores this prior from."""
-        return PriorState(tuple(self.steps), dict(self.scale))
+        return PriorState(tuple(self.steps), dict(self.pad))
 
     def _collect(self) -> None:
         idx = self.drift.index
@@ -281,7 +281,7 @@ class DriftPrior:
         vendor = accelerator_class(q.raw_accelerator or q.accelerator)
         hib = self.drift.index.higher_is_better(q.slice)
         kind = metric_kind(q.family, hib)
-        s = self.scale_for(group) if until == math.inf else 1.0
+        pad = self.pad_for(group) if until == math.inf else 0.0
         centre = down2 = up2 = 0.0
         names: list[str] = []
         pairs = 0
@@ -289,8 +289,8 @@ class DriftPrior:
             age = age_bucket(held + step)
             mid, lo, hi, count, name = self.cell(kind, group, age, vendor, until)
             centre += mid
-            down2 += (s * (mid - lo)) ** 2
-            up2 += (s * (hi - mid)) ** 2
+            down2 += (mid - lo + pad) ** 2
+            up2 += (hi - mid + pad) ** 2
             pairs = max(pairs, count)
             names += [name] if name not in names else []
         down, up = math.sqrt(down2), math.sqrt(up2)
@@ -309,28 +309,35 @@ class DriftPrior:
         )
 
     def _calibrate(self) -> dict[str, float]:
-        """The scale of the prior's band, per benchmark group (key "" for all): the one that
-        covers 80% of the group's pairs of every held step when each step is predicted from the
-        steps before it (one scale for all steps; a group with few replays takes the pooled one)."""
-        z: dict[str, list[float]] = defaultdict(list)
+        """How far to widen the prior's band, per benchmark group (key "" for all), in log units
+        on each side: the least that covers 80% of the group's pairs of every held step when each
+        step is predicted from the steps before it (one pad for all steps; a group with few
+        replays takes the pooled one; never a narrowing).
+
+        Added, not multiplied: a step that moved far beyond a narrow band (young LLM benchmarks
+        moved 2-4x in a round where the rounds before had moved 1.05x) would have scaled every
+        cell's band by the ratio, a wide cell's into hundreds of times (0.13-395x measured on a
+        synthetic next round); added, each cell's band grows by how far steps have landed
+        outside bands before."""
+        excess: dict[str, list[float]] = defaultdict(list)
         for kind, group, age, vendor, new, value in self.steps:
             mid, lo, hi, pairs, _ = self.cell(kind, group, age, vendor, until=new)
             if not pairs:
                 continue
             width = (mid - lo) if value < mid else (hi - mid)
-            score = abs(value - mid) / max(width, 1e-3)
-            z[group].append(score)
-            z[""].append(score)
-        scales = {
-            group: max(1.0, float(np.quantile(np.asarray(scores), 0.8)))
-            for group, scores in z.items()
-            if len(scores) >= MIN_PRIOR_PAIRS
+            beyond = max(0.0, abs(value - mid) - width)
+            excess[group].append(beyond)
+            excess[""].append(beyond)
+        pads = {
+            group: float(np.quantile(np.asarray(values), 0.8))
+            for group, values in excess.items()
+            if len(values) >= MIN_PRIOR_PAIRS
         }
-        scales.setdefault("", 1.0)
-        return scales
+        pads.setdefault("", 0.0)
+        return pads
 
-    def scale_for(self, group: str) -> float:
-        return self.scale.get(group, self.scale[""])
+    def pad_for(self, group: str) -> float:
+        return self.pad.get(group, self.pad[""])
 
 
 Cell = tuple[float, float, float, int, str]

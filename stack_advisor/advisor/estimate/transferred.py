@@ -216,7 +216,8 @@ def transferred_estimate(
     bound = transfer.peak_bound(pool, used, target, hib) * widest * learned
     value, low, high = _bounded(value, low * math.exp(lo_q), high * math.exp(hi_q), bound, hib)
     if (high if hib else low) == bound:
-        notes.append(f"held to what its peak figures allow ({bound:,.4g} at best)")
+        each = " per accelerator" if hib else ""  # a throughput's bound: per accelerator
+        notes.append(f"held to what its peak figures allow ({bound:,.4g}{each} at best)")
     return Estimate(
         Basis.TRANSFERRED,
         value,

@@ -44,6 +44,8 @@ from stack_advisor.advisor.verbs.compare_requests import (
     StackRankingRequest,
     StackSelector,
 )
+from stack_advisor.advisor.workload import TRAINING_METRICS
+from stack_advisor.catalog import resolve_accelerator
 from stack_advisor.catalog.rounds import release_of
 from stack_advisor.schema.errors import InvalidInput, NotFound
 
@@ -356,6 +358,13 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     redefined = redefined_reason(family, benchmark, index.slices)
     if redefined:
         raise NotFound(redefined)
+    held = sorted({k[2] for k in index.slices if k[:2] == (family, benchmark)})
+    if held == [""]:  # MLPerf Training: a time to train, of one system size each
+        raise InvalidInput(
+            f"{family} {benchmark}: a stack ranking compares per-accelerator figures, and a time "
+            "to train is a whole system's (of every size published); ask `advisor recommend "
+            f"--family {family} --benchmark {benchmark} --gpus N` or `advisor predict` at one count"
+        )
     if scenario is None:
         raise InvalidInput(
             f"scenario: name one (the scenarios {benchmark} ran: "
@@ -371,9 +380,16 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
             + _derived_hint(index, (family, benchmark, scenario), metric, division)
         )
     if acc not in by_acc:
+        found = resolve_accelerator(accelerator)
+        members = [m for m in found.suggestions if canonical_accelerator(m) in by_acc]
+        if not found.resolved and found.refusal == "family" and members:
+            raise NotFound(
+                f"accelerator: {accelerator!r} names a family; name the member whose stacks to "
+                f"rank: {', '.join(members)} ran {benchmark} {scenario}".rstrip()
+            )
         raise NotFound(
-            f"accelerator: {accelerator!r} ({acc}) never ran {benchmark} {scenario}; ran it: "
-            f"{', '.join(sorted(by_acc)[:12])}"
+            f"accelerator: {accelerator!r} ({acc}) never ran {benchmark} {scenario}".rstrip()
+            + f"; ran it: {', '.join(sorted(by_acc)[:12])}"
         )
     upto = _as_of_round(index, key, acc, rq.as_of)
     return [StackRank.model_validate(row) for row in rank_stacks(effects_of(index), key, acc, upto)]
@@ -443,8 +459,12 @@ def _slice_metric(index: EvidenceIndex, prefix: tuple[str, str, str], division: 
     throughput = [k for k in keys if index.higher_is_better(k)]
     if len(keys) == 1 or len(throughput) == 1:
         return (keys if len(keys) == 1 else throughput)[0][3]
+    time = [k for k in keys if k[3] == TRAINING_METRICS["time"]]
+    if time and not throughput:  # MLPerf Training: its time to train
+        return time[0][3]
     raise NotFound(
-        f"no observations of {'/'.join(prefix[:2])} {prefix[2]} ({division} division) "
+        f"no observations of {' '.join(filter(None, ('/'.join(prefix[:2]), prefix[2])))} "
+        f"({division} division) "
         "with one metric to "
         f"rank by; name one of: {', '.join(sorted(k[3] for k in keys)) or 'none recorded'}"
         + ("" if keys else _derived_hint(index, prefix, None, division))

@@ -57,5 +57,9 @@ def held_to_bare_metal(index: Any, q: Query, est: Estimate, hib: bool) -> Estima
             f"held to the bare-metal answer for this configuration ({why}): a {q.placement} "
             "placement is not answered faster than bare metal without evidence",
         ],
-        factors=[*est.factors, ("placement held to bare metal", q.placement, ratio)],
+        # the figure is the bare-metal answer's, moved once: its factors, not the VM estimate's
+        # (whose own placement factor would be counted twice)
+        factors=[*bare.factors, ("placement held to bare metal", q.placement, ratio)],
+        rows=bare.rows,
+        measured_round=bare.measured_round,
     )

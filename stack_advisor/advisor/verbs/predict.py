@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -240,6 +241,8 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
     if member is None:
         return _predict_named(index, rules, q)
     answer = _predict_named(index, rules, q.model_copy(update={"accelerator": member[0]}))
+    if answer.basis is Basis.UNSUPPORTED:  # refused as asked: the family name, the reason
+        return refused_prediction(q, answer.reason, answer.warnings, answer.accelerator)
     answer.warnings.insert(
         0,
         f"accelerator: {q.accelerator!r} names a family; answered for {member[0]}, the member "
@@ -300,9 +303,11 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
         cq.count,
         cq.components.get("driver"),
     )
-    est = Estimate(Basis.UNSUPPORTED, reason=beyond) if beyond else index.estimate(cq)
+    # the nodes' driver is judged above, as ``recommend --driver`` is: it picks no results
+    stack_only = replace(cq, components={k: v for k, v in cq.components.items() if k != "driver"})
+    est = Estimate(Basis.UNSUPPORTED, reason=beyond) if beyond else index.estimate(stack_only)
     if est.basis is not Basis.UNSUPPORTED:
-        est = held_to_bare_metal(index, cq, est, index.higher_is_better(cq.slice))
+        est = held_to_bare_metal(index, stack_only, est, index.higher_is_better(cq.slice))
     warnings = list(est.notes)
     if q.components or q.framework:
         warnings.extend(v.message for v in rules.check_components(dict(cq.components)))

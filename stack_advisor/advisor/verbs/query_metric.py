@@ -10,6 +10,8 @@ benchmark that has several, is refused, naming them.
 
 from __future__ import annotations
 
+import difflib
+
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.results import PredictQuery
 from stack_advisor.advisor.workload import TRAINING_METRICS
@@ -36,7 +38,10 @@ def field_hint(name: str) -> str | None:
     if lowered in FIELD_ALIASES:
         return FIELD_ALIASES[lowered]
     ending = [f for f in fields if f.endswith("_" + lowered) or f.startswith(lowered + "_")]
-    return ending[0] if len(ending) == 1 else None
+    if len(ending) == 1:
+        return ending[0]
+    close = difflib.get_close_matches(lowered, list(fields), n=1, cutoff=0.75)  # acclerator
+    return close[0] if close else None
 
 
 def default_metric(index: EvidenceIndex, q: PredictQuery) -> tuple[str | None, str]:

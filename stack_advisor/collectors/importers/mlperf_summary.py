@@ -460,16 +460,13 @@ def read_summary(
     file = Path(path)
     every = table_rows(file, limits or ImportLimits.from_env())
     names = field_map(r for r in every if isinstance(r, dict))
-    round_ = round_name or detect_round(file) or ""
-    if not round_:
-        raise InvalidInput(
-            f"cannot tell the MLPerf round of {str(file)!r} from its name; pass --round (e.g. v5.1)"
-        )
+    round_ = round_name or detect_round(file) or _rows_round(every, names, file)
     if not round_.startswith("v"):
         round_ = "v" + round_
     report = SummaryImport(path=str(file), round=round_, rows=len(every))
     mtime = file.stat().st_mtime
     observations = []
+    first_of: dict[str, tuple[int, str]] = {}  # observation key → the row that gave it
     for index, raw in enumerate(every):
         if not isinstance(raw, dict):
             why = f"a {type(raw).__name__}, not an object"
@@ -478,10 +475,53 @@ def read_summary(
         values = normalised(raw, names)
         if flat_text(values.get("power_result")):
             report.power_figures_ignored += 1  # a power figure beside the result: not kept
-        obs = row_observation(_Row(round_, file.name, mtime, values, index), report)
-        if obs is not None:
-            observations.append(obs)
+        row = _Row(round_, file.name, mtime, values, index)
+        obs = row_observation(row, report)
+        if obs is None:
+            continue
+        earlier = first_of.setdefault(obs.observation_key, (index, _where(values, index)))
+        if earlier[0] != index:  # one result twice (two names of one benchmark and scenario)
+            scenario = obs.benchmark.parameters.get("scenario") or ""
+            why = (
+                f"the same result as row {earlier[1]} (system, benchmark {obs.benchmark.name} "
+                f"{scenario}, metric {obs.metric}): the first is kept"
+            )
+            report.reject(row, RowRejected("benchmark", why))
+            continue
+        observations.append(obs)
     return observations, report
+
+
+def _where(values: dict[str, Any], index: int) -> str:
+    """A row as the report names it: its ID (not unique: one per system), place and position."""
+    return (
+        " ".join(filter(None, (flat_text(values.get("row_id")), flat_text(values.get("location")))))
+        + f" (#{index})"
+    )
+
+
+def _rows_round(rows: list[Any], names: dict[str, str], file: Path) -> str:
+    """The round the rows' ``version`` field names where the file's name names none (MLCommons
+    publishes ``summary_results.json``).
+
+    Raises:
+        InvalidInput: no version, or rows of several rounds.
+    """
+    found = sorted(
+        {
+            flat_text(normalised(r, names).get("version"))
+            for r in rows
+            if isinstance(r, dict) and flat_text(normalised(r, names).get("version"))
+        }
+    )
+    named = detect_round(Path(f"summary_results_v{found[0].lstrip('vV')}.json")) if found else None
+    if len(found) == 1 and named:
+        return named
+    said = f"; its rows name {', '.join(found[:6])}" if found else ""
+    raise InvalidInput(
+        f"cannot tell the MLPerf round of {str(file)!r} from its name{said}; pass --round "
+        "(e.g. v5.1)"
+    )
 
 
 def import_summary(

@@ -39,6 +39,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "operating_system": ("operating_system", "OperatingSystem"),
     "row_id": ("ID", "id"),
     "power_result": ("Power_Result", "power_result"),
+    "version": ("version", "Version"),  # the round each row is of (v5.1)
 }
 # A row cannot be placed without these (the accelerator's count may come from either field).
 REQUIRED = (
