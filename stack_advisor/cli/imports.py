@@ -229,6 +229,11 @@ def _report_summary(report: Any, file: Path, chosen: Any) -> None:
         warning(
             f"unresolved accelerator {name!r}: {count} result(s) imported under this published name"
         )
+    for name, count in report.unresolved_benchmarks.most_common():
+        warning(
+            f"benchmark {name!r} is not in the catalogue: {count} result(s) imported under this "
+            "published name (`advisor catalogue list benchmarks` lists those it knows)"
+        )
     render(
         [
             {

@@ -54,7 +54,8 @@ whether the stack runs, as ``recommend --driver`` judges it): a T4 pool's figure
 accelerator (only that text moved: the value it was set beside is the system's). 0, 1, 3-5, 7,
 10, 12, 13, 16-25, 27, 29, 30, 37, 40, 42, 44-46 and 48 when the drift prior's band began to be
 widened by a pad added to each side instead of a multiplied scale (``DriftPrior._calibrate``): the
-forecast intervals' ends moved 0.83-1.88x (median 1.00); values unchanged.
+forecast intervals' ends moved 0.83-1.88x (median 1.00); values unchanged. 4 and 18 (cost
+rankings) when a row scored at the price table's default price began to say so (a warning added).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -180,3 +180,19 @@ def test_rank_stacks_says_what_to_name(kb_advisor: Any) -> None:
         kb_advisor.rank_stacks(
             family="mlperf-training", benchmark="bert", accelerator="H100-SXM5-80GB"
         )
+
+
+def test_a_cost_ranking_says_where_it_read_the_default_price(kb_advisor: Any) -> None:
+    """The packaged price table lists some parts; a row scored at the table's default price says
+    so (a probe found B200 and H200 ranked on a $2.0 nobody gave for them, unsaid)."""
+    ranked = kb_advisor.recommend(
+        {"benchmark": "resnet50", "scenario": "Offline", "objective": "cost"}, top=50
+    )
+    said = {
+        r.candidate.accelerator: any(
+            w.startswith("cost: the price table has no row") for w in r.warnings
+        )
+        for r in ranked.recommendations
+    }
+    assert said.get("H100-SXM5-80GB") is False  # priced in the table
+    assert any(said.values())  # some part only the default prices

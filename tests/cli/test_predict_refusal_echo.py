@@ -94,3 +94,21 @@ def test_benchmark_flags_with_a_count_answer_as_the_query_file(
     assert by_flags["query"]["accelerator_count"] == 8
     assert by_flags["query"]["metric"] == "samples_per_second"
     assert by_flags == by_file
+
+
+def test_benchmark_flags_without_a_count_answer_each_part_once_at_its_smallest_count(
+    capsys: pytest.CaptureFixture[str], kb_uri: str
+) -> None:
+    """Without ``--count`` each part is answered once, at the smallest count the ranking has for
+    it (a probe found one row per published count), the scenario as the catalogue spells it,
+    and an as-measured row is ``observed`` (it had said false with no factor moving it)."""
+    flags = ("--benchmark", "resnet50", "--scenario", "offline", "--accelerator", "A100")
+    code, out, err = advisor(capsys, "predict", "--store", kb_uri, *flags, "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    parts = [(p["accelerator"], p["query"]["placement"]) for p in rows]
+    assert rows and len(parts) == len(set(parts))
+    for p in rows:
+        assert p["query"]["scenario"] == "Offline"
+        moved = any(f["name"] in ("forecast", "round drift") for f in p["factors"])
+        assert p["observed"] == (p["basis"] == "observed" and not moved)

@@ -326,3 +326,21 @@ def test_a_row_contradicting_itself_is_reported_not_stored(
     bad = {b["row"]: b for b in report.to_dict()["bad_rows"]}
     assert bad["zero"]["field"] == "a#" and "no accelerator counted" in bad["zero"]["why"]
     assert bad["model"]["field"] == "Model" and "Location" in bad["model"]["why"]
+
+
+def test_a_benchmark_the_catalogue_does_not_know_is_reported(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """A new round's model the catalogue does not name yet is imported under its published name
+    and listed in the report (``unresolved_benchmarks``), never silently."""
+    row = next(r for r in v51_rows if not r["inferred"] and r["Scenario"] == "Offline")
+    system, scenario = row["Location"].split("/")[3], row["Scenario"]
+    new = {
+        **row,
+        "ID": "new",
+        "Model": "acme-lm-9000",
+        "Location": f"closed/{row['Submitter']}/results/{system}/acme-lm-9000/{scenario}",
+    }
+    observations, report = read_summary(_write(tmp_path / "summary_results_v5.1.json", [row, new]))
+    assert len(observations) == 2
+    assert report.to_dict()["unresolved_benchmarks"] == {"acme-lm-9000": 1}

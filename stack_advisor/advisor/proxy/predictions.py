@@ -46,7 +46,7 @@ def _prediction(
     """One row at ``count`` (default: its own). A figure per accelerator (tokens/s, samples/s)
     scales with the replicas of the row's count that ``count`` holds; accelerator-hours to train
     are the run's on any count."""
-    from stack_advisor.advisor.results import Interval, Prediction, PredictQuery
+    from stack_advisor.advisor.results import Basis, Interval, Prediction, PredictQuery
     from stack_advisor.advisor.verbs.mixed_system import refused_prediction
 
     need = r.candidate.accelerator_count
@@ -54,10 +54,11 @@ def _prediction(
     query = PredictQuery(
         accelerator=r.candidate.accelerator,
         accelerator_count=n,
+        placement=r.candidate.placement,
         framework=str(r.candidate.stack.get("framework") or "") or None,
         family=str(answer.workload.get("family") or MLPERF_INFERENCE),
         benchmark=str(answer.workload.get("benchmark") or "model"),
-        scenario=scenario,
+        scenario=answer.workload.get("scenario") or scenario,  # as the catalogue spells it
         metric=r.metric,
     )
     if n < need:
@@ -80,7 +81,10 @@ def _prediction(
         query=query,
         value=r.value * scale,
         interval=Interval(low=r.interval.low * scale, high=r.interval.high * scale),
-        observed=False,
+        # as measured: an observed row at its own count, not moved to another round
+        observed=r.basis is Basis.OBSERVED
+        and n == need
+        and not any(f.name in ("forecast", "round drift") for f in r.factors),
         basis=r.basis,
         confidence=r.confidence,
         accelerator=r.candidate.accelerator,
@@ -105,7 +109,8 @@ def proxy_predictions(
 
     family = str(spec.get("family") or MLPERF_INFERENCE)
     if not flops_described(spec.get("model"), family):
-        return as_predictions(adv.recommend(spec, top=ALL_ROWS), spec.get("scenario"), count)
+        rows = as_predictions(adv.recommend(spec, top=ALL_ROWS), spec.get("scenario"), count)
+        return rows if count else smallest_counts(rows)
     try:
         answer = adv.recommend(spec, top=ALL_ROWS)
     except NotFound as exc:
@@ -125,6 +130,18 @@ def proxy_predictions(
             )
             out.append(refused(spec, text, count, why))
     return out
+
+
+def smallest_counts(rows: list[Prediction]) -> list[Prediction]:
+    """One prediction per part and placement: the ranking's row at its smallest count (the best
+    of those where several stacks ran it), in the ranking's order."""
+    kept: dict[tuple[str, str], Prediction] = {}
+    for p in rows:
+        key = (p.accelerator or p.query.accelerator, p.query.placement.value)
+        if key not in kept or p.query.accelerator_count < kept[key].query.accelerator_count:
+            kept[key] = p
+    chosen = {id(p) for p in kept.values()}
+    return [p for p in rows if id(p) in chosen]
 
 
 def refused(spec: dict[str, Any], accelerator: str, count: int | None, why: str) -> Prediction:

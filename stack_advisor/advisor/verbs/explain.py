@@ -170,6 +170,14 @@ def _warnings(knowledge: Knowledge, sl: Slice, c: Candidate, evidence: Evidence)
     for v in knowledge.stack_violations(c.stack_id, c.stack, None):
         if v.severity is Severity.ERROR:
             warnings.append(f"recorded stack breaks rule {v.message}; it ran, so the result stands")
+    if sl.hib and sl.workload.objective is Objective.COST:
+        price, row = knowledge.prices.price(c.published[0], PlacementKind(c.placement))
+        if row.startswith("default/"):  # the ranking reads a price nobody gave for this part
+            warnings.append(
+                f"cost: the price table has no row for {c.accelerator}: scored at its default, "
+                f"{price:g} {knowledge.prices.currency} per accelerator-hour (give yours: "
+                "--prices FILE)"
+            )
     return warnings
 
 

@@ -126,6 +126,9 @@ class SummaryImport:
     skipped_by_reason: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)  # reason → one row's description
     unresolved_accelerators: Counter[str] = field(default_factory=Counter)
+    # benchmarks the catalogue does not know, kept under their published names (a new round's
+    # models: answered once the catalogue names them, refused as unknown until then)
+    unresolved_benchmarks: Counter[str] = field(default_factory=Counter)
     power_figures_ignored: int = 0
     seconds: float = 0.0
     # (file, row, field, why) of the rows refused for a bad value, the first BAD_ROWS_SHOWN
@@ -160,6 +163,7 @@ class SummaryImport:
             "skipped_by_reason": dict(sorted(self.skipped_by_reason.items())),
             "skip_examples": dict(sorted(self.examples.items())),
             "unresolved_accelerators": dict(self.unresolved_accelerators.most_common()),
+            "unresolved_benchmarks": dict(self.unresolved_benchmarks.most_common()),
             "power_figures_ignored": self.power_figures_ignored,
             "bad_rows": self.bad_rows,
             "seconds": round(self.seconds, 3),
@@ -332,6 +336,8 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
         report.reject(row, exc)
         return None
     report.results += 1
+    if not bench.resolved:
+        report.unresolved_benchmarks[benchmark_raw] += 1
     figure = _Figure(
         scenario, bench.id, benchmark_raw, metric, value, model, per_node_text, count, nodes
     )
