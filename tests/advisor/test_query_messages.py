@@ -196,3 +196,13 @@ def test_a_cost_ranking_says_where_it_read_the_default_price(kb_advisor: Any) ->
     }
     assert said.get("H100-SXM5-80GB") is False  # priced in the table
     assert any(said.values())  # some part only the default prices
+
+
+def test_a_training_query_on_a_vm_says_no_overhead_was_learned(kb_advisor: Any) -> None:
+    """MLPerf Training holds no VM results: a vgpu query is the bare-metal figure, saying the
+    placement's overhead is assumed none (as an inference interpolation says), with no count
+    scaling from a count to itself (a probe found 'x8 → x8' listed as the factor)."""
+    vm, bare = kb_advisor.predict([{**TRAINING, "placement": "vgpu"}, TRAINING])
+    assert vm.value == bare.value
+    assert any(w.startswith("no paired results for vgpu on") for w in vm.warnings)
+    assert not [f for f in vm.factors if f.name == "count scaling"]

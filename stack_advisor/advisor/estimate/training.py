@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -265,7 +266,20 @@ class TrainingEstimator:
                     value / self._latest_by_count(rows)[near],
                 )
             ]
-            return self._bounded(q, Basis.INTERPOLATED, value, rows, factors)
+            est = self._bounded(
+                q, Basis.INTERPOLATED, value, rows, factors if near != q.count else []
+            )
+            t = self.index.table
+            if (
+                q.placement != "bare-metal"
+                and not (t.placement.codes[rows] == t.placement.code(q.placement)).any()
+            ):  # as an inference interpolation says it
+                note = (
+                    f"no paired results for {q.placement} on {q.accelerator}: placement overhead "
+                    "assumed none"
+                )
+                est = replace(est, notes=[*est.notes, note])
+            return est
         return self._transferred(q, by_acc)
 
     def _transferred(self, q: Query, by_acc: dict[str, np.ndarray]) -> Estimate:
