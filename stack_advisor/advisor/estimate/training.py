@@ -271,7 +271,7 @@ class TrainingEstimator:
             )
             t = self.index.table
             if (
-                q.placement != "bare-metal"
+                q.placement in ("passthrough", "vgpu")
                 and not (t.placement.codes[rows] == t.placement.code(q.placement)).any()
             ):  # as an inference interpolation says it
                 note = (
