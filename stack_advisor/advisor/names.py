@@ -191,6 +191,22 @@ def _not_one_accelerator(raw: str, kind: str) -> str:
     return f"no accelerator: {raw!r} names none (for a CPU-only system, name its CPU model)"
 
 
+def _unknown_benchmark(
+    query: PredictQuery, name: str, suggestions: tuple[str, ...], known: set[tuple[str, str]]
+) -> str:
+    """Why a query's benchmark is refused: a benchmark of another family says which family to
+    name (a Training benchmark asked as inference), else the closest names of its own."""
+    close = [n for f, n in known if f == query.family]
+    hint = suggestions or tuple(difflib.get_close_matches(name, close, n=3, cutoff=0.5))
+    meant = f"did you mean {' or '.join(repr(h) for h in hint)}?" if hint else ""
+    elsewhere = sorted(f for f, n in known if n == name and f != query.family)
+    head = f"benchmark: unknown benchmark {query.benchmark!r} in {query.family}"
+    if elsewhere:
+        other = f'; it is a benchmark of {" and ".join(elsewhere)}: add "family": "{elsewhere[0]}"'
+        return head + other + (f" (or {meant})" if meant else "")
+    return head + (f"; {meant}" if meant else "")
+
+
 def canonical_query(
     query: PredictQuery, known_benchmarks: set[tuple[str, str]]
 ) -> tuple[PredictQuery, list[str]]:
@@ -220,21 +236,7 @@ def canonical_query(
     bench = resolve_benchmark(query.benchmark, query.family)
     name = bench.id if bench.resolved else query.benchmark.strip()
     if (query.family, name) not in known_benchmarks and not bench.resolved:
-        close = [n for f, n in known_benchmarks if f == query.family]
-        hint = bench.suggestions or tuple(difflib.get_close_matches(name, close, n=3, cutoff=0.5))
-        elsewhere = sorted(f for f, n in known_benchmarks if n == name and f != query.family)
-        problems.append(
-            f"benchmark: unknown benchmark {query.benchmark!r} in {query.family}"
-            + (
-                f"; it is a benchmark of {' and '.join(elsewhere)}: add "
-                f'"family": "{elsewhere[0]}"'
-                + (f" (or did you mean {' or '.join(repr(h) for h in hint)}?)" if hint else "")
-                if elsewhere
-                else f"; did you mean {' or '.join(repr(h) for h in hint)}?"
-                if hint
-                else ""
-            )
-        )
+        problems.append(_unknown_benchmark(query, name, bench.suggestions, known_benchmarks))
     update["benchmark"] = name
     update["metric"] = canonical_metric(query.metric)
     if bench.resolved and bench.scenario is not None:
