@@ -56,6 +56,10 @@ accelerator (only that text moved: the value it was set beside is the system's).
 widened by a pad added to each side instead of a multiplied scale (``DriftPrior._calibrate``): the
 forecast intervals' ends moved 0.83-1.88x (median 1.00); values unchanged. 4 and 18 (cost
 rankings) when a row scored at the price table's default price began to say so (a warning added).
+20 and 21 when a transfer to a multi-node count began to read the part's siblings of the other
+system class moved by the class factor (GB300 x72 llama2-70b from GB200's 4-GPU trays x0.964:
+15,431 and 14,679 tokens/s per accelerator) instead of H200 and H100 multi-node systems scaled to
+GB300's peaks (21,545 and 20,955, above any Blackwell part's measured figure).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

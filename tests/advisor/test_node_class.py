@@ -78,3 +78,24 @@ def test_a_single_node_query_reads_the_parts_single_node_results(kb_advisor: Any
     counts = reference.value.split("counts [")[1].split("]")[0]
     single = rows[~spans_nodes(index, rows)]
     assert {int(c) for c in counts.split(", ")} <= set(index.table.count[single].tolist())
+
+
+def test_a_transfer_prefers_the_same_design_of_the_other_class_moved_by_the_factor(
+    kb_advisor: Any,
+) -> None:
+    """A multi-node query for a part whose siblings (the catalogue's: GB300's are B300 and GB200)
+    ran the benchmark only in single-node systems reads the siblings, moved by the learned system
+    class factor, not an older design that ran at that size (H200 and H100 scaled to GB300's
+    peaks had answered GB300 x72 at 1.35x its own x4 figure per accelerator)."""
+    asked = {"accelerator": "GB300", "benchmark": "llama2-70b-99.9", "scenario": "Server"}
+    rack, tray = kb_advisor.predict(
+        [{**asked, "accelerator_count": 72}, {**asked, "accelerator_count": 4}]
+    )
+    if rack.basis.value != "transferred" or tray.basis.value != "transferred":
+        pytest.skip("GB300 ran llama2-70b-99.9 Server in this knowledge base")
+    assert set(rack.references) <= {"GB200", "B300-SXM-288GB", "B200-SXM-180GB"}
+    [moved] = [f for f in rack.factors if f.name == "system class"]
+    found = class_factor(kb_advisor.evidence(), "mlperf-inference")
+    assert found is not None and moved.effect == pytest.approx(found.ratio(True), abs=1e-4)
+    per_rack, per_tray = rack.value / 72, tray.value / 4
+    assert per_rack <= per_tray * 1.05  # never more per accelerator in a rack than in a tray

@@ -81,3 +81,28 @@ def spans_nodes(index: EvidenceIndex, rows: np.ndarray) -> np.ndarray:
     nodes = node_counts(index)[rows]
     spans: np.ndarray = np.where(nodes > 0, nodes > 1, index.table.count[rows] > NODE_MAX)
     return spans
+
+
+def with_siblings(
+    index: EvidenceIndex,
+    key: tuple[str, ...],
+    by_acc: dict[str, np.ndarray],
+    classed: dict[str, np.ndarray],
+    siblings: tuple[str, ...],
+) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
+    """``classed`` (the query's class) with the target's ``siblings`` that ran the slice only in
+    the other class, their rows of that class added (what a transfer prefers to draw on: the
+    same design, not an older generation of the right system size), and those siblings; the
+    same dict object for the same slice, class and siblings (the index memoises references by
+    it)."""
+    crossed = tuple(s for s in siblings if s in by_acc and s not in classed)
+    if not crossed or any(s in classed for s in siblings):
+        return classed, ()
+    memo = _CACHE.setdefault(index, {})
+    memo_key = (key, id(classed), crossed)
+    hit = memo.get(memo_key)
+    if hit is not None and hit[0] is classed:
+        return hit[1], crossed
+    source = {**classed, **{s: by_acc[s] for s in crossed}}
+    memo[memo_key] = (classed, source)
+    return source, crossed

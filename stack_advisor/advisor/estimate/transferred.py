@@ -43,8 +43,9 @@ from stack_advisor.advisor.estimate.hardware import (
     scaling_figures,
     siblings,
 )
+from stack_advisor.advisor.estimate.node_scaling import ClassFactor, class_factor
 from stack_advisor.advisor.estimate.query import Estimate, Query
-from stack_advisor.advisor.estimate.references_class import of_class
+from stack_advisor.advisor.estimate.references_class import of_class, with_siblings
 from stack_advisor.advisor.estimate.transfer_replay import CROSS_VENDOR as CROSS_VENDOR
 from stack_advisor.advisor.estimate.transfer_replay import KINDS as KINDS
 from stack_advisor.advisor.estimate.transfer_replay import MIN_DIRECTION as MIN_DIRECTION
@@ -196,6 +197,23 @@ def transferred_estimate(
     if not any(same_device_class(raw.get(a, a), name, pool[a][1], target) for a in used):
         return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
     factors, notes, spread = _scaled_factors(index, q, by_acc, scaling, name, cls, used)
+    moved = [a for a in used if a in scaling.crossed]
+    if moved and scaling.class_move is not None:
+        # siblings of the other system class, moved to the query's: the factor's spread added
+        down, up = scaling.class_move.spread()
+        lo_q, hi_q = mid_q - math.hypot(mid_q - lo_q, down), mid_q + math.hypot(hi_q - mid_q, up)
+        kind_to = "multi-node" if scaling.to_multi else "single-node"
+        factors.append(
+            (
+                "system class",
+                f"{', '.join(moved)} (the same design) ran it only in "
+                f"{'single-node' if scaling.to_multi else 'multi-node'} systems: their "
+                f"per-accelerator figures moved to a {kind_to} one by "
+                f"{scaling.class_move.ratio(scaling.to_multi):.3f}x ({scaling.class_move.pairs} "
+                "parts with both in one round), not an older design of the query's size",
+                scaling.class_move.ratio(scaling.to_multi),
+            )
+        )
     low, high = min(spread.values(), default=raw_value), max(spread.values(), default=raw_value)
     # the median residual of this kind of transfer on the cell's history is a learned efficiency
     # correction (the drift of a round included); the interval is their p10..p90 around the scaling
@@ -297,6 +315,11 @@ class _Scaling:
     refs: dict[str, Any]
     source: dict[str, np.ndarray]  # the slice's rows the references were read from
     note: str | None = None
+    # the target's siblings read from the other system class, moved to the query's by
+    # ``class_factor`` (``references_class.with_siblings``), and that factor
+    crossed: tuple[str, ...] = ()
+    class_move: ClassFactor | None = None
+    to_multi: bool = False
 
 
 def _scaling(
@@ -315,7 +338,17 @@ def _scaling(
             return Estimate(Basis.UNSUPPORTED, reason=refused)
         model = transfer.by_bandwidth(hib, model.accelerators)
     source, note = _class_source(index, q, by_acc, cls, model.precision)
+    crossed: tuple[str, ...] = ()
+    found = class_factor(index, q.family)
+    classed, multi = of_class(index, q.slice, by_acc, q.count)
+    if note is None and found is not None and source is classed:
+        source, crossed = with_siblings(index, q.slice, by_acc, classed, siblings(name))
     refs = index.references(source, policy=model.precision)
+    if crossed and found is not None:  # per accelerator, moved to the query's system class
+        ratio = found.ratio(multi)
+        refs = {
+            a: ((v * ratio, p, c) if a in crossed else (v, p, c)) for a, (v, p, c) in refs.items()
+        }
     if (
         model.precision == BANDWIDTH_ONLY and policy == "4-bit"
     ):  # the references' bandwidth in their operands
@@ -329,7 +362,9 @@ def _scaling(
             reason=f"no accelerator with public figures measured: none ran "
             f"{q.benchmark} {q.scenario} with catalogue figures to scale by",
         )
-    return _Scaling(model, target, policy, refs, source, note)
+    return _Scaling(
+        model, target, policy, refs, source, note, crossed, found if crossed else None, multi
+    )
 
 
 def _class_source(
