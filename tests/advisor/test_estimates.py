@@ -383,6 +383,10 @@ def test_evaluate_by_round_goes_through_predict_and_reports_the_lookup(
     assert rows[0]["slice"] == "overall" and any(r["slice"] == "basis: interpolated" for r in rows)
     loao = Advisor(store).evaluate("loao")
     assert loao.by_basis.get("transferred") is not None
+    assert set(loao.by_seen) == {"unseen accelerator"}  # every round of the part held out
+    within = Advisor(store).evaluate("within-round")
+    # its older rounds stay in training: a part that ran them was seen there
+    assert "seen accelerator" in within.by_seen
 
 
 def _llm_server(value: float) -> str:

@@ -442,7 +442,9 @@ class _Split:
             train = subset(table, train_rows)
             asked = [{**user_query(table, r), "as_of": test_round} for r in held.tolist()]
             predictions = predict(self._knowledge(train), asked)
-            self.scored.add(table, held, predictions, simple_lookup(train, table, held), set())
+            # within-round: a part whose older rounds stay in training was seen there
+            seen = {acc} if keep_older and bool((accs[train_rows] == acc).any()) else set()
+            self.scored.add(table, held, predictions, simple_lookup(train, table, held), seen)
             train_count = max(train_count, len(train_rows))
         return _Run(
             description=f"leave one accelerator out: each accelerator of {test_round} held out"
