@@ -197,23 +197,7 @@ def transferred_estimate(
     if not any(same_device_class(raw.get(a, a), name, pool[a][1], target) for a in used):
         return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
     factors, notes, spread = _scaled_factors(index, q, by_acc, scaling, name, cls, used)
-    moved = [a for a in used if a in scaling.crossed]
-    if moved and scaling.class_move is not None:
-        # siblings of the other system class, moved to the query's: the factor's spread added
-        down, up = scaling.class_move.spread()
-        lo_q, hi_q = mid_q - math.hypot(mid_q - lo_q, down), mid_q + math.hypot(hi_q - mid_q, up)
-        kind_to = "multi-node" if scaling.to_multi else "single-node"
-        factors.append(
-            (
-                "system class",
-                f"{', '.join(moved)} (the same design) ran it only in "
-                f"{'single-node' if scaling.to_multi else 'multi-node'} systems: their "
-                f"per-accelerator figures moved to a {kind_to} one by "
-                f"{scaling.class_move.ratio(scaling.to_multi):.3f}x ({scaling.class_move.pairs} "
-                "parts with both in one round), not an older design of the query's size",
-                scaling.class_move.ratio(scaling.to_multi),
-            )
-        )
+    lo_q, hi_q = _crossed_class(scaling, used, (lo_q, mid_q, hi_q), factors)
     low, high = min(spread.values(), default=raw_value), max(spread.values(), default=raw_value)
     # the median residual of this kind of transfer on the cell's history is a learned efficiency
     # correction (the drift of a round included); the interval is their p10..p90 around the scaling
@@ -365,6 +349,35 @@ def _scaling(
     return _Scaling(
         model, target, policy, refs, source, note, crossed, found if crossed else None, multi
     )
+
+
+def _crossed_class(
+    scaling: _Scaling,
+    used: list[str],
+    quantiles: tuple[float, float, float],
+    factors: list[tuple[str, str, float]],
+) -> tuple[float, float]:
+    """The log quantiles (low, high) of a transfer that read siblings of the other system
+    class (``references_class.with_siblings``): the class factor's spread added, the factor
+    shown; as they were where none of them was used."""
+    lo_q, mid_q, hi_q = quantiles
+    moved = [a for a in used if a in scaling.crossed]
+    found = scaling.class_move
+    if not moved or found is None:
+        return lo_q, hi_q
+    down, up = found.spread()
+    ratio = found.ratio(scaling.to_multi)
+    kinds = ("single-node", "multi-node") if scaling.to_multi else ("multi-node", "single-node")
+    factors.append(
+        (
+            "system class",
+            f"{', '.join(moved)} (the same design) ran it only in {kinds[0]} systems: their "
+            f"per-accelerator figures moved to a {kinds[1]} one by {ratio:.3f}x ({found.pairs} "
+            "parts with both in one round), not an older design of the query's size",
+            ratio,
+        )
+    )
+    return mid_q - math.hypot(mid_q - lo_q, down), mid_q + math.hypot(hi_q - mid_q, up)
 
 
 def _class_source(
