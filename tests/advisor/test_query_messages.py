@@ -206,3 +206,15 @@ def test_a_training_query_on_a_vm_says_no_overhead_was_learned(kb_advisor: Any) 
     assert vm.value == bare.value
     assert any(w.startswith("no paired results for vgpu on") for w in vm.warnings)
     assert not [f for f in vm.factors if f.name == "count scaling"]
+
+
+def test_a_refused_query_without_a_metric_leads_with_its_reason(kb_advisor: Any) -> None:
+    """A query with no metric that is refused (70 GB of weights on one 24 GB A30) says why first,
+    not that it was 'answered in' a metric (a probe found the refusal's table row led by the
+    metric note)."""
+    [answer] = kb_advisor.predict(
+        [{"accelerator": "A30", "benchmark": "llama2-70b-99", "scenario": "Offline"}]
+    )
+    assert answer.basis.value == "unsupported"
+    assert answer.reason.startswith("model does not fit in memory")
+    assert not any(w.startswith("metric: none named") for w in answer.warnings)

@@ -281,7 +281,8 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
             return refused_prediction(q, said)
         if metric is not None:
             answer = _predict_named(index, rules, q.model_copy(update={"metric": metric}))
-            answer.warnings.insert(0, said)
+            if answer.basis is not Basis.UNSUPPORTED:  # a refusal's reason comes first, alone
+                answer.warnings.insert(0, said)
             return answer
     if system.kind == "mixed" and system.resolved:
         # the system in the catalogue's name, at its own count where the query gives none
