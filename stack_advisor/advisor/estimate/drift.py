@@ -367,10 +367,13 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
     )
 
 
+MOVED_BY = ("forecast", "round drift")  # the factors ``carry`` moves a figure between rounds by
+
+
 def moved(est: Estimate) -> bool:
     """Whether ``carry`` moved ``est`` off the figures it was made from (a round drift or a
     forecast): an observed figure so moved is no longer what was measured."""
-    return any(kind in ("forecast", "round drift") for kind, _, _ in est.factors)
+    return any(kind in MOVED_BY for kind, _, _ in est.factors)
 
 
 def before_first(key: SliceKey, as_of: str, target: float, held: list[float]) -> str:

@@ -55,10 +55,7 @@ def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib:
             value = value * ratio if hib else value / ratio
             factors.append(("placement", q.placement, ratio))
         else:
-            notes.append(
-                f"no paired results for {q.placement} on {q.accelerator}: "
-                "placement overhead assumed none"
-            )
+            notes.append(unpaired_placement(q.placement, q.accelerator))
     counts = sorted(set(t.count[latest].tolist()))
     which = "this stack's" if own else "its"
     factors.append(
@@ -131,6 +128,12 @@ def _cross_class(
     down, up = found.spread()
     factors.append(("system class", found.describe(to_multi), ratio))
     return value * ratio, (-math.hypot(band[0], down), math.hypot(band[1], up))
+
+
+def unpaired_placement(placement: str, accelerator: str) -> str:
+    """What an answer on a placement with no paired result for the part says (inference
+    interpolations here, MLPerf Training's in ``training``)."""
+    return f"no paired results for {placement} on {accelerator}: placement overhead assumed none"
 
 
 def missing_slice(index: EvidenceIndex, q: Query) -> str:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class
+from stack_advisor.advisor.estimate.interpolated import unpaired_placement
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
 from stack_advisor.advisor.estimate.training_scaling import FAMILY as FAMILY
@@ -274,11 +275,9 @@ class TrainingEstimator:
                 q.placement in ("passthrough", "vgpu")
                 and not (t.placement.codes[rows] == t.placement.code(q.placement)).any()
             ):  # as an inference interpolation says it
-                note = (
-                    f"no paired results for {q.placement} on {q.accelerator}: placement overhead "
-                    "assumed none"
+                est = replace(
+                    est, notes=[*est.notes, unpaired_placement(q.placement, q.accelerator)]
                 )
-                est = replace(est, notes=[*est.notes, note])
             return est
         return self._transferred(q, by_acc)
 

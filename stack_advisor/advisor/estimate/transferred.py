@@ -321,14 +321,10 @@ def _scaling(
         if refused or target is None:
             return Estimate(Basis.UNSUPPORTED, reason=refused)
         model = transfer.by_bandwidth(hib, model.accelerators)
-    source, note = _class_source(index, q, by_acc, cls, model.precision)
-    crossed: tuple[str, ...] = ()
-    found = class_factor(index, q.family)
-    classed, multi = of_class(index, q.slice, by_acc, q.count)
-    if note is None and found is not None and source is classed:
-        source, crossed = with_siblings(index, q.slice, by_acc, classed, siblings(name))
+    source, note, crossed, multi = _class_source(index, q, by_acc, name, cls, model.precision)
     refs = index.references(source, policy=model.precision)
-    if crossed and found is not None:  # per accelerator, moved to the query's system class
+    found = class_factor(index, q.family) if crossed else None
+    if found is not None:  # per accelerator, moved to the query's system class
         ratio = found.ratio(multi)
         refs = {
             a: ((v * ratio, p, c) if a in crossed else (v, p, c)) for a, (v, p, c) in refs.items()
@@ -381,24 +377,37 @@ def _crossed_class(
 
 
 def _class_source(
-    index: EvidenceIndex, q: Query, by_acc: dict[str, np.ndarray], cls: str, policy: str
-) -> tuple[dict[str, np.ndarray], str | None]:
-    """The rows a transfer reads its references from: those of the query's system class (one
-    node, or several) where a reference of the target's vendor (else of any vendor, where none
-    of its vendor ran the benchmark) ran in that class; else every row, saying so."""
+    index: EvidenceIndex,
+    q: Query,
+    by_acc: dict[str, np.ndarray],
+    name: str,
+    cls: str,
+    policy: str,
+) -> tuple[dict[str, np.ndarray], str | None, tuple[str, ...], bool]:
+    """(the rows a transfer reads its references from, the note where they are of every system
+    size, the target's siblings among them read from the other class, whether the query spans
+    nodes). The rows are those of the query's system class (one node, or several) where a
+    reference of the target's vendor (else of any vendor, where none of its vendor ran the
+    benchmark) ran in that class, with the target's siblings that ran it only in the other class
+    where a factor between the classes is learned (``references_class.with_siblings``); else
+    every row, saying so."""
     classed, multi = of_class(index, q.slice, by_acc, q.count)
     if len(classed) == len(by_acc) and all(len(classed[a]) == len(by_acc[a]) for a in classed):
-        return by_acc, None  # every result is of the query's class
+        return by_acc, None, (), multi  # every result is of the query's class
     every = index.references(by_acc, policy=policy)
     own = index.references(classed, policy=policy)
     vendor_ran = any(v[2] == cls for v in every.values())
     if own and (any(v[2] == cls for v in own.values()) or not vendor_ran):
-        return classed, None
+        if class_factor(index, q.family) is None:
+            return classed, None, (), multi
+        source, crossed = with_siblings(index, q.slice, by_acc, classed, siblings(name))
+        return source, None, crossed, multi
     kind = "multi-node" if multi else "single-node"
-    return by_acc, (
+    note = (
         f"no reference part has a {kind} result on {q.benchmark} {q.scenario}: scaled from "
         "results of other system sizes (their per-accelerator figures as published)"
     )
+    return by_acc, note, (), multi
 
 
 def policy_spread(

@@ -46,6 +46,7 @@ def _prediction(
     """One row at ``count`` (default: its own). A figure per accelerator (tokens/s, samples/s)
     scales with the replicas of the row's count that ``count`` holds; accelerator-hours to train
     are the run's on any count."""
+    from stack_advisor.advisor.estimate.drift import MOVED_BY
     from stack_advisor.advisor.results import Basis, Interval, Prediction, PredictQuery
     from stack_advisor.advisor.verbs.mixed_system import refused_prediction
 
@@ -84,7 +85,7 @@ def _prediction(
         # as measured: an observed row at its own count, not moved to another round
         observed=r.basis is Basis.OBSERVED
         and n == need
-        and not any(f.name in ("forecast", "round drift") for f in r.factors),
+        and not any(f.name in MOVED_BY for f in r.factors),
         basis=r.basis,
         confidence=r.confidence,
         accelerator=r.candidate.accelerator,

@@ -44,7 +44,6 @@ from stack_advisor.advisor.verbs.compare_requests import (
     StackRankingRequest,
     StackSelector,
 )
-from stack_advisor.advisor.workload import TRAINING_METRICS
 from stack_advisor.catalog import resolve_accelerator
 from stack_advisor.catalog.rounds import release_of
 from stack_advisor.schema.errors import InvalidInput, NotFound
@@ -459,9 +458,6 @@ def _slice_metric(index: EvidenceIndex, prefix: tuple[str, str, str], division: 
     throughput = [k for k in keys if index.higher_is_better(k)]
     if len(keys) == 1 or len(throughput) == 1:
         return (keys if len(keys) == 1 else throughput)[0][3]
-    time = [k for k in keys if k[3] == TRAINING_METRICS["time"]]
-    if time and not throughput:  # MLPerf Training: its time to train
-        return time[0][3]
     raise NotFound(
         f"no observations of {' '.join(filter(None, ('/'.join(prefix[:2]), prefix[2])))} "
         f"({division} division) "
