@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 from stack_advisor.catalog.entries import AcceleratorEntry
@@ -291,9 +291,12 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
             matched_by=parts[1],
         )
     match = _one_part(raw, _Written.of(name), load_catalog())
-    if not match.resolved and not match.suggestions and resolve_cpu(name).resolved:
-        # a host CPU written without the "CPU " that asks for a CPU-only system: say so
-        return replace(match, suggestions=(f"CPU {resolve_cpu(name).id}",))
+    if not match.resolved and not match.suggestions:
+        cpu = resolve_cpu(name)
+        if cpu.resolved:  # a host CPU written as published, without "CPU ": a CPU-only system
+            return AcceleratorMatch(
+                raw=raw, kind="cpu", resolved=True, cpu=cpu.id, matched_by="host CPU"
+            )
     return match
 
 

@@ -59,7 +59,9 @@ rankings) when a row scored at the price table's default price began to say so (
 20 and 21 when a transfer to a multi-node count began to read the part's siblings of the other
 system class moved by the class factor (GB300 x72 llama2-70b from GB200's 4-GPU trays x0.964:
 15,431 and 14,679 tokens/s per accelerator) instead of H200 and H100 multi-node systems scaled to
-GB300's peaks (21,545 and 20,955, above any Blackwell part's measured figure).
+GB300's peaks (21,545 and 20,955, above any Blackwell part's measured figure). Session 26: 48
+when a host CPU written as published without "CPU " began to resolve to that CPU-only system (the
+refusal pointing to it became an interpolated answer from the CPU's other results).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

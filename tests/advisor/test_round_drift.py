@@ -541,6 +541,17 @@ def test_recommend_as_of_a_held_round_ranks_what_was_measured_by_then(kb_advisor
     assert any("after the round asked (v4.1)" in e.reason for e in then.excluded_candidates)
     # a part first measured (GB300, v5.1) or launched after the round is no candidate of v4.1
     assert not [r for r in then.recommendations if r.candidate.accelerator in ("GB300", "B300")]
+    # a result of the round asked is not stale as of that round (a probe read "stale data ...
+    # the knowledge base has v5.1" on every v4.1 row); one older than the round asked is
+    stale = {
+        r.evidence.rounds[-1]: [w for w in r.warnings if w.startswith("stale data")]
+        for r in then.recommendations
+        if r.basis.value == "observed"
+    }
+    assert stale.get("v4.1", []) == []
+    for last, said in stale.items():
+        if last != "v4.1":
+            assert said == [f"stale data: last seen in round {last}, before the round asked (v4.1)"]
     for early, why in (
         ("v3.0", "before llama2-70b-99 Offline's first round"),
         ("2019-01-01", "no round"),

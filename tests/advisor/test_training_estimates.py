@@ -383,3 +383,34 @@ def test_transfer_replays_ask_a_part_new_to_a_round_from_the_rounds_before() -> 
     estimator = TrainingEstimator(index)
     replays = list(estimator._next_round_peers(("mlperf-training", "bert", "", "t"), by_acc))
     assert replays == [((2.0, "B200-SXM-180GB"), {8: 15.0}, {"H100-SXM5-80GB": {8: 30.0}})]
+
+
+def test_an_observed_row_under_a_budget_describes_the_results_it_read(
+    tmp_path: Path,
+) -> None:
+    """A 4x8 system whose stack file names no CUDA or driver, asked under --gpus 16, is answered
+    from the 2x8 system's result at 16 (the stack it names is the same framework): the row's
+    counts, evidence and system are that result's, not the 4x8 system's it was ranked as."""
+    from stack_advisor.store.registry import open_store
+
+    tree = small_training_tree(tmp_path / "src")
+    big = dict(
+        TRAINING_SYSTEM,
+        number_of_nodes="4",
+        system_name="Acme 4x8 H100",
+        other_software_stack="Linux 5.15",
+    )
+    write(tree, "Acme/systems/h100x32.json", json.dumps(big))
+    for i, minutes in enumerate([6.0, 6.5, 7.0]):
+        write(tree, f"Acme/results/h100x32/bert/result_{i}.txt", mllog(1_700_000_000_000, minutes))
+    uri = f"embedded:{tmp_path / 'kb'}"
+    with open_store(uri) as store:
+        store.ensure_schema()
+        import_mlperf_training(tree, store)
+    result = _cli(uri, "--gpus", "16", "--json", "--all")
+    assert result.exit_code == 0, result.output
+    observed = [r for r in json.loads(result.stdout)["recommendations"] if r["basis"] == "observed"]
+    assert len(observed) == 2  # each stack's row at 16
+    for r in observed:
+        assert r["observed_counts"] == [16] == [r["candidate"]["accelerator_count"]]
+        assert (r["system"]["nodes"], r["system"]["accelerators_per_node"]) == ("2", "8")

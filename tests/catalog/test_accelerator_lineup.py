@@ -307,12 +307,14 @@ def test_a_summary_table_of_either_shape_gives_its_names(tmp_path: Any) -> None:
     assert {resolve_accelerator(a).key for a in names.accelerators} == {"GB200", "MI355X"}
 
 
-def test_a_host_cpu_written_without_its_prefix_is_pointed_to_it() -> None:
-    """A CPU-only system is asked as "CPU <model>"; the model alone (as MLPerf's host_cpu field
-    spells it) is unknown as an accelerator, and the answer says what to write."""
+def test_a_host_cpu_written_without_its_prefix_is_the_cpu_only_system() -> None:
+    """A CPU-only system is asked as "CPU <model>"; the model alone, as MLPerf's host_cpu field
+    spells it, resolves to the same CPU (the answer names it "CPU <model>")."""
     from stack_advisor.catalog import resolve_accelerator
 
     match = resolve_accelerator("Intel(R) Xeon(R) Platinum 8480+")
-    assert not match.resolved and match.suggestions == ("CPU Intel Xeon Platinum 8480+",)
-    assert resolve_accelerator("CPU Intel(R) Xeon(R) Platinum 8480+").kind == "cpu"
+    assert match.resolved and match.kind == "cpu" and match.matched_by == "host CPU"
+    assert match.key == resolve_accelerator("CPU Intel(R) Xeon(R) Platinum 8480+").key
+    assert match.key == "CPU Intel Xeon Platinum 8480+"
+    assert not resolve_accelerator("Foo GPU 9000").resolved
     assert resolve_accelerator("Foo GPU 9000").suggestions == ()

@@ -85,6 +85,12 @@ def test_v51_summary_equals_the_v51_results_tree() -> None:
         "p99_9_latency_ms",
     }  # PointPainting: p99.9
     assert report.power_figures_ignored == 24
+    precision = {
+        (o.accelerator.model, o.benchmark.name): o.provenance.details.get("weight_data_types")
+        for o in summary.values()
+    }  # the weights' precision as published, kept beside each result
+    assert precision[("GB200", "llama2-70b-99")] == "fp4"
+    assert precision[("MI325X", "llama2-70b-99")] == "fp8"
     assert (
         not report.unresolved_accelerators
     )  # every v5.1 name resolves (an unknown one: test_rows_not_imported_are_counted_by_reason)
@@ -344,3 +350,19 @@ def test_a_benchmark_the_catalogue_does_not_know_is_reported(
     observations, report = read_summary(_write(tmp_path / "summary_results_v5.1.json", [row, new]))
     assert len(observations) == 2
     assert report.to_dict()["unresolved_benchmarks"] == {"acme-lm-9000": 1}
+
+
+def test_a_precision_of_any_shape_is_kept_and_never_loses_the_row(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """``weight_data_types`` is provenance: kept as published (an object as its JSON text, a
+    long one cut), and a row is never refused for it."""
+    row = next(r for r in v51_rows if not r["inferred"] and r["Scenario"] == "Offline")
+    per_part = {**row, "weight_data_types": {"unet": "fp8", "vae": "int8"}}
+    observations, report = read_summary(_write(tmp_path / "summary_results_v5.1.json", [per_part]))
+    assert len(observations) == 1 and not report.bad_rows
+    kept = observations[0].provenance.details["weight_data_types"]
+    assert json.loads(kept) == {"unet": "fp8", "vae": "int8"}
+    long = {**row, "weight_data_types": "fp8," * 500}
+    observations, _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", [long]))
+    assert observations[0].provenance.details["weight_data_types"] == ("fp8," * 50)

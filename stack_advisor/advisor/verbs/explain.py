@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from stack_advisor.advisor.estimate.drift import slice_round
+from stack_advisor.advisor.estimate.drift_prior import round_label
 from stack_advisor.advisor.estimate.facts import accelerator_class, generation_min_driver
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.knowledge.rules import Severity, parse_version
@@ -36,6 +37,17 @@ from stack_advisor.advisor.verbs.candidates import Candidate, Slice
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective
 from stack_advisor.catalog.rounds import round_key
 from stack_advisor.schema.models import PlacementKind
+
+
+def _behind(c: Candidate) -> np.ndarray:
+    """The results a row describes: the candidate's group, or an observed figure's own results
+    (``est.rows``) where it read none of the group's (a Training candidate moved to a budget's
+    count reads the result another system published at that count)."""
+    est, group = c.est, c.group
+    assert est is not None
+    if est.basis is Basis.OBSERVED and len(est.rows) and not np.isin(group, est.rows).any():
+        return est.rows
+    return group
 
 
 def _observed_range(knowledge: Knowledge, sl: Slice, c: Candidate) -> Interval | None:
@@ -74,11 +86,12 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
     """The answer row for the candidate ranked ``rank_no``."""
     est = c.est
     assert est is not None
-    table, group = knowledge.table, c.group
-    evidence = evidence_of(table, knowledge.index, group)
+    table = knowledge.table
+    behind = _behind(c)
+    evidence = evidence_of(table, knowledge.index, behind)
     warnings = _warnings(knowledge, sl, c, evidence)
     observed_range = _observed_range(knowledge, sl, c)
-    system = serving.system_details(table, group) if est.basis is Basis.OBSERVED else {}
+    system = serving.system_details(table, behind) if est.basis is Basis.OBSERVED else {}
     gang = _gang(sl, c, system)
     if sl.workload.latency_limits():
         warnings.extend(_latency_limits(knowledge, sl, c, system))
@@ -105,7 +118,7 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
         score_unit=_score_unit(knowledge, sl),
         confidence=round(est.confidence, 3),
         observed_range=observed_range,
-        observed_counts=sorted({int(n) for n in table.count[group]}),
+        observed_counts=sorted({int(n) for n in table.count[behind]}),
         evidence=evidence,
         factors=[Factor(name=n, value=v, effect=round(e, 4)) for n, v, e in est.factors],
         round=slice_round(knowledge.index.round_drift, sl.key, sl.workload.as_of, est),
@@ -157,11 +170,9 @@ def _warnings(knowledge: Knowledge, sl: Slice, c: Candidate, evidence: Evidence)
                 "few samples: a single observation (interval: the measurement spread "
                 "the knowledge base shows for repeated configurations)"
             )
-        if evidence.rounds and sl.latest and max(evidence.rounds, key=round_key) != sl.latest:
-            warnings.append(
-                f"stale data: last seen in round {max(evidence.rounds, key=round_key)}; "
-                f"the knowledge base has {sl.latest}"
-            )
+        stale = _stale(knowledge, sl, evidence)
+        if stale:
+            warnings.append(stale)
     elif len(c.group):
         warnings.append(
             f"no result at x{c.count}: per-accelerator figure of this stack's other "
@@ -179,6 +190,23 @@ def _warnings(knowledge: Knowledge, sl: Slice, c: Candidate, evidence: Evidence)
                 "--prices FILE)"
             )
     return warnings
+
+
+def _stale(knowledge: Knowledge, sl: Slice, evidence: Evidence) -> str | None:
+    """An observed row whose results are older than the round asked (``as_of`` a past round:
+    that round; else the newest the knowledge base holds)."""
+    if not evidence.rounds or not sl.latest:
+        return None
+    last = max(evidence.rounds, key=round_key)
+    target = knowledge.index.round_drift.slice_target(sl.key, sl.workload.as_of)
+    past = round_label(target) if target > 0 else sl.latest
+    if round_key(past) < round_key(sl.latest):  # asked as of a past round
+        if round_key(last) < round_key(past):
+            return f"stale data: last seen in round {last}, before the round asked ({past})"
+        return None
+    if round_key(last) < round_key(sl.latest):
+        return f"stale data: last seen in round {last}; the knowledge base has {sl.latest}"
+    return None
 
 
 def stack_agreement(c: Candidate, driver: str | None, manifest: dict[str, Any] | None) -> list[str]:

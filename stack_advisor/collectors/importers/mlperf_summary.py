@@ -376,6 +376,9 @@ def _stack(row: _Row, benchmark: str, vendor: str | None) -> SoftwareStack:
     )
 
 
+PRECISION_CHARS = 200  # a weight_data_types text longer than any a round has published
+
+
 def _details(row: _Row, figure: _Figure, basis: str) -> dict[str, str]:
     """The provenance details of one row: where it was published and what it said."""
     r = row.values
@@ -394,6 +397,9 @@ def _details(row: _Row, figure: _Figure, basis: str) -> dict[str, str]:
         "accelerators_per_node": figure.per_node_text,
         "nodes": str(figure.nodes),
         "placement_basis": basis,
+        # the weights' precision as the submitter published it (kept, not used; an odd value
+        # is cut, never a reason to lose the row)
+        "weight_data_types": flat_text(r.get("weight_data_types"))[:PRECISION_CHARS],
         "license": "Apache-2.0",
         "attribution": "MLCommons MLPerf Inference " + row.round,
         "imported_from": "results summary table",

@@ -40,6 +40,7 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "row_id": ("ID", "id"),
     "power_result": ("Power_Result", "power_result"),
     "version": ("version", "Version"),  # the round each row is of (v5.1)
+    "weight_data_types": ("weight_data_types", "Weight_Data_Types"),  # fp4, fp8, int8 (v5.1)
 }
 # A row cannot be placed without these (the accelerator's count may come from either field).
 REQUIRED = (
