@@ -301,8 +301,12 @@ class Comparison(_Out):
     p_value: float | None = Field(default=None, description="Mann-Whitney U, two-sided")
     a_count: int
     b_count: int
-    a_median: float | None
-    b_median: float | None
+    a_median: float | None = Field(
+        description="median of A's results: per accelerator for a throughput (each system's "
+        "figure over its accelerator count, so systems of every size compare), as measured for "
+        "other metrics (a latency, a time to train)"
+    )
+    b_median: float | None = Field(description="B's, as a_median")
     verdict: str
     stack_effect: str | None = Field(
         default=None,

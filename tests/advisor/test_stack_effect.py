@@ -416,6 +416,37 @@ def test_compare_says_what_upgrading_was_worth_and_from_how_many_pairs(upgraded:
         upgraded.compare("tensort=8.6", "tensorrt=10.2", benchmark="resnet50")
 
 
+def test_compare_medians_are_per_accelerator_across_system_sizes(tmp_path: Path) -> None:
+    """A's 8-GPU system beside B's 1-GPU one: the medians are each system's figure over its
+    count (a probe read A's 8-GPU total as 7x faster than B)."""
+    tree = _round(tmp_path, "v4.1", [("h100-trt10", GPUS["h100"], TRT10, 1100.0)])
+    system = json.loads((tree / "closed/Acme/systems/h100-trt10.json").read_text())
+    write(
+        tree,
+        "closed/Acme/systems/h100x8-trt8.json",
+        json.dumps(
+            {
+                **system,
+                "accelerators_per_node": 8,
+                "system_name": "h100x8-trt8",
+                "framework": TRT8[0],
+                "other_software_stack": TRT8[1],
+            }
+        ),
+    )
+    write(tree, result_path("h100x8-trt8", "resnet50", "Offline"), _offline(8 * 1000.0))
+    store = open_store(f"embedded:{tmp_path / 'kb'}")
+    try:
+        import_mlperf(tree, store)
+        result = Advisor(store).compare(
+            "tensorrt=8.6.0", "tensorrt=10.2.0", benchmark="resnet50", accelerator="H100"
+        )
+    finally:
+        store.close()
+    assert (result.a_count, result.b_count) == (1, 1)
+    assert result.a_median == pytest.approx(1000.0) and result.b_median == pytest.approx(1100.0)
+
+
 def test_compare_says_so_where_there_are_no_pairs(tmp_path: Path) -> None:
     store = _store(
         tmp_path, {"v4.0": _two_rounds()["v4.0"] + [("h100-trt10", GPUS["h100"], TRT10, 90000.0)]}

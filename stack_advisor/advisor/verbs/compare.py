@@ -172,7 +172,9 @@ def compare_stacks(knowledge: Knowledge, request: StackComparisonRequest) -> Com
     in_a = np.isin(table.stack.codes[rows], list(a_codes))
     in_b = np.isin(table.stack.codes[rows], list(b_codes))
     ratios, norm_a, norm_b = _paired_ratios(table, rows[in_a | in_b], a_codes, b_codes)
-    a_all, b_all = table.value[rows[in_a]], table.value[rows[in_b]]
+    # per accelerator for throughputs: a 32-GPU system's total beside an 8-GPU one's says nothing
+    per = knowledge.index.unit
+    a_all, b_all = per[rows[in_a]], per[rows[in_b]]
     ratio = float(np.median(ratios)) if ratios else None
     p = mann_whitney(np.asarray(norm_a), np.asarray(norm_b)) if ratios else None
     return Comparison(
