@@ -214,6 +214,8 @@ def test_one_result_twice_in_a_table_is_reported(
     twice = [row, {**row, "ID": "again", "Performance_Result": row["Performance_Result"] * 2}]
     observations, report = read_summary(_write(tmp_path / "summary_results_v5.1.json", twice))
     assert [o.value for o in observations] == [row["Performance_Result"]]
+    assert dict(report.skipped_by_reason) == {"duplicate": 1}
+    assert report.results + sum(report.skipped_by_reason.values()) == report.rows == 2
     [bad] = report.bad_rows
     assert bad["row"] == "again" and bad["field"] == "benchmark"
     assert bad["why"].startswith(f"the same result as row {row['ID']} {row['Location']} (#0)")
@@ -240,15 +242,30 @@ def test_rows_not_imported_are_counted_by_reason(
     odd = {**ss, "ID": "u", "Performance_Units": "Furlongs/s", "Platform": "odd"}
     stranger = {**ss, "ID": "x", "Accelerator": "Acme Hyperchip 9000", "a#": 4, "Platform": "acme"}
     blank = {**ss, "ID": "b", "Performance_Result": "", "Platform": "blank"}
-    table = [ss, seconds, energy, odd, stranger, blank]
+    # units that cannot be the scenario's or the benchmark's result (a probe's rows were stored)
+    tokens = {**ss, "ID": "t", "Performance_Units": "Tokens/s", "Platform": "tokens"}
+    offline = next(
+        r
+        for r in v51_rows
+        if r["Scenario"] == "Offline" and r["Model"] == "retinanet" and not r["inferred"]
+    )
+    latency = {**offline, "ID": "l", "Performance_Units": "Latency (ms)", "Platform": "lat"}
+    counted = {**offline, "ID": "c", "Performance_Units": "Tokens/s", "Platform": "cnt"}
+    table = [ss, seconds, energy, odd, stranger, blank, tokens, latency, counted]
     observations, report = read_summary(_write(tmp_path / "summary_v5.1.json", table))
     assert dict(report.skipped_by_reason) == {
         "energy-or-power": 1,
         "unknown-units": 1,
         "missing-field": 1,
-        "bad-value": 1,  # the Latency (s) row: the ms row's result again, reported as such
+        "duplicate": 1,  # the Latency (s) row: the ms row's result again, reported as such
+        "unit-mismatch": 3,
     }
-    assert [b["row"] for b in report.bad_rows] == ["s"]
+    assert report.results + sum(report.skipped_by_reason.values()) == report.rows == len(table)
+    why = {b["row"]: (b["field"], b["why"]) for b in report.bad_rows}
+    assert list(why) == ["s", "t", "l", "c"]
+    assert why["t"] == ("Performance_Units", "a throughput where SingleStream publishes a latency")
+    assert why["l"] == ("Performance_Units", "a latency where Offline publishes a throughput")
+    assert why["c"][1].startswith("tokens/s for retinanet")
     assert "Furlongs/s" in report.examples["unknown-units"]
     by_system = {o.provenance.details["system_id"]: o for o in observations}
     assert by_system[ss["Platform"]].value == pytest.approx(

@@ -108,6 +108,9 @@ SKIP_REASONS = {
     "unknown-scenario": "a scenario the catalogue does not know",
     "missing-field": "a required field is empty",
     "bad-value": "the result is not a positive number or a count is not a whole number",
+    "unit-mismatch": "units that contradict the scenario or the benchmark (a latency for a "
+    "throughput scenario, tokens for a benchmark counted in samples)",
+    "duplicate": "the same result as an earlier row of the table (the first is kept)",
     "not-a-row": "a row that is not a JSON object",
 }
 BAD_ROWS_SHOWN = 1000
@@ -134,9 +137,9 @@ class SummaryImport:
     # (file, row, field, why) of the rows refused for a bad value, the first BAD_ROWS_SHOWN
     bad_rows: list[dict[str, str]] = field(default_factory=list)
 
-    def reject(self, row: _Row, exc: RowRejected) -> None:
+    def reject(self, row: _Row, exc: RowRejected, reason: str = "bad-value") -> None:
         """Skip a row for one bad field, and say which row, field and why."""
-        self.skip("bad-value", row.values, str(exc))
+        self.skip(reason, row.values, str(exc))
         if len(self.bad_rows) < BAD_ROWS_SHOWN:
             where = row.values.get("row_id") or row.values.get("location") or f"#{row.index}"
             self.bad_rows.append(
@@ -194,6 +197,22 @@ def _metric(
     if entry is not None and entry.latency_percentile is not None and scenario == "SingleStream":
         return f"p{entry.latency_percentile:g}".replace(".", "_") + "_latency_ms"
     return cat.scenarios[scenario].metric
+
+
+def _unit_mismatch(
+    benchmark_id: str, base: str | None, scenario: str, kind: str, unit_metric: str | None
+) -> str | None:
+    """Why the row's units cannot be its scenario's or benchmark's result, or None: a latency
+    where the scenario publishes a throughput (or the reverse), tokens for a benchmark the
+    catalogue says LoadGen counts in samples or queries."""
+    cat = load_catalog()
+    expected = "latency" if cat.scenarios[scenario].metric.endswith("_latency_ms") else "throughput"
+    if kind != expected:
+        return f"a {kind} where {scenario} publishes a {expected}"
+    entry = cat.benchmark(FAMILY, benchmark_id) or (cat.benchmark(FAMILY, base) if base else None)
+    if unit_metric == "tokens_per_second" and entry is not None and not entry.tokens:
+        return f"tokens/s for {entry.id}, whose LoadGen counts samples or queries, not tokens"
+    return None
 
 
 @dataclass
@@ -328,6 +347,10 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
         )
         return None
     scenario = named_scenario(bench, scenario)  # v5.0: "llama2-70b-interactive-99", Server
+    mismatch = _unit_mismatch(bench.id, bench.base, scenario, kind, unit_metric)
+    if mismatch:
+        report.reject(row, RowRejected("Performance_Units", mismatch), reason="unit-mismatch")
+        return None
     metric = _metric(bench.id, bench.base, scenario, kind, unit_metric)
     value = value * (to_ms if kind == "latency" else 1.0)
     try:
@@ -498,7 +521,8 @@ def read_summary(
                 f"the same result as row {earlier[1]} (system, benchmark {obs.benchmark.name} "
                 f"{scenario}, metric {obs.metric}): the first is kept"
             )
-            report.reject(row, RowRejected("benchmark", why))
+            report.reject(row, RowRejected("benchmark", why), reason="duplicate")
+            report.results -= 1  # counted once, as the first row's
             continue
         observations.append(obs)
     return observations, report
