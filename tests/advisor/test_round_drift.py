@@ -558,3 +558,23 @@ def test_recommend_as_of_a_held_round_ranks_what_was_measured_by_then(kb_advisor
     ):
         with pytest.raises(NotFound, match=why):
             kb_advisor.recommend(Workload.from_dict({**asked, "as_of": early}, where="test"), top=3)
+
+
+def test_a_derived_scenario_is_answered_for_its_benchmarks_round(kb_advisor: Any) -> None:
+    """A scenario no result ran (Interactive, derived from Server) is "now" its benchmark's newest
+    round, so "next" is the round after it (a probe read round "v0.5": next after nothing)."""
+    asked = {
+        "accelerator": "NVIDIA B200-SXM-180GB",
+        "accelerator_count": 8,
+        "benchmark": "deepseek-r1",
+        "metric": "tokens_per_second",
+    }
+    server, interactive = kb_advisor.predict(
+        [{**asked, "scenario": s, "as_of": "next"} for s in ("Server", "Interactive")]
+    )
+    assert server.basis.value == "observed"
+    assert any(f.name == "scenario" for f in interactive.factors)  # from Server's figure
+    assert interactive.round == server.round == "v6.0"
+    (held,) = kb_advisor.predict([{**asked, "scenario": "Interactive", "as_of": "now"}])
+    assert held.basis.value == "unsupported"  # v5.1's rules had no Interactive for it
+    assert "the answer is for v5.1, before the rules set Interactive" in (held.reason or "")

@@ -102,6 +102,7 @@ class RoundDrift:
         self.shelf = shelf
         self._cells: dict[SliceKey, dict[tuple[str, int, bool], dict[float, float]]] = {}
         self._rounds: dict[SliceKey, list[float]] = {}
+        self._newest: dict[SliceKey, float] = {}  # a slice without results: its benchmark's
         self._first: dict[tuple[str, ...], float] | None = None
         self._held: dict[tuple[str, ...], list[float]] = {}
         self._owners: dict[SliceKey, tuple[np.ndarray, np.ndarray]] = {}
@@ -294,8 +295,21 @@ class RoundDrift:
 
     def slice_target(self, key: SliceKey, as_of: str) -> float:
         """``target`` for the slice ``key`` (its family first)."""
+        return target_round(key[0], as_of, self.newest(key))
+
+    def newest(self, key: SliceKey) -> float:
+        """The slice's newest held round; for a slice the knowledge base holds no result of (a
+        scenario derived from another one's, Interactive from Server), the newest round of the
+        benchmark's other slices, else 0."""
         held = self.rounds(key)
-        return target_round(key[0], as_of, held[-1] if held else 0.0)
+        if held:
+            return held[-1]
+        if key not in self._newest:
+            same = [k for k in self.index.slices if k[:2] == key[:2] and k != key]
+            self._newest[key] = max(
+                (self.rounds(k)[-1] for k in same if self.rounds(k)), default=0.0
+            )
+        return self._newest[key]
 
 
 def combine(a: Drift, b: Drift) -> Drift:
