@@ -61,7 +61,11 @@ system class moved by the class factor (GB300 x72 llama2-70b from GB200's 4-GPU 
 15,431 and 14,679 tokens/s per accelerator) instead of H200 and H100 multi-node systems scaled to
 GB300's peaks (21,545 and 20,955, above any Blackwell part's measured figure). Session 26: 48
 when a host CPU written as published without "CPU " began to resolve to that CPU-only system (the
-refusal pointing to it became an interpolated answer from the CPU's other results).
+refusal pointing to it became an interpolated answer from the CPU's other results). 0, 1, 3-14,
+18-21 and 36 when each size of a stack's systems spanning nodes became a recommend candidate of
+its own (candidates_considered +1 to +4): 18's rnnt Server cost ranking now leads with the CPU
+Intel Xeon Platinum 8480+ single-node row at its own 2,110 queries/s per socket (its 2-node
+system's 1,025 per socket had been in the same row), 19's excluded list reordered.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

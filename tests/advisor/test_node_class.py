@@ -99,3 +99,24 @@ def test_a_transfer_prefers_the_same_design_of_the_other_class_moved_by_the_fact
     assert found is not None and moved.effect == pytest.approx(found.ratio(True), abs=1e-4)
     per_rack, per_tray = rack.value / 72, tray.value / 4
     assert per_rack <= per_tray * 1.05  # never more per accelerator in a rack than in a tray
+
+
+def test_recommend_ranks_each_multi_node_size_as_a_row_of_its_own(kb_advisor: Any) -> None:
+    """A stack's system spanning nodes (H100 x16 and x32, GB200 x72) is a deployment of its size:
+    its own row, never folded into the stack's one-node row (a probe found an NVL72 result
+    inside an x8 row, its per-GPU figure only in the row's observed range)."""
+    from stack_advisor.advisor.workload import Workload
+
+    answer = kb_advisor.recommend(
+        Workload.from_dict(
+            {"benchmark": "llama2-70b-99", "scenario": "Offline", "all_rows": True}, where="test"
+        ),
+        top=500,
+    )
+    observed = [r for r in answer.recommendations if r.basis.value == "observed"]
+    multi = [r for r in observed if int(r.system.get("nodes") or 1) > 1]
+    assert multi, "the starter knowledge base holds multi-node llama2-70b systems"
+    for r in multi:
+        assert r.observed_counts == [r.candidate.accelerator_count], r.candidate
+    sizes = {(r.candidate.accelerator, r.candidate.accelerator_count) for r in multi}
+    assert len(sizes) >= 2

@@ -18,13 +18,14 @@ import numpy as np
 
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.query import Estimate, Query
+from stack_advisor.advisor.estimate.references_class import spans_nodes
 from stack_advisor.advisor.estimate.scenario import derivable, derived_base
 from stack_advisor.advisor.knowledge.rules import parse_version, stack_components
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import serving
 from stack_advisor.advisor.verbs.catalogue_candidates import PLACEMENT as CATALOGUE_PLACEMENT
 from stack_advisor.advisor.verbs.catalogue_candidates import catalogue_parts
-from stack_advisor.advisor.workload import Objective, Workload
+from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
 from stack_advisor.catalog import resolve_benchmark
 from stack_advisor.catalog.stack_facts import ngc_release_of, ngc_releases
 from stack_advisor.schema.errors import InvalidInput, NotFound
@@ -287,14 +288,21 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
     """Observed (accelerator, placement, stack) groups of the slice, then one candidate for each
     (accelerator, placement) the family knows but the slice never saw, with its newest stack."""
     table, index = knowledge.table, knowledge.index
-    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, int], list[int]] = defaultdict(list)
     for acc, acc_rows in index.slices.get(sl.key, {}).items():
-        for r in acc_rows.tolist():
+        # a system spanning nodes (an NVL72 rack, two 4-GPU trays, four 8-GPU nodes) is a
+        # deployment of its size, a row of its own beside the stack's one-node systems and its
+        # other sizes (MLPerf Training ranks a stack's times to train at every count in one row)
+        size = np.where(spans_nodes(index, acc_rows), table.count[acc_rows].astype(int), 0)
+        if sl.workload.family == MLPERF_TRAINING:
+            size[:] = 0
+        for r, n in zip(acc_rows.tolist(), size.tolist()):
             groups[
                 (
                     acc,
                     table.placement.vocab[int(table.placement.codes[r])],
                     table.stack.vocab[int(table.stack.codes[r])],
+                    int(n),
                 )
             ].append(r)
     fam = np.flatnonzero(
@@ -304,8 +312,8 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
     pairs: dict[tuple[str, str], list[int]] = defaultdict(list)
     for r in fam.tolist():
         pairs[(index.accel[r], table.placement.vocab[int(table.placement.codes[r])])].append(r)
-    out = [_candidate(knowledge, a, p, s, g, not sl.derived) for (a, p, s), g in groups.items()]
-    observed_pairs = {(a, p) for a, p, _ in groups}
+    out = [_candidate(knowledge, a, p, s, g, not sl.derived) for (a, p, s, _), g in groups.items()]
+    observed_pairs = {(a, p) for a, p, _, _ in groups}
     for (acc, place), fam_rows in sorted(pairs.items()):
         if (acc, place) not in observed_pairs:
             newest = index.latest(np.asarray(fam_rows))
