@@ -185,16 +185,21 @@ def benchmark_stack(
     submitter: str | None = None,
     vendor: str | None = None,
     family: str = MLPERF_INFERENCE,
+    round_name: str | None = None,
 ) -> SoftwareStack:
     """A system's stack as one of its results ran it: the runtime (and version) that ran
     ``benchmark`` where the framework text lists several (``parse_framework``), and the
     ``implementation`` evidence of ``implementation_evidence`` where the system folder gave
-    none. The stack itself when nothing changes (importers share one stack per system)."""
+    none. The stack itself when nothing changes (importers share one stack per system). A
+    version written as the result's own round (``TensorRT-LLM v6.0`` in round v6.0) is the
+    round's name, not the runtime's version: no version then."""
     name, version = (
         parse_framework(framework_text, benchmark, family)
         if framework_text
         else (stack.framework, stack.framework_version)
     )
+    if version and framework_text and is_round_tag(framework_text, version, round_name):
+        version = None
     update: dict[str, Any] = {}
     if (name, version) != (stack.framework, stack.framework_version):
         update = {"framework": name, "framework_version": version}
@@ -202,6 +207,18 @@ def benchmark_stack(
     if evidence and "implementation" not in stack.extra:
         update["extra"] = {**stack.extra, "implementation": evidence}
     return stack.model_copy(update=update) if update else stack
+
+
+def is_round_tag(text: str, version: str, round_name: str | None) -> bool:
+    """Whether ``version`` is written in ``text`` only as the round's own name ("v6.0" in round
+    v6.0), which names the submission, not a release of the runtime."""
+    if not round_name:
+        return False
+    tag = round_name.strip().lower()
+    if not tag.startswith("v") or tag[1:] != version.lower():
+        return False
+    words = re.findall(r"[\w.]+", text.lower())
+    return tag in words and version.lower() not in words
 
 
 @dataclass

@@ -64,6 +64,24 @@ def test_branch_tags_and_round_names_are_never_versions() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "round_name", "version"),
+    [
+        ("TensorRT-LLM v6.0", "v6.0", None),  # the round's name, not TensorRT-LLM 6.0
+        ("vLLM v6.0, ROCm 7.1", "v6.0", None),
+        ("vLLM v6.0", "v5.1", "6.0"),  # not this result's round: read as written
+        ("vLLM 0.6.0", "v6.0", "0.6.0"),
+        ("TensorRT-LLM 1.2, v6.0 submission", "v6.0", "1.2"),
+    ],
+)
+def test_a_version_written_as_the_results_round_is_no_version(
+    text: str, round_name: str, version: str | None
+) -> None:
+    """A probe's "TensorRT-LLM v6.0" in round v6.0 read as version 6.0."""
+    stack = benchmark_stack(SoftwareStack(), text, "llama2-70b-99", round_name=round_name)
+    assert stack.framework_version == version
+
+
+@pytest.mark.parametrize(
     ("benchmark", "version"),
     [
         ("whisper", "2.7.0"),

@@ -220,6 +220,7 @@ def to_observation(
         division=record.division,
         submitter=record.submitter,
         vendor=accelerator.vendor,
+        round_name=record.round,
     )
     details = _details(record, placement)
     unit, higher = metric_facts(record.metric)

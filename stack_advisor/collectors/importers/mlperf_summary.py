@@ -395,7 +395,13 @@ def _stack(row: _Row, benchmark: str, vendor: str | None) -> SoftwareStack:
         f"framework: {software}" if software else None,
     )
     return benchmark_stack(
-        stack, software, benchmark, division=division, submitter=submitter, vendor=vendor
+        stack,
+        software,
+        benchmark,
+        division=division,
+        submitter=submitter,
+        vendor=vendor,
+        round_name=row.round,
     )
 
 
