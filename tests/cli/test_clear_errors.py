@@ -141,6 +141,19 @@ def test_a_catalogued_benchmark_without_results_says_so(embedded_store: Store) -
     assert "similar" not in str(caught.value)
     with pytest.raises(NotFound, match="similar: resnet50"):  # not in the catalogue: a typo
         adv.recommend(Workload(benchmark="resnet5x"))
+    # predict says the same, where to go (its model by proxy where the proxy knows the model),
+    # and never lists the known benchmarks as if the name were a typo
+    llm, vision_language = adv.predict(
+        [
+            {"accelerator": "H200", "benchmark": name, "scenario": "Offline"}
+            for name in ("gpt-oss-120b", "qwen3-vl-235b-a22b")
+        ]
+    )
+    assert llm.reason is not None and vision_language.reason is not None
+    assert llm.reason.startswith("no results yet for gpt-oss-120b in mlperf-inference, new in v6.0")
+    assert '"model": "gpt-oss-120b"' in llm.reason and "known:" not in llm.reason
+    assert vision_language.reason.startswith("no results yet for qwen3-vl-235b-a22b")
+    assert "proxy" not in vision_language.reason  # the proxy has no architecture for it
 
 
 def test_a_training_seed_that_did_not_converge_is_a_run_outcome_not_a_stack_failure() -> None:

@@ -21,12 +21,13 @@ from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.estimate.references_class import spans_nodes
 from stack_advisor.advisor.estimate.scenario import derivable, derived_base
 from stack_advisor.advisor.knowledge.rules import parse_version, stack_components
+from stack_advisor.advisor.proxy.model import catalogue_configs
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import serving
 from stack_advisor.advisor.verbs.catalogue_candidates import PLACEMENT as CATALOGUE_PLACEMENT
 from stack_advisor.advisor.verbs.catalogue_candidates import catalogue_parts
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
-from stack_advisor.catalog import resolve_benchmark
+from stack_advisor.catalog import load_catalog, resolve_benchmark
 from stack_advisor.catalog.stack_facts import ngc_release_of, ngc_releases
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import NGC_FRAMEWORKS, PlacementKind, SoftwareStack
@@ -138,13 +139,8 @@ def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
         )
     assert workload.benchmark is not None
     if workload.benchmark not in names:
-        if _catalogued(workload.benchmark, workload.family):
-            return NotFound(
-                f"benchmark: no results yet for {workload.benchmark} in {workload.family}: the "
-                "catalogue knows the model (`advisor catalogue show "
-                f"{workload.benchmark}`), and the knowledge base holds no observation of it; "
-                "import a round that has it (`advisor import ...`)"
-            )
+        if catalogued(workload.benchmark, workload.family):
+            return NotFound("benchmark: " + no_results_yet(workload.benchmark, workload.family))
         close = difflib.get_close_matches(workload.benchmark, names, n=6, cutoff=0.5)
         return NotFound(
             f"benchmark: {workload.benchmark!r} is not in the knowledge base for "
@@ -156,7 +152,25 @@ def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
     )
 
 
-def _catalogued(benchmark: str, family: str) -> bool:
+def no_results_yet(benchmark: str, family: str) -> str:
+    """Why a benchmark the catalogue knows (``benchmark``: its id) is answered from no result, and
+    what to do: import a round that has it, or ask its model by proxy."""
+    entry = load_catalog().benchmark(family, benchmark)
+    since = f", new in {entry.introduced.round}" if entry and entry.introduced else ""
+    proxy = (
+        f', or ask its model by proxy (a query with "model": "{benchmark}", `advisor predict '
+        f"--model {benchmark}`)"
+        if family == "mlperf-inference" and benchmark in catalogue_configs()
+        else ""
+    )
+    return (
+        f"no results yet for {benchmark} in {family}{since}: the catalogue knows the model "
+        f"(`advisor catalogue show {benchmark}`) and the knowledge base holds no observation of "
+        f"it; import a round that has it (`advisor import mlperf-summary FILE`){proxy}"
+    )
+
+
+def catalogued(benchmark: str, family: str) -> bool:
     """Whether the catalogue has ``benchmark`` as a benchmark of ``family`` (by its id)."""
     match = resolve_benchmark(benchmark, family)
     return match.resolved and match.id == benchmark

@@ -32,7 +32,7 @@ from stack_advisor.advisor.results import (
 )
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs.bounds import beyond_family_note, count_beyond_published
-from stack_advisor.advisor.verbs.candidates import Candidate
+from stack_advisor.advisor.verbs.candidates import Candidate, catalogued, no_results_yet
 from stack_advisor.advisor.verbs.explain import evidence_of
 from stack_advisor.advisor.verbs.feasibility import RuleCheck, refusal
 from stack_advisor.advisor.verbs.mixed_system import mixed_prediction, refused_prediction
@@ -177,6 +177,8 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     """The query in canonical terms, or why it cannot be answered."""
     benchmarks = index.benchmarks(q.family)
     if q.benchmark not in benchmarks:
+        if catalogued(q.benchmark, q.family):
+            return no_results_yet(q.benchmark, q.family)
         return redefined_reason(q.family, q.benchmark, index.slices) or (
             f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
             + _closest(q.benchmark, benchmarks)
