@@ -208,17 +208,23 @@ def _unknown_benchmark(
 
 
 def canonical_query(
-    query: PredictQuery, known_benchmarks: set[tuple[str, str]]
+    query: PredictQuery,
+    known_benchmarks: set[tuple[str, str]],
+    held_accelerator: bool = False,
 ) -> tuple[PredictQuery, list[str]]:
     """A prediction query in catalogue names, and what in it cannot be resolved (each with the
-    closest known names). ``known_benchmarks``: (family, name) pairs the knowledge base holds.
+    closest known names). ``known_benchmarks``: (family, name) pairs the knowledge base holds;
+    ``held_accelerator``: the knowledge base holds results under the accelerator's name as
+    written (an import that could not resolve it kept it), so it is asked as it is.
 
     The framework may be written as MLPerf writes it ("TensorRT 8.6.0, CUDA 12.0"): its version
     and the components it names join ``components`` (explicit components win)."""
     problems: list[str] = []
     update: dict[str, object] = {}
     acc = resolve_accelerator(query.accelerator)
-    if not acc.resolved or acc.kind in ("none", "mixed"):
+    if not acc.resolved and held_accelerator:
+        pass  # the results stored under this very name answer it
+    elif not acc.resolved or acc.kind in ("none", "mixed"):
         problems.append(
             acc.message("accelerator")
             if not acc.resolved

@@ -383,3 +383,44 @@ def test_a_precision_of_any_shape_is_kept_and_never_loses_the_row(
     long = {**row, "weight_data_types": "fp8," * 500}
     observations, _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", [long]))
     assert observations[0].provenance.details["weight_data_types"] == ("fp8," * 50)
+
+
+def test_a_family_name_an_import_kept_is_asked_back_by_that_name(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """A row naming a family whose editions its system does not tell apart ("RTX PRO 4500
+    Blackwell-PCIe-32GB": Workstation and Server Edition) is kept under its published name, and a
+    query written the same way is answered from it, observed (a probe got "compute unpublished"
+    for the Workstation Edition beside the very result); a family none of whose members can be
+    answered says so for each."""
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.collectors.importers.mlperf_summary import import_summary
+    from stack_advisor.store.registry import open_store
+
+    name = "NVIDIA RTX PRO 4500 Blackwell-PCIe-32GB"
+    row = next(
+        r
+        for r in v51_rows
+        if not r["inferred"] and r["Model"] == "llama3.1-8b" and r["Scenario"] == "Offline"
+    )
+    held = {**row, "Accelerator": name, "a#": 4, "System": "Acme box", "Platform": "acme4500"}
+    file = _write(tmp_path / "summary_results_v5.1.json", [row, held])
+    store = open_store(f"embedded:{tmp_path / 'kb'}")
+    try:
+        store.ensure_schema()
+        report = import_summary(file, store)
+        assert report.unresolved_accelerators == {name: 1}
+        asked = {"accelerator_count": 4, "benchmark": "llama3.1-8b", "scenario": "Offline"}
+        as_published, family = Advisor(store).predict(
+            [
+                {**asked, "accelerator": name},
+                {**asked, "accelerator": "RTX PRO 4500 Blackwell-PCIe"},
+            ]
+        )
+    finally:
+        store.close()
+    assert as_published.basis.value == "observed"
+    assert as_published.value == pytest.approx(held["Performance_Result"])
+    assert family.basis.value == "unsupported" and family.reason is not None
+    for member in ("RTX-PRO-4500-Blackwell-WS: ", "RTX-PRO-4500-Blackwell-Server: "):
+        assert member in family.reason

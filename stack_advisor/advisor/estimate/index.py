@@ -166,6 +166,11 @@ class EvidenceIndex:
     def known_benchmarks(self) -> set[tuple[str, str]]:
         return {(k[0], k[1]) for k in self.slices if FORMER not in k[1]}
 
+    def holds_accelerator(self, name: str) -> bool:
+        """Whether results are stored under the canonical name ``name`` (one an import could not
+        resolve keeps its published name)."""
+        return any(name in by for by in self.slices.values())
+
     def benchmarks(self, family: str) -> list[str]:
         return sorted({k[1] for k in self.slices if k[0] == family and FORMER not in k[1]})
 

@@ -242,15 +242,33 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
     member = _family_member(index, q)
     if member is None:
         return _predict_named(index, rules, q)
-    answer = _predict_named(index, rules, q.model_copy(update={"accelerator": member[0]}))
-    if answer.basis is Basis.UNSUPPORTED:  # refused as asked: the family name, the reason
-        return refused_prediction(q, answer.reason, answer.warnings, answer.accelerator)
-    answer.warnings.insert(
-        0,
-        f"accelerator: {q.accelerator!r} names a family; answered for {member[0]}, the member "
-        f"with the most results on {q.benchmark} (others: {', '.join(member[1]) or 'none'})",
+    members = [member[0], *member[1]]
+    refused: list[tuple[str, Prediction]] = []
+    for name in members:  # the member with the most results first, then the catalogue's order
+        answer = _predict_named(index, rules, q.model_copy(update={"accelerator": name}))
+        if answer.basis is Basis.UNSUPPORTED:
+            refused.append((name, answer))
+            continue
+        why = (
+            f"the member with the most results on {q.benchmark}"
+            if not refused
+            else f"the first member that can be answered ({refused[0][0]}: refused)"
+        )
+        others = [m for m in members if m != name]
+        answer.warnings.insert(
+            0,
+            f"accelerator: {q.accelerator!r} names a family; answered for {name}, {why} "
+            f"(others: {', '.join(others) or 'none'})",
+        )
+        return answer
+    first = refused[0][1]
+    if len(refused) == 1:  # refused as asked: the family name, the reason
+        return refused_prediction(q, first.reason, first.warnings, first.accelerator)
+    reason = (
+        f"accelerator: {q.accelerator!r} names a family none of whose members can be answered: "
     )
-    return answer
+    reason += "; ".join(f"{name}: {answer.reason}" for name, answer in refused)
+    return refused_prediction(q, reason, first.warnings, first.accelerator)
 
 
 def _family_member(index: EvidenceIndex, q: PredictQuery) -> tuple[str, list[str]] | None:
@@ -259,6 +277,8 @@ def _family_member(index: EvidenceIndex, q: PredictQuery) -> tuple[str, list[str
     match = resolve_accelerator(q.accelerator)
     if match.resolved or match.refusal != "family" or not match.suggestions:
         return None
+    if index.holds_accelerator(canonical_accelerator(q.accelerator)):
+        return None  # results stored under this very name (an import that could not tell)
 
     def held(name: str) -> tuple[int, int]:
         acc = canonical_accelerator(name)
@@ -276,7 +296,9 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
     from stack_advisor.advisor.names import canonical_query as catalogue_names
 
     system = resolve_accelerator(q.accelerator)
-    named, problems = catalogue_names(q, index.known_benchmarks())
+    named, problems = catalogue_names(
+        q, index.known_benchmarks(), index.holds_accelerator(canonical_accelerator(q.accelerator))
+    )
     if named.metric is None and not problems:
         metric, said = default_metric(index, named)
         if metric is None and said:
