@@ -17,11 +17,17 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
+from stack_advisor.schema.checks import bounded_request
 from stack_advisor.schema.models import PlacementKind
+
+# a query's fields that are names (each at most schema.checks.MAX_NAME characters)
+QUERY_NAMES = ("accelerator", "benchmark", "family", "scenario", "metric", "as_of", "placement")
 
 
 class _Out(BaseModel):
@@ -219,6 +225,23 @@ class RecommendationSet(_Out):
 class PredictQuery(_Out):
     """One configuration to predict: accelerator, count, placement, components, benchmark,
     metric."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded_names(cls, data: Any) -> Any:
+        """At most 200 fields, each name within bounds (a field's value: ``_bounded``)."""
+        if isinstance(data, dict):
+            bounded_request(list(data), ())
+        return data
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _bounded(cls, value: Any, info: ValidationInfo) -> Any:
+        """Names of at most 256 characters, other text of at most 4096, at most 200 components
+        or parameters (``schema.checks.bounded_request``), before anything reads them; the
+        error names the field, so a batch refuses that query alone."""
+        bounded_request(value, QUERY_NAMES, info.field_name or "")
+        return value
 
     accelerator: str = Field(min_length=1)
     accelerator_count: int = Field(default=1, ge=1)

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from stack_advisor.advisor.manifests.target_kind import SnippetTarget
+from stack_advisor.schema.checks import bounded_request
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import PlacementKind
 from stack_advisor.store.base import validation_message
@@ -167,6 +168,24 @@ class HardwareConstraint(_Spec):
         if self.min_count and self.max_count and self.min_count > self.max_count:
             raise ValueError(f"min_count {self.min_count} is above max_count {self.max_count}")
         return self
+
+
+# a workload's fields that are names (each at most schema.checks.MAX_NAME characters)
+WORKLOAD_NAMES = (
+    "family",
+    "benchmark",
+    "task",
+    "scenario",
+    "metric",
+    "precision",
+    "as_of",
+    "objective",
+    "target",
+    "accelerators",
+    "name",
+    "version",
+    "driver",
+)
 
 
 class Workload(_Spec):
@@ -320,7 +339,10 @@ class Workload(_Spec):
     @model_validator(mode="before")
     @classmethod
     def _scenario_in_benchmark_name(cls, data: Any) -> Any:
-        """A benchmark named with its scenario ("llama2-70b-interactive-99") asks that scenario."""
+        """A benchmark named with its scenario ("llama2-70b-interactive-99") asks that scenario.
+        Every field first within bounds (``schema.checks.bounded_request``)."""
+        if isinstance(data, dict):
+            bounded_request(data, WORKLOAD_NAMES)
         if not isinstance(data, dict) or not isinstance(data.get("benchmark"), str):
             return data
         from stack_advisor.advisor.names import scenario_in_name

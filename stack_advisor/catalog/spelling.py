@@ -51,20 +51,33 @@ def _squeezed(text: str) -> str:
 def closeness(query: str, name: str) -> tuple[float, float]:
     """(share of the query's words the name holds, in any order; edit similarity of the two
     squeezed and folded) — compared as tuples, best first when sorted in reverse."""
+    ratio = SequenceMatcher(None, _squeezed(query), _squeezed(name)).ratio()
+    return _cover(query, name), ratio
+
+
+def _cover(query: str, name: str) -> float:
+    """The share of the query's words (vendor names aside) the name holds, in any order."""
     asked = [w for w in words(query) if w not in _VENDORS] or words(query)
     held = set(words(name))
-    cover = sum(w in held for w in asked) / len(asked) if asked else 0.0
-    ratio = SequenceMatcher(None, _squeezed(query), _squeezed(name)).ratio()
-    return round(cover, 3), ratio
+    return round(sum(w in held for w in asked) / len(asked), 3) if asked else 0.0
 
 
 def ranked(query: str, names: Iterable[str]) -> list[str]:
     """The names worth suggesting for ``query``, closest first: those that hold every written
     word (in any order) or are at least ``SIMILAR_ENOUGH`` alike once folded."""
     scored = []
+    asked = _squeezed(query)
     for name in names:
-        cover, ratio = closeness(query, name)
-        if cover >= 1.0 or ratio >= SIMILAR_ENOUGH:
-            scored.append(((cover, ratio), name))
+        cover = _cover(query, name)
+        matcher = SequenceMatcher(None, asked, _squeezed(name))
+        # the length bounds first: a long query cannot be alike a short name (no full comparison,
+        # which is quadratic in the query's length)
+        alike = matcher.real_quick_ratio() >= SIMILAR_ENOUGH and matcher.quick_ratio() >= (
+            SIMILAR_ENOUGH
+        )
+        if cover >= 1.0 or alike:
+            ratio = matcher.ratio()
+            if cover >= 1.0 or ratio >= SIMILAR_ENOUGH:
+                scored.append(((cover, ratio), name))
     scored.sort(key=lambda item: item[0], reverse=True)
     return [name for _, name in scored]

@@ -13,6 +13,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 MAX_NAME = 256
+MAX_TEXT = 4096  # a free-text field of a request (a framework as MLPerf writes it)
+MAX_ENTRIES = 200  # the entries of a request's mapping or list (components, parameters)
+MAX_DEPTH = 8
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 
 # Unicode categories a name must not hold: controls, format characters (bidi overrides and
@@ -128,3 +131,39 @@ def not_before_2000(value: datetime) -> datetime:
             "is that old: check the date's format or the collector's clock"
         )
     return value
+
+
+def bounded_request(value: Any, names: tuple[str, ...] = (), where: str = "") -> None:
+    """A request's fields within bounds before anything reads them: the fields in ``names`` at
+    most ``MAX_NAME`` characters, other text at most ``MAX_TEXT``, mappings and lists at most
+    ``MAX_ENTRIES`` entries, nested at most ``MAX_DEPTH`` deep (a megabyte-long name had held
+    an answer worker for minutes).
+
+    Raises:
+        ValueError: naming the field and its size.
+    """
+    _bounded(value, names, where, 0)
+
+
+def _bounded(value: Any, names: tuple[str, ...], where: str, depth: int) -> None:
+    field = where or "request"
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{field}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        # a list's items are named by the list's field (hardware.accelerators.0: accelerators)
+        key = next((p for p in reversed(where.split(".")) if not p.isdigit()), "")
+        limit = MAX_NAME if key in names else MAX_TEXT
+        if len(value) > limit:
+            raise ValueError(f"{field}: {len(value)} characters, at most {limit}")
+        return
+    if isinstance(value, dict):
+        if len(value) > MAX_ENTRIES:
+            raise ValueError(f"{field}: {len(value)} entries, at most {MAX_ENTRIES}")
+        for key, item in value.items():
+            _bounded(str(key), (), f"{where}.{key}" if where else str(key), depth + 1)
+            _bounded(item, names, f"{where}.{key}" if where else str(key), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        if len(value) > MAX_ENTRIES:
+            raise ValueError(f"{field}: {len(value)} entries, at most {MAX_ENTRIES}")
+        for i, item in enumerate(value):
+            _bounded(item, names, f"{where}.{i}" if where else str(i), depth + 1)

@@ -123,3 +123,17 @@ def test_spec_table_entries_cite_sources_and_resolve_kb_names() -> None:
     # MLPerf v1.1's "NVIDIA A100-PCIe" systems describe 40 GB (the only PCIe A100 then)
     assert resolve_accelerator("NVIDIA A100-PCIe").spec.id == "A100-PCIE-40GB"
     assert resolve_accelerator("NVIDIA A100-SXM-80G").spec is None  # a typo is not guessed
+
+
+def test_a_workload_field_beyond_its_bound_is_refused_naming_it() -> None:
+    """Names at most 256 characters, a list at most 200 entries: refused before the catalogue
+    matches anything (a megabyte-long name had cost minutes)."""
+    from stack_advisor.schema.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match=r"hardware.accelerators.0: 300 characters, at most 256"):
+        Workload.from_dict({"benchmark": "resnet50", "hardware": {"accelerators": ["H" * 300]}})
+    with pytest.raises(InvalidInput, match=r"benchmark: 1000000 characters, at most 256"):
+        Workload.from_dict({"benchmark": "r" * 1_000_000})
+    many = {"benchmark": "resnet50", "parameters": {f"p{i}": 1 for i in range(201)}}
+    with pytest.raises(InvalidInput, match=r"parameters: 201 entries, at most 200"):
+        Workload.from_dict(many)

@@ -5,6 +5,7 @@ what the query gave, never the defaults it was not answered with."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -120,6 +121,22 @@ def test_a_query_with_a_bad_required_field_is_refused_alone(client: TestClient) 
     assert r.status_code == 422 and "queries.1" in r.json()["message"]
     r = client.post("/v1/predictions", json={"queries": [GOOD], "extra": 1})
     assert r.status_code == 422 and "extra" in r.text
+
+
+def test_a_huge_field_is_refused_at_once_naming_it(client: TestClient) -> None:
+    """A megabyte-long accelerator name (a probe's body held an answer worker for minutes, the
+    answer budget never reached) is refused before any name is matched, naming the field and
+    its bound; the other queries answer."""
+    started = time.perf_counter()
+    out = post_predictions(
+        client,
+        [GOOD, {**GOOD, "accelerator": "H" * 1_000_000}, {**GOOD, "framework": "x" * 5000}],
+    )
+    assert time.perf_counter() - started < 30
+    assert out[0]["basis"] != "unsupported"
+    assert "queries.1" in out[1]["reason"]
+    assert "accelerator: 1000000 characters, at most 256" in out[1]["reason"]
+    assert "framework: 5000 characters, at most 4096" in out[2]["reason"]
 
 
 def test_a_placement_is_read_in_any_case(client: TestClient) -> None:
