@@ -135,6 +135,16 @@ def test_an_unknown_as_of_is_refused_naming_the_field(kb_advisor: Any) -> None:
     [answer] = kb_advisor.predict([_query(index, key, acc, as_of="last year")])
     assert answer.value is None
     assert answer.reason is not None and "as_of: 'last year'" in answer.reason
+    # a probe had these answered: no such round, too far ahead, an empty text; each query is
+    # refused alone, the batch's others answered
+    asked = ["v6.5", "v99.0", "v5.1.1", "v-1.0", "", "v6.1"]
+    answers = kb_advisor.predict([_query(index, key, acc, as_of=a) for a in asked])
+    why = dict(zip(asked, (a.reason or "" for a in answers)))
+    assert "is no round of mlperf-inference" in why["v6.5"]
+    assert "forecasts reach 2 rounds ahead" in why["v99.0"]
+    for malformed in ("v5.1.1", "v-1.0", ""):
+        assert why[malformed].startswith(f"as_of: {malformed!r} is not 'today'"), why[malformed]
+    assert answers[-1].basis.value != "unsupported" and answers[-1].round == "v6.1"
 
 
 def test_the_prior_band_is_calibrated_on_its_round_ahead_replays(kb_advisor: Any) -> None:

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime
 from functools import lru_cache
 
 from stack_advisor.advisor.knowledge.table import round_number
-from stack_advisor.catalog.rounds import load_rounds
+from stack_advisor.catalog.rounds import load_rounds, rounds_after
 from stack_advisor.schema.errors import InvalidInput
 
 AS_OF_WORDS = ("today", "now", "next")
@@ -75,14 +75,25 @@ def published_on(family: str, number: float) -> date | None:
     return None
 
 
-def as_of_error(as_of: str) -> str | None:
-    """Why ``as_of`` names no round (None when it does): for a query's refusal."""
-    text = (as_of or "today").strip().lower()
+ROUND_SHAPE = r"v?\d+\.\d+"  # a round as MLCommons names one: v5.1 (or 5.1)
+MAX_AHEAD = 2  # a named round at most this many rounds beyond the newest published or held
+
+
+def as_of_error(as_of: str | None) -> str | None:
+    """Why ``as_of`` names no round (None when it does): for a query's refusal. None means the
+    default ("today"); an empty text is no round."""
+    text = _as_of_text(as_of)
     if re.fullmatch(DATE_SHAPE, text):
-        return None if as_of_day(text) is not None else as_of_problem(as_of)
-    if text in AS_OF_WORDS or not math.isnan(round_number(text)):
+        return None if as_of_day(text) is not None else as_of_problem(str(as_of))
+    if text in AS_OF_WORDS:
         return None
-    return as_of_problem(as_of)
+    if re.fullmatch(ROUND_SHAPE, text) and not math.isnan(round_number(text)):
+        return None
+    return as_of_problem(str(as_of))
+
+
+def _as_of_text(as_of: str | None) -> str:
+    return "today" if as_of is None else as_of.strip().lower()
 
 
 def next_round(family: str, after: float) -> float:
@@ -107,7 +118,7 @@ def target_round(family: str, as_of: str, now: float) -> float:
     Raises:
         InvalidInput: ``as_of`` is neither a word, a date nor a round name.
     """
-    text = (as_of or "today").strip().lower()
+    text = _as_of_text(as_of)
     if text == "now":
         return now
     if text == "next":
@@ -115,7 +126,31 @@ def target_round(family: str, as_of: str, now: float) -> float:
     day = as_of_day(text)
     if day is not None:
         return round_at(family, day, now)
-    number = round_number(text)
-    if math.isnan(number) or re.fullmatch(DATE_SHAPE, text):
+    if as_of_error(as_of) is not None:
         raise InvalidInput(as_of_problem(as_of))
+    number = round_number(text)
+    _check_round(family, number, text, now)
     return number
+
+
+def _check_round(family: str, number: float, text: str, now: float) -> None:
+    """A named round is one the catalogue lists or MLCommons' cadence names (x.0 and x.1 a
+    year), at most ``MAX_AHEAD`` rounds beyond the newest round published by today or held.
+
+    Raises:
+        InvalidInput: a round that does not exist, or one too far ahead to forecast.
+    """
+    listed = {round_number(r.id) for r in load_rounds() if r.family == family}
+    minor = round((number - math.floor(number)) * 10)
+    if number not in listed and (minor not in (0, 1) or number < 1):
+        raise InvalidInput(
+            f"as_of: {text!r} is no round of {family}: MLCommons publishes an x.0 and an x.1 "
+            "round a year (v5.1, then v6.0)"
+        )
+    base = max(now, round_at(family, today(), now))
+    ahead = rounds_after(family, base, number)
+    if ahead > MAX_AHEAD:
+        raise InvalidInput(
+            f"as_of: {text!r} is {ahead} rounds beyond v{base:.1f}, the newest round published "
+            f"or held; forecasts reach {MAX_AHEAD} rounds ahead"
+        )

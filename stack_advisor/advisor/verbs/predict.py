@@ -219,7 +219,7 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     division = str(
         q.parameters.get("division") or ("closed" if "closed" in divisions else divisions[0])
     )
-    return Query(
+    query = Query(
         family=q.family,
         benchmark=q.benchmark,
         scenario=match[0],
@@ -233,6 +233,11 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
         framework=q.framework or "",
         as_of=q.as_of,
     )
+    try:  # a round that does not exist, or one too far ahead: this query's refusal alone
+        index.round_drift.target(query, q.as_of)
+    except InvalidInput as exc:
+        return str(exc)
+    return query
 
 
 def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Prediction:
@@ -262,8 +267,16 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
         )
         return answer
     first = refused[0][1]
-    if len(refused) == 1:  # refused as asked: the family name, the reason
-        return refused_prediction(q, first.reason, first.warnings, first.accelerator)
+    said = {(a.reason or "").replace(name, "{part}") for name, a in refused}
+    if len(said) == 1:  # one reason for every member
+        reason = first.reason or ""
+        if refused[0][0] in reason:  # the parts' own (no compute figure): each named
+            reason = (
+                f"accelerator: {q.accelerator!r} names a family ({', '.join(members)}), each "
+                f"refused alike: {reason}"
+            )
+        # else the query's own (its as_of, its metric): as it was said
+        return refused_prediction(q, reason, first.warnings, first.accelerator)
     reason = (
         f"accelerator: {q.accelerator!r} names a family none of whose members can be answered: "
     )
