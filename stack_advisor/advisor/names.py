@@ -9,6 +9,7 @@ may name one board or slice ("NVIDIA A100-SXM-80GB"), a family ("H100"), a gener
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -161,8 +162,30 @@ def canonical_components(components: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, version in components.items():
         key = canonical_framework(name)
+        if key not in NOT_VERSIONS:
+            _version_written(key, str(version))
         out[key] = (cudnn_version(version) or version) if key == "cudnn" else version
     return out
+
+
+NOT_VERSIONS = ("implementation",)  # components whose value is a kind, not a release
+_VERSION_TEXT = re.compile(r"v?\d+(?:[.\-+_][0-9A-Za-z]+)*")
+
+
+def _version_written(component: str, version: str) -> None:
+    """A component's version as releases write one (a driver: numbers, 570.133.20).
+
+    Raises:
+        ValueError: an empty or non-version text, which would otherwise skip the rules that
+            judge the version (a probe's driver "abc" answered a B200 query as runnable).
+    """
+    text = version.strip()
+    shape = r"\d+(?:\.\d+){0,2}" if component == "driver" else _VERSION_TEXT.pattern
+    if not re.fullmatch(shape, text):
+        example = "570.133.20" if component == "driver" else "12.4 or 2.3.0"
+        raise ValueError(
+            f"{component} {version!r} is not a version (write e.g. {example}, or leave it out)"
+        )
 
 
 def _named_placement(name: str, default: PlacementKind) -> PlacementKind:

@@ -218,3 +218,23 @@ def test_a_refused_query_without_a_metric_leads_with_its_reason(kb_advisor: Any)
     assert answer.basis.value == "unsupported"
     assert answer.reason.startswith("model does not fit in memory")
     assert not any(w.startswith("metric: none named") for w in answer.warnings)
+
+
+def test_a_component_that_is_no_version_is_refused_naming_it(kb_advisor: Any) -> None:
+    """A driver "abc", "570.26.x" or "" skipped every rule that judges the driver (a probe got
+    B200 answered as runnable, observed); each is that query's refusal, the others answer."""
+    asked = {"accelerator": "B200", "accelerator_count": 8, "benchmark": "llama2-70b-99"}
+    given = [{"driver": "abc"}, {"driver": "570.26.x"}, {"driver": ""}, {"cuda": "twelve"}]
+    answers = kb_advisor.predict(
+        [{**asked, "scenario": "Offline", "components": c} for c in given]
+        + [{**asked, "scenario": "Offline", "components": {"driver": "580.65.06"}}]
+    )
+    for c, a in zip(given, answers):
+        ((name, value),) = c.items()
+        assert a.basis.value == "unsupported"
+        assert a.reason == (
+            f"components: {name} {value!r} is not a version (write e.g. "
+            + ("570.133.20" if name == "driver" else "12.4 or 2.3.0")
+            + ", or leave it out)"
+        )
+    assert answers[-1].basis.value != "unsupported"
