@@ -83,7 +83,10 @@ def numa_from_labels(
             node_cpus=cpus,
             node_memory_mib=memory_mib,
             source="NFD label",
-            evidence=[f"{MEMORY_NUMA_LABEL} absent while NFD labels are present: one NUMA node"],
+            evidence=[
+                f"inferred: {MEMORY_NUMA_LABEL} absent while NFD's cpu labels are present, "
+                "read as one NUMA node (NFD sets it only where there are several)"
+            ],
         )
     return None
 

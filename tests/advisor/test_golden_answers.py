@@ -65,7 +65,9 @@ refusal pointing to it became an interpolated answer from the CPU's other result
 18-21 and 36 when each size of a stack's systems spanning nodes became a recommend candidate of
 its own (candidates_considered +1 to +4): 18's rnnt Server cost ranking now leads with the CPU
 Intel Xeon Platinum 8480+ single-node row at its own 2,110 queries/s per socket (its 2-node
-system's 1,025 per socket had been in the same row), 19's excluded list reordered.
+system's 1,025 per socket had been in the same row), 19's excluded list reordered. 37-40
+(cluster) when a NUMA count read from the memory-numa label's absence began to say it is an
+inference, in the pools' evidence and the VM pinning advice (only that text moved).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -142,6 +142,10 @@ def test_vm_pool_gets_pinning_advice_with_evidence() -> None:
         for line in advice.vm_pinning
     )
     assert any("HYPERVISOR" in e for e in advice.evidence)
+    # the guest's NUMA count says where it comes from: here no memory-numa label, an inference
+    # (a probe read "1 NUMA node(s) (NFD label)" of nodes that carried no such label)
+    assert "the guest sees 1 NUMA node(s) (NFD label: inferred: " in advice.vm_pinning[0]
+    assert "memory-numa absent" in advice.vm_pinning[0]
 
 
 def test_guaranteed_pod() -> None:

@@ -277,7 +277,9 @@ def _vm_pinning(pool_placement: PlacementKind, numa: NodeNuma | None) -> list[st
             if numa and numa.numa_nodes
             else "an unknown NUMA layout"
         )
-        + (f" ({numa.source})" if numa else "")
+        # what says so: the label as read, or the inference from its absence
+        + (f" ({numa.source}: {'; '.join(numa.evidence)})" if numa and numa.evidence else "")
+        + (f" ({numa.source})" if numa and not numa.evidence else "")
     )
     device = (
         "the passed-through GPU"
