@@ -7,9 +7,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import pytest
 
 from stack_advisor.advisor.estimate.query import Estimate
+from stack_advisor.advisor.estimate.references_class import spans_nodes
 from stack_advisor.advisor.results import Basis
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import scoring
@@ -50,7 +52,16 @@ def test_candidates_are_observed_groups_then_unobserved_pairs(knowledge: Knowled
     assert observed and all(len(c.group) == len(c.rows) for c in observed)
     first_unobserved = next(i for i, c in enumerate(found) if not c.observed)
     assert all(not c.observed for c in found[first_unobserved:])  # observed first
-    assert len({(c.accelerator, c.placement, c.stack_id) for c in found}) == len(found)
+
+    # one candidate per (accelerator, placement, stack), a stack's systems spanning nodes one per
+    # size beside its one-node systems
+    def size(c: Candidate) -> int:
+        spans = spans_nodes(knowledge.index, c.group) if len(c.group) else np.zeros(0, dtype=bool)
+        counts = {int(n) for n in knowledge.table.count[c.group[spans]]}
+        assert len(counts) <= 1 and (not counts or spans.all()), c
+        return counts.pop() if counts else 0
+
+    assert len({(c.accelerator, c.placement, c.stack_id, size(c)) for c in found}) == len(found)
 
 
 def test_constraints_name_why(knowledge: Knowledge) -> None:
