@@ -177,9 +177,10 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     """The query in canonical terms, or why it cannot be answered."""
     benchmarks = index.benchmarks(q.family)
     if q.benchmark not in benchmarks:
-        if catalogued(q.benchmark, q.family):
+        redefined = redefined_reason(q.family, q.benchmark, index.slices)
+        if redefined is None and catalogued(q.benchmark, q.family):
             return no_results_yet(q.benchmark, q.family)
-        return redefined_reason(q.family, q.benchmark, index.slices) or (
+        return redefined or (
             f"unknown benchmark: {q.benchmark!r} is not in the knowledge base for {q.family}"
             + _closest(q.benchmark, benchmarks)
         )
@@ -236,6 +237,8 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
     try:  # a round that does not exist, or one too far ahead: this query's refusal alone
         index.round_drift.target(query, q.as_of)
     except InvalidInput as exc:
+        if not str(exc).startswith("as_of:"):
+            raise  # the server's own setting (ADVISOR_TODAY), not the query's
         return str(exc)
     return query
 
