@@ -314,3 +314,10 @@ def test_every_pool_row_answers_for_the_round_asked(kb_advisor, pools) -> None: 
         assert forecasts <= {"a forecast for v7.0"}
         assert r.round in {"v7.0", *rounds}  # a stack's own result: its round
     assert any(r.round == "v7.0" for r in ahead.recommendations)
+    # each row shows how its figure was made, as predict does (a probe found no factors at
+    # all), and a figure carried to v7.0 never also says it is a stack's result as measured
+    moved = [r for r in ahead.recommendations if r.round == "v7.0" and r.basis.value != "proxy"]
+    assert moved and all(r.factors for r in moved)
+    for r in moved:
+        assert any(f.name in ("forecast", "round drift", "stack") for f in r.factors), r.factors
+        assert not [w for w in r.warnings if w.startswith("as measured with this stack")]

@@ -67,7 +67,10 @@ its own (candidates_considered +1 to +4): 18's rnnt Server cost ranking now lead
 Intel Xeon Platinum 8480+ single-node row at its own 2,110 queries/s per socket (its 2-node
 system's 1,025 per socket had been in the same row), 19's excluded list reordered. 37-40
 (cluster) when a NUMA count read from the memory-numa label's absence began to say it is an
-inference, in the pools' evidence and the VM pinning advice (only that text moved).
+inference, in the pools' evidence and the VM pinning advice (only that text moved). 37-40 again
+when each pool row began to carry its figure's factors, and a row whose figure the model made for
+the pool stopped repeating the ranked candidate's "as measured with this stack" note (the pool's
+own prediction says so where it is; a transferred or forecast figure had carried both).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

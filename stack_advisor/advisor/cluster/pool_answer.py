@@ -13,7 +13,7 @@ from stack_advisor.advisor.cluster.pool_snippets import pool_snippet
 from stack_advisor.advisor.cluster.pools import NodePool
 from stack_advisor.advisor.cluster.results import JobShape, PoolBasis, PoolRecommendation
 from stack_advisor.advisor.manifests.pod import check_image, image_for, to_yaml
-from stack_advisor.advisor.results import Basis, Evidence, Interval, Recommendation
+from stack_advisor.advisor.results import Basis, Evidence, Factor, Interval, Recommendation
 from stack_advisor.advisor.verbs import ordering
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
 from stack_advisor.schema.models import SoftwareStack
@@ -118,7 +118,7 @@ class PoolAnswers:
             else BASIS_OF.get(r.basis.value, PoolBasis.INTERPOLATED)
         )
         total = (r.value * scale, r.interval.low * scale, r.interval.high * scale)
-        return self.build(site, r, basis, total, r.evidence, list(r.warnings))
+        return self.build(site, r, basis, total, r.evidence, list(r.warnings), factors=r.factors)
 
     def _scored(
         self,
@@ -213,9 +213,10 @@ class PoolAnswers:
         evidence: Evidence,
         warnings: list[str],
         answer_round: str | None = None,
+        factors: list[Factor] | None = None,
     ) -> PoolRecommendation:
         """The answer for the pool from a figure for the pod (``total``: value, low, high), for
-        ``answer_round`` (default: the ranked row's round)."""
+        ``answer_round`` (default: the ranked row's round), made as ``factors`` say."""
         pool, shape, workload = site.pool, site.shape, site.workload
         units = shape.units_per_pod
         hib = rec.higher_is_better
@@ -256,6 +257,7 @@ class PoolAnswers:
             evidence=evidence,
             based_on=_based_on(rec, stack),
             warnings=warnings,
+            factors=list(factors or []),
             manifests=manifests,
             snippet_yaml=snippet,
             numa=numa,

@@ -20,6 +20,7 @@ from stack_advisor.advisor.cluster.pool_answer import (
 from stack_advisor.advisor.cluster.pools import NodePool, kb_accelerator_key
 from stack_advisor.advisor.cluster.results import JobShape, PoolBasis, PoolRecommendation
 from stack_advisor.advisor.cluster.what_if import PoolRun
+from stack_advisor.advisor.estimate.drift import is_as_measured
 from stack_advisor.advisor.estimate.scenario import is_derived_note
 from stack_advisor.advisor.knowledge.rules import stack_components
 from stack_advisor.advisor.proxy.ranking import answered_by_proxy
@@ -286,14 +287,23 @@ class PoolRanking:
             # the figure shown is the pool's own: where it was derived from another scenario,
             # its note replaces the ranked candidate's (which names the candidate's basis)
             derived = any(is_derived_note(w) for w in p.warnings)
-            kept = [w for w in r.warnings if not (derived and is_derived_note(w))]
+            # whether the figure is a stack's own result as measured is the pool's figure's to
+            # say (its warnings, below): the ranked candidate's note would contradict a figure
+            # the model carried between rounds or stack versions
+            kept = [
+                w
+                for w in r.warnings
+                if not (derived and is_derived_note(w)) and not is_as_measured(w)
+            ]
             warnings = [
                 *kept,
                 *(w for w in p.warnings if w not in recorded and w not in kept),
                 how,
             ]
             total = (p.value, p.interval.low, p.interval.high)
-            answer = self.answers.build(site, r, basis, total, p.evidence, warnings, p.round)
+            answer = self.answers.build(
+                site, r, basis, total, p.evidence, warnings, p.round, factors=p.factors
+            )
             results[i][0].append(answer)
         return refusals
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stack_advisor.advisor.cluster.numa import NumaAdvice
 from stack_advisor.advisor.cluster.pools import NodePool
-from stack_advisor.advisor.results import Evidence, Interval
+from stack_advisor.advisor.results import Evidence, Factor, Interval
 
 
 class _Out(BaseModel):
@@ -71,6 +71,11 @@ class PoolRecommendation(_Out):
         description="the knowledge-base candidate the figure starts from"
     )
     warnings: list[str] = Field(default_factory=list)
+    factors: list[Factor] = Field(
+        default_factory=list,
+        description="how the figure was made from its evidence (a round drift or forecast, the "
+        "count scaling, a transfer's references), as predict and recommend show them",
+    )
     round: str | None = Field(
         default=None,
         description="the benchmark round the figure is for (the workload's as_of; a stack's own "

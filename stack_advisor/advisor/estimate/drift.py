@@ -414,6 +414,14 @@ def own_stack(index: DriftIndex, q: Query, est: Estimate) -> bool:
     return len(index.matching(est.rows, q, any_count=True)) == len(est.rows)
 
 
+AS_MEASURED = "as measured with this stack in "  # the head of ``as_measured``'s note
+
+
+def is_as_measured(note: str) -> bool:
+    """Whether ``note`` is ``as_measured``'s (a stack's own result not moved between rounds)."""
+    return note.startswith(AS_MEASURED)
+
+
 def as_measured(est: Estimate, measured: float, target: float) -> Estimate:
     """A query naming the stack a result ran (its observed basis): that stack's own result, as
     measured in its round. The rounds' drift is newer software, which this stack is not, so it
@@ -422,10 +430,9 @@ def as_measured(est: Estimate, measured: float, target: float) -> Estimate:
     if measured == target:
         return replace(est, measured_round=measured)
     when = (
-        f"as measured with this stack in {round_label(measured)}"
+        f"{AS_MEASURED}{round_label(measured)}"
         if measured < target
-        else f"as measured with this stack in {round_label(measured)}, after the round asked "
-        f"({round_label(target)})"
+        else f"{AS_MEASURED}{round_label(measured)}, after the round asked ({round_label(target)})"
     )
     note = (
         f"{when}: a stack's own result is not moved by the rounds' drift, which newer software "
