@@ -121,6 +121,23 @@ def test_recommend_under_a_budget_ranks_what_fits_with_accelerator_hours(
         )
 
 
+def test_an_unpublished_count_says_where_its_time_comes_from(
+    embedded_store: Any, tmp_path: Path
+) -> None:
+    """A time to train at a count no system published is the part's nearest published time
+    moved by the count scaling, whichever stack ran it: the row says so, not "per-accelerator
+    figure of this stack's other counts" (a time is a whole system's)."""
+    _kb(embedded_store, tmp_path)
+    answer = Advisor(embedded_store).recommend(
+        Workload(family="mlperf-training", benchmark="bert", hardware={"count": 24}), top=5
+    )
+    (row,) = answer.recommendations
+    assert row.basis.value == "interpolated" and row.candidate.accelerator_count == 24
+    assert row.warnings[0].startswith("no result of this stack at x24: the part's published time")
+    assert not [w for w in row.warnings if "per-accelerator" in w]
+    assert [f for f in row.factors if f.name == "count scaling"]
+
+
 def _cli(store_uri: str, *args: str) -> Any:
     from stack_advisor.cli.main import app
 

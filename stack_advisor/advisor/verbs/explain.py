@@ -173,6 +173,12 @@ def _warnings(knowledge: Knowledge, sl: Slice, c: Candidate, evidence: Evidence)
         stale = _stale(knowledge, sl, evidence)
         if stale:
             warnings.append(stale)
+    elif len(c.group) and sl.workload.family == MLPERF_TRAINING:  # a whole system's time
+        warnings.append(
+            f"no result of this stack at x{c.count}: the part's published time to train nearest "
+            "in count, of whichever stack ran it, moved by the count scaling (its factor names "
+            "the count it started from)"
+        )
     elif len(c.group):
         warnings.append(
             f"no result at x{c.count}: per-accelerator figure of this stack's other "
