@@ -76,6 +76,8 @@ FRAMEWORK_ORDER: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("triton", re.compile(r"\btriton\b", re.IGNORECASE)),
     ("tensorrt", re.compile(r"tensor\s*rt", re.IGNORECASE)),
     ("qualcomm-cloud-ai-sdk", re.compile(r"qualcomm\s+cloud\s+ai\s+sdk", re.IGNORECASE)),
+    # a serving layer over the engines above: the framework only where it names none of them
+    ("dynamo", re.compile(r"\bdynamo\b", re.IGNORECASE)),
 )
 
 

@@ -174,3 +174,14 @@ def test_vendor_containers_resolve_to_the_framework_they_ship() -> None:
         match = resolve_framework_name(text)
         assert match.resolved and match.id == "nemo" and match.matched_by == "container"
     assert not resolve_framework_name("nvidia release").resolved
+
+
+def test_nvidia_dynamo_is_a_serving_framework_under_the_engines() -> None:
+    """NVIDIA Dynamo (v6.0's "NVIDIA Dynamo mlperf-v6.0-dynamo-v0.8.0") was refused as an
+    unknown framework named by its whole tag; alone it is the framework (no version read from
+    its tag), beside an engine the engine ran the model."""
+    assert parse_framework("NVIDIA Dynamo mlperf-v6.0-dynamo-v0.8.0") == ("dynamo", None)
+    assert parse_framework("Dynamo 0.4.1, TensorRT-LLM 1.0") == ("tensorrt-llm", "1.0")
+    assert resolve_framework_name("NVIDIA Dynamo").id == "dynamo"
+    stack = benchmark_stack(SoftwareStack(), NEXT_ROUND, "deepseek-r1")
+    assert stack.framework == "tensorrt-llm"
