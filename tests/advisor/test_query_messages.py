@@ -238,3 +238,16 @@ def test_a_component_that_is_no_version_is_refused_naming_it(kb_advisor: Any) ->
             + ", or leave it out)"
         )
     assert answers[-1].basis.value != "unsupported"
+
+
+def test_compare_names_every_component_its_help_lists(kb_advisor: Any) -> None:
+    """``compare regressions --component framework_version`` (listed in its help) said no stack
+    records it, and ``compare stacks --a rocm=...`` never matched: a stack's extras (ROCm) and
+    its framework's version are components a user can name; versions of two frameworks are
+    never compared with each other."""
+    found = kb_advisor.regressions("framework_version", alpha=0.5, min_count=1)
+    assert found
+    for r in found:
+        assert r.older.rsplit(" ", 1)[0] == r.newer.rsplit(" ", 1)[0], r
+    rocm = kb_advisor.compare("rocm=6.3.1", "rocm=6.4", benchmark="llama2-70b-99")
+    assert rocm.a_count > 0

@@ -47,6 +47,7 @@ from stack_advisor.advisor.verbs.compare_requests import (
 from stack_advisor.catalog import resolve_accelerator
 from stack_advisor.catalog.rounds import release_of
 from stack_advisor.schema.errors import InvalidInput, NotFound
+from stack_advisor.schema.models import SoftwareStack
 
 
 def _selector_components(selector: str | dict[str, str]) -> dict[str, str] | None:
@@ -78,15 +79,28 @@ def _stack_matches(table: ObservationTable, selector: str | dict[str, str]) -> s
     want = {_component_name(k): v for k, v in want.items()}
     out = set()
     for code, sid in enumerate(table.stack.vocab):
-        stack = table.stacks[sid]
-        comps = {k.lower(): v for k, v in stack_components(stack).items() if v}
-        if stack.framework:
-            comps.setdefault("framework", stack.framework.lower())
+        comps = recorded_components(table.stacks[sid])
         if all(_same_version(comps.get(k), v) for k, v in want.items()):
             out.add(code)
     if not out:
         raise NotFound(f"stack: no stack in the knowledge base matches {want}")
     return out
+
+
+def recorded_components(stack: SoftwareStack) -> dict[str, str]:
+    """What a selector or a regression search can name of a stack: its components (driver,
+    cuda, ... and its framework by name), the extras a stack text names (rocm, dali, ...), the
+    framework's name (``framework``) and its version (``framework_version``, written with the
+    framework's name, so versions of two frameworks are never compared)."""
+    comps = {k.lower(): v for k, v in stack_components(stack).items() if v}
+    for key, value in stack.extra.items():
+        if isinstance(value, str) and value and key.lower() not in comps:
+            comps[key.lower()] = value
+    if stack.framework:
+        comps.setdefault("framework", stack.framework.lower())
+        if stack.framework_version:
+            comps["framework_version"] = f"{stack.framework.lower()} {stack.framework_version}"
+    return comps
 
 
 def _component_name(text: str) -> str:
@@ -278,10 +292,7 @@ def find_regressions(knowledge: Knowledge, request: RegressionsRequest) -> list[
     """
     table, rq = knowledge.table, request
     component = rq.component.lower()
-    versions = []
-    for sid in table.stack.vocab:
-        comps = {k.lower(): v for k, v in stack_components(table.stacks[sid]).items() if v}
-        versions.append(comps.get(component))
+    versions = [recorded_components(table.stacks[sid]).get(component) for sid in table.stack.vocab]
     if not any(versions):
         raise NotFound(f"component: no stack in the knowledge base records {component!r}")
     mask = np.ones(table.n, dtype=bool)
@@ -312,12 +323,14 @@ def _group_regressions(
     """The regressions between consecutive versions (with ``min_count`` results each) of one
     group."""
     ordered = sorted(
-        (v for v in by_version if release_of(v) is not None and len(by_version[v]) >= rq.min_count),
-        key=lambda v: release_of(v),  # type: ignore[arg-type, return-value]
+        (v for v in by_version if _release(v) and len(by_version[v]) >= rq.min_count),
+        key=lambda v: (_named(v), _release(v)),
     )
     hib = bool(table.higher_is_better[idx[0]])
     out = []
     for old, new in pairwise(ordered):
+        if _named(old) != _named(new):  # two frameworks' versions (framework_version)
+            continue
         a, b = np.asarray(by_version[old]), np.asarray(by_version[new])
         change = speed_ratio(float(np.median(b)), float(np.median(a)), hib)
         p = mann_whitney(a, b)
@@ -341,6 +354,16 @@ def _group_regressions(
                 )
             )
     return out
+
+
+def _named(version: str) -> str:
+    """The framework a ``framework_version`` value names ("tensorrt 10.2": "tensorrt"), else ""."""
+    return version.rsplit(" ", 1)[0] if " " in version else ""
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """A version's release numbers (a ``framework_version`` value's own), () when none."""
+    return release_of(version.rsplit(" ", 1)[-1]) or ()
 
 
 def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[StackRank]:
