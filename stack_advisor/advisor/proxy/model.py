@@ -102,6 +102,11 @@ def _shape(cfg: dict[str, Any], where: str) -> _Shape:
     _bounded(where, "num_hidden_layers", layers, 1, MAX_LAYERS)
     _bounded(where, "hidden_size", hidden, 1, MAX_WIDTH)
     _bounded(where, "num_attention_heads", heads, 1, hidden)
+    if kv_heads > heads:  # the relation, not one field, is wrong: name both
+        raise InvalidInput(
+            f"{where}: num_key_value_heads = {kv_heads} exceeds num_attention_heads = {heads} "
+            "(each key/value head serves one or more attention heads)"
+        )
     _bounded(where, "num_key_value_heads", kv_heads, 1, heads)
     if heads % kv_heads:
         raise InvalidInput(

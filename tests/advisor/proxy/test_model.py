@@ -62,6 +62,16 @@ def test_bad_config_names_the_field(tmp_path: Path, change: dict[str, Any], fiel
         load_model(_write(tmp_path, "config.json", cfg))
 
 
+def test_more_kv_heads_than_attention_heads_names_both(tmp_path: Path) -> None:
+    """num_attention_heads 7 beside the card's 8 KV heads: the relation is wrong, and the error
+    names both fields (a probe was told num_key_value_heads = 8 is out of range 1..7)."""
+    cfg = {**LLAMA, "num_attention_heads": 7, "num_key_value_heads": 8}
+    with pytest.raises(
+        InvalidInput, match="num_key_value_heads = 8 exceeds num_attention_heads = 7"
+    ):
+        load_model(_write(tmp_path, "config.json", cfg))
+
+
 def test_short_yaml(tmp_path: Path) -> None:
     spec = load_model(
         _write(
