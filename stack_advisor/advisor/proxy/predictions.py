@@ -110,8 +110,10 @@ def proxy_predictions(
 
     family = str(spec.get("family") or MLPERF_INFERENCE)
     if not flops_described(spec.get("model"), family):
-        rows = as_predictions(adv.recommend(spec, top=ALL_ROWS), spec.get("scenario"), count)
-        return rows if count else smallest_counts(rows)
+        ranked = adv.recommend(spec, top=ALL_ROWS)
+        rows = as_predictions(ranked, spec.get("scenario"), count)
+        rows = rows if count else smallest_counts(rows)
+        return rows + _unanswered(spec, asked, rows, ranked, count)
     try:
         answer = adv.recommend(spec, top=ALL_ROWS)
     except NotFound as exc:
@@ -130,6 +132,39 @@ def proxy_predictions(
                 "model on it to estimate by proxy from"
             )
             out.append(refused(spec, text, count, why))
+    return out
+
+
+def _unanswered(
+    spec: dict[str, Any],
+    asked: list[str] | None,
+    rows: list[Prediction],
+    ranked: Any,
+    count: int | None,
+) -> list[Prediction]:
+    """A refused prediction for each asked accelerator no row answers (a probe's A100 gave an
+    empty table and exit 0), with the ranking's reason for leaving it out where it gave one."""
+    from stack_advisor.advisor.names import accelerator_selector
+
+    out = []
+    for text in asked or []:
+        selector = accelerator_selector(text)
+        if any(selector.matches(p.accelerator or p.query.accelerator) for p in rows):
+            continue
+        reasons = [
+            e.reason
+            for e in getattr(ranked, "excluded_candidates", [])
+            if selector.matches(e.accelerator) and "not allowed" not in e.reason
+        ]
+        why = (
+            reasons[0]
+            if reasons
+            else (
+                f"accelerator {text!r}: the proxy has no figure on it (no LLM results of it, or of "
+                "its stack family, to fit its efficiency from)"
+            )
+        )
+        out.append(refused(spec, text, count, why))
     return out
 
 

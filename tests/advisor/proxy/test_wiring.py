@@ -81,6 +81,13 @@ def test_predict_model_file(kb: str, tmp_path: Path) -> None:
     assert {p["query"]["benchmark"] for p in got} == {"Qwen3-30B-A3B"}
     assert {p["accelerator"] for p in got} == {"H100-SXM5-80GB"}
     assert all("fits" in p["warnings"][-1] for p in got)
+    # a part the proxy has no figure on is refused saying so, beside the answered one (a probe
+    # got an empty table and exit 0 for A100)
+    both = _json([*args[:-3], "--accelerator", "A100-SXM4-80GB", "--json", "--store", kb])
+    refused = [p for p in both if p["basis"] == "unsupported"]
+    assert [p["query"]["accelerator"] for p in refused] == ["A100-SXM4-80GB"]
+    assert "the proxy has no figure on it" in refused[0]["reason"]
+    assert [p for p in both if p["basis"] == "proxy"]
 
 
 def test_workload_model_object_errors_name_the_field() -> None:
