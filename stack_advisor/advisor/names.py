@@ -264,7 +264,15 @@ def canonical_query(
             problems.append(f"scenario: {exc}")
     bench = resolve_benchmark(query.benchmark, query.family)
     name = bench.id if bench.resolved else query.benchmark.strip()
-    if (query.family, name) not in known_benchmarks and not bench.resolved:
+    families = {f for f, _ in known_benchmarks} | {"mlperf-inference", "mlperf-training"}
+    if query.family not in families:  # the family misspelt: say so, not "unknown benchmark"
+        close = difflib.get_close_matches(query.family, sorted(families), n=1, cutoff=0.6)
+        problems.append(
+            f"family: unknown family {query.family!r}"
+            + (f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "")
+            + f" (known: {', '.join(sorted(families))})"
+        )
+    elif (query.family, name) not in known_benchmarks and not bench.resolved:
         problems.append(_unknown_benchmark(query, name, bench.suggestions, known_benchmarks))
     update["benchmark"] = name
     update["metric"] = canonical_metric(query.metric)

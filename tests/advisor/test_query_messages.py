@@ -251,3 +251,15 @@ def test_compare_names_every_component_its_help_lists(kb_advisor: Any) -> None:
         assert r.older.rsplit(" ", 1)[0] == r.newer.rsplit(" ", 1)[0], r
     rocm = kb_advisor.compare("rocm=6.3.1", "rocm=6.4", benchmark="llama2-70b-99")
     assert rocm.a_count > 0
+
+
+def test_a_misspelt_family_is_named_as_the_problem(kb_advisor: Any) -> None:
+    """The family "mlperf-trainig" was reported as "unknown benchmark 'bert' in mlperf-trainig"."""
+    (answer,) = kb_advisor.predict(
+        [{"family": "mlperf-trainig", "accelerator": "H100", "benchmark": "bert"}]
+    )
+    assert answer.reason is not None
+    assert answer.reason.startswith(
+        "family: unknown family 'mlperf-trainig'; did you mean 'mlperf-training'?"
+    )
+    assert "unknown benchmark" not in answer.reason
