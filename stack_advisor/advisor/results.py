@@ -400,6 +400,11 @@ class EvaluationReport(_Out):
         "system, or a scenario never recorded for the benchmark in training (those two apart)",
     )
     by_benchmark: dict[str, EvaluationSlice] = Field(default_factory=dict)
+    by_accelerator: dict[str, EvaluationSlice] = Field(
+        default_factory=dict,
+        description="by the held-out result's accelerator (catalogue name): in leave-one-out "
+        "and within-round, each accelerator held out",
+    )
     by_metric: dict[str, EvaluationSlice] = Field(default_factory=dict)
     by_group: dict[str, EvaluationSlice] = Field(
         default_factory=dict,

@@ -250,7 +250,10 @@ def evaluation_rows(report: Any) -> list[dict[str, Any]]:
 
     rows = []
     slices = [("overall", report.overall)]
-    for group in ("by_basis", "by_seen", "by_kind", "by_metric", "by_benchmark"):
+    groups = ["by_basis", "by_seen", "by_kind", "by_metric", "by_benchmark"]
+    if report.protocol in ("loao", "within-round"):  # which parts were held out, and how each did
+        groups.append("by_accelerator")
+    for group in groups:
         slices.extend(
             (f"{group.removeprefix('by_')}: {name}", s)
             for name, s in getattr(report, group).items()

@@ -387,6 +387,15 @@ def test_evaluate_by_round_goes_through_predict_and_reports_the_lookup(
     within = Advisor(store).evaluate("within-round")
     # its older rounds stay in training: a part that ran them was seen there
     assert "seen accelerator" in within.by_seen
+    # which parts were held out, and how each did (a probe could not tell); the table shows them
+    assert (
+        set(within.by_accelerator)
+        and sum(s.predictions + s.refused for s in within.by_accelerator.values())
+        == within.holdout_count
+    )
+    shown = {r["slice"] for r in evaluation_rows(within)}
+    assert {f"accelerator: {a}" for a in within.by_accelerator} <= shown
+    assert not [r for r in rows if r["slice"].startswith("accelerator: ")]  # by-round: not listed
 
 
 def _llm_server(value: float) -> str:

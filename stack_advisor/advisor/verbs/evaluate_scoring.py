@@ -137,6 +137,7 @@ class Scored:
             self.cols["basis"].append(p.basis.value)
             self.cols["reason"].append((p.reason or "").split(":")[0])
             self.cols["seen"].append("seen accelerator" if acc in seen else "unseen accelerator")
+            self.cols["accelerator"].append(acc)
             self.cols["benchmark"].append(f"{p.query.benchmark} {p.query.scenario or ''}".strip())
             self.cols["metric"].append(p.query.metric)
             self.cols["group"].append(f"{p.query.benchmark}|{p.query.scenario}|{p.query.metric}")
@@ -184,6 +185,7 @@ class Scored:
             "by_seen": by("seen"),
             "by_kind": by("kind"),
             "by_benchmark": by("benchmark"),
+            "by_accelerator": by("accelerator"),
             "by_metric": by("metric"),
             "by_group": by("bench_group"),
             "by_step": by("step"),
