@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from stack_advisor.schema.checks import bounded_request
+from stack_advisor.schema.checks import MAX_NAME, MAX_TEXT, bounded_request
 from stack_advisor.schema.models import PlacementKind
 
 # a query's fields that are names (each at most schema.checks.MAX_NAME characters)
@@ -243,7 +243,7 @@ class PredictQuery(_Out):
         bounded_request(value, QUERY_NAMES, info.field_name or "")
         return value
 
-    accelerator: str = Field(min_length=1)
+    accelerator: str = Field(min_length=1, max_length=MAX_NAME)
     accelerator_count: int = Field(default=1, ge=1)
     placement: PlacementKind = PlacementKind.BARE_METAL
     components: dict[str, str] = Field(
@@ -257,19 +257,21 @@ class PredictQuery(_Out):
         """``VGPU``, ``Bare-Metal``: a placement in any case, as scenarios and names are."""
         return value.strip().lower() if isinstance(value, str) else value
 
-    framework: str | None = None
-    family: str = "mlperf-inference"
-    benchmark: str = Field(min_length=1)
-    scenario: str | None = None
+    framework: str | None = Field(default=None, max_length=MAX_TEXT)
+    family: str = Field(default="mlperf-inference", max_length=MAX_NAME)
+    benchmark: str = Field(min_length=1, max_length=MAX_NAME)
+    scenario: str | None = Field(default=None, max_length=MAX_NAME)
     parameters: dict[str, Any] = Field(default_factory=dict)
     metric: str | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_NAME,
         description="the metric to answer in; none: the slice's throughput (its only metric; "
         "MLPerf Training: time to train), and the answer says so",
     )
     as_of: str = Field(
         default="today",
+        max_length=MAX_NAME,
         description="the round the answer is for: 'today' (the newest round published by today's "
         "date: a forecast where the knowledge base lacks it), 'now' (the newest round holding the "
         "benchmark), 'next' (a forecast one round ahead), a date such as 2026-05-01 or a round "

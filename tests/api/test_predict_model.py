@@ -143,6 +143,26 @@ def test_a_bad_description_refuses_its_query_alone(client: TestClient) -> None:
     assert metric["reason"].startswith("metric 'samples_per_second': the proxy answers tokens")
 
 
+def test_a_model_query_with_names_beyond_bounds_is_refused_alone(client: TestClient) -> None:
+    """A model named by a 300-character text or a list, an accelerator of 300 characters: that
+    query's refusal (its echo says "model" / "(invalid)"), never an error of the batch (the fuzz
+    found an echo longer than a query may hold raised instead)."""
+    queries = [
+        LLM_QUERY,
+        {**LLM_QUERY, "model": "m" * 300},
+        {**LLM_QUERY, "model": [None, False, {"": 1.5}]},
+        {**LLM_QUERY, "accelerator": "H" * 300},
+    ]
+    r = client.post("/v1/predictions", json={"queries": queries})
+    assert r.status_code in (200, 422), r.text
+    if r.status_code == 200:
+        good, *bad = r.json()
+        assert good["basis"] == "proxy"
+        assert all(b["basis"] == "unsupported" and b["reason"] for b in bad)
+    else:
+        assert "queries." in r.json()["message"]
+
+
 def test_a_model_query_without_an_accelerator_is_the_batch_422(client: TestClient) -> None:
     r = client.post("/v1/predictions", json={"queries": [{"model": MOE, **SERVING}]})
     assert r.status_code == 422, r.text

@@ -196,11 +196,20 @@ def refused(spec: dict[str, Any], accelerator: str, count: int | None, why: str)
         metric = "samples_per_second" if vision else "tokens_per_second"
     asked: dict[str, Any] = {"accelerator_count": count} if count else {}
     query = PredictQuery(
-        accelerator=accelerator,
-        family=family,
-        benchmark=str(name or "model"),
-        scenario=spec.get("scenario"),
+        accelerator=_echo(accelerator, "(invalid)"),
+        family=_echo(family, MLPERF_INFERENCE),
+        benchmark=_echo(name, "model"),
+        scenario=_echo(spec.get("scenario"), None),
         metric=metric,
         **asked,
     )
     return refused_prediction(query, why)
+
+
+def _echo(value: Any, instead: str | None) -> Any:
+    """A refused query's field as asked where it is a name a query may hold (text of at most
+    ``MAX_NAME`` characters), else ``instead`` (a model given as a list, a megabyte of text):
+    the refusal's reason says what was wrong."""
+    from stack_advisor.schema.checks import MAX_NAME
+
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_NAME else instead
