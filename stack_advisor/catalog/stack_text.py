@@ -25,22 +25,25 @@ from stack_advisor.schema.models import NGC_FRAMEWORKS, PlacementKind, SoftwareS
 
 _VERSION = r"v?(\d+(?:\.\d+)*[a-z0-9]*)"
 
+# a component's name as a word of its own: not inside a build tag ("vLLM 0.4.3+rocm614",
+# "...d20250730.rocm641" name the ROCm they were built for in a tag, not as a version)
+_NAMED = r"(?<![\w.+])"
 # name → pattern; the version is group 1. The word must be followed by an optional ':' and the
 # version, so "CUDA-X AI" or "OpenCL driver OpenCL 2.1" yield nothing.
 _COMPONENT_PATTERNS: dict[str, re.Pattern[str]] = {
-    "driver": re.compile(r"\bdriver\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "cuda": re.compile(r"\bcuda\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "cudnn": re.compile(r"\bcudnn\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "tensorrt": re.compile(r"\btensorrt\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "nccl": re.compile(r"\bnccl\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "python": re.compile(r"\bpython\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "driver": re.compile(_NAMED + r"driver\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "cuda": re.compile(_NAMED + r"cuda\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "cudnn": re.compile(_NAMED + r"cudnn\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "tensorrt": re.compile(_NAMED + r"tensorrt\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "nccl": re.compile(_NAMED + r"nccl\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "python": re.compile(_NAMED + r"python\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
 }
 _EXTRA_PATTERNS: dict[str, re.Pattern[str]] = {
-    "dali": re.compile(r"\bdali\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "triton": re.compile(r"\btriton\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "jetpack": re.compile(r"\bjetpack\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "rocm": re.compile(r"\brocm\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
-    "gcc": re.compile(r"\bgcc\s*[-:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "dali": re.compile(_NAMED + r"dali\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "triton": re.compile(_NAMED + r"triton\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "jetpack": re.compile(_NAMED + r"jetpack\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "rocm": re.compile(_NAMED + r"rocm\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
+    "gcc": re.compile(_NAMED + r"gcc\s*[-:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
 }
 # Keys used by JSON-shaped stacks (``[{"cuda_version": "12.0", "cuda_driver_version": ...}]``).
 _JSON_KEYS: dict[str, str] = {
@@ -56,6 +59,12 @@ _JSON_KEYS: dict[str, str] = {
     "nccl_version": "nccl",
     "python_version": "python",
     "python": "python",
+    "rocm_version": "rocm",
+}
+# a version only a build tag gives, where no text names it as a word ("PyTorch 2.3.0+rocm5.7"):
+# dotted only (a tag's "rocm641" could be 6.4.1 or 6.41)
+_TAGGED: dict[str, re.Pattern[str]] = {
+    "rocm": re.compile(r"[+.]rocm(\d+\.\d+(?:\.\d+)?)\b", re.IGNORECASE),
 }
 
 # Framework names as they appear in descriptions → canonical name. Searched in this order, so
@@ -127,6 +136,10 @@ def parse_components(value: Any) -> dict[str, str]:
         match = pattern.search(text)
         if match:
             out[name] = match.group(1)
+    for name, pattern in _TAGGED.items():
+        tagged = pattern.search(text) if name not in out else None
+        if tagged:
+            out[name] = tagged.group(1)
     return out
 
 

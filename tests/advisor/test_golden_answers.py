@@ -70,7 +70,10 @@ system's 1,025 per socket had been in the same row), 19's excluded list reordere
 inference, in the pools' evidence and the VM pinning advice (only that text moved). 37-40 again
 when each pool row began to carry its figure's factors, and a row whose figure the model made for
 the pool stopped repeating the ranked candidate's "as measured with this stack" note (the pool's
-own prediction says so where it is; a transferred or forecast figure had carried both).
+own prediction says so where it is; a transferred or forecast figure had carried both). 20 and
+21 when a stack text's ROCm began to be read from the word "ROCm" rather than from a build tag
+("vLLM 0.9.0.2...rocm641" had given ROCm "641" to systems of ROCm 6.4.1 and 6.12.12 alike): three
+AMD stacks that had shared one identity became candidates of their own.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -185,3 +185,20 @@ def test_nvidia_dynamo_is_a_serving_framework_under_the_engines() -> None:
     assert resolve_framework_name("NVIDIA Dynamo").id == "dynamo"
     stack = benchmark_stack(SoftwareStack(), NEXT_ROUND, "deepseek-r1")
     assert stack.framework == "tensorrt-llm"
+
+
+@pytest.mark.parametrize(
+    ("text", "rocm"),
+    [
+        ("vLLM 0.9.0.2.dev108+g71faa1880.d20250730.rocm641, Pytorch 2.7.0, ROCm 6.4.1", "6.4.1"),
+        ("vLLM 0.4.3+rocm614, PyTorch 2.3.0, ROCm 6.1.2", "6.1.2"),
+        ("2.3.0+rocm5.7", "5.7"),  # only a build tag names it, dotted: read from the tag
+        ("vllm-0.9.0.2.dev108+g71faa1880.d20250717.rocm641", None),  # 6.4.1 or 6.41: unread
+        ('{"rocm_version": "6.4.0", "kernel_version": "5.14.0"}', "6.4.0"),
+    ],
+)
+def test_rocm_is_read_from_its_name_not_a_build_tag(text: str, rocm: str | None) -> None:
+    """The shared rounds' AMD stacks had ROCm "641" and "614" from vLLM's build tags."""
+    from stack_advisor.catalog.stack_text import parse_components
+
+    assert parse_components(text).get("rocm") == rocm
