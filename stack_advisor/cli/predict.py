@@ -62,7 +62,10 @@ def predict(
     chosen = output_format(fmt, as_json)
     if query is None and model is None and benchmark and accelerator and count:
         asked = benchmark_queries(family, benchmark, scenario, accelerator, count, as_of)
-        return _show_predictions(_predict_benchmark(store, asked), chosen)
+        answered = _predict_benchmark(store, asked)
+        if not all(_proxy_instead(p) for p in answered):
+            return _show_predictions(answered, chosen)
+        # a catalogued model without results: by proxy at that count, as without --count
     if query is None:  # a described model, by proxy (stack_advisor.cli.proxy)
         spec = proxy_workload(
             model=model,
@@ -94,6 +97,13 @@ def predict(
         else:
             predictions = adv.predict(data)
     _show_predictions(predictions, chosen)
+
+
+def _proxy_instead(p: Prediction) -> bool:
+    """Whether ``p`` was refused because its benchmark, catalogued, has no results and the
+    proxy knows its model (``candidates.no_results_yet``)."""
+    reason = p.reason or ""
+    return reason.startswith("no results yet for ") and "by proxy" in reason
 
 
 def _predict_benchmark(store: str | None, queries: list[dict[str, Any]]) -> list[Prediction]:

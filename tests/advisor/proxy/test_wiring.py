@@ -56,6 +56,16 @@ def test_catalogued_llm_without_results_answers_by_proxy(kb: str) -> None:
 
 
 @pytest.mark.slow
+def test_flags_with_a_count_answer_a_catalogued_model_by_proxy(kb: str) -> None:
+    """``predict --benchmark gpt-oss-120b ... --count 8`` was refused as an unknown benchmark
+    while the same flags without ``--count`` answered by proxy: both answer by proxy."""
+    args = ["predict", "--benchmark", "gpt-oss-120b", "--scenario", "Offline"]
+    got = _json([*args, "--accelerator", "H100-SXM5-80GB", "--count", "8", "--json", "--store", kb])
+    assert got and {p["basis"] for p in got} == {"proxy"}
+    assert {p["query"]["accelerator_count"] for p in got} == {8}
+
+
+@pytest.mark.slow
 def test_predict_model_file(kb: str, tmp_path: Path) -> None:
     config = tmp_path / "Qwen3-30B-A3B" / "config.json"
     config.parent.mkdir()
