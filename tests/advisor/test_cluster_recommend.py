@@ -179,6 +179,19 @@ def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> N
         assert [(r["pool"], r["stack_id"], r["basis"]) for r in data["recommendations"]] == [
             (r.pool, r.stack_id, r.basis.value) for r in answer.recommendations
         ]
+        # the image given in the workload is the same request (a probe got manifests from one
+        # and the image's stack warnings from the other)
+        in_workload = {
+            "workload": {**WORKLOAD, "image": IMAGE},
+            "nodes": POOL_NODES,
+            "top": 100,
+        }
+        same = client.post("/v1/recommendations", json=in_workload).json()["recommendations"]
+        assert [(r["pool"], r["stack_id"], r["warnings"], r["manifests"]) for r in same] == [
+            (r["pool"], r["stack_id"], r["warnings"], r["manifests"])
+            for r in data["recommendations"]
+        ]
+        assert any(r["manifests"] for r in same)
         what_if = client.post(
             "/v1/recommendations", json={**body, "what_if_driver": {"t4-pool": "550.54.15"}}
         )

@@ -73,7 +73,9 @@ the pool stopped repeating the ranked candidate's "as measured with this stack" 
 own prediction says so where it is; a transferred or forecast figure had carried both). 20 and
 21 when a stack text's ROCm began to be read from the word "ROCm" rather than from a build tag
 ("vLLM 0.9.0.2...rocm641" had given ROCm "641" to systems of ROCm 6.4.1 and 6.12.12 alike): three
-AMD stacks that had shared one identity became candidates of their own.
+AMD stacks that had shared one identity became candidates of their own. 37 and 39 (cluster, with
+an image) when the request's image began to be the workload's too: the rows now say where the
+image ships another stack than theirs, as recommend --image does (the workload echo names it).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

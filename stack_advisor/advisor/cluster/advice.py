@@ -136,6 +136,11 @@ class ClusterAdvisor(PoolRanking):
         start = time.perf_counter()
         if not isinstance(workload, Workload):
             workload = Workload.from_dict(workload)
+        # one image, however it was given (the request's or the workload's): the manifests use
+        # it and the rows check it against their stacks (the API had given each half of that)
+        image = image or workload.image
+        if image and workload.image != image:
+            workload = workload.model_copy(update={"image": image})
         _check_sizes({"top": top, "per_pool": per_pool, "gpus": gpus, "nodes_count": nodes_count})
         by_name = {p.name: p for p in pools}
         what_if = checked_what_if(what_if_driver, by_name)
