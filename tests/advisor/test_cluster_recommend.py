@@ -334,3 +334,32 @@ def test_every_pool_row_answers_for_the_round_asked(kb_advisor, pools) -> None: 
     for r in moved:
         assert any(f.name in ("forecast", "round drift", "stack") for f in r.factors), r.factors
         assert not [w for w in r.warnings if w.startswith("as measured with this stack")]
+
+
+def test_a_driver_that_makes_a_pool_usable_has_nothing_before(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """A B200 pool on driver 550 runs nothing (Blackwell needs 570): upgrading it has no "before"
+    row (a probe got a 'best before' on 550 from an H200 candidate, gain 1.00)."""
+    from tests.support.gfd_nodes import node
+
+    nodes = [
+        node(
+            f"b200-{i}",
+            {
+                "stack-advisor.io/pool": "b200-old",
+                "nvidia.com/gpu.product": "NVIDIA-B200",
+                "nvidia.com/gpu.count": "8",
+                "nvidia.com/cuda.driver-version.full": "550.90.07",
+            },
+            gpus="8",
+        )
+        for i in range(2)
+    ]
+    pools = group_pools(nodes_from_json(nodes))
+    workload = {"benchmark": "llama2-70b-99", "scenario": "Server"}
+    result = ClusterAdvisor(kb_advisor).recommend(
+        workload, pools, source="test", top=20, what_if_driver={"b200-old": "570.124.06"}
+    )
+    (report,) = result.what_if
+    assert report.best_before is None and report.gain is None
+    assert report.best_after is not None
+    assert "makes it usable" in report.summary and "driver 550.90.07 runs none" in report.summary

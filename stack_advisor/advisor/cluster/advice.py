@@ -148,17 +148,24 @@ class ClusterAdvisor(PoolRanking):
         notes, excluded, shapes, targets = pool_targets(
             pools, by_name, what_if, gpus, nodes_count, workload.target
         )
-        # what-if pools are also evaluated on their current driver, in the same batch
+        # what-if pools are also evaluated on their current driver, in the same batch; a pool
+        # its current driver leaves unusable (a Blackwell pool on 550) has nothing before
         baseline = [
-            (pool, shape, pool.driver) for pool, shape, _ in targets if pool.name in what_if
+            (pool, shape, pool.driver)
+            for pool, shape, _ in targets
+            if pool.name in what_if and pool.usable
         ]
         evaluated = self.evaluate_pools(
             workload, targets + baseline, per_pool=per_pool, image=image
         )
         candidates, metric = _gather(targets, evaluated, excluded)
         ranked = [r.model_copy(update={"rank": i}) for i, r in enumerate(candidates[:top], start=1)]
+        nothing: PoolRun = ([], {}, None)
         runs = (
-            {pool.name: e for (pool, _, _), e in zip(baseline, evaluated[len(targets) :])},
+            {
+                **{pool.name: nothing for pool, _, _ in targets if not pool.usable},
+                **{pool.name: e for (pool, _, _), e in zip(baseline, evaluated[len(targets) :])},
+            },
             {pool.name: e for (pool, _, _), e in zip(targets, evaluated)},
         )
         sizes = (gpus, nodes_count, per_pool)
