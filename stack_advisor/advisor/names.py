@@ -230,6 +230,20 @@ def _unknown_benchmark(
     return head + (f"; {meant}" if meant else "")
 
 
+def _unknown_family(family: str, known_benchmarks: set[tuple[str, str]]) -> str | None:
+    """Why ``family`` is no family the knowledge base or the catalogue holds, with its closest
+    spelling; None when it is one."""
+    families = {f for f, _ in known_benchmarks} | {"mlperf-inference", "mlperf-training"}
+    if family in families:
+        return None
+    close = difflib.get_close_matches(family, sorted(families), n=1, cutoff=0.6)
+    return (
+        f"family: unknown family {family!r}"
+        + (f"; did you mean {close[0]!r}?" if close else "")
+        + f" (known: {', '.join(sorted(families))})"
+    )
+
+
 def canonical_query(
     query: PredictQuery,
     known_benchmarks: set[tuple[str, str]],
@@ -264,14 +278,9 @@ def canonical_query(
             problems.append(f"scenario: {exc}")
     bench = resolve_benchmark(query.benchmark, query.family)
     name = bench.id if bench.resolved else query.benchmark.strip()
-    families = {f for f, _ in known_benchmarks} | {"mlperf-inference", "mlperf-training"}
-    if query.family not in families:  # the family misspelt: say so, not "unknown benchmark"
-        close = difflib.get_close_matches(query.family, sorted(families), n=1, cutoff=0.6)
-        problems.append(
-            f"family: unknown family {query.family!r}"
-            + (f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else "")
-            + f" (known: {', '.join(sorted(families))})"
-        )
+    family = _unknown_family(query.family, known_benchmarks)
+    if family:  # the family misspelt: say so, not "unknown benchmark"
+        problems.append(family)
     elif (query.family, name) not in known_benchmarks and not bench.resolved:
         problems.append(_unknown_benchmark(query, name, bench.suggestions, known_benchmarks))
     update["benchmark"] = name

@@ -285,21 +285,8 @@ def test_a_pool_figure_derived_from_another_scenario_says_so_once(kb_advisor) ->
     Server) is derived from Server on the pool too: the answer carries the pool figure's own note
     of how it was derived, not also the ranked candidate's (which named another basis)."""
     from stack_advisor.advisor.estimate.scenario import is_derived_note
-    from tests.support.gfd_nodes import node
 
-    nodes = [
-        node(
-            f"b200-{i}",
-            {
-                "stack-advisor.io/pool": "b200",
-                "nvidia.com/gpu.product": "NVIDIA-B200",
-                "nvidia.com/gpu.count": "8",
-                "nvidia.com/cuda.driver-version.full": "580.65.06",
-            },
-            gpus="8",
-        )
-        for i in range(2)
-    ]
+    nodes = _b200_nodes("b200", "580.65.06")
     result = ClusterAdvisor(kb_advisor).recommend(
         {"benchmark": "deepseek-r1", "scenario": "Interactive"},
         group_pools(nodes_from_json(nodes)),
@@ -339,22 +326,7 @@ def test_every_pool_row_answers_for_the_round_asked(kb_advisor, pools) -> None: 
 def test_a_driver_that_makes_a_pool_usable_has_nothing_before(kb_advisor) -> None:  # type: ignore[no-untyped-def]
     """A B200 pool on driver 550 runs nothing (Blackwell needs 570): upgrading it has no "before"
     row (a probe got a 'best before' on 550 from an H200 candidate, gain 1.00)."""
-    from tests.support.gfd_nodes import node
-
-    nodes = [
-        node(
-            f"b200-{i}",
-            {
-                "stack-advisor.io/pool": "b200-old",
-                "nvidia.com/gpu.product": "NVIDIA-B200",
-                "nvidia.com/gpu.count": "8",
-                "nvidia.com/cuda.driver-version.full": "550.90.07",
-            },
-            gpus="8",
-        )
-        for i in range(2)
-    ]
-    pools = group_pools(nodes_from_json(nodes))
+    pools = group_pools(nodes_from_json(_b200_nodes("b200-old", "550.90.07")))
     workload = {"benchmark": "llama2-70b-99", "scenario": "Server"}
     result = ClusterAdvisor(kb_advisor).recommend(
         workload, pools, source="test", top=20, what_if_driver={"b200-old": "570.124.06"}
@@ -363,3 +335,16 @@ def test_a_driver_that_makes_a_pool_usable_has_nothing_before(kb_advisor) -> Non
     assert report.best_before is None and report.gain is None
     assert report.best_after is not None
     assert "makes it usable" in report.summary and "driver 550.90.07 runs none" in report.summary
+
+
+def _b200_nodes(pool: str, driver: str) -> list[dict[str, Any]]:
+    """Two 8-GPU B200 nodes of ``pool`` on ``driver``, as GPU feature discovery labels them."""
+    from tests.support.gfd_nodes import node
+
+    labels = {
+        "stack-advisor.io/pool": pool,
+        "nvidia.com/gpu.product": "NVIDIA-B200",
+        "nvidia.com/gpu.count": "8",
+        "nvidia.com/cuda.driver-version.full": driver,
+    }
+    return [node(f"b200-{i}", labels, gpus="8") for i in range(2)]

@@ -134,13 +134,7 @@ class ClusterAdvisor(PoolRanking):
             NotFound: no pools, or the benchmark is not in the knowledge base.
         """
         start = time.perf_counter()
-        if not isinstance(workload, Workload):
-            workload = Workload.from_dict(workload)
-        # one image, however it was given (the request's or the workload's): the manifests use
-        # it and the rows check it against their stacks (the API had given each half of that)
-        image = image or workload.image
-        if image and workload.image != image:
-            workload = workload.model_copy(update={"image": image})
+        workload, image = _with_image(workload, image)
         _check_sizes({"top": top, "per_pool": per_pool, "gpus": gpus, "nodes_count": nodes_count})
         by_name = {p.name: p for p in pools}
         what_if = checked_what_if(what_if_driver, by_name)
@@ -236,6 +230,19 @@ class ClusterAdvisor(PoolRanking):
             )
         knowledge = self.advisor.knowledge()
         return driver_what_if(knowledge, workload, pool, version, before_run, after_run)
+
+
+def _with_image(
+    workload: Workload | dict[str, Any], image: str | None
+) -> tuple[Workload, str | None]:
+    """The workload and one image, however it was given (the request's or the workload's): the
+    manifests use it and the rows check it against their stacks (the API had given each half)."""
+    if not isinstance(workload, Workload):
+        workload = Workload.from_dict(workload)
+    image = image or workload.image
+    if image and workload.image != image:
+        workload = workload.model_copy(update={"image": image})
+    return workload, image
 
 
 def _check_pools(pools: list[NodePool]) -> None:

@@ -234,13 +234,19 @@ def canonical_query(index: EvidenceIndex, q: PredictQuery) -> Query | str:
         framework=q.framework or "",
         as_of=q.as_of,
     )
-    try:  # a round that does not exist, or one too far ahead: this query's refusal alone
-        index.round_drift.target(query, q.as_of)
+    return _round_problem(index, query) or query
+
+
+def _round_problem(index: EvidenceIndex, query: Query) -> str | None:
+    """Why the round ``query.as_of`` names cannot be answered for (one that does not exist, one
+    too far ahead): this query's refusal alone; None when it can."""
+    try:
+        index.round_drift.target(query, query.as_of)
     except InvalidInput as exc:
         if not str(exc).startswith("as_of:"):
             raise  # the server's own setting (ADVISOR_TODAY), not the query's
         return str(exc)
-    return query
+    return None
 
 
 def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Prediction:
