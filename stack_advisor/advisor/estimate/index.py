@@ -169,7 +169,7 @@ class EvidenceIndex:
     def holds_accelerator(self, name: str) -> bool:
         """Whether results are stored under the canonical name ``name`` (one an import could not
         resolve keeps its published name)."""
-        return any(name in by for by in self.slices.values())
+        return name in self.raw_names
 
     def benchmarks(self, family: str) -> list[str]:
         return sorted({k[1] for k in self.slices if k[0] == family and FORMER not in k[1]})
