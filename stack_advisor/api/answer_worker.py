@@ -21,6 +21,7 @@ import shutil
 import signal
 import threading
 import time
+from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
 
@@ -79,10 +80,22 @@ def end_with_parent(parent: int, folder: str | None) -> None:
     parent); a thread that looks at the parent every ``PARENT_POLL_S`` covers the rest (a
     signal already spent on a thread, a platform without prctl)."""
 
-    def gone() -> None:
-        if folder:
+    def remove() -> None:
+        if folder and os.getppid() != parent:
             shutil.rmtree(folder, ignore_errors=True)
+            # and any other folder the dead server made (named after its pid: a pool it started
+            # again wrote another), which no worker of it is left to remove
+            named = Path(folder).name.rsplit("-", 1)[0] + "-"
+            for other in Path(folder).parent.glob(named + "*"):
+                shutil.rmtree(other, ignore_errors=True)
+
+    def gone() -> None:
+        remove()
         os._exit(0)
+
+    # a worker can also end the ordinary way once its parent is gone (the pool's pipe closes
+    # before the signal is handled, under load): multiprocessing runs its finalizers then
+    Finalize(None, remove, exitpriority=100)
 
     def on_signal(signum: int, frame: object) -> None:
         if os.getppid() != parent:
