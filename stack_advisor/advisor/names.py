@@ -9,10 +9,10 @@ may name one board or slice ("NVIDIA A100-SXM-80GB"), a family ("H100"), a gener
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from stack_advisor.advisor.knowledge.rules import parse_version
 from stack_advisor.advisor.results import PredictQuery
 from stack_advisor.catalog import (
     cudnn_version,
@@ -169,19 +169,16 @@ def canonical_components(components: dict[str, str]) -> dict[str, str]:
 
 
 NOT_VERSIONS = ("implementation",)  # components whose value is a kind, not a release
-_VERSION_TEXT = re.compile(r"v?\d+(?:[.\-+_][0-9A-Za-z]+)*")
 
 
 def _version_written(component: str, version: str) -> None:
-    """A component's version as releases write one (a driver: numbers, 570.133.20).
+    """A component's version as the rules read one (``knowledge.rules.parse_version``).
 
     Raises:
         ValueError: an empty or non-version text, which would otherwise skip the rules that
             judge the version (a probe's driver "abc" answered a B200 query as runnable).
     """
-    text = version.strip()
-    shape = r"\d+(?:\.\d+){0,2}" if component == "driver" else _VERSION_TEXT.pattern
-    if not re.fullmatch(shape, text):
+    if parse_version(version) is None:
         example = "570.133.20" if component == "driver" else "12.4 or 2.3.0"
         raise ValueError(
             f"{component} {version!r} is not a version (write e.g. {example}, or leave it out)"

@@ -63,7 +63,7 @@ def predict(
     if query is None and model is None and benchmark and accelerator and count:
         asked = benchmark_queries(family, benchmark, scenario, accelerator, count, as_of)
         answered = _predict_benchmark(store, asked)
-        if not all(_proxy_instead(p) for p in answered):
+        if answered is not None:
             return _show_predictions(answered, chosen)
         # a catalogued model without results: by proxy at that count, as without --count
     if query is None:  # a described model, by proxy (stack_advisor.cli.proxy)
@@ -99,21 +99,19 @@ def predict(
     _show_predictions(predictions, chosen)
 
 
-def _proxy_instead(p: Prediction) -> bool:
-    """Whether ``p`` was refused because its benchmark, catalogued, has no results and the
-    proxy knows its model (``candidates.no_results_yet``)."""
-    reason = p.reason or ""
-    return reason.startswith("no results yet for ") and "by proxy" in reason
-
-
-def _predict_benchmark(store: str | None, queries: list[dict[str, Any]]) -> list[Prediction]:
+def _predict_benchmark(store: str | None, queries: list[dict[str, Any]]) -> list[Prediction] | None:
     """``benchmark_queries`` answered as ``--query`` answers them, in the metric a ranking of
-    the benchmark reports (the queries need one; the flags name none)."""
+    the benchmark reports (the queries need one; the flags name none); None where that ranking
+    answers by proxy (a catalogued model without results: ``predict --model`` answers it)."""
+    from stack_advisor.advisor.results import Basis
+
     first = queries[0]
     spec: dict[str, Any] = {k: first[k] for k in ("family", "benchmark", "scenario") if k in first}
     with answering_store(store) as adv:
-        metric = adv.recommend(spec, top=1).metric
-        return adv.predict([{**q, "metric": metric} for q in queries])
+        ranked = adv.recommend(spec, top=1)
+        if ranked.recommendations and ranked.recommendations[0].basis is Basis.PROXY:
+            return None
+        return adv.predict([{**q, "metric": ranked.metric} for q in queries])
 
 
 def benchmark_queries(

@@ -160,8 +160,9 @@ def _bounded(value: Any, names: tuple[str, ...], where: str, depth: int) -> None
         if len(value) > MAX_ENTRIES:
             raise ValueError(f"{field}: {len(value)} entries, at most {MAX_ENTRIES}")
         for key, item in value.items():
-            _bounded(str(key), (), f"{where}.{key}" if where else str(key), depth + 1)
-            _bounded(item, names, f"{where}.{key}" if where else str(key), depth + 1)
+            path = f"{where}.{key}" if where else str(key)
+            _bounded(str(key), (), path, depth + 1)
+            _bounded(item, names, path, depth + 1)
     elif isinstance(value, (list, tuple)):
         if len(value) > MAX_ENTRIES:
             raise ValueError(f"{field}: {len(value)} entries, at most {MAX_ENTRIES}")

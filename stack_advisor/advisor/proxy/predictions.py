@@ -139,7 +139,7 @@ def _unanswered(
     spec: dict[str, Any],
     asked: list[str] | None,
     rows: list[Prediction],
-    ranked: Any,
+    ranked: RecommendationSet,
     count: int | None,
 ) -> list[Prediction]:
     """A refused prediction for each asked accelerator no row answers (a probe's A100 gave an
@@ -151,11 +151,7 @@ def _unanswered(
         selector = accelerator_selector(text)
         if any(selector.matches(p.accelerator or p.query.accelerator) for p in rows):
             continue
-        reasons = [
-            e.reason
-            for e in getattr(ranked, "excluded_candidates", [])
-            if selector.matches(e.accelerator) and "not allowed" not in e.reason
-        ]
+        reasons = [e.reason for e in ranked.excluded_candidates if selector.matches(e.accelerator)]
         why = (
             reasons[0]
             if reasons

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from stack_advisor.catalog import (
+    BenchmarkEntry,
     load_catalog,
     named_scenario,
     resolve_accelerator,
@@ -191,12 +192,18 @@ def _metric(
     tokens (whatever the table labels it), the benchmark's own tail percentile or the scenario's
     for latency."""
     cat = load_catalog()
-    entry = cat.benchmark(FAMILY, benchmark_id) or (cat.benchmark(FAMILY, base) if base else None)
+    entry = _entry(benchmark_id, base)
     if kind == "throughput":
         return "tokens_per_second" if entry is not None and entry.tokens else str(unit_metric)
     if entry is not None and entry.latency_percentile is not None and scenario == "SingleStream":
         return f"p{entry.latency_percentile:g}".replace(".", "_") + "_latency_ms"
     return cat.scenarios[scenario].metric
+
+
+def _entry(benchmark_id: str, base: str | None) -> BenchmarkEntry | None:
+    """The catalogue's entry of the row's benchmark, else of the benchmark it is a variant of."""
+    cat = load_catalog()
+    return cat.benchmark(FAMILY, benchmark_id) or (cat.benchmark(FAMILY, base) if base else None)
 
 
 def _unit_mismatch(
@@ -205,11 +212,11 @@ def _unit_mismatch(
     """Why the row's units cannot be its scenario's or benchmark's result, or None: a latency
     where the scenario publishes a throughput (or the reverse), tokens for a benchmark the
     catalogue says LoadGen counts in samples or queries."""
-    cat = load_catalog()
-    expected = "latency" if cat.scenarios[scenario].metric.endswith("_latency_ms") else "throughput"
+    higher = metric_facts(load_catalog().scenarios[scenario].metric)[1]
+    expected = "throughput" if higher else "latency"
     if kind != expected:
         return f"a {kind} where {scenario} publishes a {expected}"
-    entry = cat.benchmark(FAMILY, benchmark_id) or (cat.benchmark(FAMILY, base) if base else None)
+    entry = _entry(benchmark_id, base)
     if unit_metric == "tokens_per_second" and entry is not None and not entry.tokens:
         return f"tokens/s for {entry.id}, whose LoadGen counts samples or queries, not tokens"
     return None
@@ -358,7 +365,6 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
     except RowRejected as exc:
         report.reject(row, exc)
         return None
-    report.results += 1
     if not bench.resolved:
         report.unresolved_benchmarks[benchmark_raw] += 1
     figure = _Figure(
@@ -528,9 +534,9 @@ def read_summary(
                 f"{scenario}, metric {obs.metric}): the first is kept"
             )
             report.reject(row, RowRejected("benchmark", why), reason="duplicate")
-            report.results -= 1  # counted once, as the first row's
             continue
         observations.append(obs)
+        report.results += 1
     return observations, report
 
 
