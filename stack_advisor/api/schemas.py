@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from stack_advisor.advisor.proxy.model_query import ModelQuery
 from stack_advisor.advisor.results import PredictQuery
@@ -131,7 +131,8 @@ class RecommendationRequest(BaseModel):
         default=None,
         min_length=1,
         max_length=20_000,
-        description="Node objects as the Kubernetes API returns them",
+        description="Node objects as the Kubernetes API returns them (the whole "
+        "`kubectl get nodes -o json` NodeList is read as its items)",
     )
     pool_label: str | None = Field(default=None, description="the label naming node pools")
     what_if_driver: dict[str, str] = Field(
@@ -145,6 +146,22 @@ class RecommendationRequest(BaseModel):
         default=None, description="image for stacks the knowledge base records none for"
     )
     per_pool: int = Field(default=3, ge=1, le=20)
+
+    @field_validator("nodes", mode="before")
+    @classmethod
+    def _node_list(cls, value: Any) -> Any:
+        """``kubectl get nodes -o json`` as it prints it (a NodeList or List with ``items``),
+        or one Node, is read as the list of its nodes."""
+        if isinstance(value, dict):
+            if value.get("kind") == "Node":
+                return [value]
+            if "items" in value:
+                return value["items"]
+            raise ValueError(
+                "expected Node objects: a list, or `kubectl get nodes -o json` output (an "
+                f"object with items); got an object with keys {sorted(value)[:8]}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_source(self) -> RecommendationRequest:

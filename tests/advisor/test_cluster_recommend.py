@@ -114,7 +114,9 @@ def test_mig_and_vgpu_pools_request_their_resources(answer) -> None:  # type: ig
     }
 
 
-def test_a_job_larger_than_a_node_becomes_a_gang(kb_advisor, pools) -> None:  # type: ignore[no-untyped-def]
+def test_a_serving_job_larger_than_a_node_becomes_a_leader_worker_set(kb_advisor, pools) -> None:  # type: ignore[no-untyped-def]
+    """As docs/placement.md's table says for ``--target pod`` across nodes: serving (an
+    inference benchmark) is a LeaderWorkerSet, never a training operator's PyTorchJob."""
     result = ClusterAdvisor(kb_advisor).recommend(
         WORKLOAD, pools, source="test", gpus=16, top=20, image=IMAGE
     )
@@ -122,23 +124,31 @@ def test_a_job_larger_than_a_node_becomes_a_gang(kb_advisor, pools) -> None:  # 
     assert "needs 16 nodes" in result.excluded_pools["t4-pool"]
     top = result.recommendations[0]
     assert top.shape.model_dump() == {"units_per_pod": 8, "pods": 2, "total_units": 16}
-    assert [m["kind"] for m in top.manifests] == ["PodGroup", "PyTorchJob"]
+    (lws,) = top.manifests
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
     assert top.job_value == pytest.approx(top.value * 16)
-    for replica in top.manifests[1]["spec"]["pytorchReplicaSpecs"].values():
-        _valid_pod(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "worker", **replica["template"]["metadata"]},
-                "spec": replica["template"]["spec"],
-            }
-        )
+    template = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    assert template["spec"]["nodeSelector"] == {"stack-advisor.io/pool": "a100-bm"}
+    assert template["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 8}
+    _valid_pod(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "worker", **template.get("metadata", {})},
+            "spec": template["spec"],
+        }
+    )
     assert any("linearly" in w for w in top.warnings)
 
 
 def test_what_if_driver_upgrade_unlocks_cuda_12_stacks(kb_advisor, pools) -> None:  # type: ignore[no-untyped-def]
     result = ClusterAdvisor(kb_advisor).recommend(
-        WORKLOAD, pools, source="test", top=100, what_if_driver={"t4-pool": "550.54.15"}
+        WORKLOAD,
+        pools,
+        source="test",
+        top=100,
+        what_if_driver={"t4-pool": "550.54.15"},
+        image=IMAGE,
     )
     (report,) = result.what_if
     assert (report.pool, report.driver_from, report.driver_to) == (
@@ -153,6 +163,15 @@ def test_what_if_driver_upgrade_unlocks_cuda_12_stacks(kb_advisor, pools) -> Non
     t4 = [r for r in result.recommendations if r.pool == "t4-pool"]
     assert all(r.driver == "550.54.15" for r in t4)
     assert any(_cuda_major(r.stack) == 12 for r in t4)  # re-ranked as if upgraded
+    # its manifests say the pool runs another driver now (a probe's carried only the old one)
+    for r in t4:
+        annotations = r.manifests[0]["metadata"]["annotations"]
+        assert annotations["stack-advisor/pool-driver"] == "470.82.01"
+        assert annotations["stack-advisor/what-if-driver"].startswith("550.54.15: ranked as if")
+    others = [r for r in result.recommendations if r.pool != "t4-pool"]
+    assert others and not any(
+        "stack-advisor/what-if-driver" in r.manifests[0]["metadata"]["annotations"] for r in others
+    )
     with pytest.raises(InvalidInput, match="no pool named 't4pool'; did you mean t4-pool"):
         ClusterAdvisor(kb_advisor).recommend(
             WORKLOAD, pools, source="test", what_if_driver={"t4pool": "550"}
@@ -192,6 +211,15 @@ def test_the_api_answers_for_a_nodes_list(kb_advisor, mlperf_store, answer) -> N
             for r in data["recommendations"]
         ]
         assert any(r["manifests"] for r in same)
+        # `kubectl get nodes -o json` pasted whole (a NodeList) is read as its items
+        listed = {"apiVersion": "v1", "kind": "NodeList", "items": POOL_NODES}
+        whole = client.post("/v1/recommendations", json={**body, "nodes": listed})
+        assert whole.status_code == 200, whole.text
+        assert [r["stack_id"] for r in whole.json()["recommendations"]] == [
+            r["stack_id"] for r in data["recommendations"]
+        ]
+        odd = client.post("/v1/recommendations", json={**body, "nodes": {"metadata": {}}})
+        assert odd.status_code == 422 and "expected Node objects" in odd.text
         what_if = client.post(
             "/v1/recommendations", json={**body, "what_if_driver": {"t4-pool": "550.54.15"}}
         )

@@ -150,10 +150,12 @@ class PoolAnswers:
         image: tuple[str | None, str | None],
         shape: JobShape,
         workload: Workload,
+        driver: str | None = None,
     ) -> tuple[Manifests, str | None]:
         """The pool's manifests for the stack in the workload's ``target`` and their YAML,
         memoised, and the warning when there are none (no image, or why the target cannot
-        place the job)."""
+        place the job). A row ranked on another ``driver`` than the pool's (a what-if) says so
+        in each object's annotations."""
         image_ref, image_source = image
         if image_ref is None:
             return ([], ""), _NO_IMAGE
@@ -168,6 +170,7 @@ class PoolAnswers:
             name,
             workload.target,
             training,
+            driver,
         )
         memo = self.snippets.get(key)
         if memo is None:
@@ -184,6 +187,8 @@ class PoolAnswers:
                 framework=stack.framework,
                 image_source=image_source,
             )
+            if driver and driver != pool.driver:
+                _what_if_driver(manifests, pool, driver)
             yaml_text = "---\n".join(to_yaml(m) for m in manifests)
             note = f"no manifests for --target {workload.target.value}: {why}" if why else None
             memo = self.snippets[key] = ((manifests, yaml_text), note)
@@ -228,7 +233,7 @@ class PoolAnswers:
         found_image = image_of(stack, site.image, self.images)
         if shape.pods > 1 and hib:
             warnings.append(_linear_scaling(shape.pods))
-        memo, note = self._manifests(pool, stack, rec, found_image, shape, workload)
+        memo, note = self._manifests(pool, stack, rec, found_image, shape, workload, site.driver)
         if note:
             warnings.append(note)
         numa, (manifests, snippet) = self._numa(pool, units, memo, site.generation)
@@ -263,3 +268,14 @@ class PoolAnswers:
             numa=numa,
             round=answer_round or rec.round,
         )
+
+
+WHAT_IF_DRIVER = "stack-advisor/what-if-driver"
+
+
+def _what_if_driver(manifests: list[dict[str, Any]], pool: NodePool, driver: str) -> None:
+    """Annotate objects ranked as if ``pool`` ran ``driver``: its nodes run another one now."""
+    now = pool.driver or "an unknown driver"
+    text = f"{driver}: ranked as if {pool.name} ran it (it runs {now}); upgrade before applying"
+    for manifest in manifests:
+        manifest.setdefault("metadata", {}).setdefault("annotations", {})[WHAT_IF_DRIVER] = text

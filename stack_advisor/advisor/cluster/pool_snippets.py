@@ -4,8 +4,8 @@ tolerations and resource), turned into the target's object with the pool's own f
 and GPUs per node (the job's shape), its part's catalogue facts, the DRA driver of a pool whose
 devices only ResourceSlices publish, the sandbox resource of a pool given to VMs.
 
-- ``pod`` on a pool with an extended resource: a Pod, or a Volcano PodGroup + PyTorchJob gang
-  (``pool_manifests``);
+- ``pod`` on a pool with an extended resource: a Pod, or for training across nodes a Volcano
+  PodGroup + PyTorchJob gang (``pool_manifests``), for serving across nodes a LeaderWorkerSet;
 - a pool whose resource is a DRA DeviceClass (``pool_devices``): whatever the target, a
   ResourceClaimTemplate of that class and the target's object consuming it; never an
   extended-resource request its nodes cannot satisfy;
@@ -100,7 +100,7 @@ def pool_snippet(
 ) -> Answer:
     """(the objects to apply, None), or ([], why the target cannot place the job on the pool)."""
     dra = claims_only(pool)
-    if target is SnippetTarget.POD and not dra:
+    if target is SnippetTarget.POD and not dra and (training or shape.pods <= 1):
         return pool_manifests(
             pool=pool,
             stack=stack,

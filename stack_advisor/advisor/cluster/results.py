@@ -82,7 +82,8 @@ class PoolRecommendation(_Out):
         "result answered as measured: its round)",
     )
     manifests: list[dict[str, Any]] = Field(
-        description="the objects to apply: a Pod, or a PodGroup and a PyTorchJob"
+        description="the objects to apply: a Pod; across nodes a PodGroup and a PyTorchJob "
+        "(training) or a LeaderWorkerSet (serving); or the --target's objects"
     )
     snippet_yaml: str
     numa: NumaAdvice | None = Field(
