@@ -376,3 +376,21 @@ def _b200_nodes(pool: str, driver: str) -> list[dict[str, Any]]:
         "nvidia.com/cuda.driver-version.full": driver,
     }
     return [node(f"b200-{i}", labels, gpus="8") for i in range(2)]
+
+
+def test_a_pool_of_an_unknown_part_says_why_it_has_no_answer(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """A GPU product the catalogue lacks and the knowledge base holds no result under: the pool
+    is excluded with the model's own reason (a probe read "no stack in the knowledge base runs
+    on it" and a note promising figures "transferred from the name alone")."""
+    nodes = _b200_nodes("foo-pool", "580.95.05")
+    for n in nodes:
+        n["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-Foo-9000"
+    pools = group_pools(nodes_from_json(nodes))
+    workload = {"benchmark": "llama2-70b-99", "scenario": "Offline"}
+    result = ClusterAdvisor(kb_advisor).recommend(workload, pools, source="test", top=5)
+    assert result.recommendations == []
+    why = result.excluded_pools["foo-pool"]
+    assert why.startswith("no figure for any stack on it: the model refused"), why
+    assert "unknown accelerator 'NVIDIA Foo 9000'" in why
+    (note,) = [n for n in result.notes if "foo-pool" in n]
+    assert "only results held under that name answer for it" in note

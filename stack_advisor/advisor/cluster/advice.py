@@ -24,7 +24,13 @@ from stack_advisor.advisor.cluster.cpu_pools import (
     all_pools,
 )
 from stack_advisor.advisor.cluster.numa import with_stored_topologies
-from stack_advisor.advisor.cluster.pool_ranking import PROXY_NONE, REFUSED, PoolRanking, Target
+from stack_advisor.advisor.cluster.pool_ranking import (
+    PROXY_NONE,
+    REFUSED,
+    REFUSED_BECAUSE,
+    PoolRanking,
+    Target,
+)
 from stack_advisor.advisor.cluster.pools import NodePool
 from stack_advisor.advisor.cluster.results import (
     ClusterRecommendationSet,
@@ -269,11 +275,14 @@ def _excluded_why(skipped: dict[str, int], driver: str | None) -> str:
         return proxy_why
     if skipped.get(UNMEASURED):
         return UNMEASURED_REASON
+    drivers = skipped.get(DRIVER_EXCLUSION, 0)
+    if skipped.get(REFUSED):  # stacks that run there, but no figure for them on this part
+        because = next(k for k in skipped if k.startswith(REFUSED_BECAUSE))[len(REFUSED_BECAUSE) :]
+        why = f"no figure for any stack on it: the model refused {skipped[REFUSED]} ({because})"
+        return why + (f"; {drivers} more need a newer driver than {driver}" if drivers else "")
     why = "no stack in the knowledge base runs on it"
-    if skipped.get(DRIVER_EXCLUSION):
-        why += f" ({skipped[DRIVER_EXCLUSION]} candidates need a newer driver than {driver})"
-    if skipped.get(REFUSED):
-        why += f"; the model refused {skipped[REFUSED]} stacks on it"
+    if drivers:
+        why += f" ({drivers} candidates need a newer driver than {driver})"
     return why
 
 

@@ -6,6 +6,7 @@ is answered by proxy. ``advice`` orders the pairs of every pool as one list."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from stack_advisor.advisor.budget import checkpoint
@@ -29,6 +30,7 @@ from stack_advisor.advisor.workload import Workload
 from stack_advisor.schema.models import SoftwareStack
 
 REFUSED = "refused by the model on this pool"
+REFUSED_BECAUSE = "the model refused: "  # + the commonest reason (a key of the skipped counts)
 PROXY_NONE = "no proxy estimate"  # a pool the proxy cannot answer on (the reason follows)
 
 Pending = list[tuple[int, Recommendation, PredictQuery, PoolBasis]]
@@ -134,6 +136,9 @@ class PoolRanking:
             out.sort(key=lambda x: -x.score)
             if refusals.get(i):
                 skipped[REFUSED] = len(refusals[i])
+                # the commonest reason, for a pool left without an answer to say why
+                reason, n = Counter(refusals[i]).most_common(1)[0]
+                skipped[f"{REFUSED_BECAUSE}{reason}"] = n
         return results
 
     def _gpu_pool(
@@ -265,9 +270,7 @@ class PoolRanking:
             # already checked the stack against the pool's driver
             recorded = self._rule_messages(q.components)
             if p.value is None or p.interval is None:  # the model refused (its reason is kept)
-                refusals.setdefault(i, []).append(
-                    f"{r.candidate.stack_label}: {getattr(p, 'reason', None) or 'refused'}"
-                )
+                refusals.setdefault(i, []).append(getattr(p, "reason", None) or "refused")
                 continue
             basis = (
                 observed_basis(p.evidence, pool)

@@ -124,8 +124,8 @@ def pool_targets(
         if pool.accelerator is None and pool.kind == "gpu":
             notes.append(
                 f"pool {pool.name}: GPU product {pool.product!r} is not in the "
-                "accelerator catalogue; "
-                "its figures are transferred from the name alone"
+                "accelerator catalogue: only results held under that name answer for it "
+                "(no figure is transferred to a part without published specs)"
             )
         shape = job_shape(pool, gpus, nodes_count)
         if isinstance(shape, str):
