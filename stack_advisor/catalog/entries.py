@@ -317,6 +317,9 @@ class FrameworkEntry(_Entry):
     # PyTorch, MaxText through JAX): a ranking's default view counts its results as that
     # framework's stack family (``stack_advisor.catalog.software.stack_family_of``)
     runs_on: str | None = None
+    # an LLM serving layer over other engines of this catalogue (NVIDIA Dynamo over TensorRT-LLM,
+    # vLLM or SGLang): an image named after it may run any of them
+    serves_through: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _class_has_source(self) -> FrameworkEntry:

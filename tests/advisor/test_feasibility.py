@@ -250,3 +250,28 @@ def test_a_framework_constraint_reads_an_ngc_tag_as_its_release() -> None:
     )  # not version 23.9, which ">=2.0" would pass
     assert shipped_version("pytorch", "22.04") is None  # a release the catalogue does not list
     assert shipped_version("pytorch", "2.1.0") == "2.1.0"
+
+
+def test_an_image_of_another_serving_engine_is_a_warning(kb_advisor: Any) -> None:
+    """A vLLM image on another engine's row would run another engine than the one ranked: a
+    probe's cluster rows checked only CUDA and TensorRT versions."""
+    from stack_advisor.advisor.manifests.image_check import image_engines
+
+    image = "vllm/vllm-openai:v0.9.1"
+    out = recommend(kb_advisor, image=image)
+    by_framework = {r.candidate.stack["framework"]: r for r in reversed(out.recommendations)}
+    assert {"vllm", "llmboost", "tensorrt"} <= set(by_framework), set(by_framework)
+    warned = [w for w in by_framework["llmboost"].warnings if "serving engine" in w]
+    assert warned == [
+        f"image {image} is named after vllm; the row's stack runs llmboost: the snippet would "
+        "run another serving engine than the one ranked; pick an image of llmboost"
+    ]
+    assert not [w for w in by_framework["vllm"].warnings if "serving engine" in w]
+    # TensorRT (not an LLM engine of the catalogue) is judged by its release's versions alone
+    assert not [w for w in by_framework["tensorrt"].warnings if "serving engine" in w]
+    # the engines are read from the catalogue's spellings; a serving layer named alone may run
+    # any engine it serves through, and an image naming none is not judged
+    assert image_engines("nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3") == {"tensorrt-llm"}
+    assert image_engines("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0") == {"dynamo", "vllm"}
+    assert {"vllm", "tensorrt-llm", "sglang"} <= image_engines("nvcr.io/nvidia/dynamo:1.0")
+    assert image_engines("nvcr.io/nvidia/pytorch:25.01-py3") == frozenset()

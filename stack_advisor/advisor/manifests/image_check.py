@@ -1,10 +1,16 @@
 """Does a container image run the stack a row ranks? An NGC image's tag names a monthly release
 whose CUDA and TensorRT (and the PyTorch container's PyTorch) the catalogue records
 (``stack_advisor.catalog.stack_facts``); a difference in major.minor from the row's stack is a
-warning, since the snippet would run another stack than the one whose figure is shown."""
+warning, since the snippet would run another stack than the one whose figure is shown. So is an
+image named after another LLM serving engine than the row's (a TensorRT-LLM image for a vLLM
+row): the engines and their spellings are the catalogue's (``frameworks.yaml``)."""
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
+from stack_advisor.catalog.loading import load_catalog
 from stack_advisor.catalog.stack_facts import major_minor, ngc_image, ngc_release_of
 from stack_advisor.schema.models import SoftwareStack
 
@@ -24,9 +30,59 @@ def image_stack(image: str) -> dict[str, str] | None:
     return out
 
 
+@lru_cache(maxsize=1)
+def _engine_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each LLM serving engine of the catalogue and a pattern of its spellings as a word of an
+    image reference (separators ``-``, ``_`` or none: ``trtllm``, ``tensorrt-llm``)."""
+    out = []
+    for entry in load_catalog().frameworks.values():
+        if not entry.llm_engine:
+            continue
+        spellings = sorted({entry.id, *entry.aliases}, key=len, reverse=True)
+        words = "|".join(
+            r"[-_ ]?".join(re.escape(part) for part in re.split(r"[-_ ]+", name))
+            for name in spellings
+        )
+        out.append((entry.id, re.compile(rf"(?<![a-z0-9])(?:{words})(?![a-z0-9])")))
+    return tuple(out)
+
+
+def image_engines(image: str) -> frozenset[str]:
+    """The LLM serving engines an image reference is named after (its repository or tag); a
+    serving layer named alone (``ai-dynamo``) stands for every engine it runs through
+    (``serves_through``); empty when it names none."""
+    text = image.strip().lower()
+    named = {engine for engine, pattern in _engine_patterns() if pattern.search(text)}
+    frameworks = load_catalog().frameworks
+    layers = {n for n in named if frameworks[n].serves_through}
+    if named - layers:  # the engine the layer runs is named too (ai-dynamo/vllm-runtime)
+        return frozenset(named)
+    return frozenset(named | {e for n in layers for e in frameworks[n].serves_through})
+
+
+def engine_mismatch(image: str, stack: SoftwareStack) -> str | None:
+    """Why ``image`` runs another LLM serving engine than ``stack``'s, or None (the image names
+    no engine, or the stack's framework is none)."""
+    engines = image_engines(image)
+    frameworks = load_catalog().frameworks
+    mine = stack.framework
+    if not engines or mine is None or mine not in frameworks or not frameworks[mine].llm_engine:
+        return None
+    if mine in engines:
+        return None
+    return (
+        f"image {image} is named after {', '.join(sorted(engines))}; the row's stack runs "
+        f"{mine}: the snippet would run another serving engine than the one ranked; pick an "
+        f"image of {mine}"
+    )
+
+
 def image_mismatch(image: str, stack: SoftwareStack) -> str | None:
-    """Why ``image`` does not run ``stack`` (a component both name at another major.minor), or
-    None."""
+    """Why ``image`` does not run ``stack`` (another LLM serving engine, a component both name at
+    another major.minor), or None."""
+    engine = engine_mismatch(image, stack)
+    if engine:
+        return engine
     ships = image_stack(image)
     if ships is None:
         return None
