@@ -53,6 +53,11 @@ def test_every_usable_pool_gets_ranked_stacks(answer) -> None:  # type: ignore[n
     )
     scores = [r.score for r in answer.recommendations]
     assert scores == sorted(scores, reverse=True)
+    # one row per stack as the pool runs it: stacks differing only by the driver their results
+    # were recorded on are one (a probe read the same label twice in a pool)
+    for pool, rows in by_pool.items():
+        labels = [r.stack_label for r in rows]
+        assert len(labels) == len(set(labels)), (pool, labels)
     for r in answer.recommendations:
         assert (r.image, r.image_source) == (IMAGE, "given (--image)")
         assert r.manifests[0]["spec"]["containers"][0]["image"] == IMAGE

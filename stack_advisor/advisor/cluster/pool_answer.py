@@ -72,14 +72,22 @@ def observed_basis(evidence: Evidence, pool: NodePool) -> PoolBasis:
 
 
 def one_per_stack(recs: list[Recommendation], most: int) -> list[Recommendation]:
-    """The best ``most`` recommendations, one per stack."""
+    """The best ``most`` recommendations, one per stack as the pool runs it: stacks that differ
+    only by the driver their results were recorded on are one stack on the pool's driver (a
+    probe read two rows of the same label)."""
     picked: list[Recommendation] = []
     seen: set[str] = set()
     for r in recs:
-        if r.candidate.stack_id not in seen and len(picked) < most:
-            seen.add(r.candidate.stack_id)
+        key = pool_stack_label(SoftwareStack.model_validate(r.candidate.stack))
+        if key not in seen and len(picked) < most:
+            seen.add(key)
             picked.append(r)
     return picked
+
+
+def pool_stack_label(stack: SoftwareStack) -> str:
+    """A stack's label on a pool: the pool's driver, not the one its results were recorded on."""
+    return stack.model_copy(update={"driver": None}).label()
 
 
 def _based_on(rec: Recommendation, stack: SoftwareStack) -> dict[str, Any]:
@@ -241,7 +249,7 @@ class PoolAnswers:
             rank=0,
             pool=pool.name,
             stack_id=rec.candidate.stack_id,
-            stack_label=stack.model_copy(update={"driver": None}).label(),
+            stack_label=pool_stack_label(stack),
             stack=rec.candidate.stack,
             image=found_image[0],
             image_source=found_image[1],
