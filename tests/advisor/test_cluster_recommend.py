@@ -399,3 +399,17 @@ def test_a_pool_of_an_unknown_part_says_why_it_has_no_answer(kb_advisor) -> None
     assert "unknown accelerator 'NVIDIA Foo 9000'" in why
     (note,) = [n for n in result.notes if "foo-pool" in n]
     assert "only results held under that name answer for it" in note
+
+
+def test_a_pool_never_shows_one_answer_twice(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """A stack whose framework field names TensorRT 9.3.0 beside its components' TensorRT 10.2.0
+    is asked on a pool as the 10.2.0 stack is: a probe read the same observed figure and
+    submitters twice, under two labels."""
+    nodes = _b200_nodes("h100-pool", "550.54.15")
+    for n in nodes:
+        n["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+    pools = group_pools(nodes_from_json(nodes))
+    workload = {"benchmark": "llama2-70b-99", "scenario": "Offline"}
+    result = ClusterAdvisor(kb_advisor).recommend(workload, pools, source="test", per_pool=20)
+    rows = [(r.basis, r.value, tuple(r.evidence.submitters)) for r in result.recommendations]
+    assert len(rows) >= 3 and len(rows) == len(set(rows)), rows

@@ -12,6 +12,7 @@ from stack_advisor.advisor.cluster.numa import NumaAdvice, guarantee, pool_advic
 from stack_advisor.advisor.cluster.pool_snippets import pool_snippet
 from stack_advisor.advisor.cluster.pools import NodePool
 from stack_advisor.advisor.cluster.results import JobShape, PoolBasis, PoolRecommendation
+from stack_advisor.advisor.knowledge.rules import stack_components
 from stack_advisor.advisor.manifests.pod import check_image, image_for, to_yaml
 from stack_advisor.advisor.results import Basis, Evidence, Factor, Interval, Recommendation
 from stack_advisor.advisor.verbs import ordering
@@ -72,13 +73,19 @@ def observed_basis(evidence: Evidence, pool: NodePool) -> PoolBasis:
 
 
 def one_per_stack(recs: list[Recommendation], most: int) -> list[Recommendation]:
-    """The best ``most`` recommendations, one per stack as the pool runs it: stacks that differ
-    only by the driver their results were recorded on are one stack on the pool's driver (a
-    probe read two rows of the same label)."""
+    """The best ``most`` recommendations, one per stack as the pool runs it: the components a
+    pool's query names (``pool_ranking._pool_query``) less the driver, the pool's own. Stacks
+    that differ only by the driver their results were recorded on are one stack there (a probe
+    read two rows of the same label), and so is a stack whose framework field names another
+    version than its components (TensorRT 9.3.0 beside tensorrt 10.2.0): the model answers both
+    alike."""
     picked: list[Recommendation] = []
-    seen: set[str] = set()
+    seen: set[tuple[tuple[str, str], ...]] = set()
     for r in recs:
-        key = pool_stack_label(SoftwareStack.model_validate(r.candidate.stack))
+        stack = SoftwareStack.model_validate(r.candidate.stack)
+        named = stack_components(stack)
+        named["framework"] = stack.framework.lower() if stack.framework else None
+        key = tuple(sorted((k, v) for k, v in named.items() if v and k != "driver"))
         if key not in seen and len(picked) < most:
             seen.add(key)
             picked.append(r)
