@@ -51,6 +51,22 @@ def predict(
     concurrency: ConcurrencyOpt = None,
     accelerator: AcceleratorOpt = None,
     count: CountOpt = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            help="With --benchmark/--accelerator/--count: the metric to predict, e.g. "
+            "tokens_per_second, ttft_p99_ms, tpot_p99_ms (default: the one a ranking of the "
+            "benchmark reports)."
+        ),
+    ] = None,
+    stack: Annotated[
+        str | None,
+        typer.Option(
+            "--stack",
+            help="With --benchmark/--accelerator/--count: the software stack, as published or "
+            "a framework name, e.g. 'TensorRT 10.2, CUDA 12.4' or vllm (a query's framework).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
@@ -60,9 +76,14 @@ def predict(
     from stack_advisor.cli.render import output_format
 
     chosen = output_format(fmt, as_json)
-    if query is None and model is None and benchmark and accelerator and count:
+    flags = query is None and model is None and benchmark and accelerator and count
+    _only_with_flags(bool(flags), metric=metric, stack=stack)
+    if flags:
+        assert benchmark and accelerator and count
         asked = benchmark_queries(family, benchmark, scenario, accelerator, count, as_of)
-        answered = _predict_benchmark(store, asked)
+        if stack is not None:
+            asked = [{**q, "framework": stack} for q in asked]
+        answered = _predict_benchmark(store, asked, metric)
         if answered is not None:
             return _show_predictions(answered, chosen)
         # a catalogued model without results: by proxy at that count, as without --count
@@ -99,9 +120,24 @@ def predict(
     _show_predictions(predictions, chosen)
 
 
-def _predict_benchmark(store: str | None, queries: list[dict[str, Any]]) -> list[Prediction] | None:
-    """``benchmark_queries`` answered as ``--query`` answers them, in the metric a ranking of
-    the benchmark reports (the queries need one; the flags name none); None where that ranking
+def _only_with_flags(flags: bool, **given: str | None) -> None:
+    """Raises: InvalidInput for ``--metric``/``--stack`` without the flags they describe (a
+    ``--query`` names its own; a ``--model`` is answered by proxy)."""
+    from stack_advisor.schema.errors import InvalidInput
+
+    stray = [f"--{name}" for name, value in given.items() if value is not None]
+    if stray and not flags:
+        raise InvalidInput(
+            f"{' and '.join(stray)}: only with --benchmark, --accelerator and --count (a --query "
+            "names its own metric and framework per configuration)"
+        )
+
+
+def _predict_benchmark(
+    store: str | None, queries: list[dict[str, Any]], metric: str | None = None
+) -> list[Prediction] | None:
+    """``benchmark_queries`` answered as ``--query`` answers them, in ``metric`` or else the
+    metric a ranking of the benchmark reports (the queries need one); None where that ranking
     answers by proxy (a catalogued model without results: ``predict --model`` answers it)."""
     from stack_advisor.advisor.results import Basis
 
@@ -111,7 +147,7 @@ def _predict_benchmark(store: str | None, queries: list[dict[str, Any]]) -> list
         ranked = adv.recommend(spec, top=1)
         if ranked.recommendations and ranked.recommendations[0].basis is Basis.PROXY:
             return None
-        return adv.predict([{**q, "metric": ranked.metric} for q in queries])
+        return adv.predict([{**q, "metric": metric or ranked.metric} for q in queries])
 
 
 def benchmark_queries(

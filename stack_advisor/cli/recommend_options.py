@@ -18,7 +18,7 @@ TaskOpt = Annotated[
     str | None, typer.Option(help="A task standing for a benchmark, e.g. image-classification.")
 ]
 ScenarioOpt = Annotated[
-    str | None, typer.Option(help="Offline, Server, SingleStream, MultiStream.")
+    str | None, typer.Option(help="Offline, Server, Interactive, SingleStream, MultiStream.")
 ]
 ModelOpt = Annotated[
     str | None,

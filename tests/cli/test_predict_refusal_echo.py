@@ -96,6 +96,44 @@ def test_benchmark_flags_with_a_count_answer_as_the_query_file(
     assert by_flags == by_file
 
 
+def test_benchmark_flags_take_a_metric_and_a_stack_as_a_query_file_does(
+    capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
+) -> None:
+    """``--metric`` and ``--stack`` are a query's ``metric`` and ``framework`` (a probe could
+    not ask a latency, or a stack, without writing a query file); without the flags they
+    describe they are refused, naming them."""
+    flags = ("--benchmark", "resnet50", "--scenario", "Offline", "--accelerator", "A100")
+    stack = "TensorRT 8.4.2, CUDA 11.6"
+    code, out, err = advisor(
+        capsys,
+        "predict",
+        "--store",
+        kb_uri,
+        *flags,
+        "--count",
+        "1",
+        "--metric",
+        "samples_per_second",
+        "--stack",
+        stack,
+        "--as-of",
+        "now",
+        "--json",
+    )
+    assert code == 0, err
+    (by_flags,) = json.loads(out)
+    query = tmp_path / "q.json"
+    asked = {**GOOD, "accelerator": "A100", "accelerator_count": 1, "as_of": "now"}
+    query.write_text(json.dumps([{**asked, "framework": stack}]))
+    code, out, err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(query), "--json")
+    assert code == 0, err
+    assert by_flags == json.loads(out)[0] and by_flags["query"]["framework"] == "tensorrt"
+    code, _, err = advisor(
+        capsys, "predict", "--store", kb_uri, "--query", str(query), "--metric", "x"
+    )
+    assert code == 2 and "--metric: only with --benchmark, --accelerator and --count" in err
+
+
 def test_benchmark_flags_without_a_count_answer_each_part_once_at_its_smallest_count(
     capsys: pytest.CaptureFixture[str], kb_uri: str
 ) -> None:
