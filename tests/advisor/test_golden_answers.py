@@ -76,6 +76,11 @@ own prediction says so where it is; a transferred or forecast figure had carried
 AMD stacks that had shared one identity became candidates of their own. 37 and 39 (cluster, with
 an image) when the request's image began to be the workload's too: the rows now say where the
 image ships another stack than theirs, as recommend --image does (the workload echo names it).
+Session 27: 37, 39 and 40 (cluster) when a pool's rows became one per stack as its query names it
+(stacks differing only by their recorded driver, or whose framework field names another version
+than their components, had filled a pool's rows twice with one figure): rows below moved up; 39
+when serving across nodes under ``--target pod`` became a LeaderWorkerSet (it had been a Volcano
+PodGroup and a PyTorchJob, which docs/placement.md's table gives to training).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
