@@ -402,7 +402,7 @@ def test_unknown_round_needs_the_flag(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="--round"):
         read_tree(renamed)
     assert read_tree(renamed, round_name="v4.0").round == "v4.0"
-    with pytest.raises(InvalidInput, match=r"round must look like v3.0"):
+    with pytest.raises(InvalidInput, match=r"--round: .2024. is not a round name such as v6\.0"):
         read_tree(renamed, round_name="2024")
 
 

@@ -129,6 +129,60 @@ def test_import_is_idempotent_and_archive_reads_like_directory(
     assert embedded_store.stats().observations_by_source == {"mlperf-training": 7}
 
 
+def test_a_bad_run_or_system_is_reported_and_the_rest_imported(
+    embedded_store: Any, tmp_path: Path
+) -> None:
+    """A probe's next-round tree: one run whose run_stop precedes its run_start, or one system of
+    0 nodes, had failed the whole import (naming no file); each is now an issue with its path."""
+    from tests.support.mlperf import write
+
+    root = small_training_tree(tmp_path / "src")
+    write(root, "Acme/results/h100x16/bert/result_8.txt", mllog(1_700_300_000_000, -5.0))
+    zero = {**TRAINING_SYSTEM, "number_of_nodes": "0"}
+    write(root, "Acme/systems/zero.json", json.dumps(zero))
+    write(root, "Acme/results/zero/bert/result_0.txt", mllog(1_700_000_000_000, 3.0))
+    write(root, "Acme/systems/broken.json", json.dumps(TRAINING_SYSTEM)[:40])
+    write(root, "Acme/results/broken/bert/result_0.txt", mllog(1_700_000_000_000, 3.0))
+    for i in range(3):  # a system none of whose runs succeeded: no score, said so
+        write(
+            root,
+            f"Acme/results/h100x16/gpt3/result_{i}.txt",
+            mllog(1_700_500_000_000 + i, 5.0, "aborted"),
+        )
+    whole = mllog(1_700_400_000_000, 4.0)  # its run_stop line cut after the key
+    write(root, "Acme/results/h100x16/bert/result_9.txt", whole[: whole.rindex('"value"')])
+    summary = import_mlperf_training(root, embedded_store)
+    issues = {i.path: (i.category, i.reason) for i in summary.issues}
+    assert issues["Acme/results/h100x16/bert/result_8.txt"][0] == "malformed-run"
+    assert "is not after run_start" in issues["Acme/results/h100x16/bert/result_8.txt"][1]
+    assert issues["Acme/systems/zero.json"] == (
+        "malformed-system",
+        "malformed system description: number_of_nodes must be at least 1, got '0'",
+    )
+    assert issues["Acme/results/broken/bert/result_0.txt"] == (
+        "missing-system",
+        "its system description Acme/systems/broken.json is malformed (reported with it)",
+    )
+    assert issues["Acme/results/h100x16/gpt3"][0] == "no-score"
+    assert "not JSON (a cut run_stop line?)" in issues["Acme/results/h100x16/bert/result_9.txt"][1]
+    assert summary.scores == 1 and summary.imported == 7  # bert's good runs and score stand
+    assert summary.runs == 7 + 1 + 3  # written: bert's, the cut one's, gpt3's aborted ones
+
+
+@pytest.mark.parametrize(("given", "read"), [("6.0", "v6.0"), ("V6.0", "v6.0"), ("v6.0", "v6.0")])
+def test_a_round_given_is_read_as_mlcommons_writes_it(
+    tmp_path: Path, given: str, read: str
+) -> None:
+    assert read_training_tree(small_training_tree(tmp_path), round_name=given).round == read
+
+
+@pytest.mark.parametrize("given", ["banana", "v6", "v6.0.1", ""])
+def test_a_round_given_that_is_no_round_is_refused(tmp_path: Path, given: str) -> None:
+    """A probe imported one tree under banana, v6, 6.0, V6.0 and v6.0.1: five rounds of one."""
+    with pytest.raises(InvalidInput, match=r"is not a round name such as v6\.0"):
+        read_training_tree(small_training_tree(tmp_path), round_name=given)
+
+
 def test_bad_paths_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="no such results tree"):
         read_training_tree(tmp_path / "nope")

@@ -21,6 +21,7 @@ from stack_advisor.catalog.stack_text import PlacementEvidence
 from stack_advisor.collectors.importers.archive_stream import MemberBudget
 from stack_advisor.collectors.importers.limits import ImportLimits, load_json
 from stack_advisor.collectors.importers.tar_reader import ArchiveTruncated, iter_archive
+from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
     Accelerator,
     IngestBatch,
@@ -72,6 +73,23 @@ def metric_facts(metric: str) -> tuple[str, bool]:
     """
     entry = load_catalog().metrics[resolve_metric(metric).require("metric")]
     return entry.unit, entry.higher_is_better
+
+
+def checked_round(given: str | None) -> str | None:
+    """A round given by name (``--round``) as MLCommons writes it: ``v6.0`` (``6.0`` and ``V6.0``
+    read as ``v6.0``); None where none is given.
+
+    Raises:
+        InvalidInput: not a round name (``banana``, ``v6``, ``v6.0.1``): every result imported
+            under it would stand apart from the round it belongs to.
+    """
+    if given is None:
+        return None
+    text = given.strip()
+    found = re.fullmatch(r"[vV]?(\d+\.\d+)", text)
+    if not found:
+        raise InvalidInput(f"--round: {given!r} is not a round name such as v6.0")
+    return "v" + found.group(1)
 
 
 def detect_round(path: Path, first_parts: Iterable[str] = ()) -> str | None:

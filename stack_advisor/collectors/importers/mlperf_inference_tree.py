@@ -19,8 +19,8 @@ from stack_advisor.collectors.importers.loadgen_summary import (
     token_latency_metrics,
 )
 from stack_advisor.collectors.importers.mlperf_common import (
-    ROUND,
     Issue,
+    checked_round,
     detect_round,
     iter_tree_files,
     load_system,
@@ -293,13 +293,11 @@ def _round(root: Path, tree: ParsedTree, found: _Sorted, round_name: str | None)
             "files, no Inference mlperf_log_summary.txt): import it with "
             "`advisor import mlperf-training`"
         )
-    round_ = round_name or detect_round(root, sorted(found.prefixes)) or ""
+    round_ = checked_round(round_name) or detect_round(root, sorted(found.prefixes)) or ""
     if not round_:
         raise InvalidInput(
             f"cannot tell the MLPerf round of {str(root)!r} from its name; pass --round (e.g. v3.0)"
         )
-    if not ROUND.fullmatch(round_):
-        raise InvalidInput(f"round must look like v3.0, got {round_!r}")
     return round_
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from stack_advisor.collectors.importers.limits import ImportLimitExceeded, ImportLimits
 from stack_advisor.collectors.importers.mlperf_common import (
     Issue,
+    checked_round,
     detect_round,
     iter_tree_files,
     load_system,
@@ -54,6 +55,7 @@ class TrainingRun:
     stop_ms: int | None
     status: str  # "success" | "aborted" | "no run_stop"
     keys: dict[str, str] = field(default_factory=dict)
+    bad_lines: int = 0  # MLLOG lines of the wanted keys that were not JSON (a cut line)
 
     @property
     def minutes(self) -> float | None:
@@ -71,6 +73,7 @@ class TrainingTree:
     runs: list[TrainingRun] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
     files_seen: int = 0
+    malformed_systems: set[tuple[str, str]] = field(default_factory=set)
 
     def skip(self, path: str, reason: str, category: str) -> None:
         self.issues.append(Issue(path, reason, "skipped", category))
@@ -128,16 +131,21 @@ def read_run(path: str, text: str) -> TrainingRun:
         ValueError: no ``run_start`` event, or times that are not numbers.
     """
     submitter, _, system_id, benchmark, name = path.split("/")[-5:]
-    events, _ = parse_mllog(text, _READ_KEYS)
+    events, bad = parse_mllog(text, _READ_KEYS)
     starts = events.get("run_start")
     if not starts:
-        raise ValueError("no MLLOG run_start event")
+        cut = f" ({bad} MLLOG line(s) of its keys are not JSON: cut?)" if bad else ""
+        raise ValueError(f"no MLLOG run_start event{cut}")
     try:
         start = min(int(e["time_ms"]) for e in starts)
         stops = events.get("run_stop") or []
         stop = max(int(e["time_ms"]) for e in stops) if stops else None
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"run_start/run_stop without a numeric time_ms: {exc}") from None
+    if stop is not None and stop <= start:
+        raise ValueError(
+            f"run_stop (time_ms {stop}) is not after run_start (time_ms {start}): no time to train"
+        )
     status = "no run_stop"
     if stops:
         metadata = stops[-1].get("metadata") or {}
@@ -149,7 +157,16 @@ def read_run(path: str, text: str) -> TrainingRun:
     if events.get("eval_accuracy"):
         keys["eval_accuracy"] = flat_text(events["eval_accuracy"][-1].get("value"))
     return TrainingRun(
-        submitter, system_id, benchmark, name.removesuffix(".txt"), path, start, stop, status, keys
+        submitter,
+        system_id,
+        benchmark,
+        name.removesuffix(".txt"),
+        path,
+        start,
+        stop,
+        status,
+        keys,
+        bad,
     )
 
 
@@ -190,7 +207,9 @@ def _add_system(
     try:
         loaded = load_system(data, rel, limits)
     except (ValueError, ImportLimitExceeded) as exc:
-        tree.fail(rel, f"malformed system description: {exc}", "malformed-system")
+        where = "/".join(parts[at - 1 :])  # from the submitter, as a run's path is given
+        tree.fail(where, f"malformed system description: {exc}", "malformed-system")
+        tree.malformed_systems.add((parts[at - 1], parts[-1].removesuffix(".json")))
         return
     tree.systems[(parts[at - 1], parts[-1].removesuffix(".json"))] = loaded
 
@@ -249,7 +268,8 @@ def _round(root: Path, tree: TrainingTree, walk: _Walk, round_name: str | None) 
             f"{str(root)!r} holds no MLPerf Training results: none of its {tree.files_seen} files "
             "is <submitter>/results/<system>/<benchmark>/result_<N>.txt"
         )
-    round_ = round_name or detect_round(root, sorted(p for p in walk.prefixes if p)) or ""
+    round_ = checked_round(round_name) or detect_round(root, sorted(p for p in walk.prefixes if p))
+    round_ = round_ or ""
     if not round_:
         raise InvalidInput(
             f"cannot tell the MLPerf round of {str(root)!r} from its name; pass --round (e.g. v4.1)"
@@ -262,11 +282,20 @@ def _add_run(tree: TrainingTree, rel: str, run: TrainingRun | ValueError) -> Non
         tree.fail(rel, f"unreadable training run: {run}", "malformed-run")
         return
     if (run.submitter, run.system_id) not in tree.systems:
-        why = f"no system description {run.submitter}/systems/{run.system_id}.json"
+        system = f"{run.submitter}/systems/{run.system_id}.json"
+        if (run.submitter, run.system_id) in tree.malformed_systems:
+            why = f"its system description {system} is malformed (reported with it)"
+        else:
+            why = f"no system description {system}"
         tree.fail(rel, why, "missing-system")
         return
     if run.stop_ms is None:
         why = "no MLLOG run_stop event: the run did not finish (counted as a failed run)"
+        if run.bad_lines:
+            why = (
+                f"no readable MLLOG run_stop event: {run.bad_lines} MLLOG line(s) of its keys "
+                "are not JSON (a cut run_stop line?); counted as a failed run"
+            )
         tree.fail(rel, why, "no-run-stop")
     tree.runs.append(run)
 

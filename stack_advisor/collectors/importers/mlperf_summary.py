@@ -51,6 +51,7 @@ from stack_advisor.catalog.stack_text import (
 from stack_advisor.collectors.importers.limits import ImportLimits
 from stack_advisor.collectors.importers.mlperf_common import (
     DEFAULT_BATCH,
+    checked_round,
     cpu_accelerator,
     detect_round,
     inference_stack,
@@ -507,7 +508,7 @@ def read_summary(
     file = Path(path)
     every = table_rows(file, limits or ImportLimits.from_env())
     names = field_map(r for r in every if isinstance(r, dict))
-    round_ = round_name or detect_round(file) or _rows_round(every, names, file)
+    round_ = checked_round(round_name) or detect_round(file) or _rows_round(every, names, file)
     if not round_.startswith("v"):
         round_ = "v" + round_
     report = SummaryImport(path=str(file), round=round_, rows=len(every))

@@ -66,6 +66,10 @@ def accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
             raise ValueError(
                 f"number_of_nodes is not a whole number: {fields.get('number_of_nodes')!r}"
             )
+    if nodes < 1:
+        raise ValueError(
+            f"number_of_nodes must be at least 1, got {fields.get('number_of_nodes')!r}"
+        )
     per_node = whole_number(per_node_raw)
     if per_node_text.lower() in _NOT_AN_ACCELERATOR - {"", "cpu"}:
         per_node_text = ""  # "N/A": no accelerator, said in words

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from stack_advisor.catalog import resolve_benchmark
 from stack_advisor.catalog.stack_text import (
     classify_placement,
@@ -64,6 +66,7 @@ from stack_advisor.collectors.importers.mlperf_system import (
     vendor,
     whole_number,
 )
+from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
     OUTCOME_ERROR_PREFIX,
     Accelerator,
@@ -407,10 +410,44 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
         if ctx is None:
             continue
         group = _group(tree, key, runs, ctx)
+        kept = []
         for run in runs:
-            _add_run(batch, group, run)
-        _add_score(batch, group, runs)
+            try:  # one run a record refuses is reported with its file; the others stand
+                one = IngestBatch()
+                _add_run(one, group, run)
+            except (ValueError, InvalidInput) as exc:
+                tree.fail(run.path, f"malformed training run: {_why(exc)}", "malformed-run")
+                continue
+            _merge(batch, one)
+            kept.append(run)
+        where = f"{group.submitter}/results/{group.system_id}/{group.benchmark}"
+        try:
+            one = IngestBatch()
+            _add_score(one, group, kept)
+        except (ValueError, InvalidInput) as exc:
+            tree.fail(where, f"no score: {_why(exc)}", "malformed-run")
+            continue
+        if not one.observations and kept:
+            why = f"no score: none of its {len(kept)} runs succeeded (their failures are kept)"
+            tree.skip(where, why, "no-score")
+        _merge(batch, one)
     return batch
+
+
+def _why(exc: Exception) -> str:
+    """An error in one line per field (a record's validation names each field and why)."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}".removeprefix(": ")
+            for e in exc.errors()
+        )
+    return str(exc)
+
+
+def _merge(batch: IngestBatch, part: IngestBatch) -> None:
+    batch.runs.extend(part.runs)
+    batch.observations.extend(part.observations)
+    batch.failures.extend(part.failures)
 
 
 # ---- import into a store ---------------------------------------------------------------------
@@ -469,8 +506,8 @@ def import_mlperf_training(
         path=str(path),
         round=tree.round,
         files_seen=tree.files_seen,
-        runs=len(tree.runs),
-        failed_runs=sum(1 for r in tree.runs if not r.succeeded),
+        runs=len(batch.runs),  # the runs written (a malformed system's are reported instead)
+        failed_runs=len(batch.failures),
         scores=sum(1 for o in batch.observations if o.metric == "time_to_train_min"),
         imported=new,
         already_present=received - new,
