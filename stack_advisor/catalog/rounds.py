@@ -83,5 +83,5 @@ def release_of(text: str | None) -> tuple[int, ...] | None:
         return None
     try:
         return tuple(Version(text.strip().lstrip("vV").split("+")[0]).release)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number past int()'s digit limit
         return None

@@ -49,6 +49,13 @@ def checked_name(value: str) -> str:
     return value
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """A value as a message echoes it: its text, cut to ``limit`` characters with its length
+    where longer (a megabyte given is not sent back)."""
+    text = str(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def checked_optional_name(value: str | None) -> str | None:
     return None if value is None else checked_name(value)
 

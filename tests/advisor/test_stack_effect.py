@@ -657,3 +657,13 @@ def test_a_framework_name_alone_does_not_make_a_result_reference_code(tmp_path: 
     # one of two pytorch results ran at optimised level: no majority for reference code, so the
     # L4 query (TensorRT evidence only) is answered, not refused for a class crossing
     assert on_l4.basis is not Basis.UNSUPPORTED, on_l4.reason
+
+
+def test_a_version_too_long_to_be_a_release_is_none() -> None:
+    """Python refuses int() of more than 4300 digits: the compare route had answered a 500."""
+    from stack_advisor.advisor.estimate.stack_compare import version_matches
+    from stack_advisor.catalog.rounds import release_of
+
+    huge = "9" * 5000
+    assert release_of(huge) is None and release_of("10.2.1") == (10, 2, 1)
+    assert not version_matches("10.2", huge) and not version_matches(huge, "10")

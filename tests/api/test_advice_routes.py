@@ -152,6 +152,14 @@ def test_compare_routes(advice: TestClient) -> None:
         "/v1/compare", params={"a": "nonsense", "b": "tensorrt=8.6.0", "benchmark": "resnet50"}
     )
     assert r.status_code == 422 and "nonsense" in r.json()["message"]
+    # a version past int()'s 4300 digits had been a 500; the query's text is bounded now, and a
+    # number too long to be a release matches no stack (a 404 that echoes it cut)
+    long = {"a": "tensorrt=" + "9" * 5000, "b": "tensorrt=8.6.0", "benchmark": "resnet50"}
+    r = advice.get("/v1/compare", params=long)
+    assert r.status_code == 422 and "4096" in r.text, r.text
+    r = advice.get("/v1/compare", params={**long, "a": "tensorrt=" + "9" * 4000})
+    assert r.status_code == 404 and "(4000 characters)" in r.json()["message"], r.text
+    assert len(r.text) < 1000
     r = advice.get("/v1/compare/placement")
     assert r.status_code == 200
     for item in r.json():

@@ -22,11 +22,16 @@ from stack_advisor.advisor.estimate.stack_effect import (
 )
 from stack_advisor.catalog.rounds import release_of
 
+MAX_VERSION_DIGITS = 18  # a version part longer than this is no release number
+
 
 def version_matches(version: str | None, selector: str) -> bool:
     """'10.2' matches a selector '10', '10.x' or '10.2' ('10.2.1' compares as 10.2)."""
     have = release_of(version)
-    want = [int(p) for p in selector.strip().lstrip("vV").split(".") if p.isdigit()]
+    parts = selector.strip().lstrip("vV").split(".")
+    if any(len(p) > MAX_VERSION_DIGITS for p in parts):
+        return False  # no release numbers a part with more digits
+    want = [int(p) for p in parts if p.isdigit()]
     if not have or not want:
         return False
     return list(have[: len(want)]) == want[: len(have)]

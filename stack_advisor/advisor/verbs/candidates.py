@@ -29,6 +29,7 @@ from stack_advisor.advisor.verbs.catalogue_candidates import catalogue_parts
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
 from stack_advisor.catalog import load_catalog, resolve_benchmark
 from stack_advisor.catalog.stack_facts import ngc_release_of, ngc_releases
+from stack_advisor.schema.checks import shown
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import NGC_FRAMEWORKS, PlacementKind, SoftwareStack
 
@@ -146,9 +147,20 @@ def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
             f"benchmark: {workload.benchmark!r} is not in the knowledge base for "
             f"{workload.family}; similar: {', '.join(close) or ', '.join(names[:8])}"
         )
+    asked = workload.parameter_filters()
+    held = sorted(
+        {
+            str(b.parameters["scenario"])
+            for b in benchmarks
+            if b.family == workload.family
+            and b.name == workload.benchmark
+            and "scenario" in b.parameters
+        }
+    )
+    pinned = ", ".join(f"{k} {shown(v)}" for k, v in asked.items())
+    scenarios = f" (its scenarios held: {', '.join(held)})" if "scenario" in asked and held else ""
     return NotFound(
-        f"no observations of {workload.family}/{workload.benchmark} with "
-        f"{workload.parameter_filters()}"
+        f"no observations of {workload.family}/{workload.benchmark} with {pinned}{scenarios}"
     )
 
 

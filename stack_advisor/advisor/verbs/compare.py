@@ -46,6 +46,7 @@ from stack_advisor.advisor.verbs.compare_requests import (
 )
 from stack_advisor.catalog import resolve_accelerator
 from stack_advisor.catalog.rounds import release_of
+from stack_advisor.schema.checks import shown
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import SoftwareStack
 
@@ -83,7 +84,8 @@ def _stack_matches(table: ObservationTable, selector: str | dict[str, str]) -> s
         if all(_same_version(comps.get(k), v) for k, v in want.items()):
             out.add(code)
     if not out:
-        raise NotFound(f"stack: no stack in the knowledge base matches {want}")
+        named = ", ".join(f"{k}={shown(v)}" for k, v in want.items())
+        raise NotFound(f"stack: no stack in the knowledge base matches {named}")
     return out
 
 
@@ -236,10 +238,10 @@ def _compared_rows(
         mask &= table.metric.codes == table.metric.code(metric)
     rows = np.flatnonzero(mask)
     if not len(rows):
-        raise NotFound(
-            f"no observations of {rq.family}/{benchmark} {params or ''} "
-            f"{'on ' + accelerator if accelerator else ''}".strip()
-        )
+        pinned = f" in scenario {scenario}" if scenario else ""
+        on = f" on {shown(accelerator)}" if accelerator else ""
+        of = f" of metric {shown(metric)}" if metric else ""
+        raise NotFound(f"no observations of {rq.family}/{benchmark}{pinned}{on}{of}")
     if metric is not None:
         return rows, metric
     either = np.isin(table.stack.codes[rows], list(codes[0] | codes[1]))

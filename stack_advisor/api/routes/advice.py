@@ -30,6 +30,7 @@ from stack_advisor.api.limits import AnswerBudget, answer_budget, check_cap, in_
 from stack_advisor.api.prediction_batch import answer_queries, in_order, judge_batch, to_answer
 from stack_advisor.api.routes import READ_ERRORS, error_responses
 from stack_advisor.api.schemas import PredictionBatch, PredictionRequest, RecommendationRequest
+from stack_advisor.schema.checks import MAX_NAME, MAX_TEXT
 from stack_advisor.schema.models import PlacementKind
 
 RECOMMEND_EXAMPLE = {
@@ -214,20 +215,28 @@ def compare_stacks(
     advisor: AdvisorDep,
     _: ReadCaller,
     a: Annotated[
-        str, Query(min_length=1, description="stack id (stk-...) or component=version,...")
+        str,
+        Query(
+            min_length=1,
+            max_length=MAX_TEXT,
+            description="stack id (stk-...) or component=version,...",
+        ),
     ],
-    b: Annotated[str, Query(min_length=1, description="same form as a")],
-    benchmark: Annotated[str, Query(min_length=1, description="benchmark name, e.g. resnet50")],
+    b: Annotated[str, Query(min_length=1, max_length=MAX_TEXT, description="same form as a")],
+    benchmark: Annotated[
+        str, Query(min_length=1, max_length=MAX_NAME, description="benchmark name, e.g. resnet50")
+    ],
     accelerator: Annotated[
         str | None,
         Query(
+            max_length=MAX_NAME,
             description="only this accelerator: any name the catalogue knows, or a family "
-            "(H100), generation (hopper) or vendor"
+            "(H100), generation (hopper) or vendor",
         ),
     ] = None,
-    scenario: Annotated[str | None, Query()] = None,
-    metric: Annotated[str | None, Query()] = None,
-    family: Annotated[str, Query()] = "mlperf-inference",
+    scenario: Annotated[str | None, Query(max_length=MAX_NAME)] = None,
+    metric: Annotated[str | None, Query(max_length=MAX_NAME)] = None,
+    family: Annotated[str, Query(max_length=MAX_NAME)] = "mlperf-inference",
 ) -> Comparison:
     return service.compare_stacks(
         advisor,
@@ -251,7 +260,7 @@ def compare_stacks(
 def compare_placements(
     advisor: AdvisorDep,
     _: ReadCaller,
-    accelerator: Annotated[str | None, Query()] = None,
+    accelerator: Annotated[str | None, Query(max_length=MAX_NAME)] = None,
     placement: Annotated[PlacementKind | None, Query()] = None,
 ) -> list[PlacementOverhead]:
     return service.placement_overheads(advisor, accelerator, placement)
@@ -268,10 +277,11 @@ def find_regressions(
     advisor: AdvisorDep,
     _: ReadCaller,
     component: Annotated[
-        str, Query(description="driver, cuda, cudnn, tensorrt, framework_version")
+        str,
+        Query(max_length=MAX_NAME, description="driver, cuda, cudnn, tensorrt, framework_version"),
     ] = "driver",
-    benchmark: Annotated[str | None, Query()] = None,
-    accelerator: Annotated[str | None, Query()] = None,
+    benchmark: Annotated[str | None, Query(max_length=MAX_NAME)] = None,
+    accelerator: Annotated[str | None, Query(max_length=MAX_NAME)] = None,
     alpha: Annotated[float, Query(gt=0, lt=1)] = 0.05,
 ) -> list[Regression]:
     return service.regressions(
@@ -291,15 +301,23 @@ def find_regressions(
 def compare_sweep_cells(
     store: StoreDep,
     _: ReadCaller,
-    sweep: Annotated[str, Query(min_length=1, description="the sweep matrix's name")],
+    sweep: Annotated[
+        str, Query(min_length=1, max_length=MAX_NAME, description="the sweep matrix's name")
+    ],
     host: Annotated[
-        str | None, Query(description="the node (needed when several ran the sweep)")
+        str | None,
+        Query(max_length=MAX_NAME, description="the node (needed when several ran the sweep)"),
     ] = None,
     baseline: Annotated[
         str | None,
-        Query(description="the cell the others are compared to (default: the first cell measured)"),
+        Query(
+            max_length=MAX_NAME,
+            description="the cell the others are compared to (default: the first cell measured)",
+        ),
     ] = None,
-    cell: Annotated[str | None, Query(description="only this cell against the baseline")] = None,
+    cell: Annotated[
+        str | None, Query(max_length=MAX_NAME, description="only this cell against the baseline")
+    ] = None,
     flagged_only: Annotated[
         bool, Query(description="only changes beyond the run-to-run spread")
     ] = False,
@@ -332,10 +350,14 @@ def evaluate(
         ),
     ] = "by-round",
     train_until: Annotated[
-        str | None, Query(min_length=1, description="last training round (by-round)")
+        str | None,
+        Query(min_length=1, max_length=MAX_NAME, description="last training round (by-round)"),
     ] = None,
     test_round: Annotated[
-        str | None, Query(min_length=1, description="round to test on (default: the latest)")
+        str | None,
+        Query(
+            min_length=1, max_length=MAX_NAME, description="round to test on (default: the latest)"
+        ),
     ] = None,
 ) -> Response:
     report = service.evaluate(advisor, protocol, train_until=train_until, test_round=test_round)
