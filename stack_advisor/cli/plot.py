@@ -63,9 +63,12 @@ TopOpt = Annotated[
 
 
 def _observations(store_uri: str | None, api: str | None, **filters: Any) -> list[Any]:
+    from stack_advisor.advisor.names import canonical_metric
     from stack_advisor.cli.stores import open_store
     from stack_advisor.schema.models import ObservationFilter
 
+    if filters.get("metric"):  # as users write it: ttft, tokens/s
+        filters["metric"] = canonical_metric(filters["metric"])
     flt = ObservationFilter(**{k: v for k, v in filters.items() if v is not None})
     with open_store(api or store_uri, create=False) as store:
         return list(store.iter_observations(flt))

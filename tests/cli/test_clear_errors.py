@@ -95,6 +95,36 @@ def test_metric_names_as_the_docs_write_them_resolve_to_the_p99() -> None:
     assert resolved.metric == "tpot_p99_ms" and not problems
 
 
+@pytest.mark.parametrize(
+    ("typed", "metric"),
+    [
+        ("ttft", "ttft_p99_ms"),
+        ("TTFT p99", "ttft_p99_ms"),
+        ("time to first token", "ttft_p99_ms"),
+        ("tpot", "tpot_p99_ms"),
+        ("tokens/s", "tokens_per_second"),
+        ("samples/s", "samples_per_second"),
+        ("time to train", "time_to_train_min"),
+    ],
+)
+def test_metric_names_as_users_type_them_resolve_everywhere(typed: str, metric: str) -> None:
+    """A probe's ``ttft``, ``TTFT p99`` and ``tokens/s`` (the unit recommend prints) were refused
+    by predict, recommend, compare and plot alike."""
+    from stack_advisor.advisor.verbs.compare_requests import (
+        StackComparisonRequest,
+        StackRankingRequest,
+    )
+
+    assert Workload(benchmark="llama2-70b-99", scenario="Server", metric=typed).metric == metric
+    query = PredictQuery(
+        accelerator="H100-SXM5-80GB", benchmark="llama2-70b-99", scenario="Server", metric=typed
+    )
+    assert canonical_query(query, set())[0].metric == metric
+    asked = {"benchmark": "llama2-70b-99", "metric": typed}
+    assert StackComparisonRequest(stack_a="a", stack_b="b", **asked).metric == metric
+    assert StackRankingRequest(accelerator="H100", **asked).metric == metric
+
+
 def _obs(family: str, name: str, rnd: str, **params: Any) -> Observation:
     return Observation.model_validate(
         {

@@ -212,6 +212,9 @@ def _filtered(
                 f"{scenario!r}; recorded: {', '.join(scenarios) or 'none'}"
             )
     if metric:
+        from stack_advisor.advisor.names import canonical_metric
+
+        metric = canonical_metric(metric) or metric  # as users write it: ttft, tokens/s
         metrics = sorted({o.metric for o in chosen})
         chosen = [o for o in chosen if o.metric == metric]
         if not chosen:

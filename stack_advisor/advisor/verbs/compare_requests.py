@@ -4,7 +4,7 @@ them."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 StackSelector = str | dict[str, str]
 """A stack id (``stk-...``), or component=version pairs (``'tensorrt=8.6.0,cuda=12.0'`` or a
@@ -13,6 +13,13 @@ dict)."""
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _metric(value: str | None) -> str | None:
+    """A metric as users write it (``ttft``, ``tokens/s``): the catalogue's name."""
+    from stack_advisor.advisor.names import canonical_metric
+
+    return canonical_metric(value)
 
 
 class StackComparisonRequest(_Request):
@@ -25,6 +32,8 @@ class StackComparisonRequest(_Request):
     scenario: str | None = None
     metric: str | None = None
     family: str = "mlperf-inference"
+
+    _canonical_metric = field_validator("metric")(_metric)
 
 
 class RegressionsRequest(_Request):
@@ -47,6 +56,8 @@ class StackRankingRequest(_Request):
     family: str = "mlperf-inference"
     division: str = "closed"
     as_of: str | None = None  # the stacks as of a round: only its results and older ones
+
+    _canonical_metric = field_validator("metric")(_metric)
 
 
 class StackRank(BaseModel):
