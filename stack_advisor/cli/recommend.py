@@ -19,6 +19,8 @@ from stack_advisor.cli.predict import evaluate, predict
 from stack_advisor.cli.predict import evaluation_rows as evaluation_rows
 from stack_advisor.cli.proxy import described_model, proxy_fields
 from stack_advisor.cli.recommend_options import (
+    ALL_ROWS_TOP,
+    DEFAULT_TOP,
     AcceleratorOpt,
     AllRowsOpt,
     AsOfOpt,
@@ -113,7 +115,7 @@ def recommend(
     observed_only: ObservedOnlyOpt = False,
     min_confidence: MinConfidenceOpt = 0.0,
     workload_file: WorkloadFileOpt = None,
-    top: TopOpt = 5,
+    top: TopOpt = None,
     all_rows: AllRowsOpt = False,
     snippets: SnippetsOpt = False,
     cluster: ClusterOpt = None,
@@ -166,7 +168,8 @@ def _recommend(f: SimpleNamespace) -> None:
             }
         )
         with answering_store(f.store, f.prices, f.rules) as adv:
-            _show(adv.recommend(workload, top=f.top), chosen, f.snippets)
+            top = f.top or (ALL_ROWS_TOP if f.all_rows else DEFAULT_TOP)
+            _show(adv.recommend(workload, top=top), chosen, f.snippets)
         return
     from stack_advisor.cli.cluster_recommend import run
 
@@ -182,7 +185,7 @@ def _recommend(f: SimpleNamespace) -> None:
             nodes_count=f.nodes_count,
             image=f.image,
             per_pool=f.per_pool,
-            top=f.top,
+            top=f.top or DEFAULT_TOP,
             as_json=f.as_json,
             snippets=f.snippets,
         )

@@ -98,7 +98,16 @@ WorkloadFileOpt = Annotated[
     Path | None,
     typer.Option("--workload", help="Workload as YAML or JSON (flags are ignored when given)."),
 ]
-TopOpt = Annotated[int, typer.Option("--top", help="How many recommendations.")]
+DEFAULT_TOP = 5
+ALL_ROWS_TOP = 100  # --all without --top: every ranked row, up to the API's own bound
+TopOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--top",
+        min=1,
+        help=f"How many recommendations (default {DEFAULT_TOP}; with --all, up to {ALL_ROWS_TOP}).",
+    ),
+]
 SnippetsOpt = Annotated[
     bool, typer.Option("--snippets", help="Also print each Kubernetes snippet (table mode).")
 ]

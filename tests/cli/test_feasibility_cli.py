@@ -142,3 +142,18 @@ def test_a_first_answer_counts_exclusions_and_lists_none_it_was_not_asked_about(
     ], each
     code, out, _ = advisor(capsys, *args, "--top", "3", "--json")
     assert code == 0 and json.loads(out)["excluded_candidates"]  # still there for who asks
+
+
+def test_all_without_top_lists_every_ranked_row(
+    capsys: pytest.CaptureFixture[str], kb_uri: str
+) -> None:
+    """``--all`` is every ranked row: a probe got the default 5 and no sign of the rest."""
+    flags = ("recommend", "--store", kb_uri, "--benchmark", "resnet50", "--json")
+    code, out, err = advisor(capsys, *flags, "--all")
+    assert code == 0, err
+    every = json.loads(out)["recommendations"]
+    code, out, err = advisor(capsys, *flags, "--all", "--top", "3")
+    assert code == 0, err
+    assert len(every) > 5 and json.loads(out)["recommendations"] == every[:3]
+    code, out, _ = advisor(capsys, *flags)
+    assert len(json.loads(out)["recommendations"]) == 5
