@@ -431,3 +431,15 @@ def test_an_observed_row_under_a_budget_describes_the_results_it_read(
     for r in observed:
         assert r["observed_counts"] == [16] == [r["candidate"]["accelerator_count"]]
         assert (r["system"]["nodes"], r["system"]["accelerators_per_node"]) == ("2", "8")
+
+
+def test_a_training_result_is_dated_by_training_s_calendar(kb_advisor: Any) -> None:
+    """Training v5.1 was published on 2025-11-12, Inference v5.1 on 2025-09-09: a probe's
+    Training answers read the Inference date (the round name alone was looked up)."""
+    from stack_advisor.catalog.rounds import round_date
+
+    (p,) = kb_advisor.predict([{**_query("GB300", 8), "benchmark": "llama2_70b_lora"}])
+    assert p.basis.value == "observed", p.reason
+    newest = max(p.evidence.rounds)
+    assert p.evidence.last_seen == round_date(newest, "mlperf-training")
+    assert round_date("v5.1", "mlperf-training") != round_date("v5.1")

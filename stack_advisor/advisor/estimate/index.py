@@ -489,9 +489,9 @@ class EvidenceIndex:
         if not len(rows):
             return None
         t = self.table
-        dates = [
-            round_date(r)
-            for r in {t.round.vocab[int(c)] for c in set(t.round.codes[rows].tolist())}
+        held = zip(t.round.codes[rows].tolist(), t.family.codes[rows].tolist(), strict=True)
+        dates = [  # each round on its own family's calendar (Training's v5.1 is not Inference's)
+            round_date(t.round.vocab[int(r)], str(t.family.vocab[int(f)])) for r, f in set(held)
         ]
         known = [d for d in dates if d is not None]
         if known:
