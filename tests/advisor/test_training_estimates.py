@@ -443,3 +443,13 @@ def test_a_training_result_is_dated_by_training_s_calendar(kb_advisor: Any) -> N
     newest = max(p.evidence.rounds)
     assert p.evidence.last_seen == round_date(newest, "mlperf-training")
     assert round_date("v5.1", "mlperf-training") != round_date("v5.1")
+
+
+def test_a_catalogued_training_benchmark_without_results_names_its_importer(
+    kb_advisor: Any,
+) -> None:
+    from stack_advisor.schema.errors import NotFound
+
+    with pytest.raises(NotFound, match="advisor import mlperf-training") as refused:
+        kb_advisor.recommend({"family": "mlperf-training", "benchmark": "gpt_oss_20b"})
+    assert "mlperf-summary" not in str(refused.value)

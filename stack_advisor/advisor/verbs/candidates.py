@@ -175,10 +175,15 @@ def no_results_yet(benchmark: str, family: str) -> str:
         if family == "mlperf-inference" and benchmark in catalogue_configs()
         else ""
     )
+    importer = (
+        "`advisor import mlperf-training ROUND.tar.gz`"
+        if family == "mlperf-training"
+        else "`advisor import mlperf-summary FILE` or `advisor import mlperf ROUND.tar.gz`"
+    )
     return (
         f"no results yet for {benchmark} in {family}{since}: the catalogue knows the model "
         f"(`advisor catalogue show {benchmark}`) and the knowledge base holds no observation of "
-        f"it; import a round that has it (`advisor import mlperf-summary FILE`){proxy}"
+        f"it; import a round that has it ({importer}){proxy}"
     )
 
 
