@@ -48,7 +48,8 @@ CAPPED = {
 MIN_RESIDUALS = 10
 MIN_SLOPE_POINTS = 4  # accelerators (in vendors of two or more) to learn the compute slope from
 LOAD_NOTE = (
-    "p99 TTFT at a {scenario} result's load is the submitter's choice under the {limit:g} ms limit "
+    "p99 TTFT at the load of a {scenario} result is the submitter's choice under the {limit:g} ms "
+    "limit "
     "(TPOT is the binding one): another system or round of the same accelerator may run it far "
     "nearer the limit or far below"
 )
@@ -269,7 +270,7 @@ def limit_share_estimate(index: EvidenceIndex, q: Query) -> Estimate | None:
         f"{q.benchmark}, accelerator term from {source} (replayed on {len(residuals)} results)"
     )
     note = (
-        f"p99 TTFT under a {q.scenario} load is set by the submitter's load and serving "
+        f"p99 TTFT under the load of a {q.scenario} run is set by the submitter's load and serving "
         "stack, not the "
         "hardware's speed: read as a share of the published limit, not scaled by specs"
     )
