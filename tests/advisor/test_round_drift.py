@@ -588,3 +588,18 @@ def test_a_derived_scenario_is_answered_for_its_benchmarks_round(kb_advisor: Any
     (held,) = kb_advisor.predict([{**asked, "scenario": "Interactive", "as_of": "now"}])
     assert held.basis.value == "unsupported"  # v5.1's rules had no Interactive for it
     assert "the answer is for v5.1, before the rules set Interactive" in (held.reason or "")
+
+
+def test_a_round_the_cadence_never_names_is_refused_for_training_too(kb_advisor: Any) -> None:
+    """Training lists rounds up to v5.1: v6.5 had been answered as a forecast (Inference's v6.5
+    was refused), as v6.0 and v6.1 are."""
+    query = {
+        "family": "mlperf-training",
+        "benchmark": "llama2_70b_lora",
+        "accelerator": "GB300",
+        "accelerator_count": 8,
+        "metric": "time_to_train_min",
+    }
+    no_round, ahead = kb_advisor.predict([{**query, "as_of": "v6.5"}, {**query, "as_of": "v6.1"}])
+    assert no_round.value is None and "is no round of mlperf-training" in (no_round.reason or "")
+    assert ahead.value is not None and ahead.round == "v6.1"
