@@ -80,7 +80,11 @@ Session 27: 37, 39 and 40 (cluster) when a pool's rows became one per stack as i
 (stacks differing only by their recorded driver, or whose framework field names another version
 than their components, had filled a pool's rows twice with one figure): rows below moved up; 39
 when serving across nodes under ``--target pod`` became a LeaderWorkerSet (it had been a Volcano
-PodGroup and a PyTorchJob, which docs/placement.md's table gives to training).
+PodGroup and a PyTorchJob, which docs/placement.md's table gives to training). 25-27 and 48
+(Training) when last_seen began to date a round on its own family's calendar (Training v5.1 and
+v5.0 by their announcements; v4.1, undated, by its newest run). 11 and 12 when a ranked stack
+naming no version ("furiosaai-sdk ?") began to be estimated from its own results only (its query
+had matched every stack's): more candidates fall below min_evidence, confidences moved.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

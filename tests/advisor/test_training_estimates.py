@@ -453,3 +453,26 @@ def test_a_catalogued_training_benchmark_without_results_names_its_importer(
     with pytest.raises(NotFound, match="advisor import mlperf-training") as refused:
         kb_advisor.recommend({"family": "mlperf-training", "benchmark": "gpt_oss_20b"})
     assert "mlperf-summary" not in str(refused.value)
+
+
+def test_a_stack_naming_no_version_is_ranked_at_its_own_results(kb_advisor: Any) -> None:
+    """Two MI355X systems publish their stack as "PyTorch" alone: their query names no component,
+    so it had matched every MI355X x8 result and each row showed the median of all four (and,
+    after a later round's import, that round's result as its observed figure)."""
+    ranked = kb_advisor.recommend(
+        {
+            "family": "mlperf-training",
+            "benchmark": "llama2_70b_lora",
+            "hardware": {"accelerators": ["MI355X"]},
+            "all_rows": True,
+            "as_of": "now",
+        },
+        top=30,
+    )
+    bare = [r for r in ranked.recommendations if r.candidate.stack_label == "pytorch ?"]
+    assert len(bare) >= 2
+    for r in bare:
+        assert r.basis.value == "observed" and r.evidence.count == 1
+        assert r.observed_range is not None
+        assert r.observed_range.low == r.observed_range.high == pytest.approx(r.value)
+    assert len({round(r.value, 6) for r in bare}) == len(bare)  # each its own

@@ -252,6 +252,8 @@ class EvidenceIndex:
             ((t.count[rows] == q.count) | any_count)
             & (t.placement.codes[rows] == t.placement.code(q.placement))
         ]
+        if q.stacks and len(keep):
+            keep = keep[np.isin(t.stack.codes[keep], [t.stack.code(s) for s in q.stacks])]
         if not q.components or not len(keep):
             return keep
         from stack_advisor.advisor.knowledge.rules import stack_components

@@ -86,6 +86,9 @@ class Query:
     # the round the answer is for: "today" (the newest round published by today's date), "now"
     # (the newest round held), "next", a date or a round name (drift)
     as_of: str = "today"
+    # the stack ids the figure is of, where the components cannot tell it apart from others (a
+    # ranked stack that names no version: "pytorch ?"); empty: any stack the components match
+    stacks: tuple[str, ...] = ()
 
     @property
     def slice(self) -> SliceKey:

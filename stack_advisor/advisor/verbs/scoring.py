@@ -60,6 +60,9 @@ def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
         components=query_components(c.stack),
         raw_accelerator=c.published[0],
         as_of=workload.as_of,
+        # a stack naming no version matches every stack: its own results are its figure (a
+        # probe's "pytorch ?" rows of v5.1 showed another system's v6.0 result as observed)
+        stacks=(c.stack_id,) if c.observed and not query_components(c.stack) else (),
     )
     est = held_to_bare_metal(knowledge.index, q, knowledge.index.estimate(q), sl.hib)
     if est.basis is Basis.UNSUPPORTED:
