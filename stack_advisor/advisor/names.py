@@ -25,6 +25,7 @@ from stack_advisor.catalog import (
     resolve_metric,
     resolve_scenario,
 )
+from stack_advisor.catalog.loading import name_keys
 from stack_advisor.catalog.stack_text import classify_placement, parse_components, parse_framework
 from stack_advisor.schema.models import PlacementKind
 
@@ -81,6 +82,22 @@ def accelerator_selector(text: str) -> AcceleratorSelector:
         match.message("accelerator").removeprefix("accelerator: ")
         + "; a family (H100), generation (hopper) or vendor (nvidia) also works"
     )
+
+
+def held_name(text: str, stored: str) -> bool:
+    """Whether filter text names a stored accelerator name as published (trademarks, case and
+    punctuation aside): a part the catalogue lacks, imported under its own name."""
+    return bool(set(name_keys(text)) & set(name_keys(stored)))
+
+
+def selects(text: str, stored: str) -> bool:
+    """Whether the filter text selects a stored accelerator name: through the catalogue's
+    selector where it knows the text, else by the name as stored (``held_name``)."""
+    try:
+        selector = accelerator_selector(text)
+    except ValueError:
+        return held_name(text, stored)
+    return selector.matches(stored)
 
 
 def canonical_scenario(text: str | None) -> str | None:

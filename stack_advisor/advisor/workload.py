@@ -7,6 +7,7 @@ the same pydantic validation, so a bad value is reported with its field and valu
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,7 +119,8 @@ class HardwareConstraint(_Spec):
         default=None,
         description="accelerators by any name the catalogue knows (NVIDIA A100-SXM-80GB, "
         "A100-SXM4-80GB), "
-        "or a family (H100), generation (hopper), vendor (amd) or 'cpu'",
+        "or a family (H100), generation (hopper), vendor (amd) or 'cpu'; a part the catalogue "
+        "lacks by the name its results were imported under",
     )
     count: int | None = Field(default=None, ge=1, description="exact accelerator count")
     min_count: int | None = Field(default=None, ge=1)
@@ -149,19 +151,33 @@ class HardwareConstraint(_Spec):
     def _known_accelerators(cls, value: list[str] | None) -> list[str] | None:
         if value is None:
             return None
-        from stack_advisor.advisor.names import accelerator_selector
-
-        for text in value:
-            accelerator_selector(text)  # ValueError with the closest names
+        # a name the catalogue lacks may still be one the knowledge base holds as published (a
+        # new round's part): the ranking refuses it where no result names it (``unheld``)
         return [t.strip() for t in value]
 
     def allows(self, accelerator: str) -> bool:
-        """Whether a stored accelerator name passes the ``accelerators`` filter."""
+        """Whether a stored accelerator name passes the ``accelerators`` filter: a catalogue
+        selector's parts, or for a name the catalogue lacks, that name as stored."""
         if not self.accelerators:
             return True
-        from stack_advisor.advisor.names import accelerator_selector
+        from stack_advisor.advisor.names import selects
 
-        return any(accelerator_selector(t).matches(accelerator) for t in self.accelerators)
+        return any(selects(t, accelerator) for t in self.accelerators)
+
+    def unheld(self, held: Iterable[str]) -> str | None:
+        """Why a filter name selects nothing: neither the catalogue nor any name in ``held``
+        (the knowledge base's accelerator names) knows it, with the catalogue's closest names;
+        None when every name selects something."""
+        from stack_advisor.advisor.names import accelerator_selector, held_name
+
+        names = list(held)
+        for text in self.accelerators or []:
+            try:
+                accelerator_selector(text)
+            except ValueError as exc:
+                if not any(held_name(text, n) for n in names):
+                    return f"hardware.accelerators: {exc}"
+        return None
 
     @model_validator(mode="after")
     def _range(self) -> HardwareConstraint:

@@ -191,6 +191,9 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
         beyond = count_beyond_published(knowledge.table, count, field)
         if beyond:
             raise InvalidInput(beyond)
+    unheld = hw.unheld(str(n) for n in knowledge.table.accelerator.vocab)
+    if unheld:
+        raise InvalidInput(unheld)
     sl = select_slice(knowledge, workload)
     early = _before_the_slice(knowledge, sl)
     if early:
