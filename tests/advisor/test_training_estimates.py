@@ -296,8 +296,9 @@ def test_latency_protocol_scores_ttft_and_tpot_by_round(
     from tests.support.serving import LLM_SERVER
 
     for rnd, rows in (
-        ("v9.8", (("a", "H100-SXM5-80GB", 900, 120), ("b", "H200-SXM-141GB", 2600, 150))),
-        ("v9.9", (("c", "H100-SXM5-80GB", 1000, 125), ("d", "H200-SXM-141GB", 2300, 140))),
+        # rounds as MLCommons names them (an x.0 and an x.1 a year: a v9.9 is no round)
+        ("v9.0", (("a", "H100-SXM5-80GB", 900, 120), ("b", "H200-SXM-141GB", 2600, 150))),
+        ("v9.1", (("c", "H100-SXM5-80GB", 1000, 125), ("d", "H200-SXM-141GB", 2300, 140))),
     ):
         tree = tmp_path / f"inference_{rnd}"
         for name, model, ttft, tpot in rows:
@@ -322,7 +323,7 @@ def test_latency_protocol_scores_ttft_and_tpot_by_round(
             )
         assert import_mlperf(tree, embedded_store).failed == 0
     report = Advisor(embedded_store).evaluate("latency")
-    assert report.description == "train rounds <= v9.8, test v9.9 closed-division LLM p99 TTFT/TPOT"
+    assert report.description == "train rounds <= v9.0, test v9.1 closed-division LLM p99 TTFT/TPOT"
     assert set(report.by_metric) == {"ttft_p99_ms", "tpot_p99_ms"}
     ttft = report.by_metric["ttft_p99_ms"]
     assert ttft.predictions == 2 and ttft.mape == pytest.approx((100 / 1000 + 300 / 2300) / 2 * 100)
@@ -476,3 +477,14 @@ def test_a_stack_naming_no_version_is_ranked_at_its_own_results(kb_advisor: Any)
         assert r.observed_range is not None
         assert r.observed_range.low == r.observed_range.high == pytest.approx(r.value)
     assert len({round(r.value, 6) for r in bare}) == len(bare)  # each its own
+
+
+def test_a_held_training_round_asked_is_answered_from_its_own_results(kb_advisor: Any) -> None:
+    """A probe imported a next Training round and asked ``--as-of v5.1``: the answer was the new
+    round's result carried back by the drift, not v5.1's own (as Inference answers it)."""
+    query = {**_query("B200-SXM-180GB", 8), "benchmark": "llama2_70b_lora"}
+    then, latest = kb_advisor.predict([{**query, "as_of": "v5.0"}, {**query, "as_of": "now"}])
+    assert (then.basis.value, then.round, latest.round) == ("observed", "v5.0", "v5.1")
+    assert "v5.1" not in then.evidence.rounds and then.observed is True
+    assert not [f for f in then.factors if f.name in ("round drift", "forecast")]
+    assert then.value != latest.value

@@ -142,9 +142,11 @@ def _check_round(family: str, number: float, text: str, now: float) -> None:
     """
     listed = {round_number(r.id) for r in load_rounds() if r.family == family}
     minor = round((number - math.floor(number)) * 10)
-    # a round is one the catalogue lists or the cadence names (Training's v6.5 is neither, a
-    # year past its last listed round too); the horizon below bounds how far ahead
-    if number not in listed and (minor not in (0, 1) or number < 1):
+    # a round is one the catalogue lists, the knowledge base holds (up to its newest, ``now``)
+    # or the cadence names (Training's v6.5 is none, a year past its last listed round too);
+    # the horizon below bounds how far ahead
+    unnamed = minor not in (0, 1) or number < 1
+    if number not in listed and number > now + 1e-9 and unnamed:
         raise InvalidInput(
             f"as_of: {text!r} is no round of {family}: MLCommons publishes an x.0 and an x.1 "
             "round a year (v5.1, then v6.0)"

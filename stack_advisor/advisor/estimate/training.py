@@ -148,6 +148,12 @@ class TrainingEstimator:
         near = min(by_count, key=lambda c: (abs(math.log(c / n)), -c))
         return by_count[near] * math.exp(self.scaling(key).log_ratio(near, n)), near
 
+    def _held_by(self, rows: np.ndarray, upto: float) -> np.ndarray:
+        """The rows of rounds up to ``upto`` where any are, else all of them (a round before
+        the first held is the forecast's, backwards)."""
+        held = rows[self.index.round_no[rows] <= upto] if len(rows) else rows
+        return held if len(held) else rows
+
     def _latest_by_count(self, rows: np.ndarray) -> dict[int, float]:
         per = self._per_count(self.index.latest(rows))
         return next(iter(per.values())) if per else {}
@@ -252,11 +258,16 @@ class TrainingEstimator:
     def estimate(self, q: Query, by_acc: dict[str, np.ndarray], exact: np.ndarray) -> Estimate:
         """The nearest evidence for ``q`` (a training slice; ``exact``: the rows of this very
         configuration, found by the index)."""
+        # a held round asked is answered from its results and older ones, not a later round's
+        # carried back (a probe's --as-of v5.1 read v6.0's result moved by the drift)
+        upto = self.index.round_drift.target(q, q.as_of)
+        exact = self._held_by(exact, upto)
         if len(exact):
             by_count = self._latest_by_count(exact)
             value = by_count[q.count]
             return self._bounded(q, Basis.OBSERVED, value, exact, [])
         rows = by_acc.get(q.accelerator)
+        rows = self._held_by(rows, upto) if rows is not None else None
         if rows is not None and len(rows):
             value, near = self._from_counts(q.slice, self._latest_by_count(rows), q.count)
             curve = self.scaling(q.slice)
