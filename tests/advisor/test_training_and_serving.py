@@ -215,3 +215,29 @@ def test_latency_limit_cli_flags(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert [r["candidate"]["accelerator"] for r in data["recommendations"]] == ["H100-SXM5-80GB"]
     assert sum(v for k, v in data["excluded"].items() if "p99 above" in k) == 2
+
+
+def test_a_throughput_whose_latency_cannot_meet_the_limits_says_so(kb_advisor: Any) -> None:
+    """deepseek-r1 Server on 8 H200: predict's p99 TPOT lies wholly above the 80 ms limit, and
+    the throughput answer for the same configuration had said nothing (a probe)."""
+    base = {
+        "accelerator": "H200-SXM-141GB",
+        "accelerator_count": 8,
+        "benchmark": "deepseek-r1",
+        "scenario": "Server",
+    }
+    tput, tpot = kb_advisor.predict(
+        [{**base, "metric": "tokens_per_second"}, {**base, "metric": "tpot_p99_ms"}]
+    )
+    assert tput.basis.value != "observed" and tpot.interval is not None
+    if tpot.interval.low <= 80:  # the estimate moved: nothing to say then
+        assert not [w for w in tput.warnings if "wholly above" in w]
+        return
+    said = [w for w in tput.warnings if "wholly above the published Server limit of 80 ms" in w]
+    assert len(said) == 1 and "time per output token" in said[0]
+    ranked = kb_advisor.recommend(
+        {**{k: base[k] for k in ("benchmark", "scenario")}, "hardware": {"accelerators": ["H200"]}}
+    )
+    assert any("wholly above" in w for r in ranked.recommendations for w in r.warnings), (
+        ranked.recommendations[0].warnings
+    )

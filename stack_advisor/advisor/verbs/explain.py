@@ -34,6 +34,7 @@ from stack_advisor.advisor.results import Candidate as CandidateOut
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import ordering, serving
 from stack_advisor.advisor.verbs.candidates import Candidate, Slice
+from stack_advisor.advisor.verbs.scoring import candidate_query
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective
 from stack_advisor.catalog.rounds import round_key
 from stack_advisor.schema.models import PlacementKind
@@ -95,6 +96,8 @@ def explain(knowledge: Knowledge, sl: Slice, rank_no: int, c: Candidate) -> Reco
     gang = _gang(sl, c, system)
     if sl.workload.latency_limits():
         warnings.extend(_latency_limits(knowledge, sl, c, system))
+    elif est.basis is not Basis.OBSERVED and sl.hib:  # a figure no valid run may reach
+        warnings.extend(serving.beyond_limits(knowledge.index, candidate_query(sl, c, c.count)))
     driver = min_driver(knowledge, c)
     shape = gang or published_nodes(system, c.count)
     manifest, snippet_missing = _snippet(knowledge, sl, rank_no, c, driver, shape)

@@ -31,6 +31,7 @@ from stack_advisor.advisor.results import (
     PredictQuery,
 )
 from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs import serving
 from stack_advisor.advisor.verbs.bounds import beyond_family_note, count_beyond_published
 from stack_advisor.advisor.verbs.candidates import Candidate, catalogued, no_results_yet
 from stack_advisor.advisor.verbs.explain import evidence_of
@@ -363,6 +364,8 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
         return refused_prediction(q, est.reason, why, cq.accelerator)
     if cq.count > NODE_MAX and index.higher_is_better(cq.slice):  # more than one usual node
         warnings.extend(filter(None, [beyond_family_note(index, cq.family, cq.count)]))
+    if est.basis is not Basis.OBSERVED and index.higher_is_better(cq.slice):
+        warnings.extend(serving.beyond_limits(index, stack_only))
     return _answer(index, q, cq, est, warnings)
 
 

@@ -43,12 +43,10 @@ def snippet_count(workload: Workload, observed_counts: list[int]) -> int:
 # ---- stage 3: estimates ---------------------------------------------------------------------
 
 
-def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
-    """The candidate with its count and estimate, or why it is refused (no estimate, too little
-    evidence, too low a confidence)."""
-    workload, table = sl.workload, knowledge.table
-    count = snippet_count(workload, [int(n) for n in table.count[c.rows]])
-    q = Query(
+def candidate_query(sl: Slice, c: Candidate, count: int) -> Query:
+    """The query that estimates a candidate at ``count``."""
+    workload = sl.workload
+    return Query(
         workload.family,
         workload.benchmark or "",
         sl.scenario,
@@ -64,6 +62,14 @@ def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
         # probe's "pytorch ?" rows of v5.1 showed another system's v6.0 result as observed)
         stacks=(c.stack_id,) if c.observed and not query_components(c.stack) else (),
     )
+
+
+def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
+    """The candidate with its count and estimate, or why it is refused (no estimate, too little
+    evidence, too low a confidence)."""
+    workload, table = sl.workload, knowledge.table
+    count = snippet_count(workload, [int(n) for n in table.count[c.rows]])
+    q = candidate_query(sl, c, count)
     est = held_to_bare_metal(knowledge.index, q, knowledge.index.estimate(q), sl.hib)
     if est.basis is Basis.UNSUPPORTED:
         return est.reason or "unsupported"
