@@ -241,3 +241,24 @@ def test_a_throughput_whose_latency_cannot_meet_the_limits_says_so(kb_advisor: A
     assert any("wholly above" in w for r in ranked.recommendations for w in r.warnings), (
         ranked.recommendations[0].warnings
     )
+
+
+def test_an_interactive_throughput_is_at_most_the_same_configuration_s_server_one(
+    kb_advisor: Any,
+) -> None:
+    """Interactive is a Server run under tighter latency limits: every system that published
+    both ran Interactive at or below its Server figure. A probe read MI300X x8 llama3.1-8b at
+    57,775 Interactive beside 54,412 Server tokens/s (two transfers from different parts)."""
+    base = {"accelerator": "MI300X", "accelerator_count": 8, "metric": "tokens_per_second"}
+    for benchmark in ("llama3.1-8b", "llama2-70b-99"):
+        server, interactive = kb_advisor.predict(
+            [
+                {**base, "benchmark": benchmark, "scenario": "Server"},
+                {**base, "benchmark": benchmark, "scenario": "Interactive"},
+            ]
+        )
+        assert server.value is not None and interactive.value is not None
+        assert interactive.value <= server.value * (1 + 1e-9), benchmark
+        bound = [f for f in interactive.factors if f.name == "Server bound"]
+        if interactive.value == pytest.approx(server.value):
+            assert bound and "tighter" in bound[0].value
