@@ -310,6 +310,8 @@ def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool, excluded: _Exclusi
     if workload.latency_limits():
         notes.append(
             "latency limits are checked against each configuration's observed p99 (TTFT/TPOT) on "
-            "this benchmark; configurations without such observations are kept with a warning"
+            "this benchmark; one without such observations against its estimated p99: excluded "
+            "when even the estimate's low end is above the limit, kept with a warning when its "
+            "interval straddles it"
         )
     return notes
