@@ -352,15 +352,20 @@ def scenario_in_name(benchmark: str, family: str | None, scenario: str | None) -
 
 
 def matching_accelerators(names: list[str], text: str) -> list[str]:
-    """The stored accelerator names (of ``names``) a user's filter text selects.
+    """The stored accelerator names (of ``names``) a user's filter text selects; a name the
+    catalogue lacks selects the stored names it is (a new round's part, imported as published).
 
     Raises:
-        InvalidInput: the text names nothing the catalogue knows (with the closest names).
+        InvalidInput: the text names nothing the catalogue or ``names`` knows (with the closest
+            names).
     """
     from stack_advisor.schema.errors import InvalidInput
 
     try:
         selector = accelerator_selector(text)
     except ValueError as exc:
+        held = [name for name in names if held_name(text, name)]  # a part the catalogue lacks
+        if held:
+            return held
         raise InvalidInput(f"accelerator: {exc}") from None
     return [name for name in names if selector.matches(name)]

@@ -329,7 +329,8 @@ class Comparison(_Out):
     a_median: float | None = Field(
         description="median of A's results: per accelerator for a throughput (each system's "
         "figure over its accelerator count, so systems of every size compare), as measured for "
-        "other metrics (a latency, a time to train)"
+        "other metrics (a latency, a time to train); on the accelerators both A and B ran, "
+        "where there are any"
     )
     b_median: float | None = Field(description="B's, as a_median")
     verdict: str

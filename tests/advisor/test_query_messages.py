@@ -263,3 +263,19 @@ def test_a_misspelt_family_is_named_as_the_problem(kb_advisor: Any) -> None:
         "family: unknown family 'mlperf-trainig'; did you mean 'mlperf-training'?"
     )
     assert "unknown benchmark" not in answer.reason
+
+
+def test_compare_reads_names_as_users_write_them_and_refuses_unknown_ones(
+    kb_advisor: Any,
+) -> None:
+    """A probe: ``regressions --benchmark nosuch`` answered "no regression"; ``compare stacks``
+    with --scenario Server compared the mean TTFT by default."""
+    from stack_advisor.schema.errors import NotFound
+
+    with pytest.raises(NotFound, match="benchmark: 'nosuch' is not in the knowledge base"):
+        kb_advisor.regressions(benchmark="nosuch")
+    assert kb_advisor.regressions("tensorrt", benchmark="sdxl") is not None  # an alias
+    answer = kb_advisor.compare(
+        "tensorrt=10.2", "tensorrt=10.11", benchmark="llama2-70b-99", scenario="Server"
+    )
+    assert answer.metric == "tokens_per_second"

@@ -5,6 +5,7 @@ across component versions. Each verb takes ``(Knowledge, typed request)`` as ``r
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections import defaultdict
 from itertools import pairwise
@@ -190,7 +191,8 @@ def compare_stacks(knowledge: Knowledge, request: StackComparisonRequest) -> Com
     ratios, norm_a, norm_b = _paired_ratios(table, rows[in_a | in_b], a_codes, b_codes)
     # per accelerator for throughputs: a 32-GPU system's total beside an 8-GPU one's says nothing
     per = knowledge.index.unit
-    a_all, b_all = per[rows[in_a]], per[rows[in_b]]
+    a_rows, b_rows = _on_common_parts(table, rows[in_a], rows[in_b])
+    a_all, b_all = per[a_rows], per[b_rows]
     ratio = float(np.median(ratios)) if ratios else None
     p = mann_whitney(np.asarray(norm_a), np.asarray(norm_b)) if ratios else None
     return Comparison(
@@ -212,6 +214,24 @@ def compare_stacks(knowledge: Knowledge, request: StackComparisonRequest) -> Com
     )
 
 
+def _on_common_parts(
+    table: ObservationTable, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A's and B's rows on the accelerators (canonical) both ran, where there are any: a median
+    of B on B200 beside A's on H100 measures the parts, not the stacks (a probe read 2.5x)."""
+    canon = [canonical_accelerator(str(n)) for n in table.accelerator.vocab]
+    on_a = {canon[c] for c in table.accelerator.codes[a].tolist()}
+    on_b = {canon[c] for c in table.accelerator.codes[b].tolist()}
+    common = on_a & on_b
+    if not common:
+        return a, b
+
+    def keep(rows: np.ndarray) -> np.ndarray:
+        return rows[[canon[c] in common for c in table.accelerator.codes[rows].tolist()]]
+
+    return keep(a), keep(b)
+
+
 def _label(sel: StackSelector) -> str:
     return sel if isinstance(sel, str) else ",".join(f"{k}={v}" for k, v in sel.items())
 
@@ -223,8 +243,8 @@ def _compared_rows(
     scenario: str | None,
     codes: tuple[set[int], set[int]],
 ) -> tuple[np.ndarray, str]:
-    """The rows of the benchmark (on the accelerator) in one metric: the one asked, else the one
-    most of A's and B's rows are in.
+    """The rows of the benchmark (on the accelerator) in one metric: the one asked, else the
+    throughput most of A's and B's rows are in (any metric where none is a throughput).
 
     Raises:
         NotFound: no observation of the benchmark (on the accelerator).
@@ -246,6 +266,10 @@ def _compared_rows(
         return rows, metric
     either = np.isin(table.stack.codes[rows], list(codes[0] | codes[1]))
     cand = rows[either] if either.any() else rows
+    # a throughput where the rows hold one (an LLM Server result's TTFT and TPOT figures
+    # outnumber its tokens/s: a probe read a mean TTFT compared by default)
+    faster = cand[table.higher_is_better[cand]]
+    cand = faster if len(faster) else cand
     metric = table.metric.vocab[int(np.bincount(table.metric.codes[cand]).argmax())]
     return rows[table.metric.codes[rows] == table.metric.code(metric)], metric
 
@@ -302,7 +326,9 @@ def find_regressions(knowledge: Knowledge, request: RegressionsRequest) -> list[
         vocab = table.accelerator.vocab
         mask &= table.accelerator.mask(matching_accelerators(vocab, rq.accelerator))
     if rq.benchmark:
-        mask &= table.bench_name.codes == table.bench_name.code(rq.benchmark)
+        mask &= table.bench_name.codes == table.bench_name.code(
+            _held_benchmark(table, rq.benchmark)
+        )
     out = []
     for key, idx in groups(table, np.flatnonzero(mask), PAIR_KEY).items():
         by_version: dict[str, list[float]] = defaultdict(list)
@@ -312,6 +338,23 @@ def find_regressions(knowledge: Knowledge, request: RegressionsRequest) -> list[
                 by_version[v].append(float(table.value[r]))
         out.extend(_group_regressions(table, rq, component, key, idx, by_version))
     return sorted(out, key=lambda r: r.change)
+
+
+def _held_benchmark(table: ObservationTable, text: str) -> str:
+    """The knowledge base's name of a benchmark as users write it (``sdxl``).
+
+    Raises:
+        NotFound: no result of it is held (a probe's ``--benchmark nosuch`` read "no regression").
+    """
+    names = sorted({str(n) for n in table.bench_name.vocab})
+    name = canonical_benchmark(text) or text
+    if name in names:
+        return name
+    close = difflib.get_close_matches(text, names, n=5, cutoff=0.5)
+    raise NotFound(
+        f"benchmark: {shown(text)!r} is not in the knowledge base; "
+        + (f"did you mean {', '.join(close)}?" if close else f"held: {', '.join(names[:12])}")
+    )
 
 
 def _group_regressions(
