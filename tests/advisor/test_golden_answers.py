@@ -84,7 +84,8 @@ PodGroup and a PyTorchJob, which docs/placement.md's table gives to training). 2
 (Training) when last_seen began to date a round on its own family's calendar (Training v5.1 and
 v5.0 by their announcements; v4.1, undated, by its newest run). 11 and 12 when a ranked stack
 naming no version ("furiosaai-sdk ?") began to be estimated from its own results only (its query
-had matched every stack's): more candidates fall below min_evidence, confidences moved.
+had matched every stack's): more candidates fall below min_evidence, confidences moved. 21 when
+the latency-limit note began to say estimated figures are checked too (only that text moved).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
