@@ -262,3 +262,16 @@ def test_an_interactive_throughput_is_at_most_the_same_configuration_s_server_on
         bound = [f for f in interactive.factors if f.name == "Server bound"]
         if interactive.value == pytest.approx(server.value):
             assert bound and "tighter" in bound[0].value
+
+
+def test_a_scenario_derived_from_another_is_for_the_round_asked(kb_advisor: Any) -> None:
+    """deepseek-r1 has no Interactive results held: its Interactive rows, derived from the
+    stacks' own v5.1 Server results, had said round v5.1 (a round that had no deepseek-r1
+    Interactive) as if measured then."""
+    ranked = kb_advisor.recommend(
+        {"benchmark": "deepseek-r1", "scenario": "Interactive", "as_of": "v6.0"}, top=3
+    )
+    assert ranked.recommendations
+    for r in ranked.recommendations:
+        assert r.basis.value == "transferred" and r.round == "v6.0", (r.round, r.warnings)
+        assert any(w.startswith("estimated from Server") for w in r.warnings)

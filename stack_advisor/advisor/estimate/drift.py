@@ -336,11 +336,11 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
     held = drift.rounds(q.slice)
     if target <= 0 or (held and target < held[0]):
         return Estimate(Basis.UNSUPPORTED, reason=before_first(q.slice, as_of, target, held))
+    by_ref = drift.reference_rounds(q.slice, est.rows)
+    if not by_ref:  # evidence of another slice (a scenario derived): carried where it was made,
+        return est  # never a stack's own result as measured (its round may not have the slice)
     if own_stack(index, q, est):
         return as_measured(est, float(rounds.max()), target)
-    by_ref = drift.reference_rounds(q.slice, est.rows)
-    if not by_ref:  # evidence of another slice (a scenario derived): carried where it was made
-        return est
     if est.basis is Basis.TRANSFERRED:
         # a transfer's efficiency is learned on references of their own rounds (its replays):
         # it stands for the slice's newest round; only a forecast beyond it moves it

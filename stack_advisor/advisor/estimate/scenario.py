@@ -305,6 +305,9 @@ def _scaled(
         server,
         basis=Basis.TRANSFERRED,
         derived_from=server.basis,
+        # the answer is for the round asked: the stack's own base-scenario result may be of a
+        # round that did not have this scenario (deepseek-r1 Interactive from v5.1's Server)
+        measured_round=None,
         value=value * math.exp(mid),
         low=low * math.exp(lo),
         high=high * math.exp(hi),
