@@ -302,6 +302,22 @@ class Prediction(_Out):
     round: str | None = Field(
         default=None, description="the benchmark round the figure is for (its 'as of')"
     )
+    unit: str | None = Field(
+        default=None,
+        description="the value's unit (the catalogue's for the metric; None when refused or "
+        "unknown): the whole system's figure at the query's accelerator count, as MLPerf "
+        "publishes it (a throughput is the system's total, not per accelerator)",
+    )
+
+    @model_validator(mode="after")
+    def _unit_of_the_metric(self) -> Prediction:
+        if self.unit is None and self.value is not None and self.query.metric:
+            from stack_advisor.catalog import load_catalog, resolve_metric
+
+            match = resolve_metric(self.query.metric)
+            entry = load_catalog().metrics.get(match.id) if match.resolved else None
+            self.unit = entry.unit if entry is not None else None
+        return self
 
     @field_serializer("query", mode="wrap")
     def _query_as_asked(self, query: PredictQuery, handler: SerializerFunctionWrapHandler) -> Any:

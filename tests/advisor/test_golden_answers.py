@@ -86,6 +86,7 @@ v5.0 by their announcements; v4.1, undated, by its newest run). 11 and 12 when a
 naming no version ("furiosaai-sdk ?") began to be estimated from its own results only (its query
 had matched every stack's): more candidates fall below min_evidence, confidences moved. 21 when
 the latency-limit note began to say estimated figures are checked too (only that text moved).
+Every answered prediction when each began to name its ``unit`` (only that field was added).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

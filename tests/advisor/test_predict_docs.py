@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from stack_advisor.advisor.results import PredictQuery
 
@@ -35,3 +36,25 @@ def test_the_field_table_names_every_query_field() -> None:
         "advisor predict --query docs/examples/queries.json"
         in (DOCS.parent / "README.md").read_text()
     )
+
+
+def test_an_answer_states_its_unit_and_a_refusal_none(kb_advisor: Any) -> None:
+    """A probe could not tell from predict's JSON whether 33,570 was tokens/s of the system or of
+    one accelerator: the answer names the unit, and the value is the system's."""
+    query = {
+        "accelerator": "H200-SXM-141GB",
+        "accelerator_count": 8,
+        "benchmark": "llama2-70b-99",
+        "scenario": "Offline",
+    }
+    answered, refused, latency = kb_advisor.predict(
+        [
+            {**query, "metric": "tokens_per_second"},
+            {**query, "accelerator": "Foo 9000", "metric": "tokens_per_second"},
+            {**query, "scenario": "Server", "metric": "ttft"},
+        ]
+    )
+    assert answered.unit == "tokens/s" and refused.unit is None and latency.unit == "ms"
+    ranked = kb_advisor.recommend({**{k: query[k] for k in ("benchmark", "scenario")}}, top=1)
+    (row,) = ranked.recommendations
+    assert row.per_accelerator and answered.value is not None
