@@ -87,6 +87,9 @@ naming no version ("furiosaai-sdk ?") began to be estimated from its own results
 had matched every stack's): more candidates fall below min_evidence, confidences moved. 21 when
 the latency-limit note began to say estimated figures are checked too (only that text moved).
 Every answered prediction when each began to name its ``unit`` (only that field was added).
+25-27 (Training rankings without a count or budget) when each published count of a stack became
+a row of its own (a stack had been one row at its most common size: the fastest and the cheapest
+sizes never showed).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -488,3 +488,18 @@ def test_a_held_training_round_asked_is_answered_from_its_own_results(kb_advisor
     assert "v5.1" not in then.evidence.rounds and then.observed is True
     assert not [f for f in then.factors if f.name in ("round drift", "forecast")]
     assert then.value != latest.value
+
+
+def test_a_training_ranking_without_a_count_shows_each_published_size(kb_advisor: Any) -> None:
+    """A stack published at x8, x72 and x512 had been one row at its most common size: the
+    fastest (x512) and the cheapest in accelerator-hours (x8) never showed (a probe)."""
+    workload = {"family": "mlperf-training", "benchmark": "llama2_70b_lora", "all_rows": True}
+    ranked = kb_advisor.recommend(workload, top=100)
+    counts = {
+        r.candidate.accelerator_count
+        for r in ranked.recommendations
+        if r.candidate.accelerator == "GB300"
+    }
+    assert {8, 72, 512} <= counts, counts
+    budget = kb_advisor.recommend({**workload, "hardware": {"max_count": 64}}, top=100)
+    assert {r.candidate.accelerator_count for r in budget.recommendations} <= set(range(1, 65))
