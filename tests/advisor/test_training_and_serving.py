@@ -275,3 +275,15 @@ def test_a_scenario_derived_from_another_is_for_the_round_asked(kb_advisor: Any)
     for r in ranked.recommendations:
         assert r.basis.value == "transferred" and r.round == "v6.0", (r.round, r.warnings)
         assert any(w.startswith("estimated from Server") for w in r.warnings)
+
+
+def test_a_latency_ranking_reads_the_bound_p99_and_refuses_a_throughput(kb_advisor: Any) -> None:
+    """A probe: ``--objective latency`` on llama2-70b Server ranked the mean TTFT (one of a dozen
+    statistics as common as the p99 the limits bind), and with ``--metric tokens_per_second``
+    ranked per-system totals under a footer promising the interval's pessimistic end."""
+    from stack_advisor.schema.errors import InvalidInput
+
+    workload = {"benchmark": "llama2-70b-99", "scenario": "Server", "objective": "latency"}
+    assert kb_advisor.recommend(workload, top=1).metric == "ttft_p99_ms"
+    with pytest.raises(InvalidInput, match=r"'latency' ranks a latency .* is a throughput"):
+        kb_advisor.recommend({**workload, "metric": "tokens/s"}, top=1)
