@@ -99,12 +99,24 @@ def compare_rank_stacks(
             division=division,
             as_of=None if as_of is None else checked_as_of(as_of),
         )
+    unit = next((r["unit"] for r in rows if r.get("unit")), None)
     render(
-        rows,
+        [{**r, "counts": ",".join(f"x{n}" for n in r.get("counts", []))} for r in rows]
+        if chosen.value != "json"
+        else rows,
         fmt=chosen,
-        title=f"stacks on {accelerator} for {benchmark} {scenario or ''}".rstrip(),
+        title=f"stacks on {accelerator} for {benchmark} {scenario or ''}".rstrip()
+        + (f" ({unit})" if unit else ""),
         json_data=rows,
-        columns=["framework", "version", "software_class", "round", "value", "carried_forward"],
+        columns=[
+            "framework",
+            "version",
+            "software_class",
+            "round",
+            "counts",
+            "value",
+            "carried_forward",
+        ],
         details=["results", "factor"],
     )
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -667,3 +668,13 @@ def test_a_version_too_long_to_be_a_release_is_none() -> None:
     huge = "9" * 5000
     assert release_of(huge) is None and release_of("10.2.1") == (10, 2, 1)
     assert not version_matches("10.2", huge) and not version_matches(huge, "10")
+
+
+def test_a_stack_ranking_names_its_unit_and_the_sizes_behind_each_figure(kb_advisor: Any) -> None:
+    """A probe read TensorRT 10.8's 3,820 (two- and four-node systems) ranked above 8-GPU
+    stacks with no unit, count or node field to tell them apart."""
+    rows = kb_advisor.rank_stacks(
+        benchmark="llama2-70b-99", scenario="Server", accelerator="NVIDIA H100-SXM-80GB"
+    )
+    assert rows and {r["unit"] for r in rows} == {"tokens/s per accelerator"}
+    assert all(r["counts"] and all(n >= 1 for n in r["counts"]) for r in rows)

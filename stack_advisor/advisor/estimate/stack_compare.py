@@ -224,6 +224,9 @@ def rank_stacks(
                 "software_class": cls,
                 "round": index.table.round.vocab[int(index.table.round.codes[latest[0]])],
                 "results": len(latest),
+                # the system sizes its figure is the median of (per accelerator: a multi-node
+                # system's and an 8-GPU node's compare, but they need not match)
+                "counts": sorted({int(c) for c in index.table.count[latest].tolist()}),
                 "value": value,
                 "carried_forward": carried,
                 "factor": factor_text,

@@ -461,7 +461,23 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
             + f"; ran it: {', '.join(sorted(by_acc)[:12])}"
         )
     upto = _as_of_round(index, key, acc, rq.as_of)
-    return [StackRank.model_validate(row) for row in rank_stacks(effects_of(index), key, acc, upto)]
+    unit = _per_accelerator_unit(key, index.higher_is_better(key))
+    return [
+        StackRank.model_validate({**row, "unit": unit})
+        for row in rank_stacks(effects_of(index), key, acc, upto)
+    ]
+
+
+def _per_accelerator_unit(key: SliceKey, higher_is_better: bool) -> str | None:
+    """The unit a stack ranking's figures are in: a throughput per accelerator (each system's
+    figure over its count), another metric as measured."""
+    from stack_advisor.catalog import load_catalog, resolve_metric
+
+    match = resolve_metric(key[3])
+    entry = load_catalog().metrics.get(match.id) if match.resolved else None
+    if entry is None:
+        return None
+    return f"{entry.unit} per accelerator" if higher_is_better else entry.unit
 
 
 def _as_of_round(index: EvidenceIndex, key: SliceKey, acc: str, as_of: str | None) -> float:

@@ -71,6 +71,8 @@ class StackRank(BaseModel):
     software_class: str | None
     round: str
     results: int
+    counts: list[int] = []  # the system sizes (accelerators) its results ran at
     value: float
     carried_forward: float
     factor: str | None
+    unit: str | None = None  # the value's unit: per accelerator for a throughput
