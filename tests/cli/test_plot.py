@@ -291,3 +291,22 @@ def test_unknown_benchmark_lists_benchmarks_not_scenario_named_runs() -> None:
     with pytest.raises(NotFound) as caught:
         plot_data.throughput_chart(obs, benchmark="nothing-like-it")
     assert "known: resnet50" in str(caught.value) and "Offline" not in str(caught.value)
+
+
+def test_an_llm_slice_is_plotted_in_its_throughput_when_no_metric_is_named() -> None:
+    """A probe: ``plot throughput --benchmark llama2-70b-99 --scenario Server`` answered "15
+    series match; choose one", listing ttft_mean_ms first: the slice's latency statistics
+    beside its one throughput."""
+    from stack_advisor.advisor.charts.data import select_series
+    from stack_advisor.store.starter import load_snapshot
+
+    rows = [
+        o
+        for o in load_snapshot().observations
+        if o.benchmark.name == "llama2-70b-99"
+        and o.benchmark.parameters.get("scenario") == "Server"
+    ]
+    assert len({o.metric for o in rows}) > 2
+    _, series, notes = select_series(rows, benchmark="llama2-70b-99", scenario="Server")
+    assert series.metric == "tokens_per_second"
+    assert any(n.startswith("metric: none named; its throughput tokens_per_second") for n in notes)

@@ -102,6 +102,7 @@ def one_series(
     notes: list[str] = []
     if benchmark:
         by_key = _best_variant(by_key, benchmark, spelling, notes)
+    by_key = _throughput_of_one_slice(by_key, notes)
     if len(by_key) > 1:
         ranked = sorted(by_key.items(), key=lambda kv: -len(kv[1]))
         listed = "; ".join(
@@ -125,6 +126,23 @@ def one_series(
         parameters=tuple((k, v) for k, v in params if k != "scenario"),
     )
     return chosen, series, notes
+
+
+def _throughput_of_one_slice(
+    by_key: dict[tuple[Any, ...], list[Observation]], notes: list[str]
+) -> dict[tuple[Any, ...], list[Observation]]:
+    """Series of one benchmark and scenario that differ only by metric, no metric named: its
+    one throughput, as ``recommend`` and the leaderboard read it (an LLM's Server results record
+    a dozen TTFT/TPOT statistics beside their tokens/s), noted; else the series as they are."""
+    slices = {key[:3] for key in by_key}
+    faster = [key for key, group in by_key.items() if group[0].higher_is_better]
+    if len(by_key) < 2 or len(slices) != 1 or len(faster) != 1:
+        return by_key
+    others = sorted(str(key[3]) for key in by_key if key != faster[0])
+    notes.append(
+        f"metric: none named; its throughput {faster[0][3]} (also recorded: {', '.join(others)})"
+    )
+    return {faster[0]: by_key[faster[0]]}
 
 
 def _division(chosen: list[Observation], notes: list[str]) -> tuple[list[Observation], str | None]:
