@@ -41,6 +41,8 @@ _HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)\s*(?:,|$)", re.
 # "<model> (x32), <model> (x16)": a heterogeneous system by total count per model (MLPerf v5.1)
 _COUNTED = re.compile(r"\s*([^,]+?)\s*\(x\s*(\d+)\)\s*(?:,|$)", re.IGNORECASE)
 _COUNTED_PART = re.compile(r"^(\d+)x (.+)$")
+# a heterogeneous system's name lists its parts; longer than this, a text names no accelerator
+MAX_NAME_READ = 1024
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,8 @@ def _family_in_other_words(text: str, cat: Catalog) -> list[str]:
 
 def _counted_parts(name: str) -> tuple[AcceleratorPart, ...] | None:
     """ "A (x32), B (x16)" → the parts by total count; None when the text is not of that form."""
+    if "(x" not in name.replace(" ", "").lower():  # the form's mark (the pattern is slow without)
+        return None
     pieces = _COUNTED.findall(name)
     if len(pieces) < 2 or "".join(f"{m} (x{n})" for m, n in pieces).replace(
         " ", ""
@@ -268,6 +272,8 @@ def resolve_accelerator(text: str) -> AcceleratorMatch:
     """The canonical accelerator a name stands for (see ``AcceleratorMatch``); never raises."""
     raw = text
     name = " ".join(str(text).split())
+    if len(name) > MAX_NAME_READ:  # no accelerator is named so long: unknown, nothing suggested
+        return AcceleratorMatch(raw=raw, kind="accelerator", resolved=False, refusal="unknown")
     if name.lower() in NOT_AN_ACCELERATOR:
         return AcceleratorMatch(raw=raw, kind="none", resolved=True)
     if name.lower().startswith("cpu "):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from stack_advisor.catalog.entries import PRECISIONS, AcceleratorEntry, BenchmarkEntry
+from stack_advisor.catalog.loading import quoted
 from stack_advisor.catalog.resolve import (
     load_catalog,
     normalize,
@@ -127,7 +128,7 @@ def show_entry(name: str, family: str | None = None) -> dict[str, Any]:
     near = list(dict.fromkeys([*part.suggestions, *bench.suggestions]))
     hint = f"; did you mean {' or '.join(repr(s) for s in near)}?" if near else ""
     raise NotFound(
-        f"name: unknown accelerator or benchmark {name!r}{hint} (`advisor catalogue search` "
+        f"name: unknown accelerator or benchmark {quoted(name)}{hint} (`advisor catalogue search` "
         "and GET /v1/catalogue/accelerators and /benchmarks list the known ones)"
     )
 

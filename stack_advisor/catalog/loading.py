@@ -36,6 +36,13 @@ MLPERF_INFERENCE = "mlperf-inference"
 T = TypeVar("T", bound=BaseModel)
 
 
+def quoted(text: str) -> str:
+    """A name as an error message quotes it: its repr, cut past 100 characters with its length
+    (a megabyte given is not sent back whole)."""
+    shown = repr(text)
+    return shown if len(shown) <= 120 else f"{shown[:100]}... ({len(text)} characters)"
+
+
 def normalize(text: str) -> str:
     """The comparison key of a name: lower case, only letters, digits, '.' and '+'."""
     return re.sub(r"[^a-z0-9.+]", "", text.lower())
@@ -74,7 +81,7 @@ class NameMatch:
             if self.suggestions
             else ""
         )
-        return f"{field_name or self.what}: unknown {self.what} {self.raw!r}{hint}"
+        return f"{field_name or self.what}: unknown {self.what} {quoted(self.raw)}{hint}"
 
     def require(self, field_name: str | None = None) -> str:
         """The canonical id; raises InvalidInput (with suggestions) when unresolved."""

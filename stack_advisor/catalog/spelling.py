@@ -57,18 +57,32 @@ def closeness(query: str, name: str) -> tuple[float, float]:
 
 def _cover(query: str, name: str) -> float:
     """The share of the query's words (vendor names aside) the name holds, in any order."""
-    asked = [w for w in words(query) if w not in _VENDORS] or words(query)
+    return _covered(_asked(query), name)
+
+
+def _asked(query: str) -> list[str]:
+    """The query's words that count towards a cover (vendor names aside, unless that is all)."""
+    return [w for w in words(query) if w not in _VENDORS] or words(query)
+
+
+def _covered(asked: list[str], name: str) -> float:
     held = set(words(name))
     return round(sum(w in held for w in asked) / len(asked), 3) if asked else 0.0
+
+
+MAX_SUGGESTED = 512  # a text longer than this gets no suggestions (names are far shorter)
 
 
 def ranked(query: str, names: Iterable[str]) -> list[str]:
     """The names worth suggesting for ``query``, closest first: those that hold every written
     word (in any order) or are at least ``SIMILAR_ENOUGH`` alike once folded."""
     scored = []
+    if len(query) > MAX_SUGGESTED:  # no catalogue name is alike such a text: nothing to suggest
+        return []
     asked = _squeezed(query)
+    asked_words = _asked(query)  # once, not once per name (a long query made it quadratic)
     for name in names:
-        cover = _cover(query, name)
+        cover = _covered(asked_words, name)
         matcher = SequenceMatcher(None, asked, _squeezed(name))
         # the length bounds first: a long query cannot be alike a short name (no full comparison,
         # which is quadratic in the query's length)

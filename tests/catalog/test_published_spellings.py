@@ -263,3 +263,25 @@ def test_new_parts_without_a_published_compute_figure_leave_it_empty() -> None:
         assert "left empty" in (entry.note or ""), part
     assert cat["Radeon-AI-PRO-R9700"].generation == "rdna4"
     assert cat["Tenstorrent-Wormhole-n300"].counted_as  # one card of two ASICs
+
+
+def test_a_huge_name_is_refused_at_once_and_quoted_cut() -> None:
+    """A probe's 100,000-character ``catalogue show`` ran past a minute (a pattern that backtracks
+    over the whole text, once per catalogue name) and echoed the text whole."""
+    import time
+
+    from stack_advisor.catalog import resolve_accelerator
+    from stack_advisor.catalog.browse import show_entry
+    from stack_advisor.schema.errors import NotFound
+
+    huge = "x" * 100_000
+    started = time.perf_counter()
+    match = resolve_accelerator(huge)
+    with pytest.raises(NotFound) as refused:
+        show_entry(huge)
+    assert time.perf_counter() - started < 5  # bounded work, not a timing claim: seconds apart
+    assert not match.resolved and match.suggestions == ()
+    assert "(100000 characters)" in str(refused.value) and len(str(refused.value)) < 400
+    # a heterogeneous system's name still reads as its parts
+    mixed = resolve_accelerator("NVIDIA H100-SXM-80GB (x32), NVIDIA H200-SXM-141GB (x16)")
+    assert mixed.kind == "mixed"
