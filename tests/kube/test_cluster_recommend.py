@@ -1,7 +1,7 @@
 """Against a REAL kube-apiserver: nodes labelled as GFD/NFD/the GPU Operator label them are
 registered, synced into a store, and `advisor recommend --cluster` ranks their pools; the answer
 from an offline `kubectl get nodes -o json` file is the same; every manifest it gives passes a
-server-side dry run (Pods, and the PodGroup + PyTorchJob of a gang)."""
+server-side dry run (Pods, and the pods of a multi-node serving LeaderWorkerSet)."""
 
 from __future__ import annotations
 
@@ -258,11 +258,18 @@ def test_gang_and_what_if_on_the_real_apiserver(
         "pods": 2,
         "total_units": 16,
     }
-    group, job = top["manifests"]
-    assert group["kind"] == "PodGroup" and group["spec"]["minMember"] == 2
-    assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 1
-    for manifest in top["manifests"]:
-        _dry_run(api_client, manifest)
+    # serving across nodes is a LeaderWorkerSet (a training gang, PodGroup + PyTorchJob, is
+    # dry-run by tests/kube/test_cluster_targets.py); its pods are dry-run as Pods here
+    (lws,) = top["manifests"]
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    template = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "lws-worker-check", **template.get("metadata", {})},
+        "spec": template["spec"],
+    }
+    _dry_run(api_client, pod)
     (what_if,) = answer["what_if"]
     assert what_if["summary"].startswith(
         "t4-pool cannot take this job"

@@ -145,7 +145,7 @@ def _dry_run_all(served: tuple[Any, str], answer: Any) -> int:
 
 EXPECTED = {  # (workload, GPUs) -> target -> the kinds on a pool with an extended resource
     ("inference", 16): {
-        SnippetTarget.POD: ["PodGroup", "PyTorchJob"],
+        SnippetTarget.POD: ["LeaderWorkerSet"],  # serving across nodes (docs/placement.md)
         SnippetTarget.DEPLOYMENT: [],  # refused: one node's Pod cannot hold 2 nodes
         SnippetTarget.DRA: ["ResourceClaimTemplate", "LeaderWorkerSet"],
         SnippetTarget.KUEUE: ["LeaderWorkerSet"],
