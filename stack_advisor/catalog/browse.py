@@ -151,7 +151,24 @@ def show_benchmark(name: str, family: str | None = None) -> dict[str, Any]:
     row = benchmark_row(entry)
     if match.base:
         row["variant"] = match.id
+    limits = _latency_limits(entry.id)
+    if limits:
+        row["latency_limits"] = limits
     return row
+
+
+def _latency_limits(benchmark: str) -> dict[str, dict[str, Any]]:
+    """The p99 latency limits each scenario publishes for the benchmark (the newest in force),
+    with the round they apply from and their source: what estimates are capped at and
+    ``--max-ttft-ms`` / ``--max-tpot-ms`` are read against."""
+    out: dict[str, dict[str, Any]] = {}
+    for scenario in load_catalog().scenarios.values():
+        found = scenario.limits_for(benchmark)
+        if found is None:
+            continue
+        figures = found.model_dump(exclude={"benchmark"}, exclude_none=True)
+        out[scenario.id] = figures
+    return out
 
 
 def _haystack(entry: AcceleratorEntry | BenchmarkEntry) -> list[str]:

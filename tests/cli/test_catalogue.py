@@ -91,3 +91,18 @@ def test_search(capsys: pytest.CaptureFixture[str]) -> None:
     assert {h["id"] for h in json.loads(out)} >= {"B300-SXM-288GB", "GB300"}
     code, out, _ = advisor(capsys, "catalogue", "search", "B250", "--json")
     assert code == 0 and [h["why"] for h in json.loads(out)][:1] == ["close spelling"]
+
+
+def test_a_benchmark_shows_the_latency_limits_answers_are_read_against() -> None:
+    """A probe: answers quoted llama2-70b's Server and Interactive TTFT/TPOT limits that
+    ``catalogue show`` did not list."""
+    from stack_advisor.catalog.browse import show_entry
+
+    shown = show_entry("llama2-70b-99")
+    limits = shown["latency_limits"]
+    assert (limits["Server"]["ttft_ms"], limits["Server"]["tpot_ms"]) == (2000.0, 200.0)
+    assert (limits["Interactive"]["ttft_ms"], limits["Interactive"]["tpot_ms"]) == (450.0, 40.0)
+    assert all(limit["source"].startswith("https://") for limit in limits.values())
+    assert "latency_limits" not in show_entry("resnet50") or show_entry("resnet50")[
+        "latency_limits"
+    ].keys() <= {"Server"}
