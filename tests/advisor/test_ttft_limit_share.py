@@ -147,10 +147,13 @@ def test_an_unmeasured_ttft_follows_the_accelerators_share_of_the_limit_not_its_
         for f in amd.factors
     )
     assert any("submitter's load" in n for n in amd.warnings)
+    assert amd.references == ["MI300X"]  # the part whose own results the share was read on
     # never measured on any LLM: its vendor's accelerators' share
     nvidia = _ask(store, "NVIDIA H100-NVL-94GB", "llama2-70b-99")
     assert nvidia.basis is Basis.TRANSFERRED and nvidia.value is not None
     assert 450 < nvidia.value < 650 and any("nvidia accelerator" in f.value for f in nvidia.factors)
+    # the parts it was read on (a probe found a limit-share answer with no references at all)
+    assert nvidia.references and "H100-NVL-94GB" not in nvidia.references
     # a vendor without any LLM latency here: no share to read (the specs transfer or a refusal)
     other = _ask(store, "Intel Gaudi 2", "llama2-70b-99")
     assert not any(f.name == "limit share" for f in other.factors)

@@ -152,8 +152,9 @@ class LimitShares:
         without: Cell | None = None,
         vendor: str | None = None,
         speed: float | None = None,
-    ) -> tuple[float, str] | None:
-        """(log share, where the accelerator's term came from) for ``cell``, None where the model
+    ) -> tuple[float, str, list[str]] | None:
+        """(log share, where the accelerator's term came from, the accelerators it was read on)
+        for ``cell``, None where the model
         has no other accelerator or the accelerator no term of its own or its vendor's. A vendor's
         term is moved by the learned slope for the part's peak compute (``speed``, log; else its
         own from ``self.speed``) against the median of the vendor's measured parts."""
@@ -169,9 +170,8 @@ class LimitShares:
             if vals and mm in model
         ]
         if own:
-            return model[m] + median(
-                np.asarray(own)
-            ), f"its own results on {len(own)} other model(s)"
+            share = model[m] + median(np.asarray(own))
+            return share, f"its own results on {len(own)} other model(s)", [a]
         vendor = vendor or self.vendor.get(a)
         peers = {
             aa: t
@@ -194,7 +194,7 @@ class LimitShares:
                 f", moved by its peak compute ({math.exp(shift):.2g}x theirs) ^ {slope:.2f} "
                 "(learned on the measured accelerators)"
             )
-        return model[m] + term, how
+        return model[m] + term, how, sorted(peers)
 
     def residuals(self) -> np.ndarray:
         """Per-result log residuals of every cell predicted with itself left out."""
@@ -261,7 +261,7 @@ def limit_share_estimate(index: EvidenceIndex, q: Query) -> Estimate | None:
     )
     if hit is None or len(residuals) < MIN_RESIDUALS:
         return None
-    log_share, source = hit
+    log_share, source, references = hit
     lo, hi = conformal_bounds(residuals)
     value = min(limit, limit * math.exp(log_share))
     how = (
@@ -281,6 +281,7 @@ def limit_share_estimate(index: EvidenceIndex, q: Query) -> Estimate | None:
         min(limit, value * math.exp(hi)),
         factors=[("limit share", how, value / limit)],
         notes=[note],
+        references=references,
     )
 
 
