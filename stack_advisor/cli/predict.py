@@ -24,7 +24,9 @@ from stack_advisor.cli.recommend_options import (
     IslOpt,
     ModelOpt,
     OslOpt,
+    PredictMetricOpt,
     ScenarioOpt,
+    StackTextOpt,
 )
 from stack_advisor.cli.recommend_table import BASIS_MARK, with_interval
 from stack_advisor.cli.stores import answering_store
@@ -51,22 +53,8 @@ def predict(
     concurrency: ConcurrencyOpt = None,
     accelerator: AcceleratorOpt = None,
     count: CountOpt = None,
-    metric: Annotated[
-        str | None,
-        typer.Option(
-            help="With --benchmark/--accelerator/--count: the metric to predict, e.g. "
-            "tokens_per_second, ttft_p99_ms, tpot_p99_ms (default: the one a ranking of the "
-            "benchmark reports)."
-        ),
-    ] = None,
-    stack: Annotated[
-        str | None,
-        typer.Option(
-            "--stack",
-            help="With --benchmark/--accelerator/--count: the software stack, as published or "
-            "a framework name, e.g. 'TensorRT 10.2, CUDA 12.4' or vllm (a query's framework).",
-        ),
-    ] = None,
+    metric: PredictMetricOpt = None,
+    stack: StackTextOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
@@ -80,9 +68,7 @@ def predict(
     _only_with_flags(bool(flags), metric=metric, stack=stack)
     if flags:
         assert benchmark and accelerator and count
-        asked = benchmark_queries(family, benchmark, scenario, accelerator, count, as_of)
-        if stack is not None:
-            asked = [{**q, "framework": stack} for q in asked]
+        asked = benchmark_queries(family, benchmark, scenario, accelerator, count, as_of, stack)
         answered = _predict_benchmark(store, asked, metric)
         if answered is not None:
             return _show_predictions(answered, chosen)
@@ -157,6 +143,7 @@ def benchmark_queries(
     accelerators: list[str],
     count: int,
     as_of: str | None,
+    stack: str | None = None,
 ) -> list[dict[str, Any]]:
     """``predict --benchmark B --accelerator A [--accelerator ...] --count N`` as the queries
     ``--query`` takes: one per accelerator, at that count (the rows of a ranking come at the
@@ -168,6 +155,8 @@ def benchmark_queries(
         base["scenario"] = asked
     if as_of is not None:
         base["as_of"] = as_of
+    if stack is not None:  # --stack: the query's framework, as published
+        base["framework"] = stack
     return [{**base, "accelerator": name} for name in accelerators]
 
 

@@ -41,6 +41,23 @@ ParamOpt = Annotated[
 MetricOpt = Annotated[
     str | None, typer.Option(help="Metric to rank on (default: from the objective).")
 ]
+PredictMetricOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--metric",
+        help="With --benchmark/--accelerator/--count: the metric to predict, e.g. "
+        "tokens_per_second, ttft_p99_ms, tpot_p99_ms (default: the one a ranking of the "
+        "benchmark reports).",
+    ),
+]
+StackTextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stack",
+        help="With --benchmark/--accelerator/--count: the software stack, as published or a "
+        "framework name, e.g. 'TensorRT 10.2, CUDA 12.4' or vllm (a query's framework).",
+    ),
+]
 FrameworkOpt = Annotated[
     list[str] | None,
     typer.Option(

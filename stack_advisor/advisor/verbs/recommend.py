@@ -186,14 +186,7 @@ def _measured_after(knowledge: Knowledge, c: Candidate, target: float, family: s
 def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSet:
     """The pipeline: slice → candidates → constraints → estimates → score → explanation."""
     start = time.perf_counter()
-    hw = workload.hardware
-    for field, count in (("count", hw.count), ("min_count", hw.min_count)):
-        beyond = count_beyond_published(knowledge.table, count, field)
-        if beyond:
-            raise InvalidInput(beyond)
-    unheld = hw.unheld(str(n) for n in knowledge.table.accelerator.vocab)
-    if unheld:
-        raise InvalidInput(unheld)
+    _check_hardware(knowledge, workload)
     sl = select_slice(knowledge, workload)
     early = _before_the_slice(knowledge, sl)
     if early:
@@ -254,6 +247,19 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
         notes=_notes(knowledge, sl, bool(recs), excluded) + _folded_note(shown),
         elapsed_ms=(time.perf_counter() - start) * 1000,
     )
+
+
+def _check_hardware(knowledge: Knowledge, workload: Workload) -> None:
+    """Raises: InvalidInput for a count beyond every published system, or an accelerator name
+    neither the catalogue nor the knowledge base knows."""
+    hw = workload.hardware
+    for field, count in (("count", hw.count), ("min_count", hw.min_count)):
+        beyond = count_beyond_published(knowledge.table, count, field)
+        if beyond:
+            raise InvalidInput(beyond)
+    unheld = hw.unheld(str(n) for n in knowledge.table.accelerator.vocab)
+    if unheld:
+        raise InvalidInput(unheld)
 
 
 def _folded_note(shown: list[tuple[Candidate, int]]) -> list[str]:
