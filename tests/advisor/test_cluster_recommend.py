@@ -17,6 +17,7 @@ from stack_advisor.schema.models import SoftwareStack
 from tests.support.gfd_pools import POOL_NODES
 
 WORKLOAD = {"benchmark": "resnet50", "scenario": "Offline"}
+LLAMA_OFFLINE = {"benchmark": "llama2-70b-99", "scenario": "Offline"}
 IMAGE = (
     "registry.example.org/team/resnet50-trt:1"  # the user's image (--image): MLPerf records none
 )
@@ -370,13 +371,14 @@ def test_a_driver_that_makes_a_pool_usable_has_nothing_before(kb_advisor) -> Non
     assert "makes it usable" in report.summary and "driver 550.90.07 runs none" in report.summary
 
 
-def _b200_nodes(pool: str, driver: str) -> list[dict[str, Any]]:
-    """Two 8-GPU B200 nodes of ``pool`` on ``driver``, as GPU feature discovery labels them."""
+def _b200_nodes(pool: str, driver: str, product: str = "NVIDIA-B200") -> list[dict[str, Any]]:
+    """Two 8-GPU nodes (B200, or ``product``) of ``pool`` on ``driver``, as GPU feature discovery
+    labels them."""
     from tests.support.gfd_nodes import node
 
     labels = {
         "stack-advisor.io/pool": pool,
-        "nvidia.com/gpu.product": "NVIDIA-B200",
+        "nvidia.com/gpu.product": product,
         "nvidia.com/gpu.count": "8",
         "nvidia.com/cuda.driver-version.full": driver,
     }
@@ -387,12 +389,8 @@ def test_a_pool_of_an_unknown_part_says_why_it_has_no_answer(kb_advisor) -> None
     """A GPU product the catalogue lacks and the knowledge base holds no result under: the pool
     is excluded with the model's own reason (a probe read "no stack in the knowledge base runs
     on it" and a note promising figures "transferred from the name alone")."""
-    nodes = _b200_nodes("foo-pool", "580.95.05")
-    for n in nodes:
-        n["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-Foo-9000"
-    pools = group_pools(nodes_from_json(nodes))
-    workload = {"benchmark": "llama2-70b-99", "scenario": "Offline"}
-    result = ClusterAdvisor(kb_advisor).recommend(workload, pools, source="test", top=5)
+    pools = group_pools(nodes_from_json(_b200_nodes("foo-pool", "580.95.05", "NVIDIA-Foo-9000")))
+    result = ClusterAdvisor(kb_advisor).recommend(LLAMA_OFFLINE, pools, source="test", top=5)
     assert result.recommendations == []
     why = result.excluded_pools["foo-pool"]
     assert why.startswith("no figure for any stack on it: the model refused"), why
@@ -405,11 +403,8 @@ def test_a_pool_never_shows_one_answer_twice(kb_advisor) -> None:  # type: ignor
     """A stack whose framework field names TensorRT 9.3.0 beside its components' TensorRT 10.2.0
     is asked on a pool as the 10.2.0 stack is: a probe read the same observed figure and
     submitters twice, under two labels."""
-    nodes = _b200_nodes("h100-pool", "550.54.15")
-    for n in nodes:
-        n["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+    nodes = _b200_nodes("h100-pool", "550.54.15", "NVIDIA-H100-80GB-HBM3")
     pools = group_pools(nodes_from_json(nodes))
-    workload = {"benchmark": "llama2-70b-99", "scenario": "Offline"}
-    result = ClusterAdvisor(kb_advisor).recommend(workload, pools, source="test", per_pool=20)
+    result = ClusterAdvisor(kb_advisor).recommend(LLAMA_OFFLINE, pools, source="test", per_pool=20)
     rows = [(r.basis, r.value, tuple(r.evidence.submitters)) for r in result.recommendations]
     assert len(rows) >= 3 and len(rows) == len(set(rows)), rows
