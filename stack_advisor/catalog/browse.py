@@ -70,18 +70,27 @@ def list_entries(
     kind: Kind, *, vendor: str | None = None, family: str | None = None
 ) -> list[dict[str, Any]]:
     """Every entry of a kind as rows, catalogue order; ``vendor`` / ``family`` filter
-    accelerators (case- and punctuation-blind).
+    accelerators, ``family`` benchmarks (mlperf-training), case- and punctuation-blind.
 
     Raises:
-        InvalidInput: an unknown kind, or a filter on benchmarks.
+        InvalidInput: an unknown kind, a vendor filter on benchmarks, or a vendor or family
+            the catalogue has none of (naming those it has).
     """
     cat = load_catalog()
     if kind == "benchmarks":
-        if vendor or family:
-            raise InvalidInput("vendor/family: only accelerators have them")
-        return [benchmark_row(b) for b in cat.benchmarks.values()]
+        if vendor:
+            raise InvalidInput("vendor: only accelerators have one")
+        entries = list(cat.benchmarks.values())
+        _known("family", family, {b.family for b in entries})
+        return [
+            benchmark_row(b)
+            for b in entries
+            if not family or normalize(b.family) == normalize(family)
+        ]
     if kind != "accelerators":
         raise InvalidInput(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    _known("vendor", vendor, {a.vendor for a in cat.accelerators.values()})
+    _known("family", family, {a.family for a in cat.accelerators.values()})
     rows = []
     for acc in cat.accelerators.values():
         if vendor and normalize(acc.vendor) != normalize(vendor):
@@ -90,6 +99,16 @@ def list_entries(
             continue
         rows.append(accelerator_row(acc))
     return rows
+
+
+def _known(field: str, value: str | None, held: set[str]) -> None:
+    """Raises: InvalidInput where ``value`` is none of ``held`` (a filter matching nothing had
+    answered an empty list, as if the catalogue had no such entries)."""
+    if value and normalize(value) not in {normalize(h) for h in held}:
+        raise InvalidInput(
+            f"{field}: the catalogue has no {field} {quoted(value)}; it has: "
+            + ", ".join(sorted(held, key=str.lower)[:40])
+        )
 
 
 def show_accelerator(name: str) -> dict[str, Any]:

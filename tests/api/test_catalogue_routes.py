@@ -72,6 +72,19 @@ def test_benchmarks_and_search(client: TestClient, tokens: dict[str, str]) -> No
         headers=auth(tokens["read"]),
     )
     assert r.status_code == 200 and r.json()["family"] == "mlperf-training"
+    # a family filter on the list (a probe's was ignored: 62 benchmarks), an unknown one a 422
+    r = client.get(
+        "/v1/catalogue/benchmarks",
+        params={"family": "mlperf-training"},
+        headers=auth(tokens["read"]),
+    )
+    assert r.status_code == 200 and {b["family"] for b in r.json()["items"]} == {"mlperf-training"}
+    for path, params in (
+        ("/v1/catalogue/benchmarks", {"family": "nosuch"}),
+        ("/v1/catalogue/accelerators", {"vendor": "nosuch"}),
+    ):
+        r = client.get(path, params=params, headers=auth(tokens["read"]))
+        assert r.status_code == 422 and "the catalogue has no" in r.json()["message"], r.text
     r = client.get("/v1/catalogue/search", params={"q": "gaudi"}, headers=auth(tokens["read"]))
     assert r.status_code == 200
     assert {h["id"] for h in r.json()["hits"]} >= {"Gaudi2", "Gaudi3", "Gaudi3-PCIe"}

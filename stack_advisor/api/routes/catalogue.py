@@ -89,8 +89,14 @@ def get_accelerator(name: Name, _: ReadCaller) -> dict[str, Any]:
     responses=READ_ERRORS,
     summary="Every benchmark the catalogue knows, with its model facts",
 )
-def list_benchmarks(_: ReadCaller) -> CatalogueList:
-    items = browse.list_entries("benchmarks")
+def list_benchmarks(
+    _: ReadCaller,
+    family: Annotated[
+        str | None,
+        Query(max_length=100, description="only this family (mlperf-inference, mlperf-training)"),
+    ] = None,
+) -> CatalogueList:
+    items = browse.list_entries("benchmarks", family=family)
     return CatalogueList(kind="benchmarks", total=len(items), items=items)
 
 
