@@ -200,6 +200,10 @@ def test_recommend_page_is_the_api_answer(client: TestClient, api_headers: dict[
         assert rec["candidate"]["stack_label"] in page.text
     assert api["recommendations"][0]["snippet_yaml"]
     assert 'class="copy" data-copy-target="snippet-1"' in page.text
+    # the round asked (a probe's as_of was dropped by the page)
+    now = client.get("/recommend?" + urlencode({**form, "as_of": "now", "format": "json"})).json()
+    assert now["workload"]["as_of"] == "now"
+    assert all(r["round"] != "v6.0" for r in now["recommendations"]), now["recommendations"]
     every = client.get(
         "/recommend?"
         + urlencode(

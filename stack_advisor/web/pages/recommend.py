@@ -160,6 +160,7 @@ def workload_from_form(request: Request) -> tuple[dict[str, Any], int]:
         "model",
         "image",
         "target",
+        "as_of",
     ):
         fields.append((workload, name, form.text(name)))
     fields += [
