@@ -148,12 +148,10 @@ class HardwareConstraint(_Spec):
 
     @field_validator("accelerators")
     @classmethod
-    def _known_accelerators(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
+    def _stripped(cls, value: list[str] | None) -> list[str] | None:
         # a name the catalogue lacks may still be one the knowledge base holds as published (a
-        # new round's part): the ranking refuses it where no result names it (``unheld``)
-        return [t.strip() for t in value]
+        # new round's part): ``recommend`` refuses it where no result names it (``unheld``)
+        return None if value is None else [t.strip() for t in value]
 
     def allows(self, accelerator: str) -> bool:
         """Whether a stored accelerator name passes the ``accelerators`` filter: a catalogue

@@ -111,6 +111,10 @@ def test_accelerator_filters_by_name_family_and_generation(kb_advisor) -> None: 
     typo = {"benchmark": "resnet50", "hardware": {"accelerators": ["NVIDIA A100-SXM-80G"]}}
     with pytest.raises(InvalidInput, match=r"hardware\.accelerators: .*did you mean"):
         kb_advisor.recommend(typo, top=5)
+    # a model answered by proxy is refused alike (it had answered no rows, saying nothing)
+    proxy = {"benchmark": "gpt-oss-120b", "hardware": {"accelerators": ["banana"]}}
+    with pytest.raises(InvalidInput, match=r"hardware\.accelerators: unknown accelerator"):
+        kb_advisor.recommend(proxy, top=5)
 
 
 def test_benchmark_aliases_resolve_in_workloads() -> None:

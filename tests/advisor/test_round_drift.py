@@ -603,3 +603,18 @@ def test_a_round_the_cadence_never_names_is_refused_for_training_too(kb_advisor:
     no_round, ahead = kb_advisor.predict([{**query, "as_of": "v6.5"}, {**query, "as_of": "v6.1"}])
     assert no_round.value is None and "is no round of mlperf-training" in (no_round.reason or "")
     assert ahead.value is not None and ahead.round == "v6.1"
+
+
+def test_a_round_that_does_not_exist_is_refused_below_the_newest_held_too(
+    kb_advisor: Any,
+) -> None:
+    """v5.7 and v3.4 name no round (neither listed, held nor of the cadence) however far below
+    the newest round held they are."""
+    index = kb_advisor.evidence()
+    key, acc, _, _ = _older_accelerator(index)
+    asked = ["v5.7", "v3.4", "v0.3", "v3.0"]
+    answers = kb_advisor.predict([_query(index, key, acc, as_of=a) for a in asked])
+    why = dict(zip(asked, (a.reason or "" for a in answers)))
+    for missing in ("v5.7", "v3.4", "v0.3"):
+        assert "is no round of mlperf-inference" in why[missing], why[missing]
+    assert "is no round" not in why["v3.0"]  # a round of the catalogue: answered or refused else

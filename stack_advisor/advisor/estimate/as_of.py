@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Collection
 from datetime import UTC, date, datetime
 from functools import lru_cache
 
@@ -109,7 +110,7 @@ def next_round(family: str, after: float) -> float:
     return float(major + 1) if after - major > 0.05 else round(after + 0.1, 1)
 
 
-def target_round(family: str, as_of: str, now: float) -> float:
+def target_round(family: str, as_of: str, now: float, held: Collection[float] = ()) -> float:
     """The round number an answer is for, the knowledge base's newest round of the slice being
     ``now``: the newest round published by today (the catalogue's round dates; "today", the
     default) or by a given ISO date, ``now`` itself ("now"), one published round beyond it
@@ -129,24 +130,25 @@ def target_round(family: str, as_of: str, now: float) -> float:
     if as_of_error(as_of) is not None:
         raise InvalidInput(as_of_problem(as_of))
     number = round_number(text)
-    _check_round(family, number, text, now)
+    _check_round(family, number, text, now, held)
     return number
 
 
-def _check_round(family: str, number: float, text: str, now: float) -> None:
-    """A named round is one the catalogue lists or MLCommons' cadence names (x.0 and x.1 a
-    year), at most ``MAX_AHEAD`` rounds beyond the newest round published by today or held.
+def _check_round(
+    family: str, number: float, text: str, now: float, held: Collection[float] = ()
+) -> None:
+    """A named round is one the catalogue lists, the knowledge base holds (``held``: the
+    slice's rounds) or MLCommons' cadence names (x.0 and x.1 a year), at most ``MAX_AHEAD``
+    rounds beyond the newest round published by today or held.
 
     Raises:
         InvalidInput: a round that does not exist, or one too far ahead to forecast.
     """
     listed = {round_number(r.id) for r in load_rounds() if r.family == family}
     minor = round((number - math.floor(number)) * 10)
-    # a round is one the catalogue lists, the knowledge base holds (up to its newest, ``now``)
-    # or the cadence names (Training's v6.5 is none, a year past its last listed round too);
-    # the horizon below bounds how far ahead
+    # at any year: Training's v6.5 is no round, a year past its last listed round too
     unnamed = minor not in (0, 1) or number < 1
-    if number not in listed and number > now + 1e-9 and unnamed:
+    if number not in listed and not any(abs(number - h) < 1e-9 for h in held) and unnamed:
         raise InvalidInput(
             f"as_of: {text!r} is no round of {family}: MLCommons publishes an x.0 and an x.1 "
             "round a year (v5.1, then v6.0)"

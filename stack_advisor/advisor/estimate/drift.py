@@ -295,7 +295,7 @@ class RoundDrift:
 
     def slice_target(self, key: SliceKey, as_of: str) -> float:
         """``target`` for the slice ``key`` (its family first)."""
-        return target_round(key[0], as_of, self.newest(key))
+        return target_round(key[0], as_of, self.newest(key), self.rounds(key))
 
     def newest(self, key: SliceKey) -> float:
         """The slice's newest held round; for a slice the knowledge base holds no result of (a

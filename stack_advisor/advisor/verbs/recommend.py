@@ -66,6 +66,9 @@ def recommend(
     """
     if top < 1:
         raise InvalidInput(f"top must be >= 1, got {top}")
+    unheld = workload.hardware.unheld(str(n) for n in knowledge.table.accelerator.vocab)
+    if unheld:  # before the proxy too: a name nothing knows selects nothing, silently
+        raise InvalidInput(unheld)
     answer = by_proxy(knowledge, workload, top) or rank(knowledge, workload, top)
     for r in answer.recommendations:
         r.basis_note = basis_note(r.basis, r.evidence.measured_on, here)
@@ -186,7 +189,7 @@ def _measured_after(knowledge: Knowledge, c: Candidate, target: float, family: s
 def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSet:
     """The pipeline: slice → candidates → constraints → estimates → score → explanation."""
     start = time.perf_counter()
-    _check_hardware(knowledge, workload)
+    _check_counts(knowledge, workload)
     sl = select_slice(knowledge, workload)
     early = _before_the_slice(knowledge, sl)
     if early:
@@ -249,17 +252,13 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
     )
 
 
-def _check_hardware(knowledge: Knowledge, workload: Workload) -> None:
-    """Raises: InvalidInput for a count beyond every published system, or an accelerator name
-    neither the catalogue nor the knowledge base knows."""
+def _check_counts(knowledge: Knowledge, workload: Workload) -> None:
+    """Raises: InvalidInput for a count beyond every published system."""
     hw = workload.hardware
     for field, count in (("count", hw.count), ("min_count", hw.min_count)):
         beyond = count_beyond_published(knowledge.table, count, field)
         if beyond:
             raise InvalidInput(beyond)
-    unheld = hw.unheld(str(n) for n in knowledge.table.accelerator.vocab)
-    if unheld:
-        raise InvalidInput(unheld)
 
 
 def _folded_note(shown: list[tuple[Candidate, int]]) -> list[str]:
