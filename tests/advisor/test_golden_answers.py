@@ -89,7 +89,9 @@ the latency-limit note began to say estimated figures are checked too (only that
 Every answered prediction when each began to name its ``unit`` (only that field was added).
 25-27 (Training rankings without a count or budget) when each published count of a stack became
 a row of its own (a stack had been one row at its most common size: the fastest and the cheapest
-sizes never showed).
+sizes never showed). 4, 12, 18, 27 and 30 when a ranked stack naming no version began to be
+taken as measured, as a named stack is (its own results, asked by its id, had been carried by the
+drift as if they were any stack's): those rows lost their forecast factor, rankings moved.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

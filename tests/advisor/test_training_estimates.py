@@ -503,3 +503,25 @@ def test_a_training_ranking_without_a_count_shows_each_published_size(kb_advisor
     assert {8, 72, 512} <= counts, counts
     budget = kb_advisor.recommend({**workload, "hardware": {"max_count": 64}}, top=100)
     assert {r.candidate.accelerator_count for r in budget.recommendations} <= set(range(1, 65))
+
+
+def test_a_stack_naming_no_version_is_as_measured_as_a_named_one(kb_advisor: Any) -> None:
+    """Asked by its id, a version-less stack's own result is the stack's as measured, like a
+    named stack's: not moved by the rounds' drift (a review found "pytorch ?" rows forecast to
+    the next round above "pytorch 2.8.0" left as measured)."""
+    ranked = kb_advisor.recommend(
+        {
+            "family": "mlperf-training",
+            "benchmark": "llama2_70b_lora",
+            "hardware": {"accelerators": ["MI355X"], "count": 8},
+            "all_rows": True,
+            "as_of": "next",
+        },
+        top=30,
+    )
+    rows = {r.candidate.stack_label: r for r in ranked.recommendations}
+    assert "pytorch ?" in rows and "pytorch 2.8.0" in rows
+    for label in ("pytorch ?", "pytorch 2.8.0"):
+        r = rows[label]
+        assert not [f for f in r.factors if f.name in ("forecast", "round drift")], label
+        assert r.round == "v5.1", (label, r.round)

@@ -404,10 +404,12 @@ def before_first(key: SliceKey, as_of: str, target: float, held: list[float]) ->
 
 
 def own_stack(index: DriftIndex, q: Query, est: Estimate) -> bool:
-    """Whether ``est`` is made of results of the very stack ``q`` names: observed (its rows are
-    those ``matching`` kept for the query, so nothing to check again), or interpolated from its
-    own results at other counts."""
-    if not q.components or est.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
+    """Whether ``est`` is made of results of the very stack ``q`` names (by components, or by
+    id where they cannot tell it apart: ``Query.stacks``): observed (its rows are those
+    ``matching`` kept for the query, so nothing to check again), or interpolated from its own
+    results at other counts."""
+    named = q.components or q.stacks
+    if not named or est.basis not in (Basis.OBSERVED, Basis.INTERPOLATED):
         return False
     if est.basis is Basis.OBSERVED:
         return True

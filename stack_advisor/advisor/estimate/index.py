@@ -220,7 +220,7 @@ class EvidenceIndex:
         if bound.value is None or est.value <= bound.value:
             return est
         high = min(est.high, bound.high) if est.high is not None and bound.high else est.high
-        low = min(est.low, bound.value) if est.low is not None else None
+        low = min(est.low, bound.low) if est.low is not None and bound.low else est.low
         how = (
             f"at most its {looser} estimate ({bound.basis.value}): {q.scenario}'s limits are "
             "tighter"

@@ -11,7 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.latency import limit_verdict
+from stack_advisor.advisor.estimate.latency_limit import limit_ms
 from stack_advisor.advisor.estimate.query import Query
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
@@ -20,14 +22,12 @@ from stack_advisor.advisor.workload import Workload
 LIMITED = (("tpot_p99_ms", "time per output token"), ("ttft_p99_ms", "time to first token"))
 
 
-def beyond_limits(index: Any, q: Query) -> list[str]:
+def beyond_limits(index: EvidenceIndex, q: Query) -> list[str]:
     """For a throughput estimated (not measured) in a serving scenario with published p99
     latency limits: the limits its own latency estimate lies wholly above. A valid run at that
     throughput is then not expected, which the figure alone would not say (a probe read 5,093
     tokens/s for deepseek-r1 Server on 8 H200 beside a p99 TPOT of 155 ms, 81-449, against an
     80 ms limit)."""
-    from stack_advisor.advisor.estimate.latency_limit import limit_ms
-
     out: list[str] = []
     if q.division != "closed":
         return out
@@ -36,12 +36,13 @@ def beyond_limits(index: Any, q: Query) -> list[str]:
         if limit is None:
             continue
         est = index.estimate(dataclasses.replace(q, metric=metric))
-        if est.basis is Basis.UNSUPPORTED or est.value is None or est.low is None:
+        value, low, high = est.value, est.low, est.high
+        if est.basis is Basis.UNSUPPORTED or value is None or low is None or high is None:
             continue
-        if est.low > limit:
+        if low > limit:
             out.append(
-                f"its estimated p99 {what}, {est.value:,.4g} ms (80% {est.low:,.4g}-"
-                f"{est.high:,.4g}), lies wholly above the published {q.scenario} limit of "
+                f"its estimated p99 {what}, {value:,.4g} ms (80% {low:,.4g}-"
+                f"{high:,.4g}), lies wholly above the published {q.scenario} limit of "
                 f"{limit:g} ms: a valid {q.scenario} run at this throughput is not expected"
             )
     return out
