@@ -279,6 +279,10 @@ class PredictQuery(_Out):
     )
 
 
+DEFAULT_TOP = 5  # recommendations a ranking shows unless asked
+MAX_TOP = 100  # the most one ranking shows (the API's bound; the CLI's --all without --top)
+
+
 class Prediction(_Out):
     query: PredictQuery
     value: float | None = Field(description="None when unsupported (see reason)")

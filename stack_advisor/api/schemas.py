@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from stack_advisor.advisor.proxy.model_query import ModelQuery
-from stack_advisor.advisor.results import PredictQuery
+from stack_advisor.advisor.results import DEFAULT_TOP, MAX_TOP, PredictQuery
 from stack_advisor.advisor.workload import Workload
 from stack_advisor.schema.models import (
     EntityKind,
@@ -125,7 +125,7 @@ class RecommendationRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     workload: Workload
-    top: int = Field(default=5, ge=1, le=100)
+    top: int = Field(default=DEFAULT_TOP, ge=1, le=MAX_TOP)
     cluster: str | None = Field(default=None, min_length=1, description="a recorded node inventory")
     nodes: list[dict[str, Any]] | None = Field(
         default=None,

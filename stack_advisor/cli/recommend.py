@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from stack_advisor.advisor.results import DEFAULT_TOP, MAX_TOP
 from stack_advisor.cli.compare import compare_app
 from stack_advisor.cli.options import PLACEMENTS, FormatOpt, JsonOpt, StoreOpt, choose
 from stack_advisor.cli.predict import evaluate, predict
 from stack_advisor.cli.predict import evaluation_rows as evaluation_rows
 from stack_advisor.cli.proxy import described_model, proxy_fields
 from stack_advisor.cli.recommend_options import (
-    ALL_ROWS_TOP,
-    DEFAULT_TOP,
     AcceleratorOpt,
     AllRowsOpt,
     AsOfOpt,
@@ -168,7 +167,7 @@ def _recommend(f: SimpleNamespace) -> None:
             }
         )
         with answering_store(f.store, f.prices, f.rules) as adv:
-            top = f.top or (ALL_ROWS_TOP if f.all_rows else DEFAULT_TOP)
+            top = f.top or (MAX_TOP if f.all_rows else DEFAULT_TOP)
             _show(adv.recommend(workload, top=top), chosen, f.snippets)
         return
     from stack_advisor.cli.cluster_recommend import run

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from stack_advisor.advisor.manifests.target_kind import SnippetTarget
+from stack_advisor.advisor.results import DEFAULT_TOP, MAX_TOP
 
 BenchmarkOpt = Annotated[str | None, typer.Option(help="Benchmark name, e.g. resnet50, bert-99.")]
 FamilyOpt = Annotated[
@@ -115,14 +116,12 @@ WorkloadFileOpt = Annotated[
     Path | None,
     typer.Option("--workload", help="Workload as YAML or JSON (flags are ignored when given)."),
 ]
-DEFAULT_TOP = 5
-ALL_ROWS_TOP = 100  # --all without --top: every ranked row, up to the API's own bound
 TopOpt = Annotated[
     int | None,
     typer.Option(
         "--top",
         min=1,
-        help=f"How many recommendations (default {DEFAULT_TOP}; with --all, up to {ALL_ROWS_TOP}).",
+        help=f"How many recommendations (default {DEFAULT_TOP}; with --all, up to {MAX_TOP}).",
     ),
 ]
 SnippetsOpt = Annotated[

@@ -155,5 +155,7 @@ def test_all_without_top_lists_every_ranked_row(
     code, out, err = advisor(capsys, *flags, "--all", "--top", "3")
     assert code == 0, err
     assert len(every) > 5 and json.loads(out)["recommendations"] == every[:3]
+    cut = [n for n in json.loads(out)["notes"] if "more ranked rows than the 3 shown" in n]
+    assert len(cut) == 1 and int(cut[0].split()[0]) >= len(every) - 3
     code, out, _ = advisor(capsys, *flags)
     assert len(json.loads(out)["recommendations"]) == 5

@@ -28,6 +28,7 @@ from stack_advisor.advisor.estimate.drift import before_first, round_label
 from stack_advisor.advisor.estimate.training import budget_refusal
 from stack_advisor.advisor.proxy.ranking import by_proxy
 from stack_advisor.advisor.results import (
+    MAX_TOP,
     ExcludedCandidate,
     Recommendation,
     RecommendationSet,
@@ -247,7 +248,9 @@ def rank(knowledge: Knowledge, workload: Workload, top: int) -> RecommendationSe
         excluded=excluded.counts,
         excluded_candidates=excluded.listed(),
         recommendations=recs,
-        notes=_notes(knowledge, sl, bool(recs), excluded) + _folded_note(shown),
+        notes=_notes(knowledge, sl, bool(recs), excluded)
+        + _folded_note(shown)
+        + _cut_note(workload, len(shown), top),
         elapsed_ms=(time.perf_counter() - start) * 1000,
     )
 
@@ -259,6 +262,18 @@ def _check_counts(knowledge: Knowledge, workload: Workload) -> None:
         beyond = count_beyond_published(knowledge.table, count, field)
         if beyond:
             raise InvalidInput(beyond)
+
+
+def _cut_note(workload: Workload, ranked: int, top: int) -> list[str]:
+    """Where every row was asked for (``all``) and more were ranked than ``top`` shows."""
+    if not workload.all_rows or ranked <= top:
+        return []
+    more = (
+        f"top (--top) up to {MAX_TOP} shows more"
+        if top < MAX_TOP
+        else "narrow the workload (accelerators, counts, placements) to see them"
+    )
+    return [f"{ranked - top} more ranked rows than the {top} shown: {more}"]
 
 
 def _folded_note(shown: list[tuple[Candidate, int]]) -> list[str]:
