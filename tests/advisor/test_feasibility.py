@@ -267,8 +267,19 @@ def test_an_image_of_another_serving_engine_is_a_warning(kb_advisor: Any) -> Non
         "run another serving engine than the one ranked; pick an image of llmboost"
     ]
     assert not [w for w in by_framework["vllm"].warnings if "serving engine" in w]
-    # TensorRT (not an LLM engine of the catalogue) is judged by its release's versions alone
+    # a TensorRT row whose published text names no engine is judged by its release alone
     assert not [w for w in by_framework["tensorrt"].warnings if "serving engine" in w]
+    # one whose text names TensorRT-LLM runs it
+    from stack_advisor.advisor.manifests.image_check import engine_mismatch, stack_engines
+    from stack_advisor.schema.models import SoftwareStack
+
+    trtllm = SoftwareStack(
+        framework="tensorrt",
+        framework_version="10.2",
+        raw="framework: TensorRT-LLM 0.12, CUDA 12.4",
+    )
+    assert stack_engines(trtllm) == {"tensorrt-llm"}
+    assert "runs tensorrt-llm" in (engine_mismatch(image, trtllm) or "")
     # the engines are read from the catalogue's spellings; a serving layer named alone may run
     # any engine it serves through, and an image naming none is not judged
     assert image_engines("nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3") == {"tensorrt-llm"}

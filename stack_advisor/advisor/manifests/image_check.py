@@ -60,20 +60,30 @@ def image_engines(image: str) -> frozenset[str]:
     return frozenset(named | {e for n in layers for e in frameworks[n].serves_through})
 
 
+def stack_engines(stack: SoftwareStack) -> frozenset[str]:
+    """The LLM serving engines a stack runs: its framework where that is one, and those its
+    published text names (NVIDIA's LLM results are stored as TensorRT, their text naming
+    TensorRT-LLM)."""
+    frameworks = load_catalog().frameworks
+    text = " ".join(filter(None, [stack.framework, stack.raw])).lower()
+    named = {engine for engine, pattern in _engine_patterns() if pattern.search(text)}
+    mine = stack.framework
+    if mine in frameworks and frameworks[mine].llm_engine:
+        named.add(mine)
+    return frozenset(named)
+
+
 def engine_mismatch(image: str, stack: SoftwareStack) -> str | None:
     """Why ``image`` runs another LLM serving engine than ``stack``'s, or None (the image names
-    no engine, or the stack's framework is none)."""
-    engines = image_engines(image)
-    frameworks = load_catalog().frameworks
-    mine = stack.framework
-    if not engines or mine is None or mine not in frameworks or not frameworks[mine].llm_engine:
+    no engine, the stack none, or one of the image's is the stack's)."""
+    engines, mine = image_engines(image), stack_engines(stack)
+    if not engines or not mine or engines & mine:
         return None
-    if mine in engines:
-        return None
+    runs = ", ".join(sorted(mine))
     return (
         f"image {image} is named after {', '.join(sorted(engines))}; the row's stack runs "
-        f"{mine}: the snippet would run another serving engine than the one ranked; pick an "
-        f"image of {mine}"
+        f"{runs}: the snippet would run another serving engine than the one ranked; pick an "
+        f"image of {runs}"
     )
 
 
