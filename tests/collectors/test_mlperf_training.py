@@ -169,7 +169,10 @@ def test_a_bad_run_or_system_is_reported_and_the_rest_imported(
     assert summary.runs == 7 + 1 + 3  # written: bert's, the cut one's, gpt3's aborted ones
 
 
-@pytest.mark.parametrize(("given", "read"), [("6.0", "v6.0"), ("V6.0", "v6.0"), ("v6.0", "v6.0")])
+@pytest.mark.parametrize(
+    ("given", "read"),
+    [("6.0", "v6.0"), ("V6.0", "v6.0"), ("v6.0", "v6.0"), ("v06.0", "v6.0"), ("6.00", "v6.0")],
+)
 def test_a_round_given_is_read_as_mlcommons_writes_it(
     tmp_path: Path, given: str, read: str
 ) -> None:

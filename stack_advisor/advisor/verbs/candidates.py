@@ -193,13 +193,25 @@ def catalogued(benchmark: str, family: str) -> bool:
     return match.resolved and match.id == benchmark
 
 
-# the latencies a latency ranking reads first, where recorded: the p99 that MLPerf's published
-# limits bind (an LLM's time to first token, else a Server query's p99), not a mean or median
+# the latencies a latency ranking reads first, where recorded and the scenario publishes none of
+# its own: the p99 that MLPerf's limits bind (an LLM's time to first token, else a query's p99)
 BOUND_LATENCIES = ("ttft_p99_ms", "p99_latency_ms", "tpot_p99_ms", "p99_9_latency_ms")
 
 
+def _bound_latency(scenario: str | None, recorded: set[str]) -> str | None:
+    """The latency a ranking of ``scenario`` reads: the scenario's own published metric where it
+    is a latency (SingleStream's p90, MultiStream's p99), else the first of ``BOUND_LATENCIES``
+    recorded; None where none is (the commonest latency then)."""
+    entry = load_catalog().scenarios.get(scenario or "")
+    own = entry.metric if entry is not None else None
+    if own in recorded:
+        return own
+    return next((m for m in BOUND_LATENCIES if m in recorded), None)
+
+
 def choose_metric(knowledge: Knowledge, rows: np.ndarray, workload: Workload) -> str:
-    """The workload's metric, else the most common metric of the objective's direction.
+    """The workload's metric, else for a latency objective the latency the scenario's rules
+    bind (``_bound_latency``), else the most common metric of the objective's direction.
 
     Raises:
         InvalidInput: the metric is not recorded, or none has the objective's direction.
@@ -227,8 +239,8 @@ def choose_metric(knowledge: Knowledge, rows: np.ndarray, workload: Workload) ->
     want_hib = workload.objective is not Objective.LATENCY
     ok = metrics[table.higher_is_better[rows] == want_hib]
     named = {table.metric.vocab[int(m)] for m in set(ok.tolist())}
-    bound = next((m for m in BOUND_LATENCIES if m in named), None) if not want_hib else None
-    if bound is not None:  # the latency MLPerf's limits bind, not whichever statistic is commonest
+    bound = None if want_hib else _bound_latency(workload.scenario, named)
+    if bound is not None:
         return bound
     if len(ok) == 0:
         raise InvalidInput(

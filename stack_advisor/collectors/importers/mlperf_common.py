@@ -85,11 +85,10 @@ def checked_round(given: str | None) -> str | None:
     """
     if given is None:
         return None
-    text = given.strip()
-    found = re.fullmatch(r"[vV]?(\d+\.\d+)", text)
+    found = re.fullmatch(r"[vV]?(\d+)\.(\d+)", given.strip())
     if not found:
         raise InvalidInput(f"--round: {given!r} is not a round name such as v6.0")
-    return "v" + found.group(1)
+    return f"v{int(found.group(1))}.{int(found.group(2))}"  # v06.0 and 6.00 are v6.0
 
 
 def detect_round(path: Path, first_parts: Iterable[str] = ()) -> str | None:
