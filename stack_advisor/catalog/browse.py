@@ -102,8 +102,8 @@ def list_entries(
 
 
 def _known(field: str, value: str | None, held: set[str]) -> None:
-    """Raises: InvalidInput where ``value`` is none of ``held`` (a filter matching nothing had
-    answered an empty list, as if the catalogue had no such entries)."""
+    """Raises: InvalidInput where ``value`` is none of ``held``: a filter naming nothing is a
+    mistake to say, not an empty list."""
     if value and normalize(value) not in {normalize(h) for h in held}:
         raise InvalidInput(
             f"{field}: the catalogue has no {field} {quoted(value)}; it has: "

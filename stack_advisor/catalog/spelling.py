@@ -80,7 +80,7 @@ def ranked(query: str, names: Iterable[str]) -> list[str]:
     if len(query) > MAX_SUGGESTED:  # no catalogue name is alike such a text: nothing to suggest
         return []
     asked = _squeezed(query)
-    asked_words = _asked(query)  # once, not once per name (a long query made it quadratic)
+    asked_words = _asked(query)  # read once, not once per name
     for name in names:
         cover = _covered(asked_words, name)
         matcher = SequenceMatcher(None, asked, _squeezed(name))

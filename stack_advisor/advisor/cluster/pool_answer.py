@@ -73,12 +73,10 @@ def observed_basis(evidence: Evidence, pool: NodePool) -> PoolBasis:
 
 
 def one_per_stack(recs: list[Recommendation], most: int) -> list[Recommendation]:
-    """The best ``most`` recommendations, one per stack as the pool runs it: the components a
-    pool's query names (``pool_ranking._pool_query``) less the driver, the pool's own. Stacks
-    that differ only by the driver their results were recorded on are one stack there (a probe
-    read two rows of the same label), and so is a stack whose framework field names another
-    version than its components (TensorRT 9.3.0 beside tensorrt 10.2.0): the model answers both
-    alike."""
+    """The best ``most`` recommendations, one per stack as the pool runs it: keyed by the
+    components and framework a pool's query names, less the driver (the pool's own). Stacks that
+    differ only by their recorded driver are one stack there, and so is a stack whose framework
+    field names another version than its components: the model answers both alike."""
     picked: list[Recommendation] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for r in recs:

@@ -205,8 +205,7 @@ class EvidenceIndex:
         """A throughput estimated for a scenario LoadGen runs as another with looser limits
         (Interactive, a Server run under tighter TTFT/TPOT bounds) is at most that scenario's
         estimate of the same configuration: the looser run may take the tighter one's operating
-        point (59 systems published both: Interactive 0.34-1.00x their Server figure). A probe
-        read 57,775 Interactive beside 54,412 Server tokens/s for one configuration."""
+        point (every system that published both ran Interactive at or below its Server figure)."""
         entry = load_catalog().scenarios.get(q.scenario)
         looser = entry.loadgen_mode if entry is not None else q.scenario
         if (

@@ -259,7 +259,7 @@ class TrainingEstimator:
         """The nearest evidence for ``q`` (a training slice; ``exact``: the rows of this very
         configuration, found by the index)."""
         # a held round asked is answered from its results and older ones, not a later round's
-        # carried back (a probe's --as-of v5.1 read v6.0's result moved by the drift)
+        # carried back by the drift
         upto = self.index.round_drift.target(q, q.as_of)
         exact = self._held_by(exact, upto)
         if len(exact):

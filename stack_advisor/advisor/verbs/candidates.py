@@ -354,9 +354,8 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
     for acc, acc_rows in index.slices.get(sl.key, {}).items():
         # a system spanning nodes (an NVL72 rack, two 4-GPU trays, four 8-GPU nodes) is a
         # deployment of its size, a row of its own beside the stack's one-node systems and its
-        # other sizes; MLPerf Training's times to train are a row per published count, unless a
-        # count or a budget picks one count for every stack (a probe's cost ranking showed
-        # GB300 only at x72, its most common size, where its x8 result cost less)
+        # other sizes; MLPerf Training's times to train are a row per published count (the
+        # fastest and the cheapest sizes both show), unless a count or a budget picks one
         size = np.where(spans_nodes(index, acc_rows), table.count[acc_rows].astype(int), 0)
         if sl.workload.family == MLPERF_TRAINING:
             hw = sl.workload.hardware

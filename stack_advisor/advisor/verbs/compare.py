@@ -218,7 +218,7 @@ def _on_common_parts(
     table: ObservationTable, a: np.ndarray, b: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """A's and B's rows on the accelerators (canonical) both ran, where there are any: a median
-    of B on B200 beside A's on H100 measures the parts, not the stacks (a probe read 2.5x)."""
+    of B on B200 beside A's on H100 measures the parts, not the stacks."""
     canon = [canonical_accelerator(str(n)) for n in table.accelerator.vocab]
     on_a = {canon[c] for c in table.accelerator.codes[a].tolist()}
     on_b = {canon[c] for c in table.accelerator.codes[b].tolist()}
@@ -267,7 +267,7 @@ def _compared_rows(
     either = np.isin(table.stack.codes[rows], list(codes[0] | codes[1]))
     cand = rows[either] if either.any() else rows
     # a throughput where the rows hold one (an LLM Server result's TTFT and TPOT figures
-    # outnumber its tokens/s: a probe read a mean TTFT compared by default)
+    # outnumber its tokens/s)
     faster = cand[table.higher_is_better[cand]]
     cand = faster if len(faster) else cand
     metric = table.metric.vocab[int(np.bincount(table.metric.codes[cand]).argmax())]
@@ -344,7 +344,7 @@ def _held_benchmark(table: ObservationTable, text: str) -> str:
     """The knowledge base's name of a benchmark as users write it (``sdxl``).
 
     Raises:
-        NotFound: no result of it is held (a probe's ``--benchmark nosuch`` read "no regression").
+        NotFound: no result of it is held, with the closest names held.
     """
     names = sorted({str(n) for n in table.bench_name.vocab})
     name = canonical_benchmark(text) or text

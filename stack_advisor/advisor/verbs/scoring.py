@@ -58,8 +58,7 @@ def candidate_query(sl: Slice, c: Candidate, count: int) -> Query:
         components=query_components(c.stack),
         raw_accelerator=c.published[0],
         as_of=workload.as_of,
-        # a stack naming no version matches every stack: its own results are its figure (a
-        # probe's "pytorch ?" rows of v5.1 showed another system's v6.0 result as observed)
+        # a stack naming no version would match every stack: its own results are its figure
         stacks=(c.stack_id,) if c.observed and not query_components(c.stack) else (),
     )
 

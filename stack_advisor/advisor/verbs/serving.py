@@ -25,9 +25,7 @@ LIMITED = (("tpot_p99_ms", "time per output token"), ("ttft_p99_ms", "time to fi
 def beyond_limits(index: EvidenceIndex, q: Query) -> list[str]:
     """For a throughput estimated (not measured) in a serving scenario with published p99
     latency limits: the limits its own latency estimate lies wholly above. A valid run at that
-    throughput is then not expected, which the figure alone would not say (a probe read 5,093
-    tokens/s for deepseek-r1 Server on 8 H200 beside a p99 TPOT of 155 ms, 81-449, against an
-    80 ms limit)."""
+    throughput is then not expected, which the figure alone would not say."""
     out: list[str] = []
     if q.division != "closed":
         return out
