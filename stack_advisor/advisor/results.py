@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from stack_advisor.catalog import metric_unit
 from stack_advisor.schema.checks import MAX_NAME, MAX_TEXT, bounded_request
 from stack_advisor.schema.models import PlacementKind
 
@@ -316,11 +317,7 @@ class Prediction(_Out):
     @model_validator(mode="after")
     def _unit_of_the_metric(self) -> Prediction:
         if self.unit is None and self.value is not None and self.query.metric:
-            from stack_advisor.catalog import load_catalog, resolve_metric
-
-            match = resolve_metric(self.query.metric)
-            entry = load_catalog().metrics.get(match.id) if match.resolved else None
-            self.unit = entry.unit if entry is not None else None
+            self.unit = metric_unit(self.query.metric)
         return self
 
     @field_serializer("query", mode="wrap")

@@ -28,6 +28,7 @@ from stack_advisor.catalog.entries import (
 )
 from stack_advisor.catalog.parsed_cache import cached
 from stack_advisor.catalog.spelling import ranked, strip_marks
+from stack_advisor.schema.checks import shown
 from stack_advisor.schema.errors import InvalidInput
 
 VENDOR_WORDS = re.compile(r"^(?:nvidia|amd|qualcomm|google|intel|aws|arm)[\s_-]+", re.IGNORECASE)
@@ -38,9 +39,8 @@ T = TypeVar("T", bound=BaseModel)
 
 def quoted(text: str) -> str:
     """A name as an error message quotes it: its repr, cut past 100 characters with its length
-    (a megabyte given is not sent back whole)."""
-    shown = repr(text)
-    return shown if len(shown) <= 120 else f"{shown[:100]}... ({len(text)} characters)"
+    (``schema.checks.shown``: a megabyte given is not sent back whole)."""
+    return repr(shown(text, 100))
 
 
 def normalize(text: str) -> str:

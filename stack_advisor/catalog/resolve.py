@@ -155,6 +155,14 @@ def resolve_metric(text: str) -> NameMatch:
     return _names(text, load_catalog().metric_index, "metric")
 
 
+def metric_unit(text: str) -> str | None:
+    """The unit of a metric by any of its names, None where the catalogue does not know it (a
+    metric of our collectors' own)."""
+    match = resolve_metric(text)
+    entry = load_catalog().metrics.get(match.id) if match.resolved else None
+    return entry.unit if entry is not None else None
+
+
 @dataclass(frozen=True)
 class FrameworkMatch:
     """A framework written as free text ("TensorRT 8.6.0, CUDA 12.0"): its canonical name and

@@ -30,7 +30,7 @@ from typing import Any
 
 from stack_advisor.advisor.charts.series import CLI, Series, Spelling, one_series, series_key
 from stack_advisor.advisor.knowledge.table import round_number
-from stack_advisor.advisor.names import accelerator_selector
+from stack_advisor.advisor.names import accelerator_selector, canonical_metric
 from stack_advisor.advisor.results import PlacementOverhead
 from stack_advisor.catalog import resolve_accelerator, resolve_scenario
 from stack_advisor.catalog.rounds import display_key
@@ -212,8 +212,6 @@ def _filtered(
                 f"{scenario!r}; recorded: {', '.join(scenarios) or 'none'}"
             )
     if metric:
-        from stack_advisor.advisor.names import canonical_metric
-
         metric = canonical_metric(metric) or metric  # as users write it: ttft, tokens/s
         metrics = sorted({o.metric for o in chosen})
         chosen = [o for o in chosen if o.metric == metric]

@@ -45,7 +45,7 @@ from stack_advisor.advisor.verbs.compare_requests import (
     StackRankingRequest,
     StackSelector,
 )
-from stack_advisor.catalog import resolve_accelerator
+from stack_advisor.catalog import metric_unit, resolve_accelerator
 from stack_advisor.catalog.rounds import release_of
 from stack_advisor.schema.checks import shown
 from stack_advisor.schema.errors import InvalidInput, NotFound
@@ -471,13 +471,8 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
 def _per_accelerator_unit(key: SliceKey, higher_is_better: bool) -> str | None:
     """The unit a stack ranking's figures are in: a throughput per accelerator (each system's
     figure over its count), another metric as measured."""
-    from stack_advisor.catalog import load_catalog, resolve_metric
-
-    match = resolve_metric(key[3])
-    entry = load_catalog().metrics.get(match.id) if match.resolved else None
-    if entry is None:
-        return None
-    return f"{entry.unit} per accelerator" if higher_is_better else entry.unit
+    unit = metric_unit(key[3])
+    return f"{unit} per accelerator" if unit and higher_is_better else unit
 
 
 def _as_of_round(index: EvidenceIndex, key: SliceKey, acc: str, as_of: str | None) -> float:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from stack_advisor.advisor.names import canonical_metric
+
 StackSelector = str | dict[str, str]
 """A stack id (``stk-...``), or component=version pairs (``'tensorrt=8.6.0,cuda=12.0'`` or a
 dict)."""
@@ -17,8 +19,6 @@ class _Request(BaseModel):
 
 def _metric(value: str | None) -> str | None:
     """A metric as users write it (``ttft``, ``tokens/s``): the catalogue's name."""
-    from stack_advisor.advisor.names import canonical_metric
-
     return canonical_metric(value)
 
 
