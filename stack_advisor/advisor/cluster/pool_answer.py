@@ -74,20 +74,27 @@ def observed_basis(evidence: Evidence, pool: NodePool) -> PoolBasis:
 
 def one_per_stack(recs: list[Recommendation], most: int) -> list[Recommendation]:
     """The best ``most`` recommendations, one per stack as the pool runs it: keyed by the
-    components and framework a pool's query names, less the driver (the pool's own). Stacks that
+    components and framework a pool's query names (``pool_stack``), less the driver (the pool's
+    own). Stacks that
     differ only by their recorded driver are one stack there, and so is a stack whose framework
     field names another version than its components: the model answers both alike."""
     picked: list[Recommendation] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
     for r in recs:
-        stack = SoftwareStack.model_validate(r.candidate.stack)
-        named = stack_components(stack)
-        named["framework"] = stack.framework.lower() if stack.framework else None
+        components, framework = pool_stack(SoftwareStack.model_validate(r.candidate.stack))
+        named = {**components, "framework": framework or ""}
         key = tuple(sorted((k, v) for k, v in named.items() if v and k != "driver"))
         if key not in seen and len(picked) < most:
             seen.add(key)
             picked.append(r)
     return picked
+
+
+def pool_stack(stack: SoftwareStack) -> tuple[dict[str, str], str | None]:
+    """(components, framework) a pool's query names for a ranked stack (its recorded driver
+    among the components; the pool's own driver judges it)."""
+    components = {k: v for k, v in stack_components(stack).items() if v}
+    return components, stack.framework.lower() if stack.framework else None
 
 
 def pool_stack_label(stack: SoftwareStack) -> str:

@@ -17,13 +17,13 @@ from stack_advisor.advisor.cluster.pool_answer import (
     PoolSite,
     observed_basis,
     one_per_stack,
+    pool_stack,
 )
 from stack_advisor.advisor.cluster.pools import NodePool, kb_accelerator_key
 from stack_advisor.advisor.cluster.results import JobShape, PoolBasis, PoolRecommendation
 from stack_advisor.advisor.cluster.what_if import PoolRun
 from stack_advisor.advisor.estimate.drift import is_as_measured
 from stack_advisor.advisor.estimate.scenario import is_derived_note
-from stack_advisor.advisor.knowledge.rules import stack_components
 from stack_advisor.advisor.proxy.ranking import answered_by_proxy
 from stack_advisor.advisor.results import Basis, PredictQuery, Recommendation
 from stack_advisor.advisor.workload import Workload
@@ -341,13 +341,13 @@ def _pool_query(
 ) -> PredictQuery:
     """The query that asks the model for a ranked stack on the pool's device, count and
     placement."""
-    stack = SoftwareStack.model_validate(r.candidate.stack)
+    components, framework = pool_stack(SoftwareStack.model_validate(r.candidate.stack))
     return PredictQuery(
         accelerator=accelerator,
         accelerator_count=units,
         placement=pool.placement,
-        components={k: v for k, v in stack_components(stack).items() if v},
-        framework=stack.framework.lower() if stack.framework else None,
+        components=components,
+        framework=framework,
         family=workload.family,
         benchmark=str(workload.benchmark),
         scenario=workload.scenario,
