@@ -279,3 +279,26 @@ def test_compare_reads_names_as_users_write_them_and_refuses_unknown_ones(
         "tensorrt=10.2", "tensorrt=10.11", benchmark="llama2-70b-99", scenario="Server"
     )
     assert answer.metric == "tokens_per_second"
+
+
+def test_regressions_compare_only_one_thing_s_successive_releases(kb_advisor: Any) -> None:
+    """A probe read cuDNN 9.4.0.58 -> 9.4.0.58-1 (one release packaged twice), driver 580.82 ->
+    580.82.07 (one written shorter) and pytorch 2.8.0 -> 25.04 (a PyTorch version, then an NGC
+    container release) as upgrades."""
+    from stack_advisor.advisor.verbs.compare import an_upgrade
+    from stack_advisor.catalog.rounds import release_of
+    from stack_advisor.catalog.stack_facts import ngc_release_of
+
+    assert not an_upgrade("9.4.0.58", "9.4.0.58-1") and not an_upgrade("580.82", "580.82.07")
+    assert not an_upgrade("pytorch 2.8.0", "pytorch 25.04")
+    assert not an_upgrade("tensorrt 10.2", "pytorch 2.8.0")
+    assert an_upgrade("9.1.0.70", "9.4.0.58") and an_upgrade("pytorch 25.04", "pytorch 25.09")
+    seen = 0
+    for component in ("cudnn", "driver", "framework_version"):
+        for r in kb_advisor.regressions(component):
+            old, new = r.older.rsplit(" ", 1)[-1], r.newer.rsplit(" ", 1)[-1]
+            a, b = release_of(old) or (), release_of(new) or ()
+            assert a[: len(b)] != b and b[: len(a)] != a, (r.older, r.newer)
+            assert (ngc_release_of(old) is None) == (ngc_release_of(new) is None), r
+            seen += 1
+    assert seen > 0

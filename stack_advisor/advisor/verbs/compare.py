@@ -47,6 +47,7 @@ from stack_advisor.advisor.verbs.compare_requests import (
 )
 from stack_advisor.catalog import metric_unit, resolve_accelerator
 from stack_advisor.catalog.rounds import release_of
+from stack_advisor.catalog.stack_facts import ngc_release_of
 from stack_advisor.schema.checks import shown
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import SoftwareStack
@@ -374,7 +375,7 @@ def _group_regressions(
     hib = bool(table.higher_is_better[idx[0]])
     out = []
     for old, new in pairwise(ordered):
-        if _named(old) != _named(new):  # two frameworks' versions (framework_version)
+        if not an_upgrade(old, new):
             continue
         a, b = np.asarray(by_version[old]), np.asarray(by_version[new])
         change = speed_ratio(float(np.median(b)), float(np.median(a)), hib)
@@ -399,6 +400,19 @@ def _group_regressions(
                 )
             )
     return out
+
+
+def an_upgrade(old: str, new: str) -> bool:
+    """Whether ``new`` follows ``old`` as a version of one thing: one framework's
+    (framework_version), both versions or both NGC container releases (``pytorch 25.04`` is a
+    container, not a PyTorch after 2.8), at releases neither of which is the other written
+    shorter (``9.4.0.58`` and ``9.4.0.58-1`` are one release packaged twice; ``580.82`` is
+    ``580.82.07`` abbreviated)."""
+    a, b = _release(old), _release(new)
+    if _named(old) != _named(new) or a[: len(b)] == b or b[: len(a)] == a:
+        return False
+    tags = [ngc_release_of(v.rsplit(" ", 1)[-1]) is not None for v in (old, new)]
+    return tags[0] == tags[1]
 
 
 def _named(version: str) -> str:
