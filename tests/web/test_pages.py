@@ -148,6 +148,11 @@ def test_explore_refuses_unknown_values_with_suggestions(client: TestClient) -> 
     export = client.get("/?scenario=Ofline&format=json")
     assert export.status_code == 422 and "did you mean: Offline" in export.json()["message"]
     assert client.get("/?sort=bogus&format=json").status_code == 422
+    # a malformed field is said on the page, over the default selection (it had been raw JSON)
+    negative = client.get("/?page=-1")
+    assert negative.status_code == 200 and 'role="alert"' in negative.text
+    assert "page" in negative.text and "<table" in negative.text
+    assert client.get("/?page=-1&format=json").status_code == 422
 
 
 def test_evidence_page_is_the_api_observation(

@@ -51,11 +51,14 @@ EXPLORE_COLUMNS = [
 def explore_page(request: Request, advisor: AdvisorDep, format: str = "html") -> Response:
     def build() -> Response:
         table = advisor.table()
+        error, result = None, None
         try:
             query = ExploreQuery.model_validate(query_fields(request)).cleaned()
         except ValidationError as exc:
-            raise InvalidInput(validation_message(exc)) from None
-        error, result = None, None
+            if format != "html":
+                raise InvalidInput(validation_message(exc)) from None
+            # the page, saying what is wrong, over the default selection (not a JSON error)
+            query, error = ExploreQuery(), validation_message(exc)
         try:
             result = explore(table, query)
         except InvalidInput as exc:
