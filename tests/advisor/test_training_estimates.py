@@ -525,3 +525,16 @@ def test_a_stack_naming_no_version_is_as_measured_as_a_named_one(kb_advisor: Any
         r = rows[label]
         assert not [f for f in r.factors if f.name in ("forecast", "round drift")], label
         assert r.round == "v5.1", (label, r.round)
+
+
+def test_predict_holds_a_training_count_to_the_bound_a_budget_is_held_to(kb_advisor: Any) -> None:
+    """A probe: predict answered llama2_70b_lora at x11,616 (the largest system of any Training
+    benchmark), extrapolated from x8..x512, where recommend --gpus refused past twice the
+    benchmark's own largest."""
+    base = {**_query("GB300", 8), "benchmark": "llama2_70b_lora"}
+    inside, beyond = kb_advisor.predict(
+        [{**base, "accelerator_count": 2048}, {**base, "accelerator_count": 11616}]
+    )
+    assert inside.value is not None
+    assert beyond.value is None and "not extrapolated past twice that" in (beyond.reason or "")
+    assert "a count of 11616 accelerators" in (beyond.reason or "")

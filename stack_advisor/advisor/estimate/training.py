@@ -47,10 +47,9 @@ from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
 from stack_advisor.advisor.estimate.training_scaling import FAMILY as FAMILY
 from stack_advisor.advisor.estimate.training_scaling import CountScaling as CountScaling
-from stack_advisor.advisor.estimate.training_scaling import Pairs, fit_line
+from stack_advisor.advisor.estimate.training_scaling import Pairs, budget_refusal, fit_line
 from stack_advisor.advisor.estimate.training_scaling import applies as applies
 from stack_advisor.advisor.estimate.training_scaling import budget_count as budget_count
-from stack_advisor.advisor.estimate.training_scaling import budget_refusal as budget_refusal
 from stack_advisor.advisor.estimate.training_scaling import peaks as peaks
 from stack_advisor.advisor.results import Basis
 
@@ -258,6 +257,12 @@ class TrainingEstimator:
     def estimate(self, q: Query, by_acc: dict[str, np.ndarray], exact: np.ndarray) -> Estimate:
         """The nearest evidence for ``q`` (a training slice; ``exact``: the rows of this very
         configuration, found by the index)."""
+        # the count scaling is not extrapolated past twice the benchmark's largest system, the
+        # bound a budget (``recommend --gpus``) is held to
+        counts = [int(n) for rows in by_acc.values() for n in self.index.table.count[rows]]
+        beyond = budget_refusal(q.count, counts, q.benchmark)
+        if beyond and not len(exact):
+            return Estimate(Basis.UNSUPPORTED, reason=beyond.replace("budget", "count"))
         # a held round asked is answered from its results and older ones, not a later round's
         # carried back by the drift
         upto = self.index.round_drift.target(q, q.as_of)
