@@ -169,6 +169,25 @@ def test_a_bad_run_or_system_is_reported_and_the_rest_imported(
     assert summary.runs == 7 + 1 + 3  # written: bert's, the cut one's, gpt3's aborted ones
 
 
+def test_a_re_import_with_more_runs_says_which_scores_it_kept(
+    embedded_store: Any, tmp_path: Path
+) -> None:
+    """A probe imported two runs, added three and imported again: "imported 3 present 4", the
+    score still the two runs' mean, and nothing said."""
+    from tests.support.mlperf import write
+
+    root = small_training_tree(tmp_path / "src")
+    first = import_mlperf_training(root, embedded_store)
+    assert not [i for i in first.issues if i.category == "changed-score"]
+    write(root, "Acme/results/h100x16/bert/result_8.txt", mllog(1_700_300_000_000, 2.0))
+    again = import_mlperf_training(root, embedded_store)
+    (changed,) = [i for i in again.issues if i.category == "changed-score"]
+    assert (
+        changed.path.endswith("bert/result_*.txt") and "the stored score is kept" in changed.reason
+    )
+    assert again.imported == 1  # the new run; the score stays as stored
+
+
 @pytest.mark.parametrize(
     ("given", "read"),
     [("6.0", "v6.0"), ("V6.0", "v6.0"), ("v6.0", "v6.0"), ("v06.0", "v6.0"), ("6.00", "v6.0")],
