@@ -25,7 +25,7 @@ import numpy as np
 from stack_advisor.advisor.budget import checkpoint
 from stack_advisor.advisor.estimate.as_of import published_on
 from stack_advisor.advisor.estimate.drift import before_first, round_label
-from stack_advisor.advisor.estimate.training import budget_refusal
+from stack_advisor.advisor.estimate.training_scaling import budget_refusal
 from stack_advisor.advisor.proxy.ranking import by_proxy
 from stack_advisor.advisor.results import (
     MAX_TOP,
