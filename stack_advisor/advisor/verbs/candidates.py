@@ -140,13 +140,7 @@ def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
         )
     assert workload.benchmark is not None
     if workload.benchmark not in names:
-        if catalogued(workload.benchmark, workload.family):
-            return NotFound("benchmark: " + no_results_yet(workload.benchmark, workload.family))
-        close = difflib.get_close_matches(workload.benchmark, names, n=6, cutoff=0.5)
-        return NotFound(
-            f"benchmark: {workload.benchmark!r} is not in the knowledge base for "
-            f"{workload.family}; similar: {', '.join(close) or ', '.join(names[:8])}"
-        )
+        return NotFound(unheld_benchmark(workload.benchmark, workload.family, names))
     asked = workload.parameter_filters()
     held = sorted(
         {
@@ -161,6 +155,19 @@ def _not_found(knowledge: Knowledge, workload: Workload) -> NotFound:
     scenarios = f" (its scenarios held: {', '.join(held)})" if "scenario" in asked and held else ""
     return NotFound(
         f"no observations of {workload.family}/{workload.benchmark} with {pinned}{scenarios}"
+    )
+
+
+def unheld_benchmark(benchmark: str, family: str, names: list[str]) -> str:
+    """Why ``benchmark`` (of ``family``) is not answered where the knowledge base holds no
+    result of it (``names``: the benchmarks it holds): the catalogue's model without results
+    yet, else the closest names held."""
+    if catalogued(benchmark, family):
+        return "benchmark: " + no_results_yet(benchmark, family)
+    close = difflib.get_close_matches(benchmark, names, n=6, cutoff=0.5)
+    return (
+        f"benchmark: {shown(benchmark)!r} is not in the knowledge base for {family}; "
+        f"similar: {', '.join(close) or ', '.join(names[:8])}"
     )
 
 

@@ -5,7 +5,6 @@ across component versions. Each verb takes ``(Knowledge, typed request)`` as ``r
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections import defaultdict
 from itertools import pairwise
@@ -38,6 +37,7 @@ from stack_advisor.advisor.names import (
 )
 from stack_advisor.advisor.results import Comparison, Regression
 from stack_advisor.advisor.snapshot import Knowledge
+from stack_advisor.advisor.verbs.candidates import unheld_benchmark
 from stack_advisor.advisor.verbs.compare_requests import (
     RegressionsRequest,
     StackComparisonRequest,
@@ -45,7 +45,8 @@ from stack_advisor.advisor.verbs.compare_requests import (
     StackRankingRequest,
     StackSelector,
 )
-from stack_advisor.catalog import metric_unit, resolve_accelerator
+from stack_advisor.advisor.workload import MLPERF_INFERENCE
+from stack_advisor.catalog import metric_unit, resolve_accelerator, resolve_benchmark
 from stack_advisor.catalog.rounds import release_of
 from stack_advisor.catalog.stack_facts import ngc_release_of
 from stack_advisor.schema.checks import shown
@@ -348,14 +349,11 @@ def _held_benchmark(table: ObservationTable, text: str) -> str:
         NotFound: no result of it is held, with the closest names held.
     """
     names = sorted({str(n) for n in table.bench_name.vocab})
-    name = canonical_benchmark(text) or text
+    match = resolve_benchmark(text)
+    name = match.id if match.resolved else text.strip()
     if name in names:
         return name
-    close = difflib.get_close_matches(text, names, n=5, cutoff=0.5)
-    raise NotFound(
-        f"benchmark: {shown(text)!r} is not in the knowledge base; "
-        + (f"did you mean {', '.join(close)}?" if close else f"held: {', '.join(names[:12])}")
-    )
+    raise NotFound(unheld_benchmark(name, match.family or MLPERF_INFERENCE, names))
 
 
 def _group_regressions(
