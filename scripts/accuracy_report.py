@@ -38,7 +38,7 @@ GOALS = (
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
-    return "" if v is None else f"{v:.{digits}f}"
+    return "" if v is None or v != v else f"{v:.{digits}f}"  # v != v: NaN, none to show
 
 
 def table(report) -> list[str]:  # type: ignore[no-untyped-def]
@@ -444,6 +444,44 @@ def stack_effect_section() -> list[str]:
 STATE: dict = {}  # type: ignore[type-arg]
 
 
+def level_section(advisor) -> list[str]:  # type: ignore[no-untyped-def]
+    """The level transfer's replays (``stack_advisor.advisor.estimate.level_transfer``) on the
+    whole knowledge base, beside the simplest baseline on the same rows."""
+    from stack_advisor.advisor.estimate.level_transfer import replay_summary
+
+    index = advisor.evidence()
+    lines = [
+        "## Transfers by measured level (parts without a compute figure)",
+        "",
+        "A part the catalogue gives no peak compute figure is transferred by its measured "
+        "level against the parts that ran the benchmark, read on the other benchmarks and "
+        "scenarios of its kind (LLM, vision, ...) both ran in a round "
+        "(`stack_advisor/advisor/estimate/level_transfer.py`). "
+        "Its replays, every part's figure on every slice of a held round predicted from the "
+        "round's other parts and its own other slices, are its interval's calibration (so no "
+        "coverage is claimed here); the baseline is the median of the round's other parts on "
+        "the slice, on the same rows. Parts' first results on a benchmark, each predicted "
+        "from the rounds before it (what a level transfer answers), widen the interval where "
+        "at least 20 are.",
+        "",
+        "| family | division | replays | MAPE % | median APE % | baseline MAPE % | "
+        "baseline median APE % | first results | their median APE % |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for family in ("mlperf-inference",):
+        for division in ("closed", "open"):
+            got = replay_summary(index, family, division)
+            if not got["replays"]:
+                continue
+            lines.append(
+                f"| {family} | {division} | {int(got['replays'])} | {_fmt(got['mape'])} | "
+                f"{_fmt(got['median_ape'])} | {_fmt(got['baseline_mape'])} | "
+                f"{_fmt(got['baseline_median_ape'])} | {int(got['first_replays'])} | "
+                f"{_fmt(got['first_median_ape'])} |"
+            )
+    return [*lines, ""]
+
+
 def _import(store, mlperf_dir: Path, training_dir: Path) -> None:  # type: ignore[no-untyped-def]
     from stack_advisor.collectors.importers.mlperf import import_mlperf
     from stack_advisor.collectors.importers.mlperf_training import import_mlperf_training
@@ -717,6 +755,7 @@ def main() -> int:
                 else "a fresh embedded store, imported through the real importers"
             )
             stack_lines = stack_effect_section()
+            level_lines = level_section(advisor)
             tc = training_challenger(STATE["table"]) if "training" in runs else None
     by_round, loao = runs["by-round"], runs["loao"]
     lines = [
@@ -872,6 +911,7 @@ def main() -> int:
             WITHIN_TEXT,
             "",
         ]
+    lines += level_lines
     lines += stack_lines
     text = "\n".join(lines) + kept_sections(Path(args.out))
     Path(args.out).write_text(text, encoding="utf-8")

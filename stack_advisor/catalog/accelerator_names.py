@@ -235,11 +235,17 @@ def _counted_parts(name: str) -> tuple[AcceleratorPart, ...] | None:
     return tuple(AcceleratorPart(None, int(n), resolve_accelerator(model)) for model, n in pieces)
 
 
+def is_mixed_system(name: str) -> bool:
+    """Whether ``name`` is a heterogeneous system's key as this resolver makes it
+    ("mixed: 32x MI300X + 16x MI325X"): its per-accelerator figure averages several parts."""
+    return name.lower().startswith("mixed: ")
+
+
 def _mixed_parts(name: str) -> tuple[tuple[AcceleratorPart, ...], str] | None:
     """The parts of a heterogeneous system and how they were read: a key this resolver made
     ("mixed: 1x(8x A) + 2x(4x B)", "mixed: 32x A + 16x B"), MLPerf's "1 Node: Ax8, 2 Nodes: Bx4"
     or "A (x32), B (x16)"; None when the name is one part."""
-    if name.lower().startswith("mixed: "):
+    if is_mixed_system(name):
         parts = []
         for piece in name[len("mixed: ") :].split(" + "):
             m = _MIXED_PART.match(piece)

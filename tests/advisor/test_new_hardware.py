@@ -16,6 +16,7 @@ import pytest
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.estimate import hardware, transfer
 from stack_advisor.advisor.estimate.index import EvidenceIndex
+from stack_advisor.advisor.estimate.level_transfer import replay_summary
 from stack_advisor.advisor.estimate.query import Query
 from stack_advisor.advisor.estimate.transfer_replay import FIRST_RESULTS, first_results
 from stack_advisor.advisor.estimate.transferred import CROSS_VENDOR, kind_quantiles
@@ -589,3 +590,71 @@ def test_a_device_class_refusal_shows_the_figures_it_compared(kb_advisor) -> Non
     own, ref = figures("GB10", "16-bit"), figures(nearest, "16-bit")
     assert f"({ref.compute:,.4g} vs {own.compute:,.4g} T" in reason
     assert f"({ref.bandwidth_gbs:,.4g} vs {own.bandwidth_gbs:,.4g} GB/s)" in reason
+
+
+def _on(bench: str, name: str, vendor: str, value: float, i: int) -> Observation:
+    obs = _obs(name, vendor, "v4.1", value, i)
+    return obs.model_copy(
+        update={
+            "benchmark": obs.benchmark.model_copy(update={"name": bench}),
+            "source_key": f"synthetic-{bench}-{i}",
+        }
+    )
+
+
+# each benchmark's synthetic scale, and a deterministic +-5% wobble per result: the level's
+# replays then have a spread to calibrate on
+BENCHES = {"resnet50": 1.0, "retinanet": 0.02, "3d-unet-99": 0.003}  # all of one kind: vision
+RTX_SERVER = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+
+
+def _wobble(i: int) -> float:
+    return 1.0 + 0.05 * ((i * 7) % 5 - 2) / 2
+
+
+def test_a_part_without_a_compute_figure_is_transferred_by_its_measured_level(
+    embedded_store,
+) -> None:  # type: ignore[no-untyped-def]
+    # the RTX PRO 6000 Server Edition (no compute figure in the catalogue) ran two other
+    # benchmarks of the round at 0.4x the H100's figure; asked on resnet50, which it never ran,
+    # it is answered from the parts that did, scaled by that measured level
+    rows, i = [], 0
+    for bench, scale in BENCHES.items():
+        for name in NVIDIA:
+            rows.append(_on(bench, name, "nvidia", scale * _law(name) * _wobble(i), i))
+            i += 1
+        if bench != "resnet50":
+            level = 0.4 * scale * _law("NVIDIA H100-SXM5-80GB")
+            rows.append(_on(bench, RTX_SERVER, "nvidia", level, i))
+            i += 1
+    # a part with one other benchmark of the kind only: no level to tell, the refusal stands
+    rows.append(_on("retinanet", "NVIDIA RTX PRO 4500 Blackwell Server Edition", "nvidia", 9.0, i))
+    # nor is one told by benchmarks of another kind (an LLM's): it may not run this kind at all
+    for n, bench in enumerate(("llama2-70b-99", "gptj-99")):
+        rows.append(
+            _on(bench, "NVIDIA RTX PRO 4500 Blackwell Server Edition", "nvidia", 5.0, i + n + 1)
+        )
+        for m, name in enumerate(NVIDIA[:4]):
+            rows.append(_on(bench, name, "nvidia", 0.01 * _law(name), i + 10 * (n + 1) + m))
+    embedded_store.ingest(IngestBatch(observations=rows))
+    index = EvidenceIndex(Advisor(embedded_store).table())
+
+    est = index.estimate(_query(RTX_SERVER))
+    truth = 0.4 * _law("NVIDIA H100-SXM5-80GB")
+    assert est.basis is Basis.TRANSFERRED
+    assert est.value == pytest.approx(truth, rel=0.1)
+    assert est.low is not None and est.high is not None
+    assert est.low <= truth <= est.high and est.low < est.high
+    reference = next(text for name, text, _ in est.factors if name == "reference")
+    assert "measured level" in reference and "on 2 shared slices" in reference
+    assert len(est.references) == 3
+    assert any("no peak compute figure" in note for note in est.notes)
+    # its calibration: every part's figure on every slice replayed from its other slices, closer
+    # than the median of the round's other parts on the same rows
+    got = replay_summary(index, SLICE[0], SLICE[4])
+    assert got["replays"] >= index.min_residuals
+    assert got["median_ape"] < 10 < got["baseline_median_ape"]
+
+    est = index.estimate(_query("NVIDIA RTX PRO 4500 Blackwell Server Edition"))
+    assert est.basis is Basis.UNSUPPORTED
+    assert (est.reason or "").startswith("compute unpublished")

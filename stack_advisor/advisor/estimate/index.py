@@ -14,7 +14,8 @@ The hierarchy (the same for ``recommend``, ``predict`` and ``evaluate``):
    by leaving one accelerator out (``stack_advisor.advisor.estimate.transfer``, which also holds the
    scikit-learn challenger the accuracy report measures;
    ``stack_advisor.advisor.estimate.hardware``); other vendors' parts where the target's vendor
-   never ran it, bandwidth alone where its compute is unpublished, each kind calibrated apart
+   never ran it, its measured level on other benchmarks where its compute is unpublished
+   (``stack_advisor.advisor.estimate.level_transfer``), each kind calibrated apart
    (``stack_advisor.advisor.estimate.transferred``); a CPU from other CPUs only, by per-socket
    figures, calibrated apart too (``stack_advisor.advisor.estimate.cpu_transfer``).
 4. **unsupported** — refused, with the reason: unknown benchmark or metric, no accelerator of
@@ -154,6 +155,9 @@ class EvidenceIndex:
         self._training: TrainingEstimator | None = None
         # ``stack_advisor.advisor.estimate.cpu_transfer``
         self.cpu_blends: dict[SliceKey, tuple[str, float]] = {}
+        # ``stack_advisor.advisor.estimate.level_transfer``: per (family, division), its profiles
+        # and replayed residuals
+        self.level_memo: dict[tuple[str, str, str], Any] = {}
         self.min_residuals = MIN_RESIDUALS
         self._latency: LatencyCalibration | None = None
         self._drift: RoundDrift | None = None
@@ -347,7 +351,7 @@ class EvidenceIndex:
         for acc, rows in by_acc.items():
             if acc == exclude:
                 continue
-            per_round = self._round_medians(rows)
+            per_round = self.round_medians(rows)
             if at is not None:
                 kept = [at] if at in per_round else []
             elif between is not None:
@@ -367,7 +371,7 @@ class EvidenceIndex:
         self._refs[memo_key] = (by_acc, out)  # by_acc kept: its id is not reused while held
         return out
 
-    def _round_medians(self, rows: np.ndarray) -> dict[float, float]:
+    def round_medians(self, rows: np.ndarray) -> dict[float, float]:
         """round → median per-accelerator value of ``rows`` in it (computed once per rows array)."""
         hit = self._medians.get(id(rows))
         if hit is not None and hit[0] is rows:

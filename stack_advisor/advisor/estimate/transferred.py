@@ -6,8 +6,9 @@ history that calibrates their intervals.
 A transfer draws on the nearest references of the target's own vendor. Where none ran the slice it
 draws on other vendors' (``cross-vendor``), and where the catalogue publishes no compute figure
 for the target it scales by memory bandwidth alone (``bandwidth only``) — only on a benchmark the
-slice's learned blend finds memory-bound (else refused: compute matters and is unknown; every
-blend now weighs compute, ``transfer.ALPHAS``, so such a part is refused), and in
+slice's learned blend finds memory-bound (else by its measured level on the other benchmarks it
+ran, ``stack_advisor.advisor.estimate.level_transfer``, or refused: compute matters and is
+unknown; every blend now weighs compute, ``transfer.ALPHAS``), and in
 4-bit operands where the slice runs 4-bit and the part's generation has fp4. Each kind is replayed
 apart on the history (each accelerator of a recent round from its peers' results of the rounds
 before: the same kind of references, the round's drift included) and answers with its own
@@ -43,6 +44,7 @@ from stack_advisor.advisor.estimate.hardware import (
     scaling_figures,
     siblings,
 )
+from stack_advisor.advisor.estimate.level_transfer import level_transfer
 from stack_advisor.advisor.estimate.node_scaling import ClassFactor, class_factor
 from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.estimate.references_class import of_class, with_siblings
@@ -319,7 +321,9 @@ def _scaling(
         target = bandwidth_figures(name, policy)
         refused = _bandwidth_refusal(q, target is None, alpha)
         if refused or target is None:
-            return Estimate(Basis.UNSUPPORTED, reason=refused)
+            # no figure to scale by: the part's measured level on other benchmarks, if any
+            by_level = level_transfer(index, q, by_acc)
+            return by_level or Estimate(Basis.UNSUPPORTED, reason=refused)
         model = transfer.by_bandwidth(hib, model.accelerators)
     source, note, crossed, multi = _class_source(index, q, by_acc, name, cls, model.precision)
     refs = index.references(source, policy=model.precision)
