@@ -46,6 +46,7 @@ EvidenceIndex = Any  # ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (i
 
 # (slice, accelerator) → round → median per-accelerator figure
 Profile = dict[tuple[SliceKey, str], dict[float, float]]
+Parts = Any  # the same keyed by part then slice, or by slice then part (``_tables``)
 
 
 def _slices(index: EvidenceIndex, family: str, division: str) -> list[SliceKey]:
@@ -136,6 +137,16 @@ def _predict(
     return math.exp(float(np.mean(logs))), [(acc, math.exp(lv), -n) for n, _, acc, lv, _ in used]
 
 
+def _tables(index: EvidenceIndex, family: str, division: str) -> tuple[Parts, Parts]:
+    """The family's profile by part (part → slice → round → figure) and by slice (slice → part
+    → round → figure): what the replays walk."""
+    profile = _profile(index, family, division)
+    by_slice: dict[SliceKey, dict[str, dict[float, float]]] = defaultdict(dict)
+    for (key, acc), per_round in profile.items():
+        by_slice[key][acc] = per_round
+    return _by_part(profile), by_slice
+
+
 def _replays(index: EvidenceIndex, family: str, division: str) -> list[tuple[float, float, float]]:
     """(truth, level transfer, median of the round's other parts) of every replay: each part's
     figure on each slice of a held round, from the round's other parts on it, its level read on
@@ -144,11 +155,7 @@ def _replays(index: EvidenceIndex, family: str, division: str) -> list[tuple[flo
     if ("replays", family, division) in memo:
         done: list[tuple[float, float, float]] = memo[("replays", family, division)]
         return done
-    profile = _profile(index, family, division)
-    parts = _by_part(profile)
-    by_slice: dict[SliceKey, dict[str, dict[float, float]]] = defaultdict(dict)
-    for (key, acc), per_round in profile.items():
-        by_slice[key][acc] = per_round
+    parts, by_slice = _tables(index, family, division)
     out = []
     for key, accs in by_slice.items():
         for rnd in sorted({r for per_round in accs.values() for r in per_round}):
@@ -172,11 +179,7 @@ def first_residuals(index: EvidenceIndex, family: str, division: str) -> np.ndar
     if ("first", family, division) in memo:
         done: np.ndarray = memo[("first", family, division)]
         return done
-    profile = _profile(index, family, division)
-    parts = _by_part(profile)
-    by_slice: dict[SliceKey, dict[str, dict[float, float]]] = defaultdict(dict)
-    for (key, acc), per_round in profile.items():
-        by_slice[key][acc] = per_round
+    parts, by_slice = _tables(index, family, division)
     out = []
     for key, accs in by_slice.items():
         for acc, mine in accs.items():
