@@ -202,10 +202,11 @@ def level_quantiles(
     """(p10, median, p90, what they were read on) of the level transfer's log residuals: the
     within-round replays (``_replays``), widened to parts' first results on a benchmark
     predicted from the rounds before (``first_residuals``, their median the centre's
-    correction) where at least ``MIN_FIRST`` are: on the knowledge base's rounds those were
-    off 23.8% at the median where a within-round replay is off 9.1%, and the 36 answers of the
-    round-ahead backtests calibrated on the within-round ones alone held 0.39. None where fewer
-    than the index's minimum replays exist."""
+    correction) where at least ``MIN_FIRST`` are (a part's first results on a benchmark are
+    what a level transfer answers; read across kinds of benchmark, before levels were held to
+    the asked one's kind, the 36 such answers of the round-ahead backtests, calibrated on the
+    within-round replays alone, held 0.39). None where fewer than the index's minimum replays
+    exist."""
     within = np.asarray([math.log(t / p) for t, p, _ in _replays(index, family, division)])
     if len(within) < index.min_residuals:
         return None
