@@ -155,8 +155,8 @@ class EvidenceIndex:
         self._training: TrainingEstimator | None = None
         # ``stack_advisor.advisor.estimate.cpu_transfer``
         self.cpu_blends: dict[SliceKey, tuple[str, float]] = {}
-        # ``stack_advisor.advisor.estimate.level_transfer``: per (family, division), its profiles
-        # and replayed residuals
+        # ``stack_advisor.advisor.estimate.level_transfer``: per (what, family, division), its
+        # tables, replays and interval quantiles
         self.level_memo: dict[tuple[str, str, str], Any] = {}
         self.min_residuals = MIN_RESIDUALS
         self._latency: LatencyCalibration | None = None

@@ -46,7 +46,7 @@ EvidenceIndex = Any  # ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (i
 
 # (slice, accelerator) → round → median per-accelerator figure
 Profile = dict[tuple[SliceKey, str], dict[float, float]]
-Parts = Any  # the same keyed by part then slice, or by slice then part (``_tables``)
+Nested = dict[Any, dict[Any, dict[float, float]]]  # by part then slice, or slice then part
 
 
 def _slices(index: EvidenceIndex, family: str, division: str) -> list[SliceKey]:
@@ -58,27 +58,23 @@ def _slices(index: EvidenceIndex, family: str, division: str) -> list[SliceKey]:
     ]
 
 
-def _profile(index: EvidenceIndex, family: str, division: str) -> Profile:
-    """Every (slice, accelerator)'s per-round median per-accelerator figure (memoised on the
-    index: computed once per family and division)."""
+def _memoised(index: EvidenceIndex, what: str, family: str, division: str, make: Any) -> Any:
+    """``make()``, computed once per index, family and division (``EvidenceIndex.level_memo``)."""
     memo = index.level_memo
-    if ("profile", family, division) not in memo:
-        out: Profile = {}
-        for key in _slices(index, family, division):
-            for acc, rows in index.slices[key].items():
-                raw = index.raw_names.get(acc, acc)
-                if accelerator_class(raw) != "cpu" and not is_mixed_system(raw):
-                    out[(key, acc)] = index.round_medians(rows)
-        memo[("profile", family, division)] = out
-    profile: Profile = memo[("profile", family, division)]
-    return profile
+    if (what, family, division) not in memo:
+        memo[(what, family, division)] = make()
+    return memo[(what, family, division)]
 
 
-def _by_part(profile: Profile) -> dict[str, dict[SliceKey, dict[float, float]]]:
-    parts: dict[str, dict[SliceKey, dict[float, float]]] = defaultdict(dict)
-    for (key, acc), per_round in profile.items():
-        parts[acc][key] = per_round
-    return parts
+def _profile(index: EvidenceIndex, family: str, division: str) -> Profile:
+    """Every (slice, accelerator)'s per-round median per-accelerator figure."""
+    out: Profile = {}
+    for key in _slices(index, family, division):
+        for acc, rows in index.slices[key].items():
+            raw = index.raw_names.get(acc, acc)
+            if accelerator_class(raw) != "cpu" and not is_mixed_system(raw):
+                out[(key, acc)] = index.round_medians(rows)
+    return out
 
 
 def _level(
@@ -107,7 +103,7 @@ def _level(
 
 
 def _predict(
-    parts: dict[str, dict[SliceKey, dict[float, float]]],
+    parts: Nested,
     target: str,
     key: SliceKey,
     refs: dict[str, float],
@@ -137,24 +133,34 @@ def _predict(
     return math.exp(float(np.mean(logs))), [(acc, math.exp(lv), -n) for n, _, acc, lv, _ in used]
 
 
-def _tables(index: EvidenceIndex, family: str, division: str) -> tuple[Parts, Parts]:
-    """The family's profile by part (part → slice → round → figure) and by slice (slice → part
-    → round → figure): what the replays walk."""
-    profile = _profile(index, family, division)
-    by_slice: dict[SliceKey, dict[str, dict[float, float]]] = defaultdict(dict)
-    for (key, acc), per_round in profile.items():
-        by_slice[key][acc] = per_round
-    return _by_part(profile), by_slice
+def _tables(index: EvidenceIndex, family: str, division: str) -> tuple[Nested, Nested]:
+    """The family's figures by part (part → slice → round → figure) and by slice (slice → part
+    → round → figure), computed once per index."""
+
+    def make() -> tuple[Nested, Nested]:
+        by_part: Nested = defaultdict(dict)
+        by_slice: Nested = defaultdict(dict)
+        for (key, acc), per_round in _profile(index, family, division).items():
+            by_part[acc][key] = per_round
+            by_slice[key][acc] = per_round
+        return by_part, by_slice
+
+    tables: tuple[Nested, Nested] = _memoised(index, "tables", family, division, make)
+    return tables
+
+
+def replays(index: EvidenceIndex, family: str, division: str) -> list[tuple[float, float, float]]:
+    """``_replays``, computed once per index, family and division."""
+    got: list[tuple[float, float, float]] = _memoised(
+        index, "replays", family, division, lambda: _replays(index, family, division)
+    )
+    return got
 
 
 def _replays(index: EvidenceIndex, family: str, division: str) -> list[tuple[float, float, float]]:
     """(truth, level transfer, median of the round's other parts) of every replay: each part's
     figure on each slice of a held round, from the round's other parts on it, its level read on
-    its other slices of that round (memoised on the index)."""
-    memo = index.level_memo
-    if ("replays", family, division) in memo:
-        done: list[tuple[float, float, float]] = memo[("replays", family, division)]
-        return done
+    its other slices of that round."""
     parts, by_slice = _tables(index, family, division)
     out = []
     for key, accs in by_slice.items():
@@ -165,20 +171,22 @@ def _replays(index: EvidenceIndex, family: str, division: str) -> list[tuple[flo
                 if got is not None and truth > 0:
                     others = [v for a, v in here.items() if a != acc]
                     out.append((truth, got[0], median(np.asarray(others))))
-    memo[("replays", family, division)] = out
     return out
 
 
 def first_residuals(index: EvidenceIndex, family: str, division: str) -> np.ndarray:
+    """``_first_residuals``, computed once per index, family and division."""
+    got: np.ndarray = _memoised(
+        index, "first", family, division, lambda: _first_residuals(index, family, division)
+    )
+    return got
+
+
+def _first_residuals(index: EvidenceIndex, family: str, division: str) -> np.ndarray:
     """log(truth / estimate) of every part's first result on every slice, predicted from the
     rounds before it: the other parts' latest figures on the slice before that round, scaled by
     the part's level read on the slices both ran before it. What a level transfer answers (a
-    part asked on a benchmark before it ran it), a new round's drift and software included
-    (memoised on the index)."""
-    memo = index.level_memo
-    if ("first", family, division) in memo:
-        done: np.ndarray = memo[("first", family, division)]
-        return done
+    part asked on a benchmark before it ran it), a new round's drift and software included."""
     parts, by_slice = _tables(index, family, division)
     out = []
     for key, accs in by_slice.items():
@@ -192,11 +200,20 @@ def first_residuals(index: EvidenceIndex, family: str, division: str) -> np.ndar
             got = _predict(parts, acc, key, refs, before=first)
             if got is not None and mine[first] > 0:
                 out.append(math.log(mine[first] / got[0]))
-    memo[("first", family, division)] = np.asarray(out)
     return np.asarray(out)
 
 
 def level_quantiles(
+    index: EvidenceIndex, family: str, division: str
+) -> tuple[float, float, float, str] | None:
+    """``_quantiles``, computed once per index, family and division."""
+    got: tuple[float, float, float, str] | None = _memoised(
+        index, "quantiles", family, division, lambda: _quantiles(index, family, division)
+    )
+    return got
+
+
+def _quantiles(
     index: EvidenceIndex, family: str, division: str
 ) -> tuple[float, float, float, str] | None:
     """(p10, median, p90, what they were read on) of the level transfer's log residuals: the
@@ -207,7 +224,7 @@ def level_quantiles(
     the asked one's kind, the 36 such answers of the round-ahead backtests, calibrated on the
     within-round replays alone, held 0.39). None where fewer than the index's minimum replays
     exist."""
-    within = np.asarray([math.log(t / p) for t, p, _ in _replays(index, family, division)])
+    within = np.asarray([math.log(t / p) for t, p, _ in replays(index, family, division)])
     if len(within) < index.min_residuals:
         return None
     lo, mid, hi = quantiles(within, LEVEL_Q)
@@ -224,7 +241,7 @@ def replay_summary(index: EvidenceIndex, family: str, division: str) -> dict[str
     """The replays' count, MAPE and median APE (%), and the same of the simplest baseline on
     the same rows (the median of the round's other parts on the slice): what the accuracy
     report prints. In-sample for the interval, whose coverage is not reported here."""
-    rows = _replays(index, family, division)
+    rows = replays(index, family, division)
 
     def errors(i: int) -> np.ndarray:
         return np.asarray([abs(r[i] / r[0] - 1) * 100 for r in rows])
@@ -285,12 +302,11 @@ def level_transfer(
     key = q.slice
     if not index.higher_is_better(key) or is_mixed_system(q.raw_accelerator or q.accelerator):
         return None  # a heterogeneous system is the sum of its parts (``verbs.mixed_system``)
-    profile = _profile(index, key[0], key[4])
-    parts = _by_part(profile)
+    parts, by_slice = _tables(index, key[0], key[4])
     refs = {
         acc: per_round[max(per_round)]
-        for (k, acc), per_round in profile.items()
-        if k == key and per_round
+        for acc, per_round in by_slice.get(key, {}).items()
+        if per_round
     }
     got = _predict(parts, q.accelerator, key, refs)
     if got is None:
