@@ -479,6 +479,41 @@ def level_section(advisor) -> list[str]:  # type: ignore[no-untyped-def]
                 f"{_fmt(got['baseline_median_ape'])} | {int(got['first_replays'])} | "
                 f"{_fmt(got['first_median_ape'])} |"
             )
+    return [*lines, "", *generation_section(index)]
+
+
+def generation_section(index) -> list[str]:  # type: ignore[no-untyped-def]
+    """The generation transfer's replays
+    (``stack_advisor.advisor.estimate.generation_transfer``), beside the same baseline."""
+    from stack_advisor.advisor.estimate.generation_transfer import replay_summary
+
+    lines = [
+        "## Transfers within a generation (parts without a compute figure or results of the kind)",
+        "",
+        "A part the catalogue gives no peak compute figure, with no results of the asked "
+        "benchmark's kind to read a level on, is transferred from the parts of its vendor and "
+        "generation that ran the benchmark, scaled by memory bandwidth to an exponent picked on "
+        "the replays (`stack_advisor/advisor/estimate/generation_transfer.py`). Its replays "
+        "(every part's figure on every slice of a held round from the round's other parts of "
+        "its generation) and parts' first results on a benchmark (each predicted from its "
+        "generation's results of the rounds before: what the transfer answers) are its "
+        "interval's calibration; the baseline is the median of the round's other parts on the "
+        "same rows.",
+        "",
+        "| family | division | replays | exponent | MAPE % | median APE % | baseline MAPE % | "
+        "baseline median APE % | first results | their median APE % |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for division in ("closed", "open"):
+        got = replay_summary(index, "mlperf-inference", division)
+        if "exponent" not in got:
+            continue
+        lines.append(
+            f"| mlperf-inference | {division} | {int(got['replays'])} | {got['exponent']:g} | "
+            f"{_fmt(got['mape'])} | {_fmt(got['median_ape'])} | {_fmt(got['baseline_mape'])} | "
+            f"{_fmt(got['baseline_median_ape'])} | {int(got['first_replays'])} | "
+            f"{_fmt(got['first_median_ape'])} |"
+        )
     return [*lines, ""]
 
 

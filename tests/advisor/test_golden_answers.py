@@ -97,6 +97,11 @@ catalogue began to be transferred by its measured level on the other benchmarks 
 ran (``level_transfer``) instead of refused as "compute unpublished" / "no public specs to
 transfer by": fewer excluded candidates.
 
+Session 29: 7, 14, 18 and 23 when a part with no compute figure and no results of the asked kind
+began to be transferred from the parts of its generation by memory bandwidth
+(``generation_transfer``: H800-PCIE-80GB from the Hopper parts, RTX-2000E-Ada from the Ada ones)
+instead of refused as "compute unpublished": fewer excluded candidates, no ranked row moved.
+
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
 

@@ -15,6 +15,9 @@ import pytest
 
 from stack_advisor.advisor.engine import Advisor
 from stack_advisor.advisor.estimate import hardware, transfer
+from stack_advisor.advisor.estimate.generation_transfer import (
+    replay_summary as generation_replay_summary,
+)
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.level_transfer import replay_summary
 from stack_advisor.advisor.estimate.query import Query
@@ -656,5 +659,49 @@ def test_a_part_without_a_compute_figure_is_transferred_by_its_measured_level(
     assert got["median_ape"] < 10 < got["baseline_median_ape"]
 
     est = index.estimate(_query("NVIDIA RTX PRO 4500 Blackwell Server Edition"))
+    assert est.basis is Basis.UNSUPPORTED
+    assert (est.reason or "").startswith("compute unpublished")
+
+
+def _bandwidth(name: str) -> float:
+    found = hardware.figures(name).bandwidth_gbs
+    assert found, name
+    return 5.0 * found
+
+
+def test_a_part_without_compute_figure_or_results_of_its_kind_is_transferred_within_generation(
+    embedded_store,
+) -> None:  # type: ignore[no-untyped-def]
+    # every part runs at a rate proportional to its memory bandwidth (+-5%); the RTX PRO 6000
+    # Server Edition ran resnet50 and retinanet, its sibling the RTX PRO 4500 Server Edition
+    # (no compute figure, no vision results) ran nothing: asked on resnet50 it is answered from
+    # the parts of its generation that did, scaled by bandwidth
+    rows, i = [], 0
+    for bench, scale in BENCHES.items():
+        for name in [*NVIDIA, RTX_SERVER] if bench != "3d-unet-99" else NVIDIA:
+            wobble = 1.0 if name == RTX_SERVER else _wobble(i)  # the reference: on the law
+            rows.append(_on(bench, name, "nvidia", scale * _bandwidth(name) * wobble, i))
+            i += 1
+    embedded_store.ingest(IngestBatch(observations=rows))
+    index = EvidenceIndex(Advisor(embedded_store).table())
+    target = "NVIDIA RTX PRO 4500 Blackwell Server Edition"
+
+    est = index.estimate(_query(target))
+    truth = _bandwidth(target)
+    assert est.basis is Basis.TRANSFERRED
+    assert est.value == pytest.approx(truth, rel=0.1)
+    assert est.low is not None and est.high is not None
+    assert est.low <= truth <= est.high and est.low < est.high
+    assert est.references == ["RTX-PRO-6000-Blackwell-Server"]
+    reference = next(text for name, text, _ in est.factors if name == "reference")
+    assert "memory bandwidth (800 GB/s over theirs)^1" in reference
+    assert any("parts of its generation (blackwell-rtx)" in note for note in est.notes)
+    # its calibration: the same transfer replayed within the round, closer than the median of
+    # the round's other parts on the same rows
+    got = generation_replay_summary(index, SLICE[0], SLICE[4])
+    assert got["replays"] >= index.min_residuals and got["exponent"] == 1.0
+    assert got["median_ape"] < 10 < got["baseline_median_ape"]
+    # where no part of its generation ran the benchmark, the refusal stands
+    est = index.estimate(replace(_query(target), benchmark="3d-unet-99"))
     assert est.basis is Basis.UNSUPPORTED
     assert (est.reason or "").startswith("compute unpublished")

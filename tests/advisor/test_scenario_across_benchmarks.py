@@ -169,3 +169,25 @@ def test_a_derived_ranking_caps_an_extrapolation_at_the_best_part_derived_from_i
         "ranked no higher than the best candidate derived from its own Server measurement" in w
         for w in second.warnings
     )
+
+
+def test_a_part_no_reference_of_its_class_ran_interactive_for_is_derived_from_its_server_estimate(
+    tmp_path: Path,
+) -> None:
+    """Only parts of another device class ran Interactive (H100, H200, B200 beside an L40S):
+    the L40S is answered from its Server estimate (transferred from the L40, of its class) times
+    the Interactive/Server ratio of the systems that ran both, instead of refused."""
+    runs = _both("llama3.1-8b", (0.80, 0.82, 0.85)) + [
+        ("l40", "NVIDIA L40", "llama3.1-8b", {"Server": 900.0})
+    ]
+    with open_store(f"embedded:{tmp_path / 'kb'}") as store:
+        import_mlperf(_round(tmp_path, runs), store)
+        query = {**_query("llama3.1-8b", "now"), "accelerator": "NVIDIA L40S"}
+        advisor = Advisor(store)
+        derived, server = advisor.predict([query, {**query, "scenario": "Server"}])
+    assert server.basis is Basis.TRANSFERRED and server.value is not None
+    assert derived.basis is Basis.TRANSFERRED, derived.reason
+    (factor,) = [f for f in derived.factors if f.name == "scenario"]
+    assert "3 systems that ran both on llama3.1-8b" in factor.value
+    assert derived.value == pytest.approx(server.value * factor.effect, rel=1e-6)
+    assert derived.interval.low < derived.value < derived.interval.high

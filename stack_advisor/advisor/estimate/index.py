@@ -265,7 +265,15 @@ class EvidenceIndex:
         derived = derived_estimate(self, q, own_only=True)
         if isinstance(derived, Estimate):
             return derived
-        return limit_share_estimate(self, q) or self._transferred(q, by_acc, hib)
+        found = limit_share_estimate(self, q) or self._transferred(q, by_acc, hib)
+        if found.basis is Basis.UNSUPPORTED:
+            # no transfer in the scenario (no reference of the part's class ran it there): its
+            # estimate in the scenario LoadGen runs it as, times the learned ratio, where that
+            # one can be made (Arc Pro B70 on llama3.1-8b Interactive, from its Server estimate)
+            derived = derived_estimate(self, q)
+            if isinstance(derived, Estimate) and derived.value is not None:
+                return derived
+        return found
 
     def _unrecorded(self, q: Query) -> Estimate:
         """No results of the slice: a scenario run as another (Interactive as Server) derived from

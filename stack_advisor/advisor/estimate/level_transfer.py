@@ -58,7 +58,7 @@ def _slices(index: EvidenceIndex, family: str, division: str) -> list[SliceKey]:
     ]
 
 
-def _memoised(index: EvidenceIndex, what: str, family: str, division: str, make: Any) -> Any:
+def memoised(index: EvidenceIndex, what: str, family: str, division: str, make: Any) -> Any:
     """``make()``, computed once per index, family and division (``EvidenceIndex.level_memo``)."""
     memo = index.level_memo
     if (what, family, division) not in memo:
@@ -133,7 +133,7 @@ def _predict(
     return math.exp(float(np.mean(logs))), [(acc, math.exp(lv), -n) for n, _, acc, lv, _ in used]
 
 
-def _tables(index: EvidenceIndex, family: str, division: str) -> tuple[Nested, Nested]:
+def tables(index: EvidenceIndex, family: str, division: str) -> tuple[Nested, Nested]:
     """The family's figures by part (part → slice → round → figure) and by slice (slice → part
     → round → figure), computed once per index."""
 
@@ -145,13 +145,13 @@ def _tables(index: EvidenceIndex, family: str, division: str) -> tuple[Nested, N
             by_slice[key][acc] = per_round
         return by_part, by_slice
 
-    tables: tuple[Nested, Nested] = _memoised(index, "tables", family, division, make)
-    return tables
+    got: tuple[Nested, Nested] = memoised(index, "tables", family, division, make)
+    return got
 
 
 def replays(index: EvidenceIndex, family: str, division: str) -> list[tuple[float, float, float]]:
     """``_replays``, computed once per index, family and division."""
-    got: list[tuple[float, float, float]] = _memoised(
+    got: list[tuple[float, float, float]] = memoised(
         index, "replays", family, division, lambda: _replays(index, family, division)
     )
     return got
@@ -161,7 +161,7 @@ def _replays(index: EvidenceIndex, family: str, division: str) -> list[tuple[flo
     """(truth, level transfer, median of the round's other parts) of every replay: each part's
     figure on each slice of a held round, from the round's other parts on it, its level read on
     its other slices of that round."""
-    parts, by_slice = _tables(index, family, division)
+    parts, by_slice = tables(index, family, division)
     out = []
     for key, accs in by_slice.items():
         for rnd in sorted({r for per_round in accs.values() for r in per_round}):
@@ -176,7 +176,7 @@ def _replays(index: EvidenceIndex, family: str, division: str) -> list[tuple[flo
 
 def first_residuals(index: EvidenceIndex, family: str, division: str) -> np.ndarray:
     """``_first_residuals``, computed once per index, family and division."""
-    got: np.ndarray = _memoised(
+    got: np.ndarray = memoised(
         index, "first", family, division, lambda: _first_residuals(index, family, division)
     )
     return got
@@ -187,7 +187,7 @@ def _first_residuals(index: EvidenceIndex, family: str, division: str) -> np.nda
     rounds before it: the other parts' latest figures on the slice before that round, scaled by
     the part's level read on the slices both ran before it. What a level transfer answers (a
     part asked on a benchmark before it ran it), a new round's drift and software included."""
-    parts, by_slice = _tables(index, family, division)
+    parts, by_slice = tables(index, family, division)
     out = []
     for key, accs in by_slice.items():
         for acc, mine in accs.items():
@@ -207,7 +207,7 @@ def level_quantiles(
     index: EvidenceIndex, family: str, division: str
 ) -> tuple[float, float, float, str] | None:
     """``_quantiles``, computed once per index, family and division."""
-    got: tuple[float, float, float, str] | None = _memoised(
+    got: tuple[float, float, float, str] | None = memoised(
         index, "quantiles", family, division, lambda: _quantiles(index, family, division)
     )
     return got
@@ -302,7 +302,7 @@ def level_transfer(
     key = q.slice
     if not index.higher_is_better(key) or is_mixed_system(q.raw_accelerator or q.accelerator):
         return None  # a heterogeneous system is the sum of its parts (``verbs.mixed_system``)
-    parts, by_slice = _tables(index, key[0], key[4])
+    parts, by_slice = tables(index, key[0], key[4])
     refs = {
         acc: per_round[max(per_round)]
         for acc, per_round in by_slice.get(key, {}).items()

@@ -7,8 +7,9 @@ A transfer draws on the nearest references of the target's own vendor. Where non
 draws on other vendors' (``cross-vendor``), and where the catalogue publishes no compute figure
 for the target it scales by memory bandwidth alone (``bandwidth only``) — only on a benchmark the
 slice's learned blend finds memory-bound (else by its measured level on the other benchmarks it
-ran, ``stack_advisor.advisor.estimate.level_transfer``, or refused: compute matters and is
-unknown; every blend now weighs compute, ``transfer.ALPHAS``), and in
+ran, ``stack_advisor.advisor.estimate.level_transfer``, else from its generation's parts by
+bandwidth, ``stack_advisor.advisor.estimate.generation_transfer``, or refused: compute matters and
+is unknown; every blend now weighs compute, ``transfer.ALPHAS``), and in
 4-bit operands where the slice runs 4-bit and the part's generation has fp4. Each kind is replayed
 apart on the history (each accelerator of a recent round from its peers' results of the rounds
 before: the same kind of references, the round's drift included) and answers with its own
@@ -35,6 +36,7 @@ import numpy as np
 from stack_advisor.advisor.estimate import transfer
 from stack_advisor.advisor.estimate.cpu_transfer import cpu_transferred
 from stack_advisor.advisor.estimate.facts import accelerator_class, model_weights_gb
+from stack_advisor.advisor.estimate.generation_transfer import generation_transfer
 from stack_advisor.advisor.estimate.hardware import (
     BANDWIDTH_ONLY,
     bandwidth_figures,
@@ -321,8 +323,9 @@ def _scaling(
         target = bandwidth_figures(name, policy)
         refused = _bandwidth_refusal(q, target is None, alpha)
         if refused or target is None:
-            # no figure to scale by: the part's measured level on other benchmarks, if any
-            by_level = level_transfer(index, q, by_acc)
+            # no figure to scale by: the part's measured level on other benchmarks, else its
+            # generation's parts scaled by bandwidth, if any
+            by_level = level_transfer(index, q, by_acc) or generation_transfer(index, q, by_acc)
             return by_level or Estimate(Basis.UNSUPPORTED, reason=refused)
         model = transfer.by_bandwidth(hib, model.accelerators)
     source, note, crossed, multi = _class_source(index, q, by_acc, name, cls, model.precision)
