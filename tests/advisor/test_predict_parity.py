@@ -151,3 +151,27 @@ def test_predict_and_recommend_agree_on_every_verdict(kb_advisor) -> None:  # ty
     )
     assert len(configs) >= 200 and refused > 0
     assert disagree == []
+
+
+def test_a_family_none_of_whose_members_ran_is_answered_for_the_edition_submitters_run(
+    kb_advisor,
+) -> None:  # type: ignore[no-untyped-def]
+    """The RTX PRO 4500 Blackwell's two editions were never measured: the published family name
+    is answered for the Server Edition, the edition the knowledge base holds results of (the
+    RTX PRO 6000's), from the parts of its generation, and says why that member."""
+    [answer] = kb_advisor.predict(
+        [
+            {
+                "benchmark": "llama3.1-8b",
+                "scenario": "Offline",
+                "accelerator": "NVIDIA RTX PRO 4500 Blackwell-PCIe-32GB",
+                "accelerator_count": 8,
+            }
+        ]
+    )
+    assert answer.basis is Basis.TRANSFERRED, answer.reason
+    assert answer.accelerator == "RTX-PRO-4500-Blackwell-Server"
+    assert "no member measured: the edition other parts were measured in (Server)" in (
+        answer.warnings[0]
+    )
+    assert "RTX-PRO-6000-Blackwell-Server" in answer.references

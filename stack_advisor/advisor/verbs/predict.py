@@ -258,6 +258,7 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
     if member is None:
         return _predict_named(index, rules, q)
     members = [member[0], *member[1]]
+    chosen_for = member[2]
     refused: list[tuple[str, Prediction]] = []
     for name in members:  # the member with the most results first, then the catalogue's order
         answer = _predict_named(index, rules, q.model_copy(update={"accelerator": name}))
@@ -265,7 +266,7 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
             refused.append((name, answer))
             continue
         why = (
-            f"the member with the most results on {q.benchmark}"
+            chosen_for
             if not refused
             else f"the first member that can be answered ({refused[0][0]}: refused)"
         )
@@ -294,25 +295,54 @@ def predict_one(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Predic
     return refused_prediction(q, reason, first.warnings, first.accelerator)
 
 
-def _family_member(index: EvidenceIndex, q: PredictQuery) -> tuple[str, list[str]] | None:
-    """(the family member to answer for, the other members), or None when the query names one
-    part (or nothing the catalogue knows: refused later with its suggestions)."""
+def _family_member(index: EvidenceIndex, q: PredictQuery) -> tuple[str, list[str], str] | None:
+    """(the family member to answer for, the other members, why that one), or None when the
+    query names one part (or nothing the catalogue knows: refused later with its
+    suggestions)."""
     match = resolve_accelerator(q.accelerator)
     if match.resolved or match.refusal != "family" or not match.suggestions:
         return None
     if index.holds_accelerator(canonical_accelerator(q.accelerator)):
         return None  # results stored under this very name (an import that could not tell)
 
-    def held(name: str) -> tuple[int, int]:
+    def held(name: str) -> tuple[int, int, int]:
         acc = canonical_accelerator(name)
         on_bench = sum(
             len(by.get(acc, ())) for k, by in index.slices.items() if k[1] == q.benchmark
         )
-        return on_bench, sum(len(by.get(acc, ())) for by in index.slices.values())
+        return (
+            on_bench,
+            sum(len(by.get(acc, ())) for by in index.slices.values()),
+            editions[_edition(name)],
+        )
 
     members = list(match.suggestions)
-    best = max(members, key=held)  # ties: the catalogue's order
-    return best, [m for m in members if m != best]
+    editions = _edition_results(index, {_edition(m) for m in members} - {""})
+    # ties: the edition the knowledge base holds most results of on other families (the
+    # Server Edition submitters ran, for an RTX PRO 4500 never measured), then the catalogue's
+    best = max(members, key=held)
+    why = f"the member with the most results on {q.benchmark}"
+    if not any(held(best)[:2]) and held(best)[2]:
+        why = f"no member measured: the edition other parts were measured in ({_edition(best)})"
+    return best, [m for m in members if m != best], why
+
+
+def _edition(name: str) -> str:
+    entry = resolve_accelerator(name).entry
+    return (entry.edition or "") if entry is not None else ""
+
+
+def _edition_results(index: EvidenceIndex, editions: set[str]) -> dict[str, int]:
+    """edition → results the knowledge base holds of parts of that edition ("" → 0)."""
+    out = dict.fromkeys(editions, 0) | {"": 0}
+    if not editions:
+        return out
+    for by in index.slices.values():
+        for acc, rows in by.items():
+            found = _edition(index.raw_names.get(acc, acc))
+            if found in out and found:
+                out[found] += len(rows)
+    return out
 
 
 def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Prediction:
