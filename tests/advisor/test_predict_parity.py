@@ -171,7 +171,8 @@ def test_a_family_none_of_whose_members_ran_is_answered_for_the_edition_submitte
     )
     assert answer.basis is Basis.TRANSFERRED, answer.reason
     assert answer.accelerator == "RTX-PRO-4500-Blackwell-Server"
-    assert "no member measured: the edition other parts were measured in (Server)" in (
-        answer.warnings[0]
+    assert (
+        "no member measured: the edition other parts were measured in (Server)"
+        in (answer.warnings[0])
     )
     assert "RTX-PRO-6000-Blackwell-Server" in answer.references

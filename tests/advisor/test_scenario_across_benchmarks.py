@@ -177,9 +177,8 @@ def test_a_part_no_reference_of_its_class_ran_interactive_for_is_derived_from_it
     """Only parts of another device class ran Interactive (H100, H200, B200 beside an L40S):
     the L40S is answered from its Server estimate (transferred from the L40, of its class) times
     the Interactive/Server ratio of the systems that ran both, instead of refused."""
-    runs = _both("llama3.1-8b", (0.80, 0.82, 0.85)) + [
-        ("l40", "NVIDIA L40", "llama3.1-8b", {"Server": 900.0})
-    ]
+    l40 = ("l40", "NVIDIA L40", "llama3.1-8b", {"Server": 900.0})
+    runs = [*_both("llama3.1-8b", (0.80, 0.82, 0.85)), l40]
     with open_store(f"embedded:{tmp_path / 'kb'}") as store:
         import_mlperf(_round(tmp_path, runs), store)
         query = {**_query("llama3.1-8b", "now"), "accelerator": "NVIDIA L40S"}

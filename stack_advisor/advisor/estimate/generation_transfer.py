@@ -10,9 +10,9 @@ parts' memory systems are sized to their compute (the same tensor cores, fed by 
 the die has), so the reference's per-accelerator figure times (target's bandwidth / reference's)
 raised to an exponent stands for the unknown compute ratio. The exponent is picked from
 ``EXPONENTS`` on the replays below (their lowest median APE; 1, plain proportion, first on ties):
-on the shared rounds' 767 closed replays, exponent 1 gave 14.2% median APE, 0.75 gave 16.4% and
-1.25 18.3%. The answer is the geometric mean over the ``MAX_REFS`` parts of the generation nearest
-in bandwidth.
+measured once on the shared rounds' closed replays (767, before the catch-all generations were
+left out), exponent 1 gave 14.2% median APE, 0.75 gave 16.4% and 1.25 18.3%. The answer is the
+geometric mean over the ``MAX_REFS`` parts of the generation nearest in bandwidth.
 
 Its interval is split-conformal on the same estimator replayed within each held round (every
 part of a generation with a bandwidth figure on every slice, from the round's other parts of its
@@ -20,7 +20,8 @@ generation there), widened to parts' first results on a benchmark predicted from
 generation's results of the rounds before where at least ``MIN_FIRST`` are, and never narrower
 than a scaled transfer's first results on the cell; refused where fewer than the index's minimum
 replays exist. Carried to the asked round like any estimate (its rows are the
-references'). Not for heterogeneous systems, CPUs, or parts the catalogue gives no generation.
+references'). Not for heterogeneous systems, CPUs, or parts the catalogue gives no generation of
+one design.
 """
 
 from __future__ import annotations
@@ -37,17 +38,22 @@ from stack_advisor.advisor.estimate.level_transfer import (
     LEVEL_Q,
     MAX_REFS,
     MIN_FIRST,
+    answered,
+    factors_of,
+    first_results_of,
     memoised,
     tables,
+    too_few,
 )
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.query import Estimate, Query
-from stack_advisor.advisor.estimate.transfer_replay import first_results
 from stack_advisor.advisor.knowledge.specs import resolve_accelerator
-from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog.accelerator_names import is_mixed_system
 
 EXPONENTS = (1.0, 0.5, 0.75, 1.25, 1.5)  # of the bandwidth ratio; the first wins ties
+# the catalogue's generations that group several designs (``generations.yaml``: "other" holds
+# every vendor's unclassified parts, "tpu" every TPU, "aws-neuron" NeuronCore-v2 and -v3)
+NOT_ONE_DESIGN = ("other", "tpu", "aws-neuron")
 
 EvidenceIndex = Any  # ``stack_advisor.advisor.estimate.index.EvidenceIndex`` (it calls this)
 Design = tuple[str, str, float]  # (vendor, generation, memory bandwidth GB/s)
@@ -58,12 +64,13 @@ Replay = tuple[float, list[tuple[float, float]], float]
 @lru_cache(maxsize=4096)
 def design(name: str) -> Design | None:
     """(vendor, generation, bandwidth) of a part, or None where the catalogue gives it no
-    generation or bandwidth (or it is a CPU or a heterogeneous system)."""
+    generation of one design (``NOT_ONE_DESIGN``) or no bandwidth (or it is a CPU or a
+    heterogeneous system)."""
     if accelerator_class(name) == "cpu" or is_mixed_system(name):
         return None
     spec = resolve_accelerator(name).spec
     bandwidth = figures(name).bandwidth_gbs
-    if spec is None or not spec.generation or not bandwidth:
+    if spec is None or not spec.generation or spec.generation in NOT_ONE_DESIGN or not bandwidth:
         return None
     return accelerator_class(name), spec.generation, float(bandwidth)
 
@@ -159,18 +166,11 @@ def first_residuals(
     bandwidth at ``exponent``."""
     _, by_slice = tables(index, family, division)
     out = []
-    for accs in by_slice.values():
-        for acc, mine in accs.items():
-            own = design(index.raw_names.get(acc, acc))
-            first = min(mine)
-            refs = {}
-            for other, theirs in accs.items():
-                earlier = [r for r in theirs if r < first]
-                if other != acc and earlier:
-                    refs[other] = theirs[max(earlier)]
-            near = _nearest(index, own, refs, acc) if own is not None else []
-            if near and mine[first] > 0:
-                out.append(math.log(mine[first] / _at([(v, r) for _, v, r in near], exponent)))
+    for _, acc, _, truth, refs in first_results_of(by_slice):
+        own = design(index.raw_names.get(acc, acc))
+        near = _nearest(index, own, refs, acc) if own is not None else []
+        if near and truth > 0:
+            out.append(math.log(truth / _at([(v, r) for _, v, r in near], exponent)))
     return np.asarray(out)
 
 
@@ -214,60 +214,39 @@ def generation_transfer(
         return None
     fitted = exponent_and_quantiles(index, key[0], key[4])
     if fitted is None:
-        return Estimate(
-            Basis.UNSUPPORTED,
-            reason=f"too few transfers within a generation replayed to calibrate an interval "
-            f"(fewer than {index.min_residuals}) for {q.accelerator} on {q.benchmark} "
-            f"{q.scenario}",
-        )
+        return too_few(index, q, "transfers within a generation")
     exponent, (lo_q, mid_q, hi_q), what = fitted
-    spread = first_results(index.residuals_for(q.family), key, True, index.min_residuals)
-    if spread is not None:
-        lo_q, hi_q = min(lo_q, mid_q + spread[0]), max(hi_q, mid_q + spread[1])
-        what += ", never narrower than scaled transfers' first results on the benchmark's cell"
-    raw = _at([(v, r) for _, v, r in near], exponent)
-    rows = []
-    for acc, _, _ in near:
-        found = by_acc[acc]
-        rounds = index.round_no[found]
-        rows.append(found[rounds == rounds.max()])
-    return Estimate(
-        Basis.TRANSFERRED,
-        raw * math.exp(mid_q),
-        raw * math.exp(lo_q),
-        raw * math.exp(hi_q),
-        rows=np.concatenate(rows),
-        references=[acc for acc, _, _ in near],
-        factors=_factors(q, mine, near, exponent, what, mid_q),
-        notes=[
-            f"the catalogue has no peak compute figure for {q.accelerator} and it has no "
-            f"results of this kind to read its level on: transferred from parts of its "
-            f"generation ({mine[1]}) by memory bandwidth"
-        ],
+    return answered(
+        index,
+        q,
+        by_acc,
+        (_at([(v, r) for _, v, r in near], exponent), [acc for acc, _, _ in near]),
+        (lo_q, mid_q, hi_q, what),
+        lambda said, mid: _explained(q, mine, near, exponent, said, mid),
     )
 
 
-def _factors(
+def _explained(
     q: Query,
     mine: Design,
     near: list[tuple[str, float, float]],
     exponent: float,
     what: str,
     mid_q: float,
-) -> list[tuple[str, str, float]]:
+) -> tuple[list[tuple[str, str, float]], str]:
+    """The answer's factors (its references and their bandwidth ratios, the interval, the
+    learned correction) and its note."""
     shown = "; ".join(f"{acc} x{math.exp(exponent * r):.3g}" for acc, _, r in near)
-    out = [
-        (
-            "reference",
-            f"{', '.join(a for a, _, _ in near)} ({mine[0]} {mine[1]}, as {q.accelerator}), "
-            f"scaled by memory bandwidth ({mine[2]:g} GB/s over theirs)^{exponent:g}, the "
-            f"exponent picked on replays: {shown}",
-            1.0,
-        ),
-        ("interval", f"80% split-conformal on the same transfer replayed on {what}", 1.0),
-    ]
-    if abs(mid_q) > 0.01:
-        out.append(
-            ("efficiency", "median correction of replayed generation transfers", math.exp(mid_q))
-        )
-    return out
+    out = factors_of(
+        f"{', '.join(a for a, _, _ in near)} ({mine[0]} {mine[1]}, as {q.accelerator}), scaled "
+        f"by memory bandwidth ({mine[2]:g} GB/s over theirs)^{exponent:g}, the exponent picked "
+        f"on replays: {shown}",
+        f"80% split-conformal on the same transfer replayed on {what}",
+        ("median correction of replayed generation transfers", mid_q),
+    )
+    note = (
+        f"the catalogue has no peak compute figure for {q.accelerator} and it has no results of "
+        f"this kind to read its level on: transferred from parts of its generation ({mine[1]}) "
+        "by memory bandwidth"
+    )
+    return out, note

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -189,6 +190,18 @@ def _first_residuals(index: EvidenceIndex, family: str, division: str) -> np.nda
     part asked on a benchmark before it ran it), a new round's drift and software included."""
     parts, by_slice = tables(index, family, division)
     out = []
+    for key, acc, first, truth, refs in first_results_of(by_slice):
+        got = _predict(parts, acc, key, refs, before=first)
+        if got is not None and truth > 0:
+            out.append(math.log(truth / got[0]))
+    return np.asarray(out)
+
+
+def first_results_of(
+    by_slice: Nested,
+) -> Iterator[tuple[SliceKey, str, float, float, dict[str, float]]]:
+    """(slice, part, its first round there, its figure then, the other parts' latest figures
+    on the slice before that round) of every part's first result on every slice."""
     for key, accs in by_slice.items():
         for acc, mine in accs.items():
             first = min(mine)
@@ -197,10 +210,7 @@ def _first_residuals(index: EvidenceIndex, family: str, division: str) -> np.nda
                 earlier = [r for r in theirs if r < first]
                 if other != acc and earlier:
                     refs[other] = theirs[max(earlier)]
-            got = _predict(parts, acc, key, refs, before=first)
-            if got is not None and mine[first] > 0:
-                out.append(math.log(mine[first] / got[0]))
-    return np.asarray(out)
+            yield key, acc, first, mine[first], refs
 
 
 def level_quantiles(
@@ -261,30 +271,30 @@ def replay_summary(index: EvidenceIndex, family: str, division: str) -> dict[str
     }
 
 
+def factors_of(
+    reference: str, interval: str, correction: tuple[str, float]
+) -> list[tuple[str, str, float]]:
+    """A calibrated transfer's factors: its references, its interval's source and, where the
+    replays' median moves it by more than 1%, that correction (text, log)."""
+    out = [("reference", reference, 1.0), ("interval", interval, 1.0)]
+    if abs(correction[1]) > 0.01:
+        out.append(("efficiency", correction[0], math.exp(correction[1])))
+    return out
+
+
 def _explained(
     q: Query, used: list[tuple[str, float, int]], replays: str, mid_q: float
 ) -> tuple[list[tuple[str, str, float]], str]:
     """The answer's factors (its references and levels, the interval, the learned correction)
     and its note."""
     shown = "; ".join(f"{acc} x{level:.3g} on {n} shared slices" for acc, level, n in used)
-    factors = [
-        (
-            "reference",
-            f"{', '.join(a for a, _, _ in used)}, scaled by {q.accelerator}'s measured level "
-            f"against each (median ratio of per-accelerator figures on the other benchmarks "
-            f"and scenarios both ran in a round: {shown})",
-            1.0,
-        ),
-        (
-            "interval",
-            f"80% split-conformal on the level transfer replayed on {replays}",
-            1.0,
-        ),
-    ]
-    if abs(mid_q) > 0.01:
-        factors.append(
-            ("efficiency", "median correction of replayed level transfers", math.exp(mid_q))
-        )
+    factors = factors_of(
+        f"{', '.join(a for a, _, _ in used)}, scaled by {q.accelerator}'s measured level "
+        f"against each (median ratio of per-accelerator figures on the other benchmarks "
+        f"and scenarios both ran in a round: {shown})",
+        f"80% split-conformal on the level transfer replayed on {replays}",
+        ("median correction of replayed level transfers", mid_q),
+    )
     note = (
         f"the catalogue has no peak compute figure for {q.accelerator}: transferred by its "
         "measured level against the parts that ran this benchmark, read on the other "
@@ -313,33 +323,60 @@ def level_transfer(
         return None
     calibrated = level_quantiles(index, key[0], key[4])
     if calibrated is None:
-        return Estimate(
-            Basis.UNSUPPORTED,
-            reason=f"too few level transfers replayed to calibrate an interval (fewer than "
-            f"{index.min_residuals}) for {q.accelerator} on {q.benchmark} {q.scenario}",
-        )
+        return too_few(index, q, "level transfers")
     lo_q, mid_q, hi_q, what = calibrated
-    # never narrower than a scaled transfer's first results on the cell (the same task: a part
-    # on a benchmark it had not run, a new round's software included)
-    spread = first_results(index.residuals_for(q.family), key, True, index.min_residuals)
+    raw, used = got
+    return answered(
+        index,
+        q,
+        by_acc,
+        (raw, [a for a, _, _ in used]),
+        (lo_q, mid_q, hi_q, what),
+        lambda said, mid: _explained(q, used, said, mid),
+    )
+
+
+def too_few(index: EvidenceIndex, q: Query, kind: str) -> Estimate:
+    """The refusal of a transfer whose ``kind`` was replayed too rarely to calibrate."""
+    return Estimate(
+        Basis.UNSUPPORTED,
+        reason=f"too few {kind} replayed to calibrate an interval (fewer than "
+        f"{index.min_residuals}) for {q.accelerator} on {q.benchmark} {q.scenario}",
+    )
+
+
+def answered(
+    index: EvidenceIndex,
+    q: Query,
+    by_acc: dict[str, np.ndarray],
+    scaled: tuple[float, list[str]],
+    calibrated: tuple[float, float, float, str],
+    explain: Callable[[str, float], tuple[list[tuple[str, str, float]], str]],
+) -> Estimate:
+    """A transfer of the references' scaled figure (``scaled``: it and the references) with its
+    replays' log quantiles and what they were read on (``calibrated``), never narrower than a
+    scaled transfer's first results on the cell (the same task: a part on a benchmark it had not
+    run, a new round's software included); its rows the references' latest, its factors and
+    note from ``explain(what the interval was read on, the centre's correction)``."""
+    raw, references = scaled
+    lo_q, mid_q, hi_q, what = calibrated
+    spread = first_results(index.residuals_for(q.family), q.slice, True, index.min_residuals)
     if spread is not None:
         lo_q, hi_q = min(lo_q, mid_q + spread[0]), max(hi_q, mid_q + spread[1])
         what += ", never narrower than scaled transfers' first results on the benchmark's cell"
-    raw, used = got
-    value = raw * math.exp(mid_q)
     latest_rows = []
-    for acc, _, _ in used:
+    for acc in references:
         rows = by_acc[acc]
         rounds = index.round_no[rows]
         latest_rows.append(rows[rounds == rounds.max()])
-    factors, note = _explained(q, used, what, mid_q)
+    factors, note = explain(what, mid_q)
     return Estimate(
         Basis.TRANSFERRED,
-        value,
+        raw * math.exp(mid_q),
         raw * math.exp(lo_q),
         raw * math.exp(hi_q),
         rows=np.concatenate(latest_rows),
-        references=[a for a, _, _ in used],
+        references=references,
         factors=factors,
         notes=[note],
     )
