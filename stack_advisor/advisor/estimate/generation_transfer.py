@@ -17,9 +17,9 @@ geometric mean over the ``MAX_REFS`` parts of the generation nearest in bandwidt
 Its interval is split-conformal on the same estimator replayed within each held round (every
 part of a generation with a bandwidth figure on every slice, from the round's other parts of its
 generation there), widened to parts' first results on a benchmark predicted from their
-generation's results of the rounds before where at least ``MIN_FIRST`` are, and never narrower
-than a scaled transfer's first results on the cell; refused where fewer than the index's minimum
-replays exist. Carried to the asked round like any estimate (its rows are the
+generation's results of the rounds before where at least ``level_transfer.MIN_FIRST`` are, and
+never narrower than a scaled transfer's first results on the cell; refused where fewer than the
+index's minimum replays exist. Carried to the asked round like any estimate (its rows are the
 references'). Not for heterogeneous systems, CPUs, or parts the catalogue gives no generation of
 one design.
 """
@@ -35,17 +35,16 @@ import numpy as np
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.hardware import figures
 from stack_advisor.advisor.estimate.level_transfer import (
-    LEVEL_Q,
     MAX_REFS,
-    MIN_FIRST,
     answered,
     factors_of,
     first_results_of,
     memoised,
     tables,
     too_few,
+    widened,
 )
-from stack_advisor.advisor.estimate.order_stats import median, quantiles
+from stack_advisor.advisor.estimate.order_stats import median
 from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.knowledge.specs import resolve_accelerator
 from stack_advisor.catalog.accelerator_names import is_mixed_system
@@ -66,13 +65,14 @@ def design(name: str) -> Design | None:
     """(vendor, generation, bandwidth) of a part, or None where the catalogue gives it no
     generation of one design (``NOT_ONE_DESIGN``) or no bandwidth (or it is a CPU or a
     heterogeneous system)."""
-    if accelerator_class(name) == "cpu" or is_mixed_system(name):
+    vendor = accelerator_class(name)
+    if vendor == "cpu" or is_mixed_system(name):
         return None
     spec = resolve_accelerator(name).spec
     bandwidth = figures(name).bandwidth_gbs
     if spec is None or not spec.generation or spec.generation in NOT_ONE_DESIGN or not bandwidth:
         return None
-    return accelerator_class(name), spec.generation, float(bandwidth)
+    return vendor, spec.generation, float(bandwidth)
 
 
 def _nearest(
@@ -127,10 +127,10 @@ def exponent_and_quantiles(
     where fewer than the index's minimum replays exist; computed once per index, family and
     division. The within-round replays' quantiles, widened to parts' first results on a
     benchmark predicted from the rounds before (``first_residuals``, their median the centre's
-    correction) where at least ``MIN_FIRST`` are: what this transfer answers is a part on a
-    benchmark before it ran it, a new round's software and a first submission's tuning included
-    (on the shared rounds the 150 such first results were 35% off at the median where the
-    within-round replays were 14%)."""
+    correction) where at least ``level_transfer.MIN_FIRST`` are (``level_transfer.widened``): what
+    this transfer answers is a part on a benchmark before it ran it, a new round's software and a
+    first submission's tuning included (on the shared rounds the 150 such first results were 35%
+    off at the median where the within-round replays were 14%)."""
 
     def make() -> tuple[float, tuple[float, float, float], str] | None:
         rows = replays(index, family, division)
@@ -143,13 +143,7 @@ def exponent_and_quantiles(
             if best is None or score < best[0]:
                 best = (score, exponent, logs)
         assert best is not None
-        lo, mid, hi = quantiles(best[2], LEVEL_Q)
-        what = f"{len(rows)} replays within held rounds"
-        first = first_residuals(index, family, division, best[1])
-        if len(first) >= MIN_FIRST:
-            f_lo, mid, f_hi = quantiles(first, LEVEL_Q)
-            lo, hi = min(lo, f_lo), max(hi, f_hi)
-            what += f", widened to {len(first)} parts' first results on a benchmark"
+        lo, mid, hi, what = widened(best[2], first_residuals(index, family, division, best[1]))
         return best[1], (lo, mid, hi), what
 
     got: tuple[float, tuple[float, float, float], str] | None = memoised(

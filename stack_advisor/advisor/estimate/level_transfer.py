@@ -237,9 +237,15 @@ def _quantiles(
     within = np.asarray([math.log(t / p) for t, p, _ in replays(index, family, division)])
     if len(within) < index.min_residuals:
         return None
+    return widened(within, first_residuals(index, family, division))
+
+
+def widened(within: np.ndarray, first: np.ndarray) -> tuple[float, float, float, str]:
+    """(p10, median, p90, what they were read on) of a transfer's within-round replays' log
+    residuals, widened to its first results' (their median the centre) where at least
+    ``MIN_FIRST`` are."""
     lo, mid, hi = quantiles(within, LEVEL_Q)
     what = f"{len(within)} replays within held rounds"
-    first = first_residuals(index, family, division)
     if len(first) >= MIN_FIRST:
         f_lo, mid, f_hi = quantiles(first, LEVEL_Q)
         lo, hi = min(lo, f_lo), max(hi, f_hi)

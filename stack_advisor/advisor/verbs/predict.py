@@ -321,8 +321,9 @@ def _family_member(index: EvidenceIndex, q: PredictQuery) -> tuple[str, list[str
     # ties: the edition the knowledge base holds most results of on other families (the
     # Server Edition submitters ran, for an RTX PRO 4500 never measured), then the catalogue's
     best = max(members, key=held)
+    on_bench, anywhere, of_edition = held(best)
     why = f"the member with the most results on {q.benchmark}"
-    if not any(held(best)[:2]) and held(best)[2]:
+    if not on_bench and not anywhere and of_edition:
         why = f"no member measured: the edition other parts were measured in ({_edition(best)})"
     return best, [m for m in members if m != best], why
 
