@@ -102,6 +102,11 @@ began to be transferred from the parts of its generation by memory bandwidth
 (``generation_transfer``: H800-PCIE-80GB from the Hopper parts, RTX-2000E-Ada from the Ada ones)
 instead of refused as "compute unpublished": fewer excluded candidates, no ranked row moved.
 
+Session 30: 25-27 and 48 (Training) when the catalogue began to date Training v6.0 (MLCommons,
+2026-06-16): "today" is now that round, so Training answers are forecasts one round past the
+knowledge base's v5.1 (the learned Training prior, 1.000x, its interval widened), as Inference
+answers to v6.0 already were.
+
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
 
