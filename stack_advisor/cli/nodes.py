@@ -26,7 +26,7 @@ SelectorOpt = Annotated[
     str | None, typer.Option("--selector", "-l", help="Only nodes matching this label selector.")
 ]
 COLUMNS = ["node", "gpu", "gpus", "driver", "placement", "ready"]
-INLINE = ["pool", "gpu_memory_mib", "cuda_driver", "mig", "cpu", "numa"]
+INLINE = ["pool", "gpu_memory_mib", "cuda_driver", "mig", "cpu", "numa", "label_problems"]
 
 
 def _nodes(kubeconfig: str | None, selector: str | None) -> list[ClusterNode]:

@@ -8,6 +8,7 @@ no label states stays ``None``, and every placement decision lists the labels it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,6 +35,22 @@ POOL_LABELS = (
     "node.kubernetes.io/instance-type",
 )
 GPU_RESOURCE = "nvidia.com/gpu"
+# GFD labels whose values are whole numbers, and the prefixes of its version labels (whole-number
+# parts, or a dotted ``full``): a value of another shape is reported and ignored
+_WHOLE_LABELS = (
+    "gpu.count",
+    "gpu.memory",
+    "gpu.compute.major",
+    "gpu.compute.minor",
+    "gpu.replicas",
+)
+_VERSION_PREFIXES = (
+    "cuda.driver-version.",
+    "cuda.driver.",
+    "cuda.runtime-version.",
+    "cuda.runtime.",
+)
+_FULL_VERSION = r"\d+(?:\.\d+){1,3}"
 
 
 class ClusterNode(BaseModel):
@@ -64,6 +81,11 @@ class ClusterNode(BaseModel):
     numa: NodeNuma | None = Field(
         default=None, description="NUMA layout (NodeResourceTopology or NFD); null: unknown"
     )
+    label_problems: list[str] = Field(
+        default_factory=list,
+        description="GFD labels whose values are not of their shape (ignored, so the figure they "
+        "would give is unknown or read from elsewhere)",
+    )
 
     def selector(self) -> dict[str, str]:
         """A nodeSelector for this node's group: its pool label, else its GPU product."""
@@ -89,7 +111,31 @@ class ClusterNode(BaseModel):
             if self.numa is None
             else (self.numa.numa_nodes or (">1" if self.numa.multi else None)),
             "ready": self.ready,
+            "label_problems": "; ".join(self.label_problems) or None,
         }
+
+
+def label_problems(labels: dict[str, str]) -> list[str]:
+    """The GFD labels whose values are not of their shape: a count, memory or compute capability
+    that is not a whole number, a driver or CUDA version part that is not one, a ``full`` version
+    that is not dotted numbers. Each is named with its value; it is ignored."""
+    out = []
+    for key, value in sorted(labels.items()):
+        if not key.startswith(GFD):
+            continue
+        name, text = key[len(GFD) :], str(value).strip()
+        if name.startswith(_VERSION_PREFIXES) and name.endswith(".full"):
+            if not re.fullmatch(_FULL_VERSION, text):
+                out.append(f"{key}={value!r} is not a version such as 550.54.15: ignored")
+        elif (name in _WHOLE_LABELS or name.startswith(_VERSION_PREFIXES)) and not text.isdigit():
+            out.append(f"{key}={value!r} is not a whole number: ignored")
+    return out
+
+
+def _without(labels: dict[str, str], problems: list[str]) -> dict[str, str]:
+    """``labels`` less those ``problems`` name (``label_problems``' texts start with the key)."""
+    bad = {p.split("=", 1)[0] for p in problems}
+    return {k: v for k, v in labels.items() if k not in bad}
 
 
 def _int(value: str | None) -> int | None:
@@ -261,11 +307,13 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    labels: dict[str, str] = dict(meta.get("labels") or {})
+    raw: dict[str, str] = dict(meta.get("labels") or {})
+    problems = label_problems(raw)
+    labels = _without(raw, problems)  # the host keeps every label: selectors read them
     info = status.get("nodeInfo") or {}
     capacity = status.get("capacity") or {}
     allocatable = status.get("allocatable") or {}
-    host = _node_host(meta["name"], labels, info, capacity)
+    host = _node_host(meta["name"], raw, info, capacity)
     pool_label = next((k for k in POOL_LABELS if labels.get(k)), None)
     ready = None
     for cond in status.get("conditions") or []:
@@ -304,6 +352,7 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
         numa=numa_from_nrt(nrt, host.cores, host.memory_mib)
         if nrt
         else numa_from_labels(labels, host.cores, host.memory_mib),
+        label_problems=problems,
     )
 
 

@@ -408,3 +408,38 @@ def test_a_pool_never_shows_one_answer_twice(kb_advisor) -> None:  # type: ignor
     result = ClusterAdvisor(kb_advisor).recommend(LLAMA_OFFLINE, pools, source="test", per_pool=20)
     rows = [(r.basis, r.value, tuple(r.evidence.submitters)) for r in result.recommendations]
     assert len(rows) >= 3 and len(rows) == len(set(rows)), rows
+
+
+def test_malformed_gfd_labels_are_named_and_ignored_not_read(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """A GFD label of the wrong shape (a hand-edited or broken labeller's value) is named on its
+    node, its pool and the cluster answer's notes, and ignored: the count is read from the node's
+    allocatable GPUs, the driver from its version parts; it never becomes a figure."""
+    import copy
+
+    first = copy.deepcopy(POOL_NODES[0])  # p-a100-0: 8x A100, driver 550.54.15 (GFD >= 0.15)
+    labels = first["metadata"]["labels"]
+    labels["nvidia.com/gpu.count"] = "eight"
+    labels["nvidia.com/gpu.memory"] = "80GB"
+    labels["nvidia.com/cuda.driver-version.full"] = "550.54.15-beta"
+    nodes = nodes_from_json([first, *POOL_NODES[1:]])
+    node = nodes[0]
+    assert node.label_problems == [
+        "nvidia.com/cuda.driver-version.full='550.54.15-beta' is not a version such as "
+        "550.54.15: ignored",
+        "nvidia.com/gpu.count='eight' is not a whole number: ignored",
+        "nvidia.com/gpu.memory='80GB' is not a whole number: ignored",
+    ]
+    assert node.accelerator is not None
+    assert (node.accelerator.count, node.accelerator.memory_mib) == (8, None)
+    assert node.driver == "550.54.15"  # from major, minor and revision
+    assert node.row()["label_problems"].startswith("nvidia.com/cuda.driver-version.full=")
+    assert all(not n.label_problems for n in nodes[1:])
+    pools = group_pools(nodes)
+    pool = next(p for p in pools if "p-a100-0" in p.nodes)
+    assert pool.label_problems == [f"p-a100-0: {p}" for p in node.label_problems]
+    answer = ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", top=5)
+    assert (
+        f"pool {pool.name}: p-a100-0: nvidia.com/gpu.count='eight' is not a whole number: "
+        "ignored" in answer.notes
+    )
+    assert answer.recommendations  # the rest of the cluster is answered as before

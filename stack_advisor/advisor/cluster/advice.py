@@ -172,6 +172,7 @@ class ClusterAdvisor(PoolRanking):
         reports = self._what_ifs(workload, what_if, by_name, shapes, sizes, image, runs)
         if what_if:
             notes.append(_what_if_note(what_if))
+        notes.extend(f"pool {p.name}: {problem}" for p in pools for problem in p.label_problems)
         return ClusterRecommendationSet(
             workload=workload.model_dump(mode="json", exclude_none=True),
             metric=metric,

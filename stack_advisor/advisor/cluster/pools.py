@@ -162,6 +162,11 @@ class NodePool(BaseModel):
         default=None, description="why Pods cannot use this pool, when not usable"
     )
     numa: NodeNuma | None = Field(default=None, description="the nodes' NUMA layout; null: unknown")
+    label_problems: list[str] = Field(
+        default_factory=list,
+        description="its nodes' GFD labels of the wrong shape, each as 'node: label=value ...' "
+        "(ignored: the figure they would give is unknown or read from elsewhere)",
+    )
 
     def tolerations(self) -> list[dict[str, str]]:
         """Tolerations for every taint of the pool's nodes (NoSchedule and NoExecute ones)."""
@@ -397,6 +402,9 @@ def _pool(
         usable=usable,
         reason=reason,
         numa=node.numa,
+        label_problems=sorted(
+            {f"{s.node.name}: {p}" for s in shapes for p in s.node.label_problems}
+        ),
     )
 
 
