@@ -150,14 +150,19 @@ class RemoteAdvisor:
         division: str = "closed",
         as_of: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Not served: the API has no route for it (``advisor compare rank-stacks`` answers from
-        a local store)."""
-        from stack_advisor.schema.errors import Unsupported
+        params = {
+            "benchmark": benchmark,
+            "accelerator": accelerator,
+            "scenario": scenario,
+            "metric": metric,
+            "family": family,
+            "division": division,
+            "as_of": as_of,
+        }
+        from stack_advisor.advisor.verbs.compare_requests import StackRank
 
-        raise Unsupported(
-            f"compare rank-stacks is answered from a store, and {self.store.uri} is a served "
-            "API without that route: use --store (a local or Neo4j store) for it"
-        )
+        rows = self.store.call("GET", "/v1/compare/rank-stacks", params=_given(params))
+        return [StackRank.model_validate(r).model_dump() for r in rows]
 
     def evaluate(
         self,

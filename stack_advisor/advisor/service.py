@@ -196,6 +196,40 @@ def compare_benchmarks(
     return out
 
 
+def rank_stacks(
+    advisor: Advisor,
+    *,
+    benchmark: str,
+    accelerator: str,
+    scenario: str | None = None,
+    metric: str | None = None,
+    family: str = "mlperf-inference",
+    division: str = "closed",
+    as_of: str | None = None,
+) -> list[dict[str, Any]]:
+    """The stacks one accelerator ran a benchmark with, fastest first (``Advisor.rank_stacks``).
+
+    Raises:
+        InvalidInput: ``as_of`` names no round, or the request names no slice.
+        NotFound: the accelerator never ran the slice.
+    """
+    from stack_advisor.advisor.estimate.as_of import as_of_error
+    from stack_advisor.schema.errors import InvalidInput
+
+    problem = None if as_of is None else as_of_error(as_of)
+    if problem:
+        raise InvalidInput(problem)
+    return advisor.rank_stacks(
+        benchmark=benchmark,
+        scenario=scenario,
+        metric=metric,
+        accelerator=accelerator,
+        family=family,
+        division=division,
+        as_of=as_of,
+    )
+
+
 def placement_overheads(
     advisor: Advisor, accelerator: str | None = None, placement: PlacementKind | str | None = None
 ) -> list[results.PlacementOverhead]:

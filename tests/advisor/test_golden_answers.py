@@ -105,7 +105,8 @@ instead of refused as "compute unpublished": fewer excluded candidates, no ranke
 Session 30: 25-27 and 48 (Training) when the catalogue began to date Training v6.0 (MLCommons,
 2026-06-16): "today" is now that round, so Training answers are forecasts one round past the
 knowledge base's v5.1 (the learned Training prior, 1.000x, its interval widened), as Inference
-answers to v6.0 already were.
+answers to v6.0 already were. 37-40 (cluster) when each pool began to list its nodes' GFD labels
+of the wrong shape (``label_problems``, empty here: only that field was added).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

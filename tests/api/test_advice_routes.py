@@ -4,6 +4,7 @@ the starter knowledge base: every resnet50 and bert-99 result, v1.1-v3.0)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -170,6 +171,29 @@ def test_compare_routes(advice: TestClient) -> None:
         )
     r = advice.get("/v1/compare/regressions", params={"component": "tensorrt"})
     assert r.status_code == 200 and isinstance(r.json(), list)
+
+
+def test_rank_stacks_route_answers_as_the_cli_does(advice: TestClient, advice_store: Store) -> None:
+    """``GET /v1/compare/rank-stacks`` is ``advisor compare rank-stacks``: the same rows as
+    ``Advisor.rank_stacks`` on the same store, names as users write them, errors naming what is
+    wrong."""
+    from stack_advisor.advisor.engine import Advisor
+
+    asked = {"benchmark": "resnet50", "scenario": "offline", "accelerator": "NVIDIA H100-SXM-80GB"}
+    r = advice.get("/v1/compare/rank-stacks", params=asked)
+    assert r.status_code == 200, r.text
+    rows = r.json()
+    local = Advisor(advice_store).rank_stacks(**asked)
+    assert rows == json.loads(json.dumps(local)) and len(rows) >= 2
+    carried = [row["carried_forward"] for row in rows]
+    assert carried == sorted(carried, reverse=True)
+    assert all(row["framework"] and row["round"] and row["results"] >= 1 for row in rows)
+    r = advice.get("/v1/compare/rank-stacks", params={**asked, "as_of": "yesterday"})
+    assert r.status_code == 422 and "as_of: 'yesterday'" in r.json()["message"], r.text
+    r = advice.get("/v1/compare/rank-stacks", params={**asked, "accelerator": "NVIDIA B300"})
+    assert r.status_code == 404 and "resnet50" in r.json()["message"], r.text
+    r = advice.get("/v1/compare/rank-stacks", params={"benchmark": "resnet50"})
+    assert r.status_code == 422 and "accelerator" in r.text, r.text
 
 
 def test_unknown_names_are_422_naming_the_field_with_suggestions(advice: TestClient) -> None:

@@ -163,6 +163,15 @@ def test_remote_evaluate_and_compare(api: ServedAPI, kb: Path, tokens: dict[str,
     remote = answer(cli("--api", api.url, "compare", "regressions", "--json", kb=kb, token=read))
     assert remote == without_elapsed(stacks.json())
 
+    asked = {"benchmark": "resnet50", "scenario": "Offline", "accelerator": "H100-SXM5-80GB"}
+    ranked = httpx.get(api.url + "/v1/compare/rank-stacks", params=asked, headers=auth, timeout=120)
+    assert ranked.status_code == 200, ranked.text
+    options = [f"--{k}={v}" for k, v in asked.items()]
+    remote = answer(
+        cli("--api", api.url, "compare", "rank-stacks", *options, "--json", kb=kb, token=read)
+    )
+    assert remote == ranked.json() and remote, "the starter knowledge base ranks H100's stacks"
+
 
 def test_api_with_store_is_a_usage_error(api: ServedAPI, kb: Path, tokens: dict[str, str]) -> None:
     done = cli(

@@ -21,6 +21,7 @@ from stack_advisor.advisor.results import (
     RecommendationSet,
     Regression,
 )
+from stack_advisor.advisor.verbs.compare_requests import StackRank
 from stack_advisor.advisor.verbs.sweep import SweepComparison
 from stack_advisor.api.answer_pool import Admission, AnswerPool
 from stack_advisor.api.auth import ANONYMOUS, Caller
@@ -247,6 +248,52 @@ def compare_stacks(
         scenario=scenario,
         metric=metric,
         family=family,
+    )
+
+
+@compare.get(
+    "/rank-stacks",
+    operation_id="rankStacks",
+    response_model=list[StackRank],
+    responses={**READ_ERRORS, **error_responses(404)},
+    summary="The stacks one accelerator ran a benchmark with, fastest first; older versions "
+    "carried forward by the upgrade factor learned from pairs (shown)",
+)
+def rank_stacks(
+    advisor: AdvisorDep,
+    _: ReadCaller,
+    benchmark: Annotated[
+        str, Query(min_length=1, max_length=MAX_NAME, description="benchmark, e.g. llama2-70b-99")
+    ],
+    accelerator: Annotated[
+        str,
+        Query(min_length=1, max_length=MAX_NAME, description="the accelerator, any spelling"),
+    ],
+    scenario: Annotated[str | None, Query(max_length=MAX_NAME)] = None,
+    metric: Annotated[
+        str | None,
+        Query(max_length=MAX_NAME, description="default: the slice's throughput"),
+    ] = None,
+    family: Annotated[str, Query(max_length=MAX_NAME)] = "mlperf-inference",
+    division: Annotated[str, Query(max_length=MAX_NAME)] = "closed",
+    as_of: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_NAME,
+            description="the stacks as of a round: its results and older ones (a round name, a "
+            "date, today, now or next)",
+        ),
+    ] = None,
+) -> list[dict[str, object]]:
+    return service.rank_stacks(
+        advisor,
+        benchmark=benchmark,
+        accelerator=accelerator,
+        scenario=scenario,
+        metric=metric,
+        family=family,
+        division=division,
+        as_of=as_of,
     )
 
 
