@@ -116,8 +116,11 @@ def uvicorn_config(
 ) -> uvicorn.Config:
     """uvicorn's settings for the app: X-Forwarded-For and -Proto believed only from the proxies
     in ADVISOR_TRUSTED_PROXIES (uvicorn's own default trusts loopback, so a client on the same
-    host could choose the address the login limiter counts)."""
+    host could choose the address the login limiter counts); a request uvicorn cannot parse is
+    refused in JSON (``stack_advisor.api.http_refusal``)."""
     import uvicorn
+
+    from stack_advisor.api.http_refusal import JsonRefusingProtocol
 
     trusted = settings.trusted_proxies.strip()
     return uvicorn.Config(
@@ -127,4 +130,5 @@ def uvicorn_config(
         log_level=log_level,
         proxy_headers=bool(trusted),
         forwarded_allow_ips=trusted or None,
+        http=JsonRefusingProtocol,  # a request it cannot parse is refused in the API's JSON
     )

@@ -206,3 +206,28 @@ def test_remote_answer_is_the_local_answer(
     api.stop()  # the embedded store is the server's while it serves
     local = answer(cli(*RECOMMEND, "--store", f"embedded:{kb / 'kb'}", "--json", kb=kb))
     assert remote == local
+
+
+def test_a_request_too_long_to_parse_is_refused_in_json(api: ServedAPI) -> None:
+    """A GET whose URL is beyond what the HTTP parser reads (100 KB) is answered before the app
+    sees it; the answer is the API's JSON error saying what is wrong and what to do, not the
+    server's plain-text line. The server goes on answering."""
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(api.url)
+    url = "/v1/compare/rank-stacks?benchmark=" + "x" * 100_000
+    with socket.create_connection((where.hostname, where.port), timeout=30) as conn:
+        conn.sendall(f"GET {url} HTTP/1.1\r\nHost: {where.netloc}\r\n\r\n".encode())
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), head
+    assert b"content-type: application/json" in head.lower()
+    refusal = json.loads(body)
+    assert refusal["error"] == "bad_request"
+    assert (
+        "longer than the server reads" in refusal["message"] and "POST body" in refusal["message"]
+    )
+    assert httpx.get(api.url + "/healthz", timeout=30).status_code == 200
