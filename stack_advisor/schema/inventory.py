@@ -50,7 +50,9 @@ _VERSION_PREFIXES = (
     "cuda.runtime-version.",
     "cuda.runtime.",
 )
-_FULL_VERSION = r"\d+(?:\.\d+){1,3}"
+_FULL_VERSION = r"[0-9]+(?:\.[0-9]+){1,3}"
+_WHOLE = r"[0-9]+"
+_REVISION = (".rev", ".revision")  # empty for a two-part driver (418.67): GFD writes it so
 
 
 class ClusterNode(BaseModel):
@@ -117,17 +119,21 @@ class ClusterNode(BaseModel):
 
 def label_problems(labels: dict[str, str]) -> list[str]:
     """The GFD labels whose values are not of their shape: a count, memory or compute capability
-    that is not a whole number, a driver or CUDA version part that is not one, a ``full`` version
-    that is not dotted numbers. Each is named with its value; it is ignored."""
+    that is not a whole number, a driver or CUDA version part that is not one (a revision may be
+    empty, as GFD writes it for a two-part driver), a ``full`` version that is not dotted numbers;
+    read as written, untrimmed. Each is named with its value; it is ignored."""
     out = []
     for key, value in sorted(labels.items()):
         if not key.startswith(GFD):
             continue
-        name, text = key[len(GFD) :], str(value).strip()
-        if name.startswith(_VERSION_PREFIXES) and name.endswith(".full"):
+        name, text = key[len(GFD) :], str(value)
+        versioned = name.startswith(_VERSION_PREFIXES)
+        if versioned and name.endswith(".full"):
             if not re.fullmatch(_FULL_VERSION, text):
                 out.append(f"{key}={value!r} is not a version such as 550.54.15: ignored")
-        elif (name in _WHOLE_LABELS or name.startswith(_VERSION_PREFIXES)) and not text.isdigit():
+        elif versioned and name.endswith(_REVISION) and not text:
+            continue
+        elif (name in _WHOLE_LABELS or versioned) and not re.fullmatch(_WHOLE, text):
             out.append(f"{key}={value!r} is not a whole number: ignored")
     return out
 

@@ -436,10 +436,30 @@ def test_malformed_gfd_labels_are_named_and_ignored_not_read(kb_advisor) -> None
     assert all(not n.label_problems for n in nodes[1:])
     pools = group_pools(nodes)
     pool = next(p for p in pools if "p-a100-0" in p.nodes)
-    assert pool.label_problems == [f"p-a100-0: {p}" for p in node.label_problems]
+    assert pool.label_problems == [f"{p} (on p-a100-0)" for p in node.label_problems]
     answer = ClusterAdvisor(kb_advisor).recommend(WORKLOAD, pools, source="test", top=5)
-    assert (
-        f"pool {pool.name}: p-a100-0: nvidia.com/gpu.count='eight' is not a whole number: "
-        "ignored" in answer.notes
-    )
+    note = f"pool {pool.name}: nvidia.com/gpu.count='eight' is not a whole number: ignored"
+    assert f"{note} (on p-a100-0)" in answer.notes
     assert answer.recommendations  # the rest of the cluster is answered as before
+
+
+def test_gfd_label_shapes_as_gfd_writes_them_are_not_problems() -> None:
+    """GFD writes an empty revision for a two-part driver (418.67): not a problem. A value that
+    only looks like a number once trimmed, or is a digit of another script, is one."""
+    from stack_advisor.schema.inventory import label_problems
+
+    two_part = {
+        "nvidia.com/cuda.driver.major": "418",
+        "nvidia.com/cuda.driver.minor": "67",
+        "nvidia.com/cuda.driver.rev": "",
+        "nvidia.com/cuda.driver-version.revision": "",
+        "nvidia.com/cuda.driver-version.full": "418.67",
+        "nvidia.com/gpu.product": "Tesla-V100-SXM2-16GB",
+        "nvidia.com/gpu.family": "volta",
+    }
+    assert label_problems(two_part) == []
+    odd = {"nvidia.com/gpu.count": "\u00b2", "nvidia.com/cuda.driver-version.full": " 550.54.15 "}
+    assert [p.split("=")[0] for p in label_problems(odd)] == [
+        "nvidia.com/cuda.driver-version.full",
+        "nvidia.com/gpu.count",
+    ]

@@ -230,4 +230,12 @@ def test_a_request_too_long_to_parse_is_refused_in_json(api: ServedAPI) -> None:
     assert (
         "longer than the server reads" in refusal["message"] and "POST body" in refusal["message"]
     )
+    with socket.create_connection((where.hostname, where.port), timeout=30) as conn:
+        conn.sendall(b"GET /heal\x00thz HTTP/1.1\r\nHost: x\r\n\r\n")  # not HTTP
+        malformed = b""
+        while chunk := conn.recv(65536):
+            malformed += chunk
+    head, _, body = malformed.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and json.loads(body)["error"] == "bad_request"
+    assert b"x-content-type-options: nosniff" in head.lower()
     assert httpx.get(api.url + "/healthz", timeout=30).status_code == 200

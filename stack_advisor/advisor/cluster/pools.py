@@ -164,8 +164,8 @@ class NodePool(BaseModel):
     numa: NodeNuma | None = Field(default=None, description="the nodes' NUMA layout; null: unknown")
     label_problems: list[str] = Field(
         default_factory=list,
-        description="its nodes' GFD labels of the wrong shape, each as 'node: label=value ...' "
-        "(ignored: the figure they would give is unknown or read from elsewhere)",
+        description="its nodes' GFD labels of the wrong shape, each once with the nodes that have "
+        "it (ignored: the figure they would give is unknown or read from elsewhere)",
     )
 
     def tolerations(self) -> list[dict[str, str]]:
@@ -402,10 +402,26 @@ def _pool(
         usable=usable,
         reason=reason,
         numa=node.numa,
-        label_problems=sorted(
-            {f"{s.node.name}: {p}" for s in shapes for p in s.node.label_problems}
-        ),
+        label_problems=_label_problems(shapes),
     )
+
+
+NAMED_NODES = 3  # nodes a label problem names; the others are counted
+
+
+def _label_problems(shapes: list[_Shape]) -> list[str]:
+    """The pool's nodes' label problems, each once with the nodes that have it (the first
+    ``NAMED_NODES`` named, the rest counted: a broken labeller on 500 nodes is one line)."""
+    nodes: dict[str, list[str]] = {}
+    for shape in shapes:
+        for problem in shape.node.label_problems:
+            nodes.setdefault(problem, []).append(shape.node.name)
+    out = []
+    for problem, names in sorted(nodes.items()):
+        named = sorted(names)
+        more = f" and {len(named) - NAMED_NODES} more" if len(named) > NAMED_NODES else ""
+        out.append(f"{problem} (on {', '.join(named[:NAMED_NODES])}{more})")
+    return out
 
 
 def _usable(
