@@ -198,16 +198,6 @@ def test_api_with_store_is_a_usage_error(api: ServedAPI, kb: Path, tokens: dict[
     assert "--prices" in done.stderr and "its own price table" in done.stderr
 
 
-def test_remote_answer_is_the_local_answer(
-    api: ServedAPI, kb: Path, tokens: dict[str, str]
-) -> None:
-    """Last (it stops the server): the remote answer equals the local engine's on the same store."""
-    remote = answer(cli("--api", api.url, *RECOMMEND, "--json", kb=kb, token=tokens["read"]))
-    api.stop()  # the embedded store is the server's while it serves
-    local = answer(cli(*RECOMMEND, "--store", f"embedded:{kb / 'kb'}", "--json", kb=kb))
-    assert remote == local
-
-
 def test_a_request_too_long_to_parse_is_refused_in_json(api: ServedAPI) -> None:
     """A GET whose URL is beyond what the HTTP parser reads (100 KB) is answered before the app
     sees it; the answer is the API's JSON error saying what is wrong and what to do, not the
@@ -239,3 +229,13 @@ def test_a_request_too_long_to_parse_is_refused_in_json(api: ServedAPI) -> None:
     assert head.startswith(b"HTTP/1.1 400 ") and json.loads(body)["error"] == "bad_request"
     assert b"x-content-type-options: nosniff" in head.lower()
     assert httpx.get(api.url + "/healthz", timeout=30).status_code == 200
+
+
+def test_remote_answer_is_the_local_answer(
+    api: ServedAPI, kb: Path, tokens: dict[str, str]
+) -> None:
+    """Last (it stops the server): the remote answer equals the local engine's on the same store."""
+    remote = answer(cli("--api", api.url, *RECOMMEND, "--json", kb=kb, token=tokens["read"]))
+    api.stop()  # the embedded store is the server's while it serves
+    local = answer(cli(*RECOMMEND, "--store", f"embedded:{kb / 'kb'}", "--json", kb=kb))
+    assert remote == local
