@@ -108,6 +108,12 @@ knowledge base's v5.1 (the learned Training prior, 1.000x, its interval widened)
 answers to v6.0 already were. 37-40 (cluster) when each pool began to list its nodes' GFD labels
 of the wrong shape (``label_problems``, empty here: only that field was added).
 
+Session 31: 0, 1, 3-5, 7, 10, 12-14, 16-19, 21, 24, 29, 37, 38 and 40 when a transfer's peak
+bound began to carry the headroom replayed transfers' results showed beyond their own references'
+bound (``transfer_replay.peak_headroom``, its 90th percentile): upper ends that were held to the
+references' efficiency are wider (a throughput's 4.408e+05 bound per accelerator became 4.776e+05),
+so some confidences are lower and some notes read differently; no ranked value moved.
+
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
 

@@ -218,11 +218,13 @@ def test_latency_limit_cli_flags(tmp_path: Path) -> None:
 
 
 def test_a_throughput_whose_latency_cannot_meet_the_limits_says_so(kb_advisor: Any) -> None:
-    """deepseek-r1 Server on 8 H200: predict's p99 TPOT lies wholly above the 80 ms limit, and
-    the throughput answer for the same configuration had said nothing (a probe)."""
+    """deepseek-r1 Server on 16 H100: predict's p99 TPOT lies wholly above the 80 ms limit, and
+    the throughput answer for the same configuration had said nothing (a probe, on 8 H200, whose
+    TPOT interval now reaches below the limit: its lower end carries the headroom transfers have
+    shown beyond their references' peak bound)."""
     base = {
-        "accelerator": "H200-SXM-141GB",
-        "accelerator_count": 8,
+        "accelerator": "H100-SXM5-80GB",
+        "accelerator_count": 16,
         "benchmark": "deepseek-r1",
         "scenario": "Server",
     }
@@ -234,7 +236,10 @@ def test_a_throughput_whose_latency_cannot_meet_the_limits_says_so(kb_advisor: A
     said = [w for w in tput.warnings if "wholly above the published Server limit of 80 ms" in w]
     assert len(said) == 1 and "time per output token" in said[0]
     ranked = kb_advisor.recommend(
-        {**{k: base[k] for k in ("benchmark", "scenario")}, "hardware": {"accelerators": ["H200"]}}
+        {
+            **{k: base[k] for k in ("benchmark", "scenario")},
+            "hardware": {"accelerators": ["H100"], "count": 16},
+        }
     )
     assert any("wholly above" in w for r in ranked.recommendations for w in r.warnings), (
         ranked.recommendations[0].warnings

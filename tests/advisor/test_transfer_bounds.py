@@ -104,3 +104,48 @@ def test_a_generation_step_is_one_device_class_whatever_precision_each_runs() ->
     b200 = hardware.scaling_figures("NVIDIA B200-SXM-180GB", "8-bit")
     assert card is not None and b200 is not None
     assert not same_device_class("NVIDIA L4", "NVIDIA B200-SXM-180GB", card, b200)
+
+
+def test_the_bounds_headroom_is_a_high_quantile_of_how_far_replays_passed_it() -> None:
+    """``peak_headroom`` reads the cell's replays, else the way the metric runs; never tightens
+    the bound; none where too few replays."""
+    import numpy as np
+
+    from stack_advisor.advisor.estimate.transfer_replay import PEAK_HEADROOM, peak_headroom
+
+    key = ("mlperf-inference", "llama2-70b-99", "Offline", "tokens_per_second", "closed")
+    passed = np.log(np.linspace(0.8, 1.4, 61))  # 61 replays, from 0.8x to 1.4x the bound
+    cell = {(Basis.TRANSFERRED, "closed", "tokens_per_second", PEAK_HEADROOM): passed}
+    headroom, replays = peak_headroom(cell, key, True, 20)
+    assert replays == 61
+    assert headroom == pytest.approx(float(np.quantile(passed, 0.9)))
+    way = {(Basis.TRANSFERRED, None, "higher", PEAK_HEADROOM): passed}
+    assert peak_headroom(way, key, True, 20) == (pytest.approx(headroom), 61)
+    assert peak_headroom({}, key, True, 20) == (0.0, 0)
+    assert peak_headroom(cell, key, True, 100) == (0.0, 0)  # too few in the cell and the way
+    below = {(Basis.TRANSFERRED, "closed", "tokens_per_second", PEAK_HEADROOM): passed - 1.0}
+    assert peak_headroom(below, key, True, 20) == (0.0, 61)  # never a tighter bound
+
+
+def test_transfers_upper_ends_carry_the_replayed_headroom(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """On the starter knowledge base the replays record how far parts passed their references'
+    peak bound; a held upper end states the headroom it carries and stays within it."""
+    from stack_advisor.advisor.estimate.transfer_replay import PEAK_HEADROOM
+
+    pools = kb_advisor.knowledge().index.residuals_for("mlperf-inference")
+    passed = pools[(Basis.TRANSFERRED, None, "higher", PEAK_HEADROOM)]
+    assert len(passed) >= 100 and 0 < float((passed > 0).mean()) < 0.5
+    (b200,) = kb_advisor.predict(
+        [
+            {
+                "benchmark": "resnet50",
+                "scenario": "Offline",
+                "metric": "samples_per_second",
+                "accelerator": "B200-SXM-180GB",
+                "accelerator_count": 1,
+            }
+        ]
+    )
+    held = [w for w in b200.warnings if "peak figures allow" in w]
+    if held and "beyond its references' efficiency" in held[0]:
+        assert re.search(r"as far as 90% of \d+ replayed transfers' results went", held[0])

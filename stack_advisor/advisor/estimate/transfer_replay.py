@@ -23,6 +23,11 @@ KINDS = (SAME_VENDOR, CROSS_VENDOR, BANDWIDTH_ONLY, f"{CROSS_VENDOR}, {BANDWIDTH
 # the pool of parts' first results on a benchmark, each transferred from its same-vendor peers of
 # the rounds before (``first_results``)
 FIRST_RESULTS = "first results"
+# how far replayed transfers' results landed beyond their references scaled by the target's faster
+# resource ratio (``transfer.peak_bound``): what the peak bound allows a part's software over its
+# references' (``peak_headroom``)
+PEAK_HEADROOM = "peak headroom"
+HEADROOM_Q = 0.9  # the share of replays the bound, carried by its headroom, holds
 
 
 def kind_of(cross_vendor: bool, bandwidth_only: bool) -> str:
@@ -105,10 +110,11 @@ def _replay_same_vendor(
                     # with every accelerator in: a mild leak, far cheaper
                     model = index.transfer_model(key, by_acc, cls)
                     model = index.held_out_model(key, cls, acc) or model
-                    value, _ = transfer.predict(model, same, target, siblings(acc))
+                    value, used = transfer.predict(model, same, target, siblings(acc))
                     out[(Basis.TRANSFERRED, *cell, key[1], key[2])].extend(
                         (actual - math.log(value)).tolist()
                     )
+                    _beyond_bound(index, key, actual, same, used, target, out)
             if acc in current_bw:
                 target, cls = current_bw[acc][1], current_bw[acc][2]
                 refs = {a: v for a, v in before_bw.items() if a != acc and v[2] == cls}
@@ -150,11 +156,31 @@ def _replay_first_results(
             if not same:
                 continue
             model = index.held_out_model(key, cls, acc) or index.transfer_model(key, by_acc, cls)
-            value, _ = transfer.predict(model, same, target, siblings(acc))
+            value, used = transfer.predict(model, same, target, siblings(acc))
             now = rows[index.round_no[rows] == rnd]
-            residuals = (np.log(index.unit[now]) - math.log(value)).tolist()
+            actual = np.log(index.unit[now])
+            residuals = (actual - math.log(value)).tolist()
             for level in ((key[4], key[3]), way):
                 out[(Basis.TRANSFERRED, *level, FIRST_RESULTS)].extend(residuals)
+            _beyond_bound(index, key, actual, same, used, target, out)
+
+
+def _beyond_bound(
+    index: EvidenceIndex,
+    key: tuple[str, ...],
+    actual: np.ndarray,
+    refs: dict[str, Any],
+    used: list[str],
+    target: tuple[float, float],
+    out: dict[tuple[Any, ...], list[float]],
+) -> None:
+    """How far (log, positive: better) a replayed part's results landed beyond the peak bound of
+    the references its transfer used, pooled per cell and per way the metric runs."""
+    hib = index.higher_is_better(key)
+    bound = transfer.peak_bound(refs, used, target, hib)
+    beyond = ((actual - math.log(bound)) * (1.0 if hib else -1.0)).tolist()
+    for level in ((key[4], key[3]), (None, "higher" if hib else "lower")):
+        out[(Basis.TRANSFERRED, *level, PEAK_HEADROOM)].extend(beyond)
 
 
 def first_results(
@@ -170,6 +196,26 @@ def first_results(
             lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
             return float(lo - mid), float(hi - mid)
     return None
+
+
+def peak_headroom(
+    pools: dict[tuple[Any, ...], np.ndarray], key: tuple[str, ...], hib: bool, min_residuals: int
+) -> tuple[float, int]:
+    """(log headroom, replays): the ``HEADROOM_Q`` quantile of how far replayed transfers'
+    results landed beyond their references' peak bound (``_beyond_bound``) on the slice's cell,
+    else on every metric of the family that runs the same way; never below 0 (the bound is
+    never tightened). (0, 0) where neither holds ``min_residuals``.
+
+    A reference's efficiency is not the most another part's software reaches: on the shared
+    MLPerf Inference rounds up to v5.1, 23% of closed throughput replays (58% of LLM tokens per
+    second) passed the bound their references' peaks set, so a bound at the references'
+    efficiency cut off answers that held."""
+    for level in ((key[4], key[3]), (None, "higher" if hib else "lower")):
+        values = pools.get((Basis.TRANSFERRED, *level, PEAK_HEADROOM))
+        if values is not None and len(values) >= min_residuals:
+            (q,) = quantiles(values, (HEADROOM_Q,))
+            return max(0.0, float(q)), len(values)
+    return 0.0, 0
 
 
 MIN_DIRECTION = (

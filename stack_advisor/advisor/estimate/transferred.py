@@ -19,7 +19,10 @@ with too few replays to calibrate an interval is refused, saying so. A CPU trans
 (``stack_advisor.advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and
 accelerators, nor between device classes (``transfer.within_span``), and no end of an interval
 goes beyond what the target's peak figures allow from its references (``transfer.peak_bound``,
-carried by the precision spread and the learned efficiency correction). References are read from
+carried by the precision spread and by the larger of the learned efficiency correction and the
+headroom replayed parts' results have shown beyond their own references' bound,
+``transfer_replay.peak_headroom``: a reference's efficiency is not the most a part reaches).
+References are read from
 results of the query's system class (one node for up to eight accelerators, several beyond:
 ``references_class``) where a part of the target's vendor ran in that class, else from every
 result, saying so: a rack's per-accelerator figure is not one server's.
@@ -51,10 +54,15 @@ from stack_advisor.advisor.estimate.node_scaling import ClassFactor, class_facto
 from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.estimate.references_class import of_class, with_siblings
 from stack_advisor.advisor.estimate.transfer_replay import CROSS_VENDOR as CROSS_VENDOR
+from stack_advisor.advisor.estimate.transfer_replay import (
+    HEADROOM_Q,
+    first_results,
+    kind_of,
+    peak_headroom,
+)
 from stack_advisor.advisor.estimate.transfer_replay import KINDS as KINDS
 from stack_advisor.advisor.estimate.transfer_replay import MIN_DIRECTION as MIN_DIRECTION
 from stack_advisor.advisor.estimate.transfer_replay import SAME_VENDOR as SAME_VENDOR
-from stack_advisor.advisor.estimate.transfer_replay import first_results, kind_of
 from stack_advisor.advisor.estimate.transfer_replay import kind_quantiles as kind_quantiles
 from stack_advisor.advisor.estimate.transfer_replay import replay as replay
 from stack_advisor.advisor.results import Basis
@@ -219,11 +227,25 @@ def transferred_estimate(
     # efficiency correction (a round's drift, from the history) may carry it further
     widest = (max if hib else min)(spread.values()) / raw_value if spread else 1.0
     learned = max(1.0, math.exp(mid_q)) if hib else min(1.0, math.exp(mid_q))
-    bound = transfer.peak_bound(pool, used, target, hib) * widest * learned
+    # the references' efficiency is not the most the part's software reaches: the bound carries
+    # the headroom replayed parts' results have shown beyond their references' peak bound
+    headroom, replays = peak_headroom(
+        index.residuals_for(q.family), q.slice, hib, index.min_residuals
+    )
+    # (measured against the references' raw bound, it holds the drift ``learned`` carries too)
+    allowed = math.exp(headroom if hib else -headroom)
+    carried = widest * (max(learned, allowed) if hib else min(learned, allowed))
+    bound = transfer.peak_bound(pool, used, target, hib) * carried
     value, low, high = _bounded(value, low * math.exp(lo_q), high * math.exp(hi_q), bound, hib)
     if (high if hib else low) == bound:
         each = " per accelerator" if hib else ""  # a throughput's bound: per accelerator
-        notes.append(f"held to what its peak figures allow ({bound:,.4g}{each} at best)")
+        beyond = (
+            f"; {math.exp(headroom):.2f}x beyond its references' efficiency, as far as "
+            f"{HEADROOM_Q:.0%} of {replays} replayed transfers' results went"
+            if replays and headroom > 0
+            else ""
+        )
+        notes.append(f"held to what its peak figures allow ({bound:,.4g}{each} at best{beyond})")
     return Estimate(
         Basis.TRANSFERRED,
         value,
