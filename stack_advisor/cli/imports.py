@@ -16,6 +16,7 @@ import_app = typer.Typer(
     help="Import published results, collector result documents or saved benchmark logs.",
     no_args_is_help=True,
 )
+CHANGED_SHOWN = 10  # results held at another value named one by one (the rest counted)
 
 
 def _open_store(uri: str | None) -> Any:
@@ -234,6 +235,14 @@ def _report_summary(report: Any, file: Path, chosen: Any) -> None:
             f"benchmark {name!r} is not in the catalogue: {count} result(s) imported under this "
             "published name (`advisor catalogue list benchmarks` lists those it knows)"
         )
+    for row in report.changed_rows[:CHANGED_SHOWN]:
+        warning(
+            f"{row['result']}: the store holds {row['stored']}, the table now gives "
+            f"{row['table']}: the stored figure is kept (import into a store without the round "
+            "to replace it)"
+        )
+    if report.changed > CHANGED_SHOWN:
+        warning(f"... and {report.changed - CHANGED_SHOWN} more result(s) held at another value")
     render(
         [
             {
@@ -243,6 +252,7 @@ def _report_summary(report: Any, file: Path, chosen: Any) -> None:
                 "results": report.results,
                 "imported": report.imported,
                 "present": report.already_present,
+                "changed": report.changed,
                 "skipped": sum(report.skipped_by_reason.values()),
                 "unresolved": sum(report.unresolved_accelerators.values()),
                 "seconds": round(report.seconds, 1),

@@ -53,6 +53,15 @@ def test_import_small_tree_then_reimport_adds_nothing(kb: Any, tmp_path: Path) -
     again = import_mlperf(tar_gz(tree, tmp_path / "inference_v9.9.tar.gz"), kb)
     assert (again.results_found, again.imported, again.already_present) == (2, 0, 2)
     assert kb.stats().observations_by_source == {"mlperf-inference": 2}
+    assert not [i for i in again.issues if i.category == "changed-value"]
+    # a result corrected in the files: the stored figure stays, and the re-import says so
+    offline = result_path("box8", "resnet50", "Offline")
+    write(tree, offline, SUMMARY_OFFLINE.replace("1234.5", "1500.0"))
+    fixed = import_mlperf(tree, kb)
+    (changed,) = [i for i in fixed.issues if i.category == "changed-value"]
+    assert changed.path.endswith("mlperf_log_summary.txt") and "Offline" in changed.path
+    assert "held at 1234.5; the files now give 1500" in changed.reason
+    assert fixed.skipped_by_reason.get("changed-value") == 1
 
 
 def test_cli_folder_of_rounds_imports_each(tmp_path: Path) -> None:

@@ -280,7 +280,10 @@ def test_rows_not_imported_are_counted_by_reason(
 def test_cli_imports_once_on_every_store(
     store: Any, tmp_path: Path, v51_rows: list[dict[str, Any]]
 ) -> None:
-    """``advisor import mlperf-summary`` twice: the second adds nothing; the JSON counts."""
+    """``advisor import mlperf-summary`` twice: the second adds nothing; the JSON counts. A table
+    re-imported with one result corrected keeps the stored figure and names that result (a probe
+    had read "present 3" and nothing else: the new figure dropped unsaid); a figure that differs
+    only by a publication's rounding is the same figure."""
     from stack_advisor.cli.main import app
     from stack_advisor.schema.models import ObservationFilter
 
@@ -289,10 +292,23 @@ def test_cli_imports_once_on_every_store(
     direct = import_summary(file, store)
     again = import_summary(file, store)
     assert direct.imported == direct.results > 0
-    assert (again.imported, again.already_present) == (0, direct.results)
+    assert (again.imported, again.already_present, again.changed) == (0, direct.results, 0)
     stored = list(store.iter_observations(ObservationFilter(source="mlperf-inference")))
     assert len(stored) == direct.results
     assert {o.provenance.details["file"] for o in stored} == {file.name}
+    results = [i for i, r in enumerate(picked) if not r.get("inferred")]
+    corrected = json.loads(json.dumps(picked))
+    first, second = corrected[results[0]], corrected[results[1]]
+    first["Performance_Result"] = float(first["Performance_Result"]) * 1.5
+    second["Performance_Result"] = float(second["Performance_Result"]) * 1.0002  # rounding
+    fixed = import_summary(_write(tmp_path / "summary_results_v5.1.json", corrected), store)
+    assert (fixed.imported, fixed.changed) == (0, 1)
+    (row,) = fixed.changed_rows
+    assert first["Platform"] in row["result"] and first["Model"] in row["result"]
+    assert float(row["table"]) == pytest.approx(first["Performance_Result"], rel=1e-5)
+    held = {o.value for o in store.iter_observations(ObservationFilter(source="mlperf-inference"))}
+    assert float(row["stored"]) == pytest.approx(float(picked[results[0]]["Performance_Result"]))
+    assert first["Performance_Result"] not in held  # the stored figure is kept
     if not store.uri.startswith("embedded:"):
         return
     runner = CliRunner()

@@ -41,6 +41,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
     Issue,
     cpu_accelerator,
     detect_round,
+    held_at_other_values,
     inference_stack,
     ingest_counted,
     ingest_observations,
@@ -343,6 +344,16 @@ def import_mlperf(
     if progress:
         progress(0, len(observations))
     new, received = ingest_counted(store, observations, batch_size, progress)
+    if received > new:  # a re-import: what the store held already may read otherwise now
+        for obs, stored in held_at_other_values(store, observations):
+            scenario = obs.benchmark.parameters.get("scenario") or ""
+            tree.skip(
+                obs.provenance.details.get("file") or obs.source_key or "",
+                f"{obs.benchmark.name} {scenario} {obs.metric} held at {stored:.6g}; the files "
+                f"now give {obs.value:.6g}: the stored figure is kept; import into a store "
+                "without the round to replace it",
+                "changed-value",
+            )
     by_reason: dict[str, int] = {}
     for issue in tree.skipped:
         key = issue.category

@@ -54,6 +54,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
     checked_round,
     cpu_accelerator,
     detect_round,
+    held_at_other_values,
     inference_stack,
     ingest_counted,
     metric_facts,
@@ -138,6 +139,23 @@ class SummaryImport:
     seconds: float = 0.0
     # (file, row, field, why) of the rows refused for a bad value, the first BAD_ROWS_SHOWN
     bad_rows: list[dict[str, str]] = field(default_factory=list)
+    # results the store held already at another value (a corrected table re-imported): the
+    # stored figure is kept; how many, and the first BAD_ROWS_SHOWN of them
+    changed: int = 0
+    changed_rows: list[dict[str, str]] = field(default_factory=list)
+
+    def held_otherwise(self, obs: Observation, stored: float) -> None:
+        """Say that the store keeps ``stored`` where this table gives ``obs``'s value."""
+        self.changed += 1
+        if len(self.changed_rows) < BAD_ROWS_SHOWN:
+            scenario = obs.benchmark.parameters.get("scenario") or ""
+            self.changed_rows.append(
+                {
+                    "result": f"{obs.source_key} {obs.benchmark.name} {scenario} {obs.metric}",
+                    "stored": f"{stored:.6g}",
+                    "table": f"{obs.value:.6g}",
+                }
+            )
 
     def reject(self, row: _Row, exc: RowRejected, reason: str = "bad-value") -> None:
         """Skip a row for one bad field, and say which row, field and why."""
@@ -171,6 +189,8 @@ class SummaryImport:
             "unresolved_benchmarks": dict(self.unresolved_benchmarks.most_common()),
             "power_figures_ignored": self.power_figures_ignored,
             "bad_rows": self.bad_rows,
+            "changed": self.changed,
+            "changed_rows": self.changed_rows,
             "seconds": round(self.seconds, 3),
         }
 
@@ -582,11 +602,15 @@ def import_summary(
     progress: Callable[[int, int], None] | None = None,
 ) -> SummaryImport:
     """Read one summary table and write its results to ``store``; idempotent, and adds nothing
-    for results already imported from the round's results tree."""
+    for results already imported from the round's results tree. A result the store holds at
+    another value keeps the stored one and is reported (``SummaryImport.changed_rows``)."""
     started = time.perf_counter()
     observations, report = read_summary(path, round_name=round_name)
     new, received = ingest_counted(store, observations, batch_size, progress)
     report.imported, report.already_present = new, received - new
+    if received > new:  # a re-import: what the store held already may read otherwise now
+        for obs, stored in held_at_other_values(store, observations):
+            report.held_otherwise(obs, stored)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -27,7 +27,6 @@ be read is reported with its path and reason.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable
@@ -38,7 +37,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from stack_advisor.catalog import resolve_benchmark
-from stack_advisor.catalog.canonical import canonical_observation
 from stack_advisor.catalog.stack_text import (
     classify_placement,
     container_cuda,
@@ -48,6 +46,7 @@ from stack_advisor.catalog.stack_text import (
 from stack_advisor.collectors.importers.mlperf_common import (
     DEFAULT_BATCH,
     Issue,
+    held_at_other_values,
     ingest_counted,
     issue_dicts,
     placement_of,
@@ -68,7 +67,7 @@ from stack_advisor.collectors.importers.mlperf_system import (
     vendor,
     whole_number,
 )
-from stack_advisor.schema.errors import InvalidInput, NotFound
+from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
     OUTCOME_ERROR_PREFIX,
     Accelerator,
@@ -438,33 +437,19 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
 
 def _changed_scores(store: Store, batch: IngestBatch) -> list[Issue]:
     """The scores the store holds at another value than the files give (a round re-imported
-    with more result files): the stored figure stays (an observation is known by where it was
-    published, not by its value), each said. Looked up only where the store holds the round's
-    first score already (a first import asks once)."""
-    scores = [  # as the store keys them: names as the catalogue spells them
-        canonical_observation(o) for o in batch.observations if o.metric == "time_to_train_min"
+    with more result files): the stored figure stays, each said (``held_at_other_values``)."""
+    scores = [o for o in batch.observations if o.metric == "time_to_train_min"]
+    return [
+        Issue(
+            obs.provenance.details.get("file", obs.source_key or ""),
+            f"score held at {stored:.4g} min; the files now give {obs.value:.4g} "
+            f"(runs {obs.provenance.details.get('runs', '?')}): the stored score is kept; "
+            "import into a store without the round to replace it",
+            "skipped",
+            "changed-score",
+        )
+        for obs, stored in held_at_other_values(store, scores)
     ]
-    out: list[Issue] = []
-    for i, obs in enumerate(scores):
-        try:
-            stored = store.get_observation(obs.observation_key)
-        except NotFound:
-            if i == 0:
-                return out
-            continue
-        if not math.isclose(stored.value, obs.value, rel_tol=1e-9):
-            where = obs.provenance.details.get("file", obs.source_key or "")
-            out.append(
-                Issue(
-                    where,
-                    f"score held at {stored.value:.4g} min; the files now give {obs.value:.4g} "
-                    f"(runs {obs.provenance.details.get('runs', '?')}): the stored score is kept; "
-                    "import into a store without the round to replace it",
-                    "skipped",
-                    "changed-score",
-                )
-            )
-    return out
 
 
 def _why(exc: Exception) -> str:
@@ -532,10 +517,11 @@ def import_mlperf_training(
     started = time.perf_counter()
     tree = read_training_tree(path, round_name=round_name)
     batch = to_batch(tree)
-    tree.issues.extend(_changed_scores(store, batch))
     # Runs and failures first (small), then observations in batches.
     head = store.ingest(IngestBatch(runs=batch.runs, failures=batch.failures))
     new, received = ingest_counted(store, batch.observations, batch_size, progress)
+    if received > new:  # a re-import: what the store held already may read otherwise now
+        tree.issues.extend(_changed_scores(store, batch))
     return TrainingImportSummary(
         path=str(path),
         round=tree.round,
