@@ -387,6 +387,20 @@ class Store(ABC):
                 return obs
         return None
 
+    def observation_values(self, keys: Iterable[str]) -> dict[str, float]:
+        """The stored value of each of ``keys`` the store holds (keys it does not hold are left
+        out): what an importer compares a re-imported result with, read in bulk."""
+        return self._observation_values(list(dict.fromkeys(keys)))
+
+    def _observation_values(self, keys: list[str]) -> dict[str, float]:
+        """A backend with a bulk keyed read overrides this, one lookup per key."""
+        out = {}
+        for key in keys:
+            found = self._get_observation(key)
+            if found is not None:
+                out[key] = found.value
+        return out
+
     def cache_identity(self) -> str | None:
         """A token for caches of derived data (the advisor's persisted table and model), which
         they key together with the data generation: it differs between two stores and changes

@@ -256,6 +256,15 @@ class CypherStore(Store):
     def _host_topology(self, host: str) -> HostTopology | None:
         return read_host_topology(self._read, host)
 
+    def _observation_values(self, keys: list[str]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for part in chunks(keys):
+            out.update(
+                (r["key"], float(r["value"]))
+                for r in self._read(Q.OBSERVATION_VALUES, {"keys": part})
+            )
+        return out
+
     def _get_observation(self, key: str) -> StoredObservation | None:
         found = self._with_hosts(self._read(Q.OBSERVATION_BY_KEY, {"key": key}))
         return found[0] if found else None

@@ -256,9 +256,14 @@ QUERY_OBSERVATIONS_PAGE = (
     "MATCH (o)-[:MEASURED_IN]->(c:Context) " + _OBS_NEIGHBOURS + _OBS_RETURN + "ORDER BY o.key"
 )
 
+# The stored values of a chunk of observation keys (``Store.observation_values``): primary-key
+# lookups, no neighbours.
+OBSERVATION_VALUES = (
+    "UNWIND $keys AS k MATCH (o:Observation {key: k}) RETURN o.key AS key, o.value AS value"
+)
+
 # One observation by its key: a primary-key (unique constraint) lookup, then its context's links;
-# not
-# the filtered scan above, whose pattern the engines join before filtering.
+# not the filtered scan above, whose pattern the engines join before filtering.
 OBSERVATION_BY_KEY = (
     "MATCH (o:Observation {key: $key}) "
     "MATCH (o)-[:MEASURED_IN]->(c:Context), (o)-[:OF_BENCHMARK]->(b:Benchmark), "

@@ -18,6 +18,7 @@ from stack_advisor.schema.errors import (
     ERRORS_BY_STATUS,
     AdvisorError,
     Forbidden,
+    NotFound,
     StoreUnavailable,
     Unauthorized,
     error_from_dict,
@@ -189,8 +190,12 @@ class RestStore(Store):
         return list(self._request("GET", "/v1/inventory", params=params)["items"])
 
     def _get_observation(self, key: str) -> StoredObservation | None:
-        """One request instead of the base class's scan (the API's 404 is NotFound)."""
-        body = self._request("GET", f"/v1/observations/{quote(key, safe='')}")
+        """One request instead of the base class's scan (the API's 404: None, as the contract
+        has it)."""
+        try:
+            body = self._request("GET", f"/v1/observations/{quote(key, safe='')}")
+        except NotFound:
+            return None
         return StoredObservation.model_validate(body)
 
     def _clear(self) -> None:

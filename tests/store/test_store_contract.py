@@ -244,6 +244,16 @@ def test_one_observation_by_key(store):
         store.get_observation("")
 
 
+def test_stored_values_by_key_in_bulk(store):
+    """``observation_values``: the value of each key held, keys not held left out, a key asked
+    twice answered once; what a re-import compares its figures with."""
+    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(5)]))
+    every = {o.key: o.value for o in store.iter_observations()}
+    asked = [*every, "obs-nope", next(iter(every))]
+    assert store.observation_values(asked) == every
+    assert store.observation_values([]) == {}
+
+
 def test_entities_stats_and_failures(store):
     doc = ResultDocument(
         run=Run(run_id="r-9", profile="quick"),

@@ -58,6 +58,7 @@ from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey, model_name
 from stack_advisor.advisor.estimate.references_class import published_nodes
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
+from stack_advisor.advisor.estimate.transfer import HELD
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog.rounds import rounds_after
@@ -444,14 +445,12 @@ def as_measured(est: Estimate, measured: float, target: float) -> Estimate:
     return replace(est, notes=[*est.notes, note], measured_round=measured)
 
 
-HELD = "held to what its peak figures allow ("
-
-
 def held_bound(
     hib: bool, est: Estimate, factor: float, ends: tuple[float, float], notes: list[str]
 ) -> tuple[float, float, list[str]]:
     """An interval a transfer held to the part's peaks (``transferred``): the bound is the
-    references' best efficiency at the part's peaks in their round, and the round's software moves
+    references' best efficiency at the part's peaks in their round (with the headroom replayed
+    transfers showed beyond it, ``transfer_replay.peak_headroom``), and the round's software moves
     that efficiency as it moves every figure, so the bound is carried with the interval's end
     (centre and band); the note names both figures. Holding the carried end to the drift's centre
     alone took the v4.1 -> v5.1 transfers' 80% coverage from 0.82 to 0.57 (docs/accuracy.md)."""
@@ -461,8 +460,8 @@ def held_bound(
     before, after = (est.high, ends[1]) if hib else (est.low, ends[0])
     each = " per accelerator" if hib else ""  # a throughput's bound: per accelerator
     text = (
-        f"{HELD}{after:,.4g}{each} at best), the references' {before:,.4g} at its peaks carried "
-        f"by the round's software drift (centre {factor:.3g}x and its 80% band)"
+        f"{HELD}{after:,.4g}{each} at best), its bound in the references' round, {before:,.4g}, "
+        f"carried by the round's software drift (centre {factor:.3g}x and its 80% band)"
     )
     return ends[0], ends[1], [text if n in held else n for n in notes]
 

@@ -168,6 +168,11 @@ def nearest(
     return [*first, *(a for a in close if a not in first)][:NEAREST]
 
 
+# how a transfer's note on the peak bound begins (``transferred``; ``drift.held_bound`` rewrites it
+# when it carries the interval to another round)
+HELD = "held to what its peak figures allow ("
+
+
 def peak_bound(refs: References, used: list[str], target: tuple[float, float], hib: bool) -> float:
     """The best figure the target's peaks allow from the references ``used``: each reference
     scaled by the larger of its compute and bandwidth ratios (a roofline part is at most as much

@@ -223,29 +223,15 @@ def transferred_estimate(
             "beyond the best measured accelerator on this benchmark: extrapolated from public specs"
         )
     rows = np.concatenate([scaling.source[a] for a in used])
-    # the widest precision the interval spans moves the peaks the bound reads; the learned
-    # efficiency correction (a round's drift, from the history) may carry it further
     widest = (max if hib else min)(spread.values()) / raw_value if spread else 1.0
-    learned = max(1.0, math.exp(mid_q)) if hib else min(1.0, math.exp(mid_q))
-    # the references' efficiency is not the most the part's software reaches: the bound carries
-    # the headroom replayed parts' results have shown beyond their references' peak bound
-    headroom, replays = peak_headroom(
-        index.residuals_for(q.family), q.slice, hib, index.min_residuals
+    value, low, high = _held_to_peaks(
+        index,
+        q,
+        (pool, used, target),
+        (value, low * math.exp(lo_q), high * math.exp(hi_q)),
+        (widest, mid_q),
+        notes,
     )
-    # (measured against the references' raw bound, it holds the drift ``learned`` carries too)
-    allowed = math.exp(headroom if hib else -headroom)
-    carried = widest * (max(learned, allowed) if hib else min(learned, allowed))
-    bound = transfer.peak_bound(pool, used, target, hib) * carried
-    value, low, high = _bounded(value, low * math.exp(lo_q), high * math.exp(hi_q), bound, hib)
-    if (high if hib else low) == bound:
-        each = " per accelerator" if hib else ""  # a throughput's bound: per accelerator
-        beyond = (
-            f"; {math.exp(headroom):.2f}x beyond its references' efficiency, as far as "
-            f"{HEADROOM_Q:.0%} of {replays} replayed transfers' results went"
-            if replays and headroom > 0
-            else ""
-        )
-        notes.append(f"held to what its peak figures allow ({bound:,.4g}{each} at best{beyond})")
     return Estimate(
         Basis.TRANSFERRED,
         value,
@@ -257,6 +243,51 @@ def transferred_estimate(
         notes=notes,
         extrapolated=extrapolated,
     )
+
+
+def _held_to_peaks(
+    index: EvidenceIndex,
+    q: Query,
+    scaled: tuple[dict[str, Any], list[str], tuple[float, float]],
+    ends: tuple[float, float, float],
+    carried: tuple[float, float],
+    notes: list[str],
+) -> tuple[float, float, float]:
+    """(value, low, high) with no end better than the part's peak bound (``transfer.peak_bound``
+    of the references ``used`` from ``pool`` at ``target``), the bound carried by the widest
+    precision the interval spans and by the larger of the learned efficiency correction (the
+    cell's median residual, a round's drift included) and the headroom replayed parts' results
+    showed beyond their own references' bound (measured against the raw bound, it holds what
+    ``learned`` carries too); notes say what held an end and why."""
+    (pool, used, target), (widest, mid_q) = scaled, carried
+    hib = index.higher_is_better(q.slice)
+    learned = max(1.0, math.exp(mid_q)) if hib else min(1.0, math.exp(mid_q))
+    headroom, replays = peak_headroom(
+        index.residuals_for(q.family), q.slice, hib, index.min_residuals
+    )
+    allowed = math.exp(headroom if hib else -headroom)
+    efficiency = max(learned, allowed) if hib else min(learned, allowed)
+    bound = transfer.peak_bound(pool, used, target, hib) * widest * efficiency
+    value, low, high = _bounded(*ends, bound, hib)
+    if (high if hib else low) == bound:
+        each = " per accelerator" if hib else ""  # a throughput's bound: per accelerator
+        notes.append(f"{transfer.HELD}{bound:,.4g}{each} at best)")
+        notes.append(_headroom_note(efficiency, allowed, replays, hib))
+    return value, low, high
+
+
+def _headroom_note(efficiency: float, allowed: float, replays: int, hib: bool) -> str:
+    """What the peak bound carries beyond the references' efficiency, and where that came from:
+    the headroom replayed transfers showed, or the learned efficiency correction where larger."""
+    beyond = efficiency if hib else 1.0 / efficiency
+    if efficiency == allowed and replays:
+        why = (
+            f"{HEADROOM_Q:.0%} of {replays} replayed transfers' results stayed within "
+            f"{beyond:.2f}x their own references' bound"
+        )
+    else:
+        why = "the learned efficiency correction of this kind of transfer"
+    return f"the peak bound allows {beyond:.2f}x its references' efficiency: {why}"
 
 
 def _bounded(

@@ -9,6 +9,7 @@ same whichever way it arrives.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -22,7 +23,7 @@ from stack_advisor.catalog.stack_text import PlacementEvidence
 from stack_advisor.collectors.importers.archive_stream import MemberBudget
 from stack_advisor.collectors.importers.limits import ImportLimits, load_json
 from stack_advisor.collectors.importers.tar_reader import ArchiveTruncated, iter_archive
-from stack_advisor.schema.errors import InvalidInput, NotFound
+from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
     Accelerator,
     IngestBatch,
@@ -33,11 +34,11 @@ from stack_advisor.schema.models import (
 from stack_advisor.store.base import Store
 
 ROUND = re.compile(r"v(\d+\.\d+)")
-# How far one published figure may read apart in two of its publications and be the same figure:
-# a round's summary table rounds to about six significant digits, its results tree's logs to two
-# decimals (16.2 beside 16.2044 queries/s; 0.1% apart at most on Inference v5.1's 912 results)
-SAME_FIGURE_REL = 1e-3
-SAME_FIGURE_ABS = 0.0051
+# How far two readings of one published figure may lie apart and be the same figure: a round's
+# summary table rounds to about six significant digits, its results tree's logs to two decimals
+# (16.2 beside 16.2044 queries/s; 0.88 beside 0.880856, the farthest of Inference v5.1's 912)
+SAME_FIGURE_REL = 1e-4
+TWO_DECIMALS = 0.0051  # where one reading is a figure logged to two decimals
 DEFAULT_BATCH = 2000
 LINK_SKIPPED = "a symbolic link inside the tree is never followed or read"
 
@@ -261,24 +262,34 @@ def ingest_counted(
     return ingest_observations(store, observations, batch_size=batch_size, progress=step)
 
 
-def same_figure(a: float, b: float) -> bool:
-    """Whether two readings of one published figure agree within its publications' rounding."""
-    return abs(a - b) <= max(SAME_FIGURE_REL * max(abs(a), abs(b)), SAME_FIGURE_ABS)
+def same_figure(a: float, b: float, *, rel: float = SAME_FIGURE_REL) -> bool:
+    """Whether two readings of one published figure agree within its publications' rounding:
+    ``rel`` apart, or within half a hundredth where one of them is logged to two decimals."""
+    if abs(a - b) <= rel * max(abs(a), abs(b)):
+        return True
+    logged = any(round(x, 2) == x for x in (a, b))
+    return logged and abs(a - b) <= TWO_DECIMALS
 
 
 def held_at_other_values(
-    store: Store, observations: Iterable[Observation]
+    store: Store, observations: Iterable[Observation], *, exact: bool = False
 ) -> list[tuple[Observation, float]]:
     """(observation, the value the store holds) for each of ``observations`` the store already
-    holds under its key at another value (``same_figure``): a result corrected after its round
-    was imported. An observation is known by where it was published, not by its value, so the
-    stored figure stays; the importer says so, row by row, rather than drop the new one unsaid."""
-    out = []
-    for obs in observations:
-        try:
-            stored = store.get_observation(canonical_observation(obs).observation_key)
-        except NotFound:
-            continue
-        if not same_figure(stored.value, obs.value):
-            out.append((obs, stored.value))
-    return out
+    holds under its key at another value (``same_figure``; ``exact``: the readings come from
+    one computation, so any difference counts): a result corrected after its round was imported.
+    An observation is known by where it was published, not by its value, so the stored figure
+    stays; the importer says so, row by row, rather than drop the new one unsaid. One bulk read
+    (``Store.observation_values``)."""
+    keyed = [(canonical_observation(o).observation_key, o) for o in observations]
+    held = store.observation_values(k for k, _ in keyed)
+    rel = 1e-9 if exact else SAME_FIGURE_REL
+    return [
+        (obs, held[key])
+        for key, obs in keyed
+        if key in held
+        and not (
+            math.isclose(held[key], obs.value, rel_tol=rel)
+            if exact
+            else same_figure(held[key], obs.value, rel=rel)
+        )
+    ]

@@ -437,7 +437,8 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
 
 def _changed_scores(store: Store, batch: IngestBatch) -> list[Issue]:
     """The scores the store holds at another value than the files give (a round re-imported
-    with more result files): the stored figure stays, each said (``held_at_other_values``)."""
+    with more result files): the stored figure stays, each said (``held_at_other_values``; both
+    readings are this importer's own olympic means, so any difference counts)."""
     scores = [o for o in batch.observations if o.metric == "time_to_train_min"]
     return [
         Issue(
@@ -448,7 +449,7 @@ def _changed_scores(store: Store, batch: IngestBatch) -> list[Issue]:
             "skipped",
             "changed-score",
         )
-        for obs, stored in held_at_other_values(store, scores)
+        for obs, stored in held_at_other_values(store, scores, exact=True)
     ]
 
 
