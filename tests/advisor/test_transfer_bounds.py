@@ -13,6 +13,13 @@ from stack_advisor.advisor.estimate.hardware import scaling_figures
 from stack_advisor.advisor.results import Basis
 
 LLAMA = {"benchmark": "llama2-70b-99", "scenario": "Offline", "metric": "tokens_per_second"}
+B200_RESNET = {
+    "benchmark": "resnet50",
+    "scenario": "Offline",
+    "metric": "samples_per_second",
+    "accelerator": "B200-SXM-180GB",
+    "accelerator_count": 1,
+}
 
 
 def test_every_blend_weighs_both_compute_and_bandwidth() -> None:
@@ -70,17 +77,7 @@ def test_no_transfer_across_device_classes(kb_advisor) -> None:  # type: ignore[
 
 
 def test_no_upper_end_beyond_the_parts_peaks(kb_advisor) -> None:  # type: ignore[no-untyped-def]
-    (b200,) = kb_advisor.predict(
-        [
-            {
-                "benchmark": "resnet50",
-                "scenario": "Offline",
-                "metric": "samples_per_second",
-                "accelerator": "B200-SXM-180GB",
-                "accelerator_count": 1,
-            }
-        ]
-    )
+    (b200,) = kb_advisor.predict([B200_RESNET])
     assert b200.basis is Basis.TRANSFERRED and b200.interval is not None
     held = [w for w in b200.warnings if "peak figures allow" in w]
     if held:  # the note states the bound the upper end was held to
@@ -163,18 +160,8 @@ def test_transfers_upper_ends_carry_the_replayed_headroom(kb_advisor) -> None:  
     pools = kb_advisor.knowledge().index.residuals_for("mlperf-inference")
     passed = pools[(Basis.TRANSFERRED, None, "higher", PEAK_HEADROOM)]
     assert len(passed) >= 100 and 0 < float((passed > 0).mean()) < 0.5
-    (b200,) = kb_advisor.predict(
-        [
-            {
-                "benchmark": "resnet50",
-                "scenario": "Offline",
-                "metric": "samples_per_second",
-                "accelerator": "B200-SXM-180GB",
-                "accelerator_count": 1,
-                "as_of": "v5.1",  # the round held: no forecast carries the bound further
-            }
-        ]
-    )
+    # as of the round held: no forecast carries the bound further
+    (b200,) = kb_advisor.predict([{**B200_RESNET, "as_of": "v5.1"}])
     assert b200.basis is Basis.TRANSFERRED and b200.interval is not None
     (held,) = [w for w in b200.warnings if "peak figures allow" in w]
     found = re.search(r"\(([\d.e+,]+) per accelerator at best\)", held)
