@@ -116,7 +116,10 @@ so some confidences are lower and some notes read differently; no ranked value m
 (0, 1, 3-5, 10, 12-14, 16-19, 29, 37, 38, 40) after a review: each replayed part's result
 counted once in that headroom (the bound 1.10x -> 1.09x its references' efficiency here), a
 note of its own saying what the bound carries and why, and the carried bound's note no longer
-calling it "the references'" figure.
+calling it "the references'" figure. 0, 1, 3-5, 7, 10, 13, 14, 16-24, 29, 37, 38, 40 and 44 when
+a same-vendor transfer began to answer at its scaling itself (the replays' median, an
+"efficiency" factor of 1.02x-1.10x here, no longer moves it): transferred values and the
+factors that explain them moved; no ranked candidate changed place.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
