@@ -119,7 +119,9 @@ note of its own saying what the bound carries and why, and the carried bound's n
 calling it "the references'" figure. 0, 1, 3-5, 7, 10, 13, 14, 16-24, 29, 37, 38, 40 and 44 when
 a same-vendor transfer began to answer at its scaling itself (the replays' median, an
 "efficiency" factor of 1.02x-1.10x here, no longer moves it): transferred values and the
-factors that explain them moved; no ranked candidate changed place.
+factors that explain them moved; no ranked candidate changed place. 20 and 21 again when the
+system-class factor's spread was read around the replays' centre, as before, not the scaling
+(their third candidate's ends moved by 0.3%).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

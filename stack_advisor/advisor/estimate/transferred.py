@@ -202,14 +202,15 @@ def transferred_estimate(
     calibrated = _calibrated(index, q, kind, cls, refs)
     if isinstance(calibrated, Estimate):
         return calibrated
-    lo_q, mid_q, hi_q = calibrated
+    lo_q, centre, hi_q = calibrated
+    mid_q = centre
     if not kind:
-        # a same-vendor transfer answers at the scaling itself, its interval the replays' p10..p90
-        # around it: their median (a part's result against its peers of the two rounds before,
-        # a round's drift in it) moved answers whose references are of the slice's newest round,
-        # and moved them the wrong way as often as not (on the shared rounds, without it: one
-        # accelerator out 20.2% -> 17.4% MAPE, within the newest round 21.8% -> 18.2%, round
-        # ahead v3.0 -> v4.1 35.2% -> 28.2%, v4.1 -> v5.1 15.4% -> 13.7%; coverage unchanged)
+        # a same-vendor transfer answers at the scaling itself, its interval the replays'
+        # p10..p90 of results over it: their median (a part's result against its peers of the
+        # two rounds before, a round's drift in it) moved answers whose references are of the
+        # slice's newest round, and the wrong way as often as not (on the shared rounds, without
+        # it: one accelerator out 20.2% -> 17.4% MAPE, within the newest round 21.8% -> 18.2%,
+        # round ahead v3.0 -> v4.1 35.2% -> 28.2%, v4.1 -> v5.1 15.4% -> 13.7%; coverage as was)
         mid_q = 0.0
     pool = same or refs
     raw_value, used = transfer.predict(model, pool, target, siblings(name))
@@ -217,7 +218,7 @@ def transferred_estimate(
     if not any(same_device_class(raw.get(a, a), name, pool[a][1], target) for a in used):
         return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
     factors, notes, spread = _scaled_factors(index, q, by_acc, scaling, name, cls, used)
-    lo_q, hi_q = _crossed_class(scaling, used, (lo_q, mid_q, hi_q), factors)
+    lo_q, hi_q = _crossed_class(scaling, used, (lo_q, centre, hi_q), factors)
     low, high = min(spread.values(), default=raw_value), max(spread.values(), default=raw_value)
     # another kind's median residual on the cell's history is a learned efficiency correction
     # (how that vendor's parts compared before); the interval is their p10..p90 around the scaling
