@@ -203,15 +203,7 @@ def transferred_estimate(
     if isinstance(calibrated, Estimate):
         return calibrated
     lo_q, centre, hi_q = calibrated
-    mid_q = centre
-    if not kind:
-        # a same-vendor transfer answers at the scaling itself, its interval the replays'
-        # p10..p90 of results over it: their median (a part's result against its peers of the
-        # two rounds before, a round's drift in it) moved answers whose references are of the
-        # slice's newest round, and the wrong way as often as not (on the shared rounds, without
-        # it: one accelerator out 20.2% -> 17.4% MAPE, within the newest round 21.8% -> 18.2%,
-        # round ahead v3.0 -> v4.1 35.2% -> 28.2%, v4.1 -> v5.1 15.4% -> 13.7%; coverage as was)
-        mid_q = 0.0
+    mid_q = _answer_centre(kind, centre)
     pool = same or refs
     raw_value, used = transfer.predict(model, pool, target, siblings(name))
     raw = index.raw_names
@@ -252,6 +244,19 @@ def transferred_estimate(
         notes=notes,
         extrapolated=extrapolated,
     )
+
+
+def _answer_centre(kind: str, centre: float) -> float:
+    """The log correction a transfer of ``kind`` answers at, from its replays' ``centre``.
+
+    A same-vendor transfer answers at the scaling itself, its interval the replays' p10..p90 of
+    results over it: their median (a part's result against its peers of the two rounds before,
+    a round's drift in it) moved answers whose references are of the slice's newest round, and
+    the wrong way as often as not (on the shared rounds, without it: one accelerator out 20.2%
+    -> 17.4% MAPE, within the newest round 21.8% -> 18.2%, round ahead v3.0 -> v4.1 35.2% ->
+    28.2%, v4.1 -> v5.1 15.4% -> 13.7%; coverage as was). Another kind keeps its centre: how
+    that vendor's parts compared before."""
+    return centre if kind else 0.0
 
 
 def _held_to_peaks(
