@@ -259,6 +259,10 @@ def test_cross_vendor_transfer_is_calibrated_apart_and_says_so(index: EvidenceIn
     assert est.basis is Basis.TRANSFERRED
     assert ("transfer kind", CROSS_VENDOR, 1.0) in est.factors
     assert any("no intel accelerator ran this benchmark" in n for n in est.notes)
+    # another vendor's transfer answers at its replays' centre (how that vendor's parts compared
+    # before), shown as its efficiency factor; a same-vendor one at the scaling itself
+    (efficiency,) = [f for f in est.factors if f[0] == "efficiency"]
+    assert CROSS_VENDOR in efficiency[1] and abs(math.log(efficiency[2])) > 0.01
 
 
 def test_cross_vendor_replays_fill_their_pool(index: EvidenceIndex) -> None:

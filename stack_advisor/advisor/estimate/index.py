@@ -484,7 +484,9 @@ class EvidenceIndex:
         deviation, shrunk towards the cell's by ``SHRINK`` pseudo-residuals), give the p10/p90;
         scaled back by this slice's spread. A benchmark whose transfers have always been close
         gets a narrow interval, one whose transfers scatter a wide one; the centre (the cell's
-        median: the learned efficiency correction) is the same for both."""
+        median: where the replays landed over their scaling) is the same for both. A same-vendor
+        transfer answers at the scaling itself (``transferred._answer_centre``), this interval
+        around it as the replays landed; another kind answers at the centre."""
         memo_key = (family, *cell)
         if memo_key not in self._scaled:
             self._scaled[memo_key] = scaled_cell(self.residuals_for(family), cell)

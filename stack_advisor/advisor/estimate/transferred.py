@@ -19,8 +19,9 @@ with too few replays to calibrate an interval is refused, saying so. A CPU trans
 (``stack_advisor.advisor.estimate.cpu_transfer``); no transfer crosses between CPUs and
 accelerators, nor between device classes (``transfer.within_span``), and no end of an interval
 goes beyond what the target's peak figures allow from its references (``transfer.peak_bound``,
-carried by the precision spread and by the larger of the learned efficiency correction and the
-headroom replayed parts' results have shown beyond their own references' bound,
+carried by the precision spread and by the larger of the learned efficiency correction (another
+vendor's transfers: their replays' centre; a same-vendor transfer has none, ``_answer_centre``)
+and the headroom replayed parts' results have shown beyond their own references' bound,
 ``transfer_replay.peak_headroom``: a reference's efficiency is not the most a part reaches).
 References are read from
 results of the query's system class (one node for up to eight accelerators, several beyond:
@@ -143,7 +144,7 @@ def _explain(
         factors.append(
             (
                 "efficiency",
-                f"median correction of {kind or 'same-vendor'} transfers on this metric's history",
+                f"median correction of {kind} transfers on this metric's history",
                 math.exp(mid_q),
             )
         )
@@ -270,7 +271,8 @@ def _held_to_peaks(
     """(value, low, high) with no end better than the part's peak bound (``transfer.peak_bound``
     of the references ``used`` from ``pool`` at ``target``), the bound carried by the widest
     precision the interval spans and by the larger of the learned efficiency correction (the
-    cell's median residual, a round's drift included) and the headroom replayed parts' results
+    centre a cross-vendor kind answers at; none for a same-vendor transfer) and the headroom
+    replayed parts' results
     showed beyond their own references' bound (measured against the raw bound, it holds what
     ``learned`` carries too); notes say what held an end and why."""
     (pool, used, target), (widest, mid_q) = scaled, carried
@@ -299,6 +301,8 @@ def _headroom_note(efficiency: float, allowed: float, replays: int, hib: bool) -
             f"{HEADROOM_Q:.0%} of {replays} replayed transfers' results stayed within "
             f"{beyond:.2f}x their own references' bound"
         )
+    elif efficiency == 1.0:
+        why = "no replay measured a headroom beyond it"
     else:
         why = "the learned efficiency correction of this kind of transfer"
     return f"the peak bound allows {beyond:.2f}x its references' efficiency: {why}"
