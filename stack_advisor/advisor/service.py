@@ -213,12 +213,6 @@ def rank_stacks(
         InvalidInput: ``as_of`` names no round, or the request names no slice.
         NotFound: the accelerator never ran the slice.
     """
-    from stack_advisor.advisor.estimate.as_of import as_of_error
-    from stack_advisor.schema.errors import InvalidInput
-
-    problem = None if as_of is None else as_of_error(as_of)
-    if problem:
-        raise InvalidInput(problem)
     return advisor.rank_stacks(
         benchmark=benchmark,
         scenario=scenario,

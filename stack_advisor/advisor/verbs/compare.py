@@ -430,10 +430,14 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     slice's throughput (or its only metric).
 
     Raises:
-        InvalidInput: an unknown scenario, or one the benchmark's name contradicts.
+        InvalidInput: ``as_of`` is no round, date or word; an unknown scenario, or one the
+            benchmark's name contradicts.
         NotFound: the accelerator never ran that benchmark slice (the message lists what did).
     """
     index, rq = knowledge.index, request
+    problem = None if rq.as_of is None else as_of_error(rq.as_of)
+    if problem:  # the request's own fields first: a bad as_of is refused whatever the slice
+        raise InvalidInput(problem)
     family, division, accelerator = rq.family, rq.division, rq.accelerator
     benchmark, scenario = _slice_names(rq.benchmark, rq.scenario, family)
     redefined = redefined_reason(family, benchmark, index.slices)
@@ -493,14 +497,11 @@ def _as_of_round(index: EvidenceIndex, key: SliceKey, acc: str, as_of: str | Non
     rounds).
 
     Raises:
-        InvalidInput: ``as_of`` is no round, date or word.
-        NotFound: the accelerator had not run the slice by then.
+        NotFound: the accelerator had not run the slice by then (``as_of`` is checked first, by
+            ``stack_ranking``).
     """
     if as_of is None:
         return math.inf
-    problem = as_of_error(as_of)
-    if problem:
-        raise InvalidInput(problem)
     target = index.round_drift.slice_target(key, as_of)
     rows = index.slices[key][acc]
     first = float(index.round_no[rows].min())

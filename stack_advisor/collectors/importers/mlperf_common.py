@@ -9,7 +9,6 @@ same whichever way it arrives.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -262,12 +261,13 @@ def ingest_counted(
     return ingest_observations(store, observations, batch_size=batch_size, progress=step)
 
 
-def same_figure(a: float, b: float, *, rel: float = SAME_FIGURE_REL) -> bool:
+def same_figure(a: float, b: float, *, exact: bool = False) -> bool:
     """Whether two readings of one published figure agree within its publications' rounding:
-    ``rel`` apart, or within half a hundredth where one of them is logged to two decimals."""
-    if abs(a - b) <= rel * max(abs(a), abs(b)):
+    ``SAME_FIGURE_REL`` apart, or within half a hundredth where one of them is logged to two
+    decimals; ``exact``: readings of one computation, equal but for float noise."""
+    if abs(a - b) <= (1e-9 if exact else SAME_FIGURE_REL) * max(abs(a), abs(b)):
         return True
-    logged = any(round(x, 2) == x for x in (a, b))
+    logged = not exact and any(round(x, 2) == x for x in (a, b))
     return logged and abs(a - b) <= TWO_DECIMALS
 
 
@@ -282,14 +282,8 @@ def held_at_other_values(
     (``Store.observation_values``)."""
     keyed = [(canonical_observation(o).observation_key, o) for o in observations]
     held = store.observation_values(k for k, _ in keyed)
-    rel = 1e-9 if exact else SAME_FIGURE_REL
     return [
         (obs, held[key])
         for key, obs in keyed
-        if key in held
-        and not (
-            math.isclose(held[key], obs.value, rel_tol=rel)
-            if exact
-            else same_figure(held[key], obs.value, rel=rel)
-        )
+        if key in held and not same_figure(held[key], obs.value, exact=exact)
     ]
