@@ -22,7 +22,11 @@ from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.level_transfer import replay_summary
 from stack_advisor.advisor.estimate.query import Query
 from stack_advisor.advisor.estimate.transfer_replay import FIRST_RESULTS, first_results
-from stack_advisor.advisor.estimate.transferred import CROSS_VENDOR, kind_quantiles
+from stack_advisor.advisor.estimate.transferred import (
+    CROSS_VENDOR,
+    kind_quantiles,
+    stretch_note,
+)
 from stack_advisor.advisor.results import Basis
 from stack_advisor.schema.models import (
     Accelerator,
@@ -503,6 +507,13 @@ def test_a_same_vendor_transfer_is_as_wide_as_parts_first_results_landed(embedde
     # itself, the replays' centre not applied to it
     _, centre, _ = index.quantiles(SLICE, Basis.TRANSFERRED)
     assert math.log(est.value / est.low) == pytest.approx(mid - p10 - centre, abs=0.03)
+
+
+def test_an_answer_outside_its_replayed_range_says_its_interval_was_stretched() -> None:
+    assert stretch_note(100.0, 80.0, 130.0) == ""
+    below = stretch_note(100.0, 110.0, 150.0)
+    assert "lies below" in below and "110-150" in below and "stretched" in below
+    assert "lies above" in stretch_note(100.0, 60.0, 90.0)
 
 
 def _in_systems(parts: tuple[tuple[str, int, float], ...]) -> list[Observation]:
