@@ -45,6 +45,9 @@ _EXTRA_PATTERNS: dict[str, re.Pattern[str]] = {
     "rocm": re.compile(_NAMED + r"rocm\s*[:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
     "gcc": re.compile(_NAMED + r"gcc\s*[-:=]?\s*" + _VERSION + r"\b", re.IGNORECASE),
 }
+# components a result's text names beside its framework, kept in a stack's ``extra`` (an extra
+# not named here, such as a collector's other installed frameworks, is not one the stack ran on)
+SYSTEM_COMPONENTS = tuple(_EXTRA_PATTERNS)
 # Keys used by JSON-shaped stacks (``[{"cuda_version": "12.0", "cuda_driver_version": ...}]``).
 _JSON_KEYS: dict[str, str] = {
     "cuda_version": "cuda",

@@ -208,17 +208,28 @@ def test_round_from_the_name_the_rows_or_the_option(
 def test_one_result_twice_in_a_table_is_reported(
     tmp_path: Path, v51_rows: list[dict[str, Any]]
 ) -> None:
-    """Two rows giving one result (one system, benchmark, scenario and metric: a benchmark under
-    two names) keep the first and list the second among ``bad_rows``, never silently."""
+    """Rows giving one result (one system, benchmark, scenario and metric: a benchmark under
+    two names) keep the first and list the others among ``bad_rows``, never silently; one with
+    another figure is a conflict, both figures named."""
     row = next(r for r in v51_rows if not r["inferred"])
-    twice = [row, {**row, "ID": "again", "Performance_Result": row["Performance_Result"] * 2}]
-    observations, report = read_summary(_write(tmp_path / "summary_results_v5.1.json", twice))
-    assert [o.value for o in observations] == [row["Performance_Result"]]
-    assert dict(report.skipped_by_reason) == {"duplicate": 1}
-    assert report.results + sum(report.skipped_by_reason.values()) == report.rows == 2
-    [bad] = report.bad_rows
-    assert bad["row"] == "again" and bad["field"] == "benchmark"
-    assert bad["why"].startswith(f"the same result as row {row['ID']} {row['Location']} (#0)")
+    value = row["Performance_Result"]
+    thrice = [
+        row,
+        {**row, "ID": "again"},
+        {**row, "ID": "other", "Performance_Result": value * 2},
+    ]
+    observations, report = read_summary(_write(tmp_path / "summary_results_v5.1.json", thrice))
+    assert [o.value for o in observations] == [value]
+    assert dict(report.skipped_by_reason) == {"duplicate": 1, "conflicting-duplicate": 1}
+    assert report.results + sum(report.skipped_by_reason.values()) == report.rows == 3
+    same, other = report.bad_rows
+    assert same["row"] == "again" and same["field"] == "benchmark"
+    assert same["why"].startswith(f"the same result as row {row['ID']} {row['Location']} (#0)")
+    # a second figure for the result is named with both figures, not called the same result
+    assert other["row"] == "other" and other["field"] == "value"
+    assert other["why"].startswith(
+        f"{value * 2:g} for the result row {row['ID']} {row['Location']} (#0) gives as {value:g}"
+    )
 
 
 def test_rows_not_imported_are_counted_by_reason(
@@ -442,3 +453,53 @@ def test_a_family_name_an_import_kept_is_asked_back_by_that_name(
         "accelerator: 'RTX PRO 4500 Blackwell-PCIe' names a family (RTX-PRO-4500-Blackwell-WS, "
         "RTX-PRO-4500-Blackwell-Server), each refused alike: compute unpublished"
     )
+
+
+def test_a_results_own_software_text_asks_it_back_with_every_component_it_names(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """The ROCm (Triton, DALI, ...) a row's software text names is kept in its stack as the
+    results tree keeps it, so the same text asked back is answered from that result, observed
+    (a probe got "interpolated" for AMD's own "PyTorch ..., ROCm 7.2.2"), and a constraint on
+    the component ranks it (``--framework 'rocm>=6'`` ranked nothing)."""
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.collectors.importers.mlperf_summary import import_summary
+    from stack_advisor.store.registry import open_store
+
+    row = next(
+        r
+        for r in v51_rows
+        if not r["inferred"] and "ROCm" in str(r["Software"]) and r["Model"] == "llama2-70b-99"
+    )
+    [obs], _ = read_summary(_write(tmp_path / "summary_results_v5.1.json", [row]))
+    assert obs.stack.extra["rocm"].startswith("6.")
+    store = open_store(f"embedded:{tmp_path / 'kb'}")
+    try:
+        store.ensure_schema()
+        import_summary(_write(tmp_path / "summary_results_v5.1.json", [row]), store)
+        advisor = Advisor(store)
+        [found] = advisor.predict(
+            [
+                {
+                    "accelerator": row["Accelerator"],
+                    "accelerator_count": row["a#"],
+                    "benchmark": row["Model"],
+                    "scenario": row["Scenario"],
+                    "framework": row["Software"],
+                }
+            ]
+        )
+        ranked = advisor.recommend(
+            {
+                "benchmark": row["Model"],
+                "scenario": row["Scenario"],
+                "frameworks": [
+                    {"name": "rocm", "version": f">={obs.stack.extra['rocm'].split('.')[0]}"}
+                ],
+            }
+        )
+    finally:
+        store.close()
+    assert found.basis.value == "observed"
+    assert found.value == pytest.approx(row["Performance_Result"])
+    assert ranked.recommendations and "framework constraint" not in ranked.excluded

@@ -35,7 +35,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from stack_advisor.catalog.editions import resolve_in_context
-from stack_advisor.catalog.stack_text import benchmark_stack, implementation_of
+from stack_advisor.catalog.stack_text import (
+    SYSTEM_COMPONENTS,
+    benchmark_stack,
+    implementation_of,
+)
 from stack_advisor.collectors.importers.mlperf_common import (
     DEFAULT_BATCH,
     Issue,
@@ -98,9 +102,6 @@ __all__ = [
     "to_observations",
 ]
 
-EXTRA_COMPONENTS = ("dali", "triton", "jetpack", "rocm", "gcc")
-
-
 # ---- observations ----------------------------------------------------------------------------
 
 
@@ -111,7 +112,7 @@ def _extra(components: dict[str, str], system_id: str) -> dict[str, str]:
     """The stack's extra components: those the texts name, and the implementation where the
     system folder says the MLCommons reference code ran (its software class, whatever the
     framework)."""
-    out = {k: v for k, v in components.items() if k in EXTRA_COMPONENTS}
+    out = {k: v for k, v in components.items() if k in SYSTEM_COMPONENTS}
     implementation = implementation_of(system_id)
     if implementation:
         out["implementation"] = implementation

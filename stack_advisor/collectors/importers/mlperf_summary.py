@@ -42,6 +42,7 @@ from stack_advisor.catalog import (
 )
 from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
+    SYSTEM_COMPONENTS,
     benchmark_stack,
     classify_placement,
     implementation_of,
@@ -59,6 +60,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
     ingest_counted,
     metric_facts,
     placement_of,
+    same_figure,
 )
 from stack_advisor.collectors.importers.mlperf_inference_tree import ATTRIBUTION, FAMILY, SOURCE
 from stack_advisor.collectors.importers.mlperf_summary_table import (
@@ -114,6 +116,8 @@ SKIP_REASONS = {
     "unit-mismatch": "units that contradict the scenario or the benchmark (a latency for a "
     "throughput scenario, tokens for a benchmark counted in samples)",
     "duplicate": "the same result as an earlier row of the table (the first is kept)",
+    "conflicting-duplicate": "another figure for a result an earlier row of the table gives (the "
+    "first is kept; which one is right, the table does not say)",
     "not-a-row": "a row that is not a JSON object",
 }
 BAD_ROWS_SHOWN = 1000
@@ -415,10 +419,12 @@ def _stack(row: _Row, benchmark: str, vendor: str | None) -> SoftwareStack:
         flat_text(r[k]) for k in ("division", "submitter", "system_id")
     )
     software = flat_text(r.get("software"))
+    components = merge_stack_texts(software, None).components
+    extra = {k: v for k, v in components.items() if k in SYSTEM_COMPONENTS}  # as the tree keeps
     stack = inference_stack(
-        merge_stack_texts(software, None).components,
+        components,
         parse_framework(software),
-        _implementation(row, system_id),
+        {**extra, **_implementation(row, system_id)},
         f"framework: {software}" if software else None,
     )
     return benchmark_stack(
@@ -534,7 +540,7 @@ def read_summary(
     report = SummaryImport(path=str(file), round=round_, rows=len(every))
     mtime = file.stat().st_mtime
     observations = []
-    first_of: dict[str, tuple[int, str]] = {}  # observation key → the row that gave it
+    first_of: dict[str, tuple[int, str, float]] = {}  # key → the row that gave it, its figure
     for index, raw in enumerate(every):
         if not isinstance(raw, dict):
             why = f"a {type(raw).__name__}, not an object"
@@ -547,18 +553,30 @@ def read_summary(
         obs = row_observation(row, report)
         if obs is None:
             continue
-        earlier = first_of.setdefault(obs.observation_key, (index, _where(values, index)))
+        earlier = first_of.setdefault(
+            obs.observation_key, (index, _where(values, index), obs.value)
+        )
         if earlier[0] != index:  # one result twice (two names of one benchmark and scenario)
-            scenario = obs.benchmark.parameters.get("scenario") or ""
-            why = (
-                f"the same result as row {earlier[1]} (system, benchmark {obs.benchmark.name} "
-                f"{scenario}, metric {obs.metric}): the first is kept"
-            )
-            report.reject(row, RowRejected("benchmark", why), reason="duplicate")
+            report.reject(row, *_twice(obs, earlier))
             continue
         observations.append(obs)
         report.results += 1
     return observations, report
+
+
+def _twice(obs: Observation, earlier: tuple[int, str, float]) -> tuple[RowRejected, str]:
+    """Why a row giving the result an earlier row gave is not imported: a plain duplicate, or
+    one whose figure differs (both figures named)."""
+    scenario = obs.benchmark.parameters.get("scenario") or ""
+    what = f"system, benchmark {obs.benchmark.name} {scenario}, metric {obs.metric}"
+    if same_figure(obs.value, earlier[2]):
+        why = f"the same result as row {earlier[1]} ({what}): the first is kept"
+        return RowRejected("benchmark", why), "duplicate"
+    why = (
+        f"{obs.value:g} for the result row {earlier[1]} gives as {earlier[2]:g} ({what}): the "
+        "first is kept"
+    )
+    return RowRejected("value", why), "conflicting-duplicate"
 
 
 def _where(values: dict[str, Any], index: int) -> str:
