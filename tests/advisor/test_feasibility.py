@@ -286,3 +286,26 @@ def test_an_image_of_another_serving_engine_is_a_warning(kb_advisor: Any) -> Non
     assert image_engines("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0") == {"dynamo", "vllm"}
     assert {"vllm", "tensorrt-llm", "sglang"} <= image_engines("nvcr.io/nvidia/dynamo:1.0")
     assert image_engines("nvcr.io/nvidia/pytorch:25.01-py3") == frozenset()
+
+
+def test_a_runtime_of_another_vendors_gpus_is_refused_on_a_part(kb_advisor: Any) -> None:
+    """TensorRT and CUDA run on NVIDIA GPUs only, ROCm on AMD ones: asked on the other vendor's
+    part, refused saying so (a probe got 34,320 tokens/s for "TensorRT 10.2, CUDA 12.4" on an
+    MI325X); the vendor's own runtime on its part is still answered."""
+    asked = {"benchmark": "llama2-70b-99", "scenario": "Offline", "accelerator_count": 8}
+    nvidia_on_amd, rocm_on_nvidia, rocm_on_amd = kb_advisor.predict(
+        [
+            {
+                **asked,
+                "accelerator": "AMD Instinct MI300X",
+                "framework": "TensorRT 10.2, CUDA 12.4",
+            },
+            {**asked, "accelerator": "NVIDIA H100-SXM5-80GB", "framework": "vLLM 0.9, ROCm 6.4.1"},
+            {**asked, "accelerator": "AMD Instinct MI300X", "framework": "vLLM 0.9, ROCm 6.4.1"},
+        ]
+    )
+    assert nvidia_on_amd.basis.value == "unsupported"
+    assert "CUDA runs on NVIDIA GPUs only and MI300X is AMD's" in (nvidia_on_amd.reason or "")
+    assert rocm_on_nvidia.basis.value == "unsupported"
+    assert "ROCm runs on AMD GPUs only" in (rocm_on_nvidia.reason or "")
+    assert rocm_on_amd.basis.value != "unsupported" and rocm_on_amd.value

@@ -7,7 +7,8 @@ A candidate is infeasible (and goes to ``excluded`` with the reason, never to th
   boards' times the count; ``stack_advisor.advisor.estimate.facts.replica_memory_gb``);
 - its stack cannot run it: a runtime older than the first release that runs the model family, a
   CUDA version that was never released as a toolkit, a toolkit older than the accelerator's
-  architecture (``stack_advisor.catalog.stack_facts``);
+  architecture (``stack_advisor.catalog.stack_facts``), a runtime of another vendor's GPUs than
+  the part's (CUDA or TensorRT on an AMD part, ROCm on an NVIDIA one: ``foreign_runtime``);
 - the nodes' driver (``--driver``; a predict query's ``driver`` component) does not apply:
   below the generation's minimum, breaking a compatibility rule with the stack (its CUDA's
   minimum driver), or the part is not an NVIDIA one, whose driver facts the version says
@@ -107,8 +108,43 @@ def driver_refusal(knowledge: StackRules, c: Candidate, driver: str | None) -> s
     return None
 
 
+# components that run on one vendor's GPUs only → that vendor (accelerator_class's name)
+VENDOR_ONLY = {
+    "cuda": ("nvidia", "CUDA"),
+    "cudnn": ("nvidia", "cuDNN"),
+    "tensorrt": ("nvidia", "TensorRT"),
+    "tensorrt-llm": ("nvidia", "TensorRT-LLM"),
+    "nccl": ("nvidia", "NCCL"),
+    "rocm": ("amd", "ROCm"),
+}
+_VENDOR = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel"}
+
+
+def foreign_runtime(c: Candidate) -> str | None:
+    """Why the candidate's stack names a runtime of another vendor's GPUs than its accelerator
+    (TensorRT on an AMD part, ROCm on an NVIDIA one), or None. A CPU, a mixed system or a part
+    without public specs decides nothing; nor does a configuration measured so (its record is
+    what it is)."""
+    kind = accelerator_class(c.published[0])
+    if c.observed or kind in ("cpu", "other"):
+        return None
+    named = {**{k: v for k, v in c.stack.extra.items() if k == "rocm"}, **query_components(c.stack)}
+    if c.stack.framework:
+        named.setdefault(c.stack.framework.lower(), c.stack.framework_version or "")
+    for name, (vendor, label) in VENDOR_ONLY.items():
+        if name in named and vendor != kind:
+            return (
+                f"stack cannot run on the accelerator: {label} runs on {_VENDOR[vendor]} GPUs "
+                f"only and {c.accelerator} is {_VENDOR.get(kind, kind.title())}'s"
+            )
+    return None
+
+
 def stack_incapable(benchmark: str, c: Candidate) -> str | None:
     """Why the candidate's stack cannot run the benchmark's model on its accelerator, or None."""
+    foreign = foreign_runtime(c)
+    if foreign:
+        return foreign
     components = query_components(c.stack)
     if c.stack.framework and c.stack.framework_version:  # the runtime as the row names it
         components[c.stack.framework.lower()] = c.stack.framework_version
