@@ -190,3 +190,44 @@ def test_a_part_no_reference_of_its_class_ran_interactive_for_is_derived_from_it
     assert "3 systems that ran both on llama3.1-8b" in factor.value
     assert derived.value == pytest.approx(server.value * factor.effect, rel=1e-6)
     assert derived.interval.low < derived.value < derived.interval.high
+
+
+def test_an_interactive_interval_reaches_no_higher_than_its_server_estimate(
+    tmp_path: Path,
+) -> None:
+    """An Interactive answer below the same configuration's Server estimate keeps its value, but
+    its interval's top is held to the Server estimate's, saying so (a probe saw GB300 x72's
+    deepseek-r1 Interactive interval reach 775k tokens/s over its observed 557k Server result);
+    one above it is held to the Server estimate itself, as before."""
+    from dataclasses import replace
+
+    from stack_advisor.advisor.estimate.query import Estimate, Query
+
+    server_only = [(f"srv-{i}", B200, "deepseek-r1", {"Server": 1000.0 + 50 * i}) for i in range(3)]
+    store = open_store(f"embedded:{tmp_path / 'kb'}")
+    try:
+        store.ensure_schema()
+        import_mlperf(_round(tmp_path / "tree", server_only), store)
+        index = Advisor(store).knowledge().index
+    finally:
+        store.close()
+    q = Query(
+        family="mlperf-inference",
+        benchmark="deepseek-r1",
+        scenario="Interactive",
+        metric="tokens_per_second",
+        division="closed",
+        accelerator="B200-SXM-180GB",
+        raw_accelerator=B200,
+        count=8,
+        placement="bare-metal",
+        as_of="now",
+    )
+    server = index.estimate(replace(q, scenario="Server"))
+    assert server.value is not None and server.high is not None
+    below = Estimate(Basis.TRANSFERRED, server.value / 2, server.value / 3, server.high * 3)
+    held = index._within_looser(q, below)
+    assert (held.value, held.low, held.high) == (below.value, below.low, server.high)
+    assert any("interval's top is held to its Server estimate's" in n for n in held.notes)
+    above = Estimate(Basis.TRANSFERRED, server.value * 2, server.value, server.high * 3)
+    assert index._within_looser(q, above).value == server.value

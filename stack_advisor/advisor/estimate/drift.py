@@ -58,7 +58,7 @@ from stack_advisor.advisor.estimate.order_stats import median, quantiles
 from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey, model_name
 from stack_advisor.advisor.estimate.references_class import published_nodes
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
-from stack_advisor.advisor.estimate.transfer import HELD
+from stack_advisor.advisor.estimate.transfer import HELD, figure_text
 from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog.rounds import rounds_after
@@ -460,7 +460,8 @@ def held_bound(
     before, after = (est.high, ends[1]) if hib else (est.low, ends[0])
     each = " per accelerator" if hib else ""  # a throughput's bound: per accelerator
     text = (
-        f"{HELD}{after:,.4g}{each} at best), its bound in the references' round, {before:,.4g}, "
+        f"{HELD}{figure_text(after)}{each} at best), its bound in the references' round, "
+        f"{figure_text(before)}, "
         f"carried by the round's software drift (centre {factor:.3g}x and its 80% band)"
     )
     return ends[0], ends[1], [text if n in held else n for n in notes]

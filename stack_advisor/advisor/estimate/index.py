@@ -210,7 +210,8 @@ class EvidenceIndex:
         """A throughput estimated for a scenario LoadGen runs as another with looser limits
         (Interactive, a Server run under tighter TTFT/TPOT bounds) is at most that scenario's
         estimate of the same configuration: the looser run may take the tighter one's operating
-        point (every system that published both ran Interactive at or below its Server figure)."""
+        point (every system that published both ran Interactive at or below its Server figure);
+        an answer below it keeps its value, its interval's top held to that estimate's."""
         entry = load_catalog().scenarios.get(q.scenario)
         looser = entry.loadgen_mode if entry is not None else q.scenario
         if (
@@ -221,8 +222,16 @@ class EvidenceIndex:
         ):
             return est
         bound = self.estimate(replace(q, scenario=looser))
-        if bound.value is None or est.value <= bound.value:
+        if bound.value is None:
             return est
+        if est.value <= bound.value:  # the answer holds; its interval's top no higher either
+            if est.high is None or bound.high is None or est.high <= bound.high:
+                return est
+            held = (
+                f"the interval's top is held to its {looser} estimate's ({bound.high:,.0f} per "
+                f"accelerator, {bound.basis.value}): {q.scenario}'s limits are tighter"
+            )
+            return replace(est, high=bound.high, notes=[*est.notes, held])
         high = min(est.high, bound.high) if est.high is not None and bound.high else est.high
         low = min(est.low, bound.low) if est.low is not None and bound.low else est.low
         how = (

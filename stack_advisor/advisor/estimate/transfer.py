@@ -454,3 +454,9 @@ def _learn(same: References, hib: bool, base: TransferModel) -> Fitted:
         ),
         {},
     )
+
+
+def figure_text(value: float) -> str:
+    """A figure as a note prints it: four significant digits, a grouped whole number from
+    10,000 up (never ``1.451e+04``)."""
+    return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:,.4g}"

@@ -54,6 +54,7 @@ from stack_advisor.advisor.estimate.level_transfer import level_transfer
 from stack_advisor.advisor.estimate.node_scaling import ClassFactor, class_factor
 from stack_advisor.advisor.estimate.query import Estimate, Query
 from stack_advisor.advisor.estimate.references_class import of_class, with_siblings
+from stack_advisor.advisor.estimate.transfer import figure_text
 from stack_advisor.advisor.estimate.transfer_replay import CROSS_VENDOR as CROSS_VENDOR
 from stack_advisor.advisor.estimate.transfer_replay import (
     HEADROOM_Q,
@@ -285,17 +286,17 @@ def _held_to_peaks(
     efficiency = max(learned, allowed) if hib else min(learned, allowed)
     bound = transfer.peak_bound(pool, used, target, hib) * widest * efficiency
     value, low, high = _bounded(*ends, bound, hib)
-    stretched = stretch_note(*ends)
+    stretched = stretch_note(*ends, " per accelerator" if hib else "")
     if stretched:
         notes.append(stretched)
     if (high if hib else low) == bound:
         each = " per accelerator" if hib else ""  # a throughput's bound: per accelerator
-        notes.append(f"{transfer.HELD}{bound:,.4g}{each} at best)")
+        notes.append(f"{transfer.HELD}{figure_text(bound)}{each} at best)")
         notes.append(_headroom_note(efficiency, allowed, replays, hib))
     return value, low, high
 
 
-def stretch_note(value: float, low: float, high: float) -> str:
+def stretch_note(value: float, low: float, high: float, each: str = "") -> str:
     """What an answer outside its own replayed range says ("" where inside): a same-vendor
     transfer answers at the scaling (``_answer_centre``) while its interval is where the
     replays landed, so where they all landed on one side of it the interval is stretched to
@@ -306,8 +307,9 @@ def stretch_note(value: float, low: float, high: float) -> str:
         return ""
     side = "below" if value < low else "above"
     return (
-        f"the answer ({value:,.4g}) lies {side} the 80% range its replayed transfers give "
-        f"({low:,.4g}-{high:,.4g}): the interval is stretched to hold it"
+        f"the answer ({figure_text(value)}{each}) lies {side} the 80% range its replayed "
+        f"transfers give ({figure_text(low)}-{figure_text(high)}): the interval is stretched to "
+        "hold it"
     )
 
 
@@ -376,8 +378,9 @@ def _span_refusal(
     return (
         f"no reference of its device class: the measured part nearest {name} on {q.benchmark} "
         f"{q.scenario}, {ref}, is more than {transfer.MAX_SPAN:g}x apart in peak compute "
-        f"({compute:,.4g} vs {t_compute:,.4g} T at {read}) times bandwidth ({bandwidth:,.4g} vs "
-        f"{t_bandwidth:,.4g} GB/s): another device class, and no factor has been learned "
+        f"({figure_text(compute)} vs {figure_text(t_compute)} T at {read}) times bandwidth "
+        f"({figure_text(bandwidth)} vs {figure_text(t_bandwidth)} GB/s): another device class, "
+        "and no factor has been learned "
         "across that span"
     )
 
