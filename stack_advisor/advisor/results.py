@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from stack_advisor.catalog import metric_unit
-from stack_advisor.schema.checks import MAX_NAME, MAX_TEXT, bounded_request
+from stack_advisor.schema.checks import MAX_NAME, MAX_TEXT, bounded_request, not_a_bool
 from stack_advisor.schema.models import PlacementKind
 
 # a query's fields that are names (each at most schema.checks.MAX_NAME characters)
@@ -251,6 +251,11 @@ class PredictQuery(_Out):
         default_factory=dict,
         description="component → version: driver, cuda, cudnn, tensorrt, and the framework by name",
     )
+
+    @field_validator("accelerator_count", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        return not_a_bool(value)
 
     @field_validator("placement", mode="before")
     @classmethod

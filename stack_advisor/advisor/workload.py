@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from stack_advisor.advisor.manifests.target_kind import SnippetTarget
-from stack_advisor.schema.checks import bounded_request
+from stack_advisor.schema.checks import bounded_request, not_a_bool
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import PlacementKind
 from stack_advisor.store.base import validation_message
@@ -126,6 +126,12 @@ class HardwareConstraint(_Spec):
     min_count: int | None = Field(default=None, ge=1)
     max_count: int | None = Field(default=None, ge=1)
     placements: list[PlacementKind] | None = None
+
+    @field_validator("count", "min_count", "max_count", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        return not_a_bool(value)
+
     include_cpu: bool = Field(default=True, description="allow CPU-only systems")
     driver: str | None = Field(
         default=None,

@@ -175,3 +175,11 @@ def _bounded(value: Any, names: tuple[str, ...], where: str, depth: int) -> None
             raise ValueError(f"{field}: {len(value)} entries, at most {MAX_ENTRIES}")
         for i, item in enumerate(value):
             _bounded(item, names, f"{where}.{i}" if where else str(i), depth + 1)
+
+
+def not_a_bool(value: Any) -> Any:
+    """A count as given, refused where it is JSON's ``true``/``false`` (pydantic reads them as
+    1 and 0): a ``mode="before"`` field validator's body."""
+    if isinstance(value, bool):
+        raise ValueError(f"a count is a whole number, not {str(value).lower()}")
+    return value

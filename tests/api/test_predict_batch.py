@@ -57,11 +57,14 @@ def test_a_bad_field_refuses_its_query_and_the_others_are_answered(client: TestC
         GOOD,
         {**GOOD, "placement": "vgp"},
         {**GOOD, "accelerator_count": "eight"},
+        {**GOOD, "accelerator_count": True},  # JSON's true, not a count of 1
     ]
-    answered, bad_placement, bad_count = post_predictions(client, queries)
+    answered, bad_placement, bad_count, boolean = post_predictions(client, queries)
     assert answered["basis"] in ("observed", "interpolated", "transferred")
     assert answered["value"] > 0
-    for refused in (bad_placement, bad_count):
+    assert "queries.3.accelerator_count" in boolean["reason"]
+    assert "a count is a whole number, not true" in boolean["reason"]
+    for refused in (bad_placement, bad_count, boolean):
         assert refused["basis"] == "unsupported" and refused["value"] is None
     reason = bad_placement["reason"]
     assert "queries.1.placement" in reason and "'vgp'" in reason

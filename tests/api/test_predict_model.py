@@ -129,8 +129,9 @@ def test_a_bad_description_refuses_its_query_alone(client: TestClient) -> None:
         {**LLM_QUERY, "accelerator_count": 0},
         {**RUN_QUERY, "accelerator": "T4"},
         {**LLM_QUERY, "accelerator_count": 1, "metric": "samples_per_second"},
+        {**LLM_QUERY, "accelerator_count": True},  # JSON's true is not a count of 1
     ]
-    good, layers, params, count, t4, metric = post_predictions(client, queries)
+    good, layers, params, count, t4, metric, boolean = post_predictions(client, queries)
     assert good["basis"] == "proxy" and good["value"] > 0
     assert layers["basis"] == "unsupported" and layers["value"] is None
     assert layers["reason"].startswith("queries.1.model: num_hidden_layers = 0 is out of range")
@@ -141,6 +142,10 @@ def test_a_bad_description_refuses_its_query_alone(client: TestClient) -> None:
     assert t4["basis"] == "unsupported" and "'T4'" in t4["reason"]
     assert "no result of a described model" in t4["reason"]
     assert metric["reason"].startswith("metric 'samples_per_second': the proxy answers tokens")
+    assert boolean["basis"] == "unsupported" and boolean["reason"].startswith(
+        "queries.6.accelerator_count: "
+    )
+    assert "a count is a whole number, not true" in boolean["reason"]
 
 
 def test_a_model_query_with_names_beyond_bounds_is_refused_alone(client: TestClient) -> None:

@@ -18,6 +18,7 @@ from stack_advisor.advisor.proxy.predictions import (
     refused,
     serving_scenario,
 )
+from stack_advisor.schema.checks import not_a_bool
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.store.base import validation_message
 
@@ -63,6 +64,11 @@ class ModelQuery(BaseModel):
     concurrency: int | None = Field(
         default=None, ge=1, le=1_000_000, description="concurrent requests per replica"
     )
+
+    @field_validator("accelerator_count", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        return not_a_bool(value)
 
     @field_validator("accelerator")
     @classmethod
