@@ -178,6 +178,12 @@ def test_latency_limits_unchecked_are_warned_not_hidden(
         "max_ttft_ms not checked: no observed time to first token for this configuration"
         in offline.warnings
     )
+    # no result of the benchmark and scenario records a TTFT: the limit cannot apply, said once
+    assert (
+        "--max-ttft-ms not applied: no llama2-70b-99 Offline result records a p99 time to first "
+        "token (LLM Server and Interactive results do)" in result.notes
+    )
+    assert not any(n.startswith("latency limits are checked") for n in result.notes)
 
 
 def test_latency_limits_must_be_positive() -> None:

@@ -327,7 +327,9 @@ def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool, excluded: _Exclusi
             "MLPerf Training scores are olympic means of the published runs (fastest and slowest "
             "dropped); MLCommons' RCP normalisation is not in the result files and is not applied"
         )
-    if workload.latency_limits():
+    unheld = _limits_unheld(knowledge, sl)
+    notes.extend(unheld)
+    if len(unheld) < len(workload.latency_limits()):
         notes.append(
             "latency limits are checked against each configuration's observed p99 (TTFT/TPOT) on "
             "this benchmark; one without such observations against its estimated p99: excluded "
@@ -335,3 +337,20 @@ def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool, excluded: _Exclusi
             "interval straddles it"
         )
     return notes
+
+
+def _limits_unheld(knowledge: Knowledge, sl: Slice) -> list[str]:
+    """A note for each latency limit the workload states that no result of its benchmark and
+    scenario records (a TTFT limit on resnet50 Offline): it cannot be applied, and says so."""
+    t = knowledge.table
+    rows = sl.bench_rows
+    if len(rows):
+        rows = rows[np.isin(t.scenario.codes[rows], [t.scenario.code(sl.scenario)])]
+    held = {t.metric.vocab[c] for c in set(t.metric.codes[rows].tolist())}
+    bench = sl.workload.benchmark or "this benchmark"
+    return [
+        f"--{name.replace('_', '-')} not applied: no {bench} {sl.scenario} result records a "
+        f"p99 {what} (LLM Server and Interactive results do)"
+        for name, (_, metric, what) in sl.workload.latency_limits().items()
+        if metric not in held
+    ]
