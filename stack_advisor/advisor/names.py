@@ -74,6 +74,11 @@ def accelerator_selector(text: str) -> AcceleratorSelector:
     families = {normalize(a.family) for a in cat.accelerators.values()}
     if key in families:
         return AcceleratorSelector(text, "family", key)
+    named = {
+        normalize(cat.accelerators[s].family) for s in match.suggestions if s in cat.accelerators
+    }
+    if match.refusal == "family" and len(named) == 1:  # "RTX PRO 6000 Blackwell": its editions
+        return AcceleratorSelector(text, "family", named.pop())
     if key in cat.generations:
         return AcceleratorSelector(text, "generation", key)
     if key in {a.vendor for a in cat.accelerators.values()}:

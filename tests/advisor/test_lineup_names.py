@@ -78,3 +78,13 @@ def test_every_lineup_name_is_a_part_or_a_family_for_recommend(name: str) -> Non
     if selector.kind == "family":
         members = [a for a in load_catalog().accelerators.values() if selector.matches(a.id)]
         assert len(members) >= 2, name
+
+
+def test_a_family_named_as_its_parts_are_is_their_family_for_recommend() -> None:
+    """ "RTX PRO 6000 Blackwell" (the parts' names less their edition) selects the family's
+    editions, as "RTX PRO 6000" does and as ``predict`` reads it (a probe got "names a family
+    of several parts, not one" from recommend)."""
+    selector = accelerator_selector("RTX PRO 6000 Blackwell")
+    assert selector.kind == "family"
+    members = {a.id for a in load_catalog().accelerators.values() if selector.matches(a.id)}
+    assert {"RTX-PRO-6000-Blackwell-Server", "RTX-PRO-6000-Blackwell-WS"} <= members
