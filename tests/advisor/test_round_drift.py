@@ -451,11 +451,12 @@ def test_a_named_framework_is_read_as_written_and_never_observed_from_another(
 ) -> None:
     """``tensorrt==10.2.0`` (a workload constraint's spelling) names that version; ``vllm``,
     which never ran llama2-70b on an H200 in the shared rounds, gets no observation of
-    TensorRT's results: an interpolation saying whose figure it is."""
-    pinned, vllm = kb_advisor.predict(
+    TensorRT's results: an interpolation saying whose figure it is, with a version too."""
+    pinned, vllm, versioned = kb_advisor.predict(
         [
             {**LLAMA, "accelerator_count": 8, "framework": "tensorrt==10.2.0", "as_of": "now"},
             {**LLAMA, "accelerator_count": 8, "framework": "vllm", "as_of": "now"},
+            {**LLAMA, "accelerator_count": 8, "framework": "vLLM 0.9.0", "as_of": "now"},
         ]
     )
     assert pinned.query.components == {"tensorrt": "10.2.0"} and pinned.round == "v4.1"
@@ -463,6 +464,12 @@ def test_a_named_framework_is_read_as_written_and_never_observed_from_another(
     assert vllm.basis.value == "interpolated" and not vllm.observed
     assert any("no result of vllm on this configuration" in w for w in vllm.warnings)
     assert any("tensorrt" in w for w in vllm.warnings if "no result of vllm" in w)
+    # with a version, no stack matches at all: an interpolation that says so too
+    assert versioned.basis.value == "interpolated"
+    assert any(
+        w.startswith("no result of vllm on this accelerator: the figure is of") and "tensorrt" in w
+        for w in versioned.warnings
+    )
 
 
 def test_stacks_are_ranked_as_of_a_held_round(kb_advisor: Any) -> None:

@@ -105,7 +105,24 @@ def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:
     est = _cross_class(effects, q, est, wanted[2])
     if est.basis is Basis.INTERPOLATED:
         est = _carry_forward(effects, q, est, wanted[0], wanted[1])
+        est = _others_only(effects, est, wanted[0])
     return est
+
+
+def _others_only(effects: StackEffects, est: Estimate, fw: str) -> Estimate:
+    """An interpolation none of whose results ran the named framework says so (as an
+    observation of another framework does, ``_own_framework``): a probe got "vLLM 0.9.0" on an
+    H200 answered from its TensorRT results, unsaid, where "vllm" alone said it."""
+    if est.basis is not Basis.INTERPOLATED or not len(est.rows):
+        return est
+    ran = sorted({effects.row_stack(r).framework or "unknown" for r in est.rows.tolist()})
+    if fw in ran:
+        return est
+    note = (
+        f"no result of {fw} on this accelerator: the figure is of {', '.join(ran)} (its "
+        "software class alike), not of it"
+    )
+    return replace(est, notes=[*est.notes, note])
 
 
 def _query_class(
