@@ -625,3 +625,26 @@ def test_a_round_that_does_not_exist_is_refused_below_the_newest_held_too(
     for missing in ("v5.7", "v3.4", "v0.3"):
         assert "is no round of mlperf-inference" in why[missing], why[missing]
     assert "is no round" not in why["v3.0"]  # a round of the catalogue: answered or refused else
+
+
+def test_a_configuration_first_measured_after_the_round_asked_says_it_was_carried_back(
+    kb_advisor: Any,
+) -> None:
+    """GB200 first ran llama2-70b in v5.1: asked as of v4.1, its v5.1 result carried back by the
+    drift says that configuration had no result by then (``recommend`` leaves such out)."""
+    (early,) = kb_advisor.predict(
+        [
+            {
+                "benchmark": "llama2-70b-99",
+                "scenario": "Offline",
+                "accelerator": "NVIDIA GB200",
+                "accelerator_count": 4,
+                "as_of": "v4.1",
+            }
+        ]
+    )
+    assert early.round == "v4.1" and early.value
+    assert (
+        "carried back to v4.1 from results of v5.1 on: this configuration had no result by the "
+        "round asked" in early.warnings
+    )

@@ -372,6 +372,12 @@ def carry(drift: RoundDrift, q: Query, est: Estimate, as_of: str = "today") -> E
     )
     if ahead:
         notes.append(forecast_note(q, target, target in drift.family_rounds(q.family)))
+    earliest = float(rounds[rounds > 0].min())
+    if target < earliest and est.basis is not Basis.TRANSFERRED:  # (recommend leaves such out)
+        notes.append(
+            f"carried back to {round_label(target)} from results of {round_label(earliest)} "
+            "on: this configuration had no result by the round asked"
+        )
     return replace(
         est,
         value=value,
