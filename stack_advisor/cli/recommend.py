@@ -7,6 +7,7 @@ or JSON. The JSON is the pydantic result's ``model_dump`` — a contract scripts
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -322,7 +323,38 @@ def _flags_workload(
         "hardware": hardware,
         **(proxy or {}),
     }
-    return Workload.from_dict({k: v for k, v in data.items() if v is not None}, where="flags")
+    from stack_advisor.schema.errors import InvalidInput
+
+    try:
+        return Workload.from_dict({k: v for k, v in data.items() if v is not None}, where="")
+    except InvalidInput as exc:
+        raise InvalidInput(as_options(str(exc))) from None
+
+
+# a workload field → the option that sets it, where the two are not spelt alike
+OPTION_OF = {
+    "frameworks": "--framework",
+    "accelerators": "--accelerator",
+    "placements": "--placement",
+    "parameters": "--param",
+    "include_predicted": "--observed-only",
+    "include_cpu": "--no-cpu",
+}
+
+
+def as_options(message: str) -> str:
+    """A workload's validation message in the options the user typed: ``max_ttft_ms: ...`` as
+    ``--max-ttft-ms: ...``, ``hardware.min_count: ...`` as ``--min-count: ...``."""
+
+    def option(found: re.Match[str]) -> str:
+        names = [p for p in found.group(1).split(".") if not p.isdigit()]
+        name = names[-1] if names else found.group(1)
+        if name == "hardware":  # a check across the hardware options names them itself
+            return ""
+        return OPTION_OF.get(name, "--" + name.replace("_", "-")) + ": "
+
+    parts = [p.strip() for p in message.removeprefix(": ").split("; ")]
+    return "; ".join(re.sub(r"^([a-z_][\w.]*): ", option, p) for p in parts)
 
 
 def _refuse_cluster_flags(flags: dict[str, Any]) -> None:

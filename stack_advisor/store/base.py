@@ -112,17 +112,18 @@ def validation_message(exc: ValidationError, prefix: str = "") -> str:
         loc = ".".join(str(p) for p in err["loc"])
         where = f"{prefix}{'.' if prefix and loc else ''}{loc}"
         got = err.get("input")
-        if not loc and isinstance(got, dict):  # a check across fields: its message says it all
-            message = str(err["msg"]).removeprefix("Value error, ")
-            lines.append(f"{prefix}: {message}" if prefix else message)
+        message = str(err["msg"]).removeprefix("Value error, ")  # our own checks' words
+        if isinstance(got, dict) and err.get("type") == "value_error":
+            # a check across fields: its message says it all
+            lines.append(f"{where}: {message}" if where else message)
             continue
         if err.get("type") == "missing":  # its input is the object it is missing from
-            lines.append(f"{where}: {err['msg']}")
+            lines.append(f"{where}: {message}")
             continue
         shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
         if len(shown) > 80:  # a whole file read as one string, say
             shown = f"{shown[:60]}... ({len(str(got))} characters)"
-        lines.append(f"{where}: {err['msg']} (got {shown})")
+        lines.append(f"{where}: {message} (got {shown})")
     return "; ".join(lines)
 
 

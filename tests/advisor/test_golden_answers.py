@@ -125,7 +125,8 @@ system-class factor's spread was read around the replays' centre, as before, not
 
 Session 32: 0, 1, 3-5, 10, 13, 14, 18, 19, 37 and 40 when notes began to print figures from
 10,000 up as grouped whole numbers (``transfer.figure_text``: 483,500, never 4.835e+05): only
-their notes read differently.
+their notes read differently. 34 (a request that must fail) when validation messages stopped
+leaking pydantic's "Value error, " prefix and a check across fields its "(got dict)".
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -192,3 +192,24 @@ def test_a_training_seed_that_did_not_converge_is_a_run_outcome_not_a_stack_fail
     assert failure_class("run", "RuntimeError") is FailureClass.STACK
     kept = FailureIn(stage="run", error_class="training-aborted", message="result_4.txt: aborted")
     assert kept.stage == "run" and kept.failure_class is FailureClass.OUTCOME
+
+
+@pytest.mark.parametrize(
+    ("args", "wanted"),
+    [
+        (("--max-ttft-ms", "0"), "error: --max-ttft-ms: Input should be greater than 0 (got 0.0)"),
+        (("--scenario", "Ofline"), "error: --scenario: unknown scenario 'Ofline'; did you mean"),
+        (("--min-count", "16", "--max-count", "8"), "error: min_count 16 is above max_count 8"),
+        (("--framework", "tensorrt>>8"), "error: --framework 'tensorrt>>8': not a PEP 440"),
+    ],
+    ids=["limit", "scenario", "counts", "framework"],
+)
+def test_a_bad_option_is_named_as_typed(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], wanted: str
+) -> None:
+    """A recommend option's bad value is named by the option the user typed, not by the
+    workload field behind it (a probe got "flags: max_ttft_ms: ..." and "Value error, ...")."""
+    code, _, err = advisor(capsys, "recommend", "--benchmark", "resnet50", *args)
+    line = _error(err)
+    assert code == 2 and line.startswith(wanted), line
+    assert "Value error" not in line and "flags" not in line
