@@ -632,7 +632,7 @@ def test_a_framework_name_alone_does_not_make_a_result_reference_code(tmp_path: 
     """ "pytorch" is MLCommons' reference code and vendors' optimised stacks alike: a result named
     only by it is classed by its level beside the optimised results of its part and round, and a
     query naming it takes the class its results showed (said in a warning), not the name's."""
-    torch = ("PyTorch 2.5.0, ROCm 6.3", "PyTorch 2.5.0, ROCm 6.3")
+    torch = ("PyTorch 2.5.0, CUDA 12.4", "PyTorch 2.5.0, CUDA 12.4")  # NVIDIA parts: not ROCm
     rounds = _two_rounds()
     rounds["v4.1"] += [
         ("h100-torch-fast", GPUS["h100"], torch, BASE["h100"] * UPGRADE[1] * 0.95),
@@ -649,7 +649,7 @@ def test_a_framework_name_alone_does_not_make_a_result_reference_code(tmp_path: 
             if effects.row_stack(r).framework == "pytorch"
             and table.accelerator.vocab[int(table.accelerator.codes[r])].startswith("H100")
         }
-        on_l4 = _ask(advisor, "NVIDIA L4", "PyTorch 2.5.0, ROCm 6.3")
+        on_l4 = _ask(advisor, "NVIDIA L4", "PyTorch 2.5.0, CUDA 12.4")
     finally:
         store.close()
     assert classes == {"optimised"}
