@@ -341,6 +341,14 @@ def ingest(
     return result
 
 
+def revise_values(store: Store, values: dict[str, float], resources: Resources) -> int:
+    """Replace stored figures in one transaction (``Store.revise_values``); then the advisor
+    reads the store again on its next answer."""
+    revised = store.revise_values(values)
+    resources.written()
+    return revised
+
+
 def record_failures(store: Store, failures: list[Failure], resources: Resources) -> IngestResult:
     result = store.record_failures(failures)
     resources.written()

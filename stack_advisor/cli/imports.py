@@ -17,6 +17,14 @@ import_app = typer.Typer(
     no_args_is_help=True,
 )
 CHANGED_SHOWN = 10  # results held at another value named one by one (the rest counted)
+ReplaceChangedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--replace-changed",
+        help="Where the store holds a result at another figure than the files now give (a "
+        "publisher's correction), take the new figure instead of keeping the stored one.",
+    ),
+]
 
 
 def _open_store(uri: str | None) -> Any:
@@ -39,6 +47,7 @@ def import_mlperf_cmd(
         typer.Option("--round", help="Round (e.g. v3.0) when the path's name does not say it."),
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    replace_changed: ReplaceChangedOpt = False,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
@@ -50,7 +59,9 @@ def import_mlperf_cmd(
     summaries: list[Any] = []
     committed: dict[str, Any] = {"source": None, "observations": 0, "batches": 0, "of": None}
     try:
-        _import_sources(paths, store, round_name, batch_size, summaries, committed)
+        _import_sources(
+            paths, store, (round_name, batch_size, replace_changed), summaries, committed
+        )
     except Exception as exc:
         wrapped = _interrupted(exc, committed, summaries)
         if wrapped is exc:
@@ -90,11 +101,13 @@ def _interrupted(exc: Exception, committed: dict[str, Any], summaries: list[Any]
 def _import_sources(
     paths: list[Path],
     store: str | None,
-    round_name: str | None,
-    batch_size: int,
+    how: tuple[str | None, int, bool],
     summaries: list[Any],
     committed: dict[str, Any],
 ) -> None:
+    """Each source imported in turn (``how``: the round, batch size and whether changed figures
+    are replaced), what each batch committed kept in ``committed``."""
+    round_name, batch_size, replace_changed = how
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from stack_advisor.cli.render import stderr
@@ -128,7 +141,14 @@ def _import_sources(
             committed.update(source=path.name, observations=0, batches=0, of=None)
 
             summaries.append(
-                import_mlperf(path, db, round_name=round_name, batch_size=batch_size, progress=step)
+                import_mlperf(
+                    path,
+                    db,
+                    round_name=round_name,
+                    batch_size=batch_size,
+                    progress=step,
+                    replace_changed=replace_changed,
+                )
             )
             committed.update(source=None, observations=0, batches=0, of=None)
             progress.remove_task(task)
@@ -195,6 +215,7 @@ def import_mlperf_summary_cmd(
         typer.Option("--round", help="Round (e.g. v5.1) when the file's name does not say it."),
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    replace_changed: ReplaceChangedOpt = False,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
@@ -208,7 +229,9 @@ def import_mlperf_summary_cmd(
 
     chosen = output_format(fmt, as_json)
     with _open_store(store) as db:
-        report = import_summary(file, db, round_name=round_name, batch_size=batch_size)
+        report = import_summary(
+            file, db, round_name=round_name, batch_size=batch_size, replace_changed=replace_changed
+        )
     _report_summary(report, file, chosen)
 
 
@@ -237,9 +260,11 @@ def _report_summary(report: Any, file: Path, chosen: Any) -> None:
         )
     for row in report.changed_rows[:CHANGED_SHOWN]:
         warning(
-            f"{row['result']}: the store holds {row['stored']}, the table now gives "
-            f"{row['table']}: the stored figure is kept (import into a store without the round "
-            "to replace it)"
+            f"{row['result']}: the store held {row['stored']}, the table now gives "
+            f"{row['table']}: replaced"
+            if report.replaced
+            else f"{row['result']}: the store holds {row['stored']}, the table now gives "
+            f"{row['table']}: the stored figure is kept (--replace-changed takes the table's)"
         )
     if report.changed > CHANGED_SHOWN:
         warning(f"... and {report.changed - CHANGED_SHOWN} more result(s) held at another value")
@@ -253,6 +278,7 @@ def _report_summary(report: Any, file: Path, chosen: Any) -> None:
                 "imported": report.imported,
                 "present": report.already_present,
                 "changed": report.changed,
+                "replaced": report.replaced,
                 "skipped": sum(report.skipped_by_reason.values()),
                 "unresolved": sum(report.unresolved_accelerators.values()),
                 "seconds": round(report.seconds, 1),
@@ -276,6 +302,7 @@ def import_mlperf_training_cmd(
         typer.Option("--round", help="Round (e.g. v4.1) when the path's name does not say it."),
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Observations per transaction.")] = 2000,
+    replace_changed: ReplaceChangedOpt = False,
     store: StoreOpt = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
@@ -287,7 +314,9 @@ def import_mlperf_training_cmd(
 
     with _open_store(store) as db:
         summaries = [
-            import_mlperf_training(p, db, round_name=round_name, batch_size=batch_size)
+            import_mlperf_training(
+                p, db, round_name=round_name, batch_size=batch_size, replace_changed=replace_changed
+            )
             for p in paths
         ]
     _report_training(summaries, output_format(fmt, as_json))

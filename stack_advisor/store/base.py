@@ -6,9 +6,10 @@ implements. The contract lives in these docstrings; implementations don't repeat
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
@@ -401,6 +402,33 @@ class Store(ABC):
             if found is not None:
                 out[key] = found.value
         return out
+
+    def revise_values(self, values: Mapping[str, float]) -> int:
+        """Replace the stored figure of each observation ``values`` names by key: a result its
+        publisher corrected (an importer's ``--replace-changed``); the spread of the samples it
+        replaces (p10, p90, stddev, cv) no longer describes it: cleared, one sample. Keys the
+        store does not hold are left out; returns how many it replaced. Not an addition: the
+        store's cache identity moves on (``cache_identity``), so a cache of its data reads
+        everything again.
+
+        Raises:
+            InvalidInput: a value that is not a finite number, or a key that is empty.
+            NotImplementedError: the backend keeps its observations as written; the message
+                names the class.
+        """
+        checked: dict[str, float] = {}
+        for key, value in values.items():
+            if not isinstance(key, str) or not key:
+                raise InvalidInput(f"values: {key!r} is not an observation key (obs-...)")
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InvalidInput(f"values.{key}: {value!r} is not a number")
+            if not math.isfinite(value):
+                raise InvalidInput(f"values.{key}: {value!r} is not a finite number")
+            checked[key] = float(value)
+        return self._revise_values(checked) if checked else 0
+
+    def _revise_values(self, values: dict[str, float]) -> int:
+        raise NotImplementedError(f"{type(self).__name__} cannot revise stored values")
 
     def cache_identity(self) -> str | None:
         """A token for caches of derived data (the advisor's persisted table and model), which

@@ -265,6 +265,24 @@ class CypherStore(Store):
             )
         return out
 
+    def _revise_values(self, values: dict[str, float]) -> int:
+        """One transaction: each value set in place; where any was, the generation bumped (first,
+        as an ingest's: the write lock on SchemaInfo orders writers) and the store marked
+        rewritten (its cache identity moves on); else the bump taken back."""
+        rows = [{"key": k, "value": v} for k, v in values.items()]
+        now = iso_utc(datetime.now(UTC))
+
+        def work(run: Run) -> int:
+            run(Q.BUMP_GENERATION, {})
+            found = sum(len(run(Q.REVISE_VALUES, {"rows": part})) for part in chunks(rows))
+            if found:
+                run(Q.MARK_REWRITTEN, {"now": now})
+            else:
+                run(Q.UNBUMP_GENERATION, {})
+            return found
+
+        return self._write(work)
+
     def _get_observation(self, key: str) -> StoredObservation | None:
         found = self._with_hosts(self._read(Q.OBSERVATION_BY_KEY, {"key": key}))
         return found[0] if found else None

@@ -262,6 +262,16 @@ OBSERVATION_VALUES = (
     "UNWIND $keys AS k MATCH (o:Observation {key: k}) RETURN o.key AS key, o.value AS value"
 )
 
+# A corrected published figure replaced in place (``Store.revise_values``; the spread of the samples
+# it replaces no longer describes it: cleared), and the mark that the
+# store's data were rewritten, not added to: its cache identity moves on (caches read it all again)
+REVISE_VALUES = (
+    "UNWIND $rows AS r MATCH (o:Observation {key: r.key}) "
+    "SET o.value = r.value, o.samples = 1, o.p10 = NULL, o.p90 = NULL, o.stddev = NULL, "
+    "o.cv = NULL RETURN o.key AS key"
+)
+MARK_REWRITTEN = "MATCH (s:SchemaInfo {name: 'graph'}) SET s.applied_at = $now"
+
 # One observation by its key: a primary-key (unique constraint) lookup, then its context's links;
 # not the filtered scan above, whose pattern the engines join before filtering.
 OBSERVATION_BY_KEY = (

@@ -189,6 +189,10 @@ class RestStore(Store):
         params = {"cluster": cluster} if cluster is not None else {}
         return list(self._request("GET", "/v1/inventory", params=params)["items"])
 
+    def _revise_values(self, values: dict[str, float]) -> int:
+        body = self._request("POST", "/v1/observations/revisions", json={"values": values})
+        return int(body["revised"])
+
     def _get_observation(self, key: str) -> StoredObservation | None:
         """One request instead of the base class's scan (the API's 404: None, as the contract
         has it)."""

@@ -62,6 +62,12 @@ def test_import_small_tree_then_reimport_adds_nothing(kb: Any, tmp_path: Path) -
     assert changed.path.endswith("mlperf_log_summary.txt") and "Offline" in changed.path
     assert "held at 1234.5; the files now give 1500" in changed.reason
     assert fixed.skipped_by_reason.get("changed-value") == 1
+    # asked to, the re-import takes the files' figure, and says so
+    took = import_mlperf(tree, kb, replace_changed=True)
+    (replaced,) = [i for i in took.issues if i.category == "replaced-value"]
+    assert "held at 1234.5; the files now give 1500: replaced" in replaced.reason
+    assert 1500.0 in {o.value for o in kb.iter_observations()}
+    assert not [i for i in import_mlperf(tree, kb).issues if "changed" in i.category]
 
 
 def test_cli_folder_of_rounds_imports_each(tmp_path: Path) -> None:

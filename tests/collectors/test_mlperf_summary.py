@@ -293,8 +293,9 @@ def test_cli_imports_once_on_every_store(
 ) -> None:
     """``advisor import mlperf-summary`` twice: the second adds nothing; the JSON counts. A table
     re-imported with one result corrected keeps the stored figure and names that result (a probe
-    had read "present 3" and nothing else: the new figure dropped unsaid); a figure that differs
-    only by a publication's rounding is the same figure."""
+    had read "present 3" and nothing else: the new figure dropped unsaid), and with
+    ``replace_changed`` takes the corrected figure; a figure that differs only by a publication's
+    rounding is the same figure."""
     from stack_advisor.cli.main import app
     from stack_advisor.schema.models import ObservationFilter
 
@@ -320,6 +321,15 @@ def test_cli_imports_once_on_every_store(
     held = {o.value for o in store.iter_observations(ObservationFilter(source="mlperf-inference"))}
     assert float(row["stored"]) == pytest.approx(float(picked[results[0]]["Performance_Result"]))
     assert first["Performance_Result"] not in held  # the stored figure is kept
+    # asked to, the import takes the corrected figure; imported again, nothing has changed
+    replaced = import_summary(
+        _write(tmp_path / "summary_results_v5.1.json", corrected), store, replace_changed=True
+    )
+    assert (replaced.imported, replaced.changed, replaced.replaced) == (0, 1, 1)
+    held = {o.value for o in store.iter_observations(ObservationFilter(source="mlperf-inference"))}
+    assert first["Performance_Result"] in held
+    settled = import_summary(_write(tmp_path / "summary_results_v5.1.json", corrected), store)
+    assert (settled.changed, settled.replaced) == (0, 0)
     if not store.uri.startswith("embedded:"):
         return
     runner = CliRunner()
@@ -503,3 +513,47 @@ def test_a_results_own_software_text_asks_it_back_with_every_component_it_names(
     assert found.basis.value == "observed"
     assert found.value == pytest.approx(row["Performance_Result"])
     assert ranked.recommendations and "framework constraint" not in ranked.excluded
+
+
+def test_a_corrected_figure_replaced_from_the_cli_is_what_the_advisor_answers(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """``advisor import mlperf-summary --replace-changed``: the corrected figure replaces the
+    stored one and the next answer is made from it (the store's caches read it again), where
+    without the option the stored figure is kept and said to be."""
+    from stack_advisor.advisor.engine import Advisor
+    from stack_advisor.cli.main import app
+    from stack_advisor.store.registry import open_store
+
+    row = next(
+        r
+        for r in v51_rows
+        if not r["inferred"] and r["Model"] == "retinanet" and r["Scenario"] == "Offline"
+    )
+    uri = f"embedded:{tmp_path / 'kb'}"
+    asked = {
+        "accelerator": row["Accelerator"],
+        "accelerator_count": row["a#"],
+        "benchmark": "retinanet",
+        "scenario": "Offline",
+        "as_of": "now",
+    }
+    runner = CliRunner()
+    file = _write(tmp_path / "summary_results_v5.1.json", [row])
+    first = runner.invoke(app, ["import", "mlperf-summary", str(file), "--store", uri])
+    assert first.exit_code == 0, first.output
+    with open_store(uri) as store:
+        (before,) = Advisor(store).predict([asked])
+    fixed = {**row, "Performance_Result": float(row["Performance_Result"]) * 1.5}
+    file = _write(tmp_path / "summary_results_v5.1.json", [fixed])
+    kept = runner.invoke(app, ["import", "mlperf-summary", str(file), "--store", uri])
+    assert kept.exit_code == 0 and "the stored figure is kept" in kept.output
+    took = runner.invoke(
+        app, ["import", "mlperf-summary", str(file), "--store", uri, "--replace-changed", "--json"]
+    )
+    assert took.exit_code == 0, took.output
+    assert json.loads(took.stdout)["replaced"] == 1
+    with open_store(uri) as store:
+        (after,) = Advisor(store).predict([asked])
+    assert before.basis.value == after.basis.value == "observed"
+    assert after.value == pytest.approx(before.value * 1.5)

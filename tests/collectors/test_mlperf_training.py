@@ -186,6 +186,11 @@ def test_a_re_import_with_more_runs_says_which_scores_it_kept(
         changed.path.endswith("bert/result_*.txt") and "the stored score is kept" in changed.reason
     )
     assert again.imported == 1  # the new run; the score stays as stored
+    took = import_mlperf_training(root, embedded_store, replace_changed=True)
+    (replaced,) = [i for i in took.issues if i.category == "replaced-score"]
+    assert replaced.reason.endswith(": replaced")
+    settled = import_mlperf_training(root, embedded_store)
+    assert not [i for i in settled.issues if i.category in ("changed-score", "replaced-score")]
 
 
 @pytest.mark.parametrize(

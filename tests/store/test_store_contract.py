@@ -254,6 +254,26 @@ def test_stored_values_by_key_in_bulk(store):
     assert store.observation_values([]) == {}
 
 
+def test_a_corrected_figure_is_revised_in_place_and_caches_read_again(store):
+    """``revise_values``: each key held takes its new figure (keys not held left out, a second
+    revision to the same figure still counted), the generation moves on and so does the cache
+    identity (a revision is not an addition: a cache must read everything again); a value that
+    is not a finite number is refused naming it, before anything is written."""
+    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(3)]))
+    key = store.query_observations()[0].key
+    before = (store.generation(), store.cache_identity())
+    assert store.revise_values({key: 123.5, "obs-nope": 1.0}) == 1
+    assert store.get_observation(key).value == 123.5
+    assert store.generation() > before[0]
+    if before[1] is not None:
+        assert store.cache_identity() != before[1]
+    assert store.revise_values({key: 123.5}) == 1
+    assert store.revise_values({}) == 0
+    with pytest.raises(InvalidInput, match=key):
+        store.revise_values({key: float("nan")})
+    assert store.get_observation(key).value == 123.5
+
+
 def test_entities_stats_and_failures(store):
     doc = ResultDocument(
         run=Run(run_id="r-9", profile="quick"),

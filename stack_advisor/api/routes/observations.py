@@ -23,7 +23,9 @@ from stack_advisor.api.schemas import (
     ObservationPage,
     ObservationPublic,
     ObservationQuery,
+    ObservationRevisions,
     ResultDocumentsIn,
+    RevisionReport,
 )
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import IngestBatch, ObservationFilter, ResultDocument
@@ -75,6 +77,27 @@ def list_observations(
 )
 def get_observation(key: str, store: StoreDep, _: ReadCaller) -> ObservationPublic:
     return ObservationPublic.model_validate(store.get_observation(key).model_dump())
+
+
+@router.post(
+    "/revisions",
+    operation_id="reviseObservationValues",
+    response_model=RevisionReport,
+    responses=WRITE_ERRORS,
+    summary="Replace stored figures a publisher corrected, in one transaction",
+    description="Idempotent: sending the same figures again sets them again. Keys the store "
+    "does not hold are left out. The store's cached data are read again afterwards.",
+)
+def revise_observation_values(
+    revisions: ObservationRevisions,
+    store: StoreDep,
+    settings: SettingsDep,
+    resources: ResourcesDep,
+    _: WriteCaller,
+) -> RevisionReport:
+    service.check_batch_size(len(revisions.values), settings.max_batch_items)
+    revised = service.revise_values(store, revisions.values, resources)
+    return RevisionReport(received=len(revisions.values), revised=revised)
 
 
 @router.post(

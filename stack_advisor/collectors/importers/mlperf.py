@@ -51,6 +51,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
     ingest_observations,
     issue_dicts,
     metric_facts,
+    replace_figures,
 )
 from stack_advisor.collectors.importers.mlperf_inference_tree import (
     ATTRIBUTION,
@@ -334,8 +335,11 @@ def import_mlperf(
     round_name: str | None = None,
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int, int], None] | None = None,
+    replace_changed: bool = False,
 ) -> ImportSummary:
-    """Read one results tree and write its records to ``store``; idempotent.
+    """Read one results tree and write its records to ``store``; idempotent. A result the
+    store holds at another figure than the files now give keeps the stored one, said in an
+    issue (``changed-value``), or with ``replace_changed`` takes the files' (``replaced-value``).
 
     ``progress(done, total)`` is called after each batch.
     """
@@ -346,14 +350,20 @@ def import_mlperf(
         progress(0, len(observations))
     new, received = ingest_counted(store, observations, batch_size, progress)
     if received > new:  # a re-import: what the store held already may read otherwise now
-        for obs, stored in held_at_other_values(store, observations):
+        changed = held_at_other_values(store, observations)
+        replaced = replace_changed and replace_figures(store, changed, batch_size) > 0
+        for obs, stored in changed:
             scenario = obs.benchmark.parameters.get("scenario") or ""
             tree.skip(
                 obs.provenance.details.get("file") or obs.source_key or "",
                 f"{obs.benchmark.name} {scenario} {obs.metric} held at {stored:.6g}; the files "
-                f"now give {obs.value:.6g}: the stored figure is kept; import into a store "
-                "without the round to replace it",
-                "changed-value",
+                f"now give {obs.value:.6g}: "
+                + (
+                    "replaced"
+                    if replaced
+                    else "the stored figure is kept (--replace-changed takes the files')"
+                ),
+                "replaced-value" if replaced else "changed-value",
             )
     by_reason: dict[str, int] = {}
     for issue in tree.skipped:

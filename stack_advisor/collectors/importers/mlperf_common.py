@@ -271,6 +271,18 @@ def same_figure(a: float, b: float, *, exact: bool = False) -> bool:
     return logged and abs(a - b) <= TWO_DECIMALS
 
 
+def replace_figures(
+    store: Store, changed: list[tuple[Observation, float]], batch_size: int = DEFAULT_BATCH
+) -> int:
+    """The stored figures of ``changed`` (``held_at_other_values``) replaced by the figures the
+    files now give (``Store.revise_values``, ``batch_size`` at a time): how many were."""
+    values = [(canonical_observation(o).observation_key, o.value) for o, _ in changed]
+    return sum(
+        store.revise_values(dict(values[i : i + batch_size]))
+        for i in range(0, len(values), batch_size)
+    )
+
+
 def held_at_other_values(
     store: Store, observations: Iterable[Observation], *, exact: bool = False
 ) -> list[tuple[Observation, float]]:

@@ -60,6 +60,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
     ingest_counted,
     metric_facts,
     placement_of,
+    replace_figures,
     same_figure,
 )
 from stack_advisor.collectors.importers.mlperf_inference_tree import ATTRIBUTION, FAMILY, SOURCE
@@ -147,6 +148,7 @@ class SummaryImport:
     # stored figure is kept; how many, and the first BAD_ROWS_SHOWN of them
     changed: int = 0
     changed_rows: list[dict[str, str]] = field(default_factory=list)
+    replaced: int = 0  # of those, the stored figures replaced (``--replace-changed``)
 
     def held_otherwise(self, obs: Observation, stored: float) -> None:
         """Say that the store keeps ``stored`` where this table gives ``obs``'s value."""
@@ -195,6 +197,7 @@ class SummaryImport:
             "bad_rows": self.bad_rows,
             "changed": self.changed,
             "changed_rows": self.changed_rows,
+            "replaced": self.replaced,
             "seconds": round(self.seconds, 3),
         }
 
@@ -618,17 +621,22 @@ def import_summary(
     round_name: str | None = None,
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int, int], None] | None = None,
+    replace_changed: bool = False,
 ) -> SummaryImport:
     """Read one summary table and write its results to ``store``; idempotent, and adds nothing
     for results already imported from the round's results tree. A result the store holds at
-    another value keeps the stored one and is reported (``SummaryImport.changed_rows``)."""
+    another value is reported (``SummaryImport.changed_rows``) and keeps the stored figure, or
+    with ``replace_changed`` takes the table's (``SummaryImport.replaced``)."""
     started = time.perf_counter()
     observations, report = read_summary(path, round_name=round_name)
     new, received = ingest_counted(store, observations, batch_size, progress)
     report.imported, report.already_present = new, received - new
     if received > new:  # a re-import: what the store held already may read otherwise now
-        for obs, stored in held_at_other_values(store, observations):
+        changed = held_at_other_values(store, observations)
+        for obs, stored in changed:
             report.held_otherwise(obs, stored)
+        if replace_changed and changed:
+            report.replaced = replace_figures(store, changed, batch_size)
     report.seconds = time.perf_counter() - started
     return report
 

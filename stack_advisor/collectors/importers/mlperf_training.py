@@ -50,6 +50,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
     ingest_counted,
     issue_dicts,
     placement_of,
+    replace_figures,
 )
 from stack_advisor.collectors.importers.mlperf_mllog import (
     Score,
@@ -435,21 +436,31 @@ def to_batch(tree: TrainingTree) -> IngestBatch:
     return batch
 
 
-def _changed_scores(store: Store, batch: IngestBatch) -> list[Issue]:
+def _changed_scores(
+    store: Store, batch: IngestBatch, replace: bool = False, batch_size: int = DEFAULT_BATCH
+) -> list[Issue]:
     """The scores the store holds at another value than the files give (a round re-imported
-    with more result files): the stored figure stays, each said (``held_at_other_values``; both
-    readings are this importer's own olympic means, so any difference counts)."""
-    scores = [o for o in batch.observations if o.metric == "time_to_train_min"]
+    with more result files), each said (``held_at_other_values``; both readings are this
+    importer's own olympic means, so any difference counts): the stored figure stays, or with
+    ``replace`` every changed figure of the batch (a score's accelerator-hours with it) is
+    replaced."""
+    changed = held_at_other_values(store, batch.observations, exact=True)
+    replaced = replace and replace_figures(store, changed, batch_size) > 0
     return [
         Issue(
             obs.provenance.details.get("file", obs.source_key or ""),
             f"score held at {stored:.4g} min; the files now give {obs.value:.4g} "
-            f"(runs {obs.provenance.details.get('runs', '?')}): the stored score is kept; "
-            "import into a store without the round to replace it",
+            f"(runs {obs.provenance.details.get('runs', '?')}): "
+            + (
+                "replaced"
+                if replaced
+                else "the stored score is kept (--replace-changed takes the files')"
+            ),
             "skipped",
-            "changed-score",
+            "replaced-score" if replaced else "changed-score",
         )
-        for obs, stored in held_at_other_values(store, scores, exact=True)
+        for obs, stored in changed
+        if obs.metric == "time_to_train_min"
     ]
 
 
@@ -513,8 +524,10 @@ def import_mlperf_training(
     round_name: str | None = None,
     batch_size: int = DEFAULT_BATCH,
     progress: Callable[[int, int], None] | None = None,
+    replace_changed: bool = False,
 ) -> TrainingImportSummary:
-    """Read one Training results tree and write it to ``store``; idempotent."""
+    """Read one Training results tree and write it to ``store``; idempotent (``replace_changed``:
+    a score the files now give otherwise replaces the stored one, ``_changed_scores``)."""
     started = time.perf_counter()
     tree = read_training_tree(path, round_name=round_name)
     batch = to_batch(tree)
@@ -522,7 +535,7 @@ def import_mlperf_training(
     head = store.ingest(IngestBatch(runs=batch.runs, failures=batch.failures))
     new, received = ingest_counted(store, batch.observations, batch_size, progress)
     if received > new:  # a re-import: what the store held already may read otherwise now
-        tree.issues.extend(_changed_scores(store, batch))
+        tree.issues.extend(_changed_scores(store, batch, replace_changed, batch_size))
     return TrainingImportSummary(
         path=str(path),
         round=tree.round,
