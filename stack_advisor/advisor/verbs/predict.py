@@ -455,6 +455,10 @@ def _answer(
             "a single observation: the interval is the measurement spread the knowledge base "
             "shows for repeated configurations"
         )
+    answered = answer_round(index.round_drift, cq, cq.as_of, est)
+    late = _date_past_rounds(cq, answered)
+    if late:
+        warnings.append(late)
     extra: dict[str, Any] = {}
     return Prediction(
         query=q,
@@ -469,6 +473,32 @@ def _answer(
         factors=[Factor(name=n, value=v, effect=round(e, 4)) for n, v, e in est.factors],
         evidence=evidence,
         warnings=warnings,
-        round=answer_round(index.round_drift, cq, cq.as_of, est),
+        round=answered,
         **extra,
+    )
+
+
+STALE_DAYS = 200  # past a round's publication by more than a round's spacing (~6 months)
+
+
+def _date_past_rounds(cq: Query, answered: str | None) -> str:
+    """A note where ``as_of`` is a date (2027-06-01) well past the publication of the round it
+    is answered for, the newest the catalogue dates: a later round may be out by then that
+    neither the catalogue nor the knowledge base holds ("" otherwise, and for "today", whose
+    answer says its round)."""
+    from datetime import date
+
+    from stack_advisor.advisor.estimate.as_of import DATE_SHAPE, published_on
+    from stack_advisor.advisor.knowledge.table import round_number
+
+    if answered is None or not re.fullmatch(DATE_SHAPE, cq.as_of):
+        return ""
+    published = published_on(cq.family, round_number(answered))
+    asked = date.fromisoformat(cq.as_of)
+    if published is None or (asked - published).days <= STALE_DAYS:
+        return ""
+    return (
+        f"as_of {cq.as_of}: the newest round the catalogue dates is {answered} ({published}); a "
+        "later one may be out by then that it does not hold: answered for "
+        f"{answered}"
     )
