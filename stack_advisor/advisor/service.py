@@ -341,10 +341,10 @@ def ingest(
     return result
 
 
-def revise_values(store: Store, values: dict[str, float], resources: Resources) -> int:
-    """Replace stored figures in one transaction (``Store.revise_values``); then the advisor
-    reads the store again on its next answer."""
-    revised = store.revise_values(values)
+def revise_observations(store: Store, batch: IngestBatch, resources: Resources) -> int:
+    """Replace stored figures in one transaction (``Store.revise_observations``); then the
+    advisor reads the store again on its next answer."""
+    revised = store.revise_observations(batch.observations)
     resources.written()
     return revised
 

@@ -66,31 +66,9 @@ class ObservationQuery(ObservationFilter):
     )
 
 
-class ObservationRevisions(_Out):
-    """Corrected published figures: observation key → the figure that replaces the stored one
-    (``advisor import ... --replace-changed`` through the API)."""
-
-    values: dict[str, float] = Field(
-        description="observation key (obs-...) → its corrected figure, a finite number",
-        examples=[{"obs-0003ff9d7538aaae06b37909afbdb7f5": 9.47}],
-    )
-
-    @field_validator("values")
-    @classmethod
-    def _keys_and_figures(cls, value: dict[str, float]) -> dict[str, float]:
-        import math
-
-        for key, figure in value.items():
-            if not key or len(key) > 200:
-                raise ValueError(f"{key[:40]!r} is not an observation key (obs-...)")
-            if not math.isfinite(figure):
-                raise ValueError(f"{key}: {figure!r} is not a finite number")
-        return value
-
-
 class RevisionReport(_Out):
-    """What a revision did: the figures received, and how many replaced a stored one (a key the
-    store does not hold is left out)."""
+    """What a revision did: the observations received, and how many replaced a stored figure (a
+    key the store does not hold, or holds at that figure, is left alone)."""
 
     received: int = Field(ge=0)
     revised: int = Field(ge=0)

@@ -346,7 +346,11 @@ def as_options(message: str) -> str:
     """A workload's validation message in the options the user typed: ``max_ttft_ms: ...`` as
     ``--max-ttft-ms: ...``, ``hardware.min_count: ...`` as ``--min-count: ...``."""
 
+    from stack_advisor.advisor.workload import Workload
+
     def option(found: re.Match[str]) -> str:
+        if found.group(1).split(".")[0] not in Workload.model_fields:
+            return found.group(0)  # a message's own words ("known: a, b"), not a field
         names = [p for p in found.group(1).split(".") if not p.isdigit()]
         name = names[-1] if names else found.group(1)
         if name == "hardware":  # a check across the hardware options names them itself

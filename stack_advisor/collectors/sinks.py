@@ -35,7 +35,8 @@ class StoreSink(Sink):
 
     def __init__(self, store: Any, uri: str | None = None) -> None:
         self.store = store
-        self.identity = store.cache_identity() or f"{type(store).__name__}:{uri or 'default'}"
+        # what was added to the store, not revised: a sweep's ledger keys on it
+        self.identity = store.store_identity() or f"{type(store).__name__}:{uri or 'default'}"
         self.ingested: list[Any] = []
 
     def deliver(self, document: ResultDocument) -> int:

@@ -6,10 +6,9 @@ implements. The contract lives in these docstrings; implementations don't repeat
 
 from __future__ import annotations
 
-import math
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
@@ -403,38 +402,37 @@ class Store(ABC):
                 out[key] = found.value
         return out
 
-    def revise_values(self, values: Mapping[str, float]) -> int:
-        """Replace the stored figure of each observation ``values`` names by key: a result its
-        publisher corrected (an importer's ``--replace-changed``); the spread of the samples it
-        replaces (p10, p90, stddev, cv) no longer describes it: cleared, one sample. Keys the
-        store does not hold are left out; returns how many it replaced. Not an addition: the
-        store's cache identity moves on (``cache_identity``), so a cache of its data reads
-        everything again.
+    def revise_observations(self, observations: Iterable[Observation | dict[str, Any]]) -> int:
+        """Replace what the store holds for each observation's key where its figure now reads
+        otherwise (a publisher's correction; an importer's ``--replace-changed``): the figure,
+        its samples, their spread (cleared where the new reading gives none: it described the
+        old one) and its provenance. Keys the store does not hold, and figures it holds as
+        they are, are left alone; returns how many were replaced. Not an addition: the cache
+        identity moves on (``cache_identity``), so a cache of the store's data reads it all
+        again; ``store_identity`` stays.
 
         Raises:
-            InvalidInput: a value that is not a finite number, or a key that is empty.
+            InvalidInput: an observation is malformed (the message names the field).
             NotImplementedError: the backend keeps its observations as written; the message
                 names the class.
         """
-        checked: dict[str, float] = {}
-        for key, value in values.items():
-            if not isinstance(key, str) or not key:
-                raise InvalidInput(f"values: {key!r} is not an observation key (obs-...)")
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise InvalidInput(f"values.{key}: {value!r} is not a number")
-            if not math.isfinite(value):
-                raise InvalidInput(f"values.{key}: {value!r} is not a finite number")
-            checked[key] = float(value)
-        return self._revise_values(checked) if checked else 0
+        batch = checked_batch({"observations": list(observations)})
+        return self._revise_observations(batch) if batch.observations else 0
 
-    def _revise_values(self, values: dict[str, float]) -> int:
-        raise NotImplementedError(f"{type(self).__name__} cannot revise stored values")
+    def _revise_observations(self, batch: IngestBatch) -> int:
+        raise NotImplementedError(f"{type(self).__name__} cannot revise stored observations")
+
+    def store_identity(self) -> str | None:
+        """A token for what was added to this store: it changes when the store is emptied and
+        set up again or migrated, not when a figure is revised (``revise_observations``); what
+        a sweep's ledger of measured cells keys on. The cache identity by default."""
+        return self.cache_identity()
 
     def cache_identity(self) -> str | None:
         """A token for caches of derived data (the advisor's persisted table and model), which
         they key together with the data generation: it differs between two stores and changes
-        when a store is emptied and its schema created again, so one generation number of two
-        lineages never collide.
+        when a store is emptied and its schema created again, or a stored figure is revised
+        (``revise_observations``), so one generation number of two lineages never collide.
 
         Returns:
             The token, or None when this store's data must not be cached across processes.

@@ -265,18 +265,22 @@ class CypherStore(Store):
             )
         return out
 
-    def _revise_values(self, values: dict[str, float]) -> int:
-        """One transaction: each value set in place; where any was, the generation bumped (first,
-        as an ingest's: the write lock on SchemaInfo orders writers) and the store marked
-        rewritten (its cache identity moves on); else the bump taken back."""
-        rows = [{"key": k, "value": v} for k, v in values.items()]
+    def _revise_observations(self, batch: IngestBatch) -> int:
+        """One transaction: each observation whose stored figure differs set in place
+        (``queries.revise_observations``); where any was, the generation bumped (first, as an
+        ingest's: the write lock on SchemaInfo orders writers) and the revision marked (the
+        cache identity moves on); else the bump taken back."""
+        rows = list(BatchRows.from_batch(batch).observations.values())
         now = iso_utc(datetime.now(UTC))
 
         def work(run: Run) -> int:
             run(Q.BUMP_GENERATION, {})
-            found = sum(len(run(Q.REVISE_VALUES, {"rows": part})) for part in chunks(rows))
+            found = 0
+            for part in chunks(rows):
+                present, shaped = shape_rows("Observation", part)
+                found += len(run(Q.revise_observations(present), {"rows": shaped}))
             if found:
-                run(Q.MARK_REWRITTEN, {"now": now})
+                run(Q.MARK_REVISED, {"now": now})
             else:
                 run(Q.UNBUMP_GENERATION, {})
             return found
@@ -358,13 +362,22 @@ class CypherStore(Store):
         info = self._read(Q.READ_SCHEMA_INFO, {})
         return int(info[0]["generation"]) if info else 0
 
-    def cache_identity(self) -> str | None:
+    def store_identity(self) -> str | None:
         """The URI and when the schema was created or last migrated (a store emptied by
         ``clear`` and set up again gets a new one); None before the schema exists."""
         info = self._read(Q.READ_STORE_IDENTITY, {})
         if not info or info[0]["applied_at"] is None:
             return None
         return f"{self.uri}|schema {info[0]['version']}|{info[0]['applied_at']}"
+
+    def cache_identity(self) -> str | None:
+        """``store_identity``, and when a figure was last revised (``revise_observations``):
+        a cache of the data must read them again after either."""
+        identity = self.store_identity()
+        if identity is None:
+            return None
+        revised = self._read(Q.READ_REVISED, {})
+        return identity + (f"|revised {revised[0]['applied_at']}" if revised else "")
 
     def _clear(self) -> None:
         """Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so

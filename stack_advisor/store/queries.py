@@ -262,15 +262,32 @@ OBSERVATION_VALUES = (
     "UNWIND $keys AS k MATCH (o:Observation {key: k}) RETURN o.key AS key, o.value AS value"
 )
 
-# A corrected published figure replaced in place (``Store.revise_values``; the spread of the samples
-# it replaces no longer describes it: cleared), and the mark that the
-# store's data were rewritten, not added to: its cache identity moves on (caches read it all again)
-REVISE_VALUES = (
-    "UNWIND $rows AS r MATCH (o:Observation {key: r.key}) "
-    "SET o.value = r.value, o.samples = 1, o.p10 = NULL, o.p90 = NULL, o.stddev = NULL, "
-    "o.cv = NULL RETURN o.key AS key"
+# A corrected published figure (``Store.revise_observations``): only where the stored figure
+# differs, the figure set in place with what the new reading says of its samples, their spread and
+# its provenance (a spread it does not give is cleared: it described the old reading).
+REVISED = ("value", "samples", "p10", "p90", "stddev", "cv", "provenance_json")
+
+
+@cache
+def revise_observations(present: frozenset[str]) -> str:
+    sets = ", ".join(
+        f"o.{p} = r.{p}" if p in present else f"o.{p} = NULL"
+        for p in REVISED
+        if p in present or p != "samples"
+    )
+    return (
+        "UNWIND $rows AS r MATCH (o:Observation {key: r.key}) WHERE o.value <> r.value "
+        f"SET {sets} RETURN o.key AS key"
+    )
+
+
+# A revision is not an addition: the mark that the store's data were rewritten (its own SchemaInfo
+# node, so a store's identity for what was added to it, ``Store.store_identity``, stays).
+MARK_REVISED = (
+    "MERGE (s:SchemaInfo {name: 'revisions'}) "
+    "SET s.applied_at = $now, s.version = 0, s.generation = 0"
 )
-MARK_REWRITTEN = "MATCH (s:SchemaInfo {name: 'graph'}) SET s.applied_at = $now"
+READ_REVISED = "MATCH (s:SchemaInfo {name: 'revisions'}) RETURN s.applied_at AS applied_at"
 
 # One observation by its key: a primary-key (unique constraint) lookup, then its context's links;
 # not the filtered scan above, whose pattern the engines join before filtering.

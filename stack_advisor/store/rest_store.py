@@ -189,8 +189,10 @@ class RestStore(Store):
         params = {"cluster": cluster} if cluster is not None else {}
         return list(self._request("GET", "/v1/inventory", params=params)["items"])
 
-    def _revise_values(self, values: dict[str, float]) -> int:
-        body = self._request("POST", "/v1/observations/revisions", json={"values": values})
+    def _revise_observations(self, batch: IngestBatch) -> int:
+        body = self._request(
+            "POST", "/v1/observations/revisions", json=batch.model_dump(mode="json")
+        )
         return int(body["revised"])
 
     def _get_observation(self, key: str) -> StoredObservation | None:

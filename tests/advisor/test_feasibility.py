@@ -309,3 +309,15 @@ def test_a_runtime_of_another_vendors_gpus_is_refused_on_a_part(kb_advisor: Any)
     assert rocm_on_nvidia.basis.value == "unsupported"
     assert "ROCm runs on AMD GPUs only" in (rocm_on_nvidia.reason or "")
     assert rocm_on_amd.basis.value != "unsupported" and rocm_on_amd.value
+
+
+def test_a_catalogue_part_is_not_refused_for_the_stack_it_borrowed(kb_advisor: Any) -> None:
+    """A part no result of its vendor ran the benchmark with is ranked on a stack borrowed from
+    the parts that did (NVIDIA's): a placeholder for the transfer, not a stack to refuse the
+    part for (a review found MI250X on bert-99 excluded as "CUDA runs on NVIDIA GPUs only")."""
+    out = kb_advisor.recommend(
+        {"benchmark": "bert-99", "scenario": "Offline", "hardware": {"accelerators": ["MI250X"]}},
+        top=3,
+    )
+    assert [r.candidate.accelerator for r in out.recommendations] == ["MI250X"]
+    assert not any("runs on NVIDIA GPUs only" in k for k in out.excluded)

@@ -656,13 +656,21 @@ def test_a_date_well_past_the_newest_dated_round_says_a_later_one_may_be_out(
     """as_of 2027-06-01 is answered for the newest round the catalogue dates, saying a later
     one may have been published by then that nothing here holds (a probe got v6.0 unsaid); a
     date within a round's spacing of it says nothing of the kind."""
-    late, near = kb_advisor.predict(
+    late, near, measured = kb_advisor.predict(
         [
             {**LLAMA, "accelerator_count": 8, "as_of": "2027-06-01"},
             {**LLAMA, "accelerator_count": 8, "as_of": "2026-05-01"},
+            # a named stack is answered as measured (v4.1): the date names v5.1, just published
+            {
+                **LLAMA,
+                "accelerator_count": 8,
+                "framework": "tensorrt==10.2.0",
+                "as_of": "2025-10-01",
+            },
         ]
     )
     assert late.round == near.round
     (said,) = [w for w in late.warnings if w.startswith("as_of 2027-06-01:")]
     assert f"answered for {late.round}" in said and "a later one may be out" in said
     assert not [w for w in near.warnings if w.startswith("as_of ")]
+    assert measured.round == "v4.1" and not [w for w in measured.warnings if "a later one" in w]

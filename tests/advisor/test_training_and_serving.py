@@ -178,12 +178,25 @@ def test_latency_limits_unchecked_are_warned_not_hidden(
         "max_ttft_ms not checked: no observed time to first token for this configuration"
         in offline.warnings
     )
-    # no result of the benchmark and scenario records a TTFT: the limit cannot apply, said once
+    # no Offline result records a TTFT: the limit cannot apply, said once
     assert (
         "--max-ttft-ms not applied: no llama2-70b-99 Offline result records a p99 time to first "
         "token (LLM Server and Interactive results do)" in result.notes
     )
     assert not any(n.startswith("latency limits are checked") for n in result.notes)
+
+
+def test_a_latency_limit_checked_on_other_scenarios_is_not_said_unapplied(
+    embedded_store: Any, tmp_path: Path
+) -> None:
+    """No scenario named: the limit is checked on the benchmark's Server results (a candidate
+    excluded by it), so no note says it was not applied (a review found both at once)."""
+    serving_kb(embedded_store, tmp_path)
+    result = Advisor(embedded_store).recommend(
+        Workload(benchmark="llama2-70b-99", include_predicted=False, max_ttft_ms=1000), top=5
+    )
+    assert any(k.startswith("observed time to first token p99 above") for k in result.excluded)
+    assert not any(n.startswith("--max-ttft-ms not applied") for n in result.notes)
 
 
 def test_latency_limits_must_be_positive() -> None:

@@ -255,23 +255,30 @@ def test_stored_values_by_key_in_bulk(store):
 
 
 def test_a_corrected_figure_is_revised_in_place_and_caches_read_again(store):
-    """``revise_values``: each key held takes its new figure (keys not held left out, a second
-    revision to the same figure still counted), the generation moves on and so does the cache
-    identity (a revision is not an addition: a cache must read everything again); a value that
-    is not a finite number is refused naming it, before anything is written."""
-    store.ingest(IngestBatch(observations=[make_obs(i) for i in range(3)]))
-    key = store.query_observations()[0].key
-    before = (store.generation(), store.cache_identity())
-    assert store.revise_values({key: 123.5, "obs-nope": 1.0}) == 1
-    assert store.get_observation(key).value == 123.5
+    """``revise_observations``: an observation the store holds at another figure takes the new
+    reading (its figure, samples, spread and provenance; a spread it does not give is cleared);
+    one held at its figure, or not held, is left alone and moves nothing; a revision moves the
+    generation and the cache identity on (a cache must read everything again), not the store's
+    identity (a sweep's ledger keys on it)."""
+    first, other = make_obs(0), make_obs(1)
+    store.ingest(IngestBatch(observations=[first, other]))
+    before = (store.generation(), store.cache_identity(), store.store_identity())
+    assert store.revise_observations([first, make_obs(7)]) == 0  # as held; not held
+    assert (store.generation(), store.cache_identity()) == before[:2]
+    corrected = first.model_copy(
+        update={"value": 123.5, "samples": 3, "p10": None, "p90": None, "cv": None}
+    )
+    assert store.revise_observations([corrected]) == 1
+    back = store.get_observation(first.observation_key)
+    assert (back.value, back.samples, back.p10, back.p90, back.cv) == (123.5, 3, None, None, None)
+    assert store.get_observation(other.observation_key).value == other.value
     assert store.generation() > before[0]
     if before[1] is not None:
         assert store.cache_identity() != before[1]
-    assert store.revise_values({key: 123.5}) == 1
-    assert store.revise_values({}) == 0
-    with pytest.raises(InvalidInput, match=key):
-        store.revise_values({key: float("nan")})
-    assert store.get_observation(key).value == 123.5
+        assert store.store_identity() == before[2]
+    assert store.revise_observations([corrected]) == 0  # idempotent
+    with pytest.raises(InvalidInput, match="observations"):
+        store.revise_observations([{"value": "x"}])
 
 
 def test_entities_stats_and_failures(store):

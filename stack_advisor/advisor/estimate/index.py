@@ -82,7 +82,7 @@ from stack_advisor.advisor.estimate.residuals import SHRINK as SHRINK
 from stack_advisor.advisor.estimate.scenario import derived_estimate
 from stack_advisor.advisor.estimate.training import TrainingEstimator
 from stack_advisor.advisor.estimate.training import applies as is_training_slice
-from stack_advisor.advisor.estimate.transfer import TransferModel
+from stack_advisor.advisor.estimate.transfer import TransferModel, figure_text
 from stack_advisor.advisor.estimate.transferred import kind_quantiles, transferred_estimate
 from stack_advisor.advisor.estimate.variants import blend_with_variants
 from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
@@ -228,8 +228,9 @@ class EvidenceIndex:
             if est.high is None or bound.high is None or est.high <= bound.high:
                 return est
             held = (
-                f"the interval's top is held to its {looser} estimate's ({bound.high:,.0f} per "
-                f"accelerator, {bound.basis.value}): {q.scenario}'s limits are tighter"
+                f"the interval's top is held to its {looser} estimate's "
+                f"({figure_text(bound.high)} per accelerator, {bound.basis.value}): "
+                f"{q.scenario}'s limits are tighter"
             )
             return replace(est, high=bound.high, notes=[*est.notes, held])
         high = min(est.high, bound.high) if est.high is not None and bound.high else est.high

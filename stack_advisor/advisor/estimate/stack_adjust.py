@@ -115,6 +115,8 @@ def _others_only(effects: StackEffects, est: Estimate, fw: str) -> Estimate:
     H200 answered from its TensorRT results, unsaid, where "vllm" alone said it."""
     if est.basis is not Basis.INTERPOLATED or not len(est.rows):
         return est
+    if any(kind == "software class" for kind, _, _ in est.factors):
+        return est  # moved across classes by a learned factor: its own note says whose
     ran = sorted({effects.row_stack(r).framework or "unknown" for r in est.rows.tolist()})
     if fw in ran:
         return est

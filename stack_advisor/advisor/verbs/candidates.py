@@ -102,6 +102,8 @@ class Candidate:
     # serving limits checked against estimated TTFT/TPOT
     # (``stack_advisor.advisor.verbs.serving.estimated_limits``)
     latency_checks: tuple[str, ...] = ()
+    # a catalogue part's stack taken from another vendor's parts: a placeholder, not its own
+    borrowed_stack: bool = False
 
 
 # ---- stage 0: the slice ---------------------------------------------------------------------
@@ -393,7 +395,7 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
             out.append(
                 _candidate(knowledge, acc, place, mode(table.stack.values(newest)), fam_rows, False)
             )
-    for acc, stack_id, name in catalogue_parts(
+    for acc, stack_id, name, borrowed in catalogue_parts(
         knowledge, sl.workload, sl.rows, {a for a, _ in pairs}
     ):
         out.append(
@@ -405,6 +407,7 @@ def candidates(knowledge: Knowledge, sl: Slice) -> list[Candidate]:
                 rows=[],
                 observed=False,
                 published=[name],
+                borrowed_stack=borrowed,
             )
         )
     return out

@@ -19,11 +19,12 @@ PLACEMENT = "bare-metal"  # a part never measured: estimated as the datasheet de
 
 def catalogue_parts(
     knowledge: Knowledge, workload: Workload, rows: np.ndarray, known: set[str]
-) -> list[tuple[str, str, str]]:
-    """(canonical accelerator, stack id, catalogue name) of each catalogue accelerator the
-    workload's filter selects and ``known`` (the canonical accelerators the family has rows of)
-    lacks; the stack is the newest among ``rows`` (the ranked slice) of the part's vendor, else
-    of any vendor: what a transfer assumes the part runs."""
+) -> list[tuple[str, str, str, bool]]:
+    """(canonical accelerator, stack id, catalogue name, whether the stack is borrowed) of each
+    catalogue accelerator the workload's filter selects and ``known`` (the canonical
+    accelerators the family has rows of) lacks; the stack is the newest among ``rows`` (the
+    ranked slice) of the part's vendor, else of any vendor (borrowed: a placeholder for what a
+    transfer assumes the part runs, not a stack to judge the part by)."""
     hw = workload.hardware
     if not hw.accelerators or not len(rows):
         return []
@@ -31,13 +32,12 @@ def catalogue_parts(
     for entry in sorted(load_catalog().accelerators.values(), key=lambda e: e.id):
         key = resolve_accelerator(entry.id).key
         if key not in known and hw.allows(entry.id):
-            out.append(
-                (key, _newest_stack(knowledge, rows, accelerator_class(entry.id)), entry.name)
-            )
+            stack, borrowed = _newest_stack(knowledge, rows, accelerator_class(entry.id))
+            out.append((key, stack, entry.name, borrowed))
     return out
 
 
-def _newest_stack(knowledge: Knowledge, rows: np.ndarray, vendor: str) -> str:
+def _newest_stack(knowledge: Knowledge, rows: np.ndarray, vendor: str) -> tuple[str, bool]:
     table = knowledge.table
     same = np.array(
         [
@@ -48,4 +48,4 @@ def _newest_stack(knowledge: Knowledge, rows: np.ndarray, vendor: str) -> str:
     )
     newest = knowledge.index.latest(rows[same] if same.any() else rows)
     stacks = table.stack.values(newest)
-    return str(max(sorted(set(stacks)), key=stacks.count))
+    return str(max(sorted(set(stacks)), key=stacks.count)), not same.any()

@@ -124,15 +124,17 @@ def foreign_runtime(c: Candidate) -> str | None:
     """Why the candidate's stack names a runtime of another vendor's GPUs than its accelerator
     (TensorRT on an AMD part, ROCm on an NVIDIA one), or None. A CPU, a mixed system or a part
     without public specs decides nothing; nor does a configuration measured so (its record is
-    what it is)."""
+    what it is), a catalogue part's borrowed placeholder stack, or a version that is no version
+    (a published "TBD")."""
     kind = accelerator_class(c.published[0])
-    if c.observed or kind in ("cpu", "other"):
+    if c.observed or c.borrowed_stack or kind in ("cpu", "other"):
         return None
     named = {**{k: v for k, v in c.stack.extra.items() if k == "rocm"}, **query_components(c.stack)}
     if c.stack.framework:
         named.setdefault(c.stack.framework.lower(), c.stack.framework_version or "")
     for name, (vendor, label) in VENDOR_ONLY.items():
-        if name in named and vendor != kind:
+        version = named.get(name)
+        if version is not None and vendor != kind and (version == "" or version[:1].isdigit()):
             return (
                 f"stack cannot run on the accelerator: {label} runs on {_VENDOR[vendor]} GPUs "
                 f"only and {c.accelerator} is {_VENDOR.get(kind, kind.title())}'s"

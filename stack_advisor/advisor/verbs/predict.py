@@ -456,7 +456,7 @@ def _answer(
             "shows for repeated configurations"
         )
     answered = answer_round(index.round_drift, cq, cq.as_of, est)
-    late = _date_past_rounds(cq, answered)
+    late = _date_past_rounds(cq, index.round_drift.target(cq, cq.as_of))
     if late:
         warnings.append(late)
     extra: dict[str, Any] = {}
@@ -481,24 +481,24 @@ def _answer(
 STALE_DAYS = 200  # past a round's publication by more than a round's spacing (~6 months)
 
 
-def _date_past_rounds(cq: Query, answered: str | None) -> str:
+def _date_past_rounds(cq: Query, target: float) -> str:
     """A note where ``as_of`` is a date (2027-06-01) well past the publication of the round it
-    is answered for, the newest the catalogue dates: a later round may be out by then that
-    neither the catalogue nor the knowledge base holds ("" otherwise, and for "today", whose
-    answer says its round)."""
+    names (``target``: the newest the catalogue dates by then, or the knowledge base's own
+    newer one): a later round may be out by then that neither holds ("" otherwise, and for
+    "today"). The round named, not the answer's: a named stack's answer is of the round it was
+    measured in."""
     from datetime import date
 
     from stack_advisor.advisor.estimate.as_of import DATE_SHAPE, published_on
-    from stack_advisor.advisor.knowledge.table import round_number
+    from stack_advisor.advisor.estimate.drift_prior import round_label
 
-    if answered is None or not re.fullmatch(DATE_SHAPE, cq.as_of):
+    if target <= 0 or not re.fullmatch(DATE_SHAPE, cq.as_of):
         return ""
-    published = published_on(cq.family, round_number(answered))
-    asked = date.fromisoformat(cq.as_of)
-    if published is None or (asked - published).days <= STALE_DAYS:
+    published = published_on(cq.family, target)
+    if published is None or (date.fromisoformat(cq.as_of) - published).days <= STALE_DAYS:
         return ""
+    named = round_label(target)
     return (
-        f"as_of {cq.as_of}: the newest round the catalogue dates is {answered} ({published}); a "
-        "later one may be out by then that it does not hold: answered for "
-        f"{answered}"
+        f"as_of {cq.as_of}: the newest round the catalogue dates is {named} ({published}); a "
+        f"later one may be out by then that it does not hold: answered for {named}"
     )

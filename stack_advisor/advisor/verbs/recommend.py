@@ -340,17 +340,15 @@ def _notes(knowledge: Knowledge, sl: Slice, any_ranked: bool, excluded: _Exclusi
 
 
 def _limits_unheld(knowledge: Knowledge, sl: Slice) -> list[str]:
-    """A note for each latency limit the workload states that no result of its benchmark and
-    scenario records (a TTFT limit on resnet50 Offline): it cannot be applied, and says so."""
+    """A note for each latency limit the workload states that no result of its benchmark
+    records (a TTFT limit on resnet50): it cannot be applied, and says so. The rows are those
+    the limits are checked on (``serving.latency_exclusions``: the benchmark's, every scenario)."""
     t = knowledge.table
-    rows = sl.bench_rows
-    if len(rows):
-        rows = rows[np.isin(t.scenario.codes[rows], [t.scenario.code(sl.scenario)])]
-    held = {t.metric.vocab[c] for c in set(t.metric.codes[rows].tolist())}
-    bench = sl.workload.benchmark or "this benchmark"
+    held = {t.metric.vocab[c] for c in set(t.metric.codes[sl.bench_rows].tolist())}
+    bench = " ".join(filter(None, (sl.workload.benchmark, sl.workload.scenario)))
     return [
-        f"--{name.replace('_', '-')} not applied: no {bench} {sl.scenario} result records a "
-        f"p99 {what} (LLM Server and Interactive results do)"
+        f"--{name.replace('_', '-')} not applied: no {bench or 'such'} result records a p99 "
+        f"{what} (LLM Server and Interactive results do)"
         for name, (_, metric, what) in sl.workload.latency_limits().items()
         if metric not in held
     ]

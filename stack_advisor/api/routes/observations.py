@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Query
 from stack_advisor.advisor import service
 from stack_advisor.api import examples
 from stack_advisor.api.deps import (
+    AdminCaller,
     MetricsDep,
     ReadCaller,
     ResourcesDep,
@@ -23,7 +24,6 @@ from stack_advisor.api.schemas import (
     ObservationPage,
     ObservationPublic,
     ObservationQuery,
-    ObservationRevisions,
     ResultDocumentsIn,
     RevisionReport,
 )
@@ -81,23 +81,32 @@ def get_observation(key: str, store: StoreDep, _: ReadCaller) -> ObservationPubl
 
 @router.post(
     "/revisions",
-    operation_id="reviseObservationValues",
+    operation_id="reviseObservations",
     response_model=RevisionReport,
     responses=WRITE_ERRORS,
-    summary="Replace stored figures a publisher corrected, in one transaction",
-    description="Idempotent: sending the same figures again sets them again. Keys the store "
-    "does not hold are left out. The store's cached data are read again afterwards.",
+    summary="Replace stored figures a publisher corrected, in one transaction (admin scope)",
+    description="The batch's observations (as POST /v1/batches takes them; failures and runs "
+    "are refused) replace the figure, samples, spread and provenance the store holds under "
+    "their keys where the figure differs; keys it does not hold are left out. Idempotent. An "
+    "admin token: unlike an ingest, it overwrites what is stored.",
 )
-def revise_observation_values(
-    revisions: ObservationRevisions,
+def revise_observations(
+    batch: Annotated[IngestBatch, Body()],
     store: StoreDep,
     settings: SettingsDep,
     resources: ResourcesDep,
-    _: WriteCaller,
+    _: AdminCaller,
 ) -> RevisionReport:
-    service.check_batch_size(len(revisions.values), settings.max_batch_items)
-    revised = service.revise_values(store, revisions.values, resources)
-    return RevisionReport(received=len(revisions.values), revised=revised)
+    if batch.failures or batch.runs:
+        raise InvalidInput("a revision replaces observations only: send no failures or runs")
+    extra = check_item_bounds(
+        ((f"observations[{i}]", o) for i, o in enumerate(batch.observations)),
+        settings.max_nested_entries,
+        settings.max_text_chars,
+    )
+    service.check_batch_size(len(batch.observations) + extra, settings.max_batch_items)
+    revised = service.revise_observations(store, batch, resources)
+    return RevisionReport(received=len(batch.observations), revised=revised)
 
 
 @router.post(

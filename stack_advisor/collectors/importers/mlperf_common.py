@@ -274,12 +274,13 @@ def same_figure(a: float, b: float, *, exact: bool = False) -> bool:
 def replace_figures(
     store: Store, changed: list[tuple[Observation, float]], batch_size: int = DEFAULT_BATCH
 ) -> int:
-    """The stored figures of ``changed`` (``held_at_other_values``) replaced by the figures the
-    files now give (``Store.revise_values``, ``batch_size`` at a time): how many were."""
-    values = [(canonical_observation(o).observation_key, o.value) for o, _ in changed]
+    """What the store holds of ``changed`` (``held_at_other_values``) replaced by what the files
+    now give: figure, samples, spread and provenance (``Store.revise_observations``,
+    ``batch_size`` at a time); how many were."""
+    observations = [o for o, _ in changed]
     return sum(
-        store.revise_values(dict(values[i : i + batch_size]))
-        for i in range(0, len(values), batch_size)
+        store.revise_observations(observations[i : i + batch_size])
+        for i in range(0, len(observations), batch_size)
     )
 
 
