@@ -48,6 +48,14 @@ _EXTRA_PATTERNS: dict[str, re.Pattern[str]] = {
 # components a result's text names beside its framework, kept in a stack's ``extra`` (an extra
 # not named here, such as a collector's other installed frameworks, is not one the stack ran on)
 SYSTEM_COMPONENTS = tuple(_EXTRA_PATTERNS)
+
+
+def system_components(components: dict[str, str]) -> dict[str, str]:
+    """Those of ``components`` (a text's parsed components, or a stack's ``extra``) that are
+    ``SYSTEM_COMPONENTS`` and name a version."""
+    return {k: str(v) for k, v in components.items() if k in SYSTEM_COMPONENTS and v}
+
+
 # Keys used by JSON-shaped stacks (``[{"cuda_version": "12.0", "cuda_driver_version": ...}]``).
 _JSON_KEYS: dict[str, str] = {
     "cuda_version": "cuda",

@@ -365,19 +365,21 @@ class CypherStore(Store):
     def store_identity(self) -> str | None:
         """The URI and when the schema was created or last migrated (a store emptied by
         ``clear`` and set up again gets a new one); None before the schema exists."""
-        info = self._read(Q.READ_STORE_IDENTITY, {})
-        if not info or info[0]["applied_at"] is None:
-            return None
-        return f"{self.uri}|schema {info[0]['version']}|{info[0]['applied_at']}"
+        return self._identities()[0]
 
     def cache_identity(self) -> str | None:
         """``store_identity``, and when a figure was last revised (``revise_observations``):
         a cache of the data must read them again after either."""
-        identity = self.store_identity()
-        if identity is None:
-            return None
-        revised = self._read(Q.READ_REVISED, {})
-        return identity + (f"|revised {revised[0]['applied_at']}" if revised else "")
+        return self._identities()[1]
+
+    def _identities(self) -> tuple[str | None, str | None]:
+        """(``store_identity``, ``cache_identity``) from one read of the schema nodes."""
+        info = self._read(Q.READ_STORE_IDENTITY, {})
+        if not info or info[0]["applied_at"] is None:
+            return None, None
+        identity = f"{self.uri}|schema {info[0]['version']}|{info[0]['applied_at']}"
+        revised = info[0]["revised"]
+        return identity, identity + (f"|revised {revised}" if revised is not None else "")
 
     def _clear(self) -> None:
         """Deletes relationships, then nodes, ``CLEAR_SLICE`` at a time, one transaction each, so

@@ -166,8 +166,10 @@ CREATE_SCHEMA_INFO = (
 SET_SCHEMA_VERSION = (
     "MATCH (s:SchemaInfo {name: 'graph'}) SET s.version = $version, s.applied_at = $now"
 )
+# the store's identity and, where a figure was ever revised, when last (``MARK_REVISED``): one read
 READ_STORE_IDENTITY = (
-    "MATCH (s:SchemaInfo {name: 'graph'}) RETURN s.version AS version, s.applied_at AS applied_at"
+    "MATCH (s:SchemaInfo {name: 'graph'}) OPTIONAL MATCH (v:SchemaInfo {name: 'revisions'}) "
+    "RETURN s.version AS version, s.applied_at AS applied_at, v.applied_at AS revised"
 )
 BUMP_GENERATION = (
     "MATCH (s:SchemaInfo {name: 'graph'}) SET s.generation = s.generation + 1 "
@@ -287,7 +289,6 @@ MARK_REVISED = (
     "MERGE (s:SchemaInfo {name: 'revisions'}) "
     "SET s.applied_at = $now, s.version = 0, s.generation = 0"
 )
-READ_REVISED = "MATCH (s:SchemaInfo {name: 'revisions'}) RETURN s.applied_at AS applied_at"
 
 # One observation by its key: a primary-key (unique constraint) lookup, then its context's links;
 # not the filtered scan above, whose pattern the engines join before filtering.

@@ -89,7 +89,7 @@ from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
 from stack_advisor.advisor.results import Basis
 from stack_advisor.catalog.loading import load_catalog
 from stack_advisor.catalog.rounds import round_date
-from stack_advisor.catalog.stack_text import SYSTEM_COMPONENTS
+from stack_advisor.catalog.stack_text import system_components
 from stack_advisor.schema.errors import InvalidInput
 
 MIN_RESIDUALS = 40
@@ -319,9 +319,9 @@ class EvidenceIndex:
         # per stack, not per row (thousands at 1M); a set, not np.unique (which imports numpy.ma)
         for code in sorted(set(codes.tolist())):
             stack = t.stacks[t.stack.vocab[code]]
-            have = {k.lower(): str(v).lower() for k, v in stack_components(stack).items() if v}
-            for name in (*SYSTEM_COMPONENTS, "implementation"):  # ROCm, Triton, ...
-                have.setdefault(name, str(stack.extra.get(name, "")).lower())
+            named = {**system_components(stack.extra), **stack_components(stack)}  # ROCm, ...
+            have = {k.lower(): str(v).lower() for k, v in named.items() if v}
+            have.setdefault("implementation", str(stack.extra.get("implementation", "")).lower())
             if all(have.get(k) == v.lower() for k, v in q.components.items()):
                 ok.append(code)
         kept: np.ndarray = keep[np.isin(codes, ok)].astype(np.int64)

@@ -29,7 +29,7 @@ from stack_advisor.advisor.verbs.catalogue_candidates import catalogue_parts
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
 from stack_advisor.catalog import load_catalog, resolve_benchmark
 from stack_advisor.catalog.stack_facts import ngc_release_of, ngc_releases
-from stack_advisor.catalog.stack_text import SYSTEM_COMPONENTS
+from stack_advisor.catalog.stack_text import system_components
 from stack_advisor.schema.checks import shown
 from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import NGC_FRAMEWORKS, PlacementKind, SoftwareStack
@@ -464,8 +464,7 @@ def _hardware(workload: Workload, c: Candidate) -> str | None:
 def _frameworks(workload: Workload, stack: SoftwareStack) -> str | None:
     for fc in workload.frameworks:
         # the components a result's text named beside its framework (ROCm, Triton, ...) count too
-        extra = {k: stack.extra[k] for k in SYSTEM_COMPONENTS if stack.extra.get(k)}
-        comps = {**extra, **query_components(stack)}
+        comps = {**system_components(stack.extra), **query_components(stack)}
         names = set(comps) | ({stack.framework.lower()} if stack.framework else set())
         if fc.name not in names:
             return "framework constraint"

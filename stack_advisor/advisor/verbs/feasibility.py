@@ -44,6 +44,7 @@ from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs.candidates import Candidate, Slice, query_components
 from stack_advisor.catalog import load_catalog, resolve_benchmark
 from stack_advisor.catalog.stack_facts import cuda_toolkit, first_cuda, runtime_too_old
+from stack_advisor.catalog.stack_text import system_components
 from stack_advisor.schema.models import SoftwareStack
 
 
@@ -129,7 +130,7 @@ def foreign_runtime(c: Candidate) -> str | None:
     kind = accelerator_class(c.published[0])
     if c.observed or c.borrowed_stack or kind in ("cpu", "other"):
         return None
-    named = {**{k: v for k, v in c.stack.extra.items() if k == "rocm"}, **query_components(c.stack)}
+    named = {**system_components(c.stack.extra), **query_components(c.stack)}
     if c.stack.framework:
         named.setdefault(c.stack.framework.lower(), c.stack.framework_version or "")
     for name, (vendor, label) in VENDOR_ONLY.items():

@@ -36,22 +36,22 @@ from typing import Any
 
 from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
-    SYSTEM_COMPONENTS,
     benchmark_stack,
     implementation_of,
+    system_components,
 )
 from stack_advisor.collectors.importers.mlperf_common import (
     DEFAULT_BATCH,
     Issue,
     cpu_accelerator,
     detect_round,
-    held_at_other_values,
     inference_stack,
     ingest_counted,
     ingest_observations,
     issue_dicts,
+    kept_or_replaced,
     metric_facts,
-    replace_figures,
+    reconcile_figures,
 )
 from stack_advisor.collectors.importers.mlperf_inference_tree import (
     ATTRIBUTION,
@@ -113,7 +113,7 @@ def _extra(components: dict[str, str], system_id: str) -> dict[str, str]:
     """The stack's extra components: those the texts name, and the implementation where the
     system folder says the MLCommons reference code ran (its software class, whatever the
     framework)."""
-    out = {k: v for k, v in components.items() if k in SYSTEM_COMPONENTS}
+    out = system_components(components)
     implementation = implementation_of(system_id)
     if implementation:
         out["implementation"] = implementation
@@ -350,19 +350,15 @@ def import_mlperf(
         progress(0, len(observations))
     new, received = ingest_counted(store, observations, batch_size, progress)
     if received > new:  # a re-import: what the store held already may read otherwise now
-        changed = held_at_other_values(store, observations)
-        replaced = replace_changed and replace_figures(store, changed, batch_size) > 0
+        changed, replaced = reconcile_figures(
+            store, observations, replace=replace_changed, batch_size=batch_size
+        )
         for obs, stored in changed:
             scenario = obs.benchmark.parameters.get("scenario") or ""
             tree.skip(
                 obs.provenance.details.get("file") or obs.source_key or "",
                 f"{obs.benchmark.name} {scenario} {obs.metric} held at {stored:.6g}; the files "
-                f"now give {obs.value:.6g}: "
-                + (
-                    "replaced"
-                    if replaced
-                    else "the stored figure is kept (--replace-changed takes the files')"
-                ),
+                f"now give {obs.value:.6g}: {kept_or_replaced(replaced)}",
                 "replaced-value" if replaced else "changed-value",
             )
     by_reason: dict[str, int] = {}

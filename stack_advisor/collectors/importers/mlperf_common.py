@@ -271,16 +271,34 @@ def same_figure(a: float, b: float, *, exact: bool = False) -> bool:
     return logged and abs(a - b) <= TWO_DECIMALS
 
 
-def replace_figures(
-    store: Store, changed: list[tuple[Observation, float]], batch_size: int = DEFAULT_BATCH
-) -> int:
-    """What the store holds of ``changed`` (``held_at_other_values``) replaced by what the files
-    now give: figure, samples, spread and provenance (``Store.revise_observations``,
-    ``batch_size`` at a time); how many were."""
-    observations = [o for o, _ in changed]
-    return sum(
-        store.revise_observations(observations[i : i + batch_size])
-        for i in range(0, len(observations), batch_size)
+def reconcile_figures(
+    store: Store,
+    observations: list[Observation],
+    *,
+    exact: bool = False,
+    replace: bool = False,
+    batch_size: int = DEFAULT_BATCH,
+) -> tuple[list[tuple[Observation, float]], int]:
+    """(the observations the store holds at another figure, each with it
+    (``held_at_other_values``); how many of them were replaced by what the files now give,
+    with ``replace``: figure, samples, spread and provenance, ``Store.revise_observations``
+    ``batch_size`` at a time). What a re-import does with a corrected result."""
+    changed = held_at_other_values(store, observations, exact=exact)
+    if not replace:
+        return changed, 0
+    revised = [o for o, _ in changed]
+    return changed, sum(
+        store.revise_observations(revised[i : i + batch_size])
+        for i in range(0, len(revised), batch_size)
+    )
+
+
+def kept_or_replaced(replaced: int, what: str = "figure") -> str:
+    """How a re-import's report ends a changed result's line."""
+    return (
+        "replaced"
+        if replaced
+        else f"the stored {what} is kept (--replace-changed takes the files')"
     )
 
 

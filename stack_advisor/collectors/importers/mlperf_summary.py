@@ -42,12 +42,12 @@ from stack_advisor.catalog import (
 )
 from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.stack_text import (
-    SYSTEM_COMPONENTS,
     benchmark_stack,
     classify_placement,
     implementation_of,
     merge_stack_texts,
     parse_framework,
+    system_components,
 )
 from stack_advisor.collectors.importers.limits import ImportLimits
 from stack_advisor.collectors.importers.mlperf_common import (
@@ -55,12 +55,11 @@ from stack_advisor.collectors.importers.mlperf_common import (
     checked_round,
     cpu_accelerator,
     detect_round,
-    held_at_other_values,
     inference_stack,
     ingest_counted,
     metric_facts,
     placement_of,
-    replace_figures,
+    reconcile_figures,
     same_figure,
 )
 from stack_advisor.collectors.importers.mlperf_inference_tree import ATTRIBUTION, FAMILY, SOURCE
@@ -423,11 +422,10 @@ def _stack(row: _Row, benchmark: str, vendor: str | None) -> SoftwareStack:
     )
     software = flat_text(r.get("software"))
     components = merge_stack_texts(software, None).components
-    extra = {k: v for k, v in components.items() if k in SYSTEM_COMPONENTS}  # as the tree keeps
     stack = inference_stack(
         components,
         parse_framework(software),
-        {**extra, **_implementation(row, system_id)},
+        {**system_components(components), **_implementation(row, system_id)},  # as the tree
         f"framework: {software}" if software else None,
     )
     return benchmark_stack(
@@ -632,11 +630,11 @@ def import_summary(
     new, received = ingest_counted(store, observations, batch_size, progress)
     report.imported, report.already_present = new, received - new
     if received > new:  # a re-import: what the store held already may read otherwise now
-        changed = held_at_other_values(store, observations)
+        changed, report.replaced = reconcile_figures(
+            store, observations, replace=replace_changed, batch_size=batch_size
+        )
         for obs, stored in changed:
             report.held_otherwise(obs, stored)
-        if replace_changed and changed:
-            report.replaced = replace_figures(store, changed, batch_size)
     report.seconds = time.perf_counter() - started
     return report
 

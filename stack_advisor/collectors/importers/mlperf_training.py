@@ -46,11 +46,11 @@ from stack_advisor.catalog.stack_text import (
 from stack_advisor.collectors.importers.mlperf_common import (
     DEFAULT_BATCH,
     Issue,
-    held_at_other_values,
     ingest_counted,
     issue_dicts,
+    kept_or_replaced,
     placement_of,
-    replace_figures,
+    reconcile_figures,
 )
 from stack_advisor.collectors.importers.mlperf_mllog import (
     Score,
@@ -440,22 +440,19 @@ def _changed_scores(
     store: Store, batch: IngestBatch, replace: bool = False, batch_size: int = DEFAULT_BATCH
 ) -> list[Issue]:
     """The scores the store holds at another value than the files give (a round re-imported
-    with more result files), each said (``held_at_other_values``; both readings are this
+    with more result files), each said (``reconcile_figures``; both readings are this
     importer's own olympic means, so any difference counts): the stored figure stays, or with
     ``replace`` every changed figure of the batch (a score's accelerator-hours with it) is
     replaced."""
-    changed = held_at_other_values(store, batch.observations, exact=True)
-    replaced = replace and replace_figures(store, changed, batch_size) > 0
+    changed, replaced = reconcile_figures(
+        store, batch.observations, exact=True, replace=replace, batch_size=batch_size
+    )
     return [
         Issue(
             obs.provenance.details.get("file", obs.source_key or ""),
             f"score held at {stored:.4g} min; the files now give {obs.value:.4g} "
             f"(runs {obs.provenance.details.get('runs', '?')}): "
-            + (
-                "replaced"
-                if replaced
-                else "the stored score is kept (--replace-changed takes the files')"
-            ),
+            f"{kept_or_replaced(replaced, 'score')}",
             "skipped",
             "replaced-score" if replaced else "changed-score",
         )
