@@ -107,16 +107,14 @@ def run(
             f"--gpus {gpus}: no pool offers that many; "
             + "; ".join(f"{name}: {why}" for name, why in sorted(result.excluded_pools.items()))
         )
+    from stack_advisor.cli.render import fail_if_empty, print_json
+
     if as_json:
-        from stack_advisor.cli.render import print_json
-
         print_json(result)
-        return
-    print_cluster(result, snippets)
-    if not result.recommendations:  # the reasons are printed; an empty answer is not a success
-        import typer
-
-        raise typer.Exit(code=1)
+    else:
+        print_cluster(result, snippets)
+    # the reasons are printed; an empty answer is not a success
+    fail_if_empty(not result.recommendations, "no pool ranked (the pools' reasons say why)")
 
 
 def _fmt(value: float | None) -> str:

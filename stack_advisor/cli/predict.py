@@ -60,7 +60,9 @@ def predict(
     store: StoreOpt = None,
     as_of: AsOfOpt = None,
 ) -> None:
-    """Predict (or report the observed) metric for configurations given as a JSON list."""
+    """Predict (or report the observed) metric for configurations given as a JSON list.
+
+    Exits 1 when no configuration was answered (each refusal says why), 2 on a usage error."""
     from stack_advisor.cli.render import output_format
 
     chosen = output_format(fmt, as_json)
@@ -194,7 +196,8 @@ def _asked(p: Prediction, field: str) -> bool:
 
 
 def _show_predictions(predictions: list[Prediction], chosen: OutputFormat) -> None:
-    from stack_advisor.cli.render import render
+    """Prints the predictions; exits 1 when every one was refused."""
+    from stack_advisor.cli.render import fail_if_empty, render
 
     rows = [
         {
@@ -224,6 +227,10 @@ def _show_predictions(predictions: list[Prediction], chosen: OutputFormat) -> No
         json_data=predictions,
         columns=["accelerator", "placement", "benchmark", "value", "basis", "round"],
         details=["metric", "warnings"],
+    )
+    fail_if_empty(
+        all(p.basis.value == "unsupported" for p in predictions),
+        f"no configuration answered: {len(predictions)} refused (each row's warnings say why)",
     )
 
 

@@ -136,7 +136,9 @@ def recommend(
 ) -> None:
     """Rank software stacks and placements for a workload, with evidence and a Kubernetes snippet.
 
-    With --cluster or --nodes, rank (node pool, stack) pairs of your own cluster instead."""
+    With --cluster or --nodes, rank (node pool, stack) pairs of your own cluster instead.
+
+    Exits 1 when nothing ranked (the notes say why), 2 on a usage error."""
     _recommend(SimpleNamespace(**locals()))
 
 
@@ -371,12 +373,13 @@ def _refuse_cluster_flags(flags: dict[str, Any]) -> None:
 
 
 def _show(result: RecommendationSet, chosen: OutputFormat, snippets: bool) -> None:
-    from stack_advisor.cli.render import OutputFormat, print_json
+    from stack_advisor.cli.render import OutputFormat, fail_if_empty, print_json
 
     if chosen is OutputFormat.json:
         print_json(result)
-        return
-    print_recommendations(result, snippets, chosen)
+    else:
+        print_recommendations(result, snippets, chosen)
+    fail_if_empty(not result.recommendations, "nothing ranked (the notes and 'excluded' say why)")
 
 
 def _framework(text: str) -> dict[str, Any]:

@@ -334,6 +334,18 @@ def note(message: str, prefix: str = "") -> None:
     )
 
 
+def fail_if_empty(empty: bool, what: str) -> None:
+    """Exit status 1 after an answer that holds nothing (every configuration refused, nothing
+    ranked), as collect and sweep exit when nothing was measured: a script or a Job sees the
+    failure; the answer itself, with its reasons, is already printed (in any layout, JSON
+    too). Usage errors (a bad flag, an unknown benchmark) keep typer's 2."""
+    if empty:
+        import typer
+
+        note(what, prefix="error: ")
+        raise typer.Exit(1)
+
+
 def info(message: str) -> None:
     __getattr__("stderr").print(message, highlight=False, emoji=False)
 

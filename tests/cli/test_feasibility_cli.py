@@ -53,12 +53,12 @@ def test_predict_at_a_million_accelerators_gives_no_figure(
     code, out, _err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(query), "--json")
     [answer] = json.loads(out)
     assert (
-        code == 0 and answer["value"] is None and "beyond any published system" in answer["reason"]
+        code == 1 and answer["value"] is None and "beyond any published system" in answer["reason"]
     )
 
 
 def test_an_empty_answer_says_why(capsys: pytest.CaptureFixture[str], kb_uri: str) -> None:
-    _code, out, err = advisor(
+    code, out, err = advisor(
         capsys,
         "recommend",
         "--store",
@@ -73,6 +73,7 @@ def test_an_empty_answer_says_why(capsys: pytest.CaptureFixture[str], kb_uri: st
         "plain",
     )
     assert "nothing ranked" in out and "()" not in out.splitlines()[0]
+    assert code == 1 and "error: nothing ranked" in err, err  # a script sees the failure
     assert "note: no candidate passed: T4: model does not fit in memory" in err, err
     excluded = [line for line in err.splitlines() if line.startswith("  ")]
     assert excluded[0].startswith("  T4 "), excluded[:3]
@@ -159,3 +160,30 @@ def test_all_without_top_lists_every_ranked_row(
     assert len(cut) == 1 and int(cut[0].split()[0]) >= len(every) - 3
     code, out, _ = advisor(capsys, *flags)
     assert len(json.loads(out)["recommendations"]) == 5
+
+
+def test_predict_exits_1_only_when_nothing_is_answered(
+    capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
+) -> None:
+    """A batch with one answer succeeds (its refusals are reported beside it, a bad row not fatal
+    to the rest); a batch or flag query of refusals alone exits 1, its JSON still printed;
+    a usage error exits 2."""
+    known = {"benchmark": "resnet50", "scenario": "Offline", "accelerator_count": 8}
+    answered = {**known, "accelerator": "H100-SXM5-80GB"}
+    refused = {**known, "accelerator": "Nvidia Frobnicator 9000"}
+    both, alone = tmp_path / "both.json", tmp_path / "alone.json"
+    both.write_text(json.dumps([answered, refused]))
+    alone.write_text(json.dumps([refused, refused]))
+    code, out, _err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(both), "--json")
+    assert code == 0 and [p["value"] is None for p in json.loads(out)] == [False, True]
+    code, out, err = advisor(capsys, "predict", "--store", kb_uri, "--query", str(alone), "--json")
+    assert code == 1 and all(p["value"] is None for p in json.loads(out)), err
+    assert "error: no configuration answered: 2 refused" in err, err
+    flags = ["--benchmark", "resnet50", "--scenario", "Offline", "--count", "8"]
+    code, out, err = advisor(
+        capsys, "predict", "--store", kb_uri, *flags, "--accelerator", refused["accelerator"]
+    )
+    assert code == 1 and "unknown accelerator" in out + err, out + err
+    typo = [*flags[:2], "--scenario", "Offlin", "--count", "8", "--accelerator", "H100"]
+    code, _out, err = advisor(capsys, "predict", "--store", kb_uri, *typo)
+    assert code == 2 and "did you mean 'Offline'" in err, err

@@ -45,9 +45,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-def _cli(*args: str) -> Any:
+def _cli(*args: str, code: int = 0) -> Any:
+    """The JSON answer; ``code`` 1 where nothing is answered (the refusals are printed)."""
     result = runner.invoke(app, [*args, "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == code, result.output
     return json.loads(result.stdout)
 
 
@@ -94,7 +95,7 @@ def test_predict_a_training_run_per_asked_accelerator(kb: str, files: dict[str, 
 
 def test_predict_refuses_a_vision_model_with_the_band(kb: str, files: dict[str, Path]) -> None:
     args = ["predict", "--model", str(files["cnn"]), "--store", kb]
-    got = _cli(*args, "--accelerator", "H100-SXM5-80GB")
+    got = _cli(*args, "--accelerator", "H100-SXM5-80GB", code=1)
     assert len(got) == 1 and got[0]["basis"] == "unsupported" and got[0]["value"] is None
     assert BAND in got[0]["reason"] and got[0]["query"]["metric"] == "samples_per_second"
     alone = runner.invoke(app, args)  # no accelerator asked: the error, as recommend's
@@ -202,5 +203,5 @@ def test_predict_count_for_an_llm_is_replicas_of_what_memory_needs(
     assert more["value"] == pytest.approx(replicas * own["value"])
     assert more["interval"]["low"] == pytest.approx(replicas * own["interval"]["low"])
     assert any("2 replica(s)" in w for w in more["warnings"])
-    fewer = _cli(*base, "--count", str(need - 1))[0]
+    fewer = _cli(*base, "--count", str(need - 1), code=1)[0]
     assert fewer["basis"] == "unsupported" and f"accelerator_count: {need - 1}" in fewer["reason"]
