@@ -171,6 +171,15 @@ def test_a_catalogued_benchmark_without_results_says_so(embedded_store: Store) -
     assert "similar" not in str(caught.value)
     with pytest.raises(NotFound, match="similar: resnet50"):  # not in the catalogue: a typo
         adv.recommend(Workload(benchmark="resnet5x"))
+    # compare says the same (it had read 'no observations of mlperf-inference/resnet5x', and a
+    # stack ranking 'scenario: name one (the scenarios resnet5x ran: )')
+    typo = r"'resnet5x' is not in the knowledge base.*similar: resnet50"
+    with pytest.raises(NotFound, match=typo):
+        adv.compare("tensorrt=9", "tensorrt=10", benchmark="resnet5x")
+    with pytest.raises(NotFound, match=typo):
+        adv.rank_stacks(benchmark="resnet5x", accelerator="H100")
+    with pytest.raises(NotFound, match="no results yet for gpt-oss-120b"):
+        adv.rank_stacks(benchmark="gpt-oss-120b", accelerator="H100", scenario="Offline")
     # predict says the same, where to go (its model by proxy where the proxy knows the model),
     # and never lists the known benchmarks as if the name were a typo
     llm, vision_language = adv.predict(

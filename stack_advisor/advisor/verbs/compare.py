@@ -177,6 +177,7 @@ def compare_stacks(knowledge: Knowledge, request: StackComparisonRequest) -> Com
     """
     table, rq = knowledge.table, request
     benchmark, scenario = _slice_names(rq.benchmark, rq.scenario, rq.family)
+    _require_held(table, benchmark, rq.family)
     a_codes, b_codes = _stack_matches(table, rq.stack_a), _stack_matches(table, rq.stack_b)
     effect = upgrade_effect(
         knowledge.index,
@@ -356,6 +357,15 @@ def _held_benchmark(table: ObservationTable, text: str) -> str:
     raise NotFound(unheld_benchmark(name, match.family or MLPERF_INFERENCE, names))
 
 
+def _require_held(table: ObservationTable, benchmark: str, family: str) -> None:
+    """Raises: NotFound naming the closest benchmarks held (or the catalogue's model without
+    results yet) where ``family`` holds no result of ``benchmark`` (a typo had read 'no
+    observations of mlperf-inference/resnet5', or 'name one (the scenarios resnet5 ran: )')."""
+    names = sorted({b.name for b in table.benchmarks.values() if b.family == family})
+    if benchmark not in names:
+        raise NotFound(unheld_benchmark(benchmark, family, names))
+
+
 def _group_regressions(
     table: ObservationTable,
     rq: RegressionsRequest,
@@ -443,6 +453,7 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     redefined = redefined_reason(family, benchmark, index.slices)
     if redefined:
         raise NotFound(redefined)
+    _require_held(knowledge.table, benchmark, family)
     held = sorted({k[2] for k in index.slices if k[:2] == (family, benchmark)})
     if held == [""]:  # MLPerf Training: a time to train, of one system size each
         raise InvalidInput(
