@@ -102,6 +102,22 @@ def cuda_toolkit(version: str | None) -> CudaToolkit | str | None:
     return None
 
 
+def cuda_past_every_release(version: str | None) -> str | None:
+    """A note where a CUDA version is two or more major releases past the newest toolkit the
+    catalogue lists (``99.9`` beside 13.0: not out yet, or a typo), else None. Such a version is
+    not refused (``cuda_toolkit``: newer than listed is unknown here); it says so."""
+    mm = major_minor(version)
+    if mm is None:
+        return None
+    newest = max((t.id for t in cuda_toolkits()), key=Version)
+    if Version(mm).major < Version(newest).major + 2:
+        return None
+    return (
+        f"cuda: CUDA {version} is {Version(mm).major - Version(newest).major} major releases past "
+        f"the newest toolkit the catalogue lists ({newest}): a release not out yet, or a typo?"
+    )
+
+
 def _neighbours(ordered: list[str], mm: str) -> str:
     below = [k for k in ordered if Version(k) < Version(mm)][-1]
     above = next(k for k in ordered if Version(k) > Version(mm))

@@ -197,6 +197,19 @@ def test_an_older_result_is_carried_to_a_newer_stack_by_the_learned_factor_shown
     assert pred.interval is not None and pred.interval.low < pred.value < pred.interval.high
 
 
+def test_a_version_past_every_release_held_is_answered_saying_so(upgraded: Advisor) -> None:
+    """TensorRT 99.0 beside a knowledge base whose newest TensorRT is 10.2, CUDA 99.9 beside the
+    catalogue's newest toolkit: a release not out yet or a typo, said; the figure stays one
+    round's step past what was measured, as for 10.8. A version one major ahead is no typo."""
+    typo = _ask(upgraded, "NVIDIA H100-SXM-80GB", "TensorRT 99.0, CUDA 99.9")
+    near = _ask(upgraded, "NVIDIA H100-SXM-80GB", "TensorRT 11.0, CUDA 12.8")
+    assert typo.value == pytest.approx(near.value)
+    said = " ".join(typo.warnings)
+    assert "tensorrt 99.0 is 89 major releases past the newest any result ran (10.2)" in said
+    assert "CUDA 99.9 is" in said and "past the newest toolkit the catalogue lists" in said
+    assert not any("major releases past" in w for w in near.warnings), near.warnings
+
+
 def test_the_upgrade_pairs_are_the_same_accelerator_across_rounds(upgraded: Advisor) -> None:
     effects = effects_of(upgraded.evidence())
     ratios = sorted(round(math.exp(p.log_ratio), 3) for p in effects.upgrade_pairs)

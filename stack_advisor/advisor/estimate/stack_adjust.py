@@ -304,6 +304,7 @@ def _carry_forward(
     wanted = release_of(version)
     if wanted is None:
         return est
+    est = _past_every_release(effects, est, fw, version, wanted)
     latest = index.latest(est.rows)
     have = {
         effects.row_stack(r).version
@@ -349,3 +350,21 @@ def _carry_forward(
         f"{fw} {newest} carried forward to {version} (one round's step)",
         widen=False,
     )
+
+
+def _past_every_release(
+    effects: StackEffects, est: Estimate, fw: str, version: str | None, wanted: tuple[int, ...]
+) -> Estimate:
+    """A note where the version asked is two or more major releases past the newest any result
+    of the knowledge base ran (``TensorRT 99.0`` beside 10.x held): a release not out yet, or a
+    typo; the answer stays one round's step past what was measured, as the factor says."""
+    newest = effects.newest_held.get(fw)
+    held = release_of(newest)
+    if not held or wanted[0] < held[0] + 2:
+        return est
+    note = (
+        f"stack: {fw} {version} is {wanted[0] - held[0]} major releases past the newest any "
+        f"result ran ({newest}): a release not out yet, or a typo? answered as measured, at most "
+        "one round's step forward"
+    )
+    return replace(est, notes=[*est.notes, note])

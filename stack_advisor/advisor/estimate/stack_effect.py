@@ -257,6 +257,16 @@ class StackEffects:
         return [r for r, st in self._leveled.items() if st.framework == framework]
 
     @cached_property
+    def newest_held(self) -> dict[str, str]:
+        """Each framework's newest version any result of the knowledge base ran (major.minor)."""
+        out: dict[str, str] = {}
+        for st in self.stack_of:
+            fw, version = st.framework, st.version
+            if fw and version and (release_of(version) or ()) > (release_of(out.get(fw)) or ()):
+                out[fw] = version
+        return out
+
+    @cached_property
     def _leveled(self) -> dict[int, RowStack]:
         """The class of each result that only its framework's name classed, from its level
         (``stack_level.leveled``)."""

@@ -40,6 +40,7 @@ from stack_advisor.advisor.verbs.mixed_system import mixed_prediction, refused_p
 from stack_advisor.advisor.verbs.placement import held_to_bare_metal
 from stack_advisor.advisor.verbs.query_metric import default_metric, field_hint
 from stack_advisor.catalog import load_catalog, resolve_accelerator
+from stack_advisor.catalog.stack_facts import cuda_past_every_release
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import SoftwareStack
 from stack_advisor.store.base import validation_message
@@ -390,6 +391,7 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
     warnings = list(est.notes)
     if q.components or q.framework:
         warnings.extend(v.message for v in rules.check_components(dict(cq.components)))
+        warnings.extend(filter(None, [cuda_past_every_release(cq.components.get("cuda"))]))
     if est.basis is Basis.UNSUPPORTED:
         why = [est.reason or "unsupported", *warnings]
         return refused_prediction(q, est.reason, why, cq.accelerator)
