@@ -181,6 +181,12 @@ def _report_mlperf(summaries: list[Any], as_json: bool, fmt: Any) -> None:
                 info(
                     f"{s.round}: skipped {count} {category}, e.g. {example.path}: {example.reason}"
                 )
+            fixed = [i for i in s.issues if i.outcome == "replaced"]
+            if fixed:
+                info(
+                    f"{s.round}: replaced {len(fixed)} stored figure(s) the files now give "
+                    f"otherwise, e.g. {fixed[0].path}: {fixed[0].reason}"
+                )
         render(
             [
                 {
@@ -189,6 +195,7 @@ def _report_mlperf(summaries: list[Any], as_json: bool, fmt: Any) -> None:
                     "results": s.results_found,
                     "imported": s.imported,
                     "present": s.already_present,
+                    "replaced": s.replaced,
                     "skipped": s.skipped,
                     "failed": s.failed,
                     "seconds": round(s.seconds, 1),
@@ -346,6 +353,7 @@ def _report_training(summaries: list[Any], chosen: Any) -> None:
                     "scores": s.scores,
                     "imported": s.imported,
                     "present": s.already_present,
+                    "replaced": s.replaced,
                     "seconds": round(s.seconds, 1),
                 }
                 for s in summaries

@@ -66,6 +66,9 @@ def test_import_small_tree_then_reimport_adds_nothing(kb: Any, tmp_path: Path) -
     took = import_mlperf(tree, kb, replace_changed=True)
     (replaced,) = [i for i in took.issues if i.category == "replaced-value"]
     assert "held at 1234.5; the files now give 1500: replaced" in replaced.reason
+    # replaced is counted as such, not among the files' skipped
+    assert (took.replaced, replaced.outcome, took.skipped_by_reason) == (1, "replaced", {})
+    assert took.to_dict()["replaced"] == 1 and took.skipped == 0
     assert 1500.0 in {o.value for o in kb.iter_observations()}
     assert not [i for i in import_mlperf(tree, kb).issues if "changed" in i.category]
 

@@ -189,6 +189,7 @@ def test_a_re_import_with_more_runs_says_which_scores_it_kept(
     took = import_mlperf_training(root, embedded_store, replace_changed=True)
     (replaced,) = [i for i in took.issues if i.category == "replaced-score"]
     assert replaced.reason.endswith(": replaced")
+    assert (took.replaced, replaced.outcome, took.to_dict()["replaced"]) == (1, "replaced", 1)
     settled = import_mlperf_training(root, embedded_store)
     assert not [i for i in settled.issues if i.category in ("changed-score", "replaced-score")]
 

@@ -297,6 +297,7 @@ class ImportSummary:
     skipped_by_reason: dict[str, int]
     issues: list[Issue]
     seconds: float = 0.0
+    replaced: int = 0  # stored figures the files corrected (``replace_changed``)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -306,6 +307,7 @@ class ImportSummary:
             "results_found": self.results_found,
             "imported": self.imported,
             "already_present": self.already_present,
+            "replaced": self.replaced,
             "skipped": self.skipped,
             "failed": self.failed,
             "ignored": self.ignored,
@@ -353,13 +355,16 @@ def import_mlperf(
         changed, replaced = reconcile_figures(
             store, observations, replace=replace_changed, batch_size=batch_size
         )
-        for obs, stored in changed:
+        for obs, stored in changed:  # a kept figure is the files' skipped, a replaced one not
             scenario = obs.benchmark.parameters.get("scenario") or ""
-            tree.skip(
-                obs.provenance.details.get("file") or obs.source_key or "",
-                f"{obs.benchmark.name} {scenario} {obs.metric} held at {stored:.6g}; the files "
-                f"now give {obs.value:.6g}: {kept_or_replaced(replaced)}",
-                "replaced-value" if replaced else "changed-value",
+            tree.issues.append(
+                Issue(
+                    obs.provenance.details.get("file") or obs.source_key or "",
+                    f"{obs.benchmark.name} {scenario} {obs.metric} held at {stored:.6g}; the "
+                    f"files now give {obs.value:.6g}: {kept_or_replaced(replaced)}",
+                    "replaced" if replaced else "skipped",
+                    "replaced-value" if replaced else "changed-value",
+                )
             )
     by_reason: dict[str, int] = {}
     for issue in tree.skipped:
@@ -378,4 +383,5 @@ def import_mlperf(
         skipped_by_reason=by_reason,
         issues=tree.issues,
         seconds=time.perf_counter() - started,
+        replaced=len(tree.replaced),
     )

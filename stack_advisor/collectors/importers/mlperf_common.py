@@ -48,7 +48,7 @@ class Issue:
 
     path: str
     reason: str
-    outcome: str  # "skipped" | "failed"
+    outcome: str  # "skipped" | "failed" | "replaced" (a stored figure the files corrected)
     category: str = "other"  # short name to group issues by
 
 

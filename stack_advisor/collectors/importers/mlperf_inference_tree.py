@@ -218,6 +218,10 @@ class ParsedTree:
     def fail(self, path: str, reason: str, category: str) -> None:
         self.issues.append(Issue(path, reason, "failed", category))
 
+    @property
+    def replaced(self) -> list[Issue]:
+        return [i for i in self.issues if i.outcome == "replaced"]
+
 
 @dataclass
 class _Sorted:

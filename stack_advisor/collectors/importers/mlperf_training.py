@@ -453,7 +453,7 @@ def _changed_scores(
             f"score held at {stored:.4g} min; the files now give {obs.value:.4g} "
             f"(runs {obs.provenance.details.get('runs', '?')}): "
             f"{kept_or_replaced(replaced, 'score')}",
-            "skipped",
+            "replaced" if replaced else "skipped",
             "replaced-score" if replaced else "changed-score",
         )
         for obs, stored in changed
@@ -493,6 +493,7 @@ class TrainingImportSummary:
     failures_new: int
     issues: list[Issue]
     seconds: float = 0.0
+    replaced: int = 0  # stored scores the files corrected (``replace_changed``)
     note: str = (
         "RCP normalisation (MLCommons) is not in the result files: scores are raw olympic means"
     )
@@ -507,6 +508,7 @@ class TrainingImportSummary:
             "scores": self.scores,
             "imported": self.imported,
             "already_present": self.already_present,
+            "replaced": self.replaced,
             "failures_new": self.failures_new,
             "issues": issue_dicts(self.issues),
             "seconds": round(self.seconds, 3),
@@ -545,4 +547,5 @@ def import_mlperf_training(
         failures_new=head.failures_new,
         issues=tree.issues,
         seconds=time.perf_counter() - started,
+        replaced=sum(1 for i in tree.issues if i.outcome == "replaced"),
     )
