@@ -380,12 +380,15 @@ def test_a_row_contradicting_itself_is_reported_not_stored(
     )
     uncounted = {**good, "ID": "zero", "a#": 0, "Platform": "zero"}
     other = {**good, "ID": "model", "Model": "resnet50", "Platform": "model"}
-    table = [good, uncounted, other]
+    # counted but not named: had been stored as a CPU-only system (it ranked among the CPUs)
+    unnamed = {**good, "ID": "unnamed", "Accelerator": "", "Platform": "unnamed"}
+    table = [good, uncounted, other, unnamed]
     observations, report = read_summary(_write(tmp_path / "summary_v5.1.json", table))
     assert [o.provenance.details["system_id"] for o in observations] == [good["Platform"]]
     bad = {b["row"]: b for b in report.to_dict()["bad_rows"]}
     assert bad["zero"]["field"] == "a#" and "no accelerator counted" in bad["zero"]["why"]
     assert bad["model"]["field"] == "Model" and "Location" in bad["model"]["why"]
+    assert bad["unnamed"]["field"] == "Accelerator" and "none named" in bad["unnamed"]["why"]
 
 
 def test_a_benchmark_the_catalogue_does_not_know_is_reported(

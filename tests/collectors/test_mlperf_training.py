@@ -40,6 +40,16 @@ def test_mllog_lines_with_rank_prefixes_and_noise() -> None:
     assert set(only) == {"run_start", "run_stop"}
 
 
+def test_a_file_cut_inside_a_line_is_told_from_a_whole_last_line() -> None:
+    from stack_advisor.collectors.importers.mlperf_mllog import ends_mid_line
+
+    start = ':::MLLOG {"key": "run_start", "time_ms": 1, "value": null}'
+    interval = ':::MLLOG {"key": "epoch_start", "event_type": "INTERVA'
+    assert ends_mid_line(f"{start}\n{interval}")  # cut inside the event, before run_stop
+    assert not ends_mid_line(f"{start}\n") and not ends_mid_line(start)  # whole, newline or not
+    assert not ends_mid_line(f"{start}\nsome trailing log text")  # not an MLLOG line
+
+
 def test_olympic_mean_drops_fastest_and_slowest() -> None:
     def run(minutes: float | None, status: str = "success") -> TrainingRun:
         stop = None if minutes is None else int(minutes * 60_000)
@@ -142,6 +152,10 @@ def test_a_bad_run_or_system_is_reported_and_the_rest_imported(
     write(root, "Acme/systems/zero.json", json.dumps(zero))
     write(root, "Acme/results/zero/bert/result_0.txt", mllog(1_700_000_000_000, 3.0))
     write(root, "Acme/systems/broken.json", json.dumps(TRAINING_SYSTEM)[:40])
+    # accelerators counted, none named: had been stored as a CPU-only system
+    unnamed = {k: v for k, v in TRAINING_SYSTEM.items() if k != "accelerator_model_name"}
+    write(root, "Acme/systems/unnamed.json", json.dumps(unnamed))
+    write(root, "Acme/results/unnamed/bert/result_0.txt", mllog(1_700_000_000_000, 3.0))
     write(root, "Acme/results/broken/bert/result_0.txt", mllog(1_700_000_000_000, 3.0))
     for i in range(3):  # a system none of whose runs succeeded: no score, said so
         write(
@@ -163,10 +177,14 @@ def test_a_bad_run_or_system_is_reported_and_the_rest_imported(
         "missing-system",
         "its system description Acme/systems/broken.json is malformed (reported with it)",
     )
+    assert issues["Acme/systems/unnamed.json"][0] == "malformed-system"
+    assert "accelerator_model_name is blank" in issues["Acme/systems/unnamed.json"][1]
     assert issues["Acme/results/h100x16/gpt3"][0] == "no-score"
-    assert "not JSON (a cut run_stop line?)" in issues["Acme/results/h100x16/bert/result_9.txt"][1]
+    # a file cut inside a line is no failed run (that would blame the stack): reported alone
+    cut_short = issues["Acme/results/h100x16/bert/result_9.txt"]
+    assert cut_short[0] == "truncated-run" and "ends inside an MLLOG line" in cut_short[1]
     assert summary.scores == 1 and summary.imported == 7  # bert's good runs and score stand
-    assert summary.runs == 7 + 1 + 3  # written: bert's, the cut one's, gpt3's aborted ones
+    assert summary.runs == 7 + 3  # written: bert's, gpt3's aborted ones; not the cut one
 
 
 def test_a_re_import_with_more_runs_says_which_scores_it_kept(

@@ -56,6 +56,7 @@ class TrainingRun:
     status: str  # "success" | "aborted" | "no run_stop"
     keys: dict[str, str] = field(default_factory=dict)
     bad_lines: int = 0  # MLLOG lines of the wanted keys that were not JSON (a cut line)
+    cut_short: bool = False  # the file ends inside an MLLOG line (``ends_mid_line``)
 
     @property
     def minutes(self) -> float | None:
@@ -123,6 +124,23 @@ def parse_mllog(
     return events, bad
 
 
+def ends_mid_line(text: str) -> bool:
+    """Whether a result file ends inside an MLLOG line: no newline after a last line whose
+    event is not whole JSON (a file cut short in transfer; a whole last line without its newline
+    is not)."""
+    if text.endswith("\n"):
+        return False
+    last = text[text.rfind("\n") + 1 :]
+    at = last.find(_MLLOG)
+    if at < 0:
+        return False
+    try:
+        json.loads(last[at + len(_MLLOG) :])
+    except (json.JSONDecodeError, RecursionError):
+        return True
+    return False
+
+
 def read_run(path: str, text: str) -> TrainingRun:
     """One run from its result file; ``path`` is
     ``<submitter>/results/<system>/<benchmark>/result_N.txt``.
@@ -167,6 +185,7 @@ def read_run(path: str, text: str) -> TrainingRun:
         status,
         keys,
         bad,
+        ends_mid_line(text),
     )
 
 
@@ -288,6 +307,14 @@ def _add_run(tree: TrainingTree, rel: str, run: TrainingRun | ValueError) -> Non
         else:
             why = f"no system description {system}"
         tree.fail(rel, why, "missing-system")
+        return
+    if run.stop_ms is None and run.cut_short:  # the file's end is lost, not the run's
+        why = (
+            "the file ends inside an MLLOG line (cut short?) before any run_stop event: whether "
+            "the run finished cannot be read; not recorded as a run (a failed one would blame "
+            "the stack)"
+        )
+        tree.fail(rel, why, "truncated-run")
         return
     if run.stop_ms is None:
         why = "no MLLOG run_stop event: the run did not finish (counted as a failed run)"

@@ -331,6 +331,12 @@ def _counts(r: dict[str, Any]) -> tuple[float, tuple[str, str, int, int]]:
             "a#",
             f"no accelerator counted for a system naming {named!r} (a CPU-only system names none)",
         )
+    if not named and whole_number(per_node):  # stored as CPU-only, it would rank as one
+        raise RowRejected(
+            "Accelerator",
+            f"{per_node} accelerator(s) counted per node but none named: which accelerator ran "
+            "is not said (a CPU-only system counts none)",
+        )
     system = system_accelerators(
         {
             "accelerator_model_name": r.get("accelerator"),
