@@ -203,6 +203,18 @@ def test_round_from_the_name_the_rows_or_the_option(
         _write(tmp_path / "summary_results.json", unnamed), round_name="v5.1"
     )
     assert report.round == "v5.1" and all(o.source_key.startswith("v5.1/") for o in observations)
+    # a round the name or --round gives that the rows contradict: a v5.1 table renamed v6.0 had
+    # been imported whole as v6.0; rows of another round among the right ones are listed
+    with pytest.raises(InvalidInput, match=r"v6\.0 \(the file's name\) is not the round .* v5\.1"):
+        read_summary(_write(tmp_path / "summary_results_v6.0.json", v51_rows[:2]))
+    with pytest.raises(InvalidInput, match=r"v6\.0 \(--round\) is not the round"):
+        read_summary(_write(tmp_path / "summary_results.json", v51_rows[:2]), round_name="v6.0")
+    observations, report = read_summary(
+        _write(tmp_path / "summary_results.json", mixed), round_name="v5.1"
+    )
+    assert len(observations) == 1 and report.skipped_by_reason == {"other-round": 1}
+    (bad,) = report.to_dict()["bad_rows"]
+    assert (bad["field"], bad["index"]) == ("version", 1) and "the row is of v6.0" in bad["why"]
 
 
 def test_one_result_twice_in_a_table_is_reported(

@@ -119,6 +119,7 @@ SKIP_REASONS = {
     "conflicting-duplicate": "another figure for a result an earlier row of the table gives (the "
     "first is kept; which one is right, the table does not say)",
     "not-a-row": "a row that is not a JSON object",
+    "other-round": "a row whose own version names another round than the import's",
 }
 BAD_ROWS_SHOWN = 1000
 
@@ -168,7 +169,13 @@ class SummaryImport:
         if len(self.bad_rows) < BAD_ROWS_SHOWN:
             where = row.values.get("row_id") or row.values.get("location") or f"#{row.index}"
             self.bad_rows.append(
-                {"file": row.file, "row": str(where)[:200], "field": exc.field, "why": exc.why}
+                {
+                    "file": row.file,
+                    "row": str(where)[:200],  # its ID: one per system, not per row
+                    "index": row.index,  # its position in the table (from 0): one row
+                    "field": exc.field,
+                    "why": exc.why,
+                }
             )
 
     def skip(self, reason: str, row: dict[str, Any], detail: str = "") -> None:
@@ -544,6 +551,7 @@ def read_summary(
     round_ = checked_round(round_name) or detect_round(file) or _rows_round(every, names, file)
     if not round_.startswith("v"):
         round_ = "v" + round_
+    own = _other_rounds(every, names, round_, "--round" if round_name else "the file's name")
     report = SummaryImport(path=str(file), round=round_, rows=len(every))
     mtime = file.stat().st_mtime
     observations = []
@@ -554,6 +562,9 @@ def read_summary(
             report.reject(_Row(round_, file.name, mtime, {}, index), RowRejected("row", why))
             continue
         values = normalised(raw, names)
+        if index in own:  # a row of another round than the import's: never stored as this one
+            report.reject(_Row(round_, file.name, mtime, values, index), own[index], "other-round")
+            continue
         if flat_text(values.get("power_result")):
             report.power_figures_ignored += 1  # a power figure beside the result: not kept
         row = _Row(round_, file.name, mtime, values, index)
@@ -592,6 +603,36 @@ def _where(values: dict[str, Any], index: int) -> str:
         " ".join(filter(None, (flat_text(values.get("row_id")), flat_text(values.get("location")))))
         + f" (#{index})"
     )
+
+
+def _other_rounds(
+    rows: list[Any], names: dict[str, str], round_: str, given: str
+) -> dict[int, RowRejected]:
+    """The rows whose own ``version`` names another round than ``round_`` (from ``given``),
+    each with why (a v5.1 table renamed v6.0 had been imported whole as v6.0).
+
+    Raises:
+        InvalidInput: every row that names a round names another one.
+    """
+    out: dict[int, RowRejected] = {}
+    named = 0
+    for index, r in enumerate(rows):
+        version = flat_text(normalised(r, names).get("version")) if isinstance(r, dict) else ""
+        if not version:
+            continue
+        named += 1
+        its = detect_round(Path(f"summary_results_v{version.lstrip('vV')}.json"))
+        if its != round_:
+            out[index] = RowRejected(
+                "version", f"the row is of {version}, the import of {round_} ({given})"
+            )
+    if named and len(out) == named:
+        seen = sorted({w.why.split(",")[0].removeprefix("the row is of ") for w in out.values()})
+        raise InvalidInput(
+            f"{round_} ({given}) is not the round of this table: its rows name "
+            f"{', '.join(seen[:6])}; pass --round with theirs, or import the table of {round_}"
+        )
+    return out
 
 
 def _rows_round(rows: list[Any], names: dict[str, str], file: Path) -> str:
