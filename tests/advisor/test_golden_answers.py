@@ -128,6 +128,12 @@ Session 32: 0, 1, 3-5, 10, 13, 14, 18, 19, 37 and 40 when notes began to print f
 their notes read differently. 34 (a request that must fail) when validation messages stopped
 leaking pydantic's "Value error, " prefix and a check across fields its "(got dict)".
 
+Session 33: 19, 37, 40 and 44 when a VM placement's estimate that rests on no result of that
+placement became the bare-metal answer moved by the learned overhead (none without pairs), where
+an interpolation over the part's other rows had stood below it (a probe's vGPU L40S 41% under its
+own bare-metal result): a vGPU or passthrough row's figure, interval, factors and evidence are
+its bare-metal configuration's; 19's fourth row is now a vGPU H100-PCIe candidate at that figure.
+
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
 

@@ -159,6 +159,18 @@ def test_a_vm_answer_held_to_bare_metal_lists_the_placement_once(kb_advisor: Any
     assert answer.value < bare.value
 
 
+def test_a_vm_placement_of_no_result_is_its_bare_metal_answer(kb_advisor: Any) -> None:
+    """No vGPU result of L40S and no pairs to learn its overhead from: the vGPU answer is the
+    bare-metal answer (overhead none, said), not an interpolation over the part's other rows,
+    which had come out 41% below L40S x8's own bare-metal result."""
+    ask = {"accelerator": "L40S", "accelerator_count": 8, "benchmark": "llama2-70b-99"}
+    ask |= {"scenario": "Server", "metric": "tokens_per_second", "as_of": "v4.1"}
+    vgpu, bare = kb_advisor.predict([{**ask, "placement": "vgpu"}, ask])
+    assert bare.basis.value == "observed" and vgpu.basis.value == "interpolated"
+    assert vgpu.value == bare.value and vgpu.interval == bare.interval
+    assert any("answered from bare metal where no result of it is held" in w for w in vgpu.warnings)
+
+
 def test_a_training_benchmark_asked_without_its_family_says_which_family(kb_advisor: Any) -> None:
     [answer] = kb_advisor.predict(
         [{"accelerator": "H100", "accelerator_count": 8, "benchmark": "llama2_70b_lora"}]
