@@ -379,6 +379,11 @@ class Regression(_Out):
     older_count: int
     newer_count: int
     p_value: float
+    submitter: str | None = Field(
+        default=None,
+        description="whose results both versions are (a version is compared "
+        "within one submitter's systems)",
+    )
 
 
 class EvaluationSlice(_Out):

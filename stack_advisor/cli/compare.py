@@ -172,7 +172,8 @@ def compare_regressions(
     fmt: FormatOpt = None,
     store: StoreOpt = None,
 ) -> None:
-    """Newer component versions that are slower, with statistical support."""
+    """Newer component versions that are slower, with statistical support: compared within one
+    submitter's results of a round, benchmark, accelerator and count."""
     from stack_advisor.cli.render import OutputFormat, note, output_format, render
 
     chosen = output_format(fmt, as_json)
@@ -189,5 +190,5 @@ def compare_regressions(
         json_data=items,
         title=f"{component} regressions",
         columns=["accelerator", "benchmark", "older", "newer", "change", "p_value"],
-        details=["scenario", "metric", "older_count", "newer_count"],
+        details=["scenario", "metric", "older_count", "newer_count", "submitter"],
     )

@@ -313,8 +313,9 @@ def _verdict(ratio: float | None, p: float | None, pairs: int) -> str:
 
 
 def find_regressions(knowledge: Knowledge, request: RegressionsRequest) -> list[Regression]:
-    """Within each (round, benchmark, metric, accelerator, count) group, compare consecutive
-    versions of the component; report where the newer one is slower with Mann-Whitney p < alpha.
+    """Within each (round, benchmark, metric, accelerator, count, submitter) group, compare
+    consecutive versions of the component; report where the newer one is slower with
+    Mann-Whitney p < alpha.
 
     Raises:
         NotFound: no stack records the component.
@@ -333,7 +334,9 @@ def find_regressions(knowledge: Knowledge, request: RegressionsRequest) -> list[
             _held_benchmark(table, rq.benchmark)
         )
     out = []
-    for key, idx in groups(table, np.flatnonzero(mask), PAIR_KEY).items():
+    # one submitter's systems: across submitters a version changes with the whole system (a
+    # university's slower B200 had read as a driver regression of NVIDIA's)
+    for key, idx in groups(table, np.flatnonzero(mask), (*PAIR_KEY, "submitter")).items():
         by_version: dict[str, list[float]] = defaultdict(list)
         for r in idx:
             v = versions[table.stack.codes[r]]
@@ -399,6 +402,7 @@ def _group_regressions(
                     scenario=bench.scenario,
                     metric=table.metric.vocab[key[2]],
                     accelerator=table.accelerator.vocab[key[3]],
+                    submitter=table.submitter.vocab[key[5]] or None,
                     older_median=float(np.median(a)),
                     newer_median=float(np.median(b)),
                     change=change,
