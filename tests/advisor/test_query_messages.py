@@ -314,3 +314,21 @@ def test_regressions_compare_only_one_thing_s_successive_releases(kb_advisor: An
             assert (ngc_release_of(old) is None) == (ngc_release_of(new) is None), r
             seen += 1
     assert seen > 0
+
+
+def test_a_latency_read_off_other_parts_is_refused_with_its_runs_throughput(
+    kb_advisor: Any,
+) -> None:
+    """Jetson AGX Orin x8 on llama2-70b Interactive: its throughput is refused (no reference of
+    its device class), so a p99 TTFT read off other NVIDIA parts is too (a probe found it ranked
+    fifth-lowest by latency); a part's own share of the limit on other models still answers."""
+    ask = {"accelerator": "Jetson AGX Orin", "accelerator_count": 8, "benchmark": "llama2-70b-99"}
+    ask |= {"scenario": "Interactive"}
+    run, latency = kb_advisor.predict(
+        [{**ask, "metric": "tokens_per_second"}, {**ask, "metric": "ttft_p99_ms"}]
+    )
+    assert run.basis.value == "unsupported" and latency.basis.value == "unsupported"
+    assert latency.reason.startswith("ttft_p99_ms: its tokens_per_second in Interactive cannot")
+    assert run.reason in latency.reason
+    (own,) = kb_advisor.predict([{**ask, "accelerator": "H100-NVL-94GB", "metric": "ttft_p99_ms"}])
+    assert own.value is not None and "H100-NVL-94GB" in own.references

@@ -277,6 +277,9 @@ class EvidenceIndex:
         if isinstance(derived, Estimate):
             return derived
         found = limit_share_estimate(self, q) or self._transferred(q, by_acc, hib)
+        unrun = None if q.accelerator in found.references else self._throughput_refused(q)
+        if unrun is not None:  # read off other parts only, for a run that cannot be estimated
+            return unrun
         if found.basis is Basis.UNSUPPORTED:
             # no transfer in the scenario (no reference of the part's class ran it there): its
             # estimate in the scenario LoadGen runs it as, times the learned ratio, where that
@@ -285,6 +288,34 @@ class EvidenceIndex:
             if isinstance(derived, Estimate) and derived.value is not None:
                 return derived
         return found
+
+    def _throughput_refused(self, q: Query) -> Estimate | None:
+        """A serving latency of a part that never ran the slice, read off other parts alone, is
+        refused where the same configuration's throughput is (a latency is one of a run at that
+        load): a probe's Jetson AGX Orin x8 ranked among the lowest p99 TTFTs of llama2-70b
+        Interactive, its throughput refused for want of a reference of its class. One read on
+        the part's own results on other models (its share of the limit) stands. None
+        otherwise."""
+        if not is_latency_slice(q.slice):
+            return None
+        family, benchmark, scenario, _, division = q.slice
+        throughput = sorted(
+            k[3]
+            for k in self.slices
+            if k[:3] == (family, benchmark, scenario)
+            and k[4] == division
+            and self.higher_is_better(k)
+        )
+        if len(throughput) != 1:
+            return None
+        run = self.estimate(replace(q, metric=throughput[0]))
+        if run.basis is not Basis.UNSUPPORTED:
+            return None
+        return Estimate(
+            Basis.UNSUPPORTED,
+            reason=f"{q.metric}: its {throughput[0]} in {scenario} cannot be estimated either "
+            f"({run.reason}); a latency is one of a run at that load",
+        )
 
     def _unrecorded(self, q: Query) -> Estimate:
         """No results of the slice: a scenario run as another (Interactive as Server) derived from
