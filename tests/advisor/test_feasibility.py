@@ -321,3 +321,41 @@ def test_a_catalogue_part_is_not_refused_for_the_stack_it_borrowed(kb_advisor: A
     )
     assert [r.candidate.accelerator for r in out.recommendations] == ["MI250X"]
     assert not any("runs on NVIDIA GPUs only" in k for k in out.excluded)
+
+
+def test_training_a_model_needs_its_weights_gradients_and_optimizer_states(
+    kb_advisor: Any,
+) -> None:
+    """Pre-training llama3.1-405b keeps 16 bytes per parameter (6,480 GB): 8 or 64 H100s cannot,
+    though the inference rule (its weights at 8 bits) let a probe's 8 get 14,264 minutes; 128
+    can. A LoRA fine-tune keeps its frozen weights only, so 4 H100s (320 GB) run llama2-70b's as
+    published. No published Training system is refused: they hold 65+ bytes per parameter."""
+    ask = {
+        "family": "mlperf-training",
+        "benchmark": "llama31_405b",
+        "accelerator": "H100-SXM5-80GB",
+    }
+    eight, sixty_four, many = kb_advisor.predict(
+        [{**ask, "accelerator_count": n} for n in (8, 64, 128)]
+    )
+    for refused in (eight, sixty_four):
+        assert refused.basis.value == "unsupported", refused
+        assert refused.reason.startswith(
+            "model does not fit in memory to train: llama31_405b keeps >= 6,480 GB"
+        )
+    assert many.value is not None
+    (lora,) = kb_advisor.predict(
+        [
+            {
+                **ask,
+                "benchmark": "llama2_70b_lora",
+                "accelerator": "H100-SXM5-80GB",
+                "accelerator_count": 4,
+            }
+        ]
+    )
+    assert lora.value is not None, lora.reason
+    out = kb_advisor.recommend(
+        {"family": "mlperf-training", "benchmark": "llama31_405b", "hardware": {"max_count": 8}}
+    )
+    assert not [r for r in out.recommendations if r.candidate.accelerator_count <= 8]

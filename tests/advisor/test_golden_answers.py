@@ -133,6 +133,12 @@ placement became the bare-metal answer moved by the learned overhead (none witho
 an interpolation over the part's other rows had stood below it (a probe's vGPU L40S 41% under its
 own bare-metal result): a vGPU or passthrough row's figure, interval, factors and evidence are
 its bare-metal configuration's; 19's fourth row is now a vGPU H100-PCIe candidate at that figure.
+Then 0, 1, 3-5, 7, 10, 12-14, 16-24, 27, 37, 38, 40 and 44 when a transfer whose target has a
+catalogue sibling among the parts that ran the slice reads the siblings alone (GB200 from B200,
+not B200 and two H200s: a probe's GB200 llama3.1-8b had come out 25% under B200's own result):
+transferred figures, intervals, confidences and the order they give; and 27 (MLPerf Training
+llama3.1-405b) when training a model began to need 16 bytes per parameter (weights, gradients,
+fp32 master weights and Adam's moments), not its inference weights: 15 excluded, not 3.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -95,11 +95,48 @@ def replica_memory_gb(accelerator: str, count: int) -> tuple[float, str] | None:
     return have * count, f"{canonical_accelerator(accelerator)} x{count} has {have * count:g} GB"
 
 
-def memory_misfit(benchmark: str, accelerator: str, count: int) -> str | None:
-    """Why ``count`` x ``accelerator`` cannot hold the benchmark's model, or None."""
+# Bytes per parameter that training a model's every weight with mixed-precision Adam keeps:
+# 16-bit weights and gradients (2 + 2) and fp32 master weights, momentum and variance (4 + 4 + 4)
+# (ZeRO, Rajbhandari et al., SC20, section 3.1: https://arxiv.org/abs/1910.02054); sharding spreads
+# them over the accelerators, it does not shrink them. Published Training systems hold 65 or more
+# bytes per parameter of their pre-training benchmarks (gpt3 on 64 B200), so no run is refused.
+TRAINING_STATE_BYTES = 16
+TRAINING_STATE_SOURCE = "https://arxiv.org/abs/1910.02054"
+
+
+def training_state_gb(benchmark: str, family: str | None = None) -> float | None:
+    """GB that training every weight of an MLPerf Training benchmark's model keeps
+    (``TRAINING_STATE_BYTES`` per parameter); None where it is no Training benchmark, its
+    parameters are not catalogued, or it trains adapters alone (LoRA: its frozen weights are
+    what must fit, ``model_weights_gb``)."""
+    from stack_advisor.catalog import load_catalog, resolve_benchmark
+
+    if family != "mlperf-training":
+        return None
+    match = resolve_benchmark(benchmark, family)
+    if not match.resolved or match.family != family or match.base is not None:
+        return None
+    entry = load_catalog().benchmark(family, match.id)
+    if entry is None or entry.params_b is None or "lora" in (entry.task or "").lower():
+        return None
+    return float(entry.params_b) * TRAINING_STATE_BYTES
+
+
+def memory_misfit(
+    benchmark: str, accelerator: str, count: int, family: str | None = None
+) -> str | None:
+    """Why ``count`` x ``accelerator`` cannot hold the benchmark's model (to train it, for an
+    MLPerf Training benchmark), or None."""
+    have = replica_memory_gb(accelerator, count)
+    state = training_state_gb(benchmark, family)
+    if state is not None and have is not None and have[0] < state:
+        return (
+            f"model does not fit in memory to train: {benchmark} keeps >= {state:,.0f} GB "
+            f"({TRAINING_STATE_BYTES} bytes per parameter: 16-bit weights and gradients, fp32 "
+            f"master weights and Adam's two moments; {TRAINING_STATE_SOURCE}); {have[1]}"
+        )
     bits, precision = weight_bits(accelerator)
     need = model_weights_gb(benchmark, bits)
-    have = replica_memory_gb(accelerator, count)
     if need is None or have is None:
         return None
     if have[0] < need[0]:

@@ -165,7 +165,9 @@ def nearest(
     ordered = sorted(refs, key=lambda a: (_distance(refs[a][1], target), a))
     close = [a for a in ordered if within_span(refs[a][1], target)] or ordered
     first = [a for a in prefer if a in close]
-    return [*first, *(a for a in close if a not in first)][:NEAREST]
+    if first:  # a part of the same design ran it: its figures, not another generation's
+        return first[:NEAREST]
+    return close[:NEAREST]
 
 
 # how a transfer's note on the peak bound begins (``transferred``; ``drift.held_bound`` rewrites it

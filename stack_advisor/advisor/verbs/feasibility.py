@@ -74,11 +74,19 @@ class RuleCheck:
 def infeasible(knowledge: Knowledge, sl: Slice, c: Candidate, count: int) -> str | None:
     """Why ``count`` x the candidate cannot run the slice's workload on the user's nodes, or
     None (``refusal`` with the workload's ``--driver``)."""
-    return refusal(knowledge, sl.workload.benchmark or "", c, count, sl.workload.hardware.driver)
+    workload = sl.workload
+    return refusal(
+        knowledge, workload.benchmark or "", c, count, workload.hardware.driver, workload.family
+    )
 
 
 def refusal(
-    knowledge: StackRules, benchmark: str, c: Candidate, count: int, driver: str | None
+    knowledge: StackRules,
+    benchmark: str,
+    c: Candidate,
+    count: int,
+    driver: str | None,
+    family: str | None = None,
 ) -> str | None:
     """The one verdict ``recommend`` (an exclusion) and ``predict`` (a refusal) give on a
     configuration: why ``count`` x the candidate's part with its stack cannot run the
@@ -86,7 +94,7 @@ def refusal(
     return (
         driver_refusal(knowledge, c, driver)
         or _foreign_driver(c, driver)
-        or memory_misfit(benchmark, c.published[0], count)
+        or memory_misfit(benchmark, c.published[0], count, family)
         or stack_incapable(benchmark, c)
     )
 

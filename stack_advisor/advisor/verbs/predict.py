@@ -382,6 +382,7 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
         configuration(cq, q.accelerator),
         cq.count,
         cq.components.get("driver"),
+        cq.family,
     )
     # the nodes' driver is judged above, as ``recommend --driver`` is: it picks no results
     stack_only = replace(cq, components={k: v for k, v in cq.components.items() if k != "driver"})
