@@ -538,3 +538,17 @@ def test_predict_holds_a_training_count_to_the_bound_a_budget_is_held_to(kb_advi
     assert inside.value is not None
     assert beyond.value is None and "not extrapolated past twice that" in (beyond.reason or "")
     assert "a count of 11616 accelerators" in (beyond.reason or "")
+
+
+def test_a_budget_offers_a_smaller_published_size_that_trains_faster(kb_advisor: Any) -> None:
+    """Under 32 accelerators a B200 retinanet stack is ranked at the size within the budget that
+    trains fastest: its 16 (12.6 min as published), not 32, where the only B200 32-GPU system is
+    one university's 27.7 min (a probe's ranking had offered that alone)."""
+    answer = kb_advisor.recommend(
+        Workload(family="mlperf-training", benchmark="retinanet", hardware={"max_count": 32}),
+        top=40,
+    )
+    b200 = [r for r in answer.recommendations if r.candidate.accelerator == "B200-SXM-180GB"]
+    assert b200 and all(r.candidate.accelerator_count <= 32 for r in b200)
+    best = min(b200, key=lambda r: r.value)
+    assert best.candidate.accelerator_count == 16 and best.value < 13, best
