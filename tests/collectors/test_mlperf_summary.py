@@ -572,3 +572,22 @@ def test_a_corrected_figure_replaced_from_the_cli_is_what_the_advisor_answers(
         (after,) = Advisor(store).predict([asked])
     assert before.basis.value == after.basis.value == "observed"
     assert after.value == pytest.approx(before.value * 1.5)
+
+
+def test_a_row_holding_bytes_that_are_not_utf8_is_reported_and_the_rest_imported(
+    tmp_path: Path, v51_rows: list[dict[str, Any]]
+) -> None:
+    """One stray byte in one row's Software had refused the whole table ('not text'); that row
+    is a bad row naming its field, the others are imported. A file that is mostly not text is
+    still refused whole."""
+    good = [r for r in v51_rows if not r["inferred"]][:3]
+    marked = [{**good[0], "Software": "TensorRT MARK"}, *good[1:]]
+    raw = json.dumps(marked).encode().replace(b"MARK", b"\xff\xfe")
+    (tmp_path / "summary_results_v5.1.json").write_bytes(raw)
+    observations, report = read_summary(tmp_path / "summary_results_v5.1.json")
+    assert len(observations) == 2 and report.skipped_by_reason == {"not-text": 1}
+    (bad,) = report.to_dict()["bad_rows"]
+    assert (bad["field"], bad["index"]) == ("Software", 0) and "not UTF-8" in bad["why"]
+    (tmp_path / "summary_results_v5.0.json").write_bytes(bytes(range(128, 256)) * 64)
+    with pytest.raises(InvalidInput, match="is not text"):
+        read_summary(tmp_path / "summary_results_v5.0.json")

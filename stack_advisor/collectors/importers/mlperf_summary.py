@@ -65,6 +65,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
 from stack_advisor.collectors.importers.mlperf_inference_tree import ATTRIBUTION, FAMILY, SOURCE
 from stack_advisor.collectors.importers.mlperf_summary_table import (
     FIELD_ALIASES,
+    NOT_UTF8,
     REQUIRED,
     check_texts,
     field_map,
@@ -120,6 +121,7 @@ SKIP_REASONS = {
     "first is kept; which one is right, the table does not say)",
     "not-a-row": "a row that is not a JSON object",
     "other-round": "a row whose own version names another round than the import's",
+    "not-text": "a row whose text holds bytes that are not UTF-8",
 }
 BAD_ROWS_SHOWN = 1000
 
@@ -562,6 +564,13 @@ def read_summary(
             report.reject(_Row(round_, file.name, mtime, {}, index), RowRejected("row", why))
             continue
         values = normalised(raw, names)
+        garbled = next((k for k, v in raw.items() if NOT_UTF8 in flat_text(v)), None)
+        if garbled is not None:  # bytes that were not UTF-8: what the row says cannot be read
+            why = "holds bytes that are not UTF-8 (read as U+FFFD): its text cannot be trusted"
+            report.reject(
+                _Row(round_, file.name, mtime, values, index), RowRejected(garbled, why), "not-text"
+            )
+            continue
         if index in own:  # a row of another round than the import's: never stored as this one
             report.reject(_Row(round_, file.name, mtime, values, index), own[index], "other-round")
             continue

@@ -113,14 +113,23 @@ def load_rows(
     return [r for r in rows if isinstance(r, dict)]
 
 
+NOT_UTF8 = "\ufffd"  # what a byte that is not UTF-8 reads as (the rows holding one are reported)
+
+
 def _table_json(file: Path, limits: ImportLimits) -> Any:
     try:
-        return load_json(_table_bytes(file, limits), str(file), limits)
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(
-            f"summary table {str(file)!r} is not text (byte {exc.start} is not UTF-8): not the "
-            "summary_results JSON"
-        ) from None
+        raw = _table_bytes(file, limits)
+        try:
+            return load_json(raw, str(file), limits)
+        except UnicodeDecodeError as exc:
+            # a few stray bytes in a row's text: those rows are reported, the rest imported
+            text = raw.decode("utf-8", errors="replace")
+            if text.count(NOT_UTF8) > max(16, len(raw) // 1000):
+                raise InvalidInput(
+                    f"summary table {str(file)!r} is not text (byte {exc.start} is not UTF-8): "
+                    "not the summary_results JSON"
+                ) from None
+            return load_json(text.encode(), str(file), limits)
     except (OSError, ValueError, EOFError) as exc:
         raise InvalidInput(f"summary table {str(file)!r} is not readable JSON: {exc}") from None
 

@@ -73,7 +73,8 @@ def name_text(value: Any, field: str, limit: int = NAME_CHARS) -> str:
         raise RowRejected(field, f"a {type(value).__name__} ({_shown(value)}) is not a name")
     text = " ".join(str(value).split())
     if len(text) > limit:
-        raise RowRejected(field, f"{len(text):,} characters, over the {limit:,} a name may have")
+        what = "a name" if limit <= NAME_CHARS else "a text field"
+        raise RowRejected(field, f"{len(text):,} characters, over the {limit:,} {what} may have")
     return text
 
 
