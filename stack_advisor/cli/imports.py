@@ -181,6 +181,7 @@ def _report_mlperf(summaries: list[Any], as_json: bool, fmt: Any) -> None:
                 info(
                     f"{s.round}: skipped {count} {category}, e.g. {example.path}: {example.reason}"
                 )
+            _unresolved_benchmarks(s.unresolved_benchmarks)
             fixed = [i for i in s.issues if i.outcome == "replaced"]
             if fixed:
                 info(
@@ -260,11 +261,7 @@ def _report_summary(report: Any, file: Path, chosen: Any) -> None:
         warning(
             f"unresolved accelerator {name!r}: {count} result(s) imported under this published name"
         )
-    for name, count in report.unresolved_benchmarks.most_common():
-        warning(
-            f"benchmark {name!r} is not in the catalogue: {count} result(s) imported under this "
-            "published name (`advisor catalogue list benchmarks` lists those it knows)"
-        )
+    _unresolved_benchmarks(dict(report.unresolved_benchmarks.most_common()))
     for row in report.changed_rows[:CHANGED_SHOWN]:
         warning(
             f"{row['result']}: the store held {row['stored']}, the table now gives "
@@ -343,6 +340,7 @@ def _report_training(summaries: list[Any], chosen: Any) -> None:
         for s in summaries:
             for issue in s.issues:
                 (error if issue.outcome == "failed" else info)(f"{issue.path}: {issue.reason}")
+            _unresolved_benchmarks(s.unresolved_benchmarks)
         render(
             [
                 {
@@ -499,3 +497,15 @@ def _store_document(document: Any, store: str | None, chosen: Any) -> None:
 
 def register(app: typer.Typer) -> None:
     app.add_typer(import_app, name="import", rich_help_panel="Knowledge")
+
+
+def _unresolved_benchmarks(counts: dict[str, int]) -> None:
+    """A warning per benchmark the catalogue does not know, its results imported under the
+    published name (every importer: the tree and Training ones had said nothing)."""
+    from stack_advisor.cli.render import warning
+
+    for name, count in counts.items():
+        warning(
+            f"benchmark {name!r} is not in the catalogue: {count} result(s) imported under this "
+            "published name (`advisor catalogue list benchmarks` lists those it knows)"
+        )

@@ -427,3 +427,24 @@ def test_shared_v5_round_records_a_cuda_that_can_have_run(shared_training: Path)
         systems[("Dell", "1xXE9712x4GB200")][0] == "12.8.1.012"
     )  # both could have run: as published
     assert len(systems) >= 10
+
+
+def test_a_benchmark_the_catalogue_does_not_know_is_listed_by_every_importer(
+    embedded_store: Any, tmp_path: Path
+) -> None:
+    """A next round's new model (qwen3_moe_30b) is imported under its published name and listed,
+    as the summary importer lists it; the tree and Training importers had said nothing."""
+    from stack_advisor.collectors.importers.mlperf import import_mlperf
+    from tests.support.mlperf import SUMMARY_OFFLINE, result_path, small_tree, write
+
+    root = small_training_tree(tmp_path / "src")
+    for i in range(5):
+        run = mllog(1_700_000_000_000 + i * 10**7, 9.0 + i)
+        write(root, f"Acme/results/h100x16/qwen3_moe_30b/result_{i}.txt", run)
+    took = import_mlperf_training(root, embedded_store)
+    assert took.unresolved_benchmarks == {"qwen3_moe_30b": 1}  # one score, under its name
+    assert took.to_dict()["unresolved_benchmarks"] == {"qwen3_moe_30b": 1}
+    tree = small_tree(tmp_path / "inference")
+    write(tree, result_path("box8", "llama4-scout-17b", "Offline"), SUMMARY_OFFLINE)
+    got = import_mlperf(tree, embedded_store)
+    assert got.unresolved_benchmarks == {"llama4-scout-17b": 1}

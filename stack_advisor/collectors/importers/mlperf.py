@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,6 +52,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
     kept_or_replaced,
     metric_facts,
     reconcile_figures,
+    unresolved_benchmarks,
 )
 from stack_advisor.collectors.importers.mlperf_inference_tree import (
     ATTRIBUTION,
@@ -298,6 +299,8 @@ class ImportSummary:
     issues: list[Issue]
     seconds: float = 0.0
     replaced: int = 0  # stored figures the files corrected (``replace_changed``)
+    # results per benchmark the catalogue does not know, imported under the published name
+    unresolved_benchmarks: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -308,6 +311,7 @@ class ImportSummary:
             "imported": self.imported,
             "already_present": self.already_present,
             "replaced": self.replaced,
+            "unresolved_benchmarks": self.unresolved_benchmarks,
             "skipped": self.skipped,
             "failed": self.failed,
             "ignored": self.ignored,
@@ -384,4 +388,5 @@ def import_mlperf(
         issues=tree.issues,
         seconds=time.perf_counter() - started,
         replaced=len(tree.replaced),
+        unresolved_benchmarks=unresolved_benchmarks(observations),
     )

@@ -293,6 +293,24 @@ def reconcile_figures(
     )
 
 
+def unresolved_benchmarks(observations: Iterable[Observation]) -> dict[str, int]:
+    """Results per benchmark name the catalogue does not know (kept under the name published: a
+    new round's model, answered once the catalogue names it), most first."""
+    from collections import Counter
+
+    from stack_advisor.catalog import resolve_benchmark
+
+    counts: Counter[str] = Counter()
+    known: dict[tuple[str, str], bool] = {}
+    for obs in observations:
+        key = (obs.benchmark.family, obs.benchmark.name)
+        if key not in known:
+            known[key] = resolve_benchmark(key[1], key[0]).resolved
+        if not known[key]:
+            counts[key[1]] += 1
+    return dict(counts.most_common())
+
+
 def kept_or_replaced(replaced: int, what: str = "figure") -> str:
     """How a re-import's report ends a changed result's line."""
     return (

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,6 +51,7 @@ from stack_advisor.collectors.importers.mlperf_common import (
     kept_or_replaced,
     placement_of,
     reconcile_figures,
+    unresolved_benchmarks,
 )
 from stack_advisor.collectors.importers.mlperf_mllog import (
     Score,
@@ -494,6 +495,8 @@ class TrainingImportSummary:
     issues: list[Issue]
     seconds: float = 0.0
     replaced: int = 0  # stored scores the files corrected (``replace_changed``)
+    # results per benchmark the catalogue does not know, imported under the published name
+    unresolved_benchmarks: dict[str, int] = field(default_factory=dict)
     note: str = (
         "RCP normalisation (MLCommons) is not in the result files: scores are raw olympic means"
     )
@@ -509,6 +512,7 @@ class TrainingImportSummary:
             "imported": self.imported,
             "already_present": self.already_present,
             "replaced": self.replaced,
+            "unresolved_benchmarks": self.unresolved_benchmarks,
             "failures_new": self.failures_new,
             "issues": issue_dicts(self.issues),
             "seconds": round(self.seconds, 3),
@@ -548,4 +552,7 @@ def import_mlperf_training(
         issues=tree.issues,
         seconds=time.perf_counter() - started,
         replaced=sum(1 for i in tree.issues if i.outcome == "replaced"),
+        unresolved_benchmarks=unresolved_benchmarks(
+            o for o in batch.observations if o.metric == "time_to_train_min"
+        ),
     )
