@@ -90,9 +90,14 @@ def predict(
             predictions = proxy_predictions(adv, spec, count=count, asked=accelerator)
         _show_predictions(predictions, chosen)
         return
+    _show_predictions(_predict_file(query, as_of, store), chosen)
 
+
+def _predict_file(query: str, as_of: str | None, store: str | None) -> list[Prediction]:
+    """The configurations of a ``--query`` file answered (a described model by proxy, as the API
+    answers it); ``--as-of`` for each that names none."""
     data = _read_queries(query)
-    described = [isinstance(q, dict) and "model" in q for q in data]  # by proxy, as the API
+    described = [isinstance(q, dict) and "model" in q for q in data]
     if as_of is not None:
         data = [
             {"as_of": as_of, **q} if isinstance(q, dict) and not d else q
@@ -102,10 +107,8 @@ def predict(
         if any(described):
             from stack_advisor.api.prediction_batch import predict_batch
 
-            predictions = predict_batch(adv, data)
-        else:
-            predictions = adv.predict(data)
-    _show_predictions(predictions, chosen)
+            return predict_batch(adv, data)
+        return adv.predict(data)
 
 
 def _only_with_flags(flags: bool, **given: str | None) -> None:

@@ -145,7 +145,7 @@ class SummaryImport:
     power_figures_ignored: int = 0
     seconds: float = 0.0
     # (file, row, field, why) of the rows refused for a bad value, the first BAD_ROWS_SHOWN
-    bad_rows: list[dict[str, str]] = field(default_factory=list)
+    bad_rows: list[dict[str, str | int]] = field(default_factory=list)
     # results the store held already at another value (a corrected table re-imported): the
     # stored figure is kept; how many, and the first BAD_ROWS_SHOWN of them
     changed: int = 0
