@@ -215,6 +215,12 @@ def test_round_from_the_name_the_rows_or_the_option(
     assert len(observations) == 1 and report.skipped_by_reason == {"other-round": 1}
     (bad,) = report.to_dict()["bad_rows"]
     assert (bad["field"], bad["index"]) == ("version", 1) and "the row is of v6.0" in bad["why"]
+    # a version naming no round (a later table's field of another meaning) is not judged
+    other_meaning = [{**r, "version": "2"} for r in v51_rows[:2]]
+    observations, report = read_summary(
+        _write(tmp_path / "summary_results_v5.1.json", other_meaning)
+    )
+    assert len(observations) == len([r for r in v51_rows[:2] if not r["inferred"]])
 
 
 def test_one_result_twice_in_a_table_is_reported(

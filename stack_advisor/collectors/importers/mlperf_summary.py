@@ -627,10 +627,11 @@ def _other_rounds(
     named = 0
     for index, r in enumerate(rows):
         version = flat_text(normalised(r, names).get("version")) if isinstance(r, dict) else ""
-        if not version:
+        named_as = f"summary_results_v{version.lstrip('vV')}.json"
+        its = detect_round(Path(named_as)) if version else None
+        if its is None:  # no round in it (a later table's field of another meaning): not judged
             continue
         named += 1
-        its = detect_round(Path(f"summary_results_v{version.lstrip('vV')}.json"))
         if its != round_:
             out[index] = RowRejected(
                 "version", f"the row is of {version}, the import of {round_} ({given})"
