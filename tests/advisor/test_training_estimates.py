@@ -552,3 +552,19 @@ def test_a_budget_offers_a_smaller_published_size_that_trains_faster(kb_advisor:
     assert b200 and all(r.candidate.accelerator_count <= 32 for r in b200)
     best = min(b200, key=lambda r: r.value)
     assert best.candidate.accelerator_count == 16 and best.value < 13, best
+
+
+def test_a_published_training_run_is_answered_whatever_the_memory_rule_says(
+    embedded_store: Any, tmp_path: Path
+) -> None:
+    """16 bytes per parameter would refuse llama3.1-405b on 16 H100s (1,280 GB of 6,480); a
+    published run there is proof it fit: answered as observed. 8 are still refused."""
+    tree = small_training_tree(tmp_path / "src")
+    for i, minutes in enumerate([600.0, 610.0, 620.0]):
+        run = mllog(1_700_000_000_000 + i * 10**8, minutes)
+        write(tree, f"Acme/results/h100x16/llama31_405b/result_{i}.txt", run)
+    import_mlperf_training(tree, embedded_store)
+    ask = {**_query("NVIDIA H100-SXM5-80GB", 16), "benchmark": "llama31_405b"}
+    published, eight = Advisor(embedded_store).predict([ask, {**ask, "accelerator_count": 8}])
+    assert published.basis.value == "observed" and published.value == pytest.approx(610.0)
+    assert eight.basis.value == "unsupported" and "to train" in (eight.reason or ""), eight

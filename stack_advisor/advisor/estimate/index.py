@@ -272,7 +272,9 @@ class EvidenceIndex:
             len(exact) and not training and observed_then(self, q, rows, exact)
         ):  # a published run is proof it ran, whatever the model's nominal size
             return self._observed(q, exact)
-        misfit = memory_misfit(q.benchmark, q.accelerator, q.count, q.family)
+        # a published Training run is proof it fit too (its own figure below), whatever the rule
+        fits = training and len(exact)
+        misfit = None if fits else memory_misfit(q.benchmark, q.accelerator, q.count, q.family)
         if misfit:
             return Estimate(Basis.UNSUPPORTED, reason=misfit)
         if training:  # time to train: the count scaling (stack_advisor.advisor.estimate.training)
