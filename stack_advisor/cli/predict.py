@@ -232,7 +232,7 @@ def _show_predictions(predictions: list[Prediction], chosen: OutputFormat) -> No
         details=["metric", "warnings"],
     )
     fail_if_empty(
-        all(p.basis.value == "unsupported" for p in predictions),
+        bool(predictions) and all(p.basis.value == "unsupported" for p in predictions),
         f"no configuration answered: {len(predictions)} refused (each row's warnings say why)",
     )
 

@@ -400,13 +400,15 @@ def test_a_row_contradicting_itself_is_reported_not_stored(
     other = {**good, "ID": "model", "Model": "resnet50", "Platform": "model"}
     # counted but not named: had been stored as a CPU-only system (it ranked among the CPUs)
     unnamed = {**good, "ID": "unnamed", "Accelerator": "", "Platform": "unnamed"}
-    table = [good, uncounted, other, unnamed]
+    placeholder = {**good, "ID": "n/a", "Accelerator": "N/A", "Platform": "n/a"}
+    table = [good, uncounted, other, unnamed, placeholder]
     observations, report = read_summary(_write(tmp_path / "summary_v5.1.json", table))
     assert [o.provenance.details["system_id"] for o in observations] == [good["Platform"]]
     bad = {b["row"]: b for b in report.to_dict()["bad_rows"]}
     assert bad["zero"]["field"] == "a#" and "no accelerator counted" in bad["zero"]["why"]
     assert bad["model"]["field"] == "Model" and "Location" in bad["model"]["why"]
     assert bad["unnamed"]["field"] == "Accelerator" and "none named" in bad["unnamed"]["why"]
+    assert bad["n/a"]["field"] == "Accelerator" and "none named" in bad["n/a"]["why"]
 
 
 def test_a_benchmark_the_catalogue_does_not_know_is_reported(
@@ -594,6 +596,10 @@ def test_a_row_holding_bytes_that_are_not_utf8_is_reported_and_the_rest_imported
     assert len(observations) == 2 and report.skipped_by_reason == {"not-text": 1}
     (bad,) = report.to_dict()["bad_rows"]
     assert (bad["field"], bad["index"]) == ("Software", 0) and "not UTF-8" in bad["why"]
+    # a table that is valid UTF-8 keeps a row whose text holds a U+FFFD of its own
+    kept = [{**good[0], "Notes": "caf\ufffd"}, *good[1:]]
+    observations, report = read_summary(_write(tmp_path / "summary_results_v5.1.json", kept))
+    assert len(observations) == 3 and not report.skipped_by_reason
     (tmp_path / "summary_results_v5.0.json").write_bytes(bytes(range(128, 256)) * 64)
     with pytest.raises(InvalidInput, match="is not text"):
         read_summary(tmp_path / "summary_results_v5.0.json")

@@ -74,19 +74,11 @@ class RuleCheck:
 def infeasible(knowledge: Knowledge, sl: Slice, c: Candidate, count: int) -> str | None:
     """Why ``count`` x the candidate cannot run the slice's workload on the user's nodes, or
     None (``refusal`` with the workload's ``--driver``)."""
-    workload = sl.workload
-    return refusal(
-        knowledge, workload.benchmark or "", c, count, workload.hardware.driver, workload.family
-    )
+    return refusal(knowledge, sl.workload.benchmark or "", c, count, sl.workload.hardware.driver)
 
 
 def refusal(
-    knowledge: StackRules,
-    benchmark: str,
-    c: Candidate,
-    count: int,
-    driver: str | None,
-    family: str | None = None,
+    knowledge: StackRules, benchmark: str, c: Candidate, count: int, driver: str | None
 ) -> str | None:
     """The one verdict ``recommend`` (an exclusion) and ``predict`` (a refusal) give on a
     configuration: why ``count`` x the candidate's part with its stack cannot run the
@@ -94,7 +86,9 @@ def refusal(
     return (
         driver_refusal(knowledge, c, driver)
         or _foreign_driver(c, driver)
-        or memory_misfit(benchmark, c.published[0], count, family)
+        # the weights' fit only: a Training model's states are judged by the estimate
+        # (``EvidenceIndex``), where the part's published sizes say what fit
+        or memory_misfit(benchmark, c.published[0], count)
         or stack_incapable(benchmark, c)
     )
 

@@ -382,7 +382,6 @@ def _predict_named(index: EvidenceIndex, rules: RuleSet, q: PredictQuery) -> Pre
         configuration(cq, q.accelerator),
         cq.count,
         cq.components.get("driver"),
-        None if _published_at(index, cq) else cq.family,  # a published run fit: no training rule
     )
     # the nodes' driver is judged above, as ``recommend --driver`` is: it picks no results
     stack_only = replace(cq, components={k: v for k, v in cq.components.items() if k != "driver"})
@@ -413,12 +412,6 @@ def _published_system(index: EvidenceIndex, named: PredictQuery) -> Prediction |
     if est.basis is not Basis.OBSERVED:
         return None
     return _answer(index, named, cq, est, list(est.notes))
-
-
-def _published_at(index: EvidenceIndex, cq: Query) -> bool:
-    """Whether the knowledge base holds a result of the query's part at its count on its slice."""
-    rows = index.slices.get(cq.slice, {}).get(cq.accelerator)
-    return rows is not None and bool((index.table.count[rows] == cq.count).any())
 
 
 def configuration(cq: Query, published: str) -> Candidate:

@@ -74,7 +74,8 @@ def budget_counts(workload: Workload, observed_counts: list[int]) -> list[int]:
     hw = workload.hardware
     if workload.family != MLPERF_TRAINING or hw.count is not None or hw.max_count is None:
         return [first]
-    within = sorted({n for n in observed_counts if 0 < n <= hw.max_count and n != first})
+    floor = max(hw.min_count or 1, 1)
+    within = sorted({n for n in observed_counts if floor <= n <= hw.max_count and n != first})
     return [first, *within[-BUDGET_SIZES:][::-1]]
 
 

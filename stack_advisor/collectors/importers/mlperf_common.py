@@ -294,21 +294,21 @@ def reconcile_figures(
 
 
 def unresolved_benchmarks(observations: Iterable[Observation]) -> dict[str, int]:
-    """Results per benchmark name the catalogue does not know (kept under the name published: a
-    new round's model, answered once the catalogue names it), most first."""
-    from collections import Counter
-
+    """Results (a system's run of a scenario, whatever metrics it records) per benchmark name the
+    catalogue does not know (kept under the name published: a new round's model, answered once
+    the catalogue names it), most first."""
     from stack_advisor.catalog import resolve_benchmark
 
-    counts: Counter[str] = Counter()
+    results: dict[str, set[tuple[str | None, Any]]] = {}
     known: dict[tuple[str, str], bool] = {}
     for obs in observations:
         key = (obs.benchmark.family, obs.benchmark.name)
         if key not in known:
             known[key] = resolve_benchmark(key[1], key[0]).resolved
         if not known[key]:
-            counts[key[1]] += 1
-    return dict(counts.most_common())
+            scenario = obs.benchmark.parameters.get("scenario")
+            results.setdefault(key[1], set()).add((obs.source_key, scenario))
+    return {n: len(r) for n, r in sorted(results.items(), key=lambda i: -len(i[1]))}
 
 
 def kept_or_replaced(replaced: int, what: str = "figure") -> str:

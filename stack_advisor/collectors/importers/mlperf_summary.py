@@ -41,6 +41,7 @@ from stack_advisor.catalog import (
     resolve_benchmark,
 )
 from stack_advisor.catalog.editions import resolve_in_context
+from stack_advisor.catalog.rounds import round_date
 from stack_advisor.catalog.stack_text import (
     benchmark_stack,
     classify_placement,
@@ -67,6 +68,7 @@ from stack_advisor.collectors.importers.mlperf_summary_table import (
     FIELD_ALIASES,
     NOT_UTF8,
     REQUIRED,
+    NotText,
     check_texts,
     field_map,
     load_rows,
@@ -76,8 +78,12 @@ from stack_advisor.collectors.importers.mlperf_summary_table import (
     row_scenario,
     table_rows,
 )
+from stack_advisor.collectors.importers.mlperf_system import (
+    NOT_AN_ACCELERATOR,
+    flat_text,
+    whole_number,
+)
 from stack_advisor.collectors.importers.mlperf_system import accelerators as system_accelerators
-from stack_advisor.collectors.importers.mlperf_system import flat_text, whole_number
 from stack_advisor.collectors.importers.row_checks import (
     RowRejected,
     check_plausible,
@@ -340,7 +346,7 @@ def _counts(r: dict[str, Any]) -> tuple[float, tuple[str, str, int, int]]:
             "a#",
             f"no accelerator counted for a system naming {named!r} (a CPU-only system names none)",
         )
-    if not named and whole_number(per_node):  # stored as CPU-only, it would rank as one
+    if named.lower() in NOT_AN_ACCELERATOR - {"cpu"} and whole_number(per_node):  # no name
         raise RowRejected(
             "Accelerator",
             f"{per_node} accelerator(s) counted per node but none named: which accelerator ran "
@@ -564,7 +570,11 @@ def read_summary(
             report.reject(_Row(round_, file.name, mtime, {}, index), RowRejected("row", why))
             continue
         values = normalised(raw, names)
-        garbled = next((k for k, v in raw.items() if NOT_UTF8 in flat_text(v)), None)
+        garbled = (
+            next((k for k, v in raw.items() if NOT_UTF8 in flat_text(v)), None)
+            if isinstance(every, NotText)  # read with bytes that were not UTF-8 replaced
+            else None
+        )
         if garbled is not None:  # bytes that were not UTF-8: what the row says cannot be read
             why = "holds bytes that are not UTF-8 (read as U+FFFD): its text cannot be trusted"
             report.reject(
@@ -629,8 +639,8 @@ def _other_rounds(
         version = flat_text(normalised(r, names).get("version")) if isinstance(r, dict) else ""
         named_as = f"summary_results_v{version.lstrip('vV')}.json"
         its = detect_round(Path(named_as)) if version else None
-        if its is None:  # no round in it (a later table's field of another meaning): not judged
-            continue
+        if its is None or (its != round_ and round_date(its) is None):
+            continue  # no round the catalogue knows (a field of another meaning): not judged
         named += 1
         if its != round_:
             out[index] = RowRejected(

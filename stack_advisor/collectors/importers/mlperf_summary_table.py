@@ -91,7 +91,7 @@ def table_rows(file: Path, limits: ImportLimits) -> list[Any]:
         raise InvalidInput(
             f"no such summary table: {str(file)!r} (give MLCommons' summary_results.json[.gz])"
         )
-    data = _table_json(file, limits)
+    data, not_text = _table_json(file, limits)
     if isinstance(data, dict) and data and all(str(k).isdigit() for k in data):
         data = [data[k] for k in sorted(data, key=lambda k: int(k))]
     if not isinstance(data, list) or not any(isinstance(r, dict) for r in data):
@@ -102,7 +102,7 @@ def table_rows(file: Path, limits: ImportLimits) -> list[Any]:
         )
     if len(data) > limits.rows:
         raise limit_error(str(file), f"{len(data):,} rows", "rows", limits.rows)
-    return data
+    return NotText(data) if not_text else data
 
 
 def load_rows(
@@ -116,11 +116,17 @@ def load_rows(
 NOT_UTF8 = "\ufffd"  # what a byte that is not UTF-8 reads as (the rows holding one are reported)
 
 
-def _table_json(file: Path, limits: ImportLimits) -> Any:
+class NotText(list):  # type: ignore[type-arg]
+    """A table's rows read after bytes that were not UTF-8 were replaced (``NOT_UTF8``): the rows
+    holding one are reported (``mlperf_summary.read_summary``)."""
+
+
+def _table_json(file: Path, limits: ImportLimits) -> tuple[Any, bool]:
+    """The table's JSON, and whether bytes that were not UTF-8 were replaced to read it."""
     try:
         raw = _table_bytes(file, limits)
         try:
-            return load_json(raw, str(file), limits)
+            return load_json(raw, str(file), limits), False
         except UnicodeDecodeError as exc:
             # a few stray bytes in a row's text: those rows are reported, the rest imported
             text = raw.decode("utf-8", errors="replace")
@@ -129,7 +135,7 @@ def _table_json(file: Path, limits: ImportLimits) -> Any:
                     f"summary table {str(file)!r} is not text (byte {exc.start} is not UTF-8): "
                     "not the summary_results JSON"
                 ) from None
-            return load_json(text.encode(), str(file), limits)
+            return load_json(text.encode(), str(file), limits), True
     except (OSError, ValueError, EOFError) as exc:
         raise InvalidInput(f"summary table {str(file)!r} is not readable JSON: {exc}") from None
 

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-_NOT_AN_ACCELERATOR = {"", "-", "n/a", "na", "none", "null", "cpu"}
+NOT_AN_ACCELERATOR = {"", "-", "n/a", "na", "none", "null", "cpu"}
 _HETERO = re.compile(r"(\d+)\s*nodes?\s*:\s*([^,]+?)\s*x\s*(\d+)", re.IGNORECASE)
 
 
@@ -71,14 +71,14 @@ def accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
             f"number_of_nodes must be at least 1, got {fields.get('number_of_nodes')!r}"
         )
     per_node = whole_number(per_node_raw)
-    if not model and per_node:  # a count with no name: which accelerator ran is not said
+    if model.lower() in NOT_AN_ACCELERATOR - {"cpu"} and per_node:  # counted, not named
         raise ValueError(
             f"accelerators_per_node is {per_node} but accelerator_model_name is blank: which "
             "accelerator ran is not said (a CPU-only system counts none)"
         )
-    if per_node_text.lower() in _NOT_AN_ACCELERATOR - {"", "cpu"}:
+    if per_node_text.lower() in NOT_AN_ACCELERATOR - {"", "cpu"}:
         per_node_text = ""  # "N/A": no accelerator, said in words
-    if model.lower() in _NOT_AN_ACCELERATOR or per_node == 0 or (per_node_text == "" and not model):
+    if model.lower() in NOT_AN_ACCELERATOR or per_node == 0 or (per_node_text == "" and not model):
         return "", per_node_text, 0, nodes
     hetero = _HETERO.findall(model)
     if hetero:
