@@ -138,7 +138,9 @@ catalogue sibling among the parts that ran the slice reads the siblings alone (G
 not B200 and two H200s: a probe's GB200 llama3.1-8b had come out 25% under B200's own result):
 transferred figures, intervals, confidences and the order they give; and 27 (MLPerf Training
 llama3.1-405b) when training a model began to need 16 bytes per parameter (weights, gradients,
-fp32 master weights and Adam's moments), not its inference weights: 15 excluded, not 3.
+fp32 master weights and Adam's moments), not its inference weights: 11 excluded by it, 3 by
+their weights alone and 1 by its runtime (the rule is judged in the estimate, after the
+feasibility checks, where a published run at the count or fewer is proof the model fits).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
