@@ -47,6 +47,15 @@ class Basis(str, Enum):
     UNSUPPORTED = "unsupported"
 
 
+# how much evidence a basis rests on, most first (a ranking's tie-break, a bound's standing)
+BASIS_ORDER = {Basis.OBSERVED: 0, Basis.INTERPOLATED: 1, Basis.TRANSFERRED: 2, Basis.PROXY: 3}
+
+
+def weaker(basis: Basis, than: Basis) -> bool:
+    """Whether an estimate of ``basis`` rests on less evidence than one of ``than``."""
+    return BASIS_ORDER.get(basis, len(BASIS_ORDER)) > BASIS_ORDER.get(than, len(BASIS_ORDER))
+
+
 class Interval(_Out):
     low: float
     high: float

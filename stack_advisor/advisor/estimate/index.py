@@ -86,7 +86,7 @@ from stack_advisor.advisor.estimate.transfer import TransferModel, figure_text
 from stack_advisor.advisor.estimate.transferred import kind_quantiles, transferred_estimate
 from stack_advisor.advisor.estimate.variants import blend_with_variants
 from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
-from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.results import Basis, weaker
 from stack_advisor.catalog.loading import load_catalog
 from stack_advisor.catalog.rounds import round_date
 from stack_advisor.catalog.stack_text import system_components
@@ -233,7 +233,7 @@ class EvidenceIndex:
             # the bound moved those answers further off (by round 10.2 -> 10.3% MAPE)
             return est
         bound = self.estimate(bound_q)
-        if bound.value is None or (looser == "Offline" and _weaker(bound.basis, est.basis)):
+        if bound.value is None or (looser == "Offline" and weaker(bound.basis, est.basis)):
             return est  # an Offline figure made on less evidence does not move the part's own
         if est.value <= bound.value:  # the answer holds; its interval's top no higher either
             if est.high is None or bound.high is None or est.high <= bound.high:
@@ -257,6 +257,11 @@ class EvidenceIndex:
             high=high,
             factors=[*est.factors, (f"{looser} bound", how, bound.value / est.value)],
         )
+
+    def ran_in(self, rows: np.ndarray, placement: str) -> np.ndarray:
+        """The mask of ``rows`` that ran in ``placement``."""
+        column = self.table.placement
+        return np.asarray(column.codes[rows] == column.code(placement))
 
     def _offline_records(self, q: Query) -> bool:
         """Whether the benchmark's Offline results record the Server query's metric (tokens/s)."""
@@ -609,11 +614,3 @@ class EvidenceIndex:
         if known:
             return max(known)
         return datetime.fromtimestamp(float(t.timestamp[rows].max()), tz=UTC)
-
-
-_STRENGTH = {Basis.OBSERVED: 0, Basis.INTERPOLATED: 1, Basis.TRANSFERRED: 2, Basis.PROXY: 3}
-
-
-def _weaker(basis: Basis, than: Basis) -> bool:
-    """Whether an estimate of ``basis`` rests on less evidence than one of ``than``."""
-    return _STRENGTH.get(basis, 4) > _STRENGTH.get(than, 4)

@@ -286,10 +286,9 @@ class TrainingEstimator:
             est = self._bounded(
                 q, Basis.INTERPOLATED, value, rows, factors if near != q.count else []
             )
-            t = self.index.table
             if (
                 q.placement in ("passthrough", "vgpu")
-                and not (t.placement.codes[rows] == t.placement.code(q.placement)).any()
+                and not self.index.ran_in(rows, q.placement).any()
             ):  # as an inference interpolation says it
                 est = replace(
                     est, notes=[*est.notes, unpaired_placement(q.placement, q.accelerator)]

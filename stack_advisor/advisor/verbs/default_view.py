@@ -12,9 +12,8 @@ that do not say ran on bare metal), never into a virtualised one.
 
 from __future__ import annotations
 
-from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.results import BASIS_ORDER, Basis
 from stack_advisor.advisor.verbs.candidates import Candidate
-from stack_advisor.advisor.verbs.scoring import BASIS_ORDER
 from stack_advisor.catalog.software import stack_family_of
 from stack_advisor.schema.models import SoftwareStack
 

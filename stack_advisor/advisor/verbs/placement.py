@@ -42,7 +42,7 @@ def held_to_bare_metal(index: Any, q: Query, est: Estimate, hib: bool) -> Estima
 
     value = moved(bare.value, ratio)
     better = est.value > value if hib else est.value < value
-    if not better and _of_placement(index, est, q.placement):
+    if not better and index.ran_in(est.rows, q.placement).any():
         return est
     ends = sorted((moved(bare.low, min(lo_r, hi_r)), moved(bare.high, max(lo_r, hi_r))))
     why = (
@@ -71,12 +71,3 @@ def held_to_bare_metal(index: Any, q: Query, est: Estimate, hib: bool) -> Estima
         rows=bare.rows,
         measured_round=bare.measured_round,
     )
-
-
-def _of_placement(index: Any, est: Estimate, placement: str) -> bool:
-    """Whether any row ``est`` was made of ran in ``placement``."""
-    rows = getattr(est, "rows", None)
-    if rows is None or not len(rows):
-        return False
-    column = index.table.placement
-    return bool((column.codes[rows] == column.code(placement)).any())

@@ -10,15 +10,13 @@ import dataclasses
 
 from stack_advisor.advisor.estimate.query import Query
 from stack_advisor.advisor.estimate.training import budget_count
-from stack_advisor.advisor.results import Basis
+from stack_advisor.advisor.results import BASIS_ORDER, Basis
 from stack_advisor.advisor.snapshot import Knowledge
 from stack_advisor.advisor.verbs import ordering, serving
 from stack_advisor.advisor.verbs.candidates import Candidate, Slice, mode, query_components
 from stack_advisor.advisor.verbs.placement import held_to_bare_metal
 from stack_advisor.advisor.workload import MLPERF_TRAINING, Objective, Workload
 from stack_advisor.schema.models import PlacementKind
-
-BASIS_ORDER = {Basis.OBSERVED: 0, Basis.INTERPOLATED: 1, Basis.TRANSFERRED: 2}
 
 
 def snippet_count(workload: Workload, observed_counts: list[int]) -> int:

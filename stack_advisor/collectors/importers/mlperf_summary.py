@@ -624,6 +624,14 @@ def _where(values: dict[str, Any], index: int) -> str:
     )
 
 
+def _version_round(version: str) -> str | None:
+    """The round a row's ``version`` text names (``v5.1``, ``5.1``), as a file name would; None
+    when it names none."""
+    if not version:
+        return None
+    return detect_round(Path(f"summary_results_v{version.lstrip('vV')}.json"))
+
+
 def _other_rounds(
     rows: list[Any], names: dict[str, str], round_: str, given: str
 ) -> dict[int, RowRejected]:
@@ -637,8 +645,7 @@ def _other_rounds(
     named = 0
     for index, r in enumerate(rows):
         version = flat_text(normalised(r, names).get("version")) if isinstance(r, dict) else ""
-        named_as = f"summary_results_v{version.lstrip('vV')}.json"
-        its = detect_round(Path(named_as)) if version else None
+        its = _version_round(version)
         if its is None or (its != round_ and round_date(its) is None):
             continue  # no round the catalogue knows (a field of another meaning): not judged
         named += 1
@@ -669,7 +676,7 @@ def _rows_round(rows: list[Any], names: dict[str, str], file: Path) -> str:
             if isinstance(r, dict) and flat_text(normalised(r, names).get("version"))
         }
     )
-    named = detect_round(Path(f"summary_results_v{found[0].lstrip('vV')}.json")) if found else None
+    named = _version_round(found[0]) if found else None
     if len(found) == 1 and named:
         return named
     said = f"; its rows name {', '.join(found[:6])}" if found else ""
