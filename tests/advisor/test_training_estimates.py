@@ -568,3 +568,72 @@ def test_a_published_training_run_is_answered_whatever_the_memory_rule_says(
     published, eight = Advisor(embedded_store).predict([ask, {**ask, "accelerator_count": 8}])
     assert published.basis.value == "observed" and published.value == pytest.approx(610.0)
     assert eight.basis.value == "unsupported" and "to train" in (eight.reason or ""), eight
+
+
+def test_a_benchmark_kind_is_read_from_the_catalogue_s_task() -> None:
+    from stack_advisor.advisor.estimate.training import scale_kind
+
+    assert scale_kind("llama2_70b_lora") == "llm"
+    assert scale_kind("llama31_405b") == "llm"
+    assert scale_kind("retinanet") == "other"
+    assert scale_kind("dlrm_dcnv2") == "other"
+    assert scale_kind("no-such-benchmark") == ""
+
+
+def test_the_peak_scaling_is_chosen_for_the_benchmark_s_kind_where_its_replays_suffice(
+    kb_advisor: Any,
+) -> None:
+    """An LLM's scaling is picked on LLM replays, a small model's on the others', each where
+    it has ``MIN_KIND_REPLAYS`` of them, else both on every benchmark's; an uncatalogued
+    benchmark takes every benchmark's. Each choice is what its own replays score best."""
+    from stack_advisor.advisor.estimate import training
+
+    estimator = kb_advisor.evidence().training
+    metric = "time_to_train_min"
+    pooled = estimator.alpha(metric)
+    assert estimator.alpha(metric, "no-such-benchmark") == pooled
+    chosen = estimator._alpha[metric]
+    assert set(chosen) <= {"", "llm", "other"} and "" in chosen
+    for benchmark, kind in (("llama2_70b_lora", "llm"), ("retinanet", "other")):
+        assert estimator.alpha(metric, benchmark) == chosen.get(kind, pooled)
+    # the choice for a kind scores no worse on that kind's replays than the pooled choice
+    for kind in set(chosen) - {""}:
+        errors: dict[tuple[float, float, int], list[float]] = {chosen[kind]: [], pooled: []}
+        for key, by_acc in estimator.index.slices.items():
+            if key[0] != training.FAMILY or key[3] != metric or training.scale_kind(key[1]) != kind:
+                continue
+            for _, ((_rnd, acc), by_count, refs) in estimator._replays(key, by_acc):
+                for how in errors:
+                    for n, v in by_count.items():
+                        got = estimator._transfer(key, acc, n, refs, how)
+                        if got is not None:
+                            errors[how].append(abs(math.log(v / got[0])))
+        assert len(errors[pooled]) >= training.MIN_KIND_REPLAYS
+        assert np.median(errors[chosen[kind]]) <= np.median(errors[pooled]) + 1e-9
+
+
+def test_a_count_between_two_published_sizes_reads_both(
+    embedded_store: Any, tmp_path: Path
+) -> None:
+    """x24 between the published x16 and x32: moved from each along the count scaling and
+    weighted by closeness in log count, so the estimate meets each published figure at its
+    count and moves steadily between them (x20 and x28 are no longer read off one side)."""
+    _kb(embedded_store, tmp_path)
+    counts = [16, 20, 24, 28, 32]
+    answers = Advisor(embedded_store).predict([_query("H100-SXM5-80GB", n) for n in counts])
+    values = [a.value for a in answers]
+    assert all(v is not None for v in values)
+    assert values == sorted(values, reverse=True)  # fewer minutes as the count grows
+    estimator = Advisor(embedded_store).evidence().training
+    key = next(k for k in estimator.index.slices if k[1] == "bert" and k[3] == "time_to_train_min")
+    by_count = {16: 10.5, 32: 6.5}
+    curve = estimator.scaling(key)
+    at16, _ = estimator._from_counts(key, by_count, 16)
+    assert at16 == pytest.approx(10.5)
+    at24, near = estimator._from_counts(key, by_count, 24)
+    w = math.log(32 / 24) / math.log(32 / 16)
+    expected = math.exp(
+        w * (math.log(10.5) + curve.log_ratio(16, 24))
+        + (1 - w) * (math.log(6.5) + curve.log_ratio(32, 24))
+    )
+    assert at24 == pytest.approx(expected) and near == 32

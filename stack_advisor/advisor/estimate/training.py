@@ -14,12 +14,14 @@ The bases are the hierarchy's (``stack_advisor.advisor.estimate.index``):
 - **observed** — this accelerator at this count (and stack, placement) was published: the median
   of its latest round.
 - **interpolated** — the accelerator ran the benchmark at other counts: its latest round's
-  median at the nearest count, moved along the count scaling.
+  median at the nearest count, moved along the count scaling (a count between two of its
+  published sizes: moved from both, weighted by closeness in log count).
 - **transferred** — another accelerator of the same vendor ran it: each of the ``NEAREST``
   references closest by peak figures is moved to the count, then scaled by peak compute and
   bandwidth, ``((P_r/P_t)^a (B_r/B_t)^(1−a))^g``, ``a``, ``g`` and how many references chosen
-  for the family by leaving each accelerator out (within its round, and in its first round from
-  the rounds before); the geometric mean of the references.
+  by leaving each accelerator out (within its round, and in its first round from the rounds
+  before), for the benchmark's kind (``scale_kind``: LLMs apart from the small models) where
+  the kind has the replays, else for the family; the geometric mean of the references.
 - **unsupported** — a CPU, no public specs, or no accelerator of the vendor ever ran it.
 
 Intervals are split-conformal per basis and metric, on log residuals of the same estimators
@@ -41,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.drift_prior import catalogue_benchmark
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.interpolated import unpaired_placement
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
@@ -58,6 +61,7 @@ NEAREST = (1, 2, 3)  # how many of the closest references a transfer averages (l
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of compute in the peak scaling
 GAINS = (0.25, 0.5, 0.75, 1.0)  # how much of a peak ratio shows in time to train
 MIN_RESIDUALS = 12
+MIN_KIND_REPLAYS = 40  # transfer replays a benchmark kind needs for a peak scaling of its own
 NEXT = "next round"  # the residual pool of parts replayed from the rounds before theirs
 LEVEL_Q = (0.1, 0.5, 0.9)
 FALLBACK = {
@@ -65,6 +69,24 @@ FALLBACK = {
     Basis.INTERPOLATED: (-0.3, 0.0, 0.3),
     Basis.TRANSFERRED: (-0.7, 0.0, 0.7),
 }
+
+
+def scale_kind(benchmark: str) -> str:
+    """How a benchmark's time follows peak figures: "llm" where the catalogue's task names a
+    large language model (its time is its matrix work), else "other" (small vision, graph and
+    recommendation models, input and communication bound too); "" where the catalogue does not
+    know it."""
+    entry = catalogue_benchmark(FAMILY, benchmark)
+    if entry is None:
+        return ""
+    return "llm" if "llm" in (entry.task or "").lower().split() else "other"
+
+
+def _best_scaling(errors: dict[tuple[float, float, int], list[float]]) -> tuple[float, float, int]:
+    scored = {ag: median(np.asarray(e)) for ag, e in errors.items() if e}
+    if not scored:
+        return (0.5, 1.0, max(NEAREST))
+    return min(scored, key=lambda ag: (round(scored[ag], 4), abs(ag[0] - 0.5), -ag[1], -ag[2]))
 
 
 class TrainingEstimator:
@@ -76,7 +98,7 @@ class TrainingEstimator:
         self.table = index.table
         self._curves: dict[SliceKey, CountScaling] = {}
         self._pooled: dict[str, tuple[Pairs, float, float]] = {}
-        self._alpha: dict[str, tuple[float, float, int]] = {}
+        self._alpha: dict[str, dict[str, tuple[float, float, int]]] = {}
         self._residuals: dict[tuple[Basis, str], np.ndarray] | None = None
         self._quantiles: dict[tuple[Basis, str], tuple[float, float, float]] = {}
         self._drift: tuple[np.ndarray, str] | None = None
@@ -143,9 +165,22 @@ class TrainingEstimator:
 
     # ---- estimators (shared by answers and the calibration replays) --------------------------
     def _from_counts(self, key: SliceKey, by_count: dict[int, float], n: int) -> tuple[float, int]:
-        """The value at count ``n`` from the nearest published count: (value, that count)."""
+        """The value at count ``n``: moved along the count scaling from the nearest published
+        count, and where published counts bracket ``n``, from the nearest on each side, the two
+        moves weighted by closeness in log count (so an estimate meets each published figure at
+        its count and does not jump between them): (value, the nearest count)."""
+        curve = self.scaling(key)
         near = min(by_count, key=lambda c: (abs(math.log(c / n)), -c))
-        return by_count[near] * math.exp(self.scaling(key).log_ratio(near, n)), near
+        below = [c for c in by_count if c < n]
+        above = [c for c in by_count if c > n]
+        if near == n or not below or not above:
+            return by_count[near] * math.exp(curve.log_ratio(near, n)), near
+        lo, hi = max(below), min(above)
+        w = math.log(hi / n) / math.log(hi / lo)
+        log_value = w * (math.log(by_count[lo]) + curve.log_ratio(lo, n)) + (1 - w) * (
+            math.log(by_count[hi]) + curve.log_ratio(hi, n)
+        )
+        return math.exp(log_value), near
 
     def _held_by(self, rows: np.ndarray, upto: float) -> np.ndarray:
         """The rows of rounds up to ``upto`` where any are, else all of them (a round before
@@ -157,30 +192,38 @@ class TrainingEstimator:
         per = self._per_count(self.index.latest(rows))
         return next(iter(per.values())) if per else {}
 
-    def alpha(self, metric: str) -> tuple[float, float, int]:
+    def alpha(self, metric: str, benchmark: str | None = None) -> tuple[float, float, int]:
         """(share of compute, gain, references) of the peak scaling, picked from ``ALPHAS`` x
         ``GAINS`` x ``NEAREST`` by predicting each accelerator of a round from its same-vendor
         peers (smallest median |log error|; ties towards an even blend, the full peak ratio and
-        more references)."""
+        more references): for the benchmark's kind (``scale_kind``: an LLM's time follows its
+        peaks further than a small vision or graph model's) where its replays number
+        ``MIN_KIND_REPLAYS``, else for every benchmark of the metric."""
         if metric not in self._alpha:
             grid = [(a, g, k) for a in ALPHAS for g in GAINS for k in NEAREST]
-            errors: dict[tuple[float, float, int], list[float]] = {ag: [] for ag in grid}
+            errors: dict[str, dict[tuple[float, float, int], list[float]]] = defaultdict(
+                lambda: {ag: [] for ag in grid}
+            )
             for key, by_acc in self.index.slices.items():
                 if key[0] != FAMILY or key[3] != metric:
                     continue
+                kind = scale_kind(key[1])
                 for _, ((_rnd, acc), by_count, refs) in self._replays(key, by_acc):
                     for ag in grid:
                         for n, v in by_count.items():
                             got = self._transfer(key, acc, n, refs, ag)
                             if got is not None:
-                                errors[ag].append(abs(math.log(v / got[0])))
-            scored = {ag: median(np.asarray(e)) for ag, e in errors.items() if e}
-            self._alpha[metric] = (
-                min(scored, key=lambda ag: (round(scored[ag], 4), abs(ag[0] - 0.5), -ag[1], -ag[2]))
-                if scored
-                else (0.5, 1.0, max(NEAREST))
-            )
-        return self._alpha[metric]
+                                error = abs(math.log(v / got[0]))
+                                errors[""][ag].append(error)
+                                errors[kind][ag].append(error)
+            self._alpha[metric] = {
+                kind: _best_scaling(by_how)
+                for kind, by_how in errors.items()
+                if kind == "" or len(next(iter(by_how.values()))) >= MIN_KIND_REPLAYS
+            }
+        chosen = self._alpha[metric]
+        fallback = chosen.get("", (0.5, 1.0, max(NEAREST)))
+        return chosen.get(scale_kind(benchmark), fallback) if benchmark else fallback
 
     def _round_peers(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> Any:
         """For each (round, accelerator) of the slice: its per-count medians and its same-class
@@ -317,7 +360,7 @@ class TrainingEstimator:
             if accelerator_class(self.index.raw_names.get(a, a)) == cls
         }
         got = (
-            self._transfer(q.slice, q.accelerator, q.count, refs, self.alpha(q.metric))
+            self._transfer(q.slice, q.accelerator, q.count, refs, self.alpha(q.metric, q.benchmark))
             if refs
             else None
         )
@@ -329,7 +372,7 @@ class TrainingEstimator:
                 f"ever ran {q.benchmark} (seen: {', '.join(seen)})",
             )
         value, used = got
-        a, g, _ = self.alpha(q.metric)
+        a, g, _ = self.alpha(q.metric, q.benchmark)
         factors = [
             (
                 "reference",
@@ -508,7 +551,7 @@ class TrainingEstimator:
                         )
                     if n in previous:  # the next round, same accelerator and count
                         out[(Basis.OBSERVED, "drift")].append(math.log(v / previous[n]))
-        alpha = self.alpha(metric)
+        alpha = self.alpha(metric, key[1])
         for kind, ((_rnd, acc), by_count, refs) in self._replays(key, by_acc):
             for n, v in by_count.items():
                 got = self._transfer(key, acc, n, refs, alpha)
