@@ -172,3 +172,25 @@ def test_transfers_upper_ends_carry_the_replayed_headroom(kb_advisor) -> None:  
     (why,) = [w for w in b200.warnings if w.startswith("the peak bound allows")]
     assert re.search(r"allows \d+\.\d\dx its references' efficiency: ", why)
     assert "replayed transfers' results stayed within" in why or "learned" in why
+
+
+def test_a_same_vendor_transfer_s_interval_holds_its_answer_with_room_below(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """A same-vendor transfer answers at the scaling itself; its bounds are its first results'
+    spread, around both that answer and the replays' centre (a part's first results over its
+    older peers' scaled figures): never an interval whose low end is the answer (a part left out
+    of the newest round, asked from that round's other parts, lands around the scaling)."""
+    asked = [
+        {**LLAMA, "accelerator": a, "accelerator_count": 8, "as_of": "now"}
+        for a in ("B300-SXM-288GB", "MI355X", "H20", "MI350X")
+    ] + [{**B200_RESNET, "accelerator": "H20", "as_of": "now"}]
+    same_vendor = [
+        p
+        for p in kb_advisor.predict(asked)
+        if p.basis is Basis.TRANSFERRED
+        and not any(f.name in ("transfer kind", "precision") for f in p.factors)
+    ]
+    assert len(same_vendor) >= 3
+    for p in same_vendor:
+        assert p.interval is not None and p.value is not None
+        assert p.interval.low < p.value * 0.95, (p.accelerator, p.value, p.interval)
+        assert p.interval.high > p.value

@@ -85,7 +85,8 @@ def _calibrated(
     same-vendor transfer on the slice (whose replays hold a round's drift); a refusal where too
     few transfers of the kind were replayed to calibrate an interval. A same-vendor transfer's
     bounds are those of parts' first results on the cell (``first_results``: what a transfer
-    answers, measured round ahead); another kind's are never narrower than them."""
+    answers, measured round ahead), around both its answer and their median; another kind's
+    are never narrower than them."""
     lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind, cls)
     if math.isnan(lo_q):
         seen = sorted({v[2] for v in refs.values()})
@@ -110,7 +111,10 @@ def _calibrated(
         index.min_residuals,
     )
     if first is not None and not kind:
-        lo_q, hi_q = mid_q + first[0], mid_q + first[1]
+        # the answer is the scaling itself (``_answer_centre``: the replays' centre moved answers
+        # the wrong way as often as not), so the bounds hold the first results' spread around
+        # both: never an interval that starts or ends at the answer
+        lo_q, hi_q = min(mid_q, 0.0) + first[0], max(mid_q, 0.0) + first[1]
     elif first is not None:
         lo_q, hi_q = mid_q + min(lo_q - mid_q, first[0]), mid_q + max(hi_q - mid_q, first[1])
     return lo_q, mid_q, hi_q
