@@ -143,11 +143,12 @@ their weights alone and 1 by its runtime (the rule is judged in the estimate, af
 feasibility checks, where a published run at the count or fewer is proof the model fits).
 
 Session 34: 0, 1, 3-5, 7, 10, 12-14, 16-24, 29, 37, 38, 40 and 44 when a same-vendor transfer's
-interval came to hold the first results' spread around both its answer and their median (the
-low end had sat at or above the answer): lower low ends (higher high ends for a time) and the
+interval came to hold the first results' spread around both its answer and the replays' centre
+(the low end had sat at or above the answer): lower low ends (higher high ends for a time) and the
 confidences they give; 25 and 48 (MLPerf Training) when a transfer's peak scaling was chosen for
 the benchmark's kind (LLM or not) where the kind has the replays, and a count between two
-published sizes is moved from both: transferred times, intervals, accelerator-hours.
+published sizes is moved from both: transferred times, intervals, accelerator-hours, and the
+reference factor naming the replays its scaling was learned on.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

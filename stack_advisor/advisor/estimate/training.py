@@ -47,7 +47,7 @@ from stack_advisor.advisor.estimate.drift_prior import catalogue_benchmark
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.interpolated import unpaired_placement
 from stack_advisor.advisor.estimate.order_stats import median, quantiles
-from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey
+from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey, model_name
 from stack_advisor.advisor.estimate.training_scaling import FAMILY as FAMILY
 from stack_advisor.advisor.estimate.training_scaling import CountScaling as CountScaling
 from stack_advisor.advisor.estimate.training_scaling import Pairs, budget_refusal, fit_line
@@ -75,11 +75,23 @@ def scale_kind(benchmark: str) -> str:
     """How a benchmark's time follows peak figures: "llm" where the catalogue's task names a
     large language model (its time is its matrix work), else "other" (small vision, graph and
     recommendation models, input and communication bound too); "" where the catalogue does not
-    know it."""
+    know it. Not ``drift_prior.benchmark_group``: that puts every Training benchmark in one
+    group, and its LLM test (token-metered results) holds for inference entries only."""
     entry = catalogue_benchmark(FAMILY, benchmark)
     if entry is None:
         return ""
     return "llm" if "llm" in (entry.task or "").lower().split() else "other"
+
+
+def bracket(by_count: dict[int, float], n: int) -> tuple[int, int, float] | None:
+    """(the published count below ``n``, the one above, the weight of the one below: closeness
+    in log count) where both exist and ``n`` is not published itself; else None."""
+    below = [c for c in by_count if c < n]
+    above = [c for c in by_count if c > n]
+    if n in by_count or not below or not above:
+        return None
+    lo, hi = max(below), min(above)
+    return lo, hi, math.log(hi / n) / math.log(hi / lo)
 
 
 def _best_scaling(errors: dict[tuple[float, float, int], list[float]]) -> tuple[float, float, int]:
@@ -166,17 +178,16 @@ class TrainingEstimator:
     # ---- estimators (shared by answers and the calibration replays) --------------------------
     def _from_counts(self, key: SliceKey, by_count: dict[int, float], n: int) -> tuple[float, int]:
         """The value at count ``n``: moved along the count scaling from the nearest published
-        count, and where published counts bracket ``n``, from the nearest on each side, the two
-        moves weighted by closeness in log count (so an estimate meets each published figure at
-        its count and does not jump between them): (value, the nearest count)."""
+        count, and where published counts bracket ``n`` (``bracket``), from the nearest on each
+        side, the two moves weighted by closeness in log count (so an estimate meets each
+        published figure at its count and does not jump between them): (value, the nearest
+        count)."""
         curve = self.scaling(key)
         near = min(by_count, key=lambda c: (abs(math.log(c / n)), -c))
-        below = [c for c in by_count if c < n]
-        above = [c for c in by_count if c > n]
-        if near == n or not below or not above:
+        sides = bracket(by_count, n)
+        if sides is None:
             return by_count[near] * math.exp(curve.log_ratio(near, n)), near
-        lo, hi = max(below), min(above)
-        w = math.log(hi / n) / math.log(hi / lo)
+        lo, hi, w = sides
         log_value = w * (math.log(by_count[lo]) + curve.log_ratio(lo, n)) + (1 - w) * (
             math.log(by_count[hi]) + curve.log_ratio(hi, n)
         )
@@ -207,7 +218,7 @@ class TrainingEstimator:
             for key, by_acc in self.index.slices.items():
                 if key[0] != FAMILY or key[3] != metric:
                     continue
-                kind = scale_kind(key[1])
+                kind = scale_kind(model_name(key[1]))
                 for _, ((_rnd, acc), by_count, refs) in self._replays(key, by_acc):
                     for ag in grid:
                         for n, v in by_count.items():
@@ -215,7 +226,8 @@ class TrainingEstimator:
                             if got is not None:
                                 error = abs(math.log(v / got[0]))
                                 errors[""][ag].append(error)
-                                errors[kind][ag].append(error)
+                                if kind:
+                                    errors[kind][ag].append(error)
             self._alpha[metric] = {
                 kind: _best_scaling(by_how)
                 for kind, by_how in errors.items()
@@ -223,7 +235,21 @@ class TrainingEstimator:
             }
         chosen = self._alpha[metric]
         fallback = chosen.get("", (0.5, 1.0, max(NEAREST)))
-        return chosen.get(scale_kind(benchmark), fallback) if benchmark else fallback
+        return chosen.get(self._kind_chosen(metric, benchmark), fallback)
+
+    def _kind_chosen(self, metric: str, benchmark: str | None) -> str:
+        """The kind whose own choice ``alpha`` answers ``benchmark`` with ("" for every
+        benchmark's)."""
+        kind = scale_kind(model_name(benchmark)) if benchmark else ""
+        return kind if kind in self._alpha.get(metric, {}) else ""
+
+    def scaling_learned_on(self, metric: str, benchmark: str) -> str:
+        """Which replays ``alpha`` chose ``benchmark``'s peak scaling on, for an answer to say."""
+        self.alpha(metric, benchmark)
+        kind = self._kind_chosen(metric, benchmark)
+        return {"llm": "the LLM benchmarks'", "other": "the non-LLM benchmarks'"}.get(
+            kind, "every benchmark's"
+        )
 
     def _round_peers(self, key: SliceKey, by_acc: dict[str, np.ndarray]) -> Any:
         """For each (round, accelerator) of the slice: its per-count medians and its same-class
@@ -317,13 +343,21 @@ class TrainingEstimator:
         rows = by_acc.get(q.accelerator)
         rows = self._held_by(rows, upto) if rows is not None else None
         if rows is not None and len(rows):
-            value, near = self._from_counts(q.slice, self._latest_by_count(rows), q.count)
+            by_count = self._latest_by_count(rows)
+            value, near = self._from_counts(q.slice, by_count, q.count)
             curve = self.scaling(q.slice)
+            sides = bracket(by_count, q.count)
+            moved = (
+                f"x{sides[0]} and x{sides[1]} → x{q.count} (each moved, weighted "
+                f"{sides[2]:.2f} / {1 - sides[2]:.2f} by closeness in log count)"
+                if sides
+                else f"x{near} → x{q.count}"
+            )
             factors = [
                 (
                     "count scaling",
-                    f"{q.accelerator} x{near} → x{q.count}, learned from {curve.source}",
-                    value / self._latest_by_count(rows)[near],
+                    f"{q.accelerator} {moved}, learned from {curve.source}",
+                    value / by_count[near],
                 )
             ]
             est = self._bounded(
@@ -379,7 +413,8 @@ class TrainingEstimator:
                 f"{', '.join(used)} moved to x{q.count} by the count scaling "
                 f"({self.scaling(q.slice).source}), scaled by (peak compute^{a:g} x "
                 f"bandwidth^{1 - a:g})^{g:g}, "
-                "learned by predicting each accelerator of a round from its peers",
+                "learned by predicting each accelerator of a round from its peers on "
+                f"{self.scaling_learned_on(q.metric, q.benchmark)} replays",
                 1.0,
             )
         ]

@@ -85,8 +85,8 @@ def _calibrated(
     same-vendor transfer on the slice (whose replays hold a round's drift); a refusal where too
     few transfers of the kind were replayed to calibrate an interval. A same-vendor transfer's
     bounds are those of parts' first results on the cell (``first_results``: what a transfer
-    answers, measured round ahead), around both its answer and their median; another kind's
-    are never narrower than them."""
+    answers, measured round ahead), their spread around both its answer and the replays'
+    centre; another kind's are never narrower than them."""
     lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind, cls)
     if math.isnan(lo_q):
         seen = sorted({v[2] for v in refs.values()})
@@ -113,7 +113,7 @@ def _calibrated(
     if first is not None and not kind:
         # the answer is the scaling itself (``_answer_centre``: the replays' centre moved answers
         # the wrong way as often as not), so the bounds hold the first results' spread around
-        # both: never an interval that starts or ends at the answer
+        # both: the answer is never outside its interval, nor at an end the spread leaves room past
         lo_q, hi_q = min(mid_q, 0.0) + first[0], max(mid_q, 0.0) + first[1]
     elif first is not None:
         lo_q, hi_q = mid_q + min(lo_q - mid_q, first[0]), mid_q + max(hi_q - mid_q, first[1])
@@ -255,10 +255,11 @@ def transferred_estimate(
 def _answer_centre(kind: str, centre: float) -> float:
     """The log correction a transfer of ``kind`` answers at, from its replays' ``centre``.
 
-    A same-vendor transfer answers at the scaling itself, its interval the replays' p10..p90 of
-    results over it: their median (a part's result against its peers of the two rounds before,
-    a round's drift in it) moved answers whose references are of the slice's newest round, and
-    the wrong way as often as not (on the shared rounds, without it: one accelerator out 20.2%
+    A same-vendor transfer answers at the scaling itself, its interval the first results' spread
+    around both it and the replays' centre (``_calibrated``): that centre (a part's result
+    against its peers of the two rounds before, a round's drift in it) moved answers whose
+    references are of the slice's newest round, and the wrong way as often as not (on the
+    shared rounds, without it: one accelerator out 20.2%
     -> 17.4% MAPE, within the newest round 21.8% -> 18.2%, round ahead v3.0 -> v4.1 35.2% ->
     28.2%, v4.1 -> v5.1 15.4% -> 13.7%; coverage as was). Another kind keeps its centre: how
     that vendor's parts compared before."""
