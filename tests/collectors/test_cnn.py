@@ -60,7 +60,14 @@ def test_torch_quick_run(mode: str) -> None:
     assert result.failures == []
     (m,) = result.measurements
     assert m.metric == "images_per_sec" and m.value > 0 and m.samples == 5
-    assert m.p10 is not None and m.p90 is not None and m.p10 <= m.p90
+    # the per-step p10..p90 bracket the run's throughput, or (a slow step on a loaded machine
+    # pulled the mean below them) both are left out and the note says why: never one without the
+    # other, never a range that does not hold the headline
+    if m.p10 is None or m.p90 is None:
+        assert m.p10 is None and m.p90 is None
+        assert "left out" in (m.note or "")
+    else:
+        assert m.p10 <= m.value <= m.p90
     p = m.benchmark.parameters
     assert p == {
         "model": "small_cnn",
