@@ -39,6 +39,7 @@ import itertools
 import math
 from collections import defaultdict
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,7 @@ FALLBACK = {
 }
 
 
+@lru_cache(maxsize=64)
 def scale_kind(benchmark: str) -> str:
     """How a benchmark's time follows peak figures: "llm" where the catalogue's task names a
     large language model (its time is its matrix work), else "other" (small vision, graph and
