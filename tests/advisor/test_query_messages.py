@@ -104,7 +104,13 @@ def test_no_metric_and_no_scenario_names_the_scenarios(kb_advisor: Any) -> None:
 
 @pytest.mark.parametrize(
     ("written", "meant"),
-    [("count", "accelerator_count"), ("gpus", "accelerator_count"), ("model", "benchmark")],
+    [
+        ("count", "accelerator_count"),
+        ("gpus", "accelerator_count"),
+        ("model", "benchmark"),
+        ("stack", "framework"),  # predict --stack fills a query's framework
+        ("gpu", "accelerator"),
+    ],
 )
 def test_a_field_spelled_as_the_cli_flag_says_which_field_it_meant(
     kb_advisor: Any, written: str, meant: str

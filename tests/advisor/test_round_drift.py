@@ -190,9 +190,9 @@ def test_the_prior_learns_throughput_apart_from_latency_and_closed_only(kb_advis
     index = kb_advisor.evidence()
     prior = index.round_drift.prior
     kinds = {s[0] for s in prior.steps}
-    assert {"throughput", "latency", "time to train"} <= kinds
+    assert {"throughput", "time to train"} <= kinds and kinds & {"latency", "serving latency"}
     closed = {
-        (metric_kind(k[0], index.higher_is_better(k)), benchmark_group(k[0], k[1]))
+        (metric_kind(k, index.higher_is_better(k)), benchmark_group(k[0], k[1]))
         for k in index.slices
         if k[4] in ("closed", "")
     }
@@ -202,6 +202,29 @@ def test_the_prior_learns_throughput_apart_from_latency_and_closed_only(kb_advis
     # the pairs behind the cell are throughputs only: recomputed from the table here
     thr = [s[5] for s in prior.steps if s[0] == "throughput" and s[1] == "llm"]
     assert thr and min(thr) <= mid <= max(thr)
+
+
+def test_a_serving_latency_is_not_carried_by_single_stream_latencies() -> None:
+    """An LLM's TTFT and TPOT under a Server load are where the submitter's load put them below
+    the limit: their prior is learned from serving latencies alone, never from the single-stream
+    latencies that fell with newer software (on the shared rounds, v4.1 -> v5.1, their drift had
+    moved TTFT answers down while TTFT rose 1.26x); with none held, none is applied."""
+    from stack_advisor.advisor.estimate.drift_prior import DriftPrior, PriorState
+
+    ttft = ("mlperf-inference", "llama2-70b-99", "Server", "ttft_p99_ms", "closed")
+    single = ("mlperf-inference", "resnet50", "SingleStream", "p90_latency_ms", "closed")
+    assert metric_kind(ttft, False) == "serving latency"
+    assert metric_kind((*ttft[:3], "tpot_mean_ms", "closed"), False) == "serving latency"
+    assert metric_kind(single, False) == "latency"
+    assert metric_kind((*ttft[:3], "tokens_per_second", "closed"), True) == "throughput"
+    steps = [("latency", "vision", "2+", "nvidia", float(r), 0.2) for r in (1, 2, 3) * 10]
+    prior = DriftPrior(None, PriorState(tuple(steps), {"": 0.0}))  # type: ignore[arg-type]
+    assert prior.cell("latency", "llm", "2+", "nvidia")[3] == 30  # a headline latency borrows
+    assert prior.cell("serving latency", "llm", "2+", "nvidia")[3] == 0  # a serving one: none
+    served = steps + [("serving latency", "llm", "1", "nvidia", 3.0, -0.1)] * 10
+    prior = DriftPrior(None, PriorState(tuple(served), {"": 0.0}))  # type: ignore[arg-type]
+    mid, _, _, pairs, name = prior.cell("serving latency", "llm", "2+", "nvidia")
+    assert (mid, pairs) == (-0.1, 10) and name.endswith("; serving latency")
 
 
 def test_today_is_the_newest_round_published_by_the_date(

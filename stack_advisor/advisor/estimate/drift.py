@@ -276,7 +276,7 @@ class RoundDrift:
             return median(np.asarray(others))
         vendor = accelerator_class(self.index.raw_names.get(acc, acc))
         group = benchmark_group(key[0], key[1])
-        kind = metric_kind(key[0], self.index.higher_is_better(key))
+        kind = metric_kind(key, self.index.higher_is_better(key))
         mid, _, _, pairs, _ = self.prior.cell(kind, group, self.age(key, old), vendor, until=new)
         if not pairs:
             return 0.0

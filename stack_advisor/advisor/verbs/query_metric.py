@@ -25,6 +25,10 @@ FIELD_ALIASES = {
     "model": "benchmark",
     "runtime": "framework",
     "software": "framework",
+    "stack": "framework",  # the CLI's --stack fills a query's framework
+    "software_stack": "framework",
+    "gpu": "accelerator",
+    "device": "accelerator",
     "round": "as_of",
 }
 
