@@ -21,13 +21,20 @@ from stack_advisor.advisor.estimate.generation_transfer import (
 from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.level_transfer import replay_summary
 from stack_advisor.advisor.estimate.query import Query
-from stack_advisor.advisor.estimate.transfer_replay import FIRST_RESULTS, first_results
+from stack_advisor.advisor.estimate.transfer_replay import (
+    FIRST_RESULTS,
+    FROM_OTHERS,
+    FROM_SIBLINGS,
+    drawn_on,
+    first_results,
+)
 from stack_advisor.advisor.estimate.transferred import (
     CROSS_VENDOR,
     kind_quantiles,
     stretch_note,
 )
 from stack_advisor.advisor.results import Basis
+from stack_advisor.catalog import load_catalog
 from stack_advisor.schema.models import (
     Accelerator,
     Benchmark,
@@ -249,8 +256,13 @@ def test_same_vendor_transfer_shows_its_figures_at_the_newest_rounds_law(
     # the latest round's law itself: the replays' median (their round's drift, +5% then +10%)
     # does not move a transfer whose references are of the slice's newest round
     assert "efficiency" not in names
-    # the compute-only law through a blend that keeps a quarter on bandwidth: within 10%
-    assert est.value == pytest.approx(1.1 * _law("NVIDIA H100-NVL-94GB"), rel=0.1)
+    # the newest round's figure of its sibling (H100 PCIe: the one of its design that ran it)
+    # through the blend, a quarter on bandwidth (the law itself is compute-only)
+    nvl, pcie = (hardware.scaling_figures(n, "8-bit") for n in ("H100 NVL", "H100-PCIe-80GB"))
+    assert nvl is not None and pcie is not None
+    blend = (nvl[0] / pcie[0]) ** 0.75 * (nvl[1] / pcie[1]) ** 0.25
+    assert est.references == ["H100-PCIE-80GB"]
+    assert est.value == pytest.approx(1.1 * _law("NVIDIA H100-PCIe-80GB") * blend, rel=0.02)
     assert est.low <= est.value <= est.high
 
 
@@ -580,6 +592,41 @@ def test_first_results_fall_back_to_every_metric_that_runs_the_same_way() -> Non
     below, above = first_results(pools, SLICE, True, 10) or (0.0, 0.0)
     assert -0.2 < below < 0 < above < 0.2
     assert first_results(pools, SLICE, True, 100) is None
+
+
+def test_first_results_are_read_apart_by_what_their_transfers_drew_on() -> None:
+    """A transfer drawn on the part's own siblings reads the spread of first results whose
+    transfers did too, one drawn on other parts theirs; either falls back to every first result
+    where its own are too few."""
+    rng = np.random.default_rng(3)
+    cell = ("closed", "samples_per_second")
+    close, far = rng.normal(0, 0.05, 30), rng.normal(0, 0.4, 30)
+    pools = {
+        (Basis.TRANSFERRED, *cell, f"{FIRST_RESULTS} {FROM_SIBLINGS}"): close,
+        (Basis.TRANSFERRED, *cell, f"{FIRST_RESULTS} {FROM_OTHERS}"): far,
+        (Basis.TRANSFERRED, *cell, FIRST_RESULTS): np.concatenate([close, far]),
+    }
+    sib = first_results(pools, SLICE, True, 20, FROM_SIBLINGS) or (0.0, 0.0)
+    other = first_results(pools, SLICE, True, 20, FROM_OTHERS) or (0.0, 0.0)
+    every = first_results(pools, SLICE, True, 20) or (0.0, 0.0)
+    assert sib[1] - sib[0] < every[1] - every[0] < other[1] - other[0]
+    assert first_results(pools, SLICE, True, 40, FROM_SIBLINGS) == every  # too few: every one
+    assert drawn_on("H200-SXM-141GB", ["H100-SXM5-80GB"]) == FROM_SIBLINGS
+    assert drawn_on("H200-SXM-141GB", ["B200-SXM-180GB", "L40S"]) == FROM_OTHERS
+
+
+def test_the_parts_of_one_die_name_each_other() -> None:
+    """Hopper, Ampere and Ada parts of one die are each other's siblings (as Blackwell's and
+    AMD's already were): a transfer to an H200 draws on the H100 and GH200 that ran the slice,
+    not on whichever parts sit nearest by peak figures."""
+    assert "H100-SXM5-80GB" in hardware.siblings("NVIDIA H200-SXM-141GB")
+    assert "H100-PCIE-80GB" in hardware.siblings("H100 NVL")
+    assert "A100-SXM4-40GB" in hardware.siblings("A100-SXM4-80GB")
+    assert "L40" in hardware.siblings("L40S")
+    parts = load_catalog().accelerators
+    for name in ("H100-SXM5-80GB", "A100-PCIE-40GB", "RTX-6000-Ada", "GH200-144GB"):
+        siblings = hardware.siblings(name)
+        assert siblings and {parts[s].generation for s in siblings} == {parts[name].generation}
 
 
 def test_a_published_mixed_system_is_answered_from_its_own_results(kb_advisor) -> None:  # type: ignore[no-untyped-def]

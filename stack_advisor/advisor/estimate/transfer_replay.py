@@ -23,6 +23,9 @@ KINDS = (SAME_VENDOR, CROSS_VENDOR, BANDWIDTH_ONLY, f"{CROSS_VENDOR}, {BANDWIDTH
 # the pool of parts' first results on a benchmark, each transferred from its same-vendor peers of
 # the rounds before (``first_results``)
 FIRST_RESULTS = "first results"
+# what a replayed or answered transfer drew on (``drawn_on``): its pool of first results apart
+FROM_SIBLINGS = "from siblings"
+FROM_OTHERS = "from other parts"
 # how far replayed transfers' results landed beyond their references scaled by the target's faster
 # resource ratio (``transfer.peak_bound``): what the peak bound allows a part's software over its
 # references' (``peak_headroom``)
@@ -161,8 +164,10 @@ def _replay_first_results(
             now = rows[index.round_no[rows] == rnd]
             actual = np.log(index.unit[now])
             residuals = (actual - math.log(value)).tolist()
+            drew = drawn_on(acc, used)
             for level in ((key[4], key[3]), way):
                 out[(Basis.TRANSFERRED, *level, FIRST_RESULTS)].extend(residuals)
+                out[(Basis.TRANSFERRED, *level, f"{FIRST_RESULTS} {drew}")].extend(residuals)
             beyond_bound(index, key, actual, same, used, target, out)
 
 
@@ -184,18 +189,37 @@ def beyond_bound(
         out[(Basis.TRANSFERRED, *level, PEAK_HEADROOM)].extend(beyond)
 
 
+def drawn_on(acc: str, used: list[str]) -> str:
+    """What a transfer to ``acc`` drew on: ``FROM_SIBLINGS`` where its references are parts of
+    its own design (``hardware.siblings``: ``transfer.nearest`` then draws on them alone), else
+    ``FROM_OTHERS``."""
+    return FROM_SIBLINGS if set(used) & set(siblings(acc)) else FROM_OTHERS
+
+
 def first_results(
-    pools: dict[tuple[Any, ...], np.ndarray], key: tuple[str, ...], hib: bool, min_residuals: int
+    pools: dict[tuple[Any, ...], np.ndarray],
+    key: tuple[str, ...],
+    hib: bool,
+    min_residuals: int,
+    drew: str | None = None,
 ) -> tuple[float, float] | None:
     """How far below and above their median parts' first results on the slice's cell landed
     from their transfers (p10 - median, p90 - median of ``_replay_first_results``' pool), else on
     every metric of the family that runs the same way; None where neither holds
-    ``min_residuals``."""
-    for level in ((key[4], key[3]), (None, "higher" if hib else "lower")):
-        values = pools.get((Basis.TRANSFERRED, *level, FIRST_RESULTS))
-        if values is not None and len(values) >= min_residuals:
-            lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
-            return float(lo - mid), float(hi - mid)
+    ``min_residuals``.
+
+    ``drew`` (``drawn_on``): read the first results whose transfers drew on the same (the part's
+    siblings, or other parts) first, at either level, where they hold ``min_residuals``: a part
+    scaled from its own design lands closer than one scaled from another, and one spread for
+    both had narrowed the other's interval (measured 2026-12-01 when the Ampere and Ada parts
+    came to name their siblings: round ahead v2.1 -> v3.0, transferred coverage 0.55 -> 0.49)."""
+    way = (None, "higher" if hib else "lower")
+    for label in ([f"{FIRST_RESULTS} {drew}"] if drew else []) + [FIRST_RESULTS]:
+        for level in ((key[4], key[3]), way):
+            values = pools.get((Basis.TRANSFERRED, *level, label))
+            if values is not None and len(values) >= min_residuals:
+                lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
+                return float(lo - mid), float(hi - mid)
     return None
 
 

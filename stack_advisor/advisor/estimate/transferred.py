@@ -58,6 +58,7 @@ from stack_advisor.advisor.estimate.transfer import figure_text
 from stack_advisor.advisor.estimate.transfer_replay import CROSS_VENDOR as CROSS_VENDOR
 from stack_advisor.advisor.estimate.transfer_replay import (
     HEADROOM_Q,
+    drawn_on,
     first_results,
     kind_of,
     peak_headroom,
@@ -80,13 +81,15 @@ def _calibrated(
     kind: str,
     cls: str,
     refs: dict[str, tuple[float, tuple[float, float], str]],
+    drew: str,
 ) -> tuple[float, float, float] | Estimate:
     """(p10, median, p90) log residuals of this kind of transfer, never narrower than a
     same-vendor transfer on the slice (whose replays hold a round's drift); a refusal where too
     few transfers of the kind were replayed to calibrate an interval. A same-vendor transfer's
     bounds are those of parts' first results on the cell (``first_results``: what a transfer
-    answers, measured round ahead), their spread around both its answer and the replays'
-    centre; another kind's are never narrower than them."""
+    answers, measured round ahead; those whose transfers drew as this one did, ``drew``, on the
+    part's siblings or on other parts), their spread around both its answer and the replays'
+    centre; another kind's are never narrower than every first result's."""
     lo_q, mid_q, hi_q = index.transfer_quantiles(q.slice, kind, cls)
     if math.isnan(lo_q):
         seen = sorted({v[2] for v in refs.values()})
@@ -109,6 +112,7 @@ def _calibrated(
         q.slice,
         index.higher_is_better(q.slice),
         index.min_residuals,
+        None if kind else drew,
     )
     if first is not None and not kind:
         # the answer is the scaling itself (``_answer_centre``: the replays' centre moved answers
@@ -205,13 +209,13 @@ def transferred_estimate(
     bandwidth_only = model.precision == BANDWIDTH_ONLY
     same = {a: v for a, v in refs.items() if v[2] == cls}
     kind = kind_of(not same, bandwidth_only)
-    calibrated = _calibrated(index, q, kind, cls, refs)
+    pool = same or refs
+    raw_value, used = transfer.predict(model, pool, target, siblings(name))
+    calibrated = _calibrated(index, q, kind, cls, refs, drawn_on(name, used))
     if isinstance(calibrated, Estimate):
         return calibrated
     lo_q, centre, hi_q = calibrated
     mid_q = _answer_centre(kind, centre)
-    pool = same or refs
-    raw_value, used = transfer.predict(model, pool, target, siblings(name))
     raw = index.raw_names
     if not any(same_device_class(raw.get(a, a), name, pool[a][1], target) for a in used):
         return Estimate(Basis.UNSUPPORTED, reason=_span_refusal(q, name, pool, used, target))
