@@ -151,7 +151,12 @@ published sizes is moved from both: transferred times, intervals, accelerator-ho
 reference factor naming the replays its scaling was learned on.
 Session 35: 2, 16, 20-23, 29 and 46 when an LLM's TTFT and TPOT under a load (serving latencies)
 learned their round drift apart from single-stream latencies: the LLM group's band pad no longer
-borrows those latencies' misses (0.174 -> 0.117 in log units), so LLM forecasts' intervals narrow.
+borrows those latencies' misses (0.174 -> 0.117 in log units), so LLM forecasts' intervals narrow;
+then 0, 1, 3-5, 7, 10, 12-14, 16-19, 21-24, 29, 30, 37, 38, 40 and 44 when the Hopper, Ampere and
+Ada parts of one die came to name each other as siblings (a transfer to GH200-144GB or H800 draws
+on its own design) and a same-vendor transfer's interval reads the first results whose transfers
+drew as it did: sibling transfers' intervals narrow, others' move, and rankings by the pessimistic
+end reorder with them.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
