@@ -191,7 +191,11 @@ def _latency_limits(benchmark: str) -> dict[str, dict[str, Any]]:
 
 
 def _haystack(entry: AcceleratorEntry | BenchmarkEntry) -> list[str]:
-    dumped = entry.model_dump(exclude={"source", "peak_tflops", "patterns", "variant_patterns"})
+    """The entry's own texts a search reads: not its sources, figures and patterns, nor the
+    other parts it names as siblings (a search for "H200 NVL" is not for the H100 NVL)."""
+    dumped = entry.model_dump(
+        exclude={"source", "peak_tflops", "patterns", "variant_patterns", "siblings"}
+    )
     out: list[str] = []
     for value in dumped.values():
         out += [str(v) for v in value] if isinstance(value, list) else [str(value)]
