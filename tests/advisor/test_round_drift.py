@@ -190,7 +190,7 @@ def test_the_prior_learns_throughput_apart_from_latency_and_closed_only(kb_advis
     index = kb_advisor.evidence()
     prior = index.round_drift.prior
     kinds = {s[0] for s in prior.steps}
-    assert {"throughput", "time to train"} <= kinds and kinds & {"latency", "serving latency"}
+    assert {"throughput", "latency", "serving latency", "time to train"} <= kinds
     closed = {
         (metric_kind(k, index.higher_is_better(k)), benchmark_group(k[0], k[1]))
         for k in index.slices
@@ -216,6 +216,7 @@ def test_a_serving_latency_is_not_carried_by_single_stream_latencies() -> None:
     assert metric_kind(ttft, False) == "serving latency"
     assert metric_kind((*ttft[:3], "tpot_mean_ms", "closed"), False) == "serving latency"
     assert metric_kind(single, False) == "latency"
+    assert metric_kind((*ttft[:2], "SingleStream", *ttft[3:]), False) == "latency"  # one query
     assert metric_kind((*ttft[:3], "tokens_per_second", "closed"), True) == "throughput"
     steps = [("latency", "vision", "2+", "nvidia", float(r), 0.2) for r in (1, 2, 3) * 10]
     prior = DriftPrior(None, PriorState(tuple(steps), {"": 0.0}))  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from stack_advisor.catalog import load_catalog, resolve_accelerator
+from stack_advisor.catalog import browse, load_catalog, resolve_accelerator
 from stack_advisor.catalog.editions import resolve_in_context
 from stack_advisor.catalog.spelling import closeness, fold, strip_marks
 
@@ -219,6 +219,9 @@ def test_siblings_are_known_parts_of_the_same_vendor() -> None:
     for entry in cat.values():
         for sibling in entry.siblings:
             assert cat[sibling].vendor == entry.vendor, (entry.id, sibling)
+    # a search reads an entry's own texts, not the parts it names as siblings
+    found = [h["id"] for h in browse.search("H200 NVL") if h["kind"] == "accelerator"]
+    assert found == ["H200-NVL-141GB"] and "H200-NVL-141GB" in cat["H100-NVL-94GB"].siblings
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ rounds shown in the answer (``carry``). Where no part is in both rounds, and for
 newest held (a forecast: today's round where the knowledge base lacks it, "next", a later round),
 the drift comes from a prior learned on every held round-to-round step of every closed-division
 slice: the per-round log improvement of the pairs, kept apart by what the figures are (throughput,
-latency, time to train: a p99 latency at a scenario's limit moves apart from its throughput),
+latency, serving latency, time to train: a p99 latency at a scenario's limit moves apart from its
+throughput, and an LLM's TTFT/TPOT under a served load apart from a single-stream latency),
 pooled by benchmark group (LLM, vision, recommendation, speech, graph, training), the benchmark's
 age (published rounds since the round the catalogue says introduced it, else held rounds since
 its first; a forecast several rounds ahead takes each step at the age it will have) and the part's

@@ -163,6 +163,7 @@ def introduced_round(family: str, benchmark: str) -> float | None:
 # output token in Server and Interactive): where the submitter's load put it below the scenario's
 # limit, not how fast a part answers a query
 SERVING_LATENCY = ("ttft_", "tpot_")
+SERVED_SCENARIOS = ("Server", "Interactive")  # a SingleStream TTFT answers one query at a time
 
 
 def metric_kind(key: SliceKey, higher_is_better: bool) -> str:
@@ -178,7 +179,8 @@ def metric_kind(key: SliceKey, higher_is_better: bool) -> str:
         return "throughput"
     if key[0] == "mlperf-training":
         return "time to train"
-    return "serving latency" if key[3].startswith(SERVING_LATENCY) else "latency"
+    served = key[3].startswith(SERVING_LATENCY) and key[2] in SERVED_SCENARIOS
+    return "serving latency" if served else "latency"
 
 
 def orientation(higher_is_better: bool) -> float:

@@ -20,7 +20,8 @@ SliceKey = tuple[str, str, str, str, str]  # family, benchmark, scenario, metric
 # a residual pool: (basis, division, metric) — a calibration cell, (basis, division, "higher" or
 # "lower") the division's metrics that run one way, (basis, None, None) the whole family,
 # (basis, division, metric, benchmark, scenario) one slice's share of its cell, or (basis,
-# division or None, metric or way, kind) a kind of transfer's ("cross-vendor", "first results")
+# division or None, metric or way, kind) a kind of transfer's ("cross-vendor", "first results",
+# "first results from siblings", ...)
 PoolKey = tuple[Any, ...]
 FORMER = " (before"  # a redefined benchmark's results before its redefinition: ``former_name``
 

@@ -143,7 +143,8 @@ def _replay_first_results(
     """Each part's first results on the slice, in any round after the slice's first, transferred
     from its same-vendor peers of the two rounds before: what a transfer answers (a part never
     measured on the benchmark), the drift of a round and a new part's own software included.
-    Pooled per cell (division, metric) and per way the metric runs; ``first_results`` reads them."""
+    Pooled per cell (division, metric) and per way the metric runs, each also apart by what the
+    transfer drew on (``drawn_on``); ``first_results`` reads them."""
     policy, _ = index.blend(key, by_acc)
     way = (None, "higher" if index.higher_is_better(key) else "lower")
     for i in range(1, len(rounds)):
@@ -208,14 +209,16 @@ def first_results(
     every metric of the family that runs the same way; None where neither holds
     ``min_residuals``.
 
-    ``drew`` (``drawn_on``): read the first results whose transfers drew on the same (the part's
-    siblings, or other parts) first, at either level, where they hold ``min_residuals``: a part
-    scaled from its own design lands closer than one scaled from another, and one spread for
-    both had narrowed the other's interval (measured 2026-12-01 when the Ampere and Ada parts
-    came to name their siblings: round ahead v2.1 -> v3.0, transferred coverage 0.55 -> 0.49)."""
+    ``drew`` (``drawn_on``): at each level, the first results whose transfers drew on the same
+    (the part's siblings, or other parts) where they hold ``min_residuals``, else every first
+    result of that level: a part scaled from its own design lands closer than one scaled from
+    another, and one spread for both had narrowed the other's interval (measured 2026-12-01
+    when the Ampere and Ada parts came to name their siblings: round ahead v2.1 -> v3.0,
+    transferred coverage 0.55 -> 0.49); the cell's own metric before the family's way (a
+    single-stream latency never reads the LLM TTFTs beside it)."""
     way = (None, "higher" if hib else "lower")
-    for label in ([f"{FIRST_RESULTS} {drew}"] if drew else []) + [FIRST_RESULTS]:
-        for level in ((key[4], key[3]), way):
+    for level in ((key[4], key[3]), way):
+        for label in ([f"{FIRST_RESULTS} {drew}"] if drew else []) + [FIRST_RESULTS]:
             values = pools.get((Basis.TRANSFERRED, *level, label))
             if values is not None and len(values) >= min_residuals:
                 lo, mid, hi = quantiles(values, (0.1, 0.5, 0.9))
