@@ -692,3 +692,39 @@ def test_a_stack_ranking_names_its_unit_and_the_sizes_behind_each_figure(kb_advi
     assert rows and {r["unit"] for r in rows} == {"tokens/s per accelerator"}
     assert all(r["counts"] and all(n >= 1 for n in r["counts"]) for r in rows)
     assert any(max(r["counts"]) > 8 for r in rows)  # a multi-node system's figure says so
+
+
+def test_an_upgrade_factor_moves_toward_the_round_drift_of_the_slices_own_parts() -> None:
+    """Evidence of a round older than the slice's newest held is carried by the framework's
+    upgrade factor moved toward the drift the parts measured in both rounds show on this very
+    benchmark (their log moves weighted n : DRIFT_PRIOR_PAIRS); evidence of the newest round,
+    or a slice with no such pairs, keeps the factor as learned."""
+    from stack_advisor.advisor.estimate.stack_effect import StackFactor
+
+    class Drift:
+        def rounds(self, key: Any) -> list[float]:
+            return [4.1, 5.1]
+
+        def slice_target(self, key: Any, as_of: str) -> float:
+            return 6.0  # a forecast beyond: the pairs are read up to the newest held
+
+        def pairs(self, key: Any, old: float, new: float) -> list[tuple[str, float]]:
+            return [(f"p{i}", math.log(2.0)) for i in range(4)] if (old, new) == (4.1, 5.1) else []
+
+    class Index:
+        round_drift = Drift()
+        round_no = np.array([4.1, 4.1, 5.1])
+
+        def higher_is_better(self, key: Any) -> bool:
+            return True
+
+    query = Query("mlperf-inference", "x", "Offline", "tokens_per_second", "closed", "B200", 8, "")
+    factor = StackFactor("nvidia tensorrt throughput/llm", 1.2, 1.1, 1.3, 1.0, 1.5, 12)
+    index: Any = Index()
+    moved, text = stack_adjust._toward_round_drift(index, query, np.array([0, 1]), factor)
+    w = 4 / (4 + stack_adjust.DRIFT_PRIOR_PAIRS)
+    assert moved.ratio == pytest.approx(math.exp(w * math.log(2.0) + (1 - w) * math.log(1.2)))
+    assert moved.low / moved.ratio == pytest.approx(factor.low / factor.ratio)
+    assert "4 parts in both rounds" in text and "v4.1 -> v5.1" in text and "2.000x" in text
+    # evidence of the newest held round: nothing between to read
+    assert stack_adjust._toward_round_drift(index, query, np.array([2]), factor) == (factor, "")

@@ -17,9 +17,16 @@ Slices = dict[SliceKey, dict[str, np.ndarray]]
 
 
 class RoundTarget(Protocol):
-    """What the scenario estimate reads of the round drift: the round an answer is for."""
+    """What the scenario and stack estimates read of the round drift: the round an answer is
+    for, the rounds a slice holds and the parts measured in two of them."""
 
     def target(self, q: Query, as_of: str) -> float: ...
+
+    def slice_target(self, key: SliceKey, as_of: str) -> float: ...
+
+    def rounds(self, key: SliceKey) -> list[float]: ...
+
+    def pairs(self, key: SliceKey, old: float, new: float) -> list[tuple[str, float]]: ...
 
 
 class EvidenceIndex(Protocol):

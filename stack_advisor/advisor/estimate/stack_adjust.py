@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from stack_advisor.advisor.estimate.drift_prior import round_label
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median
 from stack_advisor.advisor.estimate.protocols import EvidenceIndex
@@ -340,6 +341,7 @@ def _carry_forward(
             ],
         )
     est = _newest_only(effects, est, fw, newest, latest)
+    factor, drifted = _toward_round_drift(index, q, latest, factor)
     # not widened: an interpolated interval is conformal on the same accelerator's moves from
     # round to round, which hold its stack upgrades already
     return apply_factor(
@@ -347,8 +349,59 @@ def _carry_forward(
         factor,
         hib,
         "stack",
-        f"{fw} {newest} carried forward to {version} (one round's step)",
+        f"{fw} {newest} carried forward to {version} (one round's step){drifted}",
         widen=False,
+    )
+
+
+# how many parts' pairs weigh as much as the framework's upgrade factor when the two are combined
+# (the weight ``drift.between`` gives a slice's own pairs against the prior's band)
+DRIFT_PRIOR_PAIRS = 4
+
+
+def _toward_round_drift(
+    index: EvidenceIndex, q: Query, latest: np.ndarray, factor: StackFactor
+) -> tuple[StackFactor, str]:
+    """The upgrade factor moved toward the round drift the parts measured in both rounds show on
+    the query's slice, where the evidence ``latest`` is of a round older than the newest the
+    knowledge base holds for it (up to the round asked): their log moves weighted n : 4
+    (``DRIFT_PRIOR_PAIRS``), and what the factor's text adds; else the factor as it is.
+
+    The factor is a median over every benchmark's stack changes of the framework; the pairs
+    are this benchmark's own step between those rounds, upgrades included, but few pairs are
+    noisy (measured 2026-12-01, within the newest round, one accelerator out: the pairs alone
+    took B200's llama2-70b from 9% to 3% off and H200's, from two pairs, from 9% to 14%)."""
+    drift = index.round_drift
+    rounds = index.round_no[latest]
+    held = drift.rounds(q.slice)
+    if not len(rounds) or not (rounds > 0).all() or not held:
+        return factor, ""
+    old = float(rounds.max())
+    new = min(drift.slice_target(q.slice, q.as_of), held[-1])
+    pairs = [v for _, v in drift.pairs(q.slice, old, new)] if new > old else []
+    if not pairs:
+        return factor, ""
+    hib = index.higher_is_better(q.slice)
+    moved = median(np.asarray(pairs))  # the value's log move (a lower-is-better figure: down)
+    speed = moved if hib else -moved
+    w = len(pairs) / (len(pairs) + DRIFT_PRIOR_PAIRS)
+    ratio = math.exp(w * speed + (1 - w) * math.log(factor.ratio))
+    text = (
+        f", moved toward the round drift {len(pairs)} parts in both rounds show on this "
+        f"benchmark ({round_label(old)} -> {round_label(new)}: {math.exp(speed):.3f}x speed, "
+        f"weighted {w:.2f})"
+    )
+    scale = ratio / factor.ratio
+    return (
+        replace(
+            factor,
+            ratio=ratio,
+            low=factor.low * scale,
+            high=factor.high * scale,
+            spread_low=factor.spread_low * scale,
+            spread_high=factor.spread_high * scale,
+        ),
+        text,
     )
 
 
