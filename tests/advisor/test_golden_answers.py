@@ -156,7 +156,8 @@ then 0, 1, 3-5, 7, 10, 12-14, 16-19, 21-24, 29, 30, 37, 38, 40 and 44 when the H
 Ada parts of one die came to name each other as siblings (a transfer to GH200-144GB or H800 draws
 on its own design) and a same-vendor transfer's interval reads the first results whose transfers
 drew as it did: sibling transfers' intervals narrow, others' move, and rankings by the pessimistic
-end reorder with them.
+end reorder with them; 23 and 30 once more when the first results came to be read per level, the
+pool of what the transfer drew on before the level's every one (an interval's low end, a rank).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
