@@ -697,8 +697,9 @@ def test_a_stack_ranking_names_its_unit_and_the_sizes_behind_each_figure(kb_advi
 def test_an_upgrade_factor_moves_toward_the_round_drift_of_the_slices_own_parts() -> None:
     """Evidence of a round older than the slice's newest held is carried by the framework's
     upgrade factor moved toward the drift the parts measured in both rounds show on this very
-    benchmark (their log moves weighted n : DRIFT_PRIOR_PAIRS); evidence of the newest round,
+    benchmark (their log moves weighted n : PRIOR_WEIGHT_PAIRS); evidence of the newest round,
     or a slice with no such pairs, keeps the factor as learned."""
+    from stack_advisor.advisor.estimate.drift_prior import PRIOR_WEIGHT_PAIRS
     from stack_advisor.advisor.estimate.stack_effect import StackFactor
 
     class Drift:
@@ -722,7 +723,7 @@ def test_an_upgrade_factor_moves_toward_the_round_drift_of_the_slices_own_parts(
     factor = StackFactor("nvidia tensorrt throughput/llm", 1.2, 1.1, 1.3, 1.0, 1.5, 12)
     index: Any = Index()
     moved, text = stack_adjust._toward_round_drift(index, query, np.array([0, 1]), factor)
-    w = 4 / (4 + stack_adjust.DRIFT_PRIOR_PAIRS)
+    w = 4 / (4 + PRIOR_WEIGHT_PAIRS)
     assert moved.ratio == pytest.approx(math.exp(w * math.log(2.0) + (1 - w) * math.log(1.2)))
     assert moved.low / moved.ratio == pytest.approx(factor.low / factor.ratio)
     assert "4 parts in both rounds" in text and "v4.1 -> v5.1" in text and "2.000x" in text

@@ -43,6 +43,7 @@ from stack_advisor.advisor.estimate.as_of import (
 from stack_advisor.advisor.estimate.drift_prior import (
     LEVEL_Q,
     MATURE,
+    PRIOR_WEIGHT_PAIRS,
     Drift,
     DriftIndex,
     DriftPrior,
@@ -254,7 +255,7 @@ class RoundDrift:
             mid = median(np.asarray(own))
             prior = self.prior.forecast(q, old, new)
             # few pairs: their own spread understates; the prior's band stands beside it
-            w = len(own) / (len(own) + 4)
+            w = len(own) / (len(own) + PRIOR_WEIGHT_PAIRS)
             return Drift(
                 mid,
                 min(lo, mid + (1 - w) * (prior.log_lo - prior.log_mid)),

@@ -159,6 +159,11 @@ def introduced_round(family: str, benchmark: str) -> float | None:
     return round_number(entry.introduced.round)
 
 
+# how many of a slice's own pairs weigh as much as a prior they are combined with (the prior's
+# band beside few pairs in ``drift.RoundDrift.between``; the framework's upgrade factor beside a
+# slice's round drift in ``stack_adjust``)
+PRIOR_WEIGHT_PAIRS = 4
+
 # a latency measured under a throughput scenario's load (an LLM's time to first token and time per
 # output token in Server and Interactive): where the submitter's load put it below the scenario's
 # limit, not how fast a part answers a query

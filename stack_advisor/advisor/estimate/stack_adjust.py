@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from stack_advisor.advisor.estimate.drift_prior import round_label
+from stack_advisor.advisor.estimate.drift_prior import PRIOR_WEIGHT_PAIRS, round_label
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.estimate.order_stats import median
 from stack_advisor.advisor.estimate.protocols import EvidenceIndex
@@ -354,18 +354,13 @@ def _carry_forward(
     )
 
 
-# how many parts' pairs weigh as much as the framework's upgrade factor when the two are combined
-# (the weight ``drift.between`` gives a slice's own pairs against the prior's band)
-DRIFT_PRIOR_PAIRS = 4
-
-
 def _toward_round_drift(
     index: EvidenceIndex, q: Query, latest: np.ndarray, factor: StackFactor
 ) -> tuple[StackFactor, str]:
     """The upgrade factor moved toward the round drift the parts measured in both rounds show on
     the query's slice, where the evidence ``latest`` is of a round older than the newest the
     knowledge base holds for it (up to the round asked): their log moves weighted n : 4
-    (``DRIFT_PRIOR_PAIRS``), and what the factor's text adds; else the factor as it is.
+    (``PRIOR_WEIGHT_PAIRS``), and what the factor's text adds; else the factor as it is.
 
     The factor is a median over every benchmark's stack changes of the framework; the pairs
     are this benchmark's own step between those rounds, upgrades included, but few pairs are
@@ -384,7 +379,7 @@ def _toward_round_drift(
     hib = index.higher_is_better(q.slice)
     moved = median(np.asarray(pairs))  # the value's log move (a lower-is-better figure: down)
     speed = moved if hib else -moved
-    w = len(pairs) / (len(pairs) + DRIFT_PRIOR_PAIRS)
+    w = len(pairs) / (len(pairs) + PRIOR_WEIGHT_PAIRS)
     ratio = math.exp(w * speed + (1 - w) * math.log(factor.ratio))
     text = (
         f", moved toward the round drift {len(pairs)} parts in both rounds show on this "
