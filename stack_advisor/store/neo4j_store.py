@@ -27,6 +27,26 @@ READ_TIMEOUT_S = 30.0
 FLAT_PAGE_TIMEOUT_S = 600.0
 WRITE_TIMEOUT_S = 120.0
 T = TypeVar("T")
+R = TypeVar("R")
+
+
+def records_of(result: Any, take: Callable[[Any], R]) -> list[R]:
+    """Every record of a transaction's ``result``, each read by ``take``.
+
+    A server error met while the records stream (a deadlock among concurrent writers) can reach
+    the caller as the driver's ResultFailedError, which names no server code and which the driver
+    never retries; the server's own error is raised in its place, so that the driver's retry and
+    ours (``Neo4jStore._write``) see a deadlock as the transient error it is.
+    """
+    from neo4j.exceptions import Neo4jError, ResultFailedError
+
+    try:
+        return [take(record) for record in result]
+    except ResultFailedError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, Neo4jError):
+            raise cause from None
+        raise
 
 
 class Neo4jStore(CypherStore):
@@ -137,7 +157,7 @@ class Neo4jStore(CypherStore):
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         @self._neo4j.unit_of_work(timeout=READ_TIMEOUT_S)
         def tx(t: Any) -> list[dict[str, Any]]:
-            return [r.data() for r in t.run(query, params)]
+            return records_of(t.run(query, params), lambda r: r.data())
 
         def go() -> list[dict[str, Any]]:
             with self._driver.session(database=self.database) as session:
@@ -148,7 +168,7 @@ class Neo4jStore(CypherStore):
     def _read_values(self, query: str, params: dict[str, Any]) -> list[Sequence[Any]]:
         @self._neo4j.unit_of_work(timeout=FLAT_PAGE_TIMEOUT_S)
         def tx(t: Any) -> list[Sequence[Any]]:
-            return [r.values() for r in t.run(query, params)]
+            return records_of(t.run(query, params), lambda r: r.values())
 
         def go() -> list[Sequence[Any]]:
             with self._driver.session(database=self.database) as session:
@@ -165,7 +185,7 @@ class Neo4jStore(CypherStore):
         def tx(t: Any) -> T:
             nonlocal attempts
             attempts += 1  # the driver calls this again after a transient error (a deadlock)
-            return work(lambda q, p: [r.data() for r in t.run(q, p)])
+            return work(lambda q, p: records_of(t.run(q, p), lambda r: r.data()))
 
         def go() -> T:
             # A concurrent writer may create the same key between our existence check and our

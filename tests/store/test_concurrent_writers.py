@@ -52,3 +52,56 @@ def test_eight_writers_on_neo4j_lose_and_duplicate_nothing(neo4j_store, record_p
     stats = neo4j_store.stats()
     assert stats.counts["Observation"] == len(expected)
     assert stats.counts["Stack"] == 3 and stats.counts["Host"] == 5
+
+
+@pytest.mark.neo4j
+def test_two_writers_that_lock_in_opposite_orders_both_commit(neo4j_store):
+    """A deadlock forced on the server: each writer holds one node and asks for the other's.
+    Neo4j stops one; its transaction is run again and both increments land."""
+    neo4j_store._write(
+        lambda run: run(
+            "CREATE (:DeadlockProbe {k: 'a', v: 0}), (:DeadlockProbe {k: 'b', v: 0})", {}
+        )
+    )
+    barrier = threading.Barrier(2)
+    bump = "MATCH (n:DeadlockProbe {k: $k}) SET n.v = n.v + 1 RETURN n.v AS v"
+
+    def writer(first: str, second: str) -> None:
+        waited = False
+
+        def work(run):
+            nonlocal waited
+            run(bump, {"k": first})
+            if not waited:  # only the first attempt waits: a retry runs alone
+                waited = True
+                barrier.wait(timeout=30)
+            run(bump, {"k": second})
+
+        neo4j_store._write(work)
+
+    before = neo4j_store.transient_retries
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for done in [pool.submit(writer, "a", "b"), pool.submit(writer, "b", "a")]:
+            done.result()
+    rows = neo4j_store._read("MATCH (n:DeadlockProbe) RETURN n.k AS k, n.v AS v ORDER BY k", {})
+    assert rows == [{"k": "a", "v": 2}, {"k": "b", "v": 2}]
+    assert neo4j_store.transient_retries > before  # the server did detect the deadlock
+
+
+def test_a_failed_result_raises_the_servers_error_so_it_is_retried():
+    """The driver reports an error met while a result streams as ResultFailedError, which it
+    never retries; the store raises the server's error (a deadlock's TransientError) instead."""
+    from neo4j.exceptions import ResultFailedError, TransientError
+
+    from stack_advisor.store.neo4j_store import records_of
+
+    deadlock = TransientError("deadlock detected")
+
+    def failing():
+        yield {"v": 1}
+        raise ResultFailedError(None, "The result has failed.") from deadlock
+
+    with pytest.raises(TransientError) as caught:
+        records_of(failing(), dict)
+    assert caught.value is deadlock and caught.value.is_retryable()
+    assert records_of(iter([{"v": 1}, {"v": 2}]), dict) == [{"v": 1}, {"v": 2}]
