@@ -141,16 +141,20 @@ def print_cluster(result: Any, snippets: bool) -> None:
             "basis": r.basis.value,
             "value": f"{_fmt(r.value)} [{_fmt(r.interval.low)}..{_fmt(r.interval.high)}]",
             "job": f"{r.shape.pods} x {r.shape.units_per_pod} {r.resource}",
+            "job total": _fmt(r.job_value) if r.job_value is not None else "-",
         }
         for r in result.recommendations
     ]
     if result.recommendations:
-        unit = result.recommendations[0].score_unit
+        first = result.recommendations[0]
+        # a throughput is per unit of the pool's resource (one GPU, one MIG slice, one node):
+        # the job's total beside it
+        per = f" per {first.resource} unit" if first.job_value is not None else ""
         render(
             rows,
             as_json=False,
-            title=f"{result.workload.get('benchmark')} — {result.metric} ({unit}), "
-            f"objective {result.objective}",
+            title=f"{result.workload.get('benchmark')} — {result.metric} "
+            f"({first.score_unit}{per}), objective {result.objective}",
         )
     else:
         info(f"{result.workload.get('benchmark')}: no (pool, stack) can run it; the reasons follow")

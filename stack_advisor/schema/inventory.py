@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from stack_advisor.catalog import resolve_accelerator
+from stack_advisor.catalog.device_plugins import DevicePlugin, plugins
 from stack_advisor.catalog.rounds import release_key
 from stack_advisor.schema.models import Accelerator, Host, Placement, PlacementKind
 from stack_advisor.schema.numa_labels import list_nrt, numa_from_labels, numa_from_nrt
@@ -75,7 +76,8 @@ class ClusterNode(BaseModel):
     allocatable_gpus: int | None = None
     gpu_resources: dict[str, int] = Field(
         default_factory=dict,
-        description="allocatable nvidia.com/* extended resources (gpu, gpu.shared, mig-<profile>)",
+        description="allocatable nvidia.com/* extended resources (gpu, gpu.shared, mig-<profile>), "
+        "and other vendors' GPU resources (amd.com/gpu, habana.ai/gaudi, gpu.intel.com/xe)",
     )
     ready: bool | None = None
     unschedulable: bool = False
@@ -242,10 +244,56 @@ def placement_from_labels(labels: dict[str, str]) -> Placement:
     return Placement(kind=PlacementKind.UNKNOWN, evidence=evidence)
 
 
+def vendor_plugin(labels: dict[str, str], offered: Iterable[str] = ()) -> DevicePlugin | None:
+    """The device plugin of a vendor other than NVIDIA whose product label a node carries (AMD's
+    node labeller ``amd.com/gpu.product-name``, Intel's ``gpu.intel.com/product``:
+    ``catalog/device_plugins.yaml``), or None (a GFD-labelled node, or none of them): such a
+    node's GPUs are that plugin's extended resource. Where plugins share a label (Intel's xe and
+    i915 plugins), the one whose resource the node ``offered`` (allocatable) is chosen."""
+    if labels.get(GFD + "gpu.product"):
+        return None
+    found = [
+        p
+        for p in plugins()
+        if p.product_label and not p.product_label.startswith(GFD) and labels.get(p.product_label)
+    ]
+    offers = set(offered)
+    return next((p for p in found if p.resource in offers), found[0] if found else None)
+
+
+def _offered(allocatable: dict[str, str]) -> list[str]:
+    """The resources a node has any of (allocatable, positive)."""
+    return [k for k, v in allocatable.items() if (_int(str(v)) or 0) > 0]
+
+
+def _plugin_resources() -> frozenset[str]:
+    """Every vendor's GPU extended resource (``catalog/device_plugins.yaml``)."""
+    return frozenset(p.resource for p in plugins())
+
+
+def device_resource(labels: dict[str, str], offered: Iterable[str] = ()) -> str:
+    """The extended resource a node's GPUs are requested by: ``nvidia.com/gpu``, or the resource
+    of the vendor plugin whose labels it carries (``vendor_plugin``)."""
+    plugin = vendor_plugin(labels, offered)
+    return plugin.resource if plugin else GPU_RESOURCE
+
+
+def _vendor_accelerator(
+    plugin: DevicePlugin, labels: dict[str, str], allocatable: dict[str, str]
+) -> Accelerator:
+    product = labels[str(plugin.product_label)]
+    count = _int(labels.get(plugin.count_label)) if plugin.count_label else None
+    if count is None or count < 1:
+        count = max(_int(allocatable.get(plugin.resource)) or 0, 1)
+    memory = _int(labels.get(plugin.memory_label)) if plugin.memory_label else None
+    return Accelerator(model=product, vendor=plugin.vendor, count=count, memory_mib=memory)
+
+
 def _accelerator(labels: dict[str, str], allocatable: dict[str, str]) -> Accelerator | None:
     product = labels.get(GFD + "gpu.product")
     if not product:
-        return None
+        plugin = vendor_plugin(labels, _offered(allocatable))
+        return _vendor_accelerator(plugin, labels, allocatable) if plugin else None
     major, minor = labels.get(GFD + "gpu.compute.major"), labels.get(GFD + "gpu.compute.minor")
     count = _int(labels.get(GFD + "gpu.count"))
     if count is None:
@@ -346,11 +394,11 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
         ),
         mig=_mig(labels),
         gpu_sharing=labels.get(GFD + "gpu.sharing-strategy"),
-        allocatable_gpus=_int(allocatable.get(GPU_RESOURCE)),
+        allocatable_gpus=_int(allocatable.get(device_resource(labels, _offered(allocatable)))),
         gpu_resources={
             k: n
             for k, v in allocatable.items()
-            if k.startswith(GFD) and (n := _int(str(v))) is not None
+            if (k.startswith(GFD) or k in _plugin_resources()) and (n := _int(str(v))) is not None
         },
         ready=ready,
         unschedulable=bool(spec.get("unschedulable")),

@@ -463,3 +463,46 @@ def test_gfd_label_shapes_as_gfd_writes_them_are_not_problems() -> None:
         "nvidia.com/cuda.driver-version.full",
         "nvidia.com/gpu.count",
     ]
+
+
+def _vendor_node(name: str, labels: dict[str, str], resource: str, count: str) -> dict[str, Any]:
+    """A node whose GPUs another vendor's device plugin offers (``resource``), labelled by that
+    vendor's labeller (``labels``), as the API returns it."""
+    from tests.support.gfd_nodes import node
+
+    raw = node(name, labels)
+    for field in ("capacity", "allocatable"):
+        raw["status"][field][resource] = count
+    return raw
+
+
+def test_amd_and_intel_gpu_nodes_are_gpu_pools_not_cpu_pools(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """A probe's 8x MI300X pool, labelled by AMD's node labeller, had been read as a CPU-only
+    pool and told to run the plan's CPU benchmarks. Its GPUs are its vendor's resource: the pool
+    names the part, requests amd.com/gpu, selects by the labeller's product label and is ranked;
+    a Gaudi node (a resource, no product label) is no CPU pool either."""
+    from stack_advisor.advisor.cluster.cpu_pools import all_pools
+
+    amd = {
+        "stack-advisor.io/pool": "mi300x-pool",
+        "amd.com/gpu.product-name": "AMD_Instinct_MI300X_OAM",
+    }
+    intel = {"gpu.intel.com/product": "Max_1550"}
+    nodes = [
+        _vendor_node("mi300x-0", amd, "amd.com/gpu", "8"),
+        _vendor_node("max-0", intel, "gpu.intel.com/i915", "4"),
+        _vendor_node("gaudi-0", {"stack-advisor.io/pool": "gaudi-pool"}, "habana.ai/gaudi", "8"),
+    ]
+    pools = {p.name: p for p in all_pools(nodes_from_json(nodes))}
+    assert "gaudi-pool" not in pools  # its GPUs are unnamed, not absent
+    mi300x = pools["mi300x-pool"]
+    assert (mi300x.kind, mi300x.accelerator, mi300x.resource) == ("gpu", "MI300X", "amd.com/gpu")
+    assert mi300x.gpus_per_node == 8 and mi300x.usable
+    (max_pool,) = [p for p in pools.values() if p.accelerator == "Max-1550"]
+    assert max_pool.resource == "gpu.intel.com/i915" and max_pool.gpus_per_node == 4
+    # no pool label: the vendor's product label selects its nodes
+    assert max_pool.node_selector["gpu.intel.com/product"] == "Max_1550"
+    assert "nvidia.com/gpu.product" not in max_pool.node_selector
+    result = ClusterAdvisor(kb_advisor).recommend(LLAMA_OFFLINE, [mi300x], source="test", top=3)
+    assert result.recommendations and "mi300x-pool" not in result.excluded_pools
+    assert all(r.pool == "mi300x-pool" for r in result.recommendations)

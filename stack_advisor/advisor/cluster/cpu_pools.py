@@ -27,7 +27,7 @@ from stack_advisor.advisor.cluster.pools import (
 from stack_advisor.advisor.estimate.facts import accelerator_class
 from stack_advisor.advisor.results import Recommendation
 from stack_advisor.advisor.workload import Workload
-from stack_advisor.schema.inventory import GFD, POOL_LABELS, ClusterNode
+from stack_advisor.schema.inventory import POOL_LABELS, ClusterNode
 
 # A CPU pool's unit: a whole node (its benchmarks measure the node; a Pod requests no extended
 # resource).
@@ -55,14 +55,20 @@ def _pool_label(node: ClusterNode, configured: str | None) -> tuple[str, str] | 
     return None
 
 
+def _has_gpus(node: ClusterNode) -> bool:
+    """Whether the node offers any vendor's GPU resource (a Gaudi node carries no product label:
+    its GPUs are unnamed, not absent)."""
+    return any(n > 0 for n in node.gpu_resources.values())
+
+
 def cpu_pools(nodes: Iterable[ClusterNode], *, pool_label: str | None = None) -> list[NodePool]:
-    """Nodes without GPUs (no GFD product label, no DRA devices), grouped by their pool label
-    (nodes without one are left out), as ``NodePool(kind="cpu")``: one node is one unit,
-    selected by the pool label."""
+    """Nodes without GPUs (no product label of any vendor, no GPU resource, no DRA devices),
+    grouped by their pool label (nodes without one are left out), as ``NodePool(kind="cpu")``:
+    one node is one unit, selected by the pool label."""
     groups: dict[tuple[str, str], list[ClusterNode]] = {}
     for node in nodes:
-        if node.host.labels.get(GFD + "gpu.product") or dra_device_class(node):
-            continue  # a GPU node (labelled by GFD, or known from its ResourceSlices)
+        if node.accelerator is not None or dra_device_class(node) or _has_gpus(node):
+            continue  # a GPU node (labelled by GFD or another vendor's labeller, or DRA)
         key = _pool_label(node, pool_label)
         if key is not None:
             groups.setdefault(key, []).append(node)

@@ -34,6 +34,8 @@ from stack_advisor.schema.inventory import (
     POOL_LABELS,
     VGPU_LABEL,
     ClusterNode,
+    device_resource,
+    vendor_plugin,
 )
 from stack_advisor.schema.models import PlacementKind
 from stack_advisor.schema.topology import NodeNuma
@@ -127,7 +129,10 @@ class NodePool(BaseModel):
     pool_value: str | None = None
     nodes: list[str]
     schedulable_nodes: int = Field(description="Ready and not cordoned")
-    product: str = Field(description="nvidia.com/gpu.product as GFD wrote it")
+    product: str = Field(
+        description="nvidia.com/gpu.product as GFD wrote it (another vendor's product label: "
+        "amd.com/gpu.product-name, gpu.intel.com/product)"
+    )
     accelerator: str | None = Field(
         default=None, description="spec id the product resolves to; null: unresolved"
     )
@@ -269,7 +274,7 @@ def _shapes(node: ClusterNode) -> list[_Shape]:
     if resolved.shared and node.gpu_resources.get(GPU_RESOURCE + ".shared"):
         resource = GPU_RESOURCE + ".shared"
     else:
-        resource = GPU_RESOURCE
+        resource = device_resource(labels, (k for k, n in node.gpu_resources.items() if n > 0))
     units = node.gpu_resources.get(resource)
     special = vm_device(node) if units is None else None
     if units is None and (device_class := dra_device_class(node)):
@@ -456,10 +461,13 @@ def _selector(
     if key_label and key_value:
         selector[key_label] = key_value
     if split or not key_label:
-        selector[GFD + "gpu.product"] = first.product
+        plugin = vendor_plugin(labels, [first.resource])
+        product_label = str(plugin.product_label) if plugin else GFD + "gpu.product"
+        count_label = plugin.count_label if plugin else GFD + "gpu.count"
+        selector[product_label] = labels.get(product_label, first.product)
         selector.update(_driver_selector(labels))
-        if labels.get(GFD + "gpu.count"):
-            selector[GFD + "gpu.count"] = labels[GFD + "gpu.count"]
+        if count_label and labels.get(count_label):
+            selector[count_label] = labels[count_label]
         if placement is PlacementKind.VGPU:
             selector[VGPU_LABEL] = "true"
         elif placement is PlacementKind.PASSTHROUGH:
