@@ -11,6 +11,7 @@ the letters that look like digits (O/o → 0, l/I/i → 1) are read as those dig
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
@@ -28,8 +29,10 @@ SIMILAR_ENOUGH = 0.6
 
 def strip_marks(text: str) -> str:
     """The text without trademark marks, spaces collapsed ("Intel(R) Arc(TM) Pro B70" →
-    "Intel Arc Pro B70")."""
-    return " ".join(_MARKS.sub(" ", text).split())
+    "Intel Arc Pro B70"), in Unicode's compatibility form (a full-width "Ｈ１００" is "H100"; the
+    marks go first, since that form spells ™ as the letters TM)."""
+    plain = unicodedata.normalize("NFKC", _MARKS.sub(" ", text))
+    return " ".join(_MARKS.sub(" ", plain).split())
 
 
 def fold(text: str) -> str:

@@ -189,6 +189,8 @@ def _read_queries(query: str) -> list[Any]:
         data = data.get("queries", [data])
     if not isinstance(data, list):
         raise InvalidInput("--query: expected a JSON list of configurations")
+    if not data:
+        raise InvalidInput(f"--query: {query!r} holds no configuration; give at least one")
     return data
 
 

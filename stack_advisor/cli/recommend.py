@@ -198,6 +198,7 @@ def _recommend_workload(f: SimpleNamespace) -> Workload:
     --as-of and --all applied."""
     if f.workload_file is not None:
         workload = _file_workload(f.workload_file, f.image)
+        _warn_ignored_flags(f)
     else:
         workload = _flags_workload(
             family=f.family,
@@ -235,6 +236,45 @@ def _recommend_workload(f: SimpleNamespace) -> Workload:
     if f.all_rows:
         workload = workload.model_copy(update={"all_rows": True})
     return workload
+
+
+# the options that describe a workload, which a --workload file replaces (the attribute of
+# ``recommend``'s namespace → the option as typed)
+_WORKLOAD_FLAGS = {
+    "benchmark": "--benchmark",
+    "task": "--task",
+    "scenario": "--scenario",
+    "model": "--model",
+    "batch_size": "--batch-size",
+    "precision": "--precision",
+    "param": "--param",
+    "metric": "--metric",
+    "framework": "--framework",
+    "accelerator": "--accelerator",
+    "count": "--count",
+    "min_count": "--min-count",
+    "max_count": "--max-count",
+    "placement": "--placement",
+    "driver": "--driver",
+    "max_ttft_ms": "--max-ttft-ms",
+    "max_tpot_ms": "--max-tpot-ms",
+}
+
+
+NOT_GIVEN: tuple[object, ...] = (None, [])
+
+
+def _warn_ignored_flags(f: SimpleNamespace) -> None:
+    """A warning naming the workload options given beside --workload: the file describes the
+    workload, so they are not applied (a probe's --count 2 was dropped without a word)."""
+    from stack_advisor.cli.render import warning
+
+    given = [o for attr, o in _WORKLOAD_FLAGS.items() if getattr(f, attr, None) not in NOT_GIVEN]
+    if given:
+        warning(
+            f"--workload {f.workload_file}: the file describes the workload; "
+            f"{', '.join(given)} not applied (put them in the file)"
+        )
 
 
 def _training_budget(

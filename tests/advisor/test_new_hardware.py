@@ -777,3 +777,31 @@ def test_a_part_without_compute_figure_or_results_of_its_kind_is_transferred_wit
     est = index.estimate(replace(_query(target), benchmark="3d-unet-99"))
     assert est.basis is Basis.UNSUPPORTED
     assert (est.reason or "").startswith("compute unpublished")
+
+
+def test_a_published_mixed_system_is_ranked_at_its_own_size_only(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """A probe's ``recommend --count 8`` listed "mixed: 32x MI300X + 16x MI325X x8": a published
+    48-accelerator system of two models scaled to a machine nobody can build. Asked at another
+    count it is excluded, saying why; at its own count it is ranked."""
+    from stack_advisor.advisor.workload import Workload
+
+    index = kb_advisor.evidence()
+    key = ("mlperf-inference", "llama2-70b-99", "Offline", "tokens_per_second", "closed")
+    systems = [a for a in index.slices.get(key, {}) if a.startswith("mixed:")]
+    if not systems:
+        pytest.skip("the starter knowledge base holds no heterogeneous system")
+    own = int(index.table.count[index.slices[key][systems[0]][0]])
+    asked = {"benchmark": key[1], "scenario": key[2], "all_rows": True}
+    at_eight = kb_advisor.recommend(
+        Workload.from_dict({**asked, "hardware": {"count": 8}}, where=""), top=200
+    )
+    ranked = [r.candidate.accelerator for r in at_eight.recommendations]
+    assert not any(a.startswith("mixed:") for a in ranked), ranked
+    assert any(
+        reason.startswith("a system of several accelerator models is ranked at its own size only")
+        for reason in at_eight.excluded
+    ), at_eight.excluded
+    at_own = kb_advisor.recommend(
+        Workload.from_dict({**asked, "hardware": {"count": own}}, where=""), top=200
+    )
+    assert any(r.candidate.accelerator.startswith("mixed:") for r in at_own.recommendations)

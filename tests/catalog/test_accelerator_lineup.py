@@ -318,3 +318,14 @@ def test_a_host_cpu_written_without_its_prefix_is_the_cpu_only_system() -> None:
     assert match.key == "CPU Intel Xeon Platinum 8480+"
     assert not resolve_accelerator("Foo GPU 9000").resolved
     assert resolve_accelerator("Foo GPU 9000").suggestions == ()
+
+
+def test_full_width_and_compatibility_forms_resolve_as_the_plain_name() -> None:
+    """A name pasted from a document in full-width forms ("ｍｉ３００ｘ") is the plain name; a
+    full-width "Ｈ100" had been read as "100" and suggested Cloud-AI-100."""
+    match = resolve_accelerator("ｍｉ３００ｘ")
+    assert match.resolved and match.entry is not None and match.entry.id == "MI300X"
+    ambiguous = resolve_accelerator("NVIDIA Ｈ100")
+    assert not ambiguous.resolved and ambiguous.suggestions[0].startswith("H100")
+    trademark = resolve_accelerator("AMD Instinct™ MI355X")
+    assert trademark.entry is not None and trademark.entry.id == "MI355X"

@@ -222,3 +222,38 @@ def test_a_bad_option_is_named_as_typed(
     line = _error(err)
     assert code == 2 and line.startswith(wanted), line
     assert "Value error" not in line and "flags" not in line
+
+
+def test_a_query_list_with_no_configuration_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``[]`` answered nothing and exited 0, where the help says a run that answers nothing
+    exits non-zero: nothing was asked, so it is the input that is wrong."""
+    path = tmp_path / "none.json"
+    path.write_text("[]", encoding="utf-8")
+    code, out, err = advisor(capsys, "predict", "--query", str(path))
+    assert code == 2 and out == ""
+    assert "holds no configuration" in _error(err)
+
+
+def test_empty_stack_selectors_are_refused_not_compared_with_themselves() -> None:
+    """``--a "" --b ""`` had matched every stack on both sides: each result compared with itself
+    ("11 pairs, 1.000x")."""
+    from pydantic import ValidationError
+
+    from stack_advisor.advisor.verbs.compare_requests import StackComparisonRequest
+
+    for a, b in (("", "vllm=0.9.0.2"), ("vllm=0.6.5", "  "), ({}, "vllm=0.9.0.2")):
+        with pytest.raises(ValidationError, match="name a stack"):
+            StackComparisonRequest(stack_a=a, stack_b=b, benchmark="llama2-70b-99")
+    StackComparisonRequest(stack_a="vllm=0.6.5", stack_b="vllm=0.9.0.2", benchmark="llama2-70b-99")
+
+
+def test_workload_options_beside_a_workload_file_are_named_as_not_applied(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A probe's ``--workload w.yaml --count 2`` ranked x8 rows without a word about --count."""
+    path = tmp_path / "w.yaml"
+    path.write_text("benchmark: resnet50\nscenario: Offline\n", encoding="utf-8")
+    _, _, err = advisor(capsys, "recommend", "--workload", str(path), "--count", "2")
+    assert "--count not applied (put them in the file)" in err

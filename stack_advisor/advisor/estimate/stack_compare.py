@@ -136,9 +136,9 @@ def upgrade_text(
     )
     if pooled is None:
         return (
-            f"{what}: {few} (the same accelerator, count and benchmark in an older and a "
-            "newer round, or in "
-            f"one node's sweep); no estimate"
+            f"{what}: {few} across rounds ({old} in an older round and {new} in a newer one on "
+            "the same accelerator, count and benchmark, or both in one node's sweep; both "
+            "stacks within one round are the comparison's own pairs); no estimate"
         )
     return (
         f"{what}: {few}; one round's step of {framework} on {vendors[0]} accelerators in general: "

@@ -35,6 +35,18 @@ class StackComparisonRequest(_Request):
 
     _canonical_metric = field_validator("metric")(_metric)
 
+    @field_validator("stack_a", "stack_b")
+    @classmethod
+    def _names_a_stack(cls, value: StackSelector) -> StackSelector:
+        """An empty selector would match every stack, so that A and B compared every result
+        with itself."""
+        if not (value.strip() if isinstance(value, str) else value):
+            raise ValueError(
+                "name a stack: a stack id (stk-...) or component=version pairs "
+                "(tensorrt=10.2,cuda=12.4)"
+            )
+        return value
+
 
 class RegressionsRequest(_Request):
     """Consecutive versions of one component, compared within each group of results."""
