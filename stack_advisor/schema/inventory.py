@@ -297,7 +297,8 @@ def _accelerator(labels: dict[str, str], allocatable: dict[str, str]) -> Acceler
     major, minor = labels.get(GFD + "gpu.compute.major"), labels.get(GFD + "gpu.compute.minor")
     count = _int(labels.get(GFD + "gpu.count"))
     if count is None:
-        count = _int(allocatable.get(GPU_RESOURCE)) or 1
+        # a negative allocatable count is no count (a node object written by hand): one GPU
+        count = max(_int(allocatable.get(GPU_RESOURCE)) or 0, 1)
     return Accelerator(
         model=product,
         vendor="NVIDIA",

@@ -506,3 +506,18 @@ def test_amd_and_intel_gpu_nodes_are_gpu_pools_not_cpu_pools(kb_advisor) -> None
     result = ClusterAdvisor(kb_advisor).recommend(LLAMA_OFFLINE, [mi300x], source="test", top=3)
     assert result.recommendations and "mi300x-pool" not in result.excluded_pools
     assert all(r.pool == "mi300x-pool" for r in result.recommendations)
+
+
+def test_negative_gpu_counts_are_ignored_not_fatal_to_the_file() -> None:
+    """A hand-written node with ``nvidia.com/gpu.count=-8`` and ``nvidia.com/gpu: -4`` had failed
+    the whole --nodes file ("1 validation error for Accelerator"); the label is a named label
+    problem, and the pool says it has nothing allocatable."""
+    from tests.support.gfd_nodes import node
+
+    labels = {"stack-advisor.io/pool": "neg-pool", "nvidia.com/gpu.product": "NVIDIA-H200"}
+    raw = node("neg-0", {**labels, "nvidia.com/gpu.count": "-8"}, gpus="-4")
+    (parsed,) = nodes_from_json([raw])
+    assert parsed.accelerator is not None and parsed.accelerator.count == 1
+    assert any("gpu.count" in p for p in parsed.label_problems)
+    (pool,) = group_pools([parsed])
+    assert not pool.usable and "no allocatable nvidia.com/gpu" in (pool.reason or "")

@@ -257,3 +257,13 @@ def test_workload_options_beside_a_workload_file_are_named_as_not_applied(
     path.write_text("benchmark: resnet50\nscenario: Offline\n", encoding="utf-8")
     _, _, err = advisor(capsys, "recommend", "--workload", str(path), "--count", "2")
     assert "--count not applied (put them in the file)" in err
+
+
+def test_an_empty_benchmark_is_named_as_empty_not_matched_to_arbitrary_names() -> None:
+    """``--benchmark ""`` had been answered with a "similar:" list of whatever came first."""
+    from stack_advisor.advisor.verbs.candidates import unheld_benchmark
+
+    names = ["bert-99", "bert-99.9_minilm", "resnet50"]
+    why = unheld_benchmark("  ", "mlperf-inference", names)
+    assert why.startswith("benchmark: empty; name one (bert-99, resnet50, ...")
+    assert "similar" not in why

@@ -165,6 +165,12 @@ def unheld_benchmark(benchmark: str, family: str, names: list[str]) -> str:
     """Why ``benchmark`` (of ``family``) is not answered where the knowledge base holds no
     result of it (``names``: the benchmarks it holds): the catalogue's model without results
     yet, else the closest names held."""
+    if not benchmark.strip():
+        closed = [n for n in names if "_" not in n]  # open-division variants are named after
+        return (
+            f"benchmark: empty; name one ({', '.join(closed[:8])}, ...: "
+            "`advisor catalogue list benchmarks` lists them)"
+        )
     if catalogued(benchmark, family):
         return "benchmark: " + no_results_yet(benchmark, family)
     close = difflib.get_close_matches(benchmark, names, n=6, cutoff=0.5)
