@@ -158,6 +158,10 @@ on its own design) and a same-vendor transfer's interval reads the first results
 drew as it did: sibling transfers' intervals narrow, others' move, and rankings by the pessimistic
 end reorder with them; 23 and 30 once more when the first results came to be read per level, the
 pool of what the transfer drew on before the level's every one (an interval's low end, a rank).
+Session 36: 5 and 17 when a published system of several accelerator models began to be excluded
+at any count but its own ("ranked at its own size only (48)") instead of for want of specs; 10
+when a framework constraint's exclusion began to say what the candidate runs ("tensorrt 8.0.1 is
+not >=8.4", "runs no tensorrt"): only excluded candidates' reasons and counts moved.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

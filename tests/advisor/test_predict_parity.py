@@ -176,3 +176,24 @@ def test_a_family_none_of_whose_members_ran_is_answered_for_the_edition_submitte
         in (answer.warnings[0])
     )
     assert "RTX-PRO-6000-Blackwell-Server" in answer.references
+
+
+def test_a_framework_constraint_refusal_says_what_the_candidate_runs(kb_advisor) -> None:  # type: ignore[no-untyped-def]
+    """``--framework "vllm>=0.11"`` had excluded every candidate with "framework constraint"
+    alone, where the newest vLLM held is older: each exclusion now says what the candidate runs."""
+    from stack_advisor.advisor.workload import Workload
+
+    workload = Workload.from_dict(
+        {
+            "benchmark": "llama2-70b-99",
+            "scenario": "Server",
+            "frameworks": [{"name": "vllm", "version": ">=99"}],
+        },
+        where="",
+    )
+    answer = kb_advisor.recommend(workload, top=5)
+    assert not answer.recommendations
+    reasons = {e.reason for e in answer.excluded_candidates}
+    assert any(
+        r.startswith("framework constraint: vllm ") and r.endswith(" is not >=99") for r in reasons
+    ), reasons

@@ -473,13 +473,14 @@ def _frameworks(workload: Workload, stack: SoftwareStack) -> str | None:
         comps = {**system_components(stack.extra), **query_components(stack)}
         names = set(comps) | ({stack.framework.lower()} if stack.framework else set())
         if fc.name not in names:
-            return "framework constraint"
+            return f"framework constraint: runs no {fc.name}"
         if fc.version:
-            version = parse_version(shipped_version(fc.name, comps.get(fc.name)))
+            written = shipped_version(fc.name, comps.get(fc.name))
+            version = parse_version(written)
             if version is None:
                 return f"{fc.name} version not recorded (the version constraint cannot be checked)"
             if not fc.specifier.contains(version, prereleases=True):
-                return "framework constraint"
+                return f"framework constraint: {fc.name} {written} is not {fc.specifier}"
     return None
 
 
