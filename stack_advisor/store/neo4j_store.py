@@ -27,26 +27,23 @@ READ_TIMEOUT_S = 30.0
 FLAT_PAGE_TIMEOUT_S = 600.0
 WRITE_TIMEOUT_S = 120.0
 T = TypeVar("T")
-R = TypeVar("R")
 
 
-def records_of(result: Any, take: Callable[[Any], R]) -> list[R]:
-    """Every record of a transaction's ``result``, each read by ``take``.
+def server_error(exc: BaseException) -> BaseException:
+    """The server's error behind the driver's ResultFailedError, else ``exc`` itself.
 
-    A server error met while the records stream (a deadlock among concurrent writers) can reach
-    the caller as the driver's ResultFailedError, which names no server code and which the driver
-    never retries; the server's own error is raised in its place, so that the driver's retry and
-    ours (``Neo4jStore._write``) see a deadlock as the transient error it is.
+    When a managed transaction's function fails on a server error (a deadlock among concurrent
+    writers), the driver closes the transaction; where the session's connection has meanwhile
+    gone back to the pool and out to another thread, closing it touches the failed result again
+    and raises ResultFailedError (from the deadlock) in its place: an error that names no server
+    code, which the driver never retries. Read through it, the deadlock is the transient error
+    it is (CI's eight concurrent writers failed on it as "Neo4j is unavailable").
     """
     from neo4j.exceptions import Neo4jError, ResultFailedError
 
-    try:
-        return [take(record) for record in result]
-    except ResultFailedError as exc:
-        cause = exc.__cause__
-        if isinstance(cause, Neo4jError):
-            raise cause from None
-        raise
+    if isinstance(exc, ResultFailedError) and isinstance(exc.__cause__, Neo4jError):
+        return exc.__cause__
+    return exc
 
 
 class Neo4jStore(CypherStore):
@@ -114,7 +111,13 @@ class Neo4jStore(CypherStore):
         )
 
         try:
-            return fn()
+            try:
+                return fn()
+            except DriverError as exc:
+                cause = server_error(exc)
+                if cause is exc:
+                    raise
+                raise cause from None  # the server's error, answered below as what it is
         except (ServiceUnavailable, SessionExpired, DriverError, OSError) as exc:
             # DriverError covers a pool that hands out no connection in time
             raise StoreUnavailable(
@@ -157,7 +160,7 @@ class Neo4jStore(CypherStore):
     def _read(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         @self._neo4j.unit_of_work(timeout=READ_TIMEOUT_S)
         def tx(t: Any) -> list[dict[str, Any]]:
-            return records_of(t.run(query, params), lambda r: r.data())
+            return [r.data() for r in t.run(query, params)]
 
         def go() -> list[dict[str, Any]]:
             with self._driver.session(database=self.database) as session:
@@ -168,7 +171,7 @@ class Neo4jStore(CypherStore):
     def _read_values(self, query: str, params: dict[str, Any]) -> list[Sequence[Any]]:
         @self._neo4j.unit_of_work(timeout=FLAT_PAGE_TIMEOUT_S)
         def tx(t: Any) -> list[Sequence[Any]]:
-            return records_of(t.run(query, params), lambda r: r.values())
+            return [r.values() for r in t.run(query, params)]
 
         def go() -> list[Sequence[Any]]:
             with self._driver.session(database=self.database) as session:
@@ -177,7 +180,7 @@ class Neo4jStore(CypherStore):
         return self._wrap(go)
 
     def _write(self, work: Callable[[Run], T]) -> T:
-        from neo4j.exceptions import ConstraintError, TransientError
+        from neo4j.exceptions import ConstraintError, ResultFailedError, TransientError
 
         attempts = 0
 
@@ -185,7 +188,7 @@ class Neo4jStore(CypherStore):
         def tx(t: Any) -> T:
             nonlocal attempts
             attempts += 1  # the driver calls this again after a transient error (a deadlock)
-            return work(lambda q, p: records_of(t.run(q, p), lambda r: r.data()))
+            return work(lambda q, p: [r.data() for r in t.run(q, p)])
 
         def go() -> T:
             # A concurrent writer may create the same key between our existence check and our
@@ -202,16 +205,20 @@ class Neo4jStore(CypherStore):
                     with self._driver.session(database=self.database) as session:
                         done: T = session.execute_write(tx)
                         return done
-                except ConstraintError:
-                    constraint_failures += 1
-                    if constraint_failures > CONSTRAINT_RETRIES:
-                        raise
-                except TransientError as exc:
+                except (ConstraintError, TransientError, ResultFailedError) as caught:
+                    exc = server_error(caught)  # the server's error under a failed result
+                    if isinstance(exc, ConstraintError):
+                        constraint_failures += 1
+                        if constraint_failures > CONSTRAINT_RETRIES:
+                            raise exc from None
+                        continue
                     # Neo.TransientError.Transaction.DeadlockDetected and other lock contention;
                     # not a database that is down (that is an outage: answer it quickly)
+                    if not isinstance(exc, TransientError):
+                        raise
                     deadlocks += 1
                     if deadlocks > DEADLOCK_RETRIES or ".Transaction." not in (exc.code or ""):
-                        raise
+                        raise exc from None
                     self.transient_retries += 1
                     time.sleep(random.uniform(0.05, 0.25) * min(deadlocks, 8))
                 finally:
