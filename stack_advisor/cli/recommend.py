@@ -258,6 +258,9 @@ _WORKLOAD_FLAGS = {
     "driver": "--driver",
     "max_ttft_ms": "--max-ttft-ms",
     "max_tpot_ms": "--max-tpot-ms",
+    "isl": "--isl",
+    "osl": "--osl",
+    "concurrency": "--concurrency",
 }
 
 

@@ -95,8 +95,11 @@ class ClusterNode(BaseModel):
         """A nodeSelector for this node's group: its pool label, else its GPU product."""
         if self.pool_label and self.pool:
             return {self.pool_label: self.pool}
-        product = self.host.labels.get(GFD + "gpu.product")
-        return {GFD + "gpu.product": product} if product else {"kubernetes.io/hostname": self.name}
+        labels = self.host.labels
+        plugin = vendor_plugin(labels, self.gpu_resources)
+        label = str(plugin.product_label) if plugin else GFD + "gpu.product"
+        product = labels.get(label)
+        return {label: product} if product else {"kubernetes.io/hostname": self.name}
 
     def row(self) -> dict[str, Any]:
         acc = self.accelerator
@@ -258,7 +261,13 @@ def vendor_plugin(labels: dict[str, str], offered: Iterable[str] = ()) -> Device
         if p.product_label and not p.product_label.startswith(GFD) and labels.get(p.product_label)
     ]
     offers = set(offered)
-    return next((p for p in found if p.resource in offers), found[0] if found else None)
+    chosen = next((p for p in found if p.resource in offers), None)
+    if chosen is not None or len(found) < 2:
+        return chosen or (found[0] if found else None)
+    # none offered: the plugin for the part's generation (Intel's Max 1550 runs i915, B70 xe)
+    entry = resolve_accelerator(labels[str(found[0].product_label)].replace("_", " ")).entry
+    generation = entry.generation if entry is not None else None
+    return next((p for p in found if generation in p.generations), found[0])
 
 
 def _offered(allocatable: dict[str, str]) -> list[str]:

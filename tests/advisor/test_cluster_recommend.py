@@ -521,3 +521,20 @@ def test_negative_gpu_counts_are_ignored_not_fatal_to_the_file() -> None:
     assert any("gpu.count" in p for p in parsed.label_problems)
     (pool,) = group_pools([parsed])
     assert not pool.usable and "no allocatable nvidia.com/gpu" in (pool.reason or "")
+
+
+def test_a_vendor_node_is_selected_by_its_labeller_and_its_parts_plugin() -> None:
+    """Intel's xe and i915 plugins share one product label: a node offering neither resource
+    yet is read with the plugin of its part's generation (Max 1550: i915); ``advisor nodes``
+    groups an AMD node without a pool label by its product label, not by its hostname."""
+    from stack_advisor.schema.inventory import vendor_plugin
+    from tests.support.gfd_nodes import node
+
+    max_plugin = vendor_plugin({"gpu.intel.com/product": "Max_1550"})
+    assert max_plugin is not None and max_plugin.resource == "gpu.intel.com/i915"
+    b70 = vendor_plugin({"gpu.intel.com/product": "Intel_Arc_Pro_B70"})
+    assert b70 is not None and b70.resource == "gpu.intel.com/xe"
+    (amd,) = nodes_from_json(
+        [node("mi-0", {"amd.com/gpu.product-name": "AMD_Instinct_MI300X_OAM"})]
+    )
+    assert amd.selector() == {"amd.com/gpu.product-name": "AMD_Instinct_MI300X_OAM"}

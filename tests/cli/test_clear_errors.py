@@ -15,7 +15,7 @@ from stack_advisor.advisor.knowledge.table import ObservationTable
 from stack_advisor.advisor.names import canonical_query
 from stack_advisor.advisor.results import PredictQuery
 from stack_advisor.advisor.workload import Workload
-from stack_advisor.schema.errors import NotFound
+from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import (
     FailureClass,
     FailureIn,
@@ -247,6 +247,10 @@ def test_empty_stack_selectors_are_refused_not_compared_with_themselves() -> Non
         with pytest.raises(ValidationError, match="name a stack"):
             StackComparisonRequest(stack_a=a, stack_b=b, benchmark="llama2-70b-99")
     StackComparisonRequest(stack_a="vllm=0.6.5", stack_b="vllm=0.9.0.2", benchmark="llama2-70b-99")
+    from stack_advisor.advisor.verbs.compare import selector_components
+
+    with pytest.raises(InvalidInput, match="names no component=version pair"):
+        selector_components(" , ")
 
 
 def test_workload_options_beside_a_workload_file_are_named_as_not_applied(

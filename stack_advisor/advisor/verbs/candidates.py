@@ -167,10 +167,8 @@ def unheld_benchmark(benchmark: str, family: str, names: list[str]) -> str:
     yet, else the closest names held."""
     if not benchmark.strip():
         closed = [n for n in names if "_" not in n]  # open-division variants are named after
-        return (
-            f"benchmark: empty; name one ({', '.join(closed[:8])}, ...: "
-            "`advisor catalogue list benchmarks` lists them)"
-        )
+        some = f"{', '.join(closed[:8])}, ...: " if closed else ""
+        return f"benchmark: empty; name one ({some}`advisor catalogue list benchmarks` lists them)"
     if catalogued(benchmark, family):
         return "benchmark: " + no_results_yet(benchmark, family)
     close = difflib.get_close_matches(benchmark, names, n=6, cutoff=0.5)

@@ -54,7 +54,7 @@ from stack_advisor.schema.errors import InvalidInput, NotFound
 from stack_advisor.schema.models import SoftwareStack
 
 
-def _selector_components(selector: str | dict[str, str]) -> dict[str, str] | None:
+def selector_components(selector: str | dict[str, str]) -> dict[str, str] | None:
     """component → version of a component=version selector; None for a stack id."""
     if isinstance(selector, str) and selector.startswith("stk-"):
         return None
@@ -69,12 +69,17 @@ def _selector_components(selector: str | dict[str, str]) -> dict[str, str] | Non
                 "(e.g. 'tensorrt=8.6.0,cuda=12.0') nor a stack id (stk-...)"
             )
         want[name.strip().lower()] = version.strip()
+    if not want:  # "," or " , ": nothing named would match every stack
+        raise InvalidInput(
+            f"stack selector: {selector!r} names no component=version pair "
+            "(e.g. 'tensorrt=8.6.0,cuda=12.0') nor a stack id (stk-...)"
+        )
     return want
 
 
 def _stack_matches(table: ObservationTable, selector: str | dict[str, str]) -> set[int]:
     """Stack codes a selector picks: a stack id, or component=version pairs (all must match)."""
-    want = _selector_components(selector)
+    want = selector_components(selector)
     if want is None:
         code = table.stack.code(str(selector))
         if code < 0:
@@ -139,7 +144,7 @@ def upgrade_effect(
     """What upgrading from A to B was worth across rounds
     (``stack_advisor.advisor.estimate.stack_compare``), where A and B name one framework at two
     versions; None where they do not."""
-    a, b = _selector_components(stack_a), _selector_components(stack_b)
+    a, b = selector_components(stack_a), selector_components(stack_b)
     if not a or not b:
         return None
     changed = [k for k in a if k in b and a[k] != b[k] and framework_id(k)]

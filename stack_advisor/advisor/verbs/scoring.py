@@ -93,11 +93,14 @@ def estimate(knowledge: Knowledge, sl: Slice, c: Candidate) -> Candidate | str:
 
 def _estimate_at(knowledge: Knowledge, sl: Slice, c: Candidate, count: int) -> Candidate | str:
     workload, table = sl.workload, knowledge.table
-    own = sorted({int(n) for n in table.count[c.rows]})
-    if is_mixed_system(c.accelerator) and count not in own:
-        # its parts and their counts are what was published: no machine of it at another size
-        sizes = ", ".join(str(n) for n in own)
-        return f"a system of several accelerator models is ranked at its own size only ({sizes})"
+    if is_mixed_system(c.accelerator):
+        own = sorted({int(n) for n in table.count[c.rows]})
+        if count not in own:
+            # its parts and their counts are what was published: no machine of it at another size
+            sizes = ", ".join(str(n) for n in own)
+            return (
+                f"a system of several accelerator models is ranked at its own size only ({sizes})"
+            )
     q = candidate_query(sl, c, count)
     est = held_to_bare_metal(knowledge.index, q, knowledge.index.estimate(q), sl.hib)
     if est.basis is Basis.UNSUPPORTED:
