@@ -70,6 +70,18 @@ def validation_details(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Field-level entries: the dotted field, what is wrong, and what was sent."""
     out = []
     for err in _prune_union_branches(errors):
+        if err.get("type") == "json_invalid":  # loc is ("body", the character it failed at)
+            at = err.get("loc", ("body", "?"))[-1]
+            why = (err.get("ctx") or {}).get("error", "not JSON")
+            out.append(
+                {
+                    "field": "body",
+                    "message": f"not valid JSON: {why} (at character {at})",
+                    "type": "json_invalid",
+                    "got": None,
+                }
+            )
+            continue
         loc = [str(p) for p in err.get("loc", ()) if not _is_tag(p)]
         out.append(
             {

@@ -98,6 +98,15 @@ def test_bad_workloads_are_clear_errors(advice: TestClient) -> None:
     assert r.status_code == 422 and "objective" in r.json()["message"]
     r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "resnet50"}, "top": 0})
     assert r.status_code == 422 and "top" in r.json()["message"]
+    # a body cut short: the parser's reason and where, not "body.24: JSON decode error (got dict)"
+    r = advice.post(
+        "/v1/recommendations",
+        content=b'{"workload": {"benchmark"',
+        headers={"content-type": "application/json"},
+    )
+    message = r.json()["message"]
+    assert r.status_code == 422 and message.startswith("body: not valid JSON: "), message
+    assert "(at character " in message and "got" not in message
     r = advice.post("/v1/recommendations", json={"workload": {"benchmark": "no-such-benchmark"}})
     assert r.status_code == 404 and "no-such-benchmark" in r.json()["message"]
 
@@ -194,6 +203,16 @@ def test_rank_stacks_route_answers_as_the_cli_does(advice: TestClient, advice_st
     assert r.status_code == 404 and "resnet50" in r.json()["message"], r.text
     r = advice.get("/v1/compare/rank-stacks", params={"benchmark": "resnet50"})
     assert r.status_code == 422 and "accelerator" in r.text, r.text
+    # a value that names nothing held is the request's fault (422), naming what is held
+    for field, value, held in (
+        ("division", "weird", "closed"),
+        ("metric", "bogus", "samples_per_second"),
+        ("family", "bogus", "mlperf-inference"),
+    ):
+        r = advice.get("/v1/compare/rank-stacks", params={**asked, field: value})
+        message = r.json()["message"]
+        assert r.status_code == 422 and message.startswith(f"{field}: {value!r}"), r.text
+        assert held in message, message
 
 
 def test_unknown_names_are_422_naming_the_field_with_suggestions(advice: TestClient) -> None:

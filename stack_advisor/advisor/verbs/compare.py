@@ -458,6 +458,7 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
     if problem:  # the request's own fields first: a bad as_of is refused whatever the slice
         raise InvalidInput(problem)
     family, division, accelerator = rq.family, rq.division, rq.accelerator
+    _require_known(index, family, division)
     benchmark, scenario = _slice_names(rq.benchmark, rq.scenario, family)
     redefined = redefined_reason(family, benchmark, index.slices)
     if redefined:
@@ -476,6 +477,12 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
             f"{', '.join(sorted({k[2] for k in index.slices if k[:2] == (family, benchmark)}))})"
         )
     metric = rq.metric or _slice_metric(index, (family, benchmark, scenario), division)
+    metrics = sorted({k[3] for k in index.slices if k[:3] == (family, benchmark, scenario)})
+    if metrics and metric not in metrics:  # a value that names nothing held: the request's fault
+        raise InvalidInput(
+            f"metric: {metric!r} is not recorded for {benchmark} {scenario}; recorded: "
+            f"{', '.join(metrics)}"
+        )
     acc = canonical_accelerator(accelerator)
     key = (family, benchmark, scenario, metric, division)
     by_acc = index.slices.get(key)
@@ -502,6 +509,17 @@ def stack_ranking(knowledge: Knowledge, request: StackRankingRequest) -> list[St
         StackRank.model_validate({**row, "unit": unit})
         for row in rank_stacks(effects_of(index), key, acc, upto)
     ]
+
+
+def _require_known(index: EvidenceIndex, family: str, division: str) -> None:
+    """Raises InvalidInput where ``family`` or ``division`` names nothing the knowledge base
+    holds (a value that names nothing is the request's fault, as predict's fields are)."""
+    families = sorted({k[0] for k in index.slices})
+    if family not in families:
+        raise InvalidInput(f"family: {family!r} is not one of {', '.join(families)}")
+    divisions = sorted({k[4] for k in index.slices if k[0] == family and k[4]})
+    if division not in divisions:
+        raise InvalidInput(f"division: {division!r} is not one of {', '.join(divisions)}")
 
 
 def _per_accelerator_unit(key: SliceKey, higher_is_better: bool) -> str | None:
