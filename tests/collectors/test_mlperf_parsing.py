@@ -392,7 +392,8 @@ def test_bad_counts_in_a_system_fail_its_results_only(tmp_path: Path) -> None:
     parsed = read_tree(tree)
     assert len(parsed.records) == 2
     assert any(
-        "accelerators_per_node is not a whole number: 'eight'" in i.reason for i in parsed.failed
+        "accelerators_per_node is not a count (a whole number, 0 or more): 'eight'" in i.reason
+        for i in parsed.failed
     )
 
 

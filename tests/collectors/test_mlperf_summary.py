@@ -291,7 +291,8 @@ def test_rows_not_imported_are_counted_by_reason(
     }
     assert report.results + sum(report.skipped_by_reason.values()) == report.rows == len(table)
     why = {b["row"]: (b["field"], b["why"]) for b in report.bad_rows}
-    assert list(why) == ["s", "t", "l", "c"]
+    assert list(why) == ["s", "b", "t", "l", "c"]
+    assert why["b"] == ("Performance_Result", "empty (Performance_Result)")  # named, not counted
     assert why["t"] == ("Performance_Units", "a throughput where SingleStream publishes a latency")
     assert why["l"] == ("Performance_Units", "a latency where Offline publishes a throughput")
     assert why["c"][1].startswith("tokens/s for retinanet")

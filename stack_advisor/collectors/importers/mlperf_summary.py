@@ -312,7 +312,11 @@ def _refused(row: _Row, report: SummaryImport) -> bool:
         if not flat_text(r.get(f))
     ]
     if empty:
-        report.skip("missing-field", r, ", ".join(empty))
+        # a row without a field it needs is a bad row: named in bad_rows as a bad value is
+        columns = [FIELD_ALIASES[f][0] for f in empty]  # as the published tables name them
+        report.reject(
+            row, RowRejected(columns[0], f"empty ({', '.join(columns)})"), "missing-field"
+        )
         return True
     return False
 

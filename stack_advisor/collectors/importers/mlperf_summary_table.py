@@ -98,7 +98,12 @@ def table_rows(file: Path, limits: ImportLimits) -> list[Any]:
         shape = type(data).__name__
         raise InvalidInput(
             f"summary table {str(file)!r}: expected a list of result rows or an object keyed "
-            f'"0", "1", ... of rows; got a {shape}' + (" of no objects" if data else "")
+            f'"0", "1", ... of rows; got '
+            + (
+                f"an empty {shape}"
+                if not data
+                else f"a {shape}" + (" of no objects" if isinstance(data, list) else "")
+            )
         )
     if len(data) > limits.rows:
         raise limit_error(str(file), f"{len(data):,} rows", "rows", limits.rows)

@@ -64,7 +64,8 @@ def accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
             nodes = 1
         else:
             raise ValueError(
-                f"number_of_nodes is not a whole number: {fields.get('number_of_nodes')!r}"
+                "number_of_nodes is not a count (a whole number, 1 or more): "
+                f"{fields.get('number_of_nodes')!r}"
             )
     if nodes < 1:
         raise ValueError(
@@ -83,8 +84,10 @@ def accelerators(fields: dict[str, Any]) -> tuple[str, str, int, int]:
     hetero = _HETERO.findall(model)
     if hetero:
         return model, per_node_text, sum(int(n) * int(k) for n, _, k in hetero), nodes
-    if per_node is None:
-        raise ValueError(f"accelerators_per_node is not a whole number: {per_node_raw!r}")
+    if per_node is None or per_node < 0:
+        raise ValueError(
+            f"accelerators_per_node is not a count (a whole number, 0 or more): {per_node_raw!r}"
+        )
     return model, per_node_text, per_node * nodes, nodes
 
 
