@@ -109,6 +109,9 @@ def test_placement_overhead_and_compare_on_real_pairs(kb_advisor) -> None:  # ty
         kb_advisor.compare("driver=1.2.3", "driver=510.47.03", benchmark="bert-99")
     with pytest.raises(InvalidInput, match="component=version"):
         kb_advisor.compare("nonsense", "driver=510.47.03", benchmark="bert-99")
+    # one stack on both sides had paired every result with itself: "no significant difference"
+    with pytest.raises(InvalidInput, match="name the same stack"):
+        kb_advisor.compare("driver=510.39.01", "DRIVER=510.39.01 ", benchmark="bert-99")
 
 
 def test_regressions_need_statistical_support(kb_advisor) -> None:  # type: ignore[no-untyped-def]
