@@ -147,9 +147,9 @@ def print_cluster(result: Any, snippets: bool) -> None:
     ]
     if result.recommendations:
         first = result.recommendations[0]
-        # a throughput is per unit of the pool's resource (one GPU, one MIG slice, one node):
-        # the job's total beside it
-        per = f" per {first.resource} unit" if first.job_value is not None else ""
+        # a throughput is per unit of its pool's resource (one GPU, one MIG slice, one node: the
+        # job column names it), the job's total beside it
+        per = " per unit of the pool's resource" if first.job_value is not None else ""
         render(
             rows,
             as_json=False,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -275,6 +276,7 @@ def _offered(allocatable: dict[str, str]) -> list[str]:
     return [k for k, v in allocatable.items() if (_int(str(v)) or 0) > 0]
 
 
+@lru_cache(maxsize=1)
 def _plugin_resources() -> frozenset[str]:
     """Every vendor's GPU extended resource (``catalog/device_plugins.yaml``)."""
     return frozenset(p.resource for p in plugins())
@@ -283,7 +285,10 @@ def _plugin_resources() -> frozenset[str]:
 def device_resource(labels: dict[str, str], offered: Iterable[str] = ()) -> str:
     """The extended resource a node's GPUs are requested by: ``nvidia.com/gpu``, or the resource
     of the vendor plugin whose labels it carries (``vendor_plugin``)."""
-    plugin = vendor_plugin(labels, offered)
+    return _resource_of(vendor_plugin(labels, offered))
+
+
+def _resource_of(plugin: DevicePlugin | None) -> str:
     return plugin.resource if plugin else GPU_RESOURCE
 
 
@@ -298,10 +303,12 @@ def _vendor_accelerator(
     return Accelerator(model=product, vendor=plugin.vendor, count=count, memory_mib=memory)
 
 
-def _accelerator(labels: dict[str, str], allocatable: dict[str, str]) -> Accelerator | None:
+def _accelerator(
+    labels: dict[str, str], allocatable: dict[str, str], plugin: DevicePlugin | None
+) -> Accelerator | None:
+    """The node's GPU: as GFD labels it, else as ``plugin`` (``vendor_plugin``) does."""
     product = labels.get(GFD + "gpu.product")
     if not product:
-        plugin = vendor_plugin(labels, _offered(allocatable))
         return _vendor_accelerator(plugin, labels, allocatable) if plugin else None
     major, minor = labels.get(GFD + "gpu.compute.major"), labels.get(GFD + "gpu.compute.minor")
     count = _int(labels.get(GFD + "gpu.count"))
@@ -378,6 +385,7 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
     capacity = status.get("capacity") or {}
     allocatable = status.get("allocatable") or {}
     host = _node_host(meta["name"], raw, info, capacity)
+    plugin = vendor_plugin(labels, _offered(allocatable))  # another vendor's GPUs, or None
     pool_label = next((k for k in POOL_LABELS if labels.get(k)), None)
     ready = None
     for cond in status.get("conditions") or []:
@@ -391,7 +399,7 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
         pool=labels.get(pool_label) if pool_label else None,
         pool_label=pool_label,
         host=host,
-        accelerator=_accelerator(labels, allocatable),
+        accelerator=_accelerator(labels, allocatable, plugin),
         placement=placement_from_labels(labels),
         driver=_version(
             labels,
@@ -404,7 +412,7 @@ def parse_node(node: dict[str, Any], nrt: dict[str, Any] | None = None) -> Clust
         ),
         mig=_mig(labels),
         gpu_sharing=labels.get(GFD + "gpu.sharing-strategy"),
-        allocatable_gpus=_int(allocatable.get(device_resource(labels, _offered(allocatable)))),
+        allocatable_gpus=_int(allocatable.get(_resource_of(plugin))),
         gpu_resources={
             k: n
             for k, v in allocatable.items()

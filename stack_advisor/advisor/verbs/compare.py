@@ -183,9 +183,8 @@ def compare_stacks(knowledge: Knowledge, request: StackComparisonRequest) -> Com
     table, rq = knowledge.table, request
     benchmark, scenario = _slice_names(rq.benchmark, rq.scenario, rq.family)
     _require_held(table, benchmark, rq.family)
-    if selector_components(rq.stack_a) == selector_components(rq.stack_b) and (
-        selector_components(rq.stack_a) is not None or rq.stack_a == rq.stack_b
-    ):
+    a_named, b_named = selector_components(rq.stack_a), selector_components(rq.stack_b)
+    if a_named == b_named and (a_named is not None or rq.stack_a == rq.stack_b):
         # every result would be paired with itself: "no significant difference" says nothing
         raise InvalidInput(f"stack_a and stack_b name the same stack ({_label(rq.stack_a)})")
     a_codes, b_codes = _stack_matches(table, rq.stack_a), _stack_matches(table, rq.stack_b)
