@@ -455,6 +455,13 @@ class EvaluationReport(_Out):
     by_step_basis: dict[str, EvaluationSlice] = Field(
         default_factory=dict, description="by step and basis ('v4.1 -> v5.1, interpolated')"
     )
+    coverage_by_width_scale: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="round ahead: per step and basis (20 answered rows or more), the 80% "
+        "coverage with every interval's log distances from its answer multiplied by a common "
+        "scale ('0.50' .. '3.00'): the scales that hold each step in 0.75-0.85 show whether one "
+        "calibration could hold them all",
+    )
     refused_reasons: dict[str, int] = Field(default_factory=dict)
     unseen_benchmark_queries: int = 0
     unseen_benchmark_refused: int = 0

@@ -92,6 +92,36 @@ def score_slice(
     return EvaluationSlice(**out)
 
 
+# common scales of every interval's width (its log distances from the answer) at which a round-
+# ahead step's coverage is read: whether one calibration could hold every step (``width_scales``)
+WIDTH_SCALES = tuple(round(0.5 + 0.05 * i, 2) for i in range(51))  # 0.5 .. 3.0
+MIN_SCALED_ROWS = 20  # a step's basis with fewer answered rows is too few to read a coverage on
+
+
+def width_scales(
+    labels: np.ndarray, actual: np.ndarray, pred: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> dict[str, dict[str, float]]:
+    """Per label (a round-ahead step and basis) with at least ``MIN_SCALED_ROWS`` answered rows,
+    the 80% coverage when every interval's log distances from its answer are multiplied by each
+    of ``WIDTH_SCALES``: one calibration for every step is one scale, so the scales that put
+    each step in the goal band, intersected, say whether any calibration of these intervals'
+    shape holds every step."""
+    answered = ~np.isnan(pred) & ~np.isnan(lo) & ~np.isnan(hi) & (pred > 0) & (lo > 0)
+    out: dict[str, dict[str, float]] = {}
+    for label in sorted({str(v) for v in labels[answered].tolist()} - {""}):
+        sel = answered & (labels == label)
+        if sel.sum() < MIN_SCALED_ROWS:
+            continue
+        below = np.log(lo[sel] / pred[sel])  # <= 0 where the interval holds its answer
+        above = np.log(hi[sel] / pred[sel])
+        truth = np.log(actual[sel] / pred[sel])
+        out[label] = {
+            f"{s:.2f}": float(np.mean((truth >= s * below) & (truth <= s * above)))
+            for s in WIDTH_SCALES
+        }
+    return out
+
+
 def row_kind(table: ObservationTable, r: int, scenarios: set[tuple[str, str, str]] | None) -> str:
     """What a held-out row asks, for counting apart: a CPU-only system, a scenario the training
     split never recorded for its benchmark, or an accelerator system on a recorded scenario."""
@@ -192,4 +222,7 @@ class Scored:
             "by_step_basis": by("step_basis"),
             "refused_reasons": dict(reasons),
             "holdout_count": len(arrays["actual"]),
+            "coverage_by_width_scale": width_scales(
+                arrays["step_basis"], arrays["actual"], arrays["pred"], arrays["lo"], arrays["hi"]
+            ),
         }
