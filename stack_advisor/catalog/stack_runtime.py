@@ -73,8 +73,17 @@ def version_after(words: list[str]) -> tuple[str | None, str | None]:
             return None, word.strip("()[],")
         version = _VERSION_WORD.match(word)
         if version:
+            if _ROUND_WORD.match(word) and any(_SUBMISSION.search(w) for w in words):
+                return None, word.strip("()[],")  # "v5.1-mlperf", "v6.0 submission": a round
             return version.group(1), None
     return None, None
+
+
+# an MLPerf round's name ("v5.1": one digit each side) written beside words of a submission: the
+# round the text was submitted in, not a release of the runtime ("vLLM v5.1-mlperf" in round v6.0,
+# "TensorRT-LLM v6.0 submission"), whichever round the text was published in
+_ROUND_WORD = re.compile(r"^[(\[-]?v\d\.\d(?![.\d])", re.I)
+_SUBMISSION = re.compile(r"mlperf|mlpinf|submission|\bround\b", re.I)
 
 
 def _benchmarks_named(words: list[str], family: str) -> frozenset[str]:

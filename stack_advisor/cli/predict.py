@@ -27,6 +27,7 @@ from stack_advisor.cli.recommend_options import (
     PredictMetricOpt,
     ScenarioOpt,
     StackTextOpt,
+    checked_as_of,
 )
 from stack_advisor.cli.recommend_table import BASIS_MARK, with_interval
 from stack_advisor.cli.stores import answering_store
@@ -66,6 +67,8 @@ def predict(
     from stack_advisor.cli.render import output_format
 
     chosen = output_format(fmt, as_json)
+    if as_of is not None:  # a round it names none of is a usage error, as recommend's (exit 2)
+        as_of = checked_as_of(as_of)
     flags = query is None and model is None and benchmark and accelerator and count
     _only_with_flags(bool(flags), metric=metric, stack=stack)
     if flags:
@@ -86,6 +89,13 @@ def predict(
             accelerators=accelerator,
             family=family,
         )
+        if as_of is not None:
+            from stack_advisor.cli.render import warning
+
+            warning(
+                f"--as-of {as_of}: not applied: a described model is estimated by proxy from "
+                "its architecture and the parts' published figures, which name no round"
+            )
         with answering_store(store) as adv:
             predictions = proxy_predictions(adv, spec, count=count, asked=accelerator)
         _show_predictions(predictions, chosen)

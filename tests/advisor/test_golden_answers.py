@@ -163,6 +163,11 @@ at any count but its own ("ranked at its own size only (48)") instead of for wan
 when a framework constraint's exclusion began to say what the candidate runs ("tensorrt 8.0.1 is
 not >=8.4", "runs no tensorrt"): only excluded candidates' reasons and counts moved.
 
+Session 37: 37, 42, 44, 45 and 48 when a carry between held rounds began to read the drift prior of
+the steps known by its round (an older step's prior band had read v5.1's steps too), and 12 when
+two results of one configuration began to lie both inside its observed interval: only interval
+ends, confidences and the counts of candidates excluded by confidence moved, no value.
+
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:
 

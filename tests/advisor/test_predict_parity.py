@@ -197,3 +197,64 @@ def test_a_framework_constraint_refusal_says_what_the_candidate_runs(kb_advisor)
     assert any(
         r.startswith("framework constraint: vllm ") and r.endswith(" is not >=99") for r in reasons
     ), reasons
+
+
+def test_a_family_is_answered_for_one_member_however_the_benchmark_is_spelt(
+    kb_advisor: Any,
+) -> None:
+    """A probe asked "H100" on resnet50 Offline: ``resnet50`` was answered for the H100 PCIe, and
+    ``ResNet50`` / ``ResNet-50 v1.5`` for the SXM (57% apart): the member with the most results on
+    the benchmark was counted on the name as typed, which no result is stored under."""
+    spellings = ("resnet50", "ResNet50", "ResNet-50 v1.5")
+    answers = kb_advisor.predict(
+        [
+            {"benchmark": b, "scenario": "Offline", "accelerator": "H100", "accelerator_count": 8}
+            for b in spellings
+        ]
+    )
+    assert {a.accelerator for a in answers} == {answers[0].accelerator}
+    assert {a.value for a in answers} == {answers[0].value}
+    assert all("the member with the most results on resnet50" in a.warnings[0] for a in answers)
+
+
+def test_two_results_of_one_configuration_both_lie_in_its_interval(kb_advisor: Any) -> None:
+    """An observed answer over two results of the newest round (two submitters' systems) holds
+    both: a probe's 95,000 and 120,000 had been answered 107,500 (104,372..114,244)."""
+    index = kb_advisor.evidence()
+    table = index.table
+    found = 0
+    for key, by_acc in index.slices.items():
+        if key[0] != "mlperf-inference" or key[4] != "closed":
+            continue
+        for acc, rows in by_acc.items():
+            newest = rows[index.round_no[rows] == index.round_no[rows].max()]
+            counts = table.count[newest]
+            for n in set(counts.tolist()):
+                same = newest[counts == n]
+                if len(same) != 2 or len(set(table.placement.codes[same].tolist())) != 1:
+                    continue
+                values = index.unit[same] * (n if index.higher_is_better(key) else 1)
+                if max(values) < 1.1 * min(values):
+                    continue  # two results close together: nothing to tell
+                [answer] = kb_advisor.predict(
+                    [
+                        {
+                            "family": key[0],
+                            "benchmark": key[1],
+                            "scenario": key[2],
+                            "metric": key[3],
+                            "accelerator": index.raw_names.get(acc, acc),
+                            "accelerator_count": int(n),
+                            "placement": table.placement.vocab[int(table.placement.codes[same[0]])],
+                            "as_of": f"v{float(index.round_no[same[0]]):.1f}",  # theirs
+                        }
+                    ]
+                )
+                if answer.basis is not Basis.OBSERVED or answer.interval is None:
+                    continue
+                assert answer.interval.low <= min(values) * (1 + 1e-9)
+                assert answer.interval.high >= max(values) * (1 - 1e-9)
+                found += 1
+                if found >= 5:
+                    return
+    assert found, "the knowledge base holds no configuration with two results apart"

@@ -636,6 +636,28 @@ def test_a_round_the_cadence_never_names_is_refused_for_training_too(kb_advisor:
     assert ahead.value is not None and ahead.round == "v6.1"
 
 
+def test_a_date_before_the_first_dated_round_names_the_undated_rounds_held(
+    kb_advisor: Any,
+) -> None:
+    """The catalogue dates Training from v5.0 on; v4.1 is held. A probe's ``as_of 2025-01-01``
+    was told "no round of mlperf-training was published by then": it was (v4.1)."""
+    query = {
+        "family": "mlperf-training",
+        "benchmark": "llama2_70b_lora",
+        "accelerator": "H100-SXM5-80GB",
+        "accelerator_count": 8,
+        "metric": "time_to_train_min",
+    }
+    early, named = kb_advisor.predict(
+        [{**query, "as_of": "2025-01-01"}, {**query, "as_of": "v4.1"}]
+    )
+    reason = early.reason or ""
+    assert early.value is None and "was published by then" not in reason
+    assert "dates no round of mlperf-training before v5.0" in reason
+    assert "holds v4.1, undated: name the round (as_of: v4.1)" in reason
+    assert named.value is not None and named.round == "v4.1"
+
+
 def test_a_round_that_does_not_exist_is_refused_below_the_newest_held_too(
     kb_advisor: Any,
 ) -> None:
@@ -698,3 +720,33 @@ def test_a_date_well_past_the_newest_dated_round_says_a_later_one_may_be_out(
     assert f"answered for {late.round}" in said and "a later one may be out" in said
     assert not [w for w in near.warnings if w.startswith("as_of ")]
     assert measured.round == "v4.1" and not [w for w in measured.warnings if "a later one" in w]
+
+
+def test_a_carry_to_a_held_round_learns_nothing_from_later_rounds(kb_advisor: Any) -> None:
+    """A carry between held rounds reads the prior of the steps known by then: importing a later
+    round must not move an answer for an earlier one (a probe's next round had moved GH200's
+    resnet50 answer for v5.1 by 28%, its own step weighed in as the newest)."""
+    from stack_advisor.advisor.estimate.query import Query
+    from stack_advisor.advisor.verbs.evaluate import subset
+
+    full = kb_advisor.evidence()
+    table = full.table
+    upto = np.flatnonzero(full.round_no <= round_number("v4.1"))
+    cut = EvidenceIndex(subset(table, upto))
+    checked = 0
+    for key in cut.slices:
+        held = cut.round_drift.rounds(key)
+        if key[4] != "closed" or len(held) < 2 or held[-1] != round_number("v4.1"):
+            continue
+        if cut.round_drift.pairs(key, held[-2], held[-1]):
+            continue  # the slice's own pairs: the prior only stands beside them
+        acc = next(iter(cut.slices[key]))
+        q = Query(*key, acc, 1, "bare-metal", raw_accelerator=acc)
+        a = cut.round_drift.between(q, held[-2], held[-1])
+        b = full.round_drift.between(q, held[-2], held[-1])
+        assert a is not None and b is not None
+        assert (a.log_mid, a.log_lo, a.log_hi) == pytest.approx((b.log_mid, b.log_lo, b.log_hi))
+        checked += 1
+        if checked >= 5:
+            break
+    assert checked, "no slice carried by the prior between held rounds"

@@ -64,6 +64,26 @@ def test_branch_tags_and_round_names_are_never_versions() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        ("vLLM v5.1-mlperf, ROCm 7.2.2", None),  # a probe's: stored as "vllm 5.1" in round v6.0
+        ("vLLM v6.0 submission", None),
+        ("TensorRT-LLM v6.0-mlperf", None),
+        ("vLLM v0.10.1 mlperf", "0.10.1"),  # three parts: a release, not a round
+        ("TensorRT 8.6 (MLPerf build)", "8.6"),  # no 'v': as written
+        ("vLLM-v6.0", "6.0"),  # nothing says submission: read as written (a typo's warning)
+    ],
+)
+def test_a_round_named_beside_a_submission_is_no_version_whatever_its_round(
+    text: str, version: str | None
+) -> None:
+    """A round's name written with submission words is the round submitted in, not a release,
+    in any round's text and in a query's (``--stack "vLLM v6.0 submission"`` had been vllm 6.0)."""
+    assert parse_framework(text)[1] == version
+    assert parse_framework(text, "llama3.1-8b")[1] == version
+
+
+@pytest.mark.parametrize(
     ("text", "round_name", "version"),
     [
         ("TensorRT-LLM v6.0", "v6.0", None),  # the round's name, not TensorRT-LLM 6.0

@@ -150,3 +150,20 @@ def test_benchmark_flags_without_a_count_answer_each_part_once_at_its_smallest_c
         assert p["query"]["scenario"] == "Offline"
         moved = any(f["name"] in ("forecast", "round drift") for f in p["factors"])
         assert p["observed"] == (p["basis"] == "observed" and not moved)
+
+
+def test_an_as_of_naming_no_round_is_a_usage_error_as_in_recommend(
+    capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
+) -> None:
+    """A probe's ``predict --as-of garbage`` exited 1 with a refusal row where ``recommend``
+    exits 2; with ``--model`` it was dropped without a word (the proxy names no round)."""
+    flags = ["--benchmark", "resnet50", "--scenario", "Offline", "--accelerator", "A100"]
+    code, out, err = advisor(
+        capsys, "predict", "--store", kb_uri, *flags, "--count", "8", "--as-of", "garbage"
+    )
+    assert code == 2 and not out and "--as-of: 'garbage' is not" in err
+    spec = ["--model", "llama3.1-8b", "--accelerator", "A100"]
+    code, out, err = advisor(capsys, "predict", "--store", kb_uri, *spec, "--as-of", "garbage")
+    assert code == 2 and "--as-of: 'garbage' is not" in err
+    code, out, err = advisor(capsys, "predict", "--store", kb_uri, *spec, "--as-of", "v4.1")
+    assert "--as-of v4.1: not applied: a described model is estimated by proxy" in err

@@ -61,9 +61,9 @@ from stack_advisor.advisor.estimate.query import Estimate, Query, SliceKey, mode
 from stack_advisor.advisor.estimate.references_class import published_nodes
 from stack_advisor.advisor.estimate.stack_effect import rounds_between
 from stack_advisor.advisor.estimate.transfer import HELD, figure_text
-from stack_advisor.advisor.knowledge.table import ObservationTable
+from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
 from stack_advisor.advisor.results import Basis
-from stack_advisor.catalog.rounds import rounds_after
+from stack_advisor.catalog.rounds import load_rounds, rounds_after
 
 __all__ = [
     "AS_OF_WORDS",
@@ -237,9 +237,13 @@ class RoundDrift:
         key = q.slice
         held = self.rounds(key)
         now = held[-1] if held else old
+        # the prior of the steps known by round ``new`` (those ending there included): a carry
+        # to a held round never learns from rounds after it (a later round imported had moved
+        # every earlier answer by its own step)
+        known = math.nextafter(max(old, new), math.inf)
         if new > now:  # beyond the knowledge base: carry to now, then the prior ahead
             to_now = self.between(q, old, now)
-            ahead = self.prior.forecast(q, now, new)
+            ahead = self.prior.forecast(q, now, new, until=known, padded=True)
             return ahead if to_now is None else combine(to_now, ahead)
         own = [v for _, v in self.pairs(key, old, new)]
         steps = [r for r in held if min(old, new) < r < max(old, new)]
@@ -253,7 +257,7 @@ class RoundDrift:
         if own:
             lo, hi = quantiles(np.asarray(own), LEVEL_Q) if len(own) >= 2 else (own[0], own[0])
             mid = median(np.asarray(own))
-            prior = self.prior.forecast(q, old, new)
+            prior = self.prior.forecast(q, old, new, until=known, padded=True)
             # few pairs: their own spread understates; the prior's band stands beside it
             w = len(own) / (len(own) + PRIOR_WEIGHT_PAIRS)
             return Drift(
@@ -264,7 +268,7 @@ class RoundDrift:
                 round_label(old),
                 round_label(new),
             )
-        return self.prior.forecast(q, old, new)
+        return self.prior.forecast(q, old, new, until=known, padded=True)
 
     def shift(self, key: SliceKey, acc: str, old: float, new: float) -> float:
         """The log drift a carry from ``old`` to ``new`` would apply to ``acc`` on the slice,
@@ -404,6 +408,20 @@ def before_first(key: SliceKey, as_of: str, target: float, held: list[float]) ->
     before every round the catalogue dates): results are carried between rounds, never back
     before the benchmark's first."""
     if target <= 0:
+        undated = [r for r in held if published_on(key[0], r) is None]
+        dated = sorted(round_number(r.id) for r in load_rounds() if r.family == key[0])
+        if undated and dated and undated[0] < dated[0]:
+            # rounds held that the catalogue gives no day: published before its first dated
+            # one, but whether by the day asked is not known
+            first = dated[0]
+            return (
+                f"as_of {as_of!r}: the catalogue dates no round of {key[0]} before "
+                f"{round_label(first)} ({published_on(key[0], first)}); the knowledge base holds "
+                + ", ".join(round_label(r) for r in undated if r < first)
+                + ", undated: name the round (as_of: "
+                + round_label(max(r for r in undated if r < first))
+                + ")"
+            )
         return f"as_of {as_of!r}: no round of {key[0]} was published by then"
     what = " ".join(filter(None, key[1:3]))  # a Training slice has no scenario
     return (

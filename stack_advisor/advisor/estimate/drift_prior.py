@@ -204,6 +204,8 @@ class DriftPrior:
         same table: the same steps in the same order, the same pads)."""
         self.drift = drift
         self._cache: dict[tuple[str, str, str, str, float], Cell] = {}
+        self._pads: dict[float, dict[str, float]] = {}  # ``pad_for`` before a held round
+        self._last: float | None = None  # the newest step's round
         self.steps: list[Step] = []
         if state is not None:
             self.steps = list(state.steps)
@@ -292,17 +294,29 @@ class DriftPrior:
         self._cache[memo] = out
         return out
 
-    def forecast(self, q: Query, old: float, new: float, until: float = math.inf) -> Drift:
+    def forecast(
+        self,
+        q: Query,
+        old: float,
+        new: float,
+        until: float = math.inf,
+        *,
+        padded: bool | None = None,
+    ) -> Drift:
         """The prior's drift of ``q``'s slice from round ``old`` to ``new``: each published
         round between them one step of the benchmark's age then (a young benchmark's first
-        steps move most), centres added, band half-widths in quadrature."""
+        steps move most), centres added, band half-widths in quadrature; learned from the steps
+        ending before ``until``, its band widened by the calibrated pad where ``padded`` (by
+        default only where every step is read: the replays that calibrate the pad read none)."""
         n = rounds_between(q.family, old, new) if new > old else 1
         group = benchmark_group(q.family, q.benchmark)
         held = self.drift.age_count(q.slice, old)
         vendor = accelerator_class(q.raw_accelerator or q.accelerator)
         hib = self.drift.index.higher_is_better(q.slice)
         kind = metric_kind(q.slice, hib)
-        pad = self.pad_for(group) if until == math.inf else 0.0
+        if padded is None:
+            padded = until == math.inf
+        pad = self.pad_for(group, until) if padded else 0.0
         centre = down2 = up2 = 0.0
         names: list[str] = []
         pairs = 0
@@ -329,7 +343,7 @@ class DriftPrior:
             cell=" then ".join(names),
         )
 
-    def _calibrate(self) -> dict[str, float]:
+    def _calibrate(self, until: float = math.inf) -> dict[str, float]:
         """How far to widen the prior's band, per benchmark group (key "" for all), in log units
         on each side: the least that covers 80% of the group's pairs of every held step when each
         step is predicted from the steps before it (one pad for all steps; a group with few
@@ -342,6 +356,8 @@ class DriftPrior:
         outside bands before."""
         excess: dict[str, list[float]] = defaultdict(list)
         for kind, group, age, vendor, new, value in self.steps:
+            if new >= until:
+                continue
             mid, lo, hi, pairs, _ = self.cell(kind, group, age, vendor, until=new)
             if not pairs:
                 continue
@@ -357,8 +373,18 @@ class DriftPrior:
         pads.setdefault("", 0.0)
         return pads
 
-    def pad_for(self, group: str) -> float:
-        return self.pad.get(group, self.pad[""])
+    def pad_for(self, group: str, until: float = math.inf) -> float:
+        """The pad of ``group``'s band calibrated on the steps ending before ``until`` (every
+        step: the one persisted; before a held round: those of the rounds up to it alone)."""
+        if self._last is None:
+            self._last = max((s[4] for s in self.steps), default=-math.inf)
+        if until > self._last:
+            pads = self.pad
+        else:
+            if until not in self._pads:
+                self._pads[until] = self._calibrate(until)
+            pads = self._pads[until]
+        return pads.get(group, pads.get("", 0.0))
 
 
 Cell = tuple[float, float, float, int, str]

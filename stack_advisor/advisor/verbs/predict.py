@@ -22,6 +22,7 @@ from stack_advisor.advisor.estimate.index import EvidenceIndex
 from stack_advisor.advisor.estimate.query import Estimate, Query, redefined_reason
 from stack_advisor.advisor.estimate.references_class import NODE_MAX
 from stack_advisor.advisor.knowledge.rules import RuleSet
+from stack_advisor.advisor.names import canonical_benchmark
 from stack_advisor.advisor.results import (
     Basis,
     Evidence,
@@ -306,11 +307,13 @@ def _family_member(index: EvidenceIndex, q: PredictQuery) -> tuple[str, list[str
     if index.holds_accelerator(canonical_accelerator(q.accelerator)):
         return None  # results stored under this very name (an import that could not tell)
 
+    # the benchmark as the answer reads it (``ResNet-50 v1.5`` is resnet50): the member with the
+    # most results on it must not depend on how the query spells it
+    benchmark = canonical_benchmark(q.benchmark, q.family) or q.benchmark
+
     def held(name: str) -> tuple[int, int, int]:
         acc = canonical_accelerator(name)
-        on_bench = sum(
-            len(by.get(acc, ())) for k, by in index.slices.items() if k[1] == q.benchmark
-        )
+        on_bench = sum(len(by.get(acc, ())) for k, by in index.slices.items() if k[1] == benchmark)
         return (
             on_bench,
             sum(len(by.get(acc, ())) for by in index.slices.values()),
@@ -323,7 +326,7 @@ def _family_member(index: EvidenceIndex, q: PredictQuery) -> tuple[str, list[str
     # Server Edition submitters ran, for an RTX PRO 4500 never measured), then the catalogue's
     best = max(members, key=held)
     on_bench, anywhere, of_edition = held(best)
-    why = f"the member with the most results on {q.benchmark}"
+    why = f"the member with the most results on {benchmark}"
     if not on_bench and not anywhere and of_edition:
         why = f"no member measured: the edition other parts were measured in ({_edition(best)})"
     return best, [m for m in members if m != best], why
