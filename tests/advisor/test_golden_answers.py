@@ -167,6 +167,10 @@ Session 37: 37, 42, 44, 45 and 48 when a carry between held rounds began to read
 the steps known by its round (an older step's prior band had read v5.1's steps too), and 12 when
 two results of one configuration began to lie both inside its observed interval: only interval
 ends, confidences and the counts of candidates excluded by confidence moved, no value.
+Then 0-25 (recommend) and 37/40 (cluster) when a ranked candidate began to be estimated with its
+stack's framework and release, as predict reads a query's (the stack rules apply: a class without
+a learned factor excluded as "software class", a release carried forward by its upgrade factor,
+"TensorRT 10.2" matching a recorded 10.2.0): some rows' values, notes and folding moved.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

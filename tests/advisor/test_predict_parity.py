@@ -258,3 +258,58 @@ def test_two_results_of_one_configuration_both_lie_in_its_interval(kb_advisor: A
                 if found >= 5:
                     return
     assert found, "the knowledge base holds no configuration with two results apart"
+
+
+def test_recommend_answers_a_ranked_stack_as_predict_answers_it(kb_advisor: Any) -> None:
+    """A ranked row names a stack; ``predict`` asked for that stack on the row's part and count
+    gives the same figure (a probe's GH200 llama2-70b Interactive row labelled TensorRT 10.10 had
+    been its TensorRT 10.2 results moved by the round drift, 2,711, where predict carried them
+    forward by the upgrade factor, 2,527: the ranking never read the stack's framework)."""
+    ranked = kb_advisor.recommend(
+        Workload(
+            benchmark="llama2-70b-99",
+            scenario="Interactive",
+            hardware={"accelerators": ["GH200-144GB"], "count": 1},
+        )
+    )
+    rows = [r for r in ranked.recommendations if r.candidate.stack.get("framework_version")]
+    assert rows
+    for row in rows[:3]:
+        stack = row.candidate.stack
+        text = f"{stack['framework']} {stack['framework_version']}"
+        if stack.get("cuda"):
+            text += f", CUDA {stack['cuda']}"
+        [answer] = kb_advisor.predict(
+            [
+                {
+                    "benchmark": "llama2-70b-99",
+                    "scenario": "Interactive",
+                    "accelerator": row.candidate.accelerator,
+                    "accelerator_count": row.candidate.accelerator_count,
+                    "framework": text,
+                }
+            ]
+        )
+        assert answer.value == pytest.approx(row.value, rel=1e-9), text
+
+
+def test_a_release_named_shorter_matches_the_recorded_one() -> None:
+    from stack_advisor.advisor.estimate.index import same_release
+
+    assert same_release("10.2.0", "10.2") and same_release("12.4", "12.4.1")
+    assert same_release("vendor", "vendor") and not same_release("reference", "vendor")
+    assert not same_release("10.2.0", "10.2.1") and not same_release("10.20", "10.2")
+    assert not same_release(None, "10.2")
+
+
+def test_tensorrt_named_by_major_minor_is_its_recorded_result(kb_advisor: Any) -> None:
+    """A probe's ``--stack "TensorRT 10.2"`` on 8 H100s matched no recorded stack (10.2.0): it was
+    answered from every stack's results forecast a round ahead, 19% above that stack's own
+    result; named in full it was that result, as measured."""
+    query = {"benchmark": "llama2-70b-99", "scenario": "Offline"}
+    query |= {"accelerator": "H100-SXM5-80GB", "accelerator_count": 8}
+    short, full = kb_advisor.predict(
+        [{**query, "framework": "TensorRT 10.2"}, {**query, "framework": "TensorRT 10.2.0"}]
+    )
+    assert full.basis is Basis.OBSERVED
+    assert (short.basis, short.value, short.round) == (full.basis, full.value, full.round)

@@ -377,7 +377,7 @@ class EvidenceIndex:
             named = {**system_components(stack.extra), **stack_components(stack)}  # ROCm, ...
             have = {k.lower(): str(v).lower() for k, v in named.items() if v}
             have.setdefault("implementation", str(stack.extra.get("implementation", "")).lower())
-            if all(have.get(k) == v.lower() for k, v in q.components.items()):
+            if all(same_release(have.get(k), v.lower()) for k, v in q.components.items()):
                 ok.append(code)
         kept: np.ndarray = keep[np.isin(codes, ok)].astype(np.int64)
         return kept
@@ -615,3 +615,14 @@ class EvidenceIndex:
         if known:
             return max(known)
         return datetime.fromtimestamp(float(t.timestamp[rows].max()), tz=UTC)
+
+
+def same_release(have: str | None, named: str) -> bool:
+    """Whether a recorded component version ``have`` is the release a query names: equal, or
+    one a dotted prefix of the other (``TensorRT 10.2`` names the recorded 10.2.0; a record's
+    ``12.4`` is not told from ``12.4.1``), never another release (10.2.0 is not 10.2.1)."""
+    if have is None:
+        return False
+    a, b = have.split("."), named.split(".")
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]

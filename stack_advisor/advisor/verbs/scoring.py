@@ -55,6 +55,10 @@ def candidate_query(sl: Slice, c: Candidate, count: int) -> Query:
         count,
         c.placement,
         components=query_components(c.stack),
+        # the candidate's framework as predict reads a query's: the same stack rules apply
+        # (a probe's GH200 row labelled TensorRT 10.10 had been its 10.2 results moved by the
+        # round drift, 7% above predict's answer for that very stack)
+        framework=" ".join(filter(None, (c.stack.framework, c.stack.framework_version))),
         raw_accelerator=c.published[0],
         as_of=workload.as_of,
         # a stack naming no version would match every stack: its own results are its figure
