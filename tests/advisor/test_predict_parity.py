@@ -313,3 +313,20 @@ def test_tensorrt_named_by_major_minor_is_its_recorded_result(kb_advisor: Any) -
     )
     assert full.basis is Basis.OBSERVED
     assert (short.basis, short.value, short.round) == (full.basis, full.value, full.round)
+
+
+def test_accelerator_hours_say_their_unit(kb_advisor: Any) -> None:
+    """A probe's predict of Training ``accelerator_hours`` answered with ``unit: null`` where
+    recommend labels it accelerator-h."""
+    [answer] = kb_advisor.predict(
+        [
+            {
+                "family": "mlperf-training",
+                "benchmark": "llama2_70b_lora",
+                "accelerator": "H100-SXM5-80GB",
+                "accelerator_count": 8,
+                "metric": "accelerator_hours",
+            }
+        ]
+    )
+    assert answer.value is not None and answer.unit == "accelerator-h"
