@@ -171,6 +171,9 @@ Then 0-25 (recommend) and 37/40 (cluster) when a ranked candidate began to be es
 stack's framework and release, as predict reads a query's (the stack rules apply: a class without
 a learned factor excluded as "software class", a release carried forward by its upgrade factor,
 "TensorRT 10.2" matching a recorded 10.2.0): some rows' values, notes and folding moved.
+And every forecast's note when it began to say its interval "spans at least the learned
+round-ahead spread" (it had said "is widened by" it, which a band standing beside the replays'
+interval, the wider of the two, often is not): text only.
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

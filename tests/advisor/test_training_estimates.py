@@ -658,3 +658,11 @@ def test_a_count_between_two_published_sizes_reads_both(
         + (1 - w) * (math.log(6.5) + curve.log_ratio(32, 24))
     )
     assert at24 == pytest.approx(expected) and near == 32
+
+
+def test_a_warmed_advisor_answers_training_without_replaying_its_history(kb_advisor: Any) -> None:
+    """A probe's first MLPerf Training answer on a warm server took 4 s (its intervals' replays,
+    computed on first use); ``warm`` (the server's start-up) now computes them, and the answer
+    workers load them with the snapshot."""
+    training = kb_advisor.evidence().training
+    assert training._residuals is not None and training._drift is not None

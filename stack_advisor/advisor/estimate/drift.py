@@ -507,7 +507,7 @@ def forecast_note(q: Query, target: float, held: bool = False) -> str:
         when = f" (published {day.isoformat()}, not imported)"
     return (
         f"a forecast for {round_label(target)}{when}, beyond the newest round the knowledge base "
-        "holds for this benchmark: the interval is widened by the learned round-ahead spread; "
+        "holds for this benchmark: the interval spans at least the learned round-ahead spread; "
         "as_of 'now' answers for the newest round held"
     )
 
