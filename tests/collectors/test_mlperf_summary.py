@@ -194,8 +194,15 @@ def test_round_from_the_name_the_rows_or_the_option(
     observations, report = read_summary(file)
     assert report.round == "v5.1" and all(o.source_key.startswith("v5.1/") for o in observations)
     mixed = [v51_rows[0], {**v51_rows[1], "version": "v6.0"}]
-    with pytest.raises(InvalidInput, match=r"its rows name v5\.1, v6\.0; pass --round"):
+    with pytest.raises(
+        InvalidInput, match=r"its rows name v5\.1 \(1 row\), v6\.0 \(1 row\); pass --round"
+    ):
         read_summary(_write(tmp_path / "summary_results.json", mixed))
+    # the hint names the round most rows give (a probe's table of 1,472 v6.0 rows and one
+    # v5.1 row had been told "e.g. v5.1")
+    most = [v51_rows[0], *({**r, "version": "v6.0"} for r in v51_rows[1:4])]
+    with pytest.raises(InvalidInput, match=r"v6\.0 \(3 rows\), v5\.1 \(1 row\); .*e\.g\. v6\.0"):
+        read_summary(_write(tmp_path / "summary_results.json", most))
     unnamed = [{k: v for k, v in r.items() if k != "version"} for r in v51_rows[:2]]
     with pytest.raises(InvalidInput, match="from its name; pass --round"):
         read_summary(_write(tmp_path / "summary_results.json", unnamed))
@@ -291,7 +298,8 @@ def test_rows_not_imported_are_counted_by_reason(
     }
     assert report.results + sum(report.skipped_by_reason.values()) == report.rows == len(table)
     why = {b["row"]: (b["field"], b["why"]) for b in report.bad_rows}
-    assert list(why) == ["s", "b", "t", "l", "c"]
+    assert list(why) == ["s", "u", "b", "t", "l", "c"]  # unknown units listed too (a probe's)
+    assert why["u"][0] == "Performance_Units" and "'Furlongs/s' is not a unit" in why["u"][1]
     assert why["b"] == ("Performance_Result", "empty (Performance_Result)")  # named, not counted
     assert why["t"] == ("Performance_Units", "a throughput where SingleStream publishes a latency")
     assert why["l"] == ("Performance_Units", "a latency where Offline publishes a throughput")

@@ -303,8 +303,10 @@ def _refused(row: _Row, report: SummaryImport) -> bool:
     if any(word in units for word in ENERGY_WORDS):
         report.skip("energy-or-power", r, units)
         return True
-    if units not in UNITS:
-        report.skip("unknown-units", r, repr(r.get("units")))
+    if units not in UNITS:  # listed in bad_rows: a new round's units are worth seeing
+        known = ", ".join(UNITS)
+        why = f"{r.get('units')!r} is not a unit the importer knows ({known})"
+        report.reject(row, RowRejected(FIELD_ALIASES["units"][0], why), "unknown-units")
         return True
     empty = [
         f
@@ -373,7 +375,8 @@ def row_observation(row: _Row, report: SummaryImport) -> Observation | None:
         return None
     scenario = row_scenario(r)
     if scenario is None:
-        report.skip("unknown-scenario", r, repr(r.get("scenario")))
+        why = f"{r.get('scenario')!r} is not a scenario the catalogue knows"
+        report.reject(row, RowRejected(FIELD_ALIASES["scenario"][0], why), "unknown-scenario")
         return None
     try:
         value, (model, per_node_text, count, nodes) = _counts(r)
@@ -673,20 +676,24 @@ def _rows_round(rows: list[Any], names: dict[str, str], file: Path) -> str:
     Raises:
         InvalidInput: no version, or rows of several rounds.
     """
-    found = sorted(
-        {
-            flat_text(normalised(r, names).get("version"))
-            for r in rows
-            if isinstance(r, dict) and flat_text(normalised(r, names).get("version"))
-        }
+    counts = Counter(
+        flat_text(normalised(r, names).get("version")) for r in rows if isinstance(r, dict)
     )
-    named = _version_round(found[0]) if found else None
-    if len(found) == 1 and named:
+    counts.pop("", None)
+    named = _version_round(next(iter(counts))) if len(counts) == 1 else None
+    if named:
         return named
-    said = f"; its rows name {', '.join(found[:6])}" if found else ""
+    said = ""
+    example = "v5.1"
+    if counts:
+        most = counts.most_common()
+        said = "; its rows name " + ", ".join(
+            f"{v} ({n:,} row{'s' if n != 1 else ''})" for v, n in most[:6]
+        )
+        example = _version_round(most[0][0]) or example  # the round most of its rows name
     raise InvalidInput(
         f"cannot tell the MLPerf round of {str(file)!r} from its name{said}; pass --round "
-        "(e.g. v5.1)"
+        f"(e.g. {example})"
     )
 
 
