@@ -567,8 +567,9 @@ def run_all(advisor) -> tuple[dict, dict]:  # type: ignore[no-untyped-def,type-a
 
 
 def goal_scales(by_scale: dict[str, float]) -> set[str]:
-    """The common width scales at which one step's coverage is in the goal band 0.75-0.85."""
-    return {s for s, cov in by_scale.items() if 0.75 <= cov <= 0.85}
+    """The common width scales at which one step's coverage is in the goal band 0.75-0.85 (the
+    share of intervals beside their answer, ``beside``, is no scale)."""
+    return {s for s, cov in by_scale.items() if s != "beside" and 0.75 <= cov <= 0.85}
 
 
 def one_calibration(by_label: dict[str, dict[str, float]]) -> list[str]:
@@ -578,7 +579,9 @@ def one_calibration(by_label: dict[str, dict[str, float]]) -> list[str]:
         return []
     common = set.intersection(*(goal_scales(v) for v in by_label.values()))
     ranges = "; ".join(
-        f"{label} {scale_range(goal_scales(v))}" for label, v in sorted(by_label.items())
+        f"{label} {scale_range(goal_scales(v))}"
+        + (f" ({v['beside']:.0%} of its intervals beside their answer)" if v.get("beside") else "")
+        for label, v in sorted(by_label.items())
     )
     what = (
         f"scales {scale_range(common)} hold all of them"
@@ -592,7 +595,8 @@ def one_calibration(by_label: dict[str, dict[str, float]]) -> list[str]:
 
 
 def scale_range(scales: set[str]) -> str:
-    """``0.80-1.10`` from the scales of a band (the grid's lowest and highest in it), or none."""
+    """``0.80-1.10`` from the scales of a band (the grid's lowest and highest in it: coverage
+    rises with the scale where every interval holds its answer), or none."""
     if not scales:
         return "none"
     values = sorted(float(s) for s in scales)

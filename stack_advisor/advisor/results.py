@@ -460,7 +460,8 @@ class EvaluationReport(_Out):
         description="round ahead: per step and basis (20 answered rows or more), the 80% "
         "coverage with every interval's log distances from its answer multiplied by a common "
         "scale ('0.50' .. '3.00'): the scales that hold each step in 0.75-0.85 show whether one "
-        "calibration could hold them all",
+        "calibration could hold them all; 'beside': the share of intervals that do not hold "
+        "their answer (they move as they are scaled)",
     )
     refused_reasons: dict[str, int] = Field(default_factory=dict)
     unseen_benchmark_queries: int = 0

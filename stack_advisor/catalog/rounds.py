@@ -85,3 +85,17 @@ def release_of(text: str | None) -> tuple[int, ...] | None:
         return tuple(Version(text.strip().lstrip("vV").split("+")[0]).release)
     except (InvalidVersion, ValueError):  # ValueError: a number past int()'s digit limit
         return None
+
+
+def same_release(have: str | None, named: str) -> bool:
+    """Whether a recorded component version ``have`` is the release a query names: equal; a
+    record less precise than the name (``12.4`` for ``12.4.1``); or the name's release with a
+    patch of 0 and any build after it (``TensorRT 10.2`` names the recorded 10.2.0 and 10.2.0.19,
+    not 10.2.1; ``CUDA 12`` names 12.0, not 12.4), a name with a patch level taking any build of
+    it (10.2.0 names 10.2.0.19)."""
+    if have is None:
+        return False
+    a, b = have.split("."), named.split(".")
+    if len(a) <= len(b):
+        return b[: len(a)] == a
+    return a[: len(b)] == b and (len(b) >= 3 or all(part == "0" for part in a[len(b) : 3]))

@@ -32,6 +32,7 @@ from stack_advisor.catalog.resolve import (
     normalize,
     resolve_framework_name,
 )
+from stack_advisor.catalog.rounds import load_rounds
 
 # a version-shaped word: v?digits(.digits)* with an optional release suffix (rc1, a0+git..., -dev)
 _VERSION_WORD = re.compile(r"^[(\[-]?v?(\d+(?:\.\d+)*)(?:[.+~-]?[0-9a-z.+~-]*)?[)\]]?$", re.I)
@@ -66,24 +67,42 @@ class RuntimeAttribution:
 def version_after(words: list[str]) -> tuple[str | None, str | None]:
     """(version, ref) from the words after a runtime's name: the first version-shaped word, or
     the first branch/tag-like word (no version then); words of neither kind are skipped."""
-    for word in words:
+    for i, word in enumerate(words):
         if _LABEL.match(word) or not re.search(r"\w", word):
             continue
         if _REF_WORD.search(word.strip("()[]")) and not _VERSION_WORD.match(word):
             return None, word.strip("()[],")
         version = _VERSION_WORD.match(word)
         if version:
-            if _ROUND_WORD.match(word) and any(_SUBMISSION.search(w) for w in words):
+            if _names_a_round(word, words[i + 1 : i + 2]):
                 return None, word.strip("()[],")  # "v5.1-mlperf", "v6.0 submission": a round
             return version.group(1), None
     return None, None
 
 
-# an MLPerf round's name ("v5.1": one digit each side) written beside words of a submission: the
+# an MLPerf round's name written with a submission's word joined to it or right after it: the
 # round the text was submitted in, not a release of the runtime ("vLLM v5.1-mlperf" in round v6.0,
 # "TensorRT-LLM v6.0 submission"), whichever round the text was published in
-_ROUND_WORD = re.compile(r"^[(\[-]?v\d\.\d(?![.\d])", re.I)
+_ROUND_WORD = re.compile(r"^[(\[-]?v(\d\.\d)(?![.\d])(?P<rest>\S*)", re.I)
 _SUBMISSION = re.compile(r"mlperf|mlpinf|submission|\bround\b", re.I)
+
+
+def _names_a_round(word: str, after: list[str]) -> bool:
+    """Whether ``word`` (a version-shaped word, ``after`` the word that follows it) is a round's
+    name beside a submission's word: a round the catalogue lists, or one of the next major
+    release (a round not listed yet), never a release such as vLLM v0.9 or TensorRT v8.6."""
+    match = _ROUND_WORD.match(word)
+    if match is None:
+        return False
+    beside = _SUBMISSION.search(match.group("rest")) or any(_SUBMISSION.match(w) for w in after)
+    return bool(beside) and _is_round_name(match.group(1))
+
+
+@lru_cache(maxsize=64)
+def _is_round_name(number: str) -> bool:
+    listed = {entry.id.lstrip("v") for entry in load_rounds()}
+    newest = max((int(n.split(".")[0]) for n in listed), default=0)
+    return number in listed or newest < int(number.split(".")[0]) <= newest + 1
 
 
 def _benchmarks_named(words: list[str], family: str) -> frozenset[str]:

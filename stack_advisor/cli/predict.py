@@ -90,12 +90,7 @@ def predict(
             family=family,
         )
         if as_of is not None:
-            from stack_advisor.cli.render import warning
-
-            warning(
-                f"--as-of {as_of}: not applied: a described model is estimated by proxy from "
-                "its architecture and the parts' published figures, which name no round"
-            )
+            _as_of_not_for_models(as_of, "a described model")
         with answering_store(store) as adv:
             predictions = proxy_predictions(adv, spec, count=count, asked=accelerator)
         _show_predictions(predictions, chosen)
@@ -113,12 +108,25 @@ def _predict_file(query: str, as_of: str | None, store: str | None) -> list[Pred
             {"as_of": as_of, **q} if isinstance(q, dict) and not d else q
             for q, d in zip(data, described)
         ]
+        if any(described):
+            _as_of_not_for_models(as_of, f"{sum(described)} described model(s) of --query")
     with answering_store(store) as adv:
         if any(described):
             from stack_advisor.api.prediction_batch import predict_batch
 
             return predict_batch(adv, data)
         return adv.predict(data)
+
+
+def _as_of_not_for_models(as_of: str, what: str) -> None:
+    """The warning that ``--as-of`` does not apply to ``what``: a described model is estimated
+    by proxy from its architecture and the parts' published figures, which name no round."""
+    from stack_advisor.cli.render import warning
+
+    warning(
+        f"--as-of {as_of}: not applied to {what}: estimated by proxy from the architecture and "
+        "the parts' published figures, which name no round"
+    )
 
 
 def _only_with_flags(flags: bool, **given: str | None) -> None:

@@ -294,11 +294,14 @@ def test_recommend_answers_a_ranked_stack_as_predict_answers_it(kb_advisor: Any)
 
 
 def test_a_release_named_shorter_matches_the_recorded_one() -> None:
-    from stack_advisor.advisor.estimate.index import same_release
+    from stack_advisor.catalog.rounds import same_release
 
-    assert same_release("10.2.0", "10.2") and same_release("12.4", "12.4.1")
+    assert same_release("10.2.0", "10.2") and same_release("10.2.0.19", "10.2")
+    assert same_release("12.4", "12.4.1") and same_release("10.2.0.19", "10.2.0")
     assert same_release("vendor", "vendor") and not same_release("reference", "vendor")
     assert not same_release("10.2.0", "10.2.1") and not same_release("10.20", "10.2")
+    assert not same_release("10.2.1", "10.2")  # another release of the series, not the named
+    assert not same_release("12.4", "12") and same_release("12.0", "12")
     assert not same_release(None, "10.2")
 
 

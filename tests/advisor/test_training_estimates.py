@@ -660,9 +660,15 @@ def test_a_count_between_two_published_sizes_reads_both(
     assert at24 == pytest.approx(expected) and near == 32
 
 
-def test_a_warmed_advisor_answers_training_without_replaying_its_history(kb_advisor: Any) -> None:
+def test_a_warmed_advisor_answers_training_without_replaying_its_history(
+    mlperf_store: Any,
+) -> None:
     """A probe's first MLPerf Training answer on a warm server took 4 s (its intervals' replays,
     computed on first use); ``warm`` (the server's start-up) now computes them, and the answer
     workers load them with the snapshot."""
-    training = kb_advisor.evidence().training
+    from stack_advisor.advisor.engine import Advisor
+
+    advisor = Advisor(mlperf_store, memo_answers=False)
+    advisor.warm()
+    training = advisor.evidence().training
     assert training._residuals is not None and training._drift is not None

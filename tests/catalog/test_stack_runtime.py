@@ -72,6 +72,13 @@ def test_branch_tags_and_round_names_are_never_versions() -> None:
         ("vLLM v0.10.1 mlperf", "0.10.1"),  # three parts: a release, not a round
         ("TensorRT 8.6 (MLPerf build)", "8.6"),  # no 'v': as written
         ("vLLM-v6.0", "6.0"),  # nothing says submission: read as written (a typo's warning)
+        # releases of one digit each side beside the word mlperf stay releases (a review's)
+        ("vLLM v0.9 mlperf", "0.9"),
+        ("TensorRT-LLM v0.9 feat/1.2-mlpinf", "0.9"),
+        ("vLLM v0.8 (MLPerf build)", "0.8"),
+        ("TensorRT v8.6 MLPerf", "8.6"),
+        ("ROCm v6.1 mlperf", "6.1"),
+        ("vLLM v7.0-mlperf", None),  # a round of the next major release, not listed yet
     ],
 )
 def test_a_round_named_beside_a_submission_is_no_version_whatever_its_round(

@@ -166,4 +166,10 @@ def test_an_as_of_naming_no_round_is_a_usage_error_as_in_recommend(
     code, out, err = advisor(capsys, "predict", "--store", kb_uri, *spec, "--as-of", "garbage")
     assert code == 2 and "--as-of: 'garbage' is not" in err
     code, out, err = advisor(capsys, "predict", "--store", kb_uri, *spec, "--as-of", "v4.1")
-    assert "--as-of v4.1: not applied: a described model is estimated by proxy" in err
+    assert "--as-of v4.1: not applied to a described model: estimated by proxy" in err
+    described = tmp_path / "described.json"
+    described.write_text(json.dumps([{"model": "llama3.1-8b", "accelerator": "A100"}, GOOD]))
+    code, out, err = advisor(
+        capsys, "predict", "--store", kb_uri, "--query", str(described), "--as-of", "v4.1"
+    )
+    assert "--as-of v4.1: not applied to 1 described model(s) of --query" in err

@@ -268,7 +268,10 @@ class RoundDrift:
                 round_label(old),
                 round_label(new),
             )
-        return self.prior.forecast(q, old, new, until=known, padded=True)
+        prior = self.prior.forecast(q, old, new, until=known, padded=True)
+        # no step known by then (a kind first paired after it): nothing to carry by, said by the
+        # answer's round, never a 1.000x "learned prior" of no history with a band of none
+        return prior if prior.pairs else None
 
     def shift(self, key: SliceKey, acc: str, old: float, new: float) -> float:
         """The log drift a carry from ``old`` to ``new`` would apply to ``acc`` on the slice,

@@ -88,7 +88,7 @@ from stack_advisor.advisor.estimate.variants import blend_with_variants
 from stack_advisor.advisor.knowledge.table import ObservationTable, round_number
 from stack_advisor.advisor.results import Basis, weaker
 from stack_advisor.catalog.loading import load_catalog
-from stack_advisor.catalog.rounds import round_date
+from stack_advisor.catalog.rounds import round_date, same_release
 from stack_advisor.catalog.stack_text import system_components
 from stack_advisor.schema.errors import InvalidInput
 
@@ -615,14 +615,3 @@ class EvidenceIndex:
         if known:
             return max(known)
         return datetime.fromtimestamp(float(t.timestamp[rows].max()), tz=UTC)
-
-
-def same_release(have: str | None, named: str) -> bool:
-    """Whether a recorded component version ``have`` is the release a query names: equal, or
-    one a dotted prefix of the other (``TensorRT 10.2`` names the recorded 10.2.0; a record's
-    ``12.4`` is not told from ``12.4.1``), never another release (10.2.0 is not 10.2.1)."""
-    if have is None:
-        return False
-    a, b = have.split("."), named.split(".")
-    n = min(len(a), len(b))
-    return a[:n] == b[:n]

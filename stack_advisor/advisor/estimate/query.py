@@ -83,7 +83,9 @@ class Query:
     placement: str
     components: dict[str, str] = field(default_factory=dict)  # lower-case name → version
     raw_accelerator: str = ""
-    framework: str = ""  # the framework as the user wrote it (free text), for its software class
+    # the framework as a query wrote it (free text), or a ranked candidate's "<name> <release>":
+    # its software class and release (``stack_adjust``)
+    framework: str = ""
     # the round the answer is for: "today" (the newest round published by today's date), "now"
     # (the newest round held), "next", a date or a round name (drift)
     as_of: str = "today"

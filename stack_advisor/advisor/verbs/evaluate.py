@@ -387,7 +387,8 @@ class _Split:
             lookup(train, table, test_rows),
             seen,
             recorded,
-            step=f"{train_until} -> {test_round}",
+            # a Training step apart from an Inference one between rounds of the same names
+            step=("Training " if protocol == "training" else "") + f"{train_until} -> {test_round}",
         )
         unseen_preds = predict(knowledge, [user_query(table, r) for r in unseen_rows.tolist()])
         unseen_refused = sum(p.basis is Basis.UNSUPPORTED for p in unseen_preds)

@@ -119,6 +119,9 @@ def width_scales(
             f"{s:.2f}": float(np.mean((truth >= s * below) & (truth <= s * above)))
             for s in WIDTH_SCALES
         }
+        # an interval beside its answer (held to a part's peaks) moves as it is scaled: its rows
+        # are counted, so that a coverage not rising with the scale can be read
+        out[label]["beside"] = float(np.mean((below > 0) | (above < 0)))
     return out
 
 

@@ -305,7 +305,11 @@ def _refused(row: _Row, report: SummaryImport) -> bool:
         return True
     if units not in UNITS:  # listed in bad_rows: a new round's units are worth seeing
         known = ", ".join(UNITS)
-        why = f"{r.get('units')!r} is not a unit the importer knows ({known})"
+        why = (
+            f"{r.get('units')!r} is not a unit the importer knows ({known})"
+            if units
+            else f"empty (a unit the importer knows: {known})"
+        )
         report.reject(row, RowRejected(FIELD_ALIASES["units"][0], why), "unknown-units")
         return True
     empty = [
