@@ -174,6 +174,10 @@ a learned factor excluded as "software class", a release carried forward by its 
 And every forecast's note when it began to say its interval "spans at least the learned
 round-ahead spread" (it had said "is widened by" it, which a band standing beside the replays'
 interval, the wider of the two, often is not): text only.
+Then 0-24 when a ranked candidate's query began to carry its stack's recorded implementation
+(NeuralMagic's vLLM 0.5.2, run as MLCommons' reference code, had been classed optimised and its
+own llama2-70b result excluded): only the counts and reasons of candidates excluded as
+"software class" moved (that vLLM stack is now excluded where only TensorRT results exist).
 
 A restructuring of the advisor must not move one byte of these answers. When an answer is meant
 to change, re-record the fixture and say why in the commit:

@@ -333,3 +333,26 @@ def test_accelerator_hours_say_their_unit(kb_advisor: Any) -> None:
         ]
     )
     assert answer.value is not None and answer.unit == "accelerator-h"
+
+
+def test_a_stack_recorded_as_reference_code_ranks_on_its_own_results(kb_advisor: Any) -> None:
+    """A probe's L40S llama2-70b Offline: NeuralMagic's vLLM 0.5.2 result, recorded as MLCommons'
+    reference implementation, was excluded as "software class" (its own results "borrowed
+    across classes") once the ranking read the candidate's framework without its implementation;
+    its Server TTFT had doubled by a reference -> optimised factor."""
+    ranked = kb_advisor.recommend(
+        Workload(
+            benchmark="llama2-70b-99",
+            scenario="Offline",
+            hardware={"accelerators": ["L40S"], "count": 8},
+            all_rows=True,
+        ),
+        top=50,
+    )
+    vllm = [r for r in ranked.recommendations if r.candidate.stack.get("framework") == "vllm"]
+    assert vllm and all(r.basis is Basis.OBSERVED for r in vllm)
+    assert not [
+        e
+        for e in ranked.excluded_candidates
+        if "vllm" in e.stack_label and e.accelerator == "L40S"
+    ]

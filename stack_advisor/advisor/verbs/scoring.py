@@ -54,7 +54,10 @@ def candidate_query(sl: Slice, c: Candidate, count: int) -> Query:
         c.accelerator,
         count,
         c.placement,
-        components=query_components(c.stack),
+        # its implementation too where the record says it (vLLM run as MLCommons' reference
+        # code: its own results are of that class, never "borrowed across classes")
+        components=query_components(c.stack)
+        | ({"implementation": str(impl)} if (impl := c.stack.extra.get("implementation")) else {}),
         # the candidate's framework as predict reads a query's: the same stack rules apply
         # (a probe's GH200 row labelled TensorRT 10.10 had been its 10.2 results moved by the
         # round drift, 7% above predict's answer for that very stack)
