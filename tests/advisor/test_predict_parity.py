@@ -352,7 +352,5 @@ def test_a_stack_recorded_as_reference_code_ranks_on_its_own_results(kb_advisor:
     vllm = [r for r in ranked.recommendations if r.candidate.stack.get("framework") == "vllm"]
     assert vllm and all(r.basis is Basis.OBSERVED for r in vllm)
     assert not [
-        e
-        for e in ranked.excluded_candidates
-        if "vllm" in e.stack_label and e.accelerator == "L40S"
+        e for e in ranked.excluded_candidates if "vllm" in e.stack_label and e.accelerator == "L40S"
     ]
