@@ -56,6 +56,13 @@ def predict(
     count: CountOpt = None,
     metric: PredictMetricOpt = None,
     stack: StackTextOpt = None,
+    placement: Annotated[
+        str | None,
+        typer.Option(
+            help="With --benchmark/--accelerator/--count: where the accelerators run, "
+            "bare-metal (default), passthrough, vgpu or unknown (as a ranking's row names it)."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     store: StoreOpt = None,
@@ -70,10 +77,12 @@ def predict(
     if as_of is not None:  # a round it names none of is a usage error, as recommend's (exit 2)
         as_of = checked_as_of(as_of)
     flags = query is None and model is None and benchmark and accelerator and count
-    _only_with_flags(bool(flags), metric=metric, stack=stack)
+    _only_with_flags(bool(flags), metric=metric, stack=stack, placement=placement)
     if flags:
         assert benchmark and accelerator and count
         asked = benchmark_queries(family, benchmark, scenario, accelerator, count, as_of, stack)
+        if placement is not None:
+            asked = [{**q, "placement": placement} for q in asked]
         answered = _predict_benchmark(store, asked, metric)
         if answered is not None:
             return _show_predictions(answered, chosen)

@@ -351,6 +351,23 @@ def test_a_stack_recorded_as_reference_code_ranks_on_its_own_results(kb_advisor:
     )
     vllm = [r for r in ranked.recommendations if r.candidate.stack.get("framework") == "vllm"]
     assert vllm and all(r.basis is Basis.OBSERVED for r in vllm)
+    # predict names it as users write it (no implementation): its own result, not refused
+    row = vllm[0]
+    [answer] = kb_advisor.predict(
+        [
+            {
+                "benchmark": "llama2-70b-99",
+                "scenario": "Offline",
+                "accelerator": "L40S",
+                "accelerator_count": row.candidate.accelerator_count,
+                "placement": row.candidate.placement.value,
+                "framework": f"vLLM {row.candidate.stack['framework_version']}",
+            }
+        ]
+    )
+    assert answer.basis is Basis.OBSERVED
+    per_part = row.candidate.accelerator_count if row.per_accelerator else 1
+    assert answer.value == pytest.approx(row.value * per_part)
     assert not [
         e for e in ranked.excluded_candidates if "vllm" in e.stack_label and e.accelerator == "L40S"
     ]

@@ -173,3 +173,31 @@ def test_an_as_of_naming_no_round_is_a_usage_error_as_in_recommend(
         capsys, "predict", "--store", kb_uri, "--query", str(described), "--as-of", "v4.1"
     )
     assert "--as-of v4.1: not applied to 1 described model(s) of --query" in err
+
+
+def test_placement_is_a_flag_beside_the_configuration_flags(
+    capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
+) -> None:
+    """A ranking's row may name a placement (unknown, vgpu); predict by flags could not ask for
+    it (a probe's row could not be reproduced)."""
+    flags = ["--benchmark", "resnet50", "--scenario", "Offline", "--accelerator", "A100"]
+    code, out, err = advisor(
+        capsys,
+        "predict",
+        "--store",
+        kb_uri,
+        *flags,
+        "--count",
+        "1",
+        "--placement",
+        "vgpu",
+        "--json",
+    )
+    [answer] = json.loads(out)
+    assert answer["query"]["placement"] == "vgpu"
+    query = tmp_path / "q.json"
+    query.write_text(json.dumps([GOOD]))
+    code, out, err = advisor(
+        capsys, "predict", "--store", kb_uri, "--query", str(query), "--placement", "vgpu"
+    )
+    assert code == 2 and "--placement: only with --benchmark" in err

@@ -134,16 +134,20 @@ def _query_class(
     est: Estimate,
     wanted: tuple[str, str | None, SoftwareClass | None],
 ) -> SoftwareClass | None:
-    """The class a query asks for. Where only the framework's name gave it (a reference-class
-    name, no ``implementation`` component: "PyTorch 2.10.0, ROCm 7.2.2"), the class its results
-    show (``stack_level``): those on the estimate's evidence, else every result the knowledge
-    base could level of that framework (reference only where most ran at its level); the
-    name's class where none shows one."""
+    """The class a query asks for. Where only the framework's name gave it (no
+    ``implementation`` component: "PyTorch 2.10.0, ROCm 7.2.2", "vLLM 0.5.2"), the class its
+    results show (``stack_level``): those on the estimate's evidence, else, for a
+    reference-class name, every result the knowledge base could level of that framework
+    (reference only where most ran at its level); the name's class where none shows one. A
+    probe's "vLLM 0.5.2" on 8 L40S was refused as borrowing reference results: its own, a vLLM
+    run recorded as MLCommons' reference code."""
     fw, _, cls = wanted
-    if cls is None or cls.software_class != REFERENCE or q.components.get("implementation"):
+    if cls is None or q.components.get("implementation"):
         return cls
     rows = [r for r in est.rows.tolist() if effects.row_stack(r).framework == fw]
     where = "on this evidence"
+    if not rows and cls.software_class != REFERENCE:
+        return cls  # an optimised name: its own results here say otherwise, or nothing does
     if not rows:
         rows, where = effects.leveled_rows(fw), "in the knowledge base, beside optimised peers"
     shown = [effects.row_stack(r).software_class for r in rows]
