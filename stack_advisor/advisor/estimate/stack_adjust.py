@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def query_stack(q: Query) -> tuple[str, str | None, SoftwareClass | None] | None
     if not q.framework:
         return None
     # the runtime that ran this benchmark where the text lists several (a system's framework field)
-    name, version = parse_framework(q.framework, q.benchmark, q.family)
+    name, version = _parsed(q.framework, q.benchmark, q.family)
     fw = framework_id(name or q.framework)
     if fw is None:
         return None
@@ -76,6 +77,13 @@ def query_stack(q: Query) -> tuple[str, str | None, SoftwareClass | None] | None
         version_key(version or q.components.get(fw)),
         stack_class(fw, q.components.get("implementation")),
     )
+
+
+@lru_cache(maxsize=4096)
+def _parsed(framework: str, benchmark: str, family: str) -> tuple[str | None, str | None]:
+    """``parse_framework`` once per text and benchmark: a ranking asks it for every candidate
+    (a recommendation of resnet50 reads some 280 stacks' texts, most of them alike)."""
+    return parse_framework(framework, benchmark, family)
 
 
 def adjust(index: EvidenceIndex, q: Query, est: Estimate) -> Estimate:

@@ -185,6 +185,7 @@ def fit_factor(
     )
 
 
+@lru_cache(maxsize=4096)
 def version_key(version: str | None) -> str | None:
     """A version's major.minor ('10.2.0.19' → '10.2'); None when the text is no version."""
     release = release_of(version)
