@@ -371,3 +371,30 @@ def test_a_stack_recorded_as_reference_code_ranks_on_its_own_results(kb_advisor:
     assert not [
         e for e in ranked.excluded_candidates if "vllm" in e.stack_label and e.accelerator == "L40S"
     ]
+
+
+def test_an_unknown_placement_reads_its_stacks_own_results_wherever_they_ran(
+    kb_advisor: Any,
+) -> None:
+    """A cluster pool whose nodes say nothing of a hypervisor asks at placement ``unknown``: a
+    probe's 8-H100 pool answered a recorded stack (TensorRT 9.3.0, CUDA 12.2) from every stack's
+    results forecast a round ahead (3,618/GPU) where the stack's own bare-metal result at 4 GPUs
+    answers it as measured (2,533/GPU)."""
+    index = kb_advisor.evidence()
+    stacks = index.table.stacks
+    chosen = next(
+        (sid, s)
+        for sid, s in sorted(stacks.items())
+        if s.framework == "tensorrt" and s.tensorrt == "9.3.0" and s.cuda == "12.2"
+    )
+    components = {k: v for k, v in chosen[1].components().items() if v}
+    query = {"benchmark": "llama2-70b-99", "scenario": "Offline"}
+    query |= {"accelerator": "H100-SXM5-80GB", "accelerator_count": 8, "framework": "tensorrt"}
+    bare, unknown = kb_advisor.predict(
+        [
+            {**query, "components": components, "placement": "bare-metal"},
+            {**query, "components": components, "placement": "unknown"},
+        ]
+    )
+    assert bare.value is not None and unknown.value == pytest.approx(bare.value)
+    assert unknown.round == bare.round == "v4.1"

@@ -443,7 +443,8 @@ def own_stack(index: DriftIndex, q: Query, est: Estimate) -> bool:
         return False
     if est.basis is Basis.OBSERVED:
         return True
-    return len(index.matching(est.rows, q, any_count=True)) == len(est.rows)
+    rows = index.matching(est.rows, q, any_count=True, any_placement=True)
+    return len(rows) == len(est.rows)
 
 
 AS_MEASURED = "as measured with this stack in "  # the head of ``as_measured``'s note

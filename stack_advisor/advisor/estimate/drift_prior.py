@@ -37,7 +37,9 @@ class DriftIndex(Protocol):
 
     def higher_is_better(self, key: SliceKey) -> bool: ...
 
-    def matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray: ...
+    def matching(
+        self, rows: np.ndarray, q: Query, *, any_count: bool = False, any_placement: bool = False
+    ) -> np.ndarray: ...
 
 
 class PriorSource(Protocol):

@@ -357,12 +357,14 @@ class EvidenceIndex:
                 )
         return Estimate(Basis.UNSUPPORTED, reason=missing_slice(self, q))
 
-    def matching(self, rows: np.ndarray, q: Query, *, any_count: bool = False) -> np.ndarray:
+    def matching(
+        self, rows: np.ndarray, q: Query, *, any_count: bool = False, any_placement: bool = False
+    ) -> np.ndarray:
+        """``rows`` of the query's count (any with ``any_count``), placement (any with
+        ``any_placement``) and stack."""
         t = self.table
-        keep: np.ndarray = rows[
-            ((t.count[rows] == q.count) | any_count)
-            & (t.placement.codes[rows] == t.placement.code(q.placement))
-        ]
+        placed = any_placement | (t.placement.codes[rows] == t.placement.code(q.placement))
+        keep: np.ndarray = rows[((t.count[rows] == q.count) | any_count) & placed]
         if q.stacks and len(keep):
             keep = keep[np.isin(t.stack.codes[keep], [t.stack.code(s) for s in q.stacks])]
         if not q.components or not len(keep):

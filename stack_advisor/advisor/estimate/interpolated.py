@@ -34,13 +34,19 @@ def interpolated_estimate(index: EvidenceIndex, q: Query, rows: np.ndarray, hib:
     notes: list[str] = []
     use = same_place if len(same_place) else rows
     own = False  # read from this very stack's results
+    anywhere = Query(**{**q.__dict__, "count": -1})
     if q.components and len(same_place):
         # this very stack at other counts beats the accelerator's other stacks
-        same_stack = index.matching(
-            same_place, Query(**{**q.__dict__, "count": -1}), any_count=True
-        )
+        same_stack = index.matching(same_place, anywhere, any_count=True)
         if len(same_stack):
             use, own = same_stack, True
+    if q.components and not own and q.placement == "unknown":
+        # a placement that says nothing (a cluster pool whose nodes do not say): the stack's own
+        # results wherever they ran, before other stacks' (a probe's 8-H100 pool had answered a
+        # recorded stack from every stack's results, forecast a round ahead, beside its own)
+        same_stack = index.matching(rows, anywhere, any_count=True, any_placement=True)
+        if len(same_stack):
+            use, own, same_place = same_stack, True, same_stack
     use, crossed = _of_query_class(index, q, use)
     # as of a held round: its results and older ones where the part has any (never a later
     # round's carried back over its own)
