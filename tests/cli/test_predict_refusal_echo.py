@@ -42,6 +42,12 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolate_cli(monkeypatch, tmp_path)
 
 
+def _by_flags(capsys: pytest.CaptureFixture[str], kb_uri: str, *more: str) -> tuple[int, str, str]:
+    """``predict`` of resnet50 Offline on one A100 by flags, with ``more`` options."""
+    flags = ("--benchmark", "resnet50", "--scenario", "Offline", "--accelerator", "A100")
+    return advisor(capsys, "predict", "--store", kb_uri, *flags, "--count", "1", *more)
+
+
 def test_a_refused_query_shows_only_what_it_gave(
     capsys: pytest.CaptureFixture[str], kb_uri: str, tmp_path: Path
 ) -> None:
@@ -102,16 +108,10 @@ def test_benchmark_flags_take_a_metric_and_a_stack_as_a_query_file_does(
     """``--metric`` and ``--stack`` are a query's ``metric`` and ``framework`` (a probe could
     not ask a latency, or a stack, without writing a query file); without the flags they
     describe they are refused, naming them."""
-    flags = ("--benchmark", "resnet50", "--scenario", "Offline", "--accelerator", "A100")
     stack = "TensorRT 8.4.2, CUDA 11.6"
-    code, out, err = advisor(
+    code, out, err = _by_flags(
         capsys,
-        "predict",
-        "--store",
         kb_uri,
-        *flags,
-        "--count",
-        "1",
         "--metric",
         "samples_per_second",
         "--stack",
@@ -180,19 +180,7 @@ def test_placement_is_a_flag_beside_the_configuration_flags(
 ) -> None:
     """A ranking's row may name a placement (unknown, vgpu); predict by flags could not ask for
     it (a probe's row could not be reproduced)."""
-    flags = ["--benchmark", "resnet50", "--scenario", "Offline", "--accelerator", "A100"]
-    code, out, err = advisor(
-        capsys,
-        "predict",
-        "--store",
-        kb_uri,
-        *flags,
-        "--count",
-        "1",
-        "--placement",
-        "vgpu",
-        "--json",
-    )
+    code, out, err = _by_flags(capsys, kb_uri, "--placement", "vgpu", "--json")
     [answer] = json.loads(out)
     assert answer["query"]["placement"] == "vgpu"
     query = tmp_path / "q.json"
