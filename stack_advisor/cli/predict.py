@@ -80,9 +80,9 @@ def predict(
     _only_with_flags(bool(flags), metric=metric, stack=stack, placement=placement)
     if flags:
         assert benchmark and accelerator and count
-        asked = benchmark_queries(family, benchmark, scenario, accelerator, count, as_of, stack)
-        if placement is not None:
-            asked = [{**q, "placement": placement} for q in asked]
+        asked = benchmark_queries(
+            family, benchmark, scenario, accelerator, count, as_of, stack, placement
+        )
         answered = _predict_benchmark(store, asked, metric)
         if answered is not None:
             return _show_predictions(answered, chosen)
@@ -176,6 +176,7 @@ def benchmark_queries(
     count: int,
     as_of: str | None,
     stack: str | None = None,
+    placement: str | None = None,
 ) -> list[dict[str, Any]]:
     """``predict --benchmark B --accelerator A [--accelerator ...] --count N`` as the queries
     ``--query`` takes: one per accelerator, at that count (the rows of a ranking come at the
@@ -189,6 +190,8 @@ def benchmark_queries(
         base["as_of"] = as_of
     if stack is not None:  # --stack: the query's framework, as published
         base["framework"] = stack
+    if placement is not None:
+        base["placement"] = placement
     return [{**base, "accelerator": name} for name in accelerators]
 
 

@@ -395,11 +395,12 @@ class EvidenceIndex:
         value = median(self.unit[latest])
         lo_q, _, hi_q = self.quantiles(q.slice, Basis.OBSERVED)
         low, high = value * math.exp(lo_q), value * math.exp(hi_q)
-        if len(latest) >= 2:  # repeats show their own spread: two, both of them (a probe's
+        values = self.unit[latest]
+        if len(values) >= 2:  # repeats show their own spread: two, both of them (a probe's
             # 95,000 and 120,000 had been answered 107,500 (104,372..114,244), neither inside)
-            values = self.unit[latest]
-            low = min(low, quantile(values, QUANTILES[0]) if len(latest) > 2 else values.min())
-            high = max(high, quantile(values, QUANTILES[1]) if len(latest) > 2 else values.max())
+            ends = (0.0, 1.0) if len(values) == 2 else (QUANTILES[0], QUANTILES[1])
+            low = min(low, quantile(values, ends[0]))
+            high = max(high, quantile(values, ends[1]))
         shown = rows[self.round_no[rows] <= self.round_no[latest].max()]  # up to the round used
         return Estimate(Basis.OBSERVED, value, low, high, rows=shown)
 

@@ -64,17 +64,16 @@ def selector_components(selector: str | dict[str, str]) -> dict[str, str] | None
     for part in filter(None, (p.strip() for p in selector.split(","))):
         name, sep, version = part.partition("=")
         if not sep or not name.strip() or not version.strip():
-            raise InvalidInput(
-                f"stack selector: {part!r} is not component=version "
-                "(e.g. 'tensorrt=8.6.0,cuda=12.0') nor a stack id (stk-...)"
-            )
+            raise InvalidInput(f"stack selector: {part!r} is not component=version{SELECTOR_FORMS}")
         want[name.strip().lower()] = version.strip()
     if not want:  # "," or " , ": nothing named would match every stack
         raise InvalidInput(
-            f"stack selector: {selector!r} names no component=version pair "
-            "(e.g. 'tensorrt=8.6.0,cuda=12.0') nor a stack id (stk-...)"
+            f"stack selector: {selector!r} names no component=version pair{SELECTOR_FORMS}"
         )
     return want
+
+
+SELECTOR_FORMS = " (e.g. 'tensorrt=8.6.0,cuda=12.0') nor a stack id (stk-...)"
 
 
 def _stack_matches(table: ObservationTable, selector: str | dict[str, str]) -> set[int]:

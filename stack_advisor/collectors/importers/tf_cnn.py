@@ -33,6 +33,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from stack_advisor.catalog.rounds import same_release
 from stack_advisor.schema.errors import InvalidInput
 from stack_advisor.schema.models import (
     Accelerator,
@@ -404,24 +405,23 @@ def tensorflow_stack(stack: SoftwareStack, printed: str | None) -> SoftwareStack
         InvalidInput: the caller named a TensorFlow version the log contradicts.
     """
     named = stack.framework_version if stack.framework == "tensorflow" else None
-    if named and printed and not _same_release(named, printed):
+    if named and printed and not _one_release(named, printed):
         raise InvalidInput(
             f"framework_version: {named!r} was given, but the log was written by "
             f"TensorFlow {printed}; leave --framework-version out or fix it"
         )
     known = stack.extra.get("tensorflow")
-    version = named or (known if known and printed and _same_release(known, printed) else printed)
+    version = named or (known if known and printed and _one_release(known, printed) else printed)
     extra = {k: v for k, v in stack.extra.items() if k != "tensorflow"}
     return stack.model_copy(
         update={"framework": "tensorflow", "framework_version": version, "extra": extra}
     )
 
 
-def _same_release(a: str, b: str) -> bool:
-    """'2.21.0' and '2.21' are one release; '2.15.0' and '2.21' are not."""
-    pa, pb = a.split("."), b.split(".")
-    n = min(len(pa), len(pb))
-    return pa[:n] == pb[:n]
+def _one_release(a: str, b: str) -> bool:
+    """'2.21.0' and '2.21' are one release ('2.21.1' and '2.21' too: neither says more than the
+    other); '2.15.0' and '2.21' are not."""
+    return same_release(a, b) or same_release(b, a)
 
 
 def import_tf_cnn_log(
